@@ -1,0 +1,145 @@
+"""The two searchable collections, memories and conversation messages, behind one shape (RET-7).
+
+The retrieval core (``memory.retrieval``) only speaks to a ``Corpus``: which rows a context may see,
+which are live, how old and how important a row is, and who its graph neighbours are. So one ranking
+improvement serves both the memory recall and the conversation search.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .db import Database
+from .fts import FtsQueryBuilder
+from .models import DECAY_EXEMPT_KINDS, FactKind
+from .scopes import placeholders
+from .vectors import VectorIndex
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """Extra SQL conditions on the corpus table (aliased ``t``), built by our code, never from user text."""
+
+    sql: str = ""
+    params: tuple[Any, ...] = ()
+
+    def __and__(self, other: Filter) -> Filter:
+        parts = [p for p in (self.sql, other.sql) if p]
+        return Filter(" AND ".join(f"({p})" for p in parts), self.params + other.params)
+
+
+@dataclass(slots=True)
+class Corpus:
+    name: str
+    table: str
+    fts_table: str
+    bm25: str
+    db: Database
+    vectors: VectorIndex
+    fts: FtsQueryBuilder = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fts = FtsQueryBuilder(self.db, self.fts_table)
+
+    # -- what differs between the corpora ---------------------------------------------------------
+    def live(self, now: float) -> Filter:
+        return Filter()
+
+    def age_anchor(self, row: dict[str, Any]) -> float:
+        return row["created_at"]
+
+    def importance(self, row: dict[str, Any]) -> float:
+        return 0.5
+
+    def decay_exempt(self, row: dict[str, Any]) -> bool:
+        return False
+
+    def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[int]:
+        return []
+
+    # -- shared queries ----------------------------------------------------------------------------
+    def fetch(self, rids: list[int], partitions: tuple[str, ...], where: Filter) -> dict[int, dict[str, Any]]:
+        """The rows among ``rids`` that sit in the given partitions and pass ``where``."""
+        if not rids or not partitions:
+            return {}
+        found: dict[int, dict[str, Any]] = {}
+        cond = where.sql and f" AND ({where.sql})"
+        for i in range(0, len(rids), 400):
+            chunk = rids[i : i + 400]
+            sql = (
+                f"SELECT * FROM {self.table} AS t WHERE t.rid IN ({placeholders(chunk)}) "
+                f"AND t.partition_key IN ({placeholders(partitions)}){cond}"
+            )
+            for row in self.db.rows(sql, (*chunk, *partitions, *where.params)):
+                found[row["rid"]] = row
+        return found
+
+    def ordered(self, partitions: tuple[str, ...], where: Filter, order: str, limit: int) -> list[dict[str, Any]]:
+        """Rows in the partitions, ordered by a fixed SQL expression (our own, never user text)."""
+        if not partitions or limit <= 0:
+            return []
+        cond = where.sql and f" AND ({where.sql})"
+        sql = (
+            f"SELECT * FROM {self.table} AS t WHERE t.partition_key IN ({placeholders(partitions)}){cond} "
+            f"ORDER BY {order} LIMIT ?"
+        )
+        return self.db.rows(sql, (*partitions, *where.params, limit))
+
+    def text_search(self, text: str, ptokens: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
+        """(rid, bm25) best first; bm25 is negative, more negative is better. [] when nothing to search."""
+        expr = self.fts.match(text, ptokens)
+        if expr is None:
+            return []
+        sql = f"SELECT rowid, {self.bm25} AS score FROM {self.fts_table} WHERE {self.fts_table} MATCH ? ORDER BY score LIMIT ?"
+        return [(rid, score) for rid, score in self.db.execute(sql, (expr, limit))]
+
+
+class MemoryCorpus(Corpus):
+    def __init__(self, db: Database, vectors: VectorIndex) -> None:
+        super().__init__("memories", "memories", "memory_fts", "bm25(memory_fts, 2.0, 1.0, 1.0, 0.0)", db, vectors)
+
+    def live(self, now: float) -> Filter:
+        return Filter(
+            "t.forgotten = 0 AND t.consolidated_into IS NULL AND t.superseded_by IS NULL AND (t.ttl IS NULL OR t.ttl > ?)",
+            (now,),
+        )
+
+    def age_anchor(self, row: dict[str, Any]) -> float:
+        return max(row["updated_at"], row["last_accessed_at"] or 0.0)
+
+    def importance(self, row: dict[str, Any]) -> float:
+        return max(0.0, min(1.0, row["importance"] / 10.0))
+
+    def decay_exempt(self, row: dict[str, Any]) -> bool:
+        return FactKind(row["kind"]) in DECAY_EXEMPT_KINDS
+
+    def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[int]:
+        if not rids:
+            return []
+        marks = placeholders(rids)
+        sql = (
+            f"SELECT dst_rid FROM memory_links WHERE src_rid IN ({marks}) AND relation != 'updates' "
+            f"UNION SELECT src_rid FROM memory_links WHERE dst_rid IN ({marks}) AND relation != 'updates'"
+        )
+        return [r for (r,) in self.db.execute(sql, (*rids, *rids))]
+
+
+class MessageCorpus(Corpus):
+    def __init__(self, db: Database, vectors: VectorIndex) -> None:
+        super().__init__("messages", "messages", "message_fts", "bm25(message_fts, 1.0, 0.5, 0.0)", db, vectors)
+
+    def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[int]:
+        """A message's graph neighbours are the turns just before and after it in the same channel."""
+        found: list[int] = []
+        for rid in rids:
+            row = self.db.one("SELECT platform, channel_id, created_at FROM messages WHERE rid = ?", (rid,))
+            if row is None:
+                continue
+            for op, order in (("<", "DESC"), (">", "ASC")):
+                sql = (
+                    f"SELECT rid FROM messages WHERE platform = ? AND channel_id = ? AND "
+                    f"(created_at {op} ? OR (created_at = ? AND rid {op} ?)) ORDER BY created_at {order}, rid {order} LIMIT 1"
+                )
+                params = (row["platform"], row["channel_id"], row["created_at"], row["created_at"], rid)
+                found.extend(r for (r,) in self.db.execute(sql, params))
+        return found

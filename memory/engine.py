@@ -1,0 +1,38 @@
+"""One object that owns a store file and everything built on it; what the bot and the CLI open."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .clock import Clock, SystemClock
+from .corpus import MemoryCorpus, MessageCorpus
+from .db import Database
+from .embeddings import EmbeddingService
+from .graph import Graph
+from .knobs import KnobStore
+from .messages import MessageLog
+from .protocols import Embedder
+from .store import MemoryStore
+from .vectors import VectorIndex
+
+
+class MemoryEngine:
+    def __init__(self, path: str | Path, embedder: Embedder | None, clock: Clock | None = None, *, vector_mirror: bool = True) -> None:
+        self.clock = clock or SystemClock()
+        self.db = Database(path)
+        self.embeddings = EmbeddingService(self.db, embedder)
+        self.knobs = KnobStore(self.db)
+        self.graph = Graph(self.db, self.clock)
+        memory_corpus = MemoryCorpus(self.db, VectorIndex(self.db, "memory_vec", use_mirror=vector_mirror))
+        message_corpus = MessageCorpus(self.db, VectorIndex(self.db, "message_vec", use_mirror=vector_mirror))
+        self.memories = MemoryStore(self.db, self.embeddings, self.graph, self.knobs, self.clock, memory_corpus)
+        self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
+
+    def close(self) -> None:
+        self.memories.flush_access()
+        self.db.close()
+
+    def __enter__(self) -> MemoryEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

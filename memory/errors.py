@@ -1,0 +1,38 @@
+"""Errors raised by the memory package.
+
+    MemoryStoreError
+    ├── NotFound            a memory, message or entity id that does not exist
+    ├── InvalidInput        bad arguments: empty text, unknown type, out-of-range importance
+    │   └── Rejected        a write refused by the safety filters (WRITE-6)
+    ├── EmbeddingError      the embedder failed or returned something unusable
+    │   └── DimensionMismatch  a model of another dimension than the store's (MEM-4)
+    └── SchemaError         the database file is from a newer version or is damaged
+"""
+
+
+class MemoryStoreError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class NotFound(MemoryStoreError):
+    pass
+
+
+class InvalidInput(MemoryStoreError):
+    pass
+
+
+class Rejected(InvalidInput):
+    pass
+
+
+class EmbeddingError(MemoryStoreError):
+    pass
+
+
+class DimensionMismatch(EmbeddingError):
+    pass
+
+
+class SchemaError(MemoryStoreError):
+    pass

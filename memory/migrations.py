@@ -1,0 +1,192 @@
+"""Append-only numbered migrations. Never edit one that has shipped: add the next.
+
+Vector tables (vec0) are not here: their dimension is fixed by the first embedder the store meets
+(MEM-4), so ``memory.vectors`` creates them then.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    name: str
+    sql: str
+
+
+M001_CORE = Migration("m001_core", """
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE memories (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL CHECK (type IN ('semantic', 'episodic', 'procedural')),
+    kind TEXT NOT NULL DEFAULT 'other',
+    subject TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT 'user-stated',
+    importance REAL NOT NULL DEFAULT 5,
+    scope TEXT NOT NULL CHECK (scope IN ('user', 'guild', 'owner')),
+    scope_id TEXT NOT NULL,
+    visibility TEXT NOT NULL DEFAULT 'public' CHECK (visibility IN ('public', 'private')),
+    partition_key TEXT NOT NULL,
+    ptoken TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    ttl REAL,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at REAL,
+    consolidated_into TEXT,
+    superseded_by TEXT,
+    forgotten INTEGER NOT NULL DEFAULT 0,
+    valid_from REAL,
+    valid_to REAL,
+    provenance TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX memories_partition ON memories (partition_key, updated_at);
+CREATE INDEX memories_importance ON memories (partition_key, importance);
+CREATE INDEX memories_hash ON memories (content_hash);
+
+CREATE VIRTUAL TABLE memory_fts USING fts5 (
+    subject, content, tags, ptoken,
+    content = 'memories', content_rowid = 'rid', tokenize = 'porter unicode61'
+);
+CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memory_fts (rowid, subject, content, tags, ptoken)
+    VALUES (new.rid, new.subject, new.content, new.tags, new.ptoken);
+END;
+CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memory_fts (memory_fts, rowid, subject, content, tags, ptoken)
+    VALUES ('delete', old.rid, old.subject, old.content, old.tags, old.ptoken);
+END;
+CREATE TRIGGER memories_au AFTER UPDATE OF subject, content, tags, ptoken ON memories BEGIN
+    INSERT INTO memory_fts (memory_fts, rowid, subject, content, tags, ptoken)
+    VALUES ('delete', old.rid, old.subject, old.content, old.tags, old.ptoken);
+    INSERT INTO memory_fts (rowid, subject, content, tags, ptoken)
+    VALUES (new.rid, new.subject, new.content, new.tags, new.ptoken);
+END;
+
+CREATE TABLE memory_tags (
+    memory_rid INTEGER NOT NULL REFERENCES memories (rid) ON DELETE CASCADE,
+    tag TEXT NOT NULL,
+    PRIMARY KEY (memory_rid, tag)
+);
+CREATE INDEX memory_tags_tag ON memory_tags (tag);
+
+CREATE TABLE memory_entities (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    name_key TEXT NOT NULL UNIQUE,
+    entity_type TEXT NOT NULL DEFAULT 'concept',
+    first_seen REAL NOT NULL,
+    last_seen REAL NOT NULL,
+    mention_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE memory_entity_mentions (
+    memory_rid INTEGER NOT NULL REFERENCES memories (rid) ON DELETE CASCADE,
+    entity_id INTEGER NOT NULL REFERENCES memory_entities (id) ON DELETE CASCADE,
+    PRIMARY KEY (memory_rid, entity_id)
+);
+CREATE INDEX mentions_entity ON memory_entity_mentions (entity_id);
+
+CREATE TABLE memory_relations (
+    id INTEGER PRIMARY KEY,
+    source_id INTEGER NOT NULL REFERENCES memory_entities (id) ON DELETE CASCADE,
+    relation TEXT NOT NULL,
+    target_id INTEGER NOT NULL REFERENCES memory_entities (id) ON DELETE CASCADE,
+    strength INTEGER NOT NULL DEFAULT 1,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    UNIQUE (source_id, relation, target_id)
+);
+-- Which memories asserted a relation: the back-reference, and what makes forgetting complete.
+CREATE TABLE memory_relation_sources (
+    relation_id INTEGER NOT NULL REFERENCES memory_relations (id) ON DELETE CASCADE,
+    memory_rid INTEGER NOT NULL REFERENCES memories (rid) ON DELETE CASCADE,
+    PRIMARY KEY (relation_id, memory_rid)
+);
+CREATE INDEX relation_sources_memory ON memory_relation_sources (memory_rid);
+
+CREATE TABLE memory_links (
+    src_rid INTEGER NOT NULL REFERENCES memories (rid) ON DELETE CASCADE,
+    dst_rid INTEGER NOT NULL REFERENCES memories (rid) ON DELETE CASCADE,
+    relation TEXT NOT NULL CHECK (relation IN
+        ('related_to', 'updates', 'contradicts', 'caused_by', 'result_of', 'part_of')),
+    weight REAL NOT NULL DEFAULT 1,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (src_rid, dst_rid, relation)
+);
+CREATE INDEX memory_links_dst ON memory_links (dst_rid);
+
+CREATE TABLE messages (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    platform TEXT NOT NULL,
+    guild_id TEXT,
+    channel_id TEXT NOT NULL,
+    author_id TEXT NOT NULL,
+    author_name TEXT NOT NULL DEFAULT '',
+    role TEXT NOT NULL DEFAULT 'user' CHECK (role IN ('user', 'assistant')),
+    modality TEXT NOT NULL DEFAULT 'text',
+    content TEXT NOT NULL,
+    platform_message_id TEXT,
+    partition_key TEXT NOT NULL,
+    ptoken TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX messages_channel ON messages (platform, channel_id, created_at);
+CREATE INDEX messages_partition ON messages (partition_key, created_at);
+CREATE INDEX messages_author ON messages (author_id);
+
+CREATE VIRTUAL TABLE message_fts USING fts5 (
+    content, author_name, ptoken,
+    content = 'messages', content_rowid = 'rid', tokenize = 'porter unicode61'
+);
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO message_fts (rowid, content, author_name, ptoken)
+    VALUES (new.rid, new.content, new.author_name, new.ptoken);
+END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO message_fts (message_fts, rowid, content, author_name, ptoken)
+    VALUES ('delete', old.rid, old.content, old.author_name, old.ptoken);
+END;
+
+CREATE TABLE session_summaries (
+    id INTEGER PRIMARY KEY,
+    platform TEXT NOT NULL,
+    guild_id TEXT,
+    channel_id TEXT NOT NULL,
+    modality TEXT NOT NULL DEFAULT 'text',
+    participants TEXT NOT NULL DEFAULT '[]',
+    text TEXT NOT NULL,
+    started_at REAL,
+    ended_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE INDEX session_summaries_where ON session_summaries (platform, guild_id, ended_at);
+
+CREATE TABLE reflections (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    scope_hint TEXT NOT NULL DEFAULT '',
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    status TEXT NOT NULL DEFAULT 'running',
+    input_excerpt TEXT NOT NULL DEFAULT '',
+    facts TEXT NOT NULL DEFAULT '[]',
+    stored_ids TEXT NOT NULL DEFAULT '[]',
+    error TEXT
+);
+
+CREATE TABLE embed_cache (
+    fingerprint TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (fingerprint, content_hash)
+) WITHOUT ROWID;
+""")
+
+MIGRATIONS: tuple[Migration, ...] = (M001_CORE,)

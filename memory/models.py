@@ -1,0 +1,204 @@
+"""Value types at the package edge: frozen, slotted, plain data."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class MemoryType(StrEnum):
+    SEMANTIC = "semantic"
+    EPISODIC = "episodic"
+    PROCEDURAL = "procedural"
+
+
+class FactKind(StrEnum):
+    PROFILE = "profile"
+    RELATIONSHIP = "relationship"
+    PREFERENCE = "preference"
+    PROJECT = "project"
+    GUIDANCE = "guidance"
+    BEHAVIORAL = "behavioral"
+    EVENT = "event"
+    GOAL = "goal"
+    TODO = "todo"
+    OTHER = "other"
+
+
+class Source(StrEnum):
+    USER_STATED = "user-stated"
+    INFERRED = "inferred"
+    OBSERVED = "observed"
+    AUTO_EXTRACTION = "auto-extraction"
+    CONSOLIDATION = "consolidation"
+    INGEST = "ingest"
+    REFLECTION = "reflection"
+
+
+class Scope(StrEnum):
+    USER = "user"
+    GUILD = "guild"
+    OWNER = "owner"
+
+
+class Visibility(StrEnum):
+    PUBLIC = "public"
+    PRIVATE = "private"
+
+
+# MEM-3: legacy type strings map onto the three canonical types (and suggest a fact kind).
+LEGACY_TYPES: dict[str, tuple[MemoryType, FactKind | None]] = {
+    "fact": (MemoryType.SEMANTIC, None),
+    "conversation": (MemoryType.EPISODIC, FactKind.EVENT),
+    "analysis": (MemoryType.SEMANTIC, None),
+    "research": (MemoryType.SEMANTIC, None),
+    "preference": (MemoryType.SEMANTIC, FactKind.PREFERENCE),
+    "decision": (MemoryType.SEMANTIC, FactKind.PROJECT),
+    "identity": (MemoryType.SEMANTIC, FactKind.PROFILE),
+    "event": (MemoryType.EPISODIC, FactKind.EVENT),
+    "observation": (MemoryType.EPISODIC, None),
+    "goal": (MemoryType.SEMANTIC, FactKind.GOAL),
+    "todo": (MemoryType.PROCEDURAL, FactKind.TODO),
+}
+
+# Kinds that never fade (RET-3, MAINT-2): standing guidance, behaviour rules and identity.
+DECAY_EXEMPT_KINDS = frozenset({FactKind.GUIDANCE, FactKind.BEHAVIORAL, FactKind.PROFILE})
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    platform: str | None = None
+    guild_id: str | None = None
+    channel_id: str | None = None
+    message_ids: tuple[str, ...] = ()
+    file: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> str:
+        data = {k: v for k, v in self.as_dict().items() if v not in (None, ())}
+        return json.dumps(data, sort_keys=True)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform, "guild_id": self.guild_id, "channel_id": self.channel_id,
+            "message_ids": list(self.message_ids), "file": self.file, "line": self.line,
+        }
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Provenance:
+        data = json.loads(text or "{}")
+        data["message_ids"] = tuple(data.get("message_ids", ()))
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRef:
+    name: str
+    type: str = "concept"
+    relations: tuple[tuple[str, str], ...] = ()  # (relation, target name)
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """What a write path hands to ``MemoryStore.add``."""
+
+    content: str
+    subject: str
+    scope: Scope
+    scope_id: str
+    type: MemoryType = MemoryType.SEMANTIC
+    kind: FactKind = FactKind.OTHER
+    visibility: Visibility = Visibility.PUBLIC
+    tags: tuple[str, ...] = ()
+    source: Source = Source.USER_STATED
+    importance: float = 5.0
+    ttl: float | None = None
+    valid_from: float | None = None
+    valid_to: float | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+    entities: tuple[EntityRef, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    rid: int
+    id: str
+    type: MemoryType
+    kind: FactKind
+    subject: str
+    content: str
+    tags: tuple[str, ...]
+    source: str
+    importance: float
+    scope: Scope
+    scope_id: str
+    visibility: Visibility
+    ttl: float | None
+    access_count: int
+    last_accessed_at: float | None
+    consolidated_into: str | None
+    superseded_by: str | None
+    forgotten: bool
+    valid_from: float | None
+    valid_to: float | None
+    provenance: Provenance
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Memory:
+        return cls(
+            rid=row["rid"], id=row["id"], type=MemoryType(row["type"]), kind=FactKind(row["kind"]),
+            subject=row["subject"], content=row["content"], tags=split_tags(row["tags"]),
+            source=row["source"], importance=row["importance"], scope=Scope(row["scope"]),
+            scope_id=row["scope_id"], visibility=Visibility(row["visibility"]), ttl=row["ttl"],
+            access_count=row["access_count"], last_accessed_at=row["last_accessed_at"],
+            consolidated_into=row["consolidated_into"], superseded_by=row["superseded_by"],
+            forgotten=bool(row["forgotten"]), valid_from=row["valid_from"], valid_to=row["valid_to"],
+            provenance=Provenance.from_json(row["provenance"]),
+            created_at=row["created_at"], updated_at=row["updated_at"],
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in self.__slots__ if name != "rid"}
+        data["tags"] = list(self.tags)
+        data["provenance"] = self.provenance.as_dict()
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    rid: int
+    id: str
+    platform: str
+    guild_id: str | None
+    channel_id: str
+    author_id: str
+    author_name: str
+    role: str
+    modality: str
+    content: str
+    created_at: float
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> StoredMessage:
+        return cls(**{name: row[name] for name in cls.__slots__})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__ if name != "rid"}
+
+
+def split_tags(text: str) -> tuple[str, ...]:
+    return tuple(t for t in (p.strip() for p in (text or "").split(",")) if t)
+
+
+def normalise_tags(tags: Any) -> tuple[str, ...]:
+    """Lower-case, trimmed, unique, order kept; accepts a list or a comma-separated string."""
+    items = split_tags(tags) if isinstance(tags, str) else tuple(tags or ())
+    seen: dict[str, None] = {}
+    for tag in items:
+        clean = " ".join(str(tag).lower().replace(",", " ").split())[:40]
+        if clean:
+            seen.setdefault(clean, None)
+    return tuple(seen)

@@ -1,0 +1,182 @@
+"""The one retrieval core (RET-1..7): candidates from four channels, filters, composite score, fusion, MMR.
+
+    candidates  vector KNN (top K x multiplier) | FTS5 BM25 (sanitised) | most recent | graph neighbours
+    filter      partitions the context may see (SEC-1) + live rows + the caller's filters
+    relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k + rank) over channels
+    final       w_sem * relevance + w_rec * temporal + w_imp * importance
+                temporal = min(1, exp(-decay * days) * (1 + bonus * access_count)), 1 for exempt kinds
+    then        threshold, optional MMR (lambda 0.7), top K
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from .clock import DAY, Clock
+from .corpus import Corpus, Filter
+from .embeddings import EmbeddingService
+from .knobs import Fusion, RecallKnobs, Weights
+from .scopes import partition_token
+
+
+class Channel(StrEnum):
+    VECTOR = "vector"
+    FTS = "fts"
+    RECENT = "recent"
+    GRAPH = "graph"
+
+
+ALL_CHANNELS = frozenset(Channel)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    row: dict[str, Any]
+    score: float
+    relevance: float
+    cosine: float | None
+    text: float
+    channels: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Candidate:
+    rid: int
+    cosine: float | None = None
+    bm25: float | None = None
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+class Retriever:
+    def __init__(self, corpus: Corpus, embeddings: EmbeddingService, clock: Clock) -> None:
+        self.corpus = corpus
+        self.embeddings = embeddings
+        self.clock = clock
+
+    def search(
+        self,
+        text: str,
+        partitions: tuple[str, ...],
+        knobs: RecallKnobs,
+        *,
+        where: Filter = Filter(),
+        top_k: int | None = None,
+        weights: Weights | None = None,
+        channels: frozenset[Channel] = ALL_CHANNELS,
+        threshold: float | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]:
+        k = top_k or knobs.top_k
+        now = self.clock.now()
+        where = self.corpus.live(now) & where
+        if query_vector is None and Channel.VECTOR in channels:
+            query_vector = self.embeddings.embed_query(text)
+        pool = self._candidates(text, partitions, knobs, k, channels, query_vector)
+        rows = self.corpus.fetch(list(pool), partitions, where)
+        self._add_graph(pool, rows, partitions, where, knobs, channels)
+        self._fill_cosines(pool, rows, query_vector)
+        hits = self._score(pool, rows, knobs, weights or knobs.weights, now)
+        cutoff = knobs.score_threshold if threshold is None else threshold
+        hits = [h for h in hits if h.score >= cutoff]
+        if knobs.mmr and query_vector is not None:
+            return self._mmr(hits, knobs.mmr_lambda, k)
+        return hits[:k]
+
+    # -- candidates --------------------------------------------------------------------------------
+    def _candidates(self, text, partitions, knobs, k, channels, query_vector) -> dict[int, _Candidate]:
+        pool: dict[int, _Candidate] = {}
+        width = k * knobs.candidate_multiplier
+        if query_vector is not None and Channel.VECTOR in channels:
+            for rank, (rid, cos) in enumerate(self.corpus.vectors.search(query_vector, partitions, width)):
+                cand = pool.setdefault(rid, _Candidate(rid))
+                cand.cosine, cand.ranks[Channel.VECTOR] = cos, rank
+        if Channel.FTS in channels and text:
+            ptokens = tuple(partition_token(p) for p in partitions)
+            for rank, (rid, score) in enumerate(self._text_search(text, ptokens, width)):
+                cand = pool.setdefault(rid, _Candidate(rid))
+                cand.bm25, cand.ranks[Channel.FTS] = score, rank
+        if Channel.RECENT in channels and knobs.recent_candidates:
+            recent = self.corpus.ordered(partitions, Filter(), "t.created_at DESC", knobs.recent_candidates)
+            for rank, row in enumerate(recent):
+                pool.setdefault(row["rid"], _Candidate(row["rid"])).ranks[Channel.RECENT] = rank
+        return pool
+
+    def _text_search(self, text: str, ptokens: tuple[str, ...], width: int) -> list[tuple[int, float]]:
+        try:
+            return self.corpus.text_search(text, ptokens, width)
+        except Exception:  # RET-4: a broken FTS index degrades to vector-only, never a crash
+            import logging
+
+            logging.getLogger(__name__).exception("FTS search failed; using the other channels")
+            return []
+
+    def _add_graph(self, pool, rows, partitions, where, knobs, channels) -> None:
+        if Channel.GRAPH not in channels or not knobs.graph_seeds or not rows:
+            return
+        seeds = sorted(rows, key=lambda r: min(pool[r].ranks.values()))[: knobs.graph_seeds]
+        extra = [r for r in self.corpus.neighbours(seeds, partitions) if r not in rows]
+        found = self.corpus.fetch(extra, partitions, where)
+        for rank, rid in enumerate(found):
+            pool.setdefault(rid, _Candidate(rid)).ranks[Channel.GRAPH] = rank
+        rows.update(found)
+
+    def _fill_cosines(self, pool, rows, query_vector) -> None:
+        """Rows found only by text or graph still get their true cosine, so relevance is comparable."""
+        if query_vector is None:
+            return
+        missing = [rid for rid in rows if pool[rid].cosine is None]
+        for rid, vector in self.corpus.vectors.get(missing).items():
+            pool[rid].cosine = float(np.dot(vector, query_vector))
+
+    # -- scoring -----------------------------------------------------------------------------------
+    def _score(self, pool, rows, knobs: RecallKnobs, weights: Weights, now: float) -> list[Hit]:
+        best_bm25 = max((abs(c.bm25) for c in pool.values() if c.bm25 is not None), default=0.0)
+        total = weights.semantic + weights.recency + weights.importance
+        hits = []
+        for rid, row in rows.items():
+            cand = pool[rid]
+            text = abs(cand.bm25) / best_bm25 if cand.bm25 is not None and best_bm25 else 0.0
+            relevance = self._relevance(cand, text, knobs)
+            temporal = self.temporal(row, knobs, now)
+            score = (weights.semantic * relevance + weights.recency * temporal
+                     + weights.importance * self.corpus.importance(row)) / total
+            hits.append(Hit(row, score, relevance, cand.cosine, text, tuple(sorted(cand.ranks))))
+        hits.sort(key=lambda h: (-h.score, -h.row["rid"]))
+        return hits
+
+    def _relevance(self, cand: _Candidate, text: float, knobs: RecallKnobs) -> float:
+        if knobs.fusion is Fusion.RRF:
+            ranked = [cand.ranks[c] for c in (Channel.VECTOR, Channel.FTS, Channel.GRAPH) if c in cand.ranks]
+            return sum(1.0 / (knobs.rrf_k + r + 1) for r in ranked) * (knobs.rrf_k + 1) / 2.0
+        cosine = max(0.0, cand.cosine) if cand.cosine is not None else None
+        if cosine is None:  # no embeddings: BM25 carries relevance alone (RET-4)
+            return text
+        blend = knobs.vector_weight + knobs.text_weight
+        return (knobs.vector_weight * cosine + knobs.text_weight * text) / blend
+
+    def temporal(self, row: dict[str, Any], knobs: RecallKnobs, now: float) -> float:
+        """Ebbinghaus decay with access reinforcement (Tiny Claw), 1 for kinds exempt from decay."""
+        if self.corpus.decay_exempt(row):
+            return 1.0
+        days = max(0.0, (now - self.corpus.age_anchor(row)) / DAY)
+        bonus = 1.0 + knobs.access_bonus * row.get("access_count", 0)
+        return min(1.0, math.exp(-knobs.decay_rate * days) * bonus)
+
+    def _mmr(self, hits: list[Hit], lam: float, k: int) -> list[Hit]:
+        """Maximal marginal relevance over the rows' own vectors: keeps near-duplicates from crowding out the rest."""
+        vectors = self.corpus.vectors.get([h.row["rid"] for h in hits])
+        chosen: list[Hit] = []
+        rest = list(hits)
+        while rest and len(chosen) < k:
+            def gain(h: Hit) -> float:
+                v = vectors.get(h.row["rid"])
+                sims = [float(np.dot(v, vectors[c.row["rid"]])) for c in chosen if v is not None and c.row["rid"] in vectors]
+                return lam * h.score - (1 - lam) * max(sims, default=0.0)
+            best = max(rest, key=gain)
+            chosen.append(best)
+            rest.remove(best)
+        return chosen

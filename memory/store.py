@@ -1,0 +1,320 @@
+"""Memories: write (safety, dedup, supersession, links, graph), read, recall, reinforce, delete.
+
+Write rules (WRITE-1/2/5): the best vector match in the same partition decides what a new fact is.
+    same text, or cosine >= 0.92 with the same words    a duplicate: nothing stored, the existing row returned
+    cosine > 0.9 and the same subject                    an update: stored, linked ``updates``, old row superseded
+    cosine > 0.7, same subject, the judge says conflict  linked ``contradicts``, old row superseded
+    cosine > 0.7                                         stored and linked ``related_to``
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .clock import Clock
+from .corpus import Filter, MemoryCorpus
+from .db import Database
+from .embeddings import EmbeddingService, content_hash
+from .errors import InvalidInput, NotFound
+from .graph import Graph
+from .knobs import KnobStore, Weights
+from .models import FactKind, Memory, MemoryType, NewMemory, Visibility, normalise_tags
+from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
+from .safety import check_memory
+from .scopes import RecallContext, memory_partition, partition_token, placeholders
+
+log = logging.getLogger(__name__)
+
+DEDUP_THRESHOLD = 0.92
+UPDATE_THRESHOLD = 0.90
+RELATED_THRESHOLD = 0.70
+
+# Given (old content, new content), True when the new one contradicts the old (an LLM judge in the bot).
+ContradictionJudge = Callable[[str, str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    status: str  # "stored" | "duplicate"
+    memory: Memory
+    superseded: tuple[str, ...] = ()
+    related: tuple[str, ...] = ()
+    contradicted: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RecallFilters:
+    types: tuple[MemoryType, ...] = ()
+    kinds: tuple[FactKind, ...] = ()
+    tags: tuple[str, ...] = ()
+    subjects: tuple[str, ...] = ()
+    scope_ids: tuple[str, ...] = ()
+
+    def to_filter(self) -> Filter:
+        where = Filter()
+        for column, values in (("type", self.types), ("kind", self.kinds), ("subject", self.subjects), ("scope_id", self.scope_ids)):
+            if values:
+                where = where & Filter(f"t.{column} IN ({placeholders(values)})", tuple(str(v) for v in values))
+        for tag in self.tags:  # all tags must match
+            where = where & Filter("EXISTS (SELECT 1 FROM memory_tags g WHERE g.memory_rid = t.rid AND g.tag = ?)", (tag,))
+        return where
+
+
+@dataclass(slots=True)
+class _Reinforcement:
+    pending: dict[int, int] = field(default_factory=dict)
+
+
+class MemoryStore:
+    def __init__(self, db: Database, embeddings: EmbeddingService, graph: Graph, knobs: KnobStore, clock: Clock, corpus: MemoryCorpus) -> None:
+        self.db = db
+        self.embeddings = embeddings
+        self.graph = graph
+        self.knobs = knobs
+        self.clock = clock
+        self.corpus = corpus
+        self.retriever = Retriever(corpus, embeddings, clock)
+        self._reinforce = _Reinforcement()
+        self.judge: ContradictionJudge | None = None
+
+    # -- writes ------------------------------------------------------------------------------------
+    def add(self, new: NewMemory) -> WriteResult:
+        subject, content = check_memory(new.subject, new.content, new.kind)
+        importance = _importance(new.importance)
+        new = replace(new, subject=subject, content=content, importance=importance, tags=normalise_tags(new.tags))
+        key = memory_partition(new.scope, new.scope_id, new.visibility)
+        exact = self._exact_duplicate(key, content)
+        if exact is not None:
+            return WriteResult("duplicate", exact)
+        vector = self._vector(content)
+        neighbours = self._neighbours(vector, key)
+        if neighbours and neighbours[0][1] >= DEDUP_THRESHOLD and _same_words(neighbours[0][0].content, content):
+            return WriteResult("duplicate", neighbours[0][0])
+        updates, related, contradicted = self._classify(new, neighbours)
+        with self.db.transaction():
+            rid, memory_id = self._insert(new, key)
+            if vector is not None:
+                self.corpus.vectors.write(rid, key, vector)
+            self._link(rid, updates, related, contradicted)
+            self.graph.attach(rid, new.entities)
+        if vector is not None:
+            self.corpus.vectors.mirror_add([(rid, key, vector)])
+        return WriteResult("stored", self.get(memory_id), tuple(m.id for m in updates),
+                           tuple(m.id for m in related), tuple(m.id for m in contradicted))
+
+    def _insert(self, new: NewMemory, key: str) -> tuple[int, str]:
+        now = self.clock.now()
+        memory_id = str(uuid.uuid4())
+        self.db.execute(
+            "INSERT INTO memories (id, type, kind, subject, content, tags, source, importance, scope, scope_id, visibility, "
+            "partition_key, ptoken, content_hash, ttl, valid_from, valid_to, provenance, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, new.type.value, new.kind.value, new.subject, new.content, ",".join(new.tags), new.source.value,
+             new.importance, new.scope.value, new.scope_id, _visibility(new).value, key, partition_token(key),
+             content_hash(new.content), new.ttl, new.valid_from or now, new.valid_to, new.provenance.to_json(), now, now),
+        )
+        rid = int(self.db.con.last_insert_rowid())
+        self.db.con.executemany("INSERT OR IGNORE INTO memory_tags (memory_rid, tag) VALUES (?, ?)", [(rid, t) for t in new.tags])
+        return rid, memory_id
+
+    def _exact_duplicate(self, key: str, content: str) -> Memory | None:
+        row = self.db.one(
+            "SELECT * FROM memories AS t WHERE t.partition_key = ? AND t.content_hash = ? AND " + self.corpus.live(self.clock.now()).sql,
+            (key, content_hash(content), self.clock.now()),
+        )
+        return Memory.from_row(row) if row else None
+
+    def _vector(self, content: str) -> np.ndarray | None:
+        if not self.embeddings.available:
+            return None
+        try:
+            return self.embeddings.embed([content])[0]
+        except Exception:
+            # RET-4: a failing embedder must not lose the memory; it is stored for BM25 and reembed fixes it later.
+            log.exception("embedding failed; storing the memory without a vector")
+            return None
+
+    def _neighbours(self, vector: np.ndarray | None, key: str) -> list[tuple[Memory, float]]:
+        if vector is None:
+            return []
+        hits = self.corpus.vectors.search(vector, (key,), 8)
+        rows = self.corpus.fetch([rid for rid, _ in hits], (key,), self.corpus.live(self.clock.now()))
+        return [(Memory.from_row(rows[rid]), sim) for rid, sim in hits if rid in rows]
+
+    def _classify(self, new: NewMemory, neighbours: list[tuple[Memory, float]]):
+        updates, related, contradicted = [], [], []
+        for old, sim in neighbours:
+            same_subject = _subject_key(old.subject) == _subject_key(new.subject)
+            if sim > UPDATE_THRESHOLD and same_subject:
+                updates.append(old)
+            elif sim > RELATED_THRESHOLD:
+                if same_subject and self._contradicts(old.content, new.content):
+                    contradicted.append(old)
+                else:
+                    related.append(old)
+        return updates, related, contradicted
+
+    def _contradicts(self, old: str, new: str) -> bool:
+        if self.judge is None:
+            return False
+        try:
+            return bool(self.judge(old, new))
+        except Exception:
+            log.exception("contradiction judge failed; linking as related")
+            return False
+
+    def _link(self, rid: int, updates: list[Memory], related: list[Memory], contradicted: list[Memory]) -> None:
+        now = self.clock.now()
+        rows = [(rid, m.rid, "updates", now) for m in updates] + [(rid, m.rid, "related_to", now) for m in related]
+        rows += [(rid, m.rid, "contradicts", now) for m in contradicted]
+        self.db.con.executemany("INSERT OR IGNORE INTO memory_links (src_rid, dst_rid, relation, created_at) VALUES (?, ?, ?, ?)", rows)
+        new_id = self.db.scalar("SELECT id FROM memories WHERE rid = ?", (rid,))
+        for old in updates + contradicted:  # kept for history, no longer recalled
+            self.db.execute("UPDATE memories SET superseded_by = ?, valid_to = ? WHERE rid = ?", (new_id, now, old.rid))
+
+    def update(self, memory_id: str, *, subject: str | None = None, content: str | None = None,
+               tags: Any = None, importance: float | None = None, kind: FactKind | None = None) -> Memory:
+        old = self.get(memory_id)
+        new_kind = kind or old.kind
+        subject, text = check_memory(subject if subject is not None else old.subject, content if content is not None else old.content, new_kind)
+        new_tags = normalise_tags(tags) if tags is not None else old.tags
+        new_importance = _importance(importance) if importance is not None else old.importance
+        vector = self._vector(text) if text != old.content else None
+        key = memory_partition(old.scope, old.scope_id, old.visibility)
+        with self.db.transaction():
+            self.db.execute(
+                "UPDATE memories SET subject = ?, content = ?, tags = ?, importance = ?, kind = ?, content_hash = ?, updated_at = ? WHERE rid = ?",
+                (subject, text, ",".join(new_tags), new_importance, new_kind.value, content_hash(text), self.clock.now(), old.rid),
+            )
+            self.db.execute("DELETE FROM memory_tags WHERE memory_rid = ?", (old.rid,))
+            self.db.con.executemany("INSERT INTO memory_tags (memory_rid, tag) VALUES (?, ?)", [(old.rid, t) for t in new_tags])
+            if vector is not None:
+                self.corpus.vectors.write(old.rid, key, vector)
+            if text != old.content:
+                self.embeddings.forget_hash(content_hash(old.content))
+        if vector is not None:
+            self.corpus.vectors.mirror_add([(old.rid, key, vector)])
+        return self.get(memory_id)
+
+    def delete(self, memory_id: str) -> list[str]:
+        """Delete a memory and everything derived from it (MEM-5, SEC-3). Returns every id removed."""
+        root = self.get(memory_id)
+        rids = [root.rid] + [r for (r,) in self.db.execute("SELECT rid FROM memories WHERE consolidated_into = ?", (memory_id,))]
+        return self.delete_rids(rids)
+
+    def delete_rids(self, rids: list[int]) -> list[str]:
+        if not rids:
+            return []
+        marks = placeholders(rids)
+        rows = self.db.rows(f"SELECT id, content_hash FROM memories WHERE rid IN ({marks})", rids)
+        with self.db.transaction():
+            touched = self.graph.detach(rids)
+            self.corpus.vectors.delete(rids)
+            self.db.execute(f"DELETE FROM memories WHERE rid IN ({marks})", rids)
+            ids = [r["id"] for r in rows]
+            self.db.execute(f"UPDATE memories SET superseded_by = NULL, valid_to = NULL WHERE superseded_by IN ({placeholders(ids)})", ids)
+            self.graph.cleanup(touched)
+            for row in rows:
+                self.embeddings.forget_hash(row["content_hash"])
+        self.corpus.vectors.mirror_remove(rids)
+        return ids
+
+    # -- reads -------------------------------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory:
+        row = self.db.one("SELECT * FROM memories WHERE id = ?", (str(memory_id),))
+        if row is None:
+            raise NotFound(f"no memory with id {memory_id!r}")
+        return Memory.from_row(row)
+
+    def get_visible(self, memory_id: str, ctx: RecallContext) -> Memory:
+        """A memory by id, but only if the context may see it: the model cannot reach past its scope by id."""
+        memory = self.get(memory_id)
+        if memory_partition(memory.scope, memory.scope_id, memory.visibility) not in ctx.memory_partitions():
+            raise NotFound(f"no memory with id {memory_id!r}")
+        return memory
+
+    def list(self, partitions: tuple[str, ...] | None = None, filters: RecallFilters = RecallFilters(), *,
+             order: str = "recent", limit: int = 20, include_inactive: bool = False) -> list[Memory]:
+        where = filters.to_filter()
+        if not include_inactive:
+            where = self.corpus.live(self.clock.now()) & where
+        sql_order = {"recent": "t.updated_at DESC", "important": "t.importance DESC, t.updated_at DESC",
+                     "accessed": "t.access_count DESC, t.updated_at DESC", "oldest": "t.created_at ASC"}[order]
+        if partitions is None:
+            cond = where.sql and f"WHERE {where.sql}"
+            rows = self.db.rows(f"SELECT * FROM memories AS t {cond} ORDER BY {sql_order} LIMIT ?", (*where.params, limit))
+        else:
+            rows = self.corpus.ordered(partitions, where, sql_order, limit)
+        return [Memory.from_row(r) for r in rows]
+
+    def recall(self, ctx: RecallContext, query: str, *, filters: RecallFilters = RecallFilters(), top_k: int | None = None,
+               weights: Weights | None = None, channels: frozenset[Channel] = ALL_CHANNELS,
+               threshold: float | None = None, reinforce: bool = True, query_vector: np.ndarray | None = None) -> list[Hit]:
+        """Hybrid recall of what this context may see (the one path the bot, the tools and the CLI use)."""
+        hits = self.retriever.search(
+            query, ctx.memory_partitions(), self.knobs.get("memories"), where=filters.to_filter(), top_k=top_k,
+            weights=weights, channels=channels, threshold=threshold, query_vector=query_vector,
+        )
+        if reinforce:
+            self.note_access([h.row["rid"] for h in hits])
+        return hits
+
+    # -- reinforcement (RET-5) ------------------------------------------------------------------------
+    def note_access(self, rids: list[int]) -> None:
+        for rid in rids:
+            self._reinforce.pending[rid] = self._reinforce.pending.get(rid, 0) + 1
+
+    def flush_access(self) -> int:
+        """Apply the queued access bumps in one statement batch; called off the reply path."""
+        pending, self._reinforce.pending = self._reinforce.pending, {}
+        if not pending:
+            return 0
+        now = self.clock.now()
+        with self.db.transaction():
+            self.db.con.executemany(
+                "UPDATE memories SET access_count = access_count + ?, last_accessed_at = ? WHERE rid = ?",
+                [(count, now, rid) for rid, count in pending.items()],
+            )
+        return len(pending)
+
+    def stats(self) -> dict[str, Any]:
+        counts = self.db.one(
+            "SELECT COUNT(*) AS total, SUM(forgotten = 0 AND consolidated_into IS NULL AND superseded_by IS NULL) AS active FROM memories"
+        ) or {}
+        return {"memories": counts.get("total") or 0, "active": counts.get("active") or 0,
+                "embedding": self.embeddings.fingerprint, "dimension": self.embeddings.stored_dim()}
+
+
+def _importance(value: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"importance must be a number from 1 to 10, not {value!r}") from None
+    if not 1 <= number <= 10:
+        raise InvalidInput(f"importance must be from 1 to 10, not {number:g}")
+    return number
+
+
+def _visibility(new: NewMemory) -> Visibility:
+    return Visibility.PRIVATE if new.scope.value == "owner" else (Visibility.PUBLIC if new.scope.value == "guild" else new.visibility)
+
+
+def _subject_key(subject: str) -> str:
+    return " ".join(re.findall(r"\w+", subject.lower()))
+
+
+def _same_words(a: str, b: str) -> bool:
+    """Near-identical wording: a changed number or name makes the new fact an update, not a duplicate."""
+    wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
+    return bool(wa | wb) and len(wa & wb) / len(wa | wb) >= 0.8
+
+
+def dump_json(memory: Memory) -> str:
+    return json.dumps(memory.as_dict(), ensure_ascii=False)

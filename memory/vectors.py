@@ -1,0 +1,193 @@
+"""Vector storage and exact nearest-neighbour search.
+
+sqlite-vec's ``vec0`` table is where vectors live (durable, in the one SQLite file, partitioned by the
+same partition keys as the rows, see ``memory.scopes``). A brute-force vec0 scan costs ~50 ms at 100k
+rows on two cores (STACK.md), too slow for a reply path, so queries run against an in-process numpy
+mirror of the table, grouped by partition: one matrix product over only the partitions a context may
+see. The mirror is loaded from vec0 on first use, kept in step by this process's own writes, and
+dropped when ``PRAGMA data_version`` shows that another connection (the CLI, say) committed. With the
+mirror off (``use_mirror=False``) the same search runs as vec0 KNN queries, one per partition.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .db import Database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Partition:
+    rids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    mat: np.ndarray | None = None
+    pending_rids: list[int] = field(default_factory=list)
+    pending_vecs: list[np.ndarray] = field(default_factory=list)
+
+    def flush(self, dim: int) -> None:
+        if not self.pending_rids:
+            return
+        fresh = np.vstack(self.pending_vecs).astype(np.float32)
+        base = self.mat if self.mat is not None else np.zeros((0, dim), dtype=np.float32)
+        self.mat = np.vstack([base, fresh])
+        self.rids = np.concatenate([self.rids, np.array(self.pending_rids, dtype=np.int64)])
+        self.pending_rids.clear()
+        self.pending_vecs.clear()
+
+
+class VectorIndex:
+    """One vec0 table (``{table}``) keyed by the owning table's integer rowid.
+
+    This process's own commits do not move ``data_version``, so its writes update the mirror directly
+    (``mirror_add``/``mirror_remove``, called after the transaction commits).
+    """
+
+    def __init__(self, db: Database, table: str, *, use_mirror: bool = True) -> None:
+        self.db = db
+        self.table = table
+        self.use_mirror = use_mirror
+        self.dim: int | None = None
+        self._parts: dict[str, _Partition] | None = None
+        self._where: dict[int, str] = {}
+        self._version = -1
+        if self._exists():
+            self.dim = self._read_dim()
+
+    # -- schema ---------------------------------------------------------------------------------
+    def _exists(self) -> bool:
+        return bool(self.db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (self.table,)))
+
+    def _read_dim(self) -> int:
+        sql = self.db.scalar("SELECT sql FROM sqlite_master WHERE name = ?", (self.table,))
+        return int(sql.split("float[")[1].split("]")[0])
+
+    def ensure(self, dim: int) -> None:
+        if self.dim is None:
+            self.db.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {self.table} USING vec0("
+                f"partition_key TEXT PARTITION KEY, embedding float[{dim}] distance_metric=cosine, chunk_size=64)"
+            )
+            self.dim = dim
+
+    def drop(self) -> None:
+        """Remove every vector (reembed with another dimension)."""
+        self.db.execute(f"DROP TABLE IF EXISTS {self.table}")
+        self.dim = None
+        self._parts = None
+
+    # -- writes (call inside the caller's transaction; the mirror follows after commit) -----------
+    def write(self, rid: int, partition_key: str, vector: np.ndarray) -> None:
+        self.ensure(len(vector))
+        self.db.execute(f"DELETE FROM {self.table} WHERE rowid = ?", (rid,))
+        self.db.execute(
+            f"INSERT INTO {self.table} (rowid, partition_key, embedding) VALUES (?, ?, ?)",
+            (rid, partition_key, np.asarray(vector, dtype=np.float32).tobytes()),
+        )
+
+    def write_many(self, rows: list[tuple[int, str, np.ndarray]]) -> None:
+        if not rows:
+            return
+        self.ensure(len(rows[0][2]))
+        self.db.con.executemany(
+            f"INSERT INTO {self.table} (rowid, partition_key, embedding) VALUES (?, ?, ?)",
+            [(rid, key, np.asarray(v, dtype=np.float32).tobytes()) for rid, key, v in rows],
+        )
+
+    def delete(self, rids: list[int]) -> None:
+        if self.dim is None or not rids:
+            return
+        self.db.con.executemany(f"DELETE FROM {self.table} WHERE rowid = ?", [(r,) for r in rids])
+
+    def mirror_add(self, rows: list[tuple[int, str, np.ndarray]]) -> None:
+        if self._parts is None:
+            return
+        for rid, key, vector in rows:
+            self._mirror_remove(rid)
+            part = self._parts.setdefault(key, _Partition())
+            part.pending_rids.append(rid)
+            part.pending_vecs.append(np.asarray(vector, dtype=np.float32)[None, :])
+            self._where[rid] = key
+
+    def mirror_remove(self, rids: list[int]) -> None:
+        if self._parts is None:
+            return
+        for rid in rids:
+            self._mirror_remove(rid)
+
+    def _mirror_remove(self, rid: int) -> None:
+        key = self._where.pop(rid, None)
+        if key is None or self._parts is None:
+            return
+        part = self._parts[key]
+        part.flush(self.dim or 0)
+        keep = part.rids != rid
+        part.rids = part.rids[keep]
+        part.mat = part.mat[keep] if part.mat is not None else None
+
+    def invalidate(self) -> None:
+        self._parts = None
+
+    # -- reads ----------------------------------------------------------------------------------
+    def get(self, rids: list[int]) -> dict[int, np.ndarray]:
+        if self.dim is None or not rids:
+            return {}
+        found: dict[int, np.ndarray] = {}
+        for i in range(0, len(rids), 500):
+            chunk = rids[i : i + 500]
+            sql = f"SELECT rowid, embedding FROM {self.table} WHERE rowid IN ({','.join('?' * len(chunk))})"
+            for rid, blob in self.db.execute(sql, chunk):
+                found[rid] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def search(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
+        """(rowid, cosine similarity) of the k nearest rows within the given partitions, best first."""
+        if self.dim is None or k <= 0 or not partitions:
+            return []
+        if len(query) != self.dim:
+            return []
+        if not self.use_mirror:
+            return self._search_vec0(query, partitions, k)
+        parts = [p for p in (self._mirror().get(key) for key in partitions) if p is not None]
+        for part in parts:
+            part.flush(self.dim)
+        mats = [p.mat for p in parts if p.mat is not None and len(p.rids)]
+        if not mats:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        sims = np.concatenate([m @ q for m in mats])
+        rids = np.concatenate([p.rids for p in parts if p.mat is not None and len(p.rids)])
+        top = np.argpartition(-sims, min(k, len(sims)) - 1)[:k] if len(sims) > k else np.arange(len(sims))
+        top = top[np.argsort(-sims[top])]
+        return [(int(rids[i]), float(sims[i])) for i in top]
+
+    def _search_vec0(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
+        hits: list[tuple[int, float]] = []
+        blob = np.asarray(query, dtype=np.float32).tobytes()
+        for key in partitions:
+            sql = f"SELECT rowid, distance FROM {self.table} WHERE embedding MATCH ? AND k = ? AND partition_key = ?"
+            hits.extend((rid, 1.0 - dist) for rid, dist in self.db.execute(sql, (blob, k, key)))
+        return sorted(hits, key=lambda h: -h[1])[:k]
+
+    def _mirror(self) -> dict[str, _Partition]:
+        version = self.db.data_version()
+        if self._parts is None or version != self._version:
+            self._load()
+            self._version = version
+        assert self._parts is not None
+        return self._parts
+
+    def _load(self) -> None:
+        grouped: dict[str, tuple[list[int], list[bytes]]] = {}
+        for rid, key, blob in self.db.execute(f"SELECT rowid, partition_key, embedding FROM {self.table}"):
+            rids, blobs = grouped.setdefault(key, ([], []))
+            rids.append(rid)
+            blobs.append(blob)
+        self._parts, self._where = {}, {}
+        for key, (rids, blobs) in grouped.items():
+            mat = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rids), self.dim or 0)
+            self._parts[key] = _Partition(rids=np.array(rids, dtype=np.int64), mat=mat.copy())
+            self._where.update((rid, key) for rid in rids)
+        log.debug("loaded %d vectors from %s", len(self._where), self.table)

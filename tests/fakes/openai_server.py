@@ -1,0 +1,294 @@
+"""An OpenAI-compatible HTTP server for tests, driven by a reply script.
+
+Point the real ``openai`` SDK at ``srv.base_url`` and script what the "model"
+answers, so tests exercise request building, tool-call parsing, streaming,
+error mapping and timeouts exactly as production does, offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import inspect
+import json
+import math
+import re
+import struct
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from ._base import FakeServer, json_response
+
+CHAT_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the fake model makes; a str ``arguments`` goes out raw."""
+
+    name: str
+    arguments: dict | str = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class HTTPError:
+    """Answer with this status instead of a completion (e.g. 500, 429)."""
+
+    status: int
+    body: dict | str | None = None
+    headers: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Sleep before answering with ``then`` (default responder when None)."""
+
+    seconds: float
+    then: Any = None
+
+
+Responder = Callable[[dict[str, Any]], Any]
+
+
+class FakeOpenAI(FakeServer):
+    """OpenAI-compatible chat + embeddings server recording every request."""
+
+    def __init__(self, *, embedding_dim: int = 384, model: str = "fake-model") -> None:
+        self.embedding_dim = embedding_dim
+        self.model = model
+        self.default: Responder | None = None
+        self.requests: list[dict[str, Any]] = []
+        self._script: deque[Any] = deque()
+        self._ids = 0
+        super().__init__()
+
+    # ----------------------------------------------------------------- API --
+    @property
+    def base_url(self) -> str:
+        """What to pass as ``AsyncOpenAI(base_url=...)``."""
+        return f"{self.url}/v1"
+
+    def script(self, *items: Any) -> None:
+        """Enqueue replies, consumed one per chat request in order.
+
+        An item is a str, a ``ToolCall`` or list of them, an ``HTTPError`` or a
+        ``Delay``.
+        """
+        self._script.extend(items)
+
+    @property
+    def pending(self) -> int:
+        """How many scripted replies have not been consumed yet."""
+        return len(self._script)
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the chat completion requests, oldest first."""
+        return [r["body"] for r in self.requests if r["path"] == CHAT_PATH]
+
+    @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the embedding requests, oldest first."""
+        return [r["body"] for r in self.requests if r["path"] == EMBEDDINGS_PATH]
+
+    def all_prompt_text(self) -> str:
+        """Every message text sent in any chat request, newline-joined.
+
+        Lets tests assert that something did (or never did) reach a prompt.
+        """
+        parts: list[str] = []
+        for body in self.chat_requests:
+            for message in body.get("messages", []):
+                parts.extend(_message_texts(message))
+        return "\n".join(parts)
+
+    async def wait_for_requests(self, n: int, path: str = CHAT_PATH, timeout: float = 5.0) -> None:
+        """Wait until at least ``n`` requests to ``path`` arrived."""
+        await self.wait_until(lambda: sum(r["path"] == path for r in self.requests) >= n, timeout)
+
+    # -------------------------------------------------------------- routes --
+    def _setup_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post(CHAT_PATH, self._chat)
+        router.add_post(EMBEDDINGS_PATH, self._embeddings)
+        router.add_get("/v1/models", self._models)
+
+    def _record(self, path: str, body: dict[str, Any]) -> None:
+        self.requests.append({"path": path, "body": body})
+        self._notify()
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return json_response({"object": "list", "data": [
+            {"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self._record(CHAT_PATH, body)
+        item = await self._resolve(self._script.popleft() if self._script else None, body)
+        if isinstance(item, HTTPError):
+            return _error_response(item)
+        if body.get("stream"):
+            return await self._stream(request, body, item)
+        return json_response(self._completion(body, item))
+
+    async def _resolve(self, item: Any, body: dict[str, Any]) -> Any:
+        """Turn a script item into a final reply, honouring delays and the default."""
+        while True:
+            if item is None:
+                item = self.default(body) if self.default else None
+                if inspect.isawaitable(item):
+                    item = await item
+                item = "ok" if item is None else item
+            if not isinstance(item, Delay):
+                return [item] if isinstance(item, ToolCall) else item
+            await asyncio.sleep(item.seconds)
+            item = item.then
+
+    # ----------------------------------------------------- completion body --
+    def _next_id(self, prefix: str) -> str:
+        self._ids += 1
+        return f"{prefix}{self._ids:06d}"
+
+    def _tool_calls(self, calls: list[ToolCall]) -> list[dict[str, Any]]:
+        return [{"id": call.id or self._next_id("call_"), "type": "function",
+                 "function": {"name": call.name, "arguments": _arguments(call)}} for call in calls]
+
+    def _completion(self, body: dict[str, Any], item: Any) -> dict[str, Any]:
+        if isinstance(item, list):
+            message = {"role": "assistant", "content": None, "refusal": None,
+                       "tool_calls": self._tool_calls(item)}
+            finish, reply_text = "tool_calls", " ".join(_arguments(c) for c in item)
+        else:
+            message = {"role": "assistant", "content": str(item), "refusal": None, "tool_calls": None}
+            finish, reply_text = "stop", str(item)
+        return {
+            "id": self._next_id("chatcmpl-"), "object": "chat.completion",
+            "created": int(time.time()), "model": body.get("model", self.model),
+            "system_fingerprint": None,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": _usage(body, reply_text),
+        }
+
+    # ----------------------------------------------------------- streaming --
+    async def _stream(self, request: web.Request, body: dict[str, Any], item: Any) -> web.StreamResponse:
+        """Send the reply as SSE ``chat.completion.chunk`` events, then [DONE]."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        base = {"id": self._next_id("chatcmpl-"), "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": body.get("model", self.model),
+                "system_fingerprint": None}
+        for delta, finish in self._deltas(item):
+            choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+            await _sse(response, {**base, "choices": [choice]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            reply_text = item if isinstance(item, str) else ""
+            await _sse(response, {**base, "choices": [], "usage": _usage(body, reply_text)})
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    def _deltas(self, item: Any) -> list[tuple[dict[str, Any], str | None]]:
+        """Split a reply into the deltas the SDK accumulates, last one finishing."""
+        if not isinstance(item, list):
+            pieces = re.findall(r"\S+\s*|\s+", str(item)) or [""]
+            deltas = [({"role": "assistant", "content": ""}, None)]
+            deltas += [({"content": piece}, None) for piece in pieces]
+            return deltas + [({}, "stop")]
+        deltas = [({"role": "assistant", "content": None}, None)]
+        for index, call in enumerate(self._tool_calls(item)):
+            head = {"index": index, "id": call["id"], "type": "function",
+                    "function": {"name": call["function"]["name"], "arguments": ""}}
+            deltas.append(({"tool_calls": [head]}, None))
+            for piece in _halves(call["function"]["arguments"]):
+                deltas.append(({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, None))
+        return deltas + [({}, "tool_calls")]
+
+    # ---------------------------------------------------------- embeddings --
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self._record(EMBEDDINGS_PATH, body)
+        inputs = body.get("input", "")
+        texts = [inputs] if isinstance(inputs, str) else [_as_text(x) for x in inputs]
+        dim = int(body.get("dimensions") or self.embedding_dim)
+        as_b64 = body.get("encoding_format") == "base64"
+        data = [{"object": "embedding", "index": i,
+                 "embedding": _b64(vec) if as_b64 else vec}
+                for i, vec in enumerate(embed(t, dim) for t in texts)]
+        tokens = sum(len(t.split()) for t in texts)
+        return json_response({"object": "list", "data": data, "model": body.get("model", self.model),
+                              "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+
+# ------------------------------------------------------------- helpers ----
+def embed(text: str, dim: int = 384) -> list[float]:
+    """Deterministic unit vector built by hashing the text's words into buckets.
+
+    Texts sharing words get a higher cosine similarity, which keeps retrieval
+    tests meaningful; a text without words hashes as a whole.
+    """
+    vec = [0.0] * dim
+    tokens = re.findall(r"\w+", text.lower()) or [text]
+    for token in tokens:
+        digest = hashlib.sha256(token.encode()).digest()
+        for k in range(0, 8, 4):
+            bucket = int.from_bytes(digest[k:k + 4], "little") % dim
+            vec[bucket] += 1.0 if digest[8 + k] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+def _b64(vec: list[float]) -> str:
+    """Base64 of little-endian float32, which is what the SDK decodes."""
+    return base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode()
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _arguments(call: ToolCall) -> str:
+    return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+
+
+def _halves(text: str) -> list[str]:
+    """Split arguments in two so clients must concatenate streamed fragments."""
+    middle = len(text) // 2
+    return [part for part in (text[:middle], text[middle:]) if part] or [""]
+
+
+def _message_texts(message: dict[str, Any]) -> list[str]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p.get("text", "") for p in content if isinstance(p, dict) and "text" in p]
+    return []
+
+
+def _usage(body: dict[str, Any], reply_text: str) -> dict[str, int]:
+    prompt = sum(len(t.split()) for m in body.get("messages", []) for t in _message_texts(m))
+    completion = len(reply_text.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
+
+
+def _error_response(error: HTTPError) -> web.Response:
+    body = error.body
+    if body is None:
+        body = {"error": {"message": f"fake error {error.status}", "type": "server_error",
+                          "param": None, "code": None}}
+    if isinstance(body, str):
+        return web.Response(text=body, status=error.status, headers=error.headers)
+    return json_response(body, status=error.status, headers=error.headers)
+
+
+async def _sse(response: web.StreamResponse, payload: dict[str, Any]) -> None:
+    await response.write(f"data: {json.dumps(payload)}\n\n".encode())
