@@ -54,8 +54,21 @@ class Corpus:
     def decay_exempt(self, row: dict[str, Any]) -> bool:
         return False
 
-    def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[int]:
+    def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[tuple[int, int]]:
+        """(seed, neighbour) pairs: the rows one graph hop from each seed."""
         return []
+
+    def search_text(self, row: dict[str, Any]) -> str:
+        """The text that is embedded for a row."""
+        return row["content"]
+
+    def previous(self, rows: dict[int, dict[str, Any]]) -> dict[int, int]:
+        """rid -> the row that came just before it (messages: the turn it answers); {} where order means nothing."""
+        return {}
+
+    def speaker(self, row: dict[str, Any]) -> str:
+        """Who wrote the row, if the corpus knows ('' for memories)."""
+        return ""
 
     # -- shared queries ----------------------------------------------------------------------------
     def fetch(self, rids: list[int], partitions: tuple[str, ...], where: Filter) -> dict[int, dict[str, Any]]:
@@ -113,24 +126,34 @@ class MemoryCorpus(Corpus):
     def decay_exempt(self, row: dict[str, Any]) -> bool:
         return FactKind(row["kind"]) in DECAY_EXEMPT_KINDS
 
-    def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[int]:
+    def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[tuple[int, int]]:
         if not rids:
             return []
         marks = placeholders(rids)
         sql = (
-            f"SELECT dst_rid FROM memory_links WHERE src_rid IN ({marks}) AND relation != 'updates' "
-            f"UNION SELECT src_rid FROM memory_links WHERE dst_rid IN ({marks}) AND relation != 'updates'"
+            f"SELECT src_rid, dst_rid FROM memory_links WHERE src_rid IN ({marks}) AND relation != 'updates' "
+            f"UNION SELECT dst_rid, src_rid FROM memory_links WHERE dst_rid IN ({marks}) AND relation != 'updates'"
         )
-        return [r for (r,) in self.db.execute(sql, (*rids, *rids))]
+        return list(self.db.execute(sql, (*rids, *rids)))
 
 
 class MessageCorpus(Corpus):
     def __init__(self, db: Database, vectors: VectorIndex) -> None:
-        super().__init__("messages", "messages", "message_fts", "bm25(message_fts, 1.0, 0.5, 0.0)", db, vectors)
+        super().__init__("messages", "messages", "message_fts", "bm25(message_fts, 1.0, 0.5, 0.3, 0.0)", db, vectors)
 
-    def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[int]:
+    def search_text(self, row: dict[str, Any]) -> str:
+        """Who said it is part of what a turn means ("Caroline: I went to the support group")."""
+        return f"{row['author_name']}: {row['content']}" if row.get("author_name") else row["content"]
+
+    def previous(self, rows: dict[int, dict[str, Any]]) -> dict[int, int]:
+        return {rid: row["prev_rid"] for rid, row in rows.items() if row.get("prev_rid")}
+
+    def speaker(self, row: dict[str, Any]) -> str:
+        return row.get("author_name") or ""
+
+    def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[tuple[int, int]]:
         """A message's graph neighbours are the turns just before and after it in the same channel."""
-        found: list[int] = []
+        found: list[tuple[int, int]] = []
         for rid in rids:
             row = self.db.one("SELECT platform, channel_id, created_at FROM messages WHERE rid = ?", (rid,))
             if row is None:
@@ -141,5 +164,5 @@ class MessageCorpus(Corpus):
                     f"(created_at {op} ? OR (created_at = ? AND rid {op} ?)) ORDER BY created_at {order}, rid {order} LIMIT 1"
                 )
                 params = (row["platform"], row["channel_id"], row["created_at"], row["created_at"], rid)
-                found.extend(r for (r,) in self.db.execute(sql, params))
+                found.extend((rid, r) for (r,) in self.db.execute(sql, params))
         return found

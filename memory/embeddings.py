@@ -87,6 +87,12 @@ class EmbeddingService:
         if embedder is not None:
             self._check_dimension(embedder)
 
+    def switch(self, embedder: Embedder) -> None:
+        """Adopt another model for good (reembed): the store's dimension and fingerprint follow it."""
+        self.db.set_setting("embedding.dim", str(embedder.dim))
+        self.db.set_setting("embedding.fingerprint", embedder.fingerprint)
+        self.embedder = embedder
+
     @property
     def available(self) -> bool:
         return self.embedder is not None

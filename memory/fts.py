@@ -25,6 +25,7 @@ there there's these they they'd they'll they're they've this those through to to
 wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's
 whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
 s t d ll m re ve also just get got did does tell know really yes yeah ok okay hey hi oh
+say said says think thinks thought describe described mention mentioned talk talked kind type
 """.split())
 
 MAX_TERMS = 24

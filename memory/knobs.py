@@ -3,7 +3,10 @@
 Defaults for memories are ScalyClaw's (0.6/0.2/0.2, decay 0.05/day, topK 10, threshold 0.5) with
 Clawdia's 0.7/0.3 vector/text blend. Conversation history uses Clanky's shape instead: relevance
 dominates, recency is a small nudge with a 90-day half-life, and there is no threshold, because a
-history search is asked for explicitly and should return the best matches it has.
+history search is asked for explicitly and should return the best matches it has. A turn is read
+with the turn it answers (``context_weight`` of the previous turn's cosine; its text is indexed in
+a low-weight FTS column), its neighbours in the channel share a strong hit's relevance
+(``graph_decay``), and a query that names a speaker favours what that speaker said (``speaker_boost``).
 """
 from __future__ import annotations
 
@@ -47,6 +50,9 @@ class RecallKnobs(BaseModel):
     candidate_multiplier: int = Field(4, ge=1, le=50)
     recent_candidates: int = Field(10, ge=0, le=200)
     graph_seeds: int = Field(5, ge=0, le=50)
+    graph_decay: float = Field(0.5, ge=0, le=1)
+    context_weight: float = Field(0.0, ge=0, le=1)
+    speaker_boost: float = Field(0.0, ge=0, le=1)
     fusion: Fusion = Fusion.WEIGHTED
     rrf_k: int = Field(60, ge=1, le=1000)
     mmr: bool = False
@@ -63,12 +69,15 @@ MEMORY_DEFAULTS = RecallKnobs()
 MESSAGE_DEFAULTS = RecallKnobs(
     top_k=10,
     score_threshold=0.0,
-    weights=Weights(semantic=0.9, recency=0.1, importance=0.0),
+    weights=Weights(semantic=0.95, recency=0.05, importance=0.0),
     decay_rate=math.log(2) / 90,
     access_bonus=0.0,
     vector_weight=0.5,
     text_weight=0.5,
     recent_candidates=0,
+    graph_decay=0.8,
+    context_weight=0.25,
+    speaker_boost=0.08,
 )
 
 Corpus = Literal["memories", "messages"]

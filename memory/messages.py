@@ -19,6 +19,12 @@ from .scopes import RecallContext, message_partition, partition_token, placehold
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE_CHARS = 20_000
+CONTEXT_CHARS = 600
+CONTEXT_TURNS = 2
+
+
+def _speaker_line(row: dict[str, Any]) -> str:
+    return f"{row['author_name']}: {row['content']}" if row.get("author_name") else row["content"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,23 +56,47 @@ class MessageLog:
 
     def add_many(self, messages: list[NewMessage], *, embed: bool = True) -> list[str]:
         rows = [self._row(m) for m in messages]
-        vectors = self._vectors([r["search_text"] for r in rows]) if embed else None
+        last_rid = self._add_context(rows)
+        vectors = self._vectors([self.corpus.search_text(r) for r in rows]) if embed else None
         ids, vec_rows = [], []
         with self.db.transaction():
             for i, row in enumerate(rows):
+                where = (row["platform"], row["channel_id"])
+                row["prev_rid"] = last_rid[where]
                 self.db.execute(
-                    "INSERT INTO messages (id, platform, guild_id, channel_id, author_id, author_name, role, modality, content, "
-                    "platform_message_id, partition_key, ptoken, content_hash, created_at) VALUES "
-                    "(:id, :platform, :guild_id, :channel_id, :author_id, :author_name, :role, :modality, :content, "
+                    "INSERT INTO messages (id, platform, guild_id, channel_id, author_id, author_name, role, modality, content, context, "
+                    "prev_rid, platform_message_id, partition_key, ptoken, content_hash, created_at) VALUES "
+                    "(:id, :platform, :guild_id, :channel_id, :author_id, :author_name, :role, :modality, :content, :context, "
+                    ":prev_rid, "
                     ":platform_message_id, :partition_key, :ptoken, :content_hash, :created_at)",
-                    {k: v for k, v in row.items() if k != "search_text"},
+                    row,
                 )
                 ids.append(row["id"])
+                last_rid[where] = int(self.db.con.last_insert_rowid())
                 if vectors is not None:
-                    vec_rows.append((int(self.db.con.last_insert_rowid()), row["partition_key"], vectors[i]))
+                    vec_rows.append((last_rid[where], row["partition_key"], vectors[i]))
             self.corpus.vectors.write_many(vec_rows)
         self.corpus.vectors.mirror_add(vec_rows)
         return ids
+
+    def _add_context(self, rows: list[dict[str, Any]]) -> dict[tuple[str, str], int | None]:
+        """Each turn is indexed with the turns just before it in its channel, so an answer is found by its question.
+
+        Returns, per channel, the rid of the last stored turn before this batch (the first new turn's predecessor).
+        """
+        recent: dict[tuple[str, str], list[str]] = {}
+        before: dict[tuple[str, str], int | None] = {}
+        for row in rows:
+            where = (row["platform"], row["channel_id"])
+            if where not in recent:
+                prev = self.db.rows(
+                    "SELECT rid, author_name, content FROM messages WHERE platform = ? AND channel_id = ? "
+                    "ORDER BY created_at DESC, rid DESC LIMIT ?", (*where, CONTEXT_TURNS))
+                recent[where] = [_speaker_line(p) for p in reversed(prev)]
+                before[where] = prev[0]["rid"] if prev else None
+            row["context"] = "\n".join(recent[where])[-CONTEXT_CHARS:]
+            recent[where] = (recent[where] + [_speaker_line(row)])[-CONTEXT_TURNS:]
+        return before
 
     def _row(self, m: NewMessage) -> dict[str, Any]:
         content = normalise_text(m.content)[:MAX_MESSAGE_CHARS]
@@ -83,7 +113,6 @@ class MessageLog:
             "content": content, "platform_message_id": m.platform_message_id, "partition_key": key,
             "ptoken": partition_token(key), "content_hash": content_hash(content),
             "created_at": m.created_at if m.created_at is not None else self.clock.now(),
-            "search_text": f"{m.author_name}: {content}" if m.author_name else content,
         }
 
     def _vectors(self, texts: list[str]) -> np.ndarray | None:

@@ -131,6 +131,8 @@ CREATE TABLE messages (
     role TEXT NOT NULL DEFAULT 'user' CHECK (role IN ('user', 'assistant')),
     modality TEXT NOT NULL DEFAULT 'text',
     content TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '',
+    prev_rid INTEGER,
     platform_message_id TEXT,
     partition_key TEXT NOT NULL,
     ptoken TEXT NOT NULL,
@@ -142,16 +144,16 @@ CREATE INDEX messages_partition ON messages (partition_key, created_at);
 CREATE INDEX messages_author ON messages (author_id);
 
 CREATE VIRTUAL TABLE message_fts USING fts5 (
-    content, author_name, ptoken,
+    content, author_name, context, ptoken,
     content = 'messages', content_rowid = 'rid', tokenize = 'porter unicode61'
 );
 CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
-    INSERT INTO message_fts (rowid, content, author_name, ptoken)
-    VALUES (new.rid, new.content, new.author_name, new.ptoken);
+    INSERT INTO message_fts (rowid, content, author_name, context, ptoken)
+    VALUES (new.rid, new.content, new.author_name, new.context, new.ptoken);
 END;
 CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
-    INSERT INTO message_fts (message_fts, rowid, content, author_name, ptoken)
-    VALUES ('delete', old.rid, old.content, old.author_name, old.ptoken);
+    INSERT INTO message_fts (message_fts, rowid, content, author_name, context, ptoken)
+    VALUES ('delete', old.rid, old.content, old.author_name, old.context, old.ptoken);
 END;
 
 CREATE TABLE session_summaries (

@@ -48,6 +48,8 @@ class _Candidate:
     rid: int
     cosine: float | None = None
     bm25: float | None = None
+    text: float = 0.0
+    blended: bool = False
     ranks: dict[str, int] = field(default_factory=dict)
 
 
@@ -77,9 +79,13 @@ class Retriever:
             query_vector = self.embeddings.embed_query(text)
         pool = self._candidates(text, partitions, knobs, k, channels, query_vector)
         rows = self.corpus.fetch(list(pool), partitions, where)
-        self._add_graph(pool, rows, partitions, where, knobs, channels)
         self._fill_cosines(pool, rows, query_vector)
-        hits = self._score(pool, rows, knobs, weights or knobs.weights, now)
+        self._blend_context(pool, rows, query_vector, knobs.context_weight)
+        relevance = self._relevances(pool, rows, knobs)
+        self._boost_named_speakers(text, rows, relevance, knobs)
+        if Channel.GRAPH in channels:
+            self._spread(pool, rows, relevance, partitions, where, knobs, query_vector)
+        hits = self._score(pool, rows, relevance, weights or knobs.weights, knobs, now)
         cutoff = knobs.score_threshold if threshold is None else threshold
         hits = [h for h in hits if h.score >= cutoff]
         if knobs.mmr and query_vector is not None:
@@ -114,15 +120,23 @@ class Retriever:
             logging.getLogger(__name__).exception("FTS search failed; using the other channels")
             return []
 
-    def _add_graph(self, pool, rows, partitions, where, knobs, channels) -> None:
-        if Channel.GRAPH not in channels or not knobs.graph_seeds or not rows:
+    def _spread(self, pool, rows, relevance, partitions, where, knobs: RecallKnobs, query_vector) -> None:
+        """Graph neighbours of the strongest hits join the pool and inherit part of their relevance."""
+        if not knobs.graph_seeds or not relevance:
             return
-        seeds = sorted(rows, key=lambda r: min(pool[r].ranks.values()))[: knobs.graph_seeds]
-        extra = [r for r in self.corpus.neighbours(seeds, partitions) if r not in rows]
-        found = self.corpus.fetch(extra, partitions, where)
+        seeds = sorted(relevance, key=lambda rid: -relevance[rid])[: knobs.graph_seeds]
+        pairs = self.corpus.neighbours(seeds, partitions)
+        found = self.corpus.fetch([n for _, n in pairs if n not in rows], partitions, where)
         for rank, rid in enumerate(found):
             pool.setdefault(rid, _Candidate(rid)).ranks[Channel.GRAPH] = rank
         rows.update(found)
+        self._fill_cosines(pool, found, query_vector)
+        self._blend_context(pool, found, query_vector, knobs.context_weight)
+        relevance.update(self._relevances(pool, found, knobs))
+        for seed, rid in pairs:
+            if rid in rows:
+                pool[rid].ranks.setdefault(Channel.GRAPH, len(found))
+                relevance[rid] = max(relevance[rid], knobs.graph_decay * relevance[seed])
 
     def _fill_cosines(self, pool, rows, query_vector) -> None:
         """Rows found only by text or graph still get their true cosine, so relevance is comparable."""
@@ -132,19 +146,45 @@ class Retriever:
         for rid, vector in self.corpus.vectors.get(missing).items():
             pool[rid].cosine = float(np.dot(vector, query_vector))
 
+    def _blend_context(self, pool, rows, query_vector, weight: float) -> None:
+        """A turn's cosine takes a share of the turn it answers ("yes, since May" means little alone)."""
+        if query_vector is None or not weight:
+            return
+        previous = self.corpus.previous(rows)
+        vectors = self.corpus.vectors.get(sorted(set(previous.values())))
+        for rid, prev in previous.items():
+            if prev in vectors and pool[rid].cosine is not None and not pool[rid].blended:
+                pool[rid].cosine = (1 - weight) * pool[rid].cosine + weight * float(np.dot(vectors[prev], query_vector))
+                pool[rid].blended = True
+
+    def _boost_named_speakers(self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+        if not knobs.speaker_boost:
+            return
+        named = {stem for _, stem in self.corpus.fts.terms(text)}
+        for rid, row in rows.items():
+            speaker = self.corpus.speaker(row)
+            if speaker and {stem for _, stem in self.corpus.fts.terms(speaker)} <= named:
+                relevance[rid] += knobs.speaker_boost
+
     # -- scoring -----------------------------------------------------------------------------------
-    def _score(self, pool, rows, knobs: RecallKnobs, weights: Weights, now: float) -> list[Hit]:
+    def _relevances(self, pool, rows, knobs: RecallKnobs) -> dict[int, float]:
         best_bm25 = max((abs(c.bm25) for c in pool.values() if c.bm25 is not None), default=0.0)
+        out = {}
+        for rid in rows:
+            cand = pool[rid]
+            text = abs(cand.bm25) / best_bm25 if cand.bm25 is not None and best_bm25 else 0.0
+            cand.text = text
+            out[rid] = self._relevance(cand, text, knobs)
+        return out
+
+    def _score(self, pool, rows, relevance, weights: Weights, knobs: RecallKnobs, now: float) -> list[Hit]:
         total = weights.semantic + weights.recency + weights.importance
         hits = []
         for rid, row in rows.items():
             cand = pool[rid]
-            text = abs(cand.bm25) / best_bm25 if cand.bm25 is not None and best_bm25 else 0.0
-            relevance = self._relevance(cand, text, knobs)
-            temporal = self.temporal(row, knobs, now)
-            score = (weights.semantic * relevance + weights.recency * temporal
+            score = (weights.semantic * relevance[rid] + weights.recency * self.temporal(row, knobs, now)
                      + weights.importance * self.corpus.importance(row)) / total
-            hits.append(Hit(row, score, relevance, cand.cosine, text, tuple(sorted(cand.ranks))))
+            hits.append(Hit(row, score, relevance[rid], cand.cosine, cand.text, tuple(sorted(cand.ranks))))
         hits.sort(key=lambda h: (-h.score, -h.row["rid"]))
         return hits
 

@@ -179,6 +179,23 @@ class MemoryStore:
         for old in updates + contradicted:  # kept for history, no longer recalled
             self.db.execute("UPDATE memories SET superseded_by = ?, valid_to = ? WHERE rid = ?", (new_id, now, old.rid))
 
+    def insert_merged(self, new: NewMemory, originals: list[Memory]) -> Memory:
+        """Consolidation's write: the merged row, its vector, the originals marked and their graph relinked."""
+        subject, content = check_memory(new.subject, new.content, new.kind)
+        new = replace(new, subject=subject, content=content, importance=_importance(new.importance), tags=normalise_tags(new.tags))
+        key = memory_partition(new.scope, new.scope_id, new.visibility)
+        vector = self._vector(content)
+        with self.db.transaction():
+            rid, memory_id = self._insert(new, key)
+            if vector is not None:
+                self.corpus.vectors.write(rid, key, vector)
+            old = [m.rid for m in originals]
+            self.db.execute(f"UPDATE memories SET consolidated_into = ? WHERE rid IN ({placeholders(old)})", (memory_id, *old))
+            self.graph.relink(old, rid)
+        if vector is not None:
+            self.corpus.vectors.mirror_add([(rid, key, vector)])
+        return self.get(memory_id)
+
     def update(self, memory_id: str, *, subject: str | None = None, content: str | None = None,
                tags: Any = None, importance: float | None = None, kind: FactKind | None = None) -> Memory:
         old = self.get(memory_id)

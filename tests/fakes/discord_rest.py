@@ -124,7 +124,7 @@ class _Rest:
                     return json_response(channel)
         users = [uid for uid, ch in self.srv.dm_channels.items() if ch == cid]
         if users:
-            return json_response(p.dm_channel(cid, p.user(users[0], f"user{users[0]}")))
+            return json_response(p.dm_channel(cid, self.srv._user(users[0])))
         return _not_found("Unknown Channel", 10003)
 
     async def post_message(self, request: web.Request, body: dict[str, Any]) -> web.Response:
@@ -152,7 +152,7 @@ class _Rest:
     async def create_dm(self, request: web.Request, body: dict[str, Any]) -> web.Response:
         uid = int(body["recipient_id"])
         cid = self.srv.dm_channels.setdefault(uid, p.snowflake())
-        return json_response(p.dm_channel(cid, p.user(uid, f"user{uid}")))
+        return json_response(p.dm_channel(cid, self.srv._user(uid)))
 
     def _bot_message(self, cid: int, body: dict[str, Any], **extra: Any) -> dict[str, Any]:
         fields = {**_visible(body), **extra}
@@ -240,7 +240,7 @@ class _Rest:
 
 def _visible(body: dict[str, Any]) -> dict[str, Any]:
     """The parts of a send/edit payload that show up on the resulting message."""
-    keys = ("content", "embeds", "flags", "message_reference", "tts")
+    keys = ("content", "embeds", "flags", "message_reference", "tts", "nonce")
     return {k: body[k] for k in keys if body.get(k) is not None}
 
 

@@ -72,6 +72,7 @@ class FakeDiscord(FakeServer):
         self.gateway_params: list[dict[str, str]] = []
         self.commands: dict[int | None, list[dict[str, Any]]] = {}
         self.dm_channels: dict[int, int] = {}
+        self._usernames: dict[int, str] = {}
         self._guilds: dict[int, dict[str, Any]] = {}
         self._channel_guild: dict[int, int] = {}
         self._messages: dict[int, dict[str, Any]] = {}
@@ -129,10 +130,18 @@ class FakeDiscord(FakeServer):
         message id (e.g. one the bot sent).
         """
         guild_id = guild_id or self._channel_guild.get(channel_id)
-        author = p.user(author_id, username)
+        self._usernames[author_id] = username
         if mentions_bot and f"<@{BOT_ID}>" not in content:
             content = f"<@{BOT_ID}> {content}"
-        extra: dict[str, Any] = {}
+        extra = self._message_extras(channel_id, author_id, guild_id, mentions_bot, reply_to)
+        data = p.message(p.snowflake(), channel_id, p.user(author_id, username), content, **extra)
+        await self.dispatch("MESSAGE_CREATE", data)
+        return data
+
+    def _message_extras(self, channel_id: int, author_id: int, guild_id: int | None,
+                        mentions_bot: bool, reply_to: int | None) -> dict[str, Any]:
+        """The guild/DM, mention and reply fields of a user's MESSAGE_CREATE."""
+        extra: dict[str, Any] = {"channel_type": 0 if guild_id else 1}
         if guild_id is not None:
             extra.update(guild_id=str(guild_id), member=p.member())
         else:
@@ -142,9 +151,7 @@ class FakeDiscord(FakeServer):
             extra["mentions"] = [{**mentioned, "member": p.member()} if guild_id else mentioned]
         if reply_to is not None:
             extra.update(self._reply_fields(reply_to, channel_id, guild_id))
-        data = p.message(p.snowflake(), channel_id, author, content, **extra)
-        await self.dispatch("MESSAGE_CREATE", data)
-        return data
+        return extra
 
     async def dispatch_interaction(self, name: str, *, user_id: int, channel_id: int,
                                    guild_id: int | None = None,
@@ -156,6 +163,7 @@ class FakeDiscord(FakeServer):
         option list. The command id and scope come from what the bot synced.
         """
         guild_id = guild_id or self._channel_guild.get(channel_id)
+        self._usernames[user_id] = username
         user = p.user(user_id, username)
         command_id, command_guild = self._command_ref(name, guild_id)
         token = f"itoken-{secrets.token_hex(8)}"
@@ -177,6 +185,10 @@ class FakeDiscord(FakeServer):
         """Wait until at least ``n`` interaction callbacks were posted."""
         await self.wait_until(lambda: len(self.interaction_responses) >= n, timeout)
         return self.interaction_responses
+
+    def _user(self, user_id: int) -> dict[str, Any]:
+        """User payload under the name it last used in a dispatched event."""
+        return p.user(user_id, self._usernames.get(user_id, f"user{user_id}"))
 
     def _reply_fields(self, reply_to: int, channel_id: int, guild_id: int | None) -> dict[str, Any]:
         ref = {"message_id": str(reply_to), "channel_id": str(channel_id)}

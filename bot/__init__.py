@@ -1,0 +1,1 @@
+"""The bot: composition root, config, LLM client, orchestrator, channels, scheduler and CLI."""

@@ -1,0 +1,80 @@
+"""Settings (OPS-3): read once, from the environment and ``.env``, by the composition root only.
+
+Every field is listed in ``.env.example`` with its default. A bad value stops start-up with a message
+that names the variable.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names the variable and the problem."""
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name, f"COMPANION_{name}")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="COMPANION_", env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    # storage
+    db_path: Path = Path("data/companion.db")
+    vector_mirror: bool = True
+
+    # embeddings: local (offline MiniLM), openai (any OpenAI-compatible /embeddings), none (BM25 only)
+    embeddings: Literal["local", "openai", "none"] = "local"
+    embedding_model: str = "text-embedding-3-small"
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
+    embedding_dim: int | None = Field(None, ge=8, le=8192)
+
+    # LLM (every call goes through the openai SDK at base_url)
+    llm_base_url: str = Field("https://api.openai.com/v1", validation_alias=_env("OPENAI_BASE_URL"))
+    llm_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
+    chat_model: str = "gpt-4o-mini"
+    extraction_model: str | None = None
+    llm_timeout_s: float = Field(60.0, gt=0, le=600)
+    llm_max_retries: int = Field(2, ge=0, le=10)
+    max_tool_steps: int = Field(6, ge=1, le=20)
+
+    # channels
+    discord_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_TOKEN"))
+    telegram_token: SecretStr | None = Field(None, validation_alias=_env("TELEGRAM_TOKEN"))
+    discord_channels: list[str] = Field(default_factory=list)
+    owner_ids: list[str] = Field(default_factory=list)
+
+    # background work
+    extraction_debounce_s: float = Field(30.0, ge=0, le=3600)
+    reflection_silence_s: float = Field(600.0, ge=0, le=86400)
+    summary_window_s: float = Field(1800.0, ge=0)
+    summary_ttl_s: float = Field(86400.0, ge=0)
+    scheduler_enabled: bool = True
+    consolidation_cron: str = "0 3 * * *"
+    maintenance_cron: str = "30 3 * * *"
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("discord_channels", "owner_ids", mode="before")
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from env/.env (overrides win); a bad value becomes one ConfigError naming each field."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "settings"
+            lines.append(f"COMPANION_{field.upper()}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None

@@ -1,0 +1,164 @@
+"""Scheduled upkeep as plain functions (MAINT-1..3); the bot's scheduler and the CLI call them.
+
+    consolidate   clusters (cosine >= 0.85, same partition and type, <= 5 rows) merged by prompts/consolidation
+    decay         importance x 0.95 for rows not accessed for 7+ days (guidance, behavioral, profile exempt)
+    prune         importance < 1 (of 10), never accessed, older than 30 days: soft-forgotten
+    prune_entities  mention_count <= 1 and unseen for 90 days
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import prompts
+
+from .clock import DAY
+from .engine import MemoryEngine
+from .errors import InvalidInput, MemoryStoreError
+from .models import DECAY_EXEMPT_KINDS, Memory, MemoryType, NewMemory, Source
+from .protocols import Completer
+from .scopes import placeholders
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationReport:
+    clusters: int
+    merged_rows: int
+    new_ids: tuple[str, ...]
+    failures: int
+
+
+def consolidate(engine: MemoryEngine, complete: Completer, *, threshold: float = 0.85, max_cluster: int = 5,
+                progress: Progress | None = None) -> ConsolidationReport:
+    clusters = list(_clusters(engine, threshold, max_cluster))
+    audit = _audit_start(engine, "consolidation", f"{len(clusters)} clusters")
+    new_ids, merged, failures = [], 0, 0
+    for done, cluster in enumerate(clusters, start=1):
+        try:
+            new_ids.append(_merge(engine, complete, cluster))
+            merged += len(cluster)
+        except (MemoryStoreError, ValueError) as exc:
+            failures += 1
+            log.warning("could not merge %s: %s", [m.id for m in cluster], exc)
+        if progress:
+            progress(done, len(clusters))
+    _audit_finish(engine, audit, new_ids, None if not failures else f"{failures} clusters failed")
+    return ConsolidationReport(len(clusters), merged, tuple(new_ids), failures)
+
+
+def _clusters(engine: MemoryEngine, threshold: float, max_cluster: int) -> Iterator[list[Memory]]:
+    groups = engine.db.rows(
+        "SELECT DISTINCT partition_key, type FROM memories t WHERE " + engine.memories.corpus.live(engine.clock.now()).sql,
+        (engine.clock.now(),),
+    )
+    for group in groups:
+        rows = engine.memories.list((group["partition_key"],), order="oldest", limit=1_000_000)
+        rows = [m for m in rows if m.type == MemoryType(group["type"])]
+        vectors = engine.memories.corpus.vectors.get([m.rid for m in rows])
+        rows = [m for m in rows if m.rid in vectors]
+        if len(rows) < 2:
+            continue
+        yield from _greedy(rows, np.vstack([vectors[m.rid] for m in rows]), threshold, max_cluster)
+
+
+def _greedy(rows: list[Memory], mat: np.ndarray, threshold: float, max_cluster: int) -> Iterator[list[Memory]]:
+    """Each unclustered row, oldest first, takes its most similar unclustered peers above the threshold."""
+    taken = np.zeros(len(rows), dtype=bool)
+    for start in range(0, len(rows), 256):
+        sims = mat[start : start + 256] @ mat.T
+        for offset, row_sims in enumerate(sims):
+            i = start + offset
+            if taken[i]:
+                continue
+            peers = [j for j in np.argsort(-row_sims) if j != i and not taken[j] and row_sims[j] >= threshold][: max_cluster - 1]
+            if peers:
+                taken[[i, *peers]] = True
+                yield [rows[i], *(rows[j] for j in peers)]
+
+
+def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> str:
+    payload = json.dumps([{"subject": m.subject, "content": m.content, "importance": m.importance, "tags": list(m.tags),
+                           "created_at": m.created_at} for m in cluster], ensure_ascii=False, indent=1)
+    prompt = prompts.render("consolidation", count=len(cluster), type=cluster[0].type.value, memories=payload)
+    merged = parse_json_object(complete("You consolidate memories. Answer with JSON only.", prompt, temperature=0.0))
+    first = cluster[0]
+    new = NewMemory(
+        content=str(merged.get("content", "")), subject=str(merged.get("subject") or first.subject),
+        scope=first.scope, scope_id=first.scope_id, type=first.type, kind=first.kind, visibility=first.visibility,
+        tags=tuple(merged.get("tags") or sorted({t for m in cluster for t in m.tags})), source=Source.CONSOLIDATION,
+        importance=min(10.0, max([m.importance for m in cluster] + [_number(merged.get("importance"), 1.0)])),
+        provenance=first.provenance,
+    )
+    return engine.memories.insert_merged(new, cluster).id
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in a model's answer (models like to wrap JSON in prose or code fences)."""
+    match = re.search(r"\{.*\}", text or "", re.DOTALL)
+    if not match:
+        raise ValueError(f"no JSON object in the model's answer: {text[:200]!r}")
+    data = json.loads(match.group())
+    if not isinstance(data, dict):
+        raise ValueError("the model's answer is not a JSON object")
+    return data
+
+
+def _number(value: Any, default: float) -> float:
+    try:
+        return max(1.0, min(10.0, float(value)))
+    except (TypeError, ValueError):
+        return default
+
+
+def decay(engine: MemoryEngine, *, unaccessed_days: float = 7.0, factor: float = 0.95) -> int:
+    now = engine.clock.now()
+    exempt = tuple(k.value for k in DECAY_EXEMPT_KINDS)
+    with engine.db.transaction():
+        engine.db.execute(
+            f"UPDATE memories SET importance = importance * ? WHERE forgotten = 0 AND kind NOT IN ({placeholders(exempt)}) "
+            "AND COALESCE(last_accessed_at, created_at) < ?",
+            (factor, *exempt, now - unaccessed_days * DAY),
+        )
+        return engine.db.con.changes()
+
+
+def prune(engine: MemoryEngine, *, below: float = 1.0, older_than_days: float = 30.0) -> int:
+    """Soft-forget: the row stays for the audit trail but is never recalled again."""
+    now = engine.clock.now()
+    exempt = tuple(k.value for k in DECAY_EXEMPT_KINDS)
+    with engine.db.transaction():
+        engine.db.execute(
+            f"UPDATE memories SET forgotten = 1, updated_at = ? WHERE forgotten = 0 AND importance < ? AND access_count = 0 "
+            f"AND created_at < ? AND kind NOT IN ({placeholders(exempt)})",
+            (now, below, now - older_than_days * DAY, *exempt),
+        )
+        return engine.db.con.changes()
+
+
+def prune_entities(engine: MemoryEngine, *, unseen_days: float = 90.0) -> int:
+    with engine.db.transaction():
+        return engine.graph.prune(unseen_days)
+
+
+def _audit_start(engine: MemoryEngine, kind: str, hint: str) -> int:
+    engine.db.execute("INSERT INTO reflections (kind, scope_hint, started_at) VALUES (?, ?, ?)", (kind, hint, engine.clock.now()))
+    return int(engine.db.con.last_insert_rowid())
+
+
+def _audit_finish(engine: MemoryEngine, audit_id: int, stored: list[str], error: str | None) -> None:
+    engine.db.execute(
+        "UPDATE reflections SET finished_at = ?, status = ?, stored_ids = ?, error = ? WHERE id = ?",
+        (engine.clock.now(), "failed" if error and not stored else "done", json.dumps(stored), error, audit_id),
+    )
+
+
+__all__ = ["consolidate", "decay", "prune", "prune_entities", "parse_json_object", "ConsolidationReport", "InvalidInput"]

@@ -1,0 +1,86 @@
+"""A person's data: export everything stored about them, or forget all of it (SEC-3)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .engine import MemoryEngine
+from .errors import InvalidInput
+from .models import FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
+from .scopes import message_partition, placeholders
+
+
+def _memory_rows(engine: MemoryEngine, person_ids: list[str]) -> list[dict[str, Any]]:
+    marks = placeholders(person_ids)
+    return engine.db.rows(
+        f"SELECT * FROM memories WHERE scope IN ('user', 'owner') AND scope_id IN ({marks}) ORDER BY created_at", person_ids
+    )
+
+
+def _message_rows(engine: MemoryEngine, person_ids: list[str]) -> list[dict[str, Any]]:
+    dms = [message_partition(None, p) for p in person_ids]
+    return engine.db.rows(
+        f"SELECT * FROM messages WHERE author_id IN ({placeholders(person_ids)}) OR partition_key IN ({placeholders(dms)}) ORDER BY created_at",
+        (*person_ids, *dms),
+    )
+
+
+def _summary_rows(engine: MemoryEngine, person_ids: list[str]) -> list[dict[str, Any]]:
+    rows = engine.db.rows("SELECT * FROM session_summaries ORDER BY ended_at")
+    return [r for r in rows if set(json.loads(r["participants"])) & set(person_ids)]
+
+
+def export_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, Any]:
+    """Everything stored about a person (all their linked ids), as plain JSON-ready data."""
+    if not person_ids:
+        raise InvalidInput("name at least one person id")
+    memories = [dict(r, tags=[t for t in r["tags"].split(",") if t], provenance=json.loads(r["provenance"]))
+                for r in _memory_rows(engine, person_ids)]
+    for row in memories:
+        for key in ("rid", "partition_key", "ptoken", "content_hash"):
+            row.pop(key, None)
+    messages = [{k: v for k, v in r.items() if k not in ("rid", "partition_key", "ptoken", "content_hash")}
+                for r in _message_rows(engine, person_ids)]
+    summaries = [dict(r, participants=json.loads(r["participants"])) for r in _summary_rows(engine, person_ids)]
+    return {"format": "companion-export/1", "person_ids": person_ids, "exported_at": engine.clock.now(),
+            "memories": memories, "messages": messages, "session_summaries": summaries}
+
+
+def forget_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]:
+    """Delete every memory, message and session summary about a person, with vectors, FTS rows and graph."""
+    if not person_ids:
+        raise InvalidInput("name at least one person id")
+    memory_rids = [r["rid"] for r in _memory_rows(engine, person_ids)]
+    removed = engine.memories.delete_rids(memory_rids)
+    messages = _message_rows(engine, person_ids)
+    engine.messages.delete_rids([r["rid"] for r in messages], [r["content_hash"] for r in messages])
+    summaries = [r["id"] for r in _summary_rows(engine, person_ids)]
+    if summaries:
+        engine.db.execute(f"DELETE FROM session_summaries WHERE id IN ({placeholders(summaries)})", summaries)
+    return {"memories": len(removed), "messages": len(messages), "session_summaries": len(summaries)}
+
+
+def import_memories(engine: MemoryEngine, data: dict[str, Any] | list[dict[str, Any]]) -> dict[str, int]:
+    """Load memories from an export (or a plain list of memory objects); every row goes through the write rules."""
+    items = data.get("memories", []) if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise InvalidInput("expected a list of memories or an export object with a 'memories' list")
+    counts = {"stored": 0, "duplicate": 0, "rejected": 0}
+    for item in items:
+        try:
+            result = engine.memories.add(_new_memory(item))
+            counts[result.status] += 1
+        except (InvalidInput, KeyError, ValueError, TypeError):
+            counts["rejected"] += 1
+    return counts
+
+
+def _new_memory(item: dict[str, Any]) -> NewMemory:
+    prov = item.get("provenance") or {}
+    return NewMemory(
+        content=item["content"], subject=item.get("subject") or "", scope=Scope(item["scope"]), scope_id=str(item["scope_id"]),
+        type=MemoryType(item.get("type", "semantic")), kind=FactKind(item.get("kind", "other")),
+        visibility=Visibility(item.get("visibility", "public")), tags=tuple(item.get("tags") or ()),
+        source=Source(item.get("source", "user-stated")), importance=float(item.get("importance", 5)), ttl=item.get("ttl"),
+        provenance=Provenance(**{**prov, "message_ids": tuple(prov.get("message_ids") or ())}) if prov else Provenance(),
+    )

@@ -1,0 +1,274 @@
+"""The nine memory tools the model can call (TOOLS-1/2), bound to one conversation's scope.
+
+Each tool is a typed function: a pydantic model is its argument schema (names as in ScalyClaw's
+tools), its docstring is the description. ``MemoryTools.call`` validates raw JSON from the model and
+turns every failure into an ``Error: ...`` string with a hint, so a malformed call can neither raise
+past the tool loop nor leave a half-written row (every write is one transaction).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .clock import DAY, Clock
+from .engine import MemoryEngine
+from .errors import MemoryStoreError
+from .knobs import Weights
+from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility, normalise_tags
+from .scopes import RecallContext
+from .store import RecallFilters
+
+log = logging.getLogger(__name__)
+TypeName = Literal["semantic", "episodic", "procedural", "fact", "conversation", "analysis", "research", "preference",
+                   "decision", "identity", "event", "observation", "goal", "todo"]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Relation(_Args):
+    relation: str = Field(min_length=1, max_length=60)
+    target: str = Field(min_length=1, max_length=120)
+
+
+class Entity(_Args):
+    name: str = Field(min_length=1, max_length=120)
+    type: Literal["person", "project", "technology", "place", "organization", "concept"] = "concept"
+    relations: list[Relation] = Field(default_factory=list, max_length=10)
+
+
+class StoreArgs(_Args):
+    type: TypeName
+    subject: str = Field(min_length=1, max_length=200)
+    content: str = Field(min_length=3, max_length=2000)
+    tags: list[str] = Field(default_factory=list, max_length=12)
+    importance: int = Field(5, ge=1, le=10)
+    source: Literal["user-stated", "inferred", "observed"] = "user-stated"
+    ttl: str | None = Field(None, pattern=r"^\d{1,4}[mhdw]$", description="how long it stays true, e.g. 7d, 12h, 2w")
+    kind: Literal["profile", "relationship", "preference", "project", "guidance", "behavioral", "event", "goal", "todo", "other"] | None = None
+    entities: list[Entity] = Field(default_factory=list, max_length=10)
+
+
+class SearchArgs(_Args):
+    query: str = Field(min_length=1, max_length=1000)
+    type: Literal["semantic", "episodic", "procedural"] | None = None
+    tags: list[str] = Field(default_factory=list, max_length=12)
+    topK: int = Field(10, ge=1, le=50)
+    weights: Weights | None = None
+
+
+class RecallArgs(_Args):
+    id: str | None = Field(None, max_length=64)
+    type: Literal["semantic", "episodic", "procedural"] | None = None
+    tags: list[str] = Field(default_factory=list, max_length=12)
+    includeConsolidated: bool = False
+
+
+class UpdateArgs(_Args):
+    id: str = Field(min_length=1, max_length=64)
+    subject: str | None = Field(None, min_length=1, max_length=200)
+    content: str | None = Field(None, min_length=3, max_length=2000)
+    tags: list[str] | None = Field(None, max_length=12)
+    importance: int | None = Field(None, ge=1, le=10)
+
+
+class DeleteArgs(_Args):
+    id: str = Field(min_length=1, max_length=64)
+
+
+class ReflectArgs(_Args):
+    force: bool = False
+
+
+class GraphArgs(_Args):
+    entity: str = Field(min_length=1, max_length=120)
+    depth: int = Field(2, ge=1, le=5)
+
+
+class ConversationSearchArgs(_Args):
+    query: str = Field(min_length=1, max_length=1000)
+    topK: int = Field(8, ge=1, le=30)
+
+
+class ChannelRecallArgs(_Args):
+    channel_id: str = Field(min_length=1, max_length=64)
+    limit: int = Field(20, ge=1, le=100)
+
+
+class RateLimiter:
+    """At most ``limit`` writes per ``window`` seconds (voice sessions: 5 a minute, TOOLS-2)."""
+
+    def __init__(self, clock: Clock, limit: int = 5, window: float = 60.0) -> None:
+        self.clock, self.limit, self.window = clock, limit, window
+        self._times: deque[float] = deque()
+
+    def allow(self) -> bool:
+        now = self.clock.now()
+        while self._times and now - self._times[0] >= self.window:
+            self._times.popleft()
+        if len(self._times) >= self.limit:
+            return False
+        self._times.append(now)
+        return True
+
+
+class ToolError(Exception):
+    """A tool refused a call; the message goes back to the model."""
+
+
+WRITE_TOOLS = frozenset({"memory_store", "memory_update", "memory_delete"})
+
+
+class MemoryTools:
+    """The tools for one conversation. The caller decides the scope; the model only supplies arguments."""
+
+    def __init__(self, engine: MemoryEngine, ctx: RecallContext, *, provenance: Provenance = Provenance(),
+                 reflect: Callable[[bool], dict[str, Any]] | None = None, rate_limit: RateLimiter | None = None,
+                 on_delete: Callable[[list[str]], None] | None = None) -> None:
+        self.engine, self.ctx, self.provenance = engine, ctx, provenance
+        self.reflect, self.rate_limit, self.on_delete = reflect, rate_limit, on_delete
+        self.deleted: list[dict[str, str]] = []
+        self._tools: dict[str, tuple[type[_Args], Callable[[Any], Any]]] = {
+            "memory_store": (StoreArgs, self.memory_store), "memory_search": (SearchArgs, self.memory_search),
+            "memory_recall": (RecallArgs, self.memory_recall), "memory_update": (UpdateArgs, self.memory_update),
+            "memory_delete": (DeleteArgs, self.memory_delete), "memory_reflect": (ReflectArgs, self.memory_reflect),
+            "memory_graph": (GraphArgs, self.memory_graph), "conversation_search": (ConversationSearchArgs, self.conversation_search),
+            "channel_recall": (ChannelRecallArgs, self.channel_recall),
+        }
+
+    # -- the model-facing surface -------------------------------------------------------------------
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI-style function tool definitions."""
+        out = []
+        for name, (model, fn) in self._tools.items():
+            schema = model.model_json_schema()
+            out.append({"type": "function", "function": {
+                "name": name, "description": " ".join((fn.__doc__ or "").split()), "parameters": schema}})
+        return out
+
+    def call(self, name: str, arguments: str | dict[str, Any] | None) -> str:
+        """Run one tool call from the model; always returns text (JSON on success, ``Error: ...`` otherwise)."""
+        if name not in self._tools:
+            return f"Error: there is no tool named {name!r}. Available: {', '.join(self._tools)}."
+        model, fn = self._tools[name]
+        try:
+            raw = json.loads(arguments or "{}") if isinstance(arguments, str) else (arguments or {})
+            args = model.model_validate(raw)
+            if name in WRITE_TOOLS and self.rate_limit and not self.rate_limit.allow():
+                raise ToolError("too many memory writes this minute; keep it for later or say it in the reply")
+            return json.dumps(fn(args), ensure_ascii=False, default=str)
+        except json.JSONDecodeError as exc:
+            return f"Error: the arguments are not valid JSON ({exc.msg} at position {exc.pos}). Send a JSON object."
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()[:5])
+            return f"Error: invalid arguments for {name}: {problems}. Fix them and call again."
+        except (MemoryStoreError, ToolError) as exc:
+            return f"Error: {exc}"
+        except Exception as exc:  # a tool call is an edge: log it, tell the model, keep the conversation alive
+            log.exception("tool %s failed", name)
+            return f"Error: {name} failed unexpectedly ({type(exc).__name__}); nothing was changed."
+
+    # -- tools ----------------------------------------------------------------------------------------
+    def memory_store(self, a: StoreArgs) -> dict[str, Any]:
+        """Save a durable fact, preference, event or how-to about the people here. Deduplicated automatically. Never store secrets."""
+        mtype, legacy_kind = _resolve_type(a.type)
+        scope, scope_id, visibility = self._write_scope()
+        result = self.engine.memories.add(NewMemory(
+            content=a.content, subject=a.subject, scope=scope, scope_id=scope_id, type=mtype,
+            kind=FactKind(a.kind) if a.kind else (legacy_kind or FactKind.OTHER), visibility=visibility,
+            tags=tuple(a.tags), source=Source(a.source), importance=float(a.importance),
+            ttl=self.engine.clock.now() + parse_duration(a.ttl) if a.ttl else None, provenance=self.provenance,
+            entities=tuple(EntityRef(e.name, e.type, tuple((r.relation, r.target) for r in e.relations)) for e in a.entities),
+        ))
+        return {"status": result.status, "id": result.memory.id, "superseded": list(result.superseded), "related": list(result.related)}
+
+    def memory_search(self, a: SearchArgs) -> dict[str, Any]:
+        """Search long-term memory by meaning and keywords. Optional type, tags (all must match), topK and weights."""
+        filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
+        hits = self.engine.memories.recall(self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0)
+        return {"results": [_brief(h.row) | {"score": round(h.score, 3)} for h in hits]}
+
+    def memory_recall(self, a: RecallArgs) -> dict[str, Any]:
+        """Browse memories by id, type or tags, without ranking by meaning."""
+        if a.id:
+            return {"results": [_brief(self.engine.memories.get_visible(a.id, self.ctx).as_dict())]}
+        filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
+        rows = self.engine.memories.list(self.ctx.memory_partitions(), filters, limit=20, include_inactive=a.includeConsolidated)
+        return {"results": [_brief(m.as_dict()) for m in rows]}
+
+    def memory_update(self, a: UpdateArgs) -> dict[str, Any]:
+        """Correct a memory in place by id (subject, content, tags, importance)."""
+        self.engine.memories.get_visible(a.id, self.ctx)
+        memory = self.engine.memories.update(a.id, subject=a.subject, content=a.content, tags=a.tags, importance=a.importance)
+        return {"status": "updated", "memory": _brief(memory.as_dict())}
+
+    def memory_delete(self, a: DeleteArgs) -> dict[str, Any]:
+        """Permanently delete a memory by id (use memory_search first to find it). For "forget that ..."."""
+        memory = self.engine.memories.get_visible(a.id, self.ctx)
+        removed = self.engine.memories.delete(a.id)
+        self.deleted.append({"id": memory.id, "content": memory.content})
+        if self.on_delete:
+            self.on_delete(removed)
+        return {"status": "deleted", "id": memory.id, "content": memory.content}
+
+    def memory_reflect(self, a: ReflectArgs) -> dict[str, Any]:
+        """Merge near-duplicate memories now (consolidation)."""
+        if self.reflect is None:
+            raise ToolError("consolidation is not available in this conversation")
+        return self.reflect(a.force)
+
+    def memory_graph(self, a: GraphArgs) -> dict[str, Any]:
+        """Walk the graph of people, places, projects and things from a named entity."""
+        return self.engine.graph.traverse(a.entity, a.depth, self.ctx.memory_partitions())
+
+    def conversation_search(self, a: ConversationSearchArgs) -> dict[str, Any]:
+        """Search past conversation messages (text and voice) that this conversation may see."""
+        hits = self.engine.messages.search(self.ctx, a.query, top_k=a.topK)
+        return {"results": [_message(h.row) | {"score": round(h.score, 3)} for h in hits]}
+
+    def channel_recall(self, a: ChannelRecallArgs) -> dict[str, Any]:
+        """Read the latest messages of another channel of this server (or of this DM)."""
+        rows = self.engine.messages.recent(self.ctx, a.channel_id, a.limit)
+        if not rows:
+            raise ToolError(f"no messages you may see in channel {a.channel_id!r}")
+        return {"channel_id": a.channel_id, "messages": [_message(r) for r in rows]}
+
+    def _write_scope(self) -> tuple[Scope, str, Visibility]:
+        """DM with the owner: owner memory. Other DMs: private to the speaker. Servers: the speaker's public facts."""
+        if self.ctx.owner_private and self.ctx.is_dm:
+            return Scope.OWNER, self.ctx.owner_id or self.ctx.speaker_id, Visibility.PRIVATE
+        if self.ctx.is_dm:
+            return Scope.USER, self.ctx.speaker_id, Visibility.PRIVATE
+        return Scope.USER, self.ctx.speaker_id, Visibility.PUBLIC
+
+
+def _resolve_type(name: str) -> tuple[MemoryType, FactKind | None]:
+    if name in MemoryType._value2member_map_:
+        return MemoryType(name), None
+    return LEGACY_TYPES[name]
+
+
+def parse_duration(text: str) -> float:
+    match = re.fullmatch(r"(\d{1,4})([mhdw])", text.strip())
+    if not match:
+        raise ToolError(f"ttl {text!r} is not a duration like 30m, 12h, 7d or 2w")
+    amount, unit = int(match.group(1)), match.group(2)
+    return amount * {"m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}[unit]
+
+
+def _brief(row: dict[str, Any]) -> dict[str, Any]:
+    tags = row.get("tags", "")
+    return {"id": row["id"], "type": row["type"], "kind": row.get("kind"), "subject": row["subject"], "content": row["content"],
+            "tags": tags if isinstance(tags, list) else [t for t in tags.split(",") if t], "importance": row["importance"]}
+
+
+def _message(row: dict[str, Any]) -> dict[str, Any]:
+    return {"author": row["author_name"] or row["author_id"], "role": row["role"], "channel_id": row["channel_id"],
+            "content": row["content"], "at": row["created_at"], "modality": row["modality"]}
