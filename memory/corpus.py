@@ -6,13 +6,16 @@ improvement serves both the memory recall and the conversation search.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from .db import Database
 from .fts import FtsQueryBuilder
 from .models import DECAY_EXEMPT_KINDS, FactKind
-from .scopes import placeholders
+from .scopes import partition_token, placeholders
+
+BROAD_SHARE = 0.3
 from .vectors import VectorIndex
 
 
@@ -37,6 +40,7 @@ class Corpus:
     db: Database
     vectors: VectorIndex
     fts: FtsQueryBuilder = field(init=False)
+    _counts: tuple[float, dict[str, int]] = field(init=False, default=(0.0, {}))
 
     def __post_init__(self) -> None:
         self.fts = FtsQueryBuilder(self.db, self.fts_table)
@@ -81,7 +85,7 @@ class Corpus:
             chunk = rids[i : i + 400]
             sql = (
                 f"SELECT * FROM {self.table} AS t WHERE t.rid IN ({placeholders(chunk)}) "
-                f"AND t.partition_key IN ({placeholders(partitions)}){cond}"
+                f"AND +t.partition_key IN ({placeholders(partitions)}){cond}"  # '+': look rows up by rid, not scan a partition
             )
             for row in self.db.rows(sql, (*chunk, *partitions, *where.params)):
                 found[row["rid"]] = row
@@ -98,9 +102,35 @@ class Corpus:
         )
         return self.db.rows(sql, (*partitions, *where.params, limit))
 
-    def text_search(self, text: str, ptokens: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
-        """(rid, bm25) best first; bm25 is negative, more negative is better. [] when nothing to search."""
-        expr = self.fts.match(text, ptokens)
+    def newest(self, partitions: tuple[str, ...], limit: int) -> list[int]:
+        """rids of the newest rows across partitions: one indexed query per partition, merged here."""
+        found: list[tuple[float, int]] = []
+        for key in partitions:
+            sql = f"SELECT created_at, rid FROM {self.table} WHERE partition_key = ? ORDER BY created_at DESC LIMIT ?"
+            found.extend(self.db.execute(sql, (key, limit)))
+        return [rid for _, rid in sorted(found, reverse=True)[:limit]]
+
+    def share(self, partitions: tuple[str, ...]) -> float:
+        """Roughly what fraction of all rows these partitions hold (counts cached for a minute)."""
+        stamp, counts = self._counts
+        if time.monotonic() - stamp > 60:
+            counts = dict(self.db.execute(f"SELECT partition_key, COUNT(*) FROM {self.table} GROUP BY partition_key"))
+            self._counts = (time.monotonic(), counts)
+        total = sum(counts.values())
+        return sum(counts.get(p, 0) for p in partitions) / total if total else 1.0
+
+    def text_search(self, text: str, partitions: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
+        """(rid, bm25) best first; bm25 is negative, more negative is better. [] when nothing to search.
+
+        A context that sees a small part of the store filters inside MATCH by partition token (an AND on
+        one more posting list); one that sees most of it is faster unfiltered with a wider limit, the
+        rows it may not see being dropped when they are fetched.
+        """
+        share = self.share(partitions)
+        if share >= BROAD_SHARE:
+            expr, limit = self.fts.match(text), int(limit / share) + 1
+        else:
+            expr = self.fts.match(text, tuple(partition_token(p) for p in partitions))
         if expr is None:
             return []
         sql = f"SELECT rowid, {self.bm25} AS score FROM {self.fts_table} WHERE {self.fts_table} MATCH ? ORDER BY score LIMIT ?"

@@ -46,6 +46,7 @@ CREATE TABLE memories (
     updated_at REAL NOT NULL
 );
 CREATE INDEX memories_partition ON memories (partition_key, updated_at);
+CREATE INDEX memories_created ON memories (partition_key, created_at);
 CREATE INDEX memories_importance ON memories (partition_key, importance);
 CREATE INDEX memories_hash ON memories (content_hash);
 

@@ -20,7 +20,6 @@ from .clock import DAY, Clock
 from .corpus import Corpus, Filter
 from .embeddings import EmbeddingService
 from .knobs import Fusion, RecallKnobs, Weights
-from .scopes import partition_token
 
 
 class Channel(StrEnum):
@@ -101,19 +100,17 @@ class Retriever:
                 cand = pool.setdefault(rid, _Candidate(rid))
                 cand.cosine, cand.ranks[Channel.VECTOR] = cos, rank
         if Channel.FTS in channels and text:
-            ptokens = tuple(partition_token(p) for p in partitions)
-            for rank, (rid, score) in enumerate(self._text_search(text, ptokens, width)):
+            for rank, (rid, score) in enumerate(self._text_search(text, partitions, width)):
                 cand = pool.setdefault(rid, _Candidate(rid))
                 cand.bm25, cand.ranks[Channel.FTS] = score, rank
         if Channel.RECENT in channels and knobs.recent_candidates:
-            recent = self.corpus.ordered(partitions, Filter(), "t.created_at DESC", knobs.recent_candidates)
-            for rank, row in enumerate(recent):
-                pool.setdefault(row["rid"], _Candidate(row["rid"])).ranks[Channel.RECENT] = rank
+            for rank, rid in enumerate(self.corpus.newest(partitions, knobs.recent_candidates)):
+                pool.setdefault(rid, _Candidate(rid)).ranks[Channel.RECENT] = rank
         return pool
 
-    def _text_search(self, text: str, ptokens: tuple[str, ...], width: int) -> list[tuple[int, float]]:
+    def _text_search(self, text: str, partitions: tuple[str, ...], width: int) -> list[tuple[int, float]]:
         try:
-            return self.corpus.text_search(text, ptokens, width)
+            return self.corpus.text_search(text, partitions, width)
         except Exception:  # RET-4: a broken FTS index degrades to vector-only, never a crash
             import logging
 
@@ -168,7 +165,7 @@ class Retriever:
 
     # -- scoring -----------------------------------------------------------------------------------
     def _relevances(self, pool, rows, knobs: RecallKnobs) -> dict[int, float]:
-        best_bm25 = max((abs(c.bm25) for c in pool.values() if c.bm25 is not None), default=0.0)
+        best_bm25 = max((abs(pool[rid].bm25) for rid in rows if pool[rid].bm25 is not None), default=0.0)
         out = {}
         for rid in rows:
             cand = pool[rid]

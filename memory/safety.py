@@ -43,9 +43,12 @@ _SECRETS = [
 _CARD = re.compile(r"\b(?:\d[ -]?){13,19}\b")
 
 
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
+
+
 def normalise_text(text: str) -> str:
-    text = unicodedata.normalize("NFC", str(text))
-    text = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+    """NFC, control and invisible format characters removed, white space folded."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFC", str(text)))
     return " ".join(text.split())
 
 

@@ -179,6 +179,24 @@ class MemoryStore:
         for old in updates + contradicted:  # kept for history, no longer recalled
             self.db.execute("UPDATE memories SET superseded_by = ?, valid_to = ? WHERE rid = ?", (new_id, now, old.rid))
 
+    def insert_batch(self, items: list[tuple[NewMemory, np.ndarray | None]]) -> list[str]:
+        """Trusted bulk load (file ingest, benchmarks): safety filters apply, dedup and linking do not."""
+        ids, vec_rows = [], []
+        with self.db.transaction():
+            for new, vector in items:
+                subject, content = check_memory(new.subject, new.content, new.kind)
+                new = replace(new, subject=subject, content=content, importance=_importance(new.importance), tags=normalise_tags(new.tags))
+                key = memory_partition(new.scope, new.scope_id, new.visibility)
+                rid, memory_id = self._insert(new, key)
+                ids.append(memory_id)
+                if new.entities:
+                    self.graph.attach(rid, new.entities)
+                if vector is not None:
+                    vec_rows.append((rid, key, vector))
+            self.corpus.vectors.write_many(vec_rows)
+        self.corpus.vectors.mirror_add(vec_rows)
+        return ids
+
     def insert_merged(self, new: NewMemory, originals: list[Memory]) -> Memory:
         """Consolidation's write: the merged row, its vector, the originals marked and their graph relinked."""
         subject, content = check_memory(new.subject, new.content, new.kind)

@@ -1,0 +1,457 @@
+"""``companion memory ...``: the operator's view of the store (OPS-2): list, search, add, show, edit, delete,
+export, import, forget-person.
+
+The operator sees every partition; ``search --as/--dm/--owner`` instead shows what the bot would recall
+in that conversation (memory.scopes.RecallContext). Lookups made here never count as recalls
+(no access reinforcement), so inspecting the store does not change its ranking.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from memory.engine import MemoryEngine
+from memory.maintenance import consolidate, decay, prune, prune_entities
+from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
+from memory.privacy import export_person, forget_person, import_memories
+from memory.reembed import reembed
+from memory.retrieval import ALL_CHANNELS, Channel, Hit
+from memory.scopes import RecallContext
+from memory.store import RecallFilters
+
+from . import app
+from .cli_output import (CommandFailed, UsageError, confirm, eval_table, hits_table, mapping_table, memory_detail, memory_table,
+                         note, out, print_json, progress_bar, records_table, say)
+from .config import Settings
+
+MODES = {"hybrid": ALL_CHANNELS, "bm25": frozenset({Channel.FTS}), "vector": frozenset({Channel.VECTOR})}
+TYPES = [t.value for t in MemoryType]
+KINDS = [k.value for k in FactKind]
+SCOPES = [s.value for s in Scope]
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+# -- argument types ----------------------------------------------------------------------------------
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0, not {text!r}")
+    return int(text)
+
+
+def importance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 1 to 10, not {text!r}") from None
+    if not 1 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"importance must be from 1 to 10, not {text}")
+    return value
+
+
+def duration(text: str) -> float:
+    """'90s', '30m', '12h', '7d', '2w' -> seconds."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhdw])", text.strip().lower())
+    if not match or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a duration like 12h, 7d or 2w, not {text!r}")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+# -- registration ------------------------------------------------------------------------------------
+def command(sub: argparse._SubParsersAction, name: str, handler: Any, text: str, *, json_flag: bool = False) -> argparse.ArgumentParser:
+    """One subcommand: its help line, its handler, and ``--json`` where it prints data."""
+    parser = sub.add_parser(name, help=text, description=text)
+    parser.set_defaults(handler=handler)
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="print JSON on stdout instead of a table")
+    return parser
+
+
+def _add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--type", nargs="+", action="extend", choices=TYPES, metavar="TYPE", help=f"only these types: {', '.join(TYPES)}")
+    parser.add_argument("--kind", nargs="+", action="extend", choices=KINDS, metavar="KIND", help=f"only these kinds: {', '.join(KINDS)}")
+    parser.add_argument("--tag", nargs="+", action="extend", metavar="T", help="only memories carrying every one of these tags")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    group = subparsers.add_parser("memory", help="inspect and edit long-term memory", description="Inspect and edit long-term memory.")
+    sub = group.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
+    _register_reads(sub)
+    _register_writes(sub)
+    _register_people(sub)
+
+
+def _register_reads(sub: argparse._SubParsersAction) -> None:
+    p = command(sub, "list", list_memories, "list memories (every partition unless filtered)", json_flag=True)
+    p.add_argument("--scope", choices=SCOPES, help="only this scope")
+    p.add_argument("--scope-id", help="only this person, guild or owner id")
+    _add_filters(p)
+    p.add_argument("--order", choices=("recent", "important", "accessed"), default="recent", help="sort order (default: recent)")
+    p.add_argument("--limit", type=positive_int, default=20, help="at most N rows (default: 20)")
+    p.add_argument("--all", action="store_true", help="include superseded, consolidated, forgotten and expired memories")
+
+    p = command(sub, "search", search_memories, "hybrid search; as the operator over everything, or as a conversation would see it", json_flag=True)
+    p.add_argument("query")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--as", dest="as_person", metavar="PERSON", help="recall as PERSON speaking in --guild G")
+    who.add_argument("--dm", metavar="PERSON", help="recall as in a DM with PERSON")
+    who.add_argument("--owner", metavar="OWNER_ID", help="recall as the owner's private console")
+    p.add_argument("--guild", metavar="G", help="the guild of --as")
+    p.add_argument("--top-k", type=positive_int, default=10, help="number of results (default: 10)")
+    _add_filters(p)
+    p.add_argument("--mode", choices=tuple(MODES), default="hybrid", help="candidate channels (default: hybrid)")
+    p.add_argument("--threshold", type=float, default=0.0, help="minimum score (default 0; the bot uses the recall knob, 0.5)")
+
+    p = command(sub, "show", show_memory, "show one memory in full", json_flag=True)
+    p.add_argument("id")
+
+
+def _register_writes(sub: argparse._SubParsersAction) -> None:
+    p = command(sub, "add", add_memory, "store a memory through the normal write rules (safety, dedup, supersession)", json_flag=True)
+    p.add_argument("content")
+    p.add_argument("--subject", required=True, help="who or what the memory is about")
+    p.add_argument("--scope", required=True, choices=SCOPES)
+    p.add_argument("--scope-id", required=True, help="the person, guild or owner id")
+    p.add_argument("--type", choices=TYPES, default="semantic", metavar="TYPE", help=f"{', '.join(TYPES)} (default: semantic)")
+    p.add_argument("--kind", choices=KINDS, default="other", metavar="KIND", help=f"{', '.join(KINDS)} (default: other)")
+    p.add_argument("--private", action="store_true", help="a user memory learned in a DM: recalled only in DMs with that person")
+    p.add_argument("--tag", nargs="+", action="extend", metavar="T", default=[])
+    p.add_argument("--importance", type=importance, default=5.0, help="1-10 (default: 5)")
+    p.add_argument("--ttl", type=duration, help="expire after this long, e.g. 7d")
+
+    p = command(sub, "edit", edit_memory, "change a memory's subject, content, tags, importance or kind", json_flag=True)
+    p.add_argument("id")
+    p.add_argument("--subject")
+    p.add_argument("--content")
+    p.add_argument("--tag", nargs="+", action="extend", metavar="T", help="replace the tags with these")
+    p.add_argument("--importance", type=importance)
+    p.add_argument("--kind", choices=KINDS, metavar="KIND", help=", ".join(KINDS))
+
+    p = command(sub, "delete", delete_memory, "delete a memory and everything derived from it", json_flag=True)
+    p.add_argument("id")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+
+def _register_people(sub: argparse._SubParsersAction) -> None:
+    p = command(sub, "export", export_memories, "export everything stored about a person as JSON")
+    p.add_argument("--person", action="append", required=True, metavar="ID", help="a person id (repeat for linked ids)")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout")
+
+    p = command(sub, "import", import_file, "import memories from an export or a JSON list", json_flag=True)
+    p.add_argument("file", type=Path)
+
+    p = command(sub, "forget-person", forget_people, "delete every memory, message and summary about a person", json_flag=True)
+    p.add_argument("--person", action="append", required=True, metavar="ID", help="a person id (repeat for linked ids)")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+def engine_for(settings: Settings, *, embed: bool = False) -> MemoryEngine:
+    """Commands that never embed open without a model: faster, and they work whatever the model is."""
+    return app.open_engine(settings, app.build_embedder(settings) if embed else None)
+
+
+def filters_from(args: argparse.Namespace) -> RecallFilters:
+    return RecallFilters(types=tuple(MemoryType(t) for t in args.type or ()), kinds=tuple(FactKind(k) for k in args.kind or ()),
+                         tags=normalise_tags(args.tag or ()))
+
+
+def all_partitions(engine: MemoryEngine) -> tuple[str, ...]:
+    return tuple(r["partition_key"] for r in engine.db.rows("SELECT DISTINCT partition_key FROM memories ORDER BY 1"))
+
+
+def partitions_for(engine: MemoryEngine, scope: str | None, scope_id: str | None) -> tuple[str, ...] | None:
+    """Partition keys ('scope|id|visibility') matching the filters; None means every partition."""
+    if scope is None and scope_id is None:
+        return None
+    keys = []
+    for key in all_partitions(engine):
+        key_scope, rest = key.split("|", 1)
+        if scope in (None, key_scope) and scope_id in (None, rest.rsplit("|", 1)[0]):
+            keys.append(key)
+    return tuple(keys)
+
+
+def recall_context(args: argparse.Namespace) -> RecallContext | None:
+    if args.guild and not args.as_person:
+        raise UsageError("--guild goes with --as PERSON")
+    if args.as_person:
+        if not args.guild:
+            raise UsageError("--as PERSON needs --guild G (use --dm PERSON for a direct message)")
+        return RecallContext(platform="cli", speaker_id=args.as_person, channel_id="cli", guild_id=args.guild)
+    if args.dm:
+        return RecallContext(platform="cli", speaker_id=args.dm, channel_id="cli", is_dm=True)
+    if args.owner:
+        return RecallContext(platform="cli", speaker_id=args.owner, channel_id="cli", is_dm=True, owner_private=True, owner_id=args.owner)
+    return None
+
+
+def search(engine: MemoryEngine, args: argparse.Namespace) -> list[Hit]:
+    ctx, filters, channels = recall_context(args), filters_from(args), MODES[args.mode]
+    if ctx is not None:
+        return engine.memories.recall(ctx, args.query, filters=filters, top_k=args.top_k, channels=channels,
+                                      threshold=args.threshold, reinforce=False)
+    # The operator's own view: every partition in the file, no conversation to scope it.
+    return engine.memories.retriever.search(args.query, all_partitions(engine), engine.knobs.get("memories"),
+                                            where=filters.to_filter(), top_k=args.top_k, channels=channels, threshold=args.threshold)
+
+
+def resolve_id(engine: MemoryEngine, text: str) -> str:
+    """A full id, or the one id a prefix of at least 4 characters names (tables print 8)."""
+    prefix = text.strip().lower()
+    if len(prefix) < 4 or not re.fullmatch(r"[0-9a-f-]+", prefix):
+        return text
+    ids = [r["id"] for r in engine.db.rows("SELECT id FROM memories WHERE id >= ? AND id < ? LIMIT 2", (prefix, prefix + "~"))]
+    if len(ids) > 1:
+        raise UsageError(f"{text!r} names more than one memory; give more of the id")
+    return ids[0] if ids else text
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not valid JSON: {exc}") from None
+
+
+# -- handlers -----------------------------------------------------------------------------------------
+def list_memories(args: argparse.Namespace, settings: Settings) -> None:
+    with engine_for(settings) as engine:
+        partitions = partitions_for(engine, args.scope, args.scope_id)
+        memories = engine.memories.list(partitions, filters_from(args), order=args.order, limit=args.limit, include_inactive=args.all)
+    if args.json:
+        return print_json([m.as_dict() for m in memories])
+    out().print(memory_table(memories) if memories else "no memories match")
+
+
+def search_memories(args: argparse.Namespace, settings: Settings) -> None:
+    if args.mode == "vector" and settings.embeddings == "none":
+        raise UsageError("--mode vector needs embeddings, but COMPANION_EMBEDDINGS is 'none'")
+    with engine_for(settings, embed=args.mode != "bm25") as engine:
+        hits = search(engine, args)
+    if args.json:
+        return print_json([{"score": h.score, "relevance": h.relevance, "channels": list(h.channels),
+                            "memory": Memory.from_row(h.row).as_dict()} for h in hits])
+    out().print(hits_table(hits) if hits else "nothing found")
+
+
+def show_memory(args: argparse.Namespace, settings: Settings) -> None:
+    with engine_for(settings) as engine:
+        memory = engine.memories.get(resolve_id(engine, args.id))
+    if args.json:
+        return print_json(memory.as_dict())
+    out().print(memory_detail(memory))
+
+
+def add_memory(args: argparse.Namespace, settings: Settings) -> None:
+    if args.private and args.scope == "guild":
+        raise UsageError("--private applies to user memories; guild memories are always public within their guild")
+    with engine_for(settings, embed=True) as engine:
+        ttl = engine.clock.now() + args.ttl if args.ttl else None
+        result = engine.memories.add(NewMemory(
+            content=args.content, subject=args.subject, scope=Scope(args.scope), scope_id=args.scope_id, type=MemoryType(args.type),
+            kind=FactKind(args.kind), visibility=Visibility.PRIVATE if args.private else Visibility.PUBLIC,
+            tags=tuple(args.tag), importance=args.importance, ttl=ttl,
+        ))
+    links = {"superseded": list(result.superseded), "related": list(result.related), "contradicted": list(result.contradicted)}
+    if args.json:
+        return print_json({"status": result.status, "id": result.memory.id, **links, "memory": result.memory.as_dict()})
+    say(f"{result.status} {result.memory.id}")
+    for name, ids in links.items():
+        if ids:
+            say(f"  {name}: {', '.join(ids)}")
+
+
+def edit_memory(args: argparse.Namespace, settings: Settings) -> None:
+    changes = {"subject": args.subject, "content": args.content, "tags": args.tag, "importance": args.importance,
+               "kind": FactKind(args.kind) if args.kind else None}
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if not changes:
+        raise UsageError("nothing to change: give --subject, --content, --tag, --importance or --kind")
+    # A new content needs a new vector, so only then is the embedding model loaded.
+    with engine_for(settings, embed="content" in changes) as engine:
+        memory = engine.memories.update(resolve_id(engine, args.id), **changes)
+    if args.json:
+        return print_json(memory.as_dict())
+    say(f"updated {memory.id}")
+
+
+def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
+    with engine_for(settings) as engine:
+        memory = engine.memories.get(resolve_id(engine, args.id))
+        confirm(f"delete memory {memory.id[:8]} ({memory.subject}: {memory.content[:40]})", args.yes)
+        removed = engine.memories.delete(memory.id)
+    if args.json:
+        return print_json({"deleted": removed})
+    say(f"deleted {len(removed)} row(s): {', '.join(removed)}")
+
+
+def export_memories(args: argparse.Namespace, settings: Settings) -> None:
+    with engine_for(settings) as engine:
+        data = export_person(engine, args.person)
+    if args.output is None:
+        return print_json(data)
+    args.output.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+    say(f"exported {len(data['memories'])} memories, {len(data['messages'])} messages and "
+        f"{len(data['session_summaries'])} session summaries to {args.output}")
+
+
+def import_file(args: argparse.Namespace, settings: Settings) -> None:
+    data = read_json(args.file)
+    items = data.get("memories") if isinstance(data, dict) else data
+    if isinstance(items, list) and not all(isinstance(item, dict) for item in items):
+        raise UsageError(f"{args.file}: every memory must be a JSON object")
+    with engine_for(settings, embed=True) as engine:
+        counts = import_memories(engine, data)
+    if args.json:
+        return print_json(counts)
+    say(", ".join(f"{n} {status}" for status, n in counts.items()))
+
+
+def forget_people(args: argparse.Namespace, settings: Settings) -> None:
+    with engine_for(settings) as engine:
+        confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)
+        counts = forget_person(engine, args.person)
+    if args.json:
+        return print_json(counts)
+    say("forgot " + ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items()))
+
+
+# -- upkeep and operations: consolidate, decay, prune, reembed, backup, stats, eval, bench ------------
+def register_upkeep(subparsers: argparse._SubParsersAction) -> None:
+    command(subparsers, "consolidate", run_consolidate, "merge clusters of near-identical memories with the LLM", json_flag=True)
+    p = command(subparsers, "decay", run_decay, "lower the importance of memories unused for a while (run once a day)", json_flag=True)
+    p.add_argument("--unaccessed-days", type=float, default=7.0, help="only memories unused this long (default: 7)")
+    p.add_argument("--factor", type=float, default=0.95, help="multiply importance by this (default: 0.95)")
+    p = command(subparsers, "prune", run_prune, "soft-forget faded, never-used memories and drop stale entities", json_flag=True)
+    p.add_argument("--below", type=float, default=1.0, help="importance under this (default: 1)")
+    p.add_argument("--older-than-days", type=float, default=30.0, help="created longer ago than this (default: 30)")
+    p.add_argument("--entity-days", type=float, default=90.0, help="entities unseen this long (default: 90)")
+    p = command(subparsers, "reembed", run_reembed, "rebuild every vector with the configured embedding model", json_flag=True)
+    p.add_argument("--allow-dimension-change", action="store_true", help="allow a model of another dimension (drops all vectors)")
+    p = command(subparsers, "backup", run_backup, "copy the database with SQLite's online backup (safe while the bot runs)")
+    p.add_argument("dest", type=Path)
+    p.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
+    command(subparsers, "stats", run_stats, "counts of memories and messages, and the embedding model of the store", json_flag=True)
+    _register_eval(subparsers)
+    p = command(subparsers, "bench", run_bench, "latency benchmark on synthetic stores (progress on stderr)", json_flag=True)
+    p.add_argument("--sizes", type=int_list, default=[10_000, 100_000], help="comma-separated store sizes (default: 10000,100000)")
+    p.add_argument("--queries", type=positive_int, help="queries per size (default: the benchmark's own)")
+
+
+def _register_eval(subparsers: argparse._SubParsersAction) -> None:
+    group = subparsers.add_parser("eval", help="measure recall on benchmark data", description="Measure recall on benchmark data.")
+    sub = group.add_subparsers(dest="eval_command", metavar="BENCHMARK", required=True)
+    p = command(sub, "locomo", run_eval_locomo, "evidence recall@k on LoCoMo-format conversations", json_flag=True)
+    p.add_argument("path", type=Path, help="a LoCoMo-format JSON file")
+    p.add_argument("--limit", type=positive_int, help="only the first N conversations")
+
+
+def int_list(text: str) -> list[int]:
+    return [positive_int(part.strip()) for part in text.split(",") if part.strip()] or [positive_int(text)]
+
+
+def _emit(args: argparse.Namespace, data: dict[str, Any], title: str) -> None:
+    if args.json:
+        return print_json(data)
+    out().print(mapping_table(data, title=title))
+
+
+def run_consolidate(args: argparse.Namespace, settings: Settings) -> int:
+    import openai
+
+    with engine_for(settings, embed=True) as engine, progress_bar("consolidating") as progress:
+        try:
+            report = consolidate(engine, app.build_completer(settings), progress=progress)
+        except openai.OpenAIError as exc:
+            raise CommandFailed(f"the model at {settings.llm_base_url} failed: {exc}") from None
+    _emit(args, {"clusters": report.clusters, "merged_rows": report.merged_rows, "new_ids": list(report.new_ids),
+                 "failures": report.failures}, "consolidation")
+    # Some clusters could not be merged (the model's answer was unusable): say so in the exit code.
+    return 1 if report.failures else 0
+
+
+def run_decay(args: argparse.Namespace, settings: Settings) -> None:
+    with engine_for(settings) as engine:
+        changed = decay(engine, unaccessed_days=args.unaccessed_days, factor=args.factor)
+    _emit(args, {"decayed": changed}, "decay")
+
+
+def run_prune(args: argparse.Namespace, settings: Settings) -> None:
+    with engine_for(settings) as engine:
+        counts = {"forgotten": prune(engine, below=args.below, older_than_days=args.older_than_days),
+                  "entities_removed": prune_entities(engine, unseen_days=args.entity_days)}
+    _emit(args, counts, "prune")
+
+
+def run_reembed(args: argparse.Namespace, settings: Settings) -> None:
+    embedder = app.build_embedder(settings)
+    if embedder is None:
+        raise UsageError("reembed needs an embedding model, but COMPANION_EMBEDDINGS is 'none'")
+    # Opened without a model on purpose: a dimension change is made by reembed, not refused at open.
+    with app.open_engine(settings, None) as engine, progress_bar("re-embedding") as progress:
+        counts = reembed(engine, embedder, allow_dimension_change=args.allow_dimension_change, progress=progress)
+    _emit(args, {**counts, "model": embedder.fingerprint, "dimension": embedder.dim}, "reembed")
+
+
+def run_backup(args: argparse.Namespace, settings: Settings) -> None:
+    dest: Path = args.dest
+    if dest.is_dir():
+        raise UsageError(f"{dest} is a directory; give the backup's file name")
+    if dest.exists() and not args.force:
+        raise UsageError(f"{dest} already exists; pass --force to overwrite it")
+    if not dest.parent.is_dir():
+        raise UsageError(f"directory {dest.parent} does not exist")
+    if dest.resolve() == Path(settings.db_path).resolve():
+        raise UsageError("the backup cannot overwrite the database itself")
+    partial = dest.with_name(dest.name + ".partial")
+    with engine_for(settings) as engine:
+        engine.db.backup_to(partial)
+    partial.replace(dest)  # an interrupted backup never leaves a half-written DEST behind
+    say(f"backed up {settings.db_path} to {dest} ({dest.stat().st_size:,} bytes)")
+
+
+def run_stats(args: argparse.Namespace, settings: Settings) -> None:
+    with engine_for(settings) as engine:
+        stats = engine.memories.stats()
+        data = {"db": str(settings.db_path), "memories": stats["memories"], "active": stats["active"],
+                "messages": engine.db.scalar("SELECT COUNT(*) FROM messages"),
+                "embedding": engine.embeddings.stored_fingerprint(), "dimension": stats["dimension"],
+                "configured_embeddings": settings.embeddings}
+    _emit(args, data, "stats")
+
+
+def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
+    from memory.evaluation import evaluate_locomo
+
+    embedder = app.build_embedder(settings)
+    with progress_bar("evaluating") as progress:
+        try:
+            result = evaluate_locomo(args.path, embedder, limit=args.limit, progress=progress)
+        except (KeyError, ValueError) as exc:  # the data, not the program: a missing field or a bad date
+            raise UsageError(f"{args.path} is not usable LoCoMo data: {exc!s}") from None
+    if args.json:
+        return print_json(result)
+    out().print(eval_table(result))
+
+
+def run_bench(args: argparse.Namespace, settings: Settings) -> None:
+    try:
+        from memory.bench import run_bench as bench
+    except ModuleNotFoundError as exc:
+        if exc.name != "memory.bench":
+            raise
+        raise CommandFailed("the benchmark (memory/bench.py) is not part of this install") from None
+    options = {"queries": args.queries} if args.queries else {}
+    result = bench(sizes=args.sizes, progress=_bench_progress, **options)
+    if args.json:
+        return print_json(result)
+    out().print(records_table(result.get("results", [])))
+    say(", ".join(f"{k}: {v}" for k, v in result.items() if k != "results"))
+
+
+def _bench_progress(*update: Any) -> None:
+    """The benchmark reports a status line per stage; a (done, total) pair works as well."""
+    note(" ".join(str(part) for part in update) if not isinstance(update[0], int) else f"{update[0]}/{update[-1]}")

@@ -1,0 +1,183 @@
+"""What the CLI prints: rich tables for people, plain JSON for programs, progress on stderr.
+
+With ``--json`` stdout carries exactly one JSON document and nothing else; progress bars, prompts that
+are not answers, and notes go to stderr. Consoles are made per call so they follow the current
+``sys.stdout``/``sys.stderr`` (tests capture them).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memory.models import Memory
+from memory.retrieval import Hit
+
+
+class CliError(Exception):
+    """An expected failure with a one-line message; ``exit_code`` 2 for bad input, 1 for runtime failures."""
+
+    exit_code = 2
+
+
+class UsageError(CliError):
+    exit_code = 2
+
+
+class CommandFailed(CliError):
+    exit_code = 1
+
+
+def out() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def say(text: str) -> None:
+    """A human-readable line on stdout (user text is escaped, never read as rich markup)."""
+    out().print(escape(text))
+
+
+def note(text: str) -> None:
+    """A line for the person at the terminal, on stderr, so it never mixes with data on stdout."""
+    err().print(escape(text))
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def when(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+SHORT_ID = 8  # tables show ids like git shows commits; show/edit/delete accept any unique prefix
+
+
+def memory_table(memories: Iterable[Memory], title: str | None = None) -> Table:
+    table = _table(title, ("id", "scope", "kind", "imp", "subject", "content"))
+    for m in memories:
+        extra = "".join(f" [cyan]#{escape(t)}[/cyan]" for t in m.tags) + ("" if _is_live(m) else " [dim](inactive)[/dim]")
+        table.add_row(m.id[:SHORT_ID], f"{m.scope.value}:{escape(m.scope_id)}", f"{m.type.value[:4]}/{m.kind.value}",
+                      f"{m.importance:g}", escape(m.subject), escape(m.content) + extra)
+    return table
+
+
+def hits_table(hits: Iterable[Hit]) -> Table:
+    table = _table(None, ("id", "score", "kind", "subject", "content"))
+    for hit in hits:
+        m = Memory.from_row(hit.row)
+        table.add_row(m.id[:SHORT_ID], f"{hit.score:.3f}", f"{m.type.value[:4]}/{m.kind.value}", escape(m.subject), escape(m.content))
+    return table
+
+
+def _table(title: str | None, columns: Iterable[str]) -> Table:
+    """Narrow columns never wrap; subject and content share what is left, content the most."""
+    table = Table(title=title)
+    for name in columns:
+        wide = {"content": 3, "subject": 1}.get(name)
+        table.add_column(name, overflow="fold", no_wrap=wide is None, ratio=wide)
+    return table
+
+
+def memory_detail(memory: Memory) -> Table:
+    table = Table(show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for key, value in memory.as_dict().items():
+        if key in ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to", "ttl"):
+            value = when(value)
+        elif key == "provenance":
+            value = json.dumps({k: v for k, v in value.items() if v not in (None, [])})
+        elif isinstance(value, list):
+            value = ", ".join(value)
+        table.add_row(key, escape("-" if value is None else str(value)))
+    return table
+
+
+def mapping_table(data: Mapping[str, Any], title: str | None = None) -> Table:
+    table = Table(title=title, show_header=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for key, value in data.items():
+        table.add_row(escape(str(key)), escape("-" if value is None else str(value)))
+    return table
+
+
+def records_table(records: list[Mapping[str, Any]]) -> Table:
+    """Any list of flat-ish dicts as a table; nested dicts become dotted columns (bench results)."""
+    rows = [_flatten(r) for r in records]
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    table = Table()
+    for name in columns:
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(*(escape(str(row.get(c, ""))) for c in columns))
+    return table
+
+
+def eval_table(result: Mapping[str, Any]) -> Table:
+    """``evaluate_locomo``'s summary: one row per method, recall@k for categories 1-4 and for 5 (adversarial)."""
+    groups = ("cat1-4", "cat5")
+    ks = list(next(iter(result["methods"].values()))["cat1-4"]) if result["methods"] else []
+    table = Table(title="LoCoMo evidence recall (%)", caption=f"questions per category: {dict(result.get('questions', {}))}")
+    table.add_column("method")
+    for group in groups:
+        for k in ks:
+            table.add_column(f"{group} {k}", justify="right")
+    for method, scores in result["methods"].items():
+        table.add_row(method, *(f"{scores[group][k]:.1f}" for group in groups for k in ks))
+    return table
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _is_live(m: Memory) -> bool:
+    expired = m.ttl is not None and m.ttl <= time.time()
+    return not (m.forgotten or m.consolidated_into or m.superseded_by or expired)
+
+
+@contextlib.contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback drawing a bar on stderr (drawn only on a terminal)."""
+    console = err()
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield update
+
+
+def confirm(action: str, assume_yes: bool) -> None:
+    """Ask y/N on a terminal before ``action`` ("delete memory ..."); without a terminal, refuse unless ``--yes``."""
+    if assume_yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"not asking on a non-interactive input: pass --yes to {action}")
+    sys.stderr.write(f"Really {action}? [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise CommandFailed("aborted")

@@ -1,0 +1,186 @@
+"""``companion bench``: latency and throughput of the memory engine on synthetic data (PERF-1).
+
+Each size runs in its own process, so ``peak_rss_mb`` is that size's own peak. Texts are drawn from
+an English word list with a Zipf distribution (so FTS posting lists look like real ones); stored
+vectors are random unit vectors (latency does not depend on what they mean), and the query embedding
+is timed separately with the real offline model.
+
+Scope: up to 100k memories all sit in what one guild conversation may see (the worst case: the
+whole store is visible); above that, memories are spread over guilds of 100k each and the recall is
+made in one guild's scope.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .clock import FakeClock
+from .embeddings import ASSETS, OnnxMiniLM
+from .engine import MemoryEngine
+from .messages import NewMessage
+from .models import NewMemory, Scope, Visibility
+from .retrieval import ALL_CHANNELS, Channel
+from .scopes import RecallContext
+
+GUILD_SIZE = 100_000
+USERS = 20
+DIM = 384
+BATCH = 5_000
+Progress = Callable[[str], None]
+# Hook for the bot layer: given (engine, ctx, text), run everything a turn does before the LLM call.
+TurnFn = Callable[[MemoryEngine, RecallContext, str], Any]
+
+
+# Words that would make a random sentence read as a directive or a secret to the safety filters.
+_AVOID = {"always", "never", "from", "you", "don", "make", "respond", "reply", "stop", "system", "ignore", "disregard",
+          "forget", "password", "passwd", "passphrase", "api", "secret", "access", "jailbreak", "developer", "new"}
+
+
+def words() -> list[str]:
+    vocab = json.loads((ASSETS / "minilm-tokenizer.json").read_text())["model"]["vocab"]
+    return [w for w in vocab if w.isalpha() and w.isascii() and len(w) >= 3 and w not in _AVOID]
+
+
+class TextGen:
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.vocab = np.array(words())
+        ranks = np.arange(1, len(self.vocab) + 1)
+        self.p = ranks ** -1.07 / np.sum(ranks ** -1.07)
+
+    def sentence(self, lo: int, hi: int) -> str:
+        return self.sentences(1, lo, hi)[0]
+
+    def sentences(self, n: int, lo: int, hi: int) -> list[str]:
+        lengths = self.rng.integers(lo, hi + 1, size=n)
+        picks = self.vocab[self.rng.choice(len(self.vocab), size=int(lengths.sum()), p=self.p)].tolist()
+        out, at = [], 0
+        for length in lengths.tolist():
+            out.append(" ".join(picks[at : at + length]))
+            at += length
+        return out
+
+    def vectors(self, n: int) -> np.ndarray:
+        v = self.rng.standard_normal((n, DIM), dtype=np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _placement(i: int, size: int) -> tuple[Scope, str]:
+    """Which partition row i goes to: 10% portable user facts, the rest in guilds of at most 100k."""
+    if i % 10 == 0:
+        return Scope.USER, f"bench-u{i % USERS}"
+    return Scope.GUILD, f"bench-g{(i * min(size, GUILD_SIZE) // size) // GUILD_SIZE if size > GUILD_SIZE else 0}"
+
+
+def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
+    """Bulk-load ``size`` memories; returns rows per second of the store's insert (generation not timed)."""
+    spent = 0.0
+    for lo in range(0, size, BATCH):
+        n = min(BATCH, size - lo)
+        vectors, contents, subjects = gen.vectors(n), gen.sentences(n, 8, 20), gen.sentences(n, 2, 3)
+        items = []
+        for j in range(n):
+            scope, scope_id = _placement(lo + j, size)
+            new = NewMemory(content=contents[j], subject=subjects[j], scope=scope, scope_id=scope_id,
+                            visibility=Visibility.PUBLIC, importance=float(1 + (lo + j) % 10))
+            items.append((new, vectors[j]))
+        start = time.perf_counter()
+        engine.memories.insert_batch(items)
+        spent += time.perf_counter() - start
+    return size / spent
+
+
+def _guild_for_query(size: int) -> str:
+    return "bench-g0" if size <= GUILD_SIZE else "bench-g3"
+
+
+def _timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
+    samples = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t) * 1000)
+    samples.sort()
+    return {"p50": round(statistics.median(samples), 2), "p95": round(samples[int(0.95 * (len(samples) - 1))], 2),
+            "max": round(samples[-1], 2)}
+
+
+def bench_size(size: int, queries: int, turn: TurnFn | None = None) -> dict[str, Any]:
+    gen = TextGen(seed=size)
+    model = OnnxMiniLM()
+    with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
+        engine = MemoryEngine(Path(tmp) / "bench.db", model, FakeClock())
+        insert_per_s = _load(engine, size, gen)
+        ctx = RecallContext(platform="bench", speaker_id="bench-u0", channel_id="c0", guild_id=_guild_for_query(size),
+                            participants=tuple(f"bench-u{i}" for i in range(1, 5)))
+        texts = [gen.sentence(3, 6) for _ in range(queries)]
+        qvecs = gen.vectors(queries)
+        parts = ctx.memory_partitions()
+        visible = int(engine.db.scalar(f"SELECT COUNT(*) FROM memories WHERE partition_key IN ({','.join('?' * len(parts))})", parts))
+
+        def run(channels):
+            it = iter(range(10**9))
+            return lambda: engine.memories.recall(ctx, texts[(i := next(it)) % queries], channels=channels,
+                                                  threshold=0.0, reinforce=False, query_vector=qvecs[i % queries])
+
+        for warm in (ALL_CHANNELS, frozenset({Channel.FTS})):
+            _timed(run(warm), 10)
+        result = {
+            "size": size, "visible": visible,
+            "hybrid_ms": _timed(run(ALL_CHANNELS), queries),
+            "fts_ms": _timed(run(frozenset({Channel.FTS})), queries),
+            "vector_ms": _timed(run(frozenset({Channel.VECTOR})), queries),
+            "embed_query_ms": _timed(lambda it=iter(range(10**9)): model.embed([texts[next(it) % queries]]), queries),
+            "insert_per_s": round(insert_per_s),
+            "add_per_s": round(_add_rate(engine, gen)),
+        }
+        if turn is not None:
+            result["turn_ms"] = _timed(lambda it=iter(range(10**9)): turn(engine, ctx, texts[next(it) % queries]), queries)
+        engine.close()
+    result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return result
+
+
+def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
+    """The full write path: safety filters, real embedding, dedup search, links."""
+    start = time.perf_counter()
+    for _ in range(n):
+        engine.memories.add(NewMemory(content=gen.sentence(8, 20), subject=gen.sentence(2, 3), scope=Scope.USER, scope_id="bench-u0"))
+    return n / (time.perf_counter() - start)
+
+
+def _resolve(path: str) -> Callable[[], TurnFn]:
+    module, _, name = path.partition(":")
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = None,
+              turn_factory: str | None = None) -> dict[str, Any]:
+    """Benchmark each size in a fresh interpreter. ``turn_factory`` ("module:function") builds a TurnFn there."""
+    results = []
+    for size in sizes:
+        if progress:
+            progress(f"benchmarking {size:,} memories")
+        cmd = [sys.executable, "-m", "memory.bench", str(size), str(queries)] + ([turn_factory] if turn_factory else [])
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"benchmark of {size} memories failed:\n{done.stderr[-2000:]}")
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {"results": results, "queries_per_size": queries, "dim": DIM, "cpu_count": os.cpu_count()}
+
+
+if __name__ == "__main__":
+    _size, _queries = int(sys.argv[1]), int(sys.argv[2])
+    _turn = _resolve(sys.argv[3])() if len(sys.argv) > 3 else None
+    print(json.dumps(bench_size(_size, _queries, _turn)))

@@ -1,0 +1,202 @@
+"""Shared helpers for the memory tests: deterministic embedders, a fake clock, real SQLite files.
+
+Every engine here is built the way production builds it (``MemoryEngine(path, embedder, clock)``), on a
+real file under pytest's ``tmp_path``; time only moves when a test advances the ``FakeClock``.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memory.clock import FakeClock
+from memory.engine import MemoryEngine
+from memory.messages import NewMessage
+from memory.models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Scope, Visibility
+from memory.scopes import RecallContext
+
+WORD = re.compile(r"\w+")
+
+
+# -- embedders ----------------------------------------------------------------------------------------
+class HashEmbedder:
+    """Hashed bag of words: each lower-cased word adds +-1 to one of ``dim`` buckets, rows L2-normalised.
+
+    Texts sharing words are similar (without collisions, cosine = shared / sqrt(|a| * |b|)), the same
+    text always gives the same vector, and every call is logged in ``calls`` so tests can count them.
+    """
+
+    def __init__(self, dim: int = 64, name: str = "hash-bow") -> None:
+        self.dim = dim
+        self.fingerprint = f"test:{name}:{dim}"
+        self.calls: list[list[str]] = []
+
+    @property
+    def texts(self) -> list[str]:
+        """Every text ever embedded, in order."""
+        return [t for call in self.calls for t in call]
+
+    def vector(self, text: str) -> np.ndarray:
+        out = np.zeros(self.dim, dtype=np.float32)
+        for word in WORD.findall(text.lower()) or ["<empty>"]:
+            h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+            out[h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+        norm = float(np.linalg.norm(out))
+        return out / norm if norm else out
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.vstack([self.vector(t) for t in texts]).astype(np.float32)
+
+    def cosine(self, a: str, b: str) -> float:
+        return float(np.dot(self.vector(a), self.vector(b)))
+
+
+class FailingEmbedder(HashEmbedder):
+    """A provider that is down: every call raises, like a network error would."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        raise ConnectionError("embedding server unreachable")
+
+
+class WrongShapeEmbedder(HashEmbedder):
+    """Claims ``dim`` dimensions but returns one fewer column."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return np.ones((len(texts), self.dim - 1), dtype=np.float32)
+
+
+class ScriptedCompleter:
+    """A Completer whose answers are queued by the test and whose prompts are recorded."""
+
+    def __init__(self, *answers: str | BaseException) -> None:
+        self.answers = list(answers)
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
+        self.calls.append({"system": system, "user": user, "temperature": temperature})
+        if not self.answers:
+            raise AssertionError("the completer was called more often than the test scripted")
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+# -- fixtures -----------------------------------------------------------------------------------------
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+def engine(tmp_path, embedder, clock) -> Iterator[MemoryEngine]:
+    eng = MemoryEngine(tmp_path / "m.db", embedder, clock)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def bm25_engine(tmp_path, clock) -> Iterator[MemoryEngine]:
+    """Embeddings switched off: everything runs on FTS5/BM25 (RET-4)."""
+    eng = MemoryEngine(tmp_path / "m.db", None, clock)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from memory.embeddings import OnnxMiniLM
+
+    return OnnxMiniLM()
+
+
+@pytest.fixture
+def minilm_engine(tmp_path, minilm, clock) -> Iterator[MemoryEngine]:
+    eng = MemoryEngine(tmp_path / "m.db", minilm, clock)
+    yield eng
+    eng.close()
+
+
+# -- contexts -----------------------------------------------------------------------------------------
+def guild_ctx(guild: str, speaker: str, *participants: str, owner_id: str | None = None, channel: str | None = None) -> RecallContext:
+    return RecallContext("discord", speaker, channel or f"{guild}-general", guild_id=guild, participants=participants, owner_id=owner_id)
+
+
+def dm_ctx(person: str, *, owner: bool = False) -> RecallContext:
+    return RecallContext("discord", person, f"dm-{person}", is_dm=True, owner_private=owner, owner_id=person if owner else None)
+
+
+# -- writing ------------------------------------------------------------------------------------------
+def remember(engine: MemoryEngine, content: str, *, subject: str = "", scope: Scope = Scope.USER, scope_id: str = "alice",
+             visibility: Visibility = Visibility.PUBLIC, kind: FactKind = FactKind.OTHER, type: MemoryType = MemoryType.SEMANTIC,
+             tags: tuple[str, ...] = (), importance: float = 5.0, ttl: float | None = None,
+             entities: tuple[EntityRef, ...] = ()) -> Memory:
+    """Store one memory through the real write path and return the stored row (asserting it was stored)."""
+    result = engine.memories.add(NewMemory(
+        content=content, subject=subject or content[:40], scope=scope, scope_id=scope_id, visibility=visibility, kind=kind,
+        type=type, tags=tags, importance=importance, ttl=ttl, entities=entities,
+    ))
+    assert result.status == "stored", f"expected {content!r} to be stored, got {result.status}"
+    return result.memory
+
+
+def say(engine: MemoryEngine, content: str, *, author: str, guild: str | None = None, channel: str | None = None,
+        dm_person: str | None = None, role: str = "user", author_name: str | None = None) -> str:
+    """Store one conversation message (guild channel, or the DM of ``dm_person``)."""
+    return engine.messages.add(NewMessage(
+        platform="discord", channel_id=channel or (f"{guild}-general" if guild else f"dm-{dm_person}"), author_id=author,
+        content=content, guild_id=guild, author_name=author_name if author_name is not None else author.title(), role=role,
+        dm_person_id=dm_person,
+    ))
+
+
+# -- reading the file directly ------------------------------------------------------------------------
+def count(engine: MemoryEngine, table: str, where: str = "", params: tuple = ()) -> int:
+    """Rows in a table; 0 for a vector table that was never created (no embedder yet)."""
+    if not engine.db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)):
+        return 0
+    return int(engine.db.scalar(f"SELECT count(*) FROM {table} {('WHERE ' + where) if where else ''}", params))
+
+
+def fts_rids(engine: MemoryEngine, word: str, table: str = "memory_fts") -> set[int]:
+    """Rowids the FTS index itself returns for one word (the index, not the content table)."""
+    return {r for (r,) in engine.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", ('"' + word + '"',))}
+
+
+def snapshot(engine: MemoryEngine) -> dict[str, Any]:
+    """Everything a write could change, to compare before and after a call that must change nothing."""
+    tables = ("memories", "memory_tags", "memory_entities", "memory_entity_mentions", "memory_relations",
+              "memory_relation_sources", "memory_links", "messages", "embed_cache")
+    state: dict[str, Any] = {t: engine.db.rows(f"SELECT * FROM {t} ORDER BY 1, 2") for t in tables}
+    state["memory_fts"] = count(engine, "memory_fts_docsize")
+    state["message_fts"] = count(engine, "message_fts_docsize")
+    state["memory_vec"] = count(engine, "memory_vec")
+    state["message_vec"] = count(engine, "message_vec")
+    return state
+
+
+def contents(hits_or_memories) -> set[str]:
+    """The contents of recall hits, memories or message rows."""
+    out = set()
+    for item in hits_or_memories:
+        if hasattr(item, "row"):
+            out.add(item.row["content"])
+        elif isinstance(item, dict):
+            out.add(item["content"])
+        else:
+            out.add(item.content)
+    return out

@@ -1,0 +1,169 @@
+"""RET-1 / SEC-2: user text never reaches FTS5 syntax raw, never breaks a query and never changes data.
+
+The retriever catches FTS errors on purpose (RET-4), so "recall did not raise" alone would hide a broken
+sanitiser: these tests also run the sanitised MATCH expression against the index directly (no catch),
+and check that hostile queries containing a real word still find it through the FTS channel.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import contents, count, dm_ctx, guild_ctx, remember, say, snapshot
+from memory.models import Scope
+from memory.scopes import partition_token
+from memory.tools import MemoryTools
+
+HOSTILE = {
+    "double-quote": '"kites"',
+    "unbalanced-quote": '"kites',
+    "lone-quote": '"',
+    "single-quotes": "'kites' 'n'",
+    "near": "kites NEAR lanterns",
+    "near-group": "NEAR(kites lanterns)",
+    "near-distance": "NEAR(kites lanterns, 2)",
+    "star": "kit*",
+    "lone-star": "*",
+    "caret": "^kites",
+    "minus": "-kites",
+    "boolean-words": "kites AND OR NOT",
+    "only-operators": "AND OR NOT",
+    "parentheses": "((kites)",
+    "column-filter": "subject:kites",
+    "column-braces": "{content subject}: kites",
+    "plus-and-colon": "+kites: :",
+    "empty": "",
+    "blank": "   \t\n ",
+    "stop-words": "the and of is it to",
+    "emoji": "🪁🎉🔥",
+    "emoji-and-word": "🎉kites🔥",
+    "sql-injection": "'; DROP TABLE memories; --",
+    "sql-injection-2": '" OR 1=1; DELETE FROM memories; --',
+    "nul-and-control": "kites\x00\x07\x1b[31m",
+    "lone-surrogate": "kites \ud800",
+    "huge": "kites lanterns " * 700 + "x" * 1000,
+    "many-distinct-words": " ".join(f"word{i}" for i in range(3000)),
+    "ptoken-lookalike": "ptoken : k0123456789abcde",
+}
+MUST_FIND = {"double-quote", "unbalanced-quote", "single-quotes", "near", "near-group", "near-distance", "caret", "minus",
+             "boolean-words", "parentheses", "column-filter", "column-braces", "plus-and-colon", "emoji-and-word",
+             "nul-and-control", "lone-surrogate", "huge"}
+
+
+@pytest.fixture
+def seeded(engine):
+    remember(engine, "Xena flies paper kites with lanterns at dusk", scope_id="xena")
+    remember(engine, "Yuri restores antique clocks", scope_id="yuri")
+    remember(engine, "The guild keeps a shared calendar", scope=Scope.GUILD, scope_id="g1")
+    say(engine, "we flew kites with lanterns on the beach", author="xena", guild="g1")
+    say(engine, "kites in my DM", author="xena", dm_person="xena")
+    return engine
+
+
+query_params = pytest.mark.parametrize("name", list(HOSTILE))
+
+
+@query_params
+def test_the_match_expression_built_from_any_user_text_is_valid_fts(seeded, name):
+    """The sanitised MATCH expression runs against the real index (an FTS syntax error would raise here)."""
+    query = HOSTILE[name]
+    ptokens = (partition_token("user|xena|public"), partition_token("guild|g1|public"), partition_token("guild|g1"))
+    for corpus in (seeded.memories.corpus, seeded.messages.corpus):
+        for scoped in ((), ptokens):
+            expr = corpus.fts.match(query, scoped)
+            if expr is None:
+                assert name not in MUST_FIND
+                continue
+            sql = f"SELECT rowid FROM {corpus.fts_table} WHERE {corpus.fts_table} MATCH ?"
+            found = list(seeded.db.execute(sql, (expr,)))
+            if name in MUST_FIND:
+                assert found, f"{name}: the word 'kites' in {query!r} should still be searched"
+
+
+@query_params
+def test_recall_and_message_search_survive_and_change_nothing(seeded, name):
+    query = HOSTILE[name]
+    before = snapshot(seeded)
+    ctx = guild_ctx("g1", "xena")
+    hits = seeded.memories.recall(ctx, query, threshold=0, reinforce=False)
+    messages = seeded.messages.search(ctx, query)
+    assert snapshot(seeded) == before
+    if name in MUST_FIND:
+        kite_hit = next(h for h in hits if "kites" in h.row["content"])
+        assert "fts" in kite_hit.channels and kite_hit.text == 1.0
+        assert "we flew kites with lanterns on the beach" in contents(messages)
+    assert "kites in my DM" not in contents(messages)  # hostile text does not widen the partition filter
+
+
+@query_params
+def test_tools_answer_hostile_queries_without_error(seeded, name):
+    query = HOSTILE[name]
+    before = snapshot(seeded)
+    tools = MemoryTools(seeded, guild_ctx("g1", "xena"))
+    for tool in ("memory_search", "conversation_search", "memory_graph"):
+        key = "entity" if tool == "memory_graph" else "query"
+        out = tools.call(tool, json.dumps({key: query[:120]}))
+        if query and "\ud800" not in query:
+            assert not out.startswith("Error"), (tool, out)
+        else:  # empty / unencodable text is a validation error for the model, never a crash
+            assert out.startswith("Error:") and "failed unexpectedly" not in out, (tool, out)
+    seeded.memories.flush_access()  # the reads' reinforcement is the only write allowed
+    after = snapshot(seeded)
+    for row in after["memories"]:
+        row.pop("access_count"), row.pop("last_accessed_at")
+    for row in before["memories"]:
+        row.pop("access_count"), row.pop("last_accessed_at")
+    assert after == before
+
+
+@query_params
+def test_bm25_only_engine_survives_hostile_queries(bm25_engine, name):
+    remember(bm25_engine, "Xena flies paper kites with lanterns at dusk", scope_id="xena")
+    hits = bm25_engine.memories.recall(dm_ctx("xena"), HOSTILE[name], threshold=0)
+    if name in MUST_FIND:
+        assert hits[0].row["content"].startswith("Xena flies") and hits[0].relevance == 1.0
+
+
+STORED_HOSTILE = [
+    'Xena wrote "NEAR(a b)" on the whiteboard',
+    "Xena's regex was ^foo* -bar (AND OR NOT) subject:foo",
+    "Xena's nickname is '; DROP TABLE memories; --",
+    'Xena quoted "unbalanced and kept going',
+    "Xena celebrates with 🎉 confetti emoji",
+]
+
+
+@pytest.mark.parametrize("content, plain_words", list(zip(STORED_HOSTILE, [
+    "whiteboard", "regex", "nickname", "unbalanced", "confetti"])))
+def test_a_memory_full_of_fts_syntax_is_found_by_its_plain_words(engine, content, plain_words):
+    remember(engine, "Yuri bakes sourdough every weekend", scope_id="xena")
+    stored = remember(engine, content, scope_id="xena")
+    assert stored.content == content  # stored verbatim, never "escaped" into something else
+    hits = engine.memories.recall(dm_ctx("xena"), plain_words, threshold=0)
+    assert hits[0].row["id"] == stored.id and "fts" in hits[0].channels
+    # and searching with the hostile text itself works too
+    assert stored.id in {h.row["id"] for h in engine.memories.recall(dm_ctx("xena"), content, threshold=0)}
+    assert count(engine, "memories") == 2
+
+
+def test_sql_injection_text_is_data_everywhere(engine):
+    payload = "Robert'); DROP TABLE memories; -- says hi"
+    stored = remember(engine, payload, subject=payload, scope_id="bobby", tags=("x'); DROP TABLE memory_tags; --",))
+    say(engine, payload, author="bobby", dm_person="bobby", author_name=payload)
+    assert engine.memories.get(stored.id).subject == payload
+    assert engine.db.scalar("SELECT content FROM messages") == payload
+    assert count(engine, "memories") == 1 and count(engine, "memory_tags") == 1
+    assert contents(engine.messages.search(dm_ctx("bobby"), "Robert says hi")) == {payload}
+
+
+def test_stop_word_only_query_uses_no_fts_but_still_recalls_by_vector(seeded):
+    corpus = seeded.memories.corpus
+    assert corpus.fts.match("the and of is it to") is None
+    hits = seeded.memories.recall(dm_ctx("xena"), "the and of is it to", threshold=0)
+    assert hits and all("fts" not in h.channels for h in hits)
+
+
+def test_every_term_reaches_fts_quoted(seeded):
+    expr = seeded.memories.corpus.fts.match('kites NEAR(x y) AND "lanterns', ("kabc",))
+    assert expr == '("kites" OR "near" OR "lanterns") AND ptoken : (kabc)'
