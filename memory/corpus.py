@@ -102,12 +102,13 @@ class Corpus:
         )
         return self.db.rows(sql, (*partitions, *where.params, limit))
 
-    def newest(self, partitions: tuple[str, ...], limit: int) -> list[int]:
+    def newest(self, partitions: tuple[str, ...], where: Filter, limit: int) -> list[int]:
         """rids of the newest rows across partitions: one indexed query per partition, merged here."""
         found: list[tuple[float, int]] = []
+        cond = where.sql and f" AND ({where.sql})"
         for key in partitions:
-            sql = f"SELECT created_at, rid FROM {self.table} WHERE partition_key = ? ORDER BY created_at DESC LIMIT ?"
-            found.extend(self.db.execute(sql, (key, limit)))
+            sql = f"SELECT t.created_at, t.rid FROM {self.table} AS t WHERE t.partition_key = ?{cond} ORDER BY t.created_at DESC LIMIT ?"
+            found.extend(self.db.execute(sql, (key, *where.params, limit)))
         return [rid for _, rid in sorted(found, reverse=True)[:limit]]
 
     def share(self, partitions: tuple[str, ...]) -> float:
@@ -137,15 +138,19 @@ class Corpus:
         return [(rid, score) for rid, score in self.db.execute(sql, (expr, limit))]
 
 
+def live_memories(alias: str, now: float) -> Filter:
+    """Rows recall may return: not forgotten, merged away, superseded or expired. Graph reads use it too."""
+    a = alias
+    return Filter(f"{a}.forgotten = 0 AND {a}.consolidated_into IS NULL AND {a}.superseded_by IS NULL "
+                  f"AND ({a}.ttl IS NULL OR {a}.ttl > ?)", (now,))
+
+
 class MemoryCorpus(Corpus):
     def __init__(self, db: Database, vectors: VectorIndex) -> None:
         super().__init__("memories", "memories", "memory_fts", "bm25(memory_fts, 2.0, 1.0, 1.0, 0.0)", db, vectors)
 
     def live(self, now: float) -> Filter:
-        return Filter(
-            "t.forgotten = 0 AND t.consolidated_into IS NULL AND t.superseded_by IS NULL AND (t.ttl IS NULL OR t.ttl > ?)",
-            (now,),
-        )
+        return live_memories("t", now)
 
     def age_anchor(self, row: dict[str, Any]) -> float:
         return max(row["updated_at"], row["last_accessed_at"] or 0.0)

@@ -131,11 +131,12 @@ class EmbeddingService:
             raise EmbeddingError("embeddings are disabled")
         hashes = [content_hash(t) for t in texts]
         cached = self._cached(hashes)
-        missing = [i for i, h in enumerate(hashes) if h not in cached]
+        missing = {h: texts[i] for i, h in enumerate(hashes) if h not in cached}  # one call per distinct text
         if missing:
-            fresh = self._call_embedder([texts[i] for i in missing])
-            self._remember({hashes[i]: fresh[j] for j, i in enumerate(missing)})
-            cached.update({hashes[i]: fresh[j] for j, i in enumerate(missing)})
+            fresh = self._call_embedder(list(missing.values()))
+            made = dict(zip(missing, fresh))
+            self._remember(made)
+            cached.update(made)
         return np.vstack([cached[h] for h in hashes]) if hashes else np.zeros((0, self.embedder.dim), np.float32)
 
     def embed_query(self, text: str) -> np.ndarray | None:

@@ -19,7 +19,11 @@ class MemoryEngine:
     def __init__(self, path: str | Path, embedder: Embedder | None, clock: Clock | None = None, *, vector_mirror: bool = True) -> None:
         self.clock = clock or SystemClock()
         self.db = Database(path)
-        self.embeddings = EmbeddingService(self.db, embedder)
+        try:
+            self.embeddings = EmbeddingService(self.db, embedder)
+        except Exception:
+            self.db.close()
+            raise
         self.knobs = KnobStore(self.db)
         self.graph = Graph(self.db, self.clock)
         memory_corpus = MemoryCorpus(self.db, VectorIndex(self.db, "memory_vec", use_mirror=vector_mirror))

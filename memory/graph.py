@@ -10,6 +10,7 @@ from typing import Any
 from .clock import DAY, Clock
 from .db import Database
 from .models import EntityRef
+from .corpus import live_memories
 from .scopes import placeholders
 
 ENTITY_TYPES = ("person", "project", "technology", "place", "organization", "concept")
@@ -88,10 +89,10 @@ class Graph:
         sql = (
             "SELECT e.name, e.entity_type, COUNT(*) AS mentions FROM memory_entity_mentions x "
             "JOIN memory_entities e ON e.id = x.entity_id JOIN memories m ON m.rid = x.memory_rid "
-            f"WHERE m.partition_key IN ({placeholders(partitions)}) AND m.forgotten = 0 AND m.consolidated_into IS NULL "
+            f"WHERE m.partition_key IN ({placeholders(partitions)}) AND {self._live().sql} "
             "GROUP BY e.id ORDER BY mentions DESC, e.last_seen DESC LIMIT ?"
         )
-        return self.db.rows(sql, (*partitions, n))
+        return self.db.rows(sql, (*partitions, *self._live().params, n))
 
     def traverse(self, name: str, depth: int, partitions: tuple[str, ...]) -> dict[str, Any]:
         """Breadth-first walk over relations asserted by memories the context may see."""
@@ -116,17 +117,20 @@ class Graph:
             "SELECT DISTINCT r.source_id, r.target_id, a.name AS source, r.relation, b.name AS target, r.strength "
             "FROM memory_relations r JOIN memory_entities a ON a.id = r.source_id JOIN memory_entities b ON b.id = r.target_id "
             "JOIN memory_relation_sources s ON s.relation_id = r.id JOIN memories m ON m.rid = s.memory_rid "
-            f"WHERE (r.source_id IN ({marks}) OR r.target_id IN ({marks})) AND m.partition_key IN ({parts}) AND m.forgotten = 0"
+            f"WHERE (r.source_id IN ({marks}) OR r.target_id IN ({marks})) AND m.partition_key IN ({parts}) AND {self._live().sql}"
         )
-        return self.db.rows(sql, (*ids, *ids, *partitions))
+        return self.db.rows(sql, (*ids, *ids, *partitions, *self._live().params))
 
     def _visible_entity(self, entity_id: int, partitions: tuple[str, ...]) -> bool:
         sql = (
-            "SELECT 1 FROM memories m WHERE m.partition_key IN ({p}) AND m.forgotten = 0 AND (m.rid IN "
+            "SELECT 1 FROM memories m WHERE m.partition_key IN ({p}) AND {live} AND (m.rid IN "
             "(SELECT memory_rid FROM memory_entity_mentions WHERE entity_id = ?) OR m.rid IN (SELECT s.memory_rid FROM "
             "memory_relation_sources s JOIN memory_relations r ON r.id = s.relation_id WHERE r.source_id = ? OR r.target_id = ?)) LIMIT 1"
-        ).format(p=placeholders(partitions))
-        return bool(self.db.scalar(sql, (*partitions, entity_id, entity_id, entity_id)))
+        ).format(p=placeholders(partitions), live=self._live().sql)
+        return bool(self.db.scalar(sql, (*partitions, *self._live().params, entity_id, entity_id, entity_id)))
+
+    def _live(self):
+        return live_memories("m", self.clock.now())
 
     # -- maintenance (MAINT-3) -------------------------------------------------------------------------
     def prune(self, unseen_days: float = 90.0) -> int:

@@ -20,7 +20,6 @@ import prompts
 
 from .clock import DAY
 from .engine import MemoryEngine
-from .errors import InvalidInput, MemoryStoreError
 from .models import DECAY_EXEMPT_KINDS, Memory, MemoryType, NewMemory, Source
 from .protocols import Completer
 from .scopes import placeholders
@@ -46,9 +45,9 @@ def consolidate(engine: MemoryEngine, complete: Completer, *, threshold: float =
         try:
             new_ids.append(_merge(engine, complete, cluster))
             merged += len(cluster)
-        except (MemoryStoreError, ValueError) as exc:
+        except Exception:  # a background-job edge: one bad cluster (or a failing LLM) must not stop the rest
             failures += 1
-            log.warning("could not merge %s: %s", [m.id for m in cluster], exc)
+            log.exception("could not merge %s", [m.id for m in cluster])
         if progress:
             progress(done, len(clusters))
     _audit_finish(engine, audit, new_ids, None if not failures else f"{failures} clusters failed")
@@ -160,5 +159,3 @@ def _audit_finish(engine: MemoryEngine, audit_id: int, stored: list[str], error:
         (engine.clock.now(), "failed" if error and not stored else "done", json.dumps(stored), error, audit_id),
     )
 
-
-__all__ = ["consolidate", "decay", "prune", "prune_entities", "parse_json_object", "ConsolidationReport", "InvalidInput"]

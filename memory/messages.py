@@ -56,6 +56,8 @@ class MessageLog:
 
     def add_many(self, messages: list[NewMessage], *, embed: bool = True) -> list[str]:
         rows = [self._row(m) for m in messages]
+        for row in rows:  # the hash of what is embedded, so forgetting can drop its cached vector
+            row["content_hash"] = content_hash(self.corpus.search_text(row))
         last_rid = self._add_context(rows)
         vectors = self._vectors([self.corpus.search_text(r) for r in rows]) if embed else None
         ids, vec_rows = [], []
@@ -111,7 +113,7 @@ class MessageLog:
             "id": str(uuid.uuid4()), "platform": m.platform, "guild_id": m.guild_id, "channel_id": str(m.channel_id),
             "author_id": str(m.author_id), "author_name": m.author_name, "role": m.role, "modality": m.modality,
             "content": content, "platform_message_id": m.platform_message_id, "partition_key": key,
-            "ptoken": partition_token(key), "content_hash": content_hash(content),
+            "ptoken": partition_token(key),
             "created_at": m.created_at if m.created_at is not None else self.clock.now(),
         }
 
@@ -148,12 +150,34 @@ class MessageLog:
         return self.delete_rids([r["rid"] for r in rows], [r["content_hash"] for r in rows])
 
     def delete_rids(self, rids: list[int], hashes: list[str]) -> int:
+        """Delete messages with vectors, FTS rows and cached vectors; later turns lose them as context too."""
+        if not rids:
+            return 0
+        spots = self.db.rows(
+            f"SELECT DISTINCT platform, channel_id, MIN(created_at) AS since FROM messages WHERE rid IN ({placeholders(rids)}) "
+            "GROUP BY platform, channel_id", rids)
         with self.db.transaction():
             self.corpus.vectors.delete(rids)
             for i in range(0, len(rids), 400):
                 chunk = rids[i : i + 400]
                 self.db.execute(f"DELETE FROM messages WHERE rid IN ({placeholders(chunk)})", chunk)
+            for spot in spots:
+                self._rebuild_context(spot["platform"], spot["channel_id"], spot["since"])
             for h in set(hashes):
                 self.embeddings.forget_hash(h)
         self.corpus.vectors.mirror_remove(rids)
         return len(rids)
+
+    def _rebuild_context(self, platform: str, channel_id: str, since: float) -> None:
+        """Recompute the context of turns from ``since`` on, so no deleted words stay indexed in a neighbour."""
+        later = self.db.rows(
+            "SELECT rid, created_at FROM messages WHERE platform = ? AND channel_id = ? AND created_at >= ? "
+            "ORDER BY created_at, rid", (platform, channel_id, since))
+        for row in later:
+            prev = self.db.rows(
+                "SELECT rid, author_name, content FROM messages WHERE platform = ? AND channel_id = ? "
+                "AND (created_at < ? OR (created_at = ? AND rid < ?)) ORDER BY created_at DESC, rid DESC LIMIT ?",
+                (platform, channel_id, row["created_at"], row["created_at"], row["rid"], CONTEXT_TURNS))
+            context = "\n".join(_speaker_line(p) for p in reversed(prev))[-CONTEXT_CHARS:]
+            self.db.execute("UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?",
+                            (context, prev[0]["rid"] if prev else None, row["rid"]))

@@ -156,6 +156,12 @@ CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
     INSERT INTO message_fts (message_fts, rowid, content, author_name, context, ptoken)
     VALUES ('delete', old.rid, old.content, old.author_name, old.context, old.ptoken);
 END;
+CREATE TRIGGER messages_au AFTER UPDATE OF content, author_name, context, ptoken ON messages BEGIN
+    INSERT INTO message_fts (message_fts, rowid, content, author_name, context, ptoken)
+    VALUES ('delete', old.rid, old.content, old.author_name, old.context, old.ptoken);
+    INSERT INTO message_fts (rowid, content, author_name, context, ptoken)
+    VALUES (new.rid, new.content, new.author_name, new.context, new.ptoken);
+END;
 
 CREATE TABLE session_summaries (
     id INTEGER PRIMARY KEY,

@@ -81,6 +81,6 @@ def _new_memory(item: dict[str, Any]) -> NewMemory:
         content=item["content"], subject=item.get("subject") or "", scope=Scope(item["scope"]), scope_id=str(item["scope_id"]),
         type=MemoryType(item.get("type", "semantic")), kind=FactKind(item.get("kind", "other")),
         visibility=Visibility(item.get("visibility", "public")), tags=tuple(item.get("tags") or ()),
-        source=Source(item.get("source", "user-stated")), importance=float(item.get("importance", 5)), ttl=item.get("ttl"),
+        source=Source(item.get("source", "user-stated")), importance=min(10.0, max(1.0, float(item.get("importance", 5)))), ttl=item.get("ttl"),
         provenance=Provenance(**{**prov, "message_ids": tuple(prov.get("message_ids") or ())}) if prov else Provenance(),
     )

@@ -76,7 +76,7 @@ class Retriever:
         where = self.corpus.live(now) & where
         if query_vector is None and Channel.VECTOR in channels:
             query_vector = self.embeddings.embed_query(text)
-        pool = self._candidates(text, partitions, knobs, k, channels, query_vector)
+        pool = self._candidates(text, partitions, knobs, k, channels, query_vector, where)
         rows = self.corpus.fetch(list(pool), partitions, where)
         self._fill_cosines(pool, rows, query_vector)
         self._blend_context(pool, rows, query_vector, knobs.context_weight)
@@ -86,13 +86,14 @@ class Retriever:
             self._spread(pool, rows, relevance, partitions, where, knobs, query_vector)
         hits = self._score(pool, rows, relevance, weights or knobs.weights, knobs, now)
         cutoff = knobs.score_threshold if threshold is None else threshold
-        hits = [h for h in hits if h.score >= cutoff]
+        # A hit must match somehow (meaning, words or graph) unless it was brought in as recent context.
+        hits = [h for h in hits if h.score >= cutoff and (h.relevance > 0 or Channel.RECENT in h.channels)]
         if knobs.mmr and query_vector is not None:
             return self._mmr(hits, knobs.mmr_lambda, k)
         return hits[:k]
 
     # -- candidates --------------------------------------------------------------------------------
-    def _candidates(self, text, partitions, knobs, k, channels, query_vector) -> dict[int, _Candidate]:
+    def _candidates(self, text, partitions, knobs, k, channels, query_vector, where: Filter) -> dict[int, _Candidate]:
         pool: dict[int, _Candidate] = {}
         width = k * knobs.candidate_multiplier
         if query_vector is not None and Channel.VECTOR in channels:
@@ -104,7 +105,7 @@ class Retriever:
                 cand = pool.setdefault(rid, _Candidate(rid))
                 cand.bm25, cand.ranks[Channel.FTS] = score, rank
         if Channel.RECENT in channels and knobs.recent_candidates:
-            for rank, rid in enumerate(self.corpus.newest(partitions, knobs.recent_candidates)):
+            for rank, rid in enumerate(self.corpus.newest(partitions, where, knobs.recent_candidates)):
                 pool.setdefault(rid, _Candidate(rid)).ranks[Channel.RECENT] = rank
         return pool
 

@@ -42,8 +42,8 @@ class RecallContext:
             raise InvalidInput("a recall context needs a speaker")
         if self.is_dm == (self.guild_id is not None):
             raise InvalidInput("a context is either a DM (no guild) or in a guild, not both")
-        if self.owner_private and not self.owner_id:
-            raise InvalidInput("an owner-private context must name the owner")
+        if self.owner_private and not (self.owner_id and self.is_dm and self.speaker_id == self.owner_id):
+            raise InvalidInput("an owner-private context is a DM (or console) of the owner with the owner")
 
     @property
     def people(self) -> tuple[str, ...]:

@@ -36,6 +36,9 @@ DEDUP_THRESHOLD = 0.92
 UPDATE_THRESHOLD = 0.90
 RELATED_THRESHOLD = 0.70
 
+LIST_ORDERS = {"recent": "t.updated_at DESC", "important": "t.importance DESC, t.updated_at DESC",
+               "accessed": "t.access_count DESC, t.updated_at DESC", "oldest": "t.created_at ASC"}
+
 # Given (old content, new content), True when the new one contradicts the old (an LLM judge in the bot).
 ContradictionJudge = Callable[[str, str], bool]
 
@@ -280,8 +283,9 @@ class MemoryStore:
         where = filters.to_filter()
         if not include_inactive:
             where = self.corpus.live(self.clock.now()) & where
-        sql_order = {"recent": "t.updated_at DESC", "important": "t.importance DESC, t.updated_at DESC",
-                     "accessed": "t.access_count DESC, t.updated_at DESC", "oldest": "t.created_at ASC"}[order]
+        if order not in LIST_ORDERS:
+            raise InvalidInput(f"order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
+        sql_order = LIST_ORDERS[order]
         if partitions is None:
             cond = where.sql and f"WHERE {where.sql}"
             rows = self.db.rows(f"SELECT * FROM memories AS t {cond} ORDER BY {sql_order} LIMIT ?", (*where.params, limit))

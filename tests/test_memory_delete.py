@@ -160,7 +160,7 @@ def _summary(engine, participants, text, guild="g1"):
 def people(engine):
     """Xena's data in every place it can be, next to Yuri's and the guild's, which must survive her forgetting.
 
-    Nobody speaks after Xena in the guild channel: what a later turn keeps of her words is a separate (xfail) test.
+    Nobody speaks after Xena in the guild channel: what a later turn keeps of her words is a separate test.
     """
     remember(engine, "Xena collects vintage typewriters", scope_id="xena", entities=(EntityRef("Xena", "person", (("collects", "typewriters"),)),))
     remember(engine, "Xena is nervous about her visa interview", scope_id="xena", visibility=Visibility.PRIVATE)
@@ -226,9 +226,6 @@ def test_forget_person_covers_every_linked_id_and_owner_memory(engine):
     assert count(engine, "memories") == count(engine, "memory_vec") == count(engine, "memory_fts_docsize") == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: MessageLog stores the previous turns' text in each message's `context` column (FTS-indexed); "
-    "forget_person deletes her messages but the replies that followed still carry her words in `context`"))
 def test_forget_person_removes_her_words_from_the_context_of_later_turns(engine):
     say(engine, "My secret hobby is competitive zorbing", author="xena", guild="g1")
     engine.clock.advance(1)
@@ -239,9 +236,6 @@ def test_forget_person_removes_her_words_from_the_context_of_later_turns(engine)
     assert engine.messages.search(guild_ctx("g1", "yuri"), "zorbing") == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: messages are embedded as 'author_name: content' (MessageCorpus.search_text) and cached under the hash "
-    "of that text, but MessageLog.delete_rids calls forget_hash(content_hash(content)), so their cached vectors survive"))
 def test_forget_person_removes_cached_embeddings_of_her_messages(engine):
     say(engine, "I found another Olivetti typewriter today", author="xena", guild="g1", author_name="Xena")
     assert count(engine, "embed_cache") == 1
@@ -284,9 +278,6 @@ def test_export_forget_import_round_trip_restores_memories_in_their_scopes(peopl
         engine.memories.recall(guild_ctx("g1", "xena"), "visa interview", threshold=0))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: maintenance.decay takes importance below 1 for live rows, but import_memories feeds it to "
-    "MemoryStore.add whose _importance() only accepts 1..10, so a live decayed memory is 'rejected' on re-import"))
 def test_round_trip_keeps_a_live_memory_whose_importance_decayed_below_one(engine):
     memory = remember(engine, "Xena once mentioned she likes rainy Sundays", scope_id="xena", importance=1)
     engine.memories.note_access([memory.rid])

@@ -149,10 +149,6 @@ def test_graph_neighbours_join_recall_through_links(engine, embedder):
     assert spread[1].relevance == pytest.approx(0.5 * spread[0].relevance)  # graph_decay 0.5 of its seed
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Graph.traverse/_edges/_visible_entity and top_entities filter only `forgotten` (top_entities also "
-    "consolidated), not superseded_by or an expired ttl, so memory_graph and 'Known Entities' keep surfacing "
-    "facts that recall has retired"))
 def test_graph_reads_ignore_superseded_and_expired_memories(minilm_engine, clock):
     engine = minilm_engine
     old = remember(engine, "Alice has 2 cats", subject="Alice", scope_id="alice",

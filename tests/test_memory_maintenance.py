@@ -147,9 +147,6 @@ def test_a_bad_merge_answer_counts_a_failure_and_writes_nothing(engine, pets, an
     assert audit["status"] == "failed" and "1 clusters failed" in audit["error"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: consolidate() only catches MemoryStoreError/ValueError around _merge; a completer that raises "
-    "(timeout, HTTP error) aborts the whole run and leaves the reflections audit row 'running' forever"))
 def test_a_completer_that_raises_counts_a_failure_and_finishes_the_audit(engine, pets):
     report = consolidate(engine, ScriptedCompleter(TimeoutError("LLM timed out")))
     assert report.failures == 1 and report.new_ids == ()

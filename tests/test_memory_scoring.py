@@ -329,10 +329,6 @@ def test_recall_filters_by_type_and_tags(varied, engine):
     assert [h.row["content"] for h in tagged] == ["Alice's second note about gardening"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Retriever._candidates fills the 'recent' channel with corpus.ordered(partitions, Filter(), ...) "
-    "without the live filter, so the newest superseded/expired/consolidated rows take its slots and are then "
-    "dropped, leaving live rows unseen when FTS and vectors have nothing (BM25-only, stop-word query)"))
 def test_recent_channel_is_filled_with_live_rows(bm25_engine, clock):
     live = remember(bm25_engine, "Alice grew up in Porto", scope_id="alice")
     for i in range(10):
