@@ -20,7 +20,7 @@ from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, Not
 
 from . import cli_memory
 from .cli_output import CliError, err
-from .config import ConfigError, load_settings
+from .config import ConfigError, Settings, load_settings
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     cli_memory.register,
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(args.handler, args, settings)
 
 
-def run(handler: Callable[..., Any], args: argparse.Namespace, settings: Any) -> int:
+def run(handler: Callable[..., Any], args: argparse.Namespace, settings: Settings) -> int:
     try:
         return int(handler(args, settings) or 0)
     except KeyboardInterrupt:

@@ -116,15 +116,15 @@ def mapping_table(data: Mapping[str, Any], title: str | None = None) -> Table:
     return table
 
 
-def records_table(records: list[Mapping[str, Any]]) -> Table:
-    """Any list of flat-ish dicts as a table; nested dicts become dotted columns (bench results)."""
-    rows = [_flatten(r) for r in records]
-    columns = list(dict.fromkeys(key for row in rows for key in row))
+def records_table(records: list[Mapping[str, Any]], key: str = "size") -> Table:
+    """Records side by side, one column each (headed by ``key``), one row per (flattened) field: bench results."""
+    flat = [_flatten(r) for r in records]
     table = Table()
-    for name in columns:
-        table.add_column(name, justify="right")
-    for row in rows:
-        table.add_row(*(escape(str(row.get(c, ""))) for c in columns))
+    table.add_column("")
+    for i, record in enumerate(flat):
+        table.add_column(f"{key} {record[key]:,}" if isinstance(record.get(key), int) else str(i + 1), justify="right")
+    for field in dict.fromkeys(f for record in flat for f in record if f != key):
+        table.add_row(escape(field), *(escape(str(record.get(field, ""))) for record in flat))
     return table
 
 

@@ -1,0 +1,53 @@
+"""Plain values that cross the boundary between channel adapters and the orchestrator.
+
+Adapters turn a platform event into an ``IncomingMessage`` and send back what the orchestrator
+returns; they know nothing of SQL, memory or the LLM. The orchestrator knows nothing of discord or
+telegram objects.
+"""
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    platform: str                  # "discord" | "telegram" | "console"
+    channel_id: str                # the chat/channel the message came from
+    author_id: str                 # the platform's user id (not yet our person id)
+    author_name: str
+    text: str
+    guild_id: str | None = None    # Discord guild or Telegram group chat id; None in a DM
+    message_id: str | None = None
+    participants: tuple[tuple[str, str], ...] = ()  # other (platform user id, name) pairs present, if known
+    created_at: float | None = None
+
+    @property
+    def is_dm(self) -> bool:
+        return self.guild_id is None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    forgotten: tuple[str, ...] = ()   # contents deleted while building this reply (ORCH-3)
+    failed: bool = False              # the LLM failed and this is the short apology (ORCH-6)
+    extras: dict = field(default_factory=dict)
+
+
+# Called with each text delta while a reply streams (the console prints them as they come).
+StreamSink = Callable[[str], Awaitable[None]]
+
+
+class Conversation(Protocol):
+    """What every adapter talks to (implemented by ``bot.orchestrator.Orchestrator``)."""
+
+    async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
+        """Answer a message that is addressed to the bot (the adapter decided it is)."""
+
+    async def observe(self, message: IncomingMessage) -> None:
+        """Record a message the bot saw but is not answering (group chatter), for history and extraction."""
+
+    async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
+        """Run a slash command: remember, forget, memories, link, export, start. Needs no LLM."""
