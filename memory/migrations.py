@@ -198,4 +198,44 @@ CREATE TABLE embed_cache (
 ) WITHOUT ROWID;
 """)
 
-MIGRATIONS: tuple[Migration, ...] = (M001_CORE,)
+M002_CONVERSATIONS = Migration("m002_conversations", """
+-- CHAN-4: a person is one subject across platforms once linked.
+CREATE TABLE identities (
+    platform TEXT NOT NULL,
+    platform_user_id TEXT NOT NULL,
+    person_id TEXT NOT NULL,
+    display_name TEXT NOT NULL DEFAULT '',
+    linked_at REAL NOT NULL,
+    PRIMARY KEY (platform, platform_user_id)
+);
+CREATE INDEX identities_person ON identities (person_id);
+CREATE TABLE link_codes (code TEXT PRIMARY KEY, person_id TEXT NOT NULL, expires_at REAL NOT NULL);
+
+-- WRITE-1: user messages waiting for background extraction; persisted so a restart loses nothing.
+CREATE TABLE extraction_buffer (
+    id INTEGER PRIMARY KEY,
+    channel_key TEXT NOT NULL,
+    person_id TEXT NOT NULL,
+    context TEXT NOT NULL,
+    message_id TEXT,
+    author_name TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    due_at REAL NOT NULL
+);
+CREATE INDEX extraction_buffer_channel ON extraction_buffer (channel_key, due_at);
+CREATE INDEX extraction_buffer_person ON extraction_buffer (person_id);
+
+-- Per-channel conversation state: silence timer for micro-reflection, text compaction.
+CREATE TABLE channel_state (
+    channel_key TEXT PRIMARY KEY,
+    context TEXT NOT NULL,
+    last_message_at REAL NOT NULL,
+    session_started_at REAL NOT NULL,
+    reflected_at REAL,
+    compacted_until REAL NOT NULL DEFAULT 0,
+    rolling_summary TEXT NOT NULL DEFAULT ''
+);
+""")
+
+MIGRATIONS: tuple[Migration, ...] = (M001_CORE, M002_CONVERSATIONS)

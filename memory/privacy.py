@@ -55,9 +55,12 @@ def forget_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]
     messages = _message_rows(engine, person_ids)
     engine.messages.delete_rids([r["rid"] for r in messages], [r["content_hash"] for r in messages])
     summaries = [r["id"] for r in _summary_rows(engine, person_ids)]
-    if summaries:
-        engine.db.execute(f"DELETE FROM session_summaries WHERE id IN ({placeholders(summaries)})", summaries)
-    return {"memories": len(removed), "messages": len(messages), "session_summaries": len(summaries)}
+    with engine.db.transaction():
+        if summaries:
+            engine.db.execute(f"DELETE FROM session_summaries WHERE id IN ({placeholders(summaries)})", summaries)
+        engine.db.execute(f"DELETE FROM extraction_buffer WHERE person_id IN ({placeholders(person_ids)})", person_ids)
+        buffered = engine.db.con.changes()
+    return {"memories": len(removed), "messages": len(messages), "session_summaries": len(summaries), "buffered": buffered}
 
 
 def import_memories(engine: MemoryEngine, data: dict[str, Any] | list[dict[str, Any]]) -> dict[str, int]:

@@ -145,7 +145,7 @@ def test_export_forget_import(cli: Cli, tmp_path: Path) -> None:
     refused = cli("memory", "forget-person", "--person", "alice")
     assert refused.code == 2 and "--yes" in refused.error_line()
     forgot = cli("memory", "forget-person", "--person", "alice", "--yes", "--json")
-    assert forgot.json() == {"memories": 1, "messages": 0, "session_summaries": 0}
+    assert forgot.json() == {"memories": 1, "messages": 0, "session_summaries": 0, "buffered": 0}
     assert [m["subject"] for m in cli("memory", "list", "--json").json()] == ["Bob"]
 
     imported = cli("memory", "import", str(target), "--json")

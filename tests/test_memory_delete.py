@@ -189,7 +189,7 @@ def test_export_person_gives_everything_about_them_and_nothing_else(people):
 def test_forget_person_leaves_nothing_about_them(people):
     engine = people
     result = forget_person(engine, ["xena"])
-    assert result == {"memories": 2, "messages": 3, "session_summaries": 1}
+    assert result == {"memories": 2, "messages": 3, "session_summaries": 1, "buffered": 0}
 
     empty = export_person(engine, ["xena"])
     assert empty["memories"] == [] and empty["messages"] == [] and empty["session_summaries"] == []

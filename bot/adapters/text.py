@@ -1,0 +1,92 @@
+"""Pure text helpers shared by the channel adapters (no platform imports).
+
+``split_message`` cuts a long reply into messages a platform accepts (2000 characters on Discord,
+4096 on Telegram). It prefers the most natural boundary that still leaves a reasonably full chunk:
+a paragraph break, then a line break, then the end of a sentence, then a space, and only as a last
+resort a hard cut. The whitespace at a cut is dropped; every other character is kept. A cut inside a
+fenced code block closes the fence at the end of the chunk and reopens it (with its language) at the
+start of the next, so each message renders on its own.
+"""
+from __future__ import annotations
+
+import re
+
+FENCE = "```"
+_CLOSE = "\n" + FENCE
+_PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
+_LINE = re.compile(r"\n")
+_SENTENCE = re.compile(r"(?<=[.!?…])[\"')\]»”’]*[ \t]+")
+_WORD = re.compile(r"[ \t]+")
+# A line or paragraph break this early would leave a stub of a message; look for a finer boundary.
+_MIN_FILL = 0.5
+# A fence header longer than this (a pathological "```" line) is reopened as a bare fence.
+_MAX_HEADER = 32
+
+
+def split_message(text: str, limit: int) -> list[str]:
+    """Split ``text`` into chunks of at most ``limit`` characters; whitespace-only text gives []."""
+    if limit < 16:
+        raise ValueError(f"limit must be at least 16 characters, got {limit}")
+    chunks: list[str] = []
+    rest = text.strip()
+    while rest:
+        if len(rest) <= limit:
+            chunks.append(rest)
+            break
+        chunk, rest = _take_chunk(rest, limit)
+        chunks.append(chunk)
+    return chunks
+
+
+def _take_chunk(text: str, limit: int) -> tuple[str, str]:
+    """The first chunk of ``text`` (fence closed if needed) and the rest (fence reopened)."""
+    head, tail = _cut(text, limit)
+    header = _open_fence(head)
+    if header is not None:
+        # The cut fell inside a code block: cut again leaving room to close it.
+        head, tail = _cut(text, limit - len(_CLOSE))
+        header = _open_fence(head)
+    if header is None:
+        return head, tail
+    reopen = header if len(header) <= _MAX_HEADER else FENCE
+    return head + _CLOSE, f"{reopen}\n{tail}"
+
+
+def _cut(text: str, limit: int) -> tuple[str, str]:
+    """Cut at the best boundary within ``limit``; returns (head without trailing space, tail)."""
+    window = text[: limit + 1]  # a separator may start exactly at ``limit``
+    floor = int(limit * _MIN_FILL)
+    for pattern in (_PARAGRAPH, _LINE, _SENTENCE, _WORD):
+        match = _last_match(pattern, window, floor if pattern is not _WORD else 1)
+        if match is not None:
+            head = text[: match.start()].rstrip()
+            if head:
+                return head, _drop_separator(text[match.start():])
+    return text[:limit], text[limit:]
+
+
+def _last_match(pattern: re.Pattern[str], window: str, floor: int) -> re.Match[str] | None:
+    """The last separator starting between ``floor`` and the end of ``window``."""
+    last = None
+    for match in pattern.finditer(window, floor):
+        if match.start() < len(window):
+            last = match
+    return last
+
+
+def _drop_separator(tail: str) -> str:
+    """Drop the whitespace of the cut but keep the next line's indentation (code, nested lists)."""
+    stripped = tail.lstrip(" \t")
+    if stripped.startswith("\n"):
+        return stripped.lstrip("\n")
+    return stripped
+
+
+def _open_fence(text: str) -> str | None:
+    """The header line (e.g. "```python") of a code block still open at the end of ``text``."""
+    header = None
+    for line in text.split("\n"):
+        marker = line.lstrip()
+        if marker.startswith(FENCE):
+            header = marker.rstrip() if header is None else None
+    return header

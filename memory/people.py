@@ -1,0 +1,87 @@
+"""Identity across platforms (CHAN-4): platform ids map to one person id; /link joins two.
+
+Until linked, each platform id is its own person (``"<platform>:<id>"``). Linking with a one-time code
+moves everything stored under the newer id (memories, DM history, buffers) onto the person who made
+the code, so from then on both accounts see one set of memories.
+"""
+from __future__ import annotations
+
+import secrets
+
+from .engine import MemoryEngine
+from .errors import InvalidInput
+from .scopes import memory_partition, message_partition, partition_token
+from .models import Scope, Visibility
+
+CODE_TTL_S = 600.0
+
+
+class People:
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+        self.db = engine.db
+
+    def resolve(self, platform: str, platform_user_id: str, display_name: str = "") -> str:
+        """The person id behind a platform account (recorded on first sight)."""
+        row = self.db.one("SELECT person_id, display_name FROM identities WHERE platform = ? AND platform_user_id = ?",
+                          (platform, str(platform_user_id)))
+        if row:
+            if display_name and display_name != row["display_name"]:
+                self.db.execute("UPDATE identities SET display_name = ? WHERE platform = ? AND platform_user_id = ?",
+                                (display_name, platform, str(platform_user_id)))
+            return row["person_id"]
+        person = f"{platform}:{platform_user_id}"
+        self.db.execute("INSERT INTO identities (platform, platform_user_id, person_id, display_name, linked_at) VALUES (?, ?, ?, ?, ?)",
+                        (platform, str(platform_user_id), person, display_name, self.engine.clock.now()))
+        return person
+
+    def accounts(self, person_id: str) -> list[dict]:
+        return self.db.rows("SELECT platform, platform_user_id, display_name FROM identities WHERE person_id = ?", (person_id,))
+
+    def name(self, person_id: str) -> str:
+        return self.db.scalar("SELECT display_name FROM identities WHERE person_id = ? AND display_name != '' LIMIT 1", (person_id,)) or person_id
+
+    def issue_code(self, person_id: str) -> str:
+        code = "-".join(secrets.token_hex(2) for _ in range(3))
+        now = self.engine.clock.now()
+        with self.db.transaction():
+            self.db.execute("DELETE FROM link_codes WHERE person_id = ? OR expires_at < ?", (person_id, now))
+            self.db.execute("INSERT INTO link_codes (code, person_id, expires_at) VALUES (?, ?, ?)", (code, person_id, now + CODE_TTL_S))
+        return code
+
+    def redeem(self, code: str, platform: str, platform_user_id: str) -> str:
+        """Link this account to the person who issued ``code``; returns that person id."""
+        row = self.db.one("SELECT person_id, expires_at FROM link_codes WHERE code = ?", (code.strip().lower(),))
+        if row is None or row["expires_at"] < self.engine.clock.now():
+            raise InvalidInput("that link code is unknown or expired; ask for a new one with /link on your other account")
+        target = row["person_id"]
+        current = self.resolve(platform, platform_user_id)
+        with self.db.transaction():
+            self.db.execute("DELETE FROM link_codes WHERE code = ?", (code.strip().lower(),))
+            if current != target:
+                self._merge(current, target)
+        return target
+
+    def _merge(self, source: str, target: str) -> None:
+        """Everything stored under ``source`` now belongs to ``target`` (inside the caller's transaction)."""
+        self.db.execute("UPDATE identities SET person_id = ?, linked_at = ? WHERE person_id = ?", (target, self.engine.clock.now(), source))
+        for scope in (Scope.USER, Scope.OWNER):
+            for visibility in (Visibility.PUBLIC, Visibility.PRIVATE):
+                old, new = memory_partition(scope, source, visibility), memory_partition(scope, target, visibility)
+                self._move("memories", old, new, extra=("scope_id", target))
+        self._move("messages", message_partition(None, source), message_partition(None, target))
+        self.db.execute("UPDATE messages SET author_id = ? WHERE author_id = ?", (target, source))
+        self.db.execute("UPDATE extraction_buffer SET person_id = ? WHERE person_id = ?", (target, source))
+
+    def _move(self, table: str, old: str, new: str, extra: tuple[str, str] | None = None) -> None:
+        corpus = self.engine.memories.corpus if table == "memories" else self.engine.messages.corpus
+        rids = [r for (r,) in self.db.execute(f"SELECT rid FROM {table} WHERE partition_key = ?", (old,))]
+        if not rids:
+            return
+        vectors = corpus.vectors.get(rids)
+        set_extra = f", {extra[0]} = ?" if extra else ""
+        self.db.execute(f"UPDATE {table} SET partition_key = ?, ptoken = ?{set_extra} WHERE partition_key = ?",
+                        (new, partition_token(new), *((extra[1],) if extra else ()), old))
+        corpus.vectors.delete(list(vectors))
+        corpus.vectors.write_many([(rid, new, v) for rid, v in vectors.items()])
+        corpus.vectors.invalidate()
