@@ -21,7 +21,8 @@ def _env(name: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="COMPANION_", env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="COMPANION_", env_file=".env", env_file_encoding="utf-8", extra="ignore",
+                                      populate_by_name=True)
 
     # storage
     db_path: Path = Path("data/companion.db")

@@ -226,6 +226,10 @@ CREATE TABLE extraction_buffer (
 CREATE INDEX extraction_buffer_channel ON extraction_buffer (channel_key, due_at);
 CREATE INDEX extraction_buffer_person ON extraction_buffer (person_id);
 
+-- Prompt sections read memories by kind and subject within what a context sees.
+CREATE INDEX memories_kind ON memories (partition_key, kind, importance);
+CREATE INDEX memories_subject ON memories (partition_key, subject);
+
 -- Per-channel conversation state: silence timer for micro-reflection, text compaction.
 CREATE TABLE channel_state (
     channel_key TEXT PRIMARY KEY,

@@ -213,7 +213,7 @@ class MemoryTools:
         """Permanently delete a memory by id (use memory_search first to find it). For "forget that ..."."""
         memory = self.engine.memories.get_visible(a.id, self.ctx)
         removed = self.engine.memories.delete(a.id)
-        self.deleted.append({"id": memory.id, "content": memory.content})
+        self.deleted.append({"id": memory.id, "content": memory.content, "provenance": memory.provenance.as_dict()})
         if self.on_delete:
             self.on_delete(removed)
         return {"status": "deleted", "id": memory.id, "content": memory.content}

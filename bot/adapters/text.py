@@ -13,10 +13,11 @@ import re
 
 FENCE = "```"
 _CLOSE = "\n" + FENCE
-_PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
-_LINE = re.compile(r"\n")
-_SENTENCE = re.compile(r"(?<=[.!?…])[\"')\]»”’]*[ \t]+")
-_WORD = re.compile(r"[ \t]+")
+# Each boundary's whitespace is the group "sep"; the cut happens at its start.
+_PARAGRAPH = re.compile(r"(?P<sep>\n[ \t]*\n)")
+_LINE = re.compile(r"(?P<sep>\n)")
+_SENTENCE = re.compile(r"[.!?…][\"')\]»”’]*(?P<sep>[ \t]+)")
+_WORD = re.compile(r"(?P<sep>[ \t]+)")
 # A line or paragraph break this early would leave a stub of a message; look for a finer boundary.
 _MIN_FILL = 0.5
 # A fence header longer than this (a pathological "```" line) is reopened as a bare fence.
@@ -33,8 +34,12 @@ def split_message(text: str, limit: int) -> list[str]:
         if len(rest) <= limit:
             chunks.append(rest)
             break
-        chunk, rest = _take_chunk(rest, limit)
+        chunk, tail = _take_chunk(rest, limit)
+        if len(tail) >= len(rest):
+            # Reopening a fence would undo the progress (a pathological fence line): cut hard.
+            chunk, tail = rest[:limit], rest[limit:]
         chunks.append(chunk)
+        rest = tail
     return chunks
 
 
@@ -57,29 +62,26 @@ def _cut(text: str, limit: int) -> tuple[str, str]:
     window = text[: limit + 1]  # a separator may start exactly at ``limit``
     floor = int(limit * _MIN_FILL)
     for pattern in (_PARAGRAPH, _LINE, _SENTENCE, _WORD):
-        match = _last_match(pattern, window, floor if pattern is not _WORD else 1)
-        if match is not None:
-            head = text[: match.start()].rstrip()
+        cut = _last_cut(pattern, window, floor if pattern is not _WORD else 1)
+        if cut is not None:
+            head = text[:cut].rstrip()
             if head:
-                return head, _drop_separator(text[match.start():])
+                return head, _drop_separator(text[cut:])
     return text[:limit], text[limit:]
 
 
-def _last_match(pattern: re.Pattern[str], window: str, floor: int) -> re.Match[str] | None:
-    """The last separator starting between ``floor`` and the end of ``window``."""
-    last = None
-    for match in pattern.finditer(window, floor):
-        if match.start() < len(window):
-            last = match
-    return last
+def _last_cut(pattern: re.Pattern[str], window: str, floor: int) -> int | None:
+    """Where the last separator of ``pattern`` at or after ``floor`` starts, if any."""
+    cuts = [m.start("sep") for m in pattern.finditer(window, floor)]
+    return cuts[-1] if cuts else None
 
 
 def _drop_separator(tail: str) -> str:
     """Drop the whitespace of the cut but keep the next line's indentation (code, nested lists)."""
-    stripped = tail.lstrip(" \t")
-    if stripped.startswith("\n"):
-        return stripped.lstrip("\n")
-    return stripped
+    body = tail.lstrip()
+    leading = tail[: len(tail) - len(body)]
+    newline = leading.rfind("\n")
+    return tail[newline + 1:] if newline >= 0 else body
 
 
 def _open_fence(text: str) -> str | None:

@@ -1,0 +1,82 @@
+"""Small pieces every adapter needs: the command list, errors, per-chat ordering, who spoke recently.
+
+Nothing here imports a platform library, so the console adapter (and tests) can use it freely.
+
+Errors raised by adapters' ``start()``::
+
+    AdapterError            the channel could not be started
+     +-- LoginRejected      the platform refused the token (the message never contains it)
+"""
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+# The slash commands every channel offers, with the one-line help the platforms show.
+COMMANDS: dict[str, str] = {
+    "start": "Say hello and see what I can do",
+    "remember": "Remember something: /remember <text>",
+    "forget": "Forget something: /forget <text>",
+    "memories": "List what I remember about you",
+    "link": "Link this account to another platform: /link [code]",
+    "export": "Export what I remember about you",
+}
+
+
+
+class AdapterError(Exception):
+    """A channel adapter could not start."""
+
+
+class LoginRejected(AdapterError):
+    """The platform refused the bot token."""
+
+
+APOLOGY = "Sorry, something went wrong on my side. Please try again in a moment."
+
+
+class ChatLocks:
+    """One lock per chat: a chat's messages are handled in arrival order, different chats in parallel.
+
+    Locks are dropped as soon as nobody holds or waits for them, so the table never grows.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._users: Counter[str] = Counter()
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._users[key] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._users[key] -= 1
+            if not self._users[key]:
+                del self._users[key], self._locks[key]
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+
+class RecentSpeakers:
+    """The last ``size`` distinct (user id, name) pairs seen in each channel, oldest first."""
+
+    def __init__(self, size: int = 20) -> None:
+        self.size = size
+        self._channels: dict[str, deque[tuple[str, str]]] = {}
+
+    def others(self, channel_id: str, author_id: str) -> tuple[tuple[str, str], ...]:
+        """Who else spoke here recently (the author is left out: they are the message's author)."""
+        return tuple(p for p in self._channels.get(channel_id, ()) if p[0] != author_id)
+
+    def saw(self, channel_id: str, author_id: str, name: str) -> None:
+        """Record a speaker, moving them to the newest end if already present."""
+        recent = self._channels.setdefault(channel_id, deque(maxlen=self.size))
+        for pair in [p for p in recent if p[0] == author_id]:
+            recent.remove(pair)
+        recent.append((author_id, name))

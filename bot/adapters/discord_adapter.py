@@ -1,0 +1,273 @@
+"""Discord channel (CHAN-1) on discord.py 2.7.
+
+DMs always get an answer. In a server the bot answers when it is @mentioned, when the message is in
+one of the configured ``channels`` (or a thread under one), or when it replies to one of the bot's
+messages; other server messages are passed to ``Conversation.observe``. Bots (itself included) are
+ignored. While a reply is built the channel shows "typing..."; replies are split at 2000 characters and
+never ping anyone (``AllowedMentions.none()``: model output must not be able to @everyone).
+
+Slash commands /remember /forget /memories /link /export are synced globally at login and answered
+ephemerally. Every message carries the recent speakers of its channel as ``participants``.
+
+A failing event is logged (``on_error``) and, where someone is waiting, answered with a short
+apology; the client keeps running.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import re
+from collections.abc import AsyncIterator, Iterable
+
+import discord
+from discord import app_commands
+
+from bot.types import Conversation, IncomingMessage
+
+from .common import APOLOGY, COMMANDS, AdapterError, ChatLocks, LoginRejected, RecentSpeakers
+from .text import split_message
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_LIMIT = 2000
+# Discord wants an interaction answered within 3 s; a command still running after this is deferred.
+DEFER_AFTER_S = 2.0
+MAX_COMMAND_PARTS = 3  # a command answer longer than this many messages is sent as a file
+_CONVERSATIONAL = (discord.MessageType.default, discord.MessageType.reply)
+
+
+def default_intents() -> discord.Intents:
+    """Guilds, messages and their content; no member list (a privileged intent we do not need)."""
+    intents = discord.Intents.default()
+    intents.message_content = True
+    intents.members = False
+    return intents
+
+
+class DiscordAdapter:
+    """Connects one bot token to a ``Conversation``; ``start()`` logs in and connects, ``stop()`` closes."""
+
+    def __init__(self, conversation: Conversation, token: str, *, channels: Iterable[str] = (),
+                 intents: discord.Intents | None = None, guild_ready_timeout: float = 2.0,
+                 ready_timeout: float = 30.0, defer_after: float = DEFER_AFTER_S) -> None:
+        self._conversation = conversation
+        self._token = token
+        self._channels = frozenset(str(c) for c in channels)
+        self._ready_timeout = ready_timeout
+        self._defer_after = defer_after
+        self._locks = ChatLocks()
+        self._speakers = RecentSpeakers()
+        self._task: asyncio.Task[None] | None = None
+        intents = intents or default_intents()
+        if not intents.message_content:
+            logger.warning("discord: the message_content intent is off; server messages will arrive empty")
+        self.client = _Client(self, intents, guild_ready_timeout)
+
+    # ------------------------------------------------------------------ lifecycle --
+    async def start(self) -> None:
+        """Log in, sync the slash commands, connect and wait for READY (``ready_timeout``)."""
+        try:
+            await self.client.login(self._token)
+        except discord.LoginFailure:
+            await self.client.close()
+            raise LoginRejected("discord refused the bot token") from None
+        self._task = asyncio.create_task(self.client.connect(reconnect=True), name="discord-gateway")
+        ready = asyncio.create_task(self.client.wait_until_ready())
+        await asyncio.wait({ready, self._task}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            failure = self._task.exception() if self._task.done() else None
+            await self.stop()
+            raise AdapterError(f"discord did not become ready: {failure or 'timed out'}") from failure
+        logger.info("discord: connected as %s (%d guilds)", self.client.user, len(self.client.guilds))
+
+    async def stop(self) -> None:
+        """Close the gateway and HTTP session; safe to call twice."""
+        await self.client.close()
+        task, self._task = self._task, None
+        if task is not None:
+            try:
+                await asyncio.wait_for(task, 5)
+            except Exception:
+                logger.exception("discord: the gateway task ended with an error")
+
+    # ------------------------------------------------------------------- messages --
+    async def on_message(self, message: discord.Message) -> None:
+        if message.author.bot or message.author == self.client.user or message.webhook_id:
+            return  # our own echo, other bots and webhooks: answering them could loop
+        if message.type not in _CONVERSATIONAL:
+            return  # joins, pins, boosts...
+        addressed, text = self._addressed(message)
+        incoming = self._incoming(message, text)
+        async with self._locks.hold(incoming.channel_id):
+            if not addressed:
+                await self._conversation.observe(incoming)
+            elif incoming.text:
+                await self._answer(message, incoming)
+
+    async def _answer(self, message: discord.Message, incoming: IncomingMessage) -> None:
+        async with _typing(message.channel):
+            try:
+                text = (await self._conversation.reply(incoming)).text
+            except Exception:
+                # The conversation apologises for LLM failures itself (ORCH-6); this covers anything
+                # else, so the person is not left waiting in silence.
+                logger.exception("discord: reply failed in channel %s", incoming.channel_id)
+                text = APOLOGY
+        for i, part in enumerate(split_message(text, MESSAGE_LIMIT)):
+            if i == 0 and message.guild is not None:
+                # In a busy server the first part answers the message visibly; DMs need no threading.
+                await message.reply(part, mention_author=False, fail_if_not_exists=False)
+            else:
+                await message.channel.send(part)
+
+    def _addressed(self, message: discord.Message) -> tuple[bool, str]:
+        """Is the message for the bot, and its text with the bot's mention removed."""
+        me = self.client.user
+        text = _readable(message, me.id)
+        if message.guild is None or any(u.id == me.id for u in message.mentions):
+            return True, text
+        channel = message.channel
+        if {str(channel.id), str(getattr(channel, "parent_id", None))} & self._channels:
+            return True, text
+        ref = message.reference
+        replied = ref.resolved if ref is not None else None
+        return isinstance(replied, discord.Message) and replied.author.id == me.id, text
+
+    def _incoming(self, message: discord.Message, text: str) -> IncomingMessage:
+        channel_id, author_id = str(message.channel.id), str(message.author.id)
+        name = message.author.display_name
+        participants = self._speakers.others(channel_id, author_id)
+        self._speakers.saw(channel_id, author_id, name)
+        return IncomingMessage(
+            platform="discord", channel_id=channel_id, author_id=author_id, author_name=name, text=text,
+            guild_id=str(message.guild.id) if message.guild else None, message_id=str(message.id),
+            participants=participants, created_at=message.created_at.timestamp(),
+        )
+
+    # -------------------------------------------------------------- slash commands --
+    def _register_commands(self, tree: app_commands.CommandTree) -> None:
+        """Add /remember /forget /memories /link /export to ``tree`` (synced in ``setup_hook``)."""
+
+        @tree.command(name="remember", description=COMMANDS["remember"])
+        @app_commands.describe(text="What I should remember")
+        async def remember(interaction: discord.Interaction, text: str) -> None:
+            await self._run_command(interaction, "remember", text)
+
+        @tree.command(name="forget", description=COMMANDS["forget"])
+        @app_commands.describe(text="What I should forget")
+        async def forget(interaction: discord.Interaction, text: str) -> None:
+            await self._run_command(interaction, "forget", text)
+
+        @tree.command(name="memories", description=COMMANDS["memories"])
+        async def memories(interaction: discord.Interaction) -> None:
+            await self._run_command(interaction, "memories", "")
+
+        @tree.command(name="link", description=COMMANDS["link"])
+        @app_commands.describe(code="A code from /link on the other platform; leave empty to get one")
+        async def link(interaction: discord.Interaction, code: str | None = None) -> None:
+            await self._run_command(interaction, "link", code or "")
+
+        @tree.command(name="export", description=COMMANDS["export"])
+        async def export(interaction: discord.Interaction) -> None:
+            await self._run_command(interaction, "export", "")
+
+    async def _run_command(self, interaction: discord.Interaction, name: str, argument: str) -> None:
+        """Run a command and answer ephemerally, deferring first if it is slow."""
+        incoming = self._interaction_incoming(interaction, f"/{name} {argument}".strip())
+        work = asyncio.ensure_future(self._conversation.command(name, argument, incoming))
+        done, _ = await asyncio.wait({work}, timeout=self._defer_after)
+        if not done:
+            await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            text = await work
+        except Exception:
+            logger.exception("discord: /%s failed for user %s", name, incoming.author_id)
+            text = APOLOGY
+        parts = split_message(text, MESSAGE_LIMIT) or ["(nothing)"]
+        if len(parts) > MAX_COMMAND_PARTS:
+            # A long answer (typically /export) is easier to keep as a file than as a wall of messages.
+            attachment = discord.File(io.BytesIO(text.encode()), filename=f"{name}.txt")
+            await _respond(interaction, f"/{name}: the answer is long, so it is attached.", attachment)
+            return
+        for part in parts:
+            await _respond(interaction, part)
+
+    def _interaction_incoming(self, interaction: discord.Interaction, text: str) -> IncomingMessage:
+        channel_id, author_id = str(interaction.channel_id), str(interaction.user.id)
+        return IncomingMessage(
+            platform="discord", channel_id=channel_id, author_id=author_id,
+            author_name=interaction.user.display_name, text=text,
+            guild_id=str(interaction.guild_id) if interaction.guild_id else None,
+            message_id=str(interaction.id), participants=self._speakers.others(channel_id, author_id),
+            created_at=interaction.created_at.timestamp(),
+        )
+
+
+class _Client(discord.Client):
+    """The discord.py client; every event is handed to the adapter."""
+
+    def __init__(self, adapter: DiscordAdapter, intents: discord.Intents, guild_ready_timeout: float) -> None:
+        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout,
+                         allowed_mentions=discord.AllowedMentions.none())
+        self.adapter = adapter
+        self.tree = app_commands.CommandTree(self)
+        self.tree.on_error = self._on_command_error
+        adapter._register_commands(self.tree)
+
+    async def setup_hook(self) -> None:
+        try:
+            synced = await self.tree.sync()
+        except discord.HTTPException:
+            # Commands from an earlier sync keep working; messages do not depend on this.
+            logger.exception("discord: could not sync slash commands")
+        else:
+            logger.info("discord: synced %d slash commands", len(synced))
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.adapter.on_message(message)
+
+    async def on_error(self, event_method: str, /, *args: object, **kwargs: object) -> None:
+        """discord.py calls this inside its ``except``: log the event's failure and carry on."""
+        logger.exception("discord: %s failed", event_method)
+
+    async def _on_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+        logger.error("discord: slash command %s failed", interaction.command and interaction.command.name,
+                     exc_info=error)
+
+
+async def _respond(interaction: discord.Interaction, content: str, file: discord.File | None = None) -> None:
+    """An ephemeral answer: the interaction response first, followups after (or after a defer)."""
+    extra = {"file": file} if file is not None else {}
+    if interaction.response.is_done():
+        await interaction.followup.send(content, ephemeral=True, **extra)
+    else:
+        await interaction.response.send_message(content, ephemeral=True, **extra)
+
+
+def _readable(message: discord.Message, bot_id: int) -> str:
+    """The content without the bot's mention, other user mentions shown as @name."""
+    text = re.sub(rf"[ \t]*<@!?{bot_id}>[,:]?[ \t]*", " ", message.content)
+    for user in message.mentions:
+        if user.id != bot_id:
+            text = re.sub(rf"<@!?{user.id}>", f"@{user.display_name}", text)
+    return text.strip()
+
+
+@contextlib.asynccontextmanager
+async def _typing(channel: discord.abc.Messageable) -> AsyncIterator[None]:
+    """``channel.typing()`` (refreshed by discord.py), except that failing to show it never costs the reply."""
+    typing = channel.typing()
+    try:
+        await typing.__aenter__()
+        entered = True
+    except discord.HTTPException as exc:
+        logger.warning("discord: could not show typing in %s: %s", getattr(channel, "id", "?"), exc)
+        entered = False
+    try:
+        yield
+    finally:
+        if entered:
+            await typing.__aexit__(None, None, None)

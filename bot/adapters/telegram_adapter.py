@@ -1,0 +1,208 @@
+"""Telegram channel (CHAN-2) on python-telegram-bot 22, polling for updates.
+
+Private chats always get an answer. In groups the bot answers when it is @mentioned or when someone
+replies to one of its messages; everything else said in the group is passed to
+``Conversation.observe`` so the bot still remembers the conversation. Commands (/start /remember
+/forget /memories /link /export) go to ``Conversation.command`` with the rest of the text as the
+argument. Replies are plain text (no parse mode: model output is not valid Telegram HTML/Markdown),
+split at 4096 characters, preceded by a "typing..." action that is refreshed while the reply is built.
+
+Updates are handled concurrently across chats but in order within a chat (``ChatLocks``). A failing
+handler is logged and answered with a short apology; it never stops polling.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import AsyncIterator
+
+from telegram import BotCommand, Message, MessageEntity, Update
+from telegram.constants import ChatAction, ChatType
+from telegram.error import InvalidToken, TelegramError
+from telegram.ext import Application, ApplicationBuilder, CommandHandler, ContextTypes, MessageHandler, filters
+
+from bot.types import Conversation, IncomingMessage
+
+from .common import APOLOGY, COMMANDS, ChatLocks, LoginRejected, RecentSpeakers
+from .text import split_message
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_LIMIT = 4096
+TYPING_INTERVAL_S = 4.0  # Telegram shows a chat action for about 5 seconds
+_URL_LOGGERS = ("httpx", "telegram.Bot", "telegram.ext.ExtBot")
+_COMMAND = re.compile(r"^/(?P<name>\w+)(?:@\w+)?(?:\s+(?P<arg>.*))?$", re.DOTALL)
+
+
+class TelegramAdapter:
+    """Connects one bot token to a ``Conversation``; ``start()`` begins polling, ``stop()`` ends it."""
+
+    def __init__(self, conversation: Conversation, token: str, *, base_url: str | None = None,
+                 base_file_url: str | None = None, typing_interval: float = TYPING_INTERVAL_S) -> None:
+        self._conversation = conversation
+        self._typing_interval = typing_interval
+        self._locks = ChatLocks()
+        self._speakers = RecentSpeakers()
+        # Telegram URLs contain the token: PTB logs them at DEBUG, httpx at INFO. Filtered from here on.
+        self._redact = _RedactToken(token)
+        for name in _URL_LOGGERS:
+            logging.getLogger(name).addFilter(self._redact)
+        builder = ApplicationBuilder().token(token).concurrent_updates(True)
+        if base_url:
+            builder = builder.base_url(base_url)
+        if base_file_url:
+            builder = builder.base_file_url(base_file_url)
+        self.app: Application = builder.build()
+        self.app.add_handlers([CommandHandler(name, self._on_command) for name in COMMANDS])
+        self.app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, self._on_text))
+        self.app.add_error_handler(self._on_error)
+
+    # ------------------------------------------------------------------ lifecycle --
+    async def start(self) -> None:
+        """Log in (getMe), announce the commands and start polling; ``LoginRejected`` for a bad token."""
+        try:
+            await self._initialize()
+            await self.app.bot.set_my_commands([BotCommand(n, d) for n, d in COMMANDS.items()])
+            await self.app.start()
+            await self.app.updater.start_polling(drop_pending_updates=False, allowed_updates=["message"])
+        except BaseException:
+            await self.stop()
+            raise
+        logger.info("telegram: polling as @%s", self.app.bot.username)
+
+    async def _initialize(self) -> None:
+        try:
+            await self.app.initialize()
+        except InvalidToken:
+            # PTB's message quotes the token; raise one without it, and without the chained original.
+            raise LoginRejected("telegram refused the bot token") from None
+
+    async def stop(self) -> None:
+        """Stop polling, let running handlers finish, close the HTTP pools; safe to call twice."""
+        try:
+            if self.app.updater is not None and self.app.updater.running:
+                await self.app.updater.stop()
+            if self.app.running:
+                await self.app.stop()
+            await self.app.shutdown()
+        finally:
+            for name in _URL_LOGGERS:
+                logging.getLogger(name).removeFilter(self._redact)
+
+    # ------------------------------------------------------------------- handlers --
+    async def _on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.effective_message
+        if message is None or not message.text or message.from_user is None:
+            return
+        addressed, text = self._addressed(message)
+        incoming = self._incoming(message, text)
+        async with self._locks.hold(incoming.channel_id):
+            if not addressed:
+                await self._conversation.observe(incoming)
+            elif incoming.text:
+                await self._answer(message, incoming)
+
+    async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.effective_message
+        match = _COMMAND.match(message.text or "") if message and message.from_user else None
+        if match is None:
+            return
+        incoming = self._incoming(message, message.text)
+        async with self._locks.hold(incoming.channel_id):
+            try:
+                text = await self._conversation.command(match["name"].lower(), (match["arg"] or "").strip(), incoming)
+            except Exception:
+                logger.exception("telegram: /%s failed in chat %s", match["name"], incoming.channel_id)
+                text = APOLOGY
+            await self._send(message, text)
+
+    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Whatever escaped a handler (or polling) is logged; PTB keeps running."""
+        logger.error("telegram: error while handling an update", exc_info=context.error)
+
+    # -------------------------------------------------------------------- helpers --
+    async def _answer(self, message: Message, incoming: IncomingMessage) -> None:
+        async with self._typing(message):
+            try:
+                reply = await self._conversation.reply(incoming)
+                text = reply.text
+            except Exception:
+                # The conversation is expected to apologise for LLM failures itself (ORCH-6); this is the
+                # last line for anything else, so the person is not left waiting in silence.
+                logger.exception("telegram: reply failed in chat %s", incoming.channel_id)
+                text = APOLOGY
+        await self._send(message, text)
+
+    async def _send(self, message: Message, text: str) -> None:
+        # In groups the first part quotes the message it answers, so the thread stays readable.
+        quote = message.chat.type != ChatType.PRIVATE
+        for i, part in enumerate(split_message(text, MESSAGE_LIMIT)):
+            await message.reply_text(part, do_quote=quote and i == 0, allow_sending_without_reply=True)
+
+    @contextlib.asynccontextmanager
+    async def _typing(self, message: Message) -> AsyncIterator[None]:
+        """Show "typing..." now and every few seconds until the block ends."""
+        await self._send_typing(message)
+        keeper = asyncio.create_task(self._keep_typing(message))
+        try:
+            yield
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+
+    async def _keep_typing(self, message: Message) -> None:
+        while True:
+            await asyncio.sleep(self._typing_interval)
+            await self._send_typing(message)
+
+    async def _send_typing(self, message: Message) -> None:
+        try:
+            await message.reply_chat_action(ChatAction.TYPING)
+        except TelegramError as exc:  # cosmetic: a missing typing indicator must not cost the reply
+            logger.warning("telegram: could not send typing to chat %s: %s", message.chat_id, exc)
+
+    def _addressed(self, message: Message) -> tuple[bool, str]:
+        """Is the message for the bot, and its text without the bot's @mention."""
+        text = message.text or ""
+        if message.chat.type == ChatType.PRIVATE:
+            return True, text
+        bot = self.app.bot
+        handle = f"@{bot.username}".lower()
+        mentions = message.parse_entities([MessageEntity.MENTION]).values()
+        if any(m.lower() == handle for m in mentions):
+            pattern = re.compile(rf"\s*@{re.escape(bot.username)}\b[,:]?\s*", re.IGNORECASE)
+            return True, pattern.sub(" ", text).strip()
+        replied = message.reply_to_message
+        to_bot = replied is not None and replied.from_user is not None and replied.from_user.id == bot.id
+        return to_bot, text
+
+    def _incoming(self, message: Message, text: str) -> IncomingMessage:
+        chat, user = message.chat, message.from_user
+        channel_id, author_id = str(chat.id), str(user.id)
+        name = user.first_name or user.username or author_id
+        participants = self._speakers.others(channel_id, author_id)
+        self._speakers.saw(channel_id, author_id, name)
+        return IncomingMessage(
+            platform="telegram", channel_id=channel_id, author_id=author_id, author_name=name, text=text,
+            guild_id=None if chat.type == ChatType.PRIVATE else str(chat.id),
+            message_id=str(message.message_id), participants=participants,
+            created_at=message.date.timestamp() if message.date else None,
+        )
+
+
+class _RedactToken(logging.Filter):
+    """Replace the bot token in log records with a placeholder."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self._token = token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._token:
+            message = record.getMessage()
+            if self._token in message:
+                record.msg, record.args = message.replace(self._token, "<telegram-token>"), ()
+        return True

@@ -1,0 +1,173 @@
+"""Prompt assembly (ORCH-2): the memory slice for one turn, section by section, each within a budget.
+
+``Assembler.snapshot`` is also the runtime snapshot (ORCH-5): the exact slice a reply would get,
+computed without calling the LLM. Memory text goes in as quoted data (SEC-2), never as instructions.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+import prompts
+from memory.engine import MemoryEngine
+from memory.models import FactKind, Memory, Scope
+from memory.people import People
+from memory.scopes import RecallContext
+from memory.sessions import ChannelState, SessionSummaries
+from memory.store import RecallFilters
+
+from .types import IncomingMessage
+
+# Budgets in tokens (about 4 characters each); counts are the SPEC's (ORCH-2).
+BUDGETS = {"guidance": 600, "behavioral": 400, "people": 900, "self": 300, "lore": 400, "relevant": 1200,
+           "entities": 150, "sessions": 500, "summary": 400, "history": 3000}
+SELF_SUBJECT = "__self__"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """Everything resolved about one incoming message before any memory is read."""
+
+    message: IncomingMessage
+    person_id: str
+    ctx: RecallContext
+    channel_key: str
+    names: dict[str, str]  # person id -> display name, speaker first
+
+
+@dataclass(slots=True)
+class Section:
+    key: str
+    title: str
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Snapshot:
+    sections: list[Section]
+    history: list[dict[str, str]]
+    memory_ids: list[str]
+    took_ms: float = 0.0
+
+    def render(self) -> str:
+        parts = [f"\n## {s.title}\n" + "\n".join(s.lines) for s in self.sections if s.lines]
+        return "".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"sections": {s.key: s.lines for s in self.sections}, "history": self.history,
+                "memory_ids": self.memory_ids, "took_ms": round(self.took_ms, 2)}
+
+
+def _fits(lines: list[str], budget_tokens: int) -> list[str]:
+    kept, used = [], 0
+    for line in lines:
+        cost = len(line) // 4 + 1
+        if used + cost > budget_tokens:
+            break
+        kept.append(line)
+        used += cost
+    return kept
+
+
+def _line(m: Memory) -> str:
+    when = datetime.fromtimestamp(m.created_at, timezone.utc).strftime("%Y-%m-%d")
+    return f"- {json.dumps(m.content, ensure_ascii=False)} ({m.kind.value}, {when})"
+
+
+class Assembler:
+    def __init__(self, engine: MemoryEngine, people: People, summaries: SessionSummaries, channels: ChannelState, *,
+                 summary_window_s: float = 1800.0, history_turns: int = 20, bot_name: str = "Companion") -> None:
+        self.engine, self.people, self.summaries, self.channels = engine, people, summaries, channels
+        self.summary_window_s, self.history_turns, self.bot_name = summary_window_s, history_turns, bot_name
+
+    def snapshot(self, turn: Turn, query_vector: np.ndarray | None = None) -> Snapshot:
+        start = time.perf_counter()
+        ctx, text = turn.ctx, turn.message.text
+        if query_vector is None:
+            query_vector = self.engine.embeddings.embed_query(text)
+        shown: dict[str, Memory] = {}
+        sections = [
+            self._listed("guidance", "Behaviour guidance (standing, from the people here)", ctx, shown, kinds=(FactKind.GUIDANCE,), limit=24),
+            self._recalled("behavioral", "Relevant behavioural memory", ctx, text, query_vector, shown, kinds=(FactKind.BEHAVIORAL,), top_k=8),
+            self._people(turn, shown),
+            self._listed("self", "What you know about yourself", ctx, shown, subjects=(SELF_SUBJECT,), limit=10),
+            self._lore(ctx, shown),
+            self._recalled("relevant", "Relevant memories", ctx, text, query_vector, shown),
+            self._entities(ctx),
+            self._sessions(ctx),
+            self._summary(turn),
+        ]
+        history = self._history(turn)
+        return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000)
+
+    def system_prompt(self, turn: Turn, snap: Snapshot, now: float) -> str:
+        place = f"a DM with {turn.names[turn.person_id]}" if turn.ctx.is_dm else f"a group chat ({turn.message.platform} server {turn.ctx.guild_id})"
+        return prompts.render(
+            "system", bot_name=self.bot_name, platform=turn.message.platform, place=place,
+            now=datetime.fromtimestamp(now, timezone.utc).strftime("%A %Y-%m-%d %H:%M UTC"),
+            style="" if turn.ctx.is_dm else "In a group, address people by name.", sections=snap.render())
+
+    # -- sections --------------------------------------------------------------------------------------
+    def _listed(self, key, title, ctx: RecallContext, shown, *, kinds=(), subjects=(), limit=10) -> Section:
+        found = self.engine.memories.list(ctx.memory_partitions(), RecallFilters(kinds=kinds, subjects=subjects), order="important", limit=limit)
+        return self._section(key, title, found, shown)
+
+    def _recalled(self, key, title, ctx, text, vector, shown, *, kinds=(), top_k=None) -> Section:
+        hits = self.engine.memories.recall(ctx, text, filters=RecallFilters(kinds=kinds), top_k=top_k, query_vector=vector)
+        return self._section(key, title, [Memory.from_row(h.row) for h in hits if h.row["id"] not in shown], shown)
+
+    def _people(self, turn: Turn, shown) -> Section:
+        lines: list[str] = []
+        for i, (person, name) in enumerate(turn.names.items()):
+            if i > 5:
+                break
+            facts = self.engine.memories.list(turn.ctx.memory_partitions(), RecallFilters(scope_ids=(person,)), order="important",
+                                              limit=12 if i == 0 else 6)
+            facts = [m for m in facts if m.id not in shown and m.scope is not Scope.GUILD and m.subject != SELF_SUBJECT]
+            if facts:
+                lines.append(f"{name}{' (speaking now)' if i == 0 else ''}:")
+                lines.extend("  " + _line(m) for m in facts)
+                shown.update((m.id, m) for m in facts)
+        return Section("people", "People in this conversation", _fits(lines, BUDGETS["people"]))
+
+    def _lore(self, ctx: RecallContext, shown) -> Section:
+        if ctx.is_dm:
+            return Section("lore", "Community lore")
+        found = self.engine.memories.list(ctx.memory_partitions(), RecallFilters(scope_ids=(ctx.guild_id or "",)), order="important", limit=10)
+        return self._section("lore", "Community lore", [m for m in found if m.scope is Scope.GUILD], shown)
+
+    def _entities(self, ctx: RecallContext) -> Section:
+        top = self.engine.graph.top_entities(ctx.memory_partitions(), 5)
+        return Section("entities", "Known entities", [f"- {e['name']} ({e['entity_type']}, {e['mentions']} mentions)" for e in top])
+
+    def _sessions(self, ctx: RecallContext) -> Section:
+        rows = self.summaries.recent(ctx, self.summary_window_s)
+        lines = [f"- ({r['modality']} session, ended {datetime.fromtimestamp(r['ended_at'], timezone.utc):%H:%M UTC}) "
+                 f"{json.dumps(r['text'], ensure_ascii=False)}" for r in rows]
+        return Section("sessions", "Recent voice session context", _fits(lines, BUDGETS["sessions"]))
+
+    def _summary(self, turn: Turn) -> Section:
+        state = self.channels.get(turn.channel_key)
+        text = (state or {}).get("rolling_summary") or ""
+        return Section("summary", "Earlier in this conversation (summary)", [json.dumps(text, ensure_ascii=False)] if text else [])
+
+    def _history(self, turn: Turn) -> list[dict[str, str]]:
+        state = self.channels.get(turn.channel_key) or {}
+        rows = self.engine.messages.recent(turn.ctx, turn.message.channel_id, self.history_turns)
+        rows = [r for r in rows if r["platform"] == turn.message.platform and r["created_at"] > state.get("compacted_until", 0)]
+        turns = [{"role": r["role"], "content": r["content"] if r["role"] == "assistant" or turn.ctx.is_dm else f"{r['author_name']}: {r['content']}"}
+                 for r in rows]
+        while turns and sum(len(t["content"]) // 4 + 1 for t in turns) > BUDGETS["history"]:
+            turns.pop(0)
+        return turns
+
+    def _section(self, key: str, title: str, found: list[Memory], shown: dict[str, Memory]) -> Section:
+        fresh = [m for m in found if m.id not in shown]
+        lines = _fits([_line(m) for m in fresh], BUDGETS[key])
+        shown.update((m.id, m) for m in fresh[: len(lines)])
+        return Section(key, title, lines)
