@@ -1,0 +1,44 @@
+"""Helpers for the conversation-pipeline tests: a runtime against the fake OpenAI server, message builders."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bot.config import load_settings
+from bot.runtime import Runtime
+from bot.types import IncomingMessage
+from memory.clock import FakeClock
+
+from tests.conftest import HashEmbedder
+
+
+def build_runtime(db: Path, srv, clock: FakeClock, **overrides: Any) -> Runtime:
+    settings = load_settings(db_path=db, llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none",
+                             scheduler_enabled=False, llm_timeout_s=2.0, **overrides)
+    return Runtime.build(settings, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
+
+
+def dm(platform: str, user: str, text: str, *, name: str = "Alice", mid: str | None = None) -> IncomingMessage:
+    return IncomingMessage(platform=platform, channel_id=f"dm-{user}", author_id=user, author_name=name, text=text, message_id=mid)
+
+
+def group(platform: str, guild: str, user: str, text: str, *, name: str = "Alice", channel: str = "general",
+          mid: str | None = None) -> IncomingMessage:
+    return IncomingMessage(platform=platform, channel_id=f"{guild}-{channel}", author_id=user, author_name=name, text=text,
+                           guild_id=guild, message_id=mid)
+
+
+def facts(*items: dict[str, Any]) -> str:
+    """An extraction answer: a JSON array of memory candidates."""
+    return json.dumps([{"type": "semantic", "kind": "profile", "importance": 7, **item} for item in items])
+
+
+def system_prompts(srv) -> list[str]:
+    return [body["messages"][0]["content"] for body in srv.chat_requests if body["messages"][0]["role"] == "system"]
+
+
+def last_reply_prompt(srv) -> str:
+    """Everything the model was shown for the latest reply (system prompt, history and the user message)."""
+    body = srv.chat_requests[-1]
+    return "\n".join(str(m.get("content") or "") for m in body["messages"])

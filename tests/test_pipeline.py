@@ -1,0 +1,213 @@
+"""The conversation pipeline end to end: the real openai SDK against a local scripted server, a real store,
+an injected clock. Asserts on what was stored and on what the model was shown."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from bot.orchestrator import APOLOGY
+from memory.clock import FakeClock
+from tests.fakes import Delay, FakeOpenAI, HTTPError, ToolCall
+
+from tests.pipeline_support import build_runtime, dm, facts, group, last_reply_prompt
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+async def srv():
+    async with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+async def rt(tmp_path, srv):
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), owner_ids=["telegram:1"])
+    await runtime.start(background_loop=False)
+    yield runtime
+    srv.default = lambda body: "[]"
+    await runtime.stop()
+
+
+async def tell(rt, srv, message, *, extracted: str | None = None, reply: str = "Noted!"):
+    """One user turn, then the debounce passes and the extraction answer (if any) is stored."""
+    srv.script(reply)
+    result = await rt.orchestrator.reply(message)
+    if extracted is not None:
+        rt.engine.clock.advance(31)
+        srv.script(extracted)
+        await rt.background.tick()
+    return result
+
+
+def contents(rt) -> set[str]:
+    return {r["content"] for r in rt.engine.db.rows("SELECT content FROM memories")}
+
+
+async def test_a_fact_is_extracted_after_the_debounce_with_provenance(rt, srv):
+    await tell(rt, srv, dm("telegram", "7", "I work at Acme as a baker", mid="m1"))
+    rt.engine.clock.advance(29)
+    assert (await rt.background.tick())["extracted"] == 0  # not yet: the debounce is 30 s
+    rt.engine.clock.advance(2)
+    srv.script(facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
+    assert (await rt.background.tick())["extracted"] == 1
+    row = rt.engine.db.one("SELECT * FROM memories")
+    assert row["scope"] == "user" and row["scope_id"] == "telegram:7" and row["visibility"] == "private"
+    assert json.loads(row["provenance"]) == {"platform": "telegram", "channel_id": "dm-7", "message_ids": ["m1"]}
+    assert "I work at Acme as a baker" in srv.chat_requests[-1]["messages"][1]["content"]  # the extraction prompt
+    assert srv.chat_requests[-1]["temperature"] == 0.0
+
+
+async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv):
+    await tell(rt, srv, dm("telegram", "7", "I work at Acme as a baker", mid="m1"),
+               extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
+    memory_id = rt.engine.db.scalar("SELECT id FROM memories")
+    seen_at_final_call = {}
+
+    def responder(body):
+        last = body["messages"][-1]
+        if last["role"] == "user":
+            return ToolCall("memory_search", {"query": "Acme"})
+        if "memory_search" in json.dumps(body["messages"][-2].get("tool_calls", "")):
+            found = json.loads(last["content"])["results"]
+            return ToolCall("memory_delete", {"id": found[0]["id"]})
+        seen_at_final_call["rows"] = rt.engine.db.scalar("SELECT COUNT(*) FROM memories WHERE id = ?", (memory_id,))
+        return "Done, I forgot that you work at Acme."
+
+    srv.default = responder
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "forget that I work at Acme", mid="m2"))
+    assert seen_at_final_call["rows"] == 0  # deleted before the reply was built
+    assert reply.forgotten == ("Alice works at Acme as a baker",) and "Acme" in reply.text
+    srv.default = None
+    srv.script("Hello again!")
+    await rt.orchestrator.reply(dm("telegram", "7", "what do you know about my job?", mid="m3"))
+    assert "acme" not in last_reply_prompt(srv).lower()
+    assert "acme" not in json.dumps(rt.engine.db.rows("SELECT * FROM messages")).lower()
+    assert "acme" not in json.dumps(rt.engine.db.rows("SELECT * FROM extraction_buffer")).lower()
+
+
+@pytest.mark.parametrize("where,visible", [
+    ("guild-a", {"guild A lore", "Alice public fact"}),
+    ("guild-b", {"Alice public fact"}),
+    ("alice-dm", {"Alice public fact", "Alice private fact"}),
+    ("owner-dm", {"owner secret plan", "owner public fact"}),
+    ("owner-in-guild-a", {"guild A lore", "owner public fact"}),
+])
+async def test_no_memory_reaches_a_prompt_it_must_not(rt, srv, where, visible):
+    from memory.models import NewMemory, Scope, Visibility
+
+    add = rt.engine.memories.add
+    add(NewMemory(content="guild A lore", subject="lore", scope=Scope.GUILD, scope_id="telegram:A"))
+    add(NewMemory(content="Alice public fact", subject="a", scope=Scope.USER, scope_id="telegram:7"))
+    add(NewMemory(content="Alice private fact", subject="b", scope=Scope.USER, scope_id="telegram:7", visibility=Visibility.PRIVATE))
+    add(NewMemory(content="owner secret plan", subject="c", scope=Scope.OWNER, scope_id="telegram:1"))
+    add(NewMemory(content="owner public fact", subject="d", scope=Scope.USER, scope_id="telegram:1"))
+    message = {
+        "guild-a": group("telegram", "A", "7", "tell me about lore fact plan"),
+        "guild-b": group("telegram", "B", "7", "tell me about lore fact plan"),
+        "alice-dm": dm("telegram", "7", "tell me about lore fact plan"),
+        "owner-dm": dm("telegram", "1", "tell me about lore fact plan", name="Olga"),
+        "owner-in-guild-a": group("telegram", "A", "1", "tell me about lore fact plan", name="Olga"),
+    }[where]
+    srv.script("ok")
+    await rt.orchestrator.reply(message)
+    prompt = last_reply_prompt(srv)
+    everything = {"guild A lore", "Alice public fact", "Alice private fact", "owner secret plan", "owner public fact"}
+    assert {fact for fact in everything if fact in prompt} == visible
+
+
+async def test_a_message_buffered_before_a_crash_is_extracted_after_restart(tmp_path, srv):
+    clock = FakeClock()
+    first = build_runtime(tmp_path / "bot.db", srv, clock)
+    srv.script("Cool!")
+    await first.orchestrator.reply(dm("telegram", "7", "My cat is called Miso", mid="m1"))
+    first.runner.shutdown()
+    first.engine.db.close()  # the process dies: no flush, no graceful stop
+    second = build_runtime(tmp_path / "bot.db", srv, clock)
+    clock.advance(60)
+    srv.script(facts({"about": "Alice", "subject": "cat", "content": "Alice has a cat called Miso"}))
+    assert (await second.background.tick())["extracted"] == 1
+    assert "Alice has a cat called Miso" in contents(second)
+    await second.stop()
+
+
+async def test_llm_failures_retry_then_apologise_and_lose_nothing(rt, srv):
+    srv.script(HTTPError(500), HTTPError(502), "Recovered after two failures")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "first message"))
+    assert reply.text == "Recovered after two failures" and not reply.failed
+    srv.script(HTTPError(500), HTTPError(500), HTTPError(503))
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "second message"))
+    assert reply.failed and reply.text == APOLOGY
+    srv.script(Delay(3, then="too late"), Delay(3, then="too late"), Delay(3, then="too late"))
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "third message"))
+    assert reply.failed
+    stored = {r["content"] for r in rt.engine.db.rows("SELECT content FROM messages WHERE role = 'user'")}
+    assert stored == {"first message", "second message", "third message"}
+    assert rt.background.buffer.pending() == 3
+
+
+async def test_malformed_tool_arguments_reach_the_model_as_an_error(rt, srv):
+    srv.script(ToolCall("memory_store", '{"type": "semantic", "subject": '), "Sorry, let me just reply.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "remember that I like tea"))
+    assert reply.text == "Sorry, let me just reply."
+    tool_result = srv.chat_requests[-1]["messages"][-1]
+    assert tool_result["role"] == "tool" and tool_result["content"].startswith("Error: the arguments are not valid JSON")
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM memories") == 0
+
+
+async def test_invalid_extraction_json_is_retried_once_then_dropped(rt, srv):
+    await tell(rt, srv, dm("telegram", "7", "I am learning Icelandic"))
+    rt.engine.clock.advance(31)
+    srv.script("not json at all", '[{"content": "Alice is learning Icelandic", "about": "Alice"}]')
+    assert (await rt.background.tick())["extracted"] == 1
+    await tell(rt, srv, dm("telegram", "7", "I also play chess"))
+    rt.engine.clock.advance(31)
+    srv.script("still not json", "{broken")
+    assert (await rt.background.tick())["extracted"] == 0
+    assert rt.background.buffer.pending() == 0  # logged and dropped, not retried forever
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content = 'I also play chess'") == 1
+
+
+async def test_extraction_waits_while_the_model_is_down(rt, srv):
+    await tell(rt, srv, dm("telegram", "7", "I moved to Oslo"))
+    rt.engine.clock.advance(31)
+    srv.script(HTTPError(500), HTTPError(500), HTTPError(500))
+    assert (await rt.background.tick())["extracted"] == 0
+    assert rt.background.buffer.pending() == 1
+    rt.engine.clock.advance(61)
+    srv.script(facts({"about": "Alice", "subject": "home", "content": "Alice lives in Oslo"}))
+    assert (await rt.background.tick())["extracted"] == 1
+
+
+async def test_fifty_conversations_at_once_store_every_message(rt, srv):
+    srv.default = lambda body: "hi " + body["messages"][-1]["content"][-8:]
+    replies = await asyncio.gather(*(rt.orchestrator.reply(dm("console" if i % 2 else "telegram", str(100 + i), f"message number {i}"))
+                                     for i in range(50)))
+    assert all(not r.failed for r in replies)
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE role = 'user'") == 50
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE role = 'assistant'") == 50
+    assert rt.background.buffer.pending() == 50
+
+
+async def test_session_end_reflection_persists_a_summary_for_the_same_guild(rt, srv):
+    await tell(rt, srv, group("discord", "G", "7", "We decided to ship the beta on Friday"))
+    rt.engine.clock.advance(31)
+    srv.script("[]")
+    await rt.background.tick()
+    rt.engine.clock.advance(600)
+    srv.script(json.dumps({"facts": [], "summary": "The team agreed to ship the beta on Friday."}))
+    assert (await rt.background.tick())["reflected"] == 0
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM session_summaries") == 1
+    assert rt.engine.db.scalar("SELECT status FROM reflections") == "done"
+    srv.script("ok")
+    await rt.orchestrator.reply(group("discord", "G", "8", "what did we decide?", name="Bob", channel="other"))
+    assert "ship the beta on Friday" in last_reply_prompt(srv)
+    srv.script("ok")
+    await rt.orchestrator.reply(group("discord", "H", "8", "what did we decide?", name="Bob"))
+    assert "ship the beta" not in last_reply_prompt(srv)
+    rt.engine.clock.advance(1801)
+    srv.script("ok")
+    await rt.orchestrator.reply(group("discord", "G", "8", "and now?", name="Bob", channel="other"))
+    assert "ship the beta on Friday" not in srv.chat_requests[-1]["messages"][0]["content"]
