@@ -91,13 +91,18 @@ class Assembler:
         if query_vector is None:
             query_vector = self.engine.embeddings.embed_query(text)
         shown: dict[str, Memory] = {}
+        # One recall serves two sections: behaviour rules that fit this message, and everything else relevant.
+        top_k = self.engine.knobs.get("memories").top_k
+        hits = [Memory.from_row(h.row) for h in self.engine.memories.recall(ctx, text, top_k=top_k + 8, query_vector=query_vector)]
+        behavioral = [m for m in hits if m.kind is FactKind.BEHAVIORAL][:8]
+        relevant = [m for m in hits if m.kind is not FactKind.BEHAVIORAL][:top_k]
         sections = [
             self._listed("guidance", "Behaviour guidance (standing, from the people here)", ctx, shown, kinds=(FactKind.GUIDANCE,), limit=24),
-            self._recalled("behavioral", "Relevant behavioural memory", ctx, text, query_vector, shown, kinds=(FactKind.BEHAVIORAL,), top_k=8),
+            self._section("behavioral", "Relevant behavioural memory", behavioral, shown),
             self._people(turn, shown),
             self._listed("self", "What you know about yourself", ctx, shown, subjects=(SELF_SUBJECT,), limit=10),
             self._lore(ctx, shown),
-            self._recalled("relevant", "Relevant memories", ctx, text, query_vector, shown),
+            self._section("relevant", "Relevant memories", relevant, shown),
             self._entities(ctx),
             self._sessions(ctx),
             self._summary(turn),
@@ -117,17 +122,13 @@ class Assembler:
         found = self.engine.memories.list(ctx.memory_partitions(), RecallFilters(kinds=kinds, subjects=subjects), order="important", limit=limit)
         return self._section(key, title, found, shown)
 
-    def _recalled(self, key, title, ctx, text, vector, shown, *, kinds=(), top_k=None) -> Section:
-        hits = self.engine.memories.recall(ctx, text, filters=RecallFilters(kinds=kinds), top_k=top_k, query_vector=vector)
-        return self._section(key, title, [Memory.from_row(h.row) for h in hits if h.row["id"] not in shown], shown)
-
     def _people(self, turn: Turn, shown) -> Section:
         lines: list[str] = []
         for i, (person, name) in enumerate(turn.names.items()):
             if i > 5:
                 break
-            facts = self.engine.memories.list(turn.ctx.memory_partitions(), RecallFilters(scope_ids=(person,)), order="important",
-                                              limit=12 if i == 0 else 6)
+            theirs = tuple(p for p in turn.ctx.memory_partitions() if p.split("|")[1] == person and not p.startswith("guild|"))
+            facts = self.engine.memories.list(theirs, RecallFilters(), order="important", limit=12 if i == 0 else 6)
             facts = [m for m in facts if m.id not in shown and m.scope is not Scope.GUILD and m.subject != SELF_SUBJECT]
             if facts:
                 lines.append(f"{name}{' (speaking now)' if i == 0 else ''}:")
@@ -138,7 +139,8 @@ class Assembler:
     def _lore(self, ctx: RecallContext, shown) -> Section:
         if ctx.is_dm:
             return Section("lore", "Community lore")
-        found = self.engine.memories.list(ctx.memory_partitions(), RecallFilters(scope_ids=(ctx.guild_id or "",)), order="important", limit=10)
+        guild = tuple(p for p in ctx.memory_partitions() if p.startswith("guild|"))
+        found = self.engine.memories.list(guild, RecallFilters(), order="important", limit=10)
         return self._section("lore", "Community lore", [m for m in found if m.scope is Scope.GUILD], shown)
 
     def _entities(self, ctx: RecallContext) -> Section:

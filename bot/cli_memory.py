@@ -442,7 +442,7 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> None:
             raise
         raise CommandFailed("the benchmark (memory/bench.py) is not part of this install") from None
     options = {"queries": args.queries} if args.queries else {}
-    result = bench(sizes=args.sizes, progress=_bench_progress, **options)
+    result = bench(sizes=args.sizes, progress=_bench_progress, turn_factory="bot.benchturn:make_turn", **options)
     if args.json:
         return print_json(result)
     out().print(records_table(result.get("results", [])))

@@ -79,8 +79,8 @@ class TextGen:
 def _placement(i: int, size: int) -> tuple[Scope, str]:
     """Which partition row i goes to: 10% portable user facts, the rest in guilds of at most 100k."""
     if i % 10 == 0:
-        return Scope.USER, f"bench-u{i % USERS}"
-    return Scope.GUILD, f"bench-g{(i * min(size, GUILD_SIZE) // size) // GUILD_SIZE if size > GUILD_SIZE else 0}"
+        return Scope.USER, f"bench:u{i % USERS}"
+    return Scope.GUILD, f"bench:g{(i * min(size, GUILD_SIZE) // size) // GUILD_SIZE if size > GUILD_SIZE else 0}"
 
 
 def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
@@ -102,7 +102,7 @@ def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
 
 
 def _guild_for_query(size: int) -> str:
-    return "bench-g0" if size <= GUILD_SIZE else "bench-g3"
+    return "bench:g0" if size <= GUILD_SIZE else "bench:g3"
 
 
 def _timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
@@ -122,8 +122,9 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None) -> dict[str,
     with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
         engine = MemoryEngine(Path(tmp) / "bench.db", model, FakeClock())
         insert_per_s = _load(engine, size, gen)
-        ctx = RecallContext(platform="bench", speaker_id="bench-u0", channel_id="c0", guild_id=_guild_for_query(size),
-                            participants=tuple(f"bench-u{i}" for i in range(1, 5)))
+        engine.db.optimize()  # what the nightly maintenance job does
+        ctx = RecallContext(platform="bench", speaker_id="bench:u0", channel_id="c0", guild_id=_guild_for_query(size),
+                            participants=tuple(f"bench:u{i}" for i in range(1, 5)))
         texts = [gen.sentence(3, 6) for _ in range(queries)]
         qvecs = gen.vectors(queries)
         parts = ctx.memory_partitions()
@@ -156,7 +157,7 @@ def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
     """The full write path: safety filters, real embedding, dedup search, links."""
     start = time.perf_counter()
     for _ in range(n):
-        engine.memories.add(NewMemory(content=gen.sentence(8, 20), subject=gen.sentence(2, 3), scope=Scope.USER, scope_id="bench-u0"))
+        engine.memories.add(NewMemory(content=gen.sentence(8, 20), subject=gen.sentence(2, 3), scope=Scope.USER, scope_id="bench:u0"))
     return n / (time.perf_counter() - start)
 
 

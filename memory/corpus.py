@@ -16,6 +16,7 @@ from .models import DECAY_EXEMPT_KINDS, FactKind
 from .scopes import partition_token, placeholders
 
 BROAD_SHARE = 0.3
+Order = tuple[tuple[str, bool], ...]  # (column, descending) pairs
 from .vectors import VectorIndex
 
 
@@ -91,16 +92,23 @@ class Corpus:
                 found[row["rid"]] = row
         return found
 
-    def ordered(self, partitions: tuple[str, ...], where: Filter, order: str, limit: int) -> list[dict[str, Any]]:
-        """Rows in the partitions, ordered by a fixed SQL expression (our own, never user text)."""
+    def ordered(self, partitions: tuple[str, ...], where: Filter, order: Order, limit: int) -> list[dict[str, Any]]:
+        """Rows in the partitions by a fixed order (our own columns, never user text).
+
+        One indexed ``ORDER BY ... LIMIT`` per partition, merged here: a single query over an IN-list
+        of partitions would sort every row of every partition first.
+        """
         if not partitions or limit <= 0:
             return []
         cond = where.sql and f" AND ({where.sql})"
-        sql = (
-            f"SELECT * FROM {self.table} AS t WHERE t.partition_key IN ({placeholders(partitions)}){cond} "
-            f"ORDER BY {order} LIMIT ?"
-        )
-        return self.db.rows(sql, (*partitions, *where.params, limit))
+        sql_order = ", ".join(f"t.{column} {'DESC' if desc else 'ASC'}" for column, desc in order)
+        rows: list[dict[str, Any]] = []
+        for key in partitions:
+            sql = f"SELECT * FROM {self.table} AS t WHERE t.partition_key = ?{cond} ORDER BY {sql_order} LIMIT ?"
+            rows.extend(self.db.rows(sql, (key, *where.params, limit)))
+        for column, desc in reversed(order):  # stable sorts, last key first
+            rows.sort(key=lambda r: r[column], reverse=desc)
+        return rows[:limit]
 
     def newest(self, partitions: tuple[str, ...], where: Filter, limit: int) -> list[int]:
         """rids of the newest rows across partitions: one indexed query per partition, merged here."""

@@ -40,6 +40,7 @@ class Database:
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "temp_store=MEMORY"):
             self.con.execute(f"PRAGMA {pragma}")
         self._migrate()
+        self.optimize()
 
     # -- queries -------------------------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> apsw.Cursor:
@@ -67,6 +68,11 @@ class Database:
         """A savepoint: nested use is fine, and any exception rolls the whole block back."""
         with self.con:
             yield
+
+    def optimize(self) -> None:
+        """Refresh the planner's statistics (bounded work): without them it may scan a whole partition."""
+        self.execute("PRAGMA analysis_limit=1000")
+        self.execute("PRAGMA optimize=0x10002")
 
     def data_version(self) -> int:
         """Changes whenever another connection commits; used to invalidate in-process caches."""

@@ -145,7 +145,9 @@ def prune(engine: MemoryEngine, *, below: float = 1.0, older_than_days: float = 
 
 def prune_entities(engine: MemoryEngine, *, unseen_days: float = 90.0) -> int:
     with engine.db.transaction():
-        return engine.graph.prune(unseen_days)
+        pruned = engine.graph.prune(unseen_days)
+    engine.db.optimize()  # the nightly job keeps the query planner's statistics fresh
+    return pruned
 
 
 def _audit_start(engine: MemoryEngine, kind: str, hint: str) -> int:

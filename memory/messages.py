@@ -139,7 +139,8 @@ class MessageLog:
 
     def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20) -> list[dict[str, Any]]:
         """The last messages of a channel the context may see, oldest first (channel_recall, history window)."""
-        rows = self.corpus.ordered(ctx.message_partitions(), Filter("t.channel_id = ?", (str(channel_id),)), "t.created_at DESC, t.rid DESC", limit)
+        rows = self.corpus.ordered(ctx.message_partitions(), Filter("t.channel_id = ?", (str(channel_id),)),
+                                  (("created_at", True), ("rid", True)), limit)
         return list(reversed(rows))
 
     def delete_by_author(self, author_ids: list[str]) -> int:

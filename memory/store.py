@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .clock import Clock
-from .corpus import Filter, MemoryCorpus
+from .corpus import Filter, MemoryCorpus, Order
 from .db import Database
 from .embeddings import EmbeddingService, content_hash
 from .errors import InvalidInput, NotFound
@@ -36,8 +36,9 @@ DEDUP_THRESHOLD = 0.92
 UPDATE_THRESHOLD = 0.90
 RELATED_THRESHOLD = 0.70
 
-LIST_ORDERS = {"recent": "t.updated_at DESC", "important": "t.importance DESC, t.updated_at DESC",
-               "accessed": "t.access_count DESC, t.updated_at DESC", "oldest": "t.created_at ASC"}
+LIST_ORDERS: dict[str, Order] = {
+    "recent": (("updated_at", True),), "important": (("importance", True), ("updated_at", True)),
+    "accessed": (("access_count", True), ("updated_at", True)), "oldest": (("created_at", False),)}
 
 # Given (old content, new content), True when the new one contradicts the old (an LLM judge in the bot).
 ContradictionJudge = Callable[[str, str], bool]
@@ -285,12 +286,12 @@ class MemoryStore:
             where = self.corpus.live(self.clock.now()) & where
         if order not in LIST_ORDERS:
             raise InvalidInput(f"order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
-        sql_order = LIST_ORDERS[order]
         if partitions is None:
             cond = where.sql and f"WHERE {where.sql}"
+            sql_order = ", ".join(f"t.{c} {'DESC' if d else 'ASC'}" for c, d in LIST_ORDERS[order])
             rows = self.db.rows(f"SELECT * FROM memories AS t {cond} ORDER BY {sql_order} LIMIT ?", (*where.params, limit))
         else:
-            rows = self.corpus.ordered(partitions, where, sql_order, limit)
+            rows = self.corpus.ordered(partitions, where, LIST_ORDERS[order], limit)
         return [Memory.from_row(r) for r in rows]
 
     def recall(self, ctx: RecallContext, query: str, *, filters: RecallFilters = RecallFilters(), top_k: int | None = None,

@@ -142,7 +142,8 @@ def test_delete_through_the_tool_reports_what_was_forgotten(engine):
     tools = MemoryTools(engine, dm_ctx("alice"), on_delete=removed_ids.extend)
     out = json.loads(tools.call("memory_delete", json.dumps({"id": memory.id})))
     assert out == {"status": "deleted", "id": memory.id, "content": "Alice is allergic to peanuts"}
-    assert tools.deleted == [{"id": memory.id, "content": "Alice is allergic to peanuts"}]
+    assert [{k: d[k] for k in ("id", "content")} for d in tools.deleted] == [{"id": memory.id, "content": "Alice is allergic to peanuts"}]
+    assert tools.deleted[0]["provenance"]["message_ids"] == []
     assert removed_ids == [memory.id]
     assert count(engine, "memories") == 0 and count(engine, "memory_vec") == 0
 

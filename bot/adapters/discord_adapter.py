@@ -119,7 +119,8 @@ class DiscordAdapter:
         for i, part in enumerate(split_message(text, MESSAGE_LIMIT)):
             if i == 0 and message.guild is not None:
                 # In a busy server the first part answers the message visibly; DMs need no threading.
-                await message.reply(part, mention_author=False, fail_if_not_exists=False)
+                reference = message.to_reference(fail_if_not_exists=False)
+                await message.channel.send(part, reference=reference, mention_author=False)
             else:
                 await message.channel.send(part)
 

@@ -20,8 +20,8 @@ _SENTENCE = re.compile(r"[.!?…][\"')\]»”’]*(?P<sep>[ \t]+)")
 _WORD = re.compile(r"(?P<sep>[ \t]+)")
 # A line or paragraph break this early would leave a stub of a message; look for a finer boundary.
 _MIN_FILL = 0.5
-# A fence header longer than this (a pathological "```" line) is reopened as a bare fence.
-_MAX_HEADER = 32
+# The language of an opening fence ("```python"), reopened after a cut; anything else reopens bare.
+_LANGUAGE = re.compile(r"```[\w+#.-]{1,30}")
 
 
 def split_message(text: str, limit: int) -> list[str]:
@@ -53,7 +53,7 @@ def _take_chunk(text: str, limit: int) -> tuple[str, str]:
         header = _open_fence(head)
     if header is None:
         return head, tail
-    reopen = header if len(header) <= _MAX_HEADER else FENCE
+    reopen = header if _LANGUAGE.fullmatch(header) else FENCE
     return head + _CLOSE, f"{reopen}\n{tail}"
 
 

@@ -1,0 +1,142 @@
+"""Console channel (CHAN-3): chat with the bot in a terminal, against the same store as every channel.
+
+Each line typed is a direct message from one local user; ``/quit`` or ``/exit`` (or end of input,
+or Ctrl-C) ends the session, ``/help`` lists the commands, and the other slash commands go to
+``Conversation.command``. With ``stream=True`` the reply is printed as it is generated.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import TextIO
+
+from bot.types import Conversation, IncomingMessage
+
+from .common import APOLOGY, COMMANDS
+
+logger = logging.getLogger(__name__)
+
+PROMPT = "you> "
+BOT_PREFIX = "bot> "
+QUIT = frozenset({"/quit", "/exit"})
+
+InputFn = Callable[[str], "str | Awaitable[str]"]
+
+
+class ConsoleChat:
+    """A read-reply loop over ``input_fn`` (default: the terminal) and ``output`` (default: stdout)."""
+
+    def __init__(self, conversation: Conversation, *, user_id: str = "local-user", user_name: str = "you",
+                 stream: bool = True, input_fn: InputFn | None = None, output: TextIO | None = None) -> None:
+        self._conversation = conversation
+        self._user_id = user_id
+        self._user_name = user_name
+        self._stream = stream
+        self._input = input_fn or read_terminal_line
+        self._out = output or sys.stdout
+        self._ids = itertools.count(1)
+
+    async def run(self) -> None:
+        """Chat until /quit, /exit, end of input or Ctrl-C."""
+        self._write(f"Chatting as {self._user_name}. /help lists commands, /quit leaves.\n")
+        while (line := await self._read()) is not None:
+            line = line.strip()
+            if line in QUIT:
+                break
+            if line:
+                await self._handle(line)
+
+    async def _read(self) -> str | None:
+        """The next line, or None when the input ends (EOF or Ctrl-C): a normal way to leave."""
+        try:
+            line = self._input(PROMPT)
+            return await line if inspect.isawaitable(line) else line
+        except (EOFError, KeyboardInterrupt):
+            self._write("\n")
+            return None
+
+    async def _handle(self, line: str) -> None:
+        try:
+            if line.startswith("/"):
+                await self._command(line)
+            else:
+                await self._reply(line)
+        except Exception:
+            # One failed turn (the store, the model...) is reported and the session goes on.
+            logger.exception("console: handling %r failed", line[:80])
+            self._write(f"{BOT_PREFIX}{APOLOGY}\n")
+
+    async def _command(self, line: str) -> None:
+        name, _, argument = line[1:].partition(" ")
+        name = name.lower()
+        if name not in COMMANDS:
+            self._write(self._help() if name == "help" else f"Unknown command /{name}. Try /help.\n")
+            return
+        text = await self._conversation.command(name, argument.strip(), self._message(line))
+        self._write(f"{BOT_PREFIX}{text}\n")
+
+    async def _reply(self, line: str) -> None:
+        streamed = False
+
+        async def sink(delta: str) -> None:
+            nonlocal streamed
+            if not streamed:
+                self._write(BOT_PREFIX)
+                streamed = True
+            self._write(delta)
+
+        reply = await self._conversation.reply(self._message(line), sink if self._stream else None)
+        # A conversation may answer without streaming (a tool-only turn, an apology): print it whole.
+        self._write("\n" if streamed else f"{BOT_PREFIX}{reply.text}\n")
+
+    def _message(self, text: str) -> IncomingMessage:
+        return IncomingMessage(
+            platform="console", channel_id="console", author_id=self._user_id, author_name=self._user_name,
+            text=text, guild_id=None, message_id=str(next(self._ids)), created_at=time.time(),
+        )
+
+    def _help(self) -> str:
+        lines = [f"  /{name:<9} {help_text}" for name, help_text in COMMANDS.items() if name != "start"]
+        return "Commands:\n" + "\n".join(lines) + "\n  /quit      leave\n"
+
+    def _write(self, text: str) -> None:
+        self._out.write(text)
+        self._out.flush()
+
+
+async def read_terminal_line(prompt: str) -> str:
+    """``input(prompt)`` without blocking the event loop.
+
+    The read runs in a daemon thread rather than ``asyncio.to_thread``: a Ctrl-C while ``input()`` waits
+    would otherwise leave a non-daemon executor thread that keeps the process alive until Enter.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def settle(result: str | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def read() -> None:
+        line, error = None, None
+        try:
+            line = input(prompt)
+        except BaseException as exc:  # EOFError and KeyboardInterrupt end the session in the loop
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, line, error)
+        except RuntimeError:
+            pass  # the loop has closed (the session ended while this read was waiting)
+
+    threading.Thread(target=read, name="console-input", daemon=True).start()
+    return await future
