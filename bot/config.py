@@ -6,10 +6,10 @@ that names the variable.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class ConfigError(Exception):
@@ -22,7 +22,7 @@ def _env(name: str) -> AliasChoices:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="COMPANION_", env_file=".env", env_file_encoding="utf-8", extra="ignore",
-                                      populate_by_name=True)
+                                      populate_by_name=True, env_ignore_empty=True)
 
     # storage
     db_path: Path = Path("data/companion.db")
@@ -47,8 +47,8 @@ class Settings(BaseSettings):
     # channels
     discord_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_TOKEN"))
     telegram_token: SecretStr | None = Field(None, validation_alias=_env("TELEGRAM_TOKEN"))
-    discord_channels: list[str] = Field(default_factory=list)
-    owner_ids: list[str] = Field(default_factory=list)
+    discord_channels: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    owner_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # background work
     extraction_debounce_s: float = Field(30.0, ge=0, le=3600)
@@ -60,6 +60,14 @@ class Settings(BaseSettings):
     maintenance_cron: str = "30 3 * * *"
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("consolidation_cron", "maintenance_cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        from apscheduler.triggers.cron import CronTrigger
+
+        CronTrigger.from_crontab(value, timezone="UTC")  # raises ValueError naming the bad part
+        return value
 
     @field_validator("discord_channels", "owner_ids", mode="before")
     @classmethod
@@ -76,6 +84,14 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
-            field = str(err["loc"][0]) if err["loc"] else "settings"
-            lines.append(f"COMPANION_{field.upper()}: {err['msg']} (got {err.get('input')!r})")
+            lines.append(f"{_env_name(str(err['loc'][0]) if err['loc'] else 'settings')}: {err['msg']} (got {err.get('input')!r})")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
+
+
+def _env_name(field: str) -> str:
+    """The variable a user sets for a field (the first alias, else the prefixed name)."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info else None
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return f"COMPANION_{field.upper()}"

@@ -18,7 +18,7 @@ from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 
 from .app import _secret, build_completer, build_embedder
 from .background import Background
-from .config import ConfigError, Settings
+from .config import Settings
 from .llm import ChatClient
 from .orchestrator import Orchestrator, OwnerPolicy
 
@@ -84,8 +84,9 @@ class Runtime:
     def _scheduler(self) -> AsyncIOScheduler:
         """MAINT-1..3 on their cron schedules (UTC), inside the bot's own event loop."""
         scheduler = AsyncIOScheduler(timezone="UTC")
-        scheduler.add_job(self._consolidate, _cron(self.settings.consolidation_cron, "COMPANION_CONSOLIDATION_CRON"), id="consolidation")
-        scheduler.add_job(self._maintain, _cron(self.settings.maintenance_cron, "COMPANION_MAINTENANCE_CRON"), id="decay-prune")
+        cron = lambda expression: CronTrigger.from_crontab(expression, timezone="UTC")  # noqa: E731 (validated by Settings)
+        scheduler.add_job(self._consolidate, cron(self.settings.consolidation_cron), id="consolidation")
+        scheduler.add_job(self._maintain, cron(self.settings.maintenance_cron), id="decay-prune")
         return scheduler
 
     async def _consolidate(self) -> None:
@@ -103,9 +104,3 @@ def _chat_client(settings: Settings, model: str, backoff_s: float) -> ChatClient
     return ChatClient(settings.llm_base_url, _secret(settings.llm_api_key), model, timeout=settings.llm_timeout_s,
                       max_retries=settings.llm_max_retries, backoff_s=backoff_s, max_steps=settings.max_tool_steps)
 
-
-def _cron(expression: str, name: str) -> CronTrigger:
-    try:
-        return CronTrigger.from_crontab(expression, timezone="UTC")
-    except ValueError as exc:
-        raise ConfigError(f"{name}: {exc} (got {expression!r})") from None

@@ -78,7 +78,7 @@ class DiscordAdapter:
         await asyncio.wait({ready, self._task}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED)
         if not ready.done():
             ready.cancel()
-            failure = self._task.exception() if self._task.done() else None
+            failure = self._task.exception() if self._task.done() and not self._task.cancelled() else None
             await self.stop()
             raise AdapterError(f"discord did not become ready: {failure or 'timed out'}") from failure
         logger.info("discord: connected as %s (%d guilds)", self.client.user, len(self.client.guilds))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 FENCE = "```"
+MIN_LIMIT = 32  # below this a reopened fence ("```python" + the closing "```") leaves no room for text
 _CLOSE = "\n" + FENCE
 # Each boundary's whitespace is the group "sep"; the cut happens at its start.
 _PARAGRAPH = re.compile(r"(?P<sep>\n[ \t]*\n)")
@@ -26,8 +27,8 @@ _LANGUAGE = re.compile(r"```[\w+#.-]{1,30}")
 
 def split_message(text: str, limit: int) -> list[str]:
     """Split ``text`` into chunks of at most ``limit`` characters; whitespace-only text gives []."""
-    if limit < 16:
-        raise ValueError(f"limit must be at least 16 characters, got {limit}")
+    if limit < MIN_LIMIT:
+        raise ValueError(f"limit must be at least {MIN_LIMIT} characters, got {limit}")
     chunks: list[str] = []
     rest = text.strip()
     while rest:
