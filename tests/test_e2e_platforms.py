@@ -1,0 +1,92 @@
+"""Both platforms at once, end to end: python-telegram-bot and discord.py against local servers, the real
+orchestrator and store, the openai SDK against a scripted model. Assertions are on what the model saw."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bot.adapters.discord_adapter import DiscordAdapter
+from bot.adapters.telegram_adapter import TelegramAdapter
+from memory.clock import FakeClock
+from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
+from tests.pipeline_support import build_runtime, facts
+
+pytestmark = pytest.mark.asyncio
+TG_USER, DC_USER, DC_DM = 55, 7001, 9100
+
+
+@pytest.fixture
+async def world(tmp_path):
+    async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
+        dc.add_guild(8000, "Guild", channels=[(8001, "general")])
+        restore = dc.patch_discord()
+        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
+        await runtime.start(background_loop=False)
+        telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
+        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)
+        await telegram.start()
+        await discord_.start()
+        try:
+            yield runtime, llm, tg, dc
+        finally:
+            llm.default = lambda body: "[]"
+            await discord_.stop()
+            await telegram.stop()
+            await runtime.stop()
+            restore()
+
+
+def telegram_command(tg, text: str) -> None:
+    command = text.split()[0]
+    tg.push_message(TG_USER, TG_USER, text, entities=[{"type": "bot_command", "offset": 0, "length": len(command)}])
+
+
+async def test_a_telegram_fact_reaches_a_discord_dm_after_link(world):
+    runtime, llm, tg, dc = world
+    llm.script("Nice, a baker!")
+    tg.push_message(TG_USER, TG_USER, "I work at Acme as a baker", first_name="Alice")
+    await tg.wait_for_sent(1)
+    runtime.engine.clock.advance(31)
+    llm.script(facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
+    assert (await runtime.background.tick())["extracted"] == 1
+    row = runtime.engine.db.one("SELECT scope_id, provenance FROM memories")
+    assert row["scope_id"] == f"telegram:{TG_USER}" and '"platform": "telegram"' in row["provenance"]
+
+    telegram_command(tg, "/link")
+    sent = await tg.wait_for_sent(2)
+    code = re.search(r"code is (\S+)", sent[-1]["text"]).group(1)
+    llm.script("I don't know yet.")
+    await dc.dispatch_message(DC_DM, DC_USER, "where do I work?", username="alice")
+    await dc.wait_for_sent(1)
+    assert "Acme" not in llm.chat_requests[-1]["messages"][0]["content"]  # not linked yet: another person
+
+    await dc.dispatch_interaction("link", user_id=DC_USER, channel_id=DC_DM, options={"code": code})
+    responses = await dc.wait_for_interaction_responses(1)
+    assert "Linked" in responses[-1]["data"]["content"]
+    llm.script("You work at Acme, as a baker.")
+    await dc.dispatch_message(DC_DM, DC_USER, "where do I work?", username="alice")
+    await dc.wait_for_sent(2)
+    assert "Alice works at Acme as a baker" in llm.chat_requests[-1]["messages"][0]["content"]
+
+
+async def test_a_private_telegram_fact_never_reaches_a_discord_guild(world):
+    runtime, llm, tg, dc = world
+    llm.script("Got it.")
+    tg.push_message(TG_USER, TG_USER, "My diagnosis is private: I have diabetes", first_name="Alice")
+    await tg.wait_for_sent(1)
+    runtime.engine.clock.advance(31)
+    llm.script(facts({"about": "Alice", "subject": "health", "content": "Alice has diabetes"}))
+    await runtime.background.tick()
+    telegram_command(tg, "/link")
+    code = re.search(r"code is (\S+)", (await tg.wait_for_sent(2))[-1]["text"]).group(1)
+    await dc.dispatch_interaction("link", user_id=DC_USER, channel_id=DC_DM, options={"code": code})
+    await dc.wait_for_interaction_responses(1)
+    llm.script("Hi!")
+    await dc.dispatch_message(8001, DC_USER, "hey bot, what about my health and diabetes?", guild_id=8000, mentions_bot=True, username="alice")
+    await dc.wait_for_sent(1)
+    assert "diabetes" not in llm.chat_requests[-1]["messages"][0]["content"]
+    llm.script("You told me about your diabetes.")
+    await dc.dispatch_message(DC_DM, DC_USER, "what about my health?", username="alice")
+    await dc.wait_for_sent(2)
+    assert "Alice has diabetes" in llm.chat_requests[-1]["messages"][0]["content"]
