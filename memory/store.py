@@ -306,6 +306,19 @@ class MemoryStore:
             self.note_access([h.row["rid"] for h in hits])
         return hits
 
+    def search(self, ctx: RecallContext, query: str = "", *, mode: str = "hybrid", filters: RecallFilters = RecallFilters(),
+               top_k: int | None = None, order: str = "recent") -> list[Memory]:
+        """RET-6 search modes: ``hybrid`` ranks by meaning and words; ``recent`` and ``important`` are plain
+        orderings of what the context may see; ``typed`` needs ``filters.types`` and sorts by ``order``."""
+        limit = top_k or self.knobs.get("memories").top_k
+        if mode == "hybrid":
+            return [Memory.from_row(h.row) for h in self.recall(ctx, query, filters=filters, top_k=limit)]
+        if mode == "typed" and not filters.types:
+            raise InvalidInput("the typed search mode needs at least one memory type")
+        if mode not in ("recent", "important", "typed"):
+            raise InvalidInput(f"search mode must be hybrid, recent, important or typed, not {mode!r}")
+        return self.list(ctx.memory_partitions(), filters, order=mode if mode != "typed" else order, limit=limit)
+
     # -- reinforcement (RET-5) ------------------------------------------------------------------------
     def note_access(self, rids: list[int]) -> None:
         for rid in rids:

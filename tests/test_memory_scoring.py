@@ -336,3 +336,28 @@ def test_recent_channel_is_filled_with_live_rows(bm25_engine, clock):
     clock.advance(120)  # the ten newer rows have expired
     hits = bm25_engine.memories.recall(CTX, "what do you know about me", threshold=0)
     assert [h.row["id"] for h in hits] == [live.id]
+
+
+def test_search_modes_hybrid_recent_important_typed(engine):
+    from memory.errors import InvalidInput
+    from memory.models import NewMemory, Scope
+    from memory.scopes import RecallContext
+    from memory.store import RecallFilters
+
+    ctx = RecallContext(platform="t", speaker_id="p1", channel_id="c", is_dm=True)
+    add = engine.memories.add
+    add(NewMemory(content="Pat grows tomatoes in the garden", subject="garden", scope=Scope.USER, scope_id="p1", importance=3))
+    engine.clock.advance(10)
+    add(NewMemory(content="Pat's sister is called Robin", subject="sister", scope=Scope.USER, scope_id="p1", importance=9))
+    engine.clock.advance(10)
+    add(NewMemory(content="Pat deploys with make release", subject="deploy", scope=Scope.USER, scope_id="p1",
+                  type=MemoryType.PROCEDURAL, importance=5))
+    search = engine.memories.search
+    assert [m.subject for m in search(ctx, mode="recent")] == ["deploy", "sister", "garden"]
+    assert [m.subject for m in search(ctx, mode="important")] == ["sister", "deploy", "garden"]
+    assert [m.subject for m in search(ctx, mode="typed", filters=RecallFilters(types=(MemoryType.PROCEDURAL,)))] == ["deploy"]
+    assert search(ctx, "tomatoes garden", mode="hybrid", top_k=1)[0].subject == "garden"
+    with pytest.raises(InvalidInput):
+        search(ctx, mode="typed")
+    with pytest.raises(InvalidInput):
+        search(ctx, mode="sideways")
