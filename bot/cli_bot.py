@@ -11,7 +11,7 @@ import sys
 
 from .app import _secret
 from .assembly import Turn
-from .cli_output import out, print_json
+from .cli_output import CommandFailed, UsageError, out, print_json
 from .config import Settings
 from .runtime import Runtime
 from .types import IncomingMessage
@@ -41,10 +41,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_bot(args: argparse.Namespace, settings: Settings) -> int:
+    from .adapters.common import AdapterError, LoginRejected
+
     if not (settings.discord_token or settings.telegram_token):
         sys.stderr.write(f"companion: {NO_TOKENS}\n")
         return 2
-    return asyncio.run(_serve(settings))
+    try:
+        return asyncio.run(_serve(settings))
+    except LoginRejected as exc:
+        raise UsageError(f"{exc}: check the token in your environment or .env") from None
+    except AdapterError as exc:
+        raise CommandFailed(str(exc)) from None
 
 
 async def _serve(settings: Settings) -> int:

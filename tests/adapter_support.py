@@ -1,0 +1,106 @@
+"""A scripted stand-in for the orchestrator, for the channel-adapter tests.
+
+``ScriptedConversation`` implements the ``bot.types.Conversation`` Protocol: every message it is given
+(to reply to, to observe, or as a command) is recorded, and its answers come from a script the test
+fills. No mocks: tests assert on what the adapter handed over and on what the fake servers received.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from bot.types import IncomingMessage, Reply, StreamSink
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    argument: str
+    message: IncomingMessage
+
+
+class ScriptedConversation:
+    """Answers ``reply()`` from ``script`` (then ``echo: <text>``) and ``command()`` with ``<name>: <arg>``.
+
+    A script entry is a ``Reply``, a plain string, an exception to raise, or an async function of the
+    message returning one of those (to hold a reply back until the test lets it go). ``stream_parts``
+    are sent to a stream sink, when one is given, before the reply returns.
+    """
+
+    def __init__(self, *script: Reply | str | BaseException | Callable) -> None:
+        self.script = list(script)
+        self.command_script: list[str | BaseException | Callable] = []
+        self.stream_parts: list[str] = []
+        self.observe_error: BaseException | None = None  # raised by every observe() once set
+        self.replies: list[IncomingMessage] = []
+        self.observed: list[IncomingMessage] = []
+        self.commands: list[Command] = []
+        self._changed = asyncio.Event()
+
+    # -- the Conversation Protocol ------------------------------------------------------------------
+    async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
+        self._record(self.replies, message)
+        answer = self.script.pop(0) if self.script else f"echo: {message.text}"
+        if callable(answer):
+            answer = await answer(message)
+        if isinstance(answer, BaseException):
+            raise answer
+        if stream is not None:
+            for part in self.stream_parts:
+                await stream(part)
+        return answer if isinstance(answer, Reply) else Reply(text=answer)
+
+    async def observe(self, message: IncomingMessage) -> None:
+        self._record(self.observed, message)
+        if self.observe_error is not None:
+            raise self.observe_error
+
+    async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
+        self._record(self.commands, Command(name, argument, message))
+        answer = self.command_script.pop(0) if self.command_script else f"{name}: {argument}"
+        if callable(answer):
+            answer = await answer(name, argument)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    # -- waiting ------------------------------------------------------------------------------------
+    @property
+    def seen(self) -> int:
+        """Everything handed over so far, of any kind."""
+        return len(self.replies) + len(self.observed) + len(self.commands)
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Wait until ``predicate()`` holds, re-checking whenever something is recorded."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise asyncio.TimeoutError(f"condition not met within {timeout}s")
+            event = self._changed
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except asyncio.TimeoutError:
+                continue
+
+    def _record(self, log: list, item: object) -> None:
+        log.append(item)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+
+async def wait_for_logged_error(caplog: pytest.LogCaptureFixture, text: str, timeout: float = 5.0) -> logging.LogRecord:
+    """The first captured record carrying an exception whose message contains ``text`` (polled every 10 ms)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [r for r in caplog.records if r.exc_info and text in str(r.exc_info[1])]
+        if found:
+            return found[0]
+        if time.monotonic() > deadline:
+            raise asyncio.TimeoutError(f"no logged exception mentioning {text!r} within {timeout}s")
+        await asyncio.sleep(0.01)

@@ -1,0 +1,117 @@
+"""The console adapter with scripted input lines and a captured output stream."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from bot.adapters.common import APOLOGY
+from bot.adapters.console import ConsoleChat
+from bot.types import Reply
+from tests.adapter_support import ScriptedConversation
+
+
+class ScriptedInput:
+    """Hands out the given lines (then EOF, or the given exception) and records the prompts shown."""
+
+    def __init__(self, *lines: str, end: BaseException | None = None) -> None:
+        self.lines = list(lines)
+        self.end = end or EOFError()
+        self.prompts: list[str] = []
+
+    def __call__(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if not self.lines:
+            raise self.end
+        return self.lines.pop(0)
+
+
+async def chat(conv: ScriptedConversation, *lines: str, stream: bool = True, **kwargs) -> str:
+    out = io.StringIO()
+    await ConsoleChat(conv, input_fn=ScriptedInput(*lines, **kwargs), output=out, stream=stream).run()
+    return out.getvalue()
+
+
+async def test_lines_get_replies_as_direct_messages():
+    conv = ScriptedConversation("Hi! Nice to meet you.")
+    out = await chat(conv, "hello", "", "my cat is Miso", stream=False)
+    assert "bot> Hi! Nice to meet you.\n" in out and "bot> echo: my cat is Miso\n" in out
+    assert [m.text for m in conv.replies] == ["hello", "my cat is Miso"]  # the blank line was skipped
+    first = conv.replies[0]
+    assert (first.platform, first.channel_id, first.guild_id, first.author_id, first.author_name) == (
+        "console", "console", None, "local-user", "you")
+    assert first.is_dm and conv.replies[0].message_id != conv.replies[1].message_id
+
+
+async def test_streamed_deltas_are_printed_as_they_arrive():
+    conv = ScriptedConversation(Reply(text="Hello there, friend"))
+    conv.stream_parts = ["Hello", " there,", " friend"]
+    out = await chat(conv, "hi")
+    assert "bot> Hello there, friend\n" in out and out.count("friend") == 1  # not printed twice
+
+
+async def test_a_reply_that_does_not_stream_is_printed_whole():
+    conv = ScriptedConversation(Reply(text="(done)"))
+    out = await chat(conv, "hi")
+    assert "bot> (done)\n" in out
+
+
+async def test_slash_commands_go_to_command():
+    conv = ScriptedConversation()
+    conv.command_script.append("1. You like tea")
+    out = await chat(conv, "/memories", "/remember I was born in Porto", "/link")
+    assert [(c.name, c.argument) for c in conv.commands] == [
+        ("memories", ""), ("remember", "I was born in Porto"), ("link", "")]
+    assert "bot> 1. You like tea\n" in out and "bot> remember: I was born in Porto\n" in out
+    assert conv.replies == [] and conv.commands[0].message.platform == "console"
+
+
+async def test_help_and_unknown_commands_are_answered_locally():
+    conv = ScriptedConversation()
+    out = await chat(conv, "/help", "/frobnicate")
+    assert "/remember" in out and "/quit" in out and "Unknown command /frobnicate" in out
+    assert conv.seen == 0
+
+
+@pytest.mark.parametrize("leave", ["/quit", "/exit"])
+async def test_quit_ends_the_session(leave):
+    conv = ScriptedConversation()
+    source = ScriptedInput("hi", leave, "never read")
+    await ConsoleChat(conv, input_fn=source, output=io.StringIO()).run()
+    assert [m.text for m in conv.replies] == ["hi"] and source.lines == ["never read"]
+    assert source.prompts == ["you> ", "you> "]
+
+
+@pytest.mark.parametrize("end", [EOFError(), KeyboardInterrupt()])
+async def test_end_of_input_and_ctrl_c_end_cleanly(end):
+    conv = ScriptedConversation()
+    out = await chat(conv, "hi", end=end)
+    assert out.endswith("\n") and [m.text for m in conv.replies] == ["hi"]
+
+
+async def test_async_input_functions_work_too():
+    conv = ScriptedConversation()
+    lines = iter(["hi", "/quit"])
+
+    async def read(prompt: str) -> str:
+        return next(lines)
+
+    out = io.StringIO()
+    await ConsoleChat(conv, input_fn=read, output=out).run()
+    assert "bot> echo: hi\n" in out.getvalue()
+
+
+async def test_a_failing_turn_is_reported_and_the_session_goes_on(caplog):
+    conv = ScriptedConversation(RuntimeError("model unreachable"))
+    out = await chat(conv, "hi", "again")
+    assert f"bot> {APOLOGY}\n" in out and "bot> echo: again\n" in out
+    assert any(r.exc_info and "model unreachable" in str(r.exc_info[1]) for r in caplog.records)
+
+
+async def test_the_default_reader_reads_stdin_without_blocking_the_loop(monkeypatch):
+    from bot.adapters.console import read_terminal_line
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("first line\n"))
+    assert await read_terminal_line("you> ") == "first line"
+    with pytest.raises(EOFError):
+        await read_terminal_line("you> ")
