@@ -18,13 +18,13 @@ from rich.logging import RichHandler
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import cli_bot, cli_memory
+from . import cli_bot, cli_memory, cli_upkeep
 from .cli_output import CliError, err
 from .config import ConfigError, Settings, load_settings
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     cli_memory.register,
-    cli_memory.register_upkeep,
+    cli_upkeep.register,
     cli_bot.register,
 )
 

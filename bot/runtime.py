@@ -14,7 +14,7 @@ from memory.clock import Clock
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.protocols import Embedder
-from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory.sessions import ExtractionBuffer, SessionSummaries
 
 from .app import _secret, build_completer, build_embedder
 from .background import Background

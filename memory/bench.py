@@ -28,7 +28,6 @@ import numpy as np
 from .clock import FakeClock
 from .embeddings import ASSETS, OnnxMiniLM
 from .engine import MemoryEngine
-from .messages import NewMessage
 from .models import NewMemory, Scope, Visibility
 from .retrieval import ALL_CHANNELS, Channel
 from .scopes import RecallContext

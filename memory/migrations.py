@@ -47,7 +47,7 @@ CREATE TABLE memories (
 );
 CREATE INDEX memories_partition ON memories (partition_key, updated_at);
 CREATE INDEX memories_created ON memories (partition_key, created_at);
-CREATE INDEX memories_importance ON memories (partition_key, importance);
+CREATE INDEX memories_importance ON memories (partition_key, importance, updated_at);
 CREATE INDEX memories_hash ON memories (content_hash);
 
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
@@ -227,7 +227,7 @@ CREATE INDEX extraction_buffer_channel ON extraction_buffer (channel_key, due_at
 CREATE INDEX extraction_buffer_person ON extraction_buffer (person_id);
 
 -- Prompt sections read memories by kind and subject within what a context sees.
-CREATE INDEX memories_kind ON memories (partition_key, kind, importance);
+CREATE INDEX memories_kind ON memories (partition_key, kind, importance, updated_at);
 CREATE INDEX memories_subject ON memories (partition_key, subject);
 
 -- Per-channel conversation state: silence timer for micro-reflection, text compaction.

@@ -13,7 +13,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable  # noqa: F401 (Awaitable is used in a string annotation)
 from typing import TextIO
 
 from bot.types import Conversation, IncomingMessage
