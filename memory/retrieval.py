@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import concurrent.futures
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -30,6 +31,7 @@ class Channel(StrEnum):
 
 
 ALL_CHANNELS = frozenset(Channel)
+_SCAN_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="vector-scan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +98,17 @@ class Retriever:
     def _candidates(self, text, partitions, knobs, k, channels, query_vector, where: Filter) -> dict[int, _Candidate]:
         pool: dict[int, _Candidate] = {}
         width = k * knobs.candidate_multiplier
+        vector = None
         if query_vector is not None and Channel.VECTOR in channels:
-            for rank, (rid, cos) in enumerate(self.corpus.vectors.search(query_vector, partitions, width)):
-                cand = pool.setdefault(rid, _Candidate(rid))
-                cand.cosine, cand.ranks[Channel.VECTOR] = cos, rank
+            # The matrix scan runs beside the FTS query (both release the GIL): two cores, one wait.
+            vector = _SCAN_POOL.submit(self.corpus.vectors.searcher(query_vector, partitions, width))
         if Channel.FTS in channels and text:
             for rank, (rid, score) in enumerate(self._text_search(text, partitions, width)):
                 cand = pool.setdefault(rid, _Candidate(rid))
                 cand.bm25, cand.ranks[Channel.FTS] = score, rank
+        for rank, (rid, cos) in enumerate(vector.result() if vector else ()):
+            cand = pool.setdefault(rid, _Candidate(rid))
+            cand.cosine, cand.ranks[Channel.VECTOR] = cos, rank
         if Channel.RECENT in channels and knobs.recent_candidates:
             for rank, rid in enumerate(self.corpus.newest(partitions, where, knobs.recent_candidates)):
                 pool.setdefault(rid, _Candidate(rid)).ranks[Channel.RECENT] = rank

@@ -11,6 +11,7 @@ mirror off (``use_mirror=False``) the same search runs as vec0 KNN queries, one 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -186,13 +187,20 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) of the k nearest rows within the given partitions, best first."""
-        if self.dim is None or k <= 0 or not partitions:
-            return []
-        if len(query) != self.dim:
-            return []
+        return self.searcher(query, partitions, k)()
+
+    def searcher(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> Callable[[], list[tuple[int, float]]]:
+        """The search split in two: what needs the connection runs now, the returned callable touches only
+        numpy, so a caller may run it on another thread while it queries FTS."""
+        if self.dim is None or k <= 0 or not partitions or len(query) != self.dim:
+            return lambda: []
         if not self.use_mirror:
-            return self._search_vec0(query, partitions, k)
+            found = self._search_vec0(query, partitions, k)
+            return lambda: found
         mirror = self._mirror()
+        return lambda: self._scan(mirror, query, partitions, k)
+
+    def _scan(self, mirror: dict[str, _Partition], query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
         parts = [p for p in (mirror.get(key) for key in partitions) if p is not None]
         for part in parts:
             part.flush(self.dim)

@@ -90,3 +90,15 @@ async def test_a_private_telegram_fact_never_reaches_a_discord_guild(world):
     await dc.dispatch_message(DC_DM, DC_USER, "what about my health?", username="alice")
     await dc.wait_for_sent(2)
     assert "Alice has diabetes" in llm.chat_requests[-1]["messages"][0]["content"]
+
+
+async def test_fifty_telegram_conversations_at_once_store_every_message(world):
+    runtime, llm, tg, dc = world
+    llm.default = lambda body: "hello " + body["messages"][-1]["content"][-6:]
+    for user in range(1000, 1050):
+        tg.push_message(user, user, f"hi from {user}", first_name=f"user{user}")
+    sent = await tg.wait_for_sent(50, timeout=30)
+    assert {s["chat_id"] for s in sent} == set(range(1000, 1050))
+    stored = runtime.engine.db.rows("SELECT author_id, content FROM messages WHERE role = 'user'")
+    assert {(r["author_id"], r["content"]) for r in stored} == {(f"telegram:{u}", f"hi from {u}") for u in range(1000, 1050)}
+    assert runtime.background.buffer.pending() == 50
