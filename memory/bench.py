@@ -11,6 +11,7 @@ made in one guild's scope.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -162,7 +163,7 @@ def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
 
 def _resolve(path: str) -> Callable[[], TurnFn]:
     module, _, name = path.partition(":")
-    return getattr(__import__(module, fromlist=[name]), name)
+    return getattr(importlib.import_module(module), name)
 
 
 def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = None,
