@@ -171,7 +171,8 @@ class Background:
     def _crowded(self) -> list[dict[str, Any]]:
         """Channels with more uncompacted turns than fit comfortably: context pressure."""
         out = []
-        for state in self.engine.db.rows("SELECT * FROM channel_state"):
+        active = self.engine.clock.now() - self.silence_s  # only channels that spoke lately can have grown
+        for state in self.engine.db.rows("SELECT * FROM channel_state WHERE last_message_at > ?", (active,)):
             ctx = context_from_json(state["context"])
             count = self.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?",
                                           (ctx.platform, ctx.channel_id, state["compacted_until"]))

@@ -211,3 +211,22 @@ async def test_session_end_reflection_persists_a_summary_for_the_same_guild(rt, 
     srv.script("ok")
     await rt.orchestrator.reply(group("discord", "G", "8", "and now?", name="Bob", channel="other"))
     assert "ship the beta on Friday" not in srv.chat_requests[-1]["messages"][0]["content"]
+
+
+async def test_long_conversations_are_flushed_then_compacted_into_a_rolling_summary(rt, srv):
+    for i in range(61):
+        await rt.orchestrator.observe(group("discord", "G", "7", f"chatter line {i} about the garden"))
+        rt.engine.clock.advance(1)
+    srv.script(facts({"about": "Alice", "subject": "garden", "content": "Alice talks a lot about her garden"}),
+               "Alice chatted at length about her garden.")
+    assert (await rt.background.tick())["compacted"] == 1
+    flush, summary = srv.chat_requests[-2:]
+    assert "chatter line 0 about the garden" in flush["messages"][1]["content"]  # WRITE-4: extraction first
+    assert "chatter line 0 about the garden" in summary["messages"][0]["content"]
+    assert "chatter line 60" not in summary["messages"][0]["content"]  # the newest turns stay verbatim
+    assert "Alice talks a lot about her garden" in contents(rt)
+    srv.script("ok")
+    await rt.orchestrator.reply(group("discord", "G", "7", "what were we saying?"))
+    prompt = last_reply_prompt(srv)
+    assert "Alice chatted at length about her garden." in prompt
+    assert "chatter line 0 about" not in prompt and "chatter line 60 about" in prompt
