@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+
+from ..types import Conversation, IncomingMessage
 
 # The slash commands every channel offers, with the one-line help the platforms show.
 COMMANDS: dict[str, str] = {
@@ -80,3 +82,13 @@ class RecentSpeakers:
         for pair in [p for p in recent if p[0] == author_id]:
             recent.remove(pair)
         recent.append((author_id, name))
+
+
+async def deliver(conversation: Conversation, locks: ChatLocks, incoming: IncomingMessage, addressed: bool,
+                  answer: Callable[[], Awaitable[None]]) -> None:
+    """One chat's messages in order: observed when not addressed to the bot, answered when they are."""
+    async with locks.hold(incoming.channel_id):
+        if not addressed:
+            await conversation.observe(incoming)
+        elif incoming.text:
+            await answer()

@@ -26,7 +26,7 @@ from discord import app_commands
 
 from bot.types import Conversation, IncomingMessage
 
-from .common import APOLOGY, COMMANDS, AdapterError, ChatLocks, LoginRejected, RecentSpeakers
+from .common import APOLOGY, COMMANDS, AdapterError, ChatLocks, LoginRejected, RecentSpeakers, deliver
 from .text import split_message
 
 logger = logging.getLogger(__name__)
@@ -101,11 +101,7 @@ class DiscordAdapter:
             return  # joins, pins, boosts...
         addressed, text = self._addressed(message)
         incoming = self._incoming(message, text)
-        async with self._locks.hold(incoming.channel_id):
-            if not addressed:
-                await self._conversation.observe(incoming)
-            elif incoming.text:
-                await self._answer(message, incoming)
+        await deliver(self._conversation, self._locks, incoming, addressed, lambda: self._answer(message, incoming))
 
     async def _answer(self, message: discord.Message, incoming: IncomingMessage) -> None:
         async with _typing(message.channel):

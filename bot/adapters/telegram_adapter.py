@@ -25,7 +25,7 @@ from telegram.ext import Application, ApplicationBuilder, CommandHandler, Contex
 
 from bot.types import Conversation, IncomingMessage
 
-from .common import APOLOGY, COMMANDS, ChatLocks, LoginRejected, RecentSpeakers
+from .common import APOLOGY, COMMANDS, ChatLocks, LoginRejected, RecentSpeakers, deliver
 from .text import split_message
 
 logger = logging.getLogger(__name__)
@@ -98,11 +98,7 @@ class TelegramAdapter:
             return
         addressed, text = self._addressed(message)
         incoming = self._incoming(message, text)
-        async with self._locks.hold(incoming.channel_id):
-            if not addressed:
-                await self._conversation.observe(incoming)
-            elif incoming.text:
-                await self._answer(message, incoming)
+        await deliver(self._conversation, self._locks, incoming, addressed, lambda: self._answer(message, incoming))
 
     async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message
