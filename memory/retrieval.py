@@ -54,6 +54,16 @@ class _Candidate:
     ranks: dict[str, int] = field(default_factory=dict)
 
 
+class _Done:
+    """An already computed result with the one method of a Future that the caller uses."""
+
+    def __init__(self, value: list[tuple[int, float]]) -> None:
+        self.value = value
+
+    def result(self) -> list[tuple[int, float]]:
+        return self.value
+
+
 class Retriever:
     def __init__(self, corpus: Corpus, embeddings: EmbeddingService, clock: Clock) -> None:
         self.corpus = corpus
@@ -100,8 +110,9 @@ class Retriever:
         width = k * knobs.candidate_multiplier
         vector = None
         if query_vector is not None and Channel.VECTOR in channels:
-            # The matrix scan runs beside the FTS query (both release the GIL): two cores, one wait.
-            vector = _SCAN_POOL.submit(self.corpus.vectors.searcher(query_vector, partitions, width))
+            scan, heavy = self.corpus.vectors.searcher(query_vector, partitions, width)
+            # A large scan runs beside the FTS query (both release the GIL): two cores, one wait.
+            vector = _SCAN_POOL.submit(scan) if heavy else _Done(scan())
         if Channel.FTS in channels and text:
             for rank, (rid, score) in enumerate(self._text_search(text, partitions, width)):
                 cand = pool.setdefault(rid, _Candidate(rid))

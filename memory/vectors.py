@@ -187,18 +187,20 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) of the k nearest rows within the given partitions, best first."""
-        return self.searcher(query, partitions, k)()
+        return self.searcher(query, partitions, k)[0]()
 
-    def searcher(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> Callable[[], list[tuple[int, float]]]:
-        """The search split in two: what needs the connection runs now, the returned callable touches only
-        numpy, so a caller may run it on another thread while it queries FTS."""
+    def searcher(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> tuple[Callable[[], list[tuple[int, float]]], bool]:
+        """The search split in two: what needs the connection runs now; the returned callable touches only
+        numpy, so a caller may run it on another thread while it queries FTS. The flag says whether the scan
+        is big enough (the shortlist path) for that to pay for the thread hand-off."""
         if self.dim is None or k <= 0 or not partitions or len(query) != self.dim:
-            return lambda: []
+            return (lambda: []), False
         if not self.use_mirror:
             found = self._search_vec0(query, partitions, k)
-            return lambda: found
+            return (lambda: found), False
         mirror = self._mirror()
-        return lambda: self._scan(mirror, query, partitions, k)
+        rows = sum(len(mirror[p].rids) + len(mirror[p].pending_rids) for p in partitions if p in mirror)
+        return (lambda: self._scan(mirror, query, partitions, k)), rows > EXACT_LIMIT
 
     def _scan(self, mirror: dict[str, _Partition], query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
         parts = [p for p in (mirror.get(key) for key in partitions) if p is not None]
