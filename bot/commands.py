@@ -22,13 +22,22 @@ FORGET_MIN_RELEVANCE = 0.35
 
 
 def purge_sources(engine: MemoryEngine, deleted: list[dict[str, Any]]) -> None:
-    """The messages a forgotten memory was learned from go too, and so do their pending extractions."""
-    ids = [mid for d in deleted for mid in (d.get("provenance") or {}).get("message_ids") or []]
-    if not ids:
-        return
-    rows = engine.db.rows(f"SELECT rid, content_hash FROM messages WHERE platform_message_id IN ({placeholders(ids)})", ids)
-    engine.messages.delete_rids([r["rid"] for r in rows], [r["content_hash"] for r in rows])
-    engine.db.execute(f"DELETE FROM extraction_buffer WHERE message_id IN ({placeholders(ids)})", ids)
+    """The messages a forgotten memory was learned from go too, and so do their pending extractions.
+
+    Platform message ids are only unique within a chat (Telegram numbers each chat from 1), so the
+    lookup is always by platform, channel and id together.
+    """
+    for item in deleted:
+        prov = item.get("provenance") or {}
+        ids, platform, channel = prov.get("message_ids") or [], prov.get("platform"), prov.get("channel_id")
+        if not (ids and platform and channel):
+            continue
+        rows = engine.db.rows(
+            f"SELECT rid, content_hash FROM messages WHERE platform = ? AND channel_id = ? AND platform_message_id IN ({placeholders(ids)})",
+            (platform, channel, *ids))
+        engine.messages.delete_rids([r["rid"] for r in rows], [r["content_hash"] for r in rows])
+        engine.db.execute(
+            f"DELETE FROM extraction_buffer WHERE channel_key = ? AND message_id IN ({placeholders(ids)})", (f"{platform}:{channel}", *ids))
 
 
 class Commands:

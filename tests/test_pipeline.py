@@ -230,3 +230,13 @@ async def test_long_conversations_are_flushed_then_compacted_into_a_rolling_summ
     prompt = last_reply_prompt(srv)
     assert "Alice chatted at length about her garden." in prompt
     assert "chatter line 0 about" not in prompt and "chatter line 60 about" in prompt
+
+
+async def test_forgetting_removes_source_messages_only_from_their_own_chat(rt, srv):
+    await tell(rt, srv, dm("telegram", "7", "I work at Acme as a baker", mid="1"),
+               extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
+    await tell(rt, srv, dm("telegram", "8", "I like sailing", name="Bob", mid="1"))  # same message id, another chat
+    answer = await rt.orchestrator.command("forget", "my job at Acme", dm("telegram", "7", "/forget my job at Acme"))
+    assert answer.startswith("Forgotten: Alice works at Acme")
+    remaining = {r["content"] for r in rt.engine.db.rows("SELECT content FROM messages")}
+    assert "I work at Acme as a baker" not in remaining and "I like sailing" in remaining
