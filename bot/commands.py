@@ -9,8 +9,7 @@ from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
 from memory.models import FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
 from memory.people import People
-from memory.privacy import export_person, forget_person
-from memory.scopes import placeholders
+from memory.privacy import export_person, forget_person, forget_sources
 from memory.store import RecallFilters
 
 from .types import IncomingMessage
@@ -19,25 +18,6 @@ HELP = ("Hi! I'm a companion with a memory. Just talk to me.\n"
         "/remember <fact> — I'll remember it\n/forget <what> — I'll forget the closest memory (/forget everything: all about you)\n"
         "/memories — what I remember about you here\n/link — connect your accounts on other platforms\n/export — everything I store about you")
 FORGET_MIN_RELEVANCE = 0.35
-
-
-def purge_sources(engine: MemoryEngine, deleted: list[dict[str, Any]]) -> None:
-    """The messages a forgotten memory was learned from go too, and so do their pending extractions.
-
-    Platform message ids are only unique within a chat (Telegram numbers each chat from 1), so the
-    lookup is always by platform, channel and id together.
-    """
-    for item in deleted:
-        prov = item.get("provenance") or {}
-        ids, platform, channel = prov.get("message_ids") or [], prov.get("platform"), prov.get("channel_id")
-        if not (ids and platform and channel):
-            continue
-        rows = engine.db.rows(
-            f"SELECT rid, content_hash FROM messages WHERE platform = ? AND channel_id = ? AND platform_message_id IN ({placeholders(ids)})",
-            (platform, channel, *ids))
-        engine.messages.delete_rids([r["rid"] for r in rows], [r["content_hash"] for r in rows])
-        engine.db.execute(
-            f"DELETE FROM extraction_buffer WHERE channel_key = ? AND message_id IN ({placeholders(ids)})", (f"{platform}:{channel}", *ids))
 
 
 class Commands:
@@ -81,7 +61,7 @@ class Commands:
             return "I couldn't find a memory like that."
         best = hits[0].row
         self.engine.memories.delete(best["id"])
-        purge_sources(self.engine, [{"provenance": json.loads(best["provenance"])}])
+        forget_sources(self.engine, [json.loads(best["provenance"])])
         return f"Forgotten: {best['content']}"
 
     def do_memories(self, arg: str, turn) -> str:

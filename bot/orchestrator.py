@@ -15,12 +15,13 @@ from memory.engine import MemoryEngine
 from memory.messages import NewMessage
 from memory.models import Provenance
 from memory.people import People
+from memory.privacy import forget_sources
 from memory.scopes import RecallContext
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.tools import MemoryTools, RateLimiter
 
 from .assembly import Assembler, Turn
-from .commands import Commands, purge_sources
+from .commands import Commands
 from .llm import ChatClient, LLMError
 from .types import IncomingMessage, Reply, StreamSink
 
@@ -113,7 +114,7 @@ class Orchestrator:
         self.channels.touch(turn.channel_key, turn.ctx)
         self.engine.memories.flush_access()
         if deleted:
-            purge_sources(self.engine, deleted)
+            forget_sources(self.engine, [d.get("provenance") or {} for d in deleted])
             return
         m = turn.message
         base = dict(platform=m.platform, channel_id=m.channel_id, guild_id=turn.ctx.guild_id,

@@ -87,3 +87,21 @@ def _new_memory(item: dict[str, Any]) -> NewMemory:
         source=Source(item.get("source", "user-stated")), importance=min(10.0, max(1.0, float(item.get("importance", 5)))), ttl=item.get("ttl"),
         provenance=Provenance(**{**prov, "message_ids": tuple(prov.get("message_ids") or ())}) if prov else Provenance(),
     )
+
+
+def forget_sources(engine: MemoryEngine, provenances: list[dict[str, Any]]) -> None:
+    """The messages a forgotten memory was learned from go too, and so do their pending extractions.
+
+    Platform message ids are only unique within a chat (Telegram numbers each chat from 1), so the
+    lookup is always by platform, channel and id together.
+    """
+    for prov in provenances:
+        ids, platform, channel = prov.get("message_ids") or [], prov.get("platform"), prov.get("channel_id")
+        if not (ids and platform and channel):
+            continue
+        rows = engine.db.rows(
+            f"SELECT rid, content_hash FROM messages WHERE platform = ? AND channel_id = ? AND platform_message_id IN ({placeholders(ids)})",
+            (platform, channel, *ids))
+        engine.messages.delete_rids([r["rid"] for r in rows], [r["content_hash"] for r in rows])
+        engine.db.execute(
+            f"DELETE FROM extraction_buffer WHERE channel_key = ? AND message_id IN ({placeholders(ids)})", (f"{platform}:{channel}", *ids))
