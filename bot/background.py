@@ -51,6 +51,7 @@ class Background:
             done["reflected"] += await self.reflect(state)
         for state in await self.runner.run(self._crowded):
             done["compacted"] += await self.compact(state)
+        await self.runner.run(self.summaries.expire)
         return done
 
     async def flush(self) -> None:

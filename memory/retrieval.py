@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import concurrent.futures
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -31,7 +30,6 @@ class Channel(StrEnum):
 
 
 ALL_CHANNELS = frozenset(Channel)
-_SCAN_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="vector-scan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,16 +50,6 @@ class _Candidate:
     text: float = 0.0
     blended: bool = False
     ranks: dict[str, int] = field(default_factory=dict)
-
-
-class _Done:
-    """An already computed result with the one method of a Future that the caller uses."""
-
-    def __init__(self, value: list[tuple[int, float]]) -> None:
-        self.value = value
-
-    def result(self) -> list[tuple[int, float]]:
-        return self.value
 
 
 class Retriever:
@@ -108,18 +96,14 @@ class Retriever:
     def _candidates(self, text, partitions, knobs, k, channels, query_vector, where: Filter) -> dict[int, _Candidate]:
         pool: dict[int, _Candidate] = {}
         width = k * knobs.candidate_multiplier
-        vector = None
         if query_vector is not None and Channel.VECTOR in channels:
-            scan, heavy = self.corpus.vectors.searcher(query_vector, partitions, width)
-            # A large scan runs beside the FTS query (both release the GIL): two cores, one wait.
-            vector = _SCAN_POOL.submit(scan) if heavy else _Done(scan())
+            for rank, (rid, cos) in enumerate(self.corpus.vectors.search(query_vector, partitions, width)):
+                cand = pool.setdefault(rid, _Candidate(rid))
+                cand.cosine, cand.ranks[Channel.VECTOR] = cos, rank
         if Channel.FTS in channels and text:
             for rank, (rid, score) in enumerate(self._text_search(text, partitions, width)):
                 cand = pool.setdefault(rid, _Candidate(rid))
                 cand.bm25, cand.ranks[Channel.FTS] = score, rank
-        for rank, (rid, cos) in enumerate(vector.result() if vector else ()):
-            cand = pool.setdefault(rid, _Candidate(rid))
-            cand.cosine, cand.ranks[Channel.VECTOR] = cos, rank
         if Channel.RECENT in channels and knobs.recent_candidates:
             for rank, rid in enumerate(self.corpus.newest(partitions, where, knobs.recent_candidates)):
                 pool.setdefault(rid, _Candidate(rid)).ranks[Channel.RECENT] = rank

@@ -116,8 +116,12 @@ class SessionSummaries:
     def recent(self, ctx: RecallContext, within_s: float, limit: int = 3) -> list[dict[str, Any]]:
         """Unexpired summaries that ended within the window, in this guild (any channel) or this DM."""
         now = self.engine.clock.now()
-        self.db.execute("DELETE FROM session_summaries WHERE expires_at <= ?", (now,))
         place = ("guild_id = ?", ctx.guild_id) if ctx.guild_id else ("guild_id IS NULL AND channel_id = ?", ctx.channel_id)
         return self.db.rows(
-            f"SELECT * FROM session_summaries WHERE platform = ? AND {place[0]} AND ended_at >= ? ORDER BY ended_at DESC LIMIT ?",
-            (ctx.platform, place[1], now - within_s, limit))
+            f"SELECT * FROM session_summaries WHERE platform = ? AND {place[0]} AND ended_at >= ? AND expires_at > ? "
+            "ORDER BY ended_at DESC LIMIT ?", (ctx.platform, place[1], now - within_s, now, limit))
+
+    def expire(self) -> int:
+        """Delete summaries past their lifetime (run by the background tick, not on the reply path)."""
+        self.db.execute("DELETE FROM session_summaries WHERE expires_at <= ?", (self.engine.clock.now(),))
+        return self.db.con.changes()

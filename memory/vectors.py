@@ -11,7 +11,6 @@ mirror off (``use_mirror=False``) the same search runs as vec0 KNN queries, one 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -187,20 +186,11 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) of the k nearest rows within the given partitions, best first."""
-        return self.searcher(query, partitions, k)[0]()
-
-    def searcher(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> tuple[Callable[[], list[tuple[int, float]]], bool]:
-        """The search split in two: what needs the connection runs now; the returned callable touches only
-        numpy, so a caller may run it on another thread while it queries FTS. The flag says whether the scan
-        is big enough (the shortlist path) for that to pay for the thread hand-off."""
         if self.dim is None or k <= 0 or not partitions or len(query) != self.dim:
-            return (lambda: []), False
+            return []
         if not self.use_mirror:
-            found = self._search_vec0(query, partitions, k)
-            return (lambda: found), False
-        mirror = self._mirror()
-        rows = sum(len(mirror[p].rids) + len(mirror[p].pending_rids) for p in partitions if p in mirror)
-        return (lambda: self._scan(mirror, query, partitions, k)), rows > EXACT_LIMIT
+            return self._search_vec0(query, partitions, k)
+        return self._scan(self._mirror(), query, partitions, k)
 
     def _scan(self, mirror: dict[str, _Partition], query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
         parts = [p for p in (mirror.get(key) for key in partitions) if p is not None]
