@@ -42,28 +42,36 @@ def telegram_command(tg, text: str) -> None:
     tg.push_message(TG_USER, TG_USER, text, entities=[{"type": "bot_command", "offset": 0, "length": len(command)}])
 
 
+async def tell_on_telegram(runtime, llm, tg, text: str, fact: str) -> None:
+    """Alice says something in her Telegram DM; after the debounce the model extracts ``fact`` from it."""
+    llm.script("Noted.")
+    sent = len(tg.sent)
+    tg.push_message(TG_USER, TG_USER, text, first_name="Alice")
+    await tg.wait_for_sent(sent + 1)
+    runtime.engine.clock.advance(31)
+    llm.script(facts({"about": "Alice", "subject": "fact", "content": fact}))
+    assert (await runtime.background.tick())["extracted"] == 1
+
+
+async def link_telegram_to_discord(tg, dc) -> dict:
+    """/link on Telegram, then /link CODE as a Discord slash command; returns Discord's answer."""
+    sent = len(tg.sent)
+    telegram_command(tg, "/link")
+    code = re.search(r"code is (\S+)", (await tg.wait_for_sent(sent + 1))[-1]["text"]).group(1)
+    await dc.dispatch_interaction("link", user_id=DC_USER, channel_id=DC_DM, options={"code": code})
+    return (await dc.wait_for_interaction_responses(1))[-1]
+
+
 async def test_a_telegram_fact_reaches_a_discord_dm_after_link(world):
     runtime, llm, tg, dc = world
-    llm.script("Nice, a baker!")
-    tg.push_message(TG_USER, TG_USER, "I work at Acme as a baker", first_name="Alice")
-    await tg.wait_for_sent(1)
-    runtime.engine.clock.advance(31)
-    llm.script(facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
-    assert (await runtime.background.tick())["extracted"] == 1
+    await tell_on_telegram(runtime, llm, tg, "I work at Acme as a baker", "Alice works at Acme as a baker")
     row = runtime.engine.db.one("SELECT scope_id, provenance FROM memories")
     assert row["scope_id"] == f"telegram:{TG_USER}" and '"platform": "telegram"' in row["provenance"]
-
-    telegram_command(tg, "/link")
-    sent = await tg.wait_for_sent(2)
-    code = re.search(r"code is (\S+)", sent[-1]["text"]).group(1)
     llm.script("I don't know yet.")
     await dc.dispatch_message(DC_DM, DC_USER, "where do I work?", username="alice")
     await dc.wait_for_sent(1)
     assert "Acme" not in llm.chat_requests[-1]["messages"][0]["content"]  # not linked yet: another person
-
-    await dc.dispatch_interaction("link", user_id=DC_USER, channel_id=DC_DM, options={"code": code})
-    responses = await dc.wait_for_interaction_responses(1)
-    assert "Linked" in responses[-1]["data"]["content"]
+    assert "Linked" in (await link_telegram_to_discord(tg, dc))["data"]["content"]
     llm.script("You work at Acme, as a baker.")
     await dc.dispatch_message(DC_DM, DC_USER, "where do I work?", username="alice")
     await dc.wait_for_sent(2)
@@ -72,16 +80,8 @@ async def test_a_telegram_fact_reaches_a_discord_dm_after_link(world):
 
 async def test_a_private_telegram_fact_never_reaches_a_discord_guild(world):
     runtime, llm, tg, dc = world
-    llm.script("Got it.")
-    tg.push_message(TG_USER, TG_USER, "My diagnosis is private: I have diabetes", first_name="Alice")
-    await tg.wait_for_sent(1)
-    runtime.engine.clock.advance(31)
-    llm.script(facts({"about": "Alice", "subject": "health", "content": "Alice has diabetes"}))
-    await runtime.background.tick()
-    telegram_command(tg, "/link")
-    code = re.search(r"code is (\S+)", (await tg.wait_for_sent(2))[-1]["text"]).group(1)
-    await dc.dispatch_interaction("link", user_id=DC_USER, channel_id=DC_DM, options={"code": code})
-    await dc.wait_for_interaction_responses(1)
+    await tell_on_telegram(runtime, llm, tg, "My diagnosis is private: I have diabetes", "Alice has diabetes")
+    await link_telegram_to_discord(tg, dc)
     llm.script("Hi!")
     await dc.dispatch_message(8001, DC_USER, "hey bot, what about my health and diabetes?", guild_id=8000, mentions_bot=True, username="alice")
     await dc.wait_for_sent(1)
