@@ -91,6 +91,7 @@ class Assembler:
         if query_vector is None:
             query_vector = self.engine.embeddings.embed_query(text)
         shown: dict[str, Memory] = {}
+        state = self.channels.get(turn.channel_key) or {}
         # One recall serves two sections: behaviour rules that fit this message, and everything else relevant.
         top_k = self.engine.knobs.get("memories").top_k
         hits = [Memory.from_row(h.row) for h in self.engine.memories.recall(ctx, text, top_k=top_k + 8, query_vector=query_vector)]
@@ -105,9 +106,9 @@ class Assembler:
             self._section("relevant", "Relevant memories", relevant, shown),
             self._entities(ctx),
             self._sessions(ctx),
-            self._summary(turn),
+            self._summary(state),
         ]
-        history = self._history(turn)
+        history = self._history(turn, state)
         return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000)
 
     def system_prompt(self, turn: Turn, snap: Snapshot, now: float) -> str:
@@ -153,13 +154,11 @@ class Assembler:
                  f"{json.dumps(r['text'], ensure_ascii=False)}" for r in rows]
         return Section("sessions", "Recent voice session context", _fits(lines, BUDGETS["sessions"]))
 
-    def _summary(self, turn: Turn) -> Section:
-        state = self.channels.get(turn.channel_key)
-        text = (state or {}).get("rolling_summary") or ""
+    def _summary(self, state: dict[str, Any]) -> Section:
+        text = state.get("rolling_summary") or ""
         return Section("summary", "Earlier in this conversation (summary)", [json.dumps(text, ensure_ascii=False)] if text else [])
 
-    def _history(self, turn: Turn) -> list[dict[str, str]]:
-        state = self.channels.get(turn.channel_key) or {}
+    def _history(self, turn: Turn, state: dict[str, Any]) -> list[dict[str, str]]:
         rows = self.engine.messages.recent(turn.ctx, turn.message.channel_id, self.history_turns)
         rows = [r for r in rows if r["platform"] == turn.message.platform and r["created_at"] > state.get("compacted_until", 0)]
         turns = [{"role": r["role"], "content": r["content"] if r["role"] == "assistant" or turn.ctx.is_dm else f"{r['author_name']}: {r['content']}"}

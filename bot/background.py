@@ -15,7 +15,7 @@ import prompts
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
-from memory.maintenance import parse_json_object
+from memory.maintenance import audit_finish, audit_start, parse_json_object
 from memory.models import EntityRef, FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
 from memory.scopes import RecallContext
 from memory.sessions import Buffered, ChannelState, ExtractionBuffer, SessionSummaries, context_from_json
@@ -116,11 +116,12 @@ class Background:
     async def reflect(self, state: dict[str, Any]) -> int:
         ctx = context_from_json(state["context"])
         rows = await self.runner.run(self._excerpt_rows, ctx, state["session_started_at"])
-        audit = await self.runner.run(self._audit_start, state["channel_key"], rows)
+        excerpt = "\n".join(f"{r['author_name']}: {r['content']}" for r in rows)[-2000:]
+        audit = await self.runner.run(audit_start, self.engine, "micro", state["channel_key"], excerpt)
         try:
             answer = parse_json_object(await self.llm.complete(self._reflection_messages(ctx, rows), temperature=0.0)) if rows else {}
         except (LLMError, ValueError) as exc:
-            await self.runner.run(self._audit_finish, audit, [], str(exc))
+            await self.runner.run(self._give_up, state["channel_key"], audit, str(exc))
             return 0
         facts = [self._reflection_fact(c, ctx, rows) for c in answer.get("facts", []) if isinstance(c, dict)][:20]
         stored = await self.runner.run(self._store, facts)
@@ -153,20 +154,13 @@ class Background:
             people = sorted({r["author_id"] for r in rows if r["role"] == "user"})
             self.summaries.add(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, participants=people,
                                text=summary[:1200], started_at=state["session_started_at"])
-        self._audit_finish(audit, [f.candidate.get("content") for f in facts], None)
+        audit_finish(self.engine, audit, facts=[f.candidate.get("content") for f in facts])
         self.channels.mark_reflected(state["channel_key"])
 
-    def _audit_start(self, channel_key: str, rows: list[dict[str, Any]]) -> int:
-        excerpt = "\n".join(f"{r['author_name']}: {r['content']}" for r in rows)[-2000:]
-        self.engine.db.execute("INSERT INTO reflections (kind, scope_hint, started_at, input_excerpt) VALUES ('micro', ?, ?, ?)",
-                               (channel_key, self.engine.clock.now(), excerpt))
-        return int(self.engine.db.con.last_insert_rowid())
-
-    def _audit_finish(self, audit: int, facts: list[Any], error: str | None) -> None:
-        self.engine.db.execute("UPDATE reflections SET finished_at = ?, status = ?, facts = ?, error = ? WHERE id = ?",
-                               (self.engine.clock.now(), "failed" if error else "done", json.dumps(facts), error, audit))
-        if error:
-            self.channels.mark_reflected(self.engine.db.scalar("SELECT scope_hint FROM reflections WHERE id = ?", (audit,)))
+    def _give_up(self, channel_key: str, audit: int, error: str) -> None:
+        """A failed reflection is audited and not retried: the session's messages stay searchable in history."""
+        audit_finish(self.engine, audit, error=error)
+        self.channels.mark_reflected(channel_key)
 
     # -- WRITE-4 and ORCH-4 -------------------------------------------------------------------------------
     def _crowded(self) -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ class ConsolidationReport:
 def consolidate(engine: MemoryEngine, complete: Completer, *, threshold: float = 0.85, max_cluster: int = 5,
                 progress: Progress | None = None) -> ConsolidationReport:
     clusters = list(_clusters(engine, threshold, max_cluster))
-    audit = _audit_start(engine, "consolidation", f"{len(clusters)} clusters")
+    audit = audit_start(engine, "consolidation", f"{len(clusters)} clusters")
     new_ids, merged, failures = [], 0, 0
     for done, cluster in enumerate(clusters, start=1):
         try:
@@ -50,7 +50,7 @@ def consolidate(engine: MemoryEngine, complete: Completer, *, threshold: float =
             log.exception("could not merge %s", [m.id for m in cluster])
         if progress:
             progress(done, len(clusters))
-    _audit_finish(engine, audit, new_ids, None if not failures else f"{failures} clusters failed")
+    audit_finish(engine, audit, stored=new_ids, error=None if not failures else f"{failures} clusters failed")
     return ConsolidationReport(len(clusters), merged, tuple(new_ids), failures)
 
 
@@ -150,14 +150,18 @@ def prune_entities(engine: MemoryEngine, *, unseen_days: float = 90.0) -> int:
     return pruned
 
 
-def _audit_start(engine: MemoryEngine, kind: str, hint: str) -> int:
-    engine.db.execute("INSERT INTO reflections (kind, scope_hint, started_at) VALUES (?, ?, ?)", (kind, hint, engine.clock.now()))
+def audit_start(engine: MemoryEngine, kind: str, hint: str, excerpt: str = "") -> int:
+    """Open a row in the reflections audit (consolidation runs, micro-reflections)."""
+    engine.db.execute("INSERT INTO reflections (kind, scope_hint, started_at, input_excerpt) VALUES (?, ?, ?, ?)",
+                      (kind, hint, engine.clock.now(), excerpt))
     return int(engine.db.con.last_insert_rowid())
 
 
-def _audit_finish(engine: MemoryEngine, audit_id: int, stored: list[str], error: str | None) -> None:
+def audit_finish(engine: MemoryEngine, audit_id: int, *, stored: list[str] = (), facts: list = (), error: str | None = None) -> None:
+    """Close an audit row: ``failed`` when it erred and stored nothing, else ``done``."""
     engine.db.execute(
-        "UPDATE reflections SET finished_at = ?, status = ?, stored_ids = ?, error = ? WHERE id = ?",
-        (engine.clock.now(), "failed" if error and not stored else "done", json.dumps(stored), error, audit_id),
+        "UPDATE reflections SET finished_at = ?, status = ?, stored_ids = ?, facts = ?, error = ? WHERE id = ?",
+        (engine.clock.now(), "failed" if error and not stored else "done", json.dumps(list(stored)), json.dumps(list(facts)),
+         error, audit_id),
     )
 

@@ -90,9 +90,8 @@ class MemoryStore:
 
     # -- writes ------------------------------------------------------------------------------------
     def add(self, new: NewMemory) -> WriteResult:
-        subject, content = check_memory(new.subject, new.content, new.kind)
-        importance = _importance(new.importance)
-        new = replace(new, subject=subject, content=content, importance=importance, tags=normalise_tags(new.tags))
+        new = _prepared(new)
+        content = new.content
         key = memory_partition(new.scope, new.scope_id, new.visibility)
         exact = self._exact_duplicate(key, content)
         if exact is not None:
@@ -188,8 +187,7 @@ class MemoryStore:
         ids, vec_rows = [], []
         with self.db.transaction():
             for new, vector in items:
-                subject, content = check_memory(new.subject, new.content, new.kind)
-                new = replace(new, subject=subject, content=content, importance=_importance(new.importance), tags=normalise_tags(new.tags))
+                new = _prepared(new)
                 key = memory_partition(new.scope, new.scope_id, new.visibility)
                 rid, memory_id = self._insert(new, key)
                 ids.append(memory_id)
@@ -203,10 +201,9 @@ class MemoryStore:
 
     def insert_merged(self, new: NewMemory, originals: list[Memory]) -> Memory:
         """Consolidation's write: the merged row, its vector, the originals marked and their graph relinked."""
-        subject, content = check_memory(new.subject, new.content, new.kind)
-        new = replace(new, subject=subject, content=content, importance=_importance(new.importance), tags=normalise_tags(new.tags))
+        new = _prepared(new)
         key = memory_partition(new.scope, new.scope_id, new.visibility)
-        vector = self._vector(content)
+        vector = self._vector(new.content)
         with self.db.transaction():
             rid, memory_id = self._insert(new, key)
             if vector is not None:
@@ -343,6 +340,12 @@ class MemoryStore:
         ) or {}
         return {"memories": counts.get("total") or 0, "active": counts.get("active") or 0,
                 "embedding": self.embeddings.fingerprint, "dimension": self.embeddings.stored_dim()}
+
+
+def _prepared(new: NewMemory) -> NewMemory:
+    """Every write path's first step: safety filters and normalisation (WRITE-6), importance bounds, clean tags."""
+    subject, content = check_memory(new.subject, new.content, new.kind)
+    return replace(new, subject=subject, content=content, importance=_importance(new.importance), tags=normalise_tags(new.tags))
 
 
 def _importance(value: float) -> float:
