@@ -6,18 +6,19 @@ improvement serves both the memory recall and the conversation search.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from .db import Database
 from .fts import FtsQueryBuilder
 from .models import DECAY_EXEMPT_KINDS, FactKind
 from .scopes import partition_token, placeholders
+from .vectors import VectorIndex
 
 BROAD_SHARE = 0.3
 Order = tuple[tuple[str, bool], ...]  # (column, descending) pairs
-from .vectors import VectorIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class Corpus:
     vectors: VectorIndex
     fts: FtsQueryBuilder = field(init=False)
     _counts: tuple[float, dict[str, int]] = field(init=False, default=(0.0, {}))
+    FTS_COLUMNS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         self.fts = FtsQueryBuilder(self.db, self.fts_table)
@@ -76,6 +78,17 @@ class Corpus:
         return ""
 
     # -- shared queries ----------------------------------------------------------------------------
+    def index_text(self, rids: list[int]) -> None:
+        """Add new rows to the FTS index in one statement; call it last in the write transaction.
+
+        FTS5 writes its pending terms out as a new index segment at every statement savepoint, so
+        indexing row by row (or before other writes of the same transaction) fragments the index.
+        """
+        if rids:
+            cols = ", ".join(self.FTS_COLUMNS)
+            self.db.execute(f"INSERT INTO {self.fts_table} (rowid, {cols}) SELECT rid, {cols} FROM {self.table} "
+                            "WHERE rid IN (SELECT value FROM json_each(?))", (json.dumps(rids),))
+
     def fetch(self, rids: list[int], partitions: tuple[str, ...], where: Filter) -> dict[int, dict[str, Any]]:
         """The rows among ``rids`` that sit in the given partitions and pass ``where``."""
         if not rids or not partitions:
@@ -154,6 +167,8 @@ def live_memories(alias: str, now: float) -> Filter:
 
 
 class MemoryCorpus(Corpus):
+    FTS_COLUMNS = ("subject", "content", "tags", "ptoken")
+
     def __init__(self, db: Database, vectors: VectorIndex) -> None:
         super().__init__("memories", "memories", "memory_fts", "bm25(memory_fts, 2.0, 1.0, 1.0, 0.0)", db, vectors)
 
@@ -181,6 +196,8 @@ class MemoryCorpus(Corpus):
 
 
 class MessageCorpus(Corpus):
+    FTS_COLUMNS = ("content", "author_name", "context", "ptoken")
+
     def __init__(self, db: Database, vectors: VectorIndex) -> None:
         super().__init__("messages", "messages", "message_fts", "bm25(message_fts, 1.0, 0.5, 0.3, 0.0)", db, vectors)
 

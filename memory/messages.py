@@ -60,7 +60,7 @@ class MessageLog:
             row["content_hash"] = content_hash(self.corpus.search_text(row))
         last_rid = self._add_context(rows)
         vectors = self._vectors([self.corpus.search_text(r) for r in rows]) if embed else None
-        ids, vec_rows = [], []
+        ids, rids, vec_rows = [], [], []
         with self.db.transaction():
             for i, row in enumerate(rows):
                 where = (row["platform"], row["channel_id"])
@@ -75,9 +75,11 @@ class MessageLog:
                 )
                 ids.append(row["id"])
                 last_rid[where] = int(self.db.con.last_insert_rowid())
+                rids.append(last_rid[where])
                 if vectors is not None:
                     vec_rows.append((last_rid[where], row["partition_key"], vectors[i]))
             self.corpus.vectors.write_many(vec_rows)
+            self.corpus.index_text(rids)
         self.corpus.vectors.mirror_add(vec_rows)
         return ids
 

@@ -242,4 +242,12 @@ CREATE TABLE channel_state (
 );
 """)
 
-MIGRATIONS: tuple[Migration, ...] = (M001_CORE, M002_CONVERSATIONS)
+M003_FTS_INSERT_IN_BULK = Migration("m003_fts_insert_in_bulk", """
+-- New rows reach the FTS indexes through one INSERT ... SELECT per write transaction (Corpus.index_text),
+-- not a trigger per row: FTS5 flushes its pending terms at every statement savepoint, so a per-row
+-- trigger wrote one index segment per row and bulk loads crawled past a few hundred thousand rows.
+DROP TRIGGER memories_ai;
+DROP TRIGGER messages_ai;
+""")
+
+MIGRATIONS: tuple[Migration, ...] = (M001_CORE, M002_CONVERSATIONS, M003_FTS_INSERT_IN_BULK)

@@ -107,6 +107,7 @@ class MemoryStore:
                 self.corpus.vectors.write(rid, key, vector)
             self._link(rid, updates, related, contradicted)
             self.graph.attach(rid, new.entities)
+            self.corpus.index_text([rid])
         if vector is not None:
             self.corpus.vectors.mirror_add([(rid, key, vector)])
         return WriteResult("stored", self.get(memory_id), tuple(m.id for m in updates),
@@ -184,18 +185,20 @@ class MemoryStore:
 
     def insert_batch(self, items: list[tuple[NewMemory, np.ndarray | None]]) -> list[str]:
         """Trusted bulk load (file ingest, benchmarks): safety filters apply, dedup and linking do not."""
-        ids, vec_rows = [], []
+        ids, rids, vec_rows = [], [], []
         with self.db.transaction():
             for new, vector in items:
                 new = _prepared(new)
                 key = memory_partition(new.scope, new.scope_id, new.visibility)
                 rid, memory_id = self._insert(new, key)
                 ids.append(memory_id)
+                rids.append(rid)
                 if new.entities:
                     self.graph.attach(rid, new.entities)
                 if vector is not None:
                     vec_rows.append((rid, key, vector))
             self.corpus.vectors.write_many(vec_rows)
+            self.corpus.index_text(rids)
         self.corpus.vectors.mirror_add(vec_rows)
         return ids
 
@@ -211,6 +214,7 @@ class MemoryStore:
             old = [m.rid for m in originals]
             self.db.execute(f"UPDATE memories SET consolidated_into = ? WHERE rid IN ({placeholders(old)})", (memory_id, *old))
             self.graph.relink(old, rid)
+            self.corpus.index_text([rid])
         if vector is not None:
             self.corpus.vectors.mirror_add([(rid, key, vector)])
         return self.get(memory_id)

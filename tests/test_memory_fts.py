@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 
+import apsw
 import pytest
 
-from conftest import contents, count, dm_ctx, guild_ctx, remember, say, snapshot
-from memory.models import Scope
+from conftest import HashEmbedder, ScriptedCompleter, contents, count, dm_ctx, fts_rids, guild_ctx, remember, say, snapshot
+from memory.engine import MemoryEngine
+from memory.maintenance import consolidate
+from memory.migrations import MIGRATIONS
+from memory.models import NewMemory, Scope
 from memory.scopes import partition_token
 from memory.tools import MemoryTools
 
@@ -167,3 +171,47 @@ def test_stop_word_only_query_uses_no_fts_but_still_recalls_by_vector(seeded):
 def test_every_term_reaches_fts_quoted(seeded):
     expr = seeded.memories.corpus.fts.match('kites NEAR(x y) AND "lanterns', ("kabc",))
     assert expr == '("kites" OR "near" OR "lanterns") AND ptoken : (kabc)'
+
+
+def _index_matches_rows(engine) -> None:
+    """FTS5's own check that each index holds exactly what its content table says (raises otherwise)."""
+    for table in ("memory_fts", "message_fts"):
+        engine.db.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
+
+
+def test_every_write_path_keeps_the_text_indexes_in_step_with_their_rows(engine, embedder):
+    stem = "Zelda adopted a small pet from the shelter near her flat in town"
+    pets = [remember(engine, f"{stem} {animal}", subject=f"pet {animal}", scope_id="zelda") for animal in ("tabby cat", "brown dog")]
+    engine.memories.insert_batch([(NewMemory(content=f"Zelda collects {thing}", subject=thing, scope=Scope.USER, scope_id="zelda"), None)
+                                  for thing in ("stamps", "kites", "maps")])
+    consolidate(engine, ScriptedCompleter(json.dumps({"subject": "Zelda's pets", "content": "Zelda adopted a cat and a dog"})))
+    kites = next(m for m in engine.memories.list(None) if m.subject == "kites")
+    engine.memories.update(kites.id, content="Zelda collects paper kites")
+    engine.memories.delete(pets[0].id)
+    say(engine, "Yuki waves hello", author="yuki", dm_person="zelda")
+    say(engine, "Zelda asks about lanterns", author="zelda", dm_person="zelda")
+    engine.messages.delete_by_author(["yuki"])
+
+    _index_matches_rows(engine)
+    assert contents(engine.memories.recall(dm_ctx("zelda"), "paper kites", threshold=0))
+    assert fts_rids(engine, "lanterns", "message_fts")
+
+
+def test_a_file_written_by_the_per_row_trigger_schema_upgrades_and_stays_searchable(tmp_path, clock):
+    path = tmp_path / "old.db"
+    old = apsw.Connection(str(path))
+    for version, migration in enumerate(MIGRATIONS[:2], start=1):
+        old.execute(migration.sql)
+        old.execute("INSERT INTO schema_version VALUES (?, ?, 'x')" if version > 1 else
+                    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT); "
+                    "INSERT INTO schema_version VALUES (?, ?, 'x')", (version, migration.name))
+    old.execute("INSERT INTO memories (id, type, subject, content, scope, scope_id, partition_key, ptoken, content_hash, "
+                "created_at, updated_at) VALUES ('m-old', 'semantic', 'boats', 'Yuri sails old wooden boats', 'user', 'yuri', ?, ?, "
+                "'h', 0, 0)", ("user|yuri|public", partition_token("user|yuri|public")))
+    old.close()
+
+    with MemoryEngine(path, HashEmbedder(), clock) as engine:
+        remember(engine, "Yuri restores wooden canoes", scope_id="yuri")
+        assert contents(engine.memories.recall(dm_ctx("yuri"), "wooden", threshold=0)) == {
+            "Yuri sails old wooden boats", "Yuri restores wooden canoes"}
+        _index_matches_rows(engine)
