@@ -5,9 +5,9 @@ an English word list with a Zipf distribution (so FTS posting lists look like re
 vectors are random unit vectors (latency does not depend on what they mean), and the query embedding
 is timed separately with the real offline model.
 
-Scope: up to 100k memories all sit in what one guild conversation may see (the worst case: the
-whole store is visible); above that, memories are spread over guilds of 100k each and the recall is
-made in one guild's scope.
+Scope: rows are spread over guilds of 100k (90k guild memories each) and the portable facts of 20
+people; the recall is made in one guild with five of those people present. Up to 100k that guild is
+almost the whole store (the worst case for a store of that size); at 1M it is one guild of ten.
 """
 from __future__ import annotations
 
@@ -76,11 +76,12 @@ class TextGen:
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def _placement(i: int, size: int) -> tuple[Scope, str]:
-    """Which partition row i goes to: 10% portable user facts, the rest in guilds of at most 100k."""
+def _placement(i: int) -> tuple[Scope, str]:
+    """Which partition row i goes to: every tenth a portable fact of one of 20 people, the rest in the
+    guild of its block of 100k rows (so a store of N rows has ceil(N / 100k) guilds)."""
     if i % 10 == 0:
-        return Scope.USER, f"bench:u{i % USERS}"
-    return Scope.GUILD, f"bench:g{(i * min(size, GUILD_SIZE) // size) // GUILD_SIZE if size > GUILD_SIZE else 0}"
+        return Scope.USER, f"bench:u{(i // 10) % USERS}"
+    return Scope.GUILD, f"bench:g{i // GUILD_SIZE}"
 
 
 def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
@@ -91,7 +92,7 @@ def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
         vectors, contents, subjects = gen.vectors(n), gen.sentences(n, 8, 20), gen.sentences(n, 2, 3)
         items = []
         for j in range(n):
-            scope, scope_id = _placement(lo + j, size)
+            scope, scope_id = _placement(lo + j)
             new = NewMemory(content=contents[j], subject=subjects[j], scope=scope, scope_id=scope_id,
                             visibility=Visibility.PUBLIC, importance=float(1 + (lo + j) % 10))
             items.append((new, vectors[j]))

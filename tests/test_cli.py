@@ -384,4 +384,6 @@ def test_bench_json_is_the_only_thing_on_stdout(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert [r["size"] for r in result["results"]] == [100] and result["queries_per_size"] == 3
+    # 90 guild rows and one portable fact of each of ten people; the recall sees the guild and five of them
+    assert result["results"][0]["visible"] == 95
     assert "benchmarking" in done.stderr
