@@ -26,8 +26,8 @@ class MemoryEngine:
             raise
         self.knobs = KnobStore(self.db)
         self.graph = Graph(self.db, self.clock)
-        memory_corpus = MemoryCorpus(self.db, VectorIndex(self.db, "memory_vec", use_mirror=vector_mirror))
-        message_corpus = MessageCorpus(self.db, VectorIndex(self.db, "message_vec", use_mirror=vector_mirror))
+        memory_corpus = MemoryCorpus(self.db, VectorIndex(self.db, "memory_vec", "memories", use_mirror=vector_mirror))
+        message_corpus = MessageCorpus(self.db, VectorIndex(self.db, "message_vec", "messages", use_mirror=vector_mirror))
         self.memories = MemoryStore(self.db, self.embeddings, self.graph, self.knobs, self.clock, memory_corpus)
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
 
