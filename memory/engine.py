@@ -12,12 +12,13 @@ from .knobs import KnobStore
 from .messages import MessageLog
 from .protocols import Embedder
 from .store import MemoryStore
-from .vectors import VectorIndex
+from .vectors import VectorIndex, limit_blas_threads
 
 
 class MemoryEngine:
     def __init__(self, path: str | Path, embedder: Embedder | None, clock: Clock | None = None, *, vector_mirror: bool = True) -> None:
         self.clock = clock or SystemClock()
+        limit_blas_threads()
         self.db = Database(path)
         try:
             self.embeddings = EmbeddingService(self.db, embedder)

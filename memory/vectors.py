@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .db import Database
 
@@ -25,6 +26,13 @@ log = logging.getLogger(__name__)
 EXACT_LIMIT = 20_000   # below this many visible vectors, scan exactly
 OVERSAMPLE = 10        # above it, keep k x this many by sign-bit Hamming distance, then rescore exactly
 MIN_SHORTLIST = 200
+
+
+def limit_blas_threads() -> None:
+    """One BLAS thread for the process. The scans here are memory-bound matrix-vector products that a
+    second thread barely speeds up, while BLAS workers left spinning after each call starve the
+    embedding model and SQLite of the machine's few cores (a turn took ~1.5x as long on two cores)."""
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def sign_bits(mat: np.ndarray) -> np.ndarray:
