@@ -56,8 +56,7 @@ class Background:
 
     async def flush(self) -> None:
         """Graceful shutdown: extract every buffered message now, due or not."""
-        channels = await self.runner.run(lambda: [r for (r,) in self.engine.db.execute("SELECT DISTINCT channel_key FROM extraction_buffer")])
-        for channel in channels:
+        for channel in await self.runner.run(self.buffer.channels):
             await self.extract(channel)
 
     # -- WRITE-1 ---------------------------------------------------------------------------------------
@@ -69,7 +68,7 @@ class Background:
             candidates = await self._ask_json_list(self._extraction_prompt(items))
         except LLMError:
             log.warning("extraction for %s postponed: the model is unavailable", channel)
-            await self.runner.run(self._postpone, [i.id for i in items])
+            await self.runner.run(self.buffer.postpone, [i.id for i in items], self.engine.clock.now() + RETRY_LATER_S)
             return 0
         stored = await self.runner.run(self._store, [self._fact(c, items) for c in candidates])
         await self.runner.run(self.buffer.done, [i.id for i in items])
@@ -107,10 +106,6 @@ class Background:
             except (MemoryStoreError, ValueError, TypeError) as exc:
                 log.info("extracted fact not stored: %s", exc)
         return stored
-
-    def _postpone(self, ids: list[int]) -> None:
-        later = self.engine.clock.now() + RETRY_LATER_S
-        self.engine.db.execute(f"UPDATE extraction_buffer SET due_at = ? WHERE id IN ({','.join('?' * len(ids))})", (later, *ids))
 
     # -- WRITE-3 and CROSS-1 -------------------------------------------------------------------------------
     async def reflect(self, state: dict[str, Any]) -> int:
@@ -167,11 +162,9 @@ class Background:
         """Channels with more uncompacted turns than fit comfortably: context pressure."""
         out = []
         active = self.engine.clock.now() - self.silence_s  # only channels that spoke lately can have grown
-        for state in self.engine.db.rows("SELECT * FROM channel_state WHERE last_message_at > ?", (active,)):
+        for state in self.channels.active(active):
             ctx = context_from_json(state["context"])
-            count = self.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?",
-                                          (ctx.platform, ctx.channel_id, state["compacted_until"]))
-            if count > COMPACT_AFTER:
+            if self.engine.messages.count_in_channel_after(ctx.platform, ctx.channel_id, state["compacted_until"]) > COMPACT_AFTER:
                 out.append(state)
         return out
 
@@ -193,8 +186,7 @@ class Background:
         return 1
 
     def _to_compact(self, ctx: RecallContext, since: float) -> list[dict[str, Any]]:
-        rows = self.engine.db.rows("SELECT * FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ? ORDER BY created_at, rid",
-                                   (ctx.platform, ctx.channel_id, since))
+        rows = self.engine.messages.in_channel_after(ctx.platform, ctx.channel_id, since)
         return rows[:-KEEP_VERBATIM] if len(rows) > KEEP_VERBATIM else []
 
 

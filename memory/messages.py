@@ -145,6 +145,15 @@ class MessageLog:
                                   (("created_at", True), ("rid", True)), limit)
         return list(reversed(rows))
 
+    def in_channel_after(self, platform: str, channel_id: str, after: float) -> list[dict[str, Any]]:
+        """A channel's turns stored after ``after``, oldest first."""
+        return self.db.rows("SELECT * FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ? ORDER BY created_at, rid",
+                            (platform, channel_id, after))
+
+    def count_in_channel_after(self, platform: str, channel_id: str, after: float) -> int:
+        return int(self.db.scalar("SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?",
+                                  (platform, channel_id, after)))
+
     def delete_by_author(self, author_ids: list[str]) -> int:
         """Every message a person wrote, with vectors and FTS rows (SEC-3)."""
         if not author_ids:

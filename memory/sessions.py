@@ -50,6 +50,14 @@ class ExtractionBuffer:
         rows = self.db.execute("SELECT DISTINCT channel_key FROM extraction_buffer WHERE due_at <= ?", (self.engine.clock.now(),))
         return [r for (r,) in rows]
 
+    def channels(self) -> list[str]:
+        """Every channel with something buffered, due or not (for a graceful shutdown)."""
+        return [r for (r,) in self.db.execute("SELECT DISTINCT channel_key FROM extraction_buffer")]
+
+    def postpone(self, ids: list[int], until: float) -> None:
+        if ids:
+            self.db.execute(f"UPDATE extraction_buffer SET due_at = ? WHERE id IN ({','.join('?' * len(ids))})", (until, *ids))
+
     def next_due(self) -> float | None:
         return self.db.scalar("SELECT MIN(due_at) FROM extraction_buffer")
 
@@ -86,6 +94,10 @@ class ChannelState:
         """Channels quiet for ``silence_s`` whose session has not been reflected on yet."""
         cutoff = self.engine.clock.now() - silence_s
         return self.db.rows("SELECT * FROM channel_state WHERE last_message_at <= ? AND reflected_at IS NULL", (cutoff,))
+
+    def active(self, since: float) -> list[dict[str, Any]]:
+        """Channels that spoke after ``since``."""
+        return self.db.rows("SELECT * FROM channel_state WHERE last_message_at > ?", (since,))
 
     def get(self, channel_key: str) -> dict[str, Any] | None:
         return self.db.one("SELECT * FROM channel_state WHERE channel_key = ?", (channel_key,))
