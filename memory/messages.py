@@ -23,6 +23,10 @@ CONTEXT_CHARS = 600
 CONTEXT_TURNS = 2
 
 
+def _context(lines: list[str]) -> str:
+    return "\n".join(lines)[-CONTEXT_CHARS:]
+
+
 def _speaker_line(row: dict[str, Any]) -> str:
     return f"{row['author_name']}: {row['content']}" if row.get("author_name") else row["content"]
 
@@ -93,12 +97,10 @@ class MessageLog:
         for row in rows:
             where = (row["platform"], row["channel_id"])
             if where not in recent:
-                prev = self.db.rows(
-                    "SELECT rid, author_name, content FROM messages WHERE platform = ? AND channel_id = ? "
-                    "ORDER BY created_at DESC, rid DESC LIMIT ?", (*where, CONTEXT_TURNS))
+                prev = self._turns_before(*where)
                 recent[where] = [_speaker_line(p) for p in reversed(prev)]
                 before[where] = prev[0]["rid"] if prev else None
-            row["context"] = "\n".join(recent[where])[-CONTEXT_CHARS:]
+            row["context"] = _context(recent[where])
             recent[where] = (recent[where] + [_speaker_line(row)])[-CONTEXT_TURNS:]
         return before
 
@@ -186,10 +188,12 @@ class MessageLog:
             "SELECT rid, created_at FROM messages WHERE platform = ? AND channel_id = ? AND created_at >= ? "
             "ORDER BY created_at, rid", (platform, channel_id, since))
         for row in later:
-            prev = self.db.rows(
-                "SELECT rid, author_name, content FROM messages WHERE platform = ? AND channel_id = ? "
-                "AND (created_at < ? OR (created_at = ? AND rid < ?)) ORDER BY created_at DESC, rid DESC LIMIT ?",
-                (platform, channel_id, row["created_at"], row["created_at"], row["rid"], CONTEXT_TURNS))
-            context = "\n".join(_speaker_line(p) for p in reversed(prev))[-CONTEXT_CHARS:]
+            prev = self._turns_before(platform, channel_id, (row["created_at"], row["rid"]))
             self.db.execute("UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?",
-                            (context, prev[0]["rid"] if prev else None, row["rid"]))
+                            (_context([_speaker_line(p) for p in reversed(prev)]), prev[0]["rid"] if prev else None, row["rid"]))
+
+    def _turns_before(self, platform: str, channel_id: str, at: tuple[float, int] | None = None) -> list[dict[str, Any]]:
+        """The CONTEXT_TURNS turns of a channel just before ``at`` (created_at, rid), or its latest; newest first."""
+        cond, params = ("", ()) if at is None else (" AND (created_at < ? OR (created_at = ? AND rid < ?))", (at[0], *at))
+        return self.db.rows(f"SELECT rid, author_name, content FROM messages WHERE platform = ? AND channel_id = ?{cond} "
+                            "ORDER BY created_at DESC, rid DESC LIMIT ?", (platform, channel_id, *params, CONTEXT_TURNS))
