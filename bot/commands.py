@@ -61,7 +61,7 @@ class Commands:
             return "I couldn't find a memory like that."
         best = hits[0].row
         self.engine.memories.delete(best["id"])
-        forget_sources(self.engine, [json.loads(best["provenance"])])
+        forget_sources(self.engine, [json.loads(best["provenance"])], asked_in=(turn.message.platform, turn.message.channel_id))
         return f"Forgotten: {best['content']}"
 
     def do_memories(self, arg: str, turn) -> str:

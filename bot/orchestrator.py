@@ -114,7 +114,7 @@ class Orchestrator:
         self.channels.touch(turn.channel_key, turn.ctx)
         self.engine.memories.flush_access()
         if deleted:
-            forget_sources(self.engine, [d.get("provenance") or {} for d in deleted])
+            forget_sources(self.engine, [d.get("provenance") or {} for d in deleted], asked_in=(turn.message.platform, turn.message.channel_id))
             return
         m = turn.message
         base = dict(platform=m.platform, channel_id=m.channel_id, guild_id=turn.ctx.guild_id,

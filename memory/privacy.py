@@ -89,14 +89,18 @@ def _new_memory(item: dict[str, Any]) -> NewMemory:
     )
 
 
-def forget_sources(engine: MemoryEngine, provenances: list[dict[str, Any]]) -> None:
-    """The messages a forgotten memory was learned from go too, and so do their pending extractions.
+def forget_sources(engine: MemoryEngine, provenances: list[dict[str, Any]], *, asked_in: tuple[str, str] | None = None) -> None:
+    """The messages a forgotten memory was learned from go too, and so do their pending extractions and
+    the summaries of those chats (and of the chat where forgetting was asked, ``(platform, channel_id)``).
 
     Platform message ids are only unique within a chat (Telegram numbers each chat from 1), so the
     lookup is always by platform, channel and id together.
     """
+    chats = {asked_in} if asked_in else set()
     for prov in provenances:
         ids, platform, channel = prov.get("message_ids") or [], prov.get("platform"), prov.get("channel_id")
+        if platform and channel:
+            chats.add((platform, channel))
         if not (ids and platform and channel):
             continue
         rows = engine.db.rows(
@@ -105,3 +109,12 @@ def forget_sources(engine: MemoryEngine, provenances: list[dict[str, Any]]) -> N
         engine.messages.delete_rids([r["rid"] for r in rows], [r["content_hash"] for r in rows])
         engine.db.execute(
             f"DELETE FROM extraction_buffer WHERE channel_key = ? AND message_id IN ({placeholders(ids)})", (f"{platform}:{channel}", *ids))
+    _forget_summaries(engine, chats)
+
+
+def _forget_summaries(engine: MemoryEngine, chats: set[tuple[str, str]]) -> None:
+    """Summaries paraphrase whole conversations, so one written where a forgotten memory was said may
+    repeat it: the session summaries and the rolling summary of those chats go (their turns stay)."""
+    for platform, channel in chats:
+        engine.db.execute("DELETE FROM session_summaries WHERE platform = ? AND channel_id = ?", (platform, channel))
+        engine.db.execute("UPDATE channel_state SET rolling_summary = '' WHERE channel_key = ?", (f"{platform}:{channel}",))

@@ -60,12 +60,8 @@ async def test_a_fact_is_extracted_after_the_debounce_with_provenance(rt, srv):
     assert srv.chat_requests[-1]["temperature"] == 0.0
 
 
-async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv):
-    await tell(rt, srv, dm("telegram", "7", "I work at Acme as a baker", mid="m1"),
-               extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
-    memory_id = rt.engine.db.scalar("SELECT id FROM memories")
-    seen_at_final_call = {}
-
+def search_then_delete(rt, memory_id: str, seen_at_final_call: dict) -> object:
+    """A scripted model that answers "forget that ... Acme" with memory_search, then memory_delete of the first hit."""
     def responder(body):
         last = body["messages"][-1]
         if last["role"] == "user":
@@ -75,8 +71,15 @@ async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv)
             return ToolCall("memory_delete", {"id": found[0]["id"]})
         seen_at_final_call["rows"] = rt.engine.db.scalar("SELECT COUNT(*) FROM memories WHERE id = ?", (memory_id,))
         return "Done, I forgot that you work at Acme."
+    return responder
 
-    srv.default = responder
+
+async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv):
+    await tell(rt, srv, dm("telegram", "7", "I work at Acme as a baker", mid="m1"),
+               extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
+    memory_id = rt.engine.db.scalar("SELECT id FROM memories")
+    seen_at_final_call = {}
+    srv.default = search_then_delete(rt, memory_id, seen_at_final_call)
     reply = await rt.orchestrator.reply(dm("telegram", "7", "forget that I work at Acme", mid="m2"))
     assert seen_at_final_call["rows"] == 0  # deleted before the reply was built
     assert reply.forgotten == ("Alice works at Acme as a baker",) and "Acme" in reply.text
@@ -230,6 +233,33 @@ async def test_long_conversations_are_flushed_then_compacted_into_a_rolling_summ
     prompt = last_reply_prompt(srv)
     assert "Alice chatted at length about her garden." in prompt
     assert "chatter line 0 about" not in prompt and "chatter line 60 about" in prompt
+
+
+async def test_forgetting_drops_summaries_of_the_chat_it_came_from_and_of_the_chat_that_asked(rt, srv):
+    from memory.sessions import ChannelState, SessionSummaries
+
+    await tell(rt, srv, dm("telegram", "7", "I work at Acme as a baker", mid="m1"),
+               extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
+    assert (await rt.orchestrator.command("link", "", dm("telegram", "7", "/link"))).startswith("Your link code is")
+    code = rt.engine.db.scalar("SELECT code FROM link_codes")
+    await rt.orchestrator.command("link", code, dm("discord", "70", f"/link {code}"))
+    summaries, channels = SessionSummaries(rt.engine), ChannelState(rt.engine)
+    summaries.add(platform="telegram", guild_id=None, channel_id="dm-7", participants=["telegram:7"], text="Alice talked about baking at Acme.")
+    summaries.add(platform="telegram", guild_id=None, channel_id="dm-8", participants=["telegram:8"], text="Bob talked about Acme shares.")
+    await tell(rt, srv, dm("discord", "70", "hi again"))
+    channels.set_summary("discord:dm-70", "Earlier Alice mentioned her Acme job.", 0.0)
+    srv.script("ok")
+    await rt.orchestrator.reply(dm("telegram", "7", "what do you know about my job?"))
+    assert "Alice talked about baking at Acme." in last_reply_prompt(srv)  # the summary is shown before forgetting
+
+    srv.default = search_then_delete(rt, rt.engine.db.scalar("SELECT id FROM memories"), {})
+    await rt.orchestrator.reply(dm("discord", "70", "forget that I work at Acme"))
+    srv.default = None
+    for where in (dm("telegram", "7", "what about my job?"), dm("discord", "70", "what about my job?")):
+        srv.script("I don't know.")
+        await rt.orchestrator.reply(where)
+        assert "acme" not in last_reply_prompt(srv).lower()
+    assert rt.engine.db.scalar("SELECT text FROM session_summaries") == "Bob talked about Acme shares."  # another chat's stays
 
 
 async def test_forgetting_removes_source_messages_only_from_their_own_chat(rt, srv):
