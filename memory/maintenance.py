@@ -36,21 +36,31 @@ class ConsolidationReport:
     failures: int
 
 
+STOP_AFTER_FAILURES = 3  # merges failing in a row: the model is down, so the rest would fail too
+
+
 def consolidate(engine: MemoryEngine, complete: Completer, *, threshold: float = 0.85, max_cluster: int = 5,
                 progress: Progress | None = None) -> ConsolidationReport:
     clusters = list(_clusters(engine, threshold, max_cluster))
     audit = audit_start(engine, "consolidation", f"{len(clusters)} clusters")
-    new_ids, merged, failures = [], 0, 0
+    new_ids, merged, failures, in_a_row, left = [], 0, 0, 0, 0
     for done, cluster in enumerate(clusters, start=1):
         try:
             new_ids.append(_merge(engine, complete, cluster))
             merged += len(cluster)
+            in_a_row = 0
         except Exception:  # a background-job edge: one bad cluster (or a failing LLM) must not stop the rest
             failures += 1
+            in_a_row += 1
             log.exception("could not merge %s", [m.id for m in cluster])
         if progress:
             progress(done, len(clusters))
-    audit_finish(engine, audit, stored=new_ids, error=None if not failures else f"{failures} clusters failed")
+        if in_a_row == STOP_AFTER_FAILURES and done < len(clusters):
+            left = len(clusters) - done
+            log.error("consolidation stopped: %d merges failed in a row (is the model reachable?)", in_a_row)
+            break
+    error = f"{failures} clusters failed" + (f"; stopped with {left} left" if left else "")
+    audit_finish(engine, audit, stored=new_ids, error=error if failures else None)
     return ConsolidationReport(len(clusters), merged, tuple(new_ids), failures)
 
 

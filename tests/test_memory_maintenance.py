@@ -154,6 +154,17 @@ def test_a_completer_that_raises_counts_a_failure_and_finishes_the_audit(engine,
     assert audit["status"] == "failed" and audit["finished_at"] is not None
 
 
+def test_consolidation_stops_when_merges_keep_failing(engine):
+    for person in ("alice", "bob", "carol", "dan", "erin"):  # five clusters, one per person
+        for i, text in enumerate(PETS):
+            remember(engine, text, subject=f"pet {i}", scope_id=person)
+    completer = ScriptedCompleter(*(ConnectionError("model unreachable") for _ in range(3)))
+    report = consolidate(engine, completer)
+    assert len(completer.calls) == 3 and (report.clusters, report.failures, report.new_ids) == (5, 3, ())
+    (audit,) = engine.db.rows("SELECT * FROM reflections")
+    assert audit["status"] == "failed" and "stopped with 2 left" in audit["error"]
+
+
 def test_nothing_to_merge_calls_no_model(engine):
     remember(engine, OTHER, scope_id="alice")
     remember(engine, "Alice sings in a choir on Sundays", scope_id="alice")
