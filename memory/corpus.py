@@ -13,12 +13,11 @@ from typing import Any, ClassVar
 
 from .db import Database
 from .fts import FtsQueryBuilder
-from .models import DECAY_EXEMPT_KINDS
+from .models import DECAY_EXEMPT_VALUES
 from .scopes import partition_token, placeholders
 from .vectors import VectorIndex
 
 BROAD_SHARE = 0.3
-_EXEMPT_KIND_VALUES = frozenset(k.value for k in DECAY_EXEMPT_KINDS)
 Order = tuple[tuple[str, bool], ...]  # (column, descending) pairs
 
 
@@ -183,7 +182,7 @@ class MemoryCorpus(Corpus):
         return max(0.0, min(1.0, row["importance"] / 10.0))
 
     def decay_exempt(self, row: dict[str, Any]) -> bool:
-        return row["kind"] in _EXEMPT_KIND_VALUES
+        return row["kind"] in DECAY_EXEMPT_VALUES
 
     def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[tuple[int, int]]:
         if not rids:

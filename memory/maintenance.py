@@ -20,7 +20,7 @@ import prompts
 
 from .clock import DAY
 from .engine import MemoryEngine
-from .models import DECAY_EXEMPT_KINDS, Memory, MemoryType, NewMemory, Source
+from .models import DECAY_EXEMPT_VALUES, Memory, MemoryType, NewMemory, Source
 from .protocols import Completer
 from .scopes import placeholders
 
@@ -130,12 +130,11 @@ def _number(value: Any, default: float) -> float:
 
 def decay(engine: MemoryEngine, *, unaccessed_days: float = 7.0, factor: float = 0.95) -> int:
     now = engine.clock.now()
-    exempt = tuple(k.value for k in DECAY_EXEMPT_KINDS)
     with engine.db.transaction():
         engine.db.execute(
-            f"UPDATE memories SET importance = importance * ? WHERE forgotten = 0 AND kind NOT IN ({placeholders(exempt)}) "
+            f"UPDATE memories SET importance = importance * ? WHERE forgotten = 0 AND kind NOT IN ({placeholders(DECAY_EXEMPT_VALUES)}) "
             "AND COALESCE(last_accessed_at, created_at) < ?",
-            (factor, *exempt, now - unaccessed_days * DAY),
+            (factor, *DECAY_EXEMPT_VALUES, now - unaccessed_days * DAY),
         )
         return engine.db.con.changes()
 
@@ -143,12 +142,11 @@ def decay(engine: MemoryEngine, *, unaccessed_days: float = 7.0, factor: float =
 def prune(engine: MemoryEngine, *, below: float = 1.0, older_than_days: float = 30.0) -> int:
     """Soft-forget: the row stays for the audit trail but is never recalled again."""
     now = engine.clock.now()
-    exempt = tuple(k.value for k in DECAY_EXEMPT_KINDS)
     with engine.db.transaction():
         engine.db.execute(
             f"UPDATE memories SET forgotten = 1, updated_at = ? WHERE forgotten = 0 AND importance < ? AND access_count = 0 "
-            f"AND created_at < ? AND kind NOT IN ({placeholders(exempt)})",
-            (now, below, now - older_than_days * DAY, *exempt),
+            f"AND created_at < ? AND kind NOT IN ({placeholders(DECAY_EXEMPT_VALUES)})",
+            (now, below, now - older_than_days * DAY, *DECAY_EXEMPT_VALUES),
         )
         return engine.db.con.changes()
 

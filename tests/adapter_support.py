@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pytest
 
 from bot.types import IncomingMessage, Reply, StreamSink
+from tests.fakes._base import Waitable
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Command:
     message: IncomingMessage
 
 
-class ScriptedConversation:
+class ScriptedConversation(Waitable):
     """Answers ``reply()`` from ``script`` (then ``echo: <text>``) and ``command()`` with ``<name>: <arg>``.
 
     A script entry is a ``Reply``, a plain string, an exception to raise, or an async function of the
@@ -40,7 +41,7 @@ class ScriptedConversation:
         self.replies: list[IncomingMessage] = []
         self.observed: list[IncomingMessage] = []
         self.commands: list[Command] = []
-        self._changed = asyncio.Event()
+        super().__init__()
 
     # -- the Conversation Protocol ------------------------------------------------------------------
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
@@ -75,23 +76,9 @@ class ScriptedConversation:
         """Everything handed over so far, of any kind."""
         return len(self.replies) + len(self.observed) + len(self.commands)
 
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Wait until ``predicate()`` holds, re-checking whenever something is recorded."""
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise asyncio.TimeoutError(f"condition not met within {timeout}s")
-            event = self._changed
-            try:
-                await asyncio.wait_for(event.wait(), remaining)
-            except asyncio.TimeoutError:
-                continue
-
     def _record(self, log: list, item: object) -> None:
         log.append(item)
-        self._changed.set()
-        self._changed = asyncio.Event()
+        self._notify()
 
 
 async def wait_for_logged_error(caplog: pytest.LogCaptureFixture, text: str, timeout: float = 5.0) -> logging.LogRecord:

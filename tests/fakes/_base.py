@@ -28,7 +28,35 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     return web.Response(body=json.dumps(data).encode(), status=status, headers=merged)
 
 
-class FakeServer:
+class Waitable:
+    """"Wait until something was recorded": the recorder calls ``_notify()``, tests call ``wait_until()``."""
+
+    def __init__(self) -> None:
+        self._changed = asyncio.Event()
+
+    def _notify(self) -> None:
+        """Wake every waiter so it re-checks its condition."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Wait until ``predicate()`` is true, re-checking after each recording.
+
+        Raises ``TimeoutError`` (asyncio's) instead of hanging a test forever.
+        """
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise asyncio.TimeoutError(f"condition not met within {timeout}s")
+            event = self._changed
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except asyncio.TimeoutError:
+                continue
+
+
+class FakeServer(Waitable):
     """Lifecycle, URL and "wait until something was recorded" for a fake.
 
     Subclasses fill ``self.app`` with routes in ``_setup_routes`` and call
@@ -36,9 +64,9 @@ class FakeServer:
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self.app = web.Application(client_max_size=64 * 1024 * 1024)
         self._runner: web.AppRunner | None = None
-        self._changed = asyncio.Event()
         self.port: int | None = None
         self._setup_routes(self.app.router)
         self.app.on_shutdown.append(self._on_shutdown)
@@ -82,27 +110,6 @@ class FakeServer:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
-
-    def _notify(self) -> None:
-        """Wake every waiter so it re-checks its condition."""
-        self._changed.set()
-        self._changed = asyncio.Event()
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Wait until ``predicate()`` is true, re-checking after each recording.
-
-        Raises ``TimeoutError`` (asyncio's) instead of hanging a test forever.
-        """
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise asyncio.TimeoutError(f"condition not met within {timeout}s")
-            event = self._changed
-            try:
-                await asyncio.wait_for(event.wait(), remaining)
-            except asyncio.TimeoutError:
-                continue
 
 
 async def read_body(request: web.Request) -> dict[str, Any]:
