@@ -229,7 +229,8 @@ class VectorIndex:
         return self._scan(query, partitions, k)
 
     def _scan(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
-        parts = [self._partition(key) for key in partitions]
+        mirror = self._mirror()  # one data_version check per search
+        parts = [self._partition(mirror, key) for key in partitions]
         for part in parts:
             part.flush(self.dim)
         parts = [p for p in parts if p.mat is not None and len(p.rids)]
@@ -272,11 +273,10 @@ class VectorIndex:
         assert self._parts is not None
         return self._parts
 
-    def _partition(self, key: str) -> _Partition:
-        parts = self._mirror()
-        part = parts.get(key)
+    def _partition(self, mirror: dict[str, _Partition], key: str) -> _Partition:
+        part = mirror.get(key)
         if part is None:
-            part = parts[key] = self._load(key)
+            part = mirror[key] = self._load(key)
         return part
 
     def _load(self, key: str) -> _Partition:
