@@ -1,9 +1,22 @@
-"""Everything that talks to an OpenAI-compatible server goes through the openai SDK here."""
+"""Everything that talks to an OpenAI-compatible server goes through the openai SDK here.
+
+Errors (ORCH-6)::
+
+    LLMError               what callers catch: the model kept failing after the bounded retries
+     +-- MalformedAnswer   internal: an HTTP 200 answer that is not a chat completion; retried
+                           like a 5xx, then surfaces as a plain LLMError
+
+Every answer is checked in one place (``_parse``; ``_StreamedAnswer`` for streams) and comes out as
+a plain, normalised message dict, so nothing downstream touches the SDK's lax response objects.
+"""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -46,13 +59,20 @@ class LLMError(Exception):
     """The model could not be reached or kept failing after the bounded retries (ORCH-6)."""
 
 
+class MalformedAnswer(LLMError):
+    """An answer whose shape is not a chat completion (a text body, no choices, a call without a name...)."""
+
+
 class ToolBox(Protocol):
     def schemas(self) -> list[dict[str, Any]]: ...
 
     async def call(self, name: str, arguments: str) -> str: ...
 
 
-RETRYABLE = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+# A malformed answer is retried like a 5xx: a flaky proxy or an overloaded local server often answers
+# properly the next time, and a malformed answer never changed anything on the server side.
+RETRYABLE = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError,
+             MalformedAnswer)
 
 
 class ChatClient:
@@ -63,12 +83,15 @@ class ChatClient:
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
 
-    async def complete(self, messages: list[dict[str, Any]], *, temperature: float | None = None,
-                       json_mode: bool = False) -> str:
-        """One completion without tools (extraction, reflection, compaction)."""
+    async def aclose(self) -> None:
+        """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""
+        await self._client.close()
+
+    async def complete(self, messages: list[dict[str, Any]], *, temperature: float | None = None) -> str:
+        """One completion without tools (extraction, reflection, compaction); "" when the model said nothing."""
         extra = {"temperature": temperature} if temperature is not None else {}
         message = await self._create(messages, None, None, **extra)
-        return message.get("content") or ""
+        return message["content"]
 
     async def run(self, messages: list[dict[str, Any]], tools: ToolBox | None = None, stream: StreamSink | None = None) -> str:
         """The tool loop: the model may call tools up to ``max_steps`` times, then must answer in text."""
@@ -78,10 +101,10 @@ class ChatClient:
             message = await self._create(convo, offer, stream)
             calls = message.get("tool_calls") or []
             if not calls or tools is None:
-                return (message.get("content") or "").strip()
+                return message["content"].strip()
             convo.append(message)
             for call in calls:
-                result = await tools.call(call["function"]["name"], call["function"].get("arguments") or "{}")
+                result = await tools.call(call["function"]["name"], call["function"]["arguments"])
                 convo.append({"role": "tool", "tool_call_id": call["id"], "content": result})
         return ""
 
@@ -91,38 +114,176 @@ class ChatClient:
             args["tools"] = tools
         for attempt in range(self.max_retries + 1):
             try:
-                if stream is not None:
-                    return await self._streamed(args, stream)
-                response = await self._client.chat.completions.create(**args)
-                return response.choices[0].message.model_dump(exclude_none=True)
+                return await self._attempt(args, stream)
             except RETRYABLE as exc:
+                log.warning("LLM call failed (%s); attempt %d of %d", _reason(exc), attempt + 1, self.max_retries + 1)
                 if attempt >= self.max_retries:
                     raise LLMError(f"the model failed {attempt + 1} times: {type(exc).__name__}") from exc
-                log.warning("LLM call failed (%s); retry %d of %d", type(exc).__name__, attempt + 1, self.max_retries)
                 await self._sleep(self.backoff_s * 2 ** attempt)
             except openai.APIError as exc:
                 raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
         raise AssertionError("unreachable")
 
+    async def _attempt(self, args: dict[str, Any], stream: StreamSink | None) -> dict[str, Any]:
+        if stream is not None:
+            return await self._streamed(args, stream)
+        with _undecodable_is_malformed():
+            response = await self._client.chat.completions.create(**args)
+        return _parse(response)
+
     async def _streamed(self, args: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
         """Streams text deltas to ``sink`` and reassembles tool calls from their fragments."""
-        text: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
-        async for chunk in await self._client.chat.completions.create(**args, stream=True):
-            if not chunk.choices:
-                continue
-            delta = chunk.choices[0].delta
-            if delta.content:
-                text.append(delta.content)
-                await sink(delta.content)
-            for part in delta.tool_calls or []:
-                call = calls.setdefault(part.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
-                call["id"] = part.id or call["id"]
-                if part.function and part.function.name:
-                    call["function"]["name"] += part.function.name
-                if part.function and part.function.arguments:
-                    call["function"]["arguments"] += part.function.arguments
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
-        if calls:
-            message["tool_calls"] = [calls[i] for i in sorted(calls)]
-        return message
+        answer = _StreamedAnswer()
+        async with contextlib.aclosing(self._chunks(args)) as chunks:
+            async for chunk in chunks:
+                if text := answer.add(chunk):
+                    await sink(text)
+        return answer.message()
+
+    async def _chunks(self, args: dict[str, Any]) -> AsyncIterator[object]:
+        """The SDK's chunks; the HTTP stream is closed on every exit, also when the sink raises."""
+        with _undecodable_is_malformed():
+            async with await self._client.chat.completions.create(**args, stream=True) as stream:
+                async for chunk in stream:
+                    yield chunk
+
+
+# -- checking answers ------------------------------------------------------------------------------------
+# The SDK builds its response objects without validation: a 200 body of ``{}`` or ``{"choices": []}``
+# or a tool call with ``"function": null`` comes back as an object that raises AttributeError or
+# IndexError on use, and a non-JSON body comes back as a str. So every answer is turned into plain data
+# and checked here, and whatever does not fit raises MalformedAnswer, which the retry loop understands.
+
+def _parse(response: object) -> dict[str, Any]:
+    """The assistant message of a chat completion as ``{"role", "content": str, ["tool_calls"]}``."""
+    data = _plain(response)
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedAnswer(f"not a chat completion (no choices): {_excerpt(data)}")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise MalformedAnswer(f"no message in {_excerpt(choices[0])}")
+    calls = [_tool_call(raw, i) for i, raw in enumerate(_list(message.get("tool_calls"), "tool_calls"))]
+    out: dict[str, Any] = {"role": "assistant", "content": _clean(_string(message.get("content"), "content"))}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _tool_call(raw: object, index: int) -> dict[str, Any]:
+    function = raw.get("function") if isinstance(raw, dict) else None
+    if not isinstance(function, dict):
+        raise MalformedAnswer(f"tool call without a function: {_excerpt(raw)}")
+    name = _string(function.get("name"), "tool name")
+    if not name.strip():
+        raise MalformedAnswer(f"tool call without a name: {_excerpt(raw)}")
+    # Servers leave out the arguments of a call without parameters; the tools parse "{}" as "none".
+    arguments = _string(function.get("arguments"), "tool arguments") or "{}"
+    # Some servers leave out the id; the tool result must still point at the call it answers.
+    call_id = _string(raw.get("id"), "tool call id") or f"call_{index}"
+    return {"id": call_id, "type": "function", "function": {"name": _clean(name), "arguments": _clean(arguments)}}
+
+
+class _StreamedAnswer:
+    """Reassembles a streamed answer chunk by chunk, checking each chunk's shape as it arrives."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.chunks = 0
+        self.finished = False
+
+    def add(self, chunk: object) -> str:
+        """Takes one chunk; returns its text delta (lone surrogates replaced) for the sink."""
+        data = _plain(chunk)
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list):
+            raise MalformedAnswer(f"stream chunk without choices: {_excerpt(data)}")
+        if not choices:  # the usage-only chunk that stream_options.include_usage adds
+            return ""
+        delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
+        if not isinstance(delta, dict):
+            raise MalformedAnswer(f"stream chunk without a delta: {_excerpt(data)}")
+        self.chunks += 1
+        self.finished = self.finished or bool(choices[0].get("finish_reason"))
+        for position, part in enumerate(_list(delta.get("tool_calls"), "tool_calls")):
+            self._add_call_part(part, position)
+        text = _string(delta.get("content"), "content")
+        self.text.append(text)
+        return _clean(text)
+
+    def _add_call_part(self, part: object, position: int) -> None:
+        function = part.get("function") if isinstance(part, dict) else None
+        index = part.get("index", position) if isinstance(part, dict) else None
+        if not isinstance(index, int) or not isinstance(function, (dict, type(None))):
+            raise MalformedAnswer(f"bad tool call fragment: {_excerpt(part)}")
+        call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        call["id"] = _string(part.get("id"), "tool call id") or call["id"]
+        for key in ("name", "arguments"):
+            call[key] += _string((function or {}).get(key), f"tool {key}")
+
+    def message(self) -> dict[str, Any]:
+        """The whole answer, checked like a non-streamed one."""
+        # Servers end every complete answer with a finish_reason; a stream that stops before one was
+        # cut short (a proxy timeout, a crashed server) and its text or tool arguments are partial.
+        if not self.chunks:
+            raise MalformedAnswer("the stream ended without any chunk")
+        if not self.finished:
+            raise MalformedAnswer(f"the stream ended without a finish_reason after {self.chunks} chunks")
+        calls = [{"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
+                 for _, c in sorted(self.calls.items())]
+        return _parse({"choices": [{"message": {"content": "".join(self.text), "tool_calls": calls}}]})
+
+
+@contextlib.contextmanager
+def _undecodable_is_malformed() -> Iterator[None]:
+    """The SDK lets json.loads errors out raw: a JSON content type over a non-JSON body, garbage SSE data."""
+    try:
+        yield
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise MalformedAnswer(f"undecodable body ({exc})") from exc
+
+
+def _plain(value: object) -> object:
+    """SDK objects as the JSON they were built from (``exclude_unset``: a missing field stays missing)."""
+    return value.to_dict(warnings=False) if isinstance(value, openai.BaseModel) else value
+
+
+def _string(value: object, what: str) -> str:
+    """A string field that may be absent (None counts as absent); any other type is malformed."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise MalformedAnswer(f"{what} is not a string: {_excerpt(value)}")
+    return value
+
+
+def _list(value: object, what: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MalformedAnswer(f"{what} is not a list: {_excerpt(value)}")
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """Lone surrogates (JSON may escape half a pair, ``"\\ud800"``) become U+FFFD; valid pairs join up.
+
+    SQLite and every channel API need valid UTF-8, and one bad character should not cost the whole answer.
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _excerpt(value: object) -> str:
+    """A bounded look at a bad answer for the log line; answers never contain the API key."""
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, MalformedAnswer) else type(exc).__name__

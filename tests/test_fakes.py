@@ -293,3 +293,35 @@ async def test_discord_wrong_token_fails_login():
         finally:
             await client.close()
             restore()
+
+
+async def test_openai_raw_answer_is_served_verbatim(ai):
+    from tests.fakes.openai_server import RawAnswer
+    ai.script(RawAnswer("not a completion", content_type="text/plain"), RawAnswer({"choices": []}),
+              RawAnswer({"error": {"message": "teapot"}}, status=418))
+    msgs = [{"role": "user", "content": "hi"}]
+    async with _openai(ai) as client:
+        assert await client.chat.completions.create(model="m", messages=msgs) == "not a completion"
+        assert (await client.chat.completions.create(model="m", messages=msgs)).choices == []
+        with pytest.raises(openai.APIStatusError) as err:
+            await client.chat.completions.create(model="m", messages=msgs)
+    assert err.value.status_code == 418 and ai.pending == 0
+
+
+async def test_openai_raw_stream_sends_its_events_and_can_be_cut(ai):
+    from tests.fakes.openai_server import RawStream
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}]}
+    ai.script(RawStream((chunk, "data: [DONE]\n\n")), RawStream((chunk,), cut=True), RawStream(("data: {{{\n\n",)))
+    msgs = [{"role": "user", "content": "hi"}]
+    async with _openai(ai) as client:
+        whole = [c async for c in await client.chat.completions.create(model="m", messages=msgs, stream=True)]
+        seen = []
+        with pytest.raises(openai.APIConnectionError):
+            async for c in await client.chat.completions.create(model="m", messages=msgs, stream=True):
+                seen.append(c)
+        with pytest.raises(json.JSONDecodeError):
+            async for c in await client.chat.completions.create(model="m", messages=msgs, stream=True):
+                pass
+    assert [c.choices[0].delta.content for c in whole] == ["Hel"]
+    assert [c.choices[0].delta.content for c in seen] == ["Hel"]

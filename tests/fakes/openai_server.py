@@ -55,6 +55,33 @@ class Delay:
     then: Any = None
 
 
+@dataclass(frozen=True)
+class RawAnswer:
+    """Answer this body verbatim, bypassing the completion builder.
+
+    For malformed answers: a dict or list goes out as JSON, a str or bytes as
+    is, under ``content_type`` and ``status`` (200 unless told otherwise).
+    """
+
+    body: dict | list | str | bytes | None
+    content_type: str = "application/json"
+    status: int = 200
+
+
+@dataclass(frozen=True)
+class RawStream:
+    """Answer a ``text/event-stream`` made of exactly these events.
+
+    A dict event goes out as ``data: <json>``, a str event is written verbatim
+    (so garbage is possible; add ``"data: [DONE]\n\n"`` yourself if wanted).
+    ``cut=True`` then drops the connection without ending the body, as a
+    crashed server or proxy does; otherwise the body ends cleanly.
+    """
+
+    events: tuple[dict | str, ...] = ()
+    cut: bool = False
+
+
 Responder = Callable[[dict[str, Any]], Any]
 
 
@@ -79,8 +106,9 @@ class FakeOpenAI(FakeServer):
     def script(self, *items: Any) -> None:
         """Enqueue replies, consumed one per chat request in order.
 
-        An item is a str, a ``ToolCall`` or list of them, an ``HTTPError`` or a
-        ``Delay``.
+        An item is a str, a ``ToolCall`` or list of them, an ``HTTPError``, a
+        ``Delay``, or (for malformed answers) a ``RawAnswer`` or ``RawStream``,
+        which are sent as they are whether or not the request asked to stream.
         """
         self._script.extend(items)
 
@@ -134,6 +162,10 @@ class FakeOpenAI(FakeServer):
         item = await self._resolve(self._script.popleft() if self._script else None, body)
         if isinstance(item, HTTPError):
             return _error_response(item)
+        if isinstance(item, RawAnswer):
+            return _raw_response(item)
+        if isinstance(item, RawStream):
+            return await _raw_stream(request, item)
         if body.get("stream"):
             return await self._stream(request, body, item)
         return json_response(self._completion(body, item))
@@ -292,3 +324,26 @@ def _error_response(error: HTTPError) -> web.Response:
 
 async def _sse(response: web.StreamResponse, payload: dict[str, Any]) -> None:
     await response.write(f"data: {json.dumps(payload)}\n\n".encode())
+
+
+def _raw_response(raw: RawAnswer) -> web.Response:
+    body = raw.body
+    if not isinstance(body, (str, bytes)):
+        body = json.dumps(body)
+    data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    return web.Response(body=data, status=raw.status, headers={"Content-Type": raw.content_type})
+
+
+async def _raw_stream(request: web.Request, raw: RawStream) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    for event in raw.events:
+        text = event if isinstance(event, str) else f"data: {json.dumps(event)}\n\n"
+        await response.write(text.encode("utf-8", "surrogatepass"))
+    if raw.cut:
+        # Abort instead of write_eof: the chunked body never gets its last
+        # chunk, so the client sees a connection dropped mid-answer.
+        request.transport.abort()
+        return response
+    await response.write_eof()
+    return response
