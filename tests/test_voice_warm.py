@@ -1,0 +1,172 @@
+"""VOICE-2 warm memory, on a real store with the real offline embedder (MiniLM) and a fake clock.
+
+The turns below were measured with MiniLM: the camping paraphrases sit at cosine 0.77-0.95 to the running
+fingerprint, the violin and Rust turns near 0.
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import contents, guild_ctx, remember
+from memory.models import FactKind, NewMemory, Scope
+from voice.warm import Decision, Retrieval, WarmMemory, WarmSettings, is_low_signal, memory_retrieval
+
+CAMPING = [
+    "I'm planning a camping trip to the lake district next weekend",
+    "The camping trip to the lake district is next weekend and I need a tent",
+    "For the camping trip I need a tent that works in the lake district rain",
+    "Which tent should I bring camping in the lake district next weekend",
+    "camping in the lake district next weekend, what tent do I bring",
+]
+VIOLIN = "My sister wants to learn to play the violin"
+
+
+class Counted:
+    """The real store retrieval, with a log of which path ran for which turn."""
+
+    def __init__(self, retrieval: Retrieval):
+        self.inner, self.calls = retrieval, []
+
+    def retrieval(self) -> Retrieval:
+        def full(text, vector):
+            self.calls.append(("full", text))
+            return self.inner.full(text, vector)
+
+        def lexical(text, warm):
+            self.calls.append(("lexical", text))
+            return self.inner.lexical(text, warm)
+
+        return Retrieval(full, lexical, self.inner.scope)
+
+    def count(self, kind: str) -> int:
+        return sum(1 for k, _ in self.calls if k == kind)
+
+
+@pytest.fixture
+def ctx():
+    return guild_ctx("g1", "alice", "alice", "bob")
+
+
+@pytest.fixture
+def stored(minilm_engine):
+    for text in ("Alice owns a bright orange two-person tent", "Alice goes camping in the Lake District every summer",
+                 "Alice's sister Jo is learning the violin", "Bob fixes Rust borrow checker errors for fun"):
+        remember(minilm_engine, text, scope=Scope.GUILD, scope_id="g1")
+    return minilm_engine
+
+
+@pytest.fixture
+def embeds(stored):
+    """The turn embedder the session uses, with a log of every text it embedded."""
+    log: list[str] = []
+
+    def embed(text):
+        log.append(text)
+        return stored.embeddings.embed_query(text)
+
+    embed.log = log
+    return embed
+
+
+@pytest.fixture
+def warm(embeds, clock):
+    return WarmMemory(embeds, clock)
+
+
+def run(warm, counted, turns, clock=None, gap=5.0):
+    results = []
+    for text in turns:
+        results.append(warm.turn(text, counted.retrieval()))
+        if clock is not None:
+            clock.advance(gap)
+    return results
+
+
+def test_voice_warm_a_stretch_of_same_topic_turns_reuses_the_snapshot_after_one_full_retrieval(warm, stored, ctx, clock):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    results = run(warm, counted, CAMPING, clock)
+    assert [r.record.decision for r in results][0] is Decision.FULL
+    assert [r.record.decision for r in results][-2:] == [Decision.REUSE, Decision.REUSE]
+    assert counted.count("full") == 1
+    assert "Alice goes camping in the Lake District every summer" in contents(results[-1].snapshot)
+
+
+def test_voice_warm_a_clear_topic_change_triggers_a_full_retrieval_and_a_new_snapshot(warm, stored, ctx, clock):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    run(warm, counted, CAMPING[:2], clock)
+    changed = warm.turn(VIOLIN, counted.retrieval())
+    assert (changed.record.decision, changed.record.reason) == (Decision.FULL, "drift")
+    assert changed.record.similarity < WarmSettings().full_below
+    assert "Alice's sister Jo is learning the violin" in contents(changed.snapshot)
+    assert counted.calls[-1] == ("full", VIOLIN)
+
+
+def test_voice_warm_a_moderately_similar_turn_refreshes_lexically_without_a_full_retrieval(warm, stored, ctx):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    tent = "Alice owns a bright orange two-person tent"
+    first = warm.turn(CAMPING[0], counted.retrieval())
+    moved = warm.turn(CAMPING[1], counted.retrieval())  # measured cosine 0.79: between 0.65 and 0.85, and a new word, "tent"
+    assert moved.record.decision is Decision.REFRESH
+    assert counted.calls == [("full", CAMPING[0]), ("lexical", CAMPING[1])]
+    assert tent not in contents(first.snapshot)
+    assert contents(moved.snapshot) == contents(first.snapshot) | {tent}
+    assert next(h.channels for h in moved.snapshot if h.row["content"] == tent) == ("fts",)  # BM25 brought it, no vector search
+
+
+def test_voice_warm_snapshot_expires_five_minutes_after_its_full_retrieval(warm, stored, ctx, clock):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    warm.turn(CAMPING[3], counted.retrieval())
+    clock.advance(299)
+    assert warm.turn(CAMPING[4], counted.retrieval()).record.decision is Decision.REUSE
+    clock.advance(1)
+    expired = warm.turn(CAMPING[4], counted.retrieval())
+    assert (expired.record.decision, expired.record.reason) == (Decision.FULL, "expired")
+    assert counted.count("full") == 2
+
+
+def test_voice_warm_filler_turns_reuse_the_snapshot_without_being_embedded(warm, stored, ctx, embeds):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    first = warm.turn(CAMPING[0], counted.retrieval())
+    results = run(warm, counted, ["yeah", "ok", "mhm", "uh huh", "Okay, got it."])
+    assert {(r.record.decision, r.record.reason) for r in results} == {(Decision.REUSE, "low-signal")}
+    assert all(r.snapshot == first.snapshot for r in results)
+    assert embeds.log == [CAMPING[0]]
+    assert counted.count("full") == 1
+
+
+def test_voice_warm_low_signal_rule_takes_fillers_and_tiny_turns_but_not_short_topics():
+    assert all(is_low_signal(t) for t in ("yeah", "OK!", "mhm", "uh huh", "k", "hm", "yeah yeah okay", ""))
+    assert not any(is_low_signal(t) for t in ("tent?", "Rust", "what about the violin", "yeah but which tent"))
+
+
+def test_voice_warm_counts_hits_per_decision_for_the_hit_rate(warm, stored, ctx, clock):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    run(warm, counted, [*CAMPING, "mhm", VIOLIN], clock)
+    stats = warm.stats
+    assert stats.turns == 7 == len(warm.log)
+    assert stats.full == counted.count("full") == 2
+    assert stats.refresh == counted.count("lexical")
+    assert stats.hits == stats.reuse + stats.refresh == 5
+    assert stats.hit_rate == pytest.approx(5 / 7)
+
+
+def test_voice_warm_invalidate_drops_the_warm_copy_of_forgotten_text(warm, stored, ctx):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    tent = "Alice owns a bright orange two-person tent"
+    before = warm.turn(CAMPING[3], counted.retrieval()).snapshot
+    stored.memories.delete(next(h.row["id"] for h in before if h.row["content"] == tent))
+    warm.invalidate()
+    after = warm.turn(CAMPING[4], counted.retrieval())
+    assert (after.record.decision, after.record.reason) == (Decision.FULL, "cold")
+    assert tent not in contents(after.snapshot)
+
+
+def test_voice_warm_a_changed_participant_set_never_gets_the_other_scopes_snapshot(warm, stored, ctx):
+    carol = "Carol's camping tent for the lake district is a green tarp shelter"
+    stored.memories.add(NewMemory(carol, "carol tent", Scope.USER, "carol", kind=FactKind.PREFERENCE, guild_id="g1"))
+    with_carol = guild_ctx("g1", "alice", "alice", "bob", "carol")
+    assert carol in contents(warm.turn(CAMPING[3], Counted(memory_retrieval(stored.memories, with_carol)).retrieval()).snapshot)
+    counted = Counted(memory_retrieval(stored.memories, ctx))  # Carol left the channel
+    after = warm.turn(CAMPING[4], counted.retrieval())
+    assert (after.record.decision, after.record.reason) == (Decision.FULL, "scope")
+    assert carol not in contents(after.snapshot)

@@ -1,0 +1,161 @@
+"""Voice context compaction (VOICE-4) with the pre-compaction flush (WRITE-4).
+
+A voice session's transcript is a rolling summary followed by the most recent turns verbatim:
+
+    [ summary (<= 1,200 chars) ] [ t1 ... t10 | t11 ... t60 ]
+                                   oldest batch   50 kept verbatim
+    when 60 turns are verbatim:   flush(t1..t10) -> completer(summary + t1..t10) -> new summary, t1..t10 dropped
+
+Turns are folded in batches of 10 only once a whole batch sits beyond the 50 kept (Clanky's numbers, seed 002):
+one model call per ten turns, never one per turn. Before a batch is summarised, ``flush`` gets exactly those
+turns so the caller can run extraction on them (WRITE-4); it is called once per batch, even when the
+summary has to be retried. A failing flush or completer leaves the turns verbatim and the next turn tries
+again: a turn leaves the context only after its facts were handed to extraction and its gist is in the summary.
+
+Failure handling: ``compact`` is a background step (the fourth edge of STYLE.md's error rule). A model
+failure is logged, counted in ``failures`` and kept in ``last_error``; nothing is dropped, so it is not silent.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import prompts
+from memory.protocols import Completer
+
+log = logging.getLogger(__name__)
+SYSTEM = "You keep the rolling summary of a live voice conversation. Answer with the summary text only."
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceTurn:
+    speaker_id: str
+    speaker_name: str
+    text: str
+    at: float  # seconds since the epoch (UTC)
+    role: str = "user"  # "user" | "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSettings:
+    keep_recent: int = 50
+    batch_size: int = 10
+    max_summary_chars: int = 1200
+    prompt: str = "voice_compaction"
+
+
+FlushCallback = Callable[[tuple[VoiceTurn, ...]], None]
+
+
+def render_turns(turns: tuple[VoiceTurn, ...] | list[VoiceTurn]) -> str:
+    """One line per turn, the words JSON-quoted so a transcript can never read as instructions (SEC-2)."""
+    return "\n".join(_line(t) for t in turns)
+
+
+def _line(turn: VoiceTurn) -> str:
+    when = datetime.fromtimestamp(turn.at, timezone.utc).strftime("%H:%M:%S")
+    who = f"{turn.speaker_name or turn.speaker_id}{' (assistant)' if turn.role == 'assistant' else ''}"
+    return f"{when} {who}: {json.dumps(turn.text, ensure_ascii=False)}"
+
+
+def cap(text: str, limit: int) -> str:
+    """At most ``limit`` characters, cut at a word boundary near the end when there is one."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    # Back up to a word boundary unless that would throw away more than a fifth of the room.
+    return (cut[:space] if space > limit * 0.8 else cut).rstrip() + "…"
+
+
+class VoiceTranscript:
+    """The rolling summary and the verbatim turns of one voice session."""
+
+    def __init__(self, completer: Completer, flush: FlushCallback, settings: CompactionSettings = CompactionSettings()) -> None:
+        self.completer, self.flush, self.settings = completer, flush, settings
+        self.summary = ""
+        self._turns: list[VoiceTurn] = []
+        self.folded = 0  # turns summarised and dropped so far
+        self._flushed = 0  # turns handed to ``flush`` so far (counted from the session start, like ``folded``)
+        self.failures = 0
+        self.last_error: str | None = None
+        self._busy = threading.Lock()  # one compaction at a time, even when add() runs in worker threads
+
+    @property
+    def turns(self) -> tuple[VoiceTurn, ...]:
+        return tuple(self._turns)
+
+    @property
+    def due(self) -> bool:
+        return len(self._turns) >= self.settings.keep_recent + self.settings.batch_size
+
+    def add(self, turn: VoiceTurn) -> int:
+        """Append a turn, then fold what is due; returns how many turns were folded."""
+        self.append(turn)
+        return self.compact()
+
+    def append(self, turn: VoiceTurn) -> None:
+        """Append without any model call (for a caller that compacts off the reply path)."""
+        self._turns.append(turn)
+
+    def compact(self) -> int:
+        """Fold every due batch, oldest first; stops at the first failure (that batch is retried next time)."""
+        if not self._busy.acquire(blocking=False):
+            return 0  # another thread is folding these very turns
+        try:
+            folded = 0
+            while self.due and self._fold(tuple(self._turns[: self.settings.batch_size])):
+                folded += self.settings.batch_size
+            return folded
+        finally:
+            self._busy.release()
+
+    def _fold(self, batch: tuple[VoiceTurn, ...]) -> bool:
+        if not self._flush_once(batch):
+            return False
+        summary = self._summarise(batch)
+        if summary is None:
+            return False
+        self.summary = summary
+        del self._turns[: len(batch)]
+        self.folded += len(batch)
+        return True
+
+    def _flush_once(self, batch: tuple[VoiceTurn, ...]) -> bool:
+        if self._flushed >= self.folded + len(batch):  # flushed already; only the summary failed last time
+            return True
+        try:
+            self.flush(batch)
+        except Exception as exc:  # extraction could not be handed the turns: keep them rather than lose facts
+            return self._failed("pre-compaction flush", exc)
+        self._flushed = self.folded + len(batch)
+        return True
+
+    def _summarise(self, batch: tuple[VoiceTurn, ...]) -> str | None:
+        prompt = prompts.render(self.settings.prompt, previous=self.summary or "(none yet)", turns=render_turns(batch),
+                                max_chars=self.settings.max_summary_chars)
+        try:
+            answer = self.completer(SYSTEM, prompt, temperature=0.0)
+            if not (answer or "").strip():
+                raise ValueError("the model returned an empty summary")
+        except Exception as exc:  # a provider's own errors (network, HTTP, quota): retry on the next turn
+            self._failed("summary", exc)
+            return None
+        self.last_error = None
+        return cap(answer, self.settings.max_summary_chars)
+
+    def _failed(self, step: str, exc: Exception) -> bool:
+        self.failures += 1
+        self.last_error = f"{step}: {exc}"
+        log.exception("voice compaction postponed, %s failed; the turns stay verbatim", step)
+        return False
+
+    def messages(self) -> list[dict[str, str]]:
+        """The verbatim turns as chat messages (users prefixed with their name, as the text path does)."""
+        return [{"role": t.role, "content": t.text if t.role == "assistant" else f"{t.speaker_name}: {t.text}"}
+                for t in self._turns]

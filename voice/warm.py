@@ -1,0 +1,241 @@
+"""Warm memory for a voice session (VOICE-2): skip retrieval while the topic holds.
+
+Spoken conversation is many short turns on one topic; a full hybrid recall per turn costs latency the
+speaker hears. A session keeps the last retrieval (the *warm snapshot*) and a topic fingerprint, an
+exponential moving average of the turn embeddings, and decides per turn (thresholds from Clanky, seed 002):
+
+    no snapshot, expired (300 s after its full retrieval) or another scope  ->  FULL
+    low-signal turn ("yeah", "ok", "mhm", a word or two of filler)          ->  REUSE  (not even embedded)
+    cosine(turn, fingerprint) >= 0.85                                       ->  REUSE
+    cosine < 0.65: the topic changed                                        ->  FULL   (fingerprint restarts at the turn)
+    in between: the topic moved a little                                    ->  REFRESH (cheap lexical re-rank / BM25 top-up)
+
+The snapshot's type is the caller's (``S``): the two retrievals come in as callables in a ``Retrieval``, so
+this module never needs the bot's assembler. ``memory_retrieval`` builds them over ``MemoryStore`` rows.
+Each decision is logged, and ``stats`` counts them for the ``warm_hit_rate`` benchmark.
+
+Known limit (the seed says so too): this is a deterministic gate. A topic shift that MiniLM scores in the
+0.65-0.85 band gets only a lexical refresh until the snapshot expires; the TTL bounds how stale it gets.
+"""
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from memory.clock import Clock
+from memory.retrieval import Channel, Hit
+from memory.scopes import RecallContext
+from memory.store import MemoryStore
+
+from .caches import FILLERS, lexical_rerank
+
+S = TypeVar("S")
+WORD = re.compile(r"[a-z']+")
+
+
+class Decision(StrEnum):
+    REUSE = "reuse"
+    REFRESH = "refresh"
+    FULL = "full"
+
+
+@dataclass(frozen=True, slots=True)
+class WarmSettings:
+    reuse_at: float = 0.85  # cosine at or above: same topic, the snapshot stands
+    full_below: float = 0.65  # cosine below: new topic, retrieve from scratch
+    # Weight of the newest turn in the fingerprint. The seed gives none; 0.3 averages over roughly the last
+    # five turns (2 / alpha - 1), so one aside does not move the topic but three turns on a new one do.
+    alpha: float = 0.3
+    ttl_s: float = 300.0  # counted from the FULL retrieval: refreshes only re-rank what it found
+    filler_max_words: int = 4  # a low-signal turn is at most this many words, all of them fillers...
+    min_chars: int = 3  # ...or fewer letters than this ("k", "ah")
+    log_size: int = 256  # decisions kept for inspection; the counters cover the whole session
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval(Generic[S]):
+    """How to fill a snapshot for one turn: ``full(text, vector)`` from scratch, ``lexical(text, warm)`` from the warm one.
+
+    ``scope`` says whose memory the snapshot was read for (e.g. the recall partitions); a turn in another
+    scope never gets the snapshot (SEC-1: a person who left the channel takes their memories along).
+    """
+
+    full: Callable[[str, np.ndarray | None], S]
+    lexical: Callable[[str, S], S]
+    scope: Hashable = None
+
+
+@dataclass(frozen=True, slots=True)
+class WarmRecord:
+    at: float
+    decision: Decision
+    reason: str  # cold | expired | scope | low-signal | no-vector | similar | drift | moved
+    similarity: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WarmResult(Generic[S]):
+    snapshot: S
+    record: WarmRecord
+
+
+@dataclass(frozen=True, slots=True)
+class WarmStats:
+    """Counts over the session. A *hit* is a turn served without a full retrieval (reuse or refresh)."""
+
+    reuse: int = 0
+    refresh: int = 0
+    full: int = 0
+
+    @property
+    def turns(self) -> int:
+        return self.reuse + self.refresh + self.full
+
+    @property
+    def hits(self) -> int:
+        return self.reuse + self.refresh
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.turns if self.turns else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot(Generic[S]):
+    value: S
+    taken_at: float
+    scope: Hashable
+
+
+def is_low_signal(text: str, settings: WarmSettings = WarmSettings()) -> bool:
+    """Back-channel and fillers: nothing in them could change what memory is relevant."""
+    words = WORD.findall((text or "").lower())
+    if sum(len(w) for w in words) < settings.min_chars:
+        return True
+    return len(words) <= settings.filler_max_words and all(w in FILLERS for w in words)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.dot(a, b)) / norm if norm else 0.0
+
+
+class WarmMemory(Generic[S]):
+    """One voice session's warm snapshot and topic fingerprint. Not shared between sessions."""
+
+    def __init__(self, embed: Callable[[str], np.ndarray | None], clock: Clock, settings: WarmSettings = WarmSettings()) -> None:
+        self.embed, self.clock, self.settings = embed, clock, settings
+        self._snapshot: _Snapshot[S] | None = None
+        self._fingerprint: np.ndarray | None = None
+        self._generation = 0  # bumped by invalidate(): a retrieval that raced a forget is not kept
+        self._counts = {d: 0 for d in Decision}
+        self.log: deque[WarmRecord] = deque(maxlen=settings.log_size)
+
+    def turn(self, text: str, retrieval: Retrieval[S]) -> WarmResult[S]:
+        """The snapshot this turn should use, and why."""
+        now = self.clock.now()
+        warm, reason = self._live(now, retrieval.scope)
+        if warm is None:  # even a filler needs a snapshot when nothing is warm
+            return self._full(text, self.embed(text), retrieval, now, reason)
+        if is_low_signal(text, self.settings):  # not embedded: a filler must not pull the fingerprint
+            return self._record(warm.value, Decision.REUSE, "low-signal", None, now)
+        return self._judge(text, self.embed(text), warm, retrieval, now)
+
+    def _judge(self, text: str, vector: np.ndarray | None, warm: _Snapshot[S], retrieval: Retrieval[S], now: float) -> WarmResult[S]:
+        if vector is None or self._fingerprint is None:  # embeddings off or failing: no drift signal, be safe
+            return self._full(text, vector, retrieval, now, "no-vector")
+        similarity = cosine(vector, self._fingerprint)
+        if similarity < self.settings.full_below:
+            return self._full(text, vector, retrieval, now, "drift", similarity)
+        self._blend(vector)
+        if similarity >= self.settings.reuse_at:
+            return self._record(warm.value, Decision.REUSE, "similar", similarity, now)
+        return self._refresh(text, warm, retrieval, now, similarity)
+
+    def _full(self, text, vector, retrieval: Retrieval[S], now: float, reason: str, similarity: float | None = None) -> WarmResult[S]:
+        generation = self._generation
+        value = retrieval.full(text, vector)
+        if generation == self._generation:
+            self._snapshot = _Snapshot(value, now, retrieval.scope)
+            self._fingerprint = None if vector is None else np.asarray(vector, dtype=np.float32)
+        return self._record(value, Decision.FULL, reason, similarity, now)
+
+    def _refresh(self, text: str, warm: _Snapshot[S], retrieval: Retrieval[S], now: float, similarity: float) -> WarmResult[S]:
+        generation = self._generation
+        value = retrieval.lexical(text, warm.value)
+        if generation == self._generation:  # keeps taken_at: the TTL still counts from the last full retrieval
+            self._snapshot = _Snapshot(value, warm.taken_at, warm.scope)
+        return self._record(value, Decision.REFRESH, "moved", similarity, now)
+
+    def _live(self, now: float, scope: Hashable) -> tuple[_Snapshot[S] | None, str]:
+        warm = self._snapshot
+        if warm is None:
+            return None, "cold"
+        if now - warm.taken_at >= self.settings.ttl_s:
+            return None, "expired"
+        if warm.scope != scope:
+            return None, "scope"
+        return warm, ""
+
+    def _blend(self, vector: np.ndarray) -> None:
+        assert self._fingerprint is not None
+        mixed = (1 - self.settings.alpha) * self._fingerprint + self.settings.alpha * np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(mixed))
+        self._fingerprint = mixed / norm if norm else mixed
+
+    def _record(self, value: S, decision: Decision, reason: str, similarity: float | None, now: float) -> WarmResult[S]:
+        record = WarmRecord(now, decision, reason, similarity)
+        self._counts[decision] += 1
+        self.log.append(record)
+        return WarmResult(value, record)
+
+    def invalidate(self) -> None:
+        """Forget the snapshot and the fingerprint (after a forget/delete, or the session's people changed)."""
+        self._generation += 1
+        self._snapshot = None
+        self._fingerprint = None
+
+    @property
+    def stats(self) -> WarmStats:
+        return WarmStats(self._counts[Decision.REUSE], self._counts[Decision.REFRESH], self._counts[Decision.FULL])
+
+
+# -- the default retrieval over memory rows ------------------------------------------------------------
+BM25_ONLY = frozenset({Channel.FTS})
+
+
+def memory_retrieval(store: MemoryStore, ctx: RecallContext, *, top_k: int | None = None, top_up: int = 4) -> Retrieval[tuple[Hit, ...]]:
+    """Full = the store's hybrid recall (reusing the turn vector); lexical = ``bm25_refresh``; scope = the partitions.
+
+    ``top_k`` defaults to the knobs' top K + 8, like the text path's one recall that fills both the relevant
+    and the behavioural (up to 8) sections.
+    """
+    top_k = top_k or store.knobs.get("memories").top_k + 8
+
+    def full(text: str, vector: np.ndarray | None) -> tuple[Hit, ...]:
+        return tuple(store.recall(ctx, text, top_k=top_k, query_vector=vector))
+
+    def lexical(text: str, warm: tuple[Hit, ...]) -> tuple[Hit, ...]:
+        return bm25_refresh(store, ctx, text, warm, limit=top_k, top_up=top_up)
+
+    return Retrieval(full, lexical, scope=ctx.memory_partitions())
+
+
+def bm25_refresh(store: MemoryStore, ctx: RecallContext, text: str, warm: tuple[Hit, ...], *, limit: int, top_up: int) -> tuple[Hit, ...]:
+    """The warm hits plus up to ``top_up`` BM25 hits for the turn's words, re-ranked by word overlap with the turn.
+
+    BM25 alone needs no embedding and no vector scan; the warm hits keep their place on a tie, so the
+    semantic order of the last full retrieval survives where the words say nothing. No score threshold on
+    the top-up: BM25 is normalised to its best hit, which is usually a row already warm, so the store's
+    threshold would drop exactly the rows that bring a new word; ``top_up`` bounds what comes in instead.
+    """
+    known = {h.row["rid"] for h in warm}
+    found = store.recall(ctx, text, top_k=top_up + len(warm), channels=BM25_ONLY, threshold=0.0)
+    fresh = [h for h in found if h.row["rid"] not in known][:top_up]
+    return tuple(lexical_rerank([*warm, *fresh], text, lambda h: h.row["content"])[:limit])
