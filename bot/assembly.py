@@ -15,9 +15,9 @@ import numpy as np
 
 import prompts
 from memory.engine import MemoryEngine
-from memory.models import FactKind, Memory, Scope
+from memory.models import FactKind, Memory, Scope, Visibility
 from memory.people import People
-from memory.scopes import RecallContext
+from memory.scopes import RecallContext, memory_partition
 from memory.sessions import ChannelState, SessionSummaries
 from memory.store import RecallFilters
 
@@ -38,6 +38,9 @@ class Turn:
     ctx: RecallContext
     channel_key: str
     names: dict[str, str]  # person id -> display name, speaker first
+    text: str = ""         # the message as stored and shown to the model (``memory.messages.clean_text``)
+    stored_id: str | None = None   # the stored message (write-ahead), once stored
+    buffer_id: int | None = None   # its extraction-buffer row, held until the reply is done
 
 
 @dataclass(slots=True)
@@ -74,6 +77,15 @@ def _fits(lines: list[str], budget_tokens: int) -> list[str]:
     return kept
 
 
+def _quoted(text: str) -> str:
+    """Every memory-derived string in the prompt is quoted data (SEC-2): names and summaries included."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _mentions(n: int) -> str:
+    return f"{n} mention" if n == 1 else f"{n} mentions"
+
+
 def _line(m: Memory) -> str:
     when = datetime.fromtimestamp(m.created_at, timezone.utc).strftime("%Y-%m-%d")
     return f"- {json.dumps(m.content, ensure_ascii=False)} ({m.kind.value}, {when})"
@@ -87,7 +99,7 @@ class Assembler:
 
     def snapshot(self, turn: Turn, query_vector: np.ndarray | None = None) -> Snapshot:
         start = time.perf_counter()
-        ctx, text = turn.ctx, turn.message.text
+        ctx, text = turn.ctx, turn.text
         if query_vector is None:
             query_vector = self.engine.embeddings.embed_query(text)
         shown: dict[str, Memory] = {}
@@ -105,14 +117,14 @@ class Assembler:
             self._lore(ctx, shown),
             self._section("relevant", "Relevant memories", relevant, shown),
             self._entities(ctx),
-            self._sessions(ctx),
+            *self._sessions(ctx),
             self._summary(state),
         ]
         history = self._history(turn, state)
         return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000)
 
     def system_prompt(self, turn: Turn, snap: Snapshot, now: float) -> str:
-        place = f"a DM with {turn.names[turn.person_id]}" if turn.ctx.is_dm else f"a group chat ({turn.message.platform} server {turn.ctx.guild_id})"
+        place = f"a DM with {_quoted(turn.names[turn.person_id])}" if turn.ctx.is_dm else f"a group chat on {turn.message.platform}"
         return prompts.render(
             "system", bot_name=self.bot_name, platform=turn.message.platform, place=place,
             now=datetime.fromtimestamp(now, timezone.utc).strftime("%A %Y-%m-%d %H:%M UTC"),
@@ -128,11 +140,10 @@ class Assembler:
         for i, (person, name) in enumerate(turn.names.items()):
             if i > 5:
                 break
-            theirs = tuple(p for p in turn.ctx.memory_partitions() if p.split("|")[1] == person and not p.startswith("guild|"))
-            facts = self.engine.memories.list(theirs, RecallFilters(), order="important", limit=12 if i == 0 else 6)
-            facts = [m for m in facts if m.id not in shown and m.scope is not Scope.GUILD and m.subject != SELF_SUBJECT]
+            facts = self.engine.memories.list(turn.ctx.partitions_of(person), RecallFilters(), order="important", limit=12 if i == 0 else 6)
+            facts = [m for m in facts if m.id not in shown and m.subject != SELF_SUBJECT]
             if facts:
-                lines.append(f"{name}{' (speaking now)' if i == 0 else ''}:")
+                lines.append(f"{_quoted(name)}{' (speaking now)' if i == 0 else ''}:")
                 lines.extend("  " + _line(m) for m in facts)
                 shown.update((m.id, m) for m in facts)
         return Section("people", "People in this conversation", _fits(lines, BUDGETS["people"]))
@@ -140,27 +151,33 @@ class Assembler:
     def _lore(self, ctx: RecallContext, shown) -> Section:
         if ctx.is_dm:
             return Section("lore", "Community lore")
-        guild = tuple(p for p in ctx.memory_partitions() if p.startswith("guild|"))
+        guild = (memory_partition(Scope.GUILD, ctx.guild_id or "", Visibility.PUBLIC),)
         found = self.engine.memories.list(guild, RecallFilters(), order="important", limit=10)
         return self._section("lore", "Community lore", [m for m in found if m.scope is Scope.GUILD], shown)
 
     def _entities(self, ctx: RecallContext) -> Section:
         top = self.engine.graph.top_entities(ctx.memory_partitions(), 5)
-        return Section("entities", "Known entities", [f"- {e['name']} ({e['entity_type']}, {e['mentions']} mentions)" for e in top])
+        return Section("entities", "Known entities", [f"- {_quoted(e['name'])} ({e['entity_type']}, {_mentions(e['mentions'])})" for e in top])
 
-    def _sessions(self, ctx: RecallContext) -> Section:
+    def _sessions(self, ctx: RecallContext) -> list[Section]:
+        """CROSS-1: summaries of sessions that ended here lately, voice and text under their own headings."""
         rows = self.summaries.recent(ctx, self.summary_window_s)
-        lines = [f"- ({r['modality']} session, ended {datetime.fromtimestamp(r['ended_at'], timezone.utc):%H:%M UTC}) "
-                 f"{json.dumps(r['text'], ensure_ascii=False)}" for r in rows]
-        return Section("sessions", "Recent voice session context", _fits(lines, BUDGETS["sessions"]))
+        out = []
+        for key, modality, title in (("sessions", "voice", "Recent voice session context"),
+                                     ("text_sessions", "text", "Recent conversation sessions here")):
+            lines = [f"- (ended {datetime.fromtimestamp(r['ended_at'], timezone.utc):%H:%M UTC}) {_quoted(r['text'])}"
+                     for r in rows if (r["modality"] == "voice") == (modality == "voice")]
+            out.append(Section(key, title, _fits(lines, BUDGETS["sessions"])))
+        return out
 
     def _summary(self, state: dict[str, Any]) -> Section:
         text = state.get("rolling_summary") or ""
-        return Section("summary", "Earlier in this conversation (summary)", [json.dumps(text, ensure_ascii=False)] if text else [])
+        return Section("summary", "Earlier in this conversation (summary)", [_quoted(text)] if text else [])
 
     def _history(self, turn: Turn, state: dict[str, Any]) -> list[dict[str, str]]:
         rows = self.engine.messages.recent(turn.ctx, turn.message.channel_id, self.history_turns)
-        rows = [r for r in rows if r["platform"] == turn.message.platform and r["created_at"] > state.get("compacted_until", 0)]
+        rows = [r for r in rows if r["platform"] == turn.message.platform and r["created_at"] > state.get("compacted_until", 0)
+                and r["id"] != turn.stored_id]  # the current turn is stored already (write-ahead); it is sent as the user message
         turns = [{"role": r["role"], "content": r["content"] if r["role"] == "assistant" or turn.ctx.is_dm else f"{r['author_name']}: {r['content']}"}
                  for r in rows]
         while turns and sum(len(t["content"]) // 4 + 1 for t in turns) > BUDGETS["history"]:

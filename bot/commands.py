@@ -7,22 +7,28 @@ from typing import Any
 
 from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
-from memory.models import FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
+from memory.forgetting import forget_memory, forget_person
+from memory.models import FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.people import People
-from memory.privacy import export_person, forget_person, forget_sources
+from memory.scopes import write_scope
+from memory.transfer import export_person
 from memory.store import RecallFilters
 
 from .types import IncomingMessage
 
 HELP = ("Hi! I'm a companion with a memory. Just talk to me.\n"
         "/remember <fact> — I'll remember it\n/forget <what> — I'll forget the closest memory (/forget everything: all about you)\n"
-        "/memories — what I remember about you here\n/link — connect your accounts on other platforms\n/export — everything I store about you")
+        "/memories — what I remember about you here\n/link — connect your accounts on other platforms (in a private chat)\n"
+        "/share on|off — whether what you say in one server may come up in your other servers (off by default)\n"
+        "/export — everything I store about you")
 FORGET_MIN_RELEVANCE = 0.35
+CONFIRM_WINDOW_S = 120.0
 
 
 class Commands:
     def __init__(self, engine: MemoryEngine, people: People, resolve: Callable[[IncomingMessage], Any]) -> None:
         self.engine, self.people, self.resolve = engine, people, resolve
+        self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
 
     def run(self, name: str, argument: str, message: IncomingMessage) -> str:
         handler = getattr(self, f"do_{name.lower().lstrip('/')}", None)
@@ -41,28 +47,49 @@ class Commands:
     def do_remember(self, arg: str, turn) -> str:
         if not arg:
             return "Tell me what to remember, like: /remember I'm vegetarian"
-        scope, visibility = (Scope.USER, Visibility.PRIVATE) if turn.ctx.is_dm else (Scope.USER, Visibility.PUBLIC)
+        where = write_scope(turn.ctx)
         result = self.engine.memories.add(NewMemory(
-            content=f"{turn.names[turn.person_id]}: {arg}", subject=arg[:60], scope=scope, scope_id=turn.person_id,
-            visibility=visibility, type=MemoryType.SEMANTIC, kind=FactKind.OTHER, source=Source.USER_STATED, importance=7,
+            content=arg, subject=arg[:60], scope=where.scope, scope_id=where.scope_id, visibility=where.visibility,
+            guild_id=where.guild_id, type=MemoryType.SEMANTIC, kind=FactKind.OTHER, source=Source.USER_STATED, importance=7,
             provenance=Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id)))
         return "I already knew that." if result.status == "duplicate" else "Got it, I'll remember that."
 
     def do_forget(self, arg: str, turn) -> str:
         if not arg:
             return "Tell me what to forget, like: /forget my old job — or /forget everything"
-        if arg.lower() in ("everything", "everything about me", "all"):
-            counts = forget_person(self.engine, [turn.person_id])
-            return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
-        hits = self.engine.memories.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False,
-                                           filters=_own(turn))
+        words = arg.lower().split()
+        if words and words[0] in ("everything", "all"):
+            return self._forget_everything(turn, confirmed=words[-1] == "confirm")
+        hits = self.engine.memories.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
         if not hits:
             return "I couldn't find a memory like that."
-        best = hits[0].row
-        self.engine.memories.delete(best["id"])
-        forget_sources(self.engine, [json.loads(best["provenance"])], asked_in=(turn.message.platform, turn.message.channel_id))
-        return f"Forgotten: {best['content']}"
+        done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id))
+        extra = [f"{len(done.memories) - 1} older version(s)"] if len(done.memories) > 1 else []
+        extra += [f"{done.messages} message(s) it came from"] if done.messages else []
+        return f"Forgotten: {done.contents[0]}" + (f" (with {' and '.join(extra)})" if extra else "")
+
+    def _forget_everything(self, turn, *, confirmed: bool) -> str:
+        """SEC-3: asked first; "/forget everything confirm" (or "yes" to the question) does it, with no undo copy."""
+        if not confirmed:
+            self._confirming[turn.person_id] = self.engine.clock.now() + CONFIRM_WINDOW_S
+            return ("This deletes everything I store about you, on every linked account: memories, messages, summaries. "
+                    "It cannot be undone. Answer yes within two minutes (or send /forget everything confirm) to go ahead.")
+        self._confirming.pop(turn.person_id, None)
+        counts = forget_person(self.engine, [turn.person_id])
+        return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
+
+    def answer_to_question(self, message: IncomingMessage) -> str | None:
+        """A "yes" to a pending "/forget everything" question carries it out; anything else cancels the question."""
+        if not self._confirming:
+            return None
+        turn = self.resolve(message)
+        lapses = self._confirming.pop(turn.person_id, None)
+        if lapses is None:
+            return None
+        if lapses >= self.engine.clock.now() and message.text.strip().lower().rstrip(".!") in ("yes", "y", "yes please"):
+            return self._forget_everything(turn, confirmed=True)
+        return None if lapses < self.engine.clock.now() else "OK, I won't forget everything. Nothing was deleted."
 
     def do_memories(self, arg: str, turn) -> str:
         found = self.engine.memories.list(turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20)
@@ -71,11 +98,25 @@ class Commands:
         return "What I remember about you here:\n" + "\n".join(f"• {m.content}" for m in found)
 
     def do_link(self, arg: str, turn) -> str:
+        if not turn.ctx.is_dm:
+            # A code read in public is a key anyone could use: codes live only in private chats.
+            return "Send /link in a private chat with me: a link code is a key to your memories, so it never goes in a group."
         if not arg:
             code = self.people.issue_code(turn.person_id)
-            return f"Your link code is {code} (valid 10 minutes). Send /link {code} from your other account."
+            return f"Your link code is {code} (valid 10 minutes, once). Send /link {code} to me in a private chat from your other account."
         person = self.people.redeem(arg, turn.message.platform, turn.message.author_id)
         return f"Linked. I know you as one person now ({self.people.name(person)})."
+
+    def do_share(self, arg: str, turn) -> str:
+        """SEC-1 opt-in: what someone says in one server may come up in their other servers only if they say so."""
+        choice = arg.lower()
+        if choice not in ("on", "off"):
+            state = "on" if self.people.shares(turn.person_id) else "off"
+            return (f"Sharing across servers is {state}. With /share on, what you tell me in one server may come up in your "
+                    "other servers; with /share off (the default) it stays in the server where you said it (and in our DMs).")
+        self.people.set_sharing(turn.person_id, choice == "on")
+        return ("OK: what you tell me in one server may now come up in your other servers." if choice == "on"
+                else "OK: what you tell me in a server stays in that server (and in our DMs).")
 
     def do_export(self, arg: str, turn) -> str:
         if not turn.ctx.is_dm:

@@ -7,15 +7,14 @@ Blocking store work runs on the memory thread (``AsyncRunner``); the event loop 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.messages import NewMessage
+from memory.messages import NewMessage, clean_text
 from memory.models import Provenance
 from memory.people import People
-from memory.privacy import forget_sources
 from memory.scopes import RecallContext
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.tools import MemoryTools, RateLimiter
@@ -23,10 +22,9 @@ from memory.tools import MemoryTools, RateLimiter
 from .assembly import Assembler, Turn
 from .commands import Commands
 from .llm import ChatClient, LLMError
-from .types import IncomingMessage, Reply, StreamSink
+from .types import APOLOGY, IncomingMessage, Reply, StreamSink
 
 log = logging.getLogger(__name__)
-APOLOGY = "Sorry — I couldn't think straight just now. Your message is saved; please try again in a moment."
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,24 +63,29 @@ class Orchestrator:
 
     # -- the Conversation protocol -------------------------------------------------------------------
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
-        turn = await self.runner.run(self.resolve, message)
+        answered = await self.runner.run(self.commands.answer_to_question, message)
+        if answered is not None:
+            return Reply(answered)  # "yes" to "/forget everything?": done without the model, and not stored
+        turn = await self.runner.run(self._arrive, message)
+        if not turn.text:
+            return Reply("")  # nothing readable (a lone zero-width space): nothing to answer, nothing stored
         snap = await self.runner.run(self.assembler.snapshot, turn)
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now())
         tools = self._tools(turn)
         convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn)}]
         try:
-            text = await self.llm.run(convo, tools, stream) or "…"
+            text: str | None = await self.llm.run(convo, tools, stream) or "…"
         except LLMError:
             log.exception("no reply for %s/%s", message.platform, message.channel_id)
-            await self.runner.run(self._record, turn, None)
-            return Reply(APOLOGY, failed=True)
-        deleted = tools.tools.deleted
-        await self.runner.run(self._record, turn, text, deleted)
-        return Reply(text, tuple(d["content"] for d in deleted))
+            text = None
+        forgotten = tuple(tools.tools.deleted)
+        await self.runner.run(self._finish, turn, text, forgotten)
+        return Reply(APOLOGY, forgotten, failed=True) if text is None else Reply(text, forgotten)
 
     async def observe(self, message: IncomingMessage) -> None:
-        turn = await self.runner.run(self.resolve, message)
-        await self.runner.run(self._record, turn, None)
+        turn = await self.runner.run(self._arrive, message)
+        if turn.text:
+            await self.runner.run(self._finish, turn, None, ())
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         return await self.runner.run(self.commands.run, name, argument, message)
@@ -94,37 +97,56 @@ class Orchestrator:
         names = {person: message.author_name or self.people.name(person)}
         for user_id, name in message.participants:
             names.setdefault(self.people.resolve(message.platform, user_id, name), name or user_id)
-        owner = self.owners.is_owner(message.platform, message.author_id) and message.is_dm
+        is_owner = self.owners.is_owner(message.platform, message.author_id)
+        owner = is_owner and message.is_dm
+        people = tuple(names)
         ctx = RecallContext(platform=message.platform, speaker_id=person, channel_id=message.channel_id,
-                            guild_id=_guild_key(message), participants=tuple(names)[1:], is_dm=message.is_dm,
-                            owner_private=owner, owner_id=person if owner else None)
-        return Turn(message, person, ctx, f"{message.platform}:{message.channel_id}", names)
+                            guild_id=_guild_key(message), participants=people[1:], is_dm=message.is_dm,
+                            owner_private=owner, owner_id=person if owner else None,
+                            admin=not message.is_dm and (message.author_is_admin or is_owner),
+                            reach=self.people.reach(person, people, is_dm=message.is_dm),
+                            readable_channels=message.readable_channels)
+        return Turn(message, person, ctx, f"{message.platform}:{message.channel_id}", names, clean_text(message.text))
+
+    def _arrive(self, message: IncomingMessage) -> Turn:
+        """Write-ahead: the message is stored and buffered (held) before the model is asked anything, so a
+        crash or a failing model never loses it (ORCH-6)."""
+        turn = self.resolve(message)
+        if not turn.text:
+            return turn
+        m = turn.message
+        stored = self.engine.messages.add(NewMessage(author_id=turn.person_id, author_name=m.author_name, content=turn.text,
+                                                     platform_message_id=m.message_id, modality=m.modality, **self._place(turn)))
+        held = self.buffer.push(turn.channel_key, turn.ctx, turn.text, author_name=m.author_name, message_id=stored, held=True)
+        self.channels.touch(turn.channel_key, turn.ctx)
+        return replace(turn, stored_id=stored, buffer_id=held)
+
+    def _finish(self, turn: Turn, reply: str | None, forgotten: tuple[str, ...]) -> None:
+        """The reply joins the history and the user turn becomes due for extraction. A turn that forgot
+        something keeps no copy of it anywhere: its own words go too (ORCH-3)."""
+        self.engine.memories.flush_access()
+        if forgotten:
+            self.engine.messages.delete_rids(self.engine.messages.rids_by_id([turn.stored_id or ""]))
+            self.engine.db.scrub()
+            return
+        self.buffer.release(turn.buffer_id or 0)
+        if reply:
+            self.engine.messages.add(NewMessage(author_id="bot", author_name=self.assembler.bot_name, content=reply, role="assistant",
+                                                modality=turn.message.modality, answers_id=turn.stored_id, **self._place(turn)))
+
+    def _place(self, turn: Turn) -> dict[str, Any]:
+        return dict(platform=turn.message.platform, channel_id=turn.message.channel_id, guild_id=turn.ctx.guild_id,
+                    dm_person_id=turn.person_id if turn.ctx.is_dm else None)
 
     def _tools(self, turn: Turn) -> AsyncTools:
         limiter = self._limits.setdefault(turn.person_id, RateLimiter(self.engine.clock)) if self.voice else None
         provenance = Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id,
-                                message_ids=(turn.message.message_id,) if turn.message.message_id else ())
+                                message_ids=(turn.message.message_id,) if turn.message.message_id else (),
+                                sources=(turn.stored_id,) if turn.stored_id else ())
         return AsyncTools(MemoryTools(self.engine, turn.ctx, provenance=provenance, rate_limit=limiter), self.runner)
 
     def _user_text(self, turn: Turn) -> str:
-        return turn.message.text if turn.ctx.is_dm else f"{turn.message.author_name}: {turn.message.text}"
-
-    def _record(self, turn: Turn, reply: str | None, deleted: list[dict[str, Any]] | None = None) -> None:
-        """History and extraction buffer. A turn that forgot something keeps no copy of it anywhere (ORCH-3)."""
-        self.channels.touch(turn.channel_key, turn.ctx)
-        self.engine.memories.flush_access()
-        if deleted:
-            forget_sources(self.engine, [d.get("provenance") or {} for d in deleted], asked_in=(turn.message.platform, turn.message.channel_id))
-            return
-        m = turn.message
-        base = dict(platform=m.platform, channel_id=m.channel_id, guild_id=turn.ctx.guild_id,
-                    dm_person_id=turn.person_id if turn.ctx.is_dm else None)
-        self.engine.messages.add(NewMessage(author_id=turn.person_id, author_name=m.author_name, content=m.text,
-                                            platform_message_id=m.message_id, **base))
-        self.buffer.push(turn.channel_key, turn.ctx, m.text, author_name=m.author_name, message_id=m.message_id)
-        if reply:
-            self.engine.messages.add(NewMessage(author_id="bot", author_name=self.assembler.bot_name, content=reply,
-                                                role="assistant", **base))
+        return turn.text if turn.ctx.is_dm else f"{turn.message.author_name}: {turn.text}"
 
 
 def _guild_key(message: IncomingMessage) -> str | None:

@@ -52,6 +52,11 @@ class Runtime:
         return cls(settings, engine, runner, orchestrator, background)
 
     async def start(self, *, background_loop: bool = True) -> None:
+        # No reply survives a restart: turns held for one are due now, and so are batches that waited out a
+        # model outage (the first tick retries them instead of waiting for the next message).
+        released = await self.runner.run(self.background.buffer.release_all)
+        if released:
+            log.info("%d buffered messages from before the restart are due for extraction", released)
         if self.settings.scheduler_enabled:
             self.scheduler = self._scheduler()
             self.scheduler.start()

@@ -7,8 +7,12 @@ telegram objects.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
+
+
+# The one short apology, when the model (ORCH-6) or anything else on the reply path failed; the message is kept.
+APOLOGY = "Sorry — I couldn't think straight just now. Your message is saved; please try again in a moment."
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +26,9 @@ class IncomingMessage:
     message_id: str | None = None
     participants: tuple[tuple[str, str], ...] = ()  # other (platform user id, name) pairs present, if known
     created_at: float | None = None
+    modality: str = "text"         # "voice" for a transcribed utterance
+    author_is_admin: bool = False  # the author may change this server's lore (Discord manage_guild, Telegram chat admin)
+    readable_channels: tuple[str, ...] = ()  # other channels of this server the author can read (the adapter knows)
 
     @property
     def is_dm(self) -> bool:
@@ -33,7 +40,6 @@ class Reply:
     text: str
     forgotten: tuple[str, ...] = ()   # contents deleted while building this reply (ORCH-3)
     failed: bool = False              # the LLM failed and this is the short apology (ORCH-6)
-    extras: dict = field(default_factory=dict)
 
 
 # Called with each text delta while a reply streams (the console prints them as they come).

@@ -10,37 +10,64 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote, unquote, urlsplit
 
 import apsw
 import sqlite_vec
 
-from .errors import SchemaError
+from .errors import MemoryStoreError, SchemaError
 from .migrations import MIGRATIONS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class StoreUnavailable(MemoryStoreError):
+    """The store file cannot be used as asked (read-only for a write, cannot be opened); the message names the path."""
+
+
+def read_only(path: str | Path) -> str:
+    """What to open instead of ``path`` for work that only reads: ``Database(read_only(p))``.
+
+    An SQLite URI with ``mode=ro``: a read-only file still serves, nothing is migrated or written, and
+    a path where no store exists is an error instead of a new empty store.
+    """
+    return f"file:{quote(str(Path(path).absolute()))}?mode=ro"
+
+
 class Database:
-    """A migrated SQLite file with sqlite-vec loaded, WAL on."""
+    """A migrated SQLite file with sqlite-vec loaded, WAL on; or, opened on ``read_only(path)``, a reader."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.con = apsw.Connection(self.path)
+        self.path, self.readonly = _location(path)
+        self.behind = 0  # migrations a read-only open found missing (a writable open applies them)
+        self.con = _connect(str(path), self.path, self.readonly)
+        try:
+            with _naming(self.path):
+                self._prepare()
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _prepare(self) -> None:
         self.con.enable_load_extension(True)
         sqlite_vec.load(self.con)
         self.con.enable_load_extension(False)
         self.con.setbusytimeout(5000)
         # 64 MB page cache and memory-mapped reads: indexes of a 100k+ store do not fit the 2 MB default.
-        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "temp_store=MEMORY",
+        # secure_delete: freed pages and cells are zeroed, so forgotten words do not linger in the file (SEC-3).
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "temp_store=MEMORY", "secure_delete=ON",
                        "cache_size=-65536", "mmap_size=268435456"):
-            self.con.execute(f"PRAGMA {pragma}")
+            if not (self.readonly and pragma.startswith("journal_mode")):  # setting WAL writes the header
+                self.con.execute(f"PRAGMA {pragma}")
+        if self.readonly:
+            self._check_version()
+            return
         self._migrate()
         self.optimize()
 
@@ -76,6 +103,16 @@ class Database:
         self.execute("PRAGMA analysis_limit=1000")
         self.execute("PRAGMA optimize=0x10002")
 
+    def scrub(self) -> None:
+        """After a forget: no copy of deleted text may stay in the files the store writes.
+
+        sqlite_stat4 keeps sample keys of every index (subjects, author ids), so it is emptied and
+        rebuilt; the WAL still holds old page images until a checkpoint, which truncates it.
+        """
+        if self.scalar("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat4'"):
+            self.execute("DELETE FROM sqlite_stat4")
+        self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def data_version(self) -> int:
         """Changes whenever another connection commits; used to invalidate in-process caches."""
         return int(self.scalar("PRAGMA data_version"))
@@ -96,12 +133,9 @@ class Database:
 
     # -- migrations ----------------------------------------------------------------------------
     def _migrate(self) -> None:
+        self._refuse_foreign()
         self.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)")
-        current = self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_version")
-        if current > len(MIGRATIONS):
-            raise SchemaError(
-                f"{self.path} has schema version {current}, newer than this program knows ({len(MIGRATIONS)}): upgrade companion"
-            )
+        current = self._version()
         for version, migration in enumerate(MIGRATIONS, start=1):
             if version <= current:
                 continue
@@ -113,6 +147,27 @@ class Database:
                 )
             log.info("applied migration %s", migration.name)
 
+    def _version(self) -> int:
+        """The schema version on disk (0 for a new file); a newer one than this program knows is refused."""
+        has_table = self.scalar("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'")
+        current = int(self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_version")) if has_table else 0
+        if current > len(MIGRATIONS):
+            raise SchemaError(
+                f"{self.path} has schema version {current}, newer than this program knows ({len(MIGRATIONS)}): upgrade companion"
+            )
+        return current
+
+    def _refuse_foreign(self) -> None:
+        """Another program's SQLite file (tables, but no schema_version) is never turned into a store by adding ours."""
+        tables = self.scalar("SELECT COUNT(*) FROM sqlite_master WHERE name != 'schema_version'")
+        if tables and not self.scalar("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'"):
+            raise SchemaError(f"{self.path} is an SQLite database but not a companion store (it has no schema_version table)")
+
+    def _check_version(self) -> None:
+        """A reader changes nothing: ``behind`` tells how many migrations the file lacks, and the caller decides."""
+        self._refuse_foreign()
+        self.behind = len(MIGRATIONS) - self._version()
+
     def backup_to(self, target: str | Path) -> None:
         """SQLite online backup: consistent even while the bot writes."""
         dest = apsw.Connection(str(target))
@@ -122,6 +177,42 @@ class Database:
                     job.step(1024)
         finally:
             dest.close()
+
+
+def _location(path: str | Path) -> tuple[str, bool]:
+    """(file path, read-only?) of a plain path or of a ``file:`` URI made by ``read_only``."""
+    text = str(path)
+    if not text.startswith("file:"):
+        return text, False
+    uri = urlsplit(text)
+    return unquote(uri.path), "mode=ro" in uri.query.split("&")
+
+
+def _connect(target: str, path: str, readonly: bool) -> apsw.Connection:
+    """The connection, or an error that names the path: a directory, a missing store to read, a folder we cannot create."""
+    if path != ":memory:" and Path(path).is_dir():
+        raise IsADirectoryError(errno.EISDIR, "the store must be a file, but this is a directory", path)
+    if readonly and not Path(path).is_file():
+        raise FileNotFoundError(errno.ENOENT, "no store exists at this path", path)
+    if not readonly and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    flags = apsw.SQLITE_OPEN_URI | (apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+    with _naming(path):
+        return apsw.Connection(target, flags=flags)
+
+
+@contextlib.contextmanager
+def _naming(path: str) -> Iterator[None]:
+    """SQLite's own messages ("file is not a database") do not say which file: these do, and say what to check."""
+    try:
+        yield
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
+        raise SchemaError(f"{path} is not a usable companion store: {exc} (not an SQLite file, or damaged)") from exc
+    except apsw.ReadOnlyError as exc:
+        raise StoreUnavailable(f"{path} is read-only: this command writes, so it needs write access to the file "
+                               "and its directory") from exc
+    except apsw.CantOpenError as exc:
+        raise StoreUnavailable(f"cannot open {path}: {exc} (check the directory exists and is accessible)") from exc
 
 
 class AsyncRunner:

@@ -4,6 +4,7 @@
     ├── NotFound            a memory, message or entity id that does not exist
     ├── InvalidInput        bad arguments: empty text, unknown type, out-of-range importance
     │   └── Rejected        a write refused by the safety filters (WRITE-6)
+    ├── NotYours            a change to a memory the speaker may see but does not own (SEC-1)
     ├── EmbeddingError      the embedder failed or returned something unusable
     │   └── DimensionMismatch  a model of another dimension than the store's (MEM-4)
     └── SchemaError         the database file is from a newer version or is damaged
@@ -23,6 +24,10 @@ class InvalidInput(MemoryStoreError):
 
 
 class Rejected(InvalidInput):
+    pass
+
+
+class NotYours(MemoryStoreError):
     pass
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +19,10 @@ import prompts
 
 from .clock import DAY
 from .engine import MemoryEngine
+from .extraction import parse_object as parse_json_object
 from .models import DECAY_EXEMPT_VALUES, Memory, MemoryType, NewMemory, Source
 from .protocols import Completer
+from .safety import redact_secrets
 from .scopes import placeholders
 
 log = logging.getLogger(__name__)
@@ -110,17 +111,6 @@ def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> 
     return engine.memories.insert_merged(new, cluster).id
 
 
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in a model's answer (models like to wrap JSON in prose or code fences)."""
-    match = re.search(r"\{.*\}", text or "", re.DOTALL)
-    if not match:
-        raise ValueError(f"no JSON object in the model's answer: {text[:200]!r}")
-    data = json.loads(match.group())
-    if not isinstance(data, dict):
-        raise ValueError("the model's answer is not a JSON object")
-    return data
-
-
 def _number(value: Any, default: float) -> float:
     try:
         return max(1.0, min(10.0, float(value)))
@@ -158,10 +148,12 @@ def prune_entities(engine: MemoryEngine, *, unseen_days: float = 90.0) -> int:
     return pruned
 
 
-def audit_start(engine: MemoryEngine, kind: str, hint: str, excerpt: str = "") -> int:
-    """Open a row in the reflections audit (consolidation runs, micro-reflections)."""
-    engine.db.execute("INSERT INTO reflections (kind, scope_hint, started_at, input_excerpt) VALUES (?, ?, ?, ?)",
-                      (kind, hint, engine.clock.now(), excerpt))
+def audit_start(engine: MemoryEngine, kind: str, hint: str, excerpt: str = "", *, channel_key: str | None = None,
+                people: tuple[str, ...] = ()) -> int:
+    """Open a row in the reflections audit (consolidation runs, micro-reflections). The chat and the people
+    it read are recorded so that forgetting finds the row (memory.registry)."""
+    engine.db.execute("INSERT INTO reflections (kind, scope_hint, started_at, input_excerpt, channel_key, people) VALUES (?, ?, ?, ?, ?, ?)",
+                      (kind, hint, engine.clock.now(), redact_secrets(excerpt), channel_key, json.dumps(sorted(set(people)))))
     return int(engine.db.con.last_insert_rowid())
 
 
@@ -169,7 +161,8 @@ def audit_finish(engine: MemoryEngine, audit_id: int, *, stored: list[str] = (),
     """Close an audit row: ``failed`` when it erred and stored nothing, else ``done``."""
     engine.db.execute(
         "UPDATE reflections SET finished_at = ?, status = ?, stored_ids = ?, facts = ?, error = ? WHERE id = ?",
-        (engine.clock.now(), "failed" if error and not stored else "done", json.dumps(list(stored)), json.dumps(list(facts)),
+        (engine.clock.now(), "failed" if error and not stored else "done", json.dumps(list(stored)),
+         redact_secrets(json.dumps(list(facts), ensure_ascii=False)),
          error, audit_id),
     )
 

@@ -14,11 +14,12 @@ from .embeddings import EmbeddingService, content_hash
 from .errors import InvalidInput
 from .knobs import KnobStore
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
-from .safety import normalise_text
+from .safety import normalise_text, redact_secrets
 from .scopes import RecallContext, message_partition, partition_token, placeholders
 
 log = logging.getLogger(__name__)
-MAX_MESSAGE_CHARS = 20_000
+MAX_MESSAGE_CHARS = 8_000  # what is stored of one message and shown to the model; longer ones are cut (marked)
+CUT_MARK = " […cut]"
 CONTEXT_CHARS = 600
 CONTEXT_TURNS = 2
 
@@ -29,6 +30,15 @@ def _context(lines: list[str]) -> str:
 
 def _speaker_line(row: dict[str, Any]) -> str:
     return f"{row['author_name']}: {row['content']}" if row.get("author_name") else row["content"]
+
+
+def clean_text(text: str) -> str:
+    """A message as it is stored and shown to the model: normalised, secrets redacted, at most
+    ``MAX_MESSAGE_CHARS`` (a 1 MB paste is not sent whole to the model or to extraction). '' if nothing is left."""
+    text = normalise_text(text)
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
+    return redact_secrets(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +54,8 @@ class NewMessage:
     platform_message_id: str | None = None
     dm_person_id: str | None = None  # for a DM: whose DM it is (the human side), decides its partition
     created_at: float | None = None
+    answers_id: str | None = None  # a bot reply: the stored id of the user turn it answers
+    id: str | None = None  # given on import (keeps an export's ids); new messages get a fresh one
 
 
 class MessageLog:
@@ -71,10 +83,10 @@ class MessageLog:
                 row["prev_rid"] = last_rid[where]
                 self.db.execute(
                     "INSERT INTO messages (id, platform, guild_id, channel_id, author_id, author_name, role, modality, content, context, "
-                    "prev_rid, platform_message_id, partition_key, ptoken, content_hash, created_at) VALUES "
+                    "prev_rid, platform_message_id, partition_key, ptoken, content_hash, created_at, answers_rid) VALUES "
                     "(:id, :platform, :guild_id, :channel_id, :author_id, :author_name, :role, :modality, :content, :context, "
-                    ":prev_rid, "
-                    ":platform_message_id, :partition_key, :ptoken, :content_hash, :created_at)",
+                    ":prev_rid, :platform_message_id, :partition_key, :ptoken, :content_hash, :created_at, "
+                    "(SELECT rid FROM messages WHERE id = :answers_id))",
                     row,
                 )
                 ids.append(row["id"])
@@ -105,7 +117,7 @@ class MessageLog:
         return before
 
     def _row(self, m: NewMessage) -> dict[str, Any]:
-        content = normalise_text(m.content)[:MAX_MESSAGE_CHARS]
+        content = clean_text(m.content)
         if not content:
             raise InvalidInput("an empty message is not stored")
         if m.role not in ("user", "assistant"):
@@ -114,9 +126,9 @@ class MessageLog:
             raise InvalidInput("a DM message must say whose DM it is (dm_person_id)")
         key = message_partition(m.guild_id, m.dm_person_id or "")
         return {
-            "id": str(uuid.uuid4()), "platform": m.platform, "guild_id": m.guild_id, "channel_id": str(m.channel_id),
+            "id": m.id or str(uuid.uuid4()), "platform": m.platform, "guild_id": m.guild_id, "channel_id": str(m.channel_id),
             "author_id": str(m.author_id), "author_name": m.author_name, "role": m.role, "modality": m.modality,
-            "content": content, "platform_message_id": m.platform_message_id, "partition_key": key,
+            "content": content, "platform_message_id": m.platform_message_id, "partition_key": key, "answers_id": m.answers_id,
             "ptoken": partition_token(key),
             "created_at": m.created_at if m.created_at is not None else self.clock.now(),
         }
@@ -133,7 +145,11 @@ class MessageLog:
     # -- reads -------------------------------------------------------------------------------------
     def search(self, ctx: RecallContext, query: str, *, top_k: int | None = None, channel_id: str | None = None,
                channels: frozenset[Channel] = ALL_CHANNELS, query_vector: np.ndarray | None = None) -> list[Hit]:
-        where = Filter("t.channel_id = ?", (channel_id,)) if channel_id else Filter()
+        readable = (channel_id,) if channel_id else ctx.channels()
+        if channel_id and channel_id not in ctx.channels():
+            return []
+        # In a server, only the channels the asker can read; a DM's partition is the person's own DMs.
+        where = Filter(f"t.channel_id IN ({placeholders(readable)})", readable) if not ctx.is_dm or channel_id else Filter()
         return self.search_partitions(ctx.message_partitions(), query, top_k=top_k, where=where, channels=channels, query_vector=query_vector)
 
     def search_partitions(self, partitions: tuple[str, ...], query: str, *, top_k: int | None = None, where: Filter = Filter(),
@@ -143,6 +159,8 @@ class MessageLog:
 
     def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20) -> list[dict[str, Any]]:
         """The last messages of a channel the context may see, oldest first (channel_recall, history window)."""
+        if str(channel_id) not in ctx.channels():
+            return []
         rows = self.corpus.ordered(ctx.message_partitions(), Filter("t.channel_id = ?", (str(channel_id),)),
                                   (("created_at", True), ("rid", True)), limit)
         return list(reversed(rows))
@@ -156,17 +174,40 @@ class MessageLog:
         return int(self.db.scalar("SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?",
                                   (platform, channel_id, after)))
 
-    def delete_by_author(self, author_ids: list[str]) -> int:
-        """Every message a person wrote, with vectors and FTS rows (SEC-3)."""
-        if not author_ids:
-            return 0
-        rows = self.db.rows(f"SELECT rid, content_hash FROM messages WHERE author_id IN ({placeholders(author_ids)})", author_ids)
-        return self.delete_rids([r["rid"] for r in rows], [r["content_hash"] for r in rows])
+    # -- finding rows to forget --------------------------------------------------------------------
+    def rids_by_id(self, ids: list[str]) -> list[int]:
+        return self._rids("id IN ({})", ids)
 
-    def delete_rids(self, rids: list[int], hashes: list[str]) -> int:
-        """Delete messages with vectors, FTS rows and cached vectors; later turns lose them as context too."""
+    def rids_by_platform_id(self, platform: str, channel_id: str, platform_ids: list[str]) -> list[int]:
+        """Platform ids are unique only within a chat (Telegram numbers each chat from 1)."""
+        return self._rids("platform = ? AND channel_id = ? AND platform_message_id IN ({})", platform_ids, (platform, channel_id))
+
+    def replies_to(self, rids: list[int]) -> list[int]:
+        """The bot's replies to these turns."""
+        return self._rids("answers_rid IN ({})", rids)
+
+    def chats_of(self, author_ids: list[str], dm_partitions: list[str]) -> list[str]:
+        """"platform:channel" keys of the chats where these people spoke, and their DMs."""
+        rows = self.db.execute(
+            f"SELECT DISTINCT platform || ':' || channel_id FROM messages WHERE author_id IN ({placeholders(author_ids)}) "
+            f"OR partition_key IN ({placeholders(dm_partitions)})", (*author_ids, *dm_partitions))
+        return [r for (r,) in rows]
+
+    def _rids(self, condition: str, values: list, before: tuple = ()) -> list[int]:
+        found: list[int] = []
+        for i in range(0, len(values), 400):
+            chunk = values[i : i + 400]
+            sql = f"SELECT rid FROM messages WHERE {condition.format(placeholders(chunk))}"
+            found += [r for (r,) in self.db.execute(sql, (*before, *chunk))]
+        return found
+
+    def delete_rids(self, rids: list[int]) -> int:
+        """Delete messages with vectors, FTS rows, cached vectors and pending extractions; later turns lose
+        them as context too."""
         if not rids:
             return 0
+        hashes = [h for i in range(0, len(rids), 400) for (h,) in self.db.execute(
+            f"SELECT content_hash FROM messages WHERE rid IN ({placeholders(rids[i:i + 400])})", rids[i : i + 400])]
         spots = self.db.rows(
             f"SELECT DISTINCT platform, channel_id, MIN(created_at) AS since FROM messages WHERE rid IN ({placeholders(rids)}) "
             "GROUP BY platform, channel_id", rids)
@@ -174,6 +215,7 @@ class MessageLog:
             self.corpus.vectors.delete(rids)
             for i in range(0, len(rids), 400):
                 chunk = rids[i : i + 400]
+                self.db.execute(f"DELETE FROM extraction_buffer WHERE message_rid IN ({placeholders(chunk)})", chunk)
                 self.db.execute(f"DELETE FROM messages WHERE rid IN ({placeholders(chunk)})", chunk)
             for spot in spots:
                 self._rebuild_context(spot["platform"], spot["channel_id"], spot["since"])

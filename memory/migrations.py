@@ -250,4 +250,62 @@ DROP TRIGGER memories_ai;
 DROP TRIGGER messages_ai;
 """)
 
-MIGRATIONS: tuple[Migration, ...] = (M001_CORE, M002_CONVERSATIONS, M003_FTS_INSERT_IN_BULK)
+M004_TRUST = Migration("m004_trust", """
+-- SEC-3: deleted words must not stay readable in the index segments (FTS5 removes them in place).
+INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);
+INSERT INTO message_fts (message_fts, rank) VALUES ('secure-delete', 1);
+
+-- SEC-1: a public user fact learned in a server belongs to that server (its partition names it).
+ALTER TABLE memories ADD COLUMN guild_id TEXT;
+CREATE INDEX memories_owner ON memories (scope_id, partition_key);
+
+-- A bot reply names the user turn it answers, so forgetting that turn takes the reply with it.
+ALTER TABLE messages ADD COLUMN answers_rid INTEGER;
+CREATE INDEX messages_answers ON messages (answers_rid) WHERE answers_rid IS NOT NULL;
+CREATE INDEX messages_platform_id ON messages (platform, channel_id, platform_message_id);
+
+-- Write-ahead: a buffered turn is held while its reply is being made (released at start-up), and a
+-- batch that keeps failing is retried with backoff, then parked in dead_letters (never dropped).
+ALTER TABLE extraction_buffer ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE extraction_buffer ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE extraction_buffer ADD COLUMN last_error TEXT;
+ALTER TABLE extraction_buffer ADD COLUMN message_rid INTEGER;
+CREATE TABLE dead_letters (
+    id INTEGER PRIMARY KEY,
+    job TEXT NOT NULL,
+    channel_key TEXT NOT NULL,
+    person_id TEXT NOT NULL,
+    context TEXT NOT NULL,
+    message_id TEXT,
+    message_rid INTEGER,
+    author_name TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    attempts INTEGER NOT NULL,
+    error TEXT NOT NULL DEFAULT '',
+    failed_at REAL NOT NULL
+);
+CREATE INDEX dead_letters_person ON dead_letters (person_id);
+
+-- Background jobs of a channel (reflection, compaction) back off after a failure instead of retrying every tick.
+ALTER TABLE channel_state ADD COLUMN retry_at REAL NOT NULL DEFAULT 0;
+ALTER TABLE channel_state ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+
+-- The reflections audit names the chat and the people it read, so forgetting can find it.
+ALTER TABLE reflections ADD COLUMN channel_key TEXT;
+ALTER TABLE reflections ADD COLUMN people TEXT NOT NULL DEFAULT '[]';
+
+-- /link: failed redemptions per account, for the rate limit.
+CREATE TABLE link_failures (platform TEXT NOT NULL, platform_user_id TEXT NOT NULL, failed_at REAL NOT NULL);
+CREATE INDEX link_failures_account ON link_failures (platform, platform_user_id, failed_at);
+
+-- Per-person choices (SEC-1 opt-in to share what they say across servers).
+CREATE TABLE person_settings (
+    person_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (person_id, key)
+);
+""")
+
+MIGRATIONS: tuple[Migration, ...] = (M001_CORE, M002_CONVERSATIONS, M003_FTS_INSERT_IN_BULK, M004_TRUST)

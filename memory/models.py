@@ -69,28 +69,37 @@ DECAY_EXEMPT_VALUES = tuple(sorted(k.value for k in DECAY_EXEMPT_KINDS))  # as s
 
 @dataclass(frozen=True, slots=True)
 class Provenance:
+    """Where a memory came from. ``message_ids`` are the platform's ids (unique only within a chat, and the
+    console's restart each session); ``sources`` are the stored messages' own ids, which forgetting uses."""
+
     platform: str | None = None
     guild_id: str | None = None
     channel_id: str | None = None
     message_ids: tuple[str, ...] = ()
     file: str | None = None
     line: int | None = None
+    sources: tuple[str, ...] = ()
 
     def to_json(self) -> str:
-        data = {k: v for k, v in self.as_dict().items() if v not in (None, ())}
+        data = {k: v for k, v in self.as_dict().items() if v not in (None, (), [])}
         return json.dumps(data, sort_keys=True)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "platform": self.platform, "guild_id": self.guild_id, "channel_id": self.channel_id,
-            "message_ids": list(self.message_ids), "file": self.file, "line": self.line,
+            "message_ids": list(self.message_ids), "file": self.file, "line": self.line, "sources": list(self.sources),
         }
 
     @classmethod
     def from_json(cls, text: str | None) -> Provenance:
-        data = json.loads(text or "{}")
-        data["message_ids"] = tuple(data.get("message_ids", ()))
-        return cls(**data)
+        return cls.from_dict(json.loads(text or "{}"))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Provenance:
+        known = {k: v for k, v in data.items() if k in cls.__slots__}
+        for name in ("message_ids", "sources"):
+            known[name] = tuple(str(v) for v in known.get(name) or ())
+        return cls(**known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +128,7 @@ class NewMemory:
     valid_to: float | None = None
     provenance: Provenance = field(default_factory=Provenance)
     entities: tuple[EntityRef, ...] = ()
+    guild_id: str | None = None  # a public user fact said in a server belongs to that server (SEC-1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +156,8 @@ class Memory:
     provenance: Provenance
     created_at: float
     updated_at: float
+    partition_key: str = ""
+    guild_id: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Memory:
@@ -159,10 +171,11 @@ class Memory:
             forgotten=bool(row["forgotten"]), valid_from=row["valid_from"], valid_to=row["valid_to"],
             provenance=Provenance.from_json(row["provenance"]),
             created_at=row["created_at"], updated_at=row["updated_at"],
+            partition_key=row.get("partition_key") or "", guild_id=row.get("guild_id"),
         )
 
     def as_dict(self) -> dict[str, Any]:
-        data = {name: getattr(self, name) for name in self.__slots__ if name != "rid"}
+        data = {name: getattr(self, name) for name in self.__slots__ if name not in ("rid", "partition_key")}
         data["tags"] = list(self.tags)
         data["provenance"] = self.provenance.as_dict()
         return data

@@ -3,6 +3,13 @@
 Until linked, each platform id is its own person (``"<platform>:<id>"``). Linking with a one-time code
 moves everything stored under the newer id (memories, DM history, buffers) onto the person who made
 the code, so from then on both accounts see one set of memories.
+
+A link code is an account key: it is issued and redeemed only in DMs (the caller checks), used once,
+expires after ten minutes, and an account that fails ``MAX_FAILURES`` times in an hour is refused
+for the rest of that hour, so codes cannot be guessed.
+
+A person's reach (SEC-1): the server partitions their memories sit in, and whether they opted in to
+let what they say in one server come up in others (``/share on``).
 """
 from __future__ import annotations
 
@@ -14,6 +21,8 @@ from .scopes import memory_partition, message_partition, partition_token
 from .models import Scope, Visibility
 
 CODE_TTL_S = 600.0
+MAX_FAILURES, FAILURE_WINDOW_S = 5, 3600.0
+SHARE_KEY = "share_across_servers"
 
 
 class People:
@@ -42,7 +51,7 @@ class People:
         return self.db.scalar("SELECT display_name FROM identities WHERE person_id = ? AND display_name != '' LIMIT 1", (person_id,)) or person_id
 
     def issue_code(self, person_id: str) -> str:
-        code = "-".join(secrets.token_hex(2) for _ in range(3))
+        code = "-".join(secrets.token_hex(3) for _ in range(3))  # 72 bits
         now = self.engine.clock.now()
         with self.db.transaction():
             self.db.execute("DELETE FROM link_codes WHERE person_id = ? OR expires_at < ?", (person_id, now))
@@ -51,8 +60,13 @@ class People:
 
     def redeem(self, code: str, platform: str, platform_user_id: str) -> str:
         """Link this account to the person who issued ``code``; returns that person id."""
+        now = self.engine.clock.now()
+        if self._failures(platform, platform_user_id, now) >= MAX_FAILURES:
+            raise InvalidInput("too many wrong link codes; try again in an hour")
         row = self.db.one("SELECT person_id, expires_at FROM link_codes WHERE code = ?", (code.strip().lower(),))
-        if row is None or row["expires_at"] < self.engine.clock.now():
+        if row is None or row["expires_at"] < now:
+            self.db.execute("INSERT INTO link_failures (platform, platform_user_id, failed_at) VALUES (?, ?, ?)",
+                            (platform, str(platform_user_id), now))
             raise InvalidInput("that link code is unknown or expired; ask for a new one with /link on your other account")
         target = row["person_id"]
         current = self.resolve(platform, platform_user_id)
@@ -62,16 +76,47 @@ class People:
                 self._merge(current, target)
         return target
 
+    def _failures(self, platform: str, platform_user_id: str, now: float) -> int:
+        return int(self.db.scalar("SELECT COUNT(*) FROM link_failures WHERE platform = ? AND platform_user_id = ? AND failed_at > ?",
+                                  (platform, str(platform_user_id), now - FAILURE_WINDOW_S)))
+
+    # -- reach (SEC-1) ---------------------------------------------------------------------------------
+    def shares(self, person_id: str) -> bool:
+        return self.db.scalar("SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, SHARE_KEY)) == "on"
+
+    def set_sharing(self, person_id: str, on: bool) -> None:
+        self.db.execute("INSERT INTO person_settings (person_id, key, value) VALUES (?, ?, ?) "
+                        "ON CONFLICT (person_id, key) DO UPDATE SET value = excluded.value", (person_id, SHARE_KEY, "on" if on else "off"))
+
+    def partitions(self, person_id: str) -> list[str]:
+        """Every user-scope partition holding memories about this person (their DMs' and each server's)."""
+        return [k for (k,) in self.db.execute(
+            "SELECT DISTINCT partition_key FROM memories WHERE scope_id = ? AND scope = 'user'", (person_id,))]
+
+    def reach(self, speaker: str, people: tuple[str, ...], *, is_dm: bool) -> tuple[str, ...]:
+        """Extra partitions a context may read: in a DM, all of the speaker's own; in a server, all of
+        those of the people here who opted in to sharing across servers."""
+        if is_dm:
+            return tuple(self.partitions(speaker))
+        return tuple(k for p in people if self.shares(p) for k in self.partitions(p) if not k.startswith(f"user|{p}|private"))
+
+    # -- linking ---------------------------------------------------------------------------------------
     def _merge(self, source: str, target: str) -> None:
         """Everything stored under ``source`` now belongs to ``target`` (inside the caller's transaction)."""
         self.db.execute("UPDATE identities SET person_id = ?, linked_at = ? WHERE person_id = ?", (target, self.engine.clock.now(), source))
-        for scope in (Scope.USER, Scope.OWNER):
-            for visibility in (Visibility.PUBLIC, Visibility.PRIVATE):
-                old, new = memory_partition(scope, source, visibility), memory_partition(scope, target, visibility)
-                self._move("memories", old, new, extra=("scope_id", target))
+        rows = self.db.rows("SELECT DISTINCT partition_key, scope, visibility, guild_id FROM memories "
+                            "WHERE scope_id = ? AND scope IN ('user', 'owner')", (source,))
+        for row in rows:
+            new = memory_partition(Scope(row["scope"]), target, Visibility(row["visibility"]), row["guild_id"])
+            self._move("memories", row["partition_key"], new, extra=("scope_id", target))
         self._move("messages", message_partition(None, source), message_partition(None, target))
         self.db.execute("UPDATE messages SET author_id = ? WHERE author_id = ?", (target, source))
-        self.db.execute("UPDATE extraction_buffer SET person_id = ? WHERE person_id = ?", (target, source))
+        for table in ("extraction_buffer", "dead_letters"):  # their saved contexts name the speaker too
+            self.db.execute(f"UPDATE {table} SET person_id = ?, context = json_set(context, '$.speaker_id', ?) WHERE person_id = ?",
+                            (target, target, source))
+        self.db.execute("UPDATE channel_state SET context = json_set(context, '$.speaker_id', ?) "
+                        "WHERE json_extract(context, '$.speaker_id') = ?", (target, source))
+        self.db.execute("UPDATE OR REPLACE person_settings SET person_id = ? WHERE person_id = ?", (target, source))
 
     def _move(self, table: str, old: str, new: str, extra: tuple[str, str] | None = None) -> None:
         corpus = self.engine.memories.corpus if table == "memories" else self.engine.messages.corpus

@@ -1,31 +1,56 @@
-"""Who may see what (SEC-1), decided once per recall and enforced inside retrieval.
+"""Who may see what, and who may change what (SEC-1), decided once per turn and enforced inside retrieval.
 
 Every memory row and every message row carries a *partition key*. A ``RecallContext`` turns into the
 exact set of partition keys it may read; vector search, FTS and plain SQL all filter on that set, so a
 query can never return a row from a partition the context may not see.
 
-    memory partitions   user|<person>|public    portable facts about a person, seen wherever they take part
-                        user|<person>|private   learned in a DM: only in a DM with that person
-                        guild|<guild>|public    community context: only in that guild
-                        owner|<owner>|private   the operator's own memory: only in owner-private contexts
-    message partitions  guild|<guild>           messages of a guild's channels: only in that guild
-                        dm|<person>             a DM's messages: only in a DM with that person
+    memory partitions   user|<p>|private          learned in a DM: only in DMs with p
+                        user|<p>|public|<guild>   what p said in a server: that server and p's own DMs;
+                                                  other servers only if p opted in (/share on)
+                        user|<p>|public           portable facts (stores made before servers were kept
+                                                  apart): p's own DMs, and servers where p opted in
+                        guild|<guild>|public      community lore: only in that guild
+                        owner|<o>|private         the operator's own memory: only in owner-private contexts
+    message partitions  guild|<guild>             a guild's messages: that guild, and only the channels
+                                                  the asker can read (``readable_channels``)
+                        dm|<p>                    a DM's messages: only in a DM with that person
+
+Which of a person's server partitions exist is a fact of the store, so the caller that builds the
+context (``memory.people.People.context``) lists them in ``reach``; this module stays pure.
+
+Writes (``may_change``): a person changes or deletes only memories about themselves; guild lore only
+the guild's admins or the bot's owner (``admin``); owner memory only in an owner-private context.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import InvalidInput
 from .models import Scope, Visibility
 
 
 @dataclass(frozen=True, slots=True)
+class WriteScope:
+    """Where a new memory said in a context is filed."""
+
+    scope: Scope
+    scope_id: str
+    visibility: Visibility
+    guild_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RecallContext:
     """The conversation a recall is made for. Built by the caller from the incoming event, never by the model.
 
-    ``guild_id`` is None in a DM. ``participants`` are person ids whose public user-scope memories may
+    ``guild_id`` is None in a DM. ``participants`` are person ids whose memories of this server may
     surface (the speaker is always one of them). ``owner_private`` is True only in a DM with the
-    configured owner, or on the operator's own console/dashboard.
+    configured owner, or on the operator's own console/dashboard. ``admin``: the speaker may change this
+    guild's lore. ``reach``: extra memory partitions (the speaker's own server partitions in a DM; in a
+    server, those of participants who opted in). ``readable_channels``: other channels of this guild the
+    speaker can read (the adapter knows; the current channel is always readable).
     """
 
     platform: str
@@ -36,6 +61,9 @@ class RecallContext:
     is_dm: bool = False
     owner_private: bool = False
     owner_id: str | None = None
+    admin: bool = False
+    reach: tuple[str, ...] = ()
+    readable_channels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.speaker_id:
@@ -50,38 +78,80 @@ class RecallContext:
         return tuple(dict.fromkeys((self.speaker_id, *self.participants)))
 
     def memory_partitions(self) -> tuple[str, ...]:
-        keys = [memory_partition(Scope.USER, p, Visibility.PUBLIC) for p in self.people]
         if self.is_dm:
-            keys.append(memory_partition(Scope.USER, self.speaker_id, Visibility.PRIVATE))
+            keys = [user_partition(self.speaker_id, Visibility.PRIVATE), user_partition(self.speaker_id, Visibility.PUBLIC)]
         else:
+            keys = [user_partition(p, Visibility.PUBLIC, self.guild_id) for p in self.people]
             keys.append(memory_partition(Scope.GUILD, self.guild_id or "", Visibility.PUBLIC))
+        keys.extend(self.reach)
         if self.owner_private and self.owner_id:
             keys.append(memory_partition(Scope.OWNER, self.owner_id, Visibility.PRIVATE))
         return tuple(dict.fromkeys(keys))
 
+    def partitions_of(self, person_id: str) -> tuple[str, ...]:
+        """The user-scope partitions about one person that this context may read."""
+        prefix = f"{Scope.USER.value}|{person_id}|"
+        return tuple(k for k in self.memory_partitions() if k.startswith(prefix))
+
     def message_partitions(self) -> tuple[str, ...]:
         return (message_partition(self.guild_id, self.speaker_id),)
 
+    def channels(self) -> tuple[str, ...]:
+        """The channels whose messages this context may read: this one, and the readable ones of its guild."""
+        return tuple(dict.fromkeys((self.channel_id, *(() if self.is_dm else self.readable_channels))))
 
-def memory_partition(scope: Scope, scope_id: str, visibility: Visibility) -> str:
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RecallContext:
+        known = {k: v for k, v in data.items() if k in cls.__slots__}
+        for name in ("participants", "reach", "readable_channels"):
+            known[name] = tuple(known.get(name) or ())
+        return cls(**known)
+
+
+def write_scope(ctx: RecallContext) -> WriteScope:
+    """The one rule for where something said in a context is filed (tools, extraction, /remember)."""
+    if ctx.owner_private:
+        return WriteScope(Scope.OWNER, ctx.owner_id or ctx.speaker_id, Visibility.PRIVATE)
+    if ctx.is_dm:
+        return WriteScope(Scope.USER, ctx.speaker_id, Visibility.PRIVATE)
+    return WriteScope(Scope.USER, ctx.speaker_id, Visibility.PUBLIC, ctx.guild_id)
+
+
+def may_change(ctx: RecallContext, scope: Scope, scope_id: str) -> bool:
+    """May the speaker of ``ctx`` update or delete a memory of this scope? (Visibility is checked separately.)"""
+    if scope is Scope.USER:
+        return scope_id == ctx.speaker_id
+    if scope is Scope.GUILD:
+        return ctx.admin and scope_id == ctx.guild_id
+    return ctx.owner_private and scope_id == ctx.owner_id
+
+
+def memory_partition(scope: Scope, scope_id: str, visibility: Visibility, guild_id: str | None = None) -> str:
     """Guild memory is always public within its guild; owner memory is always private to the owner."""
     if scope is Scope.GUILD:
-        visibility = Visibility.PUBLIC
-    elif scope is Scope.OWNER:
-        visibility = Visibility.PRIVATE
-    return f"{scope.value}|{scope_id}|{visibility.value}"
+        return f"{scope.value}|{scope_id}|{Visibility.PUBLIC.value}"
+    if scope is Scope.OWNER:
+        return f"{scope.value}|{scope_id}|{Visibility.PRIVATE.value}"
+    return user_partition(scope_id, visibility, guild_id)
+
+
+def user_partition(person_id: str, visibility: Visibility, guild_id: str | None = None) -> str:
+    if visibility is Visibility.PUBLIC and guild_id:
+        return f"{Scope.USER.value}|{person_id}|{visibility.value}|{guild_id}"
+    return f"{Scope.USER.value}|{person_id}|{visibility.value}"
 
 
 def message_partition(guild_id: str | None, dm_person_id: str) -> str:
     return f"guild|{guild_id}" if guild_id else f"dm|{dm_person_id}"
 
 
-def placeholders(values: tuple[str, ...] | list[str]) -> str:
+def placeholders(values: tuple[Any, ...] | list[Any]) -> str:
     return ",".join("?" * len(values))
 
 
 def partition_token(key: str) -> str:
     """One opaque FTS token per partition, so FTS can filter by scope inside MATCH (no phrase query)."""
-    import hashlib
-
     return "k" + hashlib.sha1(key.encode()).hexdigest()[:15]

@@ -7,64 +7,132 @@ from dataclasses import dataclass
 from typing import Any
 
 from .engine import MemoryEngine
+from .safety import redact_secrets
 from .scopes import RecallContext
 
 
 def context_to_json(ctx: RecallContext) -> str:
-    return json.dumps({name: getattr(ctx, name) for name in ctx.__slots__})
+    return json.dumps(ctx.to_dict())
 
 
 def context_from_json(text: str) -> RecallContext:
-    data = json.loads(text)
-    data["participants"] = tuple(data.get("participants") or ())
-    return RecallContext(**data)
+    return RecallContext.from_dict(json.loads(text))
+
+
+MAX_ATTEMPTS = 5          # failed extraction attempts before a batch is parked in dead_letters
+BACKOFF_S = 60.0          # first retry after a failure; doubles with each attempt (1, 2, 4, 8 minutes)
+
+
+def backoff(attempts: int) -> float:
+    return BACKOFF_S * 2 ** max(0, attempts - 1)
 
 
 @dataclass(frozen=True, slots=True)
 class Buffered:
     id: int
     ctx: RecallContext
-    message_id: str | None
+    message_id: str | None   # the stored message's own id (``messages.id``)
     author_name: str
     text: str
     created_at: float
+    attempts: int = 0
 
 
 class ExtractionBuffer:
-    """User messages waiting for extraction, per channel; due 30 s after the channel's last message."""
+    """User messages waiting for extraction, per channel; due 30 s after the channel's last message.
+
+    A message is pushed *held* before its reply is made (write-ahead) and released when the reply is
+    done, so extraction never reads a turn whose "forget that ..." is still being carried out; a
+    restart releases everything (no reply survives a restart). A batch whose extraction fails is
+    retried with backoff; after ``MAX_ATTEMPTS`` it moves to ``dead_letters``, never dropped.
+    """
 
     def __init__(self, engine: MemoryEngine, debounce_s: float = 30.0) -> None:
         self.engine, self.db, self.debounce_s = engine, engine.db, debounce_s
 
-    def push(self, channel_key: str, ctx: RecallContext, text: str, *, author_name: str = "", message_id: str | None = None) -> None:
+    def push(self, channel_key: str, ctx: RecallContext, text: str, *, author_name: str = "", message_id: str | None = None,
+             held: bool = False) -> int:
         """Add a message and push the whole channel's due time back (debounce by reschedule)."""
         now = self.engine.clock.now()
         with self.db.transaction():
             self.db.execute(
-                "INSERT INTO extraction_buffer (channel_key, person_id, context, message_id, author_name, text, created_at, due_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (channel_key, ctx.speaker_id, context_to_json(ctx), message_id, author_name, text, now, now + self.debounce_s))
-            self.db.execute("UPDATE extraction_buffer SET due_at = ? WHERE channel_key = ?", (now + self.debounce_s, channel_key))
+                "INSERT INTO extraction_buffer (channel_key, person_id, context, message_id, message_rid, author_name, text, "
+                "created_at, due_at, held) VALUES (?, ?, ?, ?, (SELECT rid FROM messages WHERE id = ?), ?, ?, ?, ?, ?)",
+                (channel_key, ctx.speaker_id, context_to_json(ctx), message_id, message_id, author_name, text, now,
+                 now + self.debounce_s, int(held)))
+            row_id = int(self.db.con.last_insert_rowid())
+            self._debounce(channel_key)
+        return row_id
+
+    def release(self, row_id: int) -> None:
+        """The reply is done: the message may be extracted once the channel is quiet."""
+        with self.db.transaction():
+            self.db.execute("UPDATE extraction_buffer SET held = 0 WHERE id = ?", (row_id,))
+            key = self.db.scalar("SELECT channel_key FROM extraction_buffer WHERE id = ?", (row_id,))
+            if key:
+                self._debounce(key)
+
+    def release_all(self) -> int:
+        """At start-up: no reply is in flight, so nothing is held any more (a crash mid-reply left some)."""
+        with self.db.transaction():
+            self.db.execute("UPDATE extraction_buffer SET held = 0, due_at = MIN(due_at, ?) WHERE held = 1 OR attempts > 0",
+                            (self.engine.clock.now(),))
+            return self.db.con.changes()
+
+    def _debounce(self, channel_key: str) -> None:
+        due = self.engine.clock.now() + self.debounce_s
+        self.db.execute("UPDATE extraction_buffer SET due_at = MAX(due_at, ?) WHERE channel_key = ? AND attempts = 0", (due, channel_key))
 
     def due_channels(self) -> list[str]:
-        rows = self.db.execute("SELECT DISTINCT channel_key FROM extraction_buffer WHERE due_at <= ?", (self.engine.clock.now(),))
+        rows = self.db.execute(
+            "SELECT channel_key FROM extraction_buffer GROUP BY channel_key HAVING MAX(held) = 0 AND MAX(due_at) <= ?",
+            (self.engine.clock.now(),))
         return [r for (r,) in rows]
 
     def channels(self) -> list[str]:
-        """Every channel with something buffered, due or not (for a graceful shutdown)."""
-        return [r for (r,) in self.db.execute("SELECT DISTINCT channel_key FROM extraction_buffer")]
+        """Every channel with something buffered and not held, due or not (for a graceful shutdown)."""
+        return [r for (r,) in self.db.execute("SELECT DISTINCT channel_key FROM extraction_buffer WHERE held = 0")]
 
-    def postpone(self, ids: list[int], until: float) -> None:
-        if ids:
-            self.db.execute(f"UPDATE extraction_buffer SET due_at = ? WHERE id IN ({','.join('?' * len(ids))})", (until, *ids))
+    def fail(self, ids: list[int], error: str) -> int:
+        """A failed attempt: retried after a backoff; past ``MAX_ATTEMPTS`` parked in dead_letters. Returns how many were parked."""
+        if not ids:
+            return 0
+        marks, now = ",".join("?" * len(ids)), self.engine.clock.now()
+        attempts = int(self.db.scalar(f"SELECT MAX(attempts) FROM extraction_buffer WHERE id IN ({marks})", ids) or 0) + 1
+        with self.db.transaction():
+            self.db.execute(f"UPDATE extraction_buffer SET attempts = ?, last_error = ?, due_at = ? WHERE id IN ({marks})",
+                            (attempts, error[:500], now + backoff(attempts), *ids))
+            if attempts < MAX_ATTEMPTS:
+                return 0
+            self.db.execute(
+                "INSERT INTO dead_letters (job, channel_key, person_id, context, message_id, message_rid, author_name, text, created_at, "
+                f"attempts, error, failed_at) SELECT 'extraction', channel_key, person_id, context, message_id, message_rid, author_name, "
+                f"text, created_at, attempts, COALESCE(last_error, ''), ? FROM extraction_buffer WHERE id IN ({marks})", (now, *ids))
+            self.done(ids)
+        return len(ids)
+
+    def dead(self) -> list[dict[str, Any]]:
+        return self.db.rows("SELECT id, job, channel_key, person_id, attempts, error, failed_at FROM dead_letters ORDER BY id")
+
+    def retry_dead(self) -> int:
+        """An operator's retry: parked batches go back to the buffer, due now, with a fresh attempt count."""
+        with self.db.transaction():
+            self.db.execute(
+                "INSERT INTO extraction_buffer (channel_key, person_id, context, message_id, message_rid, author_name, text, created_at, "
+                "due_at) SELECT channel_key, person_id, context, message_id, message_rid, author_name, text, created_at, ? FROM dead_letters",
+                (self.engine.clock.now(),))
+            moved = self.db.con.changes()
+            self.db.execute("DELETE FROM dead_letters")
+        return moved
 
     def next_due(self) -> float | None:
-        return self.db.scalar("SELECT MIN(due_at) FROM extraction_buffer")
+        return self.db.scalar("SELECT MIN(due_at) FROM extraction_buffer WHERE held = 0")
 
     def take(self, channel_key: str) -> list[Buffered]:
         """The channel's buffered messages, oldest first (they stay until ``done`` is called)."""
-        rows = self.db.rows("SELECT * FROM extraction_buffer WHERE channel_key = ? ORDER BY id", (channel_key,))
-        return [Buffered(r["id"], context_from_json(r["context"]), r["message_id"], r["author_name"], r["text"], r["created_at"]) for r in rows]
+        rows = self.db.rows("SELECT * FROM extraction_buffer WHERE channel_key = ? AND held = 0 ORDER BY id", (channel_key,))
+        return [Buffered(r["id"], context_from_json(r["context"]), r["message_id"], r["author_name"], r["text"], r["created_at"],
+                         r["attempts"]) for r in rows]
 
     def done(self, ids: list[int]) -> None:
         if ids:
@@ -93,11 +161,20 @@ class ChannelState:
     def silent(self, silence_s: float) -> list[dict[str, Any]]:
         """Channels quiet for ``silence_s`` whose session has not been reflected on yet."""
         cutoff = self.engine.clock.now() - silence_s
-        return self.db.rows("SELECT * FROM channel_state WHERE last_message_at <= ? AND reflected_at IS NULL", (cutoff,))
+        return self.db.rows("SELECT * FROM channel_state WHERE last_message_at <= ? AND reflected_at IS NULL AND retry_at <= ?",
+                            (cutoff, self.engine.clock.now()))
 
     def active(self, since: float) -> list[dict[str, Any]]:
         """Channels that spoke after ``since``."""
-        return self.db.rows("SELECT * FROM channel_state WHERE last_message_at > ?", (since,))
+        return self.db.rows("SELECT * FROM channel_state WHERE last_message_at > ? AND retry_at <= ?", (since, self.engine.clock.now()))
+
+    def failed(self, channel_key: str) -> None:
+        """A reflection or compaction of this chat failed: back off before the next try (other chats go on)."""
+        self.db.execute("UPDATE channel_state SET failures = failures + 1, retry_at = ? + ? * (1 << MIN(failures, 6)) "
+                        "WHERE channel_key = ?", (self.engine.clock.now(), BACKOFF_S, channel_key))
+
+    def succeeded(self, channel_key: str) -> None:
+        self.db.execute("UPDATE channel_state SET failures = 0, retry_at = 0 WHERE channel_key = ? AND failures > 0", (channel_key,))
 
     def get(self, channel_key: str) -> dict[str, Any] | None:
         return self.db.one("SELECT * FROM channel_state WHERE channel_key = ?", (channel_key,))
@@ -107,7 +184,7 @@ class ChannelState:
 
     def set_summary(self, channel_key: str, summary: str, compacted_until: float) -> None:
         self.db.execute("UPDATE channel_state SET rolling_summary = ?, compacted_until = ? WHERE channel_key = ?",
-                        (summary, compacted_until, channel_key))
+                        (redact_secrets(summary), compacted_until, channel_key))
 
 
 class SessionSummaries:
@@ -122,7 +199,7 @@ class SessionSummaries:
         self.db.execute(
             "INSERT INTO session_summaries (platform, guild_id, channel_id, modality, participants, text, started_at, ended_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (platform, guild_id, channel_id, modality, json.dumps(participants), text, started_at, now, now + self.ttl_s))
+            (platform, guild_id, channel_id, modality, json.dumps(participants), redact_secrets(text), started_at, now, now + self.ttl_s))
         return int(self.db.con.last_insert_rowid())
 
     def recent(self, ctx: RecallContext, within_s: float, limit: int = 3) -> list[dict[str, Any]]:
@@ -132,6 +209,19 @@ class SessionSummaries:
         return self.db.rows(
             f"SELECT * FROM session_summaries WHERE platform = ? AND {place[0]} AND ended_at >= ? AND expires_at > ? "
             "ORDER BY ended_at DESC LIMIT ?", (ctx.platform, place[1], now - within_s, now, limit))
+
+    def restore(self, row: dict[str, Any]) -> int:
+        """A summary from an export, as it was (same times); one already here is not added twice (0 then)."""
+        if self.db.scalar("SELECT 1 FROM session_summaries WHERE platform = ? AND channel_id = ? AND ended_at = ? AND text = ?",
+                          (row["platform"], str(row["channel_id"]), float(row["ended_at"]), str(row["text"]))):
+            return 0
+        self.db.execute(
+            "INSERT INTO session_summaries (platform, guild_id, channel_id, modality, participants, text, started_at, ended_at, expires_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row["platform"], row.get("guild_id"), str(row["channel_id"]), row.get("modality", "text"),
+             json.dumps(list(row.get("participants") or [])), str(row["text"]), row.get("started_at"), float(row["ended_at"]),
+             float(row["expires_at"])))
+        return int(self.db.con.last_insert_rowid())
 
     def expire(self) -> int:
         """Delete summaries past their lifetime (run by the background tick, not on the reply path)."""

@@ -22,13 +22,13 @@ from .clock import Clock
 from .corpus import Filter, MemoryCorpus, Order
 from .db import Database
 from .embeddings import EmbeddingService, content_hash
-from .errors import InvalidInput, NotFound
+from .errors import InvalidInput, NotFound, NotYours
 from .graph import Graph
 from .knobs import KnobStore, Weights
-from .models import FactKind, Memory, MemoryType, NewMemory, Visibility, normalise_tags
+from .models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
-from .safety import check_memory
-from .scopes import RecallContext, memory_partition, partition_token, placeholders
+from .safety import check_memory, contains_secret, looks_like_injection, normalise_text
+from .scopes import RecallContext, may_change, memory_partition, partition_token, placeholders
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +89,12 @@ class MemoryStore:
         self.judge: ContradictionJudge | None = None
 
     # -- writes ------------------------------------------------------------------------------------
-    def add(self, new: NewMemory) -> WriteResult:
+    def add(self, new: NewMemory, *, contradicts: frozenset[str] | None = None) -> WriteResult:
+        """Store a memory by the write rules. ``contradicts``: ids an outside judge already found contradicted
+        (the bot asks its model without holding the store); None asks ``self.judge``, if any."""
         new = _prepared(new)
         content = new.content
-        key = memory_partition(new.scope, new.scope_id, new.visibility)
+        key = _partition(new)
         exact = self._exact_duplicate(key, content)
         if exact is not None:
             return WriteResult("duplicate", exact)
@@ -100,7 +102,7 @@ class MemoryStore:
         neighbours = self._neighbours(vector, key)
         if neighbours and neighbours[0][1] >= DEDUP_THRESHOLD and _same_words(neighbours[0][0].content, content):
             return WriteResult("duplicate", neighbours[0][0])
-        updates, related, contradicted = self._classify(new, neighbours)
+        updates, related, contradicted = self._classify(new, neighbours, contradicts)
         with self.db.transaction():
             rid, memory_id = self._insert(new, key)
             if vector is not None:
@@ -118,11 +120,12 @@ class MemoryStore:
         memory_id = str(uuid.uuid4())
         self.db.execute(
             "INSERT INTO memories (id, type, kind, subject, content, tags, source, importance, scope, scope_id, visibility, "
-            "partition_key, ptoken, content_hash, ttl, valid_from, valid_to, provenance, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "partition_key, ptoken, content_hash, ttl, valid_from, valid_to, provenance, created_at, updated_at, guild_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (memory_id, new.type.value, new.kind.value, new.subject, new.content, ",".join(new.tags), new.source.value,
              new.importance, new.scope.value, new.scope_id, _visibility(new).value, key, partition_token(key),
-             content_hash(new.content), new.ttl, new.valid_from or now, new.valid_to, new.provenance.to_json(), now, now),
+             content_hash(new.content), new.ttl, new.valid_from or now, new.valid_to, new.provenance.to_json(), now, now,
+             _home_guild(new)),
         )
         rid = int(self.db.con.last_insert_rowid())
         self.db.con.executemany("INSERT OR IGNORE INTO memory_tags (memory_rid, tag) VALUES (?, ?)", [(rid, t) for t in new.tags])
@@ -152,14 +155,21 @@ class MemoryStore:
         rows = self.corpus.fetch([rid for rid, _ in hits], (key,), self.corpus.live(self.clock.now()))
         return [(Memory.from_row(rows[rid]), sim) for rid, sim in hits if rid in rows]
 
-    def _classify(self, new: NewMemory, neighbours: list[tuple[Memory, float]]):
+    def to_judge(self, new: NewMemory) -> list[Memory]:
+        """The stored facts a contradiction judge should compare ``new`` with: same subject, related, not an update."""
+        new = _prepared(new)
+        neighbours = self._neighbours(self._vector(new.content), _partition(new))
+        return [old for old, sim in neighbours if RELATED_THRESHOLD < sim <= UPDATE_THRESHOLD
+                and _subject_key(old.subject) == _subject_key(new.subject)]
+
+    def _classify(self, new: NewMemory, neighbours: list[tuple[Memory, float]], judged: frozenset[str] | None = None):
         updates, related, contradicted = [], [], []
         for old, sim in neighbours:
             same_subject = _subject_key(old.subject) == _subject_key(new.subject)
             if sim > UPDATE_THRESHOLD and same_subject:
                 updates.append(old)
             elif sim > RELATED_THRESHOLD:
-                if same_subject and self._contradicts(old.content, new.content):
+                if same_subject and ((old.id in judged) if judged is not None else self._contradicts(old.content, new.content)):
                     contradicted.append(old)
                 else:
                     related.append(old)
@@ -189,7 +199,7 @@ class MemoryStore:
         with self.db.transaction():
             for new, vector in items:
                 new = _prepared(new)
-                key = memory_partition(new.scope, new.scope_id, new.visibility)
+                key = _partition(new)
                 rid, memory_id = self._insert(new, key)
                 ids.append(memory_id)
                 rids.append(rid)
@@ -205,7 +215,7 @@ class MemoryStore:
     def insert_merged(self, new: NewMemory, originals: list[Memory]) -> Memory:
         """Consolidation's write: the merged row, its vector, the originals marked and their graph relinked."""
         new = _prepared(new)
-        key = memory_partition(new.scope, new.scope_id, new.visibility)
+        key = _partition(new)
         vector = self._vector(new.content)
         with self.db.transaction():
             rid, memory_id = self._insert(new, key)
@@ -227,7 +237,7 @@ class MemoryStore:
         new_tags = normalise_tags(tags) if tags is not None else old.tags
         new_importance = _importance(importance) if importance is not None else old.importance
         vector = self._vector(text) if text != old.content else None
-        key = memory_partition(old.scope, old.scope_id, old.visibility)
+        key = old.partition_key
         with self.db.transaction():
             self.db.execute(
                 "UPDATE memories SET subject = ?, content = ?, tags = ?, importance = ?, kind = ?, content_hash = ?, updated_at = ? WHERE rid = ?",
@@ -244,10 +254,24 @@ class MemoryStore:
         return self.get(memory_id)
 
     def delete(self, memory_id: str) -> list[str]:
-        """Delete a memory and everything derived from it (MEM-5, SEC-3). Returns every id removed."""
-        root = self.get(memory_id)
-        rids = [root.rid] + [r for (r,) in self.db.execute("SELECT rid FROM memories WHERE consolidated_into = ?", (memory_id,))]
-        return self.delete_rids(rids)
+        """Delete a memory and everything derived from it (MEM-5, SEC-3). Returns every id removed.
+
+        Its history goes with it: the versions it superseded and the rows merged into it say the same
+        thing in older words, so keeping them (or reviving one as current) would undo the forget.
+        """
+        return self.delete_rids(self.lineage([self.get(memory_id).rid]))
+
+    def lineage(self, rids: list[int]) -> list[int]:
+        """The rows and, transitively, every row they superseded or were consolidated from."""
+        found, frontier = dict.fromkeys(rids), list(rids)
+        while frontier:
+            marks = placeholders(frontier)
+            older = [r for (r,) in self.db.execute(
+                f"SELECT o.rid FROM memories o JOIN memories n ON n.id IN (o.superseded_by, o.consolidated_into) "
+                f"WHERE n.rid IN ({marks})", frontier)]
+            frontier = [r for r in older if r not in found]
+            found.update(dict.fromkeys(frontier))
+        return list(found)
 
     def delete_rids(self, rids: list[int]) -> list[str]:
         if not rids:
@@ -259,7 +283,6 @@ class MemoryStore:
             self.corpus.vectors.delete(rids)
             self.db.execute(f"DELETE FROM memories WHERE rid IN ({marks})", rids)
             ids = [r["id"] for r in rows]
-            self.db.execute(f"UPDATE memories SET superseded_by = NULL, valid_to = NULL WHERE superseded_by IN ({placeholders(ids)})", ids)
             self.graph.cleanup(touched)
             for row in rows:
                 self.embeddings.forget_hash(row["content_hash"])
@@ -273,11 +296,26 @@ class MemoryStore:
             raise NotFound(f"no memory with id {memory_id!r}")
         return Memory.from_row(row)
 
+    def by_rids(self, rids: list[int]) -> list[Memory]:
+        found: list[Memory] = []
+        for i in range(0, len(rids), 400):
+            chunk = rids[i : i + 400]
+            found += [Memory.from_row(r) for r in self.db.rows(f"SELECT * FROM memories WHERE rid IN ({placeholders(chunk)})", chunk)]
+        return found
+
     def get_visible(self, memory_id: str, ctx: RecallContext) -> Memory:
         """A memory by id, but only if the context may see it: the model cannot reach past its scope by id."""
         memory = self.get(memory_id)
-        if memory_partition(memory.scope, memory.scope_id, memory.visibility) not in ctx.memory_partitions():
+        if memory.partition_key not in ctx.memory_partitions():
             raise NotFound(f"no memory with id {memory_id!r}")
+        return memory
+
+    def get_changeable(self, memory_id: str, ctx: RecallContext) -> Memory:
+        """A memory the speaker may update or delete (SEC-1): visible here, and theirs (or lore they administer)."""
+        memory = self.get_visible(memory_id, ctx)
+        if not may_change(ctx, memory.scope, memory.scope_id):
+            raise NotYours(f"memory {memory_id!r} is not yours to change: only the person it is about"
+                           + (" or this server's admins" if memory.scope is Scope.GUILD else "") + " can change it")
         return memory
 
     def list(self, partitions: tuple[str, ...] | None = None, filters: RecallFilters = RecallFilters(), *,
@@ -347,9 +385,42 @@ class MemoryStore:
 
 
 def _prepared(new: NewMemory) -> NewMemory:
-    """Every write path's first step: safety filters and normalisation (WRITE-6), importance bounds, clean tags."""
+    """Every write path's first step: safety filters and normalisation (WRITE-6), importance bounds, clean tags
+    and entity names (they reach the prompt too, so they pass the same filter)."""
     subject, content = check_memory(new.subject, new.content, new.kind)
-    return replace(new, subject=subject, content=content, importance=_importance(new.importance), tags=normalise_tags(new.tags))
+    return replace(new, subject=subject, content=content, importance=_importance(new.importance), tags=clean_tags(new.tags),
+                   entities=clean_entities(new.entities))
+
+
+def _unsafe(text: str) -> bool:
+    return looks_like_injection(text) or contains_secret(text)
+
+
+def clean_tags(tags: object) -> tuple[str, ...]:
+    return tuple(t for t in normalise_tags(tags) if not _unsafe(t))
+
+
+def clean_entities(entities: tuple[EntityRef, ...]) -> tuple[EntityRef, ...]:
+    """Entity names go into the prompt's "Known entities": normalised, and dropped when they read like an
+    instruction or carry a secret (an attacker's "SYSTEM OVERRIDE: ..." is not a place or a person)."""
+    out = []
+    for ref in entities:
+        name = normalise_text(ref.name)[:120]
+        if not name or _unsafe(name):
+            continue
+        relations = tuple((normalise_text(r)[:60], normalise_text(t)[:120]) for r, t in ref.relations
+                          if normalise_text(t) and not _unsafe(f"{r} {t}"))
+        out.append(EntityRef(name, ref.type, relations))
+    return tuple(out)
+
+
+def _partition(new: NewMemory) -> str:
+    return memory_partition(new.scope, new.scope_id, new.visibility, _home_guild(new))
+
+
+def _home_guild(new: NewMemory) -> str | None:
+    """Only a public user fact is tied to the server it was said in; lore's guild is its scope id."""
+    return new.guild_id if new.scope is Scope.USER and new.visibility is Visibility.PUBLIC else None
 
 
 def _importance(value: float) -> float:

@@ -20,8 +20,9 @@ from .clock import DAY, Clock
 from .engine import MemoryEngine
 from .errors import MemoryStoreError
 from .knobs import Weights
-from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility, normalise_tags
-from .scopes import RecallContext
+from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source, normalise_tags
+from .forgetting import forget_memory
+from .scopes import RecallContext, write_scope
 from .store import RecallFilters
 
 log = logging.getLogger(__name__)
@@ -130,11 +131,10 @@ class MemoryTools:
     """The tools for one conversation. The caller decides the scope; the model only supplies arguments."""
 
     def __init__(self, engine: MemoryEngine, ctx: RecallContext, *, provenance: Provenance = Provenance(),
-                 reflect: Callable[[bool], dict[str, Any]] | None = None, rate_limit: RateLimiter | None = None,
-                 on_delete: Callable[[list[str]], None] | None = None) -> None:
+                 reflect: Callable[[bool], dict[str, Any]] | None = None, rate_limit: RateLimiter | None = None) -> None:
         self.engine, self.ctx, self.provenance = engine, ctx, provenance
-        self.reflect, self.rate_limit, self.on_delete = reflect, rate_limit, on_delete
-        self.deleted: list[dict[str, str]] = []
+        self.reflect, self.rate_limit = reflect, rate_limit
+        self.deleted: list[str] = []  # contents forgotten during this conversation turn (ORCH-3)
         self._tools: dict[str, tuple[type[_Args], Callable[[Any], Any]]] = {
             "memory_store": (StoreArgs, self.memory_store), "memory_search": (SearchArgs, self.memory_search),
             "memory_recall": (RecallArgs, self.memory_recall), "memory_update": (UpdateArgs, self.memory_update),
@@ -179,10 +179,10 @@ class MemoryTools:
     def memory_store(self, a: StoreArgs) -> dict[str, Any]:
         """Save a durable fact, preference, event or how-to about the people here. Deduplicated automatically. Never store secrets."""
         mtype, legacy_kind = _resolve_type(a.type)
-        scope, scope_id, visibility = self._write_scope()
+        where = write_scope(self.ctx)
         result = self.engine.memories.add(NewMemory(
-            content=a.content, subject=a.subject, scope=scope, scope_id=scope_id, type=mtype,
-            kind=FactKind(a.kind) if a.kind else (legacy_kind or FactKind.OTHER), visibility=visibility,
+            content=a.content, subject=a.subject, scope=where.scope, scope_id=where.scope_id, type=mtype, guild_id=where.guild_id,
+            kind=FactKind(a.kind) if a.kind else (legacy_kind or FactKind.OTHER), visibility=where.visibility,
             tags=tuple(a.tags), source=Source(a.source), importance=float(a.importance),
             ttl=self.engine.clock.now() + parse_duration(a.ttl) if a.ttl else None, provenance=self.provenance,
             entities=tuple(EntityRef(e.name, e.type, tuple((r.relation, r.target) for r in e.relations)) for e in a.entities),
@@ -204,18 +204,16 @@ class MemoryTools:
         return {"results": [_brief(m.as_dict()) for m in rows]}
 
     def memory_update(self, a: UpdateArgs) -> dict[str, Any]:
-        """Correct a memory in place by id (subject, content, tags, importance)."""
-        self.engine.memories.get_visible(a.id, self.ctx)
+        """Correct a memory in place by id (subject, content, tags, importance). Only the speaker's own memories."""
+        self.engine.memories.get_changeable(a.id, self.ctx)
         memory = self.engine.memories.update(a.id, subject=a.subject, content=a.content, tags=a.tags, importance=a.importance)
         return {"status": "updated", "memory": _brief(memory.as_dict())}
 
     def memory_delete(self, a: DeleteArgs) -> dict[str, Any]:
-        """Permanently delete a memory by id (use memory_search first to find it). For "forget that ..."."""
-        memory = self.engine.memories.get_visible(a.id, self.ctx)
-        removed = self.engine.memories.delete(a.id)
-        self.deleted.append({"id": memory.id, "content": memory.content, "provenance": memory.provenance.as_dict()})
-        if self.on_delete:
-            self.on_delete(removed)
+        """Permanently delete a memory by id (use memory_search first to find it). For "forget that ...". Only the speaker's own memories."""
+        memory = self.engine.memories.get_changeable(a.id, self.ctx)
+        forget_memory(self.engine, a.id, asked_in=(self.ctx.platform, self.ctx.channel_id))
+        self.deleted.append(memory.content)
         return {"status": "deleted", "id": memory.id, "content": memory.content}
 
     def memory_reflect(self, a: ReflectArgs) -> dict[str, Any]:
@@ -234,19 +232,11 @@ class MemoryTools:
         return {"results": [_message(h.row) | {"score": round(h.score, 3)} for h in hits]}
 
     def channel_recall(self, a: ChannelRecallArgs) -> dict[str, Any]:
-        """Read the latest messages of another channel of this server (or of this DM)."""
+        """Read the latest messages of another channel of this server that the speaker can read (or of this DM)."""
         rows = self.engine.messages.recent(self.ctx, a.channel_id, a.limit)
         if not rows:
             raise ToolError(f"no messages you may see in channel {a.channel_id!r}")
         return {"channel_id": a.channel_id, "messages": [_message(r) for r in rows]}
-
-    def _write_scope(self) -> tuple[Scope, str, Visibility]:
-        """DM with the owner: owner memory. Other DMs: private to the speaker. Servers: the speaker's public facts."""
-        if self.ctx.owner_private and self.ctx.is_dm:
-            return Scope.OWNER, self.ctx.owner_id or self.ctx.speaker_id, Visibility.PRIVATE
-        if self.ctx.is_dm:
-            return Scope.USER, self.ctx.speaker_id, Visibility.PRIVATE
-        return Scope.USER, self.ctx.speaker_id, Visibility.PUBLIC
 
 
 def _resolve_type(name: str) -> tuple[MemoryType, FactKind | None]:

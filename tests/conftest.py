@@ -132,8 +132,10 @@ def minilm_engine(tmp_path, minilm, clock) -> Iterator[MemoryEngine]:
 
 
 # -- contexts -----------------------------------------------------------------------------------------
-def guild_ctx(guild: str, speaker: str, *participants: str, owner_id: str | None = None, channel: str | None = None) -> RecallContext:
-    return RecallContext("discord", speaker, channel or f"{guild}-general", guild_id=guild, participants=participants, owner_id=owner_id)
+def guild_ctx(guild: str, speaker: str, *participants: str, owner_id: str | None = None, channel: str | None = None,
+              admin: bool = False, readable: tuple[str, ...] = ()) -> RecallContext:
+    return RecallContext("discord", speaker, channel or f"{guild}-general", guild_id=guild, participants=participants, owner_id=owner_id,
+                         admin=admin, readable_channels=readable)
 
 
 def dm_ctx(person: str, *, owner: bool = False) -> RecallContext:
@@ -144,11 +146,12 @@ def dm_ctx(person: str, *, owner: bool = False) -> RecallContext:
 def remember(engine: MemoryEngine, content: str, *, subject: str = "", scope: Scope = Scope.USER, scope_id: str = "alice",
              visibility: Visibility = Visibility.PUBLIC, kind: FactKind = FactKind.OTHER, type: MemoryType = MemoryType.SEMANTIC,
              tags: tuple[str, ...] = (), importance: float = 5.0, ttl: float | None = None,
-             entities: tuple[EntityRef, ...] = ()) -> Memory:
-    """Store one memory through the real write path and return the stored row (asserting it was stored)."""
+             entities: tuple[EntityRef, ...] = (), guild_id: str | None = None) -> Memory:
+    """Store one memory through the real write path and return the stored row (asserting it was stored).
+    ``guild_id``: the server a public user fact was said in (without it, a portable fact)."""
     result = engine.memories.add(NewMemory(
         content=content, subject=subject or content[:40], scope=scope, scope_id=scope_id, visibility=visibility, kind=kind,
-        type=type, tags=tags, importance=importance, ttl=ttl, entities=entities,
+        type=type, tags=tags, importance=importance, ttl=ttl, entities=entities, guild_id=guild_id,
     ))
     assert result.status == "stored", f"expected {content!r} to be stored, got {result.status}"
     return result.memory

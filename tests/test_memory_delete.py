@@ -16,7 +16,8 @@ from memory.embeddings import content_hash
 from memory.errors import InvalidInput, NotFound
 from memory.maintenance import consolidate, decay
 from memory.models import EntityRef, Scope, Visibility
-from memory.privacy import export_person, forget_person, import_memories
+from memory.forgetting import forget_person
+from memory.transfer import export_person, import_memories
 
 BASE = "Alice talked about the old lighthouse keeper and his boat"
 EARLIER, TARGET, LATER = BASE + " during winter storms", BASE + " during summer festivals", BASE + " during autumn harvests"
@@ -99,7 +100,7 @@ def test_cached_embedding_is_kept_while_another_row_has_the_same_text(engine):
 
 def test_deleted_memory_is_not_recalled_through_any_channel(engine, linked):
     earlier, target, later = linked
-    ctx = guild_ctx("g1", "alice")
+    ctx = dm_ctx("alice")
     assert target.id in {h.row["id"] for h in engine.memories.recall(ctx, "summer festivals", threshold=0)}
     engine.memories.delete(target.id)
     hits = engine.memories.recall(ctx, "summer festivals", threshold=0)
@@ -138,13 +139,10 @@ def test_delete_through_the_tool_reports_what_was_forgotten(engine):
     from memory.tools import MemoryTools
 
     memory = remember(engine, "Alice is allergic to peanuts", scope_id="alice", visibility=Visibility.PRIVATE)
-    removed_ids = []
-    tools = MemoryTools(engine, dm_ctx("alice"), on_delete=removed_ids.extend)
+    tools = MemoryTools(engine, dm_ctx("alice"))
     out = json.loads(tools.call("memory_delete", json.dumps({"id": memory.id})))
     assert out == {"status": "deleted", "id": memory.id, "content": "Alice is allergic to peanuts"}
-    assert [{k: d[k] for k in ("id", "content")} for d in tools.deleted] == [{"id": memory.id, "content": "Alice is allergic to peanuts"}]
-    assert tools.deleted[0]["provenance"]["message_ids"] == []
-    assert removed_ids == [memory.id]
+    assert tools.deleted == ["Alice is allergic to peanuts"]
     assert count(engine, "memories") == 0 and count(engine, "memory_vec") == 0
 
 
@@ -190,7 +188,7 @@ def test_export_person_gives_everything_about_them_and_nothing_else(people):
 def test_forget_person_leaves_nothing_about_them(people):
     engine = people
     result = forget_person(engine, ["xena"])
-    assert result == {"memories": 2, "messages": 3, "session_summaries": 1, "buffered": 0}
+    assert (result["memories"], result["messages"], result["session_summaries"], result["extraction_buffer"]) == (2, 3, 1, 0)
 
     empty = export_person(engine, ["xena"])
     assert empty["memories"] == [] and empty["messages"] == [] and empty["session_summaries"] == []
@@ -260,19 +258,28 @@ def test_import_memories_runs_every_row_through_the_write_rules(engine):
         {"content": "no scope at all"},
         {"content": "Xena fears spiders", "scope": "user", "scope_id": "xena", "visibility": "private", "importance": 7},
     ])
-    assert counts == {"stored": 2, "duplicate": 1, "rejected": 2}
+    assert {k: counts[k] for k in ("stored", "duplicate", "rejected")} == {"stored": 2, "duplicate": 1, "rejected": 2}
+    assert counts["reasons"] == ["memory 3: text contains what looks like a secret (key, token, password or card number); never stored",
+                                 "memory 4: missing field 'scope'"]
     assert contents(engine.memories.list(None)) == {"Xena collects vintage typewriters", "Xena fears spiders"}
     assert "Xena fears spiders" not in contents(engine.memories.recall(guild_ctx("g1", "xena"), "spiders", threshold=0))
     assert "Xena fears spiders" in contents(engine.memories.recall(dm_ctx("xena"), "spiders", threshold=0))
-    with pytest.raises(InvalidInput):
-        import_memories(engine, {"memories": "not a list"})
+    for bad in ({"memories": "not a list"}, {"a": 1}, "text", 3):
+        with pytest.raises(InvalidInput, match="not a companion export"):
+            import_memories(engine, bad)
 
 
 def test_export_forget_import_round_trip_restores_memories_in_their_scopes(people):
     engine = people
     data = export_person(engine, ["xena"])
     forget_person(engine, ["xena"])
-    assert import_memories(engine, data) == {"stored": 2, "duplicate": 0, "rejected": 0}
+    counts = import_memories(engine, data)
+    assert (counts["stored"], counts["rejected"], counts["messages"], counts["session_summaries"]) == (2, 0, 3, 1)
+    again = export_person(engine, ["xena"])
+    for table in ("messages", "session_summaries"):  # everything comes back, and a second import adds nothing
+        assert sorted(r["text" if table == "session_summaries" else "content"] for r in again[table]) == \
+            sorted(r["text" if table == "session_summaries" else "content"] for r in data[table])
+    assert import_memories(engine, data)["messages"] == 0
     assert contents(engine.memories.recall(dm_ctx("xena"), "typewriters visa", threshold=0)) >= {
         "Xena collects vintage typewriters", "Xena is nervous about her visa interview"}
     assert "Xena is nervous about her visa interview" not in contents(
@@ -288,4 +295,4 @@ def test_round_trip_keeps_a_live_memory_whose_importance_decayed_below_one(engin
     assert engine.memories.get(memory.id).importance < 1
     data = export_person(engine, ["xena"])
     forget_person(engine, ["xena"])
-    assert import_memories(engine, data) == {"stored": 1, "duplicate": 0, "rejected": 0}
+    assert import_memories(engine, data)["stored"] == 1

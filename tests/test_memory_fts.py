@@ -57,8 +57,8 @@ MUST_FIND = {"double-quote", "unbalanced-quote", "single-quotes", "near", "near-
 
 @pytest.fixture
 def seeded(engine):
-    remember(engine, "Xena flies paper kites with lanterns at dusk", scope_id="xena")
-    remember(engine, "Yuri restores antique clocks", scope_id="yuri")
+    remember(engine, "Xena flies paper kites with lanterns at dusk", scope_id="xena", guild_id="g1")
+    remember(engine, "Yuri restores antique clocks", scope_id="yuri", guild_id="g1")
     remember(engine, "The guild keeps a shared calendar", scope=Scope.GUILD, scope_id="g1")
     say(engine, "we flew kites with lanterns on the beach", author="xena", guild="g1")
     say(engine, "kites in my DM", author="xena", dm_person="xena")
@@ -72,7 +72,7 @@ query_params = pytest.mark.parametrize("name", list(HOSTILE))
 def test_the_match_expression_built_from_any_user_text_is_valid_fts(seeded, name):
     """The sanitised MATCH expression runs against the real index (an FTS syntax error would raise here)."""
     query = HOSTILE[name]
-    ptokens = (partition_token("user|xena|public"), partition_token("guild|g1|public"), partition_token("guild|g1"))
+    ptokens = (partition_token("user|xena|public|g1"), partition_token("guild|g1|public"), partition_token("guild|g1"))
     for corpus in (seeded.memories.corpus, seeded.messages.corpus):
         for scoped in ((), ptokens):
             expr = corpus.fts.match(query, scoped)
@@ -164,7 +164,7 @@ def test_sql_injection_text_is_data_everywhere(engine):
 def test_stop_word_only_query_uses_no_fts_but_still_recalls_by_vector(seeded):
     corpus = seeded.memories.corpus
     assert corpus.fts.match("the and of is it to") is None
-    hits = seeded.memories.recall(dm_ctx("xena"), "the and of is it to", threshold=0)
+    hits = seeded.memories.recall(guild_ctx("g1", "xena"), "the and of is it to", threshold=0)
     assert hits and all("fts" not in h.channels for h in hits)
 
 
@@ -190,7 +190,7 @@ def test_every_write_path_keeps_the_text_indexes_in_step_with_their_rows(engine,
     engine.memories.delete(pets[0].id)
     say(engine, "Yuki waves hello", author="yuki", dm_person="zelda")
     say(engine, "Zelda asks about lanterns", author="zelda", dm_person="zelda")
-    engine.messages.delete_by_author(["yuki"])
+    engine.messages.delete_rids([r for (r,) in engine.db.execute("SELECT rid FROM messages WHERE author_id = 'yuki'")])
 
     _index_matches_rows(engine)
     assert contents(engine.memories.recall(dm_ctx("zelda"), "paper kites", threshold=0))

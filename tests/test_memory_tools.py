@@ -117,7 +117,7 @@ RAW_BAD = {"broken-json": '{"query": "kayak", ', "json-list": "[1, 2]", "json-st
 
 @pytest.fixture
 def store(engine):
-    memory = remember(engine, "Alice owns a red kayak", subject="Alice", scope_id="alice", tags=("boats",),
+    memory = remember(engine, "Alice owns a red kayak", subject="Alice", scope_id="alice", tags=("boats",), guild_id="g1",
                       entities=(EntityRef("Alice", "person", (("owns", "kayak"),)),))
     say(engine, "who wants to join the kayak trip", author="alice", guild="g1")
     say(engine, "a kayak trip in another server", author="bob", guild="g2")

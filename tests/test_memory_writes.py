@@ -85,13 +85,22 @@ def test_a_similar_fact_about_another_subject_does_not_supersede(minilm_engine):
     assert minilm_engine.memories.get(old.id).superseded_by is None
 
 
-def test_deleting_the_update_brings_back_the_fact_it_superseded(minilm_engine):
+def test_forgetting_the_newest_version_forgets_the_versions_it_superseded(minilm_engine):
+    """Finding 7: deleting "3 cats" must not revive "2 cats" as current; the whole history goes."""
+    old = _add(minilm_engine, "Alice has 2 cats").memory
+    middle = _add(minilm_engine, "Alice has 3 cats").memory
+    assert minilm_engine.memories.get(old.id).superseded_by == middle.id
+    removed = minilm_engine.memories.delete(middle.id)
+    assert set(removed) == {old.id, middle.id}
+    assert count(minilm_engine, "memories") == 0
+    assert minilm_engine.memories.recall(dm_ctx("alice"), "cats", threshold=0) == []
+
+
+def test_forgetting_an_old_version_keeps_the_current_one(minilm_engine):
     old = _add(minilm_engine, "Alice has 2 cats").memory
     new = _add(minilm_engine, "Alice has 3 cats").memory
-    minilm_engine.memories.delete(new.id)
-    restored = minilm_engine.memories.get(old.id)
-    assert restored.superseded_by is None and restored.valid_to is None
-    assert contents(minilm_engine.memories.recall(dm_ctx("alice"), "cats", threshold=0)) == {"Alice has 2 cats"}
+    assert minilm_engine.memories.delete(old.id) == [old.id]
+    assert contents(minilm_engine.memories.recall(dm_ctx("alice"), "cats", threshold=0)) == {new.content}
 
 
 def test_a_related_fact_is_linked_related_to(minilm_engine, minilm):

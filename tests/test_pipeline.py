@@ -55,7 +55,8 @@ async def test_a_fact_is_extracted_after_the_debounce_with_provenance(rt, srv):
     assert (await rt.background.tick())["extracted"] == 1
     row = rt.engine.db.one("SELECT * FROM memories")
     assert row["scope"] == "user" and row["scope_id"] == "telegram:7" and row["visibility"] == "private"
-    assert json.loads(row["provenance"]) == {"platform": "telegram", "channel_id": "dm-7", "message_ids": ["m1"]}
+    source = rt.engine.db.scalar("SELECT id FROM messages WHERE content = 'I work at Acme as a baker'")
+    assert json.loads(row["provenance"]) == {"platform": "telegram", "channel_id": "dm-7", "sources": [source]}
     assert "I work at Acme as a baker" in srv.chat_requests[-1]["messages"][1]["content"]  # the extraction prompt
     assert srv.chat_requests[-1]["temperature"] == 0.0
 
@@ -92,11 +93,11 @@ async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv)
 
 
 @pytest.mark.parametrize("where,visible", [
-    ("guild-a", {"guild A lore", "Alice public fact"}),
-    ("guild-b", {"Alice public fact"}),
-    ("alice-dm", {"Alice public fact", "Alice private fact"}),
+    ("guild-a", {"guild A lore", "Alice said in A"}),
+    ("guild-b", set()),  # what Alice said in A stays in A (SEC-1), and her portable and DM facts too
+    ("alice-dm", {"Alice public fact", "Alice private fact", "Alice said in A"}),
     ("owner-dm", {"owner secret plan", "owner public fact"}),
-    ("owner-in-guild-a", {"guild A lore", "owner public fact"}),
+    ("owner-in-guild-a", {"guild A lore"}),
 ])
 async def test_no_memory_reaches_a_prompt_it_must_not(rt, srv, where, visible):
     from memory.models import NewMemory, Scope, Visibility
@@ -104,6 +105,7 @@ async def test_no_memory_reaches_a_prompt_it_must_not(rt, srv, where, visible):
     add = rt.engine.memories.add
     add(NewMemory(content="guild A lore", subject="lore", scope=Scope.GUILD, scope_id="telegram:A"))
     add(NewMemory(content="Alice public fact", subject="a", scope=Scope.USER, scope_id="telegram:7"))
+    add(NewMemory(content="Alice said in A", subject="e", scope=Scope.USER, scope_id="telegram:7", guild_id="telegram:A"))
     add(NewMemory(content="Alice private fact", subject="b", scope=Scope.USER, scope_id="telegram:7", visibility=Visibility.PRIVATE))
     add(NewMemory(content="owner secret plan", subject="c", scope=Scope.OWNER, scope_id="telegram:1"))
     add(NewMemory(content="owner public fact", subject="d", scope=Scope.USER, scope_id="telegram:1"))
@@ -117,7 +119,7 @@ async def test_no_memory_reaches_a_prompt_it_must_not(rt, srv, where, visible):
     srv.script("ok")
     await rt.orchestrator.reply(message)
     prompt = last_reply_prompt(srv)
-    everything = {"guild A lore", "Alice public fact", "Alice private fact", "owner secret plan", "owner public fact"}
+    everything = {"guild A lore", "Alice public fact", "Alice said in A", "Alice private fact", "owner secret plan", "owner public fact"}
     assert {fact for fact in everything if fact in prompt} == visible
 
 
@@ -160,17 +162,29 @@ async def test_malformed_tool_arguments_reach_the_model_as_an_error(rt, srv):
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM memories") == 0
 
 
-async def test_invalid_extraction_json_is_retried_once_then_dropped(rt, srv):
+async def test_an_invalid_extraction_answer_is_retried_later_not_dropped(rt, srv):
     await tell(rt, srv, dm("telegram", "7", "I am learning Icelandic"))
     rt.engine.clock.advance(31)
-    srv.script("not json at all", '[{"content": "Alice is learning Icelandic", "about": "Alice"}]')
+    srv.script("not json at all")
+    assert (await rt.background.tick())["extracted"] == 0
+    assert rt.background.buffer.pending() == 1  # kept, due again after a backoff
+    rt.engine.clock.advance(61)
+    srv.script('[{"content": "Alice is learning Icelandic", "speaker": "P1"}]')
     assert (await rt.background.tick())["extracted"] == 1
+
+
+async def test_a_batch_that_keeps_failing_is_parked_in_dead_letters_and_can_be_retried(rt, srv):
     await tell(rt, srv, dm("telegram", "7", "I also play chess"))
     rt.engine.clock.advance(31)
-    srv.script("still not json", "{broken")
-    assert (await rt.background.tick())["extracted"] == 0
-    assert rt.background.buffer.pending() == 0  # logged and dropped, not retried forever
+    for attempt in range(5):
+        srv.script("{broken")
+        assert (await rt.background.tick())["extracted"] == 0
+        rt.engine.clock.advance(60 * 2 ** attempt + 1)
+    assert rt.background.buffer.pending() == 0 and len(rt.background.buffer.dead()) == 1
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content = 'I also play chess'") == 1
+    assert rt.background.buffer.retry_dead() == 1
+    srv.script('[{"content": "Alice plays chess", "speaker": "P1"}]')
+    assert (await rt.background.tick())["extracted"] == 1 and rt.background.buffer.dead() == []
 
 
 async def test_extraction_waits_while_the_model_is_down(rt, srv):

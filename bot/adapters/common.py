@@ -14,7 +14,9 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from ..types import Conversation, IncomingMessage
+from ..types import APOLOGY, Conversation, IncomingMessage
+
+__all__ = ["APOLOGY", "COMMANDS", "AdapterError", "ChatLocks", "LoginRejected", "RecentSpeakers", "deliver"]
 
 # The slash commands every channel offers, with the one-line help the platforms show.
 COMMANDS: dict[str, str] = {
@@ -22,10 +24,10 @@ COMMANDS: dict[str, str] = {
     "remember": "Remember something: /remember <text>",
     "forget": "Forget something: /forget <text>",
     "memories": "List what I remember about you",
-    "link": "Link this account to another platform: /link [code]",
+    "link": "Link this account to another platform (in a private chat): /link [code]",
+    "share": "Share what you tell me across servers: /share on|off",
     "export": "Export what I remember about you",
 }
-
 
 
 class AdapterError(Exception):
@@ -36,7 +38,6 @@ class LoginRejected(AdapterError):
     """The platform refused the bot token."""
 
 
-APOLOGY = "Sorry, something went wrong on my side. Please try again in a moment."
 
 
 class ChatLocks:

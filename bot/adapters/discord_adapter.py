@@ -20,6 +20,7 @@ import io
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
@@ -141,7 +142,7 @@ class DiscordAdapter:
         return IncomingMessage(
             platform="discord", channel_id=channel_id, author_id=author_id, author_name=name, text=text,
             guild_id=str(message.guild.id) if message.guild else None, message_id=str(message.id),
-            participants=participants, created_at=message.created_at.timestamp(),
+            participants=participants, created_at=message.created_at.timestamp(), **_rights(message.guild, message.author),
         )
 
     # -------------------------------------------------------------- slash commands --
@@ -166,6 +167,11 @@ class DiscordAdapter:
         @app_commands.describe(code="A code from /link on the other platform; leave empty to get one")
         async def link(interaction: discord.Interaction, code: str | None = None) -> None:
             await self._run_command(interaction, "link", code or "")
+
+        @tree.command(name="share", description=COMMANDS["share"])
+        @app_commands.describe(choice="on: what you say here may come up in your other servers; off: it stays here")
+        async def share(interaction: discord.Interaction, choice: Literal["on", "off"] | None = None) -> None:
+            await self._run_command(interaction, "share", choice or "")
 
         @tree.command(name="export", description=COMMANDS["export"])
         async def export(interaction: discord.Interaction) -> None:
@@ -199,7 +205,7 @@ class DiscordAdapter:
             author_name=interaction.user.display_name, text=text,
             guild_id=str(interaction.guild_id) if interaction.guild_id else None,
             message_id=str(interaction.id), participants=self._speakers.others(channel_id, author_id),
-            created_at=interaction.created_at.timestamp(),
+            created_at=interaction.created_at.timestamp(), **_rights(interaction.guild, interaction.user),
         )
 
 
@@ -233,6 +239,19 @@ class _Client(discord.Client):
     async def _on_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
         logger.error("discord: slash command %s failed", interaction.command and interaction.command.name,
                      exc_info=error)
+
+
+def _rights(guild: discord.Guild | None, author: discord.abc.User) -> dict[str, Any]:
+    """What the author may do in this server (SEC-1): change its lore (manage_guild), and which text
+    channels they can read (the memory tools read only those). Unknown permissions mean no extra rights."""
+    if guild is None or not isinstance(author, discord.Member):
+        return {}
+    try:
+        readable = tuple(str(c.id) for c in guild.text_channels if c.permissions_for(author).read_messages)
+        return {"author_is_admin": author.guild_permissions.manage_guild, "readable_channels": readable}
+    except (AttributeError, TypeError):  # a guild without its roles cached: permissions cannot be computed
+        logger.warning("discord: permissions of %s in guild %s unknown; treating as a plain member", author.id, guild.id)
+        return {}
 
 
 async def _respond(interaction: discord.Interaction, content: str, file: discord.File | None = None) -> None:

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from collections.abc import AsyncIterator
 
 from telegram import BotCommand, Message, MessageEntity, Update
@@ -31,6 +32,7 @@ from .text import split_message
 logger = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 4096
+ADMINS_TTL_S = 300.0
 TYPING_INTERVAL_S = 4.0  # Telegram shows a chat action for about 5 seconds
 _URL_LOGGERS = ("httpx", "telegram.Bot", "telegram.ext.ExtBot")
 _COMMAND = re.compile(r"^/(?P<name>\w+)(?:@\w+)?(?:\s+(?P<arg>.*))?$", re.DOTALL)
@@ -45,6 +47,7 @@ class TelegramAdapter:
         self._typing_interval = typing_interval
         self._locks = ChatLocks()
         self._speakers = RecentSpeakers()
+        self._admins: dict[int, tuple[float, frozenset[int]]] = {}
         # Telegram URLs contain the token: PTB logs them at DEBUG, httpx at INFO. Filtered from here on.
         self._redact = _RedactToken(token)
         for name in _URL_LOGGERS:
@@ -97,7 +100,7 @@ class TelegramAdapter:
         if message is None or not message.text or message.from_user is None:
             return
         addressed, text = self._addressed(message)
-        incoming = self._incoming(message, text)
+        incoming = self._incoming(message, text, await self._is_admin(message))
         await deliver(self._conversation, self._locks, incoming, addressed, lambda: self._answer(message, incoming))
 
     async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -105,7 +108,7 @@ class TelegramAdapter:
         match = _COMMAND.match(message.text or "") if message and message.from_user else None
         if match is None:
             return
-        incoming = self._incoming(message, message.text)
+        incoming = self._incoming(message, message.text, await self._is_admin(message))
         async with self._locks.hold(incoming.channel_id):
             try:
                 text = await self._conversation.command(match["name"].lower(), (match["arg"] or "").strip(), incoming)
@@ -175,7 +178,24 @@ class TelegramAdapter:
         to_bot = replied is not None and replied.from_user is not None and replied.from_user.id == bot.id
         return to_bot, text
 
-    def _incoming(self, message: Message, text: str) -> IncomingMessage:
+    async def _is_admin(self, message: Message) -> bool:
+        """Group admins may change the group's lore (SEC-1); asked of Telegram once per chat every few minutes."""
+        chat = message.chat
+        if chat.type == ChatType.PRIVATE or message.from_user is None:
+            return False
+        cached = self._admins.get(chat.id)
+        now = time.monotonic()
+        if cached is None or now - cached[0] > ADMINS_TTL_S:
+            try:
+                admins = await chat.get_administrators()
+            except TelegramError as exc:
+                logger.warning("telegram: could not read the admins of chat %s (%s); nobody is treated as admin", chat.id, exc)
+                return False
+            cached = (now, frozenset(a.user.id for a in admins))
+            self._admins[chat.id] = cached
+        return message.from_user.id in cached[1]
+
+    def _incoming(self, message: Message, text: str, admin: bool = False) -> IncomingMessage:
         chat, user = message.chat, message.from_user
         channel_id, author_id = str(chat.id), str(user.id)
         name = user.first_name or user.username or author_id
@@ -184,7 +204,7 @@ class TelegramAdapter:
         return IncomingMessage(
             platform="telegram", channel_id=channel_id, author_id=author_id, author_name=name, text=text,
             guild_id=None if chat.type == ChatType.PRIVATE else str(chat.id),
-            message_id=str(message.message_id), participants=participants,
+            message_id=str(message.message_id), participants=participants, author_is_admin=admin,
             created_at=message.date.timestamp() if message.date else None,
         )
 

@@ -62,9 +62,14 @@ def application() -> dict[str, Any]:
             "rpc_origins": [], "bot": bot_user()}
 
 
-def text_channel(channel_id: int, name: str, guild_id: int, position: int) -> dict[str, Any]:
+VIEW_CHANNEL = 1 << 10
+
+
+def text_channel(channel_id: int, name: str, guild_id: int, position: int, private: bool = False) -> dict[str, Any]:
+    """``private``: @everyone may not view it (only the guild's owner, who may do anything, can read it)."""
+    hidden = [{"id": str(guild_id), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}] if private else []
     return {"id": str(channel_id), "type": 0, "guild_id": str(guild_id), "name": name,
-            "position": position, "permission_overwrites": [], "nsfw": False,
+            "position": position, "permission_overwrites": hidden, "nsfw": False,
             "parent_id": None, "topic": None, "last_message_id": None,
             "rate_limit_per_user": 0, "flags": 0}
 
@@ -75,7 +80,7 @@ def dm_channel(channel_id: int, recipient: dict[str, Any]) -> dict[str, Any]:
 
 
 def guild(guild_id: int, name: str, channels: list[tuple[int, str]],
-          members: list[tuple[int, str]]) -> dict[str, Any]:
+          members: list[tuple[int, str]], private: frozenset[int] = frozenset()) -> dict[str, Any]:
     """A complete GUILD_CREATE body; member_count == len(members) avoids chunking."""
     everyone = {"id": str(guild_id), "name": "@everyone", "permissions": EVERYONE_PERMISSIONS,
                 "position": 0, "color": 0, "hoist": False, "managed": False,
@@ -86,7 +91,7 @@ def guild(guild_id: int, name: str, channels: list[tuple[int, str]],
         "discovery_splash": None, "description": None, "owner_id": str(OWNER_ID),
         "unavailable": False, "large": False, "member_count": len(member_list),
         "joined_at": now_iso(), "roles": [everyone], "emojis": [], "stickers": [],
-        "features": [], "channels": [text_channel(cid, cname, guild_id, i)
+        "features": [], "channels": [text_channel(cid, cname, guild_id, i, cid in private)
                                      for i, (cid, cname) in enumerate(channels)],
         "threads": [], "members": member_list, "presences": [], "voice_states": [],
         "stage_instances": [], "guild_scheduled_events": [], "soundboard_sounds": [],

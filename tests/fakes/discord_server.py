@@ -102,9 +102,10 @@ class FakeDiscord(FakeServer):
         return restore
 
     def add_guild(self, guild_id: int, name: str, channels: list[tuple[int, str]] = (),
-                  members: list[tuple[int, str]] = ()) -> None:
-        """Configure a guild sent as GUILD_CREATE after IDENTIFY (add before connecting)."""
-        self._guilds[guild_id] = p.guild(guild_id, name, list(channels), list(members))
+                  members: list[tuple[int, str]] = (), private: tuple[int, ...] = ()) -> None:
+        """Configure a guild sent as GUILD_CREATE after IDENTIFY (add before connecting); ``private``
+        channels are hidden from @everyone (only the guild owner, ``OWNER_ID``, reads them)."""
+        self._guilds[guild_id] = p.guild(guild_id, name, list(channels), list(members), frozenset(private))
         for channel_id, _ in channels:
             self._channel_guild[channel_id] = guild_id
 

@@ -68,6 +68,7 @@ class FakeTelegram(FakeServer):
         self._message_ids = itertools.count(1)
         self._chats: dict[int, dict[str, Any]] = {}
         self._last_bot_message: dict[int, dict[str, Any]] = {}
+        self.admins: dict[int, list[int]] = {}  # group chat id -> user ids that administer it
         super().__init__()
 
     # ----------------------------------------------------------- helpers --
@@ -211,6 +212,14 @@ class FakeTelegram(FakeServer):
     def _m_deletemycommands(self, params: dict[str, Any]) -> bool:
         self.commands.pop(_scope_key(params), None)
         return True
+
+    def _m_getchatadministrators(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        users = self.admins.get(int(params.get("chat_id") or 0), [])
+        return [{"status": "administrator", "user": {"id": uid, "is_bot": False, "first_name": f"admin{uid}"},
+                 "can_be_edited": False, "is_anonymous": False, "can_manage_chat": True, "can_delete_messages": True,
+                 "can_manage_video_chats": True, "can_restrict_members": True, "can_promote_members": False,
+                 "can_change_info": True, "can_invite_users": True, "can_post_stories": False, "can_edit_stories": False,
+                 "can_delete_stories": False} for uid in users]
 
     def _m_deletemessage(self, params: dict[str, Any]) -> bool:
         return True

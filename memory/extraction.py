@@ -1,0 +1,197 @@
+"""Turning conversation into memories (WRITE-1, WRITE-3, WRITE-4): prompts in, model answers parsed,
+each fact attributed to the person who said it, as ``NewMemory`` values ready for ``MemoryStore.add``.
+
+The model never sees a display name it could be fooled by: every speaker in a transcript is tagged
+``P1``, ``P2``, ... by platform account, and a fact names the tag of the person it came from. A fact
+whose tag is unknown is dropped, unless only one person spoke (SEC-1: attribution by author id,
+never by name). A fact is filed where its speaker said it (``memory.scopes.write_scope``) and carries
+the stored ids of that speaker's messages, so forgetting it removes them.
+
+Model answers are untrusted: anything that is not the expected JSON raises ``BadAnswer`` (the caller
+retries or backs off); items of the wrong shape are skipped one by one.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+import prompts
+
+from .models import EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
+from .scopes import RecallContext, write_scope
+
+log = logging.getLogger(__name__)
+MAX_FACTS = 20
+MAX_TURN_CHARS = 2_000      # one message's share of a transcript the model reads
+MAX_TRANSCRIPT_CHARS = 12_000
+
+
+class BadAnswer(ValueError):
+    """The model's answer is not the JSON that was asked for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One turn of a transcript: who said it (their context), the stored message id, the words."""
+
+    ctx: RecallContext | None  # None for the bot's own turns
+    name: str
+    text: str
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    lines: tuple[Line, ...]
+
+    def speakers(self) -> dict[str, RecallContext]:
+        """Tag -> the speaker's latest context, in order of first appearance."""
+        tags: dict[str, RecallContext] = {}
+        order: dict[str, str] = {}
+        for line in self.lines:
+            if line.ctx is not None:
+                tag = order.setdefault(line.ctx.speaker_id, f"P{len(order) + 1}")
+                tags[tag] = line.ctx
+        return tags
+
+    def render(self) -> str:
+        """Tagged, quoted lines, newest kept when the whole is too long for the model."""
+        tag_of = {ctx.speaker_id: tag for tag, ctx in self.speakers().items()}
+        out: list[str] = []
+        for line in self.lines:
+            who = f"[{tag_of[line.ctx.speaker_id]}] " if line.ctx else "[bot] "
+            out.append(f"{who}{json.dumps(line.name, ensure_ascii=False)}: {json.dumps(line.text[:MAX_TURN_CHARS], ensure_ascii=False)}")
+        while len(out) > 1 and sum(len(x) + 1 for x in out) > MAX_TRANSCRIPT_CHARS:
+            out.pop(0)
+        return "\n".join(out)
+
+    def sources(self, speaker_id: str) -> tuple[str, ...]:
+        return tuple(line.message_id for line in self.lines if line.ctx and line.ctx.speaker_id == speaker_id and line.message_id)
+
+
+def place(ctx: RecallContext) -> str:
+    return f"a private chat on {ctx.platform}" if ctx.is_dm else f"a group chat on {ctx.platform}"
+
+
+def extraction_prompt(transcript: Transcript, ctx: RecallContext) -> str:
+    return prompts.render("extraction", place=place(ctx), messages=transcript.render())
+
+
+def reflection_prompt(transcript: Transcript, ctx: RecallContext, max_facts: int = 10) -> str:
+    tags = ", ".join(transcript.speakers())
+    return prompts.render("micro_reflection", place=place(ctx), participants=tags, excerpt=transcript.render(), max_facts=max_facts)
+
+
+# -- answers ----------------------------------------------------------------------------------------------
+def parse_list(text: str) -> list[dict[str, Any]]:
+    """The JSON array of an extraction answer (models like to wrap JSON in prose or code fences)."""
+    start, end = (text or "").find("["), (text or "").rfind("]")
+    if start < 0 or end < start:
+        raise BadAnswer(f"no JSON array in the answer: {(text or '')[:120]!r}")
+    return _dicts(_loads(text[start : end + 1]), list)
+
+
+def parse_object(text: str) -> dict[str, Any]:
+    """The first JSON object in a model's answer."""
+    match = re.search(r"\{.*\}", text or "", re.DOTALL)
+    if not match:
+        raise BadAnswer(f"no JSON object in the answer: {(text or '')[:120]!r}")
+    data = _loads(match.group())
+    if not isinstance(data, dict):
+        raise BadAnswer("the answer is not a JSON object")
+    return data
+
+
+def parse_reflection(text: str) -> tuple[list[dict[str, Any]], str]:
+    """(fact candidates, session summary) of a micro-reflection answer."""
+    data = parse_object(text)
+    facts = data.get("facts") or []
+    summary = data.get("summary") or ""
+    return (_dicts(facts, list) if isinstance(facts, list) else []), (summary if isinstance(summary, str) else "")
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise BadAnswer(f"invalid JSON: {exc}") from None
+
+
+def _dicts(data: Any, kind: type) -> list[dict[str, Any]]:
+    if not isinstance(data, kind):
+        raise BadAnswer("not a JSON array")
+    return [item for item in data if isinstance(item, dict)]
+
+
+# -- attribution ------------------------------------------------------------------------------------------
+def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, source: Source) -> list[NewMemory]:
+    """Each usable candidate as a memory of the person who said it; the rest are dropped with a log line."""
+    speakers = transcript.speakers()
+    out: list[NewMemory] = []
+    for candidate in candidates[:MAX_FACTS]:
+        ctx = _speaker(candidate, speakers)
+        if ctx is None:
+            log.info("extracted fact dropped: it names no speaker of this conversation")
+            continue
+        try:
+            out.append(_new_memory(candidate, ctx, transcript.sources(ctx.speaker_id), source))
+        except (TypeError, ValueError) as exc:
+            log.info("extracted fact dropped: %s", exc)
+    return out
+
+
+def _speaker(candidate: dict[str, Any], speakers: dict[str, RecallContext]) -> RecallContext | None:
+    tag = str(candidate.get("speaker") or candidate.get("about") or "").strip().strip("[]").upper()
+    if tag in speakers:
+        return speakers[tag]
+    return next(iter(speakers.values())) if len(speakers) == 1 else None
+
+
+def _new_memory(c: dict[str, Any], ctx: RecallContext, sources: tuple[str, ...], source: Source) -> NewMemory:
+    where = write_scope(ctx)
+    kind = FactKind(c["kind"]) if c.get("kind") in FactKind._value2member_map_ else FactKind.OTHER
+    mtype = MemoryType(c["type"]) if c.get("type") in MemoryType._value2member_map_ else MemoryType.SEMANTIC
+    tags = c.get("tags") if isinstance(c.get("tags"), list) else []
+    return NewMemory(
+        content=_text(c.get("content")), subject=_text(c.get("subject")), scope=where.scope, scope_id=where.scope_id,
+        visibility=where.visibility, guild_id=where.guild_id, type=mtype, kind=kind, tags=tuple(str(t) for t in tags)[:12],
+        source=source, importance=_importance(c.get("importance")), entities=_entities(c.get("entities")),
+        provenance=Provenance(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, sources=sources),
+    )
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, (str, int, float)):
+        raise TypeError(f"expected text, got {type(value).__name__}")
+    return str(value)
+
+
+def _importance(value: Any) -> float:
+    try:
+        return min(10.0, max(1.0, float(value)))
+    except (TypeError, ValueError):
+        return 5.0
+
+
+def _entities(items: Any) -> tuple[EntityRef, ...]:
+    if not isinstance(items, list):
+        return ()
+    out = []
+    for e in items:
+        if isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"].strip():
+            relations = e.get("relations") if isinstance(e.get("relations"), list) else []
+            rel = tuple((str(r.get("relation", "")), str(r.get("target", ""))) for r in relations if isinstance(r, dict))
+            out.append(EntityRef(e["name"][:120], str(e.get("type", "concept")), rel))
+    return tuple(out)
+
+
+def with_speaker(ctx: RecallContext, author_id: str) -> RecallContext:
+    """The context of another person in the same chat (for turns read back from history)."""
+    if author_id == ctx.speaker_id:
+        return ctx
+    return replace(ctx, speaker_id=author_id, participants=(), owner_private=False, owner_id=None, admin=False, reach=())

@@ -1,0 +1,90 @@
+"""Forgetting (SEC-3, MEM-5): a memory with everything derived from it, or everything about a person.
+
+    forget_memory   the memory and its history (superseded versions, merged originals), the messages it
+                    was learned from (by their stored ids) and the bot's replies to them, their pending
+                    extractions, and the summaries and reflection audits of the chats they were in
+    forget_person   every row the registry (``memory.registry``) finds for the person's ids
+
+Both end with ``Database.scrub``: index samples emptied and the WAL checkpointed, so the forgotten
+words are gone from the files, not only from the API.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .engine import MemoryEngine
+from .models import Memory
+from .registry import REGISTRY, person_keys, person_rows
+from .scopes import placeholders
+
+
+@dataclass(slots=True)
+class Forgotten:
+    """What a forget removed; ``contents`` are the forgotten memories' texts (for the reply that confirms it)."""
+
+    memories: list[str] = field(default_factory=list)
+    contents: list[str] = field(default_factory=list)
+    messages: int = 0
+    other: dict[str, int] = field(default_factory=dict)
+
+
+def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, str] | None = None) -> Forgotten:
+    """Forget one memory completely; ``asked_in`` is the (platform, channel) where forgetting was asked."""
+    root = engine.memories.get(memory_id)
+    rows = engine.memories.by_rids(engine.memories.lineage([root.rid]))
+    done = Forgotten(contents=[root.content])
+    done.memories = engine.memories.delete_rids([m.rid for m in rows])
+    chats = {asked_in} if asked_in else set()
+    chats |= {(m.provenance.platform, m.provenance.channel_id) for m in rows if m.provenance.platform and m.provenance.channel_id}
+    done.messages = _forget_sources(engine, rows)
+    forget_chat_summaries(engine, {f"{p}:{c}" for p, c in chats})
+    engine.db.scrub()
+    return done
+
+
+def _forget_sources(engine: MemoryEngine, memories: list[Memory]) -> int:
+    """The messages the memories were learned from, the bot's replies to them, and their buffered copies."""
+    rids: list[int] = []
+    for m in memories:
+        prov = m.provenance
+        rids += engine.messages.rids_by_id(list(prov.sources))
+        if not prov.sources and prov.platform and prov.channel_id and prov.platform != "console":
+            # Rows written before stored ids were kept name platform ids, unique only within a chat.
+            rids += engine.messages.rids_by_platform_id(prov.platform, prov.channel_id, list(prov.message_ids))
+    rids += engine.messages.replies_to(rids)
+    return engine.messages.delete_rids(sorted(set(rids)))
+
+
+def forget_chat_summaries(engine: MemoryEngine, chats: set[str]) -> None:
+    """Summaries and reflection audits paraphrase whole conversations, so those of a chat where a forgotten
+    thing was said may repeat it: they go, and the chat's turns are compacted afresh (the turns stay)."""
+    if not chats:
+        return
+    keys = sorted(chats)
+    marks = placeholders(keys)
+    with engine.db.transaction():
+        engine.db.execute(f"DELETE FROM session_summaries WHERE (platform || ':' || channel_id) IN ({marks})", keys)
+        engine.db.execute(f"DELETE FROM reflections WHERE channel_key IN ({marks})", keys)
+        engine.db.execute(f"UPDATE channel_state SET rolling_summary = '', compacted_until = 0 WHERE channel_key IN ({marks})", keys)
+
+
+# -- a whole person -------------------------------------------------------------------------------------
+def forget_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]:
+    """Delete everything the registry finds about a person (all their linked ids): no undo copy is kept."""
+    keys = person_keys(engine, person_ids)
+    found = {h.table: [r["row_key"] for r in person_rows(engine, h, keys)] for h in REGISTRY if h.person}
+    memory_rids = engine.memories.lineage(found.pop("memories"))
+    counts = {"memories": len(engine.memories.delete_rids(memory_rids)),
+              "messages": engine.messages.delete_rids(found.pop("messages"))}
+    with engine.db.transaction():
+        for table, rowids in found.items():
+            counts[table] = _apply(engine, table, rowids)
+    engine.db.scrub()
+    return counts
+
+
+def _apply(engine: MemoryEngine, table: str, rowids: list[int]) -> int:
+    for i in range(0, len(rowids), 400):
+        chunk = rowids[i : i + 400]
+        engine.db.execute(f"DELETE FROM {table} WHERE rowid IN ({placeholders(chunk)})", chunk)
+    return len(rowids)
