@@ -3,6 +3,10 @@
 Exit codes: 0 done; 2 bad input or configuration (a one-line message, never a traceback); 1 a runtime
 failure (the store, the model server or the file system failed); 130 interrupted.
 Each command group registers itself with ``register(subparsers)``; add new groups to ``COMMAND_GROUPS``.
+
+Start-up is kept cheap: this module and the ``register`` functions import only argparse and small
+modules of ours; each handler imports what it needs (the openai SDK, numpy, sqlite-vec, apsw, rich,
+pydantic) when it runs, so ``companion --help`` answers in a fraction of a second.
 """
 from __future__ import annotations
 
@@ -11,32 +15,63 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
-
-import apsw
-from rich.logging import RichHandler
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import cli_bot, cli_memory, cli_upkeep
-from .cli_output import CliError, err
-from .config import ConfigError, Settings, load_settings
+from . import cli_bot, cli_memory, cli_upkeep, doctor
+from .cli_output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     cli_memory.register,
     cli_upkeep.register,
     cli_bot.register,
+    doctor.register,
 )
+EPILOG = """\
+exit codes: 0 done; 1 a runtime failure (the store, the model server, the file system); 2 bad input or
+configuration; 130 interrupted.
+--json: the result is one JSON document on stdout; an error is one JSON object on stderr,
+{"error": "...", "exit_code": N}. Commands that write a file refuse to replace one without --force.
+Settings come from the environment and .env (see .env.example); `companion doctor` checks them."""
+
+
+class ArgumentsRejected(Exception):
+    """argparse found the command line unusable; ``main`` reports it like any other error (JSON with --json)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         """One line and exit 2, instead of argparse's usage block."""
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise ArgumentsRejected(self.prog, message)
+
+
+class ShowVersion(argparse.Action):
+    """``--version`` from the installed package's metadata, read only when asked (importlib.metadata is not free)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("companion")
+        except PackageNotFoundError:  # run from a source tree that was never pip-installed
+            text = "(not installed: pip install -e .)"
+        sys.stdout.write(f"companion {text}\n")
+        parser.exit(0)
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="companion", description="A companion chat bot with a long-term memory in one SQLite file.")
+    parser = Parser(prog="companion", description="A companion chat bot with a long-term memory in one SQLite file.",
+                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=ShowVersion)
     add_global_options(parser, None)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for register in COMMAND_GROUPS:
@@ -67,51 +102,112 @@ def _globals_anywhere(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv  # known before parsing, so even a usage error can be reported as JSON
     try:
         args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error argparse already printed
+    except ArgumentsRejected as exc:
+        return _fail(f"{exc} (see {exc.prog} --help)", 2, as_json, prefix=exc.prog)
+    except SystemExit as exc:  # --help or --version
         return exc.code if isinstance(exc.code, int) else 0
+    from .config import ConfigError, load_settings  # pydantic: only once a command runs
+
     overrides = {"db_path": args.db, "embeddings": args.embeddings, "log_level": args.log_level}
     try:
         settings = load_settings(**{k: v for k, v in overrides.items() if v is not None})
     except ConfigError as exc:
-        sys.stderr.write(f"companion: {exc}\n")
-        return 2
-    _setup_logging(settings.log_level)
-    return run(args.handler, args, settings)
+        on_error = getattr(args, "on_config_error", None)  # doctor reports a bad configuration as one of its findings
+        return run(on_error, args, exc) if on_error else _fail(str(exc), 2, as_json)
+    # A command may send its logs elsewhere than stderr (``chat`` keeps the terminal for the conversation).
+    log_destination = getattr(args, "log_destination", None)
+    _setup_logging(settings.log_level, log_destination(args, settings) if log_destination else None)
+    try:
+        return run(args.handler, args, settings)
+    finally:
+        _remove_handlers()  # the command's handlers end with it (tests, and embedders, call ``main`` many times)
 
 
-def run(handler: Callable[..., Any], args: argparse.Namespace, settings: Settings) -> int:
+def run(handler: Callable[..., Any], args: argparse.Namespace, settings: Any) -> int:
     try:
         return int(handler(args, settings) or 0)
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
-    except CliError as exc:
-        return _fail(str(exc), exc.exit_code)
-    except Rejected as exc:
-        return _fail(f"rejected: {exc}", 2)
-    except (InvalidInput, NotFound, DimensionMismatch) as exc:
-        return _fail(str(exc), 2)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
-        return _fail(f"{exc.strerror}: {exc.filename}", 2)
-    except json.JSONDecodeError as exc:
-        return _fail(f"invalid JSON: {exc}", 2)
-    except (MemoryStoreError, apsw.Error, OSError) as exc:
-        return _fail(f"{type(exc).__name__}: {exc}", 1)
+        return _fail("interrupted", 130, bool(getattr(args, "json", False)))
+    except Exception as exc:
+        described = _describe(exc, settings)
+        if described is None:
+            raise
+        return _fail(*described, bool(getattr(args, "json", False)))
 
 
-def _fail(message: str, code: int) -> int:
-    first, *rest = str(message).strip().splitlines() or [""]
-    sys.stderr.write(f"companion: error: {first}{' ...' if rest else ''}\n")
+def _describe(exc: Exception, settings: Any) -> tuple[str, int] | None:
+    """(message, exit code) for an expected failure; None for a bug, which keeps its traceback."""
+    if isinstance(exc, CliError):
+        return str(exc), exc.exit_code
+    if isinstance(exc, Rejected):
+        return f"rejected: {exc}", 2
+    if isinstance(exc, (InvalidInput, NotFound, DimensionMismatch, *_loaded("memory.embeddings", "ModelMismatch"))):
+        return str(exc), 2
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+        return f"{exc.strerror}: {exc.filename}", 2
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc}", 2
+    if isinstance(exc, _loaded("apsw", "ReadOnlyError")):  # a write command on a store that cannot be written
+        where = getattr(settings, "db_path", "the store")
+        return f"{where} is read-only: this command writes; read commands (memory list, stats, backup) still work", 1
+    if isinstance(exc, MemoryStoreError):  # our own messages are written for people and name what they concern
+        return str(exc), 1
+    if isinstance(exc, (OSError, *_loaded("apsw", "Error"))):
+        return f"{type(exc).__name__}: {exc}", 1
+    return None
+
+
+def _loaded(module: str, name: str) -> tuple[type, ...]:
+    """``module.name`` if that module was imported: an exception of it can only exist then, and an error
+    path should not import numpy or apsw just to find out."""
+    found = sys.modules.get(module)
+    return (getattr(found, name),) if found is not None else ()
+
+
+def _fail(message: str, code: int, as_json: bool, *, prefix: str = "companion") -> int:
+    print_error(message, code, as_json=as_json, prefix=prefix)
     return code
 
 
-def _setup_logging(level: str) -> None:
-    """Log to stderr through rich; called once per ``main`` (tests call ``main`` many times in one process)."""
-    root = logging.getLogger()
-    for handler in [h for h in root.handlers if getattr(h, "companion_cli", False)]:
-        root.removeHandler(handler)
-    handler = RichHandler(console=err(), show_path=False, rich_tracebacks=False)
+def _setup_logging(level: str, log_file: Path | None = None) -> None:
+    """Log to stderr through rich, or to ``log_file``, for the length of one command."""
+    from .logsafety import install_redaction
+
+    _remove_handlers()
+    handler = (_file_handler(log_file) if log_file else None) or _terminal_handler()
+    install_redaction(handler)  # a token in an HTTP error's URL must not reach the terminal or the log file (SEC-4)
     handler.companion_cli = True  # type: ignore[attr-defined]
+    root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(level)
+
+
+def _remove_handlers() -> None:
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "companion_cli", False)]:
+        root.removeHandler(old)
+        old.close()
+
+
+def _terminal_handler() -> logging.Handler:
+    from rich.logging import RichHandler
+
+    from .cli_output import err
+
+    return RichHandler(console=err(), show_path=False, rich_tracebacks=False)
+
+
+def _file_handler(path: Path) -> logging.Handler | None:
+    """A log file, or None (logs then go to the terminal) when it cannot be opened: logging must not stop the chat."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError as exc:
+        sys.stderr.write(f"companion: cannot write the log file {path} ({exc.strerror}); logging here instead\n")
+        return None
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    return handler

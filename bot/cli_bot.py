@@ -1,5 +1,9 @@
 """The bot's commands: ``companion run`` (Discord and/or Telegram), ``companion chat`` (console),
-``companion snapshot`` (the memory slice a reply would get, without calling the LLM; ORCH-5)."""
+``companion snapshot`` (the memory slice a reply would get, without calling the LLM; ORCH-5).
+
+The runtime (openai SDK, scheduler, store) is imported inside the handlers, so registering these
+commands costs nothing at ``companion --help``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -8,44 +12,79 @@ import contextlib
 import logging
 import signal
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .app import _secret
-from .assembly import Turn
-from .cli_output import CommandFailed, UsageError, out, print_json
-from .config import Settings
-from .runtime import Runtime
-from .types import IncomingMessage
+from .cli_memory import nonempty
+from .cli_output import CommandFailed, UsageError, note, out, print_json
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .runtime import Runtime
 
 log = logging.getLogger(__name__)
 NO_TOKENS = ("No chat platform is configured. Set DISCORD_TOKEN and/or TELEGRAM_TOKEN (in the environment or .env),\n"
              "plus OPENAI_BASE_URL / OPENAI_API_KEY for the model; or try the bot locally with `companion chat`.")
+PLATFORMS = ("discord", "telegram", "console")
+CHAT_HELP = """\
+You are the console account local-user (person id console:local-user; change it with --user), and the
+console is your own owner DM unless COMPANION_OWNER_IDS names owners. /link joins this account to your
+Discord or Telegram one, so the bot knows you as one person. The bot calls you by --name, else
+COMPANION_CONSOLE_NAME, else your login name.
+Logs go to a file beside the store (data/companion.db: data/companion.log; --log-file to choose), not over the
+chat; --verbose shows them here."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="run the bot on Discord and/or Telegram (whichever tokens are set)")
     p.set_defaults(handler=run_bot)
-    p = subparsers.add_parser("chat", help="chat with the bot in this terminal, against the same memory")
-    p.add_argument("--name", default="you", help="your display name")
-    p.add_argument("--user", default="local-user", help="your user id on the console platform")
+    p = subparsers.add_parser("chat", help="chat with the bot in this terminal, against the same memory",
+                              description="Chat with the bot in this terminal, against the same memory.", epilog=CHAT_HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--name", type=nonempty, help="the name the bot calls you by (default: COMPANION_CONSOLE_NAME, else your login name)")
+    p.add_argument("--user", type=nonempty, default="local-user", help="your user id on the console platform (default: local-user)")
     p.add_argument("--no-stream", action="store_true", help="print replies whole instead of as they stream")
-    p.set_defaults(handler=chat)
+    p.add_argument("--log-file", type=Path, metavar="PATH", help="where the logs go (default: beside the store, with the suffix .log)")
+    p.add_argument("--verbose", action="store_true", help="show the logs in the terminal instead of writing them to a file")
+    p.set_defaults(handler=chat, log_destination=chat_log_file)
     p = subparsers.add_parser("snapshot", help="show the memory slice a reply would get (no LLM call)")
     p.add_argument("message", help="the incoming message text")
-    p.add_argument("--platform", default="console", help="discord, telegram or console")
-    p.add_argument("--user", required=True, help="the speaker's platform user id")
+    p.add_argument("--platform", choices=PLATFORMS, default="console", help="discord, telegram or console (default: console)")
+    p.add_argument("--user", required=True, type=nonempty, help="the speaker's platform user id")
     p.add_argument("--name", default="", help="the speaker's display name")
-    p.add_argument("--channel", default=None, help="channel/chat id (default: the user's DM)")
-    p.add_argument("--guild", default=None, help="guild/group id (omit for a DM)")
+    p.add_argument("--channel", type=nonempty, default=None, help="channel/chat id (default: the user's DM)")
+    p.add_argument("--guild", type=nonempty, default=None, help="guild/group id (omit for a DM)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=snapshot)
 
 
+def build_runtime(settings: Settings) -> Runtime:
+    """The bot's runtime, refused (before anything starts) when the embedding model did not make the store's vectors."""
+    from .runtime import Runtime
+
+    runtime = Runtime.build(settings)
+    try:
+        runtime.engine.embeddings.check_model()
+    except BaseException:
+        runtime.engine.close()
+        runtime.runner.shutdown()
+        raise
+    return runtime
+
+
+# -- run ---------------------------------------------------------------------------------------------------
 def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     from .adapters.common import AdapterError, LoginRejected
+    from .doctor import token_problems
 
     if not (settings.discord_token or settings.telegram_token):
         sys.stderr.write(f"companion: {NO_TOKENS}\n")
         return 2
+    # A pasted token with a stray prefix or a missing part fails here, by name, instead of deep in a platform library.
+    problems = token_problems(_secret(settings.discord_token), _secret(settings.telegram_token))
+    if problems:
+        raise UsageError("; ".join(problems))
     try:
         return asyncio.run(_serve(settings))
     except LoginRejected as exc:
@@ -55,7 +94,7 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _serve(settings: Settings) -> int:
-    runtime = Runtime.build(settings)
+    runtime = build_runtime(settings)
     adapters = []
     if settings.telegram_token:
         from .adapters.telegram_adapter import TelegramAdapter
@@ -84,30 +123,68 @@ async def _serve(settings: Settings) -> int:
     return 0
 
 
+# -- chat --------------------------------------------------------------------------------------------------
+def chat_log_file(args: argparse.Namespace, settings: Settings) -> Path | None:
+    """The chat keeps the terminal for the conversation: logs go to a file beside the store unless --verbose."""
+    if args.verbose:
+        return None
+    if args.log_file:
+        return args.log_file
+    store = Path(settings.db_path)
+    beside = store.with_suffix(".log")
+    return beside if beside != store else store.with_name(store.name + ".log")
+
+
 def chat(args: argparse.Namespace, settings: Settings) -> int:
+    from .doctor import startup_warnings
+
+    for warning in startup_warnings(settings.llm_base_url, _secret(settings.llm_api_key)):
+        note(f"warning: {warning}")
     return asyncio.run(_chat(settings, args))
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
-    from .adapters.console import ConsoleChat
+    from .adapters.console import ConsoleChat, local_user_name
 
+    name = args.name or settings.console_name or local_user_name()
     # The console is the operator's own terminal: it is an owner-private context unless owners are configured.
     owners = settings.owner_ids or [f"console:{args.user}"]
-    runtime = Runtime.build(settings.model_copy(update={"owner_ids": owners}))
+    runtime = build_runtime(settings.model_copy(update={"owner_ids": owners}))
+    log_file = chat_log_file(args, settings)
+
+    async def diagnose() -> str:
+        return await asyncio.to_thread(explain_failure, settings, log_file)
+
     await runtime.start()
     try:
-        await ConsoleChat(runtime.orchestrator, user_id=args.user, user_name=args.name, stream=not args.no_stream).run()
+        await ConsoleChat(runtime.orchestrator, user_id=args.user, user_name=name, stream=not args.no_stream,
+                          diagnose=diagnose).run()
     finally:
         await runtime.stop()
     return 0
 
 
+def explain_failure(settings: Settings, log_file: Path | None) -> str:
+    """One line after a failed reply: is the server down, is the key refused, or did it refuse the request itself?"""
+    from .doctor import reach
+
+    details = f" (details in {log_file})" if log_file else ""
+    problem = reach(settings.llm_base_url, _secret(settings.llm_api_key))
+    if problem:
+        return problem.message + details
+    return (f"the model server at {settings.llm_base_url} answers, but not to this request: check COMPANION_CHAT_MODEL "
+            f"({settings.chat_model}) and OPENAI_API_KEY, or run `companion doctor`{details}")
+
+
+# -- snapshot ----------------------------------------------------------------------------------------------
 def snapshot(args: argparse.Namespace, settings: Settings) -> int:
-    runtime = Runtime.build(settings)
+    from .types import IncomingMessage
+
+    runtime = build_runtime(settings)
     try:
         message = IncomingMessage(platform=args.platform, channel_id=args.channel or args.user, author_id=args.user,
                                   author_name=args.name, text=args.message, guild_id=args.guild)
-        turn: Turn = runtime.orchestrator.resolve(message)
+        turn = runtime.orchestrator.resolve(message)
         snap = runtime.orchestrator.assembler.snapshot(turn)
         if args.json:
             print_json({"context": {"person": turn.person_id, "partitions": list(turn.ctx.memory_partitions())}, **snap.as_dict()})

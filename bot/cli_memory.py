@@ -3,28 +3,36 @@ Upkeep and measurement commands live in ``bot.cli_upkeep``.
 
 The operator sees every partition; ``search --as/--dm/--owner`` instead shows what the bot would recall
 in that conversation (memory.scopes.RecallContext). Lookups made here never count as recalls
-(no access reinforcement), so inspecting the store does not change its ranking.
+(no access reinforcement), so inspecting the store does not change its ranking. Commands that only
+read open the store read-only: a read-only file still serves them, and a mistyped ``--db`` is reported
+instead of being created empty.
+
+The store's modules (numpy, sqlite-vec, apsw) are imported inside the handlers, not here: registering
+the commands must stay cheap for ``companion --help``.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memory.engine import MemoryEngine
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
-from memory.privacy import export_person, forget_person, import_memories
-from memory.retrieval import ALL_CHANNELS, Channel, Hit
-from memory.scopes import RecallContext
-from memory.store import RecallFilters
 
 from . import app
-from .cli_output import UsageError, confirm, hits_table, memory_detail, memory_table, out, print_json, say
-from .config import Settings
+from .cli_output import UsageError, confirm, hits_table, memory_detail, memory_table, new_file, out, print_json, replacing, say
 
-MODES = {"hybrid": ALL_CHANNELS, "bm25": frozenset({Channel.FTS}), "vector": frozenset({Channel.VECTOR})}
+if TYPE_CHECKING:
+    from memory.engine import MemoryEngine
+    from memory.retrieval import Hit
+    from memory.scopes import RecallContext
+    from memory.store import RecallFilters
+
+    from .config import Settings
+
+MODES = ("hybrid", "bm25", "vector")
 TYPES = [t.value for t in MemoryType]
 KINDS = [k.value for k in FactKind]
 SCOPES = [s.value for s in Scope]
@@ -32,6 +40,19 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 # -- argument types ----------------------------------------------------------------------------------
+def nonempty(text: str) -> str:
+    """An id or a name: an empty one would match nothing, or everything, without saying so."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text.strip()
+
+
+def query_text(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the query is empty: give words to search for")
+    return text
+
+
 def positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number above 0, not {text!r}")
@@ -83,22 +104,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _register_reads(sub: argparse._SubParsersAction) -> None:
     p = command(sub, "list", list_memories, "list memories (every partition unless filtered)", json_flag=True)
     p.add_argument("--scope", choices=SCOPES, help="only this scope")
-    p.add_argument("--scope-id", help="only this person, guild or owner id")
+    p.add_argument("--scope-id", type=nonempty, help="only this person, guild or owner id")
     _add_filters(p)
     p.add_argument("--order", choices=("recent", "important", "accessed"), default="recent", help="sort order (default: recent)")
     p.add_argument("--limit", type=positive_int, default=20, help="at most N rows (default: 20)")
     p.add_argument("--all", action="store_true", help="include superseded, consolidated, forgotten and expired memories")
 
     p = command(sub, "search", search_memories, "hybrid search; as the operator over everything, or as a conversation would see it", json_flag=True)
-    p.add_argument("query")
+    p.add_argument("query", type=query_text)
     who = p.add_mutually_exclusive_group()
-    who.add_argument("--as", dest="as_person", metavar="PERSON", help="recall as PERSON speaking in --guild G")
-    who.add_argument("--dm", metavar="PERSON", help="recall as in a DM with PERSON")
-    who.add_argument("--owner", metavar="OWNER_ID", help="recall as the owner's private console")
-    p.add_argument("--guild", metavar="G", help="the guild of --as")
+    who.add_argument("--as", dest="as_person", type=nonempty, metavar="PERSON", help="recall as PERSON speaking in --guild G")
+    who.add_argument("--dm", type=nonempty, metavar="PERSON", help="recall as in a DM with PERSON")
+    who.add_argument("--owner", type=nonempty, metavar="OWNER_ID", help="recall as the owner's private console")
+    p.add_argument("--guild", type=nonempty, metavar="G", help="the guild of --as")
     p.add_argument("--top-k", type=positive_int, default=10, help="number of results (default: 10)")
     _add_filters(p)
-    p.add_argument("--mode", choices=tuple(MODES), default="hybrid", help="candidate channels (default: hybrid)")
+    p.add_argument("--mode", choices=MODES, default="hybrid", help="candidate channels (default: hybrid)")
     p.add_argument("--threshold", type=float, default=0.0, help="minimum score (default 0; the bot uses the recall knob, 0.5)")
 
     p = command(sub, "show", show_memory, "show one memory in full", json_flag=True)
@@ -107,10 +128,10 @@ def _register_reads(sub: argparse._SubParsersAction) -> None:
 
 def _register_writes(sub: argparse._SubParsersAction) -> None:
     p = command(sub, "add", add_memory, "store a memory through the normal write rules (safety, dedup, supersession)", json_flag=True)
-    p.add_argument("content")
-    p.add_argument("--subject", required=True, help="who or what the memory is about")
+    p.add_argument("content", help="the memory's text; - reads it from stdin")
+    p.add_argument("--subject", required=True, type=nonempty, help="who or what the memory is about")
     p.add_argument("--scope", required=True, choices=SCOPES)
-    p.add_argument("--scope-id", required=True, help="the person, guild or owner id")
+    p.add_argument("--scope-id", required=True, type=nonempty, help="the person, guild or owner id")
     p.add_argument("--type", choices=TYPES, default="semantic", metavar="TYPE", help=f"{', '.join(TYPES)} (default: semantic)")
     p.add_argument("--kind", choices=KINDS, default="other", metavar="KIND", help=f"{', '.join(KINDS)} (default: other)")
     p.add_argument("--private", action="store_true", help="a user memory learned in a DM: recalled only in DMs with that person")
@@ -133,24 +154,33 @@ def _register_writes(sub: argparse._SubParsersAction) -> None:
 
 def _register_people(sub: argparse._SubParsersAction) -> None:
     p = command(sub, "export", export_memories, "export everything stored about a person as JSON")
-    p.add_argument("--person", action="append", required=True, metavar="ID", help="a person id (repeat for linked ids)")
+    p.add_argument("--person", action="append", required=True, type=nonempty, metavar="ID", help="a person id (repeat for linked ids)")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
 
     p = command(sub, "import", import_file, "import memories from an export or a JSON list", json_flag=True)
     p.add_argument("file", type=Path)
 
     p = command(sub, "forget-person", forget_people, "delete every memory, message and summary about a person", json_flag=True)
-    p.add_argument("--person", action="append", required=True, metavar="ID", help="a person id (repeat for linked ids)")
+    p.add_argument("--person", action="append", required=True, type=nonempty, metavar="ID", help="a person id (repeat for linked ids)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-def engine_for(settings: Settings, *, embed: bool = False) -> MemoryEngine:
-    """Commands that never embed open without a model: faster, and they work whatever the model is."""
-    return app.open_engine(settings, app.build_embedder(settings) if embed else None)
+def engine_for(settings: Settings, *, embed: bool = False, readonly: bool = False) -> MemoryEngine:
+    """Commands that never embed open without a model: faster, and they work whatever the model is.
+
+    ``readonly``: the command only reads, so a missing store is a mistyped path, not a store to create.
+    """
+    if readonly and not Path(settings.db_path).exists():
+        raise UsageError(f"no store exists at {settings.db_path}: check --db or COMPANION_DB_PATH "
+                         "(a store is created by the commands that write, such as chat, run or memory add)")
+    return app.open_engine(settings, app.build_embedder(settings) if embed else None, readonly=readonly)
 
 
 def filters_from(args: argparse.Namespace) -> RecallFilters:
+    from memory.store import RecallFilters
+
     return RecallFilters(types=tuple(MemoryType(t) for t in args.type or ()), kinds=tuple(FactKind(k) for k in args.kind or ()),
                          tags=normalise_tags(args.tag or ()))
 
@@ -172,6 +202,8 @@ def partitions_for(engine: MemoryEngine, scope: str | None, scope_id: str | None
 
 
 def recall_context(args: argparse.Namespace) -> RecallContext | None:
+    from memory.scopes import RecallContext
+
     if args.guild and not args.as_person:
         raise UsageError("--guild goes with --as PERSON")
     if args.as_person:
@@ -185,8 +217,14 @@ def recall_context(args: argparse.Namespace) -> RecallContext | None:
     return None
 
 
+def channels_for(mode: str) -> frozenset:
+    from memory.retrieval import ALL_CHANNELS, Channel
+
+    return {"hybrid": ALL_CHANNELS, "bm25": frozenset({Channel.FTS}), "vector": frozenset({Channel.VECTOR})}[mode]
+
+
 def search(engine: MemoryEngine, args: argparse.Namespace) -> list[Hit]:
-    ctx, filters, channels = recall_context(args), filters_from(args), MODES[args.mode]
+    ctx, filters, channels = recall_context(args), filters_from(args), channels_for(args.mode)
     if ctx is not None:
         return engine.memories.recall(ctx, args.query, filters=filters, top_k=args.top_k, channels=channels,
                                       threshold=args.threshold, reinforce=False)
@@ -215,7 +253,7 @@ def read_json(path: Path) -> Any:
 
 # -- handlers -----------------------------------------------------------------------------------------
 def list_memories(args: argparse.Namespace, settings: Settings) -> None:
-    with engine_for(settings) as engine:
+    with engine_for(settings, readonly=True) as engine:
         partitions = partitions_for(engine, args.scope, args.scope_id)
         memories = engine.memories.list(partitions, filters_from(args), order=args.order, limit=args.limit, include_inactive=args.all)
     if args.json:
@@ -226,7 +264,7 @@ def list_memories(args: argparse.Namespace, settings: Settings) -> None:
 def search_memories(args: argparse.Namespace, settings: Settings) -> None:
     if args.mode == "vector" and settings.embeddings == "none":
         raise UsageError("--mode vector needs embeddings, but COMPANION_EMBEDDINGS is 'none'")
-    with engine_for(settings, embed=args.mode != "bm25") as engine:
+    with engine_for(settings, embed=args.mode != "bm25", readonly=True) as engine:
         hits = search(engine, args)
     if args.json:
         return print_json([{"score": h.score, "relevance": h.relevance, "channels": list(h.channels),
@@ -235,7 +273,7 @@ def search_memories(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def show_memory(args: argparse.Namespace, settings: Settings) -> None:
-    with engine_for(settings) as engine:
+    with engine_for(settings, readonly=True) as engine:
         memory = engine.memories.get(resolve_id(engine, args.id))
     if args.json:
         return print_json(memory.as_dict())
@@ -245,10 +283,11 @@ def show_memory(args: argparse.Namespace, settings: Settings) -> None:
 def add_memory(args: argparse.Namespace, settings: Settings) -> None:
     if args.private and args.scope == "guild":
         raise UsageError("--private applies to user memories; guild memories are always public within their guild")
+    content = content_from(args.content)
     with engine_for(settings, embed=True) as engine:
         ttl = engine.clock.now() + args.ttl if args.ttl else None
         result = engine.memories.add(NewMemory(
-            content=args.content, subject=args.subject, scope=Scope(args.scope), scope_id=args.scope_id, type=MemoryType(args.type),
+            content=content, subject=args.subject, scope=Scope(args.scope), scope_id=args.scope_id, type=MemoryType(args.type),
             kind=FactKind(args.kind), visibility=Visibility.PRIVATE if args.private else Visibility.PUBLIC,
             tags=tuple(args.tag), importance=args.importance, ttl=ttl,
         ))
@@ -259,6 +298,18 @@ def add_memory(args: argparse.Namespace, settings: Settings) -> None:
     for name, ids in links.items():
         if ids:
             say(f"  {name}: {', '.join(ids)}")
+
+
+def content_from(text: str) -> str:
+    """The text itself, or with ``-`` the whole of stdin (a long note, or one piped from another program)."""
+    if text != "-":
+        return text
+    if sys.stdin.isatty():
+        sys.stderr.write("Type the memory, then Ctrl-D:\n")
+    piped = sys.stdin.read().strip()
+    if not piped:
+        raise UsageError("no text on stdin: pipe the memory's text in, or give it as an argument")
+    return piped
 
 
 def edit_memory(args: argparse.Namespace, settings: Settings) -> None:
@@ -286,16 +337,23 @@ def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def export_memories(args: argparse.Namespace, settings: Settings) -> None:
-    with engine_for(settings) as engine:
+    from memory.transfer import export_person
+
+    if args.output is not None:
+        new_file(args.output, args.force)  # checked before the work, not after it
+    with engine_for(settings, readonly=True) as engine:
         data = export_person(engine, args.person)
     if args.output is None:
         return print_json(data)
-    args.output.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+    with replacing(args.output) as partial:
+        partial.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
     say(f"exported {len(data['memories'])} memories, {len(data['messages'])} messages and "
         f"{len(data['session_summaries'])} session summaries to {args.output}")
 
 
 def import_file(args: argparse.Namespace, settings: Settings) -> None:
+    from memory.transfer import import_memories
+
     data = read_json(args.file)
     items = data.get("memories") if isinstance(data, dict) else data
     if isinstance(items, list) and not all(isinstance(item, dict) for item in items):
@@ -304,10 +362,14 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
         counts = import_memories(engine, data)
     if args.json:
         return print_json(counts)
-    say(", ".join(f"{n} {status}" for status, n in counts.items()))
+    say(", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in ("stored", "duplicate", "rejected", "messages", "session_summaries")))
+    for reason in counts["reasons"]:  # every rejected row says why
+        say(f"  {reason}")
 
 
 def forget_people(args: argparse.Namespace, settings: Settings) -> None:
+    from memory.forgetting import forget_person
+
     with engine_for(settings) as engine:
         confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)
         counts = forget_person(engine, args.person)

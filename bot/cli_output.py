@@ -1,8 +1,11 @@
 """What the CLI prints: rich tables for people, plain JSON for programs, progress on stderr.
 
-With ``--json`` stdout carries exactly one JSON document and nothing else; progress bars, prompts that
-are not answers, and notes go to stderr. Consoles are made per call so they follow the current
+With ``--json`` stdout carries the result as one JSON document and nothing else; progress bars,
+prompts that are not answers, notes and errors go to stderr (an error as one JSON object,
+``{"error": ..., "exit_code": ...}``). Consoles are made per call so they follow the current
 ``sys.stdout``/``sys.stderr`` (tests capture them).
+
+rich is imported inside the functions that draw: ``companion --help`` must not pay for it.
 """
 from __future__ import annotations
 
@@ -12,15 +15,19 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memory.models import Memory
-from memory.retrieval import Hit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from memory.retrieval import Hit
+
+
+MAX_DETAIL_LINES = 12
 
 
 class CliError(Exception):
@@ -38,25 +45,68 @@ class CommandFailed(CliError):
 
 
 def out() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False)
 
 
 def err() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
 
 
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def say(text: str) -> None:
-    """A human-readable line on stdout (user text is escaped, never read as rich markup)."""
-    out().print(escape(text))
+    """A human-readable line on stdout (user text is escaped, never read as rich markup; never broken by us,
+    so a path in it can be copied whole)."""
+    out().print(escape(text), soft_wrap=True)
 
 
 def note(text: str) -> None:
     """A line for the person at the terminal, on stderr, so it never mixes with data on stdout."""
-    err().print(escape(text))
+    err().print(escape(text), soft_wrap=True)
 
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def print_error(message: str, exit_code: int, *, as_json: bool, prefix: str = "companion") -> None:
+    """The one error report of a failed command, on stderr: a line for people (details indented below it),
+    or one JSON object for programs."""
+    if as_json:
+        sys.stderr.write(json.dumps({"error": message.strip(), "exit_code": exit_code}, ensure_ascii=False) + "\n")
+        return
+    first, *rest = message.strip().splitlines() or [""]
+    sys.stderr.write(f"{prefix}: error: {first}\n" + "".join(f"  {line.strip()}\n" for line in rest[:MAX_DETAIL_LINES]))
+
+
+def new_file(path: Path, force: bool) -> Path:
+    """Check that ``path`` may be written: every command that writes a file refuses to replace one without --force."""
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory; give a file name")
+    if path.exists() and not force:
+        raise UsageError(f"{path} already exists; pass --force to overwrite it")
+    if not path.parent.is_dir():
+        raise UsageError(f"directory {path.parent} does not exist")
+    return path
+
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """Write to ``path.partial`` and move it over ``path`` only once complete: an interrupted write leaves nothing half done."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        yield partial
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def when(ts: float | None) -> str:
@@ -85,6 +135,8 @@ def hits_table(hits: Iterable[Hit]) -> Table:
 
 def _table(title: str | None, columns: Iterable[str]) -> Table:
     """Narrow columns never wrap; subject and content share what is left, content the most."""
+    from rich.table import Table
+
     table = Table(title=title)
     for name in columns:
         wide = {"content": 3, "subject": 1}.get(name)
@@ -93,6 +145,8 @@ def _table(title: str | None, columns: Iterable[str]) -> Table:
 
 
 def memory_detail(memory: Memory) -> Table:
+    from rich.table import Table
+
     table = Table(show_header=False, box=None)
     table.add_column(style="bold")
     table.add_column(overflow="fold")
@@ -108,6 +162,8 @@ def memory_detail(memory: Memory) -> Table:
 
 
 def mapping_table(data: Mapping[str, Any], title: str | None = None) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, show_header=False)
     table.add_column(style="bold")
     table.add_column(overflow="fold")
@@ -118,6 +174,8 @@ def mapping_table(data: Mapping[str, Any], title: str | None = None) -> Table:
 
 def records_table(records: list[Mapping[str, Any]], key: str = "size") -> Table:
     """Records side by side, one column each (headed by ``key``), one row per (flattened) field: bench results."""
+    from rich.table import Table
+
     flat = [_flatten(r) for r in records]
     table = Table()
     table.add_column("")
@@ -130,6 +188,8 @@ def records_table(records: list[Mapping[str, Any]], key: str = "size") -> Table:
 
 def eval_table(result: Mapping[str, Any]) -> Table:
     """``evaluate_locomo``'s summary: one row per method, recall@k for categories 1-4 and for 5 (adversarial)."""
+    from rich.table import Table
+
     groups = ("cat1-4", "cat5")
     ks = list(next(iter(result["methods"].values()))["cat1-4"]) if result["methods"] else []
     table = Table(title="LoCoMo evidence recall (%)", caption=f"questions per category: {dict(result.get('questions', {}))}")
@@ -160,6 +220,8 @@ def _is_live(m: Memory) -> bool:
 @contextlib.contextmanager
 def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
     """A ``progress(done, total)`` callback drawing a bar on stderr (drawn only on a terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     console = err()
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:

@@ -5,6 +5,7 @@ that names the variable.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -14,6 +15,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 class ConfigError(Exception):
     """The configuration is invalid; the message names the variable and the problem."""
+
+
+OWNER_ID = re.compile(r"(discord|telegram|console):\S+")
 
 
 def _env(name: str) -> AliasChoices:
@@ -49,6 +53,8 @@ class Settings(BaseSettings):
     telegram_token: SecretStr | None = Field(None, validation_alias=_env("TELEGRAM_TOKEN"))
     discord_channels: Annotated[list[str], NoDecode] = Field(default_factory=list)
     owner_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # the name the bot calls you by in `companion chat` (empty: your login name)
+    console_name: str | None = None
 
     # background work
     extraction_debounce_s: float = Field(30.0, ge=0, le=3600)
@@ -67,6 +73,16 @@ class Settings(BaseSettings):
         from apscheduler.triggers.cron import CronTrigger
 
         CronTrigger.from_crontab(value, timezone="UTC")  # raises ValueError naming the bad part
+        return value
+
+    @field_validator("owner_ids")
+    @classmethod
+    def _platform_qualified(cls, value: list[str]) -> list[str]:
+        """A bare "1234" would match no one (ids are checked as "platform:id"), so owner privacy would silently be off."""
+        bare = [item for item in value if not OWNER_ID.fullmatch(item)]
+        if bare:
+            raise ValueError(f"each owner id needs its platform, like discord:1234, telegram:5678 or console:local-user; "
+                             f"not {', '.join(bare)}")
         return value
 
     @field_validator("discord_channels", "owner_ids", mode="before")

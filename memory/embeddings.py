@@ -73,11 +73,17 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class ModelMismatch(EmbeddingError):
+    """The configured model is not the one that made the store's vectors (same dimension, another vector space)."""
+
+
 class EmbeddingService:
     """Wraps an Embedder with the store's rules: one dimension for life, a fingerprint, a cache.
 
     ``embedder`` may be None (embeddings disabled): then ``available`` is False and every caller
-    falls back to BM25 (RET-4).
+    falls back to BM25 (RET-4). A model of another dimension is refused at open; a model of the same
+    dimension but another fingerprint is refused at its first use (``ModelMismatch``), so a search never
+    compares vectors of two models, while ``reembed`` can still open the store with it and switch.
     """
 
     def __init__(self, db: Database, embedder: Embedder | None) -> None:
@@ -113,9 +119,25 @@ class EmbeddingService:
         stored = self.stored_fingerprint()
         return bool(self.embedder and stored and stored != self.embedder.fingerprint)
 
+    def check_model(self) -> None:
+        """Raise ModelMismatch, telling how to fix it, when the configured model did not make the stored vectors.
+
+        Read from the store on every call (one indexed lookup): a ``reembed`` in another process may switch the
+        store's model while the bot runs, and from then on the bot's own model is the wrong one.
+        """
+        if self.needs_reindex():
+            assert self.embedder is not None
+            raise ModelMismatch(
+                f"this store's vectors were made by {self.stored_fingerprint()!r} but the configured embedding model is "
+                f"{self.embedder.fingerprint!r}: searching would compare two different vector spaces. Run `companion reembed` "
+                "to rebuild the vectors with the new model, or configure the old one again"
+            )
+
     def _check_dimension(self, embedder: Embedder) -> None:
         stored = self.stored_dim()
         if stored is None:
+            if self.db.readonly:  # a reader records nothing: the first writer fixes the dimension
+                return
             self.db.set_setting("embedding.dim", str(embedder.dim))
             self.db.set_setting("embedding.fingerprint", embedder.fingerprint)
         elif stored != embedder.dim:
@@ -129,6 +151,7 @@ class EmbeddingService:
         """Vectors for texts, from the cache where the same text was embedded by the same model."""
         if self.embedder is None:
             raise EmbeddingError("embeddings are disabled")
+        self.check_model()
         hashes = [content_hash(t) for t in texts]
         cached = self._cached(hashes)
         missing = {h: texts[i] for i, h in enumerate(hashes) if h not in cached}  # one call per distinct text
@@ -143,6 +166,7 @@ class EmbeddingService:
         """A query vector, or None when embeddings are off or failing (the caller uses BM25 alone)."""
         if self.embedder is None:
             return None
+        self.check_model()  # outside the try: a wrong model is a configuration error, not a reason to fall back quietly
         try:
             vector = self._call_embedder([text])[0]
         except EmbeddingError:

@@ -39,7 +39,7 @@ async def test_lines_get_replies_as_direct_messages():
     assert [m.text for m in conv.replies] == ["hello", "my cat is Miso"]  # the blank line was skipped
     first = conv.replies[0]
     assert (first.platform, first.channel_id, first.guild_id, first.author_id, first.author_name) == (
-        "console", "console", None, "local-user", "you")
+        "console", "console", None, "local-user", "friend")  # a name the prompt can use: "a DM with friend", not "with you"
     assert first.is_dm and conv.replies[0].message_id != conv.replies[1].message_id
 
 
@@ -47,7 +47,7 @@ async def test_streamed_deltas_are_printed_as_they_arrive():
     conv = ScriptedConversation(Reply(text="Hello there, friend"))
     conv.stream_parts = ["Hello", " there,", " friend"]
     out = await chat(conv, "hi")
-    assert "bot> Hello there, friend\n" in out and out.count("friend") == 1  # not printed twice
+    assert "bot> Hello there, friend\n" in out and out.count("Hello there") == 1  # not printed twice
 
 
 async def test_a_reply_that_does_not_stream_is_printed_whole():
@@ -115,3 +115,39 @@ async def test_the_default_reader_reads_stdin_without_blocking_the_loop(monkeypa
     assert await read_terminal_line("you> ") == "first line"
     with pytest.raises(EOFError):
         await read_terminal_line("you> ")
+
+
+async def test_a_failed_reply_is_followed_by_one_line_that_says_what_to_check():
+    conv = ScriptedConversation(Reply(text=APOLOGY, failed=True), "fine again")
+    asked: list[str] = []
+
+    async def diagnose() -> str:
+        asked.append("why")
+        return "cannot reach the model server at http://127.0.0.1:9/v1: is it running?"
+
+    out = io.StringIO()
+    await ConsoleChat(conv, input_fn=ScriptedInput("hi", "again"), output=out, stream=False, diagnose=diagnose).run()
+    assert f"bot> {APOLOGY}\n(!) cannot reach the model server at http://127.0.0.1:9/v1: is it running?\n" in out.getvalue()
+    assert asked == ["why"]  # only after the failed turn
+
+
+async def test_the_banner_names_the_console_account():
+    out = await chat(ScriptedConversation(), end=EOFError())
+    assert out.startswith("Chatting as friend (console:local-user).")
+
+
+@pytest.mark.parametrize("login, expected", [("maya", "maya"), ("root", "friend"), ("", "friend")])
+def test_the_console_person_is_called_by_the_login_name(monkeypatch, login, expected):
+    from bot.adapters.console import local_user_name
+
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):  # getpass reads these first
+        monkeypatch.setenv(name, login)
+    if not login:
+        for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+            monkeypatch.delenv(name)
+        monkeypatch.setattr("pwd.getpwuid", _no_account)
+    assert local_user_name() == expected
+
+
+def _no_account(uid: int):
+    raise KeyError(f"getpwuid(): uid not found: {uid}")

@@ -121,7 +121,8 @@ def test_search_as_operator_and_as_conversations(cli: Cli) -> None:
     assert seen("--dm", "alice") == {"Alice:alice"}
     assert len(cli("memory", "search", "cat", "--mode", "bm25", "--json", "--dm", "alice").json()) == 2
     in_guild = cli("memory", "search", "cat", "--mode", "bm25", "--json", "--as", "alice", "--guild", "g1").json()
-    assert sorted(h["memory"]["content"] for h in in_guild) == ["Alice has a cat named Pixel", "The guild cat emoji is :pixelcat:"]
+    # Alice's portable facts reach a server only if she opted in (SEC-1): in g1 the guild's lore shows.
+    assert sorted(h["memory"]["content"] for h in in_guild) == ["The guild cat emoji is :pixelcat:"]
     assert seen("--owner", "boss") == {"My:boss"}
     assert "Pixel" in cli("memory", "search", "pixel", "--mode", "bm25").out
 
@@ -145,13 +146,26 @@ def test_export_forget_import(cli: Cli, tmp_path: Path) -> None:
     refused = cli("memory", "forget-person", "--person", "alice")
     assert refused.code == 2 and "--yes" in refused.error_line()
     forgot = cli("memory", "forget-person", "--person", "alice", "--yes", "--json")
-    assert forgot.json() == {"memories": 1, "messages": 0, "session_summaries": 0, "buffered": 0}
+    counts = forgot.json()
+    assert (counts["memories"], counts["messages"], counts["session_summaries"], counts["extraction_buffer"]) == (1, 0, 0, 0)
     assert [m["subject"] for m in cli("memory", "list", "--json").json()] == ["Bob"]
 
     imported = cli("memory", "import", str(target), "--json")
-    assert imported.code == 0 and imported.json() == {"stored": 1, "duplicate": 0, "rejected": 0}
+    assert imported.code == 0 and imported.json() == {"stored": 1, "duplicate": 0, "rejected": 0, "messages": 0,
+                                                      "session_summaries": 0, "reasons": []}
     assert "Alice drinks green tea every morning" in {m["content"] for m in cli("memory", "list", "--json").json()}
-    assert cli("memory", "import", str(target)).out.strip() == "0 stored, 1 duplicate, 0 rejected"
+    assert cli("memory", "import", str(target)).out.strip() == "0 stored, 1 duplicate, 0 rejected, 0 messages, 0 session summaries"
+
+
+def test_import_says_why_each_row_was_rejected_and_refuses_what_is_not_an_export(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "rows.json").write_text(json.dumps([{"content": "Alice's password is hunter22", "scope": "user", "scope_id": "a"},
+                                                    {"content": "no scope"}]))
+    result = cli("memory", "import", str(tmp_path / "rows.json"))
+    assert result.code == 0 and "0 stored, 0 duplicate, 2 rejected" in result.out
+    assert "memory 1: text contains what looks like a secret" in result.out and "memory 2: missing field 'scope'" in result.out
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    refused = cli("memory", "import", str(tmp_path / "other.json"))
+    assert refused.code == 2 and "not a companion export" in refused.error_line()
 
 
 # -- backup and stats ------------------------------------------------------------------------------------
@@ -201,7 +215,7 @@ def test_corrupt_json_files(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "dict.json").write_text('{"memories": {"a": 1}}')
-    for name, fragment in (("bad.json", "not valid JSON"), ("list.json", "JSON object"), ("dict.json", "expected a list")):
+    for name, fragment in (("bad.json", "not valid JSON"), ("list.json", "JSON object"), ("dict.json", "not a companion export")):
         result = cli("memory", "import", str(tmp_path / name))
         assert result.code == 2 and fragment in result.error_line()
     not_locomo = cli("eval", "locomo", str(tmp_path / "dict.json"))
@@ -209,6 +223,7 @@ def test_corrupt_json_files(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_bad_configuration_names_the_variable(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    _alice(cli)
     monkeypatch.setenv("COMPANION_EMBEDDINGS", "bogus")
     result = cli("stats", embeddings=None)
     assert result.code == 2 and "COMPANION_EMBEDDINGS" in result.err and "Traceback" not in result.err
@@ -278,7 +293,7 @@ def test_eval_locomo_prints_the_summary(cli: Cli, tmp_path: Path) -> None:
     result = cli("eval", "locomo", str(path), "--json")
     assert result.code == 0, result.err
     summary = result.json()
-    assert set(summary) == {"methods", "questions"} and summary["questions"] == {"1": 1, "4": 1, "5": 1}
+    assert set(summary) == {"methods", "questions", "samples", "skipped_turns"} and summary["questions"] == {"1": 1, "4": 1, "5": 1}
     assert set(summary["methods"]) == {"bm25", "vector", "hybrid"}
     for scores in summary["methods"].values():
         assert set(scores["cat1-4"]) == set(scores["cat5"]) == {"R@1", "R@5", "R@10", "R@25"}
@@ -361,6 +376,8 @@ def test_help(cli: Cli) -> None:
 
 def test_global_options_work_after_the_command(cli: Cli, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     other = tmp_path / "other.db"
+    assert main(["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "1", "--db", str(other),
+                 "--embeddings", "none"]) == 0
     capsys.readouterr()
     assert main(["stats", "--db", str(other), "--embeddings", "none", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["db"] == str(other)
@@ -378,7 +395,7 @@ def test_python_dash_m_bot(tmp_path: Path) -> None:
 
 
 def test_bench_json_is_the_only_thing_on_stdout(tmp_path: Path) -> None:
-    pytest.importorskip("memory.bench")
+    pytest.importorskip("measure.bench")
     # A real run in a subprocess: the benchmark spawns processes that re-import ``python -m bot``'s main module.
     done = _python_m_bot(tmp_path, "bench", "--sizes", "100", "--queries", "3", "--json")
     assert done.returncode == 0, done.stderr

@@ -3,10 +3,16 @@
 Each line typed is a direct message from one local user; ``/quit`` or ``/exit`` (or end of input,
 or Ctrl-C) ends the session, ``/help`` lists the commands, and the other slash commands go to
 ``Conversation.command``. With ``stream=True`` the reply is printed as it is generated.
+
+The local user is the platform account ``console:<user_id>`` (``local-user`` unless told otherwise),
+a person like any Discord or Telegram account: ``/link`` joins it to your other accounts. The name is
+what the bot calls you by, so it should be a name, not "you" (the prompt would read "a DM with you").
+When a reply fails, ``diagnose`` (if given) explains why in one line, such as which server to check.
 """
 from __future__ import annotations
 
 import asyncio
+import getpass
 import inspect
 import itertools
 import logging
@@ -27,14 +33,19 @@ BOT_PREFIX = "bot> "
 QUIT = frozenset({"/quit", "/exit"})
 
 InputFn = Callable[[str], "str | Awaitable[str]"]
+Diagnose = Callable[[], Awaitable["str | None"]]
+DEFAULT_USER_ID = "local-user"
+DEFAULT_NAME = "friend"
 
 
 class ConsoleChat:
     """A read-reply loop over ``input_fn`` (default: the terminal) and ``output`` (default: stdout)."""
 
-    def __init__(self, conversation: Conversation, *, user_id: str = "local-user", user_name: str = "you",
-                 stream: bool = True, input_fn: InputFn | None = None, output: TextIO | None = None) -> None:
+    def __init__(self, conversation: Conversation, *, user_id: str = DEFAULT_USER_ID, user_name: str = DEFAULT_NAME,
+                 stream: bool = True, input_fn: InputFn | None = None, output: TextIO | None = None,
+                 diagnose: Diagnose | None = None) -> None:
         self._conversation = conversation
+        self._diagnose = diagnose
         self._user_id = user_id
         self._user_name = user_name
         self._stream = stream
@@ -44,7 +55,7 @@ class ConsoleChat:
 
     async def run(self) -> None:
         """Chat until /quit, /exit, end of input or Ctrl-C."""
-        self._write(f"Chatting as {self._user_name}. /help lists commands, /quit leaves.\n")
+        self._write(f"Chatting as {self._user_name} (console:{self._user_id}). /help lists commands, /quit leaves.\n")
         while (line := await self._read()) is not None:
             line = line.strip()
             if line in QUIT:
@@ -94,6 +105,14 @@ class ConsoleChat:
         reply = await self._conversation.reply(self._message(line), sink if self._stream else None)
         # A conversation may answer without streaming (a tool-only turn, an apology): print it whole.
         self._write("\n" if streamed else f"{BOT_PREFIX}{reply.text}\n")
+        if reply.failed:
+            await self._explain()
+
+    async def _explain(self) -> None:
+        """After an apology, the one line that tells the person at the terminal what to fix (the model is down...)."""
+        hint = await self._diagnose() if self._diagnose else None
+        if hint:
+            self._write(f"(!) {hint}\n")
 
     def _message(self, text: str) -> IncomingMessage:
         return IncomingMessage(
@@ -108,6 +127,18 @@ class ConsoleChat:
     def _write(self, text: str) -> None:
         self._out.write(text)
         self._out.flush()
+
+
+def local_user_name() -> str:
+    """The login name of whoever runs the chat, for the bot to call them by; a friendly word when there is none.
+
+    root is skipped: it names an account, not a person ("a DM with root").
+    """
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry for this uid (containers), no USER variables
+        return DEFAULT_NAME
+    return name if name and name != "root" else DEFAULT_NAME
 
 
 async def read_terminal_line(prompt: str) -> str:

@@ -1,0 +1,291 @@
+"""``companion doctor``: is everything the bot needs in place, and if not, what to change.
+
+    check         what it does                                                          fails when
+    config        loads Settings (a bad variable is reported, not a crash)              a variable is invalid
+    store         opens the store read-only: schema version, PRAGMA quick_check         damaged, not a store, newer
+    model         one short chat completion with the chat (and extraction) model        unreachable, key or model refused
+    api key       an empty key for a server that is not on this machine or network      (a warning)
+    embeddings    one embedding; its dimension and fingerprint against the store's      provider down, model mismatch
+    tokens        the format of DISCORD_TOKEN / TELEGRAM_TOKEN (no connection made)     malformed
+    schedule      the cron expressions and when they fire next                          invalid
+
+Exit 1 when a check fails (warnings do not fail). The network checks are bounded and never retried:
+the doctor reports the state of things, it does not wait for a server to come back.
+
+Other commands reuse the cheap checks before they start: ``run`` refuses a malformed token
+(``token_problems``) before connecting, and ``chat`` warns (``startup_warnings``) when the key is
+missing for a remote server or the server does not answer. This module imports only the standard
+library at the top (the command line imports it to register ``doctor``).
+"""
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+# Discord: base64url(user id) . base64url(timestamp) . base64url(HMAC); Telegram: bot id ":" 35 characters.
+DISCORD_TOKEN = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+TELEGRAM_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{35}")
+REACH_TIMEOUT_S = 3.0    # chat's start-up check: long enough for a remote API, short enough not to annoy
+MODEL_TIMEOUT_S = 20.0   # doctor's completion: a local model may need to load first
+EMBED_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    check: str
+    status: str  # "ok" | "warn" | "fail"
+    detail: str
+    fix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Unreachable:
+    """Why the model server did not take a request: ``key`` when it answered but refused the API key."""
+
+    message: str
+    key: bool = False
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    text = "check the model server, embeddings, tokens, store and schedule, and say what to fix"
+    p = subparsers.add_parser("doctor", help=text, description=text + " (exit 1 if something is wrong)")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(handler=run_doctor, on_config_error=report_config_error)
+
+
+def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    return report(run_checks(settings), as_json=args.json)
+
+
+def report_config_error(args: argparse.Namespace, error: Exception) -> int:
+    """Settings did not load: that is the finding (the other checks need Settings)."""
+    finding = Finding("config", "fail", str(error), "fix the variables named above in .env or the environment (see .env.example)")
+    return report([finding], as_json=args.json)
+
+
+def run_checks(settings: Settings) -> list[Finding]:
+    store, stored = check_store(Path(settings.db_path))
+    return [store, *check_models(settings), *check_key(settings), check_embeddings(settings, stored),
+            *check_tokens(settings), check_schedule(settings)]
+
+
+def report(findings: list[Finding], *, as_json: bool) -> int:
+    """Plain lines (no wrapping: a finding is read, or grepped, whole), or one JSON document; exit 1 on a failure."""
+    failed = [f for f in findings if f.status == "fail"]
+    if as_json:
+        from .cli_output import print_json
+
+        print_json({"ok": not failed, "checks": [asdict(f) for f in findings]})
+        return 1 if failed else 0
+    lines = []
+    for f in findings:
+        lines.append(f"{f.status.upper():<5} {f.check:<17} {f.detail}")
+        if f.fix and f.status != "ok":
+            lines.append(f"{'':<23} fix: {f.fix}")
+    lines.append(f"{len(failed)} problem(s) to fix" if failed else "everything needed is in place")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 1 if failed else 0
+
+
+# -- the cheap checks other commands reuse --------------------------------------------------------------
+def token_problems(discord: str, telegram: str) -> list[str]:
+    """One line per malformed token, naming its variable; the token itself is never shown (SEC-4)."""
+    problems = []
+    if discord and not DISCORD_TOKEN.fullmatch(discord):
+        hint = "leave out the 'Bot ' prefix" if discord.lower().startswith("bot ") else "copy it again from the Bot page of the developer portal"
+        problems.append(f"DISCORD_TOKEN is not a Discord bot token (three dot-separated base64 parts): {hint}")
+    if telegram and not TELEGRAM_TOKEN.fullmatch(telegram):
+        problems.append("TELEGRAM_TOKEN is not a Telegram bot token (digits:35 characters): copy it again from @BotFather")
+    return problems
+
+
+def is_local(url: str) -> bool:
+    """A server on this machine or network (Ollama, llama.cpp, LM Studio), which usually needs no API key."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host in ("localhost", "host.docker.internal") or host.endswith((".local", ".localhost", ".lan", ".internal")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def key_warning(base_url: str, api_key: str) -> str | None:
+    if api_key or is_local(base_url):
+        return None
+    return f"OPENAI_API_KEY is empty but the model server {base_url} is not on this machine: set the key in .env"
+
+
+def reach(base_url: str, api_key: str, timeout: float = REACH_TIMEOUT_S) -> Unreachable | None:
+    """None when the server answers a GET of /models (free, and any answer but 401/403 will do); else why not."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{base_url.rstrip('/')}/models", headers=headers), timeout=timeout):
+            return None
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            return Unreachable(f"the model server at {base_url} refused the API key (HTTP {exc.code}): check OPENAI_API_KEY", key=True)
+        return None  # it answered; some servers simply have no /models
+    except (OSError, ValueError) as exc:  # refused, timed out, no such host, or not a URL at all
+        reason = getattr(exc, "reason", exc)
+        return Unreachable(f"cannot reach the model server at {base_url} ({reason}): is it running? check OPENAI_BASE_URL")
+
+
+def startup_warnings(base_url: str, api_key: str) -> list[str]:
+    """What ``chat`` says before it starts: a missing key, a server that does not answer (bounded by REACH_TIMEOUT_S)."""
+    warnings = [w for w in (key_warning(base_url, api_key),) if w]
+    problem = reach(base_url, api_key)
+    if problem and not (problem.key and warnings):  # a refused empty key is what the first warning already says
+        warnings.append(problem.message)
+    return warnings
+
+
+# -- the doctor's own checks -------------------------------------------------------------------------------
+def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
+    """(finding, the store's recorded embedding dim/fingerprint); opened read-only, so the doctor changes nothing."""
+    from memory.db import Database, read_only
+    from memory.errors import MemoryStoreError
+
+    if not path.exists():
+        return Finding("store", "warn", f"no store at {path} yet", "nothing to do if this is a new install: chat, run or "
+                       "memory add create it; otherwise check COMPANION_DB_PATH"), {}
+    try:
+        db = Database(read_only(path))
+    except (MemoryStoreError, OSError) as exc:
+        return Finding("store", "fail", str(exc), "point COMPANION_DB_PATH at the store, or `companion restore` a backup"), {}
+    try:
+        return _store_finding(db, path), {"dim": db.get_setting("embedding.dim"), "fingerprint": db.get_setting("embedding.fingerprint")}
+    finally:
+        db.close()
+
+
+def _store_finding(db: Any, path: Path) -> Finding:
+    verdict = db.scalar("PRAGMA quick_check")
+    if verdict != "ok":
+        return Finding("store", "fail", f"{path} is damaged: {verdict}", "`companion restore` a backup made with `companion backup`")
+    if db.behind:
+        return Finding("store", "warn", f"{path}: {db.behind} schema migration(s) pending", "none: the next command that writes applies them")
+    return Finding("store", "ok", f"{path}: {db.scalar('SELECT COUNT(*) FROM memories')} memories, integrity ok")
+
+
+def check_models(settings: Settings) -> list[Finding]:
+    from .app import _secret
+
+    models = {"model": settings.chat_model, "extraction model": settings.extraction_model or settings.chat_model}
+    if models["extraction model"] == models["model"]:
+        del models["extraction model"]
+    return [_ask_model(name, settings.llm_base_url, _secret(settings.llm_api_key), model) for name, model in models.items()]
+
+
+def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
+    """One short completion through the openai SDK, as the bot makes them; its error type says what to fix."""
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=MODEL_TIMEOUT_S, max_retries=0)
+    try:
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Answer with the word OK."}])
+    except openai.APIConnectionError as exc:  # includes timeouts
+        return Finding(check, "fail", f"cannot reach {base_url} ({_root_cause(exc)})",
+                       "start the model server, or set OPENAI_BASE_URL to where it runs")
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        return Finding(check, "fail", f"{base_url} refused the API key (HTTP {exc.status_code})", "set OPENAI_API_KEY")
+    except openai.NotFoundError:
+        return Finding(check, "fail", f"{base_url} has no model {model!r} (HTTP 404)",
+                       f"set {_model_variable(check)} to a model the server has (or pull it, e.g. `ollama pull {model}`)")
+    except openai.APIStatusError as exc:
+        return Finding(check, "fail", f"{base_url} answered HTTP {exc.status_code} for model {model!r}: {exc.message}",
+                       f"check {_model_variable(check)} and the server's log")
+    return Finding(check, "ok", f"{base_url} answered with {model}")
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The SDK says only "Connection error."; the socket error under it says refused, timed out or unknown host."""
+    for _ in range(8):  # bounded: a chain is short, and a pathological one must not hang the doctor
+        under = exc.__cause__ or exc.__context__
+        if under is None:
+            break
+        exc = under
+    return str(exc) or type(exc).__name__
+
+
+def _model_variable(check: str) -> str:
+    return "COMPANION_CHAT_MODEL" if check == "model" else "COMPANION_EXTRACTION_MODEL"
+
+
+def check_key(settings: Settings) -> list[Finding]:
+    from .app import _secret
+
+    warning = key_warning(settings.llm_base_url, _secret(settings.llm_api_key))
+    return [Finding("api key", "warn", warning, "local servers need none; remote ones do")] if warning else []
+
+
+def check_embeddings(settings: Settings, stored: dict[str, Any]) -> Finding:
+    from .app import build_embedder
+
+    if settings.embeddings == "none":
+        return Finding("embeddings", "ok", "off: recall uses full-text search (BM25) only")
+    try:
+        embedder = build_embedder(settings, timeout=EMBED_TIMEOUT_S)
+        assert embedder is not None
+        embedder.embed(["doctor"])
+    except Exception as exc:  # any provider failure is the finding: a missing model file, a network error, HTTP
+        return Finding("embeddings", "fail", f"the {settings.embeddings} embedding provider failed: {type(exc).__name__}: {exc}",
+                       "check COMPANION_EMBEDDING_BASE_URL / _MODEL / _API_KEY, or set COMPANION_EMBEDDINGS=none")
+    return _compare_with_store(embedder.fingerprint, embedder.dim, stored)
+
+
+def _compare_with_store(fingerprint: str, dim: int, stored: dict[str, Any]) -> Finding:
+    if stored.get("dim") and int(stored["dim"]) != dim:
+        return Finding("embeddings", "fail", f"{fingerprint} makes {dim}-dimensional vectors; the store holds {stored['dim']}",
+                       "`companion reembed --allow-dimension-change`, or configure the store's model again")
+    if stored.get("fingerprint") and stored["fingerprint"] != fingerprint:
+        return Finding("embeddings", "fail", f"the store's vectors were made by {stored['fingerprint']}, not by {fingerprint}",
+                       "`companion reembed`, or configure the store's model again")
+    return Finding("embeddings", "ok", f"{fingerprint} ({dim} dimensions) works")
+
+
+def check_tokens(settings: Settings) -> list[Finding]:
+    from .app import _secret
+
+    discord, telegram = _secret(settings.discord_token), _secret(settings.telegram_token)
+    if not (discord or telegram):
+        return [Finding("tokens", "warn", "neither DISCORD_TOKEN nor TELEGRAM_TOKEN is set: `companion run` has nothing to start",
+                        "set one to run on a platform; `companion chat` works without")]
+    problems = token_problems(discord, telegram)
+    if problems:
+        return [Finding("tokens", "fail", problem, "no connection was made; fix the variable in .env") for problem in problems]
+    present = " and ".join(name for name, token in (("DISCORD_TOKEN", discord), ("TELEGRAM_TOKEN", telegram)) if token)
+    return [Finding("tokens", "ok", f"{present} well-formed (the platform checks the rest at `companion run`)")]
+
+
+def check_schedule(settings: Settings) -> Finding:
+    if not settings.scheduler_enabled:
+        return Finding("schedule", "ok", "off (COMPANION_SCHEDULER_ENABLED=false): run consolidate, decay and prune yourself")
+    try:
+        times = [f"{name} {expr!r} next {_next_fire(expr)}" for name, expr in
+                 (("consolidation", settings.consolidation_cron), ("maintenance", settings.maintenance_cron))]
+    except ValueError as exc:
+        return Finding("schedule", "fail", str(exc), "fix COMPANION_CONSOLIDATION_CRON / COMPANION_MAINTENANCE_CRON (5 fields, UTC)")
+    return Finding("schedule", "ok", "; ".join(times))
+
+
+def _next_fire(expression: str) -> str:
+    from datetime import datetime, timezone
+
+    from apscheduler.triggers.cron import CronTrigger
+
+    when = CronTrigger.from_crontab(expression, timezone="UTC").get_next_fire_time(None, datetime.now(timezone.utc))
+    return when.strftime("%Y-%m-%d %H:%M UTC") if when else "never"
