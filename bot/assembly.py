@@ -178,8 +178,8 @@ class Assembler:
         rows = self.engine.messages.recent(turn.ctx, turn.message.channel_id, self.history_turns)
         rows = [r for r in rows if r["platform"] == turn.message.platform and r["created_at"] > state.get("compacted_until", 0)
                 and r["id"] != turn.stored_id]  # the current turn is stored already (write-ahead); it is sent as the user message
-        turns = [{"role": r["role"], "content": r["content"] if r["role"] == "assistant" or turn.ctx.is_dm else f"{r['author_name']}: {r['content']}"}
-                 for r in rows]
+        turns = [{"role": r["role"], "content": r["content"] if r["role"] == "assistant" or turn.ctx.is_dm
+                  else f"{_quoted(r['author_name'])}: {r['content']}"} for r in rows]
         while turns and sum(len(t["content"]) // 4 + 1 for t in turns) > BUDGETS["history"]:
             turns.pop(0)
         return turns

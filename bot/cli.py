@@ -184,6 +184,12 @@ def _setup_logging(level: str, log_file: Path | None = None) -> None:
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(level)
+    for name in CHATTY_LIBRARIES:  # at DEBUG they log every update's text and every request body: people's words
+        logging.getLogger(name).setLevel(max(logging.INFO, logging.getLevelName(level)))
+
+
+# Libraries whose DEBUG lines carry message texts; they stay at INFO even when --log-level DEBUG is asked for.
+CHATTY_LIBRARIES = ("telegram", "httpx", "httpcore", "openai", "discord.gateway", "discord.http", "aiohttp.access")
 
 
 def _remove_handlers() -> None:

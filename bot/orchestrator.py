@@ -6,6 +6,7 @@ Blocking store work runs on the memory thread (``AsyncRunner``); the event loop 
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,6 +16,7 @@ from memory.engine import MemoryEngine
 from memory.messages import NewMessage, clean_text
 from memory.models import Provenance
 from memory.people import People
+from memory.safety import normalise_text
 from memory.scopes import RecallContext
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.tools import MemoryTools, RateLimiter
@@ -93,10 +95,11 @@ class Orchestrator:
     # -- steps ---------------------------------------------------------------------------------------
     def resolve(self, message: IncomingMessage) -> Turn:
         """Scope resolution: platform ids to people, and the context every read of this turn is made for."""
-        person = self.people.resolve(message.platform, message.author_id, message.author_name)
-        names = {person: message.author_name or self.people.name(person)}
+        author = display_name(message.author_name)
+        person = self.people.resolve(message.platform, message.author_id, author)
+        names = {person: author or self.people.name(person)}
         for user_id, name in message.participants:
-            names.setdefault(self.people.resolve(message.platform, user_id, name), name or user_id)
+            names.setdefault(self.people.resolve(message.platform, user_id, display_name(name)), display_name(name) or user_id)
         is_owner = self.owners.is_owner(message.platform, message.author_id)
         owner = is_owner and message.is_dm
         people = tuple(names)
@@ -115,9 +118,10 @@ class Orchestrator:
         if not turn.text:
             return turn
         m = turn.message
-        stored = self.engine.messages.add(NewMessage(author_id=turn.person_id, author_name=m.author_name, content=turn.text,
+        name = turn.names[turn.person_id]
+        stored = self.engine.messages.add(NewMessage(author_id=turn.person_id, author_name=name, content=turn.text,
                                                      platform_message_id=m.message_id, modality=m.modality, **self._place(turn)))
-        held = self.buffer.push(turn.channel_key, turn.ctx, turn.text, author_name=m.author_name, message_id=stored, held=True)
+        held = self.buffer.push(turn.channel_key, turn.ctx, turn.text, author_name=name, message_id=stored, held=True)
         self.channels.touch(turn.channel_key, turn.ctx)
         return replace(turn, stored_id=stored, buffer_id=held)
 
@@ -146,7 +150,12 @@ class Orchestrator:
         return AsyncTools(MemoryTools(self.engine, turn.ctx, provenance=provenance, rate_limit=limiter), self.runner)
 
     def _user_text(self, turn: Turn) -> str:
-        return turn.text if turn.ctx.is_dm else f"{turn.message.author_name}: {turn.text}"
+        return turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
+
+
+def display_name(name: str) -> str:
+    """A name as people show it, on one line and bounded: it reaches prompts (quoted) and transcripts."""
+    return normalise_text(name)[:64]
 
 
 def _guild_key(message: IncomingMessage) -> str | None:

@@ -150,3 +150,22 @@ def test_restore_refuses_a_missing_file_and_the_store_itself(cli: Cli, tmp_path:
     assert missing.code == 2 and "no backup file at" in missing.error_line()
     itself = cli("restore", str(cli.db), "--force")
     assert itself.code == 2 and "the store itself" in itself.error_line()
+
+
+def test_stats_shows_dead_letters_and_retry_failed_queues_them_again(cli) -> None:
+    """Trust F13: a batch that kept failing is visible to the operator and can be retried; nothing is dropped."""
+    from memory.engine import MemoryEngine
+    from memory.scopes import RecallContext
+    from memory.sessions import ExtractionBuffer
+
+    cli("stats")  # creates the store
+    with MemoryEngine(cli.db, None) as engine:
+        buffer = ExtractionBuffer(engine)
+        row = buffer.push("telegram:dm-7", RecallContext("telegram", "telegram:7", "dm-7", is_dm=True), "I keep bees")
+        for _ in range(5):
+            buffer.fail([row], "BadAnswer: no JSON array")
+    stats = cli("stats", "--json").json()
+    assert stats["dead_letters"] == 1 and stats["waiting_for_extraction"] == 0
+    assert "retry-failed" in cli("stats").err
+    assert cli("retry-failed", "--json").json() == {"requeued": 1}
+    assert cli("stats", "--json").json()["waiting_for_extraction"] == 1

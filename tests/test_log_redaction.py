@@ -116,3 +116,19 @@ def test_installing_twice_adds_one_filter():
     install_redaction(handler)
     install_redaction(handler)
     assert sum(isinstance(f, RedactSecrets) for f in handler.filters) == 1
+
+
+def test_debug_logging_keeps_chat_libraries_from_logging_message_texts():
+    """Trust F15: at DEBUG python-telegram-bot logs each update's text; those libraries stay at INFO."""
+    from bot.cli import CHATTY_LIBRARIES, _remove_handlers, _setup_logging
+
+    _setup_logging("DEBUG")
+    try:
+        assert logging.getLogger().level == logging.DEBUG
+        for name in CHATTY_LIBRARIES:
+            assert not logging.getLogger(name).isEnabledFor(logging.DEBUG), name
+        assert logging.getLogger("bot.orchestrator").isEnabledFor(logging.DEBUG)
+    finally:
+        _remove_handlers()
+        for name in CHATTY_LIBRARIES:
+            logging.getLogger(name).setLevel(logging.NOTSET)
