@@ -1,0 +1,155 @@
+"""Incoming voice, per speaker: decoded 20 ms frames in, attributed utterances out.
+
+Discord identifies a stream by its RTP SSRC; which user an SSRC belongs to arrives separately (the
+voice gateway's SPEAKING event), and audio can come first (measured: in 2 of 4 runs). So everything is
+keyed by SSRC, and a finished utterance whose speaker is still unknown is *held*, then released when
+``attribute()`` names the user; held audio nobody claims within ``unattributed_ttl_s`` is dropped.
+
+    receive thread:  feed(ssrc, frame) --> UtteranceCutter per ssrc --> SpeechStart / SpeechEnd
+    timer (asyncio): tick()            --> ends utterances of speakers who stopped sending
+    either:          attribute(ssrc, user) / leave(ssrc)
+
+A speaker who stops sending packets gets no trailing silence to end their utterance (Discord clients
+stop transmitting a few frames after they stop talking), hence ``tick()``. Callbacks run outside the
+lock, on whichever thread caused them: the caller moves them onto its event loop.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from memory.clock import Clock, SystemClock
+
+from .audio import LISTEN_RATE, discord_to_listen
+from .vad import FRAME_BYTES, SpeechEnd, SpeechStart, UtteranceCutter, VadEvent, VadSettings
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Utterance:
+    """One thing one person said: 16 kHz mono PCM."""
+    ssrc: int
+    user_id: int
+    pcm16: bytes
+    sample_rate: int = LISTEN_RATE
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.pcm16) / (2 * self.sample_rate)
+
+
+@dataclass(frozen=True, slots=True)
+class _Started:
+    """Someone began speaking (reported to the session for barge-in)."""
+    ssrc: int
+    user_id: int | None
+
+
+_Report = Utterance | _Started
+
+
+@dataclass(slots=True)
+class _Speaker:
+    cutter: UtteranceCutter
+    last_frame_at: float
+    user_id: int | None = None
+    carry: bytes = b""                                   # 16 kHz samples short of a whole frame
+    held: list[tuple[float, bytes]] = field(default_factory=list)   # (ended at, pcm) awaiting a user
+
+
+class ReceiveHub:
+    """Per-SSRC utterance cutting with late attribution; thread-safe."""
+
+    def __init__(self, on_speech: Callable[[int, int | None], None], on_utterance: Callable[[Utterance], None],
+                 *, vad: VadSettings = VadSettings(), clock: Clock | None = None,
+                 unattributed_ttl_s: float = 10.0) -> None:
+        self._on_speech = on_speech
+        self._on_utterance = on_utterance
+        self._vad = vad
+        self._clock = clock or SystemClock()
+        self._ttl = unattributed_ttl_s
+        self._speakers: dict[int, _Speaker] = {}
+        self._lock = threading.Lock()
+
+    def feed(self, ssrc: int, pcm48_stereo: bytes) -> None:
+        """One decoded frame (48 kHz stereo) from stream ``ssrc``."""
+        with self._lock:
+            speaker = self._speaker(ssrc)
+            speaker.last_frame_at = self._clock.now()
+            pcm = speaker.carry + discord_to_listen(pcm48_stereo)
+            whole = len(pcm) // FRAME_BYTES * FRAME_BYTES
+            speaker.carry = pcm[whole:]
+            events = [e for i in range(0, whole, FRAME_BYTES) for e in speaker.cutter.push(pcm[i:i + FRAME_BYTES])]
+            ready = self._route(ssrc, speaker, events)
+        self._report(ready)
+
+    def attribute(self, ssrc: int, user_id: int) -> None:
+        """Stream ``ssrc`` is ``user_id``: what they said before we knew is released now."""
+        with self._lock:
+            speaker = self._speaker(ssrc)
+            speaker.user_id = user_id
+            ready: list[_Report] = [Utterance(ssrc, user_id, pcm) for _, pcm in speaker.held]
+            speaker.held.clear()
+        self._report(ready)
+
+    def leave(self, ssrc: int) -> None:
+        """The speaker left the channel: what they were saying still counts; then they are forgotten."""
+        with self._lock:
+            speaker = self._speakers.pop(ssrc, None)
+            ready = self._route(ssrc, speaker, speaker.cutter.flush()) if speaker else []
+        self._report(ready)
+
+    def tick(self) -> None:
+        """End utterances of streams silent for an end-of-speech pause; drop audio nobody claimed."""
+        now = self._clock.now()
+        ready: list[_Report] = []
+        with self._lock:
+            for ssrc, speaker in self._speakers.items():
+                if now - speaker.last_frame_at >= self._vad.end_pause_ms / 1000:
+                    ready += self._route(ssrc, speaker, speaker.cutter.flush())
+                self._expire(ssrc, speaker, now)
+        self._report(ready)
+
+    def unattributed(self) -> list[int]:
+        """SSRCs heard from but not yet tied to a user."""
+        with self._lock:
+            return [ssrc for ssrc, s in self._speakers.items() if s.user_id is None]
+
+    def speaking(self, ssrc: int) -> bool:
+        with self._lock:
+            speaker = self._speakers.get(ssrc)
+            return bool(speaker and speaker.cutter.speaking)
+
+    def _speaker(self, ssrc: int) -> _Speaker:
+        if ssrc not in self._speakers:
+            self._speakers[ssrc] = _Speaker(UtteranceCutter(self._vad), self._clock.now())
+        return self._speakers[ssrc]
+
+    def _route(self, ssrc: int, speaker: _Speaker, events: list[VadEvent]) -> list[_Report]:
+        """Turn VAD events into reports; an unattributed utterance is held instead."""
+        ready: list[_Report] = []
+        for event in events:
+            if isinstance(event, SpeechStart):
+                ready.append(_Started(ssrc, speaker.user_id))
+            elif isinstance(event, SpeechEnd) and speaker.user_id is None:
+                speaker.held.append((self._clock.now(), event.pcm16))
+            elif isinstance(event, SpeechEnd):
+                ready.append(Utterance(ssrc, speaker.user_id, event.pcm16))
+        return ready
+
+    def _expire(self, ssrc: int, speaker: _Speaker, now: float) -> None:
+        kept = [(t, pcm) for t, pcm in speaker.held if now - t < self._ttl]
+        if len(kept) < len(speaker.held):
+            logger.warning("voice: dropped %d utterance(s) from ssrc %d: no user claimed them within %.0f s",
+                           len(speaker.held) - len(kept), ssrc, self._ttl)
+        speaker.held = kept
+
+    def _report(self, ready: list[_Report]) -> None:
+        for item in ready:
+            if isinstance(item, Utterance):
+                self._on_utterance(item)
+            else:
+                self._on_speech(item.ssrc, item.user_id)
