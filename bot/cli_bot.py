@@ -117,8 +117,10 @@ async def _serve(settings: Settings) -> int:
         await stop.wait()
     finally:
         for adapter in adapters:
-            with contextlib.suppress(Exception):
+            try:
                 await adapter.stop()
+            except Exception:  # shutdown edge: one adapter failing to close must not keep the store from closing
+                log.exception("could not stop %s cleanly", type(adapter).__name__)
         await runtime.stop()
     return 0
 

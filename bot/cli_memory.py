@@ -186,7 +186,7 @@ def filters_from(args: argparse.Namespace) -> RecallFilters:
 
 
 def all_partitions(engine: MemoryEngine) -> tuple[str, ...]:
-    return tuple(r["partition_key"] for r in engine.db.rows("SELECT DISTINCT partition_key FROM memories ORDER BY 1"))
+    return engine.memories.partitions()
 
 
 def partitions_for(engine: MemoryEngine, scope: str | None, scope_id: str | None) -> tuple[str, ...] | None:
@@ -238,7 +238,7 @@ def resolve_id(engine: MemoryEngine, text: str) -> str:
     prefix = text.strip().lower()
     if len(prefix) < 4 or not re.fullmatch(r"[0-9a-f-]+", prefix):
         return text
-    ids = [r["id"] for r in engine.db.rows("SELECT id FROM memories WHERE id >= ? AND id < ? LIMIT 2", (prefix, prefix + "~"))]
+    ids = engine.memories.ids_starting(prefix)
     if len(ids) > 1:
         raise UsageError(f"{text!r} names more than one memory; give more of the id")
     return ids[0] if ids else text

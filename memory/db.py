@@ -20,15 +20,11 @@ from urllib.parse import quote, unquote, urlsplit
 import apsw
 import sqlite_vec
 
-from .errors import MemoryStoreError, SchemaError
+from .errors import SchemaError, StoreUnavailable
 from .migrations import MIGRATIONS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-class StoreUnavailable(MemoryStoreError):
-    """The store file cannot be used as asked (read-only for a write, cannot be opened); the message names the path."""
 
 
 def read_only(path: str | Path) -> str:

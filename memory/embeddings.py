@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .db import Database
-from .errors import DimensionMismatch, EmbeddingError
+from .errors import DimensionMismatch, EmbeddingError, ModelMismatch
 from .protocols import Embedder
 
 log = logging.getLogger(__name__)
@@ -71,10 +71,6 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-class ModelMismatch(EmbeddingError):
-    """The configured model is not the one that made the store's vectors (same dimension, another vector space)."""
 
 
 class EmbeddingService:

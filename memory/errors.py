@@ -6,7 +6,9 @@
     │   └── Rejected        a write refused by the safety filters (WRITE-6)
     ├── NotYours            a change to a memory the speaker may see but does not own (SEC-1)
     ├── EmbeddingError      the embedder failed or returned something unusable
-    │   └── DimensionMismatch  a model of another dimension than the store's (MEM-4)
+    │   ├── DimensionMismatch  a model of another dimension than the store's (MEM-4)
+    │   └── ModelMismatch      another model of the same dimension: another vector space (run reembed)
+    ├── StoreUnavailable    the store file cannot be used as asked (read-only for a write, cannot be opened)
     └── SchemaError         the database file is from a newer version or is damaged
 """
 
@@ -37,6 +39,14 @@ class EmbeddingError(MemoryStoreError):
 
 class DimensionMismatch(EmbeddingError):
     pass
+
+
+class ModelMismatch(EmbeddingError):
+    """The configured model is not the one that made the store's vectors (same dimension, another vector space)."""
+
+
+class StoreUnavailable(MemoryStoreError):
+    """The store file cannot be used as asked; the message names the path."""
 
 
 class SchemaError(MemoryStoreError):

@@ -11,7 +11,7 @@ import numpy as np
 from .clock import Clock
 from .corpus import Filter, MessageCorpus
 from .embeddings import EmbeddingService, content_hash
-from .errors import InvalidInput
+from .errors import EmbeddingError, InvalidInput
 from .knobs import KnobStore
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
 from .safety import normalise_text, redact_secrets
@@ -138,7 +138,7 @@ class MessageLog:
             return None
         try:
             return self.embeddings.embed(texts)
-        except Exception:
+        except EmbeddingError:  # the message itself is never lost to its vector (ORCH-6)
             log.exception("embedding messages failed; they stay searchable by BM25 until reembed")
             return None
 
@@ -173,6 +173,9 @@ class MessageLog:
     def count_in_channel_after(self, platform: str, channel_id: str, after: float) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?",
                                   (platform, channel_id, after)))
+
+    def count(self) -> int:
+        return int(self.db.scalar("SELECT COUNT(*) FROM messages"))
 
     # -- finding rows to forget --------------------------------------------------------------------
     def rids_by_id(self, ids: list[str]) -> list[int]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from .engine import MemoryEngine
 from .safety import redact_secrets
-from .scopes import RecallContext
+from .scopes import RecallContext, placeholders
 
 
 def context_to_json(ctx: RecallContext) -> str:
@@ -97,7 +97,7 @@ class ExtractionBuffer:
         """A failed attempt: retried after a backoff; past ``MAX_ATTEMPTS`` parked in dead_letters. Returns how many were parked."""
         if not ids:
             return 0
-        marks, now = ",".join("?" * len(ids)), self.engine.clock.now()
+        marks, now = placeholders(ids), self.engine.clock.now()
         attempts = int(self.db.scalar(f"SELECT MAX(attempts) FROM extraction_buffer WHERE id IN ({marks})", ids) or 0) + 1
         with self.db.transaction():
             self.db.execute(f"UPDATE extraction_buffer SET attempts = ?, last_error = ?, due_at = ? WHERE id IN ({marks})",
@@ -136,7 +136,7 @@ class ExtractionBuffer:
 
     def done(self, ids: list[int]) -> None:
         if ids:
-            self.db.execute(f"DELETE FROM extraction_buffer WHERE id IN ({','.join('?' * len(ids))})", ids)
+            self.db.execute(f"DELETE FROM extraction_buffer WHERE id IN ({placeholders(ids)})", ids)
 
     def pending(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM extraction_buffer"))

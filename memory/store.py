@@ -21,8 +21,8 @@ import numpy as np
 from .clock import Clock
 from .corpus import Filter, MemoryCorpus, Order
 from .db import Database
-from .embeddings import EmbeddingService, content_hash
-from .errors import InvalidInput, NotFound, NotYours
+from .embeddings import EmbeddingService, ModelMismatch, content_hash
+from .errors import EmbeddingError, InvalidInput, NotFound, NotYours
 from .graph import Graph
 from .knobs import KnobStore, Weights
 from .models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
@@ -143,7 +143,9 @@ class MemoryStore:
             return None
         try:
             return self.embeddings.embed([content])[0]
-        except Exception:
+        except ModelMismatch:
+            raise  # another vector space than the store's: refuse the write rather than store it unsearchable
+        except EmbeddingError:
             # RET-4: a failing embedder must not lose the memory; it is stored for BM25 and reembed fixes it later.
             log.exception("embedding failed; storing the memory without a vector")
             return None
@@ -295,6 +297,17 @@ class MemoryStore:
         if row is None:
             raise NotFound(f"no memory with id {memory_id!r}")
         return Memory.from_row(row)
+
+    def partitions(self) -> tuple[str, ...]:
+        """Every partition that holds a memory (the operator's view of the whole store)."""
+        return tuple(k for (k,) in self.db.execute("SELECT DISTINCT partition_key FROM memories ORDER BY 1"))
+
+    def ids_starting(self, prefix: str, limit: int = 2) -> list[str]:
+        """Ids that begin with ``prefix`` (the CLI accepts the first characters of an id)."""
+        return [i for (i,) in self.db.execute("SELECT id FROM memories WHERE id >= ? AND id < ? LIMIT ?", (prefix, prefix + "~", limit))]
+
+    def count(self) -> int:
+        return int(self.db.scalar("SELECT COUNT(*) FROM memories"))
 
     def by_rids(self, rids: list[int]) -> list[Memory]:
         found: list[Memory] = []

@@ -6,7 +6,9 @@ real file under pytest's ``tmp_path``; time only moves when a test advances the 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import re
+import socket
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -89,6 +91,43 @@ class ScriptedCompleter:
         if isinstance(answer, BaseException):
             raise answer
         return answer
+
+
+# -- the network: loopback only ------------------------------------------------------------------------
+class OfflineError(OSError):
+    """A test tried to reach a machine other than this one."""
+
+
+_real_connect, _real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+
+def _check_address(sock: socket.socket, address: Any) -> None:
+    if sock.family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(address, tuple):
+        return  # unix sockets and the like stay on this machine
+    try:
+        loopback = ipaddress.ip_address(str(address[0]).split("%")[0]).is_loopback
+    except ValueError:
+        loopback = address[0] == "localhost"
+    if not loopback:
+        raise OfflineError(f"tests may only connect to this machine, not {address[0]}:{address[1]}")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    _check_address(self, address)
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    _check_address(self, address)
+    return _real_connect_ex(self, address)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def loopback_only() -> Iterator[None]:
+    """Every test fails that opens a connection beyond 127.0.0.0/8 or ::1 (python-telegram-bot's OfflineRequest idea)."""
+    socket.socket.connect, socket.socket.connect_ex = _guarded_connect, _guarded_connect_ex  # type: ignore[method-assign]
+    yield
+    socket.socket.connect, socket.socket.connect_ex = _real_connect, _real_connect_ex  # type: ignore[method-assign]
 
 
 # -- fixtures -----------------------------------------------------------------------------------------

@@ -26,16 +26,18 @@ def test_a_model_of_the_same_dimension_is_refused_until_reembed(tmp_path: Path, 
     with MemoryEngine(tmp_path / "m.db", model_b, clock) as engine:  # opens: reembed needs exactly this
         with pytest.raises(ModelMismatch, match="companion reembed"):
             engine.memories.recall(dm_ctx("xena"), "ginger beer", threshold=0)
-        # A write keeps the memory (RET-4: a failing embedder never loses one) but gives it no vector from model b.
-        remember(engine, "Xena climbs on Tuesdays", scope_id="xena")
-        assert model_b.calls == [] and count(engine, "memory_vec") == 1
+        # A write is refused too: stored without a vector it would silently drop out of vector recall. (Unlike an
+        # embedder that is down, a mismatch is a configuration to fix; the messages it came from stay stored.)
+        with pytest.raises(ModelMismatch):
+            remember(engine, "Xena climbs on Tuesdays", scope_id="xena")
+        assert model_b.calls == [] and count(engine, "memories") == 1
 
         monkeypatch.chdir(tmp_path)
         with pytest.raises(ModelMismatch):  # the command line refuses at open, before any work
             open_engine(load_settings(db_path=tmp_path / "m.db", embeddings="none"), model_b)
 
         reembed(engine, model_b)
-        assert count(engine, "memory_vec") == 2
+        assert count(engine, "memory_vec") == 1
         assert engine.memories.recall(dm_ctx("xena"), "ginger beer", threshold=0)[0].row["content"] == "Xena brews her own ginger beer"
 
 
