@@ -89,6 +89,21 @@ class Corpus:
             self.db.execute(f"INSERT INTO {self.fts_table} (rowid, {cols}) SELECT rid, {cols} FROM {self.table} "
                             "WHERE rid IN (SELECT value FROM json_each(?))", (json.dumps(rids),))
 
+    def move_partition(self, old: str, new: str, **columns: Any) -> int:
+        """Re-file every row of partition ``old`` under ``new`` (and set ``columns``), vectors included
+        (linking two accounts moves one person's rows onto the other). Inside the caller's transaction."""
+        rids = [r for (r,) in self.db.execute(f"SELECT rid FROM {self.table} WHERE partition_key = ?", (old,))]
+        if not rids:
+            return 0
+        vectors = self.vectors.get(rids)
+        sets = "".join(f", {name} = ?" for name in columns)  # our own column names, never user text
+        self.db.execute(f"UPDATE {self.table} SET partition_key = ?, ptoken = ?{sets} WHERE partition_key = ?",
+                        (new, partition_token(new), *columns.values(), old))
+        self.vectors.delete(list(vectors))
+        self.vectors.write_many([(rid, new, v) for rid, v in vectors.items()])
+        self.vectors.invalidate()
+        return len(rids)
+
     def fetch(self, rids: list[int], partitions: tuple[str, ...], where: Filter) -> dict[int, dict[str, Any]]:
         """The rows among ``rids`` that sit in the given partitions and pass ``where``."""
         if not rids or not partitions:

@@ -17,13 +17,11 @@ import numpy as np
 
 import prompts
 
-from .clock import DAY
 from .engine import MemoryEngine
 from .extraction import parse_object as parse_json_object
-from .models import DECAY_EXEMPT_VALUES, Memory, MemoryType, NewMemory, Source
+from .models import Memory, NewMemory, Source
 from .protocols import Completer
 from .safety import redact_secrets
-from .scopes import placeholders
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -66,13 +64,9 @@ def consolidate(engine: MemoryEngine, complete: Completer, *, threshold: float =
 
 
 def _clusters(engine: MemoryEngine, threshold: float, max_cluster: int) -> Iterator[list[Memory]]:
-    groups = engine.db.rows(
-        "SELECT DISTINCT partition_key, type FROM memories t WHERE " + engine.memories.corpus.live(engine.clock.now()).sql,
-        (engine.clock.now(),),
-    )
-    for group in groups:
-        rows = engine.memories.list((group["partition_key"],), order="oldest", limit=1_000_000)
-        rows = [m for m in rows if m.type == MemoryType(group["type"])]
+    for partition, mtype in engine.memories.consolidation_groups():
+        rows = engine.memories.list((partition,), order="oldest", limit=1_000_000)
+        rows = [m for m in rows if m.type == mtype]
         vectors = engine.memories.corpus.vectors.get([m.rid for m in rows])
         rows = [m for m in rows if m.rid in vectors]
         if len(rows) < 2:
@@ -119,26 +113,12 @@ def _number(value: Any, default: float) -> float:
 
 
 def decay(engine: MemoryEngine, *, unaccessed_days: float = 7.0, factor: float = 0.95) -> int:
-    now = engine.clock.now()
-    with engine.db.transaction():
-        engine.db.execute(
-            f"UPDATE memories SET importance = importance * ? WHERE forgotten = 0 AND kind NOT IN ({placeholders(DECAY_EXEMPT_VALUES)}) "
-            "AND COALESCE(last_accessed_at, created_at) < ?",
-            (factor, *DECAY_EXEMPT_VALUES, now - unaccessed_days * DAY),
-        )
-        return engine.db.con.changes()
+    return engine.memories.decay(unaccessed_days=unaccessed_days, factor=factor)
 
 
 def prune(engine: MemoryEngine, *, below: float = 1.0, older_than_days: float = 30.0) -> int:
     """Soft-forget: the row stays for the audit trail but is never recalled again."""
-    now = engine.clock.now()
-    with engine.db.transaction():
-        engine.db.execute(
-            f"UPDATE memories SET forgotten = 1, updated_at = ? WHERE forgotten = 0 AND importance < ? AND access_count = 0 "
-            f"AND created_at < ? AND kind NOT IN ({placeholders(DECAY_EXEMPT_VALUES)})",
-            (now, below, now - older_than_days * DAY, *DECAY_EXEMPT_VALUES),
-        )
-        return engine.db.con.changes()
+    return engine.memories.prune(below=below, older_than_days=older_than_days)
 
 
 def prune_entities(engine: MemoryEngine, *, unseen_days: float = 90.0) -> int:

@@ -174,6 +174,11 @@ class MessageLog:
         return int(self.db.scalar("SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?",
                                   (platform, channel_id, after)))
 
+    def move_person(self, source: str, target: str) -> None:
+        """Linking: ``source``'s DM history and authorship become ``target``'s."""
+        self.corpus.move_partition(message_partition(None, source), message_partition(None, target))
+        self.db.execute("UPDATE messages SET author_id = ? WHERE author_id = ?", (target, source))
+
     def count(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM messages"))
 

@@ -17,8 +17,9 @@ import secrets
 
 from .engine import MemoryEngine
 from .errors import InvalidInput
-from .scopes import memory_partition, message_partition, partition_token
-from .models import Scope, Visibility
+from .models import Visibility
+from .scopes import user_partition
+from .sessions import ChannelState, ExtractionBuffer
 
 CODE_TTL_S = 600.0
 MAX_FAILURES, FAILURE_WINDOW_S = 5, 3600.0
@@ -88,45 +89,20 @@ class People:
         self.db.execute("INSERT INTO person_settings (person_id, key, value) VALUES (?, ?, ?) "
                         "ON CONFLICT (person_id, key) DO UPDATE SET value = excluded.value", (person_id, SHARE_KEY, "on" if on else "off"))
 
-    def partitions(self, person_id: str) -> list[str]:
-        """Every user-scope partition holding memories about this person (their DMs' and each server's)."""
-        return [k for (k,) in self.db.execute(
-            "SELECT DISTINCT partition_key FROM memories WHERE scope_id = ? AND scope = 'user'", (person_id,))]
-
     def reach(self, speaker: str, people: tuple[str, ...], *, is_dm: bool) -> tuple[str, ...]:
         """Extra partitions a context may read: in a DM, all of the speaker's own; in a server, all of
         those of the people here who opted in to sharing across servers."""
         if is_dm:
-            return tuple(self.partitions(speaker))
-        return tuple(k for p in people if self.shares(p) for k in self.partitions(p) if not k.startswith(f"user|{p}|private"))
+            return tuple(self.engine.memories.partitions_of(speaker))
+        private = {p: user_partition(p, Visibility.PRIVATE) for p in people}
+        return tuple(k for p in people if self.shares(p) for k in self.engine.memories.partitions_of(p) if k != private[p])
 
     # -- linking ---------------------------------------------------------------------------------------
     def _merge(self, source: str, target: str) -> None:
         """Everything stored under ``source`` now belongs to ``target`` (inside the caller's transaction)."""
         self.db.execute("UPDATE identities SET person_id = ?, linked_at = ? WHERE person_id = ?", (target, self.engine.clock.now(), source))
-        rows = self.db.rows("SELECT DISTINCT partition_key, scope, visibility, guild_id FROM memories "
-                            "WHERE scope_id = ? AND scope IN ('user', 'owner')", (source,))
-        for row in rows:
-            new = memory_partition(Scope(row["scope"]), target, Visibility(row["visibility"]), row["guild_id"])
-            self._move("memories", row["partition_key"], new, extra=("scope_id", target))
-        self._move("messages", message_partition(None, source), message_partition(None, target))
-        self.db.execute("UPDATE messages SET author_id = ? WHERE author_id = ?", (target, source))
-        for table in ("extraction_buffer", "dead_letters"):  # their saved contexts name the speaker too
-            self.db.execute(f"UPDATE {table} SET person_id = ?, context = json_set(context, '$.speaker_id', ?) WHERE person_id = ?",
-                            (target, target, source))
-        self.db.execute("UPDATE channel_state SET context = json_set(context, '$.speaker_id', ?) "
-                        "WHERE json_extract(context, '$.speaker_id') = ?", (target, source))
+        self.engine.memories.move_person(source, target)
+        self.engine.messages.move_person(source, target)
+        ExtractionBuffer(self.engine).move_person(source, target)
+        ChannelState(self.engine).move_person(source, target)
         self.db.execute("UPDATE OR REPLACE person_settings SET person_id = ? WHERE person_id = ?", (target, source))
-
-    def _move(self, table: str, old: str, new: str, extra: tuple[str, str] | None = None) -> None:
-        corpus = self.engine.memories.corpus if table == "memories" else self.engine.messages.corpus
-        rids = [r for (r,) in self.db.execute(f"SELECT rid FROM {table} WHERE partition_key = ?", (old,))]
-        if not rids:
-            return
-        vectors = corpus.vectors.get(rids)
-        set_extra = f", {extra[0]} = ?" if extra else ""
-        self.db.execute(f"UPDATE {table} SET partition_key = ?, ptoken = ?{set_extra} WHERE partition_key = ?",
-                        (new, partition_token(new), *((extra[1],) if extra else ()), old))
-        corpus.vectors.delete(list(vectors))
-        corpus.vectors.write_many([(rid, new, v) for rid, v in vectors.items()])
-        corpus.vectors.invalidate()

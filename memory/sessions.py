@@ -57,12 +57,16 @@ class ExtractionBuffer:
         with self.db.transaction():
             self.db.execute(
                 "INSERT INTO extraction_buffer (channel_key, person_id, context, message_id, message_rid, author_name, text, "
-                "created_at, due_at, held) VALUES (?, ?, ?, ?, (SELECT rid FROM messages WHERE id = ?), ?, ?, ?, ?, ?)",
-                (channel_key, ctx.speaker_id, context_to_json(ctx), message_id, message_id, author_name, text, now,
+                "created_at, due_at, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (channel_key, ctx.speaker_id, context_to_json(ctx), message_id, self._rid(message_id), author_name, text, now,
                  now + self.debounce_s, int(held)))
             row_id = int(self.db.con.last_insert_rowid())
             self._debounce(channel_key)
         return row_id
+
+    def _rid(self, message_id: str | None) -> int | None:
+        found = self.engine.messages.rids_by_id([message_id]) if message_id else []
+        return found[0] if found else None
 
     def release(self, row_id: int) -> None:
         """The reply is done: the message may be extracted once the channel is quiet."""
@@ -141,6 +145,12 @@ class ExtractionBuffer:
     def pending(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM extraction_buffer"))
 
+    def move_person(self, source: str, target: str) -> None:
+        """Linking: buffered and parked messages of ``source`` (and the contexts saved with them) become ``target``'s."""
+        for table in ("extraction_buffer", "dead_letters"):
+            self.db.execute(f"UPDATE {table} SET person_id = ?, context = json_set(context, '$.speaker_id', ?) WHERE person_id = ?",
+                            (target, target, source))
+
 
 class ChannelState:
     """When a channel last spoke, whether its session was reflected on, and its rolling summary."""
@@ -178,6 +188,11 @@ class ChannelState:
 
     def get(self, channel_key: str) -> dict[str, Any] | None:
         return self.db.one("SELECT * FROM channel_state WHERE channel_key = ?", (channel_key,))
+
+    def move_person(self, source: str, target: str) -> None:
+        """Linking: saved contexts that name ``source`` as the speaker name ``target``."""
+        self.db.execute("UPDATE channel_state SET context = json_set(context, '$.speaker_id', ?) "
+                        "WHERE json_extract(context, '$.speaker_id') = ?", (target, source))
 
     def mark_reflected(self, channel_key: str) -> None:
         self.db.execute("UPDATE channel_state SET reflected_at = ? WHERE channel_key = ?", (self.engine.clock.now(), channel_key))

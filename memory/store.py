@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from .clock import Clock
+from .clock import DAY, Clock
 from .corpus import Filter, MemoryCorpus, Order
 from .db import Database
 from .embeddings import EmbeddingService, ModelMismatch, content_hash
 from .errors import EmbeddingError, InvalidInput, NotFound, NotYours
 from .graph import Graph
 from .knobs import KnobStore, Weights
-from .models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
+from .models import DECAY_EXEMPT_VALUES, EntityRef, FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
 from .safety import check_memory, contains_secret, looks_like_injection, normalise_text
 from .scopes import RecallContext, may_change, memory_partition, partition_token, placeholders
@@ -297,6 +297,45 @@ class MemoryStore:
         if row is None:
             raise NotFound(f"no memory with id {memory_id!r}")
         return Memory.from_row(row)
+
+    def partitions_of(self, person_id: str) -> list[str]:
+        """Every user-scope partition holding memories about this person (their DMs' and each server's)."""
+        return [k for (k,) in self.db.execute(
+            "SELECT DISTINCT partition_key FROM memories WHERE scope_id = ? AND scope = 'user'", (person_id,))]
+
+    def move_person(self, source: str, target: str) -> None:
+        """Linking: every memory about ``source`` becomes one about ``target``, in the matching partitions."""
+        rows = self.db.rows("SELECT DISTINCT partition_key, scope, visibility, guild_id FROM memories "
+                            "WHERE scope_id = ? AND scope IN ('user', 'owner')", (source,))
+        for row in rows:
+            new = memory_partition(Scope(row["scope"]), target, Visibility(row["visibility"]), row["guild_id"])
+            self.corpus.move_partition(row["partition_key"], new, scope_id=target)
+
+    # -- upkeep (MAINT-1, MAINT-2) ------------------------------------------------------------------
+    def consolidation_groups(self) -> list[tuple[str, MemoryType]]:
+        """(partition, type) pairs holding live memories: consolidation never merges across them."""
+        live = self.corpus.live(self.clock.now())
+        rows = self.db.execute(f"SELECT DISTINCT partition_key, type FROM memories t WHERE {live.sql}", live.params)
+        return [(key, MemoryType(kind)) for key, kind in rows]
+
+    def decay(self, *, unaccessed_days: float, factor: float) -> int:
+        """Importance x ``factor`` for rows not accessed for ``unaccessed_days`` (exempt kinds keep theirs)."""
+        with self.db.transaction():
+            self.db.execute(
+                f"UPDATE memories SET importance = importance * ? WHERE forgotten = 0 AND kind NOT IN ({placeholders(DECAY_EXEMPT_VALUES)}) "
+                "AND COALESCE(last_accessed_at, created_at) < ?",
+                (factor, *DECAY_EXEMPT_VALUES, self.clock.now() - unaccessed_days * DAY))
+            return self.db.con.changes()
+
+    def prune(self, *, below: float, older_than_days: float) -> int:
+        """Soft-forget: the row stays for the audit trail but is never recalled again."""
+        now = self.clock.now()
+        with self.db.transaction():
+            self.db.execute(
+                f"UPDATE memories SET forgotten = 1, updated_at = ? WHERE forgotten = 0 AND importance < ? AND access_count = 0 "
+                f"AND created_at < ? AND kind NOT IN ({placeholders(DECAY_EXEMPT_VALUES)})",
+                (now, below, now - older_than_days * DAY, *DECAY_EXEMPT_VALUES))
+            return self.db.con.changes()
 
     def partitions(self) -> tuple[str, ...]:
         """Every partition that holds a memory (the operator's view of the whole store)."""
