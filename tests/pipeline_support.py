@@ -10,7 +10,7 @@ from bot.runtime import Runtime
 from bot.types import IncomingMessage
 from memory.clock import FakeClock
 
-from tests.conftest import HashEmbedder
+from conftest import HashEmbedder
 
 
 def build_runtime(db: Path, srv, clock: FakeClock, **overrides: Any) -> Runtime:

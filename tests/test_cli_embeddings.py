@@ -13,7 +13,7 @@ from bot.config import load_settings
 from memory.embeddings import ModelMismatch
 from memory.engine import MemoryEngine
 from memory.reembed import reembed
-from tests.conftest import HashEmbedder, count, dm_ctx, remember
+from conftest import HashEmbedder, count, dm_ctx, remember
 from tests.fakes import FakeOpenAI
 from tests.test_cli import Cli, cli  # noqa: F401 (cli is a fixture)
 
