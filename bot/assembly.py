@@ -17,6 +17,7 @@ import prompts
 from memory.engine import MemoryEngine
 from memory.models import FactKind, Memory, Scope, Visibility
 from memory.people import People
+from memory.retrieval import Hit
 from memory.scopes import RecallContext, memory_partition
 from memory.sessions import ChannelState, SessionSummaries
 from memory.store import RecallFilters
@@ -41,6 +42,16 @@ class Turn:
     text: str = ""         # the message as stored and shown to the model (``memory.messages.clean_text``)
     stored_id: str | None = None   # the stored message (write-ahead), once stored
     buffer_id: int | None = None   # its extraction-buffer row, held until the reply is done
+
+
+@dataclass(frozen=True, slots=True)
+class Preloaded:
+    """A voice turn's memory from its session's caches (VOICE-2/3/4), instead of a recall and a history read."""
+
+    hits: tuple[Hit, ...]             # the warm snapshot (reused, refreshed or freshly retrieved)
+    behavioral: tuple[Memory, ...]    # the behavioural pool's rules for this turn
+    history: tuple[dict[str, str], ...]  # the session's verbatim turns, oldest first
+    summary: str = ""                 # the session's rolling summary
 
 
 @dataclass(slots=True)
@@ -86,6 +97,13 @@ def _mentions(n: int) -> str:
     return f"{n} mention" if n == 1 else f"{n} mentions"
 
 
+def _trimmed(turns: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The newest turns that fit the history budget."""
+    while turns and sum(len(t["content"]) // 4 + 1 for t in turns) > BUDGETS["history"]:
+        turns.pop(0)
+    return turns
+
+
 def _line(m: Memory) -> str:
     when = datetime.fromtimestamp(m.created_at, timezone.utc).strftime("%Y-%m-%d")
     return f"- {json.dumps(m.content, ensure_ascii=False)} ({m.kind.value}, {when})"
@@ -97,18 +115,14 @@ class Assembler:
         self.engine, self.people, self.summaries, self.channels = engine, people, summaries, channels
         self.summary_window_s, self.history_turns, self.bot_name = summary_window_s, history_turns, bot_name
 
-    def snapshot(self, turn: Turn, query_vector: np.ndarray | None = None) -> Snapshot:
+    def snapshot(self, turn: Turn, query_vector: np.ndarray | None = None, preloaded: Preloaded | None = None) -> Snapshot:
+        """The memory slice for ``turn``. ``preloaded`` (voice) brings the recall, behaviour rules, history and summary
+        from the voice session's caches; everything else is read here as for text."""
         start = time.perf_counter()
-        ctx, text = turn.ctx, turn.text
-        if query_vector is None:
-            query_vector = self.engine.embeddings.embed_query(text)
+        ctx = turn.ctx
         shown: dict[str, Memory] = {}
         state = self.channels.get(turn.channel_key) or {}
-        # One recall serves two sections: behaviour rules that fit this message, and everything else relevant.
-        top_k = self.engine.knobs.get("memories").top_k
-        hits = [Memory.from_row(h.row) for h in self.engine.memories.recall(ctx, text, top_k=top_k + 8, query_vector=query_vector)]
-        behavioral = [m for m in hits if m.kind is FactKind.BEHAVIORAL][:8]
-        relevant = [m for m in hits if m.kind is not FactKind.BEHAVIORAL][:top_k]
+        behavioral, relevant = self._recalled(turn, query_vector) if preloaded is None else self._split(preloaded)
         sections = [
             self._listed("guidance", "Behaviour guidance (standing, from the people here)", ctx, shown, kinds=(FactKind.GUIDANCE,), limit=24),
             self._section("behavioral", "Relevant behavioural memory", behavioral, shown),
@@ -118,17 +132,35 @@ class Assembler:
             self._section("relevant", "Relevant memories", relevant, shown),
             self._entities(ctx),
             *self._sessions(ctx),
-            self._summary(state),
+            self._summary((state.get("rolling_summary") or "") if preloaded is None else preloaded.summary),
         ]
-        history = self._history(turn, state)
+        history = self._history(turn, state) if preloaded is None else _trimmed(list(preloaded.history))
         return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000)
 
-    def system_prompt(self, turn: Turn, snap: Snapshot, now: float) -> str:
+    def _recalled(self, turn: Turn, query_vector: np.ndarray | None) -> tuple[list[Memory], list[Memory]]:
+        """One recall serves two sections: behaviour rules that fit this message, and everything else relevant."""
+        if query_vector is None:
+            query_vector = self.engine.embeddings.embed_query(turn.text)
+        top_k = self.engine.knobs.get("memories").top_k
+        hits = self.engine.memories.recall(turn.ctx, turn.text, top_k=top_k + 8, query_vector=query_vector)
+        memories = [Memory.from_row(h.row) for h in hits]
+        return [m for m in memories if m.kind is FactKind.BEHAVIORAL][:8], [m for m in memories if m.kind is not FactKind.BEHAVIORAL][:top_k]
+
+    def _split(self, preloaded: Preloaded) -> tuple[list[Memory], list[Memory]]:
+        top_k = self.engine.knobs.get("memories").top_k
+        memories = [Memory.from_row(h.row) for h in preloaded.hits]
+        return list(preloaded.behavioral)[:8], [m for m in memories if m.kind is not FactKind.BEHAVIORAL][:top_k]
+
+    def system_prompt(self, turn: Turn, snap: Snapshot, now: float, *, style: str | None = None) -> str:
+        """``style`` replaces the default manner of speaking (voice mode, the [SKIP] rule)."""
         place = f"a DM with {_quoted(turn.names[turn.person_id])}" if turn.ctx.is_dm else f"a group chat on {turn.message.platform}"
+        if turn.message.modality == "voice":
+            place = f"a voice channel on {turn.message.platform}"
+        default = "" if turn.ctx.is_dm else "In a group, address people by name."
         return prompts.render(
             "system", bot_name=self.bot_name, platform=turn.message.platform, place=place,
             now=datetime.fromtimestamp(now, timezone.utc).strftime("%A %Y-%m-%d %H:%M UTC"),
-            style="" if turn.ctx.is_dm else "In a group, address people by name.", sections=snap.render())
+            style=default if style is None else style, sections=snap.render())
 
     # -- sections --------------------------------------------------------------------------------------
     def _listed(self, key, title, ctx: RecallContext, shown, *, kinds=(), subjects=(), limit=10) -> Section:
@@ -170,19 +202,15 @@ class Assembler:
             out.append(Section(key, title, _fits(lines, BUDGETS["sessions"])))
         return out
 
-    def _summary(self, state: dict[str, Any]) -> Section:
-        text = state.get("rolling_summary") or ""
+    def _summary(self, text: str) -> Section:
         return Section("summary", "Earlier in this conversation (summary)", [_quoted(text)] if text else [])
 
     def _history(self, turn: Turn, state: dict[str, Any]) -> list[dict[str, str]]:
         rows = self.engine.messages.recent(turn.ctx, turn.message.channel_id, self.history_turns)
         rows = [r for r in rows if r["platform"] == turn.message.platform and r["created_at"] > state.get("compacted_until", 0)
                 and r["id"] != turn.stored_id]  # the current turn is stored already (write-ahead); it is sent as the user message
-        turns = [{"role": r["role"], "content": r["content"] if r["role"] == "assistant" or turn.ctx.is_dm
-                  else f"{_quoted(r['author_name'])}: {r['content']}"} for r in rows]
-        while turns and sum(len(t["content"]) // 4 + 1 for t in turns) > BUDGETS["history"]:
-            turns.pop(0)
-        return turns
+        return _trimmed([{"role": r["role"], "content": r["content"] if r["role"] == "assistant" or turn.ctx.is_dm
+                          else f"{_quoted(r['author_name'])}: {r['content']}"} for r in rows])
 
     def _section(self, key: str, title: str, found: list[Memory], shown: dict[str, Memory]) -> Section:
         fresh = [m for m in found if m.id not in shown]

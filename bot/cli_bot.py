@@ -100,10 +100,13 @@ async def _serve(settings: Settings) -> int:
         from .adapters.telegram_adapter import TelegramAdapter
 
         adapters.append(TelegramAdapter(runtime.orchestrator, _secret(settings.telegram_token)))
+    voice = None
     if settings.discord_token:
         from .adapters.discord_adapter import DiscordAdapter
 
-        adapters.append(DiscordAdapter(runtime.orchestrator, _secret(settings.discord_token), channels=settings.discord_channels))
+        discord_adapter = DiscordAdapter(runtime.orchestrator, _secret(settings.discord_token), channels=settings.discord_channels)
+        adapters.append(discord_adapter)
+        voice = _voice(settings, runtime, discord_adapter) if settings.voice_enabled else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -116,6 +119,8 @@ async def _serve(settings: Settings) -> int:
         log.info("running on %s; Ctrl-C stops", ", ".join(type(a).__name__ for a in adapters))
         await stop.wait()
     finally:
+        if voice is not None:  # first: leaving persists each session's summary while the store is still open
+            await _close_voice(voice)
         for adapter in adapters:
             try:
                 await adapter.stop()
@@ -123,6 +128,24 @@ async def _serve(settings: Settings) -> int:
                 log.exception("could not stop %s cleanly", type(adapter).__name__)
         await runtime.stop()
     return 0
+
+
+def _voice(settings: Settings, runtime: Runtime, adapter):
+    """/voice join|leave on the Discord client; nothing is joined until someone asks (the model loads on first use)."""
+    from .adapters.discord_voice import DiscordVoice, register_voice_commands
+    from .voice_providers import speech_providers, voice_settings
+
+    stt, tts = speech_providers(settings)
+    voice = DiscordVoice(adapter.client, runtime.orchestrator, stt, tts, voice_settings(settings))
+    register_voice_commands(adapter.client.tree, voice)
+    return voice
+
+
+async def _close_voice(voice) -> None:
+    try:
+        await voice.close()
+    except Exception:  # shutdown edge: the text adapters and the store still close
+        log.exception("could not leave the voice channels cleanly")
 
 
 # -- chat --------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -65,7 +65,35 @@ class Settings(BaseSettings):
     consolidation_cron: str = "0 3 * * *"
     maintenance_cron: str = "30 3 * * *"
 
+    # Discord voice channels (VOICE-1..5): providers, utterance cutting, leaving, warm memory (VOICE-2)
+    voice_enabled: bool = True
+    voice_stt: Literal["local", "openai"] = "local"
+    voice_stt_model: str = "whisper-1"
+    voice_tts: Literal["espeak", "openai"] = "espeak"
+    voice_tts_model: str = "tts-1"
+    voice_tts_voice: str = "alloy"
+    voice_espeak_voice: str = Field("en-us", pattern=r"^[A-Za-z0-9+_-]{1,40}$")
+    voice_base_url: str | None = None
+    voice_api_key: SecretStr | None = None
+    voice_min_speech_ms: int = Field(200, ge=100, le=5000)
+    voice_end_pause_ms: int = Field(700, ge=20, le=10000)
+    voice_vad_aggressiveness: int = Field(2, ge=0, le=3)
+    voice_barge_in: bool = True
+    voice_idle_timeout_s: float = Field(300.0, gt=0, le=86400)
+    voice_warm_reuse_at: float = Field(0.85, gt=0, le=1)
+    voice_warm_full_below: float = Field(0.65, ge=0, le=1)
+    voice_warm_ttl_s: float = Field(300.0, gt=0, le=86400)
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("voice_warm_full_below")
+    @classmethod
+    def _below_reuse(cls, value: float, info: ValidationInfo) -> float:
+        """Between the two thresholds the warm snapshot is refreshed; inverted, no turn could ever reuse it."""
+        reuse = info.data.get("voice_warm_reuse_at")
+        if reuse is not None and value > reuse:
+            raise ValueError(f"must not be above COMPANION_VOICE_WARM_REUSE_AT ({reuse})")
+        return value
 
     @field_validator("consolidation_cron", "maintenance_cron")
     @classmethod

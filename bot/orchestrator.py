@@ -2,6 +2,10 @@
 
     message -> scope resolution -> recall -> prompt assembly -> LLM tool loop -> reply -> history + extraction buffer
 
+A spoken turn (``modality="voice"``) takes the same path with its voice session's caches for the recall and
+history (``voice_mode``), short spoken replies and a rate limit on memory writes; in a group, a turn not
+spoken to the bot may be answered with silence (``turn_mode``).
+
 Blocking store work runs on the memory thread (``AsyncRunner``); the event loop only awaits it.
 """
 from __future__ import annotations
@@ -21,10 +25,14 @@ from memory.scopes import RecallContext
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.tools import MemoryTools, RateLimiter
 
-from .assembly import Assembler, Turn
+from voice.caches import HistoryCache
+
+from .assembly import Assembler, Snapshot, Turn
 from .commands import Commands
 from .llm import ChatClient, LLMError
+from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, IncomingMessage, Reply, StreamSink
+from .voice_mode import VoiceConversation, VoiceOptions, VoiceSessions, cached_search
 
 log = logging.getLogger(__name__)
 
@@ -40,49 +48,59 @@ class OwnerPolicy:
 
 
 class AsyncTools:
-    """MemoryTools for the LLM loop: every call runs on the memory thread."""
+    """MemoryTools for the LLM loop: every call runs on the memory thread. In voice, ``history`` caches
+    conversation searches (VOICE-3)."""
 
-    def __init__(self, tools: MemoryTools, runner: AsyncRunner) -> None:
-        self.tools, self.runner = tools, runner
+    def __init__(self, tools: MemoryTools, runner: AsyncRunner, history: HistoryCache[str] | None = None) -> None:
+        self.tools, self.runner, self.history = tools, runner, history
 
     def schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
 
     async def call(self, name: str, arguments: str) -> str:
+        if self.history is not None and name == "conversation_search":
+            return await self.runner.run(cached_search, self.history, self.tools, arguments)
         return await self.runner.run(self.tools.call, name, arguments)
 
 
 class Orchestrator:
     def __init__(self, engine: MemoryEngine, runner: AsyncRunner, llm: ChatClient, *, owners: OwnerPolicy = OwnerPolicy(),
                  buffer: ExtractionBuffer, summaries: SessionSummaries, assembler_options: dict | None = None,
-                 voice: bool = False) -> None:
-        self.engine, self.runner, self.llm, self.owners, self.buffer, self.voice = engine, runner, llm, owners, buffer, voice
+                 voice_options: VoiceOptions = VoiceOptions()) -> None:
+        self.engine, self.runner, self.llm, self.owners, self.buffer = engine, runner, llm, owners, buffer
         self.people = People(engine)
         self.channels = ChannelState(engine)
         self.assembler = Assembler(engine, self.people, summaries, self.channels, **(assembler_options or {}))
         self.commands = Commands(engine, self.people, self.resolve)
+        self.voice = VoiceSessions(engine, runner, llm, buffer, summaries, self.channels, voice_options)
         self._limits: dict[str, RateLimiter] = {}
 
     # -- the Conversation protocol -------------------------------------------------------------------
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
         answered = await self.runner.run(self.commands.answer_to_question, message)
         if answered is not None:
-            return Reply(answered)  # "yes" to "/forget everything?": done without the model, and not stored
+            await self._forgot()  # "yes" to "/forget everything?" (or "no"): done without the model, and not stored
+            return Reply(answered)
         turn = await self.runner.run(self._arrive, message)
         if not turn.text:
             return Reply("")  # nothing readable (a lone zero-width space): nothing to answer, nothing stored
-        snap = await self.runner.run(self.assembler.snapshot, turn)
-        system = self.assembler.system_prompt(turn, snap, self.engine.clock.now())
-        tools = self._tools(turn)
+        session = self.voice.open(turn) if message.modality == "voice" else None
+        mode = TurnMode.of(turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn)))
+        snap = await self.runner.run(self._snapshot, turn, session)
+        system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
+        tools = self._tools(turn, session)
         convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn)}]
-        try:
-            text: str | None = await self.llm.run(convo, tools, stream) or "…"
-        except LLMError:
-            log.exception("no reply for %s/%s", message.platform, message.channel_id)
-            text = None
-        forgotten = tuple(tools.tools.deleted)
-        await self.runner.run(self._finish, turn, text, forgotten)
-        return Reply(APOLOGY, forgotten, failed=True) if text is None else Reply(text, forgotten)
+        text = await self._ask(convo, tools, SkipGate(stream) if stream and mode.may_skip else stream, message)
+        forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
+        await self.runner.run(self._finish, turn, None if skipped else text, forgotten)
+        if forgotten:
+            await self._forgot()
+        elif session is not None:
+            session.record(turn, None if skipped else text, self.assembler.bot_name)
+            self.voice.compact_soon(turn.channel_key)
+        if text is None:
+            return Reply(APOLOGY, forgotten, failed=True)
+        return Reply("", forgotten, skipped=True) if skipped else Reply(text, forgotten)
 
     async def observe(self, message: IncomingMessage) -> None:
         turn = await self.runner.run(self._arrive, message)
@@ -90,9 +108,32 @@ class Orchestrator:
             await self.runner.run(self._finish, turn, None, ())
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
-        return await self.runner.run(self.commands.run, name, argument, message)
+        answer = await self.runner.run(self.commands.run, name, argument, message)
+        if name.lower().lstrip("/") == "forget":
+            await self._forgot()
+        return answer
+
+    async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
+        summary = await self.voice.end(f"{platform}:{channel_id}")
+        log.info("voice session in %s:%s ended%s", platform, channel_id, " (summary kept)" if summary else "")
 
     # -- steps ---------------------------------------------------------------------------------------
+    async def _ask(self, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, message: IncomingMessage) -> str | None:
+        """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6)."""
+        try:
+            return await self.llm.run(convo, tools, stream) or "…"
+        except LLMError:
+            log.exception("no reply for %s/%s", message.platform, message.channel_id)
+            return None
+
+    def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
+        """A voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh."""
+        return self.assembler.snapshot(turn, preloaded=self.voice.preload(session, turn) if session else None)
+
+    async def _forgot(self) -> None:
+        """Something may have been forgotten: no in-process cache may keep a copy of it (SEC-3)."""
+        await self.runner.run(self.voice.invalidate_all)
+
     def resolve(self, message: IncomingMessage) -> Turn:
         """Scope resolution: platform ids to people, and the context every read of this turn is made for."""
         author = display_name(message.author_name)
@@ -142,12 +183,15 @@ class Orchestrator:
         return dict(platform=turn.message.platform, channel_id=turn.message.channel_id, guild_id=turn.ctx.guild_id,
                     dm_person_id=turn.person_id if turn.ctx.is_dm else None)
 
-    def _tools(self, turn: Turn) -> AsyncTools:
-        limiter = self._limits.setdefault(turn.person_id, RateLimiter(self.engine.clock)) if self.voice else None
+    def _tools(self, turn: Turn, session: VoiceConversation | None) -> AsyncTools:
+        # TOOLS-2: a voice session's memory writes are limited per person (5 a minute); text is not.
+        voice = turn.message.modality == "voice"
+        limiter = self._limits.setdefault(turn.person_id, RateLimiter(self.engine.clock)) if voice else None
         provenance = Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id,
                                 message_ids=(turn.message.message_id,) if turn.message.message_id else (),
                                 sources=(turn.stored_id,) if turn.stored_id else ())
-        return AsyncTools(MemoryTools(self.engine, turn.ctx, provenance=provenance, rate_limit=limiter), self.runner)
+        return AsyncTools(MemoryTools(self.engine, turn.ctx, provenance=provenance, rate_limit=limiter), self.runner,
+                          session.history if session else None)
 
     def _user_text(self, turn: Turn) -> str:
         return turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"

@@ -21,6 +21,7 @@ from .background import Background
 from .config import Settings
 from .llm import ChatClient
 from .orchestrator import Orchestrator, OwnerPolicy
+from .voice_providers import voice_options
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
@@ -47,8 +48,10 @@ class Runtime:
         buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
         summaries = SessionSummaries(engine, settings.summary_ttl_s)
         orchestrator = Orchestrator(engine, runner, chat, owners=OwnerPolicy(frozenset(settings.owner_ids)), buffer=buffer,
-                                    summaries=summaries, assembler_options={"summary_window_s": settings.summary_window_s})
+                                    summaries=summaries, assembler_options={"summary_window_s": settings.summary_window_s},
+                                    voice_options=voice_options(settings))
         background = Background(engine, runner, extraction, buffer, orchestrator.channels, summaries, silence_s=settings.reflection_silence_s)
+        orchestrator.voice.extract = background.extract  # WRITE-4: a voice compaction hands its turns to extraction first
         return cls(settings, engine, runner, orchestrator, background)
 
     async def start(self, *, background_loop: bool = True) -> None:
@@ -64,7 +67,12 @@ class Runtime:
             self._loop_task = asyncio.create_task(self._loop(), name="memory-background")
 
     async def stop(self) -> None:
-        """Graceful: stop the loop and the scheduler, extract what is still buffered, close the store."""
+        """Graceful: end voice sessions (their summaries are kept), stop the loop and the scheduler, extract what
+        is still buffered, close the store."""
+        try:
+            await self.orchestrator.voice.end_all()
+        except Exception:  # shutdown edge: a failing summary must not keep the store from closing
+            log.exception("could not end the voice sessions cleanly")
         if self._loop_task:
             self._loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

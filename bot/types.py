@@ -29,6 +29,9 @@ class IncomingMessage:
     modality: str = "text"         # "voice" for a transcribed utterance
     author_is_admin: bool = False  # the author may change this server's lore (Discord manage_guild, Telegram chat admin)
     readable_channels: tuple[str, ...] = ()  # other channels of this server the author can read (the adapter knows)
+    # Spoken to the bot (a DM, a mention, a reply to it). False for group talk the bot may answer or not: with
+    # others present it may then answer [SKIP] and stay silent (VOICE-1; unaddressed text in configured channels).
+    addressed: bool = True
 
     @property
     def is_dm(self) -> bool:
@@ -40,6 +43,7 @@ class Reply:
     text: str
     forgotten: tuple[str, ...] = ()   # contents deleted while building this reply (ORCH-3)
     failed: bool = False              # the LLM failed and this is the short apology (ORCH-6)
+    skipped: bool = False             # the model chose to stay silent ([SKIP]); ``text`` is empty, the turn is stored
 
 
 # Called with each text delta while a reply streams (the console prints them as they come).
@@ -57,3 +61,6 @@ class Conversation(Protocol):
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         """Run a slash command: remember, forget, memories, link, export, start. Needs no LLM."""
+
+    async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
+        """A voice session in this channel ended (leave, empty channel, idle, shutdown): persist what it was about."""

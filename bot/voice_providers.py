@@ -4,13 +4,29 @@ They satisfy ``voice.providers.SpeechToText`` / ``TextToSpeech`` and live here, 
 because only ``bot/`` may know the LLM SDK. Both are synchronous (voice sessions call providers in a
 worker thread). Audio goes out as a WAV upload and comes back as WAV: every compatible server we
 know (OpenAI, LocalAI, speaches, openedai-speech) speaks WAV, not all speak raw PCM.
+
+``speech_providers``, ``voice_settings`` and ``voice_options`` turn Settings into the voice objects; only the
+composition root calls them.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import openai
 
 from voice.audio import AudioFormatError, read_wav, to_wav
-from voice.providers import SynthesisFailed, TranscriptionFailed
+from voice.providers import SpeechToText, SynthesisFailed, TextToSpeech, TranscriptionFailed
+from voice.session import VoiceSettings
+from voice.stt import FasterWhisperSTT
+from voice.tts import EspeakTTS
+from voice.vad import VadSettings
+from voice.warm import WarmSettings
+
+from .app import _secret
+from .voice_mode import VoiceOptions
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 
 class OpenAISpeechToText:
@@ -50,3 +66,30 @@ class OpenAITextToSpeech:
             raise SynthesisFailed(f"{self.model} speech failed: {exc}") from exc
         except AudioFormatError as exc:
             raise SynthesisFailed(f"{self.model} answered with no usable WAV: {exc}") from exc
+
+
+# -- from Settings (the composition root only) ---------------------------------------------------------
+def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
+    """Offline by default (the bundled Whisper tiny.en, espeak-ng); "openai" for any compatible server."""
+    base_url = settings.voice_base_url or settings.llm_base_url
+    api_key = _secret(settings.voice_api_key) or _secret(settings.llm_api_key)
+    if settings.voice_stt == "openai":
+        stt: SpeechToText = OpenAISpeechToText(base_url, api_key, settings.voice_stt_model)
+    else:
+        stt = FasterWhisperSTT()
+    if settings.voice_tts == "openai":
+        tts: TextToSpeech = OpenAITextToSpeech(base_url, api_key, settings.voice_tts_model, settings.voice_tts_voice)
+    else:
+        tts = EspeakTTS(settings.voice_espeak_voice)
+    return stt, tts
+
+
+def voice_settings(settings: Settings) -> VoiceSettings:
+    vad = VadSettings(aggressiveness=settings.voice_vad_aggressiveness, min_speech_ms=settings.voice_min_speech_ms,
+                      end_pause_ms=settings.voice_end_pause_ms)
+    return VoiceSettings(vad=vad, idle_timeout_s=settings.voice_idle_timeout_s, barge_in=settings.voice_barge_in)
+
+
+def voice_options(settings: Settings) -> VoiceOptions:
+    return VoiceOptions(warm=WarmSettings(reuse_at=settings.voice_warm_reuse_at, full_below=settings.voice_warm_full_below,
+                                          ttl_s=settings.voice_warm_ttl_s))

@@ -83,6 +83,13 @@ class ExtractionBuffer:
                             (self.engine.clock.now(),))
             return self.db.con.changes()
 
+    def expedite(self, channel_key: str) -> int:
+        """The channel's released messages are due now, not after the debounce (a voice session ended, or its
+        turns are about to be compacted: WRITE-4). Held ones wait for their reply as always."""
+        self.db.execute("UPDATE extraction_buffer SET due_at = MIN(due_at, ?) WHERE channel_key = ? AND held = 0 AND attempts = 0",
+                        (self.engine.clock.now(), channel_key))
+        return self.db.con.changes()
+
     def _debounce(self, channel_key: str) -> None:
         due = self.engine.clock.now() + self.debounce_s
         self.db.execute("UPDATE extraction_buffer SET due_at = MAX(due_at, ?) WHERE channel_key = ? AND attempts = 0", (due, channel_key))

@@ -41,6 +41,7 @@ class ScriptedConversation(Waitable):
         self.replies: list[IncomingMessage] = []
         self.observed: list[IncomingMessage] = []
         self.commands: list[Command] = []
+        self.voice_sessions_ended: list[tuple[str, str, str]] = []  # (platform, guild id, channel id)
         super().__init__()
 
     # -- the Conversation Protocol ------------------------------------------------------------------
@@ -69,6 +70,9 @@ class ScriptedConversation(Waitable):
         if isinstance(answer, BaseException):
             raise answer
         return answer
+
+    async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
+        self._record(self.voice_sessions_ended, (platform, guild_id, channel_id))
 
     # -- waiting ------------------------------------------------------------------------------------
     @property

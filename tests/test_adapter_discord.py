@@ -240,3 +240,13 @@ async def test_a_wrong_token_is_rejected_cleanly(conv):
         finally:
             restore()
     assert adapter.client.is_closed()
+
+
+async def test_the_voice_skip_rule_lets_the_bot_stay_silent_on_unaddressed_text_in_a_configured_channel(bot, dsc, conv):
+    conv.script.append(Reply("", skipped=True))
+    await dsc.dispatch_message(BOT_CHANNEL, ALICE, "anyone up for lunch?", guild_id=GUILD)
+    await dsc.dispatch_message(BOT_CHANNEL, ALICE, "<@%d> are you?" % DISCORD_BOT_ID, guild_id=GUILD, mentions_bot=True)
+    await dsc.wait_for_sent(1)
+    skipped, mentioned = conv.replies
+    assert (skipped.addressed, mentioned.addressed) == (False, True)  # the model may stay silent only on the first
+    assert [m["content"] for m in dsc.sent] == ["echo: are you?"]  # the silence sent nothing, not even an empty message

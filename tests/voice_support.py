@@ -113,3 +113,20 @@ async def eventually(predicate, timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise asyncio.TimeoutError(f"condition not met within {timeout}s")
         await asyncio.sleep(0.01)
+
+
+def routed_model(replies: list[str], *, summary: str = "A short voice chat.", extracted: str = "[]"):
+    """A ``FakeOpenAI.default`` for a whole voice session: extraction passes get ``extracted``, voice summaries
+    get ``summary``, and replies come from ``replies`` in order (then "ok")."""
+    queue = list(replies)
+
+    def respond(body: dict) -> str:
+        first = body["messages"][0]
+        system = first["content"] if first["role"] == "system" else ""
+        if system.startswith("You extract memories"):
+            return extracted
+        if system.startswith("You keep the rolling summary"):
+            return summary
+        return queue.pop(0) if queue else "ok"
+
+    return respond

@@ -85,6 +85,7 @@ class VoiceTranscript:
         self.failures = 0
         self.last_error: str | None = None
         self._busy = threading.Lock()  # one compaction at a time, even when add() runs in worker threads
+        self._generation = 0  # bumped by clear(): a fold that raced a forget is thrown away
 
     @property
     def turns(self) -> tuple[VoiceTurn, ...]:
@@ -116,10 +117,11 @@ class VoiceTranscript:
             self._busy.release()
 
     def _fold(self, batch: tuple[VoiceTurn, ...]) -> bool:
+        generation = self._generation
         if not self._flush_once(batch):
             return False
         summary = self._summarise(batch)
-        if summary is None:
+        if summary is None or generation != self._generation:
             return False
         self.summary = summary
         del self._turns[: len(batch)]
@@ -154,6 +156,29 @@ class VoiceTranscript:
         self.last_error = f"{step}: {exc}"
         log.exception("voice compaction postponed, %s failed; the turns stay verbatim", step)
         return False
+
+    def final_summary(self) -> str:
+        """The whole session in one summary, for when it ends (CROSS-1): the turns still verbatim are flushed
+        (WRITE-4) and folded in. When the model fails, the rolling summary plus the last turns as said (capped)
+        stand in: an ended session keeps a trace even while the model is down."""
+        with self._busy:  # waits for a compaction under way: its batch must not be summarised twice
+            rest = tuple(self._turns)
+            if not rest:
+                return self.summary
+            self._flush_once(rest)  # a failure is logged; the caller's buffer still holds the speech turns
+            summary = self._summarise(rest)
+            if summary is None:
+                summary = cap(f"{self.summary}\n{render_turns(rest[-8:])}", self.settings.max_summary_chars)
+            return summary
+
+    def clear(self) -> None:
+        """Drop the summary and every verbatim turn (after a forget: nothing forgotten may stay quoted here).
+
+        No lock on purpose: a compaction under way may be waiting on the caller's event loop or store thread;
+        the generation makes it throw its result away instead."""
+        self._generation += 1
+        self.summary, self._turns = "", []
+        self._flushed = self.folded
 
     def messages(self) -> list[dict[str, str]]:
         """The verbatim turns as chat messages (users prefixed with their name, as the text path does)."""

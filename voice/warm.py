@@ -224,7 +224,8 @@ def memory_retrieval(store: MemoryStore, ctx: RecallContext, *, top_k: int | Non
     def lexical(text: str, warm: tuple[Hit, ...]) -> tuple[Hit, ...]:
         return bm25_refresh(store, ctx, text, warm, limit=top_k, top_up=top_up)
 
-    return Retrieval(full, lexical, scope=ctx.memory_partitions())
+    # A set: the same people read the same partitions whoever of them speaks (the tuple starts with the speaker).
+    return Retrieval(full, lexical, scope=frozenset(ctx.memory_partitions()))
 
 
 def bm25_refresh(store: MemoryStore, ctx: RecallContext, text: str, warm: tuple[Hit, ...], *, limit: int, top_up: int) -> tuple[Hit, ...]:

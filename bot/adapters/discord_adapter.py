@@ -2,7 +2,8 @@
 
 DMs always get an answer. In a server the bot answers when it is @mentioned, when the message is in
 one of the configured ``channels`` (or a thread under one), or when it replies to one of the bot's
-messages; other server messages are passed to ``Conversation.observe``. Bots (itself included) are
+messages; other server messages are passed to ``Conversation.observe``. In a configured channel a message
+not spoken to the bot may get no answer: the model chose silence (``Reply.skipped``) and nothing is sent. Bots (itself included) are
 ignored. While a reply is built the channel shows "typing..."; replies are split at 2000 characters and
 never ping anyone (``AllowedMentions.none()``: model output must not be able to @everyone).
 
@@ -100,8 +101,8 @@ class DiscordAdapter:
             return  # our own echo, other bots and webhooks: answering them could loop
         if message.type not in _CONVERSATIONAL:
             return  # joins, pins, boosts...
-        addressed, text = self._addressed(message)
-        incoming = self._incoming(message, text)
+        addressed, spoken_to, text = self._addressed(message)
+        incoming = self._incoming(message, text, spoken_to)
         await deliver(self._conversation, self._locks, incoming, addressed, lambda: self._answer(message, incoming))
 
     async def _answer(self, message: discord.Message, incoming: IncomingMessage) -> None:
@@ -121,20 +122,21 @@ class DiscordAdapter:
             else:
                 await message.channel.send(part)
 
-    def _addressed(self, message: discord.Message) -> tuple[bool, str]:
-        """Is the message for the bot, and its text with the bot's mention removed."""
+    def _addressed(self, message: discord.Message) -> tuple[bool, bool, str]:
+        """Is the message for the bot, was it spoken to (a DM, a mention, a reply to it), and its text with the
+        bot's mention removed. A configured channel's messages are all for the bot, but one not spoken to may be
+        answered with silence when others are talking there ([SKIP], VOICE-1)."""
         me = self.client.user
         text = _readable(message, me.id)
-        if message.guild is None or any(u.id == me.id for u in message.mentions):
-            return True, text
-        channel = message.channel
-        if {str(channel.id), str(getattr(channel, "parent_id", None))} & self._channels:
-            return True, text
         ref = message.reference
         replied = ref.resolved if ref is not None else None
-        return isinstance(replied, discord.Message) and replied.author.id == me.id, text
+        spoken_to = (message.guild is None or any(u.id == me.id for u in message.mentions)
+                     or (isinstance(replied, discord.Message) and replied.author.id == me.id))
+        channel = message.channel
+        configured = bool({str(channel.id), str(getattr(channel, "parent_id", None))} & self._channels)
+        return spoken_to or configured, spoken_to, text
 
-    def _incoming(self, message: discord.Message, text: str) -> IncomingMessage:
+    def _incoming(self, message: discord.Message, text: str, spoken_to: bool = True) -> IncomingMessage:
         channel_id, author_id = str(message.channel.id), str(message.author.id)
         name = message.author.display_name
         participants = self._speakers.others(channel_id, author_id)
@@ -142,7 +144,8 @@ class DiscordAdapter:
         return IncomingMessage(
             platform="discord", channel_id=channel_id, author_id=author_id, author_name=name, text=text,
             guild_id=str(message.guild.id) if message.guild else None, message_id=str(message.id),
-            participants=participants, created_at=message.created_at.timestamp(), **_rights(message.guild, message.author),
+            participants=participants, created_at=message.created_at.timestamp(), addressed=spoken_to,
+            **_rights(message.guild, message.author),
         )
 
     # -------------------------------------------------------------- slash commands --

@@ -8,7 +8,8 @@
 One ``VoiceSession`` per guild. A monitor task ticks the hub (ends utterances of people who stopped
 sending), ties new SSRCs to users, and leaves when the channel has no people left or nobody has said
 anything for ``idle_timeout_s``. Every transcribed turn goes to ``Conversation.reply`` as an
-``IncomingMessage`` with ``modality="voice"``; the conversation stores it and the reply (VOICE-5).
+``IncomingMessage`` with ``modality="voice"``; the conversation stores it and the reply (VOICE-5). Leaving
+(asked, channel empty, idle, shutdown) ends the session: ``Conversation.voice_ended`` keeps its summary (CROSS-1).
 
 Reaching into voice-recv: ``vc._get_id_from_ssrc`` is the only place the SSRC -> user map lives (it is
 filled by the voice gateway's SPEAKING event), and ``vc._connection.dave_session`` is where discord.py
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -113,6 +115,10 @@ class _Responder:
         self._client = client
         self._names: dict[int, str] = {}
 
+    @property
+    def channel_id(self) -> int:
+        return self._channel.id
+
     def remember_name(self, user_id: int) -> None:
         """Note a speaker's name while they are here: without the members intent discord.py forgets
         a member the moment they leave voice, and their last words are answered after that."""
@@ -135,7 +141,15 @@ class _Responder:
         return IncomingMessage(
             platform="discord", channel_id=str(channel.id), author_id=str(user_id),
             author_name=self._names.get(user_id, str(user_id)), text=text,
-            guild_id=str(channel.guild.id), participants=others, created_at=time.time(), modality="voice")
+            guild_id=str(channel.guild.id), participants=others, created_at=time.time(), modality="voice",
+            addressed=self._names_me(text))
+
+    def _names_me(self, text: str) -> bool:
+        """Speech has no mentions: the bot is spoken to when its Discord name is heard (the conversation also
+        knows its own name and who it answered last)."""
+        me = self._client.user
+        name = me.display_name if me is not None else ""
+        return bool(name) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 @dataclass(slots=True)
@@ -205,11 +219,20 @@ class DiscordVoice:
         if monitor is not None and monitor is not asyncio.current_task():
             monitor.cancel()
         await connection.session.close()
+        channel_id = connection.responder.channel_id
         if connection.vc.is_connected():
             connection.vc.stop()
             await connection.vc.disconnect(force=True)
         logger.info("discord voice: left guild %s (%s)", guild_id, reason)
+        await self._session_ended(guild_id, channel_id)
         return True
+
+    async def _session_ended(self, guild_id: int, channel_id: int) -> None:
+        """The conversation keeps the session's summary (CROSS-1); after leaving, so nobody hears the bot wait for it."""
+        try:
+            await self._conversation.voice_ended("discord", str(guild_id), str(channel_id))
+        except Exception:  # an adapter edge: a failing summary must not keep the bot in (or out of) voice
+            logger.exception("discord voice: could not close the session of channel %s", channel_id)
 
     async def close(self) -> None:
         """Leave every channel, waiting for leaves already under way (the client must not close mid-leave)."""

@@ -1,0 +1,189 @@
+"""Voice sessions on the orchestrator's side (VOICE-2..5, CROSS-1): the memory a spoken turn is answered from.
+
+    first voice turn in a channel --> VoiceConversation (one per voice channel, in process)
+      recall     WarmMemory.turn: reuse | lexical refresh | full recall        (VOICE-2)
+      behaviour  BehaviouralPool, per guild + participant set, re-ranked per turn (VOICE-3)
+      tools      conversation_search through the HistoryCache (45 s, token Jaccard) (VOICE-3)
+      history    the session's VoiceTranscript: 50 turns verbatim + rolling summary (VOICE-4),
+                 compacted in a worker thread after the reply, each batch flushed to extraction (WRITE-4)
+    session end (leave, empty channel, idle, shutdown)
+      --> final summary persisted for the guild with modality "voice" (CROSS-1)
+      --> the speech turns, already in the extraction buffer by write-ahead, due now (VOICE-5)
+    any forget --> invalidate_all(): no cache or transcript keeps a copy of forgotten words
+
+Threads: ``open`` runs on the event loop; ``preload``/``record``/``invalidate_all`` on the memory thread
+(``AsyncRunner``), like every store read; compaction and the final summary run in a worker thread and
+reach the model (and extraction) through the event loop, so neither thread ever waits on itself.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memory.db import AsyncRunner
+from memory.engine import MemoryEngine
+from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory.tools import MemoryTools
+from voice.caches import BehaviouralPool, CacheSettings, HistoryCache
+from voice.compaction import CompactionSettings, VoiceTranscript, VoiceTurn
+from voice.warm import WarmMemory, WarmSettings, memory_retrieval
+
+from .assembly import Preloaded, Turn
+from .llm import ChatClient
+
+log = logging.getLogger(__name__)
+BRIDGE_TIMEOUT_S = 300.0  # a worker thread's wait for the model; far above any configured LLM timeout
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceOptions:
+    warm: WarmSettings = WarmSettings()
+    caches: CacheSettings = CacheSettings()
+    compaction: CompactionSettings = CompactionSettings()
+    # "A reply to it" in speech: the person the bot just answered speaks again within this many seconds.
+    follow_up_s: float = 20.0
+
+
+class VoiceConversation:
+    """One voice channel's session: its caches, its transcript and who took part."""
+
+    def __init__(self, turn: Turn, engine: MemoryEngine, options: VoiceOptions, completer, flush) -> None:
+        ctx, self.clock = turn.ctx, engine.clock
+        self.key, self.platform, self.guild_id, self.channel_id = turn.channel_key, ctx.platform, ctx.guild_id, ctx.channel_id
+        self.started_at = engine.clock.now()
+        self.people: dict[str, None] = {}  # person ids in order of first appearance
+        self.warm: WarmMemory = WarmMemory(engine.embeddings.embed_query, engine.clock, options.warm)
+        self.history: HistoryCache[str] = HistoryCache(engine.clock, options.caches)
+        self.transcript = VoiceTranscript(completer, flush, options.compaction)
+        self.recalls: list[tuple[str, float]] = []  # (warm decision, ms) per turn, for the voice benchmark
+        self.follow_up_s = options.follow_up_s
+        self._answered: tuple[str, float] | None = None  # whom the bot answered last, and when
+        self.compacting: asyncio.Future | None = None
+
+    def follows_up(self, turn: Turn) -> bool:
+        last = self._answered
+        return last is not None and last[0] == turn.person_id and self.clock.now() - last[1] <= self.follow_up_s
+
+    def history_messages(self) -> tuple[dict[str, str], ...]:
+        """The verbatim turns as chat messages, names quoted as data (SEC-2) like the text path's history."""
+        return tuple({"role": t.role, "content": t.text if t.role == "assistant" else f"{json.dumps(t.speaker_name, ensure_ascii=False)}: {t.text}"}
+                     for t in self.transcript.turns)
+
+    def record(self, turn: Turn, reply: str | None, bot_name: str) -> None:
+        now = self.clock.now()
+        self.transcript.append(VoiceTurn(turn.person_id, turn.names[turn.person_id], turn.text, now))
+        if reply:
+            self.transcript.append(VoiceTurn("bot", bot_name, reply, now, role="assistant"))
+            self._answered = (turn.person_id, now)
+
+    def invalidate(self) -> None:
+        self.warm.invalidate()
+        self.history.invalidate()
+        self.transcript.clear()
+
+
+class VoiceSessions:
+    """Every live voice session of the bot, by channel key ("discord:<voice channel id>")."""
+
+    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, llm: ChatClient, buffer: ExtractionBuffer,
+                 summaries: SessionSummaries, channels: ChannelState, options: VoiceOptions = VoiceOptions()) -> None:
+        self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
+        self.summaries, self.channels, self.options = summaries, channels, options
+        self.sessions: dict[str, VoiceConversation] = {}
+        self.pool = BehaviouralPool(engine.memories, options.caches)  # keyed by guild + participants inside
+        # Extraction of a channel's buffered turns (``Background.extract``), given by the composition root once the
+        # background worker exists; without it a flush only makes the turns due for the next background tick.
+        self.extract: Callable[[str], Awaitable[int]] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- on the event loop ---------------------------------------------------------------------------------
+    def open(self, turn: Turn) -> VoiceConversation:
+        """The turn's session, started on its first turn; the turn's people join it."""
+        self._loop = asyncio.get_running_loop()
+        session = self.sessions.get(turn.channel_key)
+        if session is None:
+            session = self.sessions[turn.channel_key] = VoiceConversation(
+                turn, self.engine, self.options, self._bridged(self._complete), self._bridged(self._flush, turn.channel_key))
+        session.people.update(dict.fromkeys(turn.names))
+        return session
+
+    def compact_soon(self, key: str) -> None:
+        """Fold due turns into the rolling summary after the reply, never while someone waits for one."""
+        session = self.sessions.get(key)
+        if session and session.transcript.due and (session.compacting is None or session.compacting.done()):
+            session.compacting = asyncio.ensure_future(asyncio.to_thread(session.transcript.compact))
+
+    async def end(self, key: str) -> int | None:
+        """Persist the session's summary and make its speech turns due for extraction; the summary's id, if any."""
+        session = self.sessions.pop(key, None)
+        if session is None:
+            return None
+        self._loop = asyncio.get_running_loop()
+        if session.compacting is not None:
+            await asyncio.gather(session.compacting, return_exceptions=True)
+        text = await asyncio.to_thread(session.transcript.final_summary)
+        return await self.runner.run(self._persist, session, text)
+
+    async def end_all(self) -> None:
+        for key in list(self.sessions):
+            await self.end(key)
+
+    # -- on the memory thread --------------------------------------------------------------------------------
+    def preload(self, session: VoiceConversation, turn: Turn) -> Preloaded:
+        start = time.perf_counter()
+        warm = session.warm.turn(turn.text, memory_retrieval(self.engine.memories, turn.ctx))
+        rules = tuple(self.pool.facts(turn.ctx, turn.text))
+        session.recalls.append((warm.record.decision.value, (time.perf_counter() - start) * 1000))
+        return Preloaded(warm.snapshot, rules, session.history_messages(), session.transcript.summary)
+
+    def invalidate_all(self) -> None:
+        """After any forget: every warm snapshot, pool, cached search and transcript goes."""
+        self.pool.invalidate()
+        for session in list(self.sessions.values()):
+            session.invalidate()
+
+    def _persist(self, session: VoiceConversation, text: str) -> int | None:
+        self.buffer.expedite(session.key)
+        # The voice summary is this session's summary: the text path's reflection would only write a second one.
+        self.channels.mark_reflected(session.key)
+        if not text.strip():
+            return None
+        return self.summaries.add(platform=session.platform, guild_id=session.guild_id, channel_id=session.channel_id,
+                                  participants=sorted(session.people), text=text, modality="voice", started_at=session.started_at)
+
+    # -- called from a worker thread (compaction, final summary) ------------------------------------------------
+    def _bridged(self, fn: Callable[..., Awaitable[Any]], *bound: Any) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            assert self._loop is not None
+            return asyncio.run_coroutine_threadsafe(fn(*bound, *args, **kwargs), self._loop).result(BRIDGE_TIMEOUT_S)
+        return call
+
+    async def _complete(self, system: str, user: str, *, temperature: float = 0.0) -> str:
+        return await self.llm.complete([{"role": "system", "content": system}, {"role": "user", "content": user}], temperature=temperature)
+
+    async def _flush(self, key: str, turns: tuple[VoiceTurn, ...]) -> None:
+        """WRITE-4: the turns about to be folded are in the extraction buffer (write-ahead); extract them now."""
+        await self.runner.run(self.buffer.expedite, key)
+        if self.extract is not None:
+            await self.extract(key)
+
+
+def cached_search(history: HistoryCache[str], tools: MemoryTools, arguments: str) -> str:
+    """conversation_search in voice (VOICE-3): a similar question within 45 s is answered from the cache."""
+    try:
+        args = json.loads(arguments or "{}")
+        query, top_k = str(args["query"]), args.get("topK")
+    except (json.JSONDecodeError, TypeError, KeyError, AttributeError):
+        return tools.call("conversation_search", arguments)  # the tool explains what is wrong with the call
+    scope = (tools.ctx.message_partitions(), tools.ctx.channels(), top_k)  # never an answer read for other eyes
+    found = history.get(query, scope=scope)
+    if found is None:
+        found = tools.call("conversation_search", arguments)
+        if not found.startswith("Error:"):  # a refusal is not an answer worth keeping
+            history.put(query, found, scope=scope)
+    return found
