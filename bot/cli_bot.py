@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .app import _secret
+from .composition import _secret
 from .cli_memory import nonempty
 from .cli_output import CommandFailed, UsageError, note, out, print_json
 
@@ -60,17 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_runtime(settings: Settings) -> Runtime:
-    """The bot's runtime, refused (before anything starts) when the embedding model did not make the store's vectors."""
-    from .runtime import Runtime
+    from .composition import build_runtime as build
 
-    runtime = Runtime.build(settings)
-    try:
-        runtime.engine.embeddings.check_model()
-    except BaseException:
-        runtime.engine.close()
-        runtime.runner.shutdown()
-        raise
-    return runtime
+    return build(settings)
 
 
 # -- run ---------------------------------------------------------------------------------------------------
@@ -94,19 +86,10 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _serve(settings: Settings) -> int:
+    from .composition import build_channels
+
     runtime = build_runtime(settings)
-    adapters = []
-    if settings.telegram_token:
-        from .adapters.telegram_adapter import TelegramAdapter
-
-        adapters.append(TelegramAdapter(runtime.orchestrator, _secret(settings.telegram_token)))
-    voice = None
-    if settings.discord_token:
-        from .adapters.discord_adapter import DiscordAdapter
-
-        discord_adapter = DiscordAdapter(runtime.orchestrator, _secret(settings.discord_token), channels=settings.discord_channels)
-        adapters.append(discord_adapter)
-        voice = _voice(settings, runtime, discord_adapter) if settings.voice_enabled else None
+    adapters, voice = build_channels(settings, runtime)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -128,17 +111,6 @@ async def _serve(settings: Settings) -> int:
                 log.exception("could not stop %s cleanly", type(adapter).__name__)
         await runtime.stop()
     return 0
-
-
-def _voice(settings: Settings, runtime: Runtime, adapter):
-    """/voice join|leave on the Discord client; nothing is joined until someone asks (the model loads on first use)."""
-    from .adapters.discord_voice import DiscordVoice, register_voice_commands
-    from .voice_providers import speech_providers, voice_settings
-
-    stt, tts = speech_providers(settings)
-    voice = DiscordVoice(adapter.client, runtime.orchestrator, stt, tts, voice_settings(settings))
-    register_voice_commands(adapter.client.tree, voice)
-    return voice
 
 
 async def _close_voice(voice) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
 
-from . import app
+from . import composition
 from .cli_output import UsageError, confirm, hits_table, memory_detail, memory_table, new_file, out, print_json, replacing, say
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def engine_for(settings: Settings, *, embed: bool = False, readonly: bool = Fals
     if readonly and not Path(settings.db_path).exists():
         raise UsageError(f"no store exists at {settings.db_path}: check --db or COMPANION_DB_PATH "
                          "(a store is created by the commands that write, such as chat, run or memory add)")
-    return app.open_engine(settings, app.build_embedder(settings) if embed else None, readonly=readonly)
+    return composition.open_engine(settings, composition.build_embedder(settings) if embed else None, readonly=readonly)
 
 
 def filters_from(args: argparse.Namespace) -> RecallFilters:

@@ -182,7 +182,7 @@ def _store_finding(db: Any, path: Path) -> Finding:
 
 
 def check_models(settings: Settings) -> list[Finding]:
-    from .app import _secret
+    from .composition import _secret
 
     models = {"model": settings.chat_model, "extraction model": settings.extraction_model or settings.chat_model}
     if models["extraction model"] == models["model"]:
@@ -226,14 +226,14 @@ def _model_variable(check: str) -> str:
 
 
 def check_key(settings: Settings) -> list[Finding]:
-    from .app import _secret
+    from .composition import _secret
 
     warning = key_warning(settings.llm_base_url, _secret(settings.llm_api_key))
     return [Finding("api key", "warn", warning, "local servers need none; remote ones do")] if warning else []
 
 
 def check_embeddings(settings: Settings, stored: dict[str, Any]) -> Finding:
-    from .app import build_embedder
+    from .composition import build_embedder
 
     if settings.embeddings == "none":
         return Finding("embeddings", "ok", "off: recall uses full-text search (BM25) only")
@@ -258,7 +258,7 @@ def _compare_with_store(fingerprint: str, dim: int, stored: dict[str, Any]) -> F
 
 
 def check_tokens(settings: Settings) -> list[Finding]:
-    from .app import _secret
+    from .composition import _secret
 
     discord, telegram = _secret(settings.discord_token), _secret(settings.telegram_token)
     if not (discord or telegram):

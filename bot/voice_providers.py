@@ -22,7 +22,7 @@ from voice.tts import EspeakTTS
 from voice.vad import VadSettings
 from voice.warm import WarmSettings
 
-from .app import _secret
+from .composition import _secret
 from .voice_mode import VoiceOptions
 
 if TYPE_CHECKING:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import load_settings
+from bot.composition import build_runtime as compose
 from bot.runtime import Runtime
 from bot.types import IncomingMessage
 from memory.clock import FakeClock
@@ -16,7 +17,7 @@ from conftest import HashEmbedder
 def build_runtime(db: Path, srv, clock: FakeClock, **overrides: Any) -> Runtime:
     settings = load_settings(db_path=db, llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none",
                              scheduler_enabled=False, llm_timeout_s=2.0, **overrides)
-    return Runtime.build(settings, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
+    return compose(settings, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
 
 
 def dm(platform: str, user: str, text: str, *, name: str = "Alice", mid: str | None = None) -> IncomingMessage:

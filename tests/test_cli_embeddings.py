@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import open_engine
+from bot.composition import open_engine
 from bot.config import load_settings
 from memory.embeddings import ModelMismatch
 from memory.engine import MemoryEngine

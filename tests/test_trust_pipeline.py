@@ -79,14 +79,14 @@ CHILD = """
 import asyncio, sys
 sys.path.insert(0, {root!r})
 from bot.config import load_settings
-from bot.runtime import Runtime
+from bot.composition import build_runtime as compose
 from bot.types import IncomingMessage
 from tests.conftest import HashEmbedder
 
 async def main():
     settings = load_settings(db_path={db!r}, llm_base_url={url!r}, llm_api_key="k", embeddings="none", scheduler_enabled=False,
                              llm_timeout_s=60, llm_max_retries=0)
-    runtime = Runtime.build(settings, embedder=HashEmbedder())
+    runtime = compose(settings, embedder=HashEmbedder())
     await runtime.start(background_loop=False)
     print("ready", flush=True)
     await runtime.orchestrator.reply(IncomingMessage("telegram", "dm-7", "7", "Alice", "I keep bees on my roof", message_id="1"))

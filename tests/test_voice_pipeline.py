@@ -104,11 +104,11 @@ CAMPING = ["I'm planning a camping trip to the lake district next weekend",
 @pytest.fixture
 async def warm_rt(tmp_path, srv, minilm):
     from bot.config import load_settings
-    from bot.runtime import Runtime
+    from bot.composition import build_runtime as compose
 
     settings = load_settings(db_path=tmp_path / "bot.db", llm_base_url=srv.base_url, llm_api_key="k", embeddings="none",
                              scheduler_enabled=False, llm_timeout_s=2.0)
-    runtime = Runtime.build(settings, clock=FakeClock(), embedder=minilm, backoff_s=0.0)
+    runtime = compose(settings, clock=FakeClock(), embedder=minilm, backoff_s=0.0)
     await runtime.start(background_loop=False)
     for text in ("Alice owns a bright orange two-person tent", "Alice's sister Jo is learning the violin"):
         remember(runtime.engine, text, scope=Scope.GUILD, scope_id=f"discord:{GUILD}")

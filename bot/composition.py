@@ -1,0 +1,194 @@
+"""The composition root: the one place Settings become objects.
+
+    build_embedder   the configured embedding model (or None: BM25 only)
+    open_engine      a store for a command (read-only for commands that only read)
+    build_completer  the blocking extraction-model client maintenance commands use
+    build_runtime    the bot's whole object graph: store, memory thread, model clients, orchestrator,
+                     background work, scheduler settings
+    build_channels   the chat adapters (and voice) for ``companion run``
+
+Everything built here is handed its values and never reads configuration again. Imports of the store,
+the SDKs and the platforms are made inside the functions, so the command line can import this module
+without paying for them (``--help``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
+
+    from memory.clock import Clock
+    from memory.engine import MemoryEngine
+    from memory.protocols import Embedder
+
+    from .config import Settings
+    from .llm import ChatClient
+    from .runtime import Runtime
+
+_DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
+
+
+def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embedder | None:
+    """The configured embedding model; None when embeddings are off (recall then uses BM25 only).
+
+    ``timeout`` bounds each request of a remote provider (the doctor's short check); None keeps its default.
+    """
+    if settings.embeddings == "local":
+        from memory.embeddings import OnnxMiniLM
+
+        return OnnxMiniLM()
+    if settings.embeddings == "openai":
+        from .llm import OpenAIEmbedder
+
+        return OpenAIEmbedder(
+            base_url=settings.embedding_base_url or settings.llm_base_url,
+            api_key=_secret(settings.embedding_api_key) or _secret(settings.llm_api_key),
+            model=settings.embedding_model,
+            dim=settings.embedding_dim,
+            **({"timeout": timeout} if timeout is not None else {}),
+        )
+    return None
+
+
+def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool = False) -> MemoryEngine:
+    """The store at ``settings.db_path``; pass ``embedder=None`` for work that never embeds (and for reembed).
+
+    ``readonly`` is for commands that only read: a read-only file still serves them, and a mistyped
+    path is an error instead of a new empty store. A configured model that did not make the stored
+    vectors is refused here, before any work (MEM-4).
+    """
+    from memory.db import read_only
+    from memory.engine import MemoryEngine
+
+    if readonly:
+        _upgrade_once(settings.db_path)
+    engine = MemoryEngine(read_only(settings.db_path) if readonly else settings.db_path, embedder, vector_mirror=settings.vector_mirror)
+    try:
+        engine.embeddings.check_model()
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
+def _upgrade_once(path: Path) -> None:
+    """A store written by an older version is migrated before a reader opens it, as any writing command would do."""
+    from memory.db import Database, StoreUnavailable, read_only
+    from memory.errors import SchemaError
+
+    reader = Database(read_only(path))
+    behind = reader.behind
+    reader.close()
+    if not behind:
+        return
+    try:
+        Database(path).close()
+    except StoreUnavailable:
+        raise SchemaError(f"{path} was written by an older companion and needs {behind} schema migration(s), "
+                          "but it is read-only: make it writable once to upgrade it") from None
+
+
+class SyncCompleter:
+    """One blocking chat completion through the openai SDK, as a ``memory.protocols.Completer``.
+
+    The CLI's maintenance commands run outside any event loop, so a plain sync client is all they need.
+    """
+
+    def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float, max_retries: int = 2) -> None:
+        import openai  # imported here: most commands never talk to a model, and the SDK is slow to import
+
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries)
+        self.model = model
+
+    def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
+        response = self._client.chat.completions.create(
+            model=self.model,
+            temperature=temperature,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+        )
+        return response.choices[0].message.content or ""
+
+
+def build_completer(settings: Settings) -> SyncCompleter:
+    return SyncCompleter(
+        settings.llm_base_url,
+        _secret(settings.llm_api_key),
+        settings.extraction_model or settings.chat_model,
+        timeout=settings.llm_timeout_s,
+        max_retries=settings.llm_max_retries,
+    )
+
+
+def build_runtime(settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = _DEFAULT,
+                  backoff_s: float = 0.5) -> Runtime:
+    """The bot's object graph, refused (before anything starts) when the embedding model did not make the
+    store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks."""
+    from memory.db import AsyncRunner
+    from memory.engine import MemoryEngine
+    from memory.sessions import ExtractionBuffer, SessionSummaries
+
+    from .background import Background
+    from .orchestrator import Orchestrator, OwnerPolicy
+    from .runtime import Runtime, Schedule
+    from .voice_providers import voice_options
+
+    engine = MemoryEngine(settings.db_path, build_embedder(settings) if embedder is _DEFAULT else embedder, clock,
+                          vector_mirror=settings.vector_mirror)
+    try:
+        engine.embeddings.check_model()
+    except BaseException:
+        engine.close()
+        raise
+    runner = AsyncRunner()
+    buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
+    summaries = SessionSummaries(engine, settings.summary_ttl_s)
+    orchestrator = Orchestrator(engine, runner, _chat_client(settings, settings.chat_model, backoff_s),
+                                owners=OwnerPolicy(frozenset(settings.owner_ids)), buffer=buffer, summaries=summaries,
+                                assembler_options={"summary_window_s": settings.summary_window_s}, voice_options=voice_options(settings))
+    background = Background(engine, runner, _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s),
+                            buffer, orchestrator.channels, summaries, silence_s=settings.reflection_silence_s)
+    orchestrator.voice.extract = background.extract  # WRITE-4: a voice compaction hands its turns to extraction first
+    schedule = Schedule(settings.scheduler_enabled, settings.consolidation_cron, settings.maintenance_cron)
+    return Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
+
+
+def _chat_client(settings: Settings, model: str, backoff_s: float) -> ChatClient:
+    from .llm import ChatClient
+
+    return ChatClient(settings.llm_base_url, _secret(settings.llm_api_key), model, timeout=settings.llm_timeout_s,
+                      max_retries=settings.llm_max_retries, backoff_s=backoff_s, max_steps=settings.max_tool_steps)
+
+
+def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any]:
+    """The adapters for the platforms that have a token, and Discord voice when it is enabled (joined only
+    when someone asks with /voice join; the speech model loads on first use)."""
+    adapters: list[Any] = []
+    voice = None
+    if settings.telegram_token:
+        from .adapters.telegram_adapter import TelegramAdapter
+
+        adapters.append(TelegramAdapter(runtime.orchestrator, _secret(settings.telegram_token)))
+    if settings.discord_token:
+        from .adapters.discord_adapter import DiscordAdapter
+
+        discord_adapter = DiscordAdapter(runtime.orchestrator, _secret(settings.discord_token), channels=settings.discord_channels)
+        adapters.append(discord_adapter)
+        if settings.voice_enabled:
+            voice = _discord_voice(settings, runtime, discord_adapter)
+    return adapters, voice
+
+
+def _discord_voice(settings: Settings, runtime: Runtime, adapter: Any) -> Any:
+    from .adapters.discord_voice import DiscordVoice, register_voice_commands
+    from .voice_providers import speech_providers, voice_settings
+
+    stt, tts = speech_providers(settings)
+    voice = DiscordVoice(adapter.client, runtime.orchestrator, stt, tts, voice_settings(settings))
+    register_voice_commands(adapter.client.tree, voice)
+    return voice
+
+
+def _secret(value: SecretStr | None) -> str:
+    return value.get_secret_value() if value is not None else ""
