@@ -1,25 +1,29 @@
 """Upkeep and measurement commands (OPS-2): ``consolidate``, ``decay``, ``prune``, ``reembed``, ``backup``,
-``stats``, ``eval locomo``, ``bench``."""
+``restore``, ``stats``, ``eval locomo``, ``bench``.
+
+The store's modules are imported inside the handlers: registering commands must stay cheap (``--help``)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memory.maintenance import consolidate, decay, prune, prune_entities
-from memory.reembed import reembed
-
-from . import app
+from . import composition
 from .cli_memory import command, engine_for, positive_int
-from .cli_output import CommandFailed, UsageError, eval_table, mapping_table, note, out, print_json, progress_bar, records_table, say
-from .config import Settings
+from .cli_output import (CommandFailed, UsageError, eval_table, mapping_table, new_file, note, out, print_json, progress_bar, records_table,
+                         replacing, say)
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 # -- upkeep and operations: consolidate, decay, prune, reembed, backup, stats, eval, bench ------------
 def register(subparsers: argparse._SubParsersAction) -> None:
     command(subparsers, "consolidate", run_consolidate, "merge clusters of near-identical memories with the LLM", json_flag=True)
     p = command(subparsers, "decay", run_decay, "lower the importance of memories unused for a while (run once a day)", json_flag=True)
     p.add_argument("--unaccessed-days", type=float, default=7.0, help="only memories unused this long (default: 7)")
-    p.add_argument("--factor", type=float, default=0.95, help="multiply importance by this (default: 0.95)")
+    p.add_argument("--factor", type=fraction, default=0.95, help="multiply importance by this, above 0 and below 1 (default: 0.95)")
     p = command(subparsers, "prune", run_prune, "soft-forget faded, never-used memories and drop stale entities", json_flag=True)
     p.add_argument("--below", type=float, default=1.0, help="importance under this (default: 1)")
     p.add_argument("--older-than-days", type=float, default=30.0, help="created longer ago than this (default: 30)")
@@ -29,19 +33,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = command(subparsers, "backup", run_backup, "copy the database with SQLite's online backup (safe while the bot runs)")
     p.add_argument("dest", type=Path)
     p.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
+    p = command(subparsers, "restore", run_restore, "replace the store with a copy made by `companion backup` (stop the bot first)")
+    p.add_argument("backup", type=Path, help="the backup file")
+    p.add_argument("--force", action="store_true", help="replace the store if one exists (back it up first)")
     command(subparsers, "stats", run_stats, "counts of memories and messages, and the embedding model of the store", json_flag=True)
+    command(subparsers, "retry-failed", run_retry_failed, "queue again the extraction batches that kept failing (see stats)",
+            json_flag=True)
     _register_eval(subparsers)
     p = command(subparsers, "bench", run_bench, "latency benchmark on synthetic stores (progress on stderr)", json_flag=True)
+    p.add_argument("what", nargs="?", choices=["memory", "voice"], default="memory",
+                   help="memory: recall on synthetic stores (default); voice: a scripted offline voice session")
     p.add_argument("--sizes", type=int_list, default=[10_000, 100_000], help="comma-separated store sizes (default: 10000,100000)")
     p.add_argument("--queries", type=positive_int, help="queries per size (default: the benchmark's own)")
+    p.add_argument("--utterances", type=positive_int, default=32, help="voice: utterances in the session (default: 32)")
+    p.add_argument("--end-pause-ms", type=positive_int, help="voice: the end-of-speech pause (default: the VAD's, 700)")
+    p.add_argument("--natural", action="store_true", help="voice: the script as people talk (fewer warm hits)")
 
 
 def _register_eval(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser("eval", help="measure recall on benchmark data", description="Measure recall on benchmark data.")
     sub = group.add_subparsers(dest="eval_command", metavar="BENCHMARK", required=True)
     p = command(sub, "locomo", run_eval_locomo, "evidence recall@k on LoCoMo-format conversations", json_flag=True)
-    p.add_argument("path", type=Path, help="a LoCoMo-format JSON file")
+    p.add_argument("path", type=Path, help="a LoCoMo-format JSON file (.json, or gzipped .json.gz)")
     p.add_argument("--limit", type=positive_int, help="only the first N conversations")
+    p.add_argument("--resume", type=Path, metavar="PATH", help="append each finished conversation to PATH (JSON lines); "
+                   "a rerun with the same PATH measures only the rest and reports them all")
+
+
+def fraction(text: str) -> float:
+    """0 < f < 1: 1 would change nothing, 0 or less would wipe or invert every importance."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, not {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and below 1, not {text}")
+    return value
 
 
 def int_list(text: str) -> list[int]:
@@ -55,8 +82,10 @@ def _emit(args: argparse.Namespace, data: dict[str, Any], title: str) -> None:
 
 
 def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
+    from memory.maintenance import consolidate
+
     with engine_for(settings, embed=True) as engine, progress_bar("consolidating") as progress:
-        report = consolidate(engine, app.build_completer(settings), progress=progress)
+        report = consolidate(engine, composition.build_completer(settings), progress=progress)
     _emit(args, {"clusters": report.clusters, "merged_rows": report.merged_rows, "new_ids": list(report.new_ids),
                  "failures": report.failures}, "consolidation")
     # consolidate() logs each failed cluster and carries on; the exit code is where a script learns of it.
@@ -65,12 +94,16 @@ def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def run_decay(args: argparse.Namespace, settings: Settings) -> None:
+    from memory.maintenance import decay
+
     with engine_for(settings) as engine:
         changed = decay(engine, unaccessed_days=args.unaccessed_days, factor=args.factor)
     _emit(args, {"decayed": changed}, "decay")
 
 
 def run_prune(args: argparse.Namespace, settings: Settings) -> None:
+    from memory.maintenance import prune, prune_entities
+
     with engine_for(settings) as engine:
         counts = {"forgotten": prune(engine, below=args.below, older_than_days=args.older_than_days),
                   "entities_removed": prune_entities(engine, unseen_days=args.entity_days)}
@@ -78,69 +111,144 @@ def run_prune(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def run_reembed(args: argparse.Namespace, settings: Settings) -> None:
-    embedder = app.build_embedder(settings)
+    from memory.reembed import reembed
+
+    embedder = composition.build_embedder(settings)
     if embedder is None:
         raise UsageError("reembed needs an embedding model, but COMPANION_EMBEDDINGS is 'none'")
     # Opened without a model on purpose: a dimension change is made by reembed, not refused at open.
-    with app.open_engine(settings, None) as engine, progress_bar("re-embedding") as progress:
+    with composition.open_engine(settings, None) as engine, progress_bar("re-embedding") as progress:
         counts = reembed(engine, embedder, allow_dimension_change=args.allow_dimension_change, progress=progress)
     _emit(args, {**counts, "model": embedder.fingerprint, "dimension": embedder.dim}, "reembed")
 
 
 def run_backup(args: argparse.Namespace, settings: Settings) -> None:
-    dest: Path = args.dest
-    if dest.is_dir():
-        raise UsageError(f"{dest} is a directory; give the backup's file name")
-    if dest.exists() and not args.force:
-        raise UsageError(f"{dest} already exists; pass --force to overwrite it")
-    if not dest.parent.is_dir():
-        raise UsageError(f"directory {dest.parent} does not exist")
+    dest = new_file(args.dest, args.force)
     if dest.resolve() == Path(settings.db_path).resolve():
         raise UsageError("the backup cannot overwrite the database itself")
-    partial = dest.with_name(dest.name + ".partial")
-    with engine_for(settings) as engine:
+    with engine_for(settings, readonly=True) as engine, replacing(dest) as partial:
         engine.db.backup_to(partial)
-    partial.replace(dest)  # an interrupted backup never leaves a half-written DEST behind
     say(f"backed up {settings.db_path} to {dest} ({dest.stat().st_size:,} bytes)")
 
 
+def run_restore(args: argparse.Namespace, settings: Settings) -> None:
+    """Check the backup is a store (opening it read-only refuses anything else), then copy it over the store
+    with SQLite's backup API, which writes the live file and its WAL consistently, in one transaction."""
+    from memory.db import Database, read_only
+    from memory.errors import SchemaError
+
+    source, target = args.backup, Path(settings.db_path)
+    _check_restore(source, target, args.force)
+    try:
+        reader = Database(read_only(source))
+    except SchemaError as exc:  # the file given is the problem (not SQLite, another program's, newer): bad input
+        raise UsageError(f"{exc}; nothing was restored") from None
+    try:
+        if (verdict := reader.scalar("PRAGMA quick_check")) != "ok":
+            raise CommandFailed(f"{source} is damaged ({verdict}); the store was left as it was")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        reader.backup_to(target)
+    finally:
+        reader.close()
+    with engine_for(settings) as engine:  # a backup from an older version is migrated here, once
+        counts = engine.memories.stats()
+    say(f"restored {target} from {source}: {counts['memories']} memories")
+
+
+def _check_restore(source: Path, target: Path, force: bool) -> None:
+    if not source.is_file():
+        raise UsageError(f"no backup file at {source}")
+    if target.exists() and source.resolve() == target.resolve():
+        raise UsageError(f"{source} is the store itself")
+    if target.exists() and not force:
+        raise UsageError(f"a store already exists at {target}; pass --force to replace it with {source} "
+                         "(make a backup of it first)")
+
+
 def run_stats(args: argparse.Namespace, settings: Settings) -> None:
-    with engine_for(settings) as engine:
+    from memory.sessions import ExtractionBuffer
+
+    with engine_for(settings, readonly=True) as engine:
         stats = engine.memories.stats()
+        buffer = ExtractionBuffer(engine)
         data = {"db": str(settings.db_path), "memories": stats["memories"], "active": stats["active"],
-                "messages": engine.db.scalar("SELECT COUNT(*) FROM messages"),
+                "messages": engine.messages.count(),
                 "embedding": engine.embeddings.stored_fingerprint(), "dimension": stats["dimension"],
-                "configured_embeddings": settings.embeddings}
+                "configured_embeddings": settings.embeddings, "waiting_for_extraction": buffer.pending(),
+                "dead_letters": len(buffer.dead())}
     _emit(args, data, "stats")
+    if data["dead_letters"] and not args.json:
+        note(f"{data['dead_letters']} extraction batches kept failing; `companion retry-failed` queues them again")
+
+
+def run_retry_failed(args: argparse.Namespace, settings: Settings) -> None:
+    """Operator's retry: batches parked in dead_letters go back to the extraction queue, due now."""
+    from memory.sessions import ExtractionBuffer
+
+    with engine_for(settings) as engine:
+        moved = ExtractionBuffer(engine).retry_dead()
+    _emit(args, {"requeued": moved}, "retry-failed")
+
+
+@contextlib.contextmanager
+def _measure_installed() -> Iterator[None]:
+    """Around the handlers' imports of ``measure``: made there, not at the top, so the bot never loads the
+    measuring layer to chat; an install that leaves it out says so in one line instead of a traceback."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "measure":
+            raise
+        raise CommandFailed(f"the measuring tools ({exc.name}) are not part of this install") from None
 
 
 def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.evaluation import evaluate_locomo
+    with _measure_installed():
+        from measure.evaluation import evaluate_locomo
+        from measure.ledger import LedgerError
 
-    embedder = app.build_embedder(settings)
-    with progress_bar("evaluating") as progress:
-        try:
-            result = evaluate_locomo(args.path, embedder, limit=args.limit, progress=progress)
-        except (KeyError, ValueError) as exc:  # the data, not the program: a missing field or a bad date
-            raise UsageError(f"{args.path} is not usable LoCoMo data: {exc!s}") from None
+    embedder = composition.build_embedder(settings)
+    try:
+        result = evaluate_locomo(args.path, embedder, limit=args.limit, progress=_eval_progress, resume=args.resume)
+    except LedgerError as exc:  # the resume file, not the data
+        raise UsageError(str(exc)) from None
+    except (KeyError, ValueError) as exc:  # the data, not the program: a missing field or a bad date
+        raise UsageError(f"{args.path} is not usable LoCoMo data: {exc!s}") from None
     if args.json:
         return print_json(result)
     out().print(eval_table(result))
+    if result["skipped_turns"]:
+        note(f"turns with no text, not stored (the store refuses empty messages): {result['skipped_turns']}")
+
+
+def _eval_progress(done: Any) -> None:
+    """One line per conversation (a ``measure.evaluation.SampleDone``): a long run shows where it is, in a log too."""
+    skipped = f", empty turns skipped: {done.skipped_turns}" if done.skipped_turns else ""
+    how = "from the resume file" if done.resumed else f"{done.seconds:.0f} s"
+    note(f"[{done.index}/{done.total}] {done.sample_id}: {done.questions} questions{skipped} ({how})")
 
 
 def run_bench(args: argparse.Namespace, settings: Settings) -> None:
-    try:
-        from memory.bench import run_bench as bench
-    except ModuleNotFoundError as exc:
-        if exc.name != "memory.bench":
-            raise
-        raise CommandFailed("the benchmark (memory/bench.py) is not part of this install") from None
+    if args.what == "voice":
+        return run_bench_voice(args)
+    with _measure_installed():
+        from measure.bench import run_bench as bench
     options = {"queries": args.queries} if args.queries else {}
-    result = bench(sizes=args.sizes, progress=_bench_progress, turn_factory="bot.benchturn:make_turn", **options)
+    result = bench(sizes=args.sizes, progress=_bench_progress, **options)
     if args.json:
         return print_json(result)
     out().print(records_table(result.get("results", [])))
     say(", ".join(f"{k}: {v}" for k, v in result.items() if k != "results"))
+
+
+def run_bench_voice(args: argparse.Namespace) -> None:
+    with _measure_installed():
+        from measure.bench_voice import run_voice_bench
+    options = {"end_pause_ms": args.end_pause_ms} if args.end_pause_ms else {}
+    result = run_voice_bench(args.utterances, script="natural" if args.natural else "topical", progress=_bench_progress, **options)
+    if args.json:
+        return print_json(result)
+    say(", ".join(f"{k}: {v}" for k, v in result["voice"].items()))
 
 
 def _bench_progress(*update: Any) -> None:

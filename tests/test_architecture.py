@@ -1,51 +1,102 @@
-"""The import arrows of STYLE.md, read from the AST of every module: prompts <- memory <- voice <- bot."""
+"""The import arrows of STYLE.md, read from the AST of every module: prompts <- memory <- voice <- bot <- measure.
+
+An import is a statement or a string that names a module: ``importlib.import_module("x.y")``,
+``__import__("x")``, ``"-m", "x.y"`` handed to a new interpreter, or a ``"x.y:attr"`` string for an
+import helper. A dynamic import whose name is not written out is a finding of its own: that is how an
+upward import hides (``memory/bench.py`` once loaded ``bot.benchturn`` from a string it was given).
+``measure`` is the top layer, and only ``bot/cli*`` may import it, inside a function (the command's handler).
+"""
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OURS = {"bot", "memory", "voice", "prompts"}
+OURS = {"bot", "memory", "voice", "prompts", "measure"}
 PLATFORMS = {"discord", "telegram"}
+FORBIDDEN = {
+    "prompts": OURS - {"prompts"},
+    "memory": {"bot", "voice", "measure", "openai", "aiohttp"} | PLATFORMS,
+    "voice": {"bot", "measure"} | PLATFORMS,
+    "bot": {"measure"},  # but see cli_handler_may_import
+    "measure": set(),
+}
+DYNAMIC = "<dynamic>"  # import_module(name) with a name the AST cannot read
+LOADERS = {"import_module", "__import__"}
+ENTRY_POINT = re.compile(r"([A-Za-z_]\w*)(?:\.\w+)*:[A-Za-z_]\w*(?:\.\w+)*")  # "module.path:attr"
+
+
+@dataclass(frozen=True)
+class Import:
+    name: str  # the top-level package, or DYNAMIC
+    lazy: bool  # inside a function: runs when it is called, not when the module is loaded
+
+
+def import_sites(path: Path, root: Path = ROOT) -> set[Import]:
+    package = path.relative_to(root).parts[:-1]  # memory/store.py and memory/__init__.py both live in ("memory",)
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return {Import(name, lazy) for node, lazy in _nodes(tree) for name in _named(node, package)}
 
 
 def imports(path: Path) -> set[str]:
-    """Top-level package names a module imports, relative imports resolved against its own package."""
-    package = path.relative_to(ROOT).parts[:-1]  # memory/store.py and memory/__init__.py both live in ("memory",)
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = list(package[: len(package) - node.level + 1]) if node.level else []
-            found.add((base + (node.module or "").split("."))[0] if base or node.module else package[0])
+    return {site.name for site in import_sites(path)}
+
+
+def _nodes(node: ast.AST, lazy: bool = False) -> Iterator[tuple[ast.AST, bool]]:
+    for child in ast.iter_child_nodes(node):
+        yield child, lazy
+        yield from _nodes(child, lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+
+def _named(node: ast.AST, package: tuple[str, ...]) -> set[str]:
+    """Top-level names one node imports; a relative name is its own package."""
+    if isinstance(node, ast.Import):
+        return {alias.name.split(".")[0] for alias in node.names}
+    if isinstance(node, ast.ImportFrom):
+        return {package[0] if node.level else (node.module or "").split(".")[0]}
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in LOADERS:
+        name = _text(node.args[0]) if node.args else None
+        return {DYNAMIC if name is None else package[0] if name.startswith(".") else name.split(".")[0]}
+    if isinstance(node, (ast.List, ast.Tuple)):  # [sys.executable, "-m", "pkg.mod", ...]
+        texts = [_text(e) for e in node.elts]
+        return {b.split(".")[0] for a, b in zip(texts, texts[1:]) if a == "-m" and b}
+    match = ENTRY_POINT.fullmatch(_text(node) or "")
+    return {match.group(1)} if match and match.group(1) in OURS else set()
+
+
+def _text(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def cli_handler_may_import(path: Path, site: Import) -> bool:
+    """The one way to measure: a command handler of bot/cli*.py, when the command runs."""
+    return site.name == "measure" and site.lazy and path.parts[:-1] == ("bot",) and path.name.startswith("cli")
+
+
+def violations(package: str, root: Path = ROOT) -> dict[str, list[str]]:
+    found = {}
+    for path in sorted((root / package).rglob("*.py")):
+        rel = path.relative_to(root)
+        bad = {s.name for s in import_sites(path, root)
+               if s.name in FORBIDDEN[package] | {DYNAMIC} and not cli_handler_may_import(rel, s)}
+        if bad:
+            found[str(rel)] = sorted(bad)
     return found
 
 
-def modules(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
-
-
-def forbidden(package: str) -> set[str]:
-    return {
-        "memory": {"bot", "voice", "openai", "aiohttp"} | PLATFORMS,
-        "prompts": OURS - {"prompts"},
-        "voice": {"bot"} | PLATFORMS,
-        "bot": set(),
-    }[package]
-
-
-@pytest.mark.parametrize("package", ["memory", "prompts", "voice", "bot"])
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_layers_import_only_downwards(package):
-    assert modules(package), f"no modules found under {package}/"
-    bad = {str(p.relative_to(ROOT)): sorted(imports(p) & forbidden(package)) for p in modules(package)}
-    assert {k: v for k, v in bad.items() if v} == {}
+    assert list((ROOT / package).rglob("*.py")), f"no modules found under {package}/"
+    assert violations(package) == {}
 
 
 def test_only_adapters_touch_discord_or_telegram():
-    offenders = [str(p.relative_to(ROOT)) for pkg in OURS for p in modules(pkg)
+    offenders = [str(p.relative_to(ROOT)) for pkg in OURS for p in (ROOT / pkg).rglob("*.py")
                  if imports(p) & PLATFORMS and "adapters" not in p.relative_to(ROOT).parts[:2]]
     assert offenders == []
 
@@ -53,3 +104,35 @@ def test_only_adapters_touch_discord_or_telegram():
 def test_the_import_reader_sees_relative_and_absolute_imports():
     assert {"memory", "numpy"} <= imports(ROOT / "memory" / "store.py")
     assert "prompts" in imports(ROOT / "memory" / "maintenance.py")
+    assert Import("measure", lazy=True) in import_sites(ROOT / "bot" / "cli_upkeep.py")
+    assert Import("measure", lazy=False) not in import_sites(ROOT / "bot" / "cli_upkeep.py")
+
+
+PLANTED = [
+    ('import importlib\n\ndef load():\n    return importlib.import_module("bot.benchturn")\n', ["bot"]),
+    ('from importlib import import_module\nturn = import_module("measure.turn")\n', ["measure"]),
+    ('voice = __import__("voice.warm")\n', ["voice"]),
+    ('import importlib\n\ndef load(name):\n    return importlib.import_module(name)\n', [DYNAMIC]),
+    ('def run(bench, hook="measure.turn:make_turn"):\n    return bench(hook)\n', ["measure"]),
+    ('import sys\nCMD = [sys.executable, "-m", "bot.cli", "stats"]\n', ["bot"]),
+    ('import importlib\nfine = importlib.import_module(".db", "memory"), importlib.import_module("numpy")\n'
+     'NOT_IMPORTS = ("bench:u0", "12:30", "http://127.0.0.1:9/v1", "-m")\n', []),
+]
+
+
+@pytest.mark.parametrize("source, expected", PLANTED)
+def test_string_imports_obey_the_same_arrows(tmp_path: Path, source: str, expected: list[str]) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "planted.py").write_text(source)
+    assert violations("memory", tmp_path) == ({"memory/planted.py": expected} if expected else {})
+
+
+def test_only_a_cli_handler_imports_measure(tmp_path: Path) -> None:
+    (tmp_path / "bot" / "adapters").mkdir(parents=True)
+    lazy = "def run_eval(args):\n    from measure.evaluation import evaluate_locomo\n"
+    (tmp_path / "bot" / "cli_handler.py").write_text(lazy)
+    (tmp_path / "bot" / "cli_eager.py").write_text("from measure.bench import run_bench\n")
+    (tmp_path / "bot" / "orchestrator.py").write_text(lazy)
+    (tmp_path / "bot" / "adapters" / "cli_console.py").write_text(lazy)
+    assert violations("bot", tmp_path) == {"bot/adapters/cli_console.py": ["measure"], "bot/cli_eager.py": ["measure"],
+                                           "bot/orchestrator.py": ["measure"]}

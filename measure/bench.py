@@ -5,13 +5,12 @@ an English word list with a Zipf distribution (so FTS posting lists look like re
 vectors are random unit vectors (latency does not depend on what they mean), and the query embedding
 is timed separately with the real offline model.
 
-Scope: rows are spread over guilds of 100k (90k guild memories each) and the portable facts of 20
-people; the recall is made in one guild with five of those people present. Up to 100k that guild is
+Scope: rows are spread over guilds of 100k (90k guild memories each, the rest the facts 20 people said
+in that guild); the recall is made in one guild with five of those people present. Up to 100k that guild is
 almost the whole store (the worst case for a store of that size); at 1M it is one guild of ten.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import resource
@@ -26,19 +25,21 @@ from typing import Any
 
 import numpy as np
 
-from .clock import FakeClock
-from .embeddings import ASSETS, OnnxMiniLM
-from .engine import MemoryEngine
-from .models import NewMemory, Scope, Visibility
-from .retrieval import ALL_CHANNELS, Channel
-from .scopes import RecallContext
+from memory.clock import FakeClock
+from memory.embeddings import ASSETS, OnnxMiniLM
+from memory.engine import MemoryEngine
+from memory.models import NewMemory, Scope, Visibility
+from memory.retrieval import ALL_CHANNELS, Channel
+from memory.scopes import RecallContext
+
+from .turn import make_turn
 
 GUILD_SIZE = 100_000
 USERS = 20
 DIM = 384
 BATCH = 5_000
 Progress = Callable[[str], None]
-# Hook for the bot layer: given (engine, ctx, text), run everything a turn does before the LLM call.
+# Given (engine, ctx, text), run everything a turn does before the LLM call (``measure.turn``).
 TurnFn = Callable[[MemoryEngine, RecallContext, str], Any]
 
 
@@ -76,12 +77,13 @@ class TextGen:
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def _placement(i: int) -> tuple[Scope, str]:
-    """Which partition row i goes to: every tenth a portable fact of one of 20 people, the rest in the
-    guild of its block of 100k rows (so a store of N rows has ceil(N / 100k) guilds)."""
+def _placement(i: int) -> tuple[Scope, str, str]:
+    """Which partition row i goes to: every tenth a fact one of 20 people said in the guild of its block of
+    100k rows, the rest that guild's lore (so a store of N rows has ceil(N / 100k) guilds)."""
+    guild = f"bench:g{i // GUILD_SIZE}"
     if i % 10 == 0:
-        return Scope.USER, f"bench:u{(i // 10) % USERS}"
-    return Scope.GUILD, f"bench:g{i // GUILD_SIZE}"
+        return Scope.USER, f"bench:u{(i // 10) % USERS}", guild
+    return Scope.GUILD, guild, guild
 
 
 def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
@@ -92,8 +94,8 @@ def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
         vectors, contents, subjects = gen.vectors(n), gen.sentences(n, 8, 20), gen.sentences(n, 2, 3)
         items = []
         for j in range(n):
-            scope, scope_id = _placement(lo + j)
-            new = NewMemory(content=contents[j], subject=subjects[j], scope=scope, scope_id=scope_id,
+            scope, scope_id, guild = _placement(lo + j)
+            new = NewMemory(content=contents[j], subject=subjects[j], scope=scope, scope_id=scope_id, guild_id=guild,
                             visibility=Visibility.PUBLIC, importance=float(1 + (lo + j) % 10))
             items.append((new, vectors[j]))
         start = time.perf_counter()
@@ -158,24 +160,19 @@ def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
     """The full write path: safety filters, real embedding, dedup search, links."""
     start = time.perf_counter()
     for _ in range(n):
-        engine.memories.add(NewMemory(content=gen.sentence(8, 20), subject=gen.sentence(2, 3), scope=Scope.USER, scope_id="bench:u0"))
+        engine.memories.add(NewMemory(content=gen.sentence(8, 20), subject=gen.sentence(2, 3), scope=Scope.USER, scope_id="bench:u0",
+                                      guild_id="bench:g0"))
     return n / (time.perf_counter() - start)
 
 
-def _resolve(path: str) -> Callable[[], TurnFn]:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = None,
-              turn_factory: str | None = None) -> dict[str, Any]:
-    """Benchmark each size in a fresh interpreter. ``turn_factory`` ("module:function") builds a TurnFn there."""
+def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = None) -> dict[str, Any]:
+    """Benchmark each size in a fresh interpreter, so each size's ``peak_rss_mb`` is its own."""
     results = []
     for size in sizes:
         if progress:
             progress(f"benchmarking {size:,} memories")
-        cmd = [sys.executable, "-m", "memory.bench", str(size), str(queries)] + ([turn_factory] if turn_factory else [])
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        done = subprocess.run([sys.executable, "-m", "measure.bench", str(size), str(queries)], capture_output=True, text=True,
+                              check=False)
         if done.returncode != 0:
             raise RuntimeError(f"benchmark of {size} memories failed:\n{done.stderr[-2000:]}")
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -183,6 +180,4 @@ def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = 
 
 
 if __name__ == "__main__":
-    _size, _queries = int(sys.argv[1]), int(sys.argv[2])
-    _turn = _resolve(sys.argv[3])() if len(sys.argv) > 3 else None
-    print(json.dumps(bench_size(_size, _queries, _turn)))
+    print(json.dumps(bench_size(int(sys.argv[1]), int(sys.argv[2]), make_turn())))

@@ -5,14 +5,13 @@ code the bot runs; nothing is sent anywhere.
 """
 from __future__ import annotations
 
+from bot.llm import ChatClient
+from bot.orchestrator import Orchestrator
+from bot.types import IncomingMessage
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.scopes import RecallContext
 from memory.sessions import ExtractionBuffer, SessionSummaries
-
-from .llm import ChatClient
-from .orchestrator import Orchestrator
-from .types import IncomingMessage
 
 
 def make_turn():

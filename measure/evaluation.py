@@ -1,0 +1,157 @@
+"""Evidence recall on LoCoMo-format data (EVAL-1), through the same message search the bot uses.
+
+Each sample goes into a fresh store: one turn is one stored message, carrying its speaker as author
+and its session's date as time (the clock is set to just after the last session). Every question is
+asked through ``MessageLog.search_partitions`` with the default knobs; a method is the set of
+candidate channels: ``bm25`` (FTS only), ``vector`` (vectors only) or ``hybrid`` (everything, the default).
+Recall@k is the share of a question's evidence turns found in the top k, averaged, in percent.
+
+A turn the store would refuse (its text normalises to nothing) is skipped and counted; a run given a
+ledger file writes each sample there as it finishes and, rerun, measures only the samples not in it.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from memory import db
+from memory.clock import DAY, FakeClock
+from memory.engine import MemoryEngine
+from memory.messages import NewMessage
+from memory.protocols import Embedder
+from memory.retrieval import ALL_CHANNELS, Channel
+from memory.safety import normalise_text
+from memory.scopes import message_partition
+
+from .ledger import Ledger
+from .locomo import Turn, evidence_ids, load_samples, turns
+
+KS = (1, 5, 10, 25)
+METHODS: dict[str, frozenset[Channel]] = {
+    "bm25": frozenset({Channel.FTS}),
+    "vector": frozenset({Channel.VECTOR}),
+    "hybrid": ALL_CHANNELS,
+}
+Record = dict[str, Any]  # one sample's results, as the ledger stores them (see ``measure.ledger``)
+
+
+@dataclass(frozen=True, slots=True)
+class SampleDone:
+    """What progress is told as each sample is done."""
+    index: int
+    total: int
+    sample_id: str
+    questions: int
+    skipped_turns: int
+    seconds: float
+    resumed: bool  # read back from the ledger, not measured again
+
+
+Progress = Callable[[SampleDone], None]
+
+
+def storable(turn: Turn) -> bool:
+    """The store refuses text that normalises to nothing (LongMemEval has turns that are a lone zero-width
+    space); such a turn carries no evidence, so the eval leaves it out and counts it instead of dying."""
+    return bool(normalise_text(turn.text))
+
+
+def _ingest(engine: MemoryEngine, sample_id: str, sample_turns: list[Turn]) -> dict[str, str]:
+    """Stores the turns; returns dia_id by message id."""
+    messages = [NewMessage(platform="locomo", guild_id=sample_id, channel_id=f"session-{t.session}", author_id=t.speaker,
+                           author_name=t.speaker, content=t.text, created_at=t.at) for t in sample_turns]
+    ids = engine.messages.add_many(messages)
+    return dict(zip(ids, (t.dia_id for t in sample_turns)))
+
+
+def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: Path) -> Record:
+    """Per question: category and, for each method, the evidence recall at each k."""
+    every = turns(sample)
+    kept = [t for t in every if storable(t)]
+    clock = FakeClock(max(t.at for t in every) + DAY)
+    with MemoryEngine(workdir / f"{sample['sample_id']}.db", embedder, clock) as engine:
+        by_id = _ingest(engine, sample["sample_id"], kept)
+        ask = partial(_recall, engine, (message_partition(sample["sample_id"], ""),), by_id, set(by_id.values()))
+        questions = [row for qa in sample["qa"] if (row := ask(qa)) is not None]
+    return {"sample_id": sample["sample_id"], "skipped_turns": len(every) - len(kept), "questions": questions}
+
+
+def _recall(engine: MemoryEngine, partitions: tuple[str, ...], by_id: dict[str, str], known: set[str],
+            qa: dict[str, Any]) -> dict[str, Any] | None:
+    """One question's recall per method; None when none of its evidence names a stored turn (it measures nothing)."""
+    evidence = evidence_ids(qa.get("evidence", []), known)
+    if not evidence:
+        return None
+    vector = engine.embeddings.embed_query(qa["question"])  # embedded once, shared by the methods that use it
+    recall = {}
+    for method, channels in METHODS.items():
+        hits = engine.messages.search_partitions(partitions, qa["question"], top_k=max(KS), channels=channels,
+                                                  query_vector=vector if Channel.VECTOR in channels else None)
+        ranked = [by_id[h.row["id"]] for h in hits]
+        recall[method] = {f"R@{k}": len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS}
+    return {"category": int(qa["category"]), "recall": recall}
+
+
+def summarise(records: list[Record]) -> dict[str, Any]:
+    rows = [q for record in records for q in record["questions"]]
+
+    def mean(selected: list[dict[str, Any]], method: str) -> dict[str, float]:
+        if not selected:
+            return {f"R@{k}": 0.0 for k in KS}
+        return {f"R@{k}": round(100 * sum(r["recall"][method][f"R@{k}"] for r in selected) / len(selected), 1) for k in KS}
+
+    categories = sorted({r["category"] for r in rows})
+    out = {}
+    for method in METHODS:
+        by_cat = {str(c): mean([r for r in rows if r["category"] == c], method) for c in categories}
+        out[method] = {"cat1-4": mean([r for r in rows if r["category"] in (1, 2, 3, 4)], method),
+                       "cat5": mean([r for r in rows if r["category"] == 5], method), "by_category": by_cat}
+    counts: dict[str, int] = defaultdict(int)
+    for r in rows:
+        counts[str(r["category"])] += 1
+    return {"methods": out, "questions": dict(sorted(counts.items())), "samples": len(records),
+            "skipped_turns": sum(record["skipped_turns"] for record in records)}
+
+
+def evaluate_locomo(path: str | Path, embedder: Embedder | None, *, limit: int | None = None,
+                    progress: Progress | None = None, resume: Path | None = None) -> dict[str, Any]:
+    """The summary over the first ``limit`` samples (all by default). With ``resume`` (a JSON-lines file), each
+    sample is appended there as it finishes, and samples already there are read back, not measured again."""
+    samples = load_samples(path)
+    samples = samples[:limit] if limit else samples
+    ledger = Ledger(resume, embedder.fingerprint if embedder else None) if resume else None
+    done = ledger.finished() if ledger else {}
+    records = []
+    with _quiet(db.__name__), tempfile.TemporaryDirectory(prefix="companion-eval-") as tmp:
+        for index, sample in enumerate(samples, start=1):
+            start, record = time.perf_counter(), done.get(sample["sample_id"])
+            if record is None:
+                record = evaluate_sample(sample, embedder, Path(tmp))
+                if ledger:
+                    ledger.append(record)
+            records.append(record)
+            if progress:
+                progress(SampleDone(index, len(samples), str(sample["sample_id"]), len(record["questions"]),
+                                    record["skipped_turns"], time.perf_counter() - start, sample["sample_id"] in done))
+    return summarise(records)
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """Every sample opens a brand-new store, which logs each migration it applies at INFO: dozens of lines of
+    noise per sample. Only for this run, that logger says warnings and worse."""
+    logger = logging.getLogger(name)
+    before = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
