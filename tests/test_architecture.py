@@ -74,8 +74,8 @@ def _text(node: ast.AST) -> str | None:
 
 
 def cli_handler_may_import(path: Path, site: Import) -> bool:
-    """The one way to measure: a command handler of bot/cli*.py, when the command runs."""
-    return site.name == "measure" and site.lazy and path.parts[:-1] == ("bot",) and path.name.startswith("cli")
+    """The one way to measure: a command handler of bot/cli/, when the command runs."""
+    return site.name == "measure" and site.lazy and path.parts[:-1] == ("bot", "cli")
 
 
 def violations(package: str, root: Path = ROOT) -> dict[str, list[str]]:
@@ -104,8 +104,8 @@ def test_only_adapters_touch_discord_or_telegram():
 def test_the_import_reader_sees_relative_and_absolute_imports():
     assert {"memory", "numpy"} <= imports(ROOT / "memory" / "store.py")
     assert "prompts" in imports(ROOT / "memory" / "maintenance.py")
-    assert Import("measure", lazy=True) in import_sites(ROOT / "bot" / "cli_upkeep.py")
-    assert Import("measure", lazy=False) not in import_sites(ROOT / "bot" / "cli_upkeep.py")
+    assert Import("measure", lazy=True) in import_sites(ROOT / "bot" / "cli" / "upkeep.py")
+    assert Import("measure", lazy=False) not in import_sites(ROOT / "bot" / "cli" / "upkeep.py")
 
 
 PLANTED = [
@@ -129,10 +129,11 @@ def test_string_imports_obey_the_same_arrows(tmp_path: Path, source: str, expect
 
 def test_only_a_cli_handler_imports_measure(tmp_path: Path) -> None:
     (tmp_path / "bot" / "adapters").mkdir(parents=True)
+    (tmp_path / "bot" / "cli").mkdir(parents=True)
     lazy = "def run_eval(args):\n    from measure.evaluation import evaluate_locomo\n"
-    (tmp_path / "bot" / "cli_handler.py").write_text(lazy)
-    (tmp_path / "bot" / "cli_eager.py").write_text("from measure.bench import run_bench\n")
+    (tmp_path / "bot" / "cli" / "handler.py").write_text(lazy)
+    (tmp_path / "bot" / "cli" / "eager.py").write_text("from measure.bench import run_bench\n")
     (tmp_path / "bot" / "orchestrator.py").write_text(lazy)
     (tmp_path / "bot" / "adapters" / "cli_console.py").write_text(lazy)
-    assert violations("bot", tmp_path) == {"bot/adapters/cli_console.py": ["measure"], "bot/cli_eager.py": ["measure"],
+    assert violations("bot", tmp_path) == {"bot/adapters/cli_console.py": ["measure"], "bot/cli/eager.py": ["measure"],
                                            "bot/orchestrator.py": ["measure"]}

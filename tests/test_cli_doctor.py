@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bot.doctor import is_local, key_warning, token_problems
+from bot.cli.doctor import is_local, key_warning, token_problems
 from tests.fakes import FakeOpenAI, HTTPError
 from tests.test_cli import Cli, _alice, cli  # noqa: F401 (cli is a fixture)
 

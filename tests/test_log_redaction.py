@@ -120,7 +120,7 @@ def test_installing_twice_adds_one_filter():
 
 def test_debug_logging_keeps_chat_libraries_from_logging_message_texts():
     """Trust F15: at DEBUG python-telegram-bot logs each update's text; those libraries stay at INFO."""
-    from bot.cli import CHATTY_LIBRARIES, _remove_handlers, _setup_logging
+    from bot.cli.main import CHATTY_LIBRARIES, _remove_handlers, _setup_logging
 
     _setup_logging("DEBUG")
     try:

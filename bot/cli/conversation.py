@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .composition import _secret
-from .cli_memory import nonempty
-from .cli_output import CommandFailed, UsageError, note, out, print_json
+from ..composition import _secret
+from .memories import nonempty
+from .output import CommandFailed, UsageError, note, out, print_json
 
 if TYPE_CHECKING:
-    from .config import Settings
-    from .runtime import Runtime
+    from ..config import Settings
+    from ..runtime import Runtime
 
 log = logging.getLogger(__name__)
 NO_TOKENS = ("No chat platform is configured. Set DISCORD_TOKEN and/or TELEGRAM_TOKEN (in the environment or .env),\n"
@@ -60,14 +60,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_runtime(settings: Settings) -> Runtime:
-    from .composition import build_runtime as build
+    from ..composition import build_runtime as build
 
     return build(settings)
 
 
 # -- run ---------------------------------------------------------------------------------------------------
 def run_bot(args: argparse.Namespace, settings: Settings) -> int:
-    from .adapters.common import AdapterError, LoginRejected
+    from ..adapters.common import AdapterError, LoginRejected
     from .doctor import token_problems
 
     if not (settings.discord_token or settings.telegram_token):
@@ -86,7 +86,7 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _serve(settings: Settings) -> int:
-    from .composition import build_channels
+    from ..composition import build_channels
 
     runtime = build_runtime(settings)
     adapters, voice = build_channels(settings, runtime)
@@ -141,7 +141,7 @@ def chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
-    from .adapters.console import ConsoleChat, local_user_name
+    from ..adapters.console import ConsoleChat, local_user_name
 
     name = args.name or settings.console_name or local_user_name()
     # The console is the operator's own terminal: it is an owner-private context unless owners are configured.
@@ -175,7 +175,7 @@ def explain_failure(settings: Settings, log_file: Path | None) -> str:
 
 # -- snapshot ----------------------------------------------------------------------------------------------
 def snapshot(args: argparse.Namespace, settings: Settings) -> int:
-    from .types import IncomingMessage
+    from ..types import IncomingMessage
 
     runtime = build_runtime(settings)
     try:

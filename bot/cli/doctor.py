@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from ..config import Settings
 
 # Discord: base64url(user id) . base64url(timestamp) . base64url(HMAC); Telegram: bot id ":" 35 characters.
 DISCORD_TOKEN = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
@@ -82,7 +82,7 @@ def report(findings: list[Finding], *, as_json: bool) -> int:
     """Plain lines (no wrapping: a finding is read, or grepped, whole), or one JSON document; exit 1 on a failure."""
     failed = [f for f in findings if f.status == "fail"]
     if as_json:
-        from .cli_output import print_json
+        from .output import print_json
 
         print_json({"ok": not failed, "checks": [asdict(f) for f in findings]})
         return 1 if failed else 0
@@ -182,7 +182,7 @@ def _store_finding(db: Any, path: Path) -> Finding:
 
 
 def check_models(settings: Settings) -> list[Finding]:
-    from .composition import _secret
+    from ..composition import _secret
 
     models = {"model": settings.chat_model, "extraction model": settings.extraction_model or settings.chat_model}
     if models["extraction model"] == models["model"]:
@@ -226,14 +226,14 @@ def _model_variable(check: str) -> str:
 
 
 def check_key(settings: Settings) -> list[Finding]:
-    from .composition import _secret
+    from ..composition import _secret
 
     warning = key_warning(settings.llm_base_url, _secret(settings.llm_api_key))
     return [Finding("api key", "warn", warning, "local servers need none; remote ones do")] if warning else []
 
 
 def check_embeddings(settings: Settings, stored: dict[str, Any]) -> Finding:
-    from .composition import build_embedder
+    from ..composition import build_embedder
 
     if settings.embeddings == "none":
         return Finding("embeddings", "ok", "off: recall uses full-text search (BM25) only")
@@ -258,7 +258,7 @@ def _compare_with_store(fingerprint: str, dim: int, stored: dict[str, Any]) -> F
 
 
 def check_tokens(settings: Settings) -> list[Finding]:
-    from .composition import _secret
+    from ..composition import _secret
 
     discord, telegram = _secret(settings.discord_token), _secret(settings.telegram_token)
     if not (discord or telegram):

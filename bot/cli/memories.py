@@ -1,5 +1,5 @@
 """The store's commands (OPS-2): ``companion memory list|search|add|show|edit|delete|export|import|forget-person``.
-Upkeep and measurement commands live in ``bot.cli_upkeep``.
+Upkeep and measurement commands live in ``bot.cli.upkeep``.
 
 The operator sees every partition; ``search --as/--dm/--owner`` instead shows what the bot would recall
 in that conversation (memory.scopes.RecallContext). Lookups made here never count as recalls
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
 
-from . import composition
-from .cli_output import UsageError, confirm, hits_table, memory_detail, memory_table, new_file, out, print_json, replacing, say
+from .. import composition
+from .output import UsageError, confirm, hits_table, memory_detail, memory_table, new_file, out, print_json, replacing, say
 
 if TYPE_CHECKING:
     from memory.engine import MemoryEngine
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from memory.scopes import RecallContext
     from memory.store import RecallFilters
 
-    from .config import Settings
+    from ..config import Settings
 
 MODES = ("hybrid", "bm25", "vector")
 TYPES = [t.value for t in MemoryType]

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import composition
-from .cli_memory import command, engine_for, positive_int
-from .cli_output import (CommandFailed, UsageError, eval_table, mapping_table, new_file, note, out, print_json, progress_bar, records_table,
+from .. import composition
+from .memories import command, engine_for, positive_int
+from .output import (CommandFailed, UsageError, eval_table, mapping_table, new_file, note, out, print_json, progress_bar, records_table,
                          replacing, say)
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from ..config import Settings
 
 # -- upkeep and operations: consolidate, decay, prune, reembed, backup, stats, eval, bench ------------
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -20,13 +20,13 @@ from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import cli_bot, cli_memory, cli_upkeep, doctor
-from .cli_output import CliError, print_error
+from . import conversation, memories, upkeep, doctor
+from .output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    cli_memory.register,
-    cli_upkeep.register,
-    cli_bot.register,
+    memories.register,
+    upkeep.register,
+    conversation.register,
     doctor.register,
 )
 EPILOG = """\
@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"{exc} (see {exc.prog} --help)", 2, as_json, prefix=exc.prog)
     except SystemExit as exc:  # --help or --version
         return exc.code if isinstance(exc.code, int) else 0
-    from .config import ConfigError, load_settings  # pydantic: only once a command runs
+    from ..config import ConfigError, load_settings  # pydantic: only once a command runs
 
     overrides = {"db_path": args.db, "embeddings": args.embeddings, "log_level": args.log_level}
     try:
@@ -175,7 +175,7 @@ def _fail(message: str, code: int, as_json: bool, *, prefix: str = "companion") 
 
 def _setup_logging(level: str, log_file: Path | None = None) -> None:
     """Log to stderr through rich, or to ``log_file``, for the length of one command."""
-    from .logsafety import install_redaction
+    from ..logsafety import install_redaction
 
     _remove_handlers()
     handler = (_file_handler(log_file) if log_file else None) or _terminal_handler()
@@ -202,7 +202,7 @@ def _remove_handlers() -> None:
 def _terminal_handler() -> logging.Handler:
     from rich.logging import RichHandler
 
-    from .cli_output import err
+    from .output import err
 
     return RichHandler(console=err(), show_path=False, rich_tracebacks=False)
 
