@@ -19,7 +19,7 @@ from memory.models import FactKind, Memory, Scope, Visibility
 from memory.people import People
 from memory.retrieval import Hit
 from memory.scopes import RecallContext, memory_partition
-from memory.sessions import ChannelState, SessionSummaries
+from memory.sessions import ChannelRecord, ChannelState, SessionSummaries
 from memory.store import RecallFilters
 
 from .types import IncomingMessage
@@ -121,7 +121,7 @@ class Assembler:
         start = time.perf_counter()
         ctx = turn.ctx
         shown: dict[str, Memory] = {}
-        state = self.channels.get(turn.channel_key) or {}
+        state = self.channels.get(turn.channel_key)
         behavioral, relevant = self._recalled(turn, query_vector) if preloaded is None else self._split(preloaded)
         sections = [
             self._listed("guidance", "Behaviour guidance (standing, from the people here)", ctx, shown, kinds=(FactKind.GUIDANCE,), limit=24),
@@ -132,7 +132,7 @@ class Assembler:
             self._section("relevant", "Relevant memories", relevant, shown),
             self._entities(ctx),
             *self._sessions(ctx),
-            self._summary((state.get("rolling_summary") or "") if preloaded is None else preloaded.summary),
+            self._summary((state.rolling_summary if state else "") if preloaded is None else preloaded.summary),
         ]
         history = self._history(turn, state) if preloaded is None else _trimmed(list(preloaded.history))
         return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000)
@@ -197,20 +197,21 @@ class Assembler:
         out = []
         for key, modality, title in (("sessions", "voice", "Recent voice session context"),
                                      ("text_sessions", "text", "Recent conversation sessions here")):
-            lines = [f"- (ended {datetime.fromtimestamp(r['ended_at'], timezone.utc):%H:%M UTC}) {_quoted(r['text'])}"
-                     for r in rows if (r["modality"] == "voice") == (modality == "voice")]
+            lines = [f"- (ended {datetime.fromtimestamp(r.ended_at, timezone.utc):%H:%M UTC}) {_quoted(r.text)}"
+                     for r in rows if (r.modality == "voice") == (modality == "voice")]
             out.append(Section(key, title, _fits(lines, BUDGETS["sessions"])))
         return out
 
     def _summary(self, text: str) -> Section:
         return Section("summary", "Earlier in this conversation (summary)", [_quoted(text)] if text else [])
 
-    def _history(self, turn: Turn, state: dict[str, Any]) -> list[dict[str, str]]:
+    def _history(self, turn: Turn, state: ChannelRecord | None) -> list[dict[str, str]]:
         rows = self.engine.messages.recent(turn.ctx, turn.message.channel_id, self.history_turns)
-        rows = [r for r in rows if r["platform"] == turn.message.platform and r["created_at"] > state.get("compacted_until", 0)
-                and r["id"] != turn.stored_id]  # the current turn is stored already (write-ahead); it is sent as the user message
-        return _trimmed([{"role": r["role"], "content": r["content"] if r["role"] == "assistant" or turn.ctx.is_dm
-                          else f"{_quoted(r['author_name'])}: {r['content']}"} for r in rows])
+        since = state.compacted_until if state else 0.0
+        rows = [r for r in rows if r.platform == turn.message.platform and r.created_at > since
+                and r.id != turn.stored_id]  # the current turn is stored already (write-ahead); it is sent as the user message
+        return _trimmed([{"role": r.role, "content": r.content if r.role == "assistant" or turn.ctx.is_dm
+                          else f"{_quoted(r.author_name)}: {r.content}"} for r in rows])
 
     def _section(self, key: str, title: str, found: list[Memory], shown: dict[str, Memory]) -> Section:
         fresh = [m for m in found if m.id not in shown]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable
-from typing import Any
 
 import prompts
 from memory.db import AsyncRunner
@@ -24,9 +23,9 @@ from memory.errors import MemoryStoreError
 from memory.extraction import BadAnswer, Line, Transcript, extraction_prompt, memories_from, parse_list, parse_reflection, \
     reflection_prompt, with_speaker
 from memory.maintenance import audit_finish, audit_start
-from memory.models import NewMemory, Source
+from memory.models import NewMemory, Source, StoredMessage
 from memory.scopes import RecallContext
-from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries, context_from_json
+from memory.sessions import ChannelRecord, ChannelState, ExtractionBuffer, SessionSummaries
 
 from .llm import ChatClient, LLMError
 
@@ -49,9 +48,9 @@ class Background:
         for channel in await self.runner.run(self.buffer.due_channels):
             done["extracted"] += await self._guarded(channel, self.extract(channel))
         for state in await self.runner.run(self.channels.silent, self.silence_s):
-            done["reflected"] += await self._guarded(state["channel_key"], self.reflect(state))
+            done["reflected"] += await self._guarded(state.channel_key, self.reflect(state))
         for state in await self.runner.run(self._crowded):
-            done["compacted"] += await self._guarded(state["channel_key"], self.compact(state))
+            done["compacted"] += await self._guarded(state.channel_key, self.compact(state))
         await self.runner.run(self.summaries.expire)
         return done
 
@@ -114,9 +113,9 @@ class Background:
         return frozenset(found)
 
     # -- WRITE-3 and CROSS-1 -------------------------------------------------------------------------------
-    async def reflect(self, state: dict[str, Any]) -> int:
-        ctx, key = context_from_json(state["context"]), state["channel_key"]
-        rows = await self.runner.run(self._excerpt_rows, ctx, state["session_started_at"])
+    async def reflect(self, state: ChannelRecord) -> int:
+        ctx, key = state.ctx, state.channel_key
+        rows = await self.runner.run(self._excerpt_rows, ctx, state.session_started_at)
         if not rows:
             await self.runner.run(self.channels.mark_reflected, key)
             return 0
@@ -134,54 +133,54 @@ class Background:
         await self.runner.run(self._finish_session, state, ctx, people, summary, audit, [m.content for m in memories])
         return stored
 
-    def _excerpt_rows(self, ctx: RecallContext, since: float) -> list[dict[str, Any]]:
-        rows = [r for r in self.engine.messages.recent(ctx, ctx.channel_id, EXCERPT_TURNS) if r["created_at"] >= since]
-        while rows and sum(len(r["content"]) for r in rows) > EXCERPT_CHARS:
+    def _excerpt_rows(self, ctx: RecallContext, since: float) -> list[StoredMessage]:
+        rows = [r for r in self.engine.messages.recent(ctx, ctx.channel_id, EXCERPT_TURNS) if r.created_at >= since]
+        while rows and sum(len(r.content) for r in rows) > EXCERPT_CHARS:
             rows.pop(0)
         return rows
 
-    def _finish_session(self, state, ctx: RecallContext, people: tuple[str, ...], summary: str, audit: int, facts: list[str]) -> None:
+    def _finish_session(self, state: ChannelRecord, ctx: RecallContext, people: tuple[str, ...], summary: str, audit: int, facts: list[str]) -> None:
         if summary.strip():
             self.summaries.add(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, participants=sorted(people),
-                               text=summary.strip()[:1200], started_at=state["session_started_at"])
+                               text=summary.strip()[:1200], started_at=state.session_started_at)
         audit_finish(self.engine, audit, facts=facts)
-        self.channels.mark_reflected(state["channel_key"])
-        self.channels.succeeded(state["channel_key"])
+        self.channels.mark_reflected(state.channel_key)
+        self.channels.succeeded(state.channel_key)
 
-    def _reflection_failed(self, state: dict[str, Any], audit: int, error: str) -> None:
+    def _reflection_failed(self, state: ChannelRecord, audit: int, error: str) -> None:
         """Audited, then retried with backoff; after a few tries given up (the turns stay searchable in history)."""
         audit_finish(self.engine, audit, error=error)
-        if state["failures"] + 1 >= GIVE_UP_REFLECTION_AFTER:
-            self.channels.mark_reflected(state["channel_key"])
-        self.channels.failed(state["channel_key"])
+        if state.failures + 1 >= GIVE_UP_REFLECTION_AFTER:
+            self.channels.mark_reflected(state.channel_key)
+        self.channels.failed(state.channel_key)
 
     # -- WRITE-4 and ORCH-4 -------------------------------------------------------------------------------
-    def _crowded(self) -> list[dict[str, Any]]:
+    def _crowded(self) -> list[ChannelRecord]:
         """Channels with more uncompacted turns than fit comfortably: context pressure."""
         out = []
         active = self.engine.clock.now() - self.silence_s  # only channels that spoke lately can have grown
         for state in self.channels.active(active):
-            ctx = context_from_json(state["context"])
-            if self.engine.messages.count_in_channel_after(ctx.platform, ctx.channel_id, state["compacted_until"]) > COMPACT_AFTER:
+            ctx = state.ctx
+            if self.engine.messages.count_in_channel_after(ctx.platform, ctx.channel_id, state.compacted_until) > COMPACT_AFTER:
                 out.append(state)
         return out
 
-    async def compact(self, state: dict[str, Any]) -> int:
-        ctx, key = context_from_json(state["context"]), state["channel_key"]
-        rows = await self.runner.run(self._to_compact, ctx, state["compacted_until"])
+    async def compact(self, state: ChannelRecord) -> int:
+        ctx, key = state.ctx, state.channel_key
+        rows = await self.runner.run(self._to_compact, ctx, state.compacted_until)
         if not rows:
             return 0
         transcript = _transcript(ctx, rows)
         try:
             await self._flush_before_compaction(transcript, ctx)
-            prompt = prompts.render("compaction", previous=state["rolling_summary"] or "(none)", turns=transcript.render(),
+            prompt = prompts.render("compaction", previous=state.rolling_summary or "(none)", turns=transcript.render(),
                                     max_chars=SUMMARY_CHARS)
             summary = await self.llm.complete([{"role": "user", "content": prompt}], temperature=0.0)
         except LLMError:
             log.warning("compaction of %s postponed: the model is unavailable", key)
             await self.runner.run(self.channels.failed, key)
             return 0
-        await self.runner.run(self.channels.set_summary, key, summary.strip()[:SUMMARY_CHARS], rows[-1]["created_at"])
+        await self.runner.run(self.channels.set_summary, key, summary.strip()[:SUMMARY_CHARS], rows[-1].created_at)
         await self.runner.run(self.channels.succeeded, key)
         return 1
 
@@ -195,13 +194,13 @@ class Background:
             return
         await self._store(memories_from(candidates, transcript, Source.AUTO_EXTRACTION))
 
-    def _to_compact(self, ctx: RecallContext, since: float) -> list[dict[str, Any]]:
+    def _to_compact(self, ctx: RecallContext, since: float) -> list[StoredMessage]:
         rows = self.engine.messages.in_channel_after(ctx.platform, ctx.channel_id, since)
         return rows[:-KEEP_VERBATIM] if len(rows) > KEEP_VERBATIM else []
 
 
-def _transcript(ctx: RecallContext, rows: list[dict[str, Any]]) -> Transcript:
+def _transcript(ctx: RecallContext, rows: list[StoredMessage]) -> Transcript:
     """Stored turns as a transcript: each human turn with its author's own context, the bot's as [bot]."""
     return Transcript(tuple(
-        Line(with_speaker(ctx, r["author_id"]) if r["role"] == "user" else None, r["author_name"], r["content"], r["id"])
+        Line(with_speaker(ctx, r.author_id) if r.role == "user" else None, r.author_name, r.content, r.id)
         for r in rows))

@@ -13,6 +13,7 @@ from .corpus import Filter, MessageCorpus
 from .embeddings import EmbeddingService, content_hash
 from .errors import EmbeddingError, InvalidInput
 from .knobs import KnobStore
+from .models import StoredMessage
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
 from .safety import normalise_text, redact_secrets
 from .scopes import RecallContext, message_partition, partition_token, placeholders
@@ -157,18 +158,19 @@ class MessageLog:
         return self.retriever.search(query, partitions, self.knobs.get("messages"), where=where, top_k=top_k,
                                      channels=channels, query_vector=query_vector)
 
-    def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20) -> list[dict[str, Any]]:
+    def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20) -> list[StoredMessage]:
         """The last messages of a channel the context may see, oldest first (channel_recall, history window)."""
         if str(channel_id) not in ctx.channels():
             return []
         rows = self.corpus.ordered(ctx.message_partitions(), Filter("t.channel_id = ?", (str(channel_id),)),
                                   (("created_at", True), ("rid", True)), limit)
-        return list(reversed(rows))
+        return [StoredMessage.from_row(r) for r in reversed(rows)]
 
-    def in_channel_after(self, platform: str, channel_id: str, after: float) -> list[dict[str, Any]]:
+    def in_channel_after(self, platform: str, channel_id: str, after: float) -> list[StoredMessage]:
         """A channel's turns stored after ``after``, oldest first."""
-        return self.db.rows("SELECT * FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ? ORDER BY created_at, rid",
+        rows = self.db.rows("SELECT * FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ? ORDER BY created_at, rid",
                             (platform, channel_id, after))
+        return [StoredMessage.from_row(r) for r in rows]
 
     def count_in_channel_after(self, platform: str, channel_id: str, after: float) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?",

@@ -203,6 +203,26 @@ class StoredMessage:
         return {name: getattr(self, name) for name in self.__slots__ if name != "rid"}
 
 
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """An ended session's summary (CROSS-1): shown to later replies in the same place for a while."""
+
+    id: int
+    platform: str
+    guild_id: str | None
+    channel_id: str
+    modality: str
+    participants: tuple[str, ...]
+    text: str
+    started_at: float | None
+    ended_at: float
+    expires_at: float
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> SessionSummary:
+        return cls(**{**{name: row[name] for name in cls.__slots__}, "participants": tuple(json.loads(row["participants"]))})
+
+
 def split_tags(text: str) -> tuple[str, ...]:
     return tuple(t for t in (p.strip() for p in (text or "").split(",")) if t)
 

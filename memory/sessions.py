@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .engine import MemoryEngine
+from .models import SessionSummary
 from .safety import redact_secrets
 from .scopes import RecallContext, placeholders
 
@@ -159,6 +160,25 @@ class ExtractionBuffer:
                             (target, target, source))
 
 
+@dataclass(frozen=True, slots=True)
+class ChannelRecord:
+    """One chat's state: when it last spoke, its session, whether that was reflected on, its rolling summary."""
+
+    channel_key: str
+    ctx: RecallContext
+    last_message_at: float
+    session_started_at: float
+    reflected_at: float | None
+    compacted_until: float
+    rolling_summary: str
+    failures: int
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ChannelRecord:
+        return cls(row["channel_key"], context_from_json(row["context"]), row["last_message_at"], row["session_started_at"],
+                   row["reflected_at"], row["compacted_until"], row["rolling_summary"], row["failures"])
+
+
 class ChannelState:
     """When a channel last spoke, whether its session was reflected on, and its rolling summary."""
 
@@ -175,15 +195,17 @@ class ChannelState:
             "reflected_at = CASE WHEN channel_state.reflected_at >= channel_state.last_message_at THEN NULL ELSE channel_state.reflected_at END",
             (channel_key, context_to_json(ctx), now, now))
 
-    def silent(self, silence_s: float) -> list[dict[str, Any]]:
+    def silent(self, silence_s: float) -> list[ChannelRecord]:
         """Channels quiet for ``silence_s`` whose session has not been reflected on yet."""
         cutoff = self.engine.clock.now() - silence_s
-        return self.db.rows("SELECT * FROM channel_state WHERE last_message_at <= ? AND reflected_at IS NULL AND retry_at <= ?",
+        rows = self.db.rows("SELECT * FROM channel_state WHERE last_message_at <= ? AND reflected_at IS NULL AND retry_at <= ?",
                             (cutoff, self.engine.clock.now()))
+        return [ChannelRecord.from_row(r) for r in rows]
 
-    def active(self, since: float) -> list[dict[str, Any]]:
+    def active(self, since: float) -> list[ChannelRecord]:
         """Channels that spoke after ``since``."""
-        return self.db.rows("SELECT * FROM channel_state WHERE last_message_at > ? AND retry_at <= ?", (since, self.engine.clock.now()))
+        rows = self.db.rows("SELECT * FROM channel_state WHERE last_message_at > ? AND retry_at <= ?", (since, self.engine.clock.now()))
+        return [ChannelRecord.from_row(r) for r in rows]
 
     def failed(self, channel_key: str) -> None:
         """A reflection or compaction of this chat failed: back off before the next try (other chats go on)."""
@@ -193,8 +215,9 @@ class ChannelState:
     def succeeded(self, channel_key: str) -> None:
         self.db.execute("UPDATE channel_state SET failures = 0, retry_at = 0 WHERE channel_key = ? AND failures > 0", (channel_key,))
 
-    def get(self, channel_key: str) -> dict[str, Any] | None:
-        return self.db.one("SELECT * FROM channel_state WHERE channel_key = ?", (channel_key,))
+    def get(self, channel_key: str) -> ChannelRecord | None:
+        row = self.db.one("SELECT * FROM channel_state WHERE channel_key = ?", (channel_key,))
+        return ChannelRecord.from_row(row) if row else None
 
     def move_person(self, source: str, target: str) -> None:
         """Linking: saved contexts that name ``source`` as the speaker name ``target``."""
@@ -224,13 +247,14 @@ class SessionSummaries:
             (platform, guild_id, channel_id, modality, json.dumps(participants), redact_secrets(text), started_at, now, now + self.ttl_s))
         return int(self.db.con.last_insert_rowid())
 
-    def recent(self, ctx: RecallContext, within_s: float, limit: int = 3) -> list[dict[str, Any]]:
+    def recent(self, ctx: RecallContext, within_s: float, limit: int = 3) -> list[SessionSummary]:
         """Unexpired summaries that ended within the window, in this guild (any channel) or this DM."""
         now = self.engine.clock.now()
         place = ("guild_id = ?", ctx.guild_id) if ctx.guild_id else ("guild_id IS NULL AND channel_id = ?", ctx.channel_id)
-        return self.db.rows(
+        rows = self.db.rows(
             f"SELECT * FROM session_summaries WHERE platform = ? AND {place[0]} AND ended_at >= ? AND expires_at > ? "
             "ORDER BY ended_at DESC LIMIT ?", (ctx.platform, place[1], now - within_s, now, limit))
+        return [SessionSummary.from_row(r) for r in rows]
 
     def restore(self, row: dict[str, Any]) -> int:
         """A summary from an export, as it was (same times); one already here is not added twice (0 then)."""

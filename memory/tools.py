@@ -236,7 +236,7 @@ class MemoryTools:
         rows = self.engine.messages.recent(self.ctx, a.channel_id, a.limit)
         if not rows:
             raise ToolError(f"no messages you may see in channel {a.channel_id!r}")
-        return {"channel_id": a.channel_id, "messages": [_message(r) for r in rows]}
+        return {"channel_id": a.channel_id, "messages": [_message(r.as_dict()) for r in rows]}
 
 
 def _resolve_type(name: str) -> tuple[MemoryType, FactKind | None]:
