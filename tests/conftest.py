@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import os
 import re
 import socket
 from collections.abc import Iterator, Sequence
@@ -242,3 +243,16 @@ def contents(hits_or_memories) -> set[str]:
         else:
             out.add(item.content)
     return out
+
+
+# -- the command line -----------------------------------------------------------------------------------
+@pytest.fixture
+def cli(tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """``companion`` in-process on a fresh store, with no stray .env or COMPANION_* variables."""
+    from tests.cli_support import Cli
+
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.startswith("COMPANION_") or name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+            monkeypatch.delenv(name)
+    return Cli(tmp_path / "store.db", capsys)

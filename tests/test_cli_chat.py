@@ -12,7 +12,7 @@ import pytest
 
 from bot.orchestrator import APOLOGY
 from tests.fakes import FakeOpenAI, HTTPError
-from tests.test_cli import Cli, Result, cli  # noqa: F401 (cli is a fixture)
+from tests.cli_support import Cli, Result
 
 LOG_NOISE = ("applied migration", "Scheduler", "HTTP Request", "INFO", "WARNING")
 

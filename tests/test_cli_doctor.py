@@ -8,7 +8,7 @@ import pytest
 
 from bot.cli.doctor import is_local, key_warning, token_problems
 from tests.fakes import FakeOpenAI, HTTPError
-from tests.test_cli import Cli, _alice, cli  # noqa: F401 (cli is a fixture)
+from tests.cli_support import Cli, _alice
 
 DISCORD = "MTA5ODc2NTQzMjEwOTg3NjU0Mw.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789_-"
 TELEGRAM = "7012345678:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"

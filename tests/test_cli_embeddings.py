@@ -15,7 +15,7 @@ from memory.engine import MemoryEngine
 from memory.reembed import reembed
 from conftest import HashEmbedder, count, dm_ctx, remember
 from tests.fakes import FakeOpenAI
-from tests.test_cli import Cli, cli  # noqa: F401 (cli is a fixture)
+from tests.cli_support import Cli
 
 
 def test_a_model_of_the_same_dimension_is_refused_until_reembed(tmp_path: Path, clock, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import Cli, _alice, cli  # noqa: F401 (cli is a fixture)
+from tests.cli_support import Cli, _alice
 
 ROOT = Path(__file__).parents[1]
 

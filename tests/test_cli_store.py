@@ -13,7 +13,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.test_cli import Cli, _alice, cli  # noqa: F401 (cli is a fixture)
+from tests.cli_support import Cli, _alice
 
 READ_COMMANDS = [["memory", "list"], ["stats"], ["memory", "search", "tea", "--mode", "bm25"], ["memory", "show", "abcd1234"],
                  ["memory", "export", "--person", "alice"]]

@@ -64,7 +64,7 @@ def pets(engine, embedder):
     """Three memories close enough to merge (cosine >= 0.85, not duplicates), one unrelated."""
     assert all(embedder.cosine(PETS[0], p) >= 0.85 for p in PETS[1:]) and embedder.cosine(PETS[1], PETS[2]) >= 0.85
     rows = [remember(engine, text, subject=f"pet {i}", scope_id="alice", importance=imp, tags=(f"t{i}",),
-                     entities=(EntityRef("Alice", "person", ((f"adopted", f"Pet{i}"),)), EntityRef(f"Pet{i}", "concept")))
+                     entities=(EntityRef("Alice", "person", (("adopted", f"Pet{i}"),)), EntityRef(f"Pet{i}", "concept")))
             for i, (text, imp) in enumerate(zip(PETS, (3, 7, 5)))]
     other = remember(engine, OTHER, subject="Bob", scope_id="alice")
     return rows, other

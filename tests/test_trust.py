@@ -14,7 +14,7 @@ from memory.clock import FakeClock
 from memory.models import NewMemory, Scope
 from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram, HTTPError, ToolCall
 from tests.fakes.discord_payloads import OWNER_ID as GUILD_OWNER
-from tests.pipeline_support import build_runtime, dm, facts, group, last_reply_prompt
+from tests.pipeline_support import build_runtime, dm, facts
 
 pytestmark = pytest.mark.asyncio
 ALICE_TG, MALLORY_TG, GROUP_TG = 55, 66, -1001

@@ -21,7 +21,7 @@ from memory.clock import FakeClock
 from memory.transfer import export_person
 from tests.fakes import Delay, FakeOpenAI
 from tests.fakes.openai_server import RawAnswer
-from tests.pipeline_support import build_runtime, dm, facts, group, last_reply_prompt
+from tests.pipeline_support import build_runtime, dm, facts, group
 
 pytestmark = pytest.mark.asyncio
 ROOT = Path(__file__).resolve().parent.parent
