@@ -141,7 +141,8 @@ class Database:
                     "INSERT INTO schema_version(version, name, applied_at) VALUES(?, ?, datetime('now'))",
                     (version, migration.name),
                 )
-            log.info("applied migration %s", migration.name)
+            # A brand-new store is set up quietly (every eval sample and test makes one); upgrading an existing one is news.
+            log.log(logging.DEBUG if current == 0 else logging.INFO, "applied migration %s", migration.name)
 
     def _version(self) -> int:
         """The schema version on disk (0 for a new file); a newer one than this program knows is refused."""
