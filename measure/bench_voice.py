@@ -8,7 +8,9 @@ Speech frames are fed at once (they arrived before the speech ended); from the m
 the clock runs: a Discord client then sends five silence frames in real time and stops, and the hub's tick
 (every 100 ms, as ``DiscordVoice`` does) ends the utterance after the end-of-speech pause. ``first_audio_ms``
 is from that moment to the first reply frame the player pulls, so it includes the pause, Whisper, recall,
-the model round trip and the first sentence's synthesis. Turns run one after another, each waiting until the
+the model round trip and the first sentence's synthesis. The session is wired as the bot wires it, so Whisper
+starts speculatively 200 ms into the pause (``VadSettings.speculate_after_ms``) and overlaps the rest of it;
+``speculative_stt`` counts those runs, how many served their turn and how many failed. Turns run one after another, each waiting until the
 previous reply was played (the player drains as fast as it is fed: no real-time playback to wait out).
 
 Most turns stay on one topic (a camping trip), with fillers, one digression and a return: the warm memory's
@@ -67,7 +69,8 @@ TOPICAL = ["I'm planning a camping trip to the mountains next weekend", "the cam
            "we leave for the mountains camping trip on friday", "right", "what should I pack last for the camping trip",
            "is a two person tent enough for three people camping", "thanks, the camping trip to the mountains will be great"]
 # The same trip as people say it: on topic for a listener, yet mostly below VOICE-2's 0.65 cosine with MiniLM (measured on
-# the text: hit rate 0.16 at the seed's 0.85/0.65; 0.75 at 0.5/0.2, which still sends the violin turn to a full recall).
+# the text: hit rate 0.16 at the seed's 0.85/0.65 with each turn embedded alone, 0.41 with its two turns before it as
+# ``WarmMemory`` embeds it now; 0.75 at 0.5/0.2, which still sends the violin turn to a full recall).
 NATURAL = ["I'm planning a camping trip to the lake district", "we want to go next weekend", "yeah",
            "my old tent leaks when it rains", "should I buy a new tent for the trip", "okay",
            "which campsite near a lake would you pick", "we will cook on my gas stove", "what food should we bring camping",
@@ -142,7 +145,7 @@ async def _measure(runtime: Runtime, stt: _TimedSTT, speech: list[bytes], end_pa
             progress(i + 1, len(speech))
     finally:
         await session.close()
-    return _figures(first_audio, stt, runtime.orchestrator.voice.sessions[f"bench:{CHANNEL}"], end_pause_ms)
+    return _figures(first_audio, stt, runtime.orchestrator.voice.sessions[f"bench:{CHANNEL}"], end_pause_ms, session)
 
 
 async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlayer, pcm: bytes, n: int) -> float:
@@ -159,7 +162,7 @@ async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlaye
     return ((player.first_frame_at or time.perf_counter()) - ended) * 1000
 
 
-def _figures(first_audio: list[float], stt: _TimedSTT, voice: Any, end_pause_ms: int) -> dict[str, Any]:
+def _figures(first_audio: list[float], stt: _TimedSTT, voice: Any, end_pause_ms: int, session: VoiceSession) -> dict[str, Any]:
     warm = [ms for decision, ms in voice.recalls if decision != "full"]
     cold = [ms for decision, ms in voice.recalls if decision == "full"]
     ordered = sorted(first_audio)
@@ -170,6 +173,8 @@ def _figures(first_audio: list[float], stt: _TimedSTT, voice: Any, end_pause_ms:
         "warm_hit_rate": round(voice.warm.stats.hit_rate, 3),
         "warm_recall_ms": {"p50": round(statistics.median(warm), 2) if warm else None},
         "cold_recall_ms": {"p50": round(statistics.median(cold), 2) if cold else None},
+        "speculative_stt": {"started": session.speculation.started, "used": session.speculation.used,
+                            "failed": session.speculation.failed},
     }}
 
 

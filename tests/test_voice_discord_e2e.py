@@ -90,6 +90,7 @@ async def test_a_spoken_question_is_transcribed_answered_and_spoken_back(voice, 
     assert 1 in voice_server.bot_speaking   # the bot said it was speaking before it sent audio
     (turn,) = voice.session(GUILD).turns
     assert turn.spoken == ("Hello Alice.", "It is sunny today.") and not turn.interrupted
+    assert voice.session(GUILD).speculation.started >= 1  # the real adapter's hub starts Whisper at the pause
 
 
 async def test_voice_heard_before_the_speaking_event_is_attributed_once_it_arrives(voice, voice_server, conv):

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import contents, guild_ctx, remember
 from memory.models import FactKind, NewMemory, Scope
-from voice.warm import Decision, Retrieval, WarmMemory, WarmSettings, is_low_signal, memory_retrieval
+from voice.warm import Decision, Retrieval, WarmMemory, WarmSettings, cosine, is_low_signal, memory_retrieval
 
 CAMPING = [
     "I'm planning a camping trip to the lake district next weekend",
@@ -111,6 +111,30 @@ def test_voice_warm_a_moderately_similar_turn_refreshes_lexically_without_a_full
     assert tent not in contents(first.snapshot)
     assert contents(moved.snapshot) == contents(first.snapshot) | {tent}
     assert next(h.channels for h in moved.snapshot if h.row["content"] == tent) == ("fts",)  # BM25 brought it, no vector search
+
+
+def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_new_topic_still_is_not(warm, stored, ctx, embeds):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    follow_up, practice, back = "we want to go next weekend", "she practises every evening", "anyway, back to the camping trip"
+    # Alone, the follow-up is no camping turn for MiniLM: cosine 0.50 to the fingerprint would be a full retrieval.
+    assert cosine(stored.embeddings.embed_query(follow_up), stored.embeddings.embed_query(CAMPING[0])) < WarmSettings().full_below
+    results = run(warm, counted, [CAMPING[0], follow_up, VIOLIN, practice, back])
+    assert [(r.record.decision, r.record.reason) for r in results] == [
+        (Decision.FULL, "cold"), (Decision.REFRESH, "moved"), (Decision.FULL, "drift"),
+        (Decision.REFRESH, "moved"), (Decision.FULL, "drift")]
+    assert results[2].record.similarity < WarmSettings().full_below  # the camping context did not carry the violin
+    assert f"{CAMPING[0]}\n{follow_up}" in embeds.log  # the follow-up was embedded after the turn before it
+    # the context restarts with the new topic: the camping turns are not the violin turn's context
+    assert f"{CAMPING[0]}\n{follow_up}\n{practice}" not in embeds.log and f"{VIOLIN}\n{practice}" in embeds.log
+    assert counted.calls[2] == ("full", VIOLIN)  # the full retrieval searches for the turn itself
+
+
+def test_voice_warm_without_context_turns_a_turn_is_judged_alone(stored, ctx, clock, embeds):
+    warm = WarmMemory(embeds, clock, WarmSettings(context_turns=0))
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    results = run(warm, counted, [CAMPING[0], "we want to go next weekend"])
+    assert [r.record.decision for r in results] == [Decision.FULL, Decision.FULL]
+    assert embeds.log == [CAMPING[0], "we want to go next weekend"]
 
 
 def test_voice_warm_snapshot_expires_five_minutes_after_its_full_retrieval(warm, stored, ctx, clock):

@@ -53,9 +53,11 @@ class ScriptedSTT:
     def __init__(self, *script: str | Exception) -> None:
         self.script = list(script)
         self.heard: list[float] = []   # seconds of audio per call
+        self.audio: list[bytes] = []   # the audio of each call
 
     def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
         self.heard.append(len(pcm16) / 2 / sample_rate)
+        self.audio.append(pcm16)
         answer = self.script.pop(0) if self.script else TranscriptionFailed("script exhausted")
         if isinstance(answer, Exception):
             raise answer

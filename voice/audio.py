@@ -32,6 +32,14 @@ def samples(pcm16: bytes) -> np.ndarray:
     return np.frombuffer(pcm16[: len(pcm16) // 2 * 2], dtype="<i2")
 
 
+SILENT_PEAK = 64   # no sample beyond +-64 of 32767 (-54 dBFS): no sound (Discord's silence frames decode to zeros)
+
+
+def is_silent(pcm16: bytes) -> bool:
+    """No sound at all in this audio (an empty buffer is silent)."""
+    return int(np.abs(samples(pcm16).astype(np.int32)).max(initial=0)) <= SILENT_PEAK
+
+
 def discord_to_listen(pcm48_stereo: bytes) -> bytes:
     """48 kHz stereo -> 16 kHz mono: average the channels, then average each run of three samples.
 

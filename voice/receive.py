@@ -12,6 +12,14 @@ keyed by SSRC, and a finished utterance whose speaker is still unknown is *held*
 A speaker who stops sending packets gets no trailing silence to end their utterance (Discord clients
 stop transmitting a few frames after they stop talking), hence ``tick()``. Callbacks run outside the
 lock, on whichever thread caused them: the caller moves them onto its event loop.
+
+Speculation: once a speaker has been silent for ``VadSettings.speculate_after_ms`` (the VAD's pause, or the time
+since their last frame with any sound in it, whichever is longer), ``on_pause`` gets the utterance *so far*,
+once per pause, so speech-to-text can start while the end-of-speech pause runs on. It is a guess, never a
+turn: only ``on_utterance`` ends an utterance, and the guess is worth something only if the utterance that
+ends is its audio plus silence. When ``on_pause`` is not given and ``on_utterance`` is a bound method of an
+object with ``speech_paused`` (a ``VoiceSession``), that is used, so the session speculates wherever it is
+wired to a hub.
 """
 from __future__ import annotations
 
@@ -22,7 +30,7 @@ from dataclasses import dataclass, field
 
 from memory.clock import Clock, SystemClock
 
-from .audio import LISTEN_RATE, discord_to_listen
+from .audio import FRAME_MS, LISTEN_RATE, discord_to_listen, is_silent
 from .vad import FRAME_BYTES, SpeechEnd, SpeechStart, UtteranceCutter, VadEvent, VadSettings
 
 logger = logging.getLogger(__name__)
@@ -42,13 +50,19 @@ class Utterance:
 
 
 @dataclass(frozen=True, slots=True)
+class _Paused:
+    """A speaker paused mid-utterance: the audio so far, to transcribe ahead of the end (maybe in vain)."""
+    utterance: Utterance
+
+
+@dataclass(frozen=True, slots=True)
 class _Started:
     """Someone began speaking (reported to the session for barge-in)."""
     ssrc: int
     user_id: int | None
 
 
-_Report = Utterance | _Started
+_Report = Utterance | _Started | _Paused
 
 
 @dataclass(slots=True)
@@ -58,6 +72,8 @@ class _Speaker:
     user_id: int | None = None
     carry: bytes = b""                                   # 16 kHz samples short of a whole frame
     held: list[tuple[float, bytes]] = field(default_factory=list)   # (ended at, pcm) awaiting a user
+    guessed_at: int | None = None                        # voiced frames when this pause was reported to on_pause
+    sound_at: float = 0.0                                # when the last frame that was not (near) silence came
 
 
 class ReceiveHub:
@@ -65,9 +81,10 @@ class ReceiveHub:
 
     def __init__(self, on_speech: Callable[[int, int | None], None], on_utterance: Callable[[Utterance], None],
                  *, vad: VadSettings = VadSettings(), clock: Clock | None = None,
-                 unattributed_ttl_s: float = 10.0) -> None:
+                 unattributed_ttl_s: float = 10.0, on_pause: Callable[[Utterance], None] | None = None) -> None:
         self._on_speech = on_speech
         self._on_utterance = on_utterance
+        self._on_pause = on_pause or getattr(getattr(on_utterance, "__self__", None), "speech_paused", None)
         self._vad = vad
         self._clock = clock or SystemClock()
         self._ttl = unattributed_ttl_s
@@ -78,12 +95,14 @@ class ReceiveHub:
         """One decoded frame (48 kHz stereo) from stream ``ssrc``."""
         with self._lock:
             speaker = self._speaker(ssrc)
-            speaker.last_frame_at = self._clock.now()
+            speaker.last_frame_at = now = self._clock.now()
             pcm = speaker.carry + discord_to_listen(pcm48_stereo)
+            if not is_silent(pcm):
+                speaker.sound_at = now
             whole = len(pcm) // FRAME_BYTES * FRAME_BYTES
             speaker.carry = pcm[whole:]
             events = [e for i in range(0, whole, FRAME_BYTES) for e in speaker.cutter.push(pcm[i:i + FRAME_BYTES])]
-            ready = self._route(ssrc, speaker, events)
+            ready = self._route(ssrc, speaker, events) + self._guess(ssrc, speaker, self._silent_ms(speaker, now))
         self._report(ready)
 
     def attribute(self, ssrc: int, user_id: int) -> None:
@@ -108,8 +127,11 @@ class ReceiveHub:
         ready: list[_Report] = []
         with self._lock:
             for ssrc, speaker in self._speakers.items():
-                if now - speaker.last_frame_at >= self._vad.end_pause_ms / 1000:
+                quiet_s = now - speaker.last_frame_at
+                if quiet_s >= self._vad.end_pause_ms / 1000:
                     ready += self._route(ssrc, speaker, speaker.cutter.flush())
+                else:
+                    ready += self._guess(ssrc, speaker, self._silent_ms(speaker, now))
                 self._expire(ssrc, speaker, now)
         self._report(ready)
 
@@ -140,6 +162,32 @@ class ReceiveHub:
                 ready.append(Utterance(ssrc, speaker.user_id, event.pcm16))
         return ready
 
+    @staticmethod
+    def _silent_ms(speaker: _Speaker, now: float) -> int:
+        """How long the speaker has been quiet, in whole frames like the VAD counts time.
+
+        Two measures, the longer wins: the VAD's pause plus the time since the client stopped sending, and the time
+        since the last frame with sound in it. The second matters because webrtcvad holds on to "speech" for a few
+        frames after it ends: the digital silence a Discord client sends as it stops would not count as pause."""
+        def frames(seconds: float) -> int:
+            return round(seconds * 1000 / FRAME_MS) * FRAME_MS   # a timer firing a hair early is not a frame short
+        return max(speaker.cutter.pause_ms + frames(now - speaker.last_frame_at), frames(now - speaker.sound_at))
+
+    def _guess(self, ssrc: int, speaker: _Speaker, silent_ms: float) -> list[_Report]:
+        """The utterance so far, once per pause that reached ``speculate_after_ms`` (none when speculation is off).
+
+        A pause is told from the next one by the voiced frames before it: a voiced frame makes a new pause."""
+        cutter, after = speaker.cutter, self._vad.speculate_after_ms
+        if not cutter.speaking:
+            speaker.guessed_at = None
+            return []
+        if self._on_pause is None or not after or silent_ms < after or speaker.guessed_at == cutter.voiced_frames:
+            return []
+        speaker.guessed_at = cutter.voiced_frames
+        pcm = cutter.pending()
+        # user 0 until attributed: a guess is matched to its utterance by stream and audio, never by user
+        return [_Paused(Utterance(ssrc, speaker.user_id or 0, pcm))] if pcm else []
+
     def _expire(self, ssrc: int, speaker: _Speaker, now: float) -> None:
         kept = [(t, pcm) for t, pcm in speaker.held if now - t < self._ttl]
         if len(kept) < len(speaker.held):
@@ -151,5 +199,8 @@ class ReceiveHub:
         for item in ready:
             if isinstance(item, Utterance):
                 self._on_utterance(item)
+            elif isinstance(item, _Paused):
+                assert self._on_pause is not None
+                self._on_pause(item.utterance)
             else:
                 self._on_speech(item.ssrc, item.user_id)

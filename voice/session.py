@@ -3,6 +3,13 @@
     ReceiveHub (receive thread) --speech_started--> barge-in: stop the reply being spoken
                                 --utterance_ready--> queue --> turn: STT --> Responder --> ReplySpeech
 
+Speculative transcription: when a speaker pauses (``speech_paused``, after ``VadSettings.speculate_after_ms``
+of silence) the audio so far is transcribed in the background. If that pause ends the utterance, the
+utterance's audio is the audio guessed on (plus at most trailing silence), and the turn takes the transcript already under way
+instead of running STT a second time: the end-of-speech pause and Whisper overlap. Any other utterance
+(speech resumed, so the audio grew) is transcribed as usual and the guess is dropped unused; a guess whose
+STT failed falls back to the usual path. A guess never makes a turn by itself.
+
 Turns run in arrival order (two people at once are answered one after the other); the next turn starts
 when the bot has finished speaking, so it never talks over itself. A failing STT, TTS or responder
 costs that turn (logged), never the session. The platform side is behind two Protocols: a
@@ -18,6 +25,7 @@ from typing import Protocol
 
 from memory.clock import Clock, SystemClock
 
+from .audio import is_silent
 from .providers import SpeechToText, TextToSpeech
 from .receive import Utterance
 from .speaking import Player, ReplySpeech
@@ -40,6 +48,14 @@ class VoiceSettings:
     idle_timeout_s: float = 300.0   # leave after this long with nobody speaking and nothing said
     barge_in: bool = True           # stop talking when someone starts speaking
     max_pending: int = 8            # utterances waiting for a turn; older ones are dropped past this
+
+
+@dataclass(slots=True)
+class Speculation:
+    """Counts of speculative transcriptions, for logs and the benchmark."""
+    started: int = 0
+    used: int = 0        # the utterance ended at that pause: its transcript served the turn
+    failed: int = 0      # the speculative STT raised: the turn transcribed again
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +82,8 @@ class VoiceSession:
         self._speech: ReplySpeech | None = None
         self.last_activity = self._clock.now()
         self.turns: list[Turn] = []
+        self._guesses: dict[int, tuple[bytes, asyncio.Future[str]]] = {}   # ssrc -> (audio, its transcript)
+        self.speculation = Speculation()
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -76,6 +94,9 @@ class VoiceSession:
         """Stop talking and stop taking turns; safe to call twice."""
         if self._speech is not None:
             self._speech.cancel()
+        for _, guess in self._guesses.values():
+            guess.cancel()
+        self._guesses.clear()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -93,6 +114,10 @@ class VoiceSession:
     def utterance_ready(self, utterance: Utterance) -> None:
         self._call_in_loop(self._enqueue, utterance)
 
+    def speech_paused(self, so_far: Utterance) -> None:
+        """A speaker paused: start transcribing what they said so far, in case the pause ends the utterance."""
+        self._call_in_loop(self._speculate, so_far)
+
     def _call_in_loop(self, callback: Callable[..., None], *args: object) -> None:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(callback, *args)
@@ -109,6 +134,14 @@ class VoiceSession:
             dropped = self._queue.get_nowait()
             logger.warning("voice: too many utterances waiting; dropped one from %s", dropped.user_id)
         self._queue.put_nowait(utterance)
+
+    def _speculate(self, so_far: Utterance) -> None:
+        if self._task is None:
+            return   # closed
+        guess = asyncio.ensure_future(asyncio.to_thread(self._stt.transcribe, so_far.pcm16, so_far.sample_rate))
+        guess.add_done_callback(_quietly)
+        self._guesses[so_far.ssrc] = (so_far.pcm16, guess)   # a newer pause of the same speaker replaces the older
+        self.speculation.started += 1
 
     # -- turns --------------------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -136,9 +169,43 @@ class VoiceSession:
         logger.info("voice: %s said %r; replied %r", utterance.user_id, heard[:80], reply[:80])
 
     async def _transcribe(self, utterance: Utterance) -> str:
+        guessed = self._guessed(utterance)
+        if guessed is not None:
+            try:
+                heard = (await guessed).strip()
+                self.speculation.used += 1
+                return heard
+            except asyncio.CancelledError:
+                raise
+            except Exception:   # the guess failed: the utterance gets its own try below
+                self.speculation.failed += 1
+                logger.warning("voice: speculative transcription failed; transcribing the utterance again", exc_info=True)
         try:
             return (await asyncio.to_thread(self._stt.transcribe, utterance.pcm16, utterance.sample_rate)).strip()
         except Exception:   # the provider's failure costs this utterance; the session listens on
             logger.exception("voice: could not transcribe %.1f s from user %s", utterance.duration_s,
                              utterance.user_id)
             return ""
+
+    def _guessed(self, utterance: Utterance) -> asyncio.Future[str] | None:
+        """The transcript under way for this utterance's speech, if a pause guessed it (and forget that guess)."""
+        audio, guess = self._guesses.get(utterance.ssrc, (b"", None))
+        if guess is None or not same_speech(audio, utterance.pcm16):
+            return None   # no guess, or speech went on after it: the partial transcript is never used
+        del self._guesses[utterance.ssrc]
+        return guess
+
+
+def same_speech(guessed: bytes, final: bytes) -> bool:
+    """The utterance is the guessed audio, at most followed by silence.
+
+    The VAD keeps up to 200 ms of the closing pause, and it may still have been growing when the guess was taken;
+    silence added after the speech changes nothing a transcriber hears (Whisper pads every input with zeros to
+    30 s). Anything else, speech above all, makes it another utterance."""
+    return final.startswith(guessed) and is_silent(final[len(guessed):])
+
+
+def _quietly(future: asyncio.Future[str]) -> None:
+    """A guess nobody awaits must not log "exception was never retrieved"; a used one re-raises to its turn."""
+    if not future.cancelled():
+        future.exception()

@@ -29,6 +29,11 @@ class VadSettings:
     end_pause_ms: int = 700          # the silence that ends an utterance
     pre_roll_ms: int = 200           # kept from before the onset
     max_utterance_s: float = 20.0    # a monologue is cut here, so it is answered in pieces, not never
+    # Silence after which speech-to-text starts on the audio so far, in the background, while the end-of-speech
+    # pause runs on: if the pause ends the utterance, the transcript is (nearly) ready; if speech resumes, it is
+    # thrown away. 0 turns it off. Pauses between phrases are usually shorter than this (Whisper is then not
+    # started at every breath), and it leaves the 500 ms before the end for Whisper (~0.6 s on 2 cores).
+    speculate_after_ms: int = 200
 
     def __post_init__(self) -> None:
         if not 0 <= self.aggressiveness <= 3:
@@ -37,6 +42,8 @@ class VadSettings:
             raise ValueError(f"min_speech_ms must be at least {MIN_SEGMENT_MS} (shorter bursts are noise)")
         if self.end_pause_ms < FRAME_MS or self.max_utterance_s <= 0:
             raise ValueError("end_pause_ms and max_utterance_s must be positive")
+        if self.speculate_after_ms < 0:
+            raise ValueError("speculate_after_ms must be 0 (off) or positive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +76,24 @@ class UtteranceCutter:
     def speaking(self) -> bool:
         """An utterance has started and not yet ended."""
         return self._started
+
+    @property
+    def pause_ms(self) -> int:
+        """Silence heard since the last voiced frame of the utterance under way (0 when none is)."""
+        return self._pause * FRAME_MS if self._started else 0
+
+    @property
+    def voiced_frames(self) -> int:
+        """Voiced frames in the utterance so far (a pause that follows more of them is a new pause)."""
+        return self._voiced
+
+    def pending(self) -> bytes | None:
+        """The utterance as ``flush`` would end it now, without ending it (None when none is under way).
+
+        If the pause goes on with no voiced frame, the ``SpeechEnd`` to come is this audio followed by at most
+        more of that pause (it keeps the first ``_TRAILING_KEEP_FRAMES`` of it).
+        """
+        return self._end().pcm16 if self._started else None
 
     def push(self, frame: bytes) -> list[VadEvent]:
         """Feed one 20 ms frame (shorter frames are padded with silence)."""

@@ -10,6 +10,17 @@ exponential moving average of the turn embeddings, and decides per turn (thresho
     cosine < 0.65: the topic changed                                        ->  FULL   (fingerprint restarts at the turn)
     in between: the topic moved a little                                    ->  REFRESH (cheap lexical re-rank / BM25 top-up)
 
+What a turn's embedding is: a spoken turn is short and leans on the turns before it ("we want to go next
+weekend", "my old tent leaks"); embedded alone, MiniLM puts such on-topic turns at cosine 0.0-0.6 to the
+fingerprint, so nearly every turn looked like a new topic. Embedded with the turns before it, the context
+outvotes the turn instead: a real change of topic ("my sister is learning the violin" after three turns on
+camping) still scores 0.7-0.8. So the turn vector is the normalised sum of the two: the turn alone, and the
+turn after the previous ``context_turns`` turns of the current topic (the message store indexes each
+message with the two before it for the same reason). Each half weighs the same, so context can lift a turn
+that continues the conversation but cannot carry one that leaves it. The context starts afresh at every
+full retrieval (its turns belong to the old topic or to an expired snapshot), and fillers are not in it.
+The full retrieval itself still searches with the turn's own vector: it is about what was just said.
+
 The snapshot's type is the caller's (``S``): the two retrievals come in as callables in a ``Retrieval``, so
 this module never needs the bot's assembler. ``memory_retrieval`` builds them over ``MemoryStore`` rows.
 Each decision is logged, and ``stats`` counts them for the ``warm_hit_rate`` benchmark.
@@ -56,6 +67,8 @@ class WarmSettings:
     filler_max_words: int = 4  # a low-signal turn is at most this many words, all of them fillers...
     min_chars: int = 3  # ...or fewer letters than this ("k", "ah")
     log_size: int = 256  # decisions kept for inspection; the counters cover the whole session
+    context_turns: int = 2  # earlier turns of the topic embedded with a turn (0: the turn alone, as before)
+    context_chars: int = 600  # at most this much of them, the newest kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +147,7 @@ class WarmMemory(Generic[S]):
         self._snapshot: _Snapshot[S] | None = None
         self._fingerprint: np.ndarray | None = None
         self._generation = 0  # bumped by invalidate(): a retrieval that raced a forget is not kept
+        self._context: deque[str] = deque(maxlen=max(1, settings.context_turns))  # the topic's latest turns
         self._counts = {d: 0 for d in Decision}
         self.log: deque[WarmRecord] = deque(maxlen=settings.log_size)
 
@@ -150,13 +164,27 @@ class WarmMemory(Generic[S]):
     def _judge(self, text: str, vector: np.ndarray | None, warm: _Snapshot[S], retrieval: Retrieval[S], now: float) -> WarmResult[S]:
         if vector is None or self._fingerprint is None:  # embeddings off or failing: no drift signal, be safe
             return self._full(text, vector, retrieval, now, "no-vector")
-        similarity = cosine(vector, self._fingerprint)
+        in_context = self._in_context(text, vector)
+        similarity = cosine(in_context, self._fingerprint)
         if similarity < self.settings.full_below:
             return self._full(text, vector, retrieval, now, "drift", similarity)
-        self._blend(vector)
+        self._blend(in_context)
+        self._context.append(text)
         if similarity >= self.settings.reuse_at:
             return self._record(warm.value, Decision.REUSE, "similar", similarity, now)
         return self._refresh(text, warm, retrieval, now, similarity)
+
+    def _in_context(self, text: str, vector: np.ndarray) -> np.ndarray:
+        """The turn's vector for the drift test: the turn alone plus the turn after its topic's latest turns."""
+        if not self.settings.context_turns or not self._context:
+            return vector
+        before = "\n".join(list(self._context)[-self.settings.context_turns:])[-self.settings.context_chars:]
+        with_context = self.embed(f"{before}\n{text}")
+        if with_context is None:  # the second embedding failed: the turn alone is still a signal
+            return vector
+        mixed = np.asarray(vector, dtype=np.float32) + np.asarray(with_context, dtype=np.float32)
+        norm = float(np.linalg.norm(mixed))
+        return mixed / norm if norm else mixed
 
     def _full(self, text, vector, retrieval: Retrieval[S], now: float, reason: str, similarity: float | None = None) -> WarmResult[S]:
         generation = self._generation
@@ -164,6 +192,9 @@ class WarmMemory(Generic[S]):
         if generation == self._generation:
             self._snapshot = _Snapshot(value, now, retrieval.scope)
             self._fingerprint = None if vector is None else np.asarray(vector, dtype=np.float32)
+            self._context.clear()  # a new topic (or a fresh start): earlier turns are no context for it
+            if not is_low_signal(text, self.settings):
+                self._context.append(text)
         return self._record(value, Decision.FULL, reason, similarity, now)
 
     def _refresh(self, text: str, warm: _Snapshot[S], retrieval: Retrieval[S], now: float, similarity: float) -> WarmResult[S]:
@@ -200,6 +231,7 @@ class WarmMemory(Generic[S]):
         self._generation += 1
         self._snapshot = None
         self._fingerprint = None
+        self._context.clear()  # forgotten words must not stay in the next turn's context either
 
     @property
     def stats(self) -> WarmStats:
