@@ -164,7 +164,8 @@ class Assembler:
 
     # -- sections --------------------------------------------------------------------------------------
     def _listed(self, key, title, ctx: RecallContext, shown, *, kinds=(), subjects=(), limit=10) -> Section:
-        found = self.engine.memories.list(ctx.memory_partitions(), RecallFilters(kinds=kinds, subjects=subjects), order="important", limit=limit)
+        found = self.engine.memories.list_memories(ctx.memory_partitions(), RecallFilters(kinds=kinds, subjects=subjects),
+                                                   order="important", limit=limit)
         return self._section(key, title, found, shown)
 
     def _people(self, turn: Turn, shown) -> Section:
@@ -172,7 +173,8 @@ class Assembler:
         for i, (person, name) in enumerate(turn.names.items()):
             if i > 5:
                 break
-            facts = self.engine.memories.list(turn.ctx.partitions_of(person), RecallFilters(), order="important", limit=12 if i == 0 else 6)
+            facts = self.engine.memories.list_memories(turn.ctx.partitions_of(person), RecallFilters(), order="important",
+                                                       limit=12 if i == 0 else 6)
             facts = [m for m in facts if m.id not in shown and m.subject != SELF_SUBJECT]
             if facts:
                 lines.append(f"{_quoted(name)}{' (speaking now)' if i == 0 else ''}:")
@@ -184,7 +186,7 @@ class Assembler:
         if ctx.is_dm:
             return Section("lore", "Community lore")
         guild = (memory_partition(Scope.GUILD, ctx.guild_id or "", Visibility.PUBLIC),)
-        found = self.engine.memories.list(guild, RecallFilters(), order="important", limit=10)
+        found = self.engine.memories.list_memories(guild, RecallFilters(), order="important", limit=10)
         return self._section("lore", "Community lore", [m for m in found if m.scope is Scope.GUILD], shown)
 
     def _entities(self, ctx: RecallContext) -> Section:

@@ -92,7 +92,7 @@ class Commands:
         return None if lapses < self.engine.clock.now() else "OK, I won't forget everything. Nothing was deleted."
 
     def do_memories(self, arg: str, turn) -> str:
-        found = self.engine.memories.list(turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20)
+        found = self.engine.memories.list_memories(turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20)
         if not found:
             return "I don't remember anything about you here yet."
         return "What I remember about you here:\n" + "\n".join(f"• {m.content}" for m in found)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -121,7 +121,7 @@ class Settings(BaseSettings):
         return value
 
 
-def load_settings(**overrides: object) -> Settings:
+def load_settings(**overrides: Any) -> Settings:  # Any: each override is validated by pydantic, like an env value
     """Settings from env/.env (overrides win); a bad value becomes one ConfigError naming each field."""
     try:
         return Settings(**overrides)

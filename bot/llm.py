@@ -16,7 +16,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -45,7 +45,7 @@ class OpenAIEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        out = []
+        out: list[list[float]] = []
         for i in range(0, len(texts), 256):
             response = self._client.embeddings.create(model=self.model, input=[t or " " for t in texts[i : i + 256]])
             out.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
@@ -140,7 +140,7 @@ class ChatClient:
                     await sink(text)
         return answer.message()
 
-    async def _chunks(self, args: dict[str, Any]) -> AsyncIterator[object]:
+    async def _chunks(self, args: dict[str, Any]) -> AsyncGenerator[object, None]:
         """The SDK's chunks; the HTTP stream is closed on every exit, also when the sink raises."""
         with _undecodable_is_malformed():
             async with await self._client.chat.completions.create(**args, stream=True) as stream:
@@ -172,7 +172,7 @@ def _parse(response: object) -> dict[str, Any]:
 
 def _tool_call(raw: object, index: int) -> dict[str, Any]:
     function = raw.get("function") if isinstance(raw, dict) else None
-    if not isinstance(function, dict):
+    if not isinstance(raw, dict) or not isinstance(function, dict):
         raise MalformedAnswer(f"tool call without a function: {_excerpt(raw)}")
     name = _string(function.get("name"), "tool name")
     if not name.strip():
@@ -213,8 +213,9 @@ class _StreamedAnswer:
         return _clean(text)
 
     def _add_call_part(self, part: object, position: int) -> None:
-        function = part.get("function") if isinstance(part, dict) else None
-        index = part.get("index", position) if isinstance(part, dict) else None
+        if not isinstance(part, dict):
+            raise MalformedAnswer(f"bad tool call fragment: {_excerpt(part)}")
+        function, index = part.get("function"), part.get("index", position)
         if not isinstance(index, int) or not isinstance(function, (dict, type(None))):
             raise MalformedAnswer(f"bad tool call fragment: {_excerpt(part)}")
         call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})

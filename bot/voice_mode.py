@@ -21,7 +21,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,7 +157,7 @@ class VoiceSessions:
                                   participants=sorted(session.people), text=text, modality="voice", started_at=session.started_at)
 
     # -- called from a worker thread (compaction, final summary) ------------------------------------------------
-    def _bridged(self, fn: Callable[..., Awaitable[Any]], *bound: Any) -> Callable[..., Any]:
+    def _bridged(self, fn: Callable[..., Coroutine[Any, Any, Any]], *bound: Any) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             assert self._loop is not None
             return asyncio.run_coroutine_threadsafe(fn(*bound, *args, **kwargs), self._loop).result(BRIDGE_TIMEOUT_S)

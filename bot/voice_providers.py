@@ -39,10 +39,10 @@ class OpenAISpeechToText:
         self.language = language
 
     def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
-        extra = {"language": self.language} if self.language else {}
         try:
             result = self._client.audio.transcriptions.create(
-                model=self.model, file=("speech.wav", to_wav(pcm16, sample_rate), "audio/wav"), **extra)
+                model=self.model, file=("speech.wav", to_wav(pcm16, sample_rate), "audio/wav"),
+                language=self.language or openai.omit)  # omit: no language field, the server detects it
         except openai.OpenAIError as exc:
             raise TranscriptionFailed(f"{self.model} transcription failed: {exc}") from exc
         return (getattr(result, "text", None) or "").strip()

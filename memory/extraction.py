@@ -91,7 +91,7 @@ def parse_list(text: str) -> list[dict[str, Any]]:
     start, end = (text or "").find("["), (text or "").rfind("]")
     if start < 0 or end < start:
         raise BadAnswer(f"no JSON array in the answer: {(text or '')[:120]!r}")
-    return _dicts(_loads(text[start : end + 1]), list)
+    return _dicts(_loads(text[start : end + 1]))
 
 
 def parse_object(text: str) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def parse_reflection(text: str) -> tuple[list[dict[str, Any]], str]:
     data = parse_object(text)
     facts = data.get("facts") or []
     summary = data.get("summary") or ""
-    return (_dicts(facts, list) if isinstance(facts, list) else []), (summary if isinstance(summary, str) else "")
+    return (_dicts(facts) if isinstance(facts, list) else []), (summary if isinstance(summary, str) else "")
 
 
 def _loads(text: str) -> Any:
@@ -120,8 +120,8 @@ def _loads(text: str) -> Any:
         raise BadAnswer(f"invalid JSON: {exc}") from None
 
 
-def _dicts(data: Any, kind: type) -> list[dict[str, Any]]:
-    if not isinstance(data, kind):
+def _dicts(data: Any) -> list[dict[str, Any]]:
+    if not isinstance(data, list):
         raise BadAnswer("not a JSON array")
     return [item for item in data if isinstance(item, dict)]
 
@@ -154,7 +154,8 @@ def _new_memory(c: dict[str, Any], ctx: RecallContext, sources: tuple[str, ...],
     where = write_scope(ctx)
     kind = FactKind(c["kind"]) if c.get("kind") in FactKind._value2member_map_ else FactKind.OTHER
     mtype = MemoryType(c["type"]) if c.get("type") in MemoryType._value2member_map_ else MemoryType.SEMANTIC
-    tags = c.get("tags") if isinstance(c.get("tags"), list) else []
+    tags = c.get("tags")
+    tags = tags if isinstance(tags, list) else []
     return NewMemory(
         content=_text(c.get("content")), subject=_text(c.get("subject")), scope=where.scope, scope_id=where.scope_id,
         visibility=where.visibility, guild_id=where.guild_id, type=mtype, kind=kind, tags=tuple(str(t) for t in tags)[:12],
@@ -184,7 +185,8 @@ def _entities(items: Any) -> tuple[EntityRef, ...]:
     out = []
     for e in items:
         if isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"].strip():
-            relations = e.get("relations") if isinstance(e.get("relations"), list) else []
+            relations = e.get("relations")
+            relations = relations if isinstance(relations, list) else []
             rel = tuple((str(r.get("relation", "")), str(r.get("target", ""))) for r in relations if isinstance(r, dict))
             out.append(EntityRef(e["name"][:120], str(e.get("type", "concept")), rel))
     return tuple(out)

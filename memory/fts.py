@@ -9,6 +9,7 @@ when the index is big, keeping at least the rarest few.
 from __future__ import annotations
 
 import time
+from typing import cast
 
 import apsw
 
@@ -49,7 +50,9 @@ class FtsQueryBuilder:
         """(raw word, stemmed term) pairs, stop words and duplicates removed, in query order."""
         data = (text or "")[:MAX_QUERY_CHARS].encode("utf-8", "replace")
         seen: dict[str, str] = {}
-        for start, end, *stems in self._tokenizer(data, apsw.FTS5_TOKENIZE_QUERY, None):
+        # apsw types one result for every include_* combination; with the defaults used here each token is (start, end, *stems)
+        tokens = cast(list[tuple[int, int, *tuple[str, ...]]], self._tokenizer(data, apsw.FTS5_TOKENIZE_QUERY, None))
+        for start, end, *stems in tokens:
             raw = data[start:end].decode("utf-8", "replace").lower()
             stem = stems[0] if stems else raw
             if raw in STOP_WORDS or len(stem) < 2 and not stem.isdigit():

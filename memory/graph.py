@@ -99,7 +99,8 @@ class Graph:
         start = self.db.one("SELECT id, name, entity_type FROM memory_entities WHERE name_key = ?", (entity_key(name),))
         if start is None or not self._visible_entity(start["id"], partitions):
             return {"entity": name, "found": False, "edges": []}
-        seen, frontier, edges = {start["id"]}, [start["id"]], []
+        seen, frontier = {start["id"]}, [start["id"]]
+        edges: list[dict[str, Any]] = []
         for _ in range(max(1, min(depth, 5))):
             found = self._edges(frontier, partitions)
             edges.extend(e for e in found if (e["source"], e["relation"], e["target"]) not in {(x["source"], x["relation"], x["target"]) for x in edges})

@@ -27,9 +27,9 @@ class Fusion(StrEnum):
 
 class Weights(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    semantic: float = Field(0.6, ge=0, le=1)
-    recency: float = Field(0.2, ge=0, le=1)
-    importance: float = Field(0.2, ge=0, le=1)
+    semantic: float = Field(default=0.6, ge=0, le=1)
+    recency: float = Field(default=0.2, ge=0, le=1)
+    importance: float = Field(default=0.2, ge=0, le=1)
 
     @model_validator(mode="after")
     def _not_all_zero(self) -> Weights:
@@ -40,23 +40,23 @@ class Weights(BaseModel):
 
 class RecallKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    top_k: int = Field(10, ge=1, le=200)
-    score_threshold: float = Field(0.5, ge=0, le=1)
+    top_k: int = Field(default=10, ge=1, le=200)
+    score_threshold: float = Field(default=0.5, ge=0, le=1)
     weights: Weights = Weights()
-    decay_rate: float = Field(0.05, ge=0, le=5)
-    access_bonus: float = Field(0.02, ge=0, le=1)
-    vector_weight: float = Field(0.7, ge=0, le=1)
-    text_weight: float = Field(0.3, ge=0, le=1)
-    candidate_multiplier: int = Field(4, ge=1, le=50)
-    recent_candidates: int = Field(10, ge=0, le=200)
-    graph_seeds: int = Field(5, ge=0, le=50)
-    graph_decay: float = Field(0.5, ge=0, le=1)
-    context_weight: float = Field(0.0, ge=0, le=1)
-    speaker_boost: float = Field(0.0, ge=0, le=1)
+    decay_rate: float = Field(default=0.05, ge=0, le=5)
+    access_bonus: float = Field(default=0.02, ge=0, le=1)
+    vector_weight: float = Field(default=0.7, ge=0, le=1)
+    text_weight: float = Field(default=0.3, ge=0, le=1)
+    candidate_multiplier: int = Field(default=4, ge=1, le=50)
+    recent_candidates: int = Field(default=10, ge=0, le=200)
+    graph_seeds: int = Field(default=5, ge=0, le=50)
+    graph_decay: float = Field(default=0.5, ge=0, le=1)
+    context_weight: float = Field(default=0.0, ge=0, le=1)
+    speaker_boost: float = Field(default=0.0, ge=0, le=1)
     fusion: Fusion = Fusion.WEIGHTED
-    rrf_k: int = Field(60, ge=1, le=1000)
+    rrf_k: int = Field(default=60, ge=1, le=1000)
     mmr: bool = False
-    mmr_lambda: float = Field(0.7, ge=0, le=1)
+    mmr_lambda: float = Field(default=0.7, ge=0, le=1)
 
     @model_validator(mode="after")
     def _blend(self) -> RecallKnobs:

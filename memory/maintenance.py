@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +65,7 @@ def consolidate(engine: MemoryEngine, complete: Completer, *, threshold: float =
 
 def _clusters(engine: MemoryEngine, threshold: float, max_cluster: int) -> Iterator[list[Memory]]:
     for partition, mtype in engine.memories.consolidation_groups():
-        rows = engine.memories.list((partition,), order="oldest", limit=1_000_000)
+        rows = engine.memories.list_memories((partition,), order="oldest", limit=1_000_000)
         rows = [m for m in rows if m.type == mtype]
         vectors = engine.memories.corpus.vectors.get([m.rid for m in rows])
         rows = [m for m in rows if m.rid in vectors]
@@ -137,7 +137,8 @@ def audit_start(engine: MemoryEngine, kind: str, hint: str, excerpt: str = "", *
     return int(engine.db.con.last_insert_rowid())
 
 
-def audit_finish(engine: MemoryEngine, audit_id: int, *, stored: list[str] = (), facts: list = (), error: str | None = None) -> None:
+def audit_finish(engine: MemoryEngine, audit_id: int, *, stored: Sequence[str] = (), facts: Sequence[Any] = (),
+                 error: str | None = None) -> None:
     """Close an audit row: ``failed`` when it erred and stored nothing, else ``done``."""
     engine.db.execute(
         "UPDATE reflections SET finished_at = ?, status = ?, stored_ids = ?, facts = ?, error = ? WHERE id = ?",

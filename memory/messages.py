@@ -91,10 +91,10 @@ class MessageLog:
                     row,
                 )
                 ids.append(row["id"])
-                last_rid[where] = int(self.db.con.last_insert_rowid())
-                rids.append(last_rid[where])
+                rid = last_rid[where] = int(self.db.con.last_insert_rowid())
+                rids.append(rid)
                 if vectors is not None:
-                    vec_rows.append((last_rid[where], row["partition_key"], vectors[i]))
+                    vec_rows.append((rid, row["partition_key"], vectors[i]))
             self.corpus.vectors.write_many(vec_rows)
             self.corpus.index_text(rids)
         self.corpus.vectors.mirror_add(vec_rows)

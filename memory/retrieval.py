@@ -38,7 +38,7 @@ class Hit:
     score: float
     relevance: float
     cosine: float | None
-    text: float
+    text_score: float  # the BM25 score scaled to [0, 1] by the best in the pool, not the memory's text
     channels: tuple[str, ...]
 
 
@@ -47,7 +47,7 @@ class _Candidate:
     rid: int
     cosine: float | None = None
     bm25: float | None = None
-    text: float = 0.0
+    text_score: float = 0.0
     blended: bool = False
     ranks: dict[str, int] = field(default_factory=dict)
 
@@ -171,7 +171,7 @@ class Retriever:
         for rid in rows:
             cand = pool[rid]
             text = abs(cand.bm25) / best_bm25 if cand.bm25 is not None and best_bm25 else 0.0
-            cand.text = text
+            cand.text_score = text
             out[rid] = self._relevance(cand, text, knobs)
         return out
 
@@ -182,7 +182,7 @@ class Retriever:
             cand = pool[rid]
             score = (weights.semantic * relevance[rid] + weights.recency * self.temporal(row, knobs, now)
                      + weights.importance * self.corpus.importance(row)) / total
-            hits.append(Hit(row, score, relevance[rid], cand.cosine, cand.text, tuple(sorted(cand.ranks))))
+            hits.append(Hit(row, score, relevance[rid], cand.cosine, cand.text_score, tuple(sorted(cand.ranks))))
         hits.sort(key=lambda h: (-h.score, -h.row["rid"]))
         return hits
 

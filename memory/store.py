@@ -370,8 +370,8 @@ class MemoryStore:
                            + (" or this server's admins" if memory.scope is Scope.GUILD else "") + " can change it")
         return memory
 
-    def list(self, partitions: tuple[str, ...] | None = None, filters: RecallFilters = RecallFilters(), *,
-             order: str = "recent", limit: int = 20, include_inactive: bool = False) -> list[Memory]:
+    def list_memories(self, partitions: tuple[str, ...] | None = None, filters: RecallFilters = RecallFilters(), *,
+                      order: str = "recent", limit: int = 20, include_inactive: bool = False) -> list[Memory]:
         where = filters.to_filter()
         if not include_inactive:
             where = self.corpus.live(self.clock.now()) & where
@@ -408,7 +408,7 @@ class MemoryStore:
             raise InvalidInput("the typed search mode needs at least one memory type")
         if mode not in ("recent", "important", "typed"):
             raise InvalidInput(f"search mode must be hybrid, recent, important or typed, not {mode!r}")
-        return self.list(ctx.memory_partitions(), filters, order=mode if mode != "typed" else order, limit=limit)
+        return self.list_memories(ctx.memory_partitions(), filters, order=mode if mode != "typed" else order, limit=limit)
 
     # -- reinforcement (RET-5) ------------------------------------------------------------------------
     def note_access(self, rids: list[int]) -> None:

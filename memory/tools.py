@@ -200,7 +200,7 @@ class MemoryTools:
         if a.id:
             return {"results": [_brief(self.engine.memories.get_visible(a.id, self.ctx).as_dict())]}
         filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
-        rows = self.engine.memories.list(self.ctx.memory_partitions(), filters, limit=20, include_inactive=a.includeConsolidated)
+        rows = self.engine.memories.list_memories(self.ctx.memory_partitions(), filters, limit=20, include_inactive=a.includeConsolidated)
         return {"results": [_brief(m.as_dict()) for m in rows]}
 
     def memory_update(self, a: UpdateArgs) -> dict[str, Any]:

@@ -206,9 +206,10 @@ class VectorIndex:
         missing = []
         for rid in rids:
             key = self._where.get(rid)
-            pos = parts[key].position(rid, self.dim or 0) if key is not None else None
-            if pos is not None:
-                found[rid] = parts[key].mat[pos]
+            part = parts[key] if key is not None else None
+            pos = part.position(rid, self.dim or 0) if part is not None else None
+            if part is not None and part.mat is not None and pos is not None:
+                found[rid] = part.mat[pos]
             else:
                 missing.append(rid)
         return found | self._vec0_get(missing)
@@ -232,29 +233,29 @@ class VectorIndex:
         mirror = self._mirror()  # one data_version check per search
         parts = [self._partition(mirror, key) for key in partitions]
         for part in parts:
-            part.flush(self.dim)
-        parts = [p for p in parts if p.mat is not None and len(p.rids)]
-        if not parts:
+            part.flush(self.dim or 0)
+        loaded = [(p, p.mat) for p in parts if p.mat is not None and len(p.rids)]
+        if not loaded:
             return []
         q = np.asarray(query, dtype=np.float32)
-        total = sum(len(p.rids) for p in parts)
+        total = sum(len(p.rids) for p, _ in loaded)
         if total <= self.exact_limit:
-            sims = np.concatenate([p.mat @ q for p in parts])
-            rids = np.concatenate([p.rids for p in parts])
+            sims = np.concatenate([mat @ q for _, mat in loaded])
+            rids = np.concatenate([p.rids for p, _ in loaded])
             return _top(rids, sims, k)
-        return self._shortlist_search(parts, q, k)
+        return self._shortlist_search(loaded, q, k)
 
-    def _shortlist_search(self, parts: list[_Partition], q: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def _shortlist_search(self, loaded: list[tuple[_Partition, np.ndarray]], q: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Hamming distance on sign bits picks a shortlist (memory-bandwidth bound: 48 bytes a row, not 1536); exact cosine ranks it."""
         qbits = sign_bits(q[None, :])[:, 0]
         keep = max(k * OVERSAMPLE, MIN_SHORTLIST)
         rids, sims = [], []
-        for part in parts:
+        for part, mat in loaded:
             if part.bits is None:
-                part.bits = sign_bits(part.mat)
+                part.bits = sign_bits(mat)
             pick = nearest(hamming(part.bits, qbits), keep)
             rids.append(part.rids[pick])
-            sims.append(part.mat[pick] @ q)
+            sims.append(mat[pick] @ q)
         return _top(np.concatenate(rids), np.concatenate(sims), k)
 
     def _search_vec0(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:

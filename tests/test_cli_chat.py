@@ -37,7 +37,7 @@ async def test_chat_is_quiet_and_logs_to_a_file_beside_the_store(cli: Cli, monke
     assert "Chatting as Maya (console:local-user)" in result.out and "bot> Hello Maya! Nice to meet you." in result.out
     assert not any(noise in result.out + result.err for noise in LOG_NOISE), result.out + result.err
     log = cli.db.with_suffix(".log").read_text()
-    assert "applied migration" in log and "HTTP Request" in log
+    assert "Scheduler started" in log and "HTTP Request" in log
     assert re.search(r'a DM with "?Maya"?\.', srv.chat_requests[0]["messages"][0]["content"])  # not "a DM with you"
 
 
@@ -49,7 +49,7 @@ async def test_verbose_shows_the_logs_and_log_file_moves_them(cli: Cli, monkeypa
         verbose = await chat(cli, "--verbose")
         typed(monkeypatch, "/quit")
         elsewhere = await chat(cli, "--log-file", str(tmp_path / "logs" / "chat.log"))
-    assert verbose.code == 0 and "applied migration" in verbose.err
+    assert verbose.code == 0 and "Scheduler started" in verbose.err
     assert elsewhere.code == 0 and "Scheduler started" in (tmp_path / "logs" / "chat.log").read_text()
 
 

@@ -208,7 +208,7 @@ def test_forget_person_leaves_nothing_about_them(people):
 def test_forget_person_keeps_everyone_else(people):
     engine = people
     forget_person(engine, ["xena"])
-    assert contents(engine.memories.list(None, limit=50)) == {
+    assert contents(engine.memories.list_memories(None, limit=50)) == {
         "Yuri brews his own ginger beer", "The guild meets every Thursday for board games"}
     assert {r["content"] for r in engine.db.rows("SELECT content FROM messages")} == {
         "Yuri here, the ginger beer exploded again", "What should I brew next"}
@@ -261,7 +261,7 @@ def test_import_memories_runs_every_row_through_the_write_rules(engine):
     assert {k: counts[k] for k in ("stored", "duplicate", "rejected")} == {"stored": 2, "duplicate": 1, "rejected": 2}
     assert counts["reasons"] == ["memory 3: text contains what looks like a secret (key, token, password or card number); never stored",
                                  "memory 4: missing field 'scope'"]
-    assert contents(engine.memories.list(None)) == {"Xena collects vintage typewriters", "Xena fears spiders"}
+    assert contents(engine.memories.list_memories(None)) == {"Xena collects vintage typewriters", "Xena fears spiders"}
     assert "Xena fears spiders" not in contents(engine.memories.recall(guild_ctx("g1", "xena"), "spiders", threshold=0))
     assert "Xena fears spiders" in contents(engine.memories.recall(dm_ctx("xena"), "spiders", threshold=0))
     for bad in ({"memories": "not a list"}, {"a": 1}, "text", 3):

@@ -206,4 +206,4 @@ def test_recall_falls_back_to_vectors_when_the_fts_index_is_broken(engine):
     engine.db.execute("DROP TABLE memory_fts")  # a damaged index
     hits = engine.memories.recall(dm_ctx("xena"), "bassoon", threshold=0)
     assert hits[0].row["content"] == "Xena plays the bassoon badly"
-    assert all("fts" not in h.channels for h in hits) and hits[0].text == 0.0
+    assert all("fts" not in h.channels for h in hits) and hits[0].text_score == 0.0

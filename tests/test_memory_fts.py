@@ -95,7 +95,7 @@ def test_recall_and_message_search_survive_and_change_nothing(seeded, name):
     assert snapshot(seeded) == before
     if name in MUST_FIND:
         kite_hit = next(h for h in hits if "kites" in h.row["content"])
-        assert "fts" in kite_hit.channels and kite_hit.text == 1.0
+        assert "fts" in kite_hit.channels and kite_hit.text_score == 1.0
         assert "we flew kites with lanterns on the beach" in contents(messages)
     assert "kites in my DM" not in contents(messages)  # hostile text does not widen the partition filter
 
@@ -185,7 +185,7 @@ def test_every_write_path_keeps_the_text_indexes_in_step_with_their_rows(engine,
     engine.memories.insert_batch([(NewMemory(content=f"Zelda collects {thing}", subject=thing, scope=Scope.USER, scope_id="zelda"), None)
                                   for thing in ("stamps", "kites", "maps")])
     consolidate(engine, ScriptedCompleter(json.dumps({"subject": "Zelda's pets", "content": "Zelda adopted a cat and a dog"})))
-    kites = next(m for m in engine.memories.list(None) if m.subject == "kites")
+    kites = next(m for m in engine.memories.list_memories(None) if m.subject == "kites")
     engine.memories.update(kites.id, content="Zelda collects paper kites")
     engine.memories.delete(pets[0].id)
     say(engine, "Yuki waves hello", author="yuki", dm_person="zelda")

@@ -26,8 +26,8 @@ def test_an_expired_memory_is_neither_recalled_nor_listed(engine, clock):
     assert contents(engine.memories.recall(ctx, "dentist", threshold=0)) == {short.content, lasting.content}
     clock.advance(6 * 3600 + 1)
     assert contents(engine.memories.recall(ctx, "dentist", threshold=0)) == {lasting.content}
-    assert contents(engine.memories.list(ctx.memory_partitions())) == {lasting.content}
-    assert contents(engine.memories.list(ctx.memory_partitions(), include_inactive=True)) == {short.content, lasting.content}
+    assert contents(engine.memories.list_memories(ctx.memory_partitions())) == {lasting.content}
+    assert contents(engine.memories.list_memories(ctx.memory_partitions(), include_inactive=True)) == {short.content, lasting.content}
     assert count(engine, "memories") == 2  # expiry hides, it does not delete
 
 
@@ -99,7 +99,7 @@ def test_consolidated_originals_are_excluded_from_recall_and_listing(engine, pet
     ctx = dm_ctx("alice")
     recalled = contents(engine.memories.recall(ctx, "Alice adopted a pet from the shelter", threshold=0))
     assert recalled == {MERGED["content"], OTHER}
-    assert contents(engine.memories.list(ctx.memory_partitions())) == {MERGED["content"], OTHER}
+    assert contents(engine.memories.list_memories(ctx.memory_partitions())) == {MERGED["content"], OTHER}
     tool = json.loads(MemoryTools(engine, ctx).call("memory_recall", json.dumps({"includeConsolidated": True})))
     assert {r["content"] for r in tool["results"]} == {*PETS, MERGED["content"], OTHER}
     assert report.new_ids

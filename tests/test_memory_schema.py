@@ -46,5 +46,5 @@ def test_backup_is_a_complete_copy(engine, tmp_path, clock):
     remember(engine, "Alice keeps a diary", scope_id="alice")
     engine.db.backup_to(tmp_path / "copy.db")
     with MemoryEngine(tmp_path / "copy.db", HashEmbedder(), clock) as copy:
-        assert [m.content for m in copy.memories.list(None)] == ["Alice keeps a diary"]
+        assert [m.content for m in copy.memories.list_memories(None)] == ["Alice keeps a diary"]
         assert count(copy, "memory_vec") == 1

@@ -157,7 +157,7 @@ def test_bm25_only_recall_is_scoped_too(world, ctx_name):
 def test_list_shows_exactly_the_visible_partitions(world, ctx_name):
     engine, _ = world
     ctx, expected = context(engine, ctx_name), CONTEXTS[ctx_name][1]
-    assert labels_of(contents(engine.memories.list(ctx.memory_partitions(), limit=100))) == expected
+    assert labels_of(contents(engine.memories.list_memories(ctx.memory_partitions(), limit=100))) == expected
 
 
 @ctx_params

@@ -91,9 +91,9 @@ def test_score_is_the_weighted_sum_of_relevance_recency_and_importance(scored, c
         assert h.score == pytest.approx(0.6 * h.relevance + 0.2 * temporal + 0.2 * row["importance"] / 10, abs=1e-9)
         # relevance is the 0.7/0.3 blend of the true cosine and the normalised BM25
         assert h.cosine == pytest.approx(embedder.cosine("chess club", row["content"]), abs=1e-5)
-        assert h.relevance == pytest.approx(0.7 * max(0.0, h.cosine) + 0.3 * h.text, abs=1e-9)
+        assert h.relevance == pytest.approx(0.7 * max(0.0, h.cosine) + 0.3 * h.text_score, abs=1e-9)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    assert hits[0].row["content"] == "Alice plays chess every Tuesday at the club" and hits[0].text == 1.0
+    assert hits[0].row["content"] == "Alice plays chess every Tuesday at the club" and hits[0].text_score == 1.0
 
 
 def test_default_threshold_drops_weak_hits(scored):
@@ -107,8 +107,8 @@ def test_bm25_only_relevance_is_the_normalised_text_score(bm25_engine):
     remember(bm25_engine, "Alice plays chess every Tuesday at the club", scope_id="alice")
     remember(bm25_engine, "Alice is teaching her nephew chess openings", scope_id="alice")
     hits = bm25_engine.memories.recall(CTX, "chess club", threshold=0)
-    assert [h.text for h in hits][0] == 1.0 and 0 < hits[1].text < 1
-    assert all(h.cosine is None and h.relevance == h.text for h in hits)
+    assert [h.text_score for h in hits][0] == 1.0 and 0 < hits[1].text_score < 1
+    assert all(h.cosine is None and h.relevance == h.text_score for h in hits)
 
 
 def test_a_per_call_weight_override_changes_the_ranking(engine, clock):
@@ -272,7 +272,7 @@ def test_prune_soft_forgets_unimportant_unused_old_rows(engine, clock):
     assert row_of(engine, doomed.id)["forgotten"] == 1 and count(engine, "memories") == 4  # soft: the row stays
     assert {row_of(engine, m.id)["forgotten"] for m in (used, kept, young)} == {0}
     assert doomed.content not in contents(engine.memories.recall(CTX, "grey weather", threshold=0))
-    assert doomed.content not in contents(engine.memories.list(CTX.memory_partitions()))
+    assert doomed.content not in contents(engine.memories.list_memories(CTX.memory_partitions()))
 
 
 def test_prune_entities_drops_single_mention_entities_unseen_for_ninety_days(engine, clock):
@@ -311,15 +311,15 @@ def _names(memories):
     ("oldest", ["first", "second", "third", "fourth"]),
 ])
 def test_list_orders(varied, engine, order, expected):
-    assert _names(engine.memories.list(CTX.memory_partitions(), order=order)) == expected
+    assert _names(engine.memories.list_memories(CTX.memory_partitions(), order=order)) == expected
 
 
 def test_list_filters_by_type_tags_and_limit(varied, engine):
     parts = CTX.memory_partitions()
-    assert _names(engine.memories.list(parts, RecallFilters(types=(MemoryType.EPISODIC,)))) == ["fourth", "second"]
-    assert _names(engine.memories.list(parts, RecallFilters(tags=("a", "b")))) == ["second"]
-    assert _names(engine.memories.list(parts, RecallFilters(tags=("b",)), order="important")) == ["second", "third"]
-    assert _names(engine.memories.list(parts, order="important", limit=2)) == ["second", "third"]
+    assert _names(engine.memories.list_memories(parts, RecallFilters(types=(MemoryType.EPISODIC,)))) == ["fourth", "second"]
+    assert _names(engine.memories.list_memories(parts, RecallFilters(tags=("a", "b")))) == ["second"]
+    assert _names(engine.memories.list_memories(parts, RecallFilters(tags=("b",)), order="important")) == ["second", "third"]
+    assert _names(engine.memories.list_memories(parts, order="important", limit=2)) == ["second", "third"]
 
 
 def test_recall_filters_by_type_and_tags(varied, engine):

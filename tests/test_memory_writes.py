@@ -49,7 +49,7 @@ def test_near_duplicate_with_the_same_words_is_a_duplicate(minilm_engine, minilm
     first = _add(minilm_engine, old)
     result = _add(minilm_engine, new)
     assert result.status == "duplicate" and result.memory.id == first.memory.id
-    assert contents(minilm_engine.memories.list(None)) == {old}
+    assert contents(minilm_engine.memories.list_memories(None)) == {old}
 
 
 def test_memory_store_tool_reports_a_duplicate(minilm_engine):
@@ -74,8 +74,8 @@ def test_an_update_supersedes_the_old_fact(minilm_engine, minilm, clock):
     assert (new.id, old.id, "updates") in _links(minilm_engine)
     ctx = dm_ctx("alice")
     assert [h.row["id"] for h in minilm_engine.memories.recall(ctx, "how many cats does Alice have", threshold=0)] == [new.id]
-    assert contents(minilm_engine.memories.list(ctx.memory_partitions())) == {new_text}
-    assert contents(minilm_engine.memories.list(ctx.memory_partitions(), include_inactive=True)) == {old_text, new_text}
+    assert contents(minilm_engine.memories.list_memories(ctx.memory_partitions())) == {new_text}
+    assert contents(minilm_engine.memories.list_memories(ctx.memory_partitions(), include_inactive=True)) == {old_text, new_text}
 
 
 def test_a_similar_fact_about_another_subject_does_not_supersede(minilm_engine):

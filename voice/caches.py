@@ -109,7 +109,7 @@ class BehaviouralPool:
 
     def _load(self, ctx: RecallContext) -> tuple[Memory, ...]:
         self.loads += 1
-        found = self.store.list(ctx.memory_partitions(), RecallFilters(kinds=self.settings.pool_kinds),
+        found = self.store.list_memories(ctx.memory_partitions(), RecallFilters(kinds=self.settings.pool_kinds),
                                 order="important", limit=self.settings.pool_size)
         return tuple(found)
 

@@ -150,7 +150,7 @@ async def read_terminal_line(prompt: str) -> str:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[str] = loop.create_future()
 
-    def settle(result: str | None, error: BaseException | None) -> None:
+    def settle(result: str, error: BaseException | None) -> None:
         if future.done():
             return
         if error is not None:
@@ -159,7 +159,7 @@ async def read_terminal_line(prompt: str) -> str:
             future.set_result(result)
 
     def read() -> None:
-        line, error = None, None
+        line, error = "", None  # on an error the future gets the exception, never this ""
         try:
             line = input(prompt)
         except BaseException as exc:  # EOFError and KeyboardInterrupt end the session in the loop

@@ -127,6 +127,8 @@ class DiscordAdapter:
         bot's mention removed. A configured channel's messages are all for the bot, but one not spoken to may be
         answered with silence when others are talking there ([SKIP], VOICE-1)."""
         me = self.client.user
+        if me is None:  # discord.py dispatches messages only after login, so this is a bug, not a state to handle
+            raise RuntimeError("discord: a message arrived before the bot knew its own user")
         text = _readable(message, me.id)
         ref = message.reference
         replied = ref.resolved if ref is not None else None
@@ -220,7 +222,7 @@ class _Client(discord.Client):
                          allowed_mentions=discord.AllowedMentions.none())
         self.adapter = adapter
         self.tree = app_commands.CommandTree(self)
-        self.tree.on_error = self._on_command_error
+        self.tree.error(self._on_command_error)
         adapter._register_commands(self.tree)
 
     async def setup_hook(self) -> None:
@@ -259,11 +261,11 @@ def _rights(guild: discord.Guild | None, author: discord.abc.User) -> dict[str, 
 
 async def _respond(interaction: discord.Interaction, content: str, file: discord.File | None = None) -> None:
     """An ephemeral answer: the interaction response first, followups after (or after a defer)."""
-    extra = {"file": file} if file is not None else {}
+    attachment = file if file is not None else discord.utils.MISSING  # discord.py's own "not given"
     if interaction.response.is_done():
-        await interaction.followup.send(content, ephemeral=True, **extra)
+        await interaction.followup.send(content, ephemeral=True, file=attachment)
     else:
-        await interaction.response.send_message(content, ephemeral=True, **extra)
+        await interaction.response.send_message(content, ephemeral=True, file=attachment)
 
 
 def _readable(message: discord.Message, bot_id: int) -> str:

@@ -55,6 +55,7 @@ class _Sink(voice_recv.AudioSink):
 
     def write(self, user: discord.abc.User | None, data: voice_recv.VoiceData) -> None:
         packet, vc = data.packet, self.voice_client
+        assert vc is not None, "voice-recv guarantees the client inside write()"
         user_id = user.id if user is not None else vc._get_id_from_ssrc(packet.ssrc)
         session = vc._connection.dave_session
         frame = open_frame(data.opus or b"", padded=bool(getattr(packet, "padding", False)),
@@ -181,7 +182,7 @@ class DiscordVoice:
         connection = self._connections.get(guild_id)
         return connection.session if connection else None
 
-    def channel(self, guild_id: int) -> discord.VoiceChannel | None:
+    def channel(self, guild_id: int) -> discord.VoiceChannel | discord.StageChannel | None:
         connection = self._connections.get(guild_id)
         return connection.vc.channel if connection else None
 

@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import AsyncIterator
 
-from telegram import BotCommand, Message, MessageEntity, Update
+from telegram import BotCommand, Message, MessageEntity, Update, User
 from telegram.constants import ChatAction, ChatType
 from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder, CommandHandler, ContextTypes, MessageHandler, filters
@@ -69,6 +69,7 @@ class TelegramAdapter:
             await self._initialize()
             await self.app.bot.set_my_commands([BotCommand(n, d) for n, d in COMMANDS.items()])
             await self.app.start()
+            assert self.app.updater is not None, "the builder in __init__ keeps PTB's default updater"
             await self.app.updater.start_polling(drop_pending_updates=False, allowed_updates=["message"])
         except BaseException:
             await self.stop()
@@ -100,15 +101,17 @@ class TelegramAdapter:
         if message is None or not message.text or message.from_user is None:
             return
         addressed, text = self._addressed(message)
-        incoming = self._incoming(message, text, await self._is_admin(message))
+        incoming = self._incoming(message, message.from_user, text, await self._is_admin(message))
         await deliver(self._conversation, self._locks, incoming, addressed, lambda: self._answer(message, incoming))
 
     async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message
-        match = _COMMAND.match(message.text or "") if message and message.from_user else None
+        if message is None or not message.text or message.from_user is None:
+            return
+        match = _COMMAND.match(message.text)
         if match is None:
             return
-        incoming = self._incoming(message, message.text, await self._is_admin(message))
+        incoming = self._incoming(message, message.from_user, message.text, await self._is_admin(message))
         async with self._locks.hold(incoming.channel_id):
             try:
                 text = await self._conversation.command(match["name"].lower(), (match["arg"] or "").strip(), incoming)
@@ -195,8 +198,8 @@ class TelegramAdapter:
             self._admins[chat.id] = cached
         return message.from_user.id in cached[1]
 
-    def _incoming(self, message: Message, text: str, admin: bool = False) -> IncomingMessage:
-        chat, user = message.chat, message.from_user
+    def _incoming(self, message: Message, user: User, text: str, admin: bool = False) -> IncomingMessage:
+        chat = message.chat
         channel_id, author_id = str(chat.id), str(user.id)
         name = user.first_name or user.username or author_id
         participants = self._speakers.others(channel_id, author_id)

@@ -255,7 +255,8 @@ def read_json(path: Path) -> Any:
 def list_memories(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings, readonly=True) as engine:
         partitions = partitions_for(engine, args.scope, args.scope_id)
-        memories = engine.memories.list(partitions, filters_from(args), order=args.order, limit=args.limit, include_inactive=args.all)
+        memories = engine.memories.list_memories(partitions, filters_from(args), order=args.order, limit=args.limit,
+                                                 include_inactive=args.all)
     if args.json:
         return print_json([m.as_dict() for m in memories])
     out().print(memory_table(memories) if memories else "no memories match")
