@@ -1,4 +1,5 @@
 """``python -m bot``: the same command line as ``companion``."""
+
 import sys
 
 from .cli import main

@@ -3,12 +3,13 @@
 ``Assembler.snapshot`` is also the runtime snapshot (ORCH-5): the exact slice a reply would get,
 computed without calling the LLM. Memory text goes in as quoted data (SEC-2), never as instructions.
 """
+
 from __future__ import annotations
 
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,18 @@ from memory.store import RecallFilters
 from .types import IncomingMessage
 
 # Budgets in tokens (about 4 characters each); counts are the SPEC's (ORCH-2).
-BUDGETS = {"guidance": 600, "behavioral": 400, "people": 900, "self": 300, "lore": 400, "relevant": 1200,
-           "entities": 150, "sessions": 500, "summary": 400, "history": 3000}
+BUDGETS = {
+    "guidance": 600,
+    "behavioral": 400,
+    "people": 900,
+    "self": 300,
+    "lore": 400,
+    "relevant": 1200,
+    "entities": 150,
+    "sessions": 500,
+    "summary": 400,
+    "history": 3000,
+}
 SELF_SUBJECT = "__self__"
 
 
@@ -39,19 +50,19 @@ class Turn:
     ctx: RecallContext
     channel_key: str
     names: dict[str, str]  # person id -> display name, speaker first
-    text: str = ""         # the message as stored and shown to the model (``memory.messages.clean_text``)
-    stored_id: str | None = None   # the stored message (write-ahead), once stored
-    buffer_id: int | None = None   # its extraction-buffer row, held until the reply is done
+    text: str = ""  # the message as stored and shown to the model (``memory.messages.clean_text``)
+    stored_id: str | None = None  # the stored message (write-ahead), once stored
+    buffer_id: int | None = None  # its extraction-buffer row, held until the reply is done
 
 
 @dataclass(frozen=True, slots=True)
 class Preloaded:
     """A voice turn's memory from its session's caches (VOICE-2/3/4), instead of a recall and a history read."""
 
-    hits: tuple[Hit, ...]             # the warm snapshot (reused, refreshed or freshly retrieved)
-    behavioral: tuple[Memory, ...]    # the behavioural pool's rules for this turn
+    hits: tuple[Hit, ...]  # the warm snapshot (reused, refreshed or freshly retrieved)
+    behavioral: tuple[Memory, ...]  # the behavioural pool's rules for this turn
     history: tuple[dict[str, str], ...]  # the session's verbatim turns, oldest first
-    summary: str = ""                 # the session's rolling summary
+    summary: str = ""  # the session's rolling summary
 
 
 @dataclass(slots=True)
@@ -73,8 +84,12 @@ class Snapshot:
         return "".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"sections": {s.key: s.lines for s in self.sections}, "history": self.history,
-                "memory_ids": self.memory_ids, "took_ms": round(self.took_ms, 2)}
+        return {
+            "sections": {s.key: s.lines for s in self.sections},
+            "history": self.history,
+            "memory_ids": self.memory_ids,
+            "took_ms": round(self.took_ms, 2),
+        }
 
 
 def _fits(lines: list[str], budget_tokens: int) -> list[str]:
@@ -105,13 +120,22 @@ def _trimmed(turns: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 def _line(m: Memory) -> str:
-    when = datetime.fromtimestamp(m.created_at, timezone.utc).strftime("%Y-%m-%d")
+    when = datetime.fromtimestamp(m.created_at, UTC).strftime("%Y-%m-%d")
     return f"- {json.dumps(m.content, ensure_ascii=False)} ({m.kind.value}, {when})"
 
 
 class Assembler:
-    def __init__(self, engine: MemoryEngine, people: People, summaries: SessionSummaries, channels: ChannelState, *,
-                 summary_window_s: float = 1800.0, history_turns: int = 20, bot_name: str = "Companion") -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        people: People,
+        summaries: SessionSummaries,
+        channels: ChannelState,
+        *,
+        summary_window_s: float = 1800.0,
+        history_turns: int = 20,
+        bot_name: str = "Companion",
+    ) -> None:
         self.engine, self.people, self.summaries, self.channels = engine, people, summaries, channels
         self.summary_window_s, self.history_turns, self.bot_name = summary_window_s, history_turns, bot_name
 
@@ -124,7 +148,9 @@ class Assembler:
         state = self.channels.get(turn.channel_key)
         behavioral, relevant = self._recalled(turn, query_vector) if preloaded is None else self._split(preloaded)
         sections = [
-            self._listed("guidance", "Behaviour guidance (standing, from the people here)", ctx, shown, kinds=(FactKind.GUIDANCE,), limit=24),
+            self._listed(
+                "guidance", "Behaviour guidance (standing, from the people here)", ctx, shown, kinds=(FactKind.GUIDANCE,), limit=24
+            ),
             self._section("behavioral", "Relevant behavioural memory", behavioral, shown),
             self._people(turn, shown),
             self._listed("self", "What you know about yourself", ctx, shown, subjects=(SELF_SUBJECT,), limit=10),
@@ -144,7 +170,9 @@ class Assembler:
         top_k = self.engine.knobs.get("memories").top_k
         hits = self.engine.memories.recall(turn.ctx, turn.text, top_k=top_k + 8, query_vector=query_vector)
         memories = [Memory.from_row(h.row) for h in hits]
-        return [m for m in memories if m.kind is FactKind.BEHAVIORAL][:8], [m for m in memories if m.kind is not FactKind.BEHAVIORAL][:top_k]
+        return [m for m in memories if m.kind is FactKind.BEHAVIORAL][:8], [m for m in memories if m.kind is not FactKind.BEHAVIORAL][
+            :top_k
+        ]
 
     def _split(self, preloaded: Preloaded) -> tuple[list[Memory], list[Memory]]:
         top_k = self.engine.knobs.get("memories").top_k
@@ -158,14 +186,20 @@ class Assembler:
             place = f"a voice channel on {turn.message.platform}"
         default = "" if turn.ctx.is_dm else "In a group, address people by name."
         return prompts.render(
-            "system", bot_name=self.bot_name, platform=turn.message.platform, place=place,
-            now=datetime.fromtimestamp(now, timezone.utc).strftime("%A %Y-%m-%d %H:%M UTC"),
-            style=default if style is None else style, sections=snap.render())
+            "system",
+            bot_name=self.bot_name,
+            platform=turn.message.platform,
+            place=place,
+            now=datetime.fromtimestamp(now, UTC).strftime("%A %Y-%m-%d %H:%M UTC"),
+            style=default if style is None else style,
+            sections=snap.render(),
+        )
 
     # -- sections --------------------------------------------------------------------------------------
     def _listed(self, key, title, ctx: RecallContext, shown, *, kinds=(), subjects=(), limit=10) -> Section:
-        found = self.engine.memories.list_memories(ctx.memory_partitions(), RecallFilters(kinds=kinds, subjects=subjects),
-                                                   order="important", limit=limit)
+        found = self.engine.memories.list_memories(
+            ctx.memory_partitions(), RecallFilters(kinds=kinds, subjects=subjects), order="important", limit=limit
+        )
         return self._section(key, title, found, shown)
 
     def _people(self, turn: Turn, shown) -> Section:
@@ -173,8 +207,9 @@ class Assembler:
         for i, (person, name) in enumerate(turn.names.items()):
             if i > 5:
                 break
-            facts = self.engine.memories.list_memories(turn.ctx.partitions_of(person), RecallFilters(), order="important",
-                                                       limit=12 if i == 0 else 6)
+            facts = self.engine.memories.list_memories(
+                turn.ctx.partitions_of(person), RecallFilters(), order="important", limit=12 if i == 0 else 6
+            )
             facts = [m for m in facts if m.id not in shown and m.subject != SELF_SUBJECT]
             if facts:
                 lines.append(f"{_quoted(name)}{' (speaking now)' if i == 0 else ''}:")
@@ -191,16 +226,23 @@ class Assembler:
 
     def _entities(self, ctx: RecallContext) -> Section:
         top = self.engine.graph.top_entities(ctx.memory_partitions(), 5)
-        return Section("entities", "Known entities", [f"- {_quoted(e['name'])} ({e['entity_type']}, {_mentions(e['mentions'])})" for e in top])
+        return Section(
+            "entities", "Known entities", [f"- {_quoted(e['name'])} ({e['entity_type']}, {_mentions(e['mentions'])})" for e in top]
+        )
 
     def _sessions(self, ctx: RecallContext) -> list[Section]:
         """CROSS-1: summaries of sessions that ended here lately, voice and text under their own headings."""
         rows = self.summaries.recent(ctx, self.summary_window_s)
         out = []
-        for key, modality, title in (("sessions", "voice", "Recent voice session context"),
-                                     ("text_sessions", "text", "Recent conversation sessions here")):
-            lines = [f"- (ended {datetime.fromtimestamp(r.ended_at, timezone.utc):%H:%M UTC}) {_quoted(r.text)}"
-                     for r in rows if (r.modality == "voice") == (modality == "voice")]
+        for key, modality, title in (
+            ("sessions", "voice", "Recent voice session context"),
+            ("text_sessions", "text", "Recent conversation sessions here"),
+        ):
+            lines = [
+                f"- (ended {datetime.fromtimestamp(r.ended_at, UTC):%H:%M UTC}) {_quoted(r.text)}"
+                for r in rows
+                if (r.modality == "voice") == (modality == "voice")
+            ]
             out.append(Section(key, title, _fits(lines, BUDGETS["sessions"])))
         return out
 
@@ -210,10 +252,18 @@ class Assembler:
     def _history(self, turn: Turn, state: ChannelRecord | None) -> list[dict[str, str]]:
         rows = self.engine.messages.recent(turn.ctx, turn.message.channel_id, self.history_turns)
         since = state.compacted_until if state else 0.0
-        rows = [r for r in rows if r.platform == turn.message.platform and r.created_at > since
-                and r.id != turn.stored_id]  # the current turn is stored already (write-ahead); it is sent as the user message
-        return _trimmed([{"role": r.role, "content": r.content if r.role == "assistant" or turn.ctx.is_dm
-                          else f"{_quoted(r.author_name)}: {r.content}"} for r in rows])
+        rows = [
+            r for r in rows if r.platform == turn.message.platform and r.created_at > since and r.id != turn.stored_id
+        ]  # the current turn is stored already (write-ahead); it is sent as the user message
+        return _trimmed(
+            [
+                {
+                    "role": r.role,
+                    "content": r.content if r.role == "assistant" or turn.ctx.is_dm else f"{_quoted(r.author_name)}: {r.content}",
+                }
+                for r in rows
+            ]
+        )
 
     def _section(self, key: str, title: str, found: list[Memory], shown: dict[str, Memory]) -> Section:
         fresh = [m for m in found if m.id not in shown]

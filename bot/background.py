@@ -10,6 +10,7 @@ A job that fails (the model is down, answers garbage, or anything unexpected) is
 backoff for that chat only; every other chat's jobs in the same tick still run. An extraction batch
 that keeps failing is parked in ``dead_letters`` (``companion stats`` shows it), never dropped.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,17 @@ import prompts
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
-from memory.extraction import BadAnswer, Line, Transcript, extraction_prompt, memories_from, parse_list, parse_reflection, \
-    reflection_prompt, with_speaker
+from memory.extraction import (
+    BadAnswer,
+    Line,
+    Transcript,
+    extraction_prompt,
+    memories_from,
+    parse_list,
+    parse_reflection,
+    reflection_prompt,
+    with_speaker,
+)
 from memory.maintenance import audit_finish, audit_start
 from memory.models import NewMemory, Source, StoredMessage
 from memory.scopes import RecallContext
@@ -37,8 +47,17 @@ JOB_FAILED = (LLMError, BadAnswer)
 
 
 class Background:
-    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, llm: ChatClient, buffer: ExtractionBuffer,
-                 channels: ChannelState, summaries: SessionSummaries, *, silence_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        llm: ChatClient,
+        buffer: ExtractionBuffer,
+        channels: ChannelState,
+        summaries: SessionSummaries,
+        *,
+        silence_s: float = 600.0,
+    ) -> None:
         self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
         self.channels, self.summaries, self.silence_s = channels, summaries, silence_s
 
@@ -139,10 +158,18 @@ class Background:
             rows.pop(0)
         return rows
 
-    def _finish_session(self, state: ChannelRecord, ctx: RecallContext, people: tuple[str, ...], summary: str, audit: int, facts: list[str]) -> None:
+    def _finish_session(
+        self, state: ChannelRecord, ctx: RecallContext, people: tuple[str, ...], summary: str, audit: int, facts: list[str]
+    ) -> None:
         if summary.strip():
-            self.summaries.add(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, participants=sorted(people),
-                               text=summary.strip()[:1200], started_at=state.session_started_at)
+            self.summaries.add(
+                platform=ctx.platform,
+                guild_id=ctx.guild_id,
+                channel_id=ctx.channel_id,
+                participants=sorted(people),
+                text=summary.strip()[:1200],
+                started_at=state.session_started_at,
+            )
         audit_finish(self.engine, audit, facts=facts)
         self.channels.mark_reflected(state.channel_key)
         self.channels.succeeded(state.channel_key)
@@ -173,8 +200,9 @@ class Background:
         transcript = _transcript(ctx, rows)
         try:
             await self._flush_before_compaction(transcript, ctx)
-            prompt = prompts.render("compaction", previous=state.rolling_summary or "(none)", turns=transcript.render(),
-                                    max_chars=SUMMARY_CHARS)
+            prompt = prompts.render(
+                "compaction", previous=state.rolling_summary or "(none)", turns=transcript.render(), max_chars=SUMMARY_CHARS
+            )
             summary = await self.llm.complete([{"role": "user", "content": prompt}], temperature=0.0)
         except LLMError:
             log.warning("compaction of %s postponed: the model is unavailable", key)
@@ -201,6 +229,6 @@ class Background:
 
 def _transcript(ctx: RecallContext, rows: list[StoredMessage]) -> Transcript:
     """Stored turns as a transcript: each human turn with its author's own context, the bot's as [bot]."""
-    return Transcript(tuple(
-        Line(with_speaker(ctx, r.author_id) if r.role == "user" else None, r.author_name, r.content, r.id)
-        for r in rows))
+    return Transcript(
+        tuple(Line(with_speaker(ctx, r.author_id) if r.role == "user" else None, r.author_name, r.content, r.id) for r in rows)
+    )

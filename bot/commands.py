@@ -1,4 +1,5 @@
 """Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3)."""
+
 from __future__ import annotations
 
 import json
@@ -11,16 +12,18 @@ from memory.forgetting import forget_memory, forget_person
 from memory.models import FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.people import People
 from memory.scopes import write_scope
-from memory.transfer import export_person
 from memory.store import RecallFilters
+from memory.transfer import export_person
 
 from .types import IncomingMessage
 
-HELP = ("Hi! I'm a companion with a memory. Just talk to me.\n"
-        "/remember <fact> — I'll remember it\n/forget <what> — I'll forget the closest memory (/forget everything: all about you)\n"
-        "/memories — what I remember about you here\n/link — connect your accounts on other platforms (in a private chat)\n"
-        "/share on|off — whether what you say in one server may come up in your other servers (off by default)\n"
-        "/export — everything I store about you")
+HELP = (
+    "Hi! I'm a companion with a memory. Just talk to me.\n"
+    "/remember <fact> — I'll remember it\n/forget <what> — I'll forget the closest memory (/forget everything: all about you)\n"
+    "/memories — what I remember about you here\n/link — connect your accounts on other platforms (in a private chat)\n"
+    "/share on|off — whether what you say in one server may come up in your other servers (off by default)\n"
+    "/export — everything I store about you"
+)
 FORGET_MIN_RELEVANCE = 0.35
 CONFIRM_WINDOW_S = 120.0
 
@@ -48,10 +51,21 @@ class Commands:
         if not arg:
             return "Tell me what to remember, like: /remember I'm vegetarian"
         where = write_scope(turn.ctx)
-        result = self.engine.memories.add(NewMemory(
-            content=arg, subject=arg[:60], scope=where.scope, scope_id=where.scope_id, visibility=where.visibility,
-            guild_id=where.guild_id, type=MemoryType.SEMANTIC, kind=FactKind.OTHER, source=Source.USER_STATED, importance=7,
-            provenance=Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id)))
+        result = self.engine.memories.add(
+            NewMemory(
+                content=arg,
+                subject=arg[:60],
+                scope=where.scope,
+                scope_id=where.scope_id,
+                visibility=where.visibility,
+                guild_id=where.guild_id,
+                type=MemoryType.SEMANTIC,
+                kind=FactKind.OTHER,
+                source=Source.USER_STATED,
+                importance=7,
+                provenance=Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id),
+            )
+        )
         return "I already knew that." if result.status == "duplicate" else "Got it, I'll remember that."
 
     def do_forget(self, arg: str, turn) -> str:
@@ -73,8 +87,10 @@ class Commands:
         """SEC-3: asked first; "/forget everything confirm" (or "yes" to the question) does it, with no undo copy."""
         if not confirmed:
             self._confirming[turn.person_id] = self.engine.clock.now() + CONFIRM_WINDOW_S
-            return ("This deletes everything I store about you, on every linked account: memories, messages, summaries. "
-                    "It cannot be undone. Answer yes within two minutes (or send /forget everything confirm) to go ahead.")
+            return (
+                "This deletes everything I store about you, on every linked account: memories, messages, summaries. "
+                "It cannot be undone. Answer yes within two minutes (or send /forget everything confirm) to go ahead."
+            )
         self._confirming.pop(turn.person_id, None)
         counts = forget_person(self.engine, [turn.person_id])
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
@@ -112,18 +128,27 @@ class Commands:
         choice = arg.lower()
         if choice not in ("on", "off"):
             state = "on" if self.people.shares(turn.person_id) else "off"
-            return (f"Sharing across servers is {state}. With /share on, what you tell me in one server may come up in your "
-                    "other servers; with /share off (the default) it stays in the server where you said it (and in our DMs).")
+            return (
+                f"Sharing across servers is {state}. With /share on, what you tell me in one server may come up in your "
+                "other servers; with /share off (the default) it stays in the server where you said it (and in our DMs)."
+            )
         self.people.set_sharing(turn.person_id, choice == "on")
-        return ("OK: what you tell me in one server may now come up in your other servers." if choice == "on"
-                else "OK: what you tell me in a server stays in that server (and in our DMs).")
+        return (
+            "OK: what you tell me in one server may now come up in your other servers."
+            if choice == "on"
+            else "OK: what you tell me in a server stays in that server (and in our DMs)."
+        )
 
     def do_export(self, arg: str, turn) -> str:
         if not turn.ctx.is_dm:
             return "Ask me for /export in a DM: it contains private things."
         data = export_person(self.engine, [turn.person_id])
         text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
-        return text if len(text) <= 3500 else (text[:3400] + "\n… (truncated; the operator can run `companion memory export` for the full file)")
+        return (
+            text
+            if len(text) <= 3500
+            else (text[:3400] + "\n… (truncated; the operator can run `companion memory export` for the full file)")
+        )
 
 
 def _own(turn) -> RecallFilters:

@@ -11,6 +11,7 @@ Everything built here is handed its values and never reads configuration again. 
 the SDKs and the platforms are made inside the functions, so the command line can import this module
 without paying for them (``--help``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -86,8 +87,10 @@ def _upgrade_once(path: Path) -> None:
     try:
         Database(path).close()
     except StoreUnavailable:
-        raise SchemaError(f"{path} was written by an older companion and needs {behind} schema migration(s), "
-                          "but it is read-only: make it writable once to upgrade it") from None
+        raise SchemaError(
+            f"{path} was written by an older companion and needs {behind} schema migration(s), "
+            "but it is read-only: make it writable once to upgrade it"
+        ) from None
 
 
 class SyncCompleter:
@@ -121,8 +124,9 @@ def build_completer(settings: Settings) -> SyncCompleter:
     )
 
 
-def build_runtime(settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = _DEFAULT,
-                  backoff_s: float = 0.5) -> Runtime:
+def build_runtime(
+    settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = _DEFAULT, backoff_s: float = 0.5
+) -> Runtime:
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
     store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks."""
     from memory.db import AsyncRunner
@@ -134,8 +138,9 @@ def build_runtime(settings: Settings, *, clock: Clock | None = None, embedder: E
     from .runtime import Runtime, Schedule
     from .voice_providers import voice_options
 
-    engine = MemoryEngine(settings.db_path, build_embedder(settings) if embedder is _DEFAULT else embedder, clock,
-                          vector_mirror=settings.vector_mirror)
+    engine = MemoryEngine(
+        settings.db_path, build_embedder(settings) if embedder is _DEFAULT else embedder, clock, vector_mirror=settings.vector_mirror
+    )
     try:
         engine.embeddings.check_model()
     except BaseException:
@@ -144,11 +149,25 @@ def build_runtime(settings: Settings, *, clock: Clock | None = None, embedder: E
     runner = AsyncRunner()
     buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
     summaries = SessionSummaries(engine, settings.summary_ttl_s)
-    orchestrator = Orchestrator(engine, runner, _chat_client(settings, settings.chat_model, backoff_s),
-                                owners=OwnerPolicy(frozenset(settings.owner_ids)), buffer=buffer, summaries=summaries,
-                                assembler_options={"summary_window_s": settings.summary_window_s}, voice_options=voice_options(settings))
-    background = Background(engine, runner, _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s),
-                            buffer, orchestrator.channels, summaries, silence_s=settings.reflection_silence_s)
+    orchestrator = Orchestrator(
+        engine,
+        runner,
+        _chat_client(settings, settings.chat_model, backoff_s),
+        owners=OwnerPolicy(frozenset(settings.owner_ids)),
+        buffer=buffer,
+        summaries=summaries,
+        assembler_options={"summary_window_s": settings.summary_window_s},
+        voice_options=voice_options(settings),
+    )
+    background = Background(
+        engine,
+        runner,
+        _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s),
+        buffer,
+        orchestrator.channels,
+        summaries,
+        silence_s=settings.reflection_silence_s,
+    )
     orchestrator.voice.extract = background.extract  # WRITE-4: a voice compaction hands its turns to extraction first
     schedule = Schedule(settings.scheduler_enabled, settings.consolidation_cron, settings.maintenance_cron)
     return Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
@@ -157,8 +176,15 @@ def build_runtime(settings: Settings, *, clock: Clock | None = None, embedder: E
 def _chat_client(settings: Settings, model: str, backoff_s: float) -> ChatClient:
     from .llm import ChatClient
 
-    return ChatClient(settings.llm_base_url, _secret(settings.llm_api_key), model, timeout=settings.llm_timeout_s,
-                      max_retries=settings.llm_max_retries, backoff_s=backoff_s, max_steps=settings.max_tool_steps)
+    return ChatClient(
+        settings.llm_base_url,
+        _secret(settings.llm_api_key),
+        model,
+        timeout=settings.llm_timeout_s,
+        max_retries=settings.llm_max_retries,
+        backoff_s=backoff_s,
+        max_steps=settings.max_tool_steps,
+    )
 
 
 def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any]:

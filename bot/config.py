@@ -3,6 +3,7 @@
 Every field is listed in ``.env.example`` with its default. A bad value stops start-up with a message
 that names the variable.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,9 @@ def _env(name: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="COMPANION_", env_file=".env", env_file_encoding="utf-8", extra="ignore",
-                                      populate_by_name=True, env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="COMPANION_", env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True, env_ignore_empty=True
+    )
 
     # storage
     db_path: Path = Path("data/companion.db")
@@ -109,8 +111,9 @@ class Settings(BaseSettings):
         """A bare "1234" would match no one (ids are checked as "platform:id"), so owner privacy would silently be off."""
         bare = [item for item in value if not OWNER_ID.fullmatch(item)]
         if bare:
-            raise ValueError(f"each owner id needs its platform, like discord:1234, telegram:5678 or console:local-user; "
-                             f"not {', '.join(bare)}")
+            raise ValueError(
+                f"each owner id needs its platform, like discord:1234, telegram:5678 or console:local-user; not {', '.join(bare)}"
+            )
         return value
 
     @field_validator("discord_channels", "owner_ids", mode="before")

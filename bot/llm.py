@@ -9,6 +9,7 @@ Errors (ORCH-6)::
 Every answer is checked in one place (``_parse``; ``_StreamedAnswer`` for streams) and comes out as
 a plain, normalised message dict, so nothing downstream touches the SDK's lax response objects.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -71,15 +72,24 @@ class ToolBox(Protocol):
 
 # A malformed answer is retried like a 5xx: a flaky proxy or an overloaded local server often answers
 # properly the next time, and a malformed answer never changed anything on the server side.
-RETRYABLE = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError,
-             MalformedAnswer)
+RETRYABLE = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError, MalformedAnswer)
 
 
 class ChatClient:
     """Chat completions with a bounded tool loop, bounded retries with backoff, and optional streaming."""
 
-    def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float = 60.0, max_retries: int = 2,
-                 backoff_s: float = 0.5, max_steps: int = 6, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        *,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        backoff_s: float = 0.5,
+        max_steps: int = 6,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
 
@@ -119,7 +129,7 @@ class ChatClient:
                 log.warning("LLM call failed (%s); attempt %d of %d", _reason(exc), attempt + 1, self.max_retries + 1)
                 if attempt >= self.max_retries:
                     raise LLMError(f"the model failed {attempt + 1} times: {type(exc).__name__}") from exc
-                await self._sleep(self.backoff_s * 2 ** attempt)
+                await self._sleep(self.backoff_s * 2**attempt)
             except openai.APIError as exc:
                 raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
         raise AssertionError("unreachable")
@@ -153,6 +163,7 @@ class ChatClient:
 # or a tool call with ``"function": null`` comes back as an object that raises AttributeError or
 # IndexError on use, and a non-JSON body comes back as a str. So every answer is turned into plain data
 # and checked here, and whatever does not fit raises MalformedAnswer, which the retry loop understands.
+
 
 def _parse(response: object) -> dict[str, Any]:
     """The assistant message of a chat completion as ``{"role", "content": str, ["tool_calls"]}``."""
@@ -231,8 +242,7 @@ class _StreamedAnswer:
             raise MalformedAnswer("the stream ended without any chunk")
         if not self.finished:
             raise MalformedAnswer(f"the stream ended without a finish_reason after {self.chunks} chunks")
-        calls = [{"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
-                 for _, c in sorted(self.calls.items())]
+        calls = [{"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}} for _, c in sorted(self.calls.items())]
         return _parse({"choices": [{"message": {"content": "".join(self.text), "tool_calls": calls}}]})
 
 

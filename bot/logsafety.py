@@ -9,6 +9,7 @@ Bot API URL carries the bot token.
 The filter goes on handlers, not loggers: a logger's filters do not see records propagated from its
 children, a handler's filters see every record it is about to write.
 """
+
 from __future__ import annotations
 
 import logging

@@ -8,6 +8,7 @@ spoken to the bot may be answered with silence (``turn_mode``).
 
 Blocking store work runs on the memory thread (``AsyncRunner``); the event loop only awaits it.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,6 @@ from memory.safety import normalise_text
 from memory.scopes import RecallContext
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.tools import MemoryTools, RateLimiter
-
 from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn
@@ -64,9 +64,18 @@ class AsyncTools:
 
 
 class Orchestrator:
-    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, llm: ChatClient, *, owners: OwnerPolicy = OwnerPolicy(),
-                 buffer: ExtractionBuffer, summaries: SessionSummaries, assembler_options: dict | None = None,
-                 voice_options: VoiceOptions = VoiceOptions()) -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        llm: ChatClient,
+        *,
+        owners: OwnerPolicy = OwnerPolicy(),
+        buffer: ExtractionBuffer,
+        summaries: SessionSummaries,
+        assembler_options: dict | None = None,
+        voice_options: VoiceOptions = VoiceOptions(),
+    ) -> None:
         self.engine, self.runner, self.llm, self.owners, self.buffer = engine, runner, llm, owners, buffer
         self.people = People(engine)
         self.channels = ChannelState(engine)
@@ -144,12 +153,19 @@ class Orchestrator:
         is_owner = self.owners.is_owner(message.platform, message.author_id)
         owner = is_owner and message.is_dm
         people = tuple(names)
-        ctx = RecallContext(platform=message.platform, speaker_id=person, channel_id=message.channel_id,
-                            guild_id=_guild_key(message), participants=people[1:], is_dm=message.is_dm,
-                            owner_private=owner, owner_id=person if owner else None,
-                            admin=not message.is_dm and (message.author_is_admin or is_owner),
-                            reach=self.people.reach(person, people, is_dm=message.is_dm),
-                            readable_channels=message.readable_channels)
+        ctx = RecallContext(
+            platform=message.platform,
+            speaker_id=person,
+            channel_id=message.channel_id,
+            guild_id=_guild_key(message),
+            participants=people[1:],
+            is_dm=message.is_dm,
+            owner_private=owner,
+            owner_id=person if owner else None,
+            admin=not message.is_dm and (message.author_is_admin or is_owner),
+            reach=self.people.reach(person, people, is_dm=message.is_dm),
+            readable_channels=message.readable_channels,
+        )
         return Turn(message, person, ctx, f"{message.platform}:{message.channel_id}", names, clean_text(message.text))
 
     def _arrive(self, message: IncomingMessage) -> Turn:
@@ -160,8 +176,16 @@ class Orchestrator:
             return turn
         m = turn.message
         name = turn.names[turn.person_id]
-        stored = self.engine.messages.add(NewMessage(author_id=turn.person_id, author_name=name, content=turn.text,
-                                                     platform_message_id=m.message_id, modality=m.modality, **self._place(turn)))
+        stored = self.engine.messages.add(
+            NewMessage(
+                author_id=turn.person_id,
+                author_name=name,
+                content=turn.text,
+                platform_message_id=m.message_id,
+                modality=m.modality,
+                **self._place(turn),
+            )
+        )
         held = self.buffer.push(turn.channel_key, turn.ctx, turn.text, author_name=name, message_id=stored, held=True)
         self.channels.touch(turn.channel_key, turn.ctx)
         return replace(turn, stored_id=stored, buffer_id=held)
@@ -176,22 +200,40 @@ class Orchestrator:
             return
         self.buffer.release(turn.buffer_id or 0)
         if reply:
-            self.engine.messages.add(NewMessage(author_id="bot", author_name=self.assembler.bot_name, content=reply, role="assistant",
-                                                modality=turn.message.modality, answers_id=turn.stored_id, **self._place(turn)))
+            self.engine.messages.add(
+                NewMessage(
+                    author_id="bot",
+                    author_name=self.assembler.bot_name,
+                    content=reply,
+                    role="assistant",
+                    modality=turn.message.modality,
+                    answers_id=turn.stored_id,
+                    **self._place(turn),
+                )
+            )
 
     def _place(self, turn: Turn) -> dict[str, Any]:
-        return dict(platform=turn.message.platform, channel_id=turn.message.channel_id, guild_id=turn.ctx.guild_id,
-                    dm_person_id=turn.person_id if turn.ctx.is_dm else None)
+        return dict(
+            platform=turn.message.platform,
+            channel_id=turn.message.channel_id,
+            guild_id=turn.ctx.guild_id,
+            dm_person_id=turn.person_id if turn.ctx.is_dm else None,
+        )
 
     def _tools(self, turn: Turn, session: VoiceConversation | None) -> AsyncTools:
         # TOOLS-2: a voice session's memory writes are limited per person (5 a minute); text is not.
         voice = turn.message.modality == "voice"
         limiter = self._limits.setdefault(turn.person_id, RateLimiter(self.engine.clock)) if voice else None
-        provenance = Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id,
-                                message_ids=(turn.message.message_id,) if turn.message.message_id else (),
-                                sources=(turn.stored_id,) if turn.stored_id else ())
-        return AsyncTools(MemoryTools(self.engine, turn.ctx, provenance=provenance, rate_limit=limiter), self.runner,
-                          session.history if session else None)
+        provenance = Provenance(
+            platform=turn.message.platform,
+            guild_id=turn.ctx.guild_id,
+            channel_id=turn.message.channel_id,
+            message_ids=(turn.message.message_id,) if turn.message.message_id else (),
+            sources=(turn.stored_id,) if turn.stored_id else (),
+        )
+        return AsyncTools(
+            MemoryTools(self.engine, turn.ctx, provenance=provenance, rate_limit=limiter), self.runner, session.history if session else None
+        )
 
     def _user_text(self, turn: Turn) -> str:
         return turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
@@ -205,4 +247,3 @@ def display_name(name: str) -> str:
 def _guild_key(message: IncomingMessage) -> str | None:
     """Guild ids are namespaced by platform so a Discord guild and a Telegram group never share memory."""
     return f"{message.platform}:{message.guild_id}" if message.guild_id else None
-

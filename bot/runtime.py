@@ -1,4 +1,5 @@
 """The running bot: starts and stops the parts ``bot.composition`` built (background loop, scheduler, store)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -96,6 +97,7 @@ class Runtime:
         log.info("consolidation: %d clusters, %d merged, %d failed", report.clusters, report.merged_rows, report.failures)
 
     async def _maintain(self) -> None:
-        counts = await self.runner.run(lambda: (maintenance.decay(self.engine), maintenance.prune(self.engine),
-                                                maintenance.prune_entities(self.engine)))
+        counts = await self.runner.run(
+            lambda: (maintenance.decay(self.engine), maintenance.prune(self.engine), maintenance.prune_entities(self.engine))
+        )
         log.info("maintenance: decayed %d, pruned %d, entities pruned %d", *counts)

@@ -8,6 +8,7 @@ A ``[SKIP]`` answer is a turn like any other (the user's words are stored and ex
 stored, sent or spoken. ``SkipGate`` holds a streamed reply back until it is clear it does not start with
 ``[SKIP]``, so a voice never says the token and a console never prints it.
 """
+
 from __future__ import annotations
 
 import re

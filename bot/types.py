@@ -4,12 +4,12 @@ Adapters turn a platform event into an ``IncomingMessage`` and send back what th
 returns; they know nothing of SQL, memory or the LLM. The orchestrator knows nothing of discord or
 telegram objects.
 """
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
-
 
 # The one short apology, when the model (ORCH-6) or anything else on the reply path failed; the message is kept.
 APOLOGY = "Sorry — I couldn't think straight just now. Your message is saved; please try again in a moment."
@@ -17,16 +17,16 @@ APOLOGY = "Sorry — I couldn't think straight just now. Your message is saved; 
 
 @dataclass(frozen=True, slots=True)
 class IncomingMessage:
-    platform: str                  # "discord" | "telegram" | "console"
-    channel_id: str                # the chat/channel the message came from
-    author_id: str                 # the platform's user id (not yet our person id)
+    platform: str  # "discord" | "telegram" | "console"
+    channel_id: str  # the chat/channel the message came from
+    author_id: str  # the platform's user id (not yet our person id)
     author_name: str
     text: str
-    guild_id: str | None = None    # Discord guild or Telegram group chat id; None in a DM
+    guild_id: str | None = None  # Discord guild or Telegram group chat id; None in a DM
     message_id: str | None = None
     participants: tuple[tuple[str, str], ...] = ()  # other (platform user id, name) pairs present, if known
     created_at: float | None = None
-    modality: str = "text"         # "voice" for a transcribed utterance
+    modality: str = "text"  # "voice" for a transcribed utterance
     author_is_admin: bool = False  # the author may change this server's lore (Discord manage_guild, Telegram chat admin)
     readable_channels: tuple[str, ...] = ()  # other channels of this server the author can read (the adapter knows)
     # Spoken to the bot (a DM, a mention, a reply to it). False for group talk the bot may answer or not: with
@@ -41,9 +41,9 @@ class IncomingMessage:
 @dataclass(frozen=True, slots=True)
 class Reply:
     text: str
-    forgotten: tuple[str, ...] = ()   # contents deleted while building this reply (ORCH-3)
-    failed: bool = False              # the LLM failed and this is the short apology (ORCH-6)
-    skipped: bool = False             # the model chose to stay silent ([SKIP]); ``text`` is empty, the turn is stored
+    forgotten: tuple[str, ...] = ()  # contents deleted while building this reply (ORCH-3)
+    failed: bool = False  # the LLM failed and this is the short apology (ORCH-6)
+    skipped: bool = False  # the model chose to stay silent ([SKIP]); ``text`` is empty, the turn is stored
 
 
 # Called with each text delta while a reply streams (the console prints them as they come).

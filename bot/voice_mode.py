@@ -15,6 +15,7 @@ Threads: ``open`` runs on the event loop; ``preload``/``record``/``invalidate_al
 (``AsyncRunner``), like every store read; compaction and the final summary run in a worker thread and
 reach the model (and extraction) through the event loop, so neither thread ever waits on itself.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -71,8 +72,10 @@ class VoiceConversation:
 
     def history_messages(self) -> tuple[dict[str, str], ...]:
         """The verbatim turns as chat messages, names quoted as data (SEC-2) like the text path's history."""
-        return tuple({"role": t.role, "content": t.text if t.role == "assistant" else f"{json.dumps(t.speaker_name, ensure_ascii=False)}: {t.text}"}
-                     for t in self.transcript.turns)
+        return tuple(
+            {"role": t.role, "content": t.text if t.role == "assistant" else f"{json.dumps(t.speaker_name, ensure_ascii=False)}: {t.text}"}
+            for t in self.transcript.turns
+        )
 
     def record(self, turn: Turn, reply: str | None, bot_name: str) -> None:
         now = self.clock.now()
@@ -90,8 +93,16 @@ class VoiceConversation:
 class VoiceSessions:
     """Every live voice session of the bot, by channel key ("discord:<voice channel id>")."""
 
-    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, llm: ChatClient, buffer: ExtractionBuffer,
-                 summaries: SessionSummaries, channels: ChannelState, options: VoiceOptions = VoiceOptions()) -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        llm: ChatClient,
+        buffer: ExtractionBuffer,
+        summaries: SessionSummaries,
+        channels: ChannelState,
+        options: VoiceOptions = VoiceOptions(),
+    ) -> None:
         self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
         self.summaries, self.channels, self.options = summaries, channels, options
         self.sessions: dict[str, VoiceConversation] = {}
@@ -108,7 +119,8 @@ class VoiceSessions:
         session = self.sessions.get(turn.channel_key)
         if session is None:
             session = self.sessions[turn.channel_key] = VoiceConversation(
-                turn, self.engine, self.options, self._bridged(self._complete), self._bridged(self._flush, turn.channel_key))
+                turn, self.engine, self.options, self._bridged(self._complete), self._bridged(self._flush, turn.channel_key)
+            )
         session.people.update(dict.fromkeys(turn.names))
         return session
 
@@ -153,14 +165,22 @@ class VoiceSessions:
         self.channels.mark_reflected(session.key)
         if not text.strip():
             return None
-        return self.summaries.add(platform=session.platform, guild_id=session.guild_id, channel_id=session.channel_id,
-                                  participants=sorted(session.people), text=text, modality="voice", started_at=session.started_at)
+        return self.summaries.add(
+            platform=session.platform,
+            guild_id=session.guild_id,
+            channel_id=session.channel_id,
+            participants=sorted(session.people),
+            text=text,
+            modality="voice",
+            started_at=session.started_at,
+        )
 
     # -- called from a worker thread (compaction, final summary) ------------------------------------------------
     def _bridged(self, fn: Callable[..., Coroutine[Any, Any, Any]], *bound: Any) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             assert self._loop is not None
             return asyncio.run_coroutine_threadsafe(fn(*bound, *args, **kwargs), self._loop).result(BRIDGE_TIMEOUT_S)
+
         return call
 
     async def _complete(self, system: str, user: str, *, temperature: float = 0.0) -> str:

@@ -8,6 +8,7 @@ know (OpenAI, LocalAI, speaches, openedai-speech) speaks WAV, not all speak raw 
 ``speech_providers``, ``voice_settings`` and ``voice_options`` turn Settings into the voice objects; only the
 composition root calls them.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 class OpenAISpeechToText:
     """``SpeechToText`` via ``POST {base_url}/audio/transcriptions`` (e.g. ``whisper-1``)."""
 
-    def __init__(self, base_url: str, api_key: str = "", model: str = "whisper-1", *, language: str | None = "en",
-                 timeout: float = 30.0) -> None:
+    def __init__(
+        self, base_url: str, api_key: str = "", model: str = "whisper-1", *, language: str | None = "en", timeout: float = 30.0
+    ) -> None:
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=1)
         self.model = model
         self.language = language
@@ -41,8 +43,8 @@ class OpenAISpeechToText:
     def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
         try:
             result = self._client.audio.transcriptions.create(
-                model=self.model, file=("speech.wav", to_wav(pcm16, sample_rate), "audio/wav"),
-                language=self.language or openai.omit)  # omit: no language field, the server detects it
+                model=self.model, file=("speech.wav", to_wav(pcm16, sample_rate), "audio/wav"), language=self.language or openai.omit
+            )  # omit: no language field, the server detects it
         except openai.OpenAIError as exc:
             raise TranscriptionFailed(f"{self.model} transcription failed: {exc}") from exc
         return (getattr(result, "text", None) or "").strip()
@@ -51,16 +53,14 @@ class OpenAISpeechToText:
 class OpenAITextToSpeech:
     """``TextToSpeech`` via ``POST {base_url}/audio/speech`` (e.g. ``tts-1`` with voice ``alloy``)."""
 
-    def __init__(self, base_url: str, api_key: str = "", model: str = "tts-1", voice: str = "alloy", *,
-                 timeout: float = 30.0) -> None:
+    def __init__(self, base_url: str, api_key: str = "", model: str = "tts-1", voice: str = "alloy", *, timeout: float = 30.0) -> None:
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=1)
         self.model = model
         self.voice = voice
 
     def synthesize(self, text: str) -> tuple[bytes, int]:
         try:
-            response = self._client.audio.speech.create(model=self.model, voice=self.voice, input=text,
-                                                        response_format="wav")
+            response = self._client.audio.speech.create(model=self.model, voice=self.voice, input=text, response_format="wav")
             return read_wav(response.content)
         except openai.OpenAIError as exc:
             raise SynthesisFailed(f"{self.model} speech failed: {exc}") from exc
@@ -85,11 +85,15 @@ def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
 
 
 def voice_settings(settings: Settings) -> VoiceSettings:
-    vad = VadSettings(aggressiveness=settings.voice_vad_aggressiveness, min_speech_ms=settings.voice_min_speech_ms,
-                      end_pause_ms=settings.voice_end_pause_ms)
+    vad = VadSettings(
+        aggressiveness=settings.voice_vad_aggressiveness,
+        min_speech_ms=settings.voice_min_speech_ms,
+        end_pause_ms=settings.voice_end_pause_ms,
+    )
     return VoiceSettings(vad=vad, idle_timeout_s=settings.voice_idle_timeout_s, barge_in=settings.voice_barge_in)
 
 
 def voice_options(settings: Settings) -> VoiceOptions:
-    return VoiceOptions(warm=WarmSettings(reuse_at=settings.voice_warm_reuse_at, full_below=settings.voice_warm_full_below,
-                                          ttl_s=settings.voice_warm_ttl_s))
+    return VoiceOptions(
+        warm=WarmSettings(reuse_at=settings.voice_warm_reuse_at, full_below=settings.voice_warm_full_below, ttl_s=settings.voice_warm_ttl_s)
+    )

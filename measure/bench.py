@@ -9,15 +9,16 @@ Scope: rows are spread over guilds of 100k (90k guild memories each, the rest th
 in that guild); the recall is made in one guild with five of those people present. Up to 100k that guild is
 almost the whole store (the worst case for a store of that size); at 1M it is one guild of ten.
 """
+
 from __future__ import annotations
 
 import itertools
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -45,8 +46,30 @@ TurnFn = Callable[[MemoryEngine, RecallContext, str], Any]
 
 
 # Words that would make a random sentence read as a directive or a secret to the safety filters.
-_AVOID = {"always", "never", "from", "you", "don", "make", "respond", "reply", "stop", "system", "ignore", "disregard",
-          "forget", "password", "passwd", "passphrase", "api", "secret", "access", "jailbreak", "developer", "new"}
+_AVOID = {
+    "always",
+    "never",
+    "from",
+    "you",
+    "don",
+    "make",
+    "respond",
+    "reply",
+    "stop",
+    "system",
+    "ignore",
+    "disregard",
+    "forget",
+    "password",
+    "passwd",
+    "passphrase",
+    "api",
+    "secret",
+    "access",
+    "jailbreak",
+    "developer",
+    "new",
+}
 
 
 def words() -> list[str]:
@@ -59,7 +82,7 @@ class TextGen:
         self.rng = np.random.default_rng(seed)
         self.vocab = np.array(words())
         ranks = np.arange(1, len(self.vocab) + 1)
-        self.p = ranks ** -1.07 / np.sum(ranks ** -1.07)
+        self.p = ranks**-1.07 / np.sum(ranks**-1.07)
 
     def sentence(self, lo: int, hi: int) -> str:
         return self.sentences(1, lo, hi)[0]
@@ -96,8 +119,15 @@ def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
         items = []
         for j in range(n):
             scope, scope_id, guild = _placement(lo + j)
-            new = NewMemory(content=contents[j], subject=subjects[j], scope=scope, scope_id=scope_id, guild_id=guild,
-                            visibility=Visibility.PUBLIC, importance=float(1 + (lo + j) % 10))
+            new = NewMemory(
+                content=contents[j],
+                subject=subjects[j],
+                scope=scope,
+                scope_id=scope_id,
+                guild_id=guild,
+                visibility=Visibility.PUBLIC,
+                importance=float(1 + (lo + j) % 10),
+            )
             items.append((new, vectors[j]))
         start = time.perf_counter()
         engine.memories.insert_batch(items)
@@ -116,8 +146,11 @@ def _timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
         fn()
         samples.append((time.perf_counter() - t) * 1000)
     samples.sort()
-    return {"p50": round(statistics.median(samples), 2), "p95": round(samples[int(0.95 * (len(samples) - 1))], 2),
-            "max": round(samples[-1], 2)}
+    return {
+        "p50": round(statistics.median(samples), 2),
+        "p95": round(samples[int(0.95 * (len(samples) - 1))], 2),
+        "max": round(samples[-1], 2),
+    }
 
 
 def bench_size(size: int, queries: int, turn: TurnFn | None = None) -> dict[str, Any]:
@@ -127,8 +160,13 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None) -> dict[str,
         engine = MemoryEngine(Path(tmp) / "bench.db", model, FakeClock())
         insert_per_s = _load(engine, size, gen)
         engine.db.optimize()  # what the nightly maintenance job does
-        ctx = RecallContext(platform="bench", speaker_id="bench:u0", channel_id="c0", guild_id=_guild_for_query(size),
-                            participants=tuple(f"bench:u{i}" for i in range(1, 5)))
+        ctx = RecallContext(
+            platform="bench",
+            speaker_id="bench:u0",
+            channel_id="c0",
+            guild_id=_guild_for_query(size),
+            participants=tuple(f"bench:u{i}" for i in range(1, 5)),
+        )
         texts = [gen.sentence(3, 6) for _ in range(queries)]
         qvecs = gen.vectors(queries)
         parts = ctx.memory_partitions()
@@ -136,14 +174,16 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None) -> dict[str,
 
         def run(channels):
             it = iter(range(10**9))
-            return lambda: engine.memories.recall(ctx, texts[(i := next(it)) % queries], channels=channels,
-                                                  threshold=0.0, reinforce=False, query_vector=qvecs[i % queries])
+            return lambda: engine.memories.recall(
+                ctx, texts[(i := next(it)) % queries], channels=channels, threshold=0.0, reinforce=False, query_vector=qvecs[i % queries]
+            )
 
         for warm in (ALL_CHANNELS, frozenset({Channel.FTS})):
             _timed(run(warm), 10)
         embed_texts = itertools.cycle(texts)
         result = {
-            "size": size, "visible": visible,
+            "size": size,
+            "visible": visible,
             "hybrid_ms": _timed(run(ALL_CHANNELS), queries),
             "fts_ms": _timed(run(frozenset({Channel.FTS})), queries),
             "vector_ms": _timed(run(frozenset({Channel.VECTOR})), queries),
@@ -163,8 +203,9 @@ def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
     """The full write path: safety filters, real embedding, dedup search, links."""
     start = time.perf_counter()
     for _ in range(n):
-        engine.memories.add(NewMemory(content=gen.sentence(8, 20), subject=gen.sentence(2, 3), scope=Scope.USER, scope_id="bench:u0",
-                                      guild_id="bench:g0"))
+        engine.memories.add(
+            NewMemory(content=gen.sentence(8, 20), subject=gen.sentence(2, 3), scope=Scope.USER, scope_id="bench:u0", guild_id="bench:g0")
+        )
     return n / (time.perf_counter() - start)
 
 
@@ -174,8 +215,7 @@ def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = 
     for size in sizes:
         if progress:
             progress(f"benchmarking {size:,} memories")
-        done = subprocess.run([sys.executable, "-m", "measure.bench", str(size), str(queries)], capture_output=True, text=True,
-                              check=False)
+        done = subprocess.run([sys.executable, "-m", "measure.bench", str(size), str(queries)], capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"benchmark of {size} memories failed:\n{done.stderr[-2000:]}")
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))

@@ -17,6 +17,7 @@ Most turns stay on one topic (a camping trip), with fillers, one digression and 
 hit rate is measured on that. ``warm_recall_ms`` / ``cold_recall_ms`` time the session's recall step per turn
 (reuse or refresh vs a full retrieval with the embedding).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from bot.config import load_settings
 from bot.composition import build_runtime as compose
+from bot.config import load_settings
 from bot.runtime import Runtime
 from bot.types import IncomingMessage
 from memory.models import NewMemory, Scope, Visibility
@@ -47,47 +48,99 @@ from .voice_model import ScriptedModel
 
 GUILD, CHANNEL, USER, SSRC = "bench-guild", "bench-voice", 42, 4242
 FRAME_BYTES, TRAILING_FRAMES, TICK_S = 3840, 5, 0.1
-MEMORIES = ["Sam is planning a camping trip to the mountains with two friends",
-            "Sam owns an old orange two-person tent that leaks in heavy rain",
-            "Sam prefers quiet campsites near a lake", "Sam's sister Jo is learning the violin",
-            "Sam cooks on a small gas stove when camping"]
+MEMORIES = [
+    "Sam is planning a camping trip to the mountains with two friends",
+    "Sam owns an old orange two-person tent that leaks in heavy rain",
+    "Sam prefers quiet campsites near a lake",
+    "Sam's sister Jo is learning the violin",
+    "Sam cooks on a small gas stove when camping",
+]
 # Most turns stay on the camping trip, fillers between, a two-turn digression. Words espeak-ng says so that Whisper tiny.en
 # hears them ("the lake district" came back as "make this trip").
-TOPICAL = ["I'm planning a camping trip to the mountains next weekend", "the camping trip to the mountains is next weekend",
-           "yeah", "for the camping trip to the mountains I need a tent",
-           "which tent should I bring on the camping trip to the mountains", "okay",
-           "my tent for the mountains camping trip leaks in the rain",
-           "should I buy a new tent for the camping trip to the mountains", "uh huh",
-           "where should we camp on the mountains camping trip", "which campsite in the mountains is best for camping",
-           "right", "my sister is learning to play the violin", "she practises the violin every evening",
-           "anyway, back to the camping trip to the mountains",
-           "what food should we bring on the camping trip to the mountains", "cool",
-           "how cold is the mountains at night when camping", "do I need a warm sleeping bag for camping in the mountains",
-           "yeah", "should I bring a rain jacket camping in the mountains",
-           "what about hiking boots for the mountains camping trip", "okay", "are there good walks near our mountain campsite",
-           "can we swim in the lake on the camping trip", "uh huh", "how long is the drive to the mountains for camping",
-           "we leave for the mountains camping trip on friday", "right", "what should I pack last for the camping trip",
-           "is a two person tent enough for three people camping", "thanks, the camping trip to the mountains will be great"]
+TOPICAL = [
+    "I'm planning a camping trip to the mountains next weekend",
+    "the camping trip to the mountains is next weekend",
+    "yeah",
+    "for the camping trip to the mountains I need a tent",
+    "which tent should I bring on the camping trip to the mountains",
+    "okay",
+    "my tent for the mountains camping trip leaks in the rain",
+    "should I buy a new tent for the camping trip to the mountains",
+    "uh huh",
+    "where should we camp on the mountains camping trip",
+    "which campsite in the mountains is best for camping",
+    "right",
+    "my sister is learning to play the violin",
+    "she practises the violin every evening",
+    "anyway, back to the camping trip to the mountains",
+    "what food should we bring on the camping trip to the mountains",
+    "cool",
+    "how cold is the mountains at night when camping",
+    "do I need a warm sleeping bag for camping in the mountains",
+    "yeah",
+    "should I bring a rain jacket camping in the mountains",
+    "what about hiking boots for the mountains camping trip",
+    "okay",
+    "are there good walks near our mountain campsite",
+    "can we swim in the lake on the camping trip",
+    "uh huh",
+    "how long is the drive to the mountains for camping",
+    "we leave for the mountains camping trip on friday",
+    "right",
+    "what should I pack last for the camping trip",
+    "is a two person tent enough for three people camping",
+    "thanks, the camping trip to the mountains will be great",
+]
 # The same trip as people say it: on topic for a listener, yet mostly below VOICE-2's 0.65 cosine with MiniLM (measured on
 # the text: hit rate 0.16 at the seed's 0.85/0.65 with each turn embedded alone, 0.41 with its two turns before it as
 # ``WarmMemory`` embeds it now; 0.75 at 0.5/0.2, which still sends the violin turn to a full recall).
-NATURAL = ["I'm planning a camping trip to the lake district", "we want to go next weekend", "yeah",
-           "my old tent leaks when it rains", "should I buy a new tent for the trip", "okay",
-           "which campsite near a lake would you pick", "we will cook on my gas stove", "what food should we bring camping",
-           "mhm", "how cold does it get at night in the lake district", "I need a warmer sleeping bag",
-           "my sister is learning the violin by the way", "she practises every evening", "anyway back to the camping trip",
-           "do we need to book the campsite", "right", "how long is the drive to the lake district", "we leave on friday morning",
-           "should I bring a rain jacket", "yeah definitely", "what about hiking boots", "are there good walks near the lake",
-           "I would like a short walk on saturday", "cool", "can we swim in the lake", "the water will be cold",
-           "we come back on sunday evening", "what should I pack last", "thanks that helps", "one more thing about the tent",
-           "is a two person tent enough for three people"]
+NATURAL = [
+    "I'm planning a camping trip to the lake district",
+    "we want to go next weekend",
+    "yeah",
+    "my old tent leaks when it rains",
+    "should I buy a new tent for the trip",
+    "okay",
+    "which campsite near a lake would you pick",
+    "we will cook on my gas stove",
+    "what food should we bring camping",
+    "mhm",
+    "how cold does it get at night in the lake district",
+    "I need a warmer sleeping bag",
+    "my sister is learning the violin by the way",
+    "she practises every evening",
+    "anyway back to the camping trip",
+    "do we need to book the campsite",
+    "right",
+    "how long is the drive to the lake district",
+    "we leave on friday morning",
+    "should I bring a rain jacket",
+    "yeah definitely",
+    "what about hiking boots",
+    "are there good walks near the lake",
+    "I would like a short walk on saturday",
+    "cool",
+    "can we swim in the lake",
+    "the water will be cold",
+    "we come back on sunday evening",
+    "what should I pack last",
+    "thanks that helps",
+    "one more thing about the tent",
+    "is a two person tent enough for three people",
+]
 
 
 SCRIPTS = {"topical": TOPICAL, "natural": NATURAL}
 
 
-def run_voice_bench(utterances: int = 32, *, end_pause_ms: int = VadSettings().end_pause_ms, script: str = "topical",
-                    progress: Callable[..., None] | None = None, stt: FasterWhisperSTT | None = None) -> dict[str, Any]:
+def run_voice_bench(
+    utterances: int = 32,
+    *,
+    end_pause_ms: int = VadSettings().end_pause_ms,
+    script: str = "topical",
+    progress: Callable[..., None] | None = None,
+    stt: FasterWhisperSTT | None = None,
+) -> dict[str, Any]:
     """The figures of one scripted session of ``utterances`` turns (at least 1; the script repeats past 32).
     ``stt``: a Whisper already loaded (a test shares its own); by default the bundled one is loaded first."""
     turns = SCRIPTS[script]
@@ -121,17 +174,27 @@ def _voiced(pcm16: bytes, rate: int) -> tuple[bytes, int]:
 
 
 def _runtime(tmp: Path, base_url: str) -> Runtime:
-    settings = load_settings(_env_file=None, db_path=tmp / "bench.db", llm_base_url=base_url, llm_api_key="bench",
-                             embeddings="local", scheduler_enabled=False)
+    settings = load_settings(
+        _env_file=None, db_path=tmp / "bench.db", llm_base_url=base_url, llm_api_key="bench", embeddings="local", scheduler_enabled=False
+    )
     runtime = compose(settings)
     for text in MEMORIES:
-        runtime.engine.memories.add(NewMemory(content=text, subject=text[:40], scope=Scope.USER, scope_id=f"bench:{USER}",
-                                              visibility=Visibility.PUBLIC, guild_id=f"bench:{GUILD}"))
+        runtime.engine.memories.add(
+            NewMemory(
+                content=text,
+                subject=text[:40],
+                scope=Scope.USER,
+                scope_id=f"bench:{USER}",
+                visibility=Visibility.PUBLIC,
+                guild_id=f"bench:{GUILD}",
+            )
+        )
     return runtime
 
 
-async def _measure(runtime: Runtime, stt: _TimedSTT, speech: list[bytes], end_pause_ms: int,
-                   progress: Callable[..., None]) -> dict[str, Any]:
+async def _measure(
+    runtime: Runtime, stt: _TimedSTT, speech: list[bytes], end_pause_ms: int, progress: Callable[..., None]
+) -> dict[str, Any]:
     player = _FirstFramePlayer()
     settings = VoiceSettings(vad=VadSettings(end_pause_ms=end_pause_ms))
     session = VoiceSession(stt, EspeakTTS(), _Responder(runtime), player, settings)
@@ -151,7 +214,7 @@ async def _measure(runtime: Runtime, stt: _TimedSTT, speech: list[bytes], end_pa
 async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlayer, pcm: bytes, n: int) -> float:
     player.first_frame_at = None
     for i in range(0, len(pcm), FRAME_BYTES):
-        hub.feed(SSRC, pcm[i:i + FRAME_BYTES].ljust(FRAME_BYTES, b"\0"))
+        hub.feed(SSRC, pcm[i : i + FRAME_BYTES].ljust(FRAME_BYTES, b"\0"))
     ended = time.perf_counter()
     for k in range(TRAILING_FRAMES):  # what a Discord client sends after it stops talking, in real time
         await asyncio.sleep(max(0.0, ended + (k + 1) * 0.02 - time.perf_counter()))
@@ -166,16 +229,22 @@ def _figures(first_audio: list[float], stt: _TimedSTT, voice: Any, end_pause_ms:
     warm = [ms for decision, ms in voice.recalls if decision != "full"]
     cold = [ms for decision, ms in voice.recalls if decision == "full"]
     ordered = sorted(first_audio)
-    return {"voice": {
-        "utterances": len(first_audio), "end_pause_ms": end_pause_ms,
-        "first_audio_ms": {"p50": round(statistics.median(ordered), 1), "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 1)},
-        "stt_rtf": round(stt.busy_s / stt.audio_s, 3) if stt.audio_s else None,
-        "warm_hit_rate": round(voice.warm.stats.hit_rate, 3),
-        "warm_recall_ms": {"p50": round(statistics.median(warm), 2) if warm else None},
-        "cold_recall_ms": {"p50": round(statistics.median(cold), 2) if cold else None},
-        "speculative_stt": {"started": session.speculation.started, "used": session.speculation.used,
-                            "failed": session.speculation.failed},
-    }}
+    return {
+        "voice": {
+            "utterances": len(first_audio),
+            "end_pause_ms": end_pause_ms,
+            "first_audio_ms": {"p50": round(statistics.median(ordered), 1), "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 1)},
+            "stt_rtf": round(stt.busy_s / stt.audio_s, 3) if stt.audio_s else None,
+            "warm_hit_rate": round(voice.warm.stats.hit_rate, 3),
+            "warm_recall_ms": {"p50": round(statistics.median(warm), 2) if warm else None},
+            "cold_recall_ms": {"p50": round(statistics.median(cold), 2) if cold else None},
+            "speculative_stt": {
+                "started": session.speculation.started,
+                "used": session.speculation.used,
+                "failed": session.speculation.failed,
+            },
+        }
+    }
 
 
 class _TimedSTT:
@@ -201,8 +270,16 @@ class _Responder:
         self._orchestrator = runtime.orchestrator
 
     async def respond(self, user_id: int, text: str, stream) -> str:
-        message = IncomingMessage(platform="bench", channel_id=CHANNEL, author_id=str(user_id), author_name="Sam", text=text,
-                                  guild_id=GUILD, modality="voice", addressed=False)
+        message = IncomingMessage(
+            platform="bench",
+            channel_id=CHANNEL,
+            author_id=str(user_id),
+            author_name="Sam",
+            text=text,
+            guild_id=GUILD,
+            modality="voice",
+            addressed=False,
+        )
         return (await self._orchestrator.reply(message, stream=stream)).text
 
 

@@ -9,6 +9,7 @@ Recall@k is the share of a question's evidence turns found in the top k, average
 A turn the store would refuse (its text normalises to nothing) is skipped and counted; a run given a
 ledger file writes each sample there as it finishes and, rerun, measures only the samples not in it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,6 +47,7 @@ Record = dict[str, Any]  # one sample's results, as the ledger stores them (see 
 @dataclass(frozen=True, slots=True)
 class SampleDone:
     """What progress is told as each sample is done."""
+
     index: int
     total: int
     sample_id: str
@@ -66,10 +68,20 @@ def storable(turn: Turn) -> bool:
 
 def _ingest(engine: MemoryEngine, sample_id: str, sample_turns: list[Turn]) -> dict[str, str]:
     """Stores the turns; returns dia_id by message id."""
-    messages = [NewMessage(platform="locomo", guild_id=sample_id, channel_id=f"session-{t.session}", author_id=t.speaker,
-                           author_name=t.speaker, content=t.text, created_at=t.at) for t in sample_turns]
+    messages = [
+        NewMessage(
+            platform="locomo",
+            guild_id=sample_id,
+            channel_id=f"session-{t.session}",
+            author_id=t.speaker,
+            author_name=t.speaker,
+            content=t.text,
+            created_at=t.at,
+        )
+        for t in sample_turns
+    ]
     ids = engine.messages.add_many(messages)
-    return dict(zip(ids, (t.dia_id for t in sample_turns)))
+    return dict(zip(ids, (t.dia_id for t in sample_turns), strict=True))
 
 
 def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: Path) -> Record:
@@ -84,8 +96,9 @@ def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: 
     return {"sample_id": sample["sample_id"], "skipped_turns": len(every) - len(kept), "questions": questions}
 
 
-def _recall(engine: MemoryEngine, partitions: tuple[str, ...], by_id: dict[str, str], known: set[str],
-            qa: dict[str, Any]) -> dict[str, Any] | None:
+def _recall(
+    engine: MemoryEngine, partitions: tuple[str, ...], by_id: dict[str, str], known: set[str], qa: dict[str, Any]
+) -> dict[str, Any] | None:
     """One question's recall per method; None when none of its evidence names a stored turn (it measures nothing)."""
     evidence = evidence_ids(qa.get("evidence", []), known)
     if not evidence:
@@ -93,8 +106,9 @@ def _recall(engine: MemoryEngine, partitions: tuple[str, ...], by_id: dict[str, 
     vector = engine.embeddings.embed_query(qa["question"])  # embedded once, shared by the methods that use it
     recall = {}
     for method, channels in METHODS.items():
-        hits = engine.messages.search_partitions(partitions, qa["question"], top_k=max(KS), channels=channels,
-                                                  query_vector=vector if Channel.VECTOR in channels else None)
+        hits = engine.messages.search_partitions(
+            partitions, qa["question"], top_k=max(KS), channels=channels, query_vector=vector if Channel.VECTOR in channels else None
+        )
         ranked = [by_id[h.row["id"]] for h in hits]
         recall[method] = {f"R@{k}": len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS}
     return {"category": int(qa["category"]), "recall": recall}
@@ -112,17 +126,25 @@ def summarise(records: list[Record]) -> dict[str, Any]:
     out = {}
     for method in METHODS:
         by_cat = {str(c): mean([r for r in rows if r["category"] == c], method) for c in categories}
-        out[method] = {"cat1-4": mean([r for r in rows if r["category"] in (1, 2, 3, 4)], method),
-                       "cat5": mean([r for r in rows if r["category"] == 5], method), "by_category": by_cat}
+        out[method] = {
+            "cat1-4": mean([r for r in rows if r["category"] in (1, 2, 3, 4)], method),
+            "cat5": mean([r for r in rows if r["category"] == 5], method),
+            "by_category": by_cat,
+        }
     counts: dict[str, int] = defaultdict(int)
     for r in rows:
         counts[str(r["category"])] += 1
-    return {"methods": out, "questions": dict(sorted(counts.items())), "samples": len(records),
-            "skipped_turns": sum(record["skipped_turns"] for record in records)}
+    return {
+        "methods": out,
+        "questions": dict(sorted(counts.items())),
+        "samples": len(records),
+        "skipped_turns": sum(record["skipped_turns"] for record in records),
+    }
 
 
-def evaluate_locomo(path: str | Path, embedder: Embedder | None, *, limit: int | None = None,
-                    progress: Progress | None = None, resume: Path | None = None) -> dict[str, Any]:
+def evaluate_locomo(
+    path: str | Path, embedder: Embedder | None, *, limit: int | None = None, progress: Progress | None = None, resume: Path | None = None
+) -> dict[str, Any]:
     """The summary over the first ``limit`` samples (all by default). With ``resume`` (a JSON-lines file), each
     sample is appended there as it finishes, and samples already there are read back, not measured again."""
     samples = load_samples(path)
@@ -139,8 +161,17 @@ def evaluate_locomo(path: str | Path, embedder: Embedder | None, *, limit: int |
                     ledger.append(record)
             records.append(record)
             if progress:
-                progress(SampleDone(index, len(samples), str(sample["sample_id"]), len(record["questions"]),
-                                    record["skipped_turns"], time.perf_counter() - start, sample["sample_id"] in done))
+                progress(
+                    SampleDone(
+                        index,
+                        len(samples),
+                        str(sample["sample_id"]),
+                        len(record["questions"]),
+                        record["skipped_turns"],
+                        time.perf_counter() - start,
+                        sample["sample_id"] in done,
+                    )
+                )
     return summarise(records)
 
 

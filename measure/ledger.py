@@ -5,6 +5,7 @@ lines back and measures only what is missing. A line is ``{"sample_id", "embeddi
 "questions": [{"category", "recall": {method: {"R@k": share}}}]}``. ``embedding`` is the embedder's
 fingerprint (None for BM25 only): figures made with another model must not be merged into these.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,6 +63,8 @@ class Ledger:
         if not isinstance(record, dict) or any(field not in record for field in FIELDS):
             raise LedgerError(f"{self.path}, record {n}: not a record of a finished sample")
         if record["embedding"] != self.embedding:
-            raise LedgerError(f"{self.path} holds results measured with embedding {record['embedding']!r}, "
-                             f"not {self.embedding!r}: resume with another file")
+            raise LedgerError(
+                f"{self.path} holds results measured with embedding {record['embedding']!r}, "
+                f"not {self.embedding!r}: resume with another file"
+            )
         return record

@@ -4,13 +4,14 @@ Format (shared/eval/README.md): a list of samples, each with ``sample_id``, ``co
 lists of turns ``{speaker, dia_id "D<session>:<turn>", text, blip_caption?}`` and ``session_N_date_time``)
 and ``qa`` (``{question, evidence: [dia_id], category}``). Bad data raises ``ValueError`` or ``KeyError``.
 """
+
 from __future__ import annotations
 
 import gzip
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ def parse_session_date(text: str) -> float:
     clean = " ".join(text.replace(",", " ").split())
     for fmt in ("%I:%M %p on %d %B %Y", "%I:%M %p on %d %b %Y", "%d %B %Y"):
         try:
-            return datetime.strptime(clean, fmt).replace(tzinfo=timezone.utc).timestamp()
+            return datetime.strptime(clean, fmt).replace(tzinfo=UTC).timestamp()
         except ValueError:
             continue
     raise ValueError(f"unrecognised LoCoMo date {text!r}")

@@ -3,6 +3,7 @@
 Scope resolution, recall with the query embedding, and prompt assembly, through the same Orchestrator
 code the bot runs; nothing is sent anywhere.
 """
+
 from __future__ import annotations
 
 from bot.llm import ChatClient
@@ -21,11 +22,18 @@ def make_turn():
         orch = made.get(id(engine))
         if orch is None:
             llm = ChatClient("http://127.0.0.1:9/v1", "unused", "unused")  # never called: the turn stops before the LLM
-            orch = made[id(engine)] = Orchestrator(engine, AsyncRunner(), llm, buffer=ExtractionBuffer(engine),
-                                                   summaries=SessionSummaries(engine))
-        message = IncomingMessage(platform="bench", channel_id=ctx.channel_id, author_id=ctx.speaker_id.removeprefix("bench:"),
-                                  author_name="Bench", text=text, guild_id=(ctx.guild_id or "").removeprefix("bench:") or None,
-                                  participants=tuple((p.removeprefix("bench:"), p) for p in ctx.participants))
+            orch = made[id(engine)] = Orchestrator(
+                engine, AsyncRunner(), llm, buffer=ExtractionBuffer(engine), summaries=SessionSummaries(engine)
+            )
+        message = IncomingMessage(
+            platform="bench",
+            channel_id=ctx.channel_id,
+            author_id=ctx.speaker_id.removeprefix("bench:"),
+            author_name="Bench",
+            text=text,
+            guild_id=(ctx.guild_id or "").removeprefix("bench:") or None,
+            participants=tuple((p.removeprefix("bench:"), p) for p in ctx.participants),
+        )
         resolved = orch.resolve(message)
         snap = orch.assembler.snapshot(resolved)
         return orch.assembler.system_prompt(resolved, snap, engine.clock.now())

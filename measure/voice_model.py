@@ -4,6 +4,7 @@ It speaks the OpenAI chat-completions protocol (plain and streamed), so the bot'
 SDK) talks to it over real HTTP: the round trip is measured, the model's thinking is not. Extraction and
 summary requests get answers of their kind, so background work around a session succeeds quietly.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,10 +67,20 @@ class ScriptedModel:
 
 
 def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
-    return {"id": "bench", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "bench"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+    return {
+        "id": "bench",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "bench"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
 
 
 def _chunk(body: dict[str, Any], delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
-    return {"id": "bench", "object": "chat.completion.chunk", "created": int(time.time()), "model": body.get("model", "bench"),
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "bench",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", "bench"),
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }

@@ -1,4 +1,5 @@
 """Injected time, so decay, TTL and debounce are tested without sleeping."""
+
 from __future__ import annotations
 
 import time

@@ -4,6 +4,7 @@ The retrieval core (``memory.retrieval``) only speaks to a ``Corpus``: which row
 which are live, how old and how important a row is, and who its graph neighbours are. So one ranking
 improvement serves both the memory recall and the conversation search.
 """
+
 from __future__ import annotations
 
 import json
@@ -86,8 +87,11 @@ class Corpus:
         """
         if rids:
             cols = ", ".join(self.FTS_COLUMNS)
-            self.db.execute(f"INSERT INTO {self.fts_table} (rowid, {cols}) SELECT rid, {cols} FROM {self.table} "
-                            "WHERE rid IN (SELECT value FROM json_each(?))", (json.dumps(rids),))
+            self.db.execute(
+                f"INSERT INTO {self.fts_table} (rowid, {cols}) SELECT rid, {cols} FROM {self.table} "
+                "WHERE rid IN (SELECT value FROM json_each(?))",
+                (json.dumps(rids),),
+            )
 
     def move_partition(self, old: str, new: str, **columns: Any) -> int:
         """Re-file every row of partition ``old`` under ``new`` (and set ``columns``), vectors included
@@ -97,8 +101,10 @@ class Corpus:
             return 0
         vectors = self.vectors.get(rids)
         sets = "".join(f", {name} = ?" for name in columns)  # our own column names, never user text
-        self.db.execute(f"UPDATE {self.table} SET partition_key = ?, ptoken = ?{sets} WHERE partition_key = ?",
-                        (new, partition_token(new), *columns.values(), old))
+        self.db.execute(
+            f"UPDATE {self.table} SET partition_key = ?, ptoken = ?{sets} WHERE partition_key = ?",
+            (new, partition_token(new), *columns.values(), old),
+        )
         self.vectors.delete(list(vectors))
         self.vectors.write_many([(rid, new, v) for rid, v in vectors.items()])
         self.vectors.invalidate()
@@ -177,8 +183,9 @@ class Corpus:
 def live_memories(alias: str, now: float) -> Filter:
     """Rows recall may return: not forgotten, merged away, superseded or expired. Graph reads use it too."""
     a = alias
-    return Filter(f"{a}.forgotten = 0 AND {a}.consolidated_into IS NULL AND {a}.superseded_by IS NULL "
-                  f"AND ({a}.ttl IS NULL OR {a}.ttl > ?)", (now,))
+    return Filter(
+        f"{a}.forgotten = 0 AND {a}.consolidated_into IS NULL AND {a}.superseded_by IS NULL AND ({a}.ttl IS NULL OR {a}.ttl > ?)", (now,)
+    )
 
 
 class MemoryCorpus(Corpus):

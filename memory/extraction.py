@@ -10,6 +10,7 @@ the stored ids of that speaker's messages, so forgetting it removes them.
 Model answers are untrusted: anything that is not the expected JSON raises ``BadAnswer`` (the caller
 retries or backs off); items of the wrong shape are skipped one by one.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ from .scopes import RecallContext, write_scope
 
 log = logging.getLogger(__name__)
 MAX_FACTS = 20
-MAX_TURN_CHARS = 2_000      # one message's share of a transcript the model reads
+MAX_TURN_CHARS = 2_000  # one message's share of a transcript the model reads
 MAX_TRANSCRIPT_CHARS = 12_000
 
 
@@ -157,9 +158,18 @@ def _new_memory(c: dict[str, Any], ctx: RecallContext, sources: tuple[str, ...],
     tags = c.get("tags")
     tags = tags if isinstance(tags, list) else []
     return NewMemory(
-        content=_text(c.get("content")), subject=_text(c.get("subject")), scope=where.scope, scope_id=where.scope_id,
-        visibility=where.visibility, guild_id=where.guild_id, type=mtype, kind=kind, tags=tuple(str(t) for t in tags)[:12],
-        source=source, importance=_importance(c.get("importance")), entities=_entities(c.get("entities")),
+        content=_text(c.get("content")),
+        subject=_text(c.get("subject")),
+        scope=where.scope,
+        scope_id=where.scope_id,
+        visibility=where.visibility,
+        guild_id=where.guild_id,
+        type=mtype,
+        kind=kind,
+        tags=tuple(str(t) for t in tags)[:12],
+        source=source,
+        importance=_importance(c.get("importance")),
+        entities=_entities(c.get("entities")),
         provenance=Provenance(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, sources=sources),
     )
 

@@ -8,6 +8,7 @@
 Both end with ``Database.scrub``: index samples emptied and the WAL checkpointed, so the forgotten
 words are gone from the files, not only from the API.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -74,8 +75,7 @@ def forget_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]
     keys = person_keys(engine, person_ids)
     found = {h.table: [r["row_key"] for r in person_rows(engine, h, keys)] for h in REGISTRY if h.person}
     memory_rids = engine.memories.lineage(found.pop("memories"))
-    counts = {"memories": len(engine.memories.delete_rids(memory_rids)),
-              "messages": engine.messages.delete_rids(found.pop("messages"))}
+    counts = {"memories": len(engine.memories.delete_rids(memory_rids)), "messages": engine.messages.delete_rids(found.pop("messages"))}
     with engine.db.transaction():
         for table, rowids in found.items():
             counts[table] = _apply(engine, table, rowids)

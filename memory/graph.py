@@ -3,14 +3,15 @@
 A relation's strength is the number of memories that asserted it, so forgetting a memory weakens or
 removes exactly what it added, and an entity that nothing mentions any more disappears with it (SEC-3).
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from .clock import DAY, Clock
+from .corpus import live_memories
 from .db import Database
 from .models import EntityRef
-from .corpus import live_memories
 from .scopes import placeholders
 
 ENTITY_TYPES = ("person", "project", "technology", "place", "organization", "concept")
@@ -40,11 +41,17 @@ class Graph:
         if not memory_rids:
             return []
         marks = placeholders(memory_rids)
-        touched = [r for (r,) in self.db.execute(
-            f"SELECT entity_id FROM memory_entity_mentions WHERE memory_rid IN ({marks}) "
-            f"UNION SELECT source_id FROM memory_relations r JOIN memory_relation_sources s ON s.relation_id = r.id WHERE s.memory_rid IN ({marks}) "
-            f"UNION SELECT target_id FROM memory_relations r JOIN memory_relation_sources s ON s.relation_id = r.id WHERE s.memory_rid IN ({marks})",
-            (*memory_rids, *memory_rids, *memory_rids))]
+        touched = [
+            r
+            for (r,) in self.db.execute(
+                f"SELECT entity_id FROM memory_entity_mentions WHERE memory_rid IN ({marks}) "
+                "UNION SELECT source_id FROM memory_relations r JOIN memory_relation_sources s ON s.relation_id = r.id WHERE "
+                f"s.memory_rid IN ({marks}) "
+                "UNION SELECT target_id FROM memory_relations r JOIN memory_relation_sources s ON s.relation_id = r.id WHERE "
+                f"s.memory_rid IN ({marks})",
+                (*memory_rids, *memory_rids, *memory_rids),
+            )
+        ]
         self.db.execute(f"DELETE FROM memory_entity_mentions WHERE memory_rid IN ({marks})", memory_rids)
         self.db.execute(f"DELETE FROM memory_relation_sources WHERE memory_rid IN ({marks})", memory_rids)
         return touched
@@ -55,9 +62,13 @@ class Graph:
             return
         marks = placeholders(entity_ids)
         touched = f"(source_id IN ({marks}) OR target_id IN ({marks}))"
-        self.db.execute(f"DELETE FROM memory_relations WHERE {touched} AND id NOT IN (SELECT relation_id FROM memory_relation_sources)", (*entity_ids, *entity_ids))
         self.db.execute(
-            f"UPDATE memory_relations SET strength = (SELECT COUNT(*) FROM memory_relation_sources s WHERE s.relation_id = memory_relations.id) WHERE {touched}",
+            f"DELETE FROM memory_relations WHERE {touched} AND id NOT IN (SELECT relation_id FROM memory_relation_sources)",
+            (*entity_ids, *entity_ids),
+        )
+        self.db.execute(
+            "UPDATE memory_relations SET strength = (SELECT COUNT(*) FROM memory_relation_sources s WHERE s.relation_id = "
+            f"memory_relations.id) WHERE {touched}",
             (*entity_ids, *entity_ids),
         )
         self._recount(entity_ids)
@@ -72,11 +83,13 @@ class Graph:
         """Consolidation: mentions and relation sources of the originals move to the merged row."""
         marks = placeholders(from_rids)
         self.db.execute(
-            f"INSERT OR IGNORE INTO memory_entity_mentions (memory_rid, entity_id) SELECT ?, entity_id FROM memory_entity_mentions WHERE memory_rid IN ({marks})",
+            "INSERT OR IGNORE INTO memory_entity_mentions (memory_rid, entity_id) SELECT ?, entity_id FROM "
+            f"memory_entity_mentions WHERE memory_rid IN ({marks})",
             (to_rid, *from_rids),
         )
         self.db.execute(
-            f"INSERT OR IGNORE INTO memory_relation_sources (relation_id, memory_rid) SELECT relation_id, ? FROM memory_relation_sources WHERE memory_rid IN ({marks})",
+            "INSERT OR IGNORE INTO memory_relation_sources (relation_id, memory_rid) SELECT relation_id, ? FROM "
+            f"memory_relation_sources WHERE memory_rid IN ({marks})",
             (to_rid, *from_rids),
         )
         self.cleanup(self._entities_of(to_rid))
@@ -103,7 +116,11 @@ class Graph:
         edges: list[dict[str, Any]] = []
         for _ in range(max(1, min(depth, 5))):
             found = self._edges(frontier, partitions)
-            edges.extend(e for e in found if (e["source"], e["relation"], e["target"]) not in {(x["source"], x["relation"], x["target"]) for x in edges})
+            edges.extend(
+                e
+                for e in found
+                if (e["source"], e["relation"], e["target"]) not in {(x["source"], x["relation"], x["target"]) for x in edges}
+            )
             frontier = [i for e in found for i in (e["source_id"], e["target_id"]) if i not in seen]
             seen.update(frontier)
             if not frontier:
@@ -124,10 +141,10 @@ class Graph:
 
     def _visible_entity(self, entity_id: int, partitions: tuple[str, ...]) -> bool:
         sql = (
-            "SELECT 1 FROM memories m WHERE m.partition_key IN ({p}) AND {live} AND (m.rid IN "
+            f"SELECT 1 FROM memories m WHERE m.partition_key IN ({placeholders(partitions)}) AND {self._live().sql} AND (m.rid IN "
             "(SELECT memory_rid FROM memory_entity_mentions WHERE entity_id = ?) OR m.rid IN (SELECT s.memory_rid FROM "
             "memory_relation_sources s JOIN memory_relations r ON r.id = s.relation_id WHERE r.source_id = ? OR r.target_id = ?)) LIMIT 1"
-        ).format(p=placeholders(partitions), live=self._live().sql)
+        )
         return bool(self.db.scalar(sql, (*partitions, *self._live().params, entity_id, entity_id, entity_id)))
 
     def _live(self):
@@ -166,9 +183,14 @@ class Graph:
             "ON CONFLICT (source_id, relation, target_id) DO UPDATE SET updated_at = excluded.updated_at",
             (source, label, target, now, now),
         )
-        rel = self.db.scalar("SELECT id FROM memory_relations WHERE source_id = ? AND relation = ? AND target_id = ?", (source, label, target))
+        rel = self.db.scalar(
+            "SELECT id FROM memory_relations WHERE source_id = ? AND relation = ? AND target_id = ?", (source, label, target)
+        )
         self.db.execute("INSERT OR IGNORE INTO memory_relation_sources (relation_id, memory_rid) VALUES (?, ?)", (rel, memory_rid))
-        self.db.execute("UPDATE memory_relations SET strength = (SELECT COUNT(*) FROM memory_relation_sources WHERE relation_id = ?) WHERE id = ?", (rel, rel))
+        self.db.execute(
+            "UPDATE memory_relations SET strength = (SELECT COUNT(*) FROM memory_relation_sources WHERE relation_id = ?) WHERE id = ?",
+            (rel, rel),
+        )
 
     def _entities_of(self, memory_rid: int) -> list[int]:
         return [r for (r,) in self.db.execute("SELECT entity_id FROM memory_entity_mentions WHERE memory_rid = ?", (memory_rid,))]
@@ -176,7 +198,8 @@ class Graph:
     def _recount(self, entity_ids: list[int]) -> None:
         if entity_ids:
             self.db.execute(
-                f"UPDATE memory_entities SET mention_count = (SELECT COUNT(*) FROM memory_entity_mentions x WHERE x.entity_id = memory_entities.id) "
+                "UPDATE memory_entities SET mention_count = (SELECT COUNT(*) FROM memory_entity_mentions x WHERE x.entity_id = "
+                "memory_entities.id) "
                 f"WHERE id IN ({placeholders(entity_ids)})",
                 entity_ids,
             )

@@ -8,6 +8,7 @@ with the turn it answers (``context_weight`` of the previous turn's cosine; its 
 a low-weight FTS column), its neighbours in the channel share a strong hit's relevance
 (``graph_decay``), and a query that names a speaker favours what that speaker said (``speaker_boost``).
 """
+
 from __future__ import annotations
 
 import json

@@ -1,10 +1,11 @@
 """Scheduled upkeep as plain functions (MAINT-1..3); the bot's scheduler and the CLI call them.
 
-    consolidate   clusters (cosine >= 0.85, same partition and type, <= 5 rows) merged by prompts/consolidation
-    decay         importance x 0.95 for rows not accessed for 7+ days (guidance, behavioral, profile exempt)
-    prune         importance < 1 (of 10), never accessed, older than 30 days: soft-forgotten
-    prune_entities  mention_count <= 1 and unseen for 90 days
+consolidate   clusters (cosine >= 0.85, same partition and type, <= 5 rows) merged by prompts/consolidation
+decay         importance x 0.95 for rows not accessed for 7+ days (guidance, behavioral, profile exempt)
+prune         importance < 1 (of 10), never accessed, older than 30 days: soft-forgotten
+prune_entities  mention_count <= 1 and unseen for 90 days
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,9 @@ class ConsolidationReport:
 STOP_AFTER_FAILURES = 3  # merges failing in a row: the model is down, so the rest would fail too
 
 
-def consolidate(engine: MemoryEngine, complete: Completer, *, threshold: float = 0.85, max_cluster: int = 5,
-                progress: Progress | None = None) -> ConsolidationReport:
+def consolidate(
+    engine: MemoryEngine, complete: Completer, *, threshold: float = 0.85, max_cluster: int = 5, progress: Progress | None = None
+) -> ConsolidationReport:
     clusters = list(_clusters(engine, threshold, max_cluster))
     audit = audit_start(engine, "consolidation", f"{len(clusters)} clusters")
     new_ids, merged, failures, in_a_row, left = [], 0, 0, 0, 0
@@ -90,15 +92,27 @@ def _greedy(rows: list[Memory], mat: np.ndarray, threshold: float, max_cluster: 
 
 
 def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> str:
-    payload = json.dumps([{"subject": m.subject, "content": m.content, "importance": m.importance, "tags": list(m.tags),
-                           "created_at": m.created_at} for m in cluster], ensure_ascii=False, indent=1)
+    payload = json.dumps(
+        [
+            {"subject": m.subject, "content": m.content, "importance": m.importance, "tags": list(m.tags), "created_at": m.created_at}
+            for m in cluster
+        ],
+        ensure_ascii=False,
+        indent=1,
+    )
     prompt = prompts.render("consolidation", count=len(cluster), type=cluster[0].type.value, memories=payload)
     merged = parse_json_object(complete("You consolidate memories. Answer with JSON only.", prompt, temperature=0.0))
     first = cluster[0]
     new = NewMemory(
-        content=str(merged.get("content", "")), subject=str(merged.get("subject") or first.subject),
-        scope=first.scope, scope_id=first.scope_id, type=first.type, kind=first.kind, visibility=first.visibility,
-        tags=tuple(merged.get("tags") or sorted({t for m in cluster for t in m.tags})), source=Source.CONSOLIDATION,
+        content=str(merged.get("content", "")),
+        subject=str(merged.get("subject") or first.subject),
+        scope=first.scope,
+        scope_id=first.scope_id,
+        type=first.type,
+        kind=first.kind,
+        visibility=first.visibility,
+        tags=tuple(merged.get("tags") or sorted({t for m in cluster for t in m.tags})),
+        source=Source.CONSOLIDATION,
         importance=min(10.0, max([m.importance for m in cluster] + [_number(merged.get("importance"), 1.0)])),
         provenance=first.provenance,
     )
@@ -128,22 +142,30 @@ def prune_entities(engine: MemoryEngine, *, unseen_days: float = 90.0) -> int:
     return pruned
 
 
-def audit_start(engine: MemoryEngine, kind: str, hint: str, excerpt: str = "", *, channel_key: str | None = None,
-                people: tuple[str, ...] = ()) -> int:
+def audit_start(
+    engine: MemoryEngine, kind: str, hint: str, excerpt: str = "", *, channel_key: str | None = None, people: tuple[str, ...] = ()
+) -> int:
     """Open a row in the reflections audit (consolidation runs, micro-reflections). The chat and the people
     it read are recorded so that forgetting finds the row (memory.registry)."""
-    engine.db.execute("INSERT INTO reflections (kind, scope_hint, started_at, input_excerpt, channel_key, people) VALUES (?, ?, ?, ?, ?, ?)",
-                      (kind, hint, engine.clock.now(), redact_secrets(excerpt), channel_key, json.dumps(sorted(set(people)))))
+    engine.db.execute(
+        "INSERT INTO reflections (kind, scope_hint, started_at, input_excerpt, channel_key, people) VALUES (?, ?, ?, ?, ?, ?)",
+        (kind, hint, engine.clock.now(), redact_secrets(excerpt), channel_key, json.dumps(sorted(set(people)))),
+    )
     return int(engine.db.con.last_insert_rowid())
 
 
-def audit_finish(engine: MemoryEngine, audit_id: int, *, stored: Sequence[str] = (), facts: Sequence[Any] = (),
-                 error: str | None = None) -> None:
+def audit_finish(
+    engine: MemoryEngine, audit_id: int, *, stored: Sequence[str] = (), facts: Sequence[Any] = (), error: str | None = None
+) -> None:
     """Close an audit row: ``failed`` when it erred and stored nothing, else ``done``."""
     engine.db.execute(
         "UPDATE reflections SET finished_at = ?, status = ?, stored_ids = ?, facts = ?, error = ? WHERE id = ?",
-        (engine.clock.now(), "failed" if error and not stored else "done", json.dumps(list(stored)),
-         redact_secrets(json.dumps(list(facts), ensure_ascii=False)),
-         error, audit_id),
+        (
+            engine.clock.now(),
+            "failed" if error and not stored else "done",
+            json.dumps(list(stored)),
+            redact_secrets(json.dumps(list(facts), ensure_ascii=False)),
+            error,
+            audit_id,
+        ),
     )
-

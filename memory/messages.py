@@ -1,4 +1,5 @@
 """Conversation history: every user turn and bot reply, text or voice, stored and searchable (RET-7, VOICE-5)."""
+
 from __future__ import annotations
 
 import logging
@@ -127,9 +128,18 @@ class MessageLog:
             raise InvalidInput("a DM message must say whose DM it is (dm_person_id)")
         key = message_partition(m.guild_id, m.dm_person_id or "")
         return {
-            "id": m.id or str(uuid.uuid4()), "platform": m.platform, "guild_id": m.guild_id, "channel_id": str(m.channel_id),
-            "author_id": str(m.author_id), "author_name": m.author_name, "role": m.role, "modality": m.modality,
-            "content": content, "platform_message_id": m.platform_message_id, "partition_key": key, "answers_id": m.answers_id,
+            "id": m.id or str(uuid.uuid4()),
+            "platform": m.platform,
+            "guild_id": m.guild_id,
+            "channel_id": str(m.channel_id),
+            "author_id": str(m.author_id),
+            "author_name": m.author_name,
+            "role": m.role,
+            "modality": m.modality,
+            "content": content,
+            "platform_message_id": m.platform_message_id,
+            "partition_key": key,
+            "answers_id": m.answers_id,
             "ptoken": partition_token(key),
             "created_at": m.created_at if m.created_at is not None else self.clock.now(),
         }
@@ -144,37 +154,62 @@ class MessageLog:
             return None
 
     # -- reads -------------------------------------------------------------------------------------
-    def search(self, ctx: RecallContext, query: str, *, top_k: int | None = None, channel_id: str | None = None,
-               channels: frozenset[Channel] = ALL_CHANNELS, query_vector: np.ndarray | None = None) -> list[Hit]:
+    def search(
+        self,
+        ctx: RecallContext,
+        query: str,
+        *,
+        top_k: int | None = None,
+        channel_id: str | None = None,
+        channels: frozenset[Channel] = ALL_CHANNELS,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]:
         readable = (channel_id,) if channel_id else ctx.channels()
         if channel_id and channel_id not in ctx.channels():
             return []
         # In a server, only the channels the asker can read; a DM's partition is the person's own DMs.
         where = Filter(f"t.channel_id IN ({placeholders(readable)})", readable) if not ctx.is_dm or channel_id else Filter()
-        return self.search_partitions(ctx.message_partitions(), query, top_k=top_k, where=where, channels=channels, query_vector=query_vector)
+        return self.search_partitions(
+            ctx.message_partitions(), query, top_k=top_k, where=where, channels=channels, query_vector=query_vector
+        )
 
-    def search_partitions(self, partitions: tuple[str, ...], query: str, *, top_k: int | None = None, where: Filter = Filter(),
-                          channels: frozenset[Channel] = ALL_CHANNELS, query_vector: np.ndarray | None = None) -> list[Hit]:
-        return self.retriever.search(query, partitions, self.knobs.get("messages"), where=where, top_k=top_k,
-                                     channels=channels, query_vector=query_vector)
+    def search_partitions(
+        self,
+        partitions: tuple[str, ...],
+        query: str,
+        *,
+        top_k: int | None = None,
+        where: Filter = Filter(),
+        channels: frozenset[Channel] = ALL_CHANNELS,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]:
+        return self.retriever.search(
+            query, partitions, self.knobs.get("messages"), where=where, top_k=top_k, channels=channels, query_vector=query_vector
+        )
 
     def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20) -> list[StoredMessage]:
         """The last messages of a channel the context may see, oldest first (channel_recall, history window)."""
         if str(channel_id) not in ctx.channels():
             return []
-        rows = self.corpus.ordered(ctx.message_partitions(), Filter("t.channel_id = ?", (str(channel_id),)),
-                                  (("created_at", True), ("rid", True)), limit)
+        rows = self.corpus.ordered(
+            ctx.message_partitions(), Filter("t.channel_id = ?", (str(channel_id),)), (("created_at", True), ("rid", True)), limit
+        )
         return [StoredMessage.from_row(r) for r in reversed(rows)]
 
     def in_channel_after(self, platform: str, channel_id: str, after: float) -> list[StoredMessage]:
         """A channel's turns stored after ``after``, oldest first."""
-        rows = self.db.rows("SELECT * FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ? ORDER BY created_at, rid",
-                            (platform, channel_id, after))
+        rows = self.db.rows(
+            "SELECT * FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ? ORDER BY created_at, rid",
+            (platform, channel_id, after),
+        )
         return [StoredMessage.from_row(r) for r in rows]
 
     def count_in_channel_after(self, platform: str, channel_id: str, after: float) -> int:
-        return int(self.db.scalar("SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?",
-                                  (platform, channel_id, after)))
+        return int(
+            self.db.scalar(
+                "SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?", (platform, channel_id, after)
+            )
+        )
 
     def move_person(self, source: str, target: str) -> None:
         """Linking: ``source``'s DM history and authorship become ``target``'s."""
@@ -197,10 +232,12 @@ class MessageLog:
         return self._rids("answers_rid IN ({})", rids)
 
     def chats_of(self, author_ids: list[str], dm_partitions: list[str]) -> list[str]:
-        """"platform:channel" keys of the chats where these people spoke, and their DMs."""
+        """ "platform:channel" keys of the chats where these people spoke, and their DMs."""
         rows = self.db.execute(
             f"SELECT DISTINCT platform || ':' || channel_id FROM messages WHERE author_id IN ({placeholders(author_ids)}) "
-            f"OR partition_key IN ({placeholders(dm_partitions)})", (*author_ids, *dm_partitions))
+            f"OR partition_key IN ({placeholders(dm_partitions)})",
+            (*author_ids, *dm_partitions),
+        )
         return [r for (r,) in rows]
 
     def _rids(self, condition: str, values: list, before: tuple = ()) -> list[int]:
@@ -216,11 +253,18 @@ class MessageLog:
         them as context too."""
         if not rids:
             return 0
-        hashes = [h for i in range(0, len(rids), 400) for (h,) in self.db.execute(
-            f"SELECT content_hash FROM messages WHERE rid IN ({placeholders(rids[i:i + 400])})", rids[i : i + 400])]
+        hashes = [
+            h
+            for i in range(0, len(rids), 400)
+            for (h,) in self.db.execute(
+                f"SELECT content_hash FROM messages WHERE rid IN ({placeholders(rids[i : i + 400])})", rids[i : i + 400]
+            )
+        ]
         spots = self.db.rows(
             f"SELECT DISTINCT platform, channel_id, MIN(created_at) AS since FROM messages WHERE rid IN ({placeholders(rids)}) "
-            "GROUP BY platform, channel_id", rids)
+            "GROUP BY platform, channel_id",
+            rids,
+        )
         with self.db.transaction():
             self.corpus.vectors.delete(rids)
             for i in range(0, len(rids), 400):
@@ -237,15 +281,21 @@ class MessageLog:
     def _rebuild_context(self, platform: str, channel_id: str, since: float) -> None:
         """Recompute the context of turns from ``since`` on, so no deleted words stay indexed in a neighbour."""
         later = self.db.rows(
-            "SELECT rid, created_at FROM messages WHERE platform = ? AND channel_id = ? AND created_at >= ? "
-            "ORDER BY created_at, rid", (platform, channel_id, since))
+            "SELECT rid, created_at FROM messages WHERE platform = ? AND channel_id = ? AND created_at >= ? ORDER BY created_at, rid",
+            (platform, channel_id, since),
+        )
         for row in later:
             prev = self._turns_before(platform, channel_id, (row["created_at"], row["rid"]))
-            self.db.execute("UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?",
-                            (_context([_speaker_line(p) for p in reversed(prev)]), prev[0]["rid"] if prev else None, row["rid"]))
+            self.db.execute(
+                "UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?",
+                (_context([_speaker_line(p) for p in reversed(prev)]), prev[0]["rid"] if prev else None, row["rid"]),
+            )
 
     def _turns_before(self, platform: str, channel_id: str, at: tuple[float, int] | None = None) -> list[dict[str, Any]]:
         """The CONTEXT_TURNS turns of a channel just before ``at`` (created_at, rid), or its latest; newest first."""
         cond, params = ("", ()) if at is None else (" AND (created_at < ? OR (created_at = ? AND rid < ?))", (at[0], *at))
-        return self.db.rows(f"SELECT rid, author_name, content FROM messages WHERE platform = ? AND channel_id = ?{cond} "
-                            "ORDER BY created_at DESC, rid DESC LIMIT ?", (platform, channel_id, *params, CONTEXT_TURNS))
+        return self.db.rows(
+            f"SELECT rid, author_name, content FROM messages WHERE platform = ? AND channel_id = ?{cond} "
+            "ORDER BY created_at DESC, rid DESC LIMIT ?",
+            (platform, channel_id, *params, CONTEXT_TURNS),
+        )

@@ -3,6 +3,7 @@
 Vector tables (vec0) are not here: their dimension is fixed by the first embedder the store meets
 (MEM-4), so ``memory.vectors`` creates them then.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +15,9 @@ class Migration:
     sql: str
 
 
-M001_CORE = Migration("m001_core", """
+M001_CORE = Migration(
+    "m001_core",
+    """
 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 CREATE TABLE memories (
@@ -196,9 +199,12 @@ CREATE TABLE embed_cache (
     vector BLOB NOT NULL,
     PRIMARY KEY (fingerprint, content_hash)
 ) WITHOUT ROWID;
-""")
+""",
+)
 
-M002_CONVERSATIONS = Migration("m002_conversations", """
+M002_CONVERSATIONS = Migration(
+    "m002_conversations",
+    """
 -- CHAN-4: a person is one subject across platforms once linked.
 CREATE TABLE identities (
     platform TEXT NOT NULL,
@@ -240,17 +246,23 @@ CREATE TABLE channel_state (
     compacted_until REAL NOT NULL DEFAULT 0,
     rolling_summary TEXT NOT NULL DEFAULT ''
 );
-""")
+""",
+)
 
-M003_FTS_INSERT_IN_BULK = Migration("m003_fts_insert_in_bulk", """
+M003_FTS_INSERT_IN_BULK = Migration(
+    "m003_fts_insert_in_bulk",
+    """
 -- New rows reach the FTS indexes through one INSERT ... SELECT per write transaction (Corpus.index_text),
 -- not a trigger per row: FTS5 flushes its pending terms at every statement savepoint, so a per-row
 -- trigger wrote one index segment per row and bulk loads crawled past a few hundred thousand rows.
 DROP TRIGGER memories_ai;
 DROP TRIGGER messages_ai;
-""")
+""",
+)
 
-M004_TRUST = Migration("m004_trust", """
+M004_TRUST = Migration(
+    "m004_trust",
+    """
 -- SEC-3: deleted words must not stay readable in the index segments (FTS5 removes them in place).
 INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);
 INSERT INTO message_fts (message_fts, rank) VALUES ('secure-delete', 1);
@@ -306,6 +318,7 @@ CREATE TABLE person_settings (
     value TEXT NOT NULL,
     PRIMARY KEY (person_id, key)
 );
-""")
+""",
+)
 
 MIGRATIONS: tuple[Migration, ...] = (M001_CORE, M002_CONVERSATIONS, M003_FTS_INSERT_IN_BULK, M004_TRUST)

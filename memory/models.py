@@ -1,4 +1,5 @@
 """Value types at the package edge: frozen, slotted, plain data."""
+
 from __future__ import annotations
 
 import json
@@ -86,8 +87,13 @@ class Provenance:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "platform": self.platform, "guild_id": self.guild_id, "channel_id": self.channel_id,
-            "message_ids": list(self.message_ids), "file": self.file, "line": self.line, "sources": list(self.sources),
+            "platform": self.platform,
+            "guild_id": self.guild_id,
+            "channel_id": self.channel_id,
+            "message_ids": list(self.message_ids),
+            "file": self.file,
+            "line": self.line,
+            "sources": list(self.sources),
         }
 
     @classmethod
@@ -162,16 +168,31 @@ class Memory:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Memory:
         return cls(
-            rid=row["rid"], id=row["id"], type=MemoryType(row["type"]), kind=FactKind(row["kind"]),
-            subject=row["subject"], content=row["content"], tags=split_tags(row["tags"]),
-            source=row["source"], importance=row["importance"], scope=Scope(row["scope"]),
-            scope_id=row["scope_id"], visibility=Visibility(row["visibility"]), ttl=row["ttl"],
-            access_count=row["access_count"], last_accessed_at=row["last_accessed_at"],
-            consolidated_into=row["consolidated_into"], superseded_by=row["superseded_by"],
-            forgotten=bool(row["forgotten"]), valid_from=row["valid_from"], valid_to=row["valid_to"],
+            rid=row["rid"],
+            id=row["id"],
+            type=MemoryType(row["type"]),
+            kind=FactKind(row["kind"]),
+            subject=row["subject"],
+            content=row["content"],
+            tags=split_tags(row["tags"]),
+            source=row["source"],
+            importance=row["importance"],
+            scope=Scope(row["scope"]),
+            scope_id=row["scope_id"],
+            visibility=Visibility(row["visibility"]),
+            ttl=row["ttl"],
+            access_count=row["access_count"],
+            last_accessed_at=row["last_accessed_at"],
+            consolidated_into=row["consolidated_into"],
+            superseded_by=row["superseded_by"],
+            forgotten=bool(row["forgotten"]),
+            valid_from=row["valid_from"],
+            valid_to=row["valid_to"],
             provenance=Provenance.from_json(row["provenance"]),
-            created_at=row["created_at"], updated_at=row["updated_at"],
-            partition_key=row.get("partition_key") or "", guild_id=row.get("guild_id"),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            partition_key=row.get("partition_key") or "",
+            guild_id=row.get("guild_id"),
         )
 
     def as_dict(self) -> dict[str, Any]:

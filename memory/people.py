@@ -11,6 +11,7 @@ for the rest of that hour, so codes cannot be guessed.
 A person's reach (SEC-1): the server partitions their memories sit in, and whether they opted in to
 let what they say in one server come up in others (``/share on``).
 """
+
 from __future__ import annotations
 
 import secrets
@@ -33,23 +34,31 @@ class People:
 
     def resolve(self, platform: str, platform_user_id: str, display_name: str = "") -> str:
         """The person id behind a platform account (recorded on first sight)."""
-        row = self.db.one("SELECT person_id, display_name FROM identities WHERE platform = ? AND platform_user_id = ?",
-                          (platform, str(platform_user_id)))
+        row = self.db.one(
+            "SELECT person_id, display_name FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, str(platform_user_id))
+        )
         if row:
             if display_name and display_name != row["display_name"]:
-                self.db.execute("UPDATE identities SET display_name = ? WHERE platform = ? AND platform_user_id = ?",
-                                (display_name, platform, str(platform_user_id)))
+                self.db.execute(
+                    "UPDATE identities SET display_name = ? WHERE platform = ? AND platform_user_id = ?",
+                    (display_name, platform, str(platform_user_id)),
+                )
             return row["person_id"]
         person = f"{platform}:{platform_user_id}"
-        self.db.execute("INSERT INTO identities (platform, platform_user_id, person_id, display_name, linked_at) VALUES (?, ?, ?, ?, ?)",
-                        (platform, str(platform_user_id), person, display_name, self.engine.clock.now()))
+        self.db.execute(
+            "INSERT INTO identities (platform, platform_user_id, person_id, display_name, linked_at) VALUES (?, ?, ?, ?, ?)",
+            (platform, str(platform_user_id), person, display_name, self.engine.clock.now()),
+        )
         return person
 
     def accounts(self, person_id: str) -> list[dict]:
         return self.db.rows("SELECT platform, platform_user_id, display_name FROM identities WHERE person_id = ?", (person_id,))
 
     def name(self, person_id: str) -> str:
-        return self.db.scalar("SELECT display_name FROM identities WHERE person_id = ? AND display_name != '' LIMIT 1", (person_id,)) or person_id
+        return (
+            self.db.scalar("SELECT display_name FROM identities WHERE person_id = ? AND display_name != '' LIMIT 1", (person_id,))
+            or person_id
+        )
 
     def issue_code(self, person_id: str) -> str:
         code = "-".join(secrets.token_hex(3) for _ in range(3))  # 72 bits
@@ -66,8 +75,9 @@ class People:
             raise InvalidInput("too many wrong link codes; try again in an hour")
         row = self.db.one("SELECT person_id, expires_at FROM link_codes WHERE code = ?", (code.strip().lower(),))
         if row is None or row["expires_at"] < now:
-            self.db.execute("INSERT INTO link_failures (platform, platform_user_id, failed_at) VALUES (?, ?, ?)",
-                            (platform, str(platform_user_id), now))
+            self.db.execute(
+                "INSERT INTO link_failures (platform, platform_user_id, failed_at) VALUES (?, ?, ?)", (platform, str(platform_user_id), now)
+            )
             raise InvalidInput("that link code is unknown or expired; ask for a new one with /link on your other account")
         target = row["person_id"]
         current = self.resolve(platform, platform_user_id)
@@ -78,16 +88,23 @@ class People:
         return target
 
     def _failures(self, platform: str, platform_user_id: str, now: float) -> int:
-        return int(self.db.scalar("SELECT COUNT(*) FROM link_failures WHERE platform = ? AND platform_user_id = ? AND failed_at > ?",
-                                  (platform, str(platform_user_id), now - FAILURE_WINDOW_S)))
+        return int(
+            self.db.scalar(
+                "SELECT COUNT(*) FROM link_failures WHERE platform = ? AND platform_user_id = ? AND failed_at > ?",
+                (platform, str(platform_user_id), now - FAILURE_WINDOW_S),
+            )
+        )
 
     # -- reach (SEC-1) ---------------------------------------------------------------------------------
     def shares(self, person_id: str) -> bool:
         return self.db.scalar("SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, SHARE_KEY)) == "on"
 
     def set_sharing(self, person_id: str, on: bool) -> None:
-        self.db.execute("INSERT INTO person_settings (person_id, key, value) VALUES (?, ?, ?) "
-                        "ON CONFLICT (person_id, key) DO UPDATE SET value = excluded.value", (person_id, SHARE_KEY, "on" if on else "off"))
+        self.db.execute(
+            "INSERT INTO person_settings (person_id, key, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (person_id, key) DO UPDATE SET value = excluded.value",
+            (person_id, SHARE_KEY, "on" if on else "off"),
+        )
 
     def reach(self, speaker: str, people: tuple[str, ...], *, is_dm: bool) -> tuple[str, ...]:
         """Extra partitions a context may read: in a DM, all of the speaker's own; in a server, all of

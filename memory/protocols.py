@@ -2,6 +2,7 @@
 
 ``bot/llm.py`` satisfies them with the openai SDK; ``memory.embeddings`` ships the offline default.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

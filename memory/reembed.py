@@ -1,4 +1,5 @@
 """Rebuild every vector for a new embedding model (MEM-4): ScalyClaw could only wipe the file."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -10,8 +11,9 @@ from .protocols import Embedder
 BATCH = 256
 
 
-def reembed(engine: MemoryEngine, embedder: Embedder, *, allow_dimension_change: bool = False,
-            progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+def reembed(
+    engine: MemoryEngine, embedder: Embedder, *, allow_dimension_change: bool = False, progress: Callable[[int, int], None] | None = None
+) -> dict[str, int]:
     """Embed every memory and message again with ``embedder``; returns how many rows each table got.
 
     Open the engine with ``embedder=None`` for this, so that a dimension change is made here, on

@@ -14,6 +14,7 @@ person's rows, or which other table's forgetting removes its rows.
 ``{ids}`` in a condition stands for the person's ids, ``{dms}`` for their DM partitions, ``{chats}``
 for the "platform:channel" keys of the chats they spoke in (computed before anything is deleted).
 """
+
 from __future__ import annotations
 
 import re
@@ -40,8 +41,13 @@ class Holder:
 _PEOPLE_CHATS = "channel_key IN ({chats})"
 
 REGISTRY: tuple[Holder, ...] = (
-    Holder("memories", "owner", "facts, preferences and events about a person",
-           "scope IN ('user', 'owner') AND scope_id IN ({ids})", export=True),
+    Holder(
+        "memories",
+        "owner",
+        "facts, preferences and events about a person",
+        "scope IN ('user', 'owner') AND scope_id IN ({ids})",
+        export=True,
+    ),
     Holder("memory_tags", "derived", "tags of a memory", via="memories"),
     Holder("memory_fts", "derived", "full-text index of memories (secure-delete)", via="memories"),
     Holder("memory_vec", "derived", "memory vectors", via="memories"),
@@ -51,24 +57,40 @@ REGISTRY: tuple[Holder, ...] = (
     Holder("memory_relation_sources", "derived", "which memory asserted a relation", via="memories"),
     Holder("memory_links", "derived", "memory-to-memory edges", via="memories"),
     Holder("embed_cache", "derived", "cached vectors by content hash", via="memories, messages"),
-    Holder("messages", "owner", "what a person said (text and voice), their DMs, and the bot's replies to them",
-           "author_id IN ({ids}) OR partition_key IN ({dms}) "
-           "OR answers_rid IN (SELECT rid FROM messages WHERE author_id IN ({ids}))", export=True),
+    Holder(
+        "messages",
+        "owner",
+        "what a person said (text and voice), their DMs, and the bot's replies to them",
+        "author_id IN ({ids}) OR partition_key IN ({dms}) OR answers_rid IN (SELECT rid FROM messages WHERE author_id IN ({ids}))",
+        export=True,
+    ),
     Holder("message_fts", "derived", "full-text index of messages and their context (secure-delete)", via="messages"),
     Holder("message_vec", "derived", "message vectors", via="messages"),
-    Holder("session_summaries", "delete", "summaries of sessions a person took part in or that happened in their chats",
-           "EXISTS (SELECT 1 FROM json_each(participants) WHERE value IN ({ids})) "
-           "OR (platform || ':' || channel_id) IN ({chats})", export=True),
+    Holder(
+        "session_summaries",
+        "delete",
+        "summaries of sessions a person took part in or that happened in their chats",
+        "EXISTS (SELECT 1 FROM json_each(participants) WHERE value IN ({ids})) OR (platform || ':' || channel_id) IN ({chats})",
+        export=True,
+    ),
     Holder("channel_state", "delete", "a chat's rolling summary (it paraphrases everyone there; started afresh)", _PEOPLE_CHATS),
-    Holder("reflections", "delete", "audit of reflections: the excerpt read and the facts found",
-           "EXISTS (SELECT 1 FROM json_each(people) WHERE value IN ({ids})) OR " + _PEOPLE_CHATS, export=True),
+    Holder(
+        "reflections",
+        "delete",
+        "audit of reflections: the excerpt read and the facts found",
+        "EXISTS (SELECT 1 FROM json_each(people) WHERE value IN ({ids})) OR " + _PEOPLE_CHATS,
+        export=True,
+    ),
     Holder("extraction_buffer", "delete", "messages waiting for extraction", "person_id IN ({ids})", export=True),
     Holder("dead_letters", "delete", "extraction batches that kept failing", "person_id IN ({ids})", export=True),
     Holder("identities", "delete", "a person's accounts and display names", "person_id IN ({ids})", export=True),
     Holder("link_codes", "delete", "pending /link codes", "person_id IN ({ids})"),
-    Holder("link_failures", "delete", "failed /link attempts of a person's accounts",
-           "(platform || ':' || platform_user_id) IN (SELECT platform || ':' || platform_user_id FROM identities "
-           "WHERE person_id IN ({ids}))"),
+    Holder(
+        "link_failures",
+        "delete",
+        "failed /link attempts of a person's accounts",
+        "(platform || ':' || platform_user_id) IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
+    ),
     Holder("person_settings", "delete", "a person's choices (/share)", "person_id IN ({ids})", export=True),
     Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
     Holder("schema_version", "none", "migration bookkeeping"),

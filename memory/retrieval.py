@@ -1,12 +1,13 @@
 """The one retrieval core (RET-1..7): candidates from four channels, filters, composite score, fusion, MMR.
 
-    candidates  vector KNN (top K x multiplier) | FTS5 BM25 (sanitised) | most recent | graph neighbours
-    filter      partitions the context may see (SEC-1) + live rows + the caller's filters
-    relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k + rank) over channels
-    final       w_sem * relevance + w_rec * temporal + w_imp * importance
-                temporal = min(1, exp(-decay * days) * (1 + bonus * access_count)), 1 for exempt kinds
-    then        threshold, optional MMR (lambda 0.7), top K
+candidates  vector KNN (top K x multiplier) | FTS5 BM25 (sanitised) | most recent | graph neighbours
+filter      partitions the context may see (SEC-1) + live rows + the caller's filters
+relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k + rank) over channels
+final       w_sem * relevance + w_rec * temporal + w_imp * importance
+            temporal = min(1, exp(-decay * days) * (1 + bonus * access_count)), 1 for exempt kinds
+then        threshold, optional MMR (lambda 0.7), top K
 """
+
 from __future__ import annotations
 
 import math
@@ -180,8 +181,11 @@ class Retriever:
         hits = []
         for rid, row in rows.items():
             cand = pool[rid]
-            score = (weights.semantic * relevance[rid] + weights.recency * self.temporal(row, knobs, now)
-                     + weights.importance * self.corpus.importance(row)) / total
+            score = (
+                weights.semantic * relevance[rid]
+                + weights.recency * self.temporal(row, knobs, now)
+                + weights.importance * self.corpus.importance(row)
+            ) / total
             hits.append(Hit(row, score, relevance[rid], cand.cosine, cand.text_score, tuple(sorted(cand.ranks))))
         hits.sort(key=lambda h: (-h.score, -h.row["rid"]))
         return hits
@@ -210,10 +214,12 @@ class Retriever:
         chosen: list[Hit] = []
         rest = list(hits)
         while rest and len(chosen) < k:
+
             def gain(h: Hit) -> float:
                 v = vectors.get(h.row["rid"])
                 sims = [float(np.dot(v, vectors[c.row["rid"]])) for c in chosen if v is not None and c.row["rid"] in vectors]
                 return lam * h.score - (1 - lam) * max(sims, default=0.0)
+
             best = max(rest, key=gain)
             chosen.append(best)
             rest.remove(best)

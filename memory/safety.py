@@ -39,6 +39,7 @@ Injection: ``looks_like_injection`` reads the text after ``fold_confusables`` (c
 accents, Cyrillic/Greek look-alikes and invisible characters folded away), so "іgnore аll previous
 instructions" in Cyrillic is caught as the Latin phrase is.
 """
+
 from __future__ import annotations
 
 import re
@@ -97,24 +98,107 @@ def check_memory(subject: str, content: str, kind: FactKind) -> tuple[str, str]:
 
 
 # -- injection: confusables folded before the patterns run --------------------------------------------------
-_HOMOGLYPHS = str.maketrans({
-    # Cyrillic letters drawn like Latin ones (lower and upper case)
-    "а": "a", "с": "c", "ԁ": "d", "е": "e", "һ": "h", "і": "i", "ј": "j", "ӏ": "l", "о": "o", "р": "p",
-    "ԛ": "q", "ѕ": "s", "ԝ": "w", "х": "x", "у": "y", "А": "A", "В": "B", "С": "C", "Е": "E", "Н": "H",
-    "І": "I", "Ј": "J", "К": "K", "М": "M", "О": "O", "Р": "P", "Ѕ": "S", "Т": "T", "Х": "X", "У": "Y",
-    "Ү": "Y", "Ԛ": "Q", "Ԝ": "W", "Ӏ": "I",
-    # Greek
-    "α": "a", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
-    "γ": "y", "ω": "w", "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M",
-    "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
-    # Latin small capitals and other look-alikes NFKC leaves alone; Armenian o, u, h, q
-    "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ɢ": "g", "ʜ": "h", "ɪ": "i", "ᴊ": "j", "ᴋ": "k",
-    "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ʀ": "r", "ꜱ": "s", "ᴛ": "t", "ᴜ": "u", "ᴠ": "v",
-    "ᴡ": "w", "ʏ": "y", "ᴢ": "z", "ı": "i", "ȷ": "j", "ɑ": "a", "ɡ": "g", "ɩ": "i",
-    "օ": "o", "ս": "u", "հ": "h", "զ": "q",
-    # A blank that NFKC keeps: read it as the space it stands in for
-    "\u2800": " ",
-})
+_HOMOGLYPHS = str.maketrans(
+    {
+        # Cyrillic letters drawn like Latin ones (lower and upper case)
+        "а": "a",
+        "с": "c",
+        "ԁ": "d",
+        "е": "e",
+        "һ": "h",
+        "і": "i",
+        "ј": "j",
+        "ӏ": "l",
+        "о": "o",
+        "р": "p",
+        "ԛ": "q",
+        "ѕ": "s",
+        "ԝ": "w",
+        "х": "x",
+        "у": "y",
+        "А": "A",
+        "В": "B",
+        "С": "C",
+        "Е": "E",
+        "Н": "H",
+        "І": "I",
+        "Ј": "J",
+        "К": "K",
+        "М": "M",
+        "О": "O",
+        "Р": "P",
+        "Ѕ": "S",
+        "Т": "T",
+        "Х": "X",
+        "У": "Y",
+        "Ү": "Y",
+        "Ԛ": "Q",
+        "Ԝ": "W",
+        "Ӏ": "I",
+        # Greek
+        "α": "a",
+        "ε": "e",
+        "ι": "i",
+        "κ": "k",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        "γ": "y",
+        "ω": "w",
+        "Α": "A",
+        "Β": "B",
+        "Ε": "E",
+        "Ζ": "Z",
+        "Η": "H",
+        "Ι": "I",
+        "Κ": "K",
+        "Μ": "M",
+        "Ν": "N",
+        "Ο": "O",
+        "Ρ": "P",
+        "Τ": "T",
+        "Υ": "Y",
+        "Χ": "X",
+        # Latin small capitals and other look-alikes NFKC leaves alone; Armenian o, u, h, q
+        "ᴀ": "a",
+        "ʙ": "b",
+        "ᴄ": "c",
+        "ᴅ": "d",
+        "ᴇ": "e",
+        "ɢ": "g",
+        "ʜ": "h",
+        "ɪ": "i",
+        "ᴊ": "j",
+        "ᴋ": "k",
+        "ʟ": "l",
+        "ᴍ": "m",
+        "ɴ": "n",
+        "ᴏ": "o",
+        "ᴘ": "p",
+        "ʀ": "r",
+        "ꜱ": "s",
+        "ᴛ": "t",
+        "ᴜ": "u",
+        "ᴠ": "v",
+        "ᴡ": "w",
+        "ʏ": "y",
+        "ᴢ": "z",
+        "ı": "i",
+        "ȷ": "j",
+        "ɑ": "a",
+        "ɡ": "g",
+        "ɩ": "i",
+        "օ": "o",
+        "ս": "u",
+        "հ": "h",
+        "զ": "q",
+        # A blank that NFKC keeps: read it as the space it stands in for
+        "\u2800": " ",
+    }
+)
 # Hangul fillers render as nothing but are letters (category Lo), so the category test below misses them.
 _FILLERS = frozenset("\u115f\u1160\u3164\uffa0")
 _NON_WORD = re.compile(r"[\W_]+")
@@ -194,6 +278,7 @@ def _regex(pattern: str, flags: int = 0, valid: Callable[[str], bool] = bool) ->
         for match in compiled.finditer(text):
             if match.group(group) and valid(match.group(group)):
                 yield _inside_quotes(match.group(group), *match.span(group))
+
     return detect
 
 
@@ -206,20 +291,20 @@ def _inside_quotes(value: str, start: int, end: int) -> Span:
 # Tokens end where their alphabet ends; a trailing \b would fail on a token ending in '-'.
 _END = r"(?![A-Za-z0-9_-])"
 _TOKENS = (
-    r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}",        # OpenAI sk-, sk-proj-; Anthropic sk-ant-
+    r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}",  # OpenAI sk-, sk-proj-; Anthropic sk-ant-
     r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}",  # Stripe
     r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",  # GitHub
-    r"\bgl(?:pat|dt|rt|ptt|soat)-[A-Za-z0-9_-]{20,}",                  # GitLab
-    r"\bxox[abposr]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}",    # Slack
+    r"\bgl(?:pat|dt|rt|ptt|soat)-[A-Za-z0-9_-]{20,}",  # GitLab
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}",  # Slack
     r"https://hooks\.slack\.com/services/[A-Za-z0-9/]{20,}",
     r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}",
-    r"\bAIza[0-9A-Za-z_-]{35}" + _END,                                  # Google API key
-    r"\bhf_[A-Za-z0-9]{30,}",                                           # Hugging Face
-    r"\bnpm_[A-Za-z0-9]{30,}",                                          # npm
-    r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",                    # SendGrid
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",                                   # AWS access key id
-    r"(?<!\d)\d{8,10}:[A-Za-z0-9_-]{35}" + _END,    # Telegram; no \b: in API URLs it follows 'bot' directly
-    r"\b[MNO][A-Za-z\d]{23,27}\.[\w-]{6}\.[\w-]{27,38}" + _END,         # Discord bot token
+    r"\bAIza[0-9A-Za-z_-]{35}" + _END,  # Google API key
+    r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
+    r"\bnpm_[A-Za-z0-9]{30,}",  # npm
+    r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key id
+    r"(?<!\d)\d{8,10}:[A-Za-z0-9_-]{35}" + _END,  # Telegram; no \b: in API URLs it follows 'bot' directly
+    r"\b[MNO][A-Za-z\d]{23,27}\.[\w-]{6}\.[\w-]{27,38}" + _END,  # Discord bot token
     r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",  # JWT
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
 )
@@ -242,8 +327,7 @@ def _aws_secret_keys(text: str) -> Iterator[Span]:
     for match in _AWS_SECRET.finditer(text):
         key = match.group()
         # Three or more slashes reads as a file path, not a key (random base64 has that many about 1 time in 40).
-        shaped = (key != key.lower() and key != key.upper() and (_has_digit(key) or "/" in key or "+" in key)
-                  and key.count("/") < 3)
+        shaped = key != key.lower() and key != key.upper() and (_has_digit(key) or "/" in key or "+" in key) and key.count("/") < 3
         if shaped or _AWS_CONTEXT.search(text, max(0, match.start() - 40), match.start()):
             yield match.span()
 
@@ -252,14 +336,108 @@ def _aws_secret_keys(text: str) -> Iterator[Span]:
 # Common words that follow "password is" without being one ("my password is too weak", "... is in the drawer").
 # Trade-off: a real password that is one of these words is not caught.
 _NOT_A_VALUE = frozenset(
-    "a an the my your his her its our their this that these those it not no too very so still now also just "
-    "being been same different wrong incorrect correct right required needed invalid expired weak strong long "
-    "short safe secure secret hidden private saved stored changed reset set written somewhere here there in on "
-    "at under inside with of for from to case-sensitive easy hard simple great good bad fine ok okay what which "
-    "why how where when something nothing anything one all like literally probably are is was be should must "
-    "can will".split()
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "your",
+        "his",
+        "her",
+        "its",
+        "our",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "not",
+        "no",
+        "too",
+        "very",
+        "so",
+        "still",
+        "now",
+        "also",
+        "just",
+        "being",
+        "been",
+        "same",
+        "different",
+        "wrong",
+        "incorrect",
+        "correct",
+        "right",
+        "required",
+        "needed",
+        "invalid",
+        "expired",
+        "weak",
+        "strong",
+        "long",
+        "short",
+        "safe",
+        "secure",
+        "secret",
+        "hidden",
+        "private",
+        "saved",
+        "stored",
+        "changed",
+        "reset",
+        "set",
+        "written",
+        "somewhere",
+        "here",
+        "there",
+        "in",
+        "on",
+        "at",
+        "under",
+        "inside",
+        "with",
+        "of",
+        "for",
+        "from",
+        "to",
+        "case-sensitive",
+        "easy",
+        "hard",
+        "simple",
+        "great",
+        "good",
+        "bad",
+        "fine",
+        "ok",
+        "okay",
+        "what",
+        "which",
+        "why",
+        "how",
+        "where",
+        "when",
+        "something",
+        "nothing",
+        "anything",
+        "one",
+        "all",
+        "like",
+        "literally",
+        "probably",
+        "are",
+        "is",
+        "was",
+        "be",
+        "should",
+        "must",
+        "can",
+        "will",
+    ]
 )
-_DETERMINERS = frozenset("a an the my your his her its our their this that these those it not".split())
+_DETERMINERS = frozenset(
+    ["a", "an", "the", "my", "your", "his", "her", "its", "our", "their", "this", "that", "these", "those", "it", "not"]
+)
 
 _START, _STOP = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"  # not \b: 'db_password=' must match, 'spin' must not
 # "for my bank", "to the wifi": up to four words between the keyword and its verb, led by a preposition, so
@@ -276,11 +454,15 @@ _PHRASE_WORD = r"""[^\s,.;!?"'”’)\]}]+"""
 _PHRASE_VALUE = rf"{_NOT_REDACTED}(?P<secret>{_QUOTED}|{_PHRASE_WORD}(?:[ \t]+{_PHRASE_WORD}){{0,23}})"
 
 _PASSWORD_WORDS = r"passwords?|passwd|passcodes?|pass\s+codes?|wi-?fi\s+(?:key|code)"
-_TOKEN_WORDS = (r"(?:api|secret|access|auth|bearer|bot|refresh|session|client|private|app)[ _-]?"
-                r"(?:keys?|tokens?|secrets?|passwords?)|tokens?|secrets?")
+_TOKEN_WORDS = (
+    r"(?:api|secret|access|auth|bearer|bot|refresh|session|client|private|app)[ _-]?"
+    r"(?:keys?|tokens?|secrets?|passwords?)|tokens?|secrets?"
+)
 _PHRASE_WORDS = r"pass[ -]?phrases?|(?:seed|recovery|secret|mnemonic)[ -]phrases?|mnemonic[ -]seed"
-_NUMBER_WORDS = (r"pin[ -]?codes?|pin[ -]?numbers?|pins?|cvv2?|cvc2?|csc|(?:card\s+)?security[ -]codes?"
-                 r"|(?:verification|2fa|otp|one[ -]time|backup|recovery|door|alarm|gate)[ -]codes?|otp")
+_NUMBER_WORDS = (
+    r"pin[ -]?codes?|pin[ -]?numbers?|pins?|cvv2?|cvc2?|csc|(?:card\s+)?security[ -]codes?"
+    r"|(?:verification|2fa|otp|one[ -]time|backup|recovery|door|alarm|gate)[ -]codes?|otp"
+)
 _NUMBER_VALUE = rf"(?P<secret>\d{{3,8}}){_STOP}"
 
 
@@ -304,8 +486,12 @@ def _keyword(words: str) -> str:
 
 _PROSE = (
     _regex(_keyword(_PASSWORD_WORDS) + _VERB + _WORD_VALUE, re.IGNORECASE, _plain_word),
-    _regex(rf"{_START}(?:set|sets|setting|changed?|changing|reset|updated?|updating)\s+(?:[\w'’-]+\s+){{0,3}}?"
-           rf"(?:passwords?|passcodes?|pins?)\s+to\s+" + _WORD_VALUE, re.IGNORECASE, _plain_word),
+    _regex(
+        rf"{_START}(?:set|sets|setting|changed?|changing|reset|updated?|updating)\s+(?:[\w'’-]+\s+){{0,3}}?"
+        rf"(?:passwords?|passcodes?|pins?)\s+to\s+" + _WORD_VALUE,
+        re.IGNORECASE,
+        _plain_word,
+    ),
     _regex(_keyword(_TOKEN_WORDS) + _VERB + _WORD_VALUE, re.IGNORECASE, _token_value),
     _regex(_keyword(_PHRASE_WORDS) + _VERB + _PHRASE_VALUE, re.IGNORECASE, _phrase_value),
     _regex(_keyword(_NUMBER_WORDS) + _VERB + _NUMBER_VALUE, re.IGNORECASE),
@@ -350,7 +536,7 @@ def _longest_card(text: str, groups: list[Span], i: int) -> int | None:
 
 def _card_window(text: str, groups: list[Span]) -> bool:
     parts = [text[s:e] for s, e in groups]
-    separators = {text[a[1]:b[0]] for a, b in zip(groups, groups[1:])}
+    separators = {text[a[1] : b[0]] for a, b in zip(groups, groups[1:], strict=False)}
     if len(parts) == 1:
         shaped = 13 <= len(parts[0]) <= 19
     else:

@@ -21,6 +21,7 @@ context (``memory.people.People.context``) lists them in ``reach``; this module 
 Writes (``may_change``): a person changes or deletes only memories about themselves; guild lore only
 the guild's admins or the bot's owner (``admin``); owner memory only in an owner-private context.
 """
+
 from __future__ import annotations
 
 import hashlib

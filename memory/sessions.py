@@ -1,5 +1,6 @@
 """Conversation bookkeeping kept in the store: the extraction buffer (WRITE-1), per-channel state for
 micro-reflection and compaction (WRITE-3/4, ORCH-4), and persisted session summaries (CROSS-1)."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,8 @@ def context_from_json(text: str) -> RecallContext:
     return RecallContext.from_dict(json.loads(text))
 
 
-MAX_ATTEMPTS = 5          # failed extraction attempts before a batch is parked in dead_letters
-BACKOFF_S = 60.0          # first retry after a failure; doubles with each attempt (1, 2, 4, 8 minutes)
+MAX_ATTEMPTS = 5  # failed extraction attempts before a batch is parked in dead_letters
+BACKOFF_S = 60.0  # first retry after a failure; doubles with each attempt (1, 2, 4, 8 minutes)
 
 
 def backoff(attempts: int) -> float:
@@ -32,7 +33,7 @@ def backoff(attempts: int) -> float:
 class Buffered:
     id: int
     ctx: RecallContext
-    message_id: str | None   # the stored message's own id (``messages.id``)
+    message_id: str | None  # the stored message's own id (``messages.id``)
     author_name: str
     text: str
     created_at: float
@@ -51,16 +52,28 @@ class ExtractionBuffer:
     def __init__(self, engine: MemoryEngine, debounce_s: float = 30.0) -> None:
         self.engine, self.db, self.debounce_s = engine, engine.db, debounce_s
 
-    def push(self, channel_key: str, ctx: RecallContext, text: str, *, author_name: str = "", message_id: str | None = None,
-             held: bool = False) -> int:
+    def push(
+        self, channel_key: str, ctx: RecallContext, text: str, *, author_name: str = "", message_id: str | None = None, held: bool = False
+    ) -> int:
         """Add a message and push the whole channel's due time back (debounce by reschedule)."""
         now = self.engine.clock.now()
         with self.db.transaction():
             self.db.execute(
                 "INSERT INTO extraction_buffer (channel_key, person_id, context, message_id, message_rid, author_name, text, "
                 "created_at, due_at, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (channel_key, ctx.speaker_id, context_to_json(ctx), message_id, self._rid(message_id), author_name, text, now,
-                 now + self.debounce_s, int(held)))
+                (
+                    channel_key,
+                    ctx.speaker_id,
+                    context_to_json(ctx),
+                    message_id,
+                    self._rid(message_id),
+                    author_name,
+                    text,
+                    now,
+                    now + self.debounce_s,
+                    int(held),
+                ),
+            )
             row_id = int(self.db.con.last_insert_rowid())
             self._debounce(channel_key)
         return row_id
@@ -80,15 +93,18 @@ class ExtractionBuffer:
     def release_all(self) -> int:
         """At start-up: no reply is in flight, so nothing is held any more (a crash mid-reply left some)."""
         with self.db.transaction():
-            self.db.execute("UPDATE extraction_buffer SET held = 0, due_at = MIN(due_at, ?) WHERE held = 1 OR attempts > 0",
-                            (self.engine.clock.now(),))
+            self.db.execute(
+                "UPDATE extraction_buffer SET held = 0, due_at = MIN(due_at, ?) WHERE held = 1 OR attempts > 0", (self.engine.clock.now(),)
+            )
             return self.db.con.changes()
 
     def expedite(self, channel_key: str) -> int:
         """The channel's released messages are due now, not after the debounce (a voice session ended, or its
         turns are about to be compacted: WRITE-4). Held ones wait for their reply as always."""
-        self.db.execute("UPDATE extraction_buffer SET due_at = MIN(due_at, ?) WHERE channel_key = ? AND held = 0 AND attempts = 0",
-                        (self.engine.clock.now(), channel_key))
+        self.db.execute(
+            "UPDATE extraction_buffer SET due_at = MIN(due_at, ?) WHERE channel_key = ? AND held = 0 AND attempts = 0",
+            (self.engine.clock.now(), channel_key),
+        )
         return self.db.con.changes()
 
     def _debounce(self, channel_key: str) -> None:
@@ -98,7 +114,8 @@ class ExtractionBuffer:
     def due_channels(self) -> list[str]:
         rows = self.db.execute(
             "SELECT channel_key FROM extraction_buffer GROUP BY channel_key HAVING MAX(held) = 0 AND MAX(due_at) <= ?",
-            (self.engine.clock.now(),))
+            (self.engine.clock.now(),),
+        )
         return [r for (r,) in rows]
 
     def channels(self) -> list[str]:
@@ -112,14 +129,18 @@ class ExtractionBuffer:
         marks, now = placeholders(ids), self.engine.clock.now()
         attempts = int(self.db.scalar(f"SELECT MAX(attempts) FROM extraction_buffer WHERE id IN ({marks})", ids) or 0) + 1
         with self.db.transaction():
-            self.db.execute(f"UPDATE extraction_buffer SET attempts = ?, last_error = ?, due_at = ? WHERE id IN ({marks})",
-                            (attempts, error[:500], now + backoff(attempts), *ids))
+            self.db.execute(
+                f"UPDATE extraction_buffer SET attempts = ?, last_error = ?, due_at = ? WHERE id IN ({marks})",
+                (attempts, error[:500], now + backoff(attempts), *ids),
+            )
             if attempts < MAX_ATTEMPTS:
                 return 0
             self.db.execute(
                 "INSERT INTO dead_letters (job, channel_key, person_id, context, message_id, message_rid, author_name, text, created_at, "
                 f"attempts, error, failed_at) SELECT 'extraction', channel_key, person_id, context, message_id, message_rid, author_name, "
-                f"text, created_at, attempts, COALESCE(last_error, ''), ? FROM extraction_buffer WHERE id IN ({marks})", (now, *ids))
+                f"text, created_at, attempts, COALESCE(last_error, ''), ? FROM extraction_buffer WHERE id IN ({marks})",
+                (now, *ids),
+            )
             self.done(ids)
         return len(ids)
 
@@ -131,8 +152,10 @@ class ExtractionBuffer:
         with self.db.transaction():
             self.db.execute(
                 "INSERT INTO extraction_buffer (channel_key, person_id, context, message_id, message_rid, author_name, text, created_at, "
-                "due_at) SELECT channel_key, person_id, context, message_id, message_rid, author_name, text, created_at, ? FROM dead_letters",
-                (self.engine.clock.now(),))
+                "due_at) SELECT channel_key, person_id, context, message_id, message_rid, author_name, text, created_at, ? "
+                "FROM dead_letters",
+                (self.engine.clock.now(),),
+            )
             moved = self.db.con.changes()
             self.db.execute("DELETE FROM dead_letters")
         return moved
@@ -143,8 +166,10 @@ class ExtractionBuffer:
     def take(self, channel_key: str) -> list[Buffered]:
         """The channel's buffered messages, oldest first (they stay until ``done`` is called)."""
         rows = self.db.rows("SELECT * FROM extraction_buffer WHERE channel_key = ? AND held = 0 ORDER BY id", (channel_key,))
-        return [Buffered(r["id"], context_from_json(r["context"]), r["message_id"], r["author_name"], r["text"], r["created_at"],
-                         r["attempts"]) for r in rows]
+        return [
+            Buffered(r["id"], context_from_json(r["context"]), r["message_id"], r["author_name"], r["text"], r["created_at"], r["attempts"])
+            for r in rows
+        ]
 
     def done(self, ids: list[int]) -> None:
         if ids:
@@ -156,8 +181,10 @@ class ExtractionBuffer:
     def move_person(self, source: str, target: str) -> None:
         """Linking: buffered and parked messages of ``source`` (and the contexts saved with them) become ``target``'s."""
         for table in ("extraction_buffer", "dead_letters"):
-            self.db.execute(f"UPDATE {table} SET person_id = ?, context = json_set(context, '$.speaker_id', ?) WHERE person_id = ?",
-                            (target, target, source))
+            self.db.execute(
+                f"UPDATE {table} SET person_id = ?, context = json_set(context, '$.speaker_id', ?) WHERE person_id = ?",
+                (target, target, source),
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +202,16 @@ class ChannelRecord:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ChannelRecord:
-        return cls(row["channel_key"], context_from_json(row["context"]), row["last_message_at"], row["session_started_at"],
-                   row["reflected_at"], row["compacted_until"], row["rolling_summary"], row["failures"])
+        return cls(
+            row["channel_key"],
+            context_from_json(row["context"]),
+            row["last_message_at"],
+            row["session_started_at"],
+            row["reflected_at"],
+            row["compacted_until"],
+            row["rolling_summary"],
+            row["failures"],
+        )
 
 
 class ChannelState:
@@ -190,16 +225,21 @@ class ChannelState:
         self.db.execute(
             "INSERT INTO channel_state (channel_key, context, last_message_at, session_started_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (channel_key) DO UPDATE SET context = excluded.context, last_message_at = excluded.last_message_at, "
-            "session_started_at = CASE WHEN channel_state.reflected_at IS NOT NULL AND channel_state.reflected_at >= channel_state.last_message_at "
+            "session_started_at = CASE WHEN channel_state.reflected_at IS NOT NULL AND channel_state.reflected_at >= "
+            "channel_state.last_message_at "
             "THEN excluded.session_started_at ELSE channel_state.session_started_at END, "
-            "reflected_at = CASE WHEN channel_state.reflected_at >= channel_state.last_message_at THEN NULL ELSE channel_state.reflected_at END",
-            (channel_key, context_to_json(ctx), now, now))
+            "reflected_at = CASE WHEN channel_state.reflected_at >= channel_state.last_message_at THEN NULL ELSE "
+            "channel_state.reflected_at END",
+            (channel_key, context_to_json(ctx), now, now),
+        )
 
     def silent(self, silence_s: float) -> list[ChannelRecord]:
         """Channels quiet for ``silence_s`` whose session has not been reflected on yet."""
         cutoff = self.engine.clock.now() - silence_s
-        rows = self.db.rows("SELECT * FROM channel_state WHERE last_message_at <= ? AND reflected_at IS NULL AND retry_at <= ?",
-                            (cutoff, self.engine.clock.now()))
+        rows = self.db.rows(
+            "SELECT * FROM channel_state WHERE last_message_at <= ? AND reflected_at IS NULL AND retry_at <= ?",
+            (cutoff, self.engine.clock.now()),
+        )
         return [ChannelRecord.from_row(r) for r in rows]
 
     def active(self, since: float) -> list[ChannelRecord]:
@@ -209,8 +249,10 @@ class ChannelState:
 
     def failed(self, channel_key: str) -> None:
         """A reflection or compaction of this chat failed: back off before the next try (other chats go on)."""
-        self.db.execute("UPDATE channel_state SET failures = failures + 1, retry_at = ? + ? * (1 << MIN(failures, 6)) "
-                        "WHERE channel_key = ?", (self.engine.clock.now(), BACKOFF_S, channel_key))
+        self.db.execute(
+            "UPDATE channel_state SET failures = failures + 1, retry_at = ? + ? * (1 << MIN(failures, 6)) WHERE channel_key = ?",
+            (self.engine.clock.now(), BACKOFF_S, channel_key),
+        )
 
     def succeeded(self, channel_key: str) -> None:
         self.db.execute("UPDATE channel_state SET failures = 0, retry_at = 0 WHERE channel_key = ? AND failures > 0", (channel_key,))
@@ -221,15 +263,19 @@ class ChannelState:
 
     def move_person(self, source: str, target: str) -> None:
         """Linking: saved contexts that name ``source`` as the speaker name ``target``."""
-        self.db.execute("UPDATE channel_state SET context = json_set(context, '$.speaker_id', ?) "
-                        "WHERE json_extract(context, '$.speaker_id') = ?", (target, source))
+        self.db.execute(
+            "UPDATE channel_state SET context = json_set(context, '$.speaker_id', ?) WHERE json_extract(context, '$.speaker_id') = ?",
+            (target, source),
+        )
 
     def mark_reflected(self, channel_key: str) -> None:
         self.db.execute("UPDATE channel_state SET reflected_at = ? WHERE channel_key = ?", (self.engine.clock.now(), channel_key))
 
     def set_summary(self, channel_key: str, summary: str, compacted_until: float) -> None:
-        self.db.execute("UPDATE channel_state SET rolling_summary = ?, compacted_until = ? WHERE channel_key = ?",
-                        (redact_secrets(summary), compacted_until, channel_key))
+        self.db.execute(
+            "UPDATE channel_state SET rolling_summary = ?, compacted_until = ? WHERE channel_key = ?",
+            (redact_secrets(summary), compacted_until, channel_key),
+        )
 
 
 class SessionSummaries:
@@ -238,13 +284,24 @@ class SessionSummaries:
     def __init__(self, engine: MemoryEngine, ttl_s: float = 86_400.0) -> None:
         self.engine, self.db, self.ttl_s = engine, engine.db, ttl_s
 
-    def add(self, *, platform: str, guild_id: str | None, channel_id: str, participants: list[str], text: str,
-            modality: str = "text", started_at: float | None = None) -> int:
+    def add(
+        self,
+        *,
+        platform: str,
+        guild_id: str | None,
+        channel_id: str,
+        participants: list[str],
+        text: str,
+        modality: str = "text",
+        started_at: float | None = None,
+    ) -> int:
         now = self.engine.clock.now()
         self.db.execute(
-            "INSERT INTO session_summaries (platform, guild_id, channel_id, modality, participants, text, started_at, ended_at, expires_at) "
+            "INSERT INTO session_summaries (platform, guild_id, channel_id, modality, participants, text, started_at, "
+            "ended_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (platform, guild_id, channel_id, modality, json.dumps(participants), redact_secrets(text), started_at, now, now + self.ttl_s))
+            (platform, guild_id, channel_id, modality, json.dumps(participants), redact_secrets(text), started_at, now, now + self.ttl_s),
+        )
         return int(self.db.con.last_insert_rowid())
 
     def recent(self, ctx: RecallContext, within_s: float, limit: int = 3) -> list[SessionSummary]:
@@ -253,20 +310,34 @@ class SessionSummaries:
         place = ("guild_id = ?", ctx.guild_id) if ctx.guild_id else ("guild_id IS NULL AND channel_id = ?", ctx.channel_id)
         rows = self.db.rows(
             f"SELECT * FROM session_summaries WHERE platform = ? AND {place[0]} AND ended_at >= ? AND expires_at > ? "
-            "ORDER BY ended_at DESC LIMIT ?", (ctx.platform, place[1], now - within_s, now, limit))
+            "ORDER BY ended_at DESC LIMIT ?",
+            (ctx.platform, place[1], now - within_s, now, limit),
+        )
         return [SessionSummary.from_row(r) for r in rows]
 
     def restore(self, row: dict[str, Any]) -> int:
         """A summary from an export, as it was (same times); one already here is not added twice (0 then)."""
-        if self.db.scalar("SELECT 1 FROM session_summaries WHERE platform = ? AND channel_id = ? AND ended_at = ? AND text = ?",
-                          (row["platform"], str(row["channel_id"]), float(row["ended_at"]), str(row["text"]))):
+        if self.db.scalar(
+            "SELECT 1 FROM session_summaries WHERE platform = ? AND channel_id = ? AND ended_at = ? AND text = ?",
+            (row["platform"], str(row["channel_id"]), float(row["ended_at"]), str(row["text"])),
+        ):
             return 0
         self.db.execute(
-            "INSERT INTO session_summaries (platform, guild_id, channel_id, modality, participants, text, started_at, ended_at, expires_at) "
+            "INSERT INTO session_summaries (platform, guild_id, channel_id, modality, participants, text, started_at, "
+            "ended_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row["platform"], row.get("guild_id"), str(row["channel_id"]), row.get("modality", "text"),
-             json.dumps(list(row.get("participants") or [])), str(row["text"]), row.get("started_at"), float(row["ended_at"]),
-             float(row["expires_at"])))
+            (
+                row["platform"],
+                row.get("guild_id"),
+                str(row["channel_id"]),
+                row.get("modality", "text"),
+                json.dumps(list(row.get("participants") or [])),
+                str(row["text"]),
+                row.get("started_at"),
+                float(row["ended_at"]),
+                float(row["expires_at"]),
+            ),
+        )
         return int(self.db.con.last_insert_rowid())
 
     def expire(self) -> int:

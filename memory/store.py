@@ -6,6 +6,7 @@ Write rules (WRITE-1/2/5): the best vector match in the same partition decides w
     cosine > 0.7, same subject, the judge says conflict  linked ``contradicts``, old row superseded
     cosine > 0.7                                         stored and linked ``related_to``
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,11 @@ UPDATE_THRESHOLD = 0.90
 RELATED_THRESHOLD = 0.70
 
 LIST_ORDERS: dict[str, Order] = {
-    "recent": (("updated_at", True),), "important": (("importance", True), ("updated_at", True)),
-    "accessed": (("access_count", True), ("updated_at", True)), "oldest": (("created_at", False),)}
+    "recent": (("updated_at", True),),
+    "important": (("importance", True), ("updated_at", True)),
+    "accessed": (("access_count", True), ("updated_at", True)),
+    "oldest": (("created_at", False),),
+}
 
 # Given (old content, new content), True when the new one contradicts the old (an LLM judge in the bot).
 ContradictionJudge = Callable[[str, str], bool]
@@ -77,7 +81,9 @@ class _Reinforcement:
 
 
 class MemoryStore:
-    def __init__(self, db: Database, embeddings: EmbeddingService, graph: Graph, knobs: KnobStore, clock: Clock, corpus: MemoryCorpus) -> None:
+    def __init__(
+        self, db: Database, embeddings: EmbeddingService, graph: Graph, knobs: KnobStore, clock: Clock, corpus: MemoryCorpus
+    ) -> None:
         self.db = db
         self.embeddings = embeddings
         self.graph = graph
@@ -112,8 +118,9 @@ class MemoryStore:
             self.corpus.index_text([rid])
         if vector is not None:
             self.corpus.vectors.mirror_add([(rid, key, vector)])
-        return WriteResult("stored", self.get(memory_id), tuple(m.id for m in updates),
-                           tuple(m.id for m in related), tuple(m.id for m in contradicted))
+        return WriteResult(
+            "stored", self.get(memory_id), tuple(m.id for m in updates), tuple(m.id for m in related), tuple(m.id for m in contradicted)
+        )
 
     def _insert(self, new: NewMemory, key: str) -> tuple[int, str]:
         now = self.clock.now()
@@ -122,10 +129,29 @@ class MemoryStore:
             "INSERT INTO memories (id, type, kind, subject, content, tags, source, importance, scope, scope_id, visibility, "
             "partition_key, ptoken, content_hash, ttl, valid_from, valid_to, provenance, created_at, updated_at, guild_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (memory_id, new.type.value, new.kind.value, new.subject, new.content, ",".join(new.tags), new.source.value,
-             new.importance, new.scope.value, new.scope_id, _visibility(new).value, key, partition_token(key),
-             content_hash(new.content), new.ttl, new.valid_from or now, new.valid_to, new.provenance.to_json(), now, now,
-             _home_guild(new)),
+            (
+                memory_id,
+                new.type.value,
+                new.kind.value,
+                new.subject,
+                new.content,
+                ",".join(new.tags),
+                new.source.value,
+                new.importance,
+                new.scope.value,
+                new.scope_id,
+                _visibility(new).value,
+                key,
+                partition_token(key),
+                content_hash(new.content),
+                new.ttl,
+                new.valid_from or now,
+                new.valid_to,
+                new.provenance.to_json(),
+                now,
+                now,
+                _home_guild(new),
+            ),
         )
         rid = int(self.db.con.last_insert_rowid())
         self.db.con.executemany("INSERT OR IGNORE INTO memory_tags (memory_rid, tag) VALUES (?, ?)", [(rid, t) for t in new.tags])
@@ -161,8 +187,11 @@ class MemoryStore:
         """The stored facts a contradiction judge should compare ``new`` with: same subject, related, not an update."""
         new = _prepared(new)
         neighbours = self._neighbours(self._vector(new.content), _partition(new))
-        return [old for old, sim in neighbours if RELATED_THRESHOLD < sim <= UPDATE_THRESHOLD
-                and _subject_key(old.subject) == _subject_key(new.subject)]
+        return [
+            old
+            for old, sim in neighbours
+            if RELATED_THRESHOLD < sim <= UPDATE_THRESHOLD and _subject_key(old.subject) == _subject_key(new.subject)
+        ]
 
     def _classify(self, new: NewMemory, neighbours: list[tuple[Memory, float]], judged: frozenset[str] | None = None):
         updates, related, contradicted = [], [], []
@@ -231,18 +260,29 @@ class MemoryStore:
             self.corpus.vectors.mirror_add([(rid, key, vector)])
         return self.get(memory_id)
 
-    def update(self, memory_id: str, *, subject: str | None = None, content: str | None = None,
-               tags: Any = None, importance: float | None = None, kind: FactKind | None = None) -> Memory:
+    def update(
+        self,
+        memory_id: str,
+        *,
+        subject: str | None = None,
+        content: str | None = None,
+        tags: Any = None,
+        importance: float | None = None,
+        kind: FactKind | None = None,
+    ) -> Memory:
         old = self.get(memory_id)
         new_kind = kind or old.kind
-        subject, text = check_memory(subject if subject is not None else old.subject, content if content is not None else old.content, new_kind)
+        subject, text = check_memory(
+            subject if subject is not None else old.subject, content if content is not None else old.content, new_kind
+        )
         new_tags = normalise_tags(tags) if tags is not None else old.tags
         new_importance = _importance(importance) if importance is not None else old.importance
         vector = self._vector(text) if text != old.content else None
         key = old.partition_key
         with self.db.transaction():
             self.db.execute(
-                "UPDATE memories SET subject = ?, content = ?, tags = ?, importance = ?, kind = ?, content_hash = ?, updated_at = ? WHERE rid = ?",
+                "UPDATE memories SET subject = ?, content = ?, tags = ?, importance = ?, kind = ?, content_hash = ?, "
+                "updated_at = ? WHERE rid = ?",
                 (subject, text, ",".join(new_tags), new_importance, new_kind.value, content_hash(text), self.clock.now(), old.rid),
             )
             self.db.execute("DELETE FROM memory_tags WHERE memory_rid = ?", (old.rid,))
@@ -268,9 +308,14 @@ class MemoryStore:
         found, frontier = dict.fromkeys(rids), list(rids)
         while frontier:
             marks = placeholders(frontier)
-            older = [r for (r,) in self.db.execute(
-                f"SELECT o.rid FROM memories o JOIN memories n ON n.id IN (o.superseded_by, o.consolidated_into) "
-                f"WHERE n.rid IN ({marks})", frontier)]
+            older = [
+                r
+                for (r,) in self.db.execute(
+                    f"SELECT o.rid FROM memories o JOIN memories n ON n.id IN (o.superseded_by, o.consolidated_into) "
+                    f"WHERE n.rid IN ({marks})",
+                    frontier,
+                )
+            ]
             frontier = [r for r in older if r not in found]
             found.update(dict.fromkeys(frontier))
         return list(found)
@@ -300,13 +345,16 @@ class MemoryStore:
 
     def partitions_of(self, person_id: str) -> list[str]:
         """Every user-scope partition holding memories about this person (their DMs' and each server's)."""
-        return [k for (k,) in self.db.execute(
-            "SELECT DISTINCT partition_key FROM memories WHERE scope_id = ? AND scope = 'user'", (person_id,))]
+        return [
+            k for (k,) in self.db.execute("SELECT DISTINCT partition_key FROM memories WHERE scope_id = ? AND scope = 'user'", (person_id,))
+        ]
 
     def move_person(self, source: str, target: str) -> None:
         """Linking: every memory about ``source`` becomes one about ``target``, in the matching partitions."""
-        rows = self.db.rows("SELECT DISTINCT partition_key, scope, visibility, guild_id FROM memories "
-                            "WHERE scope_id = ? AND scope IN ('user', 'owner')", (source,))
+        rows = self.db.rows(
+            "SELECT DISTINCT partition_key, scope, visibility, guild_id FROM memories WHERE scope_id = ? AND scope IN ('user', 'owner')",
+            (source,),
+        )
         for row in rows:
             new = memory_partition(Scope(row["scope"]), target, Visibility(row["visibility"]), row["guild_id"])
             self.corpus.move_partition(row["partition_key"], new, scope_id=target)
@@ -322,9 +370,11 @@ class MemoryStore:
         """Importance x ``factor`` for rows not accessed for ``unaccessed_days`` (exempt kinds keep theirs)."""
         with self.db.transaction():
             self.db.execute(
-                f"UPDATE memories SET importance = importance * ? WHERE forgotten = 0 AND kind NOT IN ({placeholders(DECAY_EXEMPT_VALUES)}) "
+                "UPDATE memories SET importance = importance * ? WHERE forgotten = 0 AND kind NOT IN "
+                f"({placeholders(DECAY_EXEMPT_VALUES)}) "
                 "AND COALESCE(last_accessed_at, created_at) < ?",
-                (factor, *DECAY_EXEMPT_VALUES, self.clock.now() - unaccessed_days * DAY))
+                (factor, *DECAY_EXEMPT_VALUES, self.clock.now() - unaccessed_days * DAY),
+            )
             return self.db.con.changes()
 
     def prune(self, *, below: float, older_than_days: float) -> int:
@@ -334,7 +384,8 @@ class MemoryStore:
             self.db.execute(
                 f"UPDATE memories SET forgotten = 1, updated_at = ? WHERE forgotten = 0 AND importance < ? AND access_count = 0 "
                 f"AND created_at < ? AND kind NOT IN ({placeholders(DECAY_EXEMPT_VALUES)})",
-                (now, below, now - older_than_days * DAY, *DECAY_EXEMPT_VALUES))
+                (now, below, now - older_than_days * DAY, *DECAY_EXEMPT_VALUES),
+            )
             return self.db.con.changes()
 
     def partitions(self) -> tuple[str, ...]:
@@ -366,12 +417,22 @@ class MemoryStore:
         """A memory the speaker may update or delete (SEC-1): visible here, and theirs (or lore they administer)."""
         memory = self.get_visible(memory_id, ctx)
         if not may_change(ctx, memory.scope, memory.scope_id):
-            raise NotYours(f"memory {memory_id!r} is not yours to change: only the person it is about"
-                           + (" or this server's admins" if memory.scope is Scope.GUILD else "") + " can change it")
+            raise NotYours(
+                f"memory {memory_id!r} is not yours to change: only the person it is about"
+                + (" or this server's admins" if memory.scope is Scope.GUILD else "")
+                + " can change it"
+            )
         return memory
 
-    def list_memories(self, partitions: tuple[str, ...] | None = None, filters: RecallFilters = RecallFilters(), *,
-                      order: str = "recent", limit: int = 20, include_inactive: bool = False) -> list[Memory]:
+    def list_memories(
+        self,
+        partitions: tuple[str, ...] | None = None,
+        filters: RecallFilters = RecallFilters(),
+        *,
+        order: str = "recent",
+        limit: int = 20,
+        include_inactive: bool = False,
+    ) -> list[Memory]:
         where = filters.to_filter()
         if not include_inactive:
             where = self.corpus.live(self.clock.now()) & where
@@ -385,20 +446,45 @@ class MemoryStore:
             rows = self.corpus.ordered(partitions, where, LIST_ORDERS[order], limit)
         return [Memory.from_row(r) for r in rows]
 
-    def recall(self, ctx: RecallContext, query: str, *, filters: RecallFilters = RecallFilters(), top_k: int | None = None,
-               weights: Weights | None = None, channels: frozenset[Channel] = ALL_CHANNELS,
-               threshold: float | None = None, reinforce: bool = True, query_vector: np.ndarray | None = None) -> list[Hit]:
+    def recall(
+        self,
+        ctx: RecallContext,
+        query: str,
+        *,
+        filters: RecallFilters = RecallFilters(),
+        top_k: int | None = None,
+        weights: Weights | None = None,
+        channels: frozenset[Channel] = ALL_CHANNELS,
+        threshold: float | None = None,
+        reinforce: bool = True,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]:
         """Hybrid recall of what this context may see (the one path the bot, the tools and the CLI use)."""
         hits = self.retriever.search(
-            query, ctx.memory_partitions(), self.knobs.get("memories"), where=filters.to_filter(), top_k=top_k,
-            weights=weights, channels=channels, threshold=threshold, query_vector=query_vector,
+            query,
+            ctx.memory_partitions(),
+            self.knobs.get("memories"),
+            where=filters.to_filter(),
+            top_k=top_k,
+            weights=weights,
+            channels=channels,
+            threshold=threshold,
+            query_vector=query_vector,
         )
         if reinforce:
             self.note_access([h.row["rid"] for h in hits])
         return hits
 
-    def search(self, ctx: RecallContext, query: str = "", *, mode: str = "hybrid", filters: RecallFilters = RecallFilters(),
-               top_k: int | None = None, order: str = "recent") -> list[Memory]:
+    def search(
+        self,
+        ctx: RecallContext,
+        query: str = "",
+        *,
+        mode: str = "hybrid",
+        filters: RecallFilters = RecallFilters(),
+        top_k: int | None = None,
+        order: str = "recent",
+    ) -> list[Memory]:
         """RET-6 search modes: ``hybrid`` ranks by meaning and words; ``recent`` and ``important`` are plain
         orderings of what the context may see; ``typed`` needs ``filters.types`` and sorts by ``order``."""
         limit = top_k or self.knobs.get("memories").top_k
@@ -429,19 +515,33 @@ class MemoryStore:
         return len(pending)
 
     def stats(self) -> dict[str, Any]:
-        counts = self.db.one(
-            "SELECT COUNT(*) AS total, SUM(forgotten = 0 AND consolidated_into IS NULL AND superseded_by IS NULL) AS active FROM memories"
-        ) or {}
-        return {"memories": counts.get("total") or 0, "active": counts.get("active") or 0,
-                "embedding": self.embeddings.fingerprint, "dimension": self.embeddings.stored_dim()}
+        counts = (
+            self.db.one(
+                "SELECT COUNT(*) AS total, SUM(forgotten = 0 AND consolidated_into IS NULL AND superseded_by IS NULL) AS "
+                "active FROM memories"
+            )
+            or {}
+        )
+        return {
+            "memories": counts.get("total") or 0,
+            "active": counts.get("active") or 0,
+            "embedding": self.embeddings.fingerprint,
+            "dimension": self.embeddings.stored_dim(),
+        }
 
 
 def _prepared(new: NewMemory) -> NewMemory:
     """Every write path's first step: safety filters and normalisation (WRITE-6), importance bounds, clean tags
     and entity names (they reach the prompt too, so they pass the same filter)."""
     subject, content = check_memory(new.subject, new.content, new.kind)
-    return replace(new, subject=subject, content=content, importance=_importance(new.importance), tags=clean_tags(new.tags),
-                   entities=clean_entities(new.entities))
+    return replace(
+        new,
+        subject=subject,
+        content=content,
+        importance=_importance(new.importance),
+        tags=clean_tags(new.tags),
+        entities=clean_entities(new.entities),
+    )
 
 
 def _unsafe(text: str) -> bool:
@@ -460,8 +560,9 @@ def clean_entities(entities: tuple[EntityRef, ...]) -> tuple[EntityRef, ...]:
         name = normalise_text(ref.name)[:120]
         if not name or _unsafe(name):
             continue
-        relations = tuple((normalise_text(r)[:60], normalise_text(t)[:120]) for r, t in ref.relations
-                          if normalise_text(t) and not _unsafe(f"{r} {t}"))
+        relations = tuple(
+            (normalise_text(r)[:60], normalise_text(t)[:120]) for r, t in ref.relations if normalise_text(t) and not _unsafe(f"{r} {t}")
+        )
         out.append(EntityRef(name, ref.type, relations))
     return tuple(out)
 

@@ -5,6 +5,7 @@ tools), its docstring is the description. ``MemoryTools.call`` validates raw JSO
 turns every failure into an ``Error: ...`` string with a hint, so a malformed call can neither raise
 past the tool loop nor leave a half-written row (every write is one transaction).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,15 +20,29 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .clock import DAY, Clock
 from .engine import MemoryEngine
 from .errors import MemoryStoreError
+from .forgetting import forget_memory
 from .knobs import Weights
 from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source, normalise_tags
-from .forgetting import forget_memory
 from .scopes import RecallContext, write_scope
 from .store import RecallFilters
 
 log = logging.getLogger(__name__)
-TypeName = Literal["semantic", "episodic", "procedural", "fact", "conversation", "analysis", "research", "preference",
-                   "decision", "identity", "event", "observation", "goal", "todo"]
+TypeName = Literal[
+    "semantic",
+    "episodic",
+    "procedural",
+    "fact",
+    "conversation",
+    "analysis",
+    "research",
+    "preference",
+    "decision",
+    "identity",
+    "event",
+    "observation",
+    "goal",
+    "todo",
+]
 
 
 class _Args(BaseModel):
@@ -53,7 +68,9 @@ class StoreArgs(_Args):
     importance: int = Field(5, ge=1, le=10)
     source: Literal["user-stated", "inferred", "observed"] = "user-stated"
     ttl: str | None = Field(None, pattern=r"^\d{1,4}[mhdw]$", description="how long it stays true, e.g. 7d, 12h, 2w")
-    kind: Literal["profile", "relationship", "preference", "project", "guidance", "behavioral", "event", "goal", "todo", "other"] | None = None
+    kind: Literal["profile", "relationship", "preference", "project", "guidance", "behavioral", "event", "goal", "todo", "other"] | None = (
+        None
+    )
     entities: list[Entity] = Field(default_factory=list, max_length=10)
 
 
@@ -130,16 +147,27 @@ WRITE_TOOLS = frozenset({"memory_store", "memory_update", "memory_delete"})
 class MemoryTools:
     """The tools for one conversation. The caller decides the scope; the model only supplies arguments."""
 
-    def __init__(self, engine: MemoryEngine, ctx: RecallContext, *, provenance: Provenance = Provenance(),
-                 reflect: Callable[[bool], dict[str, Any]] | None = None, rate_limit: RateLimiter | None = None) -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        ctx: RecallContext,
+        *,
+        provenance: Provenance = Provenance(),
+        reflect: Callable[[bool], dict[str, Any]] | None = None,
+        rate_limit: RateLimiter | None = None,
+    ) -> None:
         self.engine, self.ctx, self.provenance = engine, ctx, provenance
         self.reflect, self.rate_limit = reflect, rate_limit
         self.deleted: list[str] = []  # contents forgotten during this conversation turn (ORCH-3)
         self._tools: dict[str, tuple[type[_Args], Callable[[Any], Any]]] = {
-            "memory_store": (StoreArgs, self.memory_store), "memory_search": (SearchArgs, self.memory_search),
-            "memory_recall": (RecallArgs, self.memory_recall), "memory_update": (UpdateArgs, self.memory_update),
-            "memory_delete": (DeleteArgs, self.memory_delete), "memory_reflect": (ReflectArgs, self.memory_reflect),
-            "memory_graph": (GraphArgs, self.memory_graph), "conversation_search": (ConversationSearchArgs, self.conversation_search),
+            "memory_store": (StoreArgs, self.memory_store),
+            "memory_search": (SearchArgs, self.memory_search),
+            "memory_recall": (RecallArgs, self.memory_recall),
+            "memory_update": (UpdateArgs, self.memory_update),
+            "memory_delete": (DeleteArgs, self.memory_delete),
+            "memory_reflect": (ReflectArgs, self.memory_reflect),
+            "memory_graph": (GraphArgs, self.memory_graph),
+            "conversation_search": (ConversationSearchArgs, self.conversation_search),
             "channel_recall": (ChannelRecallArgs, self.channel_recall),
         }
 
@@ -149,8 +177,9 @@ class MemoryTools:
         out = []
         for name, (model, fn) in self._tools.items():
             schema = model.model_json_schema()
-            out.append({"type": "function", "function": {
-                "name": name, "description": " ".join((fn.__doc__ or "").split()), "parameters": schema}})
+            out.append(
+                {"type": "function", "function": {"name": name, "description": " ".join((fn.__doc__ or "").split()), "parameters": schema}}
+            )
         return out
 
     def call(self, name: str, arguments: str | dict[str, Any] | None) -> str:
@@ -180,13 +209,24 @@ class MemoryTools:
         """Save a durable fact, preference, event or how-to about the people here. Deduplicated automatically. Never store secrets."""
         mtype, legacy_kind = _resolve_type(a.type)
         where = write_scope(self.ctx)
-        result = self.engine.memories.add(NewMemory(
-            content=a.content, subject=a.subject, scope=where.scope, scope_id=where.scope_id, type=mtype, guild_id=where.guild_id,
-            kind=FactKind(a.kind) if a.kind else (legacy_kind or FactKind.OTHER), visibility=where.visibility,
-            tags=tuple(a.tags), source=Source(a.source), importance=float(a.importance),
-            ttl=self.engine.clock.now() + parse_duration(a.ttl) if a.ttl else None, provenance=self.provenance,
-            entities=tuple(EntityRef(e.name, e.type, tuple((r.relation, r.target) for r in e.relations)) for e in a.entities),
-        ))
+        result = self.engine.memories.add(
+            NewMemory(
+                content=a.content,
+                subject=a.subject,
+                scope=where.scope,
+                scope_id=where.scope_id,
+                type=mtype,
+                guild_id=where.guild_id,
+                kind=FactKind(a.kind) if a.kind else (legacy_kind or FactKind.OTHER),
+                visibility=where.visibility,
+                tags=tuple(a.tags),
+                source=Source(a.source),
+                importance=float(a.importance),
+                ttl=self.engine.clock.now() + parse_duration(a.ttl) if a.ttl else None,
+                provenance=self.provenance,
+                entities=tuple(EntityRef(e.name, e.type, tuple((r.relation, r.target) for r in e.relations)) for e in a.entities),
+            )
+        )
         return {"status": result.status, "id": result.memory.id, "superseded": list(result.superseded), "related": list(result.related)}
 
     def memory_search(self, a: SearchArgs) -> dict[str, Any]:
@@ -210,7 +250,8 @@ class MemoryTools:
         return {"status": "updated", "memory": _brief(memory.as_dict())}
 
     def memory_delete(self, a: DeleteArgs) -> dict[str, Any]:
-        """Permanently delete a memory by id (use memory_search first to find it). For "forget that ...". Only the speaker's own memories."""
+        """Permanently delete a memory by id (use memory_search first to find it). For "forget that ...".
+        Only the speaker's own memories."""
         memory = self.engine.memories.get_changeable(a.id, self.ctx)
         forget_memory(self.engine, a.id, asked_in=(self.ctx.platform, self.ctx.channel_id))
         self.deleted.append(memory.content)
@@ -255,10 +296,23 @@ def parse_duration(text: str) -> float:
 
 def _brief(row: dict[str, Any]) -> dict[str, Any]:
     tags = row.get("tags", "")
-    return {"id": row["id"], "type": row["type"], "kind": row.get("kind"), "subject": row["subject"], "content": row["content"],
-            "tags": tags if isinstance(tags, list) else [t for t in tags.split(",") if t], "importance": row["importance"]}
+    return {
+        "id": row["id"],
+        "type": row["type"],
+        "kind": row.get("kind"),
+        "subject": row["subject"],
+        "content": row["content"],
+        "tags": tags if isinstance(tags, list) else [t for t in tags.split(",") if t],
+        "importance": row["importance"],
+    }
 
 
 def _message(row: dict[str, Any]) -> dict[str, Any]:
-    return {"author": row["author_name"] or row["author_id"], "role": row["role"], "channel_id": row["channel_id"],
-            "content": row["content"], "at": row["created_at"], "modality": row["modality"]}
+    return {
+        "author": row["author_name"] or row["author_id"],
+        "role": row["role"],
+        "channel_id": row["channel_id"],
+        "content": row["content"],
+        "at": row["created_at"],
+        "modality": row["modality"],
+    }

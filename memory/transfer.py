@@ -3,6 +3,7 @@
 An export lists every registered table that can carry the person's words, table by table. Import
 puts memories back through the same write rules as any other write (safety, dedup, supersession).
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ from .engine import MemoryEngine
 from .errors import InvalidInput
 from .messages import NewMessage
 from .models import FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
-from .sessions import SessionSummaries
 from .registry import REGISTRY, person_keys, person_rows
+from .sessions import SessionSummaries
 
 
 def export_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, Any]:
@@ -27,8 +28,13 @@ def export_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, Any]
 
 
 _INTERNAL = ("rid", "partition_key", "ptoken", "content_hash", "prev_rid", "answers_rid", "message_rid")
-_JSON_COLUMNS = {"memories": ("provenance",), "session_summaries": ("participants",), "reflections": ("facts", "stored_ids", "people"),
-                 "extraction_buffer": ("context",), "dead_letters": ("context",)}
+_JSON_COLUMNS = {
+    "memories": ("provenance",),
+    "session_summaries": ("participants",),
+    "reflections": ("facts", "stored_ids", "people"),
+    "extraction_buffer": ("context",),
+    "dead_letters": ("context",),
+}
 
 
 def _public(table: str, row: dict[str, Any]) -> dict[str, Any]:
@@ -78,11 +84,19 @@ def _new_memory(item: dict[str, Any]) -> NewMemory:
     if not isinstance(item, dict):
         raise InvalidInput("not an object")
     return NewMemory(
-        content=item["content"], subject=item.get("subject") or "", scope=Scope(item["scope"]), scope_id=str(item["scope_id"]),
-        type=MemoryType(item.get("type", "semantic")), kind=FactKind(item.get("kind", "other")),
-        visibility=Visibility(item.get("visibility", "public")), tags=tuple(item.get("tags") or ()),
-        source=Source(item.get("source", "user-stated")), importance=min(10.0, max(1.0, float(item.get("importance", 5)))),
-        ttl=item.get("ttl"), provenance=Provenance.from_dict(item.get("provenance") or {}), guild_id=item.get("guild_id"),
+        content=item["content"],
+        subject=item.get("subject") or "",
+        scope=Scope(item["scope"]),
+        scope_id=str(item["scope_id"]),
+        type=MemoryType(item.get("type", "semantic")),
+        kind=FactKind(item.get("kind", "other")),
+        visibility=Visibility(item.get("visibility", "public")),
+        tags=tuple(item.get("tags") or ()),
+        source=Source(item.get("source", "user-stated")),
+        importance=min(10.0, max(1.0, float(item.get("importance", 5)))),
+        ttl=item.get("ttl"),
+        provenance=Provenance.from_dict(item.get("provenance") or {}),
+        guild_id=item.get("guild_id"),
     )
 
 
@@ -93,12 +107,22 @@ def _import_messages(engine: MemoryEngine, rows: list[Any], owner: str, reasons:
         try:
             if engine.messages.rids_by_id([str(row["id"])]):
                 continue
-            new.append(NewMessage(
-                platform=row["platform"], channel_id=str(row["channel_id"]), author_id=str(row["author_id"]), content=row["content"],
-                guild_id=row.get("guild_id"), author_name=row.get("author_name") or "", role=row.get("role", "user"),
-                modality=row.get("modality", "text"), platform_message_id=row.get("platform_message_id"),
-                dm_person_id=None if row.get("guild_id") else (row["author_id"] if row.get("role") == "user" else owner),
-                created_at=float(row["created_at"]), id=str(row["id"])))
+            new.append(
+                NewMessage(
+                    platform=row["platform"],
+                    channel_id=str(row["channel_id"]),
+                    author_id=str(row["author_id"]),
+                    content=row["content"],
+                    guild_id=row.get("guild_id"),
+                    author_name=row.get("author_name") or "",
+                    role=row.get("role", "user"),
+                    modality=row.get("modality", "text"),
+                    platform_message_id=row.get("platform_message_id"),
+                    dm_person_id=None if row.get("guild_id") else (row["author_id"] if row.get("role") == "user" else owner),
+                    created_at=float(row["created_at"]),
+                    id=str(row["id"]),
+                )
+            )
         except (KeyError, TypeError, ValueError) as exc:
             reasons.append(f"message {n}: {_reason(exc)}")
     added = 0

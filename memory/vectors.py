@@ -9,6 +9,7 @@ partitions its conversations see), kept in step by this process's own writes, an
 when ``PRAGMA data_version`` shows that another connection (the CLI, say) committed. With the mirror
 off (``use_mirror=False``) the same search runs as vec0 KNN queries, one per partition.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,8 @@ from .db import Database
 log = logging.getLogger(__name__)
 
 
-EXACT_LIMIT = 20_000   # below this many visible vectors, scan exactly
-OVERSAMPLE = 10        # above it, keep k x this many by sign-bit Hamming distance, then rescore exactly
+EXACT_LIMIT = 20_000  # below this many visible vectors, scan exactly
+OVERSAMPLE = 10  # above it, keep k x this many by sign-bit Hamming distance, then rescore exactly
 MIN_SHORTLIST = 200
 
 
@@ -48,7 +49,7 @@ def sign_bits(mat: np.ndarray) -> np.ndarray:
 def hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
     """Distance from the query's sign bits (one word per row of ``bits``) to every column."""
     dist = np.bitwise_count(bits[0] ^ query_bits[0]).astype(np.uint16)
-    for word, q in zip(bits[1:], query_bits[1:]):
+    for word, q in zip(bits[1:], query_bits[1:], strict=True):
         dist += np.bitwise_count(word ^ q)
     return dist
 
@@ -282,8 +283,7 @@ class VectorIndex:
 
     def _load(self, key: str) -> _Partition:
         # vec0 scans the whole table for a partition_key filter; looking rows up by rowid is ~5x faster
-        sql = (f"SELECT rowid, embedding FROM {self.table} WHERE rowid IN "
-               f"(SELECT rid FROM {self.owner} WHERE partition_key = ?)")
+        sql = f"SELECT rowid, embedding FROM {self.table} WHERE rowid IN (SELECT rid FROM {self.owner} WHERE partition_key = ?)"
         rids, blobs = [], []
         for rid, blob in self.db.execute(sql, (key,)):
             rids.append(rid)

@@ -3,10 +3,11 @@
 Prompts are Markdown files beside this module, rendered with ``string.Template``: a missing variable
 is an error, never a silent blank. Variables such as the current time are passed at render time.
 """
+
 from __future__ import annotations
 
 import string
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 PROMPT_DIR = Path(__file__).parent
@@ -16,7 +17,7 @@ class PromptError(Exception):
     """A prompt file is missing or a variable it uses was not given."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> string.Template:
     path = PROMPT_DIR / f"{name}.md"
     if not path.is_file():

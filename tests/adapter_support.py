@@ -4,6 +4,7 @@
 (to reply to, to observe, or as a command) is recorded, and its answers come from a script the test
 fills. No mocks: tests assert on what the adapter handed over and on what the fake servers received.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -93,5 +94,5 @@ async def wait_for_logged_error(caplog: pytest.LogCaptureFixture, text: str, tim
         if found:
             return found[0]
         if time.monotonic() > deadline:
-            raise asyncio.TimeoutError(f"no logged exception mentioning {text!r} within {timeout}s")
+            raise TimeoutError(f"no logged exception mentioning {text!r} within {timeout}s")
         await asyncio.sleep(0.01)

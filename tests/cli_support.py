@@ -1,5 +1,6 @@
 """The command line run in-process (``bot.cli.main``) against a real SQLite file: what the CLI tests share.
 The ``cli`` fixture itself is in conftest.py."""
+
 from __future__ import annotations
 
 import json
@@ -47,5 +48,17 @@ class Cli:
 
 
 def _alice(cli: Cli) -> str:
-    return cli.add("Alice drinks green tea every morning", "--subject", "Alice", "--scope", "user", "--scope-id", "alice",
-                   "--tag", "drinks", "Morning", "--importance", "7")
+    return cli.add(
+        "Alice drinks green tea every morning",
+        "--subject",
+        "Alice",
+        "--scope",
+        "user",
+        "--scope-id",
+        "alice",
+        "--tag",
+        "drinks",
+        "Morning",
+        "--importance",
+        "7",
+    )

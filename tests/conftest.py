@@ -3,6 +3,7 @@
 Every engine here is built the way production builds it (``MemoryEngine(path, embedder, clock)``), on a
 real file under pytest's ``tmp_path``; time only moves when a test advances the ``FakeClock``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -172,10 +173,25 @@ def minilm_engine(tmp_path, minilm, clock) -> Iterator[MemoryEngine]:
 
 
 # -- contexts -----------------------------------------------------------------------------------------
-def guild_ctx(guild: str, speaker: str, *participants: str, owner_id: str | None = None, channel: str | None = None,
-              admin: bool = False, readable: tuple[str, ...] = ()) -> RecallContext:
-    return RecallContext("discord", speaker, channel or f"{guild}-general", guild_id=guild, participants=participants, owner_id=owner_id,
-                         admin=admin, readable_channels=readable)
+def guild_ctx(
+    guild: str,
+    speaker: str,
+    *participants: str,
+    owner_id: str | None = None,
+    channel: str | None = None,
+    admin: bool = False,
+    readable: tuple[str, ...] = (),
+) -> RecallContext:
+    return RecallContext(
+        "discord",
+        speaker,
+        channel or f"{guild}-general",
+        guild_id=guild,
+        participants=participants,
+        owner_id=owner_id,
+        admin=admin,
+        readable_channels=readable,
+    )
 
 
 def dm_ctx(person: str, *, owner: bool = False) -> RecallContext:
@@ -183,28 +199,68 @@ def dm_ctx(person: str, *, owner: bool = False) -> RecallContext:
 
 
 # -- writing ------------------------------------------------------------------------------------------
-def remember(engine: MemoryEngine, content: str, *, subject: str = "", scope: Scope = Scope.USER, scope_id: str = "alice",
-             visibility: Visibility = Visibility.PUBLIC, kind: FactKind = FactKind.OTHER, type: MemoryType = MemoryType.SEMANTIC,
-             tags: tuple[str, ...] = (), importance: float = 5.0, ttl: float | None = None,
-             entities: tuple[EntityRef, ...] = (), guild_id: str | None = None) -> Memory:
+def remember(
+    engine: MemoryEngine,
+    content: str,
+    *,
+    subject: str = "",
+    scope: Scope = Scope.USER,
+    scope_id: str = "alice",
+    visibility: Visibility = Visibility.PUBLIC,
+    kind: FactKind = FactKind.OTHER,
+    type: MemoryType = MemoryType.SEMANTIC,
+    tags: tuple[str, ...] = (),
+    importance: float = 5.0,
+    ttl: float | None = None,
+    entities: tuple[EntityRef, ...] = (),
+    guild_id: str | None = None,
+) -> Memory:
     """Store one memory through the real write path and return the stored row (asserting it was stored).
     ``guild_id``: the server a public user fact was said in (without it, a portable fact)."""
-    result = engine.memories.add(NewMemory(
-        content=content, subject=subject or content[:40], scope=scope, scope_id=scope_id, visibility=visibility, kind=kind,
-        type=type, tags=tags, importance=importance, ttl=ttl, entities=entities, guild_id=guild_id,
-    ))
+    result = engine.memories.add(
+        NewMemory(
+            content=content,
+            subject=subject or content[:40],
+            scope=scope,
+            scope_id=scope_id,
+            visibility=visibility,
+            kind=kind,
+            type=type,
+            tags=tags,
+            importance=importance,
+            ttl=ttl,
+            entities=entities,
+            guild_id=guild_id,
+        )
+    )
     assert result.status == "stored", f"expected {content!r} to be stored, got {result.status}"
     return result.memory
 
 
-def say(engine: MemoryEngine, content: str, *, author: str, guild: str | None = None, channel: str | None = None,
-        dm_person: str | None = None, role: str = "user", author_name: str | None = None) -> str:
+def say(
+    engine: MemoryEngine,
+    content: str,
+    *,
+    author: str,
+    guild: str | None = None,
+    channel: str | None = None,
+    dm_person: str | None = None,
+    role: str = "user",
+    author_name: str | None = None,
+) -> str:
     """Store one conversation message (guild channel, or the DM of ``dm_person``)."""
-    return engine.messages.add(NewMessage(
-        platform="discord", channel_id=channel or (f"{guild}-general" if guild else f"dm-{dm_person}"), author_id=author,
-        content=content, guild_id=guild, author_name=author_name if author_name is not None else author.title(), role=role,
-        dm_person_id=dm_person,
-    ))
+    return engine.messages.add(
+        NewMessage(
+            platform="discord",
+            channel_id=channel or (f"{guild}-general" if guild else f"dm-{dm_person}"),
+            author_id=author,
+            content=content,
+            guild_id=guild,
+            author_name=author_name if author_name is not None else author.title(),
+            role=role,
+            dm_person_id=dm_person,
+        )
+    )
 
 
 # -- reading the file directly ------------------------------------------------------------------------
@@ -222,8 +278,17 @@ def fts_rids(engine: MemoryEngine, word: str, table: str = "memory_fts") -> set[
 
 def snapshot(engine: MemoryEngine) -> dict[str, Any]:
     """Everything a write could change, to compare before and after a call that must change nothing."""
-    tables = ("memories", "memory_tags", "memory_entities", "memory_entity_mentions", "memory_relations",
-              "memory_relation_sources", "memory_links", "messages", "embed_cache")
+    tables = (
+        "memories",
+        "memory_tags",
+        "memory_entities",
+        "memory_entity_mentions",
+        "memory_relations",
+        "memory_relation_sources",
+        "memory_links",
+        "messages",
+        "embed_cache",
+    )
     state: dict[str, Any] = {t: engine.db.rows(f"SELECT * FROM {t} ORDER BY 1, 2") for t in tables}
     state["memory_fts"] = count(engine, "memory_fts_docsize")
     state["message_fts"] = count(engine, "message_fts_docsize")

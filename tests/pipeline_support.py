@@ -1,22 +1,30 @@
 """Helpers for the conversation-pipeline tests: a runtime against the fake OpenAI server, message builders."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
 
-from bot.config import load_settings
+from conftest import HashEmbedder
+
 from bot.composition import build_runtime as compose
+from bot.config import load_settings
 from bot.runtime import Runtime
 from bot.types import IncomingMessage
 from memory.clock import FakeClock
 
-from conftest import HashEmbedder
-
 
 def build_runtime(db: Path, srv, clock: FakeClock, **overrides: Any) -> Runtime:
-    settings = load_settings(db_path=db, llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none",
-                             scheduler_enabled=False, llm_timeout_s=2.0, **overrides)
+    settings = load_settings(
+        db_path=db,
+        llm_base_url=srv.base_url,
+        llm_api_key="test-key",
+        embeddings="none",
+        scheduler_enabled=False,
+        llm_timeout_s=2.0,
+        **overrides,
+    )
     return compose(settings, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
 
 
@@ -24,10 +32,12 @@ def dm(platform: str, user: str, text: str, *, name: str = "Alice", mid: str | N
     return IncomingMessage(platform=platform, channel_id=f"dm-{user}", author_id=user, author_name=name, text=text, message_id=mid)
 
 
-def group(platform: str, guild: str, user: str, text: str, *, name: str = "Alice", channel: str = "general",
-          mid: str | None = None) -> IncomingMessage:
-    return IncomingMessage(platform=platform, channel_id=f"{guild}-{channel}", author_id=user, author_name=name, text=text,
-                           guild_id=guild, message_id=mid)
+def group(
+    platform: str, guild: str, user: str, text: str, *, name: str = "Alice", channel: str = "general", mid: str | None = None
+) -> IncomingMessage:
+    return IncomingMessage(
+        platform=platform, channel_id=f"{guild}-{channel}", author_id=user, author_name=name, text=text, guild_id=guild, message_id=mid
+    )
 
 
 def facts(*items: dict[str, Any]) -> str:

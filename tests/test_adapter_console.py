@@ -1,4 +1,5 @@
 """The console adapter with scripted input lines and a captured output stream."""
+
 from __future__ import annotations
 
 import io
@@ -39,7 +40,12 @@ async def test_lines_get_replies_as_direct_messages():
     assert [m.text for m in conv.replies] == ["hello", "my cat is Miso"]  # the blank line was skipped
     first = conv.replies[0]
     assert (first.platform, first.channel_id, first.guild_id, first.author_id, first.author_name) == (
-        "console", "console", None, "local-user", "friend")  # a name the prompt can use: "a DM with friend", not "with you"
+        "console",
+        "console",
+        None,
+        "local-user",
+        "friend",
+    )  # a name the prompt can use: "a DM with friend", not "with you"
     assert first.is_dm and conv.replies[0].message_id != conv.replies[1].message_id
 
 
@@ -60,8 +66,7 @@ async def test_slash_commands_go_to_command():
     conv = ScriptedConversation()
     conv.command_script.append("1. You like tea")
     out = await chat(conv, "/memories", "/remember I was born in Porto", "/link")
-    assert [(c.name, c.argument) for c in conv.commands] == [
-        ("memories", ""), ("remember", "I was born in Porto"), ("link", "")]
+    assert [(c.name, c.argument) for c in conv.commands] == [("memories", ""), ("remember", "I was born in Porto"), ("link", "")]
     assert "bot> 1. You like tea\n" in out and "bot> remember: I was born in Porto\n" in out
     assert conv.replies == [] and conv.commands[0].message.platform == "console"
 

@@ -1,4 +1,5 @@
 """The Discord adapter, run for real (discord.py gateway + REST) against the local fake Discord."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,8 +38,7 @@ async def dsc():
 @pytest.fixture
 async def bot(dsc, conv):
     """A started adapter that answers freely in #companion; always stopped."""
-    adapter = DiscordAdapter(conv, "bot-token", channels=[str(BOT_CHANNEL)], guild_ready_timeout=0.05,
-                             ready_timeout=5, defer_after=0.2)
+    adapter = DiscordAdapter(conv, "bot-token", channels=[str(BOT_CHANNEL)], guild_ready_timeout=0.05, ready_timeout=5, defer_after=0.2)
     await adapter.start()
     try:
         yield adapter
@@ -71,13 +71,18 @@ async def test_dm_gets_a_reply_after_typing(bot, dsc, conv):
     assert calls.index(f"/api/v10/channels/{DM_CHANNEL}/typing") < calls.index(f"/api/v10/channels/{DM_CHANNEL}/messages")
     (msg,) = conv.replies
     assert (msg.platform, msg.channel_id, msg.guild_id, msg.author_id, msg.author_name, msg.text) == (
-        "discord", str(DM_CHANNEL), None, str(ALICE), "alice", "psst")
+        "discord",
+        str(DM_CHANNEL),
+        None,
+        str(ALICE),
+        "alice",
+        "psst",
+    )
     assert msg.is_dm and msg.message_id and msg.created_at > 0
 
 
 async def test_guild_mention_gets_a_reply_without_the_mention(bot, dsc, conv):
-    data = await dsc.dispatch_message(CHANNEL, ALICE, f"hey <@{DISCORD_BOT_ID}>, how are you?", guild_id=GUILD,
-                                      mentions_bot=True)
+    data = await dsc.dispatch_message(CHANNEL, ALICE, f"hey <@{DISCORD_BOT_ID}>, how are you?", guild_id=GUILD, mentions_bot=True)
     sent = await dsc.wait_for_sent(1)
     (msg,) = conv.replies
     assert msg.text == "hey how are you?" and msg.guild_id == str(GUILD) and msg.channel_id == str(CHANNEL)
@@ -110,9 +115,15 @@ async def test_reply_to_the_bot_gets_a_reply(bot, dsc, conv):
 async def test_own_and_other_bots_messages_are_ignored(bot, dsc, conv):
     await dsc.dispatch_message(CHANNEL, ALICE, "hi", guild_id=GUILD, mentions_bot=True)
     await dsc.wait_for_sent(1)  # the fake echoes this post back over the gateway, as Discord does
-    other_bot = payloads.message(payloads.snowflake(), CHANNEL, payloads.user(OTHER_BOT, "otherbot", bot=True),
-                                 f"<@{DISCORD_BOT_ID}> beep", guild_id=str(GUILD), member=payloads.member(),
-                                 mentions=[payloads.bot_user()])
+    other_bot = payloads.message(
+        payloads.snowflake(),
+        CHANNEL,
+        payloads.user(OTHER_BOT, "otherbot", bot=True),
+        f"<@{DISCORD_BOT_ID}> beep",
+        guild_id=str(GUILD),
+        member=payloads.member(),
+        mentions=[payloads.bot_user()],
+    )
     await dsc.dispatch("MESSAGE_CREATE", other_bot)
     await settle(dsc, conv)
     assert [m.text for m in conv.replies] == ["hi"]
@@ -145,8 +156,9 @@ async def test_participants_are_the_recent_other_speakers(bot, dsc, conv):
 
 
 async def test_slash_remember_answers_ephemerally(bot, dsc, conv):
-    await dsc.dispatch_interaction("remember", user_id=ALICE, channel_id=CHANNEL, guild_id=GUILD,
-                                   options={"text": "I take my tea with milk"})
+    await dsc.dispatch_interaction(
+        "remember", user_id=ALICE, channel_id=CHANNEL, guild_id=GUILD, options={"text": "I take my tea with milk"}
+    )
     (response,) = await dsc.wait_for_interaction_responses(1)
     assert response["type"] == 4 and response["data"]["flags"] == EPHEMERAL
     assert response["data"]["content"] == "remember: I take my tea with milk"
@@ -154,7 +166,12 @@ async def test_slash_remember_answers_ephemerally(bot, dsc, conv):
     assert (command.name, command.argument) == ("remember", "I take my tea with milk")
     msg = command.message
     assert (msg.platform, msg.author_id, msg.author_name, msg.guild_id, msg.channel_id) == (
-        "discord", str(ALICE), "alice", str(GUILD), str(CHANNEL))
+        "discord",
+        str(ALICE),
+        "alice",
+        str(GUILD),
+        str(CHANNEL),
+    )
     assert msg.text == "/remember I take my tea with milk"
 
 
@@ -245,7 +262,7 @@ async def test_a_wrong_token_is_rejected_cleanly(conv):
 async def test_the_voice_skip_rule_lets_the_bot_stay_silent_on_unaddressed_text_in_a_configured_channel(bot, dsc, conv):
     conv.script.append(Reply("", skipped=True))
     await dsc.dispatch_message(BOT_CHANNEL, ALICE, "anyone up for lunch?", guild_id=GUILD)
-    await dsc.dispatch_message(BOT_CHANNEL, ALICE, "<@%d> are you?" % DISCORD_BOT_ID, guild_id=GUILD, mentions_bot=True)
+    await dsc.dispatch_message(BOT_CHANNEL, ALICE, f"<@{DISCORD_BOT_ID}> are you?", guild_id=GUILD, mentions_bot=True)
     await dsc.wait_for_sent(1)
     skipped, mentioned = conv.replies
     assert (skipped.addressed, mentioned.addressed) == (False, True)  # the model may stay silent only on the first

@@ -1,4 +1,5 @@
 """The Telegram adapter, run for real (python-telegram-bot polling) against the local fake Bot API."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,7 @@ def conv() -> ScriptedConversation:
 async def tg(conv):
     """A fake Bot API server with a started adapter; always stopped."""
     async with FakeTelegram(token=TOKEN) as srv:
-        adapter = TelegramAdapter(conv, TOKEN, base_url=f"{srv.url}/bot", base_file_url=f"{srv.url}/file/bot",
-                                  typing_interval=0.05)
+        adapter = TelegramAdapter(conv, TOKEN, base_url=f"{srv.url}/bot", base_file_url=f"{srv.url}/file/bot", typing_interval=0.05)
         await adapter.start()
         try:
             yield srv
@@ -38,8 +38,7 @@ async def tg(conv):
 def push_command(srv: FakeTelegram, chat_id: int, user_id: int, text: str, **kwargs) -> None:
     """A command message as Telegram sends it: a bot_command entity over the leading /word."""
     command = text.split(maxsplit=1)[0]
-    srv.push_message(chat_id, user_id, text, entities=[{"type": "bot_command", "offset": 0, "length": len(command)}],
-                     **kwargs)
+    srv.push_message(chat_id, user_id, text, entities=[{"type": "bot_command", "offset": 0, "length": len(command)}], **kwargs)
 
 
 def methods(srv: FakeTelegram) -> list[str]:
@@ -56,7 +55,12 @@ async def test_dm_gets_a_reply_after_typing(tg, conv):
     assert methods(tg).index("sendChatAction") < methods(tg).index("sendMessage")
     (msg,) = conv.replies
     assert (msg.platform, msg.channel_id, msg.guild_id, msg.author_id, msg.author_name) == (
-        "telegram", str(ALICE), None, str(ALICE), "Alice")
+        "telegram",
+        str(ALICE),
+        None,
+        str(ALICE),
+        "Alice",
+    )
     assert msg.is_dm and msg.message_id is not None and msg.created_at >= int(before) - 1
     assert tg.unknown_calls == []
 
@@ -71,8 +75,7 @@ async def test_group_chatter_is_only_observed(tg, conv):
 
 async def test_group_mention_gets_a_reply_without_the_mention(tg, conv):
     tg.push_message(GROUP, BOB, "I lost my keys", chat_type="supergroup", first_name="Bob")
-    tg.push_message(GROUP, ALICE, "hey @companion_bot, where are Bob's keys?", chat_type="supergroup",
-                    mention=True)
+    tg.push_message(GROUP, ALICE, "hey @companion_bot, where are Bob's keys?", chat_type="supergroup", mention=True)
     sent = await tg.wait_for_sent(1)
     (msg,) = conv.replies
     assert msg.text == "hey where are Bob's keys?" and msg.guild_id == str(GROUP)
@@ -90,14 +93,17 @@ async def test_reply_to_the_bot_gets_a_reply(tg, conv):
     assert sent[1]["text"] == "echo: and how are you?" and conv.observed == []
 
 
-@pytest.mark.parametrize("text, name, argument", [
-    ("/start", "start", ""),
-    ("/remember I take my tea with milk\nand no sugar", "remember", "I take my tea with milk\nand no sugar"),
-    ("/forget tea", "forget", "tea"),
-    ("/memories", "memories", ""),
-    ("/link ABC-123", "link", "ABC-123"),
-    ("/export", "export", ""),
-])
+@pytest.mark.parametrize(
+    "text, name, argument",
+    [
+        ("/start", "start", ""),
+        ("/remember I take my tea with milk\nand no sugar", "remember", "I take my tea with milk\nand no sugar"),
+        ("/forget tea", "forget", "tea"),
+        ("/memories", "memories", ""),
+        ("/link ABC-123", "link", "ABC-123"),
+        ("/export", "export", ""),
+    ],
+)
 async def test_each_command_is_routed_with_its_argument(tg, conv, text, name, argument):
     push_command(tg, ALICE, ALICE, text)
     sent = await tg.wait_for_sent(1)
@@ -111,8 +117,7 @@ async def test_each_command_is_routed_with_its_argument(tg, conv, text, name, ar
 async def test_group_command_addressed_to_the_bot_by_username(tg, conv):
     push_command(tg, GROUP, ALICE, "/remember@companion_bot the meeting is on Friday", chat_type="group")
     await tg.wait_for_sent(1)
-    assert [(c.name, c.argument, c.message.guild_id) for c in conv.commands] == [
-        ("remember", "the meeting is on Friday", str(GROUP))]
+    assert [(c.name, c.argument, c.message.guild_id) for c in conv.commands] == [("remember", "the meeting is on Friday", str(GROUP))]
 
 
 async def test_commands_are_announced_at_start(tg):

@@ -1,4 +1,5 @@
 """split_message: natural boundaries, hard limits, nothing lost but the whitespace at a cut, code fences."""
+
 from __future__ import annotations
 
 import random
@@ -97,13 +98,28 @@ def test_a_limit_too_small_to_be_useful_is_refused():
 @pytest.mark.parametrize("limit", [32, 200, 2000])
 def test_random_texts_keep_every_visible_character_within_the_limit(limit):
     """Seeded fuzz: long words, emoji, blank runs, code fences with and without a language."""
-    pieces = ["word", "x" * 300, ".", "!", "\n", "\n\n", "  ", "\t", "é", "🙂", "Hi.", "\n```\n", "\n```js\n",
-              "    indented", "\n```python\n"]
+    pieces = [
+        "word",
+        "x" * 300,
+        ".",
+        "!",
+        "\n",
+        "\n\n",
+        "  ",
+        "\t",
+        "é",
+        "🙂",
+        "Hi.",
+        "\n```\n",
+        "\n```js\n",
+        "    indented",
+        "\n```python\n",
+    ]
     rnd = random.Random(limit)
     for _ in range(150):
         text = "".join(rnd.choice(pieces) + rnd.choice([" ", "", "\n"]) for _ in range(rnd.randint(1, 600)))
         chunks = split_message(text, limit)
-        assert all(0 < len(c.strip()) and len(c) <= limit for c in chunks)
+        assert all(len(c.strip()) > 0 and len(c) <= limit for c in chunks)
         assert without_fence_lines("\n".join(chunks)) == without_fence_lines(text)
 
 

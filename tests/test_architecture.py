@@ -6,6 +6,7 @@ import helper. A dynamic import whose name is not written out is a finding of it
 upward import hides (``memory/bench.py`` once loaded ``bot.benchturn`` from a string it was given).
 ``measure`` is the top layer, and only ``bot/cli*`` may import it, inside a function (the command's handler).
 """
+
 from __future__ import annotations
 
 import ast
@@ -64,7 +65,7 @@ def _named(node: ast.AST, package: tuple[str, ...]) -> set[str]:
         return {DYNAMIC if name is None else package[0] if name.startswith(".") else name.split(".")[0]}
     if isinstance(node, (ast.List, ast.Tuple)):  # [sys.executable, "-m", "pkg.mod", ...]
         texts = [_text(e) for e in node.elts]
-        return {b.split(".")[0] for a, b in zip(texts, texts[1:]) if a == "-m" and b}
+        return {b.split(".")[0] for a, b in zip(texts, texts[1:], strict=False) if a == "-m" and b}
     match = ENTRY_POINT.fullmatch(_text(node) or "")
     return {match.group(1)} if match and match.group(1) in OURS else set()
 
@@ -82,8 +83,7 @@ def violations(package: str, root: Path = ROOT) -> dict[str, list[str]]:
     found = {}
     for path in sorted((root / package).rglob("*.py")):
         rel = path.relative_to(root)
-        bad = {s.name for s in import_sites(path, root)
-               if s.name in FORBIDDEN[package] | {DYNAMIC} and not cli_handler_may_import(rel, s)}
+        bad = {s.name for s in import_sites(path, root) if s.name in FORBIDDEN[package] | {DYNAMIC} and not cli_handler_may_import(rel, s)}
         if bad:
             found[str(rel)] = sorted(bad)
     return found
@@ -96,8 +96,12 @@ def test_layers_import_only_downwards(package):
 
 
 def test_only_adapters_touch_discord_or_telegram():
-    offenders = [str(p.relative_to(ROOT)) for pkg in OURS for p in (ROOT / pkg).rglob("*.py")
-                 if imports(p) & PLATFORMS and "adapters" not in p.relative_to(ROOT).parts[:2]]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for pkg in OURS
+        for p in (ROOT / pkg).rglob("*.py")
+        if imports(p) & PLATFORMS and "adapters" not in p.relative_to(ROOT).parts[:2]
+    ]
     assert offenders == []
 
 
@@ -112,11 +116,14 @@ PLANTED = [
     ('import importlib\n\ndef load():\n    return importlib.import_module("bot.benchturn")\n', ["bot"]),
     ('from importlib import import_module\nturn = import_module("measure.turn")\n', ["measure"]),
     ('voice = __import__("voice.warm")\n', ["voice"]),
-    ('import importlib\n\ndef load(name):\n    return importlib.import_module(name)\n', [DYNAMIC]),
+    ("import importlib\n\ndef load(name):\n    return importlib.import_module(name)\n", [DYNAMIC]),
     ('def run(bench, hook="measure.turn:make_turn"):\n    return bench(hook)\n', ["measure"]),
     ('import sys\nCMD = [sys.executable, "-m", "bot.cli", "stats"]\n', ["bot"]),
-    ('import importlib\nfine = importlib.import_module(".db", "memory"), importlib.import_module("numpy")\n'
-     'NOT_IMPORTS = ("bench:u0", "12:30", "http://127.0.0.1:9/v1", "-m")\n', []),
+    (
+        'import importlib\nfine = importlib.import_module(".db", "memory"), importlib.import_module("numpy")\n'
+        'NOT_IMPORTS = ("bench:u0", "12:30", "http://127.0.0.1:9/v1", "-m")\n',
+        [],
+    ),
 ]
 
 
@@ -135,5 +142,8 @@ def test_only_a_cli_handler_imports_measure(tmp_path: Path) -> None:
     (tmp_path / "bot" / "cli" / "eager.py").write_text("from measure.bench import run_bench\n")
     (tmp_path / "bot" / "orchestrator.py").write_text(lazy)
     (tmp_path / "bot" / "adapters" / "cli_console.py").write_text(lazy)
-    assert violations("bot", tmp_path) == {"bot/adapters/cli_console.py": ["measure"], "bot/cli/eager.py": ["measure"],
-                                           "bot/orchestrator.py": ["measure"]}
+    assert violations("bot", tmp_path) == {
+        "bot/adapters/cli_console.py": ["measure"],
+        "bot/cli/eager.py": ["measure"],
+        "bot/orchestrator.py": ["measure"],
+    }

@@ -3,6 +3,7 @@
 Most tests use ``--embeddings none`` (BM25 only, fast); one uses the real offline model, and the
 consolidation test points the real openai SDK at the fake OpenAI-compatible server.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,7 +19,6 @@ import pytest
 from bot.cli import main
 from tests.cli_support import Cli, Result, _alice
 from tests.fakes import FakeOpenAI
-
 
 
 # -- memory add / list / show / edit / delete -----------------------------------------------------------
@@ -58,8 +58,9 @@ def test_ttl_is_an_expiry_time(cli: Cli) -> None:
 # -- search ----------------------------------------------------------------------------------------------
 def test_search_as_operator_and_as_conversations(cli: Cli) -> None:
     cli.add("Alice has a cat named Pixel", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
-    cli.add("Alice told me in private that the cat Pixel is sick", "--subject", "Alice", "--scope", "user", "--scope-id", "alice",
-            "--private")
+    cli.add(
+        "Alice told me in private that the cat Pixel is sick", "--subject", "Alice", "--scope", "user", "--scope-id", "alice", "--private"
+    )
     cli.add("The guild cat emoji is :pixelcat:", "--subject", "guild", "--scope", "guild", "--scope-id", "g1")
     cli.add("My own cat is called Tofu", "--subject", "owner", "--scope", "owner", "--scope-id", "boss")
 
@@ -103,15 +104,22 @@ def test_export_forget_import(cli: Cli, tmp_path: Path) -> None:
     assert [m["subject"] for m in cli("memory", "list", "--json").json()] == ["Bob"]
 
     imported = cli("memory", "import", str(target), "--json")
-    assert imported.code == 0 and imported.json() == {"stored": 1, "duplicate": 0, "rejected": 0, "messages": 0,
-                                                      "session_summaries": 0, "reasons": []}
+    assert imported.code == 0 and imported.json() == {
+        "stored": 1,
+        "duplicate": 0,
+        "rejected": 0,
+        "messages": 0,
+        "session_summaries": 0,
+        "reasons": [],
+    }
     assert "Alice drinks green tea every morning" in {m["content"] for m in cli("memory", "list", "--json").json()}
     assert cli("memory", "import", str(target)).out.strip() == "0 stored, 1 duplicate, 0 rejected, 0 messages, 0 session summaries"
 
 
 def test_import_says_why_each_row_was_rejected_and_refuses_what_is_not_an_export(cli: Cli, tmp_path: Path) -> None:
-    (tmp_path / "rows.json").write_text(json.dumps([{"content": "Alice's password is hunter22", "scope": "user", "scope_id": "a"},
-                                                    {"content": "no scope"}]))
+    (tmp_path / "rows.json").write_text(
+        json.dumps([{"content": "Alice's password is hunter22", "scope": "user", "scope_id": "a"}, {"content": "no scope"}])
+    )
     result = cli("memory", "import", str(tmp_path / "rows.json"))
     assert result.code == 0 and "0 stored, 0 duplicate, 2 rejected" in result.out
     assert "memory 1: text contains what looks like a secret" in result.out and "memory 2: missing field 'scope'" in result.out
@@ -143,20 +151,23 @@ def test_decay_and_prune_print_counts(cli: Cli) -> None:
 
 
 # -- bad input: exit 2, one line, no traceback --------------------------------------------------------------
-@pytest.mark.parametrize("argv, fragment", [
-    (["memory", "add", "x y z", "--subject", "s", "--scope", "planet", "--scope-id", "1"], "invalid choice: 'planet'"),
-    (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "1", "--importance", "11"], "from 1 to 10"),
-    (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "1", "--ttl", "soon"], "duration"),
-    (["memory", "add", "my password is hunter22", "--subject", "s", "--scope", "user", "--scope-id", "1"], "rejected:"),
-    (["memory", "add", "a note", "--subject", "s", "--scope", "guild", "--scope-id", "1", "--private"], "--private"),
-    (["memory", "import", "missing.json"], "No such file"),
-    (["memory", "delete", "0b7c6a1e-0000-4000-8000-000000000000", "--yes"], "no memory with id"),
-    (["memory", "edit", "0b7c6a1e-0000-4000-8000-000000000000"], "nothing to change"),
-    (["memory", "list", "--limit", "0"], "above 0"),
-    (["eval", "locomo", "missing.json"], "No such file"),
-    (["bench", "--sizes", "10x"], "whole number"),
-    (["memory", "frobnicate"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["memory", "add", "x y z", "--subject", "s", "--scope", "planet", "--scope-id", "1"], "invalid choice: 'planet'"),
+        (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "1", "--importance", "11"], "from 1 to 10"),
+        (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "1", "--ttl", "soon"], "duration"),
+        (["memory", "add", "my password is hunter22", "--subject", "s", "--scope", "user", "--scope-id", "1"], "rejected:"),
+        (["memory", "add", "a note", "--subject", "s", "--scope", "guild", "--scope-id", "1", "--private"], "--private"),
+        (["memory", "import", "missing.json"], "No such file"),
+        (["memory", "delete", "0b7c6a1e-0000-4000-8000-000000000000", "--yes"], "no memory with id"),
+        (["memory", "edit", "0b7c6a1e-0000-4000-8000-000000000000"], "nothing to change"),
+        (["memory", "list", "--limit", "0"], "above 0"),
+        (["eval", "locomo", "missing.json"], "No such file"),
+        (["bench", "--sizes", "10x"], "whole number"),
+        (["memory", "frobnicate"], "invalid choice"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(cli: Cli, argv: list[str], fragment: str) -> None:
     result = cli(*argv)
     assert result.code == 2
@@ -210,33 +221,44 @@ def test_delete_confirmation(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- eval ------------------------------------------------------------------------------------------------
-TINY_LOCOMO = [{
-    "sample_id": "tiny-1",
-    "conversation": {
-        "speaker_a": "Maya", "speaker_b": "Tom",
-        "session_1_date_time": "10:00 am on 3 March, 2023",
-        "session_1": [
-            {"speaker": "Maya", "dia_id": "D1:1", "text": "I just adopted a greyhound, her name is Biscuit!"},
-            {"speaker": "Tom", "dia_id": "D1:2", "text": "Congrats! How old is she?"},
-            {"speaker": "Maya", "dia_id": "D1:3", "text": "Four. She used to race before she retired."},
-            {"speaker": "Tom", "dia_id": "D1:4", "text": "Lately I have been practising scales every night.",
-             "blip_caption": "a photo of a cello in a case"},
+TINY_LOCOMO = [
+    {
+        "sample_id": "tiny-1",
+        "conversation": {
+            "speaker_a": "Maya",
+            "speaker_b": "Tom",
+            "session_1_date_time": "10:00 am on 3 March, 2023",
+            "session_1": [
+                {"speaker": "Maya", "dia_id": "D1:1", "text": "I just adopted a greyhound, her name is Biscuit!"},
+                {"speaker": "Tom", "dia_id": "D1:2", "text": "Congrats! How old is she?"},
+                {"speaker": "Maya", "dia_id": "D1:3", "text": "Four. She used to race before she retired."},
+                {
+                    "speaker": "Tom",
+                    "dia_id": "D1:4",
+                    "text": "Lately I have been practising scales every night.",
+                    "blip_caption": "a photo of a cello in a case",
+                },
+            ],
+            "session_2_date_time": "7:30 pm on 20 April, 2023",
+            "session_2": [
+                {"speaker": "Tom", "dia_id": "D2:1", "text": "My cello recital is next Saturday in Leeds."},
+                {"speaker": "Maya", "dia_id": "D2:2", "text": "Biscuit and I will come and cheer for you."},
+                {"speaker": "Tom", "dia_id": "D2:3", "text": "Great, bring snacks."},
+                {"speaker": "Maya", "dia_id": "D2:4", "text": "I started volunteering at a rescue shelter on Sundays."},
+            ],
+        },
+        "qa": [
+            {"question": "What is the name of Maya's greyhound?", "answer": "Biscuit", "evidence": ["D1:1"], "category": 4},
+            {"question": "Where and when is Tom's cello recital?", "answer": "Leeds, Saturday", "evidence": ["D2:1; D1:4"], "category": 1},
+            {
+                "question": "Which instrument does Maya play at her recital?",
+                "adversarial_answer": "cello",
+                "evidence": ["D:2:1"],
+                "category": 5,
+            },
         ],
-        "session_2_date_time": "7:30 pm on 20 April, 2023",
-        "session_2": [
-            {"speaker": "Tom", "dia_id": "D2:1", "text": "My cello recital is next Saturday in Leeds."},
-            {"speaker": "Maya", "dia_id": "D2:2", "text": "Biscuit and I will come and cheer for you."},
-            {"speaker": "Tom", "dia_id": "D2:3", "text": "Great, bring snacks."},
-            {"speaker": "Maya", "dia_id": "D2:4", "text": "I started volunteering at a rescue shelter on Sundays."},
-        ],
-    },
-    "qa": [
-        {"question": "What is the name of Maya's greyhound?", "answer": "Biscuit", "evidence": ["D1:1"], "category": 4},
-        {"question": "Where and when is Tom's cello recital?", "answer": "Leeds, Saturday", "evidence": ["D2:1; D1:4"], "category": 1},
-        {"question": "Which instrument does Maya play at her recital?", "adversarial_answer": "cello", "evidence": ["D:2:1"],
-         "category": 5},
-    ],
-}]
+    }
+]
 
 
 def test_eval_locomo_prints_the_summary(cli: Cli, tmp_path: Path) -> None:
@@ -258,8 +280,11 @@ def test_eval_locomo_prints_the_summary(cli: Cli, tmp_path: Path) -> None:
 
 # -- the real offline model --------------------------------------------------------------------------------
 def test_local_model_search_and_reembed(cli: Cli) -> None:
-    for content, subject in (("Alice drinks green tea every morning", "Alice"), ("Bob is training for a marathon", "Bob"),
-                             ("The guild server moved to a new host in Frankfurt", "server")):
+    for content, subject in (
+        ("Alice drinks green tea every morning", "Alice"),
+        ("Bob is training for a marathon", "Bob"),
+        ("The guild server moved to a new host in Frankfurt", "server"),
+    ):
         cli.add(content, "--subject", subject, "--scope", "user", "--scope-id", subject.lower(), embeddings="none")
 
     assert cli("stats", "--json").json()["embedding"] is None
@@ -269,8 +294,22 @@ def test_local_model_search_and_reembed(cli: Cli) -> None:
 
     hits = cli("memory", "search", "which beverage does she like", "--mode", "vector", "--json", embeddings="local").json()
     assert hits[0]["memory"]["content"] == "Alice drinks green tea every morning"
-    assert cli("memory", "add", "Alice drinks green tea every morning!", "--subject", "Alice", "--scope", "user",
-               "--scope-id", "alice", "--json", embeddings="local").json()["status"] == "duplicate"
+    assert (
+        cli(
+            "memory",
+            "add",
+            "Alice drinks green tea every morning!",
+            "--subject",
+            "Alice",
+            "--scope",
+            "user",
+            "--scope-id",
+            "alice",
+            "--json",
+            embeddings="local",
+        ).json()["status"]
+        == "duplicate"
+    )
 
 
 # -- consolidation through the real openai SDK and a fake server -------------------------------------------
@@ -284,8 +323,19 @@ async def test_consolidate_merges_a_cluster(cli: Cli, monkeypatch: pytest.Monkey
             return cli(*argv, embeddings="openai")
 
         for day in ("weekends", "sundays"):
-            added = await asyncio.to_thread(run, "memory", "add", f"Alice enjoys hiking in the mountains on {day}", "--subject",
-                                            "Alice", "--scope", "user", "--scope-id", "alice", "--json")
+            added = await asyncio.to_thread(
+                run,
+                "memory",
+                "add",
+                f"Alice enjoys hiking in the mountains on {day}",
+                "--subject",
+                "Alice",
+                "--scope",
+                "user",
+                "--scope-id",
+                "alice",
+                "--json",
+            )
             assert added.json()["status"] == "stored"
         srv.script('{"subject": "Alice", "content": "Alice hikes in the mountains at weekends", "importance": 6}')
         result = await asyncio.to_thread(run, "consolidate", "--json")
@@ -297,7 +347,8 @@ async def test_consolidate_merges_a_cluster(cli: Cli, monkeypatch: pytest.Monkey
     assert "on sundays" in srv.all_prompt_text() and "on weekends" in srv.all_prompt_text()
     live = cli("memory", "list", "--json").json()
     assert [(m["id"], m["content"], m["source"]) for m in live] == [
-        (report["new_ids"][0], "Alice hikes in the mountains at weekends", "consolidation")]
+        (report["new_ids"][0], "Alice hikes in the mountains at weekends", "consolidation")
+    ]
     everything = cli("memory", "list", "--all", "--json").json()  # the operator still sees the merged originals
     assert sorted(m["consolidated_into"] or "" for m in everything) == ["", report["new_ids"][0], report["new_ids"][0]]
     assert "(inactive)" in cli("memory", "list", "--all").out
@@ -307,8 +358,19 @@ async def test_consolidate_reports_an_unreachable_model(cli: Cli, monkeypatch: p
     async with FakeOpenAI() as srv:
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         for day in ("weekends", "sundays"):
-            await asyncio.to_thread(cli, "memory", "add", f"Alice enjoys hiking in the mountains on {day}", "--subject", "Alice",
-                                    "--scope", "user", "--scope-id", "alice", embeddings="openai")
+            await asyncio.to_thread(
+                cli,
+                "memory",
+                "add",
+                f"Alice enjoys hiking in the mountains on {day}",
+                "--subject",
+                "Alice",
+                "--scope",
+                "user",
+                "--scope-id",
+                "alice",
+                embeddings="openai",
+            )
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
         monkeypatch.setenv("COMPANION_EMBEDDING_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_LLM_MAX_RETRIES", "0")
@@ -328,8 +390,12 @@ def test_help(cli: Cli) -> None:
 
 def test_global_options_work_after_the_command(cli: Cli, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     other = tmp_path / "other.db"
-    assert main(["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "1", "--db", str(other),
-                 "--embeddings", "none"]) == 0
+    assert (
+        main(
+            ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "1", "--db", str(other), "--embeddings", "none"]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["stats", "--db", str(other), "--embeddings", "none", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["db"] == str(other)
@@ -337,8 +403,14 @@ def test_global_options_work_after_the_command(cli: Cli, tmp_path: Path, capsys:
 
 def _python_m_bot(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPANION_")}
-    return subprocess.run([sys.executable, "-m", "bot", *argv], capture_output=True, text=True, cwd=tmp_path,
-                          env={**env, "PYTHONPATH": str(Path(__file__).parents[1])}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(Path(__file__).parents[1])},
+        timeout=120,
+    )
 
 
 def test_python_dash_m_bot(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """``companion chat`` end to end: the real runtime, the real openai SDK against the local fake server, and
 lines typed on a (replaced) stdin. The terminal carries the conversation; logs go to a file."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.orchestrator import APOLOGY
-from tests.fakes import FakeOpenAI, HTTPError
 from tests.cli_support import Cli, Result
+from tests.fakes import FakeOpenAI, HTTPError
 
 LOG_NOISE = ("applied migration", "Scheduler", "HTTP Request", "INFO", "WARNING")
 

@@ -1,5 +1,6 @@
 """``companion doctor`` against the local fake OpenAI-compatible server, the token format checks it shares
 with ``companion run``, and the API-key warning it shares with ``companion chat``."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,8 +8,8 @@ import asyncio
 import pytest
 
 from bot.cli.doctor import is_local, key_warning, token_problems
-from tests.fakes import FakeOpenAI, HTTPError
 from tests.cli_support import Cli, _alice
+from tests.fakes import FakeOpenAI, HTTPError
 
 DISCORD = "MTA5ODc2NTQzMjEwOTg3NjU0Mw.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789_-"
 TELEGRAM = "7012345678:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
@@ -51,8 +52,7 @@ async def test_doctor_names_an_unreachable_model_server(cli: Cli, monkeypatch: p
 
 async def test_doctor_names_a_model_the_server_does_not_have(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     async with FakeOpenAI() as srv:
-        srv.script(HTTPError(404, {"error": {"message": "model 'llama9' not found", "type": "not_found", "param": None,
-                                              "code": None}}))
+        srv.script(HTTPError(404, {"error": {"message": "model 'llama9' not found", "type": "not_found", "param": None, "code": None}}))
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_CHAT_MODEL", "llama9")
         result = await asyncio.to_thread(cli, "doctor", "--json")
@@ -92,28 +92,39 @@ async def test_doctor_reports_a_damaged_store_and_a_missing_one(cli: Cli, monkey
     assert damaged.code == 1 and store["status"] == "fail" and str(cli.db) in store["detail"] and "restore" in store["fix"]
 
 
-@pytest.mark.parametrize("discord, telegram, named", [
-    (DISCORD, TELEGRAM, []),
-    ("", "", []),
-    ("Bot " + DISCORD, "", ["DISCORD_TOKEN"]),
-    ("MTA5ODc2NTQzMjEwOTg3NjU0Mw.GhIjKl", "", ["DISCORD_TOKEN"]),           # two parts: the signature is missing
-    ("1098765432109876543", "", ["DISCORD_TOKEN"]),                          # the application id, not the token
-    (DISCORD + " ", "", ["DISCORD_TOKEN"]),                                  # a trailing space from .env
-    ("", "7012345678:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", ["TELEGRAM_TOKEN"]),  # 34 characters
-    ("", "bot7012345678:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1", ["TELEGRAM_TOKEN"]),
-    ("nonsense", "nonsense", ["DISCORD_TOKEN", "TELEGRAM_TOKEN"]),
-])
+@pytest.mark.parametrize(
+    "discord, telegram, named",
+    [
+        (DISCORD, TELEGRAM, []),
+        ("", "", []),
+        ("Bot " + DISCORD, "", ["DISCORD_TOKEN"]),
+        ("MTA5ODc2NTQzMjEwOTg3NjU0Mw.GhIjKl", "", ["DISCORD_TOKEN"]),  # two parts: the signature is missing
+        ("1098765432109876543", "", ["DISCORD_TOKEN"]),  # the application id, not the token
+        (DISCORD + " ", "", ["DISCORD_TOKEN"]),  # a trailing space from .env
+        ("", "7012345678:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", ["TELEGRAM_TOKEN"]),  # 34 characters
+        ("", "bot7012345678:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1", ["TELEGRAM_TOKEN"]),
+        ("nonsense", "nonsense", ["DISCORD_TOKEN", "TELEGRAM_TOKEN"]),
+    ],
+)
 def test_token_formats(discord: str, telegram: str, named: list[str]) -> None:
     problems = token_problems(discord, telegram)
     assert [p.split()[0] for p in problems] == named
     assert all(discord not in p for p in problems if discord) and all(telegram not in p for p in problems if telegram)
 
 
-@pytest.mark.parametrize("url, local", [
-    ("http://localhost:11434/v1", True), ("http://127.0.0.1:8080/v1", True), ("http://[::1]:1234/v1", True),
-    ("http://192.168.1.20:11434/v1", True), ("http://gpu-box.local:8000/v1", True),
-    ("https://api.openai.com/v1", False), ("https://openrouter.ai/api/v1", False), ("http://8.8.8.8/v1", False),
-])
+@pytest.mark.parametrize(
+    "url, local",
+    [
+        ("http://localhost:11434/v1", True),
+        ("http://127.0.0.1:8080/v1", True),
+        ("http://[::1]:1234/v1", True),
+        ("http://192.168.1.20:11434/v1", True),
+        ("http://gpu-box.local:8000/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("https://openrouter.ai/api/v1", False),
+        ("http://8.8.8.8/v1", False),
+    ],
+)
 def test_which_servers_are_local(url: str, local: bool) -> None:
     assert is_local(url) is local
     assert (key_warning(url, "") is None) is local
@@ -126,10 +137,13 @@ def test_the_key_warning_names_the_variable_and_the_server() -> None:
 
 
 # -- companion run: a malformed token is refused by name, before anything connects ---------------------------------
-@pytest.mark.parametrize("variable, value", [
-    ("TELEGRAM_TOKEN", "12345:short"),
-    ("DISCORD_TOKEN", "not-a-discord-token"),
-])
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("TELEGRAM_TOKEN", "12345:short"),
+        ("DISCORD_TOKEN", "not-a-discord-token"),
+    ],
+)
 def test_run_refuses_a_malformed_token_before_connecting(cli: Cli, monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
     monkeypatch.setenv(variable, value)
     result = cli("run")

@@ -1,21 +1,22 @@
 """MEM-4 for models of the same dimension: the store records which model made its vectors, and another
 model of the same size is refused (until ``reembed``) instead of silently comparing two vector spaces.
 """
+
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
 import pytest
+from conftest import HashEmbedder, count, dm_ctx, remember
 
 from bot.composition import open_engine
 from bot.config import load_settings
 from memory.embeddings import ModelMismatch
 from memory.engine import MemoryEngine
 from memory.reembed import reembed
-from conftest import HashEmbedder, count, dm_ctx, remember
-from tests.fakes import FakeOpenAI
 from tests.cli_support import Cli
+from tests.fakes import FakeOpenAI
 
 
 def test_a_model_of_the_same_dimension_is_refused_until_reembed(tmp_path: Path, clock, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,15 +53,28 @@ async def test_switching_provider_at_the_same_dimension_asks_for_reembed(cli: Cl
     # The fake server embeds in 384 dimensions, like the offline MiniLM: same size, different vector spaces.
     async with FakeOpenAI(embedding_dim=384) as srv:
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
-        added = await asyncio.to_thread(cli, "memory", "add", "Alice drinks green tea every morning", "--subject", "Alice",
-                                        "--scope", "user", "--scope-id", "alice", "--json", embeddings="openai")
+        added = await asyncio.to_thread(
+            cli,
+            "memory",
+            "add",
+            "Alice drinks green tea every morning",
+            "--subject",
+            "Alice",
+            "--scope",
+            "user",
+            "--scope-id",
+            "alice",
+            "--json",
+            embeddings="openai",
+        )
         assert added.code == 0, added.err
 
         refused = await asyncio.to_thread(cli, "memory", "search", "tea", "--json", embeddings="local")
         assert refused.code == 2 and refused.out == ""
         assert "companion reembed" in refused.err and "openai:" in refused.err
-        add_refused = await asyncio.to_thread(cli, "memory", "add", "Bob runs marathons", "--subject", "Bob", "--scope", "user",
-                                              "--scope-id", "bob", embeddings="local")
+        add_refused = await asyncio.to_thread(
+            cli, "memory", "add", "Bob runs marathons", "--subject", "Bob", "--scope", "user", "--scope-id", "bob", embeddings="local"
+        )
         assert add_refused.code == 2 and "companion reembed" in add_refused.error_line()
 
         doctor = (await asyncio.to_thread(cli, "doctor", "--json", embeddings="local")).json()

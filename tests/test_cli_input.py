@@ -3,6 +3,7 @@
 Run in-process through ``bot.cli.main`` against a real SQLite file (the ``cli`` fixture of test_cli.py),
 except where a fresh interpreter is the point (what ``--help`` imports).
 """
+
 from __future__ import annotations
 
 import io
@@ -28,10 +29,12 @@ def test_version_comes_from_the_package_metadata(cli: Cli) -> None:
 
 def test_help_imports_none_of_the_heavy_libraries() -> None:
     # What `companion --help` pays for at start-up: each of these costs 50-800 ms to import on two cores.
-    code = ("import sys; from bot.cli import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "heavy = ('openai', 'aiohttp', 'numpy', 'sqlite_vec', 'apsw', 'rich', 'pydantic', 'apscheduler', 'onnxruntime')\n"
-            "print(sorted(m for m in heavy if m in sys.modules))")
+    code = (
+        "import sys; from bot.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('openai', 'aiohttp', 'numpy', 'sqlite_vec', 'apsw', 'rich', 'pydantic', 'apscheduler', 'onnxruntime')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
@@ -44,20 +47,23 @@ def test_help_explains_exit_codes_and_json_errors(cli: Cli) -> None:
 
 
 # -- validation: exit 2, one line naming the problem -----------------------------------------------------------
-@pytest.mark.parametrize("argv, fragment", [
-    (["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", ""], "--scope-id: must not be empty"),
-    (["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "   "], "--scope-id: must not be empty"),
-    (["memory", "list", "--scope-id", ""], "--scope-id: must not be empty"),
-    (["memory", "export", "--person", ""], "--person: must not be empty"),
-    (["decay", "--factor", "-1"], "above 0 and below 1"),
-    (["decay", "--factor", "2"], "above 0 and below 1"),
-    (["decay", "--factor", "1"], "above 0 and below 1"),
-    (["decay", "--factor", "0"], "above 0 and below 1"),
-    (["decay", "--factor", "half"], "between 0 and 1"),
-    (["snapshot", "hello", "--user", "u1", "--platform", "myspace"], "invalid choice: 'myspace'"),
-    (["memory", "search", ""], "the query is empty"),
-    (["memory", "search", "  \t"], "the query is empty"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", ""], "--scope-id: must not be empty"),
+        (["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "   "], "--scope-id: must not be empty"),
+        (["memory", "list", "--scope-id", ""], "--scope-id: must not be empty"),
+        (["memory", "export", "--person", ""], "--person: must not be empty"),
+        (["decay", "--factor", "-1"], "above 0 and below 1"),
+        (["decay", "--factor", "2"], "above 0 and below 1"),
+        (["decay", "--factor", "1"], "above 0 and below 1"),
+        (["decay", "--factor", "0"], "above 0 and below 1"),
+        (["decay", "--factor", "half"], "between 0 and 1"),
+        (["snapshot", "hello", "--user", "u1", "--platform", "myspace"], "invalid choice: 'myspace'"),
+        (["memory", "search", ""], "the query is empty"),
+        (["memory", "search", "  \t"], "the query is empty"),
+    ],
+)
 def test_bad_values_are_refused_with_one_line(cli: Cli, argv: list[str], fragment: str) -> None:
     _alice(cli)
     result = cli(*argv)
@@ -80,11 +86,14 @@ def test_a_valid_factor_still_works(cli: Cli) -> None:
 
 
 # -- errors with --json: one JSON object on stderr, stdout left for results --------------------------------------
-@pytest.mark.parametrize("argv, code, fragment", [
-    (["memory", "show", "0b7c6a1e-0000-4000-8000-000000000000", "--json"], 2, "no memory with id"),  # raised by the store
-    (["memory", "list", "--limit", "0", "--json"], 2, "above 0"),                                 # refused by argparse
-    (["decay", "--factor", "7", "--json"], 2, "above 0 and below 1"),
-])
+@pytest.mark.parametrize(
+    "argv, code, fragment",
+    [
+        (["memory", "show", "0b7c6a1e-0000-4000-8000-000000000000", "--json"], 2, "no memory with id"),  # raised by the store
+        (["memory", "list", "--limit", "0", "--json"], 2, "above 0"),  # refused by argparse
+        (["decay", "--factor", "7", "--json"], 2, "above 0 and below 1"),
+    ],
+)
 def test_json_errors_are_one_object_on_stderr(cli: Cli, argv: list[str], code: int, fragment: str) -> None:
     _alice(cli)
     result = cli(*argv)
@@ -137,6 +146,12 @@ def test_file_writers_refuse_a_directory_or_a_missing_folder(cli: Cli, tmp_path:
 
 def test_python_dash_m_bot_version(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPANION_")}
-    done = subprocess.run([sys.executable, "-m", "bot", "--version"], capture_output=True, text=True, cwd=tmp_path,
-                          env={**env, "PYTHONPATH": str(ROOT)}, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout.startswith("companion ")

@@ -3,6 +3,7 @@ read-only file, a typo in --db; and ``restore``, the way back from a ``backup``.
 
 Every message names the path; read commands never create a store; a read-only store still serves reads.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,13 @@ import pytest
 
 from tests.cli_support import Cli, _alice
 
-READ_COMMANDS = [["memory", "list"], ["stats"], ["memory", "search", "tea", "--mode", "bm25"], ["memory", "show", "abcd1234"],
-                 ["memory", "export", "--person", "alice"]]
+READ_COMMANDS = [
+    ["memory", "list"],
+    ["stats"],
+    ["memory", "search", "tea", "--mode", "bm25"],
+    ["memory", "show", "abcd1234"],
+    ["memory", "export", "--person", "alice"],
+]
 
 
 @pytest.fixture
@@ -126,10 +132,13 @@ def test_restore_brings_back_a_backup(cli: Cli, tmp_path: Path) -> None:
     assert [m["id"] for m in elsewhere("memory", "list", "--json").json()] == [memory_id]
 
 
-@pytest.mark.parametrize("content, fragment", [
-    (b"not a database at all" * 50, "not a usable companion store"),
-    (None, "not a companion store"),  # an SQLite file of another program
-])
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (b"not a database at all" * 50, "not a usable companion store"),
+        (None, "not a companion store"),  # an SQLite file of another program
+    ],
+)
 def test_restore_refuses_what_is_not_a_store(cli: Cli, tmp_path: Path, content: bytes | None, fragment: str) -> None:
     memory_id = _alice(cli)
     source = tmp_path / "suspicious.db"

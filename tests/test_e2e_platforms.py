@@ -1,5 +1,6 @@
 """Both platforms at once, end to end: python-telegram-bot and discord.py against local servers, the real
 orchestrator and store, the openai SDK against a scripted model. Assertions are on what the model saw."""
+
 from __future__ import annotations
 
 import re
@@ -83,7 +84,9 @@ async def test_a_private_telegram_fact_never_reaches_a_discord_guild(world):
     await tell_on_telegram(runtime, llm, tg, "My diagnosis is private: I have diabetes", "Alice has diabetes")
     await link_telegram_to_discord(tg, dc)
     llm.script("Hi!")
-    await dc.dispatch_message(8001, DC_USER, "hey bot, what about my health and diabetes?", guild_id=8000, mentions_bot=True, username="alice")
+    await dc.dispatch_message(
+        8001, DC_USER, "hey bot, what about my health and diabetes?", guild_id=8000, mentions_bot=True, username="alice"
+    )
     await dc.wait_for_sent(1)
     assert "diabetes" not in llm.chat_requests[-1]["messages"][0]["content"]
     llm.script("You told me about your diabetes.")

@@ -1,6 +1,7 @@
 """Rough edges a new user met, as tests: the snapshot is exactly what a reply gets, each kind of session
 summary under its own heading, a batch postponed while the model was down is retried at start, and the
 console's /remember files the fact where extraction would."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,8 +33,7 @@ async def test_the_snapshot_is_exactly_the_memory_slice_the_reply_gets(rt, srv):
     add = rt.engine.memories.add
     add(NewMemory(content="Alice sings in a choir", subject="singing", scope=Scope.USER, scope_id="telegram:7", guild_id="telegram:g"))
     add(NewMemory(content="The group rehearses on Sundays", subject="rehearsal", scope=Scope.GUILD, scope_id="telegram:g"))
-    add(NewMemory(content="Alice's private worry", subject="worry", scope=Scope.USER, scope_id="telegram:7",
-                  visibility=Visibility.PRIVATE))
+    add(NewMemory(content="Alice's private worry", subject="worry", scope=Scope.USER, scope_id="telegram:7", visibility=Visibility.PRIVATE))
     message = group("telegram", "g", "7", "when do we rehearse the choir songs?")
     orchestrator = rt.orchestrator
     snap = orchestrator.assembler.snapshot(orchestrator.resolve(message))

@@ -22,8 +22,15 @@ from telegram.error import InvalidToken
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, MessageHandler, filters
 
 from tests.fakes import (
-    DISCORD_BOT_ID, TELEGRAM_BOT_ID, Delay, FakeDiscord, FakeOpenAI, FakeTelegram, HTTPError,
-    ToolCall, embed,
+    DISCORD_BOT_ID,
+    TELEGRAM_BOT_ID,
+    Delay,
+    FakeDiscord,
+    FakeOpenAI,
+    FakeTelegram,
+    HTTPError,
+    ToolCall,
+    embed,
 )
 
 TG_TOKEN = "123456:TEST-TOKEN"
@@ -44,8 +51,7 @@ def _openai(srv: FakeOpenAI, **kwargs) -> AsyncOpenAI:
 async def test_openai_text_reply_is_recorded(ai):
     ai.script("Hello there")
     async with _openai(ai) as client:
-        resp = await client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "my cat is called Miso"}])
+        resp = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "my cat is called Miso"}])
     assert resp.choices[0].message.content == "Hello there"
     assert resp.choices[0].finish_reason == "stop"
     assert "Miso" in ai.all_prompt_text()
@@ -54,13 +60,12 @@ async def test_openai_text_reply_is_recorded(ai):
 
 async def test_openai_tool_calls_are_parsed_by_sdk(ai):
     ai.script([ToolCall("remember", {"fact": "likes tea"})], ToolCall("remember", "{not json"))
-    tools = [{"type": "function", "function": {"name": "remember", "parameters": {
-        "type": "object", "properties": {"fact": {"type": "string"}}}}}]
+    tools = [
+        {"type": "function", "function": {"name": "remember", "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}}}}
+    ]
     async with _openai(ai) as client:
-        first = await client.chat.completions.create(model="m", tools=tools, messages=[
-            {"role": "user", "content": "I like tea"}])
-        second = await client.chat.completions.create(model="m", tools=tools, messages=[
-            {"role": "user", "content": "again"}])
+        first = await client.chat.completions.create(model="m", tools=tools, messages=[{"role": "user", "content": "I like tea"}])
+        second = await client.chat.completions.create(model="m", tools=tools, messages=[{"role": "user", "content": "again"}])
     call = first.choices[0].message.tool_calls[0]
     assert first.choices[0].finish_reason == "tool_calls"
     assert call.function.name == "remember" and json.loads(call.function.arguments) == {"fact": "likes tea"}
@@ -70,12 +75,13 @@ async def test_openai_tool_calls_are_parsed_by_sdk(ai):
 async def test_openai_streams_text_and_tool_calls(ai):
     ai.script("streamed reply here", [ToolCall("remember", {"fact": "x"})])
     async with _openai(ai) as client:
-        stream = await client.chat.completions.create(
-            model="m", stream=True, messages=[{"role": "user", "content": "hi"}])
+        stream = await client.chat.completions.create(model="m", stream=True, messages=[{"role": "user", "content": "hi"}])
         text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
         async with client.chat.completions.stream(
-                model="m", messages=[{"role": "user", "content": "hi"}],
-                tools=[{"type": "function", "function": {"name": "remember", "parameters": {}}}]) as s:
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            tools=[{"type": "function", "function": {"name": "remember", "parameters": {}}}],
+        ) as s:
             final = await s.get_final_completion()
     assert text == "streamed reply here"
     call = final.choices[0].message.tool_calls[0]
@@ -126,8 +132,7 @@ async def _polling(app: Application):
 
 
 def _telegram_app(srv: FakeTelegram, seen: list[Update]) -> Application:
-    app = (ApplicationBuilder().token(TG_TOKEN).base_url(f"{srv.url}/bot")
-           .base_file_url(f"{srv.url}/file/bot").build())
+    app = ApplicationBuilder().token(TG_TOKEN).base_url(f"{srv.url}/bot").base_file_url(f"{srv.url}/file/bot").build()
 
     async def reply(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         seen.append(update)
@@ -140,11 +145,10 @@ def _telegram_app(srv: FakeTelegram, seen: list[Update]) -> Application:
 
 async def test_telegram_dm_roundtrip():
     seen: list[Update] = []
-    async with FakeTelegram() as srv:
-        async with _polling(_telegram_app(srv, seen)) as app:
-            assert app.bot.username == "companion_bot" and app.bot.id == TELEGRAM_BOT_ID
-            srv.push_message(111, 111, "hello", username="alice")
-            sent = await srv.wait_for_sent(1)
+    async with FakeTelegram() as srv, _polling(_telegram_app(srv, seen)) as app:
+        assert app.bot.username == "companion_bot" and app.bot.id == TELEGRAM_BOT_ID
+        srv.push_message(111, 111, "hello", username="alice")
+        sent = await srv.wait_for_sent(1)
     assert sent[0]["chat_id"] == 111 and sent[0]["text"] == "you said: hello"
     assert srv.actions[0]["action"] == "typing"
     assert seen[0].effective_user.username == "alice" and srv.unknown_calls == []
@@ -152,12 +156,11 @@ async def test_telegram_dm_roundtrip():
 
 async def test_telegram_group_mention_and_reply_to_bot():
     seen: list[Update] = []
-    async with FakeTelegram() as srv:
-        async with _polling(_telegram_app(srv, seen)):
-            srv.push_message(-100, 7, "hi there", chat_type="group", mention=True)
-            await srv.wait_for_sent(1)
-            srv.push_message(-100, 7, "and you?", chat_type="group", reply_to_bot=True)
-            await srv.wait_for_sent(2)
+    async with FakeTelegram() as srv, _polling(_telegram_app(srv, seen)):
+        srv.push_message(-100, 7, "hi there", chat_type="group", mention=True)
+        await srv.wait_for_sent(1)
+        srv.push_message(-100, 7, "and you?", chat_type="group", reply_to_bot=True)
+        await srv.wait_for_sent(2)
     first, second = (u.message for u in seen)
     assert first.chat.type == "group" and first.text == "@companion_bot hi there"
     assert list(first.parse_entities(["mention"]).values()) == ["@companion_bot"]
@@ -167,10 +170,9 @@ async def test_telegram_group_mention_and_reply_to_bot():
 
 
 async def test_telegram_unfaked_method_is_a_recorded_404():
-    async with FakeTelegram() as srv:
-        async with Bot(TG_TOKEN, base_url=f"{srv.url}/bot") as bot:
-            with pytest.raises(InvalidToken):  # PTB maps any 404 to InvalidToken
-                await bot.get_chat(111)
+    async with FakeTelegram() as srv, Bot(TG_TOKEN, base_url=f"{srv.url}/bot") as bot:
+        with pytest.raises(InvalidToken):  # PTB maps any 404 to InvalidToken
+            await bot.get_chat(111)
     assert [c["method"] for c in srv.unknown_calls] == ["getChat"]
 
 
@@ -215,6 +217,7 @@ async def _connected(client: discord.Client, token: str = "bot-token"):
 def _set_on_ready(ready: asyncio.Event):
     async def on_ready() -> None:
         ready.set()
+
     return on_ready
 
 
@@ -236,8 +239,7 @@ async def test_discord_guild_mention_and_dm_replies(dsc):
         assert client.user.id == DISCORD_BOT_ID and client.application_id == 4243
         assert client.get_guild(GUILD).name == "Test guild"
         assert client.get_channel(CHANNEL).name == "general"
-        own_echo = asyncio.ensure_future(
-            client.wait_for("message", check=lambda m: m.author == client.user, timeout=5))
+        own_echo = asyncio.ensure_future(client.wait_for("message", check=lambda m: m.author == client.user, timeout=5))
         await dsc.dispatch_message(CHANNEL, USER, "hello", guild_id=GUILD, mentions_bot=True)
         await dsc.wait_for_sent(1)
         assert (await own_echo).guild.id == GUILD
@@ -270,10 +272,8 @@ async def test_discord_slash_command_through_command_tree(dsc):
     async with _connected(client):
         synced = await tree.sync()
         assert [c.name for c in synced] == ["remember"] and synced[0].id
-        await dsc.dispatch_interaction("remember", user_id=USER, channel_id=CHANNEL,
-                                       guild_id=GUILD, options={"fact": "likes tea"})
-        await dsc.dispatch_interaction("remember", user_id=USER, channel_id=DM_CHANNEL,
-                                       options={"fact": "in a DM"})
+        await dsc.dispatch_interaction("remember", user_id=USER, channel_id=CHANNEL, guild_id=GUILD, options={"fact": "likes tea"})
+        await dsc.dispatch_interaction("remember", user_id=USER, channel_id=DM_CHANNEL, options={"fact": "in a DM"})
         responses = await dsc.wait_for_interaction_responses(2)
         await dsc.wait_until(lambda: len(dsc.followups) >= 2)
     assert [r["type"] for r in responses] == [4, 4]
@@ -297,8 +297,12 @@ async def test_discord_wrong_token_fails_login():
 
 async def test_openai_raw_answer_is_served_verbatim(ai):
     from tests.fakes.openai_server import RawAnswer
-    ai.script(RawAnswer("not a completion", content_type="text/plain"), RawAnswer({"choices": []}),
-              RawAnswer({"error": {"message": "teapot"}}, status=418))
+
+    ai.script(
+        RawAnswer("not a completion", content_type="text/plain"),
+        RawAnswer({"choices": []}),
+        RawAnswer({"error": {"message": "teapot"}}, status=418),
+    )
     msgs = [{"role": "user", "content": "hi"}]
     async with _openai(ai) as client:
         assert await client.chat.completions.create(model="m", messages=msgs) == "not a completion"
@@ -310,8 +314,14 @@ async def test_openai_raw_answer_is_served_verbatim(ai):
 
 async def test_openai_raw_stream_sends_its_events_and_can_be_cut(ai):
     from tests.fakes.openai_server import RawStream
-    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-             "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}]}
+
+    chunk = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}],
+    }
     ai.script(RawStream((chunk, "data: [DONE]\n\n")), RawStream((chunk,), cut=True), RawStream(("data: {{{\n\n",)))
     msgs = [{"role": "user", "content": "hi"}]
     async with _openai(ai) as client:
@@ -321,7 +331,7 @@ async def test_openai_raw_stream_sends_its_events_and_can_be_cut(ai):
             async for c in await client.chat.completions.create(model="m", messages=msgs, stream=True):
                 seen.append(c)
         with pytest.raises(json.JSONDecodeError):
-            async for c in await client.chat.completions.create(model="m", messages=msgs, stream=True):
+            async for _ in await client.chat.completions.create(model="m", messages=msgs, stream=True):
                 pass
     assert [c.choices[0].delta.content for c in whole] == ["Hel"]
     assert [c.choices[0].delta.content for c in seen] == ["Hel"]

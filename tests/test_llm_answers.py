@@ -4,6 +4,7 @@ The real openai SDK talks to the fake server, which serves each bad answer byte 
 ``RawStream``); nothing of ``bot.llm`` is patched. The orchestrator catches only ``LLMError``, so any other
 exception type escaping ``ChatClient`` would crash a reply instead of apologising.
 """
+
 from __future__ import annotations
 
 import logging
@@ -55,8 +56,13 @@ class Sink:
 
 
 def completion(message: dict | None) -> dict:
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
 
 
 def with_calls(*calls: dict) -> dict:
@@ -64,8 +70,13 @@ def with_calls(*calls: dict) -> dict:
 
 
 def chunk(delta: dict | None, finish: str | None = None) -> dict:
-    return {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 DONE = "data: [DONE]\n\n"
@@ -86,9 +97,9 @@ MALFORMED = {
     "a tool call with an empty name": RawAnswer(with_calls({"id": "c1", "function": {"name": "", "arguments": "{}"}})),
     "a tool call with a number for a name": RawAnswer(with_calls({"id": "c1", "function": {"name": 7}})),
     "a tool call with an object for arguments": RawAnswer(
-        with_calls({"id": "c1", "function": {"name": "remember", "arguments": {"fact": "x"}}})),
-    "a tool call with a number for arguments": RawAnswer(
-        with_calls({"id": "c1", "function": {"name": "remember", "arguments": 5}})),
+        with_calls({"id": "c1", "function": {"name": "remember", "arguments": {"fact": "x"}}})
+    ),
+    "a tool call with a number for arguments": RawAnswer(with_calls({"id": "c1", "function": {"name": "remember", "arguments": 5}})),
 }
 
 MALFORMED_STREAMS = {
@@ -96,19 +107,22 @@ MALFORMED_STREAMS = {
     "a stream of only [DONE]": RawStream((DONE,)),
     "a stream cut mid-answer": RawStream((chunk({"role": "assistant", "content": "Hel"}),), cut=True),
     "a stream that ends cleanly before its finish_reason": RawStream(
-        (chunk({"role": "assistant", "content": "Hel"}), chunk({"content": "lo"}))),
+        (chunk({"role": "assistant", "content": "Hel"}), chunk({"content": "lo"}))
+    ),
     "a stream of garbage SSE data": RawStream(("data: {{{not json\n\n", DONE)),
     "a stream of lines that are not SSE": RawStream(("garbage\n\nmore garbage\n\n",)),
     "a stream of a JSON number": RawStream(("data: 5\n\n", DONE)),
     "a stream chunk with a null delta": RawStream((chunk(None, "stop"), DONE)),
     "a stream chunk with content that is not a string": RawStream((chunk({"content": 5}, "stop"), DONE)),
     "a streamed tool call with a null function": RawStream(
-        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": None}]}, "tool_calls"), DONE)),
+        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": None}]}, "tool_calls"), DONE)
+    ),
     "a streamed tool call without a name": RawStream(
-        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"arguments": "{}"}}]}, "tool_calls"), DONE)),
+        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"arguments": "{}"}}]}, "tool_calls"), DONE)
+    ),
     "a streamed tool call with arguments that are not a string": RawStream(
-        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "remember", "arguments": 5}}]},
-               "tool_calls"), DONE)),
+        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "remember", "arguments": 5}}]}, "tool_calls"), DONE)
+    ),
     "a plain JSON completion where a stream was asked for": RawAnswer(completion({"role": "assistant", "content": "hi"})),
 }
 
@@ -150,8 +164,7 @@ async def test_a_good_answer_after_a_malformed_one_is_returned(srv, llm):
 
 
 async def test_a_good_tool_call_after_a_nameless_one_runs_once(srv, llm):
-    srv.script(RawAnswer(with_calls({"id": "c1", "function": {"name": ""}})),
-               ToolCall("remember", {"fact": "likes tea"}), "Noted")
+    srv.script(RawAnswer(with_calls({"id": "c1", "function": {"name": ""}})), ToolCall("remember", {"fact": "likes tea"}), "Noted")
     tools = RecordingTools()
     assert await llm.run(HELLO, tools) == "Noted"
     assert tools.calls == [("remember", '{"fact": "likes tea"}')]
@@ -182,8 +195,7 @@ async def test_a_lone_surrogate_in_the_content_becomes_a_replacement_character(s
 
 
 async def test_a_lone_surrogate_in_tool_arguments_reaches_the_tool_replaced(srv, llm):
-    srv.script(RawAnswer(with_calls({"id": "c1", "function": {"name": "remember",
-                                                              "arguments": '{"fact": "tea \udc00"}'}})), "ok")
+    srv.script(RawAnswer(with_calls({"id": "c1", "function": {"name": "remember", "arguments": '{"fact": "tea \udc00"}'}})), "ok")
     tools = RecordingTools()
     await llm.run(HELLO, tools)
     assert tools.calls == [("remember", '{"fact": "tea \ufffd"}')]
@@ -202,8 +214,7 @@ async def test_a_surrogate_pair_split_across_stream_chunks_is_kept_in_the_answer
 
 
 async def test_an_answer_with_neither_content_nor_tool_calls_is_empty_text(srv, llm):
-    srv.script(RawAnswer(completion({"role": "assistant", "content": None})),
-               RawAnswer(completion({"role": "assistant"})))
+    srv.script(RawAnswer(completion({"role": "assistant", "content": None})), RawAnswer(completion({"role": "assistant"})))
     assert await llm.run(HELLO, RecordingTools()) == ""
     assert await llm.complete(HELLO) == ""
     assert len(srv.chat_requests) == 2
@@ -219,8 +230,14 @@ async def test_a_tool_call_without_id_or_arguments_still_runs_and_is_answered(sr
 
 
 async def test_a_streamed_usage_chunk_without_choices_is_not_an_answer_of_its_own(srv, llm):
-    usage = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [],
-             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    usage = {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
     srv.script(RawStream((chunk({"content": "Hi"}, "stop"), usage, DONE)))
     assert await llm.run(HELLO, None, Sink()) == "Hi"
 

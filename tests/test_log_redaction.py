@@ -1,4 +1,5 @@
 """SEC-4: secrets never reach a log line. Real loggers and handlers writing to a StringIO; fake secrets."""
+
 from __future__ import annotations
 
 import io
@@ -58,8 +59,7 @@ def test_a_key_passed_as_an_argument_and_a_password_in_prose_are_redacted(logger
 def test_a_bot_token_inside_an_http_client_log_line_is_redacted(logger):
     out = stream_handler(logger)
     # The line httpx writes for every Telegram Bot API call.
-    logger.info('HTTP Request: %s %s "%s %d %s"', "POST", f"https://api.telegram.org/bot{TELEGRAM}/getUpdates",
-                "HTTP/1.1", 200, "OK")
+    logger.info('HTTP Request: %s %s "%s %d %s"', "POST", f"https://api.telegram.org/bot{TELEGRAM}/getUpdates", "HTTP/1.1", 200, "OK")
     assert TELEGRAM.split(":")[1] not in out.getvalue()
     assert f'HTTP Request: POST https://api.telegram.org/bot{R}/getUpdates "HTTP/1.1 200 OK"' in out.getvalue()
 

@@ -2,6 +2,7 @@
 
 In-process through ``bot.cli.main`` with ``--embeddings none`` (BM25 only, fast).
 """
+
 from __future__ import annotations
 
 import gzip

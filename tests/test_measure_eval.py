@@ -3,6 +3,7 @@
 BM25 only (no embedder), so each run takes a fraction of a second; every sample still goes through a
 real, freshly migrated SQLite store.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -25,7 +26,8 @@ def sample(sample_id: str, pet: str, *, date: str = "10:00 am on 3 March, 2023")
     return {
         "sample_id": sample_id,
         "conversation": {
-            "speaker_a": "Maya", "speaker_b": "Tom",
+            "speaker_a": "Maya",
+            "speaker_b": "Tom",
             "session_1_date_time": date,
             "session_1": [
                 {"speaker": "Maya", "dia_id": "D1:1", "text": f"I just adopted a greyhound, her name is {pet}!"},
@@ -74,8 +76,7 @@ def test_a_turn_that_normalises_to_nothing_is_skipped_and_counted(tmp_path: Path
     # The question whose only evidence is the skipped turn measures nothing; the other keeps its stored evidence.
     assert result["questions"] == {"1": 1, "4": 1}
     assert result["methods"]["bm25"]["cat1-4"]["R@5"] == 100.0
-    assert [(d.index, d.total, d.sample_id, d.questions, d.skipped_turns, d.resumed) for d in seen.calls] == \
-        [(1, 1, "s1", 2, 1, False)]
+    assert [(d.index, d.total, d.sample_id, d.questions, d.skipped_turns, d.resumed) for d in seen.calls] == [(1, 1, "s1", 2, 1, False)]
 
 
 def test_gzipped_data_reads_like_plain_json(tmp_path: Path) -> None:

@@ -4,19 +4,20 @@ Each test reads the SQLite file directly after the delete: the row, its vector, 
 graph mentions, relation back-references, memory-to-memory links, orphaned entities and relations,
 and the embedding cache.
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import ScriptedCompleter, contents, count, dm_ctx, fts_rids, guild_ctx, remember, say
+
 from memory.clock import DAY
 from memory.embeddings import content_hash
 from memory.errors import InvalidInput, NotFound
+from memory.forgetting import forget_person
 from memory.maintenance import consolidate, decay
 from memory.models import EntityRef, Scope, Visibility
-from memory.forgetting import forget_person
 from memory.transfer import export_person, import_memories
 
 BASE = "Alice talked about the old lighthouse keeper and his boat"
@@ -29,9 +30,16 @@ def linked(engine, embedder):
     assert 0.7 < embedder.cosine(EARLIER, TARGET) <= 0.9 and 0.7 < embedder.cosine(LATER, TARGET) <= 0.9
     knows_bob = EntityRef("Alice", "person", (("knows", "Bob"),))
     earlier = remember(engine, EARLIER, subject="lighthouse in winter", tags=("sea",), entities=(knows_bob,))
-    target = remember(engine, TARGET, subject="lighthouse in summer", tags=("sea", "festival"), entities=(
-        knows_bob, EntityRef("Zorbing", "concept", (("practised_by", "Xavier"),)),
-    ))
+    target = remember(
+        engine,
+        TARGET,
+        subject="lighthouse in summer",
+        tags=("sea", "festival"),
+        entities=(
+            knows_bob,
+            EntityRef("Zorbing", "concept", (("practised_by", "Xavier"),)),
+        ),
+    )
     later = remember(engine, LATER, subject="lighthouse in autumn", tags=("sea",))
     return earlier, target, later
 
@@ -113,7 +121,9 @@ def test_deleting_a_merged_memory_deletes_its_consolidated_originals(engine, emb
     texts = [stem + " tabby cat", stem + " brown dog", stem + " green parrot"]
     assert min(embedder.cosine(texts[0], t) for t in texts[1:]) >= 0.85
     originals = [remember(engine, t, subject=f"pet {i}", entities=(EntityRef(f"Pet{i}"),)) for i, t in enumerate(texts)]
-    report = consolidate(engine, ScriptedCompleter(json.dumps({"subject": "Alice's pets", "content": "Alice adopted a cat, a dog and a parrot"})))
+    report = consolidate(
+        engine, ScriptedCompleter(json.dumps({"subject": "Alice's pets", "content": "Alice adopted a cat, a dog and a parrot"}))
+    )
     (merged_id,) = report.new_ids
     assert count(engine, "memories", "consolidated_into = ?", (merged_id,)) == 3
 
@@ -161,7 +171,12 @@ def people(engine):
 
     Nobody speaks after Xena in the guild channel: what a later turn keeps of her words is a separate test.
     """
-    remember(engine, "Xena collects vintage typewriters", scope_id="xena", entities=(EntityRef("Xena", "person", (("collects", "typewriters"),)),))
+    remember(
+        engine,
+        "Xena collects vintage typewriters",
+        scope_id="xena",
+        entities=(EntityRef("Xena", "person", (("collects", "typewriters"),)),),
+    )
     remember(engine, "Xena is nervous about her visa interview", scope_id="xena", visibility=Visibility.PRIVATE)
     remember(engine, "Yuri brews his own ginger beer", scope_id="yuri", entities=(EntityRef("Yuri", "person"),))
     remember(engine, "The guild meets every Thursday for board games", scope=Scope.GUILD, scope_id="g1")
@@ -180,7 +195,10 @@ def test_export_person_gives_everything_about_them_and_nothing_else(people):
     json.dumps(data)  # plain JSON data
     assert {m["content"] for m in data["memories"]} == {"Xena collects vintage typewriters", "Xena is nervous about her visa interview"}
     assert {m["content"] for m in data["messages"]} == {
-        "I found another Olivetti typewriter today", "Can you remind me about the visa interview", "Of course, it is on Monday"}
+        "I found another Olivetti typewriter today",
+        "Can you remind me about the visa interview",
+        "Of course, it is on Monday",
+    }
     assert [s["text"] for s in data["session_summaries"]] == ["Xena and Yuri talked about typewriters and ginger beer"]
     assert not any(k in m for m in data["memories"] for k in ("rid", "partition_key", "ptoken", "content_hash"))
 
@@ -209,9 +227,13 @@ def test_forget_person_keeps_everyone_else(people):
     engine = people
     forget_person(engine, ["xena"])
     assert contents(engine.memories.list_memories(None, limit=50)) == {
-        "Yuri brews his own ginger beer", "The guild meets every Thursday for board games"}
+        "Yuri brews his own ginger beer",
+        "The guild meets every Thursday for board games",
+    }
     assert {r["content"] for r in engine.db.rows("SELECT content FROM messages")} == {
-        "Yuri here, the ginger beer exploded again", "What should I brew next"}
+        "Yuri here, the ginger beer exploded again",
+        "What should I brew next",
+    }
     assert [r["text"] for r in engine.db.rows("SELECT text FROM session_summaries")] == ["Yuri sang alone"]
     assert contents(engine.messages.search(guild_ctx("g1", "yuri"), "ginger beer")) == {"Yuri here, the ginger beer exploded again"}
     assert engine.db.scalar("SELECT mention_count FROM memory_entities WHERE name = 'Yuri'") == 1
@@ -251,16 +273,21 @@ def test_forget_person_needs_an_id(engine):
 
 
 def test_import_memories_runs_every_row_through_the_write_rules(engine):
-    counts = import_memories(engine, [
-        {"content": "Xena collects vintage typewriters", "scope": "user", "scope_id": "xena", "tags": ["hobby"]},
-        {"content": "Xena collects vintage typewriters", "scope": "user", "scope_id": "xena"},
-        {"content": "Xena's password is hunter22", "scope": "user", "scope_id": "xena"},
-        {"content": "no scope at all"},
-        {"content": "Xena fears spiders", "scope": "user", "scope_id": "xena", "visibility": "private", "importance": 7},
-    ])
+    counts = import_memories(
+        engine,
+        [
+            {"content": "Xena collects vintage typewriters", "scope": "user", "scope_id": "xena", "tags": ["hobby"]},
+            {"content": "Xena collects vintage typewriters", "scope": "user", "scope_id": "xena"},
+            {"content": "Xena's password is hunter22", "scope": "user", "scope_id": "xena"},
+            {"content": "no scope at all"},
+            {"content": "Xena fears spiders", "scope": "user", "scope_id": "xena", "visibility": "private", "importance": 7},
+        ],
+    )
     assert {k: counts[k] for k in ("stored", "duplicate", "rejected")} == {"stored": 2, "duplicate": 1, "rejected": 2}
-    assert counts["reasons"] == ["memory 3: text contains what looks like a secret (key, token, password or card number); never stored",
-                                 "memory 4: missing field 'scope'"]
+    assert counts["reasons"] == [
+        "memory 3: text contains what looks like a secret (key, token, password or card number); never stored",
+        "memory 4: missing field 'scope'",
+    ]
     assert contents(engine.memories.list_memories(None)) == {"Xena collects vintage typewriters", "Xena fears spiders"}
     assert "Xena fears spiders" not in contents(engine.memories.recall(guild_ctx("g1", "xena"), "spiders", threshold=0))
     assert "Xena fears spiders" in contents(engine.memories.recall(dm_ctx("xena"), "spiders", threshold=0))
@@ -277,13 +304,17 @@ def test_export_forget_import_round_trip_restores_memories_in_their_scopes(peopl
     assert (counts["stored"], counts["rejected"], counts["messages"], counts["session_summaries"]) == (2, 0, 3, 1)
     again = export_person(engine, ["xena"])
     for table in ("messages", "session_summaries"):  # everything comes back, and a second import adds nothing
-        assert sorted(r["text" if table == "session_summaries" else "content"] for r in again[table]) == \
-            sorted(r["text" if table == "session_summaries" else "content"] for r in data[table])
+        assert sorted(r["text" if table == "session_summaries" else "content"] for r in again[table]) == sorted(
+            r["text" if table == "session_summaries" else "content"] for r in data[table]
+        )
     assert import_memories(engine, data)["messages"] == 0
     assert contents(engine.memories.recall(dm_ctx("xena"), "typewriters visa", threshold=0)) >= {
-        "Xena collects vintage typewriters", "Xena is nervous about her visa interview"}
+        "Xena collects vintage typewriters",
+        "Xena is nervous about her visa interview",
+    }
     assert "Xena is nervous about her visa interview" not in contents(
-        engine.memories.recall(guild_ctx("g1", "xena"), "visa interview", threshold=0))
+        engine.memories.recall(guild_ctx("g1", "xena"), "visa interview", threshold=0)
+    )
 
 
 def test_round_trip_keeps_a_live_memory_whose_importance_decayed_below_one(engine):

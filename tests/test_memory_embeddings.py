@@ -1,10 +1,11 @@
 """MEM-4 and RET-4: one dimension per store, reembed for a new model, the embedding cache, failing models."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import FailingEmbedder, HashEmbedder, WrongShapeEmbedder, contents, count, dm_ctx, remember, say
+
 from memory.embeddings import content_hash
 from memory.engine import MemoryEngine
 from memory.errors import DimensionMismatch, EmbeddingError
@@ -160,9 +161,8 @@ def test_non_finite_vectors_are_refused(tmp_path, clock):
         def embed(self, texts):
             return np.full((len(texts), self.dim), np.nan, dtype=np.float32)
 
-    with MemoryEngine(tmp_path / "m.db", NaNEmbedder(), clock) as engine:
-        with pytest.raises(EmbeddingError, match="non-finite"):
-            engine.embeddings.embed(["Xena"])
+    with MemoryEngine(tmp_path / "m.db", NaNEmbedder(), clock) as engine, pytest.raises(EmbeddingError, match="non-finite"):
+        engine.embeddings.embed(["Xena"])
 
 
 def test_embeddings_off_means_no_vectors_and_bm25_recall(bm25_engine):

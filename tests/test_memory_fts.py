@@ -4,14 +4,15 @@ The retriever catches FTS errors on purpose (RET-4), so "recall did not raise" a
 sanitiser: these tests also run the sanitised MATCH expression against the index directly (no catch),
 and check that hostile queries containing a real word still find it through the FTS channel.
 """
+
 from __future__ import annotations
 
 import json
 
 import apsw
 import pytest
-
 from conftest import HashEmbedder, ScriptedCompleter, contents, count, dm_ctx, fts_rids, guild_ctx, remember, say, snapshot
+
 from memory.engine import MemoryEngine
 from memory.maintenance import consolidate
 from memory.migrations import MIGRATIONS
@@ -50,9 +51,25 @@ HOSTILE = {
     "many-distinct-words": " ".join(f"word{i}" for i in range(3000)),
     "ptoken-lookalike": "ptoken : k0123456789abcde",
 }
-MUST_FIND = {"double-quote", "unbalanced-quote", "single-quotes", "near", "near-group", "near-distance", "caret", "minus",
-             "boolean-words", "parentheses", "column-filter", "column-braces", "plus-and-colon", "emoji-and-word",
-             "nul-and-control", "lone-surrogate", "huge"}
+MUST_FIND = {
+    "double-quote",
+    "unbalanced-quote",
+    "single-quotes",
+    "near",
+    "near-group",
+    "near-distance",
+    "caret",
+    "minus",
+    "boolean-words",
+    "parentheses",
+    "column-filter",
+    "column-braces",
+    "plus-and-colon",
+    "emoji-and-word",
+    "nul-and-control",
+    "lone-surrogate",
+    "huge",
+}
 
 
 @pytest.fixture
@@ -138,8 +155,9 @@ STORED_HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize("content, plain_words", list(zip(STORED_HOSTILE, [
-    "whiteboard", "regex", "nickname", "unbalanced", "confetti"])))
+@pytest.mark.parametrize(
+    "content, plain_words", list(zip(STORED_HOSTILE, ["whiteboard", "regex", "nickname", "unbalanced", "confetti"], strict=True))
+)
 def test_a_memory_full_of_fts_syntax_is_found_by_its_plain_words(engine, content, plain_words):
     remember(engine, "Yuri bakes sourdough every weekend", scope_id="xena")
     stored = remember(engine, content, scope_id="xena")
@@ -182,8 +200,12 @@ def _index_matches_rows(engine) -> None:
 def test_every_write_path_keeps_the_text_indexes_in_step_with_their_rows(engine, embedder):
     stem = "Zelda adopted a small pet from the shelter near her flat in town"
     pets = [remember(engine, f"{stem} {animal}", subject=f"pet {animal}", scope_id="zelda") for animal in ("tabby cat", "brown dog")]
-    engine.memories.insert_batch([(NewMemory(content=f"Zelda collects {thing}", subject=thing, scope=Scope.USER, scope_id="zelda"), None)
-                                  for thing in ("stamps", "kites", "maps")])
+    engine.memories.insert_batch(
+        [
+            (NewMemory(content=f"Zelda collects {thing}", subject=thing, scope=Scope.USER, scope_id="zelda"), None)
+            for thing in ("stamps", "kites", "maps")
+        ]
+    )
     consolidate(engine, ScriptedCompleter(json.dumps({"subject": "Zelda's pets", "content": "Zelda adopted a cat and a dog"})))
     kites = next(m for m in engine.memories.list_memories(None) if m.subject == "kites")
     engine.memories.update(kites.id, content="Zelda collects paper kites")
@@ -202,16 +224,25 @@ def test_a_file_written_by_the_per_row_trigger_schema_upgrades_and_stays_searcha
     old = apsw.Connection(str(path))
     for version, migration in enumerate(MIGRATIONS[:2], start=1):
         old.execute(migration.sql)
-        old.execute("INSERT INTO schema_version VALUES (?, ?, 'x')" if version > 1 else
-                    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT); "
-                    "INSERT INTO schema_version VALUES (?, ?, 'x')", (version, migration.name))
-    old.execute("INSERT INTO memories (id, type, subject, content, scope, scope_id, partition_key, ptoken, content_hash, "
-                "created_at, updated_at) VALUES ('m-old', 'semantic', 'boats', 'Yuri sails old wooden boats', 'user', 'yuri', ?, ?, "
-                "'h', 0, 0)", ("user|yuri|public", partition_token("user|yuri|public")))
+        old.execute(
+            "INSERT INTO schema_version VALUES (?, ?, 'x')"
+            if version > 1
+            else "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT); "
+            "INSERT INTO schema_version VALUES (?, ?, 'x')",
+            (version, migration.name),
+        )
+    old.execute(
+        "INSERT INTO memories (id, type, subject, content, scope, scope_id, partition_key, ptoken, content_hash, "
+        "created_at, updated_at) VALUES ('m-old', 'semantic', 'boats', 'Yuri sails old wooden boats', 'user', 'yuri', ?, ?, "
+        "'h', 0, 0)",
+        ("user|yuri|public", partition_token("user|yuri|public")),
+    )
     old.close()
 
     with MemoryEngine(path, HashEmbedder(), clock) as engine:
         remember(engine, "Yuri restores wooden canoes", scope_id="yuri")
         assert contents(engine.memories.recall(dm_ctx("yuri"), "wooden", threshold=0)) == {
-            "Yuri sails old wooden boats", "Yuri restores wooden canoes"}
+            "Yuri sails old wooden boats",
+            "Yuri restores wooden canoes",
+        }
         _index_matches_rows(engine)

@@ -1,11 +1,12 @@
 """GRAPH-1/2: entities and relations from memories, strength, traversal, top entities, graph-channel recall."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import count, dm_ctx, remember
+
 from memory.clock import DAY
 from memory.models import EntityRef, NewMemory, Scope
 from memory.retrieval import Channel
@@ -16,8 +17,10 @@ PARTS = CTX.memory_partitions()
 
 
 def relations(engine):
-    sql = ("SELECT a.name AS source, r.relation, b.name AS target, r.strength FROM memory_relations r "
-           "JOIN memory_entities a ON a.id = r.source_id JOIN memory_entities b ON b.id = r.target_id")
+    sql = (
+        "SELECT a.name AS source, r.relation, b.name AS target, r.strength FROM memory_relations r "
+        "JOIN memory_entities a ON a.id = r.source_id JOIN memory_entities b ON b.id = r.target_id"
+    )
     return {(r["source"], r["relation"], r["target"]): r["strength"] for r in engine.db.rows(sql)}
 
 
@@ -26,10 +29,15 @@ def entities(engine):
 
 
 def test_entities_and_relations_come_from_the_memory(engine, clock):
-    m = remember(engine, "Alice works at Acme with Bob", scope_id="alice", entities=(
-        EntityRef("Alice", "person", (("Works At", "Acme"), ("colleague of", "Bob"))),
-        EntityRef("Acme", "organization"),
-    ))
+    m = remember(
+        engine,
+        "Alice works at Acme with Bob",
+        scope_id="alice",
+        entities=(
+            EntityRef("Alice", "person", (("Works At", "Acme"), ("colleague of", "Bob"))),
+            EntityRef("Acme", "organization"),
+        ),
+    )
     assert entities(engine) == {"Alice": ("person", 1), "Acme": ("organization", 1), "Bob": ("concept", 0)}
     assert relations(engine) == {("Alice", "works_at", "Acme"): 1, ("Alice", "colleague_of", "Bob"): 1}
     sources = engine.db.rows("SELECT memory_rid FROM memory_relation_sources")
@@ -38,9 +46,16 @@ def test_entities_and_relations_come_from_the_memory(engine, clock):
     assert row == {"first_seen": clock.now(), "last_seen": clock.now()}
 
 
-@pytest.mark.parametrize("label, stored", [
-    ("Works At", "works_at"), ("  lives   in ", "lives_in"), ("LIKES", "likes"), ("x" * 80, "x" * 60), ("   ", "related_to"),
-])
+@pytest.mark.parametrize(
+    "label, stored",
+    [
+        ("Works At", "works_at"),
+        ("  lives   in ", "lives_in"),
+        ("LIKES", "likes"),
+        ("x" * 80, "x" * 60),
+        ("   ", "related_to"),
+    ],
+)
 def test_relation_labels_are_normalised(engine, label, stored):
     remember(engine, "Alice has some relation to Acme", scope_id="alice", entities=(EntityRef("Alice", "person", ((label, "Acme"),)),))
     assert list(relations(engine)) == [("Alice", stored, "Acme")]
@@ -69,14 +84,17 @@ def test_reassertion_by_another_memory_strengthens_the_relation(engine, clock):
     assert relations(engine) == {("Alice", "knows", "Bob"): 2}
     assert entities(engine)["Alice"] == ("person", 2)
     assert engine.db.one("SELECT first_seen, last_seen FROM memory_entities WHERE name = 'Alice'") == {
-        "first_seen": clock.now() - DAY, "last_seen": clock.now()}
+        "first_seen": clock.now() - DAY,
+        "last_seen": clock.now(),
+    }
 
 
 def test_a_duplicate_memory_does_not_strengthen_anything(engine):
     knows = (EntityRef("Alice", "person", (("knows", "Bob"),)),)
     remember(engine, "Alice knows Bob from school", scope_id="alice", entities=knows)
-    result = engine.memories.add(NewMemory(
-        content="Alice knows Bob from school", subject="x", scope=Scope.USER, scope_id="alice", entities=knows))
+    result = engine.memories.add(
+        NewMemory(content="Alice knows Bob from school", subject="x", scope=Scope.USER, scope_id="alice", entities=knows)
+    )
     assert result.status == "duplicate"
     assert relations(engine) == {("Alice", "knows", "Bob"): 1}
 
@@ -86,7 +104,9 @@ def chain(engine):
     """Alice -knows-> Bob -works_at-> Acme -located_in-> Lisbon, each asserted by its own memory."""
     remember(engine, "Alice knows Bob from school", scope_id="alice", entities=(EntityRef("Alice", "person", (("knows", "Bob"),)),))
     remember(engine, "Bob works at Acme", scope_id="alice", entities=(EntityRef("Bob", "person", (("works at", "Acme"),)),))
-    remember(engine, "Acme is based in Lisbon", scope_id="alice", entities=(EntityRef("Acme", "organization", (("located in", "Lisbon"),)),))
+    remember(
+        engine, "Acme is based in Lisbon", scope_id="alice", entities=(EntityRef("Acme", "organization", (("located in", "Lisbon"),)),)
+    )
     return engine
 
 
@@ -100,7 +120,10 @@ def test_traverse_depth_one_and_two(chain):
     assert _edges(one) == {("Alice", "knows", "Bob")}
     assert _edges(chain.graph.traverse("Alice", 2, PARTS)) == {("Alice", "knows", "Bob"), ("Bob", "works_at", "Acme")}
     assert _edges(chain.graph.traverse("Alice", 3, PARTS)) == {
-        ("Alice", "knows", "Bob"), ("Bob", "works_at", "Acme"), ("Acme", "located_in", "Lisbon")}
+        ("Alice", "knows", "Bob"),
+        ("Bob", "works_at", "Acme"),
+        ("Acme", "located_in", "Lisbon"),
+    }
     # relations are walked in both directions
     assert _edges(chain.graph.traverse("acme", 1, PARTS)) == {("Bob", "works_at", "Acme"), ("Acme", "located_in", "Lisbon")}
 
@@ -117,8 +140,12 @@ def test_memory_graph_tool_defaults_to_depth_two(chain):
 
 def test_top_entities_are_ordered_by_mentions_then_recency(engine, clock):
     for i in range(3):
-        remember(engine, f"Alice note {i} about Bob and Carol", scope_id="alice",
-                 entities=(EntityRef("Bob", "person"), EntityRef("Carol", "person")))
+        remember(
+            engine,
+            f"Alice note {i} about Bob and Carol",
+            scope_id="alice",
+            entities=(EntityRef("Bob", "person"), EntityRef("Carol", "person")),
+        )
         clock.advance(60)
     remember(engine, "Alice note about Dave", scope_id="alice", entities=(EntityRef("Dave", "person"),))
     clock.advance(60)
@@ -151,14 +178,27 @@ def test_graph_neighbours_join_recall_through_links(engine, embedder):
 
 def test_graph_reads_ignore_superseded_and_expired_memories(minilm_engine, clock):
     engine = minilm_engine
-    old = remember(engine, "Alice has 2 cats", subject="Alice", scope_id="alice",
-                   entities=(EntityRef("Alice", "person", (("owns", "2 cats"),)),))
-    new = engine.memories.add(NewMemory(
-        content="Alice has 3 cats", subject="Alice", scope=Scope.USER, scope_id="alice",
-        entities=(EntityRef("Alice", "person", (("owns", "3 cats"),)),)))
+    old = remember(
+        engine, "Alice has 2 cats", subject="Alice", scope_id="alice", entities=(EntityRef("Alice", "person", (("owns", "2 cats"),)),)
+    )
+    new = engine.memories.add(
+        NewMemory(
+            content="Alice has 3 cats",
+            subject="Alice",
+            scope=Scope.USER,
+            scope_id="alice",
+            entities=(EntityRef("Alice", "person", (("owns", "3 cats"),)),),
+        )
+    )
     assert new.superseded == (old.id,)
-    remember(engine, "Alice is at a conference in Oslo today", subject="trip", scope_id="alice", ttl=clock.now() + 3600,
-             entities=(EntityRef("Oslo", "place"),))
+    remember(
+        engine,
+        "Alice is at a conference in Oslo today",
+        subject="trip",
+        scope_id="alice",
+        ttl=clock.now() + 3600,
+        entities=(EntityRef("Oslo", "place"),),
+    )
     clock.advance(7200)
     assert _edges(engine.graph.traverse("Alice", 1, PARTS)) == {("Alice", "owns", "3 cats")}
     assert {r["name"]: r["mentions"] for r in engine.graph.top_entities(PARTS)} == {"Alice": 1}

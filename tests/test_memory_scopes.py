@@ -5,14 +5,15 @@ each mentioning its own entity plus a shared one, and messages in two guilds and
 context is then checked through every read path: hybrid recall, plain listing, the tools, the entity
 graph and the message search. A row outside the expected set reaching any path is a privacy leak.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 
 import pytest
-
 from conftest import HashEmbedder, contents, count, dm_ctx, guild_ctx, remember, say, snapshot
+
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.errors import InvalidInput
@@ -21,7 +22,7 @@ from memory.people import People
 from memory.scopes import RecallContext
 from memory.tools import MemoryTools
 
-X, Y, Z, W, OWNER = "xena", "yuri", "zed", "wren", "olga"   # wren opted in to sharing across servers
+X, Y, Z, W, OWNER = "xena", "yuri", "zed", "wren", "olga"  # wren opted in to sharing across servers
 GA, GB = "guildA", "guildB"
 
 # label -> (scope, scope_id, visibility, server it was said in). Every content holds the word "kites".
@@ -77,8 +78,9 @@ VISIBLE_MESSAGES = {
     "owner_dm": {"msg_dm_o"},
     "owner_in_guildA": {"msg_guild_a"},
 }
-CHANNEL_OF = {label: m.get("channel") or (f"{m['guild']}-general" if m.get("guild") else f"dm-{m['dm_person']}")
-              for label, m in MESSAGES.items()}
+CHANNEL_OF = {
+    label: m.get("channel") or (f"{m['guild']}-general" if m.get("guild") else f"dm-{m['dm_person']}") for label, m in MESSAGES.items()
+}
 
 
 def text(label: str) -> str:
@@ -93,8 +95,16 @@ def store_world(engine: MemoryEngine, with_entities: bool = True) -> dict[str, s
     ids = {}
     for label, (scope, scope_id, visibility, guild) in PARTITIONS.items():
         entities = (EntityRef("Kites", "concept", (("loved_by", entity(label)),)), EntityRef(entity(label), "person"))
-        ids[label] = remember(engine, text(label), subject=label, scope=scope, scope_id=scope_id, visibility=visibility,
-                              guild_id=guild, entities=entities if with_entities else ()).id
+        ids[label] = remember(
+            engine,
+            text(label),
+            subject=label,
+            scope=scope,
+            scope_id=scope_id,
+            visibility=visibility,
+            guild_id=guild,
+            entities=entities if with_entities else (),
+        ).id
     People(engine).set_sharing(W, True)
     return ids
 
@@ -217,8 +227,11 @@ def test_visible_memories_change_only_for_their_owner(tmp_path, ctx_name, tool):
             out = tools.call(tool, json.dumps(args))
             if owns(ctx, label):
                 assert not out.startswith("Error"), (label, out)
-                assert (count(engine, "memories", "id = ?", (ids[label],)) == 0) if tool == "memory_delete" else \
-                    engine.memories.get(ids[label]).content == f"{label} was edited here"
+                assert (
+                    (count(engine, "memories", "id = ?", (ids[label],)) == 0)
+                    if tool == "memory_delete"
+                    else engine.memories.get(ids[label]).content == f"{label} was edited here"
+                )
             else:
                 assert out.startswith("Error:") and "not yours" in out, (label, out)
                 assert snapshot(engine) == before, label
@@ -307,41 +320,52 @@ def test_sharing_across_servers_is_each_person_s_own_choice(tmp_path):
 
 
 # -- where a tool writes (TOOLS-2: the caller binds the scope) -------------------------------------------
-@pytest.mark.parametrize("ctx, scope, scope_id, visibility, guild", [
-    (dm_ctx(X), Scope.USER, X, Visibility.PRIVATE, None),
-    (guild_ctx(GA, X, Y), Scope.USER, X, Visibility.PUBLIC, GA),
-    (dm_ctx(OWNER, owner=True), Scope.OWNER, OWNER, Visibility.PRIVATE, None),
-], ids=["dm", "guild", "owner-dm"])
+@pytest.mark.parametrize(
+    "ctx, scope, scope_id, visibility, guild",
+    [
+        (dm_ctx(X), Scope.USER, X, Visibility.PRIVATE, None),
+        (guild_ctx(GA, X, Y), Scope.USER, X, Visibility.PUBLIC, GA),
+        (dm_ctx(OWNER, owner=True), Scope.OWNER, OWNER, Visibility.PRIVATE, None),
+    ],
+    ids=["dm", "guild", "owner-dm"],
+)
 def test_memory_store_binds_the_conversation_scope(engine, ctx, scope, scope_id, visibility, guild):
-    out = MemoryTools(engine, ctx).call("memory_store", json.dumps(
-        {"type": "fact", "subject": "Xena", "content": "Xena keeps bees on her roof"}))
+    out = MemoryTools(engine, ctx).call(
+        "memory_store", json.dumps({"type": "fact", "subject": "Xena", "content": "Xena keeps bees on her roof"})
+    )
     stored = engine.memories.get(json.loads(out)["id"])
     assert (stored.scope, stored.scope_id, stored.visibility, stored.guild_id) == (scope, scope_id, visibility, guild)
 
 
 def test_a_fact_told_in_a_dm_never_reaches_a_guild(engine):
-    MemoryTools(engine, dm_ctx(X)).call("memory_store", json.dumps(
-        {"type": "fact", "subject": "Xena", "content": "Xena is recovering from surgery"}))
+    MemoryTools(engine, dm_ctx(X)).call(
+        "memory_store", json.dumps({"type": "fact", "subject": "Xena", "content": "Xena is recovering from surgery"})
+    )
     assert contents(engine.memories.recall(dm_ctx(X), "surgery", threshold=0)) == {"Xena is recovering from surgery"}
     for ctx in (guild_ctx(GA, X), guild_ctx(GA, Y, X), dm_ctx(Y), dm_ctx(OWNER, owner=True)):
         assert engine.memories.recall(ctx, "surgery", threshold=0) == []
 
 
 def test_the_model_cannot_choose_the_scope(engine):
-    out = MemoryTools(engine, guild_ctx(GA, X)).call("memory_store", json.dumps(
-        {"type": "fact", "subject": "Olga", "content": "Olga owes money", "scope": "owner", "scope_id": OWNER}))
+    out = MemoryTools(engine, guild_ctx(GA, X)).call(
+        "memory_store", json.dumps({"type": "fact", "subject": "Olga", "content": "Olga owes money", "scope": "owner", "scope_id": OWNER})
+    )
     assert out.startswith("Error:")
     assert count(engine, "memories") == 0
 
 
 # -- RecallContext validation ------------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(guild_id=GA, is_dm=True), "either a DM"),
-    (dict(guild_id=None, is_dm=False), "either a DM"),
-    (dict(is_dm=True, owner_private=True), "owner"),
-    (dict(guild_id=GA, owner_private=True, owner_id=None), "owner"),
-    (dict(speaker_id="", is_dm=True), "speaker"),
-], ids=["dm-with-guild", "guild-without-id", "dm-owner-private-without-owner", "guild-owner-private-without-owner", "no-speaker"])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(guild_id=GA, is_dm=True), "either a DM"),
+        (dict(guild_id=None, is_dm=False), "either a DM"),
+        (dict(is_dm=True, owner_private=True), "owner"),
+        (dict(guild_id=GA, owner_private=True, owner_id=None), "owner"),
+        (dict(speaker_id="", is_dm=True), "speaker"),
+    ],
+    ids=["dm-with-guild", "guild-without-id", "dm-owner-private-without-owner", "guild-owner-private-without-owner", "no-speaker"],
+)
 def test_recall_context_rejects_impossible_conversations(kwargs, message):
     args = dict(platform="discord", speaker_id=X, channel_id="c1") | kwargs
     with pytest.raises(InvalidInput, match=message):

@@ -1,17 +1,18 @@
 """RET-3/5/6 and MAINT-2/3 against the seeds' formulas, with time from a FakeClock.
 
-    temporal  = min(1, exp(-0.05 * days) * (1 + 0.02 * access_count)), 1.0 for guidance/behavioral/profile
-    score     = 0.6 * relevance + 0.2 * temporal + 0.2 * importance / 10
-    relevance = 0.7 * cosine + 0.3 * bm25 / best_bm25   (weighted fusion; RRF: rank based)
+temporal  = min(1, exp(-0.05 * days) * (1 + 0.02 * access_count)), 1.0 for guidance/behavioral/profile
+score     = 0.6 * relevance + 0.2 * temporal + 0.2 * importance / 10
+relevance = 0.7 * cosine + 0.3 * bm25 / best_bm25   (weighted fusion; RRF: rank based)
 """
+
 from __future__ import annotations
 
 import math
 
 import pydantic
 import pytest
-
 from conftest import contents, count, dm_ctx, remember
+
 from memory.clock import DAY
 from memory.engine import MemoryEngine
 from memory.knobs import Fusion, Weights
@@ -132,10 +133,13 @@ def test_the_tool_passes_weights_through(engine, clock):
     remember(engine, "Alice loves rock climbing and bouldering", scope_id="alice", importance=1)
     tools = MemoryTools(engine, CTX)
     plain = json.loads(tools.call("memory_search", json.dumps({"query": "rock climbing"})))["results"]
-    biased = json.loads(tools.call("memory_search", json.dumps(
-        {"query": "rock climbing", "weights": {"semantic": 0, "recency": 0, "importance": 1}})))["results"]
+    biased = json.loads(
+        tools.call("memory_search", json.dumps({"query": "rock climbing", "weights": {"semantic": 0, "recency": 0, "importance": 1}}))
+    )["results"]
     assert plain[0]["content"].startswith("Alice loves rock") and biased[0]["content"].startswith("Alice's passport")
-    assert tools.call("memory_search", json.dumps({"query": "x", "weights": {"semantic": 0, "recency": 0, "importance": 0}})).startswith("Error:")
+    assert tools.call("memory_search", json.dumps({"query": "x", "weights": {"semantic": 0, "recency": 0, "importance": 0}})).startswith(
+        "Error:"
+    )
 
 
 # -- fusion and knobs (hot reload) ------------------------------------------------------------------------
@@ -169,14 +173,17 @@ def test_knobs_changed_by_another_process_apply_on_the_next_recall(engine, tmp_p
     assert engine.memories.recall(CTX, "tomatoes balcony", threshold=0)[0].relevance == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"fusion": "borda"}, "fusion"),
-    ({"top_k": 0}, "top_k"),
-    ({"weights": {"semantic": 2}}, "weights.semantic"),
-    ({"decay_rate": -1}, "decay_rate"),
-    ({"topK": 5}, "topK"),
-    ({"vector_weight": 0, "text_weight": 0}, "text_weight"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"fusion": "borda"}, "fusion"),
+        ({"top_k": 0}, "top_k"),
+        ({"weights": {"semantic": 2}}, "weights.semantic"),
+        ({"decay_rate": -1}, "decay_rate"),
+        ({"topK": 5}, "topK"),
+        ({"vector_weight": 0, "text_weight": 0}, "text_weight"),
+    ],
+)
 def test_an_invalid_knob_is_refused_naming_the_field(engine, change, field):
     with pytest.raises(pydantic.ValidationError) as err:
         engine.knobs.update("memories", change)
@@ -250,7 +257,7 @@ def test_decay_only_touches_rows_unaccessed_for_a_week_and_not_exempt(engine, cl
     for m in (touched, guidance, behavioral, profile, young):
         assert row_of(engine, m.id)["importance"] == 5
     clock.advance(DAY)
-    assert decay(engine) == 1 and row_of(engine, stale.id)["importance"] == pytest.approx(5 * 0.95 ** 2)
+    assert decay(engine) == 1 and row_of(engine, stale.id)["importance"] == pytest.approx(5 * 0.95**2)
 
 
 def test_prune_soft_forgets_unimportant_unused_old_rows(engine, clock):
@@ -291,8 +298,12 @@ def test_prune_entities_drops_single_mention_entities_unseen_for_ninety_days(eng
 @pytest.fixture
 def varied(engine, clock):
     rows = {}
-    for name, imp, mtype, tags in [("first", 4, MemoryType.SEMANTIC, ("a",)), ("second", 9, MemoryType.EPISODIC, ("a", "b")),
-                                   ("third", 6, MemoryType.PROCEDURAL, ("b",)), ("fourth", 2, MemoryType.EPISODIC, ())]:
+    for name, imp, mtype, tags in [
+        ("first", 4, MemoryType.SEMANTIC, ("a",)),
+        ("second", 9, MemoryType.EPISODIC, ("a", "b")),
+        ("third", 6, MemoryType.PROCEDURAL, ("b",)),
+        ("fourth", 2, MemoryType.EPISODIC, ()),
+    ]:
         rows[name] = remember(engine, f"Alice's {name} note about gardening", scope_id="alice", importance=imp, type=mtype, tags=tags)
         clock.advance(DAY)
     engine.memories.note_access([rows["fourth"].rid] * 3 + [rows["first"].rid])
@@ -304,12 +315,15 @@ def _names(memories):
     return [m.content.split()[1] for m in memories]
 
 
-@pytest.mark.parametrize("order, expected", [
-    ("recent", ["fourth", "third", "second", "first"]),
-    ("important", ["second", "third", "first", "fourth"]),
-    ("accessed", ["fourth", "first", "third", "second"]),
-    ("oldest", ["first", "second", "third", "fourth"]),
-])
+@pytest.mark.parametrize(
+    "order, expected",
+    [
+        ("recent", ["fourth", "third", "second", "first"]),
+        ("important", ["second", "third", "first", "fourth"]),
+        ("accessed", ["fourth", "first", "third", "second"]),
+        ("oldest", ["first", "second", "third", "fourth"]),
+    ],
+)
 def test_list_orders(varied, engine, order, expected):
     assert _names(engine.memories.list_memories(CTX.memory_partitions(), order=order)) == expected
 
@@ -350,8 +364,16 @@ def test_search_modes_hybrid_recent_important_typed(engine):
     engine.clock.advance(10)
     add(NewMemory(content="Pat's sister is called Robin", subject="sister", scope=Scope.USER, scope_id="p1", importance=9))
     engine.clock.advance(10)
-    add(NewMemory(content="Pat deploys with make release", subject="deploy", scope=Scope.USER, scope_id="p1",
-                  type=MemoryType.PROCEDURAL, importance=5))
+    add(
+        NewMemory(
+            content="Pat deploys with make release",
+            subject="deploy",
+            scope=Scope.USER,
+            scope_id="p1",
+            type=MemoryType.PROCEDURAL,
+            importance=5,
+        )
+    )
     search = engine.memories.search
     assert [m.subject for m in search(ctx, mode="recent")] == ["deploy", "sister", "garden"]
     assert [m.subject for m in search(ctx, mode="important")] == ["sister", "deploy", "garden"]

@@ -1,22 +1,38 @@
 """TOOLS-1/2: the nine tools refuse every malformed call with an ``Error:`` string and an untouched store."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import count, dm_ctx, guild_ctx, remember, say, snapshot
+
 from memory.models import EntityRef
 from memory.tools import MemoryTools, RateLimiter
 
 CTX = guild_ctx("g1", "alice")
-TOOLS = ("memory_store", "memory_search", "memory_recall", "memory_update", "memory_delete", "memory_reflect",
-         "memory_graph", "conversation_search", "channel_recall")
+TOOLS = (
+    "memory_store",
+    "memory_search",
+    "memory_recall",
+    "memory_update",
+    "memory_delete",
+    "memory_reflect",
+    "memory_graph",
+    "conversation_search",
+    "channel_recall",
+)
 ID = "<id>"  # replaced by the id of the existing memory, so a wrongly accepted write would really change it
 
 GOOD = {
-    "memory_store": {"type": "fact", "subject": "Alice", "content": "Alice adopted a greyhound", "tags": ["pets"], "importance": 6,
-                     "entities": [{"name": "Alice", "type": "person", "relations": [{"relation": "owns", "target": "greyhound"}]}]},
+    "memory_store": {
+        "type": "fact",
+        "subject": "Alice",
+        "content": "Alice adopted a greyhound",
+        "tags": ["pets"],
+        "importance": 6,
+        "entities": [{"name": "Alice", "type": "person", "relations": [{"relation": "owns", "target": "greyhound"}]}],
+    },
     "memory_search": {"query": "kayak", "topK": 5, "type": "semantic", "tags": ["boats"]},
     "memory_recall": {"id": ID},
     "memory_update": {"id": ID, "content": "Alice owns a blue kayak", "importance": 7},
@@ -111,14 +127,28 @@ BAD = {
         "other-guild-channel": {"channel_id": "g2-general"},
     },
 }
-RAW_BAD = {"broken-json": '{"query": "kayak", ', "json-list": "[1, 2]", "json-string": '"kayak"', "json-number": "42",
-           "json-null": "null", "trailing-garbage": '{"query": "kayak"} extra', "not-json": "query=kayak"}
+RAW_BAD = {
+    "broken-json": '{"query": "kayak", ',
+    "json-list": "[1, 2]",
+    "json-string": '"kayak"',
+    "json-number": "42",
+    "json-null": "null",
+    "trailing-garbage": '{"query": "kayak"} extra',
+    "not-json": "query=kayak",
+}
 
 
 @pytest.fixture
 def store(engine):
-    memory = remember(engine, "Alice owns a red kayak", subject="Alice", scope_id="alice", tags=("boats",), guild_id="g1",
-                      entities=(EntityRef("Alice", "person", (("owns", "kayak"),)),))
+    memory = remember(
+        engine,
+        "Alice owns a red kayak",
+        subject="Alice",
+        scope_id="alice",
+        tags=("boats",),
+        guild_id="g1",
+        entities=(EntityRef("Alice", "person", (("owns", "kayak"),)),),
+    )
     say(engine, "who wants to join the kayak trip", author="alice", guild="g1")
     say(engine, "a kayak trip in another server", author="bob", guild="g2")
     return engine, memory
@@ -230,9 +260,17 @@ def test_schemas_are_nine_valid_function_definitions(store):
     schemas = _tools(store[0]).schemas()
     json.dumps(schemas)
     assert [s["function"]["name"] for s in schemas] == list(TOOLS)
-    required = {"memory_store": {"type", "subject", "content"}, "memory_search": {"query"}, "memory_recall": set(),
-                "memory_update": {"id"}, "memory_delete": {"id"}, "memory_reflect": set(), "memory_graph": {"entity"},
-                "conversation_search": {"query"}, "channel_recall": {"channel_id"}}
+    required = {
+        "memory_store": {"type", "subject", "content"},
+        "memory_search": {"query"},
+        "memory_recall": set(),
+        "memory_update": {"id"},
+        "memory_delete": {"id"},
+        "memory_reflect": set(),
+        "memory_graph": {"entity"},
+        "conversation_search": {"query"},
+        "channel_recall": {"channel_id"},
+    }
     for s in schemas:
         fn = s["function"]
         params = fn["parameters"]
@@ -251,7 +289,7 @@ def test_rate_limiter_blocks_the_sixth_write_in_a_minute(store, clock):
     engine, memory = store
     tools = _tools(engine, rate_limit=RateLimiter(clock))
     topics = ["sailing", "quantum physics", "sourdough", "jazz piano", "birdwatching", "origami", "astronomy"]
-    for i, topic in enumerate(topics[:5]):
+    for topic in topics[:5]:
         out = json.loads(tools.call("memory_store", json.dumps({"type": "fact", "subject": topic, "content": f"Alice enjoys {topic}"})))
         assert out["status"] == "stored"
         clock.advance(5)
@@ -270,8 +308,12 @@ def test_invalid_writes_do_not_use_up_the_rate_limit(store, clock):
     tools = _tools(engine, rate_limit=RateLimiter(clock, limit=1))
     for _ in range(3):
         assert tools.call("memory_store", json.dumps({"type": "fact"})).startswith("Error: invalid arguments")
-    assert json.loads(tools.call("memory_store", json.dumps(
-        {"type": "fact", "subject": "Alice", "content": "Alice enjoys sailing"})))["status"] == "stored"
+    assert (
+        json.loads(tools.call("memory_store", json.dumps({"type": "fact", "subject": "Alice", "content": "Alice enjoys sailing"})))[
+            "status"
+        ]
+        == "stored"
+    )
 
 
 def test_rate_limiter_window(clock):
@@ -285,7 +327,9 @@ def test_rate_limiter_window(clock):
 
 def test_dm_tools_store_private_facts_that_the_dm_can_find_again(engine):
     tools = MemoryTools(engine, dm_ctx("alice"))
-    stored = json.loads(tools.call("memory_store", json.dumps({"type": "preference", "subject": "Alice", "content": "Alice hates cilantro"})))
+    stored = json.loads(
+        tools.call("memory_store", json.dumps({"type": "preference", "subject": "Alice", "content": "Alice hates cilantro"}))
+    )
     found = json.loads(tools.call("memory_recall", json.dumps({"id": stored["id"]})))
     assert found["results"][0]["kind"] == "preference"
     assert MemoryTools(engine, guild_ctx("g1", "alice")).call("memory_recall", json.dumps({"id": stored["id"]})).startswith("Error:")

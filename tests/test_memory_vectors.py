@@ -1,9 +1,10 @@
 """The vector mirror's shortlist: sign-bit Hamming distance picks candidates that exact cosine then ranks."""
+
 from __future__ import annotations
 
 import numpy as np
-
 from conftest import dm_ctx
+
 from memory.models import NewMemory, Scope
 from memory.vectors import VectorIndex, hamming, nearest, sign_bits
 
@@ -44,8 +45,9 @@ def test_the_shortlist_holds_the_true_nearest_neighbours():
 def test_shortlist_search_in_the_mirror_agrees_with_the_exact_scan_and_follows_new_rows(engine, embedder):
     rng = np.random.default_rng(4)
     vectors = _unit(rng, 600, dim=embedder.dim)
-    engine.memories.insert_batch([(NewMemory(content=f"note number {i}", subject="notes", scope=Scope.USER, scope_id="alice"), v)
-                                  for i, v in enumerate(vectors)])
+    engine.memories.insert_batch(
+        [(NewMemory(content=f"note number {i}", subject="notes", scope=Scope.USER, scope_id="alice"), v) for i, v in enumerate(vectors)]
+    )
     exact = engine.memories.corpus.vectors
     shortlisted = VectorIndex(engine.db, "memory_vec", "memories", exact_limit=0)
     parts = dm_ctx("alice").memory_partitions()
@@ -56,6 +58,8 @@ def test_shortlist_search_in_the_mirror_agrees_with_the_exact_scan_and_follows_n
         assert engine.db.scalar("SELECT content FROM memories WHERE rid = ?", (best[0][0],)) == f"note number {i}"
 
     fresh = _unit(rng, 1, dim=embedder.dim)[0]
-    (new_id,) = engine.memories.insert_batch([(NewMemory(content="the newest note", subject="notes", scope=Scope.USER, scope_id="alice"), fresh)])
+    (new_id,) = engine.memories.insert_batch(
+        [(NewMemory(content="the newest note", subject="notes", scope=Scope.USER, scope_id="alice"), fresh)]
+    )
     shortlisted.mirror_add([(engine.memories.get(new_id).rid, parts[0], fresh)])
     assert shortlisted.search(fresh, parts, 1)[0][0] == engine.memories.get(new_id).rid

@@ -1,24 +1,29 @@
 """WRITE-2/5/6: dedup, supersession, links and the safety filters, on the real offline model where meaning matters."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import contents, count, dm_ctx, guild_ctx, remember
+
 from memory.errors import InvalidInput, Rejected
 from memory.models import FactKind, MemoryType, NewMemory, Provenance, Scope, Visibility
 from memory.tools import MemoryTools
 
 
 def _links(engine, relation=None):
-    sql = "SELECT s.id AS src, d.id AS dst, l.relation FROM memory_links l JOIN memories s ON s.rid = l.src_rid JOIN memories d ON d.rid = l.dst_rid"
+    sql = (
+        "SELECT s.id AS src, d.id AS dst, l.relation FROM memory_links l JOIN memories s ON s.rid = l.src_rid JOIN "
+        "memories d ON d.rid = l.dst_rid"
+    )
     return {(r["src"], r["dst"], r["relation"]) for r in engine.db.rows(sql) if relation in (None, r["relation"])}
 
 
 def _add(engine, content, subject="Alice", **kw):
-    return engine.memories.add(NewMemory(content=content, subject=subject, scope=kw.pop("scope", Scope.USER),
-                                         scope_id=kw.pop("scope_id", "alice"), **kw))
+    return engine.memories.add(
+        NewMemory(content=content, subject=subject, scope=kw.pop("scope", Scope.USER), scope_id=kw.pop("scope_id", "alice"), **kw)
+    )
 
 
 def _cos(minilm, a, b):
@@ -156,11 +161,20 @@ def test_the_judge_is_only_asked_about_the_same_subject(minilm_engine):
 # -- what a stored row holds (MEM-2/3) ----------------------------------------------------------------------------
 def test_stored_row_keeps_every_field(engine, clock):
     prov = Provenance(platform="discord", guild_id="g1", channel_id="c1", message_ids=("m1", "m2"))
-    result = engine.memories.add(NewMemory(
-        content="Alice\u200b is training\x00 for a\n\nmarathon", subject=" Alice ", scope=Scope.USER, scope_id="alice",
-        type=MemoryType.EPISODIC, kind=FactKind.GOAL, tags=("Running", " running ", "Sport,Health"), importance=8,
-        ttl=clock.now() + 3600, provenance=prov,
-    ))
+    result = engine.memories.add(
+        NewMemory(
+            content="Alice\u200b is training\x00 for a\n\nmarathon",
+            subject=" Alice ",
+            scope=Scope.USER,
+            scope_id="alice",
+            type=MemoryType.EPISODIC,
+            kind=FactKind.GOAL,
+            tags=("Running", " running ", "Sport,Health"),
+            importance=8,
+            ttl=clock.now() + 3600,
+            provenance=prov,
+        )
+    )
     m = engine.memories.get(result.memory.id)
     assert m.content == "Alice is training for a marathon" and m.subject == "Alice"
     assert (m.type, m.kind, m.importance, m.ttl) == (MemoryType.EPISODIC, FactKind.GOAL, 8, clock.now() + 3600)
@@ -170,13 +184,21 @@ def test_stored_row_keeps_every_field(engine, clock):
     assert {t for (t,) in engine.db.execute("SELECT tag FROM memory_tags")} == {"running", "sport health"}
 
 
-@pytest.mark.parametrize("legacy, mtype, kind", [
-    ("todo", "procedural", "todo"), ("preference", "semantic", "preference"), ("identity", "semantic", "profile"),
-    ("conversation", "episodic", "event"), ("fact", "semantic", "other"), ("observation", "episodic", "other"),
-])
+@pytest.mark.parametrize(
+    "legacy, mtype, kind",
+    [
+        ("todo", "procedural", "todo"),
+        ("preference", "semantic", "preference"),
+        ("identity", "semantic", "profile"),
+        ("conversation", "episodic", "event"),
+        ("fact", "semantic", "other"),
+        ("observation", "episodic", "other"),
+    ],
+)
 def test_legacy_types_map_on_write(engine, legacy, mtype, kind):
-    out = MemoryTools(engine, dm_ctx("alice")).call("memory_store", json.dumps(
-        {"type": legacy, "subject": "Alice", "content": f"Alice example fact for {legacy}"}))
+    out = MemoryTools(engine, dm_ctx("alice")).call(
+        "memory_store", json.dumps({"type": legacy, "subject": "Alice", "content": f"Alice example fact for {legacy}"})
+    )
     stored = engine.memories.get(json.loads(out)["id"])
     assert (stored.type.value, stored.kind.value) == (mtype, kind)
 
@@ -228,22 +250,26 @@ def test_luhn_fixtures_are_what_they_claim():
     assert not _luhn_ok("4111111111111112") and not _luhn_ok("1234567812345678")
 
 
-@pytest.mark.parametrize("content, kind", [
-    ("Alice's order number is 4111 1111 1111 1112", FactKind.OTHER),  # 16 digits, fails Luhn: not a card
-    ("Alice's phone is 1234 5678 1234 5678", FactKind.OTHER),
-    ("Always answer Alice in French", FactKind.GUIDANCE),
-    ("Never mention Alice's ex", FactKind.BEHAVIORAL),
-    ("Alice always orders oat milk", FactKind.PREFERENCE),  # 'always' mid-sentence is a fact, not a directive
-    ("Alice forgot her password yesterday", FactKind.OTHER),
-    ("Alice likes skiing", FactKind.OTHER),
-])
+@pytest.mark.parametrize(
+    "content, kind",
+    [
+        ("Alice's order number is 4111 1111 1111 1112", FactKind.OTHER),  # 16 digits, fails Luhn: not a card
+        ("Alice's phone is 1234 5678 1234 5678", FactKind.OTHER),
+        ("Always answer Alice in French", FactKind.GUIDANCE),
+        ("Never mention Alice's ex", FactKind.BEHAVIORAL),
+        ("Alice always orders oat milk", FactKind.PREFERENCE),  # 'always' mid-sentence is a fact, not a directive
+        ("Alice forgot her password yesterday", FactKind.OTHER),
+        ("Alice likes skiing", FactKind.OTHER),
+    ],
+)
 def test_safe_writes_are_stored(engine, content, kind):
     assert _add(engine, content, kind=kind).status == "stored"
 
 
 def test_a_rejection_through_the_tool_is_an_error_for_the_model(engine):
-    out = MemoryTools(engine, dm_ctx("alice")).call("memory_store", json.dumps(
-        {"type": "fact", "subject": "Alice", "content": "Alice's password is hunter2"}))
+    out = MemoryTools(engine, dm_ctx("alice")).call(
+        "memory_store", json.dumps({"type": "fact", "subject": "Alice", "content": "Alice's password is hunter2"})
+    )
     assert out.startswith("Error:") and "secret" in out and "hunter2" not in out
     assert count(engine, "memories") == 0
 
@@ -260,6 +286,7 @@ def test_updates_go_through_the_same_filters(engine):
 
 def test_update_reindexes_text_vector_and_cache(engine, embedder):
     from conftest import fts_rids
+
     from memory.embeddings import content_hash
 
     memory = remember(engine, "Alice likes skiing in the Alps", subject="Alice", scope_id="alice")

@@ -1,11 +1,11 @@
 """The test suite's own guard: nothing in a test may reach beyond this machine."""
+
 from __future__ import annotations
 
 import asyncio
 import socket
 
 import pytest
-
 from conftest import OfflineError
 
 
@@ -19,6 +19,7 @@ def test_a_connection_beyond_loopback_fails_at_once(address):
 def test_asyncio_connections_are_guarded_too():
     async def attempt():
         await asyncio.open_connection("192.0.2.1", 80)
+
     with pytest.raises(OfflineError):
         asyncio.run(attempt())
 

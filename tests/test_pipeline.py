@@ -1,5 +1,6 @@
 """The conversation pipeline end to end: the real openai SDK against a local scripted server, a real store,
 an injected clock. Asserts on what was stored and on what the model was shown."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,7 +11,6 @@ import pytest
 from bot.orchestrator import APOLOGY
 from memory.clock import FakeClock
 from tests.fakes import Delay, FakeOpenAI, HTTPError, ToolCall
-
 from tests.pipeline_support import build_runtime, dm, facts, group, last_reply_prompt
 
 pytestmark = pytest.mark.asyncio
@@ -63,6 +63,7 @@ async def test_a_fact_is_extracted_after_the_debounce_with_provenance(rt, srv):
 
 def search_then_delete(rt, memory_id: str, seen_at_final_call: dict) -> object:
     """A scripted model that answers "forget that ... Acme" with memory_search, then memory_delete of the first hit."""
+
     def responder(body):
         last = body["messages"][-1]
         if last["role"] == "user":
@@ -72,12 +73,17 @@ def search_then_delete(rt, memory_id: str, seen_at_final_call: dict) -> object:
             return ToolCall("memory_delete", {"id": found[0]["id"]})
         seen_at_final_call["rows"] = rt.engine.db.scalar("SELECT COUNT(*) FROM memories WHERE id = ?", (memory_id,))
         return "Done, I forgot that you work at Acme."
+
     return responder
 
 
 async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv):
-    await tell(rt, srv, dm("telegram", "7", "I work at Acme as a baker", mid="m1"),
-               extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
+    await tell(
+        rt,
+        srv,
+        dm("telegram", "7", "I work at Acme as a baker", mid="m1"),
+        extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}),
+    )
     memory_id = rt.engine.db.scalar("SELECT id FROM memories")
     seen_at_final_call = {}
     srv.default = search_then_delete(rt, memory_id, seen_at_final_call)
@@ -92,13 +98,16 @@ async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv)
     assert "acme" not in json.dumps(rt.engine.db.rows("SELECT * FROM extraction_buffer")).lower()
 
 
-@pytest.mark.parametrize("where,visible", [
-    ("guild-a", {"guild A lore", "Alice said in A"}),
-    ("guild-b", set()),  # what Alice said in A stays in A (SEC-1), and her portable and DM facts too
-    ("alice-dm", {"Alice public fact", "Alice private fact", "Alice said in A"}),
-    ("owner-dm", {"owner secret plan", "owner public fact"}),
-    ("owner-in-guild-a", {"guild A lore"}),
-])
+@pytest.mark.parametrize(
+    "where,visible",
+    [
+        ("guild-a", {"guild A lore", "Alice said in A"}),
+        ("guild-b", set()),  # what Alice said in A stays in A (SEC-1), and her portable and DM facts too
+        ("alice-dm", {"Alice public fact", "Alice private fact", "Alice said in A"}),
+        ("owner-dm", {"owner secret plan", "owner public fact"}),
+        ("owner-in-guild-a", {"guild A lore"}),
+    ],
+)
 async def test_no_memory_reaches_a_prompt_it_must_not(rt, srv, where, visible):
     from memory.models import NewMemory, Scope, Visibility
 
@@ -179,7 +188,7 @@ async def test_a_batch_that_keeps_failing_is_parked_in_dead_letters_and_can_be_r
     for attempt in range(5):
         srv.script("{broken")
         assert (await rt.background.tick())["extracted"] == 0
-        rt.engine.clock.advance(60 * 2 ** attempt + 1)
+        rt.engine.clock.advance(60 * 2**attempt + 1)
     assert rt.background.buffer.pending() == 0 and len(rt.background.buffer.dead()) == 1
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content = 'I also play chess'") == 1
     assert rt.background.buffer.retry_dead() == 1
@@ -200,8 +209,9 @@ async def test_extraction_waits_while_the_model_is_down(rt, srv):
 
 async def test_fifty_conversations_at_once_store_every_message(rt, srv):
     srv.default = lambda body: "hi " + body["messages"][-1]["content"][-8:]
-    replies = await asyncio.gather(*(rt.orchestrator.reply(dm("console" if i % 2 else "telegram", str(100 + i), f"message number {i}"))
-                                     for i in range(50)))
+    replies = await asyncio.gather(
+        *(rt.orchestrator.reply(dm("console" if i % 2 else "telegram", str(100 + i), f"message number {i}")) for i in range(50))
+    )
     assert all(not r.failed for r in replies)
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE role = 'user'") == 50
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE role = 'assistant'") == 50
@@ -234,8 +244,10 @@ async def test_long_conversations_are_flushed_then_compacted_into_a_rolling_summ
     for i in range(61):
         await rt.orchestrator.observe(group("discord", "G", "7", f"chatter line {i} about the garden"))
         rt.engine.clock.advance(1)
-    srv.script(facts({"about": "Alice", "subject": "garden", "content": "Alice talks a lot about her garden"}),
-               "Alice chatted at length about her garden.")
+    srv.script(
+        facts({"about": "Alice", "subject": "garden", "content": "Alice talks a lot about her garden"}),
+        "Alice chatted at length about her garden.",
+    )
     assert (await rt.background.tick())["compacted"] == 1
     flush, summary = srv.chat_requests[-2:]
     assert "chatter line 0 about the garden" in flush["messages"][1]["content"]  # WRITE-4: extraction first
@@ -252,13 +264,19 @@ async def test_long_conversations_are_flushed_then_compacted_into_a_rolling_summ
 async def test_forgetting_drops_summaries_of_the_chat_it_came_from_and_of_the_chat_that_asked(rt, srv):
     from memory.sessions import ChannelState, SessionSummaries
 
-    await tell(rt, srv, dm("telegram", "7", "I work at Acme as a baker", mid="m1"),
-               extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
+    await tell(
+        rt,
+        srv,
+        dm("telegram", "7", "I work at Acme as a baker", mid="m1"),
+        extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}),
+    )
     assert (await rt.orchestrator.command("link", "", dm("telegram", "7", "/link"))).startswith("Your link code is")
     code = rt.engine.db.scalar("SELECT code FROM link_codes")
     await rt.orchestrator.command("link", code, dm("discord", "70", f"/link {code}"))
     summaries, channels = SessionSummaries(rt.engine), ChannelState(rt.engine)
-    summaries.add(platform="telegram", guild_id=None, channel_id="dm-7", participants=["telegram:7"], text="Alice talked about baking at Acme.")
+    summaries.add(
+        platform="telegram", guild_id=None, channel_id="dm-7", participants=["telegram:7"], text="Alice talked about baking at Acme."
+    )
     summaries.add(platform="telegram", guild_id=None, channel_id="dm-8", participants=["telegram:8"], text="Bob talked about Acme shares.")
     await tell(rt, srv, dm("discord", "70", "hi again"))
     channels.set_summary("discord:dm-70", "Earlier Alice mentioned her Acme job.", 0.0)
@@ -277,8 +295,12 @@ async def test_forgetting_drops_summaries_of_the_chat_it_came_from_and_of_the_ch
 
 
 async def test_forgetting_removes_source_messages_only_from_their_own_chat(rt, srv):
-    await tell(rt, srv, dm("telegram", "7", "I work at Acme as a baker", mid="1"),
-               extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}))
+    await tell(
+        rt,
+        srv,
+        dm("telegram", "7", "I work at Acme as a baker", mid="1"),
+        extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}),
+    )
     await tell(rt, srv, dm("telegram", "8", "I like sailing", name="Bob", mid="1"))  # same message id, another chat
     answer = await rt.orchestrator.command("forget", "my job at Acme", dm("telegram", "7", "/forget my job at Acme"))
     assert answer.startswith("Forgotten: Alice works at Acme")

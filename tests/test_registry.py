@@ -1,5 +1,6 @@
 """The registry of everything that can carry a person's words (SEC-3), checked against the live schema,
 and forgetting checked the way an auditor would: by reading the bytes of the files the store writes."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import HashEmbedder, dm_ctx, remember, say
+
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.forgetting import forget_memory, forget_person
@@ -76,20 +77,29 @@ def fill(engine: MemoryEngine, person: str) -> None:
     """The word in every place a person's words can be: memories (with entity, tags, history), messages and
     the bot's reply, buffer, session summary, rolling summary, reflection audit."""
     ctx = dm_ctx(person)
-    remember(engine, f"{person} named the cat {WORD}", scope_id=person, visibility=Visibility.PRIVATE, tags=(WORD.lower(),),
-             entities=(EntityRef(WORD, "concept", (("pet_of", person),)),))
+    remember(
+        engine,
+        f"{person} named the cat {WORD}",
+        scope_id=person,
+        visibility=Visibility.PRIVATE,
+        tags=(WORD.lower(),),
+        entities=(EntityRef(WORD, "concept", (("pet_of", person),)),),
+    )
     remember(engine, f"{person} once had a hamster called {WORD} Senior", scope_id=person)
     mid = say(engine, f"my cat is called {WORD}", author=person, dm_person=person)
     say(engine, f"{WORD} is a lovely name", author="bot", dm_person=person, role="assistant")
     ExtractionBuffer(engine).push(f"discord:dm-{person}", ctx, f"my cat is called {WORD}", message_id=mid)
-    SessionSummaries(engine).add(platform="discord", guild_id=None, channel_id=f"dm-{person}", participants=[person],
-                                 text=f"{person} talked about {WORD}")
+    SessionSummaries(engine).add(
+        platform="discord", guild_id=None, channel_id=f"dm-{person}", participants=[person], text=f"{person} talked about {WORD}"
+    )
     channels = ChannelState(engine)
     channels.touch(f"discord:dm-{person}", ctx)
     channels.set_summary(f"discord:dm-{person}", f"Earlier: the cat {WORD}", 0.0)
     from memory.maintenance import audit_finish, audit_start
-    audit = audit_start(engine, "micro", f"discord:dm-{person}", f"{person}: my cat is called {WORD}",
-                        channel_key=f"discord:dm-{person}", people=(person,))
+
+    audit = audit_start(
+        engine, "micro", f"discord:dm-{person}", f"{person}: my cat is called {WORD}", channel_key=f"discord:dm-{person}", people=(person,)
+    )
     audit_finish(engine, audit, facts=[f"{person} named the cat {WORD}"])
 
 
@@ -115,9 +125,16 @@ def test_forgetting_one_memory_removes_its_words_but_keeps_the_rest(tmp_path):
         remember(engine, "Alice likes green tea", scope_id="alice")
         mid = say(engine, f"I walk my dog {WORD} daily", author="alice", dm_person="alice")
         from memory.models import NewMemory, Provenance, Scope
-        result = engine.memories.add(NewMemory(content=f"Alice walks her dog {WORD} daily", subject="dog", scope=Scope.USER,
-                                               scope_id="alice", provenance=Provenance(platform="discord", channel_id="dm-alice",
-                                                                                       sources=(mid,))))
+
+        result = engine.memories.add(
+            NewMemory(
+                content=f"Alice walks her dog {WORD} daily",
+                subject="dog",
+                scope=Scope.USER,
+                scope_id="alice",
+                provenance=Provenance(platform="discord", channel_id="dm-alice", sources=(mid,)),
+            )
+        )
         engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         assert sum(occurrences(path, WORD).values()) > 0
         done = forget_memory(engine, result.memory.id)

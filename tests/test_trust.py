@@ -1,6 +1,7 @@
 """The trust findings, each as the attack that broke it: through the real adapters (python-telegram-bot,
 discord.py) against local fake servers, the real orchestrator and store, and the openai SDK against a
 scripted model. Each test names the finding it covers (F1..F16 of the trust issue)."""
+
 from __future__ import annotations
 
 import json
@@ -69,8 +70,10 @@ async def test_f1_a_link_code_is_never_issued_or_redeemed_in_a_group(world):
     code = re.search(r"code is (\S+)", await tg_answer(tg, ALICE_TG, ALICE_TG, "/link")).group(1)
     answer = await tg_answer(tg, GROUP_TG, MALLORY_TG, f"/link {code}", first_name="Mallory", **group_kw)
     assert "private chat" in answer
-    assert runtime.engine.db.scalar("SELECT person_id FROM identities WHERE platform_user_id = ?", (str(MALLORY_TG),)) \
-        == f"telegram:{MALLORY_TG}"  # not linked to Alice
+    assert (
+        runtime.engine.db.scalar("SELECT person_id FROM identities WHERE platform_user_id = ?", (str(MALLORY_TG),))
+        == f"telegram:{MALLORY_TG}"
+    )  # not linked to Alice
 
 
 async def test_f1_link_codes_are_single_use_expire_and_guessing_is_rate_limited(world):
@@ -92,27 +95,40 @@ async def test_f1_link_codes_are_single_use_expire_and_guessing_is_rate_limited(
 # -- F2: group members changing others' memories through the model ----------------------------------------
 def model_tries(llm, call: ToolCall, seen: list) -> None:
     """The model, asked by whoever spoke, calls one tool; the tool's answer is recorded, then it replies."""
+
     def responder(body):
         last = body["messages"][-1]
         if last["role"] == "tool":
             seen.append(last["content"])
             return "done"
         return call
+
     llm.default = responder
 
 
 async def test_f2_a_member_cannot_have_the_model_change_another_s_memory_or_the_lore(world):
     runtime, llm, tg, dc = world
     add = runtime.engine.memories.add
-    alice = add(NewMemory(content="Alice is training for a marathon", subject="running", scope=Scope.USER,
-                          scope_id=f"telegram:{ALICE_TG}", guild_id=f"telegram:{GROUP_TG}")).memory
-    lore = add(NewMemory(content="The group meets on Fridays", subject="meetings", scope=Scope.GUILD, scope_id=f"telegram:{GROUP_TG}")).memory
+    alice = add(
+        NewMemory(
+            content="Alice is training for a marathon",
+            subject="running",
+            scope=Scope.USER,
+            scope_id=f"telegram:{ALICE_TG}",
+            guild_id=f"telegram:{GROUP_TG}",
+        )
+    ).memory
+    lore = add(
+        NewMemory(content="The group meets on Fridays", subject="meetings", scope=Scope.GUILD, scope_id=f"telegram:{GROUP_TG}")
+    ).memory
     tg.push_message(GROUP_TG, ALICE_TG, "morning all", chat_type="supergroup")  # Alice takes part: her facts are visible here
     await tg.wait_until(lambda: runtime.engine.db.scalar("SELECT COUNT(*) FROM messages") == 1)
-    attempts = [ToolCall("memory_update", {"id": alice.id, "content": "Alice gave up running"}),
-                ToolCall("memory_delete", {"id": alice.id}),
-                ToolCall("memory_update", {"id": lore.id, "content": "The group meets on Mondays"}),
-                ToolCall("memory_delete", {"id": lore.id})]
+    attempts = [
+        ToolCall("memory_update", {"id": alice.id, "content": "Alice gave up running"}),
+        ToolCall("memory_delete", {"id": alice.id}),
+        ToolCall("memory_update", {"id": lore.id, "content": "The group meets on Mondays"}),
+        ToolCall("memory_delete", {"id": lore.id}),
+    ]
     for n, call in enumerate(attempts):
         seen: list[str] = []
         model_tries(llm, call, seen)
@@ -127,13 +143,24 @@ async def test_f2_a_group_admin_may_change_the_lore_but_not_a_member_s_memory(wo
     runtime, llm, tg, dc = world
     tg.admins[GROUP_TG] = [MALLORY_TG]
     add = runtime.engine.memories.add
-    alice = add(NewMemory(content="Alice is training for a marathon", subject="running", scope=Scope.USER,
-                          scope_id=f"telegram:{ALICE_TG}", guild_id=f"telegram:{GROUP_TG}")).memory
-    lore = add(NewMemory(content="The group meets on Fridays", subject="meetings", scope=Scope.GUILD, scope_id=f"telegram:{GROUP_TG}")).memory
+    alice = add(
+        NewMemory(
+            content="Alice is training for a marathon",
+            subject="running",
+            scope=Scope.USER,
+            scope_id=f"telegram:{ALICE_TG}",
+            guild_id=f"telegram:{GROUP_TG}",
+        )
+    ).memory
+    lore = add(
+        NewMemory(content="The group meets on Fridays", subject="meetings", scope=Scope.GUILD, scope_id=f"telegram:{GROUP_TG}")
+    ).memory
     tg.push_message(GROUP_TG, ALICE_TG, "morning all", chat_type="supergroup")
     await tg.wait_until(lambda: runtime.engine.db.scalar("SELECT COUNT(*) FROM messages") == 1)
-    for call, allowed in ((ToolCall("memory_update", {"id": lore.id, "content": "The group meets on Mondays"}), True),
-                          (ToolCall("memory_delete", {"id": alice.id}), False)):
+    for call, allowed in (
+        (ToolCall("memory_update", {"id": lore.id, "content": "The group meets on Mondays"}), True),
+        (ToolCall("memory_delete", {"id": alice.id}), False),
+    ):
         seen: list[str] = []
         model_tries(llm, call, seen)
         sent = len(tg.sent)
@@ -150,10 +177,14 @@ async def test_f3_a_member_showing_someone_else_s_name_cannot_write_facts_into_t
         tg.push_message(GROUP_TG, user, text, chat_type="supergroup", first_name="Alice")  # Mallory shows "Alice" too
     await tg.wait_until(lambda: runtime.engine.db.scalar("SELECT COUNT(*) FROM messages") == 2)
     runtime.engine.clock.advance(31)
-    llm.script(json.dumps([
-        {"speaker": "P2", "subject": "move", "content": "Alice is moving to Lisbon and quitting her job", "kind": "profile"},
-        {"about": "Alice", "subject": "job", "content": "Alice quit her job at the bank", "kind": "profile"},  # a name: ambiguous
-    ]))
+    llm.script(
+        json.dumps(
+            [
+                {"speaker": "P2", "subject": "move", "content": "Alice is moving to Lisbon and quitting her job", "kind": "profile"},
+                {"about": "Alice", "subject": "job", "content": "Alice quit her job at the bank", "kind": "profile"},  # a name: ambiguous
+            ]
+        )
+    )
     await runtime.background.tick()
     prompt = llm.chat_requests[-1]["messages"][-1]["content"]
     assert "[P1]" in prompt and "[P2]" in prompt  # the model sees tags, not only names
@@ -165,8 +196,9 @@ async def test_f3_a_member_showing_someone_else_s_name_cannot_write_facts_into_t
 async def test_f4_a_fact_said_in_one_server_does_not_surface_in_another_but_does_in_dms(world):
     runtime, llm, tg, dc = world
     llm.script("I'll keep it here.")
-    await dc.dispatch_message(GENERAL_1, ALICE_DC, "keep this inside this support group: I am in recovery", mentions_bot=True,
-                              username="alice")
+    await dc.dispatch_message(
+        GENERAL_1, ALICE_DC, "keep this inside this support group: I am in recovery", mentions_bot=True, username="alice"
+    )
     await dc.wait_for_sent(1)
     runtime.engine.clock.advance(31)
     llm.script(facts({"speaker": "P1", "subject": "health", "content": "Alice is in recovery"}))
@@ -184,7 +216,10 @@ async def test_f4_channel_recall_reads_only_channels_the_asker_can_read(world):
     await dc.dispatch_message(STAFF_1, GUILD_OWNER, "staff only: the moderator vote is on Tuesday", username="owner")
     await dc.wait_until(lambda: runtime.engine.db.scalar("SELECT COUNT(*) FROM messages") == 1)
     for user, readable in ((ALICE_DC, False), (GUILD_OWNER, True)):
-        for call in (ToolCall("channel_recall", {"channel_id": str(STAFF_1)}), ToolCall("conversation_search", {"query": "moderator vote"})):
+        for call in (
+            ToolCall("channel_recall", {"channel_id": str(STAFF_1)}),
+            ToolCall("conversation_search", {"query": "moderator vote"}),
+        ):
             seen: list[str] = []
             model_tries(llm, call, seen)
             sent = len(dc.sent)
@@ -204,16 +239,28 @@ async def test_f11_forget_everything_leaves_no_byte_of_a_word_that_was_extracted
         llm.script(f"What a name, {word}!")
         await orch.reply(dm("telegram", "7", f"I named my cat {word}", mid="1"))
         runtime.engine.clock.advance(31)
-        llm.script(facts({"speaker": "P1", "subject": "cat", "content": f"Alice's cat is called {word}",
-                          "entities": [{"name": word, "type": "concept"}]}))
+        llm.script(
+            facts(
+                {
+                    "speaker": "P1",
+                    "subject": "cat",
+                    "content": f"Alice's cat is called {word}",
+                    "entities": [{"name": word, "type": "concept"}],
+                }
+            )
+        )
         assert (await runtime.background.tick())["extracted"] == 1
         llm.default = lambda body: "[]" if "extract" in body["messages"][0]["content"].lower() else f"summary: the cat {word} again"
         for n in range(62):  # context pressure: compaction folds the oldest turns (with the word) into a rolling summary
             await orch.reply(dm("telegram", "7", f"small talk number {n}", mid=str(n + 2)))
         runtime.engine.clock.advance(31)
-        llm.default = lambda body: ("[]" if "Answer with JSON only" in json.dumps(body) and "reflect" not in json.dumps(body)
-                                    else json.dumps({"facts": [], "summary": f"Alice talked about {word}"}) if "reflect" in json.dumps(body)
-                                    else f"rolling summary mentioning {word}")
+        llm.default = lambda body: (
+            "[]"
+            if "Answer with JSON only" in json.dumps(body) and "reflect" not in json.dumps(body)
+            else json.dumps({"facts": [], "summary": f"Alice talked about {word}"})
+            if "reflect" in json.dumps(body)
+            else f"rolling summary mentioning {word}"
+        )
         await runtime.background.tick()
         runtime.engine.clock.advance(601)
         await runtime.background.tick()  # micro-reflection: a session summary and an audit row
@@ -244,8 +291,13 @@ async def test_f8_f9_forget_that_completes_even_if_the_model_then_fails(tmp_path
         llm.script(facts({"speaker": "P1", "subject": "job", "content": "Alice works at Acme as a baker"}))
         await runtime.background.tick()
         memory_id = runtime.engine.db.scalar("SELECT id FROM memories")
-        llm.script(ToolCall("memory_search", {"query": "Acme"}), ToolCall("memory_delete", {"id": memory_id}),
-                   HTTPError(500), HTTPError(500), HTTPError(500))
+        llm.script(
+            ToolCall("memory_search", {"query": "Acme"}),
+            ToolCall("memory_delete", {"id": memory_id}),
+            HTTPError(500),
+            HTTPError(500),
+            HTTPError(500),
+        )
         reply = await orch.reply(dm("telegram", "7", "forget that I work at Acme", mid="2"))
         assert reply.failed and reply.forgotten == ("Alice works at Acme as a baker",)
         dump = json.dumps([runtime.engine.db.rows(f"SELECT * FROM {t}") for t in ("memories", "messages", "extraction_buffer")])

@@ -1,4 +1,5 @@
 """Audio conversions between Discord (48 kHz stereo), listening (16 kHz mono) and TTS output, and WAVs."""
+
 from __future__ import annotations
 
 import struct
@@ -7,12 +8,23 @@ import numpy as np
 import pytest
 
 from tests.voice_support import tone
-from voice.audio import (DISCORD_FRAME_BYTES, AudioFormatError, discord_frames, discord_to_listen, duration_s,
-                         mono_to_discord, read_wav, resample, rms, samples, to_wav)
+from voice.audio import (
+    DISCORD_FRAME_BYTES,
+    AudioFormatError,
+    discord_frames,
+    discord_to_listen,
+    duration_s,
+    mono_to_discord,
+    read_wav,
+    resample,
+    rms,
+    samples,
+    to_wav,
+)
 
 
 def test_discord_audio_becomes_a_third_as_many_mono_samples_for_listening():
-    stereo = np.array([[100, 300]] * 960, dtype="<i2").tobytes()   # one 20 ms frame, channels 100 and 300
+    stereo = np.array([[100, 300]] * 960, dtype="<i2").tobytes()  # one 20 ms frame, channels 100 and 300
     listen = samples(discord_to_listen(stereo))
     assert len(listen) == 320 and set(listen.tolist()) == {200}
 
@@ -44,7 +56,7 @@ def test_a_wav_round_trips():
 def test_a_streamed_wav_with_an_unknown_length_is_read_to_its_end():
     wav = bytearray(to_wav(tone(0.1), 22050))
     data_at = wav.index(b"data")
-    struct.pack_into("<I", wav, data_at + 4, 0xFFFFFFFF)   # what espeak-ng --stdout writes
+    struct.pack_into("<I", wav, data_at + 4, 0xFFFFFFFF)  # what espeak-ng --stdout writes
     assert read_wav(bytes(wav)) == (tone(0.1), 22050)
 
 

@@ -1,5 +1,6 @@
 """The voice benchmark's smoke test: three utterances through the whole offline path (the full run is
 ``companion bench voice --json``, kept out of the test run)."""
+
 from __future__ import annotations
 
 from measure.bench_voice import run_voice_bench

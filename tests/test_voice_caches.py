@@ -1,9 +1,10 @@
 """VOICE-3 session caches on a real store: the behavioural fact pool and the conversation history cache."""
+
 from __future__ import annotations
 
 import pytest
-
 from conftest import contents, guild_ctx, remember, say
+
 from memory.models import FactKind, NewMemory, Scope
 from voice.caches import BehaviouralPool, CacheSettings, HistoryCache, jaccard, tokens
 
@@ -19,8 +20,22 @@ def rule(engine, content, *, kind=FactKind.BEHAVIORAL, scope=Scope.GUILD, scope_
 
 # -- behavioural fact pool ---------------------------------------------------------------------------
 def test_voice_caches_behavioural_pool_holds_at_most_64_rules_read_from_the_store_once(engine, ctx):
-    engine.memories.insert_batch([(NewMemory(f"Rule {i}: answer topic {i} in one sentence", f"rule {i}", Scope.GUILD, "g1",
-                                             kind=FactKind.BEHAVIORAL, importance=1 + i % 9), None) for i in range(70)])
+    engine.memories.insert_batch(
+        [
+            (
+                NewMemory(
+                    f"Rule {i}: answer topic {i} in one sentence",
+                    f"rule {i}",
+                    Scope.GUILD,
+                    "g1",
+                    kind=FactKind.BEHAVIORAL,
+                    importance=1 + i % 9,
+                ),
+                None,
+            )
+            for i in range(70)
+        ]
+    )
     remember(engine, "Alice likes tea", scope=Scope.GUILD, scope_id="g1", kind=FactKind.PREFERENCE)
     pool = BehaviouralPool(engine.memories)
     for turn in ("topic 3 please", "and topic 7", "what about topic 69"):
@@ -36,17 +51,24 @@ def test_voice_caches_behavioural_pool_reranks_by_the_words_of_each_turn_and_kee
     rule(engine, "Call Alice by her nickname Al", kind=FactKind.GUIDANCE, importance=7)
     pool = BehaviouralPool(engine.memories, CacheSettings(pool_top_n=2))
     assert [m.content for m in pool.facts(ctx, "how did that movie end, Bob?")] == [
-        "Never spoil the ending of a movie for Bob", "Keep spoken answers under three sentences"]
+        "Never spoil the ending of a movie for Bob",
+        "Keep spoken answers under three sentences",
+    ]
     assert [m.content for m in pool.facts(ctx, "what should I call Alice")] == [
-        "Call Alice by her nickname Al", "Keep spoken answers under three sentences"]
+        "Call Alice by her nickname Al",
+        "Keep spoken answers under three sentences",
+    ]
     assert [m.content for m in pool.facts(ctx, "mhm")] == [  # no word matches: importance decides
-        "Keep spoken answers under three sentences", "Call Alice by her nickname Al"]
+        "Keep spoken answers under three sentences",
+        "Call Alice by her nickname Al",
+    ]
     assert pool.loads == 1
 
 
 def test_voice_caches_a_new_participant_set_reads_its_own_pool_with_only_what_it_may_see(engine, ctx):
-    engine.memories.add(NewMemory("Speak slowly when Carol is around", "voice manner", Scope.USER, "carol",
-                                  kind=FactKind.BEHAVIORAL, guild_id="g1"))  # said by Carol in this server
+    engine.memories.add(
+        NewMemory("Speak slowly when Carol is around", "voice manner", Scope.USER, "carol", kind=FactKind.BEHAVIORAL, guild_id="g1")
+    )  # said by Carol in this server
     pool = BehaviouralPool(engine.memories)
     assert pool.facts(ctx, "hello") == []
     joined = guild_ctx("g1", "alice", "alice", "bob", "carol")
@@ -96,8 +118,11 @@ def test_voice_caches_history_cache_asks_again_after_45_seconds_or_for_a_differe
     cache.get_or_fetch("who brings the healing potions", history)
     clock.advance(45)
     cache.get_or_fetch("when does the raid start on saturday", history)
-    assert history.asked == ["when does the raid start on saturday", "who brings the healing potions",
-                             "when does the raid start on saturday"]
+    assert history.asked == [
+        "when does the raid start on saturday",
+        "who brings the healing potions",
+        "when does the raid start on saturday",
+    ]
 
 
 def test_voice_caches_history_cache_lets_a_filler_reuse_the_latest_result_and_invalidate_empties_it(clock, history):

@@ -1,9 +1,10 @@
 """VOICE-4 compaction with the WRITE-4 flush: a scripted model, a recording flush, turns as plain values."""
+
 from __future__ import annotations
 
 import pytest
-
 from conftest import ScriptedCompleter
+
 from voice.compaction import VoiceTranscript, VoiceTurn
 
 START = 1_700_000_000.0
@@ -65,8 +66,13 @@ def test_voice_compaction_shows_the_model_the_previous_summary_the_speakers_and_
     assert 'Alice: "turn number 0 about the raid"' in first and 'Companion (assistant): "reply number 2"' in first
     assert "turn number 10" not in first and "first summary" not in first
     assert "first summary" in second and "turn number 10 about the raid" in second
-    assert first.index("Speaker attribution") < first.index("Current activity") < first.index("Open threads") \
-        < first.index("Decisions") < first.index("Screen context")
+    assert (
+        first.index("Speaker attribution")
+        < first.index("Current activity")
+        < first.index("Open threads")
+        < first.index("Decisions")
+        < first.index("Screen context")
+    )
     assert "1200 characters" in first
     assert t.summary == "second summary" and t.folded == 20
 

@@ -1,5 +1,6 @@
 """Voice settings (COMPANION_VOICE_*): read once, validated with the variable's name, turned into providers and
 session settings by the composition root only."""
+
 from __future__ import annotations
 
 import re
@@ -36,9 +37,16 @@ def test_voice_settings_from_the_environment_reach_the_session_and_the_warm_memo
     assert voice_options(settings).warm.reuse_at == 0.9
 
 
-@pytest.mark.parametrize("variable, value", [("COMPANION_VOICE_VAD_AGGRESSIVENESS", "4"), ("COMPANION_VOICE_MIN_SPEECH_MS", "50"),
-                                             ("COMPANION_VOICE_STT", "whisper"), ("COMPANION_VOICE_IDLE_TIMEOUT_S", "0"),
-                                             ("COMPANION_VOICE_WARM_FULL_BELOW", "0.9")])
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("COMPANION_VOICE_VAD_AGGRESSIVENESS", "4"),
+        ("COMPANION_VOICE_MIN_SPEECH_MS", "50"),
+        ("COMPANION_VOICE_STT", "whisper"),
+        ("COMPANION_VOICE_IDLE_TIMEOUT_S", "0"),
+        ("COMPANION_VOICE_WARM_FULL_BELOW", "0.9"),
+    ],
+)
 def test_a_bad_voice_setting_names_its_variable(monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigError, match=variable):
@@ -48,8 +56,9 @@ def test_a_bad_voice_setting_names_its_variable(monkeypatch, variable, value):
 def test_voice_providers_are_offline_by_default_and_openai_compatible_when_asked():
     stt, tts = speech_providers(load_settings(_env_file=None))
     assert isinstance(stt, FasterWhisperSTT) and isinstance(tts, EspeakTTS) and tts.voice == "en-us"
-    settings = load_settings(_env_file=None, voice_stt="openai", voice_tts="openai", voice_base_url="http://127.0.0.1:9/v1",
-                             voice_tts_voice="nova")
+    settings = load_settings(
+        _env_file=None, voice_stt="openai", voice_tts="openai", voice_base_url="http://127.0.0.1:9/v1", voice_tts_voice="nova"
+    )
     stt, tts = speech_providers(settings)
     assert isinstance(stt, OpenAISpeechToText) and isinstance(tts, OpenAITextToSpeech) and tts.voice == "nova"
     assert str(stt._client.base_url).startswith("http://127.0.0.1:9/v1")

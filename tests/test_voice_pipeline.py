@@ -3,17 +3,18 @@ store, the openai SDK talking to the scripted FakeOpenAI, and a FakeClock. The a
 ``test_voice_orchestrator_e2e.py``; here are the rules a spoken turn is answered by (VOICE-1..5, CROSS-1,
 TOOLS-2, WRITE-4).
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from conftest import remember
 
 from bot.types import IncomingMessage
 from bot.voice_mode import VoiceOptions
 from memory.clock import FakeClock
 from memory.models import Scope
-from conftest import remember
 from tests.fakes import FakeOpenAI, ToolCall
 from tests.pipeline_support import build_runtime, facts, group, last_reply_prompt
 from tests.voice_support import routed_model
@@ -39,11 +40,21 @@ async def rt(tmp_path, srv):
     await runtime.stop()
 
 
-def said(text: str, *, user: str = ALICE, name: str = "Alice", others: tuple = (), guild: str = GUILD,
-         channel: str = LOUNGE) -> IncomingMessage:
+def said(
+    text: str, *, user: str = ALICE, name: str = "Alice", others: tuple = (), guild: str = GUILD, channel: str = LOUNGE
+) -> IncomingMessage:
     """A transcribed utterance, as the voice adapter hands it over (never addressed by a mention)."""
-    return IncomingMessage(platform="discord", channel_id=channel, author_id=user, author_name=name, text=text, guild_id=guild,
-                           participants=others, modality="voice", addressed=False)
+    return IncomingMessage(
+        platform="discord",
+        channel_id=channel,
+        author_id=user,
+        author_name=name,
+        text=text,
+        guild_id=guild,
+        participants=others,
+        modality="voice",
+        addressed=False,
+    )
 
 
 def reply_prompts(srv) -> list[str]:
@@ -83,11 +94,20 @@ async def test_a_voice_turn_naming_the_bot_or_following_up_on_its_answer_is_neve
 
 async def test_the_voice_skip_rule_also_holds_for_unaddressed_text_in_a_configured_channel(rt, srv):
     srv.script("[SKIP]", "Hi!")
-    chatter = IncomingMessage(platform="discord", channel_id="chat", author_id=ALICE, author_name="Alice", text="lunch?",
-                              guild_id=GUILD, participants=((BOB, "Bob"),), addressed=False)
+    chatter = IncomingMessage(
+        platform="discord",
+        channel_id="chat",
+        author_id=ALICE,
+        author_name="Alice",
+        text="lunch?",
+        guild_id=GUILD,
+        participants=((BOB, "Bob"),),
+        addressed=False,
+    )
     assert (await rt.orchestrator.reply(chatter)).skipped
-    alone = IncomingMessage(platform="discord", channel_id="chat", author_id=ALICE, author_name="Alice", text="lunch?",
-                            guild_id=GUILD, addressed=False)
+    alone = IncomingMessage(
+        platform="discord", channel_id="chat", author_id=ALICE, author_name="Alice", text="lunch?", guild_id=GUILD, addressed=False
+    )
     assert (await rt.orchestrator.reply(alone)).text == "Hi!"  # nobody else here: it is for the bot
     skip_prompt, alone_prompt = reply_prompts(srv)
     assert "answer exactly [SKIP]" in skip_prompt and "[SKIP]" not in alone_prompt
@@ -95,19 +115,27 @@ async def test_the_voice_skip_rule_also_holds_for_unaddressed_text_in_a_configur
 
 
 # -- VOICE-2/3: warm memory and caches on the orchestrator path -----------------------------------------------
-CAMPING = ["I'm planning a camping trip to the lake district next weekend",
-           "The camping trip to the lake district is next weekend and I need a tent",
-           "For the camping trip I need a tent that works in the lake district rain",
-           "Which tent should I bring camping in the lake district next weekend"]
+CAMPING = [
+    "I'm planning a camping trip to the lake district next weekend",
+    "The camping trip to the lake district is next weekend and I need a tent",
+    "For the camping trip I need a tent that works in the lake district rain",
+    "Which tent should I bring camping in the lake district next weekend",
+]
 
 
 @pytest.fixture
 async def warm_rt(tmp_path, srv, minilm):
-    from bot.config import load_settings
     from bot.composition import build_runtime as compose
+    from bot.config import load_settings
 
-    settings = load_settings(db_path=tmp_path / "bot.db", llm_base_url=srv.base_url, llm_api_key="k", embeddings="none",
-                             scheduler_enabled=False, llm_timeout_s=2.0)
+    settings = load_settings(
+        db_path=tmp_path / "bot.db",
+        llm_base_url=srv.base_url,
+        llm_api_key="k",
+        embeddings="none",
+        scheduler_enabled=False,
+        llm_timeout_s=2.0,
+    )
     runtime = compose(settings, clock=FakeClock(), embedder=minilm, backoff_s=0.0)
     await runtime.start(background_loop=False)
     for text in ("Alice owns a bright orange two-person tent", "Alice's sister Jo is learning the violin"):
@@ -163,12 +191,14 @@ async def test_a_voice_memory_write_beyond_five_a_minute_is_refused_to_the_model
     stores = [ToolCall("memory_store", {"type": "semantic", "subject": t, "content": f"Alice likes {t}"}) for t in things]
     srv.script(stores, "Noted all that.", list(stores[5:]), "Noted.")
     await rt.orchestrator.reply(said("I like lots of things"))
-    results = [json.loads(m["content"]) if m["content"].startswith("{") else m["content"]
-               for m in srv.chat_requests[1]["messages"] if m["role"] == "tool"]
+    results = [
+        json.loads(m["content"]) if m["content"].startswith("{") else m["content"]
+        for m in srv.chat_requests[1]["messages"]
+        if m["role"] == "tool"
+    ]
     assert [r["status"] for r in results[:5]] == ["stored"] * 5
     assert results[5].startswith("Error: too many memory writes this minute")
-    text = IncomingMessage(platform="discord", channel_id="chat", author_id=ALICE, author_name="Alice", text="and hiking",
-                           guild_id=GUILD)
+    text = IncomingMessage(platform="discord", channel_id="chat", author_id=ALICE, author_name="Alice", text="and hiking", guild_id=GUILD)
     await rt.orchestrator.reply(text)  # typing is not rate limited
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM memories WHERE content = 'Alice likes mountain hiking'") == 1
 
@@ -185,7 +215,8 @@ async def test_a_long_voice_session_is_compacted_after_the_reply_and_its_turns_g
     await session.compacting  # started after the third reply, in a worker thread
     systems = [b["messages"][0]["content"] for b in srv.chat_requests]
     assert systems.index(next(s for s in systems if s.startswith("You extract"))) < systems.index(
-        next(s for s in systems if s.startswith("You keep the rolling summary")))  # WRITE-4: extraction first
+        next(s for s in systems if s.startswith("You keep the rolling summary"))
+    )  # WRITE-4: extraction first
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM memories WHERE content = 'Alice is planning a camping trip'") == 1
     assert session.transcript.summary == "Alice is planning a camping trip." and session.transcript.folded == 2
     await rt.orchestrator.reply(said("what should I pack"))

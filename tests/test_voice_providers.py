@@ -1,6 +1,7 @@
 """Speech providers: the offline defaults for real (bundled Whisper, espeak-ng), and the OpenAI-compatible
 ones through the real ``openai`` SDK against a local server with ``/v1/audio/*``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,8 +38,9 @@ class FakeAudioAPI(FakeOpenAI):
         form = await request.post()
         upload = form["file"]
         pcm, rate = read_wav(upload.file.read())
-        self.uploads.append({"model": form["model"], "language": form.get("language"), "filename": upload.filename,
-                             "seconds": duration_s(pcm, rate)})
+        self.uploads.append(
+            {"model": form["model"], "language": form.get("language"), "filename": upload.filename, "seconds": duration_s(pcm, rate)}
+        )
         if self.fail_with:
             return json_response({"error": {"message": "nope"}}, status=self.fail_with)
         return json_response({"text": self.transcripts.pop(0)})
@@ -76,7 +78,7 @@ def test_a_missing_whisper_model_is_a_transcription_failure(tmp_path):
 
 
 def test_espeak_speaks_a_sentence_as_mono_pcm():
-    pcm, rate = EspeakTTS().synthesize("-Dashes first, then words.")   # a leading dash is text, not an option
+    pcm, rate = EspeakTTS().synthesize("-Dashes first, then words.")  # a leading dash is text, not an option
     assert rate == 22050 and 1.0 < duration_s(pcm, rate) < 4.0
 
 

@@ -2,6 +2,7 @@
 
 Time is a ``FakeClock``; frames are fed as the receive thread feeds them (48 kHz stereo, 20 ms).
 """
+
 from __future__ import annotations
 
 import logging
@@ -48,7 +49,7 @@ def hub(seen, clock) -> ReceiveHub:
 
 def feed(hub: ReceiveHub, clock: FakeClock, ssrc: int, pcm: bytes) -> None:
     for i in range(0, len(pcm), DISCORD_FRAME_BYTES):
-        hub.feed(ssrc, pcm[i:i + DISCORD_FRAME_BYTES])
+        hub.feed(ssrc, pcm[i : i + DISCORD_FRAME_BYTES])
         clock.advance(0.02)
 
 
@@ -78,11 +79,11 @@ def test_held_audio_nobody_claims_is_dropped_with_a_warning(hub, seen, clock, ca
 
 def test_a_speaker_who_stops_sending_mid_sentence_is_ended_by_the_timer(hub, seen, clock):
     hub.attribute(11, ALICE)
-    feed(hub, clock, 11, spoken("Good evening everybody."))   # no trailing silence: the client went quiet
+    feed(hub, clock, 11, spoken("Good evening everybody."))  # no trailing silence: the client went quiet
     assert seen.utterances == []
     clock.advance(0.1)
     hub.tick()
-    assert seen.utterances == []   # a short gap is not yet the end
+    assert seen.utterances == []  # a short gap is not yet the end
     clock.advance(0.4)
     hub.tick()
     assert [u.user_id for u in seen.utterances] == [ALICE]
@@ -103,7 +104,7 @@ def test_two_people_talking_at_once_are_kept_apart(hub, seen, clock):
     for i in range(0, max(len(alice), len(bob)), DISCORD_FRAME_BYTES):
         for ssrc, pcm in ((11, alice), (22, bob)):
             if i < len(pcm):
-                hub.feed(ssrc, pcm[i:i + DISCORD_FRAME_BYTES])
+                hub.feed(ssrc, pcm[i : i + DISCORD_FRAME_BYTES])
         clock.advance(0.02)
     assert sorted(u.user_id for u in seen.utterances) == [ALICE, BOB]
     assert {s for s, _ in seen.starts} == {11, 22}

@@ -3,6 +3,7 @@
 A real DAVE session needs Discord's MLS group, which cannot be had offline; ``DaveSessionStandIn`` takes
 the place of the third-party ``davey.DaveSession`` only, so the call we make on it can be checked.
 """
+
 from __future__ import annotations
 
 import davey
@@ -24,11 +25,11 @@ class DaveSessionStandIn:
         self.calls.append((user_id, media_type, packet))
         if self.fail:
             raise ValueError("DecryptionFailed(NoValidCryptorFound)")
-        return b"decrypted:" + packet[:-len(DAVE_MARKER)]
+        return b"decrypted:" + packet[: -len(DAVE_MARKER)]
 
 
 def dave_frame(body: bytes = b"ciphertext") -> bytes:
-    return body + b"\x05" + DAVE_MARKER   # ...supplemental size, then the marker, as DAVE frames end
+    return body + b"\x05" + DAVE_MARKER  # ...supplemental size, then the marker, as DAVE frames end
 
 
 def test_padding_is_removed_when_the_padding_bit_is_set():
@@ -61,7 +62,7 @@ def test_frames_pass_through_while_the_dave_session_is_not_ready():
 def test_unencrypted_frames_pass_through_a_ready_dave_session():
     session = DaveSessionStandIn()
     assert dave_decrypt(OPUS, session, 42) == OPUS
-    assert dave_decrypt(b"\xf8\xff\xfe", session, 42) == b"\xf8\xff\xfe"   # Opus silence
+    assert dave_decrypt(b"\xf8\xff\xfe", session, 42) == b"\xf8\xff\xfe"  # Opus silence
     assert session.calls == []
 
 

@@ -1,4 +1,5 @@
 """Splitting a streaming reply into sentences to speak, and what a voice should not read out."""
+
 from __future__ import annotations
 
 from voice.sentences import SentenceSplitter, is_skip, speakable
@@ -19,7 +20,9 @@ def test_sentences_come_out_as_soon_as_they_are_complete():
 
 def test_abbreviations_and_decimals_do_not_end_a_sentence():
     assert split("Dr. Smith paid 3.5 dollars, e.g. for tea. Then he left.") == [
-        "Dr. Smith paid 3.5 dollars, e.g. for tea.", "Then he left."]
+        "Dr. Smith paid 3.5 dollars, e.g. for tea.",
+        "Then he left.",
+    ]
 
 
 def test_a_line_break_ends_a_sentence():
@@ -27,8 +30,7 @@ def test_a_line_break_ends_a_sentence():
 
 
 def test_markdown_and_links_are_not_read_out():
-    assert speakable("**Bold** and `code`, see [the docs](https://x.y/z) or https://a.b/c") == (
-        "Bold and code, see the docs or")
+    assert speakable("**Bold** and `code`, see [the docs](https://x.y/z) or https://a.b/c") == ("Bold and code, see the docs or")
 
 
 def test_the_skip_token_is_never_spoken():

@@ -1,6 +1,7 @@
 """A voice session's turns: speaking while the reply streams, barge-in, [SKIP], and failures that cost a
 turn but never the session. Providers are scripted at their Protocol edge; the session is the real one.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,7 +35,7 @@ class StreamingResponder:
             if i == 1 and self.gate is not None:
                 await self.gate.wait()
             for j in range(0, len(piece), 4):
-                await stream(piece[j:j + 4])
+                await stream(piece[j : j + 4])
         return reply
 
 
@@ -54,14 +55,15 @@ async def started(session: VoiceSession) -> VoiceSession:
 
 async def test_a_streamed_reply_is_spoken_sentence_by_sentence_in_order(player):
     tts = ToneTTS()
-    session = await started(VoiceSession(ScriptedSTT("how are you"), tts, StreamingResponder(
-        "I am fine. Thanks for asking! And you?"), player))
+    session = await started(
+        VoiceSession(ScriptedSTT("how are you"), tts, StreamingResponder("I am fine. Thanks for asking! And you?"), player)
+    )
     session.utterance_ready(utterance())
     await eventually(lambda: session.turns)
     (turn,) = session.turns
     assert (turn.user_id, turn.heard, turn.interrupted) == (ALICE, "how are you", False)
     assert turn.spoken == ("I am fine.", "Thanks for asking!", "And you?") == tuple(tts.said)
-    assert len(player.frames) >= 3 * 10   # three 200 ms sentences were played
+    assert len(player.frames) >= 3 * 10  # three 200 ms sentences were played
     await session.close()
 
 
@@ -70,7 +72,7 @@ async def test_speaking_starts_before_the_reply_has_finished_streaming(player):
     responder.gate = asyncio.Event()
     session = await started(VoiceSession(ScriptedSTT("tell me"), ToneTTS(), responder, player))
     session.utterance_ready(utterance())
-    await eventually(lambda: player.frames)   # the first sentence plays while the model still writes
+    await eventually(lambda: player.frames)  # the first sentence plays while the model still writes
     assert session.turns == []
     responder.gate.set()
     await eventually(lambda: session.turns)
@@ -88,13 +90,14 @@ async def test_someone_speaking_over_the_bot_stops_it():
     await eventually(lambda: session.turns, timeout=3)
     (turn,) = session.turns
     assert turn.interrupted and player.stops == 1
-    assert len(player.frames) < 50   # well under one second of the six queued was played
+    assert len(player.frames) < 50  # well under one second of the six queued was played
     await session.close()
 
 
 async def test_barge_in_can_be_switched_off(player):
-    session = await started(VoiceSession(ScriptedSTT("hi"), ToneTTS(), StreamingResponder("Hello. Hi."), player,
-                                         VoiceSettings(barge_in=False)))
+    session = await started(
+        VoiceSession(ScriptedSTT("hi"), ToneTTS(), StreamingResponder("Hello. Hi."), player, VoiceSettings(barge_in=False))
+    )
     session.utterance_ready(utterance())
     await eventually(lambda: session._speech is not None and session._speech.spoken)
     session.speech_started(22, BOB)
@@ -105,8 +108,7 @@ async def test_barge_in_can_be_switched_off(player):
 
 async def test_a_skip_answer_is_stored_but_not_spoken(player):
     tts = ToneTTS()
-    session = await started(VoiceSession(ScriptedSTT("they were talking to each other"), tts,
-                                         StreamingResponder("[SKIP]"), player))
+    session = await started(VoiceSession(ScriptedSTT("they were talking to each other"), tts, StreamingResponder("[SKIP]"), player))
     session.utterance_ready(utterance())
     await eventually(lambda: session.turns)
     assert session.turns[0].reply == "[SKIP]" and session.turns[0].spoken == () and tts.said == []
@@ -116,8 +118,7 @@ async def test_a_skip_answer_is_stored_but_not_spoken(player):
 
 async def test_a_failed_transcription_costs_one_turn_and_the_session_goes_on(player, caplog):
     responder = StreamingResponder("Yes?")
-    session = await started(VoiceSession(ScriptedSTT(TranscriptionFailed("model gone"), "are you there"),
-                                         ToneTTS(), responder, player))
+    session = await started(VoiceSession(ScriptedSTT(TranscriptionFailed("model gone"), "are you there"), ToneTTS(), responder, player))
     session.utterance_ready(utterance())
     session.utterance_ready(utterance())
     await eventually(lambda: session.turns)
@@ -126,8 +127,9 @@ async def test_a_failed_transcription_costs_one_turn_and_the_session_goes_on(pla
 
 
 async def test_a_sentence_the_tts_cannot_say_is_skipped_and_the_rest_is_spoken(player):
-    session = await started(VoiceSession(ScriptedSTT("hi"), ToneTTS(fail_on=("broken",)),
-                                         StreamingResponder("Hello there. This is broken. Goodbye."), player))
+    session = await started(
+        VoiceSession(ScriptedSTT("hi"), ToneTTS(fail_on=("broken",)), StreamingResponder("Hello there. This is broken. Goodbye."), player)
+    )
     session.utterance_ready(utterance())
     await eventually(lambda: session.turns)
     assert session.turns[0].spoken == ("Hello there.", "Goodbye.")
@@ -158,8 +160,7 @@ async def test_empty_transcripts_are_not_answered(player):
 
 async def test_idle_time_counts_from_the_last_thing_anyone_said(player):
     clock = FakeClock()
-    session = await started(VoiceSession(ScriptedSTT("hi"), ToneTTS(), StreamingResponder("Hey."), player,
-                                         clock=clock))
+    session = await started(VoiceSession(ScriptedSTT("hi"), ToneTTS(), StreamingResponder("Hey."), player, clock=clock))
     clock.advance(30)
     assert session.idle_for() == 30
     session.speech_started(11, ALICE)

@@ -5,6 +5,7 @@ The hub and the session are the real ones, wired as ``DiscordVoice`` wires them 
 ``speech_paused`` itself); speech is espeak-ng's, the clock a ``FakeClock``, and speech-to-text is scripted at
 its Protocol edge so the test knows which audio each call got.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -46,7 +47,7 @@ class Pauses:
 
 def feed(hub: ReceiveHub, clock: FakeClock, pcm: bytes) -> None:
     for i in range(0, len(pcm), DISCORD_FRAME_BYTES):
-        hub.feed(SSRC, pcm[i:i + DISCORD_FRAME_BYTES])
+        hub.feed(SSRC, pcm[i : i + DISCORD_FRAME_BYTES])
         clock.advance(0.02)
 
 

@@ -3,11 +3,12 @@
 The turns below were measured with MiniLM: the camping paraphrases sit at cosine 0.77-0.95 to the running
 fingerprint, the violin and Rust turns near 0.
 """
+
 from __future__ import annotations
 
 import pytest
-
 from conftest import contents, guild_ctx, remember
+
 from memory.models import FactKind, NewMemory, Scope
 from voice.warm import Decision, Retrieval, WarmMemory, WarmSettings, cosine, is_low_signal, memory_retrieval
 
@@ -49,8 +50,12 @@ def ctx():
 
 @pytest.fixture
 def stored(minilm_engine):
-    for text in ("Alice owns a bright orange two-person tent", "Alice goes camping in the Lake District every summer",
-                 "Alice's sister Jo is learning the violin", "Bob fixes Rust borrow checker errors for fun"):
+    for text in (
+        "Alice owns a bright orange two-person tent",
+        "Alice goes camping in the Lake District every summer",
+        "Alice's sister Jo is learning the violin",
+        "Bob fixes Rust borrow checker errors for fun",
+    ):
         remember(minilm_engine, text, scope=Scope.GUILD, scope_id="g1")
     return minilm_engine
 
@@ -120,8 +125,12 @@ def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_n
     assert cosine(stored.embeddings.embed_query(follow_up), stored.embeddings.embed_query(CAMPING[0])) < WarmSettings().full_below
     results = run(warm, counted, [CAMPING[0], follow_up, VIOLIN, practice, back])
     assert [(r.record.decision, r.record.reason) for r in results] == [
-        (Decision.FULL, "cold"), (Decision.REFRESH, "moved"), (Decision.FULL, "drift"),
-        (Decision.REFRESH, "moved"), (Decision.FULL, "drift")]
+        (Decision.FULL, "cold"),
+        (Decision.REFRESH, "moved"),
+        (Decision.FULL, "drift"),
+        (Decision.REFRESH, "moved"),
+        (Decision.FULL, "drift"),
+    ]
     assert results[2].record.similarity < WarmSettings().full_below  # the camping context did not carry the violin
     assert f"{CAMPING[0]}\n{follow_up}" in embeds.log  # the follow-up was embedded after the turn before it
     # the context restarts with the new topic: the camping turns are not the violin turn's context

@@ -5,6 +5,7 @@ The scripted providers stand in for third-party engines at the Protocol edge (as
 does for the LLM): they record what they were asked and answer from a script. Our own code is never
 replaced.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,8 +53,8 @@ class ScriptedSTT:
 
     def __init__(self, *script: str | Exception) -> None:
         self.script = list(script)
-        self.heard: list[float] = []   # seconds of audio per call
-        self.audio: list[bytes] = []   # the audio of each call
+        self.heard: list[float] = []  # seconds of audio per call
+        self.audio: list[bytes] = []  # the audio of each call
 
     def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
         self.heard.append(len(pcm16) / 2 / sample_rate)
@@ -113,7 +114,7 @@ async def eventually(predicate, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise asyncio.TimeoutError(f"condition not met within {timeout}s")
+            raise TimeoutError(f"condition not met within {timeout}s")
         await asyncio.sleep(0.01)
 
 

@@ -9,6 +9,7 @@ Three formats meet here::
 Everything is numpy on whole buffers: a 20 ms frame costs microseconds, so the receive thread can
 convert every packet as it arrives.
 """
+
 from __future__ import annotations
 
 import io
@@ -20,7 +21,7 @@ import numpy as np
 DISCORD_RATE = 48_000
 LISTEN_RATE = 16_000
 FRAME_MS = 20
-DISCORD_FRAME_BYTES = DISCORD_RATE * FRAME_MS // 1000 * 2 * 2   # 960 samples x 2 channels x 2 bytes
+DISCORD_FRAME_BYTES = DISCORD_RATE * FRAME_MS // 1000 * 2 * 2  # 960 samples x 2 channels x 2 bytes
 
 
 class AudioFormatError(ValueError):
@@ -32,7 +33,7 @@ def samples(pcm16: bytes) -> np.ndarray:
     return np.frombuffer(pcm16[: len(pcm16) // 2 * 2], dtype="<i2")
 
 
-SILENT_PEAK = 64   # no sample beyond +-64 of 32767 (-54 dBFS): no sound (Discord's silence frames decode to zeros)
+SILENT_PEAK = 64  # no sample beyond +-64 of 32767 (-54 dBFS): no sound (Discord's silence frames decode to zeros)
 
 
 def is_silent(pcm16: bytes) -> bool:
@@ -78,7 +79,7 @@ def as_float(pcm16: bytes) -> np.ndarray:
 
 def discord_frames(pcm48_stereo: bytes) -> list[bytes]:
     """Cut into 20 ms frames; the last one is padded with silence (Opus only takes whole frames)."""
-    frames = [pcm48_stereo[i:i + DISCORD_FRAME_BYTES] for i in range(0, len(pcm48_stereo), DISCORD_FRAME_BYTES)]
+    frames = [pcm48_stereo[i : i + DISCORD_FRAME_BYTES] for i in range(0, len(pcm48_stereo), DISCORD_FRAME_BYTES)]
     if frames and len(frames[-1]) < DISCORD_FRAME_BYTES:
         frames[-1] = frames[-1].ljust(DISCORD_FRAME_BYTES, b"\0")
     return frames
@@ -91,7 +92,7 @@ def duration_s(pcm16: bytes, rate: int, channels: int = 1) -> float:
 def rms(pcm16: bytes) -> float:
     """Root mean square of the samples (0 for silence), to tell speech-sized audio from nothing."""
     values = samples(pcm16).astype(np.float64)
-    return float(np.sqrt(np.mean(values ** 2))) if values.size else 0.0
+    return float(np.sqrt(np.mean(values**2))) if values.size else 0.0
 
 
 def to_wav(pcm16: bytes, rate: int, channels: int = 1) -> bytes:
@@ -117,7 +118,7 @@ def read_wav(data: bytes) -> tuple[bytes, int]:
     fmt: tuple[int, int, int, int] | None = None
     offset = 12
     while offset + 8 <= len(data):
-        chunk, size = data[offset:offset + 4], struct.unpack_from("<I", data, offset + 4)[0]
+        chunk, size = data[offset : offset + 4], struct.unpack_from("<I", data, offset + 4)[0]
         body = offset + 8
         if chunk == b"fmt ":
             fmt = struct.unpack_from("<HHIxxxxxxH", data, body)

@@ -13,6 +13,7 @@ The lexical helpers (``tokens``, ``jaccard``, ``lexical_rerank``, ``FILLERS``) a
 lower-cased words, the store's FTS stop words and spoken fillers removed, a plural ``s`` folded. No stemmer on purpose: a cache decision
 must cost microseconds, and a rare miss only costs one ordinary recall.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,11 +30,62 @@ from memory.store import MemoryStore, RecallFilters
 T = TypeVar("T")
 WORD = re.compile(r"\w+")
 # Spoken back-channel: acknowledges, asks nothing, says nothing about the topic (also used by voice.warm).
-FILLERS = frozenset("""
-yeah yea yes yep yup ya ok okay k kk mhm mm mmm hmm hm uh huh um umm ah oh ooh aha right sure cool nice
-great alright fine true totally exactly lol haha hah wow no nope nah thanks thank you got it i see gotcha
-and so well like
-""".split())
+FILLERS = frozenset(
+    [
+        "yeah",
+        "yea",
+        "yes",
+        "yep",
+        "yup",
+        "ya",
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "mhm",
+        "mm",
+        "mmm",
+        "hmm",
+        "hm",
+        "uh",
+        "huh",
+        "um",
+        "umm",
+        "ah",
+        "oh",
+        "ooh",
+        "aha",
+        "right",
+        "sure",
+        "cool",
+        "nice",
+        "great",
+        "alright",
+        "fine",
+        "true",
+        "totally",
+        "exactly",
+        "lol",
+        "haha",
+        "hah",
+        "wow",
+        "no",
+        "nope",
+        "nah",
+        "thanks",
+        "thank",
+        "you",
+        "got",
+        "it",
+        "i",
+        "see",
+        "gotcha",
+        "and",
+        "so",
+        "well",
+        "like",
+    ]
+)
 NOISE = STOP_WORDS | FILLERS
 PoolKey = tuple[str | None, frozenset[str]]  # (guild, the partitions its participant set may read)
 
@@ -109,8 +161,9 @@ class BehaviouralPool:
 
     def _load(self, ctx: RecallContext) -> tuple[Memory, ...]:
         self.loads += 1
-        found = self.store.list_memories(ctx.memory_partitions(), RecallFilters(kinds=self.settings.pool_kinds),
-                                order="important", limit=self.settings.pool_size)
+        found = self.store.list_memories(
+            ctx.memory_partitions(), RecallFilters(kinds=self.settings.pool_kinds), order="important", limit=self.settings.pool_size
+        )
         return tuple(found)
 
     def invalidate(self) -> None:

@@ -15,6 +15,7 @@ again: a turn leaves the context only after its facts were handed to extraction 
 Failure handling: ``compact`` is a background step (the fourth edge of STYLE.md's error rule). A model
 failure is logged, counted in ``failures`` and kept in ``last_error``; nothing is dropped, so it is not silent.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import prompts
 from memory.protocols import Completer
@@ -57,7 +58,7 @@ def render_turns(turns: tuple[VoiceTurn, ...] | list[VoiceTurn]) -> str:
 
 
 def _line(turn: VoiceTurn) -> str:
-    when = datetime.fromtimestamp(turn.at, timezone.utc).strftime("%H:%M:%S")
+    when = datetime.fromtimestamp(turn.at, UTC).strftime("%H:%M:%S")
     who = f"{turn.speaker_name or turn.speaker_id}{' (assistant)' if turn.role == 'assistant' else ''}"
     return f"{when} {who}: {json.dumps(turn.text, ensure_ascii=False)}"
 
@@ -139,8 +140,12 @@ class VoiceTranscript:
         return True
 
     def _summarise(self, batch: tuple[VoiceTurn, ...]) -> str | None:
-        prompt = prompts.render(self.settings.prompt, previous=self.summary or "(none yet)", turns=render_turns(batch),
-                                max_chars=self.settings.max_summary_chars)
+        prompt = prompts.render(
+            self.settings.prompt,
+            previous=self.summary or "(none yet)",
+            turns=render_turns(batch),
+            max_chars=self.settings.max_summary_chars,
+        )
         try:
             answer = self.completer(SYSTEM, prompt, temperature=0.0)
             if not (answer or "").strip():
@@ -182,5 +187,4 @@ class VoiceTranscript:
 
     def messages(self) -> list[dict[str, str]]:
         """The verbatim turns as chat messages (users prefixed with their name, as the text path does)."""
-        return [{"role": t.role, "content": t.text if t.role == "assistant" else f"{t.speaker_name}: {t.text}"}
-                for t in self._turns]
+        return [{"role": t.role, "content": t.text if t.role == "assistant" else f"{t.speaker_name}: {t.text}"} for t in self._turns]

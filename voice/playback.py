@@ -5,6 +5,7 @@ The session pushes each sentence's audio as soon as it is synthesised; discord.p
 finished, and ``read()`` gives silence so the stream stays open (an empty read would end playback
 after the first sentence). ``finish()`` says no more is coming; ``cancel()`` (barge-in) ends it now.
 """
+
 from __future__ import annotations
 
 import threading

@@ -13,6 +13,7 @@ Errors a provider raises::
      +-- TranscriptionFailed     speech-to-text failed (model missing, server down, bad audio)
      +-- SynthesisFailed         text-to-speech failed (engine missing, server down)
 """
+
 from __future__ import annotations
 
 from typing import Protocol

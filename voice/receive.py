@@ -21,6 +21,7 @@ ends is its audio plus silence. When ``on_pause`` is not given and ``on_utteranc
 object with ``speech_paused`` (a ``VoiceSession``), that is used, so the session speculates wherever it is
 wired to a hub.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,6 +40,7 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Utterance:
     """One thing one person said: 16 kHz mono PCM."""
+
     ssrc: int
     user_id: int
     pcm16: bytes
@@ -52,12 +54,14 @@ class Utterance:
 @dataclass(frozen=True, slots=True)
 class _Paused:
     """A speaker paused mid-utterance: the audio so far, to transcribe ahead of the end (maybe in vain)."""
+
     utterance: Utterance
 
 
 @dataclass(frozen=True, slots=True)
 class _Started:
     """Someone began speaking (reported to the session for barge-in)."""
+
     ssrc: int
     user_id: int | None
 
@@ -70,18 +74,25 @@ class _Speaker:
     cutter: UtteranceCutter
     last_frame_at: float
     user_id: int | None = None
-    carry: bytes = b""                                   # 16 kHz samples short of a whole frame
-    held: list[tuple[float, bytes]] = field(default_factory=list)   # (ended at, pcm) awaiting a user
-    guessed_at: int | None = None                        # voiced frames when this pause was reported to on_pause
-    sound_at: float = 0.0                                # when the last frame that was not (near) silence came
+    carry: bytes = b""  # 16 kHz samples short of a whole frame
+    held: list[tuple[float, bytes]] = field(default_factory=list)  # (ended at, pcm) awaiting a user
+    guessed_at: int | None = None  # voiced frames when this pause was reported to on_pause
+    sound_at: float = 0.0  # when the last frame that was not (near) silence came
 
 
 class ReceiveHub:
     """Per-SSRC utterance cutting with late attribution; thread-safe."""
 
-    def __init__(self, on_speech: Callable[[int, int | None], None], on_utterance: Callable[[Utterance], None],
-                 *, vad: VadSettings = VadSettings(), clock: Clock | None = None,
-                 unattributed_ttl_s: float = 10.0, on_pause: Callable[[Utterance], None] | None = None) -> None:
+    def __init__(
+        self,
+        on_speech: Callable[[int, int | None], None],
+        on_utterance: Callable[[Utterance], None],
+        *,
+        vad: VadSettings = VadSettings(),
+        clock: Clock | None = None,
+        unattributed_ttl_s: float = 10.0,
+        on_pause: Callable[[Utterance], None] | None = None,
+    ) -> None:
         self._on_speech = on_speech
         self._on_utterance = on_utterance
         self._on_pause = on_pause or getattr(getattr(on_utterance, "__self__", None), "speech_paused", None)
@@ -101,7 +112,7 @@ class ReceiveHub:
                 speaker.sound_at = now
             whole = len(pcm) // FRAME_BYTES * FRAME_BYTES
             speaker.carry = pcm[whole:]
-            events = [e for i in range(0, whole, FRAME_BYTES) for e in speaker.cutter.push(pcm[i:i + FRAME_BYTES])]
+            events = [e for i in range(0, whole, FRAME_BYTES) for e in speaker.cutter.push(pcm[i : i + FRAME_BYTES])]
             ready = self._route(ssrc, speaker, events) + self._guess(ssrc, speaker, self._silent_ms(speaker, now))
         self._report(ready)
 
@@ -169,8 +180,10 @@ class ReceiveHub:
         Two measures, the longer wins: the VAD's pause plus the time since the client stopped sending, and the time
         since the last frame with sound in it. The second matters because webrtcvad holds on to "speech" for a few
         frames after it ends: the digital silence a Discord client sends as it stops would not count as pause."""
+
         def frames(seconds: float) -> int:
-            return round(seconds * 1000 / FRAME_MS) * FRAME_MS   # a timer firing a hair early is not a frame short
+            return round(seconds * 1000 / FRAME_MS) * FRAME_MS  # a timer firing a hair early is not a frame short
+
         return max(speaker.cutter.pause_ms + frames(now - speaker.last_frame_at), frames(now - speaker.sound_at))
 
     def _guess(self, ssrc: int, speaker: _Speaker, silent_ms: float) -> list[_Report]:
@@ -191,8 +204,12 @@ class ReceiveHub:
     def _expire(self, ssrc: int, speaker: _Speaker, now: float) -> None:
         kept = [(t, pcm) for t, pcm in speaker.held if now - t < self._ttl]
         if len(kept) < len(speaker.held):
-            logger.warning("voice: dropped %d utterance(s) from ssrc %d: no user claimed them within %.0f s",
-                           len(speaker.held) - len(kept), ssrc, self._ttl)
+            logger.warning(
+                "voice: dropped %d utterance(s) from ssrc %d: no user claimed them within %.0f s",
+                len(speaker.held) - len(kept),
+                ssrc,
+                self._ttl,
+            )
         speaker.held = kept
 
     def _report(self, ready: list[_Report]) -> None:

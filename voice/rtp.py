@@ -10,6 +10,7 @@ handshake and keeps a ``davey.DaveSession``; voice-recv 0.5.2 only removes the t
 ignores the padding bit, which DAVE traffic uses. Frames without the marker (Opus silence, frames
 sent while a transition is in passthrough mode) are plain Opus and pass through unchanged.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,7 +18,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-DAVE_MARKER = b"\xfa\xfa"   # the last two bytes of every DAVE-encrypted frame
+DAVE_MARKER = b"\xfa\xfa"  # the last two bytes of every DAVE-encrypted frame
 
 
 class PaddingError(ValueError):
@@ -43,11 +44,11 @@ def dave_decrypt(frame: bytes, dave_session: Any, user_id: int | None) -> bytes 
         return frame
     if user_id is None:
         return None
-    import davey   # only here: a bot that never meets DAVE never loads it
+    import davey  # only here: a bot that never meets DAVE never loads it
 
     try:
         return dave_session.decrypt(user_id, davey.MediaType.audio, frame)
-    except Exception as exc:   # davey raises plain exceptions (e.g. a key ratchet not yet received)
+    except Exception as exc:  # davey raises plain exceptions (e.g. a key ratchet not yet received)
         logger.debug("voice: DAVE could not decrypt a frame from %s: %s", user_id, exc)
         return None
 

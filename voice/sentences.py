@@ -5,6 +5,7 @@ reply ends. A sentence ends at . ! ? or an ellipsis followed by whitespace, or a
 "Dr." and "3.5" do not end one. ``speakable`` strips what a TTS engine would read out literally
 (markdown marks, links, the ``[SKIP]`` token a model uses to stay silent).
 """
+
 from __future__ import annotations
 
 import re
@@ -27,9 +28,9 @@ class SentenceSplitter:
         sentences: list[str] = []
         start = 0
         for match in _END.finditer(self._pending):
-            candidate = self._pending[start:match.end()]
-            if match.group(1) and _ends_with_abbreviation(self._pending[start:match.start(1)]):
-                continue   # "Dr. Smith": the period belongs to the word, the sentence goes on
+            candidate = self._pending[start : match.end()]
+            if match.group(1) and _ends_with_abbreviation(self._pending[start : match.start(1)]):
+                continue  # "Dr. Smith": the period belongs to the word, the sentence goes on
             sentences.append(candidate)
             start = match.end()
         self._pending = self._pending[start:]

@@ -15,6 +15,7 @@ when the bot has finished speaking, so it never talks over itself. A failing STT
 costs that turn (logged), never the session. The platform side is behind two Protocols: a
 ``Responder`` (the bot's conversation, which stores every turn: VOICE-5) and a ``Player``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,22 +46,24 @@ class Responder(Protocol):
 @dataclass(frozen=True, slots=True)
 class VoiceSettings:
     vad: VadSettings = VadSettings()
-    idle_timeout_s: float = 300.0   # leave after this long with nobody speaking and nothing said
-    barge_in: bool = True           # stop talking when someone starts speaking
-    max_pending: int = 8            # utterances waiting for a turn; older ones are dropped past this
+    idle_timeout_s: float = 300.0  # leave after this long with nobody speaking and nothing said
+    barge_in: bool = True  # stop talking when someone starts speaking
+    max_pending: int = 8  # utterances waiting for a turn; older ones are dropped past this
 
 
 @dataclass(slots=True)
 class Speculation:
     """Counts of speculative transcriptions, for logs and the benchmark."""
+
     started: int = 0
-    used: int = 0        # the utterance ended at that pause: its transcript served the turn
-    failed: int = 0      # the speculative STT raised: the turn transcribed again
+    used: int = 0  # the utterance ended at that pause: its transcript served the turn
+    failed: int = 0  # the speculative STT raised: the turn transcribed again
 
 
 @dataclass(frozen=True, slots=True)
 class Turn:
     """What happened in one turn, kept for logs and tests."""
+
     user_id: int
     heard: str
     reply: str
@@ -71,8 +74,15 @@ class Turn:
 class VoiceSession:
     """Runs the turns of one channel; ``start()`` in the event loop, then feed it from any thread."""
 
-    def __init__(self, stt: SpeechToText, tts: TextToSpeech, responder: Responder, player: Player,
-                 settings: VoiceSettings = VoiceSettings(), clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        stt: SpeechToText,
+        tts: TextToSpeech,
+        responder: Responder,
+        player: Player,
+        settings: VoiceSettings = VoiceSettings(),
+        clock: Clock | None = None,
+    ) -> None:
         self._stt, self._tts, self._responder, self._player = stt, tts, responder, player
         self.settings = settings
         self._clock = clock or SystemClock()
@@ -82,7 +92,7 @@ class VoiceSession:
         self._speech: ReplySpeech | None = None
         self.last_activity = self._clock.now()
         self.turns: list[Turn] = []
-        self._guesses: dict[int, tuple[bytes, asyncio.Future[str]]] = {}   # ssrc -> (audio, its transcript)
+        self._guesses: dict[int, tuple[bytes, asyncio.Future[str]]] = {}  # ssrc -> (audio, its transcript)
         self.speculation = Speculation()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -137,10 +147,10 @@ class VoiceSession:
 
     def _speculate(self, so_far: Utterance) -> None:
         if self._task is None:
-            return   # closed
+            return  # closed
         guess = asyncio.ensure_future(asyncio.to_thread(self._stt.transcribe, so_far.pcm16, so_far.sample_rate))
         guess.add_done_callback(_quietly)
-        self._guesses[so_far.ssrc] = (so_far.pcm16, guess)   # a newer pause of the same speaker replaces the older
+        self._guesses[so_far.ssrc] = (so_far.pcm16, guess)  # a newer pause of the same speaker replaces the older
         self.speculation.started += 1
 
     # -- turns --------------------------------------------------------------------------------------
@@ -149,7 +159,7 @@ class VoiceSession:
             utterance = await self._queue.get()
             try:
                 await self._turn(utterance)
-            except Exception:   # one broken turn must not end the session
+            except Exception:  # one broken turn must not end the session
                 logger.exception("voice: a turn from user %s failed", utterance.user_id)
             finally:
                 self._speech = None
@@ -158,13 +168,13 @@ class VoiceSession:
     async def _turn(self, utterance: Utterance) -> None:
         heard = await self._transcribe(utterance)
         if not heard:
-            return   # noise, or STT failed (logged): nothing to answer
+            return  # noise, or STT failed (logged): nothing to answer
         self._speech = speech = ReplySpeech(self._tts, self._player)
         reply = ""
         try:
             reply = await self._responder.respond(utterance.user_id, heard, speech.feed)
         finally:
-            await speech.finish(reply)   # on failure: what had streamed is still said, then silence
+            await speech.finish(reply)  # on failure: what had streamed is still said, then silence
         self.turns.append(Turn(utterance.user_id, heard, reply, tuple(speech.spoken), speech.interrupted))
         logger.info("voice: %s said %r; replied %r", utterance.user_id, heard[:80], reply[:80])
 
@@ -177,21 +187,20 @@ class VoiceSession:
                 return heard
             except asyncio.CancelledError:
                 raise
-            except Exception:   # the guess failed: the utterance gets its own try below
+            except Exception:  # the guess failed: the utterance gets its own try below
                 self.speculation.failed += 1
                 logger.warning("voice: speculative transcription failed; transcribing the utterance again", exc_info=True)
         try:
             return (await asyncio.to_thread(self._stt.transcribe, utterance.pcm16, utterance.sample_rate)).strip()
-        except Exception:   # the provider's failure costs this utterance; the session listens on
-            logger.exception("voice: could not transcribe %.1f s from user %s", utterance.duration_s,
-                             utterance.user_id)
+        except Exception:  # the provider's failure costs this utterance; the session listens on
+            logger.exception("voice: could not transcribe %.1f s from user %s", utterance.duration_s, utterance.user_id)
             return ""
 
     def _guessed(self, utterance: Utterance) -> asyncio.Future[str] | None:
         """The transcript under way for this utterance's speech, if a pause guessed it (and forget that guess)."""
         audio, guess = self._guesses.get(utterance.ssrc, (b"", None))
         if guess is None or not same_speech(audio, utterance.pcm16):
-            return None   # no guess, or speech went on after it: the partial transcript is never used
+            return None  # no guess, or speech went on after it: the partial transcript is never used
         del self._guesses[utterance.ssrc]
         return guess
 
@@ -202,7 +211,7 @@ def same_speech(guessed: bytes, final: bytes) -> bool:
     The VAD keeps up to 200 ms of the closing pause, and it may still have been growing when the guess was taken;
     silence added after the speech changes nothing a transcriber hears (Whisper pads every input with zeros to
     30 s). Anything else, speech above all, makes it another utterance."""
-    return final.startswith(guessed) and is_silent(final[len(guessed):])
+    return final.startswith(guessed) and is_silent(final[len(guessed) :])
 
 
 def _quietly(future: asyncio.Future[str]) -> None:

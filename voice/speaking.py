@@ -7,6 +7,7 @@ Synthesis runs one sentence at a time in order, so sentence two is being synthes
 plays. A sentence the TTS cannot say is logged and skipped: the rest of the reply is still spoken.
 ``cancel()`` (barge-in) drops everything not yet played.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -19,7 +20,7 @@ from .providers import TextToSpeech
 from .sentences import SentenceSplitter, is_skip
 
 logger = logging.getLogger(__name__)
-_POLL_S = 0.02   # one frame: how often we look whether the player has drained
+_POLL_S = 0.02  # one frame: how often we look whether the player has drained
 
 
 class Player(Protocol):
@@ -43,7 +44,7 @@ class ReplySpeech:
         self._worker = asyncio.create_task(self._synthesise_in_order(), name="voice-tts")
         self.buffer = PlaybackBuffer()
         self.streamed = False
-        self.spoken: list[str] = []      # sentences whose audio reached the buffer, in order
+        self.spoken: list[str] = []  # sentences whose audio reached the buffer, in order
         self._playing = False
 
     async def feed(self, delta: str) -> None:
@@ -54,7 +55,7 @@ class ReplySpeech:
     async def finish(self, reply_text: str) -> None:
         """The reply is complete: say what is left, then wait until it has been played."""
         if not self.streamed and not is_skip(reply_text):
-            await self.feed(reply_text)   # the responder did not stream: speak the whole reply
+            await self.feed(reply_text)  # the responder did not stream: speak the whole reply
         for sentence in self._splitter.flush():
             self._queue.put_nowait(sentence)
         self._queue.put_nowait(None)
@@ -81,7 +82,7 @@ class ReplySpeech:
                 continue
             try:
                 pcm, rate = await asyncio.to_thread(self._tts.synthesize, sentence)
-            except Exception:   # any provider failure (SpeechError or a bug in one) costs one sentence only
+            except Exception:  # any provider failure (SpeechError or a bug in one) costs one sentence only
                 logger.exception("voice: could not synthesise %r; skipping it", sentence[:60])
                 continue
             self._say(sentence, mono_to_discord(pcm, rate))

@@ -5,6 +5,7 @@ downloaded at run time. Measured on 2 cores: load 0.8-2 s, then 0.6-0.8 s per 3 
 cost dominates), so the model is loaded once, on first use, and shared by every session; a lock keeps
 two sessions from running it at once (CTranslate2 would only split the same two cores).
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,7 +22,7 @@ logger = logging.getLogger(__name__)
 # Whisper fills noise with stock phrases. Only those nobody says to a bot are dropped: "thank you" or
 # "bye" may be real, and the VAD already keeps most noise away.
 _HALLUCINATIONS = frozenset({"you", "thanks for watching", "thank you for watching"})
-_MIN_AUDIO_S = 0.3   # shorter audio gives Whisper nothing to go on (and it invents words)
+_MIN_AUDIO_S = 0.3  # shorter audio gives Whisper nothing to go on (and it invents words)
 
 
 def bundled_model_path() -> Path:
@@ -34,8 +35,9 @@ def bundled_model_path() -> Path:
 class FasterWhisperSTT:
     """``SpeechToText`` on a local Whisper model (default: the bundled tiny.en)."""
 
-    def __init__(self, model_path: str | Path | None = None, *, language: str = "en",
-                 cpu_threads: int = 2, compute_type: str = "int8") -> None:
+    def __init__(
+        self, model_path: str | Path | None = None, *, language: str = "en", cpu_threads: int = 2, compute_type: str = "int8"
+    ) -> None:
         self._model_path = model_path
         self._language = language
         self._cpu_threads = cpu_threads
@@ -56,8 +58,8 @@ class FasterWhisperSTT:
             model = self._ensure_model()
             try:
                 segments, _ = model.transcribe(
-                    audio, language=self._language, beam_size=1, vad_filter=False,
-                    condition_on_previous_text=False, without_timestamps=True)
+                    audio, language=self._language, beam_size=1, vad_filter=False, condition_on_previous_text=False, without_timestamps=True
+                )
                 text = " ".join(s.text.strip() for s in segments).strip()
             except Exception as exc:
                 raise TranscriptionFailed(f"whisper could not transcribe: {exc}") from exc
@@ -70,8 +72,9 @@ class FasterWhisperSTT:
                 from faster_whisper import WhisperModel
 
                 # local_files_only: a path that is not a model must fail here, never turn into a download.
-                self._model = WhisperModel(path, device="cpu", compute_type=self._compute_type,
-                                           cpu_threads=self._cpu_threads, local_files_only=True)
+                self._model = WhisperModel(
+                    path, device="cpu", compute_type=self._compute_type, cpu_threads=self._cpu_threads, local_files_only=True
+                )
             except Exception as exc:
                 raise TranscriptionFailed(f"could not load the Whisper model at {path}: {exc}") from exc
             logger.info("voice: loaded Whisper from %s", path)

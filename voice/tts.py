@@ -6,6 +6,7 @@ same ``TextToSpeech`` Protocol; piper's engine is GPL, so it is never a hard dep
 
 The text goes in on stdin, not argv: a sentence starting with "-" would otherwise read as an option.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -20,8 +21,7 @@ ESPEAK = "espeak-ng"
 class EspeakTTS:
     """``TextToSpeech`` with espeak-ng (``voice`` e.g. ``en-us``; ``words_per_minute`` 80-450)."""
 
-    def __init__(self, voice: str = "en-us", words_per_minute: int = 165, *, executable: str = ESPEAK,
-                 timeout_s: float = 10.0) -> None:
+    def __init__(self, voice: str = "en-us", words_per_minute: int = 165, *, executable: str = ESPEAK, timeout_s: float = 10.0) -> None:
         self.voice = voice
         self.words_per_minute = words_per_minute
         self.executable = executable
@@ -33,8 +33,7 @@ class EspeakTTS:
     def synthesize(self, text: str) -> tuple[bytes, int]:
         command = [self.executable, "--stdout", "-b", "1", "-v", self.voice, "-s", str(self.words_per_minute)]
         try:
-            done = subprocess.run(command, input=text.encode(), capture_output=True, timeout=self.timeout_s,
-                                  check=True)
+            done = subprocess.run(command, input=text.encode(), capture_output=True, timeout=self.timeout_s, check=True)
         except FileNotFoundError:
             raise SynthesisFailed(f"{self.executable} is not installed (Debian: apt-get install espeak-ng)") from None
         except (subprocess.SubprocessError, OSError) as exc:

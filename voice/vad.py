@@ -9,6 +9,7 @@ moment barge-in may stop the bot. A few hundred ms from before the first voiced 
 (``pre_roll_ms``) because the VAD fires late and Whisper mishears clipped onsets. No clock: time is
 counted in frames, so a test can feed a minute of audio in a millisecond.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -18,17 +19,17 @@ import webrtcvad
 
 from .audio import FRAME_MS, LISTEN_RATE
 
-FRAME_BYTES = LISTEN_RATE * FRAME_MS // 1000 * 2   # 640: one 20 ms frame of 16 kHz mono
-MIN_SEGMENT_MS = 100   # webrtcvad flags single frames of noise as speech; below this it is never speech
+FRAME_BYTES = LISTEN_RATE * FRAME_MS // 1000 * 2  # 640: one 20 ms frame of 16 kHz mono
+MIN_SEGMENT_MS = 100  # webrtcvad flags single frames of noise as speech; below this it is never speech
 
 
 @dataclass(frozen=True, slots=True)
 class VadSettings:
-    aggressiveness: int = 2          # webrtcvad 0 (keeps most) .. 3 (drops most non-speech)
-    min_speech_ms: int = 200         # voiced audio needed before something counts as speech
-    end_pause_ms: int = 700          # the silence that ends an utterance
-    pre_roll_ms: int = 200           # kept from before the onset
-    max_utterance_s: float = 20.0    # a monologue is cut here, so it is answered in pieces, not never
+    aggressiveness: int = 2  # webrtcvad 0 (keeps most) .. 3 (drops most non-speech)
+    min_speech_ms: int = 200  # voiced audio needed before something counts as speech
+    end_pause_ms: int = 700  # the silence that ends an utterance
+    pre_roll_ms: int = 200  # kept from before the onset
+    max_utterance_s: float = 20.0  # a monologue is cut here, so it is answered in pieces, not never
     # Silence after which speech-to-text starts on the audio so far, in the background, while the end-of-speech
     # pause runs on: if the pause ends the utterance, the transcript is (nearly) ready; if speech resumes, it is
     # thrown away. 0 turns it off. Pauses between phrases are usually shorter than this (Whisper is then not
@@ -54,11 +55,12 @@ class SpeechStart:
 @dataclass(frozen=True, slots=True)
 class SpeechEnd:
     """A finished utterance: 16 kHz mono PCM, pre-roll included, trailing silence mostly trimmed."""
+
     pcm16: bytes
 
 
 VadEvent = SpeechStart | SpeechEnd
-_TRAILING_KEEP_FRAMES = 10   # 200 ms of the closing pause stays: Whisper ends words better with a tail
+_TRAILING_KEEP_FRAMES = 10  # 200 ms of the closing pause stays: Whisper ends words better with a tail
 
 
 class UtteranceCutter:
@@ -122,7 +124,7 @@ class UtteranceCutter:
             events.append(SpeechStart())
         too_long = len(self._frames) * FRAME_MS >= self.settings.max_utterance_s * 1000
         if self._pause * FRAME_MS >= self.settings.end_pause_ms or too_long:
-            events += self.flush()   # a candidate that never started was noise: dropped
+            events += self.flush()  # a candidate that never started was noise: dropped
         return events
 
     def _end(self) -> SpeechEnd:

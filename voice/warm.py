@@ -28,6 +28,7 @@ Each decision is logged, and ``stats`` counts them for the ``warm_hit_rate`` ben
 Known limit (the seed says so too): this is a deterministic gate. A topic shift that MiniLM scores in the
 0.65-0.85 band gets only a lexical refresh until the snapshot expires; the TTL bounds how stale it gets.
 """
+
 from __future__ import annotations
 
 import re
@@ -178,7 +179,7 @@ class WarmMemory(Generic[S]):
         """The turn's vector for the drift test: the turn alone plus the turn after its topic's latest turns."""
         if not self.settings.context_turns or not self._context:
             return vector
-        before = "\n".join(list(self._context)[-self.settings.context_turns:])[-self.settings.context_chars:]
+        before = "\n".join(list(self._context)[-self.settings.context_turns :])[-self.settings.context_chars :]
         with_context = self.embed(f"{before}\n{text}")
         if with_context is None:  # the second embedding failed: the turn alone is still a signal
             return vector

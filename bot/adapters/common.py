@@ -7,6 +7,7 @@ Errors raised by adapters' ``start()``::
     AdapterError            the channel could not be started
      +-- LoginRejected      the platform refused the token (the message never contains it)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,8 +37,6 @@ class AdapterError(Exception):
 
 class LoginRejected(AdapterError):
     """The platform refused the bot token."""
-
-
 
 
 class ChatLocks:
@@ -85,8 +84,9 @@ class RecentSpeakers:
         recent.append((author_id, name))
 
 
-async def deliver(conversation: Conversation, locks: ChatLocks, incoming: IncomingMessage, addressed: bool,
-                  answer: Callable[[], Awaitable[None]]) -> None:
+async def deliver(
+    conversation: Conversation, locks: ChatLocks, incoming: IncomingMessage, addressed: bool, answer: Callable[[], Awaitable[None]]
+) -> None:
     """One chat's messages in order: observed when not addressed to the bot, answered when they are."""
     async with locks.hold(incoming.channel_id):
         if not addressed:

@@ -9,9 +9,11 @@ a person like any Discord or Telegram account: ``/link`` joins it to your other 
 what the bot calls you by, so it should be a name, not "you" (the prompt would read "a DM with you").
 When a reply fails, ``diagnose`` (if given) explains why in one line, such as which server to check.
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import inspect
 import itertools
@@ -41,9 +43,17 @@ DEFAULT_NAME = "friend"
 class ConsoleChat:
     """A read-reply loop over ``input_fn`` (default: the terminal) and ``output`` (default: stdout)."""
 
-    def __init__(self, conversation: Conversation, *, user_id: str = DEFAULT_USER_ID, user_name: str = DEFAULT_NAME,
-                 stream: bool = True, input_fn: InputFn | None = None, output: TextIO | None = None,
-                 diagnose: Diagnose | None = None) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        *,
+        user_id: str = DEFAULT_USER_ID,
+        user_name: str = DEFAULT_NAME,
+        stream: bool = True,
+        input_fn: InputFn | None = None,
+        output: TextIO | None = None,
+        diagnose: Diagnose | None = None,
+    ) -> None:
         self._conversation = conversation
         self._diagnose = diagnose
         self._user_id = user_id
@@ -116,8 +126,14 @@ class ConsoleChat:
 
     def _message(self, text: str) -> IncomingMessage:
         return IncomingMessage(
-            platform="console", channel_id="console", author_id=self._user_id, author_name=self._user_name,
-            text=text, guild_id=None, message_id=str(next(self._ids)), created_at=time.time(),
+            platform="console",
+            channel_id="console",
+            author_id=self._user_id,
+            author_name=self._user_name,
+            text=text,
+            guild_id=None,
+            message_id=str(next(self._ids)),
+            created_at=time.time(),
         )
 
     def _help(self) -> str:
@@ -164,10 +180,8 @@ async def read_terminal_line(prompt: str) -> str:
             line = input(prompt)
         except BaseException as exc:  # EOFError and KeyboardInterrupt end the session in the loop
             error = exc
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop has closed (the session ended while this read was waiting)
             loop.call_soon_threadsafe(settle, line, error)
-        except RuntimeError:
-            pass  # the loop has closed (the session ended while this read was waiting)
 
     threading.Thread(target=read, name="console-input", daemon=True).start()
     return await future

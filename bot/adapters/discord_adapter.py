@@ -13,6 +13,7 @@ ephemerally. Every message carries the recent speakers of its channel as ``parti
 A failing event is logged (``on_error``) and, where someone is waiting, answered with a short
 apology; the client keeps running.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,9 +52,17 @@ def default_intents() -> discord.Intents:
 class DiscordAdapter:
     """Connects one bot token to a ``Conversation``; ``start()`` logs in and connects, ``stop()`` closes."""
 
-    def __init__(self, conversation: Conversation, token: str, *, channels: Iterable[str] = (),
-                 intents: discord.Intents | None = None, guild_ready_timeout: float = 2.0,
-                 ready_timeout: float = 30.0, defer_after: float = DEFER_AFTER_S) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        token: str,
+        *,
+        channels: Iterable[str] = (),
+        intents: discord.Intents | None = None,
+        guild_ready_timeout: float = 2.0,
+        ready_timeout: float = 30.0,
+        defer_after: float = DEFER_AFTER_S,
+    ) -> None:
         self._conversation = conversation
         self._token = token
         self._channels = frozenset(str(c) for c in channels)
@@ -132,8 +141,11 @@ class DiscordAdapter:
         text = _readable(message, me.id)
         ref = message.reference
         replied = ref.resolved if ref is not None else None
-        spoken_to = (message.guild is None or any(u.id == me.id for u in message.mentions)
-                     or (isinstance(replied, discord.Message) and replied.author.id == me.id))
+        spoken_to = (
+            message.guild is None
+            or any(u.id == me.id for u in message.mentions)
+            or (isinstance(replied, discord.Message) and replied.author.id == me.id)
+        )
         channel = message.channel
         configured = bool({str(channel.id), str(getattr(channel, "parent_id", None))} & self._channels)
         return spoken_to or configured, spoken_to, text
@@ -144,9 +156,16 @@ class DiscordAdapter:
         participants = self._speakers.others(channel_id, author_id)
         self._speakers.saw(channel_id, author_id, name)
         return IncomingMessage(
-            platform="discord", channel_id=channel_id, author_id=author_id, author_name=name, text=text,
-            guild_id=str(message.guild.id) if message.guild else None, message_id=str(message.id),
-            participants=participants, created_at=message.created_at.timestamp(), addressed=spoken_to,
+            platform="discord",
+            channel_id=channel_id,
+            author_id=author_id,
+            author_name=name,
+            text=text,
+            guild_id=str(message.guild.id) if message.guild else None,
+            message_id=str(message.id),
+            participants=participants,
+            created_at=message.created_at.timestamp(),
+            addressed=spoken_to,
             **_rights(message.guild, message.author),
         )
 
@@ -206,11 +225,16 @@ class DiscordAdapter:
     def _interaction_incoming(self, interaction: discord.Interaction, text: str) -> IncomingMessage:
         channel_id, author_id = str(interaction.channel_id), str(interaction.user.id)
         return IncomingMessage(
-            platform="discord", channel_id=channel_id, author_id=author_id,
-            author_name=interaction.user.display_name, text=text,
+            platform="discord",
+            channel_id=channel_id,
+            author_id=author_id,
+            author_name=interaction.user.display_name,
+            text=text,
             guild_id=str(interaction.guild_id) if interaction.guild_id else None,
-            message_id=str(interaction.id), participants=self._speakers.others(channel_id, author_id),
-            created_at=interaction.created_at.timestamp(), **_rights(interaction.guild, interaction.user),
+            message_id=str(interaction.id),
+            participants=self._speakers.others(channel_id, author_id),
+            created_at=interaction.created_at.timestamp(),
+            **_rights(interaction.guild, interaction.user),
         )
 
 
@@ -218,8 +242,7 @@ class _Client(discord.Client):
     """The discord.py client; every event is handed to the adapter."""
 
     def __init__(self, adapter: DiscordAdapter, intents: discord.Intents, guild_ready_timeout: float) -> None:
-        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout,
-                         allowed_mentions=discord.AllowedMentions.none())
+        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout, allowed_mentions=discord.AllowedMentions.none())
         self.adapter = adapter
         self.tree = app_commands.CommandTree(self)
         self.tree.error(self._on_command_error)
@@ -242,8 +265,7 @@ class _Client(discord.Client):
         logger.exception("discord: %s failed", event_method)
 
     async def _on_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
-        logger.error("discord: slash command %s failed", interaction.command and interaction.command.name,
-                     exc_info=error)
+        logger.error("discord: slash command %s failed", interaction.command and interaction.command.name, exc_info=error)
 
 
 def _rights(guild: discord.Guild | None, author: discord.abc.User) -> dict[str, Any]:

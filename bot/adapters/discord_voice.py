@@ -15,6 +15,7 @@ Reaching into voice-recv: ``vc._get_id_from_ssrc`` is the only place the SSRC ->
 filled by the voice gateway's SPEAKING event), and ``vc._connection.dave_session`` is where discord.py
 keeps the DAVE session; neither has a public accessor in 2.7.1.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,7 +39,7 @@ from voice.session import TextSink, VoiceSession, VoiceSettings
 from .common import APOLOGY, AdapterError
 
 logger = logging.getLogger(__name__)
-TICK_S = 0.1   # how often utterances of people who went quiet are closed; also the leave check
+TICK_S = 0.1  # how often utterances of people who went quiet are closed; also the leave check
 
 
 class _Sink(voice_recv.AudioSink):
@@ -51,20 +52,23 @@ class _Sink(voice_recv.AudioSink):
         self._lock = threading.Lock()
 
     def wants_opus(self) -> bool:
-        return True   # we decode ourselves: DAVE decryption has to happen between transport and Opus
+        return True  # we decode ourselves: DAVE decryption has to happen between transport and Opus
 
     def write(self, user: discord.abc.User | None, data: voice_recv.VoiceData) -> None:
         packet, vc = data.packet, self.voice_client
         assert vc is not None, "voice-recv guarantees the client inside write()"
         user_id = user.id if user is not None else vc._get_id_from_ssrc(packet.ssrc)
         session = vc._connection.dave_session
-        frame = open_frame(data.opus or b"", padded=bool(getattr(packet, "padding", False)),
-                           dave_session=session, user_id=user_id) if packet else None
+        frame = (
+            open_frame(data.opus or b"", padded=bool(getattr(packet, "padding", False)), dave_session=session, user_id=user_id)
+            if packet
+            else None
+        )
         if packet and frame is None:
-            return   # undecryptable (e.g. a DAVE key not yet known): dropped, the decoder conceals it
+            return  # undecryptable (e.g. a DAVE key not yet known): dropped, the decoder conceals it
         with self._lock:
             decoder = self._decoders.setdefault(packet.ssrc, discord.opus.Decoder())
-            pcm = decoder.decode(frame or None, fec=False)   # None: a lost packet, concealed by Opus
+            pcm = decoder.decode(frame or None, fec=False)  # None: a lost packet, concealed by Opus
         self._hub.feed(packet.ssrc, pcm)
 
     @voice_recv.AudioSink.listener()
@@ -101,7 +105,7 @@ class _Player:
         self._vc.play(_BufferSource(audio), application="voip", after=_log_player_error)
 
     def stop(self) -> None:
-        self._vc.stop_playing()   # not vc.stop(): on a VoiceRecvClient that also stops listening
+        self._vc.stop_playing()  # not vc.stop(): on a VoiceRecvClient that also stops listening
 
     def is_playing(self) -> bool:
         return self._vc.is_playing()
@@ -140,10 +144,17 @@ class _Responder:
         self.remember_name(user_id)
         others = tuple((str(m.id), m.display_name) for m in channel.members if not m.bot and m.id != user_id)
         return IncomingMessage(
-            platform="discord", channel_id=str(channel.id), author_id=str(user_id),
-            author_name=self._names.get(user_id, str(user_id)), text=text,
-            guild_id=str(channel.guild.id), participants=others, created_at=time.time(), modality="voice",
-            addressed=self._names_me(text))
+            platform="discord",
+            channel_id=str(channel.id),
+            author_id=str(user_id),
+            author_name=self._names.get(user_id, str(user_id)),
+            text=text,
+            guild_id=str(channel.guild.id),
+            participants=others,
+            created_at=time.time(),
+            modality="voice",
+            addressed=self._names_me(text),
+        )
 
     def _names_me(self, text: str) -> bool:
         """Speech has no mentions: the bot is spoken to when its Discord name is heard (the conversation also
@@ -166,9 +177,17 @@ class _Connection:
 class DiscordVoice:
     """Joins voice channels on a (logged-in) ``discord.Client``; one session per guild."""
 
-    def __init__(self, client: discord.Client, conversation: Conversation, stt: SpeechToText, tts: TextToSpeech,
-                 settings: VoiceSettings = VoiceSettings(), *, connect_timeout: float = 30.0,
-                 tick_s: float = TICK_S) -> None:
+    def __init__(
+        self,
+        client: discord.Client,
+        conversation: Conversation,
+        stt: SpeechToText,
+        tts: TextToSpeech,
+        settings: VoiceSettings = VoiceSettings(),
+        *,
+        connect_timeout: float = 30.0,
+        tick_s: float = TICK_S,
+    ) -> None:
         self.client = client
         self._conversation = conversation
         self._stt, self._tts = stt, tts
@@ -176,7 +195,7 @@ class DiscordVoice:
         self._connect_timeout = connect_timeout
         self._tick_s = tick_s
         self._connections: dict[int, _Connection] = {}
-        self._monitors: set[asyncio.Task[None]] = set()   # a monitor may be mid-leave: close() awaits it
+        self._monitors: set[asyncio.Task[None]] = set()  # a monitor may be mid-leave: close() awaits it
 
     def session(self, guild_id: int) -> VoiceSession | None:
         connection = self._connections.get(guild_id)
@@ -189,14 +208,13 @@ class DiscordVoice:
     async def join(self, channel: discord.VoiceChannel) -> VoiceSession:
         """Connect to ``channel`` (moving there if already in another one of its guild) and listen."""
         try:
-            discord.opus.Decoder.get_opus_version()   # loads libopus, or says it cannot
+            discord.opus.Decoder.get_opus_version()  # loads libopus, or says it cannot
         except discord.opus.OpusNotLoaded:
             raise AdapterError("voice needs the Opus library: install libopus0 (see README)") from None
         await self.leave(channel.guild.id, reason="moving")
         try:
-            vc = await channel.connect(cls=voice_recv.VoiceRecvClient, timeout=self._connect_timeout,
-                                       self_deaf=False, reconnect=True)
-        except (asyncio.TimeoutError, discord.ClientException) as exc:
+            vc = await channel.connect(cls=voice_recv.VoiceRecvClient, timeout=self._connect_timeout, self_deaf=False, reconnect=True)
+        except (TimeoutError, discord.ClientException) as exc:
             raise AdapterError(f"could not join voice channel {channel.id}: {exc}") from exc
         responder = _Responder(self._conversation, channel, self.client)
         session = VoiceSession(self._stt, self._tts, responder, _Player(vc), self.settings)
@@ -249,7 +267,7 @@ class DiscordVoice:
                 self._attribute(connection)
                 connection.hub.tick()
                 reason = self._reason_to_leave(connection)
-            except Exception:   # one bad tick is logged; the next one tries again
+            except Exception:  # one bad tick is logged; the next one tries again
                 logger.exception("discord voice: monitoring guild %s failed", guild_id)
                 continue
             if reason:
@@ -288,7 +306,7 @@ def register_voice_commands(tree: app_commands.CommandTree, voice: DiscordVoice)
         if state is None or state.channel is None:
             await interaction.response.send_message("Join a voice channel first, then ask again.", ephemeral=True)
             return
-        await interaction.response.defer(ephemeral=True, thinking=True)   # connecting can take seconds
+        await interaction.response.defer(ephemeral=True, thinking=True)  # connecting can take seconds
         try:
             await voice.join(state.channel)
         except AdapterError as exc:

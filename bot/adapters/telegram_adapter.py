@@ -10,6 +10,7 @@ split at 4096 characters, preceded by a "typing..." action that is refreshed whi
 Updates are handled concurrently across chats but in order within a chat (``ChatLocks``). A failing
 handler is logged and answered with a short apology; it never stops polling.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,8 +42,15 @@ _COMMAND = re.compile(r"^/(?P<name>\w+)(?:@\w+)?(?:\s+(?P<arg>.*))?$", re.DOTALL
 class TelegramAdapter:
     """Connects one bot token to a ``Conversation``; ``start()`` begins polling, ``stop()`` ends it."""
 
-    def __init__(self, conversation: Conversation, token: str, *, base_url: str | None = None,
-                 base_file_url: str | None = None, typing_interval: float = TYPING_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        token: str,
+        *,
+        base_url: str | None = None,
+        base_file_url: str | None = None,
+        typing_interval: float = TYPING_INTERVAL_S,
+    ) -> None:
         self._conversation = conversation
         self._typing_interval = typing_interval
         self._locks = ChatLocks()
@@ -205,9 +213,15 @@ class TelegramAdapter:
         participants = self._speakers.others(channel_id, author_id)
         self._speakers.saw(channel_id, author_id, name)
         return IncomingMessage(
-            platform="telegram", channel_id=channel_id, author_id=author_id, author_name=name, text=text,
+            platform="telegram",
+            channel_id=channel_id,
+            author_id=author_id,
+            author_name=name,
+            text=text,
             guild_id=None if chat.type == ChatType.PRIVATE else str(chat.id),
-            message_id=str(message.message_id), participants=participants, author_is_admin=admin,
+            message_id=str(message.message_id),
+            participants=participants,
+            author_is_admin=admin,
             created_at=message.date.timestamp() if message.date else None,
         )
 

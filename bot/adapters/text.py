@@ -7,6 +7,7 @@ resort a hard cut. The whitespace at a cut is dropped; every other character is 
 fenced code block closes the fence at the end of the chunk and reopens it (with its language) at the
 start of the next, so each message renders on its own.
 """
+
 from __future__ import annotations
 
 import re
@@ -82,7 +83,7 @@ def _drop_separator(tail: str) -> str:
     body = tail.lstrip()
     leading = tail[: len(tail) - len(body)]
     newline = leading.rfind("\n")
-    return tail[newline + 1:] if newline >= 0 else body
+    return tail[newline + 1 :] if newline >= 0 else body
 
 
 def _open_fence(text: str) -> str | None:

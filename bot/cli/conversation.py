@@ -4,6 +4,7 @@
 The runtime (openai SDK, scheduler, store) is imported inside the handlers, so registering these
 commands costs nothing at ``companion --help``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,10 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
 
 log = logging.getLogger(__name__)
-NO_TOKENS = ("No chat platform is configured. Set DISCORD_TOKEN and/or TELEGRAM_TOKEN (in the environment or .env),\n"
-             "plus OPENAI_BASE_URL / OPENAI_API_KEY for the model; or try the bot locally with `companion chat`.")
+NO_TOKENS = (
+    "No chat platform is configured. Set DISCORD_TOKEN and/or TELEGRAM_TOKEN (in the environment or .env),\n"
+    "plus OPENAI_BASE_URL / OPENAI_API_KEY for the model; or try the bot locally with `companion chat`."
+)
 PLATFORMS = ("discord", "telegram", "console")
 CHAT_HELP = """\
 You are the console account local-user (person id console:local-user; change it with --user), and the
@@ -39,9 +42,13 @@ chat; --verbose shows them here."""
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="run the bot on Discord and/or Telegram (whichever tokens are set)")
     p.set_defaults(handler=run_bot)
-    p = subparsers.add_parser("chat", help="chat with the bot in this terminal, against the same memory",
-                              description="Chat with the bot in this terminal, against the same memory.", epilog=CHAT_HELP,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser(
+        "chat",
+        help="chat with the bot in this terminal, against the same memory",
+        description="Chat with the bot in this terminal, against the same memory.",
+        epilog=CHAT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--name", type=nonempty, help="the name the bot calls you by (default: COMPANION_CONSOLE_NAME, else your login name)")
     p.add_argument("--user", type=nonempty, default="local-user", help="your user id on the console platform (default: local-user)")
     p.add_argument("--no-stream", action="store_true", help="print replies whole instead of as they stream")
@@ -154,8 +161,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
 
     await runtime.start()
     try:
-        await ConsoleChat(runtime.orchestrator, user_id=args.user, user_name=name, stream=not args.no_stream,
-                          diagnose=diagnose).run()
+        await ConsoleChat(runtime.orchestrator, user_id=args.user, user_name=name, stream=not args.no_stream, diagnose=diagnose).run()
     finally:
         await runtime.stop()
     return 0
@@ -169,8 +175,10 @@ def explain_failure(settings: Settings, log_file: Path | None) -> str:
     problem = reach(settings.llm_base_url, _secret(settings.llm_api_key))
     if problem:
         return problem.message + details
-    return (f"the model server at {settings.llm_base_url} answers, but not to this request: check COMPANION_CHAT_MODEL "
-            f"({settings.chat_model}) and OPENAI_API_KEY, or run `companion doctor`{details}")
+    return (
+        f"the model server at {settings.llm_base_url} answers, but not to this request: check COMPANION_CHAT_MODEL "
+        f"({settings.chat_model}) and OPENAI_API_KEY, or run `companion doctor`{details}"
+    )
 
 
 # -- snapshot ----------------------------------------------------------------------------------------------
@@ -179,15 +187,25 @@ def snapshot(args: argparse.Namespace, settings: Settings) -> int:
 
     runtime = build_runtime(settings)
     try:
-        message = IncomingMessage(platform=args.platform, channel_id=args.channel or args.user, author_id=args.user,
-                                  author_name=args.name, text=args.message, guild_id=args.guild)
+        message = IncomingMessage(
+            platform=args.platform,
+            channel_id=args.channel or args.user,
+            author_id=args.user,
+            author_name=args.name,
+            text=args.message,
+            guild_id=args.guild,
+        )
         turn = runtime.orchestrator.resolve(message)
         snap = runtime.orchestrator.assembler.snapshot(turn)
         if args.json:
             print_json({"context": {"person": turn.person_id, "partitions": list(turn.ctx.memory_partitions())}, **snap.as_dict()})
         else:
-            out().print(f"{turn.person_id} in {'a DM' if turn.ctx.is_dm else turn.ctx.guild_id} sees {len(snap.memory_ids)} memories "
-                        f"({snap.took_ms:.1f} ms)", markup=False, style="bold")
+            out().print(
+                f"{turn.person_id} in {'a DM' if turn.ctx.is_dm else turn.ctx.guild_id} sees {len(snap.memory_ids)} memories "
+                f"({snap.took_ms:.1f} ms)",
+                markup=False,
+                style="bold",
+            )
             out().print(snap.render() or "(no memories)", markup=False)
             for item in snap.history:
                 out().print(f"{item['role']}: {item['content']}", markup=False)

@@ -17,6 +17,7 @@ Other commands reuse the cheap checks before they start: ``run`` refuses a malfo
 missing for a remote server or the server does not answer. This module imports only the standard
 library at the top (the command line imports it to register ``doctor``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +25,7 @@ import ipaddress
 import re
 import sys
 from dataclasses import asdict, dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -34,8 +36,8 @@ if TYPE_CHECKING:
 # Discord: base64url(user id) . base64url(timestamp) . base64url(HMAC); Telegram: bot id ":" 35 characters.
 DISCORD_TOKEN = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 TELEGRAM_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{35}")
-REACH_TIMEOUT_S = 3.0    # chat's start-up check: long enough for a remote API, short enough not to annoy
-MODEL_TIMEOUT_S = 20.0   # doctor's completion: a local model may need to load first
+REACH_TIMEOUT_S = 3.0  # chat's start-up check: long enough for a remote API, short enough not to annoy
+MODEL_TIMEOUT_S = 20.0  # doctor's completion: a local model may need to load first
 EMBED_TIMEOUT_S = 20.0
 
 
@@ -74,8 +76,14 @@ def report_config_error(args: argparse.Namespace, error: Exception) -> int:
 
 def run_checks(settings: Settings) -> list[Finding]:
     store, stored = check_store(Path(settings.db_path))
-    return [store, *check_models(settings), *check_key(settings), check_embeddings(settings, stored),
-            *check_tokens(settings), check_schedule(settings)]
+    return [
+        store,
+        *check_models(settings),
+        *check_key(settings),
+        check_embeddings(settings, stored),
+        *check_tokens(settings),
+        check_schedule(settings),
+    ]
 
 
 def report(findings: list[Finding], *, as_json: bool) -> int:
@@ -101,7 +109,11 @@ def token_problems(discord: str, telegram: str) -> list[str]:
     """One line per malformed token, naming its variable; the token itself is never shown (SEC-4)."""
     problems = []
     if discord and not DISCORD_TOKEN.fullmatch(discord):
-        hint = "leave out the 'Bot ' prefix" if discord.lower().startswith("bot ") else "copy it again from the Bot page of the developer portal"
+        hint = (
+            "leave out the 'Bot ' prefix"
+            if discord.lower().startswith("bot ")
+            else "copy it again from the Bot page of the developer portal"
+        )
         problems.append(f"DISCORD_TOKEN is not a Discord bot token (three dot-separated base64 parts): {hint}")
     if telegram and not TELEGRAM_TOKEN.fullmatch(telegram):
         problems.append("TELEGRAM_TOKEN is not a Telegram bot token (digits:35 characters): copy it again from @BotFather")
@@ -160,8 +172,12 @@ def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
     from memory.errors import MemoryStoreError
 
     if not path.exists():
-        return Finding("store", "warn", f"no store at {path} yet", "nothing to do if this is a new install: chat, run or "
-                       "memory add create it; otherwise check COMPANION_DB_PATH"), {}
+        return Finding(
+            "store",
+            "warn",
+            f"no store at {path} yet",
+            "nothing to do if this is a new install: chat, run or memory add create it; otherwise check COMPANION_DB_PATH",
+        ), {}
     try:
         db = Database(read_only(path))
     except (MemoryStoreError, OSError) as exc:
@@ -177,7 +193,9 @@ def _store_finding(db: Any, path: Path) -> Finding:
     if verdict != "ok":
         return Finding("store", "fail", f"{path} is damaged: {verdict}", "`companion restore` a backup made with `companion backup`")
     if db.behind:
-        return Finding("store", "warn", f"{path}: {db.behind} schema migration(s) pending", "none: the next command that writes applies them")
+        return Finding(
+            "store", "warn", f"{path}: {db.behind} schema migration(s) pending", "none: the next command that writes applies them"
+        )
     return Finding("store", "ok", f"{path}: {db.scalar('SELECT COUNT(*) FROM memories')} memories, integrity ok")
 
 
@@ -198,16 +216,28 @@ def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
     try:
         client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Answer with the word OK."}])
     except openai.APIConnectionError as exc:  # includes timeouts
-        return Finding(check, "fail", f"cannot reach {base_url} ({_root_cause(exc)})",
-                       "start the model server, or set OPENAI_BASE_URL to where it runs")
+        return Finding(
+            check,
+            "fail",
+            f"cannot reach {base_url} ({_root_cause(exc)})",
+            "start the model server, or set OPENAI_BASE_URL to where it runs",
+        )
     except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
         return Finding(check, "fail", f"{base_url} refused the API key (HTTP {exc.status_code})", "set OPENAI_API_KEY")
     except openai.NotFoundError:
-        return Finding(check, "fail", f"{base_url} has no model {model!r} (HTTP 404)",
-                       f"set {_model_variable(check)} to a model the server has (or pull it, e.g. `ollama pull {model}`)")
+        return Finding(
+            check,
+            "fail",
+            f"{base_url} has no model {model!r} (HTTP 404)",
+            f"set {_model_variable(check)} to a model the server has (or pull it, e.g. `ollama pull {model}`)",
+        )
     except openai.APIStatusError as exc:
-        return Finding(check, "fail", f"{base_url} answered HTTP {exc.status_code} for model {model!r}: {exc.message}",
-                       f"check {_model_variable(check)} and the server's log")
+        return Finding(
+            check,
+            "fail",
+            f"{base_url} answered HTTP {exc.status_code} for model {model!r}: {exc.message}",
+            f"check {_model_variable(check)} and the server's log",
+        )
     return Finding(check, "ok", f"{base_url} answered with {model}")
 
 
@@ -242,18 +272,30 @@ def check_embeddings(settings: Settings, stored: dict[str, Any]) -> Finding:
         assert embedder is not None
         embedder.embed(["doctor"])
     except Exception as exc:  # any provider failure is the finding: a missing model file, a network error, HTTP
-        return Finding("embeddings", "fail", f"the {settings.embeddings} embedding provider failed: {type(exc).__name__}: {exc}",
-                       "check COMPANION_EMBEDDING_BASE_URL / _MODEL / _API_KEY, or set COMPANION_EMBEDDINGS=none")
+        return Finding(
+            "embeddings",
+            "fail",
+            f"the {settings.embeddings} embedding provider failed: {type(exc).__name__}: {exc}",
+            "check COMPANION_EMBEDDING_BASE_URL / _MODEL / _API_KEY, or set COMPANION_EMBEDDINGS=none",
+        )
     return _compare_with_store(embedder.fingerprint, embedder.dim, stored)
 
 
 def _compare_with_store(fingerprint: str, dim: int, stored: dict[str, Any]) -> Finding:
     if stored.get("dim") and int(stored["dim"]) != dim:
-        return Finding("embeddings", "fail", f"{fingerprint} makes {dim}-dimensional vectors; the store holds {stored['dim']}",
-                       "`companion reembed --allow-dimension-change`, or configure the store's model again")
+        return Finding(
+            "embeddings",
+            "fail",
+            f"{fingerprint} makes {dim}-dimensional vectors; the store holds {stored['dim']}",
+            "`companion reembed --allow-dimension-change`, or configure the store's model again",
+        )
     if stored.get("fingerprint") and stored["fingerprint"] != fingerprint:
-        return Finding("embeddings", "fail", f"the store's vectors were made by {stored['fingerprint']}, not by {fingerprint}",
-                       "`companion reembed`, or configure the store's model again")
+        return Finding(
+            "embeddings",
+            "fail",
+            f"the store's vectors were made by {stored['fingerprint']}, not by {fingerprint}",
+            "`companion reembed`, or configure the store's model again",
+        )
     return Finding("embeddings", "ok", f"{fingerprint} ({dim} dimensions) works")
 
 
@@ -262,8 +304,14 @@ def check_tokens(settings: Settings) -> list[Finding]:
 
     discord, telegram = _secret(settings.discord_token), _secret(settings.telegram_token)
     if not (discord or telegram):
-        return [Finding("tokens", "warn", "neither DISCORD_TOKEN nor TELEGRAM_TOKEN is set: `companion run` has nothing to start",
-                        "set one to run on a platform; `companion chat` works without")]
+        return [
+            Finding(
+                "tokens",
+                "warn",
+                "neither DISCORD_TOKEN nor TELEGRAM_TOKEN is set: `companion run` has nothing to start",
+                "set one to run on a platform; `companion chat` works without",
+            )
+        ]
     problems = token_problems(discord, telegram)
     if problems:
         return [Finding("tokens", "fail", problem, "no connection was made; fix the variable in .env") for problem in problems]
@@ -275,17 +323,19 @@ def check_schedule(settings: Settings) -> Finding:
     if not settings.scheduler_enabled:
         return Finding("schedule", "ok", "off (COMPANION_SCHEDULER_ENABLED=false): run consolidate, decay and prune yourself")
     try:
-        times = [f"{name} {expr!r} next {_next_fire(expr)}" for name, expr in
-                 (("consolidation", settings.consolidation_cron), ("maintenance", settings.maintenance_cron))]
+        times = [
+            f"{name} {expr!r} next {_next_fire(expr)}"
+            for name, expr in (("consolidation", settings.consolidation_cron), ("maintenance", settings.maintenance_cron))
+        ]
     except ValueError as exc:
         return Finding("schedule", "fail", str(exc), "fix COMPANION_CONSOLIDATION_CRON / COMPANION_MAINTENANCE_CRON (5 fields, UTC)")
     return Finding("schedule", "ok", "; ".join(times))
 
 
 def _next_fire(expression: str) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from apscheduler.triggers.cron import CronTrigger
 
-    when = CronTrigger.from_crontab(expression, timezone="UTC").get_next_fire_time(None, datetime.now(timezone.utc))
+    when = CronTrigger.from_crontab(expression, timezone="UTC").get_next_fire_time(None, datetime.now(UTC))
     return when.strftime("%Y-%m-%d %H:%M UTC") if when else "never"

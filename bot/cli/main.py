@@ -8,6 +8,7 @@ Start-up is kept cheap: this module and the ``register`` functions import only a
 modules of ours; each handler imports what it needs (the openai SDK, numpy, sqlite-vec, apsw, rich,
 pydantic) when it runs, so ``companion --help`` answers in a fraction of a second.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import conversation, memories, upkeep, doctor
+from . import conversation, doctor, memories, upkeep
 from .output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -69,8 +70,12 @@ class ShowVersion(argparse.Action):
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="companion", description="A companion chat bot with a long-term memory in one SQLite file.",
-                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        prog="companion",
+        description="A companion chat bot with a long-term memory in one SQLite file.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action=ShowVersion)
     add_global_options(parser, None)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -82,10 +87,12 @@ def build_parser() -> Parser:
 
 def add_global_options(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument("--db", metavar="PATH", default=default, help="the database file (overrides COMPANION_DB_PATH)")
-    parser.add_argument("--embeddings", choices=("local", "openai", "none"), default=default,
-                        help="embedding provider (overrides COMPANION_EMBEDDINGS)")
-    parser.add_argument("--log-level", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"), default=default,
-                        help="overrides COMPANION_LOG_LEVEL")
+    parser.add_argument(
+        "--embeddings", choices=("local", "openai", "none"), default=default, help="embedding provider (overrides COMPANION_EMBEDDINGS)"
+    )
+    parser.add_argument(
+        "--log-level", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"), default=default, help="overrides COMPANION_LOG_LEVEL"
+    )
 
 
 def _globals_anywhere(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ instead of being created empty.
 The store's modules (numpy, sqlite-vec, apsw) are imported inside the handlers, not here: registering
 the commands must stay cheap for ``companion --help``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -110,7 +111,9 @@ def _register_reads(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=positive_int, default=20, help="at most N rows (default: 20)")
     p.add_argument("--all", action="store_true", help="include superseded, consolidated, forgotten and expired memories")
 
-    p = command(sub, "search", search_memories, "hybrid search; as the operator over everything, or as a conversation would see it", json_flag=True)
+    p = command(
+        sub, "search", search_memories, "hybrid search; as the operator over everything, or as a conversation would see it", json_flag=True
+    )
     p.add_argument("query", type=query_text)
     who = p.add_mutually_exclusive_group()
     who.add_argument("--as", dest="as_person", type=nonempty, metavar="PERSON", help="recall as PERSON speaking in --guild G")
@@ -173,16 +176,21 @@ def engine_for(settings: Settings, *, embed: bool = False, readonly: bool = Fals
     ``readonly``: the command only reads, so a missing store is a mistyped path, not a store to create.
     """
     if readonly and not Path(settings.db_path).exists():
-        raise UsageError(f"no store exists at {settings.db_path}: check --db or COMPANION_DB_PATH "
-                         "(a store is created by the commands that write, such as chat, run or memory add)")
+        raise UsageError(
+            f"no store exists at {settings.db_path}: check --db or COMPANION_DB_PATH "
+            "(a store is created by the commands that write, such as chat, run or memory add)"
+        )
     return composition.open_engine(settings, composition.build_embedder(settings) if embed else None, readonly=readonly)
 
 
 def filters_from(args: argparse.Namespace) -> RecallFilters:
     from memory.store import RecallFilters
 
-    return RecallFilters(types=tuple(MemoryType(t) for t in args.type or ()), kinds=tuple(FactKind(k) for k in args.kind or ()),
-                         tags=normalise_tags(args.tag or ()))
+    return RecallFilters(
+        types=tuple(MemoryType(t) for t in args.type or ()),
+        kinds=tuple(FactKind(k) for k in args.kind or ()),
+        tags=normalise_tags(args.tag or ()),
+    )
 
 
 def all_partitions(engine: MemoryEngine) -> tuple[str, ...]:
@@ -226,11 +234,19 @@ def channels_for(mode: str) -> frozenset:
 def search(engine: MemoryEngine, args: argparse.Namespace) -> list[Hit]:
     ctx, filters, channels = recall_context(args), filters_from(args), channels_for(args.mode)
     if ctx is not None:
-        return engine.memories.recall(ctx, args.query, filters=filters, top_k=args.top_k, channels=channels,
-                                      threshold=args.threshold, reinforce=False)
+        return engine.memories.recall(
+            ctx, args.query, filters=filters, top_k=args.top_k, channels=channels, threshold=args.threshold, reinforce=False
+        )
     # The operator's own view: every partition in the file, no conversation to scope it.
-    return engine.memories.retriever.search(args.query, all_partitions(engine), engine.knobs.get("memories"),
-                                            where=filters.to_filter(), top_k=args.top_k, channels=channels, threshold=args.threshold)
+    return engine.memories.retriever.search(
+        args.query,
+        all_partitions(engine),
+        engine.knobs.get("memories"),
+        where=filters.to_filter(),
+        top_k=args.top_k,
+        channels=channels,
+        threshold=args.threshold,
+    )
 
 
 def resolve_id(engine: MemoryEngine, text: str) -> str:
@@ -255,8 +271,9 @@ def read_json(path: Path) -> Any:
 def list_memories(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings, readonly=True) as engine:
         partitions = partitions_for(engine, args.scope, args.scope_id)
-        memories = engine.memories.list_memories(partitions, filters_from(args), order=args.order, limit=args.limit,
-                                                 include_inactive=args.all)
+        memories = engine.memories.list_memories(
+            partitions, filters_from(args), order=args.order, limit=args.limit, include_inactive=args.all
+        )
     if args.json:
         return print_json([m.as_dict() for m in memories])
     out().print(memory_table(memories) if memories else "no memories match")
@@ -268,8 +285,12 @@ def search_memories(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings, embed=args.mode != "bm25", readonly=True) as engine:
         hits = search(engine, args)
     if args.json:
-        return print_json([{"score": h.score, "relevance": h.relevance, "channels": list(h.channels),
-                            "memory": Memory.from_row(h.row).as_dict()} for h in hits])
+        return print_json(
+            [
+                {"score": h.score, "relevance": h.relevance, "channels": list(h.channels), "memory": Memory.from_row(h.row).as_dict()}
+                for h in hits
+            ]
+        )
     out().print(hits_table(hits) if hits else "nothing found")
 
 
@@ -287,11 +308,20 @@ def add_memory(args: argparse.Namespace, settings: Settings) -> None:
     content = content_from(args.content)
     with engine_for(settings, embed=True) as engine:
         ttl = engine.clock.now() + args.ttl if args.ttl else None
-        result = engine.memories.add(NewMemory(
-            content=content, subject=args.subject, scope=Scope(args.scope), scope_id=args.scope_id, type=MemoryType(args.type),
-            kind=FactKind(args.kind), visibility=Visibility.PRIVATE if args.private else Visibility.PUBLIC,
-            tags=tuple(args.tag), importance=args.importance, ttl=ttl,
-        ))
+        result = engine.memories.add(
+            NewMemory(
+                content=content,
+                subject=args.subject,
+                scope=Scope(args.scope),
+                scope_id=args.scope_id,
+                type=MemoryType(args.type),
+                kind=FactKind(args.kind),
+                visibility=Visibility.PRIVATE if args.private else Visibility.PUBLIC,
+                tags=tuple(args.tag),
+                importance=args.importance,
+                ttl=ttl,
+            )
+        )
     links = {"superseded": list(result.superseded), "related": list(result.related), "contradicted": list(result.contradicted)}
     if args.json:
         return print_json({"status": result.status, "id": result.memory.id, **links, "memory": result.memory.as_dict()})
@@ -314,8 +344,13 @@ def content_from(text: str) -> str:
 
 
 def edit_memory(args: argparse.Namespace, settings: Settings) -> None:
-    changes = {"subject": args.subject, "content": args.content, "tags": args.tag, "importance": args.importance,
-               "kind": FactKind(args.kind) if args.kind else None}
+    changes = {
+        "subject": args.subject,
+        "content": args.content,
+        "tags": args.tag,
+        "importance": args.importance,
+        "kind": FactKind(args.kind) if args.kind else None,
+    }
     changes = {k: v for k, v in changes.items() if v is not None}
     if not changes:
         raise UsageError("nothing to change: give --subject, --content, --tag, --importance or --kind")
@@ -348,8 +383,10 @@ def export_memories(args: argparse.Namespace, settings: Settings) -> None:
         return print_json(data)
     with replacing(args.output) as partial:
         partial.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
-    say(f"exported {len(data['memories'])} memories, {len(data['messages'])} messages and "
-        f"{len(data['session_summaries'])} session summaries to {args.output}")
+    say(
+        f"exported {len(data['memories'])} memories, {len(data['messages'])} messages and "
+        f"{len(data['session_summaries'])} session summaries to {args.output}"
+    )
 
 
 def import_file(args: argparse.Namespace, settings: Settings) -> None:

@@ -7,6 +7,7 @@ prompts that are not answers, notes and errors go to stderr (an error as one JSO
 
 rich is imported inside the functions that draw: ``companion --help`` must not pay for it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -120,8 +121,14 @@ def memory_table(memories: Iterable[Memory], title: str | None = None) -> Table:
     table = _table(title, ("id", "scope", "kind", "imp", "subject", "content"))
     for m in memories:
         extra = "".join(f" [cyan]#{escape(t)}[/cyan]" for t in m.tags) + ("" if _is_live(m) else " [dim](inactive)[/dim]")
-        table.add_row(m.id[:SHORT_ID], f"{m.scope.value}:{escape(m.scope_id)}", f"{m.type.value[:4]}/{m.kind.value}",
-                      f"{m.importance:g}", escape(m.subject), escape(m.content) + extra)
+        table.add_row(
+            m.id[:SHORT_ID],
+            f"{m.scope.value}:{escape(m.scope_id)}",
+            f"{m.type.value[:4]}/{m.kind.value}",
+            f"{m.importance:g}",
+            escape(m.subject),
+            escape(m.content) + extra,
+        )
     return table
 
 

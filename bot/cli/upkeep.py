@@ -2,6 +2,7 @@
 ``restore``, ``stats``, ``eval locomo``, ``bench``.
 
 The store's modules are imported inside the handlers: registering commands must stay cheap (``--help``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,11 +13,24 @@ from typing import TYPE_CHECKING, Any
 
 from .. import composition
 from .memories import command, engine_for, positive_int
-from .output import (CommandFailed, UsageError, eval_table, mapping_table, new_file, note, out, print_json, progress_bar, records_table,
-                         replacing, say)
+from .output import (
+    CommandFailed,
+    UsageError,
+    eval_table,
+    mapping_table,
+    new_file,
+    note,
+    out,
+    print_json,
+    progress_bar,
+    records_table,
+    replacing,
+    say,
+)
 
 if TYPE_CHECKING:
     from ..config import Settings
+
 
 # -- upkeep and operations: consolidate, decay, prune, reembed, backup, stats, eval, bench ------------
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,12 +51,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("backup", type=Path, help="the backup file")
     p.add_argument("--force", action="store_true", help="replace the store if one exists (back it up first)")
     command(subparsers, "stats", run_stats, "counts of memories and messages, and the embedding model of the store", json_flag=True)
-    command(subparsers, "retry-failed", run_retry_failed, "queue again the extraction batches that kept failing (see stats)",
-            json_flag=True)
+    command(
+        subparsers, "retry-failed", run_retry_failed, "queue again the extraction batches that kept failing (see stats)", json_flag=True
+    )
     _register_eval(subparsers)
     p = command(subparsers, "bench", run_bench, "latency benchmark on synthetic stores (progress on stderr)", json_flag=True)
-    p.add_argument("what", nargs="?", choices=["memory", "voice"], default="memory",
-                   help="memory: recall on synthetic stores (default); voice: a scripted offline voice session")
+    p.add_argument(
+        "what",
+        nargs="?",
+        choices=["memory", "voice"],
+        default="memory",
+        help="memory: recall on synthetic stores (default); voice: a scripted offline voice session",
+    )
     p.add_argument("--sizes", type=int_list, default=[10_000, 100_000], help="comma-separated store sizes (default: 10000,100000)")
     p.add_argument("--queries", type=positive_int, help="queries per size (default: the benchmark's own)")
     p.add_argument("--utterances", type=positive_int, default=32, help="voice: utterances in the session (default: 32)")
@@ -56,8 +76,13 @@ def _register_eval(subparsers: argparse._SubParsersAction) -> None:
     p = command(sub, "locomo", run_eval_locomo, "evidence recall@k on LoCoMo-format conversations", json_flag=True)
     p.add_argument("path", type=Path, help="a LoCoMo-format JSON file (.json, or gzipped .json.gz)")
     p.add_argument("--limit", type=positive_int, help="only the first N conversations")
-    p.add_argument("--resume", type=Path, metavar="PATH", help="append each finished conversation to PATH (JSON lines); "
-                   "a rerun with the same PATH measures only the rest and reports them all")
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="PATH",
+        help="append each finished conversation to PATH (JSON lines); "
+        "a rerun with the same PATH measures only the rest and reports them all",
+    )
 
 
 def fraction(text: str) -> float:
@@ -86,8 +111,11 @@ def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
 
     with engine_for(settings, embed=True) as engine, progress_bar("consolidating") as progress:
         report = consolidate(engine, composition.build_completer(settings), progress=progress)
-    _emit(args, {"clusters": report.clusters, "merged_rows": report.merged_rows, "new_ids": list(report.new_ids),
-                 "failures": report.failures}, "consolidation")
+    _emit(
+        args,
+        {"clusters": report.clusters, "merged_rows": report.merged_rows, "new_ids": list(report.new_ids), "failures": report.failures},
+        "consolidation",
+    )
     # consolidate() logs each failed cluster and carries on; the exit code is where a script learns of it.
     if report.failures:
         raise CommandFailed(f"{report.failures} of {report.clusters} clusters could not be merged (see the log above)")
@@ -105,8 +133,10 @@ def run_prune(args: argparse.Namespace, settings: Settings) -> None:
     from memory.maintenance import prune, prune_entities
 
     with engine_for(settings) as engine:
-        counts = {"forgotten": prune(engine, below=args.below, older_than_days=args.older_than_days),
-                  "entities_removed": prune_entities(engine, unseen_days=args.entity_days)}
+        counts = {
+            "forgotten": prune(engine, below=args.below, older_than_days=args.older_than_days),
+            "entities_removed": prune_entities(engine, unseen_days=args.entity_days),
+        }
     _emit(args, counts, "prune")
 
 
@@ -161,8 +191,7 @@ def _check_restore(source: Path, target: Path, force: bool) -> None:
     if target.exists() and source.resolve() == target.resolve():
         raise UsageError(f"{source} is the store itself")
     if target.exists() and not force:
-        raise UsageError(f"a store already exists at {target}; pass --force to replace it with {source} "
-                         "(make a backup of it first)")
+        raise UsageError(f"a store already exists at {target}; pass --force to replace it with {source} (make a backup of it first)")
 
 
 def run_stats(args: argparse.Namespace, settings: Settings) -> None:
@@ -171,11 +200,17 @@ def run_stats(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings, readonly=True) as engine:
         stats = engine.memories.stats()
         buffer = ExtractionBuffer(engine)
-        data = {"db": str(settings.db_path), "memories": stats["memories"], "active": stats["active"],
-                "messages": engine.messages.count(),
-                "embedding": engine.embeddings.stored_fingerprint(), "dimension": stats["dimension"],
-                "configured_embeddings": settings.embeddings, "waiting_for_extraction": buffer.pending(),
-                "dead_letters": len(buffer.dead())}
+        data = {
+            "db": str(settings.db_path),
+            "memories": stats["memories"],
+            "active": stats["active"],
+            "messages": engine.messages.count(),
+            "embedding": engine.embeddings.stored_fingerprint(),
+            "dimension": stats["dimension"],
+            "configured_embeddings": settings.embeddings,
+            "waiting_for_extraction": buffer.pending(),
+            "dead_letters": len(buffer.dead()),
+        }
     _emit(args, data, "stats")
     if data["dead_letters"] and not args.json:
         note(f"{data['dead_letters']} extraction batches kept failing; `companion retry-failed` queues them again")

@@ -14,6 +14,15 @@ from .telegram_server import BOT_USERNAME as TELEGRAM_BOT_USERNAME
 from .telegram_server import FakeTelegram
 
 __all__ = [
-    "DISCORD_APPLICATION_ID", "DISCORD_BOT_ID", "Delay", "FakeDiscord", "FakeOpenAI",
-    "FakeTelegram", "HTTPError", "TELEGRAM_BOT_ID", "TELEGRAM_BOT_USERNAME", "ToolCall", "embed",
+    "DISCORD_APPLICATION_ID",
+    "DISCORD_BOT_ID",
+    "Delay",
+    "FakeDiscord",
+    "FakeOpenAI",
+    "FakeTelegram",
+    "HTTPError",
+    "TELEGRAM_BOT_ID",
+    "TELEGRAM_BOT_USERNAME",
+    "ToolCall",
+    "embed",
 ]

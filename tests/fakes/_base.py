@@ -29,7 +29,7 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 class Waitable:
-    """"Wait until something was recorded": the recorder calls ``_notify()``, tests call ``wait_until()``."""
+    """ "Wait until something was recorded": the recorder calls ``_notify()``, tests call ``wait_until()``."""
 
     def __init__(self) -> None:
         self._changed = asyncio.Event()
@@ -48,11 +48,11 @@ class Waitable:
         while not predicate():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise asyncio.TimeoutError(f"condition not met within {timeout}s")
+                raise TimeoutError(f"condition not met within {timeout}s")
             event = self._changed
             try:
                 await asyncio.wait_for(event.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
 
 
@@ -90,9 +90,7 @@ class FakeServer(Waitable):
         ``handler_cancellation`` lets a scripted delay end as soon as the client
         times out, and the short shutdown timeout keeps teardown fast.
         """
-        self._runner = web.AppRunner(
-            self.app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
-        )
+        self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

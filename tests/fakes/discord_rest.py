@@ -85,12 +85,14 @@ class _Rest:
 
     def wrap(self, handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         """Parse and record the call, run the handler, wake waiting tests."""
+
         async def route(request: web.Request) -> web.StreamResponse:
             body = await _payload(request)
             self.srv.rest_calls.append({"method": request.method, "path": request.path, "body": body})
             response = await handler(request, body)
             self.srv._notify()
             return response
+
         return route
 
     # ----------------------------------------------------------- identity --
@@ -104,9 +106,13 @@ class _Rest:
         return json_response(p.application())
 
     async def gateway(self, request: web.Request, body: Any) -> web.Response:
-        return json_response({"url": f"{self.srv.ws_url}/gateway", "shards": 1,
-                              "session_start_limit": {"total": 1000, "remaining": 1000,
-                                                      "reset_after": 0, "max_concurrency": 1}})
+        return json_response(
+            {
+                "url": f"{self.srv.ws_url}/gateway",
+                "shards": 1,
+                "session_start_limit": {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1},
+            }
+        )
 
     async def unknown(self, request: web.Request, body: Any) -> web.Response:
         self.srv.unknown_calls.append({"method": request.method, "path": request.path, "body": body})
@@ -140,8 +146,12 @@ class _Rest:
     async def edit_message(self, request: web.Request, body: dict[str, Any]) -> web.Response:
         cid, mid = int(request.match_info["cid"]), int(request.match_info["mid"])
         self.srv.edits.append({"channel_id": cid, "message_id": mid, **body})
-        message = {**self.srv._messages.get(mid, self._bot_message(cid, {})), **_visible(body),
-                   "id": str(mid), "edited_timestamp": p.now_iso()}
+        message = {
+            **self.srv._messages.get(mid, self._bot_message(cid, {})),
+            **_visible(body),
+            "id": str(mid),
+            "edited_timestamp": p.now_iso(),
+        }
         self.srv._messages[mid] = message
         return json_response(message)
 
@@ -184,10 +194,13 @@ class _Rest:
         """Record the interaction response and answer as with ``with_response=1``."""
         iid, token = int(request.match_info["iid"]), request.match_info["token"]
         rtype, data = body.get("type"), body.get("data") or {}
-        self.srv.interaction_responses.append({"interaction_id": iid, "token": token,
-                                               "type": rtype, "data": data})
-        interaction = {"id": str(iid), "type": 2, "response_message_loading": rtype == 5,
-                       "response_message_ephemeral": bool((data.get("flags") or 0) & EPHEMERAL)}
+        self.srv.interaction_responses.append({"interaction_id": iid, "token": token, "type": rtype, "data": data})
+        interaction = {
+            "id": str(iid),
+            "type": 2,
+            "response_message_loading": rtype == 5,
+            "response_message_ephemeral": bool((data.get("flags") or 0) & EPHEMERAL),
+        }
         resource: dict[str, Any] = {"type": rtype}
         if rtype in (4, 5):
             flags = (data.get("flags") or 0) | (LOADING if rtype == 5 else 0)
@@ -200,8 +213,7 @@ class _Rest:
     async def followup(self, request: web.Request, body: dict[str, Any]) -> web.Response:
         token = request.match_info["token"]
         message = self._interaction_message(token, body)
-        self.srv.followups.append({"kind": "followup", "token": token,
-                                   "message_id": int(message["id"]), **body})
+        self.srv.followups.append({"kind": "followup", "token": token, "message_id": int(message["id"]), **body})
         return json_response(message)
 
     async def get_webhook_message(self, request: web.Request, body: Any) -> web.Response:
@@ -211,8 +223,7 @@ class _Rest:
     async def edit_webhook_message(self, request: web.Request, body: dict[str, Any]) -> web.Response:
         token, mid = request.match_info["token"], request.match_info["mid"]
         base = self._webhook_target(request) or self._interaction_message(token, {})
-        message = {**base, **_visible(body), "edited_timestamp": p.now_iso(),
-                   "flags": (base.get("flags") or 0) & ~LOADING}
+        message = {**base, **_visible(body), "edited_timestamp": p.now_iso(), "flags": (base.get("flags") or 0) & ~LOADING}
         self._store_webhook_message(token, mid, message)
         self.srv.followups.append({"kind": "edit", "token": token, "message_id": mid, **body})
         return json_response(message)
@@ -232,8 +243,12 @@ class _Rest:
     def _interaction_message(self, token: str, data: dict[str, Any]) -> dict[str, Any]:
         info = self.srv._interactions.get(token, {"channel_id": 0})
         message = self._bot_message(
-            info["channel_id"], data, type=CHAT_INPUT_COMMAND_MESSAGE,
-            application_id=str(p.APPLICATION_ID), webhook_id=str(p.APPLICATION_ID))
+            info["channel_id"],
+            data,
+            type=CHAT_INPUT_COMMAND_MESSAGE,
+            application_id=str(p.APPLICATION_ID),
+            webhook_id=str(p.APPLICATION_ID),
+        )
         self.srv._messages[int(message["id"])] = message
         return message
 
@@ -250,9 +265,18 @@ def _scope(request: web.Request) -> int | None:
 
 
 def _command(cmd: dict[str, Any], known_id: str | None, scope: int | None) -> dict[str, Any]:
-    synced = {"type": 1, "description": "", "options": [], "default_member_permissions": None,
-              "dm_permission": True, "nsfw": False, **cmd, "id": known_id or str(p.snowflake()),
-              "application_id": str(p.APPLICATION_ID), "version": str(p.snowflake())}
+    synced = {
+        "type": 1,
+        "description": "",
+        "options": [],
+        "default_member_permissions": None,
+        "dm_permission": True,
+        "nsfw": False,
+        **cmd,
+        "id": known_id or str(p.snowflake()),
+        "application_id": str(p.APPLICATION_ID),
+        "version": str(p.snowflake()),
+    }
     if scope is not None:
         synced["guild_id"] = str(scope)
     return synced

@@ -101,8 +101,14 @@ class FakeDiscord(FakeServer):
 
         return restore
 
-    def add_guild(self, guild_id: int, name: str, channels: list[tuple[int, str]] = (),
-                  members: list[tuple[int, str]] = (), private: tuple[int, ...] = ()) -> None:
+    def add_guild(
+        self,
+        guild_id: int,
+        name: str,
+        channels: list[tuple[int, str]] = (),
+        members: list[tuple[int, str]] = (),
+        private: tuple[int, ...] = (),
+    ) -> None:
         """Configure a guild sent as GUILD_CREATE after IDENTIFY (add before connecting); ``private``
         channels are hidden from @everyone (only the guild owner, ``OWNER_ID``, reads them)."""
         self._guilds[guild_id] = p.guild(guild_id, name, list(channels), list(members), frozenset(private))
@@ -119,10 +125,17 @@ class FakeDiscord(FakeServer):
         await self.wait_for_gateway(timeout)
         await self._broadcast(event, data)
 
-    async def dispatch_message(self, channel_id: int, author_id: int, content: str, *,
-                               guild_id: int | None = None, mentions_bot: bool = False,
-                               username: str = "alice", reply_to: int | None = None
-                               ) -> dict[str, Any]:
+    async def dispatch_message(
+        self,
+        channel_id: int,
+        author_id: int,
+        content: str,
+        *,
+        guild_id: int | None = None,
+        mentions_bot: bool = False,
+        username: str = "alice",
+        reply_to: int | None = None,
+    ) -> dict[str, Any]:
         """Deliver a user's MESSAGE_CREATE; returns the payload sent.
 
         A DM (channel type 1) unless ``guild_id`` is given or ``channel_id`` is
@@ -139,8 +152,9 @@ class FakeDiscord(FakeServer):
         await self.dispatch("MESSAGE_CREATE", data)
         return data
 
-    def _message_extras(self, channel_id: int, author_id: int, guild_id: int | None,
-                        mentions_bot: bool, reply_to: int | None) -> dict[str, Any]:
+    def _message_extras(
+        self, channel_id: int, author_id: int, guild_id: int | None, mentions_bot: bool, reply_to: int | None
+    ) -> dict[str, Any]:
         """The guild/DM, mention and reply fields of a user's MESSAGE_CREATE."""
         extra: dict[str, Any] = {"channel_type": 0 if guild_id else 1}
         if guild_id is not None:
@@ -154,10 +168,16 @@ class FakeDiscord(FakeServer):
             extra.update(self._reply_fields(reply_to, channel_id, guild_id))
         return extra
 
-    async def dispatch_interaction(self, name: str, *, user_id: int, channel_id: int,
-                                   guild_id: int | None = None,
-                                   options: dict[str, Any] | list[dict[str, Any]] | None = None,
-                                   username: str = "alice") -> dict[str, Any]:
+    async def dispatch_interaction(
+        self,
+        name: str,
+        *,
+        user_id: int,
+        channel_id: int,
+        guild_id: int | None = None,
+        options: dict[str, Any] | list[dict[str, Any]] | None = None,
+        username: str = "alice",
+    ) -> dict[str, Any]:
         """Deliver a slash-command INTERACTION_CREATE; returns it (``token`` inside).
 
         ``options`` maps option names to values (types inferred) or is the raw
@@ -168,12 +188,18 @@ class FakeDiscord(FakeServer):
         user = p.user(user_id, username)
         command_id, command_guild = self._command_ref(name, guild_id)
         token = f"itoken-{secrets.token_hex(8)}"
-        data = p.interaction(p.snowflake(), token, name, user_payload=user,
-                             channel=self._channel_payload(channel_id, guild_id, user),
-                             guild_id=guild_id, options=_options(options),
-                             command_id=command_id, command_guild_id=command_guild)
-        self._interactions[token] = {"id": int(data["id"]), "channel_id": channel_id,
-                                     "guild_id": guild_id}
+        data = p.interaction(
+            p.snowflake(),
+            token,
+            name,
+            user_payload=user,
+            channel=self._channel_payload(channel_id, guild_id, user),
+            guild_id=guild_id,
+            options=_options(options),
+            command_id=command_id,
+            command_guild_id=command_guild,
+        )
+        self._interactions[token] = {"id": int(data["id"]), "channel_id": channel_id, "guild_id": guild_id}
         await self.dispatch("INTERACTION_CREATE", data)
         return data
 
@@ -195,11 +221,9 @@ class FakeDiscord(FakeServer):
         ref = {"message_id": str(reply_to), "channel_id": str(channel_id)}
         if guild_id is not None:
             ref["guild_id"] = str(guild_id)
-        return {"type": 19, "message_reference": ref,
-                "referenced_message": self._messages.get(reply_to)}
+        return {"type": 19, "message_reference": ref, "referenced_message": self._messages.get(reply_to)}
 
-    def _channel_payload(self, channel_id: int, guild_id: int | None,
-                         user: dict[str, Any]) -> dict[str, Any]:
+    def _channel_payload(self, channel_id: int, guild_id: int | None, user: dict[str, Any]) -> dict[str, Any]:
         if guild_id is None:
             self.dm_channels.setdefault(int(user["id"]), channel_id)
             return p.dm_channel(channel_id, user)
@@ -260,13 +284,21 @@ class FakeDiscord(FakeServer):
         if self.token is not None and d.get("token") != self.token:
             await session.ws.close(code=4004, message=b"Authentication failed.")
             return
-        await session.send(0, {
-            "v": 10, "user": p.bot_user(), "session_id": session.session_id,
-            "resume_gateway_url": f"{self.ws_url}/gateway", "shard": [0, 1],
-            "guilds": [{"id": str(gid), "unavailable": True} for gid in self._guilds],
-            "private_channels": [], "relationships": [],
-            "application": {"id": str(APPLICATION_ID), "flags": 0},
-        }, "READY")
+        await session.send(
+            0,
+            {
+                "v": 10,
+                "user": p.bot_user(),
+                "session_id": session.session_id,
+                "resume_gateway_url": f"{self.ws_url}/gateway",
+                "shard": [0, 1],
+                "guilds": [{"id": str(gid), "unavailable": True} for gid in self._guilds],
+                "private_channels": [],
+                "relationships": [],
+                "application": {"id": str(APPLICATION_ID), "flags": 0},
+            },
+            "READY",
+        )
         for guild in self._guilds.values():
             await session.send(0, guild, "GUILD_CREATE")
         session.ready = True
@@ -276,9 +308,11 @@ class FakeDiscord(FakeServer):
         """Answer a member request with every configured member in one chunk."""
         guild_id = int(d["guild_id"])
         members = self._guilds.get(guild_id, {}).get("members", [])
-        await session.send(0, {"guild_id": str(guild_id), "members": members, "chunk_index": 0,
-                               "chunk_count": 1, "not_found": [], "nonce": d.get("nonce")},
-                           "GUILD_MEMBERS_CHUNK")
+        await session.send(
+            0,
+            {"guild_id": str(guild_id), "members": members, "chunk_index": 0, "chunk_count": 1, "not_found": [], "nonce": d.get("nonce")},
+            "GUILD_MEMBERS_CHUNK",
+        )
 
     async def _on_shutdown(self, app: web.Application) -> None:
         for session in list(self._sessions):
@@ -291,4 +325,3 @@ def _options(options: dict[str, Any] | list[dict[str, Any]] | None) -> list[dict
     if isinstance(options, list):
         return options
     return [{"name": k, "type": p.option_type(v), "value": v} for k, v in options.items()]
-

@@ -13,6 +13,7 @@ speaks the voice gateway v8 the way discord.py 2.7.1 + voice-recv expect it::
 aead_xchacha20_poly1305_rtpsize at real-time pace. Whatever the bot plays is decrypted and decoded
 into ``bot_audio``. DAVE stays off (version 0): a real MLS group cannot be faked.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -49,17 +50,22 @@ def self_signed_cert(folder: Path) -> tuple[Path, Path]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-            .sign(key, hashes.SHA256()))
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
     cert_path, key_path = folder / "voice-cert.pem", folder / "voice-key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
     return cert_path, key_path
 
 
@@ -84,7 +90,7 @@ class FakeVoiceServer(FakeServer):
         self.identifies: list[dict[str, Any]] = []
         self.selected: list[dict[str, Any]] = []
         self.bot_speaking: list[int] = []
-        self.bot_audio = bytearray()           # 48 kHz stereo PCM the bot played
+        self.bot_audio = bytearray()  # 48 kHz stereo PCM the bot played
         self.bot_packets = 0
         self._bot_addr: tuple[str, int] | None = None
         self._ws: web.WebSocketResponse | None = None
@@ -146,10 +152,10 @@ class FakeVoiceServer(FakeServer):
             await self.announce(user_id, ssrc)
         encoder = discord.opus.Encoder(application="voip")
         step = discord.opus.Encoder.FRAME_SIZE
-        frames = [pcm48_stereo[i:i + step].ljust(step, b"\0") for i in range(0, len(pcm48_stereo), step)]
+        frames = [pcm48_stereo[i : i + step].ljust(step, b"\0") for i in range(0, len(pcm48_stereo), step)]
         opus = [encoder.encode(f, encoder.SAMPLES_PER_FRAME) for f in frames] + [OPUS_SILENCE] * 5
         start, first = time.monotonic(), self._sequence.get(ssrc, 0)
-        self._sequence[ssrc] = first + len(opus)   # a stream's numbering carries on, as a real client's does
+        self._sequence[ssrc] = first + len(opus)  # a stream's numbering carries on, as a real client's does
         for i, frame in enumerate(opus):
             self._send_rtp(ssrc, first + i, frame)
             await asyncio.sleep(max(0.0, start + (i + 1) * FRAME_S - time.monotonic()))
@@ -213,8 +219,7 @@ class FakeVoiceServer(FakeServer):
             await self._send(2, {"ssrc": BOT_SSRC, "ip": "127.0.0.1", "port": udp_port, "modes": [MODE]})
         elif op == 1:
             self.selected.append(d)
-            await self._send(4, {"mode": d["data"]["mode"], "secret_key": list(self.secret_key),
-                                 "dave_protocol_version": 0})
+            await self._send(4, {"mode": d["data"]["mode"], "secret_key": list(self.secret_key), "dave_protocol_version": 0})
         elif op == 3:
             await self._send(6, {"t": (d or {}).get("t")})
         elif op == 5:
@@ -233,12 +238,18 @@ class FakeDiscordVoice(FakeDiscord):
     def add_voice_channel(self, guild_id: int, channel_id: int, name: str) -> None:
         """A voice channel in a guild already added with ``add_guild`` (before the bot connects)."""
         guild = self._guilds[guild_id]
-        guild["channels"].append({**p.text_channel(channel_id, name, guild_id, len(guild["channels"])),
-                                  "type": 2, "bitrate": 64000, "user_limit": 0, "rtc_region": None})
+        guild["channels"].append(
+            {
+                **p.text_channel(channel_id, name, guild_id, len(guild["channels"])),
+                "type": 2,
+                "bitrate": 64000,
+                "user_limit": 0,
+                "rtc_region": None,
+            }
+        )
         self._channel_guild[channel_id] = guild_id
 
-    async def set_voice_state(self, guild_id: int, user_id: int, channel_id: int | None,
-                              username: str = "alice") -> None:
+    async def set_voice_state(self, guild_id: int, user_id: int, channel_id: int | None, username: str = "alice") -> None:
         """A user joins (or, with ``None``, leaves) a voice channel."""
         state = _voice_state(guild_id, user_id, channel_id, p.user(user_id, username))
         await self.dispatch("VOICE_STATE_UPDATE", state)
@@ -253,13 +264,24 @@ class FakeDiscordVoice(FakeDiscord):
         state = _voice_state(guild_id, p.BOT_ID, int(channel_id) if channel_id else None, p.bot_user())
         await session.send(0, {**state, "session_id": session.session_id}, "VOICE_STATE_UPDATE")
         if channel_id:
-            await session.send(0, {"token": "voice-token", "guild_id": str(guild_id), "endpoint": self.voice.endpoint},
-                               "VOICE_SERVER_UPDATE")
+            await session.send(
+                0, {"token": "voice-token", "guild_id": str(guild_id), "endpoint": self.voice.endpoint}, "VOICE_SERVER_UPDATE"
+            )
         self._notify()
 
 
 def _voice_state(guild_id: int, user_id: int, channel_id: int | None, user: dict[str, Any]) -> dict[str, Any]:
-    return {"guild_id": str(guild_id), "channel_id": str(channel_id) if channel_id else None,
-            "user_id": str(user_id), "session_id": f"voice-session-{user_id}", "deaf": False, "mute": False,
-            "self_deaf": False, "self_mute": False, "self_video": False, "suppress": False,
-            "request_to_speak_timestamp": None, "member": p.member(user)}
+    return {
+        "guild_id": str(guild_id),
+        "channel_id": str(channel_id) if channel_id else None,
+        "user_id": str(user_id),
+        "session_id": f"voice-session-{user_id}",
+        "deaf": False,
+        "mute": False,
+        "self_deaf": False,
+        "self_mute": False,
+        "self_video": False,
+        "suppress": False,
+        "request_to_speak_timestamp": None,
+        "member": p.member(user),
+    }

@@ -153,8 +153,7 @@ class FakeOpenAI(FakeServer):
         self._notify()
 
     async def _models(self, request: web.Request) -> web.Response:
-        return json_response({"object": "list", "data": [
-            {"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]})
+        return json_response({"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -189,20 +188,23 @@ class FakeOpenAI(FakeServer):
         return f"{prefix}{self._ids:06d}"
 
     def _tool_calls(self, calls: list[ToolCall]) -> list[dict[str, Any]]:
-        return [{"id": call.id or self._next_id("call_"), "type": "function",
-                 "function": {"name": call.name, "arguments": _arguments(call)}} for call in calls]
+        return [
+            {"id": call.id or self._next_id("call_"), "type": "function", "function": {"name": call.name, "arguments": _arguments(call)}}
+            for call in calls
+        ]
 
     def _completion(self, body: dict[str, Any], item: Any) -> dict[str, Any]:
         if isinstance(item, list):
-            message = {"role": "assistant", "content": None, "refusal": None,
-                       "tool_calls": self._tool_calls(item)}
+            message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": self._tool_calls(item)}
             finish, reply_text = "tool_calls", " ".join(_arguments(c) for c in item)
         else:
             message = {"role": "assistant", "content": str(item), "refusal": None, "tool_calls": None}
             finish, reply_text = "stop", str(item)
         return {
-            "id": self._next_id("chatcmpl-"), "object": "chat.completion",
-            "created": int(time.time()), "model": body.get("model", self.model),
+            "id": self._next_id("chatcmpl-"),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
             "system_fingerprint": None,
             "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": _usage(body, reply_text),
@@ -211,12 +213,15 @@ class FakeOpenAI(FakeServer):
     # ----------------------------------------------------------- streaming --
     async def _stream(self, request: web.Request, body: dict[str, Any], item: Any) -> web.StreamResponse:
         """Send the reply as SSE ``chat.completion.chunk`` events, then [DONE]."""
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                               "Cache-Control": "no-cache"})
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
-        base = {"id": self._next_id("chatcmpl-"), "object": "chat.completion.chunk",
-                "created": int(time.time()), "model": body.get("model", self.model),
-                "system_fingerprint": None}
+        base = {
+            "id": self._next_id("chatcmpl-"),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "system_fingerprint": None,
+        }
         for delta, finish in self._deltas(item):
             choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
             await _sse(response, {**base, "choices": [choice]})
@@ -236,8 +241,7 @@ class FakeOpenAI(FakeServer):
             return deltas + [({}, "stop")]
         deltas = [({"role": "assistant", "content": None}, None)]
         for index, call in enumerate(self._tool_calls(item)):
-            head = {"index": index, "id": call["id"], "type": "function",
-                    "function": {"name": call["function"]["name"], "arguments": ""}}
+            head = {"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
             deltas.append(({"tool_calls": [head]}, None))
             for piece in _halves(call["function"]["arguments"]):
                 deltas.append(({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, None))
@@ -251,12 +255,19 @@ class FakeOpenAI(FakeServer):
         texts = [inputs] if isinstance(inputs, str) else [_as_text(x) for x in inputs]
         dim = int(body.get("dimensions") or self.embedding_dim)
         as_b64 = body.get("encoding_format") == "base64"
-        data = [{"object": "embedding", "index": i,
-                 "embedding": _b64(vec) if as_b64 else vec}
-                for i, vec in enumerate(embed(t, dim) for t in texts)]
+        data = [
+            {"object": "embedding", "index": i, "embedding": _b64(vec) if as_b64 else vec}
+            for i, vec in enumerate(embed(t, dim) for t in texts)
+        ]
         tokens = sum(len(t.split()) for t in texts)
-        return json_response({"object": "list", "data": data, "model": body.get("model", self.model),
-                              "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        return json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", self.model),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
 
 # ------------------------------------------------------------- helpers ----
@@ -271,7 +282,7 @@ def embed(text: str, dim: int = 384) -> list[float]:
     for token in tokens:
         digest = hashlib.sha256(token.encode()).digest()
         for k in range(0, 8, 4):
-            bucket = int.from_bytes(digest[k:k + 4], "little") % dim
+            bucket = int.from_bytes(digest[k : k + 4], "little") % dim
             vec[bucket] += 1.0 if digest[8 + k] & 1 else -1.0
     norm = math.sqrt(sum(v * v for v in vec)) or 1.0
     return [v / norm for v in vec]
@@ -308,15 +319,13 @@ def _message_texts(message: dict[str, Any]) -> list[str]:
 def _usage(body: dict[str, Any], reply_text: str) -> dict[str, int]:
     prompt = sum(len(t.split()) for m in body.get("messages", []) for t in _message_texts(m))
     completion = len(reply_text.split())
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def _error_response(error: HTTPError) -> web.Response:
     body = error.body
     if body is None:
-        body = {"error": {"message": f"fake error {error.status}", "type": "server_error",
-                          "param": None, "code": None}}
+        body = {"error": {"message": f"fake error {error.status}", "type": "server_error", "param": None, "code": None}}
     if isinstance(body, str):
         return web.Response(text=body, status=error.status, headers=error.headers)
     return json_response(body, status=error.status, headers=error.headers)

@@ -9,6 +9,7 @@ server: tests push user messages as updates and read back what the bot sent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
@@ -23,8 +24,7 @@ BOT_USERNAME = "companion_bot"
 BOT_USER = {"id": BOT_ID, "is_bot": True, "first_name": "Companion", "username": BOT_USERNAME}
 MAX_POLL_WAIT = 1.0
 # Parameters PTB sends JSON-encoded inside form fields.
-JSON_FIELDS = ("reply_parameters", "reply_markup", "entities", "link_preview_options",
-               "allowed_updates", "commands", "scope")
+JSON_FIELDS = ("reply_parameters", "reply_markup", "entities", "link_preview_options", "allowed_updates", "commands", "scope")
 GROUP_TYPES = ("group", "supergroup")
 
 
@@ -38,10 +38,8 @@ def _coerce(params: dict[str, Any]) -> dict[str, Any]:
     out = dict(params)
     for key in JSON_FIELDS:
         if isinstance(out.get(key), str):
-            try:
+            with contextlib.suppress(ValueError):
                 out[key] = json.loads(out[key])
-            except ValueError:
-                pass
     for key in ("chat_id", "message_id", "offset", "limit", "message_thread_id"):
         value = out.get(key)
         if isinstance(value, str) and value.lstrip("-").isdigit():
@@ -72,10 +70,20 @@ class FakeTelegram(FakeServer):
         super().__init__()
 
     # ----------------------------------------------------------- helpers --
-    def push_message(self, chat_id: int, user_id: int, text: str, *, chat_type: str = "private",
-                     username: str | None = None, first_name: str = "Alice",
-                     reply_to_bot: bool = False, entities: list[dict[str, Any]] | None = None,
-                     mention: bool = False, chat_title: str = "Test group") -> dict[str, Any]:
+    def push_message(
+        self,
+        chat_id: int,
+        user_id: int,
+        text: str,
+        *,
+        chat_type: str = "private",
+        username: str | None = None,
+        first_name: str = "Alice",
+        reply_to_bot: bool = False,
+        entities: list[dict[str, Any]] | None = None,
+        mention: bool = False,
+        chat_title: str = "Test group",
+    ) -> dict[str, Any]:
         """Queue an Update carrying a user's text message; returns the update.
 
         Group chats need negative ids, as on Telegram. ``mention=True`` makes
@@ -88,8 +96,7 @@ class FakeTelegram(FakeServer):
         user = {"id": user_id, "is_bot": False, "first_name": first_name, "language_code": "en"}
         if username:
             user["username"] = username
-        message = {"message_id": next(self._message_ids), "date": int(time.time()),
-                   "chat": chat, "from": user, "text": text}
+        message = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat, "from": user, "text": text}
         if entities:
             message["entities"] = entities
         if reply_to_bot:
@@ -113,8 +120,7 @@ class FakeTelegram(FakeServer):
         """Updates not yet confirmed by a getUpdates offset."""
         return len(self._updates)
 
-    def _chat(self, chat_id: int, chat_type: str, user_id: int, username: str | None,
-              first_name: str, title: str) -> dict[str, Any]:
+    def _chat(self, chat_id: int, chat_type: str, user_id: int, username: str | None, first_name: str, title: str) -> dict[str, Any]:
         chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
         if chat_type in GROUP_TYPES:
             chat["title"] = title
@@ -130,8 +136,13 @@ class FakeTelegram(FakeServer):
         known = self._last_bot_message.get(chat["id"])
         if known is not None:
             return known
-        return {"message_id": next(self._message_ids), "date": int(time.time()) - 60,
-                "chat": chat, "from": BOT_USER, "text": "Hi! How can I help?"}
+        return {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()) - 60,
+            "chat": chat,
+            "from": BOT_USER,
+            "text": "Hi! How can I help?",
+        }
 
     # ------------------------------------------------------------ routing --
     def _setup_routes(self, router: web.UrlDispatcher) -> None:
@@ -160,9 +171,14 @@ class FakeTelegram(FakeServer):
 
     # ------------------------------------------------------------ methods --
     def _m_getme(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {**BOT_USER, "can_join_groups": True, "can_read_all_group_messages": False,
-                "supports_inline_queries": False, "can_connect_to_business": False,
-                "has_main_web_app": False}
+        return {
+            **BOT_USER,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+            "can_connect_to_business": False,
+            "has_main_web_app": False,
+        }
 
     def _m_deletewebhook(self, params: dict[str, Any]) -> bool:
         if str(params.get("drop_pending_updates", "")).lower() == "true":
@@ -181,10 +197,8 @@ class FakeTelegram(FakeServer):
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
         elif offset < 0:
             self._updates = self._updates[offset:]
-        try:
+        with contextlib.suppress(TimeoutError):
             await self.wait_until(lambda: bool(self._updates), wait)
-        except asyncio.TimeoutError:
-            pass
         return self._updates[:limit]
 
     def _m_sendmessage(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -195,8 +209,7 @@ class FakeTelegram(FakeServer):
 
     def _m_editmessagetext(self, params: dict[str, Any]) -> dict[str, Any]:
         self.edits.append(params)
-        return {**self._bot_message(params), "message_id": params.get("message_id", 0),
-                "edit_date": int(time.time())}
+        return {**self._bot_message(params), "message_id": params.get("message_id", 0), "edit_date": int(time.time())}
 
     def _m_sendchataction(self, params: dict[str, Any]) -> bool:
         self.actions.append(params)
@@ -215,11 +228,25 @@ class FakeTelegram(FakeServer):
 
     def _m_getchatadministrators(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         users = self.admins.get(int(params.get("chat_id") or 0), [])
-        return [{"status": "administrator", "user": {"id": uid, "is_bot": False, "first_name": f"admin{uid}"},
-                 "can_be_edited": False, "is_anonymous": False, "can_manage_chat": True, "can_delete_messages": True,
-                 "can_manage_video_chats": True, "can_restrict_members": True, "can_promote_members": False,
-                 "can_change_info": True, "can_invite_users": True, "can_post_stories": False, "can_edit_stories": False,
-                 "can_delete_stories": False} for uid in users]
+        return [
+            {
+                "status": "administrator",
+                "user": {"id": uid, "is_bot": False, "first_name": f"admin{uid}"},
+                "can_be_edited": False,
+                "is_anonymous": False,
+                "can_manage_chat": True,
+                "can_delete_messages": True,
+                "can_manage_video_chats": True,
+                "can_restrict_members": True,
+                "can_promote_members": False,
+                "can_change_info": True,
+                "can_invite_users": True,
+                "can_post_stories": False,
+                "can_edit_stories": False,
+                "can_delete_stories": False,
+            }
+            for uid in users
+        ]
 
     def _m_deletemessage(self, params: dict[str, Any]) -> bool:
         return True
@@ -239,8 +266,13 @@ class FakeTelegram(FakeServer):
         chat = self._chats.get(chat_id) if isinstance(chat_id, int) else None
         if chat is None:
             chat = {"id": chat_id, "type": "private" if _positive(chat_id) else "supergroup"}
-        message: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()),
-                                   "chat": chat, "from": BOT_USER, "text": params.get("text", "")}
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": BOT_USER,
+            "text": params.get("text", ""),
+        }
         if params.get("entities"):
             message["entities"] = params["entities"]
         return message
