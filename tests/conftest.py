@@ -321,3 +321,25 @@ def cli(tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
         if name.startswith("COMPANION_") or name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
             monkeypatch.delenv(name)
     return Cli(tmp_path / "store.db", capsys)
+
+
+# -- the conversation pipeline against a scripted model ---------------------------------------------------
+@pytest.fixture
+async def srv():
+    """A local OpenAI-compatible server the real openai SDK talks to; its answers are scripted by the test."""
+    from tests.fakes import FakeOpenAI
+
+    async with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+async def rt(tmp_path, srv):
+    """The bot's runtime on a fresh store against ``srv``, background work driven by the test's ticks."""
+    from tests.pipeline_support import build_runtime
+
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock())
+    await runtime.start(background_loop=False)
+    yield runtime
+    srv.default = lambda body: "[]"  # whatever the shutdown flush asks is answered with "nothing to extract"
+    await runtime.stop()

@@ -8,25 +8,10 @@ import pytest
 
 from memory.clock import FakeClock
 from memory.models import NewMemory, Scope, Visibility
-from tests.fakes import FakeOpenAI, HTTPError
+from tests.fakes import HTTPError
 from tests.pipeline_support import build_runtime, dm, facts, group
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture
-async def srv():
-    async with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-async def rt(tmp_path, srv):
-    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock())
-    await runtime.start(background_loop=False)
-    yield runtime
-    srv.default = lambda body: "[]"
-    await runtime.stop()
 
 
 async def test_the_snapshot_is_exactly_the_memory_slice_the_reply_gets(rt, srv):

@@ -10,16 +10,10 @@ import pytest
 
 from bot.orchestrator import APOLOGY
 from memory.clock import FakeClock
-from tests.fakes import Delay, FakeOpenAI, HTTPError, ToolCall
+from tests.fakes import Delay, HTTPError, ToolCall
 from tests.pipeline_support import build_runtime, dm, facts, group, last_reply_prompt
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture
-async def srv():
-    async with FakeOpenAI() as server:
-        yield server
 
 
 @pytest.fixture

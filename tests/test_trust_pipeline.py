@@ -20,27 +20,12 @@ from bot.logsafety import install_redaction
 from bot.types import APOLOGY
 from memory.clock import FakeClock
 from memory.transfer import export_person
-from tests.fakes import Delay, FakeOpenAI
+from tests.fakes import Delay
 from tests.fakes.openai_server import RawAnswer
 from tests.pipeline_support import build_runtime, dm, facts, group
 
 pytestmark = pytest.mark.asyncio
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-async def srv():
-    async with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-async def rt(tmp_path, srv):
-    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock())
-    await runtime.start(background_loop=False)
-    yield runtime
-    srv.default = lambda body: "[]"
-    await runtime.stop()
 
 
 def stored(rt, sql: str = "SELECT content FROM messages WHERE role = 'user'") -> list:

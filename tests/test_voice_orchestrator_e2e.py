@@ -14,7 +14,6 @@ from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.discord_voice import DiscordVoice, register_voice_commands
 from memory.clock import FakeClock
 from memory.models import Scope
-from tests.fakes import FakeOpenAI
 from tests.fakes.discord_voice_server import FakeDiscordVoice, FakeVoiceServer
 from tests.pipeline_support import build_runtime
 from tests.voice_support import eventually, routed_model, silence, spoken, whisper
@@ -27,12 +26,6 @@ GUILD, TEXT_CHANNEL, LOUNGE = 1001, 2002, 2100
 ALICE, BOB = 3003, 3004
 ALICE_SSRC = 111
 SETTINGS = VoiceSettings(vad=VadSettings(end_pause_ms=500), idle_timeout_s=60)
-
-
-@pytest.fixture
-async def srv():
-    async with FakeOpenAI() as server:
-        yield server
 
 
 @pytest.fixture

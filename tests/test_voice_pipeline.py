@@ -15,7 +15,7 @@ from bot.types import IncomingMessage
 from bot.voice_mode import VoiceOptions
 from memory.clock import FakeClock
 from memory.models import Scope
-from tests.fakes import FakeOpenAI, ToolCall
+from tests.fakes import ToolCall
 from tests.pipeline_support import build_runtime, facts, group, last_reply_prompt
 from tests.voice_support import routed_model
 from voice.compaction import CompactionSettings
@@ -23,12 +23,6 @@ from voice.compaction import CompactionSettings
 GUILD, LOUNGE = "g1", "lounge"
 ALICE, BOB = "u1", "u2"
 KEY = f"discord:{LOUNGE}"
-
-
-@pytest.fixture
-async def srv():
-    async with FakeOpenAI() as server:
-        yield server
 
 
 @pytest.fixture
