@@ -14,9 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .engine import MemoryEngine
+from .maintenance import forget_audits
 from .models import Memory
 from .registry import REGISTRY, person_keys, person_rows
 from .scopes import placeholders
+from .sessions import ChannelState, SessionSummaries
 
 
 @dataclass(slots=True)
@@ -26,7 +28,6 @@ class Forgotten:
     memories: list[str] = field(default_factory=list)
     contents: list[str] = field(default_factory=list)
     messages: int = 0
-    other: dict[str, int] = field(default_factory=dict)
 
 
 def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, str] | None = None) -> Forgotten:
@@ -62,11 +63,10 @@ def forget_chat_summaries(engine: MemoryEngine, chats: set[str]) -> None:
     if not chats:
         return
     keys = sorted(chats)
-    marks = placeholders(keys)
     with engine.db.transaction():
-        engine.db.execute(f"DELETE FROM session_summaries WHERE (platform || ':' || channel_id) IN ({marks})", keys)
-        engine.db.execute(f"DELETE FROM reflections WHERE channel_key IN ({marks})", keys)
-        engine.db.execute(f"UPDATE channel_state SET rolling_summary = '', compacted_until = 0 WHERE channel_key IN ({marks})", keys)
+        SessionSummaries(engine).forget_chats(keys)
+        ChannelState(engine).forget_summaries(keys)
+        forget_audits(engine, keys)
 
 
 # -- a whole person -------------------------------------------------------------------------------------

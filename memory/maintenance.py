@@ -23,6 +23,7 @@ from .extraction import parse_object as parse_json_object
 from .models import Memory, NewMemory, Source
 from .protocols import Completer
 from .safety import redact_secrets
+from .scopes import placeholders
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -169,3 +170,8 @@ def audit_finish(
             audit_id,
         ),
     )
+
+
+def forget_audits(engine: MemoryEngine, channel_keys: list[str]) -> None:
+    """Reflection audits of these chats quote them (excerpt, facts): they go when something said there is forgotten."""
+    engine.db.execute(f"DELETE FROM reflections WHERE channel_key IN ({placeholders(channel_keys)})", channel_keys)

@@ -268,6 +268,13 @@ class ChannelState:
             (target, source),
         )
 
+    def forget_summaries(self, channel_keys: list[str]) -> None:
+        """The rolling summaries of these chats go; their turns are compacted afresh (the turns stay)."""
+        self.db.execute(
+            f"UPDATE channel_state SET rolling_summary = '', compacted_until = 0 WHERE channel_key IN ({placeholders(channel_keys)})",
+            channel_keys,
+        )
+
     def mark_reflected(self, channel_key: str) -> None:
         self.db.execute("UPDATE channel_state SET reflected_at = ? WHERE channel_key = ?", (self.engine.clock.now(), channel_key))
 
@@ -314,6 +321,11 @@ class SessionSummaries:
             (ctx.platform, place[1], now - within_s, now, limit),
         )
         return [SessionSummary.from_row(r) for r in rows]
+
+    def forget_chats(self, channel_keys: list[str]) -> None:
+        """Drop the summaries of these "platform:channel" chats (they may repeat something forgotten)."""
+        marks = placeholders(channel_keys)
+        self.db.execute(f"DELETE FROM session_summaries WHERE (platform || ':' || channel_id) IN ({marks})", channel_keys)
 
     def restore(self, row: dict[str, Any]) -> int:
         """A summary from an export, as it was (same times); one already here is not added twice (0 then)."""
