@@ -93,7 +93,7 @@ class Background:
         if not items:
             return 0
         ids = [i.id for i in items]
-        transcript = Transcript(tuple(Line(i.ctx, i.author_name, i.text, i.message_id) for i in items))
+        transcript = Transcript(tuple(Line(i.ctx, i.author_name, i.text, i.message_id, i.created_at) for i in items))
         try:
             candidates = parse_list(await self._ask(extraction_prompt(transcript, items[-1].ctx)))
             stored = await self._store(memories_from(candidates, transcript, Source.AUTO_EXTRACTION))
@@ -230,5 +230,7 @@ class Background:
 def _transcript(ctx: RecallContext, rows: list[StoredMessage]) -> Transcript:
     """Stored turns as a transcript: each human turn with its author's own context, the bot's as [bot]."""
     return Transcript(
-        tuple(Line(with_speaker(ctx, r.author_id) if r.role == "user" else None, r.author_name, r.content, r.id) for r in rows)
+        tuple(
+            Line(with_speaker(ctx, r.author_id) if r.role == "user" else None, r.author_name, r.content, r.id, r.created_at) for r in rows
+        )
     )

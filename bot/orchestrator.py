@@ -24,6 +24,7 @@ from memory.people import People
 from memory.safety import normalise_text
 from memory.scopes import RecallContext
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory.sources import Edit, Withdrawn, message_deleted, message_edited
 from memory.tools import MemoryTools, RateLimiter
 from voice.caches import HistoryCache
 
@@ -126,7 +127,30 @@ class Orchestrator:
         summary = await self.voice.end(f"{platform}:{channel_id}")
         log.info("voice session in %s:%s ended%s", platform, channel_id, " (summary kept)" if summary else "")
 
+    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
+        done = await self.runner.run(message_deleted, self.engine, self.buffer, platform, channel_id, list(message_ids))
+        if done.messages:
+            await self._forgot()
+            log.info(
+                "%d messages deleted at the source in %s:%s; %d memories withdrawn", done.messages, platform, channel_id, len(done.memories)
+            )
+
+    async def message_edited(self, message: IncomingMessage) -> None:
+        done = await self.runner.run(self._edited, message)
+        if done is not None:
+            await self._forgot()
+            log.info("a message edited in %s:%s; %d memories withdrawn", message.platform, message.channel_id, len(done.memories))
+
     # -- steps ---------------------------------------------------------------------------------------
+    def _edited(self, message: IncomingMessage) -> Withdrawn | None:
+        """The edit, with its author's context now (the new text is extracted as theirs)."""
+        ids = [message.message_id] if message.message_id else []
+        if not self.engine.messages.rids_by_platform_id(message.platform, message.channel_id, ids):
+            return None  # never stored (said before the bot was there, or a forgetting turn): nobody to resolve
+        turn = self.resolve(message)
+        edit = Edit(message.platform, message.channel_id, ids[0], message.text, turn.ctx, turn.channel_key, turn.names[turn.person_id])
+        return message_edited(self.engine, self.buffer, edit)
+
     async def _ask(self, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, message: IncomingMessage) -> str | None:
         """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6)."""
         try:

@@ -64,3 +64,10 @@ class Conversation(Protocol):
 
     async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
         """A voice session in this channel ended (leave, empty channel, idle, shutdown): persist what it was about."""
+
+    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
+        """Messages were deleted where they were written: they leave the history, with what was learned only from them."""
+
+    async def message_edited(self, message: IncomingMessage) -> None:
+        """A message was edited where it was written (``message.message_id`` names it): the stored text is
+        replaced and what was learned from it is learned again."""

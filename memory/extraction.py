@@ -17,6 +17,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import prompts
@@ -36,12 +37,13 @@ class BadAnswer(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One turn of a transcript: who said it (their context), the stored message id, the words."""
+    """One turn of a transcript: who said it (their context), the stored message id, the words, when."""
 
     ctx: RecallContext | None  # None for the bot's own turns
     name: str
     text: str
     message_id: str | None = None
+    at: float | None = None  # when the message was written: its "yesterday" is the day before this, not before extraction
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +66,28 @@ class Transcript:
         out: list[str] = []
         for line in self.lines:
             who = f"[{tag_of[line.ctx.speaker_id]}] " if line.ctx else "[bot] "
-            out.append(f"{who}{json.dumps(line.name, ensure_ascii=False)}: {json.dumps(line.text[:MAX_TURN_CHARS], ensure_ascii=False)}")
+            when = f"{day(line.at)} " if line.at is not None else ""
+            quoted = json.dumps(line.text[:MAX_TURN_CHARS], ensure_ascii=False)
+            out.append(f"{who}{when}{json.dumps(line.name, ensure_ascii=False)}: {quoted}")
         while len(out) > 1 and sum(len(x) + 1 for x in out) > MAX_TRANSCRIPT_CHARS:
             out.pop(0)
         return "\n".join(out)
 
+    def written(self) -> str:
+        """The day (or first and last day) the lines were written, for the prompt's reading of relative dates."""
+        days = sorted({day(line.at) for line in self.lines if line.at is not None})
+        if not days:
+            return "on an unknown date"
+        return f"on {days[0]}" if len(days) == 1 else f"between {days[0]} and {days[-1]}"
+
     def sources(self, speaker_id: str) -> tuple[str, ...]:
         return tuple(line.message_id for line in self.lines if line.ctx and line.ctx.speaker_id == speaker_id and line.message_id)
+
+
+def day(at: float) -> str:
+    """A UTC calendar date with its weekday ("2026-10-21 (Wednesday)"): enough to resolve "next Friday"."""
+    moment = datetime.fromtimestamp(at, UTC)
+    return f"{moment:%Y-%m-%d} ({moment:%A})"
 
 
 def place(ctx: RecallContext) -> str:
@@ -78,12 +95,19 @@ def place(ctx: RecallContext) -> str:
 
 
 def extraction_prompt(transcript: Transcript, ctx: RecallContext) -> str:
-    return prompts.render("extraction", place=place(ctx), messages=transcript.render())
+    return prompts.render("extraction", place=place(ctx), written=transcript.written(), messages=transcript.render())
 
 
 def reflection_prompt(transcript: Transcript, ctx: RecallContext, max_facts: int = 10) -> str:
     tags = ", ".join(transcript.speakers())
-    return prompts.render("micro_reflection", place=place(ctx), participants=tags, excerpt=transcript.render(), max_facts=max_facts)
+    return prompts.render(
+        "micro_reflection",
+        place=place(ctx),
+        written=transcript.written(),
+        participants=tags,
+        excerpt=transcript.render(),
+        max_facts=max_facts,
+    )
 
 
 # -- answers ----------------------------------------------------------------------------------------------
@@ -169,6 +193,8 @@ def _new_memory(c: dict[str, Any], ctx: RecallContext, sources: tuple[str, ...],
         tags=tuple(str(t) for t in tags)[:12],
         source=source,
         importance=_importance(c.get("importance")),
+        valid_from=_date(c.get("valid_from")),
+        valid_to=_date(c.get("valid_to")),
         entities=_entities(c.get("entities")),
         provenance=Provenance(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, sources=sources),
     )
@@ -180,6 +206,18 @@ def _text(value: Any) -> str:
     if not isinstance(value, (str, int, float)):
         raise TypeError(f"expected text, got {type(value).__name__}")
     return str(value)
+
+
+def _date(value: Any) -> float | None:
+    """An ISO date the model read from the text ("2026-10-21"), as a UTC timestamp; anything else is no date."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        log.info("extracted date ignored: %r is not an ISO date", value[:40])
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _importance(value: Any) -> float:

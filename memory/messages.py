@@ -248,6 +248,37 @@ class MessageLog:
             found += [r for (r,) in self.db.execute(sql, (*before, *chunk))]
         return found
 
+    def get_rids(self, rids: list[int]) -> list[StoredMessage]:
+        return [
+            StoredMessage.from_row(r)
+            for r in self.db.rows(f"SELECT * FROM messages WHERE rid IN ({placeholders(rids)}) ORDER BY rid", rids)
+        ]
+
+    def replace_content(self, rid: int, text: str) -> StoredMessage:
+        """A message edited at its source: the stored text becomes the new one, re-indexed (FTS by trigger, its
+        vector re-embedded) and re-quoted as context by the turns after it; the old text's cached vector goes."""
+        old = self.db.one("SELECT * FROM messages WHERE rid = ?", (rid,))
+        if old is None:
+            raise InvalidInput(f"no stored message with rid {rid}")
+        content = clean_text(text)
+        if not content:
+            raise InvalidInput("an empty message is not stored")
+        row = {**old, "content": content}
+        row["content_hash"] = content_hash(self.corpus.search_text(row))
+        vectors = self._vectors([self.corpus.search_text(row)])
+        with self.db.transaction():
+            self.db.execute("UPDATE messages SET content = ?, content_hash = ? WHERE rid = ?", (content, row["content_hash"], rid))
+            self.corpus.vectors.delete([rid])
+            if vectors is not None:
+                self.corpus.vectors.write(rid, old["partition_key"], vectors[0])
+            self._rebuild_context(old["platform"], old["channel_id"], old["created_at"])
+            if old["content_hash"] != row["content_hash"]:
+                self.embeddings.forget_hash(old["content_hash"])
+        self.corpus.vectors.mirror_remove([rid])
+        if vectors is not None:
+            self.corpus.vectors.mirror_add([(rid, old["partition_key"], vectors[0])])
+        return StoredMessage.from_row(row)
+
     def delete_rids(self, rids: list[int]) -> int:
         """Delete messages with vectors, FTS rows, cached vectors and pending extractions; later turns lose
         them as context too."""

@@ -53,9 +53,18 @@ class ExtractionBuffer:
         self.engine, self.db, self.debounce_s = engine, engine.db, debounce_s
 
     def push(
-        self, channel_key: str, ctx: RecallContext, text: str, *, author_name: str = "", message_id: str | None = None, held: bool = False
+        self,
+        channel_key: str,
+        ctx: RecallContext,
+        text: str,
+        *,
+        author_name: str = "",
+        message_id: str | None = None,
+        held: bool = False,
+        said_at: float | None = None,
     ) -> int:
-        """Add a message and push the whole channel's due time back (debounce by reschedule)."""
+        """Add a message and push the whole channel's due time back (debounce by reschedule). ``said_at``: when
+        the message was written, if not now (an edit of an older message): its relative dates are read against it."""
         now = self.engine.clock.now()
         with self.db.transaction():
             self.db.execute(
@@ -69,7 +78,7 @@ class ExtractionBuffer:
                     self._rid(message_id),
                     author_name,
                     text,
-                    now,
+                    now if said_at is None else said_at,
                     now + self.debounce_s,
                     int(held),
                 ),
@@ -174,6 +183,17 @@ class ExtractionBuffer:
     def done(self, ids: list[int]) -> None:
         if ids:
             self.db.execute(f"DELETE FROM extraction_buffer WHERE id IN ({placeholders(ids)})", ids)
+
+    def drop_messages(self, rids: list[int]) -> int:
+        """Buffered and parked copies of these stored messages (their text changed or was deleted at the source)."""
+        if not rids:
+            return 0
+        marks = placeholders(rids)
+        with self.db.transaction():
+            self.db.execute(f"DELETE FROM extraction_buffer WHERE message_rid IN ({marks})", rids)
+            dropped = self.db.con.changes()
+            self.db.execute(f"DELETE FROM dead_letters WHERE message_rid IN ({marks})", rids)
+        return dropped + self.db.con.changes()
 
     def pending(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM extraction_buffer"))

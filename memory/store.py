@@ -26,7 +26,18 @@ from .embeddings import EmbeddingService, ModelMismatch, content_hash
 from .errors import EmbeddingError, InvalidInput, NotFound, NotYours
 from .graph import Graph
 from .knobs import KnobStore, Weights
-from .models import DECAY_EXEMPT_VALUES, EntityRef, FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
+from .models import (
+    DECAY_EXEMPT_VALUES,
+    EntityRef,
+    FactKind,
+    Memory,
+    MemoryType,
+    NewMemory,
+    Provenance,
+    Scope,
+    Visibility,
+    normalise_tags,
+)
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
 from .safety import check_memory, contains_secret, looks_like_injection, normalise_text
 from .scopes import RecallContext, may_change, memory_partition, partition_token, placeholders
@@ -405,6 +416,20 @@ class MemoryStore:
             chunk = rids[i : i + 400]
             found += [Memory.from_row(r) for r in self.db.rows(f"SELECT * FROM memories WHERE rid IN ({placeholders(chunk)})", chunk)]
         return found
+
+    def learned_from(self, message_ids: list[str]) -> list[Memory]:
+        """Memories whose provenance names any of these stored messages as a source."""
+        if not message_ids:
+            return []
+        rows = self.db.rows(
+            "SELECT * FROM memories WHERE EXISTS (SELECT 1 FROM json_each(memories.provenance, '$.sources') "
+            "WHERE value IN (SELECT value FROM json_each(?))) ORDER BY rid",
+            (json.dumps(message_ids),),
+        )
+        return [Memory.from_row(r) for r in rows]
+
+    def set_provenance(self, rid: int, provenance: Provenance) -> None:
+        self.db.execute("UPDATE memories SET provenance = ? WHERE rid = ?", (provenance.to_json(), rid))
 
     def get_visible(self, memory_id: str, ctx: RecallContext) -> Memory:
         """A memory by id, but only if the context may see it: the model cannot reach past its scope by id."""

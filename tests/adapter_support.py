@@ -43,6 +43,8 @@ class ScriptedConversation(Waitable):
         self.observed: list[IncomingMessage] = []
         self.commands: list[Command] = []
         self.voice_sessions_ended: list[tuple[str, str, str]] = []  # (platform, guild id, channel id)
+        self.deleted: list[tuple[str, str, tuple[str, ...]]] = []  # (platform, channel id, message ids)
+        self.edited: list[IncomingMessage] = []
         super().__init__()
 
     # -- the Conversation Protocol ------------------------------------------------------------------
@@ -74,6 +76,12 @@ class ScriptedConversation(Waitable):
 
     async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
         self._record(self.voice_sessions_ended, (platform, guild_id, channel_id))
+
+    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
+        self._record(self.deleted, (platform, channel_id, message_ids))
+
+    async def message_edited(self, message: IncomingMessage) -> None:
+        self._record(self.edited, message)
 
     # -- waiting ------------------------------------------------------------------------------------
     @property

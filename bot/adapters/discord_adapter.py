@@ -3,9 +3,11 @@
 DMs always get an answer. In a server the bot answers when it is @mentioned, when the message is in
 one of the configured ``channels`` (or a thread under one), or when it replies to one of the bot's
 messages; other server messages are passed to ``Conversation.observe``. In a configured channel a message
-not spoken to the bot may get no answer: the model chose silence (``Reply.skipped``) and nothing is sent. Bots (itself included) are
-ignored. While a reply is built the channel shows "typing..."; replies are split at 2000 characters and
-never ping anyone (``AllowedMentions.none()``: model output must not be able to @everyone).
+not spoken to the bot may get no answer: the model chose silence (``Reply.skipped``) and nothing is sent.
+Bots (itself included) are ignored. While a reply is built the channel shows "typing..."; replies are
+split at 2000 characters and never ping anyone (``AllowedMentions.none()``: model output must not be able
+to @everyone). Deletes and edits arrive as raw gateway events (so messages no longer cached count too) and
+go to ``Conversation.message_deleted`` / ``message_edited``.
 
 Slash commands /remember /forget /memories /link /export are synced globally at login and answered
 ephemerally. Every message carries the recent speakers of its channel as ``participants``.
@@ -130,6 +132,29 @@ class DiscordAdapter:
                 await message.channel.send(part, reference=reference, mention_author=False)
             else:
                 await message.channel.send(part)
+
+    # ---------------------------------------------------- edits and deletes at the source --
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        """Raw, so a message no longer in discord.py's cache (sent before a restart) counts too."""
+        await self._deleted(payload.channel_id, [payload.message_id])
+
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        await self._deleted(payload.channel_id, sorted(payload.message_ids))
+
+    async def _deleted(self, channel_id: int, message_ids: list[int]) -> None:
+        async with self._locks.hold(str(channel_id)):
+            await self._conversation.message_deleted("discord", str(channel_id), tuple(str(i) for i in message_ids))
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        message = payload.message
+        if message.author.bot or message.webhook_id or message.type not in _CONVERSATIONAL:
+            return  # the bot's own edits (streaming) and other bots' are not people's words
+        if "content" not in payload.data:
+            return  # an embed unfurled or a flag changed: the words are the same
+        _, spoken_to, text = self._addressed(message)
+        incoming = self._incoming(message, text, spoken_to)
+        async with self._locks.hold(incoming.channel_id):
+            await self._conversation.message_edited(incoming)
 
     def _addressed(self, message: discord.Message) -> tuple[bool, bool, str]:
         """Is the message for the bot, was it spoken to (a DM, a mention, a reply to it), and its text with the
@@ -259,6 +284,15 @@ class _Client(discord.Client):
 
     async def on_message(self, message: discord.Message) -> None:
         await self.adapter.on_message(message)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self.adapter.on_raw_message_delete(payload)
+
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        await self.adapter.on_raw_bulk_message_delete(payload)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        await self.adapter.on_raw_message_edit(payload)
 
     async def on_error(self, event_method: str, /, *args: object, **kwargs: object) -> None:
         """discord.py calls this inside its ``except``: log the event's failure and carry on."""

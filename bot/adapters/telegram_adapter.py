@@ -6,6 +6,7 @@ replies to one of its messages; everything else said in the group is passed to
 /forget /memories /link /export) go to ``Conversation.command`` with the rest of the text as the
 argument. Replies are plain text (no parse mode: model output is not valid Telegram HTML/Markdown),
 split at 4096 characters, preceded by a "typing..." action that is refreshed while the reply is built.
+An edited message goes to ``Conversation.message_edited`` (the Bot API reports no deletes).
 
 Updates are handled concurrently across chats but in order within a chat (``ChatLocks``). A failing
 handler is logged and answered with a short apology; it never stops polling.
@@ -66,8 +67,12 @@ class TelegramAdapter:
         if base_file_url:
             builder = builder.base_file_url(base_file_url)
         self.app: Application = builder.build()
-        self.app.add_handlers([CommandHandler(name, self._on_command) for name in COMMANDS])
-        self.app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, self._on_text))
+        # PTB hands edited messages to command and message handlers too: an edit must not run a command or
+        # be answered as a new message; it replaces what was stored (``_on_edit``).
+        fresh = filters.UpdateType.MESSAGE
+        self.app.add_handlers([CommandHandler(name, self._on_command, filters=fresh) for name in COMMANDS])
+        self.app.add_handler(MessageHandler(fresh & filters.TEXT & ~filters.COMMAND, self._on_text))
+        self.app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE & filters.TEXT, self._on_edit))
         self.app.add_error_handler(self._on_error)
 
     # ------------------------------------------------------------------ lifecycle --
@@ -78,7 +83,7 @@ class TelegramAdapter:
             await self.app.bot.set_my_commands([BotCommand(n, d) for n, d in COMMANDS.items()])
             await self.app.start()
             assert self.app.updater is not None, "the builder in __init__ keeps PTB's default updater"
-            await self.app.updater.start_polling(drop_pending_updates=False, allowed_updates=["message"])
+            await self.app.updater.start_polling(drop_pending_updates=False, allowed_updates=["message", "edited_message"])
         except BaseException:
             await self.stop()
             raise
@@ -111,6 +116,15 @@ class TelegramAdapter:
         addressed, text = self._addressed(message)
         incoming = self._incoming(message, message.from_user, text, await self._is_admin(message))
         await deliver(self._conversation, self._locks, incoming, addressed, lambda: self._answer(message, incoming))
+
+    async def _on_edit(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.edited_message
+        if message is None or not message.text or message.from_user is None:
+            return
+        _, text = self._addressed(message)
+        incoming = self._incoming(message, message.from_user, text, await self._is_admin(message))
+        async with self._locks.hold(incoming.channel_id):
+            await self._conversation.message_edited(incoming)
 
     async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message

@@ -203,6 +203,20 @@ class FakeDiscord(FakeServer):
         await self.dispatch("INTERACTION_CREATE", data)
         return data
 
+    async def dispatch_edit(self, message: dict[str, Any], content: str) -> dict[str, Any]:
+        """Deliver MESSAGE_UPDATE for a message dispatched earlier (its payload), now reading ``content``."""
+        data = {**message, "content": content, "edited_timestamp": p.now_iso()}
+        await self.dispatch("MESSAGE_UPDATE", data)
+        return data
+
+    async def dispatch_delete(self, *messages: dict[str, Any]) -> None:
+        """Deliver MESSAGE_DELETE for one message dispatched earlier, MESSAGE_DELETE_BULK for several (one channel)."""
+        where = {k: messages[0][k] for k in ("channel_id", "guild_id") if k in messages[0]}
+        if len(messages) == 1:
+            await self.dispatch("MESSAGE_DELETE", {"id": messages[0]["id"], **where})
+        else:
+            await self.dispatch("MESSAGE_DELETE_BULK", {"ids": [m["id"] for m in messages], **where})
+
     async def wait_for_sent(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
         """Wait until the bot posted at least ``n`` channel messages; returns ``sent``."""
         await self.wait_until(lambda: len(self.sent) >= n, timeout)

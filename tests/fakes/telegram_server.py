@@ -103,6 +103,12 @@ class FakeTelegram(FakeServer):
             message["reply_to_message"] = self._bot_message_in(chat)
         return self.push_update({"message": message})
 
+    def push_edit(self, update: dict[str, Any], text: str) -> dict[str, Any]:
+        """Queue an ``edited_message`` update for a message pushed earlier (its update), now reading ``text``."""
+        message = {**update["message"], "text": text, "edit_date": int(time.time())}
+        message.pop("entities", None)
+        return self.push_update({"edited_message": message})
+
     def push_update(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Queue any raw update body (``{"message": ...}``, ``{"callback_query": ...}``)."""
         update = {"update_id": next(self._update_ids), **payload}
