@@ -65,7 +65,12 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
 
     if readonly:
         _upgrade_once(settings.db_path)
-    engine = MemoryEngine(read_only(settings.db_path) if readonly else settings.db_path, embedder, vector_mirror=settings.vector_mirror)
+    engine = MemoryEngine(
+        read_only(settings.db_path) if readonly else settings.db_path,
+        embedder,
+        vector_mirror=settings.vector_mirror,
+        vector_mirror_mb=settings.vector_mirror_mb,
+    )
     try:
         engine.embeddings.check_model()
     except BaseException:
@@ -139,7 +144,11 @@ def build_runtime(
     from .voice_providers import voice_options
 
     engine = MemoryEngine(
-        settings.db_path, build_embedder(settings) if embedder is _DEFAULT else embedder, clock, vector_mirror=settings.vector_mirror
+        settings.db_path,
+        build_embedder(settings) if embedder is _DEFAULT else embedder,
+        clock,
+        vector_mirror=settings.vector_mirror,
+        vector_mirror_mb=settings.vector_mirror_mb,
     )
     try:
         engine.embeddings.check_model()

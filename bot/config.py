@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     # storage
     db_path: Path = Path("data/companion.db")
     vector_mirror: bool = True
+    # the mirror's memory cap; past it the least recently searched partitions fall back to vec0
+    vector_mirror_mb: int = Field(512, ge=1, le=1_000_000)
 
     # embeddings: local (offline MiniLM), openai (any OpenAI-compatible /embeddings), none (BM25 only)
     embeddings: Literal["local", "openai", "none"] = "local"

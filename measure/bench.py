@@ -1,17 +1,21 @@
 """``companion bench``: latency and throughput of the memory engine on synthetic data (PERF-1).
 
-Each size runs in its own process, so ``peak_rss_mb`` is that size's own peak. Texts are drawn from
+Each size runs in its own process, so ``peak_rss_mb`` is that size's own peak; ``steady_rss_mb`` is what
+the process holds after the load and the queries (the vector mirror, the model, SQLite's cache and the
+pages of its memory map), ``steady_rss_anon_mb`` the part of it that is not file pages. Texts are drawn from
 an English word list with a Zipf distribution (so FTS posting lists look like real ones); stored
 vectors are random unit vectors (latency does not depend on what they mean), and the query embedding
 is timed separately with the real offline model.
 
-Scope: rows are spread over guilds of 100k (90k guild memories each, the rest the facts 20 people said
-in that guild); the recall is made in one guild with five of those people present. Up to 100k that guild is
-almost the whole store (the worst case for a store of that size); at 1M it is one guild of ten.
+Placement ``spread`` (the default): rows are spread over guilds of 100k (90k guild memories each, the rest
+the facts 20 people said in that guild); the recall is made in one guild with five of those people present.
+Up to 100k that guild is almost the whole store (the worst case for a store of that size); at 1M it is one
+guild of ten. Placement ``one``: every row is in one guild, one large community (at 1M, 925k rows visible).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -28,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from memory.clock import FakeClock
+from memory.db import AsyncRunner
 from memory.embeddings import ASSETS, OnnxMiniLM
 from memory.engine import MemoryEngine
 from memory.models import NewMemory, Scope, Visibility
@@ -40,6 +45,8 @@ GUILD_SIZE = 100_000
 USERS = 20
 DIM = 384
 BATCH = 5_000
+PLACEMENTS = ("spread", "one")
+CONCURRENT_TURNS = 50
 Progress = Callable[[str], None]
 # Given (engine, ctx, text), run everything a turn does before the LLM call (``measure.turn``).
 TurnFn = Callable[[MemoryEngine, RecallContext, str], Any]
@@ -101,16 +108,17 @@ class TextGen:
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def _placement(i: int) -> tuple[Scope, str, str]:
-    """Which partition row i goes to: every tenth a fact one of 20 people said in the guild of its block of
-    100k rows, the rest that guild's lore (so a store of N rows has ceil(N / 100k) guilds)."""
-    guild = f"bench:g{i // GUILD_SIZE}"
+def _placement(i: int, placement: str) -> tuple[Scope, str, str]:
+    """Which partition row i goes to: every tenth a fact one of 20 people said in the guild, the rest that
+    guild's lore; ``spread`` gives each block of 100k rows its own guild (ceil(N / 100k) guilds), ``one`` a
+    single guild."""
+    guild = "bench:g0" if placement == "one" else f"bench:g{i // GUILD_SIZE}"
     if i % 10 == 0:
         return Scope.USER, f"bench:u{(i // 10) % USERS}", guild
     return Scope.GUILD, guild, guild
 
 
-def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
+def _load(engine: MemoryEngine, size: int, gen: TextGen, placement: str) -> float:
     """Bulk-load ``size`` memories; returns rows per second of the store's insert (generation not timed)."""
     spent = 0.0
     for lo in range(0, size, BATCH):
@@ -118,7 +126,7 @@ def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
         vectors, contents, subjects = gen.vectors(n), gen.sentences(n, 8, 20), gen.sentences(n, 2, 3)
         items = []
         for j in range(n):
-            scope, scope_id, guild = _placement(lo + j)
+            scope, scope_id, guild = _placement(lo + j, placement)
             new = NewMemory(
                 content=contents[j],
                 subject=subjects[j],
@@ -135,8 +143,8 @@ def _load(engine: MemoryEngine, size: int, gen: TextGen) -> float:
     return size / spent
 
 
-def _guild_for_query(size: int) -> str:
-    return "bench:g0" if size <= GUILD_SIZE else "bench:g3"
+def _guild_for_query(size: int, placement: str) -> str:
+    return "bench:g0" if size <= GUILD_SIZE or placement == "one" else "bench:g3"
 
 
 def _timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
@@ -153,18 +161,45 @@ def _timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
     }
 
 
-def bench_size(size: int, queries: int, turn: TurnFn | None = None) -> dict[str, Any]:
+def _concurrent(turn: TurnFn, engine: MemoryEngine, ctx: RecallContext, texts: list[str]) -> dict[str, float]:
+    """Latency of each of ``CONCURRENT_TURNS`` turns that arrive at once, queued on one ``AsyncRunner`` as the
+    bot queues its store calls (so a turn's time includes its wait behind the others)."""
+    runner = AsyncRunner()
+
+    async def one(text: str) -> float:
+        start = time.perf_counter()
+        await runner.run(turn, engine, ctx, text)
+        return (time.perf_counter() - start) * 1000
+
+    async def burst() -> list[float]:
+        return await asyncio.gather(*(one(texts[i % len(texts)]) for i in range(CONCURRENT_TURNS)))
+
+    try:
+        samples = sorted(asyncio.run(burst()))
+    finally:
+        runner.shutdown()
+    return {"p50": round(statistics.median(samples), 2), "p95": round(samples[int(0.95 * (len(samples) - 1))], 2)}
+
+
+def _rss_mb(kind: str = "") -> float:
+    """Resident memory now, all of it or one ``kind`` (``Anon``, ``File``), from Linux ``/proc``."""
+    with open("/proc/self/status") as f:
+        kb = next(int(line.split()[1]) for line in f if line.startswith(f"Rss{kind}:" if kind else "VmRSS:"))
+    return round(kb / 1024, 1)
+
+
+def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: str = "spread") -> dict[str, Any]:
     gen = TextGen(seed=size)
     model = OnnxMiniLM()
     with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
         engine = MemoryEngine(Path(tmp) / "bench.db", model, FakeClock())
-        insert_per_s = _load(engine, size, gen)
+        insert_per_s = _load(engine, size, gen, placement)
         engine.db.optimize()  # what the nightly maintenance job does
         ctx = RecallContext(
             platform="bench",
             speaker_id="bench:u0",
             channel_id="c0",
-            guild_id=_guild_for_query(size),
+            guild_id=_guild_for_query(size, placement),
             participants=tuple(f"bench:u{i}" for i in range(1, 5)),
         )
         texts = [gen.sentence(3, 6) for _ in range(queries)]
@@ -183,6 +218,7 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None) -> dict[str,
         embed_texts = itertools.cycle(texts)
         result = {
             "size": size,
+            "placement": placement,
             "visible": visible,
             "hybrid_ms": _timed(run(ALL_CHANNELS), queries),
             "fts_ms": _timed(run(frozenset({Channel.FTS})), queries),
@@ -194,6 +230,11 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None) -> dict[str,
         if turn is not None:
             turn_texts = itertools.cycle(texts)
             result["turn_ms"] = _timed(lambda: turn(engine, ctx, next(turn_texts)), queries)
+            result["concurrent_turn_ms"] = _concurrent(turn, engine, ctx, texts)
+        result["steady_rss_mb"] = _rss_mb()
+        # the rest is file pages: SQLite's memory map of the store and the libraries, clean and reclaimable
+        result["steady_rss_anon_mb"] = _rss_mb("Anon")
+        result["mirror_mb"] = round(engine.mirror_budget.used / 2**20, 1)
         engine.close()
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return result
@@ -209,13 +250,16 @@ def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
     return n / (time.perf_counter() - start)
 
 
-def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = None) -> dict[str, Any]:
+def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = None, placement: str = "spread") -> dict[str, Any]:
     """Benchmark each size in a fresh interpreter, so each size's ``peak_rss_mb`` is its own."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, not {placement!r}")
     results = []
     for size in sizes:
         if progress:
-            progress(f"benchmarking {size:,} memories")
-        done = subprocess.run([sys.executable, "-m", "measure.bench", str(size), str(queries)], capture_output=True, text=True, check=False)
+            progress(f"benchmarking {size:,} memories ({placement})")
+        argv = [sys.executable, "-m", "measure.bench", str(size), str(queries), placement]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"benchmark of {size} memories failed:\n{done.stderr[-2000:]}")
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -223,4 +267,4 @@ def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = 
 
 
 if __name__ == "__main__":
-    print(json.dumps(bench_size(int(sys.argv[1]), int(sys.argv[2]), make_turn())))
+    print(json.dumps(bench_size(int(sys.argv[1]), int(sys.argv[2]), make_turn(), *sys.argv[3:4])))

@@ -13,11 +13,19 @@ from .knobs import KnobStore
 from .messages import MessageLog
 from .protocols import Embedder
 from .store import MemoryStore
-from .vectors import VectorIndex, limit_blas_threads
+from .vectors import DEFAULT_MIRROR_MB, MirrorBudget, VectorIndex, limit_blas_threads
 
 
 class MemoryEngine:
-    def __init__(self, path: str | Path, embedder: Embedder | None, clock: Clock | None = None, *, vector_mirror: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        embedder: Embedder | None,
+        clock: Clock | None = None,
+        *,
+        vector_mirror: bool = True,
+        vector_mirror_mb: float | None = DEFAULT_MIRROR_MB,
+    ) -> None:
         self.clock = clock or SystemClock()
         limit_blas_threads()
         self.db = Database(path)
@@ -28,8 +36,12 @@ class MemoryEngine:
             raise
         self.knobs = KnobStore(self.db)
         self.graph = Graph(self.db, self.clock)
-        memory_corpus = MemoryCorpus(self.db, VectorIndex(self.db, "memory_vec", "memories", use_mirror=vector_mirror))
-        message_corpus = MessageCorpus(self.db, VectorIndex(self.db, "message_vec", "messages", use_mirror=vector_mirror))
+        # one budget for both mirrors: whichever partitions the conversations search stay loaded
+        self.mirror_budget = MirrorBudget.megabytes(vector_mirror_mb)
+        memory_vec = VectorIndex(self.db, "memory_vec", "memories", use_mirror=vector_mirror, budget=self.mirror_budget)
+        message_vec = VectorIndex(self.db, "message_vec", "messages", use_mirror=vector_mirror, budget=self.mirror_budget)
+        memory_corpus = MemoryCorpus(self.db, memory_vec)
+        message_corpus = MessageCorpus(self.db, message_vec)
         self.memories = MemoryStore(self.db, self.embeddings, self.graph, self.knobs, self.clock, memory_corpus)
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
 

@@ -65,6 +65,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--sizes", type=int_list, default=[10_000, 100_000], help="comma-separated store sizes (default: 10000,100000)")
     p.add_argument("--queries", type=positive_int, help="queries per size (default: the benchmark's own)")
+    p.add_argument(
+        "--placement",
+        choices=["spread", "one"],
+        default="spread",
+        help="memory: spread rows over guilds of 100k (default), or put them all in one guild",
+    )
     p.add_argument("--utterances", type=positive_int, default=32, help="voice: utterances in the session (default: 32)")
     p.add_argument("--end-pause-ms", type=positive_int, help="voice: the end-of-speech pause (default: the VAD's, 700)")
     p.add_argument("--natural", action="store_true", help="voice: the script as people talk (fewer warm hits)")
@@ -269,7 +275,7 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> None:
     with _measure_installed():
         from measure.bench import run_bench as bench
     options = {"queries": args.queries} if args.queries else {}
-    result = bench(sizes=args.sizes, progress=_bench_progress, **options)
+    result = bench(sizes=args.sizes, progress=_bench_progress, placement=args.placement, **options)
     if args.json:
         return print_json(result)
     out().print(records_table(result.get("results", [])))
