@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +55,31 @@ def last_reply_prompt(srv) -> str:
     """Everything the model was shown for the latest reply (system prompt, history and the user message)."""
     body = srv.chat_requests[-1]
     return "\n".join(str(m.get("content") or "") for m in body["messages"])
+
+
+@asynccontextmanager
+async def platforms(tmp_path: Path, guilds: Callable[[Any], None]) -> AsyncIterator[tuple[Runtime, Any, Any, Any]]:
+    """The bot on both platforms at once: python-telegram-bot and discord.py against local fake servers, the
+    real runtime against a scripted model. ``guilds(dc)`` configures the fake Discord before it connects.
+    Yields (runtime, llm, tg, dc)."""
+    from bot.adapters.discord_adapter import DiscordAdapter
+    from bot.adapters.telegram_adapter import TelegramAdapter
+    from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
+
+    async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
+        guilds(dc)
+        restore = dc.patch_discord()
+        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
+        await runtime.start(background_loop=False)
+        telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
+        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)
+        await telegram.start()
+        await discord_.start()
+        try:
+            yield runtime, llm, tg, dc
+        finally:
+            llm.default = lambda body: "[]"
+            await discord_.stop()
+            await telegram.stop()
+            await runtime.stop()
+            restore()

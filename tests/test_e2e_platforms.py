@@ -7,35 +7,20 @@ import re
 
 import pytest
 
-from bot.adapters.discord_adapter import DiscordAdapter
-from bot.adapters.telegram_adapter import TelegramAdapter
-from memory.clock import FakeClock
-from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
-from tests.pipeline_support import build_runtime, facts
+from tests.pipeline_support import facts, platforms
 
 pytestmark = pytest.mark.asyncio
 TG_USER, DC_USER, DC_DM = 55, 7001, 9100
 
 
+def guilds(dc) -> None:
+    dc.add_guild(8000, "Guild", channels=[(8001, "general")])
+
+
 @pytest.fixture
 async def world(tmp_path):
-    async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
-        dc.add_guild(8000, "Guild", channels=[(8001, "general")])
-        restore = dc.patch_discord()
-        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
-        await runtime.start(background_loop=False)
-        telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
-        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)
-        await telegram.start()
-        await discord_.start()
-        try:
-            yield runtime, llm, tg, dc
-        finally:
-            llm.default = lambda body: "[]"
-            await discord_.stop()
-            await telegram.stop()
-            await runtime.stop()
-            restore()
+    async with platforms(tmp_path, guilds) as parts:
+        yield parts
 
 
 def telegram_command(tg, text: str) -> None:

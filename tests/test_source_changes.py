@@ -9,38 +9,25 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.adapters.discord_adapter import DiscordAdapter
-from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.types import IncomingMessage
 from memory.clock import DAY, FakeClock
-from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
+from tests.fakes import FakeOpenAI
 from tests.fakes.discord_payloads import BOT_ID, member, message, user
-from tests.pipeline_support import build_runtime, dm, facts
+from tests.pipeline_support import build_runtime, dm, facts, platforms
 
 pytestmark = pytest.mark.asyncio
 ALICE_TG, ALICE_DC, BOB_DC = 55, 7001, 7003
 GUILD, GENERAL = 8000, 8001
 
 
+def guilds(dc) -> None:
+    dc.add_guild(GUILD, "Support group", channels=[(GENERAL, "general")])
+
+
 @pytest.fixture
 async def world(tmp_path):
-    async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
-        dc.add_guild(GUILD, "Support group", channels=[(GENERAL, "general")])
-        restore = dc.patch_discord()
-        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
-        await runtime.start(background_loop=False)
-        telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
-        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)
-        await telegram.start()
-        await discord_.start()
-        try:
-            yield runtime, llm, tg, dc
-        finally:
-            llm.default = lambda body: "[]"
-            await discord_.stop()
-            await telegram.stop()
-            await runtime.stop()
-            restore()
+    async with platforms(tmp_path, guilds) as parts:
+        yield parts
 
 
 def contents(runtime) -> list[str]:

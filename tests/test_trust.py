@@ -9,13 +9,11 @@ import re
 
 import pytest
 
-from bot.adapters.discord_adapter import DiscordAdapter
-from bot.adapters.telegram_adapter import TelegramAdapter
 from memory.clock import FakeClock
 from memory.models import NewMemory, Scope
-from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram, HTTPError, ToolCall
+from tests.fakes import FakeOpenAI, HTTPError, ToolCall
 from tests.fakes.discord_payloads import OWNER_ID as GUILD_OWNER
-from tests.pipeline_support import build_runtime, dm, facts
+from tests.pipeline_support import build_runtime, dm, facts, platforms
 
 pytestmark = pytest.mark.asyncio
 ALICE_TG, MALLORY_TG, GROUP_TG = 55, 66, -1001
@@ -23,26 +21,15 @@ ALICE_DC, MALLORY_DC, DM_ALICE_DC = 7001, 7002, 9100
 GUILD_1, GENERAL_1, STAFF_1, GUILD_2, GENERAL_2 = 8000, 8001, 8002, 9000, 9001
 
 
+def guilds(dc) -> None:
+    dc.add_guild(GUILD_1, "Support group", channels=[(GENERAL_1, "general"), (STAFF_1, "staff")], private=(STAFF_1,))
+    dc.add_guild(GUILD_2, "Other server", channels=[(GENERAL_2, "general")])
+
+
 @pytest.fixture
 async def world(tmp_path):
-    async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
-        dc.add_guild(GUILD_1, "Support group", channels=[(GENERAL_1, "general"), (STAFF_1, "staff")], private=(STAFF_1,))
-        dc.add_guild(GUILD_2, "Other server", channels=[(GENERAL_2, "general")])
-        restore = dc.patch_discord()
-        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
-        await runtime.start(background_loop=False)
-        telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
-        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)
-        await telegram.start()
-        await discord_.start()
-        try:
-            yield runtime, llm, tg, dc
-        finally:
-            llm.default = lambda body: "[]"
-            await discord_.stop()
-            await telegram.stop()
-            await runtime.stop()
-            restore()
+    async with platforms(tmp_path, guilds) as parts:
+        yield parts
 
 
 def tg_command(tg, chat: int, user: int, text: str, **kw) -> None:
