@@ -343,3 +343,29 @@ async def rt(tmp_path, srv):
     yield runtime
     srv.default = lambda body: "[]"  # whatever the shutdown flush asks is answered with "nothing to extract"
     await runtime.stop()
+
+
+# -- Discord voice against a local fake (the end-to-end voice tests) ------------------------------------
+@pytest.fixture
+async def voice_server(tmp_path):
+    """The fake voice gateway (TLS) and UDP endpoint."""
+    from tests.fakes.discord_voice_server import FakeVoiceServer
+
+    async with FakeVoiceServer(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+async def dsc(voice_server):
+    """The fake Discord (REST + gateway) with the voice tests' guild, patched into discord.py for the test."""
+    from tests.fakes.discord_voice_server import FakeDiscordVoice
+    from tests.voice_support import ALICE, BOB, GUILD, LOUNGE, TEXT_CHANNEL
+
+    async with FakeDiscordVoice(voice_server) as fake:
+        fake.add_guild(GUILD, "Test guild", channels=[(TEXT_CHANNEL, "general")], members=[(ALICE, "alice"), (BOB, "bob")])
+        fake.add_voice_channel(GUILD, LOUNGE, "Lounge")
+        restore = fake.patch_discord()
+        try:
+            yield fake
+        finally:
+            restore()

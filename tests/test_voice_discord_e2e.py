@@ -13,15 +13,13 @@ import pytest
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.discord_voice import DiscordVoice, register_voice_commands
 from tests.adapter_support import ScriptedConversation
-from tests.fakes.discord_voice_server import FakeDiscordVoice, FakeVoiceServer
-from tests.voice_support import eventually, silence, spoken, whisper
+from tests.fakes.discord_voice_server import FakeVoiceServer
+from tests.voice_support import ALICE, BOB, GUILD, LOUNGE, TEXT_CHANNEL, eventually, silence, spoken, whisper
 from voice.audio import discord_to_listen
 from voice.session import VoiceSettings
 from voice.tts import EspeakTTS
 from voice.vad import VadSettings
 
-GUILD, TEXT_CHANNEL, LOUNGE = 1001, 2002, 2100
-ALICE, BOB = 3003, 3004
 ALICE_SSRC, BOB_SSRC = 111, 222
 SETTINGS = VoiceSettings(vad=VadSettings(end_pause_ms=500), idle_timeout_s=60)
 
@@ -29,24 +27,6 @@ SETTINGS = VoiceSettings(vad=VadSettings(end_pause_ms=500), idle_timeout_s=60)
 @pytest.fixture
 def conv() -> ScriptedConversation:
     return ScriptedConversation()
-
-
-@pytest.fixture
-async def voice_server(tmp_path):
-    async with FakeVoiceServer(tmp_path) as server:
-        yield server
-
-
-@pytest.fixture
-async def dsc(voice_server):
-    async with FakeDiscordVoice(voice_server) as srv:
-        srv.add_guild(GUILD, "Test guild", channels=[(TEXT_CHANNEL, "general")], members=[(ALICE, "alice"), (BOB, "bob")])
-        srv.add_voice_channel(GUILD, LOUNGE, "Lounge")
-        restore = srv.patch_discord()
-        try:
-            yield srv
-        finally:
-            restore()
 
 
 @pytest.fixture

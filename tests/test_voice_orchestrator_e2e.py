@@ -14,16 +14,14 @@ from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.discord_voice import DiscordVoice, register_voice_commands
 from memory.clock import FakeClock
 from memory.models import Scope
-from tests.fakes.discord_voice_server import FakeDiscordVoice, FakeVoiceServer
+from tests.fakes.discord_voice_server import FakeVoiceServer
 from tests.pipeline_support import build_runtime
-from tests.voice_support import eventually, routed_model, silence, spoken, whisper
+from tests.voice_support import ALICE, BOB, GUILD, LOUNGE, eventually, routed_model, silence, spoken, whisper
 from voice.audio import discord_to_listen
 from voice.session import VoiceSettings
 from voice.tts import EspeakTTS
 from voice.vad import VadSettings
 
-GUILD, TEXT_CHANNEL, LOUNGE = 1001, 2002, 2100
-ALICE, BOB = 3003, 3004
 ALICE_SSRC = 111
 SETTINGS = VoiceSettings(vad=VadSettings(end_pause_ms=500), idle_timeout_s=60)
 
@@ -34,24 +32,6 @@ async def rt(tmp_path, srv):
     await runtime.start(background_loop=False)
     yield runtime
     await runtime.stop()
-
-
-@pytest.fixture
-async def voice_server(tmp_path):
-    async with FakeVoiceServer(tmp_path) as server:
-        yield server
-
-
-@pytest.fixture
-async def dsc(voice_server):
-    async with FakeDiscordVoice(voice_server) as fake:
-        fake.add_guild(GUILD, "Test guild", channels=[(TEXT_CHANNEL, "general")], members=[(ALICE, "alice"), (BOB, "bob")])
-        fake.add_voice_channel(GUILD, LOUNGE, "Lounge")
-        restore = fake.patch_discord()
-        try:
-            yield fake
-        finally:
-            restore()
 
 
 @pytest.fixture

@@ -133,3 +133,8 @@ def routed_model(replies: list[str], *, summary: str = "A short voice chat.", ex
         return queue.pop(0) if queue else "ok"
 
     return respond
+
+
+# The fake voice Discord the end-to-end voice tests share: one guild with a text channel and the Lounge.
+GUILD, TEXT_CHANNEL, LOUNGE = 1001, 2002, 2100
+ALICE, BOB = 3003, 3004
