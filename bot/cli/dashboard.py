@@ -1,0 +1,97 @@
+"""``companion dashboard``: the web page and JSON API over the store (DASH-1..3), without the chat platforms.
+
+Safe by default: it listens on 127.0.0.1 unless ``--host`` / COMPANION_DASHBOARD_HOST says otherwise, and
+it does not start without COMPANION_DASHBOARD_TOKEN. Inside ``companion run`` the same dashboard runs on the
+bot's own store and memory thread when COMPANION_DASHBOARD_ENABLED=true (``bot.composition``).
+aiohttp and the store are imported by the handler, so ``companion --help`` does not pay for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import signal
+from typing import TYPE_CHECKING
+
+from ..dashboard.services import NO_TOKEN
+from .output import UsageError, note
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+EPILOG = """\
+Every request needs the token: `Authorization: Bearer $COMPANION_DASHBOARD_TOKEN`, or the login form at
+/login (it sets an HttpOnly, SameSite=Strict cookie). Every change made here is written to an audit trail
+(GET /api/audit). To reach it from another machine, keep the default host and use an SSH tunnel
+(ssh -L 8765:127.0.0.1:8765 host) rather than --host 0.0.0.0."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "dashboard",
+        help="serve the dashboard: a web page and JSON API to see, search, fix and forget memories",
+        description="Serve the dashboard: a web page and JSON API to see, search, fix and forget what the bot remembers.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--host", default=None, help="the address to listen on (default: COMPANION_DASHBOARD_HOST, else 127.0.0.1)")
+    p.add_argument("--port", type=port_number, default=None, help="the port (default: COMPANION_DASHBOARD_PORT, else 8765)")
+    p.set_defaults(handler=dashboard)
+
+
+def port_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number, not {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 65535, not {value}")
+    return value
+
+
+def dashboard(args: argparse.Namespace, settings: Settings) -> int:
+    from ..composition import _secret
+
+    token = _secret(settings.dashboard_token)
+    if not token.strip():
+        raise UsageError(NO_TOKEN)
+    if len(token) < 16:
+        note("warning: COMPANION_DASHBOARD_TOKEN is short; a long random one (32+ characters) cannot be guessed")
+    host = args.host or settings.dashboard_host
+    port = settings.dashboard_port if args.port is None else args.port
+    if not _loopback(host):
+        note(f"warning: listening on {host}: anyone who can reach this machine can try the token; prefer an SSH tunnel")
+    return asyncio.run(_serve(settings, host, port, token))
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+async def _serve(settings: Settings, host: str, port: int, token: str) -> int:
+    from ..composition import build_runtime
+    from ..dashboard.app import DashboardServer, create_app
+    from ..dashboard.services import DashboardServices
+
+    # not started: no extraction or scheduler, only the store and its memory thread (and no second dashboard)
+    runtime = build_runtime(settings.model_copy(update={"dashboard_enabled": False}))
+    server = DashboardServer(create_app(DashboardServices.of(runtime), token=token), host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.start()
+        note(f"dashboard on http://{host}:{server.port}/ (Ctrl-C stops)")
+        await stop.wait()
+    finally:
+        await server.stop()
+        await runtime.runner.run(runtime.engine.close)
+        runtime.runner.shutdown()
+    return 0

@@ -1,0 +1,151 @@
+"""People and what the bot would see: ``/api/people*``, ``/api/snapshot``, ``/api/reflections``,
+``/api/entities``, ``/api/graph``. Export and forget are the same functions ``companion export`` and
+``companion forget-person`` use (``memory.transfer``, ``memory.forgetting``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from memory.errors import NotFound
+from memory.forgetting import forget_person
+from memory.overview import Overview
+from memory.people import People
+from memory.store import RecallFilters
+from memory.transfer import export_person
+
+from .bodies import Confirm
+from .common import ApiError, answer, audit, body, services
+from .contexts import resolve_turn
+from .services import DashboardServices
+from .views import int_arg, memory_json, person_json, reflection_json
+
+MAX_TEXT = 4000
+
+
+def register(router: web.UrlDispatcher) -> None:
+    router.add_get("/api/people", people)
+    router.add_get("/api/people/{id}", person)
+    router.add_get("/api/people/{id}/export", export)
+    router.add_delete("/api/people/{id}", forget)
+    router.add_get("/api/snapshot", snapshot)
+    router.add_get("/api/reflections", reflections)
+    router.add_get("/api/entities", entities)
+    router.add_get("/api/graph", graph)
+
+
+async def people(request: web.Request) -> web.Response:
+    svc = services(request)
+    found = await svc.run(Overview(svc.engine).people)
+    return answer({"items": [person_json(p) for p in found]})
+
+
+async def person(request: web.Request) -> web.Response:
+    svc = services(request)
+    return answer(await svc.run(_profile, svc, request.match_info["id"]))
+
+
+def _profile(svc: DashboardServices, person_id: str) -> dict[str, Any]:
+    found = Overview(svc.engine).person(person_id)
+    if found is None:
+        raise NotFound(f"no person with id {person_id!r}")
+    store = svc.engine.memories
+    partitions = tuple(k for k in store.partitions() if k.split("|")[1:2] == [person_id] and not k.startswith("guild|"))
+    memories = store.list_memories(partitions, RecallFilters(), order="important", limit=500) if partitions else []
+    profile: dict[str, list[dict[str, Any]]] = {}
+    for m in memories:
+        profile.setdefault(m.type.value, []).append(memory_json(m))
+    return {**person_json(found), "profile": profile, "settings": {"share_across_servers": People(svc.engine).shares(person_id)}}
+
+
+async def export(request: web.Request) -> web.Response:
+    svc = services(request)
+    person_id = request.match_info["id"]
+    if await svc.run(Overview(svc.engine).person, person_id) is None:
+        raise NotFound(f"no person with id {person_id!r}")
+    data = await svc.run(export_person, svc.engine, [person_id])
+    response = answer(data)
+    response.headers["Content-Disposition"] = 'attachment; filename="companion-export.json"'
+    return response
+
+
+async def forget(request: web.Request) -> web.Response:
+    """Everything about a person, after they were typed back as confirmation. The audit row names no one:
+    the person's id is among what was forgotten (and forgetting removed the earlier rows about them)."""
+    person_id = request.match_info["id"]
+    confirm = await body(request, Confirm)
+    if confirm.confirm != person_id:
+        raise ApiError(422, 'confirmation does not match: send {"confirm": "<the person id>"} to forget this person')
+    svc = services(request)
+    if await svc.run(Overview(svc.engine).person, person_id) is None:
+        raise NotFound(f"no person with id {person_id!r}")
+    counts = await svc.run(forget_person, svc.engine, [person_id])
+    await svc.forgot()
+    await audit(request, "person.forget", "", detail=counts)
+    return answer({"forgotten": counts})
+
+
+async def snapshot(request: web.Request) -> web.Response:
+    """What the bot would see for this message here: the assembler's own slice (ORCH-5), without the model."""
+    q = request.query
+    text = (q.get("text") or "").strip()
+    if not text:
+        raise ApiError(400, "text is required: the message the bot would be answering")
+    if len(text) > MAX_TEXT:
+        raise ApiError(400, f"text is too long (at most {MAX_TEXT} characters)")
+    svc = services(request)
+    return answer(await svc.run(_snapshot, svc, dict(q), text))
+
+
+def _snapshot(svc: DashboardServices, q: dict[str, str], text: str) -> dict[str, Any]:
+    turn = resolve_turn(svc, q, text)
+    snap = svc.orchestrator.assembler.snapshot(turn)
+    shown = svc.engine.memories
+    memories = [memory_json(shown.get(i)) for i in snap.memory_ids]
+    return {
+        "text": snap.render(),
+        "sections": [{"key": s.key, "title": s.title, "lines": s.lines} for s in snap.sections],
+        "memories": memories,
+        "history": snap.history,
+        "context": {
+            "person": turn.person_id,
+            "guild": turn.ctx.guild_id,
+            "dm": turn.ctx.is_dm,
+            "owner_private": turn.ctx.owner_private,
+            "partitions": list(turn.ctx.memory_partitions()),
+        },
+        "took_ms": round(snap.took_ms, 2),
+    }
+
+
+async def reflections(request: web.Request) -> web.Response:
+    limit = _limit(request, 50, 1000)
+    svc = services(request)
+    found = await svc.run(Overview(svc.engine).reflections, limit)
+    return answer({"items": [reflection_json(r) for r in found]})
+
+
+async def entities(request: web.Request) -> web.Response:
+    limit = _limit(request, 200, 5000)
+    svc = services(request)
+    found = await svc.run(Overview(svc.engine).entities, limit)
+    return answer({"items": [{"id": e.id, "name": e.name, "kind": e.kind, "mentions": e.mentions} for e in found]})
+
+
+async def graph(request: web.Request) -> web.Response:
+    limit = _limit(request, 300, 2000)
+    svc = services(request)
+    view = await svc.run(Overview(svc.engine).graph, limit)
+    nodes: list[dict[str, Any]] = [{"id": f"person:{p}", "label": label, "kind": "person", "person_id": p} for p, label in view.people]
+    nodes += [{"id": f"entity:{e.id}", "label": e.name, "kind": "entity", "type": e.kind, "mentions": e.mentions} for e in view.entities]
+    return answer({"nodes": nodes, "edges": [{"source": s, "target": t, "label": label} for s, t, label in view.edges]})
+
+
+def _limit(request: web.Request, default: int, high: int) -> int:
+    from memory.errors import InvalidInput
+
+    try:
+        return int_arg(request.query, "limit", default, 1, high)
+    except InvalidInput as exc:
+        raise ApiError(400, str(exc)) from None

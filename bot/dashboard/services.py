@@ -1,0 +1,43 @@
+"""What the dashboard's routes are given: the bot's own store and memory thread, never a second copy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from memory.db import AsyncRunner
+    from memory.engine import MemoryEngine
+
+    from ..orchestrator import Orchestrator
+    from ..runtime import Runtime
+
+T = TypeVar("T")
+NO_TOKEN = (
+    "the dashboard needs a token: set COMPANION_DASHBOARD_TOKEN in the environment or .env, e.g. "
+    "COMPANION_DASHBOARD_TOKEN=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardServices:
+    """``orchestrator`` resolves a context and assembles its prompt slice (the snapshot), and its voice caches
+    are emptied after a forget; ``owners`` are the configured owner ids ("discord:123"), shown in the page."""
+
+    engine: MemoryEngine
+    runner: AsyncRunner
+    orchestrator: Orchestrator
+    owners: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, runtime: Runtime) -> DashboardServices:
+        return cls(runtime.engine, runtime.runner, runtime.orchestrator, tuple(sorted(runtime.orchestrator.owners.owners)))
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """One store call on the memory thread: the only way a route touches the store."""
+        return await self.runner.run(fn, *args, **kwargs)
+
+    async def forgot(self) -> None:
+        """Something was forgotten: no in-process cache (voice warm snapshots) may keep a copy of it (SEC-3)."""
+        await self.runner.run(self.orchestrator.voice.invalidate_all)
