@@ -107,6 +107,29 @@ class Graph:
         )
         return self.db.rows(sql, (*partitions, *self._live().params, n))
 
+    def entities(self, limit: int) -> list[dict[str, Any]]:
+        """The most-mentioned entities of the whole store (the operator's view)."""
+        return self.db.rows(
+            "SELECT id, name, entity_type, mention_count FROM memory_entities ORDER BY mention_count DESC, name LIMIT ?", (limit,)
+        )
+
+    def people_mentioning(self, entity_ids: list[int]) -> list[dict[str, Any]]:
+        """(person, entity_id) pairs: whose live personal memories mention these entities."""
+        live = self._live()
+        return self.db.rows(
+            "SELECT DISTINCT m.scope_id AS person, x.entity_id FROM memory_entity_mentions x JOIN memories m ON m.rid = x.memory_rid "
+            f"WHERE m.scope IN ('user', 'owner') AND x.entity_id IN ({placeholders(entity_ids)}) AND {live.sql} ORDER BY 1, 2",
+            (*entity_ids, *live.params),
+        )
+
+    def relations_among(self, entity_ids: list[int]) -> list[dict[str, Any]]:
+        marks = placeholders(entity_ids)
+        return self.db.rows(
+            f"SELECT source_id, target_id, relation FROM memory_relations WHERE source_id IN ({marks}) AND target_id IN ({marks}) "
+            "ORDER BY strength DESC, id",
+            (*entity_ids, *entity_ids),
+        )
+
     def traverse(self, name: str, depth: int, partitions: tuple[str, ...]) -> dict[str, Any]:
         """Breadth-first walk over relations asserted by memories the context may see."""
         start = self.db.one("SELECT id, name, entity_type FROM memory_entities WHERE name_key = ?", (entity_key(name),))

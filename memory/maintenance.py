@@ -172,6 +172,11 @@ def audit_finish(
     )
 
 
+def audits(engine: MemoryEngine, limit: int) -> list[dict[str, Any]]:
+    """The newest rows of the reflections audit (the operator's view)."""
+    return engine.db.rows("SELECT * FROM reflections ORDER BY started_at DESC, id DESC LIMIT ?", (limit,))
+
+
 def forget_audits(engine: MemoryEngine, channel_keys: list[str]) -> None:
     """Reflection audits of these chats quote them (excerpt, facts): they go when something said there is forgotten."""
     engine.db.execute(f"DELETE FROM reflections WHERE channel_key IN ({placeholders(channel_keys)})", channel_keys)

@@ -1,11 +1,12 @@
 """The operator's read-only views of the whole store (the dashboard, DASH-1): pages of memories with
 filters and a total, people with their accounts, guilds, entities, the graph, the reflections audit.
 
-Reads only. Every write the dashboard makes goes through the owners (``MemoryStore``, ``memory.forgetting``,
-``KnobStore``, ``memory.audit``). The operator sees every partition, owner scope included: that is what
-the dashboard is for, and it is the only place owner memory is listed outside an owner DM (DASH-3).
-Filters are values bound as parameters; user text never becomes SQL or FTS syntax (the text filter is
-a plain substring match).
+Reads only, each through the owner of its table (``MemoryStore``, ``MessageLog``, ``People``, ``Graph``,
+the reflections audit in ``memory.maintenance``). Every write the dashboard makes goes through the owners
+(``MemoryStore``, ``memory.forgetting``, ``KnobStore``, ``memory.audit``). The operator sees every
+partition, owner scope included: that is what the dashboard is for, and it is the only place owner memory
+is listed outside an owner DM (DASH-3). Filters are values bound as parameters; user text never becomes
+SQL or FTS syntax (the text filter is a plain substring match).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .corpus import Filter, live_memories
+from . import maintenance
+from .corpus import Filter
 from .engine import MemoryEngine
 from .models import FactKind, Memory, MemoryType, Scope
-from .scopes import placeholders
+from .people import People
 
 MAX_PAGE = 500
 
@@ -34,8 +36,8 @@ class MemoryQuery:
     limit: int = 50
     offset: int = 0
 
-    def where(self, now: float) -> Filter:
-        where = live_memories("t", now)
+    def where(self) -> Filter:
+        where = Filter()
         for column, value in (("scope", self.scope), ("type", self.type), ("kind", self.kind)):
             if value is not None:
                 where = where & Filter(f"t.{column} = ?", (value.value,))
@@ -106,37 +108,19 @@ class Overview:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
         self.db = engine.db
+        self.people_ = People(engine)
 
     def memories(self, query: MemoryQuery) -> tuple[list[Memory], int]:
         """One page, newest change first, and how many match in all."""
-        where = query.where(self.engine.clock.now())
-        total = int(self.db.scalar(f"SELECT COUNT(*) FROM memories AS t WHERE {where.sql}", where.params))
-        rows = self.db.rows(
-            f"SELECT * FROM memories AS t WHERE {where.sql} ORDER BY t.updated_at DESC, t.rid DESC LIMIT ? OFFSET ?",
-            (*where.params, max(1, min(query.limit, MAX_PAGE)), max(0, query.offset)),
-        )
-        return [Memory.from_row(r) for r in rows], total
+        return self.engine.memories.page(query.where(), max(1, min(query.limit, MAX_PAGE)), max(0, query.offset))
 
     def person_ids(self) -> list[str]:
         """Everyone the store knows: accounts seen, and subjects of user or owner memories (a CLI-added "alice")."""
-        return [
-            p
-            for (p,) in self.db.execute(
-                "SELECT person_id FROM identities UNION SELECT scope_id FROM memories WHERE scope IN ('user', 'owner') ORDER BY 1"
-            )
-        ]
+        return sorted(set(self.people_.person_ids()) | set(self.engine.memories.personal_scope_ids()))
 
     def person(self, person_id: str) -> Person | None:
-        rows = self.db.rows(
-            "SELECT platform, platform_user_id, display_name FROM identities WHERE person_id = ? ORDER BY 1, 2", (person_id,)
-        )
-        live = live_memories("t", self.engine.clock.now())
-        count = int(
-            self.db.scalar(
-                f"SELECT COUNT(*) FROM memories t WHERE t.scope IN ('user', 'owner') AND t.scope_id = ? AND {live.sql}",
-                (person_id, *live.params),
-            )
-        )
+        rows = sorted(self.people_.accounts(person_id), key=lambda r: (r["platform"], r["platform_user_id"]))
+        count = self.engine.memories.count_personal(person_id)
         if not rows and not count:
             return None
         accounts = tuple(Account(r["platform"], r["platform_user_id"], r["display_name"]) for r in rows)
@@ -144,27 +128,17 @@ class Overview:
         return Person(person_id, names, accounts, count)
 
     def known_account(self, platform: str, user_id: str) -> bool:
-        return bool(self.db.scalar("SELECT 1 FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, user_id)))
+        return self.people_.known_account(platform, user_id)
 
     def people(self) -> list[Person]:
         return [p for p in (self.person(i) for i in self.person_ids()) if p is not None]
 
     def guilds(self) -> list[Guild]:
-        live = live_memories("t", self.engine.clock.now())
-        rows = self.db.rows(
-            "WITH g(id) AS (SELECT scope_id FROM memories WHERE scope = 'guild' UNION SELECT guild_id FROM memories WHERE guild_id "
-            "IS NOT NULL UNION SELECT guild_id FROM messages WHERE guild_id IS NOT NULL) SELECT g.id, "
-            f"(SELECT COUNT(*) FROM memories t WHERE ((t.scope = 'guild' AND t.scope_id = g.id) OR t.guild_id = g.id) AND {live.sql}) "
-            "AS memories, (SELECT COUNT(*) FROM messages m WHERE m.guild_id = g.id) AS messages FROM g ORDER BY g.id",
-            live.params,
-        )
-        return [Guild(r["id"], None, r["memories"], r["messages"]) for r in rows]
+        memories, messages = self.engine.memories.guild_counts(), self.engine.messages.guild_counts()
+        return [Guild(g, None, memories.get(g, 0), messages.get(g, 0)) for g in sorted(memories.keys() | messages.keys())]
 
     def entities(self, limit: int = 200) -> list[Entity]:
-        rows = self.db.rows(
-            "SELECT id, name, entity_type, mention_count FROM memory_entities ORDER BY mention_count DESC, name LIMIT ?",
-            (max(1, min(limit, 5000)),),
-        )
+        rows = self.engine.graph.entities(max(1, min(limit, 5000)))
         return [Entity(r["id"], r["name"], r["entity_type"], r["mention_count"]) for r in rows]
 
     def graph(self, limit: int = 300) -> GraphView:
@@ -173,31 +147,16 @@ class Overview:
         ids = [e.id for e in entities]
         if not ids:
             return GraphView((), (), ())
-        live = live_memories("m", self.engine.clock.now())
-        marks = placeholders(ids)
-        mentions = self.db.rows(
-            "SELECT DISTINCT m.scope_id AS person, x.entity_id FROM memory_entity_mentions x JOIN memories m ON m.rid = x.memory_rid "
-            f"WHERE m.scope IN ('user', 'owner') AND x.entity_id IN ({marks}) AND {live.sql} ORDER BY 1, 2",
-            (*ids, *live.params),
-        )
-        relations = self.db.rows(
-            f"SELECT source_id, target_id, relation FROM memory_relations WHERE source_id IN ({marks}) AND target_id IN ({marks}) "
-            "ORDER BY strength DESC, id",
-            (*ids, *ids),
-        )
+        mentions = self.engine.graph.people_mentioning(ids)
+        relations = self.engine.graph.relations_among(ids)
         people = tuple(dict.fromkeys(r["person"] for r in mentions))
-        labels = tuple((p, self._label(p)) for p in people)
+        labels = tuple((p, self.people_.name(p)) for p in people)
         edges = [(f"person:{r['person']}", f"entity:{r['entity_id']}", "mentions") for r in mentions]
         edges += [(f"entity:{r['source_id']}", f"entity:{r['target_id']}", r["relation"]) for r in relations]
         return GraphView(labels, tuple(entities), tuple(edges))
 
-    def _label(self, person_id: str) -> str:
-        return self.db.scalar("SELECT display_name FROM identities WHERE person_id = ? AND display_name != '' LIMIT 1", (person_id,)) or (
-            person_id
-        )
-
     def reflections(self, limit: int = 50) -> list[Reflection]:
-        rows = self.db.rows("SELECT * FROM reflections ORDER BY started_at DESC, id DESC LIMIT ?", (max(1, min(limit, 1000)),))
+        rows = maintenance.audits(self.engine, max(1, min(limit, 1000)))
         return [
             Reflection(
                 r["id"],

@@ -54,6 +54,16 @@ class People:
     def accounts(self, person_id: str) -> list[dict]:
         return self.db.rows("SELECT platform, platform_user_id, display_name FROM identities WHERE person_id = ?", (person_id,))
 
+    def known_account(self, platform: str, platform_user_id: str) -> bool:
+        """Whether the bot has met this account (a lookup that, unlike ``resolve``, records nothing)."""
+        return bool(
+            self.db.scalar("SELECT 1 FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, str(platform_user_id)))
+        )
+
+    def person_ids(self) -> list[str]:
+        """Every person with an account the bot has met."""
+        return [p for (p,) in self.db.execute("SELECT DISTINCT person_id FROM identities ORDER BY 1")]
+
     def name(self, person_id: str) -> str:
         return (
             self.db.scalar("SELECT display_name FROM identities WHERE person_id = ? AND display_name != '' LIMIT 1", (person_id,))
