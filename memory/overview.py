@@ -18,6 +18,7 @@ from typing import Any
 from . import maintenance
 from .corpus import Filter
 from .engine import MemoryEngine
+from .graph import entity_key
 from .models import FactKind, Memory, MemoryType, Scope
 from .people import People
 
@@ -151,9 +152,13 @@ class Overview:
         relations = self.engine.graph.relations_among(ids)
         people = tuple(dict.fromkeys(r["person"] for r in mentions))
         labels = tuple((p, self.people_.name(p)) for p in people)
-        edges = [(f"person:{r['person']}", f"entity:{r['entity_id']}", "mentions") for r in mentions]
-        edges += [(f"entity:{r['source_id']}", f"entity:{r['target_id']}", r["relation"]) for r in relations]
-        return GraphView(labels, tuple(entities), tuple(edges))
+        # The entity that names a person (an "Alice" entity beside the person Alice) is drawn as that person.
+        by_name = {entity_key(label): f"person:{p}" for p, label in labels}
+        node = {e.id: by_name.get(entity_key(e.name), f"entity:{e.id}") for e in entities}
+        edges = [(f"person:{r['person']}", node[r["entity_id"]], "mentions") for r in mentions]
+        edges += [(node[r["source_id"]], node[r["target_id"]], r["relation"]) for r in relations]
+        kept = tuple(e for e in entities if node[e.id].startswith("entity:"))
+        return GraphView(labels, kept, tuple(dict.fromkeys(edge for edge in edges if edge[0] != edge[1])))
 
     def reflections(self, limit: int = 50) -> list[Reflection]:
         rows = maintenance.audits(self.engine, max(1, min(limit, 1000)))

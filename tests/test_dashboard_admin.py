@@ -126,6 +126,8 @@ async def test_reflections_entities_and_the_graph(http, dash):
     edges = {(label[e["source"]], e["label"], label[e["target"]]) for e in graph["edges"]}
     assert ("Bob", "learns", "Rust") in edges and ("Alice", "keeps", "bees") in edges
     assert {n["kind"] for n in graph["nodes"]} == {"person", "entity"}
+    alice = [n for n in graph["nodes"] if n["label"] == "Alice"]
+    assert [n["kind"] for n in alice] == ["person"]  # the entity "Alice" is drawn as the person, not beside her
     assert all(e["source"] in label and e["target"] in label for e in graph["edges"])
     for path in ("/api/reflections?limit=0", "/api/entities?limit=x", "/api/graph?limit=-3", "/api/audit?limit=5000"):
         async with http.get(path) as r:
