@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 import prompts
+from memory.bulletin import Bulletins
 from memory.engine import MemoryEngine
 from memory.models import FactKind, Memory, Scope, Visibility
 from memory.people import People
@@ -37,6 +38,7 @@ BUDGETS = {
     "sessions": 500,
     "summary": 400,
     "history": 3000,
+    "bulletin": 700,  # MAINT-5: the scope's briefing (~500 words), cut line by line
 }
 SELF_SUBJECT = "__self__"
 
@@ -138,6 +140,7 @@ class Assembler:
     ) -> None:
         self.engine, self.people, self.summaries, self.channels = engine, people, summaries, channels
         self.summary_window_s, self.history_turns, self.bot_name = summary_window_s, history_turns, bot_name
+        self.bulletins = Bulletins(engine)
 
     def snapshot(self, turn: Turn, query_vector: np.ndarray | None = None, preloaded: Preloaded | None = None) -> Snapshot:
         """The memory slice for ``turn``. ``preloaded`` (voice) brings the recall, behaviour rules, history and summary
@@ -148,6 +151,7 @@ class Assembler:
         state = self.channels.get(turn.channel_key)
         behavioral, relevant = self._recalled(turn, query_vector) if preloaded is None else self._split(preloaded)
         sections = [
+            self._bulletin(ctx),
             self._listed(
                 "guidance", "Behaviour guidance (standing, from the people here)", ctx, shown, kinds=(FactKind.GUIDANCE,), limit=24
             ),
@@ -245,6 +249,12 @@ class Assembler:
             ]
             out.append(Section(key, title, _fits(lines, BUDGETS["sessions"])))
         return out
+
+    def _bulletin(self, ctx: RecallContext) -> Section:
+        """MAINT-5: the briefing of this conversation's scope (written in the background), within its budget."""
+        bulletin = self.bulletins.for_context(ctx)
+        lines = [_quoted(line.strip()) for line in (bulletin.text.splitlines() if bulletin else []) if line.strip()]
+        return Section("bulletin", "Briefing: what you know here (a summary of your memories)", _fits(lines, BUDGETS["bulletin"]))
 
     def _summary(self, text: str) -> Section:
         return Section("summary", "Earlier in this conversation (summary)", [_quoted(text)] if text else [])

@@ -107,6 +107,14 @@ class Background:
     async def _ask(self, prompt: str, system: str = "You extract memories. Answer with JSON only.") -> str:
         return await self.llm.complete([{"role": "system", "content": system}, {"role": "user", "content": prompt}], temperature=0.0)
 
+    async def ask(self, prompt: str, system: str) -> str:
+        """The extraction model, for other jobs that read conversations (MAINT-4's daily reflection)."""
+        return await self._ask(prompt, system)
+
+    async def store_facts(self, memories: list[NewMemory]) -> int:
+        """The one write path of extracted facts (judge, dedup, supersession), for other jobs (MAINT-4)."""
+        return await self._store(memories)
+
     async def _store(self, memories: list[NewMemory]) -> int:
         stored = 0
         for new in memories:
@@ -225,6 +233,11 @@ class Background:
     def _to_compact(self, ctx: RecallContext, since: float) -> list[StoredMessage]:
         rows = self.engine.messages.in_channel_after(ctx.platform, ctx.channel_id, since)
         return rows[:-KEEP_VERBATIM] if len(rows) > KEEP_VERBATIM else []
+
+
+def transcript_of(ctx: RecallContext, rows: list[StoredMessage]) -> Transcript:
+    """Stored turns as a transcript (public for the daily reflection, which reads a day of a chat the same way)."""
+    return _transcript(ctx, rows)
 
 
 def _transcript(ctx: RecallContext, rows: list[StoredMessage]) -> Transcript:

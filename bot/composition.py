@@ -6,6 +6,8 @@
     build_runtime    the bot's whole object graph: store, memory thread, model clients, orchestrator,
                      background work, scheduler settings
     build_channels   the chat adapters (and voice) for ``companion run``
+    build_ingest_watch  the ingest folder watched while the bot runs (COMPANION_INGEST_DIR)
+    build_dashboard  the dashboard on the bot's store and memory thread (COMPANION_DASHBOARD_ENABLED)
 
 Everything built here is handed its values and never reads configuration again. Imports of the store,
 the SDKs and the platforms are made inside the functions, so the command line can import this module
@@ -22,9 +24,12 @@ if TYPE_CHECKING:
 
     from memory.clock import Clock
     from memory.engine import MemoryEngine
+    from memory.ingest import Target
     from memory.protocols import Embedder
 
     from .config import Settings
+    from .dashboard.app import DashboardServer
+    from .ingest_watch import IngestWatch
     from .llm import ChatClient
     from .runtime import Runtime
 
@@ -63,6 +68,8 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
     from memory.db import read_only
     from memory.engine import MemoryEngine
 
+    from .config import journal_dir
+
     if readonly:
         _upgrade_once(settings.db_path)
     engine = MemoryEngine(
@@ -70,6 +77,7 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
         embedder,
         vector_mirror=settings.vector_mirror,
         vector_mirror_mb=settings.vector_mirror_mb,
+        journal_dir=None if readonly else journal_dir(settings),
     )
     try:
         engine.embeddings.check_model()
@@ -134,11 +142,14 @@ def build_runtime(
 ) -> Runtime:
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
     store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks."""
+    from memory.bulletin import Bulletins
     from memory.db import AsyncRunner
     from memory.engine import MemoryEngine
     from memory.sessions import ExtractionBuffer, SessionSummaries
 
     from .background import Background
+    from .config import journal_dir
+    from .daily import BulletinRefresh, DailyReflection
     from .orchestrator import Orchestrator, OwnerPolicy
     from .runtime import Runtime, Schedule
     from .voice_providers import voice_options
@@ -149,6 +160,7 @@ def build_runtime(
         clock,
         vector_mirror=settings.vector_mirror,
         vector_mirror_mb=settings.vector_mirror_mb,
+        journal_dir=journal_dir(settings),
     )
     try:
         engine.embeddings.check_model()
@@ -178,8 +190,60 @@ def build_runtime(
         silence_s=settings.reflection_silence_s,
     )
     orchestrator.voice.extract = background.extract  # WRITE-4: a voice compaction hands its turns to extraction first
-    schedule = Schedule(settings.scheduler_enabled, settings.consolidation_cron, settings.maintenance_cron)
-    return Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
+    schedule = Schedule(
+        settings.scheduler_enabled,
+        settings.consolidation_cron,
+        settings.maintenance_cron,
+        daily_cron=settings.daily_reflection_cron,
+        bulletin_cron=settings.bulletin_cron,
+    )
+    runtime = Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
+    runtime.daily = DailyReflection(engine, runner, background)  # MAINT-4
+    runtime.bulletins = BulletinRefresh(engine, runner, background, Bulletins(engine, min_changes=settings.bulletin_min_changes))
+    if settings.ingest_dir is not None:
+        runtime.ingest = build_ingest_watch(settings, runtime, settings.ingest_dir)
+    if settings.dashboard_enabled:
+        runtime.dashboard = build_dashboard(settings, runtime)
+    return runtime
+
+
+def ingest_target(settings: Settings) -> Target:
+    """Where ingested files go unless told otherwise: the owner's private memory (the first configured owner,
+    else the console's local user, whom ``companion chat`` treats as the owner)."""
+    from memory.ingest import Target
+    from memory.models import Scope, Visibility
+
+    return Target(Scope.OWNER, (settings.owner_ids or ["console:local-user"])[0], Visibility.PRIVATE)
+
+
+def has_model(settings: Settings) -> bool:
+    """Whether an extraction model is configured: a key, or a server other than the default (local ones need no key)."""
+    default = type(settings).model_fields["llm_base_url"].default
+    return settings.llm_api_key is not None or settings.llm_base_url.rstrip("/") != str(default).rstrip("/")
+
+
+def build_ingest_watch(settings: Settings, runtime: Runtime, folder: Path) -> IngestWatch:
+    """The ingest folder (WRITE-7), ingested into the owner's memory, by the extraction model when there is one."""
+    from .ingest_watch import IngestWatch
+
+    complete = runtime.completer if has_model(settings) else None
+    return IngestWatch(runtime.engine, runtime.runner, folder, ingest_target(settings), complete, settings.ingest_poll_s)
+
+
+def build_dashboard(settings: Settings, runtime: Runtime) -> DashboardServer:
+    """The dashboard over the running bot's own store and memory thread (no second writer), started and
+    stopped with it; refused, before anything starts, without COMPANION_DASHBOARD_TOKEN (DASH-3)."""
+    from .config import ConfigError
+    from .dashboard.app import DashboardServer, create_app
+    from .dashboard.services import NO_TOKEN, DashboardServices
+
+    token = _secret(settings.dashboard_token)
+    if not token.strip():
+        runtime.engine.close()
+        runtime.runner.shutdown()
+        raise ConfigError(NO_TOKEN)
+    app = create_app(DashboardServices.of(runtime), token=token)
+    return DashboardServer(app, settings.dashboard_host, settings.dashboard_port)
 
 
 def _chat_client(settings: Settings, model: str, backoff_s: float) -> ChatClient:

@@ -32,6 +32,12 @@ class Settings(BaseSettings):
 
     # storage
     db_path: Path = Path("data/companion.db")
+    # MAINT-6: Markdown journals and a MEMORY.md per scope, beside the store (empty: <store dir>/memory)
+    journals: bool = True
+    journal_dir: Path | None = None
+    # WRITE-7: a folder watched while the bot runs; its .txt, .md and .pdf files go to the owner's memory (empty: off)
+    ingest_dir: Path | None = None
+    ingest_poll_s: float = Field(5.0, ge=0.1, le=3600)
     vector_mirror: bool = True
     # the mirror's memory cap; past it the least recently searched partitions fall back to vec0
     vector_mirror_mb: int = Field(512, ge=1, le=1_000_000)
@@ -68,6 +74,11 @@ class Settings(BaseSettings):
     scheduler_enabled: bool = True
     consolidation_cron: str = "0 3 * * *"
     maintenance_cron: str = "30 3 * * *"
+    # MAINT-4: reflection on each chat's previous UTC day; MAINT-5: how often due bulletins are looked for,
+    # and how many new or changed memories make a scope's bulletin due (a day-old one is due after any change)
+    daily_reflection_cron: str = "0 4 * * *"
+    bulletin_cron: str = "*/15 * * * *"
+    bulletin_min_changes: int = Field(5, ge=1, le=1000)
 
     # Discord voice channels (VOICE-1..5): providers, utterance cutting, leaving, warm memory (VOICE-2)
     voice_enabled: bool = True
@@ -88,6 +99,12 @@ class Settings(BaseSettings):
     voice_warm_full_below: float = Field(0.65, ge=0, le=1)
     voice_warm_ttl_s: float = Field(300.0, gt=0, le=86400)
 
+    # dashboard (DASH-1..3): `companion dashboard`, or inside `companion run` when enabled; a token is required
+    dashboard_enabled: bool = False
+    dashboard_host: str = "127.0.0.1"
+    dashboard_port: int = Field(8765, ge=0, le=65535)
+    dashboard_token: SecretStr | None = None
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @field_validator("voice_warm_full_below")
@@ -99,7 +116,7 @@ class Settings(BaseSettings):
             raise ValueError(f"must not be above COMPANION_VOICE_WARM_REUSE_AT ({reuse})")
         return value
 
-    @field_validator("consolidation_cron", "maintenance_cron")
+    @field_validator("consolidation_cron", "maintenance_cron", "daily_reflection_cron", "bulletin_cron")
     @classmethod
     def _cron(cls, value: str) -> str:
         from apscheduler.triggers.cron import CronTrigger
@@ -124,6 +141,13 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
+
+
+def journal_dir(settings: Settings) -> Path | None:
+    """Where the Markdown journals go: the setting, else a ``memory`` folder beside the store; None when off."""
+    if not settings.journals:
+        return None
+    return settings.journal_dir or Path(settings.db_path).parent / "memory"
 
 
 def load_settings(**overrides: Any) -> Settings:  # Any: each override is validated by pydantic, like an env value

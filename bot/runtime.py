@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -16,7 +18,12 @@ from memory.engine import MemoryEngine
 from memory.protocols import Completer
 
 from .background import Background
+from .daily import BulletinRefresh, DailyReflection
 from .orchestrator import Orchestrator
+
+if TYPE_CHECKING:
+    from .dashboard.app import DashboardServer
+    from .ingest_watch import IngestWatch
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
@@ -29,6 +36,8 @@ class Schedule:
     enabled: bool
     consolidation_cron: str
     maintenance_cron: str
+    daily_cron: str = "0 4 * * *"  # MAINT-4
+    bulletin_cron: str = "*/15 * * * *"  # MAINT-5: looks for scopes whose bulletin is due
 
 
 @dataclass
@@ -41,8 +50,13 @@ class Runtime:
     background: Background
     completer: Completer  # the extraction model, for consolidation
     schedule: Schedule
+    daily: DailyReflection | None = None  # MAINT-4
+    bulletins: BulletinRefresh | None = None  # MAINT-5
     scheduler: AsyncIOScheduler | None = None
     _loop_task: asyncio.Task | None = None
+    dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
+    ingest: IngestWatch | None = None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
+    _ingest_task: asyncio.Task | None = None
 
     async def start(self, *, background_loop: bool = True) -> None:
         # No reply survives a restart: turns held for one are due now, and so are batches that waited out a
@@ -55,18 +69,25 @@ class Runtime:
             self.scheduler.start()
         if background_loop:
             self._loop_task = asyncio.create_task(self._loop(), name="memory-background")
+        if self.ingest is not None:
+            self._ingest_task = asyncio.create_task(self.ingest.run(), name="ingest-folder")
+        if self.dashboard is not None:
+            await self.dashboard.start()
 
     async def stop(self) -> None:
         """Graceful: end voice sessions (their summaries are kept), stop the loop and the scheduler, extract what
         is still buffered, close the store."""
+        if self.dashboard is not None:  # first: no dashboard request may reach a store that is closing
+            await self.dashboard.stop()
         try:
             await self.orchestrator.voice.end_all()
         except Exception:  # shutdown edge: a failing summary must not keep the store from closing
             log.exception("could not end the voice sessions cleanly")
-        if self._loop_task:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
+        for task in (self._loop_task, self._ingest_task):
+            if task:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.scheduler and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         try:
@@ -80,6 +101,8 @@ class Runtime:
         while True:
             try:
                 await self.background.tick()
+                if self.engine.journals is not None:  # MAINT-6: snapshots of scopes that changed since the last tick
+                    await self.runner.run(self.engine.journals.flush)
             except Exception:  # a background-job edge: log and keep ticking
                 log.exception("background tick failed")
             await asyncio.sleep(TICK_S)
@@ -90,6 +113,12 @@ class Runtime:
         cron = lambda expression: CronTrigger.from_crontab(expression, timezone="UTC")  # noqa: E731 (validated by Settings)
         scheduler.add_job(self._consolidate, cron(self.schedule.consolidation_cron), id="consolidation")
         scheduler.add_job(self._maintain, cron(self.schedule.maintenance_cron), id="decay-prune")
+        if self.daily is not None:
+            # Also once at start: a bot that was down at 04:00 reflects the days it missed (idempotent, bounded).
+            daily = cron(self.schedule.daily_cron)
+            scheduler.add_job(self.daily.run, daily, id="daily-reflection", next_run_time=datetime.now(UTC))
+        if self.bulletins is not None:
+            scheduler.add_job(self.bulletins.run, cron(self.schedule.bulletin_cron), id="bulletins")
         return scheduler
 
     async def _consolidate(self) -> None:

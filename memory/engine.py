@@ -9,6 +9,7 @@ from .corpus import MemoryCorpus, MessageCorpus
 from .db import Database
 from .embeddings import EmbeddingService
 from .graph import Graph
+from .journals import Journals
 from .knobs import KnobStore
 from .messages import MessageLog
 from .protocols import Embedder
@@ -25,6 +26,7 @@ class MemoryEngine:
         *,
         vector_mirror: bool = True,
         vector_mirror_mb: float | None = DEFAULT_MIRROR_MB,
+        journal_dir: str | Path | None = None,
     ) -> None:
         self.clock = clock or SystemClock()
         limit_blas_threads()
@@ -44,10 +46,17 @@ class MemoryEngine:
         message_corpus = MessageCorpus(self.db, message_vec)
         self.memories = MemoryStore(self.db, self.embeddings, self.graph, self.knobs, self.clock, memory_corpus)
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
+        # MAINT-6: Markdown journals beside the store, written on every memory write (None: switched off)
+        self.journals = Journals(journal_dir, self.memories, self.clock.now) if journal_dir is not None else None
+        self.memories.journal = self.journals
 
     def close(self) -> None:
         self.memories.flush_access()
-        self.db.close()
+        try:
+            if self.journals is not None:
+                self.journals.flush()
+        finally:
+            self.db.close()
 
     def __enter__(self) -> MemoryEngine:
         return self

@@ -4,9 +4,13 @@
                     was learned from (by their stored ids) and the bot's replies to them, their pending
                     extractions, and the summaries and reflection audits of the chats they were in
     forget_person   every row the registry (``memory.registry``) finds for the person's ids
+    forget_guild    every row the registry finds for one guild: its lore, what people said there and was
+                    learned there, its messages, and the summaries, states, buffers and audits of its chats
 
-Both end with ``Database.scrub``: index samples emptied and the WAL checkpointed, so the forgotten
-words are gone from the files, not only from the API.
+The Markdown journals (``memory.registry.FILE_REGISTRY``) lose the forgotten memories' lines as the rows
+are deleted, and a last sweep (``forget_files``) finds any line left elsewhere. All end with
+``Database.scrub``: index samples emptied and the WAL checkpointed, so the forgotten words are gone from
+the files, not only from the API.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 from .engine import MemoryEngine
 from .maintenance import forget_audits
 from .models import Memory
-from .registry import REGISTRY, person_keys, person_rows
+from .registry import REGISTRY, forget_files, guild_keys, guild_rows, person_keys, person_rows
 from .scopes import placeholders
 from .sessions import ChannelState, SessionSummaries
 
@@ -40,6 +44,7 @@ def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, 
     chats |= {(m.provenance.platform, m.provenance.channel_id) for m in rows if m.provenance.platform and m.provenance.channel_id}
     done.messages = _forget_sources(engine, rows)
     forget_chat_summaries(engine, {f"{p}:{c}" for p, c in chats})
+    forget_files(engine, done.memories)
     engine.db.scrub()
     return done
 
@@ -75,10 +80,28 @@ def forget_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]
     keys = person_keys(engine, person_ids)
     found = {h.table: [r["row_key"] for r in person_rows(engine, h, keys)] for h in REGISTRY if h.person}
     memory_rids = engine.memories.lineage(found.pop("memories"))
-    counts = {"memories": len(engine.memories.delete_rids(memory_rids)), "messages": engine.messages.delete_rids(found.pop("messages"))}
+    forgotten = engine.memories.delete_rids(memory_rids)
+    counts = {"memories": len(forgotten), "messages": engine.messages.delete_rids(found.pop("messages"))}
     with engine.db.transaction():
         for table, rowids in found.items():
             counts[table] = _apply(engine, table, rowids)
+    forget_files(engine, forgotten)
+    engine.db.scrub()
+    return counts
+
+
+# -- a whole guild ---------------------------------------------------------------------------------------
+def forget_guild(engine: MemoryEngine, guild_id: str) -> dict[str, int]:
+    """Delete everything the registry finds for a guild (its ``Holder.guild`` conditions): no undo copy is kept."""
+    keys = guild_keys(engine, guild_id)
+    found = {h.table: guild_rows(engine, h, keys) for h in REGISTRY if h.guild}
+    memory_rids = engine.memories.lineage(found.pop("memories"))
+    forgotten = engine.memories.delete_rids(memory_rids)
+    counts = {"memories": len(forgotten), "messages": engine.messages.delete_rids(found.pop("messages"))}
+    with engine.db.transaction():
+        for table, rowids in found.items():
+            counts[table] = _apply(engine, table, rowids)
+    forget_files(engine, forgotten)
     engine.db.scrub()
     return counts
 

@@ -219,6 +219,10 @@ class MessageLog:
     def count(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM messages"))
 
+    def guild_counts(self) -> dict[str, int]:
+        """Stored messages per guild (the operator's view)."""
+        return {g: int(n) for g, n in self.db.execute("SELECT guild_id, COUNT(*) FROM messages WHERE guild_id IS NOT NULL GROUP BY 1")}
+
     # -- finding rows to forget --------------------------------------------------------------------
     def rids_by_id(self, ids: list[str]) -> list[int]:
         return self._rids("id IN ({})", ids)

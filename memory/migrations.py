@@ -321,4 +321,122 @@ CREATE TABLE person_settings (
 """,
 )
 
-MIGRATIONS: tuple[Migration, ...] = (M001_CORE, M002_CONVERSATIONS, M003_FTS_INSERT_IN_BULK, M004_TRUST)
+# SLOTS (filled by the work in progress; each is written by one hand only)
+M005_DASHBOARD = Migration(
+    "m005_dashboard",
+    """
+-- DASH-3: every change made through the dashboard (memory.audit owns it). Ids, field names and counts only,
+-- never a memory's words; person_id names whom a row concerns, so forgetting that person removes it.
+CREATE TABLE dashboard_audit (
+    id INTEGER PRIMARY KEY,
+    at REAL NOT NULL,
+    who TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL DEFAULT '',
+    person_id TEXT,
+    detail TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX dashboard_audit_at ON dashboard_audit (at);
+CREATE INDEX dashboard_audit_person ON dashboard_audit (person_id) WHERE person_id IS NOT NULL;
+""",
+)
+
+M006_DAILY = Migration(
+    "m006_daily",
+    """
+-- MAINT-4: which chat's UTC day the daily reflection has read (memory.daily owns it). A day is marked only
+-- after its facts are stored, so a crash redoes it (dedup keeps that from duplicating). partition_key is the
+-- chat's message partition (guild|G or dm|person): forgetting a person finds the markers of their DMs.
+CREATE TABLE daily_reflections (
+    id INTEGER PRIMARY KEY,
+    channel_key TEXT NOT NULL,
+    day TEXT NOT NULL,
+    partition_key TEXT NOT NULL,
+    stored INTEGER NOT NULL DEFAULT 0,
+    audit_id INTEGER,
+    done_at REAL NOT NULL,
+    UNIQUE (channel_key, day)
+);
+CREATE INDEX daily_reflections_partition ON daily_reflections (partition_key);
+-- A store that already has history starts with today: its past days were extracted turn by turn, and reflecting a
+-- whole week of every chat at the first start after the upgrade would be a burst of model calls for little.
+INSERT OR IGNORE INTO daily_reflections (channel_key, day, partition_key, done_at)
+SELECT platform || ':' || channel_id, date(created_at, 'unixepoch'), MIN(partition_key), unixepoch()
+FROM messages WHERE created_at < unixepoch(date('now')) GROUP BY platform, channel_id, date(created_at, 'unixepoch');
+
+-- MAINT-5: one briefing per scope (guild, a person's DMs, the owner), written by the model from the memories
+-- that scope sees (memory.bulletin owns it). people: whose memories it could paraphrase (forgetting finds it).
+CREATE TABLE bulletins (
+    id INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL CHECK (scope IN ('guild', 'dm', 'owner')),
+    scope_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    people TEXT NOT NULL DEFAULT '[]',
+    memory_count INTEGER NOT NULL DEFAULT 0,
+    built_at REAL NOT NULL,
+    UNIQUE (scope, scope_id)
+);
+-- The memory partitions a bulletin was built from, indexed so that the triggers below find it by one key.
+CREATE TABLE bulletin_partitions (
+    bulletin_id INTEGER NOT NULL REFERENCES bulletins (id) ON DELETE CASCADE,
+    partition_key TEXT NOT NULL,
+    PRIMARY KEY (bulletin_id, partition_key)
+);
+CREATE INDEX bulletin_partitions_key ON bulletin_partitions (partition_key);
+-- A bulletin paraphrases the memories of its partitions: when one of them is deleted (forgotten, withdrawn at its
+-- source, deleted by the operator), changes its words, or moves to another person (linking), every bulletin
+-- built from that partition goes, whichever path did it; the refresh job writes a new one later.
+CREATE TRIGGER bulletins_memory_deleted AFTER DELETE ON memories BEGIN
+    DELETE FROM bulletins WHERE id IN (SELECT bulletin_id FROM bulletin_partitions WHERE partition_key = old.partition_key);
+END;
+CREATE TRIGGER bulletins_memory_changed AFTER UPDATE OF content, subject, partition_key ON memories BEGIN
+    DELETE FROM bulletins WHERE id IN (SELECT bulletin_id FROM bulletin_partitions WHERE partition_key = old.partition_key);
+END;
+""",
+)
+
+M007_JOURNALS_INGEST = Migration(
+    "m007_journals_ingest",
+    """
+-- WRITE-7: files ingested into a scope (memory.ingest owns both tables). A file is known by its resolved path
+-- and the partition it went to; its hash says whether it changed. scope_id names whom the memories are
+-- about, so forgetting that person (or purging that guild) removes the bookkeeping too.
+CREATE TABLE ingest_files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    partition_key TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    scope_id TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    passages INTEGER NOT NULL DEFAULT 0,
+    ingested_at REAL NOT NULL,
+    UNIQUE (path, partition_key)
+);
+CREATE INDEX ingest_files_scope ON ingest_files (scope_id);
+-- One row per (passage, memory made from it): hashes and line ranges, never the words. A passage that gave no
+-- memory keeps one row with no memory. Forgetting a memory removes its rows (the cascade), so a forgotten
+-- passage is not counted as already ingested.
+CREATE TABLE ingest_passages (
+    file_id INTEGER NOT NULL REFERENCES ingest_files (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    passage_hash TEXT NOT NULL,
+    page INTEGER,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    memory_id TEXT REFERENCES memories (id) ON DELETE CASCADE
+);
+CREATE INDEX ingest_passages_file ON ingest_passages (file_id, seq);
+CREATE INDEX ingest_passages_memory ON ingest_passages (memory_id) WHERE memory_id IS NOT NULL;
+""",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    M001_CORE,
+    M002_CONVERSATIONS,
+    M003_FTS_INSERT_IN_BULK,
+    M004_TRUST,
+    M005_DASHBOARD,
+    M006_DAILY,
+    M007_JOURNALS_INGEST,
+)

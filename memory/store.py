@@ -15,7 +15,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from .models import (
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
 from .safety import check_memory, contains_secret, looks_like_injection, normalise_text
 from .scopes import RecallContext, may_change, memory_partition, partition_token, placeholders
+
+if TYPE_CHECKING:
+    from .journals import Journals
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,7 @@ class MemoryStore:
         self.retriever = Retriever(corpus, embeddings, clock)
         self._reinforce = _Reinforcement()
         self.judge: ContradictionJudge | None = None
+        self.journal: Journals | None = None  # the Markdown layer (MAINT-6): told of every write and delete
 
     # -- writes ------------------------------------------------------------------------------------
     def add(self, new: NewMemory, *, contradicts: frozenset[str] | None = None) -> WriteResult:
@@ -129,9 +133,10 @@ class MemoryStore:
             self.corpus.index_text([rid])
         if vector is not None:
             self.corpus.vectors.mirror_add([(rid, key, vector)])
-        return WriteResult(
-            "stored", self.get(memory_id), tuple(m.id for m in updates), tuple(m.id for m in related), tuple(m.id for m in contradicted)
-        )
+        stored = self.get(memory_id)
+        if self.journal is not None:
+            self.journal.stored([stored])
+        return WriteResult("stored", stored, tuple(m.id for m in updates), tuple(m.id for m in related), tuple(m.id for m in contradicted))
 
     def _insert(self, new: NewMemory, key: str) -> tuple[int, str]:
         now = self.clock.now()
@@ -252,6 +257,8 @@ class MemoryStore:
             self.corpus.vectors.write_many(vec_rows)
             self.corpus.index_text(rids)
         self.corpus.vectors.mirror_add(vec_rows)
+        if self.journal is not None:
+            self.journal.stored(self.by_rids(rids))
         return ids
 
     def insert_merged(self, new: NewMemory, originals: list[Memory]) -> Memory:
@@ -269,7 +276,20 @@ class MemoryStore:
             self.corpus.index_text([rid])
         if vector is not None:
             self.corpus.vectors.mirror_add([(rid, key, vector)])
-        return self.get(memory_id)
+        merged = self.get(memory_id)
+        if self.journal is not None:
+            self.journal.stored([merged])
+        return merged
+
+    def supersede(self, new_id: str, old_ids: list[str]) -> None:
+        """Mark ``old_ids`` as replaced by ``new_id`` (linked ``updates``, kept for history, no longer recalled):
+        for a writer that knows what replaced what, such as a re-ingested file whose passage changed."""
+        new = self.get(new_id)
+        old = [m for m in (self.get(i) for i in dict.fromkeys(old_ids)) if m.id != new_id and m.superseded_by is None]
+        with self.db.transaction():
+            self._link(new.rid, old, [], [])
+        if self.journal is not None and old:
+            self.journal.touched({m.partition_key for m in old})  # no new line; the snapshot drops the replaced ones
 
     def update(
         self,
@@ -304,7 +324,10 @@ class MemoryStore:
                 self.embeddings.forget_hash(content_hash(old.content))
         if vector is not None:
             self.corpus.vectors.mirror_add([(old.rid, key, vector)])
-        return self.get(memory_id)
+        updated = self.get(memory_id)
+        if self.journal is not None:
+            self.journal.changed(updated)
+        return updated
 
     def delete(self, memory_id: str) -> list[str]:
         """Delete a memory and everything derived from it (MEM-5, SEC-3). Returns every id removed.
@@ -335,7 +358,7 @@ class MemoryStore:
         if not rids:
             return []
         marks = placeholders(rids)
-        rows = self.db.rows(f"SELECT id, content_hash FROM memories WHERE rid IN ({marks})", rids)
+        rows = self.db.rows(f"SELECT id, content_hash, partition_key, created_at FROM memories WHERE rid IN ({marks})", rids)
         with self.db.transaction():
             touched = self.graph.detach(rids)
             self.corpus.vectors.delete(rids)
@@ -345,6 +368,8 @@ class MemoryStore:
             for row in rows:
                 self.embeddings.forget_hash(row["content_hash"])
         self.corpus.vectors.mirror_remove(rids)
+        if self.journal is not None:  # derived files (memory.registry.FILE_REGISTRY) lose the lines at once
+            self.journal.removed([(r["id"], r["partition_key"], r["created_at"]) for r in rows])
         return ids
 
     # -- reads -------------------------------------------------------------------------------------
@@ -369,6 +394,8 @@ class MemoryStore:
         for row in rows:
             new = memory_partition(Scope(row["scope"]), target, Visibility(row["visibility"]), row["guild_id"])
             self.corpus.move_partition(row["partition_key"], new, scope_id=target)
+            if self.journal is not None:  # both scopes' snapshots change (the lines stay where they were written)
+                self.journal.touched([row["partition_key"], new])
 
     # -- upkeep (MAINT-1, MAINT-2) ------------------------------------------------------------------
     def consolidation_groups(self) -> list[tuple[str, MemoryType]]:
@@ -409,6 +436,34 @@ class MemoryStore:
 
     def count(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM memories"))
+
+    # -- the operator's views (the dashboard: every partition, owner scope included) ---------------------
+    def page(self, where: Filter, limit: int, offset: int) -> tuple[list[Memory], int]:
+        """One page of live memories matching ``where`` (on alias ``t``), newest change first, and how many match."""
+        where = self.corpus.live(self.clock.now()) & where
+        total = int(self.db.scalar(f"SELECT COUNT(*) FROM memories AS t WHERE {where.sql}", where.params))
+        rows = self.db.rows(
+            f"SELECT * FROM memories AS t WHERE {where.sql} ORDER BY t.updated_at DESC, t.rid DESC LIMIT ? OFFSET ?",
+            (*where.params, limit, offset),
+        )
+        return [Memory.from_row(r) for r in rows], total
+
+    def personal_scope_ids(self) -> list[str]:
+        """Whose user or owner memories the store holds (a CLI-added "alice" included)."""
+        return [p for (p,) in self.db.execute("SELECT DISTINCT scope_id FROM memories WHERE scope IN ('user', 'owner')")]
+
+    def count_personal(self, person_id: str) -> int:
+        return self.page(Filter("t.scope IN ('user', 'owner') AND t.scope_id = ?", (person_id,)), 1, 0)[1]
+
+    def guild_counts(self) -> dict[str, int]:
+        """Live memories per guild: its lore and what people said there."""
+        live = self.corpus.live(self.clock.now())
+        rows = self.db.execute(
+            "SELECT g, COUNT(*) FROM (SELECT CASE WHEN t.scope = 'guild' THEN t.scope_id ELSE t.guild_id END AS g FROM memories AS t "
+            f"WHERE {live.sql}) WHERE g IS NOT NULL GROUP BY g",
+            live.params,
+        )
+        return {g: int(n) for g, n in rows}
 
     def by_rids(self, rids: list[int]) -> list[Memory]:
         found: list[Memory] = []

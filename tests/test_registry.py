@@ -14,7 +14,7 @@ from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.forgetting import forget_memory, forget_person
 from memory.models import EntityRef, Visibility
-from memory.registry import REGISTRY, holder_of
+from memory.registry import FILE_REGISTRY, REGISTRY, holder_of
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.transfer import export_person
 
@@ -54,6 +54,14 @@ def test_every_registry_entry_names_a_real_table_and_a_way_to_find_rows(engine):
         assert holder.how in ("owner", "delete", "derived", "none")
         assert bool(holder.person) == (holder.how in ("owner", "delete")), holder.table
         assert holder.via or holder.how != "derived", holder.table
+
+
+def test_every_file_holder_is_kept_by_an_engine_part_that_forgetting_can_call(tmp_path):
+    with MemoryEngine(tmp_path / "m.db", HashEmbedder(), FakeClock(), journal_dir=tmp_path / "memory") as engine:
+        for holder in FILE_REGISTRY:
+            assert holder.via == "memories" and callable(getattr(engine, holder.keeper).forget), holder.name
+    with MemoryEngine(tmp_path / "m.db", HashEmbedder(), FakeClock()) as engine:  # switched off: nothing to call
+        assert all(getattr(engine, h.keeper) is None for h in FILE_REGISTRY)
 
 
 def test_export_lists_every_exported_table_and_parses_as_json(engine):

@@ -21,7 +21,7 @@ from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import conversation, doctor, memories, upkeep
+from . import bulletin, conversation, dashboard, doctor, ingest, memories, upkeep
 from .output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -29,6 +29,9 @@ COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     upkeep.register,
     conversation.register,
     doctor.register,
+    ingest.register,
+    dashboard.register,
+    bulletin.register,
 )
 EPILOG = """\
 exit codes: 0 done; 1 a runtime failure (the store, the model server, the file system); 2 bad input or

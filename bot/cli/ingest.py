@@ -1,0 +1,127 @@
+"""``companion ingest PATH...``: text, Markdown and PDF files into memory (WRITE-7).
+
+The same scope choices as ``companion memory add`` (``--scope``, ``--scope-id``, ``--private``); without
+them the files go to the owner's private memory. With a model configured (and no ``--no-llm``) each
+passage becomes typed memories through the extraction model, otherwise each passage is one memory.
+A folder stands for the text, Markdown and PDF files in it. A file that cannot be read is reported in
+one line and the others go on; the exit code is 1 when any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory.models import Scope, Visibility
+
+from .. import composition
+from .memories import SCOPES, command, engine_for, nonempty
+from .output import UsageError, err, print_json, say
+
+if TYPE_CHECKING:
+    from memory.ingest import FileReport, Ingester, Target
+
+    from ..config import Settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = command(
+        subparsers, "ingest", ingest_files, "remember what text, Markdown and PDF files say (with their file and lines)", json_flag=True
+    )
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files, or folders of .txt, .md and .pdf files")
+    p.add_argument("--no-llm", action="store_true", help="store each passage as one memory instead of asking the extraction model")
+    p.add_argument("--scope", choices=SCOPES, help="whose memory (default: the owner's private memory)")
+    p.add_argument("--scope-id", type=nonempty, help="the person, guild or owner id (with --scope)")
+    p.add_argument("--private", action="store_true", help="a user memory recalled only in DMs with that person")
+
+
+def target_of(args: argparse.Namespace, settings: Settings) -> Target:
+    from memory.ingest import Target
+
+    if (args.scope is None) != (args.scope_id is None):
+        raise UsageError("--scope and --scope-id go together (without both, files go to the owner's private memory)")
+    if args.private and args.scope != "user":
+        raise UsageError("--private applies to user memories; guild memories are public within their guild, owner ones private")
+    if args.scope is None:
+        return composition.ingest_target(settings)
+    scope = Scope(args.scope)
+    private = args.private or scope is Scope.OWNER
+    return Target(scope, args.scope_id, Visibility.PRIVATE if private else Visibility.PUBLIC)
+
+
+def files_of(paths: list[Path]) -> list[Path]:
+    """Each file as given; each folder as its supported files (hidden ones aside), sorted; missing ones kept (they
+    are reported)."""
+    from memory.passages import SUFFIXES
+
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = (p for p in sorted(path.rglob("*")) if p.suffix.lower() in SUFFIXES and p.is_file())
+            out += [p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts)]
+        else:
+            out.append(path)
+    return list(dict.fromkeys(out))
+
+
+def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
+    target = target_of(args, settings)
+    files = files_of(args.paths)
+    if not files:
+        raise UsageError("no .txt, .md or .pdf files in " + ", ".join(str(p) for p in args.paths))
+    complete = None if args.no_llm or not composition.has_model(settings) else composition.build_completer(settings)
+    from memory.ingest import Ingester
+
+    with engine_for(settings, embed=True) as engine:
+        ingester = Ingester(engine, target, complete)
+        reports = _run(ingester, files, show=not args.json)
+    failed = sum(r.status == "failed" for r in reports)
+    if args.json:
+        print_json({"files": [r.as_dict() for r in reports], "failed": failed})
+    else:
+        for report in reports:
+            say(_line(report))
+    return 1 if failed else 0
+
+
+def _run(ingester: Ingester, files: list[Path], *, show: bool) -> list[FileReport]:
+    """Each file in turn under a progress bar (on a terminal, never with --json)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = err()
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    reports = []
+    with Progress(*columns, console=console, transient=True, disable=not (show and console.is_terminal)) as bar:
+        task = bar.add_task("ingesting", total=len(files))
+        for path in files:
+            bar.update(task, description=f"{path.name}")
+            shown = lambda n, name=path.name: bar.update(task, description=f"{name}: {n} passages")  # noqa: E731
+            reports.append(_one(ingester, path, shown))
+            bar.advance(task)
+    return reports
+
+
+def _one(ingester: Ingester, path: Path, progress: Any) -> FileReport:
+    from memory.ingest import FileReport
+
+    try:
+        return ingester.ingest(path, progress)
+    except Exception as exc:  # the model server failing is one file's failure, not the command's
+        if type(exc).__module__.split(".")[0] != "openai":
+            raise
+        return FileReport(str(path), "failed", error=f"the extraction model failed ({type(exc).__name__})")
+
+
+def _line(report: FileReport) -> str:
+    name = Path(report.path).name
+    if report.status == "failed":
+        return f"{name}: failed: {report.error}"
+    if report.status == "unchanged":
+        return f"{name}: unchanged since it was last ingested"
+    text = f"{name}: {report.passages} passages, {report.memories} memories stored, {report.kept} unchanged"
+    text += f", {report.superseded} superseded" if report.superseded else ""
+    text += f", {report.gone} no longer in the file (their memories are kept)" if report.gone else ""
+    if report.rejected:
+        text += f"; {len(report.rejected)} not stored: " + "; ".join(report.rejected[:3]) + ("; …" if len(report.rejected) > 3 else "")
+    return text

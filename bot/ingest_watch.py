@@ -1,0 +1,111 @@
+"""The ingest folder (WRITE-7): files dropped into ``COMPANION_INGEST_DIR`` are ingested while the bot runs.
+
+Every ``poll_s`` the folder is listed (sizes and modification times only). A file is taken once it looks
+the same on two polls in a row, so one still being copied is not read half-written. ``memory.ingest``
+skips a file whose path and hash it has already ingested, and supersedes what changed in one it knows,
+so a restart, a touched file or a re-saved one does nothing twice.
+
+The store is only touched on the memory thread (``AsyncRunner``); reading the file and waiting on the
+extraction model happen on a worker thread, so replies are never stuck behind a long document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+from memory.db import AsyncRunner
+from memory.engine import MemoryEngine
+from memory.ingest import FileReport, FileRun, Ingester, Target, batches
+from memory.passages import SUFFIXES, BadFile, Passage, read_passages
+from memory.protocols import Completer
+
+log = logging.getLogger(__name__)
+Signature = tuple[int, int]  # (size, mtime in ns)
+
+
+class IngestWatch:
+    def __init__(
+        self, engine: MemoryEngine, runner: AsyncRunner, folder: Path, target: Target, complete: Completer | None, poll_s: float
+    ) -> None:
+        self.folder, self.runner, self.poll_s = Path(folder), runner, poll_s
+        self.ingester = Ingester(engine, target, complete)
+        # the journals are made from memories: read back as files, they would be learned again, and again
+        self._skip = engine.journals.root.resolve() if engine.journals is not None else None
+        self._seen: dict[Path, Signature] = {}
+        self._done: dict[Path, Signature] = {}
+        self.reports: list[FileReport] = []  # what was ingested since start (the newest last), for logs and tests
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.poll()
+            except Exception:  # a background-job edge: log and keep watching
+                log.exception("ingest folder poll failed")
+            await asyncio.sleep(self.poll_s)
+
+    async def poll(self) -> list[FileReport]:
+        """One look at the folder: the files that settled since the last look are ingested."""
+        now = await asyncio.to_thread(self._scan)
+        settled = [p for p, sig in now.items() if self._seen.get(p) == sig and self._done.get(p) != sig]
+        self._seen = now
+        done = []
+        for path in settled:
+            report = await self._ingest(path)
+            self._done[path] = now[path]
+            if report.status != "unchanged":
+                log.info("ingested %s: %s", path.name, _summary(report))
+                done.append(report)
+        self.reports += done
+        return done
+
+    def _scan(self) -> dict[Path, Signature]:
+        if not self.folder.is_dir():
+            return {}
+        found = {}
+        for path in sorted(self.folder.rglob("*")):
+            if path.suffix.lower() in SUFFIXES and not self._ignored(path) and path.is_file():
+                stat = path.stat()
+                found[path] = (stat.st_size, stat.st_mtime_ns)
+        return found
+
+    def _ignored(self, path: Path) -> bool:
+        return _hidden(path.relative_to(self.folder)) or (self._skip is not None and path.resolve().is_relative_to(self._skip))
+
+    async def _ingest(self, path: Path) -> FileReport:
+        try:
+            run = await self.runner.run(self.ingester.begin, path)
+            if isinstance(run, FileReport):
+                return run
+            return await self._steps(run)
+        except Exception as exc:  # one bad file must not stop the folder (background-job edge)
+            log.exception("ingesting %s failed", path)
+            return FileReport(str(path), "failed", error=f"{type(exc).__name__}: {exc}")
+
+    async def _steps(self, run: FileRun) -> FileReport:
+        passages = batches(read_passages(run.path))
+        try:
+            while batch := await asyncio.to_thread(_next, passages):
+                fresh = await self.runner.run(run.split, batch)
+                prepared = await asyncio.to_thread(self.ingester.prepare, run, fresh)  # the model is waited on here
+                await self.runner.run(run.store, prepared, bulk=self.ingester.complete is None)
+        except BadFile as exc:
+            return FileReport(str(run.path), "failed", passages=run.report.passages, memories=run.report.memories, error=str(exc))
+        return await self.runner.run(run.finish)
+
+
+def _next(passages: Iterator[list[Passage]]) -> list[Passage]:
+    return next(passages, [])
+
+
+def _hidden(relative: Path) -> bool:
+    """Dot files and folders (editors' temporary copies among them) are not ingested."""
+    return any(part.startswith((".", "~")) for part in relative.parts)
+
+
+def _summary(report: FileReport) -> str:
+    if report.status == "failed":
+        return f"failed: {report.error}"
+    return f"{report.passages} passages, {report.memories} memories stored, {report.kept} unchanged, {report.superseded} superseded"
