@@ -256,13 +256,13 @@ async def test_f11_forget_everything_leaves_no_byte_of_a_word_that_was_extracted
         assert runtime.engine.db.scalar("SELECT COUNT(*) FROM session_summaries WHERE text LIKE ?", (f"%{word}%",)) == 1
         assert runtime.engine.db.scalar("SELECT COUNT(*) FROM reflections WHERE input_excerpt LIKE ?", (f"%{word}%",)) == 1
         runtime.engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        assert any(word.lower().encode() in p.read_bytes().lower() for p in tmp_path.iterdir())
+        assert any(word.lower().encode() in p.read_bytes().lower() for p in tmp_path.rglob("*") if p.is_file())
         asked = await orch.command("forget", "everything", dm("telegram", "7", "/forget everything"))
         assert "cannot be undone" in asked
         done = await orch.reply(dm("telegram", "7", "yes"))
         assert done.text.startswith("Done. I forgot everything")
         await runtime.stop()
-    for path in tmp_path.iterdir():
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):  # the store's files and the journals beside it
         assert word.lower().encode() not in path.read_bytes().lower(), path.name
 
 
