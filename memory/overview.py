@@ -158,7 +158,9 @@ class Overview:
         edges = [(f"person:{r['person']}", node[r["entity_id"]], "mentions") for r in mentions]
         edges += [(node[r["source_id"]], node[r["target_id"]], r["relation"]) for r in relations]
         kept = tuple(e for e in entities if node[e.id].startswith("entity:"))
-        return GraphView(labels, kept, tuple(dict.fromkeys(edge for edge in edges if edge[0] != edge[1])))
+        related = {frozenset((a, b)) for a, b, label in edges if label != "mentions"}  # a named relation says more
+        edges = [(a, b, label) for a, b, label in edges if a != b and (label != "mentions" or frozenset((a, b)) not in related)]
+        return GraphView(labels, kept, tuple(dict.fromkeys(edges)))
 
     def reflections(self, limit: int = 50) -> list[Reflection]:
         rows = maintenance.audits(self.engine, max(1, min(limit, 1000)))
