@@ -7,6 +7,9 @@ history search is asked for explicitly and should return the best matches it has
 with the turn it answers (``context_weight`` of the previous turn's cosine; its text is indexed in
 a low-weight FTS column), its neighbours in the channel share a strong hit's relevance
 (``graph_decay``), and a query that names a speaker favours what that speaker said (``speaker_boost``).
+History blends cosine and BM25 after scaling both over the query's candidates (``normalised`` fusion): a
+small model's raw cosines sit in a narrow band, so the raw blend let BM25 decide almost alone and the
+meaning channel could not lift a turn phrased in other words (measured on two dev sets in the README).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .db import Database
 class Fusion(StrEnum):
     WEIGHTED = "weighted"
     RRF = "rrf"
+    NORMALISED = "normalised"
 
 
 class Weights(BaseModel):
@@ -79,6 +83,7 @@ MESSAGE_DEFAULTS = RecallKnobs(
     graph_decay=0.8,
     context_weight=0.25,
     speaker_boost=0.08,
+    fusion=Fusion.NORMALISED,
 )
 
 Corpus = Literal["memories", "messages"]

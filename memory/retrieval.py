@@ -3,6 +3,7 @@
 candidates  vector KNN (top K x multiplier) | FTS5 BM25 (sanitised) | most recent | graph neighbours
 filter      partitions the context may see (SEC-1) + live rows + the caller's filters
 relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k + rank) over channels
+            normalised: blend of min-max scaled cosine and normalised BM25, both scaled over this query's pool
 final       w_sem * relevance + w_rec * temporal + w_imp * importance
             temporal = min(1, exp(-decay * days) * (1 + bonus * access_count)), 1 for exempt kinds
 then        threshold, optional MMR (lambda 0.7), top K
@@ -53,6 +54,36 @@ class _Candidate:
     ranks: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class _Scale:
+    """One query's score ranges over its candidate pool, so every row of it (graph neighbours too) is scaled alike.
+
+    BM25 is divided by the pool's best. Cosines are spread from the pool's lowest to its highest (``normalised``
+    fusion): a small model's cosines crowd into a narrow band (MiniLM: most between 0.1 and 0.6) whose width
+    changes with the query and the model, so a raw blend lets the wider BM25 scale decide almost alone.
+    """
+
+    best_bm25: float
+    cos_low: float
+    cos_high: float
+
+    @staticmethod
+    def of(pool: dict[int, _Candidate], rows: dict[int, dict[str, Any]]) -> _Scale:
+        bm25 = [abs(pool[rid].bm25) for rid in rows if pool[rid].bm25 is not None]  # type: ignore[arg-type]
+        cosines = [c for rid in rows if (c := pool[rid].cosine) is not None]
+        return _Scale(max(bm25, default=0.0), min(cosines, default=0.0), max(cosines, default=0.0))
+
+    def text(self, cand: _Candidate) -> float:
+        return abs(cand.bm25) / self.best_bm25 if cand.bm25 is not None and self.best_bm25 else 0.0
+
+    def cosine(self, cosine: float) -> float:
+        if cosine <= 0:  # no likeness stays no likeness, however the rest of the pool looks
+            return 0.0
+        if self.cos_high <= self.cos_low:  # one candidate, or all alike: nothing to spread, the cosine counts as it is
+            return cosine
+        return min(1.0, max(0.0, (cosine - self.cos_low) / (self.cos_high - self.cos_low)))
+
+
 class Retriever:
     def __init__(self, corpus: Corpus, embeddings: EmbeddingService, clock: Clock) -> None:
         self.corpus = corpus
@@ -81,10 +112,11 @@ class Retriever:
         rows = self.corpus.fetch(list(pool), partitions, where)
         self._fill_cosines(pool, rows, query_vector)
         self._blend_context(pool, rows, query_vector, knobs.context_weight)
-        relevance = self._relevances(pool, rows, knobs)
+        scale = _Scale.of(pool, rows)
+        relevance = self._relevances(pool, rows, knobs, scale)
         self._boost_named_speakers(text, rows, relevance, knobs)
         if Channel.GRAPH in channels:
-            self._spread(pool, rows, relevance, partitions, where, knobs, query_vector)
+            self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale)
         hits = self._score(pool, rows, relevance, weights or knobs.weights, knobs, now)
         cutoff = knobs.score_threshold if threshold is None else threshold
         # A hit must match somehow (meaning, words or graph) unless it was brought in as recent context.
@@ -119,7 +151,7 @@ class Retriever:
             logging.getLogger(__name__).exception("FTS search failed; using the other channels")
             return []
 
-    def _spread(self, pool, rows, relevance, partitions, where, knobs: RecallKnobs, query_vector) -> None:
+    def _spread(self, pool, rows, relevance, partitions, where, knobs: RecallKnobs, query_vector, scale: _Scale) -> None:
         """Graph neighbours of the strongest hits join the pool and inherit part of their relevance."""
         if not knobs.graph_seeds or not relevance:
             return
@@ -131,7 +163,7 @@ class Retriever:
         rows.update(found)
         self._fill_cosines(pool, found, query_vector)
         self._blend_context(pool, found, query_vector, knobs.context_weight)
-        relevance.update(self._relevances(pool, found, knobs))
+        relevance.update(self._relevances(pool, found, knobs, scale))
         for seed, rid in pairs:
             if rid in rows:
                 pool[rid].ranks.setdefault(Channel.GRAPH, len(found))
@@ -166,14 +198,12 @@ class Retriever:
                 relevance[rid] += knobs.speaker_boost
 
     # -- scoring -----------------------------------------------------------------------------------
-    def _relevances(self, pool, rows, knobs: RecallKnobs) -> dict[int, float]:
-        best_bm25 = max((abs(pool[rid].bm25) for rid in rows if pool[rid].bm25 is not None), default=0.0)
+    def _relevances(self, pool, rows, knobs: RecallKnobs, scale: _Scale) -> dict[int, float]:
         out = {}
         for rid in rows:
             cand = pool[rid]
-            text = abs(cand.bm25) / best_bm25 if cand.bm25 is not None and best_bm25 else 0.0
-            cand.text_score = text
-            out[rid] = self._relevance(cand, text, knobs)
+            cand.text_score = scale.text(cand)
+            out[rid] = self._relevance(cand, cand.text_score, knobs, scale)
         return out
 
     def _score(self, pool, rows, relevance, weights: Weights, knobs: RecallKnobs, now: float) -> list[Hit]:
@@ -190,13 +220,15 @@ class Retriever:
         hits.sort(key=lambda h: (-h.score, -h.row["rid"]))
         return hits
 
-    def _relevance(self, cand: _Candidate, text: float, knobs: RecallKnobs) -> float:
+    def _relevance(self, cand: _Candidate, text: float, knobs: RecallKnobs, scale: _Scale) -> float:
         if knobs.fusion is Fusion.RRF:
             ranked = [cand.ranks[c] for c in (Channel.VECTOR, Channel.FTS, Channel.GRAPH) if c in cand.ranks]
             return sum(1.0 / (knobs.rrf_k + r + 1) for r in ranked) * (knobs.rrf_k + 1) / 2.0
         cosine = max(0.0, cand.cosine) if cand.cosine is not None else None
         if cosine is None:  # no embeddings: BM25 carries relevance alone (RET-4)
             return text
+        if knobs.fusion is Fusion.NORMALISED:
+            cosine = scale.cosine(cosine)
         blend = knobs.vector_weight + knobs.text_weight
         return (knobs.vector_weight * cosine + knobs.text_weight * text) / blend
 
