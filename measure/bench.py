@@ -1,8 +1,9 @@
 """``companion bench``: latency and throughput of the memory engine on synthetic data (PERF-1).
 
 Each size runs in its own process, so ``peak_rss_mb`` is that size's own peak; ``steady_rss_mb`` is what
-the process holds after the load and the queries (the vector mirror, the model, SQLite's cache and the
-pages of its memory map), ``steady_rss_anon_mb`` the part of it that is not file pages. Texts are drawn from
+the process holds after the load and the queries (the vector mirror, the model, SQLite's page cache),
+``steady_rss_anon_mb`` the part of it that is not file pages, ``load_rss_mb`` what it held right after the
+bulk load (the bench's own generator and SQLite's writes, before any recall). Texts are drawn from
 an English word list with a Zipf distribution (so FTS posting lists look like real ones); stored
 vectors are random unit vectors (latency does not depend on what they mean), and the query embedding
 is timed separately with the real offline model.
@@ -194,6 +195,7 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
     with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
         engine = MemoryEngine(Path(tmp) / "bench.db", model, FakeClock())
         insert_per_s = _load(engine, size, gen, placement)
+        load_rss = _rss_mb()  # the bulk load itself (the bench's generator, SQLite's writes), before any recall
         engine.db.optimize()  # what the nightly maintenance job does
         ctx = RecallContext(
             platform="bench",
@@ -231,8 +233,9 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
             turn_texts = itertools.cycle(texts)
             result["turn_ms"] = _timed(lambda: turn(engine, ctx, next(turn_texts)), queries)
             result["concurrent_turn_ms"] = _concurrent(turn, engine, ctx, texts)
+        result["load_rss_mb"] = load_rss
         result["steady_rss_mb"] = _rss_mb()
-        # the rest is file pages: SQLite's memory map of the store and the libraries, clean and reclaimable
+        # the rest is file pages (the libraries' code; the store is not memory-mapped), clean and reclaimable
         result["steady_rss_anon_mb"] = _rss_mb("Anon")
         result["mirror_mb"] = round(engine.mirror_budget.used / 2**20, 1)
         engine.close()

@@ -171,13 +171,29 @@ class Corpus:
         """
         share = self.share(partitions)
         if share >= BROAD_SHARE:
-            expr, limit = self.fts.match(text), int(limit / share) + 1
+            query, limit = self.fts.query(text), int(limit / share) + 1
         else:
-            expr = self.fts.match(text, tuple(partition_token(p) for p in partitions))
-        if expr is None:
+            query = self.fts.query(text, tuple(partition_token(p) for p in partitions))
+        if query is None:
             return []
-        sql = f"SELECT rowid, {self.bm25} AS score FROM {self.fts_table} WHERE {self.fts_table} MATCH ? ORDER BY score LIMIT ?"
-        return [(rid, score) for rid, score in self.db.execute(sql, (expr, limit))]
+        if query.rare is not None:
+            # rows matching a rare term (or two common ones), scored as the plain query scores them: its answer
+            # when the last of them outscores any row holding one common term alone (memory.fts: rare terms
+            # first); else the rows of the common terms that could outscore it are scored too
+            found = self._ranked(query.expr, limit, query.rare)
+            if len(found) == limit:
+                wider = query.widened(-found[-1][1])
+                return found if wider is None else self._ranked(query.expr, limit, wider)
+        return self._ranked(query.expr, limit)
+
+    def _ranked(self, expr: str, limit: int, among: str | None = None) -> list[tuple[int, float]]:
+        """The best ``limit`` rows for ``expr`` by BM25; with ``among``, only rows that also match it are scored.
+        (``+rowid``: the other MATCH filters the rows as they stream, it does not drive a lookup per row.)"""
+        t = self.fts_table
+        cond = f" AND +rowid IN (SELECT rowid FROM {t} WHERE {t} MATCH ?)" if among is not None else ""
+        params = (expr, among, limit) if among is not None else (expr, limit)
+        sql = f"SELECT rowid, {self.bm25} AS score FROM {t} WHERE {t} MATCH ?{cond} ORDER BY score LIMIT ?"
+        return [(rid, score) for rid, score in self.db.execute(sql, params)]
 
 
 def live_memories(alias: str, now: float) -> Filter:

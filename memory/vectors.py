@@ -41,6 +41,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .db import Database
+from .footprint import trim_heap
 
 log = logging.getLogger(__name__)
 
@@ -499,6 +500,7 @@ class VectorIndex:
         if n < count:  # rows of the owner table without a vector
             part.rids, part.mat, part.scale = part.rids[:n].copy(), part.mat[:n].copy(), part.scale[:n].copy()
         part.flush()
+        trim_heap()  # the chunks' transient buffers leave holes in the heap that RSS would keep counting
         log.debug("loaded %d vectors of %s from %s", len(part.rids), key, self.table)
         return part
 

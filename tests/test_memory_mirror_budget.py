@@ -150,3 +150,51 @@ def test_a_rewritten_row_moves_to_the_end_and_is_still_found_by_rowid(engine, em
     got = index.get([rids[2], rids[40], rids[0]])
     assert np.allclose(got[rids[2]], moved, atol=0.01) and np.allclose(got[rids[40]], stored[40], atol=0.01)
     assert index.search(moved, (key,), 1)[0][0] == rids[2]
+
+
+def test_rows_another_process_adds_to_a_loaded_partition_are_found_and_counted(engine, embedder, people, tmp_path):
+    """The store grows under a loaded partition through another connection (the CLI, an ingest): the mirror
+    notices the commit, drops what it held and loads the partition again, with the new rows, once."""
+    vectors = engine.memories.corpus.vectors
+    key, _, stored = people["alice"]
+    vectors.search(stored[0], (key,), 1)
+    before = engine.mirror_budget.used
+    other = MemoryEngine(tmp_path / "m.db", embedder, engine.clock)
+    try:
+        fresh = _unit(np.random.default_rng(21), 40, embedder.dim)
+        _, new_rids = _fill(other, "alice", fresh)
+    finally:
+        other.close()
+    for rid, v in zip(new_rids[::8], fresh[::8], strict=True):
+        assert vectors.search(v, (key,), 1)[0][0] == rid
+    assert vectors.search(stored[0], (key,), 1)[0][0] == people["alice"][1][0]  # the old rows too
+    assert engine.mirror_budget.loaded() == [("memory_vec", key)]  # reloaded, not held twice
+    assert engine.mirror_budget.used == before + _partition_bytes(embedder.dim, 40)
+
+
+def test_a_loaded_partition_that_grows_past_the_budget_pushes_out_the_least_recently_searched(engine, embedder, people):
+    vectors = engine.memories.corpus.vectors
+    vectors.budget.max_bytes = 2 * _partition_bytes(embedder.dim) + 1024  # alice and bob, barely
+    alice, bob = people["alice"][0], people["bob"][0]
+    vectors.search(people["bob"][2][0], (bob,), 1)
+    vectors.search(people["alice"][2][0], (alice,), 1)
+    assert sorted(vectors.loaded_partitions()) == sorted([alice, bob])
+    fresh = _unit(np.random.default_rng(22), 30, embedder.dim)
+    _, new_rids = _fill(engine, "alice", fresh)  # alice's mirror grows by 30 rows (and spare room)
+    assert vectors.search(fresh[3], (alice,), 1)[0][0] == new_rids[3]
+    assert vectors.loaded_partitions() == [alice]  # bob, searched longest ago, made way
+    # alice alone may now hold more than the budget (her spare room for new rows): a search never evicts the
+    # partitions it is using, but the next search elsewhere does
+    assert vectors.search(people["bob"][2][4], (bob,), 1)[0][0] == people["bob"][1][4]
+    assert vectors.loaded_partitions() == [bob]
+    assert vectors.budget.used <= vectors.budget.max_bytes
+
+
+def test_a_budget_of_zero_searches_everything_through_vec0(engine, embedder, people):
+    vectors = engine.memories.corpus.vectors
+    vectors.budget.max_bytes = 0
+    vectors.invalidate()
+    for person in ("alice", "bob", "carol"):
+        key, rids, stored = people[person]
+        assert vectors.search(stored[9], (key,), 1)[0][0] == rids[9]
+    assert vectors.loaded_partitions() == [] and vectors.budget.used == 0
