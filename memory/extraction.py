@@ -193,8 +193,8 @@ def _new_memory(c: dict[str, Any], ctx: RecallContext, sources: tuple[str, ...],
         tags=tuple(str(t) for t in tags)[:12],
         source=source,
         importance=_importance(c.get("importance")),
-        valid_from=_date(c.get("valid_from")),
-        valid_to=_date(c.get("valid_to")),
+        valid_from=parse_date(c.get("valid_from")),
+        valid_to=parse_date(c.get("valid_to")),
         entities=_entities(c.get("entities")),
         provenance=Provenance(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, sources=sources),
     )
@@ -208,7 +208,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _date(value: Any) -> float | None:
+def parse_date(value: Any) -> float | None:
     """An ISO date the model read from the text ("2026-10-21"), as a UTC timestamp; anything else is no date."""
     if not isinstance(value, str) or not value.strip():
         return None

@@ -79,15 +79,7 @@ def forget_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]
     """Delete everything the registry finds about a person (all their linked ids): no undo copy is kept."""
     keys = person_keys(engine, person_ids)
     found = {h.table: [r["row_key"] for r in person_rows(engine, h, keys)] for h in REGISTRY if h.person}
-    memory_rids = engine.memories.lineage(found.pop("memories"))
-    forgotten = engine.memories.delete_rids(memory_rids)
-    counts = {"memories": len(forgotten), "messages": engine.messages.delete_rids(found.pop("messages"))}
-    with engine.db.transaction():
-        for table, rowids in found.items():
-            counts[table] = _apply(engine, table, rowids)
-    forget_files(engine, forgotten)
-    engine.db.scrub()
-    return counts
+    return _forget_found(engine, found)
 
 
 # -- a whole guild ---------------------------------------------------------------------------------------
@@ -95,6 +87,12 @@ def forget_guild(engine: MemoryEngine, guild_id: str) -> dict[str, int]:
     """Delete everything the registry finds for a guild (its ``Holder.guild`` conditions): no undo copy is kept."""
     keys = guild_keys(engine, guild_id)
     found = {h.table: guild_rows(engine, h, keys) for h in REGISTRY if h.guild}
+    return _forget_found(engine, found)
+
+
+def _forget_found(engine: MemoryEngine, found: dict[str, list[int]]) -> dict[str, int]:
+    """Delete the rows the registry found (memories with their lineage, messages, then the rest), the journal
+    lines of the memories, and scrub the file."""
     memory_rids = engine.memories.lineage(found.pop("memories"))
     forgotten = engine.memories.delete_rids(memory_rids)
     counts = {"memories": len(forgotten), "messages": engine.messages.delete_rids(found.pop("messages"))}

@@ -23,7 +23,6 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ import prompts
 from .embeddings import ModelMismatch
 from .engine import MemoryEngine
 from .errors import EmbeddingError, InvalidInput, Rejected
-from .extraction import BadAnswer, parse_list
+from .extraction import BadAnswer, parse_date, parse_list
 from .models import FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
 from .passages import BadFile, Passage, file_digest, read_passages
 from .protocols import Completer
@@ -328,18 +327,7 @@ def _typed(c: dict[str, Any], path: Path, passage: Passage, target: Target) -> N
     tags = c.get("tags")
     tags = tags if isinstance(tags, list) else []
     typed = {"kind": kind, "type": mtype, "tags": tuple(str(t) for t in tags[:11]), "importance": c.get("importance")}
-    return _new(target, subject, content, provenance(path, passage), valid_from=_date(c.get("valid_from")), **typed)
-
-
-def _date(value: Any) -> float | None:
-    """An ISO date the model read from the passage, as a UTC timestamp; anything else is no date."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    return _new(target, subject, content, provenance(path, passage), valid_from=parse_date(c.get("valid_from")), **typed)
 
 
 def _new(target: Target, subject: str, content: str, where: Provenance, **typed: Any) -> NewMemory:
