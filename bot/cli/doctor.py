@@ -325,10 +325,16 @@ def check_schedule(settings: Settings) -> Finding:
     try:
         times = [
             f"{name} {expr!r} next {_next_fire(expr)}"
-            for name, expr in (("consolidation", settings.consolidation_cron), ("maintenance", settings.maintenance_cron))
+            for name, expr in (
+                ("consolidation", settings.consolidation_cron),
+                ("maintenance", settings.maintenance_cron),
+                ("daily reflection", settings.daily_reflection_cron),
+                ("bulletin", settings.bulletin_cron),
+            )
         ]
     except ValueError as exc:
-        return Finding("schedule", "fail", str(exc), "fix COMPANION_CONSOLIDATION_CRON / COMPANION_MAINTENANCE_CRON (5 fields, UTC)")
+        fix = "fix COMPANION_CONSOLIDATION_CRON / _MAINTENANCE_CRON / _DAILY_REFLECTION_CRON / _BULLETIN_CRON (5 fields, UTC)"
+        return Finding("schedule", "fail", str(exc), fix)
     return Finding("schedule", "ok", "; ".join(times))
 
 
