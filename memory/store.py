@@ -440,20 +440,25 @@ class MemoryStore:
     # -- the operator's views (the dashboard: every partition, owner scope included) ---------------------
     def page(self, where: Filter, limit: int, offset: int) -> tuple[list[Memory], int]:
         """One page of live memories matching ``where`` (on alias ``t``), newest change first, and how many match."""
+        total = self.count_live(where)
         where = self.corpus.live(self.clock.now()) & where
-        total = int(self.db.scalar(f"SELECT COUNT(*) FROM memories AS t WHERE {where.sql}", where.params))
         rows = self.db.rows(
             f"SELECT * FROM memories AS t WHERE {where.sql} ORDER BY t.updated_at DESC, t.rid DESC LIMIT ? OFFSET ?",
             (*where.params, limit, offset),
         )
         return [Memory.from_row(r) for r in rows], total
 
+    def count_live(self, where: Filter) -> int:
+        """How many live memories match ``where`` (on alias ``t``)."""
+        where = self.corpus.live(self.clock.now()) & where
+        return int(self.db.scalar(f"SELECT COUNT(*) FROM memories AS t WHERE {where.sql}", where.params))
+
     def personal_scope_ids(self) -> list[str]:
         """Whose user or owner memories the store holds (a CLI-added "alice" included)."""
         return [p for (p,) in self.db.execute("SELECT DISTINCT scope_id FROM memories WHERE scope IN ('user', 'owner')")]
 
     def count_personal(self, person_id: str) -> int:
-        return self.page(Filter("t.scope IN ('user', 'owner') AND t.scope_id = ?", (person_id,)), 1, 0)[1]
+        return self.count_live(Filter("t.scope IN ('user', 'owner') AND t.scope_id = ?", (person_id,)))
 
     def guild_counts(self) -> dict[str, int]:
         """Live memories per guild: its lore and what people said there."""
