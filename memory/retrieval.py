@@ -129,14 +129,21 @@ class Retriever:
     def _candidates(self, text, partitions, knobs, k, channels, query_vector, where: Filter) -> dict[int, _Candidate]:
         pool: dict[int, _Candidate] = {}
         width = k * knobs.candidate_multiplier
+
+        def words() -> list[tuple[int, float]]:
+            return self._text_search(text, partitions, width) if Channel.FTS in channels and text else []
+
         if query_vector is not None and Channel.VECTOR in channels:
-            for rank, (rid, cos) in enumerate(self.corpus.vectors.search(query_vector, partitions, width)):
+            # both channels at once: a large vector scan runs on the other core while the words are searched
+            nearest, found = self.corpus.vectors.search_alongside(query_vector, partitions, width, words)
+            for rank, (rid, cos) in enumerate(nearest):
                 cand = pool.setdefault(rid, _Candidate(rid))
                 cand.cosine, cand.ranks[Channel.VECTOR] = cos, rank
-        if Channel.FTS in channels and text:
-            for rank, (rid, score) in enumerate(self._text_search(text, partitions, width)):
-                cand = pool.setdefault(rid, _Candidate(rid))
-                cand.bm25, cand.ranks[Channel.FTS] = score, rank
+        else:
+            found = words()
+        for rank, (rid, score) in enumerate(found):
+            cand = pool.setdefault(rid, _Candidate(rid))
+            cand.bm25, cand.ranks[Channel.FTS] = score, rank
         if Channel.RECENT in channels and knobs.recent_candidates:
             for rank, rid in enumerate(self.corpus.newest(partitions, where, knobs.recent_candidates)):
                 pool.setdefault(rid, _Candidate(rid)).ranks[Channel.RECENT] = rank

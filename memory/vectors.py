@@ -30,12 +30,15 @@ same search needs) is searched through vec0 until a later search finds room to l
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import TypeVar
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -44,12 +47,14 @@ from .db import Database
 from .footprint import trim_heap
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 EXACT_LIMIT = 20_000  # below this many visible vectors, scan exactly
 OVERSAMPLE = 10  # above it, keep k x this many by sign-bit Hamming distance, then rescore exactly
 MIN_SHORTLIST = 200
 DEFAULT_MIRROR_MB = 512  # 1M rows of one community in int8 need ~445 MB: they stay hot on a 1-2 GB machine
+PARALLEL_ROWS = 50_000  # a scan this large runs beside the caller's full-text search (a thread handoff is ~0.1 ms)
 LOAD_CHUNK = 4096  # rows read from vec0 and quantized at a time while a partition loads (6 MB of float32)
 
 
@@ -294,6 +299,7 @@ class VectorIndex:
         *,
         use_mirror: bool = True,
         exact_limit: int = EXACT_LIMIT,
+        parallel_rows: int = PARALLEL_ROWS,
         budget: MirrorBudget | None = None,
     ) -> None:
         self.db = db
@@ -301,6 +307,7 @@ class VectorIndex:
         self.owner = owner
         self.use_mirror = use_mirror
         self.exact_limit = exact_limit
+        self.parallel_rows = parallel_rows
         self.budget = budget or MirrorBudget(None)
         self.dim: int | None = None
         self._parts: dict[str, _Partition] | None = None
@@ -411,28 +418,46 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) of the k nearest rows within the given partitions, best first."""
-        if self.dim is None or k <= 0 or not partitions or len(query) != self.dim:
-            return []
-        if not self.use_mirror:
-            return self._search_vec0(query, partitions, k)
-        return self._scan(query, partitions, k)
+        return self.search_alongside(query, partitions, k, lambda: None)[0]
 
-    def _scan(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
+    def search_alongside(
+        self, query: np.ndarray, partitions: tuple[str, ...], k: int, other: Callable[[], T]
+    ) -> tuple[list[tuple[int, float]], T]:
+        """``search``, and ``other()`` run in this thread meanwhile: a scan of ``parallel_rows`` or more
+        loaded rows runs on a worker thread (numpy alone, no database call: numpy lets go of the GIL
+        in its loops, as SQLite does while it steps), so a full-text search on this connection and the
+        vector scan use the machine's two cores at once instead of one after the other. ``other`` must not
+        write: the scan reads the loaded partitions that this connection's writes would change."""
+        if self.dim is None or k <= 0 or not partitions or len(query) != self.dim:
+            return [], other()
+        if not self.use_mirror:
+            return self._search_vec0(query, partitions, k), other()
+        return self._scan(query, partitions, k, other)
+
+    def _scan(self, query: np.ndarray, partitions: tuple[str, ...], k: int, other: Callable[[], T]) -> tuple[list[tuple[int, float]], T]:
         mirror = self._mirror()  # one data_version check per search
         keep = {(id(self), key) for key in partitions}
         hot = {key: part for key in partitions if (part := mirror.get(key) or self._admit(mirror, key, keep)) is not None}
         for part in hot.values():
             part.flush()
-        found = self._scan_loaded([p for p in hot.values() if len(p.rids)], np.asarray(query, dtype=np.float32), k)
+        loaded, q = [p for p in hot.values() if len(p.rids)], np.asarray(query, dtype=np.float32)
+        if sum(len(p.rids) for p in loaded) >= self.parallel_rows:
+            scan = _worker().submit(self._scan_loaded, loaded, q, k)
+            try:
+                also = other()
+            finally:
+                found = scan.result()  # never left running over partitions this thread may change next
+        else:
+            found, also = self._scan_loaded(loaded, q, k), other()
         # what grew (new rows, sign bits) is counted now; past the budget, older partitions make way
         for key, part in hot.items():
             self.budget.touch(self, key, part.nbytes)
         self.budget.trim(keep)
         cold = tuple(key for key in partitions if key not in hot)
         if not cold:
-            return found
+            return found, also
         # a cold partition did not fit the budget: vec0 searches it, and the results merge by similarity
-        return sorted(found + self._search_vec0(query, cold, k), key=lambda h: -h[1])[:k]
+        return sorted(found + self._search_vec0(query, cold, k), key=lambda h: -h[1])[:k], also
 
     def _scan_loaded(self, loaded: list[_Partition], q: np.ndarray, k: int) -> list[tuple[int, float]]:
         if not loaded:
@@ -511,6 +536,12 @@ class VectorIndex:
         while chunk := list(islice(cursor, LOAD_CHUNK)):
             rids = [rid for rid, _ in chunk]
             yield rids, np.frombuffer(b"".join(blob for _, blob in chunk), dtype=np.float32).reshape(len(rids), dim)
+
+
+@functools.cache
+def _worker() -> ThreadPoolExecutor:
+    """The one thread large scans run on (a search waits for its scan, so one is enough)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="vector-scan")
 
 
 def _bits_in_blocks(part: _Partition, block: int = 65_536) -> np.ndarray:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
+import pytest
 from conftest import dm_ctx
 
 from memory.models import NewMemory, Scope
@@ -63,3 +66,52 @@ def test_shortlist_search_in_the_mirror_agrees_with_the_exact_scan_and_follows_n
     )
     shortlisted.mirror_add([(engine.memories.get(new_id).rid, parts[0], fresh)])
     assert shortlisted.search(fresh, parts, 1)[0][0] == engine.memories.get(new_id).rid
+
+
+def _notes(engine, embedder, n: int, seed: int) -> tuple[np.ndarray, tuple[str, ...]]:
+    vectors = _unit(np.random.default_rng(seed), n, dim=embedder.dim)
+    engine.memories.insert_batch(
+        [
+            (NewMemory(content=f"note {i} about harbour kites", subject="notes", scope=Scope.USER, scope_id="alice"), v)
+            for i, v in enumerate(vectors)
+        ]
+    )
+    return vectors, dm_ctx("alice").memory_partitions()
+
+
+def test_a_scan_beside_another_search_finds_what_it_finds_alone_and_hands_back_both_answers(engine, embedder):
+    vectors, parts = _notes(engine, embedder, 300, seed=5)
+    beside = VectorIndex(engine.db, "memory_vec", "memories", parallel_rows=0)  # every scan goes to the worker thread
+    caller = threading.get_ident()
+    ran_in: list[int] = []
+
+    def words() -> list[tuple[int, float]]:
+        ran_in.append(threading.get_ident())
+        return engine.memories.corpus.text_search("harbour kites", parts, 5)  # the same connection, meanwhile
+
+    for i in (0, 299):
+        found, text_hits = beside.search_alongside(vectors[i], parts, 10, words)
+        assert found == engine.memories.corpus.vectors.search(vectors[i], parts, 10)
+        assert text_hits and text_hits == engine.memories.corpus.text_search("harbour kites", parts, 5)
+    assert ran_in == [caller, caller]  # the database is only ever used from the caller's thread
+
+
+def test_a_failing_search_beside_the_scan_raises_after_the_scan_has_finished(engine, embedder):
+    vectors, parts = _notes(engine, embedder, 50, seed=6)
+    beside = VectorIndex(engine.db, "memory_vec", "memories", parallel_rows=0)
+
+    def broken() -> None:
+        raise RuntimeError("index gone")
+
+    with pytest.raises(RuntimeError, match="index gone"):
+        beside.search_alongside(vectors[0], parts, 5, broken)
+    assert beside.search(vectors[0], parts, 1)[0][1] == pytest.approx(1.0, abs=0.02)  # the worker is free again
+
+
+def test_hybrid_recall_is_the_same_whether_the_channels_run_together_or_in_turn(engine, embedder):
+    _notes(engine, embedder, 200, seed=7)
+    ctx = dm_ctx("alice")
+    alone = [(h.row["rid"], round(h.score, 9)) for h in engine.memories.recall(ctx, "harbour kites note 17", threshold=0.0, reinforce=False)]
+    engine.memories.corpus.vectors.parallel_rows = 0
+    together = [(h.row["rid"], round(h.score, 9)) for h in engine.memories.recall(ctx, "harbour kites note 17", threshold=0.0, reinforce=False)]
+    assert together == alone and alone
