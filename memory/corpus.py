@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from . import fts
 from .db import Database
 from .fts import FtsQueryBuilder
 from .models import DECAY_EXEMPT_VALUES
@@ -176,23 +177,38 @@ class Corpus:
             query = self.fts.query(text, tuple(partition_token(p) for p in partitions))
         if query is None:
             return []
-        if query.rare is not None:
-            # rows matching a rare term (or two common ones), scored as the plain query scores them: its answer
-            # when the last of them outscores any row holding one common term alone (memory.fts: rare terms
-            # first); else the rows of the common terms that could outscore it are scored too
-            found = self._ranked(query.expr, limit, query.rare)
-            if len(found) == limit:
-                wider = query.widened(-found[-1][1])
-                return found if wider is None else self._ranked(query.expr, limit, wider)
-        return self._ranked(query.expr, limit)
+        if not query.common:
+            return self._ranked(query.expr, limit)
+        # rows matching a rare term (or two common ones), all of them, scored as the plain query scores them;
+        # then the rows of the common terms that could outscore the last of those, the newest COMMON_ROWS
+        # (memory.fts: rare terms first)
+        found = self._ranked(query.expr, limit, query.rare) if query.rare is not None else []
+        floor = -found[-1][1] if len(found) == limit else 0.0
+        threats = query.threats(floor)
+        if threats is None:
+            return found
+        since = self._newest(threats)
+        if since is None:  # few enough rows: all scored, in one query, as the plain query scores them
+            return self._ranked(query.expr, limit, query.widened(floor))
+        newest = self._ranked(query.expr, limit, threats, since)
+        return sorted({rid: score for rid, score in found + newest}.items(), key=lambda hit: hit[1])[:limit]
 
-    def _ranked(self, expr: str, limit: int, among: str | None = None) -> list[tuple[int, float]]:
-        """The best ``limit`` rows for ``expr`` by BM25; with ``among``, only rows that also match it are scored.
-        (``+rowid``: the other MATCH filters the rows as they stream, it does not drive a lookup per row.)"""
+    def _newest(self, expr: str) -> int | None:
+        """The rowid from which on ``COMMON_ROWS`` rows match ``expr`` (None: fewer match in all). A walk
+        down the posting lists, nothing scored."""
         t = self.fts_table
-        cond = f" AND +rowid IN (SELECT rowid FROM {t} WHERE {t} MATCH ?)" if among is not None else ""
-        params = (expr, among, limit) if among is not None else (expr, limit)
-        sql = f"SELECT rowid, {self.bm25} AS score FROM {t} WHERE {t} MATCH ?{cond} ORDER BY score LIMIT ?"
+        sql = f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+        return self.db.scalar(sql, (expr, fts.COMMON_ROWS - 1))
+
+    def _ranked(self, expr: str, limit: int, among: str | None = None, since: int | None = None) -> list[tuple[int, float]]:
+        """The best ``limit`` rows for ``expr`` by BM25; with ``among``, only rows that also match it are scored,
+        with ``since``, only rows from that rowid on. (``+rowid``: the other MATCH filters the rows as they
+        stream, it does not drive a lookup per row.)"""
+        t, among = self.fts_table, None if among == expr else among
+        newer = "" if since is None else " AND rowid >= :since"
+        cond = f" AND +rowid IN (SELECT rowid FROM {t} WHERE {t} MATCH :among{newer})" if among is not None else ""
+        sql = f"SELECT rowid, {self.bm25} AS score FROM {t} WHERE {t} MATCH :expr{newer}{cond} ORDER BY score LIMIT :limit"
+        params = {"expr": expr, "limit": limit} | ({} if among is None else {"among": among}) | ({} if since is None else {"since": since})
         return [(rid, score) for rid, score in self.db.execute(sql, params)]
 
 

@@ -10,13 +10,15 @@ What costs time in a large index is not walking a posting list (counting the 10k
 word takes a fraction of a millisecond) but scoring each matching row with ``bm25()`` (a few
 microseconds each: positions decoded for every phrase, a sort). So a big index is searched rare terms
 first (``TextQuery.rare``): the same expression and the same ``bm25()``, but only the rows that also
-match a rare term or two of the common ones are scored. Every other matching row holds exactly one
-common term, so it scores at most that term's bound (BM25 gives a term at most ``idf * (k1 + 1)``):
-when the last of the rows scored beats every bound, the answer is the plain query's, row for row; when
-it does not, the rows of just the common terms whose bound reaches it are scored too, and the answer is
-again the plain query's (``memory.corpus.Corpus.text_search``). At 1M rows in one scope this scores 2.6x
-fewer rows in all (per query p95 21k instead of 80k, at most 36k instead of 147k) with the same answers
-(bench queries, and the LoCoMo and LongMemEval dev questions with the split forced on).
+match a rare term or two of the common ones are scored, over the whole history. Every other matching
+row holds exactly one common term, so it scores at most that term's bound (BM25 gives a term at most
+``idf * (k1 + 1)``): when the last of the rows scored beats every bound, the answer is the plain
+query's, row for row. When it does not, the rows of the common terms whose bound reaches it are
+scored too, newest first and at most ``COMMON_ROWS`` of them (``memory.corpus.Corpus.text_search``): a
+word in 8% of a million rows (the bench's commonest) would cost ~40 ms to score in full, and among its
+rows BM25 ranks little more than length. A query of common words alone is searched the same way.
+Below ``COMMON_ROWS`` matching rows the answer is the plain query's; past it, what can differ is only
+which of the rows holding a single common word and nothing rarer make the list.
 """
 
 from __future__ import annotations
@@ -252,13 +254,15 @@ MAX_QUERY_CHARS = 2_000
 RARE_FIRST_ROWS = 250_000  # below this the plain query is cheaper (at 100k rows the split doubled FTS p95: 4.7 -> 9.4 ms)
 COMMON_SHARE = 0.01  # a term in more than this share of the rows is "common" for the rare-first split
 MAX_PAIRED = 6  # more common terms than this (15 pairs) and the query runs plain
+COMMON_ROWS = 10_000  # rows holding one common term and nothing rarer: at most this many scored, the newest
 BM25_K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c); the bound below depends on k1 only
 BOUND_SLACK = 1.05  # document frequencies are cached for minutes: a common term's idf may have grown a little
 
 
 @dataclass(frozen=True, slots=True)
 class TextQuery:
-    """A MATCH expression and, for a big index, ``rare``: the rows worth scoring first (None: no split).
+    """A MATCH expression and, for a big index, ``rare``: the rows worth scoring first (None: nothing but
+    common terms, or no split).
 
     A row that matches ``expr`` but not ``rare`` holds exactly one of the ``common`` terms, and scores at
     most that term's bound (as a positive BM25 value); ``bound`` is the largest of them."""
@@ -276,13 +280,21 @@ class TextQuery:
     def bound(self) -> float:
         return max((b for _, b in self.common), default=0.0)
 
+    def threats(self, floor: float) -> str | None:
+        """The common terms whose rows alone could reach ``floor`` (the score to beat), as one expression;
+        None when none can, and the rare-first answer stands."""
+        terms = self._threats(floor)
+        return _restricted(" OR ".join(terms), self.ptokens) if terms else None
+
     def widened(self, floor: float) -> str | None:
-        """``rare`` plus every common term whose rows alone could reach ``floor`` (the score to beat); None
-        when none can, and the rare-first answer stands."""
-        threats = [term for term, bound in self.common if bound >= floor]
-        if not threats or self.first is None:
+        """``rare`` plus every common term whose rows alone could reach ``floor``; None when none can."""
+        terms = self._threats(floor)
+        if not terms:
             return None
-        return _restricted(" OR ".join([self.first, *threats]), self.ptokens)
+        return _restricted(" OR ".join([self.first, *terms] if self.first else terms), self.ptokens)
+
+    def _threats(self, floor: float) -> list[str]:
+        return [term for term, bound in self.common if bound >= floor]
 
 
 class FtsQueryBuilder:
@@ -327,12 +339,14 @@ class FtsQueryBuilder:
             return TextQuery(expr)
         rows = self._indexed_rows()
         common = [t for t in terms if self._doc_freq(t[1]) > COMMON_SHARE * rows]
-        if not common or len(terms) == 1 or len(common) > MAX_PAIRED:
+        if not common or len(common) > MAX_PAIRED:
             return TextQuery(expr)
-        # rows with a rare term, or with two common ones; what is left has one common term and nothing else
-        rare = [_quoted(raw) for raw, stem in terms if (raw, stem) not in common]
-        pairs = [f"({_quoted(a)} AND {_quoted(b)})" for i, (a, _) in enumerate(common) for b, _ in common[i + 1 :]]
         bounds = tuple((_quoted(raw), BOUND_SLACK * (BM25_K1 + 1) * _idf(rows, self._doc_freq(stem))) for raw, stem in common)
+        rare = [_quoted(raw) for raw, stem in terms if (raw, stem) not in common]
+        if not rare:  # common words only: nothing to score first, their rows newest first
+            return TextQuery(expr, None, bounds, ptokens)
+        # rows with a rare term, or with two common ones; what is left has one common term and nothing else
+        pairs = [f"({_quoted(a)} AND {_quoted(b)})" for i, (a, _) in enumerate(common) for b, _ in common[i + 1 :]]
         return TextQuery(expr, " OR ".join(rare + pairs), bounds, ptokens)
 
     def _indexed_rows(self) -> int:

@@ -1,5 +1,6 @@
 """Rare terms first (memory.fts): a big index scores only the rows that match a rare term or two common
-ones, and the answer is the plain query's, row for row and score for score, or the plain query runs.
+ones, and the answer is the plain query's, row for row and score for score, or the plain query runs;
+past ``COMMON_ROWS`` rows, those holding one common word and nothing rarer are scored newest first.
 
 The split is normally off below 20k rows; here it is switched on for a 3,000-row store whose words follow
 a Zipf law (the bench's text generator) with a few very common and many rare words mixed in, so common
@@ -129,16 +130,19 @@ def test_rare_terms_with_too_few_rows_fall_back_to_the_plain_query(zipf: Corpus)
     assert zipf.text_search(f"{common} {rare}", (), LIMIT) == plain
 
 
-def test_one_word_or_many_common_words_run_plain(zipf: Corpus):
+def test_common_words_alone_skip_the_first_pass_and_too_many_run_plain(zipf: Corpus):
     def df(word: str) -> int:
         return zipf.fts._doc_freq(zipf.fts.terms(word)[0][1])
 
     top = [t for (t,) in zipf.db.execute("SELECT term FROM temp.memory_fts_vocab ORDER BY doc DESC LIMIT 60")]
     commons = [w for w in top if zipf.fts.terms(w) and df(w) > fts.COMMON_SHARE * ROWS][: fts.MAX_PAIRED + 1]
     assert len(commons) == fts.MAX_PAIRED + 1
-    assert zipf.fts.query(commons[0]).rare is None  # nothing to split a single term into
-    assert zipf.fts.query(" ".join(commons[: fts.MAX_PAIRED])).rare is not None
-    assert zipf.fts.query(" ".join(commons)).rare is None  # too many pairs: plain
+    alone = zipf.fts.query(commons[0])
+    assert alone.rare is None and alone.common  # nothing to score first: its rows newest first
+    assert zipf.fts.query(" ".join(commons[: fts.MAX_PAIRED])).rare is None  # common words only: the same
+    assert zipf.fts.query(" ".join([*commons[: fts.MAX_PAIRED], "zorak"])).rare is not None
+    too_many = zipf.fts.query(" ".join([*commons, "zorak"]))
+    assert too_many.rare is None and not too_many.common  # too many pairs: plain
 
 
 def test_below_the_size_gate_nothing_is_split(zipf: Corpus, monkeypatch: pytest.MonkeyPatch):
@@ -160,3 +164,35 @@ def test_widening_adds_exactly_the_common_terms_that_could_reach_the_score_to_be
     assert query.widened(3.0) == '("a" OR ("b" AND "c") OR "c") AND ptoken : (kx)'
     assert query.widened(2.0) == '("a" OR ("b" AND "c") OR "b" OR "c") AND ptoken : (kx)'  # a tie could reach it
     assert fts.TextQuery('"a"').widened(0.0) is None
+
+
+def test_rows_of_common_words_alone_are_scored_newest_first_up_to_the_cap(zipf: Corpus, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(fts, "COMMON_ROWS", 200)
+    query = zipf.fts.query("garden river")  # two common words (~40% of the rows each), nothing rarer
+    assert query is not None and query.rare is None and query.common
+    matching = [
+        rid for (rid,) in zipf.db.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC", (query.expr,))
+    ]
+    newest = set(matching[:200])
+    found = zipf.text_search("garden river", (), LIMIT)
+    assert len(found) == LIMIT and {rid for rid, _ in found} <= newest
+    scored_alone = [(rid, s) for rid, s in zipf._ranked(query.expr, len(matching)) if rid in newest][:LIMIT]
+    assert found == scored_alone  # the plain query's scores and order, over just those rows
+    assert found != zipf._ranked(query.expr, LIMIT)  # and not the whole history's answer (the cap did something)
+
+
+def test_rows_holding_a_rare_word_are_all_scored_however_old(zipf: Corpus, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(fts, "COMMON_ROWS", 50)
+    checked = 0
+    for text in _queries(120):
+        query = zipf.fts.query(text)
+        if query is None or query.rare is None:
+            continue
+        holding = {rid for rid, _ in zipf._ranked(query.rare, ROWS)}
+        plain = zipf._ranked(query.expr, LIMIT)
+        found = dict(zipf.text_search(text, (), LIMIT))
+        for rid, score in plain:
+            if rid in holding:  # a row with a rare word (or two common ones) in the plain top: found, same score
+                assert found.get(rid) == pytest.approx(score), text
+                checked += 1
+    assert checked > 100
