@@ -91,13 +91,24 @@ def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: 
     clock = FakeClock(max(t.at for t in every) + DAY)
     with MemoryEngine(workdir / f"{sample['sample_id']}.db", embedder, clock) as engine:
         by_id = _ingest(engine, sample["sample_id"], kept)
-        ask = partial(_recall, engine, (message_partition(sample["sample_id"], ""),), by_id, set(by_id.values()))
+        ask = partial(_recall, engine, (message_partition(sample["sample_id"], ""),), by_id, set(by_id.values()), _asker(kept))
         questions = [row for qa in sample["qa"] if (row := ask(qa)) is not None]
     return {"sample_id": sample["sample_id"], "skipped_turns": len(every) - len(kept), "questions": questions}
 
 
+def _asker(sample_turns: list[Turn]) -> str | None:
+    """Who asks the questions, as the bot knows who is talking: LongMemEval's are the conversation's ``user``
+    (its speakers are ``user`` and ``assistant``); LoCoMo's come from outside the conversation (None)."""
+    return "user" if any(t.speaker == "user" for t in sample_turns) else None
+
+
 def _recall(
-    engine: MemoryEngine, partitions: tuple[str, ...], by_id: dict[str, str], known: set[str], qa: dict[str, Any]
+    engine: MemoryEngine,
+    partitions: tuple[str, ...],
+    by_id: dict[str, str],
+    known: set[str],
+    asker: str | None,
+    qa: dict[str, Any],
 ) -> dict[str, Any] | None:
     """One question's recall per method; None when none of its evidence names a stored turn (it measures nothing)."""
     evidence = evidence_ids(qa.get("evidence", []), known)
@@ -107,7 +118,12 @@ def _recall(
     recall = {}
     for method, channels in METHODS.items():
         hits = engine.messages.search_partitions(
-            partitions, qa["question"], top_k=max(KS), channels=channels, query_vector=vector if Channel.VECTOR in channels else None
+            partitions,
+            qa["question"],
+            top_k=max(KS),
+            channels=channels,
+            query_vector=vector if Channel.VECTOR in channels else None,
+            asker=asker,
         )
         ranked = [by_id[h.row["id"]] for h in hits]
         recall[method] = {f"R@{k}": len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS}

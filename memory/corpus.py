@@ -75,6 +75,10 @@ class Corpus:
         """rid -> the row that came just before it (messages: the turn it answers); {} where order means nothing."""
         return {}
 
+    def author(self, row: dict[str, Any]) -> str:
+        """Who wrote the row (a person id), "" where rows have no author."""
+        return ""
+
     def speaker(self, row: dict[str, Any]) -> str:
         """Who wrote the row, if the corpus knows ('' for memories)."""
         return ""
@@ -261,6 +265,9 @@ class MessageCorpus(Corpus):
 
     def previous(self, rows: dict[int, dict[str, Any]]) -> dict[int, int]:
         return {rid: row["prev_rid"] for rid, row in rows.items() if row.get("prev_rid")}
+
+    def author(self, row: dict[str, Any]) -> str:
+        return row.get("author_id") or ""
 
     def speaker(self, row: dict[str, Any]) -> str:
         return row.get("author_name") or ""

@@ -7,6 +7,10 @@ history search is asked for explicitly and should return the best matches it has
 with the turn it answers (``context_weight`` of the previous turn's cosine; its text is indexed in
 a low-weight FTS column), its neighbours in the channel share a strong hit's relevance
 (``graph_decay``), and a query that names a speaker favours what that speaker said (``speaker_boost``).
+Two nudges come after the graph step, so neighbours do not inherit them: a question in the first
+person ("what did I say about...") favours the asker's own turns (``asker_boost``), and one that names
+a time ("last week", "in May", "on 3 June 2023") favours turns from that span (``date_boost``,
+``memory.when``).
 History blends cosine and BM25 after scaling both over the query's candidates (``normalised`` fusion): a
 small model's raw cosines sit in a narrow band, so the raw blend let BM25 decide almost alone and the
 meaning channel could not lift a turn phrased in other words (measured on two dev sets in the README).
@@ -58,6 +62,8 @@ class RecallKnobs(BaseModel):
     graph_decay: float = Field(default=0.5, ge=0, le=1)
     context_weight: float = Field(default=0.0, ge=0, le=1)
     speaker_boost: float = Field(default=0.0, ge=0, le=1)
+    asker_boost: float = Field(default=0.0, ge=0, le=1)
+    date_boost: float = Field(default=0.0, ge=0, le=1)
     fusion: Fusion = Fusion.WEIGHTED
     rrf_k: int = Field(default=60, ge=1, le=1000)
     mmr: bool = False
@@ -83,6 +89,8 @@ MESSAGE_DEFAULTS = RecallKnobs(
     graph_decay=0.8,
     context_weight=0.25,
     speaker_boost=0.08,
+    asker_boost=0.15,
+    date_boost=0.2,
     fusion=Fusion.NORMALISED,
 )
 

@@ -170,7 +170,7 @@ class MessageLog:
         # In a server, only the channels the asker can read; a DM's partition is the person's own DMs.
         where = Filter(f"t.channel_id IN ({placeholders(readable)})", readable) if not ctx.is_dm or channel_id else Filter()
         return self.search_partitions(
-            ctx.message_partitions(), query, top_k=top_k, where=where, channels=channels, query_vector=query_vector
+            ctx.message_partitions(), query, top_k=top_k, where=where, channels=channels, query_vector=query_vector, asker=ctx.speaker_id
         )
 
     def search_partitions(
@@ -182,9 +182,11 @@ class MessageLog:
         where: Filter = Filter(),
         channels: frozenset[Channel] = ALL_CHANNELS,
         query_vector: np.ndarray | None = None,
+        asker: str | None = None,
     ) -> list[Hit]:
+        knobs = self.knobs.get("messages")
         return self.retriever.search(
-            query, partitions, self.knobs.get("messages"), where=where, top_k=top_k, channels=channels, query_vector=query_vector
+            query, partitions, knobs, where=where, top_k=top_k, channels=channels, query_vector=query_vector, asker=asker
         )
 
     def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20) -> list[StoredMessage]:

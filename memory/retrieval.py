@@ -4,6 +4,7 @@ candidates  vector KNN (top K x multiplier) | FTS5 BM25 (sanitised) | most recen
 filter      partitions the context may see (SEC-1) + live rows + the caller's filters
 relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k + rank) over channels
             normalised: blend of min-max scaled cosine and normalised BM25, both scaled over this query's pool
+            + speaker named, then graph neighbours, then + the asker's own rows (first person), + a named date
 final       w_sem * relevance + w_rec * temporal + w_imp * importance
             temporal = min(1, exp(-decay * days) * (1 + bonus * access_count)), 1 for exempt kinds
 then        threshold, optional MMR (lambda 0.7), top K
@@ -12,12 +13,14 @@ then        threshold, optional MMR (lambda 0.7), top K
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
+from . import when
 from .clock import DAY, Clock
 from .corpus import Corpus, Filter
 from .embeddings import EmbeddingService
@@ -32,6 +35,7 @@ class Channel(StrEnum):
 
 
 ALL_CHANNELS = frozenset(Channel)
+FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|myself)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +106,9 @@ class Retriever:
         channels: frozenset[Channel] = ALL_CHANNELS,
         threshold: float | None = None,
         query_vector: np.ndarray | None = None,
+        asker: str | None = None,
     ) -> list[Hit]:
+        """The best ``top_k`` rows for ``text``; ``asker`` is who asks (a first-person question favours their rows)."""
         k = top_k or knobs.top_k
         now = self.clock.now()
         where = self.corpus.live(now) & where
@@ -117,6 +123,8 @@ class Retriever:
         self._boost_named_speakers(text, rows, relevance, knobs)
         if Channel.GRAPH in channels:
             self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale)
+        self._boost_asker(text, asker, rows, relevance, knobs)
+        self._boost_dates(text, rows, relevance, knobs, now)
         hits = self._score(pool, rows, relevance, weights or knobs.weights, knobs, now)
         cutoff = knobs.score_threshold if threshold is None else threshold
         # A hit must match somehow (meaning, words or graph) unless it was brought in as recent context.
@@ -203,6 +211,22 @@ class Retriever:
             speaker = self.corpus.speaker(row)
             if speaker and {stem for _, stem in self.corpus.fts.terms(speaker)} <= named:
                 relevance[rid] += knobs.speaker_boost
+
+    def _boost_asker(self, text: str, asker: str | None, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+        if not knobs.asker_boost or not asker or not FIRST_PERSON.search(text):
+            return
+        for rid, row in rows.items():
+            if self.corpus.author(row) == asker:
+                relevance[rid] += knobs.asker_boost
+
+    def _boost_dates(self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs, now: float) -> None:
+        """Rows from a span the question names; a day's slack before, a week after (a turn may tell of it later)."""
+        if not knobs.date_boost or not (named := when.spans(text, now)):
+            return
+        for rid, row in rows.items():
+            at = row.get("created_at")
+            if at is not None and any(start - DAY <= at < end + 7 * DAY for start, end in named):
+                relevance[rid] += knobs.date_boost
 
     # -- scoring -----------------------------------------------------------------------------------
     def _relevances(self, pool, rows, knobs: RecallKnobs, scale: _Scale) -> dict[int, float]:

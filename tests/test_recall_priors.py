@@ -1,0 +1,107 @@
+"""Two nudges of history recall after the graph step (RET-3): a first-person question favours the asker's
+own turns (``asker_boost``), and a question naming a time favours turns from that span (``date_boost``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from conftest import guild_ctx, say
+
+from memory.clock import DAY
+from memory.knobs import MESSAGE_DEFAULTS
+from memory.retrieval import Channel
+from memory.when import spans
+
+NOW = datetime(2023, 11, 1, 12, tzinfo=UTC).timestamp()
+TEXT_ONLY = frozenset({Channel.FTS})
+
+
+def _days(found: list[tuple[float, float]]) -> list[tuple[str, str]]:
+    return [(datetime.fromtimestamp(a, UTC).date().isoformat(), datetime.fromtimestamp(b, UTC).date().isoformat()) for a, b in found]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What did Mel show Caroline on October 13, 2023?", [("2023-10-13", "2023-10-14")]),
+        ("what did gina find on 1 February, 2023", [("2023-02-01", "2023-02-02")]),
+        ("What setback did Mel face in October 2023?", [("2023-10-01", "2023-11-01")]),
+        ("When did Mel go camping in June?", [("2023-06-01", "2023-07-01"), ("2022-06-01", "2022-07-01")]),
+        ("How many times did she go to the beach in 2022?", [("2022-01-01", "2023-01-01")]),
+        ("What appliance did I buy 10 days ago?", [("2023-10-20", "2023-10-25")]),
+        ("who gave me jewelry last Saturday", [("2023-10-27", "2023-10-29")]),
+        ("what did we cook yesterday", [("2023-10-30", "2023-11-01")]),
+        ("plans from last week?", [("2023-10-18", "2023-11-01")]),
+    ],
+)
+def test_dates_in_a_question_are_grounded_against_the_time_it_is_asked(question, expected):
+    assert _days(spans(question, NOW)) == expected
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["may I ask what you think", "on February 30, 2023", "in 12345", "", "\u200b", "what is my favourite colour", "x" * 1_000_000],
+)
+def test_no_date_or_an_impossible_one_names_no_span(question):
+    assert spans(question, NOW) == []
+
+
+def test_a_huge_count_of_years_ago_is_a_span_not_a_crash():
+    ((start, end),) = spans("99999999999999 years ago", NOW)
+    assert start < end < NOW
+
+
+def _turn(engine, clock, content: str, author: str, at: float) -> None:
+    clock.t = at
+    say(engine, content, author=author, guild="g1", channel="c1", author_name=author.title())
+
+
+@pytest.fixture
+def history(engine, clock):
+    engine.knobs.update("messages", {"graph_seeds": 0, "context_weight": 0.0, "speaker_boost": 0.0})
+    _turn(engine, clock, "the concert tickets were sold out", "bob", NOW - 40 * DAY)
+    _turn(engine, clock, "my concert tickets arrived today", "ann", NOW - 30 * DAY)
+    _turn(engine, clock, "the concert tickets cost too much", "cy", NOW - 3 * DAY)
+    clock.t = NOW
+    return engine
+
+
+def _first(engine, question: str, asker: str | None) -> str:
+    ctx = guild_ctx("g1", asker or "dan", channel="c1")
+    hits = (
+        engine.messages.search(ctx, question, channels=TEXT_ONLY)
+        if asker
+        else engine.messages.search_partitions(ctx.message_partitions(), question, channels=TEXT_ONLY)
+    )
+    return hits[0].row["content"]
+
+
+def test_the_defaults_nudge_history_and_leave_memories_alone(engine):
+    assert MESSAGE_DEFAULTS.asker_boost == 0.15 and MESSAGE_DEFAULTS.date_boost == 0.2
+    assert engine.knobs.get("memories").asker_boost == 0 and engine.knobs.get("memories").date_boost == 0
+
+
+def test_a_first_person_question_favours_the_askers_own_turns(history):
+    assert _first(history, "what did I say about concert tickets", "ann") == "my concert tickets arrived today"
+    assert _first(history, "what did I say about concert tickets", "cy") == "the concert tickets cost too much"
+
+
+def test_a_third_person_question_is_not_swayed_by_who_asks(history):
+    ann = [
+        h.row["id"] for h in history.messages.search(guild_ctx("g1", "ann", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)
+    ]
+    cy = [h.row["id"] for h in history.messages.search(guild_ctx("g1", "cy", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)]
+    assert ann == cy
+
+
+def test_a_named_time_favours_turns_from_that_span(history):
+    assert _first(history, "concert tickets 40 days ago", None) == "the concert tickets were sold out"
+    assert _first(history, "concert tickets yesterday", None) == "the concert tickets cost too much"
+
+
+def test_the_nudges_are_knobs_and_off_means_off(history):
+    history.knobs.update("messages", {"asker_boost": 0.0, "date_boost": 0.0})
+    plain = _first(history, "concert tickets", None)
+    assert _first(history, "what did I say about concert tickets", "ann") == plain
+    assert _first(history, "concert tickets 40 days ago", None) == _first(history, "concert tickets", None)
