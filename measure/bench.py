@@ -154,31 +154,40 @@ def _timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
         t = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - t) * 1000)
-    samples.sort()
-    return {
-        "p50": round(statistics.median(samples), 2),
-        "p95": round(samples[int(0.95 * (len(samples) - 1))], 2),
-        "max": round(samples[-1], 2),
-    }
+    return _percentiles(samples) | {"max": round(max(samples), 2)}
 
 
-def _concurrent(turn: TurnFn, engine: MemoryEngine, ctx: RecallContext, texts: list[str]) -> dict[str, float]:
+def _concurrent(turn: TurnFn, engine: MemoryEngine, ctx: RecallContext, texts: list[str]) -> dict[str, dict[str, float]]:
     """Latency of each of ``CONCURRENT_TURNS`` turns that arrive at once, queued on one ``AsyncRunner`` as the
-    bot queues its store calls (so a turn's time includes its wait behind the others)."""
+    bot queues its store calls (so a turn's time includes its wait behind the others), and each turn's own
+    work once the runner took it up (``service``)."""
     runner = AsyncRunner()
+    service: list[float] = []
+
+    def timed(text: str) -> str:
+        start = time.perf_counter()
+        try:
+            return turn(engine, ctx, text)
+        finally:
+            service.append((time.perf_counter() - start) * 1000)
 
     async def one(text: str) -> float:
         start = time.perf_counter()
-        await runner.run(turn, engine, ctx, text)
+        await runner.run(timed, text)
         return (time.perf_counter() - start) * 1000
 
     async def burst() -> list[float]:
         return await asyncio.gather(*(one(texts[i % len(texts)]) for i in range(CONCURRENT_TURNS)))
 
     try:
-        samples = sorted(asyncio.run(burst()))
+        waited = asyncio.run(burst())
     finally:
         runner.shutdown()
+    return {"arrival": _percentiles(waited), "service": _percentiles(service)}
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    samples = sorted(samples)
     return {"p50": round(statistics.median(samples), 2), "p95": round(samples[int(0.95 * (len(samples) - 1))], 2)}
 
 
@@ -232,7 +241,8 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
         if turn is not None:
             turn_texts = itertools.cycle(texts)
             result["turn_ms"] = _timed(lambda: turn(engine, ctx, next(turn_texts)), queries)
-            result["concurrent_turn_ms"] = _concurrent(turn, engine, ctx, texts)
+            burst = _concurrent(turn, engine, ctx, texts)
+            result["concurrent_turn_ms"], result["concurrent_turn_service_ms"] = burst["arrival"], burst["service"]
         result["load_rss_mb"] = load_rss
         result["steady_rss_mb"] = _rss_mb()
         # the rest is file pages (the libraries' code; the store is not memory-mapped), clean and reclaimable
