@@ -184,9 +184,15 @@ class MessageLog:
         query_vector: np.ndarray | None = None,
         asker: str | None = None,
     ) -> list[Hit]:
-        knobs = self.knobs.get("messages")
         return self.retriever.search(
-            query, partitions, knobs, where=where, top_k=top_k, channels=channels, query_vector=query_vector, asker=asker
+            query,
+            partitions,
+            self.knobs.get("messages"),
+            where=where,
+            top_k=top_k,
+            channels=channels,
+            query_vector=query_vector,
+            asker=asker,
         )
 
     def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20) -> list[StoredMessage]:
