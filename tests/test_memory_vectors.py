@@ -110,8 +110,11 @@ def test_a_failing_search_beside_the_scan_raises_after_the_scan_has_finished(eng
 
 def test_hybrid_recall_is_the_same_whether_the_channels_run_together_or_in_turn(engine, embedder):
     _notes(engine, embedder, 200, seed=7)
-    ctx = dm_ctx("alice")
-    alone = [(h.row["rid"], round(h.score, 9)) for h in engine.memories.recall(ctx, "harbour kites note 17", threshold=0.0, reinforce=False)]
+
+    def ranked() -> list[tuple[int, float]]:
+        hits = engine.memories.recall(dm_ctx("alice"), "harbour kites note 17", threshold=0.0, reinforce=False)
+        return [(h.row["rid"], round(h.score, 9)) for h in hits]
+
+    alone = ranked()
     engine.memories.corpus.vectors.parallel_rows = 0
-    together = [(h.row["rid"], round(h.score, 9)) for h in engine.memories.recall(ctx, "harbour kites note 17", threshold=0.0, reinforce=False)]
-    assert together == alone and alone
+    assert ranked() == alone and alone
