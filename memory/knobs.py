@@ -10,7 +10,8 @@ a low-weight FTS column), its neighbours in the channel share a strong hit's rel
 Two nudges come after the graph step, so neighbours do not inherit them: a question in the first
 person ("what did I say about...") favours the asker's own turns (``asker_boost``), and one that names
 a time ("last week", "in May", "on 3 June 2023") favours turns from that span (``date_boost``,
-``memory.when``).
+``memory.when``). Last, a short question loses ``question_penalty`` (at most half its relevance): a turn
+that asks tells little, and what was asked about is in the turns that answer or tell.
 History blends cosine and BM25 after scaling both over the query's candidates (``normalised`` fusion): a
 small model's raw cosines sit in a narrow band, so the raw blend let BM25 decide almost alone and the
 meaning channel could not lift a turn phrased in other words (measured on two dev sets in the README).
@@ -64,6 +65,7 @@ class RecallKnobs(BaseModel):
     speaker_boost: float = Field(default=0.0, ge=0, le=1)
     asker_boost: float = Field(default=0.0, ge=0, le=1)
     date_boost: float = Field(default=0.0, ge=0, le=1)
+    question_penalty: float = Field(default=0.0, ge=0, le=1)
     fusion: Fusion = Fusion.WEIGHTED
     rrf_k: int = Field(default=60, ge=1, le=1000)
     mmr: bool = False
@@ -91,6 +93,7 @@ MESSAGE_DEFAULTS = RecallKnobs(
     speaker_boost=0.08,
     asker_boost=0.15,
     date_boost=0.2,
+    question_penalty=0.1,
     fusion=Fusion.NORMALISED,
 )
 

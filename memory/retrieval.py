@@ -4,7 +4,8 @@ candidates  vector KNN (top K x multiplier) | FTS5 BM25 (sanitised) | most recen
 filter      partitions the context may see (SEC-1) + live rows + the caller's filters
 relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k + rank) over channels
             normalised: blend of min-max scaled cosine and normalised BM25, both scaled over this query's pool
-            + speaker named, then graph neighbours, then + the asker's own rows (first person), + a named date
+            + speaker named, then graph neighbours, then + the asker's own rows (first person), + a named date,
+            - a short question
 final       w_sem * relevance + w_rec * temporal + w_imp * importance
             temporal = min(1, exp(-decay * days) * (1 + bonus * access_count)), 1 for exempt kinds
 then        threshold, optional MMR (lambda 0.7), top K
@@ -35,6 +36,7 @@ class Channel(StrEnum):
 
 
 ALL_CHANNELS = frozenset(Channel)
+SHORT_QUESTION_WORDS = 25
 FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|myself)\b", re.IGNORECASE)
 
 
@@ -125,6 +127,7 @@ class Retriever:
             self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale)
         self._boost_asker(text, asker, rows, relevance, knobs)
         self._boost_dates(text, rows, relevance, knobs, now)
+        self._demote_questions(rows, relevance, knobs)
         hits = self._score(pool, rows, relevance, weights or knobs.weights, knobs, now)
         cutoff = knobs.score_threshold if threshold is None else threshold
         # A hit must match somehow (meaning, words or graph) unless it was brought in as recent context.
@@ -227,6 +230,15 @@ class Retriever:
             at = row.get("created_at")
             if at is not None and any(start - DAY <= at < end + 7 * DAY for start, end in named):
                 relevance[rid] += knobs.date_boost
+
+    def _demote_questions(self, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+        """A short turn that ends in a question mark asks rather than tells; it never loses more than half."""
+        if not knobs.question_penalty:
+            return
+        for rid, row in rows.items():
+            text = (row.get("content") or "").rstrip()
+            if text.endswith("?") and len(text.split()) <= SHORT_QUESTION_WORDS:
+                relevance[rid] = max(relevance[rid] / 2, relevance[rid] - knobs.question_penalty)
 
     # -- scoring -----------------------------------------------------------------------------------
     def _relevances(self, pool, rows, knobs: RecallKnobs, scale: _Scale) -> dict[int, float]:

@@ -1,5 +1,6 @@
-"""Two nudges of history recall after the graph step (RET-3): a first-person question favours the asker's
-own turns (``asker_boost``), and a question naming a time favours turns from that span (``date_boost``)."""
+"""Nudges of history recall after the graph step (RET-3): a first-person question favours the asker's own
+turns (``asker_boost``), a question naming a time favours turns from that span (``date_boost``), and a short
+question ranks below the turns that tell (``question_penalty``)."""
 
 from __future__ import annotations
 
@@ -78,8 +79,9 @@ def _first(engine, question: str, asker: str | None) -> str:
 
 
 def test_the_defaults_nudge_history_and_leave_memories_alone(engine):
-    assert MESSAGE_DEFAULTS.asker_boost == 0.15 and MESSAGE_DEFAULTS.date_boost == 0.2
-    assert engine.knobs.get("memories").asker_boost == 0 and engine.knobs.get("memories").date_boost == 0
+    assert (MESSAGE_DEFAULTS.asker_boost, MESSAGE_DEFAULTS.date_boost, MESSAGE_DEFAULTS.question_penalty) == (0.15, 0.2, 0.1)
+    memories = engine.knobs.get("memories")
+    assert memories.asker_boost == memories.date_boost == memories.question_penalty == 0
 
 
 def test_a_first_person_question_favours_the_askers_own_turns(history):
@@ -105,3 +107,21 @@ def test_the_nudges_are_knobs_and_off_means_off(history):
     plain = _first(history, "concert tickets", None)
     assert _first(history, "what did I say about concert tickets", "ann") == plain
     assert _first(history, "concert tickets 40 days ago", None) == _first(history, "concert tickets", None)
+
+
+def test_a_short_question_ranks_below_the_turn_that_tells(engine, clock):
+    knobs = {"graph_seeds": 0, "context_weight": 0.0, "speaker_boost": 0.0, "date_boost": 0.0, "question_penalty": 0.3}
+    engine.knobs.update("messages", knobs)
+    _turn(engine, clock, "hiking with the dog?", "bob", NOW - 2 * DAY)
+    _turn(engine, clock, "hiking with the dog up the ridge", "ann", NOW - DAY)
+    clock.t = NOW
+    assert _first(engine, "hiking dog", None) == "hiking with the dog up the ridge"
+    engine.knobs.update("messages", {"question_penalty": 0.0})
+    assert _first(engine, "hiking dog", None) == "hiking with the dog?"  # the shorter turn, by BM25, without the penalty
+
+
+def test_a_question_is_demoted_but_never_dropped(engine, clock):
+    engine.knobs.update("messages", {"question_penalty": 1.0})
+    _turn(engine, clock, "anyone seen my umbrella?", "bob", NOW - DAY)
+    clock.t = NOW
+    assert _first(engine, "umbrella", None) == "anyone seen my umbrella?"  # at most half its relevance goes
