@@ -77,9 +77,11 @@ def sign_bits(mat: np.ndarray) -> np.ndarray:
 
 def hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
     """Distance from the query's sign bits (one word per row of ``bits``) to every column."""
-    dist = np.bitwise_count(bits[0] ^ query_bits[0]).astype(np.uint16)
+    xor = np.empty(bits.shape[1], dtype=np.uint64)  # two scratch rows for the whole scan, not two per word
+    ones = np.empty(bits.shape[1], dtype=np.uint8)
+    dist = np.bitwise_count(np.bitwise_xor(bits[0], query_bits[0], out=xor)).astype(np.uint16)
     for word, q in zip(bits[1:], query_bits[1:], strict=True):
-        dist += np.bitwise_count(word ^ q)
+        np.add(dist, np.bitwise_count(np.bitwise_xor(word, q, out=xor), out=ones), out=dist)
     return dist
 
 
@@ -88,8 +90,9 @@ def nearest(dist: np.ndarray, keep: int) -> np.ndarray:
     if len(dist) <= keep:
         return np.arange(len(dist))
     cut = int(np.searchsorted(np.cumsum(np.bincount(dist)), keep))
-    below = np.flatnonzero(dist < cut)
-    return np.concatenate([below, np.flatnonzero(dist == cut)[: keep - len(below)]])
+    near = np.flatnonzero(dist <= cut)  # one pass over all rows; the split below is over ~keep of them
+    below = near[dist[near] < cut]
+    return np.concatenate([below, near[dist[near] == cut][: keep - len(below)]])
 
 
 def quantize(vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
