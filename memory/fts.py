@@ -254,7 +254,7 @@ MAX_QUERY_CHARS = 2_000
 RARE_FIRST_ROWS = 250_000  # below this the plain query is cheaper (at 100k rows the split doubled FTS p95: 4.7 -> 9.4 ms)
 COMMON_SHARE = 0.01  # a term in more than this share of the rows is "common" for the rare-first split
 MAX_PAIRED = 6  # more common terms than this (15 pairs) and the query runs plain
-COMMON_ROWS = 10_000  # rows holding one common term and nothing rarer: at most this many scored, the newest
+COMMON_ROWS = 5_000  # rows holding one common term and nothing rarer: at most this many scored, the newest
 BM25_K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c); the bound below depends on k1 only
 BOUND_SLACK = 1.05  # document frequencies are cached for minutes: a common term's idf may have grown a little
 
