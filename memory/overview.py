@@ -21,6 +21,7 @@ from .engine import MemoryEngine
 from .graph import entity_key
 from .models import FactKind, Memory, MemoryType, Scope
 from .people import People
+from .store import RecallFilters
 
 MAX_PAGE = 500
 
@@ -38,16 +39,16 @@ class MemoryQuery:
     offset: int = 0
 
     def where(self) -> Filter:
-        where = Filter()
-        for column, value in (("scope", self.scope), ("type", self.type), ("kind", self.kind)):
-            if value is not None:
-                where = where & Filter(f"t.{column} = ?", (value.value,))
+        # type, kind and tags as recall filters them (the store's own conditions); the rest is the listing's
+        types = (self.type,) if self.type is not None else ()
+        kinds = (self.kind,) if self.kind is not None else ()
+        where = RecallFilters(types=types, kinds=kinds, tags=self.tags).to_filter()
+        if self.scope is not None:
+            where = where & Filter("t.scope = ?", (self.scope.value,))
         if self.person:
             where = where & Filter("t.scope IN ('user', 'owner') AND t.scope_id = ?", (self.person,))
         if self.guild:
             where = where & Filter("(t.scope = 'guild' AND t.scope_id = ?) OR t.guild_id = ?", (self.guild, self.guild))
-        for tag in self.tags:
-            where = where & Filter("EXISTS (SELECT 1 FROM memory_tags g WHERE g.memory_rid = t.rid AND g.tag = ?)", (tag,))
         if self.text:
             where = where & Filter("instr(lower(t.content), lower(?)) > 0 OR instr(lower(t.subject), lower(?)) > 0", (self.text, self.text))
         return where
