@@ -369,3 +369,21 @@ async def dsc(voice_server):
             yield fake
         finally:
             restore()
+
+
+# -- the dashboard, running on 127.0.0.1 over a seeded store (the dashboard API tests) -------------------
+@pytest.fixture
+async def dash(tmp_path):
+    from dashboard_support import running_dashboard
+
+    async with running_dashboard(tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+async def http(dash):
+    """A client that sends the bearer token."""
+    import aiohttp
+
+    async with aiohttp.ClientSession(dash.url, headers=dash.headers) as session:
+        yield session

@@ -6,25 +6,12 @@ from __future__ import annotations
 import json
 
 import aiohttp
-import pytest
-from dashboard_support import Dashboard, occurrences, running_dashboard
+from dashboard_support import Dashboard, occurrences
 
 from bot.types import IncomingMessage
 from memory.scopes import RecallContext
 from memory.sessions import ChannelState
 from memory.transfer import export_person
-
-
-@pytest.fixture
-async def dash(tmp_path):
-    async with running_dashboard(tmp_path) as running:
-        yield running
-
-
-@pytest.fixture
-async def http(dash: Dashboard):
-    async with aiohttp.ClientSession(dash.url, headers=dash.headers) as session:
-        yield session
 
 
 async def audit_rows(dash: Dashboard) -> list[dict]:

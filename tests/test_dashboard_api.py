@@ -7,26 +7,13 @@ import re
 
 import aiohttp
 import pytest
-from dashboard_support import Dashboard, occurrences, running_dashboard
+from dashboard_support import Dashboard, occurrences
 
 from memory.errors import NotFound
 from memory.messages import NewMessage
 from memory.models import NewMemory, Provenance, Scope, Visibility
 
 WORD = "Zyqxolotl"  # distinctive: no other text in the store shares it
-
-
-@pytest.fixture
-async def dash(tmp_path):
-    async with running_dashboard(tmp_path) as running:
-        yield running
-
-
-@pytest.fixture
-async def http(dash: Dashboard):
-    """A client that sends the bearer token."""
-    async with aiohttp.ClientSession(dash.url, headers=dash.headers) as session:
-        yield session
 
 
 async def login(dash: Dashboard) -> tuple[aiohttp.ClientSession, str]:
