@@ -154,7 +154,7 @@ def _timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
         t = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - t) * 1000)
-    return _percentiles(samples) | {"max": round(max(samples), 2)}
+    return percentiles(samples) | {"max": round(max(samples), 2)}
 
 
 def _concurrent(turn: TurnFn, engine: MemoryEngine, ctx: RecallContext, texts: list[str]) -> dict[str, dict[str, float]]:
@@ -183,12 +183,13 @@ def _concurrent(turn: TurnFn, engine: MemoryEngine, ctx: RecallContext, texts: l
         waited = asyncio.run(burst())
     finally:
         runner.shutdown()
-    return {"arrival": _percentiles(waited), "service": _percentiles(service)}
+    return {"arrival": percentiles(waited), "service": percentiles(service)}
 
 
-def _percentiles(samples: list[float]) -> dict[str, float]:
+def percentiles(samples: list[float], digits: int = 2) -> dict[str, float]:
+    """p50 and p95 (the nearest rank below) of latency samples, rounded."""
     samples = sorted(samples)
-    return {"p50": round(statistics.median(samples), 2), "p95": round(samples[int(0.95 * (len(samples) - 1))], 2)}
+    return {"p50": round(statistics.median(samples), digits), "p95": round(samples[int(0.95 * (len(samples) - 1))], digits)}
 
 
 def _rss_mb(kind: str = "") -> float:

@@ -44,6 +44,7 @@ from voice.stt import FasterWhisperSTT
 from voice.tts import EspeakTTS
 from voice.vad import VadSettings
 
+from .bench import percentiles
 from .voice_model import ScriptedModel
 
 GUILD, CHANNEL, USER, SSRC = "bench-guild", "bench-voice", 42, 4242
@@ -228,12 +229,11 @@ async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlaye
 def _figures(first_audio: list[float], stt: _TimedSTT, voice: Any, end_pause_ms: int, session: VoiceSession) -> dict[str, Any]:
     warm = [ms for decision, ms in voice.recalls if decision != "full"]
     cold = [ms for decision, ms in voice.recalls if decision == "full"]
-    ordered = sorted(first_audio)
     return {
         "voice": {
             "utterances": len(first_audio),
             "end_pause_ms": end_pause_ms,
-            "first_audio_ms": {"p50": round(statistics.median(ordered), 1), "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 1)},
+            "first_audio_ms": percentiles(first_audio, digits=1),
             "stt_rtf": round(stt.busy_s / stt.audio_s, 3) if stt.audio_s else None,
             "warm_hit_rate": round(voice.warm.stats.hit_rate, 3),
             "warm_recall_ms": {"p50": round(statistics.median(warm), 2) if warm else None},
