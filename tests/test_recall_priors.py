@@ -125,3 +125,13 @@ def test_a_question_is_demoted_but_never_dropped(engine, clock):
     _turn(engine, clock, "anyone seen my umbrella?", "bob", NOW - DAY)
     clock.t = NOW
     assert _first(engine, "umbrella", None) == "anyone seen my umbrella?"  # at most half its relevance goes
+
+
+def test_the_askers_nudge_never_reaches_past_what_the_context_may_see(engine, clock):
+    """Alice's private DM turn stays out of a guild search, however hard the question points at her own words."""
+    clock.t = NOW - DAY
+    say(engine, "my secret locker code is in the blue notebook", author="alice", dm_person="alice")
+    say(engine, "the blue notebook is on the shelf", author="bob", guild="g1", channel="c1")
+    clock.t = NOW
+    found = engine.messages.search(guild_ctx("g1", "alice", channel="c1"), "what did I say yesterday about my blue notebook")
+    assert [h.row["content"] for h in found] == ["the blue notebook is on the shelf"]
