@@ -1,9 +1,10 @@
 """Evidence recall on LoCoMo-format data (EVAL-1), through the same message search the bot uses.
 
 Each sample goes into a fresh store: one turn is one stored message, carrying its speaker as author
-and its session's date as time (the clock is set to just after the last session). Every question is
-asked through ``MessageLog.search_partitions`` with the default knobs; a method is the set of
-candidate channels: ``bm25`` (FTS only), ``vector`` (vectors only) or ``hybrid`` (everything, the default).
+(a chat assistant's turns are stored as the bot's own replies) and its session's date as time (the clock
+is set to just after the last session). Every question is asked through ``MessageLog.search_partitions`` with
+the default knobs; a method is the set of candidate channels: ``bm25`` (FTS only), ``vector`` (vectors only)
+or ``hybrid`` (everything, the default).
 Recall@k is the share of a question's evidence turns found in the top k, averaged, in percent.
 
 A turn the store would refuse (its text normalises to nothing) is skipped and counted; a run given a
@@ -41,6 +42,7 @@ METHODS: dict[str, frozenset[Channel]] = {
     "vector": frozenset({Channel.VECTOR}),
     "hybrid": ALL_CHANNELS,
 }
+ASSISTANT = "assistant"  # LongMemEval's chat assistant: stored as the bot's own replies, as the bot stores its own
 Record = dict[str, Any]  # one sample's results, as the ledger stores them (see ``measure.ledger``)
 
 
@@ -75,6 +77,7 @@ def _ingest(engine: MemoryEngine, sample_id: str, sample_turns: list[Turn]) -> d
             channel_id=f"session-{t.session}",
             author_id=t.speaker,
             author_name=t.speaker,
+            role="assistant" if t.speaker == ASSISTANT else "user",
             content=t.text,
             created_at=t.at,
         )

@@ -10,8 +10,9 @@ a low-weight FTS column), its neighbours in the channel share a strong hit's rel
 Two nudges come after the graph step, so neighbours do not inherit them: a question in the first
 person ("what did I say about...") favours the asker's own turns (``asker_boost``), and one that names
 a time ("last week", "in May", "on 3 June 2023") favours turns from that span (``date_boost``,
-``memory.when``). Last, a short question loses ``question_penalty`` (at most half its relevance): a turn
-that asks tells little, and what was asked about is in the turns that answer or tell.
+``memory.when``). A person's turn that answers a question takes ``answer_share`` of the question's relevance
+(not the bot's own replies). Last, a short question loses ``question_penalty`` (at most half its relevance): a
+turn that asks tells little, and what was asked about is in the turns that answer or tell.
 History blends cosine and BM25 after scaling both over the query's candidates (``normalised`` fusion): a
 small model's raw cosines sit in a narrow band, so the raw blend let BM25 decide almost alone and the
 meaning channel could not lift a turn phrased in other words (measured on two dev sets in the README).
@@ -66,6 +67,7 @@ class RecallKnobs(BaseModel):
     asker_boost: float = Field(default=0.0, ge=0, le=1)
     date_boost: float = Field(default=0.0, ge=0, le=1)
     question_penalty: float = Field(default=0.0, ge=0, le=1)
+    answer_share: float = Field(default=0.0, ge=0, le=1)
     fusion: Fusion = Fusion.WEIGHTED
     rrf_k: int = Field(default=60, ge=1, le=1000)
     mmr: bool = False
@@ -94,6 +96,7 @@ MESSAGE_DEFAULTS = RecallKnobs(
     asker_boost=0.15,
     date_boost=0.2,
     question_penalty=0.1,
+    answer_share=0.1,
     fusion=Fusion.NORMALISED,
 )
 

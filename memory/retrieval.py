@@ -5,7 +5,7 @@ filter      partitions the context may see (SEC-1) + live rows + the caller's fi
 relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k + rank) over channels
             normalised: blend of min-max scaled cosine and normalised BM25, both scaled over this query's pool
             + speaker named, then graph neighbours, then + the asker's own rows (first person), + a named date,
-            - a short question
+            + a share of the question a row answers, - a short question
 final       w_sem * relevance + w_rec * temporal + w_imp * importance
             temporal = min(1, exp(-decay * days) * (1 + bonus * access_count)), 1 for exempt kinds
 then        threshold, optional MMR (lambda 0.7), top K
@@ -127,6 +127,7 @@ class Retriever:
             self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale)
         self._boost_asker(text, asker, rows, relevance, knobs)
         self._boost_dates(text, rows, relevance, knobs, now)
+        self._inherit_questions(rows, relevance, knobs)
         self._demote_questions(rows, relevance, knobs)
         hits = self._score(pool, rows, relevance, weights or knobs.weights, knobs, now)
         cutoff = knobs.score_threshold if threshold is None else threshold
@@ -231,13 +232,23 @@ class Retriever:
             if at is not None and any(start - DAY <= at < end + 7 * DAY for start, end in named):
                 relevance[rid] += knobs.date_boost
 
+    def _inherit_questions(self, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+        """A person's turn that answers a question takes a share of the question's relevance ("where did you go?"
+        "Paris, with my sister"): the answer is what tells. The bot's own replies take none (they tell nothing of
+        a person)."""
+        if not knobs.answer_share:
+            return
+        asked = {rid: relevance[prev] for rid, prev in self.corpus.previous(rows).items() if prev in rows and _asks(rows[prev])}
+        for rid, share in asked.items():
+            if rows[rid].get("role") != "assistant":
+                relevance[rid] += knobs.answer_share * share
+
     def _demote_questions(self, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
         """A short turn that ends in a question mark asks rather than tells; it never loses more than half."""
         if not knobs.question_penalty:
             return
         for rid, row in rows.items():
-            text = (row.get("content") or "").rstrip()
-            if text.endswith("?") and len(text.split()) <= SHORT_QUESTION_WORDS:
+            if _asks(row) and len(row["content"].split()) <= SHORT_QUESTION_WORDS:
                 relevance[rid] = max(relevance[rid] / 2, relevance[rid] - knobs.question_penalty)
 
     # -- scoring -----------------------------------------------------------------------------------
@@ -299,3 +310,8 @@ class Retriever:
             chosen.append(best)
             rest.remove(best)
         return chosen
+
+
+def _asks(row: dict[str, Any]) -> bool:
+    """The turn ends in a question mark."""
+    return (row.get("content") or "").rstrip().endswith("?")

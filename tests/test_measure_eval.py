@@ -9,12 +9,13 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from measure.evaluation import SampleDone, evaluate_locomo
+from measure.evaluation import SampleDone, evaluate_locomo, evaluate_sample
 from measure.ledger import Ledger, LedgerError
 from measure.locomo import load_samples
 
@@ -158,3 +159,14 @@ def test_the_stores_migrations_are_not_logged_per_sample(tmp_path: Path, caplog:
     evaluate_locomo(write(tmp_path / "d.json", SAMPLES), None)
     assert [r.getMessage() for r in caplog.records if r.name == "memory.db"] == []
     assert logging.getLogger("memory.db").level == before  # quiet for the run only
+
+
+def test_a_chat_assistants_turns_are_stored_as_the_bots_own_replies(tmp_path: Path) -> None:
+    """LongMemEval's speakers are ``user`` and ``assistant``: the assistant's turns are stored as the bot stores its own."""
+    chat = sample("lme", "Biscuit")
+    for turn in chat["conversation"]["session_1"] + chat["conversation"]["session_2"]:
+        turn["speaker"] = {"Maya": "user", "Tom": "assistant"}[turn["speaker"]]
+    evaluate_sample(chat, None, tmp_path)
+    with sqlite3.connect(tmp_path / "lme.db") as con:
+        roles = dict(con.execute("SELECT author_id, role FROM messages").fetchall())
+    assert roles == {"user": "user", "assistant": "assistant"}

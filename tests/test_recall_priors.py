@@ -1,6 +1,7 @@
 """Nudges of history recall after the graph step (RET-3): a first-person question favours the asker's own
 turns (``asker_boost``), a question naming a time favours turns from that span (``date_boost``), and a short
-question ranks below the turns that tell (``question_penalty``)."""
+question ranks below the turns that tell (``question_penalty``); a person's answer takes a share of the question
+it answers (``answer_share``)."""
 
 from __future__ import annotations
 
@@ -79,9 +80,10 @@ def _first(engine, question: str, asker: str | None) -> str:
 
 
 def test_the_defaults_nudge_history_and_leave_memories_alone(engine):
-    assert (MESSAGE_DEFAULTS.asker_boost, MESSAGE_DEFAULTS.date_boost, MESSAGE_DEFAULTS.question_penalty) == (0.15, 0.2, 0.1)
+    defaults = MESSAGE_DEFAULTS
+    assert (defaults.asker_boost, defaults.date_boost, defaults.question_penalty, defaults.answer_share) == (0.15, 0.2, 0.1, 0.1)
     memories = engine.knobs.get("memories")
-    assert memories.asker_boost == memories.date_boost == memories.question_penalty == 0
+    assert memories.asker_boost == memories.date_boost == memories.question_penalty == memories.answer_share == 0
 
 
 def test_a_first_person_question_favours_the_askers_own_turns(history):
@@ -135,3 +137,61 @@ def test_the_askers_nudge_never_reaches_past_what_the_context_may_see(engine, cl
     clock.t = NOW
     found = engine.messages.search(guild_ctx("g1", "alice", channel="c1"), "what did I say yesterday about my blue notebook")
     assert [h.row["content"] for h in found] == ["the blue notebook is on the shelf"]
+
+
+def _relevance(engine, question: str) -> dict[str, float]:
+    hits = engine.messages.search_partitions(guild_ctx("g1", "dan", channel="c1").message_partitions(), question, channels=TEXT_ONLY)
+    return {h.row["content"]: h.relevance for h in hits}
+
+
+@pytest.fixture
+def asked(engine, clock):
+    """A question, a person's answer (found through the question it answers), and the bot's reply to it."""
+    off = {"graph_seeds": 0, "speaker_boost": 0.0, "date_boost": 0.0, "question_penalty": 0.0, "answer_share": 0.0}
+    engine.knobs.update("messages", off)
+    _turn(engine, clock, "where did you go for the holidays?", "bob", NOW - 3 * DAY)
+    _turn(engine, clock, "Lisbon, with my sister", "ann", NOW - 3 * DAY + 60)
+    clock.t = NOW - 3 * DAY + 120
+    say(engine, "where did you stay in Lisbon?", author="bot", guild="g1", channel="c1", role="assistant")
+    say(engine, "a flat by the river, we walked everywhere", author="ann", guild="g1", channel="c1")
+    clock.t = NOW
+    return engine
+
+
+def test_an_answer_takes_a_share_of_the_question_it_answers(asked):
+    plain = _relevance(asked, "holidays Lisbon")
+    asked.knobs.update("messages", {"answer_share": 0.5})
+    shared = _relevance(asked, "holidays Lisbon")
+    question = plain["where did you go for the holidays?"]
+    assert shared["Lisbon, with my sister"] == pytest.approx(plain["Lisbon, with my sister"] + 0.5 * question)
+    assert shared["where did you go for the holidays?"] == pytest.approx(question)  # the question itself keeps its own
+
+
+def test_a_persons_answer_to_the_bots_question_takes_a_share(asked):
+    asked.knobs.update("messages", {"answer_share": 0.5})
+    shared = _relevance(asked, "stay Lisbon")
+    asked.knobs.update("messages", {"answer_share": 0.0})
+    plain = _relevance(asked, "stay Lisbon")
+    assert shared["a flat by the river, we walked everywhere"] > plain.get("a flat by the river, we walked everywhere", 0.0)
+
+
+def test_the_bots_own_reply_to_a_question_takes_no_share(engine, clock):
+    """The bot's replies tell nothing of a person: what it said back to a question keeps its own relevance."""
+    engine.knobs.update("messages", {"graph_seeds": 0, "speaker_boost": 0.0, "question_penalty": 0.0, "answer_share": 1.0})
+    _turn(engine, clock, "is Porto worth a visit?", "bob", NOW - DAY)
+    clock.t = NOW - DAY + 60
+    say(engine, "Porto is lovely in spring", author="bot", guild="g1", channel="c1", role="assistant")
+    clock.t = NOW
+    shared = _relevance(engine, "Porto visit")
+    engine.knobs.update("messages", {"answer_share": 0.0})
+    assert _relevance(engine, "Porto visit") == pytest.approx(shared)
+
+
+def test_a_turn_after_a_statement_takes_nothing(engine, clock):
+    engine.knobs.update("messages", {"graph_seeds": 0, "speaker_boost": 0.0, "question_penalty": 0.0, "answer_share": 1.0})
+    _turn(engine, clock, "we went to Lisbon for the holidays", "bob", NOW - DAY)
+    _turn(engine, clock, "nice, I love that city", "ann", NOW - DAY + 60)
+    clock.t = NOW
+    shared = _relevance(engine, "Lisbon holidays")
+    engine.knobs.update("messages", {"answer_share": 0.0})
+    assert _relevance(engine, "Lisbon holidays") == pytest.approx(shared)
