@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-DAY = 86_400.0
+from .clock import DAY
+
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTH = "(?P<month>" + "|".join([*MONTHS, *(m[:3] for m in MONTHS if m != "may"), "sept"]) + r")\.?"
