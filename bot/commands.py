@@ -1,11 +1,14 @@
-"""Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3)."""
+"""Slash commands that need no LLM: /start /remember /forget /memories /link /export /checkins (CHAN-1/2, ORCH-3,
+SEC-3, ORCH-8)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
+from memory.checkins import CheckinStore, Destination
 from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
 from memory.forgetting import forget_memory, forget_person
@@ -22,7 +25,8 @@ HELP = (
     "/remember <fact> — I'll remember it\n/forget <what> — I'll forget the closest memory (/forget everything: all about you)\n"
     "/memories — what I remember about you here\n/link — connect your accounts on other platforms (in a private chat)\n"
     "/share on|off — whether what you say in one server may come up in your other servers (off by default)\n"
-    "/export — everything I store about you"
+    "/export — everything I store about you\n"
+    "/checkins on|off — whether I may message you first, in our private chat, to follow up on your plans (off by default)"
 )
 FORGET_MIN_RELEVANCE = 0.35
 CONFIRM_WINDOW_S = 120.0
@@ -31,6 +35,7 @@ CONFIRM_WINDOW_S = 120.0
 class Commands:
     def __init__(self, engine: MemoryEngine, people: People, resolve: Callable[[IncomingMessage], Any]) -> None:
         self.engine, self.people, self.resolve = engine, people, resolve
+        self.checkins = CheckinStore(engine)
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
 
     def run(self, name: str, argument: str, message: IncomingMessage) -> str:
@@ -139,6 +144,32 @@ class Commands:
             else "OK: what you tell me in a server stays in that server (and in our DMs)."
         )
 
+    def do_checkins(self, arg: str, turn) -> str:
+        """ORCH-8 opt-in, only in the person's DM: the DM it is turned on in is where check-ins go."""
+        if not turn.ctx.is_dm:
+            return "Check-ins happen only in our private chat: send /checkins there."
+        choice = arg.lower()
+        if choice == "on":
+            m = turn.message
+            self.checkins.opt_in(turn.person_id, Destination(m.platform, m.channel_id, m.author_id))
+            return (
+                "OK: now and then (at most a couple of times a week, never at night) I'll message you here to ask how "
+                "your plans, todos and events went. /checkins off stops it."
+            )
+        if choice == "off":
+            dropped = self.checkins.opt_out(turn.person_id)
+            return "OK: I won't message you first." + (f" ({dropped} planned check-in(s) dropped.)" if dropped else "")
+        return self._checkins_state(turn.person_id)
+
+    def _checkins_state(self, person_id: str) -> str:
+        if self.checkins.destination(person_id) is None:
+            return "Check-ins are off. With /checkins on, I may message you here now and then to follow up on your plans."
+        pending = self.checkins.listing(person_id, ("pending",))
+        lines = [f"• {c.kind} “{c.subject}”, from {_day(c.due_at)}" for c in pending[:10]]
+        return "Check-ins are on (/checkins off stops them). " + (
+            "Planned:\n" + "\n".join(lines) if lines else "Nothing is planned yet: tell me about a plan with a date."
+        )
+
     def do_export(self, arg: str, turn) -> str:
         if not turn.ctx.is_dm:
             return "Ask me for /export in a DM: it contains private things."
@@ -149,6 +180,10 @@ class Commands:
             if len(text) <= 3500
             else (text[:3400] + "\n… (truncated; the operator can run `companion memory export` for the full file)")
         )
+
+
+def _day(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
 
 
 def _own(turn) -> RecallFilters:

@@ -5,6 +5,7 @@
     build_completer  the blocking extraction-model client maintenance commands use
     build_runtime    the bot's whole object graph: store, memory thread, model clients, orchestrator,
                      background work, scheduler settings
+    build_checkins   the check-in job (ORCH-8); build_channels hands it each adapter's delivery to DMs
     build_channels   the chat adapters (and voice) for ``companion run``
     build_ingest_watch  the ingest folder watched while the bot runs (COMPANION_INGEST_DIR)
     build_dashboard  the dashboard on the bot's store and memory thread (COMPANION_DASHBOARD_ENABLED)
@@ -27,10 +28,12 @@ if TYPE_CHECKING:
     from memory.ingest import Target
     from memory.protocols import Embedder
 
+    from .checkins import CheckinJob
     from .config import Settings
     from .dashboard.app import DashboardServer
     from .ingest_watch import IngestWatch
     from .llm import ChatClient
+    from .orchestrator import Orchestrator
     from .runtime import Runtime
 
 _DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
@@ -196,15 +199,37 @@ def build_runtime(
         settings.maintenance_cron,
         daily_cron=settings.daily_reflection_cron,
         bulletin_cron=settings.bulletin_cron,
+        checkin_cron=settings.checkin_cron,
     )
     runtime = Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
     runtime.daily = DailyReflection(engine, runner, background)  # MAINT-4
     runtime.bulletins = BulletinRefresh(engine, runner, background, Bulletins(engine, min_changes=settings.bulletin_min_changes))
+    runtime.checkins = build_checkins(settings, orchestrator)  # ORCH-8
     if settings.ingest_dir is not None:
         runtime.ingest = build_ingest_watch(settings, runtime, settings.ingest_dir)
     if settings.dashboard_enabled:
         runtime.dashboard = build_dashboard(settings, runtime)
     return runtime
+
+
+def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob:
+    """ORCH-8: the check-in job on the chat model; the adapters add their deliveries when they start."""
+    from datetime import UTC
+
+    from memory.checkins import QuietHours
+
+    from .checkins import CheckinJob, CheckinOptions
+
+    options = CheckinOptions(per_week=settings.checkins_per_week, quiet=QuietHours.parse(settings.checkin_quiet_hours))
+    return CheckinJob(
+        orchestrator.engine,
+        orchestrator.runner,
+        orchestrator.llm,
+        orchestrator.resolve,
+        lambda: orchestrator.assembler.bot_name,
+        lambda person_id: UTC,  # every person in UTC for now: the time-zone lookup (issue 19, item 4) replaces this
+        options,
+    )
 
 
 def ingest_target(settings: Settings) -> Target:
@@ -276,6 +301,8 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
         adapters.append(discord_adapter)
         if settings.voice_enabled:
             voice = _discord_voice(settings, runtime, discord_adapter)
+    if runtime.checkins is not None:  # ORCH-8: a check-in goes out through the adapter of the DM it was asked for in
+        runtime.checkins.deliveries.update({adapter.platform: adapter.send_direct for adapter in adapters})
     return adapters, voice
 
 

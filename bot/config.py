@@ -79,6 +79,11 @@ class Settings(BaseSettings):
     daily_reflection_cron: str = "0 4 * * *"
     bulletin_cron: str = "*/15 * * * *"
     bulletin_min_changes: int = Field(5, ge=1, le=1000)
+    # ORCH-8 check-ins (a person turns them on with /checkins on, in a DM): at most this many a week per person,
+    # never in the quiet hours (the person's local time, HH:MM-HH:MM, or off), looked for on this cron (UTC)
+    checkins_per_week: int = Field(2, ge=0, le=50)
+    checkin_quiet_hours: str = "22:00-09:00"
+    checkin_cron: str = "*/10 * * * *"
 
     # Discord voice channels (VOICE-1..5): providers, utterance cutting, leaving, warm memory (VOICE-2)
     voice_enabled: bool = True
@@ -116,7 +121,19 @@ class Settings(BaseSettings):
             raise ValueError(f"must not be above COMPANION_VOICE_WARM_REUSE_AT ({reuse})")
         return value
 
-    @field_validator("consolidation_cron", "maintenance_cron", "daily_reflection_cron", "bulletin_cron")
+    @field_validator("checkin_quiet_hours")
+    @classmethod
+    def _quiet_hours(cls, value: str) -> str:
+        from memory.checkins import QuietHours
+        from memory.errors import InvalidInput
+
+        try:
+            QuietHours.parse(value)
+        except InvalidInput as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("consolidation_cron", "maintenance_cron", "daily_reflection_cron", "bulletin_cron", "checkin_cron")
     @classmethod
     def _cron(cls, value: str) -> str:
         from apscheduler.triggers.cron import CronTrigger

@@ -18,6 +18,7 @@ from memory.engine import MemoryEngine
 from memory.protocols import Completer
 
 from .background import Background
+from .checkins import CheckinJob
 from .daily import BulletinRefresh, DailyReflection
 from .orchestrator import Orchestrator
 
@@ -38,6 +39,7 @@ class Schedule:
     maintenance_cron: str
     daily_cron: str = "0 4 * * *"  # MAINT-4
     bulletin_cron: str = "*/15 * * * *"  # MAINT-5: looks for scopes whose bulletin is due
+    checkin_cron: str = "*/10 * * * *"  # ORCH-8: looks for check-ins that are due
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Runtime:
     schedule: Schedule
     daily: DailyReflection | None = None  # MAINT-4
     bulletins: BulletinRefresh | None = None  # MAINT-5
+    checkins: CheckinJob | None = None  # ORCH-8
     scheduler: AsyncIOScheduler | None = None
     _loop_task: asyncio.Task | None = None
     dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
@@ -119,6 +122,10 @@ class Runtime:
             scheduler.add_job(self.daily.run, daily, id="daily-reflection", next_run_time=datetime.now(UTC))
         if self.bulletins is not None:
             scheduler.add_job(self.bulletins.run, cron(self.schedule.bulletin_cron), id="bulletins")
+        if self.checkins is not None:
+            # Also once at start: what fell due while the bot was down is sent (or expires) now, not at the next tick.
+            checkins = cron(self.schedule.checkin_cron)
+            scheduler.add_job(self.checkins.run, checkins, id="checkins", next_run_time=datetime.now(UTC))
         return scheduler
 
     async def _consolidate(self) -> None:

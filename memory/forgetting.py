@@ -1,8 +1,9 @@
 """Forgetting (SEC-3, MEM-5): a memory with everything derived from it, or everything about a person.
 
     forget_memory   the memory and its history (superseded versions, merged originals), the messages it
-                    was learned from (by their stored ids) and the bot's replies to them, their pending
-                    extractions, and the summaries and reflection audits of the chats they were in
+                    was learned from (by their stored ids) and the bot's replies to them, the check-ins sent
+                    about it (its planned ones go by the cascade), their pending extractions, and the
+                    summaries and reflection audits of the chats they were in
     forget_person   every row the registry (``memory.registry``) finds for the person's ids
     forget_guild    every row the registry finds for one guild: its lore, what people said there and was
                     learned there, its messages, and the summaries, states, buffers and audits of its chats
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .checkins import CheckinStore
 from .engine import MemoryEngine
 from .maintenance import forget_audits
 from .models import Memory
@@ -39,10 +41,11 @@ def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, 
     root = engine.memories.get(memory_id)
     rows = engine.memories.by_rids(engine.memories.lineage([root.rid]))
     done = Forgotten(contents=[root.content])
+    checkins = CheckinStore(engine).sent_messages([m.id for m in rows])  # read before the cascade drops their rows
     done.memories = engine.memories.delete_rids([m.rid for m in rows])
     chats = {asked_in} if asked_in else set()
     chats |= {(m.provenance.platform, m.provenance.channel_id) for m in rows if m.provenance.platform and m.provenance.channel_id}
-    done.messages = _forget_sources(engine, rows)
+    done.messages = _forget_sources(engine, rows) + engine.messages.delete_rids(engine.messages.rids_by_id(checkins))
     forget_chat_summaries(engine, {f"{p}:{c}" for p, c in chats})
     forget_files(engine, done.memories)
     engine.db.scrub()

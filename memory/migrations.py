@@ -431,6 +431,42 @@ CREATE INDEX ingest_passages_memory ON ingest_passages (memory_id) WHERE memory_
 """,
 )
 
+M014_CHECKINS = Migration(
+    "m014_checkins",
+    """
+-- ORCH-8: who turned check-ins on, and the DM to reach them in (memory.checkins owns both tables). Only a DM is
+-- ever recorded: a check-in never goes to a group. Ids only, never words.
+CREATE TABLE checkin_people (
+    person_id TEXT PRIMARY KEY,
+    platform TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    platform_user_id TEXT NOT NULL,
+    enabled_at REAL NOT NULL
+);
+-- One follow-up per (person, memory), planned once: pending -> sending (committed before the network call) -> sent;
+-- failed, expired or cancelled otherwise. The message is written when it is sent and stored in the DM's history
+-- (message_id), never here. Forgetting the memory deletes its rows by the cascade, whichever path deletes it.
+CREATE TABLE checkins (
+    id INTEGER PRIMARY KEY,
+    person_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    due_at REAL NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending'
+        CHECK (state IN ('pending', 'sending', 'sent', 'failed', 'expired', 'cancelled')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    retry_at REAL NOT NULL DEFAULT 0,
+    claimed_at REAL,
+    sent_at REAL,
+    message_id TEXT,
+    created_at REAL NOT NULL,
+    UNIQUE (person_id, memory_id)
+);
+CREATE INDEX checkins_due ON checkins (state, due_at);
+CREATE INDEX checkins_memory ON checkins (memory_id);
+""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_CORE,
     M002_CONVERSATIONS,
@@ -439,4 +475,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M005_DASHBOARD,
     M006_DAILY,
     M007_JOURNALS_INGEST,
+    M014_CHECKINS,
 )

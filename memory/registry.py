@@ -137,6 +137,20 @@ REGISTRY: tuple[Holder, ...] = (
         guild="scope = 'guild' AND scope_id IN ({guild})",
     ),
     Holder("ingest_passages", "derived", "which memory each passage of an ingested file became (hashes)", via="memories, ingest_files"),
+    Holder(
+        "checkin_people",
+        "delete",
+        "who turned check-ins on and the DM to reach them in (ids only; memory.checkins)",
+        "person_id IN ({ids})",
+        export=True,
+    ),
+    Holder(
+        "checkins",
+        "delete",
+        "planned and sent follow-ups: memory ids, dates and states, never words (a memory's deletion drops them)",
+        "person_id IN ({ids})",
+        export=True,
+    ),
     Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
     Holder("schema_version", "none", "migration bookkeeping"),
 )

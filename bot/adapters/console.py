@@ -43,6 +43,8 @@ DEFAULT_NAME = "friend"
 class ConsoleChat:
     """A read-reply loop over ``input_fn`` (default: the terminal) and ``output`` (default: stdout)."""
 
+    platform = "console"
+
     def __init__(
         self,
         conversation: Conversation,
@@ -72,6 +74,10 @@ class ConsoleChat:
                 break
             if line:
                 await self._handle(line)
+
+    async def send_direct(self, channel_id: str, text: str) -> None:
+        """A message the bot starts (ORCH-8 check-ins): printed between turns, like a reply."""
+        self._write(f"\n{BOT_PREFIX}{text}\n")
 
     async def _read(self) -> str | None:
         """The next line, or None when the input ends (EOF or Ctrl-C): a normal way to leave."""

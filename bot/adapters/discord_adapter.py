@@ -54,6 +54,8 @@ def default_intents() -> discord.Intents:
 class DiscordAdapter:
     """Connects one bot token to a ``Conversation``; ``start()`` logs in and connects, ``stop()`` closes."""
 
+    platform = "discord"
+
     def __init__(
         self,
         conversation: Conversation,
@@ -105,6 +107,14 @@ class DiscordAdapter:
                 await asyncio.wait_for(task, 5)
             except Exception:
                 logger.exception("discord: the gateway task ended with an error")
+
+    async def send_direct(self, channel_id: str, text: str) -> None:
+        """A message the bot starts (ORCH-8 check-ins), to a DM only: the channel is looked up and anything else refused."""
+        channel = await self.client.fetch_channel(int(channel_id))
+        if not isinstance(channel, discord.DMChannel):
+            raise ValueError(f"discord: channel {channel_id} is not a DM; only a DM gets a message the bot starts")
+        for part in split_message(text, MESSAGE_LIMIT):
+            await channel.send(part)
 
     # ------------------------------------------------------------------- messages --
     async def on_message(self, message: discord.Message) -> None:
@@ -221,6 +231,11 @@ class DiscordAdapter:
         @app_commands.describe(choice="on: what you say here may come up in your other servers; off: it stays here")
         async def share(interaction: discord.Interaction, choice: Literal["on", "off"] | None = None) -> None:
             await self._run_command(interaction, "share", choice or "")
+
+        @tree.command(name="checkins", description=COMMANDS["checkins"])
+        @app_commands.describe(choice="on: I may message you first to follow up on your plans; off: never (the default)")
+        async def checkins(interaction: discord.Interaction, choice: Literal["on", "off"] | None = None) -> None:
+            await self._run_command(interaction, "checkins", choice or "")
 
         @tree.command(name="export", description=COMMANDS["export"])
         async def export(interaction: discord.Interaction) -> None:

@@ -43,6 +43,8 @@ _COMMAND = re.compile(r"^/(?P<name>\w+)(?:@\w+)?(?:\s+(?P<arg>.*))?$", re.DOTALL
 class TelegramAdapter:
     """Connects one bot token to a ``Conversation``; ``start()`` begins polling, ``stop()`` ends it."""
 
+    platform = "telegram"
+
     def __init__(
         self,
         conversation: Conversation,
@@ -107,6 +109,14 @@ class TelegramAdapter:
         finally:
             for name in _URL_LOGGERS:
                 logging.getLogger(name).removeFilter(self._redact)
+
+    async def send_direct(self, channel_id: str, text: str) -> None:
+        """A message the bot starts (ORCH-8 check-ins), to a private chat only: Telegram gives groups negative ids."""
+        chat_id = int(channel_id)
+        if chat_id <= 0:
+            raise ValueError(f"telegram: {chat_id} is a group; only a private chat gets a message the bot starts")
+        for part in split_message(text, MESSAGE_LIMIT):
+            await self.app.bot.send_message(chat_id, part)
 
     # ------------------------------------------------------------------- handlers --
     async def _on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

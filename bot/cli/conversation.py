@@ -159,9 +159,12 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     async def diagnose() -> str:
         return await asyncio.to_thread(explain_failure, settings, log_file)
 
+    console = ConsoleChat(runtime.orchestrator, user_id=args.user, user_name=name, stream=not args.no_stream, diagnose=diagnose)
+    if runtime.checkins is not None:  # ORCH-8: the console's person gets their check-ins here while the chat is open
+        runtime.checkins.deliveries["console"] = console.send_direct
     await runtime.start()
     try:
-        await ConsoleChat(runtime.orchestrator, user_id=args.user, user_name=name, stream=not args.no_stream, diagnose=diagnose).run()
+        await console.run()
     finally:
         await runtime.stop()
     return 0
