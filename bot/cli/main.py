@@ -21,7 +21,7 @@ from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import bulletin, conversation, dashboard, doctor, ingest, memories, upkeep
+from . import bulletin, checkins, conversation, dashboard, doctor, ingest, memories, upkeep
 from .output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -32,6 +32,7 @@ COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     ingest.register,
     dashboard.register,
     bulletin.register,
+    checkins.register,
 )
 EPILOG = """\
 exit codes: 0 done; 1 a runtime failure (the store, the model server, the file system); 2 bad input or
