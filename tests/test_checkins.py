@@ -319,3 +319,56 @@ def test_an_export_lists_the_persons_checkins(tmp_path):
 def test_the_job_is_built_with_a_zone_lookup_and_the_configured_limits(rt):
     assert isinstance(rt.checkins, CheckinJob)
     assert rt.checkins.zone_of("anyone") is UTC and rt.checkins.options.per_week == 2
+
+
+# -- what a person sees on the console ------------------------------------------------------------------------
+async def test_on_the_console_a_checkin_arrives_between_turns_and_the_reply_continues_the_conversation(rt, srv):
+    import io
+
+    from bot.adapters.console import ConsoleChat
+    from tests.pipeline_support import facts
+
+    rt.engine.clock.t = at("2026-05-04 12:00")
+    out = io.StringIO()
+    lines = iter(
+        [
+            ("/checkins on", None),
+            ("I'm running the Lisbon half marathon on Wednesday!", "Good luck on Wednesday! I'll be cheering."),
+            (None, None),
+            ("It went great, 1:52!", "1:52, that's brilliant. How are your legs today?"),
+        ]
+    )
+
+    async def typed(prompt: str) -> str:
+        out.write(prompt)
+        line, answer = next(lines, ("/quit", None))
+        if answer is not None:
+            srv.script(answer)
+        if line is not None:
+            out.write(line + "\n")
+            return line
+        # Between turns: extraction learns the dated event, and two days later the check-in job runs.
+        rt.engine.clock.advance(31)
+        srv.script(
+            facts(
+                {
+                    "speaker": "P1",
+                    "kind": "event",
+                    "subject": "half marathon",
+                    "valid_from": "2026-05-06",
+                    "content": "Sam runs the Lisbon half marathon on Wednesday 6 May 2026",
+                }
+            )
+        )
+        await rt.background.tick()
+        rt.engine.clock.t = at("2026-05-07 09:30")
+        srv.script("Morning Sam! How did the Lisbon half marathon go yesterday?")
+        await rt.checkins.run()
+        return await typed(prompt)
+
+    console = ConsoleChat(rt.orchestrator, user_name="Sam", stream=False, input_fn=typed, output=out)
+    rt.checkins.deliveries["console"] = console.send_direct
+    await console.run()
+    transcript = out.getvalue()
+    assert "bot> Morning Sam! How did the Lisbon half marathon go yesterday?" in transcript
+    assert "Morning Sam! How did the Lisbon half marathon go yesterday?" in [m["content"] for m in srv.chat_requests[-1]["messages"]]
