@@ -153,10 +153,7 @@ class CheckinJob:
         if memory.forgotten or memory.superseded_by or memory.consolidated_into:
             self.store.finish(checkin.id, "cancelled")  # what it followed up on is no longer so
             return None
-        quiet = self.options.quiet
-        if (quiet and quiet.contains(datetime.fromtimestamp(now, zone))) or self.store.sent_this_week(checkin.person_id, now) >= (
-            self.options.per_week
-        ):
+        if self._held(checkin.person_id, now, zone):
             return None
         turn = self.resolve(_incoming(where))
         if turn.person_id != checkin.person_id or not turn.ctx.is_dm:
@@ -164,6 +161,13 @@ class CheckinJob:
             return None
         history = self.engine.messages.recent(turn.ctx, where.channel_id, HISTORY_TURNS)
         return Draft(checkin, where, memory, turn.names[turn.person_id], history, zone)
+
+    def _held(self, person_id: str, now: float, zone: tzinfo) -> bool:
+        """Not now: it is night where the person is, or they had their check-ins for the week."""
+        quiet = self.options.quiet
+        if quiet is not None and quiet.contains(datetime.fromtimestamp(now, zone)):
+            return True
+        return self.store.sent_this_week(person_id, now) >= self.options.per_week
 
     def _prompt(self, draft: Draft) -> str:
         local = datetime.fromtimestamp(self.engine.clock.now(), draft.zone)

@@ -372,3 +372,23 @@ async def test_on_the_console_a_checkin_arrives_between_turns_and_the_reply_cont
     transcript = out.getvalue()
     assert "bot> Morning Sam! How did the Lisbon half marathon go yesterday?" in transcript
     assert "Morning Sam! How did the Lisbon half marathon go yesterday?" in [m["content"] for m in srv.chat_requests[-1]["messages"]]
+
+
+@pytest.mark.parametrize("setting, value", [("checkin_quiet_hours", "22-9"), ("checkin_cron", "61 * * * *"), ("checkins_per_week", -1)])
+def test_a_bad_checkin_setting_stops_start_up_naming_its_variable(setting, value):
+    from bot.config import ConfigError, load_settings
+
+    with pytest.raises(ConfigError, match=f"COMPANION_{setting.upper()}"):
+        load_settings(**{setting: value})
+
+
+async def test_the_checkin_job_is_scheduled_on_its_cron_and_runs_once_at_start(tmp_path, srv):
+    from tests.pipeline_support import build_runtime
+
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), checkin_cron="*/5 * * * *")
+    try:
+        job = runtime._scheduler().get_job("checkins")
+        assert job is not None and "minute='*/5'" in str(job.trigger) and job.next_run_time is not None
+    finally:
+        runtime.engine.close()
+        runtime.runner.shutdown()
