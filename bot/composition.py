@@ -257,18 +257,26 @@ def build_ingest_watch(settings: Settings, runtime: Runtime, folder: Path) -> In
 
 def build_dashboard(settings: Settings, runtime: Runtime) -> DashboardServer:
     """The dashboard over the running bot's own store and memory thread (no second writer), started and
-    stopped with it; refused, before anything starts, without COMPANION_DASHBOARD_TOKEN (DASH-3)."""
+    stopped with it; refused, before anything starts, without a long COMPANION_DASHBOARD_TOKEN or on a
+    non-loopback host that is not allowed (DASH-3, ``bot.dashboard.startup``)."""
     from .config import ConfigError
     from .dashboard.app import DashboardServer, create_app
-    from .dashboard.services import NO_TOKEN, DashboardServices
+    from .dashboard.services import DashboardServices
+    from .dashboard.startup import refusal
 
     token = _secret(settings.dashboard_token)
-    if not token.strip():
+    problem = refusal(token, settings.dashboard_host, allow_remote=settings.dashboard_allow_remote)
+    if problem:
         runtime.engine.close()
         runtime.runner.shutdown()
-        raise ConfigError(NO_TOKEN)
-    app = create_app(DashboardServices.of(runtime), token=token)
+        raise ConfigError(problem)
+    app = create_app(DashboardServices.of(runtime), token=token, public_hosts=public_hosts(settings))
     return DashboardServer(app, settings.dashboard_host, settings.dashboard_port)
+
+
+def public_hosts(settings: Settings) -> tuple[str, ...]:
+    """Host names the dashboard answers to besides loopback ones (COMPANION_DASHBOARD_PUBLIC_HOST, comma-separated)."""
+    return tuple(h.strip() for h in (settings.dashboard_public_host or "").split(",") if h.strip())
 
 
 def _chat_client(settings: Settings, model: str, backoff_s: float) -> ChatClient:

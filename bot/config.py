@@ -108,7 +108,9 @@ class Settings(BaseSettings):
     dashboard_enabled: bool = False
     dashboard_host: str = "127.0.0.1"
     dashboard_port: int = Field(8765, ge=0, le=65535)
-    dashboard_token: SecretStr | None = None
+    dashboard_token: SecretStr | None = None  # at least 24 characters (bot.dashboard.startup.MIN_TOKEN)
+    dashboard_allow_remote: bool = False  # a non-loopback dashboard_host is refused unless this is true
+    dashboard_public_host: str | None = None  # names the Host header may carry besides loopback ones (comma-separated)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

@@ -21,7 +21,7 @@ from memory.daily import ChatDay, DailyReflections
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.extraction import MAX_FACTS, BadAnswer, memories_from, parse_list, place
-from memory.maintenance import audit_finish, audit_start
+from memory.maintenance import audit_finish, audit_start, reap_stale_audits
 from memory.models import NewMemory, Source
 
 from .background import Background, transcript_of
@@ -44,7 +44,11 @@ class DailyReflection:
         self.days = days or DailyReflections(engine)
 
     async def run(self) -> DailyReport:
-        """Reflect every due chat-day, oldest first; running it again the same day finds nothing due."""
+        """Reflect every due chat-day, oldest first; running it again the same day finds nothing due. Audit rows
+        that a killed run left "running" are closed first (``reap_stale_audits``)."""
+        reaped = await self.runner.run(reap_stale_audits, self.engine)
+        if reaped:
+            log.warning("%d reflection audit rows were left running by a stopped run; marked failed", reaped)
         due = await self.runner.run(self.days.due, self.engine.clock.now())
         done = stored = failed = 0
         for chat in due:

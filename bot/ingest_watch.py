@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.ingest import FileReport, FileRun, Ingester, Target, batches
+from memory.ingest import FileReport, FileRun, Ingester, Target, batches, within
 from memory.passages import SUFFIXES, BadFile, Passage, read_passages
 from memory.protocols import Completer
 
@@ -72,9 +72,15 @@ class IngestWatch:
         return found
 
     def _ignored(self, path: Path) -> bool:
-        return _hidden(path.relative_to(self.folder)) or (self._skip is not None and path.resolve().is_relative_to(self._skip))
+        """Hidden files, the journals, and links to files outside the folder (anyone who can drop a link in the
+        folder could otherwise have any readable .md, .txt or .pdf of this machine remembered)."""
+        if _hidden(path.relative_to(self.folder)) or not within(self.folder, path):
+            return True
+        return self._skip is not None and path.resolve().is_relative_to(self._skip)
 
     async def _ingest(self, path: Path) -> FileReport:
+        if not within(self.folder, path):  # swapped for a link to elsewhere since the scan: not read
+            return FileReport(str(path), "failed", error="a link to a file outside the ingest folder")
         try:
             run = await self.runner.run(self.ingester.begin, path)
             if isinstance(run, FileReport):

@@ -67,6 +67,8 @@ class Runtime:
         released = await self.runner.run(self.background.buffer.release_all)
         if released:
             log.info("%d buffered messages from before the restart are due for extraction", released)
+        # A run killed before this start left its audit row "running", quoting the chat: closed now (MAINT-4).
+        await self.runner.run(maintenance.reap_stale_audits, self.engine)
         if self.schedule.enabled:
             self.scheduler = self._scheduler()
             self.scheduler.start()

@@ -358,6 +358,15 @@ def _subject(path: Path, passage: Passage) -> str:
     return (f"{path.name} › {passage.heading}" if passage.heading else path.name)[:MAX_SUBJECT]
 
 
+def within(folder: Path, path: Path) -> bool:
+    """Whether ``path``, every link on the way followed, is inside ``folder``. A folder walk keeps only such
+    files: a link dropped into the folder must not make the bot read (and remember) a file from elsewhere."""
+    try:
+        return path.resolve(strict=True).is_relative_to(folder.resolve(strict=True))
+    except (OSError, RuntimeError):  # a dangling link or a loop of links is not a file in the folder
+        return False
+
+
 # -- the whole of it ----------------------------------------------------------------------------------------
 Progress = Callable[[int], None]  # told how many passages of the current file have been read
 

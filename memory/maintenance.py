@@ -172,6 +172,24 @@ def audit_finish(
     )
 
 
+# No run holds its row this long (a chat-day is one model call: at most llm_timeout_s x 3 tries, minutes), so a
+# row still "running" past it belongs to a process that was killed mid-run.
+STALE_AUDIT_S = 3600.0
+
+
+def reap_stale_audits(engine: MemoryEngine, older_than_s: float = STALE_AUDIT_S) -> int:
+    """Close the audit rows a killed run left "running": marked failed and their transcript excerpt dropped
+    (it quotes the chat, and nothing will ever finish the row). The day they read was never marked done, so
+    the next daily run reflects it again. Returns how many rows were closed."""
+    now = engine.clock.now()
+    engine.db.execute(
+        "UPDATE reflections SET status = 'failed', finished_at = ?, input_excerpt = '', error = ? "
+        "WHERE status = 'running' AND started_at < ?",
+        (now, "interrupted: the run stopped before it finished", now - older_than_s),
+    )
+    return int(engine.db.con.changes())
+
+
 def audits(engine: MemoryEngine, limit: int) -> list[dict[str, Any]]:
     """The newest rows of the reflections audit (the operator's view)."""
     return engine.db.rows("SELECT * FROM reflections ORDER BY started_at DESC, id DESC LIMIT ?", (limit,))

@@ -21,18 +21,25 @@ Secrets: one list of detectors (``_DETECTORS``) drives both ``contains_secret`` 
       tokens
     AWS secret access keys (40 chars of A-Za-z0-9/+)      the 40 characters
     credentials in URLs (scheme://user:password@host)     the password
-    "password / passcode / wifi key ... is X", "X" after  X: one word, or the text inside quotes
-      ':' or '=', "changed my password to X"
+    "password / pw / pwd / passcode / wifi key ... is X", X: one word, or the text inside quotes
+      "X" after ':' or '=', "changed my password to X"
     "api key / secret / access token ... is X"            X, if 6+ chars with a digit, or 16+ chars
     "passphrase / seed phrase / recovery phrase is ..."   the words up to the next , . ; ! ? or line end
     "pin / pin code / cvv / security code ... 1234"       the digits (3 to 8 of them)
+    "padlock / locker / safe / sim ... code, pin or       the digits (3 to 8, or a combination dialled
+      combination is 4417", "the code for the padlock     in 3-4 parts: 12-34-56)
+      is ...", "combination to my locker: ..."
+    "login / credentials for X is alice / Tr0ub4dor"      the pair (user and password)
+    US social security numbers: 123-45-6789, or after     the number
+      "ssn" / "social security number" with spaces
     card numbers, Luhn-valid (see ``_cards``)             the digits and their separators
     IBANs, mod-97-valid, with or without spaces           the IBAN
 
 Knowingly not detected: a secret without a keyword or a known shape ("it's hunter2"); a password whose
 value is a common word (``_NOT_A_VALUE``: "my password is too weak"); the words after the first of a
-multi-word password (passphrases excepted); card numbers with mixed separators, in groups other than
-4-first, or starting 0, 1, 7, 8 or 9; lower-case IBANs; other account numbers and national ids; a secret
+multi-word password (passphrases excepted); a login's password named without its user ("login is Tr0ub4dor");
+a 9-digit SSN without dashes or its keyword; never-issued SSNs (area 000, 666, 9xx); card numbers with mixed
+separators, in groups other than 4-first, or starting 0, 1, 7, 8 or 9; lower-case IBANs; other account numbers and national ids; a secret
 split across messages; a bare "code is 1234" (zip and area codes say the same).
 
 Injection: ``looks_like_injection`` reads the text after ``fold_confusables`` (compatibility forms,
@@ -453,7 +460,8 @@ _WORD_VALUE = rf"""{_NOT_REDACTED}(?P<secret>{_QUOTED}|\S+?)(?=[)\]}}"'”’]*[
 _PHRASE_WORD = r"""[^\s,.;!?"'”’)\]}]+"""
 _PHRASE_VALUE = rf"{_NOT_REDACTED}(?P<secret>{_QUOTED}|{_PHRASE_WORD}(?:[ \t]+{_PHRASE_WORD}){{0,23}})"
 
-_PASSWORD_WORDS = r"passwords?|passwd|passcodes?|pass\s+codes?|wi-?fi\s+(?:key|code)"
+# "pw", "pwd": the shorthand people type ("my pw is ...", "online banking pw = ..."); nothing else spells so.
+_PASSWORD_WORDS = r"passwords?|passwd|pwd|pw|passcodes?|pass\s+codes?|wi-?fi\s+(?:key|code)"
 _TOKEN_WORDS = (
     r"(?:api|secret|access|auth|bearer|bot|refresh|session|client|private|app)[ _-]?"
     r"(?:keys?|tokens?|secrets?|passwords?)|tokens?|secrets?"
@@ -462,7 +470,23 @@ _PHRASE_WORDS = r"pass[ -]?phrases?|(?:seed|recovery|secret|mnemonic)[ -]phrases
 _NUMBER_WORDS = (
     r"pin[ -]?codes?|pin[ -]?numbers?|pins?|cvv2?|cvc2?|csc|(?:card\s+)?security[ -]codes?"
     r"|(?:verification|2fa|otp|one[ -]time|backup|recovery|door|alarm|gate)[ -]codes?|otp"
+    r"|(?:(?:pad|bike|door|gym|luggage|suitcase)?lock|locker|safe|keypad|garage|entry|unlock|sim|puk|voicemail)"
+    r"[ -](?:codes?|combo|combination|pins?)|puk"
 )
+# Things that are opened with a code: "the code for the padlock is 4417", "combination to my locker: 12-34-56".
+_LOCKED = r"(?:pad|bike|door|gym|luggage|suitcase)?locks?|lockers?|safes?|keypads?|garage(?:\s+door)?|front\s+door|gate|alarm|phone"
+_CODE_FOR = rf"{_START}(?:code|combo|combination|pin)\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+)?(?:{_LOCKED}){_STOP}"
+# A combination may be dialled in parts ("12-34-56", "4 17 32"); a single number needs 3-8 digits like a PIN.
+_COMBINATION_VALUE = rf"(?P<secret>\d{{1,3}}(?:[ -]\d{{1,3}}){{2,3}}|\d{{3,8}}){_STOP}"
+# A login named as "user / password" (or "user:password") after "login/credentials for X is": the pair is the secret.
+_LOGIN_WORDS = r"log-?ins?|sign-?ins?|credentials|creds|user(?:name)?\s+and\s+password"
+_PAIR_VALUE = r"""(?P<secret>[^\s/:|]+\s*[/:|]\s*[^\s,;]+?)(?=[,.;!?)"'”’]?(?:\s|$))"""
+# US social security numbers: 3-2-4 digits with dashes (dates and phone numbers are grouped otherwise), or
+# after "ssn" / "social security number" with any separator. Area 000, 666 and 900-999, group 00 and serial
+# 0000 are never issued, so such a number is left alone.
+_SSN_SHAPE = r"(?!000|666|9\d\d)\d{3}(?P<sep>[- ]?)(?!00)\d{2}(?P=sep)(?!0000)\d{4}"
+_SSN_DASHED = r"(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}"
+_SSN_WORDS = r"ssn|ss#|social\s+security(?:\s+(?:number|no\.?|#))?"
 _NUMBER_VALUE = rf"(?P<secret>\d{{3,8}}){_STOP}"
 
 
@@ -478,6 +502,11 @@ def _token_value(value: str) -> bool:
 
 def _phrase_value(value: str) -> bool:
     return value.split()[0].lower() not in _DETERMINERS
+
+
+def _pair_value(value: str) -> bool:
+    # "the login is at 10:30" is a time, not a pair; a pair already redacted stays as it is.
+    return REDACTED not in value and not re.fullmatch(r"[\d\s/:|]+", value)
 
 
 def _keyword(words: str) -> str:
@@ -498,6 +527,11 @@ _PROSE = (
     # Right after the keyword a number needs no verb ("PIN 4921", "cvv 123"): the value must be 3-8 digits, which
     # prose rarely puts there ("the pin on the map" has none). After a qualifier it does ("pins for the 2024 tour").
     _regex(rf"{_START}(?:{_NUMBER_WORDS}){_STOP}\s*#?\s*" + _NUMBER_VALUE, re.IGNORECASE),
+    _regex(_CODE_FOR + _VERB + _COMBINATION_VALUE, re.IGNORECASE),
+    _regex(rf"{_START}(?:(?:{_LOCKED})\s+)?combinations?{_STOP}{_QUALIFIER}" + _VERB + _COMBINATION_VALUE, re.IGNORECASE),
+    _regex(_keyword(_LOGIN_WORDS) + _VERB + _PAIR_VALUE, re.IGNORECASE, _pair_value),
+    _regex(rf"(?<![\d-])(?P<secret>{_SSN_DASHED})(?![\d-])"),
+    _regex(rf"{_START}(?:{_SSN_WORDS}){_STOP}{_QUALIFIER}(?:{_VERB}|\s*#?\s*)(?P<secret>{_SSN_SHAPE}){_STOP}", re.IGNORECASE),
     _regex(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:(?P<secret>[^\s/@]+)@", re.IGNORECASE, lambda v: v != REDACTED),
     _regex(r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)", 0, _has_digit),
 )

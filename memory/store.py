@@ -300,9 +300,14 @@ class MemoryStore:
         tags: Any = None,
         importance: float | None = None,
         kind: FactKind | None = None,
+        memory_type: MemoryType | None = None,
     ) -> Memory:
+        """Change a memory in place: no copy of its old words is kept (a history row would keep them)."""
         old = self.get(memory_id)
         new_kind = kind or old.kind
+        new_type = memory_type or old.type
+        if subject is None and content is not None and old.subject == old.content[:60]:
+            subject = ""  # a subject made from the old words (none was given) is made again from the new ones
         subject, text = check_memory(
             subject if subject is not None else old.subject, content if content is not None else old.content, new_kind
         )
@@ -312,9 +317,19 @@ class MemoryStore:
         key = old.partition_key
         with self.db.transaction():
             self.db.execute(
-                "UPDATE memories SET subject = ?, content = ?, tags = ?, importance = ?, kind = ?, content_hash = ?, "
+                "UPDATE memories SET subject = ?, content = ?, tags = ?, importance = ?, kind = ?, type = ?, content_hash = ?, "
                 "updated_at = ? WHERE rid = ?",
-                (subject, text, ",".join(new_tags), new_importance, new_kind.value, content_hash(text), self.clock.now(), old.rid),
+                (
+                    subject,
+                    text,
+                    ",".join(new_tags),
+                    new_importance,
+                    new_kind.value,
+                    new_type.value,
+                    content_hash(text),
+                    self.clock.now(),
+                    old.rid,
+                ),
             )
             self.db.execute("DELETE FROM memory_tags WHERE memory_rid = ?", (old.rid,))
             self.db.con.executemany("INSERT INTO memory_tags (memory_rid, tag) VALUES (?, ?)", [(old.rid, t) for t in new_tags])

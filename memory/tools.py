@@ -142,6 +142,11 @@ class ToolError(Exception):
 
 
 WRITE_TOOLS = frozenset({"memory_store", "memory_update", "memory_delete"})
+# What memory_delete may act on: an id memory_search returned in this turn with at least this relevance (the
+# blend of meaning and words, without the recency and importance that lift any memory to a score near 0.4).
+# The model is told to delete "each match"; a weak hit is a different memory that happens to rank, and a
+# delete cannot be undone, so the floor is the tool's to hold, not the model's judgment (issue 20, finding 11).
+STRONG_MATCH = 0.5
 
 
 class MemoryTools:
@@ -159,6 +164,7 @@ class MemoryTools:
         self.engine, self.ctx, self.provenance = engine, ctx, provenance
         self.reflect, self.rate_limit = reflect, rate_limit
         self.deleted: list[str] = []  # contents forgotten during this conversation turn (ORCH-3)
+        self.strong: set[str] = set()  # ids memory_search returned as strong matches this turn: what may be deleted
         self._tools: dict[str, tuple[type[_Args], Callable[[Any], Any]]] = {
             "memory_store": (StoreArgs, self.memory_store),
             "memory_search": (SearchArgs, self.memory_search),
@@ -230,10 +236,12 @@ class MemoryTools:
         return {"status": result.status, "id": result.memory.id, "superseded": list(result.superseded), "related": list(result.related)}
 
     def memory_search(self, a: SearchArgs) -> dict[str, Any]:
-        """Search long-term memory by meaning and keywords. Optional type, tags (all must match), topK and weights."""
+        """Search long-term memory by meaning and keywords. Optional type, tags (all must match), topK and weights.
+        Each result says whether it is a strong or weak match for the query."""
         filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
         hits = self.engine.memories.recall(self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0)
-        return {"results": [_brief(h.row) | {"score": round(h.score, 3)} for h in hits]}
+        self.strong.update(h.row["id"] for h in hits if h.relevance >= STRONG_MATCH)
+        return {"results": [_brief(h.row) | {"score": round(h.score, 3), "match": _match(h.relevance)} for h in hits]}
 
     def memory_recall(self, a: RecallArgs) -> dict[str, Any]:
         """Browse memories by id, type or tags, without ranking by meaning."""
@@ -250,9 +258,14 @@ class MemoryTools:
         return {"status": "updated", "memory": _brief(memory.as_dict())}
 
     def memory_delete(self, a: DeleteArgs) -> dict[str, Any]:
-        """Permanently delete a memory by id (use memory_search first to find it). For "forget that ...".
-        Only the speaker's own memories."""
+        """Permanently delete a memory by id, for "forget that ...": only an id that memory_search returned as a
+        strong match in this turn. Only the speaker's own memories."""
         memory = self.engine.memories.get_changeable(a.id, self.ctx)
+        if a.id not in self.strong:
+            raise ToolError(
+                f"memory {a.id} was not a strong match of a memory_search in this turn, so it is not deleted. Search for "
+                "what the person asked to forget and delete only results marked strong; a weak match is a different memory."
+            )
         forget_memory(self.engine, a.id, asked_in=(self.ctx.platform, self.ctx.channel_id))
         self.deleted.append(memory.content)
         return {"status": "deleted", "id": memory.id, "content": memory.content}
@@ -278,6 +291,10 @@ class MemoryTools:
         if not rows:
             raise ToolError(f"no messages you may see in channel {a.channel_id!r}")
         return {"channel_id": a.channel_id, "messages": [_message(r.as_dict()) for r in rows]}
+
+
+def _match(relevance: float) -> str:
+    return "strong" if relevance >= STRONG_MATCH else "weak"
 
 
 def _resolve_type(name: str) -> tuple[MemoryType, FactKind | None]:

@@ -184,6 +184,38 @@ async def test_a_run_killed_between_chats_resumes_with_the_rest_and_without_dupl
         await second.stop()
 
 
+async def test_an_audit_row_left_running_by_a_killed_run_is_closed_without_its_excerpt_and_the_day_is_redone(tmp_path, srv):
+    clock = FakeClock()
+    first = build_runtime(tmp_path / "bot.db", srv, clock)
+    await first.start(background_loop=False)
+    at(clock, 0, 10)
+    await first.orchestrator.observe(group("discord", "g1", "alice", "I work at the Elm Street bakery now", name="Alice"))
+    srv.default = model({"Elm Street": Delay(1.0, facts(ALICE))})
+    at(clock, 1, 4)
+    run = asyncio.create_task(first.daily.run())
+    await srv.wait_until(lambda: daily_prompts(srv), 5)
+    run.cancel()  # killed while the model reads the day: nothing closes its audit row
+    srv.default = lambda body: "[]"
+    await first.stop()
+
+    def rows(rt) -> list[tuple[str, str]]:
+        return [(r["status"], r["input_excerpt"]) for r in rt.engine.db.rows("SELECT * FROM reflections WHERE kind = 'daily'")]
+
+    second = build_runtime(tmp_path / "bot.db", srv, clock)
+    await second.start(background_loop=False)  # minutes later: it could still be another process's live run
+    try:
+        assert [status for status, _ in rows(second)] == ["running"] and "Elm Street" in rows(second)[0][1]
+        at(clock, 1, 6)  # past the bound no live run takes
+        srv.default = model()
+        report = await second.daily.run()
+        assert rows(second)[0] == ("failed", "")  # closed, and the chat's words are gone from it
+        assert report.chats == 1 and stored(second) == {ALICE["content"]: stored(second)[ALICE["content"]]}
+        assert [status for status, _ in rows(second)] == ["failed", "done"]  # the day was reflected again
+    finally:
+        srv.default = lambda body: "[]"
+        await second.stop()
+
+
 def stored_in(tmp_path) -> list[str]:
     from memory.engine import MemoryEngine
 

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
 from dashboard_support import Dashboard, occurrences
 
+from bot.dashboard.app import create_app, serve
+from bot.dashboard.auth import MAX_FAILURES
 from memory.errors import NotFound
 from memory.messages import NewMessage
 from memory.models import NewMemory, Provenance, Scope, Visibility
@@ -57,7 +61,8 @@ async def test_every_route_refuses_a_request_without_the_token_or_with_a_wrong_o
         for method, path in ROUTES:
             for headers in ({}, {"Authorization": "Bearer wrong-token"}, {"Authorization": f"Basic {dash.token}"}):
                 async with anonymous.request(method, path, headers=headers, json={"confirm": "x"}) as r:
-                    assert r.status == 401, (method, path, headers)
+                    # 429 once this client has guessed wrong too often (the throttle's own test is below)
+                    assert r.status == 401 or (r.status == 429 and headers), (method, path, headers)
                     assert "error" in await r.json()
     assert len(await dash.store(dash.engine.memories.partitions)) > 0  # nothing was forgotten on the way
 
@@ -113,6 +118,65 @@ async def test_a_stolen_cookie_value_from_before_logout_is_dead(dash):
             pass
     async with aiohttp.ClientSession(dash.url, headers={"Cookie": f"companion_session={old}"}) as thief, thief.get("/api/memory") as r:
         assert r.status == 401
+
+
+def port_of(dash: Dashboard) -> int:
+    return int(urlsplit(dash.url).port or 0)
+
+
+async def test_wrong_tokens_are_throttled_per_client_and_one_client_cannot_lock_out_another(dash):
+    """Bearer guesses and login guesses count together, per address; the throttled address is refused even the
+    right token (else a guess would still be answered right or wrong), while 127.0.0.2 is served as before."""
+    operator_side = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0))  # a second client address on loopback
+    async with aiohttp.ClientSession(dash.url) as guesser, aiohttp.ClientSession(dash.url, connector=operator_side) as operator:
+        for n in range(MAX_FAILURES):
+            if n % 2:
+                async with guesser.post("/login", data={"token": f"guess-{n}"}) as r:
+                    assert r.status == 401
+            else:
+                async with guesser.get("/api/memory", headers={"Authorization": f"Bearer guess-{n}"}) as r:
+                    assert r.status == 401
+        async with guesser.get("/api/memory", headers=dash.headers) as r:
+            assert r.status == 429 and "wait a minute" in (await r.json())["error"]
+        async with guesser.post("/login", data={"token": dash.token}, allow_redirects=False) as r:
+            assert r.status == 429
+        async with operator.get("/api/memory", headers=dash.headers) as r:
+            assert r.status == 200
+        async with operator.post("/login", data={"token": dash.token}, allow_redirects=False) as r:
+            assert r.status == 303
+
+
+async def test_undecodable_bytes_in_the_authorization_header_or_cookie_are_a_401(dash):
+    for header in (b"Authorization: Bearer \xff\xfe\xc3\x28", b"Cookie: companion_session=\xff\xfe\xc3\x28"):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port_of(dash))
+        request = b"GET /api/memory HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\nConnection: close\r\n\r\n" % (port_of(dash), header)
+        writer.write(request)
+        status = await reader.readline()
+        writer.close()
+        await writer.wait_closed()
+        assert status.split()[1] == b"401", (header, status)
+
+
+async def test_only_loopback_host_names_or_a_configured_public_host_are_served(dash):
+    port = port_of(dash)
+    async with aiohttp.ClientSession(dash.url, headers=dash.headers) as client:
+        for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1.nip.io:{port}", "localhost.evil.example", "companion.lan"):
+            for path in ("/api/memory", "/login"):
+                async with client.get(path, headers={"Host": host}) as r:
+                    assert r.status == 421 and "Host" in (await r.json())["error"], (host, path)
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}", "127.0.0.1"):
+            async with client.get("/api/memory", headers={"Host": host}) as r:
+                assert r.status == 200, host
+    public = await serve(create_app(dash.services, token=dash.token, public_hosts=("companion.lan",)), "127.0.0.1", 0)
+    try:
+        url = f"http://127.0.0.1:{public.addresses[0][1]}"
+        async with aiohttp.ClientSession(url, headers=dash.headers) as client:
+            async with client.get("/api/memory", headers={"Host": "companion.lan:8765"}) as r:
+                assert r.status == 200
+            async with client.get("/api/memory", headers={"Host": "evil.example"}) as r:
+                assert r.status == 421
+    finally:
+        await public.cleanup()
 
 
 # -- CSRF ------------------------------------------------------------------------------------------------------
@@ -304,14 +368,18 @@ async def test_bad_edits_change_nothing(http, dash):
     assert await dash.store(dash.engine.memories.get, rust) == before
 
 
-async def test_a_new_type_replaces_the_memory_and_keeps_the_old_one_as_history(http, dash):
-    rain = dash.seeded.memories["rain"]
-    async with http.put(f"/api/memory/{rain}", json={"type": "episodic"}) as r:
-        new = await r.json()
-    assert r.status == 200 and new["type"] == "episodic" and new["replaces"] == rain and new["id"] != rain
-    async with http.get("/api/memory?person=telegram:222") as r:
-        assert rain not in {m["id"] for m in (await r.json())["items"]}
-    assert (await dash.store(dash.engine.memories.get, rain)).consolidated_into == new["id"]
+async def test_a_new_type_changes_the_memory_in_place_and_keeps_no_copy_of_the_old_words(http, dash):
+    new = {"content": "Bob hums the Quibblefrost song", "scope": "user", "scope_id": dash.seeded.bob}
+    async with http.post("/api/memory", json=new) as r:
+        made = (await r.json())["id"]
+    journals = dash.db.parent / "memory"
+    assert any("Quibblefrost" in p.read_text() for p in journals.rglob("*.md"))  # the check below can fail
+    async with http.put(f"/api/memory/{made}", json={"type": "episodic", "content": "Bob hums a song"}) as r:
+        edited = await r.json()
+    assert r.status == 200 and (edited["id"], edited["type"], edited["content"]) == (made, "episodic", "Bob hums a song")
+    assert await dash.store(dash.engine.db.scalar, "SELECT COUNT(*) FROM memories WHERE content LIKE '%Quibblefrost%'") == 0
+    assert not [p for p in journals.rglob("*.md") if "Quibblefrost" in p.read_text()]
+    assert occurrences(dash.db, "Quibblefrost") == 0
 
 
 # -- forgetting ----------------------------------------------------------------------------------------------------

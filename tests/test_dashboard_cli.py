@@ -22,6 +22,7 @@ from memory.engine import MemoryEngine
 from memory.models import Scope
 
 ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "long-enough-dashboard-token-0123456789"  # past MIN_TOKEN (24)
 
 
 def free_port() -> int:
@@ -63,7 +64,7 @@ async def test_the_bar_companion_dashboard_answers_only_with_the_token_and_only_
         remember(engine, "The operator renews the domain in March", scope=Scope.OWNER, scope_id="console:local-user")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPANION_")}
-    env.update(COMPANION_DASHBOARD_TOKEN="T", COMPANION_DB_PATH=str(db), COMPANION_EMBEDDINGS="none")
+    env.update(COMPANION_DASHBOARD_TOKEN=TOKEN, COMPANION_DB_PATH=str(db), COMPANION_EMBEDDINGS="none")
     command = [sys.executable, "-m", "bot", "dashboard", "--port", str(port)]
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -72,10 +73,10 @@ async def test_the_bar_companion_dashboard_answers_only_with_the_token_and_only_
         async with aiohttp.ClientSession() as http:
             async with http.get(f"{url}/api/memory") as r:
                 assert r.status == 401 and r.content_type == "application/json"
-            async with http.get(f"{url}/api/memory", headers={"Authorization": "Bearer T"}) as r:
+            async with http.get(f"{url}/api/memory", headers={"Authorization": f"Bearer {TOKEN}"}) as r:
                 assert r.status == 200 and r.content_type == "application/json"
                 listed = await r.json()
-            async with http.get(f"{url}/", headers={"Authorization": "Bearer T"}) as r:
+            async with http.get(f"{url}/", headers={"Authorization": f"Bearer {TOKEN}"}) as r:
                 assert r.status == 200 and r.content_type == "text/html" and "<html" in (await r.text()).lower()
         assert {m["content"] for m in listed["items"]} == {"Alice keeps bees on her roof", "The operator renews the domain in March"}
         assert listening_addresses(port) == ["0100007F"]  # 127.0.0.1, and nothing on another address or on IPv6
@@ -109,13 +110,16 @@ def test_the_settings_are_safe_by_default(monkeypatch):
 async def test_inside_the_bot_it_shares_the_store_and_the_memory_thread(tmp_path, srv):
     from memory.clock import FakeClock
 
-    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), dashboard_enabled=True, dashboard_token="tok", dashboard_port=0)
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), dashboard_enabled=True, dashboard_token=TOKEN, dashboard_port=0)
     assert runtime.dashboard is not None and runtime.dashboard.app[SERVICES].runner is runtime.runner
     await runtime.start(background_loop=False)
     try:
         url = f"http://127.0.0.1:{runtime.dashboard.port}"
         new = {"content": "Alice waters the bees at dawn", "scope": "user", "scope_id": "alice"}
-        async with aiohttp.ClientSession(headers={"Authorization": "Bearer tok"}) as http, http.post(f"{url}/api/memory", json=new) as r:
+        async with (
+            aiohttp.ClientSession(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+            http.post(f"{url}/api/memory", json=new) as r,
+        ):
             assert r.status == 201
             made = (await r.json())["id"]
         assert (await runtime.runner.run(runtime.engine.memories.get, made)).content == new["content"]
@@ -129,6 +133,29 @@ async def test_inside_the_bot_it_shares_the_store_and_the_memory_thread(tmp_path
 def test_inside_the_bot_it_refuses_to_start_without_a_token(tmp_path):
     with pytest.raises(ConfigError, match="COMPANION_DASHBOARD_TOKEN"):
         build_runtime(tmp_path / "bot.db", _NoServer(), None, dashboard_enabled=True)  # type: ignore[arg-type]
+
+
+def test_a_short_token_is_refused_naming_the_minimum_and_the_variable(cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("COMPANION_DASHBOARD_TOKEN", "hunter2-is-short")
+    result = cli("dashboard", "--port", str(free_port()))
+    assert result.code == 2 and "COMPANION_DASHBOARD_TOKEN" in result.error_line() and "at least 24" in result.error_line()
+    with pytest.raises(ConfigError, match="COMPANION_DASHBOARD_TOKEN is 16 characters; the dashboard needs at least 24"):
+        build_runtime(tmp_path / "bot.db", _NoServer(), None, dashboard_enabled=True, dashboard_token="hunter2-is-short")  # type: ignore[arg-type]
+
+
+def test_a_host_other_than_loopback_is_refused_unless_allowed(cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("COMPANION_DASHBOARD_TOKEN", TOKEN)
+    result = cli("dashboard", "--host", "0.0.0.0", "--port", str(free_port()))
+    assert result.code == 2 and "COMPANION_DASHBOARD_ALLOW_REMOTE=true" in result.error_line()
+    remote = {"dashboard_enabled": True, "dashboard_token": TOKEN, "dashboard_host": "0.0.0.0"}
+    with pytest.raises(ConfigError, match="not 0.0.0.0"):
+        build_runtime(tmp_path / "bot.db", _NoServer(), None, **remote)  # type: ignore[arg-type]
+    allowed = build_runtime(tmp_path / "ok.db", _NoServer(), None, dashboard_allow_remote=True, **remote)  # type: ignore[arg-type]
+    try:
+        assert allowed.dashboard is not None and allowed.dashboard.host == "0.0.0.0"  # built, not started
+    finally:
+        allowed.engine.close()
+        allowed.runner.shutdown()
 
 
 class _NoServer:

@@ -161,6 +161,26 @@ def test_a_folder_stands_for_its_text_markdown_and_pdf_files(cli, tmp_path):
     assert [Path(f["path"]).name for f in result.json()["files"]] == ["a.md", "b.txt"]
 
 
+def outside_links(folder: Path, elsewhere: Path) -> None:
+    """A link to a file outside ``folder`` and a link to a folder outside it, as an attacker would drop them."""
+    elsewhere.mkdir()
+    (elsewhere / "secret.md").write_text("Outsider private diary: the vault is behind the painting.\n")
+    (folder / "diary.md").symlink_to(elsewhere / "secret.md")
+    (folder / "mirror").symlink_to(elsewhere, target_is_directory=True)
+
+
+def test_a_folder_walk_skips_links_to_files_outside_the_folder(cli, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Dana plays the cello.\n")
+    (docs / "same.md").symlink_to(docs / "a.md")  # a link that stays inside is harmless: the same file
+    outside_links(docs, tmp_path / "elsewhere")
+    result = cli("ingest", "docs", "--no-llm", "--json")
+    assert result.code == 0, result.err
+    assert {Path(f["path"]).name for f in result.json()["files"]} == {"a.md"}
+    assert not [m for m in listed(cli) if "vault" in m["content"]]
+
+
 def test_a_50_mb_file_is_streamed_with_bounded_memory(cli, tmp_path):
     big = tmp_path / "big.txt"
     padding = (" " * 1023 + "\n") * 1024  # 1 MB of blank lines between paragraphs
@@ -233,6 +253,22 @@ async def test_the_watched_folder_picks_a_file_up_while_the_bot_runs(tmp_path, s
         assert list((inbox / "journal").rglob("*.md"))  # journals written inside the folder are not read back
     finally:
         srv.default = lambda body: "[]"
+        await rt.stop()
+
+
+async def test_the_watched_folder_does_not_follow_links_to_files_outside_it(tmp_path, srv):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    outside_links(inbox, tmp_path / "elsewhere")
+    (inbox / "plain.md").write_text("Falcon ships in June.\n")
+    rt = build_runtime(tmp_path / "bot.db", srv, FakeClock(), ingest_dir=inbox, ingest_poll_s=60.0)
+    try:
+        assert rt.ingest is not None
+        await rt.ingest.poll()
+        await rt.ingest.poll()  # a file is taken once it looks the same on two polls
+        assert [Path(r.path).name for r in rt.ingest.reports] == ["plain.md"]
+        assert rt.engine.db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE '%vault%'") == 0
+    finally:
         await rt.stop()
 
 

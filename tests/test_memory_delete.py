@@ -150,6 +150,7 @@ def test_delete_through_the_tool_reports_what_was_forgotten(engine):
 
     memory = remember(engine, "Alice is allergic to peanuts", scope_id="alice", visibility=Visibility.PRIVATE)
     tools = MemoryTools(engine, dm_ctx("alice"))
+    tools.call("memory_search", {"query": "peanuts allergy"})
     out = json.loads(tools.call("memory_delete", json.dumps({"id": memory.id})))
     assert out == {"status": "deleted", "id": memory.id, "content": "Alice is allergic to peanuts"}
     assert tools.deleted == ["Alice is allergic to peanuts"]

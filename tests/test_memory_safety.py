@@ -72,6 +72,22 @@ SECRETS = {
     "iban-compact": ("pay DE89370400440532013000 by Friday", "DE89370400440532013000"),
     "iban-gb": ("GB82 WEST 1234 5698 7654 32", "GB82 WEST 1234 5698 7654 32"),
     "pem-block": (f"here it is:\n{PEM}\nthanks", "MIIEow"),
+    # issue 20, finding 10: secrets in prose that passed before
+    "pw": ("my pw is hunter2x", "hunter2x"),
+    "pw-equals": ("online banking pw = Vault-Gr33n", "Vault-Gr33n"),
+    "pwd-colon": ("my pwd: abc123", "abc123"),
+    "login-pair": ("login for netflix is alice / Tr0ub4dor", "Tr0ub4dor"),
+    "login-colon-pair": ("my netflix login: alice:Tr0ub4dor", "Tr0ub4dor"),
+    "credentials-pair": ("credentials for the router are admin / s3cretRouter", "s3cretRouter"),
+    "ssn-dashed": ("my SSN is 123-45-6789", "123-45-6789"),
+    "ssn-bare": ("it's 123-45-6789 on the form", "123-45-6789"),
+    "ssn-spaced-after-keyword": ("social security number: 123 45 6789", "123 45 6789"),
+    "padlock-code": ("padlock code is 4417", "4417"),
+    "code-for-the-padlock": ("the code for the padlock is 4417", "4417"),
+    "locker-combination": ("my locker combination is 12-34-56", "12-34-56"),
+    "combination-to-a-lock": ("combination to my bike lock: 4417", "4417"),
+    "sim-pin": ("my sim pin is 2580", "2580"),
+    "garage-code": ("garage code 8812", "8812"),
     "pem-cut-off": ("-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA", "b3BlbnNzaC1rZXk"),
 }
 
@@ -157,6 +173,24 @@ NOT_SECRETS = [
     "version 3.11.7 shipped",
     "the bearer of bad news",
     "DE89 is my favourite bus line",
+    # issue 20, finding 10: numbers, dates and phone-like strings in ordinary talk stay as they are
+    "I ran 5 km in 27 minutes and slept at 23:40",
+    "my flight is at 14:30 on 2024-03-15",
+    "call me at 555-123-4567 after six",
+    "My phone number is 612-555-0199",
+    "I live in room 4417",
+    "the login page is broken again",
+    "the login is at 10:30",
+    "my login for work is different",
+    "the zip code is 94110",
+    "the building code is 2018 IBC",
+    "the combination of rice and beans is great",
+    "I paid 1,234.56 dollars on 03/15/2024",
+    "the lock is broken and the safe is in the office",
+    "my pw is too weak",
+    "the pw manager is great",
+    "invoice 000-12-3456 and 666-12-3456 and 123-00-4567",  # never-issued SSN areas and groups
+    "we met in 1998 and married in 2004; the score was 3-2",
 ]
 
 

@@ -224,6 +224,8 @@ def test_visible_memories_change_only_for_their_owner(tmp_path, ctx_name, tool):
         for label in sorted(expected, key=lambda lb: owns(ctx, lb)):  # refusals first, on an untouched store
             before = snapshot(engine)
             args = {"id": ids[label]} | ({} if tool == "memory_delete" else {"content": f"{label} was edited here"})
+            if tool == "memory_delete":  # a delete acts only on a strong match of this turn's search
+                tools.call("memory_search", {"query": engine.memories.get(ids[label]).content})
             out = tools.call(tool, json.dumps(args))
             if owns(ctx, label):
                 assert not out.startswith("Error"), (label, out)

@@ -207,6 +207,8 @@ def test_an_unknown_tool_is_an_error_listing_the_real_ones(store, name):
 def test_good_calls_work(store, tool):
     engine, memory = store
     tools = _tools(engine)
+    if tool == "memory_delete":  # a delete acts only on a strong match of this turn's search
+        tools.call("memory_search", {"query": "Alice owns a red kayak"})
     out = tools.call(tool, json.dumps(_fill(GOOD[tool], memory.id)))
     assert not out.startswith("Error"), out
     data = json.loads(out)
@@ -231,6 +233,21 @@ def test_good_calls_work(store, tool):
         assert [r["content"] for r in data["results"]] == ["who wants to join the kayak trip"]
     elif tool == "channel_recall":
         assert [m["content"] for m in data["messages"]] == ["who wants to join the kayak trip"]
+
+
+def test_a_delete_by_tool_acts_only_on_a_strong_match_of_this_turns_search(engine):
+    kayak = remember(engine, "Alice owns a red kayak", scope_id="alice", guild_id="g1")
+    peanuts = remember(engine, "Alice is allergic to peanuts", scope_id="alice", guild_id="g1")
+    tools = _tools(engine)
+    unsearched = tools.call("memory_delete", {"id": kayak.id})
+    assert unsearched.startswith("Error:") and "strong match" in unsearched  # an id from nowhere: no search vouched for it
+    found = {r["id"]: r["match"] for r in json.loads(tools.call("memory_search", {"query": "forget my kayak"}))["results"]}
+    assert found == {kayak.id: "strong", peanuts.id: "weak"}  # the weak hit is returned, as a told model would see it
+    refused = tools.call("memory_delete", {"id": peanuts.id})
+    assert refused.startswith("Error:") and "weak match is a different memory" in refused
+    assert json.loads(tools.call("memory_delete", {"id": kayak.id}))["status"] == "deleted"
+    assert [m.content for m in engine.memories.list_memories(None)] == ["Alice is allergic to peanuts"]
+    assert _tools(engine).call("memory_delete", {"id": peanuts.id}).startswith("Error:")  # a new turn vouches for nothing
 
 
 def test_memory_reflect_without_consolidation_is_an_error(store):

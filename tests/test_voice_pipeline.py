@@ -154,7 +154,8 @@ async def test_on_topic_voice_turns_reuse_the_warm_recall_and_a_new_topic_or_fiv
 
 async def test_a_voice_memory_delete_drops_the_warm_recall_and_the_transcript(rt, srv):
     tent = remember(rt.engine, "Alice owns an orange tent", scope_id=f"discord:{ALICE}", guild_id=f"discord:{GUILD}")
-    srv.script("Nice.", ToolCall("memory_delete", {"id": tent.id}), "Forgotten.", "Sure.")
+    find, delete = ToolCall("memory_search", {"query": "orange tent"}), ToolCall("memory_delete", {"id": tent.id})
+    srv.script("Nice.", find, delete, "Forgotten.", "Sure.")
     await rt.orchestrator.reply(said("I love my orange tent"))
     session = rt.orchestrator.voice.sessions[KEY]
     assert session.transcript.turns

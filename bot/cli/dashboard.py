@@ -1,8 +1,9 @@
 """``companion dashboard``: the web page and JSON API over the store (DASH-1..3), without the chat platforms.
 
-Safe by default: it listens on 127.0.0.1 unless ``--host`` / COMPANION_DASHBOARD_HOST says otherwise, and
-it does not start without COMPANION_DASHBOARD_TOKEN. Inside ``companion run`` the same dashboard runs on the
-bot's own store and memory thread when COMPANION_DASHBOARD_ENABLED=true (``bot.composition``).
+Safe by default: it listens on 127.0.0.1, and it does not start without a long COMPANION_DASHBOARD_TOKEN, nor on
+another address unless COMPANION_DASHBOARD_ALLOW_REMOTE=true (``bot.dashboard.startup``). Inside ``companion run``
+the same dashboard runs on the bot's own store and memory thread when COMPANION_DASHBOARD_ENABLED=true
+(``bot.composition``).
 aiohttp and the store are imported by the handler, so ``companion --help`` does not pay for them.
 """
 
@@ -11,11 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ipaddress
 import signal
 from typing import TYPE_CHECKING
 
-from ..dashboard.services import NO_TOKEN
+from ..dashboard.startup import is_loopback, refusal
 from .output import UsageError, note
 
 if TYPE_CHECKING:
@@ -55,32 +55,25 @@ def dashboard(args: argparse.Namespace, settings: Settings) -> int:
     from ..composition import _secret
 
     token = _secret(settings.dashboard_token)
-    if not token.strip():
-        raise UsageError(NO_TOKEN)
-    if len(token) < 16:
-        note("warning: COMPANION_DASHBOARD_TOKEN is short; a long random one (32+ characters) cannot be guessed")
     host = args.host or settings.dashboard_host
     port = settings.dashboard_port if args.port is None else args.port
-    if not _loopback(host):
+    problem = refusal(token, host, allow_remote=settings.dashboard_allow_remote)
+    if problem:
+        raise UsageError(problem)
+    if not is_loopback(host):
         note(f"warning: listening on {host}: anyone who can reach this machine can try the token; prefer an SSH tunnel")
     return asyncio.run(_serve(settings, host, port, token))
 
 
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 async def _serve(settings: Settings, host: str, port: int, token: str) -> int:
-    from ..composition import build_runtime
+    from ..composition import build_runtime, public_hosts
     from ..dashboard.app import DashboardServer, create_app
     from ..dashboard.services import DashboardServices
 
     # not started: no extraction or scheduler, only the store and its memory thread (and no second dashboard)
     runtime = build_runtime(settings.model_copy(update={"dashboard_enabled": False}))
-    server = DashboardServer(create_app(DashboardServices.of(runtime), token=token), host, port)
+    app = create_app(DashboardServices.of(runtime), token=token, public_hosts=public_hosts(settings))
+    server = DashboardServer(app, host, port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

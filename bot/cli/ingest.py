@@ -51,15 +51,16 @@ def target_of(args: argparse.Namespace, settings: Settings) -> Target:
 
 
 def files_of(paths: list[Path]) -> list[Path]:
-    """Each file as given; each folder as its supported files (hidden ones aside), sorted; missing ones kept (they
-    are reported)."""
+    """Each file as given; each folder as its supported files (hidden ones, and links that lead out of the folder,
+    aside), sorted; missing ones kept (they are reported)."""
+    from memory.ingest import within
     from memory.passages import SUFFIXES
 
     out: list[Path] = []
     for path in paths:
         if path.is_dir():
             found = (p for p in sorted(path.rglob("*")) if p.suffix.lower() in SUFFIXES and p.is_file())
-            out += [p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts)]
+            out += [p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts) and within(path, p)]
         else:
             out.append(path)
     return list(dict.fromkeys(out))

@@ -1,7 +1,9 @@
 """The dashboard server (DASH-1, DASH-3): ``create_app`` wires the routes, ``serve`` binds them.
 
-Request path: security headers on every answer -> errors to JSON -> auth (bearer or session cookie,
-CSRF for a cookie's writes) -> the route. Only the login form and the static files answer without a
+Request path: security headers on every answer -> errors to JSON -> the Host header (loopback names, or a
+configured public host: a page on another site whose name was re-pointed at 127.0.0.1, DNS rebinding,
+sends its own name and is refused) -> auth (bearer or session cookie, CSRF for a cookie's writes; wrong
+tokens throttled per client) -> the route. Only the login form and the static files answer without a
 token. Bodies above ``MAX_BODY`` are refused (413) before any route reads them.
 """
 
@@ -18,9 +20,10 @@ from pydantic import ValidationError
 from memory.errors import InvalidInput, NotFound, NotYours
 
 from . import admin, memories, people
-from .auth import COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_TTL_S, Caller, Gate
-from .common import CALLER, GATE, SERVICES, ApiError, answer, error, validation_detail
+from .auth import COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_TTL_S, Caller, Gate, client_key
+from .common import CALLER, GATE, HOSTS, SERVICES, ApiError, answer, error, validation_detail
 from .services import DashboardServices
+from .startup import is_loopback
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).resolve().parent / "static"
@@ -35,11 +38,13 @@ HEADERS = {
 }
 
 
-def create_app(services: DashboardServices, *, token: str) -> web.Application:
-    """The dashboard for ``services``; ``token`` is required (``ValueError`` when empty)."""
-    app = web.Application(middlewares=[_errors, _auth], client_max_size=MAX_BODY)
+def create_app(services: DashboardServices, *, token: str, public_hosts: tuple[str, ...] = ()) -> web.Application:
+    """The dashboard for ``services``; ``token`` is required (``ValueError`` when empty). Requests must name a
+    loopback host or one of ``public_hosts`` in their Host header."""
+    app = web.Application(middlewares=[_errors, _host, _auth], client_max_size=MAX_BODY)
     app[SERVICES] = services
     app[GATE] = Gate(token)
+    app[HOSTS] = frozenset(h.strip().lower().rstrip(".") for h in public_hosts if h.strip())
     app.on_response_prepare.append(_headers)
     app.router.add_get("/", index)
     app.router.add_get("/login", login_form)
@@ -110,6 +115,23 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return error(500, "internal error (see the server log)")
 
 
+@web.middleware
+async def _host(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Only a request that names this dashboard by a loopback name or a configured public host is served."""
+    name = host_name(request.headers.get("Host", ""))
+    if not (is_loopback(name) or name in request.app[HOSTS]):
+        raise ApiError(421, "unknown Host header: use http://127.0.0.1:<port>/ (or set COMPANION_DASHBOARD_PUBLIC_HOST)")
+    return await handler(request)
+
+
+def host_name(header: str) -> str:
+    """The host of a Host header, lower-case, without its port or brackets ("[::1]:8765" -> "::1")."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].partition("]")[0]
+    return header.rpartition(":")[0].rstrip(".") if header.count(":") == 1 else header.rstrip(".")
+
+
 def _public(request: web.Request) -> bool:
     return request.path == "/login" or (
         request.method in SAFE_METHODS and (request.path.startswith("/static/") or request.path == "/favicon.ico")
@@ -122,8 +144,13 @@ async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     gate = request.app[GATE]
     header = request.headers.get("Authorization")
+    client = client_key(request.remote)
+    if header is not None and gate.throttled(client):
+        raise ApiError(429, "too many wrong tokens from this address; wait a minute")
     # A wrong Authorization header is refused even with a valid cookie: a script must not fall back to a browser's session.
     found = gate.bearer(header) if header is not None else gate.session(request.cookies.get(COOKIE))
+    if found is None and header is not None:
+        gate.failed(client)
     if found is None:
         if request.path == "/" and header is None:
             return web.Response(status=303, headers={"Location": "/login"})
@@ -185,10 +212,11 @@ async def login_form(request: web.Request) -> web.Response:
 
 async def login(request: web.Request) -> web.Response:
     gate = request.app[GATE]
-    if gate.throttled():
+    client = client_key(request.remote)
+    if gate.throttled(client):
         return _login_page("Too many wrong tokens; wait a minute and try again.", 429)
     form = await request.post()
-    cookie = gate.login(str(form.get("token") or ""))
+    cookie = gate.login(str(form.get("token") or ""), client)
     if cookie is None:
         return _login_page("That is not the dashboard token.", 401)
     response = web.Response(status=303, headers={"Location": "/"})

@@ -16,6 +16,7 @@ from .services import DashboardServices
 M = TypeVar("M", bound=BaseModel)
 SERVICES = web.AppKey("services", DashboardServices)
 GATE = web.AppKey("gate", Gate)
+HOSTS = web.AppKey("hosts", frozenset)  # public host names the Host header may carry besides loopback ones
 CALLER = web.RequestKey("caller", Caller)
 
 

@@ -1,8 +1,8 @@
 """``/api/memory``: list, search, read, create, edit and forget memories, by the bot's own write rules.
 
 POST    ``MemoryStore.add``: safety filters, dedup (a duplicate is a 409 naming the stored one), links
-PUT     ``MemoryStore.update`` (same checks); a new type is a new row that replaces the old one the way
-        consolidation does (``insert_merged``: the old row is kept as history, its graph moves over)
+PUT     ``MemoryStore.update`` (same checks), in place, type included: no history row or journal line keeps
+        the old words, and the file is scrubbed of them as after a forget
 DELETE  ``memory.forgetting.forget_memory``: the memory, its history, the messages it was learned from,
         the summaries of those chats; then every in-process cache is emptied
 """
@@ -135,35 +135,27 @@ async def edit(request: web.Request) -> web.Response:
         raise ApiError(400, "nothing to change: send any of content, importance, tags, type, kind, subject")
     svc = services(request)
     old, new = await svc.run(_edit, svc, request.match_info["id"], change)
-    detail = {"fields": fields, **({"replaced_by": new.id} if new.id != old.id else {})}
-    await audit(request, "memory.update", old.id, person_id=_person(old), detail=detail)
-    return answer(memory_json(new, **({"replaces": old.id} if new.id != old.id else {})))
+    await audit(request, "memory.update", old.id, person_id=_person(old), detail={"fields": fields})
+    return answer(memory_json(new))
 
 
 def _edit(svc: DashboardServices, memory_id: str, change: MemoryEdit) -> tuple[Memory, Memory]:
+    # In place, a new type included: an operator who corrects a memory's words (and its type with them) means
+    # the old words to be gone, so no history row keeps them (issue 20, finding 8), as for a content edit.
     store = svc.engine.memories
     old = store.get(memory_id)
-    if change.type is None or change.type is old.type:
-        return old, store.update(
-            memory_id, subject=change.subject, content=change.content, tags=change.tags, importance=change.importance, kind=change.kind
-        )
-    # A memory's type is part of what it is: the new row carries the change and the old one stays as its history.
-    new = NewMemory(
-        content=change.content if change.content is not None else old.content,
-        subject=change.subject if change.subject is not None else old.subject,
-        scope=old.scope,
-        scope_id=old.scope_id,
-        type=change.type,
-        kind=change.kind or old.kind,
-        visibility=old.visibility,
-        tags=tuple(change.tags) if change.tags is not None else old.tags,
-        source=_source(old.source),
-        importance=float(change.importance) if change.importance is not None else old.importance,
-        provenance=old.provenance,
-        guild_id=old.guild_id,
-        valid_from=old.valid_from,
+    new = store.update(
+        memory_id,
+        subject=change.subject,
+        content=change.content,
+        tags=change.tags,
+        importance=change.importance,
+        kind=change.kind,
+        memory_type=change.type,
     )
-    return old, store.insert_merged(new, [old])
+    if new.content != old.content or new.subject != old.subject:
+        svc.engine.db.scrub()  # the WAL still holds the page with the old words until a checkpoint
+    return old, new
 
 
 async def forget(request: web.Request) -> web.Response:
@@ -173,13 +165,6 @@ async def forget(request: web.Request) -> web.Response:
     target = request.match_info["id"]
     await audit(request, "memory.forget", target, detail={"memories": len(done.memories), "messages": done.messages})
     return answer({"forgotten": {"memories": done.memories, "messages": done.messages}})
-
-
-def _source(value: str) -> Source:
-    try:
-        return Source(value)
-    except ValueError:
-        return Source.USER_STATED
 
 
 def _person(m: Memory) -> str | None:
