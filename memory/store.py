@@ -13,7 +13,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -487,6 +487,13 @@ class MemoryStore:
             live.params,
         )
         return {g: int(n) for g, n in rows}
+
+    def in_written_order(self, batch: int = 1_000) -> Iterator[list[Memory]]:
+        """Every memory row, history included, in the order written, a batch at a time (rebuilding the journals)."""
+        after = 0
+        while rows := self.db.rows("SELECT * FROM memories WHERE rid > ? ORDER BY rid LIMIT ?", (after, batch)):
+            yield [Memory.from_row(r) for r in rows]
+            after = rows[-1]["rid"]
 
     def by_rids(self, rids: list[int]) -> list[Memory]:
         found: list[Memory] = []

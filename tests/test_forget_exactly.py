@@ -252,3 +252,64 @@ def _learned(engine, content: str, sources: tuple[str, ...], subject: str = "hob
     result = engine.memories.add(_new(content, sources, subject))
     assert result.status == "stored"
     return result.memory
+
+
+# -- 4. restore rebuilds the journals (finding 3) ---------------------------------------------------------------
+def files_holding(folder, word: str) -> list[str]:
+    """Every file under the folder (journals, snapshots, the store, its WAL) whose bytes hold the word."""
+    return [
+        str(p.relative_to(folder)) for p in sorted(folder.rglob("*")) if p.is_file() and word.lower().encode() in p.read_bytes().lower()
+    ]
+
+
+async def _session(db, srv, clock, said: str, fact: str) -> None:
+    from tests.pipeline_support import build_runtime
+
+    runtime = build_runtime(db, srv, clock)
+    await runtime.start(background_loop=False)
+    try:
+        await batch(runtime, srv, [dm("telegram", "7", said, mid=said)], facts({"speaker": "P1", "subject": "x", "content": fact}))
+    finally:
+        srv.default = lambda body: "[]"
+        await runtime.stop()
+
+
+@pytest.mark.asyncio
+async def test_after_restore_forget_everything_leaves_no_byte_of_the_phrase_in_any_file_of_the_store_folder(cli, srv, tmp_path):
+    from tests.cli_support import Cli
+    from tests.pipeline_support import build_runtime
+
+    data, clock = tmp_path / "data", FakeClock()
+    store = Cli(data / "store.db", cli.capsys)
+    await _session(store.db, srv, clock, "I keep bees", "Alice keeps bees")
+    assert store("backup", str(tmp_path / "monday.db")).code == 0
+    clock.advance(DAY)
+    await _session(store.db, srv, clock, "my dog is called Zyqxolotl", "Alice has a dog called Zyqxolotl")
+    assert files_holding(data / "memory", "Zyqxolotl")  # the test can fail: the phrase is in a journal
+    restored = store("restore", str(tmp_path / "monday.db"), "--force")
+    assert restored.code == 0 and "journals rebuilt (1 lines)" in restored.out
+    assert files_holding(data / "memory", "Zyqxolotl") == []  # the old store's day file did not survive
+    assert files_holding(data / "memory", "bees")  # the restored store's journal is back
+    runtime = build_runtime(store.db, srv, clock)
+    await runtime.start(background_loop=False)
+    try:
+        await runtime.orchestrator.command("forget", "everything confirm", dm("telegram", "7", "/forget everything confirm"))
+    finally:
+        await runtime.stop()
+    assert files_holding(data, "Zyqxolotl") == [] and files_holding(data, "bees") == []
+
+
+def test_journals_rebuild_makes_the_journals_again_from_the_store_and_drops_strays(cli, tmp_path):
+    ids = [
+        cli.add(text, "--subject", "x", "--scope", "user", "--scope-id", "alice") for text in ("Alice keeps bees", "Alice plays the cello")
+    ]
+    stray = tmp_path / "memory" / "dm-ghost" / "2020-01-01.md"
+    stray.parent.mkdir(parents=True)
+    stray.write_text("- 10:00 [other] Alice named her boat Zyqxolotl <!-- m:not-in-this-store -->\n")
+    kept = tmp_path / "memory" / ".git" / "notes.md"  # someone keeps the folder in git: not ours to touch
+    kept.parent.mkdir()
+    kept.write_text("git notes")
+    result = cli("journals", "rebuild", "--json")
+    assert result.code == 0 and result.json()["lines"] == 2
+    assert files_holding(tmp_path / "memory", "Zyqxolotl") == [] and not stray.parent.exists()
+    assert all(files_holding(tmp_path / "memory", memory_id) for memory_id in ids) and kept.read_text() == "git notes"
