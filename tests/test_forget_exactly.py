@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import HashEmbedder, fts_rids, remember, say
+from conftest import HashEmbedder, dm_ctx, fts_rids, remember, say
 
 from memory.clock import DAY, FakeClock
 from memory.engine import MemoryEngine
@@ -20,6 +20,7 @@ from memory.ingest import Ingester, Target
 from memory.models import NewMemory, Provenance, Scope, Source
 from memory.scopes import RecallContext
 from memory.tombstones import unforgotten
+from memory.tools import MemoryTools
 from memory.wording import normalised
 from tests.pipeline_support import dm, facts, group
 
@@ -313,3 +314,11 @@ def test_journals_rebuild_makes_the_journals_again_from_the_store_and_drops_stra
     assert result.code == 0 and result.json()["lines"] == 2
     assert files_holding(tmp_path / "memory", "Zyqxolotl") == [] and not stray.parent.exists()
     assert all(files_holding(tmp_path / "memory", memory_id) for memory_id in ids) and kept.read_text() == "git notes"
+
+
+def test_a_forget_by_the_memory_delete_tool_leaves_a_tombstone_too(engine):
+    tools = MemoryTools(engine, dm_ctx("alice"))
+    stored = json.loads(tools.call("memory_store", json.dumps({"type": "semantic", "subject": "hobby", "content": FINCH})))
+    assert json.loads(tools.call("memory_delete", json.dumps({"id": stored["id"]})))["status"] == "deleted"
+    assert engine.memories.tombstones.count() == 1
+    assert unforgotten(engine, [_new("Alice breeds zebrafinches.", ())]) == []  # learned back from what remains: held back
