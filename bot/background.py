@@ -36,6 +36,7 @@ from memory.maintenance import audit_finish, audit_start
 from memory.models import NewMemory, Source, StoredMessage
 from memory.scopes import RecallContext
 from memory.sessions import ChannelRecord, ChannelState, ExtractionBuffer, SessionSummaries
+from memory.tombstones import unforgotten
 
 from .llm import ChatClient, LLMError
 
@@ -117,7 +118,8 @@ class Background:
 
     async def _store(self, memories: list[NewMemory]) -> int:
         stored = 0
-        for new in memories:
+        # SEC-5: a forgotten fact read again in what remains (a day's turns, a batch) is not learned back
+        for new in await self.runner.run(unforgotten, self.engine, memories):
             try:
                 contradicted = await self._judge(new)
                 result = await self.runner.run(self.engine.memories.add, new, contradicts=contradicted)

@@ -134,9 +134,13 @@ class Bulletins:
         corpus = self.engine.memories.corpus
         newest = corpus.newest(where.partitions, corpus.live(self.engine.clock.now()), SOURCE_MEMORIES // 2)
         listed = self._top(where.partitions, SOURCE_MEMORIES) + self.engine.memories.by_rids(newest)
+        tombstones = self.engine.memories.tombstones
+        buried = tombstones.any()  # SEC-5: a memory matching a forgotten fact (one that outlived it) is not briefed
         picked: dict[str, Memory] = {}
         used = 0
         for m in listed:
+            if buried and tombstones.matching(m):
+                continue
             if m.id not in picked and used + len(m.content) <= SOURCE_CHARS:
                 picked[m.id] = m
                 used += len(m.content) + 40

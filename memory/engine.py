@@ -50,6 +50,10 @@ class MemoryEngine:
         self.journals = Journals(journal_dir, self.memories, self.clock.now) if journal_dir is not None else None
         self.memories.journal = self.journals
 
+    def rebuild_journals(self) -> int | None:
+        """The Markdown journals made again from this store (None when they are switched off)."""
+        return self.journals.rebuild(self.memories.in_written_order()) if self.journals is not None else None
+
     def close(self) -> None:
         self.memories.flush_access()
         try:

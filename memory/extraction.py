@@ -5,7 +5,14 @@ The model never sees a display name it could be fooled by: every speaker in a tr
 ``P1``, ``P2``, ... by platform account, and a fact names the tag of the person it came from. A fact
 whose tag is unknown is dropped, unless only one person spoke (SEC-1: attribution by author id,
 never by name). A fact is filed where its speaker said it (``memory.scopes.write_scope``) and carries
-the stored ids of that speaker's messages, so forgetting it removes them.
+the stored ids of the messages it came from, so forgetting it removes them and nothing else (SEC-3):
+
+    the lines it cites    the transcript's lines are numbered (#1, #2, ...) and each fact cites the lines it
+                          comes from; only lines of the fact's own speaker count (a citation of someone
+                          else's line, or of line 999, is ignored)
+    else the closest      no usable citation: that speaker's lines sharing the most content words with the
+                          fact (``memory.wording``); their only line if they said one thing; else none,
+                          never all of them (forgetting one fact must not take a batch of unrelated messages)
 
 Model answers are untrusted: anything that is not the expected JSON raises ``BadAnswer`` (the caller
 retries or backs off); items of the wrong shape are skipped one by one.
@@ -24,11 +31,13 @@ import prompts
 
 from .models import EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
 from .scopes import RecallContext, write_scope
+from .wording import content_words
 
 log = logging.getLogger(__name__)
 MAX_FACTS = 20
 MAX_TURN_CHARS = 2_000  # one message's share of a transcript the model reads
 MAX_TRANSCRIPT_CHARS = 12_000
+MAX_CITED = 50  # line numbers read from one fact's citation
 
 
 class BadAnswer(ValueError):
@@ -64,11 +73,11 @@ class Transcript:
         """Tagged, quoted lines, newest kept when the whole is too long for the model."""
         tag_of = {ctx.speaker_id: tag for tag, ctx in self.speakers().items()}
         out: list[str] = []
-        for line in self.lines:
+        for number, line in enumerate(self.lines, start=1):  # numbered before cutting: a citation names one line for good
             who = f"[{tag_of[line.ctx.speaker_id]}] " if line.ctx else "[bot] "
             when = f"{day(line.at)} " if line.at is not None else ""
             quoted = json.dumps(line.text[:MAX_TURN_CHARS], ensure_ascii=False)
-            out.append(f"{who}{when}{json.dumps(line.name, ensure_ascii=False)}: {quoted}")
+            out.append(f"#{number} {who}{when}{json.dumps(line.name, ensure_ascii=False)}: {quoted}")
         while len(out) > 1 and sum(len(x) + 1 for x in out) > MAX_TRANSCRIPT_CHARS:
             out.pop(0)
         return "\n".join(out)
@@ -80,8 +89,40 @@ class Transcript:
             return "on an unknown date"
         return f"on {days[0]}" if len(days) == 1 else f"between {days[0]} and {days[-1]}"
 
-    def sources(self, speaker_id: str) -> tuple[str, ...]:
-        return tuple(line.message_id for line in self.lines if line.ctx and line.ctx.speaker_id == speaker_id and line.message_id)
+    def sources(self, speaker_id: str, cited: Any, fact: str) -> tuple[str, ...]:
+        """The stored ids of the messages a fact of this speaker comes from: its valid citations, else the closest."""
+        return self.cited(speaker_id, cited) or self.closest(speaker_id, fact)
+
+    def cited(self, speaker_id: str, cited: Any) -> tuple[str, ...]:
+        """The cited lines (numbers from 1) that this speaker wrote; anything else the model named is ignored."""
+        found = []
+        for number in _numbers(cited):
+            line = self.lines[number - 1] if 1 <= number <= len(self.lines) else None
+            if line is not None and line.ctx is not None and line.ctx.speaker_id == speaker_id and line.message_id:
+                found.append(line.message_id)
+        return tuple(dict.fromkeys(found))
+
+    def closest(self, speaker_id: str, fact: str) -> tuple[str, ...]:
+        """The speaker's lines sharing the most content words with the fact (ties all kept); their only line when
+        they said one thing; none when nothing is shared."""
+        own = [line for line in self.lines if line.ctx is not None and line.ctx.speaker_id == speaker_id and line.message_id]
+        if len(own) == 1:
+            return (str(own[0].message_id),)
+        words = content_words(fact)
+        scored = [(len(words & content_words(line.text)), str(line.message_id)) for line in own]
+        best = max((score for score, _ in scored), default=0)
+        return tuple(dict.fromkeys(mid for score, mid in scored if best and score == best))
+
+
+def _numbers(cited: Any) -> list[int]:
+    """Line numbers as the model wrote them: 3, "3", "#3", "L3", or a list of those (anything else is none)."""
+    items = cited if isinstance(cited, list) else [cited]
+    out = []
+    for item in items[:MAX_CITED]:
+        text = str(item).strip().lstrip("#Ll") if isinstance(item, (int, str)) and not isinstance(item, bool) else ""
+        if text.isdigit():
+            out.append(int(text))
+    return out
 
 
 def day(at: float) -> str:
@@ -162,7 +203,9 @@ def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, sour
             log.info("extracted fact dropped: it names no speaker of this conversation")
             continue
         try:
-            out.append(_new_memory(candidate, ctx, transcript.sources(ctx.speaker_id), source))
+            fact = f"{_text(candidate.get('subject'))} {_text(candidate.get('content'))}"
+            sources = transcript.sources(ctx.speaker_id, candidate.get("lines"), fact)
+            out.append(_new_memory(candidate, ctx, sources, source))
         except (TypeError, ValueError) as exc:
             log.info("extracted fact dropped: %s", exc)
     return out

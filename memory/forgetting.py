@@ -3,7 +3,8 @@
     forget_memory   the memory and its history (superseded versions, merged originals), the messages it
                     was learned from (by their stored ids) and the bot's replies to them, the check-ins sent
                     about it (its planned ones go by the cascade), their pending extractions, and the
-                    summaries and reflection audits of the chats they were in
+                    summaries and reflection audits of the chats they were in; each removed memory leaves a
+                    tombstone (``memory.tombstones``, no words) so that what remains does not teach it again
     forget_person   every row the registry (``memory.registry``) finds for the person's ids
     forget_guild    every row the registry finds for one guild: its lore, what people said there and was
                     learned there, its messages, and the summaries, states, buffers and audits of its chats
@@ -41,6 +42,7 @@ def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, 
     root = engine.memories.get(memory_id)
     rows = engine.memories.by_rids(engine.memories.lineage([root.rid]))
     done = Forgotten(contents=[root.content])
+    engine.memories.tombstones.bury(rows)  # first: a forget cut short must still not be learned back
     checkins = CheckinStore(engine).sent_messages([m.id for m in rows])  # read before the cascade drops their rows
     done.memories = engine.memories.delete_rids([m.rid for m in rows])
     chats = {asked_in} if asked_in else set()

@@ -2,7 +2,8 @@
 
     read       ``memory.passages`` streams a file as passages (paragraphs under a heading, bounded size)
     split      a passage already ingested from this file (same words) is kept: its memories stay, only
-               their line range is updated; the others are new
+               their line range is updated; the others are new (a forgotten passage's rows went with its
+               memories, so it is new again, and its tombstone keeps it out: ``memory.tombstones``)
     prepare    with a model, each new passage becomes typed memories (``prompts/ingest.md``, parsed by
                ``memory.extraction.parse_list``); without one, each passage is one memory. Secrets are
                redacted first, and every memory passes the store's safety filters. No store access here,
@@ -22,7 +23,7 @@ import difflib
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from .passages import BadFile, Passage, file_digest, read_passages
 from .protocols import Completer
 from .safety import MAX_SUBJECT, check_memory, normalise_text, redact_secrets
 from .scopes import memory_partition
+from .tombstones import unforgotten
 
 log = logging.getLogger(__name__)
 BATCH = 256  # passages read, prepared and stored together (one embedding call, one transaction)
@@ -188,6 +190,7 @@ class FileRun:
         for memory_id, where in self._moved:
             self.engine.memories.set_provenance(self.engine.memories.get(memory_id).rid, where)
         self._moved = []
+        prepared = [_unforgotten(self.engine, item) for item in prepared]
         ids = _store_bulk(self.engine, prepared, self.report) if bulk else _store_each(self.engine, prepared, self.report)
         new_rows = []
         for item, memory_ids in zip(prepared, ids, strict=True):
@@ -212,8 +215,9 @@ class FileRun:
                 self.report.gone += sum(1 for i in range(i1, i2) if i not in self._kept)
             if op != "replace":
                 continue
+            made = [j for j in range(j1, j2) if j in firsts]  # a passage that gave nothing (forgotten) replaces nothing
             for k in range(i1, i2):
-                new_id = firsts.get(j1 + min(k - i1, j2 - j1 - 1))
+                new_id = firsts[made[min(k - i1, len(made) - 1)]] if made else None
                 old_ids = [r.memory_id for r in self.old_order[k][1] if r.memory_id]
                 if k not in self._kept and new_id and old_ids:
                     self.engine.memories.supersede(new_id, old_ids)
@@ -221,6 +225,16 @@ class FileRun:
         self.rows.sort(key=lambda r: r.seq)
         self.log.finish(self.file_id, self.rows, self.digest, self.size, len(self.new_order))
         return self.report
+
+
+def _unforgotten(engine: MemoryEngine, item: Prepared) -> Prepared:
+    """SEC-5: a forgotten passage read again (another part of its file changed) is not learned back; its row is
+    still recorded (with no memory), so it counts as ingested and is not read again until its own words change."""
+    kept = tuple(unforgotten(engine, list(item.memories)))
+    if len(kept) == len(item.memories):
+        return item
+    reason = f"{item.passage.where}: forgotten before, not learned again"
+    return replace(item, memories=kept, rejected=(*item.rejected, reason))
 
 
 def _passages(rows: list[_Row]) -> list[tuple[str, list[_Row]]]:

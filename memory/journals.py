@@ -164,6 +164,35 @@ class Journals:
                 self._snapshot(folder)
         return rewritten + len(stale)
 
+    def rebuild(self, batches: Iterable[list[Memory]]) -> int:
+        """The journals made again from the store (after a restore, or by ``companion journals rebuild``): every
+        journal and snapshot under the folder is wiped (a restored store's ids are not the old files' ids, so a
+        line-by-line forget would never find those lines), then each memory the store holds, history included,
+        gets its line back in the order it was written, and every snapshot is made. Returns the lines written."""
+        with self._lock:
+            self._wipe()
+            written = 0
+            for memories in batches:
+                by_file: dict[Path, list[str]] = {}
+                for memory in memories:
+                    by_file.setdefault(self._day_file(memory), []).append(journal_line(memory))
+                for path, lines in by_file.items():
+                    self._append(path, lines)
+                    self._dirty.add(path.parent.name)
+                written += len(memories)
+            self._snapshots(due_only=False)
+        return written
+
+    def _wipe(self) -> None:
+        """Every journal and snapshot under the folder (not a dot-folder such as .git) goes, its bytes overwritten."""
+        if not self.root.is_dir():
+            return
+        for path in sorted(self.root.rglob("*.md")):
+            if not any(part.startswith(".") for part in path.relative_to(self.root).parts[:-1]):
+                replace_wiping(path, None)
+                _remove_if_empty(path.parent)
+        self._dirty.clear()
+
     def flush(self) -> None:
         """Regenerate every snapshot whose folder changed (the runtime's tick, and closing the store)."""
         with self._lock:

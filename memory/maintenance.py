@@ -24,6 +24,7 @@ from .models import Memory, NewMemory, Source
 from .protocols import Completer
 from .safety import redact_secrets
 from .scopes import placeholders
+from .tombstones import unforgotten
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -48,8 +49,10 @@ def consolidate(
     new_ids, merged, failures, in_a_row, left = [], 0, 0, 0, 0
     for done, cluster in enumerate(clusters, start=1):
         try:
-            new_ids.append(_merge(engine, complete, cluster))
-            merged += len(cluster)
+            merged_id = _merge(engine, complete, cluster)
+            if merged_id is not None:
+                new_ids.append(merged_id)
+                merged += len(cluster)
             in_a_row = 0
         except Exception:  # a background-job edge: one bad cluster (or a failing LLM) must not stop the rest
             failures += 1
@@ -92,7 +95,8 @@ def _greedy(rows: list[Memory], mat: np.ndarray, threshold: float, max_cluster: 
                 yield [rows[i], *(rows[j] for j in peers)]
 
 
-def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> str:
+def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> str | None:
+    """The merged memory's id; None when the merge would say a forgotten fact again (SEC-5: not written)."""
     payload = json.dumps(
         [
             {"subject": m.subject, "content": m.content, "importance": m.importance, "tags": list(m.tags), "created_at": m.created_at}
@@ -117,6 +121,9 @@ def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> 
         importance=min(10.0, max([m.importance for m in cluster] + [_number(merged.get("importance"), 1.0)])),
         provenance=first.provenance,
     )
+    if not unforgotten(engine, [new]):
+        log.info("a merge of %d memories was not written: it matches a forgotten fact", len(cluster))
+        return None
     return engine.memories.insert_merged(new, cluster).id
 
 

@@ -431,6 +431,25 @@ CREATE INDEX ingest_passages_memory ON ingest_passages (memory_id) WHERE memory_
 """,
 )
 
+M008_TOMBSTONES = Migration(
+    "m008_tombstones",
+    """
+-- SEC-5: what a forgotten fact leaves behind (memory.tombstones owns it): keyed hashes (HMAC-SHA256 with a random
+-- key of this store, kept in settings) of its normalised content and of its subject with its content, each bound
+-- to whom the fact was about. Never the words: without the key a hash cannot even be tested against a guess.
+-- scope_id and guild_id say whose it is, so forgetting that person (or purging that guild) removes it too.
+CREATE TABLE tombstones (
+    id INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL,
+    scope_id TEXT NOT NULL,
+    guild_id TEXT,
+    content_mac TEXT NOT NULL,
+    fact_mac TEXT NOT NULL,
+    buried_at REAL NOT NULL
+);
+CREATE INDEX tombstones_content ON tombstones (content_mac);
+CREATE INDEX tombstones_fact ON tombstones (fact_mac);
+CREATE INDEX tombstones_scope ON tombstones (scope_id);
 M014_CHECKINS = Migration(
     "m014_checkins",
     """
@@ -475,5 +494,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     M005_DASHBOARD,
     M006_DAILY,
     M007_JOURNALS_INGEST,
+    M008_TOMBSTONES,
     M014_CHECKINS,
 )

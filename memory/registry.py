@@ -151,6 +151,15 @@ REGISTRY: tuple[Holder, ...] = (
         "person_id IN ({ids})",
         export=True,
     ),
+    Holder(
+        "tombstones",
+        "delete",
+        "keyed hashes of forgotten facts, bound to whom they were about; never the words (memory.tombstones). "
+        "Forgetting the whole person removes theirs: nothing of theirs is left to learn again from, and no trace "
+        "of them should stay, not even a hash",
+        "scope IN ('user', 'owner') AND scope_id IN ({ids})",
+        guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
+    ),
     Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
     Holder("schema_version", "none", "migration bookkeeping"),
 )

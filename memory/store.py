@@ -13,7 +13,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ from .models import (
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
 from .safety import check_memory, contains_secret, looks_like_injection, normalise_text
 from .scopes import RecallContext, may_change, memory_partition, partition_token, placeholders
+from .tombstones import Tombstones
 
 if TYPE_CHECKING:
     from .journals import Journals
@@ -108,6 +109,8 @@ class MemoryStore:
         self._reinforce = _Reinforcement()
         self.judge: ContradictionJudge | None = None
         self.journal: Journals | None = None  # the Markdown layer (MAINT-6): told of every write and delete
+        # SEC-5: what was forgotten; a fact stored again (said again, or stated outright) lifts its tombstone
+        self.tombstones = Tombstones(db, clock)
 
     # -- writes ------------------------------------------------------------------------------------
     def add(self, new: NewMemory, *, contradicts: frozenset[str] | None = None) -> WriteResult:
@@ -118,11 +121,11 @@ class MemoryStore:
         key = _partition(new)
         exact = self._exact_duplicate(key, content)
         if exact is not None:
-            return WriteResult("duplicate", exact)
+            return WriteResult("duplicate", self._said_again(exact, new.provenance))
         vector = self._vector(content)
         neighbours = self._neighbours(vector, key)
         if neighbours and neighbours[0][1] >= DEDUP_THRESHOLD and _same_words(neighbours[0][0].content, content):
-            return WriteResult("duplicate", neighbours[0][0])
+            return WriteResult("duplicate", self._said_again(neighbours[0][0], new.provenance))
         updates, related, contradicted = self._classify(new, neighbours, contradicts)
         with self.db.transaction():
             rid, memory_id = self._insert(new, key)
@@ -134,9 +137,19 @@ class MemoryStore:
         if vector is not None:
             self.corpus.vectors.mirror_add([(rid, key, vector)])
         stored = self.get(memory_id)
+        self.tombstones.lift([stored])
         if self.journal is not None:
             self.journal.stored([stored])
         return WriteResult("stored", stored, tuple(m.id for m in updates), tuple(m.id for m in related), tuple(m.id for m in contradicted))
+
+    def _said_again(self, known: Memory, said: Provenance) -> Memory:
+        """A duplicate's messages become sources of the fact it repeats: a targeted forget then removes the
+        repeat from history too, instead of leaving it for conversation_search and the next reflection."""
+        new = tuple(s for s in said.sources if s not in known.provenance.sources)
+        if not new:
+            return known
+        self.set_provenance(known.rid, replace(known.provenance, sources=known.provenance.sources + new))
+        return self.get(known.id)
 
     def _insert(self, new: NewMemory, key: str) -> tuple[int, str]:
         now = self.clock.now()
@@ -257,8 +270,11 @@ class MemoryStore:
             self.corpus.vectors.write_many(vec_rows)
             self.corpus.index_text(rids)
         self.corpus.vectors.mirror_add(vec_rows)
-        if self.journal is not None:
-            self.journal.stored(self.by_rids(rids))
+        if self.journal is not None or self.tombstones.any():
+            stored = self.by_rids(rids)
+            self.tombstones.lift(stored)
+            if self.journal is not None:
+                self.journal.stored(stored)
         return ids
 
     def insert_merged(self, new: NewMemory, originals: list[Memory]) -> Memory:
@@ -277,6 +293,7 @@ class MemoryStore:
         if vector is not None:
             self.corpus.vectors.mirror_add([(rid, key, vector)])
         merged = self.get(memory_id)
+        self.tombstones.lift([merged])
         if self.journal is not None:
             self.journal.stored([merged])
         return merged
@@ -340,6 +357,7 @@ class MemoryStore:
         if vector is not None:
             self.corpus.vectors.mirror_add([(old.rid, key, vector)])
         updated = self.get(memory_id)
+        self.tombstones.lift([updated])
         if self.journal is not None:
             self.journal.changed(updated)
         return updated
@@ -484,6 +502,13 @@ class MemoryStore:
             live.params,
         )
         return {g: int(n) for g, n in rows}
+
+    def in_written_order(self, batch: int = 1_000) -> Iterator[list[Memory]]:
+        """Every memory row, history included, in the order written, a batch at a time (rebuilding the journals)."""
+        after = 0
+        while rows := self.db.rows("SELECT * FROM memories WHERE rid > ? ORDER BY rid LIMIT ?", (after, batch)):
+            yield [Memory.from_row(r) for r in rows]
+            after = rows[-1]["rid"]
 
     def by_rids(self, rids: list[int]) -> list[Memory]:
         found: list[Memory] = []

@@ -1,5 +1,5 @@
 """Upkeep and measurement commands (OPS-2): ``consolidate``, ``decay``, ``prune``, ``reembed``, ``backup``,
-``restore``, ``stats``, ``eval locomo``, ``bench``.
+``restore`` (which rebuilds the journals), ``journals rebuild``, ``stats``, ``eval locomo``, ``bench``.
 
 The store's modules are imported inside the handlers: registering commands must stay cheap (``--help``)."""
 
@@ -50,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = command(subparsers, "restore", run_restore, "replace the store with a copy made by `companion backup` (stop the bot first)")
     p.add_argument("backup", type=Path, help="the backup file")
     p.add_argument("--force", action="store_true", help="replace the store if one exists (back it up first)")
+    journals = subparsers.add_parser("journals", help="the Markdown journals beside the store", description="The Markdown journals.")
+    actions = journals.add_subparsers(dest="journals_command", metavar="ACTION", required=True)
+    command(actions, "rebuild", run_journals_rebuild, "wipe the journals and make them again from the store", json_flag=True)
     command(subparsers, "stats", run_stats, "counts of memories and messages, and the embedding model of the store", json_flag=True)
     command(
         subparsers, "retry-failed", run_retry_failed, "queue again the extraction batches that kept failing (see stats)", json_flag=True
@@ -188,7 +191,21 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
         reader.close()
     with engine_for(settings) as engine:  # a backup from an older version is migrated here, once
         counts = engine.memories.stats()
-    say(f"restored {target} from {source}: {counts['memories']} memories")
+        # The old store's journals name its memories, not the restored ones: left beside the restored store,
+        # a forget would never find their lines (issue 20, finding 3). They are made again from the restore.
+        lines = engine.rebuild_journals()
+    rebuilt = "" if lines is None else f"; journals rebuilt ({lines} lines)"
+    say(f"restored {target} from {source}: {counts['memories']} memories{rebuilt}")
+
+
+def run_journals_rebuild(args: argparse.Namespace, settings: Settings) -> None:
+    from ..config import journal_dir
+
+    if journal_dir(settings) is None:
+        raise UsageError("the journals are switched off (COMPANION_JOURNALS=false): there is nothing to rebuild")
+    with engine_for(settings) as engine:
+        lines = engine.rebuild_journals()
+    _emit(args, {"folder": str(journal_dir(settings)), "lines": lines}, "journals rebuilt")
 
 
 def _check_restore(source: Path, target: Path, force: bool) -> None:
