@@ -450,6 +450,9 @@ CREATE TABLE tombstones (
 CREATE INDEX tombstones_content ON tombstones (content_mac);
 CREATE INDEX tombstones_fact ON tombstones (fact_mac);
 CREATE INDEX tombstones_scope ON tombstones (scope_id);
+""",
+)
+
 M014_CHECKINS = Migration(
     "m014_checkins",
     """

@@ -319,6 +319,7 @@ def test_journals_rebuild_makes_the_journals_again_from_the_store_and_drops_stra
 def test_a_forget_by_the_memory_delete_tool_leaves_a_tombstone_too(engine):
     tools = MemoryTools(engine, dm_ctx("alice"))
     stored = json.loads(tools.call("memory_store", json.dumps({"type": "semantic", "subject": "hobby", "content": FINCH})))
+    tools.call("memory_search", json.dumps({"query": FINCH}))  # a delete acts only on a strong match of this turn's search
     assert json.loads(tools.call("memory_delete", json.dumps({"id": stored["id"]})))["status"] == "deleted"
     assert engine.memories.tombstones.count() == 1
     assert unforgotten(engine, [_new("Alice breeds zebrafinches.", ())]) == []  # learned back from what remains: held back
