@@ -1,4 +1,5 @@
-"""Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3)."""
+"""Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3),
+and /privacy /about (SEC-5, in ``bot.consent``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from memory.scopes import write_scope
 from memory.store import RecallFilters
 from memory.transfer import export_person
 
+from .consent import Consent
 from .types import IncomingMessage
 
 HELP = (
@@ -22,7 +24,7 @@ HELP = (
     "/remember <fact> — I'll remember it\n/forget <what> — I'll forget the closest memory (/forget everything: all about you)\n"
     "/memories — what I remember about you here\n/link — connect your accounts on other platforms (in a private chat)\n"
     "/share on|off — whether what you say in one server may come up in your other servers (off by default)\n"
-    "/export — everything I store about you"
+    "/export — everything I store about you\n/privacy — what I keep, and how to stop it; /about me — what I keep about you"
 )
 FORGET_MIN_RELEVANCE = 0.35
 CONFIRM_WINDOW_S = 120.0
@@ -32,6 +34,7 @@ class Commands:
     def __init__(self, engine: MemoryEngine, people: People, resolve: Callable[[IncomingMessage], Any]) -> None:
         self.engine, self.people, self.resolve = engine, people, resolve
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
+        self.consent = Consent(engine)
 
     def run(self, name: str, argument: str, message: IncomingMessage) -> str:
         handler = getattr(self, f"do_{name.lower().lstrip('/')}", None)
@@ -50,6 +53,8 @@ class Commands:
     def do_remember(self, arg: str, turn) -> str:
         if not arg:
             return "Tell me what to remember, like: /remember I'm vegetarian"
+        if not self.consent.remembers(turn):
+            return "Remembering is off (/privacy), so I didn't keep that. /privacy on turns it back on."
         where = write_scope(turn.ctx)
         result = self.engine.memories.add(
             NewMemory(
@@ -92,8 +97,19 @@ class Commands:
                 "It cannot be undone. Answer yes within two minutes (or send /forget everything confirm) to go ahead."
             )
         self._confirming.pop(turn.person_id, None)
+        stopped = self._stopped_accounts(turn.person_id)
         counts = forget_person(self.engine, [turn.person_id])
+        for person in stopped:  # SEC-5: forgetting everything must not switch remembering back on
+            self.people.set_remembered(person, False)
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
+
+    def _stopped_accounts(self, person_id: str) -> list[str]:
+        """If the person said /privacy off: the ids each of their accounts will have once their links are
+        forgotten too, so the choice outlives the forget on every account."""
+        if self.people.remembered(person_id):
+            return []
+        accounts = [f"{a['platform']}:{a['platform_user_id']}" for a in self.people.accounts(person_id)]
+        return list(dict.fromkeys([person_id, *accounts]))
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
         """A "yes" to a pending "/forget everything" question carries it out; anything else cancels the question."""
@@ -138,6 +154,12 @@ class Commands:
             if choice == "on"
             else "OK: what you tell me in a server stays in that server (and in our DMs)."
         )
+
+    def do_privacy(self, arg: str, turn) -> str:
+        return self.consent.do_privacy(arg, turn)
+
+    def do_about(self, arg: str, turn) -> str:
+        return self.consent.do_about(arg, turn)
 
     def do_export(self, arg: str, turn) -> str:
         if not turn.ctx.is_dm:

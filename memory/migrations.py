@@ -431,6 +431,16 @@ CREATE INDEX ingest_passages_memory ON ingest_passages (memory_id) WHERE memory_
 """,
 )
 
+M010_PRIVACY = Migration(
+    "m010_privacy",
+    """
+-- SEC-5: servers and groups whose admins asked the bot to remember nothing said there (/privacy server off;
+-- memory.privacy owns it). Ids and a time only, never anyone's words. A person's own choice is a row of
+-- person_settings (memory.people).
+CREATE TABLE privacy_places (guild_id TEXT PRIMARY KEY, since REAL NOT NULL);
+""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_CORE,
     M002_CONVERSATIONS,
@@ -439,4 +449,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M005_DASHBOARD,
     M006_DAILY,
     M007_JOURNALS_INGEST,
+    M010_PRIVACY,
 )

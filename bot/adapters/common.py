@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "link": "Link this account to another platform (in a private chat): /link [code]",
     "share": "Share what you tell me across servers: /share on|off",
     "export": "Export what I remember about you",
+    "privacy": "What I keep, and stop it: /privacy [off|on|server off|server on]",
+    "about": "What I keep about you, and veto it: /about me | /about veto <id>",
 }
 
 
