@@ -9,7 +9,7 @@ from typing import Any
 
 from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
-from memory.forgetting import forget_memory, forget_person
+from memory.forgetting import forget_memory
 from memory.models import FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.people import People
 from memory.scopes import write_scope
@@ -97,19 +97,8 @@ class Commands:
                 "It cannot be undone. Answer yes within two minutes (or send /forget everything confirm) to go ahead."
             )
         self._confirming.pop(turn.person_id, None)
-        stopped = self._stopped_accounts(turn.person_id)
-        counts = forget_person(self.engine, [turn.person_id])
-        for person in stopped:  # SEC-5: forgetting everything must not switch remembering back on
-            self.people.set_remembered(person, False)
+        counts = self.consent.privacy.forget_everything([turn.person_id])  # SEC-5: a /privacy off outlives it
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
-
-    def _stopped_accounts(self, person_id: str) -> list[str]:
-        """If the person said /privacy off: the ids each of their accounts will have once their links are
-        forgotten too, so the choice outlives the forget on every account."""
-        if self.people.remembered(person_id):
-            return []
-        accounts = [f"{a['platform']}:{a['platform_user_id']}" for a in self.people.accounts(person_id)]
-        return list(dict.fromkeys([person_id, *accounts]))
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
         """A "yes" to a pending "/forget everything" question carries it out; anything else cancels the question."""

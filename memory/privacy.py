@@ -10,7 +10,8 @@
                  never another server's. Only what is listed can be vetoed (``veto``).
 
 Stopping does not delete the past (that is ``/forget everything``); it only drops what was still waiting
-to be learned from, so no new memory comes from the person's words after they said stop.
+to be learned from, so no new memory comes from the person's words after they said stop. Forgetting a
+person (``forget_everything``) keeps their choice: it is the one thing about them that must outlive it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from .engine import MemoryEngine
-from .forgetting import Forgotten, forget_memory
+from .forgetting import Forgotten, forget_memory, forget_person
 from .models import Memory
 from .people import People
 from .scopes import RecallContext
@@ -67,6 +68,16 @@ class Privacy:
             now = self.engine.clock.now()
             self.db.execute("INSERT OR IGNORE INTO privacy_places (guild_id, since) VALUES (?, ?)", (guild_id, now))
             ExtractionBuffer(self.engine).drop_place(guild_id)
+
+    def forget_everything(self, person_ids: list[str]) -> dict[str, int]:
+        """``forget_person``, except that someone who said /privacy off stays not remembered, on every account
+        they had (their links are forgotten too, so each account is its own person again)."""
+        stopped = [p for p in person_ids if not self.people.remembered(p)]
+        accounts = [f"{a['platform']}:{a['platform_user_id']}" for p in stopped for a in self.people.accounts(p)]
+        counts = forget_person(self.engine, person_ids)
+        for person in dict.fromkeys([*stopped, *accounts]):
+            self.people.set_remembered(person, False)
+        return counts
 
     # -- what is kept about a person ---------------------------------------------------------------------
     def kept_about(self, person_id: str) -> list[Kept]:

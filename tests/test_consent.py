@@ -9,8 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import say
 
 from memory.models import EntityRef, NewMemory, Scope, Visibility
+from memory.people import People
+from memory.privacy import Privacy
 from tests.fakes import ToolCall
 from tests.pipeline_support import facts, platforms
 
@@ -250,3 +253,15 @@ async def test_a_member_showing_my_name_sees_none_of_what_was_said_about_me(worl
     assert ids["told"][:8] not in listing and "allergic" not in listing
     assert "not in your" in await tg_answer(tg, MALLORY, MALLORY, f"/about veto {ids['told'][:8]}", first_name="Alice")
     assert runtime.engine.db.scalar("SELECT COUNT(*) FROM memories WHERE id = ?", (ids["told"],)) == 1
+
+
+async def test_the_operator_forgetting_a_person_keeps_their_privacy_off_on_every_account(engine):
+    people, privacy = People(engine), Privacy(engine)
+    alice, bob = people.resolve("telegram", "55", "Alice"), people.resolve("telegram", "66", "Bob")
+    people.redeem(people.issue_code(alice), "discord", "7001")  # Alice's second account
+    privacy.set_person(alice, False)
+    say(engine, "my cat is Tom", author=alice, dm_person=alice)
+    counts = privacy.forget_everything([alice])  # what the dashboard and `companion memory forget-person` call
+    assert counts["messages"] == 1 and counts["identities"] == 2
+    assert not people.remembered("telegram:55") and not people.remembered("discord:7001")
+    assert people.remembered(bob)
