@@ -55,6 +55,7 @@ class Turn:
     text: str = ""  # the message as stored and shown to the model (``memory.messages.clean_text``)
     stored_id: str | None = None  # the stored message (write-ahead), once stored
     buffer_id: int | None = None  # its extraction-buffer row, held until the reply is done
+    remembered: bool = True  # False after /privacy off (the speaker's or the place's): nothing of the turn is kept (SEC-5)
 
 
 @dataclass(frozen=True, slots=True)

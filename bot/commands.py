@@ -1,5 +1,5 @@
-"""Slash commands that need no LLM: /start /remember /forget /memories /link /export /checkins (CHAN-1/2, ORCH-3,
-SEC-3, ORCH-8)."""
+"""Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3),
+/checkins (ORCH-8), and /privacy /about (SEC-5, in ``bot.consent``)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from typing import Any
 from memory.checkins import CheckinStore, Destination
 from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
-from memory.forgetting import forget_memory, forget_person
+from memory.forgetting import forget_memory
 from memory.models import FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.people import People
 from memory.scopes import write_scope
 from memory.store import RecallFilters
 from memory.transfer import export_person
 
+from .consent import Consent
 from .types import IncomingMessage
 
 HELP = (
@@ -26,7 +27,8 @@ HELP = (
     "/memories — what I remember about you here\n/link — connect your accounts on other platforms (in a private chat)\n"
     "/share on|off — whether what you say in one server may come up in your other servers (off by default)\n"
     "/export — everything I store about you\n"
-    "/checkins on|off — whether I may message you first, in our private chat, to follow up on your plans (off by default)"
+    "/checkins on|off — whether I may message you first, in our private chat, to follow up on your plans (off by default)\n"
+    "/privacy — what I keep, and how to stop it; /about me — what I keep about you"
 )
 FORGET_MIN_RELEVANCE = 0.35
 CONFIRM_WINDOW_S = 120.0
@@ -37,6 +39,7 @@ class Commands:
         self.engine, self.people, self.resolve = engine, people, resolve
         self.checkins = CheckinStore(engine)
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
+        self.consent = Consent(engine)
 
     def run(self, name: str, argument: str, message: IncomingMessage) -> str:
         handler = getattr(self, f"do_{name.lower().lstrip('/')}", None)
@@ -55,6 +58,8 @@ class Commands:
     def do_remember(self, arg: str, turn) -> str:
         if not arg:
             return "Tell me what to remember, like: /remember I'm vegetarian"
+        if not self.consent.remembers(turn):
+            return "Remembering is off (/privacy), so I didn't keep that. /privacy on turns it back on."
         where = write_scope(turn.ctx)
         result = self.engine.memories.add(
             NewMemory(
@@ -97,7 +102,7 @@ class Commands:
                 "It cannot be undone. Answer yes within two minutes (or send /forget everything confirm) to go ahead."
             )
         self._confirming.pop(turn.person_id, None)
-        counts = forget_person(self.engine, [turn.person_id])
+        counts = self.consent.privacy.forget_everything([turn.person_id])  # SEC-5: a /privacy off outlives it
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
@@ -169,6 +174,11 @@ class Commands:
         return "Check-ins are on (/checkins off stops them). " + (
             "Planned:\n" + "\n".join(lines) if lines else "Nothing is planned yet: tell me about a plan with a date."
         )
+    def do_privacy(self, arg: str, turn) -> str:
+        return self.consent.do_privacy(arg, turn)
+
+    def do_about(self, arg: str, turn) -> str:
+        return self.consent.do_about(arg, turn)
 
     def do_export(self, arg: str, turn) -> str:
         if not turn.ctx.is_dm:

@@ -21,6 +21,7 @@ from memory.engine import MemoryEngine
 from memory.messages import NewMessage, clean_text
 from memory.models import Provenance
 from memory.people import People
+from memory.privacy import Privacy
 from memory.safety import normalise_text
 from memory.scopes import RecallContext
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
@@ -79,6 +80,7 @@ class Orchestrator:
     ) -> None:
         self.engine, self.runner, self.llm, self.owners, self.buffer = engine, runner, llm, owners, buffer
         self.people = People(engine)
+        self.privacy = Privacy(engine)
         self.channels = ChannelState(engine)
         self.assembler = Assembler(engine, self.people, summaries, self.channels, **(assembler_options or {}))
         self.commands = Commands(engine, self.people, self.resolve)
@@ -105,7 +107,7 @@ class Orchestrator:
         await self.runner.run(self._finish, turn, None if skipped else text, forgotten)
         if forgotten:
             await self._forgot()
-        elif session is not None:
+        elif session is not None and turn.remembered:
             session.record(turn, None if skipped else text, self.assembler.bot_name)
             self.voice.compact_soon(turn.channel_key)
         if text is None:
@@ -119,8 +121,8 @@ class Orchestrator:
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         answer = await self.runner.run(self.commands.run, name, argument, message)
-        if name.lower().lstrip("/") == "forget":
-            await self._forgot()
+        if name.lower().lstrip("/") in ("forget", "about", "privacy"):
+            await self._forgot()  # a forget or a veto, or /privacy off: no voice transcript may keep the words
         return answer
 
     async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
@@ -148,6 +150,9 @@ class Orchestrator:
         if not self.engine.messages.rids_by_platform_id(message.platform, message.channel_id, ids):
             return None  # never stored (said before the bot was there, or a forgetting turn): nobody to resolve
         turn = self.resolve(message)
+        if not self.privacy.remembers(turn.ctx):
+            # SEC-5: the new words may not be kept, and the old ones are no longer what was said: withdrawn as a delete.
+            return message_deleted(self.engine, self.buffer, message.platform, message.channel_id, ids)
         edit = Edit(message.platform, message.channel_id, ids[0], message.text, turn.ctx, turn.channel_key, turn.names[turn.person_id])
         return message_edited(self.engine, self.buffer, edit)
 
@@ -198,6 +203,8 @@ class Orchestrator:
         turn = self.resolve(message)
         if not turn.text:
             return turn
+        if not self.privacy.remembers(turn.ctx):
+            return replace(turn, remembered=False)  # SEC-5: answered from this message alone, nothing stored
         m = turn.message
         name = turn.names[turn.person_id]
         stored = self.engine.messages.add(
@@ -222,6 +229,8 @@ class Orchestrator:
             self.engine.messages.delete_rids(self.engine.messages.rids_by_id([turn.stored_id or ""]))
             self.engine.db.scrub()
             return
+        if not turn.remembered:
+            return  # SEC-5: the bot's reply to someone not remembered is not kept either: it may repeat their words
         self.buffer.release(turn.buffer_id or 0)
         if reply:
             self.engine.messages.add(
@@ -256,7 +265,9 @@ class Orchestrator:
             sources=(turn.stored_id,) if turn.stored_id else (),
         )
         return AsyncTools(
-            MemoryTools(self.engine, turn.ctx, provenance=provenance, rate_limit=limiter), self.runner, session.history if session else None
+            MemoryTools(self.engine, turn.ctx, provenance=provenance, rate_limit=limiter, remembering=turn.remembered),
+            self.runner,
+            session.history if session else None,
         )
 
     def _user_text(self, turn: Turn) -> str:

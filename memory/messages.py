@@ -252,6 +252,11 @@ class MessageLog:
         )
         return [r for (r,) in rows]
 
+    def guilds_of(self, author_id: str) -> list[str]:
+        """The guilds where this person has said something that is still stored."""
+        rows = self.db.execute("SELECT DISTINCT guild_id FROM messages WHERE author_id = ? AND guild_id IS NOT NULL", (author_id,))
+        return [g for (g,) in rows]
+
     def _rids(self, condition: str, values: list, before: tuple = ()) -> list[int]:
         found: list[int] = []
         for i in range(0, len(values), 400):

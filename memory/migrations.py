@@ -486,6 +486,13 @@ CREATE TABLE checkins (
 );
 CREATE INDEX checkins_due ON checkins (state, due_at);
 CREATE INDEX checkins_memory ON checkins (memory_id);
+M010_PRIVACY = Migration(
+    "m010_privacy",
+    """
+-- SEC-5: servers and groups whose admins asked the bot to remember nothing said there (/privacy server off;
+-- memory.privacy owns it). Ids and a time only, never anyone's words. A person's own choice is a row of
+-- person_settings (memory.people).
+CREATE TABLE privacy_places (guild_id TEXT PRIMARY KEY, since REAL NOT NULL);
 """,
 )
 
@@ -498,5 +505,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     M006_DAILY,
     M007_JOURNALS_INGEST,
     M008_TOMBSTONES,
+    M010_PRIVACY,
     M014_CHECKINS,
 )

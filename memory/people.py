@@ -10,6 +10,9 @@ for the rest of that hour, so codes cannot be guessed.
 
 A person's reach (SEC-1): the server partitions their memories sit in, and whether they opted in to
 let what they say in one server come up in others (``/share on``).
+
+A person's consent (SEC-5): whether they asked not to be remembered (``/privacy off``), kept as a
+``person_settings`` row only while it is off, so linking two accounts keeps the stricter choice.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .sessions import ChannelState, ExtractionBuffer
 CODE_TTL_S = 600.0
 MAX_FAILURES, FAILURE_WINDOW_S = 5, 3600.0
 SHARE_KEY = "share_across_servers"
+REMEMBER_KEY = "remember"  # present (value "off") only while the person asked not to be remembered
 
 
 class People:
@@ -123,6 +127,32 @@ class People:
             return tuple(self.engine.memories.partitions_of(speaker))
         private = {p: user_partition(p, Visibility.PRIVATE) for p in people}
         return tuple(k for p in people if self.shares(p) for k in self.engine.memories.partitions_of(p) if k != private[p])
+
+    # -- consent (SEC-5) --------------------------------------------------------------------------------
+    def remembered(self, person_id: str) -> bool:
+        return self.db.scalar("SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, REMEMBER_KEY)) != "off"
+
+    def set_remembered(self, person_id: str, on: bool) -> None:
+        if on:
+            self.db.execute("DELETE FROM person_settings WHERE person_id = ? AND key = ?", (person_id, REMEMBER_KEY))
+            return
+        self.db.execute(
+            "INSERT INTO person_settings (person_id, key, value) VALUES (?, ?, 'off') "
+            "ON CONFLICT (person_id, key) DO UPDATE SET value = excluded.value",
+            (person_id, REMEMBER_KEY),
+        )
+
+    def own_names(self, person_id: str) -> list[str]:
+        """The display names of a person's accounts that no other person uses. Display names are chosen by
+        their owners: one shared with someone else (an impersonator's rename, or two Sams) proves nothing,
+        so it names nobody."""
+        rows = self.db.execute(
+            "SELECT DISTINCT mine.display_name FROM identities mine WHERE mine.person_id = ? AND length(mine.display_name) >= 2 "
+            "AND NOT EXISTS (SELECT 1 FROM identities other WHERE other.person_id != mine.person_id "
+            "AND lower(other.display_name) = lower(mine.display_name)) ORDER BY 1",
+            (person_id,),
+        )
+        return [name for (name,) in rows]
 
     # -- linking ---------------------------------------------------------------------------------------
     def _merge(self, source: str, target: str) -> None:

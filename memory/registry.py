@@ -106,7 +106,7 @@ REGISTRY: tuple[Holder, ...] = (
         "failed /link attempts of a person's accounts",
         "(platform || ':' || platform_user_id) IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
     ),
-    Holder("person_settings", "delete", "a person's choices (/share)", "person_id IN ({ids})", export=True),
+    Holder("person_settings", "delete", "a person's choices (/share, /privacy)", "person_id IN ({ids})", export=True),
     Holder(
         "dashboard_audit",
         "delete",
@@ -160,6 +160,7 @@ REGISTRY: tuple[Holder, ...] = (
         "scope IN ('user', 'owner') AND scope_id IN ({ids})",
         guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
     ),
+    Holder("privacy_places", "none", "servers and groups where remembering is off (/privacy server off): ids only"),
     Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
     Holder("schema_version", "none", "migration bookkeeping"),
 )

@@ -198,6 +198,21 @@ class ExtractionBuffer:
     def pending(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM extraction_buffer"))
 
+    def drop_person(self, person_id: str) -> int:
+        """Someone asked not to be remembered (SEC-5): their words waiting for extraction are not learned from."""
+        return self._drop("person_id = ?", person_id)
+
+    def drop_place(self, guild_id: str) -> int:
+        """A server asked not to be remembered (SEC-5): nothing said there and still waiting is learned from."""
+        return self._drop("json_extract(context, '$.guild_id') = ?", guild_id)
+
+    def _drop(self, condition: str, value: str) -> int:
+        with self.db.transaction():
+            self.db.execute(f"DELETE FROM extraction_buffer WHERE {condition}", (value,))
+            dropped = self.db.con.changes()
+            self.db.execute(f"DELETE FROM dead_letters WHERE {condition}", (value,))
+        return dropped + self.db.con.changes()
+
     def move_person(self, source: str, target: str) -> None:
         """Linking: buffered and parked messages of ``source`` (and the contexts saved with them) become ``target``'s."""
         for table in ("extraction_buffer", "dead_letters"):

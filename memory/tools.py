@@ -147,6 +147,7 @@ WRITE_TOOLS = frozenset({"memory_store", "memory_update", "memory_delete"})
 # The model is told to delete "each match"; a weak hit is a different memory that happens to rank, and a
 # delete cannot be undone, so the floor is the tool's to hold, not the model's judgment (issue 20, finding 11).
 STRONG_MATCH = 0.5
+KEEPING_TOOLS = frozenset({"memory_store", "memory_update"})  # they put new words in the store (deleting does not)
 
 
 class MemoryTools:
@@ -160,8 +161,10 @@ class MemoryTools:
         provenance: Provenance = Provenance(),
         reflect: Callable[[bool], dict[str, Any]] | None = None,
         rate_limit: RateLimiter | None = None,
+        remembering: bool = True,
     ) -> None:
         self.engine, self.ctx, self.provenance = engine, ctx, provenance
+        self.remembering = remembering  # False: the speaker or the place said /privacy off (SEC-5)
         self.reflect, self.rate_limit = reflect, rate_limit
         self.deleted: list[str] = []  # contents forgotten during this conversation turn (ORCH-3)
         self.strong: set[str] = set()  # ids memory_search returned as strong matches this turn: what may be deleted
@@ -182,6 +185,8 @@ class MemoryTools:
         """OpenAI-style function tool definitions."""
         out = []
         for name, (model, fn) in self._tools.items():
+            if name in KEEPING_TOOLS and not self.remembering:
+                continue  # not offered: the model would only be refused
             schema = model.model_json_schema()
             out.append(
                 {"type": "function", "function": {"name": name, "description": " ".join((fn.__doc__ or "").split()), "parameters": schema}}
@@ -196,6 +201,8 @@ class MemoryTools:
         try:
             raw = json.loads(arguments or "{}") if isinstance(arguments, str) else (arguments or {})
             args = model.model_validate(raw)
+            if name in KEEPING_TOOLS and not self.remembering:
+                raise ToolError("nothing may be stored here: the person (or this server) turned remembering off with /privacy off")
             if name in WRITE_TOOLS and self.rate_limit and not self.rate_limit.allow():
                 raise ToolError("too many memory writes this minute; keep it for later or say it in the reply")
             return json.dumps(fn(args), ensure_ascii=False, default=str)

@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "share": "Share what you tell me across servers: /share on|off",
     "export": "Export what I remember about you",
     "checkins": "Let me check in on your plans now and then, in our private chat: /checkins on|off",
+    "privacy": "What I keep, and stop it: /privacy [off|on|server off|server on]",
+    "about": "What I keep about you, and veto it: /about me | /about veto <id>",
 }
 
 

@@ -9,7 +9,7 @@ split at 2000 characters and never ping anyone (``AllowedMentions.none()``: mode
 to @everyone). Deletes and edits arrive as raw gateway events (so messages no longer cached count too) and
 go to ``Conversation.message_deleted`` / ``message_edited``.
 
-Slash commands /remember /forget /memories /link /export are synced globally at login and answered
+Slash commands /remember /forget /memories /link /share /export /privacy /about are synced globally at login and answered
 ephemerally. Every message carries the recent speakers of its channel as ``participants``.
 
 A failing event is logged (``on_error``) and, where someone is waiting, answered with a short
@@ -206,7 +206,7 @@ class DiscordAdapter:
 
     # -------------------------------------------------------------- slash commands --
     def _register_commands(self, tree: app_commands.CommandTree) -> None:
-        """Add /remember /forget /memories /link /export to ``tree`` (synced in ``setup_hook``)."""
+        """Add /remember /forget /memories /link /share /export /privacy /about to ``tree`` (synced in ``setup_hook``)."""
 
         @tree.command(name="remember", description=COMMANDS["remember"])
         @app_commands.describe(text="What I should remember")
@@ -240,6 +240,16 @@ class DiscordAdapter:
         @tree.command(name="export", description=COMMANDS["export"])
         async def export(interaction: discord.Interaction) -> None:
             await self._run_command(interaction, "export", "")
+
+        @tree.command(name="privacy", description=COMMANDS["privacy"])
+        @app_commands.describe(choice="off: stop remembering you; on: remember again; server off|on: admins, for this server")
+        async def privacy(interaction: discord.Interaction, choice: Literal["off", "on", "server off", "server on"] | None = None) -> None:
+            await self._run_command(interaction, "privacy", choice or "")
+
+        @tree.command(name="about", description=COMMANDS["about"])
+        @app_commands.describe(veto="An id from your /about list: I forget that memory")
+        async def about(interaction: discord.Interaction, veto: str | None = None) -> None:
+            await self._run_command(interaction, "about", f"veto {veto}" if veto else "me")
 
     async def _run_command(self, interaction: discord.Interaction, name: str, argument: str) -> None:
         """Run a command and answer ephemerally, deferring first if it is slow."""

@@ -406,11 +406,11 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def forget_people(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.forgetting import forget_person
+    from memory.privacy import Privacy
 
     with engine_for(settings) as engine:
         confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)
-        counts = forget_person(engine, args.person)
+        counts = Privacy(engine).forget_everything(args.person)  # a /privacy off outlives it (SEC-5)
     if args.json:
         return print_json(counts)
     say("forgot " + ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items()))

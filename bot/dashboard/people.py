@@ -9,9 +9,9 @@ from typing import Any
 from aiohttp import web
 
 from memory.errors import NotFound
-from memory.forgetting import forget_person
 from memory.overview import Overview
 from memory.people import People
+from memory.privacy import Privacy
 from memory.store import RecallFilters
 from memory.transfer import export_person
 
@@ -80,7 +80,7 @@ async def forget(request: web.Request) -> web.Response:
     svc = services(request)
     if await svc.run(Overview(svc.engine).person, person_id) is None:
         raise NotFound(f"no person with id {person_id!r}")
-    counts = await svc.run(forget_person, svc.engine, [person_id])
+    counts = await svc.run(Privacy(svc.engine).forget_everything, [person_id])  # a /privacy off outlives it (SEC-5)
     await svc.forgot()
     await audit(request, "person.forget", "", detail=counts)
     return answer({"forgotten": counts})
