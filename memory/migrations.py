@@ -453,6 +453,16 @@ CREATE INDEX tombstones_scope ON tombstones (scope_id);
 """,
 )
 
+M010_PRIVACY = Migration(
+    "m010_privacy",
+    """
+-- SEC-5: servers and groups whose admins asked the bot to remember nothing said there (/privacy server off;
+-- memory.privacy owns it). Ids and a time only, never anyone's words. A person's own choice is a row of
+-- person_settings (memory.people).
+CREATE TABLE privacy_places (guild_id TEXT PRIMARY KEY, since REAL NOT NULL);
+""",
+)
+
 M014_CHECKINS = Migration(
     "m014_checkins",
     """
@@ -486,13 +496,6 @@ CREATE TABLE checkins (
 );
 CREATE INDEX checkins_due ON checkins (state, due_at);
 CREATE INDEX checkins_memory ON checkins (memory_id);
-M010_PRIVACY = Migration(
-    "m010_privacy",
-    """
--- SEC-5: servers and groups whose admins asked the bot to remember nothing said there (/privacy server off;
--- memory.privacy owns it). Ids and a time only, never anyone's words. A person's own choice is a row of
--- person_settings (memory.people).
-CREATE TABLE privacy_places (guild_id TEXT PRIMARY KEY, since REAL NOT NULL);
 """,
 )
 
