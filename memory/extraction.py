@@ -22,13 +22,14 @@ from typing import Any
 
 import prompts
 
-from .models import EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
-from .scopes import RecallContext, write_scope
+from .models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
+from .scopes import RecallContext, WriteScope, self_scope, write_scope
 
 log = logging.getLogger(__name__)
 MAX_FACTS = 20
 MAX_TURN_CHARS = 2_000  # one message's share of a transcript the model reads
 MAX_TRANSCRIPT_CHARS = 12_000
+BOT_TAG = "BOT"  # a fact the bot said about itself (the transcript tags its lines [bot])
 
 
 class BadAnswer(ValueError):
@@ -82,6 +83,14 @@ class Transcript:
 
     def sources(self, speaker_id: str) -> tuple[str, ...]:
         return tuple(line.message_id for line in self.lines if line.ctx and line.ctx.speaker_id == speaker_id and line.message_id)
+
+    def bot_sources(self) -> tuple[str, ...]:
+        """The stored ids of the bot's own lines (its self facts come from these)."""
+        return tuple(line.message_id for line in self.lines if line.ctx is None and line.message_id)
+
+    def place(self) -> RecallContext | None:
+        """The context of the chat: the latest human line's (a server's lines all name it; a DM has one person)."""
+        return next((line.ctx for line in reversed(self.lines) if line.ctx is not None), None)
 
 
 def day(at: float) -> str:
@@ -157,26 +166,47 @@ def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, sour
     speakers = transcript.speakers()
     out: list[NewMemory] = []
     for candidate in candidates[:MAX_FACTS]:
+        if _tag(candidate) == BOT_TAG:
+            out.extend(_self_fact(candidate, transcript, source))
+            continue
         ctx = _speaker(candidate, speakers)
         if ctx is None:
             log.info("extracted fact dropped: it names no speaker of this conversation")
             continue
         try:
-            out.append(_new_memory(candidate, ctx, transcript.sources(ctx.speaker_id), source))
+            out.append(_new_memory(candidate, write_scope(ctx), ctx, transcript.sources(ctx.speaker_id), source))
         except (TypeError, ValueError) as exc:
             log.info("extracted fact dropped: %s", exc)
     return out
 
 
+def _self_fact(candidate: dict[str, Any], transcript: Transcript, source: Source) -> list[NewMemory]:
+    """ORCH-7: what the bot said about itself, filed as a self fact of the place where it said it, and only
+    when the bot did speak here (a "bot" tag on a transcript without its lines is the model's invention)."""
+    ctx, sources = transcript.place(), transcript.bot_sources()
+    if ctx is None or not sources:
+        log.info("extracted self fact dropped: the bot said nothing in this transcript")
+        return []
+    try:
+        new = _new_memory(candidate, self_scope(ctx), ctx, sources, source)
+    except (TypeError, ValueError) as exc:
+        log.info("extracted self fact dropped: %s", exc)
+        return []
+    return [replace(new, subject=SELF_SUBJECT)]
+
+
+def _tag(candidate: dict[str, Any]) -> str:
+    return str(candidate.get("speaker") or candidate.get("about") or "").strip().strip("[]").upper()
+
+
 def _speaker(candidate: dict[str, Any], speakers: dict[str, RecallContext]) -> RecallContext | None:
-    tag = str(candidate.get("speaker") or candidate.get("about") or "").strip().strip("[]").upper()
+    tag = _tag(candidate)
     if tag in speakers:
         return speakers[tag]
     return next(iter(speakers.values())) if len(speakers) == 1 else None
 
 
-def _new_memory(c: dict[str, Any], ctx: RecallContext, sources: tuple[str, ...], source: Source) -> NewMemory:
-    where = write_scope(ctx)
+def _new_memory(c: dict[str, Any], where: WriteScope, ctx: RecallContext, sources: tuple[str, ...], source: Source) -> NewMemory:
     kind = FactKind(c["kind"]) if c.get("kind") in FactKind._value2member_map_ else FactKind.OTHER
     mtype = MemoryType(c["type"]) if c.get("type") in MemoryType._value2member_map_ else MemoryType.SEMANTIC
     tags = c.get("tags")

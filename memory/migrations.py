@@ -431,6 +431,21 @@ CREATE INDEX ingest_passages_memory ON ingest_passages (memory_id) WHERE memory_
 """,
 )
 
+M012_PERSONA = Migration(
+    "m012_persona",
+    """
+-- ORCH-7: a server's or group's own persona text, set by its admins (memory.persona); one row per place.
+-- set_by is the admin's person id (or "dashboard"): the words are theirs, so forgetting them removes the row.
+CREATE TABLE place_personas (
+    guild_id TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    set_by TEXT NOT NULL,
+    set_at REAL NOT NULL
+);
+CREATE INDEX place_personas_set_by ON place_personas (set_by);
+""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_CORE,
     M002_CONVERSATIONS,
@@ -439,4 +454,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M005_DASHBOARD,
     M006_DAILY,
     M007_JOURNALS_INGEST,
+    M012_PERSONA,
 )

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "link": "Link this account to another platform (in a private chat): /link [code]",
     "share": "Share what you tell me across servers: /share on|off",
     "export": "Export what I remember about you",
+    "persona": "This server's or group's own persona (admins): /persona show|set <text>|reset",
 }
 
 
