@@ -25,7 +25,7 @@ from .safety import contains_secret, looks_like_injection, normalise_text
 MAX_PLACE_PERSONA = 1_000  # characters: it rides along with every reply in the place, beside the operator's persona
 # A line that would start a new section of the system prompt: a Markdown heading, a setext underline or
 # rule, a code fence. The text is also rendered as a quote, so this is the refusal that says why.
-_SECTION_BREAK = re.compile(r"^\s*(#|={3,}\s*$|-{3,}\s*$|\*{3,}\s*$|_{3,}\s*$|```|~~~)", re.MULTILINE)
+_SECTION_BREAK = re.compile(r"^\s*(#|={3,}\s*$|-{3,}\s*$|\*{3,}\s*$|_{3,}\s*$)|##|```|~~~", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ def check_persona_text(text: str) -> str:
         raise Rejected("the persona contains what looks like a secret (key, token, password or card number); not stored")
     if looks_like_injection(clean):
         raise Rejected("the persona reads like an attempt to override the bot's rules; not stored")
-    if _SECTION_BREAK.search(clean) or "##" in clean:
+    if _SECTION_BREAK.search(clean):
         raise Rejected("the persona may not contain headings, rules or code fences (#, ---, ```): write it as plain text")
     return clean
 
