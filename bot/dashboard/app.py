@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from memory.errors import InvalidInput, NotFound, NotYours
 
-from . import admin, memories, people
+from . import admin, memories, people, persona
 from .auth import COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_TTL_S, Caller, Gate
 from .common import CALLER, GATE, SERVICES, ApiError, answer, error, validation_detail
 from .services import DashboardServices
@@ -51,6 +51,7 @@ def create_app(services: DashboardServices, *, token: str) -> web.Application:
     memories.register(app.router)
     people.register(app.router)
     admin.register(app.router)
+    persona.register(app.router)
     return app
 
 
