@@ -102,7 +102,7 @@ async def test_the_configured_name_is_the_one_that_addresses_the_bot_in_a_group_
     await rt.orchestrator.reply(said("Juniper, what knot holds best?", addressed=False, others=bob))
     named = reply_prompt(srv)
     await rt.orchestrator.reply(said("Companion, what knot holds best?", addressed=False, others=bob))
-    assert "[SKIP]" not in named and "answer exactly [SKIP]" in reply_prompt(srv)
+    assert "[SKIP]" not in named and "answer exactly [SKIP]" in reply_prompt(srv) and "you (Juniper) were not named" in reply_prompt(srv)
 
 
 async def test_the_persona_is_the_operators_instruction_and_the_name_is_what_the_bot_calls_itself(rt, srv):
