@@ -9,7 +9,7 @@ from typing import Any
 from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
 from memory.forgetting import forget_memory, forget_person
-from memory.models import FactKind, MemoryType, NewMemory, Provenance, Source
+from memory.models import SELF_SUBJECT, FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.people import People
 from memory.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.scopes import write_scope
@@ -115,6 +115,7 @@ class Commands:
 
     def do_memories(self, arg: str, turn) -> str:
         found = self.engine.memories.list_memories(turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20)
+        found = [m for m in found if m.subject != SELF_SUBJECT]  # what the bot said about itself in this DM is not about you
         if not found:
             return "I don't remember anything about you here yet."
         return "What I remember about you here:\n" + "\n".join(f"• {m.content}" for m in found)
