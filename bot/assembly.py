@@ -17,13 +17,15 @@ import numpy as np
 import prompts
 from memory.bulletin import Bulletins
 from memory.engine import MemoryEngine
-from memory.models import FactKind, Memory, Scope, Visibility
+from memory.models import SELF_SUBJECT, FactKind, Memory, Scope, Visibility
 from memory.people import People
+from memory.persona import PlacePersonas
 from memory.retrieval import Hit
 from memory.scopes import RecallContext, memory_partition
 from memory.sessions import ChannelRecord, ChannelState, SessionSummaries
 from memory.store import RecallFilters
 
+from .persona import Persona
 from .types import IncomingMessage
 
 # Budgets in tokens (about 4 characters each); counts are the SPEC's (ORCH-2).
@@ -40,7 +42,6 @@ BUDGETS = {
     "history": 3000,
     "bulletin": 700,  # MAINT-5: the scope's briefing (~500 words), cut line by line
 }
-SELF_SUBJECT = "__self__"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,7 @@ class Snapshot:
     history: list[dict[str, str]]
     memory_ids: list[str]
     took_ms: float = 0.0
+    place_persona: str = ""  # this server's or group's own persona (ORCH-7), set by its admins; "" for none
 
     def render(self) -> str:
         parts = [f"\n## {s.title}\n" + "\n".join(s.lines) for s in self.sections if s.lines]
@@ -91,6 +93,7 @@ class Snapshot:
             "sections": {s.key: s.lines for s in self.sections},
             "history": self.history,
             "memory_ids": self.memory_ids,
+            "place_persona": self.place_persona,
             "took_ms": round(self.took_ms, 2),
         }
 
@@ -122,6 +125,19 @@ def _trimmed(turns: list[dict[str, str]]) -> list[dict[str, str]]:
     return turns
 
 
+def _place_persona(turn: Turn, text: str) -> str:
+    """A place's persona under the operator's, as a quote: its admins' words add to the persona, and cannot
+    open a section of their own (``memory.persona`` refuses headings too)."""
+    if not text:
+        return ""
+    where = "server" if turn.message.platform == "discord" else "group"
+    quoted = "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
+    return (
+        f"\n## This {where}'s persona (set by its admins)\nIt adds to your persona above; where the two differ, "
+        f"the operator's persona wins.\n{quoted}\n"
+    )
+
+
 def _line(m: Memory) -> str:
     when = datetime.fromtimestamp(m.created_at, UTC).strftime("%Y-%m-%d")
     return f"- {json.dumps(m.content, ensure_ascii=False)} ({m.kind.value}, {when})"
@@ -137,11 +153,18 @@ class Assembler:
         *,
         summary_window_s: float = 1800.0,
         history_turns: int = 20,
-        bot_name: str = "Companion",
+        persona: Persona | None = None,
     ) -> None:
         self.engine, self.people, self.summaries, self.channels = engine, people, summaries, channels
-        self.summary_window_s, self.history_turns, self.bot_name = summary_window_s, history_turns, bot_name
+        self.summary_window_s, self.history_turns = summary_window_s, history_turns
+        self.persona = persona or Persona()
         self.bulletins = Bulletins(engine)
+        self.places = PlacePersonas(engine)
+
+    @property
+    def bot_name(self) -> str:
+        """The persona's name: the one the bot answers to and calls itself (ORCH-7)."""
+        return self.persona.name
 
     def snapshot(self, turn: Turn, query_vector: np.ndarray | None = None, preloaded: Preloaded | None = None) -> Snapshot:
         """The memory slice for ``turn``. ``preloaded`` (voice) brings the recall, behaviour rules, history and summary
@@ -166,7 +189,8 @@ class Assembler:
             self._summary((state.rolling_summary if state else "") if preloaded is None else preloaded.summary),
         ]
         history = self._history(turn, state) if preloaded is None else _trimmed(list(preloaded.history))
-        return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000)
+        place = self.places.get(ctx.guild_id)
+        return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000, place.text if place else "")
 
     def _recalled(self, turn: Turn, query_vector: np.ndarray | None) -> tuple[list[Memory], list[Memory]]:
         """One recall serves two sections: behaviour rules that fit this message, and everything else relevant."""
@@ -197,6 +221,8 @@ class Assembler:
             place=place,
             now=datetime.fromtimestamp(now, UTC).strftime("%A %Y-%m-%d %H:%M UTC"),
             style=default if style is None else style,
+            persona=self.persona.operator.text,
+            place_persona=_place_persona(turn, snap.place_persona),
             sections=snap.render(),
         )
 
@@ -227,7 +253,8 @@ class Assembler:
             return Section("lore", "Community lore")
         guild = (memory_partition(Scope.GUILD, ctx.guild_id or "", Visibility.PUBLIC),)
         found = self.engine.memories.list_memories(guild, RecallFilters(), order="important", limit=10)
-        return self._section("lore", "Community lore", [m for m in found if m.scope is Scope.GUILD], shown)
+        lore = [m for m in found if m.scope is Scope.GUILD and m.subject != SELF_SUBJECT]  # the bot's own are "yourself"
+        return self._section("lore", "Community lore", lore, shown)
 
     def _entities(self, ctx: RecallContext) -> Section:
         top = self.engine.graph.top_entities(ctx.memory_partitions(), 5)

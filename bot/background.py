@@ -94,7 +94,9 @@ class Background:
         if not items:
             return 0
         ids = [i.id for i in items]
-        transcript = Transcript(tuple(Line(i.ctx, i.author_name, i.text, i.message_id, i.created_at) for i in items))
+        said = [Line(i.ctx, i.author_name, i.text, i.message_id, i.created_at) for i in items]
+        replies = await self.runner.run(self._replies_to, [i.message_id for i in items if i.message_id])
+        transcript = Transcript(tuple(sorted(said + replies, key=lambda line: line.at or 0.0)))
         try:
             candidates = parse_list(await self._ask(extraction_prompt(transcript, items[-1].ctx)))
             stored = await self._store(memories_from(candidates, transcript, Source.AUTO_EXTRACTION))
@@ -104,6 +106,13 @@ class Background:
             return 0
         await self.runner.run(self.buffer.done, ids)
         return stored
+
+    def _replies_to(self, message_ids: list[str]) -> list[Line]:
+        """The bot's replies to the buffered turns, as [bot] lines: what it said about itself becomes its self
+        facts there (ORCH-7). Only replies are read, never the rest of the channel: that is other people's."""
+        messages = self.engine.messages
+        rows = messages.get_rids(messages.replies_to(messages.rids_by_id(message_ids))) if message_ids else []
+        return [Line(None, r.author_name, r.content, r.id, r.created_at) for r in rows if r.role == "assistant"]
 
     async def _ask(self, prompt: str, system: str = "You extract memories. Answer with JSON only.") -> str:
         return await self.llm.complete([{"role": "system", "content": system}, {"role": "user", "content": prompt}], temperature=0.0)

@@ -12,13 +12,15 @@ from memory.checkins import CheckinStore, Destination
 from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
 from memory.forgetting import forget_memory
-from memory.models import FactKind, MemoryType, NewMemory, Provenance, Source
+from memory.models import SELF_SUBJECT, FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.people import People
+from memory.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.scopes import write_scope
 from memory.store import RecallFilters
 from memory.transfer import export_person
 
 from .consent import Consent
+from .persona import Persona
 from .types import IncomingMessage
 
 HELP = (
@@ -28,16 +30,20 @@ HELP = (
     "/share on|off — whether what you say in one server may come up in your other servers (off by default)\n"
     "/export — everything I store about you\n"
     "/checkins on|off — whether I may message you first, in our private chat, to follow up on your plans (off by default)\n"
-    "/privacy — what I keep, and how to stop it; /about me — what I keep about you"
+    "/privacy — what I keep, and how to stop it; /about me — what I keep about you\n"
+    "/persona show|set <text>|reset — this server's or group's own persona (its admins)"
 )
 FORGET_MIN_RELEVANCE = 0.35
 CONFIRM_WINDOW_S = 120.0
 
 
 class Commands:
-    def __init__(self, engine: MemoryEngine, people: People, resolve: Callable[[IncomingMessage], Any]) -> None:
+    def __init__(
+        self, engine: MemoryEngine, people: People, resolve: Callable[[IncomingMessage], Any], persona: Persona | None = None
+    ) -> None:
         self.engine, self.people, self.resolve = engine, people, resolve
         self.checkins = CheckinStore(engine)
+        self.persona = persona or Persona()
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
         self.consent = Consent(engine)
 
@@ -119,6 +125,7 @@ class Commands:
 
     def do_memories(self, arg: str, turn) -> str:
         found = self.engine.memories.list_memories(turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20)
+        found = [m for m in found if m.subject != SELF_SUBJECT]  # what the bot said about itself in this DM is not about you
         if not found:
             return "I don't remember anything about you here yet."
         return "What I remember about you here:\n" + "\n".join(f"• {m.content}" for m in found)
@@ -190,6 +197,31 @@ class Commands:
             if len(text) <= 3500
             else (text[:3400] + "\n… (truncated; the operator can run `companion memory export` for the full file)")
         )
+
+    def do_persona(self, arg: str, turn) -> str:
+        """ORCH-7: a server's or group's own persona, added to the operator's; its admins (or the owner) change it."""
+        action, _, text = arg.partition(" ")
+        action = action.lower()
+        if turn.ctx.is_dm:
+            return f"I'm {self.persona.name}. A persona of its own belongs to a server or group: its admins set it there with /persona set."
+        if action in ("", "show"):
+            return self._persona_shown(turn)
+        if action not in ("set", "reset"):
+            return f"Use /persona show, /persona set <text> (at most {MAX_PLACE_PERSONA} characters) or /persona reset."
+        if not turn.ctx.admin:
+            return "Only this place's admins (Manage Server on Discord, group admins on Telegram) can change its persona."
+        places, who = PlacePersonas(self.engine), f"{turn.message.platform}:{turn.message.author_id}"
+        if action == "reset":
+            gone = places.reset(turn.ctx.guild_id, who=who, person_id=turn.person_id)
+            return "Done: here I'm back to my usual self." if gone else "This place had no persona of its own."
+        places.set(turn.ctx.guild_id, text, who=who, person_id=turn.person_id)
+        return "Done: that is my persona here from now on (on top of my usual one)."
+
+    def _persona_shown(self, turn) -> str:
+        place = PlacePersonas(self.engine).get(turn.ctx.guild_id)
+        if place is None:
+            return f"I'm {self.persona.name}. This place has no persona of its own; its admins can add one with /persona set <text>."
+        return f"Here I'm {self.persona.name}, with this persona from the admins:\n{place.text}"
 
 
 def _day(at: float) -> str:

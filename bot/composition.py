@@ -154,6 +154,7 @@ def build_runtime(
     from .config import journal_dir
     from .daily import BulletinRefresh, DailyReflection
     from .orchestrator import Orchestrator, OwnerPolicy
+    from .persona import Persona, read_persona
     from .runtime import Runtime, Schedule
     from .voice_providers import voice_options
 
@@ -167,6 +168,7 @@ def build_runtime(
     )
     try:
         engine.embeddings.check_model()
+        persona = Persona(read_persona(settings.persona_file))  # checked by Settings already; read once here
     except BaseException:
         engine.close()
         raise
@@ -182,6 +184,7 @@ def build_runtime(
         summaries=summaries,
         assembler_options={"summary_window_s": settings.summary_window_s},
         voice_options=voice_options(settings),
+        persona=persona,
     )
     background = Background(
         engine,
@@ -305,7 +308,10 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     if settings.discord_token:
         from .adapters.discord_adapter import DiscordAdapter
 
-        discord_adapter = DiscordAdapter(runtime.orchestrator, _secret(settings.discord_token), channels=settings.discord_channels)
+        persona = runtime.orchestrator.persona
+        discord_adapter = DiscordAdapter(
+            runtime.orchestrator, _secret(settings.discord_token), channels=settings.discord_channels, on_named=persona.learn_platform_name
+        )
         adapters.append(discord_adapter)
         if settings.voice_enabled:
             voice = _discord_voice(settings, runtime, discord_adapter)
@@ -319,7 +325,8 @@ def _discord_voice(settings: Settings, runtime: Runtime, adapter: Any) -> Any:
     from .voice_providers import speech_providers, voice_settings
 
     stt, tts = speech_providers(settings)
-    voice = DiscordVoice(adapter.client, runtime.orchestrator, stt, tts, voice_settings(settings))
+    persona = runtime.orchestrator.persona
+    voice = DiscordVoice(adapter.client, runtime.orchestrator, stt, tts, voice_settings(settings), wake_name=lambda: persona.name)
     register_voice_commands(adapter.client.tree, voice)
     return voice
 

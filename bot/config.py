@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     owner_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # the name the bot calls you by in `companion chat` (empty: your login name)
     console_name: str | None = None
+    # ORCH-7: who the bot is, in one Markdown file (bot/persona.py has the format; empty: the shipped prompts/persona.md)
+    persona_file: Path | None = None
 
     # background work
     extraction_debounce_s: float = Field(30.0, ge=0, le=3600)
@@ -141,6 +143,18 @@ class Settings(BaseSettings):
         from apscheduler.triggers.cron import CronTrigger
 
         CronTrigger.from_crontab(value, timezone="UTC")  # raises ValueError naming the bad part
+        return value
+
+    @field_validator("persona_file")
+    @classmethod
+    def _persona_readable(cls, value: Path | None) -> Path | None:
+        """A missing or nameless persona file stops start-up here, naming the variable, not at the first reply."""
+        from .persona import PersonaFileError, read_persona
+
+        try:
+            read_persona(value)
+        except PersonaFileError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @field_validator("owner_ids")

@@ -32,6 +32,7 @@ from voice.caches import HistoryCache
 from .assembly import Assembler, Snapshot, Turn
 from .commands import Commands
 from .llm import ChatClient, LLMError
+from .persona import Persona
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, IncomingMessage, Reply, StreamSink
 from .voice_mode import VoiceConversation, VoiceOptions, VoiceSessions, cached_search
@@ -77,13 +78,15 @@ class Orchestrator:
         summaries: SessionSummaries,
         assembler_options: dict | None = None,
         voice_options: VoiceOptions = VoiceOptions(),
+        persona: Persona | None = None,
     ) -> None:
         self.engine, self.runner, self.llm, self.owners, self.buffer = engine, runner, llm, owners, buffer
         self.people = People(engine)
         self.privacy = Privacy(engine)
         self.channels = ChannelState(engine)
-        self.assembler = Assembler(engine, self.people, summaries, self.channels, **(assembler_options or {}))
-        self.commands = Commands(engine, self.people, self.resolve)
+        self.persona = persona or Persona()
+        self.assembler = Assembler(engine, self.people, summaries, self.channels, persona=self.persona, **(assembler_options or {}))
+        self.commands = Commands(engine, self.people, self.resolve, self.persona)
         self.voice = VoiceSessions(engine, runner, llm, buffer, summaries, self.channels, voice_options)
         self._limits: dict[str, RateLimiter] = {}
 

@@ -25,13 +25,15 @@ from .types import StreamSink
 class TurnMode:
     voice: bool = False
     may_skip: bool = False
+    name: str = ""  # the persona's name (ORCH-7): the one that would have addressed the bot
 
     @classmethod
     def of(cls, turn: Turn, bot_name: str, *, follow_up: bool = False) -> TurnMode:
         message = turn.message
         spoken_to = message.addressed or follow_up or names(turn.text, bot_name)
         # Alone with the bot, every turn is for it; with others present it may only be chatter between them.
-        return cls(voice=message.modality == "voice", may_skip=bool(message.participants) and not message.is_dm and not spoken_to)
+        may_skip = bool(message.participants) and not message.is_dm and not spoken_to
+        return cls(voice=message.modality == "voice", may_skip=may_skip, name=bot_name)
 
     @property
     def style(self) -> str | None:
@@ -39,7 +41,7 @@ class TurnMode:
         parts = [prompts.render("voice")] if self.voice else []
         if self.may_skip:
             parts += [] if self.voice else ["In a group, address people by name."]
-            parts.append(prompts.render("skip"))
+            parts.append(prompts.render("skip", bot_name=self.name or "the bot"))
         return " ".join(p.strip() for p in parts) if parts else None
 
 

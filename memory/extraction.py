@@ -29,8 +29,8 @@ from typing import Any
 
 import prompts
 
-from .models import EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
-from .scopes import RecallContext, write_scope
+from .models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
+from .scopes import RecallContext, WriteScope, self_scope, write_scope
 from .wording import content_words
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ MAX_FACTS = 20
 MAX_TURN_CHARS = 2_000  # one message's share of a transcript the model reads
 MAX_TRANSCRIPT_CHARS = 12_000
 MAX_CITED = 50  # line numbers read from one fact's citation
+BOT_TAG = "BOT"  # a fact the bot said about itself (the transcript tags its lines [bot])
 
 
 class BadAnswer(ValueError):
@@ -89,29 +90,39 @@ class Transcript:
             return "on an unknown date"
         return f"on {days[0]}" if len(days) == 1 else f"between {days[0]} and {days[-1]}"
 
-    def sources(self, speaker_id: str, cited: Any, fact: str) -> tuple[str, ...]:
-        """The stored ids of the messages a fact of this speaker comes from: its valid citations, else the closest."""
-        return self.cited(speaker_id, cited) or self.closest(speaker_id, fact)
+    def sources(self, speaker_id: str | None, cited: Any, fact: str) -> tuple[str, ...]:
+        """The stored ids of the messages a fact of this speaker (None: the bot itself) comes from: its valid
+        citations, else the closest."""
+        own = [line for line in self.lines if _speaker_of(line) == speaker_id and line.message_id]
+        return self.cited(own, cited) or _closest(own, fact)
 
-    def cited(self, speaker_id: str, cited: Any) -> tuple[str, ...]:
-        """The cited lines (numbers from 1) that this speaker wrote; anything else the model named is ignored."""
+    def cited(self, own: list[Line], cited: Any) -> tuple[str, ...]:
+        """The cited lines (numbers from 1) among ``own``; anything else the model named is ignored."""
         found = []
         for number in _numbers(cited):
             line = self.lines[number - 1] if 1 <= number <= len(self.lines) else None
-            if line is not None and line.ctx is not None and line.ctx.speaker_id == speaker_id and line.message_id:
-                found.append(line.message_id)
+            if line is not None and line in own:
+                found.append(str(line.message_id))
         return tuple(dict.fromkeys(found))
 
-    def closest(self, speaker_id: str, fact: str) -> tuple[str, ...]:
-        """The speaker's lines sharing the most content words with the fact (ties all kept); their only line when
-        they said one thing; none when nothing is shared."""
-        own = [line for line in self.lines if line.ctx is not None and line.ctx.speaker_id == speaker_id and line.message_id]
-        if len(own) == 1:
-            return (str(own[0].message_id),)
-        words = content_words(fact)
-        scored = [(len(words & content_words(line.text)), str(line.message_id)) for line in own]
-        best = max((score for score, _ in scored), default=0)
-        return tuple(dict.fromkeys(mid for score, mid in scored if best and score == best))
+    def place(self) -> RecallContext | None:
+        """The context of the chat: the latest human line's (a server's lines all name it; a DM has one person)."""
+        return next((line.ctx for line in reversed(self.lines) if line.ctx is not None), None)
+
+
+def _speaker_of(line: Line) -> str | None:
+    return line.ctx.speaker_id if line.ctx is not None else None
+
+
+def _closest(own: list[Line], fact: str) -> tuple[str, ...]:
+    """The lines sharing the most content words with the fact (ties all kept); the only line when the speaker
+    said one thing; none when nothing is shared."""
+    if len(own) == 1:
+        return (str(own[0].message_id),)
+    words = content_words(fact)
+    scored = [(len(words & content_words(line.text)), str(line.message_id)) for line in own]
+    best = max((score for score, _ in scored), default=0)
+    return tuple(dict.fromkeys(mid for score, mid in scored if best and score == best))
 
 
 def _numbers(cited: Any) -> list[int]:
@@ -198,6 +209,9 @@ def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, sour
     speakers = transcript.speakers()
     out: list[NewMemory] = []
     for candidate in candidates[:MAX_FACTS]:
+        if _tag(candidate) == BOT_TAG:
+            out.extend(_self_fact(candidate, transcript, source))
+            continue
         ctx = _speaker(candidate, speakers)
         if ctx is None:
             log.info("extracted fact dropped: it names no speaker of this conversation")
@@ -205,21 +219,41 @@ def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, sour
         try:
             fact = f"{_text(candidate.get('subject'))} {_text(candidate.get('content'))}"
             sources = transcript.sources(ctx.speaker_id, candidate.get("lines"), fact)
-            out.append(_new_memory(candidate, ctx, sources, source))
+            out.append(_new_memory(candidate, write_scope(ctx), ctx, sources, source))
         except (TypeError, ValueError) as exc:
             log.info("extracted fact dropped: %s", exc)
     return out
 
 
+def _self_fact(candidate: dict[str, Any], transcript: Transcript, source: Source) -> list[NewMemory]:
+    """ORCH-7: what the bot said about itself, filed as a self fact of the place where it said it, and only
+    when the bot did speak here (a "bot" tag on a transcript without its lines is the model's invention)."""
+    ctx = transcript.place()
+    fact = f"{_text(candidate.get('subject'))} {_text(candidate.get('content'))}"
+    sources = transcript.sources(None, candidate.get("lines"), fact)  # only the bot's lines that said it
+    if ctx is None or not sources:
+        log.info("extracted self fact dropped: the bot said nothing in this transcript")
+        return []
+    try:
+        new = _new_memory(candidate, self_scope(ctx), ctx, sources, source)
+    except (TypeError, ValueError) as exc:
+        log.info("extracted self fact dropped: %s", exc)
+        return []
+    return [replace(new, subject=SELF_SUBJECT)]
+
+
+def _tag(candidate: dict[str, Any]) -> str:
+    return str(candidate.get("speaker") or candidate.get("about") or "").strip().strip("[]").upper()
+
+
 def _speaker(candidate: dict[str, Any], speakers: dict[str, RecallContext]) -> RecallContext | None:
-    tag = str(candidate.get("speaker") or candidate.get("about") or "").strip().strip("[]").upper()
+    tag = _tag(candidate)
     if tag in speakers:
         return speakers[tag]
     return next(iter(speakers.values())) if len(speakers) == 1 else None
 
 
-def _new_memory(c: dict[str, Any], ctx: RecallContext, sources: tuple[str, ...], source: Source) -> NewMemory:
-    where = write_scope(ctx)
+def _new_memory(c: dict[str, Any], where: WriteScope, ctx: RecallContext, sources: tuple[str, ...], source: Source) -> NewMemory:
     kind = FactKind(c["kind"]) if c.get("kind") in FactKind._value2member_map_ else FactKind.OTHER
     mtype = MemoryType(c["type"]) if c.get("type") in MemoryType._value2member_map_ else MemoryType.SEMANTIC
     tags = c.get("tags")

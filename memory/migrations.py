@@ -463,6 +463,21 @@ CREATE TABLE privacy_places (guild_id TEXT PRIMARY KEY, since REAL NOT NULL);
 """,
 )
 
+M012_PERSONA = Migration(
+    "m012_persona",
+    """
+-- ORCH-7: a server's or group's own persona text, set by its admins (memory.persona); one row per place.
+-- set_by is the admin's person id (or "dashboard"): the words are theirs, so forgetting them removes the row.
+CREATE TABLE place_personas (
+    guild_id TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    set_by TEXT NOT NULL,
+    set_at REAL NOT NULL
+);
+CREATE INDEX place_personas_set_by ON place_personas (set_by);
+""",
+)
+
 M014_CHECKINS = Migration(
     "m014_checkins",
     """
@@ -509,5 +524,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     M007_JOURNALS_INGEST,
     M008_TOMBSTONES,
     M010_PRIVACY,
+    M012_PERSONA,
     M014_CHECKINS,
 )

@@ -63,6 +63,10 @@ LEGACY_TYPES: dict[str, tuple[MemoryType, FactKind | None]] = {
     "todo": (MemoryType.PROCEDURAL, FactKind.TODO),
 }
 
+# ORCH-2/ORCH-7: the subject of the bot's facts about itself ("my favourite season is autumn"), filed in the
+# place where it said them (``memory.scopes.self_scope``) and shown there as "What you know about yourself".
+SELF_SUBJECT = "__self__"
+
 # Kinds that never fade (RET-3, MAINT-2): standing guidance, behaviour rules and identity.
 DECAY_EXEMPT_KINDS = frozenset({FactKind.GUIDANCE, FactKind.BEHAVIORAL, FactKind.PROFILE})
 DECAY_EXEMPT_VALUES = tuple(sorted(k.value for k in DECAY_EXEMPT_KINDS))  # as stored in memories.kind

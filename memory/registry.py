@@ -161,6 +161,14 @@ REGISTRY: tuple[Holder, ...] = (
         guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
     ),
     Holder("privacy_places", "none", "servers and groups where remembering is off (/privacy server off): ids only"),
+    Holder(
+        "place_personas",
+        "delete",
+        "a server's or group's own persona text, in the words of the admin who set it (memory.persona)",
+        "set_by IN ({ids})",
+        export=True,
+        guild="guild_id IN ({guild})",
+    ),
     Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
     Holder("schema_version", "none", "migration bookkeeping"),
 )

@@ -121,6 +121,14 @@ def write_scope(ctx: RecallContext) -> WriteScope:
     return WriteScope(Scope.USER, ctx.speaker_id, Visibility.PUBLIC, ctx.guild_id)
 
 
+def self_scope(ctx: RecallContext) -> WriteScope:
+    """Where what the bot says about itself in a context is filed (ORCH-7): a server's own memory (seen only
+    there), or, in a private chat, that chat's (as the person's own words there would be)."""
+    if ctx.is_dm:
+        return write_scope(ctx)
+    return WriteScope(Scope.GUILD, ctx.guild_id or "", Visibility.PUBLIC)
+
+
 def may_change(ctx: RecallContext, scope: Scope, scope_id: str) -> bool:
     """May the speaker of ``ctx`` update or delete a memory of this scope? (Visibility is checked separately.)"""
     if scope is Scope.USER:

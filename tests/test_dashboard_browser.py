@@ -418,7 +418,7 @@ async def test_a_new_memory_from_the_form_is_stored_once(tab, dash):
 async def test_a_guild_purge_waits_for_the_typed_name(tab, dash):
     await open_page(tab, "guilds")
     guild = tab.page.locator(f'#guilds-table tr[data-id="{dash.seeded.guild}"]')
-    await guild.get_by_role("button").click()
+    await guild.get_by_role("button", name="Purge guild").click()
     dialog = tab.page.locator("#confirm-dialog")
     go = dialog.locator("#confirm-go")
     expected = await dialog.locator("#confirm-expected").inner_text()

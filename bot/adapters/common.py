@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "checkins": "Let me check in on your plans now and then, in our private chat: /checkins on|off",
     "privacy": "What I keep, and stop it: /privacy [off|on|server off|server on]",
     "about": "What I keep about you, and veto it: /about me | /about veto <id>",
+    "persona": "This server's or group's own persona (admins): /persona show|set <text>|reset",
 }
 
 

@@ -23,7 +23,7 @@ import contextlib
 import io
 import logging
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Literal
 
 import discord
@@ -66,8 +66,10 @@ class DiscordAdapter:
         guild_ready_timeout: float = 2.0,
         ready_timeout: float = 30.0,
         defer_after: float = DEFER_AFTER_S,
+        on_named: Callable[[str], None] | None = None,
     ) -> None:
         self._conversation = conversation
+        self._on_named = on_named  # told the bot's own Discord name at login (the persona's name when its file sets none)
         self._token = token
         self._channels = frozenset(str(c) for c in channels)
         self._ready_timeout = ready_timeout
@@ -97,6 +99,8 @@ class DiscordAdapter:
             await self.stop()
             raise AdapterError(f"discord did not become ready: {failure or 'timed out'}") from failure
         logger.info("discord: connected as %s (%d guilds)", self.client.user, len(self.client.guilds))
+        if self._on_named is not None and self.client.user is not None:
+            self._on_named(self.client.user.display_name)
 
     async def stop(self) -> None:
         """Close the gateway and HTTP session; safe to call twice."""
@@ -250,6 +254,10 @@ class DiscordAdapter:
         @app_commands.describe(veto="An id from your /about list: I forget that memory")
         async def about(interaction: discord.Interaction, veto: str | None = None) -> None:
             await self._run_command(interaction, "about", f"veto {veto}" if veto else "me")
+        @tree.command(name="persona", description=COMMANDS["persona"])
+        @app_commands.describe(action="show, set or reset this server's persona", text="The persona text (with set)")
+        async def persona(interaction: discord.Interaction, action: Literal["show", "set", "reset"] = "show", text: str = "") -> None:
+            await self._run_command(interaction, "persona", f"{action} {text}".strip())
 
     async def _run_command(self, interaction: discord.Interaction, name: str, argument: str) -> None:
         """Run a command and answer ephemerally, deferring first if it is slow."""

@@ -23,6 +23,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import discord
@@ -114,10 +115,13 @@ class _Player:
 class _Responder:
     """``voice.session.Responder``: a transcript becomes an ``IncomingMessage`` for the conversation."""
 
-    def __init__(self, conversation: Conversation, channel: discord.VoiceChannel, client: discord.Client) -> None:
+    def __init__(
+        self, conversation: Conversation, channel: discord.VoiceChannel, client: discord.Client, wake_name: Callable[[], str] | None = None
+    ) -> None:
         self._conversation = conversation
         self._channel = channel
         self._client = client
+        self._wake_name = wake_name
         self._names: dict[int, str] = {}
 
     @property
@@ -157,10 +161,10 @@ class _Responder:
         )
 
     def _names_me(self, text: str) -> bool:
-        """Speech has no mentions: the bot is spoken to when its Discord name is heard (the conversation also
-        knows its own name and who it answered last)."""
+        """Speech has no mentions: the bot is spoken to when its name is heard: the persona's (ORCH-7) when one
+        is given, else its Discord name (the conversation also knows its own name and who it answered last)."""
         me = self._client.user
-        name = me.display_name if me is not None else ""
+        name = self._wake_name() if self._wake_name is not None else (me.display_name if me is not None else "")
         return bool(name) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
 
 
@@ -187,8 +191,10 @@ class DiscordVoice:
         *,
         connect_timeout: float = 30.0,
         tick_s: float = TICK_S,
+        wake_name: Callable[[], str] | None = None,
     ) -> None:
         self.client = client
+        self._wake_name = wake_name  # the name that wakes the bot in speech (the persona's), read at each utterance
         self._conversation = conversation
         self._stt, self._tts = stt, tts
         self.settings = settings
@@ -216,7 +222,7 @@ class DiscordVoice:
             vc = await channel.connect(cls=voice_recv.VoiceRecvClient, timeout=self._connect_timeout, self_deaf=False, reconnect=True)
         except (TimeoutError, discord.ClientException) as exc:
             raise AdapterError(f"could not join voice channel {channel.id}: {exc}") from exc
-        responder = _Responder(self._conversation, channel, self.client)
+        responder = _Responder(self._conversation, channel, self.client, self._wake_name)
         session = VoiceSession(self._stt, self._tts, responder, _Player(vc), self.settings)
         hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=self.settings.vad)
         connection = _Connection(vc, hub, session, responder)

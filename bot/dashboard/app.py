@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from memory.errors import InvalidInput, NotFound, NotYours
 
-from . import admin, memories, people
+from . import admin, memories, people, persona
 from .auth import COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_TTL_S, Caller, Gate, client_key
 from .common import CALLER, GATE, HOSTS, SERVICES, ApiError, answer, error, validation_detail
 from .services import DashboardServices
@@ -56,6 +56,7 @@ def create_app(services: DashboardServices, *, token: str, public_hosts: tuple[s
     memories.register(app.router)
     people.register(app.router)
     admin.register(app.router)
+    persona.register(app.router)
     return app
 
 

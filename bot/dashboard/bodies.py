@@ -50,4 +50,10 @@ class SettingsBody(_Body):
     messages: dict[str, object] | None = None  # the conversation-history knobs, same validation
 
 
-__all__ = ["Confirm", "MemoryEdit", "NewMemoryBody", "SettingsBody", "StrictBool"]
+class PersonaBody(_Body):
+    """A place's own persona (ORCH-7); its bound and filters are the store's (``memory.persona``), after normalising."""
+
+    text: Text = Field(min_length=1, max_length=4000)
+
+
+__all__ = ["Confirm", "MemoryEdit", "NewMemoryBody", "PersonaBody", "SettingsBody", "StrictBool"]

@@ -185,10 +185,26 @@
           el("td", { text: g.name || "(name unknown)" }),
           el("td", { class: "mono", text: g.id }),
           el("td", { class: "num", text: g.memories }),
+          el("td", {}, el("button", { type: "button", class: "persona", "aria-label": `Persona of guild ${g.name || g.id}`, text: "Persona…", onclick: () => editPersona(g) })),
           el("td", {}, el("button", { type: "button", class: "danger purge", "aria-label": `Purge guild ${g.name || g.id}`, text: "Purge…", onclick: () => purgeGuild(g) })),
         ),
       );
-      box.replaceChildren(table(["Name", "Id", "Memories", ""], rows, "Guilds"));
+      box.replaceChildren(table(["Name", "Id", "Memories", "", ""], rows, "Guilds"));
+    } catch (err) {
+      showError(err);
+    }
+  }
+
+  // ORCH-7: a place's own persona, added to the operator's (the same checks and audit as /persona set).
+  async function editPersona(g) {
+    try {
+      const shown = await api("GET", "/api/persona");
+      const current = (shown.places.find((p) => p.guild_id === g.id) || {}).text || "";
+      const text = window.prompt(`Persona of ${g.name || g.id} (at most ${shown.max_place_chars} characters; empty: none)`, current);
+      if (text === null) return;
+      const path = `/api/guilds/${encodeURIComponent(g.id)}/persona`;
+      await (text.trim() ? api("PUT", path, { text }) : api("DELETE", path));
+      toast(text.trim() ? "Persona saved." : "Persona removed.", { kind: "ok" });
     } catch (err) {
       showError(err);
     }
