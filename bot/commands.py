@@ -181,6 +181,7 @@ class Commands:
         return "Check-ins are on (/checkins off stops them). " + (
             "Planned:\n" + "\n".join(lines) if lines else "Nothing is planned yet: tell me about a plan with a date."
         )
+
     def do_privacy(self, arg: str, turn) -> str:
         return self.consent.do_privacy(arg, turn)
 

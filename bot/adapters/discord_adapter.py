@@ -254,6 +254,7 @@ class DiscordAdapter:
         @app_commands.describe(veto="An id from your /about list: I forget that memory")
         async def about(interaction: discord.Interaction, veto: str | None = None) -> None:
             await self._run_command(interaction, "about", f"veto {veto}" if veto else "me")
+
         @tree.command(name="persona", description=COMMANDS["persona"])
         @app_commands.describe(action="show, set or reset this server's persona", text="The persona text (with set)")
         async def persona(interaction: discord.Interaction, action: Literal["show", "set", "reset"] = "show", text: str = "") -> None:
