@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import numpy as np
@@ -121,6 +121,12 @@ def _trimmed(turns: list[dict[str, str]]) -> list[dict[str, str]]:
     return turns
 
 
+def _local_time(now: float, zone: tzinfo) -> str:
+    """The current time where the speaker is (ORCH-8), with the zone's name: "this evening" is theirs."""
+    moment = datetime.fromtimestamp(now, zone)
+    return f"{moment:%A %Y-%m-%d %H:%M} {getattr(zone, 'key', None) or moment.tzname()}"
+
+
 def _line(m: Memory) -> str:
     when = datetime.fromtimestamp(m.created_at, UTC).strftime("%Y-%m-%d")
     return f"- {json.dumps(m.content, ensure_ascii=False)} ({m.kind.value}, {when})"
@@ -142,14 +148,17 @@ class Assembler:
         self.summary_window_s, self.history_turns, self.bot_name = summary_window_s, history_turns, bot_name
         self.bulletins = Bulletins(engine)
 
-    def snapshot(self, turn: Turn, query_vector: np.ndarray | None = None, preloaded: Preloaded | None = None) -> Snapshot:
+    def snapshot(
+        self, turn: Turn, query_vector: np.ndarray | None = None, preloaded: Preloaded | None = None, *, reinforce: bool = True
+    ) -> Snapshot:
         """The memory slice for ``turn``. ``preloaded`` (voice) brings the recall, behaviour rules, history and summary
-        from the voice session's caches; everything else is read here as for text."""
+        from the voice session's caches; everything else is read here as for text. ``reinforce=False`` (the runtime
+        snapshot) leaves what was recalled unmarked: looking is not using."""
         start = time.perf_counter()
         ctx = turn.ctx
         shown: dict[str, Memory] = {}
         state = self.channels.get(turn.channel_key)
-        behavioral, relevant = self._recalled(turn, query_vector) if preloaded is None else self._split(preloaded)
+        behavioral, relevant = self._recalled(turn, query_vector, reinforce) if preloaded is None else self._split(preloaded)
         sections = [
             self._bulletin(ctx),
             self._listed(
@@ -167,12 +176,12 @@ class Assembler:
         history = self._history(turn, state) if preloaded is None else _trimmed(list(preloaded.history))
         return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000)
 
-    def _recalled(self, turn: Turn, query_vector: np.ndarray | None) -> tuple[list[Memory], list[Memory]]:
+    def _recalled(self, turn: Turn, query_vector: np.ndarray | None, reinforce: bool = True) -> tuple[list[Memory], list[Memory]]:
         """One recall serves two sections: behaviour rules that fit this message, and everything else relevant."""
         if query_vector is None:
             query_vector = self.engine.embeddings.embed_query(turn.text)
         top_k = self.engine.knobs.get("memories").top_k
-        hits = self.engine.memories.recall(turn.ctx, turn.text, top_k=top_k + 8, query_vector=query_vector)
+        hits = self.engine.memories.recall(turn.ctx, turn.text, top_k=top_k + 8, query_vector=query_vector, reinforce=reinforce)
         memories = [Memory.from_row(h.row) for h in hits]
         return [m for m in memories if m.kind is FactKind.BEHAVIORAL][:8], [m for m in memories if m.kind is not FactKind.BEHAVIORAL][
             :top_k
@@ -194,7 +203,7 @@ class Assembler:
             bot_name=self.bot_name,
             platform=turn.message.platform,
             place=place,
-            now=datetime.fromtimestamp(now, UTC).strftime("%A %Y-%m-%d %H:%M UTC"),
+            now=_local_time(now, turn.ctx.tz),
             style=default if style is None else style,
             sections=snap.render(),
         )

@@ -143,9 +143,11 @@ def build_runtime(
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
     store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks."""
     from memory.bulletin import Bulletins
+    from memory.daily import DailyReflections
     from memory.db import AsyncRunner
     from memory.engine import MemoryEngine
     from memory.sessions import ExtractionBuffer, SessionSummaries
+    from memory.timezones import Timezones
 
     from .background import Background
     from .config import journal_dir
@@ -168,6 +170,7 @@ def build_runtime(
         engine.close()
         raise
     runner = AsyncRunner()
+    zones = Timezones(engine, settings.timezone)
     buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
     summaries = SessionSummaries(engine, settings.summary_ttl_s)
     orchestrator = Orchestrator(
@@ -179,6 +182,7 @@ def build_runtime(
         summaries=summaries,
         assembler_options={"summary_window_s": settings.summary_window_s},
         voice_options=voice_options(settings),
+        zones=zones,
     )
     background = Background(
         engine,
@@ -188,6 +192,7 @@ def build_runtime(
         orchestrator.channels,
         summaries,
         silence_s=settings.reflection_silence_s,
+        zone_of=zones.name_of,
     )
     orchestrator.voice.extract = background.extract  # WRITE-4: a voice compaction hands its turns to extraction first
     schedule = Schedule(
@@ -198,7 +203,7 @@ def build_runtime(
         bulletin_cron=settings.bulletin_cron,
     )
     runtime = Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
-    runtime.daily = DailyReflection(engine, runner, background)  # MAINT-4
+    runtime.daily = DailyReflection(engine, runner, background, DailyReflections(engine, zone_for=zones.zone_for))  # MAINT-4
     runtime.bulletins = BulletinRefresh(engine, runner, background, Bulletins(engine, min_changes=settings.bulletin_min_changes))
     if settings.ingest_dir is not None:
         runtime.ingest = build_ingest_watch(settings, runtime, settings.ingest_dir)

@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     owner_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # the name the bot calls you by in `companion chat` (empty: your login name)
     console_name: str | None = None
+    # ORCH-8: the operator's time zone (IANA name): everyone's until they set their own with /timezone
+    timezone: str = "UTC"
 
     # background work
     extraction_debounce_s: float = Field(30.0, ge=0, le=3600)
@@ -123,6 +125,18 @@ class Settings(BaseSettings):
 
         CronTrigger.from_crontab(value, timezone="UTC")  # raises ValueError naming the bad part
         return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        """An unknown zone would silently fall back to UTC for everyone's days; refused at start instead."""
+        from memory.errors import InvalidInput
+        from memory.timezones import parse_zone
+
+        try:
+            return parse_zone(value).key
+        except InvalidInput as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("owner_ids")
     @classmethod

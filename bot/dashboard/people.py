@@ -17,7 +17,7 @@ from memory.transfer import export_person
 
 from .bodies import Confirm
 from .common import ApiError, answer, audit, body, services
-from .contexts import resolve_turn
+from .contexts import preview
 from .services import DashboardServices
 from .views import int_arg, memory_json, person_json, reflection_json
 
@@ -99,8 +99,7 @@ async def snapshot(request: web.Request) -> web.Response:
 
 
 def _snapshot(svc: DashboardServices, q: dict[str, str], text: str) -> dict[str, Any]:
-    turn = resolve_turn(svc, q, text)
-    snap = svc.orchestrator.assembler.snapshot(turn)
+    turn, snap = preview(svc, q, text)
     shown = svc.engine.memories
     memories = [memory_json(shown.get(i)) for i in snap.memory_ids]
     return {
