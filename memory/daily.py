@@ -2,13 +2,14 @@
 
 The unit is one chat (``platform:channel``, the key every chat's summaries, audits and forgetting use) on one
 day of that chat's zone (ORCH-8): a DM's day is its person's (their ``/timezone``), a server channel's the
-operator default's (``memory.timezones``); without zones, every day is UTC's. Days run midnight to midnight
-on the wall clock, so a day that changes to or from summer time is 23 or 25 hours long. A run at 04:00 (UTC)
-reflects the days before today (the chat's today) that had human turns and are not marked done, reaching back ``CATCH_UP_DAYS`` (a bot that was down at 04:00 catches up on its next run; older days are left
-to ordinary extraction, which saw every message anyway). A day is marked after its facts are stored, so a run
-that crashes or fails on one chat redoes that chat next time, and the store's dedup keeps the redo from
-duplicating what was already stored. Asking the model is the bot's business (``bot.daily``); this module only
-reads and writes the store.
+operator default's (``memory.timezones``); without zones, every day is UTC's. Days run midnight to midnight on
+the wall clock, so a day that changes to or from summer time is 23 or 25 hours long. A run at 04:00 (UTC)
+reflects the days before today (the chat's today) that had human turns and are not marked done, reaching back
+``CATCH_UP_DAYS`` (a bot that was down at 04:00 catches up on its next run; older days are left to ordinary
+extraction, which saw every message anyway). A day is marked after its facts are stored, so a run that crashes
+or fails on one chat redoes that chat next time, and the store's dedup keeps the redo from duplicating what
+was already stored. Asking the model is the bot's business (``bot.daily``); this module only reads and writes
+the store.
 
     due(now)         (chat, day) pairs to reflect, oldest first
     turns(chat_day)  the day's stored turns of that chat, oldest first
