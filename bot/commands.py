@@ -1,9 +1,11 @@
-"""Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3)."""
+"""Slash commands that need no LLM: /start /remember /forget /memories /link /export /timezone (CHAN-1/2, ORCH-3, SEC-3,
+ORCH-8)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime, tzinfo
 from typing import Any
 
 from memory.engine import MemoryEngine
@@ -13,6 +15,7 @@ from memory.models import FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.people import People
 from memory.scopes import write_scope
 from memory.store import RecallFilters
+from memory.timezones import Timezones
 from memory.transfer import export_person
 
 from .types import IncomingMessage
@@ -22,15 +25,19 @@ HELP = (
     "/remember <fact> — I'll remember it\n/forget <what> — I'll forget the closest memory (/forget everything: all about you)\n"
     "/memories — what I remember about you here\n/link — connect your accounts on other platforms (in a private chat)\n"
     "/share on|off — whether what you say in one server may come up in your other servers (off by default)\n"
-    "/export — everything I store about you"
+    "/export — everything I store about you\n"
+    "/timezone <zone> — where you are in time, like /timezone Europe/Lisbon (alone: shows it)"
 )
 FORGET_MIN_RELEVANCE = 0.35
 CONFIRM_WINDOW_S = 120.0
 
 
 class Commands:
-    def __init__(self, engine: MemoryEngine, people: People, resolve: Callable[[IncomingMessage], Any]) -> None:
+    def __init__(
+        self, engine: MemoryEngine, people: People, resolve: Callable[[IncomingMessage], Any], zones: Timezones | None = None
+    ) -> None:
         self.engine, self.people, self.resolve = engine, people, resolve
+        self.zones = zones or Timezones(engine)
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
 
     def run(self, name: str, argument: str, message: IncomingMessage) -> str:
@@ -139,6 +146,23 @@ class Commands:
             else "OK: what you tell me in a server stays in that server (and in our DMs)."
         )
 
+    def do_timezone(self, arg: str, turn) -> str:
+        """ORCH-8: where the person is in time (their "yesterday", daily reflection's day); an unknown zone is
+        refused by ``Timezones.set`` (``InvalidInput``, answered as "Sorry, that didn't work: unknown time zone ...")."""
+        default = self.zones.default.key
+        if not arg:
+            own = self.zones.own(turn.person_id)
+            if own is None:
+                return f"You haven't set a time zone, so I use {default}. Set yours with /timezone Europe/Lisbon (any tz name)."
+            return (
+                f"Your time zone is {own.key} (it's {_clock(self.engine.clock.now(), own)} there). /timezone reset goes back to {default}."
+            )
+        if arg.lower() in ("reset", "default", "off"):
+            self.zones.clear(turn.person_id)
+            return f"OK, I'll use the default time zone, {default}."
+        zone = self.zones.set(turn.person_id, arg)
+        return f"OK, I'll use {zone.key} for you: it's {_clock(self.engine.clock.now(), zone)} there now."
+
     def do_export(self, arg: str, turn) -> str:
         if not turn.ctx.is_dm:
             return "Ask me for /export in a DM: it contains private things."
@@ -149,6 +173,10 @@ class Commands:
             if len(text) <= 3500
             else (text[:3400] + "\n… (truncated; the operator can run `companion memory export` for the full file)")
         )
+
+
+def _clock(now: float, zone: tzinfo) -> str:
+    return datetime.fromtimestamp(now, zone).strftime("%H:%M on %A")
 
 
 def _own(turn) -> RecallFilters:

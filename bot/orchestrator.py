@@ -89,7 +89,7 @@ class Orchestrator:
         self.zones = zones or Timezones(engine)
         self.channels = ChannelState(engine)
         self.assembler = Assembler(engine, self.people, summaries, self.channels, **(assembler_options or {}))
-        self.commands = Commands(engine, self.people, self.resolve)
+        self.commands = Commands(engine, self.people, self.resolve, self.zones)
         self.voice = VoiceSessions(engine, runner, llm, buffer, summaries, self.channels, voice_options)
         self._limits: dict[str, RateLimiter] = {}
 
@@ -118,7 +118,7 @@ class Orchestrator:
             self.voice.compact_soon(turn.channel_key)
         if text is None:
             return Reply(APOLOGY, forgotten, failed=True)
-        return Reply("", forgotten, skipped=True) if skipped else Reply(text, forgotten)
+        return Reply("", forgotten, skipped=True) if skipped else Reply(text + await self._zone_offer(turn, stream), forgotten)
 
     async def observe(self, message: IncomingMessage) -> None:
         turn = await self.runner.run(self._arrive, message)
@@ -170,6 +170,17 @@ class Orchestrator:
     def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
         """A voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh."""
         return self.assembler.snapshot(turn, preloaded=self.voice.preload(session, turn) if session else None)
+
+    async def _zone_offer(self, turn: Turn, stream: StreamSink | None) -> str:
+        """ORCH-8: someone who says where they live ("I live in Lisbon") is offered that zone, never given it
+        silently: a wrong guess would move their day. In DMs only (it is their own setting); not kept in history."""
+        zone = await self.runner.run(self.zones.offer, turn.person_id, turn.text) if turn.ctx.is_dm else None
+        if zone is None:
+            return ""
+        offer = f"\n\n(Shall I use {zone} for you? /timezone {zone})"
+        if stream is not None:
+            await stream(offer)
+        return offer
 
     async def _forgot(self) -> None:
         """Something may have been forgotten: no in-process cache may keep a copy of it (SEC-3)."""

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "link": "Link this account to another platform (in a private chat): /link [code]",
     "share": "Share what you tell me across servers: /share on|off",
     "export": "Export what I remember about you",
+    "timezone": "Your time zone: /timezone Europe/Lisbon (alone: shows it; reset: the default)",
 }
 
 
