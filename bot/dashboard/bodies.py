@@ -50,4 +50,8 @@ class SettingsBody(_Body):
     messages: dict[str, object] | None = None  # the conversation-history knobs, same validation
 
 
-__all__ = ["Confirm", "MemoryEdit", "NewMemoryBody", "SettingsBody", "StrictBool"]
+class TimezoneBody(_Body):
+    zone: Text = Field(max_length=64)  # an IANA name; "" goes back to the operator's default
+
+
+__all__ = ["Confirm", "MemoryEdit", "NewMemoryBody", "SettingsBody", "StrictBool", "TimezoneBody"]
