@@ -68,7 +68,6 @@ async def learn(runtime, llm, fact: str) -> None:
 
 
 # -- ORCH-2: after a restart, the person is known -------------------------------------------------------------
-@pytest.mark.asyncio
 async def test_the_console_owner_is_known_after_a_restart(tmp_path, srv):
     db, clock = tmp_path / "bot.db", FakeClock()
     first = build_runtime(db, srv, clock)
@@ -92,7 +91,6 @@ async def test_the_console_owner_is_known_after_a_restart(tmp_path, srv):
         await second.stop()
 
 
-@pytest.mark.asyncio
 async def test_a_discord_dm_person_is_known_after_a_restart(tmp_path):
     async with platforms(tmp_path, guilds) as (runtime, llm, tg, dc):
         llm.script("Lovely!")
@@ -106,7 +104,6 @@ async def test_a_discord_dm_person_is_known_after_a_restart(tmp_path):
         assert BEES in profile(system_prompt(llm))
 
 
-@pytest.mark.asyncio
 async def test_a_telegram_dm_person_is_known_after_a_restart(tmp_path):
     async with platforms(tmp_path, guilds) as (runtime, llm, tg, dc):
         llm.script("Lovely!")
@@ -120,7 +117,6 @@ async def test_a_telegram_dm_person_is_known_after_a_restart(tmp_path):
         assert BEES in profile(system_prompt(llm))
 
 
-@pytest.mark.asyncio
 async def test_an_owner_is_known_in_their_discord_dm_and_their_memory_stays_out_of_the_server(tmp_path):
     async with platforms(tmp_path, guilds, owner_ids=[f"discord:{DC_USER}"]) as (runtime, llm, tg, dc):
         llm.script("Lovely!")
@@ -149,7 +145,6 @@ PLACES = {
 }
 
 
-@pytest.mark.asyncio
 @pytest.mark.parametrize("place", PLACES)
 async def test_the_snapshot_is_the_slice_of_the_real_prompt_and_writes_nothing(rt, srv, tmp_path, place):
     message = PLACES[place]
@@ -174,7 +169,6 @@ def _fields(message: IncomingMessage) -> dict:
     return {name: getattr(message, name) for name in message.__slots__}
 
 
-@pytest.mark.asyncio
 async def test_a_snapshot_of_someone_never_met_records_no_one(rt):
     stranger = dm("discord", "404", "hi", name="Mallory")
     before = await rt.runner.run(rt.engine.db.scalar, "SELECT COUNT(*) FROM identities")
