@@ -154,3 +154,21 @@ def test_a_dm_day_is_its_persons_and_a_server_day_the_operators_across_a_clock_c
     for chat in due:
         days.mark_done(chat)
     assert days.due(ts(LISBON, 2024, 4, 1, 12)) == []
+
+
+async def test_the_dashboard_sets_a_persons_zone_refuses_an_unknown_one_and_audits_it(http, dash):
+    alice = dash.seeded.alice
+    async with http.put(f"/api/people/{alice}/timezone", json={"zone": "Atlantis/Capital"}) as r:
+        assert r.status == 422 and "unknown time zone" in (await r.json())["error"]
+    async with http.put(f"/api/people/{alice}/timezone", json={"zone": "europe/lisbon"}) as r:
+        assert r.status == 200 and (await r.json())["timezone"] == "Europe/Lisbon"
+    async with http.get(f"/api/people/{alice}") as r:
+        settings = (await r.json())["settings"]
+    assert settings["timezone"] == "Europe/Lisbon" and settings["timezone_default"] == "UTC"
+    assert dash.runtime.orchestrator.zones.zone_of(alice) == LISBON
+    rows = await dash.store(dash.engine.db.rows, "SELECT action, target FROM dashboard_audit WHERE action = 'person.timezone'")
+    assert rows == [{"action": "person.timezone", "target": alice}]
+    async with http.put(f"/api/people/{alice}/timezone", json={"zone": ""}) as r:
+        assert (await r.json())["timezone"] is None
+    async with http.put("/api/people/nobody/timezone", json={"zone": "UTC"}) as r:
+        assert r.status == 404
