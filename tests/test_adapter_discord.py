@@ -55,7 +55,7 @@ async def settle(dsc: FakeDiscord, conv: ScriptedConversation) -> None:
 
 async def test_start_syncs_the_slash_commands(bot, dsc):
     assert bot.client.user.id == DISCORD_BOT_ID
-    assert sorted(c["name"] for c in dsc.commands[None]) == ["export", "forget", "link", "memories", "remember", "share"]
+    assert sorted(c["name"] for c in dsc.commands[None]) == ["export", "forget", "link", "memories", "remember", "share", "timezone"]
     link = next(c for c in dsc.commands[None] if c["name"] == "link")
     assert [(o["name"], o.get("required", False)) for o in link["options"]] == [("code", False)]
 
