@@ -117,6 +117,23 @@ async def test_a_telegram_dm_person_is_known_after_a_restart(tmp_path):
         assert BEES in profile(system_prompt(llm))
 
 
+async def test_a_person_linked_across_platforms_is_known_on_the_other_after_a_restart(tmp_path):
+    async with platforms(tmp_path, guilds) as (runtime, llm, tg, dc):
+        llm.script("Lovely!")
+        tg.push_message(TG_USER, TG_USER, "I keep two beehives on my balcony", first_name="Alice")
+        await tg.wait_for_sent(1)
+        await learn(runtime, llm, BEES)
+        tg.push_message(TG_USER, TG_USER, "/link", entities=[{"type": "bot_command", "offset": 0, "length": 5}])
+        code = (await tg.wait_for_sent(2))[-1]["text"].split("code is ")[1].split()[0]
+        await dc.dispatch_interaction("link", user_id=DC_USER, channel_id=DC_DM, options={"code": code})
+        assert "Linked" in (await dc.wait_for_interaction_responses(1))[-1]["data"]["content"]
+    async with platforms(tmp_path, guilds) as (runtime, llm, tg, dc):
+        llm.script("You keep bees!")
+        await dc.dispatch_message(DC_DM, DC_USER, ABOUT_ME, username="alice")
+        await dc.wait_for_sent(1)
+        assert BEES in profile(system_prompt(llm))
+
+
 async def test_an_owner_is_known_in_their_discord_dm_and_their_memory_stays_out_of_the_server(tmp_path):
     async with platforms(tmp_path, guilds, owner_ids=[f"discord:{DC_USER}"]) as (runtime, llm, tg, dc):
         llm.script("Lovely!")
