@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import numpy as np
@@ -138,6 +138,12 @@ def _place_persona(turn: Turn, text: str) -> str:
     )
 
 
+def _local_time(now: float, zone: tzinfo) -> str:
+    """The current time where the speaker is (ORCH-8), with the zone's name: "this evening" is theirs."""
+    moment = datetime.fromtimestamp(now, zone)
+    return f"{moment:%A %Y-%m-%d %H:%M} {getattr(zone, 'key', None) or moment.tzname()}"
+
+
 def _line(m: Memory) -> str:
     when = datetime.fromtimestamp(m.created_at, UTC).strftime("%Y-%m-%d")
     return f"- {json.dumps(m.content, ensure_ascii=False)} ({m.kind.value}, {when})"
@@ -166,14 +172,17 @@ class Assembler:
         """The persona's name: the one the bot answers to and calls itself (ORCH-7)."""
         return self.persona.name
 
-    def snapshot(self, turn: Turn, query_vector: np.ndarray | None = None, preloaded: Preloaded | None = None) -> Snapshot:
+    def snapshot(
+        self, turn: Turn, query_vector: np.ndarray | None = None, preloaded: Preloaded | None = None, *, reinforce: bool = True
+    ) -> Snapshot:
         """The memory slice for ``turn``. ``preloaded`` (voice) brings the recall, behaviour rules, history and summary
-        from the voice session's caches; everything else is read here as for text."""
+        from the voice session's caches; everything else is read here as for text. ``reinforce=False`` (the runtime
+        snapshot) leaves what was recalled unmarked: looking is not using."""
         start = time.perf_counter()
         ctx = turn.ctx
         shown: dict[str, Memory] = {}
         state = self.channels.get(turn.channel_key)
-        behavioral, relevant = self._recalled(turn, query_vector) if preloaded is None else self._split(preloaded)
+        behavioral, relevant = self._recalled(turn, query_vector, reinforce) if preloaded is None else self._split(preloaded)
         sections = [
             self._bulletin(ctx),
             self._listed(
@@ -192,12 +201,12 @@ class Assembler:
         place = self.places.get(ctx.guild_id)
         return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000, place.text if place else "")
 
-    def _recalled(self, turn: Turn, query_vector: np.ndarray | None) -> tuple[list[Memory], list[Memory]]:
+    def _recalled(self, turn: Turn, query_vector: np.ndarray | None, reinforce: bool = True) -> tuple[list[Memory], list[Memory]]:
         """One recall serves two sections: behaviour rules that fit this message, and everything else relevant."""
         if query_vector is None:
             query_vector = self.engine.embeddings.embed_query(turn.text)
         top_k = self.engine.knobs.get("memories").top_k
-        hits = self.engine.memories.recall(turn.ctx, turn.text, top_k=top_k + 8, query_vector=query_vector)
+        hits = self.engine.memories.recall(turn.ctx, turn.text, top_k=top_k + 8, query_vector=query_vector, reinforce=reinforce)
         memories = [Memory.from_row(h.row) for h in hits]
         return [m for m in memories if m.kind is FactKind.BEHAVIORAL][:8], [m for m in memories if m.kind is not FactKind.BEHAVIORAL][
             :top_k
@@ -219,7 +228,7 @@ class Assembler:
             bot_name=self.bot_name,
             platform=turn.message.platform,
             place=place,
-            now=datetime.fromtimestamp(now, UTC).strftime("%A %Y-%m-%d %H:%M UTC"),
+            now=_local_time(now, turn.ctx.tz),
             style=default if style is None else style,
             persona=self.persona.operator.text,
             place_persona=_place_persona(turn, snap.place_persona),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 import prompts
 from memory.db import AsyncRunner
@@ -45,6 +45,7 @@ EXCERPT_TURNS, EXCERPT_CHARS = 80, 9_000
 COMPACT_AFTER, KEEP_VERBATIM, SUMMARY_CHARS = 60, 20, 1_200
 GIVE_UP_REFLECTION_AFTER = 3  # failed tries; the session's turns stay in history either way
 JOB_FAILED = (LLMError, BadAnswer)
+ZoneName = Callable[[str], str]  # a person id -> their IANA time zone (``memory.timezones.Timezones.name_of``)
 
 
 class Background:
@@ -58,9 +59,11 @@ class Background:
         summaries: SessionSummaries,
         *,
         silence_s: float = 600.0,
+        zone_of: ZoneName | None = None,
     ) -> None:
         self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
         self.channels, self.summaries, self.silence_s = channels, summaries, silence_s
+        self.zone_of = zone_of
 
     async def tick(self) -> dict[str, int]:
         """Run whatever is due now: extraction of quiet channels, reflection on ended sessions, compaction."""
@@ -157,7 +160,7 @@ class Background:
         if not rows:
             await self.runner.run(self.channels.mark_reflected, key)
             return 0
-        transcript = _transcript(ctx, rows)
+        transcript = _transcript(ctx, rows, self.zone_of)
         people = tuple(c.speaker_id for c in transcript.speakers().values())
         audit = await self.runner.run(audit_start, self.engine, "micro", key, transcript.render()[-2000:], channel_key=key, people=people)
         try:
@@ -216,7 +219,7 @@ class Background:
         rows = await self.runner.run(self._to_compact, ctx, state.compacted_until)
         if not rows:
             return 0
-        transcript = _transcript(ctx, rows)
+        transcript = _transcript(ctx, rows, self.zone_of)
         try:
             await self._flush_before_compaction(transcript, ctx)
             prompt = prompts.render(
@@ -246,15 +249,17 @@ class Background:
         return rows[:-KEEP_VERBATIM] if len(rows) > KEEP_VERBATIM else []
 
 
-def transcript_of(ctx: RecallContext, rows: list[StoredMessage]) -> Transcript:
+def transcript_of(ctx: RecallContext, rows: list[StoredMessage], zone_of: ZoneName | None = None) -> Transcript:
     """Stored turns as a transcript (public for the daily reflection, which reads a day of a chat the same way)."""
-    return _transcript(ctx, rows)
+    return _transcript(ctx, rows, zone_of)
 
 
-def _transcript(ctx: RecallContext, rows: list[StoredMessage]) -> Transcript:
-    """Stored turns as a transcript: each human turn with its author's own context, the bot's as [bot]."""
+def _transcript(ctx: RecallContext, rows: list[StoredMessage], zone_of: ZoneName | None = None) -> Transcript:
+    """Stored turns as a transcript: each human turn with its author's own context (and time zone), the bot's as [bot]."""
+
+    def speaker(author_id: str) -> RecallContext:
+        return with_speaker(ctx, author_id, zone_of(author_id) if zone_of else "")
+
     return Transcript(
-        tuple(
-            Line(with_speaker(ctx, r.author_id) if r.role == "user" else None, r.author_name, r.content, r.id, r.created_at) for r in rows
-        )
+        tuple(Line(speaker(r.author_id) if r.role == "user" else None, r.author_name, r.content, r.id, r.created_at) for r in rows)
     )

@@ -1,11 +1,11 @@
 """Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3),
-/checkins (ORCH-8), and /privacy /about (SEC-5, in ``bot.consent``)."""
+/checkins and /timezone (ORCH-8), /persona (ORCH-7), and /privacy /about (SEC-5, in ``bot.consent``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from memory.checkins import CheckinStore, Destination
@@ -17,6 +17,7 @@ from memory.people import People
 from memory.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.scopes import write_scope
 from memory.store import RecallFilters
+from memory.timezones import Timezones
 from memory.transfer import export_person
 
 from .consent import Consent
@@ -31,7 +32,8 @@ HELP = (
     "/export — everything I store about you\n"
     "/checkins on|off — whether I may message you first, in our private chat, to follow up on your plans (off by default)\n"
     "/privacy — what I keep, and how to stop it; /about me — what I keep about you\n"
-    "/persona show|set <text>|reset — this server's or group's own persona (its admins)"
+    "/persona show|set <text>|reset — this server's or group's own persona (its admins)\n"
+    "/timezone <zone> — where you are in time, like /timezone Europe/Lisbon (alone: shows it)"
 )
 FORGET_MIN_RELEVANCE = 0.35
 CONFIRM_WINDOW_S = 120.0
@@ -39,11 +41,17 @@ CONFIRM_WINDOW_S = 120.0
 
 class Commands:
     def __init__(
-        self, engine: MemoryEngine, people: People, resolve: Callable[[IncomingMessage], Any], persona: Persona | None = None
+        self,
+        engine: MemoryEngine,
+        people: People,
+        resolve: Callable[[IncomingMessage], Any],
+        persona: Persona | None = None,
+        zones: Timezones | None = None,
     ) -> None:
         self.engine, self.people, self.resolve = engine, people, resolve
         self.checkins = CheckinStore(engine)
         self.persona = persona or Persona()
+        self.zones = zones or Timezones(engine)
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
         self.consent = Consent(engine)
 
@@ -188,6 +196,23 @@ class Commands:
     def do_about(self, arg: str, turn) -> str:
         return self.consent.do_about(arg, turn)
 
+    def do_timezone(self, arg: str, turn) -> str:
+        """ORCH-8: where the person is in time (their "yesterday", daily reflection's day); an unknown zone is
+        refused by ``Timezones.set`` (``InvalidInput``, answered as "Sorry, that didn't work: unknown time zone ...")."""
+        default = self.zones.default.key
+        if not arg:
+            own = self.zones.own(turn.person_id)
+            if own is None:
+                return f"You haven't set a time zone, so I use {default}. Set yours with /timezone Europe/Lisbon (any tz name)."
+            return (
+                f"Your time zone is {own.key} (it's {_clock(self.engine.clock.now(), own)} there). /timezone reset goes back to {default}."
+            )
+        if arg.lower() in ("reset", "default", "off"):
+            self.zones.clear(turn.person_id)
+            return f"OK, I'll use the default time zone, {default}."
+        zone = self.zones.set(turn.person_id, arg)
+        return f"OK, I'll use {zone.key} for you: it's {_clock(self.engine.clock.now(), zone)} there now."
+
     def do_export(self, arg: str, turn) -> str:
         if not turn.ctx.is_dm:
             return "Ask me for /export in a DM: it contains private things."
@@ -227,6 +252,10 @@ class Commands:
 
 def _day(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+
+
+def _clock(now: float, zone: tzinfo) -> str:
+    return datetime.fromtimestamp(now, zone).strftime("%H:%M on %A")
 
 
 def _own(turn) -> RecallFilters:

@@ -146,9 +146,11 @@ def build_runtime(
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
     store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks."""
     from memory.bulletin import Bulletins
+    from memory.daily import DailyReflections
     from memory.db import AsyncRunner
     from memory.engine import MemoryEngine
     from memory.sessions import ExtractionBuffer, SessionSummaries
+    from memory.timezones import Timezones
 
     from .background import Background
     from .config import journal_dir
@@ -173,6 +175,7 @@ def build_runtime(
         engine.close()
         raise
     runner = AsyncRunner()
+    zones = Timezones(engine, settings.timezone)
     buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
     summaries = SessionSummaries(engine, settings.summary_ttl_s)
     orchestrator = Orchestrator(
@@ -185,6 +188,7 @@ def build_runtime(
         assembler_options={"summary_window_s": settings.summary_window_s},
         voice_options=voice_options(settings),
         persona=persona,
+        zones=zones,
     )
     background = Background(
         engine,
@@ -194,6 +198,7 @@ def build_runtime(
         orchestrator.channels,
         summaries,
         silence_s=settings.reflection_silence_s,
+        zone_of=zones.name_of,
     )
     orchestrator.voice.extract = background.extract  # WRITE-4: a voice compaction hands its turns to extraction first
     schedule = Schedule(
@@ -205,7 +210,7 @@ def build_runtime(
         checkin_cron=settings.checkin_cron,
     )
     runtime = Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
-    runtime.daily = DailyReflection(engine, runner, background)  # MAINT-4
+    runtime.daily = DailyReflection(engine, runner, background, DailyReflections(engine, zone_for=zones.zone_for))  # MAINT-4
     runtime.bulletins = BulletinRefresh(engine, runner, background, Bulletins(engine, min_changes=settings.bulletin_min_changes))
     runtime.checkins = build_checkins(settings, orchestrator)  # ORCH-8
     if settings.ingest_dir is not None:
@@ -217,8 +222,6 @@ def build_runtime(
 
 def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob:
     """ORCH-8: the check-in job on the chat model; the adapters add their deliveries when they start."""
-    from datetime import UTC
-
     from memory.checkins import QuietHours
 
     from .checkins import CheckinJob, CheckinOptions
@@ -230,7 +233,7 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob
         orchestrator.llm,
         orchestrator.resolve,
         lambda: orchestrator.assembler.bot_name,
-        lambda person_id: UTC,  # every person in UTC for now: the time-zone lookup (issue 19, item 4) replaces this
+        orchestrator.zones.zone_of,  # quiet hours and due days in the person's own zone
         options,
     )
 

@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     console_name: str | None = None
     # ORCH-7: who the bot is, in one Markdown file (bot/persona.py has the format; empty: the shipped prompts/persona.md)
     persona_file: Path | None = None
+    # ORCH-8: the operator's time zone (IANA name): everyone's until they set their own with /timezone
+    timezone: str = "UTC"
 
     # background work
     extraction_debounce_s: float = Field(30.0, ge=0, le=3600)
@@ -156,6 +158,18 @@ class Settings(BaseSettings):
         except PersonaFileError as exc:
             raise ValueError(str(exc)) from None
         return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        """An unknown zone would silently fall back to UTC for everyone's days; refused at start instead."""
+        from memory.errors import InvalidInput
+        from memory.timezones import parse_zone
+
+        try:
+            return parse_zone(value).key
+        except InvalidInput as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("owner_ids")
     @classmethod

@@ -1,6 +1,6 @@
 """The daily jobs the scheduler runs: reflection on each chat's day (MAINT-4) and bulletin refresh (MAINT-5).
 
-Daily reflection, per chat and UTC day (``memory.daily`` says which are due): the day's turns as a tagged
+Daily reflection, per chat and day in its zone (``memory.daily`` says which are due): the day's turns as a tagged
 transcript, the extraction model asked for up to 20 durable facts, the facts filed where their speaker said
 them and stored through the background's write path (judge, dedup, supersession), an audit row, and the day
 marked done. A chat whose model call fails or answers garbage is audited as failed and left not done: the next
@@ -68,7 +68,7 @@ class DailyReflection:
     async def reflect(self, chat: ChatDay) -> int | None:
         """One chat's day: the number of facts stored, or None when the model failed (the day stays due)."""
         rows = await self.runner.run(self.days.turns, chat)
-        transcript = transcript_of(chat.ctx, rows)
+        transcript = transcript_of(chat.ctx, rows, self.background.zone_of)
         speakers = transcript.speakers()
         if not speakers:  # only the bot's turns are left (the people's were deleted or forgotten): nothing to learn
             await self.runner.run(self.days.mark_done, chat)

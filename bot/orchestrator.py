@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +27,7 @@ from memory.safety import normalise_text
 from memory.scopes import RecallContext
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.sources import Edit, Withdrawn, message_deleted, message_edited
+from memory.timezones import Timezones
 from memory.tools import MemoryTools, RateLimiter
 from voice.caches import HistoryCache
 
@@ -42,11 +44,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class OwnerPolicy:
-    """Platform-qualified owner ids ("discord:123", "telegram:55", "console:local-user")."""
+    """Platform-qualified owner ids ("discord:123", "telegram:55", "console:local-user"). With none configured,
+    the console is the owner: it is the operator's own terminal. The rule lives here, not in ``companion chat``,
+    so that ``companion snapshot`` and the dashboard resolve a console turn exactly as chat does (ORCH-5)."""
 
     owners: frozenset[str] = frozenset()
 
     def is_owner(self, platform: str, user_id: str) -> bool:
+        if not self.owners:
+            return platform == "console"
         return f"{platform}:{user_id}" in self.owners
 
 
@@ -79,14 +85,16 @@ class Orchestrator:
         assembler_options: dict | None = None,
         voice_options: VoiceOptions = VoiceOptions(),
         persona: Persona | None = None,
+        zones: Timezones | None = None,
     ) -> None:
         self.engine, self.runner, self.llm, self.owners, self.buffer = engine, runner, llm, owners, buffer
         self.people = People(engine)
         self.privacy = Privacy(engine)
+        self.zones = zones or Timezones(engine)
         self.channels = ChannelState(engine)
         self.persona = persona or Persona()
         self.assembler = Assembler(engine, self.people, summaries, self.channels, persona=self.persona, **(assembler_options or {}))
-        self.commands = Commands(engine, self.people, self.resolve, self.persona)
+        self.commands = Commands(engine, self.people, self.resolve, self.persona, self.zones)
         self.voice = VoiceSessions(engine, runner, llm, buffer, summaries, self.channels, voice_options)
         self._limits: dict[str, RateLimiter] = {}
 
@@ -115,7 +123,7 @@ class Orchestrator:
             self.voice.compact_soon(turn.channel_key)
         if text is None:
             return Reply(APOLOGY, forgotten, failed=True)
-        return Reply("", forgotten, skipped=True) if skipped else Reply(text, forgotten)
+        return Reply("", forgotten, skipped=True) if skipped else Reply(text + await self._zone_offer(turn, stream), forgotten)
 
     async def observe(self, message: IncomingMessage) -> None:
         turn = await self.runner.run(self._arrive, message)
@@ -171,17 +179,51 @@ class Orchestrator:
         """A voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh."""
         return self.assembler.snapshot(turn, preloaded=self.voice.preload(session, turn) if session else None)
 
+    async def _zone_offer(self, turn: Turn, stream: StreamSink | None) -> str:
+        """ORCH-8: someone who says where they live ("I live in Lisbon") is offered that zone, never given it
+        silently: a wrong guess would move their day. In DMs only (it is their own setting); not kept in history."""
+        zone = await self.runner.run(self.zones.offer, turn.person_id, turn.text) if turn.ctx.is_dm else None
+        if zone is None:
+            return ""
+        offer = f"\n\n(Shall I use {zone} for you? /timezone {zone})"
+        if stream is not None:
+            await stream(offer)
+        return offer
+
     async def _forgot(self) -> None:
         """Something may have been forgotten: no in-process cache may keep a copy of it (SEC-3)."""
         await self.runner.run(self.voice.invalidate_all)
 
     def resolve(self, message: IncomingMessage) -> Turn:
-        """Scope resolution: platform ids to people, and the context every read of this turn is made for."""
+        """Scope resolution: platform ids to people (recording new accounts and names), and the context every read
+        of this turn is made for."""
+        return self._resolved(message, lambda user_id, name: self.people.resolve(message.platform, user_id, name))
+
+    def peek(self, message: IncomingMessage) -> Turn:
+        """``resolve`` that writes nothing (ORCH-5): an unknown account is the person it would become, and no
+        display name changes. The same rules otherwise (owner, reach, zone), so a snapshot is what chat would see."""
+        return self._resolved(message, lambda user_id, name: self.people.lookup(message.platform, user_id))
+
+    def preview(self, message: IncomingMessage) -> tuple[Turn, Snapshot]:
+        """The runtime snapshot (ORCH-5): the memory slice a reply to ``message`` would get, computed the way a
+        reply computes it, without the model and without writing (no identity, no access count)."""
+        turn = self.peek(message)
+        return turn, self.assembler.snapshot(turn, reinforce=False)
+
+    def dm_channel(self, platform: str, user_id: str) -> str:
+        """Where this account's DM with the bot is, for a snapshot that names no channel: the console's one chat,
+        else the DM the bot last had with them, else a Telegram private chat's id (the user's own)."""
+        if platform == "console":
+            return "console"  # ``ConsoleChat``'s channel
+        known = self.channels.dm_channel(platform, self.people.lookup(platform, user_id))
+        return known or (user_id if platform == "telegram" else f"dm-{user_id}")
+
+    def _resolved(self, message: IncomingMessage, person_of: Callable[[str, str], str]) -> Turn:
         author = display_name(message.author_name)
-        person = self.people.resolve(message.platform, message.author_id, author)
+        person = person_of(message.author_id, author)
         names = {person: author or self.people.name(person)}
         for user_id, name in message.participants:
-            names.setdefault(self.people.resolve(message.platform, user_id, display_name(name)), display_name(name) or user_id)
+            names.setdefault(person_of(user_id, display_name(name)), display_name(name) or user_id)
         is_owner = self.owners.is_owner(message.platform, message.author_id)
         owner = is_owner and message.is_dm
         people = tuple(names)
@@ -197,6 +239,7 @@ class Orchestrator:
             admin=not message.is_dm and (message.author_is_admin or is_owner),
             reach=self.people.reach(person, people, is_dm=message.is_dm),
             readable_channels=message.readable_channels,
+            zone=self.zones.name_of(person),
         )
         return Turn(message, person, ctx, f"{message.platform}:{message.channel_id}", names, clean_text(message.text))
 

@@ -1,12 +1,15 @@
 """Daily reflection's bookkeeping (MAINT-4): which chat's day is due, its turns, and marking it done.
 
 The unit is one chat (``platform:channel``, the key every chat's summaries, audits and forgetting use) on one
-UTC day. A run at 04:00 reflects the days before today that had human turns and are not marked done,
-reaching back ``CATCH_UP_DAYS`` (a bot that was down at 04:00 catches up on its next run; older days are left
-to ordinary extraction, which saw every message anyway). A day is marked after its facts are stored, so a run
-that crashes or fails on one chat redoes that chat next time, and the store's dedup keeps the redo from
-duplicating what was already stored. Asking the model is the bot's business (``bot.daily``); this module only
-reads and writes the store.
+day of that chat's zone (ORCH-8): a DM's day is its person's (their ``/timezone``), a server channel's the
+operator default's (``memory.timezones``); without zones, every day is UTC's. Days run midnight to midnight on
+the wall clock, so a day that changes to or from summer time is 23 or 25 hours long. A run at 04:00 (UTC)
+reflects the days before today (the chat's today) that had human turns and are not marked done, reaching back
+``CATCH_UP_DAYS`` (a bot that was down at 04:00 catches up on its next run; older days are left to ordinary
+extraction, which saw every message anyway). A day is marked after its facts are stored, so a run that crashes
+or fails on one chat redoes that chat next time, and the store's dedup keeps the redo from duplicating what
+was already stored. Asking the model is the bot's business (``bot.daily``); this module only reads and writes
+the store.
 
     due(now)         (chat, day) pairs to reflect, oldest first
     turns(chat_day)  the day's stored turns of that chat, oldest first
@@ -15,10 +18,10 @@ reads and writes the store.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta, tzinfo
 
-from .clock import DAY
 from .engine import MemoryEngine
 from .models import StoredMessage
 from .scopes import RecallContext, message_partition
@@ -30,61 +33,63 @@ EDGE = 1e-3  # "after" queries are strict (>): a turn written exactly at midnigh
 
 @dataclass(frozen=True, slots=True)
 class ChatDay:
-    """One chat's UTC day, with the chat's saved context (its last speaker's): the base of every speaker's."""
+    """One chat's day in its zone, with the chat's saved context (its last speaker's): the base of every speaker's."""
 
     channel_key: str
     ctx: RecallContext
-    start: float  # midnight UTC opening the day
-
-    @property
-    def day(self) -> str:
-        return day_name(self.start)
-
-    @property
-    def end(self) -> float:
-        return self.start + DAY
+    day: str  # the date there, "2026-03-29"
+    start: float  # the midnight opening it there
+    end: float  # the next midnight there: 23 or 25 hours later when the clocks change that day
 
     @property
     def partition_key(self) -> str:
         return message_partition(self.ctx.guild_id, self.ctx.speaker_id)
 
 
-def midnight(at: float) -> float:
-    """The UTC midnight at or before ``at``."""
-    return (at // DAY) * DAY
+def midnight(on: date, zone: tzinfo = UTC) -> float:
+    """The moment ``on`` begins in ``zone`` (a wall-clock midnight, whatever the offset that day)."""
+    return datetime(on.year, on.month, on.day, tzinfo=zone).timestamp()
 
 
-def day_name(start: float) -> str:
-    return datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d")
+def local_date(at: float, zone: tzinfo = UTC) -> date:
+    return datetime.fromtimestamp(at, zone).date()
 
 
 class DailyReflections:
-    """Owner of ``daily_reflections``; reads turns through ``MessageLog`` and chats through ``ChannelState``."""
+    """Owner of ``daily_reflections``; reads turns through ``MessageLog`` and chats through ``ChannelState``.
+    ``zone_for`` gives a chat's zone from its context (``Timezones.zone_for``); without it, days are UTC's."""
 
-    def __init__(self, engine: MemoryEngine, *, catch_up_days: int = CATCH_UP_DAYS) -> None:
+    def __init__(
+        self, engine: MemoryEngine, *, catch_up_days: int = CATCH_UP_DAYS, zone_for: Callable[[RecallContext], tzinfo] | None = None
+    ) -> None:
         self.engine, self.db, self.catch_up_days = engine, engine.db, catch_up_days
         self.channels = ChannelState(engine)
+        self.zone_for = zone_for or (lambda ctx: UTC)
 
-    def window(self, now: float) -> tuple[float, float]:
-        """(first day's midnight, today's midnight): today is not over, so it is never reflected yet."""
-        today = midnight(now)
-        return today - self.catch_up_days * DAY, today
+    def window(self, now: float, zone: tzinfo = UTC) -> list[date]:
+        """The dates before today there, within the catch-up window: today is not over, so it is never reflected yet."""
+        today = local_date(now, zone)
+        return [today - timedelta(days=back) for back in range(self.catch_up_days, 0, -1)]
 
     def due(self, now: float) -> list[ChatDay]:
         """Days before today, within the catch-up window, on which a chat had turns and that are not marked done."""
-        first, today = self.window(now)
         out: list[ChatDay] = []
-        for state in self.channels.active(first):
-            done = self.done_days(state.channel_key, first)
-            for start in _days(first, today):
-                if day_name(start) not in done and self._count(state.ctx, start) > 0:
-                    out.append(ChatDay(state.channel_key, state.ctx, start))
+        # 14 hours of slack: the earliest zone's window opens up to that much before UTC's
+        earliest = midnight(local_date(now) - timedelta(days=self.catch_up_days)) - 14 * 3600
+        for state in self.channels.active(earliest):
+            zone = self.zone_for(state.ctx)
+            dates = self.window(now, zone)
+            done = self.done_days(state.channel_key, midnight(dates[0], zone) if dates else now)
+            for on in dates:
+                chat = ChatDay(state.channel_key, state.ctx, on.isoformat(), midnight(on, zone), midnight(on + timedelta(days=1), zone))
+                if chat.day not in done and self._count(chat) > 0:
+                    out.append(chat)
         return sorted(out, key=lambda c: (c.start, c.channel_key))
 
-    def _count(self, ctx: RecallContext, start: float) -> int:
-        messages = self.engine.messages
-        before = messages.count_in_channel_after(ctx.platform, ctx.channel_id, start - EDGE)
-        return before - messages.count_in_channel_after(ctx.platform, ctx.channel_id, start + DAY - EDGE)
+    def _count(self, chat: ChatDay) -> int:
+        messages, ctx = self.engine.messages, chat.ctx
+        before = messages.count_in_channel_after(ctx.platform, ctx.channel_id, chat.start - EDGE)
+        return before - messages.count_in_channel_after(ctx.platform, ctx.channel_id, chat.end - EDGE)
 
     def turns(self, chat: ChatDay) -> list[StoredMessage]:
         """The chat's stored turns of that day (user and bot), oldest first."""
@@ -92,7 +97,10 @@ class DailyReflections:
         return [r for r in rows if r.created_at <= chat.end - EDGE]
 
     def done_days(self, channel_key: str, since: float = 0.0) -> set[str]:
-        rows = self.db.execute("SELECT day FROM daily_reflections WHERE channel_key = ? AND day >= ?", (channel_key, day_name(since)))
+        """The days marked done from the UTC date of ``since`` on (a day's name is its own zone's date: a day of
+        slack keeps a zone ahead of UTC from missing its first one)."""
+        first = (local_date(since) - timedelta(days=1)).isoformat()
+        rows = self.db.execute("SELECT day FROM daily_reflections WHERE channel_key = ? AND day >= ?", (channel_key, first))
         return {d for (d,) in rows}
 
     def mark_done(self, chat: ChatDay, *, stored: int = 0, audit_id: int | None = None) -> None:
@@ -102,7 +110,3 @@ class DailyReflections:
             "ON CONFLICT (channel_key, day) DO NOTHING",
             (chat.channel_key, chat.day, chat.partition_key, stored, audit_id, self.engine.clock.now()),
         )
-
-
-def _days(first: float, today: float) -> list[float]:
-    return [first + i * DAY for i in range(int(round((today - first) / DAY)))]

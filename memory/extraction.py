@@ -24,7 +24,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import prompts
@@ -74,9 +74,10 @@ class Transcript:
         """Tagged, quoted lines, newest kept when the whole is too long for the model."""
         tag_of = {ctx.speaker_id: tag for tag, ctx in self.speakers().items()}
         out: list[str] = []
-        for number, line in enumerate(self.lines, start=1):  # numbered before cutting: a citation names one line for good
+        # numbered before cutting: a citation names one line for good
+        for number, (line, zone) in enumerate(zip(self.lines, self._zones(), strict=True), start=1):
             who = f"[{tag_of[line.ctx.speaker_id]}] " if line.ctx else "[bot] "
-            when = f"{day(line.at)} " if line.at is not None else ""
+            when = f"{day(line.at, zone)} " if line.at is not None else ""
             quoted = json.dumps(line.text[:MAX_TURN_CHARS], ensure_ascii=False)
             out.append(f"#{number} {who}{when}{json.dumps(line.name, ensure_ascii=False)}: {quoted}")
         while len(out) > 1 and sum(len(x) + 1 for x in out) > MAX_TRANSCRIPT_CHARS:
@@ -85,10 +86,20 @@ class Transcript:
 
     def written(self) -> str:
         """The day (or first and last day) the lines were written, for the prompt's reading of relative dates."""
-        days = sorted({day(line.at) for line in self.lines if line.at is not None})
+        days = sorted({day(line.at, zone) for line, zone in zip(self.lines, self._zones(), strict=True) if line.at is not None})
         if not days:
             return "on an unknown date"
         return f"on {days[0]}" if len(days) == 1 else f"between {days[0]} and {days[-1]}"
+
+    def _zones(self) -> list[tzinfo]:
+        """Each line's day is its speaker's (ORCH-8): a person's "yesterday" is the day before their own date;
+        the bot's lines take the zone of the person it answered."""
+        current = next((line.ctx.tz for line in self.lines if line.ctx is not None), UTC)
+        zones = []
+        for line in self.lines:
+            current = line.ctx.tz if line.ctx is not None else current
+            zones.append(current)
+        return zones
 
     def sources(self, speaker_id: str | None, cited: Any, fact: str) -> tuple[str, ...]:
         """The stored ids of the messages a fact of this speaker (None: the bot itself) comes from: its valid
@@ -136,9 +147,9 @@ def _numbers(cited: Any) -> list[int]:
     return out
 
 
-def day(at: float) -> str:
-    """A UTC calendar date with its weekday ("2026-10-21 (Wednesday)"): enough to resolve "next Friday"."""
-    moment = datetime.fromtimestamp(at, UTC)
+def day(at: float, zone: tzinfo = UTC) -> str:
+    """The calendar date in ``zone`` with its weekday ("2026-10-21 (Wednesday)"): enough to resolve "next Friday"."""
+    moment = datetime.fromtimestamp(at, zone)
     return f"{moment:%Y-%m-%d} ({moment:%A})"
 
 
@@ -270,8 +281,8 @@ def _new_memory(c: dict[str, Any], where: WriteScope, ctx: RecallContext, source
         tags=tuple(str(t) for t in tags)[:12],
         source=source,
         importance=_importance(c.get("importance")),
-        valid_from=parse_date(c.get("valid_from")),
-        valid_to=parse_date(c.get("valid_to")),
+        valid_from=parse_date(c.get("valid_from"), ctx.tz),
+        valid_to=parse_date(c.get("valid_to"), ctx.tz),
         entities=_entities(c.get("entities")),
         provenance=Provenance(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, sources=sources),
     )
@@ -285,8 +296,9 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def parse_date(value: Any) -> float | None:
-    """An ISO date the model read from the text ("2026-10-21"), as a UTC timestamp; anything else is no date."""
+def parse_date(value: Any, zone: tzinfo = UTC) -> float | None:
+    """An ISO date the model read from the text ("2026-10-21"), as a timestamp: a date or time without an offset is
+    the speaker's (``zone``), so "tomorrow evening" said in Lisbon is Lisbon's; anything else is no date."""
     if not isinstance(value, str) or not value.strip():
         return None
     try:
@@ -294,7 +306,7 @@ def parse_date(value: Any) -> float | None:
     except ValueError:
         log.info("extracted date ignored: %r is not an ISO date", value[:40])
         return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    return (moment if moment.tzinfo else moment.replace(tzinfo=zone)).timestamp()
 
 
 def _importance(value: Any) -> float:
@@ -317,8 +329,8 @@ def _entities(items: Any) -> tuple[EntityRef, ...]:
     return tuple(out)
 
 
-def with_speaker(ctx: RecallContext, author_id: str) -> RecallContext:
-    """The context of another person in the same chat (for turns read back from history)."""
+def with_speaker(ctx: RecallContext, author_id: str, zone: str = "") -> RecallContext:
+    """The context of another person in the same chat (for turns read back from history), in their ``zone``."""
     if author_id == ctx.speaker_id:
         return ctx
-    return replace(ctx, speaker_id=author_id, participants=(), owner_private=False, owner_id=None, admin=False, reach=())
+    return replace(ctx, speaker_id=author_id, participants=(), owner_private=False, owner_id=None, admin=False, reach=(), zone=zone)

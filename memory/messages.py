@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from typing import Any
 
 import numpy as np
@@ -170,7 +171,14 @@ class MessageLog:
         # In a server, only the channels the asker can read; a DM's partition is the person's own DMs.
         where = Filter(f"t.channel_id IN ({placeholders(readable)})", readable) if not ctx.is_dm or channel_id else Filter()
         return self.search_partitions(
-            ctx.message_partitions(), query, top_k=top_k, where=where, channels=channels, query_vector=query_vector, asker=ctx.speaker_id
+            ctx.message_partitions(),
+            query,
+            top_k=top_k,
+            where=where,
+            channels=channels,
+            query_vector=query_vector,
+            asker=ctx.speaker_id,
+            zone=ctx.tz,
         )
 
     def search_partitions(
@@ -183,6 +191,7 @@ class MessageLog:
         channels: frozenset[Channel] = ALL_CHANNELS,
         query_vector: np.ndarray | None = None,
         asker: str | None = None,
+        zone: tzinfo = UTC,
     ) -> list[Hit]:
         return self.retriever.search(
             query,
@@ -193,6 +202,7 @@ class MessageLog:
             channels=channels,
             query_vector=query_vector,
             asker=asker,
+            zone=zone,
         )
 
     def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20) -> list[StoredMessage]:

@@ -36,6 +36,13 @@ class People:
         self.engine = engine
         self.db = engine.db
 
+    def lookup(self, platform: str, platform_user_id: str) -> str:
+        """The person id ``resolve`` would give this account, recording nothing (ORCH-5's snapshot writes nothing)."""
+        person = self.db.scalar(
+            "SELECT person_id FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, str(platform_user_id))
+        )
+        return str(person) if person else f"{platform}:{platform_user_id}"
+
     def resolve(self, platform: str, platform_user_id: str, display_name: str = "") -> str:
         """The person id behind a platform account (recorded on first sight)."""
         row = self.db.one(
@@ -111,14 +118,26 @@ class People:
 
     # -- reach (SEC-1) ---------------------------------------------------------------------------------
     def shares(self, person_id: str) -> bool:
-        return self.db.scalar("SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, SHARE_KEY)) == "on"
+        return self.setting(person_id, SHARE_KEY) == "on"
 
     def set_sharing(self, person_id: str, on: bool) -> None:
+        self.set_setting(person_id, SHARE_KEY, "on" if on else "off")
+
+    # -- a person's settings (person_settings) -------------------------------------------------------
+    def setting(self, person_id: str, key: str) -> str | None:
+        """One of a person's settings (``/share``, ``/timezone``...), None when never set."""
+        value = self.db.scalar("SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, key))
+        return None if value is None else str(value)
+
+    def set_setting(self, person_id: str, key: str, value: str) -> None:
         self.db.execute(
             "INSERT INTO person_settings (person_id, key, value) VALUES (?, ?, ?) "
             "ON CONFLICT (person_id, key) DO UPDATE SET value = excluded.value",
-            (person_id, SHARE_KEY, "on" if on else "off"),
+            (person_id, key, value),
         )
+
+    def clear_setting(self, person_id: str, key: str) -> None:
+        self.db.execute("DELETE FROM person_settings WHERE person_id = ? AND key = ?", (person_id, key))
 
     def reach(self, speaker: str, people: tuple[str, ...], *, is_dm: bool) -> tuple[str, ...]:
         """Extra partitions a context may read: in a DM, all of the speaker's own; in a server, all of

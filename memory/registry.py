@@ -106,7 +106,7 @@ REGISTRY: tuple[Holder, ...] = (
         "failed /link attempts of a person's accounts",
         "(platform || ':' || platform_user_id) IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
     ),
-    Holder("person_settings", "delete", "a person's choices (/share, /privacy)", "person_id IN ({ids})", export=True),
+    Holder("person_settings", "delete", "a person's choices (/share, /privacy, /timezone)", "person_id IN ({ids})", export=True),
     Holder(
         "dashboard_audit",
         "delete",

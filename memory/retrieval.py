@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 from enum import StrEnum
 from typing import Any
 
@@ -109,8 +110,10 @@ class Retriever:
         threshold: float | None = None,
         query_vector: np.ndarray | None = None,
         asker: str | None = None,
+        zone: tzinfo = UTC,
     ) -> list[Hit]:
-        """The best ``top_k`` rows for ``text``; ``asker`` is who asks (a first-person question favours their rows)."""
+        """The best ``top_k`` rows for ``text``; ``asker`` is who asks (a first-person question favours their rows),
+        ``zone`` where the asker is in time (the dates a question names are theirs)."""
         k = top_k or knobs.top_k
         now = self.clock.now()
         where = self.corpus.live(now) & where
@@ -126,7 +129,7 @@ class Retriever:
         if Channel.GRAPH in channels:
             self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale)
         self._boost_asker(text, asker, rows, relevance, knobs)
-        self._boost_dates(text, rows, relevance, knobs, now)
+        self._boost_dates(text, rows, relevance, knobs, now, zone)
         self._inherit_questions(rows, relevance, knobs)
         self._demote_questions(rows, relevance, knobs)
         hits = self._score(pool, rows, relevance, weights or knobs.weights, knobs, now)
@@ -223,9 +226,9 @@ class Retriever:
             if self.corpus.author(row) == asker:
                 relevance[rid] += knobs.asker_boost
 
-    def _boost_dates(self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs, now: float) -> None:
+    def _boost_dates(self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs, now: float, zone: tzinfo) -> None:
         """Rows from a span the question names; a day's slack before, a week after (a turn may tell of it later)."""
-        if not knobs.date_boost or not (named := when.spans(text, now)):
+        if not knobs.date_boost or not (named := when.spans(text, now, zone)):
             return
         for rid, row in rows.items():
             at = row.get("created_at")

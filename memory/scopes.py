@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from .errors import InvalidInput
 from .models import Scope, Visibility
@@ -65,6 +67,7 @@ class RecallContext:
     admin: bool = False
     reach: tuple[str, ...] = ()
     readable_channels: tuple[str, ...] = ()
+    zone: str = ""  # the speaker's IANA time zone (ORCH-8), set by the caller; "" (older buffered rows) is UTC
 
     def __post_init__(self) -> None:
         if not self.speaker_id:
@@ -73,6 +76,14 @@ class RecallContext:
             raise InvalidInput("a context is either a DM (no guild) or in a guild, not both")
         if self.owner_private and not (self.owner_id and self.is_dm and self.speaker_id == self.owner_id):
             raise InvalidInput("an owner-private context is a DM (or console) of the owner with the owner")
+
+    @property
+    def tz(self) -> tzinfo:
+        """The speaker's zone, in which "yesterday" and "this evening" are read (an unknown name reads as UTC)."""
+        try:
+            return ZoneInfo(self.zone) if self.zone else UTC
+        except (ValueError, KeyError):  # ZoneInfoNotFoundError is a KeyError; "../x" a ValueError
+            return UTC
 
     @property
     def people(self) -> tuple[str, ...]:
@@ -90,9 +101,11 @@ class RecallContext:
         return tuple(dict.fromkeys(keys))
 
     def partitions_of(self, person_id: str) -> tuple[str, ...]:
-        """The user-scope partitions about one person that this context may read."""
-        prefix = f"{Scope.USER.value}|{person_id}|"
-        return tuple(k for k in self.memory_partitions() if k.startswith(prefix))
+        """The partitions about one person that this context may read (their profile, ORCH-2): their user-scope
+        ones, and in the owner's own DM or console the owner's memory too, which is where everything the owner
+        says there is filed (``write_scope``); without it the owner would be a stranger in their own DM."""
+        prefixes = (f"{Scope.USER.value}|{person_id}|",) + ((f"{Scope.OWNER.value}|{person_id}|",) if person_id == self.owner_id else ())
+        return tuple(k for k in self.memory_partitions() if k.startswith(prefixes))
 
     def message_partitions(self) -> tuple[str, ...]:
         return (message_partition(self.guild_id, self.speaker_id),)

@@ -292,6 +292,15 @@ class ChannelState:
     def succeeded(self, channel_key: str) -> None:
         self.db.execute("UPDATE channel_state SET failures = 0, retry_at = 0 WHERE channel_key = ? AND failures > 0", (channel_key,))
 
+    def dm_channel(self, platform: str, person_id: str) -> str | None:
+        """The channel of the person's latest DM with the bot on ``platform`` (a Discord DM's id is not the user's)."""
+        found = self.db.scalar(
+            "SELECT json_extract(context, '$.channel_id') FROM channel_state WHERE json_extract(context, '$.platform') = ? "
+            "AND json_extract(context, '$.speaker_id') = ? AND json_extract(context, '$.is_dm') ORDER BY last_message_at DESC LIMIT 1",
+            (platform, person_id),
+        )
+        return None if found is None else str(found)
+
     def get(self, channel_key: str) -> ChannelRecord | None:
         row = self.db.one("SELECT * FROM channel_state WHERE channel_key = ?", (channel_key,))
         return ChannelRecord.from_row(row) if row else None

@@ -595,6 +595,7 @@ class MemoryStore:
             channels=channels,
             threshold=threshold,
             query_vector=query_vector,
+            zone=ctx.tz,
         )
         if reinforce:
             self.note_access([h.row["rid"] for h in hits])

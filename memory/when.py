@@ -3,13 +3,14 @@
 Recall gives a small lift to what was said inside the span a question points at (``date_boost``): a
 conversation's own dates are the strongest hint of which of many similar turns it means. Only
 English forms are read; anything else yields no span and changes nothing. Spans are generous (a
-month for "in May", two weeks for "last week"): the lift is a nudge, never a filter.
+month for "in May", two weeks for "last week"): the lift is a nudge, never a filter. Dates are the asker's
+(``zone``, ORCH-8): "on 3 June" in Tokyo starts nine hours before it starts in London.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from .clock import DAY
 
@@ -32,8 +33,8 @@ _AGO = re.compile(rf"\b(?P<count>\d+|{_COUNT})\s+(?P<unit>day|week|month|year)s?
 _LAST = re.compile(r"\blast\s+(?P<what>week|weekend|month|year|night|" + "|".join(WEEKDAYS) + r")\b")
 
 
-def spans(text: str, now: float) -> list[tuple[float, float]]:
-    """The (start, end) UTC-second spans ``text`` names, relative to ``now``; [] when it names none."""
+def spans(text: str, now: float, zone: tzinfo = UTC) -> list[tuple[float, float]]:
+    """The (start, end) epoch-second spans ``text`` names, relative to ``now`` in ``zone``; [] when it names none."""
     lowered = (text or "")[:2_000].lower()
     found: list[tuple[float, float]] = []
     taken: list[tuple[int, int]] = []  # text already read as a fuller date ("May 3, 2023" is not also "May 2023")
@@ -43,23 +44,23 @@ def spans(text: str, now: float) -> list[tuple[float, float]]:
 
     for pattern in _DAY_MONTH_YEAR:
         for m in pattern.finditer(lowered):
-            if (start := _timestamp(int(m["year"]), _month(m["month"]), int(m["day"]))) is not None:
+            if (start := _timestamp(int(m["year"]), _month(m["month"]), int(m["day"]), zone)) is not None:
                 found.append((start, start + DAY))
                 taken.append(m.span())
     for m in _MONTH_YEAR.finditer(lowered):
-        if free(m) and (span := _month_span(int(m["year"]), _month(m["month"]))) is not None:
+        if free(m) and (span := _month_span(int(m["year"]), _month(m["month"]), zone)) is not None:
             found.append(span)
             taken.append(m.span())
     for m in _MONTH_ALONE.finditer(lowered):
         if free(m):
-            found.extend(_recent_months(_month(m["month"]), now))
+            found.extend(_recent_months(_month(m["month"]), now, zone))
     for m in _YEAR_ALONE.finditer(lowered):
-        if free(m) and (start := _timestamp(int(m["year"]), 1, 1)) is not None:
-            found.append((start, _timestamp(int(m["year"]) + 1, 1, 1) or start + 366 * DAY))
-    return found + _relative(lowered, now)
+        if free(m) and (start := _timestamp(int(m["year"]), 1, 1, zone)) is not None:
+            found.append((start, _timestamp(int(m["year"]) + 1, 1, 1, zone) or start + 366 * DAY))
+    return found + _relative(lowered, now, zone)
 
 
-def _relative(text: str, now: float) -> list[tuple[float, float]]:
+def _relative(text: str, now: float, zone: tzinfo) -> list[tuple[float, float]]:
     found = []
     if re.search(r"\b(yesterday|last night)\b", text):
         found.append((now - 2 * DAY, now))
@@ -73,7 +74,7 @@ def _relative(text: str, now: float) -> list[tuple[float, float]]:
     for m in _LAST.finditer(text):
         what = m["what"]
         if what in WEEKDAYS:
-            back = (datetime.fromtimestamp(now, UTC).weekday() - WEEKDAYS.index(what)) % 7 or 7
+            back = (datetime.fromtimestamp(now, zone).weekday() - WEEKDAYS.index(what)) % 7 or 7
             found.append((now - (back + 1) * DAY, now - (back - 1) * DAY))
         elif what in ("week", "weekend"):
             found.append((now - 14 * DAY, now))
@@ -89,20 +90,20 @@ def _month(token: str) -> int:
     return next(i + 1 for i, name in enumerate(MONTHS) if name.startswith(token))
 
 
-def _timestamp(year: int, month: int, day: int) -> float | None:
+def _timestamp(year: int, month: int, day: int, zone: tzinfo) -> float | None:
     try:
-        return datetime(year, month, day, tzinfo=UTC).timestamp()
+        return datetime(year, month, day, tzinfo=zone).timestamp()
     except ValueError:  # "February 30", "year 0": not a date
         return None
 
 
-def _month_span(year: int, month: int) -> tuple[float, float] | None:
-    start = _timestamp(year, month, 1)
-    end = _timestamp(year + (month == 12), month % 12 + 1, 1)
+def _month_span(year: int, month: int, zone: tzinfo) -> tuple[float, float] | None:
+    start = _timestamp(year, month, 1, zone)
+    end = _timestamp(year + (month == 12), month % 12 + 1, 1, zone)
     return None if start is None or end is None else (start, end)
 
 
-def _recent_months(month: int, now: float) -> list[tuple[float, float]]:
+def _recent_months(month: int, now: float, zone: tzinfo) -> list[tuple[float, float]]:
     """A month named without a year: that month this year and last, as far as it has begun."""
-    year = datetime.fromtimestamp(now, UTC).year
-    return [span for y in (year, year - 1) if (span := _month_span(y, month)) is not None and span[0] <= now]
+    year = datetime.fromtimestamp(now, zone).year
+    return [span for y in (year, year - 1) if (span := _month_span(y, month, zone)) is not None and span[0] <= now]

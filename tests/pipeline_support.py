@@ -58,10 +58,10 @@ def last_reply_prompt(srv) -> str:
 
 
 @asynccontextmanager
-async def platforms(tmp_path: Path, guilds: Callable[[Any], None]) -> AsyncIterator[tuple[Runtime, Any, Any, Any]]:
+async def platforms(tmp_path: Path, guilds: Callable[[Any], None], **overrides: Any) -> AsyncIterator[tuple[Runtime, Any, Any, Any]]:
     """The bot on both platforms at once: python-telegram-bot and discord.py against local fake servers, the
-    real runtime against a scripted model. ``guilds(dc)`` configures the fake Discord before it connects.
-    Yields (runtime, llm, tg, dc)."""
+    real runtime against a scripted model. ``guilds(dc)`` configures the fake Discord before it connects;
+    ``overrides`` are settings. Yields (runtime, llm, tg, dc)."""
     from bot.adapters.discord_adapter import DiscordAdapter
     from bot.adapters.telegram_adapter import TelegramAdapter
     from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
@@ -69,7 +69,7 @@ async def platforms(tmp_path: Path, guilds: Callable[[Any], None]) -> AsyncItera
     async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
         guilds(dc)
         restore = dc.patch_discord()
-        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
+        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock(), **overrides)
         await runtime.start(background_loop=False)
         telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
         discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)

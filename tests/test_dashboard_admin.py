@@ -28,7 +28,7 @@ async def test_people_with_linked_accounts_and_a_profile_by_type(http, dash):
     async with http.get(f"/api/people/{dash.seeded.alice}") as r:
         profile = await r.json()
     assert {m["id"] for m in profile["profile"]["semantic"]} == {dash.seeded.memories["bees"], dash.seeded.memories["tea"]}
-    assert profile["settings"] == {"share_across_servers": False}
+    assert profile["settings"] == {"share_across_servers": False, "timezone": None, "timezone_default": "UTC"}
     async with http.get("/api/people/discord:404") as r:
         assert r.status == 404
 

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "privacy": "What I keep, and stop it: /privacy [off|on|server off|server on]",
     "about": "What I keep about you, and veto it: /about me | /about veto <id>",
     "persona": "This server's or group's own persona (admins): /persona show|set <text>|reset",
+    "timezone": "Your time zone: /timezone Europe/Lisbon (alone: shows it; reset: the default)",
 }
 
 

@@ -260,6 +260,11 @@ class DiscordAdapter:
         async def persona(interaction: discord.Interaction, action: Literal["show", "set", "reset"] = "show", text: str = "") -> None:
             await self._run_command(interaction, "persona", f"{action} {text}".strip())
 
+        @tree.command(name="timezone", description=COMMANDS["timezone"])
+        @app_commands.describe(zone="A time zone name like Europe/Lisbon; empty shows yours, reset goes back to the default")
+        async def timezone(interaction: discord.Interaction, zone: str | None = None) -> None:
+            await self._run_command(interaction, "timezone", zone or "")
+
     async def _run_command(self, interaction: discord.Interaction, name: str, argument: str) -> None:
         """Run a command and answer ephemerally, deferring first if it is slow."""
         incoming = self._interaction_incoming(interaction, f"/{name} {argument}".strip())

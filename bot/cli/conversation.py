@@ -151,9 +151,9 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     from ..adapters.console import ConsoleChat, local_user_name
 
     name = args.name or settings.console_name or local_user_name()
-    # The console is the operator's own terminal: it is an owner-private context unless owners are configured.
-    owners = settings.owner_ids or [f"console:{args.user}"]
-    runtime = build_runtime(settings.model_copy(update={"owner_ids": owners}))
+    # The console is the operator's own terminal, an owner-private context unless owners are configured
+    # (``OwnerPolicy``: the same rule for chat, snapshot and the dashboard).
+    runtime = build_runtime(settings)
     log_file = chat_log_file(args, settings)
 
     async def diagnose() -> str:
@@ -190,16 +190,16 @@ def snapshot(args: argparse.Namespace, settings: Settings) -> int:
 
     runtime = build_runtime(settings)
     try:
+        dm = None if args.guild else runtime.orchestrator.dm_channel(args.platform, args.user)
         message = IncomingMessage(
             platform=args.platform,
-            channel_id=args.channel or args.user,
+            channel_id=args.channel or dm or args.user,
             author_id=args.user,
             author_name=args.name,
             text=args.message,
             guild_id=args.guild,
         )
-        turn = runtime.orchestrator.resolve(message)
-        snap = runtime.orchestrator.assembler.snapshot(turn)
+        turn, snap = runtime.orchestrator.preview(message)  # chat's own resolution, writing nothing (ORCH-5)
         if args.json:
             print_json({"context": {"person": turn.person_id, "partitions": list(turn.ctx.memory_partitions())}, **snap.as_dict()})
         else:

@@ -56,4 +56,8 @@ class PersonaBody(_Body):
     text: Text = Field(min_length=1, max_length=4000)
 
 
-__all__ = ["Confirm", "MemoryEdit", "NewMemoryBody", "PersonaBody", "SettingsBody", "StrictBool"]
+class TimezoneBody(_Body):
+    zone: Text = Field(max_length=64)  # an IANA name; "" goes back to the operator's default
+
+
+__all__ = ["Confirm", "MemoryEdit", "NewMemoryBody", "PersonaBody", "SettingsBody", "StrictBool", "TimezoneBody"]

@@ -1,5 +1,5 @@
 """A conversation the operator names (platform, person, channel, guild, text) turned into the bot's own
-``Turn``, by the bot's own scope resolution (``Orchestrator.resolve``): the snapshot and the contextual
+``Turn``, by the bot's own scope resolution (``Orchestrator.peek``, which writes nothing): the snapshot and the contextual
 search see exactly what a reply in that place would see. Only known accounts: asking about someone the
 bot has never met would record a new identity, and a GET must not write."""
 
@@ -9,7 +9,7 @@ from memory.errors import NotFound
 from memory.overview import Overview
 from memory.people import People
 
-from ..assembly import Turn
+from ..assembly import Snapshot, Turn
 from ..types import IncomingMessage
 from .common import ApiError
 from .services import DashboardServices
@@ -18,7 +18,16 @@ PLATFORMS = ("discord", "telegram", "console")
 
 
 def resolve_turn(svc: DashboardServices, query: dict[str, str], text: str) -> Turn:
-    """(runs on the memory thread) ``query`` holds platform, person, channel, guild."""
+    """(runs on the memory thread) ``query`` holds platform, person, channel, guild; nothing is written."""
+    return svc.orchestrator.peek(_message(svc, query, text))
+
+
+def preview(svc: DashboardServices, query: dict[str, str], text: str) -> tuple[Turn, Snapshot]:
+    """(runs on the memory thread) The snapshot of ``text`` said there, by chat's own path (ORCH-5)."""
+    return svc.orchestrator.preview(_message(svc, query, text))
+
+
+def _message(svc: DashboardServices, query: dict[str, str], text: str) -> IncomingMessage:
     platform = query.get("platform") or ""
     if platform not in PLATFORMS:
         raise ApiError(400, f"platform must be one of {', '.join(PLATFORMS)}, not {platform!r}")
@@ -29,9 +38,8 @@ def resolve_turn(svc: DashboardServices, query: dict[str, str], text: str) -> Tu
     guild = (query.get("guild") or "").strip() or None
     if guild and guild.startswith(f"{platform}:"):
         guild = guild[len(platform) + 1 :]  # the store's guild ids are platform-qualified; the platform's own id is wanted here
-    channel = (query.get("channel") or "").strip() or (f"dm-{user_id}" if guild is None else "general")
-    message = IncomingMessage(platform=platform, channel_id=channel, author_id=user_id, author_name="", text=text, guild_id=guild)
-    return svc.orchestrator.resolve(message)
+    channel = (query.get("channel") or "").strip() or (svc.orchestrator.dm_channel(platform, user_id) if guild is None else "general")
+    return IncomingMessage(platform=platform, channel_id=channel, author_id=user_id, author_name="", text=text, guild_id=guild)
 
 
 def _account(people: People, platform: str, person: str) -> str:

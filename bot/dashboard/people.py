@@ -15,9 +15,9 @@ from memory.privacy import Privacy
 from memory.store import RecallFilters
 from memory.transfer import export_person
 
-from .bodies import Confirm
+from .bodies import Confirm, TimezoneBody
 from .common import ApiError, answer, audit, body, services
-from .contexts import resolve_turn
+from .contexts import preview
 from .services import DashboardServices
 from .views import int_arg, memory_json, person_json, reflection_json
 
@@ -29,6 +29,7 @@ def register(router: web.UrlDispatcher) -> None:
     router.add_get("/api/people/{id}", person)
     router.add_get("/api/people/{id}/export", export)
     router.add_delete("/api/people/{id}", forget)
+    router.add_put("/api/people/{id}/timezone", set_timezone)
     router.add_get("/api/snapshot", snapshot)
     router.add_get("/api/reflections", reflections)
     router.add_get("/api/entities", entities)
@@ -56,7 +57,27 @@ def _profile(svc: DashboardServices, person_id: str) -> dict[str, Any]:
     profile: dict[str, list[dict[str, Any]]] = {}
     for m in memories:
         profile.setdefault(m.type.value, []).append(memory_json(m))
-    return {**person_json(found), "profile": profile, "settings": {"share_across_servers": People(svc.engine).shares(person_id)}}
+    zones = svc.orchestrator.zones
+    own = zones.own(person_id)
+    settings = {"share_across_servers": People(svc.engine).shares(person_id), "timezone": own.key if own else None}
+    return {**person_json(found), "profile": profile, "settings": {**settings, "timezone_default": zones.default.key}}
+
+
+async def set_timezone(request: web.Request) -> web.Response:
+    """ORCH-8: the operator sets a person's zone (as ``/timezone`` does); "" clears it; an unknown name is a 400."""
+    person_id = request.match_info["id"]
+    wanted = (await body(request, TimezoneBody)).zone.strip()
+    svc = services(request)
+    if await svc.run(Overview(svc.engine).person, person_id) is None:
+        raise NotFound(f"no person with id {person_id!r}")
+    zones = svc.orchestrator.zones
+    zone = None
+    if wanted:
+        zone = await svc.run(zones.set, person_id, wanted)
+    else:
+        await svc.run(zones.clear, person_id)
+    await audit(request, "person.timezone", person_id, person_id=person_id, detail={"timezone": zone.key if zone else None})
+    return answer({"timezone": zone.key if zone else None, "timezone_default": zones.default.key})
 
 
 async def export(request: web.Request) -> web.Response:
@@ -99,8 +120,7 @@ async def snapshot(request: web.Request) -> web.Response:
 
 
 def _snapshot(svc: DashboardServices, q: dict[str, str], text: str) -> dict[str, Any]:
-    turn = resolve_turn(svc, q, text)
-    snap = svc.orchestrator.assembler.snapshot(turn)
+    turn, snap = preview(svc, q, text)
     shown = svc.engine.memories
     memories = [memory_json(shown.get(i)) for i in snap.memory_ids]
     return {

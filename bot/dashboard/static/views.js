@@ -95,6 +95,7 @@
     for (const [type, items] of profile) parts.push(el("h5", { text: type }), memoryTable(items, { readonly: true, compact: true, caption: `${type} memories` }));
     const settings = Object.entries(p.settings || {});
     if (settings.length) parts.push(el("h4", { text: "Settings" }), el("dl", { class: "settings-list" }, settings.map(([k, v]) => [el("dt", { text: k }), el("dd", { text: asText(v) })])));
+    parts.push(timezoneForm(p));
     parts.push(
       el(
         "div",
@@ -104,6 +105,22 @@
       ),
     );
     return parts;
+  }
+
+  /** ORCH-8: the person's time zone (an IANA name; empty goes back to the operator's default). */
+  function timezoneForm(p) {
+    const settings = p.settings || {};
+    const input = el("input", { type: "text", name: "timezone", value: settings.timezone || "", placeholder: settings.timezone_default || "UTC", "aria-label": "Time zone" });
+    const save = async (event) => {
+      event.preventDefault();
+      try {
+        await api("PUT", `/api/people/${encodeURIComponent(p.id)}/timezone`, { zone: input.value.trim() });
+        await openPerson(p.id);
+      } catch (err) {
+        showError(err);
+      }
+    };
+    return el("form", { class: "form-actions", onsubmit: save }, el("label", { text: "Time zone " }, input), el("button", { type: "submit", text: "Save time zone" }));
   }
 
   async function exportPerson(id) {
