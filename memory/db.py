@@ -101,9 +101,24 @@ class Database:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """A savepoint: nested use is fine, and any exception rolls the whole block back."""
-        with self.con:
+        """A write transaction: nested use is fine (a savepoint), and any exception rolls the whole block back.
+
+        The outermost one begins IMMEDIATE, taking the write lock before its first read. A deferred
+        transaction that reads and then writes while another process (the dashboard, a CLI command) has
+        committed cannot upgrade its stale snapshot: it failed at once with "database is locked", and the
+        busy timeout never got to wait. Taking the lock first makes the timeout wait for the other writer.
+        """
+        if self.readonly or self.con.in_transaction:
+            with self.con:
+                yield
+            return
+        self.execute("BEGIN IMMEDIATE")
+        try:
             yield
+        except BaseException:
+            self.execute("ROLLBACK")
+            raise
+        self.execute("COMMIT")
 
     def optimize(self) -> None:
         """Refresh the planner's statistics (bounded work): without them it may scan a whole partition."""
