@@ -16,7 +16,7 @@ from .errors import EmbeddingError, InvalidInput
 from .knobs import KnobStore
 from .models import StoredMessage
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
-from .safety import normalise_text, redact_secrets
+from .safety import normalise_text, redact_secrets, valid_unicode
 from .scopes import RecallContext, message_partition, partition_token, placeholders
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ class MessageLog:
             "guild_id": m.guild_id,
             "channel_id": str(m.channel_id),
             "author_id": str(m.author_id),
-            "author_name": m.author_name,
+            "author_name": valid_unicode(m.author_name),
             "role": m.role,
             "modality": m.modality,
             "content": content,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import traceback
 
 from memory.engine import MemoryEngine
 from memory.forgetting import forget_memory
@@ -56,7 +57,8 @@ def main(path: str, name: str, seconds: float) -> dict[str, object]:
                     forget_memory(engine, memory_id, asked_in=("discord", f"dm-{name}"))
                     forgotten.append(word)
             except Exception as exc:  # counted, not raised: the test wants every failure, not the first
-                failures.append(f"{type(exc).__name__}: {exc}")
+                where = [f"{f.name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)[-3:]]
+                failures.append(f"{type(exc).__name__}: {exc} at {' < '.join(reversed(where))}")
     finally:
         engine.close()
     return {"rounds": rounds, "forgets": len(forgotten), "forgotten": forgotten, "failures": failures}

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 from memory.engine import MemoryEngine
-
 from tests.conftest import HashEmbedder
 
 SECONDS = float(os.environ.get("COMPANION_TEST_WRITERS_S", "15"))
@@ -25,10 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _writers(store: Path, names: tuple[str, ...]) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "tests.store_writer", str(store), name, str(SECONDS)], stdout=subprocess.PIPE, env=env, cwd=ROOT)
-        for name in names
-    ]
+    argv = [sys.executable, "-m", "tests.store_writer", str(store)]
+    procs = [subprocess.Popen([*argv, name, str(SECONDS)], stdout=subprocess.PIPE, env=env, cwd=ROOT) for name in names]
     outs = [p.communicate(timeout=SECONDS + 120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     return [json.loads(out) for out in outs]

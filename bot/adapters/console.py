@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import getpass
 import inspect
+import io
 import itertools
 import logging
 import sys
@@ -26,7 +27,7 @@ from typing import TextIO
 
 from bot.types import Conversation, IncomingMessage
 
-from .common import APOLOGY, COMMANDS
+from .common import COMMANDS, ERROR_APOLOGY
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class ConsoleChat:
         except Exception:
             # One failed turn (the store, the model...) is reported and the session goes on.
             logger.exception("console: handling %r failed", line[:80])
-            self._write(f"{BOT_PREFIX}{APOLOGY}\n")
+            self._write(f"{BOT_PREFIX}{ERROR_APOLOGY}\n")
 
     async def _command(self, line: str) -> None:
         name, _, argument = line[1:].partition(" ")
@@ -113,8 +114,12 @@ class ConsoleChat:
             self._write(delta)
 
         reply = await self._conversation.reply(self._message(line), sink if self._stream else None)
-        # A conversation may answer without streaming (a tool-only turn, an apology): print it whole.
-        self._write("\n" if streamed else f"{BOT_PREFIX}{reply.text}\n")
+        # A conversation may answer without streaming (a tool-only turn, an apology): print it whole. A stream
+        # cut after some text already shown ends with the apology on its own line, after what was shown.
+        if streamed:
+            self._write(f"\n{BOT_PREFIX}{reply.text}\n" if reply.failed else "\n")
+        else:
+            self._write(f"{BOT_PREFIX}{reply.text}\n")
         if reply.failed:
             await self._explain()
 
@@ -177,6 +182,7 @@ async def read_terminal_line(prompt: str) -> str:
     def read() -> None:
         line, error = "", None  # on an error the future gets the exception, never this ""
         try:
+            _tolerant(sys.stdin)
             line = input(prompt)
         except BaseException as exc:  # EOFError and KeyboardInterrupt end the session in the loop
             error = exc
@@ -185,3 +191,11 @@ async def read_terminal_line(prompt: str) -> str:
 
     threading.Thread(target=read, name="console-input", daemon=True).start()
     return await future
+
+
+def _tolerant(stdin: TextIO) -> None:
+    """Bytes on stdin that are not UTF-8 are read as U+FFFD: a strict stream raised UnicodeDecodeError from
+    ``input()`` and ended the session, and the line was lost. (Under surrogateescape they arrive as lone
+    surrogates, which ``IncomingMessage`` replaces.)"""
+    if isinstance(stdin, io.TextIOWrapper) and stdin.errors == "strict":
+        stdin.reconfigure(errors="replace")
