@@ -55,6 +55,7 @@ class Turn:
     text: str = ""  # the message as stored and shown to the model (``memory.messages.clean_text``)
     stored_id: str | None = None  # the stored message (write-ahead), once stored
     buffer_id: int | None = None  # its extraction-buffer row, held until the reply is done
+    answered: bool = False  # a re-delivered message the bot already answered: stored once, answered once
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,8 +92,8 @@ class Orchestrator:
             await self._forgot()  # "yes" to "/forget everything?" (or "no"): done without the model, and not stored
             return Reply(answered)
         turn = await self.runner.run(self._arrive, message)
-        if not turn.text:
-            return Reply("")  # nothing readable (a lone zero-width space): nothing to answer, nothing stored
+        if not turn.text or turn.answered:
+            return Reply("")  # nothing readable (a lone zero-width space), or a re-delivery already answered
         session = self.voice.open(turn) if message.modality == "voice" else None
         mode = TurnMode.of(turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn)))
         snap = await self.runner.run(self._snapshot, turn, session)
@@ -114,7 +114,7 @@ class Orchestrator:
 
     async def observe(self, message: IncomingMessage) -> None:
         turn = await self.runner.run(self._arrive, message)
-        if turn.text:
+        if turn.buffer_id is not None:  # stored now (not empty, not a re-delivery)
             await self.runner.run(self._finish, turn, None, ())
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
@@ -199,6 +199,11 @@ class Orchestrator:
         if not turn.text:
             return turn
         m = turn.message
+        known = self.engine.messages.delivered(m.platform, m.channel_id, m.message_id) if m.message_id else None
+        if known is not None:
+            # Re-delivered after a crash (Telegram re-sends unconfirmed updates): already stored and buffered for
+            # extraction, so neither again; answered only if no reply to it was stored.
+            return replace(turn, stored_id=known[0], answered=known[1])
         name = turn.names[turn.person_id]
         stored = self.engine.messages.add(
             NewMessage(

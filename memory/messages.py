@@ -81,6 +81,9 @@ class MessageLog:
         ids, rids, vec_rows = [], [], []
         with self.db.transaction():
             for i, row in enumerate(rows):
+                if known := self._delivered_id(row):
+                    ids.append(known)  # a re-delivered message is stored once (idempotent on its platform id)
+                    continue
                 where = (row["platform"], row["channel_id"])
                 row["prev_rid"] = last_rid[where]
                 self.db.execute(
@@ -238,6 +241,22 @@ class MessageLog:
     def rids_by_platform_id(self, platform: str, channel_id: str, platform_ids: list[str]) -> list[int]:
         """Platform ids are unique only within a chat (Telegram numbers each chat from 1)."""
         return self._rids("platform = ? AND channel_id = ? AND platform_message_id IN ({})", platform_ids, (platform, channel_id))
+
+    def delivered(self, platform: str, channel_id: str, platform_message_id: str) -> tuple[str, bool] | None:
+        """A message already stored under this platform id (a re-delivery): its stored id, and whether the bot's
+        reply to it is stored too. None for a message never seen."""
+        row = self.db.one(
+            "SELECT id, EXISTS (SELECT 1 FROM messages AS r WHERE r.answers_rid = m.rid) AS answered FROM messages AS m "
+            "WHERE platform = ? AND channel_id = ? AND platform_message_id = ? AND legacy_copy = 0",
+            (platform, str(channel_id), platform_message_id),
+        )
+        return (row["id"], bool(row["answered"])) if row else None
+
+    def _delivered_id(self, row: dict[str, Any]) -> str | None:
+        if row["platform_message_id"] is None:
+            return None
+        found = self.delivered(row["platform"], row["channel_id"], row["platform_message_id"])
+        return found[0] if found else None
 
     def replies_to(self, rids: list[int]) -> list[int]:
         """The bot's replies to these turns."""

@@ -431,6 +431,26 @@ CREATE INDEX ingest_passages_memory ON ingest_passages (memory_id) WHERE memory_
 """,
 )
 
+# A message re-delivered after a crash (Telegram re-sends updates it did not see confirmed) is stored once: one
+# row per (platform, chat, platform message id). Copies stored before this migration are kept (each may be a
+# memory's source, and deleting at the source must still find them all) but numbered apart by
+# ``legacy_copy`` (their own rid; 0 for every original), so the unique index can be built over them.
+M009_MESSAGE_IDEMPOTENCE = Migration(
+    "m009_message_idempotence",
+    """
+ALTER TABLE messages ADD COLUMN legacy_copy INTEGER NOT NULL DEFAULT 0;
+UPDATE messages SET legacy_copy = rid
+WHERE platform_message_id IS NOT NULL
+  AND rid > (
+    SELECT MIN(first.rid) FROM messages AS first
+    WHERE first.platform = messages.platform AND first.channel_id = messages.channel_id
+      AND first.platform_message_id = messages.platform_message_id
+  );
+CREATE UNIQUE INDEX messages_delivered ON messages (platform, channel_id, platform_message_id, legacy_copy)
+WHERE platform_message_id IS NOT NULL;
+""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_CORE,
     M002_CONVERSATIONS,
@@ -439,4 +459,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M005_DASHBOARD,
     M006_DAILY,
     M007_JOURNALS_INGEST,
+    M009_MESSAGE_IDEMPOTENCE,
 )

@@ -58,7 +58,7 @@ def main(path: str, name: str, seconds: float) -> dict[str, object]:
                     forgotten.append(word)
             except Exception as exc:  # counted, not raised: the test wants every failure, not the first
                 where = [f"{f.name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)[-3:]]
-                failures.append(f"{type(exc).__name__}: {exc} at {' < '.join(reversed(where))}")
+                failures.append(f"{type(exc).__name__} ({getattr(exc, 'extendedresult', '')}): {exc} at {' < '.join(reversed(where))}")
     finally:
         engine.close()
     return {"rounds": rounds, "forgets": len(forgotten), "forgotten": forgotten, "failures": failures}

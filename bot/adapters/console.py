@@ -22,6 +22,7 @@ import logging
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable  # noqa: F401 (Awaitable is used in a string annotation)
 from typing import TextIO
 
@@ -63,6 +64,8 @@ class ConsoleChat:
         self._input = input_fn or read_terminal_line
         self._out = output or sys.stdout
         self._ids = itertools.count(1)
+        # Message ids are unique per store (a re-delivered id is not stored twice): this session's own prefix.
+        self._session = uuid.uuid4().hex[:12]
 
     async def run(self) -> None:
         """Chat until /quit, /exit, end of input or Ctrl-C."""
@@ -137,7 +140,7 @@ class ConsoleChat:
             author_name=self._user_name,
             text=text,
             guild_id=None,
-            message_id=str(next(self._ids)),
+            message_id=f"{self._session}-{next(self._ids)}",
             created_at=time.time(),
         )
 
