@@ -18,7 +18,7 @@ from typing import Any
 
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.messages import NewMessage, clean_text
+from memory.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded, clean_text
 from memory.models import Provenance
 from memory.people import People
 from memory.safety import normalise_text
@@ -46,6 +46,23 @@ class OwnerPolicy:
 
     def is_owner(self, platform: str, user_id: str) -> bool:
         return f"{platform}:{user_id}" in self.owners
+
+
+class CappedSink:
+    """A stream sink that passes at most what history keeps of a reply, the cut marked once (as ``bounded``)."""
+
+    def __init__(self, sink: StreamSink) -> None:
+        self.sink, self.room = sink, MAX_MESSAGE_CHARS - len(CUT_MARK)
+
+    async def __call__(self, text: str) -> None:
+        if self.room < 0:
+            return  # already cut
+        if len(text) <= self.room:
+            self.room -= len(text)
+            await self.sink(text)
+            return
+        head, self.room = text[: self.room], -1
+        await self.sink(head + CUT_MARK)
 
 
 class AsyncTools:
@@ -100,6 +117,7 @@ class Orchestrator:
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
         convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn)}]
+        stream = CappedSink(stream) if stream else None
         text = await self._ask(convo, tools, SkipGate(stream) if stream and mode.may_skip else stream, message)
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
         await self.runner.run(self._finish, turn, None if skipped else text, forgotten)
@@ -152,9 +170,10 @@ class Orchestrator:
         return message_edited(self.engine, self.buffer, edit)
 
     async def _ask(self, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, message: IncomingMessage) -> str | None:
-        """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6)."""
+        """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6). An answer is cut to what
+        history keeps (a 400,000-character answer went out as 98 Telegram messages; history kept 8,000)."""
         try:
-            return await self.llm.run(convo, tools, stream) or "…"
+            return bounded(await self.llm.run(convo, tools, stream) or "…")
         except LLMError:
             log.exception("no reply for %s/%s", message.platform, message.channel_id)
             return None

@@ -37,10 +37,12 @@ def _speaker_line(row: dict[str, Any]) -> str:
 def clean_text(text: str) -> str:
     """A message as it is stored and shown to the model: normalised, secrets redacted, at most
     ``MAX_MESSAGE_CHARS`` (a 1 MB paste is not sent whole to the model or to extraction). '' if nothing is left."""
-    text = normalise_text(text)
-    if len(text) > MAX_MESSAGE_CHARS:
-        text = text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
-    return redact_secrets(text)
+    return redact_secrets(bounded(normalise_text(text)))
+
+
+def bounded(text: str) -> str:
+    """At most ``MAX_MESSAGE_CHARS``, the cut marked: what history keeps, and so what a reply may send."""
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,12 @@ def _round(engine: MemoryEngine, name: str, i: int) -> tuple[str, str]:
     return word, stored.memory.id
 
 
+def _described(exc: Exception) -> str:
+    """The failure with SQLite's extended code and the innermost frames, to tell a timeout from a refusal."""
+    where = " < ".join(f"{f.name}:{f.lineno}" for f in reversed(traceback.extract_tb(exc.__traceback__)[-3:]))
+    return f"{type(exc).__name__} ({getattr(exc, 'extendedresult', '')}): {exc} at {where}"
+
+
 def main(path: str, name: str, seconds: float) -> dict[str, object]:
     engine = MemoryEngine(path, HashEmbedder(), vector_mirror=False)
     kept: list[tuple[str, str]] = []
@@ -57,8 +63,7 @@ def main(path: str, name: str, seconds: float) -> dict[str, object]:
                     forget_memory(engine, memory_id, asked_in=("discord", f"dm-{name}"))
                     forgotten.append(word)
             except Exception as exc:  # counted, not raised: the test wants every failure, not the first
-                where = [f"{f.name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)[-3:]]
-                failures.append(f"{type(exc).__name__} ({getattr(exc, 'extendedresult', '')}): {exc} at {' < '.join(reversed(where))}")
+                failures.append(_described(exc))
     finally:
         engine.close()
     return {"rounds": rounds, "forgets": len(forgotten), "forgotten": forgotten, "failures": failures}
