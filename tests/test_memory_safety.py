@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import remember
 
 from memory.errors import Rejected
 from memory.messages import NewMessage
 from memory.models import FactKind
 from memory.safety import check_memory, contains_secret, fold_confusables, looks_like_injection, redact_secrets, valid_unicode
-from tests.conftest import remember
 
 R = "[redacted]"
 

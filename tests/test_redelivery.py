@@ -9,13 +9,13 @@ from pathlib import Path
 
 import apsw
 import pytest
+from conftest import HashEmbedder, count
 
 from bot.adapters.telegram_adapter import TelegramAdapter
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.messages import NewMessage
 from memory.migrations import MIGRATIONS
-from tests.conftest import HashEmbedder, count
 from tests.fakes import FakeOpenAI, FakeTelegram
 from tests.pipeline_support import build_runtime, dm
 

@@ -15,8 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import HashEmbedder
+
 from memory.engine import MemoryEngine
-from tests.conftest import HashEmbedder
 
 SECONDS = float(os.environ.get("COMPANION_TEST_WRITERS_S", "15"))
 ROOT = Path(__file__).resolve().parent.parent
