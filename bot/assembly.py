@@ -57,6 +57,7 @@ class Turn:
     stored_id: str | None = None  # the stored message (write-ahead), once stored
     buffer_id: int | None = None  # its extraction-buffer row, held until the reply is done
     remembered: bool = True  # False after /privacy off (the speaker's or the place's): nothing of the turn is kept (SEC-5)
+    answered: bool = False  # a re-delivered message the bot already answered: stored once, answered once
 
 
 @dataclass(frozen=True, slots=True)

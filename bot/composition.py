@@ -296,6 +296,7 @@ def _chat_client(settings: Settings, model: str, backoff_s: float) -> ChatClient
         max_retries=settings.llm_max_retries,
         backoff_s=backoff_s,
         max_steps=settings.max_tool_steps,
+        turn_deadline_s=settings.turn_deadline_s,
     )
 
 

@@ -56,6 +56,8 @@ class Settings(BaseSettings):
     extraction_model: str | None = None
     llm_timeout_s: float = Field(60.0, gt=0, le=600)
     llm_max_retries: int = Field(2, ge=0, le=10)
+    # one deadline for a whole reply (every attempt, tool call and stream): a model that trickles is cut off
+    turn_deadline_s: float = Field(120.0, gt=0, le=3600)
     max_tool_steps: int = Field(6, ge=1, le=20)
 
     # channels

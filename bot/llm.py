@@ -4,7 +4,11 @@ Errors (ORCH-6)::
 
     LLMError               what callers catch: the model kept failing after the bounded retries
      +-- MalformedAnswer   internal: an HTTP 200 answer that is not a chat completion; retried
-                           like a 5xx, then surfaces as a plain LLMError
+     |                     like a 5xx, then surfaces as a plain LLMError
+     +-- StreamCut         a stream failed after some of its text was shown: never retried (a retry
+     |                     would show the text again, "HelHelHel"); the caller apologises
+     +-- TurnTimeout       the turn's one deadline passed (a model that trickles is not waited for
+                           once per attempt, 3 x 60 s)
 
 Every answer is checked in one place (``_parse``; ``_StreamedAnswer`` for streams) and comes out as
 a plain, normalised message dict, so nothing downstream touches the SDK's lax response objects.
@@ -64,6 +68,14 @@ class MalformedAnswer(LLMError):
     """An answer whose shape is not a chat completion (a text body, no choices, a call without a name...)."""
 
 
+class StreamCut(LLMError):
+    """A streamed answer failed after part of it reached the person; it is not retried."""
+
+
+class TurnTimeout(LLMError):
+    """The whole turn (every attempt and tool call) took longer than its deadline."""
+
+
 class ToolBox(Protocol):
     def schemas(self) -> list[dict[str, Any]]: ...
 
@@ -88,10 +100,12 @@ class ChatClient:
         max_retries: int = 2,
         backoff_s: float = 0.5,
         max_steps: int = 6,
+        turn_deadline_s: float = 120.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
+        self.turn_deadline_s = turn_deadline_s
 
     async def aclose(self) -> None:
         """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""
@@ -104,7 +118,16 @@ class ChatClient:
         return message["content"]
 
     async def run(self, messages: list[dict[str, Any]], tools: ToolBox | None = None, stream: StreamSink | None = None) -> str:
-        """The tool loop: the model may call tools up to ``max_steps`` times, then must answer in text."""
+        """The tool loop: the model may call tools up to ``max_steps`` times, then must answer in text, all
+        within ``turn_deadline_s`` (``TurnTimeout``): the per-request timeout alone let a trickling stream
+        take 3 attempts x 60 s."""
+        try:
+            async with asyncio.timeout(self.turn_deadline_s):
+                return await self._loop(messages, tools, stream)
+        except TimeoutError as exc:
+            raise TurnTimeout(f"no answer within the turn's deadline ({self.turn_deadline_s:g} s)") from exc
+
+    async def _loop(self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None) -> str:
         convo = list(messages)
         for step in range(self.max_steps + 1):
             offer = tools.schemas() if tools and step < self.max_steps else None
@@ -142,13 +165,24 @@ class ChatClient:
         return _parse(response)
 
     async def _streamed(self, args: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
-        """Streams text deltas to ``sink`` and reassembles tool calls from their fragments."""
+        """Streams text deltas to ``sink`` and reassembles tool calls from their fragments.
+
+        A failure before any text was shown is retried like any other; after, it is a ``StreamCut``: the
+        person already read the start, and a retry would show it again ("HelHelHel").
+        """
         answer = _StreamedAnswer()
-        async with contextlib.aclosing(self._chunks(args)) as chunks:
-            async for chunk in chunks:
-                if text := answer.add(chunk):
-                    await sink(text)
-        return answer.message()
+        shown = False
+        try:
+            async with contextlib.aclosing(self._chunks(args)) as chunks:
+                async for chunk in chunks:
+                    if text := answer.add(chunk):
+                        shown = True
+                        await sink(text)
+            return answer.message()
+        except RETRYABLE as exc:
+            if shown:
+                raise StreamCut(f"the stream failed after text was shown ({_reason(exc)})") from exc
+            raise
 
     async def _chunks(self, args: dict[str, Any]) -> AsyncGenerator[object, None]:
         """The SDK's chunks; the HTTP stream is closed on every exit, also when the sink raises."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.messages import NewMessage, clean_text
+from memory.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded, clean_text
 from memory.models import Provenance
 from memory.people import People
 from memory.privacy import Privacy
@@ -54,6 +54,23 @@ class OwnerPolicy:
         if not self.owners:
             return platform == "console"
         return f"{platform}:{user_id}" in self.owners
+
+
+class CappedSink:
+    """A stream sink that passes at most what history keeps of a reply, the cut marked once (as ``bounded``)."""
+
+    def __init__(self, sink: StreamSink) -> None:
+        self.sink, self.room = sink, MAX_MESSAGE_CHARS - len(CUT_MARK)
+
+    async def __call__(self, text: str) -> None:
+        if self.room < 0:
+            return  # already cut
+        if len(text) <= self.room:
+            self.room -= len(text)
+            await self.sink(text)
+            return
+        head, self.room = text[: self.room], -1
+        await self.sink(head + CUT_MARK)
 
 
 class AsyncTools:
@@ -105,14 +122,15 @@ class Orchestrator:
             await self._forgot()  # "yes" to "/forget everything?" (or "no"): done without the model, and not stored
             return Reply(answered)
         turn = await self.runner.run(self._arrive, message)
-        if not turn.text:
-            return Reply("")  # nothing readable (a lone zero-width space): nothing to answer, nothing stored
+        if not turn.text or turn.answered:
+            return Reply("")  # nothing readable (a lone zero-width space), or a re-delivery already answered
         session = self.voice.open(turn) if message.modality == "voice" else None
         mode = TurnMode.of(turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn)))
         snap = await self.runner.run(self._snapshot, turn, session)
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
         convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn)}]
+        stream = CappedSink(stream) if stream else None
         text = await self._ask(convo, tools, SkipGate(stream) if stream and mode.may_skip else stream, message)
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
         await self.runner.run(self._finish, turn, None if skipped else text, forgotten)
@@ -127,7 +145,7 @@ class Orchestrator:
 
     async def observe(self, message: IncomingMessage) -> None:
         turn = await self.runner.run(self._arrive, message)
-        if turn.text:
+        if turn.buffer_id is not None:  # stored now (not empty, not a re-delivery)
             await self.runner.run(self._finish, turn, None, ())
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
@@ -168,9 +186,10 @@ class Orchestrator:
         return message_edited(self.engine, self.buffer, edit)
 
     async def _ask(self, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, message: IncomingMessage) -> str | None:
-        """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6)."""
+        """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6). An answer is cut to what
+        history keeps (a 400,000-character answer went out as 98 Telegram messages; history kept 8,000)."""
         try:
-            return await self.llm.run(convo, tools, stream) or "…"
+            return bounded(await self.llm.run(convo, tools, stream) or "…")
         except LLMError:
             log.exception("no reply for %s/%s", message.platform, message.channel_id)
             return None
@@ -252,6 +271,11 @@ class Orchestrator:
         if not self.privacy.remembers(turn.ctx):
             return replace(turn, remembered=False)  # SEC-5: answered from this message alone, nothing stored
         m = turn.message
+        known = self.engine.messages.delivered(m.platform, m.channel_id, m.message_id) if m.message_id else None
+        if known is not None:
+            # Re-delivered after a crash (Telegram re-sends unconfirmed updates): already stored and buffered for
+            # extraction, so neither again; answered only if no reply to it was stored.
+            return replace(turn, stored_id=known[0], answered=known[1])
         name = turn.names[turn.person_id]
         stored = self.engine.messages.add(
             NewMessage(

@@ -11,8 +11,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-# The one short apology, when the model (ORCH-6) or anything else on the reply path failed; the message is kept.
+from memory.safety import valid_unicode
+
+# The apology when the model failed (ORCH-6) or its answer was cut: the orchestrator says it only after the
+# message was stored, so "saved" is true.
 APOLOGY = "Sorry — I couldn't think straight just now. Your message is saved; please try again in a moment."
+# What an adapter says when anything else failed: it cannot know whether the message was stored, so no claim.
+ERROR_APOLOGY = "Sorry — something went wrong on my side with that message; please send it again in a moment."
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,13 @@ class IncomingMessage:
     # Spoken to the bot (a DM, a mention, a reply to it). False for group talk the bot may answer or not: with
     # others present it may then answer [SKIP] and stay silent (VOICE-1; unaddressed text in configured channels).
     addressed: bool = True
+
+    def __post_init__(self) -> None:
+        # Every adapter builds one: undecodable input (lone surrogates from bytes that were not UTF-8) is
+        # replaced here, once, so nothing downstream fails to encode a message the person already sent.
+        object.__setattr__(self, "text", valid_unicode(self.text))
+        object.__setattr__(self, "author_name", valid_unicode(self.author_name))
+        object.__setattr__(self, "participants", tuple((uid, valid_unicode(name)) for uid, name in self.participants))
 
     @property
     def is_dm(self) -> bool:

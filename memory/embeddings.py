@@ -200,7 +200,8 @@ class EmbeddingService:
 
     def _remember(self, vectors: dict[str, np.ndarray]) -> None:
         rows = [(self.fingerprint, h, v.astype(np.float32).tobytes()) for h, v in vectors.items()]
-        self.db.con.executemany("INSERT OR IGNORE INTO embed_cache (fingerprint, content_hash, vector) VALUES (?, ?, ?)", rows)
+        with self.db.transaction():  # the write lock first: another process may be writing (see Database.transaction)
+            self.db.con.executemany("INSERT OR IGNORE INTO embed_cache (fingerprint, content_hash, vector) VALUES (?, ?, ?)", rows)
 
     def forget_hash(self, content_hash_: str) -> None:
         """Drop a cached vector once no row carries that text any more (complete forgetting, SEC-3)."""

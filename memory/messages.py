@@ -17,7 +17,7 @@ from .errors import EmbeddingError, InvalidInput
 from .knobs import KnobStore
 from .models import StoredMessage
 from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
-from .safety import normalise_text, redact_secrets
+from .safety import normalise_text, redact_secrets, valid_unicode
 from .scopes import RecallContext, message_partition, partition_token, placeholders
 
 log = logging.getLogger(__name__)
@@ -38,10 +38,12 @@ def _speaker_line(row: dict[str, Any]) -> str:
 def clean_text(text: str) -> str:
     """A message as it is stored and shown to the model: normalised, secrets redacted, at most
     ``MAX_MESSAGE_CHARS`` (a 1 MB paste is not sent whole to the model or to extraction). '' if nothing is left."""
-    text = normalise_text(text)
-    if len(text) > MAX_MESSAGE_CHARS:
-        text = text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
-    return redact_secrets(text)
+    return redact_secrets(bounded(normalise_text(text)))
+
+
+def bounded(text: str) -> str:
+    """At most ``MAX_MESSAGE_CHARS``, the cut marked: what history keeps, and so what a reply may send."""
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,9 @@ class MessageLog:
         ids, rids, vec_rows = [], [], []
         with self.db.transaction():
             for i, row in enumerate(rows):
+                if known := self._delivered_id(row):
+                    ids.append(known)  # a re-delivered message is stored once (idempotent on its platform id)
+                    continue
                 where = (row["platform"], row["channel_id"])
                 row["prev_rid"] = last_rid[where]
                 self.db.execute(
@@ -134,7 +139,7 @@ class MessageLog:
             "guild_id": m.guild_id,
             "channel_id": str(m.channel_id),
             "author_id": str(m.author_id),
-            "author_name": m.author_name,
+            "author_name": valid_unicode(m.author_name),
             "role": m.role,
             "modality": m.modality,
             "content": content,
@@ -248,6 +253,22 @@ class MessageLog:
     def rids_by_platform_id(self, platform: str, channel_id: str, platform_ids: list[str]) -> list[int]:
         """Platform ids are unique only within a chat (Telegram numbers each chat from 1)."""
         return self._rids("platform = ? AND channel_id = ? AND platform_message_id IN ({})", platform_ids, (platform, channel_id))
+
+    def delivered(self, platform: str, channel_id: str, platform_message_id: str) -> tuple[str, bool] | None:
+        """A message already stored under this platform id (a re-delivery): its stored id, and whether the bot's
+        reply to it is stored too. None for a message never seen."""
+        row = self.db.one(
+            "SELECT id, EXISTS (SELECT 1 FROM messages AS r WHERE r.answers_rid = m.rid) AS answered FROM messages AS m "
+            "WHERE platform = ? AND channel_id = ? AND platform_message_id = ? AND legacy_copy = 0",
+            (platform, str(channel_id), platform_message_id),
+        )
+        return (row["id"], bool(row["answered"])) if row else None
+
+    def _delivered_id(self, row: dict[str, Any]) -> str | None:
+        if row["platform_message_id"] is None:
+            return None
+        found = self.delivered(row["platform"], row["channel_id"], row["platform_message_id"])
+        return found[0] if found else None
 
     def replies_to(self, rids: list[int]) -> list[int]:
         """The bot's replies to these turns."""

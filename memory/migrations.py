@@ -453,6 +453,22 @@ CREATE INDEX tombstones_scope ON tombstones (scope_id);
 """,
 )
 
+M009_MESSAGE_IDEMPOTENCE = Migration(
+    "m009_message_idempotence",
+    """
+ALTER TABLE messages ADD COLUMN legacy_copy INTEGER NOT NULL DEFAULT 0;
+UPDATE messages SET legacy_copy = rid
+WHERE platform_message_id IS NOT NULL
+  AND rid > (
+    SELECT MIN(first.rid) FROM messages AS first
+    WHERE first.platform = messages.platform AND first.channel_id = messages.channel_id
+      AND first.platform_message_id = messages.platform_message_id
+  );
+CREATE UNIQUE INDEX messages_delivered ON messages (platform, channel_id, platform_message_id, legacy_copy)
+WHERE platform_message_id IS NOT NULL;
+""",
+)
+
 M010_PRIVACY = Migration(
     "m010_privacy",
     """
@@ -463,8 +479,8 @@ CREATE TABLE privacy_places (guild_id TEXT PRIMARY KEY, since REAL NOT NULL);
 """,
 )
 
-M012_PERSONA = Migration(
-    "m012_persona",
+M011_PERSONA = Migration(
+    "m011_persona",
     """
 -- ORCH-7: a server's or group's own persona text, set by its admins (memory.persona); one row per place.
 -- set_by is the admin's person id (or "dashboard"): the words are theirs, so forgetting them removes the row.
@@ -478,8 +494,8 @@ CREATE INDEX place_personas_set_by ON place_personas (set_by);
 """,
 )
 
-M014_CHECKINS = Migration(
-    "m014_checkins",
+M012_CHECKINS = Migration(
+    "m012_checkins",
     """
 -- ORCH-8: who turned check-ins on, and the DM to reach them in (memory.checkins owns both tables). Only a DM is
 -- ever recorded: a check-in never goes to a group. Ids only, never words.
@@ -514,6 +530,10 @@ CREATE INDEX checkins_memory ON checkins (memory_id);
 """,
 )
 
+# A message re-delivered after a crash (Telegram re-sends updates it did not see confirmed) is stored once: one
+# row per (platform, chat, platform message id). Copies stored before this migration are kept (each may be a
+# memory's source, and deleting at the source must still find them all) but numbered apart by
+# ``legacy_copy`` (their own rid; 0 for every original), so the unique index can be built over them.
 MIGRATIONS: tuple[Migration, ...] = (
     M001_CORE,
     M002_CONVERSATIONS,
@@ -523,7 +543,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     M006_DAILY,
     M007_JOURNALS_INGEST,
     M008_TOMBSTONES,
+    M009_MESSAGE_IDEMPOTENCE,
     M010_PRIVACY,
-    M012_PERSONA,
-    M014_CHECKINS,
+    M011_PERSONA,
+    M012_CHECKINS,
 )

@@ -75,11 +75,24 @@ _DIRECTIVE = re.compile(
     re.IGNORECASE,
 )
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(text: str) -> str:
+    """Text that encodes as UTF-8: lone surrogates become U+FFFD, split pairs join up.
+
+    They come from undecodable bytes (a console line read with surrogateescape, a file name) or from a
+    JSON ``"\\ud800"`` escape; SQLite, hashing and every channel API need valid UTF-8, and one bad character
+    must not cost the whole message (it once raised in ``content_hash``, after the bot said it was saved).
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def normalise_text(text: str) -> str:
     """NFC, control and invisible format characters removed, white space folded."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFC", str(text)))
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFC", valid_unicode(str(text))))
     return " ".join(text.split())
 
 

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from bot.adapters.common import APOLOGY
+from bot.adapters.common import APOLOGY, ERROR_APOLOGY
 from bot.adapters.console import ConsoleChat
 from bot.types import Reply
 from tests.adapter_support import ScriptedConversation
@@ -109,7 +109,7 @@ async def test_async_input_functions_work_too():
 async def test_a_failing_turn_is_reported_and_the_session_goes_on(caplog):
     conv = ScriptedConversation(RuntimeError("model unreachable"))
     out = await chat(conv, "hi", "again")
-    assert f"bot> {APOLOGY}\n" in out and "bot> echo: again\n" in out
+    assert f"bot> {ERROR_APOLOGY}\n" in out and "bot> echo: again\n" in out  # no claim that it was saved
     assert any(r.exc_info and "model unreachable" in str(r.exc_info[1]) for r in caplog.records)
 
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from bot.adapters.common import APOLOGY, COMMANDS, LoginRejected
+from bot.adapters.common import COMMANDS, ERROR_APOLOGY, LoginRejected
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.types import Reply
 from tests.adapter_support import ScriptedConversation, wait_for_logged_error
@@ -224,7 +224,7 @@ async def test_a_failing_conversation_does_not_kill_the_client(bot, dsc, conv, c
     await dsc.wait_for_sent(1)
     await dsc.dispatch_message(DM_CHANNEL, ALICE, "second")
     sent = await dsc.wait_for_sent(2)
-    assert [m["content"] for m in sent] == [APOLOGY, "echo: second"]
+    assert [m["content"] for m in sent] == [ERROR_APOLOGY, "echo: second"]
     await wait_for_logged_error(caplog, "the orchestrator broke")
 
 
@@ -242,7 +242,7 @@ async def test_a_failing_command_answers_with_an_apology(bot, dsc, conv, caplog)
     conv.command_script.append(RuntimeError("no such table"))
     await dsc.dispatch_interaction("memories", user_id=ALICE, channel_id=DM_CHANNEL)
     (response,) = await dsc.wait_for_interaction_responses(1)
-    assert response["data"]["content"] == APOLOGY and response["data"]["flags"] == EPHEMERAL
+    assert response["data"]["content"] == ERROR_APOLOGY and response["data"]["flags"] == EPHEMERAL
     await wait_for_logged_error(caplog, "no such table")
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bot.adapters.common import APOLOGY, COMMANDS, LoginRejected
+from bot.adapters.common import COMMANDS, ERROR_APOLOGY, LoginRejected
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.types import Reply
 from tests.adapter_support import ScriptedConversation, wait_for_logged_error
@@ -160,7 +160,7 @@ async def test_a_failing_conversation_does_not_stop_the_bot(tg, conv, caplog):
     await tg.wait_for_sent(1)
     tg.push_message(ALICE, ALICE, "second")
     sent = await tg.wait_for_sent(2)
-    assert [m["text"] for m in sent] == [APOLOGY, "echo: second"]
+    assert [m["text"] for m in sent] == [ERROR_APOLOGY, "echo: second"]
     failure = await wait_for_logged_error(caplog, "the orchestrator broke")
     assert failure.levelno == logging.ERROR
 

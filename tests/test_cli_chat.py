@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.orchestrator import APOLOGY
+from memory.db import Database, read_only
 from tests.cli_support import Cli, Result
 from tests.fakes import FakeOpenAI, HTTPError
 
@@ -97,3 +98,41 @@ async def test_the_console_name_comes_from_the_environment(cli: Cli, monkeypatch
 def test_chat_help_documents_the_console_account(cli: Cli) -> None:
     result = cli("chat", "--help")
     assert result.code == 0 and "console:local-user" in result.out and "COMPANION_CONSOLE_NAME" in result.out
+
+
+def stored_user_turns(cli: Cli) -> list[str]:
+    db = Database(read_only(cli.db))
+    try:
+        return [r["content"] for r in db.rows("SELECT content FROM messages WHERE role = 'user' ORDER BY rid")]
+    finally:
+        db.close()
+
+
+async def test_a_line_of_bytes_that_are_not_utf8_is_stored_with_replacement_characters_and_answered(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeOpenAI() as srv:
+        srv.script("Nice town!")
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        raw = io.BytesIO(b"I live in Caf\xe9 \xff town\n/quit\n")  # Latin-1 bytes on a UTF-8 terminal
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(raw, encoding="utf-8"))
+        result = await chat(cli)
+    assert result.code == 0 and "Traceback" not in result.out + result.err
+    assert "bot> Nice town!" in result.out
+    assert stored_user_turns(cli) == ["I live in Caf\ufffd \ufffd town"]
+
+
+async def test_a_lone_surrogate_is_stored_replaced_and_no_apology_claims_a_save_that_did_not_happen(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeOpenAI() as srv:
+        srv.script("What a name!")
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        typed(monkeypatch, "my cat is called Mi\udcffo", "/quit")  # how surrogateescape reads the byte 0xff
+        result = await chat(cli)
+    assert result.code == 0 and "saved" not in result.out
+    assert "bot> What a name!" in result.out
+    assert stored_user_turns(cli) == ["my cat is called Mi\ufffdo"]
+    assert "Mi\ufffdo" in srv.chat_requests[0]["messages"][-1]["content"]

@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from bot.llm import ChatClient, LLMError
+from bot.llm import ChatClient, LLMError, StreamCut, TurnTimeout
 from tests.fakes import FakeOpenAI, ToolCall
 from tests.fakes.openai_server import RawAnswer, RawStream
 
@@ -105,9 +105,9 @@ MALFORMED = {
 MALFORMED_STREAMS = {
     "a stream without any event": RawStream(()),
     "a stream of only [DONE]": RawStream((DONE,)),
-    "a stream cut mid-answer": RawStream((chunk({"role": "assistant", "content": "Hel"}),), cut=True),
-    "a stream that ends cleanly before its finish_reason": RawStream(
-        (chunk({"role": "assistant", "content": "Hel"}), chunk({"content": "lo"}))
+    "a stream cut before any text": RawStream((chunk({"role": "assistant", "content": ""}),), cut=True),
+    "a stream of tool call fragments that ends before its finish_reason": RawStream(
+        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "remember", "arguments": "{"}}]}),)
     ),
     "a stream of garbage SSE data": RawStream(("data: {{{not json\n\n", DONE)),
     "a stream of lines that are not SSE": RawStream(("garbage\n\nmore garbage\n\n",)),
@@ -124,6 +124,14 @@ MALFORMED_STREAMS = {
         (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "remember", "arguments": 5}}]}, "tool_calls"), DONE)
     ),
     "a plain JSON completion where a stream was asked for": RawAnswer(completion({"role": "assistant", "content": "hi"})),
+}
+
+# Text already reached the person: a retry would show it again, so these fail at once (StreamCut).
+CUT_AFTER_TEXT = {
+    "a stream cut mid-answer": RawStream((chunk({"role": "assistant", "content": "Hel"}),), cut=True),
+    "a stream that ends cleanly before its finish_reason": RawStream(
+        (chunk({"role": "assistant", "content": "Hel"}), chunk({"content": "lo"}))
+    ),
 }
 
 
@@ -171,12 +179,43 @@ async def test_a_good_tool_call_after_a_nameless_one_runs_once(srv, llm):
     assert len(srv.chat_requests) == 3
 
 
-async def test_a_good_stream_after_a_cut_one_is_returned(srv, llm):
-    srv.script(RawStream((chunk({"role": "assistant", "content": "Hal"}),), cut=True), "Hello again")
+@pytest.mark.parametrize("answer", CUT_AFTER_TEXT.values(), ids=CUT_AFTER_TEXT.keys())
+async def test_a_stream_failing_after_text_was_shown_is_not_retried(srv, llm, answer):
+    srv.script(*[answer] * (MAX_RETRIES + 1))
+    sink = Sink()
+    with pytest.raises(StreamCut):
+        await llm.run(HELLO, RecordingTools(), sink)
+    assert "".join(sink.parts).startswith("Hel") and len(srv.chat_requests) == 1
+
+
+async def test_a_stream_cut_before_any_text_is_retried(srv, llm):
+    srv.script(RawStream((chunk({"role": "assistant", "content": ""}),), cut=True), "Hello again")
     sink = Sink()
     assert await llm.run(HELLO, RecordingTools(), sink) == "Hello again"
-    assert "".join(sink.parts).endswith("Hello again")
+    assert "".join(sink.parts) == "Hello again"
     assert len(srv.chat_requests) == 2
+
+
+async def test_a_stream_cut_after_text_was_shown_is_not_retried_so_the_text_is_never_shown_twice(srv, llm):
+    srv.script(RawStream((chunk({"role": "assistant", "content": "Hel"}),), cut=True), "Hello", "Hello")
+    sink = Sink()
+    with pytest.raises(StreamCut):
+        await llm.run(HELLO, RecordingTools(), sink)
+    assert "".join(sink.parts) == "Hel"  # not "HelHelHel"
+    assert len(srv.chat_requests) == 1
+
+
+async def test_a_trickling_stream_ends_at_the_turns_one_deadline_without_a_retry(srv):
+    trickle = RawStream(tuple(chunk({"content": "la "}) for _ in range(40)), interval=0.05)
+    srv.script(trickle, trickle, trickle)
+    client = ChatClient(srv.base_url, API_KEY, "fake-model", max_retries=MAX_RETRIES, backoff_s=0.0, timeout=60, turn_deadline_s=0.5)
+    sink = Sink()
+    try:
+        with pytest.raises(TurnTimeout):
+            await client.run(HELLO, None, sink)
+    finally:
+        await client.aclose()
+    assert len(srv.chat_requests) == 1 and 0 < len(sink.parts) < 40
 
 
 async def test_a_good_stream_after_a_garbage_one_is_returned(srv, llm):

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import remember
 
 from memory.errors import Rejected
+from memory.messages import NewMessage
 from memory.models import FactKind
-from memory.safety import check_memory, contains_secret, fold_confusables, looks_like_injection, redact_secrets
+from memory.safety import check_memory, contains_secret, fold_confusables, looks_like_injection, redact_secrets, valid_unicode
 
 R = "[redacted]"
 
@@ -284,3 +286,18 @@ def test_check_memory_stores_redacted_text():
     assert (
         check_memory("Alice", redact_secrets("Alice said her password is hunter2"), FactKind.OTHER)[1] == f"Alice said her password is {R}"
     )
+
+
+def test_text_with_lone_surrogates_is_stored_replaced_in_messages_names_and_memories(engine):
+    said = engine.messages.add(
+        NewMessage(
+            platform="console", channel_id="console", author_id="me", author_name="Ad\ud800a", content="caf\udce9 ok", dm_person_id="me"
+        )
+    )
+    row = engine.db.one("SELECT content, author_name FROM messages WHERE id = ?", (said,))
+    assert row == {"content": "caf\ufffd ok", "author_name": "Ad\ufffda"}
+    assert remember(engine, "Ada's cat is Mi\udcffo").content == "Ada's cat is Mi\ufffdo"
+
+
+def test_a_split_surrogate_pair_joins_into_its_character():
+    assert valid_unicode("smile \ud83d\ude00") == "smile \U0001f600"

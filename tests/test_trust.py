@@ -298,9 +298,10 @@ async def test_f10_forgetting_in_the_console_removes_the_right_message_even_when
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
         await runtime.start(background_loop=False)
         orch = runtime.orchestrator
-        for text in ("I grew up in Hamburg", "My sister lives in Oslo"):  # two sessions, both numbering from 1
+        # two sessions, both numbering from 1 (each with its own prefix: one platform id is stored once)
+        for session, text in (("a", "I grew up in Hamburg"), ("b", "My sister lives in Oslo")):
             llm.script("ok")
-            await orch.reply(dm("console", "local-user", text, mid="1"))
+            await orch.reply(dm("console", "local-user", text, mid=f"{session}-1"))
             runtime.engine.clock.advance(31)
             llm.script(facts({"speaker": "P1", "subject": text.split()[-1], "content": f"Alice: {text}"}))
             await runtime.background.tick()

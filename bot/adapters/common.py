@@ -15,9 +15,9 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from ..types import APOLOGY, Conversation, IncomingMessage
+from ..types import APOLOGY, ERROR_APOLOGY, Conversation, IncomingMessage
 
-__all__ = ["APOLOGY", "COMMANDS", "AdapterError", "ChatLocks", "LoginRejected", "RecentSpeakers", "deliver"]
+__all__ = ["APOLOGY", "COMMANDS", "ERROR_APOLOGY", "AdapterError", "ChatLocks", "LoginRejected", "RecentSpeakers", "deliver"]
 
 # The slash commands every channel offers, with the one-line help the platforms show.
 COMMANDS: dict[str, str] = {

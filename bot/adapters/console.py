@@ -16,17 +16,19 @@ import asyncio
 import contextlib
 import getpass
 import inspect
+import io
 import itertools
 import logging
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable  # noqa: F401 (Awaitable is used in a string annotation)
 from typing import TextIO
 
 from bot.types import Conversation, IncomingMessage
 
-from .common import APOLOGY, COMMANDS
+from .common import COMMANDS, ERROR_APOLOGY
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ class ConsoleChat:
         self._input = input_fn or read_terminal_line
         self._out = output or sys.stdout
         self._ids = itertools.count(1)
+        # Message ids are unique per store (a re-delivered id is not stored twice): this session's own prefix.
+        self._session = uuid.uuid4().hex[:12]
 
     async def run(self) -> None:
         """Chat until /quit, /exit, end of input or Ctrl-C."""
@@ -97,7 +101,7 @@ class ConsoleChat:
         except Exception:
             # One failed turn (the store, the model...) is reported and the session goes on.
             logger.exception("console: handling %r failed", line[:80])
-            self._write(f"{BOT_PREFIX}{APOLOGY}\n")
+            self._write(f"{BOT_PREFIX}{ERROR_APOLOGY}\n")
 
     async def _command(self, line: str) -> None:
         name, _, argument = line[1:].partition(" ")
@@ -119,8 +123,12 @@ class ConsoleChat:
             self._write(delta)
 
         reply = await self._conversation.reply(self._message(line), sink if self._stream else None)
-        # A conversation may answer without streaming (a tool-only turn, an apology): print it whole.
-        self._write("\n" if streamed else f"{BOT_PREFIX}{reply.text}\n")
+        # A conversation may answer without streaming (a tool-only turn, an apology): print it whole. A stream
+        # cut after some text already shown ends with the apology on its own line, after what was shown.
+        if streamed:
+            self._write(f"\n{BOT_PREFIX}{reply.text}\n" if reply.failed else "\n")
+        else:
+            self._write(f"{BOT_PREFIX}{reply.text}\n")
         if reply.failed:
             await self._explain()
 
@@ -138,7 +146,7 @@ class ConsoleChat:
             author_name=self._user_name,
             text=text,
             guild_id=None,
-            message_id=str(next(self._ids)),
+            message_id=f"{self._session}-{next(self._ids)}",
             created_at=time.time(),
         )
 
@@ -183,6 +191,7 @@ async def read_terminal_line(prompt: str) -> str:
     def read() -> None:
         line, error = "", None  # on an error the future gets the exception, never this ""
         try:
+            _tolerant(sys.stdin)
             line = input(prompt)
         except BaseException as exc:  # EOFError and KeyboardInterrupt end the session in the loop
             error = exc
@@ -191,3 +200,11 @@ async def read_terminal_line(prompt: str) -> str:
 
     threading.Thread(target=read, name="console-input", daemon=True).start()
     return await future
+
+
+def _tolerant(stdin: TextIO) -> None:
+    """Bytes on stdin that are not UTF-8 are read as U+FFFD: a strict stream raised UnicodeDecodeError from
+    ``input()`` and ended the session, and the line was lost. (Under surrogateescape they arrive as lone
+    surrogates, which ``IncomingMessage`` replaces.)"""
+    if isinstance(stdin, io.TextIOWrapper) and stdin.errors == "strict":
+        stdin.reconfigure(errors="replace")

@@ -31,7 +31,7 @@ from discord import app_commands
 
 from bot.types import Conversation, IncomingMessage
 
-from .common import APOLOGY, COMMANDS, AdapterError, ChatLocks, LoginRejected, RecentSpeakers, deliver
+from .common import COMMANDS, ERROR_APOLOGY, AdapterError, ChatLocks, LoginRejected, RecentSpeakers, deliver
 from .text import split_message
 
 logger = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class DiscordAdapter:
                 # The conversation apologises for LLM failures itself (ORCH-6); this covers anything
                 # else, so the person is not left waiting in silence.
                 logger.exception("discord: reply failed in channel %s", incoming.channel_id)
-                text = APOLOGY
+                text = ERROR_APOLOGY
         for i, part in enumerate(split_message(text, MESSAGE_LIMIT)):
             if i == 0 and message.guild is not None:
                 # In a busy server the first part answers the message visibly; DMs need no threading.
@@ -276,7 +276,7 @@ class DiscordAdapter:
             text = await work
         except Exception:
             logger.exception("discord: /%s failed for user %s", name, incoming.author_id)
-            text = APOLOGY
+            text = ERROR_APOLOGY
         parts = split_message(text, MESSAGE_LIMIT) or ["(nothing)"]
         if len(parts) > MAX_COMMAND_PARTS:
             # A long answer (typically /export) is easier to keep as a file than as a wall of messages.

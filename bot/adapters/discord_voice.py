@@ -37,7 +37,7 @@ from voice.receive import ReceiveHub
 from voice.rtp import open_frame
 from voice.session import TextSink, VoiceSession, VoiceSettings
 
-from .common import APOLOGY, AdapterError
+from .common import ERROR_APOLOGY, AdapterError
 
 logger = logging.getLogger(__name__)
 TICK_S = 0.1  # how often utterances of people who went quiet are closed; also the leave check
@@ -141,7 +141,7 @@ class _Responder:
         except Exception:
             # The conversation apologises for LLM failures itself (ORCH-6); this covers anything else.
             logger.exception("discord voice: reply failed in channel %s", self._channel.id)
-            return APOLOGY
+            return ERROR_APOLOGY
 
     def _message(self, user_id: int, text: str) -> IncomingMessage:
         channel = self._channel

@@ -28,7 +28,7 @@ from telegram.ext import Application, ApplicationBuilder, CommandHandler, Contex
 
 from bot.types import Conversation, IncomingMessage
 
-from .common import APOLOGY, COMMANDS, ChatLocks, LoginRejected, RecentSpeakers, deliver
+from .common import COMMANDS, ERROR_APOLOGY, ChatLocks, LoginRejected, RecentSpeakers, deliver
 from .text import split_message
 
 logger = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ class TelegramAdapter:
                 text = await self._conversation.command(match["name"].lower(), (match["arg"] or "").strip(), incoming)
             except Exception:
                 logger.exception("telegram: /%s failed in chat %s", match["name"], incoming.channel_id)
-                text = APOLOGY
+                text = ERROR_APOLOGY
             await self._send(message, text)
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -166,7 +166,7 @@ class TelegramAdapter:
                 # The conversation is expected to apologise for LLM failures itself (ORCH-6); this is the
                 # last line for anything else, so the person is not left waiting in silence.
                 logger.exception("telegram: reply failed in chat %s", incoming.channel_id)
-                text = APOLOGY
+                text = ERROR_APOLOGY
         await self._send(message, text)
 
     async def _send(self, message: Message, text: str) -> None:

@@ -14,6 +14,7 @@ the commands must stay cheap for ``companion --help``.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import sys
@@ -337,6 +338,8 @@ def content_from(text: str) -> str:
         return text
     if sys.stdin.isatty():
         sys.stderr.write("Type the memory, then Ctrl-D:\n")
+    if isinstance(sys.stdin, io.TextIOWrapper) and sys.stdin.errors == "strict":
+        sys.stdin.reconfigure(errors="replace")  # bytes that are not UTF-8 become U+FFFD, not a traceback
     piped = sys.stdin.read().strip()
     if not piped:
         raise UsageError("no text on stdin: pipe the memory's text in, or give it as an argument")

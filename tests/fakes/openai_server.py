@@ -75,11 +75,13 @@ class RawStream:
     A dict event goes out as ``data: <json>``, a str event is written verbatim
     (so garbage is possible; add ``"data: [DONE]\n\n"`` yourself if wanted).
     ``cut=True`` then drops the connection without ending the body, as a
-    crashed server or proxy does; otherwise the body ends cleanly.
+    crashed server or proxy does; otherwise the body ends cleanly. ``interval``
+    seconds pass before each event (a model that trickles).
     """
 
     events: tuple[dict | str, ...] = ()
     cut: bool = False
+    interval: float = 0.0
 
 
 Responder = Callable[[dict[str, Any]], Any]
@@ -347,6 +349,8 @@ async def _raw_stream(request: web.Request, raw: RawStream) -> web.StreamRespons
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await response.prepare(request)
     for event in raw.events:
+        if raw.interval:
+            await asyncio.sleep(raw.interval)
         text = event if isinstance(event, str) else f"data: {json.dumps(event)}\n\n"
         await response.write(text.encode("utf-8", "surrogatepass"))
     if raw.cut:
