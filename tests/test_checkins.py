@@ -5,7 +5,7 @@ test_checkins_kill.py)."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 
 import pytest
 from test_registry import WORD, fill, occurrences, store_files
@@ -155,7 +155,7 @@ async def test_at_most_two_a_week_per_person(rt, srv, box):
 async def test_nothing_is_sent_in_the_quiet_hours_of_the_persons_own_zone(rt, srv, box):
     await opt_in(rt)
     dated(rt, "Alice runs the Tokyo marathon on 6 May", "2026-05-06")
-    rt.checkins.zone_of = lambda person: timezone(timedelta(hours=9))
+    await rt.orchestrator.command("timezone", "Asia/Tokyo", dm("telegram", "7", "/timezone Asia/Tokyo"))  # what the person sets
     rt.engine.clock.t = at("2026-05-07 14:00")  # 23:00 in Tokyo, though mid-afternoon in UTC
     assert (await rt.checkins.run()).waiting == 1 and box.sent == [] and srv.chat_requests == []
     rt.engine.clock.t = at("2026-05-08 01:00")  # 10:00 in Tokyo, though 01:00 in UTC
@@ -318,7 +318,9 @@ def test_an_export_lists_the_persons_checkins(tmp_path):
 
 def test_the_job_is_built_with_a_zone_lookup_and_the_configured_limits(rt):
     assert isinstance(rt.checkins, CheckinJob)
-    assert rt.checkins.zone_of("anyone") is UTC and rt.checkins.options.per_week == 2
+    assert rt.checkins.zone_of("anyone").key == "UTC" and rt.checkins.options.per_week == 2  # the operator's default
+    rt.orchestrator.zones.set(PERSON, "Europe/Lisbon")
+    assert rt.checkins.zone_of(PERSON).key == "Europe/Lisbon"  # the person's own zone, as /timezone sets it
 
 
 # -- what a person sees on the console ------------------------------------------------------------------------
