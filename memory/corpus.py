@@ -197,6 +197,13 @@ class Corpus:
         newest = self._ranked(query.expr, limit, threats, since)
         return sorted({rid: score for rid, score in found + newest}.items(), key=lambda hit: hit[1])[:limit]
 
+    def matching(self, expr: str, where: Filter, limit: int) -> list[dict[str, Any]]:
+        """Rows whose index entry matches ``expr`` (an expression our code built, user words quoted) and pass
+        ``where``; unranked, at most ``limit`` (the leak check asks for rare words: few rows)."""
+        t, cond = self.fts_table, where.sql and f" AND ({where.sql})"
+        sql = f"SELECT t.* FROM {t} JOIN {self.table} AS t ON t.rid = {t}.rowid WHERE {t} MATCH ?{cond} LIMIT ?"
+        return self.db.rows(sql, (expr, *where.params, limit))
+
     def _newest(self, expr: str) -> int | None:
         """The rowid from which on ``COMMON_ROWS`` rows match ``expr`` (None: fewer match in all). A walk
         down the posting lists, nothing scored."""

@@ -312,7 +312,11 @@ class FtsQueryBuilder:
 
     def terms(self, text: str) -> list[tuple[str, str]]:
         """(raw word, stemmed term) pairs, stop words and duplicates removed, in query order."""
-        data = (text or "")[:MAX_QUERY_CHARS].encode("utf-8", "replace")
+        return self.words(text, MAX_QUERY_CHARS)[:MAX_TERMS]
+
+    def words(self, text: str, max_chars: int) -> list[tuple[str, str]]:
+        """Every (raw word, stemmed term) pair of the first ``max_chars`` of ``text``, as ``terms`` finds them."""
+        data = (text or "")[:max_chars].encode("utf-8", "replace")
         seen: dict[str, str] = {}
         # apsw types one result for every include_* combination; with the defaults used here each token is (start, end, *stems)
         tokens = cast(list[tuple[int, int, *tuple[str, ...]]], self._tokenizer(data, apsw.FTS5_TOKENIZE_QUERY, None))
@@ -322,7 +326,7 @@ class FtsQueryBuilder:
             if raw in STOP_WORDS or len(stem) < 2 and not stem.isdigit():
                 continue
             seen.setdefault(stem, raw)
-        return [(raw, stem) for stem, raw in seen.items()][:MAX_TERMS]
+        return [(raw, stem) for stem, raw in seen.items()]
 
     def match(self, text: str, ptokens: tuple[str, ...] = ()) -> str | None:
         """A MATCH expression, or None when the text has no searchable words."""
@@ -369,6 +373,10 @@ class FtsQueryBuilder:
             count = int(self.db.scalar(f"SELECT COUNT(*) FROM {self.fts_table}_docsize") or 0)
             self._rows = (time.monotonic(), count)
         return count
+
+    def doc_freq(self, stem: str) -> tuple[int, int]:
+        """(rows holding this stemmed term, rows indexed), both cached for minutes."""
+        return self._doc_freq(stem), self._row_count()
 
     def _doc_freq(self, stem: str) -> int:
         hit = self._df.get(stem)
