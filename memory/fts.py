@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
 
@@ -309,6 +310,7 @@ class FtsQueryBuilder:
         self._df: dict[str, tuple[float, int]] = {}
         self._df_ttl = df_ttl_s
         self._rows: tuple[float, int] = (0.0, 0)
+        self._instances: str | None = None  # the fts5vocab instance table, made when first needed
 
     def terms(self, text: str) -> list[tuple[str, str]]:
         """(raw word, stemmed term) pairs, stop words and duplicates removed, in query order."""
@@ -373,6 +375,20 @@ class FtsQueryBuilder:
             count = int(self.db.scalar(f"SELECT COUNT(*) FROM {self.fts_table}_docsize") or 0)
             self._rows = (time.monotonic(), count)
         return count
+
+    def holders(self, stems: Iterable[str], columns: tuple[str, ...]) -> dict[int, set[str]]:
+        """rowid -> which of ``stems`` its ``columns`` hold, read off the index itself (an fts5vocab instance
+        table walks each term's posting list): no row is fetched or tokenised. For rare terms: a common one
+        walks all its rows."""
+        if self._instances is None:
+            self._instances = f"{self.fts_table}_instances"
+            self.db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._instances} USING fts5vocab(main, {self.fts_table}, instance)")
+        sql = f"SELECT DISTINCT doc FROM temp.{self._instances} WHERE term = ? AND col IN ({','.join('?' * len(columns))})"
+        found: dict[int, set[str]] = {}
+        for stem in stems:
+            for (rowid,) in self.db.execute(sql, (stem, *columns)):
+                found.setdefault(rowid, set()).add(stem)
+        return found
 
     def doc_freq(self, stem: str) -> tuple[int, int]:
         """(rows holding this stemmed term, rows indexed), both cached for minutes."""

@@ -36,10 +36,11 @@ ASSETS = Path(__file__).parent / "assets"
 MAX_REPLY_CHARS = 20_000  # a reply is capped long before this; past it nothing more is read
 COMMON_RANK = 7_000  # vocabulary ids below this are the ~5,000 commonest words: they tell nothing
 RARE_RANK = 17_000  # ids from here on (and words the vocabulary lacks) are rare in English
-STORE_COMMON_SHARE = 0.02  # a word in more than 2% of the memories (and in more than STORE_COMMON_ROWS) is common here
-STORE_COMMON_ROWS = 20
+# A word held by more memories than 2% of them, or 200, is common in this store (but any word held by 20 or fewer
+# is not); this also bounds the index walk of ``holders`` to a few hundred rows a word.
+STORE_COMMON_SHARE, STORE_COMMON_ROWS, STORE_COMMON_FLOOR = 0.02, 200, 20
 LEAK_WEIGHT = 2  # what the unseen words a memory shares with a reply must weigh together to count as a leak
-MAX_SUSPECTS = 200  # memories outside the place holding one of the reply's distinctive words: more are not read
+MEMORY_COLUMNS = ("subject", "content", "tags")  # where a memory's words are (not its partition token)
 YEAR = re.compile(r"(19|20)\d\d")
 
 
@@ -66,18 +67,23 @@ class LeakCheck:
         :param seen: text the place has seen that the store may not hold (names, the conversation shown).
         """
         words = self._telling(reply, seen)
-        if not words:
+        holders = self.memories.fts.holders(words, MEMORY_COLUMNS)
+        heavy = {rid for rid, stems in holders.items() if _weight(stems, words) >= LEAK_WEIGHT}
+        if not heavy:
             return ()
-        suspects = [(row, shared) for row, shared in self._outside(ctx, words) if _weight(shared, words) >= LEAK_WEIGHT]
-        if not suspects:
-            return ()
-        visible = self._visible(ctx, {stem for _, shared in suspects for stem in shared}, words)
-        found = []
-        for row, shared in suspects:
-            unseen = shared - visible
-            if _weight(unseen, words) >= LEAK_WEIGHT:
-                found.append(Leak(row["id"], partition_kind(row["partition_key"]), tuple(sorted(words[s][0] for s in unseen))))
-        return tuple(found)
+        mine = ctx.memory_partitions()
+        outside = {rid: found for rid, found in self.memories.keys(heavy, live_memories("t", self.now())).items() if found[1] not in mine}
+        shown = self._shown(ctx, {stem for rid in outside for stem in holders[rid]}, words)
+        suspects = {
+            rid: (*found, holders[rid] - shown) for rid, found in outside.items() if _weight(holders[rid] - shown, words) >= LEAK_WEIGHT
+        }
+        said_here = self._said_here(ctx, {stem for *_, stems in suspects.values() for stem in stems}, words)
+        leaks = (
+            Leak(row_id, partition_kind(key), tuple(sorted(words[s][0] for s in stems - said_here)))
+            for row_id, key, stems in suspects.values()
+            if _weight(stems - said_here, words) >= LEAK_WEIGHT
+        )
+        return tuple(sorted(leaks, key=lambda leak: leak.memory_id))
 
     def _telling(self, reply: str, seen: str) -> dict[str, tuple[str, int]]:
         """stem -> (word, weight) for the reply's words that weigh something and are not in ``seen``."""
@@ -91,37 +97,23 @@ class LeakCheck:
         if digits:
             return _number_weight(raw, digits)
         rows, total = self.memories.fts.doc_freq(stem)
-        if rows > STORE_COMMON_ROWS and rows > STORE_COMMON_SHARE * total:
+        if rows > max(STORE_COMMON_FLOOR, min(STORE_COMMON_ROWS, STORE_COMMON_SHARE * total)):
             return 0
         rank = _vocabulary().get(raw, RARE_RANK)
         return 0 if rank < COMMON_RANK else 1 if rank < RARE_RANK else 2
 
-    def _outside(self, ctx: RecallContext, words: dict[str, tuple[str, int]]) -> list[tuple[dict, set[str]]]:
-        """Live memories outside the place holding any of the words, each with the words it shares with the reply."""
-        tokens = " OR ".join(partition_token(k) for k in ctx.memory_partitions())
-        expr = f"{{subject content}} : ({_any(raw for raw, _ in words.values())}) NOT ptoken : ({tokens})"
-        rows = self.memories.matching(expr, live_memories("t", self.now()), MAX_SUSPECTS)
-        found = []
-        for row in rows:
-            stems = {stem for _, stem in self.memories.fts.words(f"{row['subject']}\n{row['content']}", MAX_REPLY_CHARS)}
-            found.append((row, stems & words.keys()))
-        return found
-
-    def _visible(self, ctx: RecallContext, stems: set[str], words: dict[str, tuple[str, int]]) -> set[str]:
-        """The words among ``stems`` the place has seen: in a memory it may see, or a message it may read."""
+    def _shown(self, ctx: RecallContext, stems: set[str], words: dict[str, tuple[str, int]]) -> set[str]:
+        """The words among ``stems`` held by a live memory the place may see."""
         mine = " OR ".join(partition_token(k) for k in ctx.memory_partitions())
+        live = live_memories("t", self.now())
+        return {stem for stem in stems if self.memories.has_match(f"{_quoted(words[stem][0])} AND ptoken : ({mine})", live)}
+
+    def _said_here(self, ctx: RecallContext, stems: set[str], words: dict[str, tuple[str, int]]) -> set[str]:
+        """The words among ``stems`` said in a message the asker may read (this channel, readable ones of its guild)."""
         talk = partition_token(message_partition(ctx.guild_id, ctx.speaker_id))
         channels = ctx.channels()
         readable = Filter(f"t.platform = ? AND t.channel_id IN ({placeholders(channels)})", (ctx.platform, *channels))
-        live = live_memories("t", self.now())
-        seen = set()
-        for stem in stems:
-            word = _any([words[stem][0]])
-            if self.memories.matching(f"{word} AND ptoken : ({mine})", live, 1) or self.messages.matching(
-                f"{word} AND ptoken : ({talk})", readable, 1
-            ):
-                seen.add(stem)
-        return seen
+        return {stem for stem in stems if self.messages.has_match(f"{_quoted(words[stem][0])} AND ptoken : {talk}", readable)}
 
 
 def partition_kind(key: str) -> str:
@@ -150,8 +142,8 @@ def _weight(stems: set[str], words: dict[str, tuple[str, int]]) -> int:
     return sum(words[s][1] for s in stems)
 
 
-def _any(raws) -> str:
-    return " OR ".join('"' + raw.replace('"', '""') + '"' for raw in raws)
+def _quoted(raw: str) -> str:
+    return '"' + raw.replace('"', '""') + '"'
 
 
 @cache
