@@ -164,6 +164,20 @@ class Journals:
                 self._snapshot(folder)
         return rewritten + len(stale)
 
+    def rebuild(self, memories: Iterable[Memory]) -> None:
+        """Make the folder say what the store says, and nothing else: every file in it is wiped, then each
+        memory's line is written again and every snapshot remade. After a restore the old store's journals
+        would otherwise keep words the restored store never had, beyond the reach of a later forget."""
+        with self._lock:
+            if self.root.is_dir():
+                for path in sorted(self.root.rglob("*.md")):
+                    replace_wiping(path, None)
+                for folder in sorted((p for p in self.root.rglob("*") if p.is_dir()), reverse=True):
+                    _remove_if_empty(folder)
+            self._made.clear()
+        self.stored(memories)
+        self.flush()
+
     def flush(self) -> None:
         """Regenerate every snapshot whose folder changed (the runtime's tick, and closing the store)."""
         with self._lock:

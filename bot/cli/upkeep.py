@@ -188,6 +188,8 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
         reader.close()
     with engine_for(settings) as engine:  # a backup from an older version is migrated here, once
         counts = engine.memories.stats()
+        if engine.journals is not None:  # the journals beside it say what the restored store says (SEC-3)
+            engine.journals.rebuild(engine.memories.list_memories(None, order="oldest", limit=-1, include_inactive=True))
     say(f"restored {target} from {source}: {counts['memories']} memories")
 
 
