@@ -4,11 +4,11 @@ Before a reply is posted in a shared place (a server channel, a group, a voice c
 ``LeakCheck.check(ctx, reply, seen)`` which memories that place may not see the reply would reveal:
 
     reply words -> distinctive? -> held by a live memory outside the place's partitions? -> seen by the place? -> leak
-                   (a weight)      (one FTS query: NOT the place's partition tokens)        (no)
+                   (a weight)      (read off the FTS index: which rows hold the word)       (no)
 
 A word's weight says how much it gives away. A code or a long number ("X4471Q", "4471") and a word rare in
 English weigh 2; a less common word ("passport", "secretly") 1; a common one ("moving", "coffee"), and any
-word found in more than 2% of the store's memories, 0. Rarity in English is the word's rank in the MiniLM
+word held by more than 2% (or 200) of the store's memories, 0. Rarity in English is the word's rank in the MiniLM
 vocabulary, whose whole words are ordered by how often they occur (``the`` is 1996, ``reykjavik`` 28559);
 a word it lacks is rarer still. A memory leaks when the words it shares with the reply, none of them seen
 by the place, weigh 2 or more: "Reykjavik" or "X4471Q" alone, "passport" with "secretly", never "moving to
@@ -96,11 +96,13 @@ class LeakCheck:
         digits = sum(c.isdigit() for c in raw)
         if digits:
             return _number_weight(raw, digits)
+        rank = _vocabulary().get(raw, RARE_RANK)
+        if rank < COMMON_RANK:
+            return 0
         rows, total = self.memories.fts.doc_freq(stem)
         if rows > max(STORE_COMMON_FLOOR, min(STORE_COMMON_ROWS, STORE_COMMON_SHARE * total)):
             return 0
-        rank = _vocabulary().get(raw, RARE_RANK)
-        return 0 if rank < COMMON_RANK else 1 if rank < RARE_RANK else 2
+        return 1 if rank < RARE_RANK else 2
 
     def _shown(self, ctx: RecallContext, stems: set[str], words: dict[str, tuple[str, int]]) -> set[str]:
         """The words among ``stems`` held by a live memory the place may see."""
