@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import prompts
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded, clean_text
@@ -33,6 +34,7 @@ from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn
 from .commands import Commands
+from .leak_guard import WITHHELD, LeakGate
 from .llm import ChatClient, LLMError
 from .persona import Persona
 from .turn_mode import SkipGate, TurnMode, is_skip
@@ -131,7 +133,7 @@ class Orchestrator:
         tools = self._tools(turn, session)
         convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn)}]
         stream = CappedSink(stream) if stream else None
-        text = await self._ask(convo, tools, SkipGate(stream) if stream and mode.may_skip else stream, message)
+        text = await self._answer(turn, convo, tools, stream, mode.may_skip)
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
         await self.runner.run(self._finish, turn, None if skipped else text, forgotten)
         if forgotten:
@@ -193,6 +195,37 @@ class Orchestrator:
         except LLMError:
             log.exception("no reply for %s/%s", message.platform, message.channel_id)
             return None
+
+    async def _answer(
+        self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, may_skip: bool
+    ) -> str | None:
+        """The model's reply; in a shared place nothing of it is streamed, sent or spoken before the leak check."""
+        gate = LeakGate(stream, lambda said: self._leaks(turn, said, convo)) if stream and not turn.ctx.is_dm else None
+        sink = gate or stream
+        drafted = await self._ask(convo, tools, SkipGate(sink) if sink and may_skip else sink, turn.message)
+        text = await self._guarded(turn, convo, tools, drafted)
+        if gate is not None:
+            await gate.finish(text, drafted)
+        return text
+
+    async def _guarded(self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, text: str | None) -> str | None:
+        """SEC-6: a reply for a shared place that would reveal what the place may not see is asked for once more,
+        with a general instruction (the words stay out of the prompt), and withheld if it still would."""
+        if text is None or turn.ctx.is_dm or not await self._leaks(turn, text, convo, "asking the model again"):
+            return text
+        again = await self._ask([*convo, {"role": "system", "content": prompts.render("leak_retry")}], tools, None, turn.message)
+        if again is None or await self._leaks(turn, again, convo, "withheld"):
+            return WITHHELD
+        return again
+
+    async def _leaks(self, turn: Turn, text: str, convo: list[dict[str, Any]], outcome: str = "") -> bool:
+        """Would ``text`` reveal memories this place may not see? Logged with ids and kinds, never the words."""
+        seen = "\n".join([*turn.names.values(), self.assembler.bot_name, *(str(m.get("content") or "") for m in convo[1:])])
+        leaks = await self.runner.run(self.engine.leaks.check, turn.ctx, text, seen)
+        if leaks and outcome:
+            found = ", ".join(f"{leak.memory_id} ({leak.kind})" for leak in leaks)
+            log.warning("a reply in %s would reveal memories this place may not see: %s; %s", turn.channel_key, found, outcome)
+        return bool(leaks)
 
     def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
         """A voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -196,6 +197,23 @@ class Corpus:
             return self._ranked(query.expr, limit, query.widened(floor))
         newest = self._ranked(query.expr, limit, threats, since)
         return sorted({rid: score for rid, score in found + newest}.items(), key=lambda hit: hit[1])[:limit]
+
+    def keys(self, rids: Iterable[int], where: Filter) -> dict[int, tuple[str, str]]:
+        """rid -> (id, partition key) of the rows among ``rids`` that pass ``where`` (on alias ``t``)."""
+        found: dict[int, tuple[str, str]] = {}
+        cond, wanted = where.sql and f" AND ({where.sql})", list(rids)
+        for i in range(0, len(wanted), 400):
+            chunk = wanted[i : i + 400]
+            sql = f"SELECT t.rid, t.id, t.partition_key FROM {self.table} AS t WHERE t.rid IN ({placeholders(chunk)}){cond}"
+            found.update({rid: (row_id, key) for rid, row_id, key in self.db.execute(sql, (*chunk, *where.params))})
+        return found
+
+    def has_match(self, expr: str, where: Filter) -> bool:
+        """Does any row whose index entry matches ``expr`` (an expression our code built, user words quoted) pass
+        ``where``?"""
+        t, cond = self.fts_table, where.sql and f" AND ({where.sql})"
+        sql = f"SELECT 1 FROM {t} JOIN {self.table} AS t ON t.rid = {t}.rowid WHERE {t} MATCH ?{cond} LIMIT 1"
+        return self.db.scalar(sql, (expr, *where.params)) is not None
 
     def _newest(self, expr: str) -> int | None:
         """The rowid from which on ``COMMON_ROWS`` rows match ``expr`` (None: fewer match in all). A walk

@@ -11,6 +11,7 @@ from .embeddings import EmbeddingService
 from .graph import Graph
 from .journals import Journals
 from .knobs import KnobStore
+from .leaks import LeakCheck
 from .messages import MessageLog
 from .protocols import Embedder
 from .store import MemoryStore
@@ -46,6 +47,7 @@ class MemoryEngine:
         message_corpus = MessageCorpus(self.db, message_vec)
         self.memories = MemoryStore(self.db, self.embeddings, self.graph, self.knobs, self.clock, memory_corpus)
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
+        self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)  # SEC-6: what a reply would reveal
         # MAINT-6: Markdown journals beside the store, written on every memory write (None: switched off)
         self.journals = Journals(journal_dir, self.memories, self.clock.now) if journal_dir is not None else None
         self.memories.journal = self.journals

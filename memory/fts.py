@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
 
@@ -309,10 +310,15 @@ class FtsQueryBuilder:
         self._df: dict[str, tuple[float, int]] = {}
         self._df_ttl = df_ttl_s
         self._rows: tuple[float, int] = (0.0, 0)
+        self._instances: str | None = None  # the fts5vocab instance table, made when first needed
 
     def terms(self, text: str) -> list[tuple[str, str]]:
         """(raw word, stemmed term) pairs, stop words and duplicates removed, in query order."""
-        data = (text or "")[:MAX_QUERY_CHARS].encode("utf-8", "replace")
+        return self.words(text, MAX_QUERY_CHARS)[:MAX_TERMS]
+
+    def words(self, text: str, max_chars: int) -> list[tuple[str, str]]:
+        """Every (raw word, stemmed term) pair of the first ``max_chars`` of ``text``, as ``terms`` finds them."""
+        data = (text or "")[:max_chars].encode("utf-8", "replace")
         seen: dict[str, str] = {}
         # apsw types one result for every include_* combination; with the defaults used here each token is (start, end, *stems)
         tokens = cast(list[tuple[int, int, *tuple[str, ...]]], self._tokenizer(data, apsw.FTS5_TOKENIZE_QUERY, None))
@@ -322,7 +328,7 @@ class FtsQueryBuilder:
             if raw in STOP_WORDS or len(stem) < 2 and not stem.isdigit():
                 continue
             seen.setdefault(stem, raw)
-        return [(raw, stem) for stem, raw in seen.items()][:MAX_TERMS]
+        return [(raw, stem) for stem, raw in seen.items()]
 
     def match(self, text: str, ptokens: tuple[str, ...] = ()) -> str | None:
         """A MATCH expression, or None when the text has no searchable words."""
@@ -369,6 +375,24 @@ class FtsQueryBuilder:
             count = int(self.db.scalar(f"SELECT COUNT(*) FROM {self.fts_table}_docsize") or 0)
             self._rows = (time.monotonic(), count)
         return count
+
+    def holders(self, stems: Iterable[str], columns: tuple[str, ...]) -> dict[int, set[str]]:
+        """rowid -> which of ``stems`` its ``columns`` hold, read off the index itself (an fts5vocab instance
+        table walks each term's posting list): no row is fetched or tokenised. For rare terms: a common one
+        walks all its rows."""
+        if self._instances is None:
+            self._instances = f"{self.fts_table}_instances"
+            self.db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._instances} USING fts5vocab(main, {self.fts_table}, instance)")
+        sql = f"SELECT DISTINCT doc FROM temp.{self._instances} WHERE term = ? AND col IN ({','.join('?' * len(columns))})"
+        found: dict[int, set[str]] = {}
+        for stem in stems:
+            for (rowid,) in self.db.execute(sql, (stem, *columns)):
+                found.setdefault(rowid, set()).add(stem)
+        return found
+
+    def doc_freq(self, stem: str) -> tuple[int, int]:
+        """(rows holding this stemmed term, rows indexed), both cached for minutes."""
+        return self._doc_freq(stem), self._row_count()
 
     def _doc_freq(self, stem: str) -> int:
         hit = self._df.get(stem)

@@ -190,3 +190,15 @@ def test_memory_add_and_delete_on_the_command_line_write_and_unwrite_the_journal
     assert cli("memory", "delete", gone, "--yes").code == 0
     assert holding(root, "Zyqxolotl") == [] and len(holding(root, "Plumbrook")) == 2
     assert cli("memory", "list").code == 0 and (root / "dm-alice" / SNAPSHOT).exists()  # a read-only command writes nothing
+
+
+def test_after_a_restore_the_journals_say_what_the_restored_store_says_and_forget_everything_leaves_no_word(cli, tmp_path):
+    cli.add("Alice collects Plumbrook stamps", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+    assert cli("backup", str(tmp_path / "before.db")).code == 0
+    cli.add("Alice is secretly moving to Zyqxolotl", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+    root = tmp_path / "memory"
+    assert holding(root, "Zyqxolotl")
+    assert cli("restore", str(tmp_path / "before.db"), "--force").code == 0
+    assert holding(root, "Zyqxolotl") == [] and len(holding(root, "Plumbrook")) == 2  # the day's line and MEMORY.md
+    assert cli("memory", "forget-person", "--person", "alice", "--yes").code == 0
+    assert every_byte(root) == {}

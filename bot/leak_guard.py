@@ -1,0 +1,62 @@
+"""SEC-6 on the bot side: a reply for a shared place is not posted, spoken or streamed before the leak check.
+
+The check itself is ``memory.leaks.LeakCheck`` (below the bot, on the memory thread); here are the two
+places it is applied. ``LeakGate`` sits in a streamed reply's path (a voice channel speaks as the model
+writes): it passes text a sentence at a time, each time after the whole of what would then have been said
+is checked, and passes nothing more once something would leak. The orchestrator checks the finished reply,
+asks the model once again (with a general instruction, never the words) and otherwise withholds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+
+from .types import StreamSink
+
+# What a shared place gets when even the second answer would reveal something it may not see.
+WITHHELD = "Sorry, I can't share that here."
+_SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*\s+|\n+")
+
+# True when the text would reveal what the place may not see (the orchestrator's check, on the memory thread)
+WouldLeak = Callable[[str], Awaitable[bool]]
+
+
+class LeakGate:
+    """A stream sink that passes whole sentences once ``check`` finds nothing in all that was passed plus them."""
+
+    def __init__(self, sink: StreamSink, check: WouldLeak) -> None:
+        self._sink, self._check = sink, check
+        self.passed = ""  # what reached the sink
+        self._held = ""
+        self.tripped = False  # something would have leaked: nothing more passes
+
+    async def __call__(self, delta: str) -> None:
+        if self.tripped:
+            return
+        self._held += delta
+        ends = [m.end() for m in _SENTENCE_END.finditer(self._held)]
+        if ends:
+            await self._release(ends[-1])
+
+    async def finish(self, final: str | None, drafted: str | None) -> None:
+        """The reply is settled as ``final``. Unchanged: the held rest goes out (it was checked with the whole
+        reply). Replaced after part of the draft went out: the replacement follows it. Replaced before anything
+        went out: nothing (the adapter sends or speaks the reply itself)."""
+        if final is None or self.tripped and not self.passed:
+            return
+        if final == drafted and not self.tripped:
+            rest, self._held = self._held, ""
+            if rest:
+                await self._sink(rest)
+        elif self.passed:
+            await self._sink("\n" + final)
+
+    async def _release(self, end: int) -> None:
+        part = self._held[:end]
+        if await self._check(self.passed + part):
+            self.tripped = True
+            return
+        self._held = self._held[end:]
+        self.passed += part
+        await self._sink(part)

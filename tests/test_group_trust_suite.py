@@ -1,0 +1,557 @@
+"""The group-chat trust suite, a gate in the default test run (issue 20; SEC-1, SEC-3, SEC-6).
+
+A scripted scenario over two Discord servers, a Telegram group and DMs: five people (one of them the owner, one
+with linked Discord and Telegram accounts), a group admin and a member, /share on and off, targeted forgets and
+/forget everything, a backup and a restore, a restart. Each person has fixed facts, each with one distinctive
+word, said in a fixed place. Messages go through the real adapters (discord.py and python-telegram-bot against
+the local fake servers) and, after the restart, straight to the orchestrator as platform-tagged messages; the
+model is a scripted local server that extracts exactly the facts it is shown, by speaker tag.
+
+After every step the suite checks:
+  * every prompt the model received, and everything the bot posted, against the facts the place it was for may
+    not see (the oracle below, written from SEC-1 independently of ``memory.scopes``): a leak;
+  * every stored memory against the person and place its fact came from: a misattribution;
+  * after every forget, every file under the store folder for the forgotten words: bytes left.
+It prints a table (``pytest -s``, and in the report on failure). The scenario is a list of ``Step``s: append
+more (e.g. /privacy off) with the same helpers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.adapters.discord_adapter import DiscordAdapter
+from bot.adapters.telegram_adapter import TelegramAdapter
+from bot.config import load_settings
+from bot.types import IncomingMessage
+from memory.clock import FakeClock
+from memory.models import NewMemory, Scope
+from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram, ToolCall
+from tests.pipeline_support import build_runtime
+
+pytestmark = pytest.mark.asyncio
+
+# -- the cast and the places ------------------------------------------------------------------------------
+DISCORD = {"alice": 7001, "bob": 7002, "olive": 7009}  # olive is the bot's owner
+TELEGRAM = {"alice": 55, "carol": 66, "dave": 77}  # carol is the group's admin, dave a member
+DC_DM = {"alice": 9101, "bob": 9102, "olive": 9109}
+HARBOUR, HARBOUR_CH, ORCHARD, ORCHARD_CH, GROUP = 8000, 8001, 9000, 9001, -1001
+CHANNEL_OF = {f"dc:{HARBOUR}": HARBOUR_CH, f"dc:{ORCHARD}": ORCHARD_CH}
+GUILD_KEY = {f"dc:{HARBOUR}": f"discord:{HARBOUR}", f"dc:{ORCHARD}": f"discord:{ORCHARD}", f"tg:{GROUP}": f"telegram:{GROUP}"}
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One person's fact, said in one place; ``word`` is distinctive and appears nowhere else in the scenario."""
+
+    word: str
+    author: str  # a person, or "lore" for a server's lore (written by the operator)
+    where: str  # "dm" (the author's DMs), or a server / group: "dc:8000", "tg:-1001"
+    said: str  # what the person says
+    content: str  # the memory the model extracts
+
+
+FACTS = {
+    f.word: f
+    for f in (
+        Fact("quintrell", "alice", "dm", "I keep a tortoise called Quintrell", "Alice keeps a tortoise called Quintrell"),
+        Fact("wexcombe", "alice", "dm", "my allotment is behind the Wexcombe depot", "my allotment is behind the Wexcombe depot"),
+        Fact("vellicora", "alice", f"dc:{HARBOUR}", "I sing in the Vellicora choir", "Alice sings in the Vellicora choir"),
+        Fact("brontewick", "alice", f"dc:{ORCHARD}", "I collect Brontewick stamps", "Alice collects Brontewick stamps"),
+        Fact("x4471q", "bob", "dm", "my passport number is X4471Q", "my passport number is X4471Q"),
+        Fact("tamberlyn", "bob", f"dc:{HARBOUR}", "I brew Tamberlyn ale at home", "Bob brews Tamberlyn ale at home"),
+        Fact("oxwallow", "carol", f"tg:{GROUP}", "I run the Oxwallow book club", "Carol runs the Oxwallow book club"),
+        Fact("reykjavik", "carol", "dm", "I'm secretly moving to Reykjavik", "Carol is secretly moving to Reykjavik"),
+        Fact("kettleborn", "dave", f"tg:{GROUP}", "I repair Kettleborn clocks", "Dave repairs Kettleborn clocks"),
+        Fact("saltmarrow", "olive", "dm", "my boat is called Saltmarrow", "my boat is called Saltmarrow"),
+        Fact("pellingham", "lore", f"dc:{HARBOUR}", "", "Harbour meets at the Pellingham library"),
+        Fact("fenwhistle", "lore", f"tg:{GROUP}", "", "The group's mascot is Fenwhistle"),
+    )
+}
+# A question touching every fact's topic (never its word), so a recall that crossed a partition would show it.
+NOSY = "what do you know about tortoises, allotments, choirs, stamps, passports, ale, book clubs, moving, clocks, boats, meetings, mascots?"
+
+
+@dataclass
+class Oracle:
+    """Who may see what (SEC-1), kept by the scenario: what was told, who shares, what was forgotten."""
+
+    told: set[str] = field(default_factory=set)
+    sharing: set[str] = field(default_factory=set)
+    forgotten: set[str] = field(default_factory=set)
+
+    def may_see(self, fact: Fact, place: str) -> bool:
+        if fact.word in self.forgotten:
+            return False
+        if fact.author == "lore":
+            return place == fact.where
+        if fact.where == "dm":
+            return place == f"dm:{fact.author}"
+        return place in (fact.where, f"dm:{fact.author}") or (fact.author in self.sharing and not place.startswith("dm:"))
+
+    def hidden_from(self, place: str) -> list[Fact]:
+        """The facts told so far that ``place`` may not see (a forgotten fact: nowhere)."""
+        return [f for w, f in FACTS.items() if (w in self.told or w in self.forgotten) and not self.may_see(f, place)]
+
+    def copy(self) -> Oracle:
+        return Oracle(set(self.told), set(self.sharing), set(self.forgotten))
+
+
+@dataclass
+class Tally:
+    prompts: int = 0
+    posts: int = 0
+    facts: int = 0
+    forgets: int = 0
+    leaks: list[str] = field(default_factory=list)
+    misattributions: list[str] = field(default_factory=list)
+    bytes_left: list[str] = field(default_factory=list)
+
+    def table(self, steps: int) -> str:
+        rows = [
+            ("steps run", steps),
+            ("prompts checked", self.prompts),
+            ("posts checked", self.posts),
+            ("facts checked", self.facts),
+            ("forgets checked", self.forgets),
+            ("leaks", len(self.leaks)),
+            ("misattributions", len(self.misattributions)),
+            ("bytes left", len(self.bytes_left)),
+        ]
+        return "\n".join(["group-chat trust suite", *(f"  {name:<16} {value:>5}" for name, value in rows)])
+
+
+# -- the world: the fakes, the bot on both platforms, the scripted model -----------------------------------
+class World:
+    def __init__(self, root: Path, llm: FakeOpenAI, tg: FakeTelegram, dc: FakeDiscord) -> None:
+        self.root, self.llm, self.tg, self.dc = root, llm, tg, dc
+        self.store = root / "store" / "bot.db"
+        self.clock = FakeClock()
+        self.oracle, self.tally = Oracle(), Tally()
+        self.place = "nowhere"  # where the model's requests of the current action are made for
+        self.step = ""
+        self.replies: list[Any] = []  # what the model answers the next reply requests (then "OK!")
+        self.tool_results: list[str] = []
+        self.direct: list[str] = []  # replies and command answers handed back by the orchestrator itself
+        self.seen = {"requests": 0, "dc": 0, "tg": 0, "interactions": 0, "direct": 0}
+        self.runtime: Any = None
+        self.adapters: list[Any] = []
+        self.backup: tuple[Path, Oracle] | None = None
+        self.ever_said: dict[str, set[str]] = {}  # person -> every word they told, lost to a restore or not
+        llm.default = self.model
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    async def boot(self) -> None:
+        # reflection right after a chat goes quiet: each session is reflected on in the tick of its own place
+        owner = [f"discord:{DISCORD['olive']}"]
+        self.runtime = build_runtime(self.store, self.llm, self.clock, owner_ids=owner, reflection_silence_s=0)
+        await self.runtime.start(background_loop=False)
+        telegram = TelegramAdapter(
+            self.runtime.orchestrator, "123:abc", base_url=f"{self.tg.url}/bot", base_file_url=f"{self.tg.url}/file/bot"
+        )
+        discord_ = DiscordAdapter(self.runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)
+        await telegram.start()
+        await discord_.start()
+        self.adapters = [discord_, telegram]
+
+    async def shut(self) -> None:
+        for adapter in self.adapters:
+            await adapter.stop()
+        self.adapters = []
+        await self.runtime.stop()
+
+    # -- the scripted model --------------------------------------------------------------------------------
+    def model(self, body: dict[str, Any]) -> Any:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            self.tool_results.append(last["content"])
+            return "done"
+        if "tools" in body:
+            return self.replies.pop(0) if self.replies else "OK!"
+        prompt = str(last.get("content") or "")
+        if "session has ended" in json.dumps(body):
+            return json.dumps({"facts": [], "summary": "a friendly chat"})
+        return json.dumps(self._facts_in(prompt)) if "[P1]" in prompt else "a friendly chat"
+
+    def _facts_in(self, transcript: str) -> list[dict[str, Any]]:
+        """Extraction as a faithful model does it: each fact said in the transcript, under its speaker's tag."""
+        found = []
+        for tag, text in re.findall(r"^\[(P\d+)\] [^\n]*?: (\".*\")$", transcript, re.MULTILINE):
+            said = json.loads(text)
+            for fact in FACTS.values():
+                if fact.said and fact.said in said:
+                    found.append(
+                        {
+                            "speaker": tag,
+                            "subject": fact.word,
+                            "content": fact.content,
+                            "type": "semantic",
+                            "kind": "profile",
+                            "importance": 7,
+                        }
+                    )
+        return found
+
+    # -- saying things ---------------------------------------------------------------------------------------
+    async def discord(self, who: str, text: str, place: str, *, reply: Any = "OK!") -> None:
+        """``who`` writes ``text`` in a Discord server (mentioning the bot) or in their DM; waits for the answer."""
+        self.place = place
+        self.replies.append(reply)
+        channel = CHANNEL_OF.get(place, DC_DM.get(who))
+        guild = int(place.split(":")[1]) if place.startswith("dc:") else None
+        sent = len(self.dc.sent)
+        await self.dc.dispatch_message(channel, DISCORD[who], text, guild_id=guild, mentions_bot=guild is not None, username=who)
+        await self.dc.wait_for_sent(sent + 1)
+        await self.settle()
+
+    async def telegram(self, who: str, text: str, place: str, *, reply: Any = "OK!", command: bool = False) -> str:
+        """``who`` writes in the Telegram group (mentioning the bot) or their private chat; returns the bot's answer."""
+        self.place = place
+        if not command:
+            self.replies.append(reply)
+        group = place == f"tg:{GROUP}"
+        chat, kind = (GROUP, "supergroup") if group else (TELEGRAM[who], "private")
+        entities = [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}] if command else None
+        sent = len(self.tg.sent)
+        self.tg.push_message(
+            chat, TELEGRAM[who], text, chat_type=kind, first_name=who.title(), mention=group and not command, entities=entities
+        )
+        answer = (await self.tg.wait_for_sent(sent + 1))[-1]["text"]
+        await self.settle()
+        return answer
+
+    async def slash(self, who: str, name: str, place: str, **options: Any) -> str:
+        """A Discord slash command, answered ephemerally."""
+        self.place = place
+        channel = CHANNEL_OF.get(place, DC_DM.get(who))
+        answered = len(self.dc.interaction_responses)
+        await self.dc.dispatch_interaction(name, user_id=DISCORD[who], channel_id=channel, options=options or None, username=who)
+        answer = (await self.dc.wait_for_interaction_responses(answered + 1))[-1]["data"]["content"]
+        await self.settle()
+        return answer
+
+    async def directly(self, platform: str, who: str, text: str, place: str, *, reply: Any = "OK!") -> str:
+        """A platform-tagged message handed to the orchestrator itself (no adapter)."""
+        self.place = place
+        self.replies.append(reply)
+        user = str((DISCORD if platform == "discord" else TELEGRAM)[who])
+        guild = place.split(":")[1] if not place.startswith("dm:") else None
+        channel = str(CHANNEL_OF.get(place, GROUP if guild else DC_DM.get(who, user)))
+        message = IncomingMessage(platform, channel, user, who.title(), text, guild_id=guild, message_id=f"d{len(self.direct)}")
+        answer = (await self.runtime.orchestrator.reply(message)).text
+        self.direct.append(answer)
+        await self.settle()
+        return answer
+
+    async def settle(self) -> None:
+        """Time passes (31 s): what was just said is extracted and reflected on, then everything the model was
+        asked and the bot posted is checked for the place it was for (one place at a time: no mix-ups)."""
+        self.clock.advance(31)
+        await self.runtime.background.tick()
+        self.audit()
+
+    def told(self, *words: str) -> None:
+        for word in words:
+            self.oracle.told.add(word)
+            self.oracle.forgotten.discard(word)
+            self.ever_said.setdefault(FACTS[word].author, set()).add(word)
+
+    def forgot(self, *words: str) -> None:
+        self.oracle.told.difference_update(words)
+        self.oracle.forgotten.update(words)
+
+    # -- the checks ----------------------------------------------------------------------------------------
+    def audit(self) -> None:
+        """Every new prompt and post against the place it was for; every stored memory against its fact."""
+        step = self.step
+        hidden = self.oracle.hidden_from(self.place)
+        for body in self.llm.chat_requests[self.seen["requests"] :]:
+            self.tally.prompts += 1
+            self._leaks(step, "prompt", json.dumps(body, ensure_ascii=False), hidden)
+        posts = [m.get("content") or "" for m in self.dc.sent[self.seen["dc"] :]]
+        posts += [m.get("text") or "" for m in self.tg.sent[self.seen["tg"] :]]
+        posts += [r["data"].get("content") or "" for r in self.dc.interaction_responses[self.seen["interactions"] :] if r.get("data")]
+        posts += self.direct[self.seen["direct"] :]
+        for post in posts:
+            self.tally.posts += 1
+            self._leaks(step, "post", post, hidden)
+        self.seen = {
+            "requests": len(self.llm.chat_requests),
+            "dc": len(self.dc.sent),
+            "tg": len(self.tg.sent),
+            "interactions": len(self.dc.interaction_responses),
+            "direct": len(self.direct),
+        }
+        self._attribution(step)
+
+    def _leaks(self, step: str, what: str, text: str, hidden: list[Fact]) -> None:
+        lowered = text.lower()
+        self.tally.leaks += [f"{step}: a {what} for {self.place} shows {f.word!r}" for f in hidden if f.word in lowered]
+
+    def _attribution(self, step: str) -> None:
+        for row in self.runtime.engine.db.rows("SELECT scope, scope_id, visibility, guild_id, content FROM memories"):
+            self.tally.facts += 1
+            fact = next((f for w, f in FACTS.items() if w in row["content"].lower()), None)
+            filed = (row["scope"], row["scope_id"], row["visibility"], row["guild_id"])
+            if fact is None or filed != self.filed(fact):
+                self.tally.misattributions.append(f"{step}: {row['content'][:40]!r} filed as {filed}")
+
+    def filed(self, fact: Fact) -> tuple[str, str, str, str | None]:
+        """Where a fact belongs: (scope, scope id, visibility, guild)."""
+        if fact.author == "lore":
+            return ("guild", GUILD_KEY[fact.where], "public", None)
+        person = self.person(fact.author)
+        if fact.where == "dm":
+            return ("owner" if fact.author == "olive" else "user", person, "private", None)
+        return ("user", person, "public", GUILD_KEY[fact.where])
+
+    def person(self, who: str) -> str:
+        platform, user = ("discord", DISCORD[who]) if who in DISCORD else ("telegram", TELEGRAM[who])
+        sql = "SELECT person_id FROM identities WHERE platform = ? AND platform_user_id = ?"
+        return self.runtime.engine.db.scalar(sql, (platform, str(user))) or f"{platform}:{user}"
+
+    async def bytes_after_forget(self, step: str, words: set[str]) -> None:
+        """No file under the store folder holds a forgotten word (journals flushed, the WAL checkpointed)."""
+        self.tally.forgets += 1
+        engine = self.runtime.engine
+        if engine.journals is not None:
+            await self.runtime.runner.run(engine.journals.flush)
+        await self.runtime.runner.run(engine.db.execute, "PRAGMA wal_checkpoint(TRUNCATE)")
+        for path in (p for p in self.store.parent.rglob("*") if p.is_file()):
+            data = path.read_bytes().lower()
+            self.tally.bytes_left += [f"{step}: {w!r} in {path.relative_to(self.root)}" for w in sorted(words) if w.encode() in data]
+
+
+# -- the steps ------------------------------------------------------------------------------------------------
+Action = Callable[[World], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    act: Action
+
+
+async def link_alice(w: World) -> None:
+    code = re.search(r"code is (\S+)", await w.telegram("alice", "/link", "dm:alice", command=True)).group(1)
+    assert "Linked" in await w.slash("alice", "link", "dm:alice", code=code)
+
+
+async def alice_tells_her_dm(w: World) -> None:
+    await w.discord("alice", FACTS["quintrell"].said, "dm:alice")
+    assert "Got it" in await w.telegram("alice", f"/remember {FACTS['wexcombe'].said}", "dm:alice", command=True)
+    w.told("quintrell", "wexcombe")
+
+
+async def alice_tells_both_servers(w: World) -> None:
+    await w.discord("alice", FACTS["vellicora"].said, f"dc:{HARBOUR}")
+    await w.discord("alice", FACTS["brontewick"].said, f"dc:{ORCHARD}")
+    w.told("vellicora", "brontewick")
+
+
+async def bob_tells_his_dm_and_harbour(w: World) -> None:
+    assert "Got it" in await w.slash("bob", "remember", "dm:bob", text=FACTS["x4471q"].said)
+    await w.discord("bob", FACTS["tamberlyn"].said, f"dc:{HARBOUR}")
+    w.told("x4471q", "tamberlyn")
+
+
+async def carol_and_dave_talk_in_the_group(w: World) -> None:
+    await w.telegram("carol", FACTS["oxwallow"].said, f"tg:{GROUP}")
+    await w.telegram("dave", FACTS["kettleborn"].said, f"tg:{GROUP}")
+    w.told("oxwallow", "kettleborn")
+
+
+async def the_owner_remembers_in_private(w: World) -> None:
+    assert "Got it" in await w.slash("olive", "remember", "dm:olive", text=FACTS["saltmarrow"].said)
+    w.told("saltmarrow")
+
+
+async def the_operator_writes_lore(w: World) -> None:
+    for word in ("pellingham", "fenwhistle"):
+        fact = FACTS[word]
+        new = NewMemory(content=fact.content, subject="lore", scope=Scope.GUILD, scope_id=GUILD_KEY[fact.where])
+        await w.runtime.runner.run(w.runtime.engine.memories.add, new)
+    w.told("pellingham", "fenwhistle")
+
+
+async def everyone_asks_everywhere(w: World) -> None:
+    await w.discord("alice", NOSY, f"dc:{ORCHARD}")
+    await w.discord("alice", NOSY, "dm:alice")
+    await w.discord("bob", NOSY, f"dc:{HARBOUR}")
+    await w.discord("olive", NOSY, f"dc:{HARBOUR}")
+    await w.discord("olive", NOSY, "dm:olive")
+    await w.telegram("carol", NOSY, f"tg:{GROUP}")
+    await w.telegram("dave", NOSY, "dm:dave")
+
+
+async def memories_commands_show_only_what_is_visible(w: World) -> None:
+    await w.slash("alice", "memories", f"dc:{ORCHARD}")
+    await w.slash("bob", "memories", f"dc:{ORCHARD}")
+    await w.telegram("carol", "/memories", f"tg:{GROUP}", command=True)
+    await w.telegram("alice", "/memories", "dm:alice", command=True)
+
+
+async def bob_shares_and_speaks_in_orchard(w: World) -> None:
+    assert "may now come up" in await w.slash("bob", "share", f"dc:{ORCHARD}", choice="on")
+    w.oracle.sharing.add("bob")
+    await w.discord("bob", NOSY, f"dc:{ORCHARD}")
+    await w.discord("alice", NOSY, f"dc:{ORCHARD}")
+
+
+async def the_admin_may_change_the_lore_a_member_may_not(w: World) -> None:
+    lore = w.runtime.engine.db.scalar("SELECT id FROM memories WHERE content LIKE '%Fenwhistle%'")
+    carol = w.runtime.engine.db.scalar("SELECT id FROM memories WHERE content LIKE '%Oxwallow%'")
+    w.tool_results.clear()
+    await w.telegram(
+        "carol",
+        "please note the mascot is an owl",
+        f"tg:{GROUP}",
+        reply=ToolCall("memory_update", {"id": lore, "content": "The group's mascot is Fenwhistle the owl"}),
+    )
+    await w.telegram("dave", "delete the mascot note", f"tg:{GROUP}", reply=ToolCall("memory_delete", {"id": lore}))
+    await w.telegram("dave", "carol quit the book club", f"tg:{GROUP}", reply=ToolCall("memory_delete", {"id": carol}))
+    assert not w.tool_results[0].startswith("Error") and all(r.startswith("Error") for r in w.tool_results[1:]), w.tool_results
+    assert w.runtime.engine.db.scalar("SELECT content FROM memories WHERE id = ?", (lore,)) == "The group's mascot is Fenwhistle the owl"
+
+
+async def the_model_tries_to_repeat_dm_secrets_in_shared_places(w: World) -> None:
+    leaky = "Bob, your passport number is X4471Q, and Alice's tortoise Quintrell says hi."
+    w.replies.append(leaky)  # and the second try repeats it too: withheld
+    await w.discord("bob", "anything new?", f"dc:{HARBOUR}", reply=leaky)
+    await w.telegram("carol", "anything new?", f"tg:{GROUP}", reply="Carol runs Oxwallow, and I hear Alice has a tortoise named Quintrell!")
+    w.replies.clear()
+
+
+async def take_a_backup(w: World) -> None:
+    w.backup = (w.root / "backups" / "before.db", w.oracle.copy())
+    w.backup[0].parent.mkdir()
+    await w.runtime.runner.run(w.runtime.engine.db.backup_to, w.backup[0])
+
+
+async def restart(w: World) -> None:
+    await w.shut()
+    await w.boot()
+
+
+async def after_the_restart_the_orchestrator_is_asked_directly(w: World) -> None:
+    await w.directly("discord", "alice", NOSY, f"dc:{ORCHARD}")
+    await w.directly("discord", "bob", NOSY, f"dc:{HARBOUR}")
+    await w.directly("telegram", "dave", NOSY, f"tg:{GROUP}")
+    await w.directly("telegram", "carol", NOSY, "dm:carol")
+
+
+async def alice_forgets_her_allotment(w: World) -> None:
+    assert "Wexcombe" in await w.telegram("alice", "/forget allotment", "dm:alice", command=True)
+    w.forgot("wexcombe")
+    await w.bytes_after_forget("alice /forget allotment", {"wexcombe"})
+
+
+async def dave_forgets_everything(w: World) -> None:
+    assert "Done" in await w.telegram("dave", "/forget everything confirm", "dm:dave", command=True)
+    w.forgot(*(w.ever_said.get("dave", set())))
+    await w.bytes_after_forget("dave /forget everything", w.ever_said.get("dave", set()))
+    await w.telegram("carol", NOSY, f"tg:{GROUP}")
+
+
+async def carol_tells_a_secret_after_the_backup(w: World) -> None:
+    await w.telegram("carol", FACTS["reykjavik"].said, "dm:carol")
+    w.told("reykjavik")
+
+
+async def bob_stops_sharing(w: World) -> None:
+    assert "stays in that server" in await w.slash("bob", "share", f"dc:{ORCHARD}", choice="off")
+    w.oracle.sharing.discard("bob")
+    await w.discord("alice", NOSY, f"dc:{ORCHARD}")
+    await w.discord("bob", NOSY, f"dc:{ORCHARD}")
+
+
+async def restore_the_backup(w: World) -> None:
+    from bot.cli.upkeep import run_restore
+
+    assert w.backup is not None
+    await w.shut()
+    settings = load_settings(db_path=w.store, llm_base_url=w.llm.base_url, llm_api_key="k", embeddings="none")
+    run_restore(argparse.Namespace(backup=w.backup[0], force=True), settings)
+    w.oracle = w.backup[1].copy()  # the store is as it was: what was told or forgotten since is undone
+    await w.boot()
+    await w.discord("alice", NOSY, f"dc:{ORCHARD}")
+    await w.telegram("carol", NOSY, "dm:carol")
+
+
+async def carol_forgets_everything(w: World) -> None:
+    assert "Done" in await w.telegram("carol", "/forget everything confirm", "dm:carol", command=True)
+    w.forgot(*w.ever_said["carol"])
+    await w.bytes_after_forget("carol /forget everything (after the restore)", w.ever_said["carol"])
+
+
+async def alice_forgets_everything_on_both_accounts(w: World) -> None:
+    await w.slash("alice", "forget", "dm:alice", text="everything confirm")
+    w.forgot(*w.ever_said["alice"])
+    await w.bytes_after_forget("alice /forget everything (linked)", w.ever_said["alice"])
+    await w.discord("bob", NOSY, f"dc:{HARBOUR}")
+    await w.discord("alice", NOSY, "dm:alice")
+
+
+SCENARIO = [
+    Step("alice links her Telegram and Discord accounts", link_alice),
+    Step("alice tells her DMs two things", alice_tells_her_dm),
+    Step("alice tells each server one thing", alice_tells_both_servers),
+    Step("bob tells his DM and Harbour", bob_tells_his_dm_and_harbour),
+    Step("carol and dave talk in the Telegram group", carol_and_dave_talk_in_the_group),
+    Step("the owner remembers something in private", the_owner_remembers_in_private),
+    Step("the operator writes lore for Harbour and the group", the_operator_writes_lore),
+    Step("everyone asks about everything, everywhere", everyone_asks_everywhere),
+    Step("/memories shows only what the place may see", memories_commands_show_only_what_is_visible),
+    Step("bob shares, then talks in Orchard with alice", bob_shares_and_speaks_in_orchard),
+    Step("the group admin may change the lore, a member nothing", the_admin_may_change_the_lore_a_member_may_not),
+    Step("the model tries to repeat DM secrets in a server and the group", the_model_tries_to_repeat_dm_secrets_in_shared_places),
+    Step("a backup", take_a_backup),
+    Step("restart", restart),
+    Step("after the restart, messages straight to the orchestrator", after_the_restart_the_orchestrator_is_asked_directly),
+    Step("alice forgets one thing", alice_forgets_her_allotment),
+    Step("dave forgets everything", dave_forgets_everything),
+    Step("carol tells a secret in her DM", carol_tells_a_secret_after_the_backup),
+    Step("bob stops sharing", bob_stops_sharing),
+    Step("the backup is restored", restore_the_backup),
+    Step("carol forgets everything", carol_forgets_everything),
+    Step("alice forgets everything, on both accounts", alice_forgets_everything_on_both_accounts),
+]
+
+
+def guilds(dc: FakeDiscord) -> None:
+    members = [(uid, name) for name, uid in DISCORD.items()]
+    dc.add_guild(HARBOUR, "Harbour", channels=[(HARBOUR_CH, "general")], members=members)
+    dc.add_guild(ORCHARD, "Orchard", channels=[(ORCHARD_CH, "general")], members=members)
+
+
+async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no_byte_left(tmp_path, capsys):
+    async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
+        guilds(dc)
+        tg.admins[GROUP] = [TELEGRAM["carol"]]
+        restore = dc.patch_discord()
+        world = World(tmp_path, llm, tg, dc)
+        world.store.parent.mkdir()
+        await world.boot()
+        try:
+            for step in SCENARIO:
+                world.step = step.name
+                await step.act(world)
+                world.audit()
+        finally:
+            llm.default = lambda body: "[]"
+            await world.shut()
+            restore()
+    table = world.tally.table(len(SCENARIO))
+    with capsys.disabled():
+        print("\n" + table)
+    findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left
+    assert not findings, table + "\n" + "\n".join(findings)
+    assert world.tally.prompts > 40 and world.tally.forgets == 4  # the suite ran in full
