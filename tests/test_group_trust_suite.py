@@ -184,13 +184,14 @@ class World:
     def _facts_in(self, transcript: str) -> list[dict[str, Any]]:
         """Extraction as a faithful model does it: each fact said in the transcript, under its speaker's tag."""
         found = []
-        for tag, text in re.findall(r"^\[(P\d+)\] [^\n]*?: (\".*\")$", transcript, re.MULTILINE):
+        for line, tag, text in re.findall(r"^#(\d+) \[(P\d+)\] [^\n]*?: (\".*\")$", transcript, re.MULTILINE):
             said = json.loads(text)
             for fact in FACTS.values():
                 if fact.said and fact.said in said:
                     found.append(
                         {
                             "speaker": tag,
+                            "lines": [int(line)],
                             "subject": fact.word,
                             "content": fact.content,
                             "type": "semantic",

@@ -24,7 +24,7 @@ def plant(engine) -> dict[str, str]:
     """Bob's DM-private facts, his facts in another server, the owner's and another server's lore."""
     ids = {text: remember(engine, text, scope_id="bob", visibility=Visibility.PRIVATE).id for text in (PASSPORT, MOVING, COFFEE)}
     ids["other-server"] = remember(engine, "Bob's band is called Glasswyrm", scope_id="bob", guild_id="g2").id
-    ids["owner"] = remember(engine, "the owner's locker code is 88214", scope=Scope.OWNER, scope_id="root").id
+    ids["owner"] = remember(engine, "the owner's boat sits at berth 88214", scope=Scope.OWNER, scope_id="root").id
     ids["lore"] = remember(engine, "g2 meets at the Quillon pub", scope=Scope.GUILD, scope_id="g2").id
     return ids
 
@@ -44,7 +44,7 @@ def test_one_rare_word_of_a_secret_is_enough(engine):
 
 @pytest.mark.parametrize(
     "reply, kind",
-    [("Is Glasswyrm playing tonight?", "server"), ("Try 88214 on the locker.", "owner"), ("See you at the Quillon!", "other-server-lore")],
+    [("Is Glasswyrm playing tonight?", "server"), ("Try berth 88214 for the boat.", "owner"), ("See you at the Quillon!", "other-server-lore")],
 )
 def test_another_server_s_facts_the_owner_s_memory_and_another_server_s_lore_are_leaks_too(engine, reply, kind):
     plant(engine)
