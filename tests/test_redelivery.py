@@ -3,6 +3,7 @@ once, buffered for extraction once and answered once (issue 20, finding 6)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,8 +29,8 @@ def said(text: str, mid: str | None = "7") -> NewMessage:
 
 # -- the store ---------------------------------------------------------------------------------------------
 def test_a_message_stored_again_under_its_platform_id_is_one_row_with_one_id(engine):
-    first = engine.messages.add(said("I moved to Lisbon"))
-    again = engine.messages.add(said("I moved to Lisbon"))
+    first = engine.messages.add(said("I adopted a cat named Miso"))
+    again = engine.messages.add(said("I adopted a cat named Miso"))
     assert again == first and count(engine, "messages") == 1
     assert engine.messages.delivered("telegram", "55", "7") == (first, False)
 
@@ -47,24 +48,29 @@ def test_the_same_platform_id_in_another_chat_or_without_an_id_is_another_messag
 def test_the_migration_keeps_copies_stored_before_it_and_then_stores_each_platform_id_once(tmp_path, clock):
     path = tmp_path / "m.db"
     with MemoryEngine(path, HashEmbedder(), clock) as engine:
-        engine.messages.add(said("I moved to Lisbon", mid="7"))
-        engine.messages.add(said("I moved to Lisbon", mid="8"))
+        engine.messages.add(said("I adopted a cat named Miso", mid="7"))
+        engine.messages.add(said("I adopted a cat named Miso", mid="8"))
     _undo_last_migration(path, "UPDATE messages SET platform_message_id = '7'")  # as a re-delivery left it
 
     with MemoryEngine(path, HashEmbedder(), clock) as engine:
         assert count(engine, "messages") == 2  # kept: either may be a memory's source
         assert len(engine.messages.rids_by_platform_id("telegram", "55", ["7"])) == 2  # a delete at the source finds both
-        engine.messages.add(said("I moved to Lisbon", mid="7"))
+        engine.messages.add(said("I adopted a cat named Miso", mid="7"))
         assert count(engine, "messages") == 2
 
 
 def _undo_last_migration(path: Path, change: str) -> None:
-    """The store as the program before M009 left it, with ``change`` made to it."""
+    """The store as the program before M009 left it, with ``change`` made to it (the migrations after it undone too:
+    they are applied by position)."""
+    first = next(n for n, m in enumerate(MIGRATIONS, start=1) if m.name == "m009_message_idempotence")
     con = apsw.Connection(str(path))
     try:
+        for later in MIGRATIONS[first:]:
+            for table in re.findall(r"CREATE TABLE (\w+)", later.sql):
+                con.execute(f"DROP TABLE {table}")
         con.execute("DROP INDEX messages_delivered; ALTER TABLE messages DROP COLUMN legacy_copy")
         con.execute(change)
-        con.execute("DELETE FROM schema_version WHERE version = ?", (len(MIGRATIONS),))
+        con.execute("DELETE FROM schema_version WHERE version >= ?", (first,))
     finally:
         con.close()
 
@@ -74,16 +80,16 @@ async def test_a_message_stored_before_a_crash_is_answered_on_redelivery_without
     async with FakeOpenAI() as llm:
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
         try:
-            message = dm("telegram", "55", "I moved to Lisbon", mid="7")
+            message = dm("telegram", "55", "I adopted a cat named Miso", mid="7")
             await runtime.runner.run(runtime.orchestrator._arrive, message)  # stored, then the process died
-            llm.script("Welcome to Lisbon!")
+            llm.script("Hello Miso!")
             reply = await runtime.orchestrator.reply(message)
             llm.script("unused")
             again = await runtime.orchestrator.reply(message)
         finally:
             await runtime.runner.run(runtime.engine.close)
             runtime.runner.shutdown()
-    assert reply.text == "Welcome to Lisbon!" and again.text == ""
+    assert reply.text == "Hello Miso!" and again.text == ""
     assert len(llm.chat_requests) == 1
     db = MemoryEngine(tmp_path / "bot.db", HashEmbedder())
     try:
@@ -111,8 +117,8 @@ async def telegram_bot(tmp_path: Path) -> AsyncIterator[tuple]:
 @pytest.mark.asyncio
 async def test_a_telegram_update_delivered_again_is_stored_and_answered_once(tmp_path):
     async with telegram_bot(tmp_path) as (runtime, llm, tg):
-        llm.script("Welcome to Lisbon!", "Glad to help.")
-        first = tg.push_message(ALICE, ALICE, "I moved to Lisbon")
+        llm.script("Hello Miso!", "Glad to help.")
+        first = tg.push_message(ALICE, ALICE, "I adopted a cat named Miso")
         await tg.wait_for_sent(1)
         tg.push_update({"message": first["message"]})  # the same message again, as after a crash
         tg.push_message(ALICE, ALICE, "thanks")  # answered after the re-delivery was handled (one chat, in order)
@@ -120,6 +126,6 @@ async def test_a_telegram_update_delivered_again_is_stored_and_answered_once(tmp
         user_turns = await runtime.runner.run(runtime.engine.db.rows, "SELECT content FROM messages WHERE role = 'user' ORDER BY rid")
         buffered = await runtime.runner.run(count, runtime.engine, "extraction_buffer")
         asked = len(llm.chat_requests)  # (stopping then extracts what is buffered)
-    assert [m["text"] for m in sent] == ["Welcome to Lisbon!", "Glad to help."]
-    assert [r["content"] for r in user_turns] == ["I moved to Lisbon", "thanks"]
+    assert [m["text"] for m in sent] == ["Hello Miso!", "Glad to help."]
+    assert [r["content"] for r in user_turns] == ["I adopted a cat named Miso", "thanks"]
     assert buffered == 2 and asked == 2

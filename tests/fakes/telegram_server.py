@@ -47,6 +47,9 @@ def _coerce(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_MESSAGE_IDS = itertools.count(1)  # shared by every fake in the process, see __init__
+
+
 class FakeTelegram(FakeServer):
     """Bot API endpoints under ``/bot{token}/{method}`` with recorded side effects.
 
@@ -63,7 +66,9 @@ class FakeTelegram(FakeServer):
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
-        self._message_ids = itertools.count(1)
+        # Telegram's message ids only grow, also across the bot's restarts; a second fake in one test (a restart)
+        # continues the numbering rather than re-using ids the store already holds (which read as re-deliveries)
+        self._message_ids = _MESSAGE_IDS
         self._chats: dict[int, dict[str, Any]] = {}
         self._last_bot_message: dict[int, dict[str, Any]] = {}
         self.admins: dict[int, list[int]] = {}  # group chat id -> user ids that administer it
