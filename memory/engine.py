@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from .clock import Clock, SystemClock
@@ -60,6 +61,18 @@ class MemoryEngine:
     def rebuild_journals(self) -> int | None:
         """The Markdown journals made again from this store (None when they are switched off)."""
         return self.journals.rebuild(self.memory_rows.in_written_order()) if self.journals is not None else None
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """One write transaction (``BEGIN IMMEDIATE``) around several owners' writes; nests as a savepoint."""
+        return self.db.transaction()
+
+    def scrub(self) -> None:
+        """Overwrite freed pages and checkpoint the WAL: deleted words leave the file's bytes (``Database.scrub``)."""
+        self.db.scrub()
+
+    def backup_to(self, target: str | Path) -> None:
+        """A consistent copy of the store at ``target`` (``Database.backup_to``)."""
+        self.db.backup_to(target)
 
     def optimize(self) -> None:
         """What the nightly upkeep does to the file's indexes (``Database.optimize``)."""

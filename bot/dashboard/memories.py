@@ -154,7 +154,7 @@ def _edit(svc: DashboardServices, memory_id: str, change: MemoryEdit) -> tuple[M
         memory_type=change.type,
     )
     if new.content != old.content or new.subject != old.subject:
-        svc.engine.db.scrub()  # the WAL still holds the page with the old words until a checkpoint
+        svc.engine.scrub()  # the WAL still holds the page with the old words until a checkpoint
     return old, new
 
 
