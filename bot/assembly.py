@@ -15,15 +15,14 @@ from typing import Any
 import numpy as np
 
 import prompts
-from memory.bulletin import Bulletins
+from memory.context import MemoryContext, Recalled, split
 from memory.engine import MemoryEngine
-from memory.models import SELF_SUBJECT, FactKind, Memory, Scope, Visibility
+from memory.graph import EntityCount
+from memory.models import SELF_SUBJECT, Memory, SessionSummary, StoredMessage
 from memory.people import People
-from memory.persona import PlacePersonas
 from memory.retrieval import Hit
-from memory.scopes import RecallContext, memory_partition
-from memory.sessions import ChannelRecord, ChannelState, SessionSummaries
-from memory.store import RecallFilters
+from memory.scopes import RecallContext
+from memory.sessions import ChannelState, SessionSummaries
 
 from .persona import Persona
 from .types import IncomingMessage
@@ -165,8 +164,7 @@ class Assembler:
         self.engine, self.people, self.summaries, self.channels = engine, people, summaries, channels
         self.summary_window_s, self.history_turns = summary_window_s, history_turns
         self.persona = persona or Persona()
-        self.bulletins = Bulletins(engine)
-        self.places = PlacePersonas(engine)
+        self.context = MemoryContext(engine, summary_window_s=summary_window_s, history_turns=history_turns)
 
     @property
     def bot_name(self) -> str:
@@ -180,43 +178,36 @@ class Assembler:
         from the voice session's caches; everything else is read here as for text. ``reinforce=False`` (the runtime
         snapshot) leaves what was recalled unmarked: looking is not using."""
         start = time.perf_counter()
-        ctx = turn.ctx
+        recalled = None if preloaded is None else self._split(preloaded)
+        people = tuple(turn.names)
+        found = self.context.context_for(
+            turn.ctx,
+            turn.text,
+            people=people,
+            channel_key=turn.channel_key,
+            recalled=recalled,
+            query_vector=query_vector,
+            reinforce=reinforce,
+        )
         shown: dict[str, Memory] = {}
-        state = self.channels.get(turn.channel_key)
-        behavioral, relevant = self._recalled(turn, query_vector, reinforce) if preloaded is None else self._split(preloaded)
         sections = [
-            self._bulletin(ctx),
-            self._listed(
-                "guidance", "Behaviour guidance (standing, from the people here)", ctx, shown, kinds=(FactKind.GUIDANCE,), limit=24
-            ),
-            self._section("behavioral", "Relevant behavioural memory", behavioral, shown),
-            self._people(turn, shown),
-            self._listed("self", "What you know about yourself", ctx, shown, subjects=(SELF_SUBJECT,), limit=10),
-            self._lore(ctx, shown),
-            self._section("relevant", "Relevant memories", relevant, shown),
-            self._entities(ctx),
-            *self._sessions(ctx),
-            self._summary((state.rolling_summary if state else "") if preloaded is None else preloaded.summary),
+            self._bulletin(found.bulletin),
+            self._section("guidance", "Behaviour guidance (standing, from the people here)", list(found.guidance), shown),
+            self._section("behavioral", "Relevant behavioural memory", list(found.recalled.behavioral), shown),
+            self._people(turn, found.people, shown),
+            self._section("self", "What you know about yourself", list(found.self_facts), shown),
+            self._section("lore", "Community lore", list(found.lore), shown),
+            self._section("relevant", "Relevant memories", list(found.recalled.relevant), shown),
+            self._entities(found.entities),
+            *self._sessions(found.sessions),
+            self._summary(found.rolling_summary if preloaded is None else preloaded.summary),
         ]
-        history = self._history(turn, state) if preloaded is None else _trimmed(list(preloaded.history))
-        place = self.places.get(ctx.guild_id)
-        return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000, place.text if place else "")
+        history = self._history(turn, found.history) if preloaded is None else _trimmed(list(preloaded.history))
+        return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000, found.place_persona)
 
-    def _recalled(self, turn: Turn, query_vector: np.ndarray | None, reinforce: bool = True) -> tuple[list[Memory], list[Memory]]:
-        """One recall serves two sections: behaviour rules that fit this message, and everything else relevant."""
-        if query_vector is None:
-            query_vector = self.engine.embeddings.embed_query(turn.text)
+    def _split(self, preloaded: Preloaded) -> Recalled:
         top_k = self.engine.knobs.get("memories").top_k
-        hits = self.engine.memories.recall(turn.ctx, turn.text, top_k=top_k + 8, query_vector=query_vector, reinforce=reinforce)
-        memories = [Memory.from_row(h.row) for h in hits]
-        return [m for m in memories if m.kind is FactKind.BEHAVIORAL][:8], [m for m in memories if m.kind is not FactKind.BEHAVIORAL][
-            :top_k
-        ]
-
-    def _split(self, preloaded: Preloaded) -> tuple[list[Memory], list[Memory]]:
-        top_k = self.engine.knobs.get("memories").top_k
-        memories = [Memory.from_row(h.row) for h in preloaded.hits]
-        return list(preloaded.behavioral)[:8], [m for m in memories if m.kind is not FactKind.BEHAVIORAL][:top_k]
+        return split([Memory.from_row(h.row) for h in preloaded.hits], list(preloaded.behavioral), top_k)
 
     def system_prompt(self, turn: Turn, snap: Snapshot, now: float, *, style: str | None = None) -> str:
         """``style`` replaces the default manner of speaking (voice mode, the [SKIP] rule)."""
@@ -237,44 +228,22 @@ class Assembler:
         )
 
     # -- sections --------------------------------------------------------------------------------------
-    def _listed(self, key, title, ctx: RecallContext, shown, *, kinds=(), subjects=(), limit=10) -> Section:
-        found = self.engine.memories.list_memories(
-            ctx.memory_partitions(), RecallFilters(kinds=kinds, subjects=subjects), order="important", limit=limit
-        )
-        return self._section(key, title, found, shown)
-
-    def _people(self, turn: Turn, shown) -> Section:
+    def _people(self, turn: Turn, people: tuple[tuple[str, tuple[Memory, ...]], ...], shown: dict[str, Memory]) -> Section:
         lines: list[str] = []
-        for i, (person, name) in enumerate(turn.names.items()):
-            if i > 5:
-                break
-            facts = self.engine.memories.list_memories(
-                turn.ctx.partitions_of(person), RecallFilters(), order="important", limit=12 if i == 0 else 6
-            )
-            facts = [m for m in facts if m.id not in shown and m.subject != SELF_SUBJECT]
+        for i, (person, found) in enumerate(people):
+            facts = [m for m in found if m.id not in shown and m.subject != SELF_SUBJECT]
             if facts:
-                lines.append(f"{_quoted(name)}{' (speaking now)' if i == 0 else ''}:")
+                lines.append(f"{_quoted(turn.names[person])}{' (speaking now)' if i == 0 else ''}:")
                 lines.extend("  " + _line(m) for m in facts)
                 shown.update((m.id, m) for m in facts)
         return Section("people", "People in this conversation", _fits(lines, BUDGETS["people"]))
 
-    def _lore(self, ctx: RecallContext, shown) -> Section:
-        if ctx.is_dm:
-            return Section("lore", "Community lore")
-        guild = (memory_partition(Scope.GUILD, ctx.guild_id or "", Visibility.PUBLIC),)
-        found = self.engine.memories.list_memories(guild, RecallFilters(), order="important", limit=10)
-        lore = [m for m in found if m.scope is Scope.GUILD and m.subject != SELF_SUBJECT]  # the bot's own are "yourself"
-        return self._section("lore", "Community lore", lore, shown)
+    def _entities(self, top: tuple[EntityCount, ...]) -> Section:
+        lines = [f"- {_quoted(e.name)} ({e.entity_type}, {_mentions(e.mentions)})" for e in top]
+        return Section("entities", "Known entities", lines)
 
-    def _entities(self, ctx: RecallContext) -> Section:
-        top = self.engine.graph.top_entities(ctx.memory_partitions(), 5)
-        return Section(
-            "entities", "Known entities", [f"- {_quoted(e['name'])} ({e['entity_type']}, {_mentions(e['mentions'])})" for e in top]
-        )
-
-    def _sessions(self, ctx: RecallContext) -> list[Section]:
+    def _sessions(self, rows: tuple[SessionSummary, ...]) -> list[Section]:
         """CROSS-1: summaries of sessions that ended here lately, voice and text under their own headings."""
-        rows = self.summaries.recent(ctx, self.summary_window_s)
         out = []
         for key, modality, title in (
             ("sessions", "voice", "Recent voice session context"),
@@ -288,30 +257,21 @@ class Assembler:
             out.append(Section(key, title, _fits(lines, BUDGETS["sessions"])))
         return out
 
-    def _bulletin(self, ctx: RecallContext) -> Section:
+    def _bulletin(self, text: str) -> Section:
         """MAINT-5: the briefing of this conversation's scope (written in the background), within its budget."""
-        bulletin = self.bulletins.for_context(ctx)
-        lines = [_quoted(line.strip()) for line in (bulletin.text.splitlines() if bulletin else []) if line.strip()]
+        lines = [_quoted(line.strip()) for line in text.splitlines() if line.strip()]
         return Section("bulletin", "Briefing: what you know here (a summary of your memories)", _fits(lines, BUDGETS["bulletin"]))
 
     def _summary(self, text: str) -> Section:
         return Section("summary", "Earlier in this conversation (summary)", [_quoted(text)] if text else [])
 
-    def _history(self, turn: Turn, state: ChannelRecord | None) -> list[dict[str, str]]:
-        rows = self.engine.messages.recent(turn.ctx, turn.message.channel_id, self.history_turns)
-        since = state.compacted_until if state else 0.0
-        rows = [
-            r for r in rows if r.platform == turn.message.platform and r.created_at > since and r.id != turn.stored_id
-        ]  # the current turn is stored already (write-ahead); it is sent as the user message
-        return _trimmed(
-            [
-                {
-                    "role": r.role,
-                    "content": r.content if r.role == "assistant" or turn.ctx.is_dm else f"{_quoted(r.author_name)}: {r.content}",
-                }
-                for r in rows
-            ]
-        )
+    def _history(self, turn: Turn, rows: tuple[StoredMessage, ...]) -> list[dict[str, str]]:
+        # the current turn is stored already (write-ahead); it is sent as the user message
+        said = [r for r in rows if r.id != turn.stored_id]
+        return _trimmed([{"role": r.role, "content": self._said(turn, r)} for r in said])
+
+    def _said(self, turn: Turn, r: StoredMessage) -> str:
+        return r.content if r.role == "assistant" or turn.ctx.is_dm else f"{_quoted(r.author_name)}: {r.content}"
 
     def _section(self, key: str, title: str, found: list[Memory], shown: dict[str, Memory]) -> Section:
         fresh = [m for m in found if m.id not in shown]

@@ -186,7 +186,7 @@ class CheckinJob:
     def _record(self, draft: Draft, text: str) -> None:
         """The check-in joins the DM's history as the bot's turn and the row is marked sent, in one transaction."""
         where = draft.where
-        with self.engine.db.transaction():
+        with self.engine.transaction():
             stored = self.engine.messages.add(
                 NewMessage(
                     platform=where.platform,

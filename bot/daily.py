@@ -105,7 +105,7 @@ class DailyReflection:
 
     def _finish(self, chat: ChatDay, audit: int, facts: list[str], stored: int) -> None:
         """Audit closed and the day marked in one transaction: a crash leaves both undone, and the redo dedups."""
-        with self.engine.db.transaction():
+        with self.engine.transaction():
             audit_finish(self.engine, audit, facts=facts)
             self.days.mark_done(chat, stored=stored, audit_id=audit)
 

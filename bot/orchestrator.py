@@ -330,7 +330,7 @@ class Orchestrator:
         self.engine.memories.flush_access()
         if forgotten:
             self.engine.messages.delete_rids(self.engine.messages.rids_by_id([turn.stored_id or ""]))
-            self.engine.db.scrub()
+            self.engine.scrub()
             return
         if not turn.remembered:
             return  # SEC-5: the bot's reply to someone not remembered is not kept either: it may repeat their words

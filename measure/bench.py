@@ -206,7 +206,7 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
         engine = MemoryEngine(Path(tmp) / "bench.db", model, FakeClock())
         insert_per_s = _load(engine, size, gen, placement)
         load_rss = _rss_mb()  # the bulk load itself (the bench's generator, SQLite's writes), before any recall
-        engine.db.optimize()  # what the nightly maintenance job does
+        engine.optimize()  # what the nightly maintenance job does
         ctx = RecallContext(
             platform="bench",
             speaker_id="bench:u0",
@@ -217,7 +217,7 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
         texts = [gen.sentence(3, 6) for _ in range(queries)]
         qvecs = gen.vectors(queries)
         parts = ctx.memory_partitions()
-        visible = int(engine.db.scalar(f"SELECT COUNT(*) FROM memories WHERE partition_key IN ({','.join('?' * len(parts))})", parts))
+        visible = engine.memory_rows.count_in(parts)
 
         def run(channels):
             it = iter(range(10**9))

@@ -139,6 +139,10 @@ class Database:
                     raise
                 time.sleep(0.02)
 
+    def quick_check(self) -> str:
+        """SQLite's quick integrity check: "ok", or the first problems it found."""
+        return str(self.scalar("PRAGMA quick_check"))
+
     def optimize(self) -> None:
         """Refresh the planner's statistics (bounded work): without them it may scan a whole partition."""
         self.execute("PRAGMA analysis_limit=1000")

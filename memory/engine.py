@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from .clock import Clock, SystemClock
@@ -12,9 +13,12 @@ from .graph import Graph
 from .journals import Journals
 from .knobs import KnobStore
 from .leaks import LeakCheck
+from .memories import MemoryRepository
 from .messages import MessageLog
 from .protocols import Embedder
+from .recall import MemoryRecall
 from .store import MemoryStore
+from .tombstones import Tombstones
 from .vectors import DEFAULT_MIRROR_MB, MirrorBudget, VectorIndex, limit_blas_threads
 
 
@@ -45,16 +49,34 @@ class MemoryEngine:
         message_vec = VectorIndex(self.db, "message_vec", "messages", use_mirror=vector_mirror, budget=self.mirror_budget)
         memory_corpus = MemoryCorpus(self.db, memory_vec)
         message_corpus = MessageCorpus(self.db, message_vec)
-        self.memories = MemoryStore(self.db, self.embeddings, self.graph, self.knobs, self.clock, memory_corpus)
+        self.memory_rows = MemoryRepository(self.db, memory_corpus, self.clock)
+        self.recall = MemoryRecall(self.memory_rows, memory_corpus, self.embeddings, self.knobs)
+        # MAINT-6: Markdown journals beside the store, written on every memory write (None: switched off)
+        self.journals = Journals(journal_dir, self.memory_rows, self.clock.now) if journal_dir is not None else None
+        tombstones = Tombstones(self.db, self.clock)  # SEC-5: what was forgotten
+        self.memories = MemoryStore(self.memory_rows, self.recall, self.embeddings, self.graph, tombstones, self.journals)
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
         self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)  # SEC-6: what a reply would reveal
-        # MAINT-6: Markdown journals beside the store, written on every memory write (None: switched off)
-        self.journals = Journals(journal_dir, self.memories, self.clock.now) if journal_dir is not None else None
-        self.memories.journal = self.journals
 
     def rebuild_journals(self) -> int | None:
         """The Markdown journals made again from this store (None when they are switched off)."""
-        return self.journals.rebuild(self.memories.in_written_order()) if self.journals is not None else None
+        return self.journals.rebuild(self.memory_rows.in_written_order()) if self.journals is not None else None
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """One write transaction (``BEGIN IMMEDIATE``) around several owners' writes; nests as a savepoint."""
+        return self.db.transaction()
+
+    def scrub(self) -> None:
+        """Overwrite freed pages and checkpoint the WAL: deleted words leave the file's bytes (``Database.scrub``)."""
+        self.db.scrub()
+
+    def backup_to(self, target: str | Path) -> None:
+        """A consistent copy of the store at ``target`` (``Database.backup_to``)."""
+        self.db.backup_to(target)
+
+    def optimize(self) -> None:
+        """What the nightly upkeep does to the file's indexes (``Database.optimize``)."""
+        self.db.optimize()
 
     def close(self) -> None:
         self.memories.flush_access()

@@ -6,6 +6,7 @@ removes exactly what it added, and an entity that nothing mentions any more disa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .clock import DAY, Clock
@@ -19,6 +20,15 @@ ENTITY_TYPES = ("person", "project", "technology", "place", "organization", "con
 
 def entity_key(name: str) -> str:
     return " ".join(name.lower().split())
+
+
+@dataclass(frozen=True, slots=True)
+class EntityCount:
+    """An entity and how many memories the asking context may see mention it."""
+
+    name: str
+    entity_type: str
+    mentions: int
 
 
 class Graph:
@@ -95,8 +105,10 @@ class Graph:
         self.cleanup(self._entities_of(to_rid))
 
     # -- reads -------------------------------------------------------------------------------------
-    def top_entities(self, partitions: tuple[str, ...], n: int = 5) -> list[dict[str, Any]]:
-        """Most-mentioned entities among the memories a context may see (GRAPH-2)."""
+    def top_entities(self, partitions: tuple[str, ...], n: int = 5) -> list[EntityCount]:
+        """Most-mentioned entities among the memories a context may see (GRAPH-2).
+
+        :param partitions: what the context may see. :param n: how many, most mentioned first."""
         if not partitions:
             return []
         sql = (
@@ -105,7 +117,8 @@ class Graph:
             f"WHERE m.partition_key IN ({placeholders(partitions)}) AND {self._live().sql} "
             "GROUP BY e.id ORDER BY mentions DESC, e.last_seen DESC LIMIT ?"
         )
-        return self.db.rows(sql, (*partitions, *self._live().params, n))
+        rows = self.db.rows(sql, (*partitions, *self._live().params, n))
+        return [EntityCount(r["name"], r["entity_type"], r["mentions"]) for r in rows]
 
     def entities(self, limit: int) -> list[dict[str, Any]]:
         """The most-mentioned entities of the whole store (the operator's view)."""

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from .memories import RecallFilters
 from .models import Memory, MemoryType
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,9 @@ class LiveMemories(Protocol):
 
     def partitions(self) -> tuple[str, ...]: ...
 
-    def list_memories(self, partitions: tuple[str, ...] | None = ..., *, order: str = ..., limit: int = ...) -> list[Memory]: ...
+    def listing(
+        self, partitions: tuple[str, ...] | None, filters: RecallFilters, order: str, limit: int, include_inactive: bool
+    ) -> list[Memory]: ...
 
 
 def folder_of(partition_key: str) -> str:
@@ -238,7 +241,7 @@ class Journals:
         self._dirty.discard(folder)
         self._made[folder] = time.monotonic()
         partitions = tuple(k for k in self.store.partitions() if folder_of(k) == folder)
-        memories = self.store.list_memories(partitions, order="important", limit=SNAPSHOT_LIMIT + 1) if partitions else []
+        memories = self.store.listing(partitions, RecallFilters(), "important", SNAPSHOT_LIMIT + 1, False) if partitions else []
         path = self.root / folder / SNAPSHOT
         if not memories:
             replace_wiping(path, None)

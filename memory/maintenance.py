@@ -70,7 +70,7 @@ def consolidate(
 
 
 def _clusters(engine: MemoryEngine, threshold: float, max_cluster: int) -> Iterator[list[Memory]]:
-    for partition, mtype in engine.memories.consolidation_groups():
+    for partition, mtype in engine.memory_rows.consolidation_groups():
         rows = engine.memories.list_memories((partition,), order="oldest", limit=1_000_000)
         rows = [m for m in rows if m.type == mtype]
         vectors = engine.memories.corpus.vectors.get([m.rid for m in rows])
@@ -135,12 +135,12 @@ def _number(value: Any, default: float) -> float:
 
 
 def decay(engine: MemoryEngine, *, unaccessed_days: float = 7.0, factor: float = 0.95) -> int:
-    return engine.memories.decay(unaccessed_days=unaccessed_days, factor=factor)
+    return engine.memory_rows.decay(unaccessed_days=unaccessed_days, factor=factor)
 
 
 def prune(engine: MemoryEngine, *, below: float = 1.0, older_than_days: float = 30.0) -> int:
     """Soft-forget: the row stays for the audit trail but is never recalled again."""
-    return engine.memories.prune(below=below, older_than_days=older_than_days)
+    return engine.memory_rows.prune(below=below, older_than_days=older_than_days)
 
 
 def prune_entities(engine: MemoryEngine, *, unseen_days: float = 90.0) -> int:

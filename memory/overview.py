@@ -1,12 +1,12 @@
 """The operator's read-only views of the whole store (the dashboard, DASH-1): pages of memories with
 filters and a total, people with their accounts, guilds, entities, the graph, the reflections audit.
 
-Reads only, each through the owner of its table (``MemoryStore``, ``MessageLog``, ``People``, ``Graph``,
+Reads only, each through the owner of its table (``MemoryRepository``, ``MessageLog``, ``People``, ``Graph``,
 the reflections audit in ``memory.maintenance``). Every write the dashboard makes goes through the owners
 (``MemoryStore``, ``memory.forgetting``, ``KnobStore``, ``memory.audit``). The operator sees every
 partition, owner scope included: that is what the dashboard is for, and it is the only place owner memory
-is listed outside an owner DM (DASH-3). Filters are values bound as parameters; user text never becomes
-SQL or FTS syntax (the text filter is a plain substring match).
+is listed outside an owner DM (DASH-3). A listing is a ``MemoryQuery`` value the repository turns into
+SQL; user text never becomes SQL or FTS syntax (the text filter is a plain substring match).
 """
 
 from __future__ import annotations
@@ -16,42 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import maintenance
-from .corpus import Filter
 from .engine import MemoryEngine
 from .graph import entity_key
-from .models import FactKind, Memory, MemoryType, Scope
+from .memories import MemoryQuery
+from .models import Memory
 from .people import People
-from .store import RecallFilters
 
 MAX_PAGE = 500
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryQuery:
-    scope: Scope | None = None
-    person: str | None = None  # scope_id of a user or owner memory
-    guild: str | None = None  # guild lore, and what people said in that guild
-    type: MemoryType | None = None
-    kind: FactKind | None = None
-    tags: tuple[str, ...] = ()  # all must match
-    text: str = ""  # substring of content or subject, case-insensitive
-    limit: int = 50
-    offset: int = 0
-
-    def where(self) -> Filter:
-        # type, kind and tags as recall filters them (the store's own conditions); the rest is the listing's
-        types = (self.type,) if self.type is not None else ()
-        kinds = (self.kind,) if self.kind is not None else ()
-        where = RecallFilters(types=types, kinds=kinds, tags=self.tags).to_filter()
-        if self.scope is not None:
-            where = where & Filter("t.scope = ?", (self.scope.value,))
-        if self.person:
-            where = where & Filter("t.scope IN ('user', 'owner') AND t.scope_id = ?", (self.person,))
-        if self.guild:
-            where = where & Filter("(t.scope = 'guild' AND t.scope_id = ?) OR t.guild_id = ?", (self.guild, self.guild))
-        if self.text:
-            where = where & Filter("instr(lower(t.content), lower(?)) > 0 OR instr(lower(t.subject), lower(?)) > 0", (self.text, self.text))
-        return where
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,15 +85,15 @@ class Overview:
 
     def memories(self, query: MemoryQuery) -> tuple[list[Memory], int]:
         """One page, newest change first, and how many match in all."""
-        return self.engine.memories.page(query.where(), max(1, min(query.limit, MAX_PAGE)), max(0, query.offset))
+        return self.engine.memory_rows.page(query, max(1, min(query.limit, MAX_PAGE)), max(0, query.offset))
 
     def person_ids(self) -> list[str]:
         """Everyone the store knows: accounts seen, and subjects of user or owner memories (a CLI-added "alice")."""
-        return sorted(set(self.people_.person_ids()) | set(self.engine.memories.personal_scope_ids()))
+        return sorted(set(self.people_.person_ids()) | set(self.engine.memory_rows.personal_scope_ids()))
 
     def person(self, person_id: str) -> Person | None:
         rows = sorted(self.people_.accounts(person_id), key=lambda r: (r["platform"], r["platform_user_id"]))
-        count = self.engine.memories.count_personal(person_id)
+        count = self.engine.memory_rows.count_personal(person_id)
         if not rows and not count:
             return None
         accounts = tuple(Account(r["platform"], r["platform_user_id"], r["display_name"]) for r in rows)
@@ -136,7 +107,7 @@ class Overview:
         return [p for p in (self.person(i) for i in self.person_ids()) if p is not None]
 
     def guilds(self) -> list[Guild]:
-        memories, messages = self.engine.memories.guild_counts(), self.engine.messages.guild_counts()
+        memories, messages = self.engine.memory_rows.guild_counts(), self.engine.messages.guild_counts()
         return [Guild(g, None, memories.get(g, 0), messages.get(g, 0)) for g in sorted(memories.keys() | messages.keys())]
 
     def entities(self, limit: int = 200) -> list[Entity]:

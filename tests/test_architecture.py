@@ -147,3 +147,153 @@ def test_only_a_cli_handler_imports_measure(tmp_path: Path) -> None:
         "bot/cli/eager.py": ["measure"],
         "bot/orchestrator.py": ["measure"],
     }
+
+
+# -- one owner per table ----------------------------------------------------------------------------------------
+# SQL naming a table lives in its owner's module. Declared exceptions, by design:
+#   memory/migrations.py   creates and reshapes every table
+#   memory/registry.py     the forget registry: it names every table that can hold a person's words
+#   memory/corpus.py       the corpus/FTS plumbing, shared by memories and messages (and the link graph recall walks)
+SQL_TABLE = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+([a-z_]+)\b")
+EXEMPT = {"memory/migrations.py", "memory/registry.py", "memory/corpus.py"}
+OWNERS = {
+    "memories": "memory/memories.py",
+    "memory_tags": "memory/memories.py",
+    "memory_links": "memory/memories.py",
+    "messages": "memory/messages.py",
+    "extraction_buffer": "memory/sessions.py",
+    "embed_cache": "memory/embeddings.py",
+    "settings": "memory/knobs.py",
+}
+# Known debt, written down so it can only shrink: (table, module) pairs outside their owner today.
+KNOWN_SHARED = {
+    ("memories", "memory/graph.py"),  # entity reads joined to live memories
+    ("memories", "memory/embeddings.py"),  # the unchanged-text hash check before embedding
+    ("memories", "memory/checkins.py"),
+    ("messages", "memory/embeddings.py"),
+    ("extraction_buffer", "memory/messages.py"),
+    ("embed_cache", "memory/reembed.py"),
+    ("settings", "memory/db.py"),  # the schema's own bookkeeping, read before any owner exists
+}
+
+
+def sql_tables(path: Path) -> set[str]:
+    """Tables named by SQL in the module's string literals (f-strings by their literal parts)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    texts += ["".join(p.value for p in n.values if isinstance(p, ast.Constant)) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr)]
+    return {m for t in texts if re.search(r"\b(SELECT|INSERT|UPDATE|DELETE)\b", t) for m in SQL_TABLE.findall(t)}
+
+
+def table_strays(root: Path = ROOT) -> set[tuple[str, str]]:
+    """(table, module) pairs where SQL names a table outside its one module."""
+    named: dict[str, set[str]] = {}
+    for pkg in sorted(OURS):
+        for path in sorted((root / pkg).rglob("*.py")):
+            rel = str(path.relative_to(root))
+            for table in sql_tables(path) - {"sqlite_master", "json_each", "pragma_table_info"}:
+                named.setdefault(table, set()).add(rel)
+    strays = set()
+    for table, modules in named.items():
+        modules -= EXEMPT
+        owner = OWNERS.get(table) or (min(modules) if len(modules) == 1 else None)
+        strays |= {(table, m) for m in modules if m != owner}
+    return strays
+
+
+def test_sql_naming_a_table_lives_in_that_tables_module():
+    assert table_strays() - KNOWN_SHARED == set()
+
+
+def test_the_known_shared_tables_are_still_shared():
+    """When debt is paid, strike it from KNOWN_SHARED so it cannot come back unnoticed."""
+    assert KNOWN_SHARED - table_strays() == set()
+
+
+def test_a_planted_query_on_another_modules_table_is_found(tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "memory" / "memories.py").write_text('SQL = "SELECT * FROM memories WHERE id = ?"\n')
+    (tmp_path / "memory" / "people.py").write_text('SQL = "SELECT rid FROM identities"\n')
+    (tmp_path / "bot" / "doctor.py").write_text('def n(db, t):\n    return db.scalar(f"SELECT COUNT(*) FROM memories WHERE x = {t}")\n')
+    assert table_strays(tmp_path) == {("memories", "bot/doctor.py")}
+
+
+# -- the store is reached through memory/, never its connection -----------------------------------------------
+def engine_db_sites(root: Path = ROOT) -> list[str]:
+    sites = []
+    for pkg in sorted(OURS - {"memory"}):
+        for path in sorted((root / pkg).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute) and node.attr == "db" and ast.unparse(node.value).endswith("engine"):
+                    sites.append(f"{path.relative_to(root)}:{node.lineno}")
+    return sites
+
+
+def test_nothing_outside_memory_reaches_engine_db():
+    assert engine_db_sites() == []
+
+
+def test_a_planted_engine_db_is_found(tmp_path: Path) -> None:
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "x.py").write_text("def f(svc):\n    with svc.engine.db.transaction():\n        pass\n")
+    assert engine_db_sites(tmp_path) == ["bot/x.py:2"]
+
+
+# -- no import cycles between modules -----------------------------------------------------------------------------
+def module_imports(path: Path, root: Path) -> set[str]:
+    """Our modules this one imports when it is loaded or type-checked (a function's own imports aside)."""
+    rel = path.relative_to(root).with_suffix("")
+    package = rel.parts[:-1] if rel.name != "__init__" else rel.parts[:-1]
+    found = set()
+    for node, lazy in _nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if lazy or not isinstance(node, ast.ImportFrom):
+            continue
+        base = list(package[: len(package) - node.level + 1]) if node.level else []
+        module = base + (node.module.split(".") if node.module else [])
+        for alias in node.names:
+            for name in (".".join(module + [alias.name]), ".".join(module)):
+                if (root / (name.replace(".", "/") + ".py")).exists():
+                    found.add(name)
+                    break
+    return found
+
+
+def import_cycles(root: Path = ROOT, packages: frozenset[str] = frozenset({"memory"})) -> list[list[str]]:
+    graph = {}
+    for pkg in sorted(packages):
+        for path in sorted((root / pkg).rglob("*.py")):
+            if path.name != "__init__.py":
+                graph[".".join(path.relative_to(root).with_suffix("").parts)] = module_imports(path, root)
+    cycles, state = [], {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = "open"
+        for nxt in sorted(graph.get(name, ())):
+            if state.get(nxt) == "open":
+                cycles.append(trail[trail.index(nxt) :] + [nxt])
+            elif nxt in graph and nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    return cycles
+
+
+# Known debt: tombstones.unforgotten takes the whole engine (a type-only import, still a circle to a reader).
+KNOWN_CYCLES = [["memory.engine", "memory.store", "memory.tombstones", "memory.engine"]]
+
+
+def test_memory_modules_import_each_other_without_a_cycle():
+    assert import_cycles() == KNOWN_CYCLES
+
+
+def test_a_planted_import_cycle_is_found(tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "a.py").write_text("from .b import B\nA = 1\n")
+    (tmp_path / "memory" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\nB = 2\n")
+    (tmp_path / "memory" / "c.py").write_text("def late():\n    from .a import A\n    return A\n")
+    assert import_cycles(tmp_path) == [["memory.a", "memory.b", "memory.a"]]

@@ -153,8 +153,8 @@ def test_top_entities_are_ordered_by_mentions_then_recency(engine, clock):
     clock.advance(60)
     remember(engine, "Alice note about Erin", scope_id="alice", entities=(EntityRef("Erin", "person"),))
     top = engine.graph.top_entities(PARTS, n=5)
-    assert [(r["name"], r["mentions"]) for r in top] == [("Carol", 4), ("Bob", 3), ("Erin", 1), ("Dave", 1)]
-    assert [r["name"] for r in engine.graph.top_entities(PARTS, n=2)] == ["Carol", "Bob"]
+    assert [(r.name, r.mentions) for r in top] == [("Carol", 4), ("Bob", 3), ("Erin", 1), ("Dave", 1)]
+    assert [r.name for r in engine.graph.top_entities(PARTS, n=2)] == ["Carol", "Bob"]
     assert engine.graph.top_entities((), n=5) == []
 
 
@@ -201,4 +201,4 @@ def test_graph_reads_ignore_superseded_and_expired_memories(minilm_engine, clock
     )
     clock.advance(7200)
     assert _edges(engine.graph.traverse("Alice", 1, PARTS)) == {("Alice", "owns", "3 cats")}
-    assert {r["name"]: r["mentions"] for r in engine.graph.top_entities(PARTS)} == {"Alice": 1}
+    assert {r.name: r.mentions for r in engine.graph.top_entities(PARTS)} == {"Alice": 1}

@@ -143,7 +143,7 @@ def test_consolidation_relinks_mentions_to_the_merged_row(engine, pets):
         )
     }
     assert asserted == {"adopted>Pet0", "adopted>Pet1", "adopted>Pet2"}
-    top = {r["name"]: r["mentions"] for r in engine.graph.top_entities(dm_ctx("alice").memory_partitions())}
+    top = {r.name: r.mentions for r in engine.graph.top_entities(dm_ctx("alice").memory_partitions())}
     assert top == {"Alice": 1, "Pet0": 1, "Pet1": 1, "Pet2": 1}  # counted once, through the merged row
 
 

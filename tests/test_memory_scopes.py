@@ -252,7 +252,7 @@ def test_top_entities_count_only_visible_memories(world, ctx_name):
     engine, _ = world
     ctx, expected = context(engine, ctx_name), CONTEXTS[ctx_name][1]
     top = engine.graph.top_entities(ctx.memory_partitions(), n=50)
-    by_name = {row["name"]: row["mentions"] for row in top}
+    by_name = {row.name: row.mentions for row in top}
     assert by_name == {"Kites": len(expected), **{entity(label): 1 for label in expected}}
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from conftest import contents, count, dm_ctx, guild_ctx, remember
 
+from memory.api import AsyncMemory
+from memory.db import AsyncRunner
 from memory.errors import InvalidInput, Rejected
 from memory.models import FactKind, MemoryType, NewMemory, Provenance, Scope, Visibility
 from memory.tools import MemoryTools
@@ -127,35 +130,59 @@ def test_an_unrelated_fact_gets_no_link(minilm_engine, minilm):
     assert _links(minilm_engine) == set()
 
 
+class ScriptedJudge:
+    """A contradiction judge with a script: its verdict (or an exception) and a log of what it was asked."""
+
+    def __init__(self, verdict: object) -> None:
+        self.verdict, self.asked = verdict, []
+
+    async def __call__(self, old: str, new: str) -> bool:
+        self.asked.append((old, new))
+        if isinstance(self.verdict, Exception):
+            raise self.verdict
+        return bool(self.verdict)
+
+
+def _judged(engine, judge, content, subject="Alice"):
+    memory = AsyncMemory(engine, AsyncRunner(), judge)
+    new = NewMemory(content=content, subject=subject, scope=Scope.USER, scope_id="alice")
+    return asyncio.run(memory.add(new))
+
+
 def test_a_judged_contradiction_links_contradicts_and_supersedes(minilm_engine, minilm):
     old_text, new_text = "Alice lives in Berlin", "Alice lives in Paris"
     assert 0.7 < _cos(minilm, old_text, new_text) <= 0.9
-    asked = []
-    minilm_engine.memories.judge = lambda old, new: asked.append((old, new)) or True
-    old = _add(minilm_engine, old_text).memory
-    result = _add(minilm_engine, new_text)
-    assert asked == [(old_text, new_text)]
+    judge = ScriptedJudge(True)
+    old = _judged(minilm_engine, judge, old_text).memory
+    result = _judged(minilm_engine, judge, new_text)
+    assert judge.asked == [(old_text, new_text)]
     assert result.contradicted == (old.id,) and result.related == ()
     assert _links(minilm_engine) == {(result.memory.id, old.id, "contradicts")}
     assert minilm_engine.memories.get(old.id).superseded_by == result.memory.id
     assert contents(minilm_engine.memories.recall(dm_ctx("alice"), "where does Alice live", threshold=0)) == {new_text}
 
 
-@pytest.mark.parametrize("judge", [None, lambda old, new: False, lambda old, new: 1 / 0], ids=["no-judge", "says-no", "judge-crashes"])
+@pytest.mark.parametrize(
+    "judge", [None, ScriptedJudge(False), ScriptedJudge(ZeroDivisionError())], ids=["no-judge", "says-no", "judge-crashes"]
+)
 def test_without_a_yes_from_the_judge_the_facts_are_only_related(minilm_engine, judge):
-    minilm_engine.memories.judge = judge
-    old = _add(minilm_engine, "Alice lives in Berlin").memory
-    result = _add(minilm_engine, "Alice lives in Paris")
+    old = _judged(minilm_engine, judge, "Alice lives in Berlin").memory
+    result = _judged(minilm_engine, judge, "Alice lives in Paris")
     assert result.status == "stored" and result.related == (old.id,) and result.contradicted == ()
     assert minilm_engine.memories.get(old.id).superseded_by is None
 
 
 def test_the_judge_is_only_asked_about_the_same_subject(minilm_engine):
-    asked = []
-    minilm_engine.memories.judge = lambda old, new: asked.append(old) or True
+    judge = ScriptedJudge(True)
+    _judged(minilm_engine, judge, "Alice lives in Berlin")
+    result = _judged(minilm_engine, judge, "Alice lives in Paris", subject="Alice's sister")
+    assert judge.asked == [] and result.contradicted == ()
+
+
+def test_the_store_alone_never_judges_a_contradiction(minilm_engine):
     _add(minilm_engine, "Alice lives in Berlin")
-    result = _add(minilm_engine, "Alice lives in Paris", subject="Alice's sister")
-    assert asked == [] and result.contradicted == ()
+    result = _add(minilm_engine, "Alice lives in Paris")
+    assert result.contradicted == () and len(result.related) == 1  # a verdict comes only from a judge, through add(contradicts=)
 
 
 # -- what a stored row holds (MEM-2/3) ----------------------------------------------------------------------------

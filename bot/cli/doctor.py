@@ -189,14 +189,16 @@ def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
 
 
 def _store_finding(db: Any, path: Path) -> Finding:
-    verdict = db.scalar("PRAGMA quick_check")
+    from memory.memories import count_memories
+
+    verdict = db.quick_check()
     if verdict != "ok":
         return Finding("store", "fail", f"{path} is damaged: {verdict}", "`companion restore` a backup made with `companion backup`")
     if db.behind:
         return Finding(
             "store", "warn", f"{path}: {db.behind} schema migration(s) pending", "none: the next command that writes applies them"
         )
-    return Finding("store", "ok", f"{path}: {db.scalar('SELECT COUNT(*) FROM memories')} memories, integrity ok")
+    return Finding("store", "ok", f"{path}: {count_memories(db)} memories, integrity ok")
 
 
 def check_models(settings: Settings) -> list[Finding]:

@@ -239,14 +239,8 @@ def search(engine: MemoryEngine, args: argparse.Namespace) -> list[Hit]:
             ctx, args.query, filters=filters, top_k=args.top_k, channels=channels, threshold=args.threshold, reinforce=False
         )
     # The operator's own view: every partition in the file, no conversation to scope it.
-    return engine.memories.retriever.search(
-        args.query,
-        all_partitions(engine),
-        engine.knobs.get("memories"),
-        where=filters.to_filter(),
-        top_k=args.top_k,
-        channels=channels,
-        threshold=args.threshold,
+    return engine.recall.recall_in(
+        all_partitions(engine), args.query, filters=filters, top_k=args.top_k, channels=channels, threshold=args.threshold
     )
 
 

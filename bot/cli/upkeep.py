@@ -166,7 +166,7 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> None:
     if dest.resolve() == Path(settings.db_path).resolve():
         raise UsageError("the backup cannot overwrite the database itself")
     with engine_for(settings, readonly=True) as engine, replacing(dest) as partial:
-        engine.db.backup_to(partial)
+        engine.backup_to(partial)
     say(f"backed up {settings.db_path} to {dest} ({dest.stat().st_size:,} bytes)")
 
 

@@ -53,7 +53,7 @@ def _apply(svc: DashboardServices, change: SettingsBody) -> None:
     knobs = svc.engine.knobs
     # both corpora are validated before either is stored, so a bad second half leaves the first unchanged
     merged = {name: _merged(knobs, name, part) for name, part in (("memories", change.recall), ("messages", change.messages)) if part}
-    with svc.engine.db.transaction():
+    with svc.engine.transaction():
         for name, part in merged.items():
             knobs.update(name, part)  # type: ignore[arg-type]
 

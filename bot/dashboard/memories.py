@@ -80,7 +80,7 @@ def _search(svc: DashboardServices, q: dict[str, str], text: str, filters: Recal
         partitions = tuple(k for k in partitions if k == f"guild|{guild}|public" or k.endswith(f"|public|{guild}"))
     if not partitions:
         return []
-    return store.retriever.search(text, partitions, store.knobs.get("memories"), where=filters.to_filter(), top_k=top_k)
+    return svc.engine.recall.recall_in(partitions, text, filters=filters, top_k=top_k)
 
 
 async def read(request: web.Request) -> web.Response:
@@ -154,7 +154,7 @@ def _edit(svc: DashboardServices, memory_id: str, change: MemoryEdit) -> tuple[M
         memory_type=change.type,
     )
     if new.content != old.content or new.subject != old.subject:
-        svc.engine.db.scrub()  # the WAL still holds the page with the old words until a checkpoint
+        svc.engine.scrub()  # the WAL still holds the page with the old words until a checkpoint
     return old, new
 
 
