@@ -44,7 +44,11 @@ def test_one_rare_word_of_a_secret_is_enough(engine):
 
 @pytest.mark.parametrize(
     "reply, kind",
-    [("Is Glasswyrm playing tonight?", "server"), ("Try berth 88214 for the boat.", "owner"), ("See you at the Quillon!", "other-server-lore")],
+    [
+        ("Is Glasswyrm playing tonight?", "server"),
+        ("Try berth 88214 for the boat.", "owner"),
+        ("See you at the Quillon!", "other-server-lore"),
+    ],
 )
 def test_another_server_s_facts_the_owner_s_memory_and_another_server_s_lore_are_leaks_too(engine, reply, kind):
     plant(engine)
