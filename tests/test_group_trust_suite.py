@@ -184,13 +184,14 @@ class World:
     def _facts_in(self, transcript: str) -> list[dict[str, Any]]:
         """Extraction as a faithful model does it: each fact said in the transcript, under its speaker's tag."""
         found = []
-        for tag, text in re.findall(r"^\[(P\d+)\] [^\n]*?: (\".*\")$", transcript, re.MULTILINE):
+        for line, tag, text in re.findall(r"^#(\d+) \[(P\d+)\] [^\n]*?: (\".*\")$", transcript, re.MULTILINE):
             said = json.loads(text)
             for fact in FACTS.values():
                 if fact.said and fact.said in said:
                     found.append(
                         {
                             "speaker": tag,
+                            "lines": [int(line)],
                             "subject": fact.word,
                             "content": fact.content,
                             "type": "semantic",
@@ -259,10 +260,16 @@ class World:
         self.audit()
 
     def told(self, *words: str) -> None:
+        """The scenario says these facts were told and learned; a fact the bot did not learn would make every check
+        of it hollow (a model script out of step with the transcript format once learned nothing), so it fails."""
         for word in words:
+            assert self.stored(word), f"{self.step}: {word!r} was told but not learned"
             self.oracle.told.add(word)
             self.oracle.forgotten.discard(word)
             self.ever_said.setdefault(FACTS[word].author, set()).add(word)
+
+    def stored(self, word: str) -> bool:
+        return bool(self.runtime.engine.db.scalar("SELECT 1 FROM memories WHERE lower(content) LIKE ?", (f"%{word}%",)))
 
     def forgot(self, *words: str) -> None:
         self.oracle.told.difference_update(words)
