@@ -175,7 +175,7 @@ class Background:
         return stored
 
     def _excerpt_rows(self, ctx: RecallContext, since: float) -> list[StoredMessage]:
-        rows = [r for r in self.engine.messages.recent(ctx, ctx.channel_id, EXCERPT_TURNS) if r.created_at >= since]
+        rows = [r for r in self.engine.messages.recent(ctx, ctx.channel_id, EXCERPT_TURNS, learnable=True) if r.created_at >= since]
         while rows and sum(len(r.content) for r in rows) > EXCERPT_CHARS:
             rows.pop(0)
         return rows

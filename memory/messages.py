@@ -25,6 +25,17 @@ MAX_MESSAGE_CHARS = 8_000  # what is stored of one message and shown to the mode
 CUT_MARK = " […cut]"
 CONTEXT_CHARS = 600
 CONTEXT_TURNS = 2
+# SEC-5: what the jobs that learn from history (micro-reflection, compaction, daily reflection) may read. /privacy off
+# keeps the past (until /forget everything) but nothing new may be made of it: a summary or a fact from words stored
+# before the opt-out would be learning them after all. So these jobs skip every turn of a person who said /privacy
+# off, the bot's replies to those turns, both sides of their DM, and everything said in a server or group whose
+# admins said /privacy server off. ('remember' is ``people.REMEMBER_KEY``; the tables are people's and privacy's.)
+LEARNABLE = Filter(
+    "NOT EXISTS (SELECT 1 FROM person_settings AS s WHERE s.key = 'remember' AND s.value = 'off' AND s.person_id IN "
+    "(t.author_id, CASE WHEN t.guild_id IS NULL THEN substr(t.partition_key, 4) END, "
+    "(SELECT a.author_id FROM messages AS a WHERE a.rid = t.answers_rid))) "
+    "AND NOT EXISTS (SELECT 1 FROM privacy_places AS p WHERE p.guild_id = t.guild_id)"
+)
 
 
 def _context(lines: list[str]) -> str:
@@ -210,29 +221,29 @@ class MessageLog:
             zone=zone,
         )
 
-    def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20) -> list[StoredMessage]:
-        """The last messages of a channel the context may see, oldest first (channel_recall, history window)."""
+    def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20, *, learnable: bool = False) -> list[StoredMessage]:
+        """The last messages of a channel the context may see, oldest first (channel_recall, history window);
+        with ``learnable``, only those a job may learn from (``LEARNABLE``: micro-reflection)."""
         if str(channel_id) not in ctx.channels():
             return []
-        rows = self.corpus.ordered(
-            ctx.message_partitions(), Filter("t.channel_id = ?", (str(channel_id),)), (("created_at", True), ("rid", True)), limit
-        )
+        where = Filter("t.channel_id = ?", (str(channel_id),)) & (LEARNABLE if learnable else Filter())
+        rows = self.corpus.ordered(ctx.message_partitions(), where, (("created_at", True), ("rid", True)), limit)
         return [StoredMessage.from_row(r) for r in reversed(rows)]
 
     def in_channel_after(self, platform: str, channel_id: str, after: float) -> list[StoredMessage]:
-        """A channel's turns stored after ``after``, oldest first."""
+        """A channel's turns stored after ``after`` that may be learned from (``LEARNABLE``), oldest first: what
+        compaction summarises and daily reflection reads."""
         rows = self.db.rows(
-            "SELECT * FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ? ORDER BY created_at, rid",
-            (platform, channel_id, after),
+            "SELECT * FROM messages AS t WHERE t.platform = ? AND t.channel_id = ? AND t.created_at > ? "
+            f"AND {LEARNABLE.sql} ORDER BY t.created_at, t.rid",
+            (platform, channel_id, after, *LEARNABLE.params),
         )
         return [StoredMessage.from_row(r) for r in rows]
 
     def count_in_channel_after(self, platform: str, channel_id: str, after: float) -> int:
-        return int(
-            self.db.scalar(
-                "SELECT COUNT(*) FROM messages WHERE platform = ? AND channel_id = ? AND created_at > ?", (platform, channel_id, after)
-            )
-        )
+        """How many of ``in_channel_after``'s turns there are (compaction's pressure, daily reflection's due days)."""
+        sql = f"SELECT COUNT(*) FROM messages AS t WHERE t.platform = ? AND t.channel_id = ? AND t.created_at > ? AND {LEARNABLE.sql}"
+        return int(self.db.scalar(sql, (platform, channel_id, after, *LEARNABLE.params)))
 
     def move_person(self, source: str, target: str) -> None:
         """Linking: ``source``'s DM history and authorship become ``target``'s."""

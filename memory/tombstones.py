@@ -10,7 +10,11 @@ dashboard's delete, a veto) buries each memory it removes: two keyed hashes, bou
 
 The key is random per store and kept in its settings (``KEY``), so a hash reveals nothing without the store, and
 the table holds no word of the fact. A candidate matches a tombstone when either of its own two hashes equals
-either of the tombstone's (a fact that moved a word from its content into its subject still matches).
+either of the tombstone's (a fact that moved a word from its content into its subject still matches), or when its
+content less any one of its words does: a model that relearns "Alice keeps a tortoise called Quintrell" as
+"Alice keeps a pet tortoise called Quintrell" adds a word, and that alone got past an exact hash. (Only for
+contents of more than ``WIDEN_FROM`` content words: "Alice likes green tea" less a word is "Alice likes tea", too
+short a remainder to say it is the same fact.)
 
 What learns from what remains consults the tombstones and drops a matching candidate: extraction, micro- and
 daily reflection (``bot.background``), consolidation (``memory.maintenance``), bulletins (``memory.bulletin``,
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 from .clock import Clock
 from .db import Database
 from .scopes import placeholders
-from .wording import normalised
+from .wording import content_words, normalised
 
 if TYPE_CHECKING:
     from .engine import MemoryEngine
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 KEY = "tombstones.key"
+WIDEN_FROM = 4  # a candidate of more content words than this also matches with any one left out (4 or more remain)
 
 
 class Fact(Protocol):
@@ -74,15 +79,16 @@ class Tombstones:
 
     def bury(self, facts: Iterable[Fact]) -> int:
         """A tombstone for each fact (one with no content word leaves none: it could match nothing)."""
-        rows = [(f.scope, f.scope_id, f.guild_id, *macs, self.clock.now()) for f in facts if (macs := self._macs(f))]
+        rows = [(f.scope, f.scope_id, f.guild_id, *macs[:2], self.clock.now()) for f in facts if (macs := self._macs(f))]
         self.db.con.executemany(
             "INSERT INTO tombstones (scope, scope_id, guild_id, content_mac, fact_mac, buried_at) VALUES (?, ?, ?, ?, ?, ?)", rows
         )
         return len(rows)
 
     def matching(self, fact: Fact) -> list[Tombstone]:
-        """The tombstones this fact matches (the same person's, by either normalised form)."""
-        macs = self._macs(fact)
+        """The tombstones this fact matches (the same person's, by either normalised form, or by its content less
+        one word)."""
+        macs = self._macs(fact, widened=True)
         if not macs or not self.any():
             return []
         marks = placeholders(macs)
@@ -107,13 +113,17 @@ class Tombstones:
     def count(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM tombstones"))
 
-    def _macs(self, fact: Fact) -> tuple[str, str] | None:
-        content = normalised(fact.content)
-        if not content:
-            return None
-        whole = normalised(f"{fact.subject} {fact.content}")
+    def _macs(self, fact: Fact, *, widened: bool = False) -> tuple[str, ...]:
+        """The content's and the whole fact's hashes (what a tombstone keeps); ``widened``, also the content's
+        less each one of its words (what a candidate is matched by)."""
+        words = sorted(content_words(fact.content))
+        if not words:
+            return ()
+        forms = [normalised(fact.content), normalised(f"{fact.subject} {fact.content}")]
+        if widened and len(words) > WIDEN_FROM:
+            forms += [" ".join(words[:i] + words[i + 1 :]) for i in range(len(words))]
         owner = f"{fact.scope}|{fact.scope_id}\x00"
-        return self._mac(owner + content), self._mac(owner + whole)
+        return tuple(self._mac(owner + form) for form in forms)
 
     def _mac(self, text: str) -> str:
         return hmac.new(self._store_key(), text.encode("utf-8", "replace"), hashlib.sha256).hexdigest()

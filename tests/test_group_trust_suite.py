@@ -2,7 +2,9 @@
 
 A scripted scenario over two Discord servers, a Telegram group and DMs: five people (one of them the owner, one
 with linked Discord and Telegram accounts), a group admin and a member, /share on and off, targeted forgets and
-/forget everything, a backup and a restore, a restart. Each person has fixed facts, each with one distinctive
+/forget everything, a backup and a restore, a restart; then /privacy off by a person (said in a DM, and in the
+group) and /privacy server off by the owner, what is said meanwhile, /privacy on again, an /about me and /about veto
+of a fact someone else told about a person, and a restart after those. Each person has fixed facts, each with one distinctive
 word, said in a fixed place. Messages go through the real adapters (discord.py and python-telegram-bot against
 the local fake servers) and, after the restart, straight to the orchestrator as platform-tagged messages; the
 model is a scripted local server that extracts exactly the facts it is shown, by speaker tag.
@@ -11,7 +13,8 @@ After every step the suite checks:
   * every prompt the model received, and everything the bot posted, against the facts the place it was for may
     not see (the oracle below, written from SEC-1 independently of ``memory.scopes``): a leak;
   * every stored memory against the person and place its fact came from: a misattribution;
-  * after every forget, every file under the store folder for the forgotten words: bytes left.
+  * after every forget, every file under the store folder for the forgotten words: bytes left; and after words
+    said while remembering was off, the same for those words (which no later prompt or post may show either).
 It prints a table (``pytest -s``, and in the report on failure). The scenario is a list of ``Step``s: append
 more (e.g. /privacy off) with the same helpers.
 """
@@ -57,6 +60,7 @@ class Fact:
     where: str  # "dm" (the author's DMs), or a server / group: "dc:8000", "tg:-1001"
     said: str  # what the person says
     content: str  # the memory the model extracts
+    about: str = ""  # the person the fact is about, when not its author (the memory's subject names them)
 
 
 FACTS = {
@@ -74,6 +78,14 @@ FACTS = {
         Fact("saltmarrow", "olive", "dm", "my boat is called Saltmarrow", "my boat is called Saltmarrow"),
         Fact("pellingham", "lore", f"dc:{HARBOUR}", "", "Harbour meets at the Pellingham library"),
         Fact("fenwhistle", "lore", f"tg:{GROUP}", "", "The group's mascot is Fenwhistle"),
+        # said while remembering was off (the person's, or the server's): never stored, not one byte
+        Fact("mirthwaite", "bob", "dm", "my sister lives in Mirthwaite", "Bob's sister lives in Mirthwaite"),
+        Fact("quorrelby", "bob", f"dc:{HARBOUR}", "I race pigeons at Quorrelby", "Bob races pigeons at Quorrelby"),
+        Fact("brackenhythe", "dave", f"tg:{GROUP}", "I fish at Brackenhythe weir", "Dave fishes at Brackenhythe weir"),
+        Fact("drummoch", "alice", f"dc:{HARBOUR}", "I paint the Drummoch lighthouse", "Alice paints the Drummoch lighthouse"),
+        # after /privacy on again: learned; and a fact bob tells about alice, which she vetoes
+        Fact("skelbeck", "bob", f"dc:{HARBOUR}", "I row on the Skelbeck river", "Bob rows on the Skelbeck river"),
+        Fact("gallowmere", "bob", f"dc:{HARBOUR}", "Alice swims at Gallowmere pond", "Alice swims at Gallowmere pond", about="Alice"),
     )
 }
 # A question touching every fact's topic (never its word), so a recall that crossed a partition would show it.
@@ -95,6 +107,8 @@ class Oracle:
             return place == fact.where
         if fact.where == "dm":
             return place == f"dm:{fact.author}"
+        if fact.about and place == f"dm:{fact.about.lower()}":
+            return True  # /about me shows a person what others told about them in a server they are in (SEC-5)
         return place in (fact.where, f"dm:{fact.author}") or (fact.author in self.sharing and not place.startswith("dm:"))
 
     def hidden_from(self, place: str) -> list[Fact]:
@@ -111,6 +125,7 @@ class Tally:
     posts: int = 0
     facts: int = 0
     forgets: int = 0
+    unkept: int = 0
     leaks: list[str] = field(default_factory=list)
     misattributions: list[str] = field(default_factory=list)
     bytes_left: list[str] = field(default_factory=list)
@@ -122,6 +137,7 @@ class Tally:
             ("posts checked", self.posts),
             ("facts checked", self.facts),
             ("forgets checked", self.forgets),
+            ("opt-outs checked", self.unkept),
             ("leaks", len(self.leaks)),
             ("misattributions", len(self.misattributions)),
             ("bytes left", len(self.bytes_left)),
@@ -192,7 +208,7 @@ class World:
                         {
                             "speaker": tag,
                             "lines": [int(line)],
-                            "subject": fact.word,
+                            "subject": fact.about or fact.word,
                             "content": fact.content,
                             "type": "semantic",
                             "kind": "profile",
@@ -233,8 +249,11 @@ class World:
         """A Discord slash command, answered ephemerally."""
         self.place = place
         channel = CHANNEL_OF.get(place, DC_DM.get(who))
+        guild = int(place.split(":")[1]) if place.startswith("dc:") else None
         answered = len(self.dc.interaction_responses)
-        await self.dc.dispatch_interaction(name, user_id=DISCORD[who], channel_id=channel, options=options or None, username=who)
+        await self.dc.dispatch_interaction(
+            name, user_id=DISCORD[who], channel_id=channel, guild_id=guild, options=options or None, username=who
+        )
         answer = (await self.dc.wait_for_interaction_responses(answered + 1))[-1]["data"]["content"]
         await self.settle()
         return answer
@@ -260,10 +279,16 @@ class World:
         self.audit()
 
     def told(self, *words: str) -> None:
+        """The scenario says these facts were told and learned; a fact the bot did not learn would make every check
+        of it hollow (a model script out of step with the transcript format once learned nothing), so it fails."""
         for word in words:
+            assert self.stored(word), f"{self.step}: {word!r} was told but not learned"
             self.oracle.told.add(word)
             self.oracle.forgotten.discard(word)
             self.ever_said.setdefault(FACTS[word].author, set()).add(word)
+
+    def stored(self, word: str) -> bool:
+        return bool(self.runtime.engine.db.scalar("SELECT 1 FROM memories WHERE lower(content) LIKE ?", (f"%{word}%",)))
 
     def forgot(self, *words: str) -> None:
         self.oracle.told.difference_update(words)
@@ -322,6 +347,16 @@ class World:
     async def bytes_after_forget(self, step: str, words: set[str]) -> None:
         """No file under the store folder holds a forgotten word (journals flushed, the WAL checkpointed)."""
         self.tally.forgets += 1
+        await self.no_byte_of(step, words)
+
+    async def never_kept(self, step: str, *words: str) -> None:
+        """Said while remembering was off: no file holds the words, and from now on no prompt or post anywhere
+        may show them (the oracle treats them as forgotten: the turn that said them was their only place)."""
+        self.tally.unkept += 1
+        self.forgot(*words)
+        await self.no_byte_of(step, set(words))
+
+    async def no_byte_of(self, step: str, words: set[str]) -> None:
         engine = self.runtime.engine
         if engine.journals is not None:
             await self.runtime.runner.run(engine.journals.flush)
@@ -501,6 +536,59 @@ async def alice_forgets_everything_on_both_accounts(w: World) -> None:
     await w.discord("alice", NOSY, "dm:alice")
 
 
+async def bob_stops_being_remembered_then_talks_in_his_dm_and_harbour(w: World) -> None:
+    assert "won't keep anything you say" in await w.slash("bob", "privacy", "dm:bob", choice="off")
+    await w.discord("bob", FACTS["mirthwaite"].said, "dm:bob")
+    await w.discord("bob", FACTS["quorrelby"].said, f"dc:{HARBOUR}")
+    await w.never_kept("bob /privacy off (DM and server)", "mirthwaite", "quorrelby")
+
+
+async def dave_stops_being_remembered_in_the_group_then_talks_there(w: World) -> None:
+    assert "won't keep anything you say" in await w.telegram("dave", "/privacy off", f"tg:{GROUP}", command=True)
+    await w.telegram("dave", FACTS["brackenhythe"].said, f"tg:{GROUP}")
+    await w.never_kept("dave /privacy off (in the group)", "brackenhythe")
+
+
+async def the_owner_switches_harbour_off_then_alice_talks_there(w: World) -> None:
+    assert "Only this server's admins" in await w.slash("alice", "privacy", f"dc:{HARBOUR}", choice="server off")
+    assert "won't keep anything said here" in await w.slash("olive", "privacy", f"dc:{HARBOUR}", choice="server off")
+    await w.discord("alice", FACTS["drummoch"].said, f"dc:{HARBOUR}")
+    await w.never_kept("/privacy server off (Harbour)", "drummoch")
+
+
+async def remembering_is_switched_on_again(w: World) -> None:
+    assert "remember what is said here again" in await w.slash("olive", "privacy", f"dc:{HARBOUR}", choice="server on")
+    assert "remember what you say again" in await w.slash("bob", "privacy", "dm:bob", choice="on")
+    await w.discord("bob", FACTS["skelbeck"].said, f"dc:{HARBOUR}")
+    await w.discord("alice", NOSY, f"dc:{HARBOUR}")  # alice speaks in Harbour again: she is one of its people
+    w.told("skelbeck")
+    for word in ("mirthwaite", "quorrelby", "drummoch"):  # what was said while it was off is not learned after all
+        assert not w.stored(word), word
+
+
+async def alice_sees_and_vetoes_what_bob_told_about_her(w: World) -> None:
+    await w.discord("bob", FACTS["gallowmere"].said, f"dc:{HARBOUR}")
+    w.told("gallowmere")
+    listed = await w.slash("alice", "about", "dm:alice")
+    line = next(x for x in listed.splitlines() if "Gallowmere" in x)
+    assert "told to me by someone" in line and "Skelbeck" not in listed and "X4471Q" not in listed, listed
+    short = re.search(r"\[(\w+)\]", line).group(1)
+    assert "not in your /about me list" in await w.telegram("dave", f"/about veto {short}", "dm:dave", command=True)
+    assert "Forgotten" in await w.slash("alice", "about", "dm:alice", veto=short)
+    w.forgot("gallowmere")
+    await w.bytes_after_forget("alice /about veto (a fact bob told)", {"gallowmere"})
+
+
+async def after_a_restart_nothing_comes_back(w: World) -> None:
+    await w.shut()
+    await w.boot()
+    await w.directly("discord", "bob", NOSY, f"dc:{HARBOUR}")
+    await w.directly("discord", "alice", NOSY, "dm:alice")
+    await w.directly("telegram", "dave", NOSY, f"tg:{GROUP}")
+    await w.no_byte_of("after the restart", {"mirthwaite", "quorrelby", "brackenhythe", "drummoch", "gallowmere"})
+    assert w.stored("skelbeck")
+
+
 SCENARIO = [
     Step("alice links her Telegram and Discord accounts", link_alice),
     Step("alice tells her DMs two things", alice_tells_her_dm),
@@ -524,6 +612,12 @@ SCENARIO = [
     Step("the backup is restored", restore_the_backup),
     Step("carol forgets everything", carol_forgets_everything),
     Step("alice forgets everything, on both accounts", alice_forgets_everything_on_both_accounts),
+    Step("bob says /privacy off, then talks in his DM and Harbour", bob_stops_being_remembered_then_talks_in_his_dm_and_harbour),
+    Step("dave says /privacy off in the group, then talks there", dave_stops_being_remembered_in_the_group_then_talks_there),
+    Step("the owner switches Harbour off, then alice talks there", the_owner_switches_harbour_off_then_alice_talks_there),
+    Step("/privacy on and /privacy server on again", remembering_is_switched_on_again),
+    Step("alice sees and vetoes what bob told about her", alice_sees_and_vetoes_what_bob_told_about_her),
+    Step("a restart after the opt-outs and the veto", after_a_restart_nothing_comes_back),
 ]
 
 
@@ -555,4 +649,4 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
         print("\n" + table)
     findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left
     assert not findings, table + "\n" + "\n".join(findings)
-    assert world.tally.prompts > 40 and world.tally.forgets == 4  # the suite ran in full
+    assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 3  # the suite ran in full

@@ -13,10 +13,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from conftest import HashEmbedder
 
+from memory.db import Patience
 from memory.engine import MemoryEngine
 
 SECONDS = float(os.environ.get("COMPANION_TEST_WRITERS_S", "15"))
@@ -61,3 +63,19 @@ def test_two_processes_writing_and_forgetting_on_one_store_never_fail_and_every_
         engine.close()
     assert left == {}
     print(f"\ntwo writers, {SECONDS:.0f} s: " + ", ".join(f"{r['rounds']} rounds, {r['forgets']} forgets" for r in results))
+
+
+def test_a_waiting_write_looks_at_the_lock_often_and_each_wait_gets_its_full_patience():
+    """The busy handler polls every few ms (SQLite's own backs off to 100 ms and missed every sub-millisecond gap
+    between another process's back-to-back writes); a wait whose call count does not restart at 0 (a
+    checkpoint's) is still a new wait, not one that gave up at once."""
+    patience = Patience(0.05)
+    assert patience(0) and patience(1)  # waiting
+    time.sleep(0.06)
+    assert patience(7)  # long after the last call: a new wait, whatever SQLite's count says
+    started = time.monotonic()
+    tries = 8
+    while patience(tries):
+        tries += 1
+    waited = time.monotonic() - started
+    assert 0.04 < waited < 0.5 and tries > 8  # it gave up at its limit, having looked many times
