@@ -24,7 +24,7 @@ def typed(monkeypatch: pytest.MonkeyPatch, *lines: str) -> None:
 
 
 async def chat(cli: Cli, *argv: str) -> Result:
-    return await asyncio.to_thread(cli, "chat", "--no-stream", *argv)
+    return await asyncio.to_thread(cli, "chat", "--no-stream", "--new-store", *argv)
 
 
 async def test_chat_is_quiet_and_logs_to_a_file_beside_the_store(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:

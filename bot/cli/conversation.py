@@ -54,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-stream", action="store_true", help="print replies whole instead of as they stream")
     p.add_argument("--log-file", type=Path, metavar="PATH", help="where the logs go (default: beside the store, with the suffix .log)")
     p.add_argument("--verbose", action="store_true", help="show the logs in the terminal instead of writing them to a file")
+    p.add_argument("--new-store", action="store_true", help="start a new, empty store when there is none (asked on a terminal)")
     p.set_defaults(handler=chat, log_destination=chat_log_file)
     p = subparsers.add_parser("snapshot", help="show the memory slice a reply would get (no LLM call)")
     p.add_argument("message", help="the incoming message text")
@@ -84,6 +85,7 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     problems = token_problems(_secret(settings.discord_token), _secret(settings.telegram_token))
     if problems:
         raise UsageError("; ".join(problems))
+    say_where(args, settings)
     try:
         return asyncio.run(_serve(settings))
     except LoginRejected as exc:
@@ -139,9 +141,36 @@ def chat_log_file(args: argparse.Namespace, settings: Settings) -> Path | None:
     return beside if beside != store else store.with_name(store.name + ".log")
 
 
+def say_where(args: argparse.Namespace, settings: Settings) -> None:
+    """One line: which config and which store, so a surprising answer can be traced to the wrong home (bot/home.py)."""
+    home = getattr(args, "home", None)
+    config = home.describe_config() if home else "the environment"
+    note(f"config: {config}; store: {Path(settings.db_path).absolute()}")
+
+
+def confirm_new_store(args: argparse.Namespace, settings: Settings) -> None:
+    """A missing store is said out loud before one is made: an empty store reads like total memory loss."""
+    store = Path(settings.db_path)
+    if store.exists():
+        return
+    text = f"there is no store at {store.absolute()}"
+    if args.new_store:
+        note(f"{text}: starting a new, empty one (nothing remembered yet)")
+        return
+    hint = "pass --new-store to start an empty one, or point at yours with --db, COMPANION_HOME or --env-file"
+    if not sys.stdin.isatty():
+        raise UsageError(f"{text}: {hint}")
+    sys.stderr.write(f"companion: {text} (nothing remembered yet). Start a new, empty one? [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise UsageError(f"no store created: {hint}")
+
+
 def chat(args: argparse.Namespace, settings: Settings) -> int:
     from .doctor import startup_warnings
 
+    say_where(args, settings)
+    confirm_new_store(args, settings)
     for warning in startup_warnings(settings.llm_base_url, _secret(settings.llm_api_key)):
         note(f"warning: {warning}")
     return asyncio.run(_chat(settings, args))

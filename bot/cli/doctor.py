@@ -65,13 +65,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
-    return report(run_checks(settings), as_json=args.json)
+    return report([*home_findings(args), *run_checks(settings)], as_json=args.json)
+
+
+def home_findings(args: argparse.Namespace) -> list[Finding]:
+    """Which config file was read (bot/home.py): the first thing to check when the bot seems to have forgotten everything."""
+    home = getattr(args, "home", None)
+    if home is None:
+        return []
+    # No file is fine (a container is configured by its environment); the line still says where none was found.
+    return [Finding("config file", "ok", home.describe_config())]
 
 
 def report_config_error(args: argparse.Namespace, error: Exception) -> int:
     """Settings did not load: that is the finding (the other checks need Settings)."""
     finding = Finding("config", "fail", str(error), "fix the variables named above in .env or the environment (see .env.example)")
-    return report([finding], as_json=args.json)
+    return report([*home_findings(args), finding], as_json=args.json)
 
 
 def run_checks(settings: Settings) -> list[Finding]:
