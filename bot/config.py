@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
     chat_model: str = "gpt-4o-mini"
     extraction_model: str | None = None
+    # the extraction model's own server and key (empty: OPENAI_BASE_URL / OPENAI_API_KEY), e.g. a local model for extraction
+    extraction_base_url: str | None = None
+    extraction_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(60.0, gt=0, le=600)
     llm_max_retries: int = Field(2, ge=0, le=10)
     # one deadline for a whole reply (every attempt, tool call and stream): a model that trickles is cut off
@@ -117,6 +120,14 @@ class Settings(BaseSettings):
     dashboard_token: SecretStr | None = None  # at least 24 characters (bot.dashboard.startup.MIN_TOKEN)
     dashboard_allow_remote: bool = False  # a non-loopback dashboard_host is refused unless this is true
     dashboard_public_host: str | None = None  # names the Host header may carry besides loopback ones (comma-separated)
+
+    # OPS-5: at most this many replies per person in this many seconds (0: no limit); past it one polite line
+    rate_limit_messages: int = Field(10, ge=0, le=10_000)
+    rate_limit_window_s: float = Field(60.0, gt=0, le=86400)
+    # OPS-5: GET /healthz and /metrics while `companion run` runs (loopback; a container's HEALTHCHECK asks it)
+    health_enabled: bool = True
+    health_host: str = "127.0.0.1"
+    health_port: int = Field(8766, ge=0, le=65535)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

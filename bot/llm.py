@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -106,6 +107,8 @@ class ChatClient:
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
         self.turn_deadline_s = turn_deadline_s
+        self.tools_off = False  # set when the server rejected ``tools``: some local models have no tool calling
+        self.on_call: Callable[[float, bool], None] | None = None  # (seconds, failed) per request, for /metrics
 
     async def aclose(self) -> None:
         """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""
@@ -130,7 +133,7 @@ class ChatClient:
     async def _loop(self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None) -> str:
         convo = list(messages)
         for step in range(self.max_steps + 1):
-            offer = tools.schemas() if tools and step < self.max_steps else None
+            offer = tools.schemas() if tools and step < self.max_steps and not self.tools_off else None
             message = await self._create(convo, offer, stream)
             calls = message.get("tool_calls") or []
             if not calls or tools is None:
@@ -153,16 +156,34 @@ class ChatClient:
                 if attempt >= self.max_retries:
                     raise LLMError(f"the model failed {attempt + 1} times: {type(exc).__name__}") from exc
                 await self._sleep(self.backoff_s * 2**attempt)
+            except openai.BadRequestError as exc:
+                if not (tools and _rejects_tools(exc)):
+                    raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
+                self._turn_tools_off(exc)
+                return await self._create(messages, None, stream, **extra)
             except openai.APIError as exc:
                 raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
         raise AssertionError("unreachable")
 
+    def _turn_tools_off(self, exc: Exception) -> None:
+        """Once, for the rest of the run: the model chats without tools; memories still come from extraction and
+        /forget needs no model."""
+        self.tools_off = True
+        log.warning("the model %s rejects tool calls (%s): tools are off; memories are saved by extraction", self.model, _excerpt(str(exc)))
+
     async def _attempt(self, args: dict[str, Any], stream: StreamSink | None) -> dict[str, Any]:
-        if stream is not None:
-            return await self._streamed(args, stream)
-        with _undecodable_is_malformed():
-            response = await self._client.chat.completions.create(**args)
-        return _parse(response)
+        start, failed = time.perf_counter(), True
+        try:
+            if stream is not None:
+                answer = await self._streamed(args, stream)
+            else:
+                with _undecodable_is_malformed():
+                    answer = _parse(await self._client.chat.completions.create(**args))
+            failed = False
+            return answer
+        finally:
+            if self.on_call is not None:
+                self.on_call(time.perf_counter() - start, failed)
 
     async def _streamed(self, args: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
         """Streams text deltas to ``sink`` and reassembles tool calls from their fragments.
@@ -328,6 +349,11 @@ def _excerpt(value: object) -> str:
     """A bounded look at a bad answer for the log line; answers never contain the API key."""
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _rejects_tools(exc: openai.BadRequestError) -> bool:
+    """A 400 that names tools: Ollama's "does not support tools", llama.cpp's "tools param requires --jinja", ..."""
+    return "tool" in str(exc).lower()
 
 
 def _reason(exc: Exception) -> str:

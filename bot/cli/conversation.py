@@ -95,10 +95,11 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _serve(settings: Settings) -> int:
-    from ..composition import build_channels
+    from ..composition import build_channels, build_health
 
     runtime = build_runtime(settings)
     adapters, voice = build_channels(settings, runtime)
+    health = build_health(settings, runtime)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -106,11 +107,14 @@ async def _serve(settings: Settings) -> int:
             loop.add_signal_handler(sig, stop.set)
     await runtime.start()
     try:
+        await _start_health(health)
         for adapter in adapters:
             await adapter.start()
         log.info("running on %s; Ctrl-C stops", ", ".join(type(a).__name__ for a in adapters))
         await stop.wait()
     finally:
+        if health is not None:
+            await health.stop()
         if voice is not None:  # first: leaving persists each session's summary while the store is still open
             await _close_voice(voice)
         for adapter in adapters:
@@ -120,6 +124,16 @@ async def _serve(settings: Settings) -> int:
                 log.exception("could not stop %s cleanly", type(adapter).__name__)
         await runtime.stop()
     return 0
+
+
+async def _start_health(health) -> None:
+    """A port already taken costs the operator /healthz, not the bot."""
+    if health is None:
+        return
+    try:
+        await health.start()
+    except OSError as exc:
+        log.warning("no /healthz: cannot listen on %s:%d (%s); set COMPANION_HEALTH_PORT", health.host, health.port, exc.strerror)
 
 
 async def _close_voice(voice) -> None:
