@@ -8,7 +8,9 @@ Errors (ORCH-6)::
      +-- StreamCut         a stream failed after some of its text was shown: never retried (a retry
      |                     would show the text again, "HelHelHel"); the caller apologises
      +-- TurnTimeout       the turn's one deadline passed (a model that trickles is not waited for
-                           once per attempt, 3 x 60 s)
+     |                     once per attempt, 3 x 60 s)
+     +-- ModelTimeout      one request got no answer within COMPANION_LLM_TIMEOUT_S: not retried (a server
+                           that hangs would be waited for three times), reported as a timeout
 
 Every answer is checked in one place (``_parse``; ``_StreamedAnswer`` for streams) and comes out as
 a plain, normalised message dict, so nothing downstream touches the SDK's lax response objects.
@@ -77,6 +79,10 @@ class TurnTimeout(LLMError):
     """The whole turn (every attempt and tool call) took longer than its deadline."""
 
 
+class ModelTimeout(LLMError):
+    """A request timed out: the server is overloaded, still loading the model, or hangs."""
+
+
 class ToolBox(Protocol):
     def schemas(self) -> list[dict[str, Any]]: ...
 
@@ -106,7 +112,8 @@ class ChatClient:
     ) -> None:
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
-        self.turn_deadline_s = turn_deadline_s
+        self.turn_deadline_s, self.timeout_s = turn_deadline_s, timeout
+        self.last_failure: LLMError | None = None  # why the latest turn failed, for the one line the console shows
         self.tools_off = False  # set when the server rejected ``tools``: some local models have no tool calling
         self.on_call: Callable[[float, bool], None] | None = None  # (seconds, failed) per request, for /metrics
 
@@ -128,7 +135,11 @@ class ChatClient:
             async with asyncio.timeout(self.turn_deadline_s):
                 return await self._loop(messages, tools, stream)
         except TimeoutError as exc:
-            raise TurnTimeout(f"no answer within the turn's deadline ({self.turn_deadline_s:g} s)") from exc
+            self.last_failure = TurnTimeout(f"no answer within the turn's deadline ({self.turn_deadline_s:g} s)")
+            raise self.last_failure from exc
+        except LLMError as exc:
+            self.last_failure = exc
+            raise
 
     async def _loop(self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None) -> str:
         convo = list(messages)
@@ -151,6 +162,9 @@ class ChatClient:
         for attempt in range(self.max_retries + 1):
             try:
                 return await self._attempt(args, stream)
+            except openai.APITimeoutError as exc:
+                log.warning("LLM call timed out after %g s; not retried", self.timeout_s)
+                raise ModelTimeout(f"the model server did not answer within {self.timeout_s:g} s") from exc
             except RETRYABLE as exc:
                 log.warning("LLM call failed (%s); attempt %d of %d", _reason(exc), attempt + 1, self.max_retries + 1)
                 if attempt >= self.max_retries:

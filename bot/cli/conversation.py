@@ -200,7 +200,8 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     log_file = chat_log_file(args, settings)
 
     async def diagnose() -> str:
-        return await asyncio.to_thread(explain_failure, settings, log_file)
+        failure = getattr(runtime.orchestrator.llm, "last_failure", None)
+        return await asyncio.to_thread(explain_failure, settings, log_file, failure)
 
     console = ConsoleChat(runtime.orchestrator, user_id=args.user, user_name=name, stream=not args.no_stream, diagnose=diagnose)
     if runtime.checkins is not None:  # ORCH-8: the console's person gets their check-ins here while the chat is open
@@ -213,11 +214,18 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def explain_failure(settings: Settings, log_file: Path | None) -> str:
-    """One line after a failed reply: is the server down, is the key refused, or did it refuse the request itself?"""
+def explain_failure(settings: Settings, log_file: Path | None, failure: Exception | None = None) -> str:
+    """One line after a failed reply: did it time out, is the server down, is the key refused, or did it refuse
+    the request itself?"""
+    from ..llm import ModelTimeout, TurnTimeout
     from .doctor import reach
 
     details = f" (details in {log_file})" if log_file else ""
+    if isinstance(failure, ModelTimeout | TurnTimeout):
+        return (
+            f"timed out: {failure}, at {settings.llm_base_url}; the server may be overloaded or still loading "
+            f"{settings.chat_model} (COMPANION_LLM_TIMEOUT_S, COMPANION_TURN_DEADLINE_S){details}"
+        )
     problem = reach(settings.llm_base_url, _secret(settings.llm_api_key))
     if problem:
         return problem.message + details
