@@ -96,6 +96,7 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _serve(settings: Settings) -> int:
     from ..composition import build_channels, build_health
+    from ..launch import serve
 
     runtime = build_runtime(settings)
     adapters, voice = build_channels(settings, runtime)
@@ -108,10 +109,8 @@ async def _serve(settings: Settings) -> int:
     await runtime.start()
     try:
         await _start_health(health)
-        for adapter in adapters:
-            await adapter.start()
-        log.info("running on %s; Ctrl-C stops", ", ".join(type(a).__name__ for a in adapters))
-        await stop.wait()
+        log.info("starting %s; Ctrl-C stops", ", ".join(a.platform for a in adapters))
+        await serve(adapters, stop)  # each platform retries on its own; the others keep serving (bot.launch)
     finally:
         if health is not None:
             await health.stop()
