@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..composition import _secret
 from .memories import nonempty
-from .output import CommandFailed, UsageError, note, out, print_json
+from .output import CommandFailed, UsageError, counted, note, out, print_json
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -40,8 +40,16 @@ chat; --verbose shows them here."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("run", help="run the bot on Discord and/or Telegram (whichever tokens are set)")
-    p.set_defaults(handler=run_bot)
+    text = "run the bot on Discord and/or Telegram (whichever tokens are set)"
+    p = subparsers.add_parser(
+        "run",
+        help=text,
+        description=text[0].upper() + text[1:] + ", until Ctrl-C or SIGTERM (a graceful stop). A platform that "
+        "cannot connect is retried with backoff while the other serves; /healthz and /metrics answer on "
+        "COMPANION_HEALTH_HOST:COMPANION_HEALTH_PORT.",
+    )
+    p.add_argument("--log-file", type=Path, metavar="PATH", help="write the logs to this file instead of the terminal")
+    p.set_defaults(handler=run_bot, log_destination=lambda args, settings: args.log_file)
     p = subparsers.add_parser(
         "chat",
         help="chat with the bot in this terminal, against the same memory",
@@ -56,7 +64,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--verbose", action="store_true", help="show the logs in the terminal instead of writing them to a file")
     p.add_argument("--new-store", action="store_true", help="start a new, empty store when there is none (asked on a terminal)")
     p.set_defaults(handler=chat, log_destination=chat_log_file)
-    p = subparsers.add_parser("snapshot", help="show the memory slice a reply would get (no LLM call)")
+    text = "show the memory slice a reply would get (no LLM call)"
+    p = subparsers.add_parser(
+        "snapshot",
+        help=text,
+        description="Show the memories, summaries and history a reply to MESSAGE would be given, resolved exactly as "
+        "the bot resolves a turn, without calling the model and without writing anything.",
+    )
     p.add_argument("message", help="the incoming message text")
     p.add_argument("--platform", choices=PLATFORMS, default="console", help="discord, telegram or console (default: console)")
     p.add_argument("--user", required=True, type=nonempty, help="the speaker's platform user id")
@@ -254,7 +268,7 @@ def snapshot(args: argparse.Namespace, settings: Settings) -> int:
             print_json({"context": {"person": turn.person_id, "partitions": list(turn.ctx.memory_partitions())}, **snap.as_dict()})
         else:
             out().print(
-                f"{turn.person_id} in {'a DM' if turn.ctx.is_dm else turn.ctx.guild_id} sees {len(snap.memory_ids)} memories "
+                f"{turn.person_id} in {'a DM' if turn.ctx.is_dm else turn.ctx.guild_id} sees {counted(len(snap.memory_ids), 'memory')} "
                 f"({snap.took_ms:.1f} ms)",
                 markup=False,
                 style="bold",

@@ -198,6 +198,8 @@ def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
 
 
 def _store_finding(db: Any, path: Path) -> Finding:
+    from .output import counted
+
     verdict = db.scalar("PRAGMA quick_check")
     if verdict != "ok":
         return Finding("store", "fail", f"{path} is damaged: {verdict}", "`companion restore` a backup made with `companion backup`")
@@ -205,7 +207,7 @@ def _store_finding(db: Any, path: Path) -> Finding:
         return Finding(
             "store", "warn", f"{path}: {db.behind} schema migration(s) pending", "none: the next command that writes applies them"
         )
-    return Finding("store", "ok", f"{path}: {db.scalar('SELECT COUNT(*) FROM memories')} memories, integrity ok")
+    return Finding("store", "ok", f"{path}: {counted(db.scalar('SELECT COUNT(*) FROM memories'), 'memory')}, integrity ok")
 
 
 def check_models(settings: Settings) -> list[Finding]:

@@ -209,6 +209,8 @@ def _setup_logging(level: str, log_file: Path | None = None) -> None:
 
     _remove_handlers()
     handler = (_file_handler(log_file) if log_file else None) or _terminal_handler()
+    if not isinstance(handler, logging.FileHandler):
+        handler.addFilter(TerminalNoise(debug=level == "DEBUG"))
     install_redaction(handler)  # a token in an HTTP error's URL must not reach the terminal or the log file (SEC-4)
     handler.companion_cli = True  # type: ignore[attr-defined]
     root = logging.getLogger()
@@ -220,6 +222,23 @@ def _setup_logging(level: str, log_file: Path | None = None) -> None:
 
 # Libraries whose DEBUG lines carry message texts; they stay at INFO even when --log-level DEBUG is asked for.
 CHATTY_LIBRARIES = ("telegram", "httpx", "httpcore", "openai", "discord.gateway", "discord.http", "aiohttp.access")
+
+
+class TerminalNoise(logging.Filter):
+    """Library lines a person at a terminal cannot act on: httpx's "HTTP Request" per call (kept at DEBUG and in
+    log files), APScheduler's "Adding job tentatively" before it starts, pypdf's complaints about a file's
+    internals (the text is still read)."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__()
+        self.debug = debug
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("httpx"):
+            return self.debug or record.levelno > logging.INFO
+        if record.name.startswith("apscheduler") and "tentatively" in str(record.msg):
+            return False
+        return not (record.name.startswith("pypdf") and record.levelno < logging.ERROR)
 
 
 def _remove_handlers() -> None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
 
 from .. import composition
-from .output import UsageError, confirm, hits_table, memory_detail, memory_table, new_file, out, print_json, replacing, say
+from .output import UsageError, confirm, counted, hits_table, memory_detail, memory_table, new_file, out, print_json, replacing, say
 
 if TYPE_CHECKING:
     from memory.engine import MemoryEngine
@@ -387,7 +387,7 @@ def export_memories(args: argparse.Namespace, settings: Settings) -> None:
     with replacing(args.output) as partial:
         partial.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
     say(
-        f"exported {len(data['memories'])} memories, {len(data['messages'])} messages and "
+        f"exported {counted(len(data['memories']), 'memory')}, {len(data['messages'])} messages and "
         f"{len(data['session_summaries'])} session summaries to {args.output}"
     )
 
