@@ -47,7 +47,7 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
     if settings.embeddings == "local":
         from memory.embeddings import OnnxMiniLM
 
-        return OnnxMiniLM()
+        return OnnxMiniLM(model_dir=settings.embedding_model_dir)
     if settings.embeddings == "openai":
         from .llm import OpenAIEmbedder
 

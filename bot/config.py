@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_dim: int | None = Field(None, ge=8, le=8192)
+    # your own copy of the local embedding model: a folder with model.onnx and tokenizer.json (empty: the bundled one)
+    embedding_model_dir: Path | None = None
 
     # LLM (every call goes through the openai SDK at base_url)
     llm_base_url: str = Field("https://api.openai.com/v1", validation_alias=_env("OPENAI_BASE_URL"))
@@ -98,6 +100,8 @@ class Settings(BaseSettings):
     voice_enabled: bool = True
     voice_stt: Literal["local", "openai"] = "local"
     voice_stt_model: str = "whisper-1"
+    # your own faster-whisper model folder for voice_stt=local (model.bin, config.json; empty: the bundled tiny.en)
+    voice_stt_model_dir: Path | None = None
     voice_tts: Literal["espeak", "openai"] = "espeak"
     voice_tts_model: str = "tts-1"
     voice_tts_voice: str = "alloy"
@@ -170,6 +174,20 @@ class Settings(BaseSettings):
             read_persona(value)
         except PersonaFileError as exc:
             raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("embedding_model_dir", "voice_stt_model_dir")
+    @classmethod
+    def _model_folder(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        """A model folder is checked at start, not when the first message (or the first spoken word) needs it."""
+        if value is None:
+            return None
+        needed = ("model.onnx", "tokenizer.json") if info.field_name == "embedding_model_dir" else ("model.bin", "config.json")
+        if not value.is_dir():
+            raise ValueError(f"{value} is not a folder")
+        missing = [name for name in needed if not (value / name).is_file()]
+        if missing:
+            raise ValueError(f"{value} has no {' or '.join(missing)}")
         return value
 
     @field_validator("timezone")
