@@ -249,9 +249,27 @@ def explain_failure(settings: Settings, log_file: Path | None, failure: Exceptio
 
 
 # -- snapshot ----------------------------------------------------------------------------------------------
+def platform_id(platform: str, value: str | None, what: str) -> str | None:
+    """One id form everywhere: ``discord:999`` and ``999`` with --platform discord name the same guild (the bot
+    adds the platform itself; "discord:discord:999" would find nothing). Another platform's prefix is refused."""
+    if value is None:
+        return None
+    prefix, _, rest = value.partition(":")
+    if prefix == platform and rest:
+        return rest
+    if prefix in PLATFORMS and rest:
+        raise UsageError(f"{what} {value} is a {prefix} id, but --platform is {platform}")
+    return value
+
+
 def snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from ..types import IncomingMessage
 
+    user, channel, guild = (
+        platform_id(args.platform, value, what)
+        for value, what in ((args.user, "--user"), (args.channel, "--channel"), (args.guild, "--guild"))
+    )
+    args = argparse.Namespace(**{**vars(args), "user": user, "channel": channel, "guild": guild})
     runtime = build_runtime(settings)
     try:
         dm = None if args.guild else runtime.orchestrator.dm_channel(args.platform, args.user)
