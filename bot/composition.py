@@ -47,7 +47,7 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
     if settings.embeddings == "local":
         from memory.embeddings import OnnxMiniLM
 
-        return OnnxMiniLM()
+        return OnnxMiniLM(model_dir=settings.embedding_model_dir)
     if settings.embeddings == "openai":
         from .llm import OpenAIEmbedder
 
@@ -132,8 +132,7 @@ class SyncCompleter:
 
 def build_completer(settings: Settings) -> SyncCompleter:
     return SyncCompleter(
-        settings.llm_base_url,
-        _secret(settings.llm_api_key),
+        *extraction_server(settings),
         settings.extraction_model or settings.chat_model,
         timeout=settings.llm_timeout_s,
         max_retries=settings.llm_max_retries,
@@ -155,6 +154,7 @@ def build_runtime(
     from .background import Background
     from .config import journal_dir
     from .daily import BulletinRefresh, DailyReflection
+    from .health import Metrics
     from .orchestrator import Orchestrator, OwnerPolicy
     from .persona import Persona, read_persona
     from .runtime import Runtime, Schedule
@@ -178,10 +178,13 @@ def build_runtime(
     zones = Timezones(engine, settings.timezone)
     buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
     summaries = SessionSummaries(engine, settings.summary_ttl_s)
+    metrics = Metrics()  # OPS-5: /metrics
+    chat_client = _chat_client(settings, settings.chat_model, backoff_s)
+    chat_client.on_call = metrics.model_call
     orchestrator = Orchestrator(
         engine,
         runner,
-        _chat_client(settings, settings.chat_model, backoff_s),
+        chat_client,
         owners=OwnerPolicy(frozenset(settings.owner_ids)),
         buffer=buffer,
         summaries=summaries,
@@ -193,7 +196,7 @@ def build_runtime(
     background = Background(
         engine,
         runner,
-        _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s),
+        _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s, server=extraction_server(settings)),
         buffer,
         orchestrator.channels,
         summaries,
@@ -210,6 +213,7 @@ def build_runtime(
         checkin_cron=settings.checkin_cron,
     )
     runtime = Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
+    runtime.metrics = metrics
     runtime.daily = DailyReflection(engine, runner, background, DailyReflections(engine, zone_for=zones.zone_for))  # MAINT-4
     runtime.bulletins = BulletinRefresh(engine, runner, background, Bulletins(engine, min_changes=settings.bulletin_min_changes))
     runtime.checkins = build_checkins(settings, orchestrator)  # ORCH-8
@@ -285,12 +289,21 @@ def public_hosts(settings: Settings) -> tuple[str, ...]:
     return tuple(h.strip() for h in (settings.dashboard_public_host or "").split(",") if h.strip())
 
 
-def _chat_client(settings: Settings, model: str, backoff_s: float) -> ChatClient:
+def extraction_server(settings: Settings) -> tuple[str, str]:
+    """(base URL, key) of the extraction model: its own when set (a local model for extraction), else the chat model's."""
+    return (
+        settings.extraction_base_url or settings.llm_base_url,
+        _secret(settings.extraction_api_key) or (_secret(settings.llm_api_key) if not settings.extraction_base_url else ""),
+    )
+
+
+def _chat_client(settings: Settings, model: str, backoff_s: float, *, server: tuple[str, str] | None = None) -> ChatClient:
     from .llm import ChatClient
 
+    base_url, api_key = server or (settings.llm_base_url, _secret(settings.llm_api_key))
     return ChatClient(
-        settings.llm_base_url,
-        _secret(settings.llm_api_key),
+        base_url,
+        api_key,
         model,
         timeout=settings.llm_timeout_s,
         max_retries=settings.llm_max_retries,
@@ -305,16 +318,17 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     when someone asks with /voice join; the speech model loads on first use)."""
     adapters: list[Any] = []
     voice = None
+    conversation = front_door_of(settings, runtime)
     if settings.telegram_token:
         from .adapters.telegram_adapter import TelegramAdapter
 
-        adapters.append(TelegramAdapter(runtime.orchestrator, _secret(settings.telegram_token)))
+        adapters.append(TelegramAdapter(conversation, _secret(settings.telegram_token)))
     if settings.discord_token:
         from .adapters.discord_adapter import DiscordAdapter
 
         persona = runtime.orchestrator.persona
         discord_adapter = DiscordAdapter(
-            runtime.orchestrator, _secret(settings.discord_token), channels=settings.discord_channels, on_named=persona.learn_platform_name
+            conversation, _secret(settings.discord_token), channels=settings.discord_channels, on_named=persona.learn_platform_name
         )
         adapters.append(discord_adapter)
         if settings.voice_enabled:
@@ -322,6 +336,28 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     if runtime.checkins is not None:  # ORCH-8: a check-in goes out through the adapter of the DM it was asked for in
         runtime.checkins.deliveries.update({adapter.platform: adapter.send_direct for adapter in adapters})
     return adapters, voice
+
+
+def front_door_of(settings: Settings, runtime: Runtime) -> Any:
+    """The orchestrator as the chat adapters see it: counted for /metrics, behind the per-person rate limit (OPS-5)."""
+    from .ratelimit import MessageLimit, front_door
+
+    return front_door(runtime.orchestrator, MessageLimit(settings.rate_limit_messages, settings.rate_limit_window_s), runtime.metrics)
+
+
+def build_health(settings: Settings, runtime: Runtime) -> Any:
+    """GET /healthz and /metrics for ``companion run`` (OPS-5); None when turned off."""
+    from .health import HealthServer, Metrics, Queues
+
+    if not settings.health_enabled:
+        return None
+
+    async def queues() -> Queues:
+        buffer = runtime.background.buffer
+        dead = await runtime.runner.run(buffer.db.scalar, "SELECT COUNT(*) FROM dead_letters")
+        return Queues(await runtime.runner.run(buffer.pending), int(dead))
+
+    return HealthServer(runtime.metrics or Metrics(), queues, settings.health_host, settings.health_port)
 
 
 def _discord_voice(settings: Settings, runtime: Runtime, adapter: Any) -> Any:

@@ -48,12 +48,17 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_dim: int | None = Field(None, ge=8, le=8192)
+    # your own copy of the local embedding model: a folder with model.onnx and tokenizer.json (empty: the bundled one)
+    embedding_model_dir: Path | None = None
 
     # LLM (every call goes through the openai SDK at base_url)
     llm_base_url: str = Field("https://api.openai.com/v1", validation_alias=_env("OPENAI_BASE_URL"))
     llm_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
     chat_model: str = "gpt-4o-mini"
     extraction_model: str | None = None
+    # the extraction model's own server and key (empty: OPENAI_BASE_URL / OPENAI_API_KEY), e.g. a local model for extraction
+    extraction_base_url: str | None = None
+    extraction_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(60.0, gt=0, le=600)
     llm_max_retries: int = Field(2, ge=0, le=10)
     # one deadline for a whole reply (every attempt, tool call and stream): a model that trickles is cut off
@@ -95,6 +100,8 @@ class Settings(BaseSettings):
     voice_enabled: bool = True
     voice_stt: Literal["local", "openai"] = "local"
     voice_stt_model: str = "whisper-1"
+    # your own faster-whisper model folder for voice_stt=local (model.bin, config.json; empty: the bundled tiny.en)
+    voice_stt_model_dir: Path | None = None
     voice_tts: Literal["espeak", "openai"] = "espeak"
     voice_tts_model: str = "tts-1"
     voice_tts_voice: str = "alloy"
@@ -117,6 +124,14 @@ class Settings(BaseSettings):
     dashboard_token: SecretStr | None = None  # at least 24 characters (bot.dashboard.startup.MIN_TOKEN)
     dashboard_allow_remote: bool = False  # a non-loopback dashboard_host is refused unless this is true
     dashboard_public_host: str | None = None  # names the Host header may carry besides loopback ones (comma-separated)
+
+    # OPS-5: at most this many replies per person in this many seconds (0: no limit); past it one polite line
+    rate_limit_messages: int = Field(10, ge=0, le=10_000)
+    rate_limit_window_s: float = Field(60.0, gt=0, le=86400)
+    # OPS-5: GET /healthz and /metrics while `companion run` runs (loopback; a container's HEALTHCHECK asks it)
+    health_enabled: bool = True
+    health_host: str = "127.0.0.1"
+    health_port: int = Field(8766, ge=0, le=65535)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -159,6 +174,20 @@ class Settings(BaseSettings):
             read_persona(value)
         except PersonaFileError as exc:
             raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("embedding_model_dir", "voice_stt_model_dir")
+    @classmethod
+    def _model_folder(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        """A model folder is checked at start, not when the first message (or the first spoken word) needs it."""
+        if value is None:
+            return None
+        needed = ("model.onnx", "tokenizer.json") if info.field_name == "embedding_model_dir" else ("model.bin", "config.json")
+        if not value.is_dir():
+            raise ValueError(f"{value} is not a folder")
+        missing = [name for name in needed if not (value / name).is_file()]
+        if missing:
+            raise ValueError(f"{value} has no {' or '.join(missing)}")
         return value
 
     @field_validator("timezone")

@@ -8,7 +8,9 @@ Errors (ORCH-6)::
      +-- StreamCut         a stream failed after some of its text was shown: never retried (a retry
      |                     would show the text again, "HelHelHel"); the caller apologises
      +-- TurnTimeout       the turn's one deadline passed (a model that trickles is not waited for
-                           once per attempt, 3 x 60 s)
+     |                     once per attempt, 3 x 60 s)
+     +-- ModelTimeout      one request got no answer within COMPANION_LLM_TIMEOUT_S: not retried (a server
+                           that hangs would be waited for three times), reported as a timeout
 
 Every answer is checked in one place (``_parse``; ``_StreamedAnswer`` for streams) and comes out as
 a plain, normalised message dict, so nothing downstream touches the SDK's lax response objects.
@@ -21,6 +23,7 @@ import contextlib
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -76,6 +79,10 @@ class TurnTimeout(LLMError):
     """The whole turn (every attempt and tool call) took longer than its deadline."""
 
 
+class ModelTimeout(LLMError):
+    """A request timed out: the server is overloaded, still loading the model, or hangs."""
+
+
 class ToolBox(Protocol):
     def schemas(self) -> list[dict[str, Any]]: ...
 
@@ -105,7 +112,10 @@ class ChatClient:
     ) -> None:
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
-        self.turn_deadline_s = turn_deadline_s
+        self.turn_deadline_s, self.timeout_s = turn_deadline_s, timeout
+        self.last_failure: LLMError | None = None  # why the latest turn failed, for the one line the console shows
+        self.tools_off = False  # set when the server rejected ``tools``: some local models have no tool calling
+        self.on_call: Callable[[float, bool], None] | None = None  # (seconds, failed) per request, for /metrics
 
     async def aclose(self) -> None:
         """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""
@@ -125,12 +135,16 @@ class ChatClient:
             async with asyncio.timeout(self.turn_deadline_s):
                 return await self._loop(messages, tools, stream)
         except TimeoutError as exc:
-            raise TurnTimeout(f"no answer within the turn's deadline ({self.turn_deadline_s:g} s)") from exc
+            self.last_failure = TurnTimeout(f"no answer within the turn's deadline ({self.turn_deadline_s:g} s)")
+            raise self.last_failure from exc
+        except LLMError as exc:
+            self.last_failure = exc
+            raise
 
     async def _loop(self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None) -> str:
         convo = list(messages)
         for step in range(self.max_steps + 1):
-            offer = tools.schemas() if tools and step < self.max_steps else None
+            offer = tools.schemas() if tools and step < self.max_steps and not self.tools_off else None
             message = await self._create(convo, offer, stream)
             calls = message.get("tool_calls") or []
             if not calls or tools is None:
@@ -148,21 +162,42 @@ class ChatClient:
         for attempt in range(self.max_retries + 1):
             try:
                 return await self._attempt(args, stream)
+            except openai.APITimeoutError as exc:
+                log.warning("LLM call timed out after %g s; not retried", self.timeout_s)
+                raise ModelTimeout(f"the model server did not answer within {self.timeout_s:g} s") from exc
             except RETRYABLE as exc:
                 log.warning("LLM call failed (%s); attempt %d of %d", _reason(exc), attempt + 1, self.max_retries + 1)
                 if attempt >= self.max_retries:
                     raise LLMError(f"the model failed {attempt + 1} times: {type(exc).__name__}") from exc
                 await self._sleep(self.backoff_s * 2**attempt)
+            except openai.BadRequestError as exc:
+                if not (tools and _rejects_tools(exc)):
+                    raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
+                self._turn_tools_off(exc)
+                return await self._create(messages, None, stream, **extra)
             except openai.APIError as exc:
                 raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
         raise AssertionError("unreachable")
 
+    def _turn_tools_off(self, exc: Exception) -> None:
+        """Once, for the rest of the run: the model chats without tools; memories still come from extraction and
+        /forget needs no model."""
+        self.tools_off = True
+        log.warning("the model %s rejects tool calls (%s): tools are off; memories are saved by extraction", self.model, _excerpt(str(exc)))
+
     async def _attempt(self, args: dict[str, Any], stream: StreamSink | None) -> dict[str, Any]:
-        if stream is not None:
-            return await self._streamed(args, stream)
-        with _undecodable_is_malformed():
-            response = await self._client.chat.completions.create(**args)
-        return _parse(response)
+        start, failed = time.perf_counter(), True
+        try:
+            if stream is not None:
+                answer = await self._streamed(args, stream)
+            else:
+                with _undecodable_is_malformed():
+                    answer = _parse(await self._client.chat.completions.create(**args))
+            failed = False
+            return answer
+        finally:
+            if self.on_call is not None:
+                self.on_call(time.perf_counter() - start, failed)
 
     async def _streamed(self, args: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
         """Streams text deltas to ``sink`` and reassembles tool calls from their fragments.
@@ -328,6 +363,11 @@ def _excerpt(value: object) -> str:
     """A bounded look at a bad answer for the log line; answers never contain the API key."""
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _rejects_tools(exc: openai.BadRequestError) -> bool:
+    """A 400 that names tools: Ollama's "does not support tools", llama.cpp's "tools param requires --jinja", ..."""
+    return "tool" in str(exc).lower()
 
 
 def _reason(exc: Exception) -> str:

@@ -24,6 +24,7 @@ from .orchestrator import Orchestrator
 
 if TYPE_CHECKING:
     from .dashboard.app import DashboardServer
+    from .health import Metrics
     from .ingest_watch import IngestWatch
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ class Runtime:
     dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
     ingest: IngestWatch | None = None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
     _ingest_task: asyncio.Task | None = None
+    metrics: Metrics | None = None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
 
     async def start(self, *, background_loop: bool = True) -> None:
         # No reply survives a restart: turns held for one are due now, and so are batches that waited out a

@@ -76,7 +76,7 @@ def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
     if settings.voice_stt == "openai":
         stt: SpeechToText = OpenAISpeechToText(base_url, api_key, settings.voice_stt_model)
     else:
-        stt = FasterWhisperSTT()
+        stt = FasterWhisperSTT(settings.voice_stt_model_dir)
     if settings.voice_tts == "openai":
         tts: TextToSpeech = OpenAITextToSpeech(base_url, api_key, settings.voice_tts_model, settings.voice_tts_voice)
     else:

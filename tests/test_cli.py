@@ -121,7 +121,7 @@ def test_import_says_why_each_row_was_rejected_and_refuses_what_is_not_an_export
         json.dumps([{"content": "Alice's password is hunter22", "scope": "user", "scope_id": "a"}, {"content": "no scope"}])
     )
     result = cli("memory", "import", str(tmp_path / "rows.json"))
-    assert result.code == 0 and "0 stored, 0 duplicate, 2 rejected" in result.out
+    assert result.code == 1 and "0 stored, 0 duplicate, 2 rejected" in result.out  # all refused: not a success
     assert "memory 1: text contains what looks like a secret" in result.out and "memory 2: missing field 'scope'" in result.out
     (tmp_path / "other.json").write_text('{"a": 1}')
     refused = cli("memory", "import", str(tmp_path / "other.json"))

@@ -14,7 +14,7 @@ import pytest
 from bot.orchestrator import APOLOGY
 from memory.db import Database, read_only
 from tests.cli_support import Cli, Result
-from tests.fakes import FakeOpenAI, HTTPError
+from tests.fakes import Delay, FakeOpenAI, HTTPError
 
 LOG_NOISE = ("applied migration", "Scheduler", "HTTP Request", "INFO", "WARNING")
 
@@ -24,7 +24,7 @@ def typed(monkeypatch: pytest.MonkeyPatch, *lines: str) -> None:
 
 
 async def chat(cli: Cli, *argv: str) -> Result:
-    return await asyncio.to_thread(cli, "chat", "--no-stream", *argv)
+    return await asyncio.to_thread(cli, "chat", "--no-stream", "--new-store", *argv)
 
 
 async def test_chat_is_quiet_and_logs_to_a_file_beside_the_store(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,3 +136,18 @@ async def test_a_lone_surrogate_is_stored_replaced_and_no_apology_claims_a_save_
     assert "bot> What a name!" in result.out
     assert stored_user_turns(cli) == ["my cat is called Mi\ufffdo"]
     assert "Mi\ufffdo" in srv.chat_requests[0]["messages"][-1]["content"]
+
+
+async def test_a_server_that_hangs_is_reported_as_a_timeout_after_one_wait(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with FakeOpenAI() as srv:
+        srv.script(Delay(5.0, "too late"))
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("COMPANION_LLM_TIMEOUT_S", "0.3")
+        typed(monkeypatch, "hello?", "/quit")
+        result = await chat(cli)
+        asked = len([r for r in srv.chat_requests if "tools" in r])  # replies offer tools; the extraction at exit does not
+    hint = next(line for line in result.out.splitlines() if line.startswith("(!)"))
+    assert hint.startswith("(!) timed out:") and "0.3 s" in hint and "COMPANION_LLM_TIMEOUT_S" in hint
+    assert "answers, but not to this request" not in result.out
+    assert asked == 1  # a hanging server is not asked again (and again) while the person waits

@@ -124,7 +124,7 @@ def test_restore_brings_back_a_backup(cli: Cli, tmp_path: Path) -> None:
     assert len(cli("memory", "list", "--json").json()) == 2
 
     restored = cli("restore", str(backup), "--force")
-    assert restored.code == 0 and "1 memories" in restored.out
+    assert restored.code == 0 and "1 memory" in restored.out
     assert [m["id"] for m in cli("memory", "list", "--json").json()] == [memory_id]
 
     elsewhere = Cli(tmp_path / "new" / "store.db", cli.capsys)

@@ -129,7 +129,7 @@ def test_bad_files_give_one_line_each_and_the_others_are_ingested(cli, tmp_path)
     result = cli("ingest", "broken.pdf", "blob.txt", "missing.md", "picture.png", "good.md", "--no-llm")
     assert result.code == 1 and "Traceback" not in result.err
     lines = result.out.strip().splitlines()
-    assert len(lines) == 5 and lines[-1].startswith("good.md: 1 passages, 1 memories stored")
+    assert len(lines) == 5 and lines[-1].startswith("good.md: 1 passage, 1 memory stored")
     assert [line.split(":")[0] for line in lines if ": failed: " in line] == ["broken.pdf", "blob.txt", "missing.md", "picture.png"]
     assert "not a readable PDF" in lines[0] and "binary" in lines[1] and "no such file" in lines[2]
     assert [m["content"] for m in listed(cli)] == ["Carol grows tomatoes on her balcony."]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from .. import composition
 from .memories import command, engine_for, nonempty
-from .output import CommandFailed, UsageError, print_json, say, when
+from .output import CommandFailed, UsageError, counted, print_json, say, when
 
 if TYPE_CHECKING:
     from memory.bulletin import Bulletin
@@ -49,7 +49,7 @@ def show_bulletins(args: argparse.Namespace, settings: Settings) -> None:
     if not found:
         return say("no bulletin yet" + (" for that scope" if args.scope or args.scope_id else ""))
     for b in found:
-        say(f"== {b.scope} {b.scope_id} (written {when(b.built_at)}, from {b.memory_count} memories)\n{b.text}\n")
+        say(f"== {b.scope} {b.scope_id} (written {when(b.built_at)}, from {counted(b.memory_count, 'memory')})\n{b.text}\n")
 
 
 def refresh_bulletins(args: argparse.Namespace, settings: Settings) -> None:
@@ -68,9 +68,9 @@ def refresh_bulletins(args: argparse.Namespace, settings: Settings) -> None:
     if args.json:
         print_json({"planned": len(plans), "written": [_as_dict(b) for b in written]})
     else:
-        say(f"{len(written)} of {len(plans)} bulletins written" if plans else "no bulletin is due (nothing new to summarise)")
+        say(f"{len(written)} of {counted(len(plans), 'bulletin')} written" if plans else "no bulletin is due (nothing new to summarise)")
     if len(written) < len(plans):
-        raise CommandFailed(f"{len(plans) - len(written)} bulletins could not be written (see the log above)")
+        raise CommandFailed(f"{counted(len(plans) - len(written), 'bulletin')} could not be written (see the log above)")
 
 
 def _as_dict(b: Bulletin) -> dict[str, object]:

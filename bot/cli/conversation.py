@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..composition import _secret
 from .memories import nonempty
-from .output import CommandFailed, UsageError, note, out, print_json
+from .output import CommandFailed, UsageError, counted, note, out, print_json
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -40,8 +40,16 @@ chat; --verbose shows them here."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("run", help="run the bot on Discord and/or Telegram (whichever tokens are set)")
-    p.set_defaults(handler=run_bot)
+    text = "run the bot on Discord and/or Telegram (whichever tokens are set)"
+    p = subparsers.add_parser(
+        "run",
+        help=text,
+        description=text[0].upper() + text[1:] + ", until Ctrl-C or SIGTERM (a graceful stop). A platform that "
+        "cannot connect is retried with backoff while the other serves; /healthz and /metrics answer on "
+        "COMPANION_HEALTH_HOST:COMPANION_HEALTH_PORT.",
+    )
+    p.add_argument("--log-file", type=Path, metavar="PATH", help="write the logs to this file instead of the terminal")
+    p.set_defaults(handler=run_bot, log_destination=lambda args, settings: args.log_file)
     p = subparsers.add_parser(
         "chat",
         help="chat with the bot in this terminal, against the same memory",
@@ -54,8 +62,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-stream", action="store_true", help="print replies whole instead of as they stream")
     p.add_argument("--log-file", type=Path, metavar="PATH", help="where the logs go (default: beside the store, with the suffix .log)")
     p.add_argument("--verbose", action="store_true", help="show the logs in the terminal instead of writing them to a file")
+    p.add_argument("--new-store", action="store_true", help="start a new, empty store when there is none (asked on a terminal)")
     p.set_defaults(handler=chat, log_destination=chat_log_file)
-    p = subparsers.add_parser("snapshot", help="show the memory slice a reply would get (no LLM call)")
+    text = "show the memory slice a reply would get (no LLM call)"
+    p = subparsers.add_parser(
+        "snapshot",
+        help=text,
+        description="Show the memories, summaries and history a reply to MESSAGE would be given, resolved exactly as "
+        "the bot resolves a turn, without calling the model and without writing anything.",
+    )
     p.add_argument("message", help="the incoming message text")
     p.add_argument("--platform", choices=PLATFORMS, default="console", help="discord, telegram or console (default: console)")
     p.add_argument("--user", required=True, type=nonempty, help="the speaker's platform user id")
@@ -84,6 +99,7 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     problems = token_problems(_secret(settings.discord_token), _secret(settings.telegram_token))
     if problems:
         raise UsageError("; ".join(problems))
+    say_where(args, settings)
     try:
         return asyncio.run(_serve(settings))
     except LoginRejected as exc:
@@ -93,10 +109,12 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _serve(settings: Settings) -> int:
-    from ..composition import build_channels
+    from ..composition import build_channels, build_health
+    from ..launch import serve
 
     runtime = build_runtime(settings)
     adapters, voice = build_channels(settings, runtime)
+    health = build_health(settings, runtime)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -104,11 +122,12 @@ async def _serve(settings: Settings) -> int:
             loop.add_signal_handler(sig, stop.set)
     await runtime.start()
     try:
-        for adapter in adapters:
-            await adapter.start()
-        log.info("running on %s; Ctrl-C stops", ", ".join(type(a).__name__ for a in adapters))
-        await stop.wait()
+        await _start_health(health)
+        log.info("starting %s; Ctrl-C stops", ", ".join(a.platform for a in adapters))
+        await serve(adapters, stop)  # each platform retries on its own; the others keep serving (bot.launch)
     finally:
+        if health is not None:
+            await health.stop()
         if voice is not None:  # first: leaving persists each session's summary while the store is still open
             await _close_voice(voice)
         for adapter in adapters:
@@ -118,6 +137,16 @@ async def _serve(settings: Settings) -> int:
                 log.exception("could not stop %s cleanly", type(adapter).__name__)
         await runtime.stop()
     return 0
+
+
+async def _start_health(health) -> None:
+    """A port already taken costs the operator /healthz, not the bot."""
+    if health is None:
+        return
+    try:
+        await health.start()
+    except OSError as exc:
+        log.warning("no /healthz: cannot listen on %s:%d (%s); set COMPANION_HEALTH_PORT", health.host, health.port, exc.strerror)
 
 
 async def _close_voice(voice) -> None:
@@ -139,9 +168,36 @@ def chat_log_file(args: argparse.Namespace, settings: Settings) -> Path | None:
     return beside if beside != store else store.with_name(store.name + ".log")
 
 
+def say_where(args: argparse.Namespace, settings: Settings) -> None:
+    """One line: which config and which store, so a surprising answer can be traced to the wrong home (bot/home.py)."""
+    home = getattr(args, "home", None)
+    config = home.describe_config() if home else "the environment"
+    note(f"config: {config}; store: {Path(settings.db_path).absolute()}")
+
+
+def confirm_new_store(args: argparse.Namespace, settings: Settings) -> None:
+    """A missing store is said out loud before one is made: an empty store reads like total memory loss."""
+    store = Path(settings.db_path)
+    if store.exists():
+        return
+    text = f"there is no store at {store.absolute()}"
+    if args.new_store:
+        note(f"{text}: starting a new, empty one (nothing remembered yet)")
+        return
+    hint = "pass --new-store to start an empty one, or point at yours with --db, COMPANION_HOME or --env-file"
+    if not sys.stdin.isatty():
+        raise UsageError(f"{text}: {hint}")
+    sys.stderr.write(f"companion: {text} (nothing remembered yet). Start a new, empty one? [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise UsageError(f"no store created: {hint}")
+
+
 def chat(args: argparse.Namespace, settings: Settings) -> int:
     from .doctor import startup_warnings
 
+    say_where(args, settings)
+    confirm_new_store(args, settings)
     for warning in startup_warnings(settings.llm_base_url, _secret(settings.llm_api_key)):
         note(f"warning: {warning}")
     return asyncio.run(_chat(settings, args))
@@ -157,7 +213,8 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     log_file = chat_log_file(args, settings)
 
     async def diagnose() -> str:
-        return await asyncio.to_thread(explain_failure, settings, log_file)
+        failure = getattr(runtime.orchestrator.llm, "last_failure", None)
+        return await asyncio.to_thread(explain_failure, settings, log_file, failure)
 
     console = ConsoleChat(runtime.orchestrator, user_id=args.user, user_name=name, stream=not args.no_stream, diagnose=diagnose)
     if runtime.checkins is not None:  # ORCH-8: the console's person gets their check-ins here while the chat is open
@@ -170,11 +227,18 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def explain_failure(settings: Settings, log_file: Path | None) -> str:
-    """One line after a failed reply: is the server down, is the key refused, or did it refuse the request itself?"""
+def explain_failure(settings: Settings, log_file: Path | None, failure: Exception | None = None) -> str:
+    """One line after a failed reply: did it time out, is the server down, is the key refused, or did it refuse
+    the request itself?"""
+    from ..llm import ModelTimeout, TurnTimeout
     from .doctor import reach
 
     details = f" (details in {log_file})" if log_file else ""
+    if isinstance(failure, ModelTimeout | TurnTimeout):
+        return (
+            f"timed out: {failure}, at {settings.llm_base_url}; the server may be overloaded or still loading "
+            f"{settings.chat_model} (COMPANION_LLM_TIMEOUT_S, COMPANION_TURN_DEADLINE_S){details}"
+        )
     problem = reach(settings.llm_base_url, _secret(settings.llm_api_key))
     if problem:
         return problem.message + details
@@ -185,9 +249,27 @@ def explain_failure(settings: Settings, log_file: Path | None) -> str:
 
 
 # -- snapshot ----------------------------------------------------------------------------------------------
+def platform_id(platform: str, value: str | None, what: str) -> str | None:
+    """One id form everywhere: ``discord:999`` and ``999`` with --platform discord name the same guild (the bot
+    adds the platform itself; "discord:discord:999" would find nothing). Another platform's prefix is refused."""
+    if value is None:
+        return None
+    prefix, _, rest = value.partition(":")
+    if prefix == platform and rest:
+        return rest
+    if prefix in PLATFORMS and rest:
+        raise UsageError(f"{what} {value} is a {prefix} id, but --platform is {platform}")
+    return value
+
+
 def snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from ..types import IncomingMessage
 
+    user, channel, guild = (
+        platform_id(args.platform, value, what)
+        for value, what in ((args.user, "--user"), (args.channel, "--channel"), (args.guild, "--guild"))
+    )
+    args = argparse.Namespace(**{**vars(args), "user": user, "channel": channel, "guild": guild})
     runtime = build_runtime(settings)
     try:
         dm = None if args.guild else runtime.orchestrator.dm_channel(args.platform, args.user)
@@ -204,7 +286,7 @@ def snapshot(args: argparse.Namespace, settings: Settings) -> int:
             print_json({"context": {"person": turn.person_id, "partitions": list(turn.ctx.memory_partitions())}, **snap.as_dict()})
         else:
             out().print(
-                f"{turn.person_id} in {'a DM' if turn.ctx.is_dm else turn.ctx.guild_id} sees {len(snap.memory_ids)} memories "
+                f"{turn.person_id} in {'a DM' if turn.ctx.is_dm else turn.ctx.guild_id} sees {counted(len(snap.memory_ids), 'memory')} "
                 f"({snap.took_ms:.1f} ms)",
                 markup=False,
                 style="bold",

@@ -65,13 +65,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
-    return report(run_checks(settings), as_json=args.json)
+    return report([*home_findings(args), *run_checks(settings)], as_json=args.json)
+
+
+def home_findings(args: argparse.Namespace) -> list[Finding]:
+    """Which config file was read (bot/home.py): the first thing to check when the bot seems to have forgotten everything."""
+    home = getattr(args, "home", None)
+    if home is None:
+        return []
+    # No file is fine (a container is configured by its environment); the line still says where none was found.
+    return [Finding("config file", "ok", home.describe_config())]
 
 
 def report_config_error(args: argparse.Namespace, error: Exception) -> int:
     """Settings did not load: that is the finding (the other checks need Settings)."""
     finding = Finding("config", "fail", str(error), "fix the variables named above in .env or the environment (see .env.example)")
-    return report([finding], as_json=args.json)
+    return report([*home_findings(args), finding], as_json=args.json)
 
 
 def run_checks(settings: Settings) -> list[Finding]:
@@ -191,6 +200,8 @@ def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
 def _store_finding(db: Any, path: Path) -> Finding:
     from memory.memories import count_memories
 
+    from .output import counted
+
     verdict = db.quick_check()
     if verdict != "ok":
         return Finding("store", "fail", f"{path} is damaged: {verdict}", "`companion restore` a backup made with `companion backup`")
@@ -198,7 +209,7 @@ def _store_finding(db: Any, path: Path) -> Finding:
         return Finding(
             "store", "warn", f"{path}: {db.behind} schema migration(s) pending", "none: the next command that writes applies them"
         )
-    return Finding("store", "ok", f"{path}: {count_memories(db)} memories, integrity ok")
+    return Finding("store", "ok", f"{path}: {counted(count_memories(db), 'memory')}, integrity ok")
 
 
 def check_models(settings: Settings) -> list[Finding]:

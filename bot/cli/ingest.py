@@ -17,7 +17,7 @@ from memory.models import Scope, Visibility
 
 from .. import composition
 from .memories import SCOPES, command, engine_for, nonempty
-from .output import UsageError, err, print_json, say
+from .output import UsageError, counted, err, print_json, say
 
 if TYPE_CHECKING:
     from memory.ingest import FileReport, Ingester, Target
@@ -97,7 +97,7 @@ def _run(ingester: Ingester, files: list[Path], *, show: bool) -> list[FileRepor
         task = bar.add_task("ingesting", total=len(files))
         for path in files:
             bar.update(task, description=f"{path.name}")
-            shown = lambda n, name=path.name: bar.update(task, description=f"{name}: {n} passages")  # noqa: E731
+            shown = lambda n, name=path.name: bar.update(task, description=f"{name}: {counted(n, 'passage')}")  # noqa: E731
             reports.append(_one(ingester, path, shown))
             bar.advance(task)
     return reports
@@ -120,7 +120,7 @@ def _line(report: FileReport) -> str:
         return f"{name}: failed: {report.error}"
     if report.status == "unchanged":
         return f"{name}: unchanged since it was last ingested"
-    text = f"{name}: {report.passages} passages, {report.memories} memories stored, {report.kept} unchanged"
+    text = f"{name}: {counted(report.passages, 'passage')}, {counted(report.memories, 'memory')} stored, {report.kept} unchanged"
     text += f", {report.superseded} superseded" if report.superseded else ""
     text += f", {report.gone} no longer in the file (their memories are kept)" if report.gone else ""
     if report.rejected:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import bulletin, checkins, conversation, dashboard, doctor, ingest, memories, upkeep
+from . import bulletin, checkins, conversation, dashboard, doctor, ingest, memories, reflect, upkeep
 from .output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -33,13 +34,15 @@ COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     dashboard.register,
     bulletin.register,
     checkins.register,
+    reflect.register,
 )
 EPILOG = """\
 exit codes: 0 done; 1 a runtime failure (the store, the model server, the file system); 2 bad input or
 configuration; 130 interrupted.
 --json: the result is one JSON document on stdout; an error is one JSON object on stderr,
 {"error": "...", "exit_code": N}. Commands that write a file refuse to replace one without --force.
-Settings come from the environment and .env (see .env.example); `companion doctor` checks them."""
+Settings come from the environment and a config file: --env-file, else $COMPANION_HOME/.env, else ./.env in a
+project folder, else ~/.config/companion/.env (see .env.example); `companion doctor` shows which, and checks them."""
 
 
 class ArgumentsRejected(Exception):
@@ -91,6 +94,7 @@ def build_parser() -> Parser:
 
 def add_global_options(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument("--db", metavar="PATH", default=default, help="the database file (overrides COMPANION_DB_PATH)")
+    parser.add_argument("--env-file", metavar="PATH", default=default, help="the config file (`companion doctor` names the one read)")
     parser.add_argument(
         "--embeddings", choices=("local", "openai", "none"), default=default, help="embedding provider (overrides COMPANION_EMBEDDINGS)"
     )
@@ -122,10 +126,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help or --version
         return exc.code if isinstance(exc.code, int) else 0
     from ..config import ConfigError, load_settings  # pydantic: only once a command runs
+    from ..home import HomeError, find_home
 
+    try:
+        args.home = find_home(args.env_file)
+    except HomeError as exc:
+        return _fail(str(exc), 2, as_json)
     overrides = {"db_path": args.db, "embeddings": args.embeddings, "log_level": args.log_level}
     try:
-        settings = load_settings(**{k: v for k, v in overrides.items() if v is not None})
+        settings = _settle_store(load_settings(_env_file=args.home.env_file, **{k: v for k, v in overrides.items() if v is not None}), args)
     except ConfigError as exc:
         on_error = getattr(args, "on_config_error", None)  # doctor reports a bad configuration as one of its findings
         return run(on_error, args, exc) if on_error else _fail(str(exc), 2, as_json)
@@ -136,6 +145,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args.handler, args, settings)
     finally:
         _remove_handlers()  # the command's handlers end with it (tests, and embedders, call ``main`` many times)
+
+
+def _settle_store(settings: Any, args: argparse.Namespace) -> Any:
+    """The store read from the home (bot/home.py), not from wherever the command was started."""
+    from ..home import store_path
+
+    if args.db is not None:
+        return settings
+    from_environment = any(name.upper() == "COMPANION_DB_PATH" for name in os.environ)
+    path = store_path(args.home, Path(settings.db_path), "db_path" in settings.model_fields_set, from_environment)
+    return settings.model_copy(update={"db_path": path})
 
 
 def run(handler: Callable[..., Any], args: argparse.Namespace, settings: Any) -> int:
@@ -190,6 +210,8 @@ def _setup_logging(level: str, log_file: Path | None = None) -> None:
 
     _remove_handlers()
     handler = (_file_handler(log_file) if log_file else None) or _terminal_handler()
+    if not isinstance(handler, logging.FileHandler):
+        handler.addFilter(TerminalNoise(debug=level == "DEBUG"))
     install_redaction(handler)  # a token in an HTTP error's URL must not reach the terminal or the log file (SEC-4)
     handler.companion_cli = True  # type: ignore[attr-defined]
     root = logging.getLogger()
@@ -201,6 +223,23 @@ def _setup_logging(level: str, log_file: Path | None = None) -> None:
 
 # Libraries whose DEBUG lines carry message texts; they stay at INFO even when --log-level DEBUG is asked for.
 CHATTY_LIBRARIES = ("telegram", "httpx", "httpcore", "openai", "discord.gateway", "discord.http", "aiohttp.access")
+
+
+class TerminalNoise(logging.Filter):
+    """Library lines a person at a terminal cannot act on: httpx's "HTTP Request" per call (kept at DEBUG and in
+    log files), APScheduler's "Adding job tentatively" before it starts, pypdf's complaints about a file's
+    internals (the text is still read)."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__()
+        self.debug = debug
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("httpx"):
+            return self.debug or record.levelno > logging.INFO
+        if record.name.startswith("apscheduler") and "tentatively" in str(record.msg):
+            return False
+        return not (record.name.startswith("pypdf") and record.levelno < logging.ERROR)
 
 
 def _remove_handlers() -> None:

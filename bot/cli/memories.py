@@ -21,10 +21,24 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory.errors import NotFound
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
 
 from .. import composition
-from .output import UsageError, confirm, hits_table, memory_detail, memory_table, new_file, out, print_json, replacing, say
+from .output import (
+    CommandFailed,
+    UsageError,
+    confirm,
+    counted,
+    hits_table,
+    memory_detail,
+    memory_table,
+    new_file,
+    out,
+    print_json,
+    replacing,
+    say,
+)
 
 if TYPE_CHECKING:
     from memory.engine import MemoryEngine
@@ -376,12 +390,15 @@ def export_memories(args: argparse.Namespace, settings: Settings) -> None:
         new_file(args.output, args.force)  # checked before the work, not after it
     with engine_for(settings, readonly=True) as engine:
         data = export_person(engine, args.person)
+    if not any(data[key] for key in data if isinstance(data[key], list) and key != "person_ids"):
+        # an empty document with exit 0 reads as "they have nothing stored", when it is usually a mistyped id
+        raise NotFound(f"nothing is stored about {', '.join(args.person)}: person ids look like discord:1234 or console:local-user")
     if args.output is None:
         return print_json(data)
     with replacing(args.output) as partial:
         partial.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
     say(
-        f"exported {len(data['memories'])} memories, {len(data['messages'])} messages and "
+        f"exported {counted(len(data['memories']), 'memory')}, {len(data['messages'])} messages and "
         f"{len(data['session_summaries'])} session summaries to {args.output}"
     )
 
@@ -396,10 +413,13 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings, embed=True) as engine:
         counts = import_memories(engine, data)
     if args.json:
-        return print_json(counts)
-    say(", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in ("stored", "duplicate", "rejected", "messages", "session_summaries")))
-    for reason in counts["reasons"]:  # every rejected row says why
-        say(f"  {reason}")
+        print_json(counts)
+    else:
+        say(", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in ("stored", "duplicate", "rejected", "messages", "session_summaries")))
+        for reason in counts["reasons"]:  # every rejected row says why
+            say(f"  {reason}")
+    if counts["rejected"] and not (counts["stored"] or counts["duplicate"]):  # a script must not read "all refused" as done
+        raise CommandFailed(f"{args.file}: every memory was rejected; nothing was imported")
 
 
 def forget_people(args: argparse.Namespace, settings: Settings) -> None:

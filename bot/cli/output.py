@@ -74,6 +74,13 @@ def note(text: str) -> None:
     err().print(escape(text), soft_wrap=True)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """ "1 memory", "2 memories", "0 passages": a count as a person writes it."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {plural or (noun[:-1] + 'ies' if noun.endswith('y') else noun + 's')}"
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 

@@ -16,6 +16,7 @@ from .memories import command, engine_for, positive_int
 from .output import (
     CommandFailed,
     UsageError,
+    counted,
     eval_table,
     mapping_table,
     new_file,
@@ -195,7 +196,7 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
         # a forget would never find their lines (issue 20, finding 3). They are made again from the restore.
         lines = engine.rebuild_journals()
     rebuilt = "" if lines is None else f"; journals rebuilt ({lines} lines)"
-    say(f"restored {target} from {source}: {counts['memories']} memories{rebuilt}")
+    say(f"restored {target} from {source}: {counted(counts['memories'], 'memory')}{rebuilt}")
 
 
 def run_journals_rebuild(args: argparse.Namespace, settings: Settings) -> None:

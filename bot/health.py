@@ -1,0 +1,178 @@
+"""``/healthz`` and ``/metrics`` for an operator (OPS-5), on loopback, while ``companion run`` runs.
+
+    GET /healthz   200 {"ok": true, ...} when the store answers; 503 with the reason when it does not
+    GET /metrics   Prometheus text: turns, failed turns, model latency, extraction queue depth, dead letters,
+                   messages held back by the rate limit
+
+The server is a few lines on ``asyncio.start_server`` (no web framework: it must keep answering when the
+dashboard is off). It answers GET only, closes each connection after one answer, and binds loopback by
+default; a container's HEALTHCHECK asks it from inside the container.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .types import Conversation, IncomingMessage, Reply, StreamSink
+
+log = logging.getLogger(__name__)
+STORE_TIMEOUT_S = 5.0  # a store that does not answer SELECT 1 in this long is unhealthy
+
+
+@dataclass
+class Metrics:
+    """Counters since start; one per bot, shared by the conversation front and the model client."""
+
+    turns: int = 0
+    failed_turns: int = 0
+    rate_limited: int = 0
+    model_calls: int = 0
+    model_errors: int = 0
+    model_seconds: float = 0.0
+    model_seconds_max: float = 0.0
+    started: float = field(default_factory=time.time)
+
+    def model_call(self, seconds: float, failed: bool) -> None:
+        self.model_calls += 1
+        self.model_errors += failed
+        self.model_seconds += seconds
+        self.model_seconds_max = max(self.model_seconds_max, seconds)
+
+
+class TimedModel:
+    """The chat client with each call timed into ``Metrics``; everything else passes through."""
+
+    def __init__(self, inner: Any, metrics: Metrics) -> None:
+        self._inner, self._metrics = inner, metrics
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def run(self, *args: Any, **kwargs: Any) -> str:
+        return await self._timed(self._inner.run(*args, **kwargs))
+
+    async def complete(self, *args: Any, **kwargs: Any) -> str:
+        return await self._timed(self._inner.complete(*args, **kwargs))
+
+    async def _timed(self, call: Awaitable[str]) -> str:
+        start, failed = time.perf_counter(), True
+        try:
+            result = await call
+            failed = False
+            return result
+        finally:
+            self._metrics.model_call(time.perf_counter() - start, failed)
+
+
+class Counted:
+    """A ``Conversation`` that counts answered turns and the ones that ended in the apology."""
+
+    def __init__(self, inner: Conversation, metrics: Metrics) -> None:
+        self._inner, self._metrics = inner, metrics
+
+    def __getattr__(self, name: str) -> Any:  # dm_channel, persona, ...: what adapters read besides the protocol
+        return getattr(self._inner, name)
+
+    async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
+        self._metrics.turns += 1
+        try:
+            reply = await self._inner.reply(message, stream)
+        except BaseException:
+            self._metrics.failed_turns += 1
+            raise
+        self._metrics.failed_turns += reply.failed
+        return reply
+
+    async def observe(self, message: IncomingMessage) -> None:
+        await self._inner.observe(message)
+
+    async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
+        return await self._inner.command(name, argument, message)
+
+    async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
+        await self._inner.voice_ended(platform, guild_id, channel_id)
+
+    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
+        await self._inner.message_deleted(platform, channel_id, message_ids)
+
+    async def message_edited(self, message: IncomingMessage) -> None:
+        await self._inner.message_edited(message)
+
+
+@dataclass(frozen=True, slots=True)
+class Queues:
+    """How much background work waits: messages buffered for extraction, batches parked after failing."""
+
+    pending: int
+    dead_letters: int
+
+
+def render_metrics(metrics: Metrics, queues: Queues) -> str:
+    rows = [
+        ("companion_turns_total", "counter", "replies asked for", metrics.turns),
+        ("companion_turn_errors_total", "counter", "replies that ended in the apology", metrics.failed_turns),
+        ("companion_rate_limited_total", "counter", "messages held back by the per-person rate limit", metrics.rate_limited),
+        ("companion_model_calls_total", "counter", "chat model calls", metrics.model_calls),
+        ("companion_model_errors_total", "counter", "chat model calls that failed", metrics.model_errors),
+        ("companion_model_seconds_total", "counter", "time spent waiting for the chat model", round(metrics.model_seconds, 6)),
+        ("companion_model_seconds_max", "gauge", "the slowest chat model call", round(metrics.model_seconds_max, 6)),
+        ("companion_extraction_queue", "gauge", "messages waiting for extraction", queues.pending),
+        ("companion_dead_letters", "gauge", "extraction batches parked after failing", queues.dead_letters),
+        ("companion_uptime_seconds", "gauge", "seconds since start", round(time.time() - metrics.started, 3)),
+    ]
+    lines = []
+    for name, kind, help_text, value in rows:
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {value}"]
+    return "\n".join(lines) + "\n"
+
+
+class HealthServer:
+    """GET /healthz and /metrics; ``queues`` reads the store (on the memory thread) for each request."""
+
+    def __init__(self, metrics: Metrics, queues: Callable[[], Awaitable[Queues]], host: str, port: int) -> None:
+        self.metrics, self._queues, self.host, self.port = metrics, queues, host, port
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("health at http://%s:%d/healthz, metrics at /metrics", self.host, self.port)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), 5.0)
+            status, kind, body = await self._answer(request.decode("latin-1").split())
+            head = f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            writer.write(head.encode() + body)
+            await writer.drain()
+        except (TimeoutError, ConnectionError):  # a client that says nothing or leaves: nothing to answer
+            pass
+        finally:
+            writer.close()
+
+    async def _answer(self, request: list[str]) -> tuple[str, str, bytes]:
+        if len(request) < 2 or request[0] != "GET":
+            return "405 Method Not Allowed", "text/plain", b"GET only\n"
+        path = request[1].split("?", 1)[0]
+        if path not in ("/healthz", "/metrics"):
+            return "404 Not Found", "text/plain", b"/healthz or /metrics\n"
+        try:
+            queues = await asyncio.wait_for(self._queues(), STORE_TIMEOUT_S)
+        except Exception as exc:  # the store is the bot's one dependency that must answer: its failure is the finding
+            body = {"ok": False, "problem": f"the store does not answer: {type(exc).__name__}: {exc}"}
+            return "503 Service Unavailable", "application/json", json.dumps(body).encode()
+        if path == "/metrics":
+            return "200 OK", "text/plain; version=0.0.4", render_metrics(self.metrics, queues).encode()
+        body = {"ok": True, "turns": self.metrics.turns, "extraction_queue": queues.pending, "dead_letters": queues.dead_letters}
+        return "200 OK", "application/json", json.dumps(body).encode()

@@ -1,0 +1,90 @@
+"""What an operator deploys (OPS-5): the container image, the compose file, the systemd unit, the licence and
+the settings template. Docker cannot build here (no daemon), so the Dockerfile is checked the way a linter
+(hadolint) would, and against the README's own install script it must follow."""
+
+from __future__ import annotations
+
+import configparser
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+from bot.config import Settings, _env_name
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+INSTALL = (ROOT / "scripts" / "install").read_text()
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    joined = re.sub(r"\\\n\s*", " ", DOCKERFILE)
+    lines = [line.strip() for line in joined.splitlines() if line.strip() and not line.strip().startswith("#")]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
+
+
+def test_the_image_is_built_from_a_pinned_base_and_the_install_scripts_own_steps() -> None:
+    steps = instructions()
+    base = next(args for op, args in steps if op == "FROM")
+    assert ":" in base and not base.endswith(":latest")  # hadolint DL3006/DL3007
+    runs = " ".join(args for op, args in steps if op == "RUN")
+    apt = re.search(r"apt-get install (.+?)&&", runs)
+    assert apt and "--no-install-recommends" in apt.group(1) and "-y" in apt.group(1)  # DL3015
+    assert "rm -rf /var/lib/apt/lists/*" in runs  # DL3009
+    wanted = set(re.search(r'SYSTEM_PACKAGES="(.+)"', INSTALL).group(1).split()) - {"chromium"}  # the browser is for tests
+    assert wanted <= set(apt.group(1).split())
+    assert 'pip install -e ".[test]"' in INSTALL and "pip install --no-cache-dir -e ." in runs  # the same install, no test tools
+
+
+def test_every_package_the_project_ships_is_copied_and_nothing_secret_is() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = {name.rstrip("*") for name in project["tool"]["setuptools"]["packages"]["find"]["include"]}
+    copied = {args.split()[0] for op, args in instructions() if op == "COPY"}
+    assert packages <= copied and all((ROOT / name).exists() for name in copied if name != ".")
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".env", ".venv", "data", "*.db", ".git"} <= set(ignored)
+
+
+def test_the_container_runs_as_a_user_keeps_its_store_on_the_volume_and_checks_its_health() -> None:
+    steps = dict(instructions())
+    assert steps["USER"] not in ("root", "0")  # DL3002
+    assert "COMPANION_HOME=/data" in steps["ENV"] and "/data" in steps["VOLUME"]
+    port = Settings.model_fields["health_port"].default
+    assert f"127.0.0.1:{port}/healthz" in steps["HEALTHCHECK"]
+    assert steps["CMD"] == '["run"]' and steps["ENTRYPOINT"] == '["companion"]'
+
+
+def test_compose_runs_the_bot_with_an_optional_dashboard_on_host_loopback() -> None:
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    bot, dashboard = compose["services"]["bot"], compose["services"]["dashboard"]
+    assert bot["command"] == ["run"] and "companion-data:/data" in bot["volumes"] and "companion-data" in compose["volumes"]
+    assert "OPENAI_BASE_URL" in bot["environment"]  # the model server is named by URL
+    assert dashboard["profiles"] == ["dashboard"] and dashboard["command"] == ["dashboard"]
+    assert all(port.startswith("127.0.0.1:") for port in dashboard["ports"])  # never published to the world
+    assert "ports" not in bot  # /healthz and /metrics stay inside
+
+
+def test_the_systemd_unit_runs_companion_run_in_its_home_and_stops_gracefully() -> None:
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.optionxform = str  # type: ignore[assignment,method-assign]
+    unit.read_string((ROOT / "deploy" / "companion.service").read_text())
+    service = unit["Service"]
+    assert service["ExecStart"].endswith("/.venv/bin/companion run") and service["User"] != "root"
+    assert service["Environment"].startswith("COMPANION_HOME=") and service["KillSignal"] == "SIGTERM"
+    assert unit["Install"]["WantedBy"] == "multi-user.target"
+
+
+def test_the_licence_file_is_the_one_pyproject_names() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"]["text"] == "MIT"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_the_env_example_lists_every_setting_and_no_internal_requirement_ids() -> None:
+    text = (ROOT / ".env.example").read_text()
+    assert not re.findall(r"\b[A-Z]{2,6}-\d+\b", text)  # MAINT-4, OPS-5, ...: ours, not the reader's
+    named = set(re.findall(r"^(\w+)=", text, re.MULTILINE))
+    missing = [_env_name(field) for field in Settings.model_fields if _env_name(field) not in named]
+    assert missing == []
