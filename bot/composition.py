@@ -354,8 +354,7 @@ def build_health(settings: Settings, runtime: Runtime) -> Any:
 
     async def queues() -> Queues:
         buffer = runtime.background.buffer
-        dead = await runtime.runner.run(buffer.db.scalar, "SELECT COUNT(*) FROM dead_letters")
-        return Queues(await runtime.runner.run(buffer.pending), int(dead))
+        return Queues(await runtime.runner.run(buffer.pending), await runtime.runner.run(buffer.dead_count))
 
     return HealthServer(runtime.metrics or Metrics(), queues, settings.health_host, settings.health_port)
 

@@ -156,6 +156,10 @@ class ExtractionBuffer:
     def dead(self) -> list[dict[str, Any]]:
         return self.db.rows("SELECT id, job, channel_key, person_id, attempts, error, failed_at FROM dead_letters ORDER BY id")
 
+    def dead_count(self) -> int:
+        """How many batches are parked (the health endpoint's gauge)."""
+        return int(self.db.scalar("SELECT COUNT(*) FROM dead_letters"))
+
     def retry_dead(self) -> int:
         """An operator's retry: parked batches go back to the buffer, due now, with a fresh attempt count."""
         with self.db.transaction():
