@@ -187,7 +187,7 @@ class PgDatabase(Database):
 
     engine = "postgresql"
 
-    def __init__(self, url: str) -> None:  # noqa: super().__init__ opens SQLite; this opens the server instead
+    def __init__(self, url: str) -> None:  # not super().__init__: that opens an SQLite file
         self.path, self.readonly, self.behind, self.url = redact(url), False, 0, url
         self.pg = PgConnection(url)
         self.con = self.pg  # type: ignore[assignment]  # the calls the repositories make, see PgConnection

@@ -48,7 +48,7 @@ class PgWords:
         q, params = found
         marks = ", ".join("?" for _ in partitions)
         sql = (
-            f"SELECT rid, -ts_rank_cd(words, q) AS score FROM {self.table}, ({q}) AS query(q) "
+            f"SELECT rid, -ts_rank_cd(words, q) AS score FROM {self.table}, (SELECT {q}) AS query(q) "
             f"WHERE partition_key IN ({marks}) AND words @@ q ORDER BY score, rid DESC LIMIT ?"
         )
         return [(rid, float(score)) for rid, score in self.db.execute(sql, (*params, *partitions, min(limit, CANDIDATE_CAP)))]
