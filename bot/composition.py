@@ -70,13 +70,16 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
     """
     from memory.db import read_only
     from memory.engine import MemoryEngine
+    from memory.pg import is_postgres
 
-    from .config import journal_dir
+    from .config import journal_dir, store_location
 
+    where = store_location(settings)
+    readonly = readonly and not is_postgres(where)  # a PostgreSQL reader is a role the operator grants, not a file mode
     if readonly:
         _upgrade_once(settings.db_path)
     engine = MemoryEngine(
-        read_only(settings.db_path) if readonly else settings.db_path,
+        read_only(settings.db_path) if readonly else where,
         embedder,
         vector_mirror=settings.vector_mirror,
         vector_mirror_mb=settings.vector_mirror_mb,
@@ -152,7 +155,7 @@ def build_runtime(
     from memory.timezones import Timezones
 
     from .background import Background
-    from .config import journal_dir
+    from .config import journal_dir, store_location
     from .daily import BulletinRefresh, DailyReflection
     from .health import Metrics
     from .orchestrator import Orchestrator, OwnerPolicy
@@ -161,7 +164,7 @@ def build_runtime(
     from .voice_providers import voice_options
 
     engine = MemoryEngine(
-        settings.db_path,
+        store_location(settings),
         build_embedder(settings) if embedder is _DEFAULT else embedder,
         clock,
         vector_mirror=settings.vector_mirror,

@@ -32,6 +32,9 @@ class Settings(BaseSettings):
 
     # storage
     db_path: Path = Path("data/companion.db")
+    # SCALE-1: postgresql://user:pass@host/db selects PostgreSQL with pgvector (pip install '.[postgres]'); a path or
+    # sqlite:///path keeps SQLite. Empty: the SQLite file at db_path.
+    database_url: str | None = None
     # MAINT-6: Markdown journals and a MEMORY.md per scope, beside the store (empty: <store dir>/memory)
     journals: bool = True
     journal_dir: Path | None = None
@@ -246,3 +249,8 @@ def _env_name(field: str) -> str:
     if isinstance(alias, AliasChoices):
         return str(alias.choices[0])
     return f"COMPANION_{field.upper()}"
+
+
+def store_location(settings: Settings) -> str | Path:
+    """Where the store is: ``database_url`` when set (PostgreSQL or sqlite:///), else the SQLite file ``db_path``."""
+    return settings.database_url or settings.db_path

@@ -17,6 +17,7 @@ from . import fts
 from .db import Database
 from .fts import FtsQueryBuilder
 from .models import DECAY_EXEMPT_VALUES
+from .pgsearch import PgWords, tokenizer_db
 from .scopes import partition_token, placeholders
 from .vectors import VectorIndex
 
@@ -45,11 +46,16 @@ class Corpus:
     db: Database
     vectors: VectorIndex
     fts: FtsQueryBuilder = field(init=False)
+    words: PgWords | None = field(init=False, default=None)  # PostgreSQL's full-text search, else None (FTS5)
     _counts: tuple[float, dict[str, int]] = field(init=False, default=(0.0, {}))
     FTS_COLUMNS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
-        self.fts = FtsQueryBuilder(self.db, self.fts_table)
+        if self.db.engine == "postgresql":  # FTS5's tokenizer still finds the terms; PostgreSQL ranks the rows
+            self.fts = FtsQueryBuilder(tokenizer_db(), self.fts_table)
+            self.words = PgWords(self.db, self.table, self.fts)
+        else:
+            self.fts = FtsQueryBuilder(self.db, self.fts_table)
 
     # -- what differs between the corpora ---------------------------------------------------------
     def live(self, now: float) -> Filter:
@@ -91,7 +97,7 @@ class Corpus:
         FTS5 writes its pending terms out as a new index segment at every statement savepoint, so
         indexing row by row (or before other writes of the same transaction) fragments the index.
         """
-        if rids:
+        if rids and self.words is None:  # PostgreSQL: the row's generated tsvector column indexes itself
             cols = ", ".join(self.FTS_COLUMNS)
             self.db.execute(
                 f"INSERT INTO {self.fts_table} (rowid, {cols}) SELECT rid, {cols} FROM {self.table} "
@@ -175,6 +181,8 @@ class Corpus:
         one more posting list); one that sees most of it is faster unfiltered with a wider limit, the
         rows it may not see being dropped when they are fetched.
         """
+        if self.words is not None:
+            return self.words.search(text, partitions, limit)
         share = self.share(partitions)
         if share >= BROAD_SHARE:
             query, limit = self.fts.query(text), int(limit / share) + 1

@@ -70,6 +70,8 @@ def read_only(path: str | Path) -> str:
 class Database:
     """A migrated SQLite file with sqlite-vec loaded, WAL on; or, opened on ``read_only(path)``, a reader."""
 
+    engine = "sqlite"  # memory.pg.PgDatabase says "postgresql"
+
     def __init__(self, path: str | Path) -> None:
         self.path, self.readonly = _location(path)
         self.behind = 0  # migrations a read-only open found missing (a writable open applies them)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from .clock import Clock, SystemClock
 from .corpus import MemoryCorpus, MessageCorpus
-from .db import Database
 from .embeddings import EmbeddingService
 from .graph import Graph
 from .journals import Journals
@@ -15,6 +14,8 @@ from .knobs import KnobStore
 from .leaks import LeakCheck
 from .memories import MemoryRepository
 from .messages import MessageLog
+from .pg import open_database
+from .pgsearch import PgVectorIndex
 from .protocols import Embedder
 from .recall import MemoryRecall
 from .store import MemoryStore
@@ -35,7 +36,7 @@ class MemoryEngine:
     ) -> None:
         self.clock = clock or SystemClock()
         limit_blas_threads()
-        self.db = Database(path)
+        self.db = open_database(path)  # a path or sqlite:/// is SQLite; postgresql://... is PostgreSQL (SCALE-1)
         try:
             self.embeddings = EmbeddingService(self.db, embedder)
         except Exception:
@@ -45,8 +46,9 @@ class MemoryEngine:
         self.graph = Graph(self.db, self.clock)
         # one budget for both mirrors: whichever partitions the conversations search stay loaded
         self.mirror_budget = MirrorBudget.megabytes(vector_mirror_mb)
-        memory_vec = VectorIndex(self.db, "memory_vec", "memories", use_mirror=vector_mirror, budget=self.mirror_budget)
-        message_vec = VectorIndex(self.db, "message_vec", "messages", use_mirror=vector_mirror, budget=self.mirror_budget)
+        vectors = PgVectorIndex if self.db.engine == "postgresql" else VectorIndex
+        memory_vec = vectors(self.db, "memory_vec", "memories", use_mirror=vector_mirror, budget=self.mirror_budget)
+        message_vec = vectors(self.db, "message_vec", "messages", use_mirror=vector_mirror, budget=self.mirror_budget)
         memory_corpus = MemoryCorpus(self.db, memory_vec)
         message_corpus = MessageCorpus(self.db, message_vec)
         self.memory_rows = MemoryRepository(self.db, memory_corpus, self.clock)

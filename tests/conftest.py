@@ -133,6 +133,17 @@ def loopback_only() -> Iterator[None]:
 
 
 # -- fixtures -----------------------------------------------------------------------------------------
+from tests.pg_support import pg_server, pg_url, store_url  # noqa: E402,F401  # PostgreSQL: one server a session
+
+
+@pytest.fixture
+def any_engine(store_url, embedder, clock) -> Iterator[MemoryEngine]:  # noqa: F811  # the fixture imported above
+    """An engine on SQLite, then on PostgreSQL: a module that names it ``engine`` runs its tests on both."""
+    eng = MemoryEngine(store_url, embedder, clock)
+    yield eng
+    eng.close()
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
@@ -266,13 +277,22 @@ def say(
 # -- reading the file directly ------------------------------------------------------------------------
 def count(engine: MemoryEngine, table: str, where: str = "", params: tuple = ()) -> int:
     """Rows in a table; 0 for a vector table that was never created (no embedder yet)."""
-    if not engine.db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)):
+    if not _table_exists(engine, table):
         return 0
     return int(engine.db.scalar(f"SELECT count(*) FROM {table} {('WHERE ' + where) if where else ''}", params))
 
 
+def _table_exists(engine: MemoryEngine, table: str) -> bool:
+    if engine.db.engine == "postgresql":
+        return bool(engine.db.scalar("SELECT to_regclass(?) IS NOT NULL", (table,)))
+    return bool(engine.db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)))
+
+
 def fts_rids(engine: MemoryEngine, word: str, table: str = "memory_fts") -> set[int]:
     """Rowids the FTS index itself returns for one word (the index, not the content table)."""
+    if engine.db.engine == "postgresql":  # the generated tsvector column is the index
+        owner = {"memory_fts": "memories", "message_fts": "messages"}[table]
+        return {r for (r,) in engine.db.execute(f"SELECT rid FROM {owner} WHERE words @@ plainto_tsquery('english', ?)", (word,))}
     return {r for (r,) in engine.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", ('"' + word + '"',))}
 
 

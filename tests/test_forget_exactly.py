@@ -28,6 +28,12 @@ DAY0 = 1_700_006_400.0  # 2023-11-15 00:00 UTC
 FINCH = "Alice breeds zebrafinches"
 
 
+@pytest.fixture
+def engine(any_engine):
+    """Every test here runs on SQLite and on PostgreSQL (SCALE-1)."""
+    return any_engine
+
+
 def user_rows(rt) -> list[str]:
     return [r for (r,) in rt.engine.db.execute("SELECT content FROM messages WHERE role = 'user' ORDER BY rid")]
 

@@ -83,6 +83,12 @@ CHANNEL_OF = {
 }
 
 
+@pytest.fixture
+def engine(any_engine):
+    """Every test here runs on SQLite and on PostgreSQL (SCALE-1)."""
+    return any_engine
+
+
 def text(label: str) -> str:
     return f"{label} knows a secret about flying kites"
 

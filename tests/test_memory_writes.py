@@ -15,6 +15,12 @@ from memory.models import FactKind, MemoryType, NewMemory, Provenance, Scope, Vi
 from memory.tools import MemoryTools
 
 
+@pytest.fixture
+def engine(any_engine):
+    """Every test here runs on SQLite and on PostgreSQL (SCALE-1)."""
+    return any_engine
+
+
 def _links(engine, relation=None):
     sql = (
         "SELECT s.id AS src, d.id AS dst, l.relation FROM memory_links l JOIN memories s ON s.rid = l.src_rid JOIN "
