@@ -3,8 +3,9 @@
     build_embedder   the configured embedding model (or None: BM25 only)
     open_engine      a store for a command (read-only for commands that only read)
     build_completer  the blocking extraction-model client maintenance commands use
-    build_runtime    the bot's whole object graph: store, memory thread, model clients, orchestrator,
-                     background work, scheduler settings
+    build_runtime    the bot's whole object graph, as one frozen bundle: store, memory thread, model clients,
+                     orchestrator, background work, daily jobs, check-ins, scheduler settings
+    build_orchestrator  the reply pipeline and its collaborators (also the bench's turn hook)
     build_checkins   the check-in job (ORCH-8); build_channels hands it each adapter's delivery to DMs
     build_channels   the chat adapters (and voice) for ``companion run``
     build_ingest_watch  the ingest folder watched while the bot runs (COMPANION_INGEST_DIR)
@@ -20,21 +21,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from pydantic import SecretStr
+from .clients import secret
 
+if TYPE_CHECKING:
     from memory.clock import Clock
+    from memory.db import AsyncRunner
     from memory.engine import MemoryEngine
     from memory.ingest import Target
-    from memory.protocols import Embedder
+    from memory.protocols import Completer, Embedder
+    from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+    from memory.timezones import Timezones
 
     from .checkins import CheckinJob
     from .config import Settings
     from .dashboard.app import DashboardServer
     from .ingest_watch import IngestWatch
-    from .llm import ChatClient
+    from .llm import ChatClient, SyncCompleter
     from .orchestrator import Orchestrator
+    from .persona import Persona
+    from .resolution import OwnerPolicy
     from .runtime import Runtime
+    from .voice_mode import Extract, VoiceOptions
 
 _DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
 
@@ -53,7 +60,7 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
 
         return OpenAIEmbedder(
             base_url=settings.embedding_base_url or settings.llm_base_url,
-            api_key=_secret(settings.embedding_api_key) or _secret(settings.llm_api_key),
+            api_key=secret(settings.embedding_api_key) or secret(settings.llm_api_key),
             model=settings.embedding_model,
             dim=settings.embedding_dim,
             **({"timeout": timeout} if timeout is not None else {}),
@@ -109,31 +116,12 @@ def _upgrade_once(path: Path) -> None:
         ) from None
 
 
-class SyncCompleter:
-    """One blocking chat completion through the openai SDK, as a ``memory.protocols.Completer``.
-
-    The CLI's maintenance commands run outside any event loop, so a plain sync client is all they need.
-    """
-
-    def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float, max_retries: int = 2) -> None:
-        import openai  # imported here: most commands never talk to a model, and the SDK is slow to import
-
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries)
-        self.model = model
-
-    def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
-        response = self._client.chat.completions.create(
-            model=self.model,
-            temperature=temperature,
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-        )
-        return response.choices[0].message.content or ""
-
-
 def build_completer(settings: Settings) -> SyncCompleter:
+    from .llm import SyncCompleter
+
     return SyncCompleter(
         settings.llm_base_url,
-        _secret(settings.llm_api_key),
+        secret(settings.llm_api_key),
         settings.extraction_model or settings.chat_model,
         timeout=settings.llm_timeout_s,
         max_retries=settings.llm_max_retries,
@@ -144,19 +132,20 @@ def build_runtime(
     settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = _DEFAULT, backoff_s: float = 0.5
 ) -> Runtime:
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
-    store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks."""
+    store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks. Each part is built
+    with everything it needs; nothing is wired into a built object afterwards."""
     from memory.bulletin import Bulletins
     from memory.daily import DailyReflections
     from memory.db import AsyncRunner
     from memory.engine import MemoryEngine
-    from memory.sessions import ExtractionBuffer, SessionSummaries
+    from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
     from memory.timezones import Timezones
 
     from .background import Background
     from .config import journal_dir
     from .daily import BulletinRefresh, DailyReflection
-    from .orchestrator import Orchestrator, OwnerPolicy
     from .persona import Persona, read_persona
+    from .resolution import OwnerPolicy
     from .runtime import Runtime, Schedule
     from .voice_providers import voice_options
 
@@ -178,29 +167,25 @@ def build_runtime(
     zones = Timezones(engine, settings.timezone)
     buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
     summaries = SessionSummaries(engine, settings.summary_ttl_s)
-    orchestrator = Orchestrator(
+    channels = ChannelState(engine)
+    extraction_model = _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s)
+    silence_s = settings.reflection_silence_s
+    background = Background(engine, runner, extraction_model, buffer, channels, summaries, silence_s=silence_s, zone_of=zones.name_of)
+    orchestrator = build_orchestrator(
         engine,
         runner,
         _chat_client(settings, settings.chat_model, backoff_s),
         owners=OwnerPolicy(frozenset(settings.owner_ids)),
         buffer=buffer,
         summaries=summaries,
-        assembler_options={"summary_window_s": settings.summary_window_s},
-        voice_options=voice_options(settings),
-        persona=persona,
+        channels=channels,
         zones=zones,
+        persona=persona,
+        summary_window_s=settings.summary_window_s,
+        voice_options=voice_options(settings),
+        extract=background.extract,  # WRITE-4: a voice compaction hands its turns to extraction first
     )
-    background = Background(
-        engine,
-        runner,
-        _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s),
-        buffer,
-        orchestrator.channels,
-        summaries,
-        silence_s=settings.reflection_silence_s,
-        zone_of=zones.name_of,
-    )
-    orchestrator.voice.extract = background.extract  # WRITE-4: a voice compaction hands its turns to extraction first
+    completer = build_completer(settings)
     schedule = Schedule(
         settings.scheduler_enabled,
         settings.consolidation_cron,
@@ -209,15 +194,61 @@ def build_runtime(
         bulletin_cron=settings.bulletin_cron,
         checkin_cron=settings.checkin_cron,
     )
-    runtime = Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
-    runtime.daily = DailyReflection(engine, runner, background, DailyReflections(engine, zone_for=zones.zone_for))  # MAINT-4
-    runtime.bulletins = BulletinRefresh(engine, runner, background, Bulletins(engine, min_changes=settings.bulletin_min_changes))
-    runtime.checkins = build_checkins(settings, orchestrator)  # ORCH-8
-    if settings.ingest_dir is not None:
-        runtime.ingest = build_ingest_watch(settings, runtime, settings.ingest_dir)
-    if settings.dashboard_enabled:
-        runtime.dashboard = build_dashboard(settings, runtime)
-    return runtime
+    return Runtime(
+        engine,
+        runner,
+        orchestrator,
+        background,
+        completer,
+        schedule,
+        daily=DailyReflection(engine, runner, background, DailyReflections(engine, zone_for=zones.zone_for)),  # MAINT-4
+        bulletins=BulletinRefresh(engine, runner, background, Bulletins(engine, min_changes=settings.bulletin_min_changes)),
+        checkins=build_checkins(settings, orchestrator),  # ORCH-8
+        ingest=build_ingest_watch(settings, engine, runner, completer) if settings.ingest_dir is not None else None,
+        dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
+    )
+
+
+def build_orchestrator(
+    engine: MemoryEngine,
+    runner: AsyncRunner,
+    llm: ChatClient,
+    *,
+    owners: OwnerPolicy,
+    buffer: ExtractionBuffer,
+    summaries: SessionSummaries,
+    channels: ChannelState,
+    zones: Timezones,
+    persona: Persona,
+    summary_window_s: float = 1800.0,
+    voice_options: VoiceOptions | None = None,
+    extract: Extract | None = None,
+) -> Orchestrator:
+    """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
+    buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
+    from memory.people import People
+    from memory.privacy import Privacy
+
+    from .assembly import Assembler
+    from .commands import Commands
+    from .orchestrator import Orchestrator
+    from .resolution import Resolver
+    from .voice_mode import VoiceOptions, VoiceSessions
+
+    people = People(engine)
+    resolver = Resolver(people, owners, zones, channels)
+    voice = VoiceSessions(engine, runner, llm, buffer, summaries, channels, voice_options or VoiceOptions(), extract=extract)
+    return Orchestrator(
+        engine,
+        runner,
+        llm,
+        resolver=resolver,
+        buffer=buffer,
+        privacy=Privacy(engine),
+        assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
+        commands=Commands(engine, people, resolver.resolve, persona, zones),
+        voice=voice,
+    )
 
 
 def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob:
@@ -253,15 +284,16 @@ def has_model(settings: Settings) -> bool:
     return settings.llm_api_key is not None or settings.llm_base_url.rstrip("/") != str(default).rstrip("/")
 
 
-def build_ingest_watch(settings: Settings, runtime: Runtime, folder: Path) -> IngestWatch:
+def build_ingest_watch(settings: Settings, engine: MemoryEngine, runner: AsyncRunner, completer: Completer) -> IngestWatch:
     """The ingest folder (WRITE-7), ingested into the owner's memory, by the extraction model when there is one."""
     from .ingest_watch import IngestWatch
 
-    complete = runtime.completer if has_model(settings) else None
-    return IngestWatch(runtime.engine, runtime.runner, folder, ingest_target(settings), complete, settings.ingest_poll_s)
+    assert settings.ingest_dir is not None
+    complete = completer if has_model(settings) else None
+    return IngestWatch(engine, runner, settings.ingest_dir, ingest_target(settings), complete, settings.ingest_poll_s)
 
 
-def build_dashboard(settings: Settings, runtime: Runtime) -> DashboardServer:
+def build_dashboard(settings: Settings, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator) -> DashboardServer:
     """The dashboard over the running bot's own store and memory thread (no second writer), started and
     stopped with it; refused, before anything starts, without a long COMPANION_DASHBOARD_TOKEN or on a
     non-loopback host that is not allowed (DASH-3, ``bot.dashboard.startup``)."""
@@ -270,13 +302,13 @@ def build_dashboard(settings: Settings, runtime: Runtime) -> DashboardServer:
     from .dashboard.services import DashboardServices
     from .dashboard.startup import refusal
 
-    token = _secret(settings.dashboard_token)
+    token = secret(settings.dashboard_token)
     problem = refusal(token, settings.dashboard_host, allow_remote=settings.dashboard_allow_remote)
     if problem:
-        runtime.engine.close()
-        runtime.runner.shutdown()
+        engine.close()
+        runner.shutdown()
         raise ConfigError(problem)
-    app = create_app(DashboardServices.of(runtime), token=token, public_hosts=public_hosts(settings))
+    app = create_app(DashboardServices.of(engine, runner, orchestrator), token=token, public_hosts=public_hosts(settings))
     return DashboardServer(app, settings.dashboard_host, settings.dashboard_port)
 
 
@@ -290,7 +322,7 @@ def _chat_client(settings: Settings, model: str, backoff_s: float) -> ChatClient
 
     return ChatClient(
         settings.llm_base_url,
-        _secret(settings.llm_api_key),
+        secret(settings.llm_api_key),
         model,
         timeout=settings.llm_timeout_s,
         max_retries=settings.llm_max_retries,
@@ -308,13 +340,13 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     if settings.telegram_token:
         from .adapters.telegram_adapter import TelegramAdapter
 
-        adapters.append(TelegramAdapter(runtime.orchestrator, _secret(settings.telegram_token)))
+        adapters.append(TelegramAdapter(runtime.orchestrator, secret(settings.telegram_token)))
     if settings.discord_token:
         from .adapters.discord_adapter import DiscordAdapter
 
         persona = runtime.orchestrator.persona
         discord_adapter = DiscordAdapter(
-            runtime.orchestrator, _secret(settings.discord_token), channels=settings.discord_channels, on_named=persona.learn_platform_name
+            runtime.orchestrator, secret(settings.discord_token), channels=settings.discord_channels, on_named=persona.learn_platform_name
         )
         adapters.append(discord_adapter)
         if settings.voice_enabled:
@@ -333,7 +365,3 @@ def _discord_voice(settings: Settings, runtime: Runtime, adapter: Any) -> Any:
     voice = DiscordVoice(adapter.client, runtime.orchestrator, stt, tts, voice_settings(settings), wake_name=lambda: persona.name)
     register_voice_commands(adapter.client.tree, voice)
     return voice
-
-
-def _secret(value: SecretStr | None) -> str:
-    return value.get_secret_value() if value is not None else ""

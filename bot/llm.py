@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 import openai
 
+from .clients import async_openai_client, openai_client
 from .types import StreamSink
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ class OpenAIEmbedder:
     """An OpenAI-compatible /embeddings endpoint as a ``memory.protocols.Embedder``."""
 
     def __init__(self, base_url: str, api_key: str, model: str, dim: int | None = None, timeout: float = 30.0) -> None:
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=2)
+        self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=2)
         self.model = model
         self.fingerprint = f"openai:{base_url.rstrip('/')}:{model}"
         self._dim = dim
@@ -87,6 +88,25 @@ class ToolBox(Protocol):
 RETRYABLE = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError, MalformedAnswer)
 
 
+class SyncCompleter:
+    """One blocking chat completion through the openai SDK, as a ``memory.protocols.Completer``.
+
+    The CLI's maintenance commands run outside any event loop, so a plain sync client is all they need.
+    """
+
+    def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float, max_retries: int = 2) -> None:
+        self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
+        self.model = model
+
+    def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
+        response = self._client.chat.completions.create(
+            model=self.model,
+            temperature=temperature,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+        )
+        return response.choices[0].message.content or ""
+
+
 class ChatClient:
     """Chat completions with a bounded tool loop, bounded retries with backoff, and optional streaming."""
 
@@ -103,7 +123,7 @@ class ChatClient:
         turn_deadline_s: float = 120.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0)
+        self._client = async_openai_client(base_url, api_key, timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
         self.turn_deadline_s = turn_deadline_s
 

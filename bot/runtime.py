@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -42,9 +42,18 @@ class Schedule:
     checkin_cron: str = "*/10 * * * *"  # ORCH-8: looks for check-ins that are due
 
 
-@dataclass
+@dataclass(slots=True)
+class _Running:
+    """What a started runtime holds: the only state that changes after ``build_runtime``."""
+
+    scheduler: AsyncIOScheduler | None = None
+    loop_task: asyncio.Task | None = None
+    ingest_task: asyncio.Task | None = None
+
+
+@dataclass(frozen=True)
 class Runtime:
-    """The running bot's parts, built by ``bot.composition.build_runtime``: it starts and stops them."""
+    """The running bot's parts, built together by ``bot.composition.build_runtime``: it starts and stops them."""
 
     engine: MemoryEngine
     runner: AsyncRunner
@@ -55,11 +64,13 @@ class Runtime:
     daily: DailyReflection | None = None  # MAINT-4
     bulletins: BulletinRefresh | None = None  # MAINT-5
     checkins: CheckinJob | None = None  # ORCH-8
-    scheduler: AsyncIOScheduler | None = None
-    _loop_task: asyncio.Task | None = None
     dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
     ingest: IngestWatch | None = None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
-    _ingest_task: asyncio.Task | None = None
+    _running: _Running = field(default_factory=_Running, init=False, repr=False, compare=False)
+
+    @property
+    def scheduler(self) -> AsyncIOScheduler | None:
+        return self._running.scheduler
 
     async def start(self, *, background_loop: bool = True) -> None:
         # No reply survives a restart: turns held for one are due now, and so are batches that waited out a
@@ -70,12 +81,12 @@ class Runtime:
         # A run killed before this start left its audit row "running", quoting the chat: closed now (MAINT-4).
         await self.runner.run(maintenance.reap_stale_audits, self.engine)
         if self.schedule.enabled:
-            self.scheduler = self._scheduler()
-            self.scheduler.start()
+            self._running.scheduler = self._scheduler()
+            self._running.scheduler.start()
         if background_loop:
-            self._loop_task = asyncio.create_task(self._loop(), name="memory-background")
+            self._running.loop_task = asyncio.create_task(self._loop(), name="memory-background")
         if self.ingest is not None:
-            self._ingest_task = asyncio.create_task(self.ingest.run(), name="ingest-folder")
+            self._running.ingest_task = asyncio.create_task(self.ingest.run(), name="ingest-folder")
         if self.dashboard is not None:
             await self.dashboard.start()
 
@@ -88,7 +99,7 @@ class Runtime:
             await self.orchestrator.voice.end_all()
         except Exception:  # shutdown edge: a failing summary must not keep the store from closing
             log.exception("could not end the voice sessions cleanly")
-        for task in (self._loop_task, self._ingest_task):
+        for task in (self._running.loop_task, self._running.ingest_task):
             if task:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

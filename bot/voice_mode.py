@@ -38,6 +38,7 @@ from .assembly import Preloaded, Turn
 from .llm import ChatClient
 
 log = logging.getLogger(__name__)
+Extract = Callable[[str], Awaitable[int]]  # a channel key -> facts stored from its buffered turns
 BRIDGE_TIMEOUT_S = 300.0  # a worker thread's wait for the model; far above any configured LLM timeout
 
 
@@ -102,14 +103,16 @@ class VoiceSessions:
         summaries: SessionSummaries,
         channels: ChannelState,
         options: VoiceOptions = VoiceOptions(),
+        *,
+        extract: Extract | None = None,
     ) -> None:
         self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
         self.summaries, self.channels, self.options = summaries, channels, options
         self.sessions: dict[str, VoiceConversation] = {}
         self.pool = BehaviouralPool(engine.memories, options.caches)  # keyed by guild + participants inside
-        # Extraction of a channel's buffered turns (``Background.extract``), given by the composition root once the
-        # background worker exists; without it a flush only makes the turns due for the next background tick.
-        self.extract: Callable[[str], Awaitable[int]] | None = None
+        # Extraction of a channel's buffered turns (``Background.extract``); without it (the bench) a flush only
+        # makes the turns due for the next background tick.
+        self.extract = extract
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- on the event loop ---------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..composition import _secret
+from ..clients import secret
 from .memories import nonempty
 from .output import CommandFailed, UsageError, note, out, print_json
 
@@ -81,7 +81,7 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(f"companion: {NO_TOKENS}\n")
         return 2
     # A pasted token with a stray prefix or a missing part fails here, by name, instead of deep in a platform library.
-    problems = token_problems(_secret(settings.discord_token), _secret(settings.telegram_token))
+    problems = token_problems(secret(settings.discord_token), secret(settings.telegram_token))
     if problems:
         raise UsageError("; ".join(problems))
     try:
@@ -142,7 +142,7 @@ def chat_log_file(args: argparse.Namespace, settings: Settings) -> Path | None:
 def chat(args: argparse.Namespace, settings: Settings) -> int:
     from .doctor import startup_warnings
 
-    for warning in startup_warnings(settings.llm_base_url, _secret(settings.llm_api_key)):
+    for warning in startup_warnings(settings.llm_base_url, secret(settings.llm_api_key)):
         note(f"warning: {warning}")
     return asyncio.run(_chat(settings, args))
 
@@ -175,7 +175,7 @@ def explain_failure(settings: Settings, log_file: Path | None) -> str:
     from .doctor import reach
 
     details = f" (details in {log_file})" if log_file else ""
-    problem = reach(settings.llm_base_url, _secret(settings.llm_api_key))
+    problem = reach(settings.llm_base_url, secret(settings.llm_api_key))
     if problem:
         return problem.message + details
     return (
