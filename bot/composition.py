@@ -144,6 +144,7 @@ def build_runtime(
     from .background import Background
     from .config import journal_dir
     from .daily import BulletinRefresh, DailyReflection
+    from .jobs import JobRunner, ModelCompleter
     from .persona import Persona, read_persona
     from .resolution import OwnerPolicy
     from .runtime import Runtime, Schedule
@@ -169,8 +170,9 @@ def build_runtime(
     summaries = SessionSummaries(engine, settings.summary_ttl_s)
     channels = ChannelState(engine)
     extraction_model = _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s)
+    jobs = JobRunner(engine, runner, ModelCompleter(extraction_model))
     silence_s = settings.reflection_silence_s
-    background = Background(engine, runner, extraction_model, buffer, channels, summaries, silence_s=silence_s, zone_of=zones.name_of)
+    background = Background(jobs, buffer, channels, summaries, silence_s=silence_s, zone_of=zones.name_of)
     orchestrator = build_orchestrator(
         engine,
         runner,
@@ -201,8 +203,8 @@ def build_runtime(
         background,
         completer,
         schedule,
-        daily=DailyReflection(engine, runner, background, DailyReflections(engine, zone_for=zones.zone_for)),  # MAINT-4
-        bulletins=BulletinRefresh(engine, runner, background, Bulletins(engine, min_changes=settings.bulletin_min_changes)),
+        daily=DailyReflection(jobs, DailyReflections(engine, zone_for=zones.zone_for), zones.name_of),  # MAINT-4
+        bulletins=BulletinRefresh(jobs, Bulletins(engine, min_changes=settings.bulletin_min_changes)),
         checkins=build_checkins(settings, orchestrator),  # ORCH-8
         ingest=build_ingest_watch(settings, engine, runner, completer) if settings.ingest_dir is not None else None,
         dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
