@@ -58,7 +58,7 @@ class Job(Protocol[PlanT, AnswerT, ReportT]):
 
 def applied(engine: MemoryEngine, step: Callable[[PlanT, AnswerT], ReportT], plan: PlanT, answer: AnswerT) -> ReportT:
     """A job's ``apply`` (or ``failed``) in one transaction: on the memory thread, for the runner."""
-    with engine.db.transaction():
+    with engine.transaction():
         return step(plan, answer)
 
 
