@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.jobs import FAILED, Facts, Job, NoAnswer, WriteFacts, Written, applied
+from memory.protocols import AsyncCompleter
 
 from .llm import ChatClient, LLMError
 
@@ -32,7 +33,7 @@ class ModelCompleter:
 
 
 class JobRunner:
-    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, model: ModelCompleter) -> None:
+    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, model: AsyncCompleter) -> None:
         self.engine, self.runner, self.model = engine, runner, model
 
     async def run(self, job: Job[Any, Any, ReportT]) -> ReportT | None:

@@ -16,6 +16,7 @@ from memory import maintenance
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.protocols import Completer
+from memory.upkeep_jobs import Consolidation
 
 from .background import Background
 from .checkins import CheckinJob
@@ -59,7 +60,7 @@ class Runtime:
     runner: AsyncRunner
     orchestrator: Orchestrator
     background: Background
-    completer: Completer  # the extraction model, for consolidation
+    completer: Completer  # the extraction model, blocking, for the ingest folder
     schedule: Schedule
     daily: DailyReflection | None = None  # MAINT-4
     bulletins: BulletinRefresh | None = None  # MAINT-5
@@ -142,7 +143,10 @@ class Runtime:
         return scheduler
 
     async def _consolidate(self) -> None:
-        report = await self.runner.run(maintenance.consolidate, self.engine, self.completer)
+        """MAINT-1 as a job: the memory thread is free while the model writes the merges."""
+        report = await self.background.jobs.run(Consolidation(self.engine))
+        if report is None:
+            return
         log.info("consolidation: %d clusters, %d merged, %d failed", report.clusters, report.merged_rows, report.failures)
 
     async def _maintain(self) -> None:
