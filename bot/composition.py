@@ -34,13 +34,15 @@ if TYPE_CHECKING:
 
     from .checkins import CheckinJob
     from .config import Settings
+    from .daily import BulletinRefresh, DailyReflection
     from .dashboard.app import DashboardServer
     from .ingest_watch import IngestWatch
+    from .jobs import JobRunner
     from .llm import ChatClient, SyncCompleter
     from .orchestrator import Orchestrator
     from .persona import Persona
     from .resolution import OwnerPolicy
-    from .runtime import Runtime
+    from .runtime import Runtime, Schedule
     from .voice_mode import Extract, VoiceOptions
 
 _DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
@@ -134,45 +136,20 @@ def build_runtime(
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
     store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks. Each part is built
     with everything it needs; nothing is wired into a built object afterwards."""
-    from memory.bulletin import Bulletins
-    from memory.daily import DailyReflections
     from memory.db import AsyncRunner
-    from memory.engine import MemoryEngine
-    from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
-    from memory.timezones import Timezones
 
     from .background import Background
-    from .config import journal_dir
-    from .daily import BulletinRefresh, DailyReflection
     from .jobs import JobRunner, ModelCompleter
-    from .persona import Persona, read_persona
     from .resolution import OwnerPolicy
-    from .runtime import Runtime, Schedule
+    from .runtime import Runtime
     from .voice_providers import voice_options
 
-    engine = MemoryEngine(
-        settings.db_path,
-        build_embedder(settings) if embedder is _DEFAULT else embedder,
-        clock,
-        vector_mirror=settings.vector_mirror,
-        vector_mirror_mb=settings.vector_mirror_mb,
-        journal_dir=journal_dir(settings),
-    )
-    try:
-        engine.embeddings.check_model()
-        persona = Persona(read_persona(settings.persona_file))  # checked by Settings already; read once here
-    except BaseException:
-        engine.close()
-        raise
+    engine, persona = _open_for_the_bot(settings, clock, build_embedder(settings) if embedder is _DEFAULT else embedder)
     runner = AsyncRunner()
-    zones = Timezones(engine, settings.timezone)
-    buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
-    summaries = SessionSummaries(engine, settings.summary_ttl_s)
-    channels = ChannelState(engine)
+    buffer, summaries, channels, zones = _conversation_state(settings, engine)
     extraction_model = _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s)
     jobs = JobRunner(engine, runner, ModelCompleter(extraction_model))
-    silence_s = settings.reflection_silence_s
-    background = Background(jobs, buffer, channels, summaries, silence_s=silence_s, zone_of=zones.name_of)
+    background = Background(jobs, buffer, channels, summaries, silence_s=settings.reflection_silence_s, zone_of=zones.name_of)
     orchestrator = build_orchestrator(
         engine,
         runner,
@@ -188,26 +165,77 @@ def build_runtime(
         extract=background.extract,  # WRITE-4: a voice compaction hands its turns to extraction first
     )
     completer = build_completer(settings)
-    schedule = Schedule(
-        settings.scheduler_enabled,
-        settings.consolidation_cron,
-        settings.maintenance_cron,
-        daily_cron=settings.daily_reflection_cron,
-        bulletin_cron=settings.bulletin_cron,
-        checkin_cron=settings.checkin_cron,
-    )
+    daily, bulletins = _daily_jobs(settings, jobs, zones)
     return Runtime(
         engine,
         runner,
         orchestrator,
         background,
         completer,
-        schedule,
-        daily=DailyReflection(jobs, DailyReflections(engine, zone_for=zones.zone_for), zones.name_of),  # MAINT-4
-        bulletins=BulletinRefresh(jobs, Bulletins(engine, min_changes=settings.bulletin_min_changes)),
+        _schedule(settings),
+        daily=daily,
+        bulletins=bulletins,
         checkins=build_checkins(settings, orchestrator),  # ORCH-8
         ingest=build_ingest_watch(settings, engine, runner, completer) if settings.ingest_dir is not None else None,
         dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
+    )
+
+
+def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedder | None) -> tuple[MemoryEngine, Persona]:
+    """The bot's store and persona, refused (and the store closed) when the embedding model did not make its vectors."""
+    from memory.engine import MemoryEngine
+
+    from .config import journal_dir
+    from .persona import Persona, read_persona
+
+    engine = MemoryEngine(
+        settings.db_path,
+        embedder,
+        clock,
+        vector_mirror=settings.vector_mirror,
+        vector_mirror_mb=settings.vector_mirror_mb,
+        journal_dir=journal_dir(settings),
+    )
+    try:
+        engine.embeddings.check_model()
+        return engine, Persona(read_persona(settings.persona_file))  # checked by Settings already; read once here
+    except BaseException:
+        engine.close()
+        raise
+
+
+def _conversation_state(settings: Settings, engine: MemoryEngine) -> tuple[ExtractionBuffer, SessionSummaries, ChannelState, Timezones]:
+    """The per-chat state the reply path and the background jobs share: one of each, for both."""
+    from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+    from memory.timezones import Timezones
+
+    buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
+    return buffer, SessionSummaries(engine, settings.summary_ttl_s), ChannelState(engine), Timezones(engine, settings.timezone)
+
+
+def _daily_jobs(settings: Settings, jobs: JobRunner, zones: Timezones) -> tuple[DailyReflection, BulletinRefresh]:
+    """MAINT-4's reflection on each chat's day (in its zone) and MAINT-5's bulletin refresh, for the scheduler."""
+    from memory.bulletin import Bulletins
+    from memory.daily import DailyReflections
+
+    from .daily import BulletinRefresh, DailyReflection
+
+    days = DailyReflections(jobs.engine, zone_for=zones.zone_for)
+    return DailyReflection(jobs, days, zones.name_of), BulletinRefresh(
+        jobs, Bulletins(jobs.engine, min_changes=settings.bulletin_min_changes)
+    )
+
+
+def _schedule(settings: Settings) -> Schedule:
+    from .runtime import Schedule
+
+    return Schedule(
+        settings.scheduler_enabled,
+        settings.consolidation_cron,
+        settings.maintenance_cron,
+        daily_cron=settings.daily_reflection_cron,
+        bulletin_cron=settings.bulletin_cron,
+        checkin_cron=settings.checkin_cron,
     )
 
 
