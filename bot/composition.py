@@ -288,10 +288,11 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob
     from .checkins import CheckinJob, CheckinOptions
 
     options = CheckinOptions(per_week=settings.checkins_per_week, quiet=QuietHours.parse(settings.checkin_quiet_hours))
+    from .jobs import JobRunner, ModelCompleter
+
+    chat_model = JobRunner(orchestrator.engine, orchestrator.runner, ModelCompleter(orchestrator.llm))  # a check-in is a chat turn
     return CheckinJob(
-        orchestrator.engine,
-        orchestrator.runner,
-        orchestrator.llm,
+        chat_model,
         orchestrator.resolve,
         lambda: orchestrator.assembler.bot_name,
         orchestrator.zones.zone_of,  # quiet hours and due days in the person's own zone
