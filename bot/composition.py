@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from memory.db import AsyncRunner
     from memory.engine import MemoryEngine
     from memory.ingest import Target
-    from memory.protocols import Completer, Embedder
+    from memory.protocols import Embedder
     from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
     from memory.timezones import Timezones
 
@@ -164,19 +164,17 @@ def build_runtime(
         voice_options=voice_options(settings),
         extract=background.extract,  # WRITE-4: a voice compaction hands its turns to extraction first
     )
-    completer = build_completer(settings)
     daily, bulletins = _daily_jobs(settings, jobs, zones)
     return Runtime(
         engine,
         runner,
         orchestrator,
         background,
-        completer,
         _schedule(settings),
         daily=daily,
         bulletins=bulletins,
         checkins=build_checkins(settings, orchestrator),  # ORCH-8
-        ingest=build_ingest_watch(settings, engine, runner, completer) if settings.ingest_dir is not None else None,
+        ingest=build_ingest_watch(settings, engine, runner) if settings.ingest_dir is not None else None,
         dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
     )
 
@@ -315,12 +313,12 @@ def has_model(settings: Settings) -> bool:
     return settings.llm_api_key is not None or settings.llm_base_url.rstrip("/") != str(default).rstrip("/")
 
 
-def build_ingest_watch(settings: Settings, engine: MemoryEngine, runner: AsyncRunner, completer: Completer) -> IngestWatch:
+def build_ingest_watch(settings: Settings, engine: MemoryEngine, runner: AsyncRunner) -> IngestWatch:
     """The ingest folder (WRITE-7), ingested into the owner's memory, by the extraction model when there is one."""
     from .ingest_watch import IngestWatch
 
     assert settings.ingest_dir is not None
-    complete = completer if has_model(settings) else None
+    complete = build_completer(settings) if has_model(settings) else None
     return IngestWatch(engine, runner, settings.ingest_dir, ingest_target(settings), complete, settings.ingest_poll_s)
 
 

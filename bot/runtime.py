@@ -15,7 +15,6 @@ from apscheduler.triggers.cron import CronTrigger
 from memory import maintenance
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.protocols import Completer
 from memory.upkeep_jobs import Consolidation
 
 from .background import Background
@@ -60,7 +59,6 @@ class Runtime:
     runner: AsyncRunner
     orchestrator: Orchestrator
     background: Background
-    completer: Completer  # the extraction model, blocking, for the ingest folder
     schedule: Schedule
     daily: DailyReflection | None = None  # MAINT-4
     bulletins: BulletinRefresh | None = None  # MAINT-5
