@@ -3,8 +3,9 @@
     build_embedder   the configured embedding model (or None: BM25 only)
     open_engine      a store for a command (read-only for commands that only read)
     build_completer  the blocking extraction-model client maintenance commands use
-    build_runtime    the bot's whole object graph: store, memory thread, model clients, orchestrator,
-                     background work, scheduler settings
+    build_runtime    the bot's whole object graph, as one frozen bundle: store, memory thread, model clients,
+                     orchestrator, background work, daily jobs, check-ins, scheduler settings
+    build_orchestrator  the reply pipeline and its collaborators (also the bench's turn hook)
     build_checkins   the check-in job (ORCH-8); build_channels hands it each adapter's delivery to DMs
     build_channels   the chat adapters (and voice) for ``companion run``
     build_ingest_watch  the ingest folder watched while the bot runs (COMPANION_INGEST_DIR)
@@ -17,24 +18,33 @@ without paying for them (``--help``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from pydantic import SecretStr
+from .clients import secret
 
+if TYPE_CHECKING:
     from memory.clock import Clock
+    from memory.db import AsyncRunner
     from memory.engine import MemoryEngine
     from memory.ingest import Target
     from memory.protocols import Embedder
+    from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+    from memory.timezones import Timezones
 
     from .checkins import CheckinJob
     from .config import Settings
+    from .daily import BulletinRefresh, DailyReflection
     from .dashboard.app import DashboardServer
     from .ingest_watch import IngestWatch
-    from .llm import ChatClient
+    from .jobs import JobRunner
+    from .llm import ChatClient, SyncCompleter
     from .orchestrator import Orchestrator
-    from .runtime import Runtime
+    from .persona import Persona
+    from .resolution import OwnerPolicy
+    from .runtime import Runtime, Schedule
+    from .voice_mode import Extract, VoiceOptions
 
 _DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
 
@@ -53,7 +63,7 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
 
         return OpenAIEmbedder(
             base_url=settings.embedding_base_url or settings.llm_base_url,
-            api_key=_secret(settings.embedding_api_key) or _secret(settings.llm_api_key),
+            api_key=secret(settings.embedding_api_key) or secret(settings.llm_api_key),
             model=settings.embedding_model,
             dim=settings.embedding_dim,
             **({"timeout": timeout} if timeout is not None else {}),
@@ -112,28 +122,9 @@ def _upgrade_once(path: Path) -> None:
         ) from None
 
 
-class SyncCompleter:
-    """One blocking chat completion through the openai SDK, as a ``memory.protocols.Completer``.
-
-    The CLI's maintenance commands run outside any event loop, so a plain sync client is all they need.
-    """
-
-    def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float, max_retries: int = 2) -> None:
-        import openai  # imported here: most commands never talk to a model, and the SDK is slow to import
-
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries)
-        self.model = model
-
-    def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
-        response = self._client.chat.completions.create(
-            model=self.model,
-            temperature=temperature,
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-        )
-        return response.choices[0].message.content or ""
-
-
 def build_completer(settings: Settings) -> SyncCompleter:
+    from .llm import SyncCompleter
+
     return SyncCompleter(
         *extraction_server(settings),
         settings.extraction_model or settings.chat_model,
@@ -146,26 +137,67 @@ def build_runtime(
     settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = _DEFAULT, backoff_s: float = 0.5
 ) -> Runtime:
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
-    store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks."""
-    from memory.bulletin import Bulletins
-    from memory.daily import DailyReflections
+    store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks. Each part is built
+    with everything it needs; nothing is wired into a built object afterwards."""
     from memory.db import AsyncRunner
-    from memory.engine import MemoryEngine
-    from memory.sessions import ExtractionBuffer, SessionSummaries
-    from memory.timezones import Timezones
 
     from .background import Background
-    from .config import journal_dir, store_location
-    from .daily import BulletinRefresh, DailyReflection
     from .health import Metrics
-    from .orchestrator import Orchestrator, OwnerPolicy
-    from .persona import Persona, read_persona
-    from .runtime import Runtime, Schedule
+    from .jobs import JobRunner, ModelCompleter
+    from .resolution import OwnerPolicy
+    from .runtime import Runtime
     from .voice_providers import voice_options
+
+    engine, persona = _open_for_the_bot(settings, clock, build_embedder(settings) if embedder is _DEFAULT else embedder)
+    runner = AsyncRunner()
+    buffer, summaries, channels, zones = _conversation_state(settings, engine)
+    metrics = Metrics()  # OPS-5: /metrics, counted by the chat model's client and the adapters' front door
+    extraction_model = _chat_client(
+        settings, settings.extraction_model or settings.chat_model, backoff_s, server=extraction_server(settings)
+    )
+    chat_model = _chat_client(settings, settings.chat_model, backoff_s, on_call=metrics.model_call)
+    jobs = JobRunner(engine, runner, ModelCompleter(extraction_model))
+    background = Background(jobs, buffer, channels, summaries, silence_s=settings.reflection_silence_s, zone_of=zones.name_of)
+    orchestrator = build_orchestrator(
+        engine,
+        runner,
+        chat_model,
+        owners=OwnerPolicy(frozenset(settings.owner_ids)),
+        buffer=buffer,
+        summaries=summaries,
+        channels=channels,
+        zones=zones,
+        persona=persona,
+        summary_window_s=settings.summary_window_s,
+        voice_options=voice_options(settings),
+        extract=background.extract,  # WRITE-4: a voice compaction hands its turns to extraction first
+    )
+    daily, bulletins = _daily_jobs(settings, jobs, zones)
+    return Runtime(
+        engine,
+        runner,
+        orchestrator,
+        background,
+        _schedule(settings),
+        daily=daily,
+        bulletins=bulletins,
+        checkins=build_checkins(settings, orchestrator),  # ORCH-8
+        ingest=build_ingest_watch(settings, engine, runner) if settings.ingest_dir is not None else None,
+        dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
+        metrics=metrics,
+    )
+
+
+def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedder | None) -> tuple[MemoryEngine, Persona]:
+    """The bot's store and persona, refused (and the store closed) when the embedding model did not make its vectors."""
+    from memory.engine import MemoryEngine
+
+    from .config import journal_dir, store_location
+    from .persona import Persona, read_persona
 
     engine = MemoryEngine(
         store_location(settings),
-        build_embedder(settings) if embedder is _DEFAULT else embedder,
+        embedder,
         clock,
         vector_mirror=settings.vector_mirror,
         vector_mirror_mb=settings.vector_mirror_mb,
@@ -173,41 +205,38 @@ def build_runtime(
     )
     try:
         engine.embeddings.check_model()
-        persona = Persona(read_persona(settings.persona_file))  # checked by Settings already; read once here
+        return engine, Persona(read_persona(settings.persona_file))  # checked by Settings already; read once here
     except BaseException:
         engine.close()
         raise
-    runner = AsyncRunner()
-    zones = Timezones(engine, settings.timezone)
+
+
+def _conversation_state(settings: Settings, engine: MemoryEngine) -> tuple[ExtractionBuffer, SessionSummaries, ChannelState, Timezones]:
+    """The per-chat state the reply path and the background jobs share: one of each, for both."""
+    from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+    from memory.timezones import Timezones
+
     buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
-    summaries = SessionSummaries(engine, settings.summary_ttl_s)
-    metrics = Metrics()  # OPS-5: /metrics
-    chat_client = _chat_client(settings, settings.chat_model, backoff_s)
-    chat_client.on_call = metrics.model_call
-    orchestrator = Orchestrator(
-        engine,
-        runner,
-        chat_client,
-        owners=OwnerPolicy(frozenset(settings.owner_ids)),
-        buffer=buffer,
-        summaries=summaries,
-        assembler_options={"summary_window_s": settings.summary_window_s},
-        voice_options=voice_options(settings),
-        persona=persona,
-        zones=zones,
+    return buffer, SessionSummaries(engine, settings.summary_ttl_s), ChannelState(engine), Timezones(engine, settings.timezone)
+
+
+def _daily_jobs(settings: Settings, jobs: JobRunner, zones: Timezones) -> tuple[DailyReflection, BulletinRefresh]:
+    """MAINT-4's reflection on each chat's day (in its zone) and MAINT-5's bulletin refresh, for the scheduler."""
+    from memory.bulletin import Bulletins
+    from memory.daily import DailyReflections
+
+    from .daily import BulletinRefresh, DailyReflection
+
+    days = DailyReflections(jobs.engine, zone_for=zones.zone_for)
+    return DailyReflection(jobs, days, zones.name_of), BulletinRefresh(
+        jobs, Bulletins(jobs.engine, min_changes=settings.bulletin_min_changes)
     )
-    background = Background(
-        engine,
-        runner,
-        _chat_client(settings, settings.extraction_model or settings.chat_model, backoff_s, server=extraction_server(settings)),
-        buffer,
-        orchestrator.channels,
-        summaries,
-        silence_s=settings.reflection_silence_s,
-        zone_of=zones.name_of,
-    )
-    orchestrator.voice.extract = background.extract  # WRITE-4: a voice compaction hands its turns to extraction first
-    schedule = Schedule(
+
+
+def _schedule(settings: Settings) -> Schedule:
+    from .runtime import Schedule
+
+    return Schedule(
         settings.scheduler_enabled,
         settings.consolidation_cron,
         settings.maintenance_cron,
@@ -215,16 +244,48 @@ def build_runtime(
         bulletin_cron=settings.bulletin_cron,
         checkin_cron=settings.checkin_cron,
     )
-    runtime = Runtime(engine, runner, orchestrator, background, build_completer(settings), schedule)
-    runtime.metrics = metrics
-    runtime.daily = DailyReflection(engine, runner, background, DailyReflections(engine, zone_for=zones.zone_for))  # MAINT-4
-    runtime.bulletins = BulletinRefresh(engine, runner, background, Bulletins(engine, min_changes=settings.bulletin_min_changes))
-    runtime.checkins = build_checkins(settings, orchestrator)  # ORCH-8
-    if settings.ingest_dir is not None:
-        runtime.ingest = build_ingest_watch(settings, runtime, settings.ingest_dir)
-    if settings.dashboard_enabled:
-        runtime.dashboard = build_dashboard(settings, runtime)
-    return runtime
+
+
+def build_orchestrator(
+    engine: MemoryEngine,
+    runner: AsyncRunner,
+    llm: ChatClient,
+    *,
+    owners: OwnerPolicy,
+    buffer: ExtractionBuffer,
+    summaries: SessionSummaries,
+    channels: ChannelState,
+    zones: Timezones,
+    persona: Persona,
+    summary_window_s: float = 1800.0,
+    voice_options: VoiceOptions | None = None,
+    extract: Extract | None = None,
+) -> Orchestrator:
+    """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
+    buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
+    from memory.people import People
+    from memory.privacy import Privacy
+
+    from .assembly import Assembler
+    from .commands import Commands
+    from .orchestrator import Orchestrator
+    from .resolution import Resolver
+    from .voice_mode import VoiceOptions, VoiceSessions
+
+    people = People(engine)
+    resolver = Resolver(people, owners, zones, channels)
+    voice = VoiceSessions(engine, runner, llm, buffer, summaries, channels, voice_options or VoiceOptions(), extract=extract)
+    return Orchestrator(
+        engine,
+        runner,
+        llm,
+        resolver=resolver,
+        buffer=buffer,
+        privacy=Privacy(engine),
+        assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
+        commands=Commands(engine, people, resolver.resolve, persona, zones),
+        voice=voice,
+    )
 
 
 def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob:
@@ -234,10 +295,11 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob
     from .checkins import CheckinJob, CheckinOptions
 
     options = CheckinOptions(per_week=settings.checkins_per_week, quiet=QuietHours.parse(settings.checkin_quiet_hours))
+    from .jobs import JobRunner, ModelCompleter
+
+    chat_model = JobRunner(orchestrator.engine, orchestrator.runner, ModelCompleter(orchestrator.llm))  # a check-in is a chat turn
     return CheckinJob(
-        orchestrator.engine,
-        orchestrator.runner,
-        orchestrator.llm,
+        chat_model,
         orchestrator.resolve,
         lambda: orchestrator.assembler.bot_name,
         orchestrator.zones.zone_of,  # quiet hours and due days in the person's own zone
@@ -260,15 +322,16 @@ def has_model(settings: Settings) -> bool:
     return settings.llm_api_key is not None or settings.llm_base_url.rstrip("/") != str(default).rstrip("/")
 
 
-def build_ingest_watch(settings: Settings, runtime: Runtime, folder: Path) -> IngestWatch:
+def build_ingest_watch(settings: Settings, engine: MemoryEngine, runner: AsyncRunner) -> IngestWatch:
     """The ingest folder (WRITE-7), ingested into the owner's memory, by the extraction model when there is one."""
     from .ingest_watch import IngestWatch
 
-    complete = runtime.completer if has_model(settings) else None
-    return IngestWatch(runtime.engine, runtime.runner, folder, ingest_target(settings), complete, settings.ingest_poll_s)
+    assert settings.ingest_dir is not None
+    complete = build_completer(settings) if has_model(settings) else None
+    return IngestWatch(engine, runner, settings.ingest_dir, ingest_target(settings), complete, settings.ingest_poll_s)
 
 
-def build_dashboard(settings: Settings, runtime: Runtime) -> DashboardServer:
+def build_dashboard(settings: Settings, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator) -> DashboardServer:
     """The dashboard over the running bot's own store and memory thread (no second writer), started and
     stopped with it; refused, before anything starts, without a long COMPANION_DASHBOARD_TOKEN or on a
     non-loopback host that is not allowed (DASH-3, ``bot.dashboard.startup``)."""
@@ -277,13 +340,13 @@ def build_dashboard(settings: Settings, runtime: Runtime) -> DashboardServer:
     from .dashboard.services import DashboardServices
     from .dashboard.startup import refusal
 
-    token = _secret(settings.dashboard_token)
+    token = secret(settings.dashboard_token)
     problem = refusal(token, settings.dashboard_host, allow_remote=settings.dashboard_allow_remote)
     if problem:
-        runtime.engine.close()
-        runtime.runner.shutdown()
+        engine.close()
+        runner.shutdown()
         raise ConfigError(problem)
-    app = create_app(DashboardServices.of(runtime), token=token, public_hosts=public_hosts(settings))
+    app = create_app(DashboardServices.of(engine, runner, orchestrator), token=token, public_hosts=public_hosts(settings))
     return DashboardServer(app, settings.dashboard_host, settings.dashboard_port)
 
 
@@ -296,14 +359,21 @@ def extraction_server(settings: Settings) -> tuple[str, str]:
     """(base URL, key) of the extraction model: its own when set (a local model for extraction), else the chat model's."""
     return (
         settings.extraction_base_url or settings.llm_base_url,
-        _secret(settings.extraction_api_key) or (_secret(settings.llm_api_key) if not settings.extraction_base_url else ""),
+        secret(settings.extraction_api_key) or (secret(settings.llm_api_key) if not settings.extraction_base_url else ""),
     )
 
 
-def _chat_client(settings: Settings, model: str, backoff_s: float, *, server: tuple[str, str] | None = None) -> ChatClient:
+def _chat_client(
+    settings: Settings,
+    model: str,
+    backoff_s: float,
+    *,
+    server: tuple[str, str] | None = None,
+    on_call: Callable[[float, bool], None] | None = None,
+) -> ChatClient:
     from .llm import ChatClient
 
-    base_url, api_key = server or (settings.llm_base_url, _secret(settings.llm_api_key))
+    base_url, api_key = server or (settings.llm_base_url, secret(settings.llm_api_key))
     return ChatClient(
         base_url,
         api_key,
@@ -313,6 +383,7 @@ def _chat_client(settings: Settings, model: str, backoff_s: float, *, server: tu
         backoff_s=backoff_s,
         max_steps=settings.max_tool_steps,
         turn_deadline_s=settings.turn_deadline_s,
+        on_call=on_call,
     )
 
 
@@ -325,13 +396,13 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     if settings.telegram_token:
         from .adapters.telegram_adapter import TelegramAdapter
 
-        adapters.append(TelegramAdapter(conversation, _secret(settings.telegram_token)))
+        adapters.append(TelegramAdapter(conversation, secret(settings.telegram_token)))
     if settings.discord_token:
         from .adapters.discord_adapter import DiscordAdapter
 
         persona = runtime.orchestrator.persona
         discord_adapter = DiscordAdapter(
-            conversation, _secret(settings.discord_token), channels=settings.discord_channels, on_named=persona.learn_platform_name
+            conversation, secret(settings.discord_token), channels=settings.discord_channels, on_named=persona.learn_platform_name
         )
         adapters.append(discord_adapter)
         if settings.voice_enabled:
@@ -371,7 +442,3 @@ def _discord_voice(settings: Settings, runtime: Runtime, adapter: Any) -> Any:
     voice = DiscordVoice(adapter.client, runtime.orchestrator, stt, tts, voice_settings(settings), wake_name=lambda: persona.name)
     register_voice_commands(adapter.client.tree, voice)
     return voice
-
-
-def _secret(value: SecretStr | None) -> str:
-    return value.get_secret_value() if value is not None else ""

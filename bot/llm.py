@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 import openai
 
+from .clients import async_openai_client, openai_client
 from .types import StreamSink
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class OpenAIEmbedder:
     """An OpenAI-compatible /embeddings endpoint as a ``memory.protocols.Embedder``."""
 
     def __init__(self, base_url: str, api_key: str, model: str, dim: int | None = None, timeout: float = 30.0) -> None:
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=2)
+        self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=2)
         self.model = model
         self.fingerprint = f"openai:{base_url.rstrip('/')}:{model}"
         self._dim = dim
@@ -94,6 +95,25 @@ class ToolBox(Protocol):
 RETRYABLE = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError, MalformedAnswer)
 
 
+class SyncCompleter:
+    """One blocking chat completion through the openai SDK, as a ``memory.protocols.Completer``.
+
+    The CLI's maintenance commands run outside any event loop, so a plain sync client is all they need.
+    """
+
+    def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float, max_retries: int = 2) -> None:
+        self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
+        self.model = model
+
+    def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
+        response = self._client.chat.completions.create(
+            model=self.model,
+            temperature=temperature,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+        )
+        return response.choices[0].message.content or ""
+
+
 class ChatClient:
     """Chat completions with a bounded tool loop, bounded retries with backoff, and optional streaming."""
 
@@ -109,13 +129,14 @@ class ChatClient:
         max_steps: int = 6,
         turn_deadline_s: float = 120.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_call: Callable[[float, bool], None] | None = None,
     ) -> None:
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0)
+        self._client = async_openai_client(base_url, api_key, timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
         self.turn_deadline_s, self.timeout_s = turn_deadline_s, timeout
         self.last_failure: LLMError | None = None  # why the latest turn failed, for the one line the console shows
         self.tools_off = False  # set when the server rejected ``tools``: some local models have no tool calling
-        self.on_call: Callable[[float, bool], None] | None = None  # (seconds, failed) per request, for /metrics
+        self.on_call = on_call  # (seconds, failed) per request, for /metrics
 
     async def aclose(self) -> None:
         """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""

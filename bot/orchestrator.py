@@ -13,22 +13,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import prompts
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded, clean_text
+from memory.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded
 from memory.models import Provenance
-from memory.people import People
 from memory.privacy import Privacy
-from memory.safety import normalise_text
-from memory.scopes import RecallContext
-from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory.sessions import ExtractionBuffer
 from memory.sources import Edit, Withdrawn, message_deleted, message_edited
-from memory.timezones import Timezones
 from memory.tools import MemoryTools, RateLimiter
 from voice.caches import HistoryCache
 
@@ -36,26 +31,12 @@ from .assembly import Assembler, Snapshot, Turn
 from .commands import Commands
 from .leak_guard import WITHHELD, LeakGate
 from .llm import ChatClient, LLMError
-from .persona import Persona
+from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, IncomingMessage, Reply, StreamSink
-from .voice_mode import VoiceConversation, VoiceOptions, VoiceSessions, cached_search
+from .voice_mode import VoiceConversation, VoiceSessions, cached_search
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class OwnerPolicy:
-    """Platform-qualified owner ids ("discord:123", "telegram:55", "console:local-user"). With none configured,
-    the console is the owner: it is the operator's own terminal. The rule lives here, not in ``companion chat``,
-    so that ``companion snapshot`` and the dashboard resolve a console turn exactly as chat does (ORCH-5)."""
-
-    owners: frozenset[str] = frozenset()
-
-    def is_owner(self, platform: str, user_id: str) -> bool:
-        if not self.owners:
-            return platform == "console"
-        return f"{platform}:{user_id}" in self.owners
 
 
 class CappedSink:
@@ -92,29 +73,25 @@ class AsyncTools:
 
 
 class Orchestrator:
+    """One reply pipeline over collaborators the composition root built (``bot.composition.build_orchestrator``)."""
+
     def __init__(
         self,
         engine: MemoryEngine,
         runner: AsyncRunner,
         llm: ChatClient,
         *,
-        owners: OwnerPolicy = OwnerPolicy(),
+        resolver: Resolver,
         buffer: ExtractionBuffer,
-        summaries: SessionSummaries,
-        assembler_options: dict | None = None,
-        voice_options: VoiceOptions = VoiceOptions(),
-        persona: Persona | None = None,
-        zones: Timezones | None = None,
+        privacy: Privacy,
+        assembler: Assembler,
+        commands: Commands,
+        voice: VoiceSessions,
     ) -> None:
-        self.engine, self.runner, self.llm, self.owners, self.buffer = engine, runner, llm, owners, buffer
-        self.people = People(engine)
-        self.privacy = Privacy(engine)
-        self.zones = zones or Timezones(engine)
-        self.channels = ChannelState(engine)
-        self.persona = persona or Persona()
-        self.assembler = Assembler(engine, self.people, summaries, self.channels, persona=self.persona, **(assembler_options or {}))
-        self.commands = Commands(engine, self.people, self.resolve, self.persona, self.zones)
-        self.voice = VoiceSessions(engine, runner, llm, buffer, summaries, self.channels, voice_options)
+        self.engine, self.runner, self.llm, self.resolver, self.buffer = engine, runner, llm, resolver, buffer
+        self.privacy, self.assembler, self.commands, self.voice = privacy, assembler, commands, voice
+        self.people, self.owners, self.zones, self.channels = resolver.people, resolver.owners, resolver.zones, resolver.channels
+        self.persona = assembler.persona
         self._limits: dict[str, RateLimiter] = {}
 
     # -- the Conversation protocol -------------------------------------------------------------------
@@ -247,14 +224,10 @@ class Orchestrator:
         await self.runner.run(self.voice.invalidate_all)
 
     def resolve(self, message: IncomingMessage) -> Turn:
-        """Scope resolution: platform ids to people (recording new accounts and names), and the context every read
-        of this turn is made for."""
-        return self._resolved(message, lambda user_id, name: self.people.resolve(message.platform, user_id, name))
+        return self.resolver.resolve(message)
 
     def peek(self, message: IncomingMessage) -> Turn:
-        """``resolve`` that writes nothing (ORCH-5): an unknown account is the person it would become, and no
-        display name changes. The same rules otherwise (owner, reach, zone), so a snapshot is what chat would see."""
-        return self._resolved(message, lambda user_id, name: self.people.lookup(message.platform, user_id))
+        return self.resolver.peek(message)
 
     def preview(self, message: IncomingMessage) -> tuple[Turn, Snapshot]:
         """The runtime snapshot (ORCH-5): the memory slice a reply to ``message`` would get, computed the way a
@@ -263,37 +236,7 @@ class Orchestrator:
         return turn, self.assembler.snapshot(turn, reinforce=False)
 
     def dm_channel(self, platform: str, user_id: str) -> str:
-        """Where this account's DM with the bot is, for a snapshot that names no channel: the console's one chat,
-        else the DM the bot last had with them, else a Telegram private chat's id (the user's own)."""
-        if platform == "console":
-            return "console"  # ``ConsoleChat``'s channel
-        known = self.channels.dm_channel(platform, self.people.lookup(platform, user_id))
-        return known or (user_id if platform == "telegram" else f"dm-{user_id}")
-
-    def _resolved(self, message: IncomingMessage, person_of: Callable[[str, str], str]) -> Turn:
-        author = display_name(message.author_name)
-        person = person_of(message.author_id, author)
-        names = {person: author or self.people.name(person)}
-        for user_id, name in message.participants:
-            names.setdefault(person_of(user_id, display_name(name)), display_name(name) or user_id)
-        is_owner = self.owners.is_owner(message.platform, message.author_id)
-        owner = is_owner and message.is_dm
-        people = tuple(names)
-        ctx = RecallContext(
-            platform=message.platform,
-            speaker_id=person,
-            channel_id=message.channel_id,
-            guild_id=_guild_key(message),
-            participants=people[1:],
-            is_dm=message.is_dm,
-            owner_private=owner,
-            owner_id=person if owner else None,
-            admin=not message.is_dm and (message.author_is_admin or is_owner),
-            reach=self.people.reach(person, people, is_dm=message.is_dm),
-            readable_channels=message.readable_channels,
-            zone=self.zones.name_of(person),
-        )
-        return Turn(message, person, ctx, f"{message.platform}:{message.channel_id}", names, clean_text(message.text))
+        return self.resolver.dm_channel(platform, user_id)
 
     def _arrive(self, message: IncomingMessage) -> Turn:
         """Write-ahead: the message is stored and buffered (held) before the model is asked anything, so a
@@ -375,13 +318,3 @@ class Orchestrator:
 
     def _user_text(self, turn: Turn) -> str:
         return turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
-
-
-def display_name(name: str) -> str:
-    """A name as people show it, on one line and bounded: it reaches prompts (quoted) and transcripts."""
-    return normalise_text(name)[:64]
-
-
-def _guild_key(message: IncomingMessage) -> str | None:
-    """Guild ids are namespaced by platform so a Discord guild and a Telegram group never share memory."""
-    return f"{message.platform}:{message.guild_id}" if message.guild_id else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ from apscheduler.triggers.cron import CronTrigger
 from memory import maintenance
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.protocols import Completer
+from memory.upkeep_jobs import Consolidation
 
 from .background import Background
 from .checkins import CheckinJob
@@ -43,25 +43,35 @@ class Schedule:
     checkin_cron: str = "*/10 * * * *"  # ORCH-8: looks for check-ins that are due
 
 
-@dataclass
+@dataclass(slots=True)
+class _Running:
+    """What a started runtime holds: the only state that changes after ``build_runtime``."""
+
+    scheduler: AsyncIOScheduler | None = None
+    loop_task: asyncio.Task | None = None
+    ingest_task: asyncio.Task | None = None
+
+
+@dataclass(frozen=True)
 class Runtime:
-    """The running bot's parts, built by ``bot.composition.build_runtime``: it starts and stops them."""
+    """The running bot's parts, built together by ``bot.composition.build_runtime``: it starts and stops them."""
 
     engine: MemoryEngine
     runner: AsyncRunner
     orchestrator: Orchestrator
     background: Background
-    completer: Completer  # the extraction model, for consolidation
     schedule: Schedule
     daily: DailyReflection | None = None  # MAINT-4
     bulletins: BulletinRefresh | None = None  # MAINT-5
     checkins: CheckinJob | None = None  # ORCH-8
-    scheduler: AsyncIOScheduler | None = None
-    _loop_task: asyncio.Task | None = None
     dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
     ingest: IngestWatch | None = None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
-    _ingest_task: asyncio.Task | None = None
     metrics: Metrics | None = None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
+    _running: _Running = field(default_factory=_Running, init=False, repr=False, compare=False)
+
+    @property
+    def scheduler(self) -> AsyncIOScheduler | None:
+        return self._running.scheduler
 
     async def start(self, *, background_loop: bool = True) -> None:
         # No reply survives a restart: turns held for one are due now, and so are batches that waited out a
@@ -72,12 +82,12 @@ class Runtime:
         # A run killed before this start left its audit row "running", quoting the chat: closed now (MAINT-4).
         await self.runner.run(maintenance.reap_stale_audits, self.engine)
         if self.schedule.enabled:
-            self.scheduler = self._scheduler()
-            self.scheduler.start()
+            self._running.scheduler = self._scheduler()
+            self._running.scheduler.start()
         if background_loop:
-            self._loop_task = asyncio.create_task(self._loop(), name="memory-background")
+            self._running.loop_task = asyncio.create_task(self._loop(), name="memory-background")
         if self.ingest is not None:
-            self._ingest_task = asyncio.create_task(self.ingest.run(), name="ingest-folder")
+            self._running.ingest_task = asyncio.create_task(self.ingest.run(), name="ingest-folder")
         if self.dashboard is not None:
             await self.dashboard.start()
 
@@ -90,7 +100,7 @@ class Runtime:
             await self.orchestrator.voice.end_all()
         except Exception:  # shutdown edge: a failing summary must not keep the store from closing
             log.exception("could not end the voice sessions cleanly")
-        for task in (self._loop_task, self._ingest_task):
+        for task in (self._running.loop_task, self._running.ingest_task):
             if task:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -133,7 +143,10 @@ class Runtime:
         return scheduler
 
     async def _consolidate(self) -> None:
-        report = await self.runner.run(maintenance.consolidate, self.engine, self.completer)
+        """MAINT-1 as a job: the memory thread is free while the model writes the merges."""
+        report = await self.background.jobs.run(Consolidation(self.engine))
+        if report is None:
+            return
         log.info("consolidation: %d clusters, %d merged, %d failed", report.clusters, report.merged_rows, report.failures)
 
     async def _maintain(self) -> None:

@@ -11,34 +11,35 @@
       --> the speech turns, already in the extraction buffer by write-ahead, due now (VOICE-5)
     any forget --> invalidate_all(): no cache or transcript keeps a copy of forgotten words
 
-Threads: ``open`` runs on the event loop; ``preload``/``record``/``invalidate_all`` on the memory thread
-(``AsyncRunner``), like every store read; compaction and the final summary run in a worker thread and
-reach the model (and extraction) through the event loop, so neither thread ever waits on itself.
+Threads: ``open``, ``record``, compaction and the final summary run on the event loop (compaction is a task
+started after the reply, awaiting the model and extraction); ``preload``/``invalidate_all`` on the memory thread
+(``AsyncRunner``), like every store read. No worker thread waits on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
+from memory.protocols import AsyncCompleter
 from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.tools import MemoryTools
 from voice.caches import BehaviouralPool, CacheSettings, HistoryCache
-from voice.compaction import CompactionSettings, VoiceTranscript, VoiceTurn
+from voice.compaction import CompactionSettings, FlushCallback, VoiceTranscript, VoiceTurn
 from voice.warm import WarmMemory, WarmSettings, memory_retrieval
 
 from .assembly import Preloaded, Turn
 from .llm import ChatClient
 
 log = logging.getLogger(__name__)
-BRIDGE_TIMEOUT_S = 300.0  # a worker thread's wait for the model; far above any configured LLM timeout
+Extract = Callable[[str], Awaitable[int]]  # a channel key -> facts stored from its buffered turns
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,7 @@ class VoiceOptions:
 class VoiceConversation:
     """One voice channel's session: its caches, its transcript and who took part."""
 
-    def __init__(self, turn: Turn, engine: MemoryEngine, options: VoiceOptions, completer, flush) -> None:
+    def __init__(self, turn: Turn, engine: MemoryEngine, options: VoiceOptions, completer: AsyncCompleter, flush: FlushCallback) -> None:
         ctx, self.clock = turn.ctx, engine.clock
         self.key, self.platform, self.guild_id, self.channel_id = turn.channel_key, ctx.platform, ctx.guild_id, ctx.channel_id
         self.started_at = engine.clock.now()
@@ -102,24 +103,24 @@ class VoiceSessions:
         summaries: SessionSummaries,
         channels: ChannelState,
         options: VoiceOptions = VoiceOptions(),
+        *,
+        extract: Extract | None = None,
     ) -> None:
         self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
         self.summaries, self.channels, self.options = summaries, channels, options
         self.sessions: dict[str, VoiceConversation] = {}
         self.pool = BehaviouralPool(engine.memories, options.caches)  # keyed by guild + participants inside
-        # Extraction of a channel's buffered turns (``Background.extract``), given by the composition root once the
-        # background worker exists; without it a flush only makes the turns due for the next background tick.
-        self.extract: Callable[[str], Awaitable[int]] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # Extraction of a channel's buffered turns (``Background.extract``); without it (the bench) a flush only
+        # makes the turns due for the next background tick.
+        self.extract = extract
 
     # -- on the event loop ---------------------------------------------------------------------------------
     def open(self, turn: Turn) -> VoiceConversation:
         """The turn's session, started on its first turn; the turn's people join it."""
-        self._loop = asyncio.get_running_loop()
         session = self.sessions.get(turn.channel_key)
         if session is None:
             session = self.sessions[turn.channel_key] = VoiceConversation(
-                turn, self.engine, self.options, self._bridged(self._complete), self._bridged(self._flush, turn.channel_key)
+                turn, self.engine, self.options, self._complete, functools.partial(self._flush, turn.channel_key)
             )
         session.people.update(dict.fromkeys(turn.names))
         return session
@@ -128,17 +129,16 @@ class VoiceSessions:
         """Fold due turns into the rolling summary after the reply, never while someone waits for one."""
         session = self.sessions.get(key)
         if session and session.transcript.due and (session.compacting is None or session.compacting.done()):
-            session.compacting = asyncio.ensure_future(asyncio.to_thread(session.transcript.compact))
+            session.compacting = asyncio.ensure_future(session.transcript.compact())
 
     async def end(self, key: str) -> int | None:
         """Persist the session's summary and make its speech turns due for extraction; the summary's id, if any."""
         session = self.sessions.pop(key, None)
         if session is None:
             return None
-        self._loop = asyncio.get_running_loop()
         if session.compacting is not None:
             await asyncio.gather(session.compacting, return_exceptions=True)
-        text = await asyncio.to_thread(session.transcript.final_summary)
+        text = await session.transcript.final_summary()
         return await self.runner.run(self._persist, session, text)
 
     async def end_all(self) -> None:
@@ -175,14 +175,7 @@ class VoiceSessions:
             started_at=session.started_at,
         )
 
-    # -- called from a worker thread (compaction, final summary) ------------------------------------------------
-    def _bridged(self, fn: Callable[..., Coroutine[Any, Any, Any]], *bound: Any) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            assert self._loop is not None
-            return asyncio.run_coroutine_threadsafe(fn(*bound, *args, **kwargs), self._loop).result(BRIDGE_TIMEOUT_S)
-
-        return call
-
+    # -- on the event loop, for compaction ---------------------------------------------------------------------
     async def _complete(self, system: str, user: str, *, temperature: float = 0.0) -> str:
         return await self.llm.complete([{"role": "system", "content": system}, {"role": "user", "content": user}], temperature=temperature)
 

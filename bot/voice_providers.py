@@ -23,7 +23,7 @@ from voice.tts import EspeakTTS
 from voice.vad import VadSettings
 from voice.warm import WarmSettings
 
-from .composition import _secret
+from .clients import openai_client, secret
 from .voice_mode import VoiceOptions
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class OpenAISpeechToText:
     def __init__(
         self, base_url: str, api_key: str = "", model: str = "whisper-1", *, language: str | None = "en", timeout: float = 30.0
     ) -> None:
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=1)
+        self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=1)
         self.model = model
         self.language = language
 
@@ -54,7 +54,7 @@ class OpenAITextToSpeech:
     """``TextToSpeech`` via ``POST {base_url}/audio/speech`` (e.g. ``tts-1`` with voice ``alloy``)."""
 
     def __init__(self, base_url: str, api_key: str = "", model: str = "tts-1", voice: str = "alloy", *, timeout: float = 30.0) -> None:
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=1)
+        self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=1)
         self.model = model
         self.voice = voice
 
@@ -72,7 +72,7 @@ class OpenAITextToSpeech:
 def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
     """Offline by default (the bundled Whisper tiny.en, espeak-ng); "openai" for any compatible server."""
     base_url = settings.voice_base_url or settings.llm_base_url
-    api_key = _secret(settings.voice_api_key) or _secret(settings.llm_api_key)
+    api_key = secret(settings.voice_api_key) or secret(settings.llm_api_key)
     if settings.voice_stt == "openai":
         stt: SpeechToText = OpenAISpeechToText(base_url, api_key, settings.voice_stt_model)
     else:

@@ -6,13 +6,17 @@ code the bot runs; nothing is sent anywhere.
 
 from __future__ import annotations
 
+from bot.composition import build_orchestrator
 from bot.llm import ChatClient
 from bot.orchestrator import Orchestrator
+from bot.persona import Persona
+from bot.resolution import OwnerPolicy
 from bot.types import IncomingMessage
 from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.scopes import RecallContext
-from memory.sessions import ExtractionBuffer, SessionSummaries
+from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory.timezones import Timezones
 
 
 def make_turn():
@@ -22,8 +26,16 @@ def make_turn():
         orch = made.get(id(engine))
         if orch is None:
             llm = ChatClient("http://127.0.0.1:9/v1", "unused", "unused")  # never called: the turn stops before the LLM
-            orch = made[id(engine)] = Orchestrator(
-                engine, AsyncRunner(), llm, buffer=ExtractionBuffer(engine), summaries=SessionSummaries(engine)
+            orch = made[id(engine)] = build_orchestrator(
+                engine,
+                AsyncRunner(),
+                llm,
+                owners=OwnerPolicy(),
+                buffer=ExtractionBuffer(engine),
+                summaries=SessionSummaries(engine),
+                channels=ChannelState(engine),
+                zones=Timezones(engine),
+                persona=Persona(),
             )
         message = IncomingMessage(
             platform="bench",

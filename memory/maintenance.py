@@ -38,6 +38,7 @@ class ConsolidationReport:
     failures: int
 
 
+CONSOLIDATE_SYSTEM = "You consolidate memories. Answer with JSON only."
 STOP_AFTER_FAILURES = 3  # merges failing in a row: the model is down, so the rest would fail too
 
 
@@ -69,6 +70,11 @@ def consolidate(
     return ConsolidationReport(len(clusters), merged, tuple(new_ids), failures)
 
 
+def clusters(engine: MemoryEngine, threshold: float = 0.85, max_cluster: int = 5) -> list[list[Memory]]:
+    """The groups of near-duplicate memories consolidation would merge (for the scheduler's job)."""
+    return list(_clusters(engine, threshold, max_cluster))
+
+
 def _clusters(engine: MemoryEngine, threshold: float, max_cluster: int) -> Iterator[list[Memory]]:
     for partition, mtype in engine.memory_rows.consolidation_groups():
         rows = engine.memories.list_memories((partition,), order="oldest", limit=1_000_000)
@@ -97,6 +103,12 @@ def _greedy(rows: list[Memory], mat: np.ndarray, threshold: float, max_cluster: 
 
 def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> str | None:
     """The merged memory's id; None when the merge would say a forgotten fact again (SEC-5: not written)."""
+    return write_merge(
+        engine, merged_memory(cluster, complete(CONSOLIDATE_SYSTEM, consolidation_prompt(cluster), temperature=0.0)), cluster
+    )
+
+
+def consolidation_prompt(cluster: list[Memory]) -> str:
     payload = json.dumps(
         [
             {"subject": m.subject, "content": m.content, "importance": m.importance, "tags": list(m.tags), "created_at": m.created_at}
@@ -105,10 +117,14 @@ def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> 
         ensure_ascii=False,
         indent=1,
     )
-    prompt = prompts.render("consolidation", count=len(cluster), type=cluster[0].type.value, memories=payload)
-    merged = parse_json_object(complete("You consolidate memories. Answer with JSON only.", prompt, temperature=0.0))
+    return prompts.render("consolidation", count=len(cluster), type=cluster[0].type.value, memories=payload)
+
+
+def merged_memory(cluster: list[Memory], answer: str) -> NewMemory:
+    """The model's merge as a new memory in the cluster's place; ``BadAnswer`` when it is not a JSON object."""
+    merged = parse_json_object(answer)
     first = cluster[0]
-    new = NewMemory(
+    return NewMemory(
         content=str(merged.get("content", "")),
         subject=str(merged.get("subject") or first.subject),
         scope=first.scope,
@@ -121,6 +137,10 @@ def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> 
         importance=min(10.0, max([m.importance for m in cluster] + [_number(merged.get("importance"), 1.0)])),
         provenance=first.provenance,
     )
+
+
+def write_merge(engine: MemoryEngine, new: NewMemory, cluster: list[Memory]) -> str | None:
+    """The merged memory's id; None when the merge would say a forgotten fact again (SEC-5: not written)."""
     if not unforgotten(engine, [new]):
         log.info("a merge of %d memories was not written: it matches a forgotten fact", len(cluster))
         return None

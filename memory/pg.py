@@ -240,10 +240,10 @@ class PgDatabase(Database):
         pages are overwritten, and in the WAL and base backups until they rotate. ``VACUUM FULL`` (the operator
         command ``companion store compact``) rewrites the tables into new files. See docs/postgresql.md.
         """
-        from .registry import REGISTRY
-
+        # every table of the store, not only the forget registry's: derived tables (vectors, caches) hold words too,
+        # and reading the registry here would make the storage layer import the layer above it
         ours = {name for (name,) in self.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
-        for table in sorted(({h.table for h in REGISTRY} | {"memories", "messages", "memory_vec", "message_vec", "embed_cache"}) & ours):
+        for table in sorted(ours):
             self.execute(f"VACUUM {table}")
 
     def data_version(self) -> int:

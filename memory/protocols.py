@@ -1,4 +1,4 @@
-"""The two callables the memory package needs from outside, as narrow Protocols.
+"""The callables the memory package needs from outside, as narrow Protocols.
 
 ``bot/llm.py`` satisfies them with the openai SDK; ``memory.embeddings`` ships the offline default.
 """
@@ -26,6 +26,14 @@ class Embedder(Protocol):
 
 
 class Completer(Protocol):
-    """One LLM completion: a system prompt and a user prompt in, text out. Used by consolidation and extraction."""
+    """One blocking LLM completion: a system prompt and a user prompt in, text out. For the command line's
+    maintenance commands (consolidation, ingest), which run outside any event loop."""
 
     def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str: ...
+
+
+class AsyncCompleter(Protocol):
+    """One LLM completion, awaited on the event loop: what a model-calling job's ``ask`` step is given
+    (``memory.jobs``). Raises ``memory.jobs.NoAnswer`` when the model could not answer."""
+
+    async def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str: ...

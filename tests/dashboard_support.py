@@ -182,7 +182,7 @@ async def running_dashboard(tmp_path: Path, *, token: str = "test-token", seeded
     runtime = build_runtime(settings, clock=FakeClock(), embedder=HashEmbedder(), backoff_s=0.0)
     try:
         data = await runtime.runner.run(seed, runtime.engine) if seeded else Seeded()
-        services = DashboardServices.of(runtime)
+        services = DashboardServices.of(runtime.engine, runtime.runner, runtime.orchestrator)
         runner = await serve(create_app(services, token=token), "127.0.0.1", 0)
         try:
             port = runner.addresses[0][1]

@@ -305,3 +305,196 @@ def test_a_planted_import_cycle_is_found(tmp_path: Path) -> None:
     (tmp_path / "memory" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\nB = 2\n")
     (tmp_path / "memory" / "c.py").write_text("def late():\n    from .a import A\n    return A\n")
     assert import_cycles(tmp_path) == [["memory.a", "memory.b", "memory.a"]]
+
+
+# -- no thread waits on the event loop ---------------------------------------------------------------------------
+# A worker thread that hands a coroutine back to the loop and blocks on its result (``run_coroutine_threadsafe``)
+# ties the two together: voice compaction once did, to reach the model. Model calls are awaited on the loop
+# (``memory.jobs``: gather and apply on the memory thread, ask on the loop); nothing below the bot starts a loop.
+BRIDGES = {"run_coroutine_threadsafe"}  # anywhere
+LOOP_STARTERS = {"run", "run_until_complete", "new_event_loop"}  # asyncio.run & co., below the bot
+NO_LOOPS_IN = ("memory", "voice", "prompts")
+
+
+def loop_crossings(path: Path, root: Path = ROOT) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    below_bot = path.relative_to(root).parts[0] in NO_LOOPS_IN
+    found = []
+    for node in ast.walk(tree):
+        name = _called(node)
+        if name in BRIDGES or (below_bot and name in LOOP_STARTERS and _on_asyncio(node)):
+            found.append(f"{path.relative_to(root)}:{node.lineno} {name}")
+    return found
+
+
+def _called(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+
+
+def _on_asyncio(node: ast.AST) -> bool:
+    """``asyncio.run(...)``, ``loop.run_until_complete(...)``: a call of ``run`` on anything but asyncio is not one."""
+    func = node.func  # type: ignore[attr-defined]
+    if isinstance(func, ast.Attribute) and func.attr == "run":
+        return isinstance(func.value, ast.Name) and func.value.id == "asyncio"
+    return True
+
+
+def test_no_thread_waits_on_the_event_loop_and_nothing_below_the_bot_starts_one():
+    found = [hit for pkg in sorted(OURS) for path in sorted((ROOT / pkg).rglob("*.py")) for hit in loop_crossings(path)]
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    "source, caught",
+    [
+        ("import asyncio\n\ndef call(loop, coro):\n    return asyncio.run_coroutine_threadsafe(coro, loop).result()\n", True),
+        ("import asyncio\n\ndef summary(coro):\n    return asyncio.run(coro)\n", True),
+        ("import asyncio\n\ndef summary(coro):\n    return asyncio.new_event_loop().run_until_complete(coro)\n", True),
+        ("def fine(runner, fn):\n    return runner.run(fn)\n", False),
+    ],
+)
+def test_the_loop_check_catches_a_bridge_planted_in_memory(tmp_path: Path, source: str, caught: bool) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "planted.py").write_text(source)
+    assert bool(loop_crossings(tmp_path / "memory" / "planted.py", tmp_path)) is caught
+
+
+# -- no import cycles between modules of any package, lazy imports included --------------------------------------
+# ``import_cycles`` above reads memory/ at load time; this one reads every package and a function's own imports too:
+# the composition root imports lazily, and ``composition`` <-> ``voice_providers`` was a circle that way.
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of_module(path: Path, known: set[str], root: Path = ROOT) -> set[str]:
+    """Our modules this one imports, at load time, lazily or for types only (a circle to a reader all the same)."""
+    me = module_name(path, root)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(package, node.level, node.module)
+            found |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names}
+    return {name for name in found if name in known and name != me}
+
+
+def _absolute(package: str, level: int, module: str | None) -> str:
+    if not level:
+        return module or ""
+    parts = package.split(".")[: len(package.split(".")) - level + 1]
+    return ".".join([*parts, *([module] if module else [])])
+
+
+def circles(root: Path = ROOT, packages: set[str] = OURS) -> list[list[str]]:
+    paths = [p for pkg in sorted(packages) if (root / pkg).is_dir() for p in sorted((root / pkg).rglob("*.py"))]
+    known = {module_name(p, root) for p in paths}
+    graph = {module_name(p, root): imports_of_module(p, known, root) for p in paths}
+    return [sorted(c) for c in _strongly_connected(graph) if len(c) > 1]
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative: the groups of modules that reach each other."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                groups.append(group)
+    return groups
+
+
+KNOWN_CIRCLES = [sorted(set(c)) for c in KNOWN_CYCLES]  # the same declared debt, as a group of modules
+
+
+def test_no_import_cycles_between_modules_of_any_package():
+    assert [c for c in circles() if c not in KNOWN_CIRCLES] == []
+
+
+def test_the_cycle_check_sees_a_type_only_circle(tmp_path: Path) -> None:
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "runtime.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .app import App\n")
+    (tmp_path / "bot" / "app.py").write_text("from bot.services import Services\n")
+    (tmp_path / "bot" / "services.py").write_text("def of(runtime):\n    from . import runtime\n")
+    (tmp_path / "bot" / "alone.py").write_text("from .app import App\n")
+    assert circles(tmp_path, {"bot"}) == [["bot.app", "bot.runtime", "bot.services"]]
+
+
+# -- one composition root: nothing wired after construction -----------------------------------------------------
+def assigned_onto_built_objects(source: str, function: str) -> list[str]:
+    """Attribute assignments (``x.y = ...``, ``setattr``) in ``function``; in an ``__init__``, its own ``self.y`` are fine."""
+    tree = ast.parse(source)
+    found = []
+    for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function):
+        for node in ast.walk(fn):
+            targets = (
+                node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            )
+            for target in (e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])):
+                if isinstance(target, ast.Attribute) and not (_self_in_init(function, target)):
+                    found.append(f"{function}:{target.lineno} {ast.unparse(target)}")
+            if _called(node) == "setattr":
+                found.append(f"{function}:{node.lineno} setattr")
+    return found
+
+
+def _self_in_init(function: str, target: ast.Attribute) -> bool:
+    return function == "__init__" and isinstance(target.value, ast.Name) and target.value.id == "self"
+
+
+@pytest.mark.parametrize(
+    "module, function",
+    [("bot/composition.py", "build_runtime"), ("bot/composition.py", "build_orchestrator"), ("bot/orchestrator.py", "__init__")],
+)
+def test_the_composition_root_and_the_orchestrator_assign_nothing_onto_built_objects(module: str, function: str) -> None:
+    source = (ROOT / module).read_text(encoding="utf-8")
+    assert f"def {function}(" in source
+    assert assigned_onto_built_objects(source, function) == []
+
+
+def test_the_wiring_check_catches_an_assignment_after_construction():
+    source = (
+        "def build_runtime(settings):\n    runtime = Runtime()\n    runtime.daily = Daily()\n"
+        "    orchestrator.voice.extract = background.extract\n    setattr(runtime, 'x', 1)\n    return runtime\n"
+        "class Orchestrator:\n    def __init__(self, voice):\n        self.voice = voice\n        voice.owner = self\n"
+    )
+    assert assigned_onto_built_objects(source, "build_runtime") == [
+        "build_runtime:3 runtime.daily",
+        "build_runtime:4 orchestrator.voice.extract",
+        "build_runtime:5 setattr",
+    ]
+    assert assigned_onto_built_objects(source, "__init__") == ["__init__:10 voice.owner"]

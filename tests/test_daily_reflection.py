@@ -332,7 +332,7 @@ async def test_a_bot_started_after_0400_reflects_the_missed_day_at_once(tmp_path
 
     clock = FakeClock()
     runtime = build_runtime(tmp_path / "bot.db", srv, clock)
-    runtime.schedule = replace(runtime.schedule, enabled=True)  # the scheduler as `companion run` has it
+    runtime = replace(runtime, schedule=replace(runtime.schedule, enabled=True))  # the scheduler as `companion run` has it
     at(clock, 0, 10)
     await a_day_of_talk(runtime)  # stored before the start: the bot was down at 04:00 the next day
     srv.default = model()

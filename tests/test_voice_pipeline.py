@@ -207,7 +207,7 @@ async def test_a_long_voice_session_is_compacted_after_the_reply_and_its_turns_g
         await rt.orchestrator.reply(said(text))
         rt.engine.clock.advance(5)
     session = rt.orchestrator.voice.sessions[KEY]
-    await session.compacting  # started after the third reply, in a worker thread
+    await session.compacting  # started after the third reply, as a task on the event loop
     systems = [b["messages"][0]["content"] for b in srv.chat_requests]
     assert systems.index(next(s for s in systems if s.startswith("You extract"))) < systems.index(
         next(s for s in systems if s.startswith("You keep the rolling summary"))

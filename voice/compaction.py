@@ -12,21 +12,24 @@ turns so the caller can run extraction on them (WRITE-4); it is called once per 
 summary has to be retried. A failing flush or completer leaves the turns verbatim and the next turn tries
 again: a turn leaves the context only after its facts were handed to extraction and its gist is in the summary.
 
+Threads: everything here runs on the event loop (``compact`` awaits the model and the flush), except ``clear``,
+which a forget calls on the memory thread. No worker thread waits on the loop.
+
 Failure handling: ``compact`` is a background step (the fourth edge of STYLE.md's error rule). A model
 failure is logged, counted in ``failures`` and kept in ``last_error``; nothing is dropped, so it is not silent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import prompts
-from memory.protocols import Completer
+from memory.protocols import AsyncCompleter
 
 log = logging.getLogger(__name__)
 SYSTEM = "You keep the rolling summary of a live voice conversation. Answer with the summary text only."
@@ -49,7 +52,7 @@ class CompactionSettings:
     prompt: str = "voice_compaction"
 
 
-FlushCallback = Callable[[tuple[VoiceTurn, ...]], None]
+FlushCallback = Callable[[tuple[VoiceTurn, ...]], Awaitable[None]]
 
 
 def render_turns(turns: tuple[VoiceTurn, ...] | list[VoiceTurn]) -> str:
@@ -77,7 +80,7 @@ def cap(text: str, limit: int) -> str:
 class VoiceTranscript:
     """The rolling summary and the verbatim turns of one voice session."""
 
-    def __init__(self, completer: Completer, flush: FlushCallback, settings: CompactionSettings = CompactionSettings()) -> None:
+    def __init__(self, completer: AsyncCompleter, flush: FlushCallback, settings: CompactionSettings = CompactionSettings()) -> None:
         self.completer, self.flush, self.settings = completer, flush, settings
         self.summary = ""
         self._turns: list[VoiceTurn] = []
@@ -85,7 +88,7 @@ class VoiceTranscript:
         self._flushed = 0  # turns handed to ``flush`` so far (counted from the session start, like ``folded``)
         self.failures = 0
         self.last_error: str | None = None
-        self._busy = threading.Lock()  # one compaction at a time, even when add() runs in worker threads
+        self._busy = asyncio.Lock()  # one compaction at a time: a fold awaits the model, and turns keep coming
         self._generation = 0  # bumped by clear(): a fold that raced a forget is thrown away
 
     @property
@@ -96,32 +99,32 @@ class VoiceTranscript:
     def due(self) -> bool:
         return len(self._turns) >= self.settings.keep_recent + self.settings.batch_size
 
-    def add(self, turn: VoiceTurn) -> int:
+    async def add(self, turn: VoiceTurn) -> int:
         """Append a turn, then fold what is due; returns how many turns were folded."""
         self.append(turn)
-        return self.compact()
+        return await self.compact()
 
     def append(self, turn: VoiceTurn) -> None:
         """Append without any model call (for a caller that compacts off the reply path)."""
         self._turns.append(turn)
 
-    def compact(self) -> int:
-        """Fold every due batch, oldest first; stops at the first failure (that batch is retried next time)."""
-        if not self._busy.acquire(blocking=False):
-            return 0  # another thread is folding these very turns
-        try:
+    async def compact(self) -> int:
+        """Fold every due batch, oldest first; stops at the first failure (that batch is retried next time).
+
+        On the event loop, like the reply: the model is awaited, never waited for from a worker thread."""
+        if self._busy.locked():
+            return 0  # a compaction under way is folding these very turns
+        async with self._busy:
             folded = 0
-            while self.due and self._fold(tuple(self._turns[: self.settings.batch_size])):
+            while self.due and await self._fold(tuple(self._turns[: self.settings.batch_size])):
                 folded += self.settings.batch_size
             return folded
-        finally:
-            self._busy.release()
 
-    def _fold(self, batch: tuple[VoiceTurn, ...]) -> bool:
+    async def _fold(self, batch: tuple[VoiceTurn, ...]) -> bool:
         generation = self._generation
-        if not self._flush_once(batch):
+        if not await self._flush_once(batch):
             return False
-        summary = self._summarise(batch)
+        summary = await self._summarise(batch)
         if summary is None or generation != self._generation:
             return False
         self.summary = summary
@@ -129,17 +132,17 @@ class VoiceTranscript:
         self.folded += len(batch)
         return True
 
-    def _flush_once(self, batch: tuple[VoiceTurn, ...]) -> bool:
+    async def _flush_once(self, batch: tuple[VoiceTurn, ...]) -> bool:
         if self._flushed >= self.folded + len(batch):  # flushed already; only the summary failed last time
             return True
         try:
-            self.flush(batch)
+            await self.flush(batch)
         except Exception as exc:  # extraction could not be handed the turns: keep them rather than lose facts
             return self._failed("pre-compaction flush", exc)
         self._flushed = self.folded + len(batch)
         return True
 
-    def _summarise(self, batch: tuple[VoiceTurn, ...]) -> str | None:
+    async def _summarise(self, batch: tuple[VoiceTurn, ...]) -> str | None:
         prompt = prompts.render(
             self.settings.prompt,
             previous=self.summary or "(none yet)",
@@ -147,7 +150,7 @@ class VoiceTranscript:
             max_chars=self.settings.max_summary_chars,
         )
         try:
-            answer = self.completer(SYSTEM, prompt, temperature=0.0)
+            answer = await self.completer(SYSTEM, prompt, temperature=0.0)
             if not (answer or "").strip():
                 raise ValueError("the model returned an empty summary")
         except Exception as exc:  # a provider's own errors (network, HTTP, quota): retry on the next turn
@@ -162,16 +165,16 @@ class VoiceTranscript:
         log.exception("voice compaction postponed, %s failed; the turns stay verbatim", step)
         return False
 
-    def final_summary(self) -> str:
+    async def final_summary(self) -> str:
         """The whole session in one summary, for when it ends (CROSS-1): the turns still verbatim are flushed
         (WRITE-4) and folded in. When the model fails, the rolling summary plus the last turns as said (capped)
         stand in: an ended session keeps a trace even while the model is down."""
-        with self._busy:  # waits for a compaction under way: its batch must not be summarised twice
+        async with self._busy:  # waits for a compaction under way: its batch must not be summarised twice
             rest = tuple(self._turns)
             if not rest:
                 return self.summary
-            self._flush_once(rest)  # a failure is logged; the caller's buffer still holds the speech turns
-            summary = self._summarise(rest)
+            await self._flush_once(rest)  # a failure is logged; the caller's buffer still holds the speech turns
+            summary = await self._summarise(rest)
             if summary is None:
                 summary = cap(f"{self.summary}\n{render_turns(rest[-8:])}", self.settings.max_summary_chars)
             return summary
@@ -179,8 +182,8 @@ class VoiceTranscript:
     def clear(self) -> None:
         """Drop the summary and every verbatim turn (after a forget: nothing forgotten may stay quoted here).
 
-        No lock on purpose: a compaction under way may be waiting on the caller's event loop or store thread;
-        the generation makes it throw its result away instead."""
+        Called on the memory thread (``invalidate_all``), so no lock on purpose: a compaction under way on the event
+        loop may be awaiting the model; the generation makes it throw its result away instead."""
         self._generation += 1
         self.summary, self._turns = "", []
         self._flushed = self.folded

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..composition import _secret
+from ..clients import secret
 from .memories import nonempty
 from .output import CommandFailed, UsageError, counted, note, out, print_json
 
@@ -96,7 +96,7 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(f"companion: {NO_TOKENS}\n")
         return 2
     # A pasted token with a stray prefix or a missing part fails here, by name, instead of deep in a platform library.
-    problems = token_problems(_secret(settings.discord_token), _secret(settings.telegram_token))
+    problems = token_problems(secret(settings.discord_token), secret(settings.telegram_token))
     if problems:
         raise UsageError("; ".join(problems))
     say_where(args, settings)
@@ -198,7 +198,7 @@ def chat(args: argparse.Namespace, settings: Settings) -> int:
 
     say_where(args, settings)
     confirm_new_store(args, settings)
-    for warning in startup_warnings(settings.llm_base_url, _secret(settings.llm_api_key)):
+    for warning in startup_warnings(settings.llm_base_url, secret(settings.llm_api_key)):
         note(f"warning: {warning}")
     return asyncio.run(_chat(settings, args))
 
@@ -239,7 +239,7 @@ def explain_failure(settings: Settings, log_file: Path | None, failure: Exceptio
             f"timed out: {failure}, at {settings.llm_base_url}; the server may be overloaded or still loading "
             f"{settings.chat_model} (COMPANION_LLM_TIMEOUT_S, COMPANION_TURN_DEADLINE_S){details}"
         )
-    problem = reach(settings.llm_base_url, _secret(settings.llm_api_key))
+    problem = reach(settings.llm_base_url, secret(settings.llm_api_key))
     if problem:
         return problem.message + details
     return (

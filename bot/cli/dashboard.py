@@ -52,9 +52,9 @@ def port_number(text: str) -> int:
 
 
 def dashboard(args: argparse.Namespace, settings: Settings) -> int:
-    from ..composition import _secret
+    from ..clients import secret
 
-    token = _secret(settings.dashboard_token)
+    token = secret(settings.dashboard_token)
     host = args.host or settings.dashboard_host
     port = settings.dashboard_port if args.port is None else args.port
     problem = refusal(token, host, allow_remote=settings.dashboard_allow_remote)
@@ -72,7 +72,9 @@ async def _serve(settings: Settings, host: str, port: int, token: str) -> int:
 
     # not started: no extraction or scheduler, only the store and its memory thread (and no second dashboard)
     runtime = build_runtime(settings.model_copy(update={"dashboard_enabled": False}))
-    app = create_app(DashboardServices.of(runtime), token=token, public_hosts=public_hosts(settings))
+    app = create_app(
+        DashboardServices.of(runtime.engine, runtime.runner, runtime.orchestrator), token=token, public_hosts=public_hosts(settings)
+    )
     server = DashboardServer(app, host, port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

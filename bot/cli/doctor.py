@@ -213,19 +213,21 @@ def _store_finding(db: Any, path: Path) -> Finding:
 
 
 def check_models(settings: Settings) -> list[Finding]:
-    from ..composition import _secret
+    from ..clients import secret
 
     models = {"model": settings.chat_model, "extraction model": settings.extraction_model or settings.chat_model}
     if models["extraction model"] == models["model"]:
         del models["extraction model"]
-    return [_ask_model(name, settings.llm_base_url, _secret(settings.llm_api_key), model) for name, model in models.items()]
+    return [_ask_model(name, settings.llm_base_url, secret(settings.llm_api_key), model) for name, model in models.items()]
 
 
 def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
     """One short completion through the openai SDK, as the bot makes them; its error type says what to fix."""
     import openai
 
-    client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=MODEL_TIMEOUT_S, max_retries=0)
+    from ..clients import openai_client
+
+    client = openai_client(base_url, api_key, timeout=MODEL_TIMEOUT_S, max_retries=0)
     try:
         client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Answer with the word OK."}])
     except openai.APIConnectionError as exc:  # includes timeouts
@@ -269,9 +271,9 @@ def _model_variable(check: str) -> str:
 
 
 def check_key(settings: Settings) -> list[Finding]:
-    from ..composition import _secret
+    from ..clients import secret
 
-    warning = key_warning(settings.llm_base_url, _secret(settings.llm_api_key))
+    warning = key_warning(settings.llm_base_url, secret(settings.llm_api_key))
     return [Finding("api key", "warn", warning, "local servers need none; remote ones do")] if warning else []
 
 
@@ -313,9 +315,9 @@ def _compare_with_store(fingerprint: str, dim: int, stored: dict[str, Any]) -> F
 
 
 def check_tokens(settings: Settings) -> list[Finding]:
-    from ..composition import _secret
+    from ..clients import secret
 
-    discord, telegram = _secret(settings.discord_token), _secret(settings.telegram_token)
+    discord, telegram = secret(settings.discord_token), secret(settings.telegram_token)
     if not (discord or telegram):
         return [
             Finding(

@@ -72,17 +72,18 @@ async def _reflect(runtime: Runtime, day: str | None, dry_run: bool) -> list[dic
 
 
 async def _would_store(runtime: Runtime, chat: ChatDay) -> list[dict[str, Any]] | None:
-    """The daily reflection's own prompt and parsing (``bot.daily``), without the write, the audit or the mark."""
+    """The daily reflection's own prompt and parsing (``memory.daily_jobs``), without the audit, the write or the mark."""
     import prompts
-    from memory.extraction import MAX_FACTS, BadAnswer, memories_from, parse_list, place
+    from memory.conversation_jobs import transcript_of
+    from memory.daily_jobs import SYSTEM
+    from memory.extraction import MAX_FACTS, memories_from, parse_list, place
+    from memory.jobs import FAILED
     from memory.models import Source
 
-    from ..background import transcript_of
-    from ..daily import SYSTEM
-    from ..llm import LLMError
-
-    rows = await runtime.runner.run(runtime.daily.days.turns, chat)  # type: ignore[union-attr]
-    transcript = transcript_of(chat.ctx, rows, runtime.background.zone_of)
+    daily = runtime.daily
+    assert daily is not None
+    rows = await runtime.runner.run(daily.days.turns, chat)
+    transcript = transcript_of(chat.ctx, rows, daily.zone_of)
     speakers = transcript.speakers()
     if not speakers:
         return []
@@ -95,8 +96,8 @@ async def _would_store(runtime: Runtime, chat: ChatDay) -> list[dict[str, Any]] 
         max_facts=MAX_FACTS,
     )
     try:
-        candidates = parse_list(await runtime.background.ask(prompt, SYSTEM))
-    except (LLMError, BadAnswer):
+        candidates = parse_list(await daily.jobs.model(SYSTEM, prompt, temperature=0.0))
+    except FAILED:
         return None
     memories = memories_from(candidates, transcript, Source.REFLECTION)
     return [{"content": m.content, "type": m.type.value, "scope": m.scope.value, "scope_id": m.scope_id} for m in memories]

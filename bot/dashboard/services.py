@@ -11,7 +11,6 @@ if TYPE_CHECKING:
     from memory.engine import MemoryEngine
 
     from ..orchestrator import Orchestrator
-    from ..runtime import Runtime
 
 T = TypeVar("T")
 NO_TOKEN = (
@@ -31,8 +30,9 @@ class DashboardServices:
     owners: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, runtime: Runtime) -> DashboardServices:
-        return cls(runtime.engine, runtime.runner, runtime.orchestrator, tuple(sorted(runtime.orchestrator.owners.owners)))
+    def of(cls, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator) -> DashboardServices:
+        """The services over a running bot's parts (never ``bot.runtime`` itself: that module starts the dashboard)."""
+        return cls(engine, runner, orchestrator, tuple(sorted(orchestrator.owners.owners)))
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """One store call on the memory thread: the only way a route touches the store."""
