@@ -221,9 +221,9 @@ class Commands:
             return "Ask me for /export in a DM: it contains private things."
         data = export_person(self.engine, [turn.person_id])
         text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
-        if turn.message.platform == "console" and self.engine.db.path != ":memory:":
+        if turn.message.platform == "console" and self.engine.path != ":memory:":
             # The console's person is the operator at their own machine: the whole file, not a truncated dump.
-            where = write_export(Path(self.engine.db.path).parent, turn.person_id, text, self.engine.clock.now())
+            where = write_export(Path(self.engine.path).parent, turn.person_id, text, self.engine.clock.now())
             return f"Everything I store about you ({len(data['memories'])} memories) is in {where} (readable only by you)."
         return (
             text
