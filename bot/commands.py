@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
+from pathlib import Path
 from typing import Any
 
 from memory.checkins import CheckinStore, Destination
@@ -78,7 +81,7 @@ class Commands:
         result = self.engine.memories.add(
             NewMemory(
                 content=arg,
-                subject=arg[:60],
+                subject=short_subject(arg, turn.message.author_name),
                 scope=where.scope,
                 scope_id=where.scope_id,
                 visibility=where.visibility,
@@ -218,6 +221,10 @@ class Commands:
             return "Ask me for /export in a DM: it contains private things."
         data = export_person(self.engine, [turn.person_id])
         text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
+        if turn.message.platform == "console" and self.engine.path != ":memory:":
+            # The console's person is the operator at their own machine: the whole file, not a truncated dump.
+            where = write_export(Path(self.engine.path).parent, turn.person_id, text, self.engine.clock.now())
+            return f"Everything I store about you ({len(data['memories'])} memories) is in {where} (readable only by you)."
         return (
             text
             if len(text) <= 3500
@@ -261,3 +268,37 @@ def _clock(now: float, zone: tzinfo) -> str:
 def _own(turn) -> RecallFilters:
     """Memories about the person asking (their own user scope), within what this chat may see."""
     return RecallFilters(scope_ids=(turn.person_id,))
+
+
+_VERB = re.compile(r"\b(?:is|are|was|were|am|has|have|had|likes?|loves?|hates?|lives?|works?|called|named|'s|'re|'m)\b", re.IGNORECASE)
+_OWNERS = frozenset({"my", "our", "the", "a", "an", "your"})
+_SELF = frozenset({"i", "i'm", "im", "i've", "i'd", "me", "myself"})
+
+
+def short_subject(fact: str, speaker: str) -> str:
+    """What a /remembered fact is about, in a word or three: "my cat is called Biscuit" -> "cat" (the whole
+    sentence as its subject read badly in /memories and the dashboard). A fact about oneself ("I'm vegetarian")
+    is about the speaker."""
+    head = _VERB.split(fact.replace("\u2019", "'"), maxsplit=1)[0]
+    words = [w.strip('.,!?;:"') for w in head.split()]
+    words = [w for w in words if w and w.lower() not in _OWNERS]
+    if not words or words[0].lower() in _SELF:
+        return (speaker or "me")[:60]
+    return " ".join(words[:3])[:60]
+
+
+def write_export(folder: Path, person_id: str, text: str, now: float) -> Path:
+    """A new file under ``folder/exports``, readable by its owner only (mode 0600: it holds private things)."""
+    exports = folder / "exports"
+    exports.mkdir(mode=0o700, exist_ok=True)
+    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d-%H%M%S")
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", person_id)
+    path = exports / f"export-{name}-{stamp}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = exports / f"export-{name}-{stamp}-{n}.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(text + "\n")
+    return path

@@ -60,6 +60,11 @@ class MemoryEngine:
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
         self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)  # SEC-6: what a reply would reveal
 
+    @property
+    def path(self) -> str:
+        """The store's file (":memory:" for one held in memory): what is kept beside it, such as exports, is found from it."""
+        return self.db.path
+
     def rebuild_journals(self) -> int | None:
         """The Markdown journals made again from this store (None when they are switched off)."""
         return self.journals.rebuild(self.memory_rows.in_written_order()) if self.journals is not None else None

@@ -32,7 +32,7 @@ import prompts
 
 from .embeddings import ModelMismatch
 from .engine import MemoryEngine
-from .errors import EmbeddingError, InvalidInput, Rejected
+from .errors import EmbeddingError, InvalidInput, NotFound, Rejected
 from .extraction import BadAnswer, parse_date, parse_list
 from .models import FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
 from .passages import BadFile, Passage, file_digest, read_passages
@@ -164,6 +164,7 @@ class FileRun:
         self.new_order: list[str] = []
         self.rows: list[_Row] = []
         self._moved: list[tuple[str, Provenance]] = []
+        self.retry_empty = False  # --force: a passage that gave nothing before is read again
 
     def split(self, passages: list[Passage]) -> list[tuple[int, Passage]]:
         """The passages to prepare; the others were ingested before with the same words and are kept."""
@@ -178,6 +179,9 @@ class FileRun:
                 continue
             index = same.pop(0)
             self._kept.add(index)
+            if self.retry_empty and not any(row.memory_id for row in self.old_order[index][1]):
+                fresh.append((seq, passage))
+                continue
             self.report.kept += 1
             for row in self.old_order[index][1]:
                 self.rows.append(_Row(seq, passage.digest, passage.page, passage.start, passage.end, row.memory_id))
@@ -305,9 +309,13 @@ def _store_each(engine: MemoryEngine, prepared: list[Prepared], report: FileRepo
 
 # -- turning passages into memories (no store access) --------------------------------------------------------
 def plain_memories(path: Path, seq: int, passage: Passage, target: Target) -> Prepared:
-    """``--no-llm``: the passage itself, secrets redacted, as one memory. The store's safety filters judge it
-    when it is written (``_store_bulk``): run here too, they would double the cost of a large file."""
-    memory = _new(target, _subject(path, passage), normalise_text(redact_secrets(passage.text)), provenance(path, passage))
+    """``--no-llm``: the passage itself as one memory. The store's safety filters judge it when it is written
+    (``_store_bulk``): run here too, they would double the cost of a large file. A passage holding a secret is
+    refused, as ``memory add`` refuses it: a "[redacted]" memory keeps nothing worth recalling."""
+    text = normalise_text(passage.text)
+    if redact_secrets(text) != text:
+        return Prepared(seq, passage, (), (f"{passage.where}: it holds a secret (a password, key or token); not stored",))
+    memory = _new(target, _subject(path, passage), text, provenance(path, passage))
     return Prepared(seq, passage, (memory,))
 
 
@@ -337,7 +345,10 @@ def _typed(c: dict[str, Any], path: Path, passage: Passage, target: Target) -> N
     kind = FactKind(c["kind"]) if c.get("kind") in FactKind._value2member_map_ else FactKind.OTHER
     mtype = MemoryType(c["type"]) if c.get("type") in MemoryType._value2member_map_ else MemoryType.SEMANTIC
     subject = _text(c.get("subject") or _subject(path, passage))
-    subject, content = check_memory(redact_secrets(subject), redact_secrets(_text(c.get("content"))), kind)
+    content = _text(c.get("content"))
+    if redact_secrets(subject) != subject or redact_secrets(content) != content:
+        raise Rejected("it holds a secret (a password, key or token); not stored")
+    subject, content = check_memory(subject, content, kind)
     tags = c.get("tags")
     tags = tags if isinstance(tags, list) else []
     typed = {"kind": kind, "type": mtype, "tags": tuple(str(t) for t in tags[:11]), "importance": c.get("importance")}
@@ -388,8 +399,10 @@ Progress = Callable[[int], None]  # told how many passages of the current file h
 class Ingester:
     """Files into one target's memory; with ``complete`` (the extraction model) passages become typed memories."""
 
-    def __init__(self, engine: MemoryEngine, target: Target, complete: Completer | None = None) -> None:
-        self.engine, self.target, self.complete = engine, target, complete
+    def __init__(self, engine: MemoryEngine, target: Target, complete: Completer | None = None, *, force: bool = False) -> None:
+        """``force``: read a file again though it is unchanged, for the passages that gave nothing (a model that found
+        nothing the first time); what was already learned from it is kept, not stored twice."""
+        self.engine, self.target, self.complete, self.force = engine, target, complete, force
         self.log = IngestLog(engine)
 
     def begin(self, path: Path) -> FileRun | FileReport:
@@ -400,11 +413,13 @@ class Ingester:
         except BadFile as exc:
             return FileReport(str(path), "failed", error=str(exc))
         found = self.log.known(str(path), self.target.partition)
-        if found and found[1] == digest:
+        if found and found[1] == digest and not self.force:
             return FileReport(str(path), "unchanged")
         with self.engine.db.transaction():
             file_id = self.log.open_file(str(path), self.target, size)
-        return FileRun(self.engine, self.log, path, file_id, digest, size)
+        run = FileRun(self.engine, self.log, path, file_id, digest, size)
+        run.retry_empty = self.force
+        return run
 
     def prepare(self, run: FileRun, fresh: list[tuple[int, Passage]]) -> list[Prepared]:
         """New passages as memories; may run off the store's thread (it only calls the model)."""
@@ -430,3 +445,29 @@ class Ingester:
 def batches(passages: Iterator[Passage]) -> Iterator[list[Passage]]:
     while batch := list(islice(passages, BATCH)):
         yield batch
+
+
+def forget_file(engine: MemoryEngine, path: Path) -> dict[str, int]:
+    """Everything learned from a file, in every memory it went into: each memory forgotten with its history
+    (``memory.forgetting``: tombstones, journals, the bytes scrubbed), then the file's own rows. Ingesting the
+    file again starts over, and the tombstones keep what was forgotten from being learned back."""
+    from .forgetting import forget_memory
+
+    files = [row["id"] for row in engine.db.rows("SELECT id FROM ingest_files WHERE path = ?", (str(path.expanduser().resolve()),))]
+    marks = ", ".join("?" * len(files))
+    ids = [
+        row["memory_id"]
+        for row in engine.db.rows(
+            f"SELECT DISTINCT memory_id FROM ingest_passages WHERE file_id IN ({marks}) AND memory_id IS NOT NULL", tuple(files)
+        )
+    ]
+    forgotten = 0
+    for memory_id in ids:
+        try:
+            forgotten += len(forget_memory(engine, memory_id).memories)
+        except NotFound:  # already gone (forgotten alone, or with an earlier version of the same fact)
+            continue
+    with engine.db.transaction():
+        engine.db.execute(f"DELETE FROM ingest_passages WHERE file_id IN ({marks})", tuple(files))
+        engine.db.execute(f"DELETE FROM ingest_files WHERE id IN ({marks})", tuple(files))
+    return {"files": len(files), "memories": forgotten}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,7 +124,8 @@ def _pdf_lines(path: Path) -> Iterator[tuple[int | None, int, str]]:
             except Exception as exc:  # pypdf raises many kinds on a damaged file; each is one bad file
                 raise BadFile(f"not a readable PDF ({_short(exc)})") from None
             for number in range(pages):
-                for line_no, line in enumerate(_page_text(reader, number).splitlines(), 1):
+                # NFKC: a PDF's ligatures ("ﬀ" in "Staﬀ") become plain letters, or the words cannot be searched
+                for line_no, line in enumerate(unicodedata.normalize("NFKC", _page_text(reader, number)).splitlines(), 1):
                     yield number + 1, line_no, line
     except OSError as exc:
         raise BadFile(_os_reason(exc)) from None

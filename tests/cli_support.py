@@ -55,7 +55,7 @@ def _alice(cli: Cli) -> str:
         "--scope",
         "user",
         "--scope-id",
-        "alice",
+        "discord:alice",
         "--tag",
         "drinks",
         "Morning",

@@ -192,17 +192,17 @@ async def test_the_bulletin_commands_show_and_refresh(cli: Cli, monkeypatch: pyt
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
         for text in ("Alice drinks green tea", "Alice lives in Lyon", "Alice plays padel"):
-            cli.add(text, "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+            cli.add(text, "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
         assert "no bulletin yet" in cli("bulletin", "show").out
         nothing = await asyncio.to_thread(cli, "bulletin", "refresh")
         assert nothing.code == 0 and "no bulletin is due" in nothing.out  # no chat was active: nothing asked
         srv.script("Identity:\n- Alice lives in Lyon and drinks green tea")
-        done = await asyncio.to_thread(cli, "bulletin", "refresh", "--scope", "dm", "--scope-id", "alice", "--json")
+        done = await asyncio.to_thread(cli, "bulletin", "refresh", "--scope", "dm", "--scope-id", "discord:alice", "--json")
     assert done.code == 0, done.err
-    assert [b["scope_id"] for b in done.json()["written"]] == ["alice"]
+    assert [b["scope_id"] for b in done.json()["written"]] == ["discord:alice"]
     assert "Alice lives in Lyon" in bulletin_requests(srv)[0]
     shown = cli("bulletin", "show", "--scope", "dm", "--json").json()
-    assert [(b["scope"], b["scope_id"], b["memory_count"]) for b in shown] == [("dm", "alice", 3)]
+    assert [(b["scope"], b["scope_id"], b["memory_count"]) for b in shown] == [("dm", "discord:alice", 3)]
     assert "drinks green tea" in cli("bulletin", "show").out
     half = cli("bulletin", "refresh", "--scope", "dm")
     assert half.code == 2 and "--scope and --scope-id together" in half.error_line()

@@ -24,14 +24,16 @@ from tests.fakes import FakeOpenAI
 # -- memory add / list / show / edit / delete -----------------------------------------------------------
 def test_add_list_show_edit_delete(cli: Cli) -> None:
     memory_id = _alice(cli)
-    again = cli("memory", "add", "Alice drinks green tea every morning", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+    again = cli(
+        "memory", "add", "Alice drinks green tea every morning", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice"
+    )
     assert again.code == 0 and again.out.split() == ["duplicate", memory_id]
-    cli.add("The guild meets on Fridays at 8pm", "--subject", "schedule", "--scope", "guild", "--scope-id", "g1", "--kind", "event")
+    cli.add("The guild meets on Fridays at 8pm", "--subject", "schedule", "--scope", "guild", "--scope-id", "discord:g1", "--kind", "event")
 
     listed = cli("memory", "list", "--json").json()
     assert {m["content"] for m in listed} == {"Alice drinks green tea every morning", "The guild meets on Fridays at 8pm"}
     assert [m["id"] for m in cli("memory", "list", "--scope", "user", "--json").json()] == [memory_id]
-    assert [m["scope_id"] for m in cli("memory", "list", "--kind", "event", "--json").json()] == ["g1"]
+    assert [m["scope_id"] for m in cli("memory", "list", "--kind", "event", "--json").json()] == ["discord:g1"]
     assert [m["id"] for m in cli("memory", "list", "--tag", "morning", "--json").json()] == [memory_id]
     assert "Alice drinks green tea" in cli("memory", "list").out
 
@@ -50,33 +52,44 @@ def test_add_list_show_edit_delete(cli: Cli) -> None:
 def test_ttl_is_an_expiry_time(cli: Cli) -> None:
     import time
 
-    memory_id = cli.add("Raid night moved to Thursday", "--subject", "raid", "--scope", "guild", "--scope-id", "g1", "--ttl", "7d")
+    memory_id = cli.add("Raid night moved to Thursday", "--subject", "raid", "--scope", "guild", "--scope-id", "discord:g1", "--ttl", "7d")
     ttl = cli("memory", "show", memory_id, "--json").json()["ttl"]
     assert abs(ttl - (time.time() + 7 * 86400)) < 60
 
 
 # -- search ----------------------------------------------------------------------------------------------
 def test_search_as_operator_and_as_conversations(cli: Cli) -> None:
-    cli.add("Alice has a cat named Pixel", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+    cli.add("Alice has a cat named Pixel", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
     cli.add(
-        "Alice told me in private that the cat Pixel is sick", "--subject", "Alice", "--scope", "user", "--scope-id", "alice", "--private"
+        "Alice told me in private that the cat Pixel is sick",
+        "--subject",
+        "Alice",
+        "--scope",
+        "user",
+        "--scope-id",
+        "discord:alice",
+        "--private",
     )
-    cli.add("The guild cat emoji is :pixelcat:", "--subject", "guild", "--scope", "guild", "--scope-id", "g1")
-    cli.add("My own cat is called Tofu", "--subject", "owner", "--scope", "owner", "--scope-id", "boss")
+    cli.add("The guild cat emoji is :pixelcat:", "--subject", "guild", "--scope", "guild", "--scope-id", "discord:g1")
+    cli.add("My own cat is called Tofu", "--subject", "owner", "--scope", "owner", "--scope-id", "console:boss")
 
     def seen(*flags: str) -> set[str]:
         result = cli("memory", "search", "cat", "--mode", "bm25", "--json", *flags)
         assert result.code == 0, result.err
         return {hit["memory"]["content"].split()[0] + ":" + hit["memory"]["scope_id"] for hit in result.json()}
 
-    assert seen() == {"Alice:alice", "The:g1", "My:boss"}  # the operator sees every partition, one 'Alice' row per text
+    assert seen() == {
+        "Alice:discord:alice",
+        "The:discord:g1",
+        "My:console:boss",
+    }  # the operator sees every partition, one 'Alice' row per text
     assert len(cli("memory", "search", "cat", "--mode", "bm25", "--json").json()) == 4
-    assert seen("--dm", "alice") == {"Alice:alice"}
-    assert len(cli("memory", "search", "cat", "--mode", "bm25", "--json", "--dm", "alice").json()) == 2
-    in_guild = cli("memory", "search", "cat", "--mode", "bm25", "--json", "--as", "alice", "--guild", "g1").json()
+    assert seen("--dm", "discord:alice") == {"Alice:discord:alice"}
+    assert len(cli("memory", "search", "cat", "--mode", "bm25", "--json", "--dm", "discord:alice").json()) == 2
+    in_guild = cli("memory", "search", "cat", "--mode", "bm25", "--json", "--as", "discord:alice", "--guild", "discord:g1").json()
     # Alice's portable facts reach a server only if she opted in (SEC-1): in g1 the guild's lore shows.
     assert sorted(h["memory"]["content"] for h in in_guild) == ["The guild cat emoji is :pixelcat:"]
-    assert seen("--owner", "boss") == {"My:boss"}
+    assert seen("--owner", "console:boss") == {"My:console:boss"}
     assert "Pixel" in cli("memory", "search", "pixel", "--mode", "bm25").out
 
     lonely = cli("memory", "search", "cat", "--as", "alice")
@@ -88,17 +101,17 @@ def test_search_as_operator_and_as_conversations(cli: Cli) -> None:
 # -- export / import / forget-person ---------------------------------------------------------------------
 def test_export_forget_import(cli: Cli, tmp_path: Path) -> None:
     memory_id = _alice(cli)
-    cli.add("Bob collects vinyl records", "--subject", "Bob", "--scope", "user", "--scope-id", "bob")
+    cli.add("Bob collects vinyl records", "--subject", "Bob", "--scope", "user", "--scope-id", "discord:bob")
 
-    dumped = cli("memory", "export", "--person", "alice")
+    dumped = cli("memory", "export", "--person", "discord:alice")
     assert dumped.code == 0 and [m["id"] for m in dumped.json()["memories"]] == [memory_id]
     target = tmp_path / "alice.json"
-    assert cli("memory", "export", "--person", "alice", "-o", str(target)).code == 0
-    assert json.loads(target.read_text())["person_ids"] == ["alice"]
+    assert cli("memory", "export", "--person", "discord:alice", "-o", str(target)).code == 0
+    assert json.loads(target.read_text())["person_ids"] == ["discord:alice"]
 
-    refused = cli("memory", "forget-person", "--person", "alice")
+    refused = cli("memory", "forget-person", "--person", "discord:alice")
     assert refused.code == 2 and "--yes" in refused.error_line()
-    forgot = cli("memory", "forget-person", "--person", "alice", "--yes", "--json")
+    forgot = cli("memory", "forget-person", "--person", "discord:alice", "--yes", "--json")
     counts = forgot.json()
     assert (counts["memories"], counts["messages"], counts["session_summaries"], counts["extraction_buffer"]) == (1, 0, 0, 0)
     assert [m["subject"] for m in cli("memory", "list", "--json").json()] == ["Bob"]
@@ -154,11 +167,11 @@ def test_decay_and_prune_print_counts(cli: Cli) -> None:
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["memory", "add", "x y z", "--subject", "s", "--scope", "planet", "--scope-id", "1"], "invalid choice: 'planet'"),
-        (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "1", "--importance", "11"], "from 1 to 10"),
-        (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "1", "--ttl", "soon"], "duration"),
-        (["memory", "add", "my password is hunter22", "--subject", "s", "--scope", "user", "--scope-id", "1"], "rejected:"),
-        (["memory", "add", "a note", "--subject", "s", "--scope", "guild", "--scope-id", "1", "--private"], "--private"),
+        (["memory", "add", "x y z", "--subject", "s", "--scope", "planet", "--scope-id", "discord:1"], "invalid choice: 'planet'"),
+        (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "discord:1", "--importance", "11"], "from 1 to 10"),
+        (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "discord:1", "--ttl", "soon"], "duration"),
+        (["memory", "add", "my password is hunter22", "--subject", "s", "--scope", "user", "--scope-id", "discord:1"], "rejected:"),
+        (["memory", "add", "a note", "--subject", "s", "--scope", "guild", "--scope-id", "discord:1", "--private"], "--private"),
         (["memory", "import", "missing.json"], "No such file"),
         (["memory", "delete", "0b7c6a1e-0000-4000-8000-000000000000", "--yes"], "no memory with id"),
         (["memory", "edit", "0b7c6a1e-0000-4000-8000-000000000000"], "nothing to change"),
@@ -285,7 +298,7 @@ def test_local_model_search_and_reembed(cli: Cli) -> None:
         ("Bob is training for a marathon", "Bob"),
         ("The guild server moved to a new host in Frankfurt", "server"),
     ):
-        cli.add(content, "--subject", subject, "--scope", "user", "--scope-id", subject.lower(), embeddings="none")
+        cli.add(content, "--subject", subject, "--scope", "user", "--scope-id", "discord:" + subject.lower(), embeddings="none")
 
     assert cli("stats", "--json").json()["embedding"] is None
     rebuilt = cli("reembed", "--json", embeddings="local")
@@ -304,7 +317,7 @@ def test_local_model_search_and_reembed(cli: Cli) -> None:
             "--scope",
             "user",
             "--scope-id",
-            "alice",
+            "discord:alice",
             "--json",
             embeddings="local",
         ).json()["status"]
@@ -333,7 +346,7 @@ async def test_consolidate_merges_a_cluster(cli: Cli, monkeypatch: pytest.Monkey
                 "--scope",
                 "user",
                 "--scope-id",
-                "alice",
+                "discord:alice",
                 "--json",
             )
             assert added.json()["status"] == "stored"
@@ -368,7 +381,7 @@ async def test_consolidate_reports_an_unreachable_model(cli: Cli, monkeypatch: p
                 "--scope",
                 "user",
                 "--scope-id",
-                "alice",
+                "discord:alice",
                 embeddings="openai",
             )
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
@@ -392,7 +405,21 @@ def test_global_options_work_after_the_command(cli: Cli, tmp_path: Path, capsys:
     other = tmp_path / "other.db"
     assert (
         main(
-            ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "1", "--db", str(other), "--embeddings", "none"]
+            [
+                "memory",
+                "add",
+                "a note",
+                "--subject",
+                "s",
+                "--scope",
+                "user",
+                "--scope-id",
+                "discord:1",
+                "--db",
+                str(other),
+                "--embeddings",
+                "none",
+            ]
         )
         == 0
     )

@@ -63,7 +63,7 @@ async def test_switching_provider_at_the_same_dimension_asks_for_reembed(cli: Cl
             "--scope",
             "user",
             "--scope-id",
-            "alice",
+            "discord:alice",
             "--json",
             embeddings="openai",
         )
@@ -73,7 +73,17 @@ async def test_switching_provider_at_the_same_dimension_asks_for_reembed(cli: Cl
         assert refused.code == 2 and refused.out == ""
         assert "companion reembed" in refused.err and "openai:" in refused.err
         add_refused = await asyncio.to_thread(
-            cli, "memory", "add", "Bob runs marathons", "--subject", "Bob", "--scope", "user", "--scope-id", "bob", embeddings="local"
+            cli,
+            "memory",
+            "add",
+            "Bob runs marathons",
+            "--subject",
+            "Bob",
+            "--scope",
+            "user",
+            "--scope-id",
+            "discord:bob",
+            embeddings="local",
         )
         assert add_refused.code == 2 and "companion reembed" in add_refused.error_line()
 

@@ -112,12 +112,12 @@ def test_a_configuration_error_with_json_is_json(cli: Cli, monkeypatch: pytest.M
 # -- memory add - : the text from stdin -------------------------------------------------------------------------
 def test_memory_add_dash_reads_the_text_from_stdin(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("Alice keeps bees on her roof\nand sells the honey\n"))
-    memory_id = cli.add("-", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+    memory_id = cli.add("-", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
     # the store normalises whitespace (WRITE-6), so the two lines read as one sentence
     assert cli("memory", "show", memory_id, "--json").json()["content"] == "Alice keeps bees on her roof and sells the honey"
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("   \n"))
-    empty = cli("memory", "add", "-", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+    empty = cli("memory", "add", "-", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
     assert empty.code == 2 and "no text on stdin" in empty.error_line()
 
 
@@ -126,16 +126,16 @@ def test_export_refuses_to_overwrite_without_force(cli: Cli, tmp_path: Path) -> 
     _alice(cli)
     target = tmp_path / "alice.json"
     target.write_text("my precious notes")
-    refused = cli("memory", "export", "--person", "alice", "-o", str(target))
+    refused = cli("memory", "export", "--person", "discord:alice", "-o", str(target))
     assert refused.code == 2 and "--force" in refused.error_line()
     assert target.read_text() == "my precious notes"
 
-    assert cli("memory", "export", "--person", "alice", "-o", str(target), "--force").code == 0
-    assert json.loads(target.read_text())["person_ids"] == ["alice"]
+    assert cli("memory", "export", "--person", "discord:alice", "-o", str(target), "--force").code == 0
+    assert json.loads(target.read_text())["person_ids"] == ["discord:alice"]
     assert not list(tmp_path.glob("*.partial"))
 
 
-@pytest.mark.parametrize("command", [["backup"], ["memory", "export", "--person", "alice", "-o"]])
+@pytest.mark.parametrize("command", [["backup"], ["memory", "export", "--person", "discord:alice", "-o"]])
 def test_file_writers_refuse_a_directory_or_a_missing_folder(cli: Cli, tmp_path: Path, command: list[str]) -> None:
     _alice(cli)
     into_dir = cli(*command, str(tmp_path))

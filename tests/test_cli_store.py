@@ -50,14 +50,14 @@ def make_read_only() -> Iterator[Callable[[Path], None]]:
 
 def test_a_directory_given_as_the_store_is_named(cli: Cli, tmp_path: Path) -> None:
     folder = Cli(tmp_path, cli.capsys)
-    for argv in (["stats"], ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "1"]):
+    for argv in (["stats"], ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "discord:1"]):
         result = folder(*argv)
         assert result.code == 2 and "is a directory" in result.error_line() and str(tmp_path) in result.error_line()
 
 
 def test_a_damaged_file_is_named_and_left_alone(cli: Cli) -> None:
     cli.db.write_bytes(b"this is not sqlite" * 100)
-    for argv in (["stats"], ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "1"]):
+    for argv in (["stats"], ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "discord:1"]):
         result = cli(*argv)
         assert result.code == 1 and "not a usable companion store" in result.error_line() and cli.db.name in result.error_line()
     assert cli.db.read_bytes() == b"this is not sqlite" * 100
@@ -67,7 +67,7 @@ def test_another_programs_database_is_not_turned_into_a_store(cli: Cli) -> None:
     other = apsw.Connection(str(cli.db))
     other.execute("CREATE TABLE recipes (name TEXT)")
     other.close()
-    result = cli("memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "1")
+    result = cli("memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "discord:1")
     assert result.code == 1 and "not a companion store" in result.error_line()
     check = apsw.Connection(str(cli.db))
     assert [name for (name,) in check.execute("SELECT name FROM sqlite_master")] == ["recipes"]
@@ -89,11 +89,11 @@ def test_a_read_only_store_serves_reads_and_refuses_writes_by_name(cli: Cli, tmp
     assert cli("stats", "--json").json()["memories"] == 1
     assert cli("memory", "show", memory_id[:8], "--json").json()["content"] == "Alice drinks green tea every morning"
     assert len(cli("memory", "search", "green tea", "--mode", "bm25", "--json").json()) == 1
-    assert cli("memory", "export", "--person", "alice").json()["person_ids"] == ["alice"]
+    assert cli("memory", "export", "--person", "discord:alice").json()["person_ids"] == ["discord:alice"]
     assert cli("backup", str(tmp_path / "copy.db")).code == 0
     assert Cli(tmp_path / "copy.db", cli.capsys)("stats", "--json").json()["memories"] == 1
 
-    refused = cli("memory", "add", "Bob collects vinyl records", "--subject", "Bob", "--scope", "user", "--scope-id", "bob")
+    refused = cli("memory", "add", "Bob collects vinyl records", "--subject", "Bob", "--scope", "user", "--scope-id", "discord:bob")
     assert refused.code == 1 and "read-only" in refused.error_line() and "store.db" in refused.error_line()
     assert "Traceback" not in refused.err
 
@@ -117,7 +117,7 @@ def test_restore_brings_back_a_backup(cli: Cli, tmp_path: Path) -> None:
     memory_id = _alice(cli)
     backup = tmp_path / "monday.db"
     assert cli("backup", str(backup)).code == 0
-    cli.add("Bob collects vinyl records", "--subject", "Bob", "--scope", "user", "--scope-id", "bob")
+    cli.add("Bob collects vinyl records", "--subject", "Bob", "--scope", "user", "--scope-id", "discord:bob")
 
     refused = cli("restore", str(backup))
     assert refused.code == 2 and "--force" in refused.error_line()

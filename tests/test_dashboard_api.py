@@ -425,3 +425,16 @@ async def test_a_delete_runs_the_whole_forget_cascade_down_to_the_file_bytes(htt
     assert [(a["action"], a["target"]) for a in rows[:2]] == [("memory.forget", memory_id), ("memory.update", memory_id)]
     async with http.delete(f"/api/memory/{memory_id}") as r:
         assert r.status == 404
+
+
+async def test_a_refused_edit_says_what_is_wrong_in_a_sentence_a_person_reads(http, dash):
+    bees = dash.seeded.memories["bees"]
+    for payload, said in (
+        ({"importance": 11}, "The importance should be at most 10"),
+        ({"importance": "high"}, "The importance should be a number"),
+    ):
+        async with http.put(f"/api/memory/{bees}", json=payload) as r:
+            body = await r.json()
+        assert r.status == 400 and body["error"] == said, body
+        assert "Input should" not in body["error"] and "invalid body" not in body["error"]
+        assert body["detail"][0]["field"].startswith("importance")  # scripts still get the field by name

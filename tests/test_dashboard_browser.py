@@ -453,3 +453,24 @@ async def test_every_view_opens_without_console_errors_at_1280x800(tab, blank, t
         await expect(tab.page.locator(ready)).to_be_visible()
         await screenshot(blank, tab, tmp_path / f"{view}.png")
     assert_clean(tab)
+
+
+async def test_at_420_px_the_navigation_wraps_and_a_memory_is_readable(browser, dash):
+    context = await browser.new_context(viewport={"width": 420, "height": 800}, base_url=dash.url)
+    try:
+        tab = await Tab.open(context)
+        await log_in(tab, dash.token)
+        page = tab.page
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 420  # nothing runs off the screen
+        for button in await page.locator(".top nav .tab").all():
+            box = await button.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 420, await button.inner_text()
+        content = page.locator("#memories-table td.c-content").first
+        await expect(content).to_be_visible()
+        box = await content.bounding_box()
+        assert box is not None and box["width"] >= 300  # words on a line, not one character wide
+        await page.get_by_role("button", name="Audit", exact=True).click()
+        await expect(page.locator("#view-audit")).to_be_visible()
+        assert_clean(tab)
+    finally:
+        await context.close()

@@ -308,7 +308,8 @@ async def test_after_restore_forget_everything_leaves_no_byte_of_the_phrase_in_a
 
 def test_journals_rebuild_makes_the_journals_again_from_the_store_and_drops_strays(cli, tmp_path):
     ids = [
-        cli.add(text, "--subject", "x", "--scope", "user", "--scope-id", "alice") for text in ("Alice keeps bees", "Alice plays the cello")
+        cli.add(text, "--subject", "x", "--scope", "user", "--scope-id", "discord:alice")
+        for text in ("Alice keeps bees", "Alice plays the cello")
     ]
     stray = tmp_path / "memory" / "dm-ghost" / "2020-01-01.md"
     stray.parent.mkdir(parents=True)

@@ -183,22 +183,22 @@ def test_words_that_imitate_a_line_marker_cannot_take_another_memorys_line_with_
 
 
 def test_memory_add_and_delete_on_the_command_line_write_and_unwrite_the_journal(cli, tmp_path):
-    kept = cli.add("Alice collects Plumbrook stamps", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
-    gone = cli.add("Alice's bank is Zyqxolotl Savings", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+    kept = cli.add("Alice collects Plumbrook stamps", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
+    gone = cli.add("Alice's bank is Zyqxolotl Savings", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
     root = tmp_path / "memory"
     assert holding(root, "Zyqxolotl") and holding(root, kept)
     assert cli("memory", "delete", gone, "--yes").code == 0
     assert holding(root, "Zyqxolotl") == [] and len(holding(root, "Plumbrook")) == 2
-    assert cli("memory", "list").code == 0 and (root / "dm-alice" / SNAPSHOT).exists()  # a read-only command writes nothing
+    assert cli("memory", "list").code == 0 and (root / "dm-discord-alice" / SNAPSHOT).exists()  # a read-only command writes nothing
 
 
 def test_after_a_restore_the_journals_say_what_the_restored_store_says_and_forget_everything_leaves_no_word(cli, tmp_path):
-    cli.add("Alice collects Plumbrook stamps", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+    cli.add("Alice collects Plumbrook stamps", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
     assert cli("backup", str(tmp_path / "before.db")).code == 0
-    cli.add("Alice is secretly moving to Zyqxolotl", "--subject", "Alice", "--scope", "user", "--scope-id", "alice")
+    cli.add("Alice is secretly moving to Zyqxolotl", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
     root = tmp_path / "memory"
     assert holding(root, "Zyqxolotl")
     assert cli("restore", str(tmp_path / "before.db"), "--force").code == 0
     assert holding(root, "Zyqxolotl") == [] and len(holding(root, "Plumbrook")) == 2  # the day's line and MEMORY.md
-    assert cli("memory", "forget-person", "--person", "alice", "--yes").code == 0
+    assert cli("memory", "forget-person", "--person", "discord:alice", "--yes").code == 0
     assert every_byte(root) == {}

@@ -19,11 +19,13 @@ import inspect
 import io
 import itertools
 import logging
+import shutil
+import signal
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable  # noqa: F401 (Awaitable is used in a string annotation)
+from collections.abc import Awaitable, Callable, Iterator  # noqa: F401 (Awaitable is used in a string annotation)
 from typing import TextIO
 
 from bot.types import Conversation, IncomingMessage
@@ -65,12 +67,16 @@ class ConsoleChat:
         self._stream = stream
         self._input = input_fn or read_terminal_line
         self._out = output or sys.stdout
+        # On a terminal: "thinking...", replies wrapped at words, Ctrl-C cancelling a reply. Piped output stays plain.
+        self._tty = bool(getattr(self._out, "isatty", lambda: False)())
         self._ids = itertools.count(1)
         # Message ids are unique per store (a re-delivered id is not stored twice): this session's own prefix.
         self._session = uuid.uuid4().hex[:12]
 
     async def run(self) -> None:
-        """Chat until /quit, /exit, end of input or Ctrl-C."""
+        """Chat until /quit, /exit, end of input or Ctrl-C (at the prompt; during a reply it cancels the reply)."""
+        if self._input is read_terminal_line:
+            line_editing()
         self._write(f"Chatting as {self._user_name} (console:{self._user_id}). /help lists commands, /quit leaves.\n")
         while (line := await self._read()) is not None:
             line = line.strip()
@@ -113,22 +119,39 @@ class ConsoleChat:
         self._write(f"{BOT_PREFIX}{text}\n")
 
     async def _reply(self, line: str) -> None:
+        """The answer, which Ctrl-C cancels at once (the chat goes on); the rest of the session is not touched."""
+        answer = asyncio.ensure_future(self._answer(line))
+        with _interrupts(answer):
+            try:
+                await answer
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the session itself is ending, not just this reply
+                self._write(("\r\x1b[K" if self._tty else "\n") + "(reply cancelled)\n")
+
+    async def _answer(self, line: str) -> None:
+        wrap = Wrapper(shutil.get_terminal_size((80, 24)).columns if self._tty else 0, len(BOT_PREFIX))
         streamed = False
+        if self._tty:
+            self._write(f"{BOT_PREFIX}thinking...")
 
         async def sink(delta: str) -> None:
             nonlocal streamed
             if not streamed:
-                self._write(BOT_PREFIX)
+                self._write(("\r\x1b[K" if self._tty else "") + BOT_PREFIX)
                 streamed = True
-            self._write(delta)
+            self._write(wrap.feed(delta))
 
         reply = await self._conversation.reply(self._message(line), sink if self._stream else None)
         # A conversation may answer without streaming (a tool-only turn, an apology): print it whole. A stream
         # cut after some text already shown ends with the apology on its own line, after what was shown.
         if streamed:
+            self._write(wrap.feed("") + wrap.flush())
             self._write(f"\n{BOT_PREFIX}{reply.text}\n" if reply.failed else "\n")
         else:
-            self._write(f"{BOT_PREFIX}{reply.text}\n")
+            whole = Wrapper(wrap.width, len(BOT_PREFIX))
+            self._write(("\r\x1b[K" if self._tty else "") + f"{BOT_PREFIX}{whole.feed(reply.text)}{whole.flush()}\n")
         if reply.failed:
             await self._explain()
 
@@ -157,6 +180,72 @@ class ConsoleChat:
     def _write(self, text: str) -> None:
         self._out.write(text)
         self._out.flush()
+
+
+class Wrapper:
+    """Text streamed in pieces, broken at spaces so no word is split at the terminal's edge; continuation lines
+    are indented under the reply's first word. A width of 0 leaves the text as it is."""
+
+    def __init__(self, width: int, indent: int) -> None:
+        self.width, self.indent = width, indent
+        self.column = indent
+        self.word = ""
+
+    def feed(self, text: str) -> str:
+        if not self.width:
+            return text
+        out = []
+        for char in text:
+            if char in " \n":
+                out.append(self.flush())
+                if char == "\n":
+                    out.append("\n" + " " * self.indent)
+                    self.column = self.indent
+                elif self.column < self.width:
+                    out.append(" ")
+                    self.column += 1
+            else:
+                self.word += char
+        return "".join(out)
+
+    def flush(self) -> str:
+        """The word held back (it may yet grow), placed on this line or the next."""
+        word, self.word = self.word, ""
+        if not word or not self.width:
+            return word
+        prefix = ""
+        if self.column + len(word) > self.width and self.column > self.indent:
+            prefix = "\n" + " " * self.indent
+            self.column = self.indent
+        self.column += len(word)
+        return prefix + word
+
+
+@contextlib.contextmanager
+def _interrupts(task: asyncio.Future) -> Iterator[None]:
+    """While a reply runs, Ctrl-C cancels that reply instead of ending the session; the handler before is put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread: elsewhere (tests driving the chat) there is nothing to catch
+        return
+    loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+    except (NotImplementedError, RuntimeError):  # no signals on this loop (Windows)
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, previous)
+
+
+def line_editing() -> None:
+    """On a terminal, ``input()`` gets line editing and a history (arrow keys printed ``^[[A`` without it)."""
+    if sys.stdin.isatty():
+        with contextlib.suppress(ImportError):  # a Python built without readline still chats
+            import readline  # noqa: F401 (importing it is what turns line editing on)
 
 
 def local_user_name() -> str:

@@ -17,7 +17,7 @@ from memory.models import Scope, Visibility
 
 from .. import composition
 from .memories import SCOPES, command, engine_for, nonempty
-from .output import UsageError, counted, err, print_json, say
+from .output import UsageError, counted, err, note, print_json, say
 
 if TYPE_CHECKING:
     from memory.ingest import FileReport, Ingester, Target
@@ -34,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scope", choices=SCOPES, help="whose memory (default: the owner's private memory)")
     p.add_argument("--scope-id", type=nonempty, help="the person, guild or owner id (with --scope)")
     p.add_argument("--private", action="store_true", help="a user memory recalled only in DMs with that person")
+    p.add_argument("--force", action="store_true", help="read unchanged files again, for the passages that gave no memory before")
+    p.add_argument("--forget", action="store_true", help="forget everything that was learned from these files instead")
 
 
 def target_of(args: argparse.Namespace, settings: Settings) -> Target:
@@ -67,6 +69,8 @@ def files_of(paths: list[Path]) -> list[Path]:
 
 
 def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
+    if args.forget:
+        return forget_files(args, settings)
     target = target_of(args, settings)
     files = files_of(args.paths)
     if not files:
@@ -75,7 +79,7 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
     from memory.ingest import Ingester
 
     with engine_for(settings, embed=True) as engine:
-        ingester = Ingester(engine, target, complete)
+        ingester = Ingester(engine, target, complete, force=args.force)
         reports = _run(ingester, files, show=not args.json)
     failed = sum(r.status == "failed" for r in reports)
     if args.json:
@@ -83,7 +87,24 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
     else:
         for report in reports:
             say(_line(report))
+            if report.status == "ingested" and not (report.memories or report.kept):
+                note(f"warning: nothing was remembered from {Path(report.path).name}; `companion ingest --force` reads it again")
     return 1 if failed else 0
+
+
+def forget_files(args: argparse.Namespace, settings: Settings) -> int:
+    """``--forget``: each file's memories forgotten completely (a file may be gone from the disk by now)."""
+    from memory.ingest import forget_file
+
+    with engine_for(settings) as engine:
+        results = {str(path): forget_file(engine, path) for path in args.paths}
+    if args.json:
+        print_json(results)
+    else:
+        for path, counts in results.items():
+            known = counts["files"] > 0
+            say(f"{Path(path).name}: forgot {counted(counts['memories'], 'memory')}" if known else f"{Path(path).name}: was never ingested")
+    return 0 if all(c["files"] for c in results.values()) else 1
 
 
 def _run(ingester: Ingester, files: list[Path], *, show: bool) -> list[FileReport]:

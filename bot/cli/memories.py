@@ -269,6 +269,28 @@ def resolve_id(engine: MemoryEngine, text: str) -> str:
     return ids[0] if ids else text
 
 
+ID_PLATFORMS = ("discord", "telegram", "console")
+
+
+def check_scope_id(engine: MemoryEngine, scope: str, scope_id: str) -> None:
+    """The bot files memories under platform-qualified ids (``discord:999``, ``console:local-user``); a bare
+    ``333`` or ``local-user`` would make a partition no conversation ever reads. A person id the store already
+    knows (a linked person) is accepted as it is."""
+    platform, _, rest = scope_id.partition(":")
+    if platform in ID_PLATFORMS and rest.strip():
+        return
+    from memory.people import People
+
+    if scope != "guild" and scope_id in People(engine).person_ids():
+        return
+    what = (
+        "guild ids look like discord:1234 or telegram:-100123"
+        if scope == "guild"
+        else "person ids look like discord:1234, telegram:5678 or console:local-user"
+    )
+    raise UsageError(f"--scope-id {scope_id!r} is not an id the bot reads memories under: {what}")
+
+
 def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -316,6 +338,7 @@ def add_memory(args: argparse.Namespace, settings: Settings) -> None:
         raise UsageError("--private applies to user memories; guild memories are always public within their guild")
     content = content_from(args.content)
     with engine_for(settings, embed=True) as engine:
+        check_scope_id(engine, args.scope, args.scope_id)
         ttl = engine.clock.now() + args.ttl if args.ttl else None
         result = engine.memories.add(
             NewMemory(

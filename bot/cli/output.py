@@ -125,36 +125,36 @@ SHORT_ID = 8  # tables show ids like git shows commits; show/edit/delete accept 
 
 
 def memory_table(memories: Iterable[Memory], title: str | None = None) -> Table:
-    table = _table(title, ("id", "scope", "kind", "imp", "subject", "content"))
+    """Content first: at 80 columns a wide scope column left the content one word per line, so the id stands
+    alone and everything else about a memory is one dim line under its words."""
+    table = _table(title, ("id", "memory"))
     for m in memories:
         extra = "".join(f" [cyan]#{escape(t)}[/cyan]" for t in m.tags) + ("" if _is_live(m) else " [dim](inactive)[/dim]")
-        table.add_row(
-            m.id[:SHORT_ID],
-            f"{m.scope.value}:{escape(m.scope_id)}",
-            f"{m.type.value[:4]}/{m.kind.value}",
-            f"{m.importance:g}",
-            escape(m.subject),
-            escape(m.content) + extra,
-        )
+        about = f"{m.subject} · {m.scope.value}:{m.scope_id} · {m.type.value[:4]}/{m.kind.value} · imp {m.importance:g}"
+        table.add_row(m.id[:SHORT_ID], f"{escape(m.content)}{extra}\n[dim]{escape(about)}[/dim]")
     return table
 
 
 def hits_table(hits: Iterable[Hit]) -> Table:
-    table = _table(None, ("id", "score", "kind", "subject", "content"))
+    """As ``memory_table``, with the score, and for an ingested passage the file and lines it came from."""
+    table = _table(None, ("id", "memory"))
     for hit in hits:
         m = Memory.from_row(hit.row)
-        table.add_row(m.id[:SHORT_ID], f"{hit.score:.3f}", f"{m.type.value[:4]}/{m.kind.value}", escape(m.subject), escape(m.content))
+        about = [f"score {hit.score:.3f}", m.subject, f"{m.type.value[:4]}/{m.kind.value}"]
+        if m.provenance.file:
+            about.append(f"from {m.provenance.file}")
+        table.add_row(m.id[:SHORT_ID], f"{escape(m.content)}\n[dim]{escape(' · '.join(about))}[/dim]")
     return table
 
 
 def _table(title: str | None, columns: Iterable[str]) -> Table:
-    """Narrow columns never wrap; subject and content share what is left, content the most."""
+    """The id never wraps; the memory's own column takes the rest of the width."""
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=title, show_lines=True)
     for name in columns:
-        wide = {"content": 3, "subject": 1}.get(name)
-        table.add_column(name, overflow="fold", no_wrap=wide is None, ratio=wide)
+        wide = name == "memory"
+        table.add_column(name, overflow="fold", no_wrap=not wide, ratio=1 if wide else None)
     return table
 
 

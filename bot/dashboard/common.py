@@ -60,7 +60,7 @@ async def body(request: web.Request, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ApiError(400, "invalid body: " + _first(exc), validation_detail(exc)) from None
+        raise ApiError(400, _first(exc), validation_detail(exc)) from None
 
 
 def validation_detail(exc: ValidationError) -> list[dict[str, Any]]:
@@ -68,9 +68,26 @@ def validation_detail(exc: ValidationError) -> list[dict[str, Any]]:
 
 
 def _first(exc: ValidationError) -> str:
+    """A sentence a person reads in the page: "The importance should be at most 10", not "invalid body: importance:
+    Input should be less than or equal to 10" (the field-by-field detail still goes with it, for scripts)."""
     e = exc.errors()[0]
-    where = ".".join(str(p) for p in e["loc"])
-    return f"{where}: {e['msg']}" if where else e["msg"]
+    where = " ".join(str(p).replace("_", " ") for p in e["loc"] if not isinstance(p, int) and str(p) not in _TYPE_NAMES)
+    msg = str(e["msg"])
+    for said, plain in _PLAIN.items():
+        msg = msg.replace(said, plain)
+    msg = msg.removeprefix("Input ").removeprefix("Value error, ")
+    return f"The {where} {msg}" if where else msg[:1].upper() + msg[1:]
+
+
+_TYPE_NAMES = frozenset({"int", "float", "str", "bool", "list[str]"})  # pydantic names a union's member in the place
+_PLAIN = {
+    "less than or equal to": "at most",
+    "greater than or equal to": "at least",
+    "a valid number, unable to parse string as a number": "a number",
+    "a valid integer, unable to parse string as an integer": "a number",
+    "a valid integer": "a number",
+    "a valid number": "a number",
+}
 
 
 async def audit(
