@@ -19,7 +19,7 @@ from voice.audio import AudioFormatError, read_wav, to_wav
 from voice.providers import SpeechToText, SynthesisFailed, TextToSpeech, TranscriptionFailed
 from voice.session import VoiceSettings
 from voice.stt import FasterWhisperSTT
-from voice.tts import EspeakTTS
+from voice.tts import EspeakTTS, PiperTTS
 from voice.vad import VadSettings
 from voice.warm import WarmSettings
 
@@ -70,7 +70,8 @@ class OpenAITextToSpeech:
 
 # -- from Settings (the composition root only) ---------------------------------------------------------
 def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
-    """Offline by default (the bundled Whisper tiny.en, espeak-ng); "openai" for any compatible server."""
+    """Offline by default (the bundled Whisper tiny.en, espeak-ng); "piper" for a natural offline voice (an
+    optional install); "openai" for any compatible server."""
     base_url = settings.voice_base_url or settings.llm_base_url
     api_key = _secret(settings.voice_api_key) or _secret(settings.llm_api_key)
     if settings.voice_stt == "openai":
@@ -79,6 +80,8 @@ def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
         stt = FasterWhisperSTT()
     if settings.voice_tts == "openai":
         tts: TextToSpeech = OpenAITextToSpeech(base_url, api_key, settings.voice_tts_model, settings.voice_tts_voice)
+    elif settings.voice_tts == "piper":
+        tts = PiperTTS(settings.voice_piper_voice)
     else:
         tts = EspeakTTS(settings.voice_espeak_voice)
     return stt, tts

@@ -16,7 +16,11 @@ from tests.voice_support import spoken, tone, whisper
 from voice.audio import discord_to_listen, duration_s, read_wav, to_wav
 from voice.providers import SynthesisFailed, TranscriptionFailed
 from voice.stt import FasterWhisperSTT
-from voice.tts import EspeakTTS
+from voice.tts import EspeakTTS, PiperTTS
+
+needs_piper = pytest.mark.skipif(
+    not PiperTTS().available(), reason='piper is an optional install (pip install -e ".[piper]", GPL-3.0 engine): not in this environment'
+)
 
 
 class FakeAudioAPI(FakeOpenAI):
@@ -85,6 +89,24 @@ def test_espeak_speaks_a_sentence_as_mono_pcm():
 def test_a_missing_espeak_is_a_synthesis_failure():
     with pytest.raises(SynthesisFailed, match="not installed"):
         EspeakTTS(executable="espeak-ng-that-is-not-there").synthesize("hello")
+
+
+@needs_piper
+def test_piper_speaks_a_sentence_the_bundled_whisper_hears_word_for_word():
+    pcm, rate = PiperTTS().synthesize("My sister plays the violin every evening.")
+    assert rate == 22050 and 1.0 < duration_s(pcm, rate) < 5.0
+    assert whisper().transcribe(pcm, rate).lower().strip(" .") == "my sister plays the violin every evening"
+
+
+def test_a_piper_voice_that_is_not_installed_is_a_synthesis_failure_that_says_what_to_install():
+    with pytest.raises(SynthesisFailed, match=r"not installed \(pip install"):
+        PiperTTS("no_such_piper_voice").synthesize("hello")
+
+
+@needs_piper
+def test_a_module_that_is_not_a_piper_voice_is_refused_by_name():
+    with pytest.raises(SynthesisFailed, match="'json' is not a piper voice package"):
+        PiperTTS("json").synthesize("hello")
 
 
 async def test_openai_compatible_transcription_uploads_a_wav_and_returns_the_text(api):
