@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import openai
 
-from voice.audio import AudioFormatError, read_wav, to_wav
+from voice.audio import LISTEN_RATE, AudioFormatError, read_wav, resample, to_wav
+from voice.phantoms import Segment, kept_text
 from voice.providers import SpeechToText, SynthesisFailed, TextToSpeech, TranscriptionFailed
 from voice.session import VoiceSettings
 from voice.stt import FasterWhisperSTT
@@ -47,7 +48,8 @@ class OpenAISpeechToText:
             )  # omit: no language field, the server detects it
         except openai.OpenAIError as exc:
             raise TranscriptionFailed(f"{self.model} transcription failed: {exc}") from exc
-        return (getattr(result, "text", None) or "").strip()
+        # No segment signals come back: the audio's loudness and length still tell a phantom (voice.phantoms).
+        return kept_text([Segment(getattr(result, "text", None) or "")], resample(pcm16, sample_rate, LISTEN_RATE))
 
 
 class OpenAITextToSpeech:

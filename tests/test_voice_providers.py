@@ -112,7 +112,7 @@ def test_a_module_that_is_not_a_piper_voice_is_refused_by_name():
 async def test_openai_compatible_transcription_uploads_a_wav_and_returns_the_text(api):
     api.transcripts.append(" Hello from the server. ")
     stt = OpenAISpeechToText(api.base_url, "key", model="whisper-1")
-    text = await asyncio.to_thread(stt.transcribe, b"\1\0" * 16000, 16000)
+    text = await asyncio.to_thread(stt.transcribe, tone(1.0), 16000)
     assert text == "Hello from the server."
     assert api.uploads == [{"model": "whisper-1", "language": "en", "filename": "speech.wav", "seconds": 1.0}]
 
