@@ -14,7 +14,7 @@ from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.discord_voice import DiscordVoice, register_voice_commands
 from tests.adapter_support import ScriptedConversation
 from tests.fakes.discord_voice_server import FakeVoiceServer
-from tests.voice_support import ALICE, BOB, GUILD, LOUNGE, TEXT_CHANNEL, eventually, silence, spoken, whisper
+from tests.voice_support import ALICE, BOB, GUILD, LOUNGE, TEXT_CHANNEL, DaveStandIn, eventually, silence, spoken, whisper
 from voice.audio import discord_to_listen
 from voice.session import VoiceSettings
 from voice.tts import EspeakTTS
@@ -77,6 +77,27 @@ async def test_voice_heard_before_the_speaking_event_is_attributed_once_it_arriv
     await join(voice, voice_server)
     await voice_server.speak(ALICE, ALICE_SSRC, spoken("Good morning to you.") + silence(0.6), announce=False)
     assert conv.replies == []  # heard, but nobody knows whose voice it is yet: held, not dropped
+    await voice_server.announce(ALICE, ALICE_SSRC)
+    await conv.wait_until(lambda: conv.replies, timeout=20)
+    assert conv.replies[0].author_id == str(ALICE) and "morning" in conv.replies[0].text.lower()
+
+
+async def test_end_to_end_encrypted_speech_sent_before_the_speaker_is_named_is_held_then_heard_whole(voice, voice_server, conv):
+    await join(voice, voice_server)
+    dave = voice.client.voice_clients[0]._connection.dave_session = DaveStandIn()
+    # The first 1.2 s ("Hello, please remind me": who is addressed, and what for) arrive before SPEAKING names the sender.
+    await voice_server.speak(ALICE, ALICE_SSRC, spoken("Hello, please remind me to call my mother.") + silence(0.3), dave=True, announce_after=60)
+    await conv.wait_until(lambda: conv.replies, timeout=20)
+    (message,) = conv.replies
+    assert message.author_id == str(ALICE) and message.text.lower().startswith("hello, please remind me"), message.text
+    assert dave.decrypted[ALICE] >= 60  # the held frames were opened with Alice's key, not dropped
+
+
+async def test_held_encrypted_speech_is_used_when_speaking_comes_only_after_it_ended(voice, voice_server, conv):
+    await join(voice, voice_server)
+    voice.client.voice_clients[0]._connection.dave_session = DaveStandIn()
+    await voice_server.speak(ALICE, ALICE_SSRC, spoken("Good morning to you.") + silence(0.3), dave=True, announce=False)
+    assert conv.replies == [] and voice.session(GUILD).turns == []
     await voice_server.announce(ALICE, ALICE_SSRC)
     await conv.wait_until(lambda: conv.replies, timeout=20)
     assert conv.replies[0].author_id == str(ALICE) and "morning" in conv.replies[0].text.lower()

@@ -106,7 +106,7 @@ def test_a_known_phrase_is_dropped_when_whisper_doubts_there_was_speech():
 
 
 def test_a_segment_whisper_could_not_decode_is_left_out_and_the_rest_kept():
-    segments = [Segment(" I need a new tent.", 0.1, -0.3), Segment(" This is the end of the show.", 0.4, -1.2)]
+    segments = [Segment(" I need a new tent.", 0.1, -0.3), Segment(" This is the end of the show.", 0.38, -1.17)]
     assert kept_text(segments, tone(3.0)) == "I need a new tent."
 
 

@@ -3,10 +3,10 @@
 Whisper writes words on audio that holds none ("Thank you.", "Thanks for watching", a whole invented
 sentence on babble). A turn made of them would be stored and answered, so a transcript is dropped when:
 
-    a segment Whisper itself doubts    avg_logprob < -1.0, Whisper's own threshold for a failed decode (its
-                                       no-speech rule asks that and no_speech_prob > 0.6; the logprob alone is
-                                       enough here: reversed speech came back as "This is the end of the
-                                       show..." at -1.17 with no_speech_prob 0.38; real speech measured >= -0.8)
+    a segment Whisper itself doubts    avg_logprob < -1.0 with no_speech_prob > 0.3 (Whisper's own no-speech
+                                       rule, with 0.3 for its 0.6: reversed speech came back as "This is the
+                                       end of the show..." at 0.38 / -1.17; real espeak speech decoded as
+                                       badly, "Tell the lice I said goodbye" at -1.02, scored 0.07)
     the audio is too quiet             its loud frames are below -46 dBFS: nobody spoke into a microphone
     too short for its text             more than 6 words a second of sound (people say 2-4)
     a known phrase on weak evidence    "thank you", "thanks for watching", "like and subscribe", "you", ...
@@ -60,6 +60,7 @@ class Segment:
 @dataclass(frozen=True, slots=True)
 class PhantomRules:
     logprob_below: float = -1.0
+    no_speech_above: float = 0.3
     min_level: float = 0.005  # RMS (of full scale) of the loudest tenth of 20 ms frames: -46 dBFS
     max_words_per_s: float = 6.0
     phrase_no_speech_above: float = 0.4
@@ -89,7 +90,7 @@ def phantom_reason(text: str, segments: list[Segment], pcm16: bytes, rules: Phan
 
 
 def _doubted(segment: Segment, rules: PhantomRules) -> bool:
-    return segment.avg_logprob < rules.logprob_below
+    return segment.avg_logprob < rules.logprob_below and segment.no_speech_prob > rules.no_speech_above
 
 
 def _weak(segments: list[Segment], rules: PhantomRules) -> bool:

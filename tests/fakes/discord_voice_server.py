@@ -11,7 +11,8 @@ speaks the voice gateway v8 the way discord.py 2.7.1 + voice-recv expect it::
 
 ``speak()`` plays PCM as a user: op 5 SPEAKING (ssrc -> user), then Opus RTP encrypted with
 aead_xchacha20_poly1305_rtpsize at real-time pace. Whatever the bot plays is decrypted and decoded
-into ``bot_audio``. DAVE stays off (version 0): a real MLS group cannot be faked.
+into ``bot_audio``. DAVE stays off (version 0): a real MLS group cannot be faked; ``speak(..., dave=True)``
+wraps each Opus frame the way a DAVE frame ends (``DAVE_STAND_IN_TAIL``), for a stand-in session on the bot's side.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .discord_server import FakeDiscord
 MODE = "aead_xchacha20_poly1305_rtpsize"
 BOT_SSRC = 7000
 OPUS_SILENCE = b"\xf8\xff\xfe"
+DAVE_STAND_IN_TAIL = b"\x00\xfa\xfa"  # supplemental size 0, then DAVE's marker: what a stand-in session strips
 FRAME_S = 0.02
 
 
@@ -146,17 +148,26 @@ class FakeVoiceServer(FakeServer):
         """op 13 CLIENT_DISCONNECT: the user left the voice channel."""
         await self._send(13, {"user_id": str(user_id)})
 
-    async def speak(self, user_id: int, ssrc: int, pcm48_stereo: bytes, *, announce: bool = True) -> None:
-        """Send PCM as Opus RTP from ``ssrc`` at real-time pace (then 5 silence frames, as clients do)."""
-        if announce:
+    async def speak(
+        self, user_id: int, ssrc: int, pcm48_stereo: bytes, *, announce: bool = True, dave: bool = False, announce_after: int = 0
+    ) -> None:
+        """Send PCM as Opus RTP from ``ssrc`` at real-time pace (then 5 silence frames, as clients do).
+
+        ``dave``: frames end as DAVE frames do (for a stand-in session); ``announce_after``: SPEAKING comes only
+        after that many frames were sent, as on live Discord."""
+        if announce and not announce_after:
             await self.announce(user_id, ssrc)
         encoder = discord.opus.Encoder(application="voip")
         step = discord.opus.Encoder.FRAME_SIZE
         frames = [pcm48_stereo[i : i + step].ljust(step, b"\0") for i in range(0, len(pcm48_stereo), step)]
         opus = [encoder.encode(f, encoder.SAMPLES_PER_FRAME) for f in frames] + [OPUS_SILENCE] * 5
+        if dave:
+            opus = [frame + DAVE_STAND_IN_TAIL for frame in opus]
         start, first = time.monotonic(), self._sequence.get(ssrc, 0)
         self._sequence[ssrc] = first + len(opus)  # a stream's numbering carries on, as a real client's does
         for i, frame in enumerate(opus):
+            if announce and announce_after and i == announce_after:
+                await self.announce(user_id, ssrc)
             self._send_rtp(ssrc, first + i, frame)
             await asyncio.sleep(max(0.0, start + (i + 1) * FRAME_S - time.monotonic()))
 
