@@ -86,7 +86,8 @@ async def test_end_to_end_encrypted_speech_sent_before_the_speaker_is_named_is_h
     await join(voice, voice_server)
     dave = voice.client.voice_clients[0]._connection.dave_session = DaveStandIn()
     # The first 1.2 s ("Hello, please remind me": who is addressed, and what for) arrive before SPEAKING names the sender.
-    await voice_server.speak(ALICE, ALICE_SSRC, spoken("Hello, please remind me to call my mother.") + silence(0.3), dave=True, announce_after=60)
+    said = spoken("Hello, please remind me to call my mother.") + silence(0.3)
+    await voice_server.speak(ALICE, ALICE_SSRC, said, dave=True, announce_after=60)
     await conv.wait_until(lambda: conv.replies, timeout=20)
     (message,) = conv.replies
     assert message.author_id == str(ALICE) and message.text.lower().startswith("hello, please remind me"), message.text
