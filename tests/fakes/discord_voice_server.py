@@ -102,6 +102,8 @@ class FakeVoiceServer(FakeServer):
         self._nonce = 0
         self._sequence: dict[int, int] = {}
         self.last_bot_packet_at = 0.0
+        self.bot_sound_at: list[float] = []  # when each bot packet with sound (not Opus silence) came in
+        self.voice_sent_at: dict[int, float] = {}  # per ssrc: when the latest speak() sent its first frame with sound
         super().__init__()
 
     def client_ssl(self) -> ssl.SSLContext:
@@ -165,9 +167,12 @@ class FakeVoiceServer(FakeServer):
             opus = [frame + DAVE_STAND_IN_TAIL for frame in opus]
         start, first = time.monotonic(), self._sequence.get(ssrc, 0)
         self._sequence[ssrc] = first + len(opus)  # a stream's numbering carries on, as a real client's does
+        loud = next((i for i, f in enumerate(frames) if max(abs(v) for v in memoryview(f).cast("h")) > 300), None)
         for i, frame in enumerate(opus):
             if announce and announce_after and i == announce_after:
                 await self.announce(user_id, ssrc)
+            if i == loud:
+                self.voice_sent_at[ssrc] = time.monotonic()
             self._send_rtp(ssrc, first + i, frame)
             await asyncio.sleep(max(0.0, start + (i + 1) * FRAME_S - time.monotonic()))
 
@@ -187,6 +192,13 @@ class FakeVoiceServer(FakeServer):
             await asyncio.sleep(0.1)
         return bytes(self.bot_audio)
 
+    def bot_went_quiet_after(self, ssrc: int) -> float:
+        """Seconds from the first sound of ``ssrc``'s latest speech to the end of the bot's last packet with sound
+        (20 ms each): how long the bot talked over that person."""
+        started = self.voice_sent_at[ssrc]
+        last = max((t for t in self.bot_sound_at if t >= started), default=started - FRAME_S)
+        return last + FRAME_S - started
+
     def _datagram(self, data: bytes, addr: tuple[str, int]) -> None:
         if len(data) == 74 and data[:2] == b"\x00\x01":
             self._bot_addr = addr
@@ -204,6 +216,7 @@ class FakeVoiceServer(FakeServer):
         self.bot_packets += 1
         self.last_bot_packet_at = time.monotonic()
         if opus != OPUS_SILENCE:
+            self.bot_sound_at.append(self.last_bot_packet_at)
             self.bot_audio += self._decoder.decode(opus, fec=False)
 
     # -- the voice gateway ------------------------------------------------------------------------------
