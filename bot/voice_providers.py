@@ -20,7 +20,7 @@ from voice.phantoms import Segment, kept_text
 from voice.providers import SpeechToText, SynthesisFailed, TextToSpeech, TranscriptionFailed
 from voice.session import VoiceSettings
 from voice.stt import FasterWhisperSTT
-from voice.tts import EspeakTTS, PiperTTS
+from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
 from voice.vad import VadSettings
 from voice.warm import WarmSettings
 
@@ -82,8 +82,8 @@ def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
         stt = FasterWhisperSTT()
     if settings.voice_tts == "openai":
         tts: TextToSpeech = OpenAITextToSpeech(base_url, api_key, settings.voice_tts_model, settings.voice_tts_voice)
-    elif settings.voice_tts == "piper":
-        tts = PiperTTS(settings.voice_piper_voice)
+    elif settings.voice_tts == "piper":  # espeak-ng stays there for when piper is not installed or its voice fails
+        tts = FallbackTTS(PiperTTS(settings.voice_piper_voice), EspeakTTS(settings.voice_espeak_voice))
     else:
         tts = EspeakTTS(settings.voice_espeak_voice)
     return stt, tts

@@ -16,7 +16,7 @@ from tests.voice_support import spoken, tone, whisper
 from voice.audio import discord_to_listen, duration_s, read_wav, to_wav
 from voice.providers import SynthesisFailed, TranscriptionFailed
 from voice.stt import FasterWhisperSTT
-from voice.tts import EspeakTTS, PiperTTS
+from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
 
 needs_piper = pytest.mark.skipif(
     not PiperTTS().available(), reason='piper is an optional install (pip install -e ".[piper]", GPL-3.0 engine): not in this environment'
@@ -101,6 +101,14 @@ def test_piper_speaks_a_sentence_the_bundled_whisper_hears_word_for_word():
 def test_a_piper_voice_that_is_not_installed_is_a_synthesis_failure_that_says_what_to_install():
     with pytest.raises(SynthesisFailed, match=r"not installed \(pip install"):
         PiperTTS("no_such_piper_voice").synthesize("hello")
+
+
+def test_a_piper_voice_that_cannot_speak_falls_back_to_espeak_and_says_why_once(caplog):
+    tts = FallbackTTS(PiperTTS("/no/such/voice.onnx"), EspeakTTS())
+    for _ in range(2):
+        pcm, rate = tts.synthesize("Still heard.")
+        assert rate == 22050 and duration_s(pcm, rate) > 0.5
+    assert len([r for r in caplog.records if "fallback voice" in r.getMessage()]) == 1
 
 
 @needs_piper

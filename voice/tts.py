@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import shutil
 import subprocess
 import threading
@@ -20,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from .audio import AudioFormatError, read_wav
-from .providers import SynthesisFailed
+from .providers import SynthesisFailed, TextToSpeech
 
 ESPEAK = "espeak-ng"
+logger = logging.getLogger(__name__)
 
 
 class EspeakTTS:
@@ -111,3 +113,21 @@ def piper_model_path(voice: str) -> Path:
     if not callable(getattr(package, "model_path", None)):
         raise SynthesisFailed(f"{voice!r} is not a piper voice package (it has no model_path())")
     return Path(package.model_path())
+
+
+class FallbackTTS:
+    """``TextToSpeech`` that says a sentence with ``fallback`` when ``primary`` cannot (piper chosen but not
+    installed, a voice path that is wrong): the bot keeps a voice, and says why once in the log."""
+
+    def __init__(self, primary: TextToSpeech, fallback: TextToSpeech) -> None:
+        self.primary, self.fallback = primary, fallback
+        self._warned: set[str] = set()
+
+    def synthesize(self, text: str) -> tuple[bytes, int]:
+        try:
+            return self.primary.synthesize(text)
+        except SynthesisFailed as exc:
+            if str(exc) not in self._warned:  # once per reason: not at every sentence
+                self._warned.add(str(exc))
+                logger.warning("voice: %s; speaking with the fallback voice instead", exc)
+            return self.fallback.synthesize(text)
