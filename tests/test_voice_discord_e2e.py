@@ -125,6 +125,19 @@ async def test_two_people_speaking_at_once_are_each_answered(voice, voice_server
     assert alice_turn.participants == ((str(BOB), "bob"),)
 
 
+async def test_two_people_talking_over_each_other_before_either_is_named_are_each_heard_as_themselves(voice, voice_server, dsc, conv):
+    await dsc.set_voice_state(GUILD, BOB, LOUNGE, "bob")
+    await join(voice, voice_server)
+    voice.client.voice_clients[0]._connection.dave_session = DaveStandIn()
+    await asyncio.gather(
+        voice_server.speak(ALICE, ALICE_SSRC, spoken("I like green apples.") + silence(0.3), dave=True, announce_after=30),
+        voice_server.speak(BOB, BOB_SSRC, spoken("My dog is called Rex.") + silence(0.3), dave=True, announce_after=40),
+    )
+    await conv.wait_until(lambda: len(conv.replies) == 2, timeout=30)
+    by_author = {m.author_id: m.text.lower() for m in conv.replies}
+    assert "apple" in by_author[str(ALICE)] and "rex" in by_author[str(BOB)]
+
+
 async def test_someone_who_leaves_mid_sentence_is_still_heard(voice, voice_server, dsc, conv):
     await dsc.set_voice_state(GUILD, BOB, LOUNGE, "bob")
     await join(voice, voice_server)
