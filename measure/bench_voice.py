@@ -181,8 +181,8 @@ def run_voice_bench(
     ``stt``: a Whisper already loaded (a test shares its own); by default the bundled one is loaded first."""
     turns, say = SCRIPTS[script], progress or (lambda *_: None)
     texts = [turns[i % len(turns)] for i in range(max(1, utterances))]
-    timed, voices = _TimedSTT(stt), tts_providers(providers)
     with _quiet_logs():
+        timed, voices = _TimedSTT(stt), tts_providers(providers)
         wer = {name: round_trip_wer(tts, timed.stt, sentences()[:wer_sentences], say) for name, tts in voices.items()}
         sessions = asyncio.run(_sessions(texts, end_pause_ms, say, timed, voices, store_size))
         recommended = next(iter(voices))
