@@ -34,3 +34,16 @@ def test_word_error_counts_substitutions_deletions_and_insertions():
     assert edit_distance(words("I like green apples."), words("i like red apples")) == 1
     assert edit_distance(words("Thank you."), []) == 2
     assert edit_distance([], words("thanks for watching")) == 3
+
+
+def test_the_voice_table_shows_each_provider_and_what_warm_and_cold_recall_include():
+    from rich.console import Console
+
+    from bot.cli.output import voice_bench_table
+
+    voice = run_voice_bench(1, end_pause_ms=300, stt=whisper(), store_size=0, providers=("espeak",), wer_sentences=1, barge_in_runs=1)
+    console = Console(width=200, record=True)
+    console.print(voice_bench_table(voice["voice"]))
+    text = console.export_text()
+    for row in ("first audio p50 / p95, espeak", "round-trip WER, espeak", "warm recall p50", "no vector scan", "barge-in p50 / max"):
+        assert row in text, row

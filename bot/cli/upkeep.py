@@ -26,6 +26,7 @@ from .output import (
     records_table,
     replacing,
     say,
+    voice_bench_table,
 )
 
 if TYPE_CHECKING:
@@ -308,7 +309,7 @@ def run_bench_voice(args: argparse.Namespace) -> None:
     result = run_voice_bench(args.utterances, script=script, progress=_bench_progress, store_size=args.store_size, **options)
     if args.json:
         return print_json(result)
-    out().print(records_table([result["voice"]], key="tts"))
+    out().print(voice_bench_table(result["voice"]))
 
 
 def _bench_progress(*update: Any) -> None:
