@@ -13,6 +13,7 @@ from tests.voice_support import whisper
 def test_the_voice_bench_times_a_short_spoken_session_end_to_end(caplog):
     whisper()  # loaded (and logged) before the bench
     caplog.set_level(logging.INFO)
+    caplog.clear()
     figures = run_voice_bench(3, end_pause_ms=300, stt=whisper(), store_size=2_000, providers=("espeak",), wer_sentences=3, barge_in_runs=1)
     voice = figures["voice"]
     assert voice["utterances"] == 3 and 300 < voice["first_audio_ms"]["p50"] <= voice["first_audio_ms"]["p95"] < 10_000
