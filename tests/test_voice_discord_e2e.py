@@ -14,7 +14,7 @@ from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.discord_voice import DiscordVoice, register_voice_commands
 from tests.adapter_support import ScriptedConversation
 from tests.fakes.discord_voice_server import FakeVoiceServer
-from tests.voice_support import ALICE, BOB, GUILD, LOUNGE, TEXT_CHANNEL, eventually, silence, spoken, whisper
+from tests.voice_support import ALICE, BOB, GUILD, LOUNGE, TEXT_CHANNEL, DaveStandIn, eventually, silence, spoken, whisper
 from voice.audio import discord_to_listen
 from voice.session import VoiceSettings
 from voice.tts import EspeakTTS
@@ -82,6 +82,28 @@ async def test_voice_heard_before_the_speaking_event_is_attributed_once_it_arriv
     assert conv.replies[0].author_id == str(ALICE) and "morning" in conv.replies[0].text.lower()
 
 
+async def test_end_to_end_encrypted_speech_sent_before_the_speaker_is_named_is_held_then_heard_whole(voice, voice_server, conv):
+    await join(voice, voice_server)
+    dave = voice.client.voice_clients[0]._connection.dave_session = DaveStandIn()
+    # The first 1.2 s ("Hello, please remind me": who is addressed, and what for) arrive before SPEAKING names the sender.
+    said = spoken("Hello, please remind me to call my mother.") + silence(0.3)
+    await voice_server.speak(ALICE, ALICE_SSRC, said, dave=True, announce_after=60)
+    await conv.wait_until(lambda: conv.replies, timeout=20)
+    (message,) = conv.replies
+    assert message.author_id == str(ALICE) and message.text.lower().startswith("hello, please remind me"), message.text
+    assert dave.decrypted[ALICE] >= 60  # the held frames were opened with Alice's key, not dropped
+
+
+async def test_held_encrypted_speech_is_used_when_speaking_comes_only_after_it_ended(voice, voice_server, conv):
+    await join(voice, voice_server)
+    voice.client.voice_clients[0]._connection.dave_session = DaveStandIn()
+    await voice_server.speak(ALICE, ALICE_SSRC, spoken("Good morning to you.") + silence(0.3), dave=True, announce=False)
+    assert conv.replies == [] and voice.session(GUILD).turns == []
+    await voice_server.announce(ALICE, ALICE_SSRC)
+    await conv.wait_until(lambda: conv.replies, timeout=20)
+    assert conv.replies[0].author_id == str(ALICE) and "morning" in conv.replies[0].text.lower()
+
+
 async def test_the_bot_leaves_voice_when_the_last_person_leaves(voice, voice_server, dsc):
     await join(voice, voice_server)
     await dsc.set_voice_state(GUILD, ALICE, None, "alice")
@@ -101,6 +123,19 @@ async def test_two_people_speaking_at_once_are_each_answered(voice, voice_server
     assert "apple" in by_author[str(ALICE)] and "rex" in by_author[str(BOB)]
     alice_turn = next(m for m in conv.replies if m.author_id == str(ALICE))
     assert alice_turn.participants == ((str(BOB), "bob"),)
+
+
+async def test_two_people_talking_over_each_other_before_either_is_named_are_each_heard_as_themselves(voice, voice_server, dsc, conv):
+    await dsc.set_voice_state(GUILD, BOB, LOUNGE, "bob")
+    await join(voice, voice_server)
+    voice.client.voice_clients[0]._connection.dave_session = DaveStandIn()
+    await asyncio.gather(
+        voice_server.speak(ALICE, ALICE_SSRC, spoken("I like green apples.") + silence(0.3), dave=True, announce_after=30),
+        voice_server.speak(BOB, BOB_SSRC, spoken("My dog is called Rex.") + silence(0.3), dave=True, announce_after=40),
+    )
+    await conv.wait_until(lambda: len(conv.replies) == 2, timeout=30)
+    by_author = {m.author_id: m.text.lower() for m in conv.replies}
+    assert "apple" in by_author[str(ALICE)] and "rex" in by_author[str(BOB)]
 
 
 async def test_someone_who_leaves_mid_sentence_is_still_heard(voice, voice_server, dsc, conv):
@@ -127,6 +162,11 @@ async def test_speaking_over_the_bot_stops_its_reply(voice, voice_server, dsc, c
     assert first.interrupted
     played_s = len(await voice_server.wait_for_bot_audio(seconds=0.5)) / (48000 * 4)
     assert played_s < 12  # the story alone is ~20 s of speech
+    # Measured at the fake: the bot's audio after Alice's first sound. The aim is 300 ms (VAD onset 200 ms, then the
+    # cancel and the frame in flight; companion bench voice reports it exactly). Alone this test measures 0.2-0.4 s;
+    # with other engineers' suites on the same two cores it measured up to 1.9 s, so the bound here only says the
+    # bot stopped long before its ~20 s story would have.
+    assert voice_server.bot_talked_over(ALICE_SSRC) < 5.0
 
 
 async def test_voice_join_and_leave_commands_follow_the_caller(voice, voice_server, dsc):

@@ -16,7 +16,11 @@ from tests.voice_support import spoken, tone, whisper
 from voice.audio import discord_to_listen, duration_s, read_wav, to_wav
 from voice.providers import SynthesisFailed, TranscriptionFailed
 from voice.stt import FasterWhisperSTT
-from voice.tts import EspeakTTS
+from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
+
+needs_piper = pytest.mark.skipif(
+    not PiperTTS().available(), reason='piper is an optional install (pip install -e ".[piper]", GPL-3.0 engine): not in this environment'
+)
 
 
 class FakeAudioAPI(FakeOpenAI):
@@ -87,10 +91,36 @@ def test_a_missing_espeak_is_a_synthesis_failure():
         EspeakTTS(executable="espeak-ng-that-is-not-there").synthesize("hello")
 
 
+@needs_piper
+def test_piper_speaks_a_sentence_the_bundled_whisper_hears_word_for_word():
+    pcm, rate = PiperTTS().synthesize("My sister plays the violin every evening.")
+    assert rate == 22050 and 1.0 < duration_s(pcm, rate) < 5.0
+    assert whisper().transcribe(pcm, rate).lower().strip(" .") == "my sister plays the violin every evening"
+
+
+def test_a_piper_voice_that_is_not_installed_is_a_synthesis_failure_that_says_what_to_install():
+    with pytest.raises(SynthesisFailed, match=r"not installed \(pip install"):
+        PiperTTS("no_such_piper_voice").synthesize("hello")
+
+
+def test_a_piper_voice_that_cannot_speak_falls_back_to_espeak_and_says_why_once(caplog):
+    tts = FallbackTTS(PiperTTS("/no/such/voice.onnx"), EspeakTTS())
+    for _ in range(2):
+        pcm, rate = tts.synthesize("Still heard.")
+        assert rate == 22050 and duration_s(pcm, rate) > 0.5
+    assert len([r for r in caplog.records if "fallback voice" in r.getMessage()]) == 1
+
+
+@needs_piper
+def test_a_module_that_is_not_a_piper_voice_is_refused_by_name():
+    with pytest.raises(SynthesisFailed, match="'json' is not a piper voice package .it ships 0 .onnx models"):
+        PiperTTS("json").synthesize("hello")
+
+
 async def test_openai_compatible_transcription_uploads_a_wav_and_returns_the_text(api):
     api.transcripts.append(" Hello from the server. ")
     stt = OpenAISpeechToText(api.base_url, "key", model="whisper-1")
-    text = await asyncio.to_thread(stt.transcribe, b"\1\0" * 16000, 16000)
+    text = await asyncio.to_thread(stt.transcribe, tone(1.0), 16000)
     assert text == "Hello from the server."
     assert api.uploads == [{"model": "whisper-1", "language": "en", "filename": "speech.wav", "seconds": 1.0}]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 
 from memory.clock import FakeClock
@@ -77,9 +78,16 @@ def test_held_audio_nobody_claims_is_dropped_with_a_warning(hub, seen, clock, ca
     assert seen.utterances == [] and "no user claimed" in caplog.text
 
 
+def voice_only(pcm48_stereo: bytes) -> bytes:
+    """Speech without espeak-ng's trailing silence (whole frames): the voice ends where the audio does."""
+    samples = np.frombuffer(pcm48_stereo, "<i2")
+    last = int(np.nonzero(np.abs(samples) > 300)[0][-1])
+    return pcm48_stereo[: (last * 2 // DISCORD_FRAME_BYTES + 1) * DISCORD_FRAME_BYTES]
+
+
 def test_a_speaker_who_stops_sending_mid_sentence_is_ended_by_the_timer(hub, seen, clock):
     hub.attribute(11, ALICE)
-    feed(hub, clock, 11, spoken("Good evening everybody."))  # no trailing silence: the client went quiet
+    feed(hub, clock, 11, voice_only(spoken("Good evening everybody.")))  # no trailing silence: the client went quiet
     assert seen.utterances == []
     clock.advance(0.1)
     hub.tick()
@@ -116,3 +124,12 @@ def test_silence_produces_nothing(hub, seen, clock):
     clock.advance(1)
     hub.tick()
     assert seen.starts == [] and seen.utterances == []
+
+
+def test_the_silence_a_client_sends_as_it_stops_counts_as_pause(hub, seen, clock):
+    """A Discord client sends five silence frames and stops: the end-of-speech pause runs from the voice's end."""
+    hub.attribute(11, ALICE)
+    feed(hub, clock, 11, voice_only(spoken("Good evening everybody.")) + silence(0.1))
+    clock.advance(0.3)  # the 400 ms pause: 100 ms of silence frames, then 300 ms of nothing
+    hub.tick()
+    assert [u.user_id for u in seen.utterances] == [ALICE]

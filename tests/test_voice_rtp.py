@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import davey
 
-from voice.rtp import DAVE_MARKER, PaddingError, dave_decrypt, open_frame, strip_padding
+from memory.clock import FakeClock
+from voice.rtp import DAVE_MARKER, PaddingError, SenderWait, dave_decrypt, open_frame, strip_padding
 
 OPUS = b"\x78\x01\x02\x03opus-frame"
 
@@ -89,3 +90,27 @@ def test_padding_is_stripped_before_dave_sees_the_frame():
 
 def test_a_badly_padded_packet_is_treated_as_lost():
     assert open_frame(b"ab\x09", padded=True, dave_session=None, user_id=7) is None
+
+
+def test_frames_held_for_a_sender_come_back_in_order_once_named():
+
+    wait = SenderWait(clock=FakeClock(0.0))
+    for n in range(3):
+        wait.hold(7, dave_frame(bytes([n])), padded=False)
+    assert wait.waiting() == [7] and [h.payload[0] for h in wait.release(7)] == [0, 1, 2]
+    assert wait.waiting() == [] and wait.release(7) == []
+
+
+def test_held_frames_are_bounded_in_time_bytes_and_streams():
+
+    clock = FakeClock(0.0)
+    wait = SenderWait(max_age_s=5.0, max_bytes=100, max_streams=2, clock=clock)
+    wait.hold(1, b"a" * 40, padded=False)
+    clock.advance(6.0)
+    wait.hold(1, b"b" * 40, padded=False)
+    wait.hold(1, b"c" * 40, padded=False)
+    wait.hold(1, b"d" * 40, padded=False)  # 120 bytes: the oldest goes
+    assert [h.payload[:1] for h in wait.release(1)] == [b"c", b"d"]  # "a" too old, "b" over the byte bound
+    for ssrc in (1, 2, 3):  # a flood of streams nobody names
+        wait.hold(ssrc, b"x", padded=False)
+    assert wait.waiting() == [2, 3] and wait.dropped == 3

@@ -138,3 +138,21 @@ def routed_model(replies: list[str], *, summary: str = "A short voice chat.", ex
 # The fake voice Discord the end-to-end voice tests share: one guild with a text channel and the Lounge.
 GUILD, TEXT_CHANNEL, LOUNGE = 1001, 2002, 2100
 ALICE, BOB = 3003, 3004
+
+
+class DaveStandIn:
+    """Takes the place of the third-party ``davey.DaveSession`` on the bot's voice connection (a real MLS group
+    cannot be had offline): ready, and "decrypts" a frame for a named sender by removing the fake's DAVE tail.
+    ``decrypted`` counts frames opened per sender; a frame for an unknown sender cannot be opened, as in DAVE."""
+
+    ready = True
+
+    def __init__(self) -> None:
+        self.decrypted: dict[int, int] = {}
+
+    def decrypt(self, user_id: int, media_type: object, frame: bytes) -> bytes:
+        from tests.fakes.discord_voice_server import DAVE_STAND_IN_TAIL
+
+        assert user_id is not None and frame.endswith(DAVE_STAND_IN_TAIL)
+        self.decrypted[user_id] = self.decrypted.get(user_id, 0) + 1
+        return frame[: -len(DAVE_STAND_IN_TAIL)]

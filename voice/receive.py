@@ -138,8 +138,9 @@ class ReceiveHub:
         ready: list[_Report] = []
         with self._lock:
             for ssrc, speaker in self._speakers.items():
-                quiet_s = now - speaker.last_frame_at
-                if quiet_s >= self._vad.end_pause_ms / 1000:
+                # The pause counts from the voice's end, not the last packet: the silence frames a client sends as
+                # it stops are pause too (counting from the last packet made every turn ~100 ms later).
+                if self._silent_ms(speaker, now) >= self._vad.end_pause_ms:
                     ready += self._route(ssrc, speaker, speaker.cutter.flush())
                 else:
                     ready += self._guess(ssrc, speaker, self._silent_ms(speaker, now))

@@ -176,7 +176,7 @@ class VoiceSession:
         finally:
             await speech.finish(reply)  # on failure: what had streamed is still said, then silence
         self.turns.append(Turn(utterance.user_id, heard, reply, tuple(speech.spoken), speech.interrupted))
-        logger.info("voice: %s said %r; replied %r", utterance.user_id, heard[:80], reply[:80])
+        logger.debug("voice: %s said %r; replied %r", utterance.user_id, heard[:80], reply[:80])  # people's words: not at INFO
 
     async def _transcribe(self, utterance: Utterance) -> str:
         guessed = self._guessed(utterance)

@@ -9,19 +9,16 @@ two sessions from running it at once (CTranslate2 would only split the same two 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from pathlib import Path
 from typing import Any
 
 from .audio import LISTEN_RATE, as_float, resample
+from .phantoms import Segment, kept_text
 from .providers import TranscriptionFailed
 
 logger = logging.getLogger(__name__)
 
-# Whisper fills noise with stock phrases. Only those nobody says to a bot are dropped: "thank you" or
-# "bye" may be real, and the VAD already keeps most noise away.
-_HALLUCINATIONS = frozenset({"you", "thanks for watching", "thank you for watching"})
 _MIN_AUDIO_S = 0.3  # shorter audio gives Whisper nothing to go on (and it invents words)
 
 
@@ -51,19 +48,21 @@ class FasterWhisperSTT:
             self._ensure_model()
 
     def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
-        audio = as_float(resample(pcm16, sample_rate, LISTEN_RATE))
+        """The words said; "" for none, and for what Whisper wrote on non-speech (``voice.phantoms``)."""
+        pcm = resample(pcm16, sample_rate, LISTEN_RATE)
+        audio = as_float(pcm)
         if audio.size < _MIN_AUDIO_S * LISTEN_RATE:
             return ""
         with self._lock:
             model = self._ensure_model()
             try:
-                segments, _ = model.transcribe(
+                found, _ = model.transcribe(
                     audio, language=self._language, beam_size=1, vad_filter=False, condition_on_previous_text=False, without_timestamps=True
                 )
-                text = " ".join(s.text.strip() for s in segments).strip()
+                segments = [Segment(s.text, s.no_speech_prob, s.avg_logprob) for s in found]
             except Exception as exc:
                 raise TranscriptionFailed(f"whisper could not transcribe: {exc}") from exc
-        return "" if _is_filler(text) else text
+        return kept_text(segments, pcm)
 
     def _ensure_model(self) -> Any:
         if self._model is None:
@@ -79,8 +78,3 @@ class FasterWhisperSTT:
                 raise TranscriptionFailed(f"could not load the Whisper model at {path}: {exc}") from exc
             logger.info("voice: loaded Whisper from %s", path)
         return self._model
-
-
-def _is_filler(text: str) -> bool:
-    words = re.sub(r"[^\w\s']", "", text.lower()).strip()
-    return not words or words in _HALLUCINATIONS

@@ -34,7 +34,7 @@ from bot.types import Conversation, IncomingMessage
 from voice.playback import PlaybackBuffer
 from voice.providers import SpeechToText, TextToSpeech
 from voice.receive import ReceiveHub
-from voice.rtp import open_frame
+from voice.rtp import SenderWait, needs_sender, open_frame
 from voice.session import TextSink, VoiceSession, VoiceSettings
 
 from .common import ERROR_APOLOGY, AdapterError
@@ -44,12 +44,17 @@ TICK_S = 0.1  # how often utterances of people who went quiet are closed; also t
 
 
 class _Sink(voice_recv.AudioSink):
-    """Opus per SSRC from voice-recv's router thread -> PCM into the hub. Runs off the event loop."""
+    """Opus per SSRC from voice-recv's router thread -> PCM into the hub. Runs off the event loop.
 
-    def __init__(self, hub: ReceiveHub) -> None:
+    A DAVE frame whose sender is not yet known is held (``SenderWait``), and so is everything after it from that
+    SSRC, to keep the order; ``release`` (the monitor, once SPEAKING named the user) or the stream's next frame
+    with a known user opens them. One lock keeps held frames, decoders and the hub's feed in order."""
+
+    def __init__(self, hub: ReceiveHub, waiting: SenderWait | None = None) -> None:
         super().__init__()
         self._hub = hub
         self._decoders: dict[int, discord.opus.Decoder] = {}
+        self._waiting = waiting or SenderWait()
         self._lock = threading.Lock()
 
     def wants_opus(self) -> bool:
@@ -58,19 +63,39 @@ class _Sink(voice_recv.AudioSink):
     def write(self, user: discord.abc.User | None, data: voice_recv.VoiceData) -> None:
         packet, vc = data.packet, self.voice_client
         assert vc is not None, "voice-recv guarantees the client inside write()"
+        if not packet:
+            return
         user_id = user.id if user is not None else vc._get_id_from_ssrc(packet.ssrc)
-        session = vc._connection.dave_session
-        frame = (
-            open_frame(data.opus or b"", padded=bool(getattr(packet, "padding", False)), dave_session=session, user_id=user_id)
-            if packet
-            else None
-        )
-        if packet and frame is None:
-            return  # undecryptable (e.g. a DAVE key not yet known): dropped, the decoder conceals it
+        session, payload, padded = vc._connection.dave_session, data.opus or b"", bool(getattr(packet, "padding", False))
         with self._lock:
-            decoder = self._decoders.setdefault(packet.ssrc, discord.opus.Decoder())
-            pcm = decoder.decode(frame or None, fec=False)  # None: a lost packet, concealed by Opus
-        self._hub.feed(packet.ssrc, pcm)
+            if user_id is None and (self._waiting.holding(packet.ssrc) or needs_sender(payload, padded=padded, dave_session=session)):
+                self._waiting.hold(packet.ssrc, payload, padded)
+                return
+            if user_id is not None and self._waiting.holding(packet.ssrc):
+                self._open_held(packet.ssrc, user_id, session)
+            self._feed(packet.ssrc, payload, padded, session, user_id)
+
+    def waiting(self) -> list[int]:
+        """SSRCs whose frames wait for SPEAKING to name their sender."""
+        with self._lock:
+            return self._waiting.waiting()
+
+    def release(self, ssrc: int, user_id: int) -> None:
+        """``ssrc`` is ``user_id``: open and use what it sent before we knew."""
+        assert self.voice_client is not None
+        with self._lock:
+            self._open_held(ssrc, user_id, self.voice_client._connection.dave_session)
+
+    def _open_held(self, ssrc: int, user_id: int, session: object) -> None:
+        for held in self._waiting.release(ssrc):
+            self._feed(ssrc, held.payload, held.padded, session, user_id)
+
+    def _feed(self, ssrc: int, payload: bytes, padded: bool, session: object, user_id: int | None) -> None:
+        frame = open_frame(payload, padded=padded, dave_session=session, user_id=user_id)
+        if frame is None:
+            return  # undecryptable (e.g. a DAVE key ratchet not yet received): dropped, the decoder conceals it
+        decoder = self._decoders.setdefault(ssrc, discord.opus.Decoder())
+        self._hub.feed(ssrc, decoder.decode(frame or None, fec=False))  # None: a lost packet, concealed by Opus
 
     @voice_recv.AudioSink.listener()
     def on_voice_member_disconnect(self, member: discord.Member | None, ssrc: int | None) -> None:
@@ -78,6 +103,7 @@ class _Sink(voice_recv.AudioSink):
             self._hub.leave(ssrc)
             with self._lock:
                 self._decoders.pop(ssrc, None)
+                self._waiting.forget(ssrc)
 
     def cleanup(self) -> None:
         self._decoders.clear()
@@ -174,6 +200,7 @@ class _Connection:
     hub: ReceiveHub
     session: VoiceSession
     responder: _Responder
+    sink: _Sink
     monitor: asyncio.Task[None] | None = None
     unconnected_since: float | None = None
 
@@ -225,10 +252,10 @@ class DiscordVoice:
         responder = _Responder(self._conversation, channel, self.client, self._wake_name)
         session = VoiceSession(self._stt, self._tts, responder, _Player(vc), self.settings)
         hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=self.settings.vad)
-        connection = _Connection(vc, hub, session, responder)
+        connection = _Connection(vc, hub, session, responder, _Sink(hub))
         self._connections[channel.guild.id] = connection
         session.start()
-        vc.listen(_Sink(hub))
+        vc.listen(connection.sink)
         connection.monitor = asyncio.create_task(self._watch(channel.guild.id, connection), name="voice-monitor")
         self._monitors.add(connection.monitor)
         connection.monitor.add_done_callback(self._monitors.discard)
@@ -283,6 +310,10 @@ class DiscordVoice:
     @staticmethod
     def _attribute(connection: _Connection) -> None:
         """Tie streams heard so far to users, once the voice gateway's SPEAKING event has named them."""
+        for ssrc in connection.sink.waiting():  # frames held still encrypted: open them first, then attribute
+            user_id = connection.vc._get_id_from_ssrc(ssrc)
+            if user_id is not None:
+                connection.sink.release(ssrc, user_id)
         for ssrc in connection.hub.unattributed():
             user_id = connection.vc._get_id_from_ssrc(ssrc)
             if user_id is not None:

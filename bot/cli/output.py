@@ -200,6 +200,38 @@ def records_table(records: list[Mapping[str, Any]], key: str = "size") -> Table:
     return table
 
 
+def voice_bench_table(voice: Mapping[str, Any]) -> Table:
+    """``companion bench voice``: one row per figure, with what it measures (the JSON has the same, by key)."""
+    from rich.table import Table
+
+    table = Table(title=f"voice, {voice['utterances']} utterances, {voice['store_memories']:,} memories; recommended voice: {voice['tts']}")
+    for column, justify in (("", "left"), ("value", "right"), ("what it includes", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for row in _voice_rows(voice):
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
+def _voice_rows(voice: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    def ms(figures: Mapping[str, Any], *keys: str) -> str:
+        return " / ".join(f"{figures[k]}" for k in keys) + " ms"
+
+    pause = f"end of speech -> first reply audio: {voice['end_pause_ms']} ms pause, Whisper, recall, model round trip, TTS"
+    rows = [(f"first audio p50 / p95, {tts}", ms(f, "p50", "p95"), pause) for tts, f in voice["first_audio_ms_by_tts"].items()]
+    rows += [
+        (f"round-trip WER, {tts}", f"{wer:.1%}", "reply sentences spoken, then heard by Whisper") for tts, wer in voice["tts_wer"].items()
+    ]
+    warm, cold, spec = voice["warm_recall_ms"], voice["cold_recall_ms"], voice["speculative_stt"]
+    return rows + [
+        ("warm recall p50", f"{warm['p50']} ms ({warm['turns']} turns)", voice["recall_includes"]["warm"]),
+        ("cold recall p50", f"{cold['p50']} ms ({cold['turns']} turns)", voice["recall_includes"]["cold"]),
+        ("warm hit rate", f"{voice['warm_hit_rate']}", "turns served from the warm snapshot"),
+        ("barge-in p50 / max", ms(voice["barge_in_ms"], "p50", "max"), "someone's first sound over the bot -> its last frame"),
+        ("STT real-time factor", f"{voice['stt_rtf']}", "Whisper's time / audio time"),
+        ("speculative STT used", f"{spec['used']} / {spec['started']}", "transcripts started in the pause that served the turn"),
+    ]
+
+
 def eval_table(result: Mapping[str, Any]) -> Table:
     """``evaluate_locomo``'s summary: one row per method, recall@k for categories 1-4 and for 5 (adversarial)."""
     from rich.table import Table

@@ -27,6 +27,7 @@ from .output import (
     records_table,
     replacing,
     say,
+    voice_bench_table,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--utterances", type=positive_int, default=32, help="voice: utterances in the session (default: 32)")
     p.add_argument("--end-pause-ms", type=positive_int, help="voice: the end-of-speech pause (default: the VAD's, 700)")
     p.add_argument("--natural", action="store_true", help="voice: the script as people talk (fewer warm hits)")
+    p.add_argument("--store-size", type=int, default=10_000, help="voice: synthetic memories in the server's store (default: 10000)")
 
 
 def _register_eval(subparsers: argparse._SubParsersAction) -> None:
@@ -304,10 +306,11 @@ def run_bench_voice(args: argparse.Namespace) -> None:
     with _measure_installed():
         from measure.bench_voice import run_voice_bench
     options = {"end_pause_ms": args.end_pause_ms} if args.end_pause_ms else {}
-    result = run_voice_bench(args.utterances, script="natural" if args.natural else "topical", progress=_bench_progress, **options)
+    script = "natural" if args.natural else "topical"
+    result = run_voice_bench(args.utterances, script=script, progress=_bench_progress, store_size=args.store_size, **options)
     if args.json:
         return print_json(result)
-    say(", ".join(f"{k}: {v}" for k, v in result["voice"].items()))
+    out().print(voice_bench_table(result["voice"]))
 
 
 def _bench_progress(*update: Any) -> None:

@@ -11,7 +11,8 @@ speaks the voice gateway v8 the way discord.py 2.7.1 + voice-recv expect it::
 
 ``speak()`` plays PCM as a user: op 5 SPEAKING (ssrc -> user), then Opus RTP encrypted with
 aead_xchacha20_poly1305_rtpsize at real-time pace. Whatever the bot plays is decrypted and decoded
-into ``bot_audio``. DAVE stays off (version 0): a real MLS group cannot be faked.
+into ``bot_audio``. DAVE stays off (version 0): a real MLS group cannot be faked; ``speak(..., dave=True)``
+wraps each Opus frame the way a DAVE frame ends (``DAVE_STAND_IN_TAIL``), for a stand-in session on the bot's side.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .discord_server import FakeDiscord
 MODE = "aead_xchacha20_poly1305_rtpsize"
 BOT_SSRC = 7000
 OPUS_SILENCE = b"\xf8\xff\xfe"
+DAVE_STAND_IN_TAIL = b"\x00\xfa\xfa"  # supplemental size 0, then DAVE's marker: what a stand-in session strips
 FRAME_S = 0.02
 
 
@@ -100,6 +102,8 @@ class FakeVoiceServer(FakeServer):
         self._nonce = 0
         self._sequence: dict[int, int] = {}
         self.last_bot_packet_at = 0.0
+        self.bot_sound_at: list[float] = []  # when each bot packet with sound (not Opus silence) came in
+        self.voice_sent_at: dict[int, float] = {}  # per ssrc: when the latest speak() sent its first frame with sound
         super().__init__()
 
     def client_ssl(self) -> ssl.SSLContext:
@@ -146,17 +150,29 @@ class FakeVoiceServer(FakeServer):
         """op 13 CLIENT_DISCONNECT: the user left the voice channel."""
         await self._send(13, {"user_id": str(user_id)})
 
-    async def speak(self, user_id: int, ssrc: int, pcm48_stereo: bytes, *, announce: bool = True) -> None:
-        """Send PCM as Opus RTP from ``ssrc`` at real-time pace (then 5 silence frames, as clients do)."""
-        if announce:
+    async def speak(
+        self, user_id: int, ssrc: int, pcm48_stereo: bytes, *, announce: bool = True, dave: bool = False, announce_after: int = 0
+    ) -> None:
+        """Send PCM as Opus RTP from ``ssrc`` at real-time pace (then 5 silence frames, as clients do).
+
+        ``dave``: frames end as DAVE frames do (for a stand-in session); ``announce_after``: SPEAKING comes only
+        after that many frames were sent, as on live Discord."""
+        if announce and not announce_after:
             await self.announce(user_id, ssrc)
         encoder = discord.opus.Encoder(application="voip")
         step = discord.opus.Encoder.FRAME_SIZE
         frames = [pcm48_stereo[i : i + step].ljust(step, b"\0") for i in range(0, len(pcm48_stereo), step)]
         opus = [encoder.encode(f, encoder.SAMPLES_PER_FRAME) for f in frames] + [OPUS_SILENCE] * 5
+        if dave:
+            opus = [frame + DAVE_STAND_IN_TAIL for frame in opus]
         start, first = time.monotonic(), self._sequence.get(ssrc, 0)
         self._sequence[ssrc] = first + len(opus)  # a stream's numbering carries on, as a real client's does
+        loud = next((i for i, f in enumerate(frames) if max(abs(v) for v in memoryview(f).cast("h")) > 300), None)
         for i, frame in enumerate(opus):
+            if announce and announce_after and i == announce_after:
+                await self.announce(user_id, ssrc)
+            if i == loud:
+                self.voice_sent_at[ssrc] = time.monotonic()
             self._send_rtp(ssrc, first + i, frame)
             await asyncio.sleep(max(0.0, start + (i + 1) * FRAME_S - time.monotonic()))
 
@@ -176,6 +192,13 @@ class FakeVoiceServer(FakeServer):
             await asyncio.sleep(0.1)
         return bytes(self.bot_audio)
 
+    def bot_talked_over(self, ssrc: int) -> float:
+        """Seconds of the bot's audio (packets with sound, 20 ms each) that came in after the first sound of
+        ``ssrc``'s latest speech: how long the bot talked over that person. Counted in packets rather than clock
+        time, so a busy test process that handles datagrams late does not add its own delay."""
+        started = self.voice_sent_at[ssrc]
+        return sum(1 for t in self.bot_sound_at if t >= started) * FRAME_S
+
     def _datagram(self, data: bytes, addr: tuple[str, int]) -> None:
         if len(data) == 74 and data[:2] == b"\x00\x01":
             self._bot_addr = addr
@@ -193,6 +216,7 @@ class FakeVoiceServer(FakeServer):
         self.bot_packets += 1
         self.last_bot_packet_at = time.monotonic()
         if opus != OPUS_SILENCE:
+            self.bot_sound_at.append(self.last_bot_packet_at)
             self.bot_audio += self._decoder.decode(opus, fec=False)
 
     # -- the voice gateway ------------------------------------------------------------------------------
