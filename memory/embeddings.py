@@ -22,11 +22,12 @@ from .protocols import Embedder
 log = logging.getLogger(__name__)
 ASSETS = Path(__file__).parent / "assets"
 MAX_TOKENS = 256
-# Tokens per ONNX run (batch size x its longest text): a batch of 32 texts padded to 256 tokens ran 3x slower per
-# text than one text alone (attention's activations no longer fit the caches), while short chat turns gain from
-# being run together. 2,048 lets 32 turns of <= 64 tokens share a run and gives a 1,000-character passage a run
-# of 8 or fewer (measured in docs/recall.md).
-BATCH_TOKENS = 2048
+# Tokens per ONNX run (a batch's size x its longest text). A batch of 32 texts padded to 256 tokens ran about
+# 3x slower per text than one text alone, and without onnxruntime's arena (memory.footprint) a run of 8 passages
+# of ~180 tokens raised the peak RSS by ~350 MB, one of 1,024 tokens by ~35 MB, one of 512 tokens not at all, at
+# the same speed: 512 lets up to 16 short chat turns share a run and gives a 1,000-character passage a run of
+# its own or of two (docs/recall.md).
+BATCH_TOKENS = 512
 BATCH_TEXTS = 32
 
 

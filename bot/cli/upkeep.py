@@ -26,6 +26,7 @@ from .output import (
     records_table,
     replacing,
     say,
+    session_table,
 )
 
 if TYPE_CHECKING:
@@ -282,6 +283,7 @@ def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
     if args.json:
         return print_json(result)
     out().print(eval_table(result))
+    out().print(session_table(result))
     if result["skipped_turns"]:
         note(f"turns with no text, not stored (the store refuses empty messages): {result['skipped_turns']}")
 
