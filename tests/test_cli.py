@@ -427,4 +427,6 @@ def test_bench_json_is_the_only_thing_on_stdout(tmp_path: Path) -> None:
     assert [r["size"] for r in result["results"]] == [100] and result["queries_per_size"] == 3
     # 90 guild rows and one portable fact of each of ten people; the recall sees the guild and five of them
     assert result["results"][0]["visible"] == 95
+    # how fast long text is learnt, beside a reference timed on the same machine in the same run
+    assert {"embed_passage_ms", "ingest_passages_per_s"} <= set(result["results"][0]) and "onnx_8x128_ms" in result["machine"]
     assert "benchmarking" in done.stderr
