@@ -40,6 +40,7 @@ from memory.models import NewMemory, Scope, Visibility
 from memory.retrieval import ALL_CHANNELS, Channel
 from memory.scopes import RecallContext
 
+from .throughput import PASSAGES, embed_passage_ms, ingest_passages_per_s, machine_reference, passages
 from .turn import make_turn
 
 GUILD_SIZE = 100_000
@@ -238,6 +239,8 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
             "embed_query_ms": _timed(lambda: model.embed([next(embed_texts)]), queries),
             "insert_per_s": round(insert_per_s),
             "add_per_s": round(_add_rate(engine, gen)),
+            "embed_passage_ms": embed_passage_ms(model, passages(gen, 30)),
+            "ingest_passages_per_s": round(ingest_passages_per_s(engine, passages(gen, PASSAGES), Path(tmp)), 1),
         }
         if turn is not None:
             turn_texts = itertools.cycle(texts)
@@ -268,6 +271,9 @@ def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = 
     """Benchmark each size in a fresh interpreter, so each size's ``peak_rss_mb`` is its own."""
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, not {placement!r}")
+    if progress:
+        progress("measuring the machine reference")
+    reference = machine_reference(OnnxMiniLM())
     results = []
     for size in sizes:
         if progress:
@@ -277,7 +283,7 @@ def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = 
         if done.returncode != 0:
             raise RuntimeError(f"benchmark of {size} memories failed:\n{done.stderr[-2000:]}")
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return {"results": results, "queries_per_size": queries, "dim": DIM, "cpu_count": os.cpu_count()}
+    return {"results": results, "queries_per_size": queries, "dim": DIM, "cpu_count": os.cpu_count(), "machine": reference}
 
 
 if __name__ == "__main__":

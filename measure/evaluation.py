@@ -7,6 +7,13 @@ the default knobs; a method is the set of candidate channels: ``bm25`` (FTS only
 or ``hybrid`` (everything, the default).
 Recall@k is the share of a question's evidence turns found in the top k, averaged, in percent.
 
+Beside it, the figure the field reports (LongMemEval's authors, MemPalace, Hebb Mind): session recall. The
+ranked turns become ranked sessions (each session at the rank of its best turn among the top 25 turns), and
+``any@k`` is the share of questions with at least one gold session (a session holding an evidence turn) in
+the top k sessions, ``all@k`` with every gold session there. ``index="user"`` stores only the turns not said
+by the chat assistant (LongMemEval's own protocol); questions whose evidence is all in assistant turns then
+measure nothing and are left out, as unknown evidence ids are.
+
 A turn the store would refuse (its text normalises to nothing) is skipped and counted; a run given a
 ledger file writes each sample there as it finishes and, rerun, measures only the samples not in it.
 """
@@ -37,6 +44,8 @@ from .ledger import Ledger
 from .locomo import Turn, evidence_ids, load_samples, turns
 
 KS = (1, 5, 10, 25)
+SESSION_KS = (1, 5, 10)
+INDEXES = ("all", "user")
 METHODS: dict[str, frozenset[Channel]] = {
     "bm25": frozenset({Channel.FTS}),
     "vector": frozenset({Channel.VECTOR}),
@@ -87,16 +96,17 @@ def _ingest(engine: MemoryEngine, sample_id: str, sample_turns: list[Turn]) -> d
     return dict(zip(ids, (t.dia_id for t in sample_turns), strict=True))
 
 
-def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: Path) -> Record:
-    """Per question: category and, for each method, the evidence recall at each k."""
+def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: Path, index: str = "all") -> Record:
+    """Per question: category and, for each method, the evidence recall at each k and the session recall."""
     every = turns(sample)
-    kept = [t for t in every if storable(t)]
+    kept = [t for t in every if storable(t) and (index == "all" or t.speaker != ASSISTANT)]
     clock = FakeClock(max(t.at for t in every) + DAY)
     with MemoryEngine(workdir / f"{sample['sample_id']}.db", embedder, clock) as engine:
         by_id = _ingest(engine, sample["sample_id"], kept)
         ask = partial(_recall, engine, (message_partition(sample["sample_id"], ""),), by_id, set(by_id.values()), _asker(kept))
         questions = [row for qa in sample["qa"] if (row := ask(qa)) is not None]
-    return {"sample_id": sample["sample_id"], "skipped_turns": len(every) - len(kept), "questions": questions}
+    skipped = sum(not storable(t) for t in every)
+    return {"sample_id": sample["sample_id"], "skipped_turns": skipped, "turns": len(kept), "questions": questions}
 
 
 def _asker(sample_turns: list[Turn]) -> str | None:
@@ -118,7 +128,7 @@ def _recall(
     if not evidence:
         return None
     vector = engine.embeddings.embed_query(qa["question"])  # embedded once, shared by the methods that use it
-    recall = {}
+    recall, sessions = {}, {}
     for method, channels in METHODS.items():
         hits = engine.messages.search_partitions(
             partitions,
@@ -130,7 +140,24 @@ def _recall(
         )
         ranked = [by_id[h.row["id"]] for h in hits]
         recall[method] = {f"R@{k}": len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS}
-    return {"category": int(qa["category"]), "recall": recall}
+        sessions[method] = session_recall(ranked, evidence)
+    return {"category": int(qa["category"]), "recall": recall, "sessions": sessions}
+
+
+def session_of(dia_id: str) -> str:
+    """'D12:3' -> 'D12': LoCoMo-format turn ids name their session first."""
+    return dia_id.split(":", 1)[0]
+
+
+def session_recall(ranked: list[str], evidence: list[str]) -> dict[str, float]:
+    """Whether any and whether all of the evidence's sessions are among the first k distinct sessions ranked."""
+    order = list(dict.fromkeys(session_of(d) for d in ranked))
+    gold = {session_of(d) for d in evidence}
+    out = {}
+    for k in SESSION_KS:
+        top = set(order[:k])
+        out[f"any@{k}"], out[f"all@{k}"] = float(bool(gold & top)), float(gold <= top)
+    return out
 
 
 def summarise(records: list[Record]) -> dict[str, Any]:
@@ -141,13 +168,22 @@ def summarise(records: list[Record]) -> dict[str, Any]:
             return {f"R@{k}": 0.0 for k in KS}
         return {f"R@{k}": round(100 * sum(r["recall"][method][f"R@{k}"] for r in selected) / len(selected), 1) for k in KS}
 
+    def sessions(selected: list[dict[str, Any]], method: str) -> dict[str, float]:
+        selected = [r for r in selected if "sessions" in r]  # a ledger written before session recall existed
+        keys = [f"{kind}@{k}" for kind in ("any", "all") for k in SESSION_KS]
+        if not selected:
+            return {key: 0.0 for key in keys}
+        return {key: round(100 * sum(r["sessions"][method][key] for r in selected) / len(selected), 1) for key in keys}
+
     categories = sorted({r["category"] for r in rows})
+    main = [r for r in rows if r["category"] in (1, 2, 3, 4)]
     out = {}
     for method in METHODS:
         by_cat = {str(c): mean([r for r in rows if r["category"] == c], method) for c in categories}
         out[method] = {
-            "cat1-4": mean([r for r in rows if r["category"] in (1, 2, 3, 4)], method),
+            "cat1-4": mean(main, method),
             "cat5": mean([r for r in rows if r["category"] == 5], method),
+            "sessions cat1-4": sessions(main, method),
             "by_category": by_cat,
         }
     counts: dict[str, int] = defaultdict(int)
@@ -162,27 +198,36 @@ def summarise(records: list[Record]) -> dict[str, Any]:
 
 
 def evaluate_locomo(
-    path: str | Path, embedder: Embedder | None, *, limit: int | None = None, progress: Progress | None = None, resume: Path | None = None
+    path: str | Path,
+    embedder: Embedder | None,
+    *,
+    limit: int | None = None,
+    progress: Progress | None = None,
+    resume: Path | None = None,
+    index: str = "all",
 ) -> dict[str, Any]:
     """The summary over the first ``limit`` samples (all by default). With ``resume`` (a JSON-lines file), each
-    sample is appended there as it finishes, and samples already there are read back, not measured again."""
+    sample is appended there as it finishes, and samples already there are read back, not measured again.
+    ``index`` is which turns are stored: ``all``, or ``user`` (every turn but the chat assistant's)."""
+    if index not in INDEXES:
+        raise ValueError(f"index must be one of {', '.join(INDEXES)}, not {index!r}")
     samples = load_samples(path)
     samples = samples[:limit] if limit else samples
-    ledger = Ledger(resume, embedder.fingerprint if embedder else None) if resume else None
+    ledger = Ledger(resume, _ledger_key(embedder, index)) if resume else None
     done = ledger.finished() if ledger else {}
     records = []
     with _quiet(db.__name__), tempfile.TemporaryDirectory(prefix="companion-eval-") as tmp:
-        for index, sample in enumerate(samples, start=1):
+        for number, sample in enumerate(samples, start=1):
             start, record = time.perf_counter(), done.get(sample["sample_id"])
             if record is None:
-                record = evaluate_sample(sample, embedder, Path(tmp))
+                record = evaluate_sample(sample, embedder, Path(tmp), index)
                 if ledger:
                     ledger.append(record)
             records.append(record)
             if progress:
                 progress(
                     SampleDone(
-                        index,
+                        number,
                         len(samples),
                         str(sample["sample_id"]),
                         len(record["questions"]),
@@ -191,7 +236,13 @@ def evaluate_locomo(
                         sample["sample_id"] in done,
                     )
                 )
-    return summarise(records)
+    return summarise(records) | {"index": index}
+
+
+def _ledger_key(embedder: Embedder | None, index: str) -> str | None:
+    """What a resumed run must share with the records it reads back: the model, and which turns were stored."""
+    fingerprint = embedder.fingerprint if embedder else None
+    return fingerprint if index == "all" else f"{fingerprint or 'bm25'} index={index}"
 
 
 @contextlib.contextmanager

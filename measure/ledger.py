@@ -2,8 +2,8 @@
 
 A line is written (and synced) the moment its sample finishes; a rerun with the same file reads the
 lines back and measures only what is missing. A line is ``{"sample_id", "embedding", "skipped_turns",
-"questions": [{"category", "recall": {method: {"R@k": share}}}]}``. ``embedding`` is the embedder's
-fingerprint (None for BM25 only): figures made with another model must not be merged into these.
+"questions": [{"category", "recall": {method: {"R@k": share}}, "sessions": {method: {"any@k" | "all@k": 0 or 1}}}]}``.
+``embedding`` is the embedder's fingerprint (None for BM25 only): figures made with another model must not be merged into these.
 """
 
 from __future__ import annotations

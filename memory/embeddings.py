@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +22,13 @@ from .protocols import Embedder
 log = logging.getLogger(__name__)
 ASSETS = Path(__file__).parent / "assets"
 MAX_TOKENS = 256
+# Tokens per ONNX run (a batch's size x its longest text). A batch of 32 texts padded to 256 tokens ran about
+# 3x slower per text than one text alone, and a run of 8 passages of ~180 tokens raised the peak RSS by ~350 MB
+# (arena off) or grew the arena to ~170 MB for good; runs of 1,024 tokens by ~35 MB, of 512 by nothing measurable,
+# at the same speed: 512 lets up to 16 short chat turns share a run and gives a 1,000-character passage a run of
+# its own or of two (docs/recall.md).
+BATCH_TOKENS = 512
+BATCH_TEXTS = 32
 
 
 MODEL_FILES = ("model.onnx", "tokenizer.json")  # what a folder given as the embedding model must hold
@@ -54,7 +60,7 @@ class OnnxMiniLM:
     fingerprint = "onnx:all-MiniLM-L6-v2-int8"
     dim = 384
 
-    def __init__(self, threads: int = 0, model_dir: Path | None = None) -> None:
+    def __init__(self, threads: int = 0, model_dir: Path | None = None, max_tokens: int = MAX_TOKENS) -> None:
         """``model_dir``: the operator's own copy (``model.onnx`` and ``tokenizer.json``) instead of the bundled files."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -66,30 +72,49 @@ class OnnxMiniLM:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
-        lean_session(options)  # memory.footprint: no arena kept between calls
+        lean_session(options)  # memory.footprint: one arena, bounded by BATCH_TOKENS
         self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         trim_heap()  # the graph's parse buffers (~60 MB) go back to the OS
         self._tokenizer = Tokenizer.from_file(str(tokenizer))
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._lock = threading.Lock()
+        self._tokenizer.enable_truncation(max_tokens)
+        self._tokenizer.no_padding()  # each batch is padded to its own longest text below
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        out = [self._embed_batch(texts[i : i + 32]) for i in range(0, len(texts), 32)]
-        return np.vstack(out)
+        ids = [e.ids for e in self._tokenizer.encode_batch([t or " " for t in texts])]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for batch in token_batches([len(i) for i in ids]):
+            out[batch] = self._run([ids[i] for i in batch])
+        return out
 
-    def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-            encoded = self._tokenizer.encode_batch([t or " " for t in texts])
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    def _run(self, ids: list[list[int]]) -> np.ndarray:
+        longest = max(len(i) for i in ids)
+        tokens = np.zeros((len(ids), longest), dtype=np.int64)
+        mask = np.zeros_like(tokens)
+        for row, seq in enumerate(ids):
+            tokens[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        feeds = {"input_ids": tokens, "attention_mask": mask, "token_type_ids": np.zeros_like(tokens)}
         hidden = self._session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalise(pooled)
+
+
+def token_batches(lengths: Sequence[int], budget: int = BATCH_TOKENS, most: int = BATCH_TEXTS) -> list[list[int]]:
+    """Indexes of texts grouped shortest first, each group padded to its own longest within ``budget`` tokens.
+
+    Sorting by length keeps the padding small (a 10-token turn is not padded to a 250-token passage's length);
+    a text longer than the budget runs alone."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if current and ((len(current) + 1) * lengths[index] > budget or len(current) == most):
+            batches.append(current)
+            current = []
+        current.append(index)
+    return batches + [current] if current else batches
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:

@@ -63,3 +63,20 @@ def test_an_install_without_the_measuring_tools_says_so(companion, monkeypatch: 
     monkeypatch.setitem(sys.modules, "measure.evaluation", None)  # what importing an absent module does
     code, _, err = companion("eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)))
     assert code == 1 and "the measuring tools (measure.evaluation) are not part of this install" in err
+
+
+def test_eval_with_user_turns_indexed_says_so_and_reports_session_recall(companion, tmp_path: Path) -> None:
+    from tests.test_recall_throughput import assistant_sample
+
+    data = write(tmp_path / "lme.json", [assistant_sample()])
+    code, out, _ = companion("eval", "locomo", str(data), "--index", "user", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["index"] == "user" and result["questions"] == {"4": 1}
+    assert "any@5" in result["methods"]["hybrid"]["sessions cat1-4"]
+    code, out, _ = companion("eval", "locomo", str(data), "--index", "user")
+    assert code == 0 and "user turns indexed" in out and "Session recall" in out and "any@5" in out
+
+
+def test_eval_progress_tells_the_rate_and_the_time_left(companion, tmp_path: Path) -> None:
+    code, _, err = companion("eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)))
+    assert code == 0 and "conversations/min, about" in err and "left" in err

@@ -30,9 +30,9 @@ def test_the_store_is_not_memory_mapped_and_its_page_cache_is_bounded(tmp_path):
         reader.close()
 
 
-def test_the_embedding_session_keeps_no_arena(minilm):
+def test_the_embedding_session_reuses_one_arena_and_plans_no_blocks_per_shape(minilm):
     options = minilm._session.get_session_options()
-    assert options.enable_cpu_mem_arena is False
+    assert options.enable_cpu_mem_arena is True  # bounded: no run passes BATCH_TOKENS (memory.embeddings)
     assert options.enable_mem_pattern is False
     assert minilm.embed(["a turn after the arena change", ""]).shape == (2, minilm.dim)
 
@@ -41,7 +41,7 @@ def test_lean_session_sets_what_it_says_on_any_options_object():
     import onnxruntime as ort
 
     options = lean_session(ort.SessionOptions())
-    assert (options.enable_cpu_mem_arena, options.enable_mem_pattern) == (False, False)
+    assert (options.enable_cpu_mem_arena, options.enable_mem_pattern) == (True, False)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RSS from /proc, malloc_trim from glibc")

@@ -10,6 +10,8 @@ one line and the others go on; the exit code is 1 when any failed.
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +19,7 @@ from memory.models import Scope, Visibility
 
 from .. import composition
 from .memories import SCOPES, command, engine_for, nonempty
-from .output import UsageError, counted, err, note, print_json, say
+from .output import UsageError, counted, err, note, print_json, rate_columns, say
 
 if TYPE_CHECKING:
     from memory.ingest import FileReport, Ingester, Target
@@ -109,19 +111,29 @@ def forget_files(args: argparse.Namespace, settings: Settings) -> int:
 
 def _run(ingester: Ingester, files: list[Path], *, show: bool) -> list[FileReport]:
     """Each file in turn under a progress bar (on a terminal, never with --json)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress
 
     console = err()
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     reports = []
-    with Progress(*columns, console=console, transient=True, disable=not (show and console.is_terminal)) as bar:
-        task = bar.add_task("ingesting", total=len(files))
+    with Progress(*rate_columns(), console=console, transient=True, disable=not (show and console.is_terminal)) as bar:
+        task = bar.add_task("ingesting", total=len(files), rate="")
         for path in files:
             bar.update(task, description=f"{path.name}")
-            shown = lambda n, name=path.name: bar.update(task, description=f"{name}: {counted(n, 'passage')}")  # noqa: E731
-            reports.append(_one(ingester, path, shown))
+            reports.append(_one(ingester, path, _passages_shown(bar, task, path.name)))
             bar.advance(task)
     return reports
+
+
+def _passages_shown(bar: Any, task: Any, name: str) -> Callable[[int], None]:
+    """The file's passages so far and their rate (the bar itself counts files; a file's passage count is not
+    known before it has been read)."""
+    start = time.perf_counter()
+
+    def shown(n: int) -> None:
+        rate = n / max(time.perf_counter() - start, 1e-9)
+        bar.update(task, description=f"{name}: {n} passages", rate=f"{rate:,.1f} passages/s")
+
+    return shown
 
 
 def _one(ingester: Ingester, path: Path, progress: Any) -> FileReport:

@@ -238,13 +238,29 @@ def eval_table(result: Mapping[str, Any]) -> Table:
 
     groups = ("cat1-4", "cat5")
     ks = list(next(iter(result["methods"].values()))["cat1-4"]) if result["methods"] else []
-    table = Table(title="LoCoMo evidence recall (%)", caption=f"questions per category: {dict(result.get('questions', {}))}")
+    title = "LoCoMo evidence recall (%)" + (", user turns indexed" if result.get("index") == "user" else "")
+    table = Table(title=title, caption=f"questions per category: {dict(result.get('questions', {}))}")
     table.add_column("method")
     for group in groups:
         for k in ks:
             table.add_column(f"{group} {k}", justify="right")
     for method, scores in result["methods"].items():
         table.add_row(method, *(f"{scores[group][k]:.1f}" for group in groups for k in ks))
+    return table
+
+
+def session_table(result: Mapping[str, Any]) -> Table:
+    """The field's figure beside ours: share of questions (categories 1-4) with any / all of their gold sessions
+    among the top k sessions ranked (``measure.evaluation``)."""
+    from rich.table import Table
+
+    keys = list(next(iter(result["methods"].values())).get("sessions cat1-4", {})) if result["methods"] else []
+    table = Table(title="Session recall, categories 1-4 (%)")
+    table.add_column("method")
+    for key in keys:
+        table.add_column(key, justify="right")
+    for method, scores in result["methods"].items():
+        table.add_row(method, *(f"{scores['sessions cat1-4'][key]:.1f}" for key in keys))
     return table
 
 
@@ -266,17 +282,38 @@ def _is_live(m: Memory) -> bool:
 @contextlib.contextmanager
 def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
     """A ``progress(done, total)`` callback drawing a bar on stderr (drawn only on a terminal)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress
 
     console = err()
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task(description, total=None)
+    with Progress(*rate_columns(), console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task(description, total=None, rate="")
 
         def update(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
+            progress.update(task, rate=shown_rate(progress.tasks[0].speed))
 
         yield update
+
+
+def rate_columns() -> tuple[Any, ...]:
+    """A bar's columns: what, how far, how many, the rate and the time left at that rate (``ingest``, ``reembed``)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    rate = TextColumn("{task.fields[rate]}")
+    return (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        rate,
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+
+
+def shown_rate(speed: float | None) -> str:
+    """rich's running estimate of items per second, as a bar shows it (blank until there is one)."""
+    return f"{speed:,.1f}/s" if speed else ""
 
 
 def confirm(action: str, assume_yes: bool) -> None:

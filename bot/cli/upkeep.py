@@ -27,6 +27,7 @@ from .output import (
     records_table,
     replacing,
     say,
+    session_table,
     voice_bench_table,
 )
 
@@ -88,6 +89,12 @@ def _register_eval(subparsers: argparse._SubParsersAction) -> None:
     p = command(sub, "locomo", run_eval_locomo, "evidence recall@k on LoCoMo-format conversations", json_flag=True)
     p.add_argument("path", type=Path, help="a LoCoMo-format JSON file (.json, or gzipped .json.gz)")
     p.add_argument("--limit", type=positive_int, help="only the first N conversations")
+    p.add_argument(
+        "--index",
+        choices=("all", "user"),
+        default="all",
+        help="which turns are stored: all (default), or user: all but the chat assistant's (LongMemEval's protocol)",
+    )
     p.add_argument(
         "--resume",
         type=Path,
@@ -270,7 +277,8 @@ def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
 
     embedder = composition.build_embedder(settings)
     try:
-        result = evaluate_locomo(args.path, embedder, limit=args.limit, progress=_eval_progress, resume=args.resume)
+        progress = _EvalProgress()
+        result = evaluate_locomo(args.path, embedder, limit=args.limit, progress=progress, resume=args.resume, index=args.index)
     except LedgerError as exc:  # the resume file, not the data
         raise UsageError(str(exc)) from None
     except (KeyError, ValueError) as exc:  # the data, not the program: a missing field or a bad date
@@ -278,15 +286,36 @@ def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
     if args.json:
         return print_json(result)
     out().print(eval_table(result))
+    out().print(session_table(result))
     if result["skipped_turns"]:
         note(f"turns with no text, not stored (the store refuses empty messages): {result['skipped_turns']}")
 
 
-def _eval_progress(done: Any) -> None:
-    """One line per conversation (a ``measure.evaluation.SampleDone``): a long run shows where it is, in a log too."""
-    skipped = f", empty turns skipped: {done.skipped_turns}" if done.skipped_turns else ""
-    how = "from the resume file" if done.resumed else f"{done.seconds:.0f} s"
-    note(f"[{done.index}/{done.total}] {done.sample_id}: {done.questions} questions{skipped} ({how})")
+class _EvalProgress:
+    """One line per conversation (a ``measure.evaluation.SampleDone``), with the rate so far and the time left at
+    that rate: a long run shows where it is and when it ends, in a log too (a bar would vanish from one)."""
+
+    def __init__(self) -> None:
+        self.measured = 0
+        self.seconds = 0.0
+
+    def __call__(self, done: Any) -> None:
+        skipped = f", empty turns skipped: {done.skipped_turns}" if done.skipped_turns else ""
+        how = "from the resume file" if done.resumed else f"{done.seconds:.0f} s"
+        if not done.resumed:
+            self.measured += 1
+            self.seconds += done.seconds
+        note(f"[{done.index}/{done.total}] {done.sample_id}: {done.questions} questions{skipped} ({how}){self._estimate(done)}")
+
+    def _estimate(self, done: Any) -> str:
+        if not self.measured or done.index == done.total:
+            return ""
+        each = self.seconds / self.measured
+        return f"; {60 / each:.1f} conversations/min, about {_duration(each * (done.total - done.index))} left"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def run_bench(args: argparse.Namespace, settings: Settings) -> None:
