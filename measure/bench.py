@@ -21,7 +21,6 @@ import itertools
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,84 +29,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from memory.clock import FakeClock
 from memory.db import AsyncRunner
-from memory.embeddings import ASSETS, OnnxMiniLM
+from memory.embeddings import OnnxMiniLM
 from memory.engine import MemoryEngine
 from memory.models import NewMemory, Scope, Visibility
 from memory.retrieval import ALL_CHANNELS, Channel
 from memory.scopes import RecallContext
 
+from .samples import DIM, TextGen, percentiles
 from .throughput import PASSAGES, embed_passage_ms, ingest_passages_per_s, machine_reference, passages
 from .turn import make_turn
 
 GUILD_SIZE = 100_000
 USERS = 20
-DIM = 384
 BATCH = 5_000
 PLACEMENTS = ("spread", "one")
 CONCURRENT_TURNS = 50
 Progress = Callable[[str], None]
 # Given (engine, ctx, text), run everything a turn does before the LLM call (``measure.turn``).
 TurnFn = Callable[[MemoryEngine, RecallContext, str], Any]
-
-
-# Words that would make a random sentence read as a directive or a secret to the safety filters.
-_AVOID = {
-    "always",
-    "never",
-    "from",
-    "you",
-    "don",
-    "make",
-    "respond",
-    "reply",
-    "stop",
-    "system",
-    "ignore",
-    "disregard",
-    "forget",
-    "password",
-    "passwd",
-    "passphrase",
-    "api",
-    "secret",
-    "access",
-    "jailbreak",
-    "developer",
-    "new",
-}
-
-
-def words() -> list[str]:
-    vocab = json.loads((ASSETS / "minilm-tokenizer.json").read_text())["model"]["vocab"]
-    return [w for w in vocab if w.isalpha() and w.isascii() and len(w) >= 3 and w not in _AVOID]
-
-
-class TextGen:
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.vocab = np.array(words())
-        ranks = np.arange(1, len(self.vocab) + 1)
-        self.p = ranks**-1.07 / np.sum(ranks**-1.07)
-
-    def sentence(self, lo: int, hi: int) -> str:
-        return self.sentences(1, lo, hi)[0]
-
-    def sentences(self, n: int, lo: int, hi: int) -> list[str]:
-        lengths = self.rng.integers(lo, hi + 1, size=n)
-        picks = self.vocab[self.rng.choice(len(self.vocab), size=int(lengths.sum()), p=self.p)].tolist()
-        out, at = [], 0
-        for length in lengths.tolist():
-            out.append(" ".join(picks[at : at + length]))
-            at += length
-        return out
-
-    def vectors(self, n: int) -> np.ndarray:
-        v = self.rng.standard_normal((n, DIM), dtype=np.float32)
-        return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 def _placement(i: int, placement: str) -> tuple[Scope, str, str]:
@@ -185,12 +126,6 @@ def _concurrent(turn: TurnFn, engine: MemoryEngine, ctx: RecallContext, texts: l
     finally:
         runner.shutdown()
     return {"arrival": percentiles(waited), "service": percentiles(service)}
-
-
-def percentiles(samples: list[float], digits: int = 2) -> dict[str, float]:
-    """p50 and p95 (the nearest rank below) of latency samples, rounded."""
-    samples = sorted(samples)
-    return {"p50": round(statistics.median(samples), digits), "p95": round(samples[int(0.95 * (len(samples) - 1))], digits)}
 
 
 def _rss_mb(kind: str = "") -> float:

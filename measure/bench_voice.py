@@ -56,7 +56,8 @@ from voice.stt import FasterWhisperSTT
 from voice.tts import EspeakTTS, PiperTTS
 from voice.vad import VadSettings
 
-from .bench import BATCH, TextGen, percentiles
+from .bench import BATCH
+from .samples import TextGen, percentiles
 from .voice_model import ScriptedModel
 from .voice_quality import barge_in_ms, round_trip_wer, sentences
 

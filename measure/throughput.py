@@ -19,11 +19,12 @@ from memory.ingest import Ingester, Target
 from memory.models import Scope
 from memory.passages import PASSAGE_CHARS
 
+from .samples import TextGen, percentiles
+
 if TYPE_CHECKING:
     from memory.embeddings import OnnxMiniLM
     from memory.engine import MemoryEngine
 
-    from .bench import TextGen
 
 PASSAGES = 64  # passages ingested per size (each a fresh text, so none is a duplicate of another)
 REFERENCE_ROWS = 100_000
@@ -43,8 +44,6 @@ def passages(gen: TextGen, n: int) -> list[str]:
 
 def embed_passage_ms(model: OnnxMiniLM, texts: list[str]) -> dict[str, float]:
     """Each passage embedded alone, as a file's last few passages or a long message are."""
-    from .bench import percentiles
-
     model.embed(texts[:1])  # the first run of a session pays for its own set-up
     samples = []
     for text in texts:
@@ -69,8 +68,6 @@ def ingest_passages_per_s(engine: MemoryEngine, texts: list[str], folder: Path) 
 
 def machine_reference(model: OnnxMiniLM) -> dict[str, Any]:
     """Fixed work, p50 of a few runs: a 100k x 384 numpy scan and one ONNX pass over 8 fixed texts of 128 tokens."""
-    from .bench import percentiles
-
     rng = np.random.default_rng(0)
     matrix = rng.standard_normal((REFERENCE_ROWS, 384), dtype=np.float32)
     query = matrix[0].copy()

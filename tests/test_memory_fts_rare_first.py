@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import memory.fts as fts
-from measure.bench import TextGen
+from measure.samples import TextGen
 from memory.corpus import Corpus
 from memory.engine import MemoryEngine
 from memory.models import NewMemory, Scope

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from measure.bench import TextGen
 from measure.evaluation import evaluate_locomo, session_recall
 from measure.ledger import LedgerError
+from measure.samples import TextGen
 from measure.throughput import ingest_passages_per_s, machine_reference, passages
 from memory.embeddings import token_batches
 from memory.engine import MemoryEngine
