@@ -38,9 +38,9 @@ class Fusion(StrEnum):
 
 class Weights(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    semantic: float = Field(default=0.6, ge=0, le=1)
-    recency: float = Field(default=0.2, ge=0, le=1)
-    importance: float = Field(default=0.2, ge=0, le=1)
+    semantic: float = Field(default=0.6, ge=0, le=1, description="Share of the score from matching the query; higher favours relevance.")
+    recency: float = Field(default=0.2, ge=0, le=1, description="Share of the score from how recent an item is; higher favours new items.")
+    importance: float = Field(default=0.2, ge=0, le=1, description="Share of the score from importance; higher favours what matters most.")
 
     @model_validator(mode="after")
     def _not_all_zero(self) -> Weights:
@@ -51,27 +51,63 @@ class Weights(BaseModel):
 
 class RecallKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    top_k: int = Field(default=10, ge=1, le=200)
-    score_threshold: float = Field(default=0.5, ge=0, le=1)
-    weights: Weights = Weights()
-    decay_rate: float = Field(default=0.05, ge=0, le=5)
-    access_bonus: float = Field(default=0.02, ge=0, le=1)
-    vector_weight: float = Field(default=0.7, ge=0, le=1)
-    text_weight: float = Field(default=0.3, ge=0, le=1)
-    candidate_multiplier: int = Field(default=4, ge=1, le=50)
-    recent_candidates: int = Field(default=10, ge=0, le=200)
-    graph_seeds: int = Field(default=5, ge=0, le=50)
-    graph_decay: float = Field(default=0.5, ge=0, le=1)
-    context_weight: float = Field(default=0.0, ge=0, le=1)
-    speaker_boost: float = Field(default=0.0, ge=0, le=1)
-    asker_boost: float = Field(default=0.0, ge=0, le=1)
-    date_boost: float = Field(default=0.0, ge=0, le=1)
-    question_penalty: float = Field(default=0.0, ge=0, le=1)
-    answer_share: float = Field(default=0.0, ge=0, le=1)
-    fusion: Fusion = Fusion.WEIGHTED
-    rrf_k: int = Field(default=60, ge=1, le=1000)
-    mmr: bool = False
-    mmr_lambda: float = Field(default=0.7, ge=0, le=1)
+    top_k: int = Field(
+        default=10, ge=1, le=200, description="How many results recall gives the model at most; more context, longer prompts."
+    )
+    score_threshold: float = Field(
+        default=0.5, ge=0, le=1, description="Results scoring below this are left out (0 keeps all); higher means fewer, surer results."
+    )
+    weights: Weights = Field(
+        default=Weights(), description="How the final score mixes relevance, recency and importance (relative shares)."
+    )
+    decay_rate: float = Field(
+        default=0.05, ge=0, le=5, description="How fast recency fades per day (half-life 0.69/rate days); higher forgets old items sooner."
+    )
+    access_bonus: float = Field(
+        default=0.02, ge=0, le=1, description="Recency kept per time an item was recalled; higher keeps often-used items fresh."
+    )
+    vector_weight: float = Field(
+        default=0.7, ge=0, le=1, description="Share of relevance from meaning (embeddings); higher finds other words for the same thing."
+    )
+    text_weight: float = Field(
+        default=0.3, ge=0, le=1, description="Share of relevance from exact words (BM25); higher favours literal matches and names."
+    )
+    candidate_multiplier: int = Field(
+        default=4, ge=1, le=50, description="How many candidates each search fetches, times top_k; higher finds more, costs time."
+    )
+    recent_candidates: int = Field(
+        default=10, ge=0, le=200, description="The newest items added as candidates whatever the query (0 = none)."
+    )
+    graph_seeds: int = Field(
+        default=5, ge=0, le=50, description="How many top hits bring in their linked neighbours (0 turns the graph off)."
+    )
+    graph_decay: float = Field(
+        default=0.5, ge=0, le=1, description="Share of a hit's relevance its neighbours inherit; higher pulls in more context."
+    )
+    context_weight: float = Field(
+        default=0.0, ge=0, le=1, description="Weight of the turn a message answers when judging its relevance (0 = off)."
+    )
+    speaker_boost: float = Field(default=0.0, ge=0, le=1, description="Extra score for what a speaker the query names said (0 = off).")
+    asker_boost: float = Field(
+        default=0.0, ge=0, le=1, description="Extra score for the asker's own turns when asked in the first person (0 = off)."
+    )
+    date_boost: float = Field(
+        default=0.0, ge=0, le=1, description="Extra score for turns from a time the query names, e.g. 'last week' (0 = off)."
+    )
+    question_penalty: float = Field(default=0.0, ge=0, le=1, description="Score taken from short questions, which tell little (0 = off).")
+    answer_share: float = Field(
+        default=0.0, ge=0, le=1, description="Share of a question's relevance a person's answer to it takes (0 = off)."
+    )
+    fusion: Fusion = Field(
+        default=Fusion.WEIGHTED, description="How meaning and words are combined: weighted, normalised (scaled first) or rrf (by rank)."
+    )
+    rrf_k: int = Field(
+        default=60, ge=1, le=1000, description="Rank smoothing for rrf fusion; higher flattens the difference between ranks."
+    )
+    mmr: bool = Field(default=False, description="Diversify results so near-duplicates do not crowd the list.")
+    mmr_lambda: float = Field(
+        default=0.7, ge=0, le=1, description="With mmr on, relevance against variety; lower gives more varied results."
+    )
 
     @model_validator(mode="after")
     def _blend(self) -> RecallKnobs:
@@ -81,6 +117,19 @@ class RecallKnobs(BaseModel):
 
 
 MEMORY_DEFAULTS = RecallKnobs()
+
+
+def knob_help(model: type[BaseModel] = RecallKnobs, prefix: str = "") -> dict[str, str]:
+    """One line per knob saying what it does ({"top_k": ..., "weights.semantic": ...}), from the field
+    descriptions, so the help shown to an operator lives beside the knob it explains."""
+    out: dict[str, str] = {}
+    for name, field in model.model_fields.items():
+        out[prefix + name] = field.description or ""
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            out.update(knob_help(field.annotation, f"{prefix}{name}."))
+    return out
+
+
 MESSAGE_DEFAULTS = RecallKnobs(
     top_k=10,
     score_threshold=0.0,

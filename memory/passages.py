@@ -1,8 +1,9 @@
 """Reading a file as passages (WRITE-7): text, Markdown and PDF, streamed so a large file is never held whole.
 
-A passage is a run of paragraphs under one Markdown heading (the heading becomes its subject, not part
-of its text), at most ``PASSAGE_CHARS`` long, with the lines it came from (for a PDF, its page and the
-lines of that page's extracted text). Text files are read line by line (a very long line in pieces of
+A passage is a run of paragraphs under one heading (the heading becomes its subject, not part of its
+text: a Markdown heading, or in a PDF a line that looks like one, ``pdf_headings``), at most
+``PASSAGE_CHARS`` long, with the lines it came from (for a PDF, its page and the lines of that page's
+extracted text). Text files are read line by line (a very long line in pieces of
 ``MAX_READ`` characters), PDFs page by page from an open file, so memory stays bounded by one passage
 and one page whatever the file's size.
 
@@ -27,6 +28,20 @@ SNIFF = 8_192
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".text"})
 SUFFIXES = TEXT_SUFFIXES | {".pdf"}
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_NUMBERED = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+(?=\S)")  # "2.3 Results", "4. Methods", "IV. Costs"
+_SMALL_WORDS = frozenset({"a", "an", "and", "as", "at", "but", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "vs"})
+_ENDS_SENTENCE = tuple(".!?:;\"'”’)")
+HEADING_CHARS = 80
+HEADING_WORDS = 10
+BODY_WORDS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    page: int | None
+    number: int
+    text: str
+    heading: str = ""  # set when the line is a heading: it names the passages under it and is not one of their lines
 
 
 class BadFile(InvalidInput):
@@ -61,6 +76,45 @@ def read_passages(path: Path) -> Iterator[Passage]:
     return _chunk(lines)
 
 
+def markdown_heading(text: str) -> str:
+    found = _HEADING.match(text)
+    return found.group(1)[:120] if found else ""
+
+
+def pdf_headings(lines: list[str]) -> list[str]:
+    """For each line of a page's text, the heading it is, or "". A PDF's text has no markup, so a line counts
+    as a heading only when it looks like one (short, no final punctuation, Title Case, ALL CAPS or numbered)
+    and stands where one stands: after the end of a sentence (or at the top of the page) and before body text
+    on the same page. Conservative on purpose: a missed heading costs a subject, a false one mislabels passages."""
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    out = [""] * len(lines)
+    for at, i in enumerate(filled):
+        before = lines[filled[at - 1]].strip() if at else ""
+        after = lines[filled[at + 1]].strip() if at + 1 < len(filled) else ""
+        text = " ".join(lines[i].split())
+        out[i] = markdown_heading(text)
+        if not out[i] and _looks_like_heading(text) and (not before or before.endswith(_ENDS_SENTENCE)) and _is_body(after, text):
+            out[i] = text[:120]
+    return out
+
+
+def _looks_like_heading(text: str) -> bool:
+    if not 3 <= len(text) <= HEADING_CHARS or len(text.split()) > HEADING_WORDS or text.endswith(_ENDS_SENTENCE + (",",)):
+        return False
+    words = _NUMBERED.sub("", text).split()
+    letters = [c for c in "".join(words) if c.isalpha()]
+    if len(letters) < 3:
+        return False
+    if all(c.isupper() for c in letters):
+        return True
+    return words[0][0].isupper() and all(w[0].isupper() or w.lower() in _SMALL_WORDS or not w[0].isalpha() for w in words)
+
+
+def _is_body(after: str, heading: str) -> bool:
+    """Body text: a line of several words, longer than the heading above it."""
+    return len(after.split()) >= BODY_WORDS and len(after) > len(heading)
+
+
 def file_digest(path: Path) -> tuple[str, int]:
     """(sha256, size) of a file, read in 1 MB blocks."""
     digest, size = hashlib.sha256(), 0
@@ -83,7 +137,7 @@ def _os_reason(exc: OSError) -> str:
 
 
 # -- lines --------------------------------------------------------------------------------------------------
-def _text_lines(path: Path) -> Iterator[tuple[int | None, int, str]]:
+def _text_lines(path: Path) -> Iterator[_Line]:
     try:
         with path.open("rb") as raw:
             head = raw.read(SNIFF)
@@ -91,7 +145,8 @@ def _text_lines(path: Path) -> Iterator[tuple[int | None, int, str]]:
         with path.open(encoding="utf-8", errors="replace", newline=None) as source:
             number = 1
             while piece := source.readline(MAX_READ):
-                yield None, number, piece.rstrip("\n")
+                text = piece.rstrip("\n")
+                yield _Line(None, number, text, markdown_heading(text))
                 number += piece.endswith("\n")
     except OSError as exc:
         raise BadFile(_os_reason(exc)) from None
@@ -107,9 +162,9 @@ def _check_text(head: bytes) -> None:
             raise BadFile("not UTF-8 text") from None
 
 
-def _pdf_lines(path: Path) -> Iterator[tuple[int | None, int, str]]:
-    """Each page's extracted text, line by line. The reader is given the open file, not the path (given a path,
-    pypdf reads the whole file into memory first)."""
+def _pdf_lines(path: Path) -> Iterator[_Line]:
+    """Each page's extracted text, line by line, headings found by their look (``pdf_headings``). The reader
+    is given the open file, not the path (given a path, pypdf reads the whole file into memory first)."""
     from pypdf import PdfReader
 
     try:
@@ -125,8 +180,9 @@ def _pdf_lines(path: Path) -> Iterator[tuple[int | None, int, str]]:
                 raise BadFile(f"not a readable PDF ({_short(exc)})") from None
             for number in range(pages):
                 # NFKC: a PDF's ligatures ("ﬀ" in "Staﬀ") become plain letters, or the words cannot be searched
-                for line_no, line in enumerate(unicodedata.normalize("NFKC", _page_text(reader, number)).splitlines(), 1):
-                    yield number + 1, line_no, line
+                lines = unicodedata.normalize("NFKC", _page_text(reader, number)).splitlines()
+                for line_no, (line, heading) in enumerate(zip(lines, pdf_headings(lines), strict=True), 1):
+                    yield _Line(number + 1, line_no, line, heading)
     except OSError as exc:
         raise BadFile(_os_reason(exc)) from None
 
@@ -168,16 +224,16 @@ class _Builder:
         return passage
 
 
-def _chunk(lines: Iterator[tuple[int | None, int, str]]) -> Iterator[Passage]:
+def _chunk(lines: Iterator[_Line]) -> Iterator[Passage]:
     """Paragraphs joined up to ``PASSAGE_CHARS``; a heading or a new page starts a passage."""
     built = _Builder()
-    for page, number, text in lines:
-        heading = _HEADING.match(text)
-        starts = bool(heading) or page != built.page
+    for line in lines:
+        page, number, text = line.page, line.number, line.text
+        starts = bool(line.heading) or page != built.page
         if (starts and built.lines) or (not text.strip() and built.size >= PARAGRAPHS_FROM):
             yield from _taken(built)
-        if heading:  # the heading names the passages under it (their subject), it is not one of their lines
-            built.heading = heading.group(1)[:120]
+        if line.heading:  # the heading names the passages under it (their subject), it is not one of their lines
+            built.heading = line.heading
             continue
         if not text.strip():
             continue

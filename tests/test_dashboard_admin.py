@@ -140,6 +140,17 @@ async def test_settings_are_validated_and_reach_the_running_recall_at_once(http,
     assert row["action"] == "settings.update" and json.loads(row["detail"])["recall"] == ["score_threshold", "weights"]
 
 
+async def test_every_setting_comes_with_one_line_of_help(http):
+    async with http.get("/api/settings") as r:
+        settings = await r.json()
+    assert set(settings["help"]) == knob_paths(settings["recall"]) == knob_paths(settings["messages"])
+    assert all(10 < len(text) <= 120 and "\n" not in text for text in settings["help"].values()), settings["help"]
+
+
+def knob_paths(knobs: dict) -> set[str]:
+    return set(knobs) | {f"{k}.{inner}" for k, v in knobs.items() if isinstance(v, dict) for inner in v}
+
+
 async def test_bad_settings_change_nothing(http, dash):
     cases = [
         {"recall": {"top_k": 0}},

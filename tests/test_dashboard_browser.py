@@ -9,6 +9,8 @@ waits it out.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,6 +29,9 @@ pytestmark = [
 ]
 module_fixture = pytest_asyncio.fixture(scope="module", loop_scope="module")
 LOGIN = re.compile(r".*/login$")
+UNEXPLAINED = """[...document.querySelectorAll('#settings-fields input')]
+  .filter((i) => !document.getElementById(i.getAttribute('aria-describedby'))?.textContent.trim())
+  .map((i) => i.name)"""
 XSS = 'My homepage says <img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script> in bold'
 
 
@@ -385,6 +390,33 @@ async def test_settings_show_validation_errors_then_save(tab, dash):
     await dialog.get_by_role("button", name="Save").click()
     await expect(dialog).to_be_hidden()
     assert (await api(dash, "GET", "/api/settings"))[1]["recall"]["top_k"] == 12
+    assert_clean(tab)
+
+
+async def test_settings_show_rounded_numbers_with_help_and_an_untouched_save_changes_nothing(tab, dash):
+    before = (await api(dash, "GET", "/api/settings"))[1]
+    assert before["messages"]["decay_rate"] == math.log(2) / 90  # 0.00770163533955494: a 90-day half-life
+    puts: list[str] = []
+    tab.page.on("request", lambda request: puts.append(request.post_data or "") if request.method == "PUT" else None)
+    await open_page(tab)
+    await tab.page.get_by_role("button", name="Settings").click()
+    dialog = tab.page.locator("#settings-dialog")
+    decay = dialog.locator('input[name="messages.decay_rate"]')
+    await expect(decay).to_have_value("0.0077")
+    await expect(dialog.locator("#knob-messages-decay_rate-help")).to_be_visible()
+    await expect(decay).to_have_accessible_description(re.compile("recency fades"))
+    assert await tab.page.evaluate(UNEXPLAINED) == []  # every knob the dialog shows has its line of help
+    await dialog.get_by_role("button", name="Save").click()
+    await expect(dialog).to_be_hidden()
+    assert puts == [] and (await api(dash, "GET", "/api/settings"))[1] == before
+
+    await tab.page.get_by_role("button", name="Settings").click()
+    await decay.fill("0.0123456789")
+    await dialog.get_by_role("button", name="Save").click()
+    await expect(dialog).to_be_hidden()
+    after = (await api(dash, "GET", "/api/settings"))[1]
+    assert [json.loads(p) for p in puts] == [{"messages": {"decay_rate": 0.0123456789}}]  # the rounded ones were not sent
+    assert after["messages"] == {**before["messages"], "decay_rate": 0.0123456789} and after["recall"] == before["recall"]
     assert_clean(tab)
 
 

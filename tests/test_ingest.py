@@ -101,6 +101,40 @@ def test_a_pdf_is_read_page_by_page_with_page_and_line_in_the_provenance(cli, tm
     assert by_content(listed(cli), "Cover page")["provenance"]["file"].endswith("handbook.pdf#p1:L1")
 
 
+def test_pdf_headings_become_the_subjects_of_the_passages_under_them(cli, tmp_path):
+    page = [
+        "STAFF HANDBOOK",
+        "Everyone here works four days a week and takes Fridays off.",
+        "2.3 Results",
+        "The Falcon project shipped in June, two weeks before the deadline.",
+        "Meeting Rooms and Kitchens",
+        "The blue room is booked through the front desk by email.",
+    ]
+    (tmp_path / "handbook.pdf").write_bytes(pdf([page]))
+    assert cli("ingest", "handbook.pdf", "--no-llm").code == 0
+    memories = listed(cli)
+    assert by_content(memories, "Fridays off")["subject"] == "handbook.pdf › STAFF HANDBOOK"
+    assert by_content(memories, "Falcon project shipped")["subject"] == "handbook.pdf › 2.3 Results"
+    assert by_content(memories, "blue room")["subject"] == "handbook.pdf › Meeting Rooms and Kitchens"
+    assert not any("Results" in m["content"] or "HANDBOOK" in m["content"] for m in memories)  # a heading is not body
+
+
+def test_short_pdf_lines_that_only_look_like_headings_stay_body_text(tmp_path):
+    page = [
+        "The contract was signed on the first of May by both of",
+        "Alice Smith",  # the end of a sentence wrapped onto a short line: no sentence ended before it
+        "and the money arrived a week later, as the bank had promised.",
+        "Our two contacts at the bank are named below for the record.",
+        "Carol Jones",  # a list of names: no body text follows
+        "Dave Brown",
+        "It ships soon.",  # a short sentence ends with a period
+        "Everyone should read the whole of this page before Monday.",
+    ]
+    (tmp_path / "contract.pdf").write_bytes(pdf([page]))
+    passages = list(read_passages(tmp_path / "contract.pdf"))
+    assert [p.heading for p in passages] == [""] and "Alice Smith" in passages[0].text and "Dave Brown" in passages[0].text
+
+
 def test_reingesting_a_changed_file_supersedes_the_changed_passage_and_keeps_the_rest(cli, tmp_path):
     notes = tmp_path / "notes.md"
     notes.write_text(NOTES)

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from memory.audit import AuditTrail
 from memory.forgetting import forget_guild
-from memory.knobs import KnobStore
+from memory.knobs import KnobStore, knob_help
 from memory.overview import Overview
 
 from .bodies import Confirm, SettingsBody
@@ -26,7 +26,10 @@ def register(router: web.UrlDispatcher) -> None:
 
 
 def _settings(knobs: KnobStore) -> dict[str, Any]:
-    return {"recall": knobs.get("memories").model_dump(mode="json"), "messages": knobs.get("messages").model_dump(mode="json")}
+    """Both corpora's knobs, and ``help``: one line per knob ("weights.semantic" for a nested one) from the field
+    descriptions in ``memory.knobs``, served so the page and the knob it explains cannot drift apart."""
+    memories, messages = knobs.get("memories").model_dump(mode="json"), knobs.get("messages").model_dump(mode="json")
+    return {"recall": memories, "messages": messages, "help": knob_help()}
 
 
 async def get_settings(request: web.Request) -> web.Response:

@@ -288,14 +288,32 @@
   // -- settings: the recall knobs of memories and of messages, validated by the server ---------------------------
   const GROUPS = { recall: "Memory recall", messages: "Message history recall" };
   let current = {}; // {recall: {...}, messages: {...}} as last read from the server
+  let settingsHelp = {}; // {knob: one line}, served with the settings (memory/knobs.py field descriptions)
+
+  /** A setting as the form shows it: a number rounded to at most 4 significant digits (0.00770163533955494 shows
+   * as 0.0077: the shorter of 4 significant digits and 4 decimals, never rounded to 0). */
+  function shownSetting(value) {
+    if (typeof value !== "number" || Number.isInteger(value)) return asText(value);
+    const precise = String(Number(value.toPrecision(4)));
+    const fixed = String(Number(value.toFixed(4)));
+    return Number(fixed) !== 0 && fixed.length < precise.length ? fixed : precise;
+  }
 
   function settingField(path, value) {
     const id = `knob-${path.replace(/\./g, "-")}`;
+    const knob = path.split(".").slice(1).join("."); // "recall.weights.semantic" is explained under "weights.semantic"
+    const help = settingsHelp[knob] ? el("span", { class: "help", id: `${id}-help`, text: settingsHelp[knob] }) : null;
     if (value !== null && typeof value === "object") {
-      return el("fieldset", {}, el("legend", { text: path.split(".").slice(1).join(".") }), Object.entries(value).map(([k, v]) => settingField(`${path}.${k}`, v)));
+      return el("fieldset", {}, el("legend", { text: knob }), help, Object.entries(value).map(([k, v]) => settingField(`${path}.${k}`, v)));
     }
-    const input = typeof value === "boolean" ? el("input", { id, name: path, type: "checkbox", checked: value }) : el("input", { id, name: path, value: asText(value), inputmode: typeof value === "number" ? "decimal" : null });
-    return el("label", { for: id }, path.split(".").pop().replace(/_/g, " "), input);
+    const shown = shownSetting(value);
+    const attrs = { id, name: path, "aria-describedby": help ? `${id}-help` : null };
+    const input =
+      typeof value === "boolean"
+        ? el("input", { ...attrs, type: "checkbox", checked: value })
+        : el("input", { ...attrs, value: shown, inputmode: typeof value === "number" ? "decimal" : null, title: shown !== asText(value) ? `exactly ${value}` : null });
+    // the help sits beside the label, not in it: the field's name stays short, the help is its description
+    return el("div", { class: "knob" }, el("label", { for: id }, path.split(".").pop().replace(/_/g, " "), input), help);
   }
 
   function fieldInput(path) {
@@ -313,6 +331,8 @@
         continue;
       }
       const input = fieldInput(path);
+      // compared with what was shown, not with the stored value: an untouched rounded number is not a change
+      if (typeof old !== "boolean" && input.value === shownSetting(old)) continue;
       let value = input.value; // a value that is not a number goes as typed: the server says what is wrong
       if (typeof old === "boolean") value = input.checked;
       else if (typeof old === "number" && value.trim() !== "" && !Number.isNaN(Number(value))) value = Number(value);
@@ -335,6 +355,7 @@
     clearError(document.getElementById("settings-errors"));
     try {
       current = await api("GET", "/api/settings");
+      settingsHelp = current.help || {};
       const parts = Object.entries(GROUPS)
         .filter(([group]) => current[group])
         .map(([group, title]) => el("fieldset", { class: "group" }, el("legend", { text: title }), Object.entries(current[group]).map(([k, v]) => settingField(`${group}.${k}`, v))));
