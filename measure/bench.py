@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 
 from memory.clock import FakeClock
-from memory.db import AsyncRunner
-from memory.embeddings import ASSETS, OnnxMiniLM
 from memory.engine import MemoryEngine
 from memory.models import NewMemory, Scope, Visibility
-from memory.retrieval import ALL_CHANNELS, Channel
+from memory.recall.retrieval import ALL_CHANNELS, Channel
 from memory.scopes import RecallContext
+from memory.storage.db import AsyncRunner
+from memory.storage.embeddings import ASSETS, OnnxMiniLM
 
 from .turn import make_turn
 

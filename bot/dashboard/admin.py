@@ -6,10 +6,10 @@ from typing import Any
 
 from aiohttp import web
 
-from memory.audit import AuditTrail
-from memory.forgetting import forget_guild
-from memory.knobs import KnobStore
-from memory.overview import Overview
+from memory.recall.overview import Overview
+from memory.storage.audit import AuditTrail
+from memory.storage.knobs import KnobStore
+from memory.upkeep.forgetting import forget_guild
 
 from .bodies import Confirm, SettingsBody
 from .common import ApiError, answer, audit, body, services
@@ -59,7 +59,7 @@ def _apply(svc: DashboardServices, change: SettingsBody) -> None:
 
 
 def _merged(knobs: KnobStore, corpus: str, part: dict[str, object]) -> dict[str, object]:
-    from memory.knobs import RecallKnobs
+    from memory.storage.knobs import RecallKnobs
 
     current = knobs.get(corpus).model_dump(mode="json")  # type: ignore[arg-type]
     for key, value in part.items():
