@@ -5,12 +5,12 @@ data and callables (an ``Embedder`` and a ``Completer``, see ``memory.protocols`
 
 The map, by layer (a map for a reader, not an import rule: the arrows that are enforced are between packages):
 
-    memory.*          the face: engine, api (async facade), models, scopes, errors, protocols, clock, tools
-    memory.storage    the engines (db, pg), migrations, search plumbing, one repository per table: the only SQL
-    memory.recall     reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
-    memory.write      the write policy (store), extraction, safety, tombstones, wording, ingest, passages, sources
-    memory.upkeep     maintenance, daily, bulletin, journals, reembed, forgetting, registry, transfer
-    memory.jobs       model-calling jobs in one shape (base): conversation, day, checkin, upkeep
+    memory/           the face: engine, api (async facade), models, scopes, errors, protocols, clock, tools
+    memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table: the only SQL
+    memory/recall/    reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
+    memory/write/     the write policy (store), extraction, safety, tombstones, wording, ingest, passages, sources
+    memory/upkeep/    maintenance, daily, bulletin, journals, reembed, forgetting, registry, transfer
+    memory/jobs/      model-calling jobs in one shape (base): conversation, day, checkin, upkeep
 
 The public face (``__all__``) is loaded on first use (``memory.MemoryEngine``), not by ``import memory``:
 every ``memory.<module>`` import runs this file first, and ``companion --help`` must not pay for the
