@@ -12,7 +12,7 @@ from typing import Any
 from ..clock import DAY, Clock
 from ..models import EntityRef
 from ..scopes import placeholders
-from .corpus import live_memories
+from .corpus import Filter, live_memories
 from .db import Database
 
 ENTITY_TYPES = ("person", "project", "technology", "place", "organization", "concept")
@@ -195,7 +195,7 @@ class Graph:
         )
         return bool(self.db.scalar(sql, (*partitions, *self._live().params, entity_id, entity_id, entity_id)))
 
-    def _live(self):
+    def _live(self) -> Filter:
         return live_memories("m", self.clock.now())
 
     # -- maintenance (MAINT-3) -------------------------------------------------------------------------
