@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 
 import prompts
-from memory.context import MemoryContext, Recalled, split
 from memory.engine import MemoryEngine
-from memory.graph import EntityCount
 from memory.models import SELF_SUBJECT, Memory, SessionSummary, StoredMessage
-from memory.people import People
-from memory.retrieval import Hit
+from memory.recall.context import MemoryContext, Recalled, split
+from memory.recall.retrieval import Hit
 from memory.scopes import RecallContext
-from memory.sessions import ChannelState, SessionSummaries
+from memory.storage.graph import EntityCount
+from memory.storage.people import People
+from memory.storage.sessions import ChannelState, SessionSummaries
 
 from .persona import Persona
 from .types import IncomingMessage
@@ -52,7 +52,7 @@ class Turn:
     ctx: RecallContext
     channel_key: str
     names: dict[str, str]  # person id -> display name, speaker first
-    text: str = ""  # the message as stored and shown to the model (``memory.messages.clean_text``)
+    text: str = ""  # the message as stored and shown to the model (``memory.storage.messages.clean_text``)
     stored_id: str | None = None  # the stored message (write-ahead), once stored
     buffer_id: int | None = None  # its extraction-buffer row, held until the reply is done
     remembered: bool = True  # False after /privacy off (the speaker's or the place's): nothing of the turn is kept (SEC-5)
@@ -127,7 +127,7 @@ def _trimmed(turns: list[dict[str, str]]) -> list[dict[str, str]]:
 
 def _place_persona(turn: Turn, text: str) -> str:
     """A place's persona under the operator's, as a quote: its admins' words add to the persona, and cannot
-    open a section of their own (``memory.persona`` refuses headings too)."""
+    open a section of their own (``memory.storage.persona`` refuses headings too)."""
     if not text:
         return ""
     where = "server" if turn.message.platform == "discord" else "group"

@@ -1,7 +1,7 @@
 """Background memory work for conversations, scheduled: debounced extraction (WRITE-1), session-end
 micro-reflection (WRITE-3), pre-compaction flush and text compaction (WRITE-4, ORCH-4).
 
-What each job asks and stores is ``memory.conversation_jobs``' business (gather -> ask -> apply); this module
+What each job asks and stores is ``memory.jobs.conversation``' business (gather -> ask -> apply); this module
 only decides when to run them, runs them through the one ``JobRunner``, and backs a failing chat off.
 Everything is driven by ``tick()``, which compares persisted due times with the injected clock, so a restart
 resumes where the process stopped and tests advance a fake clock instead of sleeping.
@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 
-from memory.conversation_jobs import Compaction, Extraction, Reflection, ZoneName, crowded
-from memory.sessions import ChannelRecord, ChannelState, ExtractionBuffer, SessionSummaries
+from memory.jobs.conversation import Compaction, Extraction, Reflection, ZoneName, crowded
+from memory.storage.sessions import ChannelRecord, ChannelState, ExtractionBuffer, SessionSummaries
 
 from .jobs import JobRunner
 

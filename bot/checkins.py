@@ -4,12 +4,12 @@ The job the scheduler runs every few minutes (``CheckinJob.run``), for people wh
 
     plan    their live dated goals, todos and events, as their DM sees them, become pending rows (once each)
     pick    a due row, for a person outside their quiet hours (their zone) and under the weekly limit
-    write   the chat model writes the message from the memory and the DM's last turns  (memory.checkin_jobs)
+    write   the chat model writes the message from the memory and the DM's last turns  (memory.jobs.checkin)
     claim   pending -> sending, committed          <- the line: past it, a row is never sent again
     send    through the platform's delivery (an adapter's ``send_direct``)
     record  the message joins the DM's history as the bot's turn, so a reply is an ordinary turn; the row is 'sent'
 
-Why the line falls there (``memory.checkins``): after a crash the bot cannot know whether a claimed message went
+Why the line falls there (``memory.storage.checkins``): after a crash the bot cannot know whether a claimed message went
 out, and a second "how did it go?" is worse than a missed one; a row the crash left pending is sent after the
 restart. A model that fails or answers garbage costs only time: nothing is claimed or sent, and the row is tried
 again later, a bounded number of times. A person whose platform has no delivery in this process (the console's
@@ -24,9 +24,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import time, tzinfo
 
-from memory.checkin_jobs import CheckinDraft, DmView, record_sent
-from memory.checkins import FOLLOWED_KINDS, Checkin, CheckinStore, Destination, QuietHours
-from memory.store import RecallFilters
+from memory.jobs.checkin import CheckinDraft, DmView, record_sent
+from memory.storage.checkins import FOLLOWED_KINDS, Checkin, CheckinStore, Destination, QuietHours
+from memory.write.store import RecallFilters
 
 from .assembly import Turn
 from .jobs import JobRunner

@@ -11,17 +11,17 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from memory.checkins import CheckinStore, Destination
 from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
-from memory.forgetting import forget_memory
 from memory.models import SELF_SUBJECT, FactKind, MemoryType, NewMemory, Provenance, Source
-from memory.people import People
-from memory.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.scopes import write_scope
-from memory.store import RecallFilters
-from memory.timezones import Timezones
-from memory.transfer import export_person
+from memory.storage.checkins import CheckinStore, Destination
+from memory.storage.people import People
+from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
+from memory.storage.timezones import Timezones
+from memory.upkeep.forgetting import forget_memory
+from memory.upkeep.transfer import export_person
+from memory.write.store import RecallFilters
 
 from .consent import Consent
 from .persona import Persona

@@ -26,12 +26,12 @@ from .clients import secret
 
 if TYPE_CHECKING:
     from memory.clock import Clock
-    from memory.db import AsyncRunner
     from memory.engine import MemoryEngine
-    from memory.ingest import Target
     from memory.protocols import Embedder
-    from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
-    from memory.timezones import Timezones
+    from memory.storage.db import AsyncRunner
+    from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+    from memory.storage.timezones import Timezones
+    from memory.write.ingest import Target
 
     from .checkins import CheckinJob
     from .config import Settings
@@ -55,7 +55,7 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
     ``timeout`` bounds each request of a remote provider (the doctor's short check); None keeps its default.
     """
     if settings.embeddings == "local":
-        from memory.embeddings import OnnxMiniLM
+        from memory.storage.embeddings import OnnxMiniLM
 
         return OnnxMiniLM(model_dir=settings.embedding_model_dir)
     if settings.embeddings == "openai":
@@ -78,9 +78,9 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
     path is an error instead of a new empty store. A configured model that did not make the stored
     vectors is refused here, before any work (MEM-4).
     """
-    from memory.db import read_only
     from memory.engine import MemoryEngine
-    from memory.pg import is_postgres
+    from memory.storage.db import read_only
+    from memory.storage.pg import is_postgres
 
     from .config import journal_dir, store_location
 
@@ -105,8 +105,8 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
 
 def _upgrade_once(path: Path) -> None:
     """A store written by an older version is migrated before a reader opens it, as any writing command would do."""
-    from memory.db import Database, StoreUnavailable, read_only
     from memory.errors import SchemaError
+    from memory.storage.db import Database, StoreUnavailable, read_only
 
     reader = Database(read_only(path))
     behind = reader.behind
@@ -139,7 +139,7 @@ def build_runtime(
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
     store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks. Each part is built
     with everything it needs; nothing is wired into a built object afterwards."""
-    from memory.db import AsyncRunner
+    from memory.storage.db import AsyncRunner
 
     from .background import Background
     from .health import Metrics
@@ -213,8 +213,8 @@ def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedde
 
 def _conversation_state(settings: Settings, engine: MemoryEngine) -> tuple[ExtractionBuffer, SessionSummaries, ChannelState, Timezones]:
     """The per-chat state the reply path and the background jobs share: one of each, for both."""
-    from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
-    from memory.timezones import Timezones
+    from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+    from memory.storage.timezones import Timezones
 
     buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
     return buffer, SessionSummaries(engine, settings.summary_ttl_s), ChannelState(engine), Timezones(engine, settings.timezone)
@@ -222,8 +222,8 @@ def _conversation_state(settings: Settings, engine: MemoryEngine) -> tuple[Extra
 
 def _daily_jobs(settings: Settings, jobs: JobRunner, zones: Timezones) -> tuple[DailyReflection, BulletinRefresh]:
     """MAINT-4's reflection on each chat's day (in its zone) and MAINT-5's bulletin refresh, for the scheduler."""
-    from memory.bulletin import Bulletins
-    from memory.daily import DailyReflections
+    from memory.upkeep.bulletin import Bulletins
+    from memory.upkeep.daily import DailyReflections
 
     from .daily import BulletinRefresh, DailyReflection
 
@@ -263,8 +263,8 @@ def build_orchestrator(
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
-    from memory.people import People
-    from memory.privacy import Privacy
+    from memory.storage.people import People
+    from memory.storage.privacy import Privacy
 
     from .assembly import Assembler
     from .commands import Commands
@@ -290,7 +290,7 @@ def build_orchestrator(
 
 def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob:
     """ORCH-8: the check-in job on the chat model; the adapters add their deliveries when they start."""
-    from memory.checkins import QuietHours
+    from memory.storage.checkins import QuietHours
 
     from .checkins import CheckinJob, CheckinOptions
 
@@ -310,8 +310,8 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob
 def ingest_target(settings: Settings) -> Target:
     """Where ingested files go unless told otherwise: the owner's private memory (the first configured owner,
     else the console's local user, whom ``companion chat`` treats as the owner)."""
-    from memory.ingest import Target
     from memory.models import Scope, Visibility
+    from memory.write.ingest import Target
 
     return Target(Scope.OWNER, (settings.owner_ids or ["console:local-user"])[0], Visibility.PRIVATE)
 

@@ -151,8 +151,8 @@ class Settings(BaseSettings):
     @field_validator("checkin_quiet_hours")
     @classmethod
     def _quiet_hours(cls, value: str) -> str:
-        from memory.checkins import QuietHours
         from memory.errors import InvalidInput
+        from memory.storage.checkins import QuietHours
 
         try:
             QuietHours.parse(value)
@@ -199,7 +199,7 @@ class Settings(BaseSettings):
     def _known_zone(cls, value: str) -> str:
         """An unknown zone would silently fall back to UTC for everyone's days; refused at start instead."""
         from memory.errors import InvalidInput
-        from memory.timezones import parse_zone
+        from memory.storage.timezones import parse_zone
 
         try:
             return parse_zone(value).key

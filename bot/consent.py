@@ -1,10 +1,10 @@
 """/privacy and /about (SEC-5): stop or resume remembering a person or a whole server, and see and veto
-what is kept about oneself, what others told the bot included. The rules live in ``memory.privacy``."""
+what is kept about oneself, what others told the bot included. The rules live in ``memory.storage.privacy``."""
 
 from __future__ import annotations
 
 from memory.engine import MemoryEngine
-from memory.privacy import Kept, Privacy
+from memory.storage.privacy import Kept, Privacy
 
 SHOWN = 30  # lines of /about me; a longer list says how many more there are
 PRIVACY_HELP = (

@@ -1,12 +1,12 @@
 """The daily jobs the scheduler runs: reflection on each chat's day (MAINT-4) and bulletin refresh (MAINT-5).
 
-Daily reflection, per chat and day in its zone (``memory.daily`` says which are due), is
-``memory.daily_jobs.DayReflection``: the day's turns as a tagged transcript, the extraction model asked for up
+Daily reflection, per chat and day in its zone (``memory.upkeep.daily`` says which are due), is
+``memory.jobs.day.DayReflection``: the day's turns as a tagged transcript, the extraction model asked for up
 to 20 durable facts, the facts filed where their speaker said them and stored through the one write path
 (judge, dedup, supersession) with the audit row and the day's mark. A chat whose model call fails or answers
 garbage is audited as failed and left not done: the next run asks again. One chat's failure never stops the others.
 
-Bulletin refresh: the scopes ``memory.bulletin`` finds due get a new briefing from the same model.
+Bulletin refresh: the scopes ``memory.upkeep.bulletin`` finds due get a new briefing from the same model.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from memory.bulletin import PER_RUN, Bulletins
-from memory.conversation_jobs import ZoneName
-from memory.daily import ChatDay, DailyReflections
-from memory.daily_jobs import BulletinWrite, DayReflection
-from memory.maintenance import reap_stale_audits
+from memory.jobs.conversation import ZoneName
+from memory.jobs.day import BulletinWrite, DayReflection
+from memory.upkeep.bulletin import PER_RUN, Bulletins
+from memory.upkeep.daily import ChatDay, DailyReflections
+from memory.upkeep.maintenance import reap_stale_audits
 
 from .jobs import JobRunner
 

@@ -1,7 +1,7 @@
 """The ingest folder (WRITE-7): files dropped into ``COMPANION_INGEST_DIR`` are ingested while the bot runs.
 
 Every ``poll_s`` the folder is listed (sizes and modification times only). A file is taken once it looks
-the same on two polls in a row, so one still being copied is not read half-written. ``memory.ingest``
+the same on two polls in a row, so one still being copied is not read half-written. ``memory.write.ingest``
 skips a file whose path and hash it has already ingested, and supersedes what changed in one it knows,
 so a restart, a touched file or a re-saved one does nothing twice.
 
@@ -16,11 +16,11 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.ingest import FileReport, FileRun, Ingester, Target, batches, within
-from memory.passages import SUFFIXES, BadFile, Passage, read_passages
 from memory.protocols import Completer
+from memory.storage.db import AsyncRunner
+from memory.write.ingest import FileReport, FileRun, Ingester, Target, batches, within
+from memory.write.passages import SUFFIXES, BadFile, Passage, read_passages
 
 log = logging.getLogger(__name__)
 Signature = tuple[int, int]  # (size, mtime in ns)

@@ -1,4 +1,4 @@
-"""The one runner of model-calling jobs (``memory.jobs``): gather on the memory thread, ask the model on the event
+"""The one runner of model-calling jobs (``memory.jobs.base``): gather on the memory thread, ask the model on the event
 loop, apply on the memory thread in one transaction. Scheduling and backoff stay with the callers
 (``bot.background``, ``bot.daily``); what a job means stays in ``memory/``.
 """
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.jobs import FAILED, Facts, Job, NoAnswer, WriteFacts, Written, applied
+from memory.jobs.base import FAILED, Facts, Job, NoAnswer, WriteFacts, Written, applied
 from memory.protocols import AsyncCompleter
+from memory.storage.db import AsyncRunner
 
 from .llm import ChatClient, LLMError
 

@@ -1,6 +1,6 @@
 """SEC-6 on the bot side: a reply for a shared place is not posted, spoken or streamed before the leak check.
 
-The check itself is ``memory.leaks.LeakCheck`` (below the bot, on the memory thread); here are the two
+The check itself is ``memory.recall.leaks.LeakCheck`` (below the bot, on the memory thread); here are the two
 places it is applied. ``LeakGate`` sits in a streamed reply's path (a voice channel speaks as the model
 writes): it passes text a sentence at a time, each time after the whole of what would then have been said
 is checked, and passes nothing more once something would leak. The orchestrator checks the finished reply,

@@ -17,14 +17,14 @@ from dataclasses import replace
 from typing import Any
 
 import prompts
-from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded
 from memory.models import Provenance
-from memory.privacy import Privacy
-from memory.sessions import ExtractionBuffer
-from memory.sources import Edit, Withdrawn, message_deleted, message_edited
+from memory.storage.db import AsyncRunner
+from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded
+from memory.storage.privacy import Privacy
+from memory.storage.sessions import ExtractionBuffer
 from memory.tools import MemoryTools, RateLimiter
+from memory.write.sources import Edit, Withdrawn, message_deleted, message_edited
 from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn

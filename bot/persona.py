@@ -9,7 +9,7 @@ and an upgrade may overwrite it, so an operator keeps their own file elsewhere) 
     ...
 
 The body is rendered as the operator's instruction at the top of the system prompt, apart from the
-memory sections (which stay quoted data). A server's or group's own persona text (``memory.persona``)
+memory sections (which stay quoted data). A server's or group's own persona text (``memory.storage.persona``)
 is added below it and never replaces it.
 
 The name is the one the bot answers to (``turn_mode.names``: addressing, ``[SKIP]``, the spoken name in

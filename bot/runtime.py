@@ -13,9 +13,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from memory import maintenance
-from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
-from memory.upkeep_jobs import Consolidation
+from memory.jobs.upkeep import Consolidation
+from memory.storage.db import AsyncRunner
 
 from .background import Background
 from .checkins import CheckinJob

@@ -26,10 +26,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.protocols import AsyncCompleter
-from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory.storage.db import AsyncRunner
+from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.tools import MemoryTools
 from voice.caches import BehaviouralPool, CacheSettings, HistoryCache
 from voice.compaction import CompactionSettings, FlushCallback, VoiceTranscript, VoiceTurn

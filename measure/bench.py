@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from memory.clock import FakeClock
-from memory.db import AsyncRunner
-from memory.embeddings import OnnxMiniLM
 from memory.engine import MemoryEngine
 from memory.models import NewMemory, Scope, Visibility
-from memory.retrieval import ALL_CHANNELS, Channel
+from memory.recall.retrieval import ALL_CHANNELS, Channel
 from memory.scopes import RecallContext
+from memory.storage.db import AsyncRunner
+from memory.storage.embeddings import OnnxMiniLM
 
 from .samples import DIM, TextGen, percentiles
 from .throughput import PASSAGES, embed_passage_ms, ingest_passages_per_s, machine_reference, passages

@@ -34,11 +34,11 @@ from typing import Any
 from memory import db
 from memory.clock import DAY, FakeClock
 from memory.engine import MemoryEngine
-from memory.messages import NewMessage
 from memory.protocols import Embedder
-from memory.retrieval import ALL_CHANNELS, Channel
-from memory.safety import normalise_text
+from memory.recall.retrieval import ALL_CHANNELS, Channel
 from memory.scopes import message_partition
+from memory.storage.messages import NewMessage
+from memory.write.safety import normalise_text
 
 from .ledger import Ledger
 from .locomo import Turn, evidence_ids, load_samples, turns

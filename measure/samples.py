@@ -8,7 +8,7 @@ import statistics
 
 import numpy as np
 
-from memory.embeddings import ASSETS
+from memory.storage.embeddings import ASSETS
 
 DIM = 384
 

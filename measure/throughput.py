@@ -1,7 +1,7 @@
 """How fast long text is learnt (``embed_passage_ms``, ``ingest_passages_per_s``) and a machine reference.
 
 ``companion bench`` reports these beside its latencies. Passages are ~1,000 characters, the size ``companion
-ingest`` cuts files into (``memory.passages.PASSAGE_CHARS``). The machine reference is two fixed pieces of
+ingest`` cuts files into (``memory.write.passages.PASSAGE_CHARS``). The machine reference is two fixed pieces of
 work timed in the same run, so that figures from two machines (or one machine busy and idle) can be set side
 by side: a brute-force scan of 100,000 x 384 float32 vectors, and one ONNX pass of the embedding model over a
 fixed batch.
@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory.ingest import Ingester, Target
 from memory.models import Scope
-from memory.passages import PASSAGE_CHARS
+from memory.write.ingest import Ingester, Target
+from memory.write.passages import PASSAGE_CHARS
 
 from .samples import TextGen, percentiles
 
 if TYPE_CHECKING:
-    from memory.embeddings import OnnxMiniLM
     from memory.engine import MemoryEngine
+    from memory.storage.embeddings import OnnxMiniLM
 
 
 PASSAGES = 64  # passages ingested per size (each a fresh text, so none is a duplicate of another)

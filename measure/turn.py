@@ -12,11 +12,11 @@ from bot.orchestrator import Orchestrator
 from bot.persona import Persona
 from bot.resolution import OwnerPolicy
 from bot.types import IncomingMessage
-from memory.db import AsyncRunner
 from memory.engine import MemoryEngine
 from memory.scopes import RecallContext
-from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
-from memory.timezones import Timezones
+from memory.storage.db import AsyncRunner
+from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory.storage.timezones import Timezones
 
 
 def make_turn():

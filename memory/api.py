@@ -9,14 +9,14 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from .context import MemoryContext, RecallSnapshot
-from .db import AsyncRunner
 from .engine import MemoryEngine
-from .memories import RecallFilters
 from .models import Memory, NewMemory
-from .retrieval import Hit
+from .recall.context import MemoryContext, RecallSnapshot
+from .recall.retrieval import Hit
 from .scopes import RecallContext
-from .store import WriteResult
+from .storage.db import AsyncRunner
+from .storage.memories import RecallFilters
+from .write.store import WriteResult
 
 log = logging.getLogger(__name__)
 

@@ -6,21 +6,21 @@ import contextlib
 from pathlib import Path
 
 from .clock import Clock, SystemClock
-from .corpus import MemoryCorpus, MessageCorpus
-from .embeddings import EmbeddingService
-from .graph import Graph
-from .journals import Journals
-from .knobs import KnobStore
-from .leaks import LeakCheck
-from .memories import MemoryRepository
-from .messages import MessageLog
-from .pg import open_database
-from .pgsearch import PgVectorIndex
 from .protocols import Embedder
-from .recall import MemoryRecall
-from .store import MemoryStore
-from .tombstones import Tombstones
-from .vectors import DEFAULT_MIRROR_MB, MirrorBudget, VectorIndex, limit_blas_threads
+from .recall.leaks import LeakCheck
+from .recall.recall import MemoryRecall
+from .storage.corpus import MemoryCorpus, MessageCorpus
+from .storage.embeddings import EmbeddingService
+from .storage.graph import Graph
+from .storage.knobs import KnobStore
+from .storage.memories import MemoryRepository
+from .storage.messages import MessageLog
+from .storage.pg import open_database
+from .storage.pgsearch import PgVectorIndex
+from .storage.vectors import DEFAULT_MIRROR_MB, MirrorBudget, VectorIndex, limit_blas_threads
+from .upkeep.journals import Journals
+from .write.store import MemoryStore
+from .write.tombstones import Tombstones
 
 
 class MemoryEngine:

@@ -1,6 +1,6 @@
 """The callables the memory package needs from outside, as narrow Protocols.
 
-``bot/llm.py`` satisfies them with the openai SDK; ``memory.embeddings`` ships the offline default.
+``bot/llm.py`` satisfies them with the openai SDK; ``memory.storage.embeddings`` ships the offline default.
 """
 
 from __future__ import annotations
@@ -34,6 +34,6 @@ class Completer(Protocol):
 
 class AsyncCompleter(Protocol):
     """One LLM completion, awaited on the event loop: what a model-calling job's ``ask`` step is given
-    (``memory.jobs``). Raises ``memory.jobs.NoAnswer`` when the model could not answer."""
+    (``memory.jobs.base``). Raises ``memory.jobs.base.NoAnswer`` when the model could not answer."""
 
     async def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str: ...

@@ -16,7 +16,7 @@ query can never return a row from a partition the context may not see.
                         dm|<p>                    a DM's messages: only in a DM with that person
 
 Which of a person's server partitions exist is a fact of the store, so the caller that builds the
-context (``memory.people.People.context``) lists them in ``reach``; this module stays pure.
+context (``memory.storage.people.People.context``) lists them in ``reach``; this module stays pure.
 
 Writes (``may_change``): a person changes or deletes only memories about themselves; guild lore only
 the guild's admins or the bot's owner (``admin``); owner memory only in an owner-private context.

@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .clock import DAY, Clock
 from .engine import MemoryEngine
 from .errors import MemoryStoreError
-from .forgetting import forget_memory
-from .knobs import Weights
 from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source, normalise_tags
 from .scopes import RecallContext, write_scope
-from .store import RecallFilters
+from .storage.knobs import Weights
+from .upkeep.forgetting import forget_memory
+from .write.store import RecallFilters
 
 log = logging.getLogger(__name__)
 TypeName = Literal[

@@ -24,7 +24,7 @@ from playwright.async_api import async_playwright, expect  # noqa: E402
 from memory.clock import DAY  # noqa: E402
 from memory.engine import MemoryEngine  # noqa: E402
 from memory.models import EntityRef, FactKind, MemoryType, NewMemory, Scope, Visibility  # noqa: E402
-from memory.people import People  # noqa: E402
+from memory.storage.people import People  # noqa: E402
 
 MORE = [
     # (who, content, subject, type, kind, importance, tags, entities)

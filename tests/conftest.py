@@ -19,9 +19,9 @@ import pytest
 
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
-from memory.messages import NewMessage
 from memory.models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Scope, Visibility
 from memory.scopes import RecallContext
+from memory.storage.messages import NewMessage
 
 WORD = re.compile(r"\w+")
 
@@ -171,7 +171,7 @@ def bm25_engine(tmp_path, clock) -> Iterator[MemoryEngine]:
 
 @pytest.fixture(scope="session")
 def minilm():
-    from memory.embeddings import OnnxMiniLM
+    from memory.storage.embeddings import OnnxMiniLM
 
     return OnnxMiniLM()
 

@@ -25,10 +25,10 @@ from bot.dashboard.services import DashboardServices
 from bot.runtime import Runtime
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
-from memory.maintenance import audit_finish, audit_start
-from memory.messages import NewMessage
 from memory.models import EntityRef, FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
-from memory.people import People
+from memory.storage.messages import NewMessage
+from memory.storage.people import People
+from memory.upkeep.maintenance import audit_finish, audit_start
 
 GUILD = "discord:900"  # guild ids are platform-qualified in the store
 OWNER = "console:local-user"

@@ -1,4 +1,4 @@
-"""One of two processes writing to one store at once (run by tests/test_two_writers.py).
+"""One of two processes writing to one store at once (run by tests/memory/test_two_writers.py).
 
     python -m tests.store_writer STORE NAME SECONDS
 
@@ -16,9 +16,9 @@ import time
 import traceback
 
 from memory.engine import MemoryEngine
-from memory.forgetting import forget_memory
-from memory.messages import NewMessage
 from memory.models import NewMemory, Provenance, Scope
+from memory.storage.messages import NewMessage
+from memory.upkeep.forgetting import forget_memory
 from tests.conftest import HashEmbedder
 
 

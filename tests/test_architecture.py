@@ -39,7 +39,7 @@ class Import:
 
 
 def import_sites(path: Path, root: Path = ROOT) -> set[Import]:
-    package = path.relative_to(root).parts[:-1]  # memory/store.py and memory/__init__.py both live in ("memory",)
+    package = path.relative_to(root).parts[:-1]  # memory/write/store.py lives in ("memory", "write"); only the first part matters
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     return {Import(name, lazy) for node, lazy in _nodes(tree) for name in _named(node, package)}
 
@@ -106,8 +106,8 @@ def test_only_adapters_touch_discord_or_telegram():
 
 
 def test_the_import_reader_sees_relative_and_absolute_imports():
-    assert {"memory", "numpy"} <= imports(ROOT / "memory" / "store.py")
-    assert "prompts" in imports(ROOT / "memory" / "maintenance.py")
+    assert {"memory", "numpy"} <= imports(ROOT / "memory" / "write" / "store.py")
+    assert "prompts" in imports(ROOT / "memory" / "upkeep" / "maintenance.py")
     assert Import("measure", lazy=True) in import_sites(ROOT / "bot" / "cli" / "upkeep.py")
     assert Import("measure", lazy=False) not in import_sites(ROOT / "bot" / "cli" / "upkeep.py")
 
@@ -151,37 +151,37 @@ def test_only_a_cli_handler_imports_measure(tmp_path: Path) -> None:
 
 # -- one owner per table ----------------------------------------------------------------------------------------
 # SQL naming a table lives in its owner's module. Declared exceptions, by design:
-#   memory/migrations.py   creates and reshapes every table
-#   memory/pg_migrations.py  the same, in PostgreSQL's form (SCALE-1)
-#   memory/registry.py     the forget registry: it names every table that can hold a person's words
-#   memory/corpus.py       the corpus/FTS plumbing, shared by memories and messages (and the link graph recall walks)
+#   memory/storage/migrations.py   creates and reshapes every table
+#   memory/storage/pg_migrations.py  the same, in PostgreSQL's form (SCALE-1)
+#   memory/upkeep/registry.py     the forget registry: it names every table that can hold a person's words
+#   memory/storage/corpus.py       the corpus/FTS plumbing, shared by memories and messages (and the link graph recall walks)
 SQL_TABLE = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+([a-z_]+)\b")
-EXEMPT = {"memory/migrations.py", "memory/pg_migrations.py", "memory/registry.py", "memory/corpus.py"}
+EXEMPT = {"memory/storage/migrations.py", "memory/storage/pg_migrations.py", "memory/upkeep/registry.py", "memory/storage/corpus.py"}
 OWNERS = {
-    "memories": "memory/memories.py",
-    "memory_tags": "memory/memories.py",
-    "memory_links": "memory/memories.py",
-    "messages": "memory/messages.py",
-    "extraction_buffer": "memory/sessions.py",
-    "embed_cache": "memory/embeddings.py",
-    "settings": "memory/knobs.py",
-    "dead_letters": "memory/sessions.py",
-    "person_settings": "memory/people.py",
-    "privacy_places": "memory/privacy.py",
+    "memories": "memory/storage/memories.py",
+    "memory_tags": "memory/storage/memories.py",
+    "memory_links": "memory/storage/memories.py",
+    "messages": "memory/storage/messages.py",
+    "extraction_buffer": "memory/storage/sessions.py",
+    "embed_cache": "memory/storage/embeddings.py",
+    "settings": "memory/storage/knobs.py",
+    "dead_letters": "memory/storage/sessions.py",
+    "person_settings": "memory/storage/people.py",
+    "privacy_places": "memory/storage/privacy.py",
 }
 # Known debt, written down so it can only shrink: (table, module) pairs outside their owner today.
 KNOWN_SHARED = {
-    ("memories", "memory/graph.py"),  # entity reads joined to live memories
-    ("memories", "memory/embeddings.py"),  # the unchanged-text hash check before embedding
-    ("memories", "memory/checkins.py"),
-    ("messages", "memory/embeddings.py"),
-    ("extraction_buffer", "memory/messages.py"),
-    ("embed_cache", "memory/reembed.py"),
-    ("settings", "memory/db.py"),  # the schema's own bookkeeping, read before any owner exists
-    ("person_settings", "memory/messages.py"),  # the /privacy off filter on what jobs read, one subquery
-    ("privacy_places", "memory/messages.py"),  # the same filter for a place switched off
-    ("schema_version", "memory/db.py"),  # each engine's migration runner records its version (SCALE-1)
-    ("schema_version", "memory/pg.py"),
+    ("memories", "memory/storage/graph.py"),  # entity reads joined to live memories
+    ("memories", "memory/storage/embeddings.py"),  # the unchanged-text hash check before embedding
+    ("memories", "memory/storage/checkins.py"),
+    ("messages", "memory/storage/embeddings.py"),
+    ("extraction_buffer", "memory/storage/messages.py"),
+    ("embed_cache", "memory/upkeep/reembed.py"),
+    ("settings", "memory/storage/db.py"),  # the schema's own bookkeeping, read before any owner exists
+    ("person_settings", "memory/storage/messages.py"),  # the /privacy off filter on what jobs read, one subquery
+    ("privacy_places", "memory/storage/messages.py"),  # the same filter for a place switched off
+    ("schema_version", "memory/storage/db.py"),  # each engine's migration runner records its version (SCALE-1)
+    ("schema_version", "memory/storage/pg.py"),
 }
 
 
@@ -219,10 +219,10 @@ def test_the_known_shared_tables_are_still_shared():
 
 
 def test_a_planted_query_on_another_modules_table_is_found(tmp_path: Path) -> None:
-    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "storage").mkdir(parents=True)
     (tmp_path / "bot").mkdir()
-    (tmp_path / "memory" / "memories.py").write_text('SQL = "SELECT * FROM memories WHERE id = ?"\n')
-    (tmp_path / "memory" / "people.py").write_text('SQL = "SELECT rid FROM identities"\n')
+    (tmp_path / "memory" / "storage" / "memories.py").write_text('SQL = "SELECT * FROM memories WHERE id = ?"\n')
+    (tmp_path / "memory" / "storage" / "people.py").write_text('SQL = "SELECT rid FROM identities"\n')
     (tmp_path / "bot" / "doctor.py").write_text('def n(db, t):\n    return db.scalar(f"SELECT COUNT(*) FROM memories WHERE x = {t}")\n')
     assert table_strays(tmp_path) == {("memories", "bot/doctor.py")}
 
@@ -292,7 +292,7 @@ def import_cycles(root: Path = ROOT, packages: frozenset[str] = frozenset({"memo
 
 
 # Known debt: tombstones.unforgotten takes the whole engine (a type-only import, still a circle to a reader).
-KNOWN_CYCLES = [["memory.engine", "memory.store", "memory.tombstones", "memory.engine"]]
+KNOWN_CYCLES = [["memory.engine", "memory.write.store", "memory.write.tombstones", "memory.engine"]]
 
 
 def test_memory_modules_import_each_other_without_a_cycle():
@@ -310,7 +310,7 @@ def test_a_planted_import_cycle_is_found(tmp_path: Path) -> None:
 # -- no thread waits on the event loop ---------------------------------------------------------------------------
 # A worker thread that hands a coroutine back to the loop and blocks on its result (``run_coroutine_threadsafe``)
 # ties the two together: voice compaction once did, to reach the model. Model calls are awaited on the loop
-# (``memory.jobs``: gather and apply on the memory thread, ask on the loop); nothing below the bot starts a loop.
+# (``memory.jobs.base``: gather and apply on the memory thread, ask on the loop); nothing below the bot starts a loop.
 BRIDGES = {"run_coroutine_threadsafe"}  # anywhere
 LOOP_STARTERS = {"run", "run_until_complete", "new_event_loop"}  # asyncio.run & co., below the bot
 NO_LOOPS_IN = ("memory", "voice", "prompts")

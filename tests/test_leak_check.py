@@ -1,6 +1,6 @@
 """SEC-6: a reply for a shared place is checked for the distinctive words of memories that place may not see.
 
-The memory-side check (``memory.leaks``) on a real store, then the whole way out: the real adapters against the
+The memory-side check (``memory.recall.leaks``) on a real store, then the whole way out: the real adapters against the
 fake Discord and Telegram servers, the real orchestrator, and a scripted model told to repeat a DM secret."""
 
 from __future__ import annotations

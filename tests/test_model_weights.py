@@ -10,7 +10,7 @@ import pytest
 
 from bot.config import ConfigError, load_settings
 from bot.voice_providers import speech_providers
-from memory.embeddings import OnnxMiniLM, model_files
+from memory.storage.embeddings import OnnxMiniLM, model_files
 
 
 def own_copy(tmp_path: Path) -> Path:

@@ -256,7 +256,7 @@ async def test_long_conversations_are_flushed_then_compacted_into_a_rolling_summ
 
 
 async def test_forgetting_drops_summaries_of_the_chat_it_came_from_and_of_the_chat_that_asked(rt, srv):
-    from memory.sessions import ChannelState, SessionSummaries
+    from memory.storage.sessions import ChannelState, SessionSummaries
 
     await tell(
         rt,

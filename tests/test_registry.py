@@ -12,11 +12,11 @@ from conftest import HashEmbedder, dm_ctx, remember, say
 
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
-from memory.forgetting import forget_memory, forget_person
 from memory.models import EntityRef, Visibility
-from memory.registry import FILE_REGISTRY, REGISTRY, holder_of
-from memory.sessions import ChannelState, ExtractionBuffer, SessionSummaries
-from memory.transfer import export_person
+from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory.upkeep.forgetting import forget_memory, forget_person
+from memory.upkeep.registry import FILE_REGISTRY, REGISTRY, holder_of
+from memory.upkeep.transfer import export_person
 
 WORD = "Zyqxolotl"  # distinctive: no other text in the store shares its letters
 
@@ -103,7 +103,7 @@ def fill(engine: MemoryEngine, person: str) -> None:
     channels = ChannelState(engine)
     channels.touch(f"discord:dm-{person}", ctx)
     channels.set_summary(f"discord:dm-{person}", f"Earlier: the cat {WORD}", 0.0)
-    from memory.maintenance import audit_finish, audit_start
+    from memory.upkeep.maintenance import audit_finish, audit_start
 
     audit = audit_start(
         engine, "micro", f"discord:dm-{person}", f"{person}: my cat is called {WORD}", channel_key=f"discord:dm-{person}", people=(person,)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from conftest import say
 
-from memory.forgetting import forget_memory
 from memory.models import NewMemory, Provenance, Scope, Source
-from memory.people import People
-from memory.privacy import Privacy
-from memory.tombstones import unforgotten
+from memory.storage.people import People
+from memory.storage.privacy import Privacy
+from memory.upkeep.forgetting import forget_memory
+from memory.write.tombstones import unforgotten
 
 TORTOISE = "Alice keeps a tortoise called Quintrell"
 

@@ -19,7 +19,7 @@ import pytest
 from bot.logsafety import install_redaction
 from bot.types import APOLOGY
 from memory.clock import FakeClock
-from memory.transfer import export_person
+from memory.upkeep.transfer import export_person
 from tests.fakes import Delay
 from tests.fakes.openai_server import RawAnswer
 from tests.pipeline_support import build_runtime, dm, facts, group

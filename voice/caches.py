@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from memory.clock import Clock
-from memory.fts import STOP_WORDS
 from memory.models import FactKind, Memory
 from memory.scopes import RecallContext
-from memory.store import MemoryStore, RecallFilters
+from memory.storage.fts import STOP_WORDS
+from memory.write.store import MemoryStore, RecallFilters
 
 T = TypeVar("T")
 WORD = re.compile(r"\w+")

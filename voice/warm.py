@@ -41,9 +41,9 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from memory.clock import Clock
-from memory.retrieval import Channel, Hit
+from memory.recall.retrieval import Channel, Hit
 from memory.scopes import RecallContext
-from memory.store import MemoryStore
+from memory.write.store import MemoryStore
 
 from .caches import FILLERS, lexical_rerank
 

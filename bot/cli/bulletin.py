@@ -16,7 +16,7 @@ from .memories import command, engine_for, nonempty
 from .output import CommandFailed, UsageError, counted, print_json, say, when
 
 if TYPE_CHECKING:
-    from memory.bulletin import Bulletin
+    from memory.upkeep.bulletin import Bulletin
 
     from ..config import Settings
 
@@ -40,7 +40,7 @@ def _scope_options(parser: argparse.ArgumentParser) -> None:
 
 
 def show_bulletins(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.bulletin import Bulletins
+    from memory.upkeep.bulletin import Bulletins
 
     with engine_for(settings, readonly=True) as engine:
         found = Bulletins(engine).stored(args.scope, args.scope_id)
@@ -53,7 +53,7 @@ def show_bulletins(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def refresh_bulletins(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.bulletin import Bulletins, refresh
+    from memory.upkeep.bulletin import Bulletins, refresh
 
     if (args.scope is None) != (args.scope_id is None):
         raise UsageError("give --scope and --scope-id together (or neither, for every bulletin that is due)")

@@ -13,7 +13,7 @@ from .memories import command, engine_for, nonempty
 from .output import print_json, say, when
 
 if TYPE_CHECKING:
-    from memory.checkins import Checkin
+    from memory.storage.checkins import Checkin
 
     from ..config import Settings
 
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def list_checkins(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.checkins import CheckinStore
+    from memory.storage.checkins import CheckinStore
 
     with engine_for(settings, readonly=True) as engine:
         store = CheckinStore(engine)

@@ -177,8 +177,8 @@ def startup_warnings(base_url: str, api_key: str) -> list[str]:
 # -- the doctor's own checks -------------------------------------------------------------------------------
 def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
     """(finding, the store's recorded embedding dim/fingerprint); opened read-only, so the doctor changes nothing."""
-    from memory.db import Database, read_only
     from memory.errors import MemoryStoreError
+    from memory.storage.db import Database, read_only
 
     if not path.exists():
         return Finding(
@@ -198,7 +198,7 @@ def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
 
 
 def _store_finding(db: Any, path: Path) -> Finding:
-    from memory.memories import count_memories
+    from memory.storage.memories import count_memories
 
     from .output import counted
 

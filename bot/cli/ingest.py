@@ -22,7 +22,7 @@ from .memories import SCOPES, command, engine_for, nonempty
 from .output import UsageError, counted, err, note, print_json, rate_columns, say
 
 if TYPE_CHECKING:
-    from memory.ingest import FileReport, Ingester, Target
+    from memory.write.ingest import FileReport, Ingester, Target
 
     from ..config import Settings
 
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def target_of(args: argparse.Namespace, settings: Settings) -> Target:
-    from memory.ingest import Target
+    from memory.write.ingest import Target
 
     if (args.scope is None) != (args.scope_id is None):
         raise UsageError("--scope and --scope-id go together (without both, files go to the owner's private memory)")
@@ -57,8 +57,8 @@ def target_of(args: argparse.Namespace, settings: Settings) -> Target:
 def files_of(paths: list[Path]) -> list[Path]:
     """Each file as given; each folder as its supported files (hidden ones, and links that lead out of the folder,
     aside), sorted; missing ones kept (they are reported)."""
-    from memory.ingest import within
-    from memory.passages import SUFFIXES
+    from memory.write.ingest import within
+    from memory.write.passages import SUFFIXES
 
     out: list[Path] = []
     for path in paths:
@@ -78,7 +78,7 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
     if not files:
         raise UsageError("no .txt, .md or .pdf files in " + ", ".join(str(p) for p in args.paths))
     complete = None if args.no_llm or not composition.has_model(settings) else composition.build_completer(settings)
-    from memory.ingest import Ingester
+    from memory.write.ingest import Ingester
 
     with engine_for(settings, embed=True) as engine:
         ingester = Ingester(engine, target, complete, force=args.force)
@@ -96,7 +96,7 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
 
 def forget_files(args: argparse.Namespace, settings: Settings) -> int:
     """``--forget``: each file's memories forgotten completely (a file may be gone from the disk by now)."""
-    from memory.ingest import forget_file
+    from memory.write.ingest import forget_file
 
     with engine_for(settings) as engine:
         results = {str(path): forget_file(engine, path) for path in args.paths}
@@ -137,7 +137,7 @@ def _passages_shown(bar: Any, task: Any, name: str) -> Callable[[int], None]:
 
 
 def _one(ingester: Ingester, path: Path, progress: Any) -> FileReport:
-    from memory.ingest import FileReport
+    from memory.write.ingest import FileReport
 
     try:
         return ingester.ingest(path, progress)

@@ -176,7 +176,7 @@ def _describe(exc: Exception, settings: Any) -> tuple[str, int] | None:
         return str(exc), exc.exit_code
     if isinstance(exc, Rejected):
         return f"rejected: {exc}", 2
-    if isinstance(exc, (InvalidInput, NotFound, DimensionMismatch, *_loaded("memory.embeddings", "ModelMismatch"))):
+    if isinstance(exc, (InvalidInput, NotFound, DimensionMismatch, *_loaded("memory.storage.embeddings", "ModelMismatch"))):
         return str(exc), 2
     if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
         return f"{exc.strerror}: {exc.filename}", 2

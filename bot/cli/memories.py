@@ -42,9 +42,9 @@ from .output import (
 
 if TYPE_CHECKING:
     from memory.engine import MemoryEngine
-    from memory.retrieval import Hit
+    from memory.recall.retrieval import Hit
     from memory.scopes import RecallContext
-    from memory.store import RecallFilters
+    from memory.write.store import RecallFilters
 
     from ..config import Settings
 
@@ -199,7 +199,7 @@ def engine_for(settings: Settings, *, embed: bool = False, readonly: bool = Fals
 
 
 def filters_from(args: argparse.Namespace) -> RecallFilters:
-    from memory.store import RecallFilters
+    from memory.write.store import RecallFilters
 
     return RecallFilters(
         types=tuple(MemoryType(t) for t in args.type or ()),
@@ -241,7 +241,7 @@ def recall_context(args: argparse.Namespace) -> RecallContext | None:
 
 
 def channels_for(mode: str) -> frozenset:
-    from memory.retrieval import ALL_CHANNELS, Channel
+    from memory.recall.retrieval import ALL_CHANNELS, Channel
 
     return {"hybrid": ALL_CHANNELS, "bm25": frozenset({Channel.FTS}), "vector": frozenset({Channel.VECTOR})}[mode]
 
@@ -279,7 +279,7 @@ def check_scope_id(engine: MemoryEngine, scope: str, scope_id: str) -> None:
     platform, _, rest = scope_id.partition(":")
     if platform in ID_PLATFORMS and rest.strip():
         return
-    from memory.people import People
+    from memory.storage.people import People
 
     if scope != "guild" and scope_id in People(engine).person_ids():
         return
@@ -407,7 +407,7 @@ def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def export_memories(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.transfer import export_person
+    from memory.upkeep.transfer import export_person
 
     if args.output is not None:
         new_file(args.output, args.force)  # checked before the work, not after it
@@ -427,7 +427,7 @@ def export_memories(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def import_file(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.transfer import import_memories
+    from memory.upkeep.transfer import import_memories
 
     data = read_json(args.file)
     items = data.get("memories") if isinstance(data, dict) else data
@@ -446,7 +446,7 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def forget_people(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.privacy import Privacy
+    from memory.storage.privacy import Privacy
 
     with engine_for(settings) as engine:
         confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)

@@ -17,7 +17,7 @@ from .memories import command
 from .output import counted, print_json, say
 
 if TYPE_CHECKING:
-    from memory.daily import ChatDay
+    from memory.upkeep.daily import ChatDay
 
     from ..config import Settings
     from ..runtime import Runtime
@@ -72,13 +72,13 @@ async def _reflect(runtime: Runtime, day: str | None, dry_run: bool) -> list[dic
 
 
 async def _would_store(runtime: Runtime, chat: ChatDay) -> list[dict[str, Any]] | None:
-    """The daily reflection's own prompt and parsing (``memory.daily_jobs``), without the audit, the write or the mark."""
+    """The daily reflection's own prompt and parsing (``memory.jobs.day``), without the audit, the write or the mark."""
     import prompts
-    from memory.conversation_jobs import transcript_of
-    from memory.daily_jobs import SYSTEM
-    from memory.extraction import MAX_FACTS, memories_from, parse_list, place
-    from memory.jobs import FAILED
+    from memory.jobs.base import FAILED
+    from memory.jobs.conversation import transcript_of
+    from memory.jobs.day import SYSTEM
     from memory.models import Source
+    from memory.write.extraction import MAX_FACTS, memories_from, parse_list, place
 
     daily = runtime.daily
     assert daily is not None

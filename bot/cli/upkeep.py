@@ -126,7 +126,7 @@ def _emit(args: argparse.Namespace, data: dict[str, Any], title: str) -> None:
 
 
 def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.maintenance import consolidate
+    from memory.upkeep.maintenance import consolidate
 
     with engine_for(settings, embed=True) as engine, progress_bar("consolidating") as progress:
         report = consolidate(engine, composition.build_completer(settings), progress=progress)
@@ -141,7 +141,7 @@ def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def run_decay(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.maintenance import decay
+    from memory.upkeep.maintenance import decay
 
     with engine_for(settings) as engine:
         changed = decay(engine, unaccessed_days=args.unaccessed_days, factor=args.factor)
@@ -149,7 +149,7 @@ def run_decay(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def run_prune(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.maintenance import prune, prune_entities
+    from memory.upkeep.maintenance import prune, prune_entities
 
     with engine_for(settings) as engine:
         counts = {
@@ -160,7 +160,7 @@ def run_prune(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def run_reembed(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.reembed import reembed
+    from memory.upkeep.reembed import reembed
 
     embedder = composition.build_embedder(settings)
     if embedder is None:
@@ -183,8 +183,8 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> None:
 def run_restore(args: argparse.Namespace, settings: Settings) -> None:
     """Check the backup is a store (opening it read-only refuses anything else), then copy it over the store
     with SQLite's backup API, which writes the live file and its WAL consistently, in one transaction."""
-    from memory.db import Database, read_only
     from memory.errors import SchemaError
+    from memory.storage.db import Database, read_only
 
     source, target = args.backup, Path(settings.db_path)
     _check_restore(source, target, args.force)
@@ -228,7 +228,7 @@ def _check_restore(source: Path, target: Path, force: bool) -> None:
 
 
 def run_stats(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.sessions import ExtractionBuffer
+    from memory.storage.sessions import ExtractionBuffer
 
     with engine_for(settings, readonly=True) as engine:
         stats = engine.memories.stats()
@@ -251,7 +251,7 @@ def run_stats(args: argparse.Namespace, settings: Settings) -> None:
 
 def run_retry_failed(args: argparse.Namespace, settings: Settings) -> None:
     """Operator's retry: batches parked in dead_letters go back to the extraction queue, due now."""
-    from memory.sessions import ExtractionBuffer
+    from memory.storage.sessions import ExtractionBuffer
 
     with engine_for(settings) as engine:
         moved = ExtractionBuffer(engine).retry_dead()

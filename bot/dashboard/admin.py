@@ -6,10 +6,10 @@ from typing import Any
 
 from aiohttp import web
 
-from memory.audit import AuditTrail
-from memory.forgetting import forget_guild
-from memory.knobs import KnobStore, knob_help
-from memory.overview import Overview
+from memory.recall.overview import Overview
+from memory.storage.audit import AuditTrail
+from memory.storage.knobs import KnobStore, knob_help
+from memory.upkeep.forgetting import forget_guild
 
 from .bodies import Confirm, SettingsBody
 from .common import ApiError, answer, audit, body, services
@@ -27,7 +27,7 @@ def register(router: web.UrlDispatcher) -> None:
 
 def _settings(knobs: KnobStore) -> dict[str, Any]:
     """Both corpora's knobs, and ``help``: one line per knob ("weights.semantic" for a nested one) from the field
-    descriptions in ``memory.knobs``, served so the page and the knob it explains cannot drift apart."""
+    descriptions in ``memory.storage.knobs``, served so the page and the knob it explains cannot drift apart."""
     memories, messages = knobs.get("memories").model_dump(mode="json"), knobs.get("messages").model_dump(mode="json")
     return {"recall": memories, "messages": messages, "help": knob_help()}
 
@@ -62,7 +62,7 @@ def _apply(svc: DashboardServices, change: SettingsBody) -> None:
 
 
 def _merged(knobs: KnobStore, corpus: str, part: dict[str, object]) -> dict[str, object]:
-    from memory.knobs import RecallKnobs
+    from memory.storage.knobs import RecallKnobs
 
     current = knobs.get(corpus).model_dump(mode="json")  # type: ignore[arg-type]
     for key, value in part.items():

@@ -51,7 +51,7 @@ class SettingsBody(_Body):
 
 
 class PersonaBody(_Body):
-    """A place's own persona (ORCH-7); its bound and filters are the store's (``memory.persona``), after normalising."""
+    """A place's own persona (ORCH-7); its bound and filters are the store's (``memory.storage.persona``), after normalising."""
 
     text: Text = Field(min_length=1, max_length=4000)
 

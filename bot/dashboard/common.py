@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from memory.audit import AuditTrail
+from memory.storage.audit import AuditTrail
 
 from .auth import Caller, Gate
 from .services import DashboardServices

@@ -6,8 +6,8 @@ bot has never met would record a new identity, and a GET must not write."""
 from __future__ import annotations
 
 from memory.errors import NotFound
-from memory.overview import Overview
-from memory.people import People
+from memory.recall.overview import Overview
+from memory.storage.people import People
 
 from ..assembly import Snapshot, Turn
 from ..types import IncomingMessage

@@ -3,7 +3,7 @@
 POST    ``MemoryStore.add``: safety filters, dedup (a duplicate is a 409 naming the stored one), links
 PUT     ``MemoryStore.update`` (same checks), in place, type included: no history row or journal line keeps
         the old words, and the file is scrubbed of them as after a forget
-DELETE  ``memory.forgetting.forget_memory``: the memory, its history, the messages it was learned from,
+DELETE  ``memory.upkeep.forgetting.forget_memory``: the memory, its history, the messages it was learned from,
         the summaries of those chats; then every in-process cache is emptied
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 from aiohttp import web
 
 from memory.errors import InvalidInput
-from memory.forgetting import forget_memory
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Source, Visibility
-from memory.overview import MemoryQuery, Overview
-from memory.store import RecallFilters, WriteResult
+from memory.recall.overview import MemoryQuery, Overview
+from memory.upkeep.forgetting import forget_memory
+from memory.write.store import RecallFilters, WriteResult
 
 from .bodies import MemoryEdit, NewMemoryBody
 from .common import ApiError, answer, audit, body, services

@@ -1,6 +1,6 @@
 """People and what the bot would see: ``/api/people*``, ``/api/snapshot``, ``/api/reflections``,
 ``/api/entities``, ``/api/graph``. Export and forget are the same functions ``companion export`` and
-``companion forget-person`` use (``memory.transfer``, ``memory.forgetting``)."""
+``companion forget-person`` use (``memory.upkeep.transfer``, ``memory.upkeep.forgetting``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 from aiohttp import web
 
 from memory.errors import NotFound
-from memory.overview import Overview
-from memory.people import People
-from memory.privacy import Privacy
-from memory.store import RecallFilters
-from memory.transfer import export_person
+from memory.recall.overview import Overview
+from memory.storage.people import People
+from memory.storage.privacy import Privacy
+from memory.upkeep.transfer import export_person
+from memory.write.store import RecallFilters
 
 from .bodies import Confirm, TimezoneBody
 from .common import ApiError, answer, audit, body, services

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from memory.db import AsyncRunner
     from memory.engine import MemoryEngine
+    from memory.storage.db import AsyncRunner
 
     from ..orchestrator import Orchestrator
 

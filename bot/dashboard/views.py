@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from memory.audit import AuditEntry
 from memory.errors import InvalidInput
 from memory.models import Memory
-from memory.overview import Person, Reflection
+from memory.recall.overview import Person, Reflection
+from memory.storage.audit import AuditEntry
 
 TIERS = ((8.0, "Critical"), (6.0, "Important"), (4.0, "Useful"))
 

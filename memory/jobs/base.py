@@ -1,0 +1,136 @@
+"""Model-calling jobs, in one shape, below the bot:
+
+    gather   memory thread   what the model will be shown, as plain values; None: nothing to do
+    ask      event loop      the model, through an ``AsyncCompleter``; never the store
+    apply    memory thread   what the answer changes, in one transaction
+    report   -               a frozen dataclass saying what was done
+
+    failed   memory thread   instead of ``apply`` when ``ask`` raised ``NoAnswer`` or ``BadAnswer``
+
+The bot's job runner (``bot.jobs.JobRunner``) owns the threads, the scheduling and the backoff: a job never
+awaits the store and never calls the model from the memory thread, so no thread waits on another.
+
+A job that learns facts (extraction, reflection, compaction's flush, the daily reflection) reports them as
+``Facts``; ``WriteFacts`` is their one write path: the contradiction judge asked per related pair, then the
+facts stored together with the job's own bookkeeping (buffer rows done, audit closed, day marked) in one
+transaction, so a crash leaves both undone and the redo dedups.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+import prompts
+
+from ..engine import MemoryEngine
+from ..errors import MemoryStoreError
+from ..models import Memory, NewMemory
+from ..protocols import AsyncCompleter
+from ..write.extraction import BadAnswer
+from ..write.tombstones import unforgotten
+
+log = logging.getLogger(__name__)
+PlanT = TypeVar("PlanT")
+AnswerT = TypeVar("AnswerT")
+ReportT = TypeVar("ReportT", covariant=True)
+
+
+class NoAnswer(Exception):
+    """The model could not answer (down, timing out, refusing the request): the job is tried again later."""
+
+
+FAILED = (NoAnswer, BadAnswer)  # what ends a job in ``failed``; anything else is a bug, left to the runner's edge
+
+
+class Job(Protocol[PlanT, AnswerT, ReportT]):
+    def gather(self) -> PlanT | None: ...
+
+    async def ask(self, plan: PlanT, model: AsyncCompleter) -> AnswerT: ...
+
+    def apply(self, plan: PlanT, answer: AnswerT) -> ReportT: ...
+
+    def failed(self, plan: PlanT, error: Exception) -> ReportT: ...
+
+
+def applied(engine: MemoryEngine, step: Callable[[PlanT, AnswerT], ReportT], plan: PlanT, answer: AnswerT) -> ReportT:
+    """A job's ``apply`` (or ``failed``) in one transaction: on the memory thread, for the runner."""
+    with engine.transaction():
+        return step(plan, answer)
+
+
+def nothing(stored: int) -> None:
+    """A job with no bookkeeping of its own once its facts are stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What a job learned, for ``WriteFacts``; ``finish(stored)`` is the job's own bookkeeping, run in the same
+    transaction. ``failed`` marks a job that could not learn (the model failed; ``finish`` did the bookkeeping)."""
+
+    memories: tuple[NewMemory, ...] = ()
+    finish: Callable[[int], None] = nothing
+    failed: bool = False
+
+
+NONE_LEARNED = Facts(failed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A fact to store and the stored facts on its subject the judge is asked about."""
+
+    new: NewMemory
+    related: tuple[Memory, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    stored: int = 0
+    contradicted: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WriteFacts:
+    """The one write path of learned facts: judge (WRITE-5), dedup and supersession (in ``MemoryStore.add``)."""
+
+    engine: MemoryEngine
+    facts: Facts = field(default_factory=Facts)
+
+    def gather(self) -> tuple[Judged, ...]:
+        # SEC-5: a forgotten fact read again in what remains (a day's turns, a batch) is not learned back
+        kept = unforgotten(self.engine, list(self.facts.memories))
+        return tuple(Judged(new, tuple(self.engine.memories.to_judge(new))) for new in kept)
+
+    async def ask(self, plan: tuple[Judged, ...], model: AsyncCompleter) -> tuple[frozenset[str], ...]:
+        return tuple([await _contradicted(model, judged) for judged in plan])
+
+    def apply(self, plan: tuple[Judged, ...], answer: tuple[frozenset[str], ...]) -> Written:
+        stored = 0
+        for judged, contradicts in zip(plan, answer, strict=True):
+            try:
+                stored += self.engine.memories.add(judged.new, contradicts=contradicts).status == "stored"
+            except MemoryStoreError as exc:
+                log.info("extracted fact not stored: %s", exc)
+        self.facts.finish(stored)
+        return Written(stored, sum(1 for found in answer if found))
+
+    def failed(self, plan: tuple[Judged, ...], error: Exception) -> Written:
+        return self.apply(plan, tuple(frozenset() for _ in plan))  # ask never raises: a judge that fails says "no"
+
+
+async def _contradicted(model: AsyncCompleter, judged: Judged) -> frozenset[str]:
+    """WRITE-5: the extraction model judges whether the new fact contradicts each related one on its subject."""
+    found = set()
+    for old in judged.related:
+        pair = json.dumps({"old": old.content, "new": judged.new.content}, ensure_ascii=False)
+        try:
+            answer = await model("", prompts.render("contradiction", pair=pair), temperature=0.0)
+        except NoAnswer:
+            continue  # no verdict: the facts are only linked as related
+        if answer.strip().lower().startswith("yes"):
+            found.add(old.id)
+    return frozenset(found)

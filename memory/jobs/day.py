@@ -1,0 +1,120 @@
+"""The daily model-calling jobs, in ``memory.jobs.base``'s shape (gather -> ask -> apply -> report):
+
+    DayReflection   one chat's day in its zone -> up to 20 durable facts, audited, the day marked done  (MAINT-4)
+    BulletinWrite   one scope whose briefing is due -> a new bulletin                                  (MAINT-5)
+
+Which days and scopes are due is ``memory.upkeep.daily``'s and ``memory.upkeep.bulletin``'s business; when to look is the
+scheduler's (``bot.daily``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+
+import prompts
+
+from ..engine import MemoryEngine
+from ..models import NewMemory, Source
+from ..protocols import AsyncCompleter
+from ..upkeep.bulletin import SYSTEM as BULLETIN_SYSTEM
+from ..upkeep.bulletin import Bulletins, EmptyBulletin, Plan, StaleBulletin
+from ..upkeep.daily import ChatDay, DailyReflections
+from ..upkeep.maintenance import audit_finish, audit_start
+from ..write.extraction import MAX_FACTS, Transcript, memories_from, parse_list, place
+from .base import NONE_LEARNED, Facts
+from .conversation import ZoneName, transcript_of
+
+log = logging.getLogger(__name__)
+SYSTEM = "You reflect on a day of conversation. Answer with JSON only."
+
+
+@dataclass(frozen=True, slots=True)
+class Day:
+    transcript: Transcript
+    speakers: tuple[str, ...]  # names, in order of first turn
+    audit: int | None  # None: only the bot's turns are left (the people's were deleted or forgotten)
+
+
+@dataclass(frozen=True, slots=True)
+class DayReflection:
+    engine: MemoryEngine
+    days: DailyReflections
+    chat: ChatDay
+    zone_of: ZoneName | None = None
+
+    def gather(self) -> Day:
+        chat = self.chat
+        transcript = transcript_of(chat.ctx, self.days.turns(chat), self.zone_of)
+        speakers = transcript.speakers()
+        if not speakers:
+            return Day(transcript, (), None)
+        people = tuple(c.speaker_id for c in speakers.values())
+        hint, excerpt = f"{chat.channel_key} {chat.day}", transcript.render()[-2000:]
+        audit = audit_start(self.engine, "daily", hint, excerpt, channel_key=chat.channel_key, people=people)
+        return Day(transcript, tuple(speakers), audit)
+
+    async def ask(self, plan: Day, model: AsyncCompleter) -> tuple[NewMemory, ...]:
+        if plan.audit is None:
+            return ()  # nothing to learn
+        prompt = prompts.render(
+            "daily_reflection",
+            place=place(self.chat.ctx),
+            written=plan.transcript.written(),
+            participants=", ".join(plan.speakers),
+            excerpt=plan.transcript.render(),
+            max_facts=MAX_FACTS,
+        )
+        return tuple(memories_from(parse_list(await model(SYSTEM, prompt, temperature=0.0)), plan.transcript, Source.REFLECTION))
+
+    def apply(self, plan: Day, answer: tuple[NewMemory, ...]) -> Facts:
+        if plan.audit is None:
+            return Facts(finish=functools.partial(_marked, self.days, self.chat))
+        memories = self._still_said(answer)
+        return Facts(memories, functools.partial(self._finish, plan.audit, [m.content for m in memories]))
+
+    def _still_said(self, memories: tuple[NewMemory, ...]) -> tuple[NewMemory, ...]:
+        """The model takes seconds: a fact whose messages were deleted or forgotten meanwhile is not stored."""
+        sources = {m.provenance.sources for m in memories}
+        there = {s: len(self.engine.messages.rids_by_id(list(s))) == len(s) for s in sources}
+        return tuple(m for m in memories if there[m.provenance.sources])
+
+    def _finish(self, audit: int, facts: list[str], stored: int) -> None:
+        """Audit closed and the day marked with the facts: a crash leaves all undone, and the redo dedups."""
+        audit_finish(self.engine, audit, facts=facts)
+        self.days.mark_done(self.chat, stored=stored, audit_id=audit)
+
+    def failed(self, plan: Day, error: Exception) -> Facts:
+        log.warning("daily reflection of %s on %s postponed: %s", self.chat.channel_key, self.chat.day, error)
+        audit_finish(self.engine, plan.audit or 0, error=f"{type(error).__name__}: {error}")
+        return NONE_LEARNED
+
+
+def _marked(days: DailyReflections, chat: ChatDay, stored: int) -> None:
+    days.mark_done(chat)
+
+
+@dataclass(frozen=True, slots=True)
+class BulletinWrite:
+    """MAINT-5: one due scope's briefing, rewritten from its memories; 1 when written, else 0."""
+
+    bulletins: Bulletins
+    plan: Plan
+
+    def gather(self) -> Plan:
+        return self.plan  # planned by the refresh, one store call per scope
+
+    async def ask(self, plan: Plan, model: AsyncCompleter) -> str:
+        return await model(BULLETIN_SYSTEM, plan.prompt, temperature=0.2)
+
+    def apply(self, plan: Plan, answer: str) -> int:
+        try:
+            self.bulletins.save(plan, answer)
+        except (EmptyBulletin, StaleBulletin) as exc:
+            return self.failed(plan, exc)
+        return 1
+
+    def failed(self, plan: Plan, error: Exception) -> int:
+        log.warning("bulletin of %s %s not written: %s", plan.where.scope, plan.where.scope_id, error)
+        return 0

@@ -1,0 +1,320 @@
+"""The one retrieval core (RET-1..7): candidates from four channels, filters, composite score, fusion, MMR.
+
+candidates  vector KNN (top K x multiplier) | FTS5 BM25 (sanitised) | most recent | graph neighbours
+filter      partitions the context may see (SEC-1) + live rows + the caller's filters
+relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k + rank) over channels
+            normalised: blend of min-max scaled cosine and normalised BM25, both scaled over this query's pool
+            + speaker named, then graph neighbours, then + the asker's own rows (first person), + a named date,
+            + a share of the question a row answers, - a short question
+final       w_sem * relevance + w_rec * temporal + w_imp * importance
+            temporal = min(1, exp(-decay * days) * (1 + bonus * access_count)), 1 for exempt kinds
+then        threshold, optional MMR (lambda 0.7), top K
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from ..clock import DAY, Clock
+from ..storage.corpus import Corpus, Filter
+from ..storage.embeddings import EmbeddingService
+from ..storage.knobs import Fusion, RecallKnobs, Weights
+from . import when
+
+
+class Channel(StrEnum):
+    VECTOR = "vector"
+    FTS = "fts"
+    RECENT = "recent"
+    GRAPH = "graph"
+
+
+ALL_CHANNELS = frozenset(Channel)
+SHORT_QUESTION_WORDS = 25
+FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|myself)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    row: dict[str, Any]
+    score: float
+    relevance: float
+    cosine: float | None
+    text_score: float  # the BM25 score scaled to [0, 1] by the best in the pool, not the memory's text
+    channels: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Candidate:
+    rid: int
+    cosine: float | None = None
+    bm25: float | None = None
+    text_score: float = 0.0
+    blended: bool = False
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scale:
+    """One query's score ranges over its candidate pool, so every row of it (graph neighbours too) is scaled alike.
+
+    BM25 is divided by the pool's best. Cosines are spread from the pool's lowest to its highest (``normalised``
+    fusion): a small model's cosines crowd into a narrow band (MiniLM: most between 0.1 and 0.6) whose width
+    changes with the query and the model, so a raw blend lets the wider BM25 scale decide almost alone.
+    """
+
+    best_bm25: float
+    cos_low: float
+    cos_high: float
+
+    @staticmethod
+    def of(pool: dict[int, _Candidate], rows: dict[int, dict[str, Any]]) -> _Scale:
+        bm25 = [abs(pool[rid].bm25) for rid in rows if pool[rid].bm25 is not None]  # type: ignore[arg-type]
+        cosines = [c for rid in rows if (c := pool[rid].cosine) is not None]
+        return _Scale(max(bm25, default=0.0), min(cosines, default=0.0), max(cosines, default=0.0))
+
+    def text(self, cand: _Candidate) -> float:
+        return abs(cand.bm25) / self.best_bm25 if cand.bm25 is not None and self.best_bm25 else 0.0
+
+    def cosine(self, cosine: float) -> float:
+        if cosine <= 0:  # no likeness stays no likeness, however the rest of the pool looks
+            return 0.0
+        if self.cos_high <= self.cos_low:  # one candidate, or all alike: nothing to spread, the cosine counts as it is
+            return cosine
+        return min(1.0, max(0.0, (cosine - self.cos_low) / (self.cos_high - self.cos_low)))
+
+
+class Retriever:
+    def __init__(self, corpus: Corpus, embeddings: EmbeddingService, clock: Clock) -> None:
+        self.corpus = corpus
+        self.embeddings = embeddings
+        self.clock = clock
+
+    def search(
+        self,
+        text: str,
+        partitions: tuple[str, ...],
+        knobs: RecallKnobs,
+        *,
+        where: Filter = Filter(),
+        top_k: int | None = None,
+        weights: Weights | None = None,
+        channels: frozenset[Channel] = ALL_CHANNELS,
+        threshold: float | None = None,
+        query_vector: np.ndarray | None = None,
+        asker: str | None = None,
+        zone: tzinfo = UTC,
+    ) -> list[Hit]:
+        """The best ``top_k`` rows for ``text``; ``asker`` is who asks (a first-person question favours their rows),
+        ``zone`` where the asker is in time (the dates a question names are theirs)."""
+        k = top_k or knobs.top_k
+        now = self.clock.now()
+        where = self.corpus.live(now) & where
+        if query_vector is None and Channel.VECTOR in channels:
+            query_vector = self.embeddings.embed_query(text)
+        pool = self._candidates(text, partitions, knobs, k, channels, query_vector, where)
+        rows = self.corpus.fetch(list(pool), partitions, where)
+        self._fill_cosines(pool, rows, query_vector)
+        self._blend_context(pool, rows, query_vector, knobs.context_weight)
+        scale = _Scale.of(pool, rows)
+        relevance = self._relevances(pool, rows, knobs, scale)
+        self._boost_named_speakers(text, rows, relevance, knobs)
+        if Channel.GRAPH in channels:
+            self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale)
+        self._boost_asker(text, asker, rows, relevance, knobs)
+        self._boost_dates(text, rows, relevance, knobs, now, zone)
+        self._inherit_questions(rows, relevance, knobs)
+        self._demote_questions(rows, relevance, knobs)
+        hits = self._score(pool, rows, relevance, weights or knobs.weights, knobs, now)
+        cutoff = knobs.score_threshold if threshold is None else threshold
+        # A hit must match somehow (meaning, words or graph) unless it was brought in as recent context.
+        hits = [h for h in hits if h.score >= cutoff and (h.relevance > 0 or Channel.RECENT in h.channels)]
+        if knobs.mmr and query_vector is not None:
+            return self._mmr(hits, knobs.mmr_lambda, k)
+        return hits[:k]
+
+    # -- candidates --------------------------------------------------------------------------------
+    def _candidates(self, text, partitions, knobs, k, channels, query_vector, where: Filter) -> dict[int, _Candidate]:
+        pool: dict[int, _Candidate] = {}
+        width = k * knobs.candidate_multiplier
+
+        def words() -> list[tuple[int, float]]:
+            return self._text_search(text, partitions, width) if Channel.FTS in channels and text else []
+
+        if query_vector is not None and Channel.VECTOR in channels:
+            # both channels at once: a large vector scan runs on the other core while the words are searched
+            nearest, found = self.corpus.vectors.search_alongside(query_vector, partitions, width, words)
+            for rank, (rid, cos) in enumerate(nearest):
+                cand = pool.setdefault(rid, _Candidate(rid))
+                cand.cosine, cand.ranks[Channel.VECTOR] = cos, rank
+        else:
+            found = words()
+        for rank, (rid, score) in enumerate(found):
+            cand = pool.setdefault(rid, _Candidate(rid))
+            cand.bm25, cand.ranks[Channel.FTS] = score, rank
+        if Channel.RECENT in channels and knobs.recent_candidates:
+            for rank, rid in enumerate(self.corpus.newest(partitions, where, knobs.recent_candidates)):
+                pool.setdefault(rid, _Candidate(rid)).ranks[Channel.RECENT] = rank
+        return pool
+
+    def _text_search(self, text: str, partitions: tuple[str, ...], width: int) -> list[tuple[int, float]]:
+        try:
+            return self.corpus.text_search(text, partitions, width)
+        except Exception:  # RET-4: a broken FTS index degrades to vector-only, never a crash
+            import logging
+
+            logging.getLogger(__name__).exception("FTS search failed; using the other channels")
+            return []
+
+    def _spread(self, pool, rows, relevance, partitions, where, knobs: RecallKnobs, query_vector, scale: _Scale) -> None:
+        """Graph neighbours of the strongest hits join the pool and inherit part of their relevance."""
+        if not knobs.graph_seeds or not relevance:
+            return
+        seeds = sorted(relevance, key=lambda rid: -relevance[rid])[: knobs.graph_seeds]
+        pairs = self.corpus.neighbours(seeds, partitions)
+        found = self.corpus.fetch([n for _, n in pairs if n not in rows], partitions, where)
+        for rank, rid in enumerate(found):
+            pool.setdefault(rid, _Candidate(rid)).ranks[Channel.GRAPH] = rank
+        rows.update(found)
+        self._fill_cosines(pool, found, query_vector)
+        self._blend_context(pool, found, query_vector, knobs.context_weight)
+        relevance.update(self._relevances(pool, found, knobs, scale))
+        for seed, rid in pairs:
+            if rid in rows:
+                pool[rid].ranks.setdefault(Channel.GRAPH, len(found))
+                relevance[rid] = max(relevance[rid], knobs.graph_decay * relevance[seed])
+
+    def _fill_cosines(self, pool, rows, query_vector) -> None:
+        """Rows found only by text or graph still get their true cosine, so relevance is comparable."""
+        if query_vector is None:
+            return
+        missing = [rid for rid in rows if pool[rid].cosine is None]
+        for rid, vector in self.corpus.vectors.get(missing).items():
+            pool[rid].cosine = float(np.dot(vector, query_vector))
+
+    def _blend_context(self, pool, rows, query_vector, weight: float) -> None:
+        """A turn's cosine takes a share of the turn it answers ("yes, since May" means little alone)."""
+        if query_vector is None or not weight:
+            return
+        previous = self.corpus.previous(rows)
+        vectors = self.corpus.vectors.get(sorted(set(previous.values())))
+        for rid, prev in previous.items():
+            if prev in vectors and pool[rid].cosine is not None and not pool[rid].blended:
+                pool[rid].cosine = (1 - weight) * pool[rid].cosine + weight * float(np.dot(vectors[prev], query_vector))
+                pool[rid].blended = True
+
+    def _boost_named_speakers(self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+        if not knobs.speaker_boost:
+            return
+        named = {stem for _, stem in self.corpus.fts.terms(text)}
+        for rid, row in rows.items():
+            speaker = self.corpus.speaker(row)
+            if speaker and {stem for _, stem in self.corpus.fts.terms(speaker)} <= named:
+                relevance[rid] += knobs.speaker_boost
+
+    def _boost_asker(self, text: str, asker: str | None, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+        if not knobs.asker_boost or not asker or not FIRST_PERSON.search(text):
+            return
+        for rid, row in rows.items():
+            if self.corpus.author(row) == asker:
+                relevance[rid] += knobs.asker_boost
+
+    def _boost_dates(self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs, now: float, zone: tzinfo) -> None:
+        """Rows from a span the question names; a day's slack before, a week after (a turn may tell of it later)."""
+        if not knobs.date_boost or not (named := when.spans(text, now, zone)):
+            return
+        for rid, row in rows.items():
+            at = row.get("created_at")
+            if at is not None and any(start - DAY <= at < end + 7 * DAY for start, end in named):
+                relevance[rid] += knobs.date_boost
+
+    def _inherit_questions(self, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+        """A person's turn that answers a question takes a share of the question's relevance ("where did you go?"
+        "Paris, with my sister"): the answer is what tells. The bot's own replies take none (they tell nothing of
+        a person)."""
+        if not knobs.answer_share:
+            return
+        asked = {rid: relevance[prev] for rid, prev in self.corpus.previous(rows).items() if prev in rows and _asks(rows[prev])}
+        for rid, share in asked.items():
+            if rows[rid].get("role") != "assistant":
+                relevance[rid] += knobs.answer_share * share
+
+    def _demote_questions(self, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+        """A short turn that ends in a question mark asks rather than tells; it never loses more than half."""
+        if not knobs.question_penalty:
+            return
+        for rid, row in rows.items():
+            if _asks(row) and len(row["content"].split()) <= SHORT_QUESTION_WORDS:
+                relevance[rid] = max(relevance[rid] / 2, relevance[rid] - knobs.question_penalty)
+
+    # -- scoring -----------------------------------------------------------------------------------
+    def _relevances(self, pool, rows, knobs: RecallKnobs, scale: _Scale) -> dict[int, float]:
+        out = {}
+        for rid in rows:
+            cand = pool[rid]
+            cand.text_score = scale.text(cand)
+            out[rid] = self._relevance(cand, cand.text_score, knobs, scale)
+        return out
+
+    def _score(self, pool, rows, relevance, weights: Weights, knobs: RecallKnobs, now: float) -> list[Hit]:
+        total = weights.semantic + weights.recency + weights.importance
+        hits = []
+        for rid, row in rows.items():
+            cand = pool[rid]
+            score = (
+                weights.semantic * relevance[rid]
+                + weights.recency * self.temporal(row, knobs, now)
+                + weights.importance * self.corpus.importance(row)
+            ) / total
+            hits.append(Hit(row, score, relevance[rid], cand.cosine, cand.text_score, tuple(sorted(cand.ranks))))
+        hits.sort(key=lambda h: (-h.score, -h.row["rid"]))
+        return hits
+
+    def _relevance(self, cand: _Candidate, text: float, knobs: RecallKnobs, scale: _Scale) -> float:
+        if knobs.fusion is Fusion.RRF:
+            ranked = [cand.ranks[c] for c in (Channel.VECTOR, Channel.FTS, Channel.GRAPH) if c in cand.ranks]
+            return sum(1.0 / (knobs.rrf_k + r + 1) for r in ranked) * (knobs.rrf_k + 1) / 2.0
+        cosine = max(0.0, cand.cosine) if cand.cosine is not None else None
+        if cosine is None:  # no embeddings: BM25 carries relevance alone (RET-4)
+            return text
+        if knobs.fusion is Fusion.NORMALISED:
+            cosine = scale.cosine(cosine)
+        blend = knobs.vector_weight + knobs.text_weight
+        return (knobs.vector_weight * cosine + knobs.text_weight * text) / blend
+
+    def temporal(self, row: dict[str, Any], knobs: RecallKnobs, now: float) -> float:
+        """Ebbinghaus decay with access reinforcement (Tiny Claw), 1 for kinds exempt from decay."""
+        if self.corpus.decay_exempt(row):
+            return 1.0
+        days = max(0.0, (now - self.corpus.age_anchor(row)) / DAY)
+        bonus = 1.0 + knobs.access_bonus * row.get("access_count", 0)
+        return min(1.0, math.exp(-knobs.decay_rate * days) * bonus)
+
+    def _mmr(self, hits: list[Hit], lam: float, k: int) -> list[Hit]:
+        """Maximal marginal relevance over the rows' own vectors: keeps near-duplicates from crowding out the rest."""
+        vectors = self.corpus.vectors.get([h.row["rid"] for h in hits])
+        chosen: list[Hit] = []
+        rest = list(hits)
+        while rest and len(chosen) < k:
+
+            def gain(h: Hit) -> float:
+                v = vectors.get(h.row["rid"])
+                sims = [float(np.dot(v, vectors[c.row["rid"]])) for c in chosen if v is not None and c.row["rid"] in vectors]
+                return lam * h.score - (1 - lam) * max(sims, default=0.0)
+
+            best = max(rest, key=gain)
+            chosen.append(best)
+            rest.remove(best)
+        return chosen
+
+
+def _asks(row: dict[str, Any]) -> bool:
+    """The turn ends in a question mark."""
+    return (row.get("content") or "").rstrip().endswith("?")

@@ -1,0 +1,109 @@
+"""Dates in a question, grounded against the time it is asked ("last week", "in May", "on 3 June 2023").
+
+Recall gives a small lift to what was said inside the span a question points at (``date_boost``): a
+conversation's own dates are the strongest hint of which of many similar turns it means. Only
+English forms are read; anything else yields no span and changes nothing. Spans are generous (a
+month for "in May", two weeks for "last week"): the lift is a nudge, never a filter. Dates are the asker's
+(``zone``, ORCH-8): "on 3 June" in Tokyo starts nine hours before it starts in London.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, tzinfo
+
+from ..clock import DAY
+
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTH = "(?P<month>" + "|".join([*MONTHS, *(m[:3] for m in MONTHS if m != "may"), "sept"]) + r")\.?"
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_COUNTS |= {"a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 4}
+_UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25}
+_COUNT = "|".join(sorted(_COUNTS, key=len, reverse=True))
+
+_DAY_MONTH_YEAR = (
+    re.compile(rf"\b{_MONTH}\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<year>\d{{4}})\b"),
+    re.compile(rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(?P<year>\d{{4}})\b"),
+)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(?P<year>\d{{4}})\b")
+_MONTH_ALONE = re.compile(rf"\b(?:in|during|of|since|early|late|mid)\s+{_MONTH}\b(?!\s*\d)")
+_YEAR_ALONE = re.compile(r"\b(?:in|during|of)\s+(?P<year>(?:19|20)\d\d)\b")
+_AGO = re.compile(rf"\b(?P<count>\d+|{_COUNT})\s+(?P<unit>day|week|month|year)s?\s+ago\b")
+_LAST = re.compile(r"\blast\s+(?P<what>week|weekend|month|year|night|" + "|".join(WEEKDAYS) + r")\b")
+
+
+def spans(text: str, now: float, zone: tzinfo = UTC) -> list[tuple[float, float]]:
+    """The (start, end) epoch-second spans ``text`` names, relative to ``now`` in ``zone``; [] when it names none."""
+    lowered = (text or "")[:2_000].lower()
+    found: list[tuple[float, float]] = []
+    taken: list[tuple[int, int]] = []  # text already read as a fuller date ("May 3, 2023" is not also "May 2023")
+
+    def free(match: re.Match[str]) -> bool:
+        return not any(a <= match.start() < b for a, b in taken)
+
+    for pattern in _DAY_MONTH_YEAR:
+        for m in pattern.finditer(lowered):
+            if (start := _timestamp(int(m["year"]), _month(m["month"]), int(m["day"]), zone)) is not None:
+                found.append((start, start + DAY))
+                taken.append(m.span())
+    for m in _MONTH_YEAR.finditer(lowered):
+        if free(m) and (span := _month_span(int(m["year"]), _month(m["month"]), zone)) is not None:
+            found.append(span)
+            taken.append(m.span())
+    for m in _MONTH_ALONE.finditer(lowered):
+        if free(m):
+            found.extend(_recent_months(_month(m["month"]), now, zone))
+    for m in _YEAR_ALONE.finditer(lowered):
+        if free(m) and (start := _timestamp(int(m["year"]), 1, 1, zone)) is not None:
+            found.append((start, _timestamp(int(m["year"]) + 1, 1, 1, zone) or start + 366 * DAY))
+    return found + _relative(lowered, now, zone)
+
+
+def _relative(text: str, now: float, zone: tzinfo) -> list[tuple[float, float]]:
+    found = []
+    if re.search(r"\b(yesterday|last night)\b", text):
+        found.append((now - 2 * DAY, now))
+    if re.search(r"\b(today|this morning|tonight)\b", text):
+        found.append((now - DAY, now + DAY))
+    for m in _AGO.finditer(text):
+        count = int(m["count"]) if m["count"].isdigit() else _COUNTS[m["count"]]
+        back = min(count, 10_000) * _UNIT_DAYS[m["unit"]] * DAY
+        slack = max(2 * DAY, 0.25 * back)
+        found.append((now - back - slack, now - back + slack))
+    for m in _LAST.finditer(text):
+        what = m["what"]
+        if what in WEEKDAYS:
+            back = (datetime.fromtimestamp(now, zone).weekday() - WEEKDAYS.index(what)) % 7 or 7
+            found.append((now - (back + 1) * DAY, now - (back - 1) * DAY))
+        elif what in ("week", "weekend"):
+            found.append((now - 14 * DAY, now))
+        elif what == "month":
+            found.append((now - 62 * DAY, now))
+        elif what == "year":
+            found.append((now - 730 * DAY, now - 120 * DAY))
+    return found
+
+
+def _month(token: str) -> int:
+    token = token.rstrip(".")
+    return next(i + 1 for i, name in enumerate(MONTHS) if name.startswith(token))
+
+
+def _timestamp(year: int, month: int, day: int, zone: tzinfo) -> float | None:
+    try:
+        return datetime(year, month, day, tzinfo=zone).timestamp()
+    except ValueError:  # "February 30", "year 0": not a date
+        return None
+
+
+def _month_span(year: int, month: int, zone: tzinfo) -> tuple[float, float] | None:
+    start = _timestamp(year, month, 1, zone)
+    end = _timestamp(year + (month == 12), month % 12 + 1, 1, zone)
+    return None if start is None or end is None else (start, end)
+
+
+def _recent_months(month: int, now: float, zone: tzinfo) -> list[tuple[float, float]]:
+    """A month named without a year: that month this year and last, as far as it has begun."""
+    year = datetime.fromtimestamp(now, zone).year
+    return [span for y in (year, year - 1) if (span := _month_span(y, month, zone)) is not None and span[0] <= now]

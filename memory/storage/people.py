@@ -1,0 +1,184 @@
+"""Identity across platforms (CHAN-4): platform ids map to one person id; /link joins two.
+
+Until linked, each platform id is its own person (``"<platform>:<id>"``). Linking with a one-time code
+moves everything stored under the newer id (memories, DM history, buffers) onto the person who made
+the code, so from then on both accounts see one set of memories.
+
+A link code is an account key: it is issued and redeemed only in DMs (the caller checks), used once,
+expires after ten minutes, and an account that fails ``MAX_FAILURES`` times in an hour is refused
+for the rest of that hour, so codes cannot be guessed.
+
+A person's reach (SEC-1): the server partitions their memories sit in, and whether they opted in to
+let what they say in one server come up in others (``/share on``).
+
+A person's consent (SEC-5): whether they asked not to be remembered (``/privacy off``), kept as a
+``person_settings`` row only while it is off, so linking two accounts keeps the stricter choice.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from ..engine import MemoryEngine
+from ..errors import InvalidInput
+from ..models import Visibility
+from ..scopes import user_partition
+from .sessions import ChannelState, ExtractionBuffer
+
+CODE_TTL_S = 600.0
+MAX_FAILURES, FAILURE_WINDOW_S = 5, 3600.0
+SHARE_KEY = "share_across_servers"
+REMEMBER_KEY = "remember"  # present (value "off") only while the person asked not to be remembered
+
+
+class People:
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+        self.db = engine.db
+
+    def lookup(self, platform: str, platform_user_id: str) -> str:
+        """The person id ``resolve`` would give this account, recording nothing (ORCH-5's snapshot writes nothing)."""
+        person = self.db.scalar(
+            "SELECT person_id FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, str(platform_user_id))
+        )
+        return str(person) if person else f"{platform}:{platform_user_id}"
+
+    def resolve(self, platform: str, platform_user_id: str, display_name: str = "") -> str:
+        """The person id behind a platform account (recorded on first sight)."""
+        row = self.db.one(
+            "SELECT person_id, display_name FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, str(platform_user_id))
+        )
+        if row:
+            if display_name and display_name != row["display_name"]:
+                self.db.execute(
+                    "UPDATE identities SET display_name = ? WHERE platform = ? AND platform_user_id = ?",
+                    (display_name, platform, str(platform_user_id)),
+                )
+            return row["person_id"]
+        person = f"{platform}:{platform_user_id}"
+        self.db.execute(
+            "INSERT INTO identities (platform, platform_user_id, person_id, display_name, linked_at) VALUES (?, ?, ?, ?, ?)",
+            (platform, str(platform_user_id), person, display_name, self.engine.clock.now()),
+        )
+        return person
+
+    def accounts(self, person_id: str) -> list[dict]:
+        return self.db.rows("SELECT platform, platform_user_id, display_name FROM identities WHERE person_id = ?", (person_id,))
+
+    def known_account(self, platform: str, platform_user_id: str) -> bool:
+        """Whether the bot has met this account (a lookup that, unlike ``resolve``, records nothing)."""
+        return bool(
+            self.db.scalar("SELECT 1 FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, str(platform_user_id)))
+        )
+
+    def person_ids(self) -> list[str]:
+        """Every person with an account the bot has met."""
+        return [p for (p,) in self.db.execute("SELECT DISTINCT person_id FROM identities ORDER BY 1")]
+
+    def name(self, person_id: str) -> str:
+        return (
+            self.db.scalar("SELECT display_name FROM identities WHERE person_id = ? AND display_name != '' LIMIT 1", (person_id,))
+            or person_id
+        )
+
+    def issue_code(self, person_id: str) -> str:
+        code = "-".join(secrets.token_hex(3) for _ in range(3))  # 72 bits
+        now = self.engine.clock.now()
+        with self.db.transaction():
+            self.db.execute("DELETE FROM link_codes WHERE person_id = ? OR expires_at < ?", (person_id, now))
+            self.db.execute("INSERT INTO link_codes (code, person_id, expires_at) VALUES (?, ?, ?)", (code, person_id, now + CODE_TTL_S))
+        return code
+
+    def redeem(self, code: str, platform: str, platform_user_id: str) -> str:
+        """Link this account to the person who issued ``code``; returns that person id."""
+        now = self.engine.clock.now()
+        if self._failures(platform, platform_user_id, now) >= MAX_FAILURES:
+            raise InvalidInput("too many wrong link codes; try again in an hour")
+        row = self.db.one("SELECT person_id, expires_at FROM link_codes WHERE code = ?", (code.strip().lower(),))
+        if row is None or row["expires_at"] < now:
+            self.db.execute(
+                "INSERT INTO link_failures (platform, platform_user_id, failed_at) VALUES (?, ?, ?)", (platform, str(platform_user_id), now)
+            )
+            raise InvalidInput("that link code is unknown or expired; ask for a new one with /link on your other account")
+        target = row["person_id"]
+        current = self.resolve(platform, platform_user_id)
+        with self.db.transaction():
+            self.db.execute("DELETE FROM link_codes WHERE code = ?", (code.strip().lower(),))
+            if current != target:
+                self._merge(current, target)
+        return target
+
+    def _failures(self, platform: str, platform_user_id: str, now: float) -> int:
+        return int(
+            self.db.scalar(
+                "SELECT COUNT(*) FROM link_failures WHERE platform = ? AND platform_user_id = ? AND failed_at > ?",
+                (platform, str(platform_user_id), now - FAILURE_WINDOW_S),
+            )
+        )
+
+    # -- reach (SEC-1) ---------------------------------------------------------------------------------
+    def shares(self, person_id: str) -> bool:
+        return self.setting(person_id, SHARE_KEY) == "on"
+
+    def set_sharing(self, person_id: str, on: bool) -> None:
+        self.set_setting(person_id, SHARE_KEY, "on" if on else "off")
+
+    # -- a person's settings (person_settings) -------------------------------------------------------
+    def setting(self, person_id: str, key: str) -> str | None:
+        """One of a person's settings (``/share``, ``/timezone``...), None when never set."""
+        value = self.db.scalar("SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, key))
+        return None if value is None else str(value)
+
+    def set_setting(self, person_id: str, key: str, value: str) -> None:
+        self.db.execute(
+            "INSERT INTO person_settings (person_id, key, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (person_id, key) DO UPDATE SET value = excluded.value",
+            (person_id, key, value),
+        )
+
+    def clear_setting(self, person_id: str, key: str) -> None:
+        self.db.execute("DELETE FROM person_settings WHERE person_id = ? AND key = ?", (person_id, key))
+
+    def reach(self, speaker: str, people: tuple[str, ...], *, is_dm: bool) -> tuple[str, ...]:
+        """Extra partitions a context may read: in a DM, all of the speaker's own; in a server, all of
+        those of the people here who opted in to sharing across servers."""
+        if is_dm:
+            return tuple(self.engine.memories.partitions_of(speaker))
+        private = {p: user_partition(p, Visibility.PRIVATE) for p in people}
+        return tuple(k for p in people if self.shares(p) for k in self.engine.memories.partitions_of(p) if k != private[p])
+
+    # -- consent (SEC-5) --------------------------------------------------------------------------------
+    def remembered(self, person_id: str) -> bool:
+        return self.db.scalar("SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, REMEMBER_KEY)) != "off"
+
+    def set_remembered(self, person_id: str, on: bool) -> None:
+        if on:
+            self.db.execute("DELETE FROM person_settings WHERE person_id = ? AND key = ?", (person_id, REMEMBER_KEY))
+            return
+        self.db.execute(
+            "INSERT INTO person_settings (person_id, key, value) VALUES (?, ?, 'off') "
+            "ON CONFLICT (person_id, key) DO UPDATE SET value = excluded.value",
+            (person_id, REMEMBER_KEY),
+        )
+
+    def own_names(self, person_id: str) -> list[str]:
+        """The display names of a person's accounts that no other person uses. Display names are chosen by
+        their owners: one shared with someone else (an impersonator's rename, or two Sams) proves nothing,
+        so it names nobody."""
+        rows = self.db.execute(
+            "SELECT DISTINCT mine.display_name FROM identities mine WHERE mine.person_id = ? AND length(mine.display_name) >= 2 "
+            "AND NOT EXISTS (SELECT 1 FROM identities other WHERE other.person_id != mine.person_id "
+            "AND lower(other.display_name) = lower(mine.display_name)) ORDER BY 1",
+            (person_id,),
+        )
+        return [name for (name,) in rows]
+
+    # -- linking ---------------------------------------------------------------------------------------
+    def _merge(self, source: str, target: str) -> None:
+        """Everything stored under ``source`` now belongs to ``target`` (inside the caller's transaction)."""
+        self.db.execute("UPDATE identities SET person_id = ?, linked_at = ? WHERE person_id = ?", (target, self.engine.clock.now(), source))
+        self.engine.memories.move_person(source, target)
+        self.engine.messages.move_person(source, target)
+        ExtractionBuffer(self.engine).move_person(source, target)
+        ChannelState(self.engine).move_person(source, target)
+        self.db.execute("UPDATE OR REPLACE person_settings SET person_id = ? WHERE person_id = ?", (target, source))

@@ -1,0 +1,94 @@
+"""A place's own persona (ORCH-7): text a server's or group's admins add to the operator's persona; the one
+owner of ``place_personas``.
+
+    /persona set <text> (admins: Discord Manage Server, Telegram chat admins, or the bot's owner; or the dashboard)
+      -> check_persona_text: one bound, the same secret and injection filters as stored text, and no way to
+         leave its section (no Markdown heading, rule or code fence: it cannot forge another section)
+      -> one row per place (the platform-namespaced guild id, "discord:123")
+      -> an audit row in ``dashboard_audit`` (who, when, which place, how long; never the words)
+    /persona reset -> the row goes, audited the same way
+
+A place's persona applies only in that place: it is read by its guild id, and a DM has none. It is the
+admins' words, so forgetting the person who set it removes it (``memory.upkeep.registry``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..engine import MemoryEngine
+from ..errors import InvalidInput, Rejected
+from ..write.safety import contains_secret, looks_like_injection, normalise_text
+from .audit import AuditTrail
+
+MAX_PLACE_PERSONA = 1_000  # characters: it rides along with every reply in the place, beside the operator's persona
+# A line that would start a new section of the system prompt: a Markdown heading, a setext underline or
+# rule, a code fence. The text is also rendered as a quote, so this is the refusal that says why.
+_SECTION_BREAK = re.compile(r"^\s*(#|={3,}\s*$|-{3,}\s*$|\*{3,}\s*$|_{3,}\s*$)|##|```|~~~", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class PlacePersona:
+    guild_id: str
+    text: str
+    set_by: str  # the person id of the admin, or "dashboard"
+    set_at: float
+
+
+def check_persona_text(text: str) -> str:
+    """The text as it will be stored (each line normalised), or ``Rejected`` saying why in plain words."""
+    lines = [normalise_text(line) for line in str(text).splitlines()]
+    clean = "\n".join(lines).strip()
+    clean = re.sub(r"\n{3,}", "\n\n", clean)
+    if not clean:
+        raise Rejected("say what the persona is, e.g. /persona set You are the server's cheerful quizmaster.")
+    if len(clean) > MAX_PLACE_PERSONA:
+        raise Rejected(f"a place's persona is at most {MAX_PLACE_PERSONA} characters (this one is {len(clean)})")
+    if contains_secret(clean):
+        raise Rejected("the persona contains what looks like a secret (key, token, password or card number); not stored")
+    if looks_like_injection(clean):
+        raise Rejected("the persona reads like an attempt to override the bot's rules; not stored")
+    if _SECTION_BREAK.search(clean):
+        raise Rejected("the persona may not contain headings, rules or code fences (#, ---, ```): write it as plain text")
+    return clean
+
+
+class PlacePersonas:
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+
+    def get(self, guild_id: str | None) -> PlacePersona | None:
+        """The persona of this place; None in a DM or when its admins set none."""
+        if not guild_id:
+            return None
+        row = self.engine.db.one("SELECT * FROM place_personas WHERE guild_id = ?", (guild_id,))
+        return PlacePersona(row["guild_id"], row["text"], row["set_by"], row["set_at"]) if row else None
+
+    def all(self) -> list[PlacePersona]:
+        rows = self.engine.db.rows("SELECT * FROM place_personas ORDER BY guild_id")
+        return [PlacePersona(r["guild_id"], r["text"], r["set_by"], r["set_at"]) for r in rows]
+
+    def set(self, guild_id: str, text: str, *, who: str, person_id: str | None = None) -> PlacePersona:
+        """Checked, stored and audited in one transaction. ``who`` names the changer in the audit trail."""
+        if not guild_id:
+            raise InvalidInput("a persona belongs to a server or group, not a private chat")
+        clean = check_persona_text(text)
+        now = self.engine.clock.now()
+        with self.engine.db.transaction():
+            self.engine.db.execute(
+                "INSERT INTO place_personas (guild_id, text, set_by, set_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (guild_id) DO UPDATE SET text = excluded.text, set_by = excluded.set_by, set_at = excluded.set_at",
+                (guild_id, clean, person_id or who, now),
+            )
+            AuditTrail(self.engine).record(who, "persona.set", guild_id, person_id=person_id, detail={"chars": len(clean)})
+        return PlacePersona(guild_id, clean, person_id or who, now)
+
+    def reset(self, guild_id: str, *, who: str, person_id: str | None = None) -> bool:
+        """The place goes back to the operator's persona alone; False when it had none."""
+        with self.engine.db.transaction():
+            gone = self.engine.db.scalar("SELECT COUNT(*) FROM place_personas WHERE guild_id = ?", (guild_id,))
+            if gone:
+                self.engine.db.execute("DELETE FROM place_personas WHERE guild_id = ?", (guild_id,))
+                AuditTrail(self.engine).record(who, "persona.reset", guild_id, person_id=person_id)
+        return bool(gone)

@@ -1,0 +1,135 @@
+"""Words and vectors on PostgreSQL: the two search channels whose SQLite forms (FTS5, vec0) have no translation.
+
+Words: each searchable table has a generated ``words`` tsvector (``memory.storage.pg_migrations``) with a GIN index;
+a query is the OR of ``plainto_tsquery`` of each term our FTS5 tokenizer finds (user text never becomes
+tsquery syntax), ranked by ``ts_rank_cd`` within the partitions a context sees. Scores are negated, so
+"more negative is better" holds as it does for FTS5's ``bm25()``.
+
+Vectors: a pgvector table ``{table}(rid, partition_key, embedding vector(dim))``, searched exactly (ordered by
+cosine distance within a partition, which the partition index makes a small scan) or, once built, through an
+HNSW index (``companion bench`` measures both). The in-process mirror of ``memory.storage.vectors`` works unchanged
+above it: it loads partitions from this table and reloads when another process's commit is heard.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from itertools import islice
+from typing import Any
+
+import numpy as np
+
+from .db import Database
+from .fts import FtsQueryBuilder
+from .vectors import LOAD_CHUNK, VectorIndex
+
+CANDIDATE_CAP = 2000  # rows ranked at most per query: a word in every row would otherwise rank the partition
+
+
+class PgWords:
+    """Full-text search of one table's ``words`` column, within partitions."""
+
+    def __init__(self, db: Database, table: str, terms: FtsQueryBuilder) -> None:
+        self.db, self.table, self.terms = db, table, terms
+
+    def query(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+        """(tsquery SQL, its parameters): the OR of each searchable word; None when there is none."""
+        words = tuple(raw for raw, _ in self.terms.terms(text))
+        if not words:
+            return None
+        return " || ".join("plainto_tsquery('english', ?)" for _ in words), words
+
+    def search(self, text: str, partitions: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
+        """(rid, -rank) best first, like FTS5's bm25 (more negative is better)."""
+        found = self.query(text)
+        if found is None or not partitions:
+            return []
+        q, params = found
+        marks = ", ".join("?" for _ in partitions)
+        sql = (
+            f"SELECT rid, -ts_rank_cd(words, q) AS score FROM {self.table}, (SELECT {q}) AS query(q) "
+            f"WHERE partition_key IN ({marks}) AND words @@ q ORDER BY score, rid DESC LIMIT ?"
+        )
+        return [(rid, float(score)) for rid, score in self.db.execute(sql, (*params, *partitions, min(limit, CANDIDATE_CAP)))]
+
+
+class PgVectorIndex(VectorIndex):
+    """``VectorIndex`` over a pgvector table; the mirror, budget and scan above it are the SQLite ones."""
+
+    def _exists(self) -> bool:
+        return bool(self.db.scalar("SELECT to_regclass(?) IS NOT NULL", (self.table,)))
+
+    def _read_dim(self) -> int:
+        return int(
+            self.db.scalar(f"SELECT atttypmod FROM pg_attribute WHERE attrelid = '{self.table}'::regclass AND attname = 'embedding'")
+        )
+
+    def ensure(self, dim: int) -> None:
+        # checked each time: a rolled-back transaction takes the new table with it (DDL is transactional here)
+        if self.dim is None or not self._exists():
+            self.db.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table} "
+                f"(rid BIGINT PRIMARY KEY, partition_key TEXT NOT NULL, embedding vector({dim}) NOT NULL)"
+            )
+            self.db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_partition ON {self.table} (partition_key)")
+            self.db.execute(f"DROP TRIGGER IF EXISTS {self.table}_notify ON {self.table}")
+            self.db.execute(
+                f"CREATE TRIGGER {self.table}_notify AFTER INSERT OR UPDATE OR DELETE ON {self.table} "
+                "FOR EACH STATEMENT EXECUTE FUNCTION companion_notify()"
+            )
+            self.dim = dim
+
+    def build_hnsw(self) -> None:
+        """An HNSW index (cosine) over every vector: approximate, for a search that is not by partition."""
+        self.db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw (embedding vector_cosine_ops)")
+
+    def write(self, rid: int, partition_key: str, vector: np.ndarray) -> None:
+        self.ensure(len(vector))
+        self.db.execute(
+            f"INSERT INTO {self.table} (rid, partition_key, embedding) VALUES (?, ?, ?) "
+            "ON CONFLICT (rid) DO UPDATE SET partition_key = excluded.partition_key, embedding = excluded.embedding",
+            (rid, partition_key, np.asarray(vector, dtype=np.float32)),
+        )
+
+    def write_many(self, rows: list[tuple[int, str, np.ndarray]]) -> None:
+        if not rows:
+            return
+        self.ensure(len(rows[0][2]))
+        self.db.con.executemany(
+            f"INSERT INTO {self.table} (rid, partition_key, embedding) VALUES (?, ?, ?)",
+            [(rid, key, np.asarray(v, dtype=np.float32)) for rid, key, v in rows],
+        )
+
+    def delete(self, rids: list[int]) -> None:
+        if self.dim is None or not rids:
+            return
+        self.db.execute(f"DELETE FROM {self.table} WHERE rid = ANY(?)", (list(rids),))
+
+    def _vec0_get(self, rids: list[int]) -> dict[int, np.ndarray]:
+        if not rids:
+            return {}
+        sql = f"SELECT rid, embedding FROM {self.table} WHERE rid = ANY(?)"
+        return {rid: _array(vec) for rid, vec in self.db.execute(sql, (list(rids),))}
+
+    def _search_vec0(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
+        q = np.asarray(query, dtype=np.float32)
+        sql = f"SELECT rid, embedding <=> ? AS distance FROM {self.table} WHERE partition_key = ANY(?) ORDER BY distance LIMIT ?"
+        return [(rid, 1.0 - float(dist)) for rid, dist in self.db.execute(sql, (q, list(partitions), k))]
+
+    def _chunks(self, key: str, dim: int) -> Iterator[tuple[list[int], np.ndarray]]:
+        cursor: Any = iter(self.db.execute(f"SELECT rid, embedding FROM {self.table} WHERE partition_key = ? ORDER BY rid", (key,)))
+        while chunk := list(islice(cursor, LOAD_CHUNK)):
+            rids = [rid for rid, _ in chunk]
+            yield rids, np.stack([_array(v) for _, v in chunk]).reshape(len(rids), dim)
+
+
+def _array(value: Any) -> np.ndarray:
+    """A pgvector value as float32 (the adapter gives a ``Vector``; older ones gave numpy arrays)."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
+@functools.cache
+def tokenizer_db() -> Database:
+    """An in-memory SQLite store whose FTS5 tokenizer splits and stems query words the way recall always has."""
+    return Database(":memory:")

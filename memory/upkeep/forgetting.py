@@ -1,0 +1,116 @@
+"""Forgetting (SEC-3, MEM-5): a memory with everything derived from it, or everything about a person.
+
+    forget_memory   the memory and its history (superseded versions, merged originals), the messages it
+                    was learned from (by their stored ids) and the bot's replies to them, the check-ins sent
+                    about it (its planned ones go by the cascade), their pending extractions, and the
+                    summaries and reflection audits of the chats they were in; each removed memory leaves a
+                    tombstone (``memory.write.tombstones``, no words) so that what remains does not teach it again
+    forget_person   every row the registry (``memory.upkeep.registry``) finds for the person's ids
+    forget_guild    every row the registry finds for one guild: its lore, what people said there and was
+                    learned there, its messages, and the summaries, states, buffers and audits of its chats
+
+The Markdown journals (``memory.upkeep.registry.FILE_REGISTRY``) lose the forgotten memories' lines as the rows
+are deleted, and a last sweep (``forget_files``) finds any line left elsewhere. All end with
+``Database.scrub``: index samples emptied and the WAL checkpointed, so the forgotten words are gone from
+the files, not only from the API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..engine import MemoryEngine
+from ..models import Memory
+from ..scopes import placeholders
+from ..storage.checkins import CheckinStore
+from ..storage.sessions import ChannelState, SessionSummaries
+from .maintenance import forget_audits
+from .registry import REGISTRY, forget_files, guild_keys, guild_rows, person_keys, person_rows
+
+
+@dataclass(slots=True)
+class Forgotten:
+    """What a forget removed; ``contents`` are the forgotten memories' texts (for the reply that confirms it)."""
+
+    memories: list[str] = field(default_factory=list)
+    contents: list[str] = field(default_factory=list)
+    messages: int = 0
+
+
+def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, str] | None = None) -> Forgotten:
+    """Forget one memory completely; ``asked_in`` is the (platform, channel) where forgetting was asked."""
+    root = engine.memories.get(memory_id)
+    rows = engine.memories.by_rids(engine.memories.lineage([root.rid]))
+    done = Forgotten(contents=[root.content])
+    engine.memories.tombstones.bury(rows)  # first: a forget cut short must still not be learned back
+    checkins = CheckinStore(engine).sent_messages([m.id for m in rows])  # read before the cascade drops their rows
+    done.memories = engine.memories.delete_rids([m.rid for m in rows])
+    chats = {asked_in} if asked_in else set()
+    chats |= {(m.provenance.platform, m.provenance.channel_id) for m in rows if m.provenance.platform and m.provenance.channel_id}
+    done.messages = _forget_sources(engine, rows) + engine.messages.delete_rids(engine.messages.rids_by_id(checkins))
+    forget_chat_summaries(engine, {f"{p}:{c}" for p, c in chats})
+    forget_files(engine, done.memories)
+    engine.db.scrub()
+    return done
+
+
+def _forget_sources(engine: MemoryEngine, memories: list[Memory]) -> int:
+    """The messages the memories were learned from, the bot's replies to them, and their buffered copies."""
+    rids: list[int] = []
+    for m in memories:
+        prov = m.provenance
+        rids += engine.messages.rids_by_id(list(prov.sources))
+        if not prov.sources and prov.platform and prov.channel_id and prov.platform != "console":
+            # Rows written before stored ids were kept name platform ids, unique only within a chat.
+            rids += engine.messages.rids_by_platform_id(prov.platform, prov.channel_id, list(prov.message_ids))
+    rids += engine.messages.replies_to(rids)
+    return engine.messages.delete_rids(sorted(set(rids)))
+
+
+def forget_chat_summaries(engine: MemoryEngine, chats: set[str]) -> None:
+    """Summaries and reflection audits paraphrase whole conversations, so those of a chat where a forgotten
+    thing was said may repeat it: they go, and the chat's turns are compacted afresh (the turns stay)."""
+    if not chats:
+        return
+    keys = sorted(chats)
+    with engine.db.transaction():
+        SessionSummaries(engine).forget_chats(keys)
+        ChannelState(engine).forget_summaries(keys)
+        forget_audits(engine, keys)
+
+
+# -- a whole person -------------------------------------------------------------------------------------
+def forget_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]:
+    """Delete everything the registry finds about a person (all their linked ids): no undo copy is kept."""
+    keys = person_keys(engine, person_ids)
+    found = {h.table: [r["row_key"] for r in person_rows(engine, h, keys)] for h in REGISTRY if h.person}
+    return _forget_found(engine, found)
+
+
+# -- a whole guild ---------------------------------------------------------------------------------------
+def forget_guild(engine: MemoryEngine, guild_id: str) -> dict[str, int]:
+    """Delete everything the registry finds for a guild (its ``Holder.guild`` conditions): no undo copy is kept."""
+    keys = guild_keys(engine, guild_id)
+    found = {h.table: guild_rows(engine, h, keys) for h in REGISTRY if h.guild}
+    return _forget_found(engine, found)
+
+
+def _forget_found(engine: MemoryEngine, found: dict[str, list[int]]) -> dict[str, int]:
+    """Delete the rows the registry found (memories with their lineage, messages, then the rest), the journal
+    lines of the memories, and scrub the file."""
+    memory_rids = engine.memories.lineage(found.pop("memories"))
+    forgotten = engine.memories.delete_rids(memory_rids)
+    counts = {"memories": len(forgotten), "messages": engine.messages.delete_rids(found.pop("messages"))}
+    with engine.db.transaction():
+        for table, rowids in found.items():
+            counts[table] = _apply(engine, table, rowids)
+    forget_files(engine, forgotten)
+    engine.db.scrub()
+    return counts
+
+
+def _apply(engine: MemoryEngine, table: str, rowids: list[int]) -> int:
+    for i in range(0, len(rowids), 400):
+        chunk = rowids[i : i + 400]
+        engine.db.execute(f"DELETE FROM {table} WHERE rowid IN ({placeholders(chunk)})", chunk)
+    return len(rowids)

@@ -1,0 +1,281 @@
+"""Every table that can carry a person's words, declared once (SEC-3).
+
+Forgetting and export walk this list, so a new table that holds text is either declared here or
+``tests/test_registry.py`` fails (it reads the live schema). Each entry says how to find one
+person's rows, or which other table's forgetting removes its rows.
+
+    how        meaning
+    owner      rows are removed by the table's owner (MemoryStore, MessageLog), which also removes the
+               rows derived from them (vectors, FTS entries, tags, graph, cached embeddings)
+    delete     plain delete of the person's rows
+    derived    no row of its own to find: removed with the rows of ``via``
+    none       holds no person's words (bookkeeping, operator settings)
+
+Files beside the store that carry memories' words (the Markdown journals) are declared in
+``FILE_REGISTRY`` and forgotten with the memories they name (``forget_files``).
+
+``{ids}`` in a condition stands for the person's ids, ``{dms}`` for their DM partitions, ``{chats}``
+for the "platform:channel" keys of the chats they spoke in (computed before anything is deleted).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInput
+from ..scopes import message_partition, placeholders
+
+if TYPE_CHECKING:
+    from ..engine import MemoryEngine
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    table: str
+    how: str
+    holds: str
+    person: str = ""  # SQL condition on the table selecting one person's rows
+    via: str = ""
+    export: bool = False
+    guild: str = ""  # SQL condition selecting one guild's rows (a guild purge): ``{guild}`` and that guild's ``{chats}``
+
+
+_PEOPLE_CHATS = "channel_key IN ({chats})"
+_GUILD_CHATS = "channel_key IN ({chats}) OR json_extract(context, '$.guild_id') IN ({guild})"
+
+REGISTRY: tuple[Holder, ...] = (
+    Holder(
+        "memories",
+        "owner",
+        "facts, preferences and events about a person",
+        "scope IN ('user', 'owner') AND scope_id IN ({ids})",
+        export=True,
+        guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
+    ),
+    Holder("memory_tags", "derived", "tags of a memory", via="memories"),
+    Holder("memory_fts", "derived", "full-text index of memories (secure-delete)", via="memories"),
+    Holder("memory_vec", "derived", "memory vectors", via="memories"),
+    Holder("memory_entity_mentions", "derived", "which memory names which entity", via="memories"),
+    Holder("memory_entities", "derived", "entity names; dropped when no memory mentions them", via="memories"),
+    Holder("memory_relations", "derived", "entity relations; dropped when no memory asserts them", via="memories"),
+    Holder("memory_relation_sources", "derived", "which memory asserted a relation", via="memories"),
+    Holder("memory_links", "derived", "memory-to-memory edges", via="memories"),
+    Holder("embed_cache", "derived", "cached vectors by content hash", via="memories, messages"),
+    Holder(
+        "messages",
+        "owner",
+        "what a person said (text and voice), their DMs, and the bot's replies to them",
+        "author_id IN ({ids}) OR partition_key IN ({dms}) OR answers_rid IN (SELECT rid FROM messages WHERE author_id IN ({ids}))",
+        export=True,
+        guild="guild_id IN ({guild})",
+    ),
+    Holder("message_fts", "derived", "full-text index of messages and their context (secure-delete)", via="messages"),
+    Holder("message_vec", "derived", "message vectors", via="messages"),
+    Holder(
+        "session_summaries",
+        "delete",
+        "summaries of sessions a person took part in or that happened in their chats",
+        "EXISTS (SELECT 1 FROM json_each(participants) WHERE value IN ({ids})) OR (platform || ':' || channel_id) IN ({chats})",
+        export=True,
+        guild="guild_id IN ({guild}) OR (platform || ':' || channel_id) IN ({chats})",
+    ),
+    Holder(
+        "channel_state",
+        "delete",
+        "a chat's rolling summary (it paraphrases everyone there; started afresh)",
+        _PEOPLE_CHATS,
+        guild=_GUILD_CHATS,
+    ),
+    Holder(
+        "reflections",
+        "delete",
+        "audit of reflections: the excerpt read and the facts found",
+        "EXISTS (SELECT 1 FROM json_each(people) WHERE value IN ({ids})) OR " + _PEOPLE_CHATS,
+        export=True,
+        guild=_PEOPLE_CHATS,
+    ),
+    Holder("extraction_buffer", "delete", "messages waiting for extraction", "person_id IN ({ids})", export=True, guild=_GUILD_CHATS),
+    Holder("dead_letters", "delete", "extraction batches that kept failing", "person_id IN ({ids})", export=True, guild=_GUILD_CHATS),
+    Holder("identities", "delete", "a person's accounts and display names", "person_id IN ({ids})", export=True),
+    Holder("link_codes", "delete", "pending /link codes", "person_id IN ({ids})"),
+    Holder(
+        "link_failures",
+        "delete",
+        "failed /link attempts of a person's accounts",
+        "(platform || ':' || platform_user_id) IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
+    ),
+    Holder("person_settings", "delete", "a person's choices (/share, /privacy, /timezone)", "person_id IN ({ids})", export=True),
+    Holder(
+        "dashboard_audit",
+        "delete",
+        "changes made through the dashboard: ids, field names and counts, never a memory's words (memory.storage.audit)",
+        "person_id IN ({ids})",
+        export=True,
+    ),
+    Holder(
+        "daily_reflections",
+        "delete",
+        "which chat's day the daily reflection read (chat keys and dates only; a DM's names its person)",
+        "partition_key IN ({dms})",
+        guild="channel_key IN ({chats})",
+    ),
+    Holder(
+        "bulletins",
+        "delete",
+        "briefings paraphrasing a scope's memories (memory.upkeep.bulletin); a memory's deletion drops them by trigger",
+        "scope_id IN ({ids}) OR EXISTS (SELECT 1 FROM json_each(people) WHERE value IN ({ids}))",
+        guild="scope = 'guild' AND scope_id IN ({guild})",
+    ),
+    Holder("bulletin_partitions", "derived", "the memory partitions a bulletin was built from", via="bulletins"),
+    Holder(
+        "ingest_files",
+        "delete",
+        "which files were ingested into whose memory (paths and hashes, never the words)",
+        "scope_id IN ({ids})",
+        guild="scope = 'guild' AND scope_id IN ({guild})",
+    ),
+    Holder("ingest_passages", "derived", "which memory each passage of an ingested file became (hashes)", via="memories, ingest_files"),
+    Holder(
+        "checkin_people",
+        "delete",
+        "who turned check-ins on and the DM to reach them in (ids only; memory.storage.checkins)",
+        "person_id IN ({ids})",
+        export=True,
+    ),
+    Holder(
+        "checkins",
+        "delete",
+        "planned and sent follow-ups: memory ids, dates and states, never words (a memory's deletion drops them)",
+        "person_id IN ({ids})",
+        export=True,
+    ),
+    Holder(
+        "tombstones",
+        "delete",
+        "keyed hashes of forgotten facts, bound to whom they were about; never the words (memory.write.tombstones). "
+        "Forgetting the whole person removes theirs: nothing of theirs is left to learn again from, and no trace "
+        "of them should stay, not even a hash",
+        "scope IN ('user', 'owner') AND scope_id IN ({ids})",
+        guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
+    ),
+    Holder("privacy_places", "none", "servers and groups where remembering is off (/privacy server off): ids only"),
+    Holder(
+        "place_personas",
+        "delete",
+        "a server's or group's own persona text, in the words of the admin who set it (memory.storage.persona)",
+        "set_by IN ({ids})",
+        export=True,
+        guild="guild_id IN ({guild})",
+    ),
+    Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
+    Holder("schema_version", "none", "migration bookkeeping"),
+)
+
+BY_TABLE = {h.table: h for h in REGISTRY}
+
+
+@dataclass(frozen=True, slots=True)
+class FileHolder:
+    """Files outside the database that carry memories' words (derived data, forgotten with the memories).
+
+    ``keeper`` is the engine attribute that owns them (None when switched off); forgetting calls its
+    ``forget(memory_ids)`` after the rows are gone, and the store tells it of every delete as it happens.
+    """
+
+    name: str
+    where: str
+    holds: str
+    keeper: str
+    via: str = "memories"
+
+
+FILE_REGISTRY: tuple[FileHolder, ...] = (
+    FileHolder("journals", "<journal dir>/<scope>/YYYY-MM-DD.md", "a line per memory stored that day: its words and id", "journals"),
+    FileHolder("snapshots", "<journal dir>/<scope>/MEMORY.md", "the scope's live memories, regenerated from the database", "journals"),
+)
+
+
+def forget_files(engine: MemoryEngine, memory_ids: list[str]) -> int:
+    """Every file holder drops what it holds of these (already deleted) memories; returns the files changed."""
+    keepers = {h.keeper: getattr(engine, h.keeper, None) for h in FILE_REGISTRY}
+    return sum(keeper.forget(memory_ids) for keeper in keepers.values() if keeper is not None and memory_ids)
+
+
+def holder_of(table: str) -> Holder | None:
+    """The entry for a table, or for the virtual table it is a shadow of (memory_fts_data -> memory_fts)."""
+    if table in BY_TABLE:
+        return BY_TABLE[table]
+    owners = [h for h in REGISTRY if table.startswith(h.table + "_")]
+    return max(owners, key=lambda h: len(h.table)) if owners else None
+
+
+@dataclass(frozen=True, slots=True)
+class PersonKeys:
+    """The values a registry condition is expanded with."""
+
+    ids: tuple[str, ...]
+    dms: tuple[str, ...]
+    chats: tuple[str, ...]
+
+    def expand(self, condition: str) -> tuple[str, tuple[Any, ...]]:
+        """The condition with its lists as placeholders, and the parameters in the order they appear."""
+        params: list[Any] = []
+
+        def listed(match: re.Match[str]) -> str:
+            values = getattr(self, match.group(1)) or ("\x00",)  # an impossible value keeps "IN ()" valid
+            params.extend(values)
+            return placeholders(values)
+
+        return re.sub(r"\{(ids|dms|chats)\}", listed, condition), tuple(params)
+
+
+def person_keys(engine: MemoryEngine, person_ids: list[str]) -> PersonKeys:
+    if not person_ids or not all(person_ids):
+        raise InvalidInput("name at least one person id")
+    ids = tuple(dict.fromkeys(person_ids))
+    dms = tuple(message_partition(None, p) for p in ids)
+    chats = engine.messages.chats_of(list(ids), list(dms))
+    return PersonKeys(ids, dms, tuple(chats))
+
+
+def person_rows(engine: MemoryEngine, holder: Holder, keys: PersonKeys, columns: str = "rowid AS row_key") -> list[dict[str, Any]]:
+    sql, params = keys.expand(holder.person)
+    return engine.db.rows(f"SELECT {columns} FROM {holder.table} WHERE {sql}", params)
+
+
+# -- a whole guild (the dashboard's purge) ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class GuildKeys:
+    """The values a ``Holder.guild`` condition is expanded with: the guild id and the chats held in it."""
+
+    guild: tuple[str, ...]
+    chats: tuple[str, ...]
+
+    def expand(self, condition: str) -> tuple[str, tuple[Any, ...]]:
+        params: list[Any] = []
+
+        def listed(match: re.Match[str]) -> str:
+            values = getattr(self, match.group(1)) or ("\x00",)
+            params.extend(values)
+            return placeholders(values)
+
+        return re.sub(r"\{(guild|chats)\}", listed, condition), tuple(params)
+
+
+def guild_keys(engine: MemoryEngine, guild_id: str) -> GuildKeys:
+    if not guild_id:
+        raise InvalidInput("name a guild id")
+    # the chats are found before anything is deleted: where its messages were said, and chats whose state names it
+    chats = engine.db.execute(
+        "SELECT platform || ':' || channel_id FROM messages WHERE guild_id = ? "
+        "UNION SELECT channel_key FROM channel_state WHERE json_extract(context, '$.guild_id') = ? ORDER BY 1",
+        (guild_id, guild_id),
+    )
+    return GuildKeys((guild_id,), tuple(c for (c,) in chats))
+
+
+def guild_rows(engine: MemoryEngine, holder: Holder, keys: GuildKeys) -> list[int]:
+    sql, params = keys.expand(holder.guild)
+    return [r for (r,) in engine.db.execute(f"SELECT rowid FROM {holder.table} WHERE {sql}", params)]

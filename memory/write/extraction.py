@@ -1,0 +1,336 @@
+"""Turning conversation into memories (WRITE-1, WRITE-3, WRITE-4): prompts in, model answers parsed,
+each fact attributed to the person who said it, as ``NewMemory`` values ready for ``MemoryStore.add``.
+
+The model never sees a display name it could be fooled by: every speaker in a transcript is tagged
+``P1``, ``P2``, ... by platform account, and a fact names the tag of the person it came from. A fact
+whose tag is unknown is dropped, unless only one person spoke (SEC-1: attribution by author id,
+never by name). A fact is filed where its speaker said it (``memory.scopes.write_scope``) and carries
+the stored ids of the messages it came from, so forgetting it removes them and nothing else (SEC-3):
+
+    the lines it cites    the transcript's lines are numbered (#1, #2, ...) and each fact cites the lines it
+                          comes from; only lines of the fact's own speaker count (a citation of someone
+                          else's line, or of line 999, is ignored)
+    else the closest      no usable citation: that speaker's lines sharing the most content words with the
+                          fact (``memory.write.wording``); their only line if they said one thing; else none,
+                          never all of them (forgetting one fact must not take a batch of unrelated messages)
+
+Model answers are untrusted: anything that is not the expected JSON raises ``BadAnswer`` (the caller
+retries or backs off); items of the wrong shape are skipped one by one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+import prompts
+
+from ..models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
+from ..scopes import RecallContext, WriteScope, self_scope, write_scope
+from .wording import content_words
+
+log = logging.getLogger(__name__)
+MAX_FACTS = 20
+MAX_TURN_CHARS = 2_000  # one message's share of a transcript the model reads
+MAX_TRANSCRIPT_CHARS = 12_000
+MAX_CITED = 50  # line numbers read from one fact's citation
+BOT_TAG = "BOT"  # a fact the bot said about itself (the transcript tags its lines [bot])
+
+
+class BadAnswer(ValueError):
+    """The model's answer is not the JSON that was asked for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One turn of a transcript: who said it (their context), the stored message id, the words, when."""
+
+    ctx: RecallContext | None  # None for the bot's own turns
+    name: str
+    text: str
+    message_id: str | None = None
+    at: float | None = None  # when the message was written: its "yesterday" is the day before this, not before extraction
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    lines: tuple[Line, ...]
+
+    def speakers(self) -> dict[str, RecallContext]:
+        """Tag -> the speaker's latest context, in order of first appearance."""
+        tags: dict[str, RecallContext] = {}
+        order: dict[str, str] = {}
+        for line in self.lines:
+            if line.ctx is not None:
+                tag = order.setdefault(line.ctx.speaker_id, f"P{len(order) + 1}")
+                tags[tag] = line.ctx
+        return tags
+
+    def render(self) -> str:
+        """Tagged, quoted lines, newest kept when the whole is too long for the model."""
+        tag_of = {ctx.speaker_id: tag for tag, ctx in self.speakers().items()}
+        out: list[str] = []
+        # numbered before cutting: a citation names one line for good
+        for number, (line, zone) in enumerate(zip(self.lines, self._zones(), strict=True), start=1):
+            who = f"[{tag_of[line.ctx.speaker_id]}] " if line.ctx else "[bot] "
+            when = f"{day(line.at, zone)} " if line.at is not None else ""
+            quoted = json.dumps(line.text[:MAX_TURN_CHARS], ensure_ascii=False)
+            out.append(f"#{number} {who}{when}{json.dumps(line.name, ensure_ascii=False)}: {quoted}")
+        while len(out) > 1 and sum(len(x) + 1 for x in out) > MAX_TRANSCRIPT_CHARS:
+            out.pop(0)
+        return "\n".join(out)
+
+    def written(self) -> str:
+        """The day (or first and last day) the lines were written, for the prompt's reading of relative dates."""
+        days = sorted({day(line.at, zone) for line, zone in zip(self.lines, self._zones(), strict=True) if line.at is not None})
+        if not days:
+            return "on an unknown date"
+        return f"on {days[0]}" if len(days) == 1 else f"between {days[0]} and {days[-1]}"
+
+    def _zones(self) -> list[tzinfo]:
+        """Each line's day is its speaker's (ORCH-8): a person's "yesterday" is the day before their own date;
+        the bot's lines take the zone of the person it answered."""
+        current = next((line.ctx.tz for line in self.lines if line.ctx is not None), UTC)
+        zones = []
+        for line in self.lines:
+            current = line.ctx.tz if line.ctx is not None else current
+            zones.append(current)
+        return zones
+
+    def sources(self, speaker_id: str | None, cited: Any, fact: str) -> tuple[str, ...]:
+        """The stored ids of the messages a fact of this speaker (None: the bot itself) comes from: its valid
+        citations, else the closest."""
+        own = [line for line in self.lines if _speaker_of(line) == speaker_id and line.message_id]
+        return self.cited(own, cited) or _closest(own, fact)
+
+    def cited(self, own: list[Line], cited: Any) -> tuple[str, ...]:
+        """The cited lines (numbers from 1) among ``own``; anything else the model named is ignored."""
+        found = []
+        for number in _numbers(cited):
+            line = self.lines[number - 1] if 1 <= number <= len(self.lines) else None
+            if line is not None and line in own:
+                found.append(str(line.message_id))
+        return tuple(dict.fromkeys(found))
+
+    def place(self) -> RecallContext | None:
+        """The context of the chat: the latest human line's (a server's lines all name it; a DM has one person)."""
+        return next((line.ctx for line in reversed(self.lines) if line.ctx is not None), None)
+
+
+def _speaker_of(line: Line) -> str | None:
+    return line.ctx.speaker_id if line.ctx is not None else None
+
+
+def _closest(own: list[Line], fact: str) -> tuple[str, ...]:
+    """The lines sharing the most content words with the fact (ties all kept); the only line when the speaker
+    said one thing; none when nothing is shared."""
+    if len(own) == 1:
+        return (str(own[0].message_id),)
+    words = content_words(fact)
+    scored = [(len(words & content_words(line.text)), str(line.message_id)) for line in own]
+    best = max((score for score, _ in scored), default=0)
+    return tuple(dict.fromkeys(mid for score, mid in scored if best and score == best))
+
+
+def _numbers(cited: Any) -> list[int]:
+    """Line numbers as the model wrote them: 3, "3", "#3", "L3", or a list of those (anything else is none)."""
+    items = cited if isinstance(cited, list) else [cited]
+    out = []
+    for item in items[:MAX_CITED]:
+        text = str(item).strip().lstrip("#Ll") if isinstance(item, (int, str)) and not isinstance(item, bool) else ""
+        if text.isdigit():
+            out.append(int(text))
+    return out
+
+
+def day(at: float, zone: tzinfo = UTC) -> str:
+    """The calendar date in ``zone`` with its weekday ("2026-10-21 (Wednesday)"): enough to resolve "next Friday"."""
+    moment = datetime.fromtimestamp(at, zone)
+    return f"{moment:%Y-%m-%d} ({moment:%A})"
+
+
+def place(ctx: RecallContext) -> str:
+    return f"a private chat on {ctx.platform}" if ctx.is_dm else f"a group chat on {ctx.platform}"
+
+
+def extraction_prompt(transcript: Transcript, ctx: RecallContext) -> str:
+    return prompts.render("extraction", place=place(ctx), written=transcript.written(), messages=transcript.render())
+
+
+def reflection_prompt(transcript: Transcript, ctx: RecallContext, max_facts: int = 10) -> str:
+    tags = ", ".join(transcript.speakers())
+    return prompts.render(
+        "micro_reflection",
+        place=place(ctx),
+        written=transcript.written(),
+        participants=tags,
+        excerpt=transcript.render(),
+        max_facts=max_facts,
+    )
+
+
+# -- answers ----------------------------------------------------------------------------------------------
+def parse_list(text: str) -> list[dict[str, Any]]:
+    """The JSON array of an extraction answer (models like to wrap JSON in prose or code fences)."""
+    start, end = (text or "").find("["), (text or "").rfind("]")
+    if start < 0 or end < start:
+        raise BadAnswer(f"no JSON array in the answer: {(text or '')[:120]!r}")
+    return _dicts(_loads(text[start : end + 1]))
+
+
+def parse_object(text: str) -> dict[str, Any]:
+    """The first JSON object in a model's answer."""
+    match = re.search(r"\{.*\}", text or "", re.DOTALL)
+    if not match:
+        raise BadAnswer(f"no JSON object in the answer: {(text or '')[:120]!r}")
+    data = _loads(match.group())
+    if not isinstance(data, dict):
+        raise BadAnswer("the answer is not a JSON object")
+    return data
+
+
+def parse_reflection(text: str) -> tuple[list[dict[str, Any]], str]:
+    """(fact candidates, session summary) of a micro-reflection answer."""
+    data = parse_object(text)
+    facts = data.get("facts") or []
+    summary = data.get("summary") or ""
+    return (_dicts(facts) if isinstance(facts, list) else []), (summary if isinstance(summary, str) else "")
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise BadAnswer(f"invalid JSON: {exc}") from None
+
+
+def _dicts(data: Any) -> list[dict[str, Any]]:
+    if not isinstance(data, list):
+        raise BadAnswer("not a JSON array")
+    return [item for item in data if isinstance(item, dict)]
+
+
+# -- attribution ------------------------------------------------------------------------------------------
+def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, source: Source) -> list[NewMemory]:
+    """Each usable candidate as a memory of the person who said it; the rest are dropped with a log line."""
+    speakers = transcript.speakers()
+    out: list[NewMemory] = []
+    for candidate in candidates[:MAX_FACTS]:
+        if _tag(candidate) == BOT_TAG:
+            out.extend(_self_fact(candidate, transcript, source))
+            continue
+        ctx = _speaker(candidate, speakers)
+        if ctx is None:
+            log.info("extracted fact dropped: it names no speaker of this conversation")
+            continue
+        try:
+            fact = f"{_text(candidate.get('subject'))} {_text(candidate.get('content'))}"
+            sources = transcript.sources(ctx.speaker_id, candidate.get("lines"), fact)
+            out.append(_new_memory(candidate, write_scope(ctx), ctx, sources, source))
+        except (TypeError, ValueError) as exc:
+            log.info("extracted fact dropped: %s", exc)
+    return out
+
+
+def _self_fact(candidate: dict[str, Any], transcript: Transcript, source: Source) -> list[NewMemory]:
+    """ORCH-7: what the bot said about itself, filed as a self fact of the place where it said it, and only
+    when the bot did speak here (a "bot" tag on a transcript without its lines is the model's invention)."""
+    ctx = transcript.place()
+    fact = f"{_text(candidate.get('subject'))} {_text(candidate.get('content'))}"
+    sources = transcript.sources(None, candidate.get("lines"), fact)  # only the bot's lines that said it
+    if ctx is None or not sources:
+        log.info("extracted self fact dropped: the bot said nothing in this transcript")
+        return []
+    try:
+        new = _new_memory(candidate, self_scope(ctx), ctx, sources, source)
+    except (TypeError, ValueError) as exc:
+        log.info("extracted self fact dropped: %s", exc)
+        return []
+    return [replace(new, subject=SELF_SUBJECT)]
+
+
+def _tag(candidate: dict[str, Any]) -> str:
+    return str(candidate.get("speaker") or candidate.get("about") or "").strip().strip("[]").upper()
+
+
+def _speaker(candidate: dict[str, Any], speakers: dict[str, RecallContext]) -> RecallContext | None:
+    tag = _tag(candidate)
+    if tag in speakers:
+        return speakers[tag]
+    return next(iter(speakers.values())) if len(speakers) == 1 else None
+
+
+def _new_memory(c: dict[str, Any], where: WriteScope, ctx: RecallContext, sources: tuple[str, ...], source: Source) -> NewMemory:
+    kind = FactKind(c["kind"]) if c.get("kind") in FactKind._value2member_map_ else FactKind.OTHER
+    mtype = MemoryType(c["type"]) if c.get("type") in MemoryType._value2member_map_ else MemoryType.SEMANTIC
+    tags = c.get("tags")
+    tags = tags if isinstance(tags, list) else []
+    return NewMemory(
+        content=_text(c.get("content")),
+        subject=_text(c.get("subject")),
+        scope=where.scope,
+        scope_id=where.scope_id,
+        visibility=where.visibility,
+        guild_id=where.guild_id,
+        type=mtype,
+        kind=kind,
+        tags=tuple(str(t) for t in tags)[:12],
+        source=source,
+        importance=_importance(c.get("importance")),
+        valid_from=parse_date(c.get("valid_from"), ctx.tz),
+        valid_to=parse_date(c.get("valid_to"), ctx.tz),
+        entities=_entities(c.get("entities")),
+        provenance=Provenance(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, sources=sources),
+    )
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, (str, int, float)):
+        raise TypeError(f"expected text, got {type(value).__name__}")
+    return str(value)
+
+
+def parse_date(value: Any, zone: tzinfo = UTC) -> float | None:
+    """An ISO date the model read from the text ("2026-10-21"), as a timestamp: a date or time without an offset is
+    the speaker's (``zone``), so "tomorrow evening" said in Lisbon is Lisbon's; anything else is no date."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        log.info("extracted date ignored: %r is not an ISO date", value[:40])
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=zone)).timestamp()
+
+
+def _importance(value: Any) -> float:
+    try:
+        return min(10.0, max(1.0, float(value)))
+    except (TypeError, ValueError):
+        return 5.0
+
+
+def _entities(items: Any) -> tuple[EntityRef, ...]:
+    if not isinstance(items, list):
+        return ()
+    out = []
+    for e in items:
+        if isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"].strip():
+            relations = e.get("relations")
+            relations = relations if isinstance(relations, list) else []
+            rel = tuple((str(r.get("relation", "")), str(r.get("target", ""))) for r in relations if isinstance(r, dict))
+            out.append(EntityRef(e["name"][:120], str(e.get("type", "concept")), rel))
+    return tuple(out)
+
+
+def with_speaker(ctx: RecallContext, author_id: str, zone: str = "") -> RecallContext:
+    """The context of another person in the same chat (for turns read back from history), in their ``zone``."""
+    if author_id == ctx.speaker_id:
+        return ctx
+    return replace(ctx, speaker_id=author_id, participants=(), owner_private=False, owner_id=None, admin=False, reach=(), zone=zone)

@@ -1,0 +1,101 @@
+"""Edits and deletes at the source: when a person edits or deletes a message, what was learned from it follows.
+
+    message_deleted   the stored message goes (row, vector, FTS entry, cached vector, buffered and parked
+                      copies) with the bot's reply to it; every memory whose only source it was is
+                      withdrawn with its history; a memory with other sources left lives on without it
+    message_edited    the stored text becomes the new text (re-indexed, re-quoted as context); memories
+                      whose only source it was are withdrawn (superseded by what the new text says, not
+                      kept live) and the new text is buffered for extraction again, dated when it was said
+
+A memory learned from several messages keeps living while one of them remains: the others still say
+it. Both end like any forget: the chat's summaries (which may paraphrase the old words) are dropped and
+``Database.scrub`` checkpoints the WAL, so the old text's bytes are gone from the files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..engine import MemoryEngine
+from ..models import Memory
+from ..scopes import RecallContext
+from ..storage.messages import clean_text
+from ..storage.sessions import ExtractionBuffer
+from ..upkeep.forgetting import forget_chat_summaries
+
+
+@dataclass(slots=True)
+class Withdrawn:
+    """What a source change did: messages removed, memories withdrawn, memories that only lost a source."""
+
+    messages: int = 0
+    memories: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """A message as it reads after an edit, with the context of its author (for re-extraction)."""
+
+    platform: str
+    channel_id: str
+    platform_message_id: str
+    text: str
+    ctx: RecallContext
+    channel_key: str
+    author_name: str = ""
+
+
+def message_deleted(engine: MemoryEngine, buffer: ExtractionBuffer, platform: str, channel_id: str, platform_ids: list[str]) -> Withdrawn:
+    """Messages deleted at the source (one, or a bulk delete); unknown ids (never stored) are ignored."""
+    rids = engine.messages.rids_by_platform_id(platform, str(channel_id), [str(i) for i in platform_ids])
+    if not rids:
+        return Withdrawn()
+    done = _withdraw(engine, [m.id for m in engine.messages.get_rids(rids)])
+    doomed = sorted(set(rids) | set(engine.messages.replies_to(rids)))
+    buffer.drop_messages(doomed)
+    done.messages = engine.messages.delete_rids(doomed)
+    _scrub_chat(engine, platform, channel_id)
+    return done
+
+
+def message_edited(engine: MemoryEngine, buffer: ExtractionBuffer, edit: Edit) -> Withdrawn | None:
+    """A message edited at the source; None when it was never stored. An edit that leaves nothing
+    readable is a delete."""
+    rids = engine.messages.rids_by_platform_id(edit.platform, str(edit.channel_id), [edit.platform_message_id])
+    if not rids:
+        return None
+    if not clean_text(edit.text):
+        return message_deleted(engine, buffer, edit.platform, edit.channel_id, [edit.platform_message_id])
+    old = engine.messages.get_rids(rids[:1])[0]
+    if old.content == clean_text(edit.text):
+        return Withdrawn()  # an embed or pin update re-sends the same text: nothing was learned differently
+    buffer.drop_messages([old.rid])
+    stored = engine.messages.replace_content(old.rid, edit.text)
+    done = _withdraw(engine, [old.id])
+    buffer.push(edit.channel_key, edit.ctx, stored.content, author_name=edit.author_name, message_id=old.id, said_at=old.created_at)
+    _scrub_chat(engine, edit.platform, edit.channel_id)
+    return done
+
+
+def _withdraw(engine: MemoryEngine, message_ids: list[str]) -> Withdrawn:
+    """Memories learned only from these messages go, with their lineage; the others lose these sources."""
+    gone = set(message_ids)
+    done = Withdrawn()
+    orphans: list[Memory] = []
+    for memory in engine.memories.learned_from(message_ids):
+        left = tuple(s for s in memory.provenance.sources if s not in gone)
+        if left:
+            engine.memories.set_provenance(memory.rid, replace(memory.provenance, sources=left))
+            done.kept.append(memory.id)
+        else:
+            orphans.append(memory)
+    if orphans:
+        done.memories = engine.memories.delete_rids(engine.memories.lineage([m.rid for m in orphans]))
+    return done
+
+
+def _scrub_chat(engine: MemoryEngine, platform: str, channel_id: str) -> None:
+    """Summaries of the chat may paraphrase the old words: they go (as for a forget), then the WAL is checkpointed."""
+    forget_chat_summaries(engine, {f"{platform}:{channel_id}"})
+    engine.db.scrub()

