@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from memory import maintenance
+from memory.upkeep import maintenance
 from memory.engine import MemoryEngine
 from memory.jobs.upkeep import Consolidation
 from memory.storage.db import AsyncRunner

@@ -31,7 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from memory import db
+from memory.storage import db
 from memory.clock import DAY, FakeClock
 from memory.engine import MemoryEngine
 from memory.protocols import Embedder

@@ -94,15 +94,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """``memory.X`` for a name of the public face: the face is imported on the first use of any of it."""
-    if name not in _HOME:
-        raise AttributeError(f"module 'memory' has no attribute {name!r}")
-    from . import api, engine, errors, models, protocols, scopes
-    from .recall import context, recall
-    from .storage import memories
-    from .write import store
+if not TYPE_CHECKING:  # hidden from mypy, which then checks ``from memory import X`` against the imports above
 
-    faces = (api, context, engine, errors, memories, models, protocols, recall, scopes, store)
-    modules = {m.__name__.removeprefix("memory."): m for m in faces}
-    return getattr(modules[_HOME[name]], name)
+    def __getattr__(name: str) -> Any:
+        """``memory.X`` for a name of the public face: the face is imported on the first use of any of it."""
+        if name not in _HOME:
+            raise AttributeError(f"module 'memory' has no attribute {name!r}")
+        from . import api, engine, errors, models, protocols, scopes
+        from .recall import context, recall
+        from .storage import memories
+        from .write import store
+
+        faces = (api, context, engine, errors, memories, models, protocols, recall, scopes, store)
+        modules = {m.__name__.removeprefix("memory."): m for m in faces}
+        return getattr(modules[_HOME[name]], name)

@@ -62,7 +62,7 @@ def main(root: Path) -> None:
     print(f"functions: {len(lengths)}, over 50 lines: {sum(n > 50 for n, _ in lengths)}; longest:")
     for n, name in lengths[:5]:
         print(f"  {n:4} {name}")
-    store = (root / "memory" / "store.py").read_text(encoding="utf-8")
+    store = (root / "memory" / "write" / "store.py").read_text(encoding="utf-8")
     cls = next(n for n in ast.parse(store).body if isinstance(n, ast.ClassDef) and n.name == "MemoryStore")
     methods = sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in cls.body)
     print(f"MemoryStore: {(cls.end_lineno or 0) - cls.lineno + 1} lines, {methods} methods; store.py {len(store.splitlines())} lines")

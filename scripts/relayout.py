@@ -128,6 +128,7 @@ def climb(text: str, deeper: int) -> str:
 DOTTED = re.compile(r"(?<![\w.])memory\.(\w+)((?:\.\w+)*)")
 SLASHED = re.compile(r"(?<![\w/])memory/(\w+)\.py\b")
 TEST_PATH = re.compile(r"(?<![\w/])tests/(test_\w+\.py)\b")
+FROM_MEMORY = re.compile(r"(?m)^(\s*)from memory import (\w+)\s*$")  # one moved module imported from the package
 TEST_IMPORT = re.compile(r"(?m)^(\s*from\s+)(?:tests\.)?(test_\w+)(\s+import\b)")  # one test borrowing another's data
 
 
@@ -161,7 +162,14 @@ def test_import(match: re.Match[str]) -> str:
     return f"{match.group(1)}tests.{folder.replace('/', '.')}.{match.group(2)}{match.group(3)}" if folder else match.group(0)
 
 
+def from_memory(match: re.Match[str]) -> str:
+    """``from memory import maintenance`` (a module of the flat layout) -> ``from memory.upkeep import maintenance``."""
+    old = f"memory.{match.group(2)}"
+    return f"{match.group(1)}from {MAP[old].rpartition('.')[0]} import {MAP[old].rpartition('.')[2]}" if old in MAP else match.group(0)
+
+
 def rewrite_text(text: str) -> str:
+    text = FROM_MEMORY.sub(from_memory, text)
     return TEST_IMPORT.sub(test_import, TEST_PATH.sub(test_path, SLASHED.sub(slashed, DOTTED.sub(dotted, text))))
 
 

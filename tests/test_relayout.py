@@ -49,3 +49,8 @@ def test_a_test_moved_one_folder_down_still_finds_the_repository_root():
     assert relayout.climb("ROOT = Path(__file__).resolve().parent.parent\n", 1) == "ROOT = Path(__file__).resolve().parents[2]\n"
     assert relayout.climb("ROOT = Path(__file__).parents[1]\n", 2) == "ROOT = Path(__file__).parents[3]\n"
     assert relayout.test_folder("test_memory_new.py") == "memory" and relayout.test_folder("test_architecture.py") is None
+
+
+def test_a_module_imported_from_the_package_itself_is_moved_and_a_face_name_is_left():
+    old = "from memory import maintenance\nfrom memory import MemoryEngine\n"
+    assert relayout.rewrite_text(old) == "from memory.upkeep import maintenance\nfrom memory import MemoryEngine\n"
