@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from memory.upkeep import maintenance
 from memory.engine import MemoryEngine
 from memory.jobs.upkeep import Consolidation
 from memory.storage.db import AsyncRunner
+from memory.upkeep import maintenance
 
 from .background import Background
 from .checkins import CheckinJob

@@ -59,7 +59,7 @@ class VoiceConversation:
         self.key, self.platform, self.guild_id, self.channel_id = turn.channel_key, ctx.platform, ctx.guild_id, ctx.channel_id
         self.started_at = engine.clock.now()
         self.people: dict[str, None] = {}  # person ids in order of first appearance
-        self.warm: WarmMemory = WarmMemory(engine.embeddings.embed_query, engine.clock, options.warm)
+        self.warm: WarmMemory = WarmMemory(engine.embeddings.embed_queries, engine.clock, options.warm)
         self.history: HistoryCache[str] = HistoryCache(engine.clock, options.caches)
         self.transcript = VoiceTranscript(completer, flush, options.compaction)
         self.recalls: list[tuple[str, float]] = []  # (warm decision, ms) per turn, for the voice benchmark

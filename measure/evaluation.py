@@ -31,12 +31,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from memory.storage import db
 from memory.clock import DAY, FakeClock
 from memory.engine import MemoryEngine
 from memory.protocols import Embedder
 from memory.recall.retrieval import ALL_CHANNELS, Channel
 from memory.scopes import message_partition
+from memory.storage import db
 from memory.storage.messages import NewMessage
 from memory.write.safety import normalise_text
 

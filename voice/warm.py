@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
@@ -140,10 +140,18 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b)) / norm if norm else 0.0
 
 
+def _mixed(vectors: np.ndarray) -> np.ndarray:
+    """The turn's vector for the drift test: the turn alone plus the turn in its context (or alone, with none)."""
+    mixed = np.asarray(vectors, dtype=np.float32).sum(axis=0)
+    norm = float(np.linalg.norm(mixed))
+    return mixed / norm if norm else mixed
+
+
 class WarmMemory(Generic[S]):
     """One voice session's warm snapshot and topic fingerprint. Not shared between sessions."""
 
-    def __init__(self, embed: Callable[[str], np.ndarray | None], clock: Clock, settings: WarmSettings = WarmSettings()) -> None:
+    def __init__(self, embed: Callable[[Sequence[str]], np.ndarray | None], clock: Clock, settings: WarmSettings = WarmSettings()) -> None:
+        """``embed``: query vectors for texts in one model run, or None when embeddings are off or failing."""
         self.embed, self.clock, self.settings = embed, clock, settings
         self._snapshot: _Snapshot[S] | None = None
         self._fingerprint: np.ndarray | None = None
@@ -157,15 +165,25 @@ class WarmMemory(Generic[S]):
         now = self.clock.now()
         warm, reason = self._live(now, retrieval.scope)
         if warm is None:  # even a filler needs a snapshot when nothing is warm
-            return self._full(text, self.embed(text), retrieval, now, reason)
+            return self._full(text, self._alone(text), retrieval, now, reason)
         if is_low_signal(text, self.settings):  # not embedded: a filler must not pull the fingerprint
             return self._record(warm.value, Decision.REUSE, "low-signal", None, now)
-        return self._judge(text, self.embed(text), warm, retrieval, now)
+        # the turn alone and after its topic's latest turns, in one model run (two runs cost the warm path its saving)
+        texts = [text, *self._with_context(text)]
+        vectors = self.embed(texts)
+        vector = None if vectors is None else vectors[0]
+        in_context = None if vectors is None else _mixed(vectors)
+        return self._judge(text, vector, in_context, warm, retrieval, now)
 
-    def _judge(self, text: str, vector: np.ndarray | None, warm: _Snapshot[S], retrieval: Retrieval[S], now: float) -> WarmResult[S]:
-        if vector is None or self._fingerprint is None:  # embeddings off or failing: no drift signal, be safe
+    def _alone(self, text: str) -> np.ndarray | None:
+        vectors = self.embed([text])
+        return None if vectors is None else vectors[0]
+
+    def _judge(
+        self, text: str, vector: np.ndarray | None, in_context: np.ndarray | None, warm: _Snapshot[S], retrieval: Retrieval[S], now: float
+    ) -> WarmResult[S]:
+        if vector is None or in_context is None or self._fingerprint is None:  # embeddings off or failing: be safe
             return self._full(text, vector, retrieval, now, "no-vector")
-        in_context = self._in_context(text, vector)
         similarity = cosine(in_context, self._fingerprint)
         if similarity < self.settings.full_below:
             return self._full(text, vector, retrieval, now, "drift", similarity)
@@ -175,17 +193,12 @@ class WarmMemory(Generic[S]):
             return self._record(warm.value, Decision.REUSE, "similar", similarity, now)
         return self._refresh(text, warm, retrieval, now, similarity)
 
-    def _in_context(self, text: str, vector: np.ndarray) -> np.ndarray:
-        """The turn's vector for the drift test: the turn alone plus the turn after its topic's latest turns."""
+    def _with_context(self, text: str) -> list[str]:
+        """The turn after its topic's latest turns (none when there is no context yet, or it is switched off)."""
         if not self.settings.context_turns or not self._context:
-            return vector
+            return []
         before = "\n".join(list(self._context)[-self.settings.context_turns :])[-self.settings.context_chars :]
-        with_context = self.embed(f"{before}\n{text}")
-        if with_context is None:  # the second embedding failed: the turn alone is still a signal
-            return vector
-        mixed = np.asarray(vector, dtype=np.float32) + np.asarray(with_context, dtype=np.float32)
-        norm = float(np.linalg.norm(mixed))
-        return mixed / norm if norm else mixed
+        return [f"{before}\n{text}"]
 
     def _full(self, text, vector, retrieval: Retrieval[S], now: float, reason: str, similarity: float | None = None) -> WarmResult[S]:
         generation = self._generation

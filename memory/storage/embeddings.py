@@ -214,15 +214,20 @@ class EmbeddingService:
 
     def embed_query(self, text: str) -> np.ndarray | None:
         """A query vector, or None when embeddings are off or failing (the caller uses BM25 alone)."""
+        vectors = self.embed_queries([text])
+        return None if vectors is None else vectors[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Query vectors in one model run (a voice turn alone and in its context: one run costs little more than
+        one text), or None when embeddings are off or failing."""
         if self.embedder is None:
             return None
         self.check_model()  # outside the try: a wrong model is a configuration error, not a reason to fall back quietly
         try:
-            vector = self._call_embedder([text])[0]
+            return self._call_embedder(list(texts))
         except EmbeddingError:
             log.exception("query embedding failed; recalling with BM25 only")
             return None
-        return vector
 
     def _call_embedder(self, texts: Sequence[str]) -> np.ndarray:
         assert self.embedder is not None

@@ -62,12 +62,12 @@ def stored(minilm_engine):
 
 @pytest.fixture
 def embeds(stored):
-    """The turn embedder the session uses, with a log of every text it embedded."""
+    """The turn embedder the session uses, with a log of every text it embedded (texts of one run in order)."""
     log: list[str] = []
 
-    def embed(text):
-        log.append(text)
-        return stored.embeddings.embed_query(text)
+    def embed(texts):
+        log.extend(texts)
+        return stored.embeddings.embed_queries(texts)
 
     embed.log = log
     return embed
