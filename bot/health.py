@@ -17,9 +17,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from .types import Conversation, IncomingMessage, Reply, StreamSink
+from .types import Conversation, IncomingMessage, PassThrough, Reply, StreamSink
 
 log = logging.getLogger(__name__)
 STORE_TIMEOUT_S = 5.0  # a store that does not answer SELECT 1 in this long is unhealthy
@@ -45,39 +44,12 @@ class Metrics:
         self.model_seconds_max = max(self.model_seconds_max, seconds)
 
 
-class TimedModel:
-    """The chat client with each call timed into ``Metrics``; everything else passes through."""
-
-    def __init__(self, inner: Any, metrics: Metrics) -> None:
-        self._inner, self._metrics = inner, metrics
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def run(self, *args: Any, **kwargs: Any) -> str:
-        return await self._timed(self._inner.run(*args, **kwargs))
-
-    async def complete(self, *args: Any, **kwargs: Any) -> str:
-        return await self._timed(self._inner.complete(*args, **kwargs))
-
-    async def _timed(self, call: Awaitable[str]) -> str:
-        start, failed = time.perf_counter(), True
-        try:
-            result = await call
-            failed = False
-            return result
-        finally:
-            self._metrics.model_call(time.perf_counter() - start, failed)
-
-
-class Counted:
+class Counted(PassThrough):
     """A ``Conversation`` that counts answered turns and the ones that ended in the apology."""
 
     def __init__(self, inner: Conversation, metrics: Metrics) -> None:
-        self._inner, self._metrics = inner, metrics
-
-    def __getattr__(self, name: str) -> Any:  # dm_channel, persona, ...: what adapters read besides the protocol
-        return getattr(self._inner, name)
+        super().__init__(inner)
+        self._metrics = metrics
 
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
         self._metrics.turns += 1
@@ -88,21 +60,6 @@ class Counted:
             raise
         self._metrics.failed_turns += reply.failed
         return reply
-
-    async def observe(self, message: IncomingMessage) -> None:
-        await self._inner.observe(message)
-
-    async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
-        return await self._inner.command(name, argument, message)
-
-    async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
-        await self._inner.voice_ended(platform, guild_id, channel_id)
-
-    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
-        await self._inner.message_deleted(platform, channel_id, message_ids)
-
-    async def message_edited(self, message: IncomingMessage) -> None:
-        await self._inner.message_edited(message)
 
 
 @dataclass(frozen=True, slots=True)

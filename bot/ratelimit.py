@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .health import Metrics
-from .types import Conversation, IncomingMessage, Reply, StreamSink
+from .types import Conversation, IncomingMessage, PassThrough, Reply, StreamSink
 
 SLOW_DOWN = "You're sending messages faster than I can think; I've skipped this one. Give me a minute, then try again?"
 
@@ -51,14 +51,12 @@ class Window:
         return False
 
 
-class Limited:
+class Limited(PassThrough):
     """A ``Conversation`` whose replies are rate limited per account; everything else passes through."""
 
     def __init__(self, inner: Conversation, window: Window, metrics: Metrics | None = None) -> None:
-        self._inner, self._window, self._metrics = inner, window, metrics
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        super().__init__(inner)
+        self._window, self._metrics = window, metrics
 
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
         verdict = self._window.admit(f"{message.platform}:{message.author_id}")
@@ -67,21 +65,6 @@ class Limited:
         if self._metrics is not None:
             self._metrics.rate_limited += 1
         return Reply(SLOW_DOWN if verdict is False else "", skipped=verdict is None)
-
-    async def observe(self, message: IncomingMessage) -> None:
-        await self._inner.observe(message)
-
-    async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
-        return await self._inner.command(name, argument, message)
-
-    async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
-        await self._inner.voice_ended(platform, guild_id, channel_id)
-
-    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
-        await self._inner.message_deleted(platform, channel_id, message_ids)
-
-    async def message_edited(self, message: IncomingMessage) -> None:
-        await self._inner.message_edited(message)
 
 
 def front_door(inner: Conversation, limit: MessageLimit, metrics: Metrics | None, now: Callable[[], float] = time.monotonic) -> Any:

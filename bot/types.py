@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from memory.write.safety import valid_unicode
 
@@ -83,3 +83,32 @@ class Conversation(Protocol):
     async def message_edited(self, message: IncomingMessage) -> None:
         """A message was edited where it was written (``message.message_id`` names it): the stored text is
         replaced and what was learned from it is learned again."""
+
+
+class PassThrough:
+    """A ``Conversation`` wrapped around another: everything but ``reply`` goes to the inner one unchanged, and so
+    do the attributes adapters read besides the protocol (``dm_channel``, ``persona``, ...)."""
+
+    def __init__(self, inner: Conversation) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
+        return await self._inner.reply(message, stream)
+
+    async def observe(self, message: IncomingMessage) -> None:
+        await self._inner.observe(message)
+
+    async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
+        return await self._inner.command(name, argument, message)
+
+    async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
+        await self._inner.voice_ended(platform, guild_id, channel_id)
+
+    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
+        await self._inner.message_deleted(platform, channel_id, message_ids)
+
+    async def message_edited(self, message: IncomingMessage) -> None:
+        await self._inner.message_edited(message)
