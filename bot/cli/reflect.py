@@ -72,34 +72,21 @@ async def _reflect(runtime: Runtime, day: str | None, dry_run: bool) -> list[dic
 
 
 async def _would_store(runtime: Runtime, chat: ChatDay) -> list[dict[str, Any]] | None:
-    """The daily reflection's own prompt and parsing (``memory.jobs.day``), without the audit, the write or the mark."""
-    import prompts
+    """The daily reflection's own reading and asking (``memory.jobs.day``), without the audit, the write or the mark."""
     from memory.jobs.base import FAILED
-    from memory.jobs.conversation import transcript_of
-    from memory.jobs.day import SYSTEM
-    from memory.models import Source
-    from memory.write.extraction import MAX_FACTS, memories_from, parse_list, place
+    from memory.jobs.day import DayReflection
 
     daily = runtime.daily
     assert daily is not None
-    rows = await runtime.runner.run(daily.days.turns, chat)
-    transcript = transcript_of(chat.ctx, rows, daily.zone_of)
-    speakers = transcript.speakers()
+    job = DayReflection(runtime.engine, daily.days, chat, daily.zone_of)
+    transcript = await runtime.runner.run(job.read)
+    speakers = tuple(transcript.speakers())
     if not speakers:
         return []
-    prompt = prompts.render(
-        "daily_reflection",
-        place=place(chat.ctx),
-        written=transcript.written(),
-        participants=", ".join(speakers),
-        excerpt=transcript.render(),
-        max_facts=MAX_FACTS,
-    )
     try:
-        candidates = parse_list(await daily.jobs.model(SYSTEM, prompt, temperature=0.0))
+        memories = await job.learned(transcript, speakers, daily.jobs.model)
     except FAILED:
         return None
-    memories = memories_from(candidates, transcript, Source.REFLECTION)
     return [{"content": m.content, "type": m.type.value, "scope": m.scope.value, "scope_id": m.scope_id} for m in memories]
 
 

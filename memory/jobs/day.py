@@ -44,9 +44,13 @@ class DayReflection:
     chat: ChatDay
     zone_of: ZoneName | None = None
 
+    def read(self) -> Transcript:
+        """The chat's day as the model reads it (no audit row: a dry run reads this alone)."""
+        return transcript_of(self.chat.ctx, self.days.turns(self.chat), self.zone_of)
+
     def gather(self) -> Day:
         chat = self.chat
-        transcript = transcript_of(chat.ctx, self.days.turns(chat), self.zone_of)
+        transcript = self.read()
         speakers = transcript.speakers()
         if not speakers:
             return Day(transcript, (), None)
@@ -58,15 +62,19 @@ class DayReflection:
     async def ask(self, plan: Day, model: AsyncCompleter) -> tuple[NewMemory, ...]:
         if plan.audit is None:
             return ()  # nothing to learn
+        return await self.learned(plan.transcript, plan.speakers, model)
+
+    async def learned(self, transcript: Transcript, speakers: tuple[str, ...], model: AsyncCompleter) -> tuple[NewMemory, ...]:
+        """The facts the model reads in the day (the prompt and its parsing; nothing is written)."""
         prompt = prompts.render(
             "daily_reflection",
             place=place(self.chat.ctx),
-            written=plan.transcript.written(),
-            participants=", ".join(plan.speakers),
-            excerpt=plan.transcript.render(),
+            written=transcript.written(),
+            participants=", ".join(speakers),
+            excerpt=transcript.render(),
             max_facts=MAX_FACTS,
         )
-        return tuple(memories_from(parse_list(await model(SYSTEM, prompt, temperature=0.0)), plan.transcript, Source.REFLECTION))
+        return tuple(memories_from(parse_list(await model(SYSTEM, prompt, temperature=0.0)), transcript, Source.REFLECTION))
 
     def apply(self, plan: Day, answer: tuple[NewMemory, ...]) -> Facts:
         if plan.audit is None:
