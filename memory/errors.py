@@ -3,7 +3,8 @@
 MemoryStoreError
 ├── NotFound            a memory, message or entity id that does not exist
 ├── InvalidInput        bad arguments: empty text, unknown type, out-of-range importance
-│   └── Rejected        a write refused by the safety filters (WRITE-6)
+│   ├── Rejected        a write refused by the safety filters (WRITE-6)
+│   └── CopyRefused     `store copy` will not copy, and says why in one line (nothing was written)
 ├── NotYours            a change to a memory the speaker may see but does not own (SEC-1)
 ├── EmbeddingError      the embedder failed or returned something unusable
 │   ├── DimensionMismatch  a model of another dimension than the store's (MEM-4)
@@ -26,6 +27,10 @@ class InvalidInput(MemoryStoreError):
 
 
 class Rejected(InvalidInput):
+    pass
+
+
+class CopyRefused(InvalidInput):
     pass
 
 
