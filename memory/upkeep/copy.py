@@ -42,7 +42,10 @@ from ..storage.vectors import VectorIndex
 DEFAULT_BATCH = 2000
 PROGRESS = "copy_progress"
 # the rows whose vectors and FTS entries go with them: (vector table, corpus) of each owner table
-DERIVED: dict[str, tuple[str, type[Corpus]]] = {"memories": ("memory_vec", MemoryCorpus), "messages": ("message_vec", MessageCorpus)}
+DERIVED: dict[str, tuple[str, Callable[[Database, VectorIndex], Corpus]]] = {
+    "memories": ("memory_vec", MemoryCorpus),
+    "messages": ("message_vec", MessageCorpus),
+}
 VECTOR_TABLES = frozenset(vec for vec, _ in DERIVED.values())
 Progress = Callable[[int, int], None]  # (rows copied so far, rows in all)
 
@@ -217,7 +220,7 @@ class _Copy:
             return True
         full = [t for t in [*tables, *self._vector_tables(self.dst)] if catalog.count(self.dst.db, t)]
         if full:
-            raise CopyRefused(f"DST is not empty ({', '.join(full)} hold rows): copy into a new database or file")
+            raise CopyRefused(f"DST is not empty (rows in {', '.join(full)}): copy into a new file or an empty database")
         self.dst.db.execute(
             f"CREATE TABLE {PROGRESS} (tbl TEXT PRIMARY KEY, source TEXT NOT NULL, last_key TEXT, "
             "copied BIGINT NOT NULL DEFAULT 0, done INTEGER NOT NULL DEFAULT 0)"
@@ -283,8 +286,9 @@ class _Copy:
         counts = [TableCount(t, catalog.count(self.src.db, t), catalog.count(self.dst.db, t)) for t in tables]
         for owner, index in self.src.vectors.items():
             if index.dim is not None:
-                there = self.dst.vectors[owner].dim is not None
-                counts.append(TableCount(index.table, catalog.count(self.src.db, index.table), catalog.count(self.dst.db, index.table) if there else 0))
+                made = self.dst.vectors[owner].dim is not None  # none copied: DST never made the table
+                dst_count = catalog.count(self.dst.db, index.table) if made else 0
+                counts.append(TableCount(index.table, catalog.count(self.src.db, index.table), dst_count))
         return tuple(counts)
 
     def _vector_tables(self, side: _Side) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import HashEmbedder, contents, count, dm_ctx, fts_rids, guild_ctx, remember, say
+from conftest import HashEmbedder, contents, dm_ctx, fts_rids, guild_ctx, remember, say
 
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
@@ -210,13 +210,17 @@ def _as_role(uri: str, role: str) -> str:
     ],
 )
 def test_the_server_check_says_what_is_missing_or_too_old(facts, reason):
-    usual = dict(where="postgresql://h/db", server_version=180_003, vector_available="0.8.2", vector_installed=None, superuser=True, has_store=False)
+    usual = dict(
+        where="postgresql://h/db", server_version=180_003, vector_available="0.8.2", vector_installed=None, superuser=True, has_store=False
+    )
     found = catalog.refusal(catalog.ServerFacts(**(usual | facts)))
     assert (found is None) if reason is None else (reason in found)
 
 
 def test_tables_are_copied_after_the_tables_they_reference():
-    order = dependency_order(["memory_tags", "checkins", "memories", "bulletin_partitions", "bulletins", "settings", "ingest_passages", "ingest_files"])
+    order = dependency_order(
+        ["memory_tags", "checkins", "memories", "bulletin_partitions", "bulletins", "settings", "ingest_passages", "ingest_files"]
+    )
     assert order.index("memories") < min(order.index("memory_tags"), order.index("checkins"), order.index("ingest_passages"))
     assert order.index("bulletins") < order.index("bulletin_partitions")
     assert order.index("ingest_files") < order.index("ingest_passages")
