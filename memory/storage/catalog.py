@@ -110,6 +110,7 @@ class ServerFacts:
     vector_installed: str | None  # the version installed in this database (None: not installed)
     superuser: bool  # may install an untrusted extension such as pgvector
     has_store: bool  # a schema_version table: a companion store lives here
+    tables: int = 0  # base tables in the schema the store would use
 
 
 def server_facts(url: str) -> ServerFacts:
@@ -125,7 +126,8 @@ def server_facts(url: str) -> ServerFacts:
             "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector'), "
             "(SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
             "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
-            "to_regclass('schema_version') IS NOT NULL"
+            "to_regclass('schema_version') IS NOT NULL, "
+            "(SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE')"
         ).fetchone()
     return ServerFacts(redact(url), *row)
 
@@ -133,6 +135,8 @@ def server_facts(url: str) -> ServerFacts:
 def refusal(facts: ServerFacts) -> str | None:
     """Why a store cannot live in this database, in one line; None when it can."""
     major = facts.server_version // 10_000
+    if facts.tables and not facts.has_store:
+        return f"{facts.where} holds {facts.tables} tables of another program (no schema_version): use an empty database"
     if facts.server_version < MIN_SERVER:
         return f"{facts.where}: PostgreSQL {major} is too old, a store needs PostgreSQL {MIN_SERVER // 10_000} or newer"
     installed, available = facts.vector_installed, facts.vector_available

@@ -102,10 +102,11 @@ def copy_store(source: str, target: str, *, batch: int = DEFAULT_BATCH, progress
         raise CopyRefused(f"SRC and DST are the same store ({src_id})")
     src = _Side.of(_open_source(source))
     try:
+        tables = _plan(src.db)
         _check_target_server(target)
         dst = _Side.of(_open_target(target))
         try:
-            return _Copy(src, dst, src_id, dst_id, batch, progress or (lambda done, total: None)).run()
+            return _Copy(src, dst, src_id, dst_id, batch, progress or (lambda done, total: None)).run(tables)
         finally:
             dst.db.close()
     finally:
@@ -124,11 +125,11 @@ def _open_source(source: str) -> Database:
     if is_postgres(source):
         if not catalog.server_facts(source).has_store:
             raise CopyRefused(f"SRC {redact(source)} holds no companion store (no schema_version table)")
-        return _opened(source, lambda: open_database(source))
+        return _reading(lambda: open_database(source))
     path = source.removeprefix("sqlite://") if source.startswith("sqlite:///") else source
     if not Path(path).is_file():
         raise CopyRefused(f"SRC {path}: no store exists there")
-    db = _opened(source, lambda: Database(read_only(path)))
+    db = _reading(lambda: Database(read_only(path)))
     if db.behind:
         current = len(MIGRATIONS) - db.behind
         db.close()
@@ -141,7 +142,7 @@ def _open_source(source: str) -> Database:
     return db
 
 
-def _opened(where: str, opener: Callable[[], Database]) -> Database:
+def _reading(opener: Callable[[], Database]) -> Database:
     try:
         return opener()
     except SchemaError as exc:  # newer than this program, another program's file, damaged
@@ -160,26 +161,44 @@ def _open_target(target: str) -> Database:
         raise CopyRefused(f"DST: {exc}") from None
 
 
+def _plan(src: Database) -> list[str]:
+    """SRC's tables in dependency order; refused when SRC has a table or column this program's schema would not keep
+    (compared with a new in-memory store: the schema every DST is migrated to)."""
+    found = catalog.tables(src)
+    if PROGRESS in found:
+        raise CopyRefused("SRC is itself an unfinished copy: finish that copy (run it again) before copying from it")
+    ours = Database(":memory:")
+    try:
+        unknown = [t for t in found if t not in VECTOR_TABLES and t not in catalog.tables(ours)]
+        if unknown:
+            raise CopyRefused(f"SRC has tables this program's schema does not: {', '.join(unknown)}")
+        for table in (t for t in found if t not in VECTOR_TABLES):
+            if lost := set(catalog.columns(src, table)) - set(catalog.columns(ours, table)):
+                raise CopyRefused(f"SRC's {table} has columns this program's schema does not: {', '.join(sorted(lost))}")
+    finally:
+        ours.close()
+    return dependency_order([t for t in found if t not in VECTOR_TABLES])
+
+
 def dependency_order(names: list[str]) -> list[str]:
     """``names`` with every table after the tables its columns reference (read from the migrations' REFERENCES)."""
     parents: dict[str, set[str]] = {name: set() for name in names}
     for migration in MIGRATIONS:
-        for table, body in re.findall(r"(?:CREATE|ALTER) TABLE (\w+)([^;]*)", migration.sql):
+        for table, body in re.findall(r"(?:CREATE|ALTER) TABLE (?:IF NOT EXISTS )?(\w+)([^;]*)", migration.sql):
             if table in parents:
                 parents[table] |= {p for p in re.findall(r"REFERENCES (\w+)", body) if p in parents and p != table}
     return list(graphlib.TopologicalSorter(parents).static_order())
 
 
 class _Copy:
-    """One run of a copy: the plan, the batches, the markers and the final count."""
+    """One run of a copy: the claim on DST, the batches with their markers, and the final count."""
 
     def __init__(self, src: _Side, dst: _Side, src_id: str, dst_id: str, batch: int, progress: Progress) -> None:
         self.src, self.dst, self.src_id, self.dst_id = src, dst, src_id, dst_id
         self.batch, self.progress = batch, progress
         self.done = 0
 
-    def run(self) -> CopyReport:
-        tables = self._plan()
+    def run(self, tables: list[str]) -> CopyReport:
         resumed = self._claim(tables)
         with _snapshot(self.src.db):
             totals = {t: catalog.count(self.src.db, t) for t in tables}
@@ -198,19 +217,6 @@ class _Copy:
         return CopyReport(self.src_id, self.dst_id, counts, resumed)
 
     # -- the plan and the marker ------------------------------------------------------------------
-    def _plan(self) -> list[str]:
-        """SRC's tables in dependency order; refused when SRC has a table or column DST would not keep."""
-        src_tables = [t for t in catalog.tables(self.src.db) if t not in VECTOR_TABLES and t != PROGRESS]
-        dst_tables = set(catalog.tables(self.dst.db))
-        unknown = [t for t in src_tables if t not in dst_tables]
-        if unknown:
-            raise CopyRefused(f"SRC has tables this program's schema does not: {', '.join(unknown)}")
-        for table in src_tables:
-            lost = set(self._columns(table)) - set(catalog.columns(self.dst.db, table))
-            if lost:
-                raise CopyRefused(f"SRC's {table} has columns DST lacks: {', '.join(sorted(lost))}")
-        return dependency_order(src_tables)
-
     def _claim(self, tables: list[str]) -> bool:
         """True when DST holds an interrupted copy of SRC to go on with; a DST with other rows is refused."""
         if PROGRESS in catalog.tables(self.dst.db):

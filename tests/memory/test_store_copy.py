@@ -228,3 +228,54 @@ def test_tables_are_copied_after_the_tables_they_reference():
 
 def test_a_second_postgresql_database_is_a_different_store(pg_server):
     assert catalog.identity(fresh_database(pg_server)) != catalog.identity(fresh_database(pg_server))
+
+
+def test_a_postgresql_database_of_another_program_is_refused_and_left_alone(tmp_path, pg_url, clock):
+    import psycopg
+
+    make_store(tmp_path / "m.db", clock)
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("CREATE TABLE invoices (id int PRIMARY KEY, total numeric)")
+    with pytest.raises(CopyRefused, match="tables of another program"):
+        copy_store(str(tmp_path / "m.db"), pg_url)
+    with psycopg.connect(pg_url) as con:
+        tables = con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'").fetchall()
+    assert tables == [("invoices",)]
+
+
+def test_a_source_with_a_table_this_program_does_not_know_is_refused_before_dst_is_made(tmp_path, clock):
+    make_store(tmp_path / "m.db", clock)
+    with MemoryEngine(tmp_path / "m.db", None, clock) as eng:
+        eng.db.execute("CREATE TABLE plugin_notes (id INTEGER PRIMARY KEY, note TEXT)")
+    with pytest.raises(CopyRefused, match="plugin_notes"):
+        copy_store(str(tmp_path / "m.db"), str(tmp_path / "dst.db"))
+    assert not (tmp_path / "dst.db").exists()
+
+
+KILLED_MIDWAY = """
+import os, signal, sys
+from memory.upkeep.copy import copy_store
+
+def die(done, total):
+    if done >= 9:  # a hard kill: no finally, no rollback, no close runs in this process
+        os.kill(os.getpid(), signal.SIGKILL)
+
+copy_store(sys.argv[1], sys.argv[2], batch=2, progress=die)
+"""
+
+
+def test_a_copy_killed_with_sigkill_goes_on_when_run_again_and_counts_the_same(tmp_path, pg_url, clock):
+    import os
+    import subprocess
+    import sys
+
+    make_store(tmp_path / "m.db", clock)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_MIDWAY, str(tmp_path / "m.db"), pg_url], cwd=root, env=os.environ | {"PYTHONPATH": str(root)}
+    )
+    assert done.returncode == -9
+    again = copy_store(str(tmp_path / "m.db"), pg_url, batch=2)
+    assert again.resumed and again.ok
+    assert table_rows(pg_url, clock) == table_rows(str(tmp_path / "m.db"), clock)
+    assert vectors(pg_url, clock) == vectors(str(tmp_path / "m.db"), clock)
