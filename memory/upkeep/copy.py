@@ -48,6 +48,7 @@ DERIVED: dict[str, tuple[str, Callable[[Database, VectorIndex], Corpus]]] = {
 }
 VECTOR_TABLES = frozenset(vec for vec, _ in DERIVED.values())
 Progress = Callable[[int, int], None]  # (rows copied so far, rows in all)
+_CONNINFO = re.compile(r"(^|\s)(host|dbname|user|port)=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,9 @@ def copy_store(source: str, target: str, *, batch: int = DEFAULT_BATCH, progress
     """
     if batch < 1:
         raise CopyRefused("--batch must be 1 or more")
+    for side, where in (("SRC", source), ("DST", target)):
+        if not is_postgres(where) and _CONNINFO.search(where):  # else it would name a new SQLite file "host=... dbname=..."
+            raise CopyRefused(f"{side} looks like a libpq connection string: write it as postgresql://user@host:port/dbname")
     src_id, dst_id = catalog.identity(source), catalog.identity(target)
     if src_id == dst_id or _same_file(source, target):
         raise CopyRefused(f"SRC and DST are the same store ({src_id})")

@@ -279,3 +279,9 @@ def test_a_copy_killed_with_sigkill_goes_on_when_run_again_and_counts_the_same(t
     assert again.resumed and again.ok
     assert table_rows(pg_url, clock) == table_rows(str(tmp_path / "m.db"), clock)
     assert vectors(pg_url, clock) == vectors(str(tmp_path / "m.db"), clock)
+
+
+def test_a_connection_string_is_not_taken_for_a_file_name(tmp_path, clock):
+    make_store(tmp_path / "m.db", clock)
+    with pytest.raises(CopyRefused, match="postgresql://"):
+        copy_store(str(tmp_path / "m.db"), "host=localhost dbname=companion user=bot")
