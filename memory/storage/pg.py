@@ -281,9 +281,9 @@ class PgDatabase(Database):
         return ()
 
     def _beyond_the_server(self) -> tuple[str, ...]:
-        archived = self.scalar("SELECT current_setting('archive_mode')") != "off"
+        archives = "WAL archives (archive_mode is on): delete the segments archived before now, or let retention expire them"
         return (
-            *(("WAL archives (archive_mode is on): delete the segments archived before now, or let retention expire them",) if archived else ()),
+            *((archives,) if self.scalar("SELECT current_setting('archive_mode')") != "off" else ()),
             "base backups and pg_dump files made before now: delete or replace them",
             "replicas replay the rewrite; run CHECKPOINT on each so its old WAL is retired too",
         )
