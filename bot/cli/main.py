@@ -22,7 +22,7 @@ from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import bulletin, checkins, conversation, dashboard, doctor, ingest, memories, reflect, upkeep
+from . import bulletin, checkins, conversation, dashboard, doctor, ingest, memories, reflect, store, upkeep
 from .output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -35,6 +35,7 @@ COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     bulletin.register,
     checkins.register,
     reflect.register,
+    store.register,
 )
 EPILOG = """\
 exit codes: 0 done; 1 a runtime failure (the store, the model server, the file system); 2 bad input or

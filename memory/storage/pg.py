@@ -19,6 +19,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,75 @@ def redact(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+MIN_PGVECTOR = (0, 5)  # HNSW and the vector_cosine_ops the store uses
+
+
+@dataclass(frozen=True, slots=True)
+class ServerFacts:
+    """What ``companion doctor`` says about a PostgreSQL store, read without changing anything (``inspect``)."""
+
+    server: str  # "18.3"
+    pgvector: str | None  # the installed extension's version in this database; None: not created here
+    pgvector_available: str | None  # the version the server could install; None: pgvector is not on the server
+    database_bytes: int
+    schema: int  # migrations applied (0: a database no command has written to yet)
+    known: int  # migrations this program has
+    memories: int | None  # None before the first migration
+    settings: dict[str, str]  # the store's settings table (embedding model and dimension), {} before it exists
+
+
+def inspect(url: str) -> ServerFacts:
+    """The facts about the database at ``url``, through a connection of its own: no migration, no CREATE EXTENSION."""
+    import psycopg
+
+    try:
+        con = psycopg.connect(url, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        raise StoreUnavailable(f"cannot connect to {redact(url)}: {str(exc).strip()}") from exc
+    with con:
+
+        def one(sql: str) -> Any:
+            row = con.execute(sql).fetchone()
+            return row[0] if row else None
+
+        schema = int(one("SELECT COALESCE(MAX(version), 0) FROM schema_version") or 0) if one("SELECT to_regclass('schema_version')") else 0
+        return ServerFacts(
+            server=str(one("SHOW server_version")).split()[0],
+            pgvector=one("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
+            pgvector_available=one("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"),
+            database_bytes=int(one("SELECT pg_database_size(current_database())")),
+            schema=schema,
+            known=len(PG_MIGRATIONS),
+            memories=int(one("SELECT COUNT(*) FROM memories")) if one("SELECT to_regclass('memories')") else None,
+            settings=dict(con.execute("SELECT key, value FROM settings").fetchall()) if one("SELECT to_regclass('settings')") else {},
+        )
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """ "0.8.2" -> (0, 8, 2), for comparing versions."""
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def without_password(url: str) -> str:
+    """The URL with its password left out, for a command an operator copies (libpq then reads PGPASSWORD or
+    ~/.pgpass, or asks): a password never reaches a terminal, a log or a shell history from us."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", "@", 1)))
+
+
+def dump_commands(url: str, dest: str) -> tuple[str, str]:
+    """(the pg_dump command that backs the store up to ``dest``, the pg_restore command that brings it back)."""
+    import shlex
+
+    target, file = shlex.quote(without_password(url)), shlex.quote(dest)
+    return (
+        f"pg_dump --format=custom --file={file} --dbname={target}",
+        f"pg_restore --clean --if-exists --no-owner --dbname={target} {file}",
+    )
 
 
 # -- the SQL rewrite ------------------------------------------------------------------------------------
