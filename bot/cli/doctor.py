@@ -218,20 +218,28 @@ def _store_finding(db: Any, path: Path) -> Finding:
 
 
 def check_pg_store(url: str) -> tuple[Finding, dict[str, Any]]:
-    """(finding, the store's recorded embedding dim/fingerprint) for a PostgreSQL store, read without changing it."""
+    """(finding, the store's recorded embedding dim/fingerprint) for a PostgreSQL store. Read first through a connection
+    of its own; the store is opened (for its counts and settings) only when that changes nothing (``ServerFacts.ready``)."""
     from memory.errors import StoreUnavailable
-    from memory.storage.pg import inspect
+    from memory.storage.memories import count_memories
+    from memory.storage.pg import inspect, open_database
 
     try:
         facts = inspect(url)
     except StoreUnavailable as exc:
         fix = "check COMPANION_DATABASE_URL (user, password, host, database) and that the server runs"
         return Finding("store", "fail", str(exc), fix), {}
-    stored = {"dim": facts.settings.get("embedding.dim"), "fingerprint": facts.settings.get("embedding.fingerprint")}
-    return _pg_finding(facts), stored
+    if not facts.ready:
+        return _pg_finding(facts, 0), {}
+    db = open_database(url)
+    try:
+        stored = {"dim": db.get_setting("embedding.dim"), "fingerprint": db.get_setting("embedding.fingerprint")}
+        return _pg_finding(facts, count_memories(db)), stored
+    finally:
+        db.close()
 
 
-def _pg_finding(facts: Any) -> Finding:
+def _pg_finding(facts: Any, memories: int) -> Finding:
     from memory.storage.pg import MIN_PGVECTOR, version_tuple
 
     from .output import counted
@@ -244,10 +252,10 @@ def _pg_finding(facts: Any) -> Finding:
         return Finding("store", "fail", detail, fix)
     if facts.schema > facts.known:
         return Finding("store", "fail", f"{detail}: newer than this program knows", "upgrade companion")
-    if facts.pgvector is None or facts.schema < facts.known:
+    if not facts.ready:
         pending = "the vector extension is not created yet" if facts.pgvector is None else "schema migration(s) pending"
         return Finding("store", "warn", f"{detail}: {pending}", "none: the next command that writes does it (its role needs CREATE rights)")
-    return Finding("store", "ok", f"{detail}, {counted(facts.memories or 0, 'memory')}")
+    return Finding("store", "ok", f"{detail}, {counted(memories, 'memory')}")
 
 
 def check_models(settings: Settings) -> list[Finding]:

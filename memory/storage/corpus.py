@@ -236,7 +236,7 @@ class Corpus:
         if not partitions:
             return False
         if self.words is not None:
-            return self.words.has_word(raw, partitions, where)
+            return self.words.has_word(raw, partitions, where.sql, where.params)
         tokens = " OR ".join(partition_token(p) for p in partitions)
         t, cond = self.fts_table, where.sql and f" AND ({where.sql})"
         sql = f"SELECT 1 FROM {t} JOIN {self.table} AS t ON t.rid = {t}.rowid WHERE {t} MATCH ?{cond} LIMIT 1"

@@ -67,8 +67,11 @@ class ServerFacts:
     database_bytes: int
     schema: int  # migrations applied (0: a database no command has written to yet)
     known: int  # migrations this program has
-    memories: int | None  # None before the first migration
-    settings: dict[str, str]  # the store's settings table (embedding model and dimension), {} before it exists
+
+    @property
+    def ready(self) -> bool:
+        """Migrated and with pgvector: opening the store (``PgDatabase``) would change nothing."""
+        return self.pgvector is not None and self.schema == self.known
 
 
 def inspect(url: str) -> ServerFacts:
@@ -93,8 +96,6 @@ def inspect(url: str) -> ServerFacts:
             database_bytes=int(one("SELECT pg_database_size(current_database())")),
             schema=schema,
             known=len(PG_MIGRATIONS),
-            memories=int(one("SELECT COUNT(*) FROM memories")) if one("SELECT to_regclass('memories')") else None,
-            settings=dict(con.execute("SELECT key, value FROM settings").fetchall()) if one("SELECT to_regclass('settings')") else {},
         )
 
 

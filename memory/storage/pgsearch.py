@@ -17,16 +17,13 @@ import functools
 import time
 from collections.abc import Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .db import Database
 from .fts import FtsQueryBuilder
 from .vectors import LOAD_CHUNK, VectorIndex
-
-if TYPE_CHECKING:
-    from .corpus import Filter
 
 CANDIDATE_CAP = 2000  # rows ranked at most per query: a word in every row would otherwise rank the partition
 # the leak check asks whether a word is common in the store (held by more than ~200 rows): counting on past this
@@ -84,14 +81,14 @@ class PgWords:
             self._rows = (time.monotonic(), count)
         return count
 
-    def has_word(self, raw: str, partitions: tuple[str, ...], where: Filter) -> bool:
-        """Does a row of ``partitions`` that passes ``where`` (conditions on alias ``t``) hold the word ``raw``?"""
-        cond = where.sql and f" AND ({where.sql})"
+    def has_word(self, raw: str, partitions: tuple[str, ...], where: str = "", params: tuple[Any, ...] = ()) -> bool:
+        """Does a row of ``partitions`` that passes ``where`` (our conditions on alias ``t``) hold the word ``raw``?"""
+        cond = where and f" AND ({where})"
         sql = (
             f"SELECT 1 FROM {self.table} AS t WHERE t.words @@ plainto_tsquery('english', ?) "
             f"AND t.partition_key IN ({', '.join('?' for _ in partitions)}){cond} LIMIT 1"
         )
-        return self.db.scalar(sql, (raw, *partitions, *where.params)) is not None
+        return self.db.scalar(sql, (raw, *partitions, *params)) is not None
 
 
 class PgVectorIndex(VectorIndex):
