@@ -3,7 +3,7 @@
 ``open_database(url)`` picks the engine: ``postgresql://...`` opens a ``PgDatabase``, anything else (a path or
 ``sqlite:///...``) the SQLite ``Database``. The repositories keep their one SQL text: ``to_pg`` rewrites the
 few SQLite-only forms they use (``?`` and ``:name`` parameters, ``INSERT OR IGNORE``, scalar ``MIN``/``MAX``,
-``instr``, ``json_each``, ``rowid``, the ``+column`` planner hint) as it passes. What cannot be rewritten has its
+``instr``, ``json_each``, ``json_extract``, ``rowid``, the ``+column`` planner hint) as it passes. What cannot be rewritten has its
 own PostgreSQL form beside the SQLite one: full-text search (``memory.storage.pgsearch``: a tsvector column, GIN,
 ``ts_rank_cd``), vectors (pgvector tables) and the schema (``memory.storage.pg_migrations``, the same numbers).
 
@@ -134,6 +134,7 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"json_each\(([\w.]+), '\$\.(\w+)'\)", r"json_array_elements_text((\1)::json -> '\2') AS je(value)"),
         (r"json_each\(([\w.?]+)\)", r"json_array_elements_text((\1)::json) AS je(value)"),
+        (r"json_extract\(([\w.]+), '\$\.(\w+)'\)", r"((\1)::json ->> '\2')"),
         (r"\bINSERT OR IGNORE INTO\b", "INSERT INTO"),
         (r"\bUPDATE OR REPLACE\b", "UPDATE"),
         (r"\bMAX\(([\w.?]+), ", r"GREATEST(\1, "),

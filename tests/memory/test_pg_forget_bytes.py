@@ -44,6 +44,7 @@ from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.models import Visibility
 from memory.storage.privacy import Privacy
+from memory.upkeep.forgetting import forget_guild
 
 MARK = "zyqxolotlquixwel"
 
@@ -136,5 +137,20 @@ def test_forget_everything_then_the_rewrite_leave_no_byte_of_the_words_or_vector
         assert not any("wal_recycle" in line for line in done.left)
         assert holding(folder, needles) == {}  # nothing anywhere in the data directory
         assert any("base backups" in line for line in done.left)  # what the operator still owns is said
+    finally:
+        engine.close()
+
+
+def test_a_guild_purge_runs_on_postgresql_and_keeps_the_other_guilds_rows(pg_url):
+    engine = MemoryEngine(pg_url, HashEmbedder(), FakeClock())
+    try:
+        remember(engine, "Bob plays in Glasswyrm", scope_id="bob", guild_id="g1")
+        kept = remember(engine, "Bob plays chess in the other server", scope_id="bob", guild_id="g2")
+        say(engine, f"the {MARK} meets on Fridays", author="bob", guild="g1")
+        say(engine, "hello from g2", author="bob", guild="g2")
+        counts = forget_guild(engine, "g1")  # its chats are found with json_extract, rewritten for PostgreSQL
+        assert (counts["memories"], counts["messages"]) == (1, 1)
+        assert [r for (r,) in engine.db.execute("SELECT id FROM memories")] == [kept.id]
+        assert engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE ?", (f"%{MARK}%",)) == 0
     finally:
         engine.close()
