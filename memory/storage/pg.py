@@ -325,7 +325,7 @@ class PgDatabase(Database):
     def rewrite(self) -> Rewritten:
         """The operator's full scrub: VACUUM FULL of every table (new files, old ones unlinked; indexes rebuilt, so
         GIN keys of forgotten words go too), then the WAL switched and checkpointed twice so the segments that held
-        the words can be retired. Each table is locked while it is rewritten (the bot waits; seconds at 100k)."""
+        the words can be retired. Each table is locked while it is rewritten (the bot waits; 9.7 s in all at 100k)."""
         before = self._size()
         for table in self._tables():
             self.execute(f"VACUUM FULL {table}")
