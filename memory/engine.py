@@ -10,6 +10,7 @@ from .protocols import Embedder
 from .recall.leaks import LeakCheck
 from .recall.recall import MemoryRecall
 from .storage.corpus import MemoryCorpus, MessageCorpus
+from .storage.db import Rewritten
 from .storage.embeddings import EmbeddingService
 from .storage.graph import Graph
 from .storage.knobs import KnobStore
@@ -76,6 +77,11 @@ class MemoryEngine:
     def scrub(self) -> None:
         """Overwrite freed pages and checkpoint the WAL: deleted words leave the file's bytes (``Database.scrub``)."""
         self.db.scrub()
+
+    def rewrite(self) -> Rewritten:
+        """The operator's full scrub after forgetting: every table rewritten from its live rows, the WAL cut
+        (``Database.rewrite``); says what is left that only the operator can remove (backups, WAL archives)."""
+        return self.db.rewrite()
 
     def backup_to(self, target: str | Path) -> None:
         """A consistent copy of the store at ``target`` (``Database.backup_to``)."""

@@ -182,6 +182,7 @@ KNOWN_SHARED = {
     ("privacy_places", "memory/storage/messages.py"),  # the same filter for a place switched off
     ("schema_version", "memory/storage/db.py"),  # each engine's migration runner records its version (SCALE-1)
     ("schema_version", "memory/storage/pg.py"),
+    ("schema_version", "memory/storage/catalog.py"),  # read before opening: is a store here, and how far migrated
 }
 
 

@@ -30,6 +30,12 @@ def plant(engine) -> dict[str, str]:
 
 
 # -- the check itself ----------------------------------------------------------------------------------
+@pytest.fixture
+def engine(any_engine):
+    """The check reads the word index: FTS5 on SQLite, the GIN tsvector on PostgreSQL (SCALE-1). Both, every test."""
+    return any_engine
+
+
 def test_a_dm_private_passport_number_repeated_in_a_server_is_a_leak_named_by_memory_and_kind(engine):
     ids = plant(engine)
     leaks = engine.leaks.check(guild_ctx("g1", "bob"), "Sure Bob, your passport number is X4471Q.")
@@ -84,6 +90,12 @@ def test_a_forgotten_memory_no_longer_counts(engine):
     ids = plant(engine)
     engine.memories.delete(ids[MOVING])
     assert engine.leaks.check(guild_ctx("g1", "bob"), "Bob, have fun in Reykjavik!") == ()
+
+
+def test_query_syntax_in_a_reply_is_only_words_and_the_secret_is_still_found(engine):
+    ids = plant(engine)
+    for reply in ("X4471Q:* & !(passport) | <-> Reykjavik", '"X4471Q" AND ptoken : *', "x4471q' OR '1'='1"):
+        assert ids[PASSPORT] in {leak.memory_id for leak in engine.leaks.check(guild_ctx("g1", "bob"), reply)}, reply
 
 
 # -- the way out: the real adapters, the orchestrator, a model that repeats the secret ------------------------

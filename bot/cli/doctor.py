@@ -3,6 +3,7 @@
     check         what it does                                                          fails when
     config        loads Settings (a bad variable is reported, not a crash)              a variable is invalid
     store         opens the store read-only: schema version, PRAGMA quick_check         damaged, not a store, newer
+                  (PostgreSQL: server and pgvector versions, database size, schema)     unreachable, no pgvector, newer
     model         one short chat completion with the chat (and extraction) model        unreachable, key or model refused
     api key       an empty key for a server that is not on this machine or network      (a warning)
     embeddings    one embedding; its dimension and fingerprint against the store's      provider down, model mismatch
@@ -31,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
+    from memory.storage.catalog import ServerFacts
+
     from ..config import Settings
 
 # Discord: base64url(user id) . base64url(timestamp) . base64url(HMAC); Telegram: bot id ":" 35 characters.
@@ -84,7 +87,11 @@ def report_config_error(args: argparse.Namespace, error: Exception) -> int:
 
 
 def run_checks(settings: Settings) -> list[Finding]:
-    store, stored = check_store(Path(settings.db_path))
+    from ..config import store_location
+
+    where = str(store_location(settings))
+    is_pg = where.startswith(("postgresql://", "postgres://"))
+    store, stored = check_pg_store(where) if is_pg else check_store(Path(where.removeprefix("sqlite://")))
     return [
         store,
         *check_models(settings),
@@ -210,6 +217,48 @@ def _store_finding(db: Any, path: Path) -> Finding:
             "store", "warn", f"{path}: {db.behind} schema migration(s) pending", "none: the next command that writes applies them"
         )
     return Finding("store", "ok", f"{path}: {counted(count_memories(db), 'memory')}, integrity ok")
+
+
+def check_pg_store(url: str) -> tuple[Finding, dict[str, Any]]:
+    """(finding, the store's recorded embedding dim/fingerprint) for a PostgreSQL store. Read first through a connection
+    of its own; the store is opened (for its counts and settings) only when that changes nothing (``ServerFacts.ready``)."""
+    from memory.errors import StoreUnavailable
+    from memory.storage.catalog import server_facts
+    from memory.storage.memories import count_memories
+    from memory.storage.pg import open_database
+
+    try:
+        facts = server_facts(url)
+    except StoreUnavailable as exc:
+        fix = "check COMPANION_DATABASE_URL (user, password, host, database) and that the server runs"
+        return Finding("store", "fail", str(exc), fix), {}
+    if not facts.ready:
+        return _pg_finding(facts, 0), {}
+    db = open_database(url)
+    try:
+        stored = {"dim": db.get_setting("embedding.dim"), "fingerprint": db.get_setting("embedding.fingerprint")}
+        return _pg_finding(facts, count_memories(db)), stored
+    finally:
+        db.close()
+
+
+def _pg_finding(facts: ServerFacts, memories: int) -> Finding:
+    from memory.storage.catalog import too_old_vector
+
+    from .output import counted
+
+    size = f"{facts.database_bytes / 1e6:.1f} MB"
+    vector = facts.vector_installed or facts.vector_available
+    detail = f"PostgreSQL {facts.server}, pgvector {vector or 'missing'}, {size}, schema {facts.schema} of {facts.known}"
+    if too_old_vector(vector):
+        fix = "install pgvector 0.5 or newer on the server (e.g. the postgresql-NN-pgvector package, or the pgvector/pgvector image)"
+        return Finding("store", "fail", detail, fix)
+    if facts.schema > facts.known:
+        return Finding("store", "fail", f"{detail}: newer than this program knows", "upgrade companion")
+    if not facts.ready:
+        pending = "the vector extension is not created yet" if facts.vector_installed is None else "schema migration(s) pending"
+        return Finding("store", "warn", f"{detail}: {pending}", "none: the next command that writes does it (its role needs CREATE rights)")
+    return Finding("store", "ok", f"{detail}, {counted(memories, 'memory')}")
 
 
 def check_models(settings: Settings) -> list[Finding]:

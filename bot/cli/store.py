@@ -1,6 +1,16 @@
-"""``companion store copy SRC DST``: move a whole store between SQLite and PostgreSQL (SCALE-1).
+"""``companion store``: the store as a whole (SCALE-1, SEC-3).
 
-The copy itself is ``memory.upkeep.copy``, imported by the handler (registering commands stays cheap).
+``store copy SRC DST`` moves a whole store between SQLite and PostgreSQL; the copy itself is ``memory.upkeep.copy``,
+imported by the handler (registering commands stays cheap).
+
+``store scrub``: after forgetting, rewrite the store so no deleted word is left in its files.
+
+A forget already deletes the rows, index entries and vectors in one transaction and then scrubs what is cheap
+(SQLite: secure_delete and a WAL checkpoint; PostgreSQL: VACUUM of every table). What is not cheap is left to the
+operator, who chooses when the tables may be locked: on PostgreSQL, VACUUM FULL of every table and the WAL switched
+and checkpointed; on SQLite, VACUUM and the WAL truncated. It then says what no program on this side can reach
+(backups, WAL archives, replicas). A ``store`` group, not ``forget --rewrite``: it acts on the whole store, after
+any number of forgets (a person's, a guild's, the dashboard's), and it sits beside the other whole-store commands.
 """
 
 from __future__ import annotations
@@ -8,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .memories import command, positive_int
+from .memories import command, engine_for, positive_int
 from .output import CommandFailed, counted, note, print_json, progress_bar, say
 
 if TYPE_CHECKING:
@@ -28,13 +38,21 @@ A copy that cannot be made is refused before anything is written, with the reaso
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    group = subparsers.add_parser("store", help="move the whole store (SQLite <-> PostgreSQL)", description="The store as a whole.")
+    group = subparsers.add_parser("store", help="the store as a whole (copy, scrub)", description="Commands on the store as a whole.")
     actions = group.add_subparsers(dest="store_command", metavar="ACTION", required=True)
     p = command(actions, "copy", run_copy, "copy a store into a new one, SQLite <-> PostgreSQL, resumably", json_flag=True)
     p.description, p.formatter_class = COPY_HELP, argparse.RawDescriptionHelpFormatter
     p.add_argument("source", metavar="SRC", help="the store to copy from (path, sqlite:///path or postgresql://...)")
     p.add_argument("target", metavar="DST", help="where to copy it (a new file or an empty PostgreSQL database)")
     p.add_argument("--batch", type=positive_int, default=2000, help="rows per transaction and progress marker (default: 2000)")
+    command(
+        actions,
+        "scrub",
+        run_scrub,
+        "rewrite every table so forgotten words leave the files, and say what only you can still remove "
+        "(PostgreSQL: VACUUM FULL, locks each table while it runs)",
+        json_flag=True,
+    )
 
 
 def run_copy(args: argparse.Namespace, settings: Settings) -> None:
@@ -71,3 +89,14 @@ def _show(report: CopyReport) -> None:
 def _as_json(report: CopyReport) -> dict[str, object]:
     counts = {c.table: {"source": c.source, "copied": c.copied} for c in report.counts}
     return {"source": report.source, "target": report.target, "ok": report.ok, "resumed": report.resumed, "counts": counts}
+
+
+def run_scrub(args: argparse.Namespace, settings: Settings) -> None:
+    with engine_for(settings) as engine:
+        done, where = engine.rewrite(), engine.path
+    if args.json:
+        return print_json({"store": where, "bytes_before": done.bytes_before, "bytes_after": done.bytes_after, "left": list(done.left)})
+    say(f"rewrote {where}: {done.bytes_before:,} -> {done.bytes_after:,} bytes; no table or index file holds a deleted row")
+    say("still yours to do:")
+    for line in done.left:
+        say(f"  - {line}")

@@ -47,7 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--entity-days", type=float, default=90.0, help="entities unseen this long (default: 90)")
     p = command(subparsers, "reembed", run_reembed, "rebuild every vector with the configured embedding model", json_flag=True)
     p.add_argument("--allow-dimension-change", action="store_true", help="allow a model of another dimension (drops all vectors)")
-    p = command(subparsers, "backup", run_backup, "copy the database with SQLite's online backup (safe while the bot runs)")
+    p = command(
+        subparsers,
+        "backup",
+        run_backup,
+        "copy the database with SQLite's online backup (safe while the bot runs; PostgreSQL: says the pg_dump command)",
+    )
     p.add_argument("dest", type=Path)
     p.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
     p = command(subparsers, "restore", run_restore, "replace the store with a copy made by `companion backup` (stop the bot first)")
@@ -172,6 +177,7 @@ def run_reembed(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def run_backup(args: argparse.Namespace, settings: Settings) -> None:
+    _refuse_on_postgres(settings, str(args.dest))
     dest = new_file(args.dest, args.force)
     if dest.resolve() == Path(settings.db_path).resolve():
         raise UsageError("the backup cannot overwrite the database itself")
@@ -186,6 +192,7 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
     from memory.errors import SchemaError
     from memory.storage.db import Database, read_only
 
+    _refuse_on_postgres(settings, str(args.backup))
     source, target = args.backup, Path(settings.db_path)
     _check_restore(source, target, args.force)
     try:
@@ -206,6 +213,20 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
         lines = engine.rebuild_journals()
     rebuilt = "" if lines is None else f"; journals rebuilt ({lines} lines)"
     say(f"restored {target} from {source}: {counted(counts['memories'], 'memory')}{rebuilt}")
+
+
+def _refuse_on_postgres(settings: Settings, file: str) -> None:
+    """SQLite's backup API has no PostgreSQL form: the server's own tools do it, consistent while the bot runs."""
+    from memory.storage.pg import dump_commands, is_postgres
+
+    from ..config import store_location
+
+    if is_postgres(store_location(settings)):
+        dump, restore = dump_commands(str(store_location(settings)), file)
+        raise UsageError(
+            "the store is on PostgreSQL: back it up with the server's tools (the password comes from PGPASSWORD or ~/.pgpass)\n"
+            f"back up:  {dump}\nrestore (stop the bot first):  {restore}"
+        )
 
 
 def run_journals_rebuild(args: argparse.Namespace, settings: Settings) -> None:

@@ -4,7 +4,7 @@ Before a reply is posted in a shared place (a server channel, a group, a voice c
 ``LeakCheck.check(ctx, reply, seen)`` which memories that place may not see the reply would reveal:
 
     reply words -> distinctive? -> held by a live memory outside the place's partitions? -> seen by the place? -> leak
-                   (a weight)      (read off the FTS index: which rows hold the word)       (no)
+                   (a weight)      (read off the word index: which rows hold the word)      (no)
 
 A word's weight says how much it gives away. A code or a long number ("X4471Q", "4471") and a word rare in
 English weigh 2; a less common word ("passport", "secretly") 1; a common one ("moving", "coffee"), and any
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..scopes import RecallContext, message_partition, partition_token, placeholders
+from ..scopes import RecallContext, message_partition, placeholders
 from ..storage.corpus import Filter, MemoryCorpus, MessageCorpus, live_memories
 
 ASSETS = Path(__file__).parents[1] / "assets"
@@ -67,7 +67,7 @@ class LeakCheck:
         :param seen: text the place has seen that the store may not hold (names, the conversation shown).
         """
         words = self._telling(reply, seen)
-        holders = self.memories.fts.holders(words, MEMORY_COLUMNS)
+        holders = self.memories.holders({stem: raw for stem, (raw, _) in words.items()}, MEMORY_COLUMNS)
         heavy = {rid for rid, stems in holders.items() if _weight(stems, words) >= LEAK_WEIGHT}
         if not heavy:
             return ()
@@ -99,23 +99,22 @@ class LeakCheck:
         rank = _vocabulary().get(raw, RARE_RANK)
         if rank < COMMON_RANK:
             return 0
-        rows, total = self.memories.fts.doc_freq(stem)
+        rows, total = self.memories.doc_freq(stem, raw)
         if rows > max(STORE_COMMON_FLOOR, min(STORE_COMMON_ROWS, STORE_COMMON_SHARE * total)):
             return 0
         return 1 if rank < RARE_RANK else 2
 
     def _shown(self, ctx: RecallContext, stems: set[str], words: dict[str, tuple[str, int]]) -> set[str]:
         """The words among ``stems`` held by a live memory the place may see."""
-        mine = " OR ".join(partition_token(k) for k in ctx.memory_partitions())
-        live = live_memories("t", self.now())
-        return {stem for stem in stems if self.memories.has_match(f"{_quoted(words[stem][0])} AND ptoken : ({mine})", live)}
+        mine, live = ctx.memory_partitions(), live_memories("t", self.now())
+        return {stem for stem in stems if self.memories.has_word(words[stem][0], mine, live)}
 
     def _said_here(self, ctx: RecallContext, stems: set[str], words: dict[str, tuple[str, int]]) -> set[str]:
         """The words among ``stems`` said in a message the asker may read (this channel, readable ones of its guild)."""
-        talk = partition_token(message_partition(ctx.guild_id, ctx.speaker_id))
+        talk = (message_partition(ctx.guild_id, ctx.speaker_id),)
         channels = ctx.channels()
         readable = Filter(f"t.platform = ? AND t.channel_id IN ({placeholders(channels)})", (ctx.platform, *channels))
-        return {stem for stem in stems if self.messages.has_match(f"{_quoted(words[stem][0])} AND ptoken : {talk}", readable)}
+        return {stem for stem in stems if self.messages.has_word(words[stem][0], talk, readable)}
 
 
 def partition_kind(key: str) -> str:
@@ -142,10 +141,6 @@ def _number_weight(raw: str, digits: int) -> int:
 
 def _weight(stems: set[str], words: dict[str, tuple[str, int]]) -> int:
     return sum(words[s][1] for s in stems)
-
-
-def _quoted(raw: str) -> str:
-    return '"' + raw.replace('"', '""') + '"'
 
 
 @cache

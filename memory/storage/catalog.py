@@ -111,15 +111,31 @@ class ServerFacts:
     superuser: bool  # may install an untrusted extension such as pgvector
     has_store: bool  # a schema_version table: a companion store lives here
     tables: int = 0  # base tables in the schema the store would use
+    database_bytes: int = 0
+    schema: int = 0  # migrations applied (0: a database no command has written to yet)
+    known: int = 0  # migrations this program has
+
+    @property
+    def server(self) -> str:
+        """ "18.3" for 180003."""
+        return f"{self.server_version // 10_000}.{self.server_version % 10_000}"
+
+    @property
+    def ready(self) -> bool:
+        """Migrated and with pgvector: opening the store (``PgDatabase``) would change nothing."""
+        return self.vector_installed is not None and self.schema == self.known
 
 
 def server_facts(url: str) -> ServerFacts:
+    """Through a connection of its own: no migration, no CREATE EXTENSION (``store copy``'s checks, ``doctor``)."""
     import psycopg
 
+    from .pg_migrations import PG_MIGRATIONS
+
     try:
-        con = psycopg.connect(url, autocommit=True)
+        con = psycopg.connect(url, autocommit=True, connect_timeout=5)
     except psycopg.OperationalError as exc:
-        raise StoreUnavailable(f"cannot connect to {redact(url)}: {exc}") from exc
+        raise StoreUnavailable(f"cannot connect to {redact(url)}: {str(exc).strip()}") from exc
     with con:
         row: Any = con.execute(
             "SELECT current_setting('server_version_num')::int, "
@@ -127,9 +143,12 @@ def server_facts(url: str) -> ServerFacts:
             "(SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
             "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
             "to_regclass('schema_version') IS NOT NULL, "
-            "(SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE')"
+            "(SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'), "
+            "pg_database_size(current_database())"
         ).fetchone()
-    return ServerFacts(redact(url), *row)
+        schema = con.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0] if row[4] else 0  # type: ignore[index]
+    version, available, installed, superuser, has_store, tables, size = row
+    return ServerFacts(redact(url), version, available, installed, superuser, has_store, tables, size, int(schema), len(PG_MIGRATIONS))
 
 
 def refusal(facts: ServerFacts) -> str | None:
@@ -150,6 +169,11 @@ def refusal(facts: ServerFacts) -> str | None:
             "ask a superuser to run CREATE EXTENSION vector in it"
         )
     return None
+
+
+def too_old_vector(version: str | None) -> bool:
+    """No pgvector, or one older than the store needs."""
+    return version is None or _version(version) < MIN_VECTOR
 
 
 def _version(text: str) -> tuple[int, ...]:

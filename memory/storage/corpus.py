@@ -216,12 +216,32 @@ class Corpus:
             found.update({rid: (row_id, key) for rid, row_id, key in self.db.execute(sql, (*chunk, *where.params))})
         return found
 
-    def has_match(self, expr: str, where: Filter) -> bool:
-        """Does any row whose index entry matches ``expr`` (an expression our code built, user words quoted) pass
-        ``where``?"""
+    # -- which rows hold a word (the leak check, memory.recall.leaks) -------------------------------
+    def holders(self, words: dict[str, str], columns: tuple[str, ...]) -> dict[int, set[str]]:
+        """rid -> which of ``words`` (stem -> the word as written) the row's ``columns`` hold, read off the index.
+
+        On PostgreSQL the ``words`` column is the index and already covers exactly the searchable columns
+        (``memory.storage.pg_migrations``); the word is matched as PostgreSQL stems it, the answer keyed by our stem.
+        """
+        if self.words is not None:
+            return self.words.holders(words)
+        return self.fts.holders(words, columns)
+
+    def doc_freq(self, stem: str, raw: str) -> tuple[int, int]:
+        """(rows holding the word, rows indexed); on PostgreSQL the first is counted up to ``pgsearch.DF_CAP``."""
+        return self.words.doc_freq(raw) if self.words is not None else self.fts.doc_freq(stem)
+
+    def has_word(self, raw: str, partitions: tuple[str, ...], where: Filter) -> bool:
+        """Does a row of ``partitions`` that passes ``where`` hold the word ``raw`` (as the index stems it)?"""
+        if not partitions:
+            return False
+        if self.words is not None:
+            return self.words.has_word(raw, partitions, where.sql, where.params)
+        tokens = " OR ".join(partition_token(p) for p in partitions)
         t, cond = self.fts_table, where.sql and f" AND ({where.sql})"
         sql = f"SELECT 1 FROM {t} JOIN {self.table} AS t ON t.rid = {t}.rowid WHERE {t} MATCH ?{cond} LIMIT 1"
-        return self.db.scalar(sql, (expr, *where.params)) is not None
+        word = '"' + raw.replace('"', '""') + '"'  # a word, never FTS5 syntax
+        return self.db.scalar(sql, (f"{word} AND ptoken : ({tokens})", *where.params)) is not None
 
     def _newest(self, expr: str) -> int | None:
         """The rowid from which on ``COMMON_ROWS`` rows match ``expr`` (None: fewer match in all). A walk

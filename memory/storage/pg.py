@@ -3,7 +3,7 @@
 ``open_database(url)`` picks the engine: ``postgresql://...`` opens a ``PgDatabase``, anything else (a path or
 ``sqlite:///...``) the SQLite ``Database``. The repositories keep their one SQL text: ``to_pg`` rewrites the
 few SQLite-only forms they use (``?`` and ``:name`` parameters, ``INSERT OR IGNORE``, scalar ``MIN``/``MAX``,
-``instr``, ``json_each``, ``rowid``, the ``+column`` planner hint) as it passes. What cannot be rewritten has its
+``instr``, ``json_each``, ``json_extract``, ``rowid``, the ``+column`` planner hint) as it passes. What cannot be rewritten has its
 own PostgreSQL form beside the SQLite one: full-text search (``memory.storage.pgsearch``: a tsvector column, GIN,
 ``ts_rank_cd``), vectors (pgvector tables) and the schema (``memory.storage.pg_migrations``, the same numbers).
 
@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import SchemaError, StoreUnavailable
-from .db import Database
+from .db import Database, Rewritten
 from .pg_migrations import CHANNEL, PG_MIGRATIONS
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,26 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def without_password(url: str) -> str:
+    """The URL with its password left out, for a command an operator copies (libpq then reads PGPASSWORD or
+    ~/.pgpass, or asks): a password never reaches a terminal, a log or a shell history from us."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", "@", 1)))
+
+
+def dump_commands(url: str, dest: str) -> tuple[str, str]:
+    """(the pg_dump command that backs the store up to ``dest``, the pg_restore command that brings it back)."""
+    import shlex
+
+    target, file = shlex.quote(without_password(url)), shlex.quote(dest)
+    return (
+        f"pg_dump --format=custom --file={file} --dbname={target}",
+        f"pg_restore --clean --if-exists --no-owner --dbname={target} {file}",
+    )
+
+
 # -- the SQL rewrite ------------------------------------------------------------------------------------
 _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p, re.IGNORECASE), r)
@@ -63,6 +83,7 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"json_each\(([\w.]+), '\$\.(\w+)'\)", r"json_array_elements_text((\1)::json -> '\2') AS je(value)"),
         (r"json_each\(([\w.?]+)\)", r"json_array_elements_text((\1)::json) AS je(value)"),
+        (r"json_extract\(([\w.]+), '\$\.(\w+)'\)", r"((\1)::json ->> '\2')"),
         (r"\bINSERT OR IGNORE INTO\b", "INSERT INTO"),
         (r"\bUPDATE OR REPLACE\b", "UPDATE"),
         (r"\bMAX\(([\w.?]+), ", r"GREATEST(\1, "),
@@ -234,17 +255,59 @@ class PgDatabase(Database):
         self.execute("ANALYZE")
 
     def scrub(self) -> None:
-        """After a forget: VACUUM the tables that held a person's words, so dead tuples' space is freed for reuse.
+        """After a forget: VACUUM the store's tables, so the deleted rows and their index entries are removed.
 
-        Plain VACUUM marks the space reusable but does not zero it; the words stay in the data files until the
-        pages are overwritten, and in the WAL and base backups until they rotate. ``VACUUM FULL`` (the operator
-        command ``companion store compact``) rewrites the tables into new files. See docs/postgresql.md.
+        ``INDEX_CLEANUP ON``: a forget deletes a few rows of a big table, and VACUUM on its own skips the indexes
+        when under 2% of the pages have dead rows (PostgreSQL 14+), leaving a forgotten memory's subject in its
+        btree. What VACUUM cannot do (measured in tests/memory/test_pg_forget_bytes.py): freed space is reused, not
+        zeroed; a GIN index keeps a forgotten word's lexeme as a key; the WAL keeps it all until its segments are
+        overwritten. ``rewrite`` (``companion store scrub``) does the rest. See docs/postgresql.md.
         """
+        for table in self._tables():
+            self.execute(f"VACUUM (INDEX_CLEANUP ON) {table}")
+
+    def _tables(self) -> list[str]:
         # every table of the store, not only the forget registry's: derived tables (vectors, caches) hold words too,
         # and reading the registry here would make the storage layer import the layer above it
-        ours = {name for (name,) in self.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
-        for table in sorted(ours):
-            self.execute(f"VACUUM {table}")
+        return sorted(name for (name,) in self.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"))
+
+    def rewrite(self) -> Rewritten:
+        """The operator's full scrub: VACUUM FULL of every table (new files, old ones unlinked; indexes rebuilt, so
+        GIN keys of forgotten words go too), then the WAL switched and checkpointed twice so the segments that held
+        the words can be retired. Each table is locked while it is rewritten (the bot waits; 9.7 s in all at 100k)."""
+        before = self._size()
+        for table in self._tables():
+            self.execute(f"VACUUM FULL {table}")
+        left = self._retire_wal()
+        return Rewritten(before, self._size(), (*left, *self._beyond_the_server()))
+
+    def _size(self) -> int:
+        return int(self.scalar("SELECT pg_database_size(current_database())"))
+
+    def _retire_wal(self) -> tuple[str, ...]:
+        """Two WAL switches, each followed by a checkpoint: no segment older than now is needed after that."""
+        import psycopg
+
+        try:
+            for _ in range(2):
+                self.execute("SELECT pg_switch_wal()")
+                self.execute("CHECKPOINT")
+        except psycopg.errors.InsufficientPrivilege:
+            return ("the WAL: this role may not run pg_switch_wal() and CHECKPOINT; a superuser must run both, twice",)
+        if self.scalar("SELECT current_setting('wal_recycle')") == "on":
+            return (
+                "the WAL: with wal_recycle on, old segments are renamed for reuse and keep the words until overwritten; "
+                "run `ALTER SYSTEM SET wal_recycle = off; SELECT pg_reload_conf();` as a superuser, then this command again",
+            )
+        return ()
+
+    def _beyond_the_server(self) -> tuple[str, ...]:
+        archives = "WAL archives (archive_mode is on): delete the segments archived before now, or let retention expire them"
+        return (
+            *((archives,) if self.scalar("SELECT current_setting('archive_mode')") != "off" else ()),
+            "base backups and pg_dump files made before now: delete or replace them",
+            "replicas replay the rewrite; run CHECKPOINT on each so its old WAL is retired too",
+        )
 
     def data_version(self) -> int:
         """How many commits of other connections this process has heard of (LISTEN/NOTIFY)."""

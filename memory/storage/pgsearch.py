@@ -14,6 +14,7 @@ above it: it loads partitions from this table and reloads when another process's
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterator
 from itertools import islice
 from typing import Any
@@ -25,6 +26,10 @@ from .fts import FtsQueryBuilder
 from .vectors import LOAD_CHUNK, VectorIndex
 
 CANDIDATE_CAP = 2000  # rows ranked at most per query: a word in every row would otherwise rank the partition
+# the leak check asks whether a word is common in the store (held by more than ~200 rows): counting on past this
+# would walk the whole posting list of a common word for nothing
+DF_CAP = 1000
+ROWS_TTL_S = 60.0  # the table's row count, cached: a count(*) of a million rows takes tens of milliseconds
 
 
 class PgWords:
@@ -32,6 +37,7 @@ class PgWords:
 
     def __init__(self, db: Database, table: str, terms: FtsQueryBuilder) -> None:
         self.db, self.table, self.terms = db, table, terms
+        self._rows: tuple[float, int] = (-ROWS_TTL_S, 0)  # (when counted, rows)
 
     def query(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """(tsquery SQL, its parameters): the OR of each searchable word; None when there is none."""
@@ -52,6 +58,37 @@ class PgWords:
             f"WHERE partition_key IN ({marks}) AND words @@ q ORDER BY score, rid DESC LIMIT ?"
         )
         return [(rid, float(score)) for rid, score in self.db.execute(sql, (*params, *partitions, min(limit, CANDIDATE_CAP)))]
+
+    # -- the leak check's questions (memory.recall.leaks), answered from the GIN index ---------------------
+    def holders(self, words: dict[str, str]) -> dict[int, set[str]]:
+        """rid -> which of ``words`` (our stem -> the word as written) the row's ``words`` column holds."""
+        sql = f"SELECT rid FROM {self.table} WHERE words @@ plainto_tsquery('english', ?)"
+        found: dict[int, set[str]] = {}
+        for stem, raw in words.items():
+            for (rid,) in self.db.execute(sql, (raw,)):
+                found.setdefault(rid, set()).add(stem)
+        return found
+
+    def doc_freq(self, raw: str) -> tuple[int, int]:
+        """(rows holding the word, counted up to ``DF_CAP``; rows in the table, cached for ``ROWS_TTL_S``)."""
+        sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {self.table} WHERE words @@ plainto_tsquery('english', ?) LIMIT ?) AS held"
+        return int(self.db.scalar(sql, (raw, DF_CAP))), self._row_count()
+
+    def _row_count(self) -> int:
+        stamp, count = self._rows
+        if time.monotonic() - stamp > ROWS_TTL_S:
+            count = int(self.db.scalar(f"SELECT COUNT(*) FROM {self.table}"))
+            self._rows = (time.monotonic(), count)
+        return count
+
+    def has_word(self, raw: str, partitions: tuple[str, ...], where: str = "", params: tuple[Any, ...] = ()) -> bool:
+        """Does a row of ``partitions`` that passes ``where`` (our conditions on alias ``t``) hold the word ``raw``?"""
+        cond = where and f" AND ({where})"
+        sql = (
+            f"SELECT 1 FROM {self.table} AS t WHERE t.words @@ plainto_tsquery('english', ?) "
+            f"AND t.partition_key IN ({', '.join('?' for _ in partitions)}){cond} LIMIT 1"
+        )
+        return self.db.scalar(sql, (raw, *partitions, *params)) is not None
 
 
 class PgVectorIndex(VectorIndex):

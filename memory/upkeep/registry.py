@@ -41,6 +41,12 @@ class Holder:
     export: bool = False
     guild: str = ""  # SQL condition selecting one guild's rows (a guild purge): ``{guild}`` and that guild's ``{chats}``
 
+    @property
+    def row_key(self) -> str:
+        """The column that names a row for deleting it: an owner deletes by ``rid`` (on SQLite the rowid itself; on
+        PostgreSQL ``rowid`` becomes ``ctid``, which the owner's ``delete_rids`` cannot take); other rows by rowid."""
+        return "rid" if self.how == "owner" else "rowid"
+
 
 _PEOPLE_CHATS = "channel_key IN ({chats})"
 _GUILD_CHATS = "channel_key IN ({chats}) OR json_extract(context, '$.guild_id') IN ({guild})"
@@ -240,9 +246,9 @@ def person_keys(engine: MemoryEngine, person_ids: list[str]) -> PersonKeys:
     return PersonKeys(ids, dms, tuple(chats))
 
 
-def person_rows(engine: MemoryEngine, holder: Holder, keys: PersonKeys, columns: str = "rowid AS row_key") -> list[dict[str, Any]]:
+def person_rows(engine: MemoryEngine, holder: Holder, keys: PersonKeys, columns: str = "") -> list[dict[str, Any]]:
     sql, params = keys.expand(holder.person)
-    return engine.db.rows(f"SELECT {columns} FROM {holder.table} WHERE {sql}", params)
+    return engine.db.rows(f"SELECT {columns or holder.row_key + ' AS row_key'} FROM {holder.table} WHERE {sql}", params)
 
 
 # -- a whole guild (the dashboard's purge) ----------------------------------------------------------------
@@ -278,4 +284,4 @@ def guild_keys(engine: MemoryEngine, guild_id: str) -> GuildKeys:
 
 def guild_rows(engine: MemoryEngine, holder: Holder, keys: GuildKeys) -> list[int]:
     sql, params = keys.expand(holder.guild)
-    return [r for (r,) in engine.db.execute(f"SELECT rowid FROM {holder.table} WHERE {sql}", params)]
+    return [r for (r,) in engine.db.execute(f"SELECT {holder.row_key} FROM {holder.table} WHERE {sql}", params)]
