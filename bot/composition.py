@@ -393,16 +393,21 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     adapters: list[Any] = []
     voice = None
     conversation = front_door_of(settings, runtime)
-    if settings.telegram_token:
+    if settings.telegram_token and settings.telegram == "on":  # off: another process of this bot polls Telegram
         from .adapters.telegram_adapter import TelegramAdapter
 
         adapters.append(TelegramAdapter(conversation, secret(settings.telegram_token)))
     if settings.discord_token:
-        from .adapters.discord_adapter import DiscordAdapter
+        from .adapters.discord_adapter import DiscordAdapter, Shards
 
         persona = runtime.orchestrator.persona
+        shards = Shards(settings.discord_shard_count, tuple(settings.discord_shards)) if settings.discord_shard_count else None
         discord_adapter = DiscordAdapter(
-            conversation, secret(settings.discord_token), channels=settings.discord_channels, on_named=persona.learn_platform_name
+            conversation,
+            secret(settings.discord_token),
+            channels=settings.discord_channels,
+            on_named=persona.learn_platform_name,
+            shards=shards,
         )
         adapters.append(discord_adapter)
         if settings.voice_enabled:

@@ -95,6 +95,8 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     if not (settings.discord_token or settings.telegram_token):
         sys.stderr.write(f"companion: {NO_TOKENS}\n")
         return 2
+    if not settings.discord_token and settings.telegram == "off":
+        raise UsageError("COMPANION_TELEGRAM=off and no DISCORD_TOKEN: this process would serve nothing")
     # A pasted token with a stray prefix or a missing part fails here, by name, instead of deep in a platform library.
     problems = token_problems(secret(settings.discord_token), secret(settings.telegram_token))
     if problems:
