@@ -419,9 +419,12 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
 
 def front_door_of(settings: Settings, runtime: Runtime) -> Any:
     """The orchestrator as the chat adapters see it: counted for /metrics, behind the per-person rate limit (OPS-5)."""
-    from .ratelimit import MessageLimit, front_door
+    from memory.storage.ratelimits import RateWindows
 
-    return front_door(runtime.orchestrator, MessageLimit(settings.rate_limit_messages, settings.rate_limit_window_s), runtime.metrics)
+    from .ratelimit import MessageLimit, Window, front_door
+
+    limit = MessageLimit(settings.rate_limit_messages, settings.rate_limit_window_s)
+    return front_door(runtime.orchestrator, Window(limit, RateWindows(runtime.engine), runtime.runner), runtime.metrics)
 
 
 def build_health(settings: Settings, runtime: Runtime) -> Any:

@@ -332,6 +332,7 @@ class _Events:
         self.tree = app_commands.CommandTree(self)  # type: ignore[arg-type]  # mixed into a discord.Client below
         self.tree.error(self._on_command_error)
         adapter._register_commands(self.tree)
+
     async def setup_hook(self) -> None:
         try:
             synced = await self.tree.sync()

@@ -530,6 +530,22 @@ CREATE INDEX checkins_memory ON checkins (memory_id);
 """,
 )
 
+M014_SHARED_STATE = Migration(
+    "m014_shared_state",
+    """
+-- SCALE-1 / OPS-5: the per-account message rate limit lives in the store, so it holds across every process of a
+-- sharded bot. One row per account ("platform:user id"): the wall-clock times of its recent replies (a JSON list,
+-- never longer than the limit), whether it was told to slow down, and when it last wrote. Ids and times, never words;
+-- about one row per account, like identities.
+CREATE TABLE rate_windows (
+    account TEXT PRIMARY KEY,
+    hits TEXT NOT NULL DEFAULT '[]',
+    told INTEGER NOT NULL DEFAULT 0,
+    last_at REAL NOT NULL DEFAULT 0
+);
+""",
+)
+
 # A message re-delivered after a crash (Telegram re-sends updates it did not see confirmed) is stored once: one
 # row per (platform, chat, platform message id). Copies stored before this migration are kept (each may be a
 # memory's source, and deleting at the source must still find them all) but numbered apart by
@@ -547,4 +563,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M010_PRIVACY,
     M011_PERSONA,
     M012_CHECKINS,
+    M014_SHARED_STATE,
 )

@@ -106,6 +106,12 @@ REGISTRY: tuple[Holder, ...] = (
         "failed /link attempts of a person's accounts",
         "(platform || ':' || platform_user_id) IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
     ),
+    Holder(
+        "rate_windows",
+        "delete",
+        "when a person's accounts were last answered, for the shared rate limit (OPS-5): ids and times, never words",
+        "account IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
+    ),
     Holder("person_settings", "delete", "a person's choices (/share, /privacy, /timezone)", "person_id IN ({ids})", export=True),
     Holder(
         "dashboard_audit",
