@@ -69,6 +69,11 @@ class MemoryEngine:
         """The Markdown journals made again from this store (None when they are switched off)."""
         return self.journals.rebuild(self.memory_rows.in_written_order()) if self.journals is not None else None
 
+    def forget_signal(self) -> int:
+        """Moves when another process may have forgotten or edited words (``Database.forget_signal``): a cache of
+        words kept in this process compares it with the value it was filled at."""
+        return self.db.forget_signal()
+
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """One write transaction (``BEGIN IMMEDIATE``) around several owners' writes; nests as a savepoint."""
         return self.db.transaction()

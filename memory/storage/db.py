@@ -200,6 +200,12 @@ class Database:
         """Changes whenever another connection commits; used to invalidate in-process caches."""
         return int(self.scalar("PRAGMA data_version"))
 
+    def forget_signal(self) -> int:
+        """Changes when another connection may have forgotten or edited words, for caches that hold words (voice).
+        SQLite cannot tell a forget from other commits: any commit of another connection (a CLI command, the
+        dashboard; rare beside a bot) moves it."""
+        return self.data_version()
+
     def close(self) -> None:
         self.con.close()
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import SchemaError, StoreUnavailable
 from .db import Database
-from .pg_migrations import CHANNEL, PG_MIGRATIONS
+from .pg_migrations import CHANNEL, FORGOT, PG_MIGRATIONS
 
 log = logging.getLogger(__name__)
 MIGRATION_LOCK = 7_325_001  # advisory lock id: two processes starting at once migrate one after the other
@@ -195,7 +195,7 @@ class PgDatabase(Database):
         self.path, self.readonly, self.behind, self.url = redact(url), False, 0, url
         self.pg = PgConnection(url)
         self.con = self.pg  # type: ignore[assignment]  # the calls the repositories make, see PgConnection
-        self._notices = 0
+        self._notices = self._forgets = 0
         self._listener = _Listener(url, self.pg.raw.info.backend_pid, self._heard)
         try:
             self._migrate()
@@ -203,8 +203,10 @@ class PgDatabase(Database):
             self.close()
             raise
 
-    def _heard(self) -> None:
+    def _heard(self, payload: str) -> None:
         self._notices += 1
+        if payload.endswith(FORGOT):
+            self._forgets += 1
 
     # -- queries -------------------------------------------------------------------------------
     def rows(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
@@ -254,6 +256,11 @@ class PgDatabase(Database):
         """How many commits of other connections this process has heard of (LISTEN/NOTIFY)."""
         return self._notices
 
+    def forget_signal(self) -> int:
+        """How many commits of other connections deleted or edited memories or messages: voice caches drop what
+        they hold then, not at every message another process stores (``pg_migrations``, m014)."""
+        return self._forgets
+
     def close(self) -> None:
         if getattr(self, "_listener", None) is not None:
             self._listener.stop()
@@ -299,7 +306,7 @@ class _Listener:
             try:
                 for note in self._conn.notifies(timeout=0.2):
                     if note.pid != self._own:
-                        self._heard()
+                        self._heard(note.payload)
             except Exception:  # the connection closed under us at shutdown, or the server went away
                 if not self._stop.is_set():
                     log.warning("lost the PostgreSQL notification connection: caches may serve stale rows")

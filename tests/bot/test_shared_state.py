@@ -16,8 +16,12 @@ from memory.storage.db import AsyncRunner
 from memory.storage.knobs import KnobStore
 from memory.storage.people import People
 from memory.storage.ratelimits import RateWindows
+from memory.upkeep.bulletin import Bulletins
+from memory.upkeep.forgetting import forget_memory
 from tests.adapter_support import ScriptedConversation
-from tests.conftest import HashEmbedder
+from tests.conftest import HashEmbedder, remember
+from tests.pipeline_support import build_runtime, system_prompts
+from tests.voice_support import eventually, routed_model
 
 
 @pytest.fixture
@@ -66,3 +70,64 @@ def test_recall_settings_changed_by_one_process_are_used_by_the_other_at_once(tw
     assert KnobStore(second.db).get("memories").top_k == 10
     KnobStore(first.db).update("memories", {"top_k": 3})
     assert KnobStore(second.db).get("memories").top_k == 3
+
+
+def spoken(text: str) -> IncomingMessage:
+    return IncomingMessage(
+        platform="discord", channel_id="lounge", author_id="3003", author_name="Alice", text=text, guild_id="g1", modality="voice"
+    )
+
+
+async def test_a_memory_another_process_forgets_leaves_this_processes_warm_voice_memory_at_once(store_url, srv, tmp_path) -> None:
+    """A voice session's warm snapshot would answer the same question again from memory held in the process;
+    a forget committed by another process must empty it before the next spoken turn."""
+    runtime = build_runtime(tmp_path / "unused.db", srv, FakeClock(), database_url=store_url)
+    await runtime.start(background_loop=False)
+    srv.default = routed_model([])
+    other = MemoryEngine(store_url, HashEmbedder(), FakeClock())
+    try:
+        tent = remember(runtime.engine, "Alice's tent is bright orange", scope_id="discord:3003", guild_id="discord:g1")
+        await runtime.orchestrator.reply(spoken("What colour is my tent?"))
+        assert "bright orange" in system_prompts(srv)[-1]
+        signal = runtime.engine.forget_signal()
+        forget_memory(other, tent.id)
+        await eventually(lambda: runtime.engine.forget_signal() != signal)  # PostgreSQL: the NOTIFY reached this process
+        await runtime.orchestrator.reply(spoken("What colour is my tent?"))
+        assert "bright orange" not in system_prompts(srv)[-1]
+    finally:
+        other.close()
+        srv.default = lambda body: "[]"
+        await runtime.stop()
+
+
+def test_a_bulletin_built_by_one_process_is_gone_for_the_other_once_a_memory_it_used_is_forgotten(two) -> None:
+    """Bulletins are read from the store at each turn (no copy in a process), and a forget drops the bulletins built
+    from its partition in the same transaction: another process's next turn has none."""
+    first, second = two
+    kept = remember(first, "Alice keeps bees", scope_id="alice")
+    gone = remember(first, "Alice's sister lives in Porto", scope_id="alice")
+    plan = Bulletins(first).plan(Bulletins(first).scope("dm", "alice"))
+    assert plan is not None and kept.id and Bulletins(first).save(plan, "Alice keeps bees; her sister lives in Porto.")
+    assert Bulletins(second).get("dm", "alice") is not None
+    forget_memory(first, gone.id)
+    assert Bulletins(second).get("dm", "alice") is None
+
+
+async def test_on_postgresql_words_stored_elsewhere_keep_voice_caches_and_words_forgotten_elsewhere_drop_them(pg_url) -> None:
+    """The forget signal moves for a forget or an edit only: another process storing messages and memories all day
+    must not empty this process's warm voice memory at every turn (it would lose its point)."""
+    first = MemoryEngine(pg_url, HashEmbedder(), FakeClock())
+    second = MemoryEngine(pg_url, HashEmbedder(), FakeClock())
+    try:
+        signal, heard = first.forget_signal(), first.db.data_version()
+        note = remember(second, "Bob sails on Sundays", scope_id="bob")
+        await eventually(lambda: first.db.data_version() != heard)  # the insert's notification arrived
+        assert first.forget_signal() == signal
+        second.memories.update(note.id, content="Bob sails on Saturdays")
+        await eventually(lambda: first.forget_signal() != signal)  # an edit: what a cache holds may be stale
+        signal = first.forget_signal()
+        forget_memory(second, note.id)
+        await eventually(lambda: first.forget_signal() != signal)
+    finally:
+        second.close()
+        first.close()
