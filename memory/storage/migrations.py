@@ -530,6 +530,24 @@ CREATE INDEX checkins_memory ON checkins (memory_id);
 """,
 )
 
+# SCALE-1: a background job is claimed before it runs, so several processes on one store run it once. A claim
+# lasts ``lease_until`` (the holder renews it while the model writes) and is deleted in the job's last write
+# transaction; a holder that died leaves it to expire, and the next taker counts ``attempts``. Job keys name
+# chats, days and row ids, never words (memory.storage.claims owns the table).
+M013_JOB_CLAIMS = Migration(
+    "m013_job_claims",
+    """
+CREATE TABLE job_claims (
+    key TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    lease_until REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    claimed_at REAL NOT NULL
+);
+""",
+)
+
+
 # A message re-delivered after a crash (Telegram re-sends updates it did not see confirmed) is stored once: one
 # row per (platform, chat, platform message id). Copies stored before this migration are kept (each may be a
 # memory's source, and deleting at the source must still find them all) but numbered apart by
@@ -547,4 +565,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M010_PRIVACY,
     M011_PERSONA,
     M012_CHECKINS,
+    M013_JOB_CLAIMS,
 )
