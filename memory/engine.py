@@ -9,6 +9,7 @@ from .clock import Clock, SystemClock
 from .protocols import Embedder
 from .recall.leaks import LeakCheck
 from .recall.recall import MemoryRecall
+from .storage.claims import JobClaims
 from .storage.corpus import MemoryCorpus, MessageCorpus
 from .storage.embeddings import EmbeddingService
 from .storage.graph import Graph
@@ -43,6 +44,7 @@ class MemoryEngine:
             self.db.close()
             raise
         self.knobs = KnobStore(self.db)
+        self.claims = JobClaims(self.db, self.clock)  # SCALE-1: background jobs run once across processes
         self.graph = Graph(self.db, self.clock)
         # one budget for both mirrors: whichever partitions the conversations search stay loaded
         self.mirror_budget = MirrorBudget.megabytes(vector_mirror_mb)

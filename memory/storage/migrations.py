@@ -530,6 +530,23 @@ CREATE INDEX checkins_memory ON checkins (memory_id);
 """,
 )
 
+# SCALE-1: a background job is claimed before it runs, so several processes on one store run it once. A claim
+# lasts ``lease_until`` (the holder renews it while the model writes) and is deleted in the job's last write
+# transaction; a holder that died leaves it to expire, and the next taker counts ``attempts``. Job keys name
+# chats, days and row ids, never words (memory.storage.claims owns the table).
+M013_JOB_CLAIMS = Migration(
+    "m013_job_claims",
+    """
+CREATE TABLE job_claims (
+    key TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    lease_until REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    claimed_at REAL NOT NULL
+);
+""",
+)
+
 M014_SHARED_STATE = Migration(
     "m014_shared_state",
     """
@@ -563,5 +580,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     M010_PRIVACY,
     M011_PERSONA,
     M012_CHECKINS,
+    M013_JOB_CLAIMS,
     M014_SHARED_STATE,
 )

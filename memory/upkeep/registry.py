@@ -175,6 +175,12 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild="guild_id IN ({guild})",
     ),
+    Holder(
+        "job_claims",
+        "none",
+        "which process is doing which background job, for minutes (job keys: chat keys, days, row ids; never words). "
+        "Deleted with the job's write; a dead process's claim is swept a day after it expired (memory.storage.claims)",
+    ),
     Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
     Holder("schema_version", "none", "migration bookkeeping"),
 )
