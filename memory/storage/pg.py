@@ -135,7 +135,11 @@ class PgConnection:
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"cannot connect to {redact(url)}: {exc}") from exc
         _numbers_as_python(self.raw)
-        self.raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        # IF NOT EXISTS is no guard against a second process creating it at the same moment (a unique violation):
+        # processes starting together take turns, as they do for the migrations
+        with self.raw.transaction():
+            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            self.raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
         register_vector(self.raw)
         self.depth = 0
         self._rowcount = 0

@@ -252,9 +252,15 @@ def person_keys(engine: MemoryEngine, person_ids: list[str]) -> PersonKeys:
     return PersonKeys(ids, dms, tuple(chats))
 
 
-def person_rows(engine: MemoryEngine, holder: Holder, keys: PersonKeys, columns: str = "rowid AS row_key") -> list[dict[str, Any]]:
+def row_key(table: str) -> str:
+    """How forgetting names a found row: memories and messages by ``rid`` (their lineage and their indexes are kept by
+    rid; on SQLite it is the rowid itself), other tables by ``rowid`` (PostgreSQL's ``ctid``, good within one forget)."""
+    return "rid" if table in ("memories", "messages") else "rowid"
+
+
+def person_rows(engine: MemoryEngine, holder: Holder, keys: PersonKeys, columns: str = "") -> list[dict[str, Any]]:
     sql, params = keys.expand(holder.person)
-    return engine.db.rows(f"SELECT {columns} FROM {holder.table} WHERE {sql}", params)
+    return engine.db.rows(f"SELECT {columns or row_key(holder.table) + ' AS row_key'} FROM {holder.table} WHERE {sql}", params)
 
 
 # -- a whole guild (the dashboard's purge) ----------------------------------------------------------------
@@ -290,4 +296,4 @@ def guild_keys(engine: MemoryEngine, guild_id: str) -> GuildKeys:
 
 def guild_rows(engine: MemoryEngine, holder: Holder, keys: GuildKeys) -> list[int]:
     sql, params = keys.expand(holder.guild)
-    return [r for (r,) in engine.db.execute(f"SELECT rowid FROM {holder.table} WHERE {sql}", params)]
+    return [r for (r,) in engine.db.execute(f"SELECT {row_key(holder.table)} FROM {holder.table} WHERE {sql}", params)]

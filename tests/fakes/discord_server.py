@@ -122,9 +122,9 @@ class FakeDiscord(FakeServer):
             self._channel_guild[channel_id] = guild_id
 
     # ------------------------------------------------------ event helpers --
-    async def wait_for_gateway(self, timeout: float = 5.0) -> None:
-        """Wait until a client has identified and received READY + guilds."""
-        await self.wait_until(lambda: any(s.ready for s in self._sessions), timeout)
+    async def wait_for_gateway(self, timeout: float = 5.0, sessions: int = 1) -> None:
+        """Wait until ``sessions`` clients (or shards) have identified and received READY + guilds."""
+        await self.wait_until(lambda: sum(s.ready for s in self._sessions) >= sessions, timeout)
 
     async def dispatch(self, event: str, data: dict[str, Any], timeout: float = 5.0) -> None:
         """Send a raw dispatch event to every identified client (waits for one)."""
