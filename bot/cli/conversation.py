@@ -174,7 +174,16 @@ def say_where(args: argparse.Namespace, settings: Settings) -> None:
     """One line: which config and which store, so a surprising answer can be traced to the wrong home (bot/home.py)."""
     home = getattr(args, "home", None)
     config = home.describe_config() if home else "the environment"
-    note(f"config: {config}; store: {Path(settings.db_path).absolute()}")
+    note(f"config: {config}; store: {_store_named(settings)}")
+
+
+def _store_named(settings: Settings) -> str:
+    """The store a command opens: the PostgreSQL URL without its password, else the SQLite file."""
+    from memory.storage.pg import is_postgres, redact
+
+    if settings.database_url and is_postgres(settings.database_url):
+        return redact(settings.database_url)
+    return str(Path(settings.db_path).absolute())
 
 
 def confirm_new_store(args: argparse.Namespace, settings: Settings) -> None:
