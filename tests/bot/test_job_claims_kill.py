@@ -86,4 +86,3 @@ async def test_a_process_killed_mid_extraction_has_its_batch_extracted_once_by_a
     finally:
         srv.default = lambda body: "[]"
         await runtime.stop()
-
