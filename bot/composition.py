@@ -156,7 +156,7 @@ def build_runtime(
         settings, settings.extraction_model or settings.chat_model, backoff_s, server=extraction_server(settings)
     )
     chat_model = _chat_client(settings, settings.chat_model, backoff_s, on_call=metrics.model_call)
-    jobs = JobRunner(engine, runner, ModelCompleter(extraction_model))
+    jobs = JobRunner(engine, runner, ModelCompleter(extraction_model), lease_s=settings.job_lease_s)
     background = Background(jobs, buffer, channels, summaries, silence_s=settings.reflection_silence_s, zone_of=zones.name_of)
     orchestrator = build_orchestrator(
         engine,
@@ -297,7 +297,8 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob
     options = CheckinOptions(per_week=settings.checkins_per_week, quiet=QuietHours.parse(settings.checkin_quiet_hours))
     from .jobs import JobRunner, ModelCompleter
 
-    chat_model = JobRunner(orchestrator.engine, orchestrator.runner, ModelCompleter(orchestrator.llm))  # a check-in is a chat turn
+    # a check-in is a chat turn
+    chat_model = JobRunner(orchestrator.engine, orchestrator.runner, ModelCompleter(orchestrator.llm), lease_s=settings.job_lease_s)
     return CheckinJob(
         chat_model,
         orchestrator.resolve,

@@ -90,6 +90,9 @@ class Settings(BaseSettings):
     # background work
     extraction_debounce_s: float = Field(30.0, ge=0, le=3600)
     reflection_silence_s: float = Field(600.0, ge=0, le=86400)
+    # SCALE-1: a background job is claimed by one process for this long, renewed while the model writes; a process
+    # that dies mid-job leaves it to another after this many seconds
+    job_lease_s: float = Field(300.0, gt=0, le=86400)
     summary_window_s: float = Field(1800.0, ge=0)
     summary_ttl_s: float = Field(86400.0, ge=0)
     scheduler_enabled: bool = True

@@ -289,9 +289,8 @@ class ChannelState:
     def failed(self, channel_key: str) -> None:
         """A reflection or compaction of this chat failed: back off before the next try (other chats go on)."""
         self.db.execute(
-            # the shift's count an INTEGER: PostgreSQL has no << for a BIGINT count
             "UPDATE channel_state SET failures = failures + 1, retry_at = ? + ? * (1 << CAST(MIN(failures, 6) AS INTEGER)) "
-            "WHERE channel_key = ?",
+            "WHERE channel_key = ?",  # PostgreSQL shifts an integer by an integer only
             (self.engine.clock.now(), BACKOFF_S, channel_key),
         )
 
