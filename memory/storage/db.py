@@ -132,8 +132,10 @@ class Database:
         return None
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, durable: bool = True) -> Iterator[None]:
         """A write transaction: nested use is fine (a savepoint), and any exception rolls the whole block back.
+        ``durable=False``: bookkeeping a crash may lose whole (never half); SQLite's WAL commits it alike, PostgreSQL
+        does not wait for the disk (see ``PgDatabase.transaction``).
 
         The outermost one begins IMMEDIATE, taking the write lock before its first read. A deferred
         transaction that reads and then writes while another process (the dashboard, a CLI command) has

@@ -221,11 +221,15 @@ class PgDatabase(Database):
         return [dict(zip(names, row, strict=True)) for row in cur]
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """A transaction; nested use is a savepoint, and any exception rolls that block back."""
+    def transaction(self, *, durable: bool = True) -> Iterator[None]:
+        """A transaction; nested use is a savepoint, and any exception rolls that block back. ``durable=False`` (an
+        outermost one) commits without waiting for the WAL flush: 0.4 ms instead of 5 ms a commit on this machine's
+        disk; a server crash may lose it whole, never half (for bookkeeping such as the rate limit's windows)."""
         con = self.pg
         name = f"s{con.depth}"
         con.raw.execute("BEGIN" if con.depth == 0 else f"SAVEPOINT {name}")
+        if con.depth == 0 and not durable:
+            con.raw.execute("SET LOCAL synchronous_commit = off")
         con.depth += 1
         try:
             yield

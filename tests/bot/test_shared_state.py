@@ -131,3 +131,14 @@ async def test_on_postgresql_words_stored_elsewhere_keep_voice_caches_and_words_
     finally:
         second.close()
         first.close()
+
+
+def test_a_transaction_that_need_not_wait_for_the_disk_still_commits_whole_or_not_at_all(two) -> None:
+    """The rate limit's windows commit without waiting for PostgreSQL's WAL flush: still atomic, still seen by others."""
+    first, second = two
+    RateWindows(first).admit("discord:1", 10, 60.0, 1000.0)
+    with pytest.raises(RuntimeError), first.db.transaction(durable=False):
+        first.db.execute("UPDATE rate_windows SET told = 1 WHERE account = ?", ("discord:1",))
+        raise RuntimeError("half way")
+    assert second.db.scalar("SELECT told FROM rate_windows WHERE account = ?", ("discord:1",)) == 0
+    assert RateWindows(second).admit("discord:1", 1, 60.0, 1001.0) is False  # the first reply counted in both
