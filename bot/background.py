@@ -67,13 +67,14 @@ class Background:
 
     async def extract(self, channel: str) -> int:
         """WRITE-1: the channel's buffered turns; the facts stored."""
-        return await self.jobs.learn(Extraction(self.engine, self.buffer, channel)) or 0
+        return await self.jobs.learn(Extraction(self.engine, self.buffer, channel), claim=f"extract:{channel}") or 0
 
     async def reflect(self, state: ChannelRecord) -> int:
         """WRITE-3 and CROSS-1: an ended session's facts and summary; the facts stored."""
-        return await self.jobs.learn(Reflection(self.engine, self.channels, self.summaries, state, self.zone_of)) or 0
+        job = Reflection(self.engine, self.channels, self.summaries, state, self.zone_of)
+        return await self.jobs.learn(job, claim=f"reflect:{state.channel_key}:{state.session_started_at}") or 0
 
     async def compact(self, state: ChannelRecord) -> int:
         """WRITE-4 and ORCH-4: 1 when the channel's oldest turns were folded into its rolling summary."""
-        stored = await self.jobs.learn(Compaction(self.engine, self.channels, state, self.zone_of))
+        stored = await self.jobs.learn(Compaction(self.engine, self.channels, state, self.zone_of), claim=f"compact:{state.channel_key}")
         return 0 if stored is None else 1

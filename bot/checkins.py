@@ -102,7 +102,7 @@ class CheckinJob:
             return "waiting"
         bot_name, zone, options = self.bot_name(), self.zone_of(checkin.person_id), self.options
         job = CheckinDraft(self.engine, self.store, checkin, where, self._dm, bot_name, zone, options.per_week, options.quiet)
-        claimed = await self.jobs.run(job)
+        claimed = await self.jobs.run(job, claim=f"checkin:{checkin.id}")
         if claimed is None or claimed.draft is None:
             return claimed.state if claimed is not None else "waiting"
         try:

@@ -156,7 +156,7 @@ def build_runtime(
         settings, settings.extraction_model or settings.chat_model, backoff_s, server=extraction_server(settings)
     )
     chat_model = _chat_client(settings, settings.chat_model, backoff_s, on_call=metrics.model_call)
-    jobs = JobRunner(engine, runner, ModelCompleter(extraction_model))
+    jobs = JobRunner(engine, runner, ModelCompleter(extraction_model), lease_s=settings.job_lease_s)
     background = Background(jobs, buffer, channels, summaries, silence_s=settings.reflection_silence_s, zone_of=zones.name_of)
     orchestrator = build_orchestrator(
         engine,
@@ -297,7 +297,8 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob
     options = CheckinOptions(per_week=settings.checkins_per_week, quiet=QuietHours.parse(settings.checkin_quiet_hours))
     from .jobs import JobRunner, ModelCompleter
 
-    chat_model = JobRunner(orchestrator.engine, orchestrator.runner, ModelCompleter(orchestrator.llm))  # a check-in is a chat turn
+    # a check-in is a chat turn
+    chat_model = JobRunner(orchestrator.engine, orchestrator.runner, ModelCompleter(orchestrator.llm), lease_s=settings.job_lease_s)
     return CheckinJob(
         chat_model,
         orchestrator.resolve,
@@ -393,16 +394,21 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     adapters: list[Any] = []
     voice = None
     conversation = front_door_of(settings, runtime)
-    if settings.telegram_token:
+    if settings.telegram_token and settings.telegram == "on":  # off: another process of this bot polls Telegram
         from .adapters.telegram_adapter import TelegramAdapter
 
         adapters.append(TelegramAdapter(conversation, secret(settings.telegram_token)))
     if settings.discord_token:
-        from .adapters.discord_adapter import DiscordAdapter
+        from .adapters.discord_adapter import DiscordAdapter, Shards
 
         persona = runtime.orchestrator.persona
+        shards = Shards(settings.discord_shard_count, tuple(settings.discord_shards)) if settings.discord_shard_count else None
         discord_adapter = DiscordAdapter(
-            conversation, secret(settings.discord_token), channels=settings.discord_channels, on_named=persona.learn_platform_name
+            conversation,
+            secret(settings.discord_token),
+            channels=settings.discord_channels,
+            on_named=persona.learn_platform_name,
+            shards=shards,
         )
         adapters.append(discord_adapter)
         if settings.voice_enabled:
@@ -414,9 +420,12 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
 
 def front_door_of(settings: Settings, runtime: Runtime) -> Any:
     """The orchestrator as the chat adapters see it: counted for /metrics, behind the per-person rate limit (OPS-5)."""
-    from .ratelimit import MessageLimit, front_door
+    from memory.storage.ratelimits import RateWindows
 
-    return front_door(runtime.orchestrator, MessageLimit(settings.rate_limit_messages, settings.rate_limit_window_s), runtime.metrics)
+    from .ratelimit import MessageLimit, Window, front_door
+
+    limit = MessageLimit(settings.rate_limit_messages, settings.rate_limit_window_s)
+    return front_door(runtime.orchestrator, Window(limit, RateWindows(runtime.engine), runtime.runner), runtime.metrics)
 
 
 def build_health(settings: Settings, runtime: Runtime) -> Any:

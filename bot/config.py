@@ -72,6 +72,13 @@ class Settings(BaseSettings):
     discord_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_TOKEN"))
     telegram_token: SecretStr | None = Field(None, validation_alias=_env("TELEGRAM_TOKEN"))
     discord_channels: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # SCALE-1: several `companion run` processes share one bot: the Discord shards this process connects (empty: all
+    # of discord_shard_count, or discord.py's own count) of discord_shard_count in total (0: one process, automatic)
+    discord_shard_count: int = Field(0, ge=0, le=10_000)  # before discord_shards: its check reads the count
+    discord_shards: Annotated[list[int], NoDecode] = Field(default_factory=list)
+    # Telegram long polling admits one poller per token (getUpdates conflicts): on: this process polls (when a
+    # token is set); off: it does not (every other process of a sharded bot)
+    telegram: Literal["on", "off"] = "on"
     owner_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # the name the bot calls you by in `companion chat` (empty: your login name)
     console_name: str | None = None
@@ -83,6 +90,9 @@ class Settings(BaseSettings):
     # background work
     extraction_debounce_s: float = Field(30.0, ge=0, le=3600)
     reflection_silence_s: float = Field(600.0, ge=0, le=86400)
+    # SCALE-1: a background job is claimed by one process for this long, renewed while the model writes; a process
+    # that dies mid-job leaves it to another after this many seconds
+    job_lease_s: float = Field(300.0, gt=0, le=86400)
     summary_window_s: float = Field(1800.0, ge=0)
     summary_ttl_s: float = Field(86400.0, ge=0)
     scheduler_enabled: bool = True
@@ -217,12 +227,33 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("discord_channels", "owner_ids", mode="before")
+    @field_validator("discord_channels", "owner_ids", "discord_shards", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
+
+    @field_validator("discord_shards")
+    @classmethod
+    def _shards_fit(cls, value: list[int], info: ValidationInfo) -> list[int]:
+        """A shard listed twice or past the count would connect twice or be refused by Discord at login."""
+        problem = shard_problem(value, info.data.get("discord_shard_count", 0))
+        if problem:
+            raise ValueError(problem)
+        return sorted(value)
+
+
+def shard_problem(shards: list[int], count: int) -> str:
+    """Why these shard settings cannot work, or "" when they can."""
+    if shards and count == 0:
+        return "COMPANION_DISCORD_SHARDS needs COMPANION_DISCORD_SHARD_COUNT (the total over every process)"
+    if len(set(shards)) != len(shards):
+        return f"COMPANION_DISCORD_SHARDS lists a shard twice: {shards}"
+    outside = [s for s in shards if not 0 <= s < count]
+    if outside:
+        return f"COMPANION_DISCORD_SHARDS {outside} outside 0..{count - 1} (COMPANION_DISCORD_SHARD_COUNT={count})"
+    return ""
 
 
 def journal_dir(settings: Settings) -> Path | None:

@@ -60,7 +60,8 @@ class DailyReflection:
 
     async def reflect(self, chat: ChatDay) -> int | None:
         """One chat's day: the number of facts stored, or None when the model failed (the day stays due)."""
-        return await self.jobs.learn(DayReflection(self.engine, self.days, chat, self.zone_of))
+        job = DayReflection(self.engine, self.days, chat, self.zone_of)
+        return await self.jobs.learn(job, claim=f"daily:{chat.channel_key}:{chat.day}")
 
 
 class BulletinRefresh:
@@ -80,7 +81,7 @@ class BulletinRefresh:
             plan = await self.runner.run(self.bulletins.plan_if_due, scope, scope_id, now, known)
             if plan is not None:
                 planned += 1
-                written += await self.jobs.run(BulletinWrite(self.bulletins, plan)) or 0
+                written += await self.jobs.run(BulletinWrite(self.bulletins, plan), claim=f"bulletin:{scope}:{scope_id}") or 0
             if planned >= PER_RUN:
                 break  # the model's time per run is bounded; the rest are still due next run
         return written

@@ -4,16 +4,18 @@ At most ``messages`` replies per ``window_s`` for each account (``platform:user 
 over the limit gets one polite line, the rest of the flood gets nothing (a reply to each would be a flood
 of its own). A message over the limit is not stored either: it never reached the bot, and the polite line
 says so. Commands (/forget, /export, ...) are never limited: they cost no model call, and /forget must
-always work.
+always work. The windows live in the store, so the limit holds across every process of a sharded bot (SCALE-1).
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from memory.storage.db import AsyncRunner
+from memory.storage.ratelimits import RateWindows
 
 from .health import Metrics
 from .types import Conversation, IncomingMessage, PassThrough, Reply, StreamSink
@@ -28,27 +30,15 @@ class MessageLimit:
 
 
 class Window:
-    """Sliding windows of reply times per account, and whether the account was already told to slow down."""
+    """The accounts' sliding windows of reply times, in the store (``memory.storage.ratelimits``): every process of
+    a sharded bot counts against the same window (SCALE-1). Read and written on the memory thread."""
 
-    def __init__(self, limit: MessageLimit, now: Callable[[], float] = time.monotonic) -> None:
-        self.limit, self._now = limit, now
-        self._seen: dict[str, deque[float]] = {}
-        self._told: set[str] = set()
+    def __init__(self, limit: MessageLimit, windows: RateWindows, runner: AsyncRunner, now: Callable[[], float] = time.time) -> None:
+        self.limit, self._windows, self._runner, self._now = limit, windows, runner, now
 
-    def admit(self, account: str) -> bool | None:
+    async def admit(self, account: str) -> bool | None:
         """True: answer; False: over the limit, say so once; None: over the limit and already told."""
-        now = self._now()
-        seen = self._seen.setdefault(account, deque())
-        while seen and seen[0] <= now - self.limit.window_s:
-            seen.popleft()
-        if len(seen) < self.limit.messages:
-            seen.append(now)
-            self._told.discard(account)
-            return True
-        if account in self._told:
-            return None
-        self._told.add(account)
-        return False
+        return await self._runner.run(self._windows.admit, account, self.limit.messages, self.limit.window_s, self._now())
 
 
 class Limited(PassThrough):
@@ -59,7 +49,7 @@ class Limited(PassThrough):
         self._window, self._metrics = window, metrics
 
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
-        verdict = self._window.admit(f"{message.platform}:{message.author_id}")
+        verdict = await self._window.admit(f"{message.platform}:{message.author_id}")
         if verdict:
             return await self._inner.reply(message, stream)
         if self._metrics is not None:
@@ -67,9 +57,9 @@ class Limited(PassThrough):
         return Reply(SLOW_DOWN if verdict is False else "", skipped=verdict is None)
 
 
-def front_door(inner: Conversation, limit: MessageLimit, metrics: Metrics | None, now: Callable[[], float] = time.monotonic) -> Any:
+def front_door(inner: Conversation, window: Window, metrics: Metrics | None) -> Any:
     """What the chat adapters talk to: the orchestrator, counted for /metrics, behind the rate limit."""
     from .health import Counted
 
     counted: Conversation = Counted(inner, metrics) if metrics is not None else inner
-    return Limited(counted, Window(limit, now), metrics) if limit.messages > 0 else counted
+    return Limited(counted, window, metrics) if window.limit.messages > 0 else counted

@@ -144,7 +144,7 @@ class Runtime:
 
     async def _consolidate(self) -> None:
         """MAINT-1 as a job: the memory thread is free while the model writes the merges."""
-        report = await self.background.jobs.run(Consolidation(self.engine))
+        report = await self.background.jobs.run(Consolidation(self.engine), claim="consolidation")
         if report is None:
             return
         log.info("consolidation: %d clusters, %d merged, %d failed", report.clusters, report.merged_rows, report.failures)

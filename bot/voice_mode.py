@@ -10,6 +10,7 @@
       --> final summary persisted for the guild with modality "voice" (CROSS-1)
       --> the speech turns, already in the extraction buffer by write-ahead, due now (VOICE-5)
     any forget --> invalidate_all(): no cache or transcript keeps a copy of forgotten words
+    a forget or edit by another process (the store's forget signal moved) --> invalidate_all() at the next turn
 
 Threads: ``open``, ``record``, compaction and the final summary run on the event loop (compaction is a task
 started after the reply, awaiting the model and extraction); ``preload``/``invalidate_all`` on the memory thread
@@ -110,6 +111,7 @@ class VoiceSessions:
         self.summaries, self.channels, self.options = summaries, channels, options
         self.sessions: dict[str, VoiceConversation] = {}
         self.pool = BehaviouralPool(engine.memories, options.caches)  # keyed by guild + participants inside
+        self._signal: int | None = None  # the store's forget signal when the caches were last known current
         # Extraction of a channel's buffered turns (``Background.extract``); without it (the bench) a flush only
         # makes the turns due for the next background tick.
         self.extract = extract
@@ -148,10 +150,20 @@ class VoiceSessions:
     # -- on the memory thread --------------------------------------------------------------------------------
     def preload(self, session: VoiceConversation, turn: Turn) -> Preloaded:
         start = time.perf_counter()
+        self._follow_other_processes()
         warm = session.warm.turn(turn.text, memory_retrieval(self.engine.memories, turn.ctx))
         rules = tuple(self.pool.facts(turn.ctx, turn.text))
         session.recalls.append((warm.record.decision.value, (time.perf_counter() - start) * 1000))
         return Preloaded(warm.snapshot, rules, session.history_messages(), session.transcript.summary)
+
+    def _follow_other_processes(self) -> None:
+        """Another process of this bot (SCALE-1), or a CLI command, forgot or edited words: what these caches hold may
+        be among them, so all goes as after a forget here. A counter read (PostgreSQL) or a PRAGMA (SQLite) per turn."""
+        signal = self.engine.forget_signal()
+        if self._signal is not None and signal != self._signal:
+            log.info("voice: the store changed in another process; warm snapshots and caches dropped")
+            self.invalidate_all()
+        self._signal = signal
 
     def invalidate_all(self) -> None:
         """After any forget: every warm snapshot, pool, cached search and transcript goes."""

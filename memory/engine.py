@@ -9,6 +9,7 @@ from .clock import Clock, SystemClock
 from .protocols import Embedder
 from .recall.leaks import LeakCheck
 from .recall.recall import MemoryRecall
+from .storage.claims import JobClaims
 from .storage.corpus import MemoryCorpus, MessageCorpus
 from .storage.db import Rewritten
 from .storage.embeddings import EmbeddingService
@@ -44,6 +45,7 @@ class MemoryEngine:
             self.db.close()
             raise
         self.knobs = KnobStore(self.db)
+        self.claims = JobClaims(self.db, self.clock)  # SCALE-1: background jobs run once across processes
         self.graph = Graph(self.db, self.clock)
         # one budget for both mirrors: whichever partitions the conversations search stay loaded
         self.mirror_budget = MirrorBudget.megabytes(vector_mirror_mb)
@@ -69,6 +71,11 @@ class MemoryEngine:
     def rebuild_journals(self) -> int | None:
         """The Markdown journals made again from this store (None when they are switched off)."""
         return self.journals.rebuild(self.memory_rows.in_written_order()) if self.journals is not None else None
+
+    def forget_signal(self) -> int:
+        """Moves when another process may have forgotten or edited words (``Database.forget_signal``): a cache of
+        words kept in this process compares it with the value it was filled at."""
+        return self.db.forget_signal()
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """One write transaction (``BEGIN IMMEDIATE``) around several owners' writes; nests as a savepoint."""

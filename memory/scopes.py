@@ -171,7 +171,9 @@ def message_partition(guild_id: str | None, dm_person_id: str) -> str:
 
 
 def placeholders(values: tuple[Any, ...] | list[Any]) -> str:
-    return ",".join("?" * len(values))
+    """``?,?,?`` for an ``IN (...)`` list. None for no values: ``x IN (NULL)`` is never true, as SQLite's ``IN ()``, which
+    PostgreSQL refuses as a syntax error. (``NOT IN`` an empty list would differ: never true; no caller passes one.)"""
+    return ",".join("?" * len(values)) or "NULL"
 
 
 def partition_token(key: str) -> str:

@@ -12,8 +12,9 @@ import pytest
 
 from bot.composition import build_health, extraction_server, front_door_of
 from bot.config import load_settings
-from bot.ratelimit import SLOW_DOWN, MessageLimit, front_door
+from bot.ratelimit import SLOW_DOWN, MessageLimit, Window, front_door
 from memory.clock import FakeClock
+from memory.storage.ratelimits import RateWindows
 from tests.fakes import FakeOpenAI, HTTPError
 from tests.pipeline_support import build_runtime, dm, facts
 
@@ -70,7 +71,7 @@ async def test_healthz_and_metrics_answer_on_loopback_and_count_turns_errors_and
 
 async def test_a_flooding_member_gets_one_polite_line_and_never_reaches_the_model(rt, srv) -> None:
     clock = Ticking()
-    door = front_door(rt.orchestrator, MessageLimit(3, 60.0), rt.metrics, now=clock)
+    door = front_door(rt.orchestrator, Window(MessageLimit(3, 60.0), RateWindows(rt.engine), rt.runner, now=clock), rt.metrics)
     srv.default = lambda body: "sure"
     answers = [(await door.reply(dm("discord", "9", f"spam {i}", mid=f"s{i}"))).text for i in range(8)]
     assert answers == ["sure"] * 3 + [SLOW_DOWN] + [""] * 4  # told once, then silence: no flood of apologies
@@ -86,7 +87,8 @@ def test_the_rate_limit_is_a_setting_and_zero_turns_it_off() -> None:
     with pytest.raises(Exception, match="COMPANION_RATE_LIMIT_MESSAGES"):
         load_settings(_env_file=None, rate_limit_messages=-1)
     inner = object()
-    assert front_door(inner, MessageLimit(0, 60.0), None) is inner  # type: ignore[arg-type]
+    off = Window(MessageLimit(0, 60.0), None, None)  # type: ignore[arg-type]  # never asked: a limit of 0 is no limit
+    assert front_door(inner, off, None) is inner  # type: ignore[arg-type]
 
 
 async def test_a_model_that_rejects_tools_still_chats_remembers_and_forgets(tmp_path, caplog) -> None:

@@ -24,6 +24,7 @@ import io
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import discord
@@ -41,6 +42,15 @@ MESSAGE_LIMIT = 2000
 DEFER_AFTER_S = 2.0
 MAX_COMMAND_PARTS = 3  # a command answer longer than this many messages is sent as a file
 _CONVERSATIONAL = (discord.MessageType.default, discord.MessageType.reply)
+
+
+@dataclass(frozen=True, slots=True)
+class Shards:
+    """SCALE-1: the shards this process connects (empty: every one) of ``count`` over all the bot's processes.
+    Discord sends a server's events to shard ``(guild_id >> 22) % count`` and DMs to shard 0 only."""
+
+    count: int
+    ids: tuple[int, ...] = ()
 
 
 def default_intents() -> discord.Intents:
@@ -67,6 +77,7 @@ class DiscordAdapter:
         ready_timeout: float = 30.0,
         defer_after: float = DEFER_AFTER_S,
         on_named: Callable[[str], None] | None = None,
+        shards: Shards | None = None,
     ) -> None:
         self._conversation = conversation
         self._on_named = on_named  # told the bot's own Discord name at login (the persona's name when its file sets none)
@@ -80,7 +91,7 @@ class DiscordAdapter:
         intents = intents or default_intents()
         if not intents.message_content:
             logger.warning("discord: the message_content intent is off; server messages will arrive empty")
-        self.client = _Client(self, intents, guild_ready_timeout)
+        self.client = _client(self, intents, guild_ready_timeout, shards)
 
     # ------------------------------------------------------------------ lifecycle --
     async def start(self) -> None:
@@ -302,13 +313,23 @@ class DiscordAdapter:
         )
 
 
-class _Client(discord.Client):
-    """The discord.py client; every event is handed to the adapter."""
+def _client(adapter: DiscordAdapter, intents: discord.Intents, guild_ready_timeout: float, shards: Shards | None) -> discord.Client:
+    """One gateway connection, or discord.py's sharded client for the given shards (each shard its own connection)."""
+    options: dict[str, Any] = {"intents": intents, "guild_ready_timeout": guild_ready_timeout}
+    if shards is None:
+        return _Client(adapter, **options)
+    return _ShardedClient(adapter, shard_count=shards.count, shard_ids=list(shards.ids) or None, **options)
 
-    def __init__(self, adapter: DiscordAdapter, intents: discord.Intents, guild_ready_timeout: float) -> None:
-        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout, allowed_mentions=discord.AllowedMentions.none())
+
+class _Events:
+    """What the discord.py client does with events: hand each to the adapter (shared by the plain and sharded client)."""
+
+    adapter: DiscordAdapter
+    tree: app_commands.CommandTree
+
+    def _listen(self, adapter: DiscordAdapter) -> None:
         self.adapter = adapter
-        self.tree = app_commands.CommandTree(self)
+        self.tree = app_commands.CommandTree(self)  # type: ignore[arg-type]  # mixed into a discord.Client below
         self.tree.error(self._on_command_error)
         adapter._register_commands(self.tree)
 
@@ -339,6 +360,18 @@ class _Client(discord.Client):
 
     async def _on_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
         logger.error("discord: slash command %s failed", interaction.command and interaction.command.name, exc_info=error)
+
+
+class _Client(_Events, discord.Client):
+    def __init__(self, adapter: DiscordAdapter, **options: Any) -> None:
+        super().__init__(allowed_mentions=discord.AllowedMentions.none(), **options)
+        self._listen(adapter)
+
+
+class _ShardedClient(_Events, discord.AutoShardedClient):
+    def __init__(self, adapter: DiscordAdapter, **options: Any) -> None:
+        super().__init__(allowed_mentions=discord.AllowedMentions.none(), **options)
+        self._listen(adapter)
 
 
 def _rights(guild: discord.Guild | None, author: discord.abc.User) -> dict[str, Any]:

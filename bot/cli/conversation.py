@@ -95,6 +95,8 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     if not (settings.discord_token or settings.telegram_token):
         sys.stderr.write(f"companion: {NO_TOKENS}\n")
         return 2
+    if not settings.discord_token and settings.telegram == "off":
+        raise UsageError("COMPANION_TELEGRAM=off and no DISCORD_TOKEN: this process would serve nothing")
     # A pasted token with a stray prefix or a missing part fails here, by name, instead of deep in a platform library.
     problems = token_problems(secret(settings.discord_token), secret(settings.telegram_token))
     if problems:
@@ -172,7 +174,16 @@ def say_where(args: argparse.Namespace, settings: Settings) -> None:
     """One line: which config and which store, so a surprising answer can be traced to the wrong home (bot/home.py)."""
     home = getattr(args, "home", None)
     config = home.describe_config() if home else "the environment"
-    note(f"config: {config}; store: {Path(settings.db_path).absolute()}")
+    note(f"config: {config}; store: {_store_named(settings)}")
+
+
+def _store_named(settings: Settings) -> str:
+    """The store a command opens: the PostgreSQL URL without its password, else the SQLite file."""
+    from memory.storage.pg import is_postgres, redact
+
+    if settings.database_url and is_postgres(settings.database_url):
+        return redact(settings.database_url)
+    return str(Path(settings.db_path).absolute())
 
 
 def confirm_new_store(args: argparse.Namespace, settings: Settings) -> None:

@@ -82,6 +82,8 @@ class CheckinDraft:
     def gather(self) -> Draft | None:
         """The row's memory and DM, or None when it must wait (quiet hours, the weekly limit) or was cancelled."""
         checkin, now = self.checkin, self.engine.clock.now()
+        if not self.store.is_due(checkin.id, now):
+            return None  # another process wrote it, or postponed it, since this one read the due rows (SCALE-1)
         memory = self.engine.memories.get(checkin.memory_id)
         if memory.forgotten or memory.superseded_by or memory.consolidated_into:
             self.store.finish(checkin.id, "cancelled")  # what it followed up on is no longer so

@@ -135,8 +135,10 @@ class Reflection:
     state: ChannelRecord
     zone_of: ZoneName | None = None
 
-    def gather(self) -> Session:
+    def gather(self) -> Session | None:
         ctx, key = self.state.ctx, self.state.channel_key
+        if not self._still_unreflected():
+            return None
         rows = excerpt_rows(self.engine, ctx, self.state.session_started_at)
         transcript = transcript_of(ctx, rows, self.zone_of)
         people = tuple(c.speaker_id for c in transcript.speakers().values())
@@ -144,6 +146,12 @@ class Reflection:
             return Session(transcript, people, None)
         audit = audit_start(self.engine, "micro", key, transcript.render()[-2000:], channel_key=key, people=people)
         return Session(transcript, people, audit)
+
+    def _still_unreflected(self) -> bool:
+        """The state was read before this process claimed the job: another process may have reflected the session
+        meanwhile (SCALE-1), or a new one began."""
+        now = self.channels.get(self.state.channel_key)
+        return now is not None and now.reflected_at is None and now.session_started_at == self.state.session_started_at
 
     async def ask(self, plan: Session, model: AsyncCompleter) -> Reflected:
         if plan.audit is None:
@@ -226,7 +234,9 @@ class Compaction:
     zone_of: ZoneName | None = None
 
     def gather(self) -> Folding | None:
-        ctx = self.state.ctx
+        ctx, now = self.state.ctx, self.channels.get(self.state.channel_key)
+        if now is None or now.compacted_until != self.state.compacted_until:
+            return None  # compacted meanwhile by another process (SCALE-1): the next look starts from its summary
         rows = self.engine.messages.in_channel_after(ctx.platform, ctx.channel_id, self.state.compacted_until)
         rows = rows[:-KEEP_VERBATIM] if len(rows) > KEEP_VERBATIM else []
         return Folding(transcript_of(ctx, rows, self.zone_of), rows[-1].created_at) if rows else None

@@ -48,8 +48,10 @@ class DayReflection:
         """The chat's day as the model reads it (no audit row: a dry run reads this alone)."""
         return transcript_of(self.chat.ctx, self.days.turns(self.chat), self.zone_of)
 
-    def gather(self) -> Day:
+    def gather(self) -> Day | None:
         chat = self.chat
+        if self.days.is_done(chat):
+            return None  # reflected meanwhile by another process (SCALE-1): ``due`` was read before the claim
         transcript = self.read()
         speakers = transcript.speakers()
         if not speakers:
@@ -110,8 +112,9 @@ class BulletinWrite:
     bulletins: Bulletins
     plan: Plan
 
-    def gather(self) -> Plan:
-        return self.plan  # planned by the refresh, one store call per scope
+    def gather(self) -> Plan | None:
+        """The refresh's plan (one store call per scope), unless another process wrote the bulletin since (SCALE-1)."""
+        return self.plan if self.bulletins.is_due(self.plan.where, self.bulletins.engine.clock.now()) else None
 
     async def ask(self, plan: Plan, model: AsyncCompleter) -> str:
         return await model(BULLETIN_SYSTEM, plan.prompt, temperature=0.2)

@@ -176,6 +176,13 @@ class CheckinStore:
         rows = self.db.rows(f"{_SELECT} WHERE {ready} ORDER BY c.due_at, c.id", (now, now))
         return [Checkin.from_row(r) for r in rows]
 
+    def is_due(self, checkin_id: int, now: float) -> bool:
+        """Whether the row is still pending and due (another process may have claimed or postponed it)."""
+        row = self.db.one(
+            "SELECT 1 AS due FROM checkins WHERE id = ? AND state = 'pending' AND due_at <= ? AND retry_at <= ?", (checkin_id, now, now)
+        )
+        return row is not None
+
     def sent_this_week(self, person_id: str, now: float) -> int:
         """Check-ins claimed for the person in the last seven days: one whose sending began counts, sent or not."""
         return int(

@@ -142,8 +142,10 @@ class Database:
         return None
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, durable: bool = True) -> Iterator[None]:
         """A write transaction: nested use is fine (a savepoint), and any exception rolls the whole block back.
+        ``durable=False``: bookkeeping a crash may lose whole (never half); SQLite's WAL commits it alike, PostgreSQL
+        does not wait for the disk (see ``PgDatabase.transaction``).
 
         The outermost one begins IMMEDIATE, taking the write lock before its first read. A deferred
         transaction that reads and then writes while another process (the dashboard, a CLI command) has
@@ -228,6 +230,12 @@ class Database:
     def data_version(self) -> int:
         """Changes whenever another connection commits; used to invalidate in-process caches."""
         return int(self.scalar("PRAGMA data_version"))
+
+    def forget_signal(self) -> int:
+        """Changes when another connection may have forgotten or edited words, for caches that hold words (voice).
+        SQLite cannot tell a forget from other commits: any commit of another connection (a CLI command, the
+        dashboard; rare beside a bot) moves it."""
+        return self.data_version()
 
     def close(self) -> None:
         self.con.close()

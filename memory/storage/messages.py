@@ -308,6 +308,8 @@ class MessageLog:
         return found
 
     def get_rids(self, rids: list[int]) -> list[StoredMessage]:
+        if not rids:
+            return []  # "IN ()" is SQLite's; PostgreSQL refuses it
         return [
             StoredMessage.from_row(r)
             for r in self.db.rows(f"SELECT * FROM messages WHERE rid IN ({placeholders(rids)}) ORDER BY rid", rids)

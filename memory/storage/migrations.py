@@ -530,6 +530,39 @@ CREATE INDEX checkins_memory ON checkins (memory_id);
 """,
 )
 
+# SCALE-1: a background job is claimed before it runs, so several processes on one store run it once. A claim
+# lasts ``lease_until`` (the holder renews it while the model writes) and is deleted in the job's last write
+# transaction; a holder that died leaves it to expire, and the next taker counts ``attempts``. Job keys name
+# chats, days and row ids, never words (memory.storage.claims owns the table).
+M013_JOB_CLAIMS = Migration(
+    "m013_job_claims",
+    """
+CREATE TABLE job_claims (
+    key TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    lease_until REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    claimed_at REAL NOT NULL
+);
+""",
+)
+
+M014_SHARED_STATE = Migration(
+    "m014_shared_state",
+    """
+-- SCALE-1 / OPS-5: the per-account message rate limit lives in the store, so it holds across every process of a
+-- sharded bot. One row per account ("platform:user id"): the wall-clock times of its recent replies (a JSON list,
+-- never longer than the limit), whether it was told to slow down, and when it last wrote. Ids and times, never words;
+-- about one row per account, like identities.
+CREATE TABLE rate_windows (
+    account TEXT PRIMARY KEY,
+    hits TEXT NOT NULL DEFAULT '[]',
+    told INTEGER NOT NULL DEFAULT 0,
+    last_at REAL NOT NULL DEFAULT 0
+);
+""",
+)
+
 # A message re-delivered after a crash (Telegram re-sends updates it did not see confirmed) is stored once: one
 # row per (platform, chat, platform message id). Copies stored before this migration are kept (each may be a
 # memory's source, and deleting at the source must still find them all) but numbered apart by
@@ -547,4 +580,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     M010_PRIVACY,
     M011_PERSONA,
     M012_CHECKINS,
+    M013_JOB_CLAIMS,
+    M014_SHARED_STATE,
 )

@@ -17,6 +17,7 @@ import re
 from .migrations import MIGRATIONS, Migration
 
 CHANNEL = "companion_changes"
+FORGOT = ":forgot"  # the payload's ending when a commit deleted or edited words (m014): caches of words drop them
 
 _NOTIFY_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION companion_notify() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -68,6 +69,21 @@ CREATE TRIGGER bulletins_memory_changed AFTER UPDATE OF content, subject, partit
     FOR EACH ROW EXECUTE FUNCTION bulletins_drop_partition();
 """
     + notify_on("bulletins"),
+    # SCALE-1: a second notification when words were deleted, edited or moved out of view, so caches that hold words
+    # (voice's warm snapshots, pools, cached searches) drop them then, not at every message or access count written
+    "m014_shared_state": f"""
+CREATE FUNCTION companion_notify_forgot() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('{CHANNEL}', TG_TABLE_NAME || '{FORGOT}');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_forgot AFTER DELETE OR TRUNCATE
+    OR UPDATE OF content, subject, tags, forgotten, superseded_by, consolidated_into, visibility, scope, scope_id, partition_key, valid_to
+    ON memories
+    FOR EACH STATEMENT EXECUTE FUNCTION companion_notify_forgot();
+CREATE TRIGGER messages_forgot AFTER DELETE OR TRUNCATE OR UPDATE OF content, context, partition_key ON messages
+    FOR EACH STATEMENT EXECUTE FUNCTION companion_notify_forgot();
+""",
 }
 
 _TYPES = (

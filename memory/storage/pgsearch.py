@@ -91,6 +91,9 @@ class PgWords:
         return self.db.scalar(sql, (raw, *partitions, *params)) is not None
 
 
+VECTOR_TABLE_LOCK = 7_325_002  # advisory lock id (memory.storage.pg takes 7_325_001 to migrate)
+
+
 class PgVectorIndex(VectorIndex):
     """``VectorIndex`` over a pgvector table; the mirror, budget and scan above it are the SQLite ones."""
 
@@ -105,17 +108,24 @@ class PgVectorIndex(VectorIndex):
     def ensure(self, dim: int) -> None:
         # checked each time: a rolled-back transaction takes the new table with it (DDL is transactional here)
         if self.dim is None or not self._exists():
-            self.db.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.table} "
-                f"(rid BIGINT PRIMARY KEY, partition_key TEXT NOT NULL, embedding vector({dim}) NOT NULL)"
-            )
-            self.db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_partition ON {self.table} (partition_key)")
-            self.db.execute(f"DROP TRIGGER IF EXISTS {self.table}_notify ON {self.table}")
-            self.db.execute(
-                f"CREATE TRIGGER {self.table}_notify AFTER INSERT OR UPDATE OR DELETE ON {self.table} "
-                "FOR EACH STATEMENT EXECUTE FUNCTION companion_notify()"
-            )
+            with self.db.transaction():
+                # two processes meeting their first vector at once: one creates the table, the other waits for its
+                # commit and finds it (without the lock the second failed on a duplicate type, losing its job's write)
+                self.db.execute("SELECT pg_advisory_xact_lock(?)", (VECTOR_TABLE_LOCK,))
+                self._create(dim)
             self.dim = dim
+
+    def _create(self, dim: int) -> None:
+        self.db.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.table} "
+            f"(rid BIGINT PRIMARY KEY, partition_key TEXT NOT NULL, embedding vector({dim}) NOT NULL)"
+        )
+        self.db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_partition ON {self.table} (partition_key)")
+        self.db.execute(f"DROP TRIGGER IF EXISTS {self.table}_notify ON {self.table}")
+        self.db.execute(
+            f"CREATE TRIGGER {self.table}_notify AFTER INSERT OR UPDATE OR DELETE ON {self.table} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION companion_notify()"
+        )
 
     def build_hnsw(self) -> None:
         """An HNSW index (cosine) over every vector: approximate, for a search that is not by partition."""

@@ -289,7 +289,8 @@ class ChannelState:
     def failed(self, channel_key: str) -> None:
         """A reflection or compaction of this chat failed: back off before the next try (other chats go on)."""
         self.db.execute(
-            "UPDATE channel_state SET failures = failures + 1, retry_at = ? + ? * (1 << MIN(failures, 6)) WHERE channel_key = ?",
+            "UPDATE channel_state SET failures = failures + 1, retry_at = ? + ? * (1 << CAST(MIN(failures, 6) AS INTEGER)) "
+            "WHERE channel_key = ?",  # PostgreSQL shifts an integer by an integer only
             (self.engine.clock.now(), BACKOFF_S, channel_key),
         )
 

@@ -103,6 +103,9 @@ class DailyReflections:
         rows = self.db.execute("SELECT day FROM daily_reflections WHERE channel_key = ? AND day >= ?", (channel_key, first))
         return {d for (d,) in rows}
 
+    def is_done(self, chat: ChatDay) -> bool:
+        return chat.day in self.done_days(chat.channel_key, chat.start)
+
     def mark_done(self, chat: ChatDay, *, stored: int = 0, audit_id: int | None = None) -> None:
         """The chat's day is reflected; marking it twice keeps the first mark (a second run adds nothing)."""
         self.db.execute(

@@ -112,6 +112,12 @@ REGISTRY: tuple[Holder, ...] = (
         "failed /link attempts of a person's accounts",
         "(platform || ':' || platform_user_id) IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
     ),
+    Holder(
+        "rate_windows",
+        "delete",
+        "when a person's accounts were last answered, for the shared rate limit (OPS-5): ids and times, never words",
+        "account IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
+    ),
     Holder("person_settings", "delete", "a person's choices (/share, /privacy, /timezone)", "person_id IN ({ids})", export=True),
     Holder(
         "dashboard_audit",
@@ -174,6 +180,12 @@ REGISTRY: tuple[Holder, ...] = (
         "set_by IN ({ids})",
         export=True,
         guild="guild_id IN ({guild})",
+    ),
+    Holder(
+        "job_claims",
+        "none",
+        "which process is doing which background job, for minutes (job keys: chat keys, days, row ids; never words). "
+        "Deleted with the job's write; a dead process's claim is swept a day after it expired (memory.storage.claims)",
     ),
     Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
     Holder("schema_version", "none", "migration bookkeeping"),

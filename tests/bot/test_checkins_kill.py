@@ -3,7 +3,8 @@ the sending began. The bot runs in a child process against a scripted model and 
 talks to it for real); the test kills it at a step, restarts the bot in this process on the same store, and counts
 what Telegram received.
 
-    before claim   killed while the model writes the message: the row is pending, so the restart sends it
+    before claim   killed while the model writes the message: the row is pending, so the restart sends it (once the
+                   dead process's claim on the job expired)
     after claim    killed between the committed claim and the network call: never sent (the line, memory.storage.checkins)
     after send     killed after Telegram got it, before it was marked sent: never sent again
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.telegram_adapter import TelegramAdapter
+from bot.jobs import LEASE_S
 from bot.types import IncomingMessage
 from memory.clock import DAY, FakeClock
 from memory.models import FactKind, MemoryType, NewMemory, Scope, Visibility
@@ -91,8 +93,9 @@ async def prepare(db: Path, srv) -> None:
 
 
 async def restart(db: Path, srv, tg: FakeTelegram) -> tuple[int, list[str]]:
-    """The bot again, in this process, on the same store: one check-in run; returns (sent now, the rows' states)."""
-    runtime = build_runtime(db, srv, FakeClock(time.time()), checkin_quiet_hours="off")
+    """The bot again, in this process, on the same store, once the killed child's claim on the check-in it was
+    writing has expired (SCALE-1): one check-in run; returns (sent now, the rows' states)."""
+    runtime = build_runtime(db, srv, FakeClock(time.time() + LEASE_S + 1), checkin_quiet_hours="off")
     telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
     await runtime.start(background_loop=False)
     await telegram.app.initialize()

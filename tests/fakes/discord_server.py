@@ -39,7 +39,13 @@ class _Session:
         self.seq = 0
         self.ready = False
         self.session_id = secrets.token_hex(16)
+        self.shard = (0, 1)  # IDENTIFY's [shard_id, num_shards]
         self._lock = asyncio.Lock()
+
+    def receives(self, guild_id: int | None) -> bool:
+        """Discord's routing: a guild's events go to shard (guild_id >> 22) % num_shards, DMs to shard 0."""
+        shard_id, count = self.shard
+        return (guild_id is None and shard_id == 0) or (guild_id is not None and (guild_id >> 22) % count == shard_id)
 
     async def send(self, op: int, d: Any = None, t: str | None = None) -> None:
         async with self._lock:
@@ -116,9 +122,9 @@ class FakeDiscord(FakeServer):
             self._channel_guild[channel_id] = guild_id
 
     # ------------------------------------------------------ event helpers --
-    async def wait_for_gateway(self, timeout: float = 5.0) -> None:
-        """Wait until a client has identified and received READY + guilds."""
-        await self.wait_until(lambda: any(s.ready for s in self._sessions), timeout)
+    async def wait_for_gateway(self, timeout: float = 5.0, sessions: int = 1) -> None:
+        """Wait until ``sessions`` clients (or shards) have identified and received READY + guilds."""
+        await self.wait_until(lambda: sum(s.ready for s in self._sessions) >= sessions, timeout)
 
     async def dispatch(self, event: str, data: dict[str, Any], timeout: float = 5.0) -> None:
         """Send a raw dispatch event to every identified client (waits for one)."""
@@ -254,7 +260,8 @@ class FakeDiscord(FakeServer):
         return p.snowflake(), None
 
     async def _broadcast(self, event: str, data: dict[str, Any]) -> None:
-        for session in [s for s in self._sessions if s.ready]:
+        guild_id = int(data["guild_id"]) if data.get("guild_id") else None
+        for session in [s for s in self._sessions if s.ready and s.receives(guild_id)]:
             await session.send(0, data, event)
 
     # ------------------------------------------------------------- gateway --
@@ -298,6 +305,12 @@ class FakeDiscord(FakeServer):
         if self.token is not None and d.get("token") != self.token:
             await session.ws.close(code=4004, message=b"Authentication failed.")
             return
+        shard_id, count = d.get("shard") or (0, 1)
+        if not 0 <= shard_id < count:
+            await session.ws.close(code=4010, message=b"Invalid shard.")
+            return
+        session.shard = (shard_id, count)
+        guilds = [g for gid, g in self._guilds.items() if session.receives(gid)]
         await session.send(
             0,
             {
@@ -305,15 +318,15 @@ class FakeDiscord(FakeServer):
                 "user": p.bot_user(),
                 "session_id": session.session_id,
                 "resume_gateway_url": f"{self.ws_url}/gateway",
-                "shard": [0, 1],
-                "guilds": [{"id": str(gid), "unavailable": True} for gid in self._guilds],
+                "shard": list(session.shard),
+                "guilds": [{"id": g["id"], "unavailable": True} for g in guilds],
                 "private_channels": [],
                 "relationships": [],
                 "application": {"id": str(APPLICATION_ID), "flags": 0},
             },
             "READY",
         )
-        for guild in self._guilds.values():
+        for guild in guilds:
             await session.send(0, guild, "GUILD_CREATE")
         session.ready = True
         self._notify()

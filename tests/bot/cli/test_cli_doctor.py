@@ -149,3 +149,11 @@ def test_run_refuses_a_malformed_token_before_connecting(cli: Cli, monkeypatch: 
     result = cli("run")
     assert result.code == 2 and variable in result.error_line() and value not in result.err
     assert not cli.db.exists()  # refused before the runtime (store, model client, platform) was even built
+
+
+def test_run_refuses_telegram_off_without_discord_as_it_would_serve_nothing(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TELEGRAM_TOKEN", "123456:" + "A" * 35)
+    monkeypatch.setenv("COMPANION_TELEGRAM", "off")  # another process of the bot polls Telegram (SCALE-1)
+    result = cli("run")
+    assert result.code == 2 and "COMPANION_TELEGRAM=off" in result.error_line()
+    assert not cli.db.exists()
