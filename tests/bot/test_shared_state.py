@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from conftest import HashEmbedder, remember
 
 from bot.ratelimit import SLOW_DOWN, MessageLimit, Window, front_door
 from bot.types import IncomingMessage, Reply
@@ -19,7 +20,6 @@ from memory.storage.ratelimits import RateWindows
 from memory.upkeep.bulletin import Bulletins
 from memory.upkeep.forgetting import forget_memory
 from tests.adapter_support import ScriptedConversation
-from tests.conftest import HashEmbedder, remember
 from tests.pipeline_support import build_runtime, system_prompts
 from tests.voice_support import eventually, routed_model
 
