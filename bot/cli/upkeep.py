@@ -340,9 +340,13 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _measured_server(args: argparse.Namespace) -> str | None:
-    """``bench`` and ``eval`` never touch the store: the global ``--db``, a postgresql:// URL there, names the server on
-    which they make (and drop) databases of their own; without it they measure SQLite in temporary files."""
-    return getattr(args, "db", None)
+    """``bench`` and ``eval`` never touch the store: the global ``--db``, when a postgresql:// URL, names the server on
+    which they make (and drop) databases of their own; otherwise (a store file, or nothing) they measure SQLite in
+    temporary files, as they always did."""
+    from memory.storage.pg import is_postgres
+
+    db = getattr(args, "db", None)
+    return db if db is not None and is_postgres(db) else None
 
 
 def run_bench_voice(args: argparse.Namespace) -> None:
