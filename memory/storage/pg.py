@@ -63,6 +63,10 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"json_each\(([\w.]+), '\$\.(\w+)'\)", r"json_array_elements_text((\1)::json -> '\2') AS je(value)"),
         (r"json_each\(([\w.?]+)\)", r"json_array_elements_text((\1)::json) AS je(value)"),
+        # JSON text columns (the saved contexts of buffered messages and chats): a bare json_extract is a truth test
+        (r"\bAND json_extract\((\w+), '\$\.(\w+)'\)(?=\s+(?:ORDER|AND|LIMIT)\b|\s*$)", r"AND ((\1)::jsonb ->> '\2')::boolean"),
+        (r"\bjson_extract\((\w+), '\$\.(\w+)'\)", r"((\1)::jsonb ->> '\2')"),
+        (r"\bjson_set\((\w+), '\$\.(\w+)', \?\)", r"jsonb_set((\1)::jsonb, '{\2}', to_jsonb(?::text))::text"),
         (r"\bINSERT OR IGNORE INTO\b", "INSERT INTO"),
         (r"\bUPDATE OR REPLACE\b", "UPDATE"),
         (r"\bMAX\(([\w.?]+), ", r"GREATEST(\1, "),
