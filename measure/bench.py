@@ -37,8 +37,8 @@ from memory.scopes import RecallContext
 from memory.storage.db import AsyncRunner
 from memory.storage.embeddings import OnnxMiniLM
 
-from .stores import scratch_store
 from .samples import DIM, TextGen, percentiles
+from .stores import scratch_store
 from .throughput import PASSAGES, embed_passage_ms, ingest_passages_per_s, machine_reference, passages
 from .turn import make_turn
 
@@ -137,9 +137,7 @@ def _rss_mb(kind: str = "") -> float:
     return round(kb / 1024, 1)
 
 
-def bench_size(
-    size: int, queries: int, turn: TurnFn | None = None, placement: str = "spread", db: str | None = None
-) -> dict[str, Any]:
+def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: str = "spread", db: str | None = None) -> dict[str, Any]:
     """One size's figures; ``db`` a PostgreSQL server URL to measure there (in a database of its own), else SQLite."""
     gen = TextGen(seed=size)
     model = OnnxMiniLM()

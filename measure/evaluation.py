@@ -31,18 +31,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from memory import storage
 from memory.clock import DAY, FakeClock
 from memory.engine import MemoryEngine
 from memory.protocols import Embedder
 from memory.recall.retrieval import ALL_CHANNELS, Channel
 from memory.scopes import message_partition
-from memory import storage
 from memory.storage.messages import NewMessage
 from memory.write.safety import normalise_text
 
 from .ledger import Ledger
-from .stores import check_db, scratch_store
 from .locomo import Turn, evidence_ids, load_samples, turns
+from .stores import check_db, scratch_store
 
 KS = (1, 5, 10, 25)
 SESSION_KS = (1, 5, 10)
@@ -97,9 +97,7 @@ def _ingest(engine: MemoryEngine, sample_id: str, sample_turns: list[Turn]) -> d
     return dict(zip(ids, (t.dia_id for t in sample_turns), strict=True))
 
 
-def evaluate_sample(
-    sample: dict[str, Any], embedder: Embedder | None, workdir: Path, index: str = "all", db: str | None = None
-) -> Record:
+def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: Path, index: str = "all", db: str | None = None) -> Record:
     """Per question: category and, for each method, the evidence recall at each k and the session recall. The
     sample's store is a file in ``workdir``, or with ``db`` a new database on that PostgreSQL server, dropped after."""
     every = turns(sample)
