@@ -65,7 +65,7 @@ class PgWords:
         if not words or not partitions:
             return []
         rows, mean = self._table_stats()
-        known = {word: self._word(word) for word in words}
+        known = self._words(words)
         idf: dict[str, float] = {}
         for lexemes, df in known.values():
             for lexeme in lexemes:  # a hyphenated word has several lexemes: each counts with the word's frequency
@@ -110,15 +110,19 @@ class PgWords:
             self._stats = (time.monotonic(), rows, mean)
         return rows, mean
 
-    def _word(self, word: str) -> tuple[tuple[str, ...], int]:
-        """A query word's lexemes (none for a stop word) and how many rows hold it (through the GIN index)."""
-        cached = self._known.get(word)
-        if cached is not None and time.monotonic() - cached[0] <= DF_TTL_S:
-            return cached[1], cached[2]
-        lexemes = tuple(self.db.scalar("SELECT tsvector_to_array(to_tsvector('english', ?))", (word,)) or ())
-        df = int(self.db.scalar(f"SELECT count(*) FROM {self.table} WHERE words @@ plainto_tsquery('english', ?)", (word,)) or 0)
-        self._known[word] = (time.monotonic(), lexemes, df)
-        return lexemes, df
+    def _words(self, words: tuple[str, ...]) -> dict[str, tuple[tuple[str, ...], int]]:
+        """Each query word's lexemes (none for a stop word) and how many rows hold it (counted through the GIN index);
+        the words not cached are asked in one round trip."""
+        now = time.monotonic()
+        missing = [word for word in words if word not in self._known or now - self._known[word][0] > DF_TTL_S]
+        if missing:
+            sql = (
+                "SELECT w, tsvector_to_array(to_tsvector('english', w)), "
+                f"(SELECT count(*) FROM {self.table} WHERE words @@ plainto_tsquery('english', w)) FROM unnest(?::text[]) AS w"
+            )
+            for word, lexemes, df in self.db.execute(sql, (missing,)):
+                self._known[word] = (now, tuple(lexemes or ()), int(df or 0))
+        return {word: self._known[word][1:] for word in words}
 
 
 def _any_of(words: tuple[str, ...]) -> str:
