@@ -25,9 +25,9 @@ from .db import Database
 from .fts import BM25_K1, FtsQueryBuilder, _idf
 from .vectors import LOAD_CHUNK, VectorIndex
 
-# rows scored by BM25 at most per query, the best by ts_rank_cd (PostgreSQL's own rank, in C, a fraction of the cost):
-# a word in every row would otherwise score the partition. At 10k rows (load 11) fts p50/p95 ms: 2000 rows 7.8/18.2,
-# 500 rows 3.7/12.7
+# rows scored by BM25 at most per query, the best by ts_rank_cd (PostgreSQL's own rank, in C): a word in every row would
+# otherwise score the partition (at 10k rows, load 11, words p50/p95 ms: the newest 2000 matches 7.8/18.2, 500 3.7/12.7).
+# Chosen by ts_rank_cd rather than by age, so a cap that binds keeps relevant rows (LoCoMo dev: unchanged, it never binds)
 CANDIDATE_CAP = 500
 BM25_B = 0.75  # FTS5's bm25() constants (k1 is memory.storage.fts.BM25_K1)
 # FTS5's column weights (memory.storage.corpus) by the tsvector weight each column got (memory.storage.pg_migrations)
