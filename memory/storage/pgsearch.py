@@ -34,6 +34,7 @@ BM25_B = 0.75  # FTS5's bm25() constants (k1 is memory.storage.fts.BM25_K1)
 WEIGHTS = {"memories": {"A": 2.0, "B": 1.0, "C": 1.0, "D": 0.0}, "messages": {"A": 1.0, "B": 0.5, "C": 0.3, "D": 0.0}}
 STATS_TTL_S = 60.0  # row count and mean length: one count a minute (at 100k rows a few ms)
 DF_TTL_S = 600.0  # a word's document frequency, as long as FTS5's builder keeps its own
+KNOWN_WORDS = 50_000  # words whose frequency is cached, at most (a few MB)
 RARE_SPLIT_ROWS = 20_000  # above this, candidates come from the rare words only (when the query has one)
 RARE_SHARE = 0.05  # a word in more than this share of the rows is common for that split
 
@@ -118,6 +119,8 @@ class PgWords:
         """Each query word's lexemes (none for a stop word) and how many rows hold it (counted through the GIN index);
         the words not cached are asked in one round trip."""
         now = time.monotonic()
+        if len(self._known) > KNOWN_WORDS:  # a long-running bot meets new words for ever: start over, not grow
+            self._known.clear()
         missing = [word for word in words if word not in self._known or now - self._known[word][0] > DF_TTL_S]
         if missing:
             sql = (
