@@ -38,6 +38,7 @@ from memory.storage.db import AsyncRunner
 from memory.storage.embeddings import OnnxMiniLM
 
 from .samples import DIM, TextGen, percentiles
+from .stores import scratch_store
 from .throughput import PASSAGES, embed_passage_ms, ingest_passages_per_s, machine_reference, passages
 from .turn import make_turn
 
@@ -46,6 +47,7 @@ USERS = 20
 BATCH = 5_000
 PLACEMENTS = ("spread", "one")
 CONCURRENT_TURNS = 50
+DB_VARIABLE = "COMPANION_BENCH_DB"  # how run_bench hands --db to the process measuring one size
 Progress = Callable[[str], None]
 # Given (engine, ctx, text), run everything a turn does before the LLM call (``measure.turn``).
 TurnFn = Callable[[MemoryEngine, RecallContext, str], Any]
@@ -135,11 +137,12 @@ def _rss_mb(kind: str = "") -> float:
     return round(kb / 1024, 1)
 
 
-def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: str = "spread") -> dict[str, Any]:
+def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: str = "spread", db: str | None = None) -> dict[str, Any]:
+    """One size's figures; ``db`` a PostgreSQL server URL to measure there (in a database of its own), else SQLite."""
     gen = TextGen(seed=size)
     model = OnnxMiniLM()
-    with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
-        engine = MemoryEngine(Path(tmp) / "bench.db", model, FakeClock())
+    with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp, scratch_store(db, Path(tmp), "bench") as where:
+        engine = MemoryEngine(where, model, FakeClock())
         insert_per_s = _load(engine, size, gen, placement)
         load_rss = _rss_mb()  # the bulk load itself (the bench's generator, SQLite's writes), before any recall
         engine.optimize()  # what the nightly maintenance job does
@@ -167,6 +170,7 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
         result = {
             "size": size,
             "placement": placement,
+            "engine": "postgresql" if db else "sqlite",
             "visible": visible,
             "hybrid_ms": _timed(run(ALL_CHANNELS), queries),
             "fts_ms": _timed(run(frozenset({Channel.FTS})), queries),
@@ -202,19 +206,27 @@ def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
     return n / (time.perf_counter() - start)
 
 
-def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = None, placement: str = "spread") -> dict[str, Any]:
-    """Benchmark each size in a fresh interpreter, so each size's ``peak_rss_mb`` is its own."""
+def run_bench(
+    sizes: list[int], queries: int = 200, progress: Progress | None = None, placement: str = "spread", db: str | None = None
+) -> dict[str, Any]:
+    """Benchmark each size in a fresh interpreter, so each size's ``peak_rss_mb`` is its own; with ``db`` (a
+    PostgreSQL URL) each size is loaded into a new database on that server, dropped after."""
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, not {placement!r}")
+    if db:  # the server and the role's right to make a database, checked once here rather than in each size's process
+        with tempfile.TemporaryDirectory() as tmp, scratch_store(db, Path(tmp), "check"):
+            pass
     if progress:
         progress("measuring the machine reference")
     reference = machine_reference(OnnxMiniLM())
     results = []
     for size in sizes:
         if progress:
-            progress(f"benchmarking {size:,} memories ({placement})")
+            progress(f"benchmarking {size:,} memories ({placement}{', PostgreSQL' if db else ''})")
         argv = [sys.executable, "-m", "measure.bench", str(size), str(queries), placement]
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        # the URL goes by the environment, not argv: a password in argv is visible to every user's ps
+        env = {k: v for k, v in os.environ.items() if k != DB_VARIABLE} | ({DB_VARIABLE: db} if db else {})
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
         if done.returncode != 0:
             raise RuntimeError(f"benchmark of {size} memories failed:\n{done.stderr[-2000:]}")
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -222,4 +234,4 @@ def run_bench(sizes: list[int], queries: int = 200, progress: Progress | None = 
 
 
 if __name__ == "__main__":
-    print(json.dumps(bench_size(int(sys.argv[1]), int(sys.argv[2]), make_turn(), *sys.argv[3:4])))
+    print(json.dumps(bench_size(int(sys.argv[1]), int(sys.argv[2]), make_turn(), sys.argv[3], os.environ.get(DB_VARIABLE))))

@@ -31,17 +31,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from memory import storage
 from memory.clock import DAY, FakeClock
 from memory.engine import MemoryEngine
 from memory.protocols import Embedder
 from memory.recall.retrieval import ALL_CHANNELS, Channel
 from memory.scopes import message_partition
-from memory.storage import db
 from memory.storage.messages import NewMessage
 from memory.write.safety import normalise_text
 
 from .ledger import Ledger
 from .locomo import Turn, evidence_ids, load_samples, turns
+from .stores import check_db, scratch_store
 
 KS = (1, 5, 10, 25)
 SESSION_KS = (1, 5, 10)
@@ -96,12 +97,13 @@ def _ingest(engine: MemoryEngine, sample_id: str, sample_turns: list[Turn]) -> d
     return dict(zip(ids, (t.dia_id for t in sample_turns), strict=True))
 
 
-def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: Path, index: str = "all") -> Record:
-    """Per question: category and, for each method, the evidence recall at each k and the session recall."""
+def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: Path, index: str = "all", db: str | None = None) -> Record:
+    """Per question: category and, for each method, the evidence recall at each k and the session recall. The
+    sample's store is a file in ``workdir``, or with ``db`` a new database on that PostgreSQL server, dropped after."""
     every = turns(sample)
     kept = [t for t in every if storable(t) and (index == "all" or t.speaker != ASSISTANT)]
     clock = FakeClock(max(t.at for t in every) + DAY)
-    with MemoryEngine(workdir / f"{sample['sample_id']}.db", embedder, clock) as engine:
+    with scratch_store(db, workdir, str(sample["sample_id"])) as where, MemoryEngine(where, embedder, clock) as engine:
         by_id = _ingest(engine, sample["sample_id"], kept)
         ask = partial(_recall, engine, (message_partition(sample["sample_id"], ""),), by_id, set(by_id.values()), _asker(kept))
         questions = [row for qa in sample["qa"] if (row := ask(qa)) is not None]
@@ -205,22 +207,25 @@ def evaluate_locomo(
     progress: Progress | None = None,
     resume: Path | None = None,
     index: str = "all",
+    db: str | None = None,
 ) -> dict[str, Any]:
     """The summary over the first ``limit`` samples (all by default). With ``resume`` (a JSON-lines file), each
     sample is appended there as it finishes, and samples already there are read back, not measured again.
-    ``index`` is which turns are stored: ``all``, or ``user`` (every turn but the chat assistant's)."""
+    ``index`` is which turns are stored: ``all``, or ``user`` (every turn but the chat assistant's); ``db`` a
+    PostgreSQL URL to store each sample in a database of its own on that server (SQLite files by default)."""
     if index not in INDEXES:
         raise ValueError(f"index must be one of {', '.join(INDEXES)}, not {index!r}")
+    check_db(db)
     samples = load_samples(path)
     samples = samples[:limit] if limit else samples
-    ledger = Ledger(resume, _ledger_key(embedder, index)) if resume else None
+    ledger = Ledger(resume, _ledger_key(embedder, index, db)) if resume else None
     done = ledger.finished() if ledger else {}
     records = []
-    with _quiet(db.__name__), tempfile.TemporaryDirectory(prefix="companion-eval-") as tmp:
+    with _quiet(storage.__name__), tempfile.TemporaryDirectory(prefix="companion-eval-") as tmp:
         for number, sample in enumerate(samples, start=1):
             start, record = time.perf_counter(), done.get(sample["sample_id"])
             if record is None:
-                record = evaluate_sample(sample, embedder, Path(tmp), index)
+                record = evaluate_sample(sample, embedder, Path(tmp), index, db)
                 if ledger:
                     ledger.append(record)
             records.append(record)
@@ -236,19 +241,21 @@ def evaluate_locomo(
                         sample["sample_id"] in done,
                     )
                 )
-    return summarise(records) | {"index": index}
+    return summarise(records) | {"index": index, "engine": "postgresql" if db else "sqlite"}
 
 
-def _ledger_key(embedder: Embedder | None, index: str) -> str | None:
-    """What a resumed run must share with the records it reads back: the model, and which turns were stored."""
+def _ledger_key(embedder: Embedder | None, index: str, db: str | None = None) -> str | None:
+    """What a resumed run must share with the records it reads back: the model, which turns were stored, and the
+    engine (PostgreSQL ranks words its own way, so its records are not SQLite's)."""
     fingerprint = embedder.fingerprint if embedder else None
-    return fingerprint if index == "all" else f"{fingerprint or 'bm25'} index={index}"
+    key = fingerprint if index == "all" else f"{fingerprint or 'bm25'} index={index}"
+    return key if db is None else f"{key or 'bm25'} engine=postgresql"
 
 
 @contextlib.contextmanager
 def _quiet(name: str) -> Iterator[None]:
     """Every sample opens a brand-new store, which logs each migration it applies at INFO: dozens of lines of
-    noise per sample. Only for this run, that logger says warnings and worse."""
+    noise per sample (on either engine: the storage package's loggers). Only for this run, they say warnings and worse."""
     logger = logging.getLogger(name)
     before = logger.level
     logger.setLevel(logging.WARNING)

@@ -133,7 +133,7 @@ def loopback_only() -> Iterator[None]:
 
 
 # -- fixtures -----------------------------------------------------------------------------------------
-from tests.pg_support import pg_server, pg_url, store_url  # noqa: E402,F401  # PostgreSQL: one server a session
+from tests.pg_support import pg_server, pg_url, runtime_store, store_url  # noqa: E402,F401  # PostgreSQL: one server a session
 
 
 @pytest.fixture
@@ -357,11 +357,11 @@ async def srv():
 
 
 @pytest.fixture
-async def rt(tmp_path, srv):
+async def rt(tmp_path, srv, runtime_store):  # noqa: F811  # the fixture imported above
     """The bot's runtime on a fresh store against ``srv``, background work driven by the test's ticks."""
     from tests.pipeline_support import build_runtime
 
-    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock())
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), **runtime_store)
     await runtime.start(background_loop=False)
     yield runtime
     srv.default = lambda body: "[]"  # whatever the shutdown flush asks is answered with "nothing to extract"

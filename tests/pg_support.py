@@ -46,3 +46,17 @@ def store_url(request: pytest.FixtureRequest, tmp_path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "m.db")
     return fresh_database(request.getfixturevalue("pg_server"))
+
+
+@pytest.fixture
+def runtime_store(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Settings that place a runtime's store: SQLite (``{}``, the default), or PostgreSQL for a test marked
+    ``ON_BOTH_ENGINES`` (a fresh database on the session's server, as ``database_url``). The end-to-end tests that
+    take it through their runtime fixture run once on each engine when marked, and on SQLite alone otherwise."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return {}
+    return {"database_url": fresh_database(request.getfixturevalue("pg_server"))}
+
+
+# a mark for an end-to-end test whose runtime fixture takes ``runtime_store``: run it on SQLite, then on PostgreSQL
+ON_BOTH_ENGINES = pytest.mark.parametrize("runtime_store", ["sqlite", "postgresql"], indirect=True)

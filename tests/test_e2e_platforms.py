@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tests.pg_support import ON_BOTH_ENGINES
 from tests.pipeline_support import facts, platforms
 
 pytestmark = pytest.mark.asyncio
@@ -18,8 +19,8 @@ def guilds(dc) -> None:
 
 
 @pytest.fixture
-async def world(tmp_path):
-    async with platforms(tmp_path, guilds) as parts:
+async def world(tmp_path, runtime_store):
+    async with platforms(tmp_path, guilds, **runtime_store) as parts:
         yield parts
 
 
@@ -48,6 +49,7 @@ async def link_telegram_to_discord(tg, dc) -> dict:
     return (await dc.wait_for_interaction_responses(1))[-1]
 
 
+@ON_BOTH_ENGINES
 async def test_a_telegram_fact_reaches_a_discord_dm_after_link(world):
     runtime, llm, tg, dc = world
     await tell_on_telegram(runtime, llm, tg, "I work at Acme as a baker", "Alice works at Acme as a baker")
@@ -64,6 +66,7 @@ async def test_a_telegram_fact_reaches_a_discord_dm_after_link(world):
     assert "Alice works at Acme as a baker" in llm.chat_requests[-1]["messages"][0]["content"]
 
 
+@ON_BOTH_ENGINES
 async def test_a_private_telegram_fact_never_reaches_a_discord_guild(world):
     runtime, llm, tg, dc = world
     await tell_on_telegram(runtime, llm, tg, "My diagnosis is private: I have diabetes", "Alice has diabetes")

@@ -11,14 +11,15 @@ import pytest
 from bot.orchestrator import APOLOGY
 from memory.clock import FakeClock
 from tests.fakes import Delay, HTTPError, ToolCall
+from tests.pg_support import ON_BOTH_ENGINES
 from tests.pipeline_support import build_runtime, dm, facts, group, last_reply_prompt
 
 pytestmark = pytest.mark.asyncio
 
 
 @pytest.fixture
-async def rt(tmp_path, srv):
-    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), owner_ids=["telegram:1"])
+async def rt(tmp_path, srv, runtime_store):
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), owner_ids=["telegram:1"], **runtime_store)
     await runtime.start(background_loop=False)
     yield runtime
     srv.default = lambda body: "[]"
@@ -71,6 +72,7 @@ def search_then_delete(rt, memory_id: str, seen_at_final_call: dict) -> object:
     return responder
 
 
+@ON_BOTH_ENGINES
 async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv):
     await tell(
         rt,
@@ -102,6 +104,7 @@ async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv)
         ("owner-in-guild-a", {"guild A lore"}),
     ],
 )
+@ON_BOTH_ENGINES
 async def test_no_memory_reaches_a_prompt_it_must_not(rt, srv, where, visible):
     from memory.models import NewMemory, Scope, Visibility
 
@@ -288,6 +291,7 @@ async def test_forgetting_drops_summaries_of_the_chat_it_came_from_and_of_the_ch
     assert rt.engine.db.scalar("SELECT text FROM session_summaries") == "Bob talked about Acme shares."  # another chat's stays
 
 
+@ON_BOTH_ENGINES
 async def test_forgetting_removes_source_messages_only_from_their_own_chat(rt, srv):
     await tell(
         rt,

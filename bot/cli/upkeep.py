@@ -66,7 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         subparsers, "retry-failed", run_retry_failed, "queue again the extraction batches that kept failing (see stats)", json_flag=True
     )
     _register_eval(subparsers)
-    p = command(subparsers, "bench", run_bench, "latency benchmark on synthetic stores (progress on stderr)", json_flag=True)
+    help = "latency benchmark on synthetic stores (progress on stderr); --db postgresql://... measures that server"
+    p = command(subparsers, "bench", run_bench, help, json_flag=True)
     p.add_argument(
         "what",
         nargs="?",
@@ -91,7 +92,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _register_eval(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser("eval", help="measure recall on benchmark data", description="Measure recall on benchmark data.")
     sub = group.add_subparsers(dest="eval_command", metavar="BENCHMARK", required=True)
-    p = command(sub, "locomo", run_eval_locomo, "evidence recall@k on LoCoMo-format conversations", json_flag=True)
+    help = "evidence recall@k on LoCoMo-format conversations; --db postgresql://... stores them on that server"
+    p = command(sub, "locomo", run_eval_locomo, help, json_flag=True)
     p.add_argument("path", type=Path, help="a LoCoMo-format JSON file (.json, or gzipped .json.gz)")
     p.add_argument("--limit", type=positive_int, help="only the first N conversations")
     p.add_argument(
@@ -295,12 +297,14 @@ def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
     with _measure_installed():
         from measure.evaluation import evaluate_locomo
         from measure.ledger import LedgerError
+        from measure.stores import MeasureStoreError
 
     embedder = composition.build_embedder(settings)
     try:
         progress = _EvalProgress()
-        result = evaluate_locomo(args.path, embedder, limit=args.limit, progress=progress, resume=args.resume, index=args.index)
-    except LedgerError as exc:  # the resume file, not the data
+        options = {"limit": args.limit, "resume": args.resume, "index": args.index, "db": _measured_server(args)}
+        result = evaluate_locomo(args.path, embedder, progress=progress, **options)
+    except (LedgerError, MeasureStoreError) as exc:  # the resume file or the --db server, not the data
         raise UsageError(str(exc)) from None
     except (KeyError, ValueError) as exc:  # the data, not the program: a missing field or a bad date
         raise UsageError(f"{args.path} is not usable LoCoMo data: {exc!s}") from None
@@ -344,12 +348,26 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> None:
         return run_bench_voice(args)
     with _measure_installed():
         from measure.bench import run_bench as bench
+        from measure.stores import MeasureStoreError
     options = {"queries": args.queries} if args.queries else {}
-    result = bench(sizes=args.sizes, progress=_bench_progress, placement=args.placement, **options)
+    try:
+        result = bench(sizes=args.sizes, progress=_bench_progress, placement=args.placement, db=_measured_server(args), **options)
+    except MeasureStoreError as exc:
+        raise UsageError(str(exc)) from None
     if args.json:
         return print_json(result)
     out().print(records_table(result.get("results", [])))
     say(", ".join(f"{k}: {v}" for k, v in result.items() if k != "results"))
+
+
+def _measured_server(args: argparse.Namespace) -> str | None:
+    """``bench`` and ``eval`` never touch the store: the global ``--db``, when a postgresql:// URL, names the server on
+    which they make (and drop) databases of their own; otherwise (a store file, or nothing) they measure SQLite in
+    temporary files, as they always did."""
+    from memory.storage.pg import is_postgres
+
+    db = getattr(args, "db", None)
+    return db if db is not None and is_postgres(db) else None
 
 
 def run_bench_voice(args: argparse.Namespace) -> None:

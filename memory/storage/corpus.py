@@ -37,6 +37,9 @@ class Filter:
         return Filter(" AND ".join(f"({p})" for p in parts), self.params + other.params)
 
 
+UNION_PARTITIONS = 100  # partitions asked in one statement by ``Corpus._per_partition``
+
+
 @dataclass(slots=True)
 class Corpus:
     name: str
@@ -148,22 +151,32 @@ class Corpus:
             return []
         cond = where.sql and f" AND ({where.sql})"
         sql_order = ", ".join(f"t.{column} {'DESC' if desc else 'ASC'}" for column, desc in order)
-        rows: list[dict[str, Any]] = []
-        for key in partitions:
-            sql = f"SELECT * FROM {self.table} AS t WHERE t.partition_key = ?{cond} ORDER BY {sql_order} LIMIT ?"
-            rows.extend(self.db.rows(sql, (key, *where.params, limit)))
+        each = f"SELECT * FROM {self.table} AS t WHERE t.partition_key = ?{cond} ORDER BY {sql_order} LIMIT ?"
+        rows = self._per_partition(each, partitions, (*where.params, limit))
         for column, desc in reversed(order):  # stable sorts, last key first
             rows.sort(key=lambda r: r[column], reverse=desc)
         return rows[:limit]
 
     def newest(self, partitions: tuple[str, ...], where: Filter, limit: int) -> list[int]:
         """rids of the newest rows across partitions: one indexed query per partition, merged here."""
-        found: list[tuple[float, int]] = []
+        if not partitions:
+            return []
         cond = where.sql and f" AND ({where.sql})"
-        for key in partitions:
-            sql = f"SELECT t.created_at, t.rid FROM {self.table} AS t WHERE t.partition_key = ?{cond} ORDER BY t.created_at DESC LIMIT ?"
-            found.extend(self.db.execute(sql, (key, *where.params, limit)))
+        each = f"SELECT t.created_at, t.rid FROM {self.table} AS t WHERE t.partition_key = ?{cond} ORDER BY t.created_at DESC LIMIT ?"
+        found = [(row["created_at"], row["rid"]) for row in self._per_partition(each, partitions, (*where.params, limit))]
         return [rid for _, rid in sorted(found, reverse=True)[:limit]]
+
+    def _per_partition(self, each: str, partitions: tuple[str, ...], params: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """The rows of ``each`` (a query on one partition: its key, then ``params``) for every partition, asked as
+        one statement: a UNION ALL of the per-partition queries, each still one indexed ORDER BY ... LIMIT. One round
+        trip, not one a partition: on PostgreSQL each is a trip to the server (a turn made about 47; 30 were these).
+        At most ``UNION_PARTITIONS`` a statement (SQLite allows 500 terms in a compound SELECT)."""
+        rows: list[dict[str, Any]] = []
+        for i in range(0, len(partitions), UNION_PARTITIONS):
+            chunk = partitions[i : i + UNION_PARTITIONS]
+            sql = " UNION ALL ".join(f"SELECT * FROM ({each}) AS p{n}" for n in range(len(chunk)))
+            rows.extend(self.db.rows(sql, tuple(value for key in chunk for value in (key, *params))))
+        return rows
 
     def share(self, partitions: tuple[str, ...]) -> float:
         """Roughly what fraction of all rows these partitions hold (counts cached for a minute)."""

@@ -15,6 +15,7 @@ from bot.adapters.discord_voice import DiscordVoice, register_voice_commands
 from memory.clock import FakeClock
 from memory.models import Scope
 from tests.fakes.discord_voice_server import FakeVoiceServer
+from tests.pg_support import ON_BOTH_ENGINES
 from tests.pipeline_support import build_runtime
 from tests.voice_support import ALICE, BOB, GUILD, LOUNGE, eventually, routed_model, silence, spoken, whisper
 from voice.audio import discord_to_listen
@@ -27,8 +28,8 @@ SETTINGS = VoiceSettings(vad=VadSettings(end_pause_ms=500), idle_timeout_s=60)
 
 
 @pytest.fixture
-async def rt(tmp_path, srv):
-    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock())
+async def rt(tmp_path, srv, runtime_store):
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), **runtime_store)
     await runtime.start(background_loop=False)
     yield runtime
     await runtime.stop()
@@ -60,6 +61,7 @@ def voice_rows(rt) -> list[dict]:
     return rt.engine.db.rows("SELECT role, content, modality, channel_id FROM messages ORDER BY created_at, role DESC")
 
 
+@ON_BOTH_ENGINES
 async def test_a_voice_question_is_answered_by_the_orchestrator_with_memory_and_stored_as_voice(rt, srv, voice, voice_server):
     remember(rt.engine, "Alice's tent is bright orange", scope=Scope.USER, scope_id=f"discord:{ALICE}", guild_id=f"discord:{GUILD}")
     srv.default = routed_model(["Hello Alice. Your tent is orange."], summary="Alice asked about her orange tent.")

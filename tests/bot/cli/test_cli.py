@@ -280,7 +280,8 @@ def test_eval_locomo_prints_the_summary(cli: Cli, tmp_path: Path) -> None:
     result = cli("eval", "locomo", str(path), "--json")
     assert result.code == 0, result.err
     summary = result.json()
-    assert set(summary) == {"methods", "questions", "samples", "skipped_turns", "index"}
+    assert set(summary) == {"methods", "questions", "samples", "skipped_turns", "index", "engine"}
+    assert summary["engine"] == "sqlite"  # a store file in --db is not a server to measure: SQLite, as always
     assert summary["questions"] == {"1": 1, "4": 1, "5": 1}
     assert set(summary["methods"]) == {"bm25", "vector", "hybrid"}
     for scores in summary["methods"].values():
