@@ -6,7 +6,8 @@ relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k +
             normalised: blend of min-max scaled cosine and normalised BM25, both scaled over this query's pool
             + speaker named, then graph neighbours, then + the asker's own rows (first person), + a named date,
             + a share of the question a row answers, - a short question
-final       w_sem * relevance + w_rec * temporal + w_imp * importance
+final       w_sem * relevance + w_rec * temporal + w_imp * importance; with graph_head, the first places are
+            ranked again with neighbours inheriting only graph_head_decay, the rest as before
             temporal = min(1, exp(-decay * days) * (1 + bonus * access_count)), 1 for exempt kinds
 then        threshold, optional MMR (lambda 0.7), top K
 """
@@ -126,13 +127,22 @@ class Retriever:
         scale = _Scale.of(pool, rows)
         relevance = self._relevances(pool, rows, knobs, scale)
         self._boost_named_speakers(text, rows, relevance, knobs)
-        if Channel.GRAPH in channels:
-            self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale)
-        self._boost_asker(text, asker, rows, relevance, knobs)
-        self._boost_dates(text, rows, relevance, knobs, now, zone)
-        self._inherit_questions(rows, relevance, knobs)
-        self._demote_questions(rows, relevance, knobs)
-        hits = self._score(pool, rows, relevance, weights or knobs.weights, knobs, now)
+        pairs = self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale) if Channel.GRAPH in channels else []
+
+        def ranked(decay: float) -> list[Hit]:
+            shared = _inherited(relevance, pairs, decay)
+            self._boost_asker(text, asker, rows, shared, knobs)
+            self._boost_dates(text, rows, shared, knobs, now, zone)
+            self._inherit_questions(rows, shared, knobs)
+            self._demote_questions(rows, shared, knobs)
+            return self._score(pool, rows, shared, weights or knobs.weights, knobs, now)
+
+        hits = ranked(knobs.graph_decay)
+        # A neighbour that inherits most of a strong hit's relevance crowds direct matches out of the first places
+        # (docs/recall.md: graph_decay 0.65 gains R@5 on all three dev sets but loses R@10): the head is ranked with
+        # the smaller share, the places below it as before, where neighbours bring in the context around a hit.
+        if knobs.graph_head and pairs:
+            hits = _lead_with(ranked(knobs.graph_head_decay)[: knobs.graph_head], hits)
         cutoff = knobs.score_threshold if threshold is None else threshold
         # A hit must match somehow (meaning, words or graph) unless it was brought in as recent context.
         hits = [h for h in hits if h.score >= cutoff and (h.relevance > 0 or Channel.RECENT in h.channels)]
@@ -173,10 +183,11 @@ class Retriever:
             logging.getLogger(__name__).exception("FTS search failed; using the other channels")
             return []
 
-    def _spread(self, pool, rows, relevance, partitions, where, knobs: RecallKnobs, query_vector, scale: _Scale) -> None:
-        """Graph neighbours of the strongest hits join the pool and inherit part of their relevance."""
+    def _spread(self, pool, rows, relevance, partitions, where, knobs: RecallKnobs, query_vector, scale: _Scale) -> list[tuple[int, int]]:
+        """Graph neighbours of the strongest hits join the pool with their own relevance; returns the (seed,
+        neighbour) pairs, by which a neighbour inherits part of its seed's (``_inherited``)."""
         if not knobs.graph_seeds or not relevance:
-            return
+            return []
         seeds = sorted(relevance, key=lambda rid: -relevance[rid])[: knobs.graph_seeds]
         pairs = self.corpus.neighbours(seeds, partitions)
         found = self.corpus.fetch([n for _, n in pairs if n not in rows], partitions, where)
@@ -186,10 +197,10 @@ class Retriever:
         self._fill_cosines(pool, found, query_vector)
         self._blend_context(pool, found, query_vector, knobs.context_weight)
         relevance.update(self._relevances(pool, found, knobs, scale))
-        for seed, rid in pairs:
-            if rid in rows:
-                pool[rid].ranks.setdefault(Channel.GRAPH, len(found))
-                relevance[rid] = max(relevance[rid], knobs.graph_decay * relevance[seed])
+        kept = [(seed, rid) for seed, rid in pairs if rid in rows]
+        for _, rid in kept:
+            pool[rid].ranks.setdefault(Channel.GRAPH, len(found))
+        return kept
 
     def _fill_cosines(self, pool, rows, query_vector) -> None:
         """Rows found only by text or graph still get their true cosine, so relevance is comparable."""
@@ -313,6 +324,21 @@ class Retriever:
             chosen.append(best)
             rest.remove(best)
         return chosen
+
+
+def _inherited(relevance: dict[int, float], pairs: list[tuple[int, int]], decay: float) -> dict[int, float]:
+    """A copy of ``relevance`` in which each graph neighbour has at least ``decay`` of its seed's (in pair order: a
+    seed that is also a neighbour passes on what it inherited)."""
+    out = dict(relevance)
+    for seed, rid in pairs:
+        out[rid] = max(out[rid], decay * out[seed])
+    return out
+
+
+def _lead_with(head: list[Hit], hits: list[Hit]) -> list[Hit]:
+    """``head`` first, then the rest of ``hits`` in their order, each row once, as many rows as ``hits`` holds."""
+    taken = {h.row["rid"] for h in head}
+    return head + [h for h in hits if h.row["rid"] not in taken][: len(hits) - len(head)]
 
 
 def _asks(row: dict[str, Any]) -> bool:

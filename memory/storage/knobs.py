@@ -6,7 +6,9 @@ dominates, recency is a small nudge with a 90-day half-life, and there is no thr
 history search is asked for explicitly and should return the best matches it has. A turn is read
 with the turn it answers (``context_weight`` of the previous turn's cosine; its text is indexed in
 a low-weight FTS column), its neighbours in the channel share a strong hit's relevance
-(``graph_decay``), and a query that names a speaker favours what that speaker said (``speaker_boost``).
+(``graph_decay``; in the first ``graph_head`` places only ``graph_head_decay``: there a neighbour does not push a
+direct match down, below them it still comes in as context), and a query that names a speaker favours what that
+speaker said (``speaker_boost``).
 Two nudges come after the graph step, so neighbours do not inherit them: a question in the first
 person ("what did I say about...") favours the asker's own turns (``asker_boost``), and one that names
 a time ("last week", "in May", "on 3 June 2023") favours turns from that span (``date_boost``,
@@ -84,6 +86,12 @@ class RecallKnobs(BaseModel):
     graph_decay: float = Field(
         default=0.5, ge=0, le=1, description="Share of a hit's relevance its neighbours inherit; higher pulls in more context."
     )
+    graph_head: int = Field(
+        default=0, ge=0, le=200, description="First places ranked with neighbours inheriting only graph_head_decay (0 = off)."
+    )
+    graph_head_decay: float = Field(
+        default=0.65, ge=0, le=1, description="Share of a hit's relevance its neighbours inherit in the first graph_head places."
+    )
     context_weight: float = Field(
         default=0.0, ge=0, le=1, description="Weight of the turn a message answers when judging its relevance (0 = off)."
     )
@@ -140,6 +148,7 @@ MESSAGE_DEFAULTS = RecallKnobs(
     text_weight=0.5,
     recent_candidates=0,
     graph_decay=0.8,
+    graph_head=5,
     context_weight=0.25,
     speaker_boost=0.08,
     asker_boost=0.15,
