@@ -12,12 +12,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import HashEmbedder
 
 from bot.cli import main
 from measure.bench import run_bench
 from measure.evaluation import evaluate_locomo
 from measure.stores import MeasureStoreError, scratch_store
-from tests.conftest import HashEmbedder
 from tests.measure.test_measure_eval import SAMPLES, write
 
 
