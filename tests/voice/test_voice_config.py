@@ -12,6 +12,7 @@ from bot.config import ConfigError, Settings, load_settings
 from bot.voice_providers import OpenAISpeechToText, OpenAITextToSpeech, speech_providers, voice_options, voice_settings
 from voice.stt import FasterWhisperSTT
 from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
+from voice.warm import WarmSettings
 
 ENV_EXAMPLE = Path(__file__).resolve().parents[2] / ".env.example"
 
@@ -35,6 +36,11 @@ def test_voice_settings_from_the_environment_reach_the_session_and_the_warm_memo
     session = voice_settings(settings)
     assert (session.vad.end_pause_ms, session.barge_in, session.idle_timeout_s) == (500, False, 300.0)
     assert voice_options(settings).warm.reuse_at == 0.9
+
+
+def test_the_default_warm_thresholds_are_the_ones_tuned_in_voice_warm():
+    # voice.warm's drift test and its thresholds were tuned together; a stale config default would undo that.
+    assert voice_options(load_settings(_env_file=None)).warm == WarmSettings()
 
 
 @pytest.mark.parametrize(
