@@ -7,6 +7,7 @@ the lower threshold is re-tuned below):
 
     no snapshot, expired (300 s after its full retrieval) or another scope  ->  FULL
     low-signal turn ("yeah", "ok", "mhm", a word or two of filler)          ->  REUSE  (not even embedded)
+    half or more of its content words searched already in this topic        ->  REFRESH (not embedded either; REUSE if all)
     cosine(turn in context, fingerprint) >= 0.85                            ->  REUSE   (REFRESH if it has a word not yet searched)
     cosine < 0.45: the topic changed                                        ->  FULL   (fingerprint restarts at the turn)
     in between: the topic moved a little                                    ->  REFRESH (cheap lexical re-rank / BM25 top-up)
@@ -30,6 +31,13 @@ of topic at least 0.085 under it and sends the fewest on-topic turns to a full r
 turns: NATURAL's "we leave on friday morning"-like turns, which MiniLM scores as unrelated whatever the
 context); docs/voice.md has the sweep. ``reuse_at`` stays 0.85: between the two a refresh costs only a BM25
 top-up (~0.5 ms at 10,000 memories), so most on-topic turns take it and bring in their new words' memories.
+
+Known words: a turn at least half of whose content words the topic's searches used already (its full
+retrieval's and its refreshes' turns) is on that topic for any reader, so it is not embedded: it is refreshed,
+BM25 searching only its new words. On the bench scripts and the tests' turns, no turn this rule took would have
+been a full retrieval by its embedding (``docs/voice.md``); a change of topic needs mostly new words
+("my sister is learning the violin", "anyway, back to the camping trip" after the violin). The fingerprint
+does not move on such turns: it is an average of what was embedded, and these agreed with it.
 
 A turn said again (a repeated question, "what about the tent") is not embedded again: the session keeps the
 vectors of its last ``vector_cache`` distinct turns, dropped with everything else by ``invalidate``.
@@ -83,19 +91,23 @@ class WarmSettings:
     log_size: int = 256  # decisions kept for inspection; the counters cover the whole session
     context_turns: int = 2  # earlier turns of the topic whose vectors lift a turn (0: the turn alone)
     context_weight: float = 0.3  # how much they lift it: bounded so context cannot carry an unrelated turn
+    # A turn with at least this share of its content words searched already in this topic is on it: refreshed
+    # lexically without being embedded (None: every turn that is no filler is embedded). See "Known words" above.
+    known_share: float | None = 0.5
     vector_cache: int = 64  # distinct turns whose vectors the session keeps, so a repeated turn is not embedded again
 
 
 @dataclass(frozen=True, slots=True)
 class Retrieval(Generic[S]):
-    """How to fill a snapshot for one turn: ``full(text, vector)`` from scratch, ``lexical(text, warm)`` from the warm one.
+    """How to fill a snapshot for one turn: ``full(text, vector)`` from scratch, ``lexical(text, warm, new_words)`` from
+    the warm one (``new_words``: the turn's content words no search of this snapshot has used; may be empty).
 
     ``scope`` says whose memory the snapshot was read for (e.g. the recall partitions); a turn in another
     scope never gets the snapshot (SEC-1: a person who left the channel takes their memories along).
     """
 
     full: Callable[[str, np.ndarray | None], S]
-    lexical: Callable[[str, S], S]
+    lexical: Callable[[str, S, frozenset[str]], S]
     scope: Hashable = None
 
 
@@ -103,7 +115,7 @@ class Retrieval(Generic[S]):
 class WarmRecord:
     at: float
     decision: Decision
-    reason: str  # cold | expired | scope | low-signal | no-vector | similar | new-words | drift | moved
+    reason: str  # cold | expired | scope | low-signal | known-words | no-vector | similar | new-words | drift | moved
     similarity: float | None
 
 
@@ -190,7 +202,16 @@ class WarmMemory(Generic[S]):
             return self._full(text, self._alone(text), retrieval, now, reason)
         if is_low_signal(text, self.settings):  # not embedded: a filler must not pull the fingerprint
             return self._record(warm.value, Decision.REUSE, "low-signal", None, now)
-        return self._judge(text, self._alone(text), warm, retrieval, now)
+        words = tokens(text)
+        if self._mostly_searched(words):  # not embedded either: its words say it is on the topic
+            if words <= self._searched:
+                return self._record(warm.value, Decision.REUSE, "known-words", None, now)
+            return self._refresh(text, words, warm, retrieval, now, None, "known-words")
+        return self._judge(text, words, self._alone(text), warm, retrieval, now)
+
+    def _mostly_searched(self, words: frozenset[str]) -> bool:
+        share = self.settings.known_share
+        return share is not None and bool(words) and len(words & self._searched) >= share * len(words)
 
     def _alone(self, text: str) -> np.ndarray | None:
         """The turn's own vector: one model run, or none for a turn the session embedded already."""
@@ -205,7 +226,9 @@ class WarmMemory(Generic[S]):
             del self._vectors[next(iter(self._vectors))]
         return vector
 
-    def _judge(self, text: str, vector: np.ndarray | None, warm: _Snapshot[S], retrieval: Retrieval[S], now: float) -> WarmResult[S]:
+    def _judge(
+        self, text: str, words: frozenset[str], vector: np.ndarray | None, warm: _Snapshot[S], retrieval: Retrieval[S], now: float
+    ) -> WarmResult[S]:
         if vector is None or self._fingerprint is None:  # embeddings off or failing: be safe
             return self._full(text, vector, retrieval, now, "no-vector")
         context = list(self._context)[-self.settings.context_turns :] if self.settings.context_turns else []
@@ -216,9 +239,9 @@ class WarmMemory(Generic[S]):
         self._blend(mixed)
         self._context.append(vector)
         if similarity < self.settings.reuse_at:
-            return self._refresh(text, warm, retrieval, now, similarity, "moved")
-        if tokens(text) - self._searched:  # same topic, but a word no search of it has seen: a top-up may find its memory
-            return self._refresh(text, warm, retrieval, now, similarity, "new-words")
+            return self._refresh(text, words, warm, retrieval, now, similarity, "moved")
+        if words - self._searched:  # same topic, but a word no search of it has seen: a top-up may find its memory
+            return self._refresh(text, words, warm, retrieval, now, similarity, "new-words")
         return self._record(warm.value, Decision.REUSE, "similar", similarity, now)
 
     def _full(self, text, vector, retrieval: Retrieval[S], now: float, reason: str, similarity: float | None = None) -> WarmResult[S]:
@@ -233,12 +256,14 @@ class WarmMemory(Generic[S]):
                 self._context.append(np.asarray(vector, dtype=np.float32))
         return self._record(value, Decision.FULL, reason, similarity, now)
 
-    def _refresh(self, text: str, warm: _Snapshot[S], retrieval: Retrieval[S], now: float, similarity: float, reason: str) -> WarmResult[S]:
+    def _refresh(
+        self, text: str, words: frozenset[str], warm: _Snapshot[S], retrieval: Retrieval[S], now: float, similarity: float | None, reason: str
+    ) -> WarmResult[S]:
         generation = self._generation
-        value = retrieval.lexical(text, warm.value)
+        value = retrieval.lexical(text, warm.value, frozenset(words - self._searched))  # searched words found their rows already
         if generation == self._generation:  # keeps taken_at: the TTL still counts from the last full retrieval
             self._snapshot = _Snapshot(value, warm.taken_at, warm.scope)
-            self._searched |= tokens(text)
+            self._searched |= words
         return self._record(value, Decision.REFRESH, reason, similarity, now)
 
     def _live(self, now: float, scope: Hashable) -> tuple[_Snapshot[S] | None, str]:
@@ -292,22 +317,30 @@ def memory_retrieval(store: MemoryStore, ctx: RecallContext, *, top_k: int | Non
     def full(text: str, vector: np.ndarray | None) -> tuple[Hit, ...]:
         return tuple(store.recall(ctx, text, top_k=top_k, query_vector=vector))
 
-    def lexical(text: str, warm: tuple[Hit, ...]) -> tuple[Hit, ...]:
-        return bm25_refresh(store, ctx, text, warm, limit=top_k, top_up=top_up)
+    def lexical(text: str, warm: tuple[Hit, ...], new_words: frozenset[str]) -> tuple[Hit, ...]:
+        return bm25_refresh(store, ctx, text, warm, new_words, limit=top_k, top_up=top_up)
 
     # A set: the same people read the same partitions whoever of them speaks (the tuple starts with the speaker).
     return Retrieval(full, lexical, scope=frozenset(ctx.memory_partitions()))
 
 
-def bm25_refresh(store: MemoryStore, ctx: RecallContext, text: str, warm: tuple[Hit, ...], *, limit: int, top_up: int) -> tuple[Hit, ...]:
-    """The warm hits plus up to ``top_up`` BM25 hits for the turn's words, re-ranked by word overlap with the turn.
+def bm25_refresh(
+    store: MemoryStore, ctx: RecallContext, text: str, warm: tuple[Hit, ...], new_words: frozenset[str], *, limit: int, top_up: int
+) -> tuple[Hit, ...]:
+    """The warm hits plus up to ``top_up`` BM25 hits for the turn's new words, re-ranked by word overlap with the turn.
+
+    Only the words no search of this snapshot used are searched: the others found their rows already, and a shorter
+    query is a cheaper one. With none, the refresh is the re-rank alone and reads nothing.
 
     BM25 alone needs no embedding and no vector scan; the warm hits keep their place on a tie, so the
     semantic order of the last full retrieval survives where the words say nothing. No score threshold on
     the top-up: BM25 is normalised to its best hit, which is usually a row already warm, so the store's
     threshold would drop exactly the rows that bring a new word; ``top_up`` bounds what comes in instead.
     """
+    if not new_words:
+        return tuple(lexical_rerank(warm, text, lambda h: h.row["content"])[:limit])
     known = {h.row["rid"] for h in warm}
-    found = store.recall(ctx, text, top_k=top_up + len(warm), channels=BM25_ONLY, threshold=0.0)
+    query = " ".join(sorted(new_words))
+    found = store.recall(ctx, query, top_k=top_up + len(warm), channels=BM25_ONLY, threshold=0.0)
     fresh = [h for h in found if h.row["rid"] not in known][:top_up]
     return tuple(lexical_rerank([*warm, *fresh], text, lambda h: h.row["content"])[:limit])

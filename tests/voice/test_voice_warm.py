@@ -26,16 +26,17 @@ class Counted:
     """The real store retrieval, with a log of which path ran for which turn."""
 
     def __init__(self, retrieval: Retrieval):
-        self.inner, self.calls = retrieval, []
+        self.inner, self.calls, self.searched = retrieval, [], []
 
     def retrieval(self) -> Retrieval:
         def full(text, vector):
             self.calls.append(("full", text))
             return self.inner.full(text, vector)
 
-        def lexical(text, warm):
+        def lexical(text, warm, new_words):
             self.calls.append(("lexical", text))
-            return self.inner.lexical(text, warm)
+            self.searched.append(new_words)
+            return self.inner.lexical(text, warm, new_words)
 
         return Retrieval(full, lexical, self.inner.scope)
 
@@ -110,8 +111,8 @@ def test_voice_warm_a_moderately_similar_turn_refreshes_lexically_without_a_full
     counted = Counted(memory_retrieval(stored.memories, ctx))
     tent = "Alice owns a bright orange two-person tent"
     first = warm.turn(CAMPING[0], counted.retrieval())
-    moved = warm.turn(CAMPING[1], counted.retrieval())  # the same topic (cosine 0.87), but a word not searched yet, "tent"
-    assert (moved.record.decision, moved.record.reason) == (Decision.REFRESH, "new-words")
+    moved = warm.turn(CAMPING[1], counted.retrieval())  # the same topic, but a word not searched yet, "tent"
+    assert moved.record.decision is Decision.REFRESH
     assert counted.calls == [("full", CAMPING[0]), ("lexical", CAMPING[1])]
     assert tent not in contents(first.snapshot)
     assert contents(moved.snapshot) == contents(first.snapshot) | {tent}
@@ -135,6 +136,27 @@ def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_n
     assert counted.calls[2] == ("full", VIOLIN)  # the full retrieval searches for the turn itself
 
 
+def test_voice_warm_a_turn_in_the_topics_own_words_is_refreshed_unembedded_searching_only_its_new_words(warm, stored, ctx, embeds):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    results = run(warm, counted, [CAMPING[0], CAMPING[1], "the tent for the lake district trip"])
+    assert [(r.record.decision, r.record.reason) for r in results] == [
+        (Decision.FULL, "cold"),
+        (Decision.REFRESH, "known-words"),  # 6 of its 8 words were the first turn's: BM25 for "need" and "tent" alone
+        (Decision.REUSE, "known-words"),  # every word searched: the snapshot stands, nothing is read
+    ]
+    assert counted.searched == [frozenset({"need", "tent"})]
+    assert embeds.log == [CAMPING[0]]
+    assert "Alice owns a bright orange two-person tent" in contents(results[1].snapshot)
+
+
+def test_voice_warm_a_turn_naming_the_topic_but_turning_to_another_still_gets_the_new_topics_memory(warm, stored, ctx, embeds):
+    counted = Counted(memory_retrieval(stored.memories, ctx))
+    turned = "forget the camping trip, my sister has a violin recital on friday"
+    results = run(warm, counted, [CAMPING[0], turned])
+    assert embeds.log == [CAMPING[0], turned]  # two of its seven words are the topic's: judged by its embedding
+    assert "Alice's sister Jo is learning the violin" in contents(results[1].snapshot)
+
+
 def test_voice_warm_runs_the_model_once_per_turn_on_the_turn_alone(warm, stored, ctx, embeds):
     turns = [CAMPING[0], "I need a warmer sleeping bag", "yeah", VIOLIN, "she practises every evening"]
     run(warm, Counted(memory_retrieval(stored.memories, ctx)), turns)
@@ -144,15 +166,16 @@ def test_voice_warm_runs_the_model_once_per_turn_on_the_turn_alone(warm, stored,
 
 def test_voice_warm_a_repeated_turn_is_not_embedded_again_until_a_forget_drops_the_cached_vectors(warm, stored, ctx, embeds):
     counted = Counted(memory_retrieval(stored.memories, ctx))
-    run(warm, counted, [CAMPING[0], CAMPING[3], CAMPING[3], CAMPING[0]])
-    assert embeds.log == [CAMPING[0], CAMPING[3]]
+    results = run(warm, counted, [CAMPING[0], VIOLIN, CAMPING[0]])  # back to the trip, in the same words
+    assert [r.record.reason for r in results] == ["cold", "drift", "drift"]
+    assert embeds.log == [CAMPING[0], VIOLIN]
     warm.invalidate()  # a forget: no vector of a forgotten turn may stay in the process (SEC-3)
-    run(warm, counted, [CAMPING[3]])
-    assert embeds.log == [CAMPING[0], CAMPING[3], CAMPING[3]]
+    run(warm, counted, [VIOLIN])
+    assert embeds.log == [CAMPING[0], VIOLIN, VIOLIN]
 
 
 def test_voice_warm_keeps_at_most_vector_cache_turn_vectors(stored, ctx, clock, embeds):
-    warm = WarmMemory(embeds, clock, WarmSettings(vector_cache=2))
+    warm = WarmMemory(embeds, clock, WarmSettings(vector_cache=2, known_share=None))
     counted = Counted(memory_retrieval(stored.memories, ctx))
     run(warm, counted, [CAMPING[0], CAMPING[1], CAMPING[2], CAMPING[0]])
     assert embeds.log == [CAMPING[0], CAMPING[1], CAMPING[2], CAMPING[0]]  # the oldest went when the third came
