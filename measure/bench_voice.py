@@ -52,6 +52,7 @@ from bot.config import load_settings
 from bot.runtime import Runtime
 from bot.types import IncomingMessage
 from memory.models import NewMemory, Scope, Visibility
+from memory.recall.retrieval import Hit
 from memory.scopes import RecallContext
 from voice.audio import mono_to_discord
 from voice.playback import PlaybackBuffer
@@ -369,7 +370,9 @@ def recall_figures(runtime: Runtime, heard: list[str], passes: int) -> dict[str,
     warm: list[tuple[WarmRecord, float]] = []  # (the warm decision, ms)
     cold: list[float] = []
     for _ in range(passes):
-        memory = WarmMemory(runtime.engine.embeddings.embed_queries, runtime.engine.clock, runtime.orchestrator.voice.options.warm)
+        memory: WarmMemory[tuple[Hit, ...]] = WarmMemory(
+            runtime.engine.embeddings.embed_queries, runtime.engine.clock, runtime.orchestrator.voice.options.warm
+        )
         for i, text in enumerate(heard):
             ctx = runtime.orchestrator.peek(_message(text)).ctx
             if i % 2:  # the order alternates: neither side always runs on caches the other just warmed

@@ -176,7 +176,8 @@ def in_context(vector: np.ndarray, context: Sequence[np.ndarray], weight: float)
     turn = np.asarray(vector, dtype=np.float32)
     if not context or not weight:
         return _unit(turn)
-    return _unit(turn + weight * _unit(np.sum(context, axis=0, dtype=np.float32)))
+    direction = np.asarray(np.sum(context, axis=0), dtype=np.float32)
+    return _unit(turn + weight * _unit(direction))
 
 
 class WarmMemory(Generic[S]):
@@ -257,7 +258,14 @@ class WarmMemory(Generic[S]):
         return self._record(value, Decision.FULL, reason, similarity, now)
 
     def _refresh(
-        self, text: str, words: frozenset[str], warm: _Snapshot[S], retrieval: Retrieval[S], now: float, similarity: float | None, reason: str
+        self,
+        text: str,
+        words: frozenset[str],
+        warm: _Snapshot[S],
+        retrieval: Retrieval[S],
+        now: float,
+        similarity: float | None,
+        reason: str,
     ) -> WarmResult[S]:
         generation = self._generation
         value = retrieval.lexical(text, warm.value, frozenset(words - self._searched))  # searched words found their rows already

@@ -50,5 +50,6 @@ def test_the_voice_table_shows_each_provider_and_what_warm_and_cold_recall_inclu
     console = Console(width=200, record=True)
     console.print(voice_bench_table(voice["voice"]))
     text = console.export_text()
-    for row in ("first audio p50 / p95, espeak", "round-trip WER, espeak", "warm recall p50 / p95", "cold recall p50 / p95", "no vector scan", "barge-in p50 / max"):
+    rows = ("first audio p50 / p95, espeak", "round-trip WER, espeak", "warm recall p50 / p95", "cold recall p50 / p95", "no vector scan")
+    for row in (*rows, "barge-in p50 / max"):
         assert row in text, row
