@@ -21,7 +21,8 @@ the turns it served (reuse or refresh; a fresh warm memory each pass, as a new s
 ``cold_recall_ms`` a full recall of those same turns, ``warm_full_ms`` the warm memory's own full recalls (a new
 topic). ``recall_includes`` says what each does: cold is the turn's embedding plus the store's hybrid recall
 (vector scan, FTS, fusion) over the person's and the server's memories; warm is the turn's one embedding for the
-drift test (none for a filler) plus, on a refresh, a BM25 top-up, and no vector scan. Both include the standing
+drift test (none for a filler or a turn mostly in the topic's searched words) plus, on a refresh, a BM25 top-up for
+the words not searched yet, and no vector scan. Both include the standing
 rules (the behavioural pool). The store holds the five trip memories plus ``store_size`` synthetic ones in the
 same server (10,000 by default: a server after months of use), so the recall a warm turn saves is the one a real
 store costs. (The spoken session's own recall steps are not used: only its few full recalls are cold, and they
@@ -158,7 +159,7 @@ SCRIPTS = {"topical": TOPICAL, "natural": NATURAL}
 
 RECALL_INCLUDES = {
     "cold": "embed the turn + hybrid recall over the store (vector scan, FTS, fusion) + standing rules; the same turns as warm",
-    "warm": "embed the turn once, fillers not at all (drift test) + BM25 top-up on a refresh + standing rules; no vector scan",
+    "warm": "embed the turn once (not fillers, nor turns in the topic's words) + BM25 for new words + standing rules; no vector scan",
 }
 RECALL_PASSES = 3  # x 32 turns: ~85 warm-served turns, each also recalled cold
 
