@@ -116,8 +116,8 @@ TOPICAL = [
     "thanks, the camping trip to the mountains will be great",
 ]
 # The same trip as people say it: on topic for a listener, yet mostly below VOICE-2's 0.65 cosine with MiniLM (measured on
-# the text: hit rate 0.16 at the seed's 0.85/0.65 with each turn embedded alone, 0.41 with its two turns before it as
-# ``WarmMemory`` embeds it now; 0.75 at 0.5/0.2, which still sends the violin turn to a full recall).
+# the text: hit rate 0.16 at the SPEC's 0.85/0.65 with each turn embedded alone, 0.59 with the turn lifted by its topic's last
+# three turn vectors as ``WarmMemory`` does; docs/voice.md has the sweep).
 NATURAL = [
     "I'm planning a camping trip to the lake district",
     "we want to go next weekend",
