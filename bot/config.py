@@ -128,7 +128,7 @@ class Settings(BaseSettings):
     voice_barge_in: bool = True
     voice_idle_timeout_s: float = Field(300.0, gt=0, le=86400)
     voice_warm_reuse_at: float = Field(0.85, gt=0, le=1)
-    voice_warm_full_below: float = Field(0.65, ge=0, le=1)
+    voice_warm_full_below: float = Field(0.65, ge=0, le=1)  # SPEC VOICE-2's, as voice.warm's default
     voice_warm_ttl_s: float = Field(300.0, gt=0, le=86400)
 
     # dashboard (DASH-1..3): `companion dashboard`, or inside `companion run` when enabled; a token is required

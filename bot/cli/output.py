@@ -221,10 +221,11 @@ def _voice_rows(voice: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     rows += [
         (f"round-trip WER, {tts}", f"{wer:.1%}", "reply sentences spoken, then heard by Whisper") for tts, wer in voice["tts_wer"].items()
     ]
-    warm, cold, spec = voice["warm_recall_ms"], voice["cold_recall_ms"], voice["speculative_stt"]
+    warm, cold, full, spec = voice["warm_recall_ms"], voice["cold_recall_ms"], voice["warm_full_ms"], voice["speculative_stt"]
     return rows + [
-        ("warm recall p50", f"{warm['p50']} ms ({warm['turns']} turns)", voice["recall_includes"]["warm"]),
-        ("cold recall p50", f"{cold['p50']} ms ({cold['turns']} turns)", voice["recall_includes"]["cold"]),
+        ("warm recall p50 / p95", f"{ms(warm, 'p50', 'p95')} ({warm['turns']} turns)", voice["recall_includes"]["warm"]),
+        ("cold recall p50 / p95", f"{ms(cold, 'p50', 'p95')} ({cold['turns']} turns)", voice["recall_includes"]["cold"]),
+        ("warm memory's full recalls p50", f"{full['p50']} ms ({full['turns']} turns)", "a new topic: embed the turn + hybrid recall"),
         ("warm hit rate", f"{voice['warm_hit_rate']}", "turns served from the warm snapshot"),
         ("barge-in p50 / max", ms(voice["barge_in_ms"], "p50", "max"), "someone's first sound over the bot -> its last frame"),
         ("STT real-time factor", f"{voice['stt_rtf']}", "Whisper's time / audio time"),

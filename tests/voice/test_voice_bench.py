@@ -19,7 +19,12 @@ def test_the_voice_bench_times_a_short_spoken_session_end_to_end(caplog):
     assert voice["utterances"] == 3 and 300 < voice["first_audio_ms"]["p50"] <= voice["first_audio_ms"]["p95"] < 10_000
     assert 0 < voice["stt_rtf"] < 2
     assert voice["warm_hit_rate"] == 0.667  # a full recall, then the same trip again (reused), then "yeah"
-    assert voice["cold_recall_ms"]["p50"] > 0 and voice["warm_recall_ms"]["p50"] is not None
+    warm, cold, full = voice["warm_recall_ms"], voice["cold_recall_ms"], voice["warm_full_ms"]
+    # each pass (3 by default) replays the three turns: the served two are timed warm AND cold, the first is a full recall
+    assert warm["turns"] == cold["turns"] == 6 and full["turns"] == 3
+    assert 0 < warm["p50"] <= warm["p95"] and 0 < cold["p50"] <= cold["p95"]
+    # the second turn says the first one's words again: not even embedded; "yeah" neither
+    assert {reason: figures["turns"] for reason, figures in warm["by_reason"].items()} == {"known-words": 3, "low-signal": 3}
     assert set(voice["recall_includes"]) == {"warm", "cold"} and voice["store_memories"] == 2_005
     assert voice["tts"] == "espeak" and 0 <= voice["tts_wer"]["espeak"] < 0.5
     assert 0 < voice["barge_in_ms"]["max"] < 1_000  # loose: the machine is shared; the bench reports it exactly
@@ -46,5 +51,6 @@ def test_the_voice_table_shows_each_provider_and_what_warm_and_cold_recall_inclu
     console = Console(width=200, record=True)
     console.print(voice_bench_table(voice["voice"]))
     text = console.export_text()
-    for row in ("first audio p50 / p95, espeak", "round-trip WER, espeak", "warm recall p50", "no vector scan", "barge-in p50 / max"):
+    rows = ("first audio p50 / p95, espeak", "round-trip WER, espeak", "warm recall p50 / p95", "cold recall p50 / p95", "no vector scan")
+    for row in (*rows, "barge-in p50 / max"):
         assert row in text, row

@@ -12,6 +12,7 @@ from bot.config import ConfigError, Settings, load_settings
 from bot.voice_providers import OpenAISpeechToText, OpenAITextToSpeech, speech_providers, voice_options, voice_settings
 from voice.stt import FasterWhisperSTT
 from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
+from voice.warm import WarmSettings
 
 ENV_EXAMPLE = Path(__file__).resolve().parents[2] / ".env.example"
 
@@ -35,6 +36,13 @@ def test_voice_settings_from_the_environment_reach_the_session_and_the_warm_memo
     session = voice_settings(settings)
     assert (session.vad.end_pause_ms, session.barge_in, session.idle_timeout_s) == (500, False, 300.0)
     assert voice_options(settings).warm.reuse_at == 0.9
+
+
+def test_the_default_warm_thresholds_are_spec_voice_2s_in_config_and_voice_warm_alike():
+    # SPEC VOICE-2 fixes them (reuse at 0.85, full retrieval below 0.65); voice.warm's free knobs were tuned to them.
+    warm = voice_options(load_settings(_env_file=None)).warm
+    assert (warm.reuse_at, warm.full_below) == (0.85, 0.65)
+    assert warm == WarmSettings()
 
 
 @pytest.mark.parametrize(
