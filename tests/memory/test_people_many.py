@@ -1,11 +1,14 @@
-"""A turn's accounts read in one statement (SCALE-1: each read is a round trip to a PostgreSQL server), with the
+"""A turn's accounts and people's facts read in one statement (SCALE-1: each read is a round trip to a PostgreSQL server), with the
 answers ``resolve``/``lookup``/``shares`` give one account at a time. Runs on both engines."""
 
 from __future__ import annotations
 
 import pytest
+from conftest import remember
 
 from memory.engine import MemoryEngine
+from memory.models import Visibility
+from memory.storage.memories import RecallFilters
 from memory.storage.people import People
 
 
@@ -49,3 +52,18 @@ def test_only_the_people_who_opted_in_share_and_an_off_switch_counts_as_not(engi
     assert people.sharing(("discord:1", "discord:2", "discord:3")) == {"discord:1"}
     assert people.sharing(()) == set()
     assert all(people.shares(p) == (p in {"discord:1"}) for p in ("discord:1", "discord:2", "discord:3"))
+
+
+def test_listing_several_groups_at_once_gives_each_what_listing_it_alone_gives(engine):
+    facts = ["bees", "kayaks", "tents", "maps", "owls", "figs", "kites", "lamps"]
+    for i, thing in enumerate(facts):  # three people, some facts private, different importances
+        owner = ("alice", "bob", "carol")[i % 3]
+        vis = Visibility.PRIVATE if i % 4 == 0 else Visibility.PUBLIC
+        remember(engine, f"{owner.title()} collects {thing} number {i}", scope_id=owner, visibility=vis, importance=1.0 + i)
+    rows = engine.memory_rows
+    parts = {p: tuple(engine.memories.partitions_of(p)) for p in ("alice", "bob", "carol")}
+    groups = [(parts["alice"], 2), (parts["alice"] + parts["bob"], 3), (parts["carol"], 0), ((), 5), (parts["bob"], 9)]
+    together = rows.listing_many(groups, RecallFilters(), "important")
+    alone = [rows.listing(p, RecallFilters(), "important", n, False) if p else [] for p, n in groups]
+    assert [[m.id for m in g] for g in together] == [[m.id for m in g] for g in alone]
+    assert [len(g) for g in together] == [2, 3, 0, 0, 3]
