@@ -42,12 +42,12 @@ class Resolver:
     def resolve(self, message: IncomingMessage) -> Turn:
         """Scope resolution: platform ids to people (recording new accounts and names), and the context every read
         of this turn is made for."""
-        return self._resolved(message, lambda user_id, name: self.people.resolve(message.platform, user_id, name))
+        return self._resolved(message, lambda accounts: self.people.resolve_many(message.platform, accounts))
 
     def peek(self, message: IncomingMessage) -> Turn:
         """``resolve`` that writes nothing (ORCH-5): an unknown account is the person it would become, and no
         display name changes. The same rules otherwise (owner, reach, zone), so a snapshot is what chat would see."""
-        return self._resolved(message, lambda user_id, name: self.people.lookup(message.platform, user_id))
+        return self._resolved(message, lambda accounts: self.people.lookup_many(message.platform, [uid for uid, _ in accounts]))
 
     def dm_channel(self, platform: str, user_id: str) -> str:
         """Where this account's DM with the bot is, for a snapshot that names no channel: the console's one chat,
@@ -57,12 +57,13 @@ class Resolver:
         known = self.channels.dm_channel(platform, self.people.lookup(platform, user_id))
         return known or (user_id if platform == "telegram" else f"dm-{user_id}")
 
-    def _resolved(self, message: IncomingMessage, person_of: Callable[[str, str], str]) -> Turn:
+    def _resolved(self, message: IncomingMessage, persons_of: Callable[[list[tuple[str, str]]], list[str]]) -> Turn:
         author = display_name(message.author_name)
-        person = person_of(message.author_id, author)
+        others = [(user_id, display_name(name)) for user_id, name in message.participants]
+        person, *persons = persons_of([(message.author_id, author), *others])  # one read for everyone here
         names = {person: author or self.people.name(person)}
-        for user_id, name in message.participants:
-            names.setdefault(person_of(user_id, display_name(name)), display_name(name) or user_id)
+        for (user_id, name), other in zip(others, persons, strict=True):
+            names.setdefault(other, name or user_id)
         is_owner = self.owners.is_owner(message.platform, message.author_id)
         owner = is_owner and message.is_dm
         people = tuple(names)

@@ -107,9 +107,10 @@ class MemoryContext:
 
     def _people(self, ctx: RecallContext, people: tuple[str, ...]) -> tuple[tuple[str, tuple[Memory, ...]], ...]:
         """Each person's most important facts: twelve for the speaker, six for the others."""
-        return tuple(
-            (p, self._listed(ctx.partitions_of(p), RecallFilters(), 12 if i == 0 else 6)) for i, p in enumerate(people[:MAX_PEOPLE])
-        )
+        shown = people[:MAX_PEOPLE]
+        groups = [(ctx.partitions_of(p), 12 if i == 0 else 6) for i, p in enumerate(shown)]
+        listed = self.engine.memory_rows.listing_many(groups, RecallFilters(), "important")  # one statement for all
+        return tuple((p, tuple(facts)) for p, facts in zip(shown, listed, strict=True))
 
     def _lore(self, ctx: RecallContext) -> tuple[Memory, ...]:
         if ctx.is_dm:

@@ -157,6 +157,23 @@ class Corpus:
             rows.sort(key=lambda r: r[column], reverse=desc)
         return rows[:limit]
 
+    def ordered_many(self, groups: list[tuple[tuple[str, ...], int]], where: Filter, order: Order) -> list[list[dict[str, Any]]]:
+        """``ordered`` for each (partitions, limit) of ``groups``, in one statement: each partition is read once, to the
+        largest limit of a group holding it, and each group keeps its best ``limit`` of its partitions' rows (a turn
+        lists each person's facts: one round trip to a PostgreSQL server rather than one a person)."""
+        limits: dict[str, int] = {}
+        for partitions, limit in groups:
+            for key in partitions:
+                limits[key] = max(limits.get(key, 0), limit)
+        cond = where.sql and f" AND ({where.sql})"
+        sql_order = ", ".join(f"t.{column} {'DESC' if desc else 'ASC'}" for column, desc in order)
+        each = f"SELECT * FROM {self.table} AS t WHERE t.partition_key = ?{cond} ORDER BY {sql_order} LIMIT ?"
+        keys = tuple(key for key, limit in limits.items() if limit > 0)
+        rows = self._union(each, [(key, *where.params, limits[key]) for key in keys])
+        for column, desc in reversed(order):  # stable sorts, last key first
+            rows.sort(key=lambda r: r[column], reverse=desc)
+        return [_within(rows, frozenset(partitions), limit) for partitions, limit in groups]
+
     def newest(self, partitions: tuple[str, ...], where: Filter, limit: int) -> list[int]:
         """rids of the newest rows across partitions: one indexed query per partition, merged here."""
         if not partitions:
@@ -171,11 +188,15 @@ class Corpus:
         one statement: a UNION ALL of the per-partition queries, each still one indexed ORDER BY ... LIMIT. One round
         trip, not one a partition: on PostgreSQL each is a trip to the server (a turn made about 47; 30 were these).
         At most ``UNION_PARTITIONS`` a statement (SQLite allows 500 terms in a compound SELECT)."""
+        return self._union(each, [(key, *params) for key in partitions])
+
+    def _union(self, each: str, params: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+        """The rows of ``each`` run with each parameter tuple of ``params``, as UNION ALL statements."""
         rows: list[dict[str, Any]] = []
-        for i in range(0, len(partitions), UNION_PARTITIONS):
-            chunk = partitions[i : i + UNION_PARTITIONS]
+        for i in range(0, len(params), UNION_PARTITIONS):
+            chunk = params[i : i + UNION_PARTITIONS]
             sql = " UNION ALL ".join(f"SELECT * FROM ({each}) AS p{n}" for n in range(len(chunk)))
-            rows.extend(self.db.rows(sql, tuple(value for key in chunk for value in (key, *params))))
+            rows.extend(self.db.rows(sql, tuple(value for values in chunk for value in values)))
         return rows
 
     def share(self, partitions: tuple[str, ...]) -> float:
@@ -346,3 +367,8 @@ class MessageCorpus(Corpus):
                 params = (row["platform"], row["channel_id"], row["created_at"], row["created_at"], rid)
                 found.extend((rid, r) for (r,) in self.db.execute(sql, params))
         return found
+
+
+def _within(rows: list[dict[str, Any]], partitions: frozenset[str], limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` of ``rows`` that are in ``partitions``."""
+    return [r for r in rows if r["partition_key"] in partitions][: max(limit, 0)]

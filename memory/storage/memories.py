@@ -279,6 +279,16 @@ class MemoryRepository:
         rows = self.db.rows(f"SELECT * FROM memories AS t {cond} ORDER BY {sql_order} LIMIT ?", (*where.params, limit))
         return [Memory.from_row(r) for r in rows]
 
+    def listing_many(self, groups: list[tuple[tuple[str, ...], int]], filters: RecallFilters, order: str) -> list[list[Memory]]:
+        """``listing`` of live memories for each (partitions, limit) of ``groups``, asked in one statement.
+
+        :raises InvalidInput: an unknown order.
+        """
+        if order not in LIST_ORDERS:
+            raise InvalidInput(f"order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
+        where = self.corpus.live(self.clock.now()) & filters_sql(filters)
+        return [[Memory.from_row(r) for r in rows] for rows in self.corpus.ordered_many(groups, where, LIST_ORDERS[order])]
+
     def partitions(self) -> tuple[str, ...]:
         """Every partition that holds a memory (the operator's view of the whole store)."""
         return tuple(k for (k,) in self.db.execute("SELECT DISTINCT partition_key FROM memories ORDER BY 1"))

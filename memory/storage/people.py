@@ -43,18 +43,43 @@ class People:
         )
         return str(person) if person else f"{platform}:{platform_user_id}"
 
+    def lookup_many(self, platform: str, platform_user_ids: list[str]) -> list[str]:
+        """``lookup`` of each account, in one statement."""
+        known = self.known(platform, platform_user_ids)
+        return [known[str(uid)][0] if str(uid) in known else f"{platform}:{uid}" for uid in platform_user_ids]
+
+    def known(self, platform: str, platform_user_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """platform user id -> (person id, display name) of the accounts already met, in one statement."""
+        if not platform_user_ids:
+            return {}
+        marks = ", ".join("?" for _ in platform_user_ids)
+        sql = f"SELECT platform_user_id, person_id, display_name FROM identities WHERE platform = ? AND platform_user_id IN ({marks})"
+        return {uid: (person, name) for uid, person, name in self.db.execute(sql, (platform, *map(str, platform_user_ids)))}
+
     def resolve(self, platform: str, platform_user_id: str, display_name: str = "") -> str:
         """The person id behind a platform account (recorded on first sight)."""
-        row = self.db.one(
-            "SELECT person_id, display_name FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, str(platform_user_id))
-        )
+        return self.resolve_many(platform, [(platform_user_id, display_name)])[0]
+
+    def resolve_many(self, platform: str, accounts: list[tuple[str, str]]) -> list[str]:
+        """``resolve`` of each (platform user id, display name), the accounts read in one statement (a turn's speaker
+        and participants: one round trip to a PostgreSQL server rather than one each)."""
+        known = self.known(platform, [uid for uid, _ in accounts])
+        people = []
+        for uid, name in accounts:
+            person = self._recorded(platform, str(uid), name, known.get(str(uid)))
+            known[str(uid)] = (person, name or known.get(str(uid), ("", ""))[1])  # an account listed twice is read as written
+            people.append(person)
+        return people
+
+    def _recorded(self, platform: str, platform_user_id: str, display_name: str, row: tuple[str, str] | None) -> str:
+        """The account's person, its new display name written, or the account recorded when ``row`` says it is new."""
         if row:
-            if display_name and display_name != row["display_name"]:
+            if display_name and display_name != row[1]:
                 self.db.execute(
                     "UPDATE identities SET display_name = ? WHERE platform = ? AND platform_user_id = ?",
-                    (display_name, platform, str(platform_user_id)),
+                    (display_name, platform, platform_user_id),
                 )
-            return row["person_id"]
+            return row[0]
         person = f"{platform}:{platform_user_id}"
         self.db.execute(
             "INSERT INTO identities (platform, platform_user_id, person_id, display_name, linked_at) VALUES (?, ?, ?, ?, ?)",
@@ -145,7 +170,17 @@ class People:
         if is_dm:
             return tuple(self.engine.memories.partitions_of(speaker))
         private = {p: user_partition(p, Visibility.PRIVATE) for p in people}
-        return tuple(k for p in people if self.shares(p) for k in self.engine.memories.partitions_of(p) if k != private[p])
+        sharing = self.sharing(people)
+        return tuple(k for p in people if p in sharing for k in self.engine.memories.partitions_of(p) if k != private[p])
+
+    def sharing(self, people: tuple[str, ...]) -> set[str]:
+        """Which of ``people`` opted in to sharing across servers: one statement for a turn's people (each a round
+        trip to a PostgreSQL server otherwise)."""
+        if not people:
+            return set()
+        marks = ", ".join("?" for _ in people)
+        sql = f"SELECT person_id FROM person_settings WHERE key = ? AND value = 'on' AND person_id IN ({marks})"
+        return {str(p) for (p,) in self.db.execute(sql, (SHARE_KEY, *people))}
 
     # -- consent (SEC-5) --------------------------------------------------------------------------------
     def remembered(self, person_id: str) -> bool:

@@ -240,6 +240,15 @@ class PgDatabase(Database):
         names = [d.name for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur]
 
+    def chunks(self, sql: str, params: Any, size: int) -> Iterator[list[Any]]:
+        """The rows of ``sql``, ``size`` at a time, through a server-side cursor: a plain cursor makes psycopg hold the
+        whole result in the client (the vector mirror's load of a 100k partition took the bench's peak RSS from 363 to
+        709 MB). Read in a transaction (a named cursor lives in one); consume it before the next statement."""
+        with self.transaction(), self.pg.raw.cursor(name=f"chunks_{self.pg.depth}") as cur:
+            cur.execute(to_pg(sql), _params(params))  # our SQL, rewritten
+            while rows := cur.fetchmany(size):
+                yield rows
+
     @contextlib.contextmanager
     def transaction(self, *, durable: bool = True) -> Iterator[None]:
         """A transaction; nested use is a savepoint, and any exception rolls that block back. ``durable=False`` (an

@@ -16,13 +16,13 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Iterator
-from itertools import islice
 from typing import Any
 
 import numpy as np
 
 from .db import Database
 from .fts import BM25_K1, FtsQueryBuilder, _idf
+from .pg import PgDatabase
 from .vectors import LOAD_CHUNK, VectorIndex
 
 # rows scored by BM25 at most per query, the best by ts_rank_cd (PostgreSQL's own rank, in C): a word in every row would
@@ -238,8 +238,10 @@ class PgVectorIndex(VectorIndex):
         return [(rid, 1.0 - float(dist)) for rid, dist in self.db.execute(sql, (q, list(partitions), k))]
 
     def _chunks(self, key: str, dim: int) -> Iterator[tuple[list[int], np.ndarray]]:
-        cursor: Any = iter(self.db.execute(f"SELECT rid, embedding FROM {self.table} WHERE partition_key = ? ORDER BY rid", (key,)))
-        while chunk := list(islice(cursor, LOAD_CHUNK)):
+        # a chunk is quantized (``VectorIndex._load``) before the next is read: the client never holds the partition's floats
+        assert isinstance(self.db, PgDatabase)
+        sql = f"SELECT rid, embedding FROM {self.table} WHERE partition_key = ? ORDER BY rid"
+        for chunk in self.db.chunks(sql, (key,), LOAD_CHUNK):
             rids = [rid for rid, _ in chunk]
             yield rids, np.stack([_array(v) for _, v in chunk]).reshape(len(rids), dim)
 
