@@ -88,7 +88,7 @@ class CheckinJob:
             turn = self.resolve(_incoming(where))
             if turn.person_id != person_id:
                 continue  # the account now belongs to someone else (linked since): their own /checkins decides
-            found = self.engine.memories.list_memories(
+            found = self.engine.memory_rows.listing(
                 turn.ctx.memory_partitions(), RecallFilters(kinds=FOLLOWED_KINDS, scope_ids=(person_id,)), limit=PLAN_LIMIT
             )
             added += self.store.plan(person_id, found, self.zone_of(person_id))

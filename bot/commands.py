@@ -101,7 +101,7 @@ class Commands:
         words = arg.lower().split()
         if words and words[0] in ("everything", "all"):
             return self._forget_everything(turn, confirmed=words[-1] == "confirm")
-        hits = self.engine.memories.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
+        hits = self.engine.recall.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
         if not hits:
             return "I couldn't find a memory like that."
@@ -135,7 +135,7 @@ class Commands:
         return None if lapses < self.engine.clock.now() else "OK, I won't forget everything. Nothing was deleted."
 
     def do_memories(self, arg: str, turn) -> str:
-        found = self.engine.memories.list_memories(turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20)
+        found = self.engine.memory_rows.listing(turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20)
         found = [m for m in found if m.subject != SELF_SUBJECT]  # what the bot said about itself in this DM is not about you
         if not found:
             return "I don't remember anything about you here yet."

@@ -270,7 +270,7 @@ class Orchestrator:
     def _finish(self, turn: Turn, reply: str | None, forgotten: tuple[str, ...]) -> None:
         """The reply joins the history and the user turn becomes due for extraction. A turn that forgot
         something keeps no copy of it anywhere: its own words go too (ORCH-3)."""
-        self.engine.memories.flush_access()
+        self.engine.recall.flush_access()
         if forgotten:
             self.engine.messages.delete_rids(self.engine.messages.rids_by_id([turn.stored_id or ""]))
             self.engine.scrub()

@@ -110,7 +110,7 @@ class VoiceSessions:
         self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
         self.summaries, self.channels, self.options = summaries, channels, options
         self.sessions: dict[str, VoiceConversation] = {}
-        self.pool = BehaviouralPool(engine.memories, options.caches)  # keyed by guild + participants inside
+        self.pool = BehaviouralPool(engine.memory_rows, options.caches)  # keyed by guild + participants inside
         self._signal: int | None = None  # the store's forget signal when the caches were last known current
         # Extraction of a channel's buffered turns (``Background.extract``); without it (the bench) a flush only
         # makes the turns due for the next background tick.
@@ -151,7 +151,7 @@ class VoiceSessions:
     def preload(self, session: VoiceConversation, turn: Turn) -> Preloaded:
         start = time.perf_counter()
         self._follow_other_processes()
-        warm = session.warm.turn(turn.text, memory_retrieval(self.engine.memories, turn.ctx))
+        warm = session.warm.turn(turn.text, memory_retrieval(self.engine.recall, turn.ctx))
         rules = tuple(self.pool.facts(turn.ctx, turn.text))
         session.recalls.append((warm.record.decision.value, (time.perf_counter() - start) * 1000))
         return Preloaded(warm.snapshot, rules, session.history_messages(), session.transcript.summary)

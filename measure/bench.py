@@ -160,7 +160,7 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
 
         def run(channels):
             it = iter(range(10**9))
-            return lambda: engine.memories.recall(
+            return lambda: engine.recall.recall(
                 ctx, texts[(i := next(it)) % queries], channels=channels, threshold=0.0, reinforce=False, query_vector=qvecs[i % queries]
             )
 

@@ -394,7 +394,7 @@ def recall_figures(runtime: Runtime, heard: list[str], passes: int) -> dict[str,
 def _warm_recall(runtime: Runtime, memory: WarmMemory, ctx: RecallContext, text: str) -> tuple[WarmRecord, float]:
     """What ``VoiceSessions.preload`` does for memory: the warm decision, then the standing rules."""
     start = time.perf_counter()
-    result = memory.turn(text, memory_retrieval(runtime.engine.memories, ctx))
+    result = memory.turn(text, memory_retrieval(runtime.engine.recall, ctx))
     tuple(runtime.orchestrator.voice.pool.facts(ctx, text))
     return result.record, (time.perf_counter() - start) * 1000
 
@@ -402,7 +402,7 @@ def _warm_recall(runtime: Runtime, memory: WarmMemory, ctx: RecallContext, text:
 def _cold_recall(runtime: Runtime, ctx: RecallContext, text: str) -> float:
     """The same step with no warm memory: embed the turn, recall over the store, then the standing rules."""
     start = time.perf_counter()
-    memory_retrieval(runtime.engine.memories, ctx).full(text, runtime.engine.embeddings.embed_query(text))
+    memory_retrieval(runtime.engine.recall, ctx).full(text, runtime.engine.embeddings.embed_query(text))
     tuple(runtime.orchestrator.voice.pool.facts(ctx, text))
     return (time.perf_counter() - start) * 1000
 

@@ -59,7 +59,7 @@ class MemoryEngine:
         # MAINT-6: Markdown journals beside the store, written on every memory write (None: switched off)
         self.journals = Journals(journal_dir, self.memory_rows, self.clock.now) if journal_dir is not None else None
         tombstones = Tombstones(self.db, self.clock)  # SEC-5: what was forgotten
-        self.memories = MemoryStore(self.memory_rows, self.recall, self.embeddings, self.graph, tombstones, self.journals)
+        self.memories = MemoryStore(self.memory_rows, self.embeddings, self.graph, tombstones, self.journals)
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
         self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)  # SEC-6: what a reply would reveal
 
@@ -99,7 +99,7 @@ class MemoryEngine:
         self.db.optimize()
 
     def close(self) -> None:
-        self.memories.flush_access()
+        self.recall.flush_access()
         try:
             if self.journals is not None:
                 self.journals.flush()

@@ -246,7 +246,7 @@ class MemoryTools:
         """Search long-term memory by meaning and keywords. Optional type, tags (all must match), topK and weights.
         Each result says whether it is a strong or weak match for the query."""
         filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
-        hits = self.engine.memories.recall(self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0)
+        hits = self.engine.recall.recall(self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0)
         self.strong.update(h.row["id"] for h in hits if h.relevance >= STRONG_MATCH)
         return {"results": [_brief(h.row) | {"score": round(h.score, 3), "match": _match(h.relevance)} for h in hits]}
 
@@ -255,7 +255,7 @@ class MemoryTools:
         if a.id:
             return {"results": [_brief(self.engine.memories.get_visible(a.id, self.ctx).as_dict())]}
         filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
-        rows = self.engine.memories.list_memories(self.ctx.memory_partitions(), filters, limit=20, include_inactive=a.includeConsolidated)
+        rows = self.engine.memory_rows.listing(self.ctx.memory_partitions(), filters, limit=20, include_inactive=a.includeConsolidated)
         return {"results": [_brief(m.as_dict()) for m in rows]}
 
     def memory_update(self, a: UpdateArgs) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def test_a_veto_by_someone_elses_id_or_by_a_short_or_shared_prefix_forgets_nothi
     assert privacy.veto("alice", bob.id) is None and privacy.veto("alice", bob.id[:8]) is None
     assert privacy.veto("alice", alice.id[:5]) is None  # too short to name one memory
     assert privacy.veto("alice", "") is None and privacy.veto("alice", "[]") is None and privacy.veto("alice", "%") is None
-    assert {m.id for m in engine.memories.list_memories(None, limit=10)} == {alice.id, bob.id}
+    assert {m.id for m in engine.memory_rows.listing(None, limit=10)} == {alice.id, bob.id}
     assert privacy.veto("alice", f"[{alice.id[:8].upper()}]") is not None  # as listed, in any case: forgotten
 
 

@@ -25,7 +25,7 @@ from memory.clock import Clock
 from memory.models import FactKind, Memory
 from memory.scopes import RecallContext
 from memory.storage.fts import STOP_WORDS
-from memory.write.store import MemoryStore, RecallFilters
+from memory.storage.memories import MemoryRepository, RecallFilters
 
 T = TypeVar("T")
 WORD = re.compile(r"\w+")
@@ -143,7 +143,7 @@ class BehaviouralPool:
     match no word are not dropped: they follow the matching ones in importance order, and ``top_n`` cuts.
     """
 
-    def __init__(self, store: MemoryStore, settings: CacheSettings = CacheSettings()) -> None:
+    def __init__(self, store: MemoryRepository, settings: CacheSettings = CacheSettings()) -> None:
         self.store, self.settings = store, settings
         self._pools: dict[PoolKey, tuple[Memory, ...]] = {}
         self.loads = 0  # store reads so far, for benchmarks and tests
@@ -161,7 +161,7 @@ class BehaviouralPool:
 
     def _load(self, ctx: RecallContext) -> tuple[Memory, ...]:
         self.loads += 1
-        found = self.store.list_memories(
+        found = self.store.listing(
             ctx.memory_partitions(), RecallFilters(kinds=self.settings.pool_kinds), order="important", limit=self.settings.pool_size
         )
         return tuple(found)

@@ -46,7 +46,7 @@ A turn said again (a repeated question, "what about the tent") is not embedded a
 vectors of its last ``vector_cache`` distinct turns, dropped with everything else by ``invalidate``.
 
 The snapshot's type is the caller's (``S``): the two retrievals come in as callables in a ``Retrieval``, so
-this module never needs the bot's assembler. ``memory_retrieval`` builds them over ``MemoryStore`` rows.
+this module never needs the bot's assembler. ``memory_retrieval`` builds them over ``MemoryRecall``.
 Each decision is logged, and ``stats`` counts them for the ``warm_hit_rate`` benchmark.
 
 Known limit (the seed says so too): this is a deterministic gate. A topic shift that MiniLM scores in the
@@ -66,9 +66,9 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from memory.clock import Clock
+from memory.recall.recall import MemoryRecall
 from memory.recall.retrieval import Channel, Hit
 from memory.scopes import RecallContext
-from memory.write.store import MemoryStore
 
 from .caches import FILLERS, lexical_rerank, tokens
 
@@ -318,26 +318,26 @@ class WarmMemory(Generic[S]):
 BM25_ONLY = frozenset({Channel.FTS})
 
 
-def memory_retrieval(store: MemoryStore, ctx: RecallContext, *, top_k: int | None = None, top_up: int = 4) -> Retrieval[tuple[Hit, ...]]:
+def memory_retrieval(recall: MemoryRecall, ctx: RecallContext, *, top_k: int | None = None, top_up: int = 4) -> Retrieval[tuple[Hit, ...]]:
     """Full = the store's hybrid recall (reusing the turn vector); lexical = ``bm25_refresh``; scope = the partitions.
 
     ``top_k`` defaults to the knobs' top K + 8, like the text path's one recall that fills both the relevant
     and the behavioural (up to 8) sections.
     """
-    top_k = top_k or store.knobs.get("memories").top_k + 8
+    top_k = top_k or recall.knobs.get("memories").top_k + 8
 
     def full(text: str, vector: np.ndarray | None) -> tuple[Hit, ...]:
-        return tuple(store.recall(ctx, text, top_k=top_k, query_vector=vector))
+        return tuple(recall.recall(ctx, text, top_k=top_k, query_vector=vector))
 
     def lexical(text: str, warm: tuple[Hit, ...], new_words: frozenset[str]) -> tuple[Hit, ...]:
-        return bm25_refresh(store, ctx, text, warm, new_words, limit=top_k, top_up=top_up)
+        return bm25_refresh(recall, ctx, text, warm, new_words, limit=top_k, top_up=top_up)
 
     # A set: the same people read the same partitions whoever of them speaks (the tuple starts with the speaker).
     return Retrieval(full, lexical, scope=frozenset(ctx.memory_partitions()))
 
 
 def bm25_refresh(
-    store: MemoryStore, ctx: RecallContext, text: str, warm: tuple[Hit, ...], new_words: frozenset[str], *, limit: int, top_up: int
+    recall: MemoryRecall, ctx: RecallContext, text: str, warm: tuple[Hit, ...], new_words: frozenset[str], *, limit: int, top_up: int
 ) -> tuple[Hit, ...]:
     """The warm hits plus up to ``top_up`` BM25 hits for the turn's new words, re-ranked by word overlap with the turn.
 
@@ -353,6 +353,6 @@ def bm25_refresh(
         return tuple(lexical_rerank(warm, text, lambda h: h.row["content"])[:limit])
     known = {h.row["rid"] for h in warm}
     query = " ".join(sorted(new_words))
-    found = store.recall(ctx, query, top_k=top_up + len(warm), channels=BM25_ONLY, threshold=0.0)
+    found = recall.recall(ctx, query, top_k=top_up + len(warm), channels=BM25_ONLY, threshold=0.0)
     fresh = [h for h in found if h.row["rid"] not in known][:top_up]
     return tuple(lexical_rerank([*warm, *fresh], text, lambda h: h.row["content"])[:limit])

@@ -209,7 +209,7 @@ def filters_from(args: argparse.Namespace) -> RecallFilters:
 
 
 def all_partitions(engine: MemoryEngine) -> tuple[str, ...]:
-    return engine.memories.partitions()
+    return engine.memory_rows.partitions()
 
 
 def partitions_for(engine: MemoryEngine, scope: str | None, scope_id: str | None) -> tuple[str, ...] | None:
@@ -249,7 +249,7 @@ def channels_for(mode: str) -> frozenset:
 def search(engine: MemoryEngine, args: argparse.Namespace) -> list[Hit]:
     ctx, filters, channels = recall_context(args), filters_from(args), channels_for(args.mode)
     if ctx is not None:
-        return engine.memories.recall(
+        return engine.recall.recall(
             ctx, args.query, filters=filters, top_k=args.top_k, channels=channels, threshold=args.threshold, reinforce=False
         )
     # The operator's own view: every partition in the file, no conversation to scope it.
@@ -263,7 +263,7 @@ def resolve_id(engine: MemoryEngine, text: str) -> str:
     prefix = text.strip().lower()
     if len(prefix) < 4 or not re.fullmatch(r"[0-9a-f-]+", prefix):
         return text
-    ids = engine.memories.ids_starting(prefix)
+    ids = engine.memory_rows.ids_starting(prefix)
     if len(ids) > 1:
         raise UsageError(f"{text!r} names more than one memory; give more of the id")
     return ids[0] if ids else text
@@ -302,9 +302,7 @@ def read_json(path: Path) -> Any:
 def list_memories(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings, readonly=True) as engine:
         partitions = partitions_for(engine, args.scope, args.scope_id)
-        memories = engine.memories.list_memories(
-            partitions, filters_from(args), order=args.order, limit=args.limit, include_inactive=args.all
-        )
+        memories = engine.memory_rows.listing(partitions, filters_from(args), order=args.order, limit=args.limit, include_inactive=args.all)
     if args.json:
         return print_json([m.as_dict() for m in memories])
     out().print(memory_table(memories) if memories else "no memories match")
@@ -327,7 +325,7 @@ def search_memories(args: argparse.Namespace, settings: Settings) -> None:
 
 def show_memory(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings, readonly=True) as engine:
-        memory = engine.memories.get(resolve_id(engine, args.id))
+        memory = engine.memory_rows.get(resolve_id(engine, args.id))
     if args.json:
         return print_json(memory.as_dict())
     out().print(memory_detail(memory))
@@ -398,7 +396,7 @@ def edit_memory(args: argparse.Namespace, settings: Settings) -> None:
 
 def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings) as engine:
-        memory = engine.memories.get(resolve_id(engine, args.id))
+        memory = engine.memory_rows.get(resolve_id(engine, args.id))
         confirm(f"delete memory {memory.id[:8]} ({memory.subject}: {memory.content[:40]})", args.yes)
         removed = engine.memories.delete(memory.id)
     if args.json:

@@ -70,11 +70,10 @@ async def search(request: web.Request) -> web.Response:
 
 
 def _search(svc: DashboardServices, q: dict[str, str], text: str, filters: RecallFilters, top_k: int) -> list[Any]:
-    store = svc.engine.memories
     if q.get("person"):
         turn = resolve_turn(svc, q, text)
-        return store.recall(turn.ctx, text, filters=filters, top_k=top_k, reinforce=False)
-    partitions = store.partitions()
+        return svc.engine.recall.recall(turn.ctx, text, filters=filters, top_k=top_k, reinforce=False)
+    partitions = svc.engine.memory_rows.partitions()
     if q.get("guild"):
         guild = q["guild"]
         partitions = tuple(k for k in partitions if k == f"guild|{guild}|public" or k.endswith(f"|public|{guild}"))
@@ -85,7 +84,7 @@ def _search(svc: DashboardServices, q: dict[str, str], text: str, filters: Recal
 
 async def read(request: web.Request) -> web.Response:
     svc = services(request)
-    return answer(memory_json(await svc.run(svc.engine.memories.get, request.match_info["id"])))
+    return answer(memory_json(await svc.run(svc.engine.memory_rows.get, request.match_info["id"])))
 
 
 async def create(request: web.Request) -> web.Response:
@@ -143,7 +142,7 @@ def _edit(svc: DashboardServices, memory_id: str, change: MemoryEdit) -> tuple[M
     # In place, a new type included: an operator who corrects a memory's words (and its type with them) means
     # the old words to be gone, so no history row keeps them (issue 20, finding 8), as for a content edit.
     store = svc.engine.memories
-    old = store.get(memory_id)
+    old = svc.engine.memory_rows.get(memory_id)
     new = store.update(
         memory_id,
         subject=change.subject,

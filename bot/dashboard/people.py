@@ -51,9 +51,9 @@ def _profile(svc: DashboardServices, person_id: str) -> dict[str, Any]:
     found = Overview(svc.engine).person(person_id)
     if found is None:
         raise NotFound(f"no person with id {person_id!r}")
-    store = svc.engine.memories
-    partitions = tuple(k for k in store.partitions() if k.split("|")[1:2] == [person_id] and not k.startswith("guild|"))
-    memories = store.list_memories(partitions, RecallFilters(), order="important", limit=500) if partitions else []
+    rows = svc.engine.memory_rows
+    partitions = tuple(k for k in rows.partitions() if k.split("|")[1:2] == [person_id] and not k.startswith("guild|"))
+    memories = rows.listing(partitions, RecallFilters(), order="important", limit=500) if partitions else []
     profile: dict[str, list[dict[str, Any]]] = {}
     for m in memories:
         profile.setdefault(m.type.value, []).append(memory_json(m))
@@ -121,7 +121,7 @@ async def snapshot(request: web.Request) -> web.Response:
 
 def _snapshot(svc: DashboardServices, q: dict[str, str], text: str) -> dict[str, Any]:
     turn, snap = preview(svc, q, text)
-    shown = svc.engine.memories
+    shown = svc.engine.memory_rows
     memories = [memory_json(shown.get(i)) for i in snap.memory_ids]
     return {
         "text": snap.render(),

@@ -84,7 +84,7 @@ class CheckinDraft:
         checkin, now = self.checkin, self.engine.clock.now()
         if not self.store.is_due(checkin.id, now):
             return None  # another process wrote it, or postponed it, since this one read the due rows (SCALE-1)
-        memory = self.engine.memories.get(checkin.memory_id)
+        memory = self.engine.memory_rows.get(checkin.memory_id)
         if memory.forgotten or memory.superseded_by or memory.consolidated_into:
             self.store.finish(checkin.id, "cancelled")  # what it followed up on is no longer so
             return None

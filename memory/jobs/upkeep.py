@@ -96,7 +96,7 @@ class Consolidation:
         """The model takes seconds: a member forgotten, merged or reworded meanwhile must not come back in a merge."""
         for old in cluster:
             try:
-                now = self.engine.memories.get(old.id)
+                now = self.engine.memory_rows.get(old.id)
             except NotFound:
                 return False  # forgotten for good meanwhile
             if now.forgotten or now.superseded_by or now.consolidated_into or now.content != old.content:

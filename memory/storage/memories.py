@@ -259,7 +259,12 @@ class MemoryRepository:
         return list(found)
 
     def listing(
-        self, partitions: tuple[str, ...] | None, filters: RecallFilters, order: str, limit: int, include_inactive: bool
+        self,
+        partitions: tuple[str, ...] | None = None,
+        filters: RecallFilters = RecallFilters(),
+        order: str = "recent",
+        limit: int = 20,
+        include_inactive: bool = False,
     ) -> list[Memory]:
         """Memories in ``partitions`` (None: all of them) passing ``filters``, by a named order of ``LIST_ORDERS``.
 

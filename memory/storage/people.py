@@ -168,10 +168,10 @@ class People:
         """Extra partitions a context may read: in a DM, all of the speaker's own; in a server, all of
         those of the people here who opted in to sharing across servers."""
         if is_dm:
-            return tuple(self.engine.memories.partitions_of(speaker))
+            return tuple(self.engine.memory_rows.partitions_of(speaker))
         private = {p: user_partition(p, Visibility.PRIVATE) for p in people}
         sharing = self.sharing(people)
-        return tuple(k for p in people if p in sharing for k in self.engine.memories.partitions_of(p) if k != private[p])
+        return tuple(k for p in people if p in sharing for k in self.engine.memory_rows.partitions_of(p) if k != private[p])
 
     def sharing(self, people: tuple[str, ...]) -> set[str]:
         """Which of ``people`` opted in to sharing across servers: one statement for a turn's people (each a round

@@ -82,8 +82,8 @@ class Privacy:
     # -- what is kept about a person ---------------------------------------------------------------------
     def kept_about(self, person_id: str) -> list[Kept]:
         """The person's own memories (every partition of theirs), then what others told the bot about them."""
-        mine = tuple(self.engine.memories.partitions_of(person_id))
-        own = self.engine.memories.list_memories(mine, limit=SCAN_LIMIT) if mine else []
+        mine = tuple(self.engine.memory_rows.partitions_of(person_id))
+        own = self.engine.memory_rows.listing(mine, limit=SCAN_LIMIT) if mine else []
         return [Kept(m) for m in own] + [Kept(m, told=True) for m in self._told_about(person_id)]
 
     def veto(self, person_id: str, short_id: str, *, asked_in: tuple[str, str] | None = None) -> Forgotten | None:
@@ -106,14 +106,14 @@ class Privacy:
             return []
         pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)", re.IGNORECASE)
         entity_rids = set(self.engine.graph.memories_naming(names))
-        found = self.engine.memories.list_memories(partitions, limit=SCAN_LIMIT)
+        found = self.engine.memory_rows.listing(partitions, limit=SCAN_LIMIT)
         return [m for m in found if m.rid in entity_rids or pattern.search(m.subject)]
 
     def _shared_partitions(self, person_id: str) -> tuple[str, ...]:
         """Lore and others' public facts of the servers the person spoke in or has memories in."""
-        mine = self.engine.memories.partitions_of(person_id)
+        mine = self.engine.memory_rows.partitions_of(person_id)
         places = set(self.engine.messages.guilds_of(person_id)) | {k.split("|", 3)[3] for k in mine if k.count("|") == 3}
-        return tuple(k for k in self.engine.memories.partitions() if _shared_in(k, places, person_id))
+        return tuple(k for k in self.engine.memory_rows.partitions() if _shared_in(k, places, person_id))
 
 
 def _shared_in(partition: str, places: set[str], person_id: str) -> bool:

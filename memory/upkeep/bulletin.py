@@ -116,13 +116,13 @@ class Bulletins:
             raise InvalidInput(f"a bulletin scope is one of {', '.join(SCOPES)} with an id, not {scope!r} {scope_id!r}")
         if scope == "guild":
             suffix = f"|public|{scope_id}"
-            known = self.engine.memories.partitions() if known is None else known
+            known = self.engine.memory_rows.partitions() if known is None else known
             people = tuple(k.split("|")[1] for k in known if k.startswith("user|") and k.endswith(suffix))
             ctx = RecallContext("bulletin", "__bulletin__", "bulletin", guild_id=scope_id, participants=people)
             keys = tuple(k for k in ctx.memory_partitions() if not k.startswith("user|__bulletin__|"))
         else:
             owner = scope == "owner"
-            reach = tuple(self.engine.memories.partitions_of(scope_id))
+            reach = tuple(self.engine.memory_rows.partitions_of(scope_id))
             ctx = RecallContext(
                 "bulletin", scope_id, "bulletin", is_dm=True, owner_private=owner, owner_id=scope_id if owner else None, reach=reach
             )
@@ -131,9 +131,9 @@ class Bulletins:
 
     def sources(self, where: BulletinScope) -> list[Memory]:
         """The memories the model reads: the most important first, then the newest, within ``SOURCE_CHARS``."""
-        corpus = self.engine.memories.corpus
+        corpus = self.engine.memory_rows.corpus
         newest = corpus.newest(where.partitions, corpus.live(self.engine.clock.now()), SOURCE_MEMORIES // 2)
-        listed = self._top(where.partitions, SOURCE_MEMORIES) + self.engine.memories.by_rids(newest)
+        listed = self._top(where.partitions, SOURCE_MEMORIES) + self.engine.memory_rows.by_rids(newest)
         tombstones = self.engine.memories.tombstones
         buried = tombstones.any()  # SEC-5: a memory matching a forgotten fact (one that outlived it) is not briefed
         picked: dict[str, Memory] = {}
@@ -159,14 +159,14 @@ class Bulletins:
         """The ``limit`` most important memories across the partitions, reading ~``limit`` rows however many partitions
         there are (a big guild has one per person): each gives its best ``limit / partitions``, so every person counts."""
         per = max(1, -(-limit // max(1, len(partitions))))
-        found = [m for key in partitions for m in self.engine.memories.list_memories((key,), order="important", limit=per)]
+        found = [m for key in partitions for m in self.engine.memory_rows.listing((key,), order="important", limit=per)]
         return sorted(found, key=lambda m: (m.importance, m.updated_at), reverse=True)[:limit]
 
     def changes_since(self, where: BulletinScope, since: float, cap: int) -> int:
         """Live memories of the scope written after ``since``, counted up to ``cap``. New rows are the only changes to
         count: a reworded or deleted memory drops the bulletin at once (the m006 triggers), and an update or a merge
         is a new row. An indexed range per partition, no row read."""
-        corpus = self.engine.memories.corpus
+        corpus = self.engine.memory_rows.corpus
         return len(corpus.newest(where.partitions, corpus.live(self.engine.clock.now()) & Filter("t.created_at > ?", (since,)), cap))
 
     def is_due(self, where: BulletinScope, now: float) -> bool:
@@ -196,7 +196,7 @@ class Bulletins:
 
     def known(self, candidates: list[tuple[str, str]]) -> tuple[str, ...]:
         """The store's partitions, read once per run when a guild is among the candidates (its people are found in them)."""
-        return self.engine.memories.partitions() if any(scope == "guild" for scope, _ in candidates) else ()
+        return self.engine.memory_rows.partitions() if any(scope == "guild" for scope, _ in candidates) else ()
 
     def plan_if_due(self, scope: str, scope_id: str, now: float, known: tuple[str, ...] | None = None) -> Plan | None:
         where = self.scope(scope, scope_id, known)
@@ -225,7 +225,7 @@ class Bulletins:
 
     def _changed_meanwhile(self, plan: Plan) -> bool:
         """The model takes seconds: a memory forgotten (or reworded) meanwhile must not come back in its bulletin."""
-        now = {(m.rid, m.partition_key, m.content) for m in self.engine.memories.by_rids([rid for rid, _, _ in plan.read])}
+        now = {(m.rid, m.partition_key, m.content) for m in self.engine.memory_rows.by_rids([rid for rid, _, _ in plan.read])}
         return now != set(plan.read)
 
     def get(self, scope: str, scope_id: str) -> Bulletin | None:

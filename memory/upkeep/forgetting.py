@@ -39,8 +39,8 @@ class Forgotten:
 
 def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, str] | None = None) -> Forgotten:
     """Forget one memory completely; ``asked_in`` is the (platform, channel) where forgetting was asked."""
-    root = engine.memories.get(memory_id)
-    rows = engine.memories.by_rids(engine.memories.lineage([root.rid]))
+    root = engine.memory_rows.get(memory_id)
+    rows = engine.memory_rows.by_rids(engine.memory_rows.lineage([root.rid]))
     done = Forgotten(contents=[root.content])
     engine.memories.tombstones.bury(rows)  # first: a forget cut short must still not be learned back
     checkins = CheckinStore(engine).sent_messages([m.id for m in rows])  # read before the cascade drops their rows
@@ -98,7 +98,7 @@ def forget_guild(engine: MemoryEngine, guild_id: str) -> dict[str, int]:
 def _forget_found(engine: MemoryEngine, found: dict[str, list[int]]) -> dict[str, int]:
     """Delete the rows the registry found (memories with their lineage, messages, then the rest), the journal
     lines of the memories, and scrub the file."""
-    memory_rids = engine.memories.lineage(found.pop("memories"))
+    memory_rids = engine.memory_rows.lineage(found.pop("memories"))
     forgotten = engine.memories.delete_rids(memory_rids)
     counts = {"memories": len(forgotten), "messages": engine.messages.delete_rids(found.pop("messages"))}
     with engine.db.transaction():

@@ -77,9 +77,9 @@ def clusters(engine: MemoryEngine, threshold: float = 0.85, max_cluster: int = 5
 
 def _clusters(engine: MemoryEngine, threshold: float, max_cluster: int) -> Iterator[list[Memory]]:
     for partition, mtype in engine.memory_rows.consolidation_groups():
-        rows = engine.memories.list_memories((partition,), order="oldest", limit=1_000_000)
+        rows = engine.memory_rows.listing((partition,), order="oldest", limit=1_000_000)
         rows = [m for m in rows if m.type == mtype]
-        vectors = engine.memories.corpus.vectors.get([m.rid for m in rows])
+        vectors = engine.memory_rows.corpus.vectors.get([m.rid for m in rows])
         rows = [m for m in rows if m.rid in vectors]
         if len(rows) < 2:
             continue

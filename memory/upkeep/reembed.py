@@ -26,7 +26,7 @@ def reembed(
             f"the store holds {stored_dim}-dimensional vectors and {embedder.fingerprint} makes {embedder.dim}; "
             "pass --allow-dimension-change to drop and rebuild them all"
         )
-    corpora = (engine.memories.corpus, engine.messages.corpus)
+    corpora = (engine.memory_rows.corpus, engine.messages.corpus)
     with db.transaction():
         for corpus in corpora:
             corpus.vectors.drop()

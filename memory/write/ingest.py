@@ -192,7 +192,7 @@ class FileRun:
     def store(self, prepared: list[Prepared], *, bulk: bool) -> None:
         """Write the prepared memories and record which passage each came from (the store's thread)."""
         for memory_id, where in self._moved:
-            self.engine.memories.set_provenance(self.engine.memories.get(memory_id).rid, where)
+            self.engine.memory_rows.set_provenance(self.engine.memory_rows.get(memory_id).rid, where)
         self._moved = []
         prepared = [_unforgotten(self.engine, item) for item in prepared]
         ids = _store_bulk(self.engine, prepared, self.report) if bulk else _store_each(self.engine, prepared, self.report)

@@ -83,15 +83,15 @@ def _withdraw(engine: MemoryEngine, message_ids: list[str]) -> Withdrawn:
     gone = set(message_ids)
     done = Withdrawn()
     orphans: list[Memory] = []
-    for memory in engine.memories.learned_from(message_ids):
+    for memory in engine.memory_rows.learned_from(message_ids):
         left = tuple(s for s in memory.provenance.sources if s not in gone)
         if left:
-            engine.memories.set_provenance(memory.rid, replace(memory.provenance, sources=left))
+            engine.memory_rows.set_provenance(memory.rid, replace(memory.provenance, sources=left))
             done.kept.append(memory.id)
         else:
             orphans.append(memory)
     if orphans:
-        done.memories = engine.memories.delete_rids(engine.memories.lineage([m.rid for m in orphans]))
+        done.memories = engine.memories.delete_rids(engine.memory_rows.lineage([m.rid for m in orphans]))
     return done
 
 

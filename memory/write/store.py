@@ -18,7 +18,6 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +25,7 @@ import numpy as np
 
 from ..errors import EmbeddingError, InvalidInput, NotFound, NotYours
 from ..models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Provenance, Scope, Visibility, normalise_tags
-from ..recall.recall import MemoryRecall
-from ..recall.retrieval import ALL_CHANNELS, Channel, Hit, Retriever
 from ..scopes import RecallContext, may_change, memory_partition
-from ..storage.corpus import MemoryCorpus
 from ..storage.embeddings import EmbeddingService, ModelMismatch, content_hash
 from ..storage.graph import Graph
 from ..storage.memories import LIST_ORDERS, MemoryQuery, MemoryRepository, RecallFilters
@@ -37,7 +33,6 @@ from .safety import check_memory, contains_secret, looks_like_injection, normali
 from .tombstones import Tombstones
 
 if TYPE_CHECKING:
-    from ..storage.knobs import KnobStore, Weights
     from ..upkeep.journals import Journals
 
 log = logging.getLogger(__name__)
@@ -59,40 +54,26 @@ class WriteResult:
 
 
 class MemoryStore:
-    """The memories aggregate as the rest of the code uses it: writes by the rules above, and the reads of
-    ``MemoryRepository`` and ``MemoryRecall`` it passes through (one name for callers, one owner per job)."""
+    """The memories aggregate's writes, by the rules above. Reads go to their owners: rows to
+    ``MemoryRepository`` (``engine.memory_rows``), ranking and reinforcement to ``MemoryRecall`` (``engine.recall``)."""
 
     def __init__(
         self,
         rows: MemoryRepository,
-        recall_: MemoryRecall,
         embeddings: EmbeddingService,
         graph: Graph,
         tombstones: Tombstones,
         journal: Journals | None = None,
     ) -> None:
-        """:param rows: the repository. :param recall_: ranking and reinforcement.
+        """:param rows: the repository.
         :param embeddings: vectors for new facts. :param graph: entities of each fact.
         :param tombstones: forgotten facts (SEC-5: a fact stored again lifts its tombstone).
         :param journal: the Markdown layer (MAINT-6), told of every write and delete; None: switched off."""
         self.rows = rows
-        self.recaller = recall_
         self.embeddings = embeddings
         self.graph = graph
         self.tombstones = tombstones
         self.journal = journal
-
-    @property
-    def corpus(self) -> MemoryCorpus:
-        return self.rows.corpus
-
-    @property
-    def knobs(self) -> KnobStore:
-        return self.recaller.knobs
-
-    @property
-    def retriever(self) -> Retriever:
-        return self.recaller.retriever
 
     # -- writes ------------------------------------------------------------------------------------
     def add(self, new: NewMemory, *, contradicts: frozenset[str] = frozenset()) -> WriteResult:
@@ -115,12 +96,12 @@ class MemoryStore:
         with self.rows.db.transaction():
             rid, memory_id = self._insert(new, key)
             if vector is not None:
-                self.corpus.vectors.write(rid, key, vector)
+                self.rows.corpus.vectors.write(rid, key, vector)
             self.rows.link(rid, updates, related, contradicted)
             self.graph.attach(rid, new.entities)
-            self.corpus.index_text([rid])
+            self.rows.corpus.index_text([rid])
         if vector is not None:
-            self.corpus.vectors.mirror_add([(rid, key, vector)])
+            self.rows.corpus.vectors.mirror_add([(rid, key, vector)])
         stored = self._written(memory_id)
         return WriteResult("stored", stored, _ids(updates), _ids(related), _ids(contradicted))
 
@@ -160,8 +141,8 @@ class MemoryStore:
     def _neighbours(self, vector: np.ndarray | None, key: str) -> list[tuple[Memory, float]]:
         if vector is None:
             return []
-        hits = self.corpus.vectors.search(vector, (key,), 8)
-        rows = self.corpus.fetch([rid for rid, _ in hits], (key,), self.corpus.live(self.rows.clock.now()))
+        hits = self.rows.corpus.vectors.search(vector, (key,), 8)
+        rows = self.rows.corpus.fetch([rid for rid, _ in hits], (key,), self.rows.corpus.live(self.rows.clock.now()))
         return [(Memory.from_row(rows[rid]), sim) for rid, sim in hits if rid in rows]
 
     def to_judge(self, new: NewMemory) -> list[Memory]:
@@ -191,9 +172,9 @@ class MemoryStore:
                     self.graph.attach(rid, new.entities)
                 if vector is not None:
                     vec_rows.append((rid, key, vector))
-            self.corpus.vectors.write_many(vec_rows)
-            self.corpus.index_text(rids)
-        self.corpus.vectors.mirror_add(vec_rows)
+            self.rows.corpus.vectors.write_many(vec_rows)
+            self.rows.corpus.index_text(rids)
+        self.rows.corpus.vectors.mirror_add(vec_rows)
         if self.journal is not None or self.tombstones.any():
             stored = self.rows.by_rids(rids)
             self.tombstones.lift(stored)
@@ -209,13 +190,13 @@ class MemoryStore:
         with self.rows.db.transaction():
             rid, memory_id = self._insert(new, key)
             if vector is not None:
-                self.corpus.vectors.write(rid, key, vector)
+                self.rows.corpus.vectors.write(rid, key, vector)
             old = [m.rid for m in originals]
             self.rows.mark_consolidated(old, memory_id)
             self.graph.relink(old, rid)
-            self.corpus.index_text([rid])
+            self.rows.corpus.index_text([rid])
         if vector is not None:
-            self.corpus.vectors.mirror_add([(rid, key, vector)])
+            self.rows.corpus.vectors.mirror_add([(rid, key, vector)])
         return self._written(memory_id)
 
     def supersede(self, new_id: str, old_ids: list[str]) -> None:
@@ -268,11 +249,11 @@ class MemoryStore:
         with self.rows.db.transaction():
             self.rows.rewrite(old, changed)
             if vector is not None:
-                self.corpus.vectors.write(old.rid, old.partition_key, vector)
+                self.rows.corpus.vectors.write(old.rid, old.partition_key, vector)
             if changed.content != old.content:
                 self.embeddings.forget_hash(content_hash(old.content))
         if vector is not None:
-            self.corpus.vectors.mirror_add([(old.rid, old.partition_key, vector)])
+            self.rows.corpus.vectors.mirror_add([(old.rid, old.partition_key, vector)])
 
     def _changed(self, memory_id: str) -> Memory:
         updated = self.rows.get(memory_id)
@@ -296,12 +277,12 @@ class MemoryStore:
         removed = self.rows.removable(rids)
         with self.rows.db.transaction():
             touched = self.graph.detach(rids)
-            self.corpus.vectors.delete(rids)
+            self.rows.corpus.vectors.delete(rids)
             self.rows.delete(rids)
             self.graph.cleanup(touched)
             for row in removed:
                 self.embeddings.forget_hash(row.content_hash)
-        self.corpus.vectors.mirror_remove(rids)
+        self.rows.corpus.vectors.mirror_remove(rids)
         if self.journal is not None:  # derived files (memory.upkeep.registry.FILE_REGISTRY) lose the lines at once
             self.journal.removed([(r.id, r.partition_key, r.created_at) for r in removed])
         return [r.id for r in removed]
@@ -310,51 +291,11 @@ class MemoryStore:
         """Linking: every memory about ``source`` becomes one about ``target``, in the matching partitions."""
         for part in self.rows.personal_partitions(source):
             new = memory_partition(part.scope, target, part.visibility, part.guild_id)
-            self.corpus.move_partition(part.partition_key, new, scope_id=target)
+            self.rows.corpus.move_partition(part.partition_key, new, scope_id=target)
             if self.journal is not None:  # both scopes' snapshots change (the lines stay where they were written)
                 self.journal.touched([part.partition_key, new])
 
-    # -- reads, passed through to their owners -------------------------------------------------------
-    def get(self, memory_id: str) -> Memory:
-        """The memory with this id (``MemoryRepository.get``). :raises NotFound: no such id."""
-        return self.rows.get(memory_id)
-
-    def by_rids(self, rids: list[int]) -> list[Memory]:
-        """``MemoryRepository.by_rids``."""
-        return self.rows.by_rids(rids)
-
-    def lineage(self, rids: list[int]) -> list[int]:
-        """``MemoryRepository.lineage``."""
-        return self.rows.lineage(rids)
-
-    def partitions(self) -> tuple[str, ...]:
-        """``MemoryRepository.partitions``."""
-        return self.rows.partitions()
-
-    def partitions_of(self, person_id: str) -> list[str]:
-        """``MemoryRepository.partitions_of``."""
-        return self.rows.partitions_of(person_id)
-
-    def ids_starting(self, prefix: str, limit: int = 2) -> list[str]:
-        """``MemoryRepository.ids_starting``."""
-        return self.rows.ids_starting(prefix, limit)
-
-    def count(self) -> int:
-        """``MemoryRepository.count``."""
-        return self.rows.count()
-
-    def in_written_order(self, batch: int = 1_000) -> Iterator[list[Memory]]:
-        """``MemoryRepository.in_written_order``."""
-        return self.rows.in_written_order(batch)
-
-    def learned_from(self, message_ids: list[str]) -> list[Memory]:
-        """``MemoryRepository.learned_from``."""
-        return self.rows.learned_from(message_ids)
-
-    def set_provenance(self, rid: int, provenance: Provenance) -> None:
-        """``MemoryRepository.set_provenance``."""
-        self.rows.set_provenance(rid, provenance)
-
+    # -- reads that apply a write rule -----------------------------------------------------------------
     def get_visible(self, memory_id: str, ctx: RecallContext) -> Memory:
         """A memory by id, but only if the context may see it: the model cannot reach past its scope by id."""
         memory = self.rows.get(memory_id)
@@ -372,65 +313,6 @@ class MemoryStore:
                 + " can change it"
             )
         return memory
-
-    def list_memories(
-        self,
-        partitions: tuple[str, ...] | None = None,
-        filters: RecallFilters = RecallFilters(),
-        *,
-        order: str = "recent",
-        limit: int = 20,
-        include_inactive: bool = False,
-    ) -> list[Memory]:
-        """``MemoryRepository.listing``: memories in ``partitions`` (None: all) by a named order."""
-        return self.rows.listing(partitions, filters, order, limit, include_inactive)
-
-    def recall(
-        self,
-        ctx: RecallContext,
-        query: str,
-        *,
-        filters: RecallFilters = RecallFilters(),
-        top_k: int | None = None,
-        weights: Weights | None = None,
-        channels: frozenset[Channel] = ALL_CHANNELS,
-        threshold: float | None = None,
-        reinforce: bool = True,
-        query_vector: np.ndarray | None = None,
-    ) -> list[Hit]:
-        """``MemoryRecall.recall``: hybrid recall of what ``ctx`` may see."""
-        return self.recaller.recall(
-            ctx,
-            query,
-            filters=filters,
-            top_k=top_k,
-            weights=weights,
-            channels=channels,
-            threshold=threshold,
-            reinforce=reinforce,
-            query_vector=query_vector,
-        )
-
-    def search(
-        self,
-        ctx: RecallContext,
-        query: str = "",
-        *,
-        mode: str = "hybrid",
-        filters: RecallFilters = RecallFilters(),
-        top_k: int | None = None,
-        order: str = "recent",
-    ) -> list[Memory]:
-        """``MemoryRecall.search`` (the RET-6 modes)."""
-        return self.recaller.search(ctx, query, mode=mode, filters=filters, top_k=top_k, order=order)
-
-    def note_access(self, rids: list[int]) -> None:
-        """``MemoryRecall.note_access``."""
-        self.recaller.note_access(rids)
-
-    def flush_access(self) -> int:
-        """``MemoryRecall.flush_access``."""
-        return self.recaller.flush_access()
 
     def stats(self) -> dict[str, Any]:
         """Rows, active rows, and the embedding space (the CLI's ``stats``)."""

@@ -59,7 +59,7 @@ def daily_prompts(srv) -> list[str]:
 
 def stored(rt) -> dict[str, str]:
     """content -> partition of every live memory."""
-    return {m.content: m.partition_key for m in rt.engine.memories.list_memories(None, limit=100)}
+    return {m.content: m.partition_key for m in rt.engine.memory_rows.listing(None, limit=100)}
 
 
 def audits(rt) -> list[dict]:
@@ -220,7 +220,7 @@ def stored_in(tmp_path) -> list[str]:
     from memory.engine import MemoryEngine
 
     with MemoryEngine(tmp_path / "bot.db", None) as engine:
-        return [m.content for m in engine.memories.list_memories(None, limit=100)]
+        return [m.content for m in engine.memory_rows.listing(None, limit=100)]
 
 
 async def test_a_crash_after_storing_but_before_marking_redoes_the_day_and_dedup_keeps_one_copy(rt, srv):

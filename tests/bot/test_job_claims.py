@@ -92,7 +92,7 @@ def chats(p: Process, n: int, *, touch: bool = False) -> list[str]:
 
 
 def learned(p: Process) -> list[str]:
-    return sorted(m.content for m in p.engine.memories.list_memories(None, limit=100))
+    return sorted(m.content for m in p.engine.memory_rows.listing(None, limit=100))
 
 
 async def test_two_processes_ticking_at_once_extract_every_buffered_batch_exactly_once(two, clock):

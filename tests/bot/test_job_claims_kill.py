@@ -80,7 +80,7 @@ async def test_a_process_killed_mid_extraction_has_its_batch_extracted_once_by_a
         srv.script(facts({"speaker": "P1", "subject": "pet", "content": "Alice has a pet called Zorb0"}))
         assert (await runtime.background.tick())["extracted"] == 1
         assert len(srv.chat_requests) == 2  # the batch asked about once more, and only once
-        assert [m.content for m in runtime.engine.memories.list_memories(None)] == ["Alice has a pet called Zorb0"]
+        assert [m.content for m in runtime.engine.memory_rows.listing(None)] == ["Alice has a pet called Zorb0"]
         assert runtime.background.buffer.pending() == 0 and runtime.engine.claims.holder_of(f"extract:{KEY}") is None
         assert (await runtime.background.tick())["extracted"] == 0 and len(srv.chat_requests) == 2
     finally:

@@ -47,8 +47,8 @@ async def test_a_scheduled_consolidation_merges_a_cluster_with_the_model_awaited
     model = AsyncScripted(json.dumps(MERGED))
     report = await JobRunner(engine, runner, model).run(Consolidation(engine))
     assert report is not None and (report.clusters, report.merged_rows, report.failures) == (1, 3, 0)
-    assert engine.memories.get(report.new_ids[0]).content == MERGED["content"]
-    assert all(engine.memories.get(m.id).consolidated_into == report.new_ids[0] for m in cluster)
+    assert engine.memory_rows.get(report.new_ids[0]).content == MERGED["content"]
+    assert all(engine.memory_rows.get(m.id).consolidated_into == report.new_ids[0] for m in cluster)
     assert model.calls[0]["temperature"] == 0.0
 
 
@@ -59,13 +59,13 @@ async def test_a_memory_forgotten_while_the_model_writes_the_merge_is_not_merged
     report = await JobRunner(engine, runner, AsyncScripted(json.dumps(MERGED), before=forget_one)).run(Consolidation(engine))
     assert report is not None and report.new_ids == () and report.merged_rows == 0
     assert count(engine, "memories", "content = ?", (MERGED["content"],)) == 0
-    assert all(engine.memories.get(m.id).consolidated_into is None for m in (cluster[0], cluster[2]))
+    assert all(engine.memory_rows.get(m.id).consolidated_into is None for m in (cluster[0], cluster[2]))
 
 
 async def test_a_model_that_is_down_stops_consolidation_and_merges_nothing(engine, runner, cluster):
     report = await JobRunner(engine, runner, AsyncScripted(NoAnswer("down"))).run(Consolidation(engine))
     assert report is not None and (report.merged_rows, report.failures) == (0, 1)
-    assert all(engine.memories.get(m.id).consolidated_into is None for m in cluster)
+    assert all(engine.memory_rows.get(m.id).consolidated_into is None for m in cluster)
 
 
 @dataclass(frozen=True)

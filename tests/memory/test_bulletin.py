@@ -140,11 +140,11 @@ async def test_any_deletion_or_rewording_of_a_source_memory_drops_the_bulletin(r
     await rt.orchestrator.observe(group("discord", "g1", "alice", "hello", name="Alice"))
     await rt.orchestrator.observe(group("discord", "g2", "bob", "hello", name="Bob"))
     assert await rt.bulletins.run() == 2
-    alice = engine.memories.list_memories((f"user|{ALICE}|public|{G1}",), limit=1)[0]
+    alice = engine.memory_rows.listing((f"user|{ALICE}|public|{G1}",), limit=1)[0]
     engine.memories.update(alice.id, content="Alice bakes rye bread now")  # an edit: the old words are gone
     assert Bulletins(engine).get("guild", G1) is None and Bulletins(engine).get("guild", G2) is not None
     assert await rt.bulletins.run() == 1
-    bob = engine.memories.list_memories((f"user|{BOB}|public|{G2}",), limit=1)[0]
+    bob = engine.memory_rows.listing((f"user|{BOB}|public|{G2}",), limit=1)[0]
     engine.memories.delete(bob.id)  # `companion memory delete`
     assert Bulletins(engine).get("guild", G2) is None and Bulletins(engine).get("guild", G1) is not None
 

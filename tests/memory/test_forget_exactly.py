@@ -39,7 +39,7 @@ def user_rows(rt) -> list[str]:
 
 
 def live(rt) -> list[str]:
-    return sorted(m.content for m in rt.engine.memories.list_memories(None, limit=100))
+    return sorted(m.content for m in rt.engine.memory_rows.listing(None, limit=100))
 
 
 async def batch(rt, srv, messages, answer: str) -> None:
@@ -206,16 +206,16 @@ def test_reingest_after_editing_another_part_of_the_file_does_not_bring_back_the
     notes.write_text("# Alpha\n\nAlpha says the river is wide.\n\n# Beta\n\nBeta says the bridge is red.\n\n# Gamma\n\nGamma is tall.\n")
     ingester = Ingester(engine, Target(Scope.GUILD, "discord:1"))
     assert ingester.ingest(notes).memories == 3
-    (beta,) = [m for m in engine.memories.list_memories(None, limit=10) if "bridge" in m.content]
+    (beta,) = [m for m in engine.memory_rows.listing(None, limit=10) if "bridge" in m.content]
     forget_memory(engine, beta.id)
     notes.write_text(notes.read_text().replace("Gamma is tall.", "Gamma is taller than the tower."))
     report = ingester.ingest(notes)
     assert report.memories == 1 and any("forgotten before" in r for r in report.rejected)
-    contents = sorted(m.content for m in engine.memories.list_memories(None, limit=10))
+    contents = sorted(m.content for m in engine.memory_rows.listing(None, limit=10))
     assert contents == ["Alpha says the river is wide.", "Gamma is taller than the tower."]
     notes.write_text(notes.read_text() + "\n# Delta\n\nDelta is new.\n")  # read again later: still not back
     assert ingester.ingest(notes).memories == 1
-    assert not [m for m in engine.memories.list_memories(None, limit=10) if "bridge" in m.content]
+    assert not [m for m in engine.memory_rows.listing(None, limit=10) if "bridge" in m.content]
 
 
 def test_a_merge_that_says_a_forgotten_fact_again_is_not_written(engine):
@@ -230,7 +230,7 @@ def test_a_merge_that_says_a_forgotten_fact_again_is_not_written(engine):
 
     report = consolidate(engine, complete, threshold=0.5)
     assert (report.clusters, report.new_ids, report.failures) == (1, (), 0)
-    assert {m.id for m in engine.memories.list_memories(None, limit=10)} == {a.id, b.id}
+    assert {m.id for m in engine.memory_rows.listing(None, limit=10)} == {a.id, b.id}
 
 
 def test_a_bulletin_never_reads_a_memory_that_matches_a_forgotten_fact(engine):

@@ -139,7 +139,7 @@ def test_an_edit_replaces_the_line_and_an_update_keeps_the_old_one_as_history(tm
         folder = tmp_path / "j" / "dm-alice"
         journal = (folder / today(clock)).read_text()
         assert f"m:{old.id}" in journal and f"m:{new.id}" in journal  # append-only: the superseded line stays
-        assert engine.memories.get(old.id).superseded_by == new.id
+        assert engine.memory_rows.get(old.id).superseded_by == new.id
         snapshot = (folder / SNAPSHOT).read_text()
         assert f"m:{new.id}" in snapshot and f"m:{old.id}" not in snapshot  # the snapshot is what is live
 

@@ -170,11 +170,11 @@ async def test_the_snapshot_is_the_slice_of_the_real_prompt_and_writes_nothing(r
     assert (await orchestrator.command("remember", "I keep my bees on the balcony", said)).startswith("Got it")
     srv.script("Hi!")
     await orchestrator.reply(said)  # a turn of history before the one compared
-    await rt.runner.run(rt.engine.memories.flush_access)
+    await rt.runner.run(rt.engine.recall.flush_access)
     before = await rt.runner.run(rows, tmp_path / "bot.db")
     turn, snap = await rt.runner.run(orchestrator.preview, message)
     assert await rt.runner.run(rows, tmp_path / "bot.db") == before  # no identity, name, channel state...
-    assert await rt.runner.run(rt.engine.memories.flush_access) == 0  # ...and no access count queued
+    assert await rt.runner.run(rt.engine.recall.flush_access) == 0  # ...and no access count queued
     assert "I keep my bees on the balcony" in snap.render() and snap.history
     srv.script("On the balcony.")
     await orchestrator.reply(message)

@@ -70,7 +70,7 @@ def test_delete_removes_row_vector_fts_tags_mentions_sources_and_links(engine, l
     # the link between the two survivors is theirs, not the victim's
     assert count(engine, "memory_links", "src_rid = ? AND dst_rid = ?", (later.rid, earlier.rid)) == 1
     with pytest.raises(NotFound):
-        engine.memories.get(target.id)
+        engine.memory_rows.get(target.id)
 
 
 def test_delete_drops_orphaned_entities_and_relations_and_weakens_shared_ones(engine, linked):
@@ -109,9 +109,9 @@ def test_cached_embedding_is_kept_while_another_row_has_the_same_text(engine):
 def test_deleted_memory_is_not_recalled_through_any_channel(engine, linked):
     earlier, target, later = linked
     ctx = dm_ctx("alice")
-    assert target.id in {h.row["id"] for h in engine.memories.recall(ctx, "summer festivals", threshold=0)}
+    assert target.id in {h.row["id"] for h in engine.recall.recall(ctx, "summer festivals", threshold=0)}
     engine.memories.delete(target.id)
-    hits = engine.memories.recall(ctx, "summer festivals", threshold=0)
+    hits = engine.recall.recall(ctx, "summer festivals", threshold=0)
     assert target.id not in {h.row["id"] for h in hits}
     assert {h.row["id"] for h in hits} == {earlier.id, later.id}
 
@@ -220,14 +220,14 @@ def test_forget_person_leaves_nothing_about_them(people):
     assert count(engine, "memory_entities", "name IN ('Xena', 'typewriters')") == 0
     assert count(engine, "memory_relations") == 0
     assert count(engine, "embed_cache", "content_hash = ?", (content_hash("Xena collects vintage typewriters"),)) == 0
-    assert engine.memories.recall(dm_ctx("xena"), "typewriters visa interview", threshold=0) == []
+    assert engine.recall.recall(dm_ctx("xena"), "typewriters visa interview", threshold=0) == []
     assert engine.messages.search(dm_ctx("xena"), "visa interview") == []
 
 
 def test_forget_person_keeps_everyone_else(people):
     engine = people
     forget_person(engine, ["xena"])
-    assert contents(engine.memories.list_memories(None, limit=50)) == {
+    assert contents(engine.memory_rows.listing(None, limit=50)) == {
         "Yuri brews his own ginger beer",
         "The guild meets every Thursday for board games",
     }
@@ -289,9 +289,9 @@ def test_import_memories_runs_every_row_through_the_write_rules(engine):
         "memory 3: text contains what looks like a secret (key, token, password or card number); never stored",
         "memory 4: missing field 'scope'",
     ]
-    assert contents(engine.memories.list_memories(None)) == {"Xena collects vintage typewriters", "Xena fears spiders"}
-    assert "Xena fears spiders" not in contents(engine.memories.recall(guild_ctx("g1", "xena"), "spiders", threshold=0))
-    assert "Xena fears spiders" in contents(engine.memories.recall(dm_ctx("xena"), "spiders", threshold=0))
+    assert contents(engine.memory_rows.listing(None)) == {"Xena collects vintage typewriters", "Xena fears spiders"}
+    assert "Xena fears spiders" not in contents(engine.recall.recall(guild_ctx("g1", "xena"), "spiders", threshold=0))
+    assert "Xena fears spiders" in contents(engine.recall.recall(dm_ctx("xena"), "spiders", threshold=0))
     for bad in ({"memories": "not a list"}, {"a": 1}, "text", 3):
         with pytest.raises(InvalidInput, match="not a companion export"):
             import_memories(engine, bad)
@@ -309,22 +309,22 @@ def test_export_forget_import_round_trip_restores_memories_in_their_scopes(peopl
             r["text" if table == "session_summaries" else "content"] for r in data[table]
         )
     assert import_memories(engine, data)["messages"] == 0
-    assert contents(engine.memories.recall(dm_ctx("xena"), "typewriters visa", threshold=0)) >= {
+    assert contents(engine.recall.recall(dm_ctx("xena"), "typewriters visa", threshold=0)) >= {
         "Xena collects vintage typewriters",
         "Xena is nervous about her visa interview",
     }
     assert "Xena is nervous about her visa interview" not in contents(
-        engine.memories.recall(guild_ctx("g1", "xena"), "visa interview", threshold=0)
+        engine.recall.recall(guild_ctx("g1", "xena"), "visa interview", threshold=0)
     )
 
 
 def test_round_trip_keeps_a_live_memory_whose_importance_decayed_below_one(engine):
     memory = remember(engine, "Xena once mentioned she likes rainy Sundays", scope_id="xena", importance=1)
-    engine.memories.note_access([memory.rid])
-    engine.memories.flush_access()  # accessed once, so prune would never soft-forget it
+    engine.recall.note_access([memory.rid])
+    engine.recall.flush_access()  # accessed once, so prune would never soft-forget it
     engine.clock.advance(8 * DAY)
     assert decay(engine) == 1
-    assert engine.memories.get(memory.id).importance < 1
+    assert engine.memory_rows.get(memory.id).importance < 1
     data = export_person(engine, ["xena"])
     forget_person(engine, ["xena"])
     assert import_memories(engine, data)["stored"] == 1

@@ -59,7 +59,7 @@ def test_reembed_rebuilds_every_vector_for_a_new_dimension(tmp_path, clock):
         assert count(engine, "memory_vec") == 3 and count(engine, "message_vec") == 2
         # every cached vector is the new model's
         assert {f for (f,) in engine.db.execute("SELECT DISTINCT fingerprint FROM embed_cache")} == {"test:hash-small:32"}
-        hits = engine.memories.recall(dm_ctx("xena"), "bassoon", threshold=0)
+        hits = engine.recall.recall(dm_ctx("xena"), "bassoon", threshold=0)
         assert hits[0].row["content"] == "Xena plays the bassoon badly"
         assert hits[0].cosine == pytest.approx(new.cosine("bassoon", "Xena plays the bassoon badly"), abs=1e-5)
         assert "vector" in hits[0].channels
@@ -90,7 +90,7 @@ def test_reembed_fills_vectors_for_rows_stored_while_embeddings_were_off(tmp_pat
         counts = reembed(engine, HashEmbedder(64))
         assert counts == {"memories": 3, "messages": 0}
         assert count(engine, "memory_vec") == 3
-        assert "vector" in engine.memories.recall(dm_ctx("xena"), "Icelandic", threshold=0)[0].channels
+        assert "vector" in engine.recall.recall(dm_ctx("xena"), "Icelandic", threshold=0)[0].channels
 
 
 def test_same_dimension_new_model_needs_reindex(tmp_path, clock):
@@ -134,7 +134,7 @@ def test_a_failing_embedder_still_stores_and_recalls_by_bm25(tmp_path, clock):
         say(engine, "Icelandic grammar is hard", author="xena", dm_person="xena")
         assert broken.calls  # it was tried
         assert count(engine, "memories") == 1 and count(engine, "memory_vec") == 0
-        hits = engine.memories.recall(dm_ctx("xena"), "learning Icelandic", threshold=0)
+        hits = engine.recall.recall(dm_ctx("xena"), "learning Icelandic", threshold=0)
         assert [h.row["id"] for h in hits] == [memory.id]
         assert hits[0].cosine is None and "fts" in hits[0].channels and hits[0].relevance == 1.0
         assert contents(engine.messages.search(dm_ctx("xena"), "Icelandic grammar")) == {"Icelandic grammar is hard"}
@@ -153,7 +153,7 @@ def test_an_embedder_returning_the_wrong_shape_is_a_dimension_mismatch(tmp_path,
         assert count(engine, "embed_cache") == 0  # a bad vector is never cached
         remember(engine, "Xena keeps bees on the roof", scope_id="xena")  # stored without a vector
         assert count(engine, "memory_vec") == 0
-        assert contents(engine.memories.recall(dm_ctx("xena"), "bees", threshold=0)) == {"Xena keeps bees on the roof"}
+        assert contents(engine.recall.recall(dm_ctx("xena"), "bees", threshold=0)) == {"Xena keeps bees on the roof"}
 
 
 def test_non_finite_vectors_are_refused(tmp_path, clock):
@@ -170,7 +170,7 @@ def test_embeddings_off_means_no_vectors_and_bm25_recall(bm25_engine):
     remember(bm25_engine, FACTS[1], scope_id="xena")
     assert not bm25_engine.embeddings.available
     assert count(bm25_engine, "memory_vec") == 0
-    hits = bm25_engine.memories.recall(dm_ctx("xena"), "beehives roof")
+    hits = bm25_engine.recall.recall(dm_ctx("xena"), "beehives roof")
     assert [h.row["content"] for h in hits] == [FACTS[0]]  # default threshold 0.5 keeps only the text match
     assert bm25_engine.embeddings.embed_query("anything") is None
     with pytest.raises(EmbeddingError, match="disabled"):
@@ -190,20 +190,20 @@ def test_vector_search_sees_rows_committed_by_another_connection(tmp_path, clock
     vector_only = frozenset({Channel.VECTOR})
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(), clock) as bot:
         remember(bot, FACTS[0], scope_id="xena")
-        assert contents(bot.memories.recall(dm_ctx("xena"), "beehives", threshold=0, channels=vector_only)) == {FACTS[0]}
-        assert contents(bot.memories.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only)) == set()
+        assert contents(bot.recall.recall(dm_ctx("xena"), "beehives", threshold=0, channels=vector_only)) == {FACTS[0]}
+        assert contents(bot.recall.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only)) == set()
         with MemoryEngine(tmp_path / "m.db", HashEmbedder(), clock) as cli:  # e.g. `companion memory add`
             added = remember(cli, FACTS[1], scope_id="xena")
-        assert FACTS[1] in contents(bot.memories.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only))
+        assert FACTS[1] in contents(bot.recall.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only))
         with MemoryEngine(tmp_path / "m.db", HashEmbedder(), clock) as cli:
             cli.memories.delete(added.id)
-        assert FACTS[1] not in contents(bot.memories.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only))
+        assert FACTS[1] not in contents(bot.recall.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only))
 
 
 def test_recall_falls_back_to_vectors_when_the_fts_index_is_broken(engine):
     for fact in FACTS:
         remember(engine, fact, scope_id="xena")
     engine.db.execute("DROP TABLE memory_fts")  # a damaged index
-    hits = engine.memories.recall(dm_ctx("xena"), "bassoon", threshold=0)
+    hits = engine.recall.recall(dm_ctx("xena"), "bassoon", threshold=0)
     assert hits[0].row["content"] == "Xena plays the bassoon badly"
     assert all("fts" not in h.channels for h in hits) and hits[0].text_score == 0.0

@@ -90,7 +90,7 @@ def test_the_match_expression_built_from_any_user_text_is_valid_fts(seeded, name
     """The sanitised MATCH expression runs against the real index (an FTS syntax error would raise here)."""
     query = HOSTILE[name]
     ptokens = (partition_token("user|xena|public|g1"), partition_token("guild|g1|public"), partition_token("guild|g1"))
-    for corpus in (seeded.memories.corpus, seeded.messages.corpus):
+    for corpus in (seeded.memory_rows.corpus, seeded.messages.corpus):
         for scoped in ((), ptokens):
             expr = corpus.fts.match(query, scoped)
             if expr is None:
@@ -107,7 +107,7 @@ def test_recall_and_message_search_survive_and_change_nothing(seeded, name):
     query = HOSTILE[name]
     before = snapshot(seeded)
     ctx = guild_ctx("g1", "xena")
-    hits = seeded.memories.recall(ctx, query, threshold=0, reinforce=False)
+    hits = seeded.recall.recall(ctx, query, threshold=0, reinforce=False)
     messages = seeded.messages.search(ctx, query)
     assert snapshot(seeded) == before
     if name in MUST_FIND:
@@ -129,7 +129,7 @@ def test_tools_answer_hostile_queries_without_error(seeded, name):
             assert not out.startswith("Error"), (tool, out)
         else:  # empty / unencodable text is a validation error for the model, never a crash
             assert out.startswith("Error:") and "failed unexpectedly" not in out, (tool, out)
-    seeded.memories.flush_access()  # the reads' reinforcement is the only write allowed
+    seeded.recall.flush_access()  # the reads' reinforcement is the only write allowed
     after = snapshot(seeded)
     for row in after["memories"]:
         row.pop("access_count"), row.pop("last_accessed_at")
@@ -141,7 +141,7 @@ def test_tools_answer_hostile_queries_without_error(seeded, name):
 @query_params
 def test_bm25_only_engine_survives_hostile_queries(bm25_engine, name):
     remember(bm25_engine, "Xena flies paper kites with lanterns at dusk", scope_id="xena")
-    hits = bm25_engine.memories.recall(dm_ctx("xena"), HOSTILE[name], threshold=0)
+    hits = bm25_engine.recall.recall(dm_ctx("xena"), HOSTILE[name], threshold=0)
     if name in MUST_FIND:
         assert hits[0].row["content"].startswith("Xena flies") and hits[0].relevance == 1.0
 
@@ -162,10 +162,10 @@ def test_a_memory_full_of_fts_syntax_is_found_by_its_plain_words(engine, content
     remember(engine, "Yuri bakes sourdough every weekend", scope_id="xena")
     stored = remember(engine, content, scope_id="xena")
     assert stored.content == content  # stored verbatim, never "escaped" into something else
-    hits = engine.memories.recall(dm_ctx("xena"), plain_words, threshold=0)
+    hits = engine.recall.recall(dm_ctx("xena"), plain_words, threshold=0)
     assert hits[0].row["id"] == stored.id and "fts" in hits[0].channels
     # and searching with the hostile text itself works too
-    assert stored.id in {h.row["id"] for h in engine.memories.recall(dm_ctx("xena"), content, threshold=0)}
+    assert stored.id in {h.row["id"] for h in engine.recall.recall(dm_ctx("xena"), content, threshold=0)}
     assert count(engine, "memories") == 2
 
 
@@ -173,21 +173,21 @@ def test_sql_injection_text_is_data_everywhere(engine):
     payload = "Robert'); DROP TABLE memories; -- says hi"
     stored = remember(engine, payload, subject=payload, scope_id="bobby", tags=("x'); DROP TABLE memory_tags; --",))
     say(engine, payload, author="bobby", dm_person="bobby", author_name=payload)
-    assert engine.memories.get(stored.id).subject == payload
+    assert engine.memory_rows.get(stored.id).subject == payload
     assert engine.db.scalar("SELECT content FROM messages") == payload
     assert count(engine, "memories") == 1 and count(engine, "memory_tags") == 1
     assert contents(engine.messages.search(dm_ctx("bobby"), "Robert says hi")) == {payload}
 
 
 def test_stop_word_only_query_uses_no_fts_but_still_recalls_by_vector(seeded):
-    corpus = seeded.memories.corpus
+    corpus = seeded.memory_rows.corpus
     assert corpus.fts.match("the and of is it to") is None
-    hits = seeded.memories.recall(guild_ctx("g1", "xena"), "the and of is it to", threshold=0)
+    hits = seeded.recall.recall(guild_ctx("g1", "xena"), "the and of is it to", threshold=0)
     assert hits and all("fts" not in h.channels for h in hits)
 
 
 def test_every_term_reaches_fts_quoted(seeded):
-    expr = seeded.memories.corpus.fts.match('kites NEAR(x y) AND "lanterns', ("kabc",))
+    expr = seeded.memory_rows.corpus.fts.match('kites NEAR(x y) AND "lanterns', ("kabc",))
     assert expr == '("kites" OR "near" OR "lanterns") AND ptoken : (kabc)'
 
 
@@ -207,7 +207,7 @@ def test_every_write_path_keeps_the_text_indexes_in_step_with_their_rows(engine,
         ]
     )
     consolidate(engine, ScriptedCompleter(json.dumps({"subject": "Zelda's pets", "content": "Zelda adopted a cat and a dog"})))
-    kites = next(m for m in engine.memories.list_memories(None) if m.subject == "kites")
+    kites = next(m for m in engine.memory_rows.listing(None) if m.subject == "kites")
     engine.memories.update(kites.id, content="Zelda collects paper kites")
     engine.memories.delete(pets[0].id)
     say(engine, "Yuki waves hello", author="yuki", dm_person="zelda")
@@ -215,7 +215,7 @@ def test_every_write_path_keeps_the_text_indexes_in_step_with_their_rows(engine,
     engine.messages.delete_rids([r for (r,) in engine.db.execute("SELECT rid FROM messages WHERE author_id = 'yuki'")])
 
     _index_matches_rows(engine)
-    assert contents(engine.memories.recall(dm_ctx("zelda"), "paper kites", threshold=0))
+    assert contents(engine.recall.recall(dm_ctx("zelda"), "paper kites", threshold=0))
     assert fts_rids(engine, "lanterns", "message_fts")
 
 
@@ -241,7 +241,7 @@ def test_a_file_written_by_the_per_row_trigger_schema_upgrades_and_stays_searcha
 
     with MemoryEngine(path, HashEmbedder(), clock) as engine:
         remember(engine, "Yuri restores wooden canoes", scope_id="yuri")
-        assert contents(engine.memories.recall(dm_ctx("yuri"), "wooden", threshold=0)) == {
+        assert contents(engine.recall.recall(dm_ctx("yuri"), "wooden", threshold=0)) == {
             "Yuri sails old wooden boats",
             "Yuri restores wooden canoes",
         }

@@ -43,7 +43,7 @@ def zipf(bm25_engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> Corpus:
     )
     monkeypatch.setattr(fts, "RARE_FIRST_ROWS", 0)
     monkeypatch.setattr(fts, "COMMON_SHARE", 0.05)
-    return bm25_engine.memories.corpus
+    return bm25_engine.memory_rows.corpus
 
 
 def _queries(n: int) -> list[str]:

@@ -28,11 +28,11 @@ def test_an_expired_memory_is_neither_recalled_nor_listed(engine, clock):
     ctx = dm_ctx("alice")
     short = remember(engine, "Alice is at the dentist this afternoon", scope_id="alice", ttl=clock.now() + 6 * 3600)
     lasting = remember(engine, "Alice is afraid of dentists", scope_id="alice")
-    assert contents(engine.memories.recall(ctx, "dentist", threshold=0)) == {short.content, lasting.content}
+    assert contents(engine.recall.recall(ctx, "dentist", threshold=0)) == {short.content, lasting.content}
     clock.advance(6 * 3600 + 1)
-    assert contents(engine.memories.recall(ctx, "dentist", threshold=0)) == {lasting.content}
-    assert contents(engine.memories.list_memories(ctx.memory_partitions())) == {lasting.content}
-    assert contents(engine.memories.list_memories(ctx.memory_partitions(), include_inactive=True)) == {short.content, lasting.content}
+    assert contents(engine.recall.recall(ctx, "dentist", threshold=0)) == {lasting.content}
+    assert contents(engine.memory_rows.listing(ctx.memory_partitions())) == {lasting.content}
+    assert contents(engine.memory_rows.listing(ctx.memory_partitions(), include_inactive=True)) == {short.content, lasting.content}
     assert count(engine, "memories") == 2  # expiry hides, it does not delete
 
 
@@ -51,7 +51,7 @@ def test_tool_ttl_strings_set_an_expiry(engine, clock, ttl, seconds):
             "memory_store", json.dumps({"type": "event", "subject": "Alice", "content": "Alice is house-sitting for her aunt", "ttl": ttl})
         )
     )
-    assert engine.memories.get(out["id"]).ttl == clock.now() + seconds
+    assert engine.memory_rows.get(out["id"]).ttl == clock.now() + seconds
     clock.advance(seconds - 1)
     assert "house-sitting" in tools.call("memory_search", json.dumps({"query": "house-sitting"}))
     clock.advance(2)
@@ -97,13 +97,13 @@ def test_consolidation_merges_a_cluster_into_one_row(engine, pets, clock):
 
     assert (report.clusters, report.merged_rows, report.failures) == (1, 3, 0)
     assert progress == [(1, 1)]
-    merged = engine.memories.get(report.new_ids[0])
+    merged = engine.memory_rows.get(report.new_ids[0])
     assert merged.content == MERGED["content"] and merged.subject == "Alice's pets"
     assert merged.source == Source.CONSOLIDATION and merged.importance == 7  # max(3, 7, 5, model's 4)
     assert merged.tags == ("pets",) and merged.type == MemoryType.SEMANTIC
     for m in originals:
-        assert engine.memories.get(m.id).consolidated_into == merged.id
-    assert engine.memories.get(other.id).consolidated_into is None
+        assert engine.memory_rows.get(m.id).consolidated_into == merged.id
+    assert engine.memory_rows.get(other.id).consolidated_into is None
     assert count(engine, "memory_vec", "rowid = ?", (merged.rid,)) == 1
 
     # the model saw the originals as data, at temperature 0
@@ -115,9 +115,9 @@ def test_consolidated_originals_are_excluded_from_recall_and_listing(engine, pet
     originals, other = pets
     report = consolidate(engine, ScriptedCompleter(json.dumps(MERGED)))
     ctx = dm_ctx("alice")
-    recalled = contents(engine.memories.recall(ctx, "Alice adopted a pet from the shelter", threshold=0))
+    recalled = contents(engine.recall.recall(ctx, "Alice adopted a pet from the shelter", threshold=0))
     assert recalled == {MERGED["content"], OTHER}
-    assert contents(engine.memories.list_memories(ctx.memory_partitions())) == {MERGED["content"], OTHER}
+    assert contents(engine.memory_rows.listing(ctx.memory_partitions())) == {MERGED["content"], OTHER}
     tool = json.loads(MemoryTools(engine, ctx).call("memory_recall", json.dumps({"includeConsolidated": True})))
     assert {r["content"] for r in tool["results"]} == {*PETS, MERGED["content"], OTHER}
     assert report.new_ids
@@ -126,7 +126,7 @@ def test_consolidated_originals_are_excluded_from_recall_and_listing(engine, pet
 def test_consolidation_relinks_mentions_to_the_merged_row(engine, pets):
     originals, _ = pets
     report = consolidate(engine, ScriptedCompleter(json.dumps(MERGED)))
-    merged = engine.memories.get(report.new_ids[0])
+    merged = engine.memory_rows.get(report.new_ids[0])
     mentioned = {
         n
         for (n,) in engine.db.execute(

@@ -25,7 +25,7 @@ def _fill(engine: MemoryEngine, person: str, vectors: np.ndarray) -> tuple[str, 
     ids = engine.memories.insert_batch(
         [(NewMemory(content=f"{person} note {i}", subject="notes", scope=Scope.USER, scope_id=person), v) for i, v in enumerate(vectors)]
     )
-    rows = [engine.memories.get(i) for i in ids]
+    rows = [engine.memory_rows.get(i) for i in ids]
     return rows[0].partition_key, [r.rid for r in rows]
 
 
@@ -92,7 +92,7 @@ def test_a_context_larger_than_the_budget_gets_the_same_answers_through_vec0(eng
 
 
 def test_rows_written_while_a_partition_is_loaded_show_up_in_its_searches(engine, embedder, people):
-    vectors = engine.memories.corpus.vectors  # the engine's own index: its writes reach the mirror
+    vectors = engine.memory_rows.corpus.vectors  # the engine's own index: its writes reach the mirror
     key, _, stored = people["alice"]
     vectors.search(stored[0], (key,), 1)
     assert key in vectors.loaded_partitions()
@@ -114,7 +114,7 @@ def test_the_budget_comes_from_the_setting(tmp_path, monkeypatch):
     engine = open_engine(settings, None)
     try:
         assert engine.mirror_budget.max_bytes == 64 * 1024 * 1024
-        assert engine.memories.corpus.vectors.budget is engine.messages.corpus.vectors.budget
+        assert engine.memory_rows.corpus.vectors.budget is engine.messages.corpus.vectors.budget
     finally:
         engine.close()
     monkeypatch.delenv("COMPANION_VECTOR_MIRROR_MB")
@@ -155,7 +155,7 @@ def test_a_rewritten_row_moves_to_the_end_and_is_still_found_by_rowid(engine, em
 def test_rows_another_process_adds_to_a_loaded_partition_are_found_and_counted(engine, embedder, people, tmp_path):
     """The store grows under a loaded partition through another connection (the CLI, an ingest): the mirror
     notices the commit, drops what it held and loads the partition again, with the new rows, once."""
-    vectors = engine.memories.corpus.vectors
+    vectors = engine.memory_rows.corpus.vectors
     key, _, stored = people["alice"]
     vectors.search(stored[0], (key,), 1)
     before = engine.mirror_budget.used
@@ -173,7 +173,7 @@ def test_rows_another_process_adds_to_a_loaded_partition_are_found_and_counted(e
 
 
 def test_a_loaded_partition_that_grows_past_the_budget_pushes_out_the_least_recently_searched(engine, embedder, people):
-    vectors = engine.memories.corpus.vectors
+    vectors = engine.memory_rows.corpus.vectors
     vectors.budget.max_bytes = 2 * _partition_bytes(embedder.dim) + 1024  # alice and bob, barely
     alice, bob = people["alice"][0], people["bob"][0]
     vectors.search(people["bob"][2][0], (bob,), 1)
@@ -191,7 +191,7 @@ def test_a_loaded_partition_that_grows_past_the_budget_pushes_out_the_least_rece
 
 
 def test_a_budget_of_zero_searches_everything_through_vec0(engine, embedder, people):
-    vectors = engine.memories.corpus.vectors
+    vectors = engine.memory_rows.corpus.vectors
     vectors.budget.max_bytes = 0
     vectors.invalidate()
     for person in ("alice", "bob", "carol"):

@@ -46,7 +46,7 @@ def test_reopening_keeps_data_and_does_not_migrate_twice(tmp_path, clock):
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(), clock) as engine:
         memory = remember(engine, "Alice keeps a diary", scope_id="alice")
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(), clock) as engine:
-        assert engine.memories.get(memory.id).content == "Alice keeps a diary"
+        assert engine.memory_rows.get(memory.id).content == "Alice keeps a diary"
         assert count(engine, "schema_version") == len(MIGRATIONS)
 
 
@@ -61,5 +61,5 @@ def test_backup_is_a_complete_copy(engine, tmp_path, clock):
     remember(engine, "Alice keeps a diary", scope_id="alice")
     engine.db.backup_to(tmp_path / "copy.db")
     with MemoryEngine(tmp_path / "copy.db", HashEmbedder(), clock) as copy:
-        assert [m.content for m in copy.memories.list_memories(None)] == ["Alice keeps a diary"]
+        assert [m.content for m in copy.memory_rows.listing(None)] == ["Alice keeps a diary"]
         assert count(copy, "memory_vec") == 1

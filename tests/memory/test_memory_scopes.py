@@ -155,7 +155,7 @@ def test_recall_returns_exactly_the_visible_partitions(world, ctx_name, mirror):
     # the same file, read through the in-process numpy mirror or through vec0 KNN queries
     with MemoryEngine(world[0].db.path, HashEmbedder(), FakeClock(), vector_mirror=mirror) as engine:
         ctx, expected = context(engine, ctx_name), CONTEXTS[ctx_name][1]
-        hits = engine.memories.recall(ctx, "kites", threshold=0, top_k=50, reinforce=False)
+        hits = engine.recall.recall(ctx, "kites", threshold=0, top_k=50, reinforce=False)
         assert labels_of(contents(hits)) == expected
         assert all("vector" in h.channels for h in hits)
 
@@ -164,7 +164,7 @@ def test_recall_returns_exactly_the_visible_partitions(world, ctx_name, mirror):
 def test_bm25_only_recall_is_scoped_too(world, ctx_name):
     with MemoryEngine(world[0].db.path, None, FakeClock()) as engine:
         ctx, expected = context(engine, ctx_name), CONTEXTS[ctx_name][1]
-        hits = engine.memories.recall(ctx, "kites", threshold=0, top_k=50, reinforce=False)
+        hits = engine.recall.recall(ctx, "kites", threshold=0, top_k=50, reinforce=False)
         assert labels_of(contents(hits)) == expected
         assert all(h.cosine is None and "fts" in h.channels for h in hits)
 
@@ -173,7 +173,7 @@ def test_bm25_only_recall_is_scoped_too(world, ctx_name):
 def test_list_shows_exactly_the_visible_partitions(world, ctx_name):
     engine, _ = world
     ctx, expected = context(engine, ctx_name), CONTEXTS[ctx_name][1]
-    assert labels_of(contents(engine.memories.list_memories(ctx.memory_partitions(), limit=100))) == expected
+    assert labels_of(contents(engine.memory_rows.listing(ctx.memory_partitions(), limit=100))) == expected
 
 
 @ctx_params
@@ -231,14 +231,14 @@ def test_visible_memories_change_only_for_their_owner(tmp_path, ctx_name, tool):
             before = snapshot(engine)
             args = {"id": ids[label]} | ({} if tool == "memory_delete" else {"content": f"{label} was edited here"})
             if tool == "memory_delete":  # a delete acts only on a strong match of this turn's search
-                tools.call("memory_search", {"query": engine.memories.get(ids[label]).content})
+                tools.call("memory_search", {"query": engine.memory_rows.get(ids[label]).content})
             out = tools.call(tool, json.dumps(args))
             if owns(ctx, label):
                 assert not out.startswith("Error"), (label, out)
                 assert (
                     (count(engine, "memories", "id = ?", (ids[label],)) == 0)
                     if tool == "memory_delete"
-                    else engine.memories.get(ids[label]).content == f"{label} was edited here"
+                    else engine.memory_rows.get(ids[label]).content == f"{label} was edited here"
                 )
             else:
                 assert out.startswith("Error:") and "not yours" in out, (label, out)
@@ -310,7 +310,7 @@ def test_a_participant_s_private_memories_stay_out_of_a_guild(world):
 def test_what_a_person_says_in_one_server_does_not_follow_them_into_another(world):
     """Finding 4: 'keep this inside this support group' must not surface in X's other server."""
     engine, ids = world
-    hits = engine.memories.recall(context(engine, "guildB_x"), "kites", threshold=0, top_k=50, reinforce=False)
+    hits = engine.recall.recall(context(engine, "guildB_x"), "kites", threshold=0, top_k=50, reinforce=False)
     assert "here_x_A" not in labels_of(contents(hits)) and "here_x_B" in labels_of(contents(hits))
 
 
@@ -341,7 +341,7 @@ def test_memory_store_binds_the_conversation_scope(engine, ctx, scope, scope_id,
     out = MemoryTools(engine, ctx).call(
         "memory_store", json.dumps({"type": "fact", "subject": "Xena", "content": "Xena keeps bees on her roof"})
     )
-    stored = engine.memories.get(json.loads(out)["id"])
+    stored = engine.memory_rows.get(json.loads(out)["id"])
     assert (stored.scope, stored.scope_id, stored.visibility, stored.guild_id) == (scope, scope_id, visibility, guild)
 
 
@@ -349,9 +349,9 @@ def test_a_fact_told_in_a_dm_never_reaches_a_guild(engine):
     MemoryTools(engine, dm_ctx(X)).call(
         "memory_store", json.dumps({"type": "fact", "subject": "Xena", "content": "Xena is recovering from surgery"})
     )
-    assert contents(engine.memories.recall(dm_ctx(X), "surgery", threshold=0)) == {"Xena is recovering from surgery"}
+    assert contents(engine.recall.recall(dm_ctx(X), "surgery", threshold=0)) == {"Xena is recovering from surgery"}
     for ctx in (guild_ctx(GA, X), guild_ctx(GA, Y, X), dm_ctx(Y), dm_ctx(OWNER, owner=True)):
-        assert engine.memories.recall(ctx, "surgery", threshold=0) == []
+        assert engine.recall.recall(ctx, "surgery", threshold=0) == []
 
 
 def test_the_model_cannot_choose_the_scope(engine):

@@ -36,22 +36,22 @@ def row_of(engine, memory_id):
 @pytest.mark.parametrize("access", [0, 3, 40])
 def test_temporal_follows_the_seed_formula(engine, clock, days, access):
     memory = remember(engine, "Alice went to a jazz concert", scope_id="alice")
-    engine.memories.note_access([memory.rid] * access)
-    engine.memories.flush_access()
+    engine.recall.note_access([memory.rid] * access)
+    engine.recall.flush_access()
     clock.advance(days * DAY)
     row = row_of(engine, memory.id)
     assert row["access_count"] == access
-    got = engine.memories.retriever.temporal(row, engine.knobs.get("memories"), clock.now())
+    got = engine.recall.retriever.temporal(row, engine.knobs.get("memories"), clock.now())
     assert got == pytest.approx(seed_temporal(days, access), rel=1e-12)
 
 
 def test_temporal_counts_days_since_the_last_access(engine, clock):
     memory = remember(engine, "Alice went to a jazz concert", scope_id="alice")
     clock.advance(20 * DAY)
-    engine.memories.note_access([memory.rid])
-    engine.memories.flush_access()
+    engine.recall.note_access([memory.rid])
+    engine.recall.flush_access()
     clock.advance(2 * DAY)
-    got = engine.memories.retriever.temporal(row_of(engine, memory.id), engine.knobs.get("memories"), clock.now())
+    got = engine.recall.retriever.temporal(row_of(engine, memory.id), engine.knobs.get("memories"), clock.now())
     assert got == pytest.approx(seed_temporal(2, 1))
 
 
@@ -59,14 +59,14 @@ def test_temporal_counts_days_since_the_last_access(engine, clock):
 def test_exempt_kinds_never_fade(engine, clock, kind):
     memory = remember(engine, "Alice is a retired marine biologist", scope_id="alice", kind=kind)
     clock.advance(400 * DAY)
-    assert engine.memories.retriever.temporal(row_of(engine, memory.id), engine.knobs.get("memories"), clock.now()) == 1.0
+    assert engine.recall.retriever.temporal(row_of(engine, memory.id), engine.knobs.get("memories"), clock.now()) == 1.0
 
 
 def test_a_changed_decay_rate_is_used(engine, clock):
     memory = remember(engine, "Alice went to a jazz concert", scope_id="alice")
     engine.knobs.update("memories", {"decay_rate": 0.5, "access_bonus": 0.0})
     clock.advance(3 * DAY)
-    got = engine.memories.retriever.temporal(row_of(engine, memory.id), engine.knobs.get("memories"), clock.now())
+    got = engine.recall.retriever.temporal(row_of(engine, memory.id), engine.knobs.get("memories"), clock.now())
     assert got == pytest.approx(math.exp(-1.5))
 
 
@@ -83,7 +83,7 @@ def scored(engine, clock):
 
 
 def test_score_is_the_weighted_sum_of_relevance_recency_and_importance(scored, clock, embedder):
-    hits = scored.memories.recall(CTX, "chess club", threshold=0)
+    hits = scored.recall.recall(CTX, "chess club", threshold=0)
     assert len(hits) == 3
     for h in hits:
         row = h.row
@@ -98,8 +98,8 @@ def test_score_is_the_weighted_sum_of_relevance_recency_and_importance(scored, c
 
 
 def test_default_threshold_drops_weak_hits(scored):
-    all_hits = scored.memories.recall(CTX, "chess club", threshold=0)
-    default = scored.memories.recall(CTX, "chess club")
+    all_hits = scored.recall.recall(CTX, "chess club", threshold=0)
+    default = scored.recall.recall(CTX, "chess club")
     assert [h.row["id"] for h in default] == [h.row["id"] for h in all_hits if h.score >= 0.5]
     assert len(default) < len(all_hits)
 
@@ -107,7 +107,7 @@ def test_default_threshold_drops_weak_hits(scored):
 def test_bm25_only_relevance_is_the_normalised_text_score(bm25_engine):
     remember(bm25_engine, "Alice plays chess every Tuesday at the club", scope_id="alice")
     remember(bm25_engine, "Alice is teaching her nephew chess openings", scope_id="alice")
-    hits = bm25_engine.memories.recall(CTX, "chess club", threshold=0)
+    hits = bm25_engine.recall.recall(CTX, "chess club", threshold=0)
     assert [h.text_score for h in hits][0] == 1.0 and 0 < hits[1].text_score < 1
     assert all(h.cosine is None and h.relevance == h.text_score for h in hits)
 
@@ -116,9 +116,9 @@ def test_a_per_call_weight_override_changes_the_ranking(engine, clock):
     important = remember(engine, "Alice's passport expires in March", scope_id="alice", importance=10)
     clock.advance(200 * DAY)
     relevant = remember(engine, "Alice loves rock climbing and bouldering", scope_id="alice", importance=1)
-    default = engine.memories.recall(CTX, "rock climbing", threshold=0)
+    default = engine.recall.recall(CTX, "rock climbing", threshold=0)
     assert default[0].row["id"] == relevant.id
-    by_importance = engine.memories.recall(CTX, "rock climbing", threshold=0, weights=Weights(semantic=0, recency=0, importance=1))
+    by_importance = engine.recall.recall(CTX, "rock climbing", threshold=0, weights=Weights(semantic=0, recency=0, importance=1))
     assert by_importance[0].row["id"] == important.id
     assert by_importance[0].score == pytest.approx(1.0)
 
@@ -145,10 +145,10 @@ def test_the_tool_passes_weights_through(engine, clock):
 # -- fusion and knobs (hot reload) ------------------------------------------------------------------------
 def test_rrf_fusion_is_switched_on_by_a_knob_without_restart(engine, embedder):
     memory = remember(engine, "Alice grows tomatoes on her balcony", scope_id="alice")
-    before = engine.memories.recall(CTX, "tomatoes balcony", threshold=0)[0]
+    before = engine.recall.recall(CTX, "tomatoes balcony", threshold=0)[0]
     assert before.relevance == pytest.approx(0.7 * before.cosine + 0.3 * 1.0)
     assert engine.knobs.update("memories", {"fusion": "rrf"}).fusion is Fusion.RRF
-    after = engine.memories.recall(CTX, "tomatoes balcony", threshold=0)[0]
+    after = engine.recall.recall(CTX, "tomatoes balcony", threshold=0)[0]
     assert after.row["id"] == memory.id
     # rank 0 in both the vector and the FTS channel: 2 / (60 + 1), scaled by (60 + 1) / 2
     assert after.relevance == pytest.approx(1.0)
@@ -158,7 +158,7 @@ def test_rrf_fusion_is_switched_on_by_a_knob_without_restart(engine, embedder):
 def test_rrf_relevance_from_one_channel_is_half(engine):
     remember(engine, "Alice grows tomatoes on her balcony", scope_id="alice")
     engine.knobs.update("memories", {"fusion": "rrf"})
-    (hit,) = engine.memories.recall(CTX, "zzzz unrelated", threshold=0)  # found by the vector and recent channels only
+    (hit,) = engine.recall.recall(CTX, "zzzz unrelated", threshold=0)  # found by the vector and recent channels only
     assert "fts" not in hit.channels and "vector" in hit.channels
     assert hit.relevance == pytest.approx(0.5)
 
@@ -170,7 +170,7 @@ def test_knobs_changed_by_another_process_apply_on_the_next_recall(engine, tmp_p
     other.knobs.update("memories", {"fusion": "rrf", "top_k": 3})
     other.close()
     assert engine.knobs.get("memories").fusion is Fusion.RRF and engine.knobs.get("memories").top_k == 3
-    assert engine.memories.recall(CTX, "tomatoes balcony", threshold=0)[0].relevance == pytest.approx(1.0)
+    assert engine.recall.recall(CTX, "tomatoes balcony", threshold=0)[0].relevance == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(
@@ -202,10 +202,10 @@ def test_mmr_keeps_a_near_copy_from_crowding_out_the_rest(engine):
     remember(engine, text, scope_id="alice")
     remember(engine, text, scope_id="alice", visibility=Visibility.PRIVATE)  # the same fact, in her DM partition
     other = remember(engine, "Alice loves hiking near the lake", scope_id="alice")
-    plain = engine.memories.recall(CTX, "Alice loves hiking in the alps", threshold=0, top_k=2)
+    plain = engine.recall.recall(CTX, "Alice loves hiking in the alps", threshold=0, top_k=2)
     assert contents(plain) == {text}
     engine.knobs.update("memories", {"mmr": True})
-    diverse = engine.memories.recall(CTX, "Alice loves hiking in the alps", threshold=0, top_k=2)
+    diverse = engine.recall.recall(CTX, "Alice loves hiking in the alps", threshold=0, top_k=2)
     assert contents(diverse) == {text, other.content}
 
 
@@ -214,26 +214,26 @@ def test_recall_queues_access_and_flush_applies_it_in_one_batch(engine, clock):
     a = remember(engine, "Alice collects vinyl records", scope_id="alice")
     b = remember(engine, "Alice's favourite band is Portishead", scope_id="alice")
     clock.advance(DAY)
-    hits = engine.memories.recall(CTX, "vinyl records", threshold=0)
-    engine.memories.recall(CTX, "vinyl", threshold=0, top_k=1)
+    hits = engine.recall.recall(CTX, "vinyl records", threshold=0)
+    engine.recall.recall(CTX, "vinyl", threshold=0, top_k=1)
     assert {h.row["id"] for h in hits} == {a.id, b.id}
     assert row_of(engine, a.id)["access_count"] == 0  # nothing written on the reply path
-    assert engine.memories.flush_access() == 2
+    assert engine.recall.flush_access() == 2
     assert (row_of(engine, a.id)["access_count"], row_of(engine, a.id)["last_accessed_at"]) == (2, clock.now())
     assert (row_of(engine, b.id)["access_count"], row_of(engine, b.id)["last_accessed_at"]) == (1, clock.now())
-    assert engine.memories.flush_access() == 0
+    assert engine.recall.flush_access() == 0
 
 
 def test_recall_without_reinforce_queues_nothing(engine):
     a = remember(engine, "Alice collects vinyl records", scope_id="alice")
-    engine.memories.recall(CTX, "vinyl", threshold=0, reinforce=False)
-    assert engine.memories.flush_access() == 0 and row_of(engine, a.id)["access_count"] == 0
+    engine.recall.recall(CTX, "vinyl", threshold=0, reinforce=False)
+    assert engine.recall.flush_access() == 0 and row_of(engine, a.id)["access_count"] == 0
 
 
 def test_closing_the_engine_flushes_pending_access(tmp_path, embedder, clock):
     engine = MemoryEngine(tmp_path / "m.db", embedder, clock)
     a = remember(engine, "Alice collects vinyl records", scope_id="alice")
-    engine.memories.recall(CTX, "vinyl", threshold=0)
+    engine.recall.recall(CTX, "vinyl", threshold=0)
     engine.close()
     with MemoryEngine(tmp_path / "m.db", embedder, clock) as again:
         assert row_of(again, a.id)["access_count"] == 1
@@ -248,8 +248,8 @@ def test_decay_only_touches_rows_unaccessed_for_a_week_and_not_exempt(engine, cl
     profile = remember(engine, "Alice is a nurse", scope_id="alice", importance=5, kind=FactKind.PROFILE)
     young = None
     clock.advance(3 * DAY)
-    engine.memories.note_access([touched.rid])
-    engine.memories.flush_access()
+    engine.recall.note_access([touched.rid])
+    engine.recall.flush_access()
     clock.advance(5 * DAY)  # day 8: stale unaccessed 8 days, touched 5 days ago
     young = remember(engine, "Alice started a new job", scope_id="alice", importance=5)
     assert decay(engine) == 1
@@ -264,8 +264,8 @@ def test_prune_soft_forgets_unimportant_unused_old_rows(engine, clock):
     doomed = remember(engine, "Alice mentioned the weather was grey", scope_id="alice", importance=1)
     used = remember(engine, "Alice mentioned a grey cat outside", scope_id="alice", importance=1)
     kept = remember(engine, "Alice mentioned her grey scarf", scope_id="alice", importance=3)
-    engine.memories.note_access([used.rid])
-    engine.memories.flush_access()
+    engine.recall.note_access([used.rid])
+    engine.recall.flush_access()
     clock.advance(8 * DAY)
     decay(engine)  # doomed and used both fall below 1
     assert row_of(engine, doomed.id)["importance"] < 1 and row_of(engine, used.id)["importance"] < 1
@@ -278,8 +278,8 @@ def test_prune_soft_forgets_unimportant_unused_old_rows(engine, clock):
     assert prune(engine) == 1
     assert row_of(engine, doomed.id)["forgotten"] == 1 and count(engine, "memories") == 4  # soft: the row stays
     assert {row_of(engine, m.id)["forgotten"] for m in (used, kept, young)} == {0}
-    assert doomed.content not in contents(engine.memories.recall(CTX, "grey weather", threshold=0))
-    assert doomed.content not in contents(engine.memories.list_memories(CTX.memory_partitions()))
+    assert doomed.content not in contents(engine.recall.recall(CTX, "grey weather", threshold=0))
+    assert doomed.content not in contents(engine.memory_rows.listing(CTX.memory_partitions()))
 
 
 def test_prune_entities_drops_single_mention_entities_unseen_for_ninety_days(engine, clock):
@@ -306,8 +306,8 @@ def varied(engine, clock):
     ]:
         rows[name] = remember(engine, f"Alice's {name} note about gardening", scope_id="alice", importance=imp, type=mtype, tags=tags)
         clock.advance(DAY)
-    engine.memories.note_access([rows["fourth"].rid] * 3 + [rows["first"].rid])
-    engine.memories.flush_access()
+    engine.recall.note_access([rows["fourth"].rid] * 3 + [rows["first"].rid])
+    engine.recall.flush_access()
     return rows
 
 
@@ -325,21 +325,21 @@ def _names(memories):
     ],
 )
 def test_list_orders(varied, engine, order, expected):
-    assert _names(engine.memories.list_memories(CTX.memory_partitions(), order=order)) == expected
+    assert _names(engine.memory_rows.listing(CTX.memory_partitions(), order=order)) == expected
 
 
 def test_list_filters_by_type_tags_and_limit(varied, engine):
     parts = CTX.memory_partitions()
-    assert _names(engine.memories.list_memories(parts, RecallFilters(types=(MemoryType.EPISODIC,)))) == ["fourth", "second"]
-    assert _names(engine.memories.list_memories(parts, RecallFilters(tags=("a", "b")))) == ["second"]
-    assert _names(engine.memories.list_memories(parts, RecallFilters(tags=("b",)), order="important")) == ["second", "third"]
-    assert _names(engine.memories.list_memories(parts, order="important", limit=2)) == ["second", "third"]
+    assert _names(engine.memory_rows.listing(parts, RecallFilters(types=(MemoryType.EPISODIC,)))) == ["fourth", "second"]
+    assert _names(engine.memory_rows.listing(parts, RecallFilters(tags=("a", "b")))) == ["second"]
+    assert _names(engine.memory_rows.listing(parts, RecallFilters(tags=("b",)), order="important")) == ["second", "third"]
+    assert _names(engine.memory_rows.listing(parts, order="important", limit=2)) == ["second", "third"]
 
 
 def test_recall_filters_by_type_and_tags(varied, engine):
-    typed = engine.memories.recall(CTX, "gardening", threshold=0, filters=RecallFilters(types=(MemoryType.PROCEDURAL,)))
+    typed = engine.recall.recall(CTX, "gardening", threshold=0, filters=RecallFilters(types=(MemoryType.PROCEDURAL,)))
     assert [h.row["content"] for h in typed] == ["Alice's third note about gardening"]
-    tagged = engine.memories.recall(CTX, "gardening", threshold=0, filters=RecallFilters(tags=("a", "b")))
+    tagged = engine.recall.recall(CTX, "gardening", threshold=0, filters=RecallFilters(tags=("a", "b")))
     assert [h.row["content"] for h in tagged] == ["Alice's second note about gardening"]
 
 
@@ -348,7 +348,7 @@ def test_recent_channel_is_filled_with_live_rows(bm25_engine, clock):
     for i in range(10):
         remember(bm25_engine, f"Alice is busy with errand number {i}", scope_id="alice", ttl=clock.now() + 60)
     clock.advance(120)  # the ten newer rows have expired
-    hits = bm25_engine.memories.recall(CTX, "what do you know about me", threshold=0)
+    hits = bm25_engine.recall.recall(CTX, "what do you know about me", threshold=0)
     assert [h.row["id"] for h in hits] == [live.id]
 
 
@@ -374,7 +374,7 @@ def test_search_modes_hybrid_recent_important_typed(engine):
             importance=5,
         )
     )
-    search = engine.memories.search
+    search = engine.recall.search
     assert [m.subject for m in search(ctx, mode="recent")] == ["deploy", "sister", "garden"]
     assert [m.subject for m in search(ctx, mode="important")] == ["sister", "deploy", "garden"]
     assert [m.subject for m in search(ctx, mode="typed", filters=RecallFilters(types=(MemoryType.PROCEDURAL,)))] == ["deploy"]

@@ -170,7 +170,7 @@ def test_bad_arguments_are_an_error_and_change_nothing(store, tool, case):
     out = tools.call(tool, json.dumps(_fill(BAD[tool][case], memory.id)))
     assert out.startswith("Error:"), out
     assert "failed unexpectedly" not in out  # a clear reason, not a crash report
-    engine.memories.flush_access()
+    engine.recall.flush_access()
     assert snapshot(engine) == before
 
 
@@ -213,7 +213,7 @@ def test_good_calls_work(store, tool):
     assert not out.startswith("Error"), out
     data = json.loads(out)
     if tool == "memory_store":
-        stored = engine.memories.get(data["id"])
+        stored = engine.memory_rows.get(data["id"])
         assert data["status"] == "stored" and stored.tags == ("pets",) and stored.importance == 6
         edges = engine.graph.traverse("Alice", 1, CTX.memory_partitions())["edges"]
         assert {(e["relation"], e["target"]) for e in edges} == {("owns", "kayak"), ("owns", "greyhound")}
@@ -222,7 +222,7 @@ def test_good_calls_work(store, tool):
     elif tool == "memory_recall":
         assert data["results"][0]["content"] == "Alice owns a red kayak" and data["results"][0]["tags"] == ["boats"]
     elif tool == "memory_update":
-        assert engine.memories.get(memory.id).content == "Alice owns a blue kayak" and data["memory"]["importance"] == 7
+        assert engine.memory_rows.get(memory.id).content == "Alice owns a blue kayak" and data["memory"]["importance"] == 7
     elif tool == "memory_delete":
         assert data["status"] == "deleted" and count(engine, "memories") == 0
     elif tool == "memory_reflect":
@@ -246,7 +246,7 @@ def test_a_delete_by_tool_acts_only_on_a_strong_match_of_this_turns_search(engin
     refused = tools.call("memory_delete", {"id": peanuts.id})
     assert refused.startswith("Error:") and "weak match is a different memory" in refused
     assert json.loads(tools.call("memory_delete", {"id": kayak.id}))["status"] == "deleted"
-    assert [m.content for m in engine.memories.list_memories(None)] == ["Alice is allergic to peanuts"]
+    assert [m.content for m in engine.memory_rows.listing(None)] == ["Alice is allergic to peanuts"]
     assert _tools(engine).call("memory_delete", {"id": peanuts.id}).startswith("Error:")  # a new turn vouches for nothing
 
 

@@ -51,7 +51,7 @@ def test_shortlist_search_in_the_mirror_agrees_with_the_exact_scan_and_follows_n
     engine.memories.insert_batch(
         [(NewMemory(content=f"note number {i}", subject="notes", scope=Scope.USER, scope_id="alice"), v) for i, v in enumerate(vectors)]
     )
-    exact = engine.memories.corpus.vectors
+    exact = engine.memory_rows.corpus.vectors
     shortlisted = VectorIndex(engine.db, "memory_vec", "memories", exact_limit=0)
     parts = dm_ctx("alice").memory_partitions()
     for i in (0, 150, 599):
@@ -64,8 +64,8 @@ def test_shortlist_search_in_the_mirror_agrees_with_the_exact_scan_and_follows_n
     (new_id,) = engine.memories.insert_batch(
         [(NewMemory(content="the newest note", subject="notes", scope=Scope.USER, scope_id="alice"), fresh)]
     )
-    shortlisted.mirror_add([(engine.memories.get(new_id).rid, parts[0], fresh)])
-    assert shortlisted.search(fresh, parts, 1)[0][0] == engine.memories.get(new_id).rid
+    shortlisted.mirror_add([(engine.memory_rows.get(new_id).rid, parts[0], fresh)])
+    assert shortlisted.search(fresh, parts, 1)[0][0] == engine.memory_rows.get(new_id).rid
 
 
 def _notes(engine, embedder, n: int, seed: int) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -87,12 +87,12 @@ def test_a_scan_beside_another_search_finds_what_it_finds_alone_and_hands_back_b
 
     def words() -> list[tuple[int, float]]:
         ran_in.append(threading.get_ident())
-        return engine.memories.corpus.text_search("harbour kites", parts, 5)  # the same connection, meanwhile
+        return engine.memory_rows.corpus.text_search("harbour kites", parts, 5)  # the same connection, meanwhile
 
     for i in (0, 299):
         found, text_hits = beside.search_alongside(vectors[i], parts, 10, words)
-        assert found == engine.memories.corpus.vectors.search(vectors[i], parts, 10)
-        assert text_hits and text_hits == engine.memories.corpus.text_search("harbour kites", parts, 5)
+        assert found == engine.memory_rows.corpus.vectors.search(vectors[i], parts, 10)
+        assert text_hits and text_hits == engine.memory_rows.corpus.text_search("harbour kites", parts, 5)
     assert ran_in == [caller, caller]  # the database is only ever used from the caller's thread
 
 
@@ -112,9 +112,9 @@ def test_hybrid_recall_is_the_same_whether_the_channels_run_together_or_in_turn(
     _notes(engine, embedder, 200, seed=7)
 
     def ranked() -> list[tuple[int, float]]:
-        hits = engine.memories.recall(dm_ctx("alice"), "harbour kites note 17", threshold=0.0, reinforce=False)
+        hits = engine.recall.recall(dm_ctx("alice"), "harbour kites note 17", threshold=0.0, reinforce=False)
         return [(h.row["rid"], round(h.score, 9)) for h in hits]
 
     alone = ranked()
-    engine.memories.corpus.vectors.parallel_rows = 0
+    engine.memory_rows.corpus.vectors.parallel_rows = 0
     assert ranked() == alone and alone

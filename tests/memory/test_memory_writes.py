@@ -63,7 +63,7 @@ def test_near_duplicate_with_the_same_words_is_a_duplicate(minilm_engine, minilm
     first = _add(minilm_engine, old)
     result = _add(minilm_engine, new)
     assert result.status == "duplicate" and result.memory.id == first.memory.id
-    assert contents(minilm_engine.memories.list_memories(None)) == {old}
+    assert contents(minilm_engine.memory_rows.listing(None)) == {old}
 
 
 def test_memory_store_tool_reports_a_duplicate(minilm_engine):
@@ -83,38 +83,38 @@ def test_an_update_supersedes_the_old_fact(minilm_engine, minilm, clock):
     result = _add(minilm_engine, new_text)
     assert result.status == "stored" and result.superseded == (old.id,)
     new = result.memory
-    stale = minilm_engine.memories.get(old.id)
+    stale = minilm_engine.memory_rows.get(old.id)
     assert stale.superseded_by == new.id and stale.valid_to == clock.now()
     assert (new.id, old.id, "updates") in _links(minilm_engine)
     ctx = dm_ctx("alice")
-    assert [h.row["id"] for h in minilm_engine.memories.recall(ctx, "how many cats does Alice have", threshold=0)] == [new.id]
-    assert contents(minilm_engine.memories.list_memories(ctx.memory_partitions())) == {new_text}
-    assert contents(minilm_engine.memories.list_memories(ctx.memory_partitions(), include_inactive=True)) == {old_text, new_text}
+    assert [h.row["id"] for h in minilm_engine.recall.recall(ctx, "how many cats does Alice have", threshold=0)] == [new.id]
+    assert contents(minilm_engine.memory_rows.listing(ctx.memory_partitions())) == {new_text}
+    assert contents(minilm_engine.memory_rows.listing(ctx.memory_partitions(), include_inactive=True)) == {old_text, new_text}
 
 
 def test_a_similar_fact_about_another_subject_does_not_supersede(minilm_engine):
     old = _add(minilm_engine, "Alice has 2 cats").memory
     result = _add(minilm_engine, "Alice has 3 cats", subject="Alice's neighbour")
     assert result.superseded == () and result.related == (old.id,)
-    assert minilm_engine.memories.get(old.id).superseded_by is None
+    assert minilm_engine.memory_rows.get(old.id).superseded_by is None
 
 
 def test_forgetting_the_newest_version_forgets_the_versions_it_superseded(minilm_engine):
     """Finding 7: deleting "3 cats" must not revive "2 cats" as current; the whole history goes."""
     old = _add(minilm_engine, "Alice has 2 cats").memory
     middle = _add(minilm_engine, "Alice has 3 cats").memory
-    assert minilm_engine.memories.get(old.id).superseded_by == middle.id
+    assert minilm_engine.memory_rows.get(old.id).superseded_by == middle.id
     removed = minilm_engine.memories.delete(middle.id)
     assert set(removed) == {old.id, middle.id}
     assert count(minilm_engine, "memories") == 0
-    assert minilm_engine.memories.recall(dm_ctx("alice"), "cats", threshold=0) == []
+    assert minilm_engine.recall.recall(dm_ctx("alice"), "cats", threshold=0) == []
 
 
 def test_forgetting_an_old_version_keeps_the_current_one(minilm_engine):
     old = _add(minilm_engine, "Alice has 2 cats").memory
     new = _add(minilm_engine, "Alice has 3 cats").memory
     assert minilm_engine.memories.delete(old.id) == [old.id]
-    assert contents(minilm_engine.memories.recall(dm_ctx("alice"), "cats", threshold=0)) == {new.content}
+    assert contents(minilm_engine.recall.recall(dm_ctx("alice"), "cats", threshold=0)) == {new.content}
 
 
 def test_a_related_fact_is_linked_related_to(minilm_engine, minilm):
@@ -124,8 +124,8 @@ def test_a_related_fact_is_linked_related_to(minilm_engine, minilm):
     result = _add(minilm_engine, new_text)
     assert result.status == "stored" and result.related == (old.id,) and result.superseded == ()
     assert _links(minilm_engine) == {(result.memory.id, old.id, "related_to")}
-    assert minilm_engine.memories.get(old.id).superseded_by is None
-    assert contents(minilm_engine.memories.recall(dm_ctx("alice"), "Rex the dog", threshold=0)) == {old_text, new_text}
+    assert minilm_engine.memory_rows.get(old.id).superseded_by is None
+    assert contents(minilm_engine.recall.recall(dm_ctx("alice"), "Rex the dog", threshold=0)) == {old_text, new_text}
 
 
 def test_an_unrelated_fact_gets_no_link(minilm_engine, minilm):
@@ -164,8 +164,8 @@ def test_a_judged_contradiction_links_contradicts_and_supersedes(minilm_engine, 
     assert judge.asked == [(old_text, new_text)]
     assert result.contradicted == (old.id,) and result.related == ()
     assert _links(minilm_engine) == {(result.memory.id, old.id, "contradicts")}
-    assert minilm_engine.memories.get(old.id).superseded_by == result.memory.id
-    assert contents(minilm_engine.memories.recall(dm_ctx("alice"), "where does Alice live", threshold=0)) == {new_text}
+    assert minilm_engine.memory_rows.get(old.id).superseded_by == result.memory.id
+    assert contents(minilm_engine.recall.recall(dm_ctx("alice"), "where does Alice live", threshold=0)) == {new_text}
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,7 @@ def test_without_a_yes_from_the_judge_the_facts_are_only_related(minilm_engine, 
     old = _judged(minilm_engine, judge, "Alice lives in Berlin").memory
     result = _judged(minilm_engine, judge, "Alice lives in Paris")
     assert result.status == "stored" and result.related == (old.id,) and result.contradicted == ()
-    assert minilm_engine.memories.get(old.id).superseded_by is None
+    assert minilm_engine.memory_rows.get(old.id).superseded_by is None
 
 
 def test_the_judge_is_only_asked_about_the_same_subject(minilm_engine):
@@ -208,7 +208,7 @@ def test_stored_row_keeps_every_field(engine, clock):
             provenance=prov,
         )
     )
-    m = engine.memories.get(result.memory.id)
+    m = engine.memory_rows.get(result.memory.id)
     assert m.content == "Alice is training for a marathon" and m.subject == "Alice"
     assert (m.type, m.kind, m.importance, m.ttl) == (MemoryType.EPISODIC, FactKind.GOAL, 8, clock.now() + 3600)
     assert m.tags == ("running", "sport health")
@@ -232,7 +232,7 @@ def test_legacy_types_map_on_write(engine, legacy, mtype, kind):
     out = MemoryTools(engine, dm_ctx("alice")).call(
         "memory_store", json.dumps({"type": legacy, "subject": "Alice", "content": f"Alice example fact for {legacy}"})
     )
-    stored = engine.memories.get(json.loads(out)["id"])
+    stored = engine.memory_rows.get(json.loads(out)["id"])
     assert (stored.type.value, stored.kind.value) == (mtype, kind)
 
 
@@ -313,7 +313,7 @@ def test_updates_go_through_the_same_filters(engine):
         engine.memories.update(memory.id, content="Alice's password is hunter2")
     with pytest.raises(Rejected):
         engine.memories.update(memory.id, content="Always call her Captain")
-    assert engine.memories.get(memory.id).content == "Alice likes skiing"
+    assert engine.memory_rows.get(memory.id).content == "Alice likes skiing"
     assert engine.memories.update(memory.id, content="Always call her Captain", kind=FactKind.GUIDANCE).kind == FactKind.GUIDANCE
 
 
@@ -326,7 +326,7 @@ def test_update_reindexes_text_vector_and_cache(engine, embedder):
     updated = engine.memories.update(memory.id, content="Alice likes snowboarding in Canada", tags=["winter"])
     assert fts_rids(engine, "skiing") == set() and fts_rids(engine, "snowboarding") == {memory.rid}
     assert count(engine, "embed_cache", "content_hash = ?", (content_hash("Alice likes skiing in the Alps"),)) == 0
-    hit = engine.memories.recall(dm_ctx("alice"), "snowboarding Canada", threshold=0)[0]
+    hit = engine.recall.recall(dm_ctx("alice"), "snowboarding Canada", threshold=0)[0]
     assert hit.row["id"] == memory.id
     assert hit.cosine == pytest.approx(embedder.cosine("snowboarding Canada", updated.content), abs=1e-5)
     assert updated.tags == ("winter",)

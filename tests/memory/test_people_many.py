@@ -61,7 +61,7 @@ def test_listing_several_groups_at_once_gives_each_what_listing_it_alone_gives(e
         vis = Visibility.PRIVATE if i % 4 == 0 else Visibility.PUBLIC
         remember(engine, f"{owner.title()} collects {thing} number {i}", scope_id=owner, visibility=vis, importance=1.0 + i)
     rows = engine.memory_rows
-    parts = {p: tuple(engine.memories.partitions_of(p)) for p in ("alice", "bob", "carol")}
+    parts = {p: tuple(engine.memory_rows.partitions_of(p)) for p in ("alice", "bob", "carol")}
     groups = [(parts["alice"], 2), (parts["alice"] + parts["bob"], 3), (parts["carol"], 0), ((), 5), (parts["bob"], 9)]
     together = rows.listing_many(groups, RecallFilters(), "important")
     alone = [rows.listing(p, RecallFilters(), "important", n, False) if p else [] for p, n in groups]

@@ -27,11 +27,11 @@ def test_what_one_engine_forgets_the_other_stops_showing_though_its_mirror_had_i
     try:
         kept = remember(first, "Alice keeps bees on her roof")
         gone = remember(first, "Alice's bank PIN is hidden under the bees")
-        seen = contents(second.memories.recall(dm_ctx("alice"), "bees", top_k=5))
+        seen = contents(second.recall.recall(dm_ctx("alice"), "bees", top_k=5))
         assert {kept.content, gone.content} <= seen  # the second process loaded the partition into its mirror
         forget_memory(first, gone.id)
-        assert _until(lambda: gone.content not in contents(second.memories.recall(dm_ctx("alice"), "bees PIN", top_k=5)))
-        assert kept.content in contents(second.memories.recall(dm_ctx("alice"), "bees", top_k=5))
+        assert _until(lambda: gone.content not in contents(second.recall.recall(dm_ctx("alice"), "bees PIN", top_k=5)))
+        assert kept.content in contents(second.recall.recall(dm_ctx("alice"), "bees", top_k=5))
     finally:
         first.close()
         second.close()
@@ -69,7 +69,7 @@ def test_words_alone_find_a_memory_on_postgresql_and_only_in_the_partitions_the_
         remember(eng, "Alice plays the cello on Sundays", scope_id="alice")
         remember(eng, "Bob plays the cello badly", scope_id="bob")
         assert eng.memory_rows.corpus.text_search("cello", dm_ctx("alice").memory_partitions(), 10)
-        assert contents(eng.memories.recall(dm_ctx("alice"), "cello", top_k=5)) == {"Alice plays the cello on Sundays"}
+        assert contents(eng.recall.recall(dm_ctx("alice"), "cello", top_k=5)) == {"Alice plays the cello on Sundays"}
     finally:
         eng.close()
 

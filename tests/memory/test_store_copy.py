@@ -59,7 +59,7 @@ def vectors(url: str, clock: FakeClock) -> dict[int, list[float]]:
 
 def recalled(url: str, clock: FakeClock) -> list[list[str]]:
     with MemoryEngine(url, HashEmbedder(), clock) as eng:
-        return [[h.row["content"] for h in eng.memories.recall(ctx, text, top_k=3)] for ctx, text in QUERIES]
+        return [[h.row["content"] for h in eng.recall.recall(ctx, text, top_k=3)] for ctx, text in QUERIES]
 
 
 def test_a_store_goes_to_postgresql_and_back_with_every_row_id_vector_and_the_same_recall(tmp_path, pg_url, clock):
@@ -86,7 +86,7 @@ def test_the_copied_store_is_searchable_by_words_and_takes_new_rows_after_the_co
             assert fts_rids(eng, "honey") and fts_rids(eng, "busy", "message_fts")  # derived indexes were made again
             top = int(eng.db.scalar("SELECT MAX(rid) FROM memories"))
             assert remember(eng, "Alice learned to knit").rid > top  # the sequence was moved past the copied ids
-            assert "Alice learned to knit" in contents(eng.memories.recall(dm_ctx("alice"), "knit", top_k=3))
+            assert "Alice learned to knit" in contents(eng.recall.recall(dm_ctx("alice"), "knit", top_k=3))
 
 
 def test_an_interrupted_copy_resumes_where_it_stopped_with_no_row_twice(tmp_path, pg_url, clock):

@@ -37,7 +37,7 @@ def test_voice_caches_behavioural_pool_holds_at_most_64_rules_read_from_the_stor
         ]
     )
     remember(engine, "Alice likes tea", scope=Scope.GUILD, scope_id="g1", kind=FactKind.PREFERENCE)
-    pool = BehaviouralPool(engine.memories)
+    pool = BehaviouralPool(engine.memory_rows)
     for turn in ("topic 3 please", "and topic 7", "what about topic 69"):
         pool.facts(ctx, turn)
     assert len(pool.pool(ctx)) == 64
@@ -49,7 +49,7 @@ def test_voice_caches_behavioural_pool_reranks_by_the_words_of_each_turn_and_kee
     rule(engine, "Keep spoken answers under three sentences", importance=9)
     rule(engine, "Never spoil the ending of a movie for Bob", importance=5)
     rule(engine, "Call Alice by her nickname Al", kind=FactKind.GUIDANCE, importance=7)
-    pool = BehaviouralPool(engine.memories, CacheSettings(pool_top_n=2))
+    pool = BehaviouralPool(engine.memory_rows, CacheSettings(pool_top_n=2))
     assert [m.content for m in pool.facts(ctx, "how did that movie end, Bob?")] == [
         "Never spoil the ending of a movie for Bob",
         "Keep spoken answers under three sentences",
@@ -69,7 +69,7 @@ def test_voice_caches_a_new_participant_set_reads_its_own_pool_with_only_what_it
     engine.memories.add(
         NewMemory("Speak slowly when Carol is around", "voice manner", Scope.USER, "carol", kind=FactKind.BEHAVIORAL, guild_id="g1")
     )  # said by Carol in this server
-    pool = BehaviouralPool(engine.memories)
+    pool = BehaviouralPool(engine.memory_rows)
     assert pool.facts(ctx, "hello") == []
     joined = guild_ctx("g1", "alice", "alice", "bob", "carol")
     assert contents(pool.facts(joined, "hello")) == {"Speak slowly when Carol is around"}
@@ -78,7 +78,7 @@ def test_voice_caches_a_new_participant_set_reads_its_own_pool_with_only_what_it
 
 def test_voice_caches_invalidate_drops_the_pool_so_a_forgotten_rule_is_not_served(engine, ctx):
     forgotten = rule(engine, "Never mention the surprise party")
-    pool = BehaviouralPool(engine.memories)
+    pool = BehaviouralPool(engine.memory_rows)
     assert contents(pool.facts(ctx, "party")) == {"Never mention the surprise party"}
     engine.memories.delete(forgotten.id)
     pool.invalidate()

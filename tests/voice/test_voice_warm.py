@@ -89,7 +89,7 @@ def run(warm, counted, turns, clock=None, gap=5.0):
 
 
 def test_voice_warm_a_stretch_of_same_topic_turns_reuses_the_snapshot_after_one_full_retrieval(warm, stored, ctx, clock):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     results = run(warm, counted, CAMPING, clock)
     assert [r.record.decision for r in results][0] is Decision.FULL
     assert results[-1].record.decision is Decision.REUSE  # every word of it was searched for by the turns before
@@ -98,7 +98,7 @@ def test_voice_warm_a_stretch_of_same_topic_turns_reuses_the_snapshot_after_one_
 
 
 def test_voice_warm_a_clear_topic_change_triggers_a_full_retrieval_and_a_new_snapshot(warm, stored, ctx, clock):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     run(warm, counted, CAMPING[:2], clock)
     changed = warm.turn(VIOLIN, counted.retrieval())
     assert (changed.record.decision, changed.record.reason) == (Decision.FULL, "drift")
@@ -108,7 +108,7 @@ def test_voice_warm_a_clear_topic_change_triggers_a_full_retrieval_and_a_new_sna
 
 
 def test_voice_warm_a_moderately_similar_turn_refreshes_lexically_without_a_full_retrieval(warm, stored, ctx):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     tent = "Alice owns a bright orange two-person tent"
     first = warm.turn(CAMPING[0], counted.retrieval())
     moved = warm.turn(CAMPING[1], counted.retrieval())  # the same topic, but a word not searched yet, "tent"
@@ -120,7 +120,7 @@ def test_voice_warm_a_moderately_similar_turn_refreshes_lexically_without_a_full
 
 
 def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_new_topic_still_is_not(warm, stored, ctx, embeds):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     follow_up, practice, back = "I need a warmer sleeping bag", "she practises every evening", "anyway, back to the camping trip"
     # Alone, the follow-up is no camping turn for MiniLM: cosine 0.33 to the fingerprint would be a full retrieval.
     assert cosine(stored.embeddings.embed_query(follow_up), stored.embeddings.embed_query(CAMPING[0])) < WarmSettings().full_below
@@ -137,7 +137,7 @@ def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_n
 
 
 def test_voice_warm_a_turn_in_the_topics_own_words_is_refreshed_unembedded_searching_only_its_new_words(warm, stored, ctx, embeds):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     results = run(warm, counted, [CAMPING[0], CAMPING[1], "the tent for the lake district trip"])
     assert [(r.record.decision, r.record.reason) for r in results] == [
         (Decision.FULL, "cold"),
@@ -150,7 +150,7 @@ def test_voice_warm_a_turn_in_the_topics_own_words_is_refreshed_unembedded_searc
 
 
 def test_voice_warm_a_turn_naming_the_topic_but_turning_to_another_still_gets_the_new_topics_memory(warm, stored, ctx, embeds):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     turned = "forget the camping trip, my sister has a violin recital on friday"
     results = run(warm, counted, [CAMPING[0], turned])
     assert embeds.log == [CAMPING[0], turned]  # two of its seven words are the topic's: judged by its embedding
@@ -159,13 +159,13 @@ def test_voice_warm_a_turn_naming_the_topic_but_turning_to_another_still_gets_th
 
 def test_voice_warm_runs_the_model_once_per_turn_on_the_turn_alone(warm, stored, ctx, embeds):
     turns = [CAMPING[0], "I need a warmer sleeping bag", "yeah", VIOLIN, "she practises every evening"]
-    run(warm, Counted(memory_retrieval(stored.memories, ctx)), turns)
+    run(warm, Counted(memory_retrieval(stored.recall, ctx)), turns)
     # the context lifts a turn through the vectors of the turns before it, made when they were judged: no second run
     assert embeds.log == [t for t in turns if t != "yeah"]
 
 
 def test_voice_warm_a_repeated_turn_is_not_embedded_again_until_a_forget_drops_the_cached_vectors(warm, stored, ctx, embeds):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     results = run(warm, counted, [CAMPING[0], VIOLIN, CAMPING[0]])  # back to the trip, in the same words
     assert [r.record.reason for r in results] == ["cold", "drift", "drift"]
     assert embeds.log == [CAMPING[0], VIOLIN]
@@ -176,21 +176,21 @@ def test_voice_warm_a_repeated_turn_is_not_embedded_again_until_a_forget_drops_t
 
 def test_voice_warm_keeps_at_most_vector_cache_turn_vectors(stored, ctx, clock, embeds):
     warm = WarmMemory(embeds, clock, WarmSettings(vector_cache=2, known_share=None))
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     run(warm, counted, [CAMPING[0], CAMPING[1], CAMPING[2], CAMPING[0]])
     assert embeds.log == [CAMPING[0], CAMPING[1], CAMPING[2], CAMPING[0]]  # the oldest went when the third came
 
 
 def test_voice_warm_without_context_turns_a_turn_is_judged_alone(stored, ctx, clock, embeds):
     warm = WarmMemory(embeds, clock, WarmSettings(context_turns=0))
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     results = run(warm, counted, [CAMPING[0], "I need a warmer sleeping bag"])
     assert [r.record.decision for r in results] == [Decision.FULL, Decision.FULL]
     assert embeds.log == [CAMPING[0], "I need a warmer sleeping bag"]
 
 
 def test_voice_warm_snapshot_expires_five_minutes_after_its_full_retrieval(warm, stored, ctx, clock):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     warm.turn(CAMPING[3], counted.retrieval())
     clock.advance(299)
     assert warm.turn(CAMPING[4], counted.retrieval()).record.decision is Decision.REUSE
@@ -201,7 +201,7 @@ def test_voice_warm_snapshot_expires_five_minutes_after_its_full_retrieval(warm,
 
 
 def test_voice_warm_filler_turns_reuse_the_snapshot_without_being_embedded(warm, stored, ctx, embeds):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     first = warm.turn(CAMPING[0], counted.retrieval())
     results = run(warm, counted, ["yeah", "ok", "mhm", "uh huh", "Okay, got it."])
     assert {(r.record.decision, r.record.reason) for r in results} == {(Decision.REUSE, "low-signal")}
@@ -216,7 +216,7 @@ def test_voice_warm_low_signal_rule_takes_fillers_and_tiny_turns_but_not_short_t
 
 
 def test_voice_warm_counts_hits_per_decision_for_the_hit_rate(warm, stored, ctx, clock):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     run(warm, counted, [*CAMPING, "mhm", VIOLIN], clock)
     stats = warm.stats
     assert stats.turns == 7 == len(warm.log)
@@ -227,7 +227,7 @@ def test_voice_warm_counts_hits_per_decision_for_the_hit_rate(warm, stored, ctx,
 
 
 def test_voice_warm_invalidate_drops_the_warm_copy_of_forgotten_text(warm, stored, ctx):
-    counted = Counted(memory_retrieval(stored.memories, ctx))
+    counted = Counted(memory_retrieval(stored.recall, ctx))
     tent = "Alice owns a bright orange two-person tent"
     before = warm.turn(CAMPING[3], counted.retrieval()).snapshot
     stored.memories.delete(next(h.row["id"] for h in before if h.row["content"] == tent))
@@ -241,8 +241,8 @@ def test_voice_warm_a_changed_participant_set_never_gets_the_other_scopes_snapsh
     carol = "Carol's camping tent for the lake district is a green tarp shelter"
     stored.memories.add(NewMemory(carol, "carol tent", Scope.USER, "carol", kind=FactKind.PREFERENCE, guild_id="g1"))
     with_carol = guild_ctx("g1", "alice", "alice", "bob", "carol")
-    assert carol in contents(warm.turn(CAMPING[3], Counted(memory_retrieval(stored.memories, with_carol)).retrieval()).snapshot)
-    counted = Counted(memory_retrieval(stored.memories, ctx))  # Carol left the channel
+    assert carol in contents(warm.turn(CAMPING[3], Counted(memory_retrieval(stored.recall, with_carol)).retrieval()).snapshot)
+    counted = Counted(memory_retrieval(stored.recall, ctx))  # Carol left the channel
     after = warm.turn(CAMPING[4], counted.retrieval())
     assert (after.record.decision, after.record.reason) == (Decision.FULL, "scope")
     assert carol not in contents(after.snapshot)
@@ -264,14 +264,14 @@ def test_voice_warm_on_topic_turns_of_a_scripted_conversation_hold_what_a_cold_r
         "can we swim in the lake at the campsite",
         CAMPING[4],
     ]
-    retrieval = memory_retrieval(stored.memories, ctx)
+    retrieval = memory_retrieval(stored.recall, ctx)
     served = []
     for text in talk:
         result = warm.turn(text, retrieval)
         clock.advance(5)
         if result.record.decision is not Decision.FULL:
             vector = stored.embeddings.embed_query(text)
-            cold = stored.memories.recall(ctx, text, top_k=stored.memories.knobs.get("memories").top_k + 8, query_vector=vector)
+            cold = stored.recall.recall(ctx, text, top_k=stored.knobs.get("memories").top_k + 8, query_vector=vector)
             served.append((text, contents(cold), contents(cold) - contents(result.snapshot)))
     assert len(served) >= len(talk) - 2  # the conversation stayed warm...
     assert [(text, missing) for text, _, missing in served if missing] == []  # ...and lost nothing a cold recall finds

@@ -26,7 +26,7 @@ def test_a_model_of_the_same_dimension_is_refused_until_reembed(tmp_path: Path, 
 
     with MemoryEngine(tmp_path / "m.db", model_b, clock) as engine:  # opens: reembed needs exactly this
         with pytest.raises(ModelMismatch, match="companion reembed"):
-            engine.memories.recall(dm_ctx("xena"), "ginger beer", threshold=0)
+            engine.recall.recall(dm_ctx("xena"), "ginger beer", threshold=0)
         # A write is refused too: stored without a vector it would silently drop out of vector recall. (Unlike an
         # embedder that is down, a mismatch is a configuration to fix; the messages it came from stay stored.)
         with pytest.raises(ModelMismatch):
@@ -39,14 +39,14 @@ def test_a_model_of_the_same_dimension_is_refused_until_reembed(tmp_path: Path, 
 
         reembed(engine, model_b)
         assert count(engine, "memory_vec") == 1
-        assert engine.memories.recall(dm_ctx("xena"), "ginger beer", threshold=0)[0].row["content"] == "Xena brews her own ginger beer"
+        assert engine.recall.recall(dm_ctx("xena"), "ginger beer", threshold=0)[0].row["content"] == "Xena brews her own ginger beer"
 
 
 def test_the_same_model_again_is_not_a_mismatch(tmp_path: Path, clock) -> None:
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(64, name="model-a"), clock) as engine:
         remember(engine, "Yuri restores wooden canoes", scope_id="yuri")
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(64, name="model-a"), clock) as engine:
-        assert engine.memories.recall(dm_ctx("yuri"), "wooden canoes", threshold=0)
+        assert engine.recall.recall(dm_ctx("yuri"), "wooden canoes", threshold=0)
 
 
 async def test_switching_provider_at_the_same_dimension_asks_for_reembed(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -50,7 +50,7 @@ async def test_forgetting_a_person_needs_their_id_typed_back_and_leaves_no_trace
     for wrong in ({"confirm": "Bob"}, {"confirm": ""}, {}, {"confirm": dash.seeded.alice}):
         async with http.delete(f"/api/people/{bob}", json=wrong) as r:
             assert r.status in (400, 422), wrong
-    assert len(await dash.store(dash.engine.memories.partitions_of, bob)) == 1
+    assert len(await dash.store(dash.engine.memory_rows.partitions_of, bob)) == 1
     async with http.delete(f"/api/people/{bob}", json={"confirm": bob}) as r:
         assert r.status == 200
         counts = (await r.json())["forgotten"]

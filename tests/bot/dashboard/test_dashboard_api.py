@@ -64,7 +64,7 @@ async def test_every_route_refuses_a_request_without_the_token_or_with_a_wrong_o
                     # 429 once this client has guessed wrong too often (the throttle's own test is below)
                     assert r.status == 401 or (r.status == 429 and headers), (method, path, headers)
                     assert "error" in await r.json()
-    assert len(await dash.store(dash.engine.memories.partitions)) > 0  # nothing was forgotten on the way
+    assert len(await dash.store(dash.engine.memory_rows.partitions)) > 0  # nothing was forgotten on the way
 
 
 async def test_the_page_redirects_to_the_login_form_and_the_form_needs_no_token(dash):
@@ -189,7 +189,7 @@ async def test_a_cookie_session_cannot_change_anything_without_its_csrf_token(da
                 assert r.status == 403 and "X-CSRF-Token" in (await r.json())["error"]
             async with browser.delete(f"/api/memory/{bees}", headers=headers) as r:
                 assert r.status == 403
-        assert (await dash.store(dash.engine.memories.get, bees)).importance == 8
+        assert (await dash.store(dash.engine.memory_rows.get, bees)).importance == 8
         async with browser.put(f"/api/memory/{bees}", json={"importance": 2}, headers={"X-CSRF-Token": csrf}) as r:
             assert r.status == 200 and (await r.json())["importance"] == 2
 
@@ -283,7 +283,7 @@ async def test_a_new_memory_goes_through_the_write_rules(http, dash):
         assert r.status == 201
         made = await r.json()
     assert made["tags"] == ["bees"] and made["visibility"] == "private" and made["tier"] == "Important"
-    assert (await dash.store(dash.engine.memories.get, made["id"])).content == new["content"]
+    assert (await dash.store(dash.engine.memory_rows.get, made["id"])).content == new["content"]
     async with http.post("/api/memory", json=new) as r:  # the same words again: dedup, nothing written
         assert r.status == 409 and (await r.json())["detail"]["id"] == made["id"]
     async with http.post("/api/memory", json={"content": "Server rules: be kind", "scope": "guild", "guild_id": "discord:900"}) as r:
@@ -314,12 +314,12 @@ BAD_NEW = (
 
 
 async def test_a_bad_new_memory_is_refused_and_nothing_is_stored(http, dash):
-    before = await dash.store(dash.engine.memories.count)
+    before = await dash.store(dash.engine.memory_rows.count)
     for payload, status, fragment in BAD_NEW:
         async with http.post("/api/memory", json=payload) as r:
             body = await r.json()
         assert r.status == status and fragment in (body["error"] + str(body.get("detail", ""))), (payload, body)
-    assert await dash.store(dash.engine.memories.count) == before
+    assert await dash.store(dash.engine.memory_rows.count) == before
 
 
 async def test_a_body_that_is_not_a_json_object_is_a_400(http):
@@ -329,10 +329,10 @@ async def test_a_body_that_is_not_a_json_object_is_a_400(http):
 
 
 async def test_a_one_megabyte_body_is_refused_before_it_is_read(http, dash):
-    before = await dash.store(dash.engine.memories.count)
+    before = await dash.store(dash.engine.memory_rows.count)
     async with http.post("/api/memory", json={"content": "a" * 1_000_000, "scope": "user", "scope_id": "a"}) as r:
         assert r.status == 413 and "error" in await r.json()
-    assert await dash.store(dash.engine.memories.count) == before
+    assert await dash.store(dash.engine.memory_rows.count) == before
 
 
 async def test_an_edit_changes_what_a_memory_says_never_whose_it_is(http, dash):
@@ -344,7 +344,7 @@ async def test_an_edit_changes_what_a_memory_says_never_whose_it_is(http, dash):
     for move in ({"scope_id": dash.seeded.bob}, {"scope": "owner"}, {"scope": "guild", "scope_id": "discord:900"}):
         async with http.put(f"/api/memory/{tea}", json={"importance": 9, **move}) as r:
             assert r.status == 400 and "scope" in (await r.json())["error"]
-    stored = await dash.store(dash.engine.memories.get, tea)
+    stored = await dash.store(dash.engine.memory_rows.get, tea)
     assert (stored.scope_id, stored.importance) == (dash.seeded.alice, 6)
 
 
@@ -361,11 +361,11 @@ BAD_EDITS = (
 
 async def test_bad_edits_change_nothing(http, dash):
     rust = dash.seeded.memories["rust"]
-    before = await dash.store(dash.engine.memories.get, rust)
+    before = await dash.store(dash.engine.memory_rows.get, rust)
     for payload, status in BAD_EDITS:
         async with http.put(f"/api/memory/{rust}", json=payload) as r:
             assert r.status == status and "error" in await r.json(), payload
-    assert await dash.store(dash.engine.memories.get, rust) == before
+    assert await dash.store(dash.engine.memory_rows.get, rust) == before
 
 
 async def test_a_new_type_changes_the_memory_in_place_and_keeps_no_copy_of_the_old_words(http, dash):
@@ -415,7 +415,7 @@ async def test_a_delete_runs_the_whole_forget_cascade_down_to_the_file_bytes(htt
         forgotten = (await r.json())["forgotten"]
     assert forgotten["memories"] == [memory_id] and forgotten["messages"] >= 1
     with pytest.raises(NotFound):
-        await dash.store(dash.engine.memories.get, memory_id)
+        await dash.store(dash.engine.memory_rows.get, memory_id)
     assert await dash.store(dash.engine.messages.rids_by_id, [said]) == []
     reflections = await dash.store(dash.engine.db.rows, "SELECT id FROM reflections WHERE channel_key = 'discord:dm-111'")
     assert reflections == []  # the chat's reflection audit paraphrased it

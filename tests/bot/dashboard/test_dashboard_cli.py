@@ -122,7 +122,7 @@ async def test_inside_the_bot_it_shares_the_store_and_the_memory_thread(tmp_path
         ):
             assert r.status == 201
             made = (await r.json())["id"]
-        assert (await runtime.runner.run(runtime.engine.memories.get, made)).content == new["content"]
+        assert (await runtime.runner.run(runtime.engine.memory_rows.get, made)).content == new["content"]
     finally:
         srv.default = lambda body: "[]"
         await runtime.stop()
