@@ -23,7 +23,6 @@ import asyncio
 import functools
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -63,7 +62,6 @@ class VoiceConversation:
         self.warm: WarmMemory = WarmMemory(engine.embeddings.embed_queries, engine.clock, options.warm)
         self.history: HistoryCache[str] = HistoryCache(engine.clock, options.caches)
         self.transcript = VoiceTranscript(completer, flush, options.compaction)
-        self.recalls: list[tuple[str, float]] = []  # (warm decision, ms) per turn, for the voice benchmark
         self.follow_up_s = options.follow_up_s
         self._answered: tuple[str, float] | None = None  # whom the bot answered last, and when
         self.compacting: asyncio.Future | None = None
@@ -149,11 +147,9 @@ class VoiceSessions:
 
     # -- on the memory thread --------------------------------------------------------------------------------
     def preload(self, session: VoiceConversation, turn: Turn) -> Preloaded:
-        start = time.perf_counter()
         self._follow_other_processes()
         warm = session.warm.turn(turn.text, memory_retrieval(self.engine.recall, turn.ctx))
         rules = tuple(self.pool.facts(turn.ctx, turn.text))
-        session.recalls.append((warm.record.decision.value, (time.perf_counter() - start) * 1000))
         return Preloaded(warm.snapshot, rules, session.history_messages(), session.transcript.summary)
 
     def _follow_other_processes(self) -> None:
