@@ -147,15 +147,7 @@ class Corpus:
         One indexed ``ORDER BY ... LIMIT`` per partition, merged here: a single query over an IN-list
         of partitions would sort every row of every partition first.
         """
-        if not partitions or limit <= 0:
-            return []
-        cond = where.sql and f" AND ({where.sql})"
-        sql_order = ", ".join(f"t.{column} {'DESC' if desc else 'ASC'}" for column, desc in order)
-        each = f"SELECT * FROM {self.table} AS t WHERE t.partition_key = ?{cond} ORDER BY {sql_order} LIMIT ?"
-        rows = self._per_partition(each, partitions, (*where.params, limit))
-        for column, desc in reversed(order):  # stable sorts, last key first
-            rows.sort(key=lambda r: r[column], reverse=desc)
-        return rows[:limit]
+        return self.ordered_many([(partitions, limit)], where, order)[0]
 
     def ordered_many(self, groups: list[tuple[tuple[str, ...], int]], where: Filter, order: Order) -> list[list[dict[str, Any]]]:
         """``ordered`` for each (partitions, limit) of ``groups``, in one statement: each partition is read once, to the

@@ -38,10 +38,7 @@ class People:
 
     def lookup(self, platform: str, platform_user_id: str) -> str:
         """The person id ``resolve`` would give this account, recording nothing (ORCH-5's snapshot writes nothing)."""
-        person = self.db.scalar(
-            "SELECT person_id FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, str(platform_user_id))
-        )
-        return str(person) if person else f"{platform}:{platform_user_id}"
+        return self.lookup_many(platform, [platform_user_id])[0]
 
     def lookup_many(self, platform: str, platform_user_ids: list[str]) -> list[str]:
         """``lookup`` of each account, in one statement."""

@@ -46,20 +46,21 @@ def open_database(url: str | Path) -> Database:
 
 def redact(url: str) -> str:
     """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+    return _password_as(url, ":***@")
 
 
 def without_password(url: str) -> str:
     """The URL with its password left out, for a command an operator copies (libpq then reads PGPASSWORD or
     ~/.pgpass, or asks): a password never reaches a terminal, a log or a shell history from us."""
+    return _password_as(url, "@")
+
+
+def _password_as(url: str, replacement: str) -> str:
+    """``url`` with its ":password@" replaced by ``replacement``; a URL without a password as it is."""
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", "@", 1)))
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", replacement)))
 
 
 def dump_commands(url: str, dest: str) -> tuple[str, str]:
