@@ -1,9 +1,11 @@
 """The one retrieval core (RET-1..7): candidates from four channels, filters, composite score, fusion, MMR.
 
 candidates  vector KNN (top K x multiplier) | FTS5 BM25 (sanitised) | most recent | graph neighbours
+            | BM25 of the words a thesaurus finds close to the query's (``expand_weight``)
 filter      partitions the context may see (SEC-1) + live rows + the caller's filters
 relevance   weighted: blend of cosine and normalised BM25     rrf: sum of 1/(k + rank) over channels
             normalised: blend of min-max scaled cosine and normalised BM25, both scaled over this query's pool
+            (the text side: the query's own words, or ``expand_weight`` of the close words' match if more)
             + speaker named, then graph neighbours, then + the asker's own rows (first person), + a named date,
             + a share of the question a row answers, - a short question
 final       w_sem * relevance + w_rec * temporal + w_imp * importance; with graph_head, the first places are
@@ -27,7 +29,7 @@ from ..clock import DAY, Clock
 from ..storage.corpus import Corpus, Filter
 from ..storage.embeddings import EmbeddingService
 from ..storage.knobs import Fusion, RecallKnobs, Weights
-from . import when
+from . import thesaurus, when
 
 
 class Channel(StrEnum):
@@ -48,7 +50,7 @@ class Hit:
     score: float
     relevance: float
     cosine: float | None
-    text_score: float  # the BM25 score scaled to [0, 1] by the best in the pool, not the memory's text
+    text_score: float  # the BM25 score scaled to [0, 1] by the best in the pool (or the close words'), not the memory's text
     channels: tuple[str, ...]
 
 
@@ -57,6 +59,7 @@ class _Candidate:
     rid: int
     cosine: float | None = None
     bm25: float | None = None
+    close_bm25: float | None = None  # BM25 of the words close in meaning to the query's (thesaurus)
     text_score: float = 0.0
     blended: bool = False
     ranks: dict[str, int] = field(default_factory=dict)
@@ -66,7 +69,8 @@ class _Candidate:
 class _Scale:
     """One query's score ranges over its candidate pool, so every row of it (graph neighbours too) is scaled alike.
 
-    BM25 is divided by the pool's best. Cosines are spread from the pool's lowest to its highest (``normalised``
+    BM25 is divided by the pool's best. A match on the words close to the query's counts ``close_weight`` of its
+    BM25 over the same best (over the best of its own where no row holds a query word), when that is more. Cosines are spread from the pool's lowest to its highest (``normalised``
     fusion): a small model's cosines crowd into a narrow band (MiniLM: most between 0.1 and 0.6) whose width
     changes with the query and the model, so a raw blend lets the wider BM25 scale decide almost alone.
     """
@@ -74,15 +78,23 @@ class _Scale:
     best_bm25: float
     cos_low: float
     cos_high: float
+    best_close: float = 0.0
+    close_weight: float = 0.0
 
     @staticmethod
-    def of(pool: dict[int, _Candidate], rows: dict[int, dict[str, Any]]) -> _Scale:
-        bm25 = [abs(pool[rid].bm25) for rid in rows if pool[rid].bm25 is not None]  # type: ignore[arg-type]
+    def of(pool: dict[int, _Candidate], rows: dict[int, dict[str, Any]], close_weight: float = 0.0) -> _Scale:
+        bm25 = [abs(b) for rid in rows if (b := pool[rid].bm25) is not None]
+        close = [abs(b) for rid in rows if (b := pool[rid].close_bm25) is not None]
         cosines = [c for rid in rows if (c := pool[rid].cosine) is not None]
-        return _Scale(max(bm25, default=0.0), min(cosines, default=0.0), max(cosines, default=0.0))
+        best = max(bm25, default=0.0)
+        return _Scale(best, min(cosines, default=0.0), max(cosines, default=0.0), max(close, default=0.0), close_weight)
 
     def text(self, cand: _Candidate) -> float:
-        return abs(cand.bm25) / self.best_bm25 if cand.bm25 is not None and self.best_bm25 else 0.0
+        own = abs(cand.bm25) / self.best_bm25 if cand.bm25 is not None and self.best_bm25 else 0.0
+        if cand.close_bm25 is None or not self.close_weight:
+            return own
+        close = min(1.0, abs(cand.close_bm25) / (self.best_bm25 or self.best_close))
+        return max(own, self.close_weight * close)
 
     def cosine(self, cosine: float) -> float:
         if cosine <= 0:  # no likeness stays no likeness, however the rest of the pool looks
@@ -124,7 +136,7 @@ class Retriever:
         rows = self.corpus.fetch(list(pool), partitions, where)
         self._fill_cosines(pool, rows, query_vector)
         self._blend_context(pool, rows, query_vector, knobs.context_weight)
-        scale = _Scale.of(pool, rows)
+        scale = _Scale.of(pool, rows, knobs.expand_weight)
         relevance = self._relevances(pool, rows, knobs, scale)
         self._boost_named_speakers(text, rows, relevance, knobs)
         pairs = self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale) if Channel.GRAPH in channels else []
@@ -169,10 +181,20 @@ class Retriever:
         for rank, (rid, score) in enumerate(found):
             cand = pool.setdefault(rid, _Candidate(rid))
             cand.bm25, cand.ranks[Channel.FTS] = score, rank
+        if Channel.FTS in channels and knobs.expand_weight and (close := self._close_words(text, knobs)):
+            for rank, (rid, score) in enumerate(self._text_search(" ".join(close), partitions, width)):
+                cand = pool.setdefault(rid, _Candidate(rid))
+                cand.close_bm25 = score
+                cand.ranks.setdefault(Channel.FTS, len(found) + rank)
         if Channel.RECENT in channels and knobs.recent_candidates:
             for rank, rid in enumerate(self.corpus.newest(partitions, where, knobs.recent_candidates)):
                 pool.setdefault(rid, _Candidate(rid)).ranks[Channel.RECENT] = rank
         return pool
+
+    def _close_words(self, text: str, knobs: RecallKnobs) -> list[str]:
+        """Words close in meaning to the query's own, none of them a form of one of its words (``thesaurus``)."""
+        terms = self.corpus.fts.terms
+        return thesaurus.expand(terms(text), lambda word: next((stem for _, stem in terms(word)), word), knobs.expand_likeness)
 
     def _text_search(self, text: str, partitions: tuple[str, ...], width: int) -> list[tuple[int, float]]:
         try:

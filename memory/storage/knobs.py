@@ -8,7 +8,8 @@ with the turn it answers (``context_weight`` of the previous turn's cosine; its 
 a low-weight FTS column), its neighbours in the channel share a strong hit's relevance
 (``graph_decay``; in the first ``graph_head`` places only ``graph_head_decay``: there a neighbour does not push a
 direct match down, below them it still comes in as context), and a query that names a speaker favours what that
-speaker said (``speaker_boost``).
+speaker said (``speaker_boost``). Words close in meaning to the query's own (``memory.recall.thesaurus``) are
+searched too, a row they find counting ``expand_weight`` of a match on the query's words (``expand_likeness``: how close).
 Two nudges come after the graph step, so neighbours do not inherit them: a question in the first
 person ("what did I say about...") favours the asker's own turns (``asker_boost``), and one that names
 a time ("last week", "in May", "on 3 June 2023") favours turns from that span (``date_boost``,
@@ -92,6 +93,15 @@ class RecallKnobs(BaseModel):
     graph_head_decay: float = Field(
         default=0.65, ge=0, le=1, description="Share of a hit's relevance its neighbours inherit in the first graph_head places."
     )
+    expand_weight: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of a match on words close in meaning to the query's (a thesaurus) against its own words (0 = off).",
+    )
+    expand_likeness: float = Field(
+        default=0.6, ge=0.55, le=1, description="How close in meaning a word must be to a query word to be searched too."
+    )
     context_weight: float = Field(
         default=0.0, ge=0, le=1, description="Weight of the turn a message answers when judging its relevance (0 = off)."
     )
@@ -149,6 +159,7 @@ MESSAGE_DEFAULTS = RecallKnobs(
     recent_candidates=0,
     graph_decay=0.8,
     graph_head=5,
+    expand_weight=0.5,
     context_weight=0.25,
     speaker_boost=0.08,
     asker_boost=0.15,
