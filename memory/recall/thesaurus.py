@@ -89,7 +89,7 @@ def build(words: list[str], vectors: np.ndarray, stem: Stemmer, *, chunk: int = 
     for start in range(0, len(words), chunk):
         likeness = vectors[start : start + chunk] @ vectors.T
         for i, row in enumerate(likeness):
-            top = np.argpartition(-row, 4 * STORED + 8)[: 4 * STORED + 8]
+            top = np.argpartition(-row, width - 1)[:width] if (width := min(4 * STORED + 8, len(row))) < len(row) else np.arange(len(row))
             order = top[np.argsort(-row[top])]
             seen, kept = {stems[start + i]}, []
             for j in order:
