@@ -71,8 +71,9 @@ class _Scale:
 
     BM25 is divided by the pool's best. A match on the words close to the query's counts ``close_weight`` of its
     BM25 over the same best (over the best of its own where no row holds a query word), when that is more.
-    Cosines are spread from the pool's lowest to its highest (``normalised`` fusion): a small model's cosines crowd into a narrow band (MiniLM: most between 0.1 and 0.6) whose width
-    changes with the query and the model, so a raw blend lets the wider BM25 scale decide almost alone.
+    Cosines are spread from the pool's lowest to its highest (``normalised`` fusion): a small model's cosines crowd
+    into a narrow band (MiniLM: most between 0.1 and 0.6) whose width changes with the query and the model, so a
+    raw blend lets the wider BM25 scale decide almost alone.
     """
 
     best_bm25: float

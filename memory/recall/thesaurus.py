@@ -82,22 +82,27 @@ def vocabulary(tokens: Iterable[str], stop_words: frozenset[str]) -> list[str]:
 
 
 def build(words: list[str], vectors: np.ndarray, stem: Stemmer, *, chunk: int = 2048) -> list[str]:
-    """The file's lines: each word, a tab, and its neighbours "word:0.71" likest first (unit ``vectors``, one row
-    a word). A neighbour of the word's own stem, or of a stem already listed, is left out."""
+    """The file's lines, commonest word first: each word, a tab, its stem, a tab, and its neighbours "word:0.71"
+    likest first (``vectors``: unit rows, one a word)."""
     stems = [stem(w) for w in words]
     lines = []
     for start in range(0, len(words), chunk):
-        likeness = vectors[start : start + chunk] @ vectors.T
-        for i, row in enumerate(likeness):
-            top = np.argpartition(-row, width - 1)[:width] if (width := min(4 * STORED + 8, len(row))) < len(row) else np.arange(len(row))
-            order = top[np.argsort(-row[top])]
-            seen, kept = {stems[start + i]}, []
-            for j in order:
-                if row[j] < MIN_STORED or len(kept) == STORED:
-                    break
-                if stems[j] not in seen:
-                    seen.add(stems[j])
-                    kept.append(f"{words[j]}:{row[j]:.2f}")
-            if kept:
-                lines.append(f"{words[start + i]}\t{stems[start + i]}\t{' '.join(kept)}")
+        for i, row in enumerate(vectors[start : start + chunk] @ vectors.T, start):
+            if kept := _likest(row, words, stems, stems[i]):
+                lines.append(f"{words[i]}\t{stems[i]}\t{' '.join(kept)}")
     return lines
+
+
+def _likest(row: np.ndarray, words: list[str], stems: list[str], own: str) -> list[str]:
+    """At most ``STORED`` "word:likeness" items, likest first, none below ``MIN_STORED``, one form a stem and none
+    of the word's own stem ("soccers" after "soccer" is left out)."""
+    width = min(4 * STORED + 8, len(row))
+    top = np.argpartition(-row, width - 1)[:width]
+    seen, kept = {own}, list[str]()
+    for j in top[np.argsort(-row[top])]:
+        if row[j] < MIN_STORED or len(kept) == STORED:
+            break
+        if stems[j] not in seen:
+            seen.add(stems[j])
+            kept.append(f"{words[j]}:{row[j]:.2f}")
+    return kept
