@@ -5,7 +5,8 @@ Each sample goes into a fresh store: one turn is one stored message, carrying it
 is set to just after the last session). Every question is asked through ``MessageLog.search_partitions`` with
 the default knobs; a method is the set of candidate channels: ``bm25`` (FTS only), ``vector`` (vectors only)
 or ``hybrid`` (everything, the default).
-Recall@k is the share of a question's evidence turns found in the top k, averaged, in percent.
+Recall@k is the share of a question's evidence turns found in the top k, averaged, in percent; ``search_ms`` the
+p50 / p95 time of one search of the method (the cost a ranking change adds).
 
 Beside it, the figure the field reports (LongMemEval's authors, MemPalace, Hebb Mind): session recall. The
 ranked turns become ranked sessions (each session at the rank of its best turn among the top 25 turns), and
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from memory import storage
 from memory.clock import DAY, FakeClock
@@ -130,8 +133,9 @@ def _recall(
     if not evidence:
         return None
     vector = engine.embeddings.embed_query(qa["question"])  # embedded once, shared by the methods that use it
-    recall, sessions = {}, {}
+    recall, sessions, spent = {}, {}, {}
     for method, channels in METHODS.items():
+        start = time.perf_counter()
         hits = engine.messages.search_partitions(
             partitions,
             qa["question"],
@@ -140,10 +144,11 @@ def _recall(
             query_vector=vector if Channel.VECTOR in channels else None,
             asker=asker,
         )
+        spent[method] = round(1000 * (time.perf_counter() - start), 3)
         ranked = [by_id[h.row["id"]] for h in hits]
         recall[method] = {f"R@{k}": len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS}
         sessions[method] = session_recall(ranked, evidence)
-    return {"category": int(qa["category"]), "recall": recall, "sessions": sessions}
+    return {"category": int(qa["category"]), "recall": recall, "sessions": sessions, "ms": spent}
 
 
 def session_of(dia_id: str) -> str:
@@ -187,6 +192,7 @@ def summarise(records: list[Record]) -> dict[str, Any]:
             "cat5": mean([r for r in rows if r["category"] == 5], method),
             "sessions cat1-4": sessions(main, method),
             "by_category": by_cat,
+            "search_ms": _spread([r["ms"][method] for r in rows if "ms" in r]),  # a ledger from before has none
         }
     counts: dict[str, int] = defaultdict(int)
     for r in rows:
@@ -197,6 +203,14 @@ def summarise(records: list[Record]) -> dict[str, Any]:
         "samples": len(records),
         "skipped_turns": sum(record["skipped_turns"] for record in records),
     }
+
+
+def _spread(times: list[float]) -> dict[str, float]:
+    """p50 and p95 of one method's search times (ms), 0 for none."""
+    if not times:
+        return {"p50": 0.0, "p95": 0.0}
+    p50, p95 = np.percentile(times, [50, 95])
+    return {"p50": round(float(p50), 2), "p95": round(float(p95), 2)}
 
 
 def evaluate_locomo(

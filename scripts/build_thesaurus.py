@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from memory.recall import thesaurus  # noqa: E402
+import memory.recall.thesaurus as thesaurus  # noqa: E402
 from memory.storage.embeddings import ASSETS, OnnxMiniLM  # noqa: E402
 from memory.storage.fts import STOP_WORDS, FtsQueryBuilder  # noqa: E402
 from memory.storage.pgsearch import tokenizer_db  # noqa: E402

@@ -234,7 +234,8 @@ def _voice_rows(voice: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def eval_table(result: Mapping[str, Any]) -> Table:
-    """``evaluate_locomo``'s summary: one row per method, recall@k for categories 1-4 and for 5 (adversarial)."""
+    """``evaluate_locomo``'s summary: one row per method, recall@k for categories 1-4 and for 5 (adversarial), and
+    what one search of the method cost."""
     from rich.table import Table
 
     groups = ("cat1-4", "cat5")
@@ -245,8 +246,11 @@ def eval_table(result: Mapping[str, Any]) -> Table:
     for group in groups:
         for k in ks:
             table.add_column(f"{group} {k}", justify="right")
+    table.add_column("search ms p50 / p95", justify="right")
     for method, scores in result["methods"].items():
-        table.add_row(method, *(f"{scores[group][k]:.1f}" for group in groups for k in ks))
+        spent = scores.get("search_ms", {})
+        cost = f"{spent['p50']:.1f} / {spent['p95']:.1f}" if spent.get("p50") else "-"
+        table.add_row(method, *(f"{scores[group][k]:.1f}" for group in groups for k in ks), cost)
     return table
 
 

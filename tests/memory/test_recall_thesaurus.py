@@ -11,7 +11,7 @@ import pydantic
 import pytest
 from conftest import guild_ctx, say
 
-from memory.recall import thesaurus
+import memory.recall.thesaurus as thesaurus
 from memory.recall.retrieval import Channel
 from memory.storage.fts import STOP_WORDS, FtsQueryBuilder
 from memory.storage.knobs import MESSAGE_DEFAULTS
