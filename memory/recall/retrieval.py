@@ -87,8 +87,7 @@ class _Scale:
         bm25 = [abs(b) for rid in rows if (b := pool[rid].bm25) is not None]
         close = [abs(b) for rid in rows if (b := pool[rid].close_bm25) is not None]
         cosines = [c for rid in rows if (c := pool[rid].cosine) is not None]
-        best = max(bm25, default=0.0)
-        return _Scale(best, min(cosines, default=0.0), max(cosines, default=0.0), max(close, default=0.0), close_weight)
+        return _Scale(max(bm25, default=0.0), min(cosines, default=0.0), max(cosines, default=0.0), max(close, default=0.0), close_weight)
 
     def text(self, cand: _Candidate) -> float:
         own = abs(cand.bm25) / self.best_bm25 if cand.bm25 is not None and self.best_bm25 else 0.0

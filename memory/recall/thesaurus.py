@@ -2,10 +2,10 @@
 
 BM25 finds only the words a question uses: "any tips for my phone's battery?" misses "my new power bank and
 charging pad". The thesaurus gives each whole English word of the MiniLM vocabulary (21,000 words) its nearest
-others by MiniLM's own meaning of the word alone (cosine >= ``MIN_STORED``, at most ``STORED`` of them, one
-form a stem: "battery" -> batteries' stem is its own, so "charging", "charger"). Retrieval searches the
-words close to the query's in a second BM25 query and counts what it finds at a share of a match on the
-query's own words (``RecallKnobs.expand_weight``).
+others by MiniLM's own meaning of the word alone (cosine >= ``MIN_STORED``, at most ``STORED`` of them, one form
+a stem and none of its own: "battery" -> charge, powered). Retrieval searches the words close to the query's in a
+second BM25 query and counts what it finds at a share of a match on the query's own words
+(``RecallKnobs.expand_weight``).
 
 The thesaurus is a file shipped with the package (``memory/assets/thesaurus.tsv.gz``), made once by
 ``scripts/build_thesaurus.py`` from the model and the tokenizer's vocabulary: nothing in it comes from a
@@ -26,7 +26,7 @@ THESAURUS = ASSETS / "thesaurus.tsv.gz"
 STORED = 5  # neighbours kept a word in the file
 MIN_STORED = 0.55  # the least likeness kept in the file (a knob may ask for more, never less)
 PER_WORD = 3  # neighbours a query word brings in at most
-MAX_WORDS = 8  # words a query brings in at most, the likest first
+MAX_WORDS = 8  # words a query brings in at most
 MIN_LETTERS = 3
 
 Stemmer = Callable[[str], str]
@@ -98,7 +98,8 @@ def _likest(row: np.ndarray, words: list[str], stems: list[str], own: str) -> li
     of the word's own stem ("soccers" after "soccer" is left out)."""
     width = min(4 * STORED + 8, len(row))
     top = np.argpartition(-row, width - 1)[:width]
-    seen, kept = {own}, list[str]()
+    seen = {own}
+    kept: list[str] = []
     for j in top[np.argsort(-row[top])]:
         if row[j] < MIN_STORED or len(kept) == STORED:
             break

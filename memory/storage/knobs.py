@@ -99,7 +99,7 @@ class RecallKnobs(BaseModel):
         le=1,
         description="Share of a match on words close in meaning to the query's (a thesaurus) against its own words (0 = off).",
     )
-    expand_likeness: float = Field(
+    expand_likeness: float = Field(  # ge: the least likeness the thesaurus file holds (thesaurus.MIN_STORED)
         default=0.6, ge=0.55, le=1, description="How close in meaning a word must be to a query word to be searched too."
     )
     context_weight: float = Field(

@@ -88,8 +88,9 @@ def test_a_plural_the_thesaurus_lacks_is_looked_up_by_its_stem(terms):
 
 
 def test_a_likeness_below_what_the_file_holds_is_refused(engine):
+    assert engine.knobs.update("messages", {"expand_likeness": thesaurus.MIN_STORED}).expand_likeness == thesaurus.MIN_STORED
     with pytest.raises(pydantic.ValidationError, match="expand_likeness"):
-        engine.knobs.update("messages", {"expand_likeness": 0.3})
+        engine.knobs.update("messages", {"expand_likeness": thesaurus.MIN_STORED - 0.01})
 
 
 def test_the_shipped_thesaurus_says_what_the_model_says(minilm, terms):
