@@ -27,6 +27,7 @@ from .output import (
     records_table,
     replacing,
     say,
+    search_cost_table,
     session_table,
     voice_bench_table,
 )
@@ -312,6 +313,7 @@ def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
         return print_json(result)
     out().print(eval_table(result))
     out().print(session_table(result))
+    out().print(search_cost_table(result))
     if result["skipped_turns"]:
         note(f"turns with no text, not stored (the store refuses empty messages): {result['skipped_turns']}")
 

@@ -77,6 +77,13 @@ def test_eval_with_user_turns_indexed_says_so_and_reports_session_recall(compani
     assert code == 0 and "user turns indexed" in out and "Session recall" in out and "any@5" in out
 
 
+def test_eval_says_what_one_search_of_each_method_cost(companion, tmp_path: Path) -> None:
+    code, out, _ = companion("eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)))
+    assert code == 0 and "One search (ms)" in out
+    shown = {line.split()[1] for line in out.splitlines() if line.count("│") == 4}  # the rows: method, p50, p95
+    assert {"bm25", "vector", "hybrid"} <= shown
+
+
 def test_eval_progress_tells_the_rate_and_the_time_left(companion, tmp_path: Path) -> None:
     code, _, err = companion("eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)))
     assert code == 0 and "conversations/min, about" in err and "left" in err
