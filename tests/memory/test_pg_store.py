@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from conftest import HashEmbedder, contents, dm_ctx, remember
 
 from memory.engine import MemoryEngine
@@ -74,36 +75,36 @@ def test_words_alone_find_a_memory_on_postgresql_and_only_in_the_partitions_the_
         eng.close()
 
 
-def test_a_query_read_through_a_server_cursor_gives_every_row_once_a_chunk_at_a_time(pg_url):
+@pytest.fixture
+def numbers(pg_url):
+    """A PostgreSQL store holding a table ``numbers`` of 1 to 10."""
     db = open_database(pg_url)
     try:
         db.execute("CREATE TABLE numbers (n BIGINT)")
         db.execute("INSERT INTO numbers SELECT generate_series(1, 10)")
-        chunks = list(db.chunks("SELECT n FROM numbers WHERE n > ? ORDER BY n", (0,), 3))  # type: ignore[attr-defined]
-        assert [len(c) for c in chunks] == [3, 3, 3, 1]
-        assert [n for c in chunks for (n,) in c] == list(range(1, 11))
-        with db.transaction():  # inside a transaction: a savepoint, and the outer transaction goes on
-            assert sum(len(c) for c in db.chunks("SELECT n FROM numbers", (), 4)) == 10  # type: ignore[attr-defined]
-            db.execute("INSERT INTO numbers VALUES (11)")
-        assert db.scalar("SELECT count(*) FROM numbers") == 11
+        yield db
     finally:
         db.close()
 
 
-def test_a_chunked_read_left_halfway_leaves_no_transaction_open(pg_url):
-    db = open_database(pg_url)
+def test_a_query_read_through_a_server_cursor_gives_every_row_once_a_chunk_at_a_time(numbers):
+    chunks = list(numbers.chunks("SELECT n FROM numbers WHERE n > ? ORDER BY n", (0,), 3))
+    assert [len(c) for c in chunks] == [3, 3, 3, 1]
+    assert [n for c in chunks for (n,) in c] == list(range(1, 11))
+    with numbers.transaction():  # inside a transaction: a savepoint, and the outer transaction goes on
+        assert sum(len(c) for c in numbers.chunks("SELECT n FROM numbers", (), 4)) == 10
+        numbers.execute("INSERT INTO numbers VALUES (11)")
+    assert numbers.scalar("SELECT count(*) FROM numbers") == 11
+
+
+def test_a_chunked_read_left_halfway_leaves_no_transaction_open(numbers, pg_url):
+    reading = numbers.chunks("SELECT n FROM numbers", (), 2)
+    assert len(next(reading)) == 2
+    reading.close()  # the mirror's load failing halfway, say
+    assert not numbers.con.in_transaction
+    numbers.execute("INSERT INTO numbers VALUES (11)")  # autocommit again: another connection sees it at once
+    other = open_database(pg_url)
     try:
-        db.execute("CREATE TABLE numbers (n BIGINT)")
-        db.execute("INSERT INTO numbers SELECT generate_series(1, 10)")
-        reading = db.chunks("SELECT n FROM numbers", (), 2)  # type: ignore[attr-defined]
-        assert len(next(reading)) == 2
-        reading.close()  # the mirror's load failing halfway, say
-        assert not db.con.in_transaction
-        db.execute("INSERT INTO numbers VALUES (11)")  # autocommit again: another connection sees it at once
-        other = open_database(pg_url)
-        try:
-            assert other.scalar("SELECT count(*) FROM numbers") == 11
-        finally:
-            other.close()
+        assert other.scalar("SELECT count(*) FROM numbers") == 11
     finally:
-        db.close()
+        other.close()

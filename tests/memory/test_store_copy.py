@@ -129,6 +129,13 @@ def test_a_partial_copy_of_another_store_is_not_taken_for_ours(tmp_path, pg_url,
         copy_store(str(tmp_path / "b.db"), pg_url)
 
 
+def refused_before_dst(tmp_path, source: str, reason: str) -> None:
+    """Copying ``source`` (a file in ``tmp_path``) is refused for ``reason``, and no destination file is made."""
+    with pytest.raises(CopyRefused, match=reason):
+        copy_store(str(tmp_path / source), str(tmp_path / "dst.db"))
+    assert not (tmp_path / "dst.db").exists()
+
+
 def _stop_at(done: int, limit: int) -> None:
     if done >= limit:
         raise KeyboardInterrupt
@@ -151,18 +158,14 @@ def test_a_source_that_is_not_a_store_is_refused_and_nothing_is_made(tmp_path, s
     con.execute("CREATE TABLE things (a)")
     con.close()
     (tmp_path / "garbage.db").write_bytes(b"not a database at all" * 200)
-    with pytest.raises(CopyRefused, match=reason):
-        copy_store(str(tmp_path / source), str(tmp_path / "dst.db"))
-    assert not (tmp_path / "dst.db").exists()
+    refused_before_dst(tmp_path, source, reason)
 
 
 def test_a_source_from_a_newer_program_is_refused(tmp_path, clock):
     make_store(tmp_path / "new.db", clock)
     with MemoryEngine(tmp_path / "new.db", None, clock) as eng:
         eng.db.execute("INSERT INTO schema_version (version, name, applied_at) VALUES (999, 'm999_future', '')")
-    with pytest.raises(CopyRefused, match="newer than this program"):
-        copy_store(str(tmp_path / "new.db"), str(tmp_path / "dst.db"))
-    assert not (tmp_path / "dst.db").exists()
+    refused_before_dst(tmp_path, "new.db", "newer than this program")
 
 
 def test_a_store_is_never_copied_onto_itself(tmp_path, pg_url, clock):
@@ -247,9 +250,7 @@ def test_a_source_with_a_table_this_program_does_not_know_is_refused_before_dst_
     make_store(tmp_path / "m.db", clock)
     with MemoryEngine(tmp_path / "m.db", None, clock) as eng:
         eng.db.execute("CREATE TABLE plugin_notes (id INTEGER PRIMARY KEY, note TEXT)")
-    with pytest.raises(CopyRefused, match="plugin_notes"):
-        copy_store(str(tmp_path / "m.db"), str(tmp_path / "dst.db"))
-    assert not (tmp_path / "dst.db").exists()
+    refused_before_dst(tmp_path, "m.db", "plugin_notes")
 
 
 KILLED_MIDWAY = """
