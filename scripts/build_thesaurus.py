@@ -27,8 +27,7 @@ def main(out: Path) -> None:
     words = thesaurus.vocabulary(sorted(tokens, key=tokens.get), STOP_WORDS)
     model = OnnxMiniLM()
     vectors = np.concatenate([model.embed(words[i : i + 256]) for i in range(0, len(words), 256)])
-    terms = FtsQueryBuilder(tokenizer_db(), "message_fts").terms
-    lines = thesaurus.build(words, vectors, lambda w: next((s for _, s in terms(w)), w))
+    lines = thesaurus.build(words, vectors, FtsQueryBuilder(tokenizer_db(), "message_fts").stem)
     # no name, no time in the gzip header: the same words give the same bytes
     with out.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
         f.write(("\n".join(lines) + "\n").encode("utf-8"))

@@ -193,8 +193,8 @@ class Retriever:
 
     def _close_words(self, text: str, knobs: RecallKnobs) -> list[str]:
         """Words close in meaning to the query's own, none of them a form of one of its words (``thesaurus``)."""
-        terms = self.corpus.fts.terms
-        return thesaurus.expand(terms(text), lambda word: next((stem for _, stem in terms(word)), word), knobs.expand_likeness)
+        fts = self.corpus.fts
+        return thesaurus.expand(fts.terms(text), fts.stem, knobs.expand_likeness)
 
     def _text_search(self, text: str, partitions: tuple[str, ...], width: int) -> list[tuple[int, float]]:
         try:

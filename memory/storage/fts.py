@@ -316,6 +316,10 @@ class FtsQueryBuilder:
         """(raw word, stemmed term) pairs, stop words and duplicates removed, in query order."""
         return self.words(text, MAX_QUERY_CHARS)[:MAX_TERMS]
 
+    def stem(self, word: str) -> str:
+        """The index's term for one word ("cuisines" -> "cuisin"); the word itself where it has none (a stop word)."""
+        return next((stem for _, stem in self.terms(word)), word)
+
     def words(self, text: str, max_chars: int) -> list[tuple[str, str]]:
         """Every (raw word, stemmed term) pair of the first ``max_chars`` of ``text``, as ``terms`` finds them."""
         data = (text or "")[:max_chars].encode("utf-8", "replace")

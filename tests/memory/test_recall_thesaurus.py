@@ -29,12 +29,9 @@ def engine(any_engine):
 
 
 @pytest.fixture(scope="module")
-def terms():
-    return FtsQueryBuilder(tokenizer_db(), "message_fts").terms
-
-
-def stemmer(terms):
-    return lambda word: next((stem for _, stem in terms(word)), word)
+def fts():
+    """The words channel's own tokenizer and stemmer."""
+    return FtsQueryBuilder(tokenizer_db(), "message_fts")
 
 
 def _found(engine, question: str, **knobs) -> list[str]:
@@ -70,20 +67,20 @@ def test_hostile_questions_are_searched_as_words_and_break_nothing(engine):
         assert isinstance(_found(engine, question), list)
 
 
-def test_close_words_are_no_form_of_the_questions_words_and_come_in_rounds(terms):
-    question = terms("which phones, batteries or chargers lately")
-    close = thesaurus.expand(question, stemmer(terms), 0.6)
+def test_close_words_are_no_form_of_the_questions_words_and_come_in_rounds(fts):
+    question = fts.terms("which phones, batteries or chargers lately")
+    close = thesaurus.expand(question, fts.stem, 0.6)
     stems = {stem for _, stem in question}
     assert close and len(close) <= thesaurus.MAX_WORDS
-    assert not {stemmer(terms)(w) for w in close} & stems
-    assert len({stemmer(terms)(w) for w in close}) == len(close)
+    assert not {fts.stem(w) for w in close} & stems
+    assert len({fts.stem(w) for w in close}) == len(close)
     # "phone" has many close neighbours (telephone, smartphone, iphone, ...): each word still brings its likest
-    firsts = [next(w for w, like in thesaurus.neighbours(raw, stem) if stemmer(terms)(w) not in stems) for raw, stem in question]
+    firsts = [next(w for w, like in thesaurus.neighbours(raw, stem) if fts.stem(w) not in stems) for raw, stem in question]
     assert set(firsts) <= set(close)
 
 
-def test_a_plural_the_thesaurus_lacks_is_looked_up_by_its_stem(terms):
-    [(raw, stem)] = terms("cuisines")
+def test_a_plural_the_thesaurus_lacks_is_looked_up_by_its_stem(fts):
+    [(raw, stem)] = fts.terms("cuisines")
     assert thesaurus.neighbours(raw) == [] and thesaurus.neighbours(raw, stem) == thesaurus.neighbours("cuisine")
 
 
@@ -93,27 +90,26 @@ def test_a_likeness_below_what_the_file_holds_is_refused(engine):
         engine.knobs.update("messages", {"expand_likeness": thesaurus.MIN_STORED - 0.01})
 
 
-def test_the_shipped_thesaurus_says_what_the_model_says(minilm, terms):
+def test_the_shipped_thesaurus_says_what_the_model_says(minilm, fts):
     with gzip.open(thesaurus.THESAURUS, "rt", encoding="utf-8") as f:
         lines = [line.rstrip("\n").split("\t") for line in f]
     assert len(lines) > 20_000
-    stem = stemmer(terms)
     for word, own, close in lines[::997]:  # ~20 words from the commonest to the rarest
         pairs = [(w, float(like)) for w, like in (item.rsplit(":", 1) for item in close.split())]
-        assert own == stem(word) and 0 < len(pairs) <= thesaurus.STORED
+        assert own == fts.stem(word) and 0 < len(pairs) <= thesaurus.STORED
         assert [like for _, like in pairs] == sorted((like for _, like in pairs), reverse=True)
         assert all(like >= thesaurus.MIN_STORED for _, like in pairs)
-        assert own not in {stem(w) for w, _ in pairs}
+        assert own not in {fts.stem(w) for w, _ in pairs}
         vectors = minilm.embed([word, *(w for w, _ in pairs)])
         measured = vectors[1:] @ vectors[0]
         assert np.allclose(measured, [like for _, like in pairs], atol=0.01), word
 
 
-def test_building_keeps_the_likest_neighbours_one_form_a_stem(terms):
+def test_building_keeps_the_likest_neighbours_one_form_a_stem(fts):
     words = ["football", "soccer", "soccers", "banana", "tennis"]
     vectors = np.array([[1, 0, 0], [0.9, 0.1, 0], [0.88, 0.12, 0], [0, 0, 1], [0.7, 0.7, 0]], dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    lines = {line.split("\t")[0]: line.split("\t") for line in thesaurus.build(words, vectors, stemmer(terms))}
+    lines = {line.split("\t")[0]: line.split("\t") for line in thesaurus.build(words, vectors, fts.stem)}
     assert lines["football"][2].split() == ["soccer:0.99", "tennis:0.71"]  # "soccers" is soccer's stem again
     assert "banana" not in lines  # nothing close enough
     assert thesaurus.vocabulary(["the", "running", "##ing", "ab", "café", "Paris", "x1"], STOP_WORDS) == ["running"]
