@@ -49,8 +49,9 @@ class Terminal:
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, WIDTH, 0, 0))
+        self.settings_before = termios.tcgetattr(slave)
         self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, preexec_fn=_controlling, close_fds=True)
-        os.close(slave)
+        self.slave = slave  # kept open: the terminal's settings are read after the child has gone
         self.screen = ""
         self._lock = threading.Lock()
         threading.Thread(target=self._gather, daemon=True).start()
@@ -65,6 +66,12 @@ class Terminal:
                 return
             with self._lock:
                 self.screen += data.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        os.close(self.master)
+        os.close(self.slave)
 
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())
@@ -115,7 +122,26 @@ async def test_in_a_terminal_the_chat_edits_lines_shows_thinking_wraps_replies_a
             term.type("/quit\r")
             assert await asyncio.to_thread(term.proc.wait, 30) == 0
         finally:
-            if term.proc.poll() is None:
-                term.proc.kill()
-            os.close(term.master)
+            term.close()
     assert "^[[A" not in term.screen and "interrupted" not in term.screen and "Traceback" not in term.screen
+
+
+async def test_ctrl_c_at_the_prompt_leaves_cleanly_and_gives_the_terminal_back_as_it_was(tmp_path, env) -> None:
+    """Ctrl-C at ``you>`` ends the chat as Ctrl-D does: exit 0, no "interrupted" error, and echo and line
+    mode back on (the line editor had left the terminal raw: nothing typed showed until ``stty sane``)."""
+    async with FakeOpenAI() as srv:
+        env |= {"COMPANION_OPENAI_BASE_URL": srv.base_url, "COMPANION_OPENAI_API_KEY": "test-key"}
+        argv = [sys.executable, "-m", "bot", "--db", str(tmp_path / "store.db"), "--embeddings", "none", "chat", "--new-store"]
+        term = Terminal(argv, env)
+        try:
+            await term.expect(r"you> ")
+            await asyncio.sleep(0.3)  # the line editor is now waiting, the terminal in its raw mode
+            term.type("\x03")
+            assert await asyncio.to_thread(term.proc.wait, 30) == 0
+            after = termios.tcgetattr(term.slave)
+        finally:
+            term.close()
+    lflag = 3
+    assert after[lflag] & (termios.ECHO | termios.ICANON) == term.settings_before[lflag] & (termios.ECHO | termios.ICANON)
+    assert after == term.settings_before
+    assert "interrupted" not in term.screen and "Traceback" not in term.screen

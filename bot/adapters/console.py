@@ -13,15 +13,18 @@ When a reply fails, ``diagnose`` (if given) explains why in one line, such as wh
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import getpass
 import inspect
 import io
 import itertools
 import logging
+import os
 import shutil
 import signal
 import sys
+import termios
 import threading
 import time
 import uuid
@@ -77,13 +80,14 @@ class ConsoleChat:
         """Chat until /quit, /exit, end of input or Ctrl-C (at the prompt; during a reply it cancels the reply)."""
         if self._input is read_terminal_line:
             line_editing()
-        self._write(f"Chatting as {self._user_name} (console:{self._user_id}). /help lists commands, /quit leaves.\n")
-        while (line := await self._read()) is not None:
-            line = line.strip()
-            if line in QUIT:
-                break
-            if line:
-                await self._handle(line)
+        with terminal_restored():
+            self._write(f"Chatting as {self._user_name} (console:{self._user_id}). /help lists commands, /quit leaves.\n")
+            while (line := await self._read()) is not None:
+                line = line.strip()
+                if line in QUIT:
+                    break
+                if line:
+                    await self._handle(line)
 
     async def send_direct(self, channel_id: str, text: str) -> None:
         """A message the bot starts (ORCH-8 check-ins): printed between turns, like a reply."""
@@ -288,7 +292,60 @@ async def read_terminal_line(prompt: str) -> str:
             loop.call_soon_threadsafe(settle, line, error)
 
     threading.Thread(target=read, name="console-input", daemon=True).start()
-    return await future
+    with _interrupt_settles(loop, lambda: settle("", KeyboardInterrupt())):
+        return await future
+
+
+@contextlib.contextmanager
+def _interrupt_settles(loop: asyncio.AbstractEventLoop, settle: Callable[[], None]) -> Iterator[None]:
+    """Ctrl-C at the prompt ends the read as end of input does. Without this the SIGINT went to the main
+    thread's default handler, which tore the process down (exit 130, "error: interrupted") while the
+    reading thread still held the terminal in readline's raw mode."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    try:
+        loop.add_signal_handler(signal.SIGINT, settle)
+    except (NotImplementedError, RuntimeError):  # no signals on this loop (Windows)
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def terminal_restored() -> Iterator[None]:
+    """The terminal's settings as they were before the chat, whatever ends it.
+
+    readline switches the terminal to raw mode (no echo, no line buffering) while it waits for a line, and a
+    read still waiting in its thread when the chat ends never switches it back: the next program typed into
+    showed nothing until ``stty sane``. The settings are put back on the way out, and once more at exit.
+    """
+    fd = _terminal_fd()
+    saved = termios.tcgetattr(fd) if fd is not None else None
+
+    def restore() -> None:
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+    if saved is None:
+        yield
+        return
+    atexit.register(restore)
+    try:
+        yield
+    finally:
+        restore()
+
+
+def _terminal_fd() -> int | None:
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):  # replaced by a StringIO (tests), or closed
+        return None
+    return fd if os.isatty(fd) else None
 
 
 def _tolerant(stdin: TextIO) -> None:
