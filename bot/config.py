@@ -148,6 +148,9 @@ class Settings(BaseSettings):
     health_port: int = Field(8766, ge=0, le=65535)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # OPS-4: auto = rich on a terminal, one plain line per record elsewhere (journald, containers); json = one
+    # JSON object a line, for log shippers
+    log_format: Literal["auto", "text", "json"] = "auto"
 
     @field_validator("voice_warm_full_below")
     @classmethod

@@ -102,6 +102,12 @@ def add_global_options(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(
         "--log-level", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"), default=default, help="overrides COMPANION_LOG_LEVEL"
     )
+    parser.add_argument(
+        "--log-format",
+        choices=("auto", "text", "json"),
+        default=default,
+        help="auto: rich at a terminal, one line a record elsewhere; json: one object a line (overrides COMPANION_LOG_FORMAT)",
+    )
 
 
 def _globals_anywhere(parser: argparse.ArgumentParser) -> None:
@@ -133,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.home = find_home(args.env_file)
     except HomeError as exc:
         return _fail(str(exc), 2, as_json)
-    overrides = {"db_path": args.db, "embeddings": args.embeddings, "log_level": args.log_level}
+    overrides = {"db_path": args.db, "embeddings": args.embeddings, "log_level": args.log_level, "log_format": args.log_format}
     try:
         settings = _settle_store(load_settings(_env_file=args.home.env_file, **{k: v for k, v in overrides.items() if v is not None}), args)
     except ConfigError as exc:
@@ -141,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(on_error, args, exc) if on_error else _fail(str(exc), 2, as_json)
     # A command may send its logs elsewhere than stderr (``chat`` keeps the terminal for the conversation).
     log_destination = getattr(args, "log_destination", None)
-    _setup_logging(settings.log_level, log_destination(args, settings) if log_destination else None)
+    _setup_logging(settings.log_level, log_destination(args, settings) if log_destination else None, settings.log_format)
     try:
         return run(args.handler, args, settings)
     finally:
@@ -205,12 +211,13 @@ def _fail(message: str, code: int, as_json: bool, *, prefix: str = "companion") 
     return code
 
 
-def _setup_logging(level: str, log_file: Path | None = None) -> None:
-    """Log to stderr through rich, or to ``log_file``, for the length of one command."""
+def _setup_logging(level: str, log_file: Path | None = None, log_format: str = "auto") -> None:
+    """Log to stderr (``bot.cli.logformat``), or to ``log_file``, for the length of one command."""
     from ..logsafety import install_redaction
+    from .logformat import stderr_handler
 
     _remove_handlers()
-    handler = (_file_handler(log_file) if log_file else None) or _terminal_handler()
+    handler = (_file_handler(log_file) if log_file else None) or stderr_handler(log_format)
     if not isinstance(handler, logging.FileHandler):
         handler.addFilter(TerminalNoise(debug=level == "DEBUG"))
     install_redaction(handler)  # a token in an HTTP error's URL must not reach the terminal or the log file (SEC-4)
@@ -248,14 +255,6 @@ def _remove_handlers() -> None:
     for old in [h for h in root.handlers if getattr(h, "companion_cli", False)]:
         root.removeHandler(old)
         old.close()
-
-
-def _terminal_handler() -> logging.Handler:
-    from rich.logging import RichHandler
-
-    from .output import err
-
-    return RichHandler(console=err(), show_path=False, rich_tracebacks=False)
 
 
 def _file_handler(path: Path) -> logging.Handler | None:
