@@ -1,22 +1,20 @@
-# The bot in a container (OPS-5). The same install as README's `sh scripts/install`, without the test tools
-# and the browser: the system libraries voice needs from apt, then `pip install -e .` into /app/.venv.
+# The bot in a container (OPS-5): the install for running, `sh scripts/install-run` (no test tools, no browser):
+# libopus0 and espeak-ng from apt, then `pip install -e .` into /app/.venv.
 # Build: docker build -t companion .   Run: see compose.yaml (the store lives on a volume at /data).
 FROM python:3.11-slim-bookworm
 
-# libopus0: the Opus codec Discord voice loads; espeak-ng: the offline text-to-speech voice (scripts/install)
-RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libopus0 espeak-ng \
-    && rm -rf /var/lib/apt/lists/*
-
 RUN useradd --create-home --uid 10001 companion
 WORKDIR /app
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml README.md LICENSE .env.example ./
+COPY scripts/install-run ./scripts/
 COPY bot ./bot
 COPY memory ./memory
 COPY voice ./voice
 COPY prompts ./prompts
 COPY measure ./measure
-RUN python -m venv /app/.venv && /app/.venv/bin/pip install --no-cache-dir -e .
+# .venv/bin is on the PATH below, so no link in ~/.local/bin; no pip cache and no apt lists in the image
+RUN PIP_NO_CACHE_DIR=1 sh scripts/install-run --no-link \
+    && rm -rf /var/lib/apt/lists/*
 
 # One home (bot/home.py): /data/.env if you mount one, and the store at /data/data/companion.db.
 ENV COMPANION_HOME=/data \

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -151,6 +151,18 @@ class Settings(BaseSettings):
     # OPS-4: auto = rich on a terminal, one plain line per record elsewhere (journald, containers); json = one
     # JSON object a line, for log shippers
     log_format: Literal["auto", "text", "json"] = "auto"
+    # In a container "localhost" is the container itself: a model server on the host (the README's Ollama at
+    # localhost:11434) is reached by this name instead. compose.yaml sets host.docker.internal.
+    loopback_alias: str | None = None
+
+    @model_validator(mode="after")
+    def _loopback_through_alias(self) -> Settings:
+        if self.loopback_alias:
+            for name in ("llm_base_url", "extraction_base_url", "embedding_base_url", "voice_base_url"):
+                url = getattr(self, name)
+                if url:
+                    object.__setattr__(self, name, through_alias(url, self.loopback_alias))
+        return self
 
     @field_validator("voice_warm_full_below")
     @classmethod
@@ -289,3 +301,20 @@ def _env_name(field: str) -> str:
 def store_location(settings: Settings) -> str | Path:
     """Where the store is: ``database_url`` when set (PostgreSQL or sqlite:///), else the SQLite file ``db_path``."""
     return settings.database_url or settings.db_path
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
+
+
+def through_alias(url: str, alias: str) -> str:
+    """``url`` with a loopback host replaced by ``alias`` (its port, path and scheme kept); other URLs as given."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if host not in LOOPBACK_NAMES and not host.startswith("127."):
+        return url
+    netloc = alias + (f":{parts.port}" if parts.port else "")
+    if parts.username:
+        netloc = parts.netloc.rsplit("@", 1)[0] + "@" + netloc
+    return urlunsplit(parts._replace(netloc=netloc))

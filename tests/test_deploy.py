@@ -16,6 +16,7 @@ from bot.config import Settings, _env_name
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 INSTALL = (ROOT / "scripts" / "install").read_text()
+INSTALL_RUN = (ROOT / "scripts" / "install-run").read_text()
 
 
 def instructions() -> list[tuple[str, str]]:
@@ -30,12 +31,23 @@ def test_the_image_is_built_from_a_pinned_base_and_the_install_scripts_own_steps
     base = next(args for op, args in steps if op == "FROM")
     assert ":" in base and not base.endswith(":latest")  # hadolint DL3006/DL3007
     runs = " ".join(args for op, args in steps if op == "RUN")
-    apt = re.search(r"apt-get install (.+?)&&", runs)
-    assert apt and "--no-install-recommends" in apt.group(1) and "-y" in apt.group(1)  # DL3015
+    assert "sh scripts/install-run --no-link" in runs and "PIP_NO_CACHE_DIR=1" in runs  # the install for running
     assert "rm -rf /var/lib/apt/lists/*" in runs  # DL3009
-    wanted = set(re.search(r'SYSTEM_PACKAGES="(.+)"', INSTALL).group(1).split()) - {"chromium"}  # the browser is for tests
-    assert wanted <= set(apt.group(1).split())
-    assert 'pip install -e ".[test]"' in INSTALL and "pip install --no-cache-dir -e ." in runs  # the same install, no test tools
+    apt = re.search(r"apt-get install (.+)", INSTALL_RUN)
+    assert apt and "--no-install-recommends" in apt.group(1) and "-y" in apt.group(1)  # DL3015
+    assert 'install-run" --test' in INSTALL  # the README's install is the same one, with the test tools
+
+
+def test_the_install_for_running_has_no_test_tools_and_no_browser() -> None:
+    """A server, the container and the service get what the bot runs on: no pytest, no Playwright (165 MB), no
+    chromium; the README's install adds them with --test."""
+    defaults = re.search(r'^packages="(.+)"', INSTALL_RUN, re.MULTILINE).group(1).split()
+    assert defaults == ["libopus0", "espeak-ng"] and re.search(r'^extras=""', INSTALL_RUN, re.MULTILINE)
+    assert '--test) packages="$packages chromium"; extras="[test]"' in INSTALL_RUN
+    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    required = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(p.startswith("pytest") for p in test_extra) and not any(p.startswith(("pytest", "playwright")) for p in required)
+    assert "sudo -n true" in INSTALL_RUN  # a service user without sudo is told the command, not stopped at a prompt
 
 
 def test_every_package_the_project_ships_is_copied_and_nothing_secret_is() -> None:
@@ -60,7 +72,9 @@ def test_compose_runs_the_bot_with_an_optional_dashboard_on_host_loopback() -> N
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     bot, dashboard = compose["services"]["bot"], compose["services"]["dashboard"]
     assert bot["command"] == ["run"] and "companion-data:/data" in bot["volumes"] and "companion-data" in compose["volumes"]
-    assert "OPENAI_BASE_URL" in bot["environment"]  # the model server is named by URL
+    # the model server is named by URL in .env; a localhost one is the Docker host's, not the container's
+    assert bot["environment"]["COMPANION_LOOPBACK_ALIAS"] == "host.docker.internal"
+    assert "host.docker.internal:host-gateway" in bot["extra_hosts"]
     assert dashboard["profiles"] == ["dashboard"] and dashboard["command"] == ["dashboard"]
     assert all(port.startswith("127.0.0.1:") for port in dashboard["ports"])  # never published to the world
     assert "ports" not in bot  # /healthz and /metrics stay inside

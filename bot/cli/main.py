@@ -22,10 +22,11 @@ from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import bulletin, checkins, conversation, dashboard, doctor, ingest, memories, reflect, store, upkeep
+from . import bulletin, checkins, conversation, dashboard, doctor, ingest, init, memories, reflect, store, upkeep
 from .output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+    init.register,
     memories.register,
     upkeep.register,
     conversation.register,
