@@ -21,6 +21,7 @@ import io
 import itertools
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -38,7 +39,6 @@ from .common import COMMANDS, ERROR_APOLOGY
 logger = logging.getLogger(__name__)
 
 PROMPT = "you> "
-BOT_PREFIX = "bot> "
 QUIT = frozenset({"/quit", "/exit"})
 
 InputFn = Callable[[str], "str | Awaitable[str]"]
@@ -58,6 +58,8 @@ class ConsoleChat:
         *,
         user_id: str = DEFAULT_USER_ID,
         user_name: str = DEFAULT_NAME,
+        bot_name: str = "bot",
+        name_chosen: bool = True,
         stream: bool = True,
         input_fn: InputFn | None = None,
         output: TextIO | None = None,
@@ -67,6 +69,9 @@ class ConsoleChat:
         self._diagnose = diagnose
         self._user_id = user_id
         self._user_name = user_name
+        self._prefix = f"{bot_name}> "  # replies are labelled with the persona's name
+        # A name nobody chose (the login name, or "friend") is offered to be replaced by the one the person says.
+        self._names = NameOffers(chosen=name_chosen)
         self._stream = stream
         self._input = input_fn or read_terminal_line
         self._out = output or sys.stdout
@@ -91,7 +96,7 @@ class ConsoleChat:
 
     async def send_direct(self, channel_id: str, text: str) -> None:
         """A message the bot starts (ORCH-8 check-ins): printed between turns, like a reply."""
-        self._write(f"\n{BOT_PREFIX}{text}\n")
+        self._write(f"\n{self._prefix}{text}\n")
 
     async def _read(self) -> str | None:
         """The next line, or None when the input ends (EOF or Ctrl-C): a normal way to leave."""
@@ -111,16 +116,19 @@ class ConsoleChat:
         except Exception:
             # One failed turn (the store, the model...) is reported and the session goes on.
             logger.exception("console: handling %r failed", line[:80])
-            self._write(f"{BOT_PREFIX}{ERROR_APOLOGY}\n")
+            self._write(f"{self._prefix}{ERROR_APOLOGY}\n")
 
     async def _command(self, line: str) -> None:
         name, _, argument = line[1:].partition(" ")
         name = name.lower()
+        if name == "name":
+            self._write(self._rename(argument.strip()))
+            return
         if name not in COMMANDS:
             self._write(self._help() if name == "help" else f"Unknown command /{name}. Try /help.\n")
             return
         text = await self._conversation.command(name, argument.strip(), self._message(line))
-        self._write(f"{BOT_PREFIX}{text}\n")
+        self._write(f"{self._prefix}{text}\n")
 
     async def _reply(self, line: str) -> None:
         """The answer, which Ctrl-C cancels at once (the chat goes on); the rest of the session is not touched."""
@@ -135,15 +143,15 @@ class ConsoleChat:
                 self._write(("\r\x1b[K" if self._tty else "\n") + "(reply cancelled)\n")
 
     async def _answer(self, line: str) -> None:
-        wrap = Wrapper(shutil.get_terminal_size((80, 24)).columns if self._tty else 0, len(BOT_PREFIX))
+        wrap = Wrapper(shutil.get_terminal_size((80, 24)).columns if self._tty else 0, len(self._prefix))
         streamed = False
         if self._tty:
-            self._write(f"{BOT_PREFIX}thinking...")
+            self._write(f"{self._prefix}thinking...")
 
         async def sink(delta: str) -> None:
             nonlocal streamed
             if not streamed:
-                self._write(("\r\x1b[K" if self._tty else "") + BOT_PREFIX)
+                self._write(("\r\x1b[K" if self._tty else "") + self._prefix)
                 streamed = True
             self._write(wrap.feed(delta))
 
@@ -152,12 +160,23 @@ class ConsoleChat:
         # cut after some text already shown ends with the apology on its own line, after what was shown.
         if streamed:
             self._write(wrap.feed("") + wrap.flush())
-            self._write(f"\n{BOT_PREFIX}{reply.text}\n" if reply.failed else "\n")
+            self._write(f"\n{self._prefix}{reply.text}\n" if reply.failed else "\n")
         else:
-            whole = Wrapper(wrap.width, len(BOT_PREFIX))
-            self._write(("\r\x1b[K" if self._tty else "") + f"{BOT_PREFIX}{whole.feed(reply.text)}{whole.flush()}\n")
+            whole = Wrapper(wrap.width, len(self._prefix))
+            self._write(("\r\x1b[K" if self._tty else "") + f"{self._prefix}{whole.feed(reply.text)}{whole.flush()}\n")
         if reply.failed:
             await self._explain()
+        elif offered := self._names.offer(line):
+            self._write(f"(Shall I call you {offered}? /name {offered})\n")
+
+    def _rename(self, name: str) -> str:
+        """``/name Sam``: what the bot calls the person from the next message on (kept with their account)."""
+        cleaned = " ".join(name.split())[:64]
+        if not cleaned:
+            return f"I call you {self._user_name}. /name <your name> changes it.\n"
+        self._user_name = cleaned
+        self._names.chosen = True
+        return f"{self._prefix}I'll call you {cleaned}.\n"
 
     async def _explain(self) -> None:
         """After an apology, the one line that tells the person at the terminal what to fix (the model is down...)."""
@@ -179,11 +198,75 @@ class ConsoleChat:
 
     def _help(self) -> str:
         lines = [f"  /{name:<9} {help_text}" for name, help_text in COMMANDS.items() if name != "start"]
-        return "Commands:\n" + "\n".join(lines) + "\n  /quit      leave\n"
+        return "Commands:\n" + "\n".join(lines) + "\n  /name      what I call you: /name Sam\n  /quit      leave\n"
 
     def _write(self, text: str) -> None:
         self._out.write(text)
         self._out.flush()
+
+
+SAID_NAME = re.compile(
+    r"(?:^|[.!?]\s+)(?:hi|hello|hey)?[,!]?\s*(?:i'm|i am|im)\s+([A-Z][\w'-]{1,30})(?=\s*(?:[,.!?]|$|and\b|here\b))"
+    r"|\b(?:my name is|my name's|call me)\s+([A-Z][\w'-]{1,30})",
+    re.IGNORECASE,
+)
+NOT_NAMES = frozenset(
+    [
+        "not",
+        "so",
+        "just",
+        "really",
+        "here",
+        "back",
+        "fine",
+        "good",
+        "okay",
+        "ok",
+        "sorry",
+        "happy",
+        "sure",
+        "tired",
+        "sad",
+        "glad",
+        "done",
+        "home",
+        "new",
+        "going",
+        "very",
+        "also",
+        "still",
+        "busy",
+        "bored",
+        "hungry",
+        "ready",
+        "free",
+        "well",
+        "great",
+        "excited",
+        "worried",
+        "thinking",
+        "working",
+    ]
+)
+
+
+class NameOffers:
+    """A name the person says ("I'm Sam", "call me Sam"), offered once as ``/name Sam`` while the name in use
+    is one nobody chose; never again once they chose one, and each name only once."""
+
+    def __init__(self, *, chosen: bool) -> None:
+        self.chosen = chosen
+        self._offered: set[str] = set()
+
+    def offer(self, line: str) -> str | None:
+        if self.chosen:
+            return None
+        found = SAID_NAME.search(line)
+        name = next((group for group in found.groups() if group), None) if found else None
+        if name is None or not name[0].isupper() or name.lower() in NOT_NAMES or name in self._offered:
+            return None
+        self._offered.add(name)
+        return name
 
 
 class Wrapper:

@@ -217,17 +217,31 @@ def chat(args: argparse.Namespace, settings: Settings) -> int:
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     from ..adapters.console import ConsoleChat, local_user_name
 
-    name = args.name or settings.console_name or local_user_name()
     # The console is the operator's own terminal, an owner-private context unless owners are configured
     # (``OwnerPolicy``: the same rule for chat, snapshot and the dashboard).
     runtime = build_runtime(settings)
     log_file = chat_log_file(args, settings)
+    # The name the person chose (--name, the setting, or /name in an earlier chat, kept with the account), else
+    # the login name, which the chat offers to replace when the person says theirs ("I'm Sam").
+    default = local_user_name()
+    known = await runtime.orchestrator.runner.run(runtime.orchestrator.people.known, "console", [args.user])
+    said_before = known.get(args.user, ("", ""))[1]
+    name = args.name or settings.console_name or said_before or default
+    chosen = name != default
 
     async def diagnose() -> str:
         failure = getattr(runtime.orchestrator.llm, "last_failure", None)
         return await asyncio.to_thread(explain_failure, settings, log_file, failure)
 
-    console = ConsoleChat(runtime.orchestrator, user_id=args.user, user_name=name, stream=not args.no_stream, diagnose=diagnose)
+    console = ConsoleChat(
+        runtime.orchestrator,
+        user_id=args.user,
+        user_name=name,
+        bot_name=runtime.orchestrator.assembler.bot_name,
+        name_chosen=chosen,
+        stream=not args.no_stream,
+        diagnose=diagnose,
+    )
     if runtime.checkins is not None:  # ORCH-8: the console's person gets their check-ins here while the chat is open
         runtime.checkins.deliveries["console"] = console.send_direct
     await runtime.start()

@@ -36,7 +36,7 @@ async def test_chat_is_quiet_and_logs_to_a_file_beside_the_store(cli: Cli, monke
         result = await chat(cli, "--name", "Maya")
 
     assert result.code == 0, result.err
-    assert "Chatting as Maya (console:local-user)" in result.out and "bot> Hello Maya! Nice to meet you." in result.out
+    assert "Chatting as Maya (console:local-user)" in result.out and "Companion> Hello Maya! Nice to meet you." in result.out
     assert not any(noise in result.out + result.err for noise in LOG_NOISE), result.out + result.err
     log = cli.db.with_suffix(".log").read_text()
     assert "Scheduler started" in log and "HTTP Request" in log
@@ -64,7 +64,7 @@ async def test_an_unreachable_model_is_one_line_naming_the_url(cli: Cli, monkeyp
 
     assert result.code == 0 and "Traceback" not in result.out + result.err
     assert f"warning: cannot reach the model server at {url}" in result.err  # said before the first line is typed
-    assert f"bot> {APOLOGY}\n(!) cannot reach the model server at {url}" in result.out
+    assert f"Companion> {APOLOGY}\n(!) cannot reach the model server at {url}" in result.out
     hint = next(line for line in result.out.splitlines() if line.startswith("(!)"))
     assert "OPENAI_BASE_URL" in hint and str(cli.db.with_suffix(".log")) in hint
     assert "Traceback" in cli.db.with_suffix(".log").read_text()  # the details are kept, in the file
@@ -119,7 +119,7 @@ async def test_a_line_of_bytes_that_are_not_utf8_is_stored_with_replacement_char
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(raw, encoding="utf-8"))
         result = await chat(cli)
     assert result.code == 0 and "Traceback" not in result.out + result.err
-    assert "bot> Nice town!" in result.out
+    assert "Companion> Nice town!" in result.out
     assert stored_user_turns(cli) == ["I live in Caf\ufffd \ufffd town"]
 
 
@@ -133,7 +133,7 @@ async def test_a_lone_surrogate_is_stored_replaced_and_no_apology_claims_a_save_
         typed(monkeypatch, "my cat is called Mi\udcffo", "/quit")  # how surrogateescape reads the byte 0xff
         result = await chat(cli)
     assert result.code == 0 and "saved" not in result.out
-    assert "bot> What a name!" in result.out
+    assert "Companion> What a name!" in result.out
     assert stored_user_turns(cli) == ["my cat is called Mi\ufffdo"]
     assert "Mi\ufffdo" in srv.chat_requests[0]["messages"][-1]["content"]
 
@@ -151,3 +151,45 @@ async def test_a_server_that_hangs_is_reported_as_a_timeout_after_one_wait(cli: 
     assert hint.startswith("(!) timed out:") and "0.3 s" in hint and "COMPANION_LLM_TIMEOUT_S" in hint
     assert "answers, but not to this request" not in result.out
     assert asked == 1  # a hanging server is not asked again (and again) while the person waits
+
+
+async def test_the_console_learns_the_persons_name_offered_once_and_keeps_it_across_chats(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The person typed "I'm Sam" and the prompt still said a DM with "friend": the name is offered once, /name
+    takes it, and the next chat starts with it; replies are labelled with the persona's name."""
+    async with FakeOpenAI() as srv:
+        srv.default = lambda body: "Nice to meet you!"
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        monkeypatch.delenv("COMPANION_CONSOLE_NAME", raising=False)
+        typed(monkeypatch, "hi, I'm Sam.", "I'm Sam, really", "/name Sam", "how are you?", "/quit")
+        first = await chat(cli)
+        typed(monkeypatch, "hello again", "/quit")
+        second = await asyncio.to_thread(cli, "chat", "--no-stream")
+    assert first.code == 0 and first.out.count("(Shall I call you Sam? /name Sam)") == 1
+    assert "Companion> I'll call you Sam." in first.out and "Companion> Nice to meet you!" in first.out
+    assert re.search(r'a DM with "?Sam"?\.', srv.chat_requests[2]["messages"][0]["content"])
+    assert second.code == 0 and "Chatting as Sam (console:local-user)" in second.out
+    assert "Shall I call you" not in second.out
+
+
+@pytest.mark.parametrize(
+    "line,offered",
+    [
+        ("I'm Sam", "Sam"),
+        ("hello, I am Priya! nice to meet you", "Priya"),
+        ("you can call me Jo", "Jo"),
+        ("my name is Ana-Lucia and I cook", "Ana-Lucia"),
+        ("I'm tired", None),
+        ("I'm Tired today", None),
+        ("I'm going to the shop", None),
+        ("i'm sam", None),
+        ("I'm Not sure", None),
+    ],
+)
+def test_a_said_name_is_offered_only_when_it_is_one(line: str, offered: str | None) -> None:
+    from bot.adapters.console import NameOffers
+
+    assert NameOffers(chosen=False).offer(line) == offered
+    assert NameOffers(chosen=True).offer(line) is None
