@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from bot.types import IncomingMessage, Reply, StreamSink
-from tests.fakes._base import Waitable
+from tests.fakes._base import WAIT_S, Waitable
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class ScriptedConversation(Waitable):
         self._notify()
 
 
-async def wait_for_logged_error(caplog: pytest.LogCaptureFixture, text: str, timeout: float = 5.0) -> logging.LogRecord:
+async def wait_for_logged_error(caplog: pytest.LogCaptureFixture, text: str, timeout: float = WAIT_S) -> logging.LogRecord:
     """The first captured record carrying an exception whose message contains ``text`` (polled every 10 ms)."""
     deadline = time.monotonic() + timeout
     while True:

@@ -18,13 +18,16 @@ from memory.clock import FakeClock
 
 
 def build_runtime(db: Path, srv, clock: FakeClock, **overrides: Any) -> Runtime:
+    # The fake model answers in milliseconds; the timeout is for a test that waits on a model that hangs, never a
+    # limit a busy machine may reach (at load 10 on two cores one of fifty replies took over the 2 s it once was).
+    # A test about timeouts sets a short one itself.
+    overrides.setdefault("llm_timeout_s", 60.0)
     settings = load_settings(
         db_path=db,
         llm_base_url=srv.base_url,
         llm_api_key="test-key",
         embeddings="none",
         scheduler_enabled=False,
-        llm_timeout_s=2.0,
         **overrides,
     )
     return compose(settings, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
@@ -72,7 +75,7 @@ async def platforms(tmp_path: Path, guilds: Callable[[Any], None], **overrides: 
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock(), **overrides)
         await runtime.start(background_loop=False)
         telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
-        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)
+        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30)
         await telegram.start()
         await discord_.start()
         try:

@@ -173,7 +173,7 @@ class World:
         telegram = TelegramAdapter(
             self.runtime.orchestrator, "123:abc", base_url=f"{self.tg.url}/bot", base_file_url=f"{self.tg.url}/file/bot"
         )
-        discord_ = DiscordAdapter(self.runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)
+        discord_ = DiscordAdapter(self.runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30)
         await telegram.start()
         await discord_.start()
         self.adapters = [discord_, telegram]

@@ -151,12 +151,22 @@ async def test_llm_failures_retry_then_apologise_and_lose_nothing(rt, srv):
     srv.script(HTTPError(500), HTTPError(500), HTTPError(503))
     reply = await rt.orchestrator.reply(dm("telegram", "7", "second message"))
     assert reply.failed and reply.text == APOLOGY
-    srv.script(Delay(3, then="too late"), Delay(3, then="too late"), Delay(3, then="too late"))
-    reply = await rt.orchestrator.reply(dm("telegram", "7", "third message"))
-    assert reply.failed
     stored = {r["content"] for r in rt.engine.db.rows("SELECT content FROM messages WHERE role = 'user'")}
-    assert stored == {"first message", "second message", "third message"}
-    assert rt.background.buffer.pending() == 3
+    assert stored == {"first message", "second message"}
+    assert rt.background.buffer.pending() == 2
+
+
+async def test_a_model_that_hangs_past_the_timeout_gets_the_apology_and_loses_nothing(tmp_path, srv):
+    rt = build_runtime(tmp_path / "hang.db", srv, FakeClock(), llm_timeout_s=0.5)  # the answer comes in 3 s
+    await rt.start(background_loop=False)
+    try:
+        srv.script(Delay(3, then="too late"), Delay(3, then="too late"), Delay(3, then="too late"))
+        reply = await rt.orchestrator.reply(dm("telegram", "7", "third message"))
+        assert reply.failed
+        assert [r["content"] for r in rt.engine.db.rows("SELECT content FROM messages WHERE role = 'user'")] == ["third message"]
+        assert rt.background.buffer.pending() == 1
+    finally:
+        await rt.stop()
 
 
 async def test_malformed_tool_arguments_reach_the_model_as_an_error(rt, srv):

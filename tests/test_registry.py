@@ -158,3 +158,22 @@ def test_forget_person_empties_every_place_the_person_was_and_only_that(engine, 
     forget_person(engine, ["alice"])
     rows = json.dumps(engine.db.rows(f"SELECT * FROM {table}"))
     assert "alice" not in rows and "bob" in rows
+
+
+def test_an_export_writes_times_as_iso_dates_like_the_api_and_imports_back_the_same(engine, tmp_path):
+    """Exports said ``created_at: 1764000000.0`` where the dashboard's API says ``2025-11-24T...``."""
+    from memory.upkeep.transfer import import_memories
+
+    remember(engine, "Alice keeps bees", scope_id="alice", visibility=Visibility.PRIVATE)
+    say(engine, "my bees are called Zyqxolotl", author="alice", dm_person="alice")
+    data = json.loads(json.dumps(export_person(engine, ["alice"])))
+    assert data["format"] == "companion-export/3"
+    times = [(row, key) for table in ("memories", "messages") for row in data[table] for key in row if key.endswith("_at")]
+    assert times and all(row[key] is None or re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00", row[key]) for row, key in times)
+    assert isinstance(data["exported_at"], str)
+    with MemoryEngine(tmp_path / "other.db", HashEmbedder(), FakeClock()) as other:
+        counts = import_memories(other, data)
+        assert (counts["stored"], counts["messages"], counts["reasons"]) == (1, 1, [])
+        back = other.db.rows("SELECT created_at FROM messages")
+    original = engine.db.rows("SELECT created_at FROM messages WHERE author_id = 'alice'")
+    assert back[0]["created_at"] == pytest.approx(original[0]["created_at"])

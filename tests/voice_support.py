@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from tests.fakes._base import WAIT_S
 from voice.audio import DISCORD_RATE, mono_to_discord
 from voice.playback import PlaybackBuffer
 from voice.providers import SynthesisFailed, TranscriptionFailed
@@ -109,7 +110,7 @@ class ThreadPlayer:
             time.sleep(0.02 / self.speed)
 
 
-async def eventually(predicate, timeout: float = 5.0) -> None:
+async def eventually(predicate, timeout: float = WAIT_S) -> None:
     """Poll ``predicate`` every 10 ms until true (for state changed by other threads)."""
     deadline = time.monotonic() + timeout
     while not predicate():

@@ -128,7 +128,15 @@ class ConsoleChat:
             self._write(self._help() if name == "help" else f"Unknown command /{name}. Try /help.\n")
             return
         text = await self._conversation.command(name, argument.strip(), self._message(line))
-        self._write(f"{self._prefix}{text}\n")
+        self._write(f"{self._prefix}{self._fit(text, len(self._prefix))}\n")
+
+    def _fit(self, text: str, indent: int) -> str:
+        """At a terminal, ``text`` broken at spaces to its width (a command's answer broke mid-word at 40 columns);
+        continuation lines indented by ``indent``, the first assumed to start there."""
+        if not self._tty:
+            return text
+        wrap = Wrapper(shutil.get_terminal_size((80, 24)).columns, indent)
+        return wrap.feed(text) + wrap.flush()
 
     async def _reply(self, line: str) -> None:
         """The answer, which Ctrl-C cancels at once (the chat goes on); the rest of the session is not touched."""
@@ -197,8 +205,9 @@ class ConsoleChat:
         )
 
     def _help(self) -> str:
-        lines = [f"  /{name:<9} {help_text}" for name, help_text in COMMANDS.items() if name != "start"]
-        return "Commands:\n" + "\n".join(lines) + "\n  /name      what I call you: /name Sam\n  /quit      leave\n"
+        described = {**{n: h for n, h in COMMANDS.items() if n != "start"}, "name": "What I call you: /name Sam", "quit": "Leave"}
+        lines = [f"  /{name:<9} {self._fit(help_text, 13)}" for name, help_text in described.items()]
+        return "Commands:\n" + "\n".join(lines) + "\n"
 
     def _write(self, text: str) -> None:
         self._out.write(text)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..adapters.console import DEFAULT_USER_ID as DEFAULT_CONSOLE_USER
 from ..clients import secret
 from .memories import nonempty
 from .output import CommandFailed, UsageError, counted, note, out, print_json
@@ -58,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--name", type=nonempty, help="the name the bot calls you by (default: COMPANION_CONSOLE_NAME, else your login name)")
-    p.add_argument("--user", type=nonempty, default="local-user", help="your user id on the console platform (default: local-user)")
+    p.add_argument("--user", type=nonempty, default=DEFAULT_CONSOLE_USER, help="your user id on the console platform (default: local-user)")
     p.add_argument("--no-stream", action="store_true", help="print replies whole instead of as they stream")
     p.add_argument("--log-file", type=Path, metavar="PATH", help="where the logs go (default: beside the store, with the suffix .log)")
     p.add_argument("--verbose", action="store_true", help="show the logs in the terminal instead of writing them to a file")
@@ -73,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("message", help="the incoming message text")
     p.add_argument("--platform", choices=PLATFORMS, default="console", help="discord, telegram or console (default: console)")
-    p.add_argument("--user", required=True, type=nonempty, help="the speaker's platform user id")
+    p.add_argument("--user", type=nonempty, default=None, help="the speaker's platform user id (console: local-user, as `companion chat`)")
     p.add_argument("--name", default="", help="the speaker's display name")
     p.add_argument("--channel", type=nonempty, default=None, help="channel/chat id (default: the user's DM)")
     p.add_argument("--guild", type=nonempty, default=None, help="guild/group id (omit for a DM)")
@@ -290,6 +291,9 @@ def platform_id(platform: str, value: str | None, what: str) -> str | None:
 def snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from ..types import IncomingMessage
 
+    if args.user is None and args.platform != "console":
+        raise UsageError(f"--user is needed for {args.platform}: whose turn to show (their {args.platform} user id)")
+    args.user = args.user or DEFAULT_CONSOLE_USER
     user, channel, guild = (
         platform_id(args.platform, value, what)
         for value, what in ((args.user, "--user"), (args.channel, "--channel"), (args.guild, "--guild"))

@@ -127,6 +127,9 @@ def _globals_anywhere(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv  # known before parsing, so even a usage error can be reported as JSON
+    if not argv:  # a bare `companion`: what it can do, not only "arguments are required"
+        sys.stderr.write(build_parser().format_help())
+        return 2
     try:
         args = build_parser().parse_args(argv)
     except ArgumentsRejected as exc:

@@ -7,6 +7,7 @@ puts memories back through the same write rules as any other write (safety, dedu
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from ..engine import MemoryEngine
@@ -20,7 +21,7 @@ from .registry import REGISTRY, person_keys, person_rows
 def export_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, Any]:
     """Everything stored about a person, table by table as the registry lists it, as JSON-ready data."""
     keys = person_keys(engine, person_ids)
-    data: dict[str, Any] = {"format": "companion-export/2", "person_ids": list(keys.ids), "exported_at": engine.clock.now()}
+    data: dict[str, Any] = {"format": "companion-export/3", "person_ids": list(keys.ids), "exported_at": iso(engine.clock.now())}
     for holder in REGISTRY:
         if holder.export:
             data[holder.table] = [_public(holder.table, row) for row in person_rows(engine, holder, keys, "*")]
@@ -43,7 +44,31 @@ def _public(table: str, row: dict[str, Any]) -> dict[str, Any]:
         out[key] = json.loads(out[key]) if out.get(key) else out.get(key)
     if table == "memories":
         out["tags"] = [t for t in (out.get("tags") or "").split(",") if t]
-    return out
+    return {key: iso(value) if _is_time(key, value) else value for key, value in out.items()}
+
+
+def iso(seconds: float) -> str:
+    """A stored time (seconds since the epoch, UTC) as the dashboard's API writes it: ISO 8601 with the offset."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def _is_time(key: str, value: Any) -> bool:
+    """Times are the ``*_at`` columns (created_at, updated_at, last_accessed_at, ended_at...), stored as seconds."""
+    return key.endswith("_at") and isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _seconds(row: Any) -> Any:
+    """An imported row with its ISO times back in seconds (an export before format 3 already has seconds)."""
+    if not isinstance(row, dict):
+        return row
+    return {k: _from_iso(v) if k.endswith("_at") and isinstance(v, str) else v for k, v in row.items()}
+
+
+def _from_iso(text: str) -> float | str:
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return text  # left as written: that row is then refused, with its reason, and the others go in
 
 
 def import_memories(engine: MemoryEngine, data: Any) -> dict[str, Any]:
@@ -71,7 +96,7 @@ def _sections(data: Any) -> tuple[list[Any], list[Any], list[Any]]:
     lists = [data.get(k) or [] for k in ("messages", "session_summaries")]
     if not all(isinstance(v, list) for v in lists):
         raise InvalidInput("not a companion export: 'messages' and 'session_summaries' must be lists")
-    return data["memories"], lists[0], lists[1]
+    return data["memories"], [_seconds(r) for r in lists[0]], [_seconds(r) for r in lists[1]]
 
 
 def _reason(exc: BaseException) -> str:

@@ -30,7 +30,7 @@ async def test_discord_sends_a_checkin_to_a_dm_and_refuses_a_server_channel():
     async with FakeDiscord() as dsc:
         dsc.add_guild(GUILD, "Test guild", channels=[(CHANNEL, "general")])
         restore = dsc.patch_discord()
-        adapter = DiscordAdapter(ScriptedConversation(), "bot-token", guild_ready_timeout=0.05, ready_timeout=5)
+        adapter = DiscordAdapter(ScriptedConversation(), "bot-token", guild_ready_timeout=0.05, ready_timeout=30)
         await adapter.start()
         try:
             await dsc.dispatch_message(DM_CHANNEL, ALICE, "hi")  # Alice's DM exists once she wrote there

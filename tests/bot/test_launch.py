@@ -91,7 +91,7 @@ async def test_discord_serves_while_telegram_keeps_failing(tmp_path, caplog) -> 
         runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock())
         await runtime.start(background_loop=False)
         telegram = offline_telegram(runtime.orchestrator)
-        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5)
+        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30)
         stop = asyncio.Event()
         with caplog.at_level(logging.WARNING, logger="bot.launch"):
             serving = asyncio.create_task(serve([telegram, discord_], stop, first=0.05))

@@ -250,11 +250,11 @@ async def test_the_persona_name_wakes_the_bot_in_voice_and_its_discord_name_no_l
         await dsc.set_voice_state(GUILD, SPEAKER, LOUNGE, "alice")
         await eventually(lambda: adapter.client.get_channel(LOUNGE).members)
         await voice.join(adapter.client.get_channel(LOUNGE))
-        await voice_server.wait_until(lambda: voice_server.connected, timeout=10)
+        await voice_server.wait_until(lambda: voice_server.connected, timeout=60)
         for n, heard in enumerate(("Juniper, what time is it?", "Companion, what time is it?"), start=1):
             stt.text = heard
             await voice_server.speak(SPEAKER, 111, spoken("what time is it") + silence(0.4))
-            await conv.wait_until(lambda n=n: len(conv.replies) >= n, timeout=20)
+            await conv.wait_until(lambda n=n: len(conv.replies) >= n, timeout=60)
         assert [(m.text, m.addressed) for m in conv.replies] == [
             ("Juniper, what time is it?", True),
             ("Companion, what time is it?", False),

@@ -15,6 +15,11 @@ from typing import Any
 
 from aiohttp import web
 
+# The longest a test waits for something that must happen (a request, a sent message, a state change). Far
+# beyond what a loaded machine needs (the suite ran at load 10 on two cores), and only ever spent in full when
+# the behaviour is broken: tests assert what happens, never how fast.
+WAIT_S = 30.0
+
 JSON_CONTENT_TYPE = "application/json"
 
 
@@ -39,7 +44,7 @@ class Waitable:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
         """Wait until ``predicate()`` is true, re-checking after each recording.
 
         Raises ``TimeoutError`` (asyncio's) instead of hanging a test forever.

@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from . import discord_payloads as p
-from ._base import FakeServer
+from ._base import WAIT_S, FakeServer
 from .discord_rest import add_rest_routes
 
 BOT_ID = p.BOT_ID
@@ -122,11 +122,11 @@ class FakeDiscord(FakeServer):
             self._channel_guild[channel_id] = guild_id
 
     # ------------------------------------------------------ event helpers --
-    async def wait_for_gateway(self, timeout: float = 5.0, sessions: int = 1) -> None:
+    async def wait_for_gateway(self, timeout: float = WAIT_S, sessions: int = 1) -> None:
         """Wait until ``sessions`` clients (or shards) have identified and received READY + guilds."""
         await self.wait_until(lambda: sum(s.ready for s in self._sessions) >= sessions, timeout)
 
-    async def dispatch(self, event: str, data: dict[str, Any], timeout: float = 5.0) -> None:
+    async def dispatch(self, event: str, data: dict[str, Any], timeout: float = WAIT_S) -> None:
         """Send a raw dispatch event to every identified client (waits for one)."""
         await self.wait_for_gateway(timeout)
         await self._broadcast(event, data)
@@ -223,12 +223,12 @@ class FakeDiscord(FakeServer):
         else:
             await self.dispatch("MESSAGE_DELETE_BULK", {"ids": [m["id"] for m in messages], **where})
 
-    async def wait_for_sent(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+    async def wait_for_sent(self, n: int, timeout: float = WAIT_S) -> list[dict[str, Any]]:
         """Wait until the bot posted at least ``n`` channel messages; returns ``sent``."""
         await self.wait_until(lambda: len(self.sent) >= n, timeout)
         return self.sent
 
-    async def wait_for_interaction_responses(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+    async def wait_for_interaction_responses(self, n: int, timeout: float = WAIT_S) -> list[dict[str, Any]]:
         """Wait until at least ``n`` interaction callbacks were posted."""
         await self.wait_until(lambda: len(self.interaction_responses) >= n, timeout)
         return self.interaction_responses

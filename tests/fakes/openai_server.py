@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ._base import FakeServer, json_response
+from ._base import WAIT_S, FakeServer, json_response
 
 CHAT_PATH = "/v1/chat/completions"
 EMBEDDINGS_PATH = "/v1/embeddings"
@@ -140,7 +140,7 @@ class FakeOpenAI(FakeServer):
                 parts.extend(_message_texts(message))
         return "\n".join(parts)
 
-    async def wait_for_requests(self, n: int, path: str = CHAT_PATH, timeout: float = 5.0) -> None:
+    async def wait_for_requests(self, n: int, path: str = CHAT_PATH, timeout: float = WAIT_S) -> None:
         """Wait until at least ``n`` requests to ``path`` arrived."""
         await self.wait_until(lambda: sum(r["path"] == path for r in self.requests) >= n, timeout)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ._base import FakeServer, json_response, read_body
+from ._base import WAIT_S, FakeServer, json_response, read_body
 
 BOT_ID = 999
 BOT_USERNAME = "companion_bot"
@@ -121,7 +121,7 @@ class FakeTelegram(FakeServer):
         self._notify()
         return update
 
-    async def wait_for_sent(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+    async def wait_for_sent(self, n: int, timeout: float = WAIT_S) -> list[dict[str, Any]]:
         """Wait until the bot has sent at least ``n`` messages; returns ``sent``."""
         await self.wait_until(lambda: len(self.sent) >= n, timeout)
         return self.sent

@@ -38,7 +38,7 @@ async def rt(tmp_path, srv, runtime_store):
 @pytest.fixture
 async def voice(dsc, voice_server, rt):
     """The Discord adapter and voice on the runtime's orchestrator; Alice is in the Lounge, and the bot joined it."""
-    adapter = DiscordAdapter(rt.orchestrator, "bot-token", guild_ready_timeout=0.05, ready_timeout=5)
+    adapter = DiscordAdapter(rt.orchestrator, "bot-token", guild_ready_timeout=0.05, ready_timeout=30)
     adapter.client.http.connector = aiohttp.TCPConnector(ssl=voice_server.client_ssl())
     voice = DiscordVoice(adapter.client, rt.orchestrator, whisper(), EspeakTTS(), SETTINGS, tick_s=0.05)
     register_voice_commands(adapter.client.tree, voice)
@@ -54,7 +54,7 @@ async def voice(dsc, voice_server, rt):
 
 async def join(voice: DiscordVoice, voice_server: FakeVoiceServer) -> None:
     await voice.join(voice.client.get_channel(LOUNGE))
-    await voice_server.wait_until(lambda: voice_server.connected, timeout=10)
+    await voice_server.wait_until(lambda: voice_server.connected, timeout=60)
 
 
 def voice_rows(rt) -> list[dict]:
@@ -94,7 +94,7 @@ async def test_voice_skip_with_two_people_present_stores_the_turn_and_plays_noth
     await join(voice, voice_server)
 
     await voice_server.speak(ALICE, ALICE_SSRC, spoken("Bob, shall we order pizza tonight?") + silence(0.3))
-    await eventually(lambda: voice.session(GUILD) is not None and voice.session(GUILD).turns, timeout=20)
+    await eventually(lambda: voice.session(GUILD) is not None and voice.session(GUILD).turns, timeout=60)
     (turn,) = voice.session(GUILD).turns
     assert turn.spoken == () and voice_server.bot_packets == 0
     system = next(b for b in srv.chat_requests if b.get("tools"))["messages"][0]["content"]

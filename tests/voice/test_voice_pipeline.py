@@ -128,7 +128,7 @@ async def warm_rt(tmp_path, srv, minilm):
         llm_api_key="k",
         embeddings="none",
         scheduler_enabled=False,
-        llm_timeout_s=2.0,
+        llm_timeout_s=60.0,  # a deadline no busy machine reaches against the fake model
     )
     runtime = compose(settings, clock=FakeClock(), embedder=minilm, backoff_s=0.0)
     await runtime.start(background_loop=False)

@@ -438,7 +438,7 @@ def _python_m_bot(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str
         text=True,
         cwd=tmp_path,
         env={**env, "PYTHONPATH": str(Path(__file__).parents[3])},
-        timeout=120,
+        timeout=900,  # a guard against a hang, not a speed limit (it passed 120 s at load 12 on two cores)
     )
 
 

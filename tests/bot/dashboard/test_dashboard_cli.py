@@ -82,7 +82,7 @@ async def test_the_bar_companion_dashboard_answers_only_with_the_token_and_only_
         assert listening_addresses(port) == ["0100007F"]  # 127.0.0.1, and nothing on another address or on IPv6
     finally:
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
+        out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
     assert f"http://127.0.0.1:{port}/" in out + err
 
