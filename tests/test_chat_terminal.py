@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters.common import COMMANDS
 from tests.fakes import FakeOpenAI
 from tests.fakes.openai_server import RawStream
 
@@ -145,3 +146,37 @@ async def test_ctrl_c_at_the_prompt_leaves_cleanly_and_gives_the_terminal_back_a
     assert after[lflag] & (termios.ECHO | termios.ICANON) == term.settings_before[lflag] & (termios.ECHO | termios.ICANON)
     assert after == term.settings_before
     assert "interrupted" not in term.screen and "Traceback" not in term.screen
+
+
+async def test_a_pasted_block_is_one_message_and_help_breaks_at_spaces(tmp_path, env) -> None:
+    """A pasted 3-line block became 3 turns; /help broke mid-word at 40 columns."""
+    async with FakeOpenAI() as srv:
+        srv.default = lambda body: "Got all three lines."
+        env |= {"COMPANION_OPENAI_BASE_URL": srv.base_url, "COMPANION_OPENAI_API_KEY": "test-key"}
+        argv = [sys.executable, "-m", "bot", "--db", str(tmp_path / "store.db"), "--embeddings", "none", "chat", "--new-store"]
+        term = Terminal(argv, env)
+        try:
+            at = await term.expect(r"you> ")
+            term.type("\x1b[200~first line\nsecond line\nthird line\x1b[201~\r")  # a terminal's bracketed paste
+            at = await term.expect(r"Got all three lines\.", at)
+            at = await term.expect(r"you> ", at)
+            term.type("fourth line\rfifth line\rsixth line\r")  # a paste with no markers: the lines at once
+            at = await term.expect(r"Got all three lines\.", at)
+            at = await term.expect(r"you> ", at)
+            term.type("/help\r")
+            at = await term.expect(r"/quit\s+Leave", at)
+            help_text = term.screen[term.screen.rindex("Commands:") : at]
+            term.type("/quit\r")
+            assert await asyncio.to_thread(term.proc.wait, 30) == 0
+        finally:
+            term.close()
+    replies = [body for body in srv.chat_requests if body.get("stream")]  # extraction's requests do not stream
+    assert [re.sub(r"\s+", " ", body["messages"][-1]["content"]) for body in replies] == [
+        "first line second line third line",
+        "fourth line fifth line sixth line",
+    ]
+    lines = [line.split("\r")[-1] for line in help_text.replace("\x1b[K", "").split("\r\n")]
+    assert all(len(line) <= WIDTH for line in lines), lines
+    words = set(re.findall(r"[A-Za-z]+", " ".join([*COMMANDS.values(), "What I call you: /name Sam", "Leave"])))
+    broken = [line.split()[-1] for line in lines if line.split() and line.split()[-1].isalpha() and line.split()[-1] not in words]
+    assert broken == [], broken

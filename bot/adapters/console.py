@@ -22,6 +22,7 @@ import itertools
 import logging
 import os
 import re
+import select
 import shutil
 import signal
 import sys
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 PROMPT = "you> "
 QUIT = frozenset({"/quit", "/exit"})
+PASTE_GAP_S = 0.03
 
 InputFn = Callable[[str], "str | Awaitable[str]"]
 Diagnose = Callable[[], Awaitable["str | None"]]
@@ -338,10 +340,14 @@ def _interrupts(task: asyncio.Future) -> Iterator[None]:
 
 
 def line_editing() -> None:
-    """On a terminal, ``input()`` gets line editing and a history (arrow keys printed ``^[[A`` without it)."""
+    """On a terminal, ``input()`` gets line editing and a history (arrow keys printed ``^[[A`` without it), and
+    a pasted block of several lines arrives as one message: Python turns readline's bracketed paste off, and a
+    pasted 3-line block was 3 turns, each answered."""
     if sys.stdin.isatty():
         with contextlib.suppress(ImportError):  # a Python built without readline still chats
-            import readline  # noqa: F401 (importing it is what turns line editing on)
+            import readline
+
+            readline.parse_and_bind("set enable-bracketed-paste on")
 
 
 def local_user_name() -> str:
@@ -378,6 +384,8 @@ async def read_terminal_line(prompt: str) -> str:
         try:
             _tolerant(sys.stdin)
             line = input(prompt)
+            while _more_waiting(sys.stdin):  # the rest of a pasted block: no person types a line in 30 ms
+                line += "\n" + input("")
         except BaseException as exc:  # EOFError and KeyboardInterrupt end the session in the loop
             error = exc
         with contextlib.suppress(RuntimeError):  # the loop has closed (the session ended while this read was waiting)
@@ -438,6 +446,16 @@ def _terminal_fd() -> int | None:
     except (AttributeError, ValueError, io.UnsupportedOperation):  # replaced by a StringIO (tests), or closed
         return None
     return fd if os.isatty(fd) else None
+
+
+def _more_waiting(stdin: TextIO) -> bool:
+    """Whether more typed input is already waiting, 30 ms after a line ended: the next lines of a paste. A
+    terminal's bracketed paste (on where readline allows it) already makes a pasted block one line; without it
+    (libedit, a terminal or tmux that sends no paste markers) a 3-line paste was 3 turns, each answered."""
+    try:
+        return stdin.isatty() and bool(select.select([stdin], [], [], PASTE_GAP_S)[0])
+    except (OSError, ValueError):
+        return False
 
 
 def _tolerant(stdin: TextIO) -> None:
