@@ -62,10 +62,22 @@ def dashboard(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(problem)
     if not is_loopback(host):
         note(f"warning: listening on {host}: anyone who can reach this machine can try the token; prefer an SSH tunnel")
-    return asyncio.run(_serve(settings, host, port, token))
+    return asyncio.run(_serve(settings, host, port, token, token_source(args)))
 
 
-async def _serve(settings: Settings, host: str, port: int, token: str) -> int:
+def token_source(args: argparse.Namespace) -> str:
+    """Where the person finds the token to paste at the login form: named once at start, never the token itself
+    (it would sit in the scrollback and in any log the terminal is captured to)."""
+    import os
+
+    if any(name.upper() == "COMPANION_DASHBOARD_TOKEN" for name in os.environ):
+        return "COMPANION_DASHBOARD_TOKEN in the environment"
+    home = getattr(args, "home", None)
+    where = home.env_file if home is not None and home.env_file is not None else "your config file"
+    return f"COMPANION_DASHBOARD_TOKEN in {where}"
+
+
+async def _serve(settings: Settings, host: str, port: int, token: str, source: str) -> int:
     from ..composition import build_runtime, public_hosts
     from ..dashboard.app import DashboardServer, create_app
     from ..dashboard.services import DashboardServices
@@ -83,7 +95,7 @@ async def _serve(settings: Settings, host: str, port: int, token: str) -> int:
             loop.add_signal_handler(sig, stop.set)
     try:
         await server.start()
-        note(f"dashboard on http://{host}:{server.port}/ (Ctrl-C stops)")
+        note(f"dashboard on http://{host}:{server.port}/ (Ctrl-C stops); log in with the token: {source}")
         await stop.wait()
     finally:
         await server.stop()

@@ -92,7 +92,12 @@ async def _would_store(runtime: Runtime, chat: ChatDay) -> list[dict[str, Any]] 
 
 def _show(results: list[dict[str, Any]], day: str | None, dry_run: bool) -> None:
     if not results:
-        say(f"nothing to reflect on {day}: no chat has unreflected turns that day" if day else "nothing to reflect: every day is done")
+        # Today is never reflected before it is over: on a first day "every day is done" read as if nothing would be.
+        say(
+            f"nothing to reflect on {day}: no chat has unreflected turns that day (today's turns wait until the day is over)"
+            if day
+            else "nothing to reflect yet: every day before today is done, and today is reflected once it is over"
+        )
         return
     for r in results:
         if r["failed"]:

@@ -136,3 +136,20 @@ def test_log_format_is_a_global_option_and_a_setting(cli: Cli) -> None:
     assert build_parser().parse_args(["run", "--log-format", "json"]).log_format == "json"
     assert "json" in cli("--help").out and "COMPANION_LOG_FORMAT" in (Path(__file__).parents[3] / ".env.example").read_text()
     assert cli("--log-format", "xml", "doctor").code == 2
+
+
+def test_a_console_snapshot_needs_no_user_and_another_platform_says_it_does(cli: Cli) -> None:
+    cli.add("I renew the domain in March", "--subject", "domain", "--scope", "user", "--scope-id", "console:local-user")
+    console = cli("snapshot", "when is the domain due?")
+    assert console.code == 0 and "console:local-user" in console.out and "sees 1 memory " in console.out, console.err
+    other = cli("snapshot", "hi", "--platform", "telegram")
+    assert other.code == 2 and "--user is needed for telegram" in other.error_line()
+
+
+def test_a_bare_companion_lists_the_commands(cli: Cli) -> None:
+    from bot.cli import main
+
+    cli.capsys.readouterr()
+    code = main([])
+    err = cli.capsys.readouterr().err
+    assert code == 2 and "COMMAND" in err and all(name in err for name in ("chat", "run", "doctor", "init", "memory"))

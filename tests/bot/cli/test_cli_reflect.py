@@ -64,3 +64,8 @@ async def test_a_day_with_nothing_to_reflect_says_so(cli: Cli, srv: FakeOpenAI) 
 def test_a_malformed_day_is_refused(cli: Cli) -> None:
     result = cli("reflect", "daily", "--day", "yesterday")
     assert result.code == 2 and "expected a date like" in result.error_line()
+
+
+def test_on_the_first_day_a_dry_run_says_today_is_not_over_rather_than_every_day_is_done(cli: Cli) -> None:
+    result = cli("reflect", "daily", "--dry-run")
+    assert result.code == 0 and "today is reflected once it is over" in result.out and "every day is done" not in result.out

@@ -85,6 +85,9 @@ async def test_the_bar_companion_dashboard_answers_only_with_the_token_and_only_
         out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
     assert f"http://127.0.0.1:{port}/" in out + err
+    # where to find the token is said once; the token itself never (the scrollback and captured logs keep it)
+    assert (out + err).count("log in with the token: COMPANION_DASHBOARD_TOKEN in the environment") == 1
+    assert TOKEN not in out + err
 
 
 def test_without_a_token_the_dashboard_refuses_to_start_and_says_how_to_set_one(cli):
