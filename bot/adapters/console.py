@@ -424,15 +424,15 @@ def terminal_restored() -> Iterator[None]:
     showed nothing until ``stty sane``. The settings are put back on the way out, and once more at exit.
     """
     fd = _terminal_fd()
-    saved = termios.tcgetattr(fd) if fd is not None else None
+    if fd is None:
+        yield
+        return
+    saved = termios.tcgetattr(fd)
 
     def restore() -> None:
         with contextlib.suppress(termios.error, OSError):
             termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
-    if saved is None:
-        yield
-        return
     atexit.register(restore)
     try:
         yield
