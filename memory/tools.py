@@ -23,6 +23,7 @@ from .errors import MemoryStoreError
 from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source, normalise_tags
 from .scopes import RecallContext, write_scope
 from .storage.knobs import Weights
+from .storage.reminders import Place, Reminders
 from .upkeep.forgetting import forget_memory
 from .write.store import RecallFilters
 
@@ -120,6 +121,11 @@ class ChannelRecallArgs(_Args):
     limit: int = Field(20, ge=1, le=100)
 
 
+class ReminderArgs(_Args):
+    when: str = Field(min_length=1, max_length=100, description="as the person said it: 'Friday at 9', 'in 2 hours', 'every Monday'")
+    text: str = Field(min_length=1, max_length=500, description="what to remind them of, in their words")
+
+
 class RateLimiter:
     """At most ``limit`` writes per ``window`` seconds (voice sessions: 5 a minute, TOOLS-2)."""
 
@@ -147,7 +153,7 @@ WRITE_TOOLS = frozenset({"memory_store", "memory_update", "memory_delete"})
 # The model is told to delete "each match"; a weak hit is a different memory that happens to rank, and a
 # delete cannot be undone, so the floor is the tool's to hold, not the model's judgment (issue 20, finding 11).
 STRONG_MATCH = 0.5
-KEEPING_TOOLS = frozenset({"memory_store", "memory_update"})  # they put new words in the store (deleting does not)
+KEEPING_TOOLS = frozenset({"memory_store", "memory_update", "reminder_set"})  # they put new words in the store (deleting does not)
 
 
 class MemoryTools:
@@ -162,6 +168,7 @@ class MemoryTools:
         reflect: Callable[[bool], dict[str, Any]] | None = None,
         rate_limit: RateLimiter | None = None,
         remembering: bool = True,
+        place: Place | None = None,
     ) -> None:
         self.engine, self.ctx, self.provenance = engine, ctx, provenance
         self.remembering = remembering  # False: the speaker or the place said /privacy off (SEC-5)
@@ -179,6 +186,10 @@ class MemoryTools:
             "conversation_search": (ConversationSearchArgs, self.conversation_search),
             "channel_recall": (ChannelRecallArgs, self.channel_recall),
         }
+        self.place = place  # ORCH-13: where a reminder set in this turn fires (None: no reminders here)
+        self.reminders_set: list[int] = []  # ids stored this turn: a reply may confirm only these
+        if place is not None:
+            self._tools["reminder_set"] = (ReminderArgs, self.reminder_set)
 
     # -- the model-facing surface -------------------------------------------------------------------
     def schemas(self) -> list[dict[str, Any]]:
@@ -298,6 +309,15 @@ class MemoryTools:
         if not rows:
             raise ToolError(f"no messages you may see in channel {a.channel_id!r}")
         return {"channel_id": a.channel_id, "messages": [_message(r.as_dict()) for r in rows]}
+
+    def reminder_set(self, a: ReminderArgs) -> dict[str, Any]:
+        """Set a reminder that fires at the asked time in this chat. Confirm it only after this returns its id."""
+        if self.place is None:
+            raise ToolError("reminders cannot be set in this conversation")
+        reminders = Reminders(self.engine.db, self.engine.clock)
+        stored = reminders.ask(self.ctx.speaker_id, self.place, a.when, a.text, self.ctx.tz)
+        self.reminders_set.append(stored.id)
+        return {"status": "set", **stored.as_dict()}
 
 
 def _match(relevance: float) -> str:
