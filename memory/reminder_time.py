@@ -25,11 +25,10 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from .errors import InvalidInput
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october")
-MONTHS += ("november", "december")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december")
 DEFAULT_TIME = time(9, 0)  # a day named without an hour: the morning, when a reminder is still useful
 MAX_AHEAD_DAYS = 5 * 366  # "in 10000 days" is a typo, not a plan
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10}
+_NUMBERS: dict[str, float] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10}
 _NUMBERS |= {"twenty": 20, "thirty": 30, "half an": 0.5, "a couple of": 2, "a few": 3}
 _UNIT_S = {"minute": 60, "min": 60, "hour": 3600, "hr": 3600, "day": 86400, "week": 604800}
 _DAY_RE = "|".join(WEEKDAYS) + "|" + "|".join(d[:3] for d in WEEKDAYS)

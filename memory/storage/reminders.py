@@ -204,6 +204,7 @@ class Reminders:
     def delivered(self, reminder_id: int, holder: str, next_due: float | None) -> bool:
         """The platform took it: a one-off row is deleted, a recurring one waits for ``next_due``. False when the
         row is no longer this holder's (forgotten meanwhile, or taken over after this process stalled)."""
+        params: tuple[Any, ...]
         if next_due is None:
             sql, params = "DELETE FROM reminders WHERE id = ? AND holder = ? RETURNING id", (reminder_id, holder)
         else:

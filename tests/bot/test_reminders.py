@@ -193,8 +193,7 @@ async def test_a_reminder_that_cannot_be_delivered_is_retried_then_reported_in_t
         assert [(r.retrying, r.undelivered) for r in reports] == [(1, 0)] * (MAX_ATTEMPTS - 1) + [(0, 1)]
         told = [m for m in dc.sent if m["channel_id"] == dc.dm_channels[DC_USER]]
         assert [m["content"] for m in told] == [
-            "I couldn't deliver your reminder (Thursday 26 November 2026, 12:20 (UTC)) in the chat where you asked for it: "
-            "check the oven"
+            "I couldn't deliver your reminder (Thursday 26 November 2026, 12:20 (UTC)) in the chat where you asked for it: check the oven"
         ]
         assert runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 0  # told: nothing left to keep
         clock.advance(3600)
