@@ -8,6 +8,7 @@ past the tool loop nor leave a half-written row (every write is one transaction)
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -198,7 +199,7 @@ class MemoryTools:
         for name, (model, fn) in self._tools.items():
             if name in KEEPING_TOOLS and not self.remembering:
                 continue  # not offered: the model would only be refused
-            schema = model.model_json_schema()
+            schema = json.loads(_json_schema(model))  # a fresh copy of the cached schema
             out.append(
                 {"type": "function", "function": {"name": name, "description": " ".join((fn.__doc__ or "").split()), "parameters": schema}}
             )
@@ -318,6 +319,13 @@ class MemoryTools:
         stored = reminders.ask(self.ctx.speaker_id, self.place, a.when, a.text, self.ctx.tz)
         self.reminders_set.append(stored.id)
         return {"status": "set", **stored.as_dict()}
+
+
+@functools.cache
+def _json_schema(model: type[_Args]) -> str:
+    """A tool's argument schema, built once: pydantic builds it anew at every call (tens of milliseconds for the
+    ten tools on a loaded machine, on the event loop, at every step of every turn)."""
+    return json.dumps(model.model_json_schema())
 
 
 def _match(relevance: float) -> str:
