@@ -166,9 +166,14 @@ class Reminders:
         return [Reminder.from_row(r) for r in rows]
 
     def cancel(self, person_id: str, reminder_id: int) -> bool:
-        """Deleted (the words go with it); False when it is not this person's."""
-        gone = self.db.rows("DELETE FROM reminders WHERE id = ? AND person_id = ? RETURNING id", (reminder_id, person_id))
-        return bool(gone)
+        """Deleted, and its words leave the store's files (SEC-3); False when it is not this person's."""
+        return self._delete(person_id, [reminder_id]) == 1
+
+    def _delete(self, person_id: str, ids: list[int]) -> int:
+        gone = sum(len(self.db.rows("DELETE FROM reminders WHERE id = ? AND person_id = ? RETURNING id", (i, person_id))) for i in ids)
+        if gone:
+            self.db.scrub()  # the WAL would keep the page with the words until the next checkpoint
+        return gone
 
     def forget_matching(self, person_id: str, words: str) -> list[str]:
         """``/forget <words>``: the person's reminders whose text holds every meaningful word are deleted;
@@ -177,8 +182,7 @@ class Reminders:
         if not wanted:
             return []
         hits = [r for r in self.mine(person_id) if wanted <= _words(r.text)]
-        for r in hits:
-            self.cancel(person_id, r.id)
+        self._delete(person_id, [r.id for r in hits])
         return [r.text for r in hits]
 
     # -- sending -----------------------------------------------------------------------------------

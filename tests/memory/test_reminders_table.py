@@ -140,3 +140,14 @@ def test_a_reminder_text_is_bounded_and_so_is_a_persons_number_of_reminders(engi
         reminders.ask("telegram:55", DM, "Friday at 9", f"thing {n}", LISBON)
     with pytest.raises(InvalidInput, match="50 reminders already"):
         reminders.ask("telegram:55", DM, "Friday at 9", "one more", LISBON)
+
+
+def test_a_forgotten_or_cancelled_reminder_leaves_no_byte_of_its_words_in_the_files(engine, tmp_path):
+    reminders = Reminders.of(engine)
+    reminders.ask("telegram:55", DM, "Friday at 9", "feed the axolotl Quetzalcoatl", LISBON)
+    kept = reminders.ask("telegram:55", DM, "Friday at 10", "book the Zanzibarian ferry", LISBON)
+    assert reminders.forget_matching("telegram:55", "axolotl")
+    assert reminders.cancel("telegram:55", kept.id)
+    for path in tmp_path.glob("m.db*"):
+        data = path.read_bytes()
+        assert b"Quetzalcoatl" not in data and b"Zanzibarian" not in data, path.name
