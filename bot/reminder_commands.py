@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory.engine import MemoryEngine
+from memory.reminder_time import split_request
 from memory.storage.reminders import Place, Reminder, Reminders
 from memory.storage.timezones import Timezones
 
@@ -27,11 +28,11 @@ class ReminderCommands:
             return REMIND_HELP
         if not remembers:
             return "Remembering is off (/privacy), so I can't keep a reminder: it would hold your words. /privacy on turns it back on."
-        from memory.reminder_time import split_request
-
         when, what = split_request(arg)
         stored = self.reminders.ask(turn.person_id, place_of(turn), when, what, self.zones.zone_of(turn.person_id))
-        return f"Reminder set for {stored.when()}: {stored.text} (/reminders lists them; /reminders cancel <n> cancels one)"
+        # a slash command's answer may be seen by the asker alone; the reminder itself is posted where it was asked
+        where = "" if stored.is_dm else " I'll post it in this channel, mentioning you."
+        return f"Reminder set for {stored.when()}: {stored.text}.{where} (/reminders lists them; /reminders cancel <n> cancels one)"
 
     def do_reminders(self, arg: str, turn: Any) -> str:
         mine = self.reminders.mine(turn.person_id)

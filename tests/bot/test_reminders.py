@@ -18,6 +18,7 @@ import pytest
 
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
+from bot.reminder_claims import NOT_NEW
 from bot.runtime import Runtime
 from memory.clock import FakeClock
 from memory.storage.reminders import MAX_ATTEMPTS
@@ -93,10 +94,10 @@ async def test_reminders_fire_once_at_the_local_time_across_dst_changes_and_a_re
     async with running(db, fakes, clock) as runtime:
         await on_telegram(tg, "/timezone Europe/Lisbon")
         said = await on_telegram(tg, "/remind every day at 8 stretch")
-        assert said.startswith("Reminder set for every day at 08:00 (Europe/Lisbon), next on Saturday 24 October: stretch")
+        assert said.startswith("Reminder set for every day at 08:00 (Europe/Lisbon), next on Saturday 24 October: stretch. (")
         assert "New_York" in await slash(dc, "timezone", zone="America/New_York")
         said = await slash(dc, "remind", CHANNEL, when="on 2 November at 9:00", what="standup")
-        assert said.startswith("Reminder set for Monday 2 November 2026, 09:00 (America/New_York): standup")
+        assert said.startswith("Reminder set for Monday 2 November 2026, 09:00 (America/New_York): standup. I'll post it in this channel")
         clock.t = at(2026, 10, 24, 6, 59)  # 07:59 in Lisbon (summer time, UTC+1)
         assert (await runtime.reminders.run()).sent == 0
         clock.t = at(2026, 10, 24, 7, 0)  # 08:00 in Lisbon
@@ -140,6 +141,11 @@ async def test_a_reply_claiming_a_reminder_the_model_never_set_is_corrected_and_
         assert "I haven't set a reminder" in said and "Reminder set" not in said
         assert "3am or 3pm" in llm.chat_requests[-1]["messages"][-1]["content"]  # the model was asked the question
         assert runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 0
+        # with a reminder set earlier, a claim may be about it: the reply stays, and says no new one was set
+        await on_telegram(tg, "/remind Friday at 9 call mum")
+        llm.script("Yes, your reminder is set for Friday at 9.")
+        said = await on_telegram(tg, "did you set my reminder?")
+        assert said == "Yes, your reminder is set for Friday at 9.\n\n" + NOT_NEW
 
 
 async def test_the_model_sets_a_reminder_with_the_tool_and_its_confirmation_follows_the_stored_row(tmp_path, fakes):
