@@ -110,8 +110,8 @@ def test_a_refused_reminder_backs_off_and_is_undelivered_after_the_last_attempt(
     assert count(engine, "reminders") == 0
 
 
-def test_forget_words_cancels_only_the_persons_matching_reminders(engine):
-    reminders = Reminders.of(engine)
+def test_forget_words_cancels_only_the_persons_matching_reminders(any_engine):
+    reminders = Reminders.of(any_engine)
     reminders.ask("telegram:55", DM, "Friday at 9", "call mum about the party", LISBON)
     reminders.ask("telegram:55", DM, "Friday at 10", "water the plants", LISBON)
     reminders.ask("discord:7001", SERVER, "Friday at 9", "call mum", LISBON)
@@ -121,7 +121,8 @@ def test_forget_words_cancels_only_the_persons_matching_reminders(engine):
     assert [r.text for r in reminders.mine("discord:7001")] == ["call mum"]
 
 
-def test_forgetting_a_person_or_a_server_removes_their_reminders_and_export_shows_them(engine):
+def test_forgetting_a_person_or_a_server_removes_their_reminders_and_export_shows_them(any_engine):
+    engine = any_engine
     reminders = Reminders.of(engine)
     reminders.ask("telegram:55", DM, "Friday at 9", "call mum", LISBON)
     reminders.ask("discord:7001", SERVER, "Friday at 9", "standup", LISBON)
