@@ -204,3 +204,15 @@ async def test_a_reminder_that_cannot_be_delivered_is_retried_then_reported_in_t
         assert runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 0  # told: nothing left to keep
         clock.advance(3600)
         assert (await runtime.reminders.run()) == type(reports[0])()
+
+
+async def test_the_reminder_job_is_scheduled_every_minute_and_at_start(tmp_path, fakes):
+    llm, _, _ = fakes
+    runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
+    try:
+        job = runtime._scheduler().get_job("reminders")
+        assert job is not None and str(job.trigger) == "cron[month='*', day='*', day_of_week='*', hour='*', minute='*']"
+        assert job.next_run_time is not None  # once at start: what fell due while the bot was down goes out now
+    finally:
+        runtime.engine.close()
+        runtime.runner.shutdown()
