@@ -1,4 +1,4 @@
-"""The nine memory tools the model can call (TOOLS-1/2), bound to one conversation's scope.
+"""The nine memory tools the model can call (TOOLS-1/2), and reminder_set (ORCH-13), bound to one conversation's scope.
 
 Each tool is a typed function: a pydantic model is its argument schema (names as in ScalyClaw's
 tools), its docstring is the description. ``MemoryTools.call`` validates raw JSON from the model and
@@ -154,7 +154,8 @@ WRITE_TOOLS = frozenset({"memory_store", "memory_update", "memory_delete"})
 # The model is told to delete "each match"; a weak hit is a different memory that happens to rank, and a
 # delete cannot be undone, so the floor is the tool's to hold, not the model's judgment (issue 20, finding 11).
 STRONG_MATCH = 0.5
-KEEPING_TOOLS = frozenset({"memory_store", "memory_update", "reminder_set"})  # they put new words in the store (deleting does not)
+# they put new words in the store (deleting does not): withheld from someone who said /privacy off
+KEEPING_TOOLS = frozenset({"memory_store", "memory_update", "reminder_set"})
 
 
 class MemoryTools:
