@@ -224,7 +224,7 @@ class Reminders:
         Returns the new state ('' when the row is gone or no longer this holder's)."""
         rows = self.db.rows(
             "UPDATE reminders SET attempts = attempts + 1, holder = NULL, lease_until = 0, "
-            "retry_at = CASE WHEN attempts + 1 >= ? THEN 0 ELSE ? + ? * (1 << attempts) END, "
+            "retry_at = CASE WHEN attempts + 1 >= ? THEN 0 ELSE ? + ? * (1 << CAST(attempts AS INTEGER)) END, "
             "state = CASE WHEN attempts + 1 >= ? THEN 'undelivered' ELSE 'pending' END "
             "WHERE id = ? AND holder = ? RETURNING state",
             (MAX_ATTEMPTS, self.clock.now(), RETRY_AFTER, MAX_ATTEMPTS, reminder_id, holder),

@@ -80,8 +80,8 @@ def test_a_dead_senders_row_is_taken_again_after_its_lease_and_says_it_may_be_a_
     assert Reminders.of(b).delivered(due.id, "B", None)
 
 
-def test_a_recurring_reminder_moves_to_its_next_time_and_is_never_claimed_twice_for_one_occurrence(engine, clock: FakeClock):
-    reminders = Reminders.of(engine)
+def test_a_recurring_reminder_moves_to_its_next_time_and_is_never_claimed_twice_for_one_occurrence(any_engine, clock: FakeClock):
+    reminders = Reminders.of(any_engine)
     first = reminders.ask("telegram:55", DM, "every day at 8", "pills", LISBON)
     clock.t = first.due_at + 1
     (due,) = reminders.due(clock.now())
@@ -93,7 +93,8 @@ def test_a_recurring_reminder_moves_to_its_next_time_and_is_never_claimed_twice_
     assert reminders.due(clock.now()) == []
 
 
-def test_a_refused_reminder_backs_off_and_is_undelivered_after_the_last_attempt(engine, clock: FakeClock):
+def test_a_refused_reminder_backs_off_and_is_undelivered_after_the_last_attempt(any_engine, clock: FakeClock):
+    engine = any_engine
     reminders = Reminders.of(engine)
     reminders.ask("telegram:55", DM, "in 1 minute", "tea", LISBON)
     clock.advance(61)
