@@ -172,6 +172,12 @@ async def test_forgetting_the_words_of_a_reminder_cancels_it_and_privacy_off_sto
         clock.advance(30 * 60)
         assert (await runtime.reminders.run()).sent == 1
         assert [text for _, _, text in reminders_in(tg, dc)] == ["\u23f0 Reminder: water the plants"]
+        assert (await slash(dc, "remind", when="every day at 8", what="feed the cat")).startswith("Reminder set")
+        assert "1. feed the cat — every day at 08:00 (UTC)" in await slash(dc, "reminders")
+        assert await slash(dc, "reminders", cancel=1) == "Cancelled: feed the cat"
+        assert (
+            await slash(dc, "reminders") == "You have no reminders. Set one with /remind <when> <what>, like /remind Friday at 9 call mum."
+        )
         await on_telegram(tg, "/privacy off")
         assert "Remembering is off" in await on_telegram(tg, "/remind in 20 minutes call mum")
         assert runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 0
