@@ -25,6 +25,7 @@ from memory.write.store import RecallFilters
 
 from .consent import Consent
 from .persona import Persona
+from .reminder_commands import ReminderCommands
 from .types import IncomingMessage
 
 HELP = (
@@ -36,7 +37,8 @@ HELP = (
     "/checkins on|off — whether I may message you first, in our private chat, to follow up on your plans (off by default)\n"
     "/privacy — what I keep, and how to stop it; /about me — what I keep about you\n"
     "/persona show|set <text>|reset — this server's or group's own persona (its admins)\n"
-    "/timezone <zone> — where you are in time, like /timezone Europe/Lisbon (alone: shows it)"
+    "/timezone <zone> — where you are in time, like /timezone Europe/Lisbon (alone: shows it)\n"
+    "/remind <when> <what> — a reminder here, like /remind Friday at 9 call mum; /reminders lists and cancels them"
 )
 FORGET_MIN_RELEVANCE = 0.35
 CONFIRM_WINDOW_S = 120.0
@@ -57,6 +59,7 @@ class Commands:
         self.zones = zones or Timezones(engine)
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
         self.consent = Consent(engine)
+        self.reminding = ReminderCommands(engine, self.zones)  # ORCH-13
 
     def run(self, name: str, argument: str, message: IncomingMessage) -> str:
         handler = getattr(self, f"do_{name.lower().lstrip('/')}", None)
@@ -101,14 +104,16 @@ class Commands:
         words = arg.lower().split()
         if words and words[0] in ("everything", "all"):
             return self._forget_everything(turn, confirmed=words[-1] == "confirm")
+        reminders = self.reminding.forgotten(turn, arg)  # ORCH-13: a reminder holding the words goes too
         hits = self.engine.recall.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
         if not hits:
-            return "I couldn't find a memory like that."
+            return reminders or "I couldn't find a memory like that."
         done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id))
         extra = [f"{len(done.memories) - 1} older version(s)"] if len(done.memories) > 1 else []
         extra += [f"{done.messages} message(s) it came from"] if done.messages else []
-        return f"Forgotten: {done.contents[0]}" + (f" (with {' and '.join(extra)})" if extra else "")
+        said = f"Forgotten: {done.contents[0]}" + (f" (with {' and '.join(extra)})" if extra else "")
+        return f"{said}\n{reminders}" if reminders else said
 
     def _forget_everything(self, turn, *, confirmed: bool) -> str:
         """SEC-3: asked first; "/forget everything confirm" (or "yes" to the question) does it, with no undo copy."""
@@ -192,6 +197,12 @@ class Commands:
         return "Check-ins are on (/checkins off stops them). " + (
             "Planned:\n" + "\n".join(lines) if lines else "Nothing is planned yet: tell me about a plan with a date."
         )
+
+    def do_remind(self, arg: str, turn) -> str:
+        return self.reminding.do_remind(arg, turn, self.consent.remembers(turn))
+
+    def do_reminders(self, arg: str, turn) -> str:
+        return self.reminding.do_reminders(arg, turn)
 
     def do_privacy(self, arg: str, turn) -> str:
         return self.consent.do_privacy(arg, turn)

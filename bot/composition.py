@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .llm import ChatClient, SyncCompleter
     from .orchestrator import Orchestrator
     from .persona import Persona
+    from .reminders import ReminderJob
     from .resolution import OwnerPolicy
     from .runtime import Runtime, Schedule
     from .voice_mode import Extract, VoiceOptions
@@ -182,6 +183,7 @@ def build_runtime(
         daily=daily,
         bulletins=bulletins,
         checkins=build_checkins(settings, orchestrator),  # ORCH-8
+        reminders=build_reminders(settings, engine, runner),  # ORCH-13
         ingest=build_ingest_watch(settings, engine, runner) if settings.ingest_dir is not None else None,
         dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
         metrics=metrics,
@@ -308,6 +310,13 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob
     )
 
 
+def build_reminders(settings: Settings, engine: MemoryEngine, runner: AsyncRunner) -> ReminderJob:
+    """ORCH-13: the reminder job; the adapters add themselves to its posts when they start."""
+    from .reminders import ReminderJob
+
+    return ReminderJob(engine, runner, lease_s=settings.job_lease_s)
+
+
 def ingest_target(settings: Settings) -> Target:
     """Where ingested files go unless told otherwise: the owner's private memory (the first configured owner,
     else the console's local user, whom ``companion chat`` treats as the owner)."""
@@ -415,6 +424,8 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
             voice = _discord_voice(settings, runtime, discord_adapter)
     if runtime.checkins is not None:  # ORCH-8: a check-in goes out through the adapter of the DM it was asked for in
         runtime.checkins.deliveries.update({adapter.platform: adapter.send_direct for adapter in adapters})
+    if runtime.reminders is not None:  # ORCH-13: a reminder goes out through the adapter of the place it was asked in
+        runtime.reminders.posts.update({adapter.platform: adapter for adapter in adapters})
     return adapters, voice
 
 

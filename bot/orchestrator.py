@@ -31,6 +31,8 @@ from .assembly import Assembler, Snapshot, Turn
 from .commands import Commands
 from .leak_guard import WITHHELD, LeakGate
 from .llm import ChatClient, LLMError
+from .reminder_claims import held_to_its_word
+from .reminder_commands import place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, IncomingMessage, Reply, StreamSink
@@ -111,6 +113,7 @@ class Orchestrator:
         convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn)}]
         stream = CappedSink(stream) if stream else None
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
+        text = await held_to_its_word(text, tools.tools, self.runner, stream)  # ORCH-13: no unstored promise
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
         await self.runner.run(self._finish, turn, None if skipped else text, forgotten)
         if forgotten:
@@ -311,7 +314,14 @@ class Orchestrator:
             sources=(turn.stored_id,) if turn.stored_id else (),
         )
         return AsyncTools(
-            MemoryTools(self.engine, turn.ctx, provenance=provenance, rate_limit=limiter, remembering=turn.remembered),
+            MemoryTools(
+                self.engine,
+                turn.ctx,
+                provenance=provenance,
+                rate_limit=limiter,
+                remembering=turn.remembered,
+                place=None if voice else place_of(turn),  # ORCH-13: a reminder fires where it was asked (text only)
+            ),
             self.runner,
             session.history if session else None,
         )

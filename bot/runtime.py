@@ -21,6 +21,7 @@ from .background import Background
 from .checkins import CheckinJob
 from .daily import BulletinRefresh, DailyReflection
 from .orchestrator import Orchestrator
+from .reminders import ReminderJob
 
 if TYPE_CHECKING:
     from .dashboard.app import DashboardServer
@@ -41,6 +42,7 @@ class Schedule:
     daily_cron: str = "0 4 * * *"  # MAINT-4
     bulletin_cron: str = "*/15 * * * *"  # MAINT-5: looks for scopes whose bulletin is due
     checkin_cron: str = "*/10 * * * *"  # ORCH-8: looks for check-ins that are due
+    reminder_cron: str = "* * * * *"  # ORCH-13: sends the reminders that are due (to the minute)
 
 
 @dataclass(slots=True)
@@ -64,6 +66,7 @@ class Runtime:
     daily: DailyReflection | None = None  # MAINT-4
     bulletins: BulletinRefresh | None = None  # MAINT-5
     checkins: CheckinJob | None = None  # ORCH-8
+    reminders: ReminderJob | None = None  # ORCH-13
     dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
     ingest: IngestWatch | None = None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
     metrics: Metrics | None = None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
@@ -140,6 +143,10 @@ class Runtime:
             # Also once at start: what fell due while the bot was down is sent (or expires) now, not at the next tick.
             checkins = cron(self.schedule.checkin_cron)
             scheduler.add_job(self.checkins.run, checkins, id="checkins", next_run_time=datetime.now(UTC))
+        if self.reminders is not None:
+            # Also once at start: what fell due while the bot was down goes out now, marked late.
+            reminders = cron(self.schedule.reminder_cron)
+            scheduler.add_job(self.reminders.run, reminders, id="reminders", next_run_time=datetime.now(UTC))
         return scheduler
 
     async def _consolidate(self) -> None:

@@ -1,4 +1,4 @@
-"""The nine memory tools the model can call (TOOLS-1/2), bound to one conversation's scope.
+"""The nine memory tools the model can call (TOOLS-1/2), and reminder_set (ORCH-13), bound to one conversation's scope.
 
 Each tool is a typed function: a pydantic model is its argument schema (names as in ScalyClaw's
 tools), its docstring is the description. ``MemoryTools.call`` validates raw JSON from the model and
@@ -8,6 +8,7 @@ past the tool loop nor leave a half-written row (every write is one transaction)
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -23,6 +24,7 @@ from .errors import MemoryStoreError
 from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source, normalise_tags
 from .scopes import RecallContext, write_scope
 from .storage.knobs import Weights
+from .storage.reminders import Place, Reminders
 from .upkeep.forgetting import forget_memory
 from .write.store import RecallFilters
 
@@ -120,6 +122,11 @@ class ChannelRecallArgs(_Args):
     limit: int = Field(20, ge=1, le=100)
 
 
+class ReminderArgs(_Args):
+    when: str = Field(min_length=1, max_length=100, description="as the person said it: 'Friday at 9', 'in 2 hours', 'every Monday'")
+    text: str = Field(min_length=1, max_length=500, description="what to remind them of, in their words")
+
+
 class RateLimiter:
     """At most ``limit`` writes per ``window`` seconds (voice sessions: 5 a minute, TOOLS-2)."""
 
@@ -147,7 +154,8 @@ WRITE_TOOLS = frozenset({"memory_store", "memory_update", "memory_delete"})
 # The model is told to delete "each match"; a weak hit is a different memory that happens to rank, and a
 # delete cannot be undone, so the floor is the tool's to hold, not the model's judgment (issue 20, finding 11).
 STRONG_MATCH = 0.5
-KEEPING_TOOLS = frozenset({"memory_store", "memory_update"})  # they put new words in the store (deleting does not)
+# they put new words in the store (deleting does not): withheld from someone who said /privacy off
+KEEPING_TOOLS = frozenset({"memory_store", "memory_update", "reminder_set"})
 
 
 class MemoryTools:
@@ -162,6 +170,7 @@ class MemoryTools:
         reflect: Callable[[bool], dict[str, Any]] | None = None,
         rate_limit: RateLimiter | None = None,
         remembering: bool = True,
+        place: Place | None = None,
     ) -> None:
         self.engine, self.ctx, self.provenance = engine, ctx, provenance
         self.remembering = remembering  # False: the speaker or the place said /privacy off (SEC-5)
@@ -179,6 +188,10 @@ class MemoryTools:
             "conversation_search": (ConversationSearchArgs, self.conversation_search),
             "channel_recall": (ChannelRecallArgs, self.channel_recall),
         }
+        self.place = place  # ORCH-13: where a reminder set in this turn fires (None: no reminders here)
+        self.reminders_set: list[int] = []  # ids stored this turn: a reply may confirm only these
+        if place is not None:
+            self._tools["reminder_set"] = (ReminderArgs, self.reminder_set)
 
     # -- the model-facing surface -------------------------------------------------------------------
     def schemas(self) -> list[dict[str, Any]]:
@@ -187,7 +200,7 @@ class MemoryTools:
         for name, (model, fn) in self._tools.items():
             if name in KEEPING_TOOLS and not self.remembering:
                 continue  # not offered: the model would only be refused
-            schema = model.model_json_schema()
+            schema = json.loads(_json_schema(model))  # a fresh copy of the cached schema
             out.append(
                 {"type": "function", "function": {"name": name, "description": " ".join((fn.__doc__ or "").split()), "parameters": schema}}
             )
@@ -298,6 +311,22 @@ class MemoryTools:
         if not rows:
             raise ToolError(f"no messages you may see in channel {a.channel_id!r}")
         return {"channel_id": a.channel_id, "messages": [_message(r.as_dict()) for r in rows]}
+
+    def reminder_set(self, a: ReminderArgs) -> dict[str, Any]:
+        """Set a reminder that fires at the asked time in this chat. Confirm it only after this returns its id."""
+        if self.place is None:
+            raise ToolError("reminders cannot be set in this conversation")
+        reminders = Reminders(self.engine.db, self.engine.clock)
+        stored = reminders.ask(self.ctx.speaker_id, self.place, a.when, a.text, self.ctx.tz)
+        self.reminders_set.append(stored.id)
+        return {"status": "set", **stored.as_dict()}
+
+
+@functools.cache
+def _json_schema(model: type[_Args]) -> str:
+    """A tool's argument schema, built once: pydantic builds it anew at every call (tens of milliseconds for the
+    ten tools on a loaded machine, on the event loop, at every step of every turn)."""
+    return json.dumps(model.model_json_schema())
 
 
 def _match(relevance: float) -> str:

@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "about": "What I keep about you, and veto it: /about me | /about veto <id>",
     "persona": "This server's or group's own persona (admins): /persona show|set <text>|reset",
     "timezone": "Your time zone: /timezone Europe/Lisbon (alone: shows it; reset: the default)",
+    "remind": "A reminder here at a time: /remind <when> <what>, like /remind Friday at 9 call mum",
+    "reminders": "Your reminders: /reminders lists them, /reminders cancel <n> cancels one",
 }
 
 

@@ -131,6 +131,23 @@ class DiscordAdapter:
         for part in split_message(text, MESSAGE_LIMIT):
             await channel.send(part)
 
+    async def send_to_channel(self, channel_id: str, text: str, mention_user_id: str | None = None) -> None:
+        """A reminder (ORCH-13) in the channel or DM it was asked in; in a server it pings the asker and no one else."""
+        channel = self.client.get_channel(int(channel_id)) or await self.client.fetch_channel(int(channel_id))
+        if not isinstance(channel, discord.abc.Messageable):
+            raise ValueError(f"discord: channel {channel_id} takes no messages")
+        users = [discord.Object(int(mention_user_id))] if mention_user_id else False
+        only = discord.AllowedMentions(everyone=False, roles=False, users=users)
+        prefix = f"<@{mention_user_id}> " if mention_user_id and not isinstance(channel, discord.DMChannel) else ""
+        for part in split_message(prefix + text, MESSAGE_LIMIT):
+            await channel.send(part, allowed_mentions=only)
+
+    async def send_to_user(self, user_id: str, text: str) -> None:
+        """To a person's DM, opened if needed (a reminder that could not be delivered where it was asked)."""
+        channel = await self.client.create_dm(discord.Object(int(user_id)))
+        for part in split_message(text, MESSAGE_LIMIT):
+            await channel.send(part)
+
     # ------------------------------------------------------------------- messages --
     async def on_message(self, message: discord.Message) -> None:
         if message.author.bot or message.author == self.client.user or message.webhook_id:
@@ -275,6 +292,16 @@ class DiscordAdapter:
         @app_commands.describe(zone="A time zone name like Europe/Lisbon; empty shows yours, reset goes back to the default")
         async def timezone(interaction: discord.Interaction, zone: str | None = None) -> None:
             await self._run_command(interaction, "timezone", zone or "")
+
+        @tree.command(name="remind", description=COMMANDS["remind"])
+        @app_commands.describe(when="When, in your time zone: 'Friday at 9', 'in 2 hours', 'every Monday'", what="What to remind you of")
+        async def remind(interaction: discord.Interaction, when: str, what: str) -> None:
+            await self._run_command(interaction, "remind", f"{when} {what}")
+
+        @tree.command(name="reminders", description=COMMANDS["reminders"])
+        @app_commands.describe(cancel="The number of a reminder in your list, to cancel it")
+        async def reminders(interaction: discord.Interaction, cancel: int | None = None) -> None:
+            await self._run_command(interaction, "reminders", f"cancel {cancel}" if cancel is not None else "")
 
     async def _run_command(self, interaction: discord.Interaction, name: str, argument: str) -> None:
         """Run a command and answer ephemerally, deferring first if it is slow."""

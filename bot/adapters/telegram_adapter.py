@@ -118,6 +118,15 @@ class TelegramAdapter:
         for part in split_message(text, MESSAGE_LIMIT):
             await self.app.bot.send_message(chat_id, part)
 
+    async def send_to_channel(self, channel_id: str, text: str, mention_user_id: str | None = None) -> None:
+        """A reminder (ORCH-13) in the chat it was asked in, private or group (it was said there)."""
+        for part in split_message(text, MESSAGE_LIMIT):
+            await self.app.bot.send_message(int(channel_id), part)
+
+    async def send_to_user(self, user_id: str, text: str) -> None:
+        """To a person's private chat, whose id is their user id (a reminder that could not be delivered)."""
+        await self.send_direct(user_id, text)
+
     # ------------------------------------------------------------------- handlers --
     async def _on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message

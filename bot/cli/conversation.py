@@ -245,6 +245,8 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     )
     if runtime.checkins is not None:  # ORCH-8: the console's person gets their check-ins here while the chat is open
         runtime.checkins.deliveries["console"] = console.send_direct
+    if runtime.reminders is not None:  # ORCH-13: the console's reminders are printed while the chat is open
+        runtime.reminders.posts["console"] = console
     await runtime.start()
     try:
         await console.run()

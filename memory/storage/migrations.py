@@ -563,6 +563,40 @@ CREATE TABLE rate_windows (
 """,
 )
 
+# ORCH-13: reminders a person asked for (/remind, or the reminder_set tool), owned by memory.storage.reminders.
+# The text is the person's words: forgetting them (a matching /forget, /forget everything, a server's purge)
+# deletes the row; a one-off reminder's row is deleted once it was delivered. due_at is UTC; zone and wall_time
+# ('HH:MM') let a recurring one ('day', 'week') find its next occurrence on the local calendar. A row is claimed
+# by a process (holder, lease_until) before it is sent; see the module for why a dead sender's row is sent again.
+M020_REMINDERS = Migration(
+    "m020_reminders",
+    """
+CREATE TABLE reminders (
+    id INTEGER PRIMARY KEY,
+    person_id TEXT NOT NULL,
+    platform TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    guild_id TEXT,
+    is_dm INTEGER NOT NULL DEFAULT 0,
+    platform_user_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    due_at REAL NOT NULL,
+    every TEXT NOT NULL DEFAULT '' CHECK (every IN ('', 'day', 'week')),
+    wall_time TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sending', 'undelivered')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    retry_at REAL NOT NULL DEFAULT 0,
+    holder TEXT,
+    lease_until REAL NOT NULL DEFAULT 0,
+    sent_count INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL
+);
+CREATE INDEX reminders_due ON reminders (state, due_at);
+CREATE INDEX reminders_person ON reminders (person_id);
+""",
+)
+
 # A message re-delivered after a crash (Telegram re-sends updates it did not see confirmed) is stored once: one
 # row per (platform, chat, platform message id). Copies stored before this migration are kept (each may be a
 # memory's source, and deleting at the source must still find them all) but numbered apart by
@@ -582,4 +616,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M012_CHECKINS,
     M013_JOB_CLAIMS,
     M014_SHARED_STATE,
+    M020_REMINDERS,
 )

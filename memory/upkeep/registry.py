@@ -164,6 +164,14 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
     ),
     Holder(
+        "reminders",
+        "delete",
+        "reminders a person asked for (ORCH-13): their words, the place and when (memory.storage.reminders)",
+        "person_id IN ({ids})",
+        export=True,
+        guild="guild_id IN ({guild})",
+    ),
+    Holder(
         "tombstones",
         "delete",
         "keyed hashes of forgotten facts, bound to whom they were about; never the words (memory.write.tombstones). "
