@@ -65,7 +65,7 @@ async def test_the_readmes_chat_steps_copied_literally_reach_a_reply_from_any_fo
                     term.type("y\r")
                     at = await term.expect(r"you> ", at, timeout=60)
                     term.type("hi, I'm new here\r")
-                    at = await term.expect(r"nice to meet you!", at, timeout=60)
+                    at = await term.expect(r"nice to meet\s+you!", at, timeout=60)
                     term.type("/quit\r")
                 at = await term.expect(PROMPT, at, timeout=90)
             term.type("exit\r")

@@ -102,10 +102,10 @@ class ConsoleChat:
 
     async def send_to_channel(self, channel_id: str, text: str, mention_user_id: str | None = None) -> None:
         """A reminder (ORCH-13): printed between turns, like a reply."""
-        self._write(f"\n{BOT_PREFIX}{text}\n")
+        self._write(f"\n{self._prefix}{text}\n")
 
     async def send_to_user(self, user_id: str, text: str) -> None:
-        self._write(f"\n{BOT_PREFIX}{text}\n")
+        self._write(f"\n{self._prefix}{text}\n")
 
     async def _read(self) -> str | None:
         """The next line, or None when the input ends (EOF or Ctrl-C): a normal way to leave."""
