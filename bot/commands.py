@@ -21,6 +21,7 @@ from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_memory
 from memory.upkeep.transfer import export_person
+from memory.write.subjects import bound, written_by
 from memory.write.store import RecallFilters
 
 from .consent import Consent
@@ -78,21 +79,21 @@ class Commands:
         if not self.consent.remembers(turn):
             return "Remembering is off (/privacy), so I didn't keep that. /privacy on turns it back on."
         where = write_scope(turn.ctx)
-        result = self.engine.memories.add(
-            NewMemory(
-                content=arg,
-                subject=short_subject(arg, turn.message.author_name),
-                scope=where.scope,
-                scope_id=where.scope_id,
-                visibility=where.visibility,
-                guild_id=where.guild_id,
-                type=MemoryType.SEMANTIC,
-                kind=FactKind.OTHER,
-                source=Source.USER_STATED,
-                importance=7,
-                provenance=Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id),
-            )
+        new = NewMemory(
+            content=arg,
+            subject=short_subject(arg, turn.message.author_name),
+            scope=where.scope,
+            scope_id=where.scope_id,
+            visibility=where.visibility,
+            guild_id=where.guild_id,
+            type=MemoryType.SEMANTIC,
+            kind=FactKind.OTHER,
+            source=Source.USER_STATED,
+            importance=7,
+            provenance=Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id),
+            written_by=written_by(turn.ctx),
         )
+        result = self.engine.memories.add(bound(self.engine, new))  # SEC-5: whom it is about, by identity
         return "I already knew that." if result.status == "duplicate" else "Got it, I'll remember that."
 
     def do_forget(self, arg: str, turn) -> str:

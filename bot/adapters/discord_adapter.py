@@ -216,6 +216,7 @@ class DiscordAdapter:
             participants=participants,
             created_at=message.created_at.timestamp(),
             addressed=spoken_to,
+            mentions=_pointed(message),
             **_rights(message.guild, message.author),
         )
 
@@ -394,6 +395,15 @@ async def _respond(interaction: discord.Interaction, content: str, file: discord
         await interaction.followup.send(content, ephemeral=True, file=attachment)
     else:
         await interaction.response.send_message(content, ephemeral=True, file=attachment)
+
+
+def _pointed(message: discord.Message) -> tuple[tuple[str, str], ...]:
+    """The people this message @mentions or replies to (bots left out), by account: SEC-5 ties a fact about one of
+    them to that account, never to whoever else shows the same name."""
+    ref = message.reference
+    replied = ref.resolved if ref is not None else None
+    users = [*message.mentions, *([replied.author] if isinstance(replied, discord.Message) else [])]
+    return tuple(dict.fromkeys((str(u.id), u.display_name) for u in users if not u.bot and u.id != message.author.id))
 
 
 def _readable(message: discord.Message, bot_id: int) -> str:

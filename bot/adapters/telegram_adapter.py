@@ -247,7 +247,18 @@ class TelegramAdapter:
             participants=participants,
             author_is_admin=admin,
             created_at=message.date.timestamp() if message.date else None,
+            mentions=_pointed(message, user),
         )
+
+
+def _pointed(message: Message, author: User) -> tuple[tuple[str, str], ...]:
+    """The people this message mentions by account (a "text mention": Telegram names the user) or replies to, bots
+    left out (SEC-5). A plain @username carries no account, so it points at nobody."""
+    users = [e.user for e in message.entities or () if e.type == MessageEntity.TEXT_MENTION and e.user is not None]
+    replied = message.reply_to_message
+    users += [replied.from_user] if replied is not None and replied.from_user is not None else []
+    pairs = ((str(u.id), u.first_name or u.username or str(u.id)) for u in users if not u.is_bot and u.id != author.id)
+    return tuple(dict.fromkeys(pairs))
 
 
 class _RedactToken(logging.Filter):

@@ -205,6 +205,17 @@ class People:
         )
         return [name for (name,) in rows]
 
+    def names_of(self, person_ids: list[str]) -> dict[str, set[str]]:
+        """Each person's display names on all their accounts (empty ones left out), in one statement."""
+        if not person_ids:
+            return {}
+        marks = ", ".join("?" for _ in person_ids)
+        sql = f"SELECT person_id, display_name FROM identities WHERE person_id IN ({marks}) AND display_name != ''"
+        found: dict[str, set[str]] = {}
+        for person, name in self.db.execute(sql, tuple(person_ids)):
+            found.setdefault(person, set()).add(name)
+        return found
+
     # -- linking ---------------------------------------------------------------------------------------
     def _merge(self, source: str, target: str) -> None:
         """Everything stored under ``source`` now belongs to ``target`` (inside the caller's transaction)."""
