@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
@@ -21,10 +20,11 @@ from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_memory
 from memory.upkeep.transfer import export_person
-from memory.write.subjects import bound, written_by
 from memory.write.store import RecallFilters
+from memory.write.subjects import bound, written_by
 
 from .consent import Consent
+from .exports import forget_exports, write_export
 from .persona import Persona
 from .types import IncomingMessage
 
@@ -121,6 +121,7 @@ class Commands:
             )
         self._confirming.pop(turn.person_id, None)
         counts = self.consent.privacy.forget_everything([turn.person_id])  # SEC-5: a /privacy off outlives it
+        forget_exports(self.engine, [turn.person_id])  # the console's earlier /export files hold the words too
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
@@ -226,11 +227,7 @@ class Commands:
             # The console's person is the operator at their own machine: the whole file, not a truncated dump.
             where = write_export(Path(self.engine.path).parent, turn.person_id, text, self.engine.clock.now())
             return f"Everything I store about you ({len(data['memories'])} memories) is in {where} (readable only by you)."
-        return (
-            text
-            if len(text) <= 3500
-            else (text[:3400] + "\n… (truncated; the operator can run `companion memory export` for the full file)")
-        )
+        return text  # whole: the chat adapters send it as a .json file (``bot.adapters.common.attachment``)
 
     def do_persona(self, arg: str, turn) -> str:
         """ORCH-7: a server's or group's own persona, added to the operator's; its admins (or the owner) change it."""
@@ -286,20 +283,3 @@ def short_subject(fact: str, speaker: str) -> str:
     if not words or words[0].lower() in _SELF:
         return (speaker or "me")[:60]
     return " ".join(words[:3])[:60]
-
-
-def write_export(folder: Path, person_id: str, text: str, now: float) -> Path:
-    """A new file under ``folder/exports``, readable by its owner only (mode 0600: it holds private things)."""
-    exports = folder / "exports"
-    exports.mkdir(mode=0o700, exist_ok=True)
-    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d-%H%M%S")
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", person_id)
-    path = exports / f"export-{name}-{stamp}.json"
-    n = 1
-    while path.exists():
-        n += 1
-        path = exports / f"export-{name}-{stamp}-{n}.json"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(text + "\n")
-    return path

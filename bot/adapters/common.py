@@ -17,7 +17,19 @@ from contextlib import asynccontextmanager
 
 from ..types import APOLOGY, ERROR_APOLOGY, Conversation, IncomingMessage
 
-__all__ = ["APOLOGY", "COMMANDS", "ERROR_APOLOGY", "AdapterError", "ChatLocks", "LoginRejected", "RecentSpeakers", "deliver"]
+__all__ = [
+    "APOLOGY",
+    "COMMANDS",
+    "ERROR_APOLOGY",
+    "EXPORT_CAPTION",
+    "EXPORT_FILE",
+    "AdapterError",
+    "ChatLocks",
+    "LoginRejected",
+    "RecentSpeakers",
+    "attachment",
+    "deliver",
+]
 
 # The slash commands every channel offers, with the one-line help the platforms show.
 COMMANDS: dict[str, str] = {
@@ -34,6 +46,19 @@ COMMANDS: dict[str, str] = {
     "persona": "This server's or group's own persona (admins): /persona show|set <text>|reset",
     "timezone": "Your time zone: /timezone Europe/Lisbon (alone: shows it; reset: the default)",
 }
+
+
+EXPORT_FILE = "companion-export.json"
+EXPORT_CAPTION = "Everything I store about you, as one JSON file."
+
+
+def attachment(command: str, answer: str) -> bytes | None:
+    """The file a command's answer is sent as, or None to send it as text: ``/export``'s JSON document goes
+    whole as ``EXPORT_FILE`` (cut into chat messages it was invalid JSON past the first few thousand characters).
+    Its refusals ("ask me in a DM") are text."""
+    if command == "export" and answer.lstrip().startswith("{"):
+        return answer.encode()
+    return None
 
 
 class AdapterError(Exception):

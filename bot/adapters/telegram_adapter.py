@@ -28,7 +28,17 @@ from telegram.ext import Application, ApplicationBuilder, CommandHandler, Contex
 
 from bot.types import Conversation, IncomingMessage
 
-from .common import COMMANDS, ERROR_APOLOGY, ChatLocks, LoginRejected, RecentSpeakers, deliver
+from .common import (
+    COMMANDS,
+    ERROR_APOLOGY,
+    EXPORT_CAPTION,
+    EXPORT_FILE,
+    ChatLocks,
+    LoginRejected,
+    RecentSpeakers,
+    attachment,
+    deliver,
+)
 from .text import split_message
 
 logger = logging.getLogger(__name__)
@@ -144,13 +154,18 @@ class TelegramAdapter:
         if match is None:
             return
         incoming = self._incoming(message, message.from_user, message.text, await self._is_admin(message))
+        name = match["name"].lower()
         async with self._locks.hold(incoming.channel_id):
             try:
-                text = await self._conversation.command(match["name"].lower(), (match["arg"] or "").strip(), incoming)
+                text = await self._conversation.command(name, (match["arg"] or "").strip(), incoming)
             except Exception:
                 logger.exception("telegram: /%s failed in chat %s", match["name"], incoming.channel_id)
                 text = ERROR_APOLOGY
-            await self._send(message, text)
+            document = attachment(name, text)
+            if document is None:
+                await self._send(message, text)
+            else:  # whole, as a file: cut into messages it would not be a document any more
+                await message.reply_document(document, filename=EXPORT_FILE, caption=EXPORT_CAPTION)
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Whatever escaped a handler (or polling) is logged; PTB keeps running."""

@@ -89,9 +89,7 @@ class Privacy:
         own = rows.listing(mine, limit=SCAN_LIMIT) if mine else []
         return [Kept(m) for m in own] + [Kept(m, told=True) for m in rows.told_about(person_id, SCAN_LIMIT)]
 
-    def veto(
-        self, person_id: str, short_id: str, *, asked_in: tuple[str, str] | None = None, owner: bool = False
-    ) -> Forgotten | None:
+    def veto(self, person_id: str, short_id: str, *, asked_in: tuple[str, str] | None = None, owner: bool = False) -> Forgotten | None:
         """Forget one listed memory with the full cascade; None (and nothing changed) unless ``short_id``
         names exactly one memory of the person's own list."""
         prefix = short_id.strip().strip("[]").lower()

@@ -335,4 +335,6 @@ def with_speaker(ctx: RecallContext, author_id: str, zone: str = "") -> RecallCo
     """The context of another person in the same chat (for turns read back from history), in their ``zone``."""
     if author_id == ctx.speaker_id:
         return ctx
-    return replace(ctx, speaker_id=author_id, participants=(), owner_private=False, owner_id=None, admin=False, reach=(), zone=zone, pointed=())
+    return replace(
+        ctx, speaker_id=author_id, participants=(), owner_private=False, owner_id=None, admin=False, reach=(), zone=zone, pointed=()
+    )
