@@ -156,3 +156,17 @@ def test_linked_accounts_are_one_person_for_what_others_said_about_them(engine):
     people.redeem(people.issue_code(dc_dave), "telegram", "99")  # the Telegram account joins the Discord person
     assert [k.memory.content for k in Privacy(engine).kept_about(dc_dave) if k.told] == [REYKJAVIK]
     assert Privacy(engine).kept_about(tg_dave) == []
+
+
+def test_what_others_said_about_me_is_in_my_export_and_goes_with_my_forget_everything(engine):
+    from memory.upkeep.transfer import export_person
+
+    people = People(engine)
+    dave = people.resolve("telegram", "99", "Dave")
+    told = NewMemory(REYKJAVIK, "Dave", Scope.USER, "telegram:66", guild_id="telegram:-1001", subject_person_id=dave)
+    bobs = NewMemory("Bob brews ale", "ale", Scope.USER, "telegram:66", guild_id="telegram:-1001", subject_person_id="telegram:66")
+    engine.memories.add(told)
+    engine.memories.add(bobs)
+    assert [m["content"] for m in export_person(engine, [dave])["memories"]] == [REYKJAVIK]
+    Privacy(engine).forget_everything([dave])
+    assert [m.content for m in engine.memory_rows.listing(None, limit=10)] == ["Bob brews ale"]
