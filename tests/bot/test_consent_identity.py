@@ -170,3 +170,44 @@ def test_what_others_said_about_me_is_in_my_export_and_goes_with_my_forget_every
     assert [m["content"] for m in export_person(engine, [dave])["memories"]] == [REYKJAVIK]
     Privacy(engine).forget_everything([dave])
     assert [m.content for m in engine.memory_rows.listing(None, limit=10)] == ["Bob brews ale"]
+
+
+# -- Discord: an @mention names the account, whoever else shows the same name -----------------------------------
+HARBOUR, HARBOUR_CH = 8000, 8001
+DC = {"bob": 7002, "dave": 7003, "mallory": 7010}
+DC_DM = {"dave": 9103, "mallory": 9110}
+
+
+def harbour(dc) -> None:
+    dc.add_guild(HARBOUR, "Harbour", channels=[(HARBOUR_CH, "general")], members=[(uid, n) for n, uid in DC.items()])
+
+
+async def dc_say(runtime, llm, dc, who: str, text: str, *fact: dict, name: str = "", mentions=()) -> None:
+    sent = len(dc.sent)
+    await dc.dispatch_message(
+        HARBOUR_CH, DC[who], text, guild_id=HARBOUR, mentions_bot=True, username=name or who, mentions=mentions
+    )
+    await dc.wait_for_sent(sent + 1)
+    runtime.engine.clock.advance(31)
+    llm.script(facts(*({"speaker": "P1", "lines": [1], **f} for f in fact)) if fact else "[]")
+    await runtime.background.tick()
+
+
+async def dc_about(dc, who: str, name: str, **options) -> str:
+    answered = len(dc.interaction_responses)
+    await dc.dispatch_interaction("about", user_id=DC[who], channel_id=DC_DM[who], options=options or None, username=name)
+    return (await dc.wait_for_interaction_responses(answered + 1))[-1]["data"]["content"]
+
+
+async def test_on_discord_the_mentioned_dave_sees_the_fact_and_a_member_showing_dave_does_not(tmp_path):
+    async with platforms(tmp_path, harbour) as (runtime, llm, tg, dc):
+        llm.default = answers_ok
+        await dc_say(runtime, llm, dc, "dave", "hi, Dave here", name="Dave")
+        await dc_say(runtime, llm, dc, "mallory", "hi, I'm Dave too", name="Dave")
+        fact = about("Dave", REYKJAVIK, "Dave")
+        await dc_say(runtime, llm, dc, "bob", f"<@{DC['dave']}> is moving to Reykjavik", fact, mentions=((DC["dave"], "Dave"),))
+        target = memory_id(runtime, "Reykjavik")
+        assert target[:8] in await dc_about(dc, "dave", "Dave")
+        assert "Reykjavik" not in await dc_about(dc, "mallory", "Dave")
+        assert "not in your" in await dc_about(dc, "mallory", "Dave", veto=target[:8])
+        assert (await dc_about(dc, "dave", "Dave", veto=target[:8])).startswith("Forgotten")
