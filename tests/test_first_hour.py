@@ -15,7 +15,8 @@ from tests.pipeline_support import dm, platforms
 pytestmark = pytest.mark.asyncio
 FACTS = ["my cat is called Biscuit", "I grow Ulvenmoor tomatoes", "my sister lives in Tarragona"]
 # each fact about 500 characters: six of them are far past what one chat message (or the old 3,400 cut) carries
-LONG = [f"my {place} trip went along the coast " + f"and {place} was lovely " * 25 for place in ("Porto", "Oslo", "Lima", "Kyoto", "Perth", "Quito")]
+PLACES = ("Porto", "Oslo", "Lima", "Kyoto", "Perth", "Quito")
+LONG = [f"my {place} trip went along the coast " + f"and {place} was lovely " * 25 for place in PLACES]
 
 
 async def console(rt, name: str, argument: str = "") -> str:

@@ -88,7 +88,14 @@ FACTS = {
         Fact("gallowmere", "bob", f"dc:{HARBOUR}", "Alice swims at Gallowmere pond", "Alice swims at Gallowmere pond", about="Alice"),
         # issue 31: what a member renamed "Dave", "Rules" or "House" must neither see nor veto (SEC-5)
         Fact("vatnajokull", "bob", f"dc:{HARBOUR}", "Dave is moving to Vatnajokull", "Dave is moving to Vatnajokull", about="Dave"),
-        Fact("frostmoot", "olive", f"dc:{HARBOUR}", "server rules: no spoilers at Frostmoot", "Server rules: no spoilers at Frostmoot", about="Rules"),
+        Fact(
+            "frostmoot",
+            "olive",
+            f"dc:{HARBOUR}",
+            "server rules: no spoilers at Frostmoot",
+            "Server rules: no spoilers at Frostmoot",
+            about="Rules",
+        ),
         Fact("hearthold", "lore", f"dc:{HARBOUR}", "", "House rule: the Hearthold room stays quiet"),
     )
 }
@@ -596,8 +603,10 @@ async def others_tell_facts_a_squatter_could_aim_at(w: World) -> None:
 
 async def a_member_renamed_dave_rules_and_house_sees_and_vetoes_nothing(w: World) -> None:
     """Issue 31: mallory takes each name in Harbour, asks /about me in her DM and vetoes each fact by its id."""
-    ids = {word: w.runtime.engine.db.scalar("SELECT id FROM memories WHERE content LIKE ?", (f"%{word}%",)) for word in
-           ("vatnajokull", "frostmoot", "hearthold")}
+    ids = {
+        word: w.runtime.engine.db.scalar("SELECT id FROM memories WHERE content LIKE ?", (f"%{word}%",))
+        for word in ("vatnajokull", "frostmoot", "hearthold")
+    }
     for name in ("Dave", "Rules", "House"):
         await w.discord("mallory", "hello everyone", f"dc:{HARBOUR}", name=name)
         await w.slash("mallory", "about", "dm:mallory", shown=name)  # a listing of any of them is a leak (audited)

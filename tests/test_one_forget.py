@@ -21,7 +21,7 @@ from bot.cli import main as cli_main
 from bot.types import IncomingMessage
 from memory.api import AsyncMemory
 from memory.jobs.base import Facts, WriteFacts
-from memory.models import NewMemory, Provenance, Scope, Source, Visibility
+from memory.models import NewMemory, Provenance, Scope, Visibility
 from memory.scopes import RecallContext
 from memory.storage.messages import NewMessage
 from memory.tools import MemoryTools
@@ -81,9 +81,9 @@ async def by_cli(case: Case) -> None:
 
 
 async def by_dashboard(case: Case) -> None:
-    async with aiohttp.ClientSession(headers=case.dash.headers) as http:
-        async with http.delete(f"{case.dash.url}/api/memory/{case.memory_id}") as response:
-            assert response.status == 200, await response.text()
+    url = f"{case.dash.url}/api/memory/{case.memory_id}"
+    async with aiohttp.ClientSession(headers=case.dash.headers) as http, http.delete(url) as response:
+        assert response.status == 200, await response.text()
 
 
 async def by_tool(case: Case) -> None:

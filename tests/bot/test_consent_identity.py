@@ -184,9 +184,8 @@ def harbour(dc) -> None:
 
 async def dc_say(runtime, llm, dc, who: str, text: str, *fact: dict, name: str = "", mentions=()) -> None:
     sent = len(dc.sent)
-    await dc.dispatch_message(
-        HARBOUR_CH, DC[who], text, guild_id=HARBOUR, mentions_bot=True, username=name or who, mentions=mentions
-    )
+    shown = dict(username=name or who, mentions=mentions)
+    await dc.dispatch_message(HARBOUR_CH, DC[who], text, guild_id=HARBOUR, mentions_bot=True, **shown)
     await dc.wait_for_sent(sent + 1)
     runtime.engine.clock.advance(31)
     llm.script(facts(*({"speaker": "P1", "lines": [1], **f} for f in fact)) if fact else "[]")
