@@ -38,6 +38,20 @@ class Place:
 
     pointed: dict[str, frozenset[str]]  # accounts the speaker @mentioned or replied to
     present: dict[str, frozenset[str]]  # participants who spoke there (the speaker among them)
+    by_name: dict[str, frozenset[str]]  # a folded name -> the participants using it (``present`` turned round)
+
+    @classmethod
+    def of(cls, pointed: dict[str, frozenset[str]], present: dict[str, frozenset[str]]) -> Place:
+        return cls(pointed, present, index(present))
+
+
+def index(present: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """Folded name -> who uses it: built once per place, so a batch of facts does not walk every participant each."""
+    found: dict[str, set[str]] = {}
+    for person, names in present.items():
+        for name in names:
+            found.setdefault(_key(name), set()).add(person)
+    return {name: frozenset(people) for name, people in found.items()}
 
 
 def written_by(ctx: RecallContext, said_in: Iterable[RecallContext] | None = None) -> WrittenBy:
@@ -51,25 +65,47 @@ def written_by(ctx: RecallContext, said_in: Iterable[RecallContext] | None = Non
 def bound(engine: MemoryEngine, new: NewMemory) -> NewMemory:
     """``new`` with ``subject_person_id`` decided (see the module's table); unchanged when its write path said
     nothing of its speaker. Reads the place's participants and names from the store."""
+    return bound_all(engine, [new])[0]
+
+
+def bound_all(engine: MemoryEngine, memories: list[NewMemory]) -> list[NewMemory]:
+    """``bound`` of each, each place's participants read once (a job's facts mostly come from one place)."""
+    places: dict[str, Place] = {}
+    return [_bound(engine, new, places) for new in memories]
+
+
+def _bound(engine: MemoryEngine, new: NewMemory, places: dict[str, Place]) -> NewMemory:
     said = new.written_by
     if said is None:
         return new
     if new.scope is Scope.GUILD:
         return replace(new, written_by=None, subject_person_id=None)
-    return replace(new, written_by=None, subject_person_id=subject_of(new, said, place_of(engine, new, said)))
+    guild = new.guild_id or new.provenance.guild_id or ""
+    if guild not in places:
+        places[guild] = Place.of({}, participants(engine, guild) if guild else {})
+    return replace(new, written_by=None, subject_person_id=subject_of(new, said, place_of(engine, new, said, places[guild])))
 
 
-def place_of(engine: MemoryEngine, new: NewMemory, said: WrittenBy) -> Place:
-    speaker = new.scope_id
-    present: dict[str, set[str]] = {speaker: set()}
-    guild = new.guild_id or new.provenance.guild_id
-    for person, name in engine.messages.speakers_in(guild) if guild else []:
+def participants(engine: MemoryEngine, guild: str) -> dict[str, frozenset[str]]:
+    """Everyone who spoke in the guild, with every name they showed there and every display name they have."""
+    present: dict[str, set[str]] = {}
+    for person, name in engine.messages.speakers_in(guild):
         present.setdefault(person, set()).add(name)
-    names = People(engine).names_of(sorted({*present, *said.pointed}))
-    for person in present:
-        present[person] |= names.get(person, set())
+    names = People(engine).names_of(sorted(present))
+    return {p: frozenset(shown | names.get(p, set())) for p, shown in present.items()}
+
+
+def place_of(engine: MemoryEngine, new: NewMemory, said: WrittenBy, place: Place) -> Place:
+    """The place's participants, with the speaker (who may not have spoken there before) and the accounts
+    the speaker pointed at, by their display names."""
+    speaker = new.scope_id
+    names = People(engine).names_of(sorted({speaker, *said.pointed}))
+    own = place.present.get(speaker, frozenset()) | names.get(speaker, set())
+    by_name = dict(place.by_name)
+    for name in own:
+        by_name[_key(name)] = by_name.get(_key(name), frozenset()) | {speaker}
     pointed = {p: frozenset(names.get(p, set())) for p in said.pointed}
-    return Place(pointed, {p: frozenset(n) for p, n in present.items()})
+    return Place(pointed, {**place.present, speaker: own}, by_name)
 
 
 def subject_of(new: NewMemory, said: WrittenBy, place: Place) -> str | None:
@@ -90,9 +126,9 @@ def _named(new: NewMemory, place: Place) -> set[str]:
     """The names (folded) the fact uses for people: person entities, a subject that is someone's name here,
     and pointed-at accounts' names written in its words."""
     found = {_key(e.name) for e in new.entities if e.type == "person" and len(e.name.strip()) >= MIN_NAME_CHARS}
-    known = {_key(n) for names in (*place.present.values(), *place.pointed.values()) for n in names}
-    if _key(new.subject) in known:
-        found.add(_key(new.subject))
+    subject = _key(new.subject)
+    if subject in place.by_name or any(subject in {_key(n) for n in names} for names in place.pointed.values()):
+        found.add(subject)
     words = f"{new.subject} {new.content}"
     for names in place.pointed.values():
         found |= {_key(n) for n in names if len(n) >= MIN_NAME_CHARS and _says(words, n)}
@@ -102,11 +138,10 @@ def _named(new: NewMemory, place: Place) -> set[str]:
 def _person(name: str, place: Place) -> str | None:
     """The one person this name is: a pointed-at account first (the platform said who), else the one
     participant using it; None when several or nobody do."""
-    for people in (place.pointed, place.present):
-        matches = [p for p, names in people.items() if name in {_key(n) for n in names}]
-        if matches:
-            return matches[0] if len(matches) == 1 else None
-    return None
+    matches = [p for p, names in place.pointed.items() if name in {_key(n) for n in names}]
+    if not matches:
+        matches = sorted(place.by_name.get(name, ()))
+    return matches[0] if len(matches) == 1 else None
 
 
 def _says(text: str, name: str) -> bool:

@@ -136,11 +136,11 @@ def _fact(subject: str, content: str, *people: str, speaker: str = "bob") -> New
 
 
 def test_a_name_is_tied_to_a_pointed_account_first_then_to_the_one_participant_using_it():
-    place = Place(pointed={}, present={"bob": frozenset({"Bob"}), "dave": frozenset({"Dave"}), "m": frozenset({"Mal"})})
+    place = Place.of({}, {"bob": frozenset({"Bob"}), "dave": frozenset({"Dave"}), "m": frozenset({"Mal"})})
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), place) == "dave"
-    two = Place(pointed={}, present={**place.present, "m": frozenset({"Mal", "Dave"})})  # Mallory once showed "Dave"
+    two = Place.of({}, {**place.present, "m": frozenset({"Mal", "Dave"})})  # Mallory once showed "Dave"
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), two) is None
-    pointed = Place(pointed={"dave": frozenset({"Dave"})}, present=two.present)
+    pointed = Place.of({"dave": frozenset({"Dave"})}, two.present)
     assert subject_of(_fact("move", "@Dave is moving"), WrittenBy(("dave",)), pointed) == "dave"
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(trusted=True), place) is None  # an admin wrote it
     assert subject_of(_fact("ale", "Bob brews ale", "Bob"), WrittenBy(), place) == "bob"
