@@ -14,7 +14,9 @@ After every step the suite checks:
     not see (the oracle below, written from SEC-1 independently of ``memory.scopes``): a leak;
   * every stored memory against the person and place its fact came from: a misattribution;
   * after every forget, every file under the store folder for the forgotten words: bytes left; and after words
-    said while remembering was off, the same for those words (which no later prompt or post may show either).
+    said while remembering was off, the same for those words (which no later prompt or post may show either);
+  * every /about veto a member tries, renamed "Dave", "Rules" or "House", of a fact not about them (issue 31):
+    a veto of others' facts.
 It prints a table (``pytest -s``, and in the report on failure). The scenario is a list of ``Step``s: append
 more (e.g. /privacy off) with the same helpers.
 """
