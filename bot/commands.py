@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
@@ -22,8 +21,10 @@ from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_memory
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
+from memory.write.subjects import bound, written_by
 
 from .consent import Consent
+from .exports import forget_exports, write_export
 from .persona import Persona
 from .reminder_commands import ReminderCommands
 from .types import IncomingMessage
@@ -81,21 +82,21 @@ class Commands:
         if not self.consent.remembers(turn):
             return "Remembering is off (/privacy), so I didn't keep that. /privacy on turns it back on."
         where = write_scope(turn.ctx)
-        result = self.engine.memories.add(
-            NewMemory(
-                content=arg,
-                subject=short_subject(arg, turn.message.author_name),
-                scope=where.scope,
-                scope_id=where.scope_id,
-                visibility=where.visibility,
-                guild_id=where.guild_id,
-                type=MemoryType.SEMANTIC,
-                kind=FactKind.OTHER,
-                source=Source.USER_STATED,
-                importance=7,
-                provenance=Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id),
-            )
+        new = NewMemory(
+            content=arg,
+            subject=short_subject(arg, turn.message.author_name),
+            scope=where.scope,
+            scope_id=where.scope_id,
+            visibility=where.visibility,
+            guild_id=where.guild_id,
+            type=MemoryType.SEMANTIC,
+            kind=FactKind.OTHER,
+            source=Source.USER_STATED,
+            importance=7,
+            provenance=Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id),
+            written_by=written_by(turn.ctx),
         )
+        result = self.engine.memories.add(bound(self.engine, new))  # SEC-5: whom it is about, by identity
         return "I already knew that." if result.status == "duplicate" else "Got it, I'll remember that."
 
     def do_forget(self, arg: str, turn) -> str:
@@ -125,6 +126,7 @@ class Commands:
             )
         self._confirming.pop(turn.person_id, None)
         counts = self.consent.privacy.forget_everything([turn.person_id])  # SEC-5: a /privacy off outlives it
+        forget_exports(self.engine, [turn.person_id])  # the console's earlier /export files hold the words too
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
@@ -236,11 +238,7 @@ class Commands:
             # The console's person is the operator at their own machine: the whole file, not a truncated dump.
             where = write_export(Path(self.engine.path).parent, turn.person_id, text, self.engine.clock.now())
             return f"Everything I store about you ({len(data['memories'])} memories) is in {where} (readable only by you)."
-        return (
-            text
-            if len(text) <= 3500
-            else (text[:3400] + "\n… (truncated; the operator can run `companion memory export` for the full file)")
-        )
+        return text  # whole: the chat adapters send it as a .json file (``bot.adapters.common.attachment``)
 
     def do_persona(self, arg: str, turn) -> str:
         """ORCH-7: a server's or group's own persona, added to the operator's; its admins (or the owner) change it."""
@@ -296,20 +294,3 @@ def short_subject(fact: str, speaker: str) -> str:
     if not words or words[0].lower() in _SELF:
         return (speaker or "me")[:60]
     return " ".join(words[:3])[:60]
-
-
-def write_export(folder: Path, person_id: str, text: str, now: float) -> Path:
-    """A new file under ``folder/exports``, readable by its owner only (mode 0600: it holds private things)."""
-    exports = folder / "exports"
-    exports.mkdir(mode=0o700, exist_ok=True)
-    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d-%H%M%S")
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", person_id)
-    path = exports / f"export-{name}-{stamp}.json"
-    n = 1
-    while path.exists():
-        n += 1
-        path = exports / f"export-{name}-{stamp}-{n}.json"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(text + "\n")
-    return path

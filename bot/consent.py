@@ -84,7 +84,8 @@ class Consent:
         if len(words) == 2 and words[0].lower() == "veto":
             return self._veto(turn, words[1])
         if arg.strip().lower() in ("", "me"):
-            return self._list(self.privacy.kept_about(turn.person_id))
+            # the console owner's words are filed in owner memory (``write_scope``): theirs to see here too
+            return self._list(self.privacy.kept_about(turn.person_id, owner=turn.ctx.owner_private))
         return "Try /about me (what I keep about you) or /about veto <id> (forget one of them)."
 
     def _list(self, kept: list[Kept]) -> str:
@@ -95,9 +96,10 @@ class Consent:
         return "\n".join(["What I keep about you (/about veto <id> forgets one):", *lines, *more])
 
     def _veto(self, turn, short_id: str) -> str:
-        done = self.privacy.veto(turn.person_id, short_id, asked_in=(turn.message.platform, turn.message.channel_id))
+        asked_in = (turn.message.platform, turn.message.channel_id)
+        done = self.privacy.veto(turn.person_id, short_id, asked_in=asked_in, owner=turn.ctx.owner_private)
         if done is None:
-            # Another person's memory, the owner's, an unknown or ambiguous id: refused alike, so nothing is learned.
+            # Another person's memory, lore, an unknown or ambiguous id: refused alike, so nothing is learned.
             return "That id is not in your /about me list, so nothing was changed."
         extra = f" (with {done.messages} message(s) it came from)" if done.messages else ""
         return f"Forgotten: {done.contents[0]}{extra}"

@@ -60,7 +60,9 @@ class Resolver:
     def _resolved(self, message: IncomingMessage, persons_of: Callable[[list[tuple[str, str]]], list[str]]) -> Turn:
         author = display_name(message.author_name)
         others = [(user_id, display_name(name)) for user_id, name in message.participants]
-        person, *persons = persons_of([(message.author_id, author), *others])  # one read for everyone here
+        pointed = [(user_id, display_name(name)) for user_id, name in message.mentions]
+        person, *persons = persons_of([(message.author_id, author), *others, *pointed])  # one read for everyone here
+        persons, pointed_ids = persons[: len(others)], persons[len(others) :]
         names = {person: author or self.people.name(person)}
         for (user_id, name), other in zip(others, persons, strict=True):
             names.setdefault(other, name or user_id)
@@ -80,6 +82,7 @@ class Resolver:
             reach=self.people.reach(person, people, is_dm=message.is_dm),
             readable_channels=message.readable_channels,
             zone=self.zones.name_of(person),
+            pointed=tuple(dict.fromkeys(p for p in pointed_ids if p != person)),
         )
         return Turn(message, person, ctx, f"{message.platform}:{message.channel_id}", names, clean_text(message.text))
 

@@ -37,6 +37,9 @@ class IncomingMessage:
     # Spoken to the bot (a DM, a mention, a reply to it). False for group talk the bot may answer or not: with
     # others present it may then answer [SKIP] and stay silent (VOICE-1; unaddressed text in configured channels).
     addressed: bool = True
+    # SEC-5: (platform user id, name) of the accounts this message @mentions or replies to (the bot left out): the
+    # platform says who they are, so a fact naming one is tied to that person, whoever else shows the same name
+    mentions: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # Every adapter builds one: undecodable input (lone surrogates from bytes that were not UTF-8) is
@@ -44,6 +47,7 @@ class IncomingMessage:
         object.__setattr__(self, "text", valid_unicode(self.text))
         object.__setattr__(self, "author_name", valid_unicode(self.author_name))
         object.__setattr__(self, "participants", tuple((uid, valid_unicode(name)) for uid, name in self.participants))
+        object.__setattr__(self, "mentions", tuple((uid, valid_unicode(name)) for uid, name in self.mentions))
 
     @property
     def is_dm(self) -> bool:

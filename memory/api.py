@@ -16,6 +16,7 @@ from .recall.retrieval import Hit
 from .scopes import RecallContext
 from .storage.db import AsyncRunner
 from .storage.memories import RecallFilters
+from .upkeep.forgetting import forget_memory
 from .write.store import WriteResult
 
 log = logging.getLogger(__name__)
@@ -72,8 +73,9 @@ class AsyncMemory:
         return await self.runner.run(self.engine.memory_rows.get, memory_id)
 
     async def delete(self, memory_id: str) -> list[str]:
-        """Delete a memory and its history (``MemoryStore.delete``); returns every id removed."""
-        return await self.runner.run(self.engine.memories.delete, memory_id)
+        """Forget a memory completely (``memory.upkeep.forgetting.forget_memory``, SEC-3: its history, sources,
+        tombstone, journal lines); returns every memory id removed."""
+        return (await self.runner.run(forget_memory, self.engine, memory_id)).memories
 
     async def context_for(self, ctx: RecallContext, query: str, **options: object) -> RecallSnapshot:
         """The recall snapshot a prompt is rendered from (``MemoryContext.context_for``; same options)."""

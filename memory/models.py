@@ -120,6 +120,17 @@ class EntityRef:
 
 
 @dataclass(frozen=True, slots=True)
+class WrittenBy:
+    """What a write path knew of who said a fact, for deciding whom it is about (SEC-5,
+    ``memory.write.subjects``): the accounts the speaker @mentioned or replied to in the lines it came
+    from (person ids), and whether the speaker was an admin or the owner (their facts about others are
+    never vetoable by those others)."""
+
+    pointed: tuple[str, ...] = ()
+    trusted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class NewMemory:
     """What a write path hands to ``MemoryStore.add``."""
 
@@ -139,6 +150,10 @@ class NewMemory:
     provenance: Provenance = field(default_factory=Provenance)
     entities: tuple[EntityRef, ...] = ()
     guild_id: str | None = None  # a public user fact said in a server belongs to that server (SEC-1)
+    # SEC-5: the person the fact is about, by identity (``memory.write.subjects`` decides it from
+    # ``written_by`` when the fact is written); None: nobody in particular, or nobody it could be tied to
+    subject_person_id: str | None = None
+    written_by: WrittenBy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +183,7 @@ class Memory:
     updated_at: float
     partition_key: str = ""
     guild_id: str | None = None
+    subject_person_id: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Memory:
@@ -197,6 +213,7 @@ class Memory:
             updated_at=row["updated_at"],
             partition_key=row.get("partition_key") or "",
             guild_id=row.get("guild_id"),
+            subject_person_id=row.get("subject_person_id"),
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -68,6 +68,9 @@ class RecallContext:
     reach: tuple[str, ...] = ()
     readable_channels: tuple[str, ...] = ()
     zone: str = ""  # the speaker's IANA time zone (ORCH-8), set by the caller; "" (older buffered rows) is UTC
+    # SEC-5: person ids of the accounts this message @mentions or replies to (the platform says who, so a fact
+    # naming one of them is tied to that person, not to whoever shows the same name; ``memory.write.subjects``)
+    pointed: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.speaker_id:
@@ -120,7 +123,7 @@ class RecallContext:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecallContext:
         known = {k: v for k, v in data.items() if k in cls.__slots__}
-        for name in ("participants", "reach", "readable_channels"):
+        for name in ("participants", "reach", "readable_channels", "pointed"):
             known[name] = tuple(known.get(name) or ())
         return cls(**known)
 

@@ -27,6 +27,7 @@ from .storage.knobs import Weights
 from .storage.reminders import Place, Reminders
 from .upkeep.forgetting import forget_memory
 from .write.store import RecallFilters
+from .write.subjects import bound, written_by
 
 log = logging.getLogger(__name__)
 TypeName = Literal[
@@ -235,24 +236,24 @@ class MemoryTools:
         """Save a durable fact, preference, event or how-to about the people here. Deduplicated automatically. Never store secrets."""
         mtype, legacy_kind = _resolve_type(a.type)
         where = write_scope(self.ctx)
-        result = self.engine.memories.add(
-            NewMemory(
-                content=a.content,
-                subject=a.subject,
-                scope=where.scope,
-                scope_id=where.scope_id,
-                type=mtype,
-                guild_id=where.guild_id,
-                kind=FactKind(a.kind) if a.kind else (legacy_kind or FactKind.OTHER),
-                visibility=where.visibility,
-                tags=tuple(a.tags),
-                source=Source(a.source),
-                importance=float(a.importance),
-                ttl=self.engine.clock.now() + parse_duration(a.ttl) if a.ttl else None,
-                provenance=self.provenance,
-                entities=tuple(EntityRef(e.name, e.type, tuple((r.relation, r.target) for r in e.relations)) for e in a.entities),
-            )
+        new = NewMemory(
+            content=a.content,
+            subject=a.subject,
+            scope=where.scope,
+            scope_id=where.scope_id,
+            type=mtype,
+            guild_id=where.guild_id,
+            kind=FactKind(a.kind) if a.kind else (legacy_kind or FactKind.OTHER),
+            visibility=where.visibility,
+            tags=tuple(a.tags),
+            source=Source(a.source),
+            importance=float(a.importance),
+            ttl=self.engine.clock.now() + parse_duration(a.ttl) if a.ttl else None,
+            provenance=self.provenance,
+            entities=tuple(EntityRef(e.name, e.type, tuple((r.relation, r.target) for r in e.relations)) for e in a.entities),
+            written_by=written_by(self.ctx),
         )
+        result = self.engine.memories.add(bound(self.engine, new))  # SEC-5: whom it is about, by identity
         return {"status": result.status, "id": result.memory.id, "superseded": list(result.superseded), "related": list(result.related)}
 
     def memory_search(self, a: SearchArgs) -> dict[str, Any]:

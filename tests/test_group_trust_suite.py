@@ -14,7 +14,9 @@ After every step the suite checks:
     not see (the oracle below, written from SEC-1 independently of ``memory.scopes``): a leak;
   * every stored memory against the person and place its fact came from: a misattribution;
   * after every forget, every file under the store folder for the forgotten words: bytes left; and after words
-    said while remembering was off, the same for those words (which no later prompt or post may show either).
+    said while remembering was off, the same for those words (which no later prompt or post may show either);
+  * every /about veto a member tries, renamed "Dave", "Rules" or "House", of a fact not about them (issue 31):
+    a veto of others' facts.
 It prints a table (``pytest -s``, and in the report on failure). The scenario is a list of ``Step``s: append
 more (e.g. /privacy off) with the same helpers.
 """
@@ -43,9 +45,9 @@ from tests.pipeline_support import build_runtime
 pytestmark = pytest.mark.asyncio
 
 # -- the cast and the places ------------------------------------------------------------------------------
-DISCORD = {"alice": 7001, "bob": 7002, "olive": 7009}  # olive is the bot's owner
+DISCORD = {"alice": 7001, "bob": 7002, "olive": 7009, "mallory": 7010}  # olive is the bot's owner, mallory a member
 TELEGRAM = {"alice": 55, "carol": 66, "dave": 77}  # carol is the group's admin, dave a member
-DC_DM = {"alice": 9101, "bob": 9102, "olive": 9109}
+DC_DM = {"alice": 9101, "bob": 9102, "olive": 9109, "mallory": 9110}
 HARBOUR, HARBOUR_CH, ORCHARD, ORCHARD_CH, GROUP = 8000, 8001, 9000, 9001, -1001
 CHANNEL_OF = {f"dc:{HARBOUR}": HARBOUR_CH, f"dc:{ORCHARD}": ORCHARD_CH}
 GUILD_KEY = {f"dc:{HARBOUR}": f"discord:{HARBOUR}", f"dc:{ORCHARD}": f"discord:{ORCHARD}", f"tg:{GROUP}": f"telegram:{GROUP}"}
@@ -86,6 +88,17 @@ FACTS = {
         # after /privacy on again: learned; and a fact bob tells about alice, which she vetoes
         Fact("skelbeck", "bob", f"dc:{HARBOUR}", "I row on the Skelbeck river", "Bob rows on the Skelbeck river"),
         Fact("gallowmere", "bob", f"dc:{HARBOUR}", "Alice swims at Gallowmere pond", "Alice swims at Gallowmere pond", about="Alice"),
+        # issue 31: what a member renamed "Dave", "Rules" or "House" must neither see nor veto (SEC-5)
+        Fact("vatnajokull", "bob", f"dc:{HARBOUR}", "Dave is moving to Vatnajokull", "Dave is moving to Vatnajokull", about="Dave"),
+        Fact(
+            "frostmoot",
+            "olive",
+            f"dc:{HARBOUR}",
+            "server rules: no spoilers at Frostmoot",
+            "Server rules: no spoilers at Frostmoot",
+            about="Rules",
+        ),
+        Fact("hearthold", "lore", f"dc:{HARBOUR}", "", "House rule: the Hearthold room stays quiet"),
     )
 }
 # A question touching every fact's topic (never its word), so a recall that crossed a partition would show it.
@@ -129,6 +142,7 @@ class Tally:
     leaks: list[str] = field(default_factory=list)
     misattributions: list[str] = field(default_factory=list)
     bytes_left: list[str] = field(default_factory=list)
+    vetoes: list[str] = field(default_factory=list)  # a veto of a fact not about the person who asked
 
     def table(self, steps: int) -> str:
         rows = [
@@ -141,8 +155,9 @@ class Tally:
             ("leaks", len(self.leaks)),
             ("misattributions", len(self.misattributions)),
             ("bytes left", len(self.bytes_left)),
+            ("vetoes of others' facts", len(self.vetoes)),
         ]
-        return "\n".join(["group-chat trust suite", *(f"  {name:<16} {value:>5}" for name, value in rows)])
+        return "\n".join(["group-chat trust suite", *(f"  {name:<24} {value:>5}" for name, value in rows)])
 
 
 # -- the world: the fakes, the bot on both platforms, the scripted model -----------------------------------
@@ -218,14 +233,15 @@ class World:
         return found
 
     # -- saying things ---------------------------------------------------------------------------------------
-    async def discord(self, who: str, text: str, place: str, *, reply: Any = "OK!") -> None:
+    async def discord(self, who: str, text: str, place: str, *, reply: Any = "OK!", name: str = "") -> None:
         """``who`` writes ``text`` in a Discord server (mentioning the bot) or in their DM; waits for the answer."""
         self.place = place
         self.replies.append(reply)
         channel = CHANNEL_OF.get(place, DC_DM.get(who))
         guild = int(place.split(":")[1]) if place.startswith("dc:") else None
         sent = len(self.dc.sent)
-        await self.dc.dispatch_message(channel, DISCORD[who], text, guild_id=guild, mentions_bot=guild is not None, username=who)
+        username = name or who  # a display name anyone can choose (issue 31's squatting)
+        await self.dc.dispatch_message(channel, DISCORD[who], text, guild_id=guild, mentions_bot=guild is not None, username=username)
         await self.dc.wait_for_sent(sent + 1)
         await self.settle()
 
@@ -245,14 +261,14 @@ class World:
         await self.settle()
         return answer
 
-    async def slash(self, who: str, name: str, place: str, **options: Any) -> str:
+    async def slash(self, who: str, name: str, place: str, *, shown: str = "", **options: Any) -> str:
         """A Discord slash command, answered ephemerally."""
         self.place = place
         channel = CHANNEL_OF.get(place, DC_DM.get(who))
         guild = int(place.split(":")[1]) if place.startswith("dc:") else None
         answered = len(self.dc.interaction_responses)
         await self.dc.dispatch_interaction(
-            name, user_id=DISCORD[who], channel_id=channel, guild_id=guild, options=options or None, username=who
+            name, user_id=DISCORD[who], channel_id=channel, guild_id=guild, options=options or None, username=shown or who
         )
         answer = (await self.dc.wait_for_interaction_responses(answered + 1))[-1]["data"]["content"]
         await self.settle()
@@ -579,6 +595,30 @@ async def alice_sees_and_vetoes_what_bob_told_about_her(w: World) -> None:
     await w.bytes_after_forget("alice /about veto (a fact bob told)", {"gallowmere"})
 
 
+async def others_tell_facts_a_squatter_could_aim_at(w: World) -> None:
+    await w.discord("bob", FACTS["vatnajokull"].said, f"dc:{HARBOUR}")  # about a Dave nobody here is
+    await w.discord("olive", FACTS["frostmoot"].said, f"dc:{HARBOUR}")  # the owner's (an admin's) rule
+    lore = NewMemory(content=FACTS["hearthold"].content, subject="House", scope=Scope.GUILD, scope_id=GUILD_KEY[f"dc:{HARBOUR}"])
+    await w.runtime.runner.run(w.runtime.engine.memories.add, lore)
+    w.told("vatnajokull", "frostmoot", "hearthold")
+
+
+async def a_member_renamed_dave_rules_and_house_sees_and_vetoes_nothing(w: World) -> None:
+    """Issue 31: mallory takes each name in Harbour, asks /about me in her DM and vetoes each fact by its id."""
+    ids = {
+        word: w.runtime.engine.db.scalar("SELECT id FROM memories WHERE content LIKE ?", (f"%{word}%",))
+        for word in ("vatnajokull", "frostmoot", "hearthold")
+    }
+    for name in ("Dave", "Rules", "House"):
+        await w.discord("mallory", "hello everyone", f"dc:{HARBOUR}", name=name)
+        await w.slash("mallory", "about", "dm:mallory", shown=name)  # a listing of any of them is a leak (audited)
+        for word, memory_id in ids.items():
+            answer = await w.slash("mallory", "about", "dm:mallory", shown=name, veto=memory_id[:8])
+            if "Forgotten" in answer or not w.stored(word):
+                w.tally.vetoes.append(f"mallory as {name!r} vetoed {word!r}")
+                w.forgot(word)
+
+
 async def after_a_restart_nothing_comes_back(w: World) -> None:
     await w.shut()
     await w.boot()
@@ -617,6 +657,8 @@ SCENARIO = [
     Step("the owner switches Harbour off, then alice talks there", the_owner_switches_harbour_off_then_alice_talks_there),
     Step("/privacy on and /privacy server on again", remembering_is_switched_on_again),
     Step("alice sees and vetoes what bob told about her", alice_sees_and_vetoes_what_bob_told_about_her),
+    Step("others tell facts about Dave, the rules and the house", others_tell_facts_a_squatter_could_aim_at),
+    Step("a member renamed Dave, Rules and House sees and vetoes nothing", a_member_renamed_dave_rules_and_house_sees_and_vetoes_nothing),
     Step("a restart after the opt-outs and the veto", after_a_restart_nothing_comes_back),
 ]
 
@@ -647,6 +689,6 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
     table = world.tally.table(len(SCENARIO))
     with capsys.disabled():
         print("\n" + table)
-    findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left
+    findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left + world.tally.vetoes
     assert not findings, table + "\n" + "\n".join(findings)
     assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 3  # the suite ran in full

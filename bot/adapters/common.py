@@ -17,7 +17,19 @@ from contextlib import asynccontextmanager
 
 from ..types import APOLOGY, ERROR_APOLOGY, Conversation, IncomingMessage
 
-__all__ = ["APOLOGY", "COMMANDS", "ERROR_APOLOGY", "AdapterError", "ChatLocks", "LoginRejected", "RecentSpeakers", "deliver"]
+__all__ = [
+    "APOLOGY",
+    "COMMANDS",
+    "ERROR_APOLOGY",
+    "EXPORT_CAPTION",
+    "EXPORT_FILE",
+    "AdapterError",
+    "ChatLocks",
+    "LoginRejected",
+    "RecentSpeakers",
+    "attachment",
+    "deliver",
+]
 
 # The slash commands every channel offers, with the one-line help the platforms show.
 COMMANDS: dict[str, str] = {
@@ -36,6 +48,19 @@ COMMANDS: dict[str, str] = {
     "remind": "A reminder here at a time: /remind <when> <what>, like /remind Friday at 9 call mum",
     "reminders": "Your reminders: /reminders lists them, /reminders cancel <n> cancels one",
 }
+
+
+EXPORT_FILE = "companion-export.json"
+EXPORT_CAPTION = "Everything I store about you, as one JSON file."
+
+
+def attachment(command: str, answer: str) -> bytes | None:
+    """The file a command's answer is sent as, or None to send it as text: ``/export``'s JSON document goes
+    whole as ``EXPORT_FILE`` (cut into chat messages it was invalid JSON past the first few thousand characters).
+    Its refusals ("ask me in a DM") are text."""
+    if command == "export" and answer.lstrip().startswith("{"):
+        return answer.encode()
+    return None
 
 
 class AdapterError(Exception):

@@ -32,7 +32,18 @@ from discord import app_commands
 
 from bot.types import Conversation, IncomingMessage
 
-from .common import COMMANDS, ERROR_APOLOGY, AdapterError, ChatLocks, LoginRejected, RecentSpeakers, deliver
+from .common import (
+    COMMANDS,
+    ERROR_APOLOGY,
+    EXPORT_CAPTION,
+    EXPORT_FILE,
+    AdapterError,
+    ChatLocks,
+    LoginRejected,
+    RecentSpeakers,
+    attachment,
+    deliver,
+)
 from .text import split_message
 
 logger = logging.getLogger(__name__)
@@ -233,6 +244,7 @@ class DiscordAdapter:
             participants=participants,
             created_at=message.created_at.timestamp(),
             addressed=spoken_to,
+            mentions=_pointed(message),
             **_rights(message.guild, message.author),
         )
 
@@ -315,11 +327,15 @@ class DiscordAdapter:
         except Exception:
             logger.exception("discord: /%s failed for user %s", name, incoming.author_id)
             text = ERROR_APOLOGY
+        document = attachment(name, text)
+        if document is not None:  # whole, as a file: cut into messages it would not be a document any more
+            await _respond(interaction, EXPORT_CAPTION, discord.File(io.BytesIO(document), filename=EXPORT_FILE))
+            return
         parts = split_message(text, MESSAGE_LIMIT) or ["(nothing)"]
         if len(parts) > MAX_COMMAND_PARTS:
-            # A long answer (typically /export) is easier to keep as a file than as a wall of messages.
-            attachment = discord.File(io.BytesIO(text.encode()), filename=f"{name}.txt")
-            await _respond(interaction, f"/{name}: the answer is long, so it is attached.", attachment)
+            # A long answer is easier to keep as a file than as a wall of messages.
+            long_answer = discord.File(io.BytesIO(text.encode()), filename=f"{name}.txt")
+            await _respond(interaction, f"/{name}: the answer is long, so it is attached.", long_answer)
             return
         for part in parts:
             await _respond(interaction, part)
@@ -421,6 +437,15 @@ async def _respond(interaction: discord.Interaction, content: str, file: discord
         await interaction.followup.send(content, ephemeral=True, file=attachment)
     else:
         await interaction.response.send_message(content, ephemeral=True, file=attachment)
+
+
+def _pointed(message: discord.Message) -> tuple[tuple[str, str], ...]:
+    """The people this message @mentions or replies to (bots left out), by account: SEC-5 ties a fact about one of
+    them to that account, never to whoever else shows the same name."""
+    ref = message.reference
+    replied = ref.resolved if ref is not None else None
+    users = [*message.mentions, *([replied.author] if isinstance(replied, discord.Message) else [])]
+    return tuple(dict.fromkeys((str(u.id), u.display_name) for u in users if not u.bot and u.id != message.author.id))
 
 
 def _readable(message: discord.Message, bot_id: int) -> str:

@@ -28,7 +28,17 @@ from telegram.ext import Application, ApplicationBuilder, CommandHandler, Contex
 
 from bot.types import Conversation, IncomingMessage
 
-from .common import COMMANDS, ERROR_APOLOGY, ChatLocks, LoginRejected, RecentSpeakers, deliver
+from .common import (
+    COMMANDS,
+    ERROR_APOLOGY,
+    EXPORT_CAPTION,
+    EXPORT_FILE,
+    ChatLocks,
+    LoginRejected,
+    RecentSpeakers,
+    attachment,
+    deliver,
+)
 from .text import split_message
 
 logger = logging.getLogger(__name__)
@@ -153,13 +163,18 @@ class TelegramAdapter:
         if match is None:
             return
         incoming = self._incoming(message, message.from_user, message.text, await self._is_admin(message))
+        name = match["name"].lower()
         async with self._locks.hold(incoming.channel_id):
             try:
-                text = await self._conversation.command(match["name"].lower(), (match["arg"] or "").strip(), incoming)
+                text = await self._conversation.command(name, (match["arg"] or "").strip(), incoming)
             except Exception:
                 logger.exception("telegram: /%s failed in chat %s", match["name"], incoming.channel_id)
                 text = ERROR_APOLOGY
-            await self._send(message, text)
+            document = attachment(name, text)
+            if document is None:
+                await self._send(message, text)
+            else:  # whole, as a file: cut into messages it would not be a document any more
+                await message.reply_document(document, filename=EXPORT_FILE, caption=EXPORT_CAPTION)
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Whatever escaped a handler (or polling) is logged; PTB keeps running."""
@@ -256,7 +271,18 @@ class TelegramAdapter:
             participants=participants,
             author_is_admin=admin,
             created_at=message.date.timestamp() if message.date else None,
+            mentions=_pointed(message, user),
         )
+
+
+def _pointed(message: Message, author: User) -> tuple[tuple[str, str], ...]:
+    """The people this message mentions by account (a "text mention": Telegram names the user) or replies to, bots
+    left out (SEC-5). A plain @username carries no account, so it points at nobody."""
+    users = [e.user for e in message.entities or () if e.type == MessageEntity.TEXT_MENTION and e.user is not None]
+    replied = message.reply_to_message
+    users += [replied.from_user] if replied is not None and replied.from_user is not None else []
+    pairs = ((str(u.id), u.first_name or u.username or str(u.id)) for u in users if not u.is_bot and u.id != author.id)
+    return tuple(dict.fromkeys(pairs))
 
 
 class _RedactToken(logging.Filter):

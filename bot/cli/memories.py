@@ -165,7 +165,7 @@ def _register_writes(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--importance", type=importance)
     p.add_argument("--kind", choices=KINDS, metavar="KIND", help=", ".join(KINDS))
 
-    p = command(sub, "delete", delete_memory, "delete a memory and everything derived from it", json_flag=True)
+    p = command(sub, "delete", delete_memory, "forget a memory and everything derived from it", json_flag=True)
     p.add_argument("id")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -395,13 +395,18 @@ def edit_memory(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
+    """SEC-3: the one forget every delete is (``forget_memory``): its history, the messages it came from, a
+    tombstone so reflection or a re-ingest does not learn it back, the journals' lines, the bytes scrubbed."""
+    from memory.upkeep.forgetting import forget_memory
+
     with engine_for(settings) as engine:
         memory = engine.memory_rows.get(resolve_id(engine, args.id))
         confirm(f"delete memory {memory.id[:8]} ({memory.subject}: {memory.content[:40]})", args.yes)
-        removed = engine.memories.delete(memory.id)
+        done = forget_memory(engine, memory.id)
     if args.json:
-        return print_json({"deleted": removed})
-    say(f"deleted {len(removed)} row(s): {', '.join(removed)}")
+        return print_json({"deleted": done.memories, "messages": done.messages})
+    extra = f" and {done.messages} message(s) it came from" if done.messages else ""
+    say(f"deleted {len(done.memories)} row(s){extra}: {', '.join(done.memories)}")
 
 
 def export_memories(args: argparse.Namespace, settings: Settings) -> None:
@@ -446,9 +451,13 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
 def forget_people(args: argparse.Namespace, settings: Settings) -> None:
     from memory.storage.privacy import Privacy
 
+    from ..exports import forget_exports
+
     with engine_for(settings) as engine:
         confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)
         counts = Privacy(engine).forget_everything(args.person)  # a /privacy off outlives it (SEC-5)
+        if exported := forget_exports(engine, args.person):  # the console's /export files are copies of the words
+            counts["export files"] = exported
     if args.json:
         return print_json(counts)
     say("forgot " + ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items()))

@@ -15,6 +15,7 @@ from memory.storage.privacy import Privacy
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
 
+from ..exports import forget_exports
 from .bodies import Confirm, TimezoneBody
 from .common import ApiError, answer, audit, body, services
 from .contexts import preview
@@ -102,6 +103,8 @@ async def forget(request: web.Request) -> web.Response:
     if await svc.run(Overview(svc.engine).person, person_id) is None:
         raise NotFound(f"no person with id {person_id!r}")
     counts = await svc.run(Privacy(svc.engine).forget_everything, [person_id])  # a /privacy off outlives it (SEC-5)
+    if exported := await svc.run(forget_exports, svc.engine, [person_id]):  # the console's /export files
+        counts["export files"] = exported
     await svc.forgot()
     await audit(request, "person.forget", "", detail=counts)
     return answer({"forgotten": counts})

@@ -31,6 +31,7 @@ from ..errors import MemoryStoreError
 from ..models import Memory, NewMemory
 from ..protocols import AsyncCompleter
 from ..write.extraction import BadAnswer
+from ..write.subjects import bound_all
 from ..write.tombstones import unforgotten
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class WriteFacts:
 
     def gather(self) -> tuple[Judged, ...]:
         # SEC-5: a forgotten fact read again in what remains (a day's turns, a batch) is not learned back
-        kept = unforgotten(self.engine, list(self.facts.memories))
+        kept = bound_all(self.engine, unforgotten(self.engine, list(self.facts.memories)))  # SEC-5: whom each is about
         return tuple(Judged(new, tuple(self.engine.memories.to_judge(new))) for new in kept)
 
     async def ask(self, plan: tuple[Judged, ...], model: AsyncCompleter) -> tuple[frozenset[str], ...]:

@@ -135,18 +135,6 @@ class Graph:
             (*entity_ids, *live.params),
         )
 
-    def memories_naming(self, names: list[str]) -> list[int]:
-        """The memories (rids) that mention an entity of one of these names, live or not (the caller filters)."""
-        keys = sorted({entity_key(n) for n in names})
-        if not keys:
-            return []
-        rows = self.db.execute(
-            "SELECT DISTINCT x.memory_rid FROM memory_entity_mentions x JOIN memory_entities e ON e.id = x.entity_id "
-            f"WHERE e.name_key IN ({placeholders(keys)})",
-            keys,
-        )
-        return [r for (r,) in rows]
-
     def relations_among(self, entity_ids: list[int]) -> list[dict[str, Any]]:
         marks = placeholders(entity_ids)
         return self.db.rows(

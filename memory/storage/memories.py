@@ -135,7 +135,7 @@ class MemoryRepository:
         now = self.clock.now()
         columns = (
             "id, type, kind, subject, content, tags, source, importance, scope, scope_id, visibility, partition_key, ptoken, "
-            "content_hash, ttl, valid_from, valid_to, provenance, created_at, updated_at, guild_id"
+            "content_hash, ttl, valid_from, valid_to, provenance, created_at, updated_at, guild_id, subject_person_id"
         )
         values = (
             memory_id,
@@ -159,6 +159,7 @@ class MemoryRepository:
             now,
             now,
             guild_id,
+            new.subject_person_id,
         )
         self.db.execute(f"INSERT INTO memories ({columns}) VALUES ({placeholders(values)})", values)
         rid = int(self.db.con.last_insert_rowid())
@@ -302,6 +303,20 @@ class MemoryRepository:
         """Every user-scope partition holding memories about this person (their DMs' and each server's)."""
         sql = "SELECT DISTINCT partition_key FROM memories WHERE scope_id = ? AND scope = 'user'"
         return [k for (k,) in self.db.execute(sql, (person_id,))]
+
+    def told_about(self, person_id: str, limit: int) -> list[Memory]:
+        """Live public facts others said in a server about this person, by identity (``subject_person_id``,
+        SEC-5): never lore, the owner's memory or anyone's DM-private facts."""
+        where = self.corpus.live(self.clock.now()) & Filter(
+            "t.subject_person_id = ? AND t.scope = 'user' AND t.visibility = 'public' AND t.scope_id != ?",
+            (person_id, person_id),
+        )
+        sql = f"SELECT * FROM memories AS t WHERE {where.sql} ORDER BY t.updated_at DESC LIMIT ?"
+        return [Memory.from_row(r) for r in self.db.rows(sql, (*where.params, limit))]
+
+    def rebind_subject(self, source: str, target: str) -> None:
+        """Linking (CHAN-4): facts about ``source`` are about ``target`` from now on."""
+        self.db.execute("UPDATE memories SET subject_person_id = ? WHERE subject_person_id = ?", (target, source))
 
     def personal_partitions(self, person_id: str) -> list[PersonPartition]:
         """The user- and owner-scope partitions about this person, with what placed them there."""

@@ -299,6 +299,12 @@ class MessageLog:
         rows = self.db.execute("SELECT DISTINCT guild_id FROM messages WHERE author_id = ? AND guild_id IS NOT NULL", (author_id,))
         return [g for (g,) in rows]
 
+    def speakers_in(self, guild_id: str) -> list[tuple[str, str]]:
+        """(person id, name shown) of everyone who said something still stored in this guild, each name they
+        used there: a participant's old names count as theirs (SEC-5 ties a name to nobody when two share it)."""
+        sql = "SELECT DISTINCT author_id, author_name FROM messages WHERE partition_key = ? AND role = 'user'"
+        return [(a, n) for a, n in self.db.execute(sql, (message_partition(guild_id, ""),))]
+
     def _rids(self, condition: str, values: list, before: tuple = ()) -> list[int]:
         found: list[int] = []
         for i in range(0, len(values), 400):

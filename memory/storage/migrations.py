@@ -563,6 +563,28 @@ CREATE TABLE rate_windows (
 """,
 )
 
+# SEC-5: whom a memory is about, by identity (a person id), decided when it is written (memory.write.subjects):
+# the speaker, an @mention or reply target, or the one known participant of the place the name matches; NULL for
+# nobody in particular (lore, ambiguous names). /about me lists and vetoes by this column, never by display names.
+# Backfilled only where it is certain: a person's own fact, learned from their own messages alone, whose subject
+# is one of their names or "I"/"me" (the rest stay NULL: their authors still see them as their own).
+M015_SUBJECT_PERSON = Migration(
+    "m015_subject_person",
+    """
+ALTER TABLE memories ADD COLUMN subject_person_id TEXT;
+CREATE INDEX memories_subject_person ON memories (subject_person_id);
+UPDATE memories SET subject_person_id = scope_id
+WHERE scope IN ('user', 'owner')
+AND EXISTS (SELECT 1 FROM json_each(memories.provenance, '$.sources'))
+AND NOT EXISTS (
+    SELECT 1 FROM json_each(memories.provenance, '$.sources') AS src
+    WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = src.value AND m.author_id = memories.scope_id)
+)
+AND (lower(subject) IN ('i', 'me', 'myself', 'user')
+    OR lower(subject) IN (SELECT lower(i.display_name) FROM identities i WHERE i.person_id = memories.scope_id));
+""",
+)
+
 # ORCH-13: reminders a person asked for (/remind, or the reminder_set tool), owned by memory.storage.reminders.
 # The text is the person's words: forgetting them (a matching /forget, /forget everything, a server's purge)
 # deletes the row; a one-off reminder's row is deleted once it was delivered. due_at is UTC; zone and wall_time
@@ -616,5 +638,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     M012_CHECKINS,
     M013_JOB_CLAIMS,
     M014_SHARED_STATE,
+    M015_SUBJECT_PERSON,
     M020_REMINDERS,
 )

@@ -84,6 +84,18 @@ CREATE TRIGGER memories_forgot AFTER DELETE OR TRUNCATE
 CREATE TRIGGER messages_forgot AFTER DELETE OR TRUNCATE OR UPDATE OF content, context, partition_key ON messages
     FOR EACH STATEMENT EXECUTE FUNCTION companion_notify_forgot();
 """,
+    # m015's backfill with PostgreSQL's JSON functions (an upgraded store may hold rows)
+    "m015_subject_person": """
+UPDATE memories SET subject_person_id = scope_id
+WHERE scope IN ('user', 'owner')
+AND jsonb_array_length(COALESCE(provenance::jsonb -> 'sources', '[]'::jsonb)) > 0
+AND NOT EXISTS (
+    SELECT 1 FROM jsonb_array_elements_text(provenance::jsonb -> 'sources') AS src (value)
+    WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = src.value AND m.author_id = memories.scope_id)
+)
+AND (lower(subject) IN ('i', 'me', 'myself', 'user')
+    OR lower(subject) IN (SELECT lower(i.display_name) FROM identities i WHERE i.person_id = memories.scope_id));
+""",
 }
 
 _TYPES = (
@@ -124,6 +136,7 @@ def _sqlite_only(statement: str) -> bool:
         or head.startswith(("CREATE TRIGGER", "DROP TRIGGER", "INSERT OR IGNORE"))
         or re.match(r"INSERT INTO \w+_FTS\b", head) is not None
         or (head.startswith("UPDATE MESSAGES SET LEGACY_COPY"))  # upgrades old SQLite rows; a new store has none
+        or "JSON_EACH(" in head  # SQLite's JSON: such a data step has its PostgreSQL form in ``EXTRA``
     )
 
 

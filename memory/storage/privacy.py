@@ -4,10 +4,11 @@
                  choice, on their person id, so every linked account follows it)
     a place      ``/privacy server off``: the same for everything said in one server or group, by anyone
                  (this module owns ``privacy_places``)
-    about        what is kept about a person: the memories filed under them, and the facts others told the
-                 bot about them (subject or entity names them) in the servers they are in: that server's lore
-                 and its members' public facts there. Never anyone's DM-private memories, never the owner's,
-                 never another server's. Only what is listed can be vetoed (``veto``).
+    about        what is kept about a person: the memories filed under them (the owner's own memory too, asked
+                 in an owner-private chat), and the public facts others said about them in a server, tied to
+                 their person id when written (``subject_person_id``: an @mention, a reply, the one participant
+                 with that name). Never by a display name, which anyone can take; never lore, anyone's
+                 DM-private memories, or what an admin or the owner wrote. Only what is listed can be vetoed.
 
 Stopping does not delete the past (that is ``/forget everything``); it only drops what was still waiting
 to be learned from, so no new memory comes from the person's words after they said stop. Forgetting a
@@ -16,11 +17,10 @@ person (``forget_everything``) keeps their choice: it is the one thing about the
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..engine import MemoryEngine
-from ..models import Memory
+from ..models import Memory, Scope
 from ..scopes import RecallContext
 from ..upkeep.forgetting import Forgotten, forget_memory, forget_person
 from .people import People
@@ -80,45 +80,22 @@ class Privacy:
         return counts
 
     # -- what is kept about a person ---------------------------------------------------------------------
-    def kept_about(self, person_id: str) -> list[Kept]:
-        """The person's own memories (every partition of theirs), then what others told the bot about them."""
-        mine = tuple(self.engine.memory_rows.partitions_of(person_id))
-        own = self.engine.memory_rows.listing(mine, limit=SCAN_LIMIT) if mine else []
-        return [Kept(m) for m in own] + [Kept(m, told=True) for m in self._told_about(person_id)]
+    def kept_about(self, person_id: str, *, owner: bool = False) -> list[Kept]:
+        """The person's own memories (every partition of theirs; ``owner``: the operator asking in an
+        owner-private chat, so the owner memory their words are filed in too), then what others said about
+        them, tied to their person id when it was written (``memory.write.subjects``), never by a name."""
+        rows = self.engine.memory_rows
+        mine = tuple(p.partition_key for p in rows.personal_partitions(person_id) if owner or p.scope is Scope.USER)
+        own = rows.listing(mine, limit=SCAN_LIMIT) if mine else []
+        return [Kept(m) for m in own] + [Kept(m, told=True) for m in rows.told_about(person_id, SCAN_LIMIT)]
 
-    def veto(self, person_id: str, short_id: str, *, asked_in: tuple[str, str] | None = None) -> Forgotten | None:
+    def veto(self, person_id: str, short_id: str, *, asked_in: tuple[str, str] | None = None, owner: bool = False) -> Forgotten | None:
         """Forget one listed memory with the full cascade; None (and nothing changed) unless ``short_id``
         names exactly one memory of the person's own list."""
         prefix = short_id.strip().strip("[]").lower()
         if len(prefix) < MIN_ID_CHARS:
             return None
-        listed = [k for k in self.kept_about(person_id) if k.memory.id.lower().startswith(prefix)]
+        listed = [k for k in self.kept_about(person_id, owner=owner) if k.memory.id.lower().startswith(prefix)]
         if len(listed) != 1:
             return None
         return forget_memory(self.engine, listed[0].memory.id, asked_in=asked_in)
-
-    def _told_about(self, person_id: str) -> list[Memory]:
-        """Facts filed under someone else (or a server's lore) in the servers the person is in, whose subject
-        or an entity names them by a name that is theirs alone (``People.own_names``)."""
-        names = self.people.own_names(person_id)
-        partitions = self._shared_partitions(person_id)
-        if not names or not partitions:
-            return []
-        pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)", re.IGNORECASE)
-        entity_rids = set(self.engine.graph.memories_naming(names))
-        found = self.engine.memory_rows.listing(partitions, limit=SCAN_LIMIT)
-        return [m for m in found if m.rid in entity_rids or pattern.search(m.subject)]
-
-    def _shared_partitions(self, person_id: str) -> tuple[str, ...]:
-        """Lore and others' public facts of the servers the person spoke in or has memories in."""
-        mine = self.engine.memory_rows.partitions_of(person_id)
-        places = set(self.engine.messages.guilds_of(person_id)) | {k.split("|", 3)[3] for k in mine if k.count("|") == 3}
-        return tuple(k for k in self.engine.memory_rows.partitions() if _shared_in(k, places, person_id))
-
-
-def _shared_in(partition: str, places: set[str], person_id: str) -> bool:
-    """``guild|<g>|public`` or ``user|<someone else>|public|<g>`` for a server ``g`` the person is in."""
-    parts = partition.split("|", 3)
-    if parts[0] == "guild" and len(parts) == 3:
-        return parts[1] in places
-    return parts[0] == "user" and len(parts) == 4 and parts[1] != person_id and parts[2] == "public" and parts[3] in places

@@ -136,6 +136,8 @@ def merged_memory(cluster: list[Memory], answer: str) -> NewMemory:
         source=Source.CONSOLIDATION,
         importance=min(10.0, max([m.importance for m in cluster] + [_number(merged.get("importance"), 1.0)])),
         provenance=first.provenance,
+        # SEC-5: a merge is about a person only when every fact merged was about that same person
+        subject_person_id=first.subject_person_id if len({m.subject_person_id for m in cluster}) == 1 else None,
     )
 
 

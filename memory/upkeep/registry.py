@@ -55,8 +55,9 @@ REGISTRY: tuple[Holder, ...] = (
     Holder(
         "memories",
         "owner",
-        "facts, preferences and events about a person",
-        "scope IN ('user', 'owner') AND scope_id IN ({ids})",
+        "facts, preferences and events about a person: theirs, and what others said about them in a server (SEC-5)",
+        "(scope IN ('user', 'owner') AND scope_id IN ({ids})) "
+        "OR (subject_person_id IN ({ids}) AND scope = 'user' AND visibility = 'public')",
         export=True,
         guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
     ),

@@ -31,6 +31,7 @@ import prompts
 
 from ..models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
 from ..scopes import RecallContext, WriteScope, self_scope, write_scope
+from .subjects import written_by
 from .wording import content_words
 
 log = logging.getLogger(__name__)
@@ -230,7 +231,8 @@ def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, sour
         try:
             fact = f"{_text(candidate.get('subject'))} {_text(candidate.get('content'))}"
             sources = transcript.sources(ctx.speaker_id, candidate.get("lines"), fact)
-            out.append(_new_memory(candidate, write_scope(ctx), ctx, sources, source))
+            said = written_by(ctx, [line.ctx for line in transcript.lines if line.ctx and line.message_id in sources])
+            out.append(replace(_new_memory(candidate, write_scope(ctx), ctx, sources, source), written_by=said))
         except (TypeError, ValueError) as exc:
             log.info("extracted fact dropped: %s", exc)
     return out
@@ -333,4 +335,6 @@ def with_speaker(ctx: RecallContext, author_id: str, zone: str = "") -> RecallCo
     """The context of another person in the same chat (for turns read back from history), in their ``zone``."""
     if author_id == ctx.speaker_id:
         return ctx
-    return replace(ctx, speaker_id=author_id, participants=(), owner_private=False, owner_id=None, admin=False, reach=(), zone=zone)
+    return replace(
+        ctx, speaker_id=author_id, participants=(), owner_private=False, owner_id=None, admin=False, reach=(), zone=zone, pointed=()
+    )

@@ -289,6 +289,7 @@ class MemoryStore:
 
     def move_person(self, source: str, target: str) -> None:
         """Linking: every memory about ``source`` becomes one about ``target``, in the matching partitions."""
+        self.rows.rebind_subject(source, target)
         for part in self.rows.personal_partitions(source):
             new = memory_partition(part.scope, target, part.visibility, part.guild_id)
             self.rows.corpus.move_partition(part.partition_key, new, scope_id=target)

@@ -216,7 +216,7 @@ async def test_about_me_shows_what_others_said_about_me_in_a_shared_group_and_no
     ids = await about_world(runtime, llm, tg)
     listing = await tg_answer(tg, ALICE, ALICE, "/about me")
     shown = {name for name, mid in ids.items() if mid[:8] in listing}
-    assert shown == {"told", "own", "lore"}, listing
+    assert shown == {"told", "own"}, listing  # lore names her, but is the server's: never hers to veto (SEC-5)
     assert "Alice plays the cello" not in listing and "owes me money" not in listing and "raise" not in listing
     assert "in a private chat" in await tg_answer(tg, GROUP, ALICE, "/about me", **GROUP_KW)
 
@@ -236,7 +236,7 @@ async def test_a_veto_of_anything_not_in_my_list_is_refused_and_changes_nothing(
     runtime, llm, tg, dc = world
     ids = await about_world(runtime, llm, tg)
     before = runtime.engine.db.rows("SELECT id, content FROM memories ORDER BY rid")
-    for name in ("other_server", "bob_dm", "owner", "carol"):
+    for name in ("other_server", "bob_dm", "owner", "carol", "lore"):
         answer = await tg_answer(tg, ALICE, ALICE, f"/about veto {ids[name][:8]}")
         assert "not in your /about me list" in answer, name
     for prefix in ("", "a", ids["told"][:3]):  # too short to name one memory

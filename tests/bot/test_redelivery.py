@@ -68,6 +68,10 @@ def _undo_last_migration(path: Path, change: str) -> None:
         for later in MIGRATIONS[first:]:
             for table in re.findall(r"CREATE TABLE (\w+)", later.sql):
                 con.execute(f"DROP TABLE {table}")
+            for index in re.findall(r"CREATE INDEX (\w+)", later.sql):
+                con.execute(f"DROP INDEX IF EXISTS {index}")
+            for table, column in re.findall(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", later.sql):
+                con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         con.execute("DROP INDEX messages_delivered; ALTER TABLE messages DROP COLUMN legacy_copy")
         con.execute(change)
         con.execute("DELETE FROM schema_version WHERE version >= ?", (first,))

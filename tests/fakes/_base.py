@@ -135,6 +135,8 @@ async def read_body(request: web.Request) -> dict[str, Any]:
         form = await request.post()
         for key, value in form.items():
             body[key] = value if isinstance(value, str) else getattr(value, "filename", "file")
+            if not isinstance(value, str) and hasattr(value, "file"):  # an uploaded file: its bytes kept too
+                body.setdefault("_uploads", {})[key] = value.file.read()
     else:
         text = await request.text()
         if text:

@@ -40,6 +40,7 @@ async def _payload(request: web.Request) -> Any:
         form = await request.post()
         body = json.loads(form.get("payload_json") or "{}")
         body["_files"] = [v.filename for k, v in form.items() if k != "payload_json"]
+        body["_file_data"] = {v.filename: v.file.read() for k, v in form.items() if k != "payload_json"}
         return body
     text = await request.text()
     return json.loads(text) if text else {}
@@ -194,7 +195,8 @@ class _Rest:
         """Record the interaction response and answer as with ``with_response=1``."""
         iid, token = int(request.match_info["iid"]), request.match_info["token"]
         rtype, data = body.get("type"), body.get("data") or {}
-        self.srv.interaction_responses.append({"interaction_id": iid, "token": token, "type": rtype, "data": data})
+        files = body.get("_file_data") or {}  # an attachment's bytes, by file name (multipart)
+        self.srv.interaction_responses.append({"interaction_id": iid, "token": token, "type": rtype, "data": data, "files": files})
         interaction = {
             "id": str(iid),
             "type": 2,

@@ -141,19 +141,23 @@ class FakeDiscord(FakeServer):
         mentions_bot: bool = False,
         username: str = "alice",
         reply_to: int | None = None,
+        mentions: tuple[tuple[int, str], ...] = (),
     ) -> dict[str, Any]:
         """Deliver a user's MESSAGE_CREATE; returns the payload sent.
 
         A DM (channel type 1) unless ``guild_id`` is given or ``channel_id`` is
         a configured guild channel. ``mentions_bot`` puts ``<@4242>`` in the
         content and the bot in ``mentions``; ``reply_to`` references an earlier
-        message id (e.g. one the bot sent).
+        message id (e.g. one the bot sent). ``mentions``: other users (id, name) the content
+        mentions as ``<@id>``, listed in the payload's ``mentions`` as Discord does.
         """
         guild_id = guild_id or self._channel_guild.get(channel_id)
         self._usernames[author_id] = username
         if mentions_bot and f"<@{BOT_ID}>" not in content:
             content = f"<@{BOT_ID}> {content}"
         extra = self._message_extras(channel_id, author_id, guild_id, mentions_bot, reply_to)
+        people = [{**p.user(uid, name), **({"member": p.member()} if guild_id else {})} for uid, name in mentions]
+        extra["mentions"] = extra.get("mentions", []) + people
         data = p.message(p.snowflake(), channel_id, p.user(author_id, username), content, **extra)
         await self.dispatch("MESSAGE_CREATE", data)
         return data

@@ -60,6 +60,7 @@ class FakeTelegram(FakeServer):
         self.token = token
         self.calls: list[dict[str, Any]] = []
         self.sent: list[dict[str, Any]] = []
+        self.documents: list[dict[str, Any]] = []  # sendDocument: chat_id, filename, caption, data (the bytes)
         self.actions: list[dict[str, Any]] = []
         self.edits: list[dict[str, Any]] = []
         self.unknown_calls: list[dict[str, Any]] = []
@@ -217,6 +218,21 @@ class FakeTelegram(FakeServer):
         self.sent.append({**params, "message_id": message["message_id"]})
         self._last_bot_message[message["chat"]["id"]] = message
         return message
+
+    def _m_senddocument(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A file the bot uploads (multipart): recorded with its bytes in ``documents``."""
+        data = params.get("_uploads", {}).get("document", b"")
+        filename = params.get("document", "")
+        self.documents.append({"chat_id": params.get("chat_id"), "filename": filename, "caption": params.get("caption", ""), "data": data})
+        message = {**self._bot_message(params), "caption": params.get("caption", "")}
+        message.pop("text", None)
+        message["document"] = {"file_id": f"doc{len(self.documents)}", "file_unique_id": f"u{len(self.documents)}", "file_name": filename}
+        return message
+
+    async def wait_for_documents(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """Wait until the bot has uploaded at least ``n`` documents; returns ``documents``."""
+        await self.wait_until(lambda: len(self.documents) >= n, timeout)
+        return self.documents
 
     def _m_editmessagetext(self, params: dict[str, Any]) -> dict[str, Any]:
         self.edits.append(params)

@@ -44,7 +44,7 @@ def test_add_list_show_edit_delete(cli: Cli) -> None:
     assert (edited["importance"], edited["tags"], edited["subject"]) == (9.0, ["tea"], "Alice's drinks")
 
     deleted = cli("memory", "delete", memory_id, "--yes", "--json")
-    assert deleted.code == 0 and deleted.json() == {"deleted": [memory_id]}
+    assert deleted.code == 0 and deleted.json() == {"deleted": [memory_id], "messages": 0}
     gone = cli("memory", "show", memory_id)
     assert gone.code == 2 and "no memory with id" in gone.error_line()
 
