@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .dashboard.app import DashboardServer
     from .health import Metrics
     from .ingest_watch import IngestWatch
+    from .retention import PlaceWatch, RetentionJob
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
@@ -41,6 +42,7 @@ class Schedule:
     daily_cron: str = "0 4 * * *"  # MAINT-4
     bulletin_cron: str = "*/15 * * * *"  # MAINT-5: looks for scopes whose bulletin is due
     checkin_cron: str = "*/10 * * * *"  # ORCH-8: looks for check-ins that are due
+    retention_cron: str = "20 * * * *"  # SEC-7: expires old messages, purges places left long enough ago
 
 
 @dataclass(slots=True)
@@ -67,6 +69,8 @@ class Runtime:
     dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
     ingest: IngestWatch | None = None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
     metrics: Metrics | None = None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
+    retention: RetentionJob | None = None  # SEC-7 (bot.retention)
+    places: PlaceWatch | None = None  # SEC-7: what the adapters tell of the places that remove or add the bot
     _running: _Running = field(default_factory=_Running, init=False, repr=False, compare=False)
 
     @property
@@ -140,6 +144,8 @@ class Runtime:
             # Also once at start: what fell due while the bot was down is sent (or expires) now, not at the next tick.
             checkins = cron(self.schedule.checkin_cron)
             scheduler.add_job(self.checkins.run, checkins, id="checkins", next_run_time=datetime.now(UTC))
+        if self.retention is not None:
+            scheduler.add_job(self.retention.run, cron(self.schedule.retention_cron), id="retention")
         return scheduler
 
     async def _consolidate(self) -> None:

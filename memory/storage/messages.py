@@ -373,15 +373,16 @@ class MessageLog:
     def _rebuild_context(self, platform: str, channel_id: str, since: float) -> None:
         """Recompute the context of turns from ``since`` on, so no deleted words stay indexed in a neighbour."""
         later = self.db.rows(
-            "SELECT rid, created_at FROM messages WHERE platform = ? AND channel_id = ? AND created_at >= ? ORDER BY created_at, rid",
+            "SELECT rid, created_at, context, prev_rid FROM messages WHERE platform = ? AND channel_id = ? AND created_at >= ? "
+            "ORDER BY created_at, rid",
             (platform, channel_id, since),
         )
         for row in later:
             prev = self._turns_before(platform, channel_id, (row["created_at"], row["rid"]))
-            self.db.execute(
-                "UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?",
-                (_context([_speaker_line(p) for p in reversed(prev)]), prev[0]["rid"] if prev else None, row["rid"]),
-            )
+            context, prev_rid = _context([_speaker_line(p) for p in reversed(prev)]), prev[0]["rid"] if prev else None
+            if (context, prev_rid) == (row["context"], row["prev_rid"]):
+                continue  # unchanged: rewriting it would only re-index it (retention deletes a channel's oldest turns)
+            self.db.execute("UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?", (context, prev_rid, row["rid"]))
 
     def _turns_before(self, platform: str, channel_id: str, at: tuple[float, int] | None = None) -> list[dict[str, Any]]:
         """The CONTEXT_TURNS turns of a channel just before ``at`` (created_at, rid), or its latest; newest first."""

@@ -1,0 +1,162 @@
+"""Retention (SEC-7): raw messages are kept only while they are needed, and a place the bot left is purged.
+
+    expire_messages   messages older than the retention window that were extracted and summarised are deleted
+                      through the forget path's message delete (``MessageLog.delete_rids``: their FTS rows,
+                      vectors, cached vectors, buffered copies, and the context later turns quoted them in), the
+                      reflection audits of that time lose their excerpts, and the file is scrubbed. Memories and
+                      summaries stay: a memory learned from an expired message keeps its source ids (ids, no
+                      words) and gets ``provenance.expired_at``, so forgetting it later still follows them
+    Departures        a server or group the bot was removed from (``place_departures``): purged with
+                      ``forget_guild`` once the grace period has passed, unless the bot was added back first
+
+"Extracted" means no buffered or parked extraction still reads the message (nor, for a bot reply, the turn it
+answers); "summarised" means its chat's session was reflected on (or a later session began). A message that
+fails either is kept until it passes: a window never cuts into work still to be done. The daily reflection
+looks back ``CATCH_UP_DAYS``, so a window is never shorter than that (``MIN_DAYS``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ..clock import DAY
+from ..engine import MemoryEngine
+from ..models import Provenance
+from ..scopes import placeholders
+from ..storage.audit import AuditTrail
+from .daily import CATCH_UP_DAYS
+from .forgetting import forget_guild
+
+log = logging.getLogger(__name__)
+MIN_DAYS = CATCH_UP_DAYS + 1
+BATCH = 2_000  # messages deleted per transaction: a run never holds the write lock for long
+
+# A message may expire once nothing still to be done reads it (see the module's docstring).
+_EXPIRED = """
+SELECT m.rid, m.id FROM messages AS m
+WHERE m.platform = ? AND m.channel_id = ? AND m.created_at < ?
+AND NOT EXISTS (SELECT 1 FROM extraction_buffer AS b WHERE b.message_rid IN (m.rid, m.answers_rid) OR b.message_id = m.id)
+AND NOT EXISTS (SELECT 1 FROM dead_letters AS d WHERE d.message_rid IN (m.rid, m.answers_rid) OR d.message_id = m.id)
+AND NOT EXISTS (SELECT 1 FROM channel_state AS c WHERE c.channel_key = m.platform || ':' || m.channel_id
+                AND c.reflected_at IS NULL AND c.session_started_at <= m.created_at)
+ORDER BY m.created_at, m.rid LIMIT ?
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Expired:
+    messages: int = 0
+    memories_noted: int = 0  # memories whose sources expired (kept, their provenance says so)
+
+
+def expire_messages(engine: MemoryEngine, days: float, *, batch: int = BATCH) -> Expired:
+    """Delete what the window no longer keeps (``days`` > 0), one chat at a time, in batches; scrub the file."""
+    if days < MIN_DAYS:
+        raise ValueError(f"a retention window is at least {MIN_DAYS} days (the daily reflection reads that far back)")
+    cutoff = engine.clock.now() - days * DAY
+    chats = engine.db.rows("SELECT DISTINCT platform, channel_id FROM messages WHERE created_at < ?", (cutoff,))
+    deleted = noted = 0
+    for chat in chats:
+        while found := engine.db.rows(_EXPIRED, (chat["platform"], chat["channel_id"], cutoff, batch)):
+            with engine.db.transaction():
+                noted += _note_expired(engine, [r["id"] for r in found])
+                deleted += engine.messages.delete_rids([r["rid"] for r in found])
+            if len(found) < batch:
+                break
+    with engine.db.transaction():  # an audit excerpt quotes the turns it read, all older than its start
+        engine.db.execute("UPDATE reflections SET input_excerpt = '' WHERE started_at < ? AND input_excerpt != ''", (cutoff,))
+    if deleted:
+        engine.db.scrub()
+        log.info("retention: %d messages older than %g days deleted; %d memories note their sources expired", deleted, days, noted)
+    return Expired(deleted, noted)
+
+
+def _note_expired(engine: MemoryEngine, message_ids: list[str]) -> int:
+    """Memories learned from these messages keep living; their provenance records when the sources expired."""
+    rows = engine.db.rows(
+        "SELECT rid, provenance FROM memories WHERE EXISTS (SELECT 1 FROM json_each(memories.provenance, '$.sources') AS s "
+        f"WHERE s.value IN ({placeholders(message_ids)}))",
+        message_ids,
+    )
+    now = engine.clock.now()
+    for row in rows:
+        prov = Provenance.from_json(row["provenance"])
+        engine.memory_rows.set_provenance(row["rid"], _expired(prov, now))
+    return len(rows)
+
+
+def _expired(prov: Provenance, at: float) -> Provenance:
+    data = prov.as_dict()
+    data["expired_at"] = prov.expired_at or at
+    return Provenance.from_dict(data)
+
+
+# -- a place the bot left ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Departure:
+    guild_id: str
+    platform: str
+    left_at: float
+    purge_at: float
+
+
+class Departures:
+    """Owner of ``place_departures``: the servers and groups the bot was removed from, purged after ``grace_days``."""
+
+    def __init__(self, engine: MemoryEngine, grace_days: float) -> None:
+        self.engine, self.db, self.grace_days = engine, engine.db, grace_days
+
+    def left(self, platform: str, guild_id: str) -> Departure:
+        """The bot was removed (kicked, or the place deleted): its purge is due after the grace period. Told twice,
+        the first departure's date holds (a re-delivered event does not postpone the purge)."""
+        now = self.engine.clock.now()
+        with self.db.transaction():
+            self.db.execute(
+                "INSERT INTO place_departures (guild_id, platform, left_at, purge_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (guild_id) DO NOTHING",
+                (guild_id, platform, now, now + self.grace_days * DAY),
+            )
+        found = self.get(guild_id)
+        assert found is not None
+        return found
+
+    def returned(self, guild_id: str) -> bool:
+        """The bot was added back before the purge: nothing is purged. True when a purge was pending."""
+        with self.db.transaction():
+            return bool(self.db.rows("DELETE FROM place_departures WHERE guild_id = ? RETURNING guild_id", (guild_id,)))
+
+    def get(self, guild_id: str) -> Departure | None:
+        row = self.db.one("SELECT * FROM place_departures WHERE guild_id = ?", (guild_id,))
+        return Departure(row["guild_id"], row["platform"], row["left_at"], row["purge_at"]) if row else None
+
+    def due(self) -> list[Departure]:
+        rows = self.db.rows("SELECT * FROM place_departures WHERE purge_at <= ? ORDER BY purge_at", (self.engine.clock.now(),))
+        return [Departure(r["guild_id"], r["platform"], r["left_at"], r["purge_at"]) for r in rows]
+
+    def purge(self, departure: Departure) -> dict[str, int]:
+        """Everything of the place, as the dashboard's guild purge does it, with one audit row and one log line
+        (ids and counts, never words); the departure goes with it. Nothing when the bot was added back meanwhile."""
+        if self.get(departure.guild_id) is None:
+            return {}
+        counts = forget_guild(self.engine, departure.guild_id)
+        with self.db.transaction():
+            self.db.execute("DELETE FROM place_departures WHERE guild_id = ?", (departure.guild_id,))
+            detail = {"platform": departure.platform, "left_at": departure.left_at, **{k: v for k, v in counts.items() if v}}
+            AuditTrail(self.engine).record("retention", "guild.purge", departure.guild_id, detail=detail)
+        log.info(
+            "retention: %s place %s purged %g days after the bot was removed (%d memories, %d messages)",
+            departure.platform,
+            departure.guild_id,
+            self.grace_days,
+            counts.get("memories", 0),
+            counts.get("messages", 0),
+        )
+        return counts
+
+    def purge_due(self) -> int:
+        """Every place whose grace period has passed; returns how many were purged."""
+        due = self.due()
+        for departure in due:
+            self.purge(departure)
+        return len(due)
