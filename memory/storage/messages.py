@@ -257,6 +257,21 @@ class MessageLog:
         """Stored messages per guild (the operator's view)."""
         return {g: int(n) for g, n in self.db.execute("SELECT guild_id, COUNT(*) FROM messages WHERE guild_id IS NOT NULL GROUP BY 1")}
 
+    # -- retention (SEC-7) -------------------------------------------------------------------------
+    def chats_before(self, cutoff: float) -> list[tuple[str, str]]:
+        """(platform, channel) of every chat with a message older than ``cutoff``."""
+        rows = self.db.execute("SELECT DISTINCT platform, channel_id FROM messages WHERE created_at < ?", (cutoff,))
+        return [(p, c) for p, c in rows]
+
+    def older_than(self, platform: str, channel_id: str, cutoff: float, after: tuple[float, int], limit: int) -> list[dict[str, Any]]:
+        """A chat's messages older than ``cutoff``, oldest first, from just after ``after`` (created_at, rid): their
+        rid, id, created_at and answers_rid (no words)."""
+        return self.db.rows(
+            "SELECT rid, id, created_at, answers_rid FROM messages WHERE platform = ? AND channel_id = ? AND created_at < ? "
+            "AND (created_at > ? OR (created_at = ? AND rid > ?)) ORDER BY created_at, rid LIMIT ?",
+            (platform, channel_id, cutoff, after[0], after[0], after[1], limit),
+        )
+
     # -- finding rows to forget --------------------------------------------------------------------
     def rids_by_id(self, ids: list[str]) -> list[int]:
         return self._rids("id IN ({})", ids)

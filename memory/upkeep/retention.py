@@ -19,29 +19,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from ..clock import DAY
 from ..engine import MemoryEngine
 from ..models import Provenance
-from ..scopes import placeholders
 from ..storage.audit import AuditTrail
+from ..storage.sessions import ChannelState, ExtractionBuffer
 from .daily import CATCH_UP_DAYS
 from .forgetting import forget_guild
+from .maintenance import blank_excerpts
 
 log = logging.getLogger(__name__)
 MIN_DAYS = CATCH_UP_DAYS + 1
 BATCH = 2_000  # messages deleted per transaction: a run never holds the write lock for long
-
-# A message may expire once nothing still to be done reads it (see the module's docstring).
-_EXPIRED = """
-SELECT m.rid, m.id FROM messages AS m
-WHERE m.platform = ? AND m.channel_id = ? AND m.created_at < ?
-AND NOT EXISTS (SELECT 1 FROM extraction_buffer AS b WHERE b.message_rid IN (m.rid, m.answers_rid) OR b.message_id = m.id)
-AND NOT EXISTS (SELECT 1 FROM dead_letters AS d WHERE d.message_rid IN (m.rid, m.answers_rid) OR d.message_id = m.id)
-AND NOT EXISTS (SELECT 1 FROM channel_state AS c WHERE c.channel_key = m.platform || ':' || m.channel_id
-                AND c.reflected_at IS NULL AND c.session_started_at <= m.created_at)
-ORDER BY m.created_at, m.rid LIMIT ?
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,39 +42,48 @@ class Expired:
 
 
 def expire_messages(engine: MemoryEngine, days: float, *, batch: int = BATCH) -> Expired:
-    """Delete what the window no longer keeps (``days`` > 0), one chat at a time, in batches; scrub the file."""
+    """Delete what the window no longer keeps (``days`` >= ``MIN_DAYS``), one chat at a time, in batches; then
+    scrub the file."""
     if days < MIN_DAYS:
         raise ValueError(f"a retention window is at least {MIN_DAYS} days (the daily reflection reads that far back)")
     cutoff = engine.clock.now() - days * DAY
-    chats = engine.db.rows("SELECT DISTINCT platform, channel_id FROM messages WHERE created_at < ?", (cutoff,))
     deleted = noted = 0
-    for chat in chats:
-        while found := engine.db.rows(_EXPIRED, (chat["platform"], chat["channel_id"], cutoff, batch)):
-            with engine.db.transaction():
-                noted += _note_expired(engine, [r["id"] for r in found])
-                deleted += engine.messages.delete_rids([r["rid"] for r in found])
+    for platform, channel_id in engine.messages.chats_before(cutoff):
+        after = (float("-inf"), 0)
+        while found := engine.messages.older_than(platform, channel_id, cutoff, after, batch):
+            after = (found[-1]["created_at"], found[-1]["rid"])
+            with engine.db.transaction():  # read and deleted in one transaction: nothing is buffered meanwhile
+                done = _expirable(engine, f"{platform}:{channel_id}", found)
+                noted += _note_expired(engine, [m["id"] for m in done])
+                deleted += engine.messages.delete_rids([m["rid"] for m in done])
             if len(found) < batch:
                 break
-    with engine.db.transaction():  # an audit excerpt quotes the turns it read, all older than its start
-        engine.db.execute("UPDATE reflections SET input_excerpt = '' WHERE started_at < ? AND input_excerpt != ''", (cutoff,))
+    with engine.db.transaction():
+        blank_excerpts(engine, cutoff)
     if deleted:
         engine.db.scrub()
         log.info("retention: %d messages older than %g days deleted; %d memories note their sources expired", deleted, days, noted)
     return Expired(deleted, noted)
 
 
+def _expirable(engine: MemoryEngine, channel_key: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Those no extraction still reads (buffered or parked, or the turn a bot reply answers) and whose session was
+    reflected on (or a later one began)."""
+    rids, ids = ExtractionBuffer(engine).still_to_read()
+    state = ChannelState(engine).get(channel_key)
+    open_since = state.session_started_at if state is not None and state.reflected_at is None else float("inf")
+    return [
+        m for m in found if m["rid"] not in rids and m["id"] not in ids and m["answers_rid"] not in rids and m["created_at"] < open_since
+    ]
+
+
 def _note_expired(engine: MemoryEngine, message_ids: list[str]) -> int:
     """Memories learned from these messages keep living; their provenance records when the sources expired."""
-    rows = engine.db.rows(
-        "SELECT rid, provenance FROM memories WHERE EXISTS (SELECT 1 FROM json_each(memories.provenance, '$.sources') AS s "
-        f"WHERE s.value IN ({placeholders(message_ids)}))",
-        message_ids,
-    )
+    found = engine.memory_rows.sourced_from(message_ids)
     now = engine.clock.now()
-    for row in rows:
-        prov = Provenance.from_json(row["provenance"])
-        engine.memory_rows.set_provenance(row["rid"], _expired(prov, now))
-    return len(rows)
+    for rid, prov in found:
+        engine.memory_rows.set_provenance(rid, _expired(prov, now))
+    return len(found)
 
 
 def _expired(prov: Provenance, at: float) -> Provenance:
