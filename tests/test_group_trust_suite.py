@@ -129,6 +129,7 @@ class Tally:
     leaks: list[str] = field(default_factory=list)
     misattributions: list[str] = field(default_factory=list)
     bytes_left: list[str] = field(default_factory=list)
+    audit_left: list[str] = field(default_factory=list)  # what `companion audit forget` found after a forget (SEC-7)
 
     def table(self, steps: int) -> str:
         rows = [
@@ -141,6 +142,7 @@ class Tally:
             ("leaks", len(self.leaks)),
             ("misattributions", len(self.misattributions)),
             ("bytes left", len(self.bytes_left)),
+            ("audit: left", len(self.audit_left)),
         ]
         return "\n".join(["group-chat trust suite", *(f"  {name:<16} {value:>5}" for name, value in rows)])
 
@@ -348,6 +350,16 @@ class World:
         """No file under the store folder holds a forgotten word (journals flushed, the WAL checkpointed)."""
         self.tally.forgets += 1
         await self.no_byte_of(step, words)
+        await self.audit_finds_nothing(step, words)
+
+    async def audit_finds_nothing(self, step: str, words: set[str]) -> None:
+        """The operator's own check (`companion audit forget --word ...`) agrees: no surface holds a forgotten word."""
+        from memory.upkeep.leftovers import Folders, Target, audit
+
+        engine, beside = self.runtime.engine, self.store.parent
+        folders = Folders(engine.journals.root if engine.journals else None, beside / "exports", beside / "backups")
+        found = await self.runtime.runner.run(audit, engine, Target(tuple(sorted(words))), folders)
+        self.tally.audit_left += [f"{step}: {f.surface} {f.remaining} {dict(f.where)}" for f in found if f.remaining]
 
     async def never_kept(self, step: str, *words: str) -> None:
         """Said while remembering was off: no file holds the words, and from now on no prompt or post anywhere
@@ -647,6 +659,6 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
     table = world.tally.table(len(SCENARIO))
     with capsys.disabled():
         print("\n" + table)
-    findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left
+    findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left + world.tally.audit_left
     assert not findings, table + "\n" + "\n".join(findings)
     assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 3  # the suite ran in full
