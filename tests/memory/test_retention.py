@@ -155,3 +155,41 @@ def test_a_removal_told_twice_keeps_the_first_date(engine, clock, server):
     first = departures.left("telegram", "-100")
     clock.advance(5 * DAY)
     assert departures.left("telegram", "-100") == first
+
+
+def test_expiry_and_the_purge_after_leaving_on_both_engines(any_engine, clock):
+    """The same rules on SQLite and PostgreSQL (SCALE-1): the window kept, memories noted, a place purged once."""
+    engine = any_engine
+    first = say(engine, f"today I saw a {word(0)}", author="alice", dm_person="alice")
+    tea = learned(engine, "Alice grows Darjeeling tea in her greenhouse", first)
+    say(engine, "the g7 server meets", author="bob", guild="g7")
+    clock.advance(DAYS * DAY)
+    say(engine, "a fresh turn", author="alice", dm_person="alice")
+    assert expire_messages(engine, WINDOW).messages == 2
+    assert count(engine, "messages") == 1 and engine.memory_rows.get(tea).provenance.expired_at == clock.now()
+    departures = Departures(engine, grace_days=30)
+    departures.left("discord", "g8")
+    clock.advance(30 * DAY)
+    assert departures.purge_due() == 1 and departures.purge_due() == 0
+
+
+def test_the_forget_audit_reads_every_surface_on_both_engines(any_engine, tmp_path):
+    """`companion audit forget` on SQLite and PostgreSQL: the store's own surfaces are 0 after a real forget, and on
+    PostgreSQL the data directory is read when this user may (its WAL keeps deleted rows until reused:
+    docs/postgresql.md), or reported unreadable."""
+    from memory.storage.privacy import Privacy
+    from memory.upkeep.leftovers import Folders, Target, audit
+
+    engine = any_engine
+    first = say(engine, "my kayak is called Zanzibarro", author="alice", dm_person="alice")
+    learned(engine, "Alice's kayak is called Zanzibarro", first)
+    target, folders = Target(("Zanzibarro",), ("alice",)), Folders(tmp_path / "journals")
+    before = {f.surface: f.remaining for f in audit(engine, target, folders)}
+    assert before["tables"] and before["fts"]
+    Privacy(engine).forget_everything(["alice"])
+    after = {f.surface: f.remaining for f in audit(engine, target, folders)}
+    assert after["tables"] == after["fts"] == after["vectors"] == 0
+    if engine.db.engine == "postgresql":
+        assert "data directory" in after
+    else:
+        assert after["db file"] == after["wal"] == 0
