@@ -346,19 +346,21 @@ class World:
         sql = "SELECT person_id FROM identities WHERE platform = ? AND platform_user_id = ?"
         return self.runtime.engine.db.scalar(sql, (platform, str(user))) or f"{platform}:{user}"
 
-    async def bytes_after_forget(self, step: str, words: set[str]) -> None:
+    async def bytes_after_forget(self, step: str, words: set[str], person: str | None = None) -> None:
         """No file under the store folder holds a forgotten word (journals flushed, the WAL checkpointed)."""
         self.tally.forgets += 1
         await self.no_byte_of(step, words)
-        await self.audit_finds_nothing(step, words)
+        await self.audit_finds_nothing(step, words, person)
 
-    async def audit_finds_nothing(self, step: str, words: set[str]) -> None:
-        """The operator's own check (`companion audit forget --word ...`) agrees: no surface holds a forgotten word."""
+    async def audit_finds_nothing(self, step: str, words: set[str], person: str | None) -> None:
+        """The operator's own check (`companion audit forget --word ... --person ...`) agrees: no surface holds a
+        forgotten word, nor anything of a person who forgot everything."""
         from memory.upkeep.leftovers import Folders, Target, audit
 
         engine, beside = self.runtime.engine, self.store.parent
         folders = Folders(engine.journals.root if engine.journals else None, beside / "exports", beside / "backups")
-        found = await self.runtime.runner.run(audit, engine, Target(tuple(sorted(words))), folders)
+        target = Target(tuple(sorted(words)), (person,) if person else ())
+        found = await self.runtime.runner.run(audit, engine, target, folders)
         self.tally.audit_left += [f"{step}: {f.surface} {f.remaining} {dict(f.where)}" for f in found if f.remaining]
 
     async def never_kept(self, step: str, *words: str) -> None:
@@ -503,9 +505,10 @@ async def alice_forgets_her_allotment(w: World) -> None:
 
 
 async def dave_forgets_everything(w: World) -> None:
+    dave = w.person("dave")
     assert "Done" in await w.telegram("dave", "/forget everything confirm", "dm:dave", command=True)
     w.forgot(*(w.ever_said.get("dave", set())))
-    await w.bytes_after_forget("dave /forget everything", w.ever_said.get("dave", set()))
+    await w.bytes_after_forget("dave /forget everything", w.ever_said.get("dave", set()), dave)
     await w.telegram("carol", NOSY, f"tg:{GROUP}")
 
 
@@ -535,9 +538,10 @@ async def restore_the_backup(w: World) -> None:
 
 
 async def carol_forgets_everything(w: World) -> None:
+    carol = w.person("carol")
     assert "Done" in await w.telegram("carol", "/forget everything confirm", "dm:carol", command=True)
     w.forgot(*w.ever_said["carol"])
-    await w.bytes_after_forget("carol /forget everything (after the restore)", w.ever_said["carol"])
+    await w.bytes_after_forget("carol /forget everything (after the restore)", w.ever_said["carol"], carol)
 
 
 async def alice_forgets_everything_on_both_accounts(w: World) -> None:
