@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from memory.engine import MemoryEngine
 from memory.storage.db import AsyncRunner
-from memory.upkeep.retention import Departures, Expired, expire_messages
+from memory.upkeep.retention import BATCH, Departures, Expired, expire_messages
 
 from .jobs import LEASE_S
 
@@ -42,11 +42,20 @@ class RetentionJob:
             log.debug("retention is being run by another process; skipped")
             return None
         try:
-            expired = await self.runner.run(expire_messages, self.engine, self.days) if self.days else Expired()
+            expired = await self._expire() if self.days else Expired()
             purged = await self.runner.run(self.departures.purge_due)
         finally:
             await self.runner.run(claims.release, CLAIM, self.holder)
         return RetentionReport(expired, purged)
+
+    async def _expire(self) -> Expired:
+        """A batch at a time, each its own call on the memory thread: replies are not kept waiting for the run."""
+        messages = noted = 0
+        while True:
+            done = await self.runner.run(expire_messages, self.engine, self.days, most=BATCH)
+            messages, noted = messages + done.messages, noted + done.memories_noted
+            if done.messages < BATCH:
+                return Expired(messages, noted)
 
 
 class PlaceWatch:

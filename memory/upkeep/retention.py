@@ -41,9 +41,10 @@ class Expired:
     memories_noted: int = 0  # memories whose sources expired (kept, their provenance says so)
 
 
-def expire_messages(engine: MemoryEngine, days: float, *, batch: int = BATCH) -> Expired:
+def expire_messages(engine: MemoryEngine, days: float, *, batch: int = BATCH, most: int | None = None) -> Expired:
     """Delete what the window no longer keeps (``days`` >= ``MIN_DAYS``), one chat at a time, in batches; then
-    scrub the file."""
+    scrub the file. ``most``: stop once about that many are deleted (the bot calls again, so replies waiting for
+    the memory thread get their turn between calls)."""
     if days < MIN_DAYS:
         raise ValueError(f"a retention window is at least {MIN_DAYS} days (the daily reflection reads that far back)")
     cutoff = engine.clock.now() - days * DAY
@@ -56,8 +57,10 @@ def expire_messages(engine: MemoryEngine, days: float, *, batch: int = BATCH) ->
                 done = _expirable(engine, f"{platform}:{channel_id}", found)
                 noted += _note_expired(engine, [m["id"] for m in done])
                 deleted += engine.messages.delete_rids([m["rid"] for m in done])
-            if len(found) < batch:
+            if len(found) < batch or (most is not None and deleted >= most):
                 break
+        if most is not None and deleted >= most:
+            break
     with engine.db.transaction():
         blank_excerpts(engine, cutoff)
     if deleted:

@@ -193,3 +193,13 @@ def test_the_forget_audit_reads_every_surface_on_both_engines(any_engine, tmp_pa
         assert "data directory" in after
     else:
         assert after["db file"] == after["wal"] == 0
+
+
+def test_a_run_in_small_steps_deletes_what_one_run_would(engine, hundred_days):
+    """The bot expires a batch per call on the memory thread (replies get their turn between calls)."""
+    total, calls = 0, 0
+    while (done := expire_messages(engine, WINDOW, batch=3, most=3).messages) >= 3:
+        total, calls = total + done, calls + 1
+    total += done
+    assert total == 2 * (DAYS - WINDOW) and calls >= 6
+    assert count(engine, "messages") == 2 * WINDOW
