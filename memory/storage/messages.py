@@ -368,8 +368,8 @@ class MessageLog:
             )
         ]
         spots = self.db.rows(
-            f"SELECT DISTINCT platform, channel_id, MIN(created_at) AS since FROM messages WHERE rid IN ({placeholders(rids)}) "
-            "GROUP BY platform, channel_id",
+            f"SELECT DISTINCT platform, channel_id, MIN(created_at) AS since, MAX(created_at) AS until FROM messages "
+            f"WHERE rid IN ({placeholders(rids)}) GROUP BY platform, channel_id",
             rids,
         )
         with self.db.transaction():
@@ -379,20 +379,27 @@ class MessageLog:
                 self.db.execute(f"DELETE FROM extraction_buffer WHERE message_rid IN ({placeholders(chunk)})", chunk)
                 self.db.execute(f"DELETE FROM messages WHERE rid IN ({placeholders(chunk)})", chunk)
             for spot in spots:
-                self._rebuild_context(spot["platform"], spot["channel_id"], spot["since"])
-            for h in set(hashes):
-                self.embeddings.forget_hash(h)
+                self._rebuild_context(spot["platform"], spot["channel_id"], spot["since"], spot["until"])
+            self.embeddings.forget_hashes(set(hashes))
         self.corpus.vectors.mirror_remove(rids)
         return len(rids)
 
-    def _rebuild_context(self, platform: str, channel_id: str, since: float) -> None:
-        """Recompute the context of turns from ``since`` on, so no deleted words stay indexed in a neighbour."""
+    def _rebuild_context(self, platform: str, channel_id: str, since: float, until: float | None = None) -> None:
+        """Recompute the context of turns from ``since`` on, so no deleted words stay indexed in a neighbour. With
+        ``until`` (the newest deleted turn's time), only the ``CONTEXT_TURNS`` turns after it can have quoted a
+        deleted one: the rest are left as they are (retention deletes a channel's oldest turns; its newer ones
+        are many)."""
         later = self.db.rows(
             "SELECT rid, created_at, context, prev_rid FROM messages WHERE platform = ? AND channel_id = ? AND created_at >= ? "
             "ORDER BY created_at, rid",
             (platform, channel_id, since),
         )
+        after = 0
         for row in later:
+            if until is not None and row["created_at"] > until:
+                after += 1
+                if after > CONTEXT_TURNS:
+                    break
             prev = self._turns_before(platform, channel_id, (row["created_at"], row["rid"]))
             context, prev_rid = _context([_speaker_line(p) for p in reversed(prev)]), prev[0]["rid"] if prev else None
             if (context, prev_rid) == (row["context"], row["prev_rid"]):
