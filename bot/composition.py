@@ -187,7 +187,22 @@ def build_runtime(
         ingest=build_ingest_watch(settings, engine, runner) if settings.ingest_dir is not None else None,
         dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
         metrics=metrics,
+        **build_retention(settings, jobs),  # SEC-7
     )
+
+
+def build_retention(settings: Settings, jobs: JobRunner) -> dict[str, Any]:
+    """SEC-7: the periodic retention job and the adapters' place watch, sharing one record of departures."""
+    from memory.upkeep.retention import Departures
+
+    from .retention import PlaceWatch, RetentionJob
+
+    departures = Departures(jobs.engine, settings.leave_grace_days)
+    days = settings.message_retention_days or None
+    return {
+        "retention": RetentionJob(jobs.engine, jobs.runner, departures, days, jobs.holder),
+        "places": PlaceWatch(jobs.runner, departures),
+    }
 
 
 def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedder | None) -> tuple[MemoryEngine, Persona]:
@@ -245,6 +260,7 @@ def _schedule(settings: Settings) -> Schedule:
         daily_cron=settings.daily_reflection_cron,
         bulletin_cron=settings.bulletin_cron,
         checkin_cron=settings.checkin_cron,
+        retention_cron=settings.retention_cron,
     )
 
 
@@ -406,7 +422,7 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     if settings.telegram_token and settings.telegram == "on":  # off: another process of this bot polls Telegram
         from .adapters.telegram_adapter import TelegramAdapter
 
-        adapters.append(TelegramAdapter(conversation, secret(settings.telegram_token)))
+        adapters.append(TelegramAdapter(conversation, secret(settings.telegram_token), places=runtime.places))
     if settings.discord_token:
         from .adapters.discord_adapter import DiscordAdapter, Shards
 
@@ -418,6 +434,7 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
             channels=settings.discord_channels,
             on_named=persona.learn_platform_name,
             shards=shards,
+            places=runtime.places,
         )
         adapters.append(discord_adapter)
         if settings.voice_enabled:

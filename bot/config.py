@@ -108,6 +108,12 @@ class Settings(BaseSettings):
     checkins_per_week: int = Field(2, ge=0, le=50)
     checkin_quiet_hours: str = "22:00-09:00"
     checkin_cron: str = "*/10 * * * *"
+    # SEC-7 retention (docs/privacy.md): raw messages older than this many days, once extracted and summarised, are
+    # deleted (memories and summaries stay; 0 or off: kept for ever; at least 8 when on); a server or group that
+    # removed the bot is purged this many days later (cancelled if it adds the bot back); looked for on this cron (UTC)
+    message_retention_days: int = 90
+    leave_grace_days: float = Field(30.0, ge=0, le=3650)
+    retention_cron: str = "20 * * * *"
 
     # Discord voice channels (VOICE-1..5): providers, utterance cutting, leaving, warm memory (VOICE-2)
     voice_enabled: bool = True
@@ -185,7 +191,19 @@ class Settings(BaseSettings):
             raise ValueError(str(exc)) from None
         return value
 
-    @field_validator("consolidation_cron", "maintenance_cron", "daily_reflection_cron", "bulletin_cron", "checkin_cron")
+    @field_validator("message_retention_days", mode="before")
+    @classmethod
+    def _retention_days(cls, value: Any) -> int:
+        """A number of days, or 0 / off (kept for ever); a window shorter than the daily reflection's look back is refused."""
+        from memory.upkeep.retention import MIN_DAYS
+
+        text = str(value).strip().lower()
+        days = 0 if text in ("off", "0", "") else int(text) if text.isdigit() else -1
+        if days != 0 and not MIN_DAYS <= days <= 36_500:
+            raise ValueError(f"a number of days from {MIN_DAYS} to 36500, or 0 / off to keep messages for ever")
+        return days
+
+    @field_validator("consolidation_cron", "maintenance_cron", "daily_reflection_cron", "bulletin_cron", "checkin_cron", "retention_cron")
     @classmethod
     def _cron(cls, value: str) -> str:
         from apscheduler.triggers.cron import CronTrigger

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .dashboard.app import DashboardServer
     from .health import Metrics
     from .ingest_watch import IngestWatch
+    from .retention import PlaceWatch, RetentionJob
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
@@ -43,6 +44,7 @@ class Schedule:
     bulletin_cron: str = "*/15 * * * *"  # MAINT-5: looks for scopes whose bulletin is due
     checkin_cron: str = "*/10 * * * *"  # ORCH-8: looks for check-ins that are due
     reminder_cron: str = "* * * * *"  # ORCH-13: sends the reminders that are due (to the minute)
+    retention_cron: str = "20 * * * *"  # SEC-7: expires old messages, purges places left long enough ago
 
 
 @dataclass(slots=True)
@@ -70,6 +72,8 @@ class Runtime:
     dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
     ingest: IngestWatch | None = None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
     metrics: Metrics | None = None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
+    retention: RetentionJob | None = None  # SEC-7 (bot.retention)
+    places: PlaceWatch | None = None  # SEC-7: what the adapters tell of the places that remove or add the bot
     _running: _Running = field(default_factory=_Running, init=False, repr=False, compare=False)
 
     @property
@@ -147,6 +151,8 @@ class Runtime:
             # Also once at start: what fell due while the bot was down goes out now, marked late.
             reminders = cron(self.schedule.reminder_cron)
             scheduler.add_job(self.reminders.run, reminders, id="reminders", next_run_time=datetime.now(UTC))
+        if self.retention is not None:
+            scheduler.add_job(self.retention.run, cron(self.schedule.retention_cron), id="retention")
         return scheduler
 
     async def _consolidate(self) -> None:

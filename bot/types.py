@@ -89,6 +89,15 @@ class Conversation(Protocol):
         replaced and what was learned from it is learned again."""
 
 
+class Places(Protocol):
+    """SEC-7: told by an adapter when the bot is removed from a server or group, or added (back) to one
+    (implemented by ``bot.retention.PlaceWatch``)."""
+
+    async def left(self, platform: str, guild_id: str) -> None: ...
+
+    async def joined(self, platform: str, guild_id: str) -> None: ...
+
+
 class PassThrough:
     """A ``Conversation`` wrapped around another: everything but ``reply`` goes to the inner one unchanged, and so
     do the attributes adapters read besides the protocol (``dm_channel``, ``persona``, ...)."""

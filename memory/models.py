@@ -84,6 +84,8 @@ class Provenance:
     file: str | None = None
     line: int | None = None
     sources: tuple[str, ...] = ()
+    # SEC-7: when retention deleted the source messages (their ids stay: forgetting still follows them, finding none)
+    expired_at: float | None = None
 
     def to_json(self) -> str:
         data = {k: v for k, v in self.as_dict().items() if v not in (None, (), [])}
@@ -98,6 +100,7 @@ class Provenance:
             "file": self.file,
             "line": self.line,
             "sources": list(self.sources),
+            "expired_at": self.expired_at,
         }
 
     @classmethod

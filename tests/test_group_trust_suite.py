@@ -143,6 +143,7 @@ class Tally:
     misattributions: list[str] = field(default_factory=list)
     bytes_left: list[str] = field(default_factory=list)
     vetoes: list[str] = field(default_factory=list)  # a veto of a fact not about the person who asked
+    audit_left: list[str] = field(default_factory=list)  # what `companion audit forget` found after a forget (SEC-7)
 
     def table(self, steps: int) -> str:
         rows = [
@@ -156,6 +157,7 @@ class Tally:
             ("misattributions", len(self.misattributions)),
             ("bytes left", len(self.bytes_left)),
             ("vetoes of others' facts", len(self.vetoes)),
+            ("audit: left", len(self.audit_left)),
         ]
         return "\n".join(["group-chat trust suite", *(f"  {name:<24} {value:>5}" for name, value in rows)])
 
@@ -360,10 +362,22 @@ class World:
         sql = "SELECT person_id FROM identities WHERE platform = ? AND platform_user_id = ?"
         return self.runtime.engine.db.scalar(sql, (platform, str(user))) or f"{platform}:{user}"
 
-    async def bytes_after_forget(self, step: str, words: set[str]) -> None:
+    async def bytes_after_forget(self, step: str, words: set[str], person: str | None = None) -> None:
         """No file under the store folder holds a forgotten word (journals flushed, the WAL checkpointed)."""
         self.tally.forgets += 1
         await self.no_byte_of(step, words)
+        await self.audit_finds_nothing(step, words, person)
+
+    async def audit_finds_nothing(self, step: str, words: set[str], person: str | None) -> None:
+        """The operator's own check (`companion audit forget --word ... --person ...`) agrees: no surface holds a
+        forgotten word, nor anything of a person who forgot everything."""
+        from memory.upkeep.leftovers import Folders, Target, audit
+
+        engine, beside = self.runtime.engine, self.store.parent
+        folders = Folders(engine.journals.root if engine.journals else None, beside / "exports", beside / "backups")
+        target = Target(tuple(sorted(words)), (person,) if person else ())
+        found = await self.runtime.runner.run(audit, engine, target, folders)
+        self.tally.audit_left += [f"{step}: {f.surface} {f.remaining} {dict(f.where)}" for f in found if f.remaining]
 
     async def never_kept(self, step: str, *words: str) -> None:
         """Said while remembering was off: no file holds the words, and from now on no prompt or post anywhere
@@ -507,9 +521,10 @@ async def alice_forgets_her_allotment(w: World) -> None:
 
 
 async def dave_forgets_everything(w: World) -> None:
+    dave = w.person("dave")
     assert "Done" in await w.telegram("dave", "/forget everything confirm", "dm:dave", command=True)
     w.forgot(*(w.ever_said.get("dave", set())))
-    await w.bytes_after_forget("dave /forget everything", w.ever_said.get("dave", set()))
+    await w.bytes_after_forget("dave /forget everything", w.ever_said.get("dave", set()), dave)
     await w.telegram("carol", NOSY, f"tg:{GROUP}")
 
 
@@ -539,9 +554,10 @@ async def restore_the_backup(w: World) -> None:
 
 
 async def carol_forgets_everything(w: World) -> None:
+    carol = w.person("carol")
     assert "Done" in await w.telegram("carol", "/forget everything confirm", "dm:carol", command=True)
     w.forgot(*w.ever_said["carol"])
-    await w.bytes_after_forget("carol /forget everything (after the restore)", w.ever_said["carol"])
+    await w.bytes_after_forget("carol /forget everything (after the restore)", w.ever_said["carol"], carol)
 
 
 async def alice_forgets_everything_on_both_accounts(w: World) -> None:
@@ -689,6 +705,6 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
     table = world.tally.table(len(SCENARIO))
     with capsys.disabled():
         print("\n" + table)
-    findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left + world.tally.vetoes
+    findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left + world.tally.vetoes + world.tally.audit_left
     assert not findings, table + "\n" + "\n".join(findings)
     assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 3  # the suite ran in full

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import discord
 from discord import app_commands
 
-from bot.types import Conversation, IncomingMessage
+from bot.types import Conversation, IncomingMessage, Places
 
 from .common import (
     COMMANDS,
@@ -89,8 +89,10 @@ class DiscordAdapter:
         defer_after: float = DEFER_AFTER_S,
         on_named: Callable[[str], None] | None = None,
         shards: Shards | None = None,
+        places: Places | None = None,
     ) -> None:
         self._conversation = conversation
+        self._places = places  # SEC-7: told when the bot is removed from a server, or added (back) to one
         self._on_named = on_named  # told the bot's own Discord name at login (the persona's name when its file sets none)
         self._token = token
         self._channels = frozenset(str(c) for c in channels)
@@ -158,6 +160,17 @@ class DiscordAdapter:
         channel = await self.client.create_dm(discord.Object(int(user_id)))
         for part in split_message(text, MESSAGE_LIMIT):
             await channel.send(part)
+
+    # --------------------------------------------------------------------- places --
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        """Kicked, banned or the server deleted (not a mere outage: that is ``on_guild_unavailable``)."""
+        if self._places is not None:
+            await self._places.left(self.platform, str(guild.id))
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        """Added to a server, or seen in one at connect (added back while the bot was down)."""
+        if self._places is not None:
+            await self._places.joined(self.platform, str(guild.id))
 
     # ------------------------------------------------------------------- messages --
     async def on_message(self, message: discord.Message) -> None:
@@ -390,6 +403,15 @@ class _Events:
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         await self.adapter.on_raw_message_delete(payload)
+
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        await self.adapter.on_guild_remove(guild)
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        await self.adapter.on_guild_join(guild)
+
+    async def on_guild_available(self, guild: discord.Guild) -> None:
+        await self.adapter.on_guild_join(guild)
 
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
         await self.adapter.on_raw_bulk_message_delete(payload)

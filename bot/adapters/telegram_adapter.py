@@ -22,11 +22,11 @@ import time
 from collections.abc import AsyncIterator
 
 from telegram import BotCommand, Message, MessageEntity, Update, User
-from telegram.constants import ChatAction, ChatType
+from telegram.constants import ChatAction, ChatMemberStatus, ChatType
 from telegram.error import InvalidToken, TelegramError
-from telegram.ext import Application, ApplicationBuilder, CommandHandler, ContextTypes, MessageHandler, filters
+from telegram.ext import Application, ApplicationBuilder, ChatMemberHandler, CommandHandler, ContextTypes, MessageHandler, filters
 
-from bot.types import Conversation, IncomingMessage
+from bot.types import Conversation, IncomingMessage, Places
 
 from .common import (
     COMMANDS,
@@ -63,8 +63,10 @@ class TelegramAdapter:
         base_url: str | None = None,
         base_file_url: str | None = None,
         typing_interval: float = TYPING_INTERVAL_S,
+        places: Places | None = None,
     ) -> None:
         self._conversation = conversation
+        self._places = places  # SEC-7: told when the bot is removed from a group, or added (back) to one
         self._typing_interval = typing_interval
         self._locks = ChatLocks()
         self._speakers = RecentSpeakers()
@@ -85,6 +87,7 @@ class TelegramAdapter:
         self.app.add_handlers([CommandHandler(name, self._on_command, filters=fresh) for name in COMMANDS])
         self.app.add_handler(MessageHandler(fresh & filters.TEXT & ~filters.COMMAND, self._on_text))
         self.app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE & filters.TEXT, self._on_edit))
+        self.app.add_handler(ChatMemberHandler(self._on_membership, ChatMemberHandler.MY_CHAT_MEMBER))
         self.app.add_error_handler(self._on_error)
 
     # ------------------------------------------------------------------ lifecycle --
@@ -95,7 +98,8 @@ class TelegramAdapter:
             await self.app.bot.set_my_commands([BotCommand(n, d) for n, d in COMMANDS.items()])
             await self.app.start()
             assert self.app.updater is not None, "the builder in __init__ keeps PTB's default updater"
-            await self.app.updater.start_polling(drop_pending_updates=False, allowed_updates=["message", "edited_message"])
+            updates = ["message", "edited_message", "my_chat_member"]  # my_chat_member: the bot removed or added (SEC-7)
+            await self.app.updater.start_polling(drop_pending_updates=False, allowed_updates=updates)
         except BaseException:
             await self.stop()
             raise
@@ -154,6 +158,18 @@ class TelegramAdapter:
         incoming = self._incoming(message, message.from_user, text, await self._is_admin(message))
         async with self._locks.hold(incoming.channel_id):
             await self._conversation.message_edited(incoming)
+
+    async def _on_membership(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """SEC-7: the bot's own membership of a group changed: removed (left, kicked) or added (back). A private
+        chat's (the person blocked the bot) is not a place: their DM is theirs to forget."""
+        change = update.my_chat_member
+        if change is None or self._places is None or change.chat.type == ChatType.PRIVATE:
+            return
+        status = change.new_chat_member.status
+        if status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
+            await self._places.left(self.platform, str(change.chat.id))
+        elif status in (ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.RESTRICTED):
+            await self._places.joined(self.platform, str(change.chat.id))
 
     async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message

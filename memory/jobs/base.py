@@ -32,7 +32,7 @@ from ..models import Memory, NewMemory
 from ..protocols import AsyncCompleter
 from ..write.extraction import BadAnswer
 from ..write.subjects import bound_all
-from ..write.tombstones import unforgotten
+from ..write.tombstones import learnable, unforgotten
 
 log = logging.getLogger(__name__)
 PlanT = TypeVar("PlanT")
@@ -111,7 +111,13 @@ class WriteFacts:
 
     def apply(self, plan: tuple[Judged, ...], answer: tuple[frozenset[str], ...]) -> Written:
         stored = 0
+        # issue 33: a forget that landed while the model wrote (tombstone laid, sources gone) is seen here, in
+        # the write transaction, so nothing forgotten meanwhile is learned back
+        kept = {id(new) for new in learnable(self.engine, [j.new for j in plan])}
         for judged, contradicts in zip(plan, answer, strict=True):
+            if id(judged.new) not in kept:
+                log.info("a learned fact was dropped: its words were forgotten while the model wrote")
+                continue
             try:
                 stored += self.engine.memories.add(judged.new, contradicts=contradicts).status == "stored"
             except MemoryStoreError as exc:

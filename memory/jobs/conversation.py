@@ -35,6 +35,7 @@ from ..write.extraction import (
     reflection_prompt,
     with_speaker,
 )
+from ..write.tombstones import learnable, sources_stored
 from .base import NONE_LEARNED, Facts
 
 log = logging.getLogger(__name__)
@@ -166,7 +167,9 @@ class Reflection:
 
     def _finish(self, plan: Session, answer: Reflected, stored: int) -> None:
         ctx, key = self.state.ctx, self.state.channel_key
-        if answer.summary.strip():
+        # issue 33: a summary paraphrases the whole excerpt; if any of its turns was forgotten while the model
+        # wrote, it would carry the forgotten words, so it is not written (the remaining turns stay in history)
+        if answer.summary.strip() and still_stored(self.engine, plan.transcript):
             self.summaries.add(
                 platform=ctx.platform,
                 guild_id=ctx.guild_id,
@@ -175,7 +178,7 @@ class Reflection:
                 text=answer.summary.strip()[:1200],
                 started_at=self.state.session_started_at,
             )
-        audit_finish(self.engine, plan.audit or 0, facts=[m.content for m in answer.memories])
+        audit_finish(self.engine, plan.audit or 0, facts=kept_contents(self.engine, answer.memories))
         self.channels.mark_reflected(key)
         self.channels.succeeded(key)
 
@@ -190,6 +193,17 @@ class Reflection:
 
 def _reflected(channels: ChannelState, key: str, stored: int) -> None:
     channels.mark_reflected(key)
+
+
+def still_stored(engine: MemoryEngine, transcript: Transcript) -> bool:
+    """Every turn of the transcript is still stored: nothing read by the model was forgotten since."""
+    return sources_stored(engine, [line.message_id for line in transcript.lines if line.message_id])
+
+
+def kept_contents(engine: MemoryEngine, memories: tuple[NewMemory, ...]) -> list[str]:
+    """What an audit row records as found: only the facts that may still be learned (a fact forgotten while the
+    model wrote must not be kept in the audit's words either)."""
+    return [m.content for m in learnable(engine, list(memories))]
 
 
 def excerpt_rows(engine: MemoryEngine, ctx: RecallContext, since: float) -> list[StoredMessage]:
@@ -256,7 +270,8 @@ class Compaction:
 
     def _finish(self, plan: Folding, summary: str, stored: int) -> None:
         key = self.state.channel_key
-        self.channels.set_summary(key, summary.strip()[:SUMMARY_CHARS], plan.until)
+        if still_stored(self.engine, plan.transcript):  # else folded again from what remains (issue 33)
+            self.channels.set_summary(key, summary.strip()[:SUMMARY_CHARS], plan.until)
         self.channels.succeeded(key)
 
     def failed(self, plan: Folding, error: Exception) -> Facts:

@@ -24,7 +24,7 @@ from ..upkeep.daily import ChatDay, DailyReflections
 from ..upkeep.maintenance import audit_finish, audit_start
 from ..write.extraction import MAX_FACTS, Transcript, memories_from, parse_list, place
 from .base import NONE_LEARNED, Facts
-from .conversation import ZoneName, transcript_of
+from .conversation import ZoneName, kept_contents, transcript_of
 
 log = logging.getLogger(__name__)
 SYSTEM = "You reflect on a day of conversation. Answer with JSON only."
@@ -82,7 +82,7 @@ class DayReflection:
         if plan.audit is None:
             return Facts(finish=functools.partial(_marked, self.days, self.chat))
         memories = self._still_said(answer)
-        return Facts(memories, functools.partial(self._finish, plan.audit, [m.content for m in memories]))
+        return Facts(memories, functools.partial(self._finish, plan.audit, memories))
 
     def _still_said(self, memories: tuple[NewMemory, ...]) -> tuple[NewMemory, ...]:
         """The model takes seconds: a fact whose messages were deleted or forgotten meanwhile is not stored."""
@@ -90,9 +90,10 @@ class DayReflection:
         there = {s: len(self.engine.messages.rids_by_id(list(s))) == len(s) for s in sources}
         return tuple(m for m in memories if there[m.provenance.sources])
 
-    def _finish(self, audit: int, facts: list[str], stored: int) -> None:
-        """Audit closed and the day marked with the facts: a crash leaves all undone, and the redo dedups."""
-        audit_finish(self.engine, audit, facts=facts)
+    def _finish(self, audit: int, facts: tuple[NewMemory, ...], stored: int) -> None:
+        """Audit closed and the day marked with the facts: a crash leaves all undone, and the redo dedups. The
+        facts recorded are read again here: one forgotten while the judge wrote is not kept in the audit."""
+        audit_finish(self.engine, audit, facts=kept_contents(self.engine, facts))
         self.days.mark_done(self.chat, stored=stored, audit_id=audit)
 
     def failed(self, plan: Day, error: Exception) -> Facts:

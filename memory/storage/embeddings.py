@@ -260,6 +260,25 @@ class EmbeddingService:
         with self.db.transaction():  # the write lock first: another process may be writing (see Database.transaction)
             self.db.con.executemany("INSERT OR IGNORE INTO embed_cache (fingerprint, content_hash, vector) VALUES (?, ?, ?)", rows)
 
+    def forget_hashes(self, hashes: set[str]) -> None:
+        """``forget_hash`` of many, with one look per few hundred for those still in use (a retention run deletes
+        thousands of messages: one scan each was most of its time)."""
+        wanted = sorted(hashes)
+        for i in range(0, len(wanted), 400):
+            chunk = wanted[i : i + 400]
+            marks = ",".join("?" * len(chunk))
+            used = {
+                h
+                for (h,) in self.db.execute(
+                    f"SELECT content_hash FROM memories WHERE content_hash IN ({marks}) "
+                    f"UNION SELECT content_hash FROM messages WHERE content_hash IN ({marks})",
+                    (*chunk, *chunk),
+                )
+            }
+            gone = [h for h in chunk if h not in used]
+            if gone:
+                self.db.execute(f"DELETE FROM embed_cache WHERE content_hash IN ({','.join('?' * len(gone))})", gone)
+
     def forget_hash(self, content_hash_: str) -> None:
         """Drop a cached vector once no row carries that text any more (complete forgetting, SEC-3)."""
         in_use = self.db.scalar(

@@ -209,6 +209,17 @@ class MemoryRepository:
         """Delete the rows (their tags and links go by foreign key); inside the caller's transaction."""
         self.db.execute(f"DELETE FROM memories WHERE rid IN ({placeholders(rids)})", rids)
 
+    def sourced_from(self, message_ids: list[str]) -> list[tuple[int, Provenance]]:
+        """(rid, provenance) of the memories learned from any of these stored messages."""
+        if not message_ids:
+            return []
+        rows = self.db.rows(
+            "SELECT rid, provenance FROM memories WHERE EXISTS (SELECT 1 FROM json_each(memories.provenance, '$.sources') "
+            f"WHERE value IN ({placeholders(message_ids)}))",
+            message_ids,
+        )
+        return [(r["rid"], Provenance.from_json(r["provenance"])) for r in rows]
+
     def set_provenance(self, rid: int, provenance: Provenance) -> None:
         """Replace row ``rid``'s provenance (which messages and files it was learned from)."""
         self.db.execute("UPDATE memories SET provenance = ? WHERE rid = ?", (provenance.to_json(), rid))

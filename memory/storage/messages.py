@@ -257,6 +257,21 @@ class MessageLog:
         """Stored messages per guild (the operator's view)."""
         return {g: int(n) for g, n in self.db.execute("SELECT guild_id, COUNT(*) FROM messages WHERE guild_id IS NOT NULL GROUP BY 1")}
 
+    # -- retention (SEC-7) -------------------------------------------------------------------------
+    def chats_before(self, cutoff: float) -> list[tuple[str, str]]:
+        """(platform, channel) of every chat with a message older than ``cutoff``."""
+        rows = self.db.execute("SELECT DISTINCT platform, channel_id FROM messages WHERE created_at < ?", (cutoff,))
+        return [(p, c) for p, c in rows]
+
+    def older_than(self, platform: str, channel_id: str, cutoff: float, after: tuple[float, int], limit: int) -> list[dict[str, Any]]:
+        """A chat's messages older than ``cutoff``, oldest first, from just after ``after`` (created_at, rid): their
+        rid, id, created_at and answers_rid (no words)."""
+        return self.db.rows(
+            "SELECT rid, id, created_at, answers_rid FROM messages WHERE platform = ? AND channel_id = ? AND created_at < ? "
+            "AND (created_at > ? OR (created_at = ? AND rid > ?)) ORDER BY created_at, rid LIMIT ?",
+            (platform, channel_id, cutoff, after[0], after[0], after[1], limit),
+        )
+
     # -- finding rows to forget --------------------------------------------------------------------
     def rids_by_id(self, ids: list[str]) -> list[int]:
         return self._rids("id IN ({})", ids)
@@ -359,8 +374,8 @@ class MessageLog:
             )
         ]
         spots = self.db.rows(
-            f"SELECT DISTINCT platform, channel_id, MIN(created_at) AS since FROM messages WHERE rid IN ({placeholders(rids)}) "
-            "GROUP BY platform, channel_id",
+            f"SELECT DISTINCT platform, channel_id, MIN(created_at) AS since, MAX(created_at) AS until FROM messages "
+            f"WHERE rid IN ({placeholders(rids)}) GROUP BY platform, channel_id",
             rids,
         )
         with self.db.transaction():
@@ -370,24 +385,32 @@ class MessageLog:
                 self.db.execute(f"DELETE FROM extraction_buffer WHERE message_rid IN ({placeholders(chunk)})", chunk)
                 self.db.execute(f"DELETE FROM messages WHERE rid IN ({placeholders(chunk)})", chunk)
             for spot in spots:
-                self._rebuild_context(spot["platform"], spot["channel_id"], spot["since"])
-            for h in set(hashes):
-                self.embeddings.forget_hash(h)
+                self._rebuild_context(spot["platform"], spot["channel_id"], spot["since"], spot["until"])
+            self.embeddings.forget_hashes(set(hashes))
         self.corpus.vectors.mirror_remove(rids)
         return len(rids)
 
-    def _rebuild_context(self, platform: str, channel_id: str, since: float) -> None:
-        """Recompute the context of turns from ``since`` on, so no deleted words stay indexed in a neighbour."""
+    def _rebuild_context(self, platform: str, channel_id: str, since: float, until: float | None = None) -> None:
+        """Recompute the context of turns from ``since`` on, so no deleted words stay indexed in a neighbour. With
+        ``until`` (the newest deleted turn's time), only the ``CONTEXT_TURNS`` turns after it can have quoted a
+        deleted one: the rest are left as they are (retention deletes a channel's oldest turns; its newer ones
+        are many)."""
         later = self.db.rows(
-            "SELECT rid, created_at FROM messages WHERE platform = ? AND channel_id = ? AND created_at >= ? ORDER BY created_at, rid",
+            "SELECT rid, created_at, context, prev_rid FROM messages WHERE platform = ? AND channel_id = ? AND created_at >= ? "
+            "ORDER BY created_at, rid",
             (platform, channel_id, since),
         )
+        after = 0
         for row in later:
+            if until is not None and row["created_at"] > until:
+                after += 1
+                if after > CONTEXT_TURNS:
+                    break
             prev = self._turns_before(platform, channel_id, (row["created_at"], row["rid"]))
-            self.db.execute(
-                "UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?",
-                (_context([_speaker_line(p) for p in reversed(prev)]), prev[0]["rid"] if prev else None, row["rid"]),
-            )
+            context, prev_rid = _context([_speaker_line(p) for p in reversed(prev)]), prev[0]["rid"] if prev else None
+            if (context, prev_rid) == (row["context"], row["prev_rid"]):
+                continue  # unchanged: rewriting it would only re-index it (retention deletes a channel's oldest turns)
+            self.db.execute("UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?", (context, prev_rid, row["rid"]))
 
     def _turns_before(self, platform: str, channel_id: str, at: tuple[float, int] | None = None) -> list[dict[str, Any]]:
         """The CONTEXT_TURNS turns of a channel just before ``at`` (created_at, rid), or its latest; newest first."""

@@ -623,6 +623,21 @@ CREATE INDEX reminders_person ON reminders (person_id);
 # row per (platform, chat, platform message id). Copies stored before this migration are kept (each may be a
 # memory's source, and deleting at the source must still find them all) but numbered apart by
 # ``legacy_copy`` (their own rid; 0 for every original), so the unique index can be built over them.
+# SEC-7: a server or group the bot was removed from is purged after a grace period (memory.upkeep.retention owns the
+# table): its id, when the bot left and when the purge is due. Ids and times, never words; the row goes with the purge,
+# or when the bot is added back.
+M021_RETENTION = Migration(
+    "m021_retention",
+    """
+CREATE TABLE place_departures (
+    guild_id TEXT PRIMARY KEY,
+    platform TEXT NOT NULL,
+    left_at REAL NOT NULL,
+    purge_at REAL NOT NULL
+);
+""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_CORE,
     M002_CONVERSATIONS,
@@ -640,4 +655,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M014_SHARED_STATE,
     M015_SUBJECT_PERSON,
     M020_REMINDERS,
+    M021_RETENTION,
 )

@@ -188,6 +188,14 @@ class ExtractionBuffer:
         if ids:
             self.db.execute(f"DELETE FROM extraction_buffer WHERE id IN ({placeholders(ids)})", ids)
 
+    def still_to_read(self) -> tuple[set[int], set[str]]:
+        """The stored messages (rids, ids) a buffered or parked extraction will still read (SEC-7: not yet expired)."""
+        rows = self.db.execute(
+            "SELECT message_rid, message_id FROM extraction_buffer UNION SELECT message_rid, message_id FROM dead_letters"
+        )
+        found = list(rows)
+        return {r for r, _ in found if r is not None}, {i for _, i in found if i}
+
     def drop_messages(self, rids: list[int]) -> int:
         """Buffered and parked copies of these stored messages (their text changed or was deleted at the source)."""
         if not rids:

@@ -224,6 +224,12 @@ def audits(engine: MemoryEngine, limit: int) -> list[dict[str, Any]]:
     return engine.db.rows("SELECT * FROM reflections ORDER BY started_at DESC, id DESC LIMIT ?", (limit,))
 
 
+def blank_excerpts(engine: MemoryEngine, before: float) -> None:
+    """SEC-7: audits started before ``before`` quote only turns older than it, which retention deletes: their
+    excerpts go (the facts found, which are memories' words, stay)."""
+    engine.db.execute("UPDATE reflections SET input_excerpt = '' WHERE started_at < ? AND input_excerpt != ''", (before,))
+
+
 def forget_audits(engine: MemoryEngine, channel_keys: list[str]) -> None:
     """Reflection audits of these chats quote them (excerpt, facts): they go when something said there is forgotten."""
     engine.db.execute(f"DELETE FROM reflections WHERE channel_key IN ({placeholders(channel_keys)})", channel_keys)

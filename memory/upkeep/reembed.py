@@ -7,6 +7,7 @@ from collections.abc import Callable
 from ..engine import MemoryEngine
 from ..errors import DimensionMismatch
 from ..protocols import Embedder
+from ..storage.embeddings import content_hash
 
 BATCH = 256
 
@@ -40,10 +41,21 @@ def reembed(
             batch = rows[i : i + BATCH]
             vectors = engine.embeddings.embed([corpus.search_text(r) for r in batch])
             with db.transaction():
-                corpus.vectors.write_many([(r["rid"], r["partition_key"], vectors[j]) for j, r in enumerate(batch)])
+                # issue 33: a row forgotten (by another process) while the model embedded gets no vector back,
+                # and the vector just cached for its words goes too
+                there = _still_there(engine, corpus.table, [r["rid"] for r in batch])
+                corpus.vectors.write_many([(r["rid"], r["partition_key"], vectors[j]) for j, r in enumerate(batch) if r["rid"] in there])
+                for gone in {content_hash(corpus.search_text(r)) for r in batch if r["rid"] not in there}:
+                    engine.embeddings.forget_hash(gone)
             done += len(batch)
             if progress:
                 progress(done, total)
         corpus.vectors.invalidate()
         counts[corpus.name] = len(rows)
     return counts
+
+
+def _still_there(engine: MemoryEngine, table: str, rids: list[int]) -> set[int]:
+    """The rows of ``rids`` still stored (read in the write transaction that writes their vectors)."""
+    marks = ", ".join("?" * len(rids))
+    return {rid for (rid,) in engine.db.execute(f"SELECT rid FROM {table} WHERE rid IN ({marks})", rids)}

@@ -196,6 +196,11 @@ REGISTRY: tuple[Holder, ...] = (
         "which process is doing which background job, for minutes (job keys: chat keys, days, row ids; never words). "
         "Deleted with the job's write; a dead process's claim is swept a day after it expired (memory.storage.claims)",
     ),
+    Holder(
+        "place_departures",
+        "none",
+        "servers and groups the bot was removed from, purged after a grace period (memory.upkeep.retention): ids and times",
+    ),
     Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
     Holder("schema_version", "none", "migration bookkeeping"),
 )

@@ -190,7 +190,15 @@ class FileRun:
         return fresh
 
     def store(self, prepared: list[Prepared], *, bulk: bool) -> None:
-        """Write the prepared memories and record which passage each came from (the store's thread)."""
+        """Write the prepared memories and record which passage each came from (the store's thread), in one
+        transaction that first checks the file was not forgotten while the model read it (issue 33), and reads
+        the tombstones again: a forget that landed meanwhile leaves nothing of the file learned back."""
+        with self.engine.db.transaction():
+            if not self.engine.db.scalar("SELECT 1 FROM ingest_files WHERE id = ?", (self.file_id,)):
+                raise BadFile(f"{self.path} was forgotten while it was being read; nothing more of it is stored")
+            self._store(prepared, bulk=bulk)
+
+    def _store(self, prepared: list[Prepared], *, bulk: bool) -> None:
         for memory_id, where in self._moved:
             self.engine.memory_rows.set_provenance(self.engine.memory_rows.get(memory_id).rid, where)
         self._moved = []

@@ -159,3 +159,17 @@ def said_after(engine: MemoryEngine, new: NewMemory, buried_at: float) -> bool:
     rids = engine.messages.rids_by_id(sources)
     said = engine.messages.get_rids(rids) if rids else []
     return len(said) == len(sources) and all(m.created_at > buried_at for m in said)
+
+
+def learnable(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMemory]:
+    """The candidates a job may still store, checked again in its write transaction (issue 33): a forget can land
+    while the model writes, between a job's gather and its apply. A candidate whose source messages are not all
+    still stored (forgotten, deleted at the source, or expired) is dropped, and so is one a tombstone laid
+    meanwhile holds back. A candidate with no source messages (a file, a merge) is judged by tombstones alone."""
+    return unforgotten(engine, [new for new in candidates if sources_stored(engine, new.provenance.sources)])
+
+
+def sources_stored(engine: MemoryEngine, sources: Iterable[str]) -> bool:
+    """Every one of these stored message ids still names a stored message (True for none)."""
+    wanted = list(dict.fromkeys(s for s in sources if s))
+    return not wanted or len(engine.messages.rids_by_id(wanted)) == len(wanted)

@@ -1,0 +1,75 @@
+"""Retention as the bot runs it (SEC-7): the periodic job, and what the adapters say about places.
+
+RetentionJob   on the scheduler (``COMPANION_RETENTION_CRON``): messages past ``COMPANION_MESSAGE_RETENTION_DAYS``
+               expire (``memory.upkeep.retention.expire_messages``), and places left more than
+               ``COMPANION_LEAVE_GRACE_DAYS`` ago are purged. One process runs it at a time (a claim on
+               "retention", released when the run ends); a process whose run comes later finds nothing left
+PlaceWatch     the adapters' ``Places``: a server or group that removed the bot is marked for the purge, one that
+               added it back is unmarked
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from memory.engine import MemoryEngine
+from memory.storage.db import AsyncRunner
+from memory.upkeep.retention import BATCH, Departures, Expired, expire_messages
+
+from .jobs import LEASE_S
+
+log = logging.getLogger(__name__)
+CLAIM = "retention"
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionReport:
+    expired: Expired
+    purged: int
+
+
+class RetentionJob:
+    """``days``: the message window (None keeps messages for ever); the departures know the grace period."""
+
+    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, departures: Departures, days: float | None, holder: str) -> None:
+        self.engine, self.runner, self.departures, self.days, self.holder = engine, runner, departures, days, holder
+
+    async def run(self) -> RetentionReport | None:
+        """One run; None when another process is running it now."""
+        claims = self.engine.claims
+        if not await self.runner.run(claims.claim, CLAIM, self.holder, LEASE_S * 12):
+            log.debug("retention is being run by another process; skipped")
+            return None
+        try:
+            expired = await self._expire() if self.days else Expired()
+            purged = await self.runner.run(self.departures.purge_due)
+        finally:
+            await self.runner.run(claims.release, CLAIM, self.holder)
+        return RetentionReport(expired, purged)
+
+    async def _expire(self) -> Expired:
+        """A batch at a time, each its own call on the memory thread: replies are not kept waiting for the run."""
+        messages = noted = 0
+        while True:
+            done = await self.runner.run(expire_messages, self.engine, self.days, most=BATCH)
+            messages, noted = messages + done.messages, noted + done.memories_noted
+            if done.messages < BATCH:
+                return Expired(messages, noted)
+
+
+class PlaceWatch:
+    """What the adapters tell of the bot's places, written on the memory thread (``bot.types.Places``)."""
+
+    def __init__(self, runner: AsyncRunner, departures: Departures) -> None:
+        self.runner, self.departures = runner, departures
+
+    async def left(self, platform: str, guild_id: str) -> None:
+        departure = await self.runner.run(self.departures.left, platform, guild_id)
+        grace = self.departures.grace_days
+        log.info("%s: removed from place %s; all of it is purged in %g days unless the bot is added back", platform, guild_id, grace)
+        log.debug("purge of %s due at %s", guild_id, departure.purge_at)
+
+    async def joined(self, platform: str, guild_id: str) -> None:
+        if await self.runner.run(self.departures.returned, guild_id):
+            log.info("%s: added back to place %s; its purge is cancelled", platform, guild_id)

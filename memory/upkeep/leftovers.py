@@ -1,0 +1,313 @@
+"""What remains of a person or of a word on every surface of the store (SEC-7, ``companion audit forget``).
+
+A forget is meant to leave nothing; this looks, and reports counts per surface, never the words it looked for
+nor what it found. ``Found.remaining`` is None when a surface could not be read (a PostgreSQL data directory this
+user may not read); the caller decides what that means.
+
+    surface         a word                                        a person
+    tables          rows with it in any text column, every        their rows, as the forget registry finds them
+                    ordinary table (not the index's own)          (memory.upkeep.registry)
+    fts             index entries of its term, in each full-text  index entries left by a row that is gone
+                    index (fts5vocab: what MATCH would find)      (orphans), and those of their rows
+    fts shadow      its bytes in the index's own tables           their ids' bytes there
+    vectors         vectors whose row is gone (no text says what  vectors of their rows and their DM partitions,
+                    a vector holds; an orphan may be anyone's)    and orphans
+    journals,       its bytes in every file under the folder      their ids' bytes, and journal lines in their
+    exports,                                                      own folder
+    backups
+    db file, WAL    its bytes in the file, and in its WAL         their ids' bytes
+    data directory  (PostgreSQL) its bytes in every file there, when this user may read it
+
+Bytes are compared without ASCII case (a word is found as typed, lowercased or capitalised); the full-text
+indexes keep lowercased stems, looked for as the index's tokenizer makes them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine import MemoryEngine
+from ..scopes import message_partition, placeholders
+from ..storage.corpus import Corpus
+from .journals import safe_name
+from .registry import REGISTRY, person_keys, person_rows
+
+CHUNK = 1 << 20
+PG_COLUMNS = "information_schema" + ".columns"
+NOT_TEXT = ("blob", "int", "real", "float", "double", "numeric", "bool", "bytea", "vector", "tsvector")
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    surface: str
+    remaining: int | None  # None: the surface could not be read
+    where: tuple[tuple[str, int], ...] = ()  # (table or file kind, count): never a word
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Folders:
+    """Folders beside the store that may hold copies (None: not configured, or not there)."""
+
+    journals: Path | None = None
+    exports: Path | None = None
+    backups: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What is looked for: words, or a person (their ids, which are also what their bytes are looked for by)."""
+
+    words: tuple[str, ...] = ()
+    person_ids: tuple[str, ...] = ()
+
+    def needles(self) -> list[bytes]:
+        return [n.lower().encode("utf-8") for n in (*self.words, *self.person_ids) if n]
+
+
+def audit(engine: MemoryEngine, target: Target, folders: Folders) -> list[Found]:
+    """Every surface, in the order of the module's table."""
+    if not target.needles():
+        raise ValueError("name a person or a word to look for")
+    found = [_tables(engine, target), *_fts(engine, target), _vectors(engine, target)]
+    for name, folder in (("journals", folders.journals), ("exports", folders.exports), ("backups", folders.backups)):
+        found.append(_folder(name, folder, target))
+    if engine.db.engine == "postgresql":
+        found.append(_data_directory(engine, target))
+    else:
+        found += _store_files(engine, target)
+    return found
+
+
+def remaining(found: Iterable[Found]) -> int:
+    return sum(f.remaining or 0 for f in found)
+
+
+# -- tables ----------------------------------------------------------------------------------------------
+def _tables(engine: MemoryEngine, target: Target) -> Found:
+    counts: dict[str, int] = {}
+    if target.person_ids:
+        keys = person_keys(engine, list(target.person_ids))
+        for holder in REGISTRY:
+            if holder.person and (n := len(person_rows(engine, holder, keys))):
+                counts[holder.table] = counts.get(holder.table, 0) + n
+    for word in target.words:
+        for table, columns in _text_columns(engine):
+            if n := _rows_with(engine, table, columns, word):
+                counts[table] = counts.get(table, 0) + n
+    return Found("tables", sum(counts.values()), tuple(sorted(counts.items())))
+
+
+def _text_columns(engine: MemoryEngine) -> Iterator[tuple[str, list[str]]]:
+    """Every ordinary table's text columns (an index's own tables are the fts shadow surface)."""
+    shadows = _shadow_tables(engine)
+    if engine.db.engine == "postgresql":
+        rows = engine.db.rows(
+            f"SELECT table_name AS t, column_name AS c, data_type AS d FROM {PG_COLUMNS} "
+            "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
+        )
+    else:
+        rows = engine.db.rows(
+            "SELECT m.name AS t, p.name AS c, p.type AS d FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+            "WHERE m.type = 'table' AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY m.name, p.cid"
+        )
+    tables: dict[str, list[str]] = {}
+    for row in rows:
+        if row["t"] not in shadows and not row["t"].startswith("sqlite_") and not any(k in row["d"].lower() for k in NOT_TEXT):
+            tables.setdefault(row["t"], []).append(row["c"])
+    yield from tables.items()
+
+
+def _rows_with(engine: MemoryEngine, table: str, columns: list[str], word: str) -> int:
+    test = " OR ".join(f"instr(lower(CAST({_quoted(c)} AS TEXT)), ?) > 0" for c in columns)
+    return int(engine.db.scalar(f"SELECT COUNT(*) FROM {_quoted(table)} WHERE {test}", (word.lower(),) * len(columns)))
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# -- the full-text indexes -------------------------------------------------------------------------------
+def _corpora(engine: MemoryEngine) -> tuple[Corpus, Corpus]:
+    return engine.memory_rows.corpus, engine.messages.corpus
+
+
+def _shadow_tables(engine: MemoryEngine) -> set[str]:
+    if engine.db.engine == "postgresql":
+        return set()
+    virtual = [n for (n,) in engine.db.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")]
+    every = [n for (n,) in engine.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {t for t in every for v in virtual if t.startswith(v + "_")}
+
+
+def _fts(engine: MemoryEngine, target: Target) -> list[Found]:
+    if engine.db.engine == "postgresql":
+        return [_pg_words(engine, target)]
+    entries: dict[str, int] = {}
+    for corpus in _corpora(engine):
+        n = sum(_term_entries(engine, corpus, word) for word in target.words)
+        n += _orphan_entries(engine, corpus) if target.person_ids else 0
+        n += _their_entries(engine, corpus, target) if target.person_ids else 0
+        if n:
+            entries[corpus.fts_table] = n
+    return [Found("fts", sum(entries.values()), tuple(sorted(entries.items()))), _shadow_bytes(engine, target)]
+
+
+def _term_entries(engine: MemoryEngine, corpus: Corpus, word: str) -> int:
+    """Documents the index lists under the word's terms (its stem, and the word as typed): MATCH would find them."""
+    terms = list(dict.fromkeys(t for pair in corpus.fts.words(word, 200) for t in pair))
+    vocab = ".".join(("temp", f"{corpus.fts_table}_vocab"))  # made by the corpus's FtsQueryBuilder
+    if not terms:
+        return 0
+    return int(engine.db.scalar(f"SELECT COALESCE(SUM(doc), 0) FROM {vocab} WHERE term IN ({placeholders(terms)})", terms))
+
+
+def _orphan_entries(engine: MemoryEngine, corpus: Corpus) -> int:
+    """Index entries whose row is gone (``{fts}_docsize`` has a row per indexed document)."""
+    docsize = _docsize(corpus)
+    return int(engine.db.scalar(f"SELECT COUNT(*) FROM {docsize} WHERE id NOT IN (SELECT rid FROM {corpus.table})"))
+
+
+def _their_entries(engine: MemoryEngine, corpus: Corpus, target: Target) -> int:
+    rids = _their_rids(engine, corpus, target)
+    if not rids:
+        return 0
+    docsize = _docsize(corpus)
+    return int(engine.db.scalar(f"SELECT COUNT(*) FROM {docsize} WHERE id IN ({placeholders(rids)})", rids))
+
+
+def _docsize(corpus: Corpus) -> str:
+    """FTS5's table of one row per indexed document (its id is the row's rid)."""
+    return corpus.fts_table + "_docsize"
+
+
+def _their_rids(engine: MemoryEngine, corpus: Corpus, target: Target) -> list[int]:
+    holder = next(h for h in REGISTRY if h.table == corpus.table)
+    return [r["row_key"] for r in person_rows(engine, holder, person_keys(engine, list(target.person_ids)))]
+
+
+def _shadow_bytes(engine: MemoryEngine, target: Target) -> Found:
+    """The needles' bytes (and each word's index terms) in the index's own tables, row by row."""
+    needles = target.needles()
+    for corpus in _corpora(engine):
+        needles += [t.encode() for word in target.words for pair in corpus.fts.words(word, 200) for t in pair]
+    counts: dict[str, int] = {}
+    for table in sorted(_shadow_tables(engine)):
+        if table.startswith(tuple(c.vectors.table for c in _corpora(engine))):
+            continue  # a vector's bytes are numbers: the vectors surface
+        n = sum(_bytes_in(_raw(v), needles) for row in _all_values(engine, table) for v in row)
+        if n:
+            counts[table] = n
+    return Found("fts shadow tables", sum(counts.values()), tuple(sorted(counts.items())))
+
+
+def _raw(value: object) -> bytes:
+    return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else str(value).encode("utf-8", "replace")
+
+
+def _all_values(engine: MemoryEngine, table: str) -> Iterator[tuple]:
+    yield from engine.db.execute(f"SELECT * FROM {_quoted(table)}")
+
+
+# -- vectors -----------------------------------------------------------------------------------------------
+def _vectors(engine: MemoryEngine, target: Target) -> Found:
+    counts: dict[str, int] = {}
+    for corpus in _corpora(engine):
+        table, key = corpus.vectors.table, "rid" if engine.db.engine == "postgresql" else "rowid"
+        if not _has_table(engine, table):
+            continue
+        n = int(engine.db.scalar(f"SELECT COUNT(*) FROM {table} WHERE {key} NOT IN (SELECT rid FROM {corpus.table})"))
+        if target.person_ids:
+            rids = _their_rids(engine, corpus, target)
+            dms = [message_partition(None, p) for p in target.person_ids] if corpus.table != "memories" else []
+            n += int(engine.db.scalar(f"SELECT COUNT(*) FROM {table} WHERE {key} IN ({placeholders(rids)})", rids)) if rids else 0
+            n += sum(_in_partition(engine, table, dm) for dm in dms)
+        if n:
+            counts[table] = n
+    return Found("vectors", sum(counts.values()), tuple(sorted(counts.items())), "orphans, and for a person their rows' vectors")
+
+
+def _in_partition(engine: MemoryEngine, table: str, partition: str) -> int:
+    return int(engine.db.scalar(f"SELECT COUNT(*) FROM {table} WHERE partition_key = ?", (partition,)))
+
+
+def _has_table(engine: MemoryEngine, table: str) -> bool:
+    if engine.db.engine == "postgresql":
+        return bool(engine.db.scalar("SELECT to_regclass(?) IS NOT NULL", (table,)))
+    return bool(engine.db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)))
+
+
+# -- files -------------------------------------------------------------------------------------------------
+def _folder(name: str, folder: Path | None, target: Target) -> Found:
+    if folder is None or not folder.is_dir():
+        return Found(name, 0, note="no such folder")
+    counts: dict[str, int] = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if n := _file_hits(path, target.needles()):
+            kind = path.suffix.lstrip(".") or "file"
+            counts[kind] = counts.get(kind, 0) + n
+    if name == "journals":
+        for person in target.person_ids:
+            own = folder / ("dm-" + safe_name(person))
+            lines = sum(p.read_text(encoding="utf-8", errors="replace").count("<!-- m:") for p in own.glob("*.md")) if own.is_dir() else 0
+            if lines:
+                counts["journal lines in their folder"] = lines
+    return Found(name, sum(counts.values()), tuple(sorted(counts.items())))
+
+
+def _store_files(engine: MemoryEngine, target: Target) -> list[Found]:
+    path = Path(engine.db.path)
+    wal = path.with_name(path.name + "-wal")
+    return [
+        Found("db file", _file_hits(path, target.needles())),
+        Found("wal", _file_hits(wal, target.needles()) if wal.exists() else 0, note="" if wal.exists() else "no WAL file"),
+    ]
+
+
+def _data_directory(engine: MemoryEngine, target: Target) -> Found:
+    """PostgreSQL's files, when this user may read them (the server's own user, or a shared volume)."""
+    try:
+        where = Path(str(engine.db.scalar("SHOW data_directory")))
+    except Exception:  # a role without pg_read_all_settings may not ask: reported, not guessed
+        return Found("data directory", None, note="not readable by this role (needs pg_read_all_settings)")
+    if not os.access(where, os.R_OK | os.X_OK):
+        return Found("data directory", None, note=f"{where} is not readable by this user")
+    counts: dict[str, int] = {}
+    for path in (p for p in where.rglob("*") if p.is_file() and os.access(p, os.R_OK)):
+        if n := _file_hits(path, target.needles()):
+            part = path.relative_to(where).parts[0]
+            counts[part] = counts.get(part, 0) + n
+    return Found("data directory", sum(counts.values()), tuple(sorted(counts.items())))
+
+
+def _pg_words(engine: MemoryEngine, target: Target) -> Found:
+    """PostgreSQL's full-text index is each table's generated ``words`` column: the rows it still matches."""
+    counts: dict[str, int] = {}
+    for corpus in _corpora(engine):
+        sql = f"SELECT COUNT(*) FROM {corpus.table} WHERE words @@ plainto_tsquery('english', ?)"
+        n = sum(int(engine.db.scalar(sql, (w,))) for w in target.words)
+        if n:
+            counts[corpus.table + ".words"] = n
+    return Found("fts", sum(counts.values()), tuple(sorted(counts.items())))
+
+
+def _file_hits(path: Path, needles: list[bytes]) -> int:
+    """Occurrences of the needles in a file, read in chunks (a store can be gigabytes), ASCII case ignored."""
+    if not needles:
+        return 0
+    overlap = max(len(n) for n in needles) - 1
+    total, tail = 0, b""
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK):
+            data = (tail + chunk).lower()
+            total += _bytes_in(data, needles) - _bytes_in(data[: len(tail)], needles)
+            tail = data[-overlap:] if overlap else b""
+    return total
+
+
+def _bytes_in(data: bytes, needles: list[bytes]) -> int:
+    low = data.lower()
+    return sum(low.count(n) for n in needles)
