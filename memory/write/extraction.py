@@ -201,14 +201,15 @@ def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, sour
 
 def _filed(candidate: dict[str, Any], transcript: Transcript, rules: Ownership, tally: Tally, source: Source) -> NewMemory | None:
     """The candidate as a memory of its owner; None (counted in ``tally``) when it is nobody's to file."""
-    fact = f"{_text(candidate.get('subject'))} {_text(candidate.get('content'))}"
+    content = _text(candidate.get("content"))  # who said it is read from the content: the subject is a label
+    fact = f"{_text(candidate.get('subject'))} {content}"
     cited = _numbers(candidate.get("lines")) or None
     speakers = transcript.speakers()
     if _tag(candidate) == BOT_TAG:
-        decided = rules.self_fact(cited, fact)
+        decided = rules.self_fact(cited, content)
     else:
         tagged = _speaker(candidate, speakers)
-        decided = rules.person(tagged.speaker_id if tagged else None, cited, fact)
+        decided = rules.person(tagged.speaker_id if tagged else None, cited, content)
     if isinstance(decided, Dropped):
         tally.drop(decided.reason)
         return None
