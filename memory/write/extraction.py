@@ -34,7 +34,6 @@ MAX_FACTS = 20
 MAX_TURN_CHARS = 2_000  # one message's share of a transcript the model reads
 MAX_TRANSCRIPT_CHARS = 12_000
 MAX_CITED = 50  # line numbers read from one fact's citation
-BOT_TAG = "BOT"  # a fact the bot said about itself (the transcript tags its lines [bot])
 
 
 class BadAnswer(ValueError):
@@ -205,7 +204,7 @@ def _filed(candidate: dict[str, Any], transcript: Transcript, rules: Ownership, 
     fact = f"{_text(candidate.get('subject'))} {content}"
     cited = _numbers(candidate.get("lines")) or None
     speakers = transcript.speakers()
-    if _tag(candidate) == BOT_TAG:
+    if rules.is_bot(_tag(candidate)):
         decided = rules.self_fact(cited, content)
     else:
         tagged = _speaker(candidate, speakers)

@@ -17,7 +17,7 @@ A fact the model tags as the bot's own ("speaker": "bot") is the bot's only when
 cites says it AND no person's line in the transcript says it: a bot that echoes "Biscuit sounds lovely! A
 grey cat..." does not make the person's cat its own. When a person's line says it, it is that person's
 (everything about "I" in a person's line is theirs): filed under them when one person's line plainly states
-it (or the model cited that person's line and it says it), else dropped.
+it (when several people's do, the one whose line the model cited), else dropped.
 
 "Says it" is read from words (``memory.write.wording`` stems, without the speakers' names and words like
 "user"): a line says a fact when it holds more than half of the fact's distinctive words (a code, a number,
@@ -26,7 +26,8 @@ common words only, more than half of its words. A line "plainly states" it (enou
 person) when, leaving out its questions, it holds all the distinctive words and three quarters of the rest.
 
 A forget asked in the same transcript is applied before filing (``memory.write.forget_asked``): a fact of the
-person who asked, from lines said before the ask, that matches what they asked to forget is not filed.
+person who asked, from lines said before the ask (or in it), that matches what they asked to forget is not
+filed (and counted as dropped).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 GENERIC = frozenset({"user", "bot", "assistant", "person", "speaker", "human", "they", "someone"})
+BOT_TAGS = frozenset({"BOT", "ASSISTANT"})  # tags (upper-cased) that mean the bot itself
 STRONG_SHARE = 0.75  # of a fact's common words a line must hold, with all its distinctive ones, to plainly state it
 
 
@@ -103,6 +105,11 @@ class Ownership:
         self.stated = [content_words(" ".join(_statements(line.text))) for line in lines]
         self.names = frozenset(w for line in lines for w in content_words(line.name))
         self.asked = forgets_in(self.speaker, [line.text for line in lines])
+        self.bot_tags = BOT_TAGS | {line.name.strip().upper() for line in lines if line.ctx is None and line.name.strip()}
+
+    def is_bot(self, tag: str) -> bool:
+        """A tag that names the bot: "bot" as the prompt asks, or "assistant", or the name its lines show."""
+        return tag in self.bot_tags
 
     def words(self, fact: str) -> Words:
         """The fact's stems less names and words like "user", and which of them are distinctive."""

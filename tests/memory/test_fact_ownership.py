@@ -18,7 +18,9 @@ import pytest
 from pipeline_support import dm, facts, group
 
 from memory.clock import DAY
-from memory.models import SELF_SUBJECT
+from memory.models import SELF_SUBJECT, Source
+from memory.scopes import RecallContext
+from memory.write.extraction import Line, Transcript, memories_from
 
 DAY0 = 1_700_006_400.0  # 2023-11-15 00:00 UTC
 CAT = "I have a grey cat called Biscuit"
@@ -251,3 +253,29 @@ async def test_daily_reflection_files_by_the_same_ownership_rules(rt, srv):
     report = await rt.daily.run()
     assert (report.chats, report.failed) == (1, 0)
     owned_as_it_should_be(rt)
+
+
+# -- the rules on a transcript alone ----------------------------------------------------------------------------
+def _dm(*said: tuple[str | None, str]) -> Transcript:
+    alice = RecallContext("telegram", "telegram:7", "dm-7", is_dm=True)
+    return Transcript(tuple(Line(alice if who else None, who or "Juniper", text, f"m{n}") for n, (who, text) in enumerate(said, 1)))
+
+
+@pytest.mark.parametrize("tagged", ["assistant", "Juniper", "[bot]"])
+def test_the_bot_named_any_way_a_model_writes_it_owns_only_what_its_own_line_says(tagged):
+    transcript = _dm(("Alice", CAT), (None, ECHO), ("Alice", "Do you like mornings?"), (None, OWL))
+    cat = {"speaker": tagged, "subject": "pet", "content": CAT, "lines": [2]}
+    owl = {"speaker": tagged, "subject": "sleep", "content": "I am a night owl", "lines": [4]}
+    found = memories_from([cat, owl], transcript, Source.AUTO_EXTRACTION)
+    assert [(m.content, m.subject, m.provenance.sources) for m in found] == [
+        (CAT, "pet", ("m1",)),  # the person's line says it: theirs, from their line
+        ("I am a night owl", SELF_SUBJECT, ("m4",)),
+    ]
+
+
+def test_a_question_that_holds_the_words_is_not_a_statement_to_move_a_fact_to():
+    # "Are you a night owl?" is no person's statement that they are one: not the bot's (a person's line holds
+    # its words) and not Alice's either
+    transcript = _dm(("Alice", "Are you a night owl?"), (None, OWL))
+    owl = {"speaker": "bot", "subject": "sleep", "content": "I am a night owl", "lines": [2]}
+    assert memories_from([owl], transcript, Source.AUTO_EXTRACTION) == []
