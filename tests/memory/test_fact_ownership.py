@@ -50,6 +50,12 @@ def tag(prompt: str, text: str) -> str:
     return numbered(prompt)[text][1]
 
 
+def item(speaker: str, content: str, lines: list[int] | None = None) -> dict[str, Any]:
+    """One candidate as the model writes it (``lines`` left out when None)."""
+    found: dict[str, Any] = {"speaker": speaker, "subject": content.split()[-1].lower(), "content": content}
+    return found if lines is None else {**found, "lines": lines}
+
+
 Answer = Callable[[str], list[dict[str, Any]]]
 
 
@@ -114,7 +120,8 @@ async def test_the_persons_cat_echoed_by_the_bot_is_filed_under_the_person_never
 
 
 async def test_the_bots_own_night_owl_said_in_its_line_and_by_no_person_is_its_self_fact(rt, srv):
-    model(srv, {"Do you like mornings?": OWL}, extract=lambda p: [{"speaker": "bot", "subject": "sleep", "content": "I am a night owl", "lines": cite(p, OWL)}])
+    owl = lambda p: [item("bot", "I am a night owl", cite(p, OWL))]
+    model(srv, {"Do you like mornings?": OWL}, extract=owl)
     await talk(rt, ("reply", dm("telegram", "7", "Do you like mornings?", mid="1")))
     await extract(rt)
     (fact,) = live(rt)
@@ -124,7 +131,7 @@ async def test_the_bots_own_night_owl_said_in_its_line_and_by_no_person_is_its_s
 async def test_a_self_fact_citing_no_line_of_the_bot_is_not_filed_even_when_the_bots_words_match(rt, srv, caplog):
     # "citations, not shared words": before, an uncited "bot" fact took the bot line sharing the most words
     caplog.set_level(logging.INFO, "memory.write.extraction")
-    model(srv, {"Do you like mornings?": OWL}, extract=lambda p: [{"speaker": "bot", "subject": "sleep", "content": "I am a night owl"}])
+    model(srv, {"Do you like mornings?": OWL}, extract=lambda p: [item("bot", "I am a night owl")])
     await talk(rt, ("reply", dm("telegram", "7", "Do you like mornings?", mid="1")))
     await extract(rt)
     assert live(rt) == []
@@ -172,8 +179,8 @@ async def test_a_fact_citing_two_people_goes_to_the_one_whose_line_says_it(rt, s
 async def test_a_forget_asked_in_the_same_conversation_stops_its_fact_and_only_that_one(rt, srv, caplog, ask):
     def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
         return [
-            {"speaker": "P1", "kind": "goal", "subject": "race", "content": "Alice is running a half marathon in October", "lines": cite(prompt, RACE)},
-            {"speaker": "P1", "kind": "preference", "subject": "hobby", "content": "Alice takes pottery classes", "lines": cite(prompt, POTTERY)},
+            item("P1", "Alice is running a half marathon in October", cite(prompt, RACE)),
+            item("P1", "Alice takes pottery classes", cite(prompt, POTTERY)),
         ]
 
     caplog.set_level(logging.INFO, "memory.write.extraction")
@@ -186,8 +193,8 @@ async def test_a_forget_asked_in_the_same_conversation_stops_its_fact_and_only_t
 
 async def test_a_forget_by_one_person_does_not_stop_another_persons_fact(rt, srv):
     def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
-        bob = tag(prompt, "I'm running a half marathon too")
-        return [{"speaker": bob, "subject": "race", "content": "Bob is running a half marathon", "lines": cite(prompt, "I'm running a half marathon too")}]
+        said = "I'm running a half marathon too"
+        return [item(tag(prompt, said), "Bob is running a half marathon", cite(prompt, said))]
 
     model(srv, {}, extract=as_the_model_did)
     await talk(
@@ -216,10 +223,10 @@ def the_bad_answer(prompt: str) -> list[dict[str, Any]]:
     line under Bob, the bot's real self fact, and the half marathon Alice asked to forget."""
     bob = tag(prompt, "Anyone up for the quiz on Friday?")
     return [
-        {"speaker": "bot", "subject": "pet", "content": CAT, "lines": cite(prompt, ECHO)},
-        {"speaker": bob, "subject": "confession", "content": "Bob steals from the collection box", "lines": cite(prompt, STEAL)},
-        {"speaker": "bot", "subject": "sleep", "content": "I am a night owl", "lines": cite(prompt, OWL)},
-        {"speaker": tag(prompt, RACE), "subject": "race", "content": "Alice is running a half marathon in October", "lines": cite(prompt, RACE)},
+        item("bot", CAT, cite(prompt, ECHO)),
+        item(bob, "Bob steals from the collection box", cite(prompt, STEAL)),
+        item("bot", "I am a night owl", cite(prompt, OWL)),
+        item(tag(prompt, RACE), "Alice is running a half marathon in October", cite(prompt, RACE)),
     ]
 
 
