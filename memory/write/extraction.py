@@ -183,12 +183,12 @@ def _dicts(data: Any) -> list[dict[str, Any]]:
 def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, source: Source) -> list[NewMemory]:
     """Each usable candidate as a memory of the person who said it (or of the bot itself, ORCH-7), as
     ``memory.write.ownership`` decides; the rest are dropped, counted by reason in one log line."""
-    rules, tally = Ownership(transcript.lines), Tally()
+    rules, tally, speakers = Ownership(transcript.lines), Tally(), transcript.speakers()
     tally.drop("more than the limit of facts", len(candidates) - MAX_FACTS)
     out: list[NewMemory] = []
     for candidate in candidates[:MAX_FACTS]:
         try:
-            new = _filed(candidate, transcript, rules, tally, source)
+            new = _filed(candidate, transcript, speakers, rules, tally, source)
         except (TypeError, ValueError):
             tally.drop("malformed item")
             continue
@@ -198,12 +198,13 @@ def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, sour
     return out
 
 
-def _filed(candidate: dict[str, Any], transcript: Transcript, rules: Ownership, tally: Tally, source: Source) -> NewMemory | None:
+def _filed(
+    candidate: dict[str, Any], transcript: Transcript, speakers: dict[str, RecallContext], rules: Ownership, tally: Tally, source: Source
+) -> NewMemory | None:
     """The candidate as a memory of its owner; None (counted in ``tally``) when it is nobody's to file."""
     content = _text(candidate.get("content"))  # who said it is read from the content: the subject is a label
     fact = f"{_text(candidate.get('subject'))} {content}"
     cited = _numbers(candidate.get("lines")) or None
-    speakers = transcript.speakers()
     if rules.is_bot(_tag(candidate)):
         decided = rules.self_fact(cited, content)
     else:

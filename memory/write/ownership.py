@@ -102,7 +102,7 @@ class Ownership:
         self.lines = lines
         self.speaker = [line.ctx.speaker_id if line.ctx is not None else None for line in lines]
         self.said = [content_words(line.text) for line in lines]
-        self.stated = [content_words(" ".join(_statements(line.text))) for line in lines]
+        self._stated: dict[int, frozenset[str]] = {}  # read only for a "bot" fact a person's line says
         self.names = frozenset(w for line in lines for w in content_words(line.name))
         self.asked = forgets_in(self.speaker, [line.text for line in lines])
         self.bot_tags = BOT_TAGS | {line.name.strip().upper() for line in lines if line.ctx is None and line.name.strip()}
@@ -180,7 +180,9 @@ class Ownership:
 
     def states(self, i: int, words: Words) -> bool:
         """Line ``i``, its questions left out, holds every distinctive word and most of the others."""
-        have = self.stated[i]
+        have = self._stated.get(i)
+        if have is None:
+            have = self._stated[i] = content_words(" ".join(_statements(self.lines[i].text)))
         return bool(words.all) and words.rare <= have and len(words.all & have) >= math.ceil(STRONG_SHARE * len(words.all))
 
     def sayers(self, words: Words) -> set[str]:
