@@ -38,20 +38,31 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..recall.leaks import COMMON_RANK, _vocabulary
+from ..scopes import RecallContext
 from .forget_asked import POINTING, Asked, forgets_in
 from .wording import STOPS, content_words, stem
-
-if TYPE_CHECKING:
-    from .extraction import Line
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 GENERIC = frozenset({"user", "bot", "assistant", "person", "speaker", "human", "they", "someone"})
 BOT_TAGS = frozenset({"BOT", "ASSISTANT"})  # tags (upper-cased) that mean the bot itself
 STRONG_SHARE = 0.75  # of a fact's common words a line must hold, with all its distinctive ones, to plainly state it
+
+
+class Line(Protocol):
+    """A transcript line (``memory.write.extraction.Line``): who said it (None: the bot), what, its stored id."""
+
+    @property
+    def ctx(self) -> RecallContext | None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def message_id(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
