@@ -189,7 +189,8 @@ def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, sour
     for candidate in candidates[:MAX_FACTS]:
         try:
             new = _filed(candidate, transcript, speakers, rules, tally, source)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as exc:
+            log.debug("extracted fact dropped: %s", exc)
             tally.drop("malformed item")
             continue
         if new is not None:

@@ -3,15 +3,18 @@ by whose lines say it, never by the tag alone (``memory.write.extraction`` files
 
 A fact is the author's of the lines it cites. For a fact the model tags with a person:
 
-    cites lines of that person          theirs, from those lines (lines of others it also cites do not count,
-                                        unless only another person's cited line says it: then it is dropped)
-    cites only others' lines            dropped: "citation and tag disagree" (Mallory's "I steal from the
-                                        collection box" tagged Bob is never Bob's); the bot's lines are the bot's
-    names no speaker, cites one person  that person's (several: the one whose cited line says it, else dropped)
+    a cited line says it                its authors decide: a fact tagged with another person is dropped,
+                                        "citation and tag disagree" (Mallory's "I steal from the collection
+                                        box" tagged Bob is never Bob's); with no tag, the one author's (several
+                                        authors and no tag: dropped); sources: the owner's cited lines
+    cites only others' lines            dropped: "citation and tag disagree" (the bot's lines never make a
+                                        person's fact, nor unmake one)
     cites line numbers, none exists     dropped: an invented citation
-    cites nothing readable              the tagged person's lines closest in words (weak models often leave
-                                        ``lines`` out); dropped when another person's line says it and none of
-                                        the tagged person's does
+    else (nothing cited, or no cited    the tagged person's (with no tag, the one person cited); dropped when
+    line says it)                       another person's line says it and none of theirs does, or only the
+                                        bot's line says it (its words are not theirs); sources: their
+                                        lines closest in words, or their cited lines when none says it (weak
+                                        models leave ``lines`` out, or cite the line beside the right one)
 
 A fact the model tags as the bot's own ("speaker": "bot") is the bot's only when a line of the bot that it
 cites says it AND no person's line in the transcript says it: a bot that echoes "Biscuit sounds lovely! A
@@ -133,32 +136,37 @@ class Ownership:
     def person(self, tagged: str | None, cited: list[int] | None, fact: str) -> Filed | Dropped:
         """``tagged``: the person the model named (None: nobody it could name); ``cited``: line numbers from 1
         (None: the fact cites nothing readable)."""
-        words = self.words(fact)
-        if cited is not None:
-            return self._cited_person(tagged, self._valid(cited), words)
+        words, valid = self.words(fact), self._valid(cited or [])
+        if cited is not None and not valid:
+            return Dropped("cites no line of this transcript")
+        people = list(dict.fromkeys(s for i in valid if (s := self.speaker[i]) is not None))
+        authors = [p for p in people if any(self.speaker[i] == p and self.says(i, words) for i in valid)]
+        if authors:  # the cited lines that say it decide
+            if tagged is None and len(authors) > 1:
+                return Dropped("cites several people and names none")
+            if tagged is not None and tagged not in authors:
+                return Dropped("citation and tag disagree")
+            owner = tagged or authors[0]
+            return Filed(owner, tuple(i for i in valid if self.speaker[i] == owner))
+        return self._unsaid(tagged, valid, people, words)
+
+    def _unsaid(self, tagged: str | None, valid: list[int], people: list[str], words: Words) -> Filed | Dropped:
+        """No cited line says it (nothing cited, or a model citing a line beside the right one): the tag decides,
+        unless the citation names only others' lines, or another person's line says it and none of theirs."""
         if tagged is None:
-            return Dropped("names no speaker of this conversation")
+            if len(people) != 1:
+                return Dropped("names no speaker of this conversation")
+            tagged = people[0]
+        elif people and tagged not in people:
+            return Dropped("citation and tag disagree")
         sayers = self.sayers(words)
         if sayers and tagged not in sayers:
             return Dropped("another person's line says it, not the tagged one's")
-        return Filed(tagged, self.closest(tagged, words))
-
-    def _cited_person(self, tagged: str | None, valid: list[int], words: Words) -> Filed | Dropped:
-        if not valid:
-            return Dropped("cites no line of this transcript")
-        people = list(dict.fromkeys(s for i in valid if (s := self.speaker[i]) is not None))
-        if not people:
-            return Dropped("citation and tag disagree")  # a person's fact citing only the bot's words
-        saying = [p for p in people if any(self.speaker[i] == p and self.says(i, words) for i in valid)]
-        if tagged is None:
-            owner = people[0] if len(people) == 1 else (saying[0] if len(saying) == 1 else None)
-            if owner is None:
-                return Dropped("cites several people and names none")
-        elif tagged not in people or (saying and tagged not in saying):
-            return Dropped("citation and tag disagree")
-        else:
-            owner = tagged
-        return Filed(owner, tuple(i for i in valid if self.speaker[i] == owner))
+        if not sayers and any(s is None and self.says(i, words) for i, s in enumerate(self.speaker)):
+            return Dropped("only the bot's words say it")  # what the bot said is not what the person said
+        cited = tuple(i for i in valid if self.speaker[i] == tagged)
+        # where their own lines say it, those words beat a citation beside them; else the citation stands
+        return Filed(tagged, self.closest(tagged, words) if tagged in sayers or not cited else cited)
 
     # -- a fact tagged as the bot's own -----------------------------------------------------------------------
     def self_fact(self, cited: list[int] | None, fact: str) -> Filed | Dropped:

@@ -286,3 +286,43 @@ def test_a_question_that_holds_the_words_is_not_a_statement_to_move_a_fact_to():
     transcript = _dm(("Alice", "Are you a night owl?"), (None, OWL))
     owl = {"speaker": "bot", "subject": "sleep", "content": "I am a night owl", "lines": [2]}
     assert memories_from([owl], transcript, Source.AUTO_EXTRACTION) == []
+
+
+# -- what the real 0.5B model sent (Qwen2.5-Coder-0.5B-Instruct on llama.cpp, temperature 0) --------------------
+def _group(*said: tuple[str | None, str]) -> Transcript:
+    ctx = lambda who: RecallContext("discord", who.lower(), "g1-general", guild_id="g1")  # noqa: E731
+    return Transcript(tuple(Line(ctx(who) if who else None, who or "Juniper", text, f"m{n}") for n, (who, text) in enumerate(said, 1)))
+
+
+def test_the_small_models_bob_fact_filed_as_the_bots_own_is_bobs():
+    transcript = _group(
+        ("Bob", "Anyone up for the quiz on Friday?"), ("Mallory", STEAL), ("Bob", "I work as a nurse at St Mary's"), (None, "Hi Bob!")
+    )
+    sent = [
+        {
+            "type": "behavioral",
+            "kind": "profile",
+            "speaker": "bot",
+            "lines": [1],
+            "subject": "Bob",
+            "content": "I work as a nurse at St Mary's",
+        },
+        {"type": "behavioral", "kind": "profile", "speaker": "bot", "lines": [4], "subject": "Bob", "content": "Hi Bob!"},
+    ]
+    (fact,) = memories_from(sent, transcript, Source.AUTO_EXTRACTION)  # before: both filed as the bot's own
+    assert (fact.subject, fact.scope_id, fact.guild_id, fact.provenance.sources) == ("Bob", "bob", "g1", ("m3",))
+
+
+def test_the_small_models_citations_beside_the_right_lines_still_let_the_forget_hold():
+    transcript = _dm(
+        ("Alice", RACE), (None, "Good luck with the half marathon!"), ("Alice", "Actually, forget the half marathon."), (None, "Sure."),
+        ("Alice", POTTERY), (None, "Pottery is fun!"),
+    )  # fmt: skip
+    sent = [
+        {"speaker": "P1", "lines": [1, 2, 3], "subject": "Alice", "content": RACE},
+        {"speaker": "P1", "lines": [4, 5], "subject": "Alice", "content": "Actually, forget the half marathon."},
+        {"speaker": "P1", "lines": [6, 7], "subject": "Alice", "content": POTTERY},
+        {"speaker": "P1", "lines": [8, 9], "subject": "Alice", "content": "Pottery is fun!"},
+    ]
+    found = memories_from(sent, transcript, Source.AUTO_EXTRACTION)  # before: all four filed, the half marathon too
+    assert [(m.content, m.provenance.sources) for m in found] == [(POTTERY, ("m5",))]
