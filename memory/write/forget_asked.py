@@ -29,7 +29,7 @@ from .wording import content_words
 _OPENERS = r"ok(?:ay)?|so|and|also|oh|actually|hey|please|pls|wait|sorry|hmm|um|no|on second thought"
 _LEAD = r"(?:^|(?<=[.!?;:\n]))\s*(?:[\w'-]+,\s*)?(?:(?:" + _OPENERS + r")\b[\s,]*)*"  # a name, "ok", "please"...
 _ASK = r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|i\s+(?:want|need|would\s+like|'d\s+like)\s+you\s+to\s+|please\s+)?"
-_VERB = r"(?:/forget|forget|unremember|stop\s+remembering|(?:don'?t|do\s+not)\s+(?:remember|keep|save|store))\b"
+_VERB = r"(?:/forget|forget|unremember|stop\s+remembering|(?:don'?t|do\s+not|not)\s+(?:remember|keep|save|store))\b"
 ASK = re.compile(_LEAD + _ASK + _VERB + r"(?P<what>[^.!?;\n]*)", re.IGNORECASE)
 EVERYTHING = frozenset({"everyth"})  # the stem of "everything"
 # words that point at what was said rather than name it: "forget what I just said about that"

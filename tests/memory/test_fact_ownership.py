@@ -21,6 +21,7 @@ from memory.clock import DAY
 from memory.models import SELF_SUBJECT, Source
 from memory.scopes import RecallContext
 from memory.write.extraction import Line, Transcript, memories_from
+from memory.write.forget_asked import forgets_in
 
 DAY0 = 1_700_006_400.0  # 2023-11-15 00:00 UTC
 CAT = "I have a grey cat called Biscuit"
@@ -326,3 +327,22 @@ def test_the_small_models_citations_beside_the_right_lines_still_let_the_forget_
     ]
     found = memories_from(sent, transcript, Source.AUTO_EXTRACTION)  # before: all four filed, the half marathon too
     assert [(m.content, m.provenance.sources) for m in found] == [(POTTERY, ("m5",))]
+
+
+@pytest.mark.parametrize(
+    ("said", "what"),
+    [
+        ("Actually, forget the half marathon.", "the half marathon"),
+        ("Juniper, please forget my address.", "my address"),
+        ("/forget Zanzibarite", "Zanzibarite"),
+        ("Could you please not remember that?", ""),
+        ("Hmm, forget that", ""),
+        ("I always forget my keys", None),
+        ("Don't forget my birthday is May 3", None),
+        ("I don't remember his name", None),
+        ("I'll never forget that trip", None),
+    ],
+)
+def test_an_ask_to_forget_is_told_from_talk_about_forgetting(said, what):
+    asks = forgets_in(["alice"], [said])
+    assert [a.what for a in asks] == ([] if what is None else [what])
