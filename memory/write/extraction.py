@@ -3,16 +3,12 @@ each fact attributed to the person who said it, as ``NewMemory`` values ready fo
 
 The model never sees a display name it could be fooled by: every speaker in a transcript is tagged
 ``P1``, ``P2``, ... by platform account, and a fact names the tag of the person it came from. A fact
-whose tag is unknown is dropped, unless only one person spoke (SEC-1: attribution by author id,
-never by name). A fact is filed where its speaker said it (``memory.scopes.write_scope``) and carries
-the stored ids of the messages it came from, so forgetting it removes them and nothing else (SEC-3):
-
-    the lines it cites    the transcript's lines are numbered (#1, #2, ...) and each fact cites the lines it
-                          comes from; only lines of the fact's own speaker count (a citation of someone
-                          else's line, or of line 999, is ignored)
-    else the closest      no usable citation: that speaker's lines sharing the most content words with the
-                          fact (``memory.write.wording``); their only line if they said one thing; else none,
-                          never all of them (forgetting one fact must not take a batch of unrelated messages)
+whose tag is unknown is dropped, unless only one person spoke or it cites one person's lines (SEC-1:
+attribution by author id, never by name). A fact is filed where its speaker said it
+(``memory.scopes.write_scope``) and carries the stored ids of the messages it came from, so forgetting it
+removes them and nothing else (SEC-3). Who owns a fact, which lines it came from (the lines it cites, else
+its speaker's closest in words, never all of them), the bot's own facts (ORCH-7, ORCH-9) and asks to forget
+in the same transcript are ``memory.write.ownership``'s rules; each pass logs what it filed and dropped.
 
 Model answers are untrusted: anything that is not the expected JSON raises ``BadAnswer`` (the caller
 retries or backs off); items of the wrong shape are skipped one by one.
@@ -31,15 +27,14 @@ import prompts
 
 from ..models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
 from ..scopes import RecallContext, WriteScope, self_scope, write_scope
+from .ownership import Dropped, Filed, Ownership, Tally
 from .subjects import written_by
-from .wording import content_words
 
 log = logging.getLogger(__name__)
 MAX_FACTS = 20
 MAX_TURN_CHARS = 2_000  # one message's share of a transcript the model reads
 MAX_TRANSCRIPT_CHARS = 12_000
 MAX_CITED = 50  # line numbers read from one fact's citation
-BOT_TAG = "BOT"  # a fact the bot said about itself (the transcript tags its lines [bot])
 
 
 class BadAnswer(ValueError):
@@ -102,39 +97,9 @@ class Transcript:
             zones.append(current)
         return zones
 
-    def sources(self, speaker_id: str | None, cited: Any, fact: str) -> tuple[str, ...]:
-        """The stored ids of the messages a fact of this speaker (None: the bot itself) comes from: its valid
-        citations, else the closest."""
-        own = [line for line in self.lines if _speaker_of(line) == speaker_id and line.message_id]
-        return self.cited(own, cited) or _closest(own, fact)
-
-    def cited(self, own: list[Line], cited: Any) -> tuple[str, ...]:
-        """The cited lines (numbers from 1) among ``own``; anything else the model named is ignored."""
-        found = []
-        for number in _numbers(cited):
-            line = self.lines[number - 1] if 1 <= number <= len(self.lines) else None
-            if line is not None and line in own:
-                found.append(str(line.message_id))
-        return tuple(dict.fromkeys(found))
-
     def place(self) -> RecallContext | None:
         """The context of the chat: the latest human line's (a server's lines all name it; a DM has one person)."""
         return next((line.ctx for line in reversed(self.lines) if line.ctx is not None), None)
-
-
-def _speaker_of(line: Line) -> str | None:
-    return line.ctx.speaker_id if line.ctx is not None else None
-
-
-def _closest(own: list[Line], fact: str) -> tuple[str, ...]:
-    """The lines sharing the most content words with the fact (ties all kept); the only line when the speaker
-    said one thing; none when nothing is shared."""
-    if len(own) == 1:
-        return (str(own[0].message_id),)
-    words = content_words(fact)
-    scored = [(len(words & content_words(line.text)), str(line.message_id)) for line in own]
-    best = max((score for score, _ in scored), default=0)
-    return tuple(dict.fromkeys(mid for score, mid in scored if best and score == best))
 
 
 def _numbers(cited: Any) -> list[int]:
@@ -217,42 +182,61 @@ def _dicts(data: Any) -> list[dict[str, Any]]:
 
 # -- attribution ------------------------------------------------------------------------------------------
 def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, source: Source) -> list[NewMemory]:
-    """Each usable candidate as a memory of the person who said it; the rest are dropped with a log line."""
-    speakers = transcript.speakers()
+    """Each usable candidate as a memory of the person who said it (or of the bot itself, ORCH-7), as
+    ``memory.write.ownership`` decides; the rest are dropped, counted by reason in one log line."""
+    rules, tally, speakers = Ownership(transcript.lines), Tally(), transcript.speakers()
+    tally.drop("more than the limit of facts", len(candidates) - MAX_FACTS)
     out: list[NewMemory] = []
     for candidate in candidates[:MAX_FACTS]:
-        if _tag(candidate) == BOT_TAG:
-            out.extend(_self_fact(candidate, transcript, source))
-            continue
-        ctx = _speaker(candidate, speakers)
-        if ctx is None:
-            log.info("extracted fact dropped: it names no speaker of this conversation")
-            continue
         try:
-            fact = f"{_text(candidate.get('subject'))} {_text(candidate.get('content'))}"
-            sources = transcript.sources(ctx.speaker_id, candidate.get("lines"), fact)
-            said = written_by(ctx, [line.ctx for line in transcript.lines if line.ctx and line.message_id in sources])
-            out.append(replace(_new_memory(candidate, write_scope(ctx), ctx, sources, source), written_by=said))
+            new = _filed(candidate, transcript, speakers, rules, tally, source)
         except (TypeError, ValueError) as exc:
-            log.info("extracted fact dropped: %s", exc)
+            log.debug("extracted fact dropped: %s", exc)
+            tally.drop("malformed item")
+            continue
+        if new is not None:
+            out.append(new)
+    log.info("%s", tally.line(f"{source.value} of {len(transcript.lines)} line(s)"))
     return out
 
 
-def _self_fact(candidate: dict[str, Any], transcript: Transcript, source: Source) -> list[NewMemory]:
-    """ORCH-7: what the bot said about itself, filed as a self fact of the place where it said it, and only
-    when the bot did speak here (a "bot" tag on a transcript without its lines is the model's invention)."""
-    ctx = transcript.place()
-    fact = f"{_text(candidate.get('subject'))} {_text(candidate.get('content'))}"
-    sources = transcript.sources(None, candidate.get("lines"), fact)  # only the bot's lines that said it
-    if ctx is None or not sources:
-        log.info("extracted self fact dropped: the bot said nothing in this transcript")
-        return []
-    try:
-        new = _new_memory(candidate, self_scope(ctx), ctx, sources, source)
-    except (TypeError, ValueError) as exc:
-        log.info("extracted self fact dropped: %s", exc)
-        return []
-    return [replace(new, subject=SELF_SUBJECT)]
+def _filed(
+    candidate: dict[str, Any], transcript: Transcript, speakers: dict[str, RecallContext], rules: Ownership, tally: Tally, source: Source
+) -> NewMemory | None:
+    """The candidate as a memory of its owner; None (counted in ``tally``) when it is nobody's to file."""
+    content = _text(candidate.get("content"))  # who said it is read from the content: the subject is a label
+    fact = f"{_text(candidate.get('subject'))} {content}"
+    cited = _numbers(candidate.get("lines")) or None
+    if rules.is_bot(_tag(candidate)):
+        decided = rules.self_fact(cited, content)
+    else:
+        tagged = _speaker(candidate, speakers)
+        decided = rules.person(tagged.speaker_id if tagged else None, cited, content)
+    if isinstance(decided, Dropped):
+        tally.drop(decided.reason)
+        return None
+    if rules.forgotten(decided, fact) is not None:
+        tally.drop("asked to forget in this conversation")
+        return None
+    new = _owned(candidate, decided, transcript, speakers, source)
+    if new is None:
+        tally.drop("self fact: the bot said nothing here")
+        return None
+    tally.filed, tally.moved = tally.filed + 1, tally.moved + decided.moved
+    return new
+
+
+def _owned(c: dict[str, Any], filed: Filed, transcript: Transcript, speakers: dict[str, RecallContext], source: Source) -> NewMemory | None:
+    """A person's fact where they said it; the bot's own as a self fact of the place (ORCH-7)."""
+    sources = tuple(dict.fromkeys(str(m) for i in filed.lines if (m := transcript.lines[i].message_id)))
+    if filed.speaker is not None:
+        ctx = next(who for who in speakers.values() if who.speaker_id == filed.speaker)
+        said = written_by(ctx, [line.ctx for line in transcript.lines if line.ctx and line.message_id in sources])
+        return replace(_new_memory(c, write_scope(ctx), ctx, sources, source), written_by=said)
+    place = transcript.place()
+    if place is None or not sources:
+        return None
+    return replace(_new_memory(c, self_scope(place), place, sources, source), subject=SELF_SUBJECT)
 
 
 def _tag(candidate: dict[str, Any]) -> str:

@@ -201,7 +201,7 @@ async def test_what_the_bot_says_about_itself_in_a_server_is_a_self_fact_there_a
     srv.script("Autumn, for the storms on the rocks. My favourite season is autumn.")
     await rt.orchestrator.reply(said("Juniper, what's your favourite season?"))
     rt.engine.clock.advance(31)
-    srv.script(facts({"speaker": "bot", "kind": "preference", "subject": "season", "content": AUTUMN}))
+    srv.script(facts({"speaker": "bot", "kind": "preference", "subject": "season", "content": AUTUMN, "lines": [2]}))
     assert (await rt.background.tick())["extracted"] == 1
     extraction = srv.chat_requests[-1]["messages"][1]["content"]
     assert "[bot]" in extraction and "storms on the rocks" in extraction  # the bot's reply was read with the turn

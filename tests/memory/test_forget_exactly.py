@@ -86,10 +86,11 @@ def _lines() -> Transcript:
 
 
 def test_a_fact_cannot_cite_another_speakers_line_or_a_line_that_does_not_exist():
+    # issue 31.6: a fact is the author's of the lines it cites; tagged Alice and citing Bob's and the bot's lines
+    # only, it is nobody's to file (before, it was filed under Alice with no source)
     hostile = {"speaker": "P1", "subject": "Oslo", "content": "Alice's sister Dana moves to Oslo", "lines": [2, 3, 999, -1, "#0"]}
-    (fact,) = memories_from([hostile], _lines(), Source.AUTO_EXTRACTION)
-    assert "m-bob" not in fact.provenance.sources and "m-bot" not in fact.provenance.sources
-    assert fact.provenance.sources == ()  # none of Alice's lines says it: no source rather than all of them
+    invented = {"speaker": "P1", "subject": "bees", "content": "Alice keeps bees", "lines": [999, "#0"]}
+    assert memories_from([hostile, invented], _lines(), Source.AUTO_EXTRACTION) == []
 
 
 def test_a_fact_without_a_usable_citation_takes_its_speakers_closest_line_never_all_of_them():
@@ -108,9 +109,10 @@ async def test_a_model_citing_another_speakers_line_cannot_make_a_fact_forget_th
     ]
     forged = {"speaker": "P1", "subject": "hobby", "content": FINCH, "lines": [2, 999]}
     await batch(rt, srv, said, facts(forged))
+    assert live(rt) == []  # citing only Bob's line, it is not Alice's fact (issue 31.6): not filed at all
     reply = await rt.orchestrator.command("forget", "zebrafinches", group("discord", "g1", "alice", "/forget zebrafinches"))
-    assert reply.startswith(f"Forgotten: {FINCH}")
-    assert user_rows(rt) == ["I breed zebrafinches too, and I love them", "Anyway, how was your weekend?"]
+    assert not reply.startswith("Forgotten")
+    assert "I breed zebrafinches too, and I love them" in user_rows(rt)
 
 
 # -- 2. a repeat is a source too ------------------------------------------------------------------------------
