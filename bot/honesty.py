@@ -2,7 +2,9 @@
 
 Weak models say "I'll remember that" or "I've forgotten it" without calling any tool (a 1.5B made 0 calls in 9
 requests and claimed to remember anyway). The claim is checked against the tools that ran and succeeded in the
-same turn; an unbacked one gets a short honest line appended. Appended, not replaced: a streamed reply has
+same turn, and against what the pipeline does by itself (a remembered person's words go to extraction, so
+"I'll remember that" holds there; nothing forgets or sets a reminder by itself); an unbacked one gets a
+short honest line appended. Appended, not replaced: a streamed reply has
 already been read, and the rest of it may be a good answer. The patterns are first-person and specific ("I'll
 remember", "noted", "I've forgotten", "reminder set"), so ordinary chat ("I remember you said...", "don't
 forget your keys") never matches.
@@ -66,7 +68,7 @@ BACKED_BY: dict[str, tuple[str, ...]] = {
     "set": ("remind", "schedule"),
 }
 NOTES = {
-    "keep": "(To be clear: nothing was saved just now. I may still pick it up from our conversation later.)",
+    "keep": "(To be clear: nothing was saved. Remembering is off here, so I won't keep this.)",
     "forget": "(To be clear: nothing was forgotten just now. /forget followed by the words removes it for sure.)",
     "set": "(To be clear: I can't set reminders, so nothing was scheduled.)",
 }
@@ -90,11 +92,17 @@ def _affirmed(text: str, match: re.Match[str]) -> bool:
     return not _NEGATED.search(before) and "n't" not in match.group().lower() and closing != "?"
 
 
-def unbacked(text: str, ran: Sequence[Ran]) -> list[str]:
-    """The claimed kinds no successful tool call of this turn backs."""
-    return [kind for kind in claims(text) if not any(call.ok and call.does(BACKED_BY[kind]) for call in ran)]
+def unbacked(text: str, ran: Sequence[Ran], *, extracted: bool = False) -> list[str]:
+    """The claimed kinds no successful tool call of this turn backs. ``extracted``: the person's words go to
+    background extraction (WRITE-1), which keeps what they said by itself: a "keep" claim is then true
+    without a tool. Nothing forgets or sets a reminder by itself."""
+    return [
+        kind
+        for kind in claims(text)
+        if not (kind == "keep" and extracted) and not any(call.ok and call.does(BACKED_BY[kind]) for call in ran)
+    ]
 
 
-def honest_note(text: str, ran: Sequence[Ran]) -> str:
+def honest_note(text: str, ran: Sequence[Ran], *, extracted: bool = False) -> str:
     """The line to append to ``text`` ("" when every claim it makes is backed)."""
-    return " ".join(NOTES[kind] for kind in unbacked(text, ran))
+    return " ".join(NOTES[kind] for kind in unbacked(text, ran, extracted=extracted))

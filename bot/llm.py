@@ -182,9 +182,10 @@ class ChatClient:
 
     async def _loop(self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None) -> str:
         convo, ran = list(messages), []
-        names = _names(tools)
+        schemas = tools.schemas() if tools else []
+        names = _names(schemas)
         for step in range(self.max_steps + 1):
-            offer = tools.schemas() if tools and step < self.max_steps and not self.tools_off else None
+            offer = schemas if schemas and step < self.max_steps and not self.tools_off else None
             message = await self._create(convo, offer, stream, names=names)
             calls = message.get("tool_calls") or []
             written, prose = find_calls(message["content"], names)  # ORCH-9: calls the model wrote as text
@@ -197,7 +198,7 @@ class ChatClient:
             elif tools is not None and written and step < self.max_steps:
                 convo.extend(await self._run_written(message["content"], written, tools, ran))
             else:
-                return await self._honest(prose, ran, stream)
+                return await self._honest(prose, ran, stream, extracted=bool(getattr(tools, "remembering", False)))
         return ""
 
     async def _run_written(self, said: str, written: list[TextCall], tools: ToolBox, ran: list[Ran]) -> list[dict[str, Any]]:
@@ -213,13 +214,15 @@ class ChatClient:
         return [{"role": "assistant", "content": said}, {"role": "user", "content": answer}]
 
     @staticmethod
-    async def _honest(text: str, ran: list[Ran], stream: StreamSink | None) -> str:
-        """The final reply, with a short honest line when it claims a store, forget or reminder no tool did."""
+    async def _honest(text: str, ran: list[Ran], stream: StreamSink | None, *, extracted: bool) -> str:
+        """The final reply, with a short honest line when it claims a store, forget or reminder nothing did
+        (``bot.honesty``; ``extracted``: the person's words go to extraction, which keeps them by itself)."""
         text = text.strip()
-        note = honest_note(text, ran)
+        note = honest_note(text, ran, extracted=extracted)
         if not note:
             return text
-        log.info("the reply claims what no tool did this turn (%s); an honest line is added", ", ".join(unbacked(text, ran)))
+        kinds = ", ".join(unbacked(text, ran, extracted=extracted))
+        log.info("the reply claims what nothing did this turn (%s); an honest line is added", kinds)
         if stream is not None:
             await stream(f"\n\n{note}")
         return f"{text}\n\n{note}"
@@ -270,7 +273,7 @@ class ChatClient:
         self.tools_off = self.tools_off or feature == "tools"
         self.structured_off = self.structured_off or feature == "response_format"
         if not already:
-            outcome = "replying without tools from now on; memories are saved by extraction"
+            outcome = "tools are off from now on; memories are saved by extraction"
             if feature == "response_format":
                 outcome = "asking for JSON without response_format from now on"
             log.warning("the model server refuses %s (HTTP %d: %r): %s", feature, exc.status_code, server_words(exc), outcome)
@@ -457,11 +460,9 @@ def _excerpt(value: object) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _names(tools: ToolBox | None) -> frozenset[str]:
+def _names(schemas: list[dict[str, Any]]) -> frozenset[str]:
     """The tools on offer this turn: only calls naming one of them are run (ORCH-9)."""
-    if tools is None:
-        return frozenset()
-    return frozenset(str((schema.get("function") or {}).get("name", "")) for schema in tools.schemas()) - {""}
+    return frozenset(str((schema.get("function") or {}).get("name", "")) for schema in schemas) - {""}
 
 
 def _reason(exc: Exception) -> str:
