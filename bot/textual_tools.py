@@ -32,8 +32,7 @@ class TextCall:
 # Template markup: never prose, so always hidden; what it carries runs only when it names an offered tool.
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
-_PYTHON_TAG = re.compile(r"<\|python_tag\|>(.*)\Z", re.DOTALL)
-_MISTRAL = re.compile(r"\[TOOL_CALLS\](.*)\Z", re.DOTALL)
+_TAGS = ("<|python_tag|>", "[TOOL_CALLS]")  # Llama 3.1, Mistral: the calls' JSON follows the tag
 _SPECIAL = re.compile(r"<\|(?:eom_id|eot_id|im_end)\|>|</?tool_call>")
 # A fenced block: shown unless all it holds is calls to offered tools.
 _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
@@ -62,11 +61,32 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
 
     out = _BLOCK.sub(lambda m: markup(m.group(1)), text or "")
     out = _FUNCTION.sub(lambda m: markup(m.group(2), m.group(1)), out)
-    out = _PYTHON_TAG.sub(lambda m: markup(m.group(1)), out)
-    out = _MISTRAL.sub(lambda m: markup(m.group(1)), out)
+    for tag in _TAGS:
+        out = _after_tag(out, tag, names, calls)
     out = _FENCE.sub(lambda m: _or(only_calls(m.group(1)), m.group(0)), out)
     out = _bare(out, names, calls)
     return calls, _tidy(_SPECIAL.sub("", out))
+
+
+def _after_tag(text: str, tag: str, names: Collection[str], calls: list[TextCall]) -> str:
+    """The tag and the JSON values right after it cut out (to the end when they are cut short)."""
+    while (start := text.find(tag)) >= 0:
+        decoder, at = json.JSONDecoder(), start + len(tag)
+        while (at := _skip(text, at)) < len(text) and text[at] in "[{":
+            try:
+                value, at = decoder.raw_decode(text, at)
+            except ValueError:
+                at = len(text)  # cut short: nothing of it is prose
+                break
+            calls.extend(c for c in _shaped(value) if c.name in names)
+        text = text[:start] + text[at:]
+    return text
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and (text[at].isspace() or text[at] in ",;"):
+        at += 1
+    return at
 
 
 def _or(value: str | None, default: str) -> str:
@@ -146,9 +166,9 @@ def _arguments(raw: Any) -> str:
 
 
 def _is_only_json(body: str) -> bool:
-    """A fence holding nothing but JSON values (a call with a comment in it is someone's example)."""
-    rest = re.sub(r"[\s;,]", "", _strip_json(body))
-    return not rest
+    """A fence holding nothing but JSON values (and comment lines): prose in it makes it someone's example."""
+    rest = re.sub(r"(?m)^\s*(?://|#).*$", "", _strip_json(body))  # a model's comment line is not prose
+    return not re.sub(r"[\s;,]", "", rest)
 
 
 def _strip_json(body: str) -> str:

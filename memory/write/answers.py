@@ -71,9 +71,9 @@ def _values(text: str, out: Items) -> list[Any]:
         try:
             value, at = decoder.raw_decode(text, at)
         except (ValueError, RecursionError):
-            if text[at] == "[":
-                values.append(_partial_array(text, at + 1, out))
-            else:
+            if text[at] == "[" and (partial := _partial_array(text, at + 1, out)):
+                values.append(partial)
+            elif text[at] == "{":
                 out.dropped["incomplete or invalid JSON"] += 1
             break
         values.append(value)
