@@ -123,9 +123,8 @@ def _upgrade_once(path: Path) -> None:
 
 
 def build_completer(settings: Settings) -> SyncCompleter:
-    from .llm import SyncCompleter
-
     from .config import llm_timeouts
+    from .llm import SyncCompleter
 
     server = extraction_server(settings)
     return SyncCompleter(

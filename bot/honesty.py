@@ -85,7 +85,7 @@ def claims(text: str) -> list[str]:
 
 
 def _affirmed(text: str, match: re.Match[str]) -> bool:
-    """"I haven't saved", "I can't remember" are not claims; nor is a question ("Should I remember that?")."""
+    """Not a claim: a negation ("I haven't saved", "I can't remember") or a question ("Should I remember that?")."""
     before = text[max(0, match.start() - 30) : match.start()]
     sentence_end = re.search(r"[.!?\n]", text[match.end() :])
     closing = text[match.end() + sentence_end.start()] if sentence_end else ""

@@ -116,7 +116,7 @@ class SyncCompleter:
         response = self._client.chat.completions.create(
             model=self.model,
             temperature=temperature,
-            **({"max_tokens": self.max_tokens} if self.max_tokens else {}),
+            max_tokens=self.max_tokens or openai.omit,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
         )
         return response.choices[0].message.content or ""

@@ -64,7 +64,8 @@ async def extracted(model: AsyncCompleter, transcript: Transcript, ctx: RecallCo
     candidates = parse_list(answer)
     memories = tuple(memories_from(candidates, transcript, source))
     if len(memories) < len(candidates):
-        log.info("extraction: %d of %d candidates filed; the others named no speaker, had unusable fields or were past the limit", len(memories), len(candidates))
+        why = "the others named no speaker, had unusable fields or were past the limit"
+        log.info("extraction: %d of %d candidates filed; %s", len(memories), len(candidates), why)
     return memories
 
 

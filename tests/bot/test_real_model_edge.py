@@ -276,3 +276,13 @@ async def test_stop_does_not_wait_on_a_slow_extraction_and_the_turns_wait_for_th
     finally:
         srv.default = lambda body: "[]"
         await again.stop()
+
+
+async def test_the_blocking_completer_of_maintenance_commands_sends_max_tokens(srv):
+    from bot.composition import build_completer
+    from bot.config import load_settings
+
+    completer = build_completer(load_settings(llm_base_url=srv.base_url, llm_api_key="test-key", job_max_tokens=333))
+    srv.script("[]")
+    assert await asyncio.to_thread(completer, "You extract memories.", "nothing here") == "[]"
+    assert srv.chat_requests[-1]["max_tokens"] == 333

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bot.config import load_settings, llm_timeouts
+from bot.config import llm_timeouts, load_settings
 from bot.honesty import Ran, claims, honest_note
 from bot.server_quirks import is_local
 from bot.textual_tools import HoldBack, TextCall, find_calls

@@ -153,9 +153,7 @@ async def test_a_server_that_hangs_is_reported_as_a_timeout_after_one_wait(cli: 
     assert asked == 1  # a hanging server is not asked again (and again) while the person waits
 
 
-async def test_quit_does_not_wait_on_a_slow_extraction_model_and_the_turn_stays_buffered(
-    cli: Cli, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_quit_does_not_wait_on_a_slow_extraction_model_and_the_turn_stays_buffered(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """A CPU-served model made /quit wait 27-41 s on the flush of extraction: it now stops after
     COMPANION_SHUTDOWN_FLUSH_S, closes the model's request, and leaves the turn for the next start (WRITE-1)."""
     from tests.fakes.openai_server import Hang
