@@ -64,8 +64,8 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
     for tag in _TAGS:
         out = _after_tag(out, tag, names, calls)
     out = _FENCE.sub(lambda m: _or(only_calls(m.group(1)), m.group(0)), out)
-    out = _bare(out, names, calls)
-    return calls, _tidy(_SPECIAL.sub("", out))
+    out = _SPECIAL.sub("", _bare(out, names, calls))
+    return calls, _tidy(out) if out != text else out.strip()  # a reply with nothing cut out keeps its layout
 
 
 def _after_tag(text: str, tag: str, names: Collection[str], calls: list[TextCall]) -> str:
