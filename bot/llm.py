@@ -181,11 +181,11 @@ class ChatClient:
             raise
 
     async def _loop(self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None) -> str:
-        convo, ran = list(messages), []
+        convo, ran, last = list(messages), [], self.max_steps
         schemas = tools.schemas() if tools else []
         names = _names(schemas)
         for step in range(self.max_steps + 1):
-            offer = schemas if schemas and step < self.max_steps and not self.tools_off else None
+            offer = schemas if schemas and step < last and not self.tools_off else None
             message = await self._create(convo, offer, stream, names=names)
             calls = message.get("tool_calls") or []
             written, prose = find_calls(message["content"], names)  # ORCH-9: calls the model wrote as text
@@ -195,8 +195,12 @@ class ChatClient:
                     name, arguments = call["function"]["name"], call["function"]["arguments"]
                     ran.append(Ran(name, arguments, await tools.call(name, arguments)))
                     convo.append({"role": "tool", "tool_call_id": call["id"], "content": ran[-1].result})
-            elif tools is not None and written and step < self.max_steps:
+            elif tools is not None and written and step < last and _new(written, ran):
                 convo.extend(await self._run_written(message["content"], written, tools, ran))
+            elif tools is not None and written and step < last:
+                # A weak model writes the same call again after its result: once more, in words and without tools
+                convo += [{"role": "assistant", "content": message["content"]}, {"role": "user", "content": prompts.render("tool_repeat")}]
+                last = step + 1
             else:
                 return await self._honest(prose, ran, stream, extracted=bool(getattr(tools, "remembering", False)))
         return ""
@@ -458,6 +462,12 @@ def _excerpt(value: object) -> str:
     """A bounded look at a bad answer for the log line; answers never contain the API key."""
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _new(written: list[TextCall], ran: list[Ran]) -> bool:
+    """Whether any of these written calls was not already run this turn (same tool, same arguments)."""
+    done = {(r.name, r.arguments) for r in ran}
+    return any((c.name, c.arguments) not in done for c in written)
 
 
 def _names(schemas: list[dict[str, Any]]) -> frozenset[str]:

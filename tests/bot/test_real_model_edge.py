@@ -286,3 +286,12 @@ async def test_the_blocking_completer_of_maintenance_commands_sends_max_tokens(s
     srv.script("[]")
     assert await asyncio.to_thread(completer, "You extract memories.", "nothing here") == "[]"
     assert srv.chat_requests[-1]["max_tokens"] == 333
+
+
+async def test_a_model_that_writes_the_same_call_again_is_asked_once_more_in_words_without_tools(rt, srv):
+    call = written_call("memory_store", STORE, "hermes")
+    srv.script(call, call, "Biscuit is a lovely name.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "I have a grey cat called Biscuit"))
+    assert reply.text == "Biscuit is a lovely name." and memories(rt) == ["Alice has a grey cat called Biscuit"]
+    assert len(srv.chat_requests) == 3 and "tools" not in srv.chat_requests[2]  # not run twice, and not a loop of six
+    assert "already made" in srv.chat_requests[2]["messages"][-1]["content"]
