@@ -106,7 +106,15 @@ class WriteFacts:
         kept = unforgotten(self.engine, list(self.facts.memories))
         if len(kept) < len(self.facts.memories):
             log.info("learned facts: %d dropped, forgotten before", len(self.facts.memories) - len(kept))
-        return tuple(Judged(new, tuple(self.engine.memories.to_judge(new))) for new in kept)
+        return tuple(Judged(new, self._related(new)) for new in kept)
+
+    def _related(self, new: NewMemory) -> tuple[Memory, ...]:
+        """The stored facts the judge compares ``new`` with; none for a fact the store will refuse (a secret the
+        model copied): ``apply`` counts it, and the rest of the batch is still stored (it used to fail whole)."""
+        try:
+            return tuple(self.engine.memories.to_judge(new))
+        except MemoryStoreError:
+            return ()
 
     async def ask(self, plan: tuple[Judged, ...], model: AsyncCompleter) -> tuple[frozenset[str], ...]:
         return tuple([await _contradicted(model, judged) for judged in plan])

@@ -295,3 +295,17 @@ async def test_a_model_that_writes_the_same_call_again_is_asked_once_more_in_wor
     assert reply.text == "Biscuit is a lovely name." and memories(rt) == ["Alice has a grey cat called Biscuit"]
     assert len(srv.chat_requests) == 3 and "tools" not in srv.chat_requests[2]  # not run twice, and not a loop of six
     assert "already made" in srv.chat_requests[2]["messages"][-1]["content"]
+
+
+async def test_one_line_says_how_many_learned_facts_were_not_stored_and_why(rt, srv, caplog):
+    srv.script("Nice!")
+    await rt.orchestrator.reply(dm("telegram", "7", "I work at Acme; my card is 4111 1111 1111 1111"))
+    rt.engine.clock.advance(31)
+    job = {"speaker": "P1", "subject": "job", "content": "Alice works at Acme"}
+    card = {"speaker": "P1", "subject": "card", "content": "Alice's card number is 4111 1111 1111 1111"}
+    srv.script(json.dumps([job, job, card, "Alice likes tea"]))
+    with caplog.at_level(logging.INFO):
+        assert (await rt.background.tick())["extracted"] == 1
+    said = [r.getMessage() for r in caplog.records]
+    assert any("dropped 1 not an object" in line for line in said)
+    assert any(line.startswith("learned facts: 1 stored of 3; not stored: 1 duplicate, 1 refused") for line in said), said
