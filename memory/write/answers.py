@@ -104,8 +104,11 @@ def _collect(value: Any, out: Items) -> None:
         inner = next((value[key] for key in WRAPPERS if isinstance(value.get(key), list)), None)
         if inner is not None:  # {"facts": [...]}
             value = inner
-        else:  # one fact instead of a list of one
+        elif "content" in value:  # one fact instead of a list of one
             out.items.append(value)
+            return
+        else:  # {} or some other object: not an answer to "a list of facts"
+            out.dropped["not a fact"] += 1
             return
     if not isinstance(value, list):
         out.dropped["not an object"] += 1

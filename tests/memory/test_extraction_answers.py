@@ -54,3 +54,9 @@ def test_nothing_to_remember_is_an_answer_not_an_error(empty):
 def test_an_answer_without_usable_json_is_a_bad_answer(answer):
     with pytest.raises(BadAnswer):
         parse_list(answer)
+
+
+@pytest.mark.parametrize("answer", ["{}", '{"status": "ok"}'])
+def test_an_object_that_is_neither_a_fact_nor_a_list_of_them_is_a_bad_answer(answer):
+    with pytest.raises(BadAnswer):
+        parse_list(answer)
