@@ -309,3 +309,16 @@ async def test_one_line_says_how_many_learned_facts_were_not_stored_and_why(rt, 
     said = [r.getMessage() for r in caplog.records]
     assert any("dropped 1 not an object" in line for line in said)
     assert any(line.startswith("learned facts: 1 stored of 3; not stored: 1 duplicate, 1 refused") for line in said), said
+
+
+async def test_a_local_server_gets_the_cpu_model_timeouts_in_the_built_runtime(tmp_path, srv):
+    from bot.composition import build_runtime as compose
+    from bot.config import load_settings
+
+    settings = load_settings(db_path=tmp_path / "bot.db", llm_base_url=srv.base_url, embeddings="none", scheduler_enabled=False)
+    runtime = compose(settings, clock=FakeClock(), embedder=None)  # the fake listens on 127.0.0.1: a local server
+    try:
+        llm = runtime.orchestrator.llm
+        assert (llm.timeout_s, llm.turn_deadline_s, llm.max_tokens) == (300.0, 600.0, 1024)
+    finally:
+        await runtime.stop()
