@@ -13,9 +13,12 @@ forget your keys") never matches.
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,3 +109,18 @@ def unbacked(text: str, ran: Sequence[Ran], *, extracted: bool = False) -> list[
 def honest_note(text: str, ran: Sequence[Ran], *, extracted: bool = False) -> str:
     """The line to append to ``text`` ("" when every claim it makes is backed)."""
     return " ".join(NOTES[kind] for kind in unbacked(text, ran, extracted=extracted))
+
+
+async def honest(text: str, ran: Sequence[Ran], stream: Callable[[str], Awaitable[None]] | None, *, extracted: bool) -> str:
+    """The final reply, with a short honest line when it claims a store, forget or reminder nothing did (also
+    streamed, after what the person already read). ``extracted``: the person's words go to extraction."""
+    text = text.strip()
+    note = honest_note(text, ran, extracted=extracted)
+    if not note:
+        return text
+    log.info(
+        "the reply claims what nothing did this turn (%s); an honest line is added", ", ".join(unbacked(text, ran, extracted=extracted))
+    )
+    if stream is not None:
+        await stream(f"\n\n{note}")
+    return f"{text}\n\n{note}"

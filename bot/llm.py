@@ -33,9 +33,9 @@ import openai
 import prompts
 
 from .clients import async_openai_client, openai_client
-from .honesty import Ran, honest_note, unbacked
+from .honesty import Ran, honest
 from .server_quirks import refused, server_words
-from .textual_tools import HoldBack, TextCall, find_calls
+from .textual_tools import HoldBack, find_calls, not_run_yet, run_written
 from .types import StreamSink
 
 log = logging.getLogger(__name__)
@@ -195,41 +195,15 @@ class ChatClient:
                     name, arguments = call["function"]["name"], call["function"]["arguments"]
                     ran.append(Ran(name, arguments, await tools.call(name, arguments)))
                     convo.append({"role": "tool", "tool_call_id": call["id"], "content": ran[-1].result})
-            elif tools is not None and written and step < last and _new(written, ran):
-                convo.extend(await self._run_written(message["content"], written, tools, ran))
+            elif tools is not None and written and step < last and not_run_yet(written, ran):
+                convo.extend(await run_written(message["content"], written, tools, ran))
             elif tools is not None and written and step < last:
                 # A weak model writes the same call again after its result: once more, in words and without tools
                 convo += [{"role": "assistant", "content": message["content"]}, {"role": "user", "content": prompts.render("tool_repeat")}]
                 last = step + 1
             else:
-                return await self._honest(prose, ran, stream, extracted=bool(getattr(tools, "remembering", False)))
+                return await honest(prose, ran, stream, extracted=bool(getattr(tools, "remembering", False)))
         return ""
-
-    async def _run_written(self, said: str, written: list[TextCall], tools: ToolBox, ran: list[Ran]) -> list[dict[str, Any]]:
-        """Calls written as text, run like structured ones. Their results go back in a user message: a server
-        without a tool-aware template (llama.cpp without --jinja) may drop or refuse role "tool" and ids the
-        model never sent; every server takes a user message."""
-        log.info("the model wrote %d tool call(s) as text (%s); run as tool calls", len(written), ", ".join(c.name for c in written))
-        results = []
-        for call in written:
-            ran.append(Ran(call.name, call.arguments, await tools.call(call.name, call.arguments)))
-            results.append(f"{call.name}({call.arguments}) returned: {ran[-1].result}")
-        answer = prompts.render("tool_results", results="\n".join(results))
-        return [{"role": "assistant", "content": said}, {"role": "user", "content": answer}]
-
-    @staticmethod
-    async def _honest(text: str, ran: list[Ran], stream: StreamSink | None, *, extracted: bool) -> str:
-        """The final reply, with a short honest line when it claims a store, forget or reminder nothing did
-        (``bot.honesty``; ``extracted``: the person's words go to extraction, which keeps them by itself)."""
-        text = text.strip()
-        note = honest_note(text, ran, extracted=extracted)
-        if not note:
-            return text
-        kinds = ", ".join(unbacked(text, ran, extracted=extracted))
-        log.info("the reply claims what nothing did this turn (%s); an honest line is added", kinds)
-        if stream is not None:
-            await stream(f"\n\n{note}")
-        return f"{text}\n\n{note}"
 
     async def _create(
         self, messages, tools, stream: StreamSink | None, names: frozenset[str] = frozenset(), **extra: Any
@@ -462,12 +436,6 @@ def _excerpt(value: object) -> str:
     """A bounded look at a bad answer for the log line; answers never contain the API key."""
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
-
-
-def _new(written: list[TextCall], ran: list[Ran]) -> bool:
-    """Whether any of these written calls was not already run this turn (same tool, same arguments)."""
-    done = {(r.name, r.arguments) for r in ran}
-    return any((c.name, c.arguments) not in done for c in written)
 
 
 def _names(schemas: list[dict[str, Any]]) -> frozenset[str]:

@@ -17,10 +17,17 @@ keeps a stream from showing a call while it arrives: text that may start a call 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+import prompts
+
+from .honesty import Ran
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,3 +269,27 @@ class HoldBack:
         if text:
             self.shown = True
             await self.sink(text)
+
+
+# -- running them ------------------------------------------------------------------------------------------
+class Tools(Protocol):
+    async def call(self, name: str, arguments: str) -> str: ...
+
+
+async def run_written(said: str, written: list[TextCall], tools: Tools, ran: list[Ran]) -> list[dict[str, Any]]:
+    """Calls written as text, run like structured ones; the messages that carry on the conversation. The
+    results go back in a user message: a server without a tool-aware template (llama.cpp without --jinja)
+    may drop or refuse role "tool" and ids the model never sent; every server takes a user message."""
+    log.info("the model wrote %d tool call(s) as text (%s); run as tool calls", len(written), ", ".join(c.name for c in written))
+    results = []
+    for call in written:
+        ran.append(Ran(call.name, call.arguments, await tools.call(call.name, call.arguments)))
+        results.append(f"{call.name}({call.arguments}) returned: {ran[-1].result}")
+    answer = prompts.render("tool_results", results="\n".join(results))
+    return [{"role": "assistant", "content": said}, {"role": "user", "content": answer}]
+
+
+def not_run_yet(written: list[TextCall], ran: list[Ran]) -> bool:
+    """Whether any of these written calls was not already run this turn (same tool, same arguments)."""
+    done = {(r.name, r.arguments) for r in ran}
+    return any((c.name, c.arguments) not in done for c in written)
