@@ -60,7 +60,9 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
         return ""
 
     def only_calls(body: str) -> str | None:
-        found = list(_calls_in(body)) if body.strip() else []
+        if not body.strip():
+            return ""  # a fence around markup taken out above, or around nothing
+        found = list(_calls_in(body))
         if found and all(c.name in names for c in found) and _is_only_json(body):
             calls.extend(found)
             return ""
@@ -198,7 +200,7 @@ def _tidy(text: str) -> str:
 
 
 # -- streaming ---------------------------------------------------------------------------------------------
-_FENCE_OPEN = re.compile(r"```[\w-]*\s*[\[{]")
+_FENCE_OPEN = re.compile(r"```[\w-]*\s*[\[{<]")  # JSON or markup: held to the end (HTML in a fence waits too)
 _FENCE_MAYBE = re.compile(r"`{1,3}|```[\w-]*\s*")
 _KEY_MAYBE = re.compile(r"\[?\s*\{?\s*(?:\"([a-z_]*)(\"?)\s*)?")
 _KEY_OPEN = re.compile(r"\[?\s*\{\s*\"([a-z_]+)\"\s*:")

@@ -34,6 +34,11 @@ def test_a_fenced_call_with_a_comment_line_is_still_a_call():
     assert find_calls(text, NAMES) == ([TextCall("memory_store", "{}")], "")
 
 
+def test_a_hermes_block_inside_a_fence_leaves_no_empty_fence():
+    text = f"Okay.\n```xml\n{written_call('memory_store', ARGS, 'hermes')}\n```"
+    assert find_calls(text, NAMES) == ([TextCall("memory_store", json.dumps(ARGS))], "Okay.")
+
+
 def test_the_openai_shape_written_as_text_and_a_list_of_calls_are_recognised():
     one = {"type": "function", "function": {"name": "memory_delete", "arguments": {"id": "m1"}}}
     assert find_calls(json.dumps(one), NAMES)[0] == [TextCall("memory_delete", '{"id": "m1"}')]
@@ -91,6 +96,12 @@ async def test_ordinary_text_is_shown_as_it_arrives_and_braces_only_briefly_held
     assert during == shown == "Hello there, how are you?"
     (during,), shown = await streamed("A set {1, 2} and more words here", step)
     assert during == shown == "A set {1, 2} and more words here"  # held two characters, then let go
+
+
+@pytest.mark.parametrize("step", [1, 5])
+async def test_a_fenced_hermes_block_streams_as_nothing(step):
+    (during,), shown = await streamed(f"Okay. ```xml\n{written_call('memory_store', ARGS, 'hermes')}\n```", step)
+    assert shown == "Okay. " and during == "Okay. "
 
 
 async def test_json_that_is_not_a_call_is_held_to_the_end_then_shown_whole():
