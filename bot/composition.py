@@ -124,13 +124,16 @@ def _upgrade_once(path: Path) -> None:
 
 
 def build_completer(settings: Settings) -> SyncCompleter:
+    from .config import llm_timeouts
     from .llm import SyncCompleter
 
+    server = extraction_server(settings)
     return SyncCompleter(
-        *extraction_server(settings),
+        *server,
         settings.extraction_model or settings.chat_model,
-        timeout=settings.llm_timeout_s,
+        timeout=llm_timeouts(settings, server[0])[0],
         max_retries=settings.llm_max_retries,
+        max_tokens=settings.job_max_tokens,
     )
 
 
@@ -154,9 +157,13 @@ def build_runtime(
     buffer, summaries, channels, zones = _conversation_state(settings, engine)
     metrics = Metrics()  # OPS-5: /metrics, counted by the chat model's client and the adapters' front door
     extraction_model = _chat_client(
-        settings, settings.extraction_model or settings.chat_model, backoff_s, server=extraction_server(settings)
+        settings,
+        settings.extraction_model or settings.chat_model,
+        backoff_s,
+        server=extraction_server(settings),
+        max_tokens=settings.job_max_tokens,
     )
-    chat_model = _chat_client(settings, settings.chat_model, backoff_s, on_call=metrics.model_call)
+    chat_model = _chat_client(settings, settings.chat_model, backoff_s, on_call=metrics.model_call, max_tokens=settings.reply_max_tokens)
     jobs = JobRunner(engine, runner, ModelCompleter(extraction_model), lease_s=settings.job_lease_s)
     background = Background(jobs, buffer, channels, summaries, silence_s=settings.reflection_silence_s, zone_of=zones.name_of)
     orchestrator = build_orchestrator(
@@ -188,6 +195,7 @@ def build_runtime(
         dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
         metrics=metrics,
         **build_retention(settings, jobs),  # SEC-7
+        flush_s=settings.shutdown_flush_s,
     )
 
 
@@ -396,20 +404,24 @@ def _chat_client(
     *,
     server: tuple[str, str] | None = None,
     on_call: Callable[[float, bool], None] | None = None,
+    max_tokens: int | None = None,
 ) -> ChatClient:
+    from .config import llm_timeouts
     from .llm import ChatClient
 
     base_url, api_key = server or (settings.llm_base_url, secret(settings.llm_api_key))
+    timeout, deadline = llm_timeouts(settings, base_url)
     return ChatClient(
         base_url,
         api_key,
         model,
-        timeout=settings.llm_timeout_s,
+        timeout=timeout,
         max_retries=settings.llm_max_retries,
         backoff_s=backoff_s,
         max_steps=settings.max_tool_steps,
-        turn_deadline_s=settings.turn_deadline_s,
+        turn_deadline_s=deadline,
         on_call=on_call,
+        max_tokens=max_tokens,
     )
 
 

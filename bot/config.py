@@ -62,10 +62,20 @@ class Settings(BaseSettings):
     # the extraction model's own server and key (empty: OPENAI_BASE_URL / OPENAI_API_KEY), e.g. a local model for extraction
     extraction_base_url: str | None = None
     extraction_api_key: SecretStr | None = None
-    llm_timeout_s: float = Field(60.0, gt=0, le=600)
+    # per request; empty: 60 s, or 300 s when the server is local (loopback, LAN, *.local: bot.server_quirks.is_local),
+    # where a CPU reads a ~3,000-token prompt at ~40-220 tokens a second before it writes a word
+    llm_timeout_s: float | None = Field(None, gt=0, le=3600)
     llm_max_retries: int = Field(2, ge=0, le=10)
-    # one deadline for a whole reply (every attempt, tool call and stream): a model that trickles is cut off
-    turn_deadline_s: float = Field(120.0, gt=0, le=3600)
+    # one deadline for a whole reply (every attempt, tool call and stream): a model that trickles is cut off and
+    # its request closed (the server frees its slot); empty: 120 s, or 600 s when the server is local
+    turn_deadline_s: float | None = Field(None, gt=0, le=3600)
+    # ORCH-9: the most tokens a model may write: a chat reply (~4,000 characters; history keeps 8,000), and a
+    # background job's answer (extraction's 20 facts, reflections, summaries, bulletins)
+    reply_max_tokens: int = Field(1024, ge=16, le=200_000)
+    job_max_tokens: int = Field(2048, ge=16, le=200_000)
+    # on quit or stop, buffered turns are extracted for at most this long; the rest stay buffered for the next
+    # start (WRITE-1), so /quit is quick even with a slow local model
+    shutdown_flush_s: float = Field(5.0, ge=0, le=3600)
     max_tool_steps: int = Field(6, ge=1, le=20)
 
     # channels
@@ -287,6 +297,22 @@ def shard_problem(shards: list[int], count: int) -> str:
     if outside:
         return f"COMPANION_DISCORD_SHARDS {outside} outside 0..{count - 1} (COMPANION_DISCORD_SHARD_COUNT={count})"
     return ""
+
+
+def llm_timeouts(settings: Settings, base_url: str) -> tuple[float, float]:
+    """(per-request timeout, turn deadline) for a server: the settings, else defaults that fit where it runs."""
+    from .server_quirks import is_local
+
+    local = is_local(base_url)
+    timeout = settings.llm_timeout_s or (LOCAL_TIMEOUT_S if local else REMOTE_TIMEOUT_S)
+    deadline = settings.turn_deadline_s or (LOCAL_DEADLINE_S if local else REMOTE_DEADLINE_S)
+    return timeout, deadline
+
+
+REMOTE_TIMEOUT_S, REMOTE_DEADLINE_S = 60.0, 120.0
+# A 1.5B model on one CPU core reads ~38 prompt tokens a second (../shared/tools/real-model): a 3,000-token prompt
+# is ~80 s before the first word, 1,024 tokens at ~19 a second ~55 s more; a 7B is slower still.
+LOCAL_TIMEOUT_S, LOCAL_DEADLINE_S = 300.0, 600.0
 
 
 def journal_dir(settings: Settings) -> Path | None:

@@ -33,9 +33,16 @@ class ModelCompleter:
         self.llm = llm
 
     async def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
+        return await self._ask(system, user, temperature, None)
+
+    async def structured(self, system: str, user: str, schema: dict[str, Any], *, temperature: float = 0.0) -> str:
+        """ORCH-9: the answer asked with ``response_format`` (a JSON schema) where the server takes it."""
+        return await self._ask(system, user, temperature, schema)
+
+    async def _ask(self, system: str, user: str, temperature: float, schema: dict[str, Any] | None) -> str:
         messages = [{"role": "system", "content": system}] if system else []
         try:
-            return await self.llm.complete([*messages, {"role": "user", "content": user}], temperature=temperature)
+            return await self.llm.complete([*messages, {"role": "user", "content": user}], temperature=temperature, schema=schema)
         except LLMError as exc:
             raise NoAnswer(str(exc)) from exc
 

@@ -30,7 +30,12 @@ from typing import Any, Protocol
 import numpy as np
 import openai
 
+import prompts
+
 from .clients import async_openai_client, openai_client
+from .honesty import Ran, honest
+from .server_quirks import refused, server_words
+from .textual_tools import HoldBack, find_calls, not_run_yet, run_written
 from .types import StreamSink
 
 log = logging.getLogger(__name__)
@@ -101,14 +106,17 @@ class SyncCompleter:
     The CLI's maintenance commands run outside any event loop, so a plain sync client is all they need.
     """
 
-    def __init__(self, base_url: str, api_key: str, model: str, *, timeout: float, max_retries: int = 2) -> None:
+    def __init__(
+        self, base_url: str, api_key: str, model: str, *, timeout: float, max_retries: int = 2, max_tokens: int | None = None
+    ) -> None:
         self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
-        self.model = model
+        self.model, self.max_tokens = model, max_tokens
 
     def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
         response = self._client.chat.completions.create(
             model=self.model,
             temperature=temperature,
+            max_tokens=self.max_tokens or openai.omit,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
         )
         return response.choices[0].message.content or ""
@@ -130,21 +138,31 @@ class ChatClient:
         turn_deadline_s: float = 120.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_call: Callable[[float, bool], None] | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self._client = async_openai_client(base_url, api_key, timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
         self.turn_deadline_s, self.timeout_s = turn_deadline_s, timeout
         self.last_failure: LLMError | None = None  # why the latest turn failed, for the one line the console shows
         self.tools_off = False  # set when the server rejected ``tools``: some local models have no tool calling
+        self.structured_off = False  # set when the server rejected ``response_format``
+        self.max_tokens = max_tokens  # on every request: a weak model that rambles is stopped (COMPANION_*_MAX_TOKENS)
         self.on_call = on_call  # (seconds, failed) per request, for /metrics
 
     async def aclose(self) -> None:
         """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""
         await self._client.close()
 
-    async def complete(self, messages: list[dict[str, Any]], *, temperature: float | None = None) -> str:
-        """One completion without tools (extraction, reflection, compaction); "" when the model said nothing."""
-        extra = {"temperature": temperature} if temperature is not None else {}
+    async def complete(
+        self, messages: list[dict[str, Any]], *, temperature: float | None = None, schema: dict[str, Any] | None = None
+    ) -> str:
+        """One completion without tools (extraction, reflection, compaction); "" when the model said nothing.
+
+        ``schema``: a JSON schema the answer must follow, sent as ``response_format`` where the server takes it
+        (llama.cpp turns it into a grammar); a server that refuses it is asked without it from then on."""
+        extra: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
+        if schema is not None and not self.structured_off:
+            extra["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
         message = await self._create(messages, None, None, **extra)
         return message["content"]
 
@@ -163,54 +181,86 @@ class ChatClient:
             raise
 
     async def _loop(self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None) -> str:
-        convo = list(messages)
+        convo, ran, last = list(messages), [], self.max_steps
+        schemas = tools.schemas() if tools else []
+        names = _names(schemas)
         for step in range(self.max_steps + 1):
-            offer = tools.schemas() if tools and step < self.max_steps and not self.tools_off else None
-            message = await self._create(convo, offer, stream)
+            offer = schemas if schemas and step < last and not self.tools_off else None
+            message = await self._create(convo, offer, stream, names=names)
             calls = message.get("tool_calls") or []
-            if not calls or tools is None:
-                return message["content"].strip()
-            convo.append(message)
-            for call in calls:
-                result = await tools.call(call["function"]["name"], call["function"]["arguments"])
-                convo.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+            written, prose = find_calls(message["content"], names)  # ORCH-9: calls the model wrote as text
+            if tools is not None and calls:
+                convo.append(message)
+                for call in calls:
+                    name, arguments = call["function"]["name"], call["function"]["arguments"]
+                    ran.append(Ran(name, arguments, await tools.call(name, arguments)))
+                    convo.append({"role": "tool", "tool_call_id": call["id"], "content": ran[-1].result})
+            elif tools is not None and written and step < last and not_run_yet(written, ran):
+                convo.extend(await run_written(message["content"], written, tools, ran))
+            elif tools is not None and written and step < last:
+                # A weak model writes the same call again after its result: once more, in words and without tools
+                convo += [{"role": "assistant", "content": message["content"]}, {"role": "user", "content": prompts.render("tool_repeat")}]
+                last = step + 1
+            else:
+                return await honest(prose, ran, stream, extracted=bool(getattr(tools, "remembering", False)))
         return ""
 
-    async def _create(self, messages, tools, stream: StreamSink | None, **extra: Any) -> dict[str, Any]:
+    async def _create(
+        self, messages, tools, stream: StreamSink | None, names: frozenset[str] = frozenset(), **extra: Any
+    ) -> dict[str, Any]:
         args: dict[str, Any] = {"model": self.model, "messages": messages, **extra}
+        if self.max_tokens:
+            args.setdefault("max_tokens", self.max_tokens)
         if tools:
             args["tools"] = tools
         for attempt in range(self.max_retries + 1):
             try:
-                return await self._attempt(args, stream)
+                return await self._attempt(args, stream, names)
+            except openai.APIStatusError as exc:
+                feature = refused(exc, args)
+                if feature is None:
+                    self._failed(exc, attempt)
+                    await self._sleep(self.backoff_s * 2**attempt)
+                    continue
+                self._feature_off(feature, exc)
+                less = {k: v for k, v in extra.items() if k != feature}
+                return await self._create(messages, None if feature == "tools" else tools, stream, names, **less)
             except openai.APITimeoutError as exc:
                 log.warning("LLM call timed out after %g s; not retried", self.timeout_s)
                 raise ModelTimeout(f"the model server did not answer within {self.timeout_s:g} s") from exc
             except RETRYABLE as exc:
-                log.warning("LLM call failed (%s); attempt %d of %d", _reason(exc), attempt + 1, self.max_retries + 1)
-                if attempt >= self.max_retries:
-                    raise LLMError(f"the model failed {attempt + 1} times: {type(exc).__name__}") from exc
+                self._failed(exc, attempt)
                 await self._sleep(self.backoff_s * 2**attempt)
-            except openai.BadRequestError as exc:
-                if not (tools and _rejects_tools(exc)):
-                    raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
-                self._turn_tools_off(exc)
-                return await self._create(messages, None, stream, **extra)
             except openai.APIError as exc:
                 raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
         raise AssertionError("unreachable")
 
-    def _turn_tools_off(self, exc: Exception) -> None:
-        """Once, for the rest of the run: the model chats without tools; memories still come from extraction and
-        /forget needs no model."""
-        self.tools_off = True
-        log.warning("the model %s rejects tool calls (%s): tools are off; memories are saved by extraction", self.model, _excerpt(str(exc)))
+    def _failed(self, exc: Exception, attempt: int) -> None:
+        """A retryable failure is logged and retried; the last one, and any refusal, raises ``LLMError``."""
+        if not isinstance(exc, RETRYABLE):
+            raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
+        log.warning("LLM call failed (%s); attempt %d of %d", _reason(exc), attempt + 1, self.max_retries + 1)
+        if attempt >= self.max_retries:
+            raise LLMError(f"the model failed {attempt + 1} times: {type(exc).__name__}") from exc
 
-    async def _attempt(self, args: dict[str, Any], stream: StreamSink | None) -> dict[str, Any]:
+    def _feature_off(self, feature: str, exc: openai.APIStatusError) -> None:
+        """Once, for the rest of the run: the server does not take ``tools`` (the model chats without them;
+        memories still come from extraction, and /forget needs no model) or ``response_format`` (extraction
+        asks for JSON in words only). One log line, with the server's own words."""
+        already = self.tools_off if feature == "tools" else self.structured_off
+        self.tools_off = self.tools_off or feature == "tools"
+        self.structured_off = self.structured_off or feature == "response_format"
+        if not already:
+            outcome = "tools are off from now on; memories are saved by extraction"
+            if feature == "response_format":
+                outcome = "asking for JSON without response_format from now on"
+            log.warning("the model server refuses %s (HTTP %d: %r): %s", feature, exc.status_code, server_words(exc), outcome)
+
+    async def _attempt(self, args: dict[str, Any], stream: StreamSink | None, names: frozenset[str]) -> dict[str, Any]:
         start, failed = time.perf_counter(), True
         try:
             if stream is not None:
-                answer = await self._streamed(args, stream)
+                answer = await self._streamed(args, stream, names)
             else:
                 with _undecodable_is_malformed():
                     answer = _parse(await self._client.chat.completions.create(**args))
@@ -220,25 +270,27 @@ class ChatClient:
             if self.on_call is not None:
                 self.on_call(time.perf_counter() - start, failed)
 
-    async def _streamed(self, args: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
+    async def _streamed(self, args: dict[str, Any], sink: StreamSink, names: frozenset[str]) -> dict[str, Any]:
         """Streams text deltas to ``sink`` and reassembles tool calls from their fragments.
 
         A failure before any text was shown is retried like any other; after, it is a ``StreamCut``: the
-        person already read the start, and a retry would show it again ("HelHelHel").
+        person already read the start, and a retry would show it again ("HelHelHel"). A tool call the model
+        writes as text is held back (``HoldBack``) and never shown.
         """
         answer = _StreamedAnswer()
-        shown = False
+        hold = HoldBack(sink)
         try:
             async with contextlib.aclosing(self._chunks(args)) as chunks:
                 async for chunk in chunks:
                     if text := answer.add(chunk):
-                        shown = True
-                        await sink(text)
-            return answer.message()
+                        await hold(text)
+            message = answer.message()
         except RETRYABLE as exc:
-            if shown:
+            if hold.shown:
                 raise StreamCut(f"the stream failed after text was shown ({_reason(exc)})") from exc
             raise
+        await hold.end(names)
+        return message
 
     async def _chunks(self, args: dict[str, Any]) -> AsyncGenerator[object, None]:
         """The SDK's chunks; the HTTP stream is closed on every exit, also when the sink raises."""
@@ -386,9 +438,9 @@ def _excerpt(value: object) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _rejects_tools(exc: openai.BadRequestError) -> bool:
-    """A 400 that names tools: Ollama's "does not support tools", llama.cpp's "tools param requires --jinja", ..."""
-    return "tool" in str(exc).lower()
+def _names(schemas: list[dict[str, Any]]) -> frozenset[str]:
+    """The tools on offer this turn: only calls naming one of them are run (ORCH-9)."""
+    return frozenset(str((schema.get("function") or {}).get("name", "")) for schema in schemas) - {""}
 
 
 def _reason(exc: Exception) -> str:

@@ -68,6 +68,11 @@ class AsyncTools:
     def schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
 
+    @property
+    def remembering(self) -> bool:
+        """The turn's words go to extraction (not /privacy off): "I'll remember that" is kept without a tool."""
+        return self.tools.remembering
+
     async def call(self, name: str, arguments: str) -> str:
         if self.history is not None and name == "conversation_search":
             return await self.runner.run(cached_search, self.history, self.tools, arguments)

@@ -74,6 +74,7 @@ class Runtime:
     metrics: Metrics | None = None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
     retention: RetentionJob | None = None  # SEC-7 (bot.retention)
     places: PlaceWatch | None = None  # SEC-7: what the adapters tell of the places that remove or add the bot
+    flush_s: float | None = None  # how long ``stop`` extracts what is buffered (None: until done); the rest waits
     _running: _Running = field(default_factory=_Running, init=False, repr=False, compare=False)
 
     @property
@@ -115,7 +116,17 @@ class Runtime:
         if self.scheduler and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         try:
-            await self.background.flush()
+            async with asyncio.timeout(self.flush_s):
+                await self.background.flush()
+        except TimeoutError:
+            # A slow local model made /quit wait 27-41 s. The model's request is closed (it frees the server's slot)
+            # and the turns stay in the persisted buffer, extracted after the next start (WRITE-1).
+            left = await self.runner.run(self.background.buffer.pending)
+            log.warning(
+                "stopped extracting after %g s (COMPANION_SHUTDOWN_FLUSH_S); %d buffered messages wait for the next start",
+                self.flush_s,
+                left,
+            )
         except Exception:  # shutdown edge: never lose the close below to a failing model
             log.exception("could not flush the extraction buffer; it stays in the database for next start")
         await self.runner.run(self.engine.close)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -37,3 +37,13 @@ class AsyncCompleter(Protocol):
     (``memory.jobs.base``). Raises ``memory.jobs.base.NoAnswer`` when the model could not answer."""
 
     async def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str: ...
+
+
+@runtime_checkable
+class StructuredCompleter(Protocol):
+    """An ``AsyncCompleter`` that can also ask for an answer following a JSON schema (``response_format`` on an
+    OpenAI-compatible server; a server that refuses it is asked in words only)."""
+
+    async def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str: ...
+
+    async def structured(self, system: str, user: str, schema: dict[str, Any], *, temperature: float = 0.0) -> str: ...

@@ -278,7 +278,8 @@ def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
 
     client = openai_client(base_url, api_key, timeout=MODEL_TIMEOUT_S, max_retries=0)
     try:
-        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Answer with the word OK."}])
+        # max_tokens: a CPU-served model that rambles would make the check wait for its whole answer
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Answer with the word OK."}], max_tokens=16)
     except openai.APIConnectionError as exc:  # includes timeouts
         return Finding(
             check,

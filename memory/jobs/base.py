@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import prompts
 
 from ..engine import MemoryEngine
 from ..errors import MemoryStoreError
 from ..models import Memory, NewMemory
-from ..protocols import AsyncCompleter
+from ..protocols import AsyncCompleter, StructuredCompleter
 from ..write.extraction import BadAnswer
 from ..write.subjects import bound_all
 from ..write.tombstones import learnable, unforgotten
@@ -104,13 +105,23 @@ class WriteFacts:
     def gather(self) -> tuple[Judged, ...]:
         # SEC-5: a forgotten fact read again in what remains (a day's turns, a batch) is not learned back
         kept = bound_all(self.engine, unforgotten(self.engine, list(self.facts.memories)))  # SEC-5: whom each is about
-        return tuple(Judged(new, tuple(self.engine.memories.to_judge(new))) for new in kept)
+        if len(kept) < len(self.facts.memories):
+            log.info("learned facts: %d dropped, forgotten before", len(self.facts.memories) - len(kept))
+        return tuple(Judged(new, self._related(new)) for new in kept)
+
+    def _related(self, new: NewMemory) -> tuple[Memory, ...]:
+        """The stored facts the judge compares ``new`` with; none for a fact the store will refuse (a secret the
+        model copied): ``apply`` counts it, and the rest of the batch is still stored (it used to fail whole)."""
+        try:
+            return tuple(self.engine.memories.to_judge(new))
+        except MemoryStoreError:
+            return ()
 
     async def ask(self, plan: tuple[Judged, ...], model: AsyncCompleter) -> tuple[frozenset[str], ...]:
         return tuple([await _contradicted(model, judged) for judged in plan])
 
     def apply(self, plan: tuple[Judged, ...], answer: tuple[frozenset[str], ...]) -> Written:
-        stored = 0
+        stored, outcomes = 0, Counter[str]()
         # issue 33: a forget that landed while the model wrote (tombstone laid, sources gone) is seen here, in
         # the write transaction, so nothing forgotten meanwhile is learned back
         kept = {id(new) for new in learnable(self.engine, [j.new for j in plan])}
@@ -119,14 +130,28 @@ class WriteFacts:
                 log.info("a learned fact was dropped: its words were forgotten while the model wrote")
                 continue
             try:
-                stored += self.engine.memories.add(judged.new, contradicts=contradicts).status == "stored"
+                status = self.engine.memories.add(judged.new, contradicts=contradicts).status
             except MemoryStoreError as exc:
                 log.info("extracted fact not stored: %s", exc)
+                status = "refused by the safety filter or invalid"
+            stored += status == "stored"
+            outcomes[status] += 1
+        if plan and stored < len(plan):  # one line saying what the facts became and why some were not kept
+            dropped = ", ".join(f"{n} {status}" for status, n in sorted(outcomes.items()) if status != "stored")
+            log.info("learned facts: %d stored of %d; not stored: %s", stored, len(plan), dropped)
         self.facts.finish(stored)
         return Written(stored, sum(1 for found in answer if found))
 
     def failed(self, plan: tuple[Judged, ...], error: Exception) -> Written:
         return self.apply(plan, tuple(frozenset() for _ in plan))  # ask never raises: a judge that fails says "no"
+
+
+async def ask_for_json(model: AsyncCompleter, system: str, user: str, schema: dict[str, Any]) -> str:
+    """An answer that must be JSON following ``schema``: asked with the schema where the completer can send one
+    (``StructuredCompleter``: the bot's, as ``response_format``), in words only otherwise."""
+    if isinstance(model, StructuredCompleter):
+        return await model.structured(system, user, schema, temperature=0.0)
+    return await model(system, user, temperature=0.0)
 
 
 async def _contradicted(model: AsyncCompleter, judged: Judged) -> frozenset[str]:

@@ -24,6 +24,7 @@ from ..protocols import AsyncCompleter
 from ..scopes import RecallContext
 from ..storage.sessions import Buffered, ChannelRecord, ChannelState, ExtractionBuffer, SessionSummaries
 from ..upkeep.maintenance import audit_finish, audit_start
+from ..write.answers import FACTS_SCHEMA
 from ..write.extraction import (
     BadAnswer,
     Line,
@@ -36,7 +37,7 @@ from ..write.extraction import (
     with_speaker,
 )
 from ..write.tombstones import learnable, sources_stored
-from .base import NONE_LEARNED, Facts
+from .base import NONE_LEARNED, Facts, ask_for_json
 
 log = logging.getLogger(__name__)
 EXTRACT_SYSTEM = "You extract memories. Answer with JSON only."
@@ -60,8 +61,13 @@ def transcript_of(ctx: RecallContext, rows: list[StoredMessage], zone_of: ZoneNa
 
 async def extracted(model: AsyncCompleter, transcript: Transcript, ctx: RecallContext, source: Source) -> tuple[NewMemory, ...]:
     """One extraction pass over a transcript; ``BadAnswer`` when the answer is not a list of candidates."""
-    answer = await model(EXTRACT_SYSTEM, extraction_prompt(transcript, ctx), temperature=0.0)
-    return tuple(memories_from(parse_list(answer), transcript, source))
+    answer = await ask_for_json(model, EXTRACT_SYSTEM, extraction_prompt(transcript, ctx), FACTS_SCHEMA)
+    candidates = parse_list(answer)
+    memories = tuple(memories_from(candidates, transcript, source))
+    if len(memories) < len(candidates):
+        why = "the others named no speaker, had unusable fields or were past the limit"
+        log.info("extraction: %d of %d candidates filed; %s", len(memories), len(candidates), why)
+    return memories
 
 
 # -- WRITE-1 ---------------------------------------------------------------------------------------------------

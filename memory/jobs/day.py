@@ -22,8 +22,9 @@ from ..upkeep.bulletin import SYSTEM as BULLETIN_SYSTEM
 from ..upkeep.bulletin import Bulletins, EmptyBulletin, Plan, StaleBulletin
 from ..upkeep.daily import ChatDay, DailyReflections
 from ..upkeep.maintenance import audit_finish, audit_start
+from ..write.answers import FACTS_SCHEMA
 from ..write.extraction import MAX_FACTS, Transcript, memories_from, parse_list, place
-from .base import NONE_LEARNED, Facts
+from .base import NONE_LEARNED, Facts, ask_for_json
 from .conversation import ZoneName, kept_contents, transcript_of
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,8 @@ class DayReflection:
             excerpt=transcript.render(),
             max_facts=MAX_FACTS,
         )
-        return tuple(memories_from(parse_list(await model(SYSTEM, prompt, temperature=0.0)), transcript, Source.REFLECTION))
+        answer = await ask_for_json(model, SYSTEM, prompt, FACTS_SCHEMA)  # ORCH-9: structured where the server can
+        return tuple(memories_from(parse_list(answer), transcript, Source.REFLECTION))
 
     def apply(self, plan: Day, answer: tuple[NewMemory, ...]) -> Facts:
         if plan.audit is None:

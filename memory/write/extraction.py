@@ -27,6 +27,7 @@ import prompts
 
 from ..models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
 from ..scopes import RecallContext, WriteScope, self_scope, write_scope
+from .answers import BadAnswer, json_items
 from .ownership import Dropped, Filed, Ownership, Tally
 from .subjects import written_by
 
@@ -35,10 +36,6 @@ MAX_FACTS = 20
 MAX_TURN_CHARS = 2_000  # one message's share of a transcript the model reads
 MAX_TRANSCRIPT_CHARS = 12_000
 MAX_CITED = 50  # line numbers read from one fact's citation
-
-
-class BadAnswer(ValueError):
-    """The model's answer is not the JSON that was asked for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +138,11 @@ def reflection_prompt(transcript: Transcript, ctx: RecallContext, max_facts: int
 
 # -- answers ----------------------------------------------------------------------------------------------
 def parse_list(text: str) -> list[dict[str, Any]]:
-    """The JSON array of an extraction answer (models like to wrap JSON in prose or code fences)."""
-    start, end = (text or "").find("["), (text or "").rfind("]")
-    if start < 0 or end < start:
-        raise BadAnswer(f"no JSON array in the answer: {(text or '')[:120]!r}")
-    return _dicts(_loads(text[start : end + 1]))
+    """The JSON objects of an extraction answer, in any form real models send (``answers.json_items``)."""
+    parsed = json_items(text)
+    if parsed.dropped:
+        log.info("extraction answer: %d items kept, dropped %s", len(parsed.items), parsed.describe())
+    return parsed.items
 
 
 def parse_object(text: str) -> dict[str, Any]:

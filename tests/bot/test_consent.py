@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import say
 
+from bot.honesty import NOTES
 from memory.models import EntityRef, NewMemory, Scope, Visibility
 from memory.storage.people import People
 from memory.storage.privacy import Privacy
@@ -111,13 +112,14 @@ async def test_privacy_off_on_one_account_covers_the_linked_account_and_outlives
     await dc.dispatch_interaction("privacy", user_id=ALICE_DC, channel_id=DM_ALICE_DC, options={"choice": "off"})
     assert "won't keep" in (await dc.wait_for_interaction_responses(2))[-1]["data"]["content"]
     llm.default = lambda body: "[]" if "JSON" in str(body["messages"][0]["content"]) else "Noted."
-    assert await tg_say(tg, ALICE, ALICE, f"{WORD} on telegram") == "Noted."
+    # ORCH-9: "Noted." with remembering off is a claim nothing backs: the reply says so
+    assert await tg_say(tg, ALICE, ALICE, f"{WORD} on telegram") == "Noted.\n\n" + NOTES["keep"]
     assert stored(runtime, WORD) == 0
     tg_command(tg, ALICE, ALICE, "/forget everything confirm")
     await tg.wait_for_sent(len(tg.sent) + 1)
     await dc.dispatch_message(DM_ALICE_DC, ALICE_DC, f"{WORD} on discord")
     await dc.wait_for_sent(1)
-    assert await tg_say(tg, ALICE, ALICE, f"{WORD} on telegram again") == "Noted."
+    assert await tg_say(tg, ALICE, ALICE, f"{WORD} on telegram again") == "Noted.\n\n" + NOTES["keep"]
     assert stored(runtime, WORD) == 0 and runtime.engine.db.scalar("SELECT COUNT(*) FROM messages") == 0
 
 

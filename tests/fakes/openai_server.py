@@ -84,7 +84,44 @@ class RawStream:
     interval: float = 0.0
 
 
+@dataclass(frozen=True)
+class Endless:
+    """A stream that never stops (a model stuck repeating itself): ``text`` every ``interval`` seconds until
+    the client closes the connection, which the server records in ``closed_by_client``."""
+
+    text: str = "and so on "
+    interval: float = 0.01
+
+
+@dataclass(frozen=True)
+class Hang:
+    """No answer at all until the client closes the connection (recorded in ``closed_by_client``)."""
+
+
 Responder = Callable[[dict[str, Any]], Any]
+
+# What llama.cpp's server answers to a request with ``tools`` when it was started without --jinja.
+LLAMA_CPP_NO_JINJA = "tools param requires --jinja flag"
+
+
+def written_call(name: str, arguments: dict | str | None = None, form: str = "bare") -> str:
+    """A tool call written as text, the way real models write one when their template taught them so.
+
+    ``form``: bare, parameters (bare with "parameters"), fence, hermes, llama (``<|python_tag|>`` and
+    "type": "function"), mistral (``[TOOL_CALLS]`` and a list), function (``<function=name>``).
+    """
+    args = arguments if arguments is not None else {}
+    call = json.dumps({"name": name, "arguments": args})
+    forms = {
+        "bare": call,
+        "parameters": json.dumps({"name": name, "parameters": args}),
+        "fence": f"```json\n{call}\n```",
+        "hermes": f"<tool_call>\n{call}\n</tool_call>",
+        "llama": "<|python_tag|>" + json.dumps({"type": "function", "name": name, "parameters": args}) + "<|eom_id|>",
+        "mistral": f"[TOOL_CALLS] [{call}]",
+        "function": f"<function={name}>{json.dumps(args)}</function>",
+    }
+    return forms[form]
 
 
 class FakeOpenAI(FakeServer):
@@ -97,6 +134,12 @@ class FakeOpenAI(FakeServer):
         self.requests: list[dict[str, Any]] = []
         self._script: deque[Any] = deque()
         self._ids = 0
+        # As real servers refuse: a message makes every request with ``tools`` (or ``response_format``) answer
+        # ``refusal_status`` with it, e.g. llama.cpp without --jinja: 500 LLAMA_CPP_NO_JINJA.
+        self.refuse_tools: str | None = None
+        self.refuse_response_format: str | None = None
+        self.refusal_status = 500
+        self.closed_by_client: list[str] = []  # "stream" / "request": the client hung up on an Endless or a Hang
         super().__init__()
 
     # ----------------------------------------------------------------- API --
@@ -160,7 +203,14 @@ class FakeOpenAI(FakeServer):
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self._record(CHAT_PATH, body)
+        refusal = self._refusal(body)
+        if refusal is not None:
+            return _error_response(refusal)
         item = await self._resolve(self._script.popleft() if self._script else None, body)
+        if isinstance(item, Endless):
+            return await self._endless(request, body, item)
+        if isinstance(item, Hang):
+            return await self._hang(request)
         if isinstance(item, HTTPError):
             return _error_response(item)
         if isinstance(item, RawAnswer):
@@ -170,6 +220,40 @@ class FakeOpenAI(FakeServer):
         if body.get("stream"):
             return await self._stream(request, body, item)
         return json_response(self._completion(body, item))
+
+    def _refusal(self, body: dict[str, Any]) -> HTTPError | None:
+        for key, message in (("tools", self.refuse_tools), ("response_format", self.refuse_response_format)):
+            if message is not None and body.get(key):
+                error = {"code": self.refusal_status, "message": message, "type": "server_error"}
+                return HTTPError(self.refusal_status, {"error": error})
+        return None
+
+    async def _endless(self, request: web.Request, body: dict[str, Any], item: Endless) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        base = {"id": self._next_id("chatcmpl-"), "object": "chat.completion.chunk", "created": 0, "model": self.model}
+        try:
+            while not _hung_up(request):
+                choice = {"index": 0, "delta": {"content": item.text}, "finish_reason": None}
+                await _sse(response, {**base, "choices": [choice]})
+                await asyncio.sleep(item.interval)
+        except (ConnectionError, RuntimeError):
+            pass  # written to a closed connection: the client hung up
+        finally:  # also when aiohttp cancels the handler of a connection the client closed
+            self._hung_up_on("stream")
+        return response
+
+    async def _hang(self, request: web.Request) -> web.Response:
+        try:
+            while not _hung_up(request):
+                await asyncio.sleep(0.01)
+        finally:
+            self._hung_up_on("request")
+        return web.Response(status=499)
+
+    def _hung_up_on(self, what: str) -> None:
+        self.closed_by_client.append(what)
+        self._notify()
 
     async def _resolve(self, item: Any, body: dict[str, Any]) -> Any:
         """Turn a script item into a final reply, honouring delays and the default."""
@@ -322,6 +406,11 @@ def _usage(body: dict[str, Any], reply_text: str) -> dict[str, int]:
     prompt = sum(len(t.split()) for m in body.get("messages", []) for t in _message_texts(m))
     completion = len(reply_text.split())
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _hung_up(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _error_response(error: HTTPError) -> web.Response:

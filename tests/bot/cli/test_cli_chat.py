@@ -193,3 +193,25 @@ def test_a_said_name_is_offered_only_when_it_is_one(line: str, offered: str | No
 
     assert NameOffers(chosen=False).offer(line) == offered
     assert NameOffers(chosen=True).offer(line) is None
+
+
+async def test_quit_does_not_wait_on_a_slow_extraction_model_and_the_turn_stays_buffered(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU-served model made /quit wait 27-41 s on the flush of extraction: it now stops after
+    COMPANION_SHUTDOWN_FLUSH_S, closes the model's request, and leaves the turn for the next start (WRITE-1)."""
+    from tests.fakes.openai_server import Hang
+
+    async with FakeOpenAI() as srv:
+        srv.script("What a lovely cat!", Hang())  # the reply, then an extraction that never answers
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("COMPANION_SHUTDOWN_FLUSH_S", "0.2")
+        typed(monkeypatch, "my cat is called Biscuit", "/quit")
+        async with asyncio.timeout(60):  # a bound for a broken build, not a speed check
+            result = await chat(cli)
+        await srv.wait_until(lambda: srv.closed_by_client == ["request"])
+    assert result.code == 0 and "Companion> What a lovely cat!" in result.out
+    db = Database(read_only(cli.db))
+    try:
+        assert [r["text"] for r in db.rows("SELECT text FROM extraction_buffer")] == ["my cat is called Biscuit"]
+    finally:
+        db.close()

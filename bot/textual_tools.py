@@ -1,0 +1,297 @@
+"""Tool calls a model wrote as text instead of structured ``tool_calls`` (ORCH-9).
+
+Small and mid-size local models often answer a tool call in the shape their chat template taught them,
+as plain text. Recognised here:
+
+    {"name": "memory_store", "arguments": {...}}        bare JSON ("parameters" too; arguments as a string)
+    ```json {"name": ...} ```                           the same in a code fence
+    <tool_call>{"name": ...}</tool_call>                Hermes / Qwen (one block or several)
+    <|python_tag|>{"name": ...}                         Llama 3.1 (also {"type": "function", ...})
+    <function=memory_store>{...}</function>             Llama 3.x's other form
+    [TOOL_CALLS] [{"name": ...}, ...]                   Mistral
+
+``find_calls`` returns the calls that name an offered tool and the prose left around them; ``HoldBack``
+keeps a stream from showing a call while it arrives: text that may start a call is held until it is clear.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Collection, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import prompts
+
+from .honesty import Ran
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TextCall:
+    name: str
+    arguments: str  # JSON text, as a structured call carries it
+
+
+# Template markup: never prose, so always hidden; what it carries runs only when it names an offered tool.
+_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+_FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
+_TAGS = ("<|python_tag|>", "[TOOL_CALLS]")  # Llama 3.1, Mistral: the calls' JSON follows the tag
+_SPECIAL = re.compile(r"<\|(?:eom_id|eot_id|im_end)\|>|</?tool_call>")
+# A fenced block: shown unless all it holds is calls to offered tools.
+_FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
+# Where bare JSON may begin: an object, or a list of objects, whose first key is quoted.
+_JSON_START = re.compile(r"[\[{]\s*(?:\{\s*)?\"")
+_VALUE = re.compile(r"[\[{]")
+
+MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=")
+CALL_KEYS = ("name", "type", "function", "tool_calls")
+
+
+def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
+    """The calls to offered tools written in ``text``, and the prose left when every call is taken out."""
+    calls: list[TextCall] = []
+
+    def markup(body: str, name: str = "") -> str:
+        calls.extend(c for c in _calls_in(body, name) if c.name in names)
+        return ""
+
+    def only_calls(body: str) -> str | None:
+        if not body.strip():
+            return ""  # a fence around markup taken out above, or around nothing
+        found = list(_calls_in(body))
+        if found and all(c.name in names for c in found) and _is_only_json(body):
+            calls.extend(found)
+            return ""
+        return None
+
+    out = _BLOCK.sub(lambda m: markup(m.group(1)), text or "")
+    out = _FUNCTION.sub(lambda m: markup(m.group(2), m.group(1)), out)
+    for tag in _TAGS:
+        out = _after_tag(out, tag, names, calls)
+    out = _FENCE.sub(lambda m: _or(only_calls(m.group(1)), m.group(0)), out)
+    out = _SPECIAL.sub("", _bare(out, names, calls))
+    return calls, _tidy(out) if out != text else out.strip()  # a reply with nothing cut out keeps its layout
+
+
+def _after_tag(text: str, tag: str, names: Collection[str], calls: list[TextCall]) -> str:
+    """The tag and the JSON values right after it cut out (to the end when they are cut short)."""
+    while (start := text.find(tag)) >= 0:
+        decoder, at = json.JSONDecoder(), start + len(tag)
+        while (at := _skip(text, at)) < len(text) and text[at] in "[{":
+            try:
+                value, at = decoder.raw_decode(text, at)
+            except ValueError:
+                at = len(text)  # cut short: nothing of it is prose
+                break
+            calls.extend(c for c in _shaped(value) if c.name in names)
+        text = text[:start] + text[at:]
+    return text
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and (text[at].isspace() or text[at] in ",;"):
+        at += 1
+    return at
+
+
+def _or(value: str | None, default: str) -> str:
+    return default if value is None else value
+
+
+def _bare(text: str, names: Collection[str], calls: list[TextCall]) -> str:
+    """Bare JSON calls to offered tools cut out of the text; any other JSON stays as written."""
+    out, at = [], 0
+    decoder = json.JSONDecoder()
+    for match in _JSON_START.finditer(text):
+        if match.start() < at:
+            continue
+        try:
+            value, end = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        found = list(_shaped(value))
+        if found and all(c.name in names for c in found):
+            calls.extend(found)
+            out.append(text[at : match.start()])
+            at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _calls_in(body: str, name: str = "") -> Iterator[TextCall]:
+    """Every call-shaped JSON value in ``body`` (several may follow each other, separated by ; or commas)."""
+    decoder = json.JSONDecoder()
+    at = 0
+    while True:
+        match = _VALUE.search(body, at)
+        if match is None:
+            return
+        try:
+            value, at = decoder.raw_decode(body, match.start())
+        except ValueError:
+            return  # cut short (max_tokens) or not JSON: nothing more to run
+        if name and isinstance(value, dict):  # <function=name>{arguments}
+            yield TextCall(name, json.dumps(value, ensure_ascii=False))
+            continue
+        yield from _shaped(value)
+
+
+def _shaped(value: Any) -> list[TextCall]:
+    """The calls a decoded JSON value is shaped as (an object or a list of them, in any known wording); [] when
+    any part of it is not a call."""
+    calls = [_one(item) for item in (value if isinstance(value, list) else [value])]
+    return [c for c in calls if c is not None] if calls and None not in calls else []
+
+
+def _one(item: Any) -> TextCall | None:
+    if not isinstance(item, dict):
+        return None
+    if isinstance(item.get("function"), dict):  # {"type": "function", "function": {"name", "arguments"}}
+        item = item["function"]
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return None
+    keys = ("arguments", "parameters")
+    if not any(key in item for key in keys) and item.get("type") != "function":
+        return None  # {"name": "Alice"} is data, not a call
+    raw = next((item[key] for key in keys if key in item), None)
+    return TextCall(name.strip(), _arguments(raw))
+
+
+def _arguments(raw: Any) -> str:
+    if raw is None:
+        return "{}"
+    if isinstance(raw, str):
+        try:  # arguments sent as a JSON string: the object inside
+            inner = json.loads(raw)
+        except ValueError:
+            return raw  # the tool answers with an error the model can act on
+        return json.dumps(inner, ensure_ascii=False) if isinstance(inner, dict) else raw
+    return json.dumps(raw, ensure_ascii=False)
+
+
+def _is_only_json(body: str) -> bool:
+    """A fence holding nothing but JSON values (and comment lines): prose in it makes it someone's example."""
+    rest = re.sub(r"(?m)^\s*(?://|#).*$", "", _strip_json(body))  # a model's comment line is not prose
+    return not re.sub(r"[\s;,]", "", rest)
+
+
+def _strip_json(body: str) -> str:
+    decoder, out, at = json.JSONDecoder(), [], 0
+    for match in re.finditer(r"[\[{]", body):
+        if match.start() < at:
+            continue
+        try:
+            _, end = decoder.raw_decode(body, match.start())
+        except ValueError:
+            continue
+        out.append(body[at : match.start()])
+        at = end
+    out.append(body[at:])
+    return "".join(out)
+
+
+def _tidy(text: str) -> str:
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+# -- streaming ---------------------------------------------------------------------------------------------
+_FENCE_OPEN = re.compile(r"```[\w-]*\s*[\[{<]")  # JSON or markup: held to the end (HTML in a fence waits too)
+_FENCE_MAYBE = re.compile(r"`{1,3}|```[\w-]*\s*")
+_KEY_MAYBE = re.compile(r"\[?\s*\{?\s*(?:\"([a-z_]*)(\"?)\s*)?")
+_KEY_OPEN = re.compile(r"\[?\s*\{\s*\"([a-z_]+)\"\s*:")
+
+
+def _opens(tail: str) -> str:
+    """Whether ``tail`` starts a tool call ("yes"), may still turn out to ("maybe"), or does not ("no")."""
+    for marker in MARKERS:
+        if tail.startswith(marker):
+            return "yes"
+        if marker.startswith(tail):
+            return "maybe"
+    if tail.startswith("`"):
+        if _FENCE_OPEN.match(tail):
+            return "yes"
+        return "maybe" if _FENCE_MAYBE.fullmatch(tail) else "no"
+    if tail[:1] in "{[":
+        opened = _KEY_OPEN.match(tail)
+        if opened:
+            return "yes" if opened.group(1) in CALL_KEYS else "no"
+        partial = _KEY_MAYBE.fullmatch(tail)
+        key = (partial.group(1) or "") if partial else None
+        if key is not None and partial and (key in CALL_KEYS if partial.group(2) else any(k.startswith(key) for k in CALL_KEYS)):
+            return "maybe"
+    return "no"
+
+
+def hold_from(text: str) -> tuple[int, bool]:
+    """Where held-back text begins in ``text`` (len(text): nothing to hold), and whether a call surely began."""
+    for match in re.finditer(r"[<\[{`]", text):
+        verdict = _opens(text[match.start() :])
+        if verdict != "no":
+            return match.start(), verdict == "yes"
+    return len(text), False
+
+
+class HoldBack:
+    """A stream sink that never shows a tool call written as text (ORCH-9).
+
+    Text passes through at once, except from a point that may begin a call (``{``, a code fence,
+    ``<tool_call>``...): that part waits until the next characters show it is ordinary text (a brace
+    followed by anything but a call's first key), or, once a call has surely begun, until the stream
+    ends, when ``end`` shows whatever of it is prose.
+    """
+
+    def __init__(self, sink: Callable[[str], Awaitable[None]]) -> None:
+        self.sink = sink
+        self.pending = ""
+        self.holding = False  # a call began: everything from there waits for the end
+        self.shown = False
+
+    async def __call__(self, text: str) -> None:
+        self.pending += text
+        if self.holding:
+            return
+        cut, self.holding = hold_from(self.pending)
+        out, self.pending = self.pending[:cut], self.pending[cut:]
+        await self._show(out)
+
+    async def end(self, names: Collection[str]) -> None:
+        """The stream ended: what was held is shown, less the calls in it."""
+        held, self.pending = self.pending, ""
+        if held:
+            _, prose = find_calls(held, names)
+            await self._show(prose if prose != held.strip() else held)
+
+    async def _show(self, text: str) -> None:
+        if text:
+            self.shown = True
+            await self.sink(text)
+
+
+# -- running them ------------------------------------------------------------------------------------------
+class Tools(Protocol):
+    async def call(self, name: str, arguments: str) -> str: ...
+
+
+async def run_written(said: str, written: list[TextCall], tools: Tools, ran: list[Ran]) -> list[dict[str, Any]]:
+    """Calls written as text, run like structured ones; the messages that carry on the conversation. The
+    results go back in a user message: a server without a tool-aware template (llama.cpp without --jinja)
+    may drop or refuse role "tool" and ids the model never sent; every server takes a user message."""
+    log.info("the model wrote %d tool call(s) as text (%s); run as tool calls", len(written), ", ".join(c.name for c in written))
+    results = []
+    for call in written:
+        ran.append(Ran(call.name, call.arguments, await tools.call(call.name, call.arguments)))
+        results.append(f"{call.name}({call.arguments}) returned: {ran[-1].result}")
+    answer = prompts.render("tool_results", results="\n".join(results))
+    return [{"role": "assistant", "content": said}, {"role": "user", "content": answer}]
+
+
+def not_run_yet(written: list[TextCall], ran: list[Ran]) -> bool:
+    """Whether any of these written calls was not already run this turn (same tool, same arguments)."""
+    done = {(r.name, r.arguments) for r in ran}
+    return any((c.name, c.arguments) not in done for c in written)

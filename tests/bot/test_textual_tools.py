@@ -1,0 +1,182 @@
+"""The recognisers of tool calls written as text, the stream hold-back, the honesty check, the refusal
+detection and the local-server defaults: pure functions, checked on what real models and servers send."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.config import llm_timeouts, load_settings
+from bot.honesty import Ran, claims, honest_note
+from bot.server_quirks import is_local
+from bot.textual_tools import HoldBack, TextCall, find_calls
+from tests.fakes.openai_server import written_call
+
+NAMES = frozenset({"memory_store", "memory_delete"})
+ARGS = {"content": "Alice has a cat", "tags": ["pets"]}
+FORMS = ("bare", "parameters", "fence", "hermes", "llama", "mistral", "function")
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_each_written_form_is_one_call_with_its_arguments_and_leaves_no_text(form):
+    calls, prose = find_calls(written_call("memory_store", ARGS, form), NAMES)
+    assert calls == [TextCall("memory_store", json.dumps(ARGS))] and prose == ""
+
+
+def test_arguments_sent_as_a_json_string_are_the_object_inside():
+    text = json.dumps({"name": "memory_store", "arguments": json.dumps(ARGS)})
+    assert find_calls(text, NAMES)[0] == [TextCall("memory_store", json.dumps(ARGS))]
+
+
+def test_a_fenced_call_with_a_comment_line_is_still_a_call():
+    text = '```json\n// saving the fact\n{"name": "memory_store", "arguments": {}}\n```'
+    assert find_calls(text, NAMES) == ([TextCall("memory_store", "{}")], "")
+
+
+def test_a_hermes_block_inside_a_fence_leaves_no_empty_fence():
+    text = f"Okay.\n```xml\n{written_call('memory_store', ARGS, 'hermes')}\n```"
+    assert find_calls(text, NAMES) == ([TextCall("memory_store", json.dumps(ARGS))], "Okay.")
+
+
+def test_the_openai_shape_written_as_text_and_a_list_of_calls_are_recognised():
+    one = {"type": "function", "function": {"name": "memory_delete", "arguments": {"id": "m1"}}}
+    assert find_calls(json.dumps(one), NAMES)[0] == [TextCall("memory_delete", '{"id": "m1"}')]
+    several = [{"name": "memory_store", "arguments": ARGS}, {"name": "memory_delete", "arguments": {"id": "m1"}}]
+    assert [c.name for c in find_calls(json.dumps(several), NAMES)[0]] == ["memory_store", "memory_delete"]
+
+
+def test_prose_around_calls_is_kept_and_markup_for_unknown_tools_is_hidden_but_not_run():
+    text = f"Sure!\n{written_call('memory_store', ARGS, 'hermes')}\nDone."
+    assert find_calls(text, NAMES) == ([TextCall("memory_store", json.dumps(ARGS))], "Sure!\n\nDone.")
+    assert find_calls(written_call("send_email", {}, "hermes"), NAMES) == ([], "")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Your profile as JSON: {"name": "Alice", "age": 30}',
+        '```json\n{"name": "other_tool", "arguments": {}}\n```',  # not a tool offered here: someone's example
+        'Call it like this:\n```json\n{"name": "other_tool", "arguments": {}}\n```\nand it runs.',
+        "Braces {like these} and [1] lists, a < b, `code`.",
+        "```python\nprint({'name': 1})\n```",
+    ],
+)
+def test_ordinary_text_and_json_are_left_as_written(text):
+    assert find_calls(text, NAMES) == ([], text)
+
+
+async def streamed(text: str, step: int = 1) -> tuple[list[str], str]:
+    """What a HoldBack shows of ``text`` arriving ``step`` characters at a time: (shown while streaming, at end)."""
+    parts: list[str] = []
+
+    async def sink(part: str) -> None:
+        parts.append(part)
+
+    hold = HoldBack(sink)
+    for i in range(0, len(text), step):
+        await hold(text[i : i + step])
+    during = "".join(parts)
+    await hold.end(NAMES)
+    return [during], "".join(parts)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("step", [1, 3, 1000])
+async def test_a_streamed_call_is_never_shown_whatever_the_chunking(form, step):
+    text = f"On it. {written_call('memory_store', ARGS, form)} All set."
+    (during,), shown = await streamed(text, step)
+    assert "memory_store" not in shown and "{" not in shown and "`" not in shown and "<" not in shown
+    assert during.startswith("On it.") and shown.endswith("All set.")
+
+
+@pytest.mark.parametrize("step", [1, 4])
+async def test_ordinary_text_is_shown_as_it_arrives_and_braces_only_briefly_held(step):
+    (during,), shown = await streamed("Hello there, how are you?", step)
+    assert during == shown == "Hello there, how are you?"
+    (during,), shown = await streamed("A set {1, 2} and more words here", step)
+    assert during == shown == "A set {1, 2} and more words here"  # held two characters, then let go
+
+
+@pytest.mark.parametrize("step", [1, 5])
+async def test_a_fenced_hermes_block_streams_as_nothing(step):
+    (during,), shown = await streamed(f"Okay. ```xml\n{written_call('memory_store', ARGS, 'hermes')}\n```", step)
+    assert shown == "Okay. " and during == "Okay. "
+
+
+async def test_json_that_is_not_a_call_is_held_to_the_end_then_shown_whole():
+    text = '{"type": "object", "properties": {}}'
+    (during,), shown = await streamed(text, 2)
+    assert during == "" and shown == text
+
+
+# -- honesty -------------------------------------------------------------------------------------------------
+CLAIMS = {
+    "I'll remember that!": ["keep"],
+    "Noted.": ["keep"],
+    "Got it, noted!": ["keep"],
+    "I've saved that for you.": ["keep"],
+    "I’ve forgotten it.": ["forget"],
+    "Consider it forgotten.": ["forget"],
+    "I have deleted your bib number.": ["forget"],
+}
+NOT_CLAIMS = [
+    "I remember you said you like tea.",
+    "Don't forget your keys!",
+    "I can't remember that.",
+    "Should I remember that?",
+    "I haven't saved anything.",
+    "I forgot to ask: how are you?",
+    "Did you set a reminder?",
+    "I won't forget that I promised.",
+    "I noticed that you like cats.",
+    "Want me to remember that?",
+    "The notes you stored in Notion are safe.",
+]
+
+
+@pytest.mark.parametrize("text,kinds", CLAIMS.items())
+def test_first_person_claims_are_recognised(text, kinds):
+    assert claims(text) == kinds
+
+
+@pytest.mark.parametrize("text", NOT_CLAIMS)
+def test_ordinary_chat_is_no_claim(text):
+    assert claims(text) == []
+
+
+def test_a_claim_is_backed_by_a_successful_tool_of_its_kind_or_for_keeping_by_extraction():
+    stored, refused = Ran("memory_store", "{}", '{"status": "stored"}'), Ran("memory_store", "{}", "Error: privacy off")
+    assert honest_note("I'll remember that.", [stored]) == ""
+    assert "nothing was saved" in honest_note("I'll remember that.", [refused])
+    assert honest_note("I'll remember that.", [], extracted=True) == ""
+    assert "nothing was forgotten" in honest_note("I've forgotten it.", [stored], extracted=True)
+    assert honest_note("I've forgotten it.", [Ran("memory", '{"action": "delete"}', '{"deleted": 1}')]) == ""
+    assert honest_note("Reminder set!", [stored], extracted=True) == ""  # bot.reminder_claims reads rows for that
+
+
+# -- servers -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "url,local",
+    [
+        ("http://127.0.0.1:8080/v1", True),
+        ("http://localhost:11434/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://192.168.1.20:1234/v1", True),
+        ("http://10.0.0.5/v1", True),
+        ("http://gpu-box.local:8080/v1", True),
+        ("http://host.docker.internal:11434/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("https://8.8.8.8/v1", False),
+        ("https://openrouter.ai/api/v1", False),
+    ],
+)
+def test_local_servers_are_recognised(url, local):
+    assert is_local(url) is local
+
+
+def test_local_servers_get_timeouts_for_a_cpu_model_and_settings_win():
+    assert llm_timeouts(load_settings(), "https://api.openai.com/v1") == (60.0, 120.0)
+    assert llm_timeouts(load_settings(), "http://127.0.0.1:8091/v1") == (300.0, 600.0)
+    chosen = load_settings(llm_timeout_s=20, turn_deadline_s=45)
+    assert llm_timeouts(chosen, "http://127.0.0.1:8091/v1") == (20.0, 45.0)
