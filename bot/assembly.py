@@ -42,6 +42,10 @@ BUDGETS = {
     "bulletin": 700,  # MAINT-5: the scope's briefing (~500 words), cut line by line
 }
 
+# Sections recalled afresh for each message: rendered after the others, so the part of the prompt before them
+# stays the same from one turn to the next and a server's prompt cache can keep it (ORCH-9).
+PER_QUERY = frozenset({"behavioral", "relevant"})
+
 
 @dataclass(frozen=True, slots=True)
 class Turn:
@@ -138,10 +142,18 @@ def _place_persona(turn: Turn, text: str) -> str:
     )
 
 
-def _local_time(now: float, zone: tzinfo) -> str:
-    """The current time where the speaker is (ORCH-8), with the zone's name: "this evening" is theirs."""
+def _local_day(now: float, zone: tzinfo) -> str:
+    """The speaker's day (ORCH-8), with the zone's name. Only the day goes in the system prompt: a clock to the
+    minute there would change the prompt's prefix every minute, and servers cache a stable prefix (ORCH-9)."""
     moment = datetime.fromtimestamp(now, zone)
-    return f"{moment:%A %Y-%m-%d %H:%M} {getattr(zone, 'key', None) or moment.tzname()}"
+    return f"{moment:%A %Y-%m-%d} ({getattr(zone, 'key', None) or moment.tzname()})"
+
+
+def clock_note(now: float, zone: tzinfo) -> str:
+    """The time of day where the speaker is, for the end of the user turn: "this evening" is theirs (ORCH-8),
+    and the only part of the prompt that changes every minute comes last (ORCH-9)."""
+    moment = datetime.fromtimestamp(now, zone)
+    return f"(sent {moment:%H:%M} {getattr(zone, 'key', None) or moment.tzname()})"
 
 
 def _line(m: Memory) -> str:
@@ -203,6 +215,7 @@ class Assembler:
             self._summary(found.rolling_summary if preloaded is None else preloaded.summary),
         ]
         history = self._history(turn, found.history) if preloaded is None else _trimmed(list(preloaded.history))
+        sections.sort(key=lambda s: s.key in PER_QUERY)  # stable sort: what each message recalls afresh goes last
         return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000, found.place_persona)
 
     def _split(self, preloaded: Preloaded) -> Recalled:
@@ -220,7 +233,7 @@ class Assembler:
             bot_name=self.bot_name,
             platform=turn.message.platform,
             place=place,
-            now=_local_time(now, turn.ctx.tz),
+            today=_local_day(now, turn.ctx.tz),
             style=default if style is None else style,
             persona=self.persona.operator.text,
             place_persona=_place_persona(turn, snap.place_persona),

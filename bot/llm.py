@@ -32,6 +32,7 @@ import openai
 
 from .clients import async_openai_client, openai_client
 from .types import StreamSink
+from .usage import Usage, usage_of
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,7 @@ class ChatClient:
         self.last_failure: LLMError | None = None  # why the latest turn failed, for the one line the console shows
         self.tools_off = False  # set when the server rejected ``tools``: some local models have no tool calling
         self.on_call = on_call  # (seconds, failed) per request, for /metrics
+        self.turn_usage: list[Usage] = []  # what the server reported for each request of the latest run (ORCH-9)
 
     async def aclose(self) -> None:
         """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""
@@ -152,6 +154,7 @@ class ChatClient:
         """The tool loop: the model may call tools up to ``max_steps`` times, then must answer in text, all
         within ``turn_deadline_s`` (``TurnTimeout``): the per-request timeout alone let a trickling stream
         take 3 attempts x 60 s."""
+        self.turn_usage = []
         try:
             async with asyncio.timeout(self.turn_deadline_s):
                 return await self._loop(messages, tools, stream)
@@ -213,12 +216,19 @@ class ChatClient:
                 answer = await self._streamed(args, stream)
             else:
                 with _undecodable_is_malformed():
-                    answer = _parse(await self._client.chat.completions.create(**args))
+                    response = await self._client.chat.completions.create(**args)
+                    answer = _parse(response)
+                self._note_usage(usage_of(_plain(response)))
             failed = False
             return answer
         finally:
             if self.on_call is not None:
                 self.on_call(time.perf_counter() - start, failed)
+
+    def _note_usage(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self.turn_usage.append(usage)
+            log.debug("model %s: %s", self.model, usage.describe())
 
     async def _streamed(self, args: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
         """Streams text deltas to ``sink`` and reassembles tool calls from their fragments.
@@ -234,7 +244,9 @@ class ChatClient:
                     if text := answer.add(chunk):
                         shown = True
                         await sink(text)
-            return answer.message()
+            message = answer.message()
+            self._note_usage(answer.usage)
+            return message
         except RETRYABLE as exc:
             if shown:
                 raise StreamCut(f"the stream failed after text was shown ({_reason(exc)})") from exc
@@ -243,7 +255,8 @@ class ChatClient:
     async def _chunks(self, args: dict[str, Any]) -> AsyncGenerator[object, None]:
         """The SDK's chunks; the HTTP stream is closed on every exit, also when the sink raises."""
         with _undecodable_is_malformed():
-            async with await self._client.chat.completions.create(**args, stream=True) as stream:
+            usage = {"stream_options": {"include_usage": True}}  # the cache figures come in a last chunk (ORCH-9)
+            async with await self._client.chat.completions.create(**args, **usage, stream=True) as stream:
                 async for chunk in stream:
                     yield chunk
 
@@ -293,6 +306,7 @@ class _StreamedAnswer:
         self.calls: dict[int, dict[str, str]] = {}
         self.chunks = 0
         self.finished = False
+        self.usage: Usage | None = None
 
     def add(self, chunk: object) -> str:
         """Takes one chunk; returns its text delta (lone surrogates replaced) for the sink."""
@@ -300,6 +314,7 @@ class _StreamedAnswer:
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list):
             raise MalformedAnswer(f"stream chunk without choices: {_excerpt(data)}")
+        self.usage = usage_of(data) or self.usage  # llama.cpp adds its timings to the last chunks
         if not choices:  # the usage-only chunk that stream_options.include_usage adds
             return ""
         delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
