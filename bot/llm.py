@@ -255,8 +255,9 @@ class ChatClient:
     async def _chunks(self, args: dict[str, Any]) -> AsyncGenerator[object, None]:
         """The SDK's chunks; the HTTP stream is closed on every exit, also when the sink raises."""
         with _undecodable_is_malformed():
-            usage = {"stream_options": {"include_usage": True}}  # the cache figures come in a last chunk (ORCH-9)
-            async with await self._client.chat.completions.create(**args, **usage, stream=True) as stream:
+            # include_usage: the server's usage (the prompt cache's figures, ORCH-9) comes in a last chunk
+            usage: Any = {"include_usage": True}
+            async with await self._client.chat.completions.create(**args, stream=True, stream_options=usage) as stream:
                 async for chunk in stream:
                     yield chunk
 

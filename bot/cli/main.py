@@ -22,7 +22,7 @@ from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import bulletin, checkins, conversation, dashboard, doctor, ingest, memories, reflect, store, upkeep
+from . import bulletin, checkins, conversation, dashboard, doctor, ingest, memories, modelcheck, reflect, store, upkeep
 from .output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -36,6 +36,7 @@ COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     checkins.register,
     reflect.register,
     store.register,
+    modelcheck.register,
 )
 EPILOG = """\
 exit codes: 0 done; 1 a runtime failure (the store, the model server, the file system); 2 bad input or
