@@ -329,13 +329,13 @@ async def _stop(runtime: Runtime) -> None:
 def _score_store(settings: Settings, clock: FakeClock, report: Report, build: Build) -> None:
     """What the store holds at the end, read through a third runtime (nothing is said to it), then its bytes."""
     runtime = build(settings, clock)
-    rows = runtime.engine.db.rows
-    live = "forgotten = 0 AND superseded_by IS NULL AND consolidated_into IS NULL"
-    facts = rows(f"SELECT content, subject FROM memories WHERE {live} ORDER BY created_at, rid")
-    report.facts = [r["content"] for r in facts if r["subject"] != SELF_SUBJECT]
-    report.self_facts = [r["content"] for r in facts if r["subject"] == SELF_SUBJECT]
-    replies = rows("SELECT content FROM messages WHERE role = 'assistant'")
-    report.json_stored = sum(1 for r in replies if TOOL_TEXT.search(r["content"]))
+    engine = runtime.engine
+    memories = [m for batch in engine.memory_rows.in_written_order() for m in batch]
+    live = [m for m in memories if not (m.forgotten or m.superseded_by or m.consolidated_into)]
+    report.facts = [m.content for m in live if m.subject != SELF_SUBJECT]
+    report.self_facts = [m.content for m in live if m.subject == SELF_SUBJECT]
+    replies = [m for m in engine.messages.in_channel_after("console", "console", 0.0) if m.role == "assistant"]
+    report.json_stored = sum(1 for m in replies if TOOL_TEXT.search(m.content))
     runtime.engine.close()
     runtime.runner.shutdown()
     report.words_left = words_left(Path(settings.db_path).parent, FORGOTTEN)

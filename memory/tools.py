@@ -23,6 +23,7 @@ from .errors import MemoryStoreError
 from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source, normalise_tags
 from .scopes import RecallContext, write_scope
 from .storage.knobs import Weights
+from .tool_schemas import compact
 from .upkeep.forgetting import forget_memory
 from .write.store import RecallFilters
 
@@ -187,7 +188,7 @@ class MemoryTools:
         for name, (model, fn) in self._tools.items():
             if name in KEEPING_TOOLS and not self.remembering:
                 continue  # not offered: the model would only be refused
-            schema = model.model_json_schema()
+            schema = compact(model.model_json_schema())  # validated in full by ``model`` when called
             out.append(
                 {"type": "function", "function": {"name": name, "description": " ".join((fn.__doc__ or "").split()), "parameters": schema}}
             )
