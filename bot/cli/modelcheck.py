@@ -51,18 +51,20 @@ def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
         if not 0 < args.timeout <= 600:
             raise UsageError("--timeout must be more than 0 and at most 600 seconds")
         settings = settings.model_copy(update={"llm_timeout_s": args.timeout, "turn_deadline_s": args.timeout * 3})
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        raise UsageError(f"{args.keep} is not empty: the check needs a new store")
     problem = reach(settings.llm_base_url, secret(settings.llm_api_key))
     if problem:
         raise UsageError(problem.message)
     quiet = args.json
 
     def progress(turn: TurnRecord) -> None:
-        if not quiet:
-            note(f"{turn.seconds:6.1f} s  {turn.said}  tools: {', '.join(turn.tool_calls) or '-'}")
+        if not quiet:  # a slow local model takes minutes a turn: each turn's figures as it ends
+            cached = "-" if turn.cached_share is None else f"{turn.cached_share:.0%}"
+            prompt = "+".join(str(u.prompt) for u in turn.usage) or "-"
+            note(f"{turn.seconds:6.1f} s  cached {cached}  prompt {prompt}  {turn.said}  tools: {', '.join(turn.tool_calls) or '-'}")
 
     if args.keep is not None:
-        if args.keep.exists() and any(args.keep.iterdir()):
-            raise UsageError(f"{args.keep} is not empty: the check needs a new store")
         args.keep.mkdir(parents=True, exist_ok=True)
         report = asyncio.run(run_check(settings, args.keep, on_turn=progress))
     else:

@@ -8,6 +8,7 @@ perfectly: every must-be-0 figure is 0, every gold fact found, nothing else stor
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -166,3 +167,25 @@ def test_a_self_fact_holding_the_persons_words_is_counted_and_the_bots_own_taste
     report = Report("m", "http://x", self_facts=["My cat is called Biscuit.", "My favourite season is autumn."])
     assert report.wrong_self_facts == ["My cat is called Biscuit."]
     assert report.failures == ["1 of the person's facts filed as the bot's own"]
+
+
+async def test_the_command_reports_as_json_and_never_opens_the_configured_store(cli, srv, monkeypatch, tmp_path):
+    monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+    monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+    result = await asyncio.to_thread(cli, "modelcheck", "--json", "--keep", str(tmp_path / "kept"))
+    assert result.code == 0, result.err
+    data = result.json()
+    assert data["failures"] == [] and data["recall"] == 1.0 and data["json_shown"] == 0 and data["turns"] == 20
+    assert not (tmp_path / "store.db").exists()  # the configured store was never made
+    assert (tmp_path / "kept" / "companion.db").exists()  # --keep: the check's own store stays for a look
+    srv.default = lambda body: '{"name": "memory_store", "arguments": {"content": "x"}}' if body.get("tools") else "[]"
+    result = await asyncio.to_thread(cli, "modelcheck")
+    assert result.code == 1 and "FAILED: tool-call text shown in 20 turn(s)" in result.out
+
+
+def test_the_command_refuses_a_folder_that_holds_something(cli, tmp_path):
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "companion.db").write_bytes(b"mine")
+    result = cli("modelcheck", "--keep", str(tmp_path / "used"), "--timeout", "5")
+    assert result.code == 2 and "is not empty: the check needs a new store" in result.err
+    assert (tmp_path / "used" / "companion.db").read_bytes() == b"mine"
