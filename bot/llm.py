@@ -139,6 +139,7 @@ class ChatClient:
         self.tools_off = False  # set when the server rejected ``tools``: some local models have no tool calling
         self.on_call = on_call  # (seconds, failed) per request, for /metrics
         self.turn_usage: list[Usage] = []  # what the server reported for each request of the latest run (ORCH-9)
+        self._stream_usage = True  # False once the server refused stream_options
 
     async def aclose(self) -> None:
         """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""
@@ -255,11 +256,22 @@ class ChatClient:
     async def _chunks(self, args: dict[str, Any]) -> AsyncGenerator[object, None]:
         """The SDK's chunks; the HTTP stream is closed on every exit, also when the sink raises."""
         with _undecodable_is_malformed():
-            # include_usage: the server's usage (the prompt cache's figures, ORCH-9) comes in a last chunk
-            usage: Any = {"include_usage": True}
-            async with await self._client.chat.completions.create(**args, stream=True, stream_options=usage) as stream:
+            async with await self._open_stream(args) as stream:
                 async for chunk in stream:
                     yield chunk
+
+    async def _open_stream(self, args: dict[str, Any]) -> Any:
+        """include_usage: the server's usage (the prompt cache's figures, ORCH-9) comes in a last chunk. A
+        server that refuses the option is asked without it, once and for the rest of the run."""
+        if self._stream_usage:
+            try:
+                return await self._client.chat.completions.create(**args, stream=True, stream_options={"include_usage": True})
+            except openai.BadRequestError as exc:
+                if "stream_options" not in str(exc):
+                    raise
+                self._stream_usage = False
+                log.warning("the model server refuses stream_options (%s): streamed replies come without usage", _excerpt(str(exc)))
+        return await self._client.chat.completions.create(**args, stream=True)
 
 
 # -- checking answers ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from bot.llm import ChatClient
 from bot.usage import Usage, usage_of
 from memory.clock import FakeClock
 from tests.fakes import FakeOpenAI
-from tests.fakes.openai_server import RawAnswer, RawStream
+from tests.fakes.openai_server import HTTPError, RawAnswer, RawStream
 from tests.pipeline_support import build_runtime, dm
 
 
@@ -114,3 +114,15 @@ def test_a_server_that_reports_no_cache_leaves_the_share_unknown_not_zero():
 
 async def _ignore(text: str) -> None:
     return None
+
+
+async def test_a_server_that_refuses_stream_options_is_asked_without_them_once_and_for_all(srv):
+    refusal = {"error": {"message": "Unrecognized request argument supplied: stream_options", "type": "invalid_request_error"}}
+    llm = ChatClient(srv.base_url, "k", "m", backoff_s=0)
+    try:
+        srv.script(HTTPError(400, refusal), "hello", "again")
+        assert await llm.run([{"role": "user", "content": "hi"}], stream=_ignore) == "hello"
+        assert await llm.run([{"role": "user", "content": "hi"}], stream=_ignore) == "again"
+        assert [("stream_options" in b) for b in srv.chat_requests] == [True, False, False]
+    finally:
+        await llm.aclose()
