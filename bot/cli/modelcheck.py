@@ -73,7 +73,7 @@ def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json(report.as_dict())
     else:
-        out().print(table(report), markup=False, highlight=False)
+        out().print(table(report), markup=False, highlight=False, soft_wrap=True)  # a table: never wrapped
     return 1 if report.failures else 0
 
 
