@@ -177,6 +177,7 @@ class Assembler:
         self.summary_window_s, self.history_turns = summary_window_s, history_turns
         self.persona = persona or Persona()
         self.context = MemoryContext(engine, summary_window_s=summary_window_s, history_turns=history_turns)
+        self._history_start: dict[str, str] = {}  # channel key -> the first message id its prompts replay
 
     @property
     def bot_name(self) -> str:
@@ -214,7 +215,7 @@ class Assembler:
             *self._sessions(found.sessions),
             self._summary(found.rolling_summary if preloaded is None else preloaded.summary),
         ]
-        history = self._history(turn, found.history) if preloaded is None else _trimmed(list(preloaded.history))
+        history = self._history(turn, found.history, reinforce) if preloaded is None else _trimmed(list(preloaded.history))
         sections.sort(key=lambda s: s.key in PER_QUERY)  # stable sort: what each message recalls afresh goes last
         return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000, found.place_persona)
 
@@ -278,10 +279,24 @@ class Assembler:
     def _summary(self, text: str) -> Section:
         return Section("summary", "Earlier in this conversation (summary)", [_quoted(text)] if text else [])
 
-    def _history(self, turn: Turn, rows: tuple[StoredMessage, ...]) -> list[dict[str, str]]:
+    def _history(self, turn: Turn, rows: tuple[StoredMessage, ...], move: bool = True) -> list[dict[str, str]]:
         # the current turn is stored already (write-ahead); it is sent as the user message
-        said = [r for r in rows if r.id != turn.stored_id]
+        said = self._paged(turn.channel_key, [r for r in rows if r.id != turn.stored_id], move)
         return _trimmed([{"role": r.role, "content": self._said(turn, r)} for r in said])
+
+    def _paged(self, channel_key: str, said: list[StoredMessage], move: bool) -> list[StoredMessage]:
+        """The replayed history starts at the same message turn after turn, and moves half the window at once
+        when that message leaves the window: a window sliding one turn a turn changed the prompt right after
+        the system prompt every turn, and a server's prompt cache kept nothing of the history (ORCH-9).
+        ``move=False`` (the runtime snapshot) shows what a reply would get without moving the start."""
+        ids = [r.id for r in said]
+        start = self._history_start.get(channel_key)
+        if start in ids:
+            return said[ids.index(start) :]
+        kept = said[-max(1, self.history_turns // 2) :] if len(said) >= self.history_turns - 1 else said
+        if move and kept:
+            self._history_start[channel_key] = kept[0].id
+        return kept
 
     def _said(self, turn: Turn, r: StoredMessage) -> str:
         return r.content if r.role == "assistant" or turn.ctx.is_dm else f"{_quoted(r.author_name)}: {r.content}"

@@ -126,3 +126,23 @@ async def test_a_server_that_refuses_stream_options_is_asked_without_them_once_a
         assert [("stream_options" in b) for b in srv.chat_requests] == [True, False, False]
     finally:
         await llm.aclose()
+
+
+async def test_the_replayed_history_starts_at_the_same_message_for_turns_on_end_not_one_turn_later_each_turn(srv, tmp_path):
+    rt = build_runtime(tmp_path / "bot.db", srv, FakeClock(1_795_730_000.0))
+    await rt.start(background_loop=False)
+    try:
+        for i in range(24):
+            srv.script(f"answer {i}")
+            await rt.orchestrator.reply(dm("discord", "ada", f"message {i}", name="Ada"))
+    finally:
+        await rt.stop()
+    replies = [b["messages"] for b in srv.chat_requests if b.get("tools")]
+    firsts = [m[1]["content"] if len(m) > 2 else None for m in replies]
+    moves = [i for i in range(1, len(firsts)) if firsts[i] != firsts[i - 1]]
+    assert len(moves) <= 4  # 24 turns in a window of 20 messages: the start moved a few times, not every turn
+    assert all(b - a >= 4 for a, b in zip(moves, moves[1:], strict=False))
+    for i, messages in enumerate(replies):  # the newest turns are always there, and never more than the window
+        assert messages[-1]["content"].startswith(f"message {i}") and len(messages) - 2 <= 19
+        if i:
+            assert messages[-3:-1] == [{"role": "user", "content": f"message {i - 1}"}, {"role": "assistant", "content": f"answer {i - 1}"}]
