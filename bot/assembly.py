@@ -42,6 +42,10 @@ BUDGETS = {
     "bulletin": 700,  # MAINT-5: the scope's briefing (~500 words), cut line by line
 }
 
+# Sections recalled afresh for each message: rendered after the others, so the part of the prompt before them
+# stays the same from one turn to the next and a server's prompt cache can keep it (ORCH-9).
+PER_QUERY = frozenset({"behavioral", "relevant"})
+
 
 @dataclass(frozen=True, slots=True)
 class Turn:
@@ -138,10 +142,18 @@ def _place_persona(turn: Turn, text: str) -> str:
     )
 
 
-def _local_time(now: float, zone: tzinfo) -> str:
-    """The current time where the speaker is (ORCH-8), with the zone's name: "this evening" is theirs."""
+def _local_day(now: float, zone: tzinfo) -> str:
+    """The speaker's day (ORCH-8), with the zone's name. Only the day goes in the system prompt: a clock to the
+    minute there would change the prompt's prefix every minute, and servers cache a stable prefix (ORCH-9)."""
     moment = datetime.fromtimestamp(now, zone)
-    return f"{moment:%A %Y-%m-%d %H:%M} {getattr(zone, 'key', None) or moment.tzname()}"
+    return f"{moment:%A %Y-%m-%d} ({getattr(zone, 'key', None) or moment.tzname()})"
+
+
+def clock_note(now: float, zone: tzinfo) -> str:
+    """The time of day where the speaker is, for the end of the user turn: "this evening" is theirs (ORCH-8),
+    and the only part of the prompt that changes every minute comes last (ORCH-9)."""
+    moment = datetime.fromtimestamp(now, zone)
+    return f"(sent {moment:%H:%M} {getattr(zone, 'key', None) or moment.tzname()})"
 
 
 def _line(m: Memory) -> str:
@@ -165,6 +177,7 @@ class Assembler:
         self.summary_window_s, self.history_turns = summary_window_s, history_turns
         self.persona = persona or Persona()
         self.context = MemoryContext(engine, summary_window_s=summary_window_s, history_turns=history_turns)
+        self._history_start: dict[str, str] = {}  # channel key -> the first message id its prompts replay
 
     @property
     def bot_name(self) -> str:
@@ -202,7 +215,8 @@ class Assembler:
             *self._sessions(found.sessions),
             self._summary(found.rolling_summary if preloaded is None else preloaded.summary),
         ]
-        history = self._history(turn, found.history) if preloaded is None else _trimmed(list(preloaded.history))
+        history = self._history(turn, found.history, reinforce) if preloaded is None else _trimmed(list(preloaded.history))
+        sections.sort(key=lambda s: s.key in PER_QUERY)  # stable sort: what each message recalls afresh goes last
         return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000, found.place_persona)
 
     def _split(self, preloaded: Preloaded) -> Recalled:
@@ -220,7 +234,7 @@ class Assembler:
             bot_name=self.bot_name,
             platform=turn.message.platform,
             place=place,
-            now=_local_time(now, turn.ctx.tz),
+            today=_local_day(now, turn.ctx.tz),
             style=default if style is None else style,
             persona=self.persona.operator.text,
             place_persona=_place_persona(turn, snap.place_persona),
@@ -265,10 +279,24 @@ class Assembler:
     def _summary(self, text: str) -> Section:
         return Section("summary", "Earlier in this conversation (summary)", [_quoted(text)] if text else [])
 
-    def _history(self, turn: Turn, rows: tuple[StoredMessage, ...]) -> list[dict[str, str]]:
+    def _history(self, turn: Turn, rows: tuple[StoredMessage, ...], move: bool = True) -> list[dict[str, str]]:
         # the current turn is stored already (write-ahead); it is sent as the user message
-        said = [r for r in rows if r.id != turn.stored_id]
+        said = self._paged(turn.channel_key, [r for r in rows if r.id != turn.stored_id], move)
         return _trimmed([{"role": r.role, "content": self._said(turn, r)} for r in said])
+
+    def _paged(self, channel_key: str, said: list[StoredMessage], move: bool) -> list[StoredMessage]:
+        """The replayed history starts at the same message turn after turn, and moves half the window at once
+        when that message leaves the window: a window sliding one turn a turn changed the prompt right after
+        the system prompt every turn, and a server's prompt cache kept nothing of the history (ORCH-9).
+        ``move=False`` (the runtime snapshot) shows what a reply would get without moving the start."""
+        ids = [r.id for r in said]
+        start = self._history_start.get(channel_key)
+        if start in ids:
+            return said[ids.index(start) :]
+        kept = said[-max(1, self.history_turns // 2) :] if len(said) >= self.history_turns - 1 else said
+        if move and kept:
+            self._history_start[channel_key] = kept[0].id
+        return kept
 
     def _said(self, turn: Turn, r: StoredMessage) -> str:
         return r.content if r.role == "assistant" or turn.ctx.is_dm else f"{_quoted(r.author_name)}: {r.content}"

@@ -37,6 +37,7 @@ from .honesty import Ran, honest
 from .server_quirks import refused, server_words
 from .textual_tools import HoldBack, find_calls, not_run_yet, run_written
 from .types import StreamSink
+from .usage import Usage, usage_of
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +149,8 @@ class ChatClient:
         self.structured_off = False  # set when the server rejected ``response_format``
         self.max_tokens = max_tokens  # on every request: a weak model that rambles is stopped (COMPANION_*_MAX_TOKENS)
         self.on_call = on_call  # (seconds, failed) per request, for /metrics
+        self.turn_usage: list[Usage] = []  # what the server reported for each request of the latest run (ORCH-9)
+        self._stream_usage = True  # False once the server refused stream_options
 
     async def aclose(self) -> None:
         """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""
@@ -170,6 +173,7 @@ class ChatClient:
         """The tool loop: the model may call tools up to ``max_steps`` times, then must answer in text, all
         within ``turn_deadline_s`` (``TurnTimeout``): the per-request timeout alone let a trickling stream
         take 3 attempts x 60 s."""
+        self.turn_usage = []
         try:
             async with asyncio.timeout(self.turn_deadline_s):
                 return await self._loop(messages, tools, stream)
@@ -263,12 +267,19 @@ class ChatClient:
                 answer = await self._streamed(args, stream, names)
             else:
                 with _undecodable_is_malformed():
-                    answer = _parse(await self._client.chat.completions.create(**args))
+                    response = await self._client.chat.completions.create(**args)
+                    answer = _parse(response)
+                self._note_usage(usage_of(_plain(response)))
             failed = False
             return answer
         finally:
             if self.on_call is not None:
                 self.on_call(time.perf_counter() - start, failed)
+
+    def _note_usage(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self.turn_usage.append(usage)
+            log.debug("model %s: %s", self.model, usage.describe())
 
     async def _streamed(self, args: dict[str, Any], sink: StreamSink, names: frozenset[str]) -> dict[str, Any]:
         """Streams text deltas to ``sink`` and reassembles tool calls from their fragments.
@@ -285,6 +296,7 @@ class ChatClient:
                     if text := answer.add(chunk):
                         await hold(text)
             message = answer.message()
+            self._note_usage(answer.usage)
         except RETRYABLE as exc:
             if hold.shown:
                 raise StreamCut(f"the stream failed after text was shown ({_reason(exc)})") from exc
@@ -295,9 +307,22 @@ class ChatClient:
     async def _chunks(self, args: dict[str, Any]) -> AsyncGenerator[object, None]:
         """The SDK's chunks; the HTTP stream is closed on every exit, also when the sink raises."""
         with _undecodable_is_malformed():
-            async with await self._client.chat.completions.create(**args, stream=True) as stream:
+            async with await self._open_stream(args) as stream:
                 async for chunk in stream:
                     yield chunk
+
+    async def _open_stream(self, args: dict[str, Any]) -> Any:
+        """include_usage: the server's usage (the prompt cache's figures, ORCH-9) comes in a last chunk. A
+        server that refuses the option is asked without it, once and for the rest of the run."""
+        if self._stream_usage:
+            try:
+                return await self._client.chat.completions.create(**args, stream=True, stream_options={"include_usage": True})
+            except openai.BadRequestError as exc:
+                if "stream_options" not in str(exc):
+                    raise
+                self._stream_usage = False
+                log.warning("the model server refuses stream_options (%s): streamed replies come without usage", _excerpt(str(exc)))
+        return await self._client.chat.completions.create(**args, stream=True)
 
 
 # -- checking answers ------------------------------------------------------------------------------------
@@ -345,6 +370,7 @@ class _StreamedAnswer:
         self.calls: dict[int, dict[str, str]] = {}
         self.chunks = 0
         self.finished = False
+        self.usage: Usage | None = None
 
     def add(self, chunk: object) -> str:
         """Takes one chunk; returns its text delta (lone surrogates replaced) for the sink."""
@@ -352,6 +378,7 @@ class _StreamedAnswer:
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list):
             raise MalformedAnswer(f"stream chunk without choices: {_excerpt(data)}")
+        self.usage = usage_of(data) or self.usage  # llama.cpp adds its timings to the last chunks
         if not choices:  # the usage-only chunk that stream_options.include_usage adds
             return ""
         delta = choices[0].get("delta") if isinstance(choices[0], dict) else None

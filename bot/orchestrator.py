@@ -27,7 +27,7 @@ from memory.tools import MemoryTools, RateLimiter
 from memory.write.sources import Edit, Withdrawn, message_deleted, message_edited
 from voice.caches import HistoryCache
 
-from .assembly import Assembler, Snapshot, Turn
+from .assembly import Assembler, Snapshot, Turn, clock_note
 from .commands import Commands
 from .leak_guard import WITHHELD, LeakGate
 from .llm import ChatClient, LLMError
@@ -332,4 +332,5 @@ class Orchestrator:
         )
 
     def _user_text(self, turn: Turn) -> str:
-        return turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
+        said = turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
+        return f"{said}\n\n{clock_note(self.engine.clock.now(), turn.ctx.tz)}"  # the minute comes last (ORCH-9)

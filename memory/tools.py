@@ -25,6 +25,7 @@ from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Pr
 from .scopes import RecallContext, write_scope
 from .storage.knobs import Weights
 from .storage.reminders import Place, Reminders
+from .tool_schemas import compact
 from .upkeep.forgetting import forget_memory
 from .write.store import RecallFilters
 from .write.subjects import bound, written_by
@@ -201,7 +202,7 @@ class MemoryTools:
         for name, (model, fn) in self._tools.items():
             if name in KEEPING_TOOLS and not self.remembering:
                 continue  # not offered: the model would only be refused
-            schema = json.loads(_json_schema(model))  # a fresh copy of the cached schema
+            schema = json.loads(_json_schema(model))  # a fresh copy of the cached schema, validated in full when called
             out.append(
                 {"type": "function", "function": {"name": name, "description": " ".join((fn.__doc__ or "").split()), "parameters": schema}}
             )
@@ -327,7 +328,7 @@ class MemoryTools:
 def _json_schema(model: type[_Args]) -> str:
     """A tool's argument schema, built once: pydantic builds it anew at every call (tens of milliseconds for the
     ten tools on a loaded machine, on the event loop, at every step of every turn)."""
-    return json.dumps(model.model_json_schema())
+    return json.dumps(compact(model.model_json_schema()))
 
 
 def _match(relevance: float) -> str:

@@ -114,7 +114,7 @@ async def test_in_a_terminal_the_chat_edits_lines_shows_thinking_wraps_replies_a
             srv.script(STORY)
             term.type("\x1b[A\r")  # the up arrow recalls the last line; Enter sends it again
             at = await term.expect(r"the boats going by\s*\r?\n.*you> ", at)
-            assert srv.chat_requests[-1]["messages"][-1]["content"].endswith("tell me a long story")
+            assert srv.chat_requests[-1]["messages"][-1]["content"].startswith("tell me a long story\n\n(sent ")
             reply = term.screen[term.screen.rindex("Companion> ") :].split("you> ")[0]
             lines = [line for line in reply.replace("\x1b[K", "").split("\r\n") if line.strip()]
             assert len(lines) > 3 and all(len(line.split("\r")[-1]) <= WIDTH for line in lines), lines

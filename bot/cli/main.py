@@ -22,7 +22,7 @@ from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 
-from . import audit, bulletin, checkins, conversation, dashboard, doctor, ingest, init, memories, reflect, store, upkeep
+from . import audit, bulletin, checkins, conversation, dashboard, doctor, ingest, init, memories, modelcheck, reflect, store, upkeep
 from .output import CliError, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -38,6 +38,7 @@ COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     reflect.register,
     store.register,
     audit.register,
+    modelcheck.register,
 )
 EPILOG = """\
 exit codes: 0 done; 1 a runtime failure (the store, the model server, the file system); 2 bad input or

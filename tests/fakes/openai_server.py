@@ -140,6 +140,7 @@ class FakeOpenAI(FakeServer):
         self.refuse_response_format: str | None = None
         self.refusal_status = 500
         self.closed_by_client: list[str] = []  # "stream" / "request": the client hung up on an Endless or a Hang
+        self._last_prompt: list[str] = []  # the previous chat request's prompt words: the fake's prompt cache
         super().__init__()
 
     # ----------------------------------------------------------------- API --
@@ -293,7 +294,25 @@ class FakeOpenAI(FakeServer):
             "model": body.get("model", self.model),
             "system_fingerprint": None,
             "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-            "usage": _usage(body, reply_text),
+            "usage": self._cached(body, _usage(body, reply_text)),
+        }
+
+    def _cached(self, body: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
+        """A prompt cache as servers keep one: the words this prompt shares from its start with the previous
+        request's are "cached" (the tools first, as OpenAI renders them, then the messages in order)."""
+        words = _prompt_words(body)
+        shared = 0
+        for mine, theirs in zip(words, self._last_prompt, strict=False):
+            if mine != theirs:
+                break
+            shared += 1
+        self._last_prompt = words
+        total = len(words)
+        return {
+            **usage,
+            "prompt_tokens": total,
+            "total_tokens": total + usage["completion_tokens"],
+            "prompt_tokens_details": {"cached_tokens": shared},
         }
 
     # ----------------------------------------------------------- streaming --
@@ -313,7 +332,7 @@ class FakeOpenAI(FakeServer):
             await _sse(response, {**base, "choices": [choice]})
         if (body.get("stream_options") or {}).get("include_usage"):
             reply_text = item if isinstance(item, str) else ""
-            await _sse(response, {**base, "choices": [], "usage": _usage(body, reply_text)})
+            await _sse(response, {**base, "choices": [], "usage": self._cached(body, _usage(body, reply_text))})
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
@@ -400,6 +419,13 @@ def _message_texts(message: dict[str, Any]) -> list[str]:
     if isinstance(content, list):
         return [p.get("text", "") for p in content if isinstance(p, dict) and "text" in p]
     return []
+
+
+def _prompt_words(body: dict[str, Any]) -> list[str]:
+    words = json.dumps(body.get("tools") or []).split()
+    for message in body.get("messages", []):
+        words += [str(message.get("role"))] + [w for t in _message_texts(message) for w in t.split()]
+    return words
 
 
 def _usage(body: dict[str, Any], reply_text: str) -> dict[str, int]:

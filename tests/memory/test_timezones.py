@@ -89,7 +89,9 @@ async def test_the_prompt_tells_the_time_where_the_speaker_is(rt, srv):
     await rt.orchestrator.command("timezone", "Asia/Tokyo", dm("discord", "carol", "/timezone Asia/Tokyo"))
     srv.script("Good morning!")
     await rt.orchestrator.reply(dm("discord", "carol", "morning!"))  # 2023-11-14 22:13 UTC is Wednesday morning in Tokyo
-    assert "Now: Wednesday 2023-11-15 07:13 Asia/Tokyo." in srv.chat_requests[-1]["messages"][0]["content"]
+    messages = srv.chat_requests[-1]["messages"]
+    assert "Today is Wednesday 2023-11-15 (Asia/Tokyo)." in messages[0]["content"]  # the day in the system part
+    assert messages[-1]["content"].endswith("(sent 07:13 Asia/Tokyo)")  # the minute last (ORCH-9)
 
 
 async def test_extraction_reads_a_turn_and_its_dates_in_the_speakers_zone(rt, srv):

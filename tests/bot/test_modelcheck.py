@@ -1,0 +1,191 @@
+"""ORCH-9: the shipped real-model check, run against the scripted fake server behaving as an ideal model.
+
+The ideal model calls its tools as structured calls (memory_store for what the person tells, memory_search then
+memory_delete for a forget), answers extraction with the right JSON (each fact cited to the person's line, a
+forgotten one left out), never writes a tool call as text; the fake server reports a prefix cache. Scored
+perfectly: every must-be-0 figure is 0, every gold fact found, nothing else stored, and the cached share high.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import pytest
+from conftest import HashEmbedder
+
+from bot.cli.modelcheck import table
+from bot.composition import build_runtime
+from bot.config import load_settings
+from bot.modelcheck import AFTER_RESTART, BEFORE_RESTART, GOLD, TOOL_TEXT, Report, TurnRecord, run_check, words_left
+from tests.fakes import FakeOpenAI, ToolCall
+
+# What the ideal model keeps of each line that tells something durable (the gold facts, and the two forgotten).
+KEEP = {
+    "I have a grey cat called Biscuit.": "Sam has a grey cat called Biscuit.",
+    "I work as a nurse at the children's hospital.": "Sam works as a nurse at the children's hospital.",
+    "I live in Leeds, near the river.": "Sam lives in Leeds, near the river.",
+    "I much prefer tea to coffee, green tea especially.": "Sam prefers tea to coffee, green tea especially.",
+    "My dentist appointment is on 3 December at 9am.": "Sam has a dentist appointment on 3 December at 9am.",
+    "Remember that my sister Priya's birthday is on 12 May.": "Sam's sister Priya has her birthday on 12 May.",
+    "My race bib number for Sunday is 4417.": "Sam's race bib number for Sunday is 4417.",
+    "I'm running the Harrogate half marathon in March.": "Sam is running the Harrogate half marathon in March.",
+    "I've started learning the cello on weekends.": "Sam has started learning the cello on weekends.",
+}
+FORGETS = {"Forget my race bib number.": "race bib number", "Forget that I'm running the half marathon.": "half marathon"}
+
+
+def ideal(body: dict[str, Any]) -> Any:
+    messages = body["messages"]
+    last = messages[-1]
+    if "Extract durable memories" in str(last.get("content")):
+        return _extraction(str(last["content"]))
+    if not body.get("tools"):
+        return "[]"
+    said = next(str(m["content"]) for m in reversed(messages) if m["role"] == "user").split("\n\n(sent ")[0]
+    if last["role"] == "tool":
+        return _after_tools(said, messages)
+    if said in FORGETS:
+        return ToolCall("memory_search", {"query": FORGETS[said]})
+    if said in KEEP:
+        return ToolCall("memory_store", {"type": "semantic", "kind": "profile", "subject": "Sam", "content": KEEP[said]})
+    return "I remember you, Sam: a nurse in Leeds with a cat called Biscuit." if "remember" in said else "Nice, Sam!"
+
+
+def _after_tools(said: str, messages: list[dict[str, Any]]) -> Any:
+    results = json.loads(messages[-1]["content"])
+    if "results" in results:  # the search of a forget: delete each strong match
+        strong = [r["id"] for r in results["results"] if r.get("match") == "strong"]
+        return [ToolCall("memory_delete", {"id": i}) for i in strong] or "I had nothing stored about that."
+    return "Done: I forgot that." if said in FORGETS else "Got it, I'll remember that."
+
+
+def _extraction(prompt: str) -> str:
+    """The person's durable lines as facts citing them; a line asked to be forgotten in the transcript is left out."""
+    lines = re.findall(r'^#(\d+) \[(P\d+)\] [^"]*"[^"]*": (".*")$', prompt, re.MULTILINE)
+    said = [(int(n), tag, json.loads(text)) for n, tag, text in lines]
+    forgotten = {FORGETS[t].split()[-1] for _, _, t in said if t in FORGETS}  # "number", "marathon"
+    items = [
+        {"type": "semantic", "kind": "profile", "speaker": tag, "lines": [n], "subject": "Sam", "content": KEEP[text], "importance": 7}
+        for n, tag, text in said
+        if text in KEEP and not any(word in KEEP[text] for word in forgotten)
+    ]
+    return json.dumps(items)
+
+
+def _build(settings, clock):
+    return build_runtime(settings, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
+
+
+@pytest.fixture
+async def srv():
+    async with FakeOpenAI() as server:
+        server.default = ideal
+        yield server
+
+
+async def test_against_an_ideal_model_the_check_scores_perfectly(srv, tmp_path):
+    settings = load_settings(llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none", llm_timeout_s=5.0)
+    seen: list[TurnRecord] = []
+    report = await run_check(
+        settings,
+        tmp_path,
+        build=lambda s, clock: build_runtime(s, clock=clock, embedder=HashEmbedder(), backoff_s=0.0),
+        on_turn=seen.append,
+    )
+    assert [t.said for t in report.turns] == [*BEFORE_RESTART, *AFTER_RESTART] and seen == report.turns
+    assert report.failures == []
+    assert report.json_shown == report.json_stored == 0 and report.wrong_self_facts == [] and report.words_left == []
+    assert report.tool_calls == report.tool_calls_honoured >= 9 + 2 * 2  # a store per fact, a search and a delete per forget
+    assert report.gold_found == [g.label for g in GOLD] and report.recall == 1.0 and report.precision == 1.0
+    assert report.cached_from_turn_2 is not None and report.cached_from_turn_2 >= 0.7
+    assert all(t.cached_share is not None for t in report.turns)
+    assert "4417" not in json.dumps(report.facts) and "Harrogate" not in json.dumps(report.facts)
+    assert "FAILED" not in table(report)
+
+
+async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
+    """A model that writes its tool call as text, and an extraction that files the person's cat as the bot's own:
+    the check reports them (and keeps a forgotten word it finds in a file)."""
+    as_text = '<tool_call>{"name": "memory_store", "arguments": {"content": "Sam has a cat"}}</tool_call>'
+
+    def careless(body: dict[str, Any]) -> Any:
+        last = str(body["messages"][-1].get("content"))
+        if "Extract durable memories" in last:
+            cat = re.search(r"^#(\d+) \[bot\]", last, re.MULTILINE)
+            line = int(cat.group(1)) if cat else 1
+            item = {
+                "type": "semantic",
+                "kind": "profile",
+                "speaker": "bot",
+                "lines": [line],
+                "subject": "me",
+                "content": "My cat is called Biscuit.",
+            }
+            return json.dumps([item])
+        return as_text if body.get("tools") else "[]"
+
+    srv.default = careless
+    settings = load_settings(llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none", llm_timeout_s=5.0)
+    report = await run_check(
+        settings, tmp_path, build=lambda s, clock: build_runtime(s, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
+    )
+    assert report.json_shown == len(report.turns) and report.json_stored > 0
+    assert any("4417" in w for w in report.words_left)  # never forgotten: the message still holds it
+    assert report.failures and "FAILED" in table(report)
+
+
+def test_json_shown_recognises_the_textual_tool_call_forms():
+    for text in (
+        '{"name": "memory_store", "arguments": {"content": "x"}}',
+        '```json\n{"name": "memory_search"}\n```',
+        "<tool_call>\n{...}\n</tool_call>",
+        '<|python_tag|>{"name": "memory_store", "parameters": {}}',
+        '[TOOL_CALLS] [{"name": "memory_store"}]',
+        'memory_search(query="cat")',
+    ):
+        assert TOOL_TEXT.search(text), text
+    for text in ("Your cat Biscuit sounds lovely!", "I saved that to memory.", "Name: Sam"):
+        assert not TOOL_TEXT.search(text), text
+
+
+def test_a_forgotten_word_is_found_in_any_file_of_the_folder_at_the_byte_level(tmp_path):
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "journal.jsonl").write_bytes(b'{"x": "HARROGATE"}')
+    (tmp_path / "companion.db-wal").write_bytes(b"\x00\x014417\x00")
+    assert words_left(tmp_path, ("4417", "harrogate")) == ["4417 in companion.db-wal", "harrogate in memory/journal.jsonl"]
+
+
+def test_the_report_of_nothing_is_not_a_perfect_score():
+    report = Report("m", "http://x")
+    assert report.precision is None and report.recall == 0.0 and report.cached_from_turn_2 is None
+
+
+def test_a_self_fact_holding_the_persons_words_is_counted_and_the_bots_own_taste_is_not():
+    report = Report("m", "http://x", self_facts=["My cat is called Biscuit.", "My favourite season is autumn."])
+    assert report.wrong_self_facts == ["My cat is called Biscuit."]
+    assert report.failures == ["1 of the person's facts filed as the bot's own"]
+
+
+async def test_the_command_reports_as_json_and_never_opens_the_configured_store(cli, srv, monkeypatch, tmp_path):
+    monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+    monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+    result = await asyncio.to_thread(cli, "modelcheck", "--json", "--keep", str(tmp_path / "kept"))
+    assert result.code == 0, result.err
+    data = result.json()
+    assert data["failures"] == [] and data["recall"] == 1.0 and data["json_shown"] == 0 and data["turns"] == 20
+    assert not (tmp_path / "store.db").exists()  # the configured store was never made
+    assert (tmp_path / "kept" / "companion.db").exists()  # --keep: the check's own store stays for a look
+    srv.default = lambda body: '{"name": "memory_store", "arguments": {"content": "x"}}' if body.get("tools") else "[]"
+    result = await asyncio.to_thread(cli, "modelcheck")
+    assert result.code == 1 and "FAILED: tool-call text shown in 20 turn(s)" in result.out
+
+
+def test_the_command_refuses_a_folder_that_holds_something(cli, tmp_path):
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "companion.db").write_bytes(b"mine")
+    result = cli("modelcheck", "--keep", str(tmp_path / "used"), "--timeout", "5")
+    assert result.code == 2 and "is not empty: the check needs a new store" in result.err
+    assert (tmp_path / "used" / "companion.db").read_bytes() == b"mine"
