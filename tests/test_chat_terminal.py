@@ -171,7 +171,7 @@ async def test_a_pasted_block_is_one_message_and_help_breaks_at_spaces(tmp_path,
         finally:
             term.close()
     replies = [body for body in srv.chat_requests if body.get("stream")]  # extraction's requests do not stream
-    assert [re.sub(r"\s+", " ", body["messages"][-1]["content"]) for body in replies] == [
+    assert [re.sub(r"\s+", " ", body["messages"][-1]["content"].split("\n\n(sent ")[0]) for body in replies] == [
         "first line second line third line",
         "fourth line fifth line sixth line",
     ]

@@ -109,7 +109,8 @@ async def test_against_an_ideal_model_the_check_scores_perfectly(srv, tmp_path):
 async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
     """A model that writes its tool call as text, and an extraction that files the person's cat as the bot's own:
     the check reports them (and keeps a forgotten word it finds in a file)."""
-    as_text = '<tool_call>{"name": "memory_store", "arguments": {"content": "Sam has a cat"}}</tool_call>'
+    # a call to a tool nobody offered, written as bare JSON: not a call the bot may run, so the person sees it
+    as_text = '{"name": "web_search", "arguments": {"query": "Sam has a cat"}}'
 
     def careless(body: dict[str, Any]) -> Any:
         last = str(body["messages"][-1].get("content"))
@@ -178,7 +179,7 @@ async def test_the_command_reports_as_json_and_never_opens_the_configured_store(
     assert data["failures"] == [] and data["recall"] == 1.0 and data["json_shown"] == 0 and data["turns"] == 20
     assert not (tmp_path / "store.db").exists()  # the configured store was never made
     assert (tmp_path / "kept" / "companion.db").exists()  # --keep: the check's own store stays for a look
-    srv.default = lambda body: '{"name": "memory_store", "arguments": {"content": "x"}}' if body.get("tools") else "[]"
+    srv.default = lambda body: '{"name": "web_search", "arguments": {"query": "x"}}' if body.get("tools") else "[]"
     result = await asyncio.to_thread(cli, "modelcheck")
     assert result.code == 1 and "FAILED: tool-call text shown in 20 turn(s)" in result.out
 
