@@ -29,7 +29,7 @@ from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn
 from .commands import Commands
-from .leak_guard import WITHHELD, LeakGate
+from .leak_guard import TOOL_REFUSED, WITHHELD, LeakGate, WouldLeak, tool_text
 from .llm import ChatClient, LLMError
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
@@ -62,11 +62,16 @@ class AsyncTools:
 
     def __init__(self, tools: MemoryTools, runner: AsyncRunner, history: HistoryCache[str] | None = None) -> None:
         self.tools, self.runner, self.history = tools, runner, history
+        self.guard: WouldLeak | None = None  # the leak check of the place, set once the turn's prompt is made
 
     def schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
 
     async def call(self, name: str, arguments: str) -> str:
+        if self.guard is not None and await self.guard(tool_text(arguments)):
+            # SEC-6 for tool arguments: a memory_store in a group of Alice's DM-private code word would file it
+            # where the group sees it (and then the reply repeating it would pass); a search would carry it too.
+            return TOOL_REFUSED
         if self.history is not None and name == "conversation_search":
             return await self.runner.run(cached_search, self.history, self.tools, arguments)
         return await self.runner.run(self.tools.call, name, arguments)
@@ -176,8 +181,10 @@ class Orchestrator:
     async def _answer(
         self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, may_skip: bool
     ) -> str | None:
-        """The model's reply; in a shared place nothing of it is streamed, sent or spoken before the leak check."""
-        gate = LeakGate(stream, lambda said: self._leaks(turn, said, convo)) if stream and not turn.ctx.is_dm else None
+        """The model's reply; nothing of it is streamed, sent or spoken before the leak check (a DM too: another
+        person's DM is a shared place for what someone else said, issue 31)."""
+        tools.guard = lambda arguments: self._leaks(turn, arguments, convo, "the tool call refused")
+        gate = LeakGate(stream, lambda said: self._leaks(turn, said, convo)) if stream else None
         sink = gate or stream
         drafted = await self._ask(convo, tools, SkipGate(sink) if sink and may_skip else sink, turn.message)
         text = await self._guarded(turn, convo, tools, drafted)
@@ -186,9 +193,10 @@ class Orchestrator:
         return text
 
     async def _guarded(self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, text: str | None) -> str | None:
-        """SEC-6: a reply for a shared place that would reveal what the place may not see is asked for once more,
-        with a general instruction (the words stay out of the prompt), and withheld if it still would."""
-        if text is None or turn.ctx.is_dm or not await self._leaks(turn, text, convo, "asking the model again"):
+        """SEC-6: a reply that would reveal what the place may not see is asked for once more, with a general
+        instruction (the words stay out of the prompt), and withheld if it still would. Only what the person
+        of a DM may see passes there: their own memories, never another person's (issue 31)."""
+        if text is None or not await self._leaks(turn, text, convo, "asking the model again"):
             return text
         again = await self._ask([*convo, {"role": "system", "content": prompts.render("leak_retry")}], tools, None, turn.message)
         if again is None or await self._leaks(turn, again, convo, "withheld"):
