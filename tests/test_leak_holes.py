@@ -172,4 +172,3 @@ async def test_a_memory_store_of_one_s_own_words_in_one_s_own_dm_runs(runtime, s
     srv.script(ToolCall("memory_store", store_args("Alice's code word is Zanzibarite")), "Saved.")
     await runtime.orchestrator.reply(dm("discord", "alice", CODE_WORD, name="Alice"))
     assert stored(runtime, "zanzibarite") == 1
-

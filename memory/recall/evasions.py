@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 _LOOKALIKES = str.maketrans(
     "аеорсухіјѕԁԛԝһӏвкмнтАВЕКМНОРСТХІЈЅУ"  # Cyrillic
     "αβεικνοροτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",  # Greek
-    "aeopcyxijsdqwhlbkmhtABEKMHOPCTXIJSY" "abeikvopotuxABEZHIKMNOPTYX",
+    "aeopcyxijsdqwhlbkmhtABEKMHOPCTXIJSYabeikvopotuxABEZHIKMNOPTYX",
 )
 _LEET = {"0": "o", "3": "e", "4": "a", "5": "s", "6": "g", "7": "t", "8": "b", "9": "g", "@": "a", "$": "s", "|": "l"}
 _INVISIBLE = {"Cf", "Mn"}  # zero-width spaces and joiners, soft hyphens, combining marks left after NFKC
