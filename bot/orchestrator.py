@@ -209,7 +209,7 @@ class Orchestrator:
         leaks = await self.runner.run(self.engine.leaks.check, turn.ctx, text, seen)
         if leaks and outcome:
             found = ", ".join(f"{leak.memory_id} ({leak.kind})" for leak in leaks)
-            log.warning("a reply in %s would reveal memories this place may not see: %s; %s", turn.channel_key, found, outcome)
+            log.warning("a reply (or tool call) in %s would reveal what this place may not see: %s; %s", turn.channel_key, found, outcome)
         return bool(leaks)
 
     def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
