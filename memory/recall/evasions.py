@@ -40,10 +40,12 @@ UNITS = {w: i for i, w in enumerate(f"{_NUMBERS} seventeen eighteen nineteen".sp
 TENS = {w: 10 * i for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], start=2)}
 SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
 _TOKEN = re.compile(r"[^\W_]+")
+_LEET_MARK = re.compile(r"[a-z][\w@$|!]*[0-9@$|]|[0-9@$|][\w@$|!]*[a-z]")  # a letter and a leet character in one word
+_NUMBER_MARK = re.compile(r"\b(?:" + "|".join([*UNITS, *TENS, *SCALES]) + r")\b")
 
 
-def unmasked(text: str, known: Callable[[str], bool] = lambda word: False) -> str:
-    """``text`` folded (NFKC, look-alikes, no invisible characters), then the hidden words found in it.
+def unmasked(text: str, known: Callable[[str], bool] = lambda word: False) -> tuple[str, tuple[str, ...]]:
+    """``text`` folded (NFKC, look-alikes, no invisible characters), and the words hidden in it (not in it as such).
 
     :param known: is this a word of the language? (Only unknown words are read backwards: "nostabmow" is, "stressed"
         is not; reading every word backwards would cost a look-up each.)
@@ -53,24 +55,26 @@ def unmasked(text: str, known: Callable[[str], bool] = lambda word: False) -> st
     extra = dict.fromkeys(_hidden(lowered, known))
     if not text.isascii():  # an invisible character may have stood for a space ("Dr\u200bWombatson")
         extra.update(dict.fromkeys(_WORD.findall(fold(text, invisible=" ").lower())))
-    found = [w for w in extra if w and w not in lowered]
-    return folded + ("\n" + " ".join(found) if found else "")
+    plain = set(_WORD.findall(lowered))
+    return folded, tuple(w for w in extra if w and w not in plain)
 
 
 def fold(text: str, invisible: str = "") -> str:
     """NFKC (fullwidth, ligatures, mathematical letters), invisible characters removed (or made ``invisible``),
-    look-alike letters made Latin."""
+    look-alike letters made Latin. ASCII text is already all of that."""
+    if text.isascii():
+        return text
     nfkc = unicodedata.normalize("NFKC", text)
-    if not nfkc.isascii():
-        nfkc = "".join(invisible if unicodedata.category(c) in _INVISIBLE else c for c in nfkc)
-    return nfkc.translate(_LOOKALIKES)
+    return "".join(invisible if unicodedata.category(c) in _INVISIBLE else c for c in nfkc).translate(_LOOKALIKES)
 
 
 def _hidden(lowered: str, known: Callable[[str], bool]) -> Iterator[str]:
     yield from _joined(lowered)
-    yield from _leet(lowered)
+    if _LEET_MARK.search(lowered):
+        yield from _leet(lowered)
     yield from (word for word in _reversed(lowered) if not known(word[::-1]))
-    yield from _spelled_numbers(lowered)
+    if _NUMBER_MARK.search(lowered):
+        yield from _spelled_numbers(lowered)
 
 
 def _joined(text: str) -> Iterator[str]:
@@ -84,7 +88,7 @@ def _joined(text: str) -> Iterator[str]:
 def _leet(text: str) -> Iterator[str]:
     """Words mixing letters with digits or symbols, read as letters (a code like "x4471q" is kept as written too)."""
     for word in _WORD.findall(text):
-        if any(c.isalpha() for c in word) and any(c in _LEET or c in "1!" for c in word):
+        if _LEET_MARK.search(word):
             plain = "".join(_LEET.get(c, c) for c in word)
             yield plain.replace("1", "i").replace("!", "i")
             yield plain.replace("1", "l").replace("!", "i")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..scopes import RecallContext, message_partition, placeholders
 from ..storage.corpus import Filter, MemoryCorpus, MessageCorpus, live_memories
-from .evasions import unmasked
+from .evasions import fold, unmasked
 
 ASSETS = Path(__file__).parents[1] / "assets"
 MAX_REPLY_CHARS = 20_000  # a reply is capped long before this; past it nothing more is read
@@ -48,15 +48,15 @@ MESSAGE_COLUMNS = ("content",)  # what was said (not the speaker's name or the q
 RECENT_MESSAGES_S, MESSAGE_COMMON_ROWS = 7 * 86_400.0, 500
 YEAR = re.compile(r"(19|20)\d\d")
 Words = dict[str, tuple[str, int]]  # stem -> (the word as written, its weight)
-Held = tuple[str, str, set[str]]  # a row's id, its partition key, and which of the reply's stems it holds
+Held = tuple[str, str, set[str]]  # a row's id, its kind of place, and which of the reply's stems it holds
 
 
 @dataclass(frozen=True, slots=True)
 class Leak:
     """A memory the place may not see that a reply would reveal. ``words``: never log them."""
 
-    memory_id: str
-    kind: str  # dm-private | owner | other-server-lore | server | portable (partition_kind)
+    memory_id: str  # or a message's id, for the kinds dm-message and server-message
+    kind: str  # dm-private | owner | other-server-lore | server | portable (partition_kind) | dm-message | server-message
     words: tuple[str, ...]
 
 
@@ -78,49 +78,50 @@ class LeakCheck:
         words = self._telling(reply, seen)
         if not words:
             return ()
-        leaks = [*self._in_memories(ctx, words), *self._in_messages(ctx, words)]
-        return tuple(sorted(leaks, key=lambda leak: (leak.kind, leak.memory_id)))
+        outside = [*self._in_memories(ctx, words), *self._in_messages(ctx, words)]
+        return tuple(sorted(self._unseen(ctx, words, outside), key=lambda leak: (leak.kind, leak.memory_id)))
 
-    def _in_memories(self, ctx: RecallContext, words: Words) -> list[Leak]:
+    def _in_memories(self, ctx: RecallContext, words: Words) -> list[Held]:
+        """Live memories outside the place's partitions that hold enough of the words."""
         holders = self.memories.holders({stem: raw for stem, (raw, _) in words.items()}, MEMORY_COLUMNS)
         heavy = {rid for rid, stems in holders.items() if _weight(stems, words) >= LEAK_WEIGHT}
         if not heavy:
             return []
         mine = ctx.memory_partitions()
         keys = self.memories.keys(heavy, live_memories("t", self.now()))
-        outside = {rid: (row_id, key, holders[rid]) for rid, (row_id, key) in keys.items() if key not in mine}
-        return self._unseen(ctx, words, outside, partition_kind)
+        return [(row_id, partition_kind(key), holders[rid]) for rid, (row_id, key) in keys.items() if key not in mine]
 
-    def _in_messages(self, ctx: RecallContext, words: Words) -> list[Leak]:
+    def _in_messages(self, ctx: RecallContext, words: Words) -> list[Held]:
         """Words said lately where this place cannot read them, not yet (or never) made a memory: Alice's "my
         therapist is Dr Wombatson" in her DM, before extraction ran, is not for Bob's DM or the group."""
-        asked = {stem: raw for stem, (raw, _) in words.items() if self.messages.doc_freq(stem, raw)[0] <= MESSAGE_COMMON_ROWS}
-        holders = self.messages.holders(asked, MESSAGE_COLUMNS) if asked else {}
+        holders = self.messages.holders({stem: raw for stem, (raw, _) in words.items()}, MESSAGE_COLUMNS, MESSAGE_COMMON_ROWS)
         heavy = {rid for rid, stems in holders.items() if _weight(stems, words) >= LEAK_WEIGHT}
         if not heavy:
             return []
         recent = Filter("t.created_at >= ?", (self.now() - RECENT_MESSAGES_S,))
         keys = self.messages.keys(heavy, recent & _unreadable(ctx))
-        return self._unseen(ctx, words, {rid: (row_id, key, holders[rid]) for rid, (row_id, key) in keys.items()}, message_kind)
+        return [(row_id, message_kind(key), holders[rid]) for rid, (row_id, key) in keys.items()]
 
-    def _unseen(self, ctx: RecallContext, words: Words, outside: dict[int, Held], kind: Callable[[str], str]) -> list[Leak]:
+    def _unseen(self, ctx: RecallContext, words: Words, outside: list[Held]) -> list[Leak]:
         """The rows of ``outside`` whose words the place has not seen elsewhere (a memory it may see, a message it
         may read) still weigh enough to give them away."""
-        shown = self._shown(ctx, {stem for *_, stems in outside.values() for stem in stems}, words)
-        suspects = [(row_id, key, stems - shown) for row_id, key, stems in outside.values()]
+        shown = self._shown(ctx, {stem for *_, stems in outside for stem in stems}, words)
+        suspects = [(row_id, kind, stems - shown) for row_id, kind, stems in outside]
         suspects = [found for found in suspects if _weight(found[2], words) >= LEAK_WEIGHT]
         said_here = self._said_here(ctx, {stem for *_, stems in suspects for stem in stems}, words)
         return [
-            Leak(row_id, kind(key), tuple(sorted(words[s][0] for s in stems - said_here)))
-            for row_id, key, stems in suspects
+            Leak(row_id, kind, tuple(sorted(words[s][0] for s in stems - said_here)))
+            for row_id, kind, stems in suspects
             if _weight(stems - said_here, words) >= LEAK_WEIGHT
         ]
 
     def _telling(self, reply: str, seen: str) -> Words:
         """stem -> (word, weight) for the reply's words (hidden ones too) that weigh something and are not in ``seen``."""
-        said = {stem for _, stem in self.memories.fts.words(unmasked(seen), len(seen) * 2 + 1)}
-        text = unmasked(reply[:MAX_REPLY_CHARS], _vocabulary().__contains__)
-        found = self.memories.fts.words(text, 2 * MAX_REPLY_CHARS)
+        plain, hidden = unmasked(reply[:MAX_REPLY_CHARS], _vocabulary().__contains__)
+        said = {stem for _, stem in self.memories.fts.words(fold(seen), MAX_REPLY_CHARS)}
+        if hidden:  # the place may have seen a hidden word hidden the same way (only then is what it saw unmasked)
+            said |= {stem for _, stem in self.memories.fts.words(" ".join(unmasked(seen)[1]), MAX_REPLY_CHARS)}
+        found = self.memories.fts.words(f"{plain}\n{' '.join(hidden)}", 2 * MAX_REPLY_CHARS)
         weighed = ((raw, stem, self.weight(raw, stem)) for raw, stem in found if stem not in said)
         return {stem: (raw, weight) for raw, stem, weight in weighed if weight}
 
