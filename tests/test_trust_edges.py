@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
+
+import pytest
+from conftest import remember
 
 from bot.composition import build_health
 from bot.config import load_settings
 from memory.clock import FakeClock
+from memory.engine import MemoryEngine
+from memory.errors import CopyRefused, InvalidInput
+from memory.storage.pg import open_database
+from memory.upkeep.copy import copy_store
+from tests.cli_support import Cli, _alice
 from tests.pipeline_support import build_runtime
 from tests.test_operations import get
 
@@ -29,3 +38,46 @@ async def test_healthz_says_only_store_unavailable_and_the_log_says_why(tmp_path
     assert (status, json.loads(body)) == (503, {"ok": False, "problem": "store unavailable"})
     logged = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records) + str([r.exc_info for r in caplog.records])
     assert "store does not answer" in logged and "closed" in logged.lower()  # the detail, for the operator
+
+
+# -- (d) store copy: no copy where SQLite keeps a side file, no folder named "sqlite:" -------------------------
+def make_store(path: Path) -> None:
+    engine = MemoryEngine(path, None, FakeClock())
+    remember(engine, "Alice keeps a tortoise called Quintrell")
+    engine.close()
+
+
+@pytest.mark.parametrize("side", ["-wal", "-shm", "-journal"])
+def test_a_copy_into_the_source_s_own_side_file_is_refused_and_the_source_is_untouched(tmp_path, side):
+    make_store(tmp_path / "a.db")
+    before = (tmp_path / "a.db").read_bytes()
+    with pytest.raises(CopyRefused, match=f"where SQLite keeps SRC's {side[1:]} file"):
+        copy_store(str(tmp_path / "a.db"), str(tmp_path / f"a.db{side}"))
+    assert not (tmp_path / f"a.db{side}").exists()
+    assert (tmp_path / "a.db").read_bytes() == before
+
+
+def test_a_copy_into_another_store_s_side_file_name_is_refused(tmp_path):
+    make_store(tmp_path / "a.db")
+    with pytest.raises(CopyRefused, match="b.db's wal file"):
+        copy_store(str(tmp_path / "a.db"), str(tmp_path / "b.db-wal"))
+
+
+@pytest.mark.parametrize("where", ["sqlite://relative.db", "sqlite:relative.db", "mysql://host/db"])
+def test_a_url_this_program_does_not_read_is_refused_and_no_folder_is_made(tmp_path, monkeypatch, where):
+    monkeypatch.chdir(tmp_path)
+    make_store(tmp_path / "a.db")
+    with pytest.raises(CopyRefused, match="this program reads"):
+        copy_store(str(tmp_path / "a.db"), where)
+    with pytest.raises(CopyRefused, match="this program reads"):
+        copy_store(where, str(tmp_path / "b.db"))
+    with pytest.raises(InvalidInput, match="this program reads"):
+        open_database(where)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.db"]
+
+
+def test_the_cli_says_why_a_side_file_copy_is_refused(cli: Cli):
+    _alice(cli)
+    result = cli("store", "copy", str(cli.db), f"{cli.db}-wal")
+    assert result.code == 2 and "wal file" in result.error_line()
+    assert cli("store", "copy", str(cli.db), "sqlite://x.db").code == 2
