@@ -81,3 +81,23 @@ def test_the_cli_says_why_a_side_file_copy_is_refused(cli: Cli):
     result = cli("store", "copy", str(cli.db), f"{cli.db}-wal")
     assert result.code == 2 and "wal file" in result.error_line()
     assert cli("store", "copy", str(cli.db), "sqlite://x.db").code == 2
+
+
+# -- (e) two writers: a link to a memory the other just deleted ---------------------------------------------
+def test_a_link_to_a_memory_another_writer_just_deleted_is_dropped_and_the_write_stands(tmp_path):
+    """The writer read its neighbour before its transaction; the other process deleted it meanwhile."""
+    engine = MemoryEngine(tmp_path / "m.db", None, FakeClock())
+    other = MemoryEngine(tmp_path / "m.db", None, FakeClock())
+    try:
+        old = remember(engine, "Alice keeps a tortoise called Quintrell")
+        remember(engine, "Bob brews Tamberlyn ale at home")  # the last row: the new one gets a rid of its own
+        other.memories.delete(old.id)
+        assert other.db.scalar("SELECT COUNT(*) FROM memories WHERE rid = ?", (old.rid,)) == 0
+        new = remember(engine, "Alice's tortoise Quintrell turned ninety")
+        with engine.db.transaction():
+            engine.memory_rows.link(new.rid, [old], [old], [old])
+        assert engine.db.scalar("SELECT COUNT(*) FROM memory_links") == 0
+        assert engine.db.scalar("SELECT COUNT(*) FROM memories WHERE id = ?", (new.id,)) == 1
+    finally:
+        other.close()
+        engine.close()
