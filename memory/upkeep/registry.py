@@ -122,8 +122,9 @@ REGISTRY: tuple[Holder, ...] = (
     Holder(
         "dashboard_audit",
         "delete",
-        "changes made through the dashboard: ids, field names and counts, never a memory's words (memory.storage.audit)",
-        "person_id IN ({ids})",
+        "changes made through the dashboard: ids, field names and counts, never a memory's words (memory.storage.audit); "
+        "who changed a place's persona, and when, outlives that admin's /forget everything (no words are in it)",
+        "person_id IN ({ids}) AND action NOT IN ('persona.set', 'persona.reset')",
         export=True,
     ),
     Holder(
