@@ -3,15 +3,18 @@ persona texts, the persona's audit rows, the login throttle, the rate limit per 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
 
+import aiohttp
 import pytest
 from conftest import remember
 
 from bot.composition import build_health
 from bot.config import load_settings
+from bot.dashboard.auth import MAX_FAILURES, PACE_S
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.errors import CopyRefused, InvalidInput, Rejected
@@ -162,3 +165,48 @@ def test_an_admin_s_forget_everything_keeps_who_changed_the_persona_and_when_and
         ]
         assert "quizmaster" not in json.dumps(engine.db.rows("SELECT * FROM dashboard_audit"))
         assert all(e.at for e in AuditTrail(engine).recent())
+
+
+# -- (a) the login throttle: a local guesser never locks out the operator --------------------------------------
+async def guess(session: aiohttp.ClientSession, n: int) -> int:
+    if n % 2:
+        async with session.post("/login", data={"token": f"guess-{n}"}) as r:
+            return r.status
+    async with session.get("/api/memory", headers={"Authorization": f"Bearer guess-{n}"}) as r:
+        return r.status
+
+
+async def test_a_local_process_guessing_tokens_never_locks_out_the_operator_s_browser_on_the_same_address(dash):
+    """Every ssh-tunnel client is 127.0.0.1: the guesser and the operator share an address, not a client."""
+    jar = aiohttp.CookieJar(unsafe=True)  # unsafe: cookies for an IP host
+    async with aiohttp.ClientSession(dash.url) as guesser, aiohttp.ClientSession(dash.url, cookie_jar=jar) as browser:
+        async with browser.get("/login") as r:
+            assert r.status == 200  # the form gives this browser its client cookie
+        statuses = [await guess(guesser, n) for n in range(3 * MAX_FAILURES)]
+        assert statuses[:MAX_FAILURES] == [401] * MAX_FAILURES and 429 in statuses[MAX_FAILURES:]
+        async with browser.post("/login", data={"token": dash.token}, allow_redirects=False) as r:
+            assert r.status == 303
+        async with guesser.get("/api/memory", headers=dash.headers) as r:
+            assert r.status == 429  # the guesser itself: paced, its check refused unchecked
+
+
+async def test_an_operator_who_mistyped_is_kept_out_a_second_at_most(dash):
+    async with aiohttp.ClientSession(dash.url) as operator:
+        for n in range(MAX_FAILURES):
+            assert await guess(operator, n) == 401
+        async with operator.get("/api/memory", headers=dash.headers) as r:
+            assert r.status == 429  # sooner than a second after the last check
+        await asyncio.sleep(PACE_S + 0.1)
+        async with operator.get("/api/memory", headers=dash.headers) as r:
+            assert r.status == 200  # a second later the right token passes (not a minute)
+        assert await guess(operator, 0) == 401  # and its slate is clean: a wrong one is a plain 401 again
+
+
+async def test_a_guesser_minting_client_cookies_gets_one_a_second(dash):
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(dash.url, cookie_jar=jar) as first:
+        async with first.get("/login"):
+            pass
+        async with aiohttp.ClientSession(dash.url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as second, second.get("/login") as r:
+            assert "companion_client" not in r.cookies  # the same address, within the second: none
+    assert len(jar.filter_cookies(dash.url)) == 1
