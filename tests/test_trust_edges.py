@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -15,17 +17,19 @@ from conftest import remember
 from bot.composition import build_health
 from bot.config import load_settings
 from bot.dashboard.auth import MAX_FAILURES, PACE_S
+from bot.ratelimit import SLOW_DOWN, MessageLimit, Window, front_door
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.errors import CopyRefused, InvalidInput, Rejected
 from memory.storage.audit import AuditTrail
 from memory.storage.persona import PlacePersonas
 from memory.storage.pg import open_database
+from memory.storage.ratelimits import RateWindows
 from memory.upkeep.copy import copy_store
 from memory.upkeep.forgetting import forget_person
 from tests.cli_support import Cli, _alice
-from tests.pipeline_support import build_runtime
-from tests.test_operations import get
+from tests.pipeline_support import build_runtime, dm
+from tests.test_operations import Ticking, get
 
 
 # -- (c) /healthz says what, never why ----------------------------------------------------------------------
@@ -210,3 +214,41 @@ async def test_a_guesser_minting_client_cookies_gets_one_a_second(dash):
         async with aiohttp.ClientSession(dash.url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as second, second.get("/login") as r:
             assert "companion_client" not in r.cookies  # the same address, within the second: none
     assert len(jar.filter_cookies(dash.url)) == 1
+
+
+# -- (b) the rate limit is per person, and an edit counts ----------------------------------------------------
+async def linked(rt) -> None:
+    """Telegram account 5 and Discord account 9 become one person."""
+    code = re.search(r"code is (\S+)", await rt.orchestrator.command("link", "", dm("telegram", "5", "/link"))).group(1)
+    assert "Linked" in await rt.orchestrator.command("link", code, dm("discord", "9", f"/link {code}"))
+
+
+def door_of(rt, limit: int) -> tuple[Any, Ticking]:
+    clock = Ticking()
+    window = Window(MessageLimit(limit, 60.0), RateWindows(rt.engine), rt.runner, now=clock)
+    return front_door(rt.orchestrator, window, rt.metrics), clock
+
+
+async def test_two_linked_accounts_share_one_person_s_rate_limit(rt, srv) -> None:
+    await linked(rt)
+    door, _ = door_of(rt, 4)
+    srv.default = lambda body: "sure"
+    answers = [
+        (await door.reply(dm(p, u, f"hi {i}", mid=f"m{i}"))).text for i, (p, u) in enumerate([("discord", "9"), ("telegram", "5")] * 4)
+    ]
+    assert answers == ["sure"] * 4 + [SLOW_DOWN, "", "", ""]
+    assert (await door.reply(dm("telegram", "6", "hello", mid="x"))).text == "sure"  # another person is not held back
+
+
+async def test_edits_count_toward_the_limit_and_one_over_it_asks_the_model_nothing_and_keeps_no_old_words(rt, srv) -> None:
+    door, _ = door_of(rt, 3)
+    srv.default = lambda body: "sure"
+    assert (await door.reply(dm("discord", "9", "my locker code is Quellbright", mid="e1"))).text == "sure"
+    for n in range(2):
+        await door.message_edited(dm("discord", "9", f"my locker code is Quellbright{n}", mid="e1"))
+    asked = len(srv.chat_requests)
+    for n in range(40):
+        await door.message_edited(dm("discord", "9", f"edit number {n}", mid="e1"))
+    assert len(srv.chat_requests) == asked  # 40 edits over the limit: no model call
+    kept = json.dumps(rt.engine.db.rows("SELECT content FROM messages WHERE role = 'user'")).lower()
+    assert "quellbright" not in kept and "edit number" not in kept  # the edited message is withdrawn, not rewritten

@@ -116,7 +116,7 @@ REGISTRY: tuple[Holder, ...] = (
         "rate_windows",
         "delete",
         "when a person's accounts were last answered, for the shared rate limit (OPS-5): ids and times, never words",
-        "account IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
+        "account IN ({ids}) OR account IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
     ),
     Holder("person_settings", "delete", "a person's choices (/share, /privacy, /timezone)", "person_id IN ({ids})", export=True),
     Holder(
