@@ -220,8 +220,8 @@ class Orchestrator:
         """ORCH-8: someone who says where they live ("I live in Lisbon") is offered that zone, never given it
         silently: a wrong guess would move their day. In DMs only (it is their own setting); not kept in history.
         After /privacy off it is offered, never recorded (SEC-5: "I live in Reykjavik" leaves nothing behind)."""
-        offer = self.zones.offer if turn.remembered else self.zones.unrecorded_offer
-        zone = await self.runner.run(offer, turn.person_id, turn.text) if turn.ctx.is_dm else None
+        offered = self.zones.offer if turn.remembered else self.zones.unrecorded_offer
+        zone = await self.runner.run(offered, turn.person_id, turn.text) if turn.ctx.is_dm else None
         if zone is None:
             return ""
         offer = f"\n\n(Shall I use {zone} for you? /timezone {zone})"
