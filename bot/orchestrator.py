@@ -182,9 +182,13 @@ class Orchestrator:
         self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, may_skip: bool
     ) -> str | None:
         """The model's reply; nothing of it is streamed, sent or spoken before the leak check (a DM too: another
-        person's DM is a shared place for what someone else said, issue 31)."""
-        tools.guard = lambda arguments: self._leaks(turn, arguments, convo, "the tool call refused")
-        gate = LeakGate(stream, lambda said: self._leaks(turn, said, convo)) if stream else None
+        person's DM is a shared place for what someone else said, issue 31). The operator's own DM and console
+        are the one place exempt: the operator holds the store (the dashboard and the CLI show every memory), so
+        a check there would protect nothing and cost the console its word-by-word stream."""
+        checked = not turn.ctx.owner_private
+        if checked:
+            tools.guard = lambda arguments: self._leaks(turn, arguments, convo, "the tool call refused")
+        gate = LeakGate(stream, lambda said: self._leaks(turn, said, convo)) if stream and checked else None
         sink = gate or stream
         drafted = await self._ask(convo, tools, SkipGate(sink) if sink and may_skip else sink, turn.message)
         text = await self._guarded(turn, convo, tools, drafted)
@@ -196,7 +200,7 @@ class Orchestrator:
         """SEC-6: a reply that would reveal what the place may not see is asked for once more, with a general
         instruction (the words stay out of the prompt), and withheld if it still would. Only what the person
         of a DM may see passes there: their own memories, never another person's (issue 31)."""
-        if text is None or not await self._leaks(turn, text, convo, "asking the model again"):
+        if text is None or turn.ctx.owner_private or not await self._leaks(turn, text, convo, "asking the model again"):
             return text
         again = await self._ask([*convo, {"role": "system", "content": prompts.render("leak_retry")}], tools, None, turn.message)
         if again is None or await self._leaks(turn, again, convo, "withheld"):
