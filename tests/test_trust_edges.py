@@ -238,6 +238,9 @@ async def test_two_linked_accounts_share_one_person_s_rate_limit(rt, srv) -> Non
     ]
     assert answers == ["sure"] * 4 + [SLOW_DOWN, "", "", ""]
     assert (await door.reply(dm("telegram", "6", "hello", mid="x"))).text == "sure"  # another person is not held back
+    person = rt.engine.db.scalar("SELECT person_id FROM identities WHERE platform = 'discord' AND platform_user_id = '9'")
+    await rt.runner.run(forget_person, rt.engine, [person])
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM rate_windows WHERE account = ?", (person,)) == 0  # forgotten with them
 
 
 async def test_edits_count_toward_the_limit_and_one_over_it_asks_the_model_nothing_and_keeps_no_old_words(rt, srv) -> None:

@@ -1,7 +1,10 @@
 """The leak check on the way out (SEC-6): defence in depth behind the partition filter (SEC-1).
 
-Before a reply is posted in a shared place (a server channel, a group, a voice channel), the bot asks
-``LeakCheck.check(ctx, reply, seen)`` which memories that place may not see the reply would reveal:
+Before a reply is posted (in a server channel, a group, a voice channel, and a DM: another person's DM is a shared
+place for what someone else said) and before a tool call runs, the bot asks ``LeakCheck.check(ctx, text, seen)``
+which memories, and which messages of the last week, that place may not see the text would reveal (a message:
+words said and not yet, or never, made a memory). The text is read with the words it hides unmasked
+(``memory.recall.evasions``: spelled digits, look-alike letters, leet, hyphens, spaced letters, backwards):
 
     reply words -> distinctive? -> held by a live memory outside the place's partitions? -> seen by the place? -> leak
                    (a weight)      (read off the word index: which rows hold the word)      (no)
