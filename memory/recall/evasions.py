@@ -31,16 +31,21 @@ _LOOKALIKES = str.maketrans(
 )
 _LEET = {"0": "o", "3": "e", "4": "a", "5": "s", "6": "g", "7": "t", "8": "b", "9": "g", "@": "a", "$": "s", "|": "l"}
 _INVISIBLE = {"Cf", "Mn"}  # zero-width spaces and joiners, soft hyphens, combining marks left after NFKC
+# Every pattern here is one character class repeated, or an alternation that cannot overlap ("_" is a separator,
+# never a letter, in _SPACED): linear on any text. A 20,000-character word took 23 s through a nested pattern.
 _WORD = re.compile(r"[\w@$|]+", re.UNICODE)
-_SPACED = re.compile(r"(?<![\w])(?:\w[\s\-_.·•*/\\]{1,3}){2,}\w(?![\w])")  # w o m b a t, W-o-m-b-a-t, X.4.4.7.1
-_CUT = re.compile(r"\w+(?:[\-_.·/\\]\w+)+")  # Wom-bat-son, X-4471-Q
+_SPACED = re.compile(r"(?<![^\W_])(?:[^\W_][\s\-_.·•*/\\]{1,3}){2,}[^\W_](?![^\W_])")  # w o m b a t, W-o-m-b-a-t
+_CUT = re.compile(r"[\w\-.·/\\]+")  # a run that may be a word cut by separators: Wom-bat-son, X-4471-Q
+_SEPARATORS = re.compile(r"[\-_.·/\\]+")
+MAX_WORD = 64  # longer runs are no word anyone hides (and would cost a reading each)
 
 _NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
 UNITS = {w: i for i, w in enumerate(f"{_NUMBERS} seventeen eighteen nineteen".split(" "))} | {"oh": 0, "nought": 0}
 TENS = {w: 10 * i for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], start=2)}
 SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
 _TOKEN = re.compile(r"[^\W_]+")
-_LEET_MARK = re.compile(r"[a-z][\w@$|!]*[0-9@$|]|[0-9@$|][\w@$|!]*[a-z]")  # a letter and a leet character in one word
+_LEET_MARK = re.compile(r"[a-z][\w@$|!]*[0-9@$|]|[0-9@$|][\w@$|!]*[a-z]")  # a letter and a leet character (one word)
+_LEET_ANY = re.compile(r"[0-9@$|]")
 _NUMBER_MARK = re.compile(r"\b(?:" + "|".join([*UNITS, *TENS, *SCALES]) + r")\b")
 
 
@@ -70,7 +75,7 @@ def fold(text: str, invisible: str = "") -> str:
 
 def _hidden(lowered: str, known: Callable[[str], bool]) -> Iterator[str]:
     yield from _joined(lowered)
-    if _LEET_MARK.search(lowered):
+    if _LEET_ANY.search(lowered):
         yield from _leet(lowered)
     yield from (word for word in _reversed(lowered) if not known(word[::-1]))
     if _NUMBER_MARK.search(lowered):
@@ -81,14 +86,16 @@ def _joined(text: str) -> Iterator[str]:
     """Letters spaced or hyphenated apart, and words cut by separators, put back together."""
     for found in _SPACED.finditer(text):
         yield re.sub(r"[\W_]+", "", found.group())
-    for found in _CUT.finditer(text):
-        yield re.sub(r"[\W_]+", "", found.group())
+    for run in _CUT.findall(text):
+        parts = [part for part in _SEPARATORS.split(run) if part]
+        if len(parts) >= 2 and len(run) <= MAX_WORD:
+            yield "".join(parts)
 
 
 def _leet(text: str) -> Iterator[str]:
     """Words mixing letters with digits or symbols, read as letters (a code like "x4471q" is kept as written too)."""
     for word in _WORD.findall(text):
-        if _LEET_MARK.search(word):
+        if len(word) <= MAX_WORD and _LEET_MARK.search(word):
             plain = "".join(_LEET.get(c, c) for c in word)
             yield plain.replace("1", "i").replace("!", "i")
             yield plain.replace("1", "l").replace("!", "i")
@@ -97,7 +104,7 @@ def _leet(text: str) -> Iterator[str]:
 def _reversed(text: str) -> Iterator[str]:
     """Each word of four letters or more backwards (whole-text reversal reverses every word; order tells nothing)."""
     for word in _WORD.findall(text):
-        if len(word) >= 4 and word.isalpha():
+        if 4 <= len(word) <= MAX_WORD and word.isalpha():
             yield word[::-1]
 
 
