@@ -26,6 +26,7 @@ from datetime import time, tzinfo
 
 from memory.jobs.checkin import CheckinDraft, DmView, record_sent
 from memory.storage.checkins import FOLLOWED_KINDS, Checkin, CheckinStore, Destination, QuietHours
+from memory.storage.people import People
 from memory.write.store import RecallFilters
 
 from .assembly import Turn
@@ -63,7 +64,7 @@ class CheckinJob:
     ) -> None:
         self.jobs, self.engine, self.runner, self.resolve = jobs, jobs.engine, jobs.runner, resolve
         self.bot_name, self.zone_of, self.options = bot_name, zone_of, options
-        self.store = CheckinStore(jobs.engine)
+        self.store, self.people = CheckinStore(jobs.engine), People(jobs.engine)
         self.deliveries: dict[str, Deliver] = {}  # platform -> delivery, filled by whoever starts the adapters
 
     async def run(self) -> CheckinReport:
@@ -88,6 +89,8 @@ class CheckinJob:
             turn = self.resolve(_incoming(where))
             if turn.person_id != person_id:
                 continue  # the account now belongs to someone else (linked since): their own /checkins decides
+            if not self.people.remembered(person_id):
+                continue  # SEC-5: /privacy off: nothing new is written about them, check-ins included
             found = self.engine.memory_rows.listing(
                 turn.ctx.memory_partitions(), RecallFilters(kinds=FOLLOWED_KINDS, scope_ids=(person_id,)), limit=PLAN_LIMIT
             )

@@ -1,6 +1,6 @@
 """``/healthz`` and ``/metrics`` for an operator (OPS-5), on loopback, while ``companion run`` runs.
 
-    GET /healthz   200 {"ok": true, ...} when the store answers; 503 with the reason when it does not
+    GET /healthz   200 {"ok": true, ...} when the store answers; 503 "store unavailable" when it does not (why: the log)
     GET /metrics   Prometheus text: turns, failed turns, model latency, extraction queue depth, dead letters,
                    messages held back by the rate limit
 
@@ -126,8 +126,11 @@ class HealthServer:
             return "404 Not Found", "text/plain", b"/healthz or /metrics\n"
         try:
             queues = await asyncio.wait_for(self._queues(), STORE_TIMEOUT_S)
-        except Exception as exc:  # the store is the bot's one dependency that must answer: its failure is the finding
-            body = {"ok": False, "problem": f"the store does not answer: {type(exc).__name__}: {exc}"}
+        except Exception:  # the store is the bot's one dependency that must answer: its failure is the finding
+            # The detail goes to the log only: an exception's text can name the store's path, a host or a user
+            # (a PostgreSQL URL), and anything on this machine may ask /healthz (issue 31).
+            log.warning("/healthz: the store does not answer", exc_info=True)
+            body = {"ok": False, "problem": "store unavailable"}
             return "503 Service Unavailable", "application/json", json.dumps(body).encode()
         if path == "/metrics":
             return "200 OK", "text/plain; version=0.0.4", render_metrics(self.metrics, queues).encode()

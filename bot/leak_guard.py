@@ -1,14 +1,16 @@
-"""SEC-6 on the bot side: a reply for a shared place is not posted, spoken or streamed before the leak check.
+"""SEC-6 on the bot side: no reply is posted, spoken or streamed, and no tool call runs, before the leak check.
 
-The check itself is ``memory.recall.leaks.LeakCheck`` (below the bot, on the memory thread); here are the two
-places it is applied. ``LeakGate`` sits in a streamed reply's path (a voice channel speaks as the model
-writes): it passes text a sentence at a time, each time after the whole of what would then have been said
+The check itself is ``memory.recall.leaks.LeakCheck`` (below the bot, on the memory thread); here is how it is
+applied, in every place (a DM too: only its own person's memories are inside it). A tool call's arguments
+(``tool_text``) are checked before it runs. ``LeakGate`` sits in a streamed reply's path (a voice channel
+speaks as the model writes): it passes text a sentence at a time, each time after the whole of what would then have been said
 is checked, and passes nothing more once something would leak. The orchestrator checks the finished reply,
 asks the model once again (with a general instruction, never the words) and otherwise withholds it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable
 
@@ -16,10 +18,32 @@ from .types import StreamSink
 
 # What a shared place gets when even the second answer would reveal something it may not see.
 WITHHELD = "Sorry, I can't share that here."
+# What the model is told when a tool call's arguments carry words this place may not see (the words are not repeated).
+TOOL_REFUSED = "Error: these arguments hold words from a conversation this place may not see; leave them out."
 _SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*\s+|\n+")
 
 # True when the text would reveal what the place may not see (the orchestrator's check, on the memory thread)
 WouldLeak = Callable[[str], Awaitable[bool]]
+
+
+def tool_text(arguments: str) -> str:
+    """The words of a tool call's arguments (JSON as the model sent it): every value, but not the keys, and not
+    the ids a call names (a memory id is a reference the place was shown, never words of a conversation)."""
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        return arguments  # not JSON: the tool will refuse it, but its words are checked as they are
+    return "\n".join(_strings(parsed))
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() if not str(k).endswith("id") for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [str(value)] if isinstance(value, int | float) and not isinstance(value, bool) else []
 
 
 class LeakGate:

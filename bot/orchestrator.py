@@ -29,7 +29,7 @@ from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn, clock_note
 from .commands import Commands
-from .leak_guard import WITHHELD, LeakGate
+from .leak_guard import TOOL_REFUSED, WITHHELD, LeakGate, WouldLeak, tool_text
 from .llm import ChatClient, LLMError
 from .reminder_claims import held_to_its_word
 from .reminder_commands import place_of
@@ -64,6 +64,7 @@ class AsyncTools:
 
     def __init__(self, tools: MemoryTools, runner: AsyncRunner, history: HistoryCache[str] | None = None) -> None:
         self.tools, self.runner, self.history = tools, runner, history
+        self.guard: WouldLeak | None = None  # the leak check of the place, set once the turn's prompt is made
 
     def schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
@@ -74,6 +75,10 @@ class AsyncTools:
         return self.tools.remembering
 
     async def call(self, name: str, arguments: str) -> str:
+        if self.guard is not None and await self.guard(tool_text(arguments)):
+            # SEC-6 for tool arguments: a memory_store in a group of Alice's DM-private code word would file it
+            # where the group sees it (and then the reply repeating it would pass); a search would carry it too.
+            return TOOL_REFUSED
         if self.history is not None and name == "conversation_search":
             return await self.runner.run(cached_search, self.history, self.tools, arguments)
         return await self.runner.run(self.tools.call, name, arguments)
@@ -184,8 +189,14 @@ class Orchestrator:
     async def _answer(
         self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, may_skip: bool
     ) -> str | None:
-        """The model's reply; in a shared place nothing of it is streamed, sent or spoken before the leak check."""
-        gate = LeakGate(stream, lambda said: self._leaks(turn, said, convo)) if stream and not turn.ctx.is_dm else None
+        """The model's reply; nothing of it is streamed, sent or spoken before the leak check (a DM too: another
+        person's DM is a shared place for what someone else said, issue 31). The operator's own DM and console
+        are the one place exempt: the operator holds the store (the dashboard and the CLI show every memory), so
+        a check there would protect nothing and cost the console its word-by-word stream."""
+        checked = not turn.ctx.owner_private
+        if checked:
+            tools.guard = lambda arguments: self._leaks(turn, arguments, convo, "the tool call refused")
+        gate = LeakGate(stream, lambda said: self._leaks(turn, said, convo)) if stream and checked else None
         sink = gate or stream
         drafted = await self._ask(convo, tools, SkipGate(sink) if sink and may_skip else sink, turn.message)
         text = await self._guarded(turn, convo, tools, drafted)
@@ -194,9 +205,10 @@ class Orchestrator:
         return text
 
     async def _guarded(self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, text: str | None) -> str | None:
-        """SEC-6: a reply for a shared place that would reveal what the place may not see is asked for once more,
-        with a general instruction (the words stay out of the prompt), and withheld if it still would."""
-        if text is None or turn.ctx.is_dm or not await self._leaks(turn, text, convo, "asking the model again"):
+        """SEC-6: a reply that would reveal what the place may not see is asked for once more, with a general
+        instruction (the words stay out of the prompt), and withheld if it still would. Only what the person
+        of a DM may see passes there: their own memories, never another person's (issue 31)."""
+        if text is None or turn.ctx.owner_private or not await self._leaks(turn, text, convo, "asking the model again"):
             return text
         again = await self._ask([*convo, {"role": "system", "content": prompts.render("leak_retry")}], tools, None, turn.message)
         if again is None or await self._leaks(turn, again, convo, "withheld"):
@@ -209,7 +221,7 @@ class Orchestrator:
         leaks = await self.runner.run(self.engine.leaks.check, turn.ctx, text, seen)
         if leaks and outcome:
             found = ", ".join(f"{leak.memory_id} ({leak.kind})" for leak in leaks)
-            log.warning("a reply in %s would reveal memories this place may not see: %s; %s", turn.channel_key, found, outcome)
+            log.warning("a reply (or tool call) in %s would reveal what this place may not see: %s; %s", turn.channel_key, found, outcome)
         return bool(leaks)
 
     def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
@@ -218,8 +230,10 @@ class Orchestrator:
 
     async def _zone_offer(self, turn: Turn, stream: StreamSink | None) -> str:
         """ORCH-8: someone who says where they live ("I live in Lisbon") is offered that zone, never given it
-        silently: a wrong guess would move their day. In DMs only (it is their own setting); not kept in history."""
-        zone = await self.runner.run(self.zones.offer, turn.person_id, turn.text) if turn.ctx.is_dm else None
+        silently: a wrong guess would move their day. In DMs only (it is their own setting); not kept in history.
+        After /privacy off it is offered, never recorded (SEC-5: "I live in Reykjavik" leaves nothing behind)."""
+        offered = self.zones.offer if turn.remembered else self.zones.unrecorded_offer
+        zone = await self.runner.run(offered, turn.person_id, turn.text) if turn.ctx.is_dm else None
         if zone is None:
             return ""
         offer = f"\n\n(Shall I use {zone} for you? /timezone {zone})"

@@ -102,3 +102,18 @@ def test_the_env_example_lists_every_setting_and_no_internal_requirement_ids() -
     named = set(re.findall(r"^(\w+)=", text, re.MULTILINE))
     missing = [_env_name(field) for field in Settings.model_fields if _env_name(field) not in named]
     assert missing == []
+
+
+def test_the_systemd_unit_makes_every_file_owner_only_and_keeps_the_service_to_its_home() -> None:
+    """Issue 31: the unit had no UMask, so a store made under it was 0644 (the bot sets 0077 itself too)."""
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.optionxform = str  # type: ignore[assignment,method-assign]
+    unit.read_string((ROOT / "deploy" / "companion.service").read_text())
+    service = unit["Service"]
+    assert service["UMask"] == "0077"
+    hardening = {"NoNewPrivileges": "true", "ProtectSystem": "strict", "ProtectHome": "true", "PrivateTmp": "true"}
+    hardening |= {"PrivateDevices": "true", "RestrictSUIDSGID": "true", "CapabilityBoundingSet": "", "LockPersonality": "true"}
+    assert {key: service.get(key) for key in hardening} == hardening
+    home = service["Environment"].removeprefix("COMPANION_HOME=")
+    assert service["ReadWritePaths"] == home and service["WorkingDirectory"] == home  # the one place it writes
+    assert {"AF_INET", "AF_INET6", "AF_UNIX"} <= set(service["RestrictAddressFamilies"].split())  # chat services, models, PostgreSQL

@@ -36,9 +36,10 @@ import pytest
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.config import load_settings
+from bot.leak_guard import TOOL_REFUSED, WITHHELD
 from bot.types import IncomingMessage
 from memory.clock import FakeClock
-from memory.models import NewMemory, Scope
+from memory.models import FactKind, MemoryType, NewMemory, Scope, Visibility
 from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram, ToolCall
 from tests.pipeline_support import build_runtime
 
@@ -63,6 +64,7 @@ class Fact:
     said: str  # what the person says
     content: str  # the memory the model extracts
     about: str = ""  # the person the fact is about, when not its author (the memory's subject names them)
+    learned: bool = True  # False: the model extracts nothing from it (a DM message that stays only a message)
 
 
 FACTS = {
@@ -99,8 +101,20 @@ FACTS = {
             about="Rules",
         ),
         Fact("hearthold", "lore", f"dc:{HARBOUR}", "", "House rule: the Hearthold room stays quiet"),
+        # issue 31: said in a DM and never extracted (only a message); bob's dated event, followed up by a check-in;
+        # what a check-in and a time-zone offer would have kept after /privacy off
+        Fact("wombatson", "alice", "dm", "my therapist is Dr Wombatson", "", learned=False),
+        Fact("harrowgate", "bob", "dm", "", "Bob sits his Harrowgate exam tomorrow"),
+        Fact("quibblestone", "bob", "dm", "", ""),
+        Fact("lisbon", "bob", "dm", "by the way, I live in Lisbon now", ""),
     )
 }
+# The six ways a model can hide a word from an index (issue 31): each disguise counts as the word wherever it shows.
+DISGUISES = {
+    "x4471q": ["x four four seven one q"],
+    "saltmarrow": ["saltmarr\u043ew", "s4ltm4rr0w", "salt-mar-row", "s a l t m a r r o w", "worramtlas"],
+}
+CHECKIN = "How did the Harrowgate exam go? Quibblestone!"  # what the model writes when asked for a check-in
 # A question touching every fact's topic (never its word), so a recall that crossed a partition would show it.
 NOSY = "what do you know about tortoises, allotments, choirs, stamps, passports, ale, book clubs, moving, clocks, boats, meetings, mascots?"
 
@@ -139,6 +153,7 @@ class Tally:
     facts: int = 0
     forgets: int = 0
     unkept: int = 0
+    probes: int = 0  # issue 31: replies and tool calls a model made to leak (in DMs, hidden, through a tool)
     leaks: list[str] = field(default_factory=list)
     misattributions: list[str] = field(default_factory=list)
     bytes_left: list[str] = field(default_factory=list)
@@ -153,6 +168,7 @@ class Tally:
             ("facts checked", self.facts),
             ("forgets checked", self.forgets),
             ("opt-outs checked", self.unkept),
+            ("leak probes", self.probes),
             ("leaks", len(self.leaks)),
             ("misattributions", len(self.misattributions)),
             ("bytes left", len(self.bytes_left)),
@@ -173,6 +189,7 @@ class World:
         self.step = ""
         self.replies: list[Any] = []  # what the model answers the next reply requests (then "OK!")
         self.tool_results: list[str] = []
+        self.after_tool: list[str] = []  # what the model answers once a tool call's result is back (then "done")
         self.direct: list[str] = []  # replies and command answers handed back by the orchestrator itself
         self.seen = {"requests": 0, "dc": 0, "tg": 0, "interactions": 0, "direct": 0}
         self.runtime: Any = None
@@ -206,10 +223,12 @@ class World:
         last = body["messages"][-1]
         if last["role"] == "tool":
             self.tool_results.append(last["content"])
-            return "done"
+            return self.after_tool.pop(0) if self.after_tool else "done"
         if "tools" in body:
             return self.replies.pop(0) if self.replies else "OK!"
         prompt = str(last.get("content") or "")
+        if "asked you to check in on them" in prompt:
+            return CHECKIN
         if "session has ended" in json.dumps(body):
             return json.dumps({"facts": [], "summary": "a friendly chat"})
         return json.dumps(self._facts_in(prompt)) if "[P1]" in prompt else "a friendly chat"
@@ -220,7 +239,7 @@ class World:
         for line, tag, text in re.findall(r"^#(\d+) \[(P\d+)\] [^\n]*?: (\".*\")$", transcript, re.MULTILINE):
             said = json.loads(text)
             for fact in FACTS.values():
-                if fact.said and fact.said in said:
+                if fact.said and fact.said in said and fact.learned:
                     found.append(
                         {
                             "speaker": tag,
@@ -319,7 +338,7 @@ class World:
         hidden = self.oracle.hidden_from(self.place)
         for body in self.llm.chat_requests[self.seen["requests"] :]:
             self.tally.prompts += 1
-            self._leaks(step, "prompt", json.dumps(body, ensure_ascii=False), hidden)
+            self._leaks(step, "prompt", json.dumps(_without_own_calls(body), ensure_ascii=False), hidden)
         posts = [m.get("content") or "" for m in self.dc.sent[self.seen["dc"] :]]
         posts += [m.get("text") or "" for m in self.tg.sent[self.seen["tg"] :]]
         posts += [r["data"].get("content") or "" for r in self.dc.interaction_responses[self.seen["interactions"] :] if r.get("data")]
@@ -338,7 +357,8 @@ class World:
 
     def _leaks(self, step: str, what: str, text: str, hidden: list[Fact]) -> None:
         lowered = text.lower()
-        self.tally.leaks += [f"{step}: a {what} for {self.place} shows {f.word!r}" for f in hidden if f.word in lowered]
+        shows = [f for f in hidden if any(w in lowered for w in (f.word, *DISGUISES.get(f.word, ())))]
+        self.tally.leaks += [f"{step}: a {what} for {self.place} shows {f.word!r}" for f in shows]
 
     def _attribution(self, step: str) -> None:
         for row in self.runtime.engine.db.rows("SELECT scope, scope_id, visibility, guild_id, content FROM memories"):
@@ -394,6 +414,13 @@ class World:
         for path in (p for p in self.store.parent.rglob("*") if p.is_file()):
             data = path.read_bytes().lower()
             self.tally.bytes_left += [f"{step}: {w!r} in {path.relative_to(self.root)}" for w in sorted(words) if w.encode() in data]
+
+
+def _without_own_calls(body: dict[str, Any]) -> dict[str, Any]:
+    """A request without the model's own tool calls echoed back to it: the model wrote those words (a refused
+    memory_store of a secret, issue 31); the bot showing them to the model again tells the place nothing."""
+    messages = [{k: v for k, v in m.items() if k != "tool_calls"} for m in body.get("messages", [])]
+    return {**body, "messages": messages}
 
 
 # -- the steps ------------------------------------------------------------------------------------------------
@@ -645,6 +672,88 @@ async def after_a_restart_nothing_comes_back(w: World) -> None:
     assert w.stored("skelbeck")
 
 
+# -- issue 31: no leak in any place (a DM, a tool call, a word not yet a memory, a disguised word) ---------------
+async def the_model_tries_six_disguises_in_harbour(w: World) -> None:
+    """Bob's DM-private passport and the owner's boat, each hidden a way an index does not see; each withheld."""
+    disguised = [
+        "Bob, your passport: X four four seven one Q.",
+        "Olive's boat is the Saltmarr\u043ew.",  # a Cyrillic o
+        "S4ltm4rr0w!",
+        "Salt-mar-row, remember?",
+        "S a l t m a r r o w",
+        "worramtlaS",
+    ]
+    for leaky in disguised:
+        w.replies.append(leaky)  # and the second try repeats it too
+        await w.discord("bob", "anything new?", f"dc:{HARBOUR}", reply=leaky)
+        assert w.dc.sent[-1]["content"] == WITHHELD, leaky
+        w.tally.probes += 1
+    w.replies.clear()
+
+
+async def the_model_repeats_secrets_in_other_people_s_dms(w: World) -> None:
+    """Another person's DM is a shared place for what someone else said, a DM message not yet a memory included."""
+    await w.discord("alice", FACTS["wombatson"].said, "dm:alice")
+    assert not w.stored("wombatson")  # only a message: the model extracted nothing from it
+    w.oracle.told.add("wombatson")
+    w.ever_said.setdefault("alice", set()).add("wombatson")
+    for who, leaky in (("bob", "Alice's therapist is Dr Wombatson."), ("bob", "Olive's boat is the Saltmarrow."), ("alice", "X4471Q!")):
+        w.replies.append(leaky)
+        await w.discord(who, "tell me a secret", f"dm:{who}", reply=leaky)
+        assert w.dc.sent[-1]["content"] == WITHHELD, leaky
+        w.tally.probes += 1
+    w.replies.clear()
+    await w.discord("alice", "who is my therapist?", "dm:alice", reply="Dr Wombatson.")
+    assert w.dc.sent[-1]["content"] == "Dr Wombatson."  # her own DM: the one place it was said
+
+
+async def a_tool_call_may_not_file_a_secret_in_the_group(w: World) -> None:
+    """A memory_store of bob's passport in the group is refused (nothing filed where the group sees it), so the
+    reply repeating it is still caught."""
+    w.tool_results.clear()
+    leaky = "Our group code is X4471Q!"
+    store = ToolCall("memory_store", {"content": "the group code is X4471Q", "subject": "group code", "type": "semantic"})
+    w.replies.append(store)
+    w.after_tool.append(leaky)
+    assert await w.telegram("carol", "remember our group code", f"tg:{GROUP}", reply=leaky) == WITHHELD
+    assert w.tool_results == [TOOL_REFUSED]
+    w.tally.probes += 2
+    w.replies.clear()
+
+
+async def privacy_off_holds_a_due_checkin_and_records_no_zone_offer(w: World) -> None:
+    """Bob's dated exam is planned for a check-in; he says /privacy off, then where he lives; the check-in falls due.
+    Nothing is sent, nothing kept: not the check-in's words, not the zone offered."""
+    day = w.clock.now() // 86_400 * 86_400
+    exam = NewMemory(
+        content=FACTS["harrowgate"].content,
+        subject="exam",
+        scope=Scope.USER,
+        scope_id=w.person("bob"),
+        visibility=Visibility.PRIVATE,
+        type=MemoryType.EPISODIC,
+        kind=FactKind.EVENT,
+        valid_from=day + 86_400,
+    )
+    await w.runtime.runner.run(w.runtime.engine.memories.add, exam)
+    w.told("harrowgate")
+    assert "message you here" in await w.slash("bob", "checkins", "dm:bob", choice="on")
+    sent: list[str] = []
+
+    async def deliver(channel: str, text: str) -> None:
+        sent.append(text)
+
+    w.runtime.checkins.deliveries["discord"] = deliver
+    assert (await w.runtime.checkins.run()).planned == 1
+    assert "won't keep anything you say" in await w.slash("bob", "privacy", "dm:bob", choice="off")
+    await w.discord("bob", FACTS["lisbon"].said, "dm:bob")
+    assert "Europe/Lisbon" in w.dc.sent[-1]["content"]  # offered; choosing it would be his own setting
+    w.clock.t = day + 2 * 86_400 + 12 * 3_600  # noon the day after the exam: due
+    assert (await w.runtime.checkins.run()).sent == 0 and sent == []
+    await w.settle()
+    await w.never_kept("bob /privacy off: a due check-in, a time-zone offer", "quibblestone", "lisbon")
+
+
 SCENARIO = [
     Step("alice links her Telegram and Discord accounts", link_alice),
     Step("alice tells her DMs two things", alice_tells_her_dm),
@@ -676,6 +785,10 @@ SCENARIO = [
     Step("others tell facts about Dave, the rules and the house", others_tell_facts_a_squatter_could_aim_at),
     Step("a member renamed Dave, Rules and House sees and vetoes nothing", a_member_renamed_dave_rules_and_house_sees_and_vetoes_nothing),
     Step("a restart after the opt-outs and the veto", after_a_restart_nothing_comes_back),
+    Step("the model hides secrets six ways in Harbour", the_model_tries_six_disguises_in_harbour),
+    Step("the model repeats secrets in other people's DMs", the_model_repeats_secrets_in_other_people_s_dms),
+    Step("a tool call tries to file a secret in the group", a_tool_call_may_not_file_a_secret_in_the_group),
+    Step("after /privacy off: a due check-in, a time-zone offer", privacy_off_holds_a_due_checkin_and_records_no_zone_offer),
 ]
 
 
@@ -707,4 +820,5 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
         print("\n" + table)
     findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left + world.tally.vetoes + world.tally.audit_left
     assert not findings, table + "\n" + "\n".join(findings)
-    assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 3  # the suite ran in full
+    assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 4  # the suite ran in full
+    assert world.tally.probes == 11

@@ -63,7 +63,7 @@ async def test_healthz_and_metrics_answer_on_loopback_and_count_turns_errors_and
         assert (await get(f"http://127.0.0.1:{health.port}/nope"))[0] == 404
         await runtime.runner.run(runtime.engine.close)  # a store that no longer answers is the finding
         status, body = await get(f"http://127.0.0.1:{health.port}/healthz")
-        assert status == 503 and "store does not answer" in json.loads(body)["problem"]
+        assert status == 503 and json.loads(body)["problem"] == "store unavailable"
     finally:
         await health.stop()
         runtime.runner.shutdown()

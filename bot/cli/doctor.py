@@ -9,6 +9,7 @@
     embeddings    one embedding; its dimension and fingerprint against the store's      provider down, model mismatch
     tokens        the format of DISCORD_TOKEN / TELEGRAM_TOKEN (no connection made)     malformed
     schedule      the cron expressions and when they fire next                          invalid
+    files         the store and its -wal/-shm, its folder, journals, exports, the log    group or others may read
 
 Exit 1 when a check fails (warnings do not fail). The network checks are bounded and never retried:
 the doctor reports the state of things, it does not wait for a server to come back.
@@ -94,6 +95,7 @@ def run_checks(settings: Settings) -> list[Finding]:
     store, stored = check_pg_store(where) if is_pg else check_store(Path(where.removeprefix("sqlite://")))
     return [
         store,
+        *([] if is_pg else [check_files(Path(where.removeprefix("sqlite://")), settings)]),
         *check_models(settings),
         *check_key(settings),
         check_embeddings(settings, stored),
@@ -202,6 +204,25 @@ def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
         return _store_finding(db, path), {"dim": db.get_setting("embedding.dim"), "fingerprint": db.get_setting("embedding.fingerprint")}
     finally:
         db.close()
+
+
+def check_files(store: Path, settings: Settings) -> Finding:
+    """Issue 31: what the bot keeps on disk is for its owner alone. The store folder is looked at itself (it may be a
+    folder of the operator's with other things in it); the bot's own folders in it are looked through."""
+    from memory.storage.private import SIDE_FILES, exposed
+
+    from ..config import journal_dir
+
+    bot_made = [*(store.with_name(store.name + side) for side in SIDE_FILES), store.with_suffix(".log"), store.parent / "exports"]
+    found = exposed([store, *bot_made, *filter(None, [journal_dir(settings)])])
+    if store.parent.exists() and store.parent.stat().st_mode & 0o077:
+        found.insert(0, store.parent)
+    if not found:
+        return Finding("files", "ok", "the store, its folder and the bot's files are readable by their owner only")
+    shown = ", ".join(str(p) for p in found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    tops = [str(p) for p in found if p.parent not in found or p.parent == store.parent]
+    fix = f"chmod -R go-rwx {' '.join(tops)} (from now on the bot makes its files 0600 and its folders 0700)"
+    return Finding("files", "fail", f"group or others may read {shown}", fix)
 
 
 def _store_finding(db: Any, path: Path) -> Finding:

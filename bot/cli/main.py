@@ -12,6 +12,7 @@ pydantic) when it runs, so ``companion --help`` answers in a fraction of a secon
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
+from memory.storage.private import owner_only
 
 from . import audit, bulletin, checkins, conversation, dashboard, doctor, ingest, init, memories, modelcheck, reflect, store, upkeep
 from .output import CliError, print_error
@@ -151,13 +153,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         on_error = getattr(args, "on_config_error", None)  # doctor reports a bad configuration as one of its findings
         return run(on_error, args, exc) if on_error else _fail(str(exc), 2, as_json)
-    # A command may send its logs elsewhere than stderr (``chat`` keeps the terminal for the conversation).
-    log_destination = getattr(args, "log_destination", None)
-    _setup_logging(settings.log_level, log_destination(args, settings) if log_destination else None, settings.log_format)
-    try:
-        return run(args.handler, args, settings)
-    finally:
-        _remove_handlers()  # the command's handlers end with it (tests, and embedders, call ``main`` many times)
+    with owner_only():  # issue 31: whatever a command creates is its owner's alone (0600 files, 0700 folders)
+        _private_home(args.home)
+        # A command may send its logs elsewhere than stderr (``chat`` keeps the terminal for the conversation).
+        log_destination = getattr(args, "log_destination", None)
+        _setup_logging(settings.log_level, log_destination(args, settings) if log_destination else None, settings.log_format)
+        try:
+            return run(args.handler, args, settings)
+        finally:
+            _remove_handlers()  # the command's handlers end with it (tests, and embedders, call ``main`` many times)
+
+
+def _private_home(home: Any) -> None:
+    """The home's data folder and config file are the bot's own: made owner-only when a command starts (a data
+    folder left 0755, or an .env with the tokens left 0644, by an earlier version or a plain ``cp``)."""
+    from memory.storage.private import PRIVATE_FOLDER, private_file
+
+    if home.data_dir.is_dir():
+        with contextlib.suppress(PermissionError):
+            home.data_dir.chmod(PRIVATE_FOLDER)
+    if home.env_file is not None:
+        private_file(Path(home.env_file))
 
 
 def _settle_store(settings: Any, args: argparse.Namespace) -> Any:
@@ -265,8 +281,11 @@ def _remove_handlers() -> None:
 
 def _file_handler(path: Path) -> logging.Handler | None:
     """A log file, or None (logs then go to the terminal) when it cannot be opened: logging must not stop the chat."""
+    from memory.storage.private import create_private, private_folder
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
+        create_private(path)  # the log names people and places: 0600, as the store (issue 31)
         handler = logging.FileHandler(path, encoding="utf-8")
     except OSError as exc:
         sys.stderr.write(f"companion: cannot write the log file {path} ({exc.strerror}); logging here instead\n")

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from memory.errors import InvalidInput, NotFound, NotYours
 
 from . import admin, memories, people, persona
-from .auth import COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_TTL_S, Caller, Gate, client_key
+from .auth import CLIENT_COOKIE, COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_TTL_S, Caller, Gate, client_key
 from .common import CALLER, GATE, HOSTS, SERVICES, ApiError, answer, error, validation_detail
 from .services import DashboardServices
 from .startup import is_loopback
@@ -145,13 +145,15 @@ async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     gate = request.app[GATE]
     header = request.headers.get("Authorization")
-    client = client_key(request.remote)
+    client = gate.client(request.cookies.get(CLIENT_COOKIE), client_key(request.remote))
     if header is not None and gate.throttled(client):
-        raise ApiError(429, "too many wrong tokens from this address; wait a minute")
+        raise ApiError(429, "too many wrong tokens from this client; wait a second")
     # A wrong Authorization header is refused even with a valid cookie: a script must not fall back to a browser's session.
     found = gate.bearer(header) if header is not None else gate.session(request.cookies.get(COOKIE))
     if found is None and header is not None:
         gate.failed(client)
+    elif header is not None:
+        gate.succeeded(client)
     if found is None:
         if request.path == "/" and header is None:
             return web.Response(status=303, headers={"Location": "/login"})
@@ -208,14 +210,20 @@ def _login_page(problem: str = "", status: int = 200) -> web.Response:
 
 
 async def login_form(request: web.Request) -> web.Response:
-    return _login_page()
+    """The form; a browser without a client cookie gets one, so its wrong tokens are its own (issue 31)."""
+    page, gate = _login_page(), request.app[GATE]
+    if gate.client(request.cookies.get(CLIENT_COOKIE), "") == "":
+        cookie = gate.new_client(client_key(request.remote))
+        if cookie is not None:
+            page.set_cookie(CLIENT_COOKIE, cookie, httponly=True, samesite="Strict", path="/", max_age=int(SESSION_TTL_S))
+    return page
 
 
 async def login(request: web.Request) -> web.Response:
     gate = request.app[GATE]
-    client = client_key(request.remote)
+    client = gate.client(request.cookies.get(CLIENT_COOKIE), client_key(request.remote))
     if gate.throttled(client):
-        return _login_page("Too many wrong tokens; wait a minute and try again.", 429)
+        return _login_page("Too many wrong tokens; wait a second and try again.", 429)
     form = await request.post()
     cookie = gate.login(str(form.get("token") or ""), client)
     if cookie is None:

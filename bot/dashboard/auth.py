@@ -7,11 +7,15 @@
 
 Every secret comparison is constant-time (``hmac.compare_digest``); sessions are looked up by the SHA-256 of
 the cookie, so a lookup's timing says nothing about a valid cookie. Sessions live in memory: a restart logs
-everyone out. Wrong tokens, as a bearer header or through the login form, are throttled per client address
-(``MAX_FAILURES`` a minute, then every token check from that address is refused until the minute has passed,
-the right token too, or a throttled guess would still tell right from wrong): the token cannot be guessed
-online, and a client that guesses locks out only itself, not the operator on another address. A logged-in
-browser's session is not a token check and is never throttled.
+everyone out. Wrong tokens, as a bearer header or through the login form, are throttled per client: a
+browser by the client cookie the login page gives it (``CLIENT_COOKIE``), anything else by its address. After
+``MAX_FAILURES`` wrong tokens a minute a client's token checks are paced to one a second (``PACE_S``): a check
+sooner is refused unchecked (the right token too, or a throttled guess would still tell right from wrong), and
+the right token a second later passes. Every ssh-tunnel client is 127.0.0.1 (issue 31): a local process that
+guesses slows only itself, never the operator's browser, and the operator who mistyped is never kept out for
+longer than a second. A new client cookie is given to an address at most once a second, so minting cookies buys
+a guesser ``MAX_FAILURES`` quick guesses a second at most (against a token of 140 bits). A logged-in browser's
+session is not a token check and is never throttled.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 
 COOKIE = "companion_session"
+CLIENT_COOKIE = "companion_client"  # which browser a wrong token came from (not a login: it opens nothing)
+PACE_S = 1.0  # a throttled client's token checks: one a second, never fewer
 CSRF_HEADER = "X-CSRF-Token"
 SESSION_TTL_S = 12 * 3600.0
 MAX_FAILURES, FAILURE_WINDOW_S = 10, 60.0
@@ -55,6 +61,9 @@ class Gate:
     who: str = "operator"
     _sessions: dict[str, _Session] = field(default_factory=dict)
     _failures: dict[str, list[float]] = field(default_factory=dict)  # client key -> times of its wrong tokens
+    _checked: dict[str, float] = field(default_factory=dict)  # client key -> when its token was last checked
+    _clients: dict[str, float] = field(default_factory=dict)  # client cookie digest -> when it was given
+    _minted: dict[str, float] = field(default_factory=dict)  # address -> when it was last given a client cookie
 
     def __post_init__(self) -> None:
         if not self.token.strip():
@@ -89,14 +98,43 @@ class Gate:
 
     # -- wrong tokens, per client ---------------------------------------------------------------------------
     def throttled(self, client: str) -> bool:
-        """Whether ``client`` (``client_key``) had ``MAX_FAILURES`` wrong tokens within the last minute."""
-        recent = self._recent(client)
-        return len(recent) >= MAX_FAILURES
+        """Whether a token check for ``client`` (``client_key``) must wait: it had ``MAX_FAILURES`` wrong tokens
+        within the last minute and its last check was less than ``PACE_S`` ago. Asking counts as a check."""
+        now = time.time()
+        if len(self._recent(client)) >= MAX_FAILURES and now - self._checked.get(client, 0.0) < PACE_S:
+            return True
+        self._checked[client] = now
+        if len(self._checked) > MAX_CLIENTS:
+            self._checked.pop(next(iter(self._checked)))
+        return False
 
     def failed(self, client: str) -> None:
         self._failures[client] = [*self._recent(client), time.time()]
         if len(self._failures) > MAX_CLIENTS:
             self._failures.pop(next(iter(self._failures)))
+
+    def succeeded(self, client: str) -> None:
+        """The right token: the client's wrong ones are behind it."""
+        self._failures.pop(client, None)
+
+    def client(self, cookie: str | None, address: str) -> str:
+        """The key a request's wrong tokens count toward: its client cookie if this gate gave it, else its address."""
+        digest = _digest(cookie) if cookie else ""
+        return f"client:{digest}" if digest in self._clients else address
+
+    def new_client(self, address: str) -> str | None:
+        """A client cookie for a browser at ``address`` that has none; None when this address had one within
+        ``PACE_S`` (a guesser minting cookies to start afresh each time gets one a second)."""
+        now = time.time()
+        if now - self._minted.get(address, 0.0) < PACE_S:
+            return None
+        self._minted[address] = now
+        cookie = secrets.token_urlsafe(24)
+        self._clients[_digest(cookie)] = now
+        for bounded in (self._minted, self._clients):
+            while len(bounded) > MAX_CLIENTS:
+                bounded.pop(next(iter(bounded)))
+        return cookie
 
     def _recent(self, client: str) -> list[float]:
         cutoff = time.time() - FAILURE_WINDOW_S
@@ -111,6 +149,7 @@ class Gate:
         if not self.token_matches(offered):
             self.failed(client)
             return None
+        self.succeeded(client)
         cookie = secrets.token_urlsafe(32)
         now = time.time()
         self._sessions = {k: s for k, s in self._sessions.items() if s.expires_at > now}

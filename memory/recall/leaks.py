@@ -1,7 +1,10 @@
 """The leak check on the way out (SEC-6): defence in depth behind the partition filter (SEC-1).
 
-Before a reply is posted in a shared place (a server channel, a group, a voice channel), the bot asks
-``LeakCheck.check(ctx, reply, seen)`` which memories that place may not see the reply would reveal:
+Before a reply is posted (in a server channel, a group, a voice channel, and a DM: another person's DM is a shared
+place for what someone else said) and before a tool call runs, the bot asks ``LeakCheck.check(ctx, text, seen)``
+which memories, and which messages of the last week, that place may not see the text would reveal (a message:
+words said and not yet, or never, made a memory). The text is read with the words it hides unmasked
+(``memory.recall.evasions``: spelled digits, look-alike letters, leet, hyphens, spaced letters, backwards):
 
     reply words -> distinctive? -> held by a live memory outside the place's partitions? -> seen by the place? -> leak
                    (a weight)      (read off the word index: which rows hold the word)      (no)
@@ -31,6 +34,7 @@ from pathlib import Path
 
 from ..scopes import RecallContext, message_partition, placeholders
 from ..storage.corpus import Filter, MemoryCorpus, MessageCorpus, live_memories
+from .evasions import fold, unmasked
 
 ASSETS = Path(__file__).parents[1] / "assets"
 MAX_REPLY_CHARS = 20_000  # a reply is capped long before this; past it nothing more is read
@@ -41,15 +45,21 @@ RARE_RANK = 17_000  # ids from here on (and words the vocabulary lacks) are rare
 STORE_COMMON_SHARE, STORE_COMMON_ROWS, STORE_COMMON_FLOOR = 0.02, 200, 20
 LEAK_WEIGHT = 2  # what the unseen words a memory shares with a reply must weigh together to count as a leak
 MEMORY_COLUMNS = ("subject", "content", "tags")  # where a memory's words are (not its partition token)
+MESSAGE_COLUMNS = ("content",)  # what was said (not the speaker's name or the quoted context)
+# Messages this recent are read too: extraction and the daily reflection have long run by then, and what was worth
+# keeping is a memory. A word said in more than this many messages is the talk of the place: not looked for there.
+RECENT_MESSAGES_S, MESSAGE_COMMON_ROWS = 7 * 86_400.0, 500
 YEAR = re.compile(r"(19|20)\d\d")
+Words = dict[str, tuple[str, int]]  # stem -> (the word as written, its weight)
+Held = tuple[str, str, set[str]]  # a row's id, its kind of place, and which of the reply's stems it holds
 
 
 @dataclass(frozen=True, slots=True)
 class Leak:
     """A memory the place may not see that a reply would reveal. ``words``: never log them."""
 
-    memory_id: str
-    kind: str  # dm-private | owner | other-server-lore | server | portable (partition_kind)
+    memory_id: str  # or a message's id, for the kinds dm-message and server-message
+    kind: str  # dm-private | owner | other-server-lore | server | portable (partition_kind) | dm-message | server-message
     words: tuple[str, ...]
 
 
@@ -60,35 +70,62 @@ class LeakCheck:
         self.memories, self.messages, self.now = memories, messages, now
 
     def check(self, ctx: RecallContext, reply: str, seen: str = "") -> tuple[Leak, ...]:
-        """The memories outside ``ctx``'s partitions whose distinctive words ``reply`` repeats, unseen by the place.
+        """The memories and recent messages outside ``ctx``'s view whose distinctive words ``reply`` repeats (as
+        written, or hidden: ``memory.recall.evasions``), unseen by the place.
 
-        :param ctx: the place the reply is for (its partitions decide what is outside).
-        :param reply: the text about to be posted.
+        :param ctx: the place the reply is for (its partitions decide what is outside; a DM is such a place too:
+            only its own person's memories are inside it).
+        :param reply: the text about to be posted, or the arguments of a tool call about to run.
         :param seen: text the place has seen that the store may not hold (names, the conversation shown).
         """
         words = self._telling(reply, seen)
+        if not words:
+            return ()
+        outside = [*self._in_memories(ctx, words), *self._in_messages(ctx, words)]
+        return tuple(sorted(self._unseen(ctx, words, outside), key=lambda leak: (leak.kind, leak.memory_id)))
+
+    def _in_memories(self, ctx: RecallContext, words: Words) -> list[Held]:
+        """Live memories outside the place's partitions that hold enough of the words."""
         holders = self.memories.holders({stem: raw for stem, (raw, _) in words.items()}, MEMORY_COLUMNS)
         heavy = {rid for rid, stems in holders.items() if _weight(stems, words) >= LEAK_WEIGHT}
         if not heavy:
-            return ()
+            return []
         mine = ctx.memory_partitions()
-        outside = {rid: found for rid, found in self.memories.keys(heavy, live_memories("t", self.now())).items() if found[1] not in mine}
-        shown = self._shown(ctx, {stem for rid in outside for stem in holders[rid]}, words)
-        suspects = {
-            rid: (*found, holders[rid] - shown) for rid, found in outside.items() if _weight(holders[rid] - shown, words) >= LEAK_WEIGHT
-        }
-        said_here = self._said_here(ctx, {stem for *_, stems in suspects.values() for stem in stems}, words)
-        leaks = (
-            Leak(row_id, partition_kind(key), tuple(sorted(words[s][0] for s in stems - said_here)))
-            for row_id, key, stems in suspects.values()
-            if _weight(stems - said_here, words) >= LEAK_WEIGHT
-        )
-        return tuple(sorted(leaks, key=lambda leak: leak.memory_id))
+        keys = self.memories.keys(heavy, live_memories("t", self.now()))
+        return [(row_id, partition_kind(key), holders[rid]) for rid, (row_id, key) in keys.items() if key not in mine]
 
-    def _telling(self, reply: str, seen: str) -> dict[str, tuple[str, int]]:
-        """stem -> (word, weight) for the reply's words that weigh something and are not in ``seen``."""
-        said = {stem for _, stem in self.memories.fts.words(seen, MAX_REPLY_CHARS)}
-        weighed = ((raw, stem, self.weight(raw, stem)) for raw, stem in self.memories.fts.words(reply, MAX_REPLY_CHARS) if stem not in said)
+    def _in_messages(self, ctx: RecallContext, words: Words) -> list[Held]:
+        """Words said lately where this place cannot read them, not yet (or never) made a memory: Alice's "my
+        therapist is Dr Wombatson" in her DM, before extraction ran, is not for Bob's DM or the group."""
+        holders = self.messages.holders({stem: raw for stem, (raw, _) in words.items()}, MESSAGE_COLUMNS, MESSAGE_COMMON_ROWS)
+        heavy = {rid for rid, stems in holders.items() if _weight(stems, words) >= LEAK_WEIGHT}
+        if not heavy:
+            return []
+        recent = Filter("t.created_at >= ?", (self.now() - RECENT_MESSAGES_S,))
+        keys = self.messages.keys(heavy, recent & _unreadable(ctx))
+        return [(row_id, message_kind(key), holders[rid]) for rid, (row_id, key) in keys.items()]
+
+    def _unseen(self, ctx: RecallContext, words: Words, outside: list[Held]) -> list[Leak]:
+        """The rows of ``outside`` whose words the place has not seen elsewhere (a memory it may see, a message it
+        may read) still weigh enough to give them away."""
+        shown = self._shown(ctx, {stem for *_, stems in outside for stem in stems}, words)
+        suspects = [(row_id, kind, stems - shown) for row_id, kind, stems in outside]
+        suspects = [found for found in suspects if _weight(found[2], words) >= LEAK_WEIGHT]
+        said_here = self._said_here(ctx, {stem for *_, stems in suspects for stem in stems}, words)
+        return [
+            Leak(row_id, kind, tuple(sorted(words[s][0] for s in stems - said_here)))
+            for row_id, kind, stems in suspects
+            if _weight(stems - said_here, words) >= LEAK_WEIGHT
+        ]
+
+    def _telling(self, reply: str, seen: str) -> Words:
+        """stem -> (word, weight) for the reply's words (hidden ones too) that weigh something and are not in ``seen``."""
+        plain, hidden = unmasked(reply[:MAX_REPLY_CHARS], _vocabulary().__contains__)
+        said = {stem for _, stem in self.memories.fts.words(fold(seen), MAX_REPLY_CHARS)}
+        if hidden:  # the place may have seen a hidden word hidden the same way (only then is what it saw unmasked)
+            said |= {stem for _, stem in self.memories.fts.words(" ".join(unmasked(seen)[1]), MAX_REPLY_CHARS)}
+        found = self.memories.fts.words(f"{plain}\n{' '.join(hidden)}", 2 * MAX_REPLY_CHARS)
+        weighed = ((raw, stem, self.weight(raw, stem)) for raw, stem in found if stem not in said)
         return {stem: (raw, weight) for raw, stem, weight in weighed if weight}
 
     def weight(self, raw: str, stem: str) -> int:
@@ -104,17 +141,33 @@ class LeakCheck:
             return 0
         return 1 if rank < RARE_RANK else 2
 
-    def _shown(self, ctx: RecallContext, stems: set[str], words: dict[str, tuple[str, int]]) -> set[str]:
+    def _shown(self, ctx: RecallContext, stems: set[str], words: Words) -> set[str]:
         """The words among ``stems`` held by a live memory the place may see."""
         mine, live = ctx.memory_partitions(), live_memories("t", self.now())
         return {stem for stem in stems if self.memories.has_word(words[stem][0], mine, live)}
 
-    def _said_here(self, ctx: RecallContext, stems: set[str], words: dict[str, tuple[str, int]]) -> set[str]:
+    def _said_here(self, ctx: RecallContext, stems: set[str], words: Words) -> set[str]:
         """The words among ``stems`` said in a message the asker may read (this channel, readable ones of its guild)."""
         talk = (message_partition(ctx.guild_id, ctx.speaker_id),)
         channels = ctx.channels()
         readable = Filter(f"t.platform = ? AND t.channel_id IN ({placeholders(channels)})", (ctx.platform, *channels))
         return {stem for stem in stems if self.messages.has_word(words[stem][0], talk, readable)}
+
+
+def _unreadable(ctx: RecallContext) -> Filter:
+    """Messages this place cannot read: not of its guild's readable channels (of its DM, in a DM), and in a DM not
+    the person's own words elsewhere (what a person says in a server is theirs to hear again in their DM, SEC-1)."""
+    here = message_partition(ctx.guild_id, ctx.speaker_id)
+    if ctx.is_dm:
+        return Filter("NOT (t.partition_key = ? OR t.author_id = ?)", (here, ctx.speaker_id))
+    channels = ctx.channels()
+    readable = f"t.partition_key = ? AND t.platform = ? AND t.channel_id IN ({placeholders(channels)})"
+    return Filter(f"NOT ({readable})", (here, ctx.platform, *channels))
+
+
+def message_kind(key: str) -> str:
+    """What kind of place a message was said in, for the log (no person or server id in it)."""
+    return "dm-message" if key.startswith("dm|") else "server-message"
 
 
 def partition_kind(key: str) -> str:

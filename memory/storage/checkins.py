@@ -198,7 +198,7 @@ class CheckinStore:
         self.db.execute("UPDATE checkins SET state = 'sending', claimed_at = ? WHERE id = ? AND state = 'pending'", (now, checkin_id))
         return self.db.con.changes() == 1
 
-    def sent(self, checkin_id: int, message_id: str) -> None:
+    def sent(self, checkin_id: int, message_id: str | None) -> None:
         now = self.engine.clock.now()
         self.db.execute("UPDATE checkins SET state = 'sent', sent_at = ?, message_id = ? WHERE id = ?", (now, message_id, checkin_id))
 

@@ -243,15 +243,16 @@ class Corpus:
         return found
 
     # -- which rows hold a word (the leak check, memory.recall.leaks) -------------------------------
-    def holders(self, words: dict[str, str], columns: tuple[str, ...]) -> dict[int, set[str]]:
-        """rid -> which of ``words`` (stem -> the word as written) the row's ``columns`` hold, read off the index.
+    def holders(self, words: dict[str, str], columns: tuple[str, ...], cap: int | None = None) -> dict[int, set[str]]:
+        """rid -> which of ``words`` (stem -> the word as written) the row's ``columns`` hold, read off the index;
+        with ``cap``, a word held by more rows than that is left out (its walk stops there).
 
         On PostgreSQL the ``words`` column is the index and already covers exactly the searchable columns
         (``memory.storage.pg_migrations``); the word is matched as PostgreSQL stems it, the answer keyed by our stem.
         """
         if self.words is not None:
-            return self.words.holders(words)
-        return self.fts.holders(words, columns)
+            return self.words.holders(words, cap)
+        return self.fts.holders(words, columns, cap)
 
     def doc_freq(self, stem: str, raw: str) -> tuple[int, int]:
         """(rows holding the word, rows indexed); on PostgreSQL the first is counted up to ``pgsearch.DF_CAP``."""

@@ -25,6 +25,7 @@ import sqlite_vec
 
 from ..errors import SchemaError, StoreUnavailable
 from .migrations import MIGRATIONS
+from .private import create_private, private_folder, private_store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -295,7 +296,8 @@ class Database:
         self.behind = len(MIGRATIONS) - self._version()
 
     def backup_to(self, target: str | Path) -> None:
-        """SQLite online backup: consistent even while the bot writes."""
+        """SQLite online backup: consistent even while the bot writes. The copy is 0600 before a page is in it."""
+        create_private(Path(target))
         dest = apsw.Connection(str(target))
         try:
             with dest.backup("main", self.con, "main") as job:
@@ -321,10 +323,13 @@ def _connect(target: str, path: str, readonly: bool) -> apsw.Connection:
     if readonly and not Path(path).is_file():
         raise FileNotFoundError(errno.ENOENT, "no store exists at this path", path)
     if not readonly and path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_folder(Path(path).parent)
     flags = apsw.SQLITE_OPEN_URI | (apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
     with _naming(path):
-        return apsw.Connection(target, flags=flags)
+        con = apsw.Connection(target, flags=flags)
+    if not readonly and path != ":memory:":
+        private_store(path)  # issue 31: 0600, and SQLite makes the -wal and -shm with the store file's own mode
+    return con
 
 
 @contextlib.contextmanager

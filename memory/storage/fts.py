@@ -380,17 +380,21 @@ class FtsQueryBuilder:
             self._rows = (time.monotonic(), count)
         return count
 
-    def holders(self, stems: Iterable[str], columns: tuple[str, ...]) -> dict[int, set[str]]:
+    def holders(self, stems: Iterable[str], columns: tuple[str, ...], cap: int | None = None) -> dict[int, set[str]]:
         """rowid -> which of ``stems`` its ``columns`` hold, read off the index itself (an fts5vocab instance
         table walks each term's posting list): no row is fetched or tokenised. For rare terms: a common one
-        walks all its rows."""
+        walks all its rows, unless ``cap``: a term held by more rows than that is left out (the walk stops there)."""
         if self._instances is None:
             self._instances = f"{self.fts_table}_instances"
             self.db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._instances} USING fts5vocab(main, {self.fts_table}, instance)")
         sql = f"SELECT DISTINCT doc FROM temp.{self._instances} WHERE term = ? AND col IN ({','.join('?' * len(columns))})"
+        sql += "" if cap is None else f" LIMIT {int(cap) + 1}"
         found: dict[int, set[str]] = {}
         for stem in stems:
-            for (rowid,) in self.db.execute(sql, (stem, *columns)):
+            rowids = [rowid for (rowid,) in self.db.execute(sql, (stem, *columns))]
+            if cap is not None and len(rowids) > cap:
+                continue
+            for rowid in rowids:
                 found.setdefault(rowid, set()).add(stem)
         return found
 

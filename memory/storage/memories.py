@@ -169,12 +169,22 @@ class MemoryRepository:
     def link(self, rid: int, updates: list[Memory], related: list[Memory], contradicted: list[Memory]) -> None:
         """Link row ``rid`` to older facts; the ones it updates or contradicts are superseded (kept, not recalled)."""
         now = self.clock.now()
+        # The older facts were read before this write transaction began; another writer may have deleted one
+        # since (a forget in the dashboard, a second bot): a link to it would fail the whole write with a FOREIGN
+        # KEY error (issue 31). Inside the transaction the rows still there are the ones linked; the rest are not.
+        there = self._present([m.rid for m in (*updates, *related, *contradicted)]) - {rid}  # rid: SQLite reuses a max rowid
+        updates, related, contradicted = ([m for m in group if m.rid in there] for group in (updates, related, contradicted))
         rows = [(rid, m.rid, "updates", now) for m in updates] + [(rid, m.rid, "related_to", now) for m in related]
         rows += [(rid, m.rid, "contradicts", now) for m in contradicted]
         self.db.con.executemany("INSERT OR IGNORE INTO memory_links (src_rid, dst_rid, relation, created_at) VALUES (?, ?, ?, ?)", rows)
         new_id = self.db.scalar("SELECT id FROM memories WHERE rid = ?", (rid,))
         for old in updates + contradicted:
             self.db.execute("UPDATE memories SET superseded_by = ?, valid_to = ? WHERE rid = ?", (new_id, now, old.rid))
+
+    def _present(self, rids: list[int]) -> set[int]:
+        if not rids:
+            return set()
+        return {r for (r,) in self.db.execute(f"SELECT rid FROM memories WHERE rid IN ({placeholders(rids)})", tuple(rids))}
 
     def mark_consolidated(self, rids: list[int], into_id: str) -> None:
         """The rows ``rids`` were merged into memory ``into_id`` (kept for history, no longer recalled)."""

@@ -15,10 +15,12 @@ admins' words, so forgetting the person who set it removes it (``memory.upkeep.r
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from ..engine import MemoryEngine
 from ..errors import InvalidInput, Rejected
+from ..recall.evasions import fold
 from ..write.safety import contains_secret, looks_like_injection, normalise_text
 from .audit import AuditTrail
 
@@ -26,6 +28,11 @@ MAX_PLACE_PERSONA = 1_000  # characters: it rides along with every reply in the 
 # A line that would start a new section of the system prompt: a Markdown heading, a setext underline or
 # rule, a code fence. The text is also rendered as a quote, so this is the refusal that says why.
 _SECTION_BREAK = re.compile(r"^\s*(#|={3,}\s*$|-{3,}\s*$|\*{3,}\s*$|_{3,}\s*$)|##|```|~~~", re.MULTILINE)
+_SETEXT = re.compile(r"^\s*(=+|-+)\s*$", re.MULTILINE)  # "Title" over "=" (or "-") is a heading too
+_STAFF = r"(?:operator|system|admin(?:istrator)?|moderator|mod|owner|developer|staff)"
+_AUTHORITY = re.compile(rf"\b{_STAFF}\s*(?:note|message|instruction|override|notice|directive|prompt|update)s?\b", re.IGNORECASE)
+_RENAME = re.compile(r"\b(?:your (?:new )?name is|you are (?:now )?called|you'?re (?:now )?called|call yourself)\b", re.IGNORECASE)
+_STAFF_SIGNATURE = re.compile(rf"\(\s*{_STAFF}\s*\)|\bsign\w*\b[^\n]*\b{_STAFF}\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +44,14 @@ class PlacePersona:
 
 
 def check_persona_text(text: str) -> str:
-    """The text as it will be stored (each line normalised), or ``Rejected`` saying why in plain words."""
-    lines = [normalise_text(line) for line in str(text).splitlines()]
+    """The text as it will be stored (NFKC, each line normalised), or ``Rejected`` saying why in plain words.
+
+    The filters read it as a model would: NFKC ("＃" is "#"), look-alike letters as Latin, every line break
+    (U+2028, U+2029, NEL, CR) a line, and emphasis marks dropped ("**OPERATOR NOTE**" is "OPERATOR NOTE")."""
+    lines = [normalise_text(line) for line in unicodedata.normalize("NFKC", str(text)).splitlines()]
     clean = "\n".join(lines).strip()
     clean = re.sub(r"\n{3,}", "\n\n", clean)
+    _refuse_forgery(re.sub(r"[*_~`]+", "", fold(clean)))
     if not clean:
         raise Rejected("say what the persona is, e.g. /persona set You are the server's cheerful quizmaster.")
     if len(clean) > MAX_PLACE_PERSONA:
@@ -52,6 +63,19 @@ def check_persona_text(text: str) -> str:
     if _SECTION_BREAK.search(clean):
         raise Rejected("the persona may not contain headings, rules or code fences (#, ---, ```): write it as plain text")
     return clean
+
+
+def _refuse_forgery(plain: str) -> None:
+    """A persona that would speak with more authority than an admin's note on style: a forged operator or system
+    message, a new name for the bot (the operator's persona file names it), a signature as staff (issue 31)."""
+    if _AUTHORITY.search(plain):
+        raise Rejected("the persona may not speak for the operator or the system (e.g. OPERATOR NOTE): describe how the bot talks here")
+    if _RENAME.search(plain):
+        raise Rejected("the persona may not rename the bot: its name is the operator's choice")
+    if _STAFF_SIGNATURE.search(plain):
+        raise Rejected("the persona may not make the bot sign as an admin, moderator, owner or operator")
+    if _SETEXT.search(plain):
+        raise Rejected("the persona may not contain headings, rules or code fences (#, ---, ```): write it as plain text")
 
 
 class PlacePersonas:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import SchemaError, StoreUnavailable
+from ..errors import InvalidInput, SchemaError, StoreUnavailable
 from .db import Database, Rewritten
 from .pg_migrations import CHANNEL, FORGOT, PG_MIGRATIONS
 
@@ -41,7 +41,23 @@ def open_database(url: str | Path) -> Database:
     if is_postgres(url):
         return PgDatabase(str(url))
     text = str(url)
+    if (problem := unreadable_location(text)) is not None:
+        raise InvalidInput(problem)
     return Database(text.removeprefix("sqlite://") if text.startswith("sqlite:///") else text)
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")  # two letters or more: "C:\\store.db" is a Windows path
+
+
+def unreadable_location(where: str) -> str | None:
+    """Why ``where`` names no store this program reads, or None. "sqlite://relative" (two slashes) would be read
+    as a file "relative" in a new folder named "sqlite:" (issue 31); other schemes as odd file names."""
+    found = _SCHEME.match(where)
+    if found is None or is_postgres(where) or where.startswith(("sqlite:///", "file:")):
+        return None
+    if found.group(1).lower() == "sqlite":
+        return f"{where!r} is not a SQLite URL this program reads: write sqlite:///absolute/path, or a plain path"
+    return f"{where!r}: a {found.group(1)}: URL is not a store this program reads (a path, sqlite:///path or postgresql://...)"
 
 
 def redact(url: str) -> str:

@@ -135,12 +135,17 @@ class PgWords:
         return {word: self._known[word][1:] for word in words}
 
     # -- the leak check's questions (memory.recall.leaks), answered from the GIN index ---------------------
-    def holders(self, words: dict[str, str]) -> dict[int, set[str]]:
-        """rid -> which of ``words`` (our stem -> the word as written) the row's ``words`` column holds."""
+    def holders(self, words: dict[str, str], cap: int | None = None) -> dict[int, set[str]]:
+        """rid -> which of ``words`` (our stem -> the word as written) the row's ``words`` column holds; with
+        ``cap``, a word held by more rows than that is left out."""
         sql = f"SELECT rid FROM {self.table} WHERE words @@ plainto_tsquery('english', ?)"
+        sql += "" if cap is None else f" LIMIT {int(cap) + 1}"
         found: dict[int, set[str]] = {}
         for stem, raw in words.items():
-            for (rid,) in self.db.execute(sql, (raw,)):
+            rids = [rid for (rid,) in self.db.execute(sql, (raw,))]
+            if cap is not None and len(rids) > cap:
+                continue
+            for rid in rids:
                 found.setdefault(rid, set()).add(stem)
         return found
 

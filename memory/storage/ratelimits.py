@@ -1,6 +1,7 @@
 """Per-account sliding windows of replies (OPS-5), kept in the store so every process of a bot shares them (SCALE-1).
 
-Each account ("platform:user id") has one ``rate_windows`` row: the times of its replies still inside the window
+Each person (their person id: linked accounts are one person; an unlinked account's id is "platform:user id") has
+one ``rate_windows`` row (its ``account`` column): the times of its replies still inside the window
 and whether it was already told to slow down. ``admit`` reads and writes that row in one transaction, and its
 first statement is a write to the row, so two processes deciding for the same account at once take turns (the
 row lock on PostgreSQL, the write lock that ``transaction`` takes first on SQLite) instead of both counting the
@@ -18,7 +19,14 @@ if TYPE_CHECKING:
 
 class RateWindows:
     def __init__(self, engine: MemoryEngine) -> None:
-        self.db = engine.db
+        from .people import People
+
+        self.db, self.people = engine.db, People(engine)
+
+    def admit_person(self, platform: str, user_id: str, limit: int, window_s: float, now: float) -> bool | None:
+        """``admit`` for the person behind an account: linked accounts share one window (issue 31: two linked
+        accounts got twice the replies). An account never seen is its own person until it is linked."""
+        return self.admit(self.people.lookup(platform, user_id), limit, window_s, now)
 
     def admit(self, account: str, limit: int, window_s: float, now: float) -> bool | None:
         """True: under ``limit`` replies in the last ``window_s`` seconds (counted now); False: over it, say so once;

@@ -137,6 +137,12 @@ class Timezones:
         self.people.set_setting(person_id, OFFERED_KEY, zone)
         return zone
 
+    def unrecorded_offer(self, person_id: str, text: str) -> str | None:
+        """``offer`` for someone not remembered (/privacy off): made each time, nothing written (not even which
+        zone was offered: that says where they live)."""
+        zone = said_zone(text)
+        return None if zone is None or zone == getattr(self.own(person_id), "key", None) else zone
+
 
 @cache
 def _zones_by_lower() -> dict[str, str]:

@@ -35,8 +35,9 @@ from ..storage import catalog
 from ..storage.corpus import Corpus, MemoryCorpus, MessageCorpus
 from ..storage.db import Database, read_only
 from ..storage.migrations import MIGRATIONS
-from ..storage.pg import is_postgres, open_database, redact
+from ..storage.pg import is_postgres, open_database, redact, unreadable_location
 from ..storage.pgsearch import PgVectorIndex
+from ..storage.private import SIDE_FILES
 from ..storage.vectors import VectorIndex
 
 DEFAULT_BATCH = 2000
@@ -101,6 +102,9 @@ def copy_store(source: str, target: str, *, batch: int = DEFAULT_BATCH, progress
     for side, where in (("SRC", source), ("DST", target)):
         if not is_postgres(where) and _CONNINFO.search(where):  # else it would name a new SQLite file "host=... dbname=..."
             raise CopyRefused(f"{side} looks like a libpq connection string: write it as postgresql://user@host:port/dbname")
+        if (problem := unreadable_location(where)) is not None:
+            raise CopyRefused(f"{side} {problem}")
+    _refuse_side_file(source, target)
     src_id, dst_id = catalog.identity(source), catalog.identity(target)
     if src_id == dst_id or _same_file(source, target):
         raise CopyRefused(f"SRC and DST are the same store ({src_id})")
@@ -115,6 +119,19 @@ def copy_store(source: str, target: str, *, batch: int = DEFAULT_BATCH, progress
             dst.db.close()
     finally:
         src.db.close()
+
+
+def _refuse_side_file(source: str, target: str) -> None:
+    """A store named as another's side file ("SRC-wal") is wrecked by that store's next write, and wrecks it: SQLite
+    keeps a store's write-ahead log, shared memory and journal beside it under exactly those names (issue 31)."""
+    if is_postgres(target):
+        return
+    path = Path(target.removeprefix("sqlite://") if target.startswith("sqlite:///") else target)
+    for side in SIDE_FILES:
+        if path.name.endswith(side) and len(path.name) > len(side):
+            owner = path.with_name(path.name.removesuffix(side))
+            whose = "SRC" if _same_file(source, str(owner)) else str(owner)
+            raise CopyRefused(f"DST {path} is where SQLite keeps {whose}'s {side.lstrip('-')} file: choose another name")
 
 
 def _same_file(source: str, target: str) -> bool:

@@ -36,6 +36,7 @@ from typing import Protocol
 
 from ..models import Memory, MemoryType
 from ..storage.memories import RecallFilters
+from ..storage.private import create_private, private_folder
 
 log = logging.getLogger(__name__)
 
@@ -206,8 +207,9 @@ class Journals:
         return self.root / folder_of(memory.partition_key) / _day(memory.created_at)
 
     def _append(self, path: Path, lines: list[str]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         header = "" if path.exists() else f"# {path.stem}: {_title(path.parent.name)}\n\n"
+        create_private(path)  # 0600 before the first line (a plain open would follow the umask: 0644)
         with path.open("a", encoding="utf-8") as out:
             out.write(header + "".join(lines))
 
@@ -248,7 +250,7 @@ class Journals:
             _remove_if_empty(path.parent)
             _remove_if_empty(self.root)  # nothing left at all: no empty folder stays to say someone was here
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         replace_wiping(path, "".join(_snapshot_text(folder, memories, self.now())))
 
 

@@ -117,14 +117,15 @@ REGISTRY: tuple[Holder, ...] = (
         "rate_windows",
         "delete",
         "when a person's accounts were last answered, for the shared rate limit (OPS-5): ids and times, never words",
-        "account IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
+        "account IN ({ids}) OR account IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
     ),
     Holder("person_settings", "delete", "a person's choices (/share, /privacy, /timezone)", "person_id IN ({ids})", export=True),
     Holder(
         "dashboard_audit",
         "delete",
-        "changes made through the dashboard: ids, field names and counts, never a memory's words (memory.storage.audit)",
-        "person_id IN ({ids})",
+        "changes made through the dashboard: ids, field names and counts, never a memory's words (memory.storage.audit); "
+        "who changed a place's persona, and when, outlives that admin's /forget everything (no words are in it)",
+        "person_id IN ({ids}) AND action NOT IN ('persona.set', 'persona.reset')",
         export=True,
     ),
     Holder(

@@ -32,7 +32,7 @@ async def test_doctor_passes_when_everything_is_in_place(cli: Cli, monkeypatch: 
 
     assert result.code == 0 and result.json()["ok"] is True, result.out
     found = findings(result)
-    assert set(found) == {"config file", "store", "model", "extraction model", "embeddings", "tokens", "schedule"}
+    assert set(found) == {"config file", "store", "files", "model", "extraction model", "embeddings", "tokens", "schedule"}
     assert all(f["status"] == "ok" for f in found.values())
     assert "1 memory, integrity ok" in found["store"]["detail"]
     assert [r["model"] for r in srv.chat_requests][:2] == ["chat-model", "extraction-model"]
