@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clients import secret
+from .secret_key import tombstone_key
 
 if TYPE_CHECKING:
     from memory.clock import Clock
@@ -94,6 +95,7 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
         vector_mirror=settings.vector_mirror,
         vector_mirror_mb=settings.vector_mirror_mb,
         journal_dir=None if readonly else journal_dir(settings),
+        secret_key=tombstone_key(settings),
     )
     try:
         engine.embeddings.check_model()
@@ -202,6 +204,7 @@ def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedde
         vector_mirror=settings.vector_mirror,
         vector_mirror_mb=settings.vector_mirror_mb,
         journal_dir=journal_dir(settings),
+        secret_key=tombstone_key(settings),
     )
     try:
         engine.embeddings.check_model()

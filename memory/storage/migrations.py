@@ -563,6 +563,21 @@ CREATE TABLE rate_windows (
 """,
 )
 
+M016_TOMBSTONE_TRACES = Migration(
+    "m016_tombstone_traces",
+    """
+-- SEC-5 (issue 31): a tombstone also holds its fact's trace (memory.write.traces): 16-bit keyed hashes of the
+-- forms of its telling words with their weights ("3f2a:4 91c0:1"), and 32 keyed sign bits of its meaning (hex),
+-- so a reworded or translated fact still matches; keyed = 1 when the key is the operator's, outside the store.
+-- Rows from before (keyed = 0) were made with the key the store kept in its settings: they keep only their exact
+-- hashes, and that key is moved out of the store on first use (memory.write.tombstones.LEGACY).
+ALTER TABLE tombstones ADD COLUMN marks TEXT NOT NULL DEFAULT '';
+ALTER TABLE tombstones ADD COLUMN signature TEXT NOT NULL DEFAULT '';
+ALTER TABLE tombstones ADD COLUMN keyed INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX tombstones_owner ON tombstones (scope_id, scope);
+""",
+)
+
 # A message re-delivered after a crash (Telegram re-sends updates it did not see confirmed) is stored once: one
 # row per (platform, chat, platform message id). Copies stored before this migration are kept (each may be a
 # memory's source, and deleting at the source must still find them all) but numbered apart by
@@ -582,4 +597,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M012_CHECKINS,
     M013_JOB_CLAIMS,
     M014_SHARED_STATE,
+    M016_TOMBSTONE_TRACES,
 )
