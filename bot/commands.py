@@ -20,6 +20,7 @@ from memory.storage.people import People
 from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_memory
+from memory.upkeep.said import forget_said, said_matching
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
 
@@ -39,6 +40,7 @@ HELP = (
     "/timezone <zone> — where you are in time, like /timezone Europe/Lisbon (alone: shows it)"
 )
 FORGET_MIN_RELEVANCE = 0.35
+NOT_FOUND = "I couldn't find a memory like that, or a message of yours that says it."
 CONFIRM_WINDOW_S = 120.0
 
 
@@ -103,11 +105,14 @@ class Commands:
             return self._forget_everything(turn, confirmed=words[-1] == "confirm")
         hits = self.engine.recall.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
-        if not hits:
-            return "I couldn't find a memory like that."
-        done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id))
+        done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
+        # SEC-3: what is not a memory yet (said before extraction ran) is found in the person's own messages too
+        said = forget_said(self.engine, turn.ctx, [turn.person_id], said_matching(self.engine, turn.ctx, [turn.person_id], arg))
+        if done is None:
+            return f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it." if said else NOT_FOUND
         extra = [f"{len(done.memories) - 1} older version(s)"] if len(done.memories) > 1 else []
         extra += [f"{done.messages} message(s) it came from"] if done.messages else []
+        extra += [f"{said} more message(s) of yours that said it"] if said else []
         return f"Forgotten: {done.contents[0]}" + (f" (with {' and '.join(extra)})" if extra else "")
 
     def _forget_everything(self, turn, *, confirmed: bool) -> str:

@@ -50,12 +50,13 @@ NAME = 8  # the weight of a name or a code: one shared is enough
 WORDS_ALONE = 0.67  # the shared marks weigh this share of the trace's: the same fact, however worded
 WORDS_WITH_MEANING, MEANING_WITH_WORDS = 0.6, 0.75  # some of its words, and a close meaning
 # Words of German, French and Spanish that carry no meaning of their own (a translated fact's "ist", "une")
-FOREIGN_STOPS = frozenset(
+_FOREIGN_STOP_WORDS = (
     "der die das den dem des ein eine einen einem einer ist hat sind und oder im in auf bei mit von vom zu zum zur "
     "für nach aus ihr ihre ihren ihrem sein seine nicht auch als wie les une est et au aux en du de la le il elle "
     "son sa ses pour par dans sur avec qui que ne pas a el los las es y del al una tiene para por con se su sus "
-    "que lo un".split()
+    "que lo un"
 )
+FOREIGN_STOPS = frozenset(_FOREIGN_STOP_WORDS.split())
 _WORD = re.compile(r"\w+")
 _FOLDS = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l", "đ": "d", "ð": "d", "þ": "th"})
 
