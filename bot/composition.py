@@ -81,6 +81,7 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
     """
     from memory.engine import MemoryEngine
     from memory.storage.db import read_only
+    from memory.storage.people import People
     from memory.storage.pg import is_postgres
 
     from .config import journal_dir, store_location
@@ -97,6 +98,7 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
         journal_dir=None if readonly else journal_dir(settings),
         secret_key=tombstone_key(settings),
     )
+    engine.memories.tombstones.own_names = People(engine).own_names
     try:
         engine.embeddings.check_model()
     except BaseException:
@@ -193,6 +195,7 @@ def build_runtime(
 def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedder | None) -> tuple[MemoryEngine, Persona]:
     """The bot's store and persona, refused (and the store closed) when the embedding model did not make its vectors."""
     from memory.engine import MemoryEngine
+    from memory.storage.people import People
 
     from .config import journal_dir, store_location
     from .persona import Persona, read_persona
@@ -206,6 +209,7 @@ def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedde
         journal_dir=journal_dir(settings),
         secret_key=tombstone_key(settings),
     )
+    engine.memories.tombstones.own_names = People(engine).own_names  # a person's names tell no fact of theirs apart
     try:
         engine.embeddings.check_model()
         return engine, Persona(read_persona(settings.persona_file))  # checked by Settings already; read once here

@@ -31,8 +31,8 @@ KEY_FILE_NAME = "companion.key"
 _HEX_KEY = re.compile(r"[0-9a-f]{64}")
 
 
-class KeyFileError(Exception):
-    """The key file exists but is not a key (edited by hand, truncated, a folder)."""
+class KeyFileError(OSError):
+    """The key file is not a key (edited by hand, truncated, a folder) or cannot be made; the CLI names it."""
 
 
 def tombstone_key(settings: Settings) -> bytes:
@@ -45,18 +45,25 @@ def tombstone_key(settings: Settings) -> bytes:
 
 def read_or_make(path: Path) -> bytes:
     """The key in ``path``, made there first (0600, folder 0700) when there is none; two processes agree on one."""
-    try:
+    if path.is_file():
         return _read(path)
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unmakeable(path, exc) from exc
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it just now: theirs is the key
+    except FileExistsError:  # another process made it just now (or it is a folder): read what is there
         return _read(path)
+    except OSError as exc:
+        raise _unmakeable(path, exc) from exc
     with os.fdopen(fd, "w", encoding="ascii") as out:
         out.write(secrets.token_hex(32) + "\n")
     return _read(path)
+
+
+def _unmakeable(path: Path, exc: OSError) -> KeyFileError:
+    return KeyFileError(f"cannot make the key file {path} ({exc.strerror}): set COMPANION_KEY_FILE or COMPANION_SECRET_KEY")
 
 
 def _read(path: Path) -> bytes:

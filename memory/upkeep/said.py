@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..engine import MemoryEngine
-from ..scopes import RecallContext, placeholders
+from ..scopes import RecallContext
 from ..storage.sessions import ExtractionBuffer
 from ..write.wording import content_words
 from .forgetting import forget_chat_summaries
@@ -52,7 +52,7 @@ def forget_said(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[s
     copies go with their rows. Rids that are not the person's own, or that the context may not read, are left."""
     if not rids:
         return 0
-    own = _own(engine, ctx, person_ids, (f"rid IN ({placeholders(rids)})", rids))
+    own = _own(engine, ctx, person_ids, rids)
     mine = [rid for rid, *_ in own]
     if not mine:
         return 0
@@ -64,17 +64,7 @@ def forget_said(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[s
 
 
 def _own(
-    engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[str], where: tuple[str, list[int]] | None = None
+    engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[str], rids: list[int] | None = None
 ) -> list[tuple[int, str, str, str]]:
     """(rid, id, content, "platform:channel") of the person's newest messages the context may read."""
-    people, channels, parts = sorted(set(person_ids)), ctx.channels(), ctx.message_partitions()
-    if not people:
-        return []
-    cond, values = (f" AND {where[0]}", where[1]) if where else ("", [])
-    rows = engine.db.execute(
-        "SELECT rid, id, content, platform || ':' || channel_id FROM messages WHERE role = 'user' "
-        f"AND author_id IN ({placeholders(people)}) AND partition_key IN ({placeholders(parts)}) AND platform = ? "
-        f"AND channel_id IN ({placeholders(channels)}){cond} ORDER BY created_at DESC, rid DESC LIMIT ?",
-        (*people, *parts, ctx.platform, *channels, *values, SCAN),
-    )
-    return [(int(rid), str(mid), str(content), str(chat)) for rid, mid, content, chat in rows]
+    return engine.messages.own(ctx, sorted(set(person_ids)), SCAN, rids)

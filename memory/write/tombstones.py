@@ -38,7 +38,7 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -86,8 +86,17 @@ class Tombstone:
 class Tombstones:
     """Owner of ``tombstones``. ``key``: the operator's secret (None: one for this process only, with a warning)."""
 
-    def __init__(self, db: Database, clock: Clock, key: bytes | None = None, embeddings: EmbeddingService | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        key: bytes | None = None,
+        embeddings: EmbeddingService | None = None,
+    ) -> None:
         self.db, self.clock, self.embeddings = db, clock, embeddings
+        # A person's own display names: every fact about them says them, so they tell nothing apart. The
+        # composition root sets it to ``People.own_names`` (people.py imports the engine, which makes this object).
+        self.own_names: Callable[[str], list[str]] = lambda person_id: []
         self._ephemeral = key is None  # a scratch engine (an eval, a test): said once, when something is buried
         self._key = key or secrets.token_bytes(32)
         self._tracer = Tracer(self._key)
@@ -160,7 +169,7 @@ class Tombstones:
         return [self.trace_of(f.scope, f.scope_id, f.content, None if vectors is None else vectors[i]) for i, f in enumerate(facts)]
 
     def trace_of(self, scope: str, scope_id: str, text: str, vector: np.ndarray | None) -> Trace:
-        return self._tracer.trace(f"{scope}|{scope_id}", text, vector, self._names(scope_id))
+        return self._tracer.trace(f"{scope}|{scope_id}", text, vector, self.own_names(scope_id))
 
     def _vectors(self, texts: list[str]) -> np.ndarray | None:
         if not texts or self.embeddings is None or not self.embeddings.available:
@@ -174,10 +183,6 @@ class Tombstones:
             "SELECT id, content_mac, fact_mac, marks, signature, keyed, buried_at FROM tombstones WHERE scope = ? AND scope_id = ?",
             (str(fact.scope), fact.scope_id),
         )
-
-    def _names(self, person_id: str) -> list[str]:
-        """The person's own display names: every fact about them says them, so they tell nothing apart."""
-        return [n for (n,) in self.db.execute("SELECT DISTINCT display_name FROM identities WHERE person_id = ?", (person_id,))]
 
     def _macs(self, fact: Fact, key: bytes, *, widened: bool = False) -> tuple[str, ...]:
         """The content's and the whole fact's hashes (what a tombstone keeps); ``widened``, also the content's
@@ -203,7 +208,7 @@ class Tombstones:
         if plain is not None:
             with self.db.transaction():
                 self.db.set_setting(LEGACY, _xor(bytes.fromhex(plain), self._pad()).hex())
-                self.db.execute("DELETE FROM settings WHERE key = ?", (KEY,))
+                self.db.delete_setting(KEY)
             self.db.scrub()
         wrapped = self.db.get_setting(LEGACY)
         return None if wrapped is None else _xor(bytes.fromhex(wrapped), self._pad())
