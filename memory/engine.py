@@ -62,6 +62,8 @@ class MemoryEngine:
         # MAINT-6: Markdown journals beside the store, written on every memory write (None: switched off)
         self.journals = Journals(journal_dir, self.memory_rows, self.clock.now) if journal_dir is not None else None
         tombstones = Tombstones(self.db, self.clock, secret_key, self.embeddings)  # SEC-5: what was forgotten
+        if secret_key is not None:
+            tombstones.move_legacy_key()  # a key an older store kept in itself leaves it now (issue 31)
         self.memories = MemoryStore(self.memory_rows, self.embeddings, self.graph, tombstones, self.journals)
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
         self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)  # SEC-6: what a reply would reveal

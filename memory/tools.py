@@ -253,11 +253,12 @@ class MemoryTools:
         hits = self.engine.recall.recall(self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0)
         self.strong.update(h.row["id"] for h in hits if h.relevance >= STRONG_MATCH)
         found = [_brief(h.row) | {"score": round(h.score, 3), "match": _match(h.relevance)} for h in hits]
-        return {"results": found + self._said(a.query)}
+        strong = any(h.relevance >= STRONG_MATCH for h in hits)
+        return {"results": found + ([] if strong else self._said(a.query))}
 
     def _said(self, query: str) -> list[dict[str, Any]]:
-        """The speaker's own messages here that say every word of the query and are no memory (yet): offered as
-        ``said:<id>``, so "forget that" can reach what extraction has not read (SEC-3, ``memory.upkeep.said``)."""
+        """When no memory matches strongly: the speaker's own messages here that say every word of the query,
+        offered as ``said:<id>``, so "forget that" reaches what is no memory yet (SEC-3, ``memory.upkeep.said``)."""
         rids = said_matching(self.engine, self.ctx, [self.ctx.speaker_id], query, skip=self.provenance.sources)
         said = self.engine.messages.get_rids(rids[-MAX_SAID:])
         self.strong.update(SAID_PREFIX + m.id for m in said)
@@ -279,7 +280,7 @@ class MemoryTools:
 
     def memory_delete(self, a: DeleteArgs) -> dict[str, Any]:
         """Permanently delete a memory by id, for "forget that ...": only an id that memory_search returned as a
-        strong match in this turn (a said:<id> result is the person's own message: it goes too). Only the speaker's own."""
+        strong match in this turn (a said:<id> one is their own message). Only the speaker's own."""
         if a.id.startswith(SAID_PREFIX):
             return self._forget_said(a.id)
         memory = self.engine.memories.get_changeable(a.id, self.ctx)

@@ -100,12 +100,13 @@ class Tombstones:
         self._ephemeral = key is None  # a scratch engine (an eval, a test): said once, when something is buried
         self._key = key or secrets.token_bytes(32)
         self._tracer = Tracer(self._key)
-        self._legacy: bytes | None | bool = False  # False: not read yet
+        self._legacy: bytes | None = None  # the old in-store key, once read (``_legacy_key``)
+        self._legacy_read = False
 
     def bury(self, facts: Iterable[Fact]) -> int:
         """A tombstone for each fact (one with no content word leaves none: it could match nothing)."""
         kept = [f for f in facts if content_words(f.content)]
-        traces = self.traces(kept)
+        traces = self.traces(kept, synonyms=True)
         rows = []
         for fact, trace in zip(kept, traces, strict=True):
             content_mac, fact_mac = self._macs(fact, self._key)[:2]
@@ -163,13 +164,16 @@ class Tombstones:
     def count(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM tombstones"))
 
-    def traces(self, facts: Sequence[Fact]) -> list[Trace]:
-        """The traces of facts' contents (their meaning embedded in one run; never cached in the store)."""
+    def traces(self, facts: Sequence[Fact], *, synonyms: bool = False) -> list[Trace]:
+        """The traces of facts' contents (their meaning embedded in one run; never cached in the store);
+        ``synonyms`` for what is buried."""
         vectors = self._vectors([f.content for f in facts])
-        return [self.trace_of(f.scope, f.scope_id, f.content, None if vectors is None else vectors[i]) for i, f in enumerate(facts)]
-
-    def trace_of(self, scope: str, scope_id: str, text: str, vector: np.ndarray | None) -> Trace:
-        return self._tracer.trace(f"{scope}|{scope_id}", text, vector, self.own_names(scope_id))
+        return [
+            self._tracer.trace(
+                f"{f.scope}|{f.scope_id}", f.content, None if vectors is None else vectors[i], self.own_names(f.scope_id), synonyms=synonyms
+            )
+            for i, f in enumerate(facts)
+        ]
 
     def _vectors(self, texts: list[str]) -> np.ndarray | None:
         if not texts or self.embeddings is None or not self.embeddings.available:
@@ -198,18 +202,21 @@ class Tombstones:
 
     def _legacy_key(self) -> bytes | None:
         """The key a store before issue 31 kept in its settings, unwrapped with the outside key (see the docstring)."""
-        if self._legacy is False:
-            self._legacy = self.move_legacy_key()
-        return self._legacy or None
+        if not self._legacy_read:
+            self._legacy, self._legacy_read = self.move_legacy_key(), True
+        return self._legacy
 
     def move_legacy_key(self) -> bytes | None:
-        """A plain in-store key is wrapped with the outside key and deleted (the file scrubbed of it); returns it."""
+        """A plain in-store key is wrapped with the outside key and deleted (the file scrubbed of it); returns it.
+        The engine calls it on opening a store it may write, given the outside key."""
         plain = self.db.get_setting(KEY)
-        if plain is not None:
+        if plain is not None and not getattr(self.db, "readonly", False):
             with self.db.transaction():
                 self.db.set_setting(LEGACY, _xor(bytes.fromhex(plain), self._pad()).hex())
                 self.db.delete_setting(KEY)
             self.db.scrub()
+        elif plain is not None:
+            return bytes.fromhex(plain)  # a reader cannot move it (the next writer will)
         wrapped = self.db.get_setting(LEGACY)
         return None if wrapped is None else _xor(bytes.fromhex(wrapped), self._pad())
 

@@ -4,29 +4,32 @@ A tombstone (``memory.write.tombstones``) keeps, besides the keyed hashes of the
 ``Trace``: two things from which the words cannot be read back, only a candidate fact compared with.
 
     marks       for each word of the fact that carries meaning: a 16-bit keyed hash of its *form* (accents and
-                case folded, the common endings stemmed, the first five letters kept, so "tortoises",
-                "Tortoise" and "tortoise's" are one form, and so are "diabetes", "diabetic" and "Diabetes",
-                "sertraline" and "sertralina"), with a weight: 4 for a name, a code or a word rare in English
-                (the leak check's ranking, ``memory.recall.leaks``: "Quintrell", "4471", "tortoise"), 2 for a
-                less common one ("marathon"), 1 for a common one ("sister"). The person's own names weigh 0:
-                every fact about Alice says "Alice".
+                case folded, the common endings off, the first five letters kept, seven for a long word, so
+                "tortoises", "Tortoise" and "tortoise's" are one form, and so are "diabetes", "diabetic" and
+                "Diabetes", "végétarienne" and "vegetarian"), with a weight: 8 for a name or a code (capitalised
+                and not an English word: "Quintrell", "Reykjavik"; "4471"), 4 for a word rare in English (the leak
+                check's ranking, ``memory.recall.leaks``: "tortoise"), 2 for a less common one ("marathon"), 1 for
+                a common one ("sister"). The person's own names weigh 0: every fact about Alice says "Alice". A
+                tombstone's words also carry the marks of their closest synonyms (the thesaurus of
+                ``memory.recall.thesaurus``, likeness >= ``SYNONYM``: "afraid" also as "scared", "frightened").
     signature   SIGNATURE_BITS sign bits of the fact's embedding, each the side of a keyed random hyperplane
                 it falls on (random-projection LSH): two sentences agree on a bit with probability
                 1 - angle / pi, so the share of agreeing bits estimates how close the meanings are.
 
-Why neither gives the words back. A mark is 16 bits: any 16-bit value is the mark of about one word in
-65,536, so a dictionary of the MiniLM vocabulary's ~21,000 whole words maps about 0.3 words to each mark, and
-a list of names or codes as many as the list is long over 65,536 (the test measures it); without the key
-(kept outside the store: ``bot.secret_key``) no guess can be tested at all. The signature is 32 bits of a
-384-dimension vector: the hyperplanes are drawn from the key, so without it the bits are a coin toss for every
-sentence, and with it a guess is only "near or not": thousands of different sentences share any signature.
+Why neither gives the words back. Without the key (kept outside the store: ``bot.secret_key``) a mark is 16
+random bits and the signature 32, for any sentence: nothing can be tested, let alone read. With the key a guess
+can be tested, as with any keyed hash; what the trace adds is little: a mark is one of 65,536 values, so a list
+of 100,000 made-up names meets each mark about 1.5 times (a crowd, not a name), and the signature is 32 bits of a
+384-dimension vector, about "near or not" and never the words (thousands of sentences share any signature).
 
 A candidate matches the trace when it shares a name or code with it; or when the marks it shares include a
 telling word (weight 2 or more) and weigh at least ``WORDS_ALONE`` of the trace's weight, or at least
-``WORDS_WITH_MEANING`` with a signature that agrees on at least ``MEANING_WITH_WORDS`` of its bits. Meaning alone
-never matches: a small English model puts "Alice is allergic to cats" as near "... to peanuts" as a German
-wording of it, and 32 bits are a sample (a test's outcome must not hang on the key drawn). The thresholds were
-set on the paraphrase suite (tests/memory/data/forget_rewordings.txt; its test prints the rates).
+``WORDS_WITH_MEANING`` with a signature agreeing on at least ``MEANING_WITH_WORDS`` of its bits; or, sharing only
+common words, when it has no other word ("Alice likes green tea" is not "Alice likes tea"). Meaning alone never
+matches: the bundled English model puts "Alice is allergic to cats" as near "... to peanuts" as a German wording of
+it, and 32 bits are a sample. On the paraphrase suite (tests/memory/data/forget_rewordings.txt, 50 facts x 5
+rewordings, 204 other facts of the person) these hold 221/250 (English 192/200, translations 29/50) and block 0;
+the signature's rule added nothing there with MiniLM; a multilingual embedding model would give it translations.
 """
 
 from __future__ import annotations
@@ -36,19 +39,21 @@ import hmac
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..recall.leaks import COMMON_RANK, RARE_RANK, _number_weight, _vocabulary
+from ..recall.thesaurus import neighbours
 from .wording import STOPS
 
 MARK_BITS = 16
 SIGNATURE_BITS = 32
 FORM_LETTERS, COMPOUND, LONG_FORM_LETTERS = 5, 8, 7  # a longer word keeps 7: "sleepwalk" is not "sleep"
+SYNONYM = 0.65  # how alike (the thesaurus's likeness) a word must be to stand for a tombstone's word
 NAME = 8  # the weight of a name or a code: one shared is enough
-WORDS_ALONE = 0.67  # the shared marks weigh this share of the trace's: the same fact, however worded
-WORDS_WITH_MEANING, MEANING_WITH_WORDS = 0.6, 0.75  # some of its words, and a close meaning
+WORDS_ALONE = 0.6  # the shared marks weigh this share of the trace's: the same fact, however worded
+WORDS_WITH_MEANING, MEANING_WITH_WORDS = 0.4, 0.95  # some of its words, and a close meaning
 # Words of German, French and Spanish that carry no meaning of their own (a translated fact's "ist", "une")
 _FOREIGN_STOP_WORDS = (
     "der die das den dem des ein eine einen einem einer ist hat sind und oder im in auf bei mit von vom zu zum zur "
@@ -63,34 +68,43 @@ _FOLDS = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l"
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """What a tombstone keeps of a fact's meaning: form marks with their weights, and a meaning signature."""
+    """What a tombstone keeps of a fact's meaning: form marks with their weights (and, for a tombstone, the marks
+    of each word's close synonyms, ``alike``), and a meaning signature."""
 
     marks: dict[int, int]
     signature: int | None  # None: no embedder, or it failed (the marks still hold)
+    alike: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def weight(self) -> int:
         return sum(self.marks.values())
 
     def encode(self) -> tuple[str, str]:
-        """(marks, signature) as the tombstone's columns store them."""
-        marks = " ".join(f"{mark:04x}:{w}" for mark, w in sorted(self.marks.items()))
+        """(marks, signature) as the tombstone's columns store them: "mark:weight[:synonym,synonym]" each."""
+        marks = " ".join(
+            f"{mark:04x}:{w}" + (":" + ",".join(f"{a:04x}" for a in self.alike[mark]) if self.alike.get(mark) else "")
+            for mark, w in sorted(self.marks.items())
+        )
         return marks, "" if self.signature is None else f"{self.signature:08x}"
 
     @classmethod
     def decode(cls, marks: str, signature: str) -> Trace:
-        pairs = (item.split(":") for item in marks.split())
-        return cls({int(m, 16): int(w) for m, w in pairs}, int(signature, 16) if signature else None)
+        parts = [item.split(":") for item in marks.split()]
+        own = {int(p[0], 16): int(p[1]) for p in parts}
+        alike = {int(p[0], 16): tuple(int(a, 16) for a in p[2].split(",")) for p in parts if len(p) > 2}
+        return cls(own, int(signature, 16) if signature else None, alike)
 
     def matches(self, candidate: Trace) -> bool:
         """Whether ``candidate`` says this trace's fact again (see the module docstring)."""
-        if any(w == NAME and mark in candidate.marks for mark, w in self.marks.items()):
+        found = {mark for mark in self.marks if mark in candidate.marks or set(self.alike.get(mark, ())) & candidate.marks.keys()}
+        if any(self.marks[mark] == NAME for mark in found):
             return True  # its name or code: "Quintrell" in any language, any word order
-        common = [w for mark, w in self.marks.items() if mark in candidate.marks]
+        common = [self.marks[mark] for mark in found]
         shared = sum(common) / (self.weight or 1)
         if max(common, default=0) <= 1:
             # common words only: the same words and no other ("Alice likes green tea" is not "Alice likes tea")
-            return shared >= WORDS_ALONE and all(mark in self.marks for mark in candidate.marks)
+            mine = self.marks.keys() | {a for alike in self.alike.values() for a in alike}
+            return shared >= WORDS_ALONE and candidate.marks.keys() <= mine
         if shared >= WORDS_ALONE:
             return True  # most of its words, one of them telling
         agree = self.agreement(candidate)
@@ -106,15 +120,16 @@ class Trace:
 class Tracer:
     """Makes traces with one key (the tombstones' key: ``bot.secret_key``) for one owner at a time."""
 
-    def __init__(self, key: bytes, dim: int | None = None) -> None:
+    def __init__(self, key: bytes) -> None:
         self.key = key
         self._planes: np.ndarray | None = None
-        self._dim = dim
 
-    def trace(self, owner: str, text: str, vector: np.ndarray | None, names: Iterable[str] = ()) -> Trace:
-        """The trace of ``text`` about ``owner`` ("scope|scope_id"); ``names``: the owner's own names (weigh 0)."""
+    def trace(self, owner: str, text: str, vector: np.ndarray | None, names: Iterable[str] = (), *, synonyms: bool = False) -> Trace:
+        """The trace of ``text`` about ``owner`` ("scope|scope_id"); ``names``: the owner's own names (weigh 0);
+        ``synonyms``: each word's close synonyms marked too (a tombstone's trace: "afraid" also as "scared")."""
         own = {form(w) for name in names for w in _WORD.findall(fold(name))}
         marks: dict[int, int] = {}
+        alike: dict[int, tuple[int, ...]] = {}
         for written in _WORD.findall(text or ""):
             word = fold(written)
             weight = NAME if is_name(written, word) else word_weight(word)
@@ -122,7 +137,9 @@ class Tracer:
             if weight and shape not in own:
                 mark = self._mark(owner, shape)
                 marks[mark] = max(marks.get(mark, 0), weight)
-        return Trace(marks, None if vector is None else self.signature(vector))
+                if synonyms and weight != NAME:
+                    alike[mark] = tuple(self._mark(owner, form(w)) for w in synonyms_of(word))
+        return Trace(marks, None if vector is None else self.signature(vector), {m: a for m, a in alike.items() if a})
 
     def signature(self, vector: np.ndarray) -> int:
         planes = self._hyperplanes(len(vector))
@@ -139,6 +156,11 @@ class Tracer:
             seed = int.from_bytes(hmac.new(self.key, b"signature planes", hashlib.sha256).digest(), "big")
             self._planes = np.random.default_rng(seed).standard_normal((SIGNATURE_BITS, dim))
         return self._planes
+
+
+def synonyms_of(word: str) -> list[str]:
+    """The words closest in meaning to ``word`` (the thesaurus of ``memory.recall.thesaurus``, likeness >= SYNONYM)."""
+    return [w for w, likeness in neighbours(word, _stem(word)) if likeness >= SYNONYM]
 
 
 def fold(text: str) -> str:

@@ -29,9 +29,9 @@ from memory.write.wording import normalised
 
 DATA = Path(__file__).parent / "data" / "forget_rewordings.txt"
 KEY_A = bytes(range(32))  # the operator's key in these tests (fixed: an outcome must not hang on a key drawn)
-# What the suite holds now, on MiniLM (measured: see the printed rates). English rewordings hold far better than
-# translations: a name or a code holds in any language, a translation of plain words has only its cognates.
-HELD_AT_LEAST, ENGLISH_HELD_AT_LEAST = 0.80, 0.85
+# What the suite holds now, on MiniLM (measured: 221/250, English 192/200, translations 29/50; 0/204 blocked).
+# A name or a code holds in any language; a translation of plain words has only its cognates to go by.
+HELD_AT_LEAST, ENGLISH_HELD_AT_LEAST = 0.85, 0.95
 
 
 def suite() -> tuple[list[tuple[str, list[tuple[str, str]]]], list[str]]:
@@ -161,8 +161,8 @@ def test_an_older_store_has_its_in_store_key_moved_out_and_its_tombstones_still_
         )
     assert TRUE in confirmed(path, every_setting_as_a_key(path))  # the finding: the file alone recovers it
     with MemoryEngine(path, embedder, FakeClock(), secret_key=KEY_A) as engine:
+        assert engine.db.get_setting(KEY) is None and engine.db.get_setting(LEGACY) is not None  # moved out at once
         assert unforgotten(engine, [about("alice", TRUE)]) == []  # still held back, with the key from outside
-        assert engine.db.get_setting(KEY) is None and engine.db.get_setting(LEGACY) is not None
     assert confirmed(path, every_setting_as_a_key(path)) == []
     for file in (p for p in tmp_path.iterdir() if p.name.startswith("store.db")):
         assert old_key.hex().encode() not in file.read_bytes(), file.name
