@@ -21,6 +21,7 @@ import hmac
 import os
 import re
 import secrets
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,21 +45,25 @@ def tombstone_key(settings: Settings) -> bytes:
 
 
 def read_or_make(path: Path) -> bytes:
-    """The key in ``path``, made there first (0600, folder 0700) when there is none; two processes agree on one."""
+    """The key in ``path``, made there first (0600, folder 0700) when there is none. Written whole to a private
+    temporary file and linked into place, so another process starting at the same moment reads the one key."""
     if path.is_file():
         return _read(path)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".companion-key-", dir=path.parent)  # 0600
     except OSError as exc:
         raise _unmakeable(path, exc) from exc
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it just now (or it is a folder): read what is there
-        return _read(path)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(secrets.token_hex(32) + "\n")
+        os.link(temporary, path)
+    except FileExistsError:  # another process linked its key first: theirs is the key
+        pass
     except OSError as exc:
         raise _unmakeable(path, exc) from exc
-    with os.fdopen(fd, "w", encoding="ascii") as out:
-        out.write(secrets.token_hex(32) + "\n")
+    finally:
+        os.unlink(temporary)
     return _read(path)
 
 

@@ -64,3 +64,12 @@ def test_the_cli_keeps_the_key_in_the_config_folder_and_none_in_the_store(cli, t
         assert [k for (k,) in db.execute("SELECT key FROM settings") if "key" in k] == []
     finally:
         db.close()
+
+
+def test_processes_starting_together_all_get_the_one_key(tmp_path: Path) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    path = tmp_path / "companion.key"
+    with ProcessPoolExecutor(4) as pool:
+        keys = list(pool.map(read_or_make, [path] * 16))
+    assert len(set(keys)) == 1 and [p.name for p in tmp_path.iterdir()] == ["companion.key"]
