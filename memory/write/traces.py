@@ -3,7 +3,7 @@
 A tombstone (``memory.write.tombstones``) keeps, besides the keyed hashes of the fact's exact wording, a
 ``Trace``: two things from which the words cannot be read back, only a candidate fact compared with.
 
-    marks       for each word of the fact that carries meaning: a 16-bit keyed hash of its *form* (accents and
+    marks       for each word of the fact that carries meaning: a short keyed hash of its *form* (accents and
                 case folded, the common endings off, the first five letters kept, seven for a long word, so
                 "tortoises", "Tortoise" and "tortoise's" are one form, and so are "diabetes", "diabetic" and
                 "Diabetes", "végétarienne" and "vegetarian"), with a weight: 8 for a name or a code (capitalised
@@ -16,11 +16,14 @@ A tombstone (``memory.write.tombstones``) keeps, besides the keyed hashes of the
                 it falls on (random-projection LSH): two sentences agree on a bit with probability
                 1 - angle / pi, so the share of agreeing bits estimates how close the meanings are.
 
-Why neither gives the words back. Without the key (kept outside the store: ``bot.secret_key``) a mark is 16
-random bits and the signature 32, for any sentence: nothing can be tested, let alone read. With the key a guess
-can be tested, as with any keyed hash; what the trace adds is little: a mark is one of 65,536 values, so a list
-of 100,000 made-up names meets each mark about 1.5 times (a crowd, not a name), and the signature is 32 bits of a
-384-dimension vector, about "near or not" and never the words (thousands of sentences share any signature).
+Why neither gives the words back. Without the key (kept outside the store: ``bot.secret_key``) a mark and the
+signature are random bits for any sentence: nothing can be tested, let alone read. With the key a guess can be
+tested, as with any keyed hash, and the marks are kept short so that a test says little: a word's mark is 12
+bits (one of 4,096 values), so the ~13,500 word forms of an English dictionary (the MiniLM vocabulary) give each
+mark about three words (measured: 292 of the 300 marks of the suite's forgotten words share their value with at
+least one other dictionary form); a name's is 16 bits, so a list of 100,000 made-up names meets each name mark
+about 1.5 times. The signature is 32 bits of a 384-dimension vector: "near or not", never the words (the median
+forgotten fact of the suite has 5 of the suite's other 453 sentences within 4 bits of its signature).
 
 A candidate matches the trace when it shares a name or code with it; or when the marks it shares include a
 telling word (weight 2 or more) and weigh at least ``WORDS_ALONE`` of the trace's weight, or at least
@@ -47,7 +50,7 @@ from ..recall.leaks import COMMON_RANK, RARE_RANK, _number_weight, _vocabulary
 from ..recall.thesaurus import neighbours
 from .wording import STOPS
 
-MARK_BITS = 16
+WORD_BITS, NAME_BITS = 12, 16  # a word's mark is one of 4,096 values, a name's one of 65,536
 SIGNATURE_BITS = 32
 FORM_LETTERS, COMPOUND, LONG_FORM_LETTERS = 5, 8, 7  # a longer word keeps 7: "sleepwalk" is not "sleep"
 SYNONYM = 0.65  # how alike (the thesaurus's likeness) a word must be to stand for a tombstone's word
@@ -82,7 +85,7 @@ class Trace:
     def encode(self) -> tuple[str, str]:
         """(marks, signature) as the tombstone's columns store them: "mark:weight[:synonym,synonym]" each."""
         marks = " ".join(
-            f"{mark:04x}:{w}" + (":" + ",".join(f"{a:04x}" for a in self.alike[mark]) if self.alike.get(mark) else "")
+            f"{mark:05x}:{w}" + (":" + ",".join(f"{a:04x}" for a in self.alike[mark]) if self.alike.get(mark) else "")
             for mark, w in sorted(self.marks.items())
         )
         return marks, "" if self.signature is None else f"{self.signature:08x}"
@@ -104,7 +107,8 @@ class Trace:
         if max(common, default=0) <= 1:
             # common words only: the same words and no other ("Alice likes green tea" is not "Alice likes tea")
             mine = self.marks.keys() | {a for alike in self.alike.values() for a in alike}
-            return shared >= WORDS_ALONE and candidate.marks.keys() <= mine
+            words = {mark for mark in candidate.marks if mark < 1 << NAME_BITS}  # its words' marks (not as names)
+            return shared >= WORDS_ALONE and words <= mine
         if shared >= WORDS_ALONE:
             return True  # most of its words, one of them telling
         agree = self.agreement(candidate)
@@ -134,11 +138,12 @@ class Tracer:
             word = fold(written)
             weight = NAME if is_name(written, word) else word_weight(word)
             shape = form(word)
-            if weight and shape not in own:
-                mark = self._mark(owner, shape)
-                marks[mark] = max(marks.get(mark, 0), weight)
-                if synonyms and weight != NAME:
-                    alike[mark] = tuple(self._mark(owner, form(w)) for w in synonyms_of(word))
+            if not weight or shape in own:
+                continue
+            for mark in [self._mark(owner, shape, weight == NAME)] if synonyms else [self._mark(owner, shape, n) for n in (False, True)]:
+                marks[mark] = max(marks.get(mark, 0), weight)  # a candidate's word may be a tombstone's name: both kinds
+            if synonyms and weight != NAME:
+                alike[mark] = tuple(self._mark(owner, form(w)) for w in synonyms_of(word))
         return Trace(marks, None if vector is None else self.signature(vector), {m: a for m, a in alike.items() if a})
 
     def signature(self, vector: np.ndarray) -> int:
@@ -146,9 +151,10 @@ class Tracer:
         bits = (planes @ np.asarray(vector, dtype=np.float64)) >= 0
         return sum(1 << i for i, bit in enumerate(bits) if bit)
 
-    def _mark(self, owner: str, shape: str) -> int:
-        digest = hmac.new(self.key, f"mark\x00{owner}\x00{shape}".encode(), hashlib.sha256).digest()
-        return int.from_bytes(digest[: MARK_BITS // 8], "big")
+    def _mark(self, owner: str, shape: str, name: bool = False) -> int:
+        """A word's mark: WORD_BITS of its keyed hash, or NAME_BITS for a name (told apart by the bit above)."""
+        digest = int.from_bytes(hmac.new(self.key, f"mark\x00{owner}\x00{shape}".encode(), hashlib.sha256).digest()[:4], "big")
+        return (1 << NAME_BITS) | digest % (1 << NAME_BITS) if name else digest % (1 << WORD_BITS)
 
     def _hyperplanes(self, dim: int) -> np.ndarray:
         """SIGNATURE_BITS random directions drawn from the key (so only the key's holder can compute a signature)."""
