@@ -566,8 +566,8 @@ CREATE TABLE rate_windows (
 M016_TOMBSTONE_TRACES = Migration(
     "m016_tombstone_traces",
     """
--- SEC-5 (issue 31): a tombstone also holds its fact's trace (memory.write.traces): 16-bit keyed hashes of the
--- forms of its telling words with their weights ("3f2a:4 91c0:1"), and 32 keyed sign bits of its meaning (hex),
+-- SEC-5 (issue 31): a tombstone also holds its fact's trace (memory.write.traces): short keyed hashes of the
+-- forms of its telling words with their weights ("03f2a:4 191c0:8"), and 32 keyed sign bits of its meaning (hex),
 -- so a reworded or translated fact still matches; keyed = 1 when the key is the operator's, outside the store.
 -- Rows from before (keyed = 0) were made with the key the store kept in its settings: they keep only their exact
 -- hashes, and that key is moved out of the store on first use (memory.write.tombstones.LEGACY).
