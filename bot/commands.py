@@ -19,6 +19,7 @@ from memory.storage.people import People
 from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_memory
+from memory.upkeep.said import forget_said, said_matching
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
 from memory.write.subjects import bound, written_by
@@ -42,6 +43,7 @@ HELP = (
     "/remind <when> <what> — a reminder here, like /remind Friday at 9 call mum; /reminders lists and cancels them"
 )
 FORGET_MIN_RELEVANCE = 0.35
+NOT_FOUND = "I couldn't find a memory like that, or a message of yours that says it."
 CONFIRM_WINDOW_S = 120.0
 
 
@@ -108,13 +110,17 @@ class Commands:
         reminders = self.reminding.forgotten(turn, arg)  # ORCH-13: a reminder holding the words goes too
         hits = self.engine.recall.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
-        if not hits:
-            return reminders or "I couldn't find a memory like that."
-        done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id))
+        done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
+        # SEC-3: what is not a memory yet (said before extraction ran) is found in the person's own messages too
+        said = forget_said(self.engine, turn.ctx, [turn.person_id], said_matching(self.engine, turn.ctx, [turn.person_id], arg))
+        if done is None:
+            answer = f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it." if said else ""
+            return "\n".join(part for part in (answer, reminders) if part) or NOT_FOUND
         extra = [f"{len(done.memories) - 1} older version(s)"] if len(done.memories) > 1 else []
         extra += [f"{done.messages} message(s) it came from"] if done.messages else []
-        said = f"Forgotten: {done.contents[0]}" + (f" (with {' and '.join(extra)})" if extra else "")
-        return f"{said}\n{reminders}" if reminders else said
+        extra += [f"{said} more message(s) of yours that said it"] if said else []
+        answer = f"Forgotten: {done.contents[0]}" + (f" (with {' and '.join(extra)})" if extra else "")
+        return f"{answer}\n{reminders}" if reminders else answer
 
     def _forget_everything(self, turn, *, confirmed: bool) -> str:
         """SEC-3: asked first; "/forget everything confirm" (or "yes" to the question) does it, with no undo copy."""

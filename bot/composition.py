@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clients import secret
+from .secret_key import tombstone_key
 
 if TYPE_CHECKING:
     from memory.clock import Clock
@@ -81,6 +82,7 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
     """
     from memory.engine import MemoryEngine
     from memory.storage.db import read_only
+    from memory.storage.people import People
     from memory.storage.pg import is_postgres
 
     from .config import journal_dir, store_location
@@ -95,7 +97,9 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
         vector_mirror=settings.vector_mirror,
         vector_mirror_mb=settings.vector_mirror_mb,
         journal_dir=None if readonly else journal_dir(settings),
+        secret_key=tombstone_key(settings),
     )
+    engine.memories.tombstones.own_names = People(engine).own_names
     try:
         engine.embeddings.check_model()
     except BaseException:
@@ -216,6 +220,7 @@ def build_retention(settings: Settings, jobs: JobRunner) -> dict[str, Any]:
 def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedder | None) -> tuple[MemoryEngine, Persona]:
     """The bot's store and persona, refused (and the store closed) when the embedding model did not make its vectors."""
     from memory.engine import MemoryEngine
+    from memory.storage.people import People
 
     from .config import journal_dir, store_location
     from .persona import Persona, read_persona
@@ -227,7 +232,9 @@ def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedde
         vector_mirror=settings.vector_mirror,
         vector_mirror_mb=settings.vector_mirror_mb,
         journal_dir=journal_dir(settings),
+        secret_key=tombstone_key(settings),
     )
+    engine.memories.tombstones.own_names = People(engine).own_names  # a person's names tell no fact of theirs apart
     try:
         engine.embeddings.check_model()
         return engine, Persona(read_persona(settings.persona_file))  # checked by Settings already; read once here

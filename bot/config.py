@@ -163,6 +163,11 @@ class Settings(BaseSettings):
     health_host: str = "127.0.0.1"
     health_port: int = Field(8766, ge=0, le=65535)
 
+    # SEC-5 (issue 31): the key of the tombstones, outside the store (bot.secret_key): derived from secret_key when
+    # set, else read from key_file (default: companion.key beside the config file; made on first use, 0600)
+    secret_key: SecretStr | None = None
+    key_file: Path | None = None
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # OPS-4: auto = rich on a terminal, one plain line per record elsewhere (journald, containers); json = one
     # JSON object a line, for log shippers

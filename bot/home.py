@@ -12,6 +12,9 @@ file for 1-3, and ``$XDG_DATA_HOME/companion/companion.db`` (default ~/.local/sh
 A relative COMPANION_DB_PATH written in a config file is read from that file's folder, not from wherever
 the command happens to start; one given on the command line or in the environment is relative to the
 current folder, like any path typed there. Environment variables win over the file, as before.
+
+The tombstones' key file (``bot.secret_key``), unless COMPANION_KEY_FILE names one, is ``companion.key`` beside
+the config file, or in the home folder (2, 3) when there is no file, or ``$XDG_CONFIG_HOME/companion/`` (4).
 """
 
 from __future__ import annotations
@@ -60,6 +63,16 @@ def find_home(env_file: str | Path | None, environ: Mapping[str, str] | None = N
     user = _xdg(environ, "XDG_CONFIG_HOME", ".config") / "companion" / ".env"
     data = _xdg(environ, "XDG_DATA_HOME", ".local/share") / "companion"
     return Home(user if user.is_file() else None, "user config" if user.is_file() else "none", data)
+
+
+def key_file(home: Home, environ: Mapping[str, str] | None = None) -> Path:
+    """Where the tombstones' key file goes by default (``bot.secret_key``): beside the config file, in the home
+    folder when there is none, or in the user's config folder."""
+    if home.env_file is not None:
+        return home.env_file.parent / "companion.key"
+    if home.source in ("COMPANION_HOME", "project folder"):
+        return home.data_dir.parent / "companion.key"
+    return _xdg(os.environ if environ is None else environ, "XDG_CONFIG_HOME", ".config") / "companion" / "companion.key"
 
 
 def store_path(home: Home, db_path: Path, set_anywhere: bool, from_environment: bool) -> Path:

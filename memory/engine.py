@@ -35,7 +35,10 @@ class MemoryEngine:
         vector_mirror: bool = True,
         vector_mirror_mb: float | None = DEFAULT_MIRROR_MB,
         journal_dir: str | Path | None = None,
+        secret_key: bytes | None = None,
     ) -> None:
+        """``secret_key``: the operator's key for tombstones, kept outside the store (``bot.secret_key``); None
+        gives one for this process only (scratch stores, evals)."""
         self.clock = clock or SystemClock()
         limit_blas_threads()
         self.db = open_database(path)  # a path or sqlite:/// is SQLite; postgresql://... is PostgreSQL (SCALE-1)
@@ -58,7 +61,9 @@ class MemoryEngine:
         self.recall = MemoryRecall(self.memory_rows, memory_corpus, self.embeddings, self.knobs)
         # MAINT-6: Markdown journals beside the store, written on every memory write (None: switched off)
         self.journals = Journals(journal_dir, self.memory_rows, self.clock.now) if journal_dir is not None else None
-        tombstones = Tombstones(self.db, self.clock)  # SEC-5: what was forgotten
+        tombstones = Tombstones(self.db, self.clock, secret_key, self.embeddings)  # SEC-5: what was forgotten
+        if secret_key is not None:
+            tombstones.move_legacy_key()  # a key an older store kept in itself leaves it now (issue 31)
         self.memories = MemoryStore(self.memory_rows, self.embeddings, self.graph, tombstones, self.journals)
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
         self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)  # SEC-6: what a reply would reveal

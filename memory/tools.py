@@ -27,8 +27,10 @@ from .storage.knobs import Weights
 from .storage.reminders import Place, Reminders
 from .tool_schemas import compact
 from .upkeep.forgetting import forget_memory
+from .upkeep.said import SAID_PREFIX, forget_said, said_matching
 from .write.store import RecallFilters
 from .write.subjects import bound, written_by
+from .write.tombstones import unforgotten
 
 log = logging.getLogger(__name__)
 TypeName = Literal[
@@ -156,6 +158,7 @@ WRITE_TOOLS = frozenset({"memory_store", "memory_update", "memory_delete"})
 # The model is told to delete "each match"; a weak hit is a different memory that happens to rank, and a
 # delete cannot be undone, so the floor is the tool's to hold, not the model's judgment (issue 20, finding 11).
 STRONG_MATCH = 0.5
+MAX_SAID = 5  # the speaker's own messages memory_search offers besides memories (the newest that match)
 # they put new words in the store (deleting does not): withheld from someone who said /privacy off
 KEEPING_TOOLS = frozenset({"memory_store", "memory_update", "reminder_set"})
 
@@ -254,6 +257,8 @@ class MemoryTools:
             entities=tuple(EntityRef(e.name, e.type, tuple((r.relation, r.target) for r in e.relations)) for e in a.entities),
             written_by=written_by(self.ctx),
         )
+        if not unforgotten(self.engine, [new]):  # SEC-5: stored again only when the person says it again
+            raise ToolError("the person asked to forget this; it is kept again only if they say it again themselves")
         result = self.engine.memories.add(bound(self.engine, new))  # SEC-5: whom it is about, by identity
         return {"status": result.status, "id": result.memory.id, "superseded": list(result.superseded), "related": list(result.related)}
 
@@ -263,7 +268,17 @@ class MemoryTools:
         filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
         hits = self.engine.recall.recall(self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0)
         self.strong.update(h.row["id"] for h in hits if h.relevance >= STRONG_MATCH)
-        return {"results": [_brief(h.row) | {"score": round(h.score, 3), "match": _match(h.relevance)} for h in hits]}
+        found = [_brief(h.row) | {"score": round(h.score, 3), "match": _match(h.relevance)} for h in hits]
+        strong = any(h.relevance >= STRONG_MATCH for h in hits)
+        return {"results": found + ([] if strong else self._said(a.query))}
+
+    def _said(self, query: str) -> list[dict[str, Any]]:
+        """When no memory matches strongly: the speaker's own messages here that say every word of the query,
+        offered as ``said:<id>``, so "forget that" reaches what is no memory yet (SEC-3, ``memory.upkeep.said``)."""
+        rids = said_matching(self.engine, self.ctx, [self.ctx.speaker_id], query, skip=self.provenance.sources)
+        said = self.engine.messages.get_rids(rids[-MAX_SAID:])
+        self.strong.update(SAID_PREFIX + m.id for m in said)
+        return [{"id": SAID_PREFIX + m.id, "type": "message", "content": m.content, "match": "strong"} for m in said]
 
     def memory_recall(self, a: RecallArgs) -> dict[str, Any]:
         """Browse memories by id, type or tags, without ranking by meaning."""
@@ -281,7 +296,9 @@ class MemoryTools:
 
     def memory_delete(self, a: DeleteArgs) -> dict[str, Any]:
         """Permanently delete a memory by id, for "forget that ...": only an id that memory_search returned as a
-        strong match in this turn. Only the speaker's own memories."""
+        strong match in this turn (a said:<id> one is their own message). Only the speaker's own."""
+        if a.id.startswith(SAID_PREFIX):
+            return self._forget_said(a.id)
         memory = self.engine.memories.get_changeable(a.id, self.ctx)
         if a.id not in self.strong:
             raise ToolError(
@@ -291,6 +308,15 @@ class MemoryTools:
         forget_memory(self.engine, a.id, asked_in=(self.ctx.platform, self.ctx.channel_id))
         self.deleted.append(memory.content)
         return {"status": "deleted", "id": memory.id, "content": memory.content}
+
+    def _forget_said(self, said_id: str) -> dict[str, Any]:
+        """One of the speaker's own messages offered by memory_search this turn, removed with the cascade."""
+        rids = self.engine.messages.rids_by_id([said_id.removeprefix(SAID_PREFIX)]) if said_id in self.strong else []
+        said = self.engine.messages.get_rids(rids)
+        if not forget_said(self.engine, self.ctx, [self.ctx.speaker_id], rids):
+            raise ToolError(f"{said_id} is not a message of this person that memory_search returned in this turn")
+        self.deleted.append(said[0].content)
+        return {"status": "deleted", "id": said_id, "content": said[0].content}
 
     def memory_reflect(self, a: ReflectArgs) -> dict[str, Any]:
         """Merge near-duplicate memories now (consolidation)."""

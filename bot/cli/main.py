@@ -180,6 +180,10 @@ def _settle_store(settings: Any, args: argparse.Namespace) -> Any:
     """The store read from the home (bot/home.py), not from wherever the command was started."""
     from ..home import store_path
 
+    if settings.key_file is None:  # the tombstones' key beside the config, found as the config is (bot.secret_key)
+        from ..home import key_file
+
+        settings = settings.model_copy(update={"key_file": key_file(args.home)})
     if args.db is not None:
         return settings
     from_environment = any(name.upper() == "COMPANION_DB_PATH" for name in os.environ)

@@ -252,6 +252,9 @@ class Database:
             (key, value),
         )
 
+    def delete_setting(self, key: str) -> None:
+        self.execute("DELETE FROM settings WHERE key = ?", (key,))
+
     def setting_once(self, key: str, value: str) -> str:
         """The setting's value, ``value`` written first if there was none (a second writer keeps the first's)."""
         self.execute("INSERT INTO settings(key, value) VALUES(?, ?) ON CONFLICT(key) DO NOTHING", (key, value))

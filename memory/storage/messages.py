@@ -296,6 +296,21 @@ class MessageLog:
         found = self.delivered(row["platform"], row["channel_id"], row["platform_message_id"])
         return found[0] if found else None
 
+    def own(self, ctx: RecallContext, people: list[str], limit: int, rids: list[int] | None = None) -> list[tuple[int, str, str, str]]:
+        """(rid, id, content, "platform:channel") of these people's newest turns that ``ctx`` may read (its message
+        partitions and channels), or of those among ``rids``: what a forget searches (``memory.upkeep.said``)."""
+        channels, parts = ctx.channels(), ctx.message_partitions()
+        if not people or rids == []:
+            return []
+        cond, values = (f" AND rid IN ({placeholders(rids)})", rids) if rids is not None else ("", [])
+        rows = self.db.execute(
+            "SELECT rid, id, content, platform || ':' || channel_id FROM messages WHERE role = 'user' "
+            f"AND author_id IN ({placeholders(people)}) AND partition_key IN ({placeholders(parts)}) AND platform = ? "
+            f"AND channel_id IN ({placeholders(channels)}){cond} ORDER BY created_at DESC, rid DESC LIMIT ?",
+            (*people, *parts, ctx.platform, *channels, *values, limit),
+        )
+        return [(int(rid), str(mid), str(content), str(chat)) for rid, mid, content, chat in rows]
+
     def replies_to(self, rids: list[int]) -> list[int]:
         """The bot's replies to these turns."""
         return self._rids("answers_rid IN ({})", rids)

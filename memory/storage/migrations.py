@@ -585,6 +585,21 @@ AND (lower(subject) IN ('i', 'me', 'myself', 'user')
 """,
 )
 
+M016_TOMBSTONE_TRACES = Migration(
+    "m016_tombstone_traces",
+    """
+-- SEC-5 (issue 31): a tombstone also holds its fact's trace (memory.write.traces): short keyed hashes of the
+-- forms of its telling words with their weights ("03f2a:4 191c0:8"), and 32 keyed sign bits of its meaning (hex),
+-- so a reworded or translated fact still matches; keyed = 1 when the key is the operator's, outside the store.
+-- Rows from before (keyed = 0) were made with the key the store kept in its settings: they keep only their exact
+-- hashes, and that key is moved out of the store on first use (memory.write.tombstones.LEGACY).
+ALTER TABLE tombstones ADD COLUMN marks TEXT NOT NULL DEFAULT '';
+ALTER TABLE tombstones ADD COLUMN signature TEXT NOT NULL DEFAULT '';
+ALTER TABLE tombstones ADD COLUMN keyed INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX tombstones_owner ON tombstones (scope_id, scope);
+""",
+)
+
 # ORCH-13: reminders a person asked for (/remind, or the reminder_set tool), owned by memory.storage.reminders.
 # The text is the person's words: forgetting them (a matching /forget, /forget everything, a server's purge)
 # deletes the row; a one-off reminder's row is deleted once it was delivered. due_at is UTC; zone and wall_time
@@ -654,6 +669,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M013_JOB_CLAIMS,
     M014_SHARED_STATE,
     M015_SUBJECT_PERSON,
+    M016_TOMBSTONE_TRACES,
     M020_REMINDERS,
     M021_RETENTION,
 )

@@ -193,6 +193,18 @@ class People:
             (person_id, REMEMBER_KEY),
         )
 
+    def own_names(self, person_id: str) -> list[str]:
+        """The display names of a person's accounts that no other person uses. Display names are chosen by
+        their owners: one shared with someone else (an impersonator's rename, or two Sams) proves nothing,
+        so it names nobody."""
+        rows = self.db.execute(
+            "SELECT DISTINCT mine.display_name FROM identities mine WHERE mine.person_id = ? AND length(mine.display_name) >= 2 "
+            "AND NOT EXISTS (SELECT 1 FROM identities other WHERE other.person_id != mine.person_id "
+            "AND lower(other.display_name) = lower(mine.display_name)) ORDER BY 1",
+            (person_id,),
+        )
+        return [name for (name,) in rows]
+
     def names_of(self, person_ids: list[str]) -> dict[str, set[str]]:
         """Each person's display names on all their accounts (empty ones left out), 400 people a statement."""
         found: dict[str, set[str]] = {}

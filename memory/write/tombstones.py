@@ -1,28 +1,35 @@
-"""Tombstones (SEC-5): a forgotten fact is not learned again from what remains, unless the person says it again.
+"""Tombstones (SEC-5): a forgotten fact is not learned again from what remains, however it is worded, unless the
+person says it again.
 
 A targeted forget (``memory.upkeep.forgetting.forget_memory``: the /forget command, the memory_delete tool, the
-dashboard's delete, a veto) buries each memory it removes: two keyed hashes, bound to whom the fact was about
-(scope and scope id), of
+dashboard's delete, a veto) buries each memory it removes, bound to whom the fact was about (scope and scope id):
 
-    content   its content's words, normalised (``memory.write.wording``: case, punctuation, stop words, word
-              order and common endings do not count)
-    fact      its subject's and content's words together
+    content_mac, fact_mac   keyed hashes of its normalised content, and of its subject with its content
+                            (``memory.write.wording``: case, punctuation, stop words, word order and common
+                            endings do not count)
+    marks, signature        its ``Trace`` (``memory.write.traces``): short keyed hashes of the forms of its
+                            telling words and names, and a few keyed sign bits of its meaning, so that "Quintrell
+                            is Alice's tortoise" or "Alice hat eine Schildkröte namens Quintrell" still match
+                            "Alice keeps a tortoise called Quintrell"
 
-The key is random per store and kept in its settings (``KEY``), so a hash reveals nothing without the store, and
-the table holds no word of the fact. A candidate matches a tombstone when either of its own two hashes equals
-either of the tombstone's (a fact that moved a word from its content into its subject still matches), or when its
-content less any one of its words does: a model that relearns "Alice keeps a tortoise called Quintrell" as
-"Alice keeps a pet tortoise called Quintrell" adds a word, and that alone got past an exact hash. (Only for
-contents of more than ``WIDEN_FROM`` content words: "Alice likes green tea" less a word is "Alice likes tea", too
-short a remainder to say it is the same fact.)
+The key is the operator's, kept OUTSIDE the store (``bot.secret_key``: a key file beside the config, or derived
+from COMPANION_SECRET_KEY) and given to the engine as a value: the store file alone, or any copy or backup of
+it, cannot test a guess against a tombstone. Stores made before that kept a key in their settings; on first use
+with the outside key that key is wrapped with it (``LEGACY``, readable only with the outside key) and the plain one
+deleted and scrubbed, so the old tombstones (exact hashes only: their words are gone, nothing else can be made
+of them) still hold but the store alone no longer opens them.
+
+A candidate matches a tombstone of the same person when its own hashes equal the tombstone's, or its content less
+any one word does (for contents of more than ``WIDEN_FROM`` content words), or its trace matches.
 
 What learns from what remains consults the tombstones and drops a matching candidate: extraction, micro- and
-daily reflection (``bot.background``), consolidation (``memory.upkeep.maintenance``), bulletins (``memory.upkeep.bulletin``,
-which read only memories no tombstone matches) and file ingest (``memory.write.ingest``). The exception: a candidate
-whose supporting messages are all newer than the tombstone was said again after the forget; it is allowed,
-and storing it lifts the tombstone (``MemoryStore`` lifts the tombstones of everything it stores, so an
-explicit /remember of the same fact lifts it too). A candidate with no messages (a file, a merge) is never
-"said again". Forgetting the whole person removes their tombstones (``memory.upkeep.registry``).
+daily reflection (``memory.jobs``), consolidation (``memory.upkeep.maintenance``), bulletins
+(``memory.upkeep.bulletin``, which read only memories no tombstone matches), file ingest
+(``memory.write.ingest``) and the memory_store tool (``memory.tools``). The exception: the fact was said again
+after the forget (``said_after``): a source of the candidate is the person's own message, written after the
+forget, whose words state it. Storing it lifts the tombstone (``MemoryStore`` lifts the tombstones of
+everything it stores, so an explicit /remember of the same fact lifts it too). A candidate with no messages (a
+file, a merge) is never "said again". Forgetting the whole person removes their tombstones (``memory.upkeep.registry``).
 """
 
 from __future__ import annotations
@@ -31,21 +38,26 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
 
 from ..clock import Clock
 from ..scopes import placeholders
 from ..storage.db import Database
+from .traces import Trace, Tracer
 from .wording import content_words, normalised
 
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
     from ..models import NewMemory
+    from ..storage.embeddings import EmbeddingService
 
 log = logging.getLogger(__name__)
-KEY = "tombstones.key"
+KEY = "tombstones.key"  # where stores before issue 31 kept their key in plain: moved out on first use (``LEGACY``)
+LEGACY = "tombstones.legacy_key"  # that key, wrapped with the outside key
 WIDEN_FROM = 4  # a candidate of more content words than this also matches with any one left out (4 or more remain)
 
 
@@ -68,40 +80,79 @@ class Fact(Protocol):
 class Tombstone:
     id: int
     buried_at: float
+    trace: Trace | None = None  # None: a tombstone of a store before traces (exact hashes only)
 
 
 class Tombstones:
-    """Owner of ``tombstones``."""
+    """Owner of ``tombstones``. ``key``: the operator's secret (None: one for this process only, with a warning)."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
-        self.db, self.clock = db, clock
-        self._key: bytes | None = None
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        key: bytes | None = None,
+        embeddings: EmbeddingService | None = None,
+    ) -> None:
+        self.db, self.clock, self.embeddings = db, clock, embeddings
+        # A person's own display names: every fact about them says them, so they tell nothing apart. The
+        # composition root sets it to ``People.own_names`` (people.py imports the engine, which makes this object).
+        self.own_names: Callable[[str], list[str]] = lambda person_id: []
+        self._ephemeral = key is None  # a scratch engine (an eval, a test): said once, when something is buried
+        self._key = key or secrets.token_bytes(32)
+        self._tracer = Tracer(self._key)
+        self._legacy: bytes | None = None  # the old in-store key, once read (``_legacy_key``)
+        self._legacy_read = False
 
     def bury(self, facts: Iterable[Fact]) -> int:
         """A tombstone for each fact (one with no content word leaves none: it could match nothing)."""
-        rows = [(f.scope, f.scope_id, f.guild_id, *macs[:2], self.clock.now()) for f in facts if (macs := self._macs(f))]
+        kept = [f for f in facts if content_words(f.content)]
+        traces = self.traces(kept, synonyms=True)
+        rows = []
+        for fact, trace in zip(kept, traces, strict=True):
+            content_mac, fact_mac = self._macs(fact, self._key)[:2]
+            marks, signature = trace.encode()
+            rows.append((fact.scope, fact.scope_id, fact.guild_id, content_mac, fact_mac, marks, signature, self.clock.now()))
+        if rows and self._ephemeral:
+            self._ephemeral = False
+            log.warning("no tombstone key was given: what is forgotten now is kept out only until this process ends")
         self.db.con.executemany(
-            "INSERT INTO tombstones (scope, scope_id, guild_id, content_mac, fact_mac, buried_at) VALUES (?, ?, ?, ?, ?, ?)", rows
+            "INSERT INTO tombstones (scope, scope_id, guild_id, content_mac, fact_mac, marks, signature, keyed, buried_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
+            rows,
         )
         return len(rows)
 
-    def matching(self, fact: Fact) -> list[Tombstone]:
-        """The tombstones this fact matches (the same person's, by either normalised form, or by its content less
-        one word)."""
-        macs = self._macs(fact, widened=True)
-        if not macs or not self.any():
+    def matching(self, fact: Fact, trace: Trace | None = None, *, exact: bool = False) -> list[Tombstone]:
+        """The same person's tombstones this fact matches (by its wording, its content less one word, or its trace;
+        ``exact``: by its wording only)."""
+        buried = self._buried(fact)
+        if not buried:
             return []
-        marks = placeholders(macs)
-        rows = self.db.execute(
-            f"SELECT id, buried_at FROM tombstones WHERE content_mac IN ({marks}) OR fact_mac IN ({marks})", (*macs, *macs)
-        )
-        return [Tombstone(int(i), float(at)) for i, at in rows]
+        found = []
+        macs = {1: set(self._macs(fact, self._key, widened=True))}
+        for row in buried:
+            keyed = int(row["keyed"])
+            if keyed not in macs:
+                legacy = self._legacy_key()
+                macs[keyed] = set(self._macs(fact, legacy, widened=True)) if legacy else set()
+            stone = Tombstone(int(row["id"]), float(row["buried_at"]), Trace.decode(row["marks"], row["signature"]) if keyed else None)
+            if {row["content_mac"], row["fact_mac"]} & macs[keyed]:
+                found.append(stone)
+            elif stone.trace is not None and not exact:
+                trace = trace or self.traces([fact])[0]
+                if stone.trace.matches(trace):
+                    found.append(stone)
+        return found
 
     def lift(self, facts: Iterable[Fact]) -> int:
-        """Facts stored again (said again, or stated outright): their tombstones are lifted."""
+        """Facts stored again in the same words (stated outright: /remember): their tombstones are lifted. Only
+        the same words: a fact near a forgotten one ("Alice keeps zebrafinches" after "Alice breeds zebrafinches"
+        was forgotten) may be stored, but does not undo the forget; ``unforgotten`` lifts what was said again."""
         if not self.any():
             return 0
-        ids = [t.id for f in facts for t in self.matching(f)]
+        return self.lift_ids([t.id for f in facts for t in self.matching(f, exact=True)])
+
+    def lift_ids(self, ids: list[int]) -> int:
         if ids:
             self.db.execute(f"DELETE FROM tombstones WHERE id IN ({placeholders(ids)})", ids)
         return len(ids)
@@ -113,7 +164,31 @@ class Tombstones:
     def count(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM tombstones"))
 
-    def _macs(self, fact: Fact, *, widened: bool = False) -> tuple[str, ...]:
+    def traces(self, facts: Sequence[Fact], *, synonyms: bool = False) -> list[Trace]:
+        """The traces of facts' contents (their meaning embedded in one run; never cached in the store);
+        ``synonyms`` for what is buried."""
+        vectors = self._vectors([f.content for f in facts])
+        return [
+            self._tracer.trace(
+                f"{f.scope}|{f.scope_id}", f.content, None if vectors is None else vectors[i], self.own_names(f.scope_id), synonyms=synonyms
+            )
+            for i, f in enumerate(facts)
+        ]
+
+    def _vectors(self, texts: list[str]) -> np.ndarray | None:
+        if not texts or self.embeddings is None or not self.embeddings.available:
+            return None
+        return self.embeddings.embed_queries(texts)  # a query vector: not written to the embedding cache
+
+    def _buried(self, fact: Fact) -> list[dict]:
+        if not self.any():
+            return []
+        return self.db.rows(
+            "SELECT id, content_mac, fact_mac, marks, signature, keyed, buried_at FROM tombstones WHERE scope = ? AND scope_id = ?",
+            (str(fact.scope), fact.scope_id),
+        )
+
+    def _macs(self, fact: Fact, key: bytes, *, widened: bool = False) -> tuple[str, ...]:
         """The content's and the whole fact's hashes (what a tombstone keeps); ``widened``, also the content's
         less each one of its words (what a candidate is matched by)."""
         words = sorted(content_words(fact.content))
@@ -123,17 +198,34 @@ class Tombstones:
         if widened and len(words) > WIDEN_FROM:
             forms += [" ".join(words[:i] + words[i + 1 :]) for i in range(len(words))]
         owner = f"{fact.scope}|{fact.scope_id}\x00"
-        return tuple(self._mac(owner + form) for form in forms)
+        return tuple(hmac.new(key, (owner + form).encode("utf-8", "replace"), hashlib.sha256).hexdigest() for form in forms)
 
-    def _mac(self, text: str) -> str:
-        return hmac.new(self._store_key(), text.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
+    def _legacy_key(self) -> bytes | None:
+        """The key a store before issue 31 kept in its settings, unwrapped with the outside key (see the docstring)."""
+        if not self._legacy_read:
+            self._legacy, self._legacy_read = self.move_legacy_key(), True
+        return self._legacy
 
-    def _store_key(self) -> bytes:
-        """The store's own key, made on first use; two processes making it at once agree on the first one written."""
-        if self._key is None:
-            known = self.db.get_setting(KEY)  # read first: a read-only store can check, never make, the key
-            self._key = bytes.fromhex(known or self.db.setting_once(KEY, secrets.token_hex(32)))
-        return self._key
+    def move_legacy_key(self) -> bytes | None:
+        """A plain in-store key is wrapped with the outside key and deleted (the file scrubbed of it); returns it.
+        The engine calls it on opening a store it may write, given the outside key."""
+        plain = self.db.get_setting(KEY)
+        if plain is not None and not getattr(self.db, "readonly", False):
+            with self.db.transaction():
+                self.db.set_setting(LEGACY, _xor(bytes.fromhex(plain), self._pad()).hex())
+                self.db.delete_setting(KEY)
+            self.db.scrub()
+        elif plain is not None:
+            return bytes.fromhex(plain)  # a reader cannot move it (the next writer will)
+        wrapped = self.db.get_setting(LEGACY)
+        return None if wrapped is None else _xor(bytes.fromhex(wrapped), self._pad())
+
+    def _pad(self) -> bytes:
+        return hmac.new(self._key, b"tombstones legacy key wrap", hashlib.sha256).digest()
+
+
+def _xor(a: bytes, b: bytes) -> bytes:
+    return bytes(x ^ y for x, y in zip(a, b, strict=True))
 
 
 def unforgotten(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMemory]:
@@ -144,21 +236,47 @@ def unforgotten(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMe
     kept = []
     for new in candidates:
         found = tombstones.matching(new)
-        if not found or said_after(engine, new, max(t.buried_at for t in found)):
+        if not found:
+            kept.append(new)
+        elif said_after(engine, new, found):
+            tombstones.lift_ids([t.id for t in found])  # said again by the person, in whatever words
             kept.append(new)
         else:
             log.info("a candidate fact matched a tombstone: it was forgotten and is not learned again")
     return kept
 
 
-def said_after(engine: MemoryEngine, new: NewMemory, buried_at: float) -> bool:
-    """Every message the candidate came from is stored and was written after the forget (and there is one)."""
+def said_after(engine: MemoryEngine, new: NewMemory, found: list[Tombstone]) -> bool:
+    """Said again: every message the candidate came from is stored and newer than the forget, and one of them is
+    the person's own (for a fact about a person) and states it (its words match each tombstone on their own); a
+    "thanks!" after the forget, or someone else's message, lifts nothing."""
     sources = list(dict.fromkeys(new.provenance.sources))
     if not sources:
         return False
     rids = engine.messages.rids_by_id(sources)
     said = engine.messages.get_rids(rids) if rids else []
-    return len(said) == len(sources) and all(m.created_at > buried_at for m in said)
+    buried_at = max(t.buried_at for t in found)
+    if len(said) != len(sources) or not all(m.created_at > buried_at for m in said):
+        return False
+    own = [m for m in said if m.role == "user" and (str(new.scope) not in ("user", "owner") or m.author_id == new.scope_id)]
+    tombstones = engine.memories.tombstones
+    return any(_states(tombstones, new, m.content, found) for m in own)
+
+
+def _states(tombstones: Tombstones, new: NewMemory, text: str, found: list[Tombstone]) -> bool:
+    """Whether a message's own words say what each matched tombstone keeps out."""
+    message = _Said(new.scope, new.scope_id, new.subject, text, new.guild_id)
+    again = {t.id for t in tombstones.matching(message)}
+    return all(t.id in again for t in found)
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    scope: str
+    scope_id: str
+    subject: str
+    content: str
+    guild_id: str | None
 
 
 def learnable(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMemory]:

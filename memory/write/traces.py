@@ -1,0 +1,214 @@
+"""What a forgotten fact leaves behind so that it is known again however it is worded (SEC-5, issue 31).
+
+A tombstone (``memory.write.tombstones``) keeps, besides the keyed hashes of the fact's exact wording, a
+``Trace``: two things from which the words cannot be read back, only a candidate fact compared with.
+
+    marks       for each word of the fact that carries meaning: a short keyed hash of its *form* (accents and
+                case folded, the common endings off, the first five letters kept, seven for a long word, so
+                "tortoises", "Tortoise" and "tortoise's" are one form, and so are "diabetes", "diabetic" and
+                "Diabetes", "végétarienne" and "vegetarian"), with a weight: 8 for a name or a code (capitalised
+                and not an English word: "Quintrell", "Reykjavik"; "4471"), 4 for a word rare in English (the leak
+                check's ranking, ``memory.recall.leaks``: "tortoise"), 2 for a less common one ("marathon"), 1 for
+                a common one ("sister"). The person's own names weigh 0: every fact about Alice says "Alice". A
+                tombstone's words also carry the marks of their closest synonyms (the thesaurus of
+                ``memory.recall.thesaurus``, likeness >= ``SYNONYM``: "afraid" also as "scared", "frightened").
+    signature   SIGNATURE_BITS sign bits of the fact's embedding, each the side of a keyed random hyperplane
+                it falls on (random-projection LSH): two sentences agree on a bit with probability
+                1 - angle / pi, so the share of agreeing bits estimates how close the meanings are.
+
+Why neither gives the words back. Without the key (kept outside the store: ``bot.secret_key``) a mark and the
+signature are random bits for any sentence: nothing can be tested, let alone read. With the key a guess can be
+tested, as with any keyed hash, and the marks are kept short so that a test says little: a word's mark is 12
+bits (one of 4,096 values), so the ~13,500 word forms of an English dictionary (the MiniLM vocabulary) give each
+mark about three words (measured: 292 of the 300 marks of the suite's forgotten words share their value with at
+least one other dictionary form); a name's is 16 bits, so a list of 100,000 made-up names meets each name mark
+about 1.5 times. The signature is 32 bits of a 384-dimension vector: "near or not", never the words (the median
+forgotten fact of the suite has 5 of the suite's other 453 sentences within 4 bits of its signature).
+
+A candidate matches the trace when it shares a name or code with it; or when the marks it shares include a
+telling word (weight 2 or more) and weigh at least ``WORDS_ALONE`` of the trace's weight, or at least
+``WORDS_WITH_MEANING`` with a signature agreeing on at least ``MEANING_WITH_WORDS`` of its bits; or, sharing only
+common words, when it has no other word ("Alice likes green tea" is not "Alice likes tea"). Meaning alone never
+matches: the bundled English model puts "Alice is allergic to cats" as near "... to peanuts" as a German wording of
+it, and 32 bits are a sample. On the paraphrase suite (tests/memory/data/forget_rewordings.txt, 50 facts x 5
+rewordings, 204 other facts of the person) these hold 221/250 (English 192/200, translations 29/50) and block 0;
+the signature's rule added nothing there with MiniLM; a multilingual embedding model would give it translations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..recall.leaks import COMMON_RANK, RARE_RANK, _number_weight, _vocabulary
+from ..recall.thesaurus import neighbours
+from .wording import STOPS
+
+WORD_BITS, NAME_BITS = 12, 16  # a word's mark is one of 4,096 values, a name's one of 65,536
+SIGNATURE_BITS = 32
+FORM_LETTERS, COMPOUND, LONG_FORM_LETTERS = 5, 8, 7  # a longer word keeps 7: "sleepwalk" is not "sleep"
+SYNONYM = 0.65  # how alike (the thesaurus's likeness) a word must be to stand for a tombstone's word
+NAME = 8  # the weight of a name or a code: one shared is enough
+WORDS_ALONE = 0.6  # the shared marks weigh this share of the trace's: the same fact, however worded
+WORDS_WITH_MEANING, MEANING_WITH_WORDS = 0.4, 0.95  # some of its words, and a close meaning
+# Words of German, French and Spanish that carry no meaning of their own (a translated fact's "ist", "une")
+_FOREIGN_STOP_WORDS = (
+    "der die das den dem des ein eine einen einem einer ist hat sind und oder im in auf bei mit von vom zu zum zur "
+    "für nach aus ihr ihre ihren ihrem sein seine nicht auch als wie les une est et au aux en du de la le il elle "
+    "son sa ses pour par dans sur avec qui que ne pas a el los las es y del al una tiene para por con se su sus "
+    "que lo un"
+)
+FOREIGN_STOPS = frozenset(_FOREIGN_STOP_WORDS.split())
+_WORD = re.compile(r"\w+")
+_FOLDS = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l", "đ": "d", "ð": "d", "þ": "th"})
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """What a tombstone keeps of a fact's meaning: form marks with their weights (and, for a tombstone, the marks
+    of each word's close synonyms, ``alike``), and a meaning signature."""
+
+    marks: dict[int, int]
+    signature: int | None  # None: no embedder, or it failed (the marks still hold)
+    alike: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def weight(self) -> int:
+        return sum(self.marks.values())
+
+    def encode(self) -> tuple[str, str]:
+        """(marks, signature) as the tombstone's columns store them: "mark:weight[:synonym,synonym]" each."""
+        marks = " ".join(
+            f"{mark:05x}:{w}" + (":" + ",".join(f"{a:04x}" for a in self.alike[mark]) if self.alike.get(mark) else "")
+            for mark, w in sorted(self.marks.items())
+        )
+        return marks, "" if self.signature is None else f"{self.signature:08x}"
+
+    @classmethod
+    def decode(cls, marks: str, signature: str) -> Trace:
+        parts = [item.split(":") for item in marks.split()]
+        own = {int(p[0], 16): int(p[1]) for p in parts}
+        alike = {int(p[0], 16): tuple(int(a, 16) for a in p[2].split(",")) for p in parts if len(p) > 2}
+        return cls(own, int(signature, 16) if signature else None, alike)
+
+    def matches(self, candidate: Trace) -> bool:
+        """Whether ``candidate`` says this trace's fact again (see the module docstring)."""
+        found = {mark for mark in self.marks if mark in candidate.marks or set(self.alike.get(mark, ())) & candidate.marks.keys()}
+        if any(self.marks[mark] == NAME for mark in found):
+            return True  # its name or code: "Quintrell" in any language, any word order
+        common = [self.marks[mark] for mark in found]
+        shared = sum(common) / (self.weight or 1)
+        if max(common, default=0) <= 1:
+            # common words only: the same words and no other ("Alice likes green tea" is not "Alice likes tea")
+            mine = self.marks.keys() | {a for alike in self.alike.values() for a in alike}
+            words = {mark for mark in candidate.marks if mark < 1 << NAME_BITS}  # its words' marks (not as names)
+            return shared >= WORDS_ALONE and words <= mine
+        if shared >= WORDS_ALONE:
+            return True  # most of its words, one of them telling
+        agree = self.agreement(candidate)
+        return agree is not None and shared >= WORDS_WITH_MEANING and agree >= MEANING_WITH_WORDS
+
+    def agreement(self, other: Trace) -> float | None:
+        """The share of signature bits two traces agree on (None when either has none)."""
+        if self.signature is None or other.signature is None:
+            return None
+        return 1.0 - bin(self.signature ^ other.signature).count("1") / SIGNATURE_BITS
+
+
+class Tracer:
+    """Makes traces with one key (the tombstones' key: ``bot.secret_key``) for one owner at a time."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self._planes: np.ndarray | None = None
+
+    def trace(self, owner: str, text: str, vector: np.ndarray | None, names: Iterable[str] = (), *, synonyms: bool = False) -> Trace:
+        """The trace of ``text`` about ``owner`` ("scope|scope_id"); ``names``: the owner's own names (weigh 0);
+        ``synonyms``: each word's close synonyms marked too (a tombstone's trace: "afraid" also as "scared")."""
+        own = {form(w) for name in names for w in _WORD.findall(fold(name))}
+        marks: dict[int, int] = {}
+        alike: dict[int, tuple[int, ...]] = {}
+        for written in _WORD.findall(text or ""):
+            word = fold(written)
+            weight = NAME if is_name(written, word) else word_weight(word)
+            shape = form(word)
+            if not weight or shape in own:
+                continue
+            for mark in [self._mark(owner, shape, weight == NAME)] if synonyms else [self._mark(owner, shape, n) for n in (False, True)]:
+                marks[mark] = max(marks.get(mark, 0), weight)  # a candidate's word may be a tombstone's name: both kinds
+            if synonyms and weight != NAME:
+                alike[mark] = tuple(self._mark(owner, form(w)) for w in synonyms_of(word))
+        return Trace(marks, None if vector is None else self.signature(vector), {m: a for m, a in alike.items() if a})
+
+    def signature(self, vector: np.ndarray) -> int:
+        planes = self._hyperplanes(len(vector))
+        bits = (planes @ np.asarray(vector, dtype=np.float64)) >= 0
+        return sum(1 << i for i, bit in enumerate(bits) if bit)
+
+    def _mark(self, owner: str, shape: str, name: bool = False) -> int:
+        """A word's mark: WORD_BITS of its keyed hash, or NAME_BITS for a name (told apart by the bit above)."""
+        digest = int.from_bytes(hmac.new(self.key, f"mark\x00{owner}\x00{shape}".encode(), hashlib.sha256).digest()[:4], "big")
+        return (1 << NAME_BITS) | digest % (1 << NAME_BITS) if name else digest % (1 << WORD_BITS)
+
+    def _hyperplanes(self, dim: int) -> np.ndarray:
+        """SIGNATURE_BITS random directions drawn from the key (so only the key's holder can compute a signature)."""
+        if self._planes is None or self._planes.shape[1] != dim:
+            seed = int.from_bytes(hmac.new(self.key, b"signature planes", hashlib.sha256).digest(), "big")
+            self._planes = np.random.default_rng(seed).standard_normal((SIGNATURE_BITS, dim))
+        return self._planes
+
+
+def synonyms_of(word: str) -> list[str]:
+    """The words closest in meaning to ``word`` (the thesaurus of ``memory.recall.thesaurus``, likeness >= SYNONYM)."""
+    return [w for w, likeness in neighbours(word, _stem(word)) if likeness >= SYNONYM]
+
+
+def fold(text: str) -> str:
+    """Case and accents folded: "Tromsø", "TROMSO" and "tromso" are one word, "végétarienne" "vegetarienne"."""
+    decomposed = unicodedata.normalize("NFKD", (text or "").casefold().translate(_FOLDS))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).replace("\u2019", "'")
+
+
+def form(word: str) -> str:
+    """A word's form: its stem's first FORM_LETTERS letters, LONG_FORM_LETTERS for a long word ("sleepwalk" is
+    not "sleep"); a code or number whole. "breeds", "breed", "breeding" and "Breed" are one form."""
+    if any(c.isdigit() for c in word):
+        return word
+    stemmed = _stem(word)
+    return stemmed[: FORM_LETTERS if len(stemmed) <= COMPOUND else LONG_FORM_LETTERS]
+
+
+def _stem(word: str) -> str:
+    """The common English endings off, keeping at least four letters (``memory.write.wording.stem`` makes "bre"
+    of "breed" but "breed" of "breeds", which is fine for whole sentences but not for one word)."""
+    w = word.removesuffix("'s")
+    for suffix, instead in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 4 and not w.endswith(("ss", "us", "is")):
+            return w[: -len(suffix)] + instead
+    return w.removesuffix("s") if len(w) == 5 and w.endswith("es") else w
+
+
+def is_name(written: str, word: str) -> bool:
+    """A name (capitalised, and not a word of English: "Quintrell", "Reykjavik") or a code ("4471", "x4471q")."""
+    if any(c.isdigit() for c in word):
+        return word_weight(word) >= 4
+    return written[:1].isupper() and len(word) >= 3 and _vocabulary().get(word, RARE_RANK) >= RARE_RANK
+
+
+def word_weight(word: str) -> int:
+    """4 for a name, a code or a word rare in English; 2 for a less common word; 1 for a common one; 0 for a
+    word that says nothing (a stop word in English, German, French or Spanish, a short number)."""
+    if word in STOPS or word in FOREIGN_STOPS or len(word) < 3:
+        return 0
+    digits = sum(c.isdigit() for c in word)
+    if digits:
+        return 2 * _number_weight(word, digits)
+    vocabulary, stemmed = _vocabulary(), _stem(word)  # "likes" is as common as "like"
+    rank = min(vocabulary.get(w, RARE_RANK) for w in (word, stemmed, stemmed + "e"))
+    return 1 if rank < COMMON_RANK else 2 if rank < RARE_RANK else 4
