@@ -68,7 +68,8 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
             return ""
         return None
 
-    out = _BLOCK.sub(lambda m: markup(m.group(1)), text or "")
+    text = _undoubled(text or "")
+    out = _BLOCK.sub(lambda m: markup(m.group(1)), text)
     out = _FUNCTION.sub(lambda m: markup(m.group(2), m.group(1)), out)
     for tag in _TAGS:
         out = _after_tag(out, tag, names, calls)
@@ -100,6 +101,15 @@ def _skip(text: str, at: int) -> int:
 
 def _or(value: str | None, default: str) -> str:
     return default if value is None else value
+
+
+_DOUBLED = re.compile(r'\{\{\s*"(?:name|type|function)"')
+
+
+def _undoubled(text: str) -> str:
+    """A call written with its template's braces doubled (``{{"name": ...}}}}``: the real Qwen2.5 1.5B wrote
+    every reply so) read with single ones. Only text that holds such a call is touched."""
+    return text.replace("{{", "{").replace("}}", "}") if _DOUBLED.search(text) else text
 
 
 def _bare(text: str, names: Collection[str], calls: list[TextCall]) -> str:

@@ -180,3 +180,31 @@ async def test_a_pasted_block_is_one_message_and_help_breaks_at_spaces(tmp_path,
     words = set(re.findall(r"[A-Za-z]+", " ".join([*COMMANDS.values(), "What I call you: /name Sam", "Leave"])))
     broken = [line.split()[-1] for line in lines if line.split() and line.split()[-1].isalpha() and line.split()[-1] not in words]
     assert broken == [], broken
+
+
+async def test_the_up_arrow_reaches_lines_of_an_earlier_chat_but_not_a_forgotten_one(tmp_path, env) -> None:
+    """No input history across sessions; a history file would keep words a forget must remove, so the earlier
+    lines come from the store's own messages: a forgotten line is not there to recall."""
+    async with FakeOpenAI() as srv:
+        srv.default = lambda body: "Noted."
+        env |= {"COMPANION_OPENAI_BASE_URL": srv.base_url, "COMPANION_OPENAI_API_KEY": "test-key"}
+        argv = [sys.executable, "-m", "bot", "--db", str(tmp_path / "store.db"), "--embeddings", "none", "chat", "--new-store"]
+        for lines in (["my kettle is called Zanzibarite", "I like green tea", "/forget Zanzibarite"], []):
+            term = Terminal(argv, env)
+            try:
+                at = await term.expect(r"you> ")
+                for line in lines:
+                    term.type(line + "\r")
+                    at = await term.expect(r"you> ", at)
+                if not lines:  # the second chat: the up arrow, twice, then Enter
+                    term.type("\x1b[A")
+                    await term.expect(r"I like green tea", at)
+                    term.type("\x1b[A\r")
+                    at = await term.expect(r"you> ", at)
+                term.type("/quit\r")
+                assert await asyncio.to_thread(term.proc.wait, 30) == 0
+            finally:
+                term.close()
+    replies = [body for body in srv.chat_requests if body.get("stream")]
+    recalled = replies[-1]["messages"][-1]["content"].split("\n\n(sent ")[0]
+    assert recalled == "I like green tea" and "Zanzibarite" not in term.screen

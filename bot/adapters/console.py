@@ -30,7 +30,7 @@ import termios
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator  # noqa: F401 (Awaitable is used in a string annotation)
+from collections.abc import Awaitable, Callable, Iterator, Sequence  # noqa: F401 (Awaitable is used in a string annotation)
 from typing import TextIO
 
 from bot.types import Conversation, IncomingMessage
@@ -62,6 +62,7 @@ class ConsoleChat:
         user_name: str = DEFAULT_NAME,
         bot_name: str = "bot",
         name_chosen: bool = True,
+        history: list[str] | None = None,
         stream: bool = True,
         input_fn: InputFn | None = None,
         output: TextIO | None = None,
@@ -74,6 +75,7 @@ class ConsoleChat:
         self._prefix = f"{bot_name}> "  # replies are labelled with the persona's name
         # A name nobody chose (the login name, or "friend") is offered to be replaced by the one the person says.
         self._names = NameOffers(chosen=name_chosen)
+        self._history = history or []  # earlier chats' lines, for the up arrow (the terminal's line editor)
         self._stream = stream
         self._input = input_fn or read_terminal_line
         self._out = output or sys.stdout
@@ -86,7 +88,7 @@ class ConsoleChat:
     async def run(self) -> None:
         """Chat until /quit, /exit, end of input or Ctrl-C (at the prompt; during a reply it cancels the reply)."""
         if self._input is read_terminal_line:
-            line_editing()
+            line_editing(self._history)
         with terminal_restored():
             self._write(f"Chatting as {self._user_name} (console:{self._user_id}). /help lists commands, /quit leaves.\n")
             while (line := await self._read()) is not None:
@@ -346,7 +348,7 @@ def _interrupts(task: asyncio.Future) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def line_editing() -> None:
+def line_editing(history: Sequence[str] = ()) -> None:
     """On a terminal, ``input()`` gets line editing and a history (arrow keys printed ``^[[A`` without it), and
     a pasted block of several lines arrives as one message: Python turns readline's bracketed paste off, and a
     pasted 3-line block was 3 turns, each answered."""
@@ -355,6 +357,8 @@ def line_editing() -> None:
             import readline
 
             readline.parse_and_bind("set enable-bracketed-paste on")
+            for line in history:  # the up arrow reaches earlier chats' lines too
+                readline.add_history(line)
 
 
 def local_user_name() -> str:

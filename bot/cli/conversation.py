@@ -229,6 +229,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     said_before = known.get(args.user, ("", ""))[1]
     name = args.name or settings.console_name or said_before or default
     chosen = name != default
+    typed_before = await runtime.orchestrator.runner.run(_typed_before, runtime, args.user, name)
 
     async def diagnose() -> str:
         failure = getattr(runtime.orchestrator.llm, "last_failure", None)
@@ -240,6 +241,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
         user_name=name,
         bot_name=runtime.orchestrator.assembler.bot_name,
         name_chosen=chosen,
+        history=typed_before,
         stream=not args.no_stream,
         diagnose=diagnose,
     )
@@ -253,6 +255,20 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         await runtime.stop()
     return 0
+
+
+def _typed_before(runtime: Runtime, user_id: str, name: str) -> list[str]:
+    """The person's own lines of earlier chats, oldest first, for the up arrow: read from the store's messages
+    (no history file of its own), so what they had forgotten is not there to recall."""
+    from ..types import IncomingMessage
+
+    probe = IncomingMessage(platform="console", channel_id="console", author_id=user_id, author_name=name, text="history")
+    turn = runtime.orchestrator.peek(probe)  # resolution that writes nothing
+    rows = runtime.engine.messages.own(turn.ctx, [turn.person_id], HISTORY_LINES)
+    return [" ".join(content.split()) for _, _, content, _ in reversed(rows)]
+
+
+HISTORY_LINES = 200
 
 
 def explain_failure(settings: Settings, log_file: Path | None, failure: Exception | None = None) -> str:

@@ -180,3 +180,10 @@ def test_local_servers_get_timeouts_for_a_cpu_model_and_settings_win():
     assert llm_timeouts(load_settings(), "http://127.0.0.1:8091/v1") == (300.0, 600.0)
     chosen = load_settings(llm_timeout_s=20, turn_deadline_s=45)
     assert llm_timeouts(chosen, "http://127.0.0.1:8091/v1") == (20.0, 45.0)
+
+
+def test_a_call_with_its_templates_braces_doubled_is_a_call_and_other_doubled_braces_are_prose():
+    """The real Qwen2.5-Coder 1.5B answered every turn with ``{{"name": ...}}}}``: shown to the person, 20 of 20."""
+    doubled = '{{"name": "memory_store", "arguments": {{"content": "Sam has a cat"}}}}'
+    assert find_calls(doubled, NAMES) == ([TextCall("memory_store", '{"content": "Sam has a cat"}')], "")
+    assert find_calls("Write {{name}} in the template.", NAMES) == ([], "Write {{name}} in the template.")
