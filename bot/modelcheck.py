@@ -271,6 +271,9 @@ async def run_check(
             "ingest_dir": None,
             "scheduler_enabled": False,
             "dashboard_enabled": False,
+            # the check reads what extraction filed: each stop waits for it, however slow the model (a person's
+            # /quit stops after COMPANION_SHUTDOWN_FLUSH_S and leaves the rest for the next start)
+            "shutdown_flush_s": 3600.0,
         }
     )
     clock = FakeClock(time.time())

@@ -180,7 +180,9 @@ def _settle_store(settings: Any, args: argparse.Namespace) -> Any:
     """The store read from the home (bot/home.py), not from wherever the command was started."""
     from ..home import store_path
 
-    if settings.key_file is None:  # the tombstones' key beside the config, found as the config is (bot.secret_key)
+    if settings.key_file is None and args.home.env_file is not None:
+        # the tombstones' key beside the config file (bot.secret_key); with no config file, beside the store, where
+        # every process that opens it (the bot, this command, a dashboard) finds the same one
         from ..home import key_file
 
         settings = settings.model_copy(update={"key_file": key_file(args.home)})

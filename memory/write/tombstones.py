@@ -23,7 +23,7 @@ A candidate matches a tombstone of the same person when its own hashes equal the
 any one word does (for contents of more than ``WIDEN_FROM`` content words), or its trace matches.
 
 What learns from what remains consults the tombstones and drops a matching candidate: extraction, micro- and
-daily reflection (``memory.jobs``), consolidation (``memory.upkeep.maintenance``), bulletins
+daily reflection (``memory.jobs.base``), consolidation (``memory.upkeep.maintenance``), bulletins
 (``memory.upkeep.bulletin``, which read only memories no tombstone matches), file ingest
 (``memory.write.ingest``) and the memory_store tool (``memory.tools``). The exception: the fact was said again
 after the forget (``said_after``): a source of the candidate is the person's own message, written after the

@@ -54,11 +54,20 @@ def test_the_key_file_is_found_beside_the_config_file(tmp_path: Path) -> None:
     assert key_file(xdg, {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}) == tmp_path / "xdg" / "companion" / "companion.key"
 
 
-def test_the_cli_keeps_the_key_in_the_config_folder_and_none_in_the_store(cli, tmp_path: Path) -> None:
+def test_the_cli_keeps_the_key_beside_the_config_or_the_store_and_none_in_the_store(cli, tmp_path: Path) -> None:
+    """Beside the config file when there is one; with none, beside the store, where the bot, a command and a
+    dashboard opening that store all find the same key (a command once made its own in the user's config folder
+    while the bot used the store's, and the command's forget did not hold for the bot)."""
     memory = cli.add("Alice keeps a tortoise called Quintrell", "--subject", "pet", "--scope", "user", "--scope-id", "discord:1234")
     assert cli("memory", "delete", memory, "--yes").code == 0
-    made = tmp_path / "xdg-config" / "companion" / "companion.key"
+    made = tmp_path / "companion.key"  # beside store.db: no config file here
     assert made.is_file() and stat.S_IMODE(made.stat().st_mode) == 0o600
+    config = tmp_path / "xdg-config" / "companion"
+    config.mkdir(parents=True)
+    (config / ".env").write_text("COMPANION_LOG_LEVEL=INFO\n")
+    memory = cli.add("Alice keeps a newt called Brindlewort", "--subject", "pet", "--scope", "user", "--scope-id", "discord:1234")
+    assert cli("memory", "delete", memory, "--yes").code == 0
+    assert stat.S_IMODE((config / "companion.key").stat().st_mode) == 0o600
     db = Database(tmp_path / "store.db")
     try:
         assert [k for (k,) in db.execute("SELECT key FROM settings") if "key" in k] == []

@@ -24,10 +24,10 @@ def test_ci_runs_exactly_the_readme_install_and_test_commands():
 
 
 def test_the_install_script_brings_the_voice_system_libraries():
-    script = (ROOT / "scripts/install").read_text()
-    (line,) = [line for line in script.splitlines() if line.startswith("SYSTEM_PACKAGES=")]
+    install, run = ((ROOT / "scripts" / name).read_text() for name in ("install", "install-run"))
+    (line,) = [line for line in run.splitlines() if line.startswith("packages=")]  # the install for running
     assert {"libopus0", "espeak-ng"} <= set(line.split("=", 1)[1].strip('"').split())
-    assert 'pip install -e ".[test]"' in script
+    assert 'install-run" --test' in install and 'pip install -e ".$extras"' in run  # the README's install: [test]
 
 
 def test_the_voice_python_packages_are_dependencies_and_piper_is_only_an_extra():
