@@ -152,7 +152,7 @@ class ConsoleChat:
     async def _reply(self, line: str) -> None:
         """The answer, which Ctrl-C cancels at once (the chat goes on); the rest of the session is not touched."""
         answer = asyncio.ensure_future(self._answer(line))
-        with _interrupts(answer):
+        with _on_ctrl_c(answer.cancel):
             try:
                 await answer
             except asyncio.CancelledError:
@@ -329,15 +329,17 @@ class Wrapper:
 
 
 @contextlib.contextmanager
-def _interrupts(task: asyncio.Future) -> Iterator[None]:
-    """While a reply runs, Ctrl-C cancels that reply instead of ending the session; the handler before is put back."""
+def _on_ctrl_c(callback: Callable[[], object]) -> Iterator[None]:
+    """While inside, Ctrl-C calls ``callback`` instead of ending the session; the handler before is put back.
+    During a reply it cancels that reply; at the prompt it ends the read as end of input does (without it the
+    SIGINT tore the process down, exit 130, while the reading thread held the terminal in readline's raw mode)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach only the main thread: elsewhere (tests driving the chat) there is nothing to catch
         return
     loop = asyncio.get_running_loop()
     previous = signal.getsignal(signal.SIGINT)
     try:
-        loop.add_signal_handler(signal.SIGINT, task.cancel)
+        loop.add_signal_handler(signal.SIGINT, callback)
     except (NotImplementedError, RuntimeError):  # no signals on this loop (Windows)
         yield
         return
@@ -403,27 +405,8 @@ async def read_terminal_line(prompt: str) -> str:
             loop.call_soon_threadsafe(settle, line, error)
 
     threading.Thread(target=read, name="console-input", daemon=True).start()
-    with _interrupt_settles(loop, lambda: settle("", KeyboardInterrupt())):
+    with _on_ctrl_c(lambda: settle("", KeyboardInterrupt())):
         return await future
-
-
-@contextlib.contextmanager
-def _interrupt_settles(loop: asyncio.AbstractEventLoop, settle: Callable[[], None]) -> Iterator[None]:
-    """Ctrl-C at the prompt ends the read as end of input does. Without this the SIGINT went to the main
-    thread's default handler, which tore the process down (exit 130, "error: interrupted") while the
-    reading thread still held the terminal in readline's raw mode."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    try:
-        loop.add_signal_handler(signal.SIGINT, settle)
-    except (NotImplementedError, RuntimeError):  # no signals on this loop (Windows)
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
 
 
 @contextlib.contextmanager
