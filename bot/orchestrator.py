@@ -24,6 +24,7 @@ from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bou
 from memory.storage.privacy import Privacy
 from memory.storage.sessions import ExtractionBuffer
 from memory.tools import MemoryTools, RateLimiter
+from memory.write.forget_asked import forgets_in
 from memory.write.sources import Edit, Withdrawn, message_deleted, message_edited
 from voice.caches import HistoryCache
 
@@ -39,6 +40,9 @@ from .types import APOLOGY, IncomingMessage, Reply, StreamSink
 from .voice_mode import VoiceConversation, VoiceSessions, cached_search
 
 log = logging.getLogger(__name__)
+# A forget asked in words is a recall and a scan of the person's messages each: a message of a thousand
+# "forget x." is not a thousand of them; what a person names fits in a few hundred characters.
+MAX_ASKS, MAX_ASK_CHARS = 3, 300
 
 
 class CappedSink:
@@ -73,6 +77,11 @@ class AsyncTools:
     def remembering(self) -> bool:
         """The turn's words go to extraction (not /privacy off): "I'll remember that" is kept without a tool."""
         return self.tools.remembering
+
+    @property
+    def forgot(self) -> bool:
+        """Something was forgotten this turn before the model was asked: "I've forgotten it" holds."""
+        return bool(self.tools.deleted)
 
     async def call(self, name: str, arguments: str) -> str:
         if self.guard is not None and await self.guard(tool_text(arguments)):
@@ -120,7 +129,8 @@ class Orchestrator:
         snap = await self.runner.run(self._snapshot, turn, session)
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
-        convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn)}]
+        done = await self._forget_asked(turn, tools)
+        convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn, done)}]
         stream = CappedSink(stream) if stream else None
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
         text = await held_to_its_word(text, tools.tools, self.runner, stream)  # ORCH-13: no unstored promise
@@ -345,6 +355,19 @@ class Orchestrator:
             session.history if session else None,
         )
 
-    def _user_text(self, turn: Turn) -> str:
+    async def _forget_asked(self, turn: Turn, tools: AsyncTools) -> str:
+        """A forget asked in words ("forget my race bib number") is done before the model answers, as /forget
+        would (SEC-3): real small models rarely call memory_delete for it (a 1.5B never did in 8 runs) and say
+        "done" anyway. "Forget that" names nothing, so the model finds it; "forget everything" asks first (the
+        command's question). What was done is told to the model, without the forgotten words."""
+        asks = [a.what[:MAX_ASK_CHARS] for a in forgets_in([turn.person_id], [turn.text]) if a.what][:MAX_ASKS]
+        if not asks:
+            return ""
+        done = [await self.runner.run(self.commands.forget_words, what, turn, skip=(turn.stored_id or "",)) for what in asks]
+        tools.tools.deleted.extend(word for d in done for word in d.contents)
+        return prompts.render("forget_done" if any(d.anything for d in done) else "forget_not_found")
+
+    def _user_text(self, turn: Turn, note: str = "") -> str:
         said = turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
+        said += f"\n\n{note}" if note else ""
         return f"{said}\n\n{clock_note(self.engine.clock.now(), turn.ctx.tz)}"  # the minute comes last (ORCH-9)
