@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeAlias
+
+# Data that is JSON by nature and stays a dict: a tool's arguments from the model and what it answers, an export
+# file, an API payload, a schema. Named, so that a store row never travels as one (tests/test_architecture.py).
+JsonObject: TypeAlias = dict[str, Any]
 
 
 class MemoryType(StrEnum):

@@ -499,3 +499,70 @@ def test_the_wiring_check_catches_an_assignment_after_construction():
         "build_runtime:5 setattr",
     ]
     assert assigned_onto_built_objects(source, "__init__") == ["__init__:10 voice.owner"]
+
+
+# -- typed values across the package edges ----------------------------------------------------------------------
+UNTYPED = "dict[str, Any]"
+ROW_READ = re.compile(r"\.row\[|\brow\[[\"']|\brow\.get\(")  # a storage row read by its column's name
+BUILT_FROM_ROWS = {"memory/models.py"}  # the ``from_row`` constructors: where storage turns a row into a value
+
+
+def names_used(root: Path, packages: tuple[str, ...]) -> set[str]:
+    """Every name, attribute and imported name the modules of ``packages`` mention."""
+    found: set[str] = set()
+    for path in (p for package in packages for p in (root / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Name):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                found.add(node.attr)
+            elif isinstance(node, ast.ImportFrom):
+                found.update(alias.name for alias in node.names)
+    return found
+
+
+def public_functions(tree: ast.Module) -> Iterator[tuple[str, str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualified name, the name a caller writes, node) of the module's public functions and public classes' methods;
+    a constructor is called by its class's name."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            yield node.name, node.name, node
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            for fn in (n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                if fn.name == "__init__":
+                    yield f"{node.name}.__init__", node.name, fn
+                elif not fn.name.startswith("_"):
+                    yield f"{node.name}.{fn.name}", fn.name, fn
+
+
+def _annotations(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr]:
+    arguments = fn.args
+    for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+        if arg is not None and arg.annotation is not None:
+            yield arg.annotation
+    if fn.returns is not None:
+        yield fn.returns
+
+
+def untyped_signatures(root: Path = ROOT, callers: tuple[str, ...] = ("bot", "voice")) -> set[str]:
+    """``path:Class.function`` of memory's public functions that take or return ``dict[str, Any]`` and whose name
+    ``callers`` mention (by name: a method another class shares a name with counts too, which errs on the safe side)."""
+    used = names_used(root, callers)
+    found = set()
+    for path in sorted((root / "memory").rglob("*.py")):
+        for qualified, called, fn in public_functions(ast.parse(path.read_text(encoding="utf-8"))):
+            if called in used and any(UNTYPED in ast.unparse(a) for a in _annotations(fn)):
+                found.add(f"{path.relative_to(root).as_posix()}:{qualified}")
+    return found
+
+
+def row_reads(root: Path = ROOT) -> dict[str, int]:
+    """path -> how many times a storage row is read by column name outside ``memory/storage/`` (and the value types)."""
+    found = {}
+    for path in sorted(p for package in sorted(OURS) for p in (root / package).rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name.startswith("memory/storage/") or name in BUILT_FROM_ROWS:
+            continue
+        if count := len(ROW_READ.findall(path.read_text(encoding="utf-8"))):
+            found[name] = count
+    return found
