@@ -92,9 +92,7 @@ def test_a_first_person_question_favours_the_askers_own_turns(history):
 
 
 def test_a_third_person_question_is_not_swayed_by_who_asks(history):
-    ann = [
-        h.item.id for h in history.messages.search(guild_ctx("g1", "ann", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)
-    ]
+    ann = [h.item.id for h in history.messages.search(guild_ctx("g1", "ann", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)]
     cy = [h.item.id for h in history.messages.search(guild_ctx("g1", "cy", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)]
     assert ann == cy
 
