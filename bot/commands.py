@@ -130,7 +130,7 @@ class Commands:
         reminders = self.reminding.forgotten(turn, arg)  # ORCH-13: a reminder holding the words goes too
         hits = self.engine.recall.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
-        done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
+        done = forget_memory(self.engine, hits[0].item.id, asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
         # SEC-3: what is not a memory yet (said before extraction ran) is found in the person's own messages too
         rids = said_matching(self.engine, turn.ctx, [turn.person_id], arg, skip=skip)
         said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
