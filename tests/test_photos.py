@@ -14,6 +14,7 @@ from bot.images import solid_png
 from bot.vision import vision_key
 from tests.fakes import FakeFile
 from tests.pipeline_support import facts, last_reply_prompt, platforms
+from tests.voice_support import eventually
 
 pytestmark = pytest.mark.asyncio
 TG_USER, DC_USER, DC_DM, GUILD, CHANNEL = 55, 7001, 9100, 8000, 8001
@@ -195,3 +196,27 @@ async def test_a_broken_image_server_loses_neither_the_message_nor_the_reply(wor
     answer = (await dc.wait_for_sent(1))[-1]["content"]
     assert answer == "Sorry, the picture didn't come through.\n\n(I couldn't look at gone.png: it could not be downloaded.)"
     assert dc.cdn_fetches and stored_user_texts(runtime) == ["here [photo not read: it could not be downloaded]"]
+
+
+async def test_a_probe_that_gets_no_answer_keeps_nothing_and_the_next_photo_asks_again(tmp_path):
+    from tests.fakes import HTTPError
+
+    async with platforms(tmp_path, guilds, vision="auto") as (runtime, llm, tg, dc):
+        llm.script(*[HTTPError(503)] * 3, "Nice.")  # the probe's three attempts: the server is down, not blind
+        tg.push_photo(TG_USER, TG_USER, FakeFile("p.jpg", PHOTO))
+        await tg.wait_for_sent(1)
+        assert runtime.engine.db.get_setting(vision_key(llm.base_url, "gpt-4o-mini")) is None
+        llm.script("Red.", CAPTION, "Nice again.")
+        tg.push_photo(TG_USER, TG_USER, FakeFile("p.jpg", PHOTO))
+        await tg.wait_for_sent(2)
+        assert stored_user_texts(runtime) == ["[photo]", f"[photo: {CAPTION}]"]
+
+
+async def test_a_photo_in_group_talk_not_for_the_bot_is_remembered_in_that_server_only(world):
+    runtime, llm, tg, dc = world
+    llm.script(CAPTION)
+    await dc.dispatch_message(CHANNEL, DC_USER, "our office dog today", guild_id=GUILD, files=(FakeFile("d.png", PHOTO),))
+    await eventually(lambda: stored_user_texts(runtime))
+    rows = await runtime.runner.run(runtime.engine.db.rows, "SELECT content, guild_id FROM messages")
+    assert [(r["content"], r["guild_id"]) for r in rows] == [(f"our office dog today [photo: {CAPTION}]", f"discord:{GUILD}")]
+    assert dc.sent == [] and reply_requests(llm) == []  # observed: captioned and stored, not answered

@@ -73,10 +73,10 @@ def forget_echoes(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable
         return 0
     own = _own(engine, ctx, person_ids)
     replies = engine.messages.get_rids(engine.messages.replies_to([rid for rid, *_ in own]))
-    echoes = [m.rid for m in replies if words <= content_words(m.content)]
+    echoes = [m for m in replies if words <= content_words(m.content)]
     if echoes:
-        engine.messages.delete_rids(echoes)
-        forget_chat_summaries(engine, {chat for *_, chat in own})
+        engine.messages.delete_rids([m.rid for m in echoes])
+        forget_chat_summaries(engine, {f"{m.platform}:{m.channel_id}" for m in echoes})
         engine.db.scrub()
     return len(echoes)
 
