@@ -120,8 +120,8 @@ DISGUISES = {
 CHECKIN = "How did the Harrowgate exam go? Quibblestone!"  # what the model writes when asked for a check-in
 # A question touching every fact's topic (never its word), so a recall that crossed a partition would show it.
 NOSY = (
-    "what do you know about tortoises, allotments, photos, windmills, choir"
-    "s, stamps, passports, ale, book clubs, moving, clocks, boats, meetings, mascots?"
+    "what do you know about tortoises, allotments, photos, windmills, choirs, "
+    "stamps, passports, ale, book clubs, moving, clocks, boats, meetings, mascots?"
 )
 
 
