@@ -299,6 +299,7 @@ def build_orchestrator(
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
+    from memory.storage.model_traits import ModelTraits
     from memory.storage.people import People
     from memory.storage.privacy import Privacy
 
@@ -322,7 +323,7 @@ def build_orchestrator(
         assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
         commands=Commands(engine, people, resolver.resolve, persona, zones),
         voice=voice,
-        sight=Sight(llm, runner, engine.db, vision) if vision is not None else None,
+        sight=Sight(llm, runner, ModelTraits.of(engine), vision) if vision is not None else None,
     )
 
 

@@ -116,7 +116,7 @@ class Orchestrator:
         self.people, self.owners, self.zones, self.channels = resolver.people, resolver.owners, resolver.zones, resolver.channels
         self.persona = assembler.persona
         self._limits: dict[str, RateLimiter] = {}
-        self.sight = sight or Sight(llm, runner, engine.db, VisionOptions("off"))  # ORCH-11: what a shared image leaves
+        self.sight = sight or Sight(llm, runner, None, VisionOptions("off"))  # ORCH-11: what a shared image leaves
 
     # -- the Conversation protocol -------------------------------------------------------------------
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:

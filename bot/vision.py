@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 import prompts
+from memory.storage.model_traits import Sight as KeptSight
 
 from .images import ImageLimits, Picture, Refusal, fetch_all, solid_png
 from .llm import LLMError
@@ -35,7 +36,8 @@ from .server_quirks import server_words
 from .types import IncomingMessage
 
 if TYPE_CHECKING:
-    from memory.storage.db import AsyncRunner, Database
+    from memory.storage.db import AsyncRunner
+    from memory.storage.model_traits import ModelTraits
 
     from .llm import ChatClient
 
@@ -52,7 +54,7 @@ _NO_EYES = re.compile(r"image|vision|multi-?modal|mmproj|content part|content ty
 class VisionOptions:
     mode: str = "auto"  # "auto" | "on" | "off"
     limits: ImageLimits = field(default_factory=ImageLimits)
-    key: str = ""  # where the probe's verdict is kept (``vision_key``)
+    key: str = ""  # the server and model the probe's verdict is kept for (``vision_key``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +85,15 @@ def text_of(content: object) -> str:
 
 
 def vision_key(base_url: str, model: str) -> str:
-    """Where the probe's verdict is kept (the store's settings): per server and model, so a new model is asked."""
-    return f"vision.{base_url.rstrip('/')}|{model}"
+    """The probe's verdict is kept per server and model (``ModelTraits``): a new model is asked afresh."""
+    return f"{base_url.rstrip('/')}|{model}"
 
 
 class Sight:
-    """The images of incoming messages, for one chat model. ``db`` holds the probe's verdict (on the memory thread)."""
+    """The images of incoming messages, for one chat model. ``traits`` keeps the probe's verdict (auto only)."""
 
-    def __init__(self, llm: ChatClient, runner: AsyncRunner, db: Database, options: VisionOptions) -> None:
-        self.llm, self.runner, self.db, self.options, self.key = llm, runner, db, options, options.key
+    def __init__(self, llm: ChatClient, runner: AsyncRunner, traits: ModelTraits | None, options: VisionOptions) -> None:
+        self.llm, self.runner, self.traits, self.options, self.key = llm, runner, traits, options, options.key
         self._sees: bool | None = {"on": True, "off": False}.get(options.mode)
 
     async def look(self, message: IncomingMessage) -> tuple[IncomingMessage, Seen]:
@@ -117,10 +119,11 @@ class Sight:
     async def can_see(self) -> bool:
         """on/off as configured; auto: the verdict kept in the store, else the probe's (kept when it is certain)."""
         if self._sees is None:
-            kept = await self.runner.run(self.db.get_setting, self.key)
-            if not kept:
+            assert self.traits is not None, "auto needs the store to keep the probe's verdict in"
+            kept = await self.runner.run(self.traits.sight, self.key)
+            if kept is None:
                 return await self._probe()
-            self._sees = bool(json.loads(kept)["sees"])
+            self._sees = kept.sees
         return self._sees
 
     async def _probe(self) -> bool:
@@ -139,8 +142,9 @@ class Sight:
 
     async def _keep(self, sees: bool) -> None:
         self._sees = sees
-        verdict = json.dumps({"sees": sees, "at": datetime.now(UTC).isoformat(timespec="seconds")})
-        await self.runner.run(self.db.set_setting, self.key, verdict)
+        if self.traits is not None:
+            verdict = KeptSight(sees, datetime.now(UTC).isoformat(timespec="seconds"))
+            await self.runner.run(self.traits.keep_sight, self.key, verdict)
         log.info("the chat model %s images (probe kept as %s)", "sees" if sees else "does not see", self.key)
 
     async def _caption(self, picture: Picture, said: str) -> str:

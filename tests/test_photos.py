@@ -12,6 +12,7 @@ import pytest
 
 from bot.images import solid_png
 from bot.vision import vision_key
+from memory.storage.model_traits import ModelTraits
 from tests.fakes import FakeFile
 from tests.pipeline_support import facts, last_reply_prompt, platforms
 from tests.voice_support import eventually
@@ -47,6 +48,11 @@ def images_of(llm, request: dict) -> list[bytes]:
 
 def stored_user_texts(runtime) -> list[str]:
     return [r["content"] for r in runtime.engine.db.rows("SELECT content FROM messages WHERE role = 'user' ORDER BY rowid")]
+
+
+def kept_sight(runtime, llm):
+    """The probe's verdict the bot kept for the fake's server and the default chat model."""
+    return ModelTraits.of(runtime.engine).sight(vision_key(llm.base_url, "gpt-4o-mini"))
 
 
 def files_holding(folder: Path, needle: bytes) -> list[str]:
@@ -130,8 +136,7 @@ async def test_a_model_without_vision_is_probed_once_and_photos_are_kept_as_plac
         assert "you cannot see images" in last_reply_prompt(llm)
         assert stored_user_texts(runtime) == ["what's in this photo? [photo]", "[photo]"]
         assert tg.downloads == [] and dc.cdn_fetches == []  # nothing fetched for a model that cannot see
-        kept = runtime.engine.db.get_setting(vision_key(llm.base_url, "gpt-4o-mini"))
-        assert json.loads(kept)["sees"] is False
+        assert kept_sight(runtime, llm).sees is False
 
 
 async def test_a_model_that_names_the_probe_colour_sees_and_the_verdict_is_kept(tmp_path):
@@ -140,7 +145,7 @@ async def test_a_model_that_names_the_probe_colour_sees_and_the_verdict_is_kept(
         tg.push_photo(TG_USER, TG_USER, FakeFile("p.jpg", PHOTO))
         await tg.wait_for_sent(1)
         assert images_of(llm, reply_requests(llm)[-1]) == [PHOTO]
-        assert json.loads(runtime.engine.db.get_setting(vision_key(llm.base_url, "gpt-4o-mini")))["sees"] is True
+        assert kept_sight(runtime, llm).sees is True
 
 
 async def test_a_30_mb_file_is_refused_before_download_with_a_clear_line_and_the_message_kept(world):
@@ -205,7 +210,7 @@ async def test_a_probe_that_gets_no_answer_keeps_nothing_and_the_next_photo_asks
         llm.script(*[HTTPError(503)] * 3, "Nice.")  # the probe's three attempts: the server is down, not blind
         tg.push_photo(TG_USER, TG_USER, FakeFile("p.jpg", PHOTO))
         await tg.wait_for_sent(1)
-        assert runtime.engine.db.get_setting(vision_key(llm.base_url, "gpt-4o-mini")) is None
+        assert kept_sight(runtime, llm) is None
         llm.script("Red.", CAPTION, "Nice again.")
         tg.push_photo(TG_USER, TG_USER, FakeFile("p.jpg", PHOTO))
         await tg.wait_for_sent(2)

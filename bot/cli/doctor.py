@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from memory.storage.catalog import ServerFacts
+    from memory.storage.model_traits import Sight
 
     from ..config import Settings
 
@@ -339,17 +340,16 @@ def check_vision(settings: Settings, where: str) -> Finding:
     kept = _kept_vision(settings, where)
     if kept is None:
         return Finding("vision", "ok", f"{model}: not asked yet; the bot shows it a test image at the first photo and keeps the answer")
-    if kept["sees"]:
-        return Finding("vision", "ok", f"{model} sees images (asked {kept['at']}): photos go to it, {limits}; their captions are kept")
+    if kept.sees:
+        return Finding("vision", "ok", f"{model} sees images (asked {kept.asked_at}): photos go to it, {limits}; their captions are kept")
     fix = "use a model that sees for photos; if this one does (llama.cpp started with --mmproj), set COMPANION_VISION=on"
-    return Finding("vision", "warn", f"{model} cannot see images (asked {kept['at']}): photos are kept as [photo]", fix)
+    return Finding("vision", "warn", f"{model} cannot see images (asked {kept.asked_at}): photos are kept as [photo]", fix)
 
 
-def _kept_vision(settings: Settings, where: str) -> dict[str, Any] | None:
+def _kept_vision(settings: Settings, where: str) -> Sight | None:
     """The probe's verdict in the store, or None (not asked yet, or no store to read: the store finding says why)."""
-    import json
-
     from memory.storage.db import Database, read_only
+    from memory.storage.model_traits import ModelTraits
     from memory.storage.pg import open_database
 
     from ..vision import vision_key
@@ -361,12 +361,11 @@ def _kept_vision(settings: Settings, where: str) -> dict[str, Any] | None:
     try:
         db = open_database(where) if is_pg else Database(read_only(path))
         try:
-            kept = db.get_setting(vision_key(settings.llm_base_url, settings.chat_model))
+            return ModelTraits(db).sight(vision_key(settings.llm_base_url, settings.chat_model))
         finally:
             db.close()
     except Exception:  # a damaged, newer or unreachable store: the store finding already says so
         return None
-    return json.loads(kept) if kept else None
 
 
 def _root_cause(exc: BaseException) -> str:
