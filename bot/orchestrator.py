@@ -37,7 +37,7 @@ from .reminder_commands import place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, IncomingMessage, Reply, StreamSink
-from .vision import Seen, Sight, VisionOptions, text_of
+from .vision import Seen, Sight, VisionOptions, text_of, with_notes
 from .voice_mode import VoiceConversation, VoiceSessions, cached_search
 
 log = logging.getLogger(__name__)
@@ -175,6 +175,7 @@ class Orchestrator:
             )
 
     async def message_edited(self, message: IncomingMessage) -> None:
+        message = await self.runner.run(with_notes, self.engine, message)  # ORCH-11: the photos' captions stay
         done = await self.runner.run(self._edited, message)
         if done is not None:
             await self._forgot()

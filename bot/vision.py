@@ -4,6 +4,7 @@
                       square, "what colour?") and the answer is kept in the store per server and model, so
                       ``companion doctor`` shows it and no later start asks again
     Sight.look        a message's images -> its text with one note per image, and the turn's image parts
+    with_notes        an edited message keeps the notes of its photos (an edit changes the words, not the photos)
 
 What the store keeps is text, in the message's own row and place: "[photo: <one-line caption>]" when the model
 saw it, "[photo]" when it cannot see, "[photo not read: <why>]" when the file was refused. So extraction, recall,
@@ -36,6 +37,7 @@ from .server_quirks import server_words
 from .types import IncomingMessage
 
 if TYPE_CHECKING:
+    from memory.engine import MemoryEngine
     from memory.storage.db import AsyncRunner
     from memory.storage.model_traits import ModelTraits
 
@@ -47,6 +49,7 @@ PROBE_PNG = solid_png((220, 20, 20))
 CAPTION_CHARS = 200  # a caption is a line of memory, not a description of every pixel
 # How servers refuse an image they cannot read: OpenAI "image_url is only supported by certain models", llama.cpp
 # "image input is not supported - you may need to provide the mmproj", vLLM "not a multimodal model".
+NOTE = re.compile(r"\[photo(?: not read)?(?:: [^\]]*)?\]")  # what ``look`` writes into a message's text
 _NO_EYES = re.compile(r"image|vision|multi-?modal|mmproj|content part|content type", re.IGNORECASE)
 
 
@@ -183,6 +186,15 @@ def one_line(answer: str) -> str:
     line = next((part.strip() for part in answer.splitlines() if part.strip()), "")
     line = re.sub(r"[\[\]]", "", line).strip(" \"'")
     return line if len(line) <= CAPTION_CHARS else line[: CAPTION_CHARS - 1].rstrip() + "…"
+
+
+def with_notes(engine: MemoryEngine, message: IncomingMessage) -> IncomingMessage:
+    """An edit of a message that came with photos: its new text, with the notes of the stored one (Discord sends
+    the new words only; the photos are still there, and asking for captions again would cost a call each)."""
+    ids = [message.message_id] if message.message_id else []
+    stored = engine.messages.get_rids(engine.messages.rids_by_platform_id(message.platform, message.channel_id, ids))
+    notes = [note for m in stored for note in NOTE.findall(m.content) if note not in message.text]
+    return _noted(message, notes) if notes else message
 
 
 def _noted(message: IncomingMessage, notes: list[str]) -> IncomingMessage:

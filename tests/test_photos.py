@@ -225,3 +225,14 @@ async def test_a_photo_in_group_talk_not_for_the_bot_is_remembered_in_that_serve
     rows = await runtime.runner.run(runtime.engine.db.rows, "SELECT content, guild_id FROM messages")
     assert [(r["content"], r["guild_id"]) for r in rows] == [(f"our office dog today [photo: {CAPTION}]", f"discord:{GUILD}")]
     assert dc.sent == [] and reply_requests(llm) == []  # observed: captioned and stored, not answered
+
+
+async def test_an_edit_of_a_photo_message_changes_its_words_and_keeps_its_caption(world):
+    runtime, llm, tg, dc = world
+    llm.script(CAPTION, "Lovely.")
+    sent = await dc.dispatch_message(DC_DM, DC_USER, "my pupy", files=(FakeFile("p.png", PHOTO),))
+    await dc.wait_for_sent(1)
+    await dc.dispatch_edit(sent, "my puppy")
+    await eventually(lambda: stored_user_texts(runtime)[0].startswith("my puppy "))
+    assert stored_user_texts(runtime) == [f"my puppy [photo: {CAPTION}]"]
+    assert len(llm.chat_requests) == 2  # no caption asked again
