@@ -121,7 +121,8 @@ async def fetch_one(attachment: Attachment, limits: ImageLimits) -> Picture | Re
     except Exception:  # the platform's file server: a 404, a reset, a timeout. The message still counts
         log.warning("an attached image could not be downloaded", exc_info=True)
         return Refusal(attachment.name, "it could not be downloaded")
-    return checked(attachment.name, bytes(data), limits)
+    # off the event loop: the checksums and base64 of a 9 MB PNG took 114-183 ms at load 9.5 on 2 cores
+    return await asyncio.to_thread(checked, attachment.name, bytes(data), limits)
 
 
 def checked(name: str, data: bytes, limits: ImageLimits) -> Picture | Refusal:
