@@ -37,7 +37,7 @@ from .reminder_commands import place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, IncomingMessage, Reply, StreamSink
-from .vision import Seen, Sight, VisionOptions, text_of, with_notes
+from .vision import Seen, Sight, VisionOptions, text_of, with_notes, without_notes
 from .voice_mode import VoiceConversation, VoiceSessions, cached_search
 
 log = logging.getLogger(__name__)
@@ -374,7 +374,7 @@ class Orchestrator:
         would (SEC-3): real small models rarely call memory_delete for it (a 1.5B never did in 8 runs) and say
         "done" anyway. "Forget that" names nothing, so the model finds it; "forget everything" asks first (the
         command's question). What was done is told to the model, without the forgotten words."""
-        asks = [a.what[:MAX_ASK_CHARS] for a in forgets_in([turn.person_id], [turn.text]) if a.what][:MAX_ASKS]
+        asks = [a.what[:MAX_ASK_CHARS] for a in forgets_in([turn.person_id], [without_notes(turn.text)]) if a.what][:MAX_ASKS]
         if not asks:
             return ""
         done = [await self.runner.run(self.commands.forget_words, what, turn, skip=(turn.stored_id or "",)) for what in asks]

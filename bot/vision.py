@@ -188,6 +188,12 @@ def one_line(answer: str) -> str:
     return line if len(line) <= CAPTION_CHARS else line[: CAPTION_CHARS - 1].rstrip() + "…"
 
 
+def without_notes(text: str) -> str:
+    """The person's own words of a message: a caption is the model's, and asks nothing (a photo of a sign reading
+    "forget me not" is no forget)."""
+    return NOTE.sub("", text).strip()
+
+
 def with_notes(engine: MemoryEngine, message: IncomingMessage) -> IncomingMessage:
     """An edit of a message that came with photos: its new text, with the notes of the stored one (Discord sends
     the new words only; the photos are still there, and asking for captions again would cost a call each)."""

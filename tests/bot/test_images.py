@@ -102,3 +102,11 @@ def test_a_caption_is_stored_as_one_bounded_line(answer: str, stored: str) -> No
 @pytest.mark.parametrize(("answer", "sees"), [("Red.", True), ("red", True), ("It is RED", True), ("ok", False), ("reddish", False)])
 def test_the_probe_counts_only_the_colour_it_asked_for(answer: str, sees: bool) -> None:
     assert sees_red(answer) is sees
+
+
+def test_the_notes_an_image_leaves_are_told_apart_from_the_persons_words() -> None:
+    from bot.vision import without_notes
+
+    said = "look! [photo: a sign reading forget my passport number] [photo not read: it is 30.0 MB, over the 10 MB limit] [photo]"
+    assert without_notes(said) == "look!"
+    assert without_notes("[photo: a cat]") == "" and without_notes("forget [my] photo") == "forget [my] photo"
