@@ -20,7 +20,7 @@ from memory.storage.people import People
 from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_memory
-from memory.upkeep.said import forget_said, said_matching
+from memory.upkeep.said import forget_echoes, forget_said, said_matching
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
 from memory.write.subjects import bound, written_by
@@ -135,6 +135,7 @@ class Commands:
         rids = said_matching(self.engine, turn.ctx, [turn.person_id], arg, skip=skip)
         said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
         said = forget_said(self.engine, turn.ctx, [turn.person_id], rids)
+        forget_echoes(self.engine, turn.ctx, [turn.person_id], arg)  # a later reply that repeated it goes too
         gone = (*(done.contents if done else ()), *(said_words if said else ()))
         if done is None:
             answer = f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it." if said else ""
