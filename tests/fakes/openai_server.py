@@ -141,6 +141,7 @@ class FakeOpenAI(FakeServer):
         self.refusal_status = 500
         self.closed_by_client: list[str] = []  # "stream" / "request": the client hung up on an Endless or a Hang
         self._last_prompt: list[str] = []  # the previous chat request's prompt words: the fake's prompt cache
+        self.usage_sent: list[dict[str, Any]] = []  # every chat answer's ``usage``, as sent (the bill a ledger must match)
         super().__init__()
 
     # ----------------------------------------------------------------- API --
@@ -308,12 +309,14 @@ class FakeOpenAI(FakeServer):
             shared += 1
         self._last_prompt = words
         total = len(words)
-        return {
+        sent = {
             **usage,
             "prompt_tokens": total,
             "total_tokens": total + usage["completion_tokens"],
             "prompt_tokens_details": {"cached_tokens": shared},
         }
+        self.usage_sent.append(sent)
+        return sent
 
     # ----------------------------------------------------------- streaming --
     async def _stream(self, request: web.Request, body: dict[str, Any], item: Any) -> web.StreamResponse:
