@@ -56,9 +56,8 @@ async def bot(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Runtime, 
         )
         runtime = build_runtime(settings, clock=FakeClock(START), embedder=HashEmbedder(), backoff_s=0.0)
         await runtime.start(background_loop=False)
-        adapter = DiscordAdapter(
-            front_door_of(settings, runtime), "discord-token", channels=settings.discord_channels, guild_ready_timeout=0.05, ready_timeout=30
-        )
+        door = front_door_of(settings, runtime)
+        adapter = DiscordAdapter(door, "discord-token", channels=settings.discord_channels, guild_ready_timeout=0.05, ready_timeout=30)
         await adapter.start()
         llm.default = lambda body: REPLY
         try:
@@ -144,7 +143,8 @@ async def test_a_flood_from_one_person_walks_down_the_levels_in_order_and_anothe
         said = [m["content"] for m in dc.sent]
         bill = await the_bill(runtime, llm)
         total = await runtime.runner.run(UsageLedger(runtime.engine).totals, "2026-11-27", "2026-11-27")
-        stored = await runtime.runner.run(runtime.engine.db.scalar, "SELECT COUNT(*) FROM messages WHERE author_id = ?", (f"discord:{ALICE}",))
+        count = "SELECT COUNT(*) FROM messages WHERE author_id = ?"
+        stored = await runtime.runner.run(runtime.engine.db.scalar, count, (f"discord:{ALICE}",))
         assert runtime.metrics is not None
         metrics = render_metrics(runtime.metrics, Queues(0, 0))
     assert said.count(PERSON_SPENT) == 1  # said once, not on every message of the flood
