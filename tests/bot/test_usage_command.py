@@ -88,7 +88,8 @@ async def test_jobs_are_filed_under_their_person_or_only_their_place_when_severa
         llm.script(facts({"about": "Alice", "subject": "garden", "content": "Alice grows tomatoes"}), "[]")
         await runtime.background.tick()
         rows = await runtime.runner.run(
-            runtime.engine.db.rows, "SELECT person_id, place_id, kind FROM usage_ledger WHERE kind = 'extraction' ORDER BY place_id, person_id"
+            runtime.engine.db.rows,
+            "SELECT person_id, place_id, kind FROM usage_ledger WHERE kind = 'extraction' ORDER BY place_id, person_id",
         )
         budgets = runtime.budgets
         assert budgets is not None

@@ -11,7 +11,10 @@ from memory.storage.ledger import Charge, Spend, UsageLedger, day_of
 
 async def seeded(dash: Dashboard) -> None:
     ledger, now = UsageLedger(dash.engine), dash.engine.clock.now()
-    calls = ((Charge("reply", dash.seeded.alice, "discord", dash.seeded.guild), 1_000), (Charge("extraction", "", "discord", dash.seeded.guild), 200))
+    calls = (
+        (Charge("reply", dash.seeded.alice, "discord", dash.seeded.guild), 1_000),
+        (Charge("extraction", "", "discord", dash.seeded.guild), 200),
+    )
     for charge, tokens in calls:
         await dash.store(ledger.add, day_of(now), charge, "chat-m", Spend(calls=1, prompt_tokens=tokens, completion_tokens=10))
     await dash.store(ledger.add, day_of(now - 86_400), Charge("reply", dash.seeded.bob, "telegram"), "chat-m", Spend(1, 0, 50, 0, 5))
