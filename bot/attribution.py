@@ -16,6 +16,10 @@ client's usage hook reads it (``current``) when the server's answer says what th
     a bulletin (bot.jobs)         bulletin      the scope's person                   the scope's server
     a voice session's summary     compaction    ''                                   the voice channel's server
     (bot.voice_mode)
+    nightly consolidation         consolidation ''                                   ''
+    blocking clients: the ingest  ingest,       ''                                   ''
+    folder, CLI maintenance       bulletin,
+    (bot.budgets.ledger_hook)     consolidation
     anything else                 other         ''                                   ''
 
 A charge is set on the event loop and follows the awaits of that task (and tasks it starts); work on the memory
@@ -33,6 +37,7 @@ from memory.jobs.base import Judged, WriteFacts
 from memory.jobs.checkin import CheckinDraft
 from memory.jobs.conversation import Batch, Compaction, Extraction, Folding, Reflection, Session
 from memory.jobs.day import BulletinWrite, Day, DayReflection
+from memory.jobs.upkeep import Consolidation
 from memory.scopes import RecallContext
 from memory.storage.ledger import Charge
 from memory.write.extraction import Transcript
@@ -80,6 +85,8 @@ def of_job(job: Any, plan: Any) -> Charge | None:
         return _bulletin(job.plan.where.scope, job.plan.where.scope_id)
     if isinstance(job, WriteFacts):
         return _judged(plan)
+    if isinstance(job, Consolidation):
+        return Charge("consolidation")
     return None
 
 

@@ -27,6 +27,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from memory.clock import Clock
+from memory.engine import MemoryEngine
 from memory.storage.db import AsyncRunner
 from memory.storage.ledger import Charge, Spend, UsageLedger, day_of
 from memory.storage.people import People
@@ -103,11 +104,7 @@ class Budgets:
 
     async def record(self, model: str, usage: Usage | None) -> None:
         """One answered model call, filed under the charge of whoever asked (``bot.attribution``)."""
-        charge = current()
-        if usage is None:
-            spend = Spend(calls=1, unreported=1)
-        else:
-            spend = Spend(1, 0, usage.prompt, usage.cached or 0, usage.completion)
+        charge, spend = current(), spend_of(usage)
         if self.metrics is not None:
             self.metrics.spent(charge.kind, model, spend)
         await self.runner.run(self.ledger.add, self.day, charge, model, spend)
@@ -132,6 +129,30 @@ class Budgets:
     def held(self, level: Level) -> None:
         if self.metrics is not None:
             self.metrics.budget_held[level.name.lower()] += 1
+
+
+def spend_of(usage: Usage | None) -> Spend:
+    """One call as the ledger counts it; an answer that said nothing of its cost is a call without figures."""
+    if usage is None:
+        return Spend(calls=1, unreported=1)
+    return Spend(1, 0, usage.prompt, usage.cached or 0, usage.completion)
+
+
+def ledger_hook(engine: MemoryEngine, kind: str, runner: AsyncRunner | None = None) -> Callable[[str, Usage | None], None]:
+    """The usage hook of a blocking client (``SyncCompleter``: the ingest folder, CLI maintenance): each call filed
+    under ``kind``, with no person and no place (the operator's work). Without ``runner`` it is written at once, on
+    the caller's thread, which must be the store's (a CLI command); with it, queued on the memory thread (the ingest
+    folder asks its model on a worker thread, and one connection must never see two threads' transactions)."""
+    ledger = UsageLedger(engine)
+
+    def record(model: str, usage: Usage | None) -> None:
+        day, spend = day_of(engine.clock.now()), spend_of(usage)
+        if runner is None:
+            ledger.add(day, Charge(kind), model, spend)
+        else:
+            runner.submit(ledger.add, day, Charge(kind), model, spend)
+
+    return record
 
 
 _short: ContextVar[bool] = ContextVar("short_context", default=False)

@@ -130,7 +130,12 @@ def _upgrade_once(path: Path) -> None:
         ) from None
 
 
-def build_completer(settings: Settings) -> SyncCompleter:
+def build_completer(
+    settings: Settings, engine: MemoryEngine | None = None, kind: str = "other", runner: AsyncRunner | None = None
+) -> SyncCompleter:
+    """With ``engine``, each call is filed in its usage ledger under ``kind`` (ORCH-14): on the caller's thread, or
+    queued on ``runner``'s memory thread (``bot.budgets.ledger_hook``)."""
+    from .budgets import ledger_hook
     from .config import llm_timeouts
     from .llm import SyncCompleter
 
@@ -141,6 +146,7 @@ def build_completer(settings: Settings) -> SyncCompleter:
         timeout=llm_timeouts(settings, server[0])[0],
         max_retries=settings.llm_max_retries,
         max_tokens=settings.job_max_tokens,
+        on_usage=ledger_hook(engine, kind, runner) if engine is not None else None,
     )
 
 
@@ -391,7 +397,7 @@ def build_ingest_watch(settings: Settings, engine: MemoryEngine, runner: AsyncRu
     from .ingest_watch import IngestWatch
 
     assert settings.ingest_dir is not None
-    complete = build_completer(settings) if has_model(settings) else None
+    complete = build_completer(settings, engine, "ingest", runner) if has_model(settings) else None
     return IngestWatch(engine, runner, settings.ingest_dir, ingest_target(settings), complete, settings.ingest_poll_s)
 
 

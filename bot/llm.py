@@ -111,10 +111,19 @@ class SyncCompleter:
     """
 
     def __init__(
-        self, base_url: str, api_key: str, model: str, *, timeout: float, max_retries: int = 2, max_tokens: int | None = None
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        *,
+        timeout: float,
+        max_retries: int = 2,
+        max_tokens: int | None = None,
+        on_usage: Callable[[str, Usage | None], None] | None = None,
     ) -> None:
         self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
         self.model, self.max_tokens = model, max_tokens
+        self.on_usage = on_usage  # ORCH-14: (model, usage) per answer, filed in the ledger on the caller's thread
 
     def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
         response = self._client.chat.completions.create(
@@ -123,6 +132,8 @@ class SyncCompleter:
             max_tokens=self.max_tokens or openai.omit,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
         )
+        if self.on_usage is not None:
+            self.on_usage(self.model, usage_of(_plain(response)))
         return response.choices[0].message.content or ""
 
 

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from bot.budgets import Level
 from bot.commands import HELP
+from bot.composition import build_completer
+from bot.config import load_settings
 from bot.types import IncomingMessage
 from bot.usage_commands import NOT_ADMIN, NOT_OWNER, USAGE_HELP
 from memory.clock import FakeClock
@@ -114,3 +118,15 @@ async def test_check_ins_wait_once_a_persons_day_is_quiet_but_not_the_owners(tmp
         answers = (await budgets.allows_checkin("discord:alice", owner=False), await budgets.allows_checkin("discord:alice", owner=True))
         runtime.engine.close()
     assert standing.level is Level.QUIET and answers == (False, True)
+
+
+async def test_blocking_clients_file_their_calls_too_on_the_store_thread(tmp_path):
+    """The ingest folder and the CLI's maintenance ask through ``SyncCompleter``: their calls are in the ledger."""
+    async with FakeOpenAI() as llm:
+        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
+        settings = load_settings(db_path=tmp_path / "bot.db", llm_base_url=llm.base_url, llm_api_key="k", embeddings="none")
+        queued = build_completer(settings, runtime.engine, "ingest", runtime.runner)  # asked on a worker thread
+        await asyncio.to_thread(queued, "You extract memories.", "a passage about bees")
+        rows = await runtime.runner.run(runtime.engine.db.rows, "SELECT kind, person_id, place_id, calls, prompt_tokens FROM usage_ledger")
+        await runtime.stop()
+    assert rows == [{"kind": "ingest", "person_id": "", "place_id": "", "calls": 1, "prompt_tokens": llm.usage_sent[0]["prompt_tokens"]}]
