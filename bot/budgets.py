@@ -182,29 +182,30 @@ class Budgeted(PassThrough):
     day's spend nears a budget (see the module's table). Commands, edits and deletions pass unchanged."""
 
     _inner: Any  # the orchestrator: ``without_model`` besides the Conversation protocol
+    # private names: every other attribute is the orchestrator's, read through (``PassThrough``)
 
     def __init__(self, inner: Any, budgets: Budgets, people: People, owners: OwnerPolicy, bot_name: Callable[[], str]) -> None:
         super().__init__(inner)
-        self.budgets, self.people, self.owners, self.bot_name = budgets, people, owners, bot_name
+        self._budgets, self._people, self._owners, self._bot_name = budgets, people, owners, bot_name
 
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
-        charge, standing = await self.budgets.runner.run(self._assess, message)
+        charge, standing = await self._budgets.runner.run(self._assess, message)
         if standing.level is Level.SPENT or (standing.level >= Level.QUIET and self._chime_in(message)):
             return await self._held_back(message, charge, standing)
         with budgeted_turn(charge, standing.level):
             return await self._inner.reply(message, stream)
 
     def _assess(self, message: IncomingMessage) -> tuple[Charge, Standing]:
-        person = self.people.lookup(message.platform, message.author_id)
+        person = self._people.lookup(message.platform, message.author_id)
         place = f"{message.platform}:{message.guild_id}" if message.guild_id else ""  # the resolver's guild key
         charge = Charge("voice" if message.modality == "voice" else "reply", person, message.platform, place)
-        if self.owners.is_owner(message.platform, message.author_id):
+        if self._owners.is_owner(message.platform, message.author_id):
             return charge, Standing()
-        return charge, self.budgets.standing(person, place)
+        return charge, self._budgets.standing(person, place)
 
     def _chime_in(self, message: IncomingMessage) -> bool:
         """A group turn not spoken to the bot (``bot.turn_mode``'s rule): the bot may answer it, not must."""
-        spoken_to = message.addressed or names(message.text, self.bot_name())
+        spoken_to = message.addressed or names(message.text, self._bot_name())
         return bool(message.participants) and not message.is_dm and not spoken_to
 
     async def _held_back(self, message: IncomingMessage, charge: Charge, standing: Standing) -> Reply:
@@ -214,10 +215,10 @@ class Budgeted(PassThrough):
         if answered is not None:
             return answered
         await self._inner.observe(message)
-        self.budgets.held(standing.level)
+        self._budgets.held(standing.level)
         if standing.level is not Level.SPENT:
             return Reply("", skipped=True)
-        if not await self.budgets.runner.run(self.budgets.first_notice, charge, standing.by_place):
+        if not await self._budgets.runner.run(self._budgets.first_notice, charge, standing.by_place):
             return Reply("", skipped=True)
         log.info("a daily budget is spent (%s); the polite line said", "the place's" if standing.by_place else "a person's")
         return Reply(PLACE_SPENT if standing.by_place else PERSON_SPENT)

@@ -2,7 +2,8 @@
 
     GET /healthz   200 {"ok": true, ...} when the store answers; 503 "store unavailable" when it does not (why: the log)
     GET /metrics   Prometheus text: turns, failed turns, model latency, extraction queue depth, dead letters,
-                   messages held back by the rate limit
+                   messages held back by the rate limit; tokens by job kind and model, turns held back by a daily
+                   budget (ORCH-14)
 
 The server is a few lines on ``asyncio.start_server`` (no web framework: it must keep answering when the
 dashboard is off). It answers GET only, closes each connection after one answer, and binds loopback by
