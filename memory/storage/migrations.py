@@ -673,7 +673,7 @@ CREATE TABLE usage_ledger (
 );
 CREATE UNIQUE INDEX usage_ledger_key ON usage_ledger (day, person_id, platform, place_id, kind, model);
 CREATE INDEX usage_ledger_person ON usage_ledger (person_id, day);
-CREATE INDEX usage_ledger_place ON usage_ledger (place_id, day);
+CREATE INDEX usage_ledger_place ON usage_ledger (place_id, person_id, day);  -- a place's own rows, not its people's
 """,
 )
 
