@@ -15,6 +15,8 @@ from bot.types import IncomingMessage
 from bot.usage_commands import NOT_ADMIN, NOT_OWNER, USAGE_HELP
 from memory.clock import FakeClock
 from memory.storage.ledger import Charge, Spend, UsageLedger, day_of
+from tests.bot.test_checkins import PERSON, Outbox, dated, opt_in
+from tests.bot.test_checkins import at as moment
 from tests.fakes import FakeOpenAI
 from tests.pipeline_support import build_runtime, dm, facts, group
 
@@ -130,3 +132,25 @@ async def test_blocking_clients_file_their_calls_too_on_the_store_thread(tmp_pat
         rows = await runtime.runner.run(runtime.engine.db.rows, "SELECT kind, person_id, place_id, calls, prompt_tokens FROM usage_ledger")
         await runtime.stop()
     assert rows == [{"kind": "ingest", "person_id": "", "place_id": "", "calls": 1, "prompt_tokens": llm.usage_sent[0]["prompt_tokens"]}]
+
+
+async def test_a_check_in_waits_while_its_persons_day_is_quiet_and_goes_out_on_a_new_day(tmp_path):
+    async with FakeOpenAI() as srv:
+        rt = build_runtime(tmp_path / "bot.db", srv, FakeClock(moment("2026-05-04 12:00")), budget_person_tokens=1_000)
+        await rt.start(background_loop=False)
+        outbox = Outbox()
+        rt.checkins.deliveries["telegram"] = outbox
+        await opt_in(rt)
+        dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
+        rt.engine.clock.t = moment("2026-05-07 10:00")
+        quiet = Spend(calls=1, prompt_tokens=850)  # 85 % of her day: no proactive message
+        await rt.runner.run(rt.budgets.ledger.add, rt.budgets.day, Charge("reply", PERSON, "telegram"), "m", quiet)
+        held = await rt.checkins.run()
+        asked = len(srv.chat_requests)
+        rt.engine.clock.t = moment("2026-05-08 10:00")  # a new day: her budget is whole again
+        srv.script("How did the half marathon go?")
+        sent = await rt.checkins.run()
+        srv.default = lambda body: "[]"
+        await rt.stop()
+    assert (held.sent, held.waiting, asked) == (0, 1, 0)
+    assert sent.sent == 1 and outbox.sent == [("dm-7", "How did the half marathon go?")]
