@@ -31,8 +31,10 @@ class UsageCommands:
         self.engine, self.people, self.limits, self.ledger = engine, people, limits, UsageLedger(engine)
 
     def do_usage(self, arg: str, turn: Any) -> str:
-        words = arg.lower().split()
-        days = int(words.pop()) if words and words[-1].isdigit() else 1
+        words, days = arg.lower().split(), 1
+        if words and words[-1].isascii() and words[-1].isdigit():  # "²" is a digit to isdigit, not to int
+            number = words.pop()
+            days = int(number) if len(number) <= 2 else 0  # 5,000 digits: out of range, never converted
         view = words[0] if len(words) == 1 else "" if not words else "?"
         if view not in ("", "me", "server", "all") or not 1 <= days <= MAX_DAYS:
             return USAGE_HELP

@@ -36,7 +36,8 @@ def _lines(lines: list[Line], key: str) -> list[dict[str, Any]]:
 
 def _days(request: web.Request) -> int:
     raw = request.query.get("days", "1")
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_DAYS:
+    # ascii digits, at most two: "²" is a digit to isdigit and not to int, and 5,000 digits are not converted at all
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 2) or not 1 <= int(raw) <= MAX_DAYS:
         raise ApiError(400, f"days must be a whole number from 1 to {MAX_DAYS}")
     return int(raw)
 

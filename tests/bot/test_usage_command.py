@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
+from bot.attribution import of_job
 from bot.budgets import Level
 from bot.commands import HELP
 from bot.composition import build_completer
@@ -14,6 +16,8 @@ from bot.config import load_settings
 from bot.types import IncomingMessage
 from bot.usage_commands import NOT_ADMIN, NOT_OWNER, USAGE_HELP
 from memory.clock import FakeClock
+from memory.jobs.base import Judged, WriteFacts
+from memory.models import NewMemory, Provenance, Scope
 from memory.storage.ledger import Charge, Spend, UsageLedger, day_of
 from tests.bot.test_checkins import PERSON, Outbox, dated, opt_in
 from tests.bot.test_checkins import at as moment
@@ -53,14 +57,15 @@ async def test_a_member_sees_only_their_own_usage_and_cannot_ask_for_anyone_else
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock(), owner_ids=[f"discord:{OWNER}"])
         await seeded(runtime)
         own = await usage(runtime, at("bob"))
-        answers = [await usage(runtime, at("bob"), arg) for arg in ("server", "all", "discord:alice", "alice 7", "me 99", "\u200b")]
+        attacks = ("server", "all", "discord:alice", "alice 7", "me 99", "\u200b", "9" * 5000, "me \u00b2")
+        answers = [await usage(runtime, at("bob"), arg) for arg in attacks]
         in_dm = await usage(runtime, at("bob", guild=None), "server")
         runtime.engine.close()
     assert own.startswith("Your usage today") and "309 tokens" in own
     assert "7,009" not in own and "name-alice" not in own and "91,9" not in own
     assert answers[:2] == [NOT_ADMIN, NOT_OWNER]
-    # another person's id, days out of range, a lone zero-width space: the help, and no one's figures
-    assert answers[2:] == [USAGE_HELP] * 4
+    # another person's id, days out of range (5,000 digits too), a zero-width space, a superscript two: the help, no figures
+    assert answers[2:] == [USAGE_HELP] * 6
     assert in_dm.startswith("Send /usage server in the server")
 
 
@@ -154,3 +159,11 @@ async def test_a_check_in_waits_while_its_persons_day_is_quiet_and_goes_out_on_a
         await rt.stop()
     assert (held.sent, held.waiting, asked) == (0, 1, 0)
     assert sent.sent == 1 and outbox.sent == [("dm-7", "How did the half marathon go?")]
+
+
+def test_the_contradiction_judge_is_filed_under_whom_the_facts_are_about(engine):
+    said = Provenance(platform="discord", guild_id="discord:g1")
+    alice = NewMemory(content="Alice keeps bees", subject="bees", scope=Scope.USER, scope_id="discord:alice", provenance=said)
+    bob = replace(alice, content="Bob keeps wasps", scope_id="discord:bob")
+    assert of_job(WriteFacts(engine), (Judged(alice),)) == Charge("judge", "discord:alice", "discord", "discord:g1")
+    assert of_job(WriteFacts(engine), (Judged(alice), Judged(bob))) == Charge("judge", "", "discord", "discord:g1")
