@@ -19,6 +19,7 @@ import pytest
 from conftest import HashEmbedder
 
 from bot.adapters.discord_adapter import DiscordAdapter
+from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.budgets import PERSON_SPENT, PLACE_SPENT, SHORT_HISTORY_TURNS, Level
 from bot.composition import build_runtime, front_door_of
 from bot.config import load_settings
@@ -26,7 +27,7 @@ from bot.health import Queues, render_metrics
 from bot.runtime import Runtime
 from memory.clock import FakeClock
 from memory.storage.ledger import Spend, UsageLedger
-from tests.fakes import FakeDiscord, FakeOpenAI
+from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
 from tests.fakes._base import WAIT_S
 
 pytestmark = pytest.mark.asyncio
@@ -180,3 +181,31 @@ async def test_a_long_day_in_one_server_stops_everyone_there_once_each_and_a_new
         total = await runtime.runner.run(UsageLedger(runtime.engine).totals, "2026-11-27", "2026-11-28")
     assert said.count(PLACE_SPENT) == 3
     assert total == bill
+
+
+async def test_a_telegram_dm_flood_gets_the_polite_line_once_and_is_stored_whole(tmp_path):
+    async with FakeOpenAI() as llm, FakeTelegram() as tg:
+        settings = load_settings(
+            db_path=tmp_path / "bot.db", llm_base_url=llm.base_url, llm_api_key="test-key", embeddings="none", scheduler_enabled=False,
+            llm_timeout_s=60.0, rate_limit_messages=0, budget_person_tokens=3_000,
+        )  # fmt: skip
+        runtime = build_runtime(settings, clock=FakeClock(START), embedder=HashEmbedder(), backoff_s=0.0)
+        await runtime.start(background_loop=False)
+        adapter = TelegramAdapter(front_door_of(settings, runtime), "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
+        await adapter.start()
+        llm.default = lambda body: REPLY
+        try:
+            for n in range(12):
+                tg.push_message(55, 55, f"message {n} of my flood")
+                await until(lambda n=n: [m["text"] for m in tg.sent].count(REPLY) + held(runtime) > n)  # answered or held
+            await until(lambda: PERSON_SPENT in [m["text"] for m in tg.sent])
+            bill = await the_bill(runtime, llm)
+            total = await runtime.runner.run(UsageLedger(runtime.engine).totals, "2026-11-27", "2026-11-27")
+            stored = await runtime.runner.run(runtime.engine.db.scalar, "SELECT COUNT(*) FROM messages WHERE role = 'user'")
+        finally:
+            llm.default = lambda body: "[]"
+            await adapter.stop()
+            await runtime.stop()
+    said = [m["text"] for m in tg.sent]
+    assert said.count(PERSON_SPENT) == 1 and said.index(PERSON_SPENT) == len(said) - 1  # once, after the last reply
+    assert 2 <= said.count(REPLY) < 12 and total == bill and stored == 12
