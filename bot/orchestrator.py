@@ -29,6 +29,7 @@ from memory.write.sources import Edit, Withdrawn, message_deleted, message_edite
 from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn, clock_note
+from .budgets import fitted
 from .commands import Commands
 from .leak_guard import TOOL_REFUSED, WITHHELD, LeakGate, WouldLeak, tool_text
 from .llm import ChatClient, LLMError
@@ -120,17 +121,16 @@ class Orchestrator:
 
     # -- the Conversation protocol -------------------------------------------------------------------
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
-        answered = await self.runner.run(self.commands.answer_to_question, message)
+        answered = await self.without_model(message)
         if answered is not None:
-            await self._forgot()  # "yes" to "/forget everything?" (or "no"): done without the model, and not stored
-            return Reply(answered)
+            return answered
         message, seen = await self.sight.look(message)  # ORCH-11: each image becomes a note in the text (a caption)
         turn = await self.runner.run(self._arrive, message)
         if not turn.text or turn.answered:
             return Reply("")  # nothing readable (a lone zero-width space), or a re-delivery already answered
         session = self.voice.open(turn) if message.modality == "voice" else None
         mode = TurnMode.of(turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn)))
-        snap = await self.runner.run(self._snapshot, turn, session)
+        snap = fitted(await self.runner.run(self._snapshot, turn, session))  # ORCH-14: shorter as a budget nears
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
         done = await self._forget_asked(turn, tools)
@@ -149,6 +149,14 @@ class Orchestrator:
         if text is None:
             return Reply(APOLOGY, forgotten, failed=True)
         return Reply("", forgotten, skipped=True) if skipped else Reply(text + await self._afterword(turn, seen, stream), forgotten)
+
+    async def without_model(self, message: IncomingMessage) -> Reply | None:
+        """A "yes" to "/forget everything?" (or "no"): done without the model, and not stored; None for any other message."""
+        answered = await self.runner.run(self.commands.answer_to_question, message)
+        if answered is None:
+            return None
+        await self._forgot()
+        return Reply(answered)
 
     async def observe(self, message: IncomingMessage) -> None:
         message, _ = await self.sight.look(message)  # group talk's photos are remembered as their captions too

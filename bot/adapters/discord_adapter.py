@@ -330,6 +330,13 @@ class DiscordAdapter:
         async def reminders(interaction: discord.Interaction, cancel: int | None = None) -> None:
             await self._run_command(interaction, "reminders", f"cancel {cancel}" if cancel is not None else "")
 
+        @tree.command(name="usage", description=COMMANDS["usage"])
+        @app_commands.describe(view="me, server (its admins) or all (the owner)", days="How many days, ending today (1 to 31)")
+        async def usage(
+            interaction: discord.Interaction, view: Literal["me", "server", "all"] | None = None, days: int | None = None
+        ) -> None:
+            await self._run_command(interaction, "usage", f"{view or ''} {days or ''}".strip())
+
     async def _run_command(self, interaction: discord.Interaction, name: str, argument: str) -> None:
         """Run a command and answer ephemerally, deferring first if it is slow."""
         incoming = self._interaction_incoming(interaction, f"/{name} {argument}".strip())

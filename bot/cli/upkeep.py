@@ -137,7 +137,7 @@ def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
     from memory.upkeep.maintenance import consolidate
 
     with engine_for(settings, embed=True) as engine, progress_bar("consolidating") as progress:
-        report = consolidate(engine, composition.build_completer(settings), progress=progress)
+        report = consolidate(engine, composition.build_completer(settings, engine, "consolidation"), progress=progress)
     _emit(
         args,
         {"clusters": report.clusters, "merged_rows": report.merged_rows, "new_ids": list(report.new_ids), "failures": report.failures},

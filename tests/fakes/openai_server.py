@@ -145,6 +145,7 @@ class FakeOpenAI(FakeServer):
         # ``vision=False`` answers a request carrying one as OpenAI does for a model that cannot see (HTTP 400)
         self.images: list[dict[str, Any]] = []
         self.vision = True
+        self.usage_sent: list[dict[str, Any]] = []  # every chat answer's ``usage``, as sent (the bill a ledger must match)
         super().__init__()
 
     # ----------------------------------------------------------------- API --
@@ -325,12 +326,14 @@ class FakeOpenAI(FakeServer):
             shared += 1
         self._last_prompt = words
         total = len(words)
-        return {
+        sent = {
             **usage,
             "prompt_tokens": total,
             "total_tokens": total + usage["completion_tokens"],
             "prompt_tokens_details": {"cached_tokens": shared},
         }
+        self.usage_sent.append(sent)
+        return sent
 
     # ----------------------------------------------------------- streaming --
     async def _stream(self, request: web.Request, body: dict[str, Any], item: Any) -> web.StreamResponse:
