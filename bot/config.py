@@ -77,6 +77,14 @@ class Settings(BaseSettings):
     # start (WRITE-1), so /quit is quick even with a slow local model
     shutdown_flush_s: float = Field(5.0, ge=0, le=3600)
     max_tool_steps: int = Field(6, ge=1, le=20)
+    # a GGUF model file run by llama.cpp inside this process (pip install -e ".[local-model]"; bot/local_model.py): no
+    # server to run; set, it is the chat and extraction model, and the server settings above are ignored (one warning)
+    local_model: Path | None = None
+    # its context in tokens: the prompt (~2,000-3,000 with the tools), the history and the reply must fit; its KV
+    # cache costs ~12 KB a token for a 0.5B, ~130 KB for an 8B (16384: ~0.2 and ~2 GB)
+    local_model_context: int = Field(16384, ge=2048, le=1_048_576)
+    # CPU threads (empty: llama.cpp's choice, the physical cores); on a machine busy with other work 1 can be faster
+    local_model_threads: int | None = Field(None, ge=1, le=1024)
 
     # channels
     discord_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_TOKEN"))
@@ -250,6 +258,20 @@ class Settings(BaseSettings):
         missing = [name for name in needed if not (value / name).is_file()]
         if missing:
             raise ValueError(f"{value} has no {' or '.join(missing)}")
+        return value
+
+    @field_validator("local_model")
+    @classmethod
+    def _gguf(cls, value: Path | None) -> Path | None:
+        """A missing file, another kind of file, or no llama.cpp wheel stops start-up here, naming the variable."""
+        if value is None:
+            return None
+        from .local_model import gguf_problem
+
+        value = value.expanduser().absolute()
+        problem = gguf_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("timezone")
