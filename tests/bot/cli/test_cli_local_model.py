@@ -103,7 +103,8 @@ def test_a_file_llama_cpp_cannot_load_is_one_error_after_one_warning(cli: Cli, m
 
     doctor = cli("doctor")
     assert doctor.code == 1 and "FAIL  config" in doctor.out and "llama.cpp could not load" in doctor.out
-    added = cli("memory", "add", "Sam has a grey cat", "--subject", "Sam", "--scope", "user", "--scope-id", "console:sam")  # a command that never asks the model loads nothing
+    # a command that never asks the model loads nothing
+    added = cli("memory", "add", "Sam has a grey cat", "--subject", "Sam", "--scope", "user", "--scope-id", "console:sam")
     assert added.code == 0 and "loading" not in added.err and "warning" not in added.err, added.err
 
 
