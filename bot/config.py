@@ -266,8 +266,6 @@ class Settings(BaseSettings):
         """A missing file, another kind of file, or no llama.cpp wheel stops start-up here, naming the variable."""
         if value is None:
             return None
-        from .local_model import gguf_problem
-
         value = value.expanduser().absolute()
         problem = gguf_problem(value)
         if problem:
@@ -312,6 +310,31 @@ class Settings(BaseSettings):
         if problem:
             raise ValueError(problem)
         return sorted(value)
+
+
+MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's gguf.h: GGUF_MAGIC)
+WHEEL = "xllamacpp"  # the local-model extra (bot/local_model.py)
+INSTALL = 'pip install -e ".[local-model]"'
+
+
+def gguf_problem(path: Path) -> str:
+    """Why ``path`` cannot be COMPANION_LOCAL_MODEL, or "" when it can be tried (llama.cpp has the last word)."""
+    import importlib.util
+
+    if not path.exists():
+        return f"{path} does not exist (give the path of a .gguf model file)"
+    if not path.is_file():
+        return f"{path} is not a file (give the path of a .gguf model file)"
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(MAGIC))
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror})"
+    if head != MAGIC:
+        return f"{path} is not a GGUF model file (it does not start with {MAGIC.decode()}); llama.cpp runs GGUF files only"
+    if importlib.util.find_spec(WHEEL) is None:
+        return f"running a model file needs llama.cpp: {INSTALL} (the {WHEEL} wheel)"
+    return ""
 
 
 def shard_problem(shards: list[int], count: int) -> str:

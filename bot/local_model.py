@@ -6,12 +6,12 @@ threads of this process on 127.0.0.1, at a port the system picks and behind a ke
 and extraction models are pointed at it, with the file's name as the model name, so every request takes the
 same openai SDK path as with any server (tool calls through the model's own chat template).
 
-    gguf_problem(path)         why a file cannot be loaded, before trying ("" when it can): missing, not GGUF, no wheel
     ignored_settings(s)        the server settings a local model makes moot (the command line warns once)
     LocalModel.start(s)        load and serve; ``serve(s)`` the Settings pointed at it; ``loaded`` what and how fast
     LocalModel.stop()          stop it, or leave it to end with the process (below)
 
-A file llama.cpp cannot load is a ``ConfigError`` naming the variable, like a missing one.
+A missing file, one that is not GGUF, or no wheel is refused when the settings are read (``config.gguf_problem``);
+a file llama.cpp cannot load is a ``ConfigError`` naming the variable too, from ``start``.
 
 Stopping. xllamacpp's Server has no stop: it stops when the object is freed, and freeing it joins llama.cpp's
 threads, which wait, with the GIL held, for every request still answered to a client still connected (measured:
@@ -23,7 +23,6 @@ measured at 0.5-0.7 s even with a generation running, though llama.cpp then cras
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import secrets
@@ -34,13 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config import WHEEL
+
 if TYPE_CHECKING:
     from .config import Settings
 
 log = logging.getLogger(__name__)
-MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's gguf.h: GGUF_MAGIC)
-WHEEL = "xllamacpp"
-INSTALL = 'pip install -e ".[local-model]"'
 # a request whose client has gone is dropped by llama.cpp within ~1 s; a little more for a loaded machine
 STOP_WAIT_S = 3.0
 RELEASE_WAIT_S = 30.0  # freeing the Server took 0.4-1.4 s; never wait for ever at exit
@@ -53,24 +51,6 @@ SERVER_SETTINGS = (
     ("extraction_base_url", "COMPANION_EXTRACTION_BASE_URL"),
     ("extraction_api_key", "COMPANION_EXTRACTION_API_KEY"),
 )
-
-
-def gguf_problem(path: Path) -> str:
-    """Why ``path`` cannot be the local model, or "" when it can be tried (llama.cpp has the last word)."""
-    if not path.exists():
-        return f"{path} does not exist (give the path of a .gguf model file)"
-    if not path.is_file():
-        return f"{path} is not a file (give the path of a .gguf model file)"
-    try:
-        with path.open("rb") as file:
-            head = file.read(len(MAGIC))
-    except OSError as exc:
-        return f"{path} cannot be read ({exc.strerror})"
-    if head != MAGIC:
-        return f"{path} is not a GGUF model file (it does not start with {MAGIC.decode()}); llama.cpp runs GGUF files only"
-    if importlib.util.find_spec(WHEEL) is None:
-        return f"running a model file needs llama.cpp: {INSTALL} (the {WHEEL} wheel)"
-    return ""
 
 
 def ignored_settings(settings: Settings) -> list[str]:

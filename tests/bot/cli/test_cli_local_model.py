@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli.doctor import check_local_model
-from bot.local_model import INSTALL, Loaded
+from bot.config import INSTALL
+from bot.local_model import Loaded
 from tests.cli_support import Cli
 from tests.fakes import FakeOpenAI, HTTPError
 from tests.fakes.openai_server import RawAnswer
