@@ -183,6 +183,8 @@ def _with_model(args: argparse.Namespace, settings: Any, as_json: bool) -> int:
     except ConfigError as exc:
         on_error = getattr(args, "on_config_error", None)  # the doctor reports it as a finding
         return run(on_error, args, exc) if on_error else _fail(str(exc), 2, as_json)
+    except KeyboardInterrupt:  # Ctrl-C during the load is felt when llama.cpp returns; the half-made server is freed
+        return _fail("interrupted", 130, as_json)
     args.local_model = model.loaded  # the doctor says what was loaded
     try:
         return run(args.handler, args, model.serve(settings))
