@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = command(sub, "show", show_bulletins, "print the stored bulletins (all, or one scope's)", json_flag=True)
     _scope_options(p)
     p = command(sub, "refresh", refresh_bulletins, "write the bulletins that are due now, or one scope's (needs the model)", json_flag=True)
+    p.set_defaults(uses_model=True)
     _scope_options(p)
 
 

@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "COMPANION_HEALTH_HOST:COMPANION_HEALTH_PORT.",
     )
     p.add_argument("--log-file", type=Path, metavar="PATH", help="write the logs to this file instead of the terminal")
-    p.set_defaults(handler=run_bot, log_destination=lambda args, settings: args.log_file)
+    p.set_defaults(handler=run_bot, log_destination=lambda args, settings: args.log_file, uses_model=True)
     p = subparsers.add_parser(
         "chat",
         help="chat with the bot in this terminal, against the same memory",
@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--log-file", type=Path, metavar="PATH", help="where the logs go (default: beside the store, with the suffix .log)")
     p.add_argument("--verbose", action="store_true", help="show the logs in the terminal instead of writing them to a file")
     p.add_argument("--new-store", action="store_true", help="start a new, empty store when there is none (asked on a terminal)")
-    p.set_defaults(handler=chat, log_destination=chat_log_file)
+    p.set_defaults(handler=chat, log_destination=chat_log_file, uses_model=True)
     text = "show the memory slice a reply would get (no LLM call)"
     p = subparsers.add_parser(
         "snapshot",

@@ -38,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--private", action="store_true", help="a user memory recalled only in DMs with that person")
     p.add_argument("--force", action="store_true", help="read unchanged files again, for the passages that gave no memory before")
     p.add_argument("--forget", action="store_true", help="forget everything that was learned from these files instead")
+    p.set_defaults(uses_model=lambda args: not (args.no_llm or args.forget))
 
 
 def target_of(args: argparse.Namespace, settings: Settings) -> Target:

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 # -- upkeep and operations: consolidate, decay, prune, reembed, backup, stats, eval, bench ------------
 def register(subparsers: argparse._SubParsersAction) -> None:
-    command(subparsers, "consolidate", run_consolidate, "merge clusters of near-identical memories with the LLM", json_flag=True)
+    p = command(subparsers, "consolidate", run_consolidate, "merge clusters of near-identical memories with the LLM", json_flag=True)
+    p.set_defaults(uses_model=True)
     p = command(subparsers, "decay", run_decay, "lower the importance of memories unused for a while (run once a day)", json_flag=True)
     p.add_argument("--unaccessed-days", type=float, default=7.0, help="only memories unused this long (default: 7)")
     p.add_argument("--factor", type=fraction, default=0.95, help="multiply importance by this, above 0 and below 1 (default: 0.95)")
