@@ -60,9 +60,11 @@ class Spend:
     def __add__(self, other: Spend) -> Spend:
         return Spend(*(getattr(self, c) + getattr(other, c) for c in _COUNTS))
 
-    @classmethod
-    def of(cls, row: dict[str, Any] | None) -> Spend:
-        return cls(**{c: int((row or {}).get(c) or 0) for c in _COUNTS})
+
+
+def _spend(row: dict[str, Any] | None) -> Spend:
+    """A summed row as a ``Spend`` (no row: nothing spent)."""
+    return Spend(**{c: int((row or {}).get(c) or 0) for c in _COUNTS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +107,12 @@ class UsageLedger:
     def person_spent(self, day: str, person_id: str) -> Spend:
         """What one person's turns and jobs cost on ``day``, everywhere."""
         sql = f"SELECT {_SUMS} FROM usage_ledger WHERE day = ? AND person_id = ? AND kind != ?"
-        return Spend.of(self.db.one(sql, (day, person_id, NOTICE)))
+        return _spend(self.db.one(sql, (day, person_id, NOTICE)))
 
     def place_spent(self, day: str, place_id: str) -> Spend:
         """What a server or group cost on ``day``, everyone's share and its own work (from its own rows)."""
         sql = f"SELECT {_SUMS} FROM usage_ledger WHERE day = ? AND place_id = ? AND person_id = '' AND kind != ?"
-        return Spend.of(self.db.one(sql, (day, place_id, NOTICE)))
+        return _spend(self.db.one(sql, (day, place_id, NOTICE)))
 
     def first_notice(self, day: str, person_id: str, place_id: str = "") -> bool:
         """Counts a polite line for ``person_id`` (or, with person '', for the place) on ``day``; True only the first
@@ -130,7 +132,7 @@ class UsageLedger:
     def totals(self, first_day: str, last_day: str, place_id: str | None = None) -> Spend:
         """The whole spend of the days from ``first_day`` to ``last_day`` (one place's, when given)."""
         where, params = self._places(first_day, last_day, place_id)
-        return Spend.of(self.db.one(f"SELECT {_SUMS} FROM usage_ledger WHERE {where}", params))
+        return _spend(self.db.one(f"SELECT {_SUMS} FROM usage_ledger WHERE {where}", params))
 
     def by(self, column: str, first_day: str, last_day: str, place_id: str | None = None, *, limit: int = 50) -> list[Line]:
         """The spend grouped by ``column`` (kind, model, place_id or day), the largest first, from the places' own rows."""
@@ -165,4 +167,4 @@ class UsageLedger:
             f"ORDER BY SUM(prompt_tokens + completion_tokens) DESC, {column} LIMIT ?",
             (*params, limit),
         )
-        return [Line(str(r["label"]), Spend.of(r)) for r in rows]
+        return [Line(str(r["label"]), _spend(r)) for r in rows]
