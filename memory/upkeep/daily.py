@@ -8,8 +8,8 @@ reflects the days before today (the chat's today) that had human turns and are n
 ``CATCH_UP_DAYS`` (a bot that was down at 04:00 catches up on its next run; older days are left to ordinary
 extraction, which saw every message anyway). A day is marked after its facts are stored, so a run that crashes
 or fails on one chat redoes that chat next time, and the store's dedup keeps the redo from duplicating what
-was already stored. Asking the model is the bot's business (``bot.daily``); this module only reads and writes
-the store.
+was already stored. Asking the model is ``memory.jobs.day.DayReflection``'s job (when to run it, the scheduler's);
+this module only reads and writes the store.
 
     due(now)         (chat, day) pairs to reflect, oldest first
     turns(chat_day)  the day's stored turns of that chat, oldest first
