@@ -13,9 +13,9 @@ import pytest
 from conftest import remember
 
 from memory.models import EntityRef, Scope
+from memory.safety import looks_like_injection
 from memory.storage.sessions import ChannelState, SessionSummaries
 from memory.upkeep.bulletin import Bulletins
-from memory.write.safety import looks_like_injection
 from tests.pipeline_support import group
 
 pytestmark = pytest.mark.asyncio

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from ..engine import MemoryEngine
 from ..errors import InvalidInput, Rejected
-from ..recall.evasions import fold
-from ..write.safety import contains_secret, looks_like_injection, normalise_text
+from ..evasions import fold
+from ..safety import contains_secret, looks_like_injection, normalise_text
 from .audit import AuditTrail
 
 MAX_PLACE_PERSONA = 1_000  # characters: it rides along with every reply in the place, beside the operator's persona

@@ -9,8 +9,8 @@ from typing import Any
 
 from ..engine import MemoryEngine
 from ..models import SessionSummary
+from ..safety import redact_secrets
 from ..scopes import RecallContext, placeholders
-from ..write.safety import redact_secrets
 
 
 def context_to_json(ctx: RecallContext) -> str:

@@ -32,10 +32,10 @@ from ..engine import MemoryEngine
 from ..errors import InvalidInput
 from ..models import Memory, Scope
 from ..protocols import Completer
+from ..safety import redact_secrets
 from ..scopes import RecallContext
 from ..storage.corpus import Filter
 from ..storage.sessions import ChannelState
-from ..write.safety import redact_secrets
 
 log = logging.getLogger(__name__)
 SCOPES = ("guild", "dm", "owner")

@@ -25,11 +25,11 @@ import numpy as np
 
 from ..errors import EmbeddingError, InvalidInput, NotFound, NotYours
 from ..models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Provenance, Scope, Visibility, normalise_tags
+from ..safety import check_memory, contains_secret, looks_like_injection, normalise_text
 from ..scopes import RecallContext, may_change, memory_partition
 from ..storage.embeddings import EmbeddingService, ModelMismatch, content_hash
 from ..storage.graph import Graph
 from ..storage.memories import LIST_ORDERS, MemoryQuery, MemoryRepository, RecallFilters
-from .safety import check_memory, contains_secret, looks_like_injection, normalise_text
 from .tombstones import Tombstones
 
 if TYPE_CHECKING:
