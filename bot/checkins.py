@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from datetime import time, tzinfo
 
 from memory.jobs.checkin import CheckinDraft, DmView, record_sent
-from memory.storage.checkins import FOLLOWED_KINDS, Checkin, CheckinStore, Destination, QuietHours
-from memory.storage.people import People
+from memory.storage.checkins import FOLLOWED_KINDS, Checkin, Destination, QuietHours
 from memory.write.store import RecallFilters
 
 from .assembly import Turn
@@ -64,7 +63,7 @@ class CheckinJob:
     ) -> None:
         self.jobs, self.engine, self.runner, self.resolve = jobs, jobs.engine, jobs.runner, resolve
         self.bot_name, self.zone_of, self.options = bot_name, zone_of, options
-        self.store, self.people = CheckinStore(jobs.engine), People(jobs.engine)
+        self.store, self.people = jobs.engine.checkins, jobs.engine.people
         self.deliveries: dict[str, Deliver] = {}  # platform -> delivery, filled by whoever starts the adapters
 
     async def run(self) -> CheckinReport:

@@ -455,6 +455,53 @@ def test_the_cycle_check_sees_a_type_only_circle(tmp_path: Path) -> None:
     assert circles(tmp_path, {"bot"}) == [["bot.app", "bot.runtime", "bot.services"]]
 
 
+# -- storage is memory's floor: it imports nothing above it ---------------------------------------------------
+# Below storage only the base modules (models, scopes, errors, clock, protocols, safety, evasions...); the engine
+# builds every repository over its Database, so a repository never needs the engine, the write policy or upkeep
+# (privacy once called upkeep's forget_memory: the call moved up to ``memory.upkeep.forgetting.veto``).
+ABOVE_STORAGE = ("memory.engine", "memory.api", "memory.tools", "memory.recall", "memory.write", "memory.upkeep", "memory.jobs")
+# Known debt, so it can only shrink: the message search ranks with recall's Retriever (and returns its Hit).
+KNOWN_UPWARD = {("memory/storage/messages.py", "memory.recall.retrieval")}
+
+
+def storage_imports_above(root: Path = ROOT) -> set[tuple[str, str]]:
+    """(storage module, module above storage) for each import, at load time, lazily or for types only."""
+    known = {module_name(p, root) for p in (root / "memory").rglob("*.py")}
+    found = set()
+    for path in sorted((root / "memory" / "storage").rglob("*.py")):
+        for name in imports_of_module(path, known, root):
+            if any(name == up or name.startswith(f"{up}.") for up in ABOVE_STORAGE):
+                found.add((str(path.relative_to(root)), name))
+    return found
+
+
+def test_storage_imports_nothing_above_it():
+    assert storage_imports_above() - KNOWN_UPWARD == set()
+
+
+def test_the_known_upward_imports_of_storage_are_still_there():
+    """When debt is paid, strike it from KNOWN_UPWARD so it cannot come back unnoticed."""
+    assert KNOWN_UPWARD - storage_imports_above() == set()
+
+
+def test_a_planted_upward_import_in_storage_is_found(tmp_path: Path) -> None:
+    for module in ("engine", "models", "storage/db", "storage/__init__", "upkeep/forgetting", "write/store", "recall/recall"):
+        (tmp_path / "memory" / f"{module}.py").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "memory" / f"{module}.py").write_text("")
+    (tmp_path / "memory" / "storage" / "people.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom ..models import Memory\nfrom .db import Database\n"
+        "if TYPE_CHECKING:\n    from ..engine import MemoryEngine\n"
+        "def veto():\n    from ..upkeep.forgetting import forget_memory\n"
+        "import memory.write.store\nfrom memory.recall import recall\n"
+    )
+    assert storage_imports_above(tmp_path) == {
+        ("memory/storage/people.py", "memory.engine"),
+        ("memory/storage/people.py", "memory.upkeep.forgetting"),
+        ("memory/storage/people.py", "memory.write.store"),
+        ("memory/storage/people.py", "memory.recall.recall"),
+    }
+
+
 # -- one composition root: nothing wired after construction -----------------------------------------------------
 def assigned_onto_built_objects(source: str, function: str) -> list[str]:
     """Attribute assignments (``x.y = ...``, ``setattr``) in ``function``; in an ``__init__``, its own ``self.y`` are fine."""

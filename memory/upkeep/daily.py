@@ -25,7 +25,6 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from ..engine import MemoryEngine
 from ..models import StoredMessage
 from ..scopes import RecallContext, message_partition
-from ..storage.sessions import ChannelState
 
 CATCH_UP_DAYS = 7
 EDGE = 1e-3  # "after" queries are strict (>): a turn written exactly at midnight belongs to the day it opens
@@ -63,7 +62,7 @@ class DailyReflections:
         self, engine: MemoryEngine, *, catch_up_days: int = CATCH_UP_DAYS, zone_for: Callable[[RecallContext], tzinfo] | None = None
     ) -> None:
         self.engine, self.db, self.catch_up_days = engine, engine.db, catch_up_days
-        self.channels = ChannelState(engine)
+        self.channels = engine.channels
         self.zone_for = zone_for or (lambda ctx: UTC)
 
     def window(self, now: float, zone: tzinfo = UTC) -> list[date]:
