@@ -30,6 +30,7 @@ from memory.write.store import RecallFilters
 
 from .assembly import Turn
 from .jobs import JobRunner
+from .schedule import CHECKINS
 from .types import IncomingMessage
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class CheckinJob:
             return "waiting"
         bot_name, zone, options = self.bot_name(), self.zone_of(checkin.person_id), self.options
         job = CheckinDraft(self.engine, self.store, checkin, where, self._dm, bot_name, zone, options.per_week, options.quiet)
-        claimed = await self.jobs.run(job, claim=f"checkin:{checkin.id}")
+        claimed = await self.jobs.run(job, claim=CHECKINS.key(row=checkin.id))
         if claimed is None or claimed.draft is None:
             return claimed.state if claimed is not None else "waiting"
         try:

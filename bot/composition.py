@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from .persona import Persona
     from .reminders import ReminderJob
     from .resolution import OwnerPolicy
-    from .runtime import Runtime, Schedule
+    from .runtime import Runtime
+    from .schedule import Schedule
     from .voice_mode import Extract, VoiceOptions
 
 _DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
@@ -259,7 +260,7 @@ def _daily_jobs(settings: Settings, jobs: JobRunner, zones: Timezones) -> tuple[
 
 
 def _schedule(settings: Settings) -> Schedule:
-    from .runtime import Schedule
+    from .schedule import Schedule
 
     return Schedule(
         settings.scheduler_enabled,
