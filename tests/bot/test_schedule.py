@@ -71,9 +71,9 @@ def _claim_keys_and_jobs(source: str, path: str) -> list[str]:
         called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
         if called == "add_job" and path != "bot/runtime.py":
             found.append(f"{path}:{node.lineno} add_job")
-        if called == "run" and node.args and ast.unparse(node.args[0]).endswith("claims.claim"):
-            if len(node.args) > 1 and _written_out(node.args[1]):
-                found.append(f"{path}:{node.lineno} claims.claim({ast.unparse(node.args[1])})")
+        keyed = called == "run" and len(node.args) > 1 and ast.unparse(node.args[0]).endswith("claims.claim")
+        if keyed and _written_out(node.args[1]):
+            found.append(f"{path}:{node.lineno} claims.claim({ast.unparse(node.args[1])})")
     return found
 
 
