@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from memory.storage.people import People
 from memory.storage.persona import MAX_PLACE_PERSONA
 from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_everything, forget_memory
-from memory.upkeep.said import forget_said, said_matching
+from memory.upkeep.said import forget_echoes, forget_said, said_matching
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
 from memory.write.subjects import bound, written_by
@@ -45,6 +46,20 @@ HELP = (
 FORGET_MIN_RELEVANCE = 0.35
 NOT_FOUND = "I couldn't find a memory like that, or a message of yours that says it."
 CONFIRM_WINDOW_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class Forgot:
+    """What one forget did: its answer to the person, the words it removed (memories and messages), and
+    whether a reminder went too."""
+
+    answer: str
+    contents: tuple[str, ...]
+    reminders: bool = False
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.contents) or self.reminders
 
 
 class Commands:
@@ -107,20 +122,29 @@ class Commands:
         words = arg.lower().split()
         if words and words[0] in ("everything", "all"):
             return self._forget_everything(turn, confirmed=words[-1] == "confirm")
+        return self.forget_words(arg, turn).answer
+
+    def forget_words(self, arg: str, turn, *, skip: tuple[str, ...] = ()) -> Forgot:
+        """The one forget of what ``arg`` names: the closest own memory, the person's messages that say it (all
+        but ``skip``, stored ids), a reminder holding the words. Also run for a forget asked in words (ORCH-9)."""
         reminders = self.reminding.forgotten(turn, arg)  # ORCH-13: a reminder holding the words goes too
         hits = self.engine.recall.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
-        done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
+        done = forget_memory(self.engine, hits[0].item.id, asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
         # SEC-3: what is not a memory yet (said before extraction ran) is found in the person's own messages too
-        said = forget_said(self.engine, turn.ctx, [turn.person_id], said_matching(self.engine, turn.ctx, [turn.person_id], arg))
+        rids = said_matching(self.engine, turn.ctx, [turn.person_id], arg, skip=skip)
+        said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
+        said = forget_said(self.engine, turn.ctx, [turn.person_id], rids)
+        forget_echoes(self.engine, turn.ctx, [turn.person_id], arg)  # a later reply that repeated it goes too
+        gone = (*(done.contents if done else ()), *(said_words if said else ()))
         if done is None:
             answer = f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it." if said else ""
-            return "\n".join(part for part in (answer, reminders) if part) or NOT_FOUND
+            return Forgot("\n".join(part for part in (answer, reminders) if part) or NOT_FOUND, gone, bool(reminders))
         extra = [f"{len(done.memories) - 1} older version(s)"] if len(done.memories) > 1 else []
         extra += [f"{done.messages} message(s) it came from"] if done.messages else []
         extra += [f"{said} more message(s) of yours that said it"] if said else []
         answer = f"Forgotten: {done.contents[0]}" + (f" (with {' and '.join(extra)})" if extra else "")
-        return f"{answer}\n{reminders}" if reminders else answer
+        return Forgot(f"{answer}\n{reminders}" if reminders else answer, gone, bool(reminders))
 
     def _forget_everything(self, turn, *, confirmed: bool) -> str:
         """SEC-3: asked first; "/forget everything confirm" (or "yes" to the question) does it, with no undo copy."""

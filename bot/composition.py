@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .resolution import OwnerPolicy
     from .runtime import Runtime
     from .schedule import Schedule
+    from .vision import VisionOptions
     from .voice_mode import Extract, VoiceOptions
 
 _DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
@@ -178,6 +179,7 @@ def build_runtime(
         summary_window_s=settings.summary_window_s,
         voice_options=voice_options(settings),
         extract=background.extract,  # WRITE-4: a voice compaction hands its turns to extraction first
+        vision=vision_options(settings),  # ORCH-11
     )
     daily, bulletins = _daily_jobs(settings, jobs, zones)
     return Runtime(
@@ -283,13 +285,17 @@ def build_orchestrator(
     summary_window_s: float = 1800.0,
     voice_options: VoiceOptions | None = None,
     extract: Extract | None = None,
+    vision: VisionOptions | None = None,
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
+    from memory.storage.model_traits import ModelTraits
+
     from .assembly import Assembler
     from .commands import Commands
     from .orchestrator import Orchestrator
     from .resolution import Resolver
+    from .vision import Sight
     from .voice_mode import VoiceOptions, VoiceSessions
 
     people, buffer, summaries, channels = engine.people, engine.buffer, engine.summaries, engine.channels
@@ -305,7 +311,17 @@ def build_orchestrator(
         assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
         commands=Commands(engine, people, resolver.resolve, persona, engine.zones),
         voice=voice,
+        sight=Sight(llm, runner, ModelTraits.of(engine), vision) if vision is not None else None,
     )
+
+
+def vision_options(settings: Settings) -> VisionOptions:
+    """ORCH-11: whether the chat model gets images, and the limits on what people send."""
+    from .images import MB, ImageLimits
+    from .vision import VisionOptions, vision_key
+
+    limits = ImageLimits(int(settings.image_max_mb * MB), settings.images_per_message)
+    return VisionOptions(settings.vision, limits, vision_key(settings.llm_base_url, settings.chat_model))
 
 
 def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob:

@@ -77,6 +77,12 @@ class Settings(BaseSettings):
     # start (WRITE-1), so /quit is quick even with a slow local model
     shutdown_flush_s: float = Field(5.0, ge=0, le=3600)
     max_tool_steps: int = Field(6, ge=1, le=20)
+    # ORCH-11: images people share. auto: the chat model is asked once whether it can see (kept in the store, shown
+    # by `companion doctor`); on; off (stored as [photo]). A file over image_max_mb, or past images_per_message in
+    # one message, is refused with a line saying so
+    vision: Literal["auto", "on", "off"] = "auto"
+    image_max_mb: float = Field(10.0, gt=0, le=50)
+    images_per_message: int = Field(4, ge=1, le=10)
 
     # channels
     discord_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_TOKEN"))

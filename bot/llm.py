@@ -206,7 +206,8 @@ class ChatClient:
                 convo += [{"role": "assistant", "content": message["content"]}, {"role": "user", "content": prompts.render("tool_repeat")}]
                 last = step + 1
             else:
-                return await honest(prose, ran, stream, extracted=bool(getattr(tools, "remembering", False)))
+                backed = {"extracted": bool(getattr(tools, "remembering", False)), "forgot": bool(getattr(tools, "forgot", False))}
+                return await honest(prose, ran, stream, **backed)
         return ""
 
     async def _create(

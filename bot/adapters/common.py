@@ -123,5 +123,5 @@ async def deliver(
     async with locks.hold(incoming.channel_id):
         if not addressed:
             await conversation.observe(incoming)
-        elif incoming.text:
+        elif incoming.text or incoming.images:  # a photo alone is a message too (ORCH-11)
             await answer()

@@ -215,7 +215,7 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
         # a forget would never find their lines (issue 20, finding 3). They are made again from the restore.
         lines = engine.rebuild_journals()
     rebuilt = "" if lines is None else f"; journals rebuilt ({lines} lines)"
-    say(f"restored {target} from {source}: {counted(counts['memories'], 'memory')}{rebuilt}")
+    say(f"restored {target} from {source}: {counted(counts.memories, 'memory')}{rebuilt}")
 
 
 def _refuse_on_postgres(settings: Settings, file: str) -> None:
@@ -258,14 +258,14 @@ def run_stats(args: argparse.Namespace, settings: Settings) -> None:
         buffer = engine.buffer
         data = {
             "db": str(settings.db_path),
-            "memories": stats["memories"],
-            "active": stats["active"],
+            "memories": stats.memories,
+            "active": stats.active,
             "messages": engine.messages.count(),
             "embedding": engine.embeddings.stored_fingerprint(),
-            "dimension": stats["dimension"],
+            "dimension": stats.dimension,
             "configured_embeddings": settings.embeddings,
             "waiting_for_extraction": buffer.pending(),
-            "dead_letters": len(buffer.dead()),
+            "dead_letters": buffer.dead_count(),
         }
     _emit(args, data, "stats")
     if data["dead_letters"] and not args.json:

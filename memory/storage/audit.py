@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..clock import Clock
+from ..models import JsonObject
 from .db import Database
 
 MAX_LIMIT = 1000
@@ -25,7 +26,7 @@ class AuditEntry:
     who: str
     action: str  # "memory.create", "memory.update", "memory.forget", "person.forget", "guild.purge", "settings.update"
     target: str  # the id acted on ("" when the target itself was forgotten and is not to be named)
-    detail: dict[str, Any]
+    detail: JsonObject
     person_id: str | None = None
 
     @classmethod
@@ -37,7 +38,7 @@ class AuditTrail:
     def __init__(self, db: Database, clock: Clock) -> None:
         self.db, self.clock = db, clock
 
-    def record(self, who: str, action: str, target: str = "", *, person_id: str | None = None, detail: dict[str, Any] | None = None) -> int:
+    def record(self, who: str, action: str, target: str = "", *, person_id: str | None = None, detail: JsonObject | None = None) -> int:
         """One row; ``detail`` must hold ids, names of fields, numbers: never a person's words."""
         self.db.execute(
             "INSERT INTO dashboard_audit (at, who, action, target, person_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
