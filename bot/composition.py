@@ -289,8 +289,6 @@ def build_orchestrator(
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
-    from memory.storage.model_traits import ModelTraits
-
     from .assembly import Assembler
     from .commands import Commands
     from .orchestrator import Orchestrator
@@ -311,7 +309,7 @@ def build_orchestrator(
         assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
         commands=Commands(engine, people, resolver.resolve, persona, engine.zones),
         voice=voice,
-        sight=Sight(llm, runner, ModelTraits.of(engine), vision) if vision is not None else None,
+        sight=Sight(llm, runner, engine.model_traits, vision) if vision is not None else None,
     )
 
 

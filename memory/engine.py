@@ -19,6 +19,7 @@ from .storage.graph import Graph
 from .storage.knobs import KnobStore
 from .storage.memories import MemoryRepository
 from .storage.messages import MessageLog
+from .storage.model_traits import ModelTraits
 from .storage.people import People
 from .storage.persona import PlacePersonas
 from .storage.pg import open_database
@@ -99,6 +100,7 @@ class MemoryEngine:
         self.personas = PlacePersonas(db, clock, self.audit)
         self.reminders = Reminders(db, clock)
         self.rate_windows = RateWindows(db, self.people)
+        self.model_traits = ModelTraits(db)  # ORCH-11: what the chat model was found to do
 
     @property
     def path(self) -> str:
