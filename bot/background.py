@@ -1,10 +1,11 @@
 """Background memory work for conversations, scheduled: debounced extraction (WRITE-1), session-end
 micro-reflection (WRITE-3), pre-compaction flush and text compaction (WRITE-4, ORCH-4).
 
-What each job asks and stores is ``memory.jobs.conversation``' business (gather -> ask -> apply); this module
-only decides when to run them, runs them through the one ``JobRunner``, and backs a failing chat off.
-Everything is driven by ``tick()``, which compares persisted due times with the injected clock, so a restart
-resumes where the process stopped and tests advance a fake clock instead of sleeping.
+What each job asks and stores is ``memory.jobs.conversation``' business (gather -> ask -> apply); how often they run
+and their claim keys are ``bot.schedule``'s (every tick); this module finds the chats that are due, runs their jobs
+through the one ``JobRunner``, and backs a failing chat off. Everything is driven by ``tick()``, which compares
+persisted due times with the injected clock, so a restart resumes where the process stopped and tests advance a
+fake clock instead of sleeping.
 
 A job that fails (the model is down, answers garbage, or anything unexpected) is postponed with
 backoff for that chat only; every other chat's jobs in the same tick still run. An extraction batch
@@ -20,6 +21,7 @@ from memory.jobs.conversation import Compaction, Extraction, Reflection, ZoneNam
 from memory.storage.sessions import ChannelRecord, ChannelState, ExtractionBuffer, SessionSummaries
 
 from .jobs import JobRunner
+from .schedule import COMPACTION, EXTRACTION, REFLECTION
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +69,15 @@ class Background:
 
     async def extract(self, channel: str) -> int:
         """WRITE-1: the channel's buffered turns; the facts stored."""
-        return await self.jobs.learn(Extraction(self.engine, self.buffer, channel), claim=f"extract:{channel}") or 0
+        return await self.jobs.learn(Extraction(self.engine, self.buffer, channel), claim=EXTRACTION.key(chat=channel)) or 0
 
     async def reflect(self, state: ChannelRecord) -> int:
         """WRITE-3 and CROSS-1: an ended session's facts and summary; the facts stored."""
         job = Reflection(self.engine, self.channels, self.summaries, state, self.zone_of)
-        return await self.jobs.learn(job, claim=f"reflect:{state.channel_key}:{state.session_started_at}") or 0
+        return await self.jobs.learn(job, claim=REFLECTION.key(chat=state.channel_key, session=state.session_started_at)) or 0
 
     async def compact(self, state: ChannelRecord) -> int:
         """WRITE-4 and ORCH-4: 1 when the channel's oldest turns were folded into its rolling summary."""
-        stored = await self.jobs.learn(Compaction(self.engine, self.channels, state, self.zone_of), claim=f"compact:{state.channel_key}")
+        job = Compaction(self.engine, self.channels, state, self.zone_of)
+        stored = await self.jobs.learn(job, claim=COMPACTION.key(chat=state.channel_key))
         return 0 if stored is None else 1

@@ -143,7 +143,7 @@ def ledger_hook(engine: MemoryEngine, kind: str, runner: AsyncRunner | None = No
     under ``kind``, with no person and no place (the operator's work). Without ``runner`` it is written at once, on
     the caller's thread, which must be the store's (a CLI command); with it, queued on the memory thread (the ingest
     folder asks its model on a worker thread, and one connection must never see two threads' transactions)."""
-    ledger = UsageLedger(engine)
+    ledger = engine.ledger
 
     def record(model: str, usage: Usage | None) -> None:
         day, spend = day_of(engine.clock.now()), spend_of(usage)

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from datetime import time, tzinfo
 
 from memory.jobs.checkin import CheckinDraft, DmView, record_sent
-from memory.storage.checkins import FOLLOWED_KINDS, Checkin, CheckinStore, Destination, QuietHours
-from memory.storage.people import People
+from memory.storage.checkins import FOLLOWED_KINDS, Checkin, Destination, QuietHours
 from memory.write.store import RecallFilters
 
 from .assembly import Turn
 from .jobs import JobRunner
+from .schedule import CHECKINS
 from .types import IncomingMessage
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class CheckinJob:
     ) -> None:
         self.jobs, self.engine, self.runner, self.resolve = jobs, jobs.engine, jobs.runner, resolve
         self.bot_name, self.zone_of, self.options = bot_name, zone_of, options
-        self.store, self.people = CheckinStore(jobs.engine), People(jobs.engine)
+        self.store, self.people = jobs.engine.checkins, jobs.engine.people
         self.deliveries: dict[str, Deliver] = {}  # platform -> delivery, filled by whoever starts the adapters
         self.allowed = allowed  # ORCH-14: whether a person's day's spend still allows a check-in (None: always)
 
@@ -111,7 +111,7 @@ class CheckinJob:
             return "waiting"  # ORCH-14: a daily budget nearly spent; tried again on a later run (a new day)
         bot_name, zone, options = self.bot_name(), self.zone_of(checkin.person_id), self.options
         job = CheckinDraft(self.engine, self.store, checkin, where, self._dm, bot_name, zone, options.per_week, options.quiet)
-        claimed = await self.jobs.run(job, claim=f"checkin:{checkin.id}")
+        claimed = await self.jobs.run(job, claim=CHECKINS.key(row=checkin.id))
         if claimed is None or claimed.draft is None:
             return claimed.state if claimed is not None else "waiting"
         try:

@@ -16,11 +16,11 @@ from memory.engine import MemoryEngine
 from memory.errors import MemoryStoreError
 from memory.models import SELF_SUBJECT, FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.scopes import write_scope
-from memory.storage.checkins import CheckinStore, Destination
+from memory.storage.checkins import Destination
 from memory.storage.people import People
-from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
+from memory.storage.persona import MAX_PLACE_PERSONA
 from memory.storage.timezones import Timezones
-from memory.upkeep.forgetting import forget_memory
+from memory.upkeep.forgetting import forget_everything, forget_memory
 from memory.upkeep.said import forget_echoes, forget_said, said_matching
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
@@ -77,9 +77,9 @@ class Commands:
         limits: Limits | None = None,
     ) -> None:
         self.engine, self.people, self.resolve = engine, people, resolve
-        self.checkins = CheckinStore(engine)
+        self.checkins = engine.checkins
         self.persona = persona or Persona()
-        self.zones = zones or Timezones(engine)
+        self.zones = zones or engine.zones
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
         self.consent = Consent(engine)
         self.reminding = ReminderCommands(engine, self.zones)  # ORCH-13
@@ -161,7 +161,7 @@ class Commands:
                 "It cannot be undone. Answer yes within two minutes (or send /forget everything confirm) to go ahead."
             )
         self._confirming.pop(turn.person_id, None)
-        counts = self.consent.privacy.forget_everything([turn.person_id])  # SEC-5: a /privacy off outlives it
+        counts = forget_everything(self.engine, [turn.person_id])  # SEC-5: a /privacy off outlives it
         forget_exports(self.engine, [turn.person_id])  # the console's earlier /export files hold the words too
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
 
@@ -291,7 +291,7 @@ class Commands:
             return f"Use /persona show, /persona set <text> (at most {MAX_PLACE_PERSONA} characters) or /persona reset."
         if not turn.ctx.admin:
             return "Only this place's admins (Manage Server on Discord, group admins on Telegram) can change its persona."
-        places, who = PlacePersonas(self.engine), f"{turn.message.platform}:{turn.message.author_id}"
+        places, who = self.engine.personas, f"{turn.message.platform}:{turn.message.author_id}"
         if action == "reset":
             gone = places.reset(turn.ctx.guild_id, who=who, person_id=turn.person_id)
             return "Done: here I'm back to my usual self." if gone else "This place had no persona of its own."
@@ -299,7 +299,7 @@ class Commands:
         return "Done: that is my persona here from now on (on top of my usual one)."
 
     def _persona_shown(self, turn) -> str:
-        place = PlacePersonas(self.engine).get(turn.ctx.guild_id)
+        place = self.engine.personas.get(turn.ctx.guild_id)
         if place is None:
             return f"I'm {self.persona.name}. This place has no persona of its own; its admins can add one with /persona set <text>."
         return f"Here I'm {self.persona.name}, with this persona from the admins:\n{place.text}"

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from memory.engine import MemoryEngine
     from memory.protocols import Embedder
     from memory.storage.db import AsyncRunner
-    from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
     from memory.storage.timezones import Timezones
     from memory.write.ingest import Target
 
@@ -48,7 +47,8 @@ if TYPE_CHECKING:
     from .persona import Persona
     from .reminders import ReminderJob
     from .resolution import OwnerPolicy
-    from .runtime import Runtime, Schedule
+    from .runtime import Runtime
+    from .schedule import Schedule
     from .vision import VisionOptions
     from .voice_mode import Extract, VoiceOptions
 
@@ -86,7 +86,6 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
     """
     from memory.engine import MemoryEngine
     from memory.storage.db import read_only
-    from memory.storage.people import People
     from memory.storage.pg import is_postgres
 
     from .config import journal_dir, store_location
@@ -102,8 +101,8 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
         vector_mirror_mb=settings.vector_mirror_mb,
         journal_dir=None if readonly else journal_dir(settings),
         secret_key=tombstone_key(settings),
+        **_repository_settings(settings),
     )
-    engine.memories.tombstones.own_names = People(engine).own_names
     try:
         engine.embeddings.check_model()
     except BaseException:
@@ -168,7 +167,7 @@ def build_runtime(
 
     engine, persona = _open_for_the_bot(settings, clock, build_embedder(settings) if embedder is _DEFAULT else embedder)
     runner = AsyncRunner()
-    buffer, summaries, channels, zones = _conversation_state(settings, engine)
+    buffer, summaries, channels, zones = engine.buffer, engine.summaries, engine.channels, engine.zones
     metrics = Metrics()  # OPS-5: /metrics, counted by the chat model's client and the adapters' front door
     budgets = build_budgets(settings, engine, runner, metrics)  # ORCH-14: both clients' calls go to its ledger
     extraction_model = _chat_client(
@@ -189,10 +188,6 @@ def build_runtime(
         runner,
         chat_model,
         owners=OwnerPolicy(frozenset(settings.owner_ids)),
-        buffer=buffer,
-        summaries=summaries,
-        channels=channels,
-        zones=zones,
         persona=persona,
         summary_window_s=settings.summary_window_s,
         voice_options=voice_options(settings),
@@ -222,12 +217,11 @@ def build_runtime(
 
 def build_budgets(settings: Settings, engine: MemoryEngine, runner: AsyncRunner, metrics: Metrics | None = None) -> Budgets:
     """ORCH-14: the usage ledger's recorder and the daily budgets."""
-    from memory.storage.ledger import UsageLedger
 
     from .budgets import Budgets, Limits
 
     limits = Limits(settings.budget_person_tokens, settings.budget_server_tokens)
-    return Budgets(UsageLedger(engine), runner, engine.clock, limits, metrics)
+    return Budgets(engine.ledger, runner, engine.clock, limits, metrics)
 
 
 def build_retention(settings: Settings, jobs: JobRunner) -> dict[str, Any]:
@@ -247,7 +241,6 @@ def build_retention(settings: Settings, jobs: JobRunner) -> dict[str, Any]:
 def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedder | None) -> tuple[MemoryEngine, Persona]:
     """The bot's store and persona, refused (and the store closed) when the embedding model did not make its vectors."""
     from memory.engine import MemoryEngine
-    from memory.storage.people import People
 
     from .config import journal_dir, store_location
     from .persona import Persona, read_persona
@@ -260,8 +253,8 @@ def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedde
         vector_mirror_mb=settings.vector_mirror_mb,
         journal_dir=journal_dir(settings),
         secret_key=tombstone_key(settings),
+        **_repository_settings(settings),
     )
-    engine.memories.tombstones.own_names = People(engine).own_names  # a person's names tell no fact of theirs apart
     try:
         engine.embeddings.check_model()
         return engine, Persona(read_persona(settings.persona_file))  # checked by Settings already; read once here
@@ -270,13 +263,13 @@ def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedde
         raise
 
 
-def _conversation_state(settings: Settings, engine: MemoryEngine) -> tuple[ExtractionBuffer, SessionSummaries, ChannelState, Timezones]:
-    """The per-chat state the reply path and the background jobs share: one of each, for both."""
-    from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
-    from memory.storage.timezones import Timezones
-
-    buffer = ExtractionBuffer(engine, settings.extraction_debounce_s)
-    return buffer, SessionSummaries(engine, settings.summary_ttl_s), ChannelState(engine), Timezones(engine, settings.timezone)
+def _repository_settings(settings: Settings) -> dict[str, Any]:
+    """The operator's settings of the engine's repositories (each built once, by the engine)."""
+    return {
+        "extraction_debounce_s": settings.extraction_debounce_s,
+        "summary_ttl_s": settings.summary_ttl_s,
+        "timezone": settings.timezone,
+    }
 
 
 def _daily_jobs(settings: Settings, jobs: JobRunner, zones: Timezones) -> tuple[DailyReflection, BulletinRefresh]:
@@ -293,7 +286,7 @@ def _daily_jobs(settings: Settings, jobs: JobRunner, zones: Timezones) -> tuple[
 
 
 def _schedule(settings: Settings) -> Schedule:
-    from .runtime import Schedule
+    from .schedule import Schedule
 
     return Schedule(
         settings.scheduler_enabled,
@@ -312,10 +305,6 @@ def build_orchestrator(
     llm: ChatClient,
     *,
     owners: OwnerPolicy,
-    buffer: ExtractionBuffer,
-    summaries: SessionSummaries,
-    channels: ChannelState,
-    zones: Timezones,
     persona: Persona,
     summary_window_s: float = 1800.0,
     voice_options: VoiceOptions | None = None,
@@ -325,10 +314,6 @@ def build_orchestrator(
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
-    from memory.storage.model_traits import ModelTraits
-    from memory.storage.people import People
-    from memory.storage.privacy import Privacy
-
     from .assembly import Assembler
     from .budgets import Limits
     from .commands import Commands
@@ -337,8 +322,8 @@ def build_orchestrator(
     from .vision import Sight
     from .voice_mode import VoiceOptions, VoiceSessions
 
-    people = People(engine)
-    resolver = Resolver(people, owners, zones, channels)
+    people, buffer, summaries, channels = engine.people, engine.buffer, engine.summaries, engine.channels
+    resolver = Resolver(people, owners, engine.zones, channels)
     voice = VoiceSessions(engine, runner, llm, buffer, summaries, channels, voice_options or VoiceOptions(), extract=extract)
     return Orchestrator(
         engine,
@@ -346,11 +331,11 @@ def build_orchestrator(
         llm,
         resolver=resolver,
         buffer=buffer,
-        privacy=Privacy(engine),
+        privacy=engine.privacy,
         assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
-        commands=Commands(engine, people, resolver.resolve, persona, zones, limits or Limits()),
+        commands=Commands(engine, people, resolver.resolve, persona, engine.zones, limits or Limits()),
         voice=voice,
-        sight=Sight(llm, runner, ModelTraits.of(engine), vision) if vision is not None else None,
+        sight=Sight(llm, runner, engine.model_traits, vision) if vision is not None else None,
     )
 
 
@@ -517,12 +502,11 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
 def front_door_of(settings: Settings, runtime: Runtime) -> Any:
     """The orchestrator as the chat adapters see it: counted for /metrics, behind the per-person rate limit (OPS-5),
     each reply charged and held to the daily budgets (ORCH-14)."""
-    from memory.storage.ratelimits import RateWindows
 
     from .ratelimit import MessageLimit, Window, front_door
 
     limit = MessageLimit(settings.rate_limit_messages, settings.rate_limit_window_s)
-    return front_door(budgeted(runtime), Window(limit, RateWindows(runtime.engine), runtime.runner), runtime.metrics)
+    return front_door(budgeted(runtime), Window(limit, runtime.engine.rate_windows, runtime.runner), runtime.metrics)
 
 
 def budgeted(runtime: Runtime) -> Any:

@@ -4,7 +4,8 @@ what is kept about oneself, what others told the bot included. The rules live in
 from __future__ import annotations
 
 from memory.engine import MemoryEngine
-from memory.storage.privacy import Kept, Privacy
+from memory.storage.privacy import Kept
+from memory.upkeep.forgetting import veto
 
 SHOWN = 30  # lines of /about me; a longer list says how many more there are
 PRIVACY_HELP = (
@@ -26,7 +27,7 @@ PRIVACY_USAGE = (
 class Consent:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
-        self.privacy = Privacy(engine)
+        self.privacy = engine.privacy
 
     def remembers(self, turn) -> bool:
         return self.privacy.remembers(turn.ctx)
@@ -97,7 +98,7 @@ class Consent:
 
     def _veto(self, turn, short_id: str) -> str:
         asked_in = (turn.message.platform, turn.message.channel_id)
-        done = self.privacy.veto(turn.person_id, short_id, asked_in=asked_in, owner=turn.ctx.owner_private)
+        done = veto(self.engine, turn.person_id, short_id, asked_in=asked_in, owner=turn.ctx.owner_private)
         if done is None:
             # Another person's memory, lore, an unknown or ambiguous id: refused alike, so nothing is learned.
             return "That id is not in your /about me list, so nothing was changed."

@@ -21,6 +21,7 @@ from memory.upkeep.daily import ChatDay, DailyReflections
 from memory.upkeep.maintenance import reap_stale_audits
 
 from .jobs import JobRunner
+from .schedule import BULLETINS, DAILY_REFLECTION
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class DailyReflection:
     async def reflect(self, chat: ChatDay) -> int | None:
         """One chat's day: the number of facts stored, or None when the model failed (the day stays due)."""
         job = DayReflection(self.engine, self.days, chat, self.zone_of)
-        return await self.jobs.learn(job, claim=f"daily:{chat.channel_key}:{chat.day}")
+        return await self.jobs.learn(job, claim=DAILY_REFLECTION.key(chat=chat.channel_key, day=chat.day))
 
 
 class BulletinRefresh:
@@ -81,7 +82,8 @@ class BulletinRefresh:
             plan = await self.runner.run(self.bulletins.plan_if_due, scope, scope_id, now, known)
             if plan is not None:
                 planned += 1
-                written += await self.jobs.run(BulletinWrite(self.bulletins, plan), claim=f"bulletin:{scope}:{scope_id}") or 0
+                job = BulletinWrite(self.bulletins, plan)
+                written += await self.jobs.run(job, claim=BULLETINS.key(scope=scope, scope_id=scope_id)) or 0
             if planned >= PER_RUN:
                 break  # the model's time per run is bounded; the rest are still due next run
         return written

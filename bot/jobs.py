@@ -1,6 +1,6 @@
 """The one runner of model-calling jobs (``memory.jobs.base``): gather on the memory thread, ask the model on the event
-loop, apply on the memory thread in one transaction. Scheduling and backoff stay with the callers
-(``bot.background``, ``bot.daily``); what a job means stays in ``memory/``.
+loop, apply on the memory thread in one transaction. When a job runs, and its claim key, is ``bot.schedule``'s; backoff
+stays with the callers (``bot.background``, ``bot.daily``); what a job means stays in ``memory/``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Secrets never reach a log line (SEC-4).
 
 ``install_redaction(handler)`` puts a ``RedactSecrets`` filter on a handler. The filter formats each record's
-message itself (``msg % args``), runs it through ``memory.write.safety.redact_secrets`` and stores the result back
+message itself (``msg % args``), runs it through ``memory.safety.redact_secrets`` and stores the result back
 as a message without arguments, so every formatter after it sees only redacted text. Exception and stack text
 are formatted and redacted the same way: an HTTP client's error message carries the URL, and a Telegram
 Bot API URL carries the bot token.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from memory.write.safety import redact_secrets
+from memory.safety import redact_secrets
 
 _FORMATTER = logging.Formatter()
 

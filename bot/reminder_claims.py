@@ -14,7 +14,6 @@ import re
 from collections.abc import Awaitable, Callable
 
 from memory.storage.db import AsyncRunner
-from memory.storage.reminders import Reminders
 from memory.tools import MemoryTools
 
 NOT_SET = "(I haven't set a reminder: nothing is scheduled. Tell me when again, or use /remind <when> <what>.)"
@@ -48,7 +47,7 @@ async def held_to_its_word(
     """``honest`` for this turn's reply (which may have been streamed: then only the note can still be added)."""
     if text is None or tools.reminders_set or not claims_reminder(text):
         return text
-    has_others = bool(await runner.run(Reminders.of(tools.engine).mine, tools.ctx.speaker_id))
+    has_others = bool(await runner.run(tools.engine.reminders.mine, tools.ctx.speaker_id))
     fixed = honest(text, tools.reminders_set, has_others)
     if streamed is None or fixed is None:
         return fixed

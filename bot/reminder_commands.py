@@ -13,7 +13,7 @@ from typing import Any
 
 from memory.engine import MemoryEngine
 from memory.reminder_time import split_request
-from memory.storage.reminders import Place, Reminder, Reminders
+from memory.storage.reminders import Place, Reminder
 from memory.storage.timezones import Timezones
 
 REMIND_HELP = "Tell me when and what, like: /remind tomorrow 8am call mum, /remind in 20 minutes tea, /remind every Monday at 9 stand-up"
@@ -21,7 +21,7 @@ REMIND_HELP = "Tell me when and what, like: /remind tomorrow 8am call mum, /remi
 
 class ReminderCommands:
     def __init__(self, engine: MemoryEngine, zones: Timezones) -> None:
-        self.reminders, self.zones = Reminders.of(engine), zones
+        self.reminders, self.zones = engine.reminders, zones
 
     def do_remind(self, arg: str, turn: Any, remembers: bool) -> str:
         if not arg:

@@ -23,7 +23,7 @@ from typing import Protocol
 from memory.engine import MemoryEngine
 from memory.storage.claims import process_holder
 from memory.storage.db import AsyncRunner
-from memory.storage.reminders import Reminder, Reminders
+from memory.storage.reminders import Reminder
 
 from .jobs import LEASE_S
 
@@ -50,7 +50,7 @@ class ReminderReport:
 class ReminderJob:
     def __init__(self, engine: MemoryEngine, runner: AsyncRunner, *, holder: str | None = None, lease_s: float = LEASE_S) -> None:
         self.engine, self.runner = engine, runner
-        self.reminders = Reminders.of(engine)
+        self.reminders = engine.reminders
         self.holder, self.lease_s = holder or process_holder(), lease_s
         self.posts: dict[str, Post] = {}  # platform -> adapter, filled by whoever starts the adapters
 

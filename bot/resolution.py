@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memory.safety import normalise_text
 from memory.scopes import RecallContext
 from memory.storage.messages import clean_text
 from memory.storage.people import People
 from memory.storage.sessions import ChannelState
 from memory.storage.timezones import Timezones
-from memory.write.safety import normalise_text
 
 from .assembly import Turn
 from .types import IncomingMessage

@@ -3,7 +3,7 @@
 RetentionJob   on the scheduler (``COMPANION_RETENTION_CRON``): messages past ``COMPANION_MESSAGE_RETENTION_DAYS``
                expire (``memory.upkeep.retention.expire_messages``), and places left more than
                ``COMPANION_LEAVE_GRACE_DAYS`` ago are purged. One process runs it at a time (a claim on
-               "retention", released when the run ends); a process whose run comes later finds nothing left
+               ``bot.schedule.RETENTION``, released when the run ends); a process whose run comes later finds nothing left
 PlaceWatch     the adapters' ``Places``: a server or group that removed the bot is marked for the purge, one that
                added it back is unmarked
 """
@@ -18,9 +18,9 @@ from memory.storage.db import AsyncRunner
 from memory.upkeep.retention import BATCH, Departures, Expired, expire_messages
 
 from .jobs import LEASE_S
+from .schedule import RETENTION
 
 log = logging.getLogger(__name__)
-CLAIM = "retention"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +38,14 @@ class RetentionJob:
     async def run(self) -> RetentionReport | None:
         """One run; None when another process is running it now."""
         claims = self.engine.claims
-        if not await self.runner.run(claims.claim, CLAIM, self.holder, LEASE_S * 12):
+        if not await self.runner.run(claims.claim, RETENTION.key(), self.holder, LEASE_S * 12):
             log.debug("retention is being run by another process; skipped")
             return None
         try:
             expired = await self._expire() if self.days else Expired()
             purged = await self.runner.run(self.departures.purge_due)
         finally:
-            await self.runner.run(claims.release, CLAIM, self.holder)
+            await self.runner.run(claims.release, RETENTION.key(), self.holder)
         return RetentionReport(expired, purged)
 
     async def _expire(self) -> Expired:

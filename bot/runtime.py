@@ -1,13 +1,15 @@
-"""The running bot: starts and stops the parts ``bot.composition`` built (background loop, scheduler, store)."""
+"""The running bot: starts and stops the parts ``bot.composition`` built (background loop, scheduler, store).
+When each periodic job runs is ``bot.schedule``'s table; this module only puts it on the loop and the scheduler."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -22,6 +24,19 @@ from .checkins import CheckinJob
 from .daily import BulletinRefresh, DailyReflection
 from .orchestrator import Orchestrator
 from .reminders import ReminderJob
+from .schedule import (
+    BULLETINS,
+    CHECKINS,
+    CONSOLIDATION,
+    CRONS,
+    DAILY_REFLECTION,
+    DECAY_PRUNE,
+    REMINDERS,
+    RETENTION,
+    TICK_S,
+    Periodic,
+    Schedule,
+)
 
 if TYPE_CHECKING:
     from .budgets import Budgets
@@ -31,21 +46,6 @@ if TYPE_CHECKING:
     from .retention import PlaceWatch, RetentionJob
 
 log = logging.getLogger(__name__)
-TICK_S = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """When the nightly upkeep runs (MAINT-1..3, cron in UTC, validated by Settings)."""
-
-    enabled: bool
-    consolidation_cron: str
-    maintenance_cron: str
-    daily_cron: str = "0 4 * * *"  # MAINT-4
-    bulletin_cron: str = "*/15 * * * *"  # MAINT-5: looks for scopes whose bulletin is due
-    checkin_cron: str = "*/10 * * * *"  # ORCH-8: looks for check-ins that are due
-    reminder_cron: str = "* * * * *"  # ORCH-13: sends the reminders that are due (to the minute)
-    retention_cron: str = "20 * * * *"  # SEC-7: expires old messages, purges places left long enough ago
 
 
 @dataclass(slots=True)
@@ -145,32 +145,34 @@ class Runtime:
             await asyncio.sleep(TICK_S)
 
     def _scheduler(self) -> AsyncIOScheduler:
-        """MAINT-1..3 on their cron schedules (UTC), inside the bot's own event loop."""
+        """The cron jobs of ``bot.schedule`` this runtime has the parts for, on their crons (UTC), inside the bot's own
+        event loop; one marked ``at_start`` also runs now (what fell due while the bot was down)."""
         scheduler = AsyncIOScheduler(timezone="UTC")
-        cron = lambda expression: CronTrigger.from_crontab(expression, timezone="UTC")  # noqa: E731 (validated by Settings)
-        scheduler.add_job(self._consolidate, cron(self.schedule.consolidation_cron), id="consolidation")
-        scheduler.add_job(self._maintain, cron(self.schedule.maintenance_cron), id="decay-prune")
-        if self.daily is not None:
-            # Also once at start: a bot that was down at 04:00 reflects the days it missed (idempotent, bounded).
-            daily = cron(self.schedule.daily_cron)
-            scheduler.add_job(self.daily.run, daily, id="daily-reflection", next_run_time=datetime.now(UTC))
-        if self.bulletins is not None:
-            scheduler.add_job(self.bulletins.run, cron(self.schedule.bulletin_cron), id="bulletins")
-        if self.checkins is not None:
-            # Also once at start: what fell due while the bot was down is sent (or expires) now, not at the next tick.
-            checkins = cron(self.schedule.checkin_cron)
-            scheduler.add_job(self.checkins.run, checkins, id="checkins", next_run_time=datetime.now(UTC))
-        if self.reminders is not None:
-            # Also once at start: what fell due while the bot was down goes out now, marked late.
-            reminders = cron(self.schedule.reminder_cron)
-            scheduler.add_job(self.reminders.run, reminders, id="reminders", next_run_time=datetime.now(UTC))
-        if self.retention is not None:
-            scheduler.add_job(self.retention.run, cron(self.schedule.retention_cron), id="retention")
+        runs = self._cron_jobs()
+        for job in CRONS:
+            run = runs[job]
+            if run is None:
+                continue
+            at_start = {"next_run_time": datetime.now(UTC)} if job.at_start else {}  # None would add it paused
+            trigger = CronTrigger.from_crontab(job.cron(self.schedule), timezone="UTC")  # validated by Settings
+            scheduler.add_job(run, trigger, id=job.name, **at_start)
         return scheduler
+
+    def _cron_jobs(self) -> dict[Periodic, Callable[[], Awaitable[Any]] | None]:
+        """What each cron job of ``bot.schedule`` runs here (None: this runtime was built without it)."""
+        return {
+            CONSOLIDATION: self._consolidate,
+            DECAY_PRUNE: self._maintain,
+            DAILY_REFLECTION: self.daily.run if self.daily is not None else None,
+            BULLETINS: self.bulletins.run if self.bulletins is not None else None,
+            CHECKINS: self.checkins.run if self.checkins is not None else None,
+            REMINDERS: self.reminders.run if self.reminders is not None else None,
+            RETENTION: self.retention.run if self.retention is not None else None,
+        }
 
     async def _consolidate(self) -> None:
         """MAINT-1 as a job: the memory thread is free while the model writes the merges."""
-        report = await self.background.jobs.run(Consolidation(self.engine), claim="consolidation")
+        report = await self.background.jobs.run(Consolidation(self.engine), claim=CONSOLIDATION.key())
         if report is None:
             return
         log.info("consolidation: %d clusters, %d merged, %d failed", report.clusters, report.merged_rows, report.failures)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory.engine import MemoryEngine
-from memory.storage.ledger import Line, Spend, UsageLedger, day_of
+from memory.storage.ledger import Line, Spend, day_of
 from memory.storage.people import People
 
 from .budgets import Limits
@@ -28,7 +28,7 @@ NOT_OWNER = "Only my owner can see everyone's usage, in a private chat with me. 
 
 class UsageCommands:
     def __init__(self, engine: MemoryEngine, people: People, limits: Limits) -> None:
-        self.engine, self.people, self.limits, self.ledger = engine, people, limits, UsageLedger(engine)
+        self.engine, self.people, self.limits, self.ledger = engine, people, limits, engine.ledger
 
     def do_usage(self, arg: str, turn: Any) -> str:
         words, days = arg.lower().split(), 1

@@ -39,9 +39,9 @@ from memory.clock import DAY, FakeClock
 from memory.engine import MemoryEngine
 from memory.protocols import Embedder
 from memory.recall.retrieval import ALL_CHANNELS, Channel
+from memory.safety import normalise_text
 from memory.scopes import message_partition
 from memory.storage.messages import NewMessage
-from memory.write.safety import normalise_text
 
 from .ledger import Ledger
 from .locomo import Turn, evidence_ids, load_samples, turns

@@ -15,8 +15,6 @@ from bot.types import IncomingMessage
 from memory.engine import MemoryEngine
 from memory.scopes import RecallContext
 from memory.storage.db import AsyncRunner
-from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
-from memory.storage.timezones import Timezones
 
 
 def make_turn():
@@ -31,10 +29,6 @@ def make_turn():
                 AsyncRunner(),
                 llm,
                 owners=OwnerPolicy(),
-                buffer=ExtractionBuffer(engine),
-                summaries=SessionSummaries(engine),
-                channels=ChannelState(engine),
-                zones=Timezones(engine),
                 persona=Persona(),
             )
         message = IncomingMessage(

@@ -5,10 +5,12 @@ data and callables (an ``Embedder`` and a ``Completer``, see ``memory.protocols`
 
 The map, by layer (a map for a reader, not an import rule: the arrows that are enforced are between packages):
 
-    memory/           the face: engine, api (async facade), models, scopes, errors, protocols, clock, tools
-    memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table: the only SQL
+    memory/           the face: engine, api (async facade), models, scopes, errors, protocols, clock, tools; and
+                      what every layer may use: safety (the write-safety filters), evasions (text folding)
+    memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table, built once by
+                      the engine; most SQL (write/tombstones, write/ingest and upkeep/ run their own tables' too)
     memory/recall/    reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
-    memory/write/     the write policy (store), extraction, safety, tombstones, wording, ingest, passages, sources
+    memory/write/     the write policy (store), extraction, tombstones, wording, ingest, passages, sources
     memory/upkeep/    maintenance, daily, bulletin, journals, reembed, forgetting, registry, transfer
     memory/jobs/      model-calling jobs in one shape (base): conversation, day, checkin, upkeep
 

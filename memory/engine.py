@@ -9,16 +9,27 @@ from .clock import Clock, SystemClock
 from .protocols import Embedder
 from .recall.leaks import LeakCheck
 from .recall.recall import MemoryRecall
+from .storage.audit import AuditTrail
+from .storage.checkins import CheckinStore
 from .storage.claims import JobClaims
 from .storage.corpus import MemoryCorpus, MessageCorpus
 from .storage.db import Rewritten
 from .storage.embeddings import EmbeddingService
 from .storage.graph import Graph
 from .storage.knobs import KnobStore
+from .storage.ledger import UsageLedger
 from .storage.memories import MemoryRepository
 from .storage.messages import MessageLog
+from .storage.model_traits import ModelTraits
+from .storage.people import People
+from .storage.persona import PlacePersonas
 from .storage.pg import open_database
 from .storage.pgsearch import PgVectorIndex
+from .storage.privacy import Privacy
+from .storage.ratelimits import RateWindows
+from .storage.reminders import Reminders
+from .storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from .storage.timezones import Timezones
 from .storage.vectors import DEFAULT_MIRROR_MB, MirrorBudget, VectorIndex, limit_blas_threads
 from .upkeep.journals import Journals
 from .write.store import MemoryStore
@@ -36,9 +47,14 @@ class MemoryEngine:
         vector_mirror_mb: float | None = DEFAULT_MIRROR_MB,
         journal_dir: str | Path | None = None,
         secret_key: bytes | None = None,
+        extraction_debounce_s: float = 30.0,
+        summary_ttl_s: float = 86_400.0,
+        timezone: str = "UTC",
     ) -> None:
         """``secret_key``: the operator's key for tombstones, kept outside the store (``bot.secret_key``); None
-        gives one for this process only (scratch stores, evals)."""
+        gives one for this process only (scratch stores, evals). The last three are the operator's settings of
+        the repositories below (``ExtractionBuffer``, ``SessionSummaries``, ``Timezones``): each repository is
+        built here once, so every user of it has the same settings."""
         self.clock = clock or SystemClock()
         limit_blas_threads()
         self.db = open_database(path)  # a path or sqlite:/// is SQLite; postgresql://... is PostgreSQL (SCALE-1)
@@ -61,12 +77,32 @@ class MemoryEngine:
         self.recall = MemoryRecall(self.memory_rows, memory_corpus, self.embeddings, self.knobs)
         # MAINT-6: Markdown journals beside the store, written on every memory write (None: switched off)
         self.journals = Journals(journal_dir, self.memory_rows, self.clock.now) if journal_dir is not None else None
-        tombstones = Tombstones(self.db, self.clock, secret_key, self.embeddings)  # SEC-5: what was forgotten
+        # SEC-5: what was forgotten; a person's names tell no fact of theirs apart (``self.people``, built below)
+        tombstones = Tombstones(self.db, self.clock, secret_key, self.embeddings, lambda person: self.people.own_names(person))
         if secret_key is not None:
             tombstones.move_legacy_key()  # a key an older store kept in itself leaves it now (issue 31)
         self.memories = MemoryStore(self.memory_rows, self.embeddings, self.graph, tombstones, self.journals)
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
         self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)  # SEC-6: what a reply would reveal
+        self._repositories(extraction_debounce_s, summary_ttl_s, timezone)
+
+    def _repositories(self, extraction_debounce_s: float, summary_ttl_s: float, timezone: str) -> None:
+        """The per-table repositories beside the memories and messages: one of each, for every user of this engine."""
+        db, clock = self.db, self.clock
+        self.buffer = ExtractionBuffer(db, clock, self.messages, extraction_debounce_s)
+        self.channels = ChannelState(db, clock)
+        self.summaries = SessionSummaries(db, clock, summary_ttl_s)
+        # linking two accounts moves what each of these owners keeps of the newer one
+        self.people = People(db, clock, self.memory_rows, movers=(self.memories, self.messages, self.buffer, self.channels))
+        self.privacy = Privacy(db, clock, self.people, self.buffer, self.memory_rows)
+        self.zones = Timezones(self.people, timezone)
+        self.checkins = CheckinStore(db, clock)
+        self.audit = AuditTrail(db, clock)
+        self.personas = PlacePersonas(db, clock, self.audit)
+        self.reminders = Reminders(db, clock)
+        self.rate_windows = RateWindows(db, self.people)
+        self.model_traits = ModelTraits(db)  # ORCH-11: what the chat model was found to do
+        self.ledger = UsageLedger(db)  # ORCH-14: what the model calls cost, counts only
 
     @property
     def path(self) -> str:

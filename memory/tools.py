@@ -36,7 +36,7 @@ from .models import (
 )
 from .scopes import RecallContext, write_scope
 from .storage.knobs import Weights
-from .storage.reminders import Place, Reminders
+from .storage.reminders import Place
 from .tool_schemas import compact
 from .upkeep.forgetting import forget_memory
 from .upkeep.said import SAID_PREFIX, forget_said, said_matching
@@ -356,8 +356,7 @@ class MemoryTools:
         """Set a reminder that fires at the asked time in this chat. Confirm it only after this returns its id."""
         if self.place is None:
             raise ToolError("reminders cannot be set in this conversation")
-        reminders = Reminders(self.engine.db, self.engine.clock)
-        stored = reminders.ask(self.ctx.speaker_id, self.place, a.when, a.text, self.ctx.tz)
+        stored = self.engine.reminders.ask(self.ctx.speaker_id, self.place, a.when, a.text, self.ctx.tz)
         self.reminders_set.append(stored.id)
         return {"status": "set", **stored.as_dict()}
 

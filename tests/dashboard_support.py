@@ -27,7 +27,6 @@ from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.models import EntityRef, FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
 from memory.storage.messages import NewMessage
-from memory.storage.people import People
 from memory.upkeep.maintenance import audit_finish, audit_start
 
 GUILD = "discord:900"  # guild ids are platform-qualified in the store
@@ -73,7 +72,7 @@ class Dashboard:
 
 
 def seed(engine: MemoryEngine) -> Seeded:
-    people = People(engine)
+    people = engine.people
     out = Seeded(alice=people.resolve("discord", "111", "Alice"), bob=people.resolve("telegram", "222", "Bob"))
     people.resolve("console", "local-user", "Operator")  # the owner, as `companion chat` records them
     people.resolve("telegram", "333", "Alice T")

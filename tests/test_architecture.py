@@ -455,6 +455,53 @@ def test_the_cycle_check_sees_a_type_only_circle(tmp_path: Path) -> None:
     assert circles(tmp_path, {"bot"}) == [["bot.app", "bot.runtime", "bot.services"]]
 
 
+# -- storage is memory's floor: it imports nothing above it ---------------------------------------------------
+# Below storage only the base modules (models, scopes, errors, clock, protocols, safety, evasions...); the engine
+# builds every repository over its Database, so a repository never needs the engine, the write policy or upkeep
+# (privacy once called upkeep's forget_memory: the call moved up to ``memory.upkeep.forgetting.veto``).
+ABOVE_STORAGE = ("memory.engine", "memory.api", "memory.tools", "memory.recall", "memory.write", "memory.upkeep", "memory.jobs")
+# Known debt, so it can only shrink: the message search ranks with recall's Retriever (and returns its Hit).
+KNOWN_UPWARD = {("memory/storage/messages.py", "memory.recall.retrieval")}
+
+
+def storage_imports_above(root: Path = ROOT) -> set[tuple[str, str]]:
+    """(storage module, module above storage) for each import, at load time, lazily or for types only."""
+    known = {module_name(p, root) for p in (root / "memory").rglob("*.py")}
+    found = set()
+    for path in sorted((root / "memory" / "storage").rglob("*.py")):
+        for name in imports_of_module(path, known, root):
+            if any(name == up or name.startswith(f"{up}.") for up in ABOVE_STORAGE):
+                found.add((str(path.relative_to(root)), name))
+    return found
+
+
+def test_storage_imports_nothing_above_it():
+    assert storage_imports_above() - KNOWN_UPWARD == set()
+
+
+def test_the_known_upward_imports_of_storage_are_still_there():
+    """When debt is paid, strike it from KNOWN_UPWARD so it cannot come back unnoticed."""
+    assert KNOWN_UPWARD - storage_imports_above() == set()
+
+
+def test_a_planted_upward_import_in_storage_is_found(tmp_path: Path) -> None:
+    for module in ("engine", "models", "storage/db", "storage/__init__", "upkeep/forgetting", "write/store", "recall/recall"):
+        (tmp_path / "memory" / f"{module}.py").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "memory" / f"{module}.py").write_text("")
+    (tmp_path / "memory" / "storage" / "people.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom ..models import Memory\nfrom .db import Database\n"
+        "if TYPE_CHECKING:\n    from ..engine import MemoryEngine\n"
+        "def veto():\n    from ..upkeep.forgetting import forget_memory\n"
+        "import memory.write.store\nfrom memory.recall import recall\n"
+    )
+    assert storage_imports_above(tmp_path) == {
+        ("memory/storage/people.py", "memory.engine"),
+        ("memory/storage/people.py", "memory.upkeep.forgetting"),
+        ("memory/storage/people.py", "memory.write.store"),
+        ("memory/storage/people.py", "memory.recall.recall"),
+    }
+
+
 # -- one composition root: nothing wired after construction -----------------------------------------------------
 def assigned_onto_built_objects(source: str, function: str) -> list[str]:
     """Attribute assignments (``x.y = ...``, ``setattr``) in ``function``; in an ``__init__``, its own ``self.y`` are fine."""
@@ -477,14 +524,29 @@ def _self_in_init(function: str, target: ast.Attribute) -> bool:
     return function == "__init__" and isinstance(target.value, ast.Name) and target.value.id == "self"
 
 
-@pytest.mark.parametrize(
-    "module, function",
-    [("bot/composition.py", "build_runtime"), ("bot/composition.py", "build_orchestrator"), ("bot/orchestrator.py", "__init__")],
-)
-def test_the_composition_root_and_the_orchestrator_assign_nothing_onto_built_objects(module: str, function: str) -> None:
+def assigned_anywhere(source: str) -> list[str]:
+    """``assigned_onto_built_objects`` of every function of a module, lifecycle state aside (``LIFECYCLE``)."""
+    names = sorted({n.name for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))})
+    found = [hit for name in names for hit in assigned_onto_built_objects(source, name)]
+    return [hit for hit in found if not hit.split(" ", 1)[1].startswith(LIFECYCLE)]
+
+
+# What a started bot holds (its scheduler and tasks, made by ``Runtime.start``): state, not wiring, kept in one
+# declared holder so that nothing else of a built runtime changes.
+LIFECYCLE = "self._running."
+
+
+@pytest.mark.parametrize("module", ["bot/composition.py", "bot/runtime.py"])
+def test_the_composition_root_and_the_runtime_assign_nothing_onto_built_objects(module: str) -> None:
     source = (ROOT / module).read_text(encoding="utf-8")
-    assert f"def {function}(" in source
-    assert assigned_onto_built_objects(source, function) == []
+    assert "def " in source
+    assert assigned_anywhere(source) == []
+
+
+def test_the_orchestrator_assigns_nothing_onto_the_parts_it_is_given() -> None:
+    source = (ROOT / "bot" / "orchestrator.py").read_text(encoding="utf-8")
+    assert "def __init__(" in source
+    assert assigned_onto_built_objects(source, "__init__") == []
 
 
 def test_the_wiring_check_catches_an_assignment_after_construction():
@@ -499,6 +561,16 @@ def test_the_wiring_check_catches_an_assignment_after_construction():
         "build_runtime:5 setattr",
     ]
     assert assigned_onto_built_objects(source, "__init__") == ["__init__:10 voice.owner"]
+
+
+def test_the_wide_wiring_check_reads_every_function_but_a_started_runtimes_own_state():
+    source = (
+        "def _open(settings):\n    engine = Engine()\n    engine.memories.tombstones.own_names = People(engine).own_names\n"
+        "    return engine\n"
+        "class Runtime:\n    async def start(self):\n        self._running.scheduler = make()\n"
+        "        self.background.zone_of = str\n"
+    )
+    assert assigned_anywhere(source) == ["_open:3 engine.memories.tombstones.own_names", "start:8 self.background.zone_of"]
 
 
 # -- typed values across the package edges ----------------------------------------------------------------------

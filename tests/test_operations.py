@@ -14,7 +14,6 @@ from bot.composition import build_health, extraction_server, front_door_of
 from bot.config import load_settings
 from bot.ratelimit import SLOW_DOWN, MessageLimit, Window, front_door
 from memory.clock import FakeClock
-from memory.storage.ratelimits import RateWindows
 from tests.fakes import FakeOpenAI, HTTPError
 from tests.pipeline_support import build_runtime, dm, facts
 
@@ -71,7 +70,7 @@ async def test_healthz_and_metrics_answer_on_loopback_and_count_turns_errors_and
 
 async def test_a_flooding_member_gets_one_polite_line_and_never_reaches_the_model(rt, srv) -> None:
     clock = Ticking()
-    door = front_door(rt.orchestrator, Window(MessageLimit(3, 60.0), RateWindows(rt.engine), rt.runner, now=clock), rt.metrics)
+    door = front_door(rt.orchestrator, Window(MessageLimit(3, 60.0), rt.engine.rate_windows, rt.runner, now=clock), rt.metrics)
     srv.default = lambda body: "sure"
     answers = [(await door.reply(dm("discord", "9", f"spam {i}", mid=f"s{i}"))).text for i in range(8)]
     assert answers == ["sure"] * 3 + [SLOW_DOWN] + [""] * 4  # told once, then silence: no flood of apologies

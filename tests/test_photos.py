@@ -12,7 +12,6 @@ import pytest
 
 from bot.images import solid_png
 from bot.vision import text_of, vision_key
-from memory.storage.model_traits import ModelTraits
 from tests.fakes import FakeFile
 from tests.pipeline_support import facts, last_reply_prompt, platforms
 from tests.voice_support import eventually
@@ -52,7 +51,7 @@ def stored_user_texts(runtime) -> list[str]:
 
 def kept_sight(runtime, llm):
     """The probe's verdict the bot kept for the fake's server and the default chat model."""
-    return ModelTraits.of(runtime.engine).sight(vision_key(llm.base_url, "gpt-4o-mini"))
+    return runtime.engine.model_traits.sight(vision_key(llm.base_url, "gpt-4o-mini"))
 
 
 def files_holding(folder: Path, needle: bytes) -> list[str]:

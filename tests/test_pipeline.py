@@ -326,7 +326,6 @@ async def test_long_conversations_are_flushed_then_compacted_into_a_rolling_summ
 
 
 async def test_forgetting_drops_summaries_of_the_chat_it_came_from_and_of_the_chat_that_asked(rt, srv):
-    from memory.storage.sessions import ChannelState, SessionSummaries
 
     await tell(
         rt,
@@ -337,7 +336,7 @@ async def test_forgetting_drops_summaries_of_the_chat_it_came_from_and_of_the_ch
     assert (await rt.orchestrator.command("link", "", dm("telegram", "7", "/link"))).startswith("Your link code is")
     code = rt.engine.db.scalar("SELECT code FROM link_codes")
     await rt.orchestrator.command("link", code, dm("discord", "70", f"/link {code}"))
-    summaries, channels = SessionSummaries(rt.engine), ChannelState(rt.engine)
+    summaries, channels = rt.engine.summaries, rt.engine.channels
     summaries.add(
         platform="telegram", guild_id=None, channel_id="dm-7", participants=["telegram:7"], text="Alice talked about baking at Acme."
     )

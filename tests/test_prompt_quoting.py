@@ -13,9 +13,8 @@ import pytest
 from conftest import remember
 
 from memory.models import EntityRef, Scope
-from memory.storage.sessions import ChannelState, SessionSummaries
+from memory.safety import looks_like_injection
 from memory.upkeep.bulletin import Bulletins
-from memory.write.safety import looks_like_injection
 from tests.pipeline_support import group
 
 pytestmark = pytest.mark.asyncio
@@ -39,8 +38,8 @@ async def test_stored_text_reaches_the_system_prompt_only_inside_quoted_data(rt,
     def plant() -> None:
         remember(engine, f"Alice said: {ATTACK} (person)", scope_id=alice, guild_id=guild)
         remember(engine, f"Lore: {ATTACK} (lore)", scope=Scope.GUILD, scope_id=guild, entities=(EntityRef(f"{WORD} Guild", "concept"),))
-        SessionSummaries(engine).add(platform="discord", guild_id=guild, channel_id="g1-general", participants=[alice], text=ATTACK)
-        ChannelState(engine).set_summary("discord:g1-general", f"Summary: {ATTACK}", 0.0)
+        engine.summaries.add(platform="discord", guild_id=guild, channel_id="g1-general", participants=[alice], text=ATTACK)
+        engine.channels.set_summary("discord:g1-general", f"Summary: {ATTACK}", 0.0)
         bulletins = Bulletins(engine)
         plan = bulletins.plan(bulletins.scope("guild", guild))
         assert plan is not None

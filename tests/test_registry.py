@@ -13,7 +13,6 @@ from conftest import HashEmbedder, dm_ctx, remember, say
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.models import EntityRef, Visibility
-from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.upkeep.forgetting import forget_memory, forget_person
 from memory.upkeep.registry import FILE_REGISTRY, REGISTRY, holder_of
 from memory.upkeep.transfer import export_person
@@ -96,11 +95,11 @@ def fill(engine: MemoryEngine, person: str) -> None:
     remember(engine, f"{person} once had a hamster called {WORD} Senior", scope_id=person)
     mid = say(engine, f"my cat is called {WORD}", author=person, dm_person=person)
     say(engine, f"{WORD} is a lovely name", author="bot", dm_person=person, role="assistant")
-    ExtractionBuffer(engine).push(f"discord:dm-{person}", ctx, f"my cat is called {WORD}", message_id=mid)
-    SessionSummaries(engine).add(
+    engine.buffer.push(f"discord:dm-{person}", ctx, f"my cat is called {WORD}", message_id=mid)
+    engine.summaries.add(
         platform="discord", guild_id=None, channel_id=f"dm-{person}", participants=[person], text=f"{person} talked about {WORD}"
     )
-    channels = ChannelState(engine)
+    channels = engine.channels
     channels.touch(f"discord:dm-{person}", ctx)
     channels.set_summary(f"discord:dm-{person}", f"Earlier: the cat {WORD}", 0.0)
     from memory.upkeep.maintenance import audit_finish, audit_start

@@ -7,9 +7,7 @@ from __future__ import annotations
 from conftest import say
 
 from memory.models import NewMemory, Provenance, Scope, Source
-from memory.storage.people import People
-from memory.storage.privacy import Privacy
-from memory.upkeep.forgetting import forget_memory
+from memory.upkeep.forgetting import forget_memory, veto
 from memory.write.tombstones import unforgotten
 
 TORTOISE = "Alice keeps a tortoise called Quintrell"
@@ -58,16 +56,15 @@ def test_a_veto_by_someone_elses_id_or_by_a_short_or_shared_prefix_forgets_nothi
     bob = engine.memories.add(
         NewMemory(content="Bob brews Tamberlyn ale", subject="ale", scope=Scope.USER, scope_id="bob", source=Source.AUTO_EXTRACTION)
     ).memory
-    privacy = Privacy(engine)
-    assert privacy.veto("alice", bob.id) is None and privacy.veto("alice", bob.id[:8]) is None
-    assert privacy.veto("alice", alice.id[:5]) is None  # too short to name one memory
-    assert privacy.veto("alice", "") is None and privacy.veto("alice", "[]") is None and privacy.veto("alice", "%") is None
+    assert veto(engine, "alice", bob.id) is None and veto(engine, "alice", bob.id[:8]) is None
+    assert veto(engine, "alice", alice.id[:5]) is None  # too short to name one memory
+    assert veto(engine, "alice", "") is None and veto(engine, "alice", "[]") is None and veto(engine, "alice", "%") is None
     assert {m.id for m in engine.memory_rows.listing(None, limit=10)} == {alice.id, bob.id}
-    assert privacy.veto("alice", f"[{alice.id[:8].upper()}]") is not None  # as listed, in any case: forgotten
+    assert veto(engine, "alice", f"[{alice.id[:8].upper()}]") is not None  # as listed, in any case: forgotten
 
 
 def test_a_persons_privacy_off_keeps_their_server_talk_out_of_what_the_jobs_read_and_the_others_in(engine):
-    people = People(engine)
+    people = engine.people
     people.set_remembered("alice", False)  # said /privacy off
     say(engine, "I race pigeons at Quorrelby", author="alice", guild="discord:g1")
     say(engine, "I row on the Skelbeck river", author="bob", guild="discord:g1")

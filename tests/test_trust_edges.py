@@ -21,10 +21,7 @@ from bot.ratelimit import SLOW_DOWN, MessageLimit, Window, front_door
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.errors import CopyRefused, InvalidInput, Rejected
-from memory.storage.audit import AuditTrail
-from memory.storage.persona import PlacePersonas
 from memory.storage.pg import open_database
-from memory.storage.ratelimits import RateWindows
 from memory.upkeep.copy import copy_store
 from memory.upkeep.forgetting import forget_person
 from tests.cli_support import Cli, _alice
@@ -131,7 +128,7 @@ def test_a_link_to_a_memory_another_writer_just_deleted_is_dropped_and_the_write
 def test_a_persona_forging_a_section_an_operator_note_a_name_or_a_staff_signature_is_refused(tmp_path, text):
     with MemoryEngine(tmp_path / "m.db", None, FakeClock()) as engine:
         with pytest.raises(Rejected):
-            PlacePersonas(engine).set("discord:g1", text, who="discord:u1", person_id="alice")
+            engine.personas.set("discord:g1", text, who="discord:u1", person_id="alice")
         assert engine.db.scalar("SELECT COUNT(*) FROM place_personas") == 0
 
 
@@ -146,29 +143,29 @@ def test_a_persona_forging_a_section_an_operator_note_a_name_or_a_staff_signatur
 )
 def test_an_ordinary_persona_is_stored_as_written(tmp_path, text):
     with MemoryEngine(tmp_path / "m.db", None, FakeClock()) as engine:
-        assert PlacePersonas(engine).set("discord:g1", text, who="discord:u1", person_id="alice").text == text
+        assert engine.personas.set("discord:g1", text, who="discord:u1", person_id="alice").text == text
 
 
 def test_a_fullwidth_persona_is_stored_in_its_plain_form(tmp_path):
     with MemoryEngine(tmp_path / "m.db", None, FakeClock()) as engine:
-        assert PlacePersonas(engine).set("discord:g1", "\uff39ou are kind.", who="discord:u1").text == "You are kind."
+        assert engine.personas.set("discord:g1", "\uff39ou are kind.", who="discord:u1").text == "You are kind."
 
 
 # -- (g) who changed a persona outlives that admin's /forget everything ---------------------------------------
 def test_an_admin_s_forget_everything_keeps_who_changed_the_persona_and_when_and_no_words(tmp_path):
     with MemoryEngine(tmp_path / "m.db", None, FakeClock()) as engine:
-        places = PlacePersonas(engine)
+        places = engine.personas
         places.set("discord:g1", "You are the server's cheerful quizmaster.", who="discord:u1", person_id="alice")
         places.reset("discord:g1", who="discord:u1", person_id="alice")
-        AuditTrail(engine).record("discord:u1", "memory.update", "m1", person_id="alice")
+        engine.audit.record("discord:u1", "memory.update", "m1", person_id="alice")
         forget_person(engine, ["alice"])
-        kept = [(e.action, e.who, e.target, e.person_id) for e in AuditTrail(engine).recent()]
+        kept = [(e.action, e.who, e.target, e.person_id) for e in engine.audit.recent()]
         assert sorted(kept) == [
             ("persona.reset", "discord:u1", "discord:g1", "alice"),
             ("persona.set", "discord:u1", "discord:g1", "alice"),
         ]
         assert "quizmaster" not in json.dumps(engine.db.rows("SELECT * FROM dashboard_audit"))
-        assert all(e.at for e in AuditTrail(engine).recent())
+        assert all(e.at for e in engine.audit.recent())
 
 
 # -- (a) the login throttle: a local guesser never locks out the operator --------------------------------------
@@ -225,7 +222,7 @@ async def linked(rt) -> None:
 
 def door_of(rt, limit: int) -> tuple[Any, Ticking]:
     clock = Ticking()
-    window = Window(MessageLimit(limit, 60.0), RateWindows(rt.engine), rt.runner, now=clock)
+    window = Window(MessageLimit(limit, 60.0), rt.engine.rate_windows, rt.runner, now=clock)
     return front_door(rt.orchestrator, window, rt.metrics), clock
 
 

@@ -69,9 +69,8 @@ def _folders(args: argparse.Namespace, journals: Path | None, beside: Path):
 
 def _people(engine: MemoryEngine, given: list[str]) -> tuple[str, ...]:
     """Each id as given, and the person an account ("telegram:123") belongs to while it is still linked."""
-    from memory.storage.people import People
 
-    people = People(engine)
+    people = engine.people
     ids = list(given)
     for value in given:
         platform, _, account = value.partition(":")

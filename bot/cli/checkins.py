@@ -31,10 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def list_checkins(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.storage.checkins import CheckinStore
 
     with engine_for(settings, readonly=True) as engine:
-        store = CheckinStore(engine)
+        store = engine.checkins
         found, now = store.listing(args.person, tuple(args.state or ())), engine.clock.now()
         people = {person for person, _ in store.people()}
     if args.json:

@@ -279,9 +279,8 @@ def check_scope_id(engine: MemoryEngine, scope: str, scope_id: str) -> None:
     platform, _, rest = scope_id.partition(":")
     if platform in ID_PLATFORMS and rest.strip():
         return
-    from memory.storage.people import People
 
-    if scope != "guild" and scope_id in People(engine).person_ids():
+    if scope != "guild" and scope_id in engine.people.person_ids():
         return
     what = (
         "guild ids look like discord:1234 or telegram:-100123"
@@ -446,13 +445,13 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def forget_people(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.storage.privacy import Privacy
+    from memory.upkeep.forgetting import forget_everything
 
     from ..exports import forget_exports
 
     with engine_for(settings) as engine:
         confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)
-        counts = Privacy(engine).forget_everything(args.person)  # a /privacy off outlives it (SEC-5)
+        counts = forget_everything(engine, args.person)  # a /privacy off outlives it (SEC-5)
         if exported := forget_exports(engine, args.person):  # the console's /export files are copies of the words
             counts["export files"] = exported
     if args.json:

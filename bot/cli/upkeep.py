@@ -253,11 +253,10 @@ def _check_restore(source: Path, target: Path, force: bool) -> None:
 
 
 def run_stats(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.storage.sessions import ExtractionBuffer
 
     with engine_for(settings, readonly=True) as engine:
         stats = engine.memories.stats()
-        buffer = ExtractionBuffer(engine)
+        buffer = engine.buffer
         data = {
             "db": str(settings.db_path),
             "memories": stats.memories,
@@ -276,10 +275,9 @@ def run_stats(args: argparse.Namespace, settings: Settings) -> None:
 
 def run_retry_failed(args: argparse.Namespace, settings: Settings) -> None:
     """Operator's retry: batches parked in dead_letters go back to the extraction queue, due now."""
-    from memory.storage.sessions import ExtractionBuffer
 
     with engine_for(settings) as engine:
-        moved = ExtractionBuffer(engine).retry_dead()
+        moved = engine.buffer.retry_dead()
     _emit(args, {"requeued": moved}, "retry-failed")
 
 

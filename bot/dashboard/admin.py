@@ -7,7 +7,6 @@ from typing import Any
 from aiohttp import web
 
 from memory.recall.overview import Overview
-from memory.storage.audit import AuditTrail
 from memory.storage.knobs import KnobStore, knob_help
 from memory.upkeep.forgetting import forget_guild
 
@@ -100,5 +99,5 @@ async def audit_trail(request: web.Request) -> web.Response:
     except Exception as exc:
         raise ApiError(400, str(exc)) from None
     svc = services(request)
-    rows = await svc.run(AuditTrail(svc.engine).recent, limit)
+    rows = await svc.run(svc.engine.audit.recent, limit)
     return answer({"items": [audit_json(e) for e in rows]})

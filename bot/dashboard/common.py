@@ -8,8 +8,6 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from memory.storage.audit import AuditTrail
-
 from .auth import Caller, Gate
 from .services import DashboardServices
 
@@ -96,4 +94,4 @@ async def audit(
     """One audit row for a change this request made (ids, fields and counts only: never a memory's words)."""
     svc = services(request)
     who = caller(request).who
-    await svc.run(AuditTrail(svc.engine).record, who, action, target, person_id=person_id, detail=detail)
+    await svc.run(svc.engine.audit.record, who, action, target, person_id=person_id, detail=detail)

@@ -5,14 +5,18 @@ bot has never met would record a new identity, and a GET must not write."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memory.errors import NotFound
 from memory.recall.overview import Overview
-from memory.storage.people import People
 
 from ..assembly import Snapshot, Turn
 from ..types import IncomingMessage
 from .common import ApiError
 from .services import DashboardServices
+
+if TYPE_CHECKING:
+    from memory.engine import MemoryEngine
 
 PLATFORMS = ("discord", "telegram", "console")
 
@@ -34,7 +38,7 @@ def _message(svc: DashboardServices, query: dict[str, str], text: str) -> Incomi
     person = (query.get("person") or "").strip()
     if not person:
         raise ApiError(400, "person is required: a person id (discord:123) or the platform's user id")
-    user_id = _account(People(svc.engine), platform, person)
+    user_id = _account(svc.engine, platform, person)
     guild = (query.get("guild") or "").strip() or None
     if guild and guild.startswith(f"{platform}:"):
         guild = guild[len(platform) + 1 :]  # the store's guild ids are platform-qualified; the platform's own id is wanted here
@@ -42,13 +46,13 @@ def _message(svc: DashboardServices, query: dict[str, str], text: str) -> Incomi
     return IncomingMessage(platform=platform, channel_id=channel, author_id=user_id, author_name="", text=text, guild_id=guild)
 
 
-def _account(people: People, platform: str, person: str) -> str:
+def _account(engine: MemoryEngine, platform: str, person: str) -> str:
     """The platform user id of ``person`` (a person id, linked or not, or the user id itself) on ``platform``."""
-    for account in people.accounts(person):
+    for account in engine.people.accounts(person):
         if account["platform"] == platform:
             return str(account["platform_user_id"])
     prefix = f"{platform}:"
     user_id = person[len(prefix) :] if person.startswith(prefix) else person
-    if Overview(people.engine).known_account(platform, user_id):
+    if Overview(engine).known_account(platform, user_id):
         return user_id
     raise NotFound(f"no {platform} account known for {person!r} (the bot has not met them there)")

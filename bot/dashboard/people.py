@@ -10,8 +10,7 @@ from aiohttp import web
 
 from memory.errors import NotFound
 from memory.recall.overview import Overview
-from memory.storage.people import People
-from memory.storage.privacy import Privacy
+from memory.upkeep.forgetting import forget_everything
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
 
@@ -60,7 +59,7 @@ def _profile(svc: DashboardServices, person_id: str) -> dict[str, Any]:
         profile.setdefault(m.type.value, []).append(memory_json(m))
     zones = svc.orchestrator.zones
     own = zones.own(person_id)
-    settings = {"share_across_servers": People(svc.engine).shares(person_id), "timezone": own.key if own else None}
+    settings = {"share_across_servers": svc.engine.people.shares(person_id), "timezone": own.key if own else None}
     return {**person_json(found), "profile": profile, "settings": {**settings, "timezone_default": zones.default.key}}
 
 
@@ -102,7 +101,7 @@ async def forget(request: web.Request) -> web.Response:
     svc = services(request)
     if await svc.run(Overview(svc.engine).person, person_id) is None:
         raise NotFound(f"no person with id {person_id!r}")
-    counts = await svc.run(Privacy(svc.engine).forget_everything, [person_id])  # a /privacy off outlives it (SEC-5)
+    counts = await svc.run(forget_everything, svc.engine, [person_id])  # a /privacy off outlives it (SEC-5)
     if exported := await svc.run(forget_exports, svc.engine, [person_id]):  # the console's /export files
         counts["export files"] = exported
     await svc.forgot()

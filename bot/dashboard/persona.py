@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersona, PlacePersonas
+from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersona
 
 from .bodies import PersonaBody
 from .common import answer, body, caller, services
@@ -26,7 +26,7 @@ def _place_json(p: PlacePersona) -> dict[str, object]:
 async def show(request: web.Request) -> web.Response:
     svc = services(request)
     persona = svc.orchestrator.persona
-    places = await svc.run(PlacePersonas(svc.engine).all)
+    places = await svc.run(svc.engine.personas.all)
     return answer(
         {
             "name": persona.name,
@@ -41,11 +41,11 @@ async def put(request: web.Request) -> web.Response:
     """Refused with 422 and the reason when the text fails the checks (a secret, an injection, a heading)."""
     change = await body(request, PersonaBody)
     svc = services(request)
-    done = await svc.run(PlacePersonas(svc.engine).set, request.match_info["id"], change.text, who=caller(request).who)
+    done = await svc.run(svc.engine.personas.set, request.match_info["id"], change.text, who=caller(request).who)
     return answer(_place_json(done))
 
 
 async def reset(request: web.Request) -> web.Response:
     svc = services(request)
-    gone = await svc.run(PlacePersonas(svc.engine).reset, request.match_info["id"], who=caller(request).who)
+    gone = await svc.run(svc.engine.personas.reset, request.match_info["id"], who=caller(request).who)
     return answer({"reset": gone})

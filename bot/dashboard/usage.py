@@ -8,8 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory.storage.ledger import Line, Spend, UsageLedger, day_of
-from memory.storage.people import People
+from memory.storage.ledger import Line, Spend, day_of
 
 from ..usage_commands import MAX_DAYS
 from .common import ApiError, answer, services
@@ -52,7 +51,7 @@ async def show(request: web.Request) -> web.Response:
 def _report(engine: Any, days: int, place: str | None, limits: Any) -> dict[str, Any]:
     now = engine.clock.now()
     first, last = (datetime.fromtimestamp(now, UTC) - timedelta(days=days - 1)).strftime("%Y-%m-%d"), day_of(now)
-    ledger, people = UsageLedger(engine), People(engine)
+    ledger, people = engine.ledger, engine.people
     persons = [{"person_id": p.label, "name": people.name(p.label), **_spend(p.spend)} for p in ledger.people(first, last, place)]
     return {
         "first_day": first,

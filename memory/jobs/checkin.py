@@ -26,7 +26,6 @@ from ..protocols import AsyncCompleter
 from ..scopes import RecallContext
 from ..storage.checkins import Checkin, CheckinStore, Destination, QuietHours, named_day
 from ..storage.messages import NewMessage
-from ..storage.people import People
 from ..write.extraction import BadAnswer
 
 log = logging.getLogger(__name__)
@@ -89,7 +88,7 @@ class CheckinDraft:
         if memory.forgotten or memory.superseded_by or memory.consolidated_into:
             self.store.finish(checkin.id, "cancelled")  # what it followed up on is no longer so
             return None
-        if self._held(now) or not People(self.engine).remembered(checkin.person_id):
+        if self._held(now) or not self.engine.people.remembered(checkin.person_id):
             return None  # SEC-5: after /privacy off nothing is sent or kept for them (held; on again, it may go)
         dm = self.whose_dm(self.where)
         if dm.person_id != checkin.person_id or not dm.ctx.is_dm:
@@ -137,7 +136,7 @@ def record_sent(engine: MemoryEngine, store: CheckinStore, draft: Draft, text: s
     for someone who said /privacy off while it was being written, the row is marked sent and nothing is kept."""
     where = draft.where
     with engine.transaction():
-        if not People(engine).remembered(draft.checkin.person_id):
+        if not engine.people.remembered(draft.checkin.person_id):
             store.sent(draft.checkin.id, None)
             return
         stored = engine.messages.add(

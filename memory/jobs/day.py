@@ -4,7 +4,7 @@
     BulletinWrite   one scope whose briefing is due -> a new bulletin                                  (MAINT-5)
 
 Which days and scopes are due is ``memory.upkeep.daily``'s and ``memory.upkeep.bulletin``'s business; when to look is the
-scheduler's (``bot.daily``).
+bot's schedule's (``bot.schedule``).
 """
 
 from __future__ import annotations

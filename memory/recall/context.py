@@ -13,8 +13,6 @@ from ..models import SELF_SUBJECT, FactKind, Memory, Scope, SessionSummary, Stor
 from ..scopes import RecallContext, memory_partition
 from ..storage.graph import EntityCount
 from ..storage.memories import RecallFilters
-from ..storage.persona import PlacePersonas
-from ..storage.sessions import ChannelState, SessionSummaries
 from ..upkeep.bulletin import Bulletins
 
 BEHAVIOURAL_LIMIT = 8  # behaviour rules recalled for one message
@@ -54,8 +52,8 @@ class MemoryContext:
         :param history_turns: how many of the channel's last messages are read."""
         self.engine = engine
         self.summary_window_s, self.history_turns = summary_window_s, history_turns
-        self.summaries, self.channels = SessionSummaries(engine), ChannelState(engine)
-        self.bulletins, self.places = Bulletins(engine), PlacePersonas(engine)
+        self.summaries, self.channels = engine.summaries, engine.channels
+        self.bulletins, self.places = Bulletins(engine), engine.personas
 
     def context_for(
         self,

@@ -4,7 +4,7 @@ Before a reply is posted (in a server channel, a group, a voice channel, and a D
 place for what someone else said) and before a tool call runs, the bot asks ``LeakCheck.check(ctx, text, seen)``
 which memories, and which messages of the last week, that place may not see the text would reveal (a message:
 words said and not yet, or never, made a memory). The text is read with the words it hides unmasked
-(``memory.recall.evasions``: spelled digits, look-alike letters, leet, hyphens, spaced letters, backwards):
+(``memory.evasions``: spelled digits, look-alike letters, leet, hyphens, spaced letters, backwards):
 
     reply words -> distinctive? -> held by a live memory outside the place's partitions? -> seen by the place? -> leak
                    (a weight)      (read off the word index: which rows hold the word)      (no)
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from ..evasions import fold, unmasked
 from ..scopes import RecallContext, message_partition, placeholders
 from ..storage.corpus import Filter, MemoryCorpus, MessageCorpus, live_memories
-from .evasions import fold, unmasked
 
 ASSETS = Path(__file__).parents[1] / "assets"
 MAX_REPLY_CHARS = 20_000  # a reply is capped long before this; past it nothing more is read
@@ -71,7 +71,7 @@ class LeakCheck:
 
     def check(self, ctx: RecallContext, reply: str, seen: str = "") -> tuple[Leak, ...]:
         """The memories and recent messages outside ``ctx``'s view whose distinctive words ``reply`` repeats (as
-        written, or hidden: ``memory.recall.evasions``), unseen by the place.
+        written, or hidden: ``memory.evasions``), unseen by the place.
 
         :param ctx: the place the reply is for (its partitions decide what is outside; a DM is such a place too:
             only its own person's memories are inside it).

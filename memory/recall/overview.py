@@ -19,7 +19,6 @@ from ..engine import MemoryEngine
 from ..models import Memory
 from ..storage.graph import entity_key
 from ..storage.memories import MemoryQuery
-from ..storage.people import People
 from ..upkeep import maintenance
 
 MAX_PAGE = 500
@@ -81,7 +80,7 @@ class Overview:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
         self.db = engine.db
-        self.people_ = People(engine)
+        self.people_ = engine.people
 
     def memories(self, query: MemoryQuery) -> tuple[list[Memory], int]:
         """One page, newest change first, and how many match in all."""

@@ -12,8 +12,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import MemoryEngine
+from ..clock import Clock
 from ..models import JsonObject
+from .db import Database
 
 MAX_LIMIT = 1000
 
@@ -34,17 +35,17 @@ class AuditEntry:
 
 
 class AuditTrail:
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.engine = engine
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self.db, self.clock = db, clock
 
     def record(self, who: str, action: str, target: str = "", *, person_id: str | None = None, detail: JsonObject | None = None) -> int:
         """One row; ``detail`` must hold ids, names of fields, numbers: never a person's words."""
-        self.engine.db.execute(
+        self.db.execute(
             "INSERT INTO dashboard_audit (at, who, action, target, person_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            (self.engine.clock.now(), who, action, target, person_id, json.dumps(detail or {}, sort_keys=True)),
+            (self.clock.now(), who, action, target, person_id, json.dumps(detail or {}, sort_keys=True)),
         )
-        return int(self.engine.db.con.last_insert_rowid())
+        return int(self.db.con.last_insert_rowid())
 
     def recent(self, limit: int = 100) -> list[AuditEntry]:
-        rows = self.engine.db.rows("SELECT * FROM dashboard_audit ORDER BY at DESC, id DESC LIMIT ?", (max(1, min(limit, MAX_LIMIT)),))
+        rows = self.db.rows("SELECT * FROM dashboard_audit ORDER BY at DESC, id DESC LIMIT ?", (max(1, min(limit, MAX_LIMIT)),))
         return [AuditEntry.from_row(r) for r in rows]

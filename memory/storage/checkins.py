@@ -31,7 +31,8 @@ from ..models import FactKind, Memory
 from ..scopes import placeholders
 
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine
+    from ..clock import Clock
+    from .db import Database
 
 FOLLOWED_KINDS = (FactKind.EVENT, FactKind.TODO, FactKind.GOAL)
 WEEK = 7 * DAY
@@ -123,8 +124,8 @@ def named_day(memory: Memory) -> date | None:
 class CheckinStore:
     """Owner of ``checkin_people`` and ``checkins``."""
 
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.engine, self.db = engine, engine.db
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self.db, self.clock = db, clock
 
     # -- a person's choice --------------------------------------------------------------------------------
     def opt_in(self, person_id: str, where: Destination) -> None:
@@ -133,7 +134,7 @@ class CheckinStore:
             "INSERT INTO checkin_people (person_id, platform, channel_id, platform_user_id, enabled_at) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (person_id) DO UPDATE SET platform = excluded.platform, channel_id = excluded.channel_id, "
             "platform_user_id = excluded.platform_user_id",
-            (person_id, where.platform, where.channel_id, where.platform_user_id, self.engine.clock.now()),
+            (person_id, where.platform, where.channel_id, where.platform_user_id, self.clock.now()),
         )
 
     def opt_out(self, person_id: str) -> int:
@@ -155,7 +156,7 @@ class CheckinStore:
     def plan(self, person_id: str, memories: list[Memory], zone: tzinfo) -> int:
         """A pending row for each dated fact whose follow-up falls after it was said and is not stale yet; a fact
         planned once is never planned again (UNIQUE), whatever became of its row. Returns the rows added."""
-        now = self.engine.clock.now()
+        now = self.clock.now()
         planned = [(m, at) for m in memories if (at := due_at(m, zone)) is not None and at > m.created_at and at + STALE_AFTER > now]
         added = 0
         with self.db.transaction():
@@ -194,17 +195,17 @@ class CheckinStore:
 
     def claim(self, checkin_id: int) -> bool:
         """pending -> sending, committed before the message leaves; False when the row is no longer pending."""
-        now = self.engine.clock.now()
+        now = self.clock.now()
         self.db.execute("UPDATE checkins SET state = 'sending', claimed_at = ? WHERE id = ? AND state = 'pending'", (now, checkin_id))
         return self.db.con.changes() == 1
 
     def sent(self, checkin_id: int, message_id: str | None) -> None:
-        now = self.engine.clock.now()
+        now = self.clock.now()
         self.db.execute("UPDATE checkins SET state = 'sent', sent_at = ?, message_id = ? WHERE id = ?", (now, message_id, checkin_id))
 
     def postpone(self, checkin_id: int) -> str:
         """The model failed or answered garbage: tried again later, a bounded number of times; returns the new state."""
-        now = self.engine.clock.now()
+        now = self.clock.now()
         self.db.execute(
             "UPDATE checkins SET attempts = attempts + 1, retry_at = ? + ? * (attempts + 1), "
             "state = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE state END WHERE id = ? AND state = 'pending'",

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine
+    from .db import Database
 
 NOTICE = "notice"  # the kind of the rows that count the polite lines said when a budget was spent
 _KEY = "day, person_id, platform, place_id, kind, model"
@@ -61,7 +61,6 @@ class Spend:
         return Spend(*(getattr(self, c) + getattr(other, c) for c in _COUNTS))
 
 
-
 def _spend(row: dict[str, Any] | None) -> Spend:
     """A summed row as a ``Spend`` (no row: nothing spent)."""
     return Spend(**{c: int((row or {}).get(c) or 0) for c in _COUNTS})
@@ -83,8 +82,8 @@ def day_of(now: float) -> str:
 class UsageLedger:
     """The one owner of ``usage_ledger``: every statement on it is here."""
 
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.db = engine.db
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def add(self, day: str, charge: Charge, model: str, spend: Spend) -> None:
         """Adds one call's counts to its person's row (when it has a person) and to its place's own row."""

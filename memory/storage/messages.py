@@ -14,8 +14,8 @@ from ..clock import Clock
 from ..errors import EmbeddingError, InvalidInput
 from ..models import StoredMessage
 from ..recall.retrieval import ALL_CHANNELS, Channel, Hit, Retriever
+from ..safety import normalise_text, redact_secrets, valid_unicode
 from ..scopes import RecallContext, message_partition, partition_token, placeholders
-from ..write.safety import normalise_text, redact_secrets, valid_unicode
 from .corpus import Filter, MessageCorpus
 from .embeddings import EmbeddingService, content_hash
 from .knobs import KnobStore

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine
     from .db import Database
 
 PREFIX = "vision."
@@ -27,10 +26,6 @@ class Sight:
 class ModelTraits:
     def __init__(self, db: Database) -> None:
         self.db = db
-
-    @classmethod
-    def of(cls, engine: MemoryEngine) -> ModelTraits:
-        return cls(engine.db)
 
     def sight(self, model_key: str) -> Sight | None:
         """Whether the model (``model_key``: server and name) was found to see images, or None: never asked."""

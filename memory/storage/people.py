@@ -18,12 +18,15 @@ A person's consent (SEC-5): whether they asked not to be remembered (``/privacy 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
+from typing import Protocol
 
-from ..engine import MemoryEngine
+from ..clock import Clock
 from ..errors import InvalidInput
 from ..models import Visibility
 from ..scopes import user_partition
-from .sessions import ChannelState, ExtractionBuffer
+from .db import Database
+from .memories import MemoryRepository
 
 CODE_TTL_S = 600.0
 MAX_FAILURES, FAILURE_WINDOW_S = 5, 3600.0
@@ -31,10 +34,15 @@ SHARE_KEY = "share_across_servers"
 REMEMBER_KEY = "remember"  # present (value "off") only while the person asked not to be remembered
 
 
+class MovesPeople(Protocol):
+    def move_person(self, source: str, target: str) -> None: ...
+
+
 class People:
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.engine = engine
-        self.db = engine.db
+    def __init__(self, db: Database, clock: Clock, rows: MemoryRepository, movers: Sequence[MovesPeople] = ()) -> None:
+        """``movers``: the owners of what a person has (memories, messages, buffers, chats' saved contexts), moved in
+        this order when two accounts are linked."""
+        self.db, self.clock, self.rows, self.movers = db, clock, rows, tuple(movers)
 
     def lookup(self, platform: str, platform_user_id: str) -> str:
         """The person id ``resolve`` would give this account, recording nothing (ORCH-5's snapshot writes nothing)."""
@@ -80,7 +88,7 @@ class People:
         person = f"{platform}:{platform_user_id}"
         self.db.execute(
             "INSERT INTO identities (platform, platform_user_id, person_id, display_name, linked_at) VALUES (?, ?, ?, ?, ?)",
-            (platform, str(platform_user_id), person, display_name, self.engine.clock.now()),
+            (platform, str(platform_user_id), person, display_name, self.clock.now()),
         )
         return person
 
@@ -105,7 +113,7 @@ class People:
 
     def issue_code(self, person_id: str) -> str:
         code = "-".join(secrets.token_hex(3) for _ in range(3))  # 72 bits
-        now = self.engine.clock.now()
+        now = self.clock.now()
         with self.db.transaction():
             self.db.execute("DELETE FROM link_codes WHERE person_id = ? OR expires_at < ?", (person_id, now))
             self.db.execute("INSERT INTO link_codes (code, person_id, expires_at) VALUES (?, ?, ?)", (code, person_id, now + CODE_TTL_S))
@@ -113,7 +121,7 @@ class People:
 
     def redeem(self, code: str, platform: str, platform_user_id: str) -> str:
         """Link this account to the person who issued ``code``; returns that person id."""
-        now = self.engine.clock.now()
+        now = self.clock.now()
         if self._failures(platform, platform_user_id, now) >= MAX_FAILURES:
             raise InvalidInput("too many wrong link codes; try again in an hour")
         row = self.db.one("SELECT person_id, expires_at FROM link_codes WHERE code = ?", (code.strip().lower(),))
@@ -165,10 +173,10 @@ class People:
         """Extra partitions a context may read: in a DM, all of the speaker's own; in a server, all of
         those of the people here who opted in to sharing across servers."""
         if is_dm:
-            return tuple(self.engine.memory_rows.partitions_of(speaker))
+            return tuple(self.rows.partitions_of(speaker))
         private = {p: user_partition(p, Visibility.PRIVATE) for p in people}
         sharing = self.sharing(people)
-        return tuple(k for p in people if p in sharing for k in self.engine.memory_rows.partitions_of(p) if k != private[p])
+        return tuple(k for p in people if p in sharing for k in self.rows.partitions_of(p) if k != private[p])
 
     def sharing(self, people: tuple[str, ...]) -> set[str]:
         """Which of ``people`` opted in to sharing across servers: one statement for a turn's people (each a round
@@ -219,9 +227,7 @@ class People:
     # -- linking ---------------------------------------------------------------------------------------
     def _merge(self, source: str, target: str) -> None:
         """Everything stored under ``source`` now belongs to ``target`` (inside the caller's transaction)."""
-        self.db.execute("UPDATE identities SET person_id = ?, linked_at = ? WHERE person_id = ?", (target, self.engine.clock.now(), source))
-        self.engine.memories.move_person(source, target)
-        self.engine.messages.move_person(source, target)
-        ExtractionBuffer(self.engine).move_person(source, target)
-        ChannelState(self.engine).move_person(source, target)
+        self.db.execute("UPDATE identities SET person_id = ?, linked_at = ? WHERE person_id = ?", (target, self.clock.now(), source))
+        for mover in self.movers:
+            mover.move_person(source, target)
         self.db.execute("UPDATE OR REPLACE person_settings SET person_id = ? WHERE person_id = ?", (target, source))

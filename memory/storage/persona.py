@@ -18,11 +18,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from ..engine import MemoryEngine
+from ..clock import Clock
 from ..errors import InvalidInput, Rejected
-from ..recall.evasions import fold
-from ..write.safety import contains_secret, looks_like_injection, normalise_text
+from ..evasions import fold
+from ..safety import contains_secret, looks_like_injection, normalise_text
 from .audit import AuditTrail
+from .db import Database
 
 MAX_PLACE_PERSONA = 1_000  # characters: it rides along with every reply in the place, beside the operator's persona
 # A line that would start a new section of the system prompt: a Markdown heading, a setext underline or
@@ -79,18 +80,18 @@ def _refuse_forgery(plain: str) -> None:
 
 
 class PlacePersonas:
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.engine = engine
+    def __init__(self, db: Database, clock: Clock, audit: AuditTrail) -> None:
+        self.db, self.clock, self.audit = db, clock, audit
 
     def get(self, guild_id: str | None) -> PlacePersona | None:
         """The persona of this place; None in a DM or when its admins set none."""
         if not guild_id:
             return None
-        row = self.engine.db.one("SELECT * FROM place_personas WHERE guild_id = ?", (guild_id,))
+        row = self.db.one("SELECT * FROM place_personas WHERE guild_id = ?", (guild_id,))
         return PlacePersona(row["guild_id"], row["text"], row["set_by"], row["set_at"]) if row else None
 
     def all(self) -> list[PlacePersona]:
-        rows = self.engine.db.rows("SELECT * FROM place_personas ORDER BY guild_id")
+        rows = self.db.rows("SELECT * FROM place_personas ORDER BY guild_id")
         return [PlacePersona(r["guild_id"], r["text"], r["set_by"], r["set_at"]) for r in rows]
 
     def set(self, guild_id: str, text: str, *, who: str, person_id: str | None = None) -> PlacePersona:
@@ -98,21 +99,21 @@ class PlacePersonas:
         if not guild_id:
             raise InvalidInput("a persona belongs to a server or group, not a private chat")
         clean = check_persona_text(text)
-        now = self.engine.clock.now()
-        with self.engine.db.transaction():
-            self.engine.db.execute(
+        now = self.clock.now()
+        with self.db.transaction():
+            self.db.execute(
                 "INSERT INTO place_personas (guild_id, text, set_by, set_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (guild_id) DO UPDATE SET text = excluded.text, set_by = excluded.set_by, set_at = excluded.set_at",
                 (guild_id, clean, person_id or who, now),
             )
-            AuditTrail(self.engine).record(who, "persona.set", guild_id, person_id=person_id, detail={"chars": len(clean)})
+            self.audit.record(who, "persona.set", guild_id, person_id=person_id, detail={"chars": len(clean)})
         return PlacePersona(guild_id, clean, person_id or who, now)
 
     def reset(self, guild_id: str, *, who: str, person_id: str | None = None) -> bool:
         """The place goes back to the operator's persona alone; False when it had none."""
-        with self.engine.db.transaction():
-            gone = self.engine.db.scalar("SELECT COUNT(*) FROM place_personas WHERE guild_id = ?", (guild_id,))
+        with self.db.transaction():
+            gone = self.db.scalar("SELECT COUNT(*) FROM place_personas WHERE guild_id = ?", (guild_id,))
             if gone:
-                self.engine.db.execute("DELETE FROM place_personas WHERE guild_id = ?", (guild_id,))
-                AuditTrail(self.engine).record(who, "persona.reset", guild_id, person_id=person_id)
+                self.db.execute("DELETE FROM place_personas WHERE guild_id = ?", (guild_id,))
+                self.audit.record(who, "persona.reset", guild_id, person_id=person_id)
         return bool(gone)

@@ -12,17 +12,19 @@
 
 Stopping does not delete the past (that is ``/forget everything``); it only drops what was still waiting
 to be learned from, so no new memory comes from the person's words after they said stop. Forgetting a
-person (``forget_everything``) keeps their choice: it is the one thing about them that must outlive it.
+person (``memory.upkeep.forgetting.forget_everything``) keeps their choice: it is the one thing about them that
+must outlive it; a veto of one listed memory is ``memory.upkeep.forgetting.veto``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine import MemoryEngine
+from ..clock import Clock
 from ..models import Memory, Scope
 from ..scopes import RecallContext
-from ..upkeep.forgetting import Forgotten, forget_memory, forget_person
+from .db import Database
+from .memories import MemoryRepository
 from .people import People
 from .sessions import ExtractionBuffer
 
@@ -43,9 +45,8 @@ class Kept:
 
 
 class Privacy:
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.engine, self.db = engine, engine.db
-        self.people = People(engine)
+    def __init__(self, db: Database, clock: Clock, people: People, buffer: ExtractionBuffer, rows: MemoryRepository) -> None:
+        self.db, self.clock, self.people, self.buffer, self.rows = db, clock, people, buffer, rows
 
     def remembers(self, ctx: RecallContext) -> bool:
         """May what is said in this context (by its speaker, in its place) be stored?"""
@@ -55,7 +56,7 @@ class Privacy:
         with self.db.transaction():
             self.people.set_remembered(person_id, on)
             if not on:
-                ExtractionBuffer(self.engine).drop_person(person_id)
+                self.buffer.drop_person(person_id)
 
     def place_off(self, guild_id: str) -> bool:
         return bool(self.db.scalar("SELECT 1 FROM privacy_places WHERE guild_id = ?", (guild_id,)))
@@ -65,37 +66,32 @@ class Privacy:
             if on:
                 self.db.execute("DELETE FROM privacy_places WHERE guild_id = ?", (guild_id,))
                 return
-            now = self.engine.clock.now()
+            now = self.clock.now()
             self.db.execute("INSERT OR IGNORE INTO privacy_places (guild_id, since) VALUES (?, ?)", (guild_id, now))
-            ExtractionBuffer(self.engine).drop_place(guild_id)
+            self.buffer.drop_place(guild_id)
 
-    def forget_everything(self, person_ids: list[str]) -> dict[str, int]:
-        """``forget_person``, except that someone who said /privacy off stays not remembered, on every account
-        they had (their links are forgotten too, so each account is its own person again)."""
+    def stopped_accounts(self, person_ids: list[str]) -> list[str]:
+        """Of ``person_ids``, those who said /privacy off, and each account they have (``"platform:id"``): what must
+        stay not remembered when they are forgotten (their links go too, so each account is its own person again)."""
         stopped = [p for p in person_ids if not self.people.remembered(p)]
         accounts = [f"{a['platform']}:{a['platform_user_id']}" for p in stopped for a in self.people.accounts(p)]
-        counts = forget_person(self.engine, person_ids)
-        for person in dict.fromkeys([*stopped, *accounts]):
-            self.people.set_remembered(person, False)
-        return counts
+        return list(dict.fromkeys([*stopped, *accounts]))
 
     # -- what is kept about a person ---------------------------------------------------------------------
     def kept_about(self, person_id: str, *, owner: bool = False) -> list[Kept]:
         """The person's own memories (every partition of theirs; ``owner``: the operator asking in an
         owner-private chat, so the owner memory their words are filed in too), then what others said about
         them, tied to their person id when it was written (``memory.write.subjects``), never by a name."""
-        rows = self.engine.memory_rows
+        rows = self.rows
         mine = tuple(p.partition_key for p in rows.personal_partitions(person_id) if owner or p.scope is Scope.USER)
         own = rows.listing(mine, limit=SCAN_LIMIT) if mine else []
         return [Kept(m) for m in own] + [Kept(m, told=True) for m in rows.told_about(person_id, SCAN_LIMIT)]
 
-    def veto(self, person_id: str, short_id: str, *, asked_in: tuple[str, str] | None = None, owner: bool = False) -> Forgotten | None:
-        """Forget one listed memory with the full cascade; None (and nothing changed) unless ``short_id``
-        names exactly one memory of the person's own list."""
+    def listed(self, person_id: str, short_id: str, *, owner: bool = False) -> str | None:
+        """The id of the one memory of the person's list (``kept_about``) that ``short_id`` names; None unless
+        exactly one (and at least ``MIN_ID_CHARS`` given)."""
         prefix = short_id.strip().strip("[]").lower()
         if len(prefix) < MIN_ID_CHARS:
             return None
         listed = [k for k in self.kept_about(person_id, owner=owner) if k.memory.id.lower().startswith(prefix)]
-        if len(listed) != 1:
-            return None
-        return forget_memory(self.engine, listed[0].memory.id, asked_in=asked_in)
+        return listed[0].memory.id if len(listed) == 1 else None

@@ -14,14 +14,13 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine
+    from .db import Database
+    from .people import People
 
 
 class RateWindows:
-    def __init__(self, engine: MemoryEngine) -> None:
-        from .people import People
-
-        self.db, self.people = engine.db, People(engine)
+    def __init__(self, db: Database, people: People) -> None:
+        self.db, self.people = db, people
 
     def admit_person(self, platform: str, user_id: str, limit: int, window_s: float, now: float) -> bool | None:
         """``admit`` for the person behind an account: linked accounts share one window (issue 31: two linked

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..clock import Clock
@@ -31,9 +31,6 @@ from ..errors import InvalidInput
 from ..models import JsonObject
 from ..reminder_time import When, next_due, parse_when
 from .db import Database
-
-if TYPE_CHECKING:
-    from ..engine import MemoryEngine
 
 MAX_ATTEMPTS = 5  # sends the platform refused before the person is told it could not be delivered
 RETRY_AFTER = 60.0  # seconds, doubled at each failed attempt (1, 2, 4, 8 minutes)
@@ -127,11 +124,6 @@ class Reminders:
 
     def __init__(self, db: Database, clock: Clock) -> None:
         self.db, self.clock = db, clock
-
-    @classmethod
-    def of(cls, engine: MemoryEngine) -> Reminders:
-        """The engine's store and clock (how code outside ``memory/`` gets one: it never reaches ``engine.db``)."""
-        return cls(engine.db, engine.clock)
 
     def ask(self, person_id: str, place: Place, when: str, what: str, zone: tzinfo) -> Reminder:
         """``what`` at the time ``when`` names in ``zone``: the stored row, or InvalidInput with the question to

@@ -7,10 +7,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import MemoryEngine
+from ..clock import Clock
 from ..models import JsonObject, SessionSummary
+from ..safety import redact_secrets
 from ..scopes import RecallContext, placeholders
-from ..write.safety import redact_secrets
+from .db import Database
+from .messages import MessageLog
 
 
 def context_to_json(ctx: RecallContext) -> str:
@@ -49,8 +51,8 @@ class ExtractionBuffer:
     retried with backoff; after ``MAX_ATTEMPTS`` it moves to ``dead_letters``, never dropped.
     """
 
-    def __init__(self, engine: MemoryEngine, debounce_s: float = 30.0) -> None:
-        self.engine, self.db, self.debounce_s = engine, engine.db, debounce_s
+    def __init__(self, db: Database, clock: Clock, messages: MessageLog, debounce_s: float = 30.0) -> None:
+        self.db, self.clock, self.messages, self.debounce_s = db, clock, messages, debounce_s
 
     def push(
         self,
@@ -65,7 +67,7 @@ class ExtractionBuffer:
     ) -> int:
         """Add a message and push the whole channel's due time back (debounce by reschedule). ``said_at``: when
         the message was written, if not now (an edit of an older message): its relative dates are read against it."""
-        now = self.engine.clock.now()
+        now = self.clock.now()
         with self.db.transaction():
             self.db.execute(
                 "INSERT INTO extraction_buffer (channel_key, person_id, context, message_id, message_rid, author_name, text, "
@@ -88,7 +90,7 @@ class ExtractionBuffer:
         return row_id
 
     def _rid(self, message_id: str | None) -> int | None:
-        found = self.engine.messages.rids_by_id([message_id]) if message_id else []
+        found = self.messages.rids_by_id([message_id]) if message_id else []
         return found[0] if found else None
 
     def release(self, row_id: int) -> None:
@@ -103,7 +105,7 @@ class ExtractionBuffer:
         """At start-up: no reply is in flight, so nothing is held any more (a crash mid-reply left some)."""
         with self.db.transaction():
             self.db.execute(
-                "UPDATE extraction_buffer SET held = 0, due_at = MIN(due_at, ?) WHERE held = 1 OR attempts > 0", (self.engine.clock.now(),)
+                "UPDATE extraction_buffer SET held = 0, due_at = MIN(due_at, ?) WHERE held = 1 OR attempts > 0", (self.clock.now(),)
             )
             return self.db.con.changes()
 
@@ -112,18 +114,18 @@ class ExtractionBuffer:
         turns are about to be compacted: WRITE-4). Held ones wait for their reply as always."""
         self.db.execute(
             "UPDATE extraction_buffer SET due_at = MIN(due_at, ?) WHERE channel_key = ? AND held = 0 AND attempts = 0",
-            (self.engine.clock.now(), channel_key),
+            (self.clock.now(), channel_key),
         )
         return self.db.con.changes()
 
     def _debounce(self, channel_key: str) -> None:
-        due = self.engine.clock.now() + self.debounce_s
+        due = self.clock.now() + self.debounce_s
         self.db.execute("UPDATE extraction_buffer SET due_at = MAX(due_at, ?) WHERE channel_key = ? AND attempts = 0", (due, channel_key))
 
     def due_channels(self) -> list[str]:
         rows = self.db.execute(
             "SELECT channel_key FROM extraction_buffer GROUP BY channel_key HAVING MAX(held) = 0 AND MAX(due_at) <= ?",
-            (self.engine.clock.now(),),
+            (self.clock.now(),),
         )
         return [r for (r,) in rows]
 
@@ -135,7 +137,7 @@ class ExtractionBuffer:
         """A failed attempt: retried after a backoff; past ``MAX_ATTEMPTS`` parked in dead_letters. Returns how many were parked."""
         if not ids:
             return 0
-        marks, now = placeholders(ids), self.engine.clock.now()
+        marks, now = placeholders(ids), self.clock.now()
         attempts = int(self.db.scalar(f"SELECT MAX(attempts) FROM extraction_buffer WHERE id IN ({marks})", ids) or 0) + 1
         with self.db.transaction():
             self.db.execute(
@@ -167,7 +169,7 @@ class ExtractionBuffer:
                 "INSERT INTO extraction_buffer (channel_key, person_id, context, message_id, message_rid, author_name, text, created_at, "
                 "due_at) SELECT channel_key, person_id, context, message_id, message_rid, author_name, text, created_at, ? "
                 "FROM dead_letters",
-                (self.engine.clock.now(),),
+                (self.clock.now(),),
             )
             moved = self.db.con.changes()
             self.db.execute("DELETE FROM dead_letters")
@@ -264,11 +266,11 @@ class ChannelRecord:
 class ChannelState:
     """When a channel last spoke, whether its session was reflected on, and its rolling summary."""
 
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.engine, self.db = engine, engine.db
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self.db, self.clock = db, clock
 
     def touch(self, channel_key: str, ctx: RecallContext) -> None:
-        now = self.engine.clock.now()
+        now = self.clock.now()
         self.db.execute(
             "INSERT INTO channel_state (channel_key, context, last_message_at, session_started_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (channel_key) DO UPDATE SET context = excluded.context, last_message_at = excluded.last_message_at, "
@@ -282,16 +284,16 @@ class ChannelState:
 
     def silent(self, silence_s: float) -> list[ChannelRecord]:
         """Channels quiet for ``silence_s`` whose session has not been reflected on yet."""
-        cutoff = self.engine.clock.now() - silence_s
+        cutoff = self.clock.now() - silence_s
         rows = self.db.rows(
             "SELECT * FROM channel_state WHERE last_message_at <= ? AND reflected_at IS NULL AND retry_at <= ?",
-            (cutoff, self.engine.clock.now()),
+            (cutoff, self.clock.now()),
         )
         return [ChannelRecord.from_row(r) for r in rows]
 
     def active(self, since: float) -> list[ChannelRecord]:
         """Channels that spoke after ``since``."""
-        rows = self.db.rows("SELECT * FROM channel_state WHERE last_message_at > ? AND retry_at <= ?", (since, self.engine.clock.now()))
+        rows = self.db.rows("SELECT * FROM channel_state WHERE last_message_at > ? AND retry_at <= ?", (since, self.clock.now()))
         return [ChannelRecord.from_row(r) for r in rows]
 
     def failed(self, channel_key: str) -> None:
@@ -299,7 +301,7 @@ class ChannelState:
         self.db.execute(
             "UPDATE channel_state SET failures = failures + 1, retry_at = ? + ? * (1 << CAST(MIN(failures, 6) AS INTEGER)) "
             "WHERE channel_key = ?",  # PostgreSQL shifts an integer by an integer only
-            (self.engine.clock.now(), BACKOFF_S, channel_key),
+            (self.clock.now(), BACKOFF_S, channel_key),
         )
 
     def succeeded(self, channel_key: str) -> None:
@@ -333,7 +335,7 @@ class ChannelState:
         )
 
     def mark_reflected(self, channel_key: str) -> None:
-        self.db.execute("UPDATE channel_state SET reflected_at = ? WHERE channel_key = ?", (self.engine.clock.now(), channel_key))
+        self.db.execute("UPDATE channel_state SET reflected_at = ? WHERE channel_key = ?", (self.clock.now(), channel_key))
 
     def set_summary(self, channel_key: str, summary: str, compacted_until: float) -> None:
         self.db.execute(
@@ -345,8 +347,8 @@ class ChannelState:
 class SessionSummaries:
     """Summaries of ended sessions (voice or text), shown to later replies in the same place for a while."""
 
-    def __init__(self, engine: MemoryEngine, ttl_s: float = 86_400.0) -> None:
-        self.engine, self.db, self.ttl_s = engine, engine.db, ttl_s
+    def __init__(self, db: Database, clock: Clock, ttl_s: float = 86_400.0) -> None:
+        self.db, self.clock, self.ttl_s = db, clock, ttl_s
 
     def add(
         self,
@@ -359,7 +361,7 @@ class SessionSummaries:
         modality: str = "text",
         started_at: float | None = None,
     ) -> int:
-        now = self.engine.clock.now()
+        now = self.clock.now()
         self.db.execute(
             "INSERT INTO session_summaries (platform, guild_id, channel_id, modality, participants, text, started_at, "
             "ended_at, expires_at) "
@@ -370,7 +372,7 @@ class SessionSummaries:
 
     def recent(self, ctx: RecallContext, within_s: float, limit: int = 3) -> list[SessionSummary]:
         """Unexpired summaries that ended within the window, in this guild (any channel) or this DM."""
-        now = self.engine.clock.now()
+        now = self.clock.now()
         place = ("guild_id = ?", ctx.guild_id) if ctx.guild_id else ("guild_id IS NULL AND channel_id = ?", ctx.channel_id)
         rows = self.db.rows(
             f"SELECT * FROM session_summaries WHERE platform = ? AND {place[0]} AND ended_at >= ? AND expires_at > ? "
@@ -411,5 +413,5 @@ class SessionSummaries:
 
     def expire(self) -> int:
         """Delete summaries past their lifetime (run by the background tick, not on the reply path)."""
-        self.db.execute("DELETE FROM session_summaries WHERE expires_at <= ?", (self.engine.clock.now(),))
+        self.db.execute("DELETE FROM session_summaries WHERE expires_at <= ?", (self.clock.now(),))
         return self.db.con.changes()

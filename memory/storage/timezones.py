@@ -20,7 +20,6 @@ import re
 from functools import cache
 from zoneinfo import ZoneInfo, available_timezones
 
-from ..engine import MemoryEngine
 from ..errors import InvalidInput
 from ..scopes import RecallContext
 from .people import People
@@ -92,8 +91,8 @@ def said_zone(text: str) -> str | None:
 class Timezones:
     """A person's zone and the operator's default; ``default`` is an IANA name (validated by the settings)."""
 
-    def __init__(self, engine: MemoryEngine, default: str = "UTC") -> None:
-        self.people = People(engine)
+    def __init__(self, people: People, default: str = "UTC") -> None:
+        self.people = people
         self.default = parse_zone(default)
 
     def zone_of(self, person_id: str) -> ZoneInfo:

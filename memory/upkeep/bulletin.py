@@ -32,10 +32,9 @@ from ..engine import MemoryEngine
 from ..errors import InvalidInput
 from ..models import Memory, Scope
 from ..protocols import Completer
+from ..safety import redact_secrets
 from ..scopes import RecallContext
 from ..storage.corpus import Filter
-from ..storage.sessions import ChannelState
-from ..write.safety import redact_secrets
 
 log = logging.getLogger(__name__)
 SCOPES = ("guild", "dm", "owner")
@@ -190,7 +189,7 @@ class Bulletins:
 
     def candidates(self, now: float) -> list[tuple[str, str]]:
         """Scopes that may need a bulletin: those of the chats active in the last day, and those whose bulletin aged."""
-        active = [scope_of(state.ctx) for state in ChannelState(self.engine).active(now - MAX_AGE_S)]
+        active = [scope_of(state.ctx) for state in self.engine.channels.active(now - MAX_AGE_S)]
         aged = [(b.scope, b.scope_id) for b in self.stored() if now - b.built_at >= MAX_AGE_S]
         return [key for key in dict.fromkeys(active + aged) if key[1]]
 

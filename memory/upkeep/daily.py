@@ -8,8 +8,8 @@ reflects the days before today (the chat's today) that had human turns and are n
 ``CATCH_UP_DAYS`` (a bot that was down at 04:00 catches up on its next run; older days are left to ordinary
 extraction, which saw every message anyway). A day is marked after its facts are stored, so a run that crashes
 or fails on one chat redoes that chat next time, and the store's dedup keeps the redo from duplicating what
-was already stored. Asking the model is the bot's business (``bot.daily``); this module only reads and writes
-the store.
+was already stored. Asking the model is ``memory.jobs.day.DayReflection``'s job (when to run it, the scheduler's);
+this module only reads and writes the store.
 
     due(now)         (chat, day) pairs to reflect, oldest first
     turns(chat_day)  the day's stored turns of that chat, oldest first
@@ -25,7 +25,6 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from ..engine import MemoryEngine
 from ..models import StoredMessage
 from ..scopes import RecallContext, message_partition
-from ..storage.sessions import ChannelState
 
 CATCH_UP_DAYS = 7
 EDGE = 1e-3  # "after" queries are strict (>): a turn written exactly at midnight belongs to the day it opens
@@ -63,7 +62,7 @@ class DailyReflections:
         self, engine: MemoryEngine, *, catch_up_days: int = CATCH_UP_DAYS, zone_for: Callable[[RecallContext], tzinfo] | None = None
     ) -> None:
         self.engine, self.db, self.catch_up_days = engine, engine.db, catch_up_days
-        self.channels = ChannelState(engine)
+        self.channels = engine.channels
         self.zone_for = zone_for or (lambda ctx: UTC)
 
     def window(self, now: float, zone: tzinfo = UTC) -> list[date]:

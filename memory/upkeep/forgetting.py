@@ -6,6 +6,8 @@
                     summaries and reflection audits of the chats they were in; each removed memory leaves a
                     tombstone (``memory.write.tombstones``, no words) so that what remains does not teach it again
     forget_person   every row the registry (``memory.upkeep.registry``) finds for the person's ids
+    forget_everything  forget_person, a /privacy off kept on each of the person's accounts (SEC-5)
+    veto            forget_memory of one memory a person names from the list of what is kept about them
     forget_guild    every row the registry finds for one guild: its lore, what people said there and was
                     learned there, its messages, and the summaries, states, buffers and audits of its chats
 
@@ -22,8 +24,6 @@ from dataclasses import dataclass, field
 from ..engine import MemoryEngine
 from ..models import Memory
 from ..scopes import placeholders
-from ..storage.checkins import CheckinStore
-from ..storage.sessions import ChannelState, SessionSummaries
 from .maintenance import forget_audits
 from .registry import REGISTRY, forget_files, guild_keys, guild_rows, person_keys, person_rows
 
@@ -43,7 +43,7 @@ def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, 
     rows = engine.memory_rows.by_rids(engine.memory_rows.lineage([root.rid]))
     done = Forgotten(contents=[root.content])
     engine.memories.tombstones.bury(rows)  # first: a forget cut short must still not be learned back
-    checkins = CheckinStore(engine).sent_messages([m.id for m in rows])  # read before the cascade drops their rows
+    checkins = engine.checkins.sent_messages([m.id for m in rows])  # read before the cascade drops their rows
     done.memories = engine.memories.delete_rids([m.rid for m in rows])
     chats = {asked_in} if asked_in else set()
     chats |= {(m.provenance.platform, m.provenance.channel_id) for m in rows if m.provenance.platform and m.provenance.channel_id}
@@ -52,6 +52,25 @@ def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, 
     forget_files(engine, done.memories)
     engine.db.scrub()
     return done
+
+
+def forget_everything(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]:
+    """``forget_person``, except that someone who said /privacy off stays not remembered, on every account they had
+    (``Privacy.stopped_accounts``): their choice is the one thing about them that must outlive it (SEC-5)."""
+    stopped = engine.privacy.stopped_accounts(person_ids)
+    counts = forget_person(engine, person_ids)
+    for person in stopped:
+        engine.people.set_remembered(person, False)
+    return counts
+
+
+def veto(
+    engine: MemoryEngine, person_id: str, short_id: str, *, asked_in: tuple[str, str] | None = None, owner: bool = False
+) -> Forgotten | None:
+    """Forget one memory of the person's list (``Privacy.listed``) with the full cascade; None, and nothing changed,
+    unless ``short_id`` names exactly one."""
+    memory_id = engine.privacy.listed(person_id, short_id, owner=owner)
+    return None if memory_id is None else forget_memory(engine, memory_id, asked_in=asked_in)
 
 
 def _forget_sources(engine: MemoryEngine, memories: list[Memory]) -> int:
@@ -74,8 +93,8 @@ def forget_chat_summaries(engine: MemoryEngine, chats: set[str]) -> None:
         return
     keys = sorted(chats)
     with engine.db.transaction():
-        SessionSummaries(engine).forget_chats(keys)
-        ChannelState(engine).forget_summaries(keys)
+        engine.summaries.forget_chats(keys)
+        engine.channels.forget_summaries(keys)
         forget_audits(engine, keys)
 
 

@@ -21,9 +21,9 @@ import prompts
 from ..engine import MemoryEngine
 from ..models import Memory, NewMemory, Source
 from ..protocols import Completer
+from ..safety import redact_secrets
 from ..scopes import placeholders
 from ..write.extraction import parse_object as parse_json_object
-from ..write.safety import redact_secrets
 from ..write.tombstones import unforgotten
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,6 @@ from typing import Any
 from ..clock import DAY
 from ..engine import MemoryEngine
 from ..models import Provenance
-from ..storage.audit import AuditTrail
-from ..storage.sessions import ChannelState, ExtractionBuffer
 from .daily import CATCH_UP_DAYS
 from .forgetting import forget_guild
 from .maintenance import blank_excerpts
@@ -72,8 +70,8 @@ def expire_messages(engine: MemoryEngine, days: float, *, batch: int = BATCH, mo
 def _expirable(engine: MemoryEngine, channel_key: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Those no extraction still reads (buffered or parked, or the turn a bot reply answers) and whose session was
     reflected on (or a later one began)."""
-    rids, ids = ExtractionBuffer(engine).still_to_read()
-    state = ChannelState(engine).get(channel_key)
+    rids, ids = engine.buffer.still_to_read()
+    state = engine.channels.get(channel_key)
     open_since = state.session_started_at if state is not None and state.reflected_at is None else float("inf")
     return [
         m for m in found if m["rid"] not in rids and m["id"] not in ids and m["answers_rid"] not in rids and m["created_at"] < open_since
@@ -146,7 +144,7 @@ class Departures:
         with self.db.transaction():
             self.db.execute("DELETE FROM place_departures WHERE guild_id = ?", (departure.guild_id,))
             detail = {"platform": departure.platform, "left_at": departure.left_at, **{k: v for k, v in counts.items() if v}}
-            AuditTrail(self.engine).record("retention", "guild.purge", departure.guild_id, detail=detail)
+            self.engine.audit.record("retention", "guild.purge", departure.guild_id, detail=detail)
         log.info(
             "retention: %s place %s purged %g days after the bot was removed (%d memories, %d messages)",
             departure.platform,

@@ -22,7 +22,6 @@ from collections.abc import Iterable
 
 from ..engine import MemoryEngine
 from ..scopes import RecallContext
-from ..storage.sessions import ExtractionBuffer
 from ..write.wording import content_words
 from .forgetting import forget_chat_summaries
 
@@ -59,7 +58,7 @@ def forget_said(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[s
     if not mine:
         return 0
     engine.messages.delete_rids(sorted({*mine, *engine.messages.replies_to(mine)}))
-    ExtractionBuffer(engine).drop_messages(mine)  # parked copies (dead letters) too
+    engine.buffer.drop_messages(mine)  # parked copies (dead letters) too
     forget_chat_summaries(engine, {chat for *_, chat in own})
     engine.db.scrub()
     return len(mine)

@@ -14,7 +14,6 @@ from ..engine import MemoryEngine
 from ..errors import InvalidInput
 from ..models import FactKind, JsonObject, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
 from ..storage.messages import NewMessage
-from ..storage.sessions import SessionSummaries
 from .registry import REGISTRY, person_keys, person_rows
 
 
@@ -161,7 +160,7 @@ def _import_messages(engine: MemoryEngine, rows: list[Any], owner: str, reasons:
 
 
 def _import_summaries(engine: MemoryEngine, rows: list[Any], reasons: list[str]) -> int:
-    done, summaries = 0, SessionSummaries(engine)
+    done, summaries = 0, engine.summaries
     for n, row in enumerate(rows, start=1):
         try:
             done += bool(summaries.restore(row))

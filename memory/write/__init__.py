@@ -1,2 +1,2 @@
-"""Writing: the write policy (dedup, supersession, the judge), extraction from conversation, write-safety filters,
+"""Writing: the write policy (dedup, supersession, the judge), extraction from conversation,
 tombstones, file ingest and edits or deletes at the source."""

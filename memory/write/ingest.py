@@ -34,11 +34,11 @@ from ..engine import MemoryEngine
 from ..errors import EmbeddingError, InvalidInput, NotFound, Rejected
 from ..models import FactKind, JsonObject, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
 from ..protocols import Completer
+from ..safety import MAX_SUBJECT, check_memory, normalise_text, redact_secrets
 from ..scopes import memory_partition
 from ..storage.embeddings import ModelMismatch
 from .extraction import BadAnswer, parse_date, parse_list
 from .passages import BadFile, Passage, file_digest, read_passages
-from .safety import MAX_SUBJECT, check_memory, normalise_text, redact_secrets
 from .tombstones import unforgotten
 
 log = logging.getLogger(__name__)

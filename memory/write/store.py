@@ -8,7 +8,7 @@ Write rules (WRITE-1/2/5): the best vector match in the same partition decides w
     cosine > 0.7                                         stored and linked ``related_to``
 
 A contradiction is judged one way: ``to_judge`` gathers the candidates, the caller asks its model (async,
-off the memory thread: ``memory.api.Memory.add`` does it with the judge it was built with), and ``add``
+off the memory thread: ``memory.api.AsyncMemory.add`` does it with the judge it was built with), and ``add``
 applies the verdict (``contradicts``). The store never calls a model itself.
 """
 
@@ -25,11 +25,11 @@ import numpy as np
 
 from ..errors import EmbeddingError, InvalidInput, NotFound, NotYours
 from ..models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Provenance, Scope, Visibility, normalise_tags
+from ..safety import check_memory, contains_secret, looks_like_injection, normalise_text
 from ..scopes import RecallContext, may_change, memory_partition
 from ..storage.embeddings import EmbeddingService, ModelMismatch, content_hash
 from ..storage.graph import Graph
 from ..storage.memories import LIST_ORDERS, MemoryQuery, MemoryRepository, RecallFilters
-from .safety import check_memory, contains_secret, looks_like_injection, normalise_text
 from .tombstones import Tombstones
 
 if TYPE_CHECKING:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, replace
 from ..engine import MemoryEngine
 from ..models import NewMemory, Scope, WrittenBy
 from ..scopes import RecallContext
-from ..storage.people import People
 
 FIRST_PERSON = frozenset({"i", "me", "myself", "user", "the user"})
 MIN_NAME_CHARS = 2
@@ -91,7 +90,7 @@ def participants(engine: MemoryEngine, guild: str) -> dict[str, frozenset[str]]:
     present: dict[str, set[str]] = {}
     for person, name in engine.messages.speakers_in(guild):
         present.setdefault(person, set()).add(name)
-    names = People(engine).names_of(sorted(present))
+    names = engine.people.names_of(sorted(present))
     return {p: frozenset(shown | names.get(p, set())) for p, shown in present.items()}
 
 
@@ -99,7 +98,7 @@ def place_of(engine: MemoryEngine, new: NewMemory, said: WrittenBy, place: Place
     """The place's participants, with the speaker (who may not have spoken there before) and the accounts
     the speaker pointed at, by their display names."""
     speaker = new.scope_id
-    names = People(engine).names_of(sorted({speaker, *said.pointed}))
+    names = engine.people.names_of(sorted({speaker, *said.pointed}))
     own = place.present.get(speaker, frozenset()) | names.get(speaker, set())
     by_name = dict(place.by_name)
     for name in own:

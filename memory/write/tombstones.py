@@ -92,11 +92,11 @@ class Tombstones:
         clock: Clock,
         key: bytes | None = None,
         embeddings: EmbeddingService | None = None,
+        own_names: Callable[[str], list[str]] = lambda person_id: [],
     ) -> None:
-        self.db, self.clock, self.embeddings = db, clock, embeddings
-        # A person's own display names: every fact about them says them, so they tell nothing apart. The
-        # composition root sets it to ``People.own_names`` (people.py imports the engine, which makes this object).
-        self.own_names: Callable[[str], list[str]] = lambda person_id: []
+        """``own_names``: a person's own display names (``People.own_names``): every fact about them says them, so
+        they tell nothing apart."""
+        self.db, self.clock, self.embeddings, self.own_names = db, clock, embeddings, own_names
         self._ephemeral = key is None  # a scratch engine (an eval, a test): said once, when something is buried
         self._key = key or secrets.token_bytes(32)
         self._tracer = Tracer(self._key)

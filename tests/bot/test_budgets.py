@@ -26,7 +26,7 @@ from bot.config import load_settings
 from bot.health import Queues, render_metrics
 from bot.runtime import Runtime
 from memory.clock import FakeClock
-from memory.storage.ledger import Spend, UsageLedger
+from memory.storage.ledger import Spend
 from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
 from tests.fakes._base import WAIT_S
 
@@ -143,7 +143,7 @@ async def test_a_flood_from_one_person_walks_down_the_levels_in_order_and_anothe
         assert len(llm.chat_requests) == calls + 1 and dc.sent[-1]["content"] == REPLY
         said = [m["content"] for m in dc.sent]
         bill = await the_bill(runtime, llm)
-        total = await runtime.runner.run(UsageLedger(runtime.engine).totals, "2026-11-27", "2026-11-27")
+        total = await runtime.runner.run(runtime.engine.ledger.totals, "2026-11-27", "2026-11-27")
         count = "SELECT COUNT(*) FROM messages WHERE author_id = ?"
         stored = await runtime.runner.run(runtime.engine.db.scalar, count, (f"discord:{ALICE}",))
         assert runtime.metrics is not None
@@ -169,7 +169,7 @@ async def test_a_long_day_in_one_server_stops_everyone_there_once_each_and_a_new
         assert len(llm.chat_requests) == calls  # nothing more asked of the model in the server
         await say(runtime, dc, CAROL, "are you there?", dm=9100)  # her DM is not the server's budget
         assert [m["content"] for m in dc.sent if m["channel_id"] == 9100] == [REPLY]
-        spent = await runtime.runner.run(UsageLedger(runtime.engine).place_spent, "2026-11-27", PLACE)
+        spent = await runtime.runner.run(runtime.engine.ledger.place_spent, "2026-11-27", PLACE)
         assert spent.tokens >= 6_000 and await level(runtime, ALICE) is Level.SPENT
 
         runtime.engine.clock.advance(15 * 3600 + 1)  # past midnight UTC: a new day
@@ -178,7 +178,7 @@ async def test_a_long_day_in_one_server_stops_everyone_there_once_each_and_a_new
         assert dc.sent[-1]["content"] == REPLY
         said = [m["content"] for m in dc.sent]
         bill = await the_bill(runtime, llm)
-        total = await runtime.runner.run(UsageLedger(runtime.engine).totals, "2026-11-27", "2026-11-28")
+        total = await runtime.runner.run(runtime.engine.ledger.totals, "2026-11-27", "2026-11-28")
     assert said.count(PLACE_SPENT) == 3
     assert total == bill
 
@@ -200,7 +200,7 @@ async def test_a_telegram_dm_flood_gets_the_polite_line_once_and_is_stored_whole
                 await until(lambda n=n: [m["text"] for m in tg.sent].count(REPLY) + held(runtime) > n)  # answered or held
             await until(lambda: PERSON_SPENT in [m["text"] for m in tg.sent])
             bill = await the_bill(runtime, llm)
-            total = await runtime.runner.run(UsageLedger(runtime.engine).totals, "2026-11-27", "2026-11-27")
+            total = await runtime.runner.run(runtime.engine.ledger.totals, "2026-11-27", "2026-11-27")
             stored = await runtime.runner.run(runtime.engine.db.scalar, "SELECT COUNT(*) FROM messages WHERE role = 'user'")
         finally:
             llm.default = lambda body: "[]"

@@ -14,7 +14,7 @@ from bot.checkins import CheckinJob
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.models import FactKind, MemoryType, NewMemory, Scope, Visibility
-from memory.storage.checkins import CheckinStore, Destination, QuietHours
+from memory.storage.checkins import Destination, QuietHours
 from memory.storage.messages import NewMessage
 from memory.upkeep.forgetting import forget_memory, forget_person
 from tests.fakes import HTTPError
@@ -85,7 +85,7 @@ async def test_checkins_on_in_a_group_is_refused_and_records_nothing(rt, srv, bo
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     rt.engine.clock.t = at("2026-05-07 10:00")
     assert (await rt.checkins.run()).sent == 0
-    assert box.sent == [] and CheckinStore(rt.engine).people() == []
+    assert box.sent == [] and rt.engine.checkins.people() == []
 
 
 async def test_checkins_alone_shows_the_state_and_what_is_planned(rt, box):
@@ -217,14 +217,14 @@ async def test_forgetting_the_person_cancels_everything_and_checkins_off_stays_o
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     await rt.checkins.run()
     await rt.runner.run(forget_person, rt.engine, [PERSON])
-    assert rows(rt) == [] and CheckinStore(rt.engine).people() == []
+    assert rows(rt) == [] and rt.engine.checkins.people() == []
     rt.engine.clock.t = at("2026-05-07 10:00")
     assert (await rt.checkins.run()).sent == 0 and box.sent == []
 
 
 def with_checkins(engine: MemoryEngine, person: str) -> None:
     """A pending check-in and a sent one (whose message, stored in the DM's history, carries the word)."""
-    store = CheckinStore(engine)
+    store = engine.checkins
     store.opt_in(person, Destination("discord", f"dm-{person}", person))
     memories = [
         engine.memories.add(
@@ -285,9 +285,9 @@ def test_forgetting_a_memory_also_deletes_the_checkin_sent_about_it(tmp_path):
     with MemoryEngine(path, HashEmbedder(), FakeClock()) as engine:
         with_checkins(engine, "alice")
         engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        for checkin in CheckinStore(engine).listing("alice"):
+        for checkin in engine.checkins.listing("alice"):
             forget_memory(engine, checkin.memory_id)
-        assert engine.db.scalar("SELECT COUNT(*) FROM messages") == 0 and CheckinStore(engine).listing() == []
+        assert engine.db.scalar("SELECT COUNT(*) FROM messages") == 0 and engine.checkins.listing() == []
     assert sum(occurrences(path, WORD).values()) == 0
 
 

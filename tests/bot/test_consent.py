@@ -13,8 +13,7 @@ from conftest import say
 
 from bot.honesty import NOTES
 from memory.models import EntityRef, NewMemory, Scope, Visibility
-from memory.storage.people import People
-from memory.storage.privacy import Privacy
+from memory.upkeep.forgetting import forget_everything
 from tests.fakes import ToolCall
 from tests.pipeline_support import facts, platforms
 
@@ -258,12 +257,12 @@ async def test_a_member_showing_my_name_sees_none_of_what_was_said_about_me(worl
 
 
 async def test_the_operator_forgetting_a_person_keeps_their_privacy_off_on_every_account(engine):
-    people, privacy = People(engine), Privacy(engine)
+    people, privacy = engine.people, engine.privacy
     alice, bob = people.resolve("telegram", "55", "Alice"), people.resolve("telegram", "66", "Bob")
     people.redeem(people.issue_code(alice), "discord", "7001")  # Alice's second account
     privacy.set_person(alice, False)
     say(engine, "my cat is Tom", author=alice, dm_person=alice)
-    counts = privacy.forget_everything([alice])  # what the dashboard and `companion memory forget-person` call
+    counts = forget_everything(engine, [alice])  # what the dashboard and `companion memory forget-person` call
     assert counts["messages"] == 1 and counts["identities"] == 2
     assert not people.remembered("telegram:55") and not people.remembered("discord:7001")
     assert people.remembered(bob)

@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import EntityRef, NewMemory, Scope, WrittenBy
-from memory.storage.people import People
-from memory.storage.privacy import Privacy
+from memory.upkeep.forgetting import forget_everything
 from memory.write.subjects import Place, subject_of
 from tests.bot.test_consent import GROUP_KW, answers_ok, tg_answer, tg_say
 from tests.pipeline_support import facts, platforms
@@ -149,26 +148,26 @@ def test_a_name_is_tied_to_a_pointed_account_first_then_to_the_one_participant_u
 
 
 def test_linked_accounts_are_one_person_for_what_others_said_about_them(engine):
-    people = People(engine)
+    people = engine.people
     tg_dave, dc_dave = people.resolve("telegram", "99", "Dave"), people.resolve("discord", "5", "Dave")
     fact = NewMemory(REYKJAVIK, "Dave", Scope.USER, "telegram:66", guild_id="telegram:-1001", subject_person_id=tg_dave)
     engine.memories.add(fact)
     people.redeem(people.issue_code(dc_dave), "telegram", "99")  # the Telegram account joins the Discord person
-    assert [k.memory.content for k in Privacy(engine).kept_about(dc_dave) if k.told] == [REYKJAVIK]
-    assert Privacy(engine).kept_about(tg_dave) == []
+    assert [k.memory.content for k in engine.privacy.kept_about(dc_dave) if k.told] == [REYKJAVIK]
+    assert engine.privacy.kept_about(tg_dave) == []
 
 
 def test_what_others_said_about_me_is_in_my_export_and_goes_with_my_forget_everything(engine):
     from memory.upkeep.transfer import export_person
 
-    people = People(engine)
+    people = engine.people
     dave = people.resolve("telegram", "99", "Dave")
     told = NewMemory(REYKJAVIK, "Dave", Scope.USER, "telegram:66", guild_id="telegram:-1001", subject_person_id=dave)
     bobs = NewMemory("Bob brews ale", "ale", Scope.USER, "telegram:66", guild_id="telegram:-1001", subject_person_id="telegram:66")
     engine.memories.add(told)
     engine.memories.add(bobs)
     assert [m["content"] for m in export_person(engine, [dave])["memories"]] == [REYKJAVIK]
-    Privacy(engine).forget_everything([dave])
+    forget_everything(engine, [dave])
     assert [m.content for m in engine.memory_rows.listing(None, limit=10)] == ["Bob brews ale"]
 
 

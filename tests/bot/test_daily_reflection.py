@@ -315,7 +315,6 @@ def test_an_upgraded_store_starts_with_today_instead_of_a_burst_over_its_past_we
     from conftest import guild_ctx, say
 
     from memory.storage.migrations import M006_DAILY
-    from memory.storage.sessions import ChannelState
 
     say(engine, "old news", author="alice", guild="g1")  # written in 2023 (the fake clock): long before the upgrade
     for thing in ("TRIGGER bulletins_memory_deleted", "TRIGGER bulletins_memory_changed", "TABLE bulletin_partitions", "TABLE bulletins"):
@@ -323,7 +322,7 @@ def test_an_upgraded_store_starts_with_today_instead_of_a_burst_over_its_past_we
     engine.db.execute("DROP TABLE daily_reflections")
     engine.db.execute(M006_DAILY.sql)  # the migration as an existing store meets it
     assert DailyReflections(engine).done_days("discord:g1-general") == {"2023-11-14"}
-    ChannelState(engine).touch("discord:g1-general", guild_ctx("g1", "alice"))
+    engine.channels.touch("discord:g1-general", guild_ctx("g1", "alice"))
     assert DailyReflections(engine).due(engine.clock.now() + DAY) == []  # without the marks, 2023-11-14 would be due
 
 

@@ -26,9 +26,8 @@ from memory.jobs.conversation import REFLECT_SYSTEM
 from memory.models import Scope, Visibility
 from memory.storage.db import AsyncRunner
 from memory.storage.messages import NewMessage
-from memory.storage.privacy import Privacy
-from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.upkeep.daily import DailyReflections
+from memory.upkeep.forgetting import forget_everything
 from memory.upkeep.reembed import reembed
 from memory.write.ingest import Ingester, Target
 from memory.write.sources import message_deleted
@@ -66,7 +65,7 @@ async def runner():
 
 def background(engine: MemoryEngine, runner: AsyncRunner, model: HeldModel) -> Background:
     jobs = JobRunner(engine, runner, model)
-    return Background(jobs, ExtractionBuffer(engine), ChannelState(engine), SessionSummaries(engine))
+    return Background(jobs, engine.buffer, engine.channels, engine.summaries)
 
 
 def said(engine: MemoryEngine, text: str, *, mid: str, role: str = "user") -> str:
@@ -76,8 +75,8 @@ def said(engine: MemoryEngine, text: str, *, mid: str, role: str = "user") -> st
     message = NewMessage("discord", "dm-alice", author, text, role=role, dm_person_id="alice", platform_message_id=mid, author_name="Alice")
     stored = engine.messages.add(message)
     if role == "user":
-        ExtractionBuffer(engine).push(KEY, ctx, text, author_name="Alice", message_id=stored)
-    ChannelState(engine).touch(KEY, ctx)
+        engine.buffer.push(KEY, ctx, text, author_name="Alice", message_id=stored)
+    engine.channels.touch(KEY, ctx)
     return stored
 
 
@@ -94,7 +93,7 @@ def relearned(engine: MemoryEngine) -> int:
 
 def forget_alice(engine: MemoryEngine, runner: AsyncRunner) -> Callable[[], Awaitable[None]]:
     async def forget() -> None:
-        await runner.run(Privacy(engine).forget_everything, ["alice"])
+        await runner.run(forget_everything, engine, ["alice"])
 
     return forget
 
@@ -128,7 +127,7 @@ async def test_a_forget_while_the_judge_writes_is_seen_by_the_facts_write(engine
 
     async def judge_held(system: str, user: str, *, temperature: float = 0.0) -> str:
         if not system and "contradict" in user.lower():  # ... and the forget lands while the judge is asked
-            await runner.run(Privacy(engine).forget_everything, ["alice"])
+            await runner.run(forget_everything, engine, ["alice"])
         return await original(system, user, temperature=temperature)
 
     jobs.jobs.model = judge_held
@@ -139,13 +138,13 @@ async def test_a_forget_while_the_judge_writes_is_seen_by_the_facts_write(engine
 async def test_reflection_on_a_session_whose_turn_is_deleted_while_the_model_writes_keeps_no_summary_of_it(engine, runner, clock):
     said(engine, "hello there", mid="1")
     said(engine, f"my boat is called {WORD}", mid="2")
-    ExtractionBuffer(engine).drop_person("alice")  # only the reflection learns here
+    engine.buffer.drop_person("alice")  # only the reflection learns here
     clock.advance(601)
-    state = ChannelState(engine).get(KEY)
+    state = engine.channels.get(KEY)
     assert state is not None
 
     async def deleted_at_the_source() -> None:
-        await runner.run(message_deleted, engine, ExtractionBuffer(engine), "discord", "dm-alice", ["2"])
+        await runner.run(message_deleted, engine, engine.buffer, "discord", "dm-alice", ["2"])
 
     assert await background(engine, runner, HeldModel(deleted_at_the_source)).reflect(state) == 0
     assert_nothing_left(engine)
@@ -157,21 +156,21 @@ async def test_compaction_of_turns_one_of_which_is_deleted_meanwhile_writes_no_s
     for i in range(1, 70):
         clock.advance(1)
         said(engine, f"small talk number {i}", mid=str(i))
-    ExtractionBuffer(engine).drop_person("alice")
-    state = ChannelState(engine).get(KEY)
+    engine.buffer.drop_person("alice")
+    state = engine.channels.get(KEY)
     assert state is not None
 
     async def deleted_at_the_source() -> None:
-        await runner.run(message_deleted, engine, ExtractionBuffer(engine), "discord", "dm-alice", ["0"])
+        await runner.run(message_deleted, engine, engine.buffer, "discord", "dm-alice", ["0"])
 
     await background(engine, runner, HeldModel(deleted_at_the_source)).compact(state)
     assert_nothing_left(engine)
-    assert ChannelState(engine).get(KEY).rolling_summary == ""  # folded again from what remains, next time
+    assert engine.channels.get(KEY).rolling_summary == ""  # folded again from what remains, next time
 
 
 async def test_daily_reflection_of_a_day_whose_person_is_forgotten_meanwhile_learns_nothing_back(engine, runner, clock):
     said(engine, f"my boat is called {WORD}", mid="1")
-    ExtractionBuffer(engine).drop_person("alice")
+    engine.buffer.drop_person("alice")
     clock.advance(DAY)
     model = HeldModel(forget_alice(engine, runner))
     report = await DailyReflection(JobRunner(engine, runner, model), DailyReflections(engine)).run()
@@ -212,7 +211,7 @@ def forget_elsewhere(path: Path, clock) -> None:
     """`companion memory forget-person alice` in another process, while the rebuild runs."""
     other = MemoryEngine(path, None, clock)
     try:
-        Privacy(other).forget_everything(["alice"])
+        forget_everything(other, ["alice"])
     finally:
         other.close()
 

@@ -21,7 +21,7 @@ from memory.clock import DAY, FakeClock
 from memory.engine import MemoryEngine
 from memory.jobs.conversation import REFLECT_SYSTEM
 from memory.storage.db import AsyncRunner
-from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory.storage.sessions import ExtractionBuffer
 from memory.upkeep.daily import DailyReflections
 
 LEASE = 300.0
@@ -64,7 +64,7 @@ class Process:
 def process(url: str, clock: FakeClock, holder: str, model: Model) -> Process:
     engine, runner = MemoryEngine(url, HashEmbedder(), clock), AsyncRunner()
     jobs = JobRunner(engine, runner, model, holder=holder, lease_s=LEASE)
-    background = Background(jobs, ExtractionBuffer(engine), ChannelState(engine), SessionSummaries(engine))
+    background = Background(jobs, engine.buffer, engine.channels, engine.summaries)
     return Process(engine, runner, model, jobs, background)
 
 
@@ -84,9 +84,9 @@ def chats(p: Process, n: int, *, touch: bool = False) -> list[str]:
         person, text = f"p{i}", f"my pet is called Zorb{i}"
         key, ctx = f"discord:dm-{person}", dm_ctx(f"p{i}")
         mid = say(p.engine, text, author=person, dm_person=person)
-        ExtractionBuffer(p.engine).push(key, ctx, text, author_name=person, message_id=mid)
+        p.engine.buffer.push(key, ctx, text, author_name=person, message_id=mid)
         if touch:
-            ChannelState(p.engine).touch(key, ctx)
+            p.engine.channels.touch(key, ctx)
         keys.append(key)
     return keys
 

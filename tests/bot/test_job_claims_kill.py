@@ -17,7 +17,6 @@ from pipeline_support import build_runtime, facts
 
 from memory.clock import FakeClock, SystemClock
 from memory.engine import MemoryEngine
-from memory.storage.sessions import ExtractionBuffer
 from tests.fakes import Delay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,9 +50,9 @@ def where(store_url: str, tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def buffered(store_url: str) -> None:
     """Alice said something worth remembering; it waits in the extraction buffer, due now."""
-    with MemoryEngine(store_url, HashEmbedder(), SystemClock()) as engine:
+    with MemoryEngine(store_url, HashEmbedder(), SystemClock(), extraction_debounce_s=0) as engine:
         mid = say(engine, "my pet is called Zorb0", author="alice", dm_person="alice")
-        ExtractionBuffer(engine, debounce_s=0).push(KEY, dm_ctx("alice"), "my pet is called Zorb0", author_name="Alice", message_id=mid)
+        engine.buffer.push(KEY, dm_ctx("alice"), "my pet is called Zorb0", author_name="Alice", message_id=mid)
 
 
 async def test_a_process_killed_mid_extraction_has_its_batch_extracted_once_by_another_after_the_lease(tmp_path, srv, store_url):

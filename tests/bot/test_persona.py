@@ -18,8 +18,7 @@ from bot.persona import DEFAULT_NAME, Persona, parse_persona, read_persona
 from bot.types import IncomingMessage
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
-from memory.storage.audit import AuditTrail
-from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
+from memory.storage.persona import MAX_PLACE_PERSONA
 from memory.upkeep.forgetting import forget_person
 from tests.adapter_support import ScriptedConversation
 from tests.pipeline_support import build_runtime, facts
@@ -138,11 +137,11 @@ async def test_a_server_persona_change_is_audited_with_who_when_and_where_but_no
     rt.engine.clock.advance(100)
     await rt.orchestrator.command("persona", f"set {QUIZ}", said("/persona set", admin=True))
     await rt.orchestrator.command("persona", "reset", said("/persona reset", admin=True))
-    reset, made = AuditTrail(rt.engine).recent()
+    reset, made = rt.engine.audit.recent()
     assert (made.action, made.who, made.target, made.detail) == ("persona.set", f"discord:{ALICE}", "discord:g1", {"chars": len(QUIZ)})
     assert reset.action == "persona.reset" and made.at == rt.engine.clock.now() and made.person_id
     assert "quizmaster" not in json.dumps(rt.engine.db.rows("SELECT * FROM dashboard_audit"))
-    assert PlacePersonas(rt.engine).get("discord:g1") is None
+    assert rt.engine.personas.get("discord:g1") is None
 
 
 async def test_a_member_who_is_not_an_admin_cannot_set_or_reset_the_server_persona(rt):
@@ -150,7 +149,7 @@ async def test_a_member_who_is_not_an_admin_cannot_set_or_reset_the_server_perso
     assert "Only this place's admins" in refused
     await rt.orchestrator.command("persona", f"set {QUIZ}", said("/persona set", admin=True, user=BOB))
     assert "Only" in await rt.orchestrator.command("persona", "reset", said("/persona reset", admin=False))
-    assert PlacePersonas(rt.engine).get("discord:g1").text == QUIZ
+    assert rt.engine.personas.get("discord:g1").text == QUIZ
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM dashboard_audit") == 1
 
 
@@ -186,7 +185,7 @@ async def test_a_persona_in_a_private_chat_is_only_the_operators(rt):
 
 def test_forgetting_the_admin_who_wrote_a_server_persona_removes_its_words(tmp_path):
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(), FakeClock()) as engine:
-        places = PlacePersonas(engine)
+        places = engine.personas
         places.set("discord:g1", QUIZ, who="discord:u1", person_id="alice")
         places.set("discord:g2", "You are calm.", who="discord:u2", person_id="bob")
         forget_person(engine, ["alice"])

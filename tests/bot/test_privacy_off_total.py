@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memory.models import FactKind, MemoryType, NewMemory, Scope, Visibility
-from memory.storage.checkins import CheckinStore
 from tests.pipeline_support import dm
 
 PERSON = "telegram:7"
@@ -68,7 +67,7 @@ async def test_nothing_new_is_planned_for_someone_not_remembered(rt, srv):
     await rt.orchestrator.command("checkins", "on", dm("telegram", "7", "/checkins on"))
     await privacy(rt, "off")
     race(rt)
-    assert (await rt.checkins.run()).planned == 0 and CheckinStore(rt.engine).people() != []
+    assert (await rt.checkins.run()).planned == 0 and rt.engine.checkins.people() != []
 
 
 async def test_a_checkin_written_while_privacy_went_off_is_sent_but_not_kept(rt, srv):

@@ -25,7 +25,7 @@ from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.jobs import LEASE_S
 from memory.clock import FakeClock, SystemClock
 from memory.engine import MemoryEngine
-from memory.storage.reminders import NewReminder, Place, Reminders
+from memory.storage.reminders import NewReminder, Place
 from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
 from tests.pipeline_support import build_runtime
 
@@ -112,7 +112,7 @@ def go(proc: subprocess.Popen) -> None:
 def plant(store: str, texts: list[tuple[Place, str]], due_at: float) -> None:
     """Reminders due at ``due_at``, as /remind would have stored them."""
     with MemoryEngine(store, HashEmbedder(), SystemClock()) as engine:
-        reminders = Reminders.of(engine)
+        reminders = engine.reminders
         for place, text in texts:
             reminders.add(NewReminder(f"{place.platform}:{place.platform_user_id}", place, text, "UTC", due_at))
 
@@ -143,7 +143,7 @@ async def test_two_processes_on_postgresql_send_each_due_reminder_once(pg_url):
         f"<@{DC_USER}> \u23f0 Reminder: {text}" if place is DISCORD_CHANNEL else f"\u23f0 Reminder: {text}" for place, text in planted
     )
     with MemoryEngine(pg_url, HashEmbedder(), SystemClock()) as engine:
-        assert Reminders.of(engine).mine(f"telegram:{TG_USER}") == []
+        assert engine.reminders.mine(f"telegram:{TG_USER}") == []
 
 
 @pytest.mark.parametrize("step", ["before-claim", "after-claim", "after-send"])
@@ -172,7 +172,7 @@ async def test_a_reminder_killed_at_any_step_is_never_lost(tmp_path, step):
             runtime.reminders.posts["telegram"] = telegram
             sent = (await runtime.reminders.run()).sent
             assert (await runtime.reminders.run()).sent == 0
-            assert Reminders.of(runtime.engine).mine(f"telegram:{TG_USER}") == []  # delivered: the row and its words went
+            assert runtime.engine.reminders.mine(f"telegram:{TG_USER}") == []  # delivered: the row and its words went
         finally:
             await telegram.app.shutdown()
             await runtime.stop()

@@ -15,8 +15,6 @@ from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.storage.db import AsyncRunner
 from memory.storage.knobs import KnobStore
-from memory.storage.people import People
-from memory.storage.ratelimits import RateWindows
 from memory.upkeep.bulletin import Bulletins
 from memory.upkeep.forgetting import forget_memory
 from tests.adapter_support import ScriptedConversation
@@ -44,7 +42,7 @@ async def test_a_flood_spread_over_two_processes_is_limited_as_one(two) -> None:
     for engine in two:
         runner = AsyncRunner()
         runners.append(runner)
-        window = Window(MessageLimit(3, 60.0), RateWindows(engine), runner, now=lambda: now[0])
+        window = Window(MessageLimit(3, 60.0), engine.rate_windows, runner, now=lambda: now[0])
         doors.append(front_door(ScriptedConversation(), window, None))
     try:
         answers: list[Reply] = [await doors[i % 2].reply(message("9", f"spam {i}")) for i in range(6)]
@@ -59,10 +57,10 @@ async def test_a_flood_spread_over_two_processes_is_limited_as_one(two) -> None:
 
 def test_a_link_code_made_through_one_process_is_accepted_by_the_other(two) -> None:
     first, second = two
-    alice = People(first).resolve("discord", "111", "alice")
-    code = People(first).issue_code(alice)
-    assert People(second).redeem(code, "telegram", "222") == alice
-    assert People(first).resolve("telegram", "222", "alice") == alice
+    alice = first.people.resolve("discord", "111", "alice")
+    code = first.people.issue_code(alice)
+    assert second.people.redeem(code, "telegram", "222") == alice
+    assert first.people.resolve("telegram", "222", "alice") == alice
 
 
 def test_recall_settings_changed_by_one_process_are_used_by_the_other_at_once(two) -> None:
@@ -136,9 +134,9 @@ async def test_on_postgresql_words_stored_elsewhere_keep_voice_caches_and_words_
 def test_a_transaction_that_need_not_wait_for_the_disk_still_commits_whole_or_not_at_all(two) -> None:
     """The rate limit's windows commit without waiting for PostgreSQL's WAL flush: still atomic, still seen by others."""
     first, second = two
-    RateWindows(first).admit("discord:1", 10, 60.0, 1000.0)
+    first.rate_windows.admit("discord:1", 10, 60.0, 1000.0)
     with pytest.raises(RuntimeError), first.db.transaction(durable=False):
         first.db.execute("UPDATE rate_windows SET told = 1 WHERE account = ?", ("discord:1",))
         raise RuntimeError("half way")
     assert second.db.scalar("SELECT told FROM rate_windows WHERE account = ?", ("discord:1",)) == 0
-    assert RateWindows(second).admit("discord:1", 1, 60.0, 1001.0) is False  # the first reply counted in both
+    assert second.rate_windows.admit("discord:1", 1, 60.0, 1001.0) is False  # the first reply counted in both

@@ -18,7 +18,7 @@ from bot.usage_commands import NOT_ADMIN, NOT_OWNER, USAGE_HELP
 from memory.clock import FakeClock
 from memory.jobs.base import Judged, WriteFacts
 from memory.models import NewMemory, Provenance, Scope
-from memory.storage.ledger import Charge, Spend, UsageLedger, day_of
+from memory.storage.ledger import Charge, Spend, day_of
 from tests.bot.test_checkins import PERSON, Outbox, dated, opt_in
 from tests.bot.test_checkins import at as moment
 from tests.fakes import FakeOpenAI
@@ -41,7 +41,7 @@ def _fields(message: IncomingMessage) -> dict:
 
 async def seeded(runtime) -> None:
     """Alice and Bob talked in server g1, Carol in her DM; each with their names known (as a turn records them)."""
-    ledger, day = UsageLedger(runtime.engine), day_of(runtime.engine.clock.now())
+    ledger, day = runtime.engine.ledger, day_of(runtime.engine.clock.now())
     for user, place, tokens in (("alice", "discord:g1", 7_000), ("bob", "discord:g1", 300), ("carol", "", 91_919)):
         await runtime.runner.run(runtime.orchestrator.resolve, at(user, guild=place.split(":")[-1] or None))
         charge = Charge("reply", f"discord:{user}", "discord", place)

@@ -15,7 +15,6 @@ from pipeline_support import dm, group
 
 from memory.clock import DAY
 from memory.models import Scope, Visibility
-from memory.storage.people import People
 from memory.upkeep.bulletin import MAX_CHARS, SYSTEM, Bulletins
 from memory.upkeep.forgetting import forget_memory, forget_person
 from tests.fakes import FakeOpenAI
@@ -92,7 +91,7 @@ async def test_a_guilds_bulletin_never_holds_dm_private_owner_or_another_guilds_
     remember(engine, f"Alice's diagnosis is {SECRET} syndrome", scope_id=ALICE, visibility=Visibility.PRIVATE)
     remember(engine, "The owner banks with Vorpalbank", scope=Scope.OWNER, scope_id="discord:boss", visibility=Visibility.PRIVATE)
     remember(engine, "Alice collects Quuxberry stamps", scope_id=ALICE, guild_id=G2)  # said in another guild...
-    People(engine).set_sharing(ALICE, True)  # ...and shared across guilds: still not in guild 1's bulletin
+    engine.people.set_sharing(ALICE, True)  # ...and shared across guilds: still not in guild 1's bulletin
     await rt.orchestrator.observe(group("discord", "g1", "alice", "hello all", name="Alice"))
     await rt.orchestrator.observe(dm("discord", "alice", "hi there", name="Alice"))
     assert await rt.bulletins.run() == 2

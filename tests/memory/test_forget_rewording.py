@@ -22,7 +22,6 @@ from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.models import NewMemory, Provenance, Scope, Source
 from memory.storage.embeddings import OnnxMiniLM
-from memory.storage.people import People
 from memory.upkeep.forgetting import forget_memory
 from memory.write.tombstones import KEY, LEGACY, unforgotten
 from memory.write.wording import normalised
@@ -68,8 +67,8 @@ def test_the_suite_is_what_it_says():
 def test_forgotten_facts_are_held_back_in_other_words_and_no_other_fact_of_the_person_is(tmp_path, minilm, capsys):
     facts, unrelated = suite()
     with MemoryEngine(tmp_path / "m.db", minilm, FakeClock(), secret_key=KEY_A) as engine:
-        alice = People(engine).resolve("discord", "alice", "Alice")
-        engine.memories.tombstones.own_names = People(engine).own_names  # as the composition root wires it
+        alice = engine.people.resolve("discord", "alice", "Alice")
+        engine.memories.tombstones.own_names = engine.people.own_names  # as the composition root wires it
         assert engine.memories.tombstones.bury([about(alice, fact) for fact, _ in facts]) == len(facts)
         held, total = Counter(), Counter()
         for _, rewordings in facts:

@@ -10,8 +10,8 @@ from conftest import remember
 
 from memory.errors import Rejected
 from memory.models import FactKind
+from memory.safety import check_memory, contains_secret, fold_confusables, looks_like_injection, redact_secrets, valid_unicode
 from memory.storage.messages import NewMessage
-from memory.write.safety import check_memory, contains_secret, fold_confusables, looks_like_injection, redact_secrets, valid_unicode
 
 R = "[redacted]"
 

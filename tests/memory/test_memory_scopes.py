@@ -19,7 +19,6 @@ from memory.engine import MemoryEngine
 from memory.errors import InvalidInput
 from memory.models import EntityRef, Scope, Visibility
 from memory.scopes import RecallContext
-from memory.storage.people import People
 from memory.tools import MemoryTools
 
 X, Y, Z, W, OWNER = "xena", "yuri", "zed", "wren", "olga"  # wren opted in to sharing across servers
@@ -111,14 +110,14 @@ def store_world(engine: MemoryEngine, with_entities: bool = True) -> dict[str, s
             guild_id=guild,
             entities=entities if with_entities else (),
         ).id
-    People(engine).set_sharing(W, True)
+    engine.people.set_sharing(W, True)
     return ids
 
 
 def context(engine: MemoryEngine, name: str) -> RecallContext:
     """The named context as the orchestrator builds it: with the reach the store gives its people."""
     ctx = CONTEXTS[name][0]
-    return replace(ctx, reach=People(engine).reach(ctx.speaker_id, ctx.people, is_dm=ctx.is_dm))
+    return replace(ctx, reach=engine.people.reach(ctx.speaker_id, ctx.people, is_dm=ctx.is_dm))
 
 
 def owns(ctx: RecallContext, label: str) -> bool:
@@ -317,7 +316,7 @@ def test_what_a_person_says_in_one_server_does_not_follow_them_into_another(worl
 def test_sharing_across_servers_is_each_person_s_own_choice(tmp_path):
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(), FakeClock()) as engine:
         store_world(engine, with_entities=False)
-        people = People(engine)
+        people = engine.people
         ctx = context(engine, "guildB_x")
         assert f"user|{X}|public|{GA}" not in ctx.memory_partitions()
         people.set_sharing(X, True)

@@ -9,7 +9,6 @@ from conftest import remember
 from memory.engine import MemoryEngine
 from memory.models import Visibility
 from memory.storage.memories import RecallFilters
-from memory.storage.people import People
 
 
 @pytest.fixture
@@ -23,14 +22,14 @@ def _identities(engine: MemoryEngine) -> list[tuple[str, str, str]]:
 
 
 def test_an_account_listed_twice_in_one_turn_is_recorded_once_with_its_last_name(engine):
-    people = People(engine)
+    people = engine.people
     found = people.resolve_many("discord", [("7", "Sam"), ("8", "Kim"), ("7", "Sammy")])
     assert found == ["discord:7", "discord:8", "discord:7"]
     assert _identities(engine) == [("7", "discord:7", "Sammy"), ("8", "discord:8", "Kim")]
 
 
 def test_resolving_many_gives_what_resolving_each_gives_a_linked_account_included(engine):
-    people = People(engine)
+    people = engine.people
     alice = people.resolve("discord", "1", "alice")
     people.redeem(people.issue_code(alice), "telegram", "2")
     assert people.resolve_many("telegram", [("2", ""), ("3", "bob")]) == [alice, "telegram:3"]
@@ -38,7 +37,7 @@ def test_resolving_many_gives_what_resolving_each_gives_a_linked_account_include
 
 
 def test_looking_many_up_records_no_account_and_no_name(engine):
-    people = People(engine)
+    people = engine.people
     people.resolve("discord", "1", "alice")
     before = _identities(engine)
     assert people.lookup_many("discord", ["1", "99"]) == ["discord:1", "discord:99"]
@@ -46,7 +45,7 @@ def test_looking_many_up_records_no_account_and_no_name(engine):
 
 
 def test_only_the_people_who_opted_in_share_and_an_off_switch_counts_as_not(engine):
-    people = People(engine)
+    people = engine.people
     people.set_sharing("discord:1", True)
     people.set_sharing("discord:2", False)
     assert people.sharing(("discord:1", "discord:2", "discord:3")) == {"discord:1"}

@@ -43,8 +43,7 @@ from conftest import HashEmbedder, remember, say
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.models import Visibility
-from memory.storage.privacy import Privacy
-from memory.upkeep.forgetting import forget_guild
+from memory.upkeep.forgetting import forget_everything, forget_guild
 
 MARK = "zyqxolotlquixwel"
 
@@ -114,7 +113,7 @@ def test_forget_everything_then_the_rewrite_leave_no_byte_of_the_words_or_vector
         assert {"memories", "messages", "memories_words", "messages_words", "memory_vec", "pg_wal"} <= written.keys(), written
         assert any(name.startswith("pg_toast_") for name in written), written
 
-        counts = Privacy(engine).forget_everything(["alice"])  # what "/forget everything confirm" runs
+        counts = forget_everything(engine, ["alice"])  # what "/forget everything confirm" runs
         assert (counts["memories"], counts["messages"]) == (3, 4)
         assert engine.db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE ?", (f"%{MARK}%",)) == 0
         cached = [bytes(vector) for (vector,) in engine.db.execute("SELECT vector FROM embed_cache")]

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import count, dm_ctx
 
-from memory.storage.reminders import Place, Reminders
+from memory.storage.reminders import Place
 from memory.tools import MemoryTools
 
 HERE = Place("telegram", "55", "55")
@@ -21,7 +21,7 @@ def tools(engine, **kw) -> MemoryTools:
 def test_the_tool_stores_the_reminder_for_the_speaker_here_and_answers_its_id_and_time(engine):
     t = tools(engine)
     answer = json.loads(t.call("reminder_set", {"when": "in 2 hours", "text": "call mum"}))
-    (row,) = Reminders.of(engine).mine("telegram:55")
+    (row,) = engine.reminders.mine("telegram:55")
     assert answer["status"] == "set" and answer["id"] == row.id and t.reminders_set == [row.id]
     assert (row.platform, row.channel_id, row.text, row.due_at) == ("telegram", "55", "call mum", engine.clock.now() + 7200)
 

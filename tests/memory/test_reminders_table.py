@@ -13,7 +13,7 @@ from conftest import HashEmbedder, count
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.errors import InvalidInput
-from memory.storage.reminders import MAX_ATTEMPTS, Place, Reminders
+from memory.storage.reminders import MAX_ATTEMPTS, Place
 from memory.upkeep.forgetting import forget_guild, forget_person
 from memory.upkeep.transfer import export_person
 
@@ -32,29 +32,29 @@ def two(store_url, clock) -> Iterator[tuple[MemoryEngine, MemoryEngine]]:
 
 def test_a_due_reminder_is_claimed_by_one_process_and_a_one_off_row_goes_once_delivered(two, clock: FakeClock):
     a, b = two
-    mine = Reminders.of(a).ask("telegram:55", DM, "in 20 minutes", "tea", LISBON)
-    assert Reminders.of(b).due(clock.now()) == []
+    mine = a.reminders.ask("telegram:55", DM, "in 20 minutes", "tea", LISBON)
+    assert b.reminders.due(clock.now()) == []
     clock.advance(20 * 60)
-    (due,) = Reminders.of(b).due(clock.now())
+    (due,) = b.reminders.due(clock.now())
     assert due.id == mine.id and due.text == "tea"
-    assert Reminders.of(a).claim(due, "A", LEASE)
-    assert not Reminders.of(b).claim(due, "B", LEASE)  # a live claim is never taken
-    assert Reminders.of(b).due(clock.now()) == []
-    assert Reminders.of(a).delivered(due.id, "A", due.next_due(clock.now()))
+    assert a.reminders.claim(due, "A", LEASE)
+    assert not b.reminders.claim(due, "B", LEASE)  # a live claim is never taken
+    assert b.reminders.due(clock.now()) == []
+    assert a.reminders.delivered(due.id, "A", due.next_due(clock.now()))
     assert count(a, "reminders") == 0  # the words are no longer needed
 
 
 def test_racing_processes_claim_a_row_once(two, clock: FakeClock):
     a, b = two
-    Reminders.of(a).ask("telegram:55", DM, "in 1 minute", "tea", LISBON)
+    a.reminders.ask("telegram:55", DM, "in 1 minute", "tea", LISBON)
     clock.advance(61)
-    (due,) = Reminders.of(a).due(clock.now())
+    (due,) = a.reminders.due(clock.now())
     won: list[str] = []
     barrier = threading.Barrier(2)
 
     def race(engine: MemoryEngine, holder: str) -> None:
         barrier.wait()
-        if Reminders.of(engine).claim(due, holder, LEASE):
+        if engine.reminders.claim(due, holder, LEASE):
             won.append(holder)
 
     threads = [threading.Thread(target=race, args=(e, h)) for e, h in ((a, "A"), (b, "B"))]
@@ -67,21 +67,21 @@ def test_racing_processes_claim_a_row_once(two, clock: FakeClock):
 
 def test_a_dead_senders_row_is_taken_again_after_its_lease_and_says_it_may_be_a_repeat(two, clock: FakeClock):
     a, b = two
-    Reminders.of(a).ask("telegram:55", DM, "in 1 minute", "tea", LISBON)
+    a.reminders.ask("telegram:55", DM, "in 1 minute", "tea", LISBON)
     clock.advance(61)
-    (due,) = Reminders.of(a).due(clock.now())
-    assert Reminders.of(a).claim(due, "A", LEASE)  # and A dies before it sends or records
+    (due,) = a.reminders.due(clock.now())
+    assert a.reminders.claim(due, "A", LEASE)  # and A dies before it sends or records
     clock.advance(LEASE - 1)
-    assert Reminders.of(b).due(clock.now()) == []
+    assert b.reminders.due(clock.now()) == []
     clock.advance(2)
-    (again,) = Reminders.of(b).due(clock.now())
-    assert again.resent and Reminders.of(b).claim(again, "B", LEASE)
-    assert not Reminders.of(a).delivered(due.id, "A", None)  # A, back from a stall, may not record it
-    assert Reminders.of(b).delivered(due.id, "B", None)
+    (again,) = b.reminders.due(clock.now())
+    assert again.resent and b.reminders.claim(again, "B", LEASE)
+    assert not a.reminders.delivered(due.id, "A", None)  # A, back from a stall, may not record it
+    assert b.reminders.delivered(due.id, "B", None)
 
 
 def test_a_recurring_reminder_moves_to_its_next_time_and_is_never_claimed_twice_for_one_occurrence(any_engine, clock: FakeClock):
-    reminders = Reminders.of(any_engine)
+    reminders = any_engine.reminders
     first = reminders.ask("telegram:55", DM, "every day at 8", "pills", LISBON)
     clock.t = first.due_at + 1
     (due,) = reminders.due(clock.now())
@@ -95,7 +95,7 @@ def test_a_recurring_reminder_moves_to_its_next_time_and_is_never_claimed_twice_
 
 def test_a_refused_reminder_backs_off_and_is_undelivered_after_the_last_attempt(any_engine, clock: FakeClock):
     engine = any_engine
-    reminders = Reminders.of(engine)
+    reminders = engine.reminders
     reminders.ask("telegram:55", DM, "in 1 minute", "tea", LISBON)
     clock.advance(61)
     states = []
@@ -112,7 +112,7 @@ def test_a_refused_reminder_backs_off_and_is_undelivered_after_the_last_attempt(
 
 
 def test_forget_words_cancels_only_the_persons_matching_reminders(any_engine):
-    reminders = Reminders.of(any_engine)
+    reminders = any_engine.reminders
     reminders.ask("telegram:55", DM, "Friday at 9", "call mum about the party", LISBON)
     reminders.ask("telegram:55", DM, "Friday at 10", "water the plants", LISBON)
     reminders.ask("discord:7001", SERVER, "Friday at 9", "call mum", LISBON)
@@ -124,7 +124,7 @@ def test_forget_words_cancels_only_the_persons_matching_reminders(any_engine):
 
 def test_forgetting_a_person_or_a_server_removes_their_reminders_and_export_shows_them(any_engine):
     engine = any_engine
-    reminders = Reminders.of(engine)
+    reminders = engine.reminders
     reminders.ask("telegram:55", DM, "Friday at 9", "call mum", LISBON)
     reminders.ask("discord:7001", SERVER, "Friday at 9", "standup", LISBON)
     assert [r["text"] for r in export_person(engine, ["telegram:55"])["reminders"]] == ["call mum"]
@@ -135,7 +135,7 @@ def test_forgetting_a_person_or_a_server_removes_their_reminders_and_export_show
 
 
 def test_a_reminder_text_is_bounded_and_so_is_a_persons_number_of_reminders(engine):
-    reminders = Reminders.of(engine)
+    reminders = engine.reminders
     with pytest.raises(InvalidInput, match="at most"):
         reminders.ask("telegram:55", DM, "Friday at 9", "x" * 501, LISBON)
     for n in range(50):
@@ -145,7 +145,7 @@ def test_a_reminder_text_is_bounded_and_so_is_a_persons_number_of_reminders(engi
 
 
 def test_a_forgotten_or_cancelled_reminder_leaves_no_byte_of_its_words_in_the_files(engine, tmp_path):
-    reminders = Reminders.of(engine)
+    reminders = engine.reminders
     reminders.ask("telegram:55", DM, "Friday at 9", "feed the axolotl Quetzalcoatl", LISBON)
     kept = reminders.ask("telegram:55", DM, "Friday at 10", "book the Zanzibarian ferry", LISBON)
     assert reminders.forget_matching("telegram:55", "axolotl")

@@ -13,8 +13,6 @@ from conftest import count, dm_ctx, guild_ctx, say
 from memory.clock import DAY
 from memory.engine import MemoryEngine
 from memory.models import FactKind, NewMemory, Provenance, Scope, Visibility
-from memory.storage.audit import AuditTrail
-from memory.storage.sessions import ChannelState, ExtractionBuffer
 from memory.upkeep.forgetting import forget_memory
 from memory.upkeep.retention import MIN_DAYS, Departures, expire_messages
 
@@ -83,8 +81,8 @@ def test_the_job_keeps_only_the_window_and_nothing_of_the_expired_messages_in_th
 
 
 def test_a_message_still_waiting_for_extraction_or_reflection_is_kept_past_the_window(engine, clock, hundred_days):
-    ExtractionBuffer(engine).push("discord:dm-alice", dm_ctx("alice"), "buffered", message_id=hundred_days[1])
-    state = ChannelState(engine)
+    engine.buffer.push("discord:dm-alice", dm_ctx("alice"), "buffered", message_id=hundred_days[1])
+    state = engine.channels
     state.touch("discord:g1-general", guild_ctx("g1", "bob"))
     engine.db.execute("UPDATE channel_state SET session_started_at = ?", (clock.now() - DAYS * DAY - 1,))  # never reflected
 
@@ -135,7 +133,7 @@ def test_a_server_that_removed_the_bot_is_purged_after_the_grace_period_and_not_
     assert [r.getMessage() for r in caplog.records if "purged" in r.getMessage()] == [
         "retention: discord place g7 purged 30 days after the bot was removed (1 memories, 1 messages)"
     ]
-    audit = [e for e in AuditTrail(engine).recent() if e.action == "guild.purge"]
+    audit = [e for e in engine.audit.recent() if e.action == "guild.purge"]
     assert len(audit) == 1 and audit[0].target == "g7" and audit[0].who == "retention"
     assert departures.get("g7") is None and departures.purge_due() == 0
 
@@ -177,7 +175,7 @@ def test_the_forget_audit_reads_every_surface_on_both_engines(any_engine, tmp_pa
     """`companion audit forget` on SQLite and PostgreSQL: the store's own surfaces are 0 after a real forget, and on
     PostgreSQL the data directory is read when this user may (its WAL keeps deleted rows until reused:
     docs/postgresql.md), or reported unreadable."""
-    from memory.storage.privacy import Privacy
+    from memory.upkeep.forgetting import forget_everything
     from memory.upkeep.leftovers import Folders, Target, audit
 
     engine = any_engine
@@ -186,7 +184,7 @@ def test_the_forget_audit_reads_every_surface_on_both_engines(any_engine, tmp_pa
     target, folders = Target(("Zanzibarro",), ("alice",)), Folders(tmp_path / "journals")
     before = {f.surface: f.remaining for f in audit(engine, target, folders)}
     assert before["tables"] and before["fts"]
-    Privacy(engine).forget_everything(["alice"])
+    forget_everything(engine, ["alice"])
     after = {f.surface: f.remaining for f in audit(engine, target, folders)}
     assert after["tables"] == after["fts"] == after["vectors"] == 0
     if engine.db.engine == "postgresql":

@@ -13,7 +13,6 @@ from memory.engine import MemoryEngine
 from memory.errors import CopyRefused
 from memory.models import EntityRef, Scope, Visibility
 from memory.storage import catalog
-from memory.storage.people import People
 from memory.upkeep.copy import PROGRESS, VECTOR_TABLES, copy_store, dependency_order
 from memory.upkeep.forgetting import forget_memory
 from tests.pg_support import fresh_database
@@ -33,7 +32,7 @@ def make_store(path: Path | str, clock: FakeClock) -> None:
         for n in range(7):
             say(eng, f"bees are busy today {n}", author="alice", dm_person="alice")
         say(eng, "the chess club is full", author="bob", guild="g1")
-        people = People(eng)
+        people = eng.people
         people.resolve("discord", "alice", "Alice")
         people.resolve("telegram", "42", "alice_tg")
         people.set_sharing("discord:alice", True)

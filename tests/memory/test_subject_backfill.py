@@ -10,7 +10,6 @@ from memory.engine import MemoryEngine
 from memory.models import NewMemory, Provenance, Scope
 from memory.storage.messages import NewMessage
 from memory.storage.migrations import M015_SUBJECT_PERSON, MIGRATIONS
-from memory.storage.people import People
 from memory.storage.pg_migrations import PG_MIGRATIONS
 
 ALICE, BOB = "telegram:55", "telegram:66"
@@ -36,7 +35,7 @@ def _run_m015_again(engine: MemoryEngine) -> None:
 
 def test_the_upgrade_ties_only_a_persons_own_facts_in_their_own_words_to_them(store_url, clock):
     with MemoryEngine(store_url, HashEmbedder(), clock) as engine:
-        People(engine).resolve("telegram", "55", "Alice")
+        engine.people.resolve("telegram", "55", "Alice")
         own, bobs = _said(engine, ALICE, "I'm vegetarian and I row"), _said(engine, BOB, "Alice rows on Sundays")
         _fact(engine, "Alice is vegetarian", "Alice", (own,))
         _fact(engine, "Alice rows", "I", (own,))

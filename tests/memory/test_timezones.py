@@ -15,7 +15,6 @@ from memory.clock import DAY
 from memory.errors import InvalidInput
 from memory.recall.when import spans
 from memory.scopes import RecallContext
-from memory.storage.sessions import ChannelState
 from memory.storage.timezones import Timezones, parse_zone, said_zone
 from memory.upkeep.daily import DailyReflections
 
@@ -50,7 +49,7 @@ def test_where_someone_says_they_live_is_read_and_everyday_phrases_are_not():
 
 
 def test_a_person_without_a_zone_has_the_operators_and_a_server_channel_always_does(engine):
-    zones = Timezones(engine, "Asia/Tokyo")
+    zones = Timezones(engine.people, "Asia/Tokyo")  # the operator's default, as the engine is given it
     assert zones.zone_of("discord:carol") == TOKYO
     zones.set("discord:carol", "Europe/Lisbon")
     assert zones.zone_of("discord:carol") == LISBON and zones.name_of("discord:bob") == "Asia/Tokyo"
@@ -124,7 +123,7 @@ async def test_a_dm_recall_reads_named_dates_in_the_speakers_zone(rt):
 
 # -- daily reflection's days ---------------------------------------------------------------------------------
 def test_a_dm_day_is_its_persons_and_a_server_day_the_operators_across_a_clock_change(engine, clock):
-    zones = Timezones(engine, "UTC")
+    zones = engine.zones
     zones.set("discord:carol", "Europe/Lisbon")  # summer time began on 2024-03-31 at 01:00 UTC
     dm_ctx = RecallContext("discord", "discord:carol", "dm-discord:carol", is_dm=True, zone="Europe/Lisbon")
     guild_ctx = RecallContext("discord", "discord:dave", "g-general", guild_id="g")
@@ -142,7 +141,7 @@ def test_a_dm_day_is_its_persons_and_a_server_day_the_operators_across_a_clock_c
             channel=ctx.channel_id,
             dm_person=None if ctx.guild_id else "discord:carol",
         )
-        ChannelState(engine).touch(f"discord:{ctx.channel_id}", ctx)
+        engine.channels.touch(f"discord:{ctx.channel_id}", ctx)
     days = DailyReflections(engine, zone_for=zones.zone_for)
     due = days.due(ts(LISBON, 2024, 4, 1, 12))
     found = {(c.channel_key, c.day): [m.content for m in days.turns(c)] for c in due}

@@ -12,7 +12,7 @@ from conftest import HashEmbedder
 
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
-from memory.storage.ledger import Charge, Spend, UsageLedger, day_of
+from memory.storage.ledger import Charge, Spend, day_of
 from memory.upkeep.forgetting import forget_guild, forget_person
 from memory.upkeep.transfer import export_person
 
@@ -31,7 +31,7 @@ def call(prompt: int, completion: int, cached: int = 0) -> Spend:
 
 
 def test_each_call_adds_to_its_person_and_to_its_place_and_the_totals_are_the_sums(engine):
-    ledger = UsageLedger(engine)
+    ledger = engine.ledger
     ledger.add(DAY, Charge("reply", ALICE, "discord", GUILD), "chat-m", call(100, 20, 40))
     ledger.add(DAY, Charge("reply", ALICE, "discord", GUILD), "chat-m", call(150, 30))
     ledger.add(DAY, Charge("extraction", "", "discord", GUILD), "small-m", call(500, 50))  # a group batch: no one's
@@ -50,7 +50,7 @@ def test_an_answer_without_figures_counts_as_an_unreported_call():
 
 
 def test_the_polite_line_is_counted_once_a_day_per_person_and_place(engine):
-    ledger = UsageLedger(engine)
+    ledger = engine.ledger
     assert ledger.first_notice(DAY, ALICE)
     assert not ledger.first_notice(DAY, ALICE)
     assert ledger.first_notice(DAY, ALICE, GUILD)  # the server's budget is another notice
@@ -61,11 +61,11 @@ def test_the_polite_line_is_counted_once_a_day_per_person_and_place(engine):
 
 def test_a_ledger_is_grouped_only_by_its_own_columns(engine):
     with pytest.raises(ValueError):
-        UsageLedger(engine).by("person_id; DROP TABLE usage_ledger", DAY, DAY)
+        engine.ledger.by("person_id; DROP TABLE usage_ledger", DAY, DAY)
 
 
 def test_forgetting_a_person_removes_their_rows_and_their_place_keeps_its_totals(engine):
-    ledger = UsageLedger(engine)
+    ledger = engine.ledger
     ledger.add(DAY, Charge("reply", ALICE, "discord", GUILD), "chat-m", call(100, 20))
     ledger.add(DAY, Charge("reply", "discord:bob", "discord", GUILD), "chat-m", call(10, 2))
     ledger.first_notice(DAY, ALICE)
@@ -78,7 +78,7 @@ def test_forgetting_a_person_removes_their_rows_and_their_place_keeps_its_totals
 
 
 def test_a_guild_purge_takes_its_usage_rows(engine):
-    ledger = UsageLedger(engine)
+    ledger = engine.ledger
     ledger.add(DAY, Charge("reply", ALICE, "discord", GUILD), "chat-m", call(100, 20))
     ledger.add(DAY, Charge("reply", ALICE, "discord", ""), "chat-m", call(5, 1))  # Alice's DM stays
     forget_guild(engine, GUILD)
@@ -93,7 +93,7 @@ def test_the_ledger_day_is_the_utc_date():
 def test_forgetting_a_person_leaves_no_byte_of_their_id_in_the_store_files(tmp_path: Path):
     path = tmp_path / "store.db"
     with MemoryEngine(path, HashEmbedder(), FakeClock()) as engine:
-        ledger = UsageLedger(engine)
+        ledger = engine.ledger
         for n in range(300):  # others' rows around theirs, so freed pages are reused, not dropped
             ledger.add(DAY, Charge("reply", f"discord:{n}", "discord", GUILD), "chat-m", call(n, 1))
         for kind in ("reply", "extraction", "checkin"):

@@ -165,11 +165,10 @@ def test_stats_shows_dead_letters_and_retry_failed_queues_them_again(cli) -> Non
     """Trust F13: a batch that kept failing is visible to the operator and can be retried; nothing is dropped."""
     from memory.engine import MemoryEngine
     from memory.scopes import RecallContext
-    from memory.storage.sessions import ExtractionBuffer
 
     cli("stats")  # creates the store
     with MemoryEngine(cli.db, None) as engine:
-        buffer = ExtractionBuffer(engine)
+        buffer = engine.buffer
         row = buffer.push("telegram:dm-7", RecallContext("telegram", "telegram:7", "dm-7", is_dm=True), "I keep bees")
         for _ in range(5):
             buffer.fail([row], "BadAnswer: no JSON array")

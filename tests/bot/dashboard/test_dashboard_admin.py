@@ -10,7 +10,6 @@ from dashboard_support import Dashboard, occurrences
 
 from bot.types import IncomingMessage
 from memory.scopes import RecallContext
-from memory.storage.sessions import ChannelState
 from memory.upkeep.transfer import export_person
 
 
@@ -197,7 +196,7 @@ async def test_a_guild_purge_needs_its_name_typed_back_and_removes_everything_of
 
 
 def _rolling_summary(dash: Dashboard, text: str) -> None:
-    state = ChannelState(dash.engine)
+    state = dash.engine.channels
     state.touch("discord:general", RecallContext("discord", dash.seeded.alice, "general", guild_id="discord:900"))
     state.set_summary("discord:general", text, 0.0)
     dash.engine.db.scrub()  # checkpointed into the main file, where the byte check reads it

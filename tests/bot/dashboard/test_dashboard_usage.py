@@ -6,11 +6,11 @@ from __future__ import annotations
 import aiohttp
 from dashboard_support import Dashboard
 
-from memory.storage.ledger import Charge, Spend, UsageLedger, day_of
+from memory.storage.ledger import Charge, Spend, day_of
 
 
 async def seeded(dash: Dashboard) -> None:
-    ledger, now = UsageLedger(dash.engine), dash.engine.clock.now()
+    ledger, now = dash.engine.ledger, dash.engine.clock.now()
     calls = (
         (Charge("reply", dash.seeded.alice, "discord", dash.seeded.guild), 1_000),
         (Charge("extraction", "", "discord", dash.seeded.guild), 200),

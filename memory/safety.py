@@ -53,8 +53,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 
-from ..errors import Rejected
-from ..models import FactKind
+from .errors import Rejected
+from .models import FactKind
 
 MIN_CONTENT, MAX_CONTENT = 3, 2_000
 MAX_SUBJECT = 200
