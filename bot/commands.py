@@ -26,6 +26,7 @@ from memory.write.subjects import bound, written_by
 
 from .consent import Consent
 from .exports import forget_exports, write_export
+from .manners import manners_command
 from .persona import Persona
 from .reminder_commands import ReminderCommands
 from .types import IncomingMessage
@@ -40,7 +41,8 @@ HELP = (
     "/privacy — what I keep, and how to stop it; /about me — what I keep about you\n"
     "/persona show|set <text>|reset — this server's or group's own persona (its admins)\n"
     "/timezone <zone> — where you are in time, like /timezone Europe/Lisbon (alone: shows it)\n"
-    "/remind <when> <what> — a reminder here, like /remind Friday at 9 call mum; /reminders lists and cancels them"
+    "/remind <when> <what> — a reminder here, like /remind Friday at 9 call mum; /reminders lists and cancels them\n"
+    "/manners addressed|chime-in|all — when I speak in this channel or group (its admins)"
 )
 FORGET_MIN_RELEVANCE = 0.35
 NOT_FOUND = "I couldn't find a memory like that, or a message of yours that says it."
@@ -211,6 +213,9 @@ class Commands:
 
     def do_reminders(self, arg: str, turn) -> str:
         return self.reminding.do_reminders(arg, turn)
+
+    def do_manners(self, arg: str, turn) -> str:
+        return manners_command(self.engine, arg, turn)  # ORCH-10
 
     def do_privacy(self, arg: str, turn) -> str:
         return self.consent.do_privacy(arg, turn)

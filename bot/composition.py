@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .ingest_watch import IngestWatch
     from .jobs import JobRunner
     from .llm import ChatClient, SyncCompleter
+    from .manners import Judge
     from .orchestrator import Orchestrator
     from .persona import Persona
     from .reminders import ReminderJob
@@ -152,6 +153,7 @@ def build_runtime(
     from .background import Background
     from .health import Metrics
     from .jobs import JobRunner, ModelCompleter
+    from .manners import ModelJudge
     from .resolution import OwnerPolicy
     from .runtime import Runtime
     from .voice_providers import voice_options
@@ -183,6 +185,7 @@ def build_runtime(
         summary_window_s=settings.summary_window_s,
         voice_options=voice_options(settings),
         extract=background.extract,  # WRITE-4: a voice compaction hands its turns to extraction first
+        judge=ModelJudge(ModelCompleter(extraction_model), lambda: persona.name) if settings.manners_judge else None,
     )
     daily, bulletins = _daily_jobs(settings, jobs, zones)
     return Runtime(
@@ -293,6 +296,7 @@ def build_orchestrator(
     summary_window_s: float = 1800.0,
     voice_options: VoiceOptions | None = None,
     extract: Extract | None = None,
+    judge: Judge | None = None,
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
@@ -301,6 +305,7 @@ def build_orchestrator(
 
     from .assembly import Assembler
     from .commands import Commands
+    from .manners import GroupManners
     from .orchestrator import Orchestrator
     from .resolution import Resolver
     from .voice_mode import VoiceOptions, VoiceSessions
@@ -308,6 +313,7 @@ def build_orchestrator(
     people = People(engine)
     resolver = Resolver(people, owners, zones, channels)
     voice = VoiceSessions(engine, runner, llm, buffer, summaries, channels, voice_options or VoiceOptions(), extract=extract)
+    assembler = Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s)
     return Orchestrator(
         engine,
         runner,
@@ -315,9 +321,10 @@ def build_orchestrator(
         resolver=resolver,
         buffer=buffer,
         privacy=Privacy(engine),
-        assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
+        assembler=assembler,
         commands=Commands(engine, people, resolver.resolve, persona, zones),
         voice=voice,
+        manners=GroupManners(lambda: assembler.bot_name, judge, clock=engine.clock.now),  # ORCH-10
     )
 
 

@@ -400,6 +400,14 @@ class MemoryRepository:
             )
             return self.db.con.changes()
 
+    def adjust_importance(self, rids: list[int], delta: float) -> int:
+        """Importance moved by ``delta`` within 0..10 (ORCH-12: a reaction on a reply that used these rows)."""
+        self.db.execute(
+            "UPDATE memories SET importance = MIN(10.0, MAX(0.0, importance + ?)) WHERE rid IN (SELECT value FROM json_each(?))",
+            (delta, json.dumps(rids)),
+        )
+        return self.db.con.changes()
+
     def prune(self, *, below: float, older_than_days: float) -> int:
         """Soft-forget: the row stays for the audit trail but is never recalled again."""
         now = self.clock.now()

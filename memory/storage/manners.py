@@ -1,0 +1,190 @@
+"""Group manners and reactions in the store (ORCH-10, ORCH-12): the one owner of ``place_modes``,
+``reply_memories``, ``reply_posts``, ``reply_reactions`` and ``memory_feedback``.
+
+    /manners chime-in (a place's admins, or the dashboard)  -> place_modes: one row per channel or group
+    a reply of the bot                                      -> reply_memories: the ids of the memories it used
+    the adapter posted it                                   -> reply_posts: the platform ids it went out as
+    a reaction on one of those posts                        -> reply_reactions: one vote per person per reply
+                                                            -> memory_feedback + memories.importance
+
+Ids, counts and emoji, never words. A deleted memory or reply takes its rows along (ON DELETE CASCADE); a
+forgotten person's votes go with them (``memory.upkeep.registry``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ..engine import MemoryEngine
+from ..errors import InvalidInput
+
+
+class Mode(StrEnum):
+    """When the bot speaks in a place (ORCH-10)."""
+
+    ADDRESSED = "addressed"  # only when spoken to: a mention, a reply to it, its name
+    CHIME_IN = "chime-in"  # also when a cheap check says a message is for it (a question its way)
+    ALL = "all"  # every message reaches the chat model, which may stay silent ([SKIP])
+
+
+def mode_of(word: str) -> Mode:
+    """``InvalidInput`` naming the three modes for anything else ("chime in", "chimein" and "CHIME-IN" are one)."""
+    key = word.strip().lower().replace("_", "-").replace(" ", "-")
+    key = "chime-in" if key == "chimein" else key
+    try:
+        return Mode(key)
+    except ValueError:
+        raise InvalidInput(f"unknown mode {word[:40]!r}: use addressed, chime-in or all") from None
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceMode:
+    channel_key: str
+    guild_id: str | None
+    mode: Mode
+    set_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """The reply a reaction landed on: its row, who it answered (a person id) and the memories it used."""
+
+    reply_rid: int
+    answered: str
+    memories: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Used:
+    """One memory a reply used, as a reaction may touch it: whose it is and whether it is private."""
+
+    rid: int
+    scope: str
+    scope_id: str
+    private: bool
+
+
+class PlaceModes:
+    """A channel's or group's mode, by channel key ("discord:123")."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine, self.db = engine, engine.db
+
+    def get(self, channel_key: str) -> Mode | None:
+        row = self.db.execute("SELECT mode FROM place_modes WHERE channel_key = ?", (channel_key,)).fetchone()
+        return Mode(row[0]) if row else None
+
+    def set(self, channel_key: str, mode: Mode, guild_id: str | None) -> PlaceMode:
+        if not channel_key or ":" not in channel_key:
+            raise InvalidInput("name a place as platform:channel, like discord:1234")
+        now = self.engine.clock.now()
+        self.db.execute(
+            "INSERT INTO place_modes (channel_key, guild_id, mode, set_at) VALUES (?, ?, ?, ?) ON CONFLICT (channel_key) "
+            "DO UPDATE SET mode = excluded.mode, set_at = excluded.set_at, guild_id = COALESCE(excluded.guild_id, place_modes.guild_id)",
+            (channel_key, guild_id, mode.value, now),
+        )
+        return PlaceMode(channel_key, guild_id, mode, now)
+
+    def all(self) -> list[PlaceMode]:
+        rows = self.db.rows("SELECT channel_key, guild_id, mode, set_at FROM place_modes ORDER BY channel_key")
+        return [PlaceMode(r["channel_key"], r["guild_id"], Mode(r["mode"]), r["set_at"]) for r in rows]
+
+
+class ReplyFeedback:
+    """What a reply used, where it was posted, and how people received it."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine, self.db = engine, engine.db
+
+    def record_used(self, answered_message_id: str, memory_ids: list[str]) -> int | None:
+        """The bot's stored reply to ``answered_message_id`` used these memories; its rid (None: no reply stored)."""
+        row = self.db.execute(
+            "SELECT r.rid FROM messages AS r JOIN messages AS q ON r.answers_rid = q.rid WHERE q.id = ? AND r.role = 'assistant' "
+            "ORDER BY r.rid DESC LIMIT 1",
+            (answered_message_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        self.db.execute(
+            "INSERT OR IGNORE INTO reply_memories (reply_rid, memory_rid) SELECT ?, rid FROM memories "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (row[0], json.dumps(memory_ids)),
+        )
+        return int(row[0])
+
+    def record_posts(self, platform: str, channel_id: str, answered_platform_id: str, post_ids: list[str]) -> int:
+        """The reply to the message ``answered_platform_id`` went out as ``post_ids``; how many were recorded."""
+        row = self.db.execute(
+            "SELECT r.rid FROM messages AS r JOIN messages AS q ON r.answers_rid = q.rid WHERE q.platform = ? AND q.channel_id = ? "
+            "AND q.platform_message_id = ? AND r.role = 'assistant' ORDER BY r.rid DESC LIMIT 1",
+            (platform, channel_id, answered_platform_id),
+        ).fetchone()
+        if row is None:
+            return 0  # nothing stored (/privacy off, a failure's apology): no memories to adjust, nothing to find
+        with self.db.transaction():
+            for post in post_ids:
+                self.db.execute(
+                    "INSERT OR IGNORE INTO reply_posts (platform, channel_id, post_id, reply_rid) VALUES (?, ?, ?, ?)",
+                    (platform, channel_id, str(post), row[0]),
+                )
+        return len(post_ids)
+
+    def answered(self, platform: str, channel_id: str, post_id: str) -> Answered | None:
+        """The reply posted as ``post_id`` in that very channel (a post id from elsewhere finds nothing)."""
+        row = self.db.execute(
+            "SELECT p.reply_rid, q.author_id FROM reply_posts AS p JOIN messages AS r ON r.rid = p.reply_rid "
+            "JOIN messages AS q ON q.rid = r.answers_rid WHERE p.platform = ? AND p.channel_id = ? AND p.post_id = ?",
+            (platform, channel_id, str(post_id)),
+        ).fetchone()
+        if row is None:
+            return None
+        used = self.db.execute("SELECT memory_rid FROM reply_memories WHERE reply_rid = ? ORDER BY memory_rid", (row[0],))
+        return Answered(int(row[0]), str(row[1]), tuple(int(m) for (m,) in used))
+
+    def used(self, rids: tuple[int, ...]) -> list[Used]:
+        rows = self.db.rows(
+            "SELECT rid, scope, scope_id, visibility FROM memories WHERE forgotten = 0 AND rid IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(rids)),),
+        )
+        return [Used(r["rid"], r["scope"], r["scope_id"], r["visibility"] == "private") for r in rows]
+
+    def vote(self, reply_rid: int, person_id: str, emoji: str) -> bool:
+        """One vote per person per reply: False when they had already voted on it."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO reply_reactions (reply_rid, person_id, emoji, at) VALUES (?, ?, ?, ?)",
+            (reply_rid, person_id, emoji, self.engine.clock.now()),
+        )
+        return bool(self.db.con.changes())
+
+    def received(self, rids: list[int], delta: float, *, recheck: bool) -> None:
+        """Count the reception and move each memory's importance by ``delta`` (within 0..10)."""
+        if not rids:
+            return
+        up, down = (delta, 0.0) if delta > 0 else (0.0, -delta)
+        with self.db.transaction():
+            self.engine.memory_rows.adjust_importance(rids, delta)
+            for rid in rids:
+                self.db.execute(
+                    "INSERT INTO memory_feedback (memory_rid, up, down, recheck, updated_at) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT (memory_rid) DO UPDATE SET up = up + excluded.up, down = down + excluded.down, "
+                    "recheck = MAX(recheck, excluded.recheck), updated_at = excluded.updated_at",
+                    (rid, up, down, int(recheck), self.engine.clock.now()),
+                )
+
+    def to_recheck(self, partitions: list[str], limit: int = 20) -> list[str]:
+        """Ids of memories in these partitions a 👎 marked for the next reflection to recheck."""
+        rows = self.db.execute(
+            "SELECT m.id FROM memory_feedback AS f JOIN memories AS m ON m.rid = f.memory_rid WHERE f.recheck = 1 "
+            "AND m.forgotten = 0 AND m.partition_key IN (SELECT value FROM json_each(?)) ORDER BY f.updated_at LIMIT ?",
+            (json.dumps(partitions), limit),
+        )
+        return [str(i) for (i,) in rows]
+
+    def rechecked(self, memory_ids: list[str]) -> None:
+        self.db.execute(
+            "UPDATE memory_feedback SET recheck = 0 WHERE memory_rid IN (SELECT rid FROM memories WHERE id IN "
+            "(SELECT value FROM json_each(?)))",
+            (json.dumps(memory_ids),),
+        )
