@@ -11,7 +11,8 @@ The score adds what the bot already has, with no model and no store read on the 
     an open call ("anyone", "can someone", "any idea")        +0.20
     words of the bot's own last turns here (2+ / 1)          +0.35 / +0.15
     words of this place's memories (2+ / 1)                  +0.20 / +0.10
-    the bot spoke here in the last 3 minutes                 +0.15
+    the bot spoke here in the last 3 minutes, and this       +0.15
+    shares its words or comes from the person it answered
     spoken to someone else (a mention, a reply, their name)  -0.60
     a busy channel (per message a minute past 4)             -0.05 each, at most -0.30
 
@@ -111,7 +112,10 @@ def score(message: IncomingMessage, talk: Talk, now: float) -> float:
     value += 0.35 if shared >= 2 else 0.15 if shared == 1 else 0.0
     known = len(said & talk.memory_words)
     value += 0.2 if known >= 2 else 0.1 if known == 1 else 0.0
-    value += 0.15 if now - talk.bot_at <= RECENT_S else 0.0
+    # just after the bot spoke, a message on its words, or from the person it answered (not a call to the room),
+    # is likely the conversation with it going on
+    going_on = shared or (message.author_id == talk.bot_answered and not _OPEN_CALL.search(text))
+    value += 0.15 if going_on and now - talk.bot_at <= RECENT_S else 0.0
     value -= 0.6 if _to_someone_else(message, text) else 0.0
     value -= min(0.3, 0.05 * max(0, talk.busy(now) - BUSY_FREE_PER_MIN))
     return round(value, 3)
