@@ -257,6 +257,11 @@ class MessageLog:
         """Stored messages per guild (the operator's view)."""
         return {g: int(n) for g, n in self.db.execute("SELECT guild_id, COUNT(*) FROM messages WHERE guild_id IS NOT NULL GROUP BY 1")}
 
+    def group_chats(self) -> list[tuple[str, str]]:
+        """(channel key, guild id) of every server channel and group that has messages (the dashboard's manners)."""
+        rows = self.db.execute("SELECT DISTINCT platform || ':' || channel_id, guild_id FROM messages WHERE guild_id IS NOT NULL ORDER BY 1")
+        return [(str(key), str(guild)) for key, guild in rows]
+
     # -- retention (SEC-7) -------------------------------------------------------------------------
     def chats_before(self, cutoff: float) -> list[tuple[str, str]]:
         """(platform, channel) of every chat with a message older than ``cutoff``."""

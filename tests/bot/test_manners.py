@@ -156,3 +156,21 @@ async def test_unanswered_messages_are_one_user_block_in_the_next_answered_turn(
     blocks = [m for m in sent[1:-1] if "bakery on main" in m["content"]]
     assert len(blocks) == 1 and "since when" in blocks[0]["content"] and "last week" in blocks[0]["content"]
     assert blocks[0]["role"] == "user" and sent[-1]["role"] == "user" and "when did the bakery close" in sent[-1]["content"]
+
+
+# -- the dashboard ----------------------------------------------------------------------------------------------
+async def test_the_dashboard_lists_places_sets_a_mode_refuses_nonsense_and_audits(http, dash):
+    async with http.get("/api/manners") as r:
+        shown = await r.json()
+    assert shown["modes"] == ["addressed", "chime-in", "all"] and all(p["mode"] is None for p in shown["places"])
+    async with http.put("/api/places/discord:g1-general/manners", json={"mode": "all"}) as r:
+        assert r.status == 200 and (await r.json())["mode"] == "all"
+    for key, sent in (("discord:g1-general", {"mode": "loud"}), ("discord:g1-general", {"mode": "all", "x": 1}), ("nokey", {"mode": "all"})):
+        async with http.put(f"/api/places/{key}/manners", json=sent) as r:
+            assert r.status in (400, 422), (key, sent, r.status)
+    async with http.get("/api/manners") as r:
+        places = {p["channel_key"]: p["mode"] for p in (await r.json())["places"]}
+    assert places["discord:g1-general"] == "all" and "nokey" not in places
+    assert (await dash.runtime.orchestrator.manners(msg("lunch anyone?", user=BOB), False)).answer  # the bot obeys it
+    rows = await dash.store(dash.engine.db.rows, "SELECT action, target, detail FROM dashboard_audit WHERE action = 'manners.set'")
+    assert [(r["action"], r["target"]) for r in rows] == [("manners.set", "discord:g1-general")] and "all" in rows[0]["detail"]
