@@ -173,14 +173,14 @@ class ReplyFeedback:
                     (rid, up, down, int(recheck), self.engine.clock.now()),
                 )
 
-    def to_recheck(self, partitions: list[str], limit: int = 20) -> list[str]:
-        """Ids of memories in these partitions a 👎 marked for the next reflection to recheck."""
+    def to_recheck(self, partitions: list[str], limit: int = 20) -> list[tuple[str, str]]:
+        """(id, content) of live memories in these partitions a 👎 marked for the next reflection to recheck."""
         rows = self.db.execute(
-            "SELECT m.id FROM memory_feedback AS f JOIN memories AS m ON m.rid = f.memory_rid WHERE f.recheck = 1 "
+            "SELECT m.id, m.content FROM memory_feedback AS f JOIN memories AS m ON m.rid = f.memory_rid WHERE f.recheck = 1 "
             "AND m.forgotten = 0 AND m.partition_key IN (SELECT value FROM json_each(?)) ORDER BY f.updated_at LIMIT ?",
             (json.dumps(partitions), limit),
         )
-        return [str(i) for (i,) in rows]
+        return [(str(i), str(c)) for i, c in rows]
 
     def rechecked(self, memory_ids: list[str]) -> None:
         self.db.execute(

@@ -74,8 +74,8 @@ async def test_a_thumbs_down_from_the_person_answered_lowers_them_and_marks_them
     feedback = ReplyFeedback(rt.engine)
     partitions = await rt.runner.run(rt.engine.db.rows, "SELECT DISTINCT partition_key FROM memories")
     marked = await rt.runner.run(feedback.to_recheck, [r["partition_key"] for r in partitions])
-    assert set(marked) == answered
-    await rt.runner.run(feedback.rechecked, marked)
+    assert {memory_id for memory_id, _ in marked} == answered
+    await rt.runner.run(feedback.rechecked, [memory_id for memory_id, _ in marked])
     assert await rt.runner.run(feedback.to_recheck, [r["partition_key"] for r in partitions]) == []
 
 
@@ -138,3 +138,16 @@ async def test_forgetting_a_memory_or_the_reply_drops_their_rows(rt, answered):
 
 def test_emoji_variants_read_as_their_meaning():
     assert [polarity(e) for e in ("👍", "👍🏽", "❤️", "❤", "👎🏿", "🎉", "", "👍👍")] == [1, 1, 1, 1, -1, 0, 0, 0]
+
+
+async def test_the_next_reflection_of_the_place_rechecks_what_a_thumbs_down_marked_and_clears_the_mark(rt, srv, answered):
+    await rt.orchestrator.reacted(reaction("👎"))
+    contents = await rt.runner.run(rt.engine.db.rows, "SELECT id, content FROM memories")
+    doubted = [r["content"] for r in contents if r["id"] in answered]
+    srv.default = lambda body: '{"facts": [], "summary": "the regatta"}' if "reflect" in str(body["messages"][0]) else "[]"
+    rt.engine.clock.advance(3600)  # the session went quiet: it is reflected on
+    await rt.background.tick()
+    reflections = [b for b in srv.chat_requests if "reflect on conversations" in str(b["messages"][0])]
+    assert reflections and all(text in reflections[-1]["messages"][-1]["content"] for text in doubted)
+    left = await rt.runner.run(rt.engine.db.scalar, "SELECT COUNT(*) FROM memory_feedback WHERE recheck = 1")
+    assert left == 0
