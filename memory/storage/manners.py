@@ -100,55 +100,44 @@ class ReplyFeedback:
 
     def record_used(self, answered_message_id: str, memory_ids: list[str]) -> int | None:
         """The bot's stored reply to ``answered_message_id`` used these memories; its rid (None: no reply stored)."""
-        row = self.db.execute(
-            "SELECT r.rid FROM messages AS r JOIN messages AS q ON r.answers_rid = q.rid WHERE q.id = ? AND r.role = 'assistant' "
-            "ORDER BY r.rid DESC LIMIT 1",
-            (answered_message_id,),
-        ).fetchone()
-        if row is None:
+        messages = self.engine.messages
+        replies = messages.replies_to(messages.rids_by_id([answered_message_id]))
+        if not replies:
             return None
-        self.db.execute(
-            "INSERT OR IGNORE INTO reply_memories (reply_rid, memory_rid) SELECT ?, rid FROM memories "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (row[0], json.dumps(memory_ids)),
-        )
-        return int(row[0])
+        reply = max(replies)
+        for rid in self.engine.memory_rows.rids_by_id(memory_ids):
+            self.db.execute("INSERT OR IGNORE INTO reply_memories (reply_rid, memory_rid) VALUES (?, ?)", (reply, rid))
+        return reply
 
     def record_posts(self, platform: str, channel_id: str, answered_platform_id: str, post_ids: list[str]) -> int:
         """The reply to the message ``answered_platform_id`` went out as ``post_ids``; how many were recorded."""
-        row = self.db.execute(
-            "SELECT r.rid FROM messages AS r JOIN messages AS q ON r.answers_rid = q.rid WHERE q.platform = ? AND q.channel_id = ? "
-            "AND q.platform_message_id = ? AND r.role = 'assistant' ORDER BY r.rid DESC LIMIT 1",
-            (platform, channel_id, answered_platform_id),
-        ).fetchone()
-        if row is None:
+        messages = self.engine.messages
+        replies = messages.replies_to(messages.rids_by_platform_id(platform, channel_id, [answered_platform_id]))
+        if not replies:
             return 0  # nothing stored (/privacy off, a failure's apology): no memories to adjust, nothing to find
         with self.db.transaction():
             for post in post_ids:
                 self.db.execute(
                     "INSERT OR IGNORE INTO reply_posts (platform, channel_id, post_id, reply_rid) VALUES (?, ?, ?, ?)",
-                    (platform, channel_id, str(post), row[0]),
+                    (platform, channel_id, str(post), max(replies)),
                 )
         return len(post_ids)
 
     def answered(self, platform: str, channel_id: str, post_id: str) -> Answered | None:
         """The reply posted as ``post_id`` in that very channel (a post id from elsewhere finds nothing)."""
         row = self.db.execute(
-            "SELECT p.reply_rid, q.author_id FROM reply_posts AS p JOIN messages AS r ON r.rid = p.reply_rid "
-            "JOIN messages AS q ON q.rid = r.answers_rid WHERE p.platform = ? AND p.channel_id = ? AND p.post_id = ?",
-            (platform, channel_id, str(post_id)),
+            "SELECT reply_rid FROM reply_posts WHERE platform = ? AND channel_id = ? AND post_id = ?", (platform, channel_id, str(post_id))
         ).fetchone()
-        if row is None:
+        author = self.engine.messages.answered_author(int(row[0])) if row else None
+        if row is None or author is None:
             return None
         used = self.db.execute("SELECT memory_rid FROM reply_memories WHERE reply_rid = ? ORDER BY memory_rid", (row[0],))
-        return Answered(int(row[0]), str(row[1]), tuple(int(m) for (m,) in used))
+        return Answered(int(row[0]), author, tuple(int(m) for (m,) in used))
 
     def used(self, rids: tuple[int, ...]) -> list[Used]:
-        rows = self.db.rows(
-            "SELECT rid, scope, scope_id, visibility FROM memories WHERE forgotten = 0 AND rid IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(rids)),),
-        )
-        return [Used(r["rid"], r["scope"], r["scope_id"], r["visibility"] == "private") for r in rows]
+        """The live memories among ``rids``, as a reaction may touch them."""
+        found = self.engine.memory_rows.by_rids(list(rids))
+        return [Used(m.rid, m.scope.value, m.scope_id, m.visibility.value == "private") for m in found if not m.forgotten]
 
     def vote(self, reply_rid: int, person_id: str, emoji: str) -> bool:
         """One vote per person per reply: False when they had already voted on it."""
@@ -175,16 +164,11 @@ class ReplyFeedback:
 
     def to_recheck(self, partitions: list[str], limit: int = 20) -> list[tuple[str, str]]:
         """(id, content) of live memories in these partitions a 👎 marked for the next reflection to recheck."""
-        rows = self.db.execute(
-            "SELECT m.id, m.content FROM memory_feedback AS f JOIN memories AS m ON m.rid = f.memory_rid WHERE f.recheck = 1 "
-            "AND m.forgotten = 0 AND m.partition_key IN (SELECT value FROM json_each(?)) ORDER BY f.updated_at LIMIT ?",
-            (json.dumps(partitions), limit),
-        )
-        return [(str(i), str(c)) for i, c in rows]
+        marked = [int(r) for (r,) in self.db.execute("SELECT memory_rid FROM memory_feedback WHERE recheck = 1 ORDER BY updated_at")]
+        wanted = set(partitions)
+        found = [m for m in self.engine.memory_rows.by_rids(marked) if not m.forgotten and m.partition_key in wanted]
+        return [(m.id, m.content) for m in found[:limit]]
 
     def rechecked(self, memory_ids: list[str]) -> None:
-        self.db.execute(
-            "UPDATE memory_feedback SET recheck = 0 WHERE memory_rid IN (SELECT rid FROM memories WHERE id IN "
-            "(SELECT value FROM json_each(?)))",
-            (json.dumps(memory_ids),),
-        )
+        rids = self.engine.memory_rows.rids_by_id(memory_ids)
+        self.db.execute("UPDATE memory_feedback SET recheck = 0 WHERE memory_rid IN (SELECT value FROM json_each(?))", (json.dumps(rids),))

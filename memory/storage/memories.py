@@ -259,6 +259,11 @@ class MemoryRepository:
             found += [Memory.from_row(r) for r in self.db.rows(f"SELECT * FROM memories WHERE rid IN ({placeholders(chunk)})", chunk)]
         return found
 
+    def rids_by_id(self, memory_ids: list[str]) -> list[int]:
+        """Row ids of the memories with these ids (missing ones are left out)."""
+        rows = self.db.execute("SELECT rid FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(memory_ids),))
+        return [int(r) for (r,) in rows]
+
     def live_with_hash(self, key: str, content: str) -> Memory | None:
         """A live memory in partition ``key`` with exactly this content, if any."""
         live = self.corpus.live(self.clock.now())

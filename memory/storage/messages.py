@@ -320,6 +320,14 @@ class MessageLog:
         """The bot's replies to these turns."""
         return self._rids("answers_rid IN ({})", rids)
 
+    def answered_author(self, reply_rid: int) -> str | None:
+        """The author of the turn a reply of the bot answered (ORCH-12: whose reaction on it is theirs)."""
+        row = self.db.execute(
+            "SELECT q.author_id FROM messages AS r JOIN messages AS q ON q.rid = r.answers_rid WHERE r.rid = ? AND r.role = 'assistant'",
+            (reply_rid,),
+        ).fetchone()
+        return str(row[0]) if row else None
+
     def chats_of(self, author_ids: list[str], dm_partitions: list[str]) -> list[str]:
         """ "platform:channel" keys of the chats where these people spoke, and their DMs."""
         rows = self.db.execute(
