@@ -57,13 +57,16 @@ _QUESTION_START = re.compile(
     re.IGNORECASE,
 )
 _OPEN_CALL = re.compile(r"\b(?:anyone|anybody|someone|somebody|any idea|any ideas|any tips|does everyone)\b", re.IGNORECASE)
-_THANKS = re.compile(r"^\W*(?:thanks?(?: you)?|thx|ty|cheers|perfect|great|awesome|nice|got it|ok(?:ay)?)\b[\s\W]*\w{0,12}[\s\W]*$", re.IGNORECASE)
-_STOP = frozenset(
+_THANKS = re.compile(
+    r"^\W*(?:thanks?(?: you)?|thx|ty|cheers|perfect|great|awesome|nice|got it|ok(?:ay)?)\b[\s\W]*\w{0,12}[\s\W]*$", re.IGNORECASE
+)
+_STOP_WORDS = (  # words too common to tell what a message is about
     "the and for you your are was were has have had this that with from but not all any can could would should will "
     "just like what when where who why how which there their they them then than its it's i'm you're don't does did "
     "about into out our ours his her hers she him also very really some more most much many been being get got yes yeah "
-    "lol haha okay well know think going one two today tomorrow tonight".split()
+    "lol haha okay well know think going one two today tomorrow tonight"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 def words(text: str) -> frozenset[str]:

@@ -99,7 +99,9 @@ class TelegramAdapter:
         self.app.add_handler(MessageHandler(fresh & filters.TEXT & ~filters.COMMAND, self._on_text))
         self.app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE & filters.TEXT, self._on_edit))
         self.app.add_handler(ChatMemberHandler(self._on_membership, ChatMemberHandler.MY_CHAT_MEMBER))
-        self.app.add_handler(MessageReactionHandler(self._on_reaction, message_reaction_types=MessageReactionHandler.MESSAGE_REACTION_UPDATED))
+        self.app.add_handler(
+            MessageReactionHandler(self._on_reaction, message_reaction_types=MessageReactionHandler.MESSAGE_REACTION_UPDATED)
+        )
         self.app.add_error_handler(self._on_error)
 
     # ------------------------------------------------------------------ lifecycle --

@@ -6,8 +6,8 @@ The store's modules are imported inside the handlers: registering commands must 
 from __future__ import annotations
 
 import argparse
-import os
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any

@@ -259,7 +259,9 @@ class MessageLog:
 
     def group_chats(self) -> list[tuple[str, str]]:
         """(channel key, guild id) of every server channel and group that has messages (the dashboard's manners)."""
-        rows = self.db.execute("SELECT DISTINCT platform || ':' || channel_id, guild_id FROM messages WHERE guild_id IS NOT NULL ORDER BY 1")
+        rows = self.db.execute(
+            "SELECT DISTINCT platform || ':' || channel_id, guild_id FROM messages WHERE guild_id IS NOT NULL ORDER BY 1"
+        )
         return [(str(key), str(guild)) for key, guild in rows]
 
     # -- retention (SEC-7) -------------------------------------------------------------------------

@@ -165,7 +165,11 @@ async def test_the_dashboard_lists_places_sets_a_mode_refuses_nonsense_and_audit
     assert shown["modes"] == ["addressed", "chime-in", "all"] and all(p["mode"] is None for p in shown["places"])
     async with http.put("/api/places/discord:g1-general/manners", json={"mode": "all"}) as r:
         assert r.status == 200 and (await r.json())["mode"] == "all"
-    for key, sent in (("discord:g1-general", {"mode": "loud"}), ("discord:g1-general", {"mode": "all", "x": 1}), ("nokey", {"mode": "all"})):
+    for key, sent in (
+        ("discord:g1-general", {"mode": "loud"}),
+        ("discord:g1-general", {"mode": "all", "x": 1}),
+        ("nokey", {"mode": "all"}),
+    ):
         async with http.put(f"/api/places/{key}/manners", json=sent) as r:
             assert r.status in (400, 422), (key, sent, r.status)
     async with http.get("/api/manners") as r:

@@ -36,9 +36,7 @@ async def importance(rt) -> dict[str, float]:
 
 
 async def used(rt) -> set[str]:
-    rows = await rt.runner.run(
-        rt.engine.db.rows, "SELECT m.id FROM reply_memories AS u JOIN memories AS m ON m.rid = u.memory_rid"
-    )
+    rows = await rt.runner.run(rt.engine.db.rows, "SELECT m.id FROM reply_memories AS u JOIN memories AS m ON m.rid = u.memory_rid")
     return {r["id"] for r in rows}
 
 

@@ -309,6 +309,11 @@ async def test_reactions_of_people_reach_the_conversation_and_the_bots_own_do_no
     await conv.wait_until(lambda: len(conv.reactions) == 2)
     first, second = conv.reactions
     assert (first.platform, first.channel_id, first.post_id, first.user_id, first.emoji, first.guild_id) == (
-        "discord", str(CHANNEL), "777", str(ALICE), "👎", str(GUILD)
+        "discord",
+        str(CHANNEL),
+        "777",
+        str(ALICE),
+        "👎",
+        str(GUILD),
     )
     assert (second.channel_id, second.user_id, second.emoji, second.guild_id) == (str(DM_CHANNEL), str(BOB), "❤️", None)

@@ -218,7 +218,9 @@ async def test_group_talk_asks_the_manners_and_an_acknowledgement_is_a_reaction(
         ("thanks!", False, False),
         ("how do knots work?", False, False),
     ]
-    assert tg.reactions == [{"chat_id": GROUP, "message_id": first["message"]["message_id"], "reaction": [{"type": "emoji", "emoji": "👍"}]}]
+    assert tg.reactions == [
+        {"chat_id": GROUP, "message_id": first["message"]["message_id"], "reaction": [{"type": "emoji", "emoji": "👍"}]}
+    ]
     assert [m.text for m in conv.observed] == ["thanks!"] and [m.text for m in conv.replies] == ["how do knots work?"]
     await conv.wait_until(lambda: conv.posted_ids)
     assert conv.posted_ids[0][1] == (str(tg.sent[0]["message_id"]),)
@@ -226,14 +228,28 @@ async def test_group_talk_asks_the_manners_and_an_acknowledgement_is_a_reaction(
 
 async def test_reactions_people_add_reach_the_conversation_and_polling_asks_for_them(tg, conv):
     tg.push_reaction(GROUP, 41, BOB, "👎", first_name="Bob")
-    tg.push_update({"message_reaction": {"chat": {"id": GROUP, "type": "supergroup", "title": "g"}, "message_id": 42, "date": 1,
-                                         "actor_chat": {"id": GROUP, "type": "supergroup", "title": "g"},
-                                         "old_reaction": [], "new_reaction": [{"type": "emoji", "emoji": "👍"}]}})  # anonymous
+    tg.push_update(
+        {
+            "message_reaction": {
+                "chat": {"id": GROUP, "type": "supergroup", "title": "g"},
+                "message_id": 42,
+                "date": 1,
+                "actor_chat": {"id": GROUP, "type": "supergroup", "title": "g"},
+                "old_reaction": [],
+                "new_reaction": [{"type": "emoji", "emoji": "👍"}],
+            }
+        }
+    )  # anonymous
     tg.push_reaction(ALICE, 43, ALICE, "❤", chat_type="private")
     await conv.wait_until(lambda: len(conv.reactions) == 2)
     first, second = conv.reactions
     assert (first.platform, first.channel_id, first.post_id, first.user_id, first.emoji, first.guild_id) == (
-        "telegram", str(GROUP), "41", str(BOB), "👎", str(GROUP)
+        "telegram",
+        str(GROUP),
+        "41",
+        str(BOB),
+        "👎",
+        str(GROUP),
     )
     assert (second.channel_id, second.user_id, second.guild_id) == (str(ALICE), str(ALICE), None)
     polls = [c["params"] for c in tg.calls if c["method"] == "getUpdates"]
