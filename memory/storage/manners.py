@@ -13,12 +13,12 @@ forgotten person's votes go with them (``memory.upkeep.registry``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import StrEnum
 
 from ..engine import MemoryEngine
 from ..errors import InvalidInput
+from ..scopes import placeholders
 
 
 class Mode(StrEnum):
@@ -157,8 +157,9 @@ class ReplyFeedback:
             for rid in rids:
                 self.db.execute(
                     "INSERT INTO memory_feedback (memory_rid, up, down, recheck, updated_at) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT (memory_rid) DO UPDATE SET up = up + excluded.up, down = down + excluded.down, "
-                    "recheck = MAX(recheck, excluded.recheck), updated_at = excluded.updated_at",
+                    "ON CONFLICT (memory_rid) DO UPDATE SET up = memory_feedback.up + excluded.up, "
+                    "down = memory_feedback.down + excluded.down, recheck = MAX(memory_feedback.recheck, excluded.recheck), "
+                    "updated_at = excluded.updated_at",
                     (rid, up, down, int(recheck), self.engine.clock.now()),
                 )
 
@@ -171,4 +172,5 @@ class ReplyFeedback:
 
     def rechecked(self, memory_ids: list[str]) -> None:
         rids = self.engine.memory_rows.rids_by_id(memory_ids)
-        self.db.execute("UPDATE memory_feedback SET recheck = 0 WHERE memory_rid IN (SELECT value FROM json_each(?))", (json.dumps(rids),))
+        if rids:  # a short list (a reflection rechecks at most 10): plain placeholders, typed alike on both engines
+            self.db.execute(f"UPDATE memory_feedback SET recheck = 0 WHERE memory_rid IN ({placeholders(rids)})", rids)

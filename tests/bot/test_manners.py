@@ -13,6 +13,7 @@ from bot.types import IncomingMessage
 from memory.clock import FakeClock
 from memory.models import Scope
 from memory.storage.manners import Mode, PlaceModes
+from tests.pg_support import ON_BOTH_ENGINES
 
 ALICE, BOB, CLEO = "501", "502", "503"
 HERE = (("502", "Bob"), ("503", "Cleo"))
@@ -117,6 +118,7 @@ def admin(text: str, *, guild: str | None = "g1", user: str = ALICE, is_admin: b
     return IncomingMessage("discord", f"{guild}-general" if guild else f"dm-{user}", user, "Alice", text, guild, author_is_admin=is_admin)
 
 
+@ON_BOTH_ENGINES
 async def test_only_a_places_admins_set_its_mode_and_a_wrong_word_is_named(rt):
     orch = rt.orchestrator
     assert "No mode is set here" in await orch.command("manners", "", admin("/manners"))
@@ -140,6 +142,7 @@ async def test_the_mode_set_decides_and_a_listed_channel_starts_in_chime_in(rt, 
     assert srv.chat_requests == []  # deciding asked no model
 
 
+@ON_BOTH_ENGINES
 async def test_a_places_shared_memories_make_a_question_on_them_more_likely_for_the_bot(rt):
     await rt.runner.run(remember, rt.engine, "The regatta starts at the harbour wall", scope=Scope.GUILD, scope_id="discord:g1")
     question = msg("when does the regatta start at the wall?", user=BOB)

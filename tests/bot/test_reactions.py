@@ -13,6 +13,7 @@ from bot.types import IncomingMessage, Reaction
 from memory.models import Scope, Visibility
 from memory.storage.manners import ReplyFeedback
 from memory.upkeep.forgetting import forget_memory
+from tests.pg_support import ON_BOTH_ENGINES
 
 ALICE, BOB = "601", "602"
 A, B = f"discord:{ALICE}", f"discord:{BOB}"
@@ -56,6 +57,7 @@ async def answered(rt, srv):
     return ids
 
 
+@ON_BOTH_ENGINES
 async def test_a_thumbs_up_from_the_person_answered_raises_exactly_the_memories_the_reply_used(rt, answered):
     before = await importance(rt)
     await rt.orchestrator.reacted(reaction("👍", post="p2"))  # on the second part of the reply: the same reply
@@ -64,6 +66,7 @@ async def test_a_thumbs_up_from_the_person_answered_raises_exactly_the_memories_
     assert all(after[m] == pytest.approx(before[m] + UP_STEP) for m in answered)
 
 
+@ON_BOTH_ENGINES
 async def test_a_thumbs_down_from_the_person_answered_lowers_them_and_marks_them_for_the_next_reflection(rt, answered):
     before = await importance(rt)
     await rt.orchestrator.reacted(reaction("👎"))
@@ -77,6 +80,7 @@ async def test_a_thumbs_down_from_the_person_answered_lowers_them_and_marks_them
     assert await rt.runner.run(feedback.to_recheck, [r["partition_key"] for r in partitions]) == []
 
 
+@ON_BOTH_ENGINES
 async def test_someone_elses_reaction_counts_a_quarter_once_and_marks_nothing(rt, answered):
     before = await importance(rt)
     await rt.orchestrator.reacted(reaction("❤️", user=BOB))
@@ -120,6 +124,7 @@ async def test_nobody_moves_another_persons_private_memory_and_its_owner_may(rt,
     assert {m: v - before[m] for m, v in (await importance(rt)).items()} == dict.fromkeys(before, UP_STEP)
 
 
+@ON_BOTH_ENGINES
 async def test_forgetting_a_memory_or_the_reply_drops_their_rows(rt, answered):
     await rt.orchestrator.reacted(reaction("👎"))
     gone = sorted(answered)[0]
@@ -138,6 +143,7 @@ def test_emoji_variants_read_as_their_meaning():
     assert [polarity(e) for e in ("👍", "👍🏽", "❤️", "❤", "👎🏿", "🎉", "", "👍👍")] == [1, 1, 1, 1, -1, 0, 0, 0]
 
 
+@ON_BOTH_ENGINES
 async def test_the_next_reflection_of_the_place_rechecks_what_a_thumbs_down_marked_and_clears_the_mark(rt, srv, answered):
     await rt.orchestrator.reacted(reaction("👎"))
     contents = await rt.runner.run(rt.engine.db.rows, "SELECT id, content FROM memories")
