@@ -127,7 +127,8 @@ def score(message: IncomingMessage, talk: Talk, now: float) -> float:
 def acknowledgement(message: IncomingMessage, talk: Talk, now: float) -> str | None:
     """A reaction for a thanks to the bot's last answer, by the person it answered, soon after."""
     recent = now - talk.bot_at <= RECENT_S and talk.bot_answered == message.author_id
-    return ACK if recent and not message.mentions and _THANKS.match(message.text.strip()) else None
+    short = len(message.text) <= 40  # a thanks is short; and the pattern never meets a long string (backtracking)
+    return ACK if recent and short and not message.mentions and _THANKS.match(message.text.strip()) else None
 
 
 def decide(mode: Mode, message: IncomingMessage, talk: Talk, now: float, bot_name: str) -> Verdict:

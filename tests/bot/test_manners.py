@@ -87,9 +87,9 @@ def test_a_thanks_from_the_person_answered_is_a_reaction_and_from_anyone_else_no
     assert decide(Mode.CHIME_IN, msg("thanks! but what about a reef knot, will that hold up?"), talk, 1000.0, "Companion").reaction is None
 
 
-@pytest.mark.parametrize("text", ["\u200b", "", "?" * 5000, "knot " * 200_000, "\ud800 broken"])
+@pytest.mark.parametrize("text", ["\u200b", "", "?" * 5000, "knot " * 200_000, "\ud800 broken", "thanks" + "!" * 20_000 + "x y"])
 def test_odd_messages_are_decided_without_an_error(text):
-    talk = after_the_bot_said("the bowline knot holds")
+    talk = after_the_bot_said("the bowline knot holds", answered=BOB)  # Bob was just answered: his thanks is looked at
     started = time.perf_counter()
     verdict = decide(Mode.CHIME_IN, msg(text, user=BOB), talk, 1000.0, "Companion")
     assert isinstance(verdict.answer, bool) and time.perf_counter() - started < 5
