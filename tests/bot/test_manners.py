@@ -181,3 +181,13 @@ async def test_the_dashboard_lists_places_sets_a_mode_refuses_nonsense_and_audit
     assert (await dash.runtime.orchestrator.manners(msg("lunch anyone?", user=BOB), False)).answer  # the bot obeys it
     rows = await dash.store(dash.engine.db.rows, "SELECT action, target, detail FROM dashboard_audit WHERE action = 'manners.set'")
     assert [(r["action"], r["target"]) for r in rows] == [("manners.set", "discord:g1-general")] and "all" in rows[0]["detail"]
+
+
+async def test_a_servers_purge_takes_its_channels_modes_and_no_other(rt):
+    from memory.upkeep.forgetting import forget_guild
+
+    modes = PlaceModes(rt.engine)
+    await rt.runner.run(modes.set, "discord:g1-general", Mode.ALL, "discord:g1")
+    await rt.runner.run(modes.set, "discord:g2-general", Mode.CHIME_IN, "discord:g2")
+    await rt.runner.run(forget_guild, rt.engine, "discord:g1")
+    assert [p.channel_key for p in await rt.runner.run(modes.all)] == ["discord:g2-general"]
