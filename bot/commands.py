@@ -1,11 +1,13 @@
 """Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3),
-/checkins and /timezone (ORCH-8), /persona (ORCH-7), and /privacy /about (SEC-5, in ``bot.consent``)."""
+/checkins and /timezone (ORCH-8), /persona (ORCH-7), /privacy /about (SEC-5, in ``bot.consent``) and /usage (ORCH-14,
+in ``bot.usage_commands``)."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -19,17 +21,19 @@ from memory.storage.people import People
 from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_memory
-from memory.upkeep.said import forget_said, said_matching
+from memory.upkeep.said import forget_echoes, forget_said, said_matching
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
 from memory.write.subjects import bound, written_by
 
+from .budgets import Limits
 from .consent import Consent
 from .exports import forget_exports, write_export
 from .manners import manners_command
 from .persona import Persona
 from .reminder_commands import ReminderCommands
 from .types import IncomingMessage
+from .usage_commands import UsageCommands
 
 HELP = (
     "Hi! I'm a companion with a memory. Just talk to me.\n"
@@ -42,11 +46,26 @@ HELP = (
     "/persona show|set <text>|reset — this server's or group's own persona (its admins)\n"
     "/timezone <zone> — where you are in time, like /timezone Europe/Lisbon (alone: shows it)\n"
     "/remind <when> <what> — a reminder here, like /remind Friday at 9 call mum; /reminders lists and cancels them\n"
-    "/manners addressed|chime-in|all — when I speak in this channel or group (its admins)"
+    "/manners addressed|chime-in|all — when I speak in this channel or group (its admins)\n"
+    "/usage — what my model calls cost today: yours (/usage me), this server's (admins), everyone's (my owner)"
 )
 FORGET_MIN_RELEVANCE = 0.35
 NOT_FOUND = "I couldn't find a memory like that, or a message of yours that says it."
 CONFIRM_WINDOW_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class Forgot:
+    """What one forget did: its answer to the person, the words it removed (memories and messages), and
+    whether a reminder went too."""
+
+    answer: str
+    contents: tuple[str, ...]
+    reminders: bool = False
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.contents) or self.reminders
 
 
 class Commands:
@@ -57,6 +76,7 @@ class Commands:
         resolve: Callable[[IncomingMessage], Any],
         persona: Persona | None = None,
         zones: Timezones | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.engine, self.people, self.resolve = engine, people, resolve
         self.checkins = CheckinStore(engine)
@@ -65,6 +85,7 @@ class Commands:
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
         self.consent = Consent(engine)
         self.reminding = ReminderCommands(engine, self.zones)  # ORCH-13
+        self.usage = UsageCommands(engine, people, limits or Limits())  # ORCH-14
 
     def run(self, name: str, argument: str, message: IncomingMessage) -> str:
         handler = getattr(self, f"do_{name.lower().lstrip('/')}", None)
@@ -109,20 +130,29 @@ class Commands:
         words = arg.lower().split()
         if words and words[0] in ("everything", "all"):
             return self._forget_everything(turn, confirmed=words[-1] == "confirm")
+        return self.forget_words(arg, turn).answer
+
+    def forget_words(self, arg: str, turn, *, skip: tuple[str, ...] = ()) -> Forgot:
+        """The one forget of what ``arg`` names: the closest own memory, the person's messages that say it (all
+        but ``skip``, stored ids), a reminder holding the words. Also run for a forget asked in words (ORCH-9)."""
         reminders = self.reminding.forgotten(turn, arg)  # ORCH-13: a reminder holding the words goes too
         hits = self.engine.recall.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
-        done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
+        done = forget_memory(self.engine, hits[0].item.id, asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
         # SEC-3: what is not a memory yet (said before extraction ran) is found in the person's own messages too
-        said = forget_said(self.engine, turn.ctx, [turn.person_id], said_matching(self.engine, turn.ctx, [turn.person_id], arg))
+        rids = said_matching(self.engine, turn.ctx, [turn.person_id], arg, skip=skip)
+        said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
+        said = forget_said(self.engine, turn.ctx, [turn.person_id], rids)
+        forget_echoes(self.engine, turn.ctx, [turn.person_id], arg)  # a later reply that repeated it goes too
+        gone = (*(done.contents if done else ()), *(said_words if said else ()))
         if done is None:
             answer = f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it." if said else ""
-            return "\n".join(part for part in (answer, reminders) if part) or NOT_FOUND
+            return Forgot("\n".join(part for part in (answer, reminders) if part) or NOT_FOUND, gone, bool(reminders))
         extra = [f"{len(done.memories) - 1} older version(s)"] if len(done.memories) > 1 else []
         extra += [f"{done.messages} message(s) it came from"] if done.messages else []
         extra += [f"{said} more message(s) of yours that said it"] if said else []
         answer = f"Forgotten: {done.contents[0]}" + (f" (with {' and '.join(extra)})" if extra else "")
-        return f"{answer}\n{reminders}" if reminders else answer
+        return Forgot(f"{answer}\n{reminders}" if reminders else answer, gone, bool(reminders))
 
     def _forget_everything(self, turn, *, confirmed: bool) -> str:
         """SEC-3: asked first; "/forget everything confirm" (or "yes" to the question) does it, with no undo copy."""
@@ -216,6 +246,9 @@ class Commands:
 
     def do_manners(self, arg: str, turn) -> str:
         return manners_command(self.engine, arg, turn)  # ORCH-10
+
+    def do_usage(self, arg: str, turn) -> str:
+        return self.usage.do_usage(arg, turn)
 
     def do_privacy(self, arg: str, turn) -> str:
         return self.consent.do_privacy(arg, turn)

@@ -77,6 +77,12 @@ class Settings(BaseSettings):
     # start (WRITE-1), so /quit is quick even with a slow local model
     shutdown_flush_s: float = Field(5.0, ge=0, le=3600)
     max_tool_steps: int = Field(6, ge=1, le=20)
+    # ORCH-11: images people share. auto: the chat model is asked once whether it can see (kept in the store, shown
+    # by `companion doctor`); on; off (stored as [photo]). A file over image_max_mb, or past images_per_message in
+    # one message, is refused with a line saying so
+    vision: Literal["auto", "on", "off"] = "auto"
+    image_max_mb: float = Field(10.0, gt=0, le=50)
+    images_per_message: int = Field(4, ge=1, le=10)
 
     # channels
     discord_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_TOKEN"))
@@ -161,6 +167,11 @@ class Settings(BaseSettings):
     # OPS-5: at most this many replies per person in this many seconds (0: no limit); past it one polite line
     rate_limit_messages: int = Field(10, ge=0, le=10_000)
     rate_limit_window_s: float = Field(60.0, gt=0, le=86400)
+    # ORCH-14: daily budgets in tokens the model servers report (prompt + completion; 0: none), per person (linked
+    # accounts are one) and per server or group; past 60 % a shorter context, past 80 % no chime-ins or check-ins,
+    # at 100 % one polite line a day instead of replies (bot.budgets). The owner is never held back.
+    budget_person_tokens: int = Field(0, ge=0, le=10**12)
+    budget_server_tokens: int = Field(0, ge=0, le=10**12)
     # OPS-5: GET /healthz and /metrics while `companion run` runs (loopback; a container's HEALTHCHECK asks it)
     health_enabled: bool = True
     health_host: str = "127.0.0.1"

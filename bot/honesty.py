@@ -89,32 +89,31 @@ def _affirmed(text: str, match: re.Match[str]) -> bool:
     return not _NEGATED.search(before) and "n't" not in match.group().lower() and closing != "?"
 
 
-def unbacked(text: str, ran: Sequence[Ran], *, extracted: bool = False) -> list[str]:
+def unbacked(text: str, ran: Sequence[Ran], *, extracted: bool = False, forgot: bool = False) -> list[str]:
     """The claimed kinds no successful tool call of this turn backs. ``extracted``: the person's words go to
     background extraction (WRITE-1), which keeps what they said by itself: a "keep" claim is then true
-    without a tool. Nothing forgets by itself."""
-    return [
-        kind
-        for kind in claims(text)
-        if not (kind == "keep" and extracted) and not any(call.ok and call.does(BACKED_BY[kind]) for call in ran)
-    ]
+    without a tool. ``forgot``: a forget asked in words was done before the model answered."""
+    done = {"keep": extracted, "forget": forgot}
+    return [kind for kind in claims(text) if not done[kind] and not any(call.ok and call.does(BACKED_BY[kind]) for call in ran)]
 
 
-def honest_note(text: str, ran: Sequence[Ran], *, extracted: bool = False) -> str:
+def honest_note(text: str, ran: Sequence[Ran], *, extracted: bool = False, forgot: bool = False) -> str:
     """The line to append to ``text`` ("" when every claim it makes is backed)."""
-    return " ".join(NOTES[kind] for kind in unbacked(text, ran, extracted=extracted))
+    return " ".join(NOTES[kind] for kind in unbacked(text, ran, extracted=extracted, forgot=forgot))
 
 
-async def honest(text: str, ran: Sequence[Ran], stream: Callable[[str], Awaitable[None]] | None, *, extracted: bool) -> str:
+async def honest(
+    text: str, ran: Sequence[Ran], stream: Callable[[str], Awaitable[None]] | None, *, extracted: bool, forgot: bool = False
+) -> str:
     """The final reply, with a short honest line when it claims a store or a forget nothing did (also
-    streamed, after what the person already read). ``extracted``: the person's words go to extraction."""
+    streamed, after what the person already read). ``extracted``: the person's words go to extraction;
+    ``forgot``: something was forgotten this turn before the model answered."""
     text = text.strip()
-    note = honest_note(text, ran, extracted=extracted)
-    if not note:
+    kinds = unbacked(text, ran, extracted=extracted, forgot=forgot)
+    if not kinds:
         return text
-    log.info(
-        "the reply claims what nothing did this turn (%s); an honest line is added", ", ".join(unbacked(text, ran, extracted=extracted))
-    )
+    note = " ".join(NOTES[kind] for kind in kinds)
+    log.info("the reply claims what nothing did this turn (%s); an honest line is added", ", ".join(kinds))
     if stream is not None:
         await stream(f"\n\n{note}")
     return f"{text}\n\n{note}"

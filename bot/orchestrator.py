@@ -25,10 +25,12 @@ from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bou
 from memory.storage.privacy import Privacy
 from memory.storage.sessions import ExtractionBuffer
 from memory.tools import MemoryTools, RateLimiter
+from memory.write.forget_asked import forgets_in
 from memory.write.sources import Edit, Withdrawn, message_deleted, message_edited
 from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn, clock_note
+from .budgets import fitted
 from .commands import Commands
 from .leak_guard import TOOL_REFUSED, WITHHELD, LeakGate, WouldLeak, tool_text
 from .llm import ChatClient, LLMError
@@ -39,9 +41,13 @@ from .reminder_commands import place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, IncomingMessage, Reaction, Reply, StreamSink, Verdict
+from .vision import Seen, Sight, VisionOptions, text_of, with_notes, without_notes
 from .voice_mode import VoiceConversation, VoiceSessions, cached_search
 
 log = logging.getLogger(__name__)
+# A forget asked in words is a recall and a scan of the person's messages each: a message of a thousand
+# "forget x." is not a thousand of them; what a person names fits in a few hundred characters.
+MAX_ASKS, MAX_ASK_CHARS = 3, 300
 
 
 class CappedSink:
@@ -77,6 +83,11 @@ class AsyncTools:
         """The turn's words go to extraction (not /privacy off): "I'll remember that" is kept without a tool."""
         return self.tools.remembering
 
+    @property
+    def forgot(self) -> bool:
+        """Something was forgotten this turn before the model was asked: "I've forgotten it" holds."""
+        return bool(self.tools.deleted)
+
     async def call(self, name: str, arguments: str) -> str:
         if self.guard is not None and await self.guard(tool_text(arguments)):
             # SEC-6 for tool arguments: a memory_store in a group of Alice's DM-private code word would file it
@@ -103,28 +114,32 @@ class Orchestrator:
         commands: Commands,
         voice: VoiceSessions,
         manners: GroupManners,
+        sight: Sight | None = None,
     ) -> None:
         self.engine, self.runner, self.llm, self.resolver, self.buffer = engine, runner, llm, resolver, buffer
         self.privacy, self.assembler, self.commands, self.voice = privacy, assembler, commands, voice
         self.people, self.owners, self.zones, self.channels = resolver.people, resolver.owners, resolver.zones, resolver.channels
         self.persona, self.manners_of = assembler.persona, manners
         self._limits: dict[str, RateLimiter] = {}
+        self.sight = sight or Sight(llm, runner, None, VisionOptions("off"))  # ORCH-11: what a shared image leaves
 
     # -- the Conversation protocol -------------------------------------------------------------------
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
-        answered = await self.runner.run(self.commands.answer_to_question, message)
+        answered = await self.without_model(message)
         if answered is not None:
-            await self._forgot()  # "yes" to "/forget everything?" (or "no"): done without the model, and not stored
-            return Reply(answered)
+            return answered
+        message, seen = await self.sight.look(message)  # ORCH-11: each image becomes a note in the text (a caption)
         turn = await self.runner.run(self._arrive, message)
         if not turn.text or turn.answered:
             return Reply("")  # nothing readable (a lone zero-width space), or a re-delivery already answered
         session = self.voice.open(turn) if message.modality == "voice" else None
         mode = TurnMode.of(turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn)))
-        snap = await self.runner.run(self._snapshot, turn, session)
+        snap = fitted(await self.runner.run(self._snapshot, turn, session))  # ORCH-14: shorter as a budget nears
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
-        convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn)}]
+        done = await self._forget_asked(turn, tools)
+        user = {"role": "user", "content": seen.content(self._user_text(turn, done))}
+        convo: list[dict[str, Any]] = [{"role": "system", "content": system}, *snap.history, user]
         stream = CappedSink(stream) if stream else None
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
         text = await held_to_its_word(text, tools.tools, self.runner, stream)  # ORCH-13: no unstored promise
@@ -139,9 +154,18 @@ class Orchestrator:
             self.voice.compact_soon(turn.channel_key)
         if text is None:
             return Reply(APOLOGY, forgotten, failed=True)
-        return Reply("", forgotten, skipped=True) if skipped else Reply(text + await self._zone_offer(turn, stream), forgotten)
+        return Reply("", forgotten, skipped=True) if skipped else Reply(text + await self._afterword(turn, seen, stream), forgotten)
+
+    async def without_model(self, message: IncomingMessage) -> Reply | None:
+        """A "yes" to "/forget everything?" (or "no"): done without the model, and not stored; None for any other message."""
+        answered = await self.runner.run(self.commands.answer_to_question, message)
+        if answered is None:
+            return None
+        await self._forgot()
+        return Reply(answered)
 
     async def observe(self, message: IncomingMessage) -> None:
+        message, _ = await self.sight.look(message)  # group talk's photos are remembered as their captions too
         turn = await self.runner.run(self._arrive, message)
         if turn.buffer_id is not None:  # stored now (not empty, not a re-delivery)
             await self.runner.run(self._finish, turn, None, ())
@@ -181,6 +205,7 @@ class Orchestrator:
             )
 
     async def message_edited(self, message: IncomingMessage) -> None:
+        message = await self.runner.run(with_notes, self.engine, message)  # ORCH-11: the photos' captions stay
         done = await self.runner.run(self._edited, message)
         if done is not None:
             await self._forgot()
@@ -246,7 +271,7 @@ class Orchestrator:
 
     async def _leaks(self, turn: Turn, text: str, convo: list[dict[str, Any]], outcome: str = "") -> bool:
         """Would ``text`` reveal memories this place may not see? Logged with ids and kinds, never the words."""
-        seen = "\n".join([*turn.names.values(), self.assembler.bot_name, *(str(m.get("content") or "") for m in convo[1:])])
+        seen = "\n".join([*turn.names.values(), self.assembler.bot_name, *(text_of(m.get("content")) for m in convo[1:])])
         leaks = await self.runner.run(self.engine.leaks.check, turn.ctx, text, seen)
         if leaks and outcome:
             found = ", ".join(f"{leak.memory_id} ({leak.kind})" for leak in leaks)
@@ -256,6 +281,13 @@ class Orchestrator:
     def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
         """A voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh."""
         return self.assembler.snapshot(turn, preloaded=self.voice.preload(session, turn) if session else None)
+
+    async def _afterword(self, turn: Turn, seen: Seen, stream: StreamSink | None) -> str:
+        """What follows the reply: a zone offer, and why an image was not looked at (ORCH-11: a clear line)."""
+        refused = seen.told()
+        if refused and stream is not None:
+            await stream(refused)
+        return refused + await self._zone_offer(turn, stream)
 
     async def _zone_offer(self, turn: Turn, stream: StreamSink | None) -> str:
         """ORCH-8: someone who says where they live ("I live in Lisbon") is offered that zone, never given it
@@ -374,6 +406,19 @@ class Orchestrator:
             session.history if session else None,
         )
 
-    def _user_text(self, turn: Turn) -> str:
+    async def _forget_asked(self, turn: Turn, tools: AsyncTools) -> str:
+        """A forget asked in words ("forget my race bib number") is done before the model answers, as /forget
+        would (SEC-3): real small models rarely call memory_delete for it (a 1.5B never did in 8 runs) and say
+        "done" anyway. "Forget that" names nothing, so the model finds it; "forget everything" asks first (the
+        command's question). What was done is told to the model, without the forgotten words."""
+        asks = [a.what[:MAX_ASK_CHARS] for a in forgets_in([turn.person_id], [without_notes(turn.text)]) if a.what][:MAX_ASKS]
+        if not asks:
+            return ""
+        done = [await self.runner.run(self.commands.forget_words, what, turn, skip=(turn.stored_id or "",)) for what in asks]
+        tools.tools.deleted.extend(word for d in done for word in d.contents)
+        return prompts.render("forget_done" if any(d.anything for d in done) else "forget_not_found")
+
+    def _user_text(self, turn: Turn, note: str = "") -> str:
         said = turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
+        said += f"\n\n{note}" if note else ""
         return f"{said}\n\n{clock_note(self.engine.clock.now(), turn.ctx.tz)}"  # the minute comes last (ORCH-9)

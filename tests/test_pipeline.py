@@ -83,7 +83,8 @@ async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv)
     memory_id = rt.engine.db.scalar("SELECT id FROM memories")
     seen_at_final_call = {}
     srv.default = search_then_delete(rt, memory_id, seen_at_final_call)
-    reply = await rt.orchestrator.reply(dm("telegram", "7", "forget that I work at Acme", mid="m2"))
+    # not an ask the pipeline reads itself (no "forget ..."): the model finds the memory and deletes it
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "the Acme thing, please drop it from your memory", mid="m2"))
     assert seen_at_final_call["rows"] == 0  # deleted before the reply was built
     assert reply.forgotten == ("Alice works at Acme as a baker",) and "Acme" in reply.text
     srv.default = None
@@ -92,6 +93,62 @@ async def test_forget_that_deletes_before_the_reply_and_leaves_no_trace(rt, srv)
     assert "acme" not in last_reply_prompt(srv).lower()
     assert "acme" not in json.dumps(rt.engine.db.rows("SELECT * FROM messages")).lower()
     assert "acme" not in json.dumps(rt.engine.db.rows("SELECT * FROM extraction_buffer")).lower()
+
+
+@ON_BOTH_ENGINES
+async def test_a_forget_asked_in_words_is_done_before_the_model_is_asked(rt, srv):
+    """ORCH-9: a real 1.5B never called memory_delete for "forget my ..."; the pipeline does it as /forget would,
+    and the model is told it is done (without the words), so its "done" is true."""
+    await tell(
+        rt,
+        srv,
+        dm("telegram", "7", "I work at Acme as a baker", mid="m1"),
+        extracted=facts({"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}),
+    )
+    await tell(rt, srv, dm("telegram", "7", "my race bib number is 4417", mid="m2"))  # not extracted yet
+    seen = {}
+
+    def responder(body):
+        seen["rows"] = rt.engine.db.scalar("SELECT COUNT(*) FROM memories")
+        seen["user"] = body["messages"][-1]["content"]
+        return "Done, I've forgotten it."
+
+    srv.default = responder
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Forget that I work at Acme. And forget my race bib number", mid="m3"))
+    assert seen["rows"] == 0 and "already forgotten" in seen["user"]
+    assert set(reply.forgotten) == {"Alice works at Acme as a baker", "my race bib number is 4417"}
+    assert reply.text == "Done, I've forgotten it."  # backed: no honest line
+    stored = json.dumps([rt.engine.db.rows(f"SELECT * FROM {t}") for t in ("messages", "extraction_buffer")]).lower()
+    assert "acme" not in stored and "4417" not in stored and "bib" not in stored
+
+
+@ON_BOTH_ENGINES
+async def test_a_forget_in_words_that_matches_nothing_deletes_nothing_and_says_so(rt, srv):
+    await tell(rt, srv, dm("telegram", "7", "I keep bees on the roof", mid="m1"))
+    seen = {}
+
+    def responder(body):
+        seen["user"] = body["messages"][-1]["content"]
+        return "Done, I've forgotten it."
+
+    srv.default = responder
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "please forget my passport number", mid="m2"))
+    assert "nothing stored matched" in seen["user"] and reply.forgotten == ()
+    assert "nothing was forgotten" in reply.text  # the model's claim is not backed
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%bees%'") == 1
+
+
+async def test_a_forget_in_words_in_a_group_touches_only_the_askers_own(rt, srv):
+    """Bob in a group asks to forget Alice's address, then "my address" (he never gave one): Alice keeps hers,
+    memory and message; a thousand asks in one message are three forgets."""
+    alice = group("telegram", "G", "7", "my address is 12 Elm Street", mid="g1")
+    await tell(rt, srv, alice, extracted=facts({"about": "Alice", "subject": "address", "content": "Alice lives at 12 Elm Street"}))
+    for text in ("Forget Alice's address", "forget my address", "forget my address. " * 1000):
+        srv.script("Done!")
+        reply = await rt.orchestrator.reply(group("telegram", "G", "8", text, name="Bob"))
+        assert "Elm" not in " ".join(reply.forgotten)  # at most Bob's own earlier asks, which say "address"
+    assert contents(rt) == {"Alice lives at 12 Elm Street"}
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%Elm Street%'") == 1
 
 
 @pytest.mark.parametrize(

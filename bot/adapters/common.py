@@ -51,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "remind": "A reminder here at a time: /remind <when> <what>, like /remind Friday at 9 call mum",
     "reminders": "Your reminders: /reminders lists them, /reminders cancel <n> cancels one",
     "manners": "When I speak in this channel or group (admins set it): /manners addressed|chime-in|all",
+    "usage": "What my model calls cost: /usage [me|server|all] [days]",
 }
 
 
@@ -138,7 +139,7 @@ async def deliver(
             await conversation.observe(incoming)
             if verdict.reaction:
                 await _reacted(react, verdict.reaction, incoming)
-        elif incoming.text:
+        elif incoming.text or incoming.images:  # a photo alone is a message too (ORCH-11)
             await answer()
 
 

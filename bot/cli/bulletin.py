@@ -64,7 +64,7 @@ def refresh_bulletins(args: argparse.Namespace, settings: Settings) -> None:
             plans = [plan] if plan else []
         else:
             plans = bulletins.due(engine.clock.now(), limit=1_000)
-        written = refresh(bulletins, composition.build_completer(settings), plans) if plans else []
+        written = refresh(bulletins, composition.build_completer(settings, engine, "bulletin"), plans) if plans else []
     if args.json:
         print_json({"planned": len(plans), "written": [_as_dict(b) for b in written]})
     else:

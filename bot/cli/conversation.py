@@ -217,6 +217,7 @@ def chat(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     from ..adapters.console import ConsoleChat, local_user_name
+    from ..composition import budgeted
 
     # The console is the operator's own terminal, an owner-private context unless owners are configured
     # (``OwnerPolicy``: the same rule for chat, snapshot and the dashboard).
@@ -236,7 +237,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
         return await asyncio.to_thread(explain_failure, settings, log_file, failure)
 
     console = ConsoleChat(
-        runtime.orchestrator,
+        budgeted(runtime),  # ORCH-14: the console's turns are charged to its person (the owner is never held back)
         user_id=args.user,
         user_name=name,
         bot_name=runtime.orchestrator.assembler.bot_name,

@@ -5,6 +5,8 @@
     store         opens the store read-only: schema version, PRAGMA quick_check         damaged, not a store, newer
                   (PostgreSQL: server and pgvector versions, database size, schema)     unreachable, no pgvector, newer
     model         one short chat completion with the chat (and extraction) model        unreachable, key or model refused
+    vision        whether the chat model sees images: COMPANION_VISION, or the answer   (a warning: it cannot see)
+                  the bot kept when it first showed the model a test image (ORCH-11)
     api key       an empty key for a server that is not on this machine or network      (a warning)
     embeddings    one embedding; its dimension and fingerprint against the store's      provider down, model mismatch
     tokens        the format of DISCORD_TOKEN / TELEGRAM_TOKEN (no connection made)     malformed
@@ -34,6 +36,7 @@ from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from memory.storage.catalog import ServerFacts
+    from memory.storage.model_traits import Sight
 
     from ..config import Settings
 
@@ -97,6 +100,7 @@ def run_checks(settings: Settings) -> list[Finding]:
         store,
         *([] if is_pg else [check_files(Path(where.removeprefix("sqlite://")), settings)]),
         *check_models(settings),
+        check_vision(settings, where),
         *check_key(settings),
         check_embeddings(settings, stored),
         *check_tokens(settings),
@@ -325,6 +329,43 @@ def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
             f"check {_model_variable(check)} and the server's log",
         )
     return Finding(check, "ok", f"{base_url} answered with {model}")
+
+
+def check_vision(settings: Settings, where: str) -> Finding:
+    """ORCH-11: what COMPANION_VISION says, or (auto) the probe's verdict the bot kept in the store; read only."""
+    model, limits = settings.chat_model, f"up to {settings.images_per_message} a message, {settings.image_max_mb:g} MB each"
+    if settings.vision != "auto":
+        shown = f"photos go to the model, {limits}" if settings.vision == "on" else "photos are kept as [photo], never shown to the model"
+        return Finding("vision", "ok", f"{settings.vision} (COMPANION_VISION): {shown}")
+    kept = _kept_vision(settings, where)
+    if kept is None:
+        return Finding("vision", "ok", f"{model}: not asked yet; the bot shows it a test image at the first photo and keeps the answer")
+    if kept.sees:
+        return Finding("vision", "ok", f"{model} sees images (asked {kept.asked_at}): photos go to it, {limits}; their captions are kept")
+    fix = "use a model that sees for photos; if this one does (llama.cpp started with --mmproj), set COMPANION_VISION=on"
+    return Finding("vision", "warn", f"{model} cannot see images (asked {kept.asked_at}): photos are kept as [photo]", fix)
+
+
+def _kept_vision(settings: Settings, where: str) -> Sight | None:
+    """The probe's verdict in the store, or None (not asked yet, or no store to read: the store finding says why)."""
+    from memory.storage.db import Database, read_only
+    from memory.storage.model_traits import ModelTraits
+    from memory.storage.pg import open_database
+
+    from ..vision import vision_key
+
+    is_pg = where.startswith(("postgresql://", "postgres://"))
+    path = Path(where.removeprefix("sqlite://"))
+    if not is_pg and not path.exists():
+        return None
+    try:
+        db = open_database(where) if is_pg else Database(read_only(path))
+        try:
+            return ModelTraits(db).sight(vision_key(settings.llm_base_url, settings.chat_model))
+        finally:
+            db.close()
+    except Exception:  # a damaged, newer or unreachable store: the store finding already says so
+        return None
 
 
 def _root_cause(exc: BaseException) -> str:

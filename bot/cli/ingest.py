@@ -77,10 +77,10 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
     files = files_of(args.paths)
     if not files:
         raise UsageError("no .txt, .md or .pdf files in " + ", ".join(str(p) for p in args.paths))
-    complete = None if args.no_llm or not composition.has_model(settings) else composition.build_completer(settings)
     from memory.write.ingest import Ingester
 
     with engine_for(settings, embed=True) as engine:
+        complete = None if args.no_llm or not composition.has_model(settings) else composition.build_completer(settings, engine, "ingest")
         ingester = Ingester(engine, target, complete, force=args.force)
         reports = _run(ingester, files, show=not args.json)
     failed = sum(r.status == "failed" for r in reports)

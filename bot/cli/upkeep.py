@@ -139,7 +139,7 @@ def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
     from memory.upkeep.maintenance import consolidate
 
     with engine_for(settings, embed=True) as engine, progress_bar("consolidating") as progress:
-        report = consolidate(engine, composition.build_completer(settings), progress=progress)
+        report = consolidate(engine, composition.build_completer(settings, engine, "consolidation"), progress=progress)
     _emit(
         args,
         {"clusters": report.clusters, "merged_rows": report.merged_rows, "new_ids": list(report.new_ids), "failures": report.failures},
@@ -217,7 +217,7 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
         # a forget would never find their lines (issue 20, finding 3). They are made again from the restore.
         lines = engine.rebuild_journals()
     rebuilt = "" if lines is None else f"; journals rebuilt ({lines} lines)"
-    say(f"restored {target} from {source}: {counted(counts['memories'], 'memory')}{rebuilt}")
+    say(f"restored {target} from {source}: {counted(counts.memories, 'memory')}{rebuilt}")
 
 
 def _refuse_on_postgres(settings: Settings, file: str) -> None:
@@ -261,14 +261,14 @@ def run_stats(args: argparse.Namespace, settings: Settings) -> None:
         buffer = ExtractionBuffer(engine)
         data = {
             "db": str(settings.db_path),
-            "memories": stats["memories"],
-            "active": stats["active"],
+            "memories": stats.memories,
+            "active": stats.active,
             "messages": engine.messages.count(),
             "embedding": engine.embeddings.stored_fingerprint(),
-            "dimension": stats["dimension"],
+            "dimension": stats.dimension,
             "configured_embeddings": settings.embeddings,
             "waiting_for_extraction": buffer.pending(),
-            "dead_letters": len(buffer.dead()),
+            "dead_letters": buffer.dead_count(),
         }
     _emit(args, data, "stats")
     if data["dead_letters"] and not args.json:

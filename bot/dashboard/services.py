@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from memory.engine import MemoryEngine
     from memory.storage.db import AsyncRunner
 
+    from ..budgets import Limits
     from ..orchestrator import Orchestrator
 
 T = TypeVar("T")
@@ -28,11 +29,12 @@ class DashboardServices:
     runner: AsyncRunner
     orchestrator: Orchestrator
     owners: tuple[str, ...] = ()
+    limits: Limits | None = None  # ORCH-14: the daily budgets, shown beside the usage (None: none configured)
 
     @classmethod
-    def of(cls, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator) -> DashboardServices:
+    def of(cls, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator, limits: Limits | None = None) -> DashboardServices:
         """The services over a running bot's parts (never ``bot.runtime`` itself: that module starts the dashboard)."""
-        return cls(engine, runner, orchestrator, tuple(sorted(orchestrator.owners.owners)))
+        return cls(engine, runner, orchestrator, tuple(sorted(orchestrator.owners.owners)), limits)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """One store call on the memory thread: the only way a route touches the store."""

@@ -653,14 +653,36 @@ CREATE TABLE place_departures (
 """,
 )
 
+# ORCH-14: the usage ledger (memory.storage.ledger owns it): calls and tokens a day per person, place, job kind and
+# model, as the model servers reported them. Counts and ids, never words; a person's rows go when they are forgotten.
+M022_USAGE_LEDGER = Migration(
+    "m022_usage_ledger",
+    """
+CREATE TABLE usage_ledger (
+    day TEXT NOT NULL,
+    person_id TEXT NOT NULL DEFAULT '',
+    platform TEXT NOT NULL DEFAULT '',
+    place_id TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    model TEXT NOT NULL DEFAULT '',
+    calls INTEGER NOT NULL DEFAULT 0,
+    unreported INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX usage_ledger_key ON usage_ledger (day, person_id, platform, place_id, kind, model);
+CREATE INDEX usage_ledger_person ON usage_ledger (person_id, day);
+CREATE INDEX usage_ledger_place ON usage_ledger (place_id, person_id, day);  -- a place's own rows, not its people's
+
 # ORCH-10/12: group manners and reactions (memory.storage.manners owns the tables). ``place_modes``: a channel's or
 # group's mode, set by its admins (ids and a word). ``reply_memories``: which memories a reply of the bot used, and
 # ``reply_posts``: the platform ids the reply was posted as, so a reaction on one finds them. ``reply_reactions``:
 # one vote per person per reply (a removed and re-added 👍 counts once). ``memory_feedback``: how a memory was
 # received, and whether the next reflection should recheck it. Ids, counts and emoji, never words; every row goes
 # with its memory or its reply (ON DELETE CASCADE), and a person's votes with the person.
-M022_GROUP_MANNERS = Migration(
-    "m022_group_manners",
+M023_GROUP_MANNERS = Migration(
+    "m023_group_manners",
     """
 CREATE TABLE place_modes (
     channel_key TEXT PRIMARY KEY,
@@ -720,5 +742,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     M016_TOMBSTONE_TRACES,
     M020_REMINDERS,
     M021_RETENTION,
-    M022_GROUP_MANNERS,
+    M022_USAGE_LEDGER,
+    M023_GROUP_MANNERS,
 )

@@ -183,6 +183,15 @@ REGISTRY: tuple[Holder, ...] = (
         guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
     ),
     Holder(
+        "usage_ledger",
+        "delete",
+        "what a person's turns and jobs cost a day, per place, job kind and model (ORCH-14): counts and ids, never words. "
+        "A place's own rows (no person) keep their totals when a person is forgotten (memory.storage.ledger)",
+        "person_id IN ({ids})",
+        export=True,
+        guild="place_id IN ({guild})",
+    ),
+    Holder(
         "place_modes",
         "none",
         "a channel's or group's manners (ORCH-10: addressed, chime-in, all): ids and a word, nobody's",

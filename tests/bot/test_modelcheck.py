@@ -44,9 +44,11 @@ def ideal(body: dict[str, Any]) -> Any:
         return _extraction(str(last["content"]))
     if not body.get("tools"):
         return "[]"
-    said = next(str(m["content"]) for m in reversed(messages) if m["role"] == "user").split("\n\n(sent ")[0]
+    said = next(str(m["content"]) for m in reversed(messages) if m["role"] == "user").split("\n\n(")[0]
     if last["role"] == "tool":
         return _after_tools(said, messages)
+    if "already forgotten" in str(last["content"]):  # a forget in words: the pipeline did it (ORCH-9)
+        return "Done: I forgot that."
     if said in FORGETS:
         return ToolCall("memory_search", {"query": FORGETS[said]})
     if said in KEEP:
@@ -98,7 +100,7 @@ async def test_against_an_ideal_model_the_check_scores_perfectly(srv, tmp_path):
     assert [t.said for t in report.turns] == [*BEFORE_RESTART, *AFTER_RESTART] and seen == report.turns
     assert report.failures == []
     assert report.json_shown == report.json_stored == 0 and report.wrong_self_facts == [] and report.words_left == []
-    assert report.tool_calls == report.tool_calls_honoured >= 9 + 2 * 2  # a store per fact, a search and a delete per forget
+    assert report.tool_calls == report.tool_calls_honoured >= 9  # a store per fact; the forgets the pipeline does itself
     assert report.gold_found == [g.label for g in GOLD] and report.recall == 1.0 and report.precision == 1.0
     assert report.cached_from_turn_2 is not None and report.cached_from_turn_2 >= 0.7
     assert all(t.cached_share is not None for t in report.turns)
@@ -108,7 +110,7 @@ async def test_against_an_ideal_model_the_check_scores_perfectly(srv, tmp_path):
 
 async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
     """A model that writes its tool call as text, and an extraction that files the person's cat as the bot's own:
-    the check reports them (and keeps a forgotten word it finds in a file)."""
+    the check reports them; the forgets asked in words are done all the same."""
     # a call to a tool nobody offered, written as bare JSON: not a call the bot may run, so the person sees it
     as_text = '{"name": "web_search", "arguments": {"query": "Sam has a cat"}}'
 
@@ -134,7 +136,7 @@ async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
         settings, tmp_path, build=lambda s, clock: build_runtime(s, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
     )
     assert report.json_shown == len(report.turns) and report.json_stored > 0
-    assert any("4417" in w for w in report.words_left)  # never forgotten: the message still holds it
+    assert report.words_left == []  # the model never deletes, but a forget in words is done before it is asked
     assert report.failures and "FAILED" in table(report)
 
 

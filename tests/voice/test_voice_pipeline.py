@@ -159,7 +159,7 @@ async def test_a_voice_memory_delete_drops_the_warm_recall_and_the_transcript(rt
     await rt.orchestrator.reply(said("I love my orange tent"))
     session = rt.orchestrator.voice.sessions[KEY]
     assert session.transcript.turns
-    reply = await rt.orchestrator.reply(said("forget about my tent"))
+    reply = await rt.orchestrator.reply(said("the tent, drop it from your memory"))  # the model deletes it
     assert reply.forgotten == ("Alice owns an orange tent",)
     assert session.transcript.turns == () and session.transcript.summary == ""
     await rt.orchestrator.reply(said("what else do you know"))
