@@ -674,6 +674,8 @@ CREATE TABLE usage_ledger (
 CREATE UNIQUE INDEX usage_ledger_key ON usage_ledger (day, person_id, platform, place_id, kind, model);
 CREATE INDEX usage_ledger_person ON usage_ledger (person_id, day);
 CREATE INDEX usage_ledger_place ON usage_ledger (place_id, person_id, day);  -- a place's own rows, not its people's
+""",
+)
 
 # ORCH-10/12: group manners and reactions (memory.storage.manners owns the tables). ``place_modes``: a channel's or
 # group's mode, set by its admins (ids and a word). ``reply_memories``: which memories a reply of the bot used, and
