@@ -129,6 +129,18 @@ def _trimmed(turns: list[dict[str, str]]) -> list[dict[str, str]]:
     return turns
 
 
+def _blocks(turns: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Messages nobody answered in between are one user turn, a line each (ORCH-10): in a busy group the talk the
+    bot did not answer is read as one block of context by the next answered turn, not as many turns in a row."""
+    out: list[dict[str, str]] = []
+    for t in turns:
+        if out and t["role"] == "user" and out[-1]["role"] == "user":
+            out[-1] = {"role": "user", "content": out[-1]["content"] + "\n" + t["content"]}
+        else:
+            out.append(dict(t))
+    return out
+
+
 def _place_persona(turn: Turn, text: str) -> str:
     """A place's persona under the operator's, as a quote: its admins' words add to the persona, and cannot
     open a section of their own (``memory.storage.persona`` refuses headings too)."""
@@ -282,7 +294,7 @@ class Assembler:
     def _history(self, turn: Turn, rows: tuple[StoredMessage, ...], move: bool = True) -> list[dict[str, str]]:
         # the current turn is stored already (write-ahead); it is sent as the user message
         said = self._paged(turn.channel_key, [r for r in rows if r.id != turn.stored_id], move)
-        return _trimmed([{"role": r.role, "content": self._said(turn, r)} for r in said])
+        return _blocks(_trimmed([{"role": r.role, "content": self._said(turn, r)} for r in said]))
 
     def _paged(self, channel_key: str, said: list[StoredMessage], move: bool) -> list[StoredMessage]:
         """The replayed history starts at the same message turn after turn, and moves half the window at once

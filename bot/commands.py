@@ -29,6 +29,7 @@ from memory.write.subjects import bound, written_by
 from .budgets import Limits
 from .consent import Consent
 from .exports import forget_exports, write_export
+from .manners import manners_command
 from .persona import Persona
 from .reminder_commands import ReminderCommands
 from .types import IncomingMessage
@@ -45,6 +46,7 @@ HELP = (
     "/persona show|set <text>|reset — this server's or group's own persona (its admins)\n"
     "/timezone <zone> — where you are in time, like /timezone Europe/Lisbon (alone: shows it)\n"
     "/remind <when> <what> — a reminder here, like /remind Friday at 9 call mum; /reminders lists and cancels them\n"
+    "/manners addressed|chime-in|all — when I speak in this channel or group (its admins)\n"
     "/usage — what my model calls cost today: yours (/usage me), this server's (admins), everyone's (my owner)"
 )
 FORGET_MIN_RELEVANCE = 0.35
@@ -241,6 +243,9 @@ class Commands:
 
     def do_reminders(self, arg: str, turn) -> str:
         return self.reminding.do_reminders(arg, turn)
+
+    def do_manners(self, arg: str, turn) -> str:
+        return manners_command(self.engine, arg, turn)  # ORCH-10
 
     def do_usage(self, arg: str, turn) -> str:
         return self.usage.do_usage(arg, turn)

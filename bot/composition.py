@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .ingest_watch import IngestWatch
     from .jobs import JobRunner
     from .llm import ChatClient, SyncCompleter, UsageHook
+    from .manners import Judge
     from .orchestrator import Orchestrator
     from .persona import Persona
     from .reminders import ReminderJob
@@ -161,6 +162,7 @@ def build_runtime(
     from .background import Background
     from .health import Metrics
     from .jobs import JobRunner, ModelCompleter
+    from .manners import ModelJudge
     from .resolution import OwnerPolicy
     from .runtime import Runtime
     from .voice_providers import voice_options
@@ -194,6 +196,7 @@ def build_runtime(
         extract=background.extract,  # WRITE-4: a voice compaction hands its turns to extraction first
         vision=vision_options(settings),  # ORCH-11
         limits=budgets.limits,
+        judge=ModelJudge(ModelCompleter(extraction_model), lambda: persona.name) if settings.manners_judge else None,
     )
     daily, bulletins = _daily_jobs(settings, jobs, zones)
     return Runtime(
@@ -311,12 +314,14 @@ def build_orchestrator(
     extract: Extract | None = None,
     vision: VisionOptions | None = None,
     limits: Limits | None = None,
+    judge: Judge | None = None,
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
     from .assembly import Assembler
     from .budgets import Limits
     from .commands import Commands
+    from .manners import GroupManners
     from .orchestrator import Orchestrator
     from .resolution import Resolver
     from .vision import Sight
@@ -325,6 +330,7 @@ def build_orchestrator(
     people, buffer, summaries, channels = engine.people, engine.buffer, engine.summaries, engine.channels
     resolver = Resolver(people, owners, engine.zones, channels)
     voice = VoiceSessions(engine, runner, llm, buffer, summaries, channels, voice_options or VoiceOptions(), extract=extract)
+    assembler = Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s)
     return Orchestrator(
         engine,
         runner,
@@ -332,10 +338,11 @@ def build_orchestrator(
         resolver=resolver,
         buffer=buffer,
         privacy=engine.privacy,
-        assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
+        assembler=assembler,
         commands=Commands(engine, people, resolver.resolve, persona, engine.zones, limits or Limits()),
         voice=voice,
         sight=Sight(llm, runner, engine.model_traits, vision) if vision is not None else None,
+        manners=GroupManners(lambda: assembler.bot_name, judge, clock=engine.clock.now),  # ORCH-10
     )
 
 

@@ -169,6 +169,9 @@ class Settings(BaseSettings):
     dashboard_allow_remote: bool = False  # a non-loopback dashboard_host is refused unless this is true
     dashboard_public_host: str | None = None  # names the Host header may carry besides loopback ones (comma-separated)
 
+    # ORCH-10: in chime-in, a message scoring just under the bar is put to the extraction model as a one-word yes/no
+    manners_judge: bool = False
+
     # OPS-5: at most this many replies per person in this many seconds (0: no limit); past it one polite line
     rate_limit_messages: int = Field(10, ge=0, le=10_000)
     rate_limit_window_s: float = Field(60.0, gt=0, le=86400)

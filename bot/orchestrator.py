@@ -20,6 +20,7 @@ import prompts
 from memory.engine import MemoryEngine
 from memory.models import Provenance
 from memory.storage.db import AsyncRunner
+from memory.storage.manners import Mode
 from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded
 from memory.storage.privacy import Privacy
 from memory.storage.sessions import ExtractionBuffer
@@ -33,11 +34,13 @@ from .budgets import fitted
 from .commands import Commands
 from .leak_guard import TOOL_REFUSED, WITHHELD, LeakGate, WouldLeak, tool_text
 from .llm import ChatClient, LLMError
+from .manners import GroupManners, place_memory_texts, place_mode
+from .reactions import receive
 from .reminder_claims import held_to_its_word
 from .reminder_commands import place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
-from .types import APOLOGY, IncomingMessage, Reply, StreamSink
+from .types import APOLOGY, IncomingMessage, Reaction, Reply, StreamSink, Verdict
 from .vision import Seen, Sight, VisionOptions, text_of, with_notes, without_notes
 from .voice_mode import VoiceConversation, VoiceSessions, cached_search
 
@@ -110,12 +113,13 @@ class Orchestrator:
         assembler: Assembler,
         commands: Commands,
         voice: VoiceSessions,
+        manners: GroupManners,
         sight: Sight | None = None,
     ) -> None:
         self.engine, self.runner, self.llm, self.resolver, self.buffer = engine, runner, llm, resolver, buffer
         self.privacy, self.assembler, self.commands, self.voice = privacy, assembler, commands, voice
         self.people, self.owners, self.zones, self.channels = resolver.people, resolver.owners, resolver.zones, resolver.channels
-        self.persona = assembler.persona
+        self.persona, self.manners_of = assembler.persona, manners
         self._limits: dict[str, RateLimiter] = {}
         self.sight = sight or Sight(llm, runner, None, VisionOptions("off"))  # ORCH-11: what a shared image leaves
 
@@ -141,6 +145,8 @@ class Orchestrator:
         text = await held_to_its_word(text, tools.tools, self.runner, stream)  # ORCH-13: no unstored promise
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
         await self.runner.run(self._finish, turn, None if skipped else text, forgotten)
+        if text is not None and not skipped and not forgotten:
+            await self._spoke(turn, text, snap.memory_ids)  # ORCH-10/12: manners' state, the memories it used
         if forgotten:
             await self._forgot()
         elif session is not None and turn.remembered:
@@ -163,6 +169,22 @@ class Orchestrator:
         turn = await self.runner.run(self._arrive, message)
         if turn.buffer_id is not None:  # stored now (not empty, not a re-delivery)
             await self.runner.run(self._finish, turn, None, ())
+
+    async def manners(self, message: IncomingMessage, listening: bool) -> Verdict:
+        """ORCH-10: the CPU decision; the place's memory words are read on the memory thread when stale."""
+        key = f"{message.platform}:{message.channel_id}"
+        mode = await self.runner.run(place_mode, self.engine.place_modes, key, listening)
+        if mode is Mode.CHIME_IN and self.manners_of.stale(key):
+            self.manners_of.learn_memories(key, await self.runner.run(place_memory_texts, self.engine, self.resolver, message))
+        return await self.manners_of.decide(mode, message, key)
+
+    async def posted(self, message: IncomingMessage, post_ids: tuple[str, ...]) -> None:
+        if message.message_id and post_ids:
+            feedback = self.engine.feedback
+            await self.runner.run(feedback.record_posts, message.platform, message.channel_id, message.message_id, list(post_ids))
+
+    async def reacted(self, reaction: Reaction) -> None:
+        await self.runner.run(receive, self.engine, self.people, reaction)
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         answer = await self.runner.run(self.commands.run, name, argument, message)
@@ -190,6 +212,13 @@ class Orchestrator:
             log.info("a message edited in %s:%s; %d memories withdrawn", message.platform, message.channel_id, len(done.memories))
 
     # -- steps ---------------------------------------------------------------------------------------
+    async def _spoke(self, turn: Turn, text: str, memory_ids: list[str]) -> None:
+        """The bot answered: its words feed the next manners decision here, and the reply keeps the ids of the
+        memories it used, so a reaction on it can move them (ORCH-12). Nothing is kept when the turn is not."""
+        self.manners_of.spoke(turn.channel_key, turn.message.author_id, text)
+        if turn.remembered and turn.stored_id and memory_ids:
+            await self.runner.run(self.engine.feedback.record_used, turn.stored_id, memory_ids)
+
     def _edited(self, message: IncomingMessage) -> Withdrawn | None:
         """The edit, with its author's context now (the new text is extracted as theirs)."""
         ids = [message.message_id] if message.message_id else []

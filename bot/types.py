@@ -73,6 +73,30 @@ class Reply:
     skipped: bool = False  # the model chose to stay silent ([SKIP]); ``text`` is empty, the turn is stored
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """ORCH-10, for a message not spoken to the bot: ``answer`` sends it to ``Conversation.reply``; otherwise it is
+    observed, and ``reaction`` (an emoji) is added to it when set: a light acknowledgement instead of a message."""
+
+    answer: bool
+    reaction: str | None = None
+    score: float = 0.0
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """ORCH-12: ``user_id`` added ``emoji`` to the message ``post_id`` (platform ids; the adapter leaves out the bot's
+    own reactions)."""
+
+    platform: str
+    channel_id: str
+    post_id: str
+    user_id: str
+    emoji: str
+    guild_id: str | None = None
+
+
 # Called with each text delta while a reply streams (the console prints them as they come).
 StreamSink = Callable[[str], Awaitable[None]]
 
@@ -85,6 +109,16 @@ class Conversation(Protocol):
 
     async def observe(self, message: IncomingMessage) -> None:
         """Record a message the bot saw but is not answering (group chatter), for history and extraction."""
+
+    async def manners(self, message: IncomingMessage, listening: bool) -> Verdict:
+        """ORCH-10: a group message not spoken to the bot; answer it? ``listening``: a channel the operator listed
+        (its mode is chime-in unless its admins chose another; elsewhere addressed)."""
+
+    async def posted(self, message: IncomingMessage, post_ids: tuple[str, ...]) -> None:
+        """The reply to ``message`` went out as these platform messages (ORCH-12: a reaction on one finds it)."""
+
+    async def reacted(self, reaction: Reaction) -> None:
+        """Someone reacted to a message (ORCH-12); on a reply of the bot it moves the memories that reply used."""
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         """Run a slash command: remember, forget, memories, link, export, start. Needs no LLM."""
@@ -124,6 +158,15 @@ class PassThrough:
 
     async def observe(self, message: IncomingMessage) -> None:
         await self._inner.observe(message)
+
+    async def manners(self, message: IncomingMessage, listening: bool) -> Verdict:
+        return await self._inner.manners(message, listening)
+
+    async def posted(self, message: IncomingMessage, post_ids: tuple[str, ...]) -> None:
+        await self._inner.posted(message, post_ids)
+
+    async def reacted(self, reaction: Reaction) -> None:
+        await self._inner.reacted(reaction)
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         return await self._inner.command(name, argument, message)

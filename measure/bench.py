@@ -206,6 +206,11 @@ def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
     return n / (time.perf_counter() - start)
 
 
+def reference() -> dict[str, Any]:
+    """The machine reference every bench prints beside its figures (fixed numpy and ONNX work)."""
+    return machine_reference(OnnxMiniLM())
+
+
 def run_bench(
     sizes: list[int], queries: int = 200, progress: Progress | None = None, placement: str = "spread", db: str | None = None
 ) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from .storage.embeddings import EmbeddingService
 from .storage.graph import Graph
 from .storage.knobs import KnobStore
 from .storage.ledger import UsageLedger
+from .storage.manners import PlaceModes, ReplyFeedback
 from .storage.memories import MemoryRepository
 from .storage.messages import MessageLog
 from .storage.model_traits import ModelTraits
@@ -103,6 +104,8 @@ class MemoryEngine:
         self.rate_windows = RateWindows(db, self.people)
         self.model_traits = ModelTraits(db)  # ORCH-11: what the chat model was found to do
         self.ledger = UsageLedger(db)  # ORCH-14: what the model calls cost, counts only
+        self.place_modes = PlaceModes(db, self.clock)  # ORCH-10: each place's group manners
+        self.feedback = ReplyFeedback(db, self.clock, self.messages, self.memory_rows)  # ORCH-12: reactions
 
     @property
     def path(self) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from bot.types import IncomingMessage, Reply, StreamSink
+from bot.types import IncomingMessage, Reaction, Reply, StreamSink, Verdict
 from tests.fakes._base import WAIT_S, Waitable
 
 
@@ -45,6 +45,10 @@ class ScriptedConversation(Waitable):
         self.voice_sessions_ended: list[tuple[str, str, str]] = []  # (platform, guild id, channel id)
         self.deleted: list[tuple[str, str, tuple[str, ...]]] = []  # (platform, channel id, message ids)
         self.edited: list[IncomingMessage] = []
+        self.verdicts: list[Verdict] = []  # what ``manners`` answers next, in order (then: answered where listening)
+        self.asked_manners: list[tuple[IncomingMessage, bool]] = []
+        self.posted_ids: list[tuple[IncomingMessage, tuple[str, ...]]] = []
+        self.reactions: list[Reaction] = []
         super().__init__()
 
     # -- the Conversation Protocol ------------------------------------------------------------------
@@ -64,6 +68,16 @@ class ScriptedConversation(Waitable):
         self._record(self.observed, message)
         if self.observe_error is not None:
             raise self.observe_error
+
+    async def manners(self, message: IncomingMessage, listening: bool) -> Verdict:
+        self._record(self.asked_manners, (message, listening))
+        return self.verdicts.pop(0) if self.verdicts else Verdict(listening)
+
+    async def posted(self, message: IncomingMessage, post_ids: tuple[str, ...]) -> None:
+        self._record(self.posted_ids, (message, post_ids))
+
+    async def reacted(self, reaction: Reaction) -> None:
+        self._record(self.reactions, reaction)
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         self._record(self.commands, Command(name, argument, message))

@@ -24,6 +24,7 @@ more (e.g. /privacy off) with the same helpers.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -38,6 +39,7 @@ from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.config import load_settings
 from bot.images import solid_png
 from bot.leak_guard import TOOL_REFUSED, WITHHELD
+from bot.reactions import DOWN_STEP
 from bot.types import IncomingMessage
 from memory.clock import FakeClock
 from memory.models import FactKind, MemoryType, NewMemory, Scope, Visibility
@@ -388,6 +390,29 @@ class World:
             return ("owner" if fact.author == "olive" else "user", person, "private", None)
         return ("user", person, "public", GUILD_KEY[fact.where])
 
+    async def used_by(self, post_id: int) -> list[dict[str, Any]]:
+        """The memories the reply posted as ``post_id`` used (ORCH-12)."""
+        sql = (
+            "SELECT m.id, m.scope_id, m.visibility FROM reply_posts AS p JOIN reply_memories AS u ON u.reply_rid = p.reply_rid "
+            "JOIN memories AS m ON m.rid = u.memory_rid WHERE p.post_id = ?"
+        )
+        return await self.runtime.runner.run(self.runtime.engine.db.rows, sql, (str(post_id),))
+
+    async def importance(self) -> dict[str, float]:
+        rows = await self.runtime.runner.run(self.runtime.engine.db.rows, "SELECT id, importance FROM memories")
+        return {r["id"]: r["importance"] for r in rows}
+
+    async def private_rows(self) -> list[dict[str, Any]]:
+        return await self.runtime.runner.run(self.runtime.engine.db.rows, "SELECT id FROM memories WHERE visibility = 'private'")
+
+    async def votes(self, n: int) -> None:
+        """Wait until ``n`` reactions were counted (they are handled in the background of the adapter)."""
+        for _ in range(3000):
+            if await self.runtime.runner.run(self.runtime.engine.db.scalar, "SELECT COUNT(*) FROM reply_reactions") >= n:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{self.step}: fewer than {n} reactions were counted")
+
     def person(self, who: str) -> str:
         platform, user = ("discord", DISCORD[who]) if who in DISCORD else ("telegram", TELEGRAM[who])
         sql = "SELECT person_id FROM identities WHERE platform = ? AND platform_user_id = ?"
@@ -503,6 +528,31 @@ async def everyone_asks_everywhere(w: World) -> None:
     await w.discord("olive", NOSY, "dm:olive")
     await w.telegram("carol", NOSY, f"tg:{GROUP}")
     await w.telegram("dave", NOSY, "dm:dave")
+
+
+async def reactions_never_reveal_or_move_another_persons_private_facts(w: World) -> None:
+    """ORCH-12: Alice's DM reply used her private facts. Bob and Mallory react to it (forged into her DM), and Alice to
+    Bob's reply in Harbour: no private fact of another person moves, the bot says nothing and asks no model. Alice's
+    own 👎 on her reply then lowers her facts (so the path works, and the checks before it are not hollow)."""
+    await w.discord("alice", NOSY, "dm:alice")
+    mine = w.dc.sent[-1]["message_id"]
+    private = [r for r in await w.used_by(mine) if r["visibility"] == "private"]
+    assert private, "the DM reply used none of Alice's private facts: the reaction checks would be hollow"
+    await w.discord("bob", NOSY, f"dc:{HARBOUR}")
+    bobs = w.dc.sent[-1]["message_id"]
+    before, asked, posted = await w.importance(), len(w.llm.chat_requests), len(w.dc.sent)
+    await w.dc.dispatch_reaction(DC_DM["alice"], mine, DISCORD["bob"], "👎", username="bob")
+    await w.dc.dispatch_reaction(DC_DM["alice"], mine, DISCORD["mallory"], "👍", username="mallory")
+    await w.dc.dispatch_reaction(HARBOUR_CH, bobs, DISCORD["alice"], "👎", username="alice")
+    await w.votes(3)
+    after = await w.importance()
+    moved = [r["id"] for r in await w.private_rows() if after.get(r["id"]) != before.get(r["id"])]
+    assert moved == [], f"reactions moved private facts of another person: {moved}"
+    assert (len(w.llm.chat_requests), len(w.dc.sent)) == (asked, posted)  # nothing said, no model asked
+    await w.dc.dispatch_reaction(DC_DM["alice"], mine, DISCORD["alice"], "👎", username="alice")
+    await w.votes(4)
+    after = await w.importance()
+    assert all(after[r["id"]] == before[r["id"]] - DOWN_STEP for r in private)
 
 
 async def memories_commands_show_only_what_is_visible(w: World) -> None:
@@ -784,6 +834,7 @@ SCENARIO = [
     Step("the owner remembers something in private", the_owner_remembers_in_private),
     Step("the operator writes lore for Harbour and the group", the_operator_writes_lore),
     Step("everyone asks about everything, everywhere", everyone_asks_everywhere),
+    Step("reactions move no other person's private facts", reactions_never_reveal_or_move_another_persons_private_facts),
     Step("/memories shows only what the place may see", memories_commands_show_only_what_is_visible),
     Step("bob shares, then talks in Orchard with alice", bob_shares_and_speaks_in_orchard),
     Step("the group admin may change the lore, a member nothing", the_admin_may_change_the_lore_a_member_may_not),

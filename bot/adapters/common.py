@@ -11,11 +11,14 @@ Errors raised by adapters' ``start()``::
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from ..types import APOLOGY, ERROR_APOLOGY, Conversation, IncomingMessage
+from ..types import APOLOGY, ERROR_APOLOGY, Conversation, IncomingMessage, Verdict
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "APOLOGY",
@@ -47,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "timezone": "Your time zone: /timezone Europe/Lisbon (alone: shows it; reset: the default)",
     "remind": "A reminder here at a time: /remind <when> <what>, like /remind Friday at 9 call mum",
     "reminders": "Your reminders: /reminders lists them, /reminders cancel <n> cancels one",
+    "manners": "When I speak in this channel or group (admins set it): /manners addressed|chime-in|all",
     "usage": "What my model calls cost: /usage [me|server|all] [days]",
 }
 
@@ -118,11 +122,30 @@ class RecentSpeakers:
 
 
 async def deliver(
-    conversation: Conversation, locks: ChatLocks, incoming: IncomingMessage, addressed: bool, answer: Callable[[], Awaitable[None]]
+    conversation: Conversation,
+    locks: ChatLocks,
+    incoming: IncomingMessage,
+    listening: bool,
+    answer: Callable[[], Awaitable[None]],
+    react: Callable[[str], Awaitable[None]],
 ) -> None:
-    """One chat's messages in order: observed when not addressed to the bot, answered when they are."""
+    """One chat's messages in order. Spoken to the bot (a DM, a mention, a reply to it): answered. Other group talk
+    goes to the conversation's manners first (ORCH-10), a decision on the CPU: answered, or observed (stored for
+    history and extraction) with an emoji when a light acknowledgement fits. ``listening``: a channel the operator
+    listed for the bot."""
     async with locks.hold(incoming.channel_id):
-        if not addressed:
+        verdict = Verdict(True) if incoming.addressed else await conversation.manners(incoming, listening)
+        if not verdict.answer:
             await conversation.observe(incoming)
+            if verdict.reaction:
+                await _reacted(react, verdict.reaction, incoming)
         elif incoming.text or incoming.images:  # a photo alone is a message too (ORCH-11)
             await answer()
+
+
+async def _reacted(react: Callable[[str], Awaitable[None]], emoji: str, incoming: IncomingMessage) -> None:
+    """An acknowledgement is cosmetic: failing to add it is logged, and the message stays stored."""
+    try:
+        await react(emoji)
+    except Exception:
+        logger.exception("%s: could not react to a message in %s", incoming.platform, incoming.channel_id)

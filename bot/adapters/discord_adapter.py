@@ -1,9 +1,11 @@
 """Discord channel (CHAN-1) on discord.py 2.7.
 
-DMs always get an answer. In a server the bot answers when it is @mentioned, when the message is in
-one of the configured ``channels`` (or a thread under one), or when it replies to one of the bot's
-messages; other server messages are passed to ``Conversation.observe``. In a configured channel a message
-not spoken to the bot may get no answer: the model chose silence (``Reply.skipped``) and nothing is sent.
+DMs always get an answer. In a server the bot answers when it is @mentioned or when a message replies to one
+of its own; any other server message goes to ``Conversation.manners`` (ORCH-10: the place's mode and a decision
+on the CPU; the configured ``channels``, and threads under them, start in chime-in) and is answered or passed to
+``Conversation.observe``, sometimes with an emoji as a light acknowledgement. An answered message not spoken to
+the bot may still get no answer: the model chose silence (``Reply.skipped``) and nothing is sent. The ids of a
+reply's posts go to ``Conversation.posted``, and reactions (``on_raw_reaction_add``) to ``Conversation.reacted``.
 Bots (itself included) are ignored. While a reply is built the channel shows "typing..."; replies are
 split at 2000 characters and never ping anyone (``AllowedMentions.none()``: model output must not be able
 to @everyone). Deletes and edits arrive as raw gateway events (so messages no longer cached count too) and
@@ -30,7 +32,7 @@ from typing import Any, Literal
 import discord
 from discord import app_commands
 
-from bot.types import Attachment, Conversation, IncomingMessage, Places
+from bot.types import Attachment, Conversation, IncomingMessage, Places, Reaction
 
 from .common import (
     COMMANDS,
@@ -70,6 +72,7 @@ def default_intents() -> discord.Intents:
     intents = discord.Intents.default()
     intents.message_content = True
     intents.members = False
+    intents.reactions = True  # ORCH-12: a reaction on a reply moves the memories it used (not privileged)
     return intents
 
 
@@ -179,9 +182,22 @@ class DiscordAdapter:
             return  # our own echo, other bots and webhooks: answering them could loop
         if message.type not in _CONVERSATIONAL:
             return  # joins, pins, boosts...
-        addressed, spoken_to, text = self._addressed(message)
+        listening, spoken_to, text = self._addressed(message)
         incoming = self._incoming(message, text, spoken_to)
-        await deliver(self._conversation, self._locks, incoming, addressed, lambda: self._answer(message, incoming))
+        answer, react = (lambda: self._answer(message, incoming)), message.add_reaction
+        await deliver(self._conversation, self._locks, incoming, listening, answer, react)
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        """ORCH-12: a person's reaction (the bot's own and other bots' are left out); raw, so a reply sent before a
+        restart counts too. A custom emoji carries no meaning here and is passed by name."""
+        me = self.client.user
+        if (me is not None and payload.user_id == me.id) or (payload.member is not None and payload.member.bot):
+            return
+        guild = str(payload.guild_id) if payload.guild_id else None
+        emoji = payload.emoji.name or ""
+        reaction = Reaction("discord", str(payload.channel_id), str(payload.message_id), str(payload.user_id), emoji, guild)
+        async with self._locks.hold(reaction.channel_id):
+            await self._conversation.reacted(reaction)
 
     async def _answer(self, message: discord.Message, incoming: IncomingMessage) -> None:
         async with _typing(message.channel):
@@ -192,13 +208,15 @@ class DiscordAdapter:
                 # else, so the person is not left waiting in silence.
                 logger.exception("discord: reply failed in channel %s", incoming.channel_id)
                 text = ERROR_APOLOGY
+        posts = []
         for i, part in enumerate(split_message(text, MESSAGE_LIMIT)):
             if i == 0 and message.guild is not None:
                 # In a busy server the first part answers the message visibly; DMs need no threading.
                 reference = message.to_reference(fail_if_not_exists=False)
-                await message.channel.send(part, reference=reference, mention_author=False)
+                posts.append(await message.channel.send(part, reference=reference, mention_author=False))
             else:
-                await message.channel.send(part)
+                posts.append(await message.channel.send(part))
+        await self._conversation.posted(incoming, tuple(str(p.id) for p in posts))
 
     # ---------------------------------------------------- edits and deletes at the source --
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
@@ -325,6 +343,11 @@ class DiscordAdapter:
         async def remind(interaction: discord.Interaction, when: str, what: str) -> None:
             await self._run_command(interaction, "remind", f"{when} {what}")
 
+        @tree.command(name="manners", description=COMMANDS["manners"])
+        @app_commands.describe(mode="addressed: only when spoken to; chime-in: also a question my way; all: every message")
+        async def manners(interaction: discord.Interaction, mode: Literal["addressed", "chime-in", "all"] | None = None) -> None:
+            await self._run_command(interaction, "manners", mode or "")
+
         @tree.command(name="reminders", description=COMMANDS["reminders"])
         @app_commands.describe(cancel="The number of a reminder in your list, to cancel it")
         async def reminders(interaction: discord.Interaction, cancel: int | None = None) -> None:
@@ -427,6 +450,9 @@ class _Events:
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         await self.adapter.on_raw_message_edit(payload)
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self.adapter.on_raw_reaction_add(payload)
 
     async def on_error(self, event_method: str, /, *args: object, **kwargs: object) -> None:
         """discord.py calls this inside its ``except``: log the event's failure and carry on."""

@@ -1,8 +1,10 @@
 """Telegram channel (CHAN-2) on python-telegram-bot 22, polling for updates.
 
 Private chats always get an answer. In groups the bot answers when it is @mentioned or when someone
-replies to one of its messages; everything else said in the group is passed to
-``Conversation.observe`` so the bot still remembers the conversation. Commands (/start /remember
+replies to one of its messages; everything else said in the group goes to ``Conversation.manners`` (ORCH-10:
+the group's mode, a decision on the CPU) and is answered or passed to ``Conversation.observe`` so the bot still
+remembers the conversation (sometimes with an emoji reaction as a light acknowledgement). Reactions people add
+go to ``Conversation.reacted`` (ORCH-12). Commands (/start /remember
 /forget /memories /link /export) go to ``Conversation.command`` with the rest of the text as the
 argument. Replies are plain text (no parse mode: model output is not valid Telegram HTML/Markdown),
 split at 4096 characters, preceded by a "typing..." action that is refreshed while the reply is built.
@@ -21,12 +23,21 @@ import re
 import time
 from collections.abc import AsyncIterator
 
-from telegram import BotCommand, Document, Message, MessageEntity, PhotoSize, Update, User
+from telegram import BotCommand, Document, Message, MessageEntity, PhotoSize, ReactionTypeEmoji, Update, User
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
 from telegram.error import InvalidToken, TelegramError
-from telegram.ext import Application, ApplicationBuilder, ChatMemberHandler, CommandHandler, ContextTypes, MessageHandler, filters
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    ChatMemberHandler,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    MessageReactionHandler,
+    filters,
+)
 
-from bot.types import Attachment, Conversation, IncomingMessage, Places
+from bot.types import Attachment, Conversation, IncomingMessage, Places, Reaction
 
 from .common import (
     COMMANDS,
@@ -90,6 +101,9 @@ class TelegramAdapter:
         self.app.add_handler(MessageHandler(fresh & said & ~filters.COMMAND, self._on_text))
         self.app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE & filters.TEXT, self._on_edit))
         self.app.add_handler(ChatMemberHandler(self._on_membership, ChatMemberHandler.MY_CHAT_MEMBER))
+        self.app.add_handler(
+            MessageReactionHandler(self._on_reaction, message_reaction_types=MessageReactionHandler.MESSAGE_REACTION_UPDATED)
+        )
         self.app.add_error_handler(self._on_error)
 
     # ------------------------------------------------------------------ lifecycle --
@@ -100,7 +114,9 @@ class TelegramAdapter:
             await self.app.bot.set_my_commands([BotCommand(n, d) for n, d in COMMANDS.items()])
             await self.app.start()
             assert self.app.updater is not None, "the builder in __init__ keeps PTB's default updater"
-            updates = ["message", "edited_message", "my_chat_member"]  # my_chat_member: the bot removed or added (SEC-7)
+            # my_chat_member: the bot removed or added (SEC-7); message_reaction: a reaction on a reply (ORCH-12; Telegram
+            # sends it in groups only where the bot is an admin)
+            updates = ["message", "edited_message", "my_chat_member", "message_reaction"]
             await self.app.updater.start_polling(drop_pending_updates=False, allowed_updates=updates)
         except BaseException:
             await self.stop()
@@ -149,8 +165,26 @@ class TelegramAdapter:
         if message is None or not (message.text or _images(message)) or message.from_user is None:
             return
         addressed, text = self._addressed(message)
-        incoming = self._incoming(message, message.from_user, text, await self._is_admin(message))
-        await deliver(self._conversation, self._locks, incoming, addressed, lambda: self._answer(message, incoming))
+        incoming = self._incoming(message, message.from_user, text, await self._is_admin(message), addressed)
+        answer = lambda: self._answer(message, incoming)  # noqa: E731  # one line, as deliver takes it
+        await deliver(self._conversation, self._locks, incoming, False, answer, lambda emoji: self._react(message, emoji))
+
+    async def _react(self, message: Message, emoji: str) -> None:
+        await message.set_reaction(ReactionTypeEmoji(emoji))
+
+    async def _on_reaction(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """ORCH-12: emoji a person added to a message (anonymous admins' reactions carry no user, and are left out)."""
+        change = update.message_reaction
+        if change is None or change.user is None or change.user.is_bot:
+            return
+        before = {r.emoji for r in change.old_reaction if isinstance(r, ReactionTypeEmoji)}
+        added = [r.emoji for r in change.new_reaction if isinstance(r, ReactionTypeEmoji) and r.emoji not in before]
+        chat = change.chat
+        guild = None if chat.type == ChatType.PRIVATE else str(chat.id)
+        async with self._locks.hold(str(chat.id)):
+            for emoji in added:
+                reaction = Reaction("telegram", str(chat.id), str(change.message_id), str(change.user.id), emoji, guild)
+                await self._conversation.reacted(reaction)
 
     async def _on_edit(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.edited_message
@@ -209,13 +243,16 @@ class TelegramAdapter:
                 # last line for anything else, so the person is not left waiting in silence.
                 logger.exception("telegram: reply failed in chat %s", incoming.channel_id)
                 text = ERROR_APOLOGY
-        await self._send(message, text)
+        posts = await self._send(message, text)
+        await self._conversation.posted(incoming, posts)
 
-    async def _send(self, message: Message, text: str) -> None:
+    async def _send(self, message: Message, text: str) -> tuple[str, ...]:
         # In groups the first part quotes the message it answers, so the thread stays readable.
         quote = message.chat.type != ChatType.PRIVATE
+        posts = []
         for i, part in enumerate(split_message(text, MESSAGE_LIMIT)):
-            await message.reply_text(part, do_quote=quote and i == 0, allow_sending_without_reply=True)
+            posts.append(await message.reply_text(part, do_quote=quote and i == 0, allow_sending_without_reply=True))
+        return tuple(str(p.message_id) for p in posts)
 
     @contextlib.asynccontextmanager
     async def _typing(self, message: Message) -> AsyncIterator[None]:
@@ -273,7 +310,7 @@ class TelegramAdapter:
             self._admins[chat.id] = cached
         return message.from_user.id in cached[1]
 
-    def _incoming(self, message: Message, user: User, text: str, admin: bool = False) -> IncomingMessage:
+    def _incoming(self, message: Message, user: User, text: str, admin: bool = False, addressed: bool = True) -> IncomingMessage:
         chat = message.chat
         channel_id, author_id = str(chat.id), str(user.id)
         name = user.first_name or user.username or author_id
@@ -290,6 +327,7 @@ class TelegramAdapter:
             participants=participants,
             author_is_admin=admin,
             created_at=message.date.timestamp() if message.date else None,
+            addressed=addressed,
             mentions=_pointed(message, user),
             images=_images(message),
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,9 +74,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "what",
         nargs="?",
-        choices=["memory", "voice"],
+        choices=["memory", "voice", "manners"],
         default="memory",
-        help="memory: recall on synthetic stores (default); voice: a scripted offline voice session",
+        help="memory: recall on synthetic stores (default); voice: a scripted offline voice session; "
+        "manners: the group-manners decision per message (ORCH-10)",
     )
     p.add_argument("--sizes", type=int_list, default=[10_000, 100_000], help="comma-separated store sizes (default: 10000,100000)")
     p.add_argument("--queries", type=positive_int, help="queries per size (default: the benchmark's own)")
@@ -347,6 +349,8 @@ def _duration(seconds: float) -> str:
 def run_bench(args: argparse.Namespace, settings: Settings) -> None:
     if args.what == "voice":
         return run_bench_voice(args)
+    if args.what == "manners":
+        return run_bench_manners(args)
     with _measure_installed():
         from measure.bench import run_bench as bench
         from measure.stores import MeasureStoreError
@@ -369,6 +373,18 @@ def _measured_server(args: argparse.Namespace) -> str | None:
 
     db = getattr(args, "db", None)
     return db if db is not None and is_postgres(db) else None
+
+
+def run_bench_manners(args: argparse.Namespace) -> None:
+    """ORCH-10: the decision's cost per message, beside the machine reference the other benches print."""
+    with _measure_installed():
+        from measure.bench import reference
+        from measure.manners import bench_manners
+    _bench_progress("measuring the machine reference")
+    result = {**bench_manners(), "cpu_count": os.cpu_count(), "machine": reference()}
+    if args.json:
+        return print_json(result)
+    say(", ".join(f"{k}: {v}" for k, v in result.items()))
 
 
 def run_bench_voice(args: argparse.Namespace) -> None:

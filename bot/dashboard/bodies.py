@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from memory.models import FactKind, MemoryType, Scope, Visibility
+from memory.storage.manners import Mode
 
 Number = StrictInt | StrictFloat
 Text = StrictStr
@@ -56,8 +57,14 @@ class PersonaBody(_Body):
     text: Text = Field(min_length=1, max_length=4000)
 
 
+class MannersBody(_Body):
+    """A channel's or group's mode (ORCH-10): addressed, chime-in or all."""
+
+    mode: Mode
+
+
 class TimezoneBody(_Body):
     zone: Text = Field(max_length=64)  # an IANA name; "" goes back to the operator's default
 
 
-__all__ = ["Confirm", "MemoryEdit", "NewMemoryBody", "PersonaBody", "SettingsBody", "StrictBool", "TimezoneBody"]
+__all__ = ["Confirm", "MannersBody", "MemoryEdit", "NewMemoryBody", "PersonaBody", "SettingsBody", "StrictBool", "TimezoneBody"]

@@ -124,6 +124,7 @@ class Session:
     transcript: Transcript
     people: tuple[str, ...]
     audit: int | None  # None: nothing was said since the session started
+    doubted: tuple[tuple[str, str], ...] = ()  # (id, content) of memories here a 👎 marked for recheck (ORCH-12)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +153,11 @@ class Reflection:
         if not rows:
             return Session(transcript, people, None)
         audit = audit_start(self.engine, "micro", key, transcript.render()[-2000:], channel_key=key, people=people)
-        return Session(transcript, people, audit)
+        return Session(transcript, people, audit, self._doubted())
+
+    def _doubted(self) -> tuple[tuple[str, str], ...]:
+        """Memories this place may see that a 👎 marked for recheck (a DM's own private ones only in that DM)."""
+        return tuple(self.engine.feedback.to_recheck(list(self.state.ctx.memory_partitions()), limit=10))
 
     def _still_unreflected(self) -> bool:
         """The state was read before this process claimed the job: another process may have reflected the session
@@ -163,7 +168,9 @@ class Reflection:
     async def ask(self, plan: Session, model: AsyncCompleter) -> Reflected:
         if plan.audit is None:
             return Reflected()
-        candidates, summary = parse_reflection(await model(REFLECT_SYSTEM, reflection_prompt(plan.transcript, self.state.ctx)))
+        doubted = tuple(content for _, content in plan.doubted)
+        prompt = reflection_prompt(plan.transcript, self.state.ctx, doubted=doubted)
+        candidates, summary = parse_reflection(await model(REFLECT_SYSTEM, prompt))
         return Reflected(tuple(memories_from(candidates, plan.transcript, Source.REFLECTION)), summary)
 
     def apply(self, plan: Session, answer: Reflected) -> Facts:
@@ -185,6 +192,7 @@ class Reflection:
                 started_at=self.state.session_started_at,
             )
         audit_finish(self.engine, plan.audit or 0, facts=kept_contents(self.engine, answer.memories))
+        self.engine.feedback.rechecked([memory_id for memory_id, _ in plan.doubted])
         self.channels.mark_reflected(key)
         self.channels.succeeded(key)
 

@@ -259,6 +259,11 @@ class MemoryRepository:
             found += [Memory.from_row(r) for r in self.db.rows(f"SELECT * FROM memories WHERE rid IN ({placeholders(chunk)})", chunk)]
         return found
 
+    def rids_by_id(self, memory_ids: list[str]) -> list[int]:
+        """Row ids of the memories with these ids (missing ones are left out)."""
+        rows = self.db.execute("SELECT rid FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(memory_ids),))
+        return [int(r) for (r,) in rows]
+
     def live_with_hash(self, key: str, content: str) -> Memory | None:
         """A live memory in partition ``key`` with exactly this content, if any."""
         live = self.corpus.live(self.clock.now())
@@ -399,6 +404,14 @@ class MemoryRepository:
                 (factor, *DECAY_EXEMPT_VALUES, self.clock.now() - unaccessed_days * DAY),
             )
             return self.db.con.changes()
+
+    def adjust_importance(self, rids: list[int], delta: float) -> int:
+        """Importance moved by ``delta`` within 0..10 (ORCH-12: a reaction on a reply that used these rows)."""
+        self.db.execute(
+            "UPDATE memories SET importance = MIN(10.0, MAX(0.0, importance + ?)) WHERE rid IN (SELECT value FROM json_each(?))",
+            (delta, json.dumps(rids)),
+        )
+        return self.db.con.changes()
 
     def prune(self, *, below: float, older_than_days: float) -> int:
         """Soft-forget: the row stays for the audit trail but is never recalled again."""

@@ -257,6 +257,13 @@ class MessageLog:
         """Stored messages per guild (the operator's view)."""
         return {g: int(n) for g, n in self.db.execute("SELECT guild_id, COUNT(*) FROM messages WHERE guild_id IS NOT NULL GROUP BY 1")}
 
+    def group_chats(self) -> list[tuple[str, str]]:
+        """(channel key, guild id) of every server channel and group that has messages (the dashboard's manners)."""
+        rows = self.db.execute(
+            "SELECT DISTINCT platform || ':' || channel_id, guild_id FROM messages WHERE guild_id IS NOT NULL ORDER BY 1"
+        )
+        return [(str(key), str(guild)) for key, guild in rows]
+
     # -- retention (SEC-7) -------------------------------------------------------------------------
     def chats_before(self, cutoff: float) -> list[tuple[str, str]]:
         """(platform, channel) of every chat with a message older than ``cutoff``."""
@@ -314,6 +321,14 @@ class MessageLog:
     def replies_to(self, rids: list[int]) -> list[int]:
         """The bot's replies to these turns."""
         return self._rids("answers_rid IN ({})", rids)
+
+    def answered_author(self, reply_rid: int) -> str | None:
+        """The author of the turn a reply of the bot answered (ORCH-12: whose reaction on it is theirs)."""
+        row = self.db.execute(
+            "SELECT q.author_id FROM messages AS r JOIN messages AS q ON q.rid = r.answers_rid WHERE r.rid = ? AND r.role = 'assistant'",
+            (reply_rid,),
+        ).fetchone()
+        return str(row[0]) if row else None
 
     def chats_of(self, author_ids: list[str], dm_partitions: list[str]) -> list[str]:
         """ "platform:channel" keys of the chats where these people spoke, and their DMs."""

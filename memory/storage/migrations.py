@@ -677,6 +677,54 @@ CREATE INDEX usage_ledger_place ON usage_ledger (place_id, person_id, day);  -- 
 """,
 )
 
+# ORCH-10/12: group manners and reactions (memory.storage.manners owns the tables). ``place_modes``: a channel's or
+# group's mode, set by its admins (ids and a word). ``reply_memories``: which memories a reply of the bot used, and
+# ``reply_posts``: the platform ids the reply was posted as, so a reaction on one finds them. ``reply_reactions``:
+# one vote per person per reply (a removed and re-added 👍 counts once). ``memory_feedback``: how a memory was
+# received, and whether the next reflection should recheck it. Ids, counts and emoji, never words; every row goes
+# with its memory or its reply (ON DELETE CASCADE), and a person's votes with the person.
+M023_GROUP_MANNERS = Migration(
+    "m023_group_manners",
+    """
+CREATE TABLE place_modes (
+    channel_key TEXT PRIMARY KEY,
+    guild_id TEXT,
+    mode TEXT NOT NULL CHECK (mode IN ('addressed', 'chime-in', 'all')),
+    set_at REAL NOT NULL
+);
+CREATE TABLE reply_memories (
+    reply_rid INTEGER NOT NULL REFERENCES messages (rid) ON DELETE CASCADE,
+    memory_rid INTEGER NOT NULL REFERENCES memories (rid) ON DELETE CASCADE,
+    PRIMARY KEY (reply_rid, memory_rid)
+);
+CREATE INDEX reply_memories_memory ON reply_memories (memory_rid);
+CREATE TABLE reply_posts (
+    platform TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    post_id TEXT NOT NULL,
+    reply_rid INTEGER NOT NULL REFERENCES messages (rid) ON DELETE CASCADE,
+    PRIMARY KEY (platform, channel_id, post_id)
+);
+CREATE INDEX reply_posts_reply ON reply_posts (reply_rid);
+CREATE TABLE reply_reactions (
+    reply_rid INTEGER NOT NULL REFERENCES messages (rid) ON DELETE CASCADE,
+    person_id TEXT NOT NULL,
+    emoji TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (reply_rid, person_id)
+);
+CREATE INDEX reply_reactions_person ON reply_reactions (person_id);
+CREATE TABLE memory_feedback (
+    memory_rid INTEGER PRIMARY KEY REFERENCES memories (rid) ON DELETE CASCADE,
+    up REAL NOT NULL DEFAULT 0,
+    down REAL NOT NULL DEFAULT 0,
+    recheck INTEGER NOT NULL DEFAULT 0,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX memory_feedback_recheck ON memory_feedback (recheck) WHERE recheck = 1;
+""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_CORE,
     M002_CONVERSATIONS,
@@ -697,4 +745,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M020_REMINDERS,
     M021_RETENTION,
     M022_USAGE_LEDGER,
+    M023_GROUP_MANNERS,
 )

@@ -191,6 +191,22 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild="place_id IN ({guild})",
     ),
+    Holder(
+        "place_modes",
+        "none",
+        "a channel's or group's manners (ORCH-10: addressed, chime-in, all): ids and a word, nobody's",
+        guild="guild_id IN ({guild})",
+    ),
+    Holder("reply_memories", "derived", "which memories a reply used (ORCH-12): ids only", via="memories, messages"),
+    Holder("reply_posts", "derived", "the platform ids a reply was posted as (ORCH-12)", via="messages"),
+    Holder(
+        "reply_reactions",
+        "delete",
+        "who reacted to a reply of the bot, with which emoji (ORCH-12): ids only, one vote per person per reply",
+        "person_id IN ({ids})",
+        export=True,
+    ),
+    Holder("memory_feedback", "derived", "how a memory was received in reactions, and its recheck mark", via="memories"),
     Holder("privacy_places", "none", "servers and groups where remembering is off (/privacy server off): ids only"),
     Holder(
         "place_personas",

@@ -124,8 +124,11 @@ def extraction_prompt(transcript: Transcript, ctx: RecallContext) -> str:
     return prompts.render("extraction", place=place(ctx), written=transcript.written(), messages=transcript.render())
 
 
-def reflection_prompt(transcript: Transcript, ctx: RecallContext, max_facts: int = 10) -> str:
+def reflection_prompt(transcript: Transcript, ctx: RecallContext, max_facts: int = 10, doubted: tuple[str, ...] = ()) -> str:
+    """``doubted``: memories of this place a person answered with 👎 (ORCH-12), for the model to check against the
+    excerpt (a wrong one is corrected by a new fact, which the write path files as its update)."""
     tags = ", ".join(transcript.speakers())
+    listed = "\n".join(f"- {json.dumps(text, ensure_ascii=False)}" for text in doubted) or "(none)"
     return prompts.render(
         "micro_reflection",
         place=place(ctx),
@@ -133,6 +136,7 @@ def reflection_prompt(transcript: Transcript, ctx: RecallContext, max_facts: int
         participants=tags,
         excerpt=transcript.render(),
         max_facts=max_facts,
+        doubted=listed,
     )
 
 

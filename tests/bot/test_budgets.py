@@ -27,6 +27,7 @@ from bot.health import Queues, render_metrics
 from bot.runtime import Runtime
 from memory.clock import FakeClock
 from memory.storage.ledger import Spend
+from memory.storage.manners import Mode
 from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
 from tests.fakes._base import WAIT_S
 
@@ -57,6 +58,9 @@ async def bot(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Runtime, 
         )
         runtime = build_runtime(settings, clock=FakeClock(START), embedder=HashEmbedder(), backoff_s=0.0)
         await runtime.start(background_loop=False)
+        # every message here reaches the model (ORCH-10's all mode, what a listed channel did before manners): the
+        # budget, not the manners' decision, is what holds the chatter back in these tests
+        await runtime.runner.run(runtime.engine.place_modes.set, f"discord:{CHANNEL}", Mode.ALL, PLACE)
         door = front_door_of(settings, runtime)
         adapter = DiscordAdapter(door, "discord-token", channels=settings.discord_channels, guild_ready_timeout=0.05, ready_timeout=30)
         await adapter.start()

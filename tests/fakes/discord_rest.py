@@ -72,6 +72,7 @@ class _Rest:
             ("PATCH", "/channels/{cid}/messages/{mid}", self.edit_message),
             ("DELETE", "/channels/{cid}/messages/{mid}", self.delete),
             ("POST", "/channels/{cid}/typing", self.typing),
+            ("PUT", "/channels/{cid}/messages/{mid}/reactions/{emoji}/@me", self.add_reaction),
             ("POST", "/users/@me/channels", self.create_dm),
             ("GET", "/applications/{app}/commands", self.get_commands),
             ("PUT", "/applications/{app}/commands", self.put_commands),
@@ -155,6 +156,12 @@ class _Rest:
         }
         self.srv._messages[mid] = message
         return json_response(message)
+
+    async def add_reaction(self, request: web.Request, body: Any) -> web.Response:
+        """The bot reacted to a message (aiohttp hands the emoji over already unquoted)."""
+        cid, mid = int(request.match_info["cid"]), int(request.match_info["mid"])
+        self.srv.reactions.append({"channel_id": cid, "message_id": mid, "emoji": request.match_info["emoji"]})
+        return _no_content()
 
     async def typing(self, request: web.Request, body: Any) -> web.Response:
         self.srv.typing.append(int(request.match_info["cid"]))

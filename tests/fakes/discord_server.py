@@ -70,6 +70,7 @@ class FakeDiscord(FakeServer):
         self.sent: list[dict[str, Any]] = []
         self.edits: list[dict[str, Any]] = []
         self.typing: list[int] = []
+        self.reactions: list[dict[str, Any]] = []  # the bot's own: channel_id, message_id, emoji
         self.interaction_responses: list[dict[str, Any]] = []
         self.followups: list[dict[str, Any]] = []
         self.rest_calls: list[dict[str, Any]] = []
@@ -248,6 +249,22 @@ class FakeDiscord(FakeServer):
             await self.dispatch("MESSAGE_DELETE", {"id": messages[0]["id"], **where})
         else:
             await self.dispatch("MESSAGE_DELETE_BULK", {"ids": [m["id"] for m in messages], **where})
+
+    async def dispatch_reaction(self, channel_id: int, message_id: int, user_id: int, emoji: str, *, username: str = "alice") -> None:
+        """Deliver MESSAGE_REACTION_ADD: ``user_id`` reacted with a unicode ``emoji`` to ``message_id``."""
+        guild_id = self._channel_guild.get(channel_id)
+        self._usernames[user_id] = username
+        data: dict[str, Any] = {
+            "user_id": str(user_id),
+            "channel_id": str(channel_id),
+            "message_id": str(message_id),
+            "emoji": {"id": None, "name": emoji},
+            "burst": False,
+            "type": 0,
+        }
+        if guild_id is not None:
+            data.update(guild_id=str(guild_id), member=p.member(self._user(user_id)))
+        await self.dispatch("MESSAGE_REACTION_ADD", data)
 
     async def wait_for_sent(self, n: int, timeout: float = WAIT_S) -> list[dict[str, Any]]:
         """Wait until the bot posted at least ``n`` channel messages; returns ``sent``."""

@@ -24,7 +24,7 @@ BOT_USERNAME = "companion_bot"
 BOT_USER = {"id": BOT_ID, "is_bot": True, "first_name": "Companion", "username": BOT_USERNAME}
 MAX_POLL_WAIT = 1.0
 # Parameters PTB sends JSON-encoded inside form fields.
-JSON_FIELDS = ("reply_parameters", "reply_markup", "entities", "link_preview_options", "allowed_updates", "commands", "scope")
+JSON_FIELDS = ("reaction", "reply_parameters", "reply_markup", "entities", "link_preview_options", "allowed_updates", "commands", "scope")
 GROUP_TYPES = ("group", "supergroup")
 
 
@@ -63,6 +63,7 @@ class FakeTelegram(FakeServer):
         self.documents: list[dict[str, Any]] = []  # sendDocument: chat_id, filename, caption, data (the bytes)
         self.actions: list[dict[str, Any]] = []
         self.edits: list[dict[str, Any]] = []
+        self.reactions: list[dict[str, Any]] = []  # setMessageReaction: chat_id, message_id, reaction (a list)
         self.unknown_calls: list[dict[str, Any]] = []
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self._updates: list[dict[str, Any]] = []
@@ -154,6 +155,15 @@ class FakeTelegram(FakeServer):
         message = {**update["message"], "text": text, "edit_date": int(time.time())}
         message.pop("entities", None)
         return self.push_update({"edited_message": message})
+
+    def push_reaction(
+        self, chat_id: int, message_id: int, user_id: int, emoji: str, *, first_name: str = "Alice", chat_type: str = "supergroup"
+    ) -> dict[str, Any]:
+        """Queue a ``message_reaction`` update: ``user_id`` added ``emoji`` to ``message_id`` (none before)."""
+        chat = self._chats.get(chat_id) or self._chat(chat_id, chat_type, user_id, None, first_name, "Test group")
+        user = {"id": user_id, "is_bot": False, "first_name": first_name}
+        change = {"chat": chat, "message_id": message_id, "user": user, "date": int(time.time())}
+        return self.push_update({"message_reaction": {**change, "old_reaction": [], "new_reaction": [{"type": "emoji", "emoji": emoji}]}})
 
     def push_update(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Queue any raw update body (``{"message": ...}``, ``{"callback_query": ...}``)."""
@@ -283,6 +293,10 @@ class FakeTelegram(FakeServer):
     def _m_editmessagetext(self, params: dict[str, Any]) -> dict[str, Any]:
         self.edits.append(params)
         return {**self._bot_message(params), "message_id": params.get("message_id", 0), "edit_date": int(time.time())}
+
+    def _m_setmessagereaction(self, params: dict[str, Any]) -> bool:
+        self.reactions.append({k: params.get(k) for k in ("chat_id", "message_id", "reaction")})
+        return True
 
     def _m_getfile(self, params: dict[str, Any]) -> dict[str, Any]:
         file_id = str(params.get("file_id"))

@@ -203,10 +203,11 @@
           el("td", { class: "mono", text: g.id }),
           el("td", { class: "num", text: g.memories }),
           el("td", {}, el("button", { type: "button", class: "persona", "aria-label": `Persona of guild ${g.name || g.id}`, text: "Persona…", onclick: () => editPersona(g) })),
+          el("td", {}, el("button", { type: "button", class: "manners", "aria-label": `Manners in guild ${g.name || g.id}`, text: "Manners…", onclick: () => editManners(g) })),
           el("td", {}, el("button", { type: "button", class: "danger purge", "aria-label": `Purge guild ${g.name || g.id}`, text: "Purge…", onclick: () => purgeGuild(g) })),
         ),
       );
-      box.replaceChildren(table(["Name", "Id", "Memories", "", ""], rows, "Guilds"));
+      box.replaceChildren(table(["Name", "Id", "Memories", "", "", ""], rows, "Guilds"));
     } catch (err) {
       showError(err);
     }
@@ -222,6 +223,24 @@
       const path = `/api/guilds/${encodeURIComponent(g.id)}/persona`;
       await (text.trim() ? api("PUT", path, { text }) : api("DELETE", path));
       toast(text.trim() ? "Persona saved." : "Persona removed.", { kind: "ok" });
+    } catch (err) {
+      showError(err);
+    }
+  }
+
+  // ORCH-10: when the bot speaks in each channel of a guild (the same as /manners there), one channel at a time.
+  async function editManners(g) {
+    try {
+      const shown = await api("GET", "/api/manners");
+      const places = shown.places.filter((p) => p.guild_id === g.id);
+      if (!places.length) return toast("The bot has not talked in any channel of this guild yet.", { kind: "ok" });
+      for (const p of places) {
+        const now = p.mode || "addressed (default)";
+        const mode = window.prompt(`Mode of ${p.channel_key}, now ${now}: one of ${shown.modes.join(", ")} (cancel: keep)`, p.mode || "");
+        if (mode === null || !mode.trim() || mode.trim() === p.mode) continue;
+        await api("PUT", `/api/places/${encodeURIComponent(p.channel_key)}/manners`, { mode: mode.trim() });
+        toast(`${p.channel_key}: ${mode.trim()}.`, { kind: "ok" });
+      }
     } catch (err) {
       showError(err);
     }

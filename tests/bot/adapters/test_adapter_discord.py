@@ -9,7 +9,7 @@ import pytest
 
 from bot.adapters.common import COMMANDS, ERROR_APOLOGY, LoginRejected
 from bot.adapters.discord_adapter import DiscordAdapter
-from bot.types import Reply
+from bot.types import Reply, Verdict
 from tests.adapter_support import ScriptedConversation, wait_for_logged_error
 from tests.fakes import DISCORD_BOT_ID, FakeDiscord
 from tests.fakes import discord_payloads as payloads
@@ -267,3 +267,53 @@ async def test_the_voice_skip_rule_lets_the_bot_stay_silent_on_unaddressed_text_
     skipped, mentioned = conv.replies
     assert (skipped.addressed, mentioned.addressed) == (False, True)  # the model may stay silent only on the first
     assert [m["content"] for m in dsc.sent] == ["echo: are you?"]  # the silence sent nothing, not even an empty message
+
+
+# -- ORCH-10/12: manners, acknowledgements, reactions ---------------------------------------------------------------
+async def test_server_talk_not_spoken_to_the_bot_asks_the_manners_listing_where_the_operator_listed_it(bot, dsc, conv):
+    conv.verdicts = [Verdict(False), Verdict(True)]
+    await dsc.dispatch_message(CHANNEL, BOB, "lunch?", guild_id=GUILD, username="bob")
+    await dsc.dispatch_message(BOT_CHANNEL, BOB, "how do knots work?", guild_id=GUILD, username="bob")
+    await dsc.wait_for_sent(1)
+    assert [(m.text, listening) for m, listening in conv.asked_manners] == [("lunch?", False), ("how do knots work?", True)]
+    assert [m.text for m in conv.observed] == ["lunch?"] and [m.text for m in conv.replies] == ["how do knots work?"]
+    await dsc.dispatch_message(CHANNEL, BOB, "hi", guild_id=GUILD, mentions_bot=True, username="bob")
+    await dsc.wait_for_sent(2)
+    assert len(conv.asked_manners) == 2  # a mention is answered without asking
+
+
+async def test_a_light_acknowledgement_is_a_reaction_on_the_message_and_a_failing_one_costs_nothing(bot, dsc, conv):
+    conv.verdicts = [Verdict(False, "👍")]
+    said = await dsc.dispatch_message(CHANNEL, BOB, "thanks!", guild_id=GUILD, username="bob")
+    await dsc.wait_until(lambda: dsc.reactions)
+    assert dsc.reactions == [{"channel_id": CHANNEL, "message_id": int(said["id"]), "emoji": "👍"}]
+    assert [m.text for m in conv.observed] == ["thanks!"] and dsc.sent == []
+    conv.verdicts = [Verdict(False, "not-an-emoji/../x")]  # refused by Discord (the fake: 404); logged, stored anyway
+    await dsc.dispatch_message(CHANNEL, BOB, "ok", guild_id=GUILD, username="bob")
+    await settle(dsc, conv)
+    assert [m.text for m in conv.observed][:2] == ["thanks!", "ok"]
+
+
+async def test_the_posts_of_a_reply_are_reported_with_the_message_they_answer(bot, dsc, conv):
+    conv.script = ["x" * 2500]  # two posts
+    said = await dsc.dispatch_message(CHANNEL, ALICE, "long one please", guild_id=GUILD, mentions_bot=True)
+    await conv.wait_until(lambda: conv.posted_ids)
+    (message, posts), sent = conv.posted_ids[0], dsc.sent
+    assert message.message_id == said["id"] and posts == tuple(str(s["message_id"]) for s in sent) and len(posts) == 2
+
+
+async def test_reactions_of_people_reach_the_conversation_and_the_bots_own_do_not(bot, dsc, conv):
+    await dsc.dispatch_reaction(CHANNEL, 777, DISCORD_BOT_ID, "👍", username="companion")
+    await dsc.dispatch_reaction(CHANNEL, 777, ALICE, "👎", username="alice")
+    await dsc.dispatch_reaction(DM_CHANNEL, 778, BOB, "❤️", username="bob")
+    await conv.wait_until(lambda: len(conv.reactions) == 2)
+    first, second = conv.reactions
+    assert (first.platform, first.channel_id, first.post_id, first.user_id, first.emoji, first.guild_id) == (
+        "discord",
+        str(CHANNEL),
+        "777",
+        str(ALICE),
+        "👎",
+        str(GUILD),
+    )
+    assert (second.channel_id, second.user_id, second.emoji, second.guild_id) == (str(DM_CHANNEL), str(BOB), "❤️", None)

@@ -10,7 +10,7 @@ import pytest
 
 from bot.adapters.common import COMMANDS, ERROR_APOLOGY, LoginRejected
 from bot.adapters.telegram_adapter import TelegramAdapter
-from bot.types import Reply
+from bot.types import Reply, Verdict
 from tests.adapter_support import ScriptedConversation, wait_for_logged_error
 from tests.fakes import TELEGRAM_BOT_ID, FakeTelegram
 
@@ -206,3 +206,51 @@ async def test_stop_confirms_handled_updates(conv):
         await adapter.stop()
         await adapter.stop()  # idempotent
     assert srv.pending_updates == 0 and TELEGRAM_BOT_ID == 999
+
+
+# -- ORCH-10/12: manners, acknowledgements, reactions ---------------------------------------------------------------
+async def test_group_talk_asks_the_manners_and_an_acknowledgement_is_a_reaction(tg, conv):
+    conv.verdicts = [Verdict(False, "👍"), Verdict(True)]
+    first = tg.push_message(GROUP, BOB, "thanks!", chat_type="group", first_name="Bob")
+    tg.push_message(GROUP, BOB, "how do knots work?", chat_type="group", first_name="Bob")
+    await tg.wait_for_sent(1)
+    assert [(m.text, m.addressed, listening) for m, listening in conv.asked_manners] == [
+        ("thanks!", False, False),
+        ("how do knots work?", False, False),
+    ]
+    assert tg.reactions == [
+        {"chat_id": GROUP, "message_id": first["message"]["message_id"], "reaction": [{"type": "emoji", "emoji": "👍"}]}
+    ]
+    assert [m.text for m in conv.observed] == ["thanks!"] and [m.text for m in conv.replies] == ["how do knots work?"]
+    await conv.wait_until(lambda: conv.posted_ids)
+    assert conv.posted_ids[0][1] == (str(tg.sent[0]["message_id"]),)
+
+
+async def test_reactions_people_add_reach_the_conversation_and_polling_asks_for_them(tg, conv):
+    tg.push_reaction(GROUP, 41, BOB, "👎", first_name="Bob")
+    tg.push_update(
+        {
+            "message_reaction": {
+                "chat": {"id": GROUP, "type": "supergroup", "title": "g"},
+                "message_id": 42,
+                "date": 1,
+                "actor_chat": {"id": GROUP, "type": "supergroup", "title": "g"},
+                "old_reaction": [],
+                "new_reaction": [{"type": "emoji", "emoji": "👍"}],
+            }
+        }
+    )  # anonymous
+    tg.push_reaction(ALICE, 43, ALICE, "❤", chat_type="private")
+    await conv.wait_until(lambda: len(conv.reactions) == 2)
+    first, second = conv.reactions
+    assert (first.platform, first.channel_id, first.post_id, first.user_id, first.emoji, first.guild_id) == (
+        "telegram",
+        str(GROUP),
+        "41",
+        str(BOB),
+        "👎",
+        str(GROUP),
+    )
+    assert (second.channel_id, second.user_id, second.guild_id) == (str(ALICE), str(ALICE), None)
+    polls = [c["params"] for c in tg.calls if c["method"] == "getUpdates"]
+    assert "message_reaction" in polls[0]["allowed_updates"]

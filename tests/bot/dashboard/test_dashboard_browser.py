@@ -447,6 +447,18 @@ async def test_a_new_memory_from_the_form_is_stored_once(tab, dash):
     assert all("409" in e for e in tab.errors), tab.errors
 
 
+async def test_a_guilds_manners_are_set_channel_by_channel_from_its_row(tab, dash):
+    answers = iter(["chime-in"])
+    tab.page.on("dialog", lambda d: d.accept(next(answers, "")))
+    await open_page(tab, "guilds")
+    guild = tab.page.locator(f'#guilds-table tr[data-id="{dash.seeded.guild}"]')
+    await guild.get_by_role("button", name="Manners in guild").click()
+    await expect(tab.page.locator(".toast").last).to_contain_text("discord:general: chime-in")
+    shown = (await api(dash, "GET", "/api/manners"))[1]
+    assert [(p["channel_key"], p["mode"]) for p in shown["places"]] == [("discord:general", "chime-in")]
+    assert_clean(tab)
+
+
 async def test_a_guild_purge_waits_for_the_typed_name(tab, dash):
     await open_page(tab, "guilds")
     guild = tab.page.locator(f'#guilds-table tr[data-id="{dash.seeded.guild}"]')
