@@ -28,9 +28,9 @@ same server (10,000 by default: a server after months of use), so the recall a w
 store costs. (The spoken session's own recall steps are not used: only its few full recalls are cold, and they
 ran beside Whisper and TTS threads.)
 
-Turns end as the bot ends them: on the turn model (VOICE-6) when it is installed, else on the fixed pause
-(``end_of_turn`` says which; ``end_pause_ms`` forces a fixed pause). The person's speech is said by the voice
-under test. With ``streaming`` the recommended voice's session runs again against a model paced like a hosted
+Turns end on the turn model (VOICE-6) when it is installed (what turning it on gives; the bot has it off by
+default), else on the fixed pause (``end_of_turn`` says which; ``end_pause_ms`` forces a fixed pause). The
+person's speech is said by the voice under test. With ``streaming`` the recommended voice's session runs again against a model paced like a hosted
 one (300 ms to the first token, 40 tokens/s): ``first_audio_ms_streaming`` is the figure a user would feel; the
 reply reaches TTS sentence by sentence as it streams (the leak check passes whole sentences, ``ReplySpeech``
 synthesises each as it completes). ``turn_taking`` is ``measure.turn_set`` on the recommended voice, the fixed
@@ -213,7 +213,7 @@ def run_voice_bench(
     """The figures of one scripted session of ``utterances`` turns (at least 1; the script repeats past 32) per TTS
     provider, the round-trip WER of each on ``wer_sentences`` sentences (all by default) and barge-in timings.
     ``stt``: a Whisper already loaded (a test shares its own); by default the bundled one is loaded first.
-    ``end_pause_ms``: end turns on that fixed pause; by default as the bot does (the turn model when installed).
+    ``end_pause_ms``: end turns on that fixed pause; by default on the turn model when it is installed.
     ``streaming``: (time to first token s, tokens/s) of a second session of the recommended voice with a paced model.
     ``turn_set``: also judge the turn-taking set (``measure.turn_set``), fixed pause and turn model side by side."""
     turns, say = SCRIPTS[script], progress or (lambda *_: None)

@@ -30,6 +30,7 @@ ends the turn itself, so the answer does not wait for the next frame or tick.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -215,9 +216,9 @@ class ReceiveHub:
     def _await(self, ssrc: int, asked: list[Future[bool]]) -> None:
         """When a verdict comes, end the turn at once if it says finished (outside the lock: it may come at once)."""
         for verdict in asked:
-            verdict.add_done_callback(lambda _, ssrc=ssrc: self._verdict_came(ssrc))
+            verdict.add_done_callback(functools.partial(self._verdict_came, ssrc))
 
-    def _verdict_came(self, ssrc: int) -> None:
+    def _verdict_came(self, ssrc: int, _: Future[bool]) -> None:
         with self._lock:
             speaker = self._speakers.get(ssrc)
             ready = self._pause(ssrc, speaker, self._clock.now()) if speaker else []
