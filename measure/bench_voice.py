@@ -30,11 +30,12 @@ ran beside Whisper and TTS threads.)
 
 Turns end on the turn model (VOICE-6) when it is installed (what turning it on gives; the bot has it off by
 default), else on the fixed pause (``end_of_turn`` says which; ``end_pause_ms`` forces a fixed pause). The
-person's speech is said by the voice under test. With ``streaming`` the recommended voice's session runs again against a model paced like a hosted
-one (300 ms to the first token, 40 tokens/s): ``first_audio_ms_streaming`` is the figure a user would feel; the
-reply reaches TTS sentence by sentence as it streams (the leak check passes whole sentences, ``ReplySpeech``
-synthesises each as it completes). ``turn_taking`` is ``measure.turn_set`` on the recommended voice, the fixed
-pause and the turn model on the same 60 turns; ``machine`` is ``companion bench``'s machine reference with the
+person's speech is said by the voice under test. With ``streaming`` the recommended voice's session runs
+again against a model paced like a hosted one (300 ms to the first token, 40 tokens/s):
+``first_audio_ms_streaming`` is the figure a user would feel; the reply reaches TTS sentence by sentence as it
+streams (the leak check passes whole sentences, ``ReplySpeech`` synthesises each as it completes).
+``turn_taking`` is ``measure.turn_set`` on the recommended voice, the fixed pause and the turn model on the same
+60 turns; ``machine`` is ``companion bench``'s machine reference with the
 load average at the end of the run.
 
 The session runs once per TTS provider installed (espeak-ng always, piper when its extra is installed); the
@@ -80,7 +81,7 @@ from voice.warm import Decision, WarmMemory, WarmRecord, memory_retrieval
 from .bench import BATCH
 from .samples import TextGen, percentiles
 from .throughput import machine_reference
-from .turn_set import build_set, judge
+from .turn_set import turn_taking
 from .voice_model import ScriptedModel
 from .voice_quality import barge_in_ms, round_trip_wer, sentences
 
@@ -225,7 +226,7 @@ def run_voice_bench(
         sessions = asyncio.run(_sessions(texts, ending, say, timed, voices, store_size, recall_passes, streaming))
         recommended = next(iter(voices))
         stops = barge_in_ms(voices[recommended], barge_in_runs)
-        taking = _turn_taking(voices[recommended], recommended, say) if turn_set else None
+        taking = turn_taking(voices[recommended], recommended, say) if turn_set else None
     figures = sessions[recommended]
     figures["voice"] |= {
         "tts": recommended,
@@ -251,24 +252,6 @@ class _Ending:
     @property
     def label(self) -> str:
         return "turn model" if self.turn else f"{self.vad.end_pause_ms} ms pause"
-
-
-def _turn_taking(tts: TextToSpeech, name: str, progress: Callable[..., None]) -> dict[str, Any]:
-    """The turn-taking set spoken by the recommended voice: the fixed pause and the turn model (at the default
-    settings) on the same turns; the model's figures are None when it is not installed."""
-    progress("turn-taking set: speaking (cached after the first run)")
-    spoken = build_set(tts, name)
-    progress("turn-taking set: judging")
-    vad, turn = VadSettings(), load_end_of_turn()
-    return {
-        "voice": name,
-        "turns": len(spoken),
-        "paused": sum(1 for s in spoken if s.pause),
-        "fixed_pause_ms": vad.end_pause_ms,
-        "fixed_pause": judge(spoken, vad, None),
-        "turn_model": judge(spoken, vad, turn.model, turn.threshold) if turn else None,
-        "turn_settings": {"complete_ms": vad.turn_complete_ms, "cap_ms": vad.turn_cap_ms, "threshold": turn.threshold if turn else None},
-    }
 
 
 @contextlib.contextmanager

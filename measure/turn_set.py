@@ -31,7 +31,7 @@ from memory.clock import FakeClock
 from voice.audio import DISCORD_FRAME_BYTES, LISTEN_RATE, mono_to_discord, resample
 from voice.providers import TextToSpeech
 from voice.receive import ReceiveHub, Utterance
-from voice.turn import EndOfTurn, TurnModel
+from voice.turn import EndOfTurn, TurnModel, load_end_of_turn
 from voice.vad import VadSettings
 
 from .samples import percentiles
@@ -202,3 +202,21 @@ class _Run:
         """An end caused by a verdict given within the same step waited for that verdict in real time."""
         waited = self._timed is not None and len(self._timed.ms) > self._asked
         self.ends.append((self.clock.now(), self._timed.ms[-1] if waited and self._timed else 0.0))
+
+
+def turn_taking(tts: TextToSpeech, name: str, progress: Callable[..., None]) -> dict[str, Any]:
+    """The turn-taking set spoken by the recommended voice: the fixed pause and the turn model (at the default
+    settings) on the same turns; the model's figures are None when it is not installed."""
+    progress("turn-taking set: speaking (cached after the first run)")
+    spoken = build_set(tts, name)
+    progress("turn-taking set: judging")
+    vad, turn = VadSettings(), load_end_of_turn()
+    return {
+        "voice": name,
+        "turns": len(spoken),
+        "paused": sum(1 for s in spoken if s.pause),
+        "fixed_pause_ms": vad.end_pause_ms,
+        "fixed_pause": judge(spoken, vad, None),
+        "turn_model": judge(spoken, vad, turn.model, turn.threshold) if turn else None,
+        "turn_settings": {"complete_ms": vad.turn_complete_ms, "cap_ms": vad.turn_cap_ms, "threshold": turn.threshold if turn else None},
+    }
