@@ -87,6 +87,7 @@ from .voice_quality import barge_in_ms, round_trip_wer, sentences
 
 GUILD, CHANNEL, USER, SSRC = "bench-guild", "bench-voice", 42, 4242
 FRAME_BYTES, TRAILING_FRAMES, TICK_S = 3840, 5, 0.1
+TURN_WAIT_S = 30.0  # an utterance with no turn after this (Whisper heard nothing) is counted, not waited on
 MEMORIES = [
     "Sam is planning a camping trip to the mountains with two friends",
     "Sam owns an old orange two-person tent that leaks in heavy rain",
@@ -376,25 +377,38 @@ async def _measure(
     hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=settings.vad, turn=settings.turn)
     hub.attribute(SSRC, USER)
     session.start()
-    first_audio = []
+    first_audio: list[float] = []
+    unanswered = 0
     try:
         for i, pcm in enumerate(speech):
-            first_audio.append(await _turn(hub, session, player, pcm, i + 1))
+            heard = await _turn(hub, session, player, pcm)
+            first_audio += [heard] if heard is not None else []
+            unanswered += heard is None
             progress(i + 1, len(speech))
     finally:
         await session.close()
-    return _figures(first_audio, stt, runtime.orchestrator.voice.sessions[f"bench:{CHANNEL}"], ending, session)
+    figures = _figures(first_audio, stt, runtime.orchestrator.voice.sessions[f"bench:{CHANNEL}"], ending, session)
+    figures["voice"]["unanswered"] = unanswered
+    return figures
 
 
-async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlayer, pcm: bytes, n: int) -> float:
+async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlayer, pcm: bytes) -> float | None:
+    """Milliseconds from the end of ``pcm`` to the reply's first audio; None when no turn came of it within
+    ``TURN_WAIT_S`` (Whisper heard nothing in it: such an utterance makes no turn)."""
     player.first_frame_at = None
+    before = len(session.turns)
     for i in range(0, len(pcm), FRAME_BYTES):
         hub.feed(SSRC, pcm[i : i + FRAME_BYTES].ljust(FRAME_BYTES, b"\0"))
     ended = time.perf_counter()
     for k in range(TRAILING_FRAMES):  # what a Discord client sends after it stops talking, in real time
         await asyncio.sleep(max(0.0, ended + (k + 1) * 0.02 - time.perf_counter()))
         hub.feed(SSRC, b"\0" * FRAME_BYTES)
-    while len(session.turns) < n:
+    while len(session.turns) <= before:
+        if time.perf_counter() - ended > TURN_WAIT_S:
+            return None
+        hub.tick()
+        await asyncio.sleep(TICK_S)
+    while session.idle_for() == 0.0:  # a turn the hub cut in two: its second half is answered before the next
         hub.tick()
         await asyncio.sleep(TICK_S)
     return ((player.first_frame_at or time.perf_counter()) - ended) * 1000
