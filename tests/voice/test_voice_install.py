@@ -3,6 +3,7 @@ system libraries and Python packages voice needs, and this machine has what it i
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from pathlib import Path
@@ -59,5 +60,6 @@ def test_the_install_fetches_the_turn_model_out_of_pipecats_wheel_with_its_licen
     from voice.turn import SMART_TURN_FILE, default_model_dir
 
     folder = default_model_dir()
-    assert (folder / SMART_TURN_FILE).stat().st_size > 8_000_000
+    (pinned,) = re.findall(r'SMART_TURN_SHA256 = "([0-9a-f]{64})"', fetch)
+    assert hashlib.sha256((folder / SMART_TURN_FILE).read_bytes()).hexdigest() == pinned  # the file that was measured
     assert "BSD 2-Clause" in (folder / "LICENSE-pipecat.txt").read_text()
