@@ -11,7 +11,8 @@ ONNX model on Whisper's log-mel features, audio only: it hears intonation and rh
 
 The model is run off the receive thread and the event loop, on one worker thread shared by every channel
 (pipecat cites ~10 ms on a free CPU; measured here 170-520 ms p50 at load 5-11 on the shared 2 cores, 60 ms
-of it the features; onnxruntime on one thread, as pipecat runs it). Without the model file the hub ends turns on the fixed ``end_pause_ms`` pause.
+of it the features; onnxruntime on one thread, as pipecat runs it). Without the model file the hub ends turns
+on the fixed ``end_pause_ms`` pause.
 
 Features as pipecat computes them: the audio left-padded with zeros to 8 s, normalised to zero mean and unit
 variance, then an 80-bin log-mel of 800 frames (faster-whisper's extractor with an 8 s chunk matches
