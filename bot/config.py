@@ -153,7 +153,14 @@ class Settings(BaseSettings):
     voice_base_url: str | None = None
     voice_api_key: SecretStr | None = None
     voice_min_speech_ms: int = Field(200, ge=100, le=5000)
-    voice_end_pause_ms: int = Field(700, ge=20, le=10000)
+    voice_end_pause_ms: int = Field(700, ge=20, le=10000)  # the fixed end-of-turn pause, when there is no turn model
+    # VOICE-6: at a pause of voice_turn_complete_ms the turn model is asked; a finished turn ends then, an unfinished
+    # one at voice_turn_cap_ms of pause. voice_turn_model off (or its file missing): the fixed pause above.
+    voice_turn_model: bool = False  # measured: no better than the fixed pause on our TTS speech (docs/voice.md)
+    voice_turn_model_dir: Path | None = None  # holds smart-turn-v3.2-cpu.onnx; empty: where the install puts it
+    voice_turn_complete_ms: int = Field(200, ge=20, le=5000)
+    voice_turn_cap_ms: int = Field(2000, ge=20, le=10000)
+    voice_turn_threshold: float = Field(0.5, gt=0, lt=1)
     voice_vad_aggressiveness: int = Field(2, ge=0, le=3)
     voice_barge_in: bool = True
     voice_idle_timeout_s: float = Field(300.0, gt=0, le=86400)
@@ -214,6 +221,15 @@ class Settings(BaseSettings):
         reuse = info.data.get("voice_warm_reuse_at")
         if reuse is not None and value > reuse:
             raise ValueError(f"must not be above COMPANION_VOICE_WARM_REUSE_AT ({reuse})")
+        return value
+
+    @field_validator("voice_turn_cap_ms")
+    @classmethod
+    def _cap_after_complete(cls, value: int, info: ValidationInfo) -> int:
+        """An unfinished turn waits longer than a finished one; inverted, the model's verdict would change nothing."""
+        complete = info.data.get("voice_turn_complete_ms")
+        if complete is not None and value < complete:
+            raise ValueError(f"must not be below COMPANION_VOICE_TURN_COMPLETE_MS ({complete})")
         return value
 
     @field_validator("checkin_quiet_hours")

@@ -21,6 +21,7 @@ from voice.providers import SpeechToText, SynthesisFailed, TextToSpeech, Transcr
 from voice.session import VoiceSettings
 from voice.stt import FasterWhisperSTT
 from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
+from voice.turn import load_end_of_turn
 from voice.vad import VadSettings
 from voice.warm import WarmSettings
 
@@ -94,8 +95,11 @@ def voice_settings(settings: Settings) -> VoiceSettings:
         aggressiveness=settings.voice_vad_aggressiveness,
         min_speech_ms=settings.voice_min_speech_ms,
         end_pause_ms=settings.voice_end_pause_ms,
+        turn_complete_ms=settings.voice_turn_complete_ms,
+        turn_cap_ms=settings.voice_turn_cap_ms,
     )
-    return VoiceSettings(vad=vad, idle_timeout_s=settings.voice_idle_timeout_s, barge_in=settings.voice_barge_in)
+    turn = load_end_of_turn(settings.voice_turn_model_dir, settings.voice_turn_threshold) if settings.voice_turn_model else None
+    return VoiceSettings(vad=vad, idle_timeout_s=settings.voice_idle_timeout_s, barge_in=settings.voice_barge_in, turn=turn)
 
 
 def voice_options(settings: Settings) -> VoiceOptions:

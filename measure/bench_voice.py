@@ -1,6 +1,6 @@
 """``companion bench voice``: one scripted voice session, offline, timed from the end of speech to the reply's voice.
 
-    espeak-ng speech (48 kHz stereo, made before timing) --20 ms frames--> ReceiveHub (VAD per speaker)
+    speech (the voice under test, 48 kHz stereo, made before timing) --20 ms frames--> ReceiveHub (VAD per speaker)
         --> VoiceSession --> FasterWhisperSTT --> Orchestrator (voice mode, warm memory, a real store with MiniLM)
         --> the openai SDK --> a zero-latency scripted model on 127.0.0.1 --> ReplySpeech --> EspeakTTS --> player
 
@@ -28,6 +28,16 @@ same server (10,000 by default: a server after months of use), so the recall a w
 store costs. (The spoken session's own recall steps are not used: only its few full recalls are cold, and they
 ran beside Whisper and TTS threads.)
 
+Turns end on the turn model (VOICE-6) when it is installed (what turning it on gives; the bot has it off by
+default), else on the fixed pause (``end_of_turn`` says which; ``end_pause_ms`` forces a fixed pause). The
+person's speech is said by the voice under test. With ``streaming`` the recommended voice's session runs
+again against a model paced like a hosted one (300 ms to the first token, 40 tokens/s):
+``first_audio_ms_streaming`` is the figure a user would feel; the reply reaches TTS sentence by sentence as it
+streams (the leak check passes whole sentences, ``ReplySpeech`` synthesises each as it completes).
+``turn_taking`` is ``measure.turn_set`` on the recommended voice, the fixed pause and the turn model on the same
+60 turns; ``machine`` is ``companion bench``'s machine reference with the
+load average at the end of the run.
+
 The session runs once per TTS provider installed (espeak-ng always, piper when its extra is installed); the
 recommended one (piper when present) gives ``first_audio_ms``; ``first_audio_ms_by_tts`` has each.
 ``tts_wer`` and ``barge_in_ms`` are ``measure.voice_quality``'s. Logs below WARNING are silenced for the run:
@@ -39,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -55,6 +66,7 @@ from bot.types import IncomingMessage
 from memory.models import Memory, NewMemory, Scope, Visibility
 from memory.recall.retrieval import Hit
 from memory.scopes import RecallContext
+from memory.storage.embeddings import OnnxMiniLM
 from voice.audio import mono_to_discord
 from voice.playback import PlaybackBuffer
 from voice.providers import TextToSpeech
@@ -62,16 +74,20 @@ from voice.receive import ReceiveHub
 from voice.session import VoiceSession, VoiceSettings
 from voice.stt import FasterWhisperSTT
 from voice.tts import EspeakTTS, PiperTTS
+from voice.turn import load_end_of_turn
 from voice.vad import VadSettings
 from voice.warm import Decision, WarmMemory, WarmRecord, memory_retrieval
 
 from .bench import BATCH
 from .samples import TextGen, percentiles
+from .throughput import machine_reference
+from .turn_set import turn_taking
 from .voice_model import ScriptedModel
 from .voice_quality import barge_in_ms, round_trip_wer, sentences
 
 GUILD, CHANNEL, USER, SSRC = "bench-guild", "bench-voice", 42, 4242
 FRAME_BYTES, TRAILING_FRAMES, TICK_S = 3840, 5, 0.1
+TURN_WAIT_S = 30.0  # an utterance with no turn after this (Whisper heard nothing) is counted, not waited on
 MEMORIES = [
     "Sam is planning a camping trip to the mountains with two friends",
     "Sam owns an old orange two-person tent that leaks in heavy rain",
@@ -162,6 +178,12 @@ RECALL_INCLUDES = {
     "warm": "embed the turn once (not fillers, nor turns in the topic's words) + BM25 for new words + standing rules; no vector scan",
 }
 RECALL_PASSES = 3  # x 32 turns: ~85 warm-served turns, each also recalled cold
+STREAMING = (0.3, 40.0)  # a hosted small model: 300 ms to the first token, then 40 tokens/s
+
+
+def machine() -> dict[str, Any]:
+    """The machine reference ``companion bench`` prints, so voice figures from two machines can be compared."""
+    return machine_reference(OnnxMiniLM())
 
 
 def tts_providers(names: tuple[str, ...] | None = None) -> dict[str, TextToSpeech]:
@@ -178,7 +200,7 @@ def tts_providers(names: tuple[str, ...] | None = None) -> dict[str, TextToSpeec
 def run_voice_bench(
     utterances: int = 32,
     *,
-    end_pause_ms: int = VadSettings().end_pause_ms,
+    end_pause_ms: int | None = None,
     script: str = "topical",
     progress: Callable[..., None] | None = None,
     stt: FasterWhisperSTT | None = None,
@@ -187,27 +209,50 @@ def run_voice_bench(
     wer_sentences: int | None = None,
     barge_in_runs: int = 5,
     recall_passes: int = RECALL_PASSES,
+    streaming: tuple[float, float] | None = STREAMING,
+    turn_set: bool = True,
 ) -> dict[str, Any]:
     """The figures of one scripted session of ``utterances`` turns (at least 1; the script repeats past 32) per TTS
     provider, the round-trip WER of each on ``wer_sentences`` sentences (all by default) and barge-in timings.
-    ``stt``: a Whisper already loaded (a test shares its own); by default the bundled one is loaded first."""
+    ``stt``: a Whisper already loaded (a test shares its own); by default the bundled one is loaded first.
+    ``end_pause_ms``: end turns on that fixed pause; by default on the turn model when it is installed.
+    ``streaming``: (time to first token s, tokens/s) of a second session of the recommended voice with a paced model.
+    ``turn_set``: also judge the turn-taking set (``measure.turn_set``), fixed pause and turn model side by side."""
     turns, say = SCRIPTS[script], progress or (lambda *_: None)
     texts = [turns[i % len(turns)] for i in range(max(1, utterances))]
     with _quiet_logs():
         timed, voices = _TimedSTT(stt), tts_providers(providers)
+        ending = _Ending(end_pause_ms)
         wer = {name: round_trip_wer(tts, timed.stt, sentences()[:wer_sentences], say) for name, tts in voices.items()}
-        sessions = asyncio.run(_sessions(texts, end_pause_ms, say, timed, voices, store_size, recall_passes))
+        sessions = asyncio.run(_sessions(texts, ending, say, timed, voices, store_size, recall_passes, streaming))
         recommended = next(iter(voices))
         stops = barge_in_ms(voices[recommended], barge_in_runs)
+        taking = turn_taking(voices[recommended], recommended, say) if turn_set else None
     figures = sessions[recommended]
     figures["voice"] |= {
         "tts": recommended,
         "store_memories": store_size + len(MEMORIES),
-        "first_audio_ms_by_tts": {name: result["voice"]["first_audio_ms"] for name, result in sessions.items()},
+        "first_audio_ms_by_tts": {name: result["voice"]["first_audio_ms"] for name, result in sessions.items() if name in voices},
+        "first_audio_ms_streaming": sessions["streaming"]["voice"]["first_audio_ms"] if streaming else None,
+        "streaming_model": {"ttft_ms": round(streaming[0] * 1000), "tokens_per_s": streaming[1]} if streaming else None,
         "tts_wer": wer,
         "barge_in_ms": {**percentiles(stops, digits=1), "max": round(max(stops), 1)},
+        "turn_taking": taking,
+        "machine": machine() | {"load_average": [round(x, 2) for x in os.getloadavg()]},
     }
     return figures
+
+
+class _Ending:
+    """How the bench's sessions end turns: a fixed pause when one is asked for, else as the bot would."""
+
+    def __init__(self, end_pause_ms: int | None) -> None:
+        self.turn = None if end_pause_ms else load_end_of_turn()
+        self.vad = VadSettings(end_pause_ms=end_pause_ms or VadSettings().end_pause_ms)
+
+    @property
+    def label(self) -> str:
+        return "turn model" if self.turn else f"{self.vad.end_pause_ms} ms pause"
 
 
 @contextlib.contextmanager
@@ -227,38 +272,45 @@ def _quiet_logs() -> Iterator[None]:
 
 async def _sessions(
     texts: list[str],
-    end_pause_ms: int,
+    ending: _Ending,
     progress: Callable[..., None],
     stt: _TimedSTT,
     voices: dict[str, TextToSpeech],
     store_size: int,
     recall_passes: int,
+    streaming: tuple[float, float] | None,
 ) -> dict[str, dict[str, Any]]:
     """One session per provider, in one event loop (a runtime's HTTP client must not outlive its loop); recall is
-    timed after the first (the recommended provider's): it does not depend on the voice."""
+    timed after the first (the recommended provider's): it does not depend on the voice. Then, with ``streaming``,
+    the recommended provider again with a model paced at (time to first token, tokens/s)."""
     found: dict[str, dict[str, Any]] = {}
     for name, tts in voices.items():
-        found[name] = await _session(texts, end_pause_ms, progress, stt, tts, store_size, recall_passes if not found else 0)
+        found[name] = await _session(texts, ending, progress, stt, tts, store_size, recall_passes if not found else 0)
+    if streaming:
+        progress(f"the session again with a model streaming after {streaming[0]} s at {streaming[1]} tokens/s")
+        recommended = voices[next(iter(voices))]
+        found["streaming"] = await _session(texts, ending, progress, stt, recommended, store_size, 0, ScriptedModel(*streaming))
     return found
 
 
 async def _session(
     texts: list[str],
-    end_pause_ms: int,
+    ending: _Ending,
     progress: Callable[..., None],
     stt: _TimedSTT,
     tts: TextToSpeech,
     store_size: int,
     recall_passes: int = 0,
+    scripted: ScriptedModel | None = None,
 ) -> dict[str, Any]:
-    speech = _speech(texts)
+    speech = _speech(texts, tts)
     stt.busy_s = stt.audio_s = 0.0
     with tempfile.TemporaryDirectory() as tmp:
-        async with ScriptedModel() as model:
+        async with scripted or ScriptedModel() as model:
             runtime = _runtime(Path(tmp), model.base_url, store_size)
             await runtime.start(background_loop=False)
             try:
-                figures = await _measure(runtime, stt, tts, speech, end_pause_ms, progress)
+                figures = await _measure(runtime, stt, tts, speech, ending, progress)
                 if recall_passes:
                     heard = [turn.heard for turn in figures.pop("turns")]
                     figures["voice"] |= await runtime.orchestrator.runner.run(recall_figures, runtime, heard, recall_passes)
@@ -267,9 +319,11 @@ async def _session(
                 await runtime.stop()
 
 
-def _speech(texts: list[str]) -> list[bytes]:
-    tts = EspeakTTS(words_per_minute=160)
-    return [mono_to_discord(*_voiced(*tts.synthesize(text))) for text in texts]
+def _speech(texts: list[str], tts: TextToSpeech) -> list[bytes]:
+    """The person's side, spoken by the voice under test (espeak-ng at 160 words/min, as it was measured before): the
+    turn model hears the same voice as the turn-taking set."""
+    speaker = EspeakTTS(words_per_minute=160) if isinstance(tts, EspeakTTS) else tts
+    return [mono_to_discord(*_voiced(*speaker.synthesize(text))) for text in texts]
 
 
 def _voiced(pcm16: bytes, rate: int) -> tuple[bytes, int]:
@@ -315,43 +369,56 @@ def _fill(runtime: Runtime, size: int) -> None:
 
 
 async def _measure(
-    runtime: Runtime, stt: _TimedSTT, tts: TextToSpeech, speech: list[bytes], end_pause_ms: int, progress: Callable[..., None]
+    runtime: Runtime, stt: _TimedSTT, tts: TextToSpeech, speech: list[bytes], ending: _Ending, progress: Callable[..., None]
 ) -> dict[str, Any]:
     player = _FirstFramePlayer()
-    settings = VoiceSettings(vad=VadSettings(end_pause_ms=end_pause_ms))
+    settings = VoiceSettings(vad=ending.vad, turn=ending.turn)
     session = VoiceSession(stt, tts, _Responder(runtime), player, settings)
-    hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=settings.vad)
+    hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=settings.vad, turn=settings.turn)
     hub.attribute(SSRC, USER)
     session.start()
-    first_audio = []
+    first_audio: list[float] = []
+    unanswered = 0
     try:
         for i, pcm in enumerate(speech):
-            first_audio.append(await _turn(hub, session, player, pcm, i + 1))
+            heard = await _turn(hub, session, player, pcm)
+            first_audio += [heard] if heard is not None else []
+            unanswered += heard is None
             progress(i + 1, len(speech))
     finally:
         await session.close()
-    return _figures(first_audio, stt, runtime.orchestrator.voice.sessions[f"bench:{CHANNEL}"], end_pause_ms, session)
+    figures = _figures(first_audio, stt, runtime.orchestrator.voice.sessions[f"bench:{CHANNEL}"], ending, session)
+    figures["voice"]["unanswered"] = unanswered
+    return figures
 
 
-async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlayer, pcm: bytes, n: int) -> float:
+async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlayer, pcm: bytes) -> float | None:
+    """Milliseconds from the end of ``pcm`` to the reply's first audio; None when no turn came of it within
+    ``TURN_WAIT_S`` (Whisper heard nothing in it: such an utterance makes no turn)."""
     player.first_frame_at = None
+    before = len(session.turns)
     for i in range(0, len(pcm), FRAME_BYTES):
         hub.feed(SSRC, pcm[i : i + FRAME_BYTES].ljust(FRAME_BYTES, b"\0"))
     ended = time.perf_counter()
     for k in range(TRAILING_FRAMES):  # what a Discord client sends after it stops talking, in real time
         await asyncio.sleep(max(0.0, ended + (k + 1) * 0.02 - time.perf_counter()))
         hub.feed(SSRC, b"\0" * FRAME_BYTES)
-    while len(session.turns) < n:
+    while len(session.turns) <= before:
+        if time.perf_counter() - ended > TURN_WAIT_S:
+            return None
+        hub.tick()
+        await asyncio.sleep(TICK_S)
+    while session.idle_for() == 0.0:  # a turn the hub cut in two: its second half is answered before the next
         hub.tick()
         await asyncio.sleep(TICK_S)
     return ((player.first_frame_at or time.perf_counter()) - ended) * 1000
 
 
-def _figures(first_audio: list[float], stt: _TimedSTT, voice: Any, end_pause_ms: int, session: VoiceSession) -> dict[str, Any]:
+def _figures(first_audio: list[float], stt: _TimedSTT, voice: Any, ending: _Ending, session: VoiceSession) -> dict[str, Any]:
     return {
         "voice": {
             "utterances": len(first_audio),
-            "end_pause_ms": end_pause_ms,
+            "end_of_turn": ending.label,
             "first_audio_ms": percentiles(first_audio, digits=1),
             "stt_rtf": round(stt.busy_s / stt.audio_s, 3) if stt.audio_s else None,
             "warm_hit_rate": round(voice.warm.stats.hit_rate, 3),

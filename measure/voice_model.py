@@ -1,12 +1,15 @@
-"""A zero-latency scripted chat model on 127.0.0.1, for benchmarks that time everything but the model.
+"""A scripted chat model on 127.0.0.1, for benchmarks: zero-latency by default, or paced like a hosted model.
 
 It speaks the OpenAI chat-completions protocol (plain and streamed), so the bot's real client (the openai
-SDK) talks to it over real HTTP: the round trip is measured, the model's thinking is not. Extraction and
-summary requests get answers of their kind, so background work around a session succeeds quietly.
+SDK) talks to it over real HTTP. By default the round trip is measured and the model's thinking is not; with
+``ttft_s`` and ``tokens_per_s`` a streamed reply starts after that time to first token and then comes at that
+rate, one word (with its space) per token, as a hosted small model streams (e.g. 0.3 s and 40 tokens/s).
+Extraction and summary requests get answers of their kind, so background work around a session succeeds quietly.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -31,7 +34,9 @@ def answer_for(body: dict[str, Any]) -> str:
 class ScriptedModel:
     """``async with ScriptedModel() as model``: ``model.base_url`` is what the SDK needs."""
 
-    def __init__(self) -> None:
+    def __init__(self, ttft_s: float = 0.0, tokens_per_s: float | None = None) -> None:
+        self.ttft_s = ttft_s
+        self.tokens_per_s = tokens_per_s
         self.requests = 0
         self._runner: web.AppRunner | None = None
         self.base_url = ""
@@ -59,7 +64,10 @@ class ScriptedModel:
             return web.json_response(_completion(body, text))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        for piece in re.findall(r"\S+\s*", text):
+        await asyncio.sleep(self.ttft_s)
+        for i, piece in enumerate(re.findall(r"\S+\s*", text)):
+            if i and self.tokens_per_s:
+                await asyncio.sleep(1 / self.tokens_per_s)
             await response.write(f"data: {json.dumps(_chunk(body, {'content': piece}, None))}\n\n".encode())
         await response.write(f"data: {json.dumps(_chunk(body, {}, 'stop'))}\n\ndata: [DONE]\n\n".encode())
         await response.write_eof()

@@ -20,18 +20,27 @@ turn: only ``on_utterance`` ends an utterance, and the guess is worth something 
 ends is its audio plus silence. When ``on_pause`` is not given and ``on_utterance`` is a bound method of an
 object with ``speech_paused`` (a ``VoiceSession``), that is used, so the session speculates wherever it is
 wired to a hub.
+
+End of turn (VOICE-6): without a turn model an utterance ends after ``VadSettings.end_pause_ms`` of silence. With
+one (``voice.turn.EndOfTurn``), each pause that reaches ``turn_complete_ms`` is judged on the speaker's audio so far,
+on the model's worker thread: a finished turn ends as soon as the verdict is in, an unfinished one at
+``turn_cap_ms``; a verdict is for one pause only (a voiced frame after it makes it stale). The verdict's callback
+ends the turn itself, so the answer does not wait for the next frame or tick.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
 
 from memory.clock import Clock, SystemClock
 
 from .audio import FRAME_MS, LISTEN_RATE, discord_to_listen, is_silent
+from .turn import EndOfTurn, at_pause
 from .vad import FRAME_BYTES, SpeechEnd, SpeechStart, UtteranceCutter, VadEvent, VadSettings
 
 logger = logging.getLogger(__name__)
@@ -78,6 +87,7 @@ class _Speaker:
     held: list[tuple[float, bytes]] = field(default_factory=list)  # (ended at, pcm) awaiting a user
     guessed_at: int | None = None  # voiced frames when this pause was reported to on_pause
     sound_at: float = 0.0  # when the last frame that was not (near) silence came
+    verdict: tuple[int, Future[bool]] | None = None  # (voiced frames when asked, the turn model's answer)
 
 
 class ReceiveHub:
@@ -92,11 +102,15 @@ class ReceiveHub:
         clock: Clock | None = None,
         unattributed_ttl_s: float = 10.0,
         on_pause: Callable[[Utterance], None] | None = None,
+        turn: EndOfTurn | None = None,
     ) -> None:
         self._on_speech = on_speech
         self._on_utterance = on_utterance
         self._on_pause = on_pause or getattr(getattr(on_utterance, "__self__", None), "speech_paused", None)
         self._vad = vad
+        self._turn = turn
+        # With a model the cutter only ends at the cap: the hub ends a finished turn earlier.
+        self._cutting = replace(vad, end_pause_ms=vad.turn_cap_ms) if turn else vad
         self._clock = clock or SystemClock()
         self._ttl = unattributed_ttl_s
         self._speakers: dict[int, _Speaker] = {}
@@ -113,8 +127,10 @@ class ReceiveHub:
             whole = len(pcm) // FRAME_BYTES * FRAME_BYTES
             speaker.carry = pcm[whole:]
             events = [e for i in range(0, whole, FRAME_BYTES) for e in speaker.cutter.push(pcm[i : i + FRAME_BYTES])]
-            ready = self._route(ssrc, speaker, events) + self._guess(ssrc, speaker, self._silent_ms(speaker, now))
+            ready = self._route(ssrc, speaker, events) + self._pause(ssrc, speaker, now)
+            asked = self._ask(speaker, now)
         self._report(ready)
+        self._await(ssrc, asked)
 
     def attribute(self, ssrc: int, user_id: int) -> None:
         """Stream ``ssrc`` is ``user_id``: what they said before we knew is released now."""
@@ -136,16 +152,15 @@ class ReceiveHub:
         """End utterances of streams silent for an end-of-speech pause; drop audio nobody claimed."""
         now = self._clock.now()
         ready: list[_Report] = []
+        asked: list[tuple[int, Future[bool]]] = []
         with self._lock:
             for ssrc, speaker in self._speakers.items():
-                # The pause counts from the voice's end, not the last packet: the silence frames a client sends as
-                # it stops are pause too (counting from the last packet made every turn ~100 ms later).
-                if self._silent_ms(speaker, now) >= self._vad.end_pause_ms:
-                    ready += self._route(ssrc, speaker, speaker.cutter.flush())
-                else:
-                    ready += self._guess(ssrc, speaker, self._silent_ms(speaker, now))
+                ready += self._pause(ssrc, speaker, now)
+                asked += [(ssrc, verdict) for verdict in self._ask(speaker, now)]
                 self._expire(ssrc, speaker, now)
         self._report(ready)
+        for ssrc, verdict in asked:
+            self._await(ssrc, [verdict])
 
     def unattributed(self) -> list[int]:
         """SSRCs heard from but not yet tied to a user."""
@@ -159,8 +174,55 @@ class ReceiveHub:
 
     def _speaker(self, ssrc: int) -> _Speaker:
         if ssrc not in self._speakers:
-            self._speakers[ssrc] = _Speaker(UtteranceCutter(self._vad), self._clock.now())
+            self._speakers[ssrc] = _Speaker(UtteranceCutter(self._cutting), self._clock.now())
         return self._speakers[ssrc]
+
+    def _pause(self, ssrc: int, speaker: _Speaker, now: float) -> list[_Report]:
+        """End the utterance when the pause is long enough for it, else maybe guess at its transcript.
+
+        The pause counts from the voice's end, not the last packet: the silence frames a client sends as it stops
+        are pause too (counting from the last packet made every turn ~100 ms later)."""
+        silent_ms = self._silent_ms(speaker, now)
+        if silent_ms >= self._end_pause_ms(speaker):  # also drops a candidate that never became speech
+            return self._route(ssrc, speaker, speaker.cutter.flush())
+        return self._guess(ssrc, speaker, silent_ms)
+
+    def _end_pause_ms(self, speaker: _Speaker) -> int:
+        """The silence that ends this speaker's utterance now: the fixed one, or what the turn model's verdict says."""
+        if self._turn is None:
+            return self._vad.end_pause_ms
+        finished = self._verdict(speaker)
+        return self._vad.turn_complete_ms if finished and finished.done() and finished.result() else self._vad.turn_cap_ms
+
+    @staticmethod
+    def _verdict(speaker: _Speaker) -> Future[bool] | None:
+        """The turn model's answer for the pause under way (None when not asked, or asked on an earlier pause)."""
+        verdict = speaker.verdict
+        return verdict[1] if verdict and verdict[0] == speaker.cutter.voiced_frames else None
+
+    def _ask(self, speaker: _Speaker, now: float) -> list[Future[bool]]:
+        """Ask the turn model once per pause that reached ``turn_complete_ms``; the new question, if any."""
+        cutter = speaker.cutter
+        if self._turn is None or not cutter.speaking or self._verdict(speaker) is not None:
+            return []
+        if self._silent_ms(speaker, now) < self._vad.turn_complete_ms:
+            return []
+        # The model always hears turn_complete_ms of silence (pipecat gives it its VAD's 200 ms), not the 200-300 ms
+        # a tick every 100 ms happens to see: more silence reads as "finished" to it, at a pause for thought too.
+        verdict = self._turn.judge(at_pause(cutter.pending() or b"", self._vad.turn_complete_ms))
+        speaker.verdict = (cutter.voiced_frames, verdict)
+        return [verdict]
+
+    def _await(self, ssrc: int, asked: list[Future[bool]]) -> None:
+        """When a verdict comes, end the turn at once if it says finished (outside the lock: it may come at once)."""
+        for verdict in asked:
+            verdict.add_done_callback(functools.partial(self._verdict_came, ssrc))
+
+    def _verdict_came(self, ssrc: int, _: Future[bool]) -> None:
+        with self._lock:
+            speaker = self._speakers.get(ssrc)
+            ready = self._pause(ssrc, speaker, self._clock.now()) if speaker else []
+        self._report(ready)
 
     def _route(self, ssrc: int, speaker: _Speaker, events: list[VadEvent]) -> list[_Report]:
         """Turn VAD events into reports; an unattributed utterance is held instead."""

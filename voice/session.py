@@ -30,6 +30,7 @@ from .audio import is_silent
 from .providers import SpeechToText, TextToSpeech
 from .receive import Utterance
 from .speaking import Player, ReplySpeech
+from .turn import EndOfTurn
 from .vad import VadSettings
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class VoiceSettings:
     idle_timeout_s: float = 300.0  # leave after this long with nobody speaking and nothing said
     barge_in: bool = True  # stop talking when someone starts speaking
     max_pending: int = 8  # utterances waiting for a turn; older ones are dropped past this
+    turn: EndOfTurn | None = None  # the turn model (VOICE-6); None: turns end on VadSettings.end_pause_ms
 
 
 @dataclass(slots=True)

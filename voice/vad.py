@@ -35,6 +35,10 @@ class VadSettings:
     # thrown away. 0 turns it off. Pauses between phrases are usually shorter than this (Whisper is then not
     # started at every breath), and it leaves the 500 ms before the end for Whisper (~0.6 s on 2 cores).
     speculate_after_ms: int = 200
+    # With a turn model (voice.turn): at this pause the model is asked, and a turn it hears as finished ends here;
+    # one it hears as unfinished ends at turn_cap_ms of pause (end_pause_ms is then the pause without a model).
+    turn_complete_ms: int = 200
+    turn_cap_ms: int = 2000
 
     def __post_init__(self) -> None:
         if not 0 <= self.aggressiveness <= 3:
@@ -43,6 +47,8 @@ class VadSettings:
             raise ValueError(f"min_speech_ms must be at least {MIN_SEGMENT_MS} (shorter bursts are noise)")
         if self.end_pause_ms < FRAME_MS or self.max_utterance_s <= 0:
             raise ValueError("end_pause_ms and max_utterance_s must be positive")
+        if not FRAME_MS <= self.turn_complete_ms <= self.turn_cap_ms:
+            raise ValueError("turn_complete_ms must be positive and at most turn_cap_ms")
         if self.speculate_after_ms < 0:
             raise ValueError("speculate_after_ms must be 0 (off) or positive")
 

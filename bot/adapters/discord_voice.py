@@ -251,7 +251,7 @@ class DiscordVoice:
             raise AdapterError(f"could not join voice channel {channel.id}: {exc}") from exc
         responder = _Responder(self._conversation, channel, self.client, self._wake_name)
         session = VoiceSession(self._stt, self._tts, responder, _Player(vc), self.settings)
-        hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=self.settings.vad)
+        hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=self.settings.vad, turn=self.settings.turn)
         connection = _Connection(vc, hub, session, responder, _Sink(hub))
         self._connections[channel.guild.id] = connection
         session.start()

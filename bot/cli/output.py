@@ -216,8 +216,13 @@ def _voice_rows(voice: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     def ms(figures: Mapping[str, Any], *keys: str) -> str:
         return " / ".join(f"{figures[k]}" for k in keys) + " ms"
 
-    pause = f"end of speech -> first reply audio: {voice['end_pause_ms']} ms pause, Whisper, recall, model round trip, TTS"
+    pause = f"end of speech -> first reply audio: end of turn ({voice['end_of_turn']}), Whisper, recall, model round trip, TTS"
     rows = [(f"first audio p50 / p95, {tts}", ms(f, "p50", "p95"), pause) for tts, f in voice["first_audio_ms_by_tts"].items()]
+    if voice.get("first_audio_ms_streaming"):
+        paced = voice["streaming_model"]
+        what = f"the same with a model streaming after {paced['ttft_ms']} ms at {paced['tokens_per_s']} tokens/s"
+        rows.append((f"first audio p50 / p95, {voice['tts']}, paced model", ms(voice["first_audio_ms_streaming"], "p50", "p95"), what))
+    rows += _turn_rows(voice.get("turn_taking"))
     rows += [
         (f"round-trip WER, {tts}", f"{wer:.1%}", "reply sentences spoken, then heard by Whisper") for tts, wer in voice["tts_wer"].items()
     ]
@@ -231,6 +236,20 @@ def _voice_rows(voice: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         ("STT real-time factor", f"{voice['stt_rtf']}", "Whisper's time / audio time"),
         ("speculative STT used", f"{spec['used']} / {spec['started']}", "transcripts started in the pause that served the turn"),
     ]
+
+
+def _turn_rows(taking: Mapping[str, Any] | None) -> list[tuple[str, str, str]]:
+    """The turn-taking set: the fixed pause and the turn model on the same turns."""
+    ms = lambda f: f"{f['p50']} / {f['p95']} ms"  # noqa: E731
+    if not taking:
+        return []
+    what = f"{taking['paused']} of {taking['turns']} turns ({taking['voice']}) pause 400-900 ms mid-sentence"
+    rows = []
+    for name, figures in ((f"fixed {taking['fixed_pause_ms']} ms pause", taking["fixed_pause"]), ("turn model", taking["turn_model"])):
+        if figures:
+            value = f"{figures['false_end_pct']}% / {ms(figures['end_delay_ms'])}"
+            rows.append((f"false ends / end delay p50 / p95, {name}", value, what))
+    return rows
 
 
 def eval_table(result: Mapping[str, Any]) -> Table:
