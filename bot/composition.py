@@ -298,6 +298,7 @@ def build_orchestrator(
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
     from memory.storage.people import People
     from memory.storage.privacy import Privacy
+    from memory.turns import Turns
 
     from .assembly import Assembler
     from .commands import Commands
@@ -313,8 +314,7 @@ def build_orchestrator(
         runner,
         llm,
         resolver=resolver,
-        buffer=buffer,
-        privacy=Privacy(engine),
+        turns=Turns(engine, runner, buffer, Privacy(engine), channels),
         assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
         commands=Commands(engine, people, resolver.resolve, persona, zones),
         voice=voice,

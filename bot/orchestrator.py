@@ -18,14 +18,13 @@ from typing import Any
 
 import prompts
 from memory.engine import MemoryEngine
-from memory.models import Provenance
+from memory.models import Arrival, Provenance
+from memory.scopes import Said
 from memory.storage.db import AsyncRunner
-from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded
-from memory.storage.privacy import Privacy
-from memory.storage.sessions import ExtractionBuffer
+from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS, bounded
 from memory.tools import MemoryTools, RateLimiter
+from memory.turns import Turns
 from memory.write.forget_asked import forgets_in
-from memory.write.sources import Edit, Withdrawn, message_deleted, message_edited
 from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn, clock_note
@@ -103,14 +102,13 @@ class Orchestrator:
         llm: ChatClient,
         *,
         resolver: Resolver,
-        buffer: ExtractionBuffer,
-        privacy: Privacy,
+        turns: Turns,
         assembler: Assembler,
         commands: Commands,
         voice: VoiceSessions,
     ) -> None:
-        self.engine, self.runner, self.llm, self.resolver, self.buffer = engine, runner, llm, resolver, buffer
-        self.privacy, self.assembler, self.commands, self.voice = privacy, assembler, commands, voice
+        self.engine, self.runner, self.llm, self.resolver, self.turns = engine, runner, llm, resolver, turns
+        self.assembler, self.commands, self.voice = assembler, commands, voice
         self.people, self.owners, self.zones, self.channels = resolver.people, resolver.owners, resolver.zones, resolver.channels
         self.persona = assembler.persona
         self._limits: dict[str, RateLimiter] = {}
@@ -121,12 +119,12 @@ class Orchestrator:
         if answered is not None:
             await self._forgot()  # "yes" to "/forget everything?" (or "no"): done without the model, and not stored
             return Reply(answered)
-        turn = await self.runner.run(self._arrive, message)
+        turn = await self._arrive(await self._resolve(message))
         if not turn.text or turn.answered:
             return Reply("")  # nothing readable (a lone zero-width space), or a re-delivery already answered
         session = self.voice.open(turn) if message.modality == "voice" else None
         mode = TurnMode.of(turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn)))
-        snap = await self.runner.run(self._snapshot, turn, session)
+        snap = await self._context(turn, session)
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
         done = await self._forget_asked(turn, tools)
@@ -135,7 +133,7 @@ class Orchestrator:
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
         text = await held_to_its_word(text, tools.tools, self.runner, stream)  # ORCH-13: no unstored promise
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
-        await self.runner.run(self._finish, turn, None if skipped else text, forgotten)
+        await self._finish(turn, None if skipped else text, forgotten)
         if forgotten:
             await self._forgot()
         elif session is not None and turn.remembered:
@@ -146,9 +144,7 @@ class Orchestrator:
         return Reply("", forgotten, skipped=True) if skipped else Reply(text + await self._zone_offer(turn, stream), forgotten)
 
     async def observe(self, message: IncomingMessage) -> None:
-        turn = await self.runner.run(self._arrive, message)
-        if turn.buffer_id is not None:  # stored now (not empty, not a re-delivery)
-            await self.runner.run(self._finish, turn, None, ())
+        await self.turns.observe(_said(await self._resolve(message)))
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         answer = await self.runner.run(self.commands.run, name, argument, message)
@@ -161,7 +157,7 @@ class Orchestrator:
         log.info("voice session in %s:%s ended%s", platform, channel_id, " (summary kept)" if summary else "")
 
     async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
-        done = await self.runner.run(message_deleted, self.engine, self.buffer, platform, channel_id, list(message_ids))
+        done = await self.turns.deleted(platform, channel_id, message_ids)
         if done.messages:
             await self._forgot()
             log.info(
@@ -169,23 +165,30 @@ class Orchestrator:
             )
 
     async def message_edited(self, message: IncomingMessage) -> None:
-        done = await self.runner.run(self._edited, message)
+        if not await self.turns.known(message.platform, message.channel_id, message.message_id):
+            return  # never stored (said before the bot was there, or a forgetting turn): nobody to resolve
+        # the edit with its author's context now (the new text is extracted as theirs)
+        done = await self.turns.edited(_said(await self._resolve(message)))
         if done is not None:
             await self._forgot()
             log.info("a message edited in %s:%s; %d memories withdrawn", message.platform, message.channel_id, len(done.memories))
 
     # -- steps ---------------------------------------------------------------------------------------
-    def _edited(self, message: IncomingMessage) -> Withdrawn | None:
-        """The edit, with its author's context now (the new text is extracted as theirs)."""
-        ids = [message.message_id] if message.message_id else []
-        if not self.engine.messages.rids_by_platform_id(message.platform, message.channel_id, ids):
-            return None  # never stored (said before the bot was there, or a forgetting turn): nobody to resolve
-        turn = self.resolve(message)
-        if not self.privacy.remembers(turn.ctx):
-            # SEC-5: the new words may not be kept, and the old ones are no longer what was said: withdrawn as a delete.
-            return message_deleted(self.engine, self.buffer, message.platform, message.channel_id, ids)
-        edit = Edit(message.platform, message.channel_id, ids[0], message.text, turn.ctx, turn.channel_key, turn.names[turn.person_id])
-        return message_edited(self.engine, self.buffer, edit)
+    async def _resolve(self, message: IncomingMessage) -> Turn:
+        return await self.runner.run(self.resolve, message)
+
+    async def _arrive(self, turn: Turn) -> Turn:
+        """Write-ahead (ORCH-6): stored and held before the model is asked anything (``memory.turns``)."""
+        return _arrived(turn, await self.turns.arrive(_said(turn)))
+
+    async def _context(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
+        """A voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh."""
+        return await self.runner.run(self._snapshot, turn, session)
+
+    async def _finish(self, turn: Turn, reply: str | None, forgotten: tuple[str, ...]) -> None:
+        """The reply joins the history, the message becomes due for extraction; a turn that forgot something
+        keeps none of its own words (ORCH-3, ``memory.turns``)."""
+        await self.turns.finish(_said(turn), _arrival(turn), reply, replier=self.assembler.bot_name, forgot=bool(forgotten))
 
     async def _ask(self, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, message: IncomingMessage) -> str | None:
         """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6). An answer is cut to what
@@ -235,7 +238,6 @@ class Orchestrator:
         return bool(leaks)
 
     def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
-        """A voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh."""
         return self.assembler.snapshot(turn, preloaded=self.voice.preload(session, turn) if session else None)
 
     async def _zone_offer(self, turn: Turn, stream: StreamSink | None) -> str:
@@ -269,67 +271,6 @@ class Orchestrator:
 
     def dm_channel(self, platform: str, user_id: str) -> str:
         return self.resolver.dm_channel(platform, user_id)
-
-    def _arrive(self, message: IncomingMessage) -> Turn:
-        """Write-ahead: the message is stored and buffered (held) before the model is asked anything, so a
-        crash or a failing model never loses it (ORCH-6)."""
-        turn = self.resolve(message)
-        if not turn.text:
-            return turn
-        if not self.privacy.remembers(turn.ctx):
-            return replace(turn, remembered=False)  # SEC-5: answered from this message alone, nothing stored
-        m = turn.message
-        known = self.engine.messages.delivered(m.platform, m.channel_id, m.message_id) if m.message_id else None
-        if known is not None:
-            # Re-delivered after a crash (Telegram re-sends unconfirmed updates): already stored and buffered for
-            # extraction, so neither again; answered only if no reply to it was stored.
-            return replace(turn, stored_id=known[0], answered=known[1])
-        name = turn.names[turn.person_id]
-        stored = self.engine.messages.add(
-            NewMessage(
-                author_id=turn.person_id,
-                author_name=name,
-                content=turn.text,
-                platform_message_id=m.message_id,
-                modality=m.modality,
-                **self._place(turn),
-            )
-        )
-        held = self.buffer.push(turn.channel_key, turn.ctx, turn.text, author_name=name, message_id=stored, held=True)
-        self.channels.touch(turn.channel_key, turn.ctx)
-        return replace(turn, stored_id=stored, buffer_id=held)
-
-    def _finish(self, turn: Turn, reply: str | None, forgotten: tuple[str, ...]) -> None:
-        """The reply joins the history and the user turn becomes due for extraction. A turn that forgot
-        something keeps no copy of it anywhere: its own words go too (ORCH-3)."""
-        self.engine.recall.flush_access()
-        if forgotten:
-            self.engine.messages.delete_rids(self.engine.messages.rids_by_id([turn.stored_id or ""]))
-            self.engine.scrub()
-            return
-        if not turn.remembered:
-            return  # SEC-5: the bot's reply to someone not remembered is not kept either: it may repeat their words
-        self.buffer.release(turn.buffer_id or 0)
-        if reply:
-            self.engine.messages.add(
-                NewMessage(
-                    author_id="bot",
-                    author_name=self.assembler.bot_name,
-                    content=reply,
-                    role="assistant",
-                    modality=turn.message.modality,
-                    answers_id=turn.stored_id,
-                    **self._place(turn),
-                )
-            )
-
-    def _place(self, turn: Turn) -> dict[str, Any]:
-        return dict(
-            platform=turn.message.platform,
-            channel_id=turn.message.channel_id,
-            guild_id=turn.ctx.guild_id,
-            dm_person_id=turn.person_id if turn.ctx.is_dm else None,
-        )
 
     def _tools(self, turn: Turn, session: VoiceConversation | None) -> AsyncTools:
         # TOOLS-2: a voice session's memory writes are limited per person (5 a minute); text is not.
@@ -371,3 +312,17 @@ class Orchestrator:
         said = turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
         said += f"\n\n{note}" if note else ""
         return f"{said}\n\n{clock_note(self.engine.clock.now(), turn.ctx.tz)}"  # the minute comes last (ORCH-9)
+
+
+def _said(turn: Turn) -> Said:
+    """The turn as the store keeps it."""
+    m = turn.message
+    return Said(turn.ctx, turn.channel_key, turn.names[turn.person_id], turn.text, m.message_id, m.modality)
+
+
+def _arrival(turn: Turn) -> Arrival:
+    return Arrival(turn.stored_id, turn.buffer_id, turn.remembered, turn.answered)
+
+
+def _arrived(turn: Turn, arrival: Arrival) -> Turn:
+    return replace(turn, stored_id=arrival.stored_id, buffer_id=arrival.buffer_id, remembered=arrival.remembered, answered=arrival.answered)

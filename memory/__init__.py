@@ -5,7 +5,7 @@ data and callables (an ``Embedder`` and a ``Completer``, see ``memory.protocols`
 
 The map, by layer (a map for a reader, not an import rule: the arrows that are enforced are between packages):
 
-    memory/           the face: engine, api (async facade), models, scopes, errors, protocols, clock, tools
+    memory/           the face: engine, api (async facade), turns, models, scopes, errors, protocols, clock, tools
     memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table: the only SQL
     memory/recall/    reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
     memory/write/     the write policy (store), extraction, safety, tombstones, wording, ingest, passages, sources
