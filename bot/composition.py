@@ -296,9 +296,8 @@ def build_orchestrator(
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
+    from memory import AsyncMemory
     from memory.storage.people import People
-    from memory.storage.privacy import Privacy
-    from memory.turns import Turns
 
     from .assembly import Assembler
     from .commands import Commands
@@ -314,7 +313,7 @@ def build_orchestrator(
         runner,
         llm,
         resolver=resolver,
-        turns=Turns(engine, runner, buffer, Privacy(engine), channels),
+        memory=AsyncMemory(engine, runner, buffer=buffer, channels=channels),
         assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
         commands=Commands(engine, people, resolver.resolve, persona, zones),
         voice=voice,

@@ -17,13 +17,13 @@ from dataclasses import replace
 from typing import Any
 
 import prompts
+from memory import AsyncMemory
 from memory.engine import MemoryEngine
 from memory.models import Arrival, Provenance
 from memory.scopes import Said
 from memory.storage.db import AsyncRunner
 from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS, bounded
 from memory.tools import MemoryTools, RateLimiter
-from memory.turns import Turns
 from memory.write.forget_asked import forgets_in
 from voice.caches import HistoryCache
 
@@ -102,12 +102,13 @@ class Orchestrator:
         llm: ChatClient,
         *,
         resolver: Resolver,
-        turns: Turns,
+        memory: AsyncMemory,
         assembler: Assembler,
         commands: Commands,
         voice: VoiceSessions,
     ) -> None:
-        self.engine, self.runner, self.llm, self.resolver, self.turns = engine, runner, llm, resolver, turns
+        self.engine, self.runner, self.llm, self.resolver, self.memory = engine, runner, llm, resolver, memory
+        self.turns = memory.turns
         self.assembler, self.commands, self.voice = assembler, commands, voice
         self.people, self.owners, self.zones, self.channels = resolver.people, resolver.owners, resolver.zones, resolver.channels
         self.persona = assembler.persona

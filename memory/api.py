@@ -1,7 +1,10 @@
-"""The memory API as the bot's event loop holds it: ``await memory.add(...)`` instead of
-``runner.run(engine.memories.add, ...)``. Every call runs on the store's one worker thread; a
-contradiction judge (a model, async) is asked here, between gathering and applying, so the
-memory thread never waits on a model and no thread calls back into the loop.
+"""The root of memory's face, as the bot's event loop holds it: one store, its one memory thread, and the
+services by use case built once on them (``memory.turns``, ...), so every service shares the same runner
+and the same repositories (a setting given to one copy cannot be missing from another).
+
+The root is also the memories use case: ``await memory.add(...)`` instead of ``runner.run(engine.memories.add,
+...)``. Every call runs on the store's one worker thread; a contradiction judge (a model, async) is asked here,
+between gathering and applying, so the memory thread never waits on a model and no thread calls back into the loop.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from .recall.retrieval import Hit
 from .scopes import RecallContext
 from .storage.db import AsyncRunner
 from .storage.memories import RecallFilters
+from .storage.privacy import Privacy
+from .storage.sessions import ChannelState, ExtractionBuffer
+from .turns import Turns
 from .upkeep.forgetting import forget_memory
 from .write.store import WriteResult
 
@@ -29,13 +35,25 @@ class ContradictionJudge(Protocol):
 
 
 class AsyncMemory:
-    """One engine's memory API for async callers (WRITE-5's one judge path included)."""
+    """One engine's memory for async callers: the services by use case, and the memories themselves (WRITE-5's
+    one judge path included)."""
 
-    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, judge: ContradictionJudge | None = None) -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        judge: ContradictionJudge | None = None,
+        *,
+        buffer: ExtractionBuffer | None = None,
+        channels: ChannelState | None = None,
+    ) -> None:
         """:param engine: the store. :param runner: its worker thread.
-        :param judge: asked about each related fact on the same subject before a write; None: never."""
+        :param judge: asked about each related fact on the same subject before a write; None: never.
+        :param buffer: the extraction buffer the background drains (its debounce is a setting); a new one if None.
+        :param channels: the channels' state the background reads; a new one if None."""
         self.engine, self.runner, self.judge = engine, runner, judge
         self.context = MemoryContext(engine)
+        self.turns = Turns(engine, runner, buffer or ExtractionBuffer(engine), Privacy(engine), channels or ChannelState(engine))
 
     async def add(self, new: NewMemory) -> WriteResult:
         """Store ``new`` by the write rules (``MemoryStore.add``), the judge's verdicts applied.

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memory.clock import Clock, SystemClock
+from memory import Clock, SystemClock
 
 from .audio import FRAME_MS, LISTEN_RATE, discord_to_listen, is_silent
 from .vad import FRAME_BYTES, SpeechEnd, SpeechStart, UtteranceCutter, VadEvent, VadSettings

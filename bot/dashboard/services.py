@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from memory.engine import MemoryEngine
-    from memory.storage.db import AsyncRunner
+    from memory import AsyncRunner, MemoryEngine
 
     from ..orchestrator import Orchestrator
 
