@@ -17,14 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 import prompts
-from memory import AsyncMemory
-from memory.engine import MemoryEngine
-from memory.models import Arrival, Provenance
-from memory.scopes import Said
-from memory.storage.db import AsyncRunner
-from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS, bounded
-from memory.tools import MemoryTools, RateLimiter
-from memory.write.forget_asked import forgets_in
+from memory import AsyncMemory, AsyncRunner, MemoryEngine, MemoryTools, RateLimiter, Said, forgets_in
+from memory.models import CUT_MARK, MAX_MESSAGE_CHARS, Arrival, Provenance, bounded
 from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn, clock_note
@@ -232,7 +226,7 @@ class Orchestrator:
     async def _leaks(self, turn: Turn, text: str, convo: list[dict[str, Any]], outcome: str = "") -> bool:
         """Would ``text`` reveal memories this place may not see? Logged with ids and kinds, never the words."""
         seen = "\n".join([*turn.names.values(), self.assembler.bot_name, *(str(m.get("content") or "") for m in convo[1:])])
-        leaks = await self.runner.run(self.engine.leaks.check, turn.ctx, text, seen)
+        leaks = await self.turns.leaks(turn.ctx, text, seen)
         if leaks and outcome:
             found = ", ".join(f"{leak.memory_id} ({leak.kind})" for leak in leaks)
             log.warning("a reply (or tool call) in %s would reveal what this place may not see: %s; %s", turn.channel_key, found, outcome)

@@ -8,17 +8,19 @@ The face: what ``bot/`` and ``voice/`` import (``from memory import X``), with `
 
     AsyncMemory      the root: one store and its one memory thread, and the services below built once on
                      them; the memories use case itself (add through the contradiction judge, recall, get, forget)
-      .turns         Turns: a turn's books (arrive, finish, observe, known, edited, deleted)
+      .turns         Turns: a turn's books (arrive, finish, observe, leaks, known, edited, deleted)
+      .forgetting    Forgetting: one memory, a guild, a person, completely (SEC-3)
+    MemoryTools      the memory tools the model calls in a turn, bound to its scope (TOOLS-1, TOOLS-2)
     MemoryEngine     the store file (opened by the composition root and the command line)
     AsyncRunner      the memory thread every service awaits
     RecallContext    who asks, where (SEC-1); Said: one incoming message as the store keeps it
     Clock ...        time (SystemClock, FakeClock), the model protocols (Embedder, Completer, AsyncCompleter),
-                     and the errors (MemoryStoreError and its kinds)
+                     the errors (MemoryStoreError and its kinds), and forgets_in (a forget asked in words)
 
 The map behind the face, by layer (a map for a reader, not an import rule: the arrows that are enforced are
 between packages):
 
-    memory/           the face: api (the root), turns, engine, models, scopes, errors, protocols, clock, tools
+    memory/           the face: api (the root), turns, forget, engine, models, scopes, errors, protocols, clock, tools
     memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table: the only SQL
     memory/recall/    reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
     memory/write/     the write policy (store), extraction, safety, tombstones, wording, ingest, passages, sources
@@ -52,10 +54,13 @@ if TYPE_CHECKING:
         SchemaError,
         StoreUnavailable,
     )
+    from .forget import Forgetting
     from .protocols import AsyncCompleter, Completer, Embedder, StructuredCompleter
     from .scopes import RecallContext, Said
     from .storage.db import AsyncRunner
+    from .tools import MemoryTools, RateLimiter
     from .turns import Turns
+    from .write.forget_asked import forgets_in
 
 _LIGHT = {
     "Clock": "clock",
@@ -78,6 +83,7 @@ _LIGHT = {
     "StructuredCompleter": "protocols",
     "RecallContext": "scopes",
     "Said": "scopes",
+    "forgets_in": "write.forget_asked",
 }
 _HEAVY = {
     "AsyncMemory": "api",
@@ -85,6 +91,9 @@ _HEAVY = {
     "MemoryEngine": "engine",
     "AsyncRunner": "storage.db",
     "Turns": "turns",
+    "Forgetting": "forget",
+    "MemoryTools": "tools",
+    "RateLimiter": "tools",
 }
 
 __all__ = [
@@ -99,12 +108,15 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "FakeClock",
+    "Forgetting",
     "InvalidInput",
     "MemoryEngine",
     "MemoryStoreError",
+    "MemoryTools",
     "ModelMismatch",
     "NotFound",
     "NotYours",
+    "RateLimiter",
     "RecallContext",
     "Rejected",
     "Said",
@@ -113,6 +125,7 @@ __all__ = [
     "StructuredCompleter",
     "SystemClock",
     "Turns",
+    "forgets_in",
 ]
 
 
@@ -135,14 +148,18 @@ def _home(name: str) -> ModuleType:  # noqa: PLR0911  # one branch a module: eac
         from . import scopes
 
         return scopes
+    if home == "write.forget_asked":
+        from .write import forget_asked
+
+        return forget_asked
     return _heavy(home)
 
 
 def _heavy(home: str) -> ModuleType:
-    from . import api, engine, turns
+    from . import api, engine, forget, tools, turns
     from .storage import db
 
-    return {"api": api, "engine": engine, "storage.db": db, "turns": turns}[home]
+    return {"api": api, "engine": engine, "forget": forget, "storage.db": db, "tools": tools, "turns": turns}[home]
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which then checks ``from memory import X`` against the imports above

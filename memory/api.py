@@ -13,6 +13,7 @@ import logging
 from typing import Protocol
 
 from .engine import MemoryEngine
+from .forget import Forgetting
 from .models import Memory, NewMemory
 from .recall.context import MemoryContext, RecallSnapshot
 from .recall.retrieval import Hit
@@ -22,7 +23,6 @@ from .storage.memories import RecallFilters
 from .storage.privacy import Privacy
 from .storage.sessions import ChannelState, ExtractionBuffer
 from .turns import Turns
-from .upkeep.forgetting import forget_memory
 from .write.store import WriteResult
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,7 @@ class AsyncMemory:
         :param channels: the channels' state the background reads; a new one if None."""
         self.engine, self.runner, self.judge = engine, runner, judge
         self.context = MemoryContext(engine)
+        self.forgetting = Forgetting(engine, runner)
         self.turns = Turns(engine, runner, buffer or ExtractionBuffer(engine), Privacy(engine), channels or ChannelState(engine))
 
     async def add(self, new: NewMemory) -> WriteResult:
@@ -93,7 +94,7 @@ class AsyncMemory:
     async def delete(self, memory_id: str) -> list[str]:
         """Forget a memory completely (``memory.upkeep.forgetting.forget_memory``, SEC-3: its history, sources,
         tombstone, journal lines); returns every memory id removed."""
-        return (await self.runner.run(forget_memory, self.engine, memory_id)).memories
+        return list((await self.forgetting.memory(memory_id)).memories)
 
     async def context_for(self, ctx: RecallContext, query: str, **options: object) -> RecallSnapshot:
         """The recall snapshot a prompt is rendered from (``MemoryContext.context_for``; same options)."""

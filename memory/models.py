@@ -288,6 +288,25 @@ class Withdrawn:
     kept: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Erased:
+    """What forgetting a memory removed: the memory ids (its lineage), their texts (for the reply that confirms
+    it) and the number of messages (its sources)."""
+
+    memories: tuple[str, ...] = ()
+    contents: tuple[str, ...] = ()
+    messages: int = 0
+
+
+MAX_MESSAGE_CHARS = 8_000  # what is stored of one message and shown to the model; longer ones are cut (marked)
+CUT_MARK = " […cut]"
+
+
+def bounded(text: str) -> str:
+    """At most ``MAX_MESSAGE_CHARS``, the cut marked: what history keeps, and so what a reply may send."""
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
+
+
 def split_tags(text: str) -> tuple[str, ...]:
     return tuple(t for t in (p.strip() for p in (text or "").split(",")) if t)
 

@@ -18,7 +18,8 @@ from dataclasses import replace
 
 from .engine import MemoryEngine
 from .models import Arrival, Withdrawn
-from .scopes import Said
+from .recall.leaks import Leak
+from .scopes import RecallContext, Said
 from .storage.db import AsyncRunner
 from .storage.messages import NewMessage
 from .storage.privacy import Privacy
@@ -56,6 +57,11 @@ class Turns:
         """A message edited at the source, ``said`` as it reads now with its author's context (the new text is
         extracted as theirs); None when it was never stored."""
         return await self.runner.run(self._edited, said)
+
+    async def leaks(self, ctx: RecallContext, text: str, seen: str = "") -> tuple[Leak, ...]:
+        """SEC-6: the memories and recent messages outside ``ctx``'s view that ``text`` would reveal (``seen``:
+        what the place has seen already: names, the prompt's own lines)."""
+        return await self.runner.run(self.engine.leaks.check, ctx, text, seen)
 
     async def deleted(self, platform: str, channel_id: str, platform_message_ids: tuple[str, ...]) -> Withdrawn:
         """Messages deleted at the source (one, or a bulk delete); unknown ids are ignored."""

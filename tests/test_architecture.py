@@ -537,7 +537,6 @@ DEEP_MEMORY_DEBT = frozenset(
         "bot/ingest_watch.py",
         "bot/jobs.py",
         "bot/logsafety.py",
-        "bot/orchestrator.py",
         "bot/ratelimit.py",
         "bot/reminder_claims.py",
         "bot/reminder_commands.py",

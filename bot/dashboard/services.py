@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from memory import AsyncRunner, MemoryEngine
+    from memory import AsyncMemory, AsyncRunner, MemoryEngine
 
     from ..orchestrator import Orchestrator
 
@@ -32,6 +32,11 @@ class DashboardServices:
     def of(cls, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator) -> DashboardServices:
         """The services over a running bot's parts (never ``bot.runtime`` itself: that module starts the dashboard)."""
         return cls(engine, runner, orchestrator, tuple(sorted(orchestrator.owners.owners)))
+
+    @property
+    def memory(self) -> AsyncMemory:
+        """Memory's face: the services the bot's own turns use (one runner, one set of repositories)."""
+        return self.orchestrator.memory
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """One store call on the memory thread: the only way a route touches the store."""
