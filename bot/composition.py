@@ -26,6 +26,7 @@ from .clients import secret
 from .secret_key import tombstone_key
 
 if TYPE_CHECKING:
+    from memory import AsyncMemory
     from memory.clock import Clock
     from memory.engine import MemoryEngine
     from memory.protocols import Embedder
@@ -194,7 +195,7 @@ def build_runtime(
         daily=daily,
         bulletins=bulletins,
         checkins=build_checkins(settings, orchestrator),  # ORCH-8
-        reminders=build_reminders(settings, engine, runner),  # ORCH-13
+        reminders=build_reminders(settings, orchestrator.memory),  # ORCH-13
         ingest=build_ingest_watch(settings, engine, runner) if settings.ingest_dir is not None else None,
         dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
         metrics=metrics,
@@ -340,11 +341,11 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob
     )
 
 
-def build_reminders(settings: Settings, engine: MemoryEngine, runner: AsyncRunner) -> ReminderJob:
-    """ORCH-13: the reminder job; the adapters add themselves to its posts when they start."""
+def build_reminders(settings: Settings, memory: AsyncMemory) -> ReminderJob:
+    """ORCH-13: the reminder job on memory's reminders service; the adapters add themselves to its posts when they start."""
     from .reminders import ReminderJob
 
-    return ReminderJob(engine, runner, lease_s=settings.job_lease_s)
+    return ReminderJob(memory.reminding, lease_s=settings.job_lease_s)
 
 
 def ingest_target(settings: Settings) -> Target:

@@ -126,7 +126,7 @@ class Orchestrator:
         convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn, done)}]
         stream = CappedSink(stream) if stream else None
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
-        text = await held_to_its_word(text, tools.tools, self.runner, stream)  # ORCH-13: no unstored promise
+        text = await held_to_its_word(text, tools.tools, self.memory.reminding, stream)  # ORCH-13: no unstored promise
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
         await self._finish(turn, None if skipped else text, forgotten)
         if forgotten:

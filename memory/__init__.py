@@ -10,6 +10,7 @@ The face: what ``bot/`` and ``voice/`` import (``from memory import X``), with `
                      them; the memories use case itself (add through the contradiction judge, recall, get, forget)
       .turns         Turns: a turn's books (arrive, finish, observe, leaks, known, edited, deleted)
       .forgetting    Forgetting: one memory, a guild, a person, completely (SEC-3)
+      .reminding     Reminding: the sender's books of reminders (due, claim, delivered, failed, told), ORCH-13
     MemoryTools      the memory tools the model calls in a turn, bound to its scope (TOOLS-1, TOOLS-2)
     MemoryEngine     the store file (opened by the composition root and the command line)
     AsyncRunner      the memory thread every service awaits
@@ -20,7 +21,7 @@ The face: what ``bot/`` and ``voice/`` import (``from memory import X``), with `
 The map behind the face, by layer (a map for a reader, not an import rule: the arrows that are enforced are
 between packages):
 
-    memory/           the face: api (the root), turns, forget, engine, models, scopes, errors, protocols, clock, tools
+    memory/           the face: api (the root), turns, forget, reminding, engine, models, scopes, errors, protocols, clock, tools
     memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table: the only SQL
     memory/recall/    reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
     memory/write/     the write policy (store), extraction, safety, tombstones, wording, ingest, passages, sources
@@ -56,8 +57,10 @@ if TYPE_CHECKING:
     )
     from .forget import Forgetting
     from .protocols import AsyncCompleter, Completer, Embedder, StructuredCompleter
+    from .reminding import Reminding
     from .scopes import RecallContext, Said
     from .storage.db import AsyncRunner
+    from .storage.reminders import Reminder
     from .tools import MemoryTools, RateLimiter
     from .turns import Turns
     from .write.forget_asked import forgets_in
@@ -92,6 +95,8 @@ _HEAVY = {
     "AsyncRunner": "storage.db",
     "Turns": "turns",
     "Forgetting": "forget",
+    "Reminding": "reminding",
+    "Reminder": "storage.reminders",
     "MemoryTools": "tools",
     "RateLimiter": "tools",
 }
@@ -118,6 +123,8 @@ __all__ = [
     "NotYours",
     "RateLimiter",
     "RecallContext",
+    "Reminder",
+    "Reminding",
     "Rejected",
     "Said",
     "SchemaError",
@@ -156,10 +163,11 @@ def _home(name: str) -> ModuleType:  # noqa: PLR0911  # one branch a module: eac
 
 
 def _heavy(home: str) -> ModuleType:
-    from . import api, engine, forget, tools, turns
-    from .storage import db
+    from . import api, engine, forget, reminding, tools, turns
+    from .storage import db, reminders
 
-    return {"api": api, "engine": engine, "forget": forget, "storage.db": db, "tools": tools, "turns": turns}[home]
+    modules = {"api": api, "engine": engine, "forget": forget, "reminding": reminding, "tools": tools, "turns": turns}
+    return {**modules, "storage.db": db, "storage.reminders": reminders}[home]
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which then checks ``from memory import X`` against the imports above

@@ -17,6 +17,7 @@ from .forget import Forgetting
 from .models import Memory, NewMemory
 from .recall.context import MemoryContext, RecallSnapshot
 from .recall.retrieval import Hit
+from .reminding import Reminding
 from .scopes import RecallContext
 from .storage.db import AsyncRunner
 from .storage.memories import RecallFilters
@@ -54,6 +55,7 @@ class AsyncMemory:
         self.engine, self.runner, self.judge = engine, runner, judge
         self.context = MemoryContext(engine)
         self.forgetting = Forgetting(engine, runner)
+        self.reminding = Reminding(engine, runner)
         self.turns = Turns(engine, runner, buffer or ExtractionBuffer(engine), Privacy(engine), channels or ChannelState(engine))
 
     async def add(self, new: NewMemory) -> WriteResult:
