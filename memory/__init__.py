@@ -16,7 +16,8 @@ The face: what ``bot/`` and ``voice/`` import (``from memory import X``), with `
     AsyncRunner      the memory thread every service awaits
     RecallContext    who asks, where (SEC-1); Said: one incoming message as the store keeps it
     Clock ...        time (SystemClock, FakeClock), the model protocols (Embedder, Completer, AsyncCompleter),
-                     the errors (MemoryStoreError and its kinds), and forgets_in (a forget asked in words)
+                     the errors (MemoryStoreError and its kinds), the text rules every message passes
+                     (valid_unicode, redact_secrets) and forgets_in (a forget asked in words)
 
 The map behind the face, by layer (a map for a reader, not an import rule: the arrows that are enforced are
 between packages):
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from .tools import MemoryTools, RateLimiter
     from .turns import Turns
     from .write.forget_asked import forgets_in
+    from .write.safety import redact_secrets, valid_unicode
 
 _LIGHT = {
     "Clock": "clock",
@@ -87,6 +89,8 @@ _LIGHT = {
     "RecallContext": "scopes",
     "Said": "scopes",
     "forgets_in": "write.forget_asked",
+    "redact_secrets": "write.safety",
+    "valid_unicode": "write.safety",
 }
 _HEAVY = {
     "AsyncMemory": "api",
@@ -123,9 +127,9 @@ __all__ = [
     "NotYours",
     "RateLimiter",
     "RecallContext",
+    "Rejected",
     "Reminder",
     "Reminding",
-    "Rejected",
     "Said",
     "SchemaError",
     "StoreUnavailable",
@@ -133,6 +137,8 @@ __all__ = [
     "SystemClock",
     "Turns",
     "forgets_in",
+    "redact_secrets",
+    "valid_unicode",
 ]
 
 
@@ -159,6 +165,10 @@ def _home(name: str) -> ModuleType:  # noqa: PLR0911  # one branch a module: eac
         from .write import forget_asked
 
         return forget_asked
+    if home == "write.safety":
+        from .write import safety
+
+        return safety
     return _heavy(home)
 
 

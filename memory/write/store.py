@@ -8,7 +8,7 @@ Write rules (WRITE-1/2/5): the best vector match in the same partition decides w
     cosine > 0.7                                         stored and linked ``related_to``
 
 A contradiction is judged one way: ``to_judge`` gathers the candidates, the caller asks its model (async,
-off the memory thread: ``memory.api.Memory.add`` does it with the judge it was built with), and ``add``
+off the memory thread: ``memory.api.AsyncMemory.add`` does it with the judge it was built with), and ``add``
 applies the verdict (``contradicts``). The store never calls a model itself.
 """
 
