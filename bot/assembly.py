@@ -67,7 +67,7 @@ class Turn:
 class Preloaded:
     """A voice turn's memory from its session's caches (VOICE-2/3/4), instead of a recall and a history read."""
 
-    hits: tuple[Hit, ...]  # the warm snapshot (reused, refreshed or freshly retrieved)
+    hits: tuple[Hit[Memory], ...]  # the warm snapshot (reused, refreshed or freshly retrieved)
     behavioral: tuple[Memory, ...]  # the behavioural pool's rules for this turn
     history: tuple[dict[str, str], ...]  # the session's verbatim turns, oldest first
     summary: str = ""  # the session's rolling summary
@@ -221,7 +221,7 @@ class Assembler:
 
     def _split(self, preloaded: Preloaded) -> Recalled:
         top_k = self.engine.knobs.get("memories").top_k
-        return split([Memory.from_row(h.row) for h in preloaded.hits], list(preloaded.behavioral), top_k)
+        return split([h.item for h in preloaded.hits], list(preloaded.behavioral), top_k)
 
     def system_prompt(self, turn: Turn, snap: Snapshot, now: float, *, style: str | None = None) -> str:
         """``style`` replaces the default manner of speaking (voice mode, the [SKIP] rule)."""

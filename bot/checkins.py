@@ -35,6 +35,7 @@ from .types import IncomingMessage
 
 log = logging.getLogger(__name__)
 Deliver = Callable[[str, str], Awaitable[None]]  # (DM channel id, text): one message on one platform
+Allowed = Callable[[str, tuple[str, str]], Awaitable[bool]]  # (person id, (platform, platform user id)) -> may write one
 PLAN_LIMIT = 200  # dated facts looked at per person and run, newest first
 
 
@@ -61,11 +62,14 @@ class CheckinJob:
         bot_name: Callable[[], str],
         zone_of: Callable[[str], tzinfo],
         options: CheckinOptions = CheckinOptions(),
+        *,
+        allowed: Allowed | None = None,
     ) -> None:
         self.jobs, self.engine, self.runner, self.resolve = jobs, jobs.engine, jobs.runner, resolve
         self.bot_name, self.zone_of, self.options = bot_name, zone_of, options
         self.store, self.people = CheckinStore(jobs.engine), People(jobs.engine)
         self.deliveries: dict[str, Deliver] = {}  # platform -> delivery, filled by whoever starts the adapters
+        self.allowed = allowed  # ORCH-14: whether a person's day's spend still allows a check-in (None: always)
 
     async def run(self) -> CheckinReport:
         """Plan, then follow up on every due row in turn; one row's failure never stops the others."""
@@ -103,6 +107,8 @@ class CheckinJob:
         deliver = self.deliveries.get(where.platform) if where else None
         if where is None or deliver is None:
             return "waiting"
+        if self.allowed is not None and not await self.allowed(checkin.person_id, (where.platform, where.platform_user_id)):
+            return "waiting"  # ORCH-14: a daily budget nearly spent; tried again on a later run (a new day)
         bot_name, zone, options = self.bot_name(), self.zone_of(checkin.person_id), self.options
         job = CheckinDraft(self.engine, self.store, checkin, where, self._dm, bot_name, zone, options.per_week, options.quiet)
         claimed = await self.jobs.run(job, claim=f"checkin:{checkin.id}")

@@ -1,5 +1,6 @@
 """Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3),
-/checkins and /timezone (ORCH-8), /persona (ORCH-7), and /privacy /about (SEC-5, in ``bot.consent``)."""
+/checkins and /timezone (ORCH-8), /persona (ORCH-7), /privacy /about (SEC-5, in ``bot.consent``) and /usage (ORCH-14,
+in ``bot.usage_commands``)."""
 
 from __future__ import annotations
 
@@ -20,16 +21,18 @@ from memory.storage.people import People
 from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersonas
 from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_memory
-from memory.upkeep.said import forget_said, said_matching
+from memory.upkeep.said import forget_echoes, forget_said, said_matching
 from memory.upkeep.transfer import export_person
 from memory.write.store import RecallFilters
 from memory.write.subjects import bound, written_by
 
+from .budgets import Limits
 from .consent import Consent
 from .exports import forget_exports, write_export
 from .persona import Persona
 from .reminder_commands import ReminderCommands
 from .types import IncomingMessage
+from .usage_commands import UsageCommands
 
 HELP = (
     "Hi! I'm a companion with a memory. Just talk to me.\n"
@@ -41,7 +44,8 @@ HELP = (
     "/privacy — what I keep, and how to stop it; /about me — what I keep about you\n"
     "/persona show|set <text>|reset — this server's or group's own persona (its admins)\n"
     "/timezone <zone> — where you are in time, like /timezone Europe/Lisbon (alone: shows it)\n"
-    "/remind <when> <what> — a reminder here, like /remind Friday at 9 call mum; /reminders lists and cancels them"
+    "/remind <when> <what> — a reminder here, like /remind Friday at 9 call mum; /reminders lists and cancels them\n"
+    "/usage — what my model calls cost today: yours (/usage me), this server's (admins), everyone's (my owner)"
 )
 FORGET_MIN_RELEVANCE = 0.35
 NOT_FOUND = "I couldn't find a memory like that, or a message of yours that says it."
@@ -70,6 +74,7 @@ class Commands:
         resolve: Callable[[IncomingMessage], Any],
         persona: Persona | None = None,
         zones: Timezones | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.engine, self.people, self.resolve = engine, people, resolve
         self.checkins = CheckinStore(engine)
@@ -78,6 +83,7 @@ class Commands:
         self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
         self.consent = Consent(engine)
         self.reminding = ReminderCommands(engine, self.zones)  # ORCH-13
+        self.usage = UsageCommands(engine, people, limits or Limits())  # ORCH-14
 
     def run(self, name: str, argument: str, message: IncomingMessage) -> str:
         handler = getattr(self, f"do_{name.lower().lstrip('/')}", None)
@@ -130,11 +136,12 @@ class Commands:
         reminders = self.reminding.forgotten(turn, arg)  # ORCH-13: a reminder holding the words goes too
         hits = self.engine.recall.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
-        done = forget_memory(self.engine, hits[0].row["id"], asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
+        done = forget_memory(self.engine, hits[0].item.id, asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
         # SEC-3: what is not a memory yet (said before extraction ran) is found in the person's own messages too
         rids = said_matching(self.engine, turn.ctx, [turn.person_id], arg, skip=skip)
         said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
         said = forget_said(self.engine, turn.ctx, [turn.person_id], rids)
+        forget_echoes(self.engine, turn.ctx, [turn.person_id], arg)  # a later reply that repeated it goes too
         gone = (*(done.contents if done else ()), *(said_words if said else ()))
         if done is None:
             answer = f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it." if said else ""
@@ -234,6 +241,9 @@ class Commands:
 
     def do_reminders(self, arg: str, turn) -> str:
         return self.reminding.do_reminders(arg, turn)
+
+    def do_usage(self, arg: str, turn) -> str:
+        return self.usage.do_usage(arg, turn)
 
     def do_privacy(self, arg: str, turn) -> str:
         return self.consent.do_privacy(arg, turn)

@@ -3,6 +3,7 @@
     build_embedder   the configured embedding model (or None: BM25 only)
     open_engine      a store for a command (read-only for commands that only read)
     build_completer  the blocking extraction-model client maintenance commands use
+    build_budgets    the usage ledger's recorder and the daily budgets (ORCH-14), for the model clients and replies
     build_runtime    the bot's whole object graph, as one frozen bundle: store, memory thread, model clients,
                      orchestrator, background work, daily jobs, check-ins, scheduler settings
     build_orchestrator  the reply pipeline and its collaborators (also the bench's turn hook)
@@ -35,18 +36,21 @@ if TYPE_CHECKING:
     from memory.storage.timezones import Timezones
     from memory.write.ingest import Target
 
+    from .budgets import Budgets, Limits
     from .checkins import CheckinJob
     from .config import Settings
     from .daily import BulletinRefresh, DailyReflection
     from .dashboard.app import DashboardServer
+    from .health import Metrics
     from .ingest_watch import IngestWatch
     from .jobs import JobRunner
-    from .llm import ChatClient, SyncCompleter
+    from .llm import ChatClient, SyncCompleter, UsageHook
     from .orchestrator import Orchestrator
     from .persona import Persona
     from .reminders import ReminderJob
     from .resolution import OwnerPolicy
     from .runtime import Runtime, Schedule
+    from .vision import VisionOptions
     from .voice_mode import Extract, VoiceOptions
 
 _DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
@@ -128,7 +132,12 @@ def _upgrade_once(path: Path) -> None:
         ) from None
 
 
-def build_completer(settings: Settings) -> SyncCompleter:
+def build_completer(
+    settings: Settings, engine: MemoryEngine | None = None, kind: str = "other", runner: AsyncRunner | None = None
+) -> SyncCompleter:
+    """With ``engine``, each call is filed in its usage ledger under ``kind`` (ORCH-14): on the caller's thread, or
+    queued on ``runner``'s memory thread (``bot.budgets.ledger_hook``)."""
+    from .budgets import ledger_hook
     from .config import llm_timeouts
     from .llm import SyncCompleter
 
@@ -139,6 +148,7 @@ def build_completer(settings: Settings) -> SyncCompleter:
         timeout=llm_timeouts(settings, server[0])[0],
         max_retries=settings.llm_max_retries,
         max_tokens=settings.job_max_tokens,
+        on_usage=ledger_hook(engine, kind, runner) if engine is not None else None,
     )
 
 
@@ -161,14 +171,18 @@ def build_runtime(
     runner = AsyncRunner()
     buffer, summaries, channels, zones = _conversation_state(settings, engine)
     metrics = Metrics()  # OPS-5: /metrics, counted by the chat model's client and the adapters' front door
+    budgets = build_budgets(settings, engine, runner, metrics)  # ORCH-14: both clients' calls go to its ledger
     extraction_model = _chat_client(
         settings,
         settings.extraction_model or settings.chat_model,
         backoff_s,
         server=extraction_server(settings),
         max_tokens=settings.job_max_tokens,
+        on_usage=budgets.record,
     )
-    chat_model = _chat_client(settings, settings.chat_model, backoff_s, on_call=metrics.model_call, max_tokens=settings.reply_max_tokens)
+    chat_model = _chat_client(
+        settings, settings.chat_model, backoff_s, on_call=metrics.model_call, max_tokens=settings.reply_max_tokens, on_usage=budgets.record
+    )
     jobs = JobRunner(engine, runner, ModelCompleter(extraction_model), lease_s=settings.job_lease_s)
     background = Background(jobs, buffer, channels, summaries, silence_s=settings.reflection_silence_s, zone_of=zones.name_of)
     orchestrator = build_orchestrator(
@@ -184,6 +198,8 @@ def build_runtime(
         summary_window_s=settings.summary_window_s,
         voice_options=voice_options(settings),
         extract=background.extract,  # WRITE-4: a voice compaction hands its turns to extraction first
+        vision=vision_options(settings),  # ORCH-11
+        limits=budgets.limits,
     )
     daily, bulletins = _daily_jobs(settings, jobs, zones)
     return Runtime(
@@ -194,14 +210,25 @@ def build_runtime(
         _schedule(settings),
         daily=daily,
         bulletins=bulletins,
-        checkins=build_checkins(settings, orchestrator),  # ORCH-8
+        checkins=build_checkins(settings, orchestrator, budgets),  # ORCH-8
         reminders=build_reminders(settings, orchestrator.memory),  # ORCH-13
         ingest=build_ingest_watch(settings, engine, runner) if settings.ingest_dir is not None else None,
-        dashboard=build_dashboard(settings, engine, runner, orchestrator) if settings.dashboard_enabled else None,
+        dashboard=build_dashboard(settings, engine, runner, orchestrator, budgets.limits) if settings.dashboard_enabled else None,
         metrics=metrics,
+        budgets=budgets,
         **build_retention(settings, jobs),  # SEC-7
         flush_s=settings.shutdown_flush_s,
     )
+
+
+def build_budgets(settings: Settings, engine: MemoryEngine, runner: AsyncRunner, metrics: Metrics | None = None) -> Budgets:
+    """ORCH-14: the usage ledger's recorder and the daily budgets."""
+    from memory.storage.ledger import UsageLedger
+
+    from .budgets import Budgets, Limits
+
+    limits = Limits(settings.budget_person_tokens, settings.budget_server_tokens)
+    return Budgets(UsageLedger(engine), runner, engine.clock, limits, metrics)
 
 
 def build_retention(settings: Settings, jobs: JobRunner) -> dict[str, Any]:
@@ -294,16 +321,21 @@ def build_orchestrator(
     summary_window_s: float = 1800.0,
     voice_options: VoiceOptions | None = None,
     extract: Extract | None = None,
+    vision: VisionOptions | None = None,
+    limits: Limits | None = None,
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
     from memory import AsyncMemory
+    from memory.storage.model_traits import ModelTraits
     from memory.storage.people import People
 
     from .assembly import Assembler
+    from .budgets import Limits
     from .commands import Commands
     from .orchestrator import Orchestrator
     from .resolution import Resolver
+    from .vision import Sight
     from .voice_mode import VoiceOptions, VoiceSessions
 
     people = People(engine)
@@ -316,13 +348,24 @@ def build_orchestrator(
         resolver=resolver,
         memory=AsyncMemory(engine, runner, buffer=buffer, channels=channels),
         assembler=Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s),
-        commands=Commands(engine, people, resolver.resolve, persona, zones),
+        commands=Commands(engine, people, resolver.resolve, persona, zones, limits or Limits()),
         voice=voice,
+        sight=Sight(llm, runner, ModelTraits.of(engine), vision) if vision is not None else None,
     )
 
 
-def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob:
-    """ORCH-8: the check-in job on the chat model; the adapters add their deliveries when they start."""
+def vision_options(settings: Settings) -> VisionOptions:
+    """ORCH-11: whether the chat model gets images, and the limits on what people send."""
+    from .images import MB, ImageLimits
+    from .vision import VisionOptions, vision_key
+
+    limits = ImageLimits(int(settings.image_max_mb * MB), settings.images_per_message)
+    return VisionOptions(settings.vision, limits, vision_key(settings.llm_base_url, settings.chat_model))
+
+
+def build_checkins(settings: Settings, orchestrator: Orchestrator, budgets: Budgets | None = None) -> CheckinJob:
+    """ORCH-8: the check-in job on the chat model; the adapters add their deliveries when they start. None are
+    written for a person whose day's spend reached QUIET (ORCH-14)."""
     from memory.storage.checkins import QuietHours
 
     from .checkins import CheckinJob, CheckinOptions
@@ -338,6 +381,7 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator) -> CheckinJob
         lambda: orchestrator.assembler.bot_name,
         orchestrator.zones.zone_of,  # quiet hours and due days in the person's own zone
         options,
+        allowed=None if budgets is None else lambda person, where: budgets.allows_checkin(person, orchestrator.owners.is_owner(*where)),
     )
 
 
@@ -368,11 +412,13 @@ def build_ingest_watch(settings: Settings, engine: MemoryEngine, runner: AsyncRu
     from .ingest_watch import IngestWatch
 
     assert settings.ingest_dir is not None
-    complete = build_completer(settings) if has_model(settings) else None
+    complete = build_completer(settings, engine, "ingest", runner) if has_model(settings) else None
     return IngestWatch(engine, runner, settings.ingest_dir, ingest_target(settings), complete, settings.ingest_poll_s)
 
 
-def build_dashboard(settings: Settings, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator) -> DashboardServer:
+def build_dashboard(
+    settings: Settings, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator, limits: Limits | None = None
+) -> DashboardServer:
     """The dashboard over the running bot's own store and memory thread (no second writer), started and
     stopped with it; refused, before anything starts, without a long COMPANION_DASHBOARD_TOKEN or on a
     non-loopback host that is not allowed (DASH-3, ``bot.dashboard.startup``)."""
@@ -387,7 +433,8 @@ def build_dashboard(settings: Settings, engine: MemoryEngine, runner: AsyncRunne
         engine.close()
         runner.shutdown()
         raise ConfigError(problem)
-    app = create_app(DashboardServices.of(engine, runner, orchestrator), token=token, public_hosts=public_hosts(settings))
+    services = DashboardServices.of(engine, runner, orchestrator, limits)
+    app = create_app(services, token=token, public_hosts=public_hosts(settings))
     return DashboardServer(app, settings.dashboard_host, settings.dashboard_port)
 
 
@@ -412,6 +459,7 @@ def _chat_client(
     server: tuple[str, str] | None = None,
     on_call: Callable[[float, bool], None] | None = None,
     max_tokens: int | None = None,
+    on_usage: UsageHook | None = None,
 ) -> ChatClient:
     from .config import llm_timeouts
     from .llm import ChatClient
@@ -429,6 +477,7 @@ def _chat_client(
         turn_deadline_s=deadline,
         on_call=on_call,
         max_tokens=max_tokens,
+        on_usage=on_usage,
     )
 
 
@@ -466,13 +515,24 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
 
 
 def front_door_of(settings: Settings, runtime: Runtime) -> Any:
-    """The orchestrator as the chat adapters see it: counted for /metrics, behind the per-person rate limit (OPS-5)."""
+    """The orchestrator as the chat adapters see it: counted for /metrics, behind the per-person rate limit (OPS-5),
+    each reply charged and held to the daily budgets (ORCH-14)."""
     from memory.storage.ratelimits import RateWindows
 
     from .ratelimit import MessageLimit, Window, front_door
 
     limit = MessageLimit(settings.rate_limit_messages, settings.rate_limit_window_s)
-    return front_door(runtime.orchestrator, Window(limit, RateWindows(runtime.engine), runtime.runner), runtime.metrics)
+    return front_door(budgeted(runtime), Window(limit, RateWindows(runtime.engine), runtime.runner), runtime.metrics)
+
+
+def budgeted(runtime: Runtime) -> Any:
+    """The orchestrator behind the daily budgets (ORCH-14), for the chat adapters and voice; itself without them."""
+    from .budgets import Budgeted
+
+    orchestrator = runtime.orchestrator
+    if runtime.budgets is None:
+        return orchestrator
+    return Budgeted(orchestrator, runtime.budgets, orchestrator.people, orchestrator.owners, lambda: orchestrator.assembler.bot_name)
 
 
 def build_health(settings: Settings, runtime: Runtime) -> Any:
@@ -495,6 +555,6 @@ def _discord_voice(settings: Settings, runtime: Runtime, adapter: Any) -> Any:
 
     stt, tts = speech_providers(settings)
     persona = runtime.orchestrator.persona
-    voice = DiscordVoice(adapter.client, runtime.orchestrator, stt, tts, voice_settings(settings), wake_name=lambda: persona.name)
+    voice = DiscordVoice(adapter.client, budgeted(runtime), stt, tts, voice_settings(settings), wake_name=lambda: persona.name)
     register_voice_commands(adapter.client.tree, voice)
     return voice

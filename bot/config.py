@@ -77,6 +77,20 @@ class Settings(BaseSettings):
     # start (WRITE-1), so /quit is quick even with a slow local model
     shutdown_flush_s: float = Field(5.0, ge=0, le=3600)
     max_tool_steps: int = Field(6, ge=1, le=20)
+    # ORCH-11: images people share. auto: the chat model is asked once whether it can see (kept in the store, shown
+    # by `companion doctor`); on; off (stored as [photo]). A file over image_max_mb, or past images_per_message in
+    # one message, is refused with a line saying so
+    vision: Literal["auto", "on", "off"] = "auto"
+    image_max_mb: float = Field(10.0, gt=0, le=50)
+    images_per_message: int = Field(4, ge=1, le=10)
+    # a GGUF model file run by llama.cpp inside this process (pip install -e ".[local-model]"; bot/local_model.py): no
+    # server to run; set, it is the chat and extraction model, and the server settings above are ignored (one warning)
+    local_model: Path | None = None
+    # its context in tokens: the prompt (~2,000-3,000 with the tools), the history and the reply must fit; its KV
+    # cache costs ~12 KB a token for a 0.5B, ~130 KB for an 8B (16384: ~0.2 and ~2 GB)
+    local_model_context: int = Field(16384, ge=2048, le=1_048_576)
+    # CPU threads (empty: llama.cpp's choice, the physical cores); on a machine busy with other work 1 can be faster
+    local_model_threads: int | None = Field(None, ge=1, le=1024)
 
     # channels
     discord_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_TOKEN"))
@@ -158,6 +172,11 @@ class Settings(BaseSettings):
     # OPS-5: at most this many replies per person in this many seconds (0: no limit); past it one polite line
     rate_limit_messages: int = Field(10, ge=0, le=10_000)
     rate_limit_window_s: float = Field(60.0, gt=0, le=86400)
+    # ORCH-14: daily budgets in tokens the model servers report (prompt + completion; 0: none), per person (linked
+    # accounts are one) and per server or group; past 60 % a shorter context, past 80 % no chime-ins or check-ins,
+    # at 100 % one polite line a day instead of replies (bot.budgets). The owner is never held back.
+    budget_person_tokens: int = Field(0, ge=0, le=10**12)
+    budget_server_tokens: int = Field(0, ge=0, le=10**12)
     # OPS-5: GET /healthz and /metrics while `companion run` runs (loopback; a container's HEALTHCHECK asks it)
     health_enabled: bool = True
     health_host: str = "127.0.0.1"
@@ -252,6 +271,18 @@ class Settings(BaseSettings):
             raise ValueError(f"{value} has no {' or '.join(missing)}")
         return value
 
+    @field_validator("local_model")
+    @classmethod
+    def _gguf(cls, value: Path | None) -> Path | None:
+        """A missing file, another kind of file, or no llama.cpp wheel stops start-up here, naming the variable."""
+        if value is None:
+            return None
+        value = value.expanduser().absolute()
+        problem = gguf_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
@@ -290,6 +321,31 @@ class Settings(BaseSettings):
         if problem:
             raise ValueError(problem)
         return sorted(value)
+
+
+MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's gguf.h: GGUF_MAGIC)
+WHEEL = "xllamacpp"  # the local-model extra (bot/local_model.py)
+INSTALL = 'pip install -e ".[local-model]"'
+
+
+def gguf_problem(path: Path) -> str:
+    """Why ``path`` cannot be COMPANION_LOCAL_MODEL, or "" when it can be tried (llama.cpp has the last word)."""
+    import importlib.util
+
+    if not path.exists():
+        return f"{path} does not exist (give the path of a .gguf model file)"
+    if not path.is_file():
+        return f"{path} is not a file (give the path of a .gguf model file)"
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(MAGIC))
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror})"
+    if head != MAGIC:
+        return f"{path} is not a GGUF model file (it does not start with {MAGIC.decode()}); llama.cpp runs GGUF files only"
+    if importlib.util.find_spec(WHEEL) is None:
+        return f"running a model file needs llama.cpp: {INSTALL} (the {WHEEL} wheel)"
+    return ""
 
 
 def shard_problem(shards: list[int], count: int) -> str:

@@ -2,7 +2,8 @@
 
     GET /healthz   200 {"ok": true, ...} when the store answers; 503 "store unavailable" when it does not (why: the log)
     GET /metrics   Prometheus text: turns, failed turns, model latency, extraction queue depth, dead letters,
-                   messages held back by the rate limit
+                   messages held back by the rate limit; tokens by job kind and model, turns held back by a daily
+                   budget (ORCH-14)
 
 The server is a few lines on ``asyncio.start_server`` (no web framework: it must keep answering when the
 dashboard is off). It answers GET only, closes each connection after one answer, and binds loopback by
@@ -15,8 +16,11 @@ import asyncio
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+
+from memory.storage.ledger import Spend
 
 from .types import Conversation, IncomingMessage, PassThrough, Reply, StreamSink
 
@@ -36,12 +40,20 @@ class Metrics:
     model_seconds: float = 0.0
     model_seconds_max: float = 0.0
     started: float = field(default_factory=time.time)
+    # ORCH-14: tokens the model servers reported, by (job kind, model, "prompt" | "cached" | "completion"), and the
+    # turns a daily budget held back, by level ("quiet": a chime-in not made; "spent": no reply)
+    tokens: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    budget_held: Counter[str] = field(default_factory=Counter)
 
     def model_call(self, seconds: float, failed: bool) -> None:
         self.model_calls += 1
         self.model_errors += failed
         self.model_seconds += seconds
         self.model_seconds_max = max(self.model_seconds_max, seconds)
+
+    def spent(self, kind: str, model: str, spend: Spend) -> None:
+        for part, count in (("prompt", spend.prompt_tokens), ("cached", spend.cached_tokens), ("completion", spend.completion_tokens)):
+            self.tokens[(kind, model, part)] += count
 
 
 class Counted(PassThrough):
@@ -86,7 +98,22 @@ def render_metrics(metrics: Metrics, queues: Queues) -> str:
     lines = []
     for name, kind, help_text, value in rows:
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {value}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _spend_lines(metrics)) + "\n"
+
+
+def _spend_lines(metrics: Metrics) -> list[str]:
+    """ORCH-14's series, labelled: tokens by job kind, model and part; turns held back by a budget, by level."""
+    lines = ["# HELP companion_tokens_total tokens the model servers reported", "# TYPE companion_tokens_total counter"]
+    for (kind, model, part), count in sorted(metrics.tokens.items()):
+        lines.append(f"companion_tokens_total{{kind={_label(kind)},model={_label(model)},part={_label(part)}}} {count}")
+    lines += ["# HELP companion_budget_held_total turns a daily budget held back", "# TYPE companion_budget_held_total counter"]
+    lines += [f"companion_budget_held_total{{level={_label(level)}}} {count}" for level, count in sorted(metrics.budget_held.items())]
+    return lines
+
+
+def _label(value: str) -> str:
+    """A Prometheus label value: quoted, with backslashes, quotes and line breaks escaped (a model name is the operator's)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 class HealthServer:

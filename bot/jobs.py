@@ -18,6 +18,7 @@ from memory.protocols import AsyncCompleter
 from memory.storage.claims import process_holder
 from memory.storage.db import AsyncRunner
 
+from .attribution import charging, of_job
 from .llm import ChatClient, LLMError
 
 ReportT = TypeVar("ReportT")
@@ -114,7 +115,8 @@ class JobRunner:
         if plan is None:
             return None
         try:
-            answer = await self._asked(job, plan, lease)
+            with charging(of_job(job, plan)):  # ORCH-14: whose call the ledger files it under
+                answer = await self._asked(job, plan, lease)
         except FAILED as exc:
             return await self.runner.run(self._applied, job.failed, plan, exc, lease, last)
         return await self.runner.run(self._applied, job.apply, plan, answer, lease, last)

@@ -90,6 +90,9 @@ class ModelTimeout(LLMError):
     """A request timed out: the server is overloaded, still loading the model, or hangs."""
 
 
+UsageHook = Callable[[str, Usage | None], Awaitable[None]]  # (model, what the answer said it cost) -> recorded
+
+
 class ToolBox(Protocol):
     def schemas(self) -> list[dict[str, Any]]: ...
 
@@ -108,10 +111,19 @@ class SyncCompleter:
     """
 
     def __init__(
-        self, base_url: str, api_key: str, model: str, *, timeout: float, max_retries: int = 2, max_tokens: int | None = None
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        *,
+        timeout: float,
+        max_retries: int = 2,
+        max_tokens: int | None = None,
+        on_usage: Callable[[str, Usage | None], None] | None = None,
     ) -> None:
         self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
         self.model, self.max_tokens = model, max_tokens
+        self.on_usage = on_usage  # ORCH-14: (model, usage) per answer, filed in the ledger on the caller's thread
 
     def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
         response = self._client.chat.completions.create(
@@ -120,6 +132,8 @@ class SyncCompleter:
             max_tokens=self.max_tokens or openai.omit,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
         )
+        if self.on_usage is not None:
+            self.on_usage(self.model, usage_of(_plain(response)))
         return response.choices[0].message.content or ""
 
 
@@ -140,6 +154,7 @@ class ChatClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_call: Callable[[float, bool], None] | None = None,
         max_tokens: int | None = None,
+        on_usage: UsageHook | None = None,
     ) -> None:
         self._client = async_openai_client(base_url, api_key, timeout=timeout, max_retries=0)
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
@@ -150,6 +165,7 @@ class ChatClient:
         self.max_tokens = max_tokens  # on every request: a weak model that rambles is stopped (COMPANION_*_MAX_TOKENS)
         self.on_call = on_call  # (seconds, failed) per request, for /metrics
         self.turn_usage: list[Usage] = []  # what the server reported for each request of the latest run (ORCH-9)
+        self.on_usage = on_usage  # (model, usage or None) per answered request, for the usage ledger (ORCH-14)
         self._stream_usage = True  # False once the server refused stream_options
 
     async def aclose(self) -> None:
@@ -270,17 +286,19 @@ class ChatClient:
                 with _undecodable_is_malformed():
                     response = await self._client.chat.completions.create(**args)
                     answer = _parse(response)
-                self._note_usage(usage_of(_plain(response)))
+                await self._note_usage(usage_of(_plain(response)))
             failed = False
             return answer
         finally:
             if self.on_call is not None:
                 self.on_call(time.perf_counter() - start, failed)
 
-    def _note_usage(self, usage: Usage | None) -> None:
+    async def _note_usage(self, usage: Usage | None) -> None:
         if usage is not None:
             self.turn_usage.append(usage)
             log.debug("model %s: %s", self.model, usage.describe())
+        if self.on_usage is not None:  # also without figures: the ledger counts the call as unreported
+            await self.on_usage(self.model, usage)
 
     async def _streamed(self, args: dict[str, Any], sink: StreamSink, names: frozenset[str]) -> dict[str, Any]:
         """Streams text deltas to ``sink`` and reassembles tool calls from their fragments.
@@ -297,7 +315,7 @@ class ChatClient:
                     if text := answer.add(chunk):
                         await hold(text)
             message = answer.message()
-            self._note_usage(answer.usage)
+            await self._note_usage(answer.usage)
         except RETRYABLE as exc:
             if hold.shown:
                 raise StreamCut(f"the stream failed after text was shown ({_reason(exc)})") from exc

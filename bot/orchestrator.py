@@ -22,6 +22,7 @@ from memory.models import CUT_MARK, MAX_MESSAGE_CHARS, Arrival, Provenance, boun
 from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn, clock_note
+from .budgets import fitted
 from .commands import Commands
 from .leak_guard import TOOL_REFUSED, WITHHELD, LeakGate, WouldLeak, tool_text
 from .llm import ChatClient, LLMError
@@ -30,6 +31,7 @@ from .reminder_commands import place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, IncomingMessage, Reply, StreamSink
+from .vision import Seen, Sight, VisionOptions, text_of, with_notes, without_notes
 from .voice_mode import VoiceConversation, VoiceSessions, cached_search
 
 log = logging.getLogger(__name__)
@@ -100,6 +102,7 @@ class Orchestrator:
         assembler: Assembler,
         commands: Commands,
         voice: VoiceSessions,
+        sight: Sight | None = None,
     ) -> None:
         self.engine, self.runner, self.llm, self.resolver, self.memory = engine, runner, llm, resolver, memory
         self.turns = memory.turns
@@ -107,23 +110,25 @@ class Orchestrator:
         self.people, self.owners, self.zones, self.channels = resolver.people, resolver.owners, resolver.zones, resolver.channels
         self.persona = assembler.persona
         self._limits: dict[str, RateLimiter] = {}
+        self.sight = sight or Sight(llm, runner, None, VisionOptions("off"))  # ORCH-11: what a shared image leaves
 
     # -- the Conversation protocol -------------------------------------------------------------------
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
-        answered = await self.runner.run(self.commands.answer_to_question, message)
+        answered = await self.without_model(message)
         if answered is not None:
-            await self._forgot()  # "yes" to "/forget everything?" (or "no"): done without the model, and not stored
-            return Reply(answered)
+            return answered
+        message, seen = await self.sight.look(message)  # ORCH-11: each image becomes a note in the text (a caption)
         turn = await self._arrive(await self._resolve(message))
         if not turn.text or turn.answered:
             return Reply("")  # nothing readable (a lone zero-width space), or a re-delivery already answered
         session = self.voice.open(turn) if message.modality == "voice" else None
         mode = TurnMode.of(turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn)))
-        snap = await self._context(turn, session)
+        snap = fitted(await self._context(turn, session))  # ORCH-14: shorter as a budget nears
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
         done = await self._forget_asked(turn, tools)
-        convo = [{"role": "system", "content": system}, *snap.history, {"role": "user", "content": self._user_text(turn, done)}]
+        user = {"role": "user", "content": seen.content(self._user_text(turn, done))}
+        convo: list[dict[str, Any]] = [{"role": "system", "content": system}, *snap.history, user]
         stream = CappedSink(stream) if stream else None
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
         text = await held_to_its_word(text, tools.tools, self.memory.reminding, stream)  # ORCH-13: no unstored promise
@@ -136,9 +141,18 @@ class Orchestrator:
             self.voice.compact_soon(turn.channel_key)
         if text is None:
             return Reply(APOLOGY, forgotten, failed=True)
-        return Reply("", forgotten, skipped=True) if skipped else Reply(text + await self._zone_offer(turn, stream), forgotten)
+        return Reply("", forgotten, skipped=True) if skipped else Reply(text + await self._afterword(turn, seen, stream), forgotten)
+
+    async def without_model(self, message: IncomingMessage) -> Reply | None:
+        """A "yes" to "/forget everything?" (or "no"): done without the model, and not stored; None for any other message."""
+        answered = await self.runner.run(self.commands.answer_to_question, message)
+        if answered is None:
+            return None
+        await self._forgot()
+        return Reply(answered)
 
     async def observe(self, message: IncomingMessage) -> None:
+        message, _ = await self.sight.look(message)  # group talk's photos are remembered as their captions too
         await self.turns.observe(_said(await self._resolve(message)))
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
@@ -162,6 +176,7 @@ class Orchestrator:
     async def message_edited(self, message: IncomingMessage) -> None:
         if not await self.turns.known(message.platform, message.channel_id, message.message_id):
             return  # never stored (said before the bot was there, or a forgetting turn): nobody to resolve
+        message = await self.runner.run(with_notes, self.engine, message)  # ORCH-11: the photos' captions stay
         # the edit with its author's context now (the new text is extracted as theirs)
         done = await self.turns.edited(_said(await self._resolve(message)))
         if done is not None:
@@ -225,7 +240,7 @@ class Orchestrator:
 
     async def _leaks(self, turn: Turn, text: str, convo: list[dict[str, Any]], outcome: str = "") -> bool:
         """Would ``text`` reveal memories this place may not see? Logged with ids and kinds, never the words."""
-        seen = "\n".join([*turn.names.values(), self.assembler.bot_name, *(str(m.get("content") or "") for m in convo[1:])])
+        seen = "\n".join([*turn.names.values(), self.assembler.bot_name, *(text_of(m.get("content")) for m in convo[1:])])
         leaks = await self.turns.leaks(turn.ctx, text, seen)
         if leaks and outcome:
             found = ", ".join(f"{leak.memory_id} ({leak.kind})" for leak in leaks)
@@ -234,6 +249,13 @@ class Orchestrator:
 
     def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
         return self.assembler.snapshot(turn, preloaded=self.voice.preload(session, turn) if session else None)
+
+    async def _afterword(self, turn: Turn, seen: Seen, stream: StreamSink | None) -> str:
+        """What follows the reply: a zone offer, and why an image was not looked at (ORCH-11: a clear line)."""
+        refused = seen.told()
+        if refused and stream is not None:
+            await stream(refused)
+        return refused + await self._zone_offer(turn, stream)
 
     async def _zone_offer(self, turn: Turn, stream: StreamSink | None) -> str:
         """ORCH-8: someone who says where they live ("I live in Lisbon") is offered that zone, never given it
@@ -296,7 +318,7 @@ class Orchestrator:
         would (SEC-3): real small models rarely call memory_delete for it (a 1.5B never did in 8 runs) and say
         "done" anyway. "Forget that" names nothing, so the model finds it; "forget everything" asks first (the
         command's question). What was done is told to the model, without the forgotten words."""
-        asks = [a.what[:MAX_ASK_CHARS] for a in forgets_in([turn.person_id], [turn.text]) if a.what][:MAX_ASKS]
+        asks = [a.what[:MAX_ASK_CHARS] for a in forgets_in([turn.person_id], [without_notes(turn.text)]) if a.what][:MAX_ASKS]
         if not asks:
             return ""
         done = [await self.runner.run(self.commands.forget_words, what, turn, skip=(turn.stored_id or "",)) for what in asks]

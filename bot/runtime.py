@@ -24,6 +24,7 @@ from .orchestrator import Orchestrator
 from .reminders import ReminderJob
 
 if TYPE_CHECKING:
+    from .budgets import Budgets
     from .dashboard.app import DashboardServer
     from .health import Metrics
     from .ingest_watch import IngestWatch
@@ -72,6 +73,7 @@ class Runtime:
     dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
     ingest: IngestWatch | None = None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
     metrics: Metrics | None = None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
+    budgets: Budgets | None = None  # ORCH-14: the usage ledger and the daily budgets (bot.budgets)
     retention: RetentionJob | None = None  # SEC-7 (bot.retention)
     places: PlaceWatch | None = None  # SEC-7: what the adapters tell of the places that remove or add the bot
     flush_s: float | None = None  # how long ``stop`` extracts what is buffered (None: until done); the rest waits

@@ -21,6 +21,16 @@ ERROR_APOLOGY = "Sorry — something went wrong on my side with that message; pl
 
 
 @dataclass(frozen=True, slots=True)
+class Attachment:
+    """An image a person attached (ORCH-11), not yet downloaded: nothing is fetched when the model cannot see or
+    the platform's declared size is already over the limit (``bot.images``)."""
+
+    name: str  # the file name as sent ("photo.jpg" for a Telegram photo)
+    size: int | None  # bytes, as the platform declares them; None when it does not say
+    fetch: Callable[[], Awaitable[bytes]]  # the bytes, from the platform's file server
+
+
+@dataclass(frozen=True, slots=True)
 class IncomingMessage:
     platform: str  # "discord" | "telegram" | "console"
     channel_id: str  # the chat/channel the message came from
@@ -40,6 +50,7 @@ class IncomingMessage:
     # SEC-5: (platform user id, name) of the accounts this message @mentions or replies to (the bot left out): the
     # platform says who they are, so a fact naming one is tied to that person, whoever else shows the same name
     mentions: tuple[tuple[str, str], ...] = ()
+    images: tuple[Attachment, ...] = ()  # ORCH-11: photos and image files attached to it
 
     def __post_init__(self) -> None:
         # Every adapter builds one: undecodable input (lone surrogates from bytes that were not UTF-8) is

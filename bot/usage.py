@@ -4,6 +4,9 @@ Servers cache a prompt's stable prefix (ORCH-9); the share they reused is how we
 built for it. OpenAI, vLLM and llama.cpp say it in ``usage.prompt_tokens_details.cached_tokens``; llama.cpp
 also sends ``timings.cache_n`` (reused) and ``timings.prompt_n`` (read afresh) outside ``usage``. A server
 that says neither (Ollama's OpenAI endpoint) leaves ``cached`` unknown, never 0.
+
+``speed_of``: how fast a request was read and written, from llama.cpp's ``timings`` (``prompt_per_second``,
+``predicted_per_second``), else the usage over the seconds the whole request took (``companion doctor``).
 """
 
 from __future__ import annotations
@@ -52,3 +55,38 @@ def usage_of(body: object) -> Usage | None:
 
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Speed:
+    prompt: int  # prompt tokens read afresh (a cached prefix is not read again)
+    generated: int
+    prompt_per_s: float | None  # None: only the whole request's time is known
+    generated_per_s: float | None
+    seconds: float
+
+    def describe(self) -> str:
+        if self.prompt_per_s is None or self.generated_per_s is None:
+            return f"{self.prompt} prompt and {self.generated} generated tokens in {self.seconds:.1f} s"
+        return (
+            f"read {self.prompt} prompt tokens at {self.prompt_per_s:.1f} a second, "
+            f"wrote {self.generated} at {self.generated_per_s:.1f} a second"
+        )
+
+
+def speed_of(body: object, seconds: float) -> Speed | None:
+    """The speed of one completion that took ``seconds``; None when it reports no token counts at all."""
+    timings = body.get("timings") if isinstance(body, dict) else None
+    if isinstance(timings, dict):
+        fresh, made = _count(timings.get("prompt_n")), _count(timings.get("predicted_n"))
+        read, wrote = _rate(timings.get("prompt_per_second")), _rate(timings.get("predicted_per_second"))
+        if fresh is not None and made is not None and read is not None and wrote is not None:
+            return Speed(fresh, made, read, wrote, seconds)
+    usage = usage_of(body)
+    if usage is None:
+        return None
+    return Speed(usage.prompt - (usage.cached or 0), usage.completion, None, None, seconds)
+
+
+def _rate(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None

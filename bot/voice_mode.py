@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from memory.engine import MemoryEngine
 from memory.protocols import AsyncCompleter
 from memory.storage.db import AsyncRunner
+from memory.storage.ledger import Charge
 from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from memory.tools import MemoryTools
 from voice.caches import BehaviouralPool, CacheSettings, HistoryCache
@@ -36,6 +37,7 @@ from voice.compaction import CompactionSettings, FlushCallback, VoiceTranscript,
 from voice.warm import WarmMemory, WarmSettings, memory_retrieval
 
 from .assembly import Preloaded, Turn
+from .attribution import charging, in_place
 from .llm import ChatClient
 
 log = logging.getLogger(__name__)
@@ -120,7 +122,11 @@ class VoiceSessions:
         session = self.sessions.get(turn.channel_key)
         if session is None:
             session = self.sessions[turn.channel_key] = VoiceConversation(
-                turn, self.engine, self.options, self._complete, functools.partial(self._flush, turn.channel_key)
+                turn,
+                self.engine,
+                self.options,
+                functools.partial(self._complete, in_place("compaction", turn.ctx)),  # ORCH-14: the place's, no one's
+                functools.partial(self._flush, turn.channel_key),
             )
         session.people.update(dict.fromkeys(turn.names))
         return session
@@ -184,8 +190,11 @@ class VoiceSessions:
         )
 
     # -- on the event loop, for compaction ---------------------------------------------------------------------
-    async def _complete(self, system: str, user: str, *, temperature: float = 0.0) -> str:
-        return await self.llm.complete([{"role": "system", "content": system}, {"role": "user", "content": user}], temperature=temperature)
+    async def _complete(self, charge: Charge, system: str, user: str, *, temperature: float = 0.0) -> str:
+        with charging(charge):
+            return await self.llm.complete(
+                [{"role": "system", "content": system}, {"role": "user", "content": user}], temperature=temperature
+            )
 
     async def _flush(self, key: str, turns: tuple[VoiceTurn, ...]) -> None:
         """WRITE-4: the turns about to be folded are in the extraction buffer (write-ahead); extract them now."""

@@ -52,7 +52,7 @@ from bot.composition import build_runtime as compose
 from bot.config import load_settings
 from bot.runtime import Runtime
 from bot.types import IncomingMessage
-from memory.models import NewMemory, Scope, Visibility
+from memory.models import Memory, NewMemory, Scope, Visibility
 from memory.recall.retrieval import Hit
 from memory.scopes import RecallContext
 from voice.audio import mono_to_discord
@@ -371,7 +371,7 @@ def recall_figures(runtime: Runtime, heard: list[str], passes: int) -> dict[str,
     warm: list[tuple[WarmRecord, float]] = []  # (the warm decision, ms)
     cold: list[float] = []
     for _ in range(passes):
-        memory: WarmMemory[tuple[Hit, ...]] = WarmMemory(
+        memory: WarmMemory[tuple[Hit[Memory], ...]] = WarmMemory(
             runtime.engine.embeddings.embed_queries, runtime.engine.clock, runtime.orchestrator.voice.options.warm
         )
         for i, text in enumerate(heard):

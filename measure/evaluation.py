@@ -145,7 +145,7 @@ def _recall(
             asker=asker,
         )
         spent[method] = round(1000 * (time.perf_counter() - start), 3)
-        ranked = [by_id[h.row["id"]] for h in hits]
+        ranked = [by_id[h.item.id] for h in hits]
         recall[method] = {f"R@{k}": len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS}
         sessions[method] = session_recall(ranked, evidence)
     return {"category": int(qa["category"]), "recall": recall, "sessions": sessions, "ms": spent}

@@ -85,7 +85,7 @@ class AsyncMemory:
 
     async def recall(
         self, ctx: RecallContext, query: str, *, filters: RecallFilters = RecallFilters(), top_k: int | None = None
-    ) -> list[Hit]:
+    ) -> list[Hit[Memory]]:
         """Hybrid recall of what ``ctx`` may see (``MemoryRecall.recall``), reinforcing what was found."""
         return await self.runner.run(self.engine.recall.recall, ctx, query, filters=filters, top_k=top_k)
 

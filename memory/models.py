@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeAlias
+
+# Data that is JSON by nature and stays a dict: a tool's arguments from the model and what it answers, an export
+# file, an API payload, a schema. Named, so that a store row never travels as one (tests/test_architecture.py).
+JsonObject: TypeAlias = dict[str, Any]
 
 
 class MemoryType(StrEnum):
@@ -91,7 +95,7 @@ class Provenance:
         data = {k: v for k, v in self.as_dict().items() if v not in (None, (), [])}
         return json.dumps(data, sort_keys=True)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "platform": self.platform,
             "guild_id": self.guild_id,
@@ -108,7 +112,7 @@ class Provenance:
         return cls.from_dict(json.loads(text or "{}"))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Provenance:
+    def from_dict(cls, data: JsonObject) -> Provenance:
         known = {k: v for k, v in data.items() if k in cls.__slots__}
         for name in ("message_ids", "sources"):
             known[name] = tuple(str(v) for v in known.get(name) or ())
@@ -219,7 +223,7 @@ class Memory:
             subject_person_id=row.get("subject_person_id"),
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         data = {name: getattr(self, name) for name in self.__slots__ if name not in ("rid", "partition_key")}
         data["tags"] = list(self.tags)
         data["provenance"] = self.provenance.as_dict()
@@ -244,7 +248,7 @@ class StoredMessage:
     def from_row(cls, row: dict[str, Any]) -> StoredMessage:
         return cls(**{name: row[name] for name in cls.__slots__})
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {name: getattr(self, name) for name in self.__slots__ if name != "rid"}
 
 

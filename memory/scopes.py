@@ -31,7 +31,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from .errors import InvalidInput
-from .models import Scope, Visibility
+from .models import JsonObject, Scope, Visibility
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +117,11 @@ class RecallContext:
         """The channels whose messages this context may read: this one, and the readable ones of its guild."""
         return tuple(dict.fromkeys((self.channel_id, *(() if self.is_dm else self.readable_channels))))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {name: getattr(self, name) for name in self.__slots__}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RecallContext:
+    def from_dict(cls, data: JsonObject) -> RecallContext:
         known = {k: v for k, v in data.items() if k in cls.__slots__}
         for name in ("participants", "reach", "readable_channels", "pointed"):
             known[name] = tuple(known.get(name) or ())

@@ -21,7 +21,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .clock import DAY, Clock
 from .engine import MemoryEngine
 from .errors import MemoryStoreError
-from .models import LEGACY_TYPES, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source, normalise_tags
+from .models import (
+    LEGACY_TYPES,
+    EntityRef,
+    FactKind,
+    JsonObject,
+    Memory,
+    MemoryType,
+    NewMemory,
+    Provenance,
+    Source,
+    StoredMessage,
+    normalise_tags,
+)
 from .scopes import RecallContext, write_scope
 from .storage.knobs import Weights
 from .storage.reminders import Place, Reminders
@@ -172,7 +184,7 @@ class MemoryTools:
         ctx: RecallContext,
         *,
         provenance: Provenance = Provenance(),
-        reflect: Callable[[bool], dict[str, Any]] | None = None,
+        reflect: Callable[[bool], JsonObject] | None = None,
         rate_limit: RateLimiter | None = None,
         remembering: bool = True,
         place: Place | None = None,
@@ -199,7 +211,7 @@ class MemoryTools:
             self._tools["reminder_set"] = (ReminderArgs, self.reminder_set)
 
     # -- the model-facing surface -------------------------------------------------------------------
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> list[JsonObject]:
         """OpenAI-style function tool definitions."""
         out = []
         for name, (model, fn) in self._tools.items():
@@ -211,7 +223,7 @@ class MemoryTools:
             )
         return out
 
-    def call(self, name: str, arguments: str | dict[str, Any] | None) -> str:
+    def call(self, name: str, arguments: str | JsonObject | None) -> str:
         """Run one tool call from the model; always returns text (JSON on success, ``Error: ...`` otherwise)."""
         if name not in self._tools:
             return f"Error: there is no tool named {name!r}. Available: {', '.join(self._tools)}."
@@ -236,7 +248,7 @@ class MemoryTools:
             return f"Error: {name} failed unexpectedly ({type(exc).__name__}); nothing was changed."
 
     # -- tools ----------------------------------------------------------------------------------------
-    def memory_store(self, a: StoreArgs) -> dict[str, Any]:
+    def memory_store(self, a: StoreArgs) -> JsonObject:
         """Save a durable fact, preference, event or how-to about the people here. Deduplicated automatically. Never store secrets."""
         mtype, legacy_kind = _resolve_type(a.type)
         where = write_scope(self.ctx)
@@ -262,17 +274,17 @@ class MemoryTools:
         result = self.engine.memories.add(bound(self.engine, new))  # SEC-5: whom it is about, by identity
         return {"status": result.status, "id": result.memory.id, "superseded": list(result.superseded), "related": list(result.related)}
 
-    def memory_search(self, a: SearchArgs) -> dict[str, Any]:
+    def memory_search(self, a: SearchArgs) -> JsonObject:
         """Search long-term memory by meaning and keywords. Optional type, tags (all must match), topK and weights.
         Each result says whether it is a strong or weak match for the query."""
         filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
         hits = self.engine.recall.recall(self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0)
-        self.strong.update(h.row["id"] for h in hits if h.relevance >= STRONG_MATCH)
-        found = [_brief(h.row) | {"score": round(h.score, 3), "match": _match(h.relevance)} for h in hits]
+        self.strong.update(h.item.id for h in hits if h.relevance >= STRONG_MATCH)
+        found = [_brief(h.item) | {"score": round(h.score, 3), "match": _match(h.relevance)} for h in hits]
         strong = any(h.relevance >= STRONG_MATCH for h in hits)
         return {"results": found + ([] if strong else self._said(a.query))}
 
-    def _said(self, query: str) -> list[dict[str, Any]]:
+    def _said(self, query: str) -> list[JsonObject]:
         """When no memory matches strongly: the speaker's own messages here that say every word of the query,
         offered as ``said:<id>``, so "forget that" reaches what is no memory yet (SEC-3, ``memory.upkeep.said``)."""
         rids = said_matching(self.engine, self.ctx, [self.ctx.speaker_id], query, skip=self.provenance.sources)
@@ -280,21 +292,21 @@ class MemoryTools:
         self.strong.update(SAID_PREFIX + m.id for m in said)
         return [{"id": SAID_PREFIX + m.id, "type": "message", "content": m.content, "match": "strong"} for m in said]
 
-    def memory_recall(self, a: RecallArgs) -> dict[str, Any]:
+    def memory_recall(self, a: RecallArgs) -> JsonObject:
         """Browse memories by id, type or tags, without ranking by meaning."""
         if a.id:
-            return {"results": [_brief(self.engine.memories.get_visible(a.id, self.ctx).as_dict())]}
+            return {"results": [_brief(self.engine.memories.get_visible(a.id, self.ctx))]}
         filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
         rows = self.engine.memory_rows.listing(self.ctx.memory_partitions(), filters, limit=20, include_inactive=a.includeConsolidated)
-        return {"results": [_brief(m.as_dict()) for m in rows]}
+        return {"results": [_brief(m) for m in rows]}
 
-    def memory_update(self, a: UpdateArgs) -> dict[str, Any]:
+    def memory_update(self, a: UpdateArgs) -> JsonObject:
         """Correct a memory in place by id (subject, content, tags, importance). Only the speaker's own memories."""
         self.engine.memories.get_changeable(a.id, self.ctx)
         memory = self.engine.memories.update(a.id, subject=a.subject, content=a.content, tags=a.tags, importance=a.importance)
-        return {"status": "updated", "memory": _brief(memory.as_dict())}
+        return {"status": "updated", "memory": _brief(memory)}
 
-    def memory_delete(self, a: DeleteArgs) -> dict[str, Any]:
+    def memory_delete(self, a: DeleteArgs) -> JsonObject:
         """Permanently delete a memory by id, for "forget that ...": only an id that memory_search returned as a
         strong match in this turn (a said:<id> one is their own message). Only the speaker's own."""
         if a.id.startswith(SAID_PREFIX):
@@ -309,7 +321,7 @@ class MemoryTools:
         self.deleted.append(memory.content)
         return {"status": "deleted", "id": memory.id, "content": memory.content}
 
-    def _forget_said(self, said_id: str) -> dict[str, Any]:
+    def _forget_said(self, said_id: str) -> JsonObject:
         """One of the speaker's own messages offered by memory_search this turn, removed with the cascade."""
         rids = self.engine.messages.rids_by_id([said_id.removeprefix(SAID_PREFIX)]) if said_id in self.strong else []
         said = self.engine.messages.get_rids(rids)
@@ -318,29 +330,29 @@ class MemoryTools:
         self.deleted.append(said[0].content)
         return {"status": "deleted", "id": said_id, "content": said[0].content}
 
-    def memory_reflect(self, a: ReflectArgs) -> dict[str, Any]:
+    def memory_reflect(self, a: ReflectArgs) -> JsonObject:
         """Merge near-duplicate memories now (consolidation)."""
         if self.reflect is None:
             raise ToolError("consolidation is not available in this conversation")
         return self.reflect(a.force)
 
-    def memory_graph(self, a: GraphArgs) -> dict[str, Any]:
+    def memory_graph(self, a: GraphArgs) -> JsonObject:
         """Walk the graph of people, places, projects and things from a named entity."""
         return self.engine.graph.traverse(a.entity, a.depth, self.ctx.memory_partitions())
 
-    def conversation_search(self, a: ConversationSearchArgs) -> dict[str, Any]:
+    def conversation_search(self, a: ConversationSearchArgs) -> JsonObject:
         """Search past conversation messages (text and voice) that this conversation may see."""
         hits = self.engine.messages.search(self.ctx, a.query, top_k=a.topK)
-        return {"results": [_message(h.row) | {"score": round(h.score, 3)} for h in hits]}
+        return {"results": [_message(h.item) | {"score": round(h.score, 3)} for h in hits]}
 
-    def channel_recall(self, a: ChannelRecallArgs) -> dict[str, Any]:
+    def channel_recall(self, a: ChannelRecallArgs) -> JsonObject:
         """Read the latest messages of another channel of this server that the speaker can read (or of this DM)."""
         rows = self.engine.messages.recent(self.ctx, a.channel_id, a.limit)
         if not rows:
             raise ToolError(f"no messages you may see in channel {a.channel_id!r}")
-        return {"channel_id": a.channel_id, "messages": [_message(r.as_dict()) for r in rows]}
+        return {"channel_id": a.channel_id, "messages": [_message(r) for r in rows]}
 
-    def reminder_set(self, a: ReminderArgs) -> dict[str, Any]:
+    def reminder_set(self, a: ReminderArgs) -> JsonObject:
         """Set a reminder that fires at the asked time in this chat. Confirm it only after this returns its id."""
         if self.place is None:
             raise ToolError("reminders cannot be set in this conversation")
@@ -375,25 +387,24 @@ def parse_duration(text: str) -> float:
     return amount * {"m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}[unit]
 
 
-def _brief(row: dict[str, Any]) -> dict[str, Any]:
-    tags = row.get("tags", "")
+def _brief(m: Memory) -> JsonObject:
     return {
-        "id": row["id"],
-        "type": row["type"],
-        "kind": row.get("kind"),
-        "subject": row["subject"],
-        "content": row["content"],
-        "tags": tags if isinstance(tags, list) else [t for t in tags.split(",") if t],
-        "importance": row["importance"],
+        "id": m.id,
+        "type": m.type,
+        "kind": m.kind,
+        "subject": m.subject,
+        "content": m.content,
+        "tags": list(m.tags),
+        "importance": m.importance,
     }
 
 
-def _message(row: dict[str, Any]) -> dict[str, Any]:
+def _message(m: StoredMessage) -> JsonObject:
     return {
-        "author": row["author_name"] or row["author_id"],
-        "role": row["role"],
-        "channel_id": row["channel_id"],
-        "content": row["content"],
-        "at": row["created_at"],
-        "modality": row["modality"],
+        "author": m.author_name or m.author_id,
+        "role": m.role,
+        "channel_id": m.channel_id,
+        "content": m.content,
+        "at": m.created_at,
+        "modality": m.modality,
     }

@@ -321,8 +321,8 @@ def contents(hits_or_memories) -> set[str]:
     """The contents of recall hits, memories or message rows."""
     out = set()
     for item in hits_or_memories:
-        if hasattr(item, "row"):
-            out.add(item.row["content"])
+        if hasattr(item, "item"):  # a recall hit
+            out.add(item.item.content)
         elif isinstance(item, dict):
             out.add(item["content"])
         else:

@@ -501,6 +501,150 @@ def test_the_wiring_check_catches_an_assignment_after_construction():
     assert assigned_onto_built_objects(source, "__init__") == ["__init__:10 voice.owner"]
 
 
+# -- typed values across the package edges ----------------------------------------------------------------------
+UNTYPED = "dict[str, Any]"
+ROW_READ = re.compile(r"\.row\[|\brow\[[\"']|\brow\.get\(")  # a storage row read by its column's name
+BUILT_FROM_ROWS = {"memory/models.py"}  # the ``from_row`` constructors: where storage turns a row into a value
+
+
+def names_used(root: Path, packages: tuple[str, ...]) -> set[str]:
+    """Every name, attribute and imported name the modules of ``packages`` mention."""
+    found: set[str] = set()
+    for path in (p for package in packages for p in (root / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Name):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                found.add(node.attr)
+            elif isinstance(node, ast.ImportFrom):
+                found.update(alias.name for alias in node.names)
+    return found
+
+
+def public_functions(tree: ast.Module) -> Iterator[tuple[str, str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualified name, the name a caller writes, node) of the module's public functions and public classes' methods;
+    a constructor is called by its class's name."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            yield node.name, node.name, node
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            for fn in (n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                if fn.name == "__init__":
+                    yield f"{node.name}.__init__", node.name, fn
+                elif not fn.name.startswith("_"):
+                    yield f"{node.name}.{fn.name}", fn.name, fn
+
+
+def _annotations(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr]:
+    arguments = fn.args
+    for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+        if arg is not None and arg.annotation is not None:
+            yield arg.annotation
+    if fn.returns is not None:
+        yield fn.returns
+
+
+def engine_parts(root: Path) -> dict[str, str]:
+    """attribute -> class of what ``MemoryEngine`` builds (``self.messages = MessageLog(...)``): the bot reaches
+    those objects through the engine without naming their class."""
+    tree = ast.parse((root / "memory" / "engine.py").read_text(encoding="utf-8"))
+    parts = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    parts[target.attr] = node.value.func.id
+    return parts
+
+
+def untyped_signatures(root: Path = ROOT, callers: tuple[str, ...] = ("bot", "voice")) -> set[str]:
+    """``path:Class.function`` of memory's public functions that take or return ``dict[str, Any]`` and that ``callers``
+    can call: a function they name, or a method they name of a class they name or reach through the engine (by
+    name: a method another reachable class shares a name with counts too, which errs on the safe side)."""
+    used = names_used(root, callers)
+    reached = used | {cls for attr, cls in engine_parts(root).items() if attr in used}
+    found = set()
+    for path in sorted((root / "memory").rglob("*.py")):
+        for qualified, called, fn in public_functions(ast.parse(path.read_text(encoding="utf-8"))):
+            owner = qualified.split(".")[0] if "." in qualified else None
+            if called not in used or (owner is not None and owner not in reached):
+                continue
+            if any(UNTYPED in ast.unparse(a) for a in _annotations(fn)):
+                found.add(f"{path.relative_to(root).as_posix()}:{qualified}")
+    return found
+
+
+def row_reads(root: Path = ROOT) -> dict[str, int]:
+    """path -> how many times a storage row is read by column name outside ``memory/storage/`` (and the value types)."""
+    found = {}
+    for path in sorted(p for package in sorted(OURS) for p in (root / package).rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name.startswith("memory/storage/") or name in BUILT_FROM_ROWS:
+            continue
+        if count := len(ROW_READ.findall(path.read_text(encoding="utf-8"))):
+            found[name] = count
+    return found
+
+
+# Declared debt: it may only shrink. An entry paid off must be struck here too (the tests below fail until it is).
+KNOWN_UNTYPED = {
+    # Both reached by name only: the bot calls ``Overview.entities`` and builds a ``Database`` for backups and
+    # the doctor, never reading its rows; ``memory.recall.overview`` turns the graph's rows into ``Entity`` values.
+    "memory/storage/db.py:Database.rows",
+    "memory/storage/graph.py:Graph.entities",
+}
+# path -> reads of a row by column name; SQL run outside memory/storage/ (the repositories' work, issue 32 item 3)
+KNOWN_ROW_READS = {
+    "memory/upkeep/bulletin.py": 5,
+    "memory/upkeep/leftovers.py": 5,
+    "memory/upkeep/retention.py": 4,
+    "memory/upkeep/transfer.py": 15,
+    "memory/write/ingest.py": 4,
+    "memory/write/tombstones.py": 7,
+}
+
+
+def test_no_untyped_dict_crosses_from_memory_to_the_bot_or_voice_beyond_the_declared_debt():
+    found = untyped_signatures()
+    assert found - KNOWN_UNTYPED == set(), "type it (a value of memory.models), or JsonObject if it truly is JSON"
+    assert KNOWN_UNTYPED - found == set(), "paid off: strike it from KNOWN_UNTYPED"
+
+
+def test_rows_are_read_by_column_name_only_in_storage_beyond_the_declared_debt():
+    found = row_reads()
+    grown = {path: n for path, n in found.items() if n > KNOWN_ROW_READS.get(path, 0)}
+    assert grown == {}, "read a value of memory.models (converted in memory/storage/), not a row"
+    assert {path: n for path, n in KNOWN_ROW_READS.items() if found.get(path, 0) < n} == {}, "paid off: lower KNOWN_ROW_READS"
+
+
+def test_the_signature_counter_sees_a_planted_untyped_method_the_bot_reaches(tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "voice").mkdir()
+    (tmp_path / "memory" / "engine.py").write_text("class MemoryEngine:\n    def __init__(self):\n        self.log = Log()\n")
+    (tmp_path / "memory" / "log.py").write_text(
+        "from typing import Any\n"
+        "class Log:\n"
+        "    def last(self) -> list[dict[str, Any]]: ...\n"  # reached through engine.log: counted
+        "    def _own(self, row: dict[str, Any]) -> int: ...\n"  # private: not counted
+        "class Hidden:\n"
+        "    def last(self, row: dict[str, Any]) -> int: ...\n"  # its class is out of the bot's reach
+        "def export(data: dict[str, Any]) -> None: ...\n"  # named by the bot: counted
+        "def unused(data: dict[str, Any]) -> None: ...\n"
+    )
+    (tmp_path / "bot" / "x.py").write_text("from memory.log import export\n\ndef f(engine):\n    export(engine.log.last())\n")
+    assert untyped_signatures(tmp_path) == {"memory/log.py:Log.last", "memory/log.py:export"}
+
+
+def test_the_row_counter_sees_row_reads_outside_storage(tmp_path: Path) -> None:
+    for package in OURS:
+        (tmp_path / package).mkdir()
+    (tmp_path / "memory" / "storage").mkdir()
+    (tmp_path / "memory" / "storage" / "rows.py").write_text("x = row['id']\n")  # storage reads rows: fine
+    (tmp_path / "voice" / "warm.py").write_text("a = hit.row['content']\nb = row[\"rid\"]\nc = row.get('role')\nd = rows[0]\n")
+    assert row_reads(tmp_path) == {"voice/warm.py": 3}
+
+
 # -- bot and voice see memory through its face: ``memory`` (services, errors, protocols) and ``memory.models`` ----------
 FACE = frozenset({"memory", "memory.models"})
 # The known debt (issue 32): modules of bot/ and voice/ that still import memory's deeper modules. It only
@@ -508,7 +652,9 @@ FACE = frozenset({"memory", "memory.models"})
 DEEP_MEMORY_DEBT = frozenset(
     {
         "bot/assembly.py",
+        "bot/attribution.py",
         "bot/background.py",
+        "bot/budgets.py",
         "bot/checkins.py",
         "bot/cli/audit.py",
         "bot/cli/bulletin.py",
@@ -533,7 +679,9 @@ DEEP_MEMORY_DEBT = frozenset(
         "bot/dashboard/memories.py",
         "bot/dashboard/people.py",
         "bot/dashboard/persona.py",
+        "bot/dashboard/usage.py",
         "bot/dashboard/views.py",
+        "bot/health.py",
         "bot/ingest_watch.py",
         "bot/jobs.py",
         "bot/ratelimit.py",
@@ -541,6 +689,8 @@ DEEP_MEMORY_DEBT = frozenset(
         "bot/resolution.py",
         "bot/retention.py",
         "bot/runtime.py",
+        "bot/usage_commands.py",
+        "bot/vision.py",
         "bot/voice_mode.py",
         "voice/caches.py",
         "voice/warm.py",

@@ -36,11 +36,12 @@ import pytest
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.config import load_settings
+from bot.images import solid_png
 from bot.leak_guard import TOOL_REFUSED, WITHHELD
 from bot.types import IncomingMessage
 from memory.clock import FakeClock
 from memory.models import FactKind, MemoryType, NewMemory, Scope, Visibility
-from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram, ToolCall
+from tests.fakes import FakeDiscord, FakeFile, FakeOpenAI, FakeTelegram, ToolCall
 from tests.pipeline_support import build_runtime
 
 pytestmark = pytest.mark.asyncio
@@ -72,6 +73,8 @@ FACTS = {
     for f in (
         Fact("quintrell", "alice", "dm", "I keep a tortoise called Quintrell", "Alice keeps a tortoise called Quintrell"),
         Fact("wexcombe", "alice", "dm", "my allotment is behind the Wexcombe depot", "my allotment is behind the Wexcombe depot"),
+        # ORCH-11: a photo's caption (the model's words for what it shows), said in her DM with the photo
+        Fact("glimmerholt", "alice", "dm", "the Glimmerholt windmill at dusk", "Alice sent a photo of the Glimmerholt windmill"),
         Fact("vellicora", "alice", f"dc:{HARBOUR}", "I sing in the Vellicora choir", "Alice sings in the Vellicora choir"),
         Fact("brontewick", "alice", f"dc:{ORCHARD}", "I collect Brontewick stamps", "Alice collects Brontewick stamps"),
         Fact("x4471q", "bob", "dm", "my passport number is X4471Q", "my passport number is X4471Q"),
@@ -116,7 +119,10 @@ DISGUISES = {
 }
 CHECKIN = "How did the Harrowgate exam go? Quibblestone!"  # what the model writes when asked for a check-in
 # A question touching every fact's topic (never its word), so a recall that crossed a partition would show it.
-NOSY = "what do you know about tortoises, allotments, choirs, stamps, passports, ale, book clubs, moving, clocks, boats, meetings, mascots?"
+NOSY = (
+    "what do you know about tortoises, allotments, photos, windmills, choirs, "
+    "stamps, passports, ale, book clubs, moving, clocks, boats, meetings, mascots?"
+)
 
 
 @dataclass
@@ -190,6 +196,7 @@ class World:
         self.replies: list[Any] = []  # what the model answers the next reply requests (then "OK!")
         self.tool_results: list[str] = []
         self.after_tool: list[str] = []  # what the model answers once a tool call's result is back (then "done")
+        self.captions: list[str] = []  # what the model says an image shows, when asked for a caption (ORCH-11)
         self.direct: list[str] = []  # replies and command answers handed back by the orchestrator itself
         self.seen = {"requests": 0, "dc": 0, "tg": 0, "interactions": 0, "direct": 0}
         self.runtime: Any = None
@@ -202,7 +209,7 @@ class World:
     async def boot(self) -> None:
         # reflection right after a chat goes quiet: each session is reflected on in the tick of its own place
         owner = [f"discord:{DISCORD['olive']}"]
-        self.runtime = build_runtime(self.store, self.llm, self.clock, owner_ids=owner, reflection_silence_s=0)
+        self.runtime = build_runtime(self.store, self.llm, self.clock, owner_ids=owner, reflection_silence_s=0, vision="on")
         await self.runtime.start(background_loop=False)
         telegram = TelegramAdapter(
             self.runtime.orchestrator, "123:abc", base_url=f"{self.tg.url}/bot", base_file_url=f"{self.tg.url}/file/bot"
@@ -226,6 +233,8 @@ class World:
             return self.after_tool.pop(0) if self.after_tool else "done"
         if "tools" in body:
             return self.replies.pop(0) if self.replies else "OK!"
+        if isinstance(last.get("content"), list):  # an image to caption
+            return self.captions.pop(0)
         prompt = str(last.get("content") or "")
         if "asked you to check in on them" in prompt:
             return CHECKIN
@@ -254,7 +263,7 @@ class World:
         return found
 
     # -- saying things ---------------------------------------------------------------------------------------
-    async def discord(self, who: str, text: str, place: str, *, reply: Any = "OK!", name: str = "") -> None:
+    async def discord(self, who: str, text: str, place: str, *, reply: Any = "OK!", name: str = "", files: tuple = ()) -> None:
         """``who`` writes ``text`` in a Discord server (mentioning the bot) or in their DM; waits for the answer."""
         self.place = place
         self.replies.append(reply)
@@ -262,7 +271,9 @@ class World:
         guild = int(place.split(":")[1]) if place.startswith("dc:") else None
         sent = len(self.dc.sent)
         username = name or who  # a display name anyone can choose (issue 31's squatting)
-        await self.dc.dispatch_message(channel, DISCORD[who], text, guild_id=guild, mentions_bot=guild is not None, username=username)
+        await self.dc.dispatch_message(
+            channel, DISCORD[who], text, guild_id=guild, mentions_bot=guild is not None, username=username, files=files
+        )
         await self.dc.wait_for_sent(sent + 1)
         await self.settle()
 
@@ -442,6 +453,15 @@ async def alice_tells_her_dm(w: World) -> None:
     await w.discord("alice", FACTS["quintrell"].said, "dm:alice")
     assert "Got it" in await w.telegram("alice", f"/remember {FACTS['wexcombe'].said}", "dm:alice", command=True)
     w.told("quintrell", "wexcombe")
+
+
+async def alice_sends_a_photo_in_her_dm_then_asks_about_it_in_harbour(w: World) -> None:
+    """ORCH-11: the caption is the photo's words, kept in the DM it was sent in: asked about in a server, nothing of it."""
+    w.captions.append(FACTS["glimmerholt"].said)
+    await w.discord("alice", "look where I walked today", "dm:alice", files=(FakeFile("walk.png", solid_png((90, 90, 200))),))
+    w.told("glimmerholt")
+    await w.discord("alice", "what was in the photo I sent?", f"dc:{HARBOUR}")
+    await w.telegram("alice", "what was in the photo I sent?", f"tg:{GROUP}")
 
 
 async def alice_tells_both_servers(w: World) -> None:
@@ -757,6 +777,7 @@ async def privacy_off_holds_a_due_checkin_and_records_no_zone_offer(w: World) ->
 SCENARIO = [
     Step("alice links her Telegram and Discord accounts", link_alice),
     Step("alice tells her DMs two things", alice_tells_her_dm),
+    Step("alice sends a photo in her DM, asks about it in a server", alice_sends_a_photo_in_her_dm_then_asks_about_it_in_harbour),
     Step("alice tells each server one thing", alice_tells_both_servers),
     Step("bob tells his DM and Harbour", bob_tells_his_dm_and_harbour),
     Step("carol and dave talk in the Telegram group", carol_and_dave_talk_in_the_group),

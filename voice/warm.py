@@ -66,6 +66,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from memory.clock import Clock
+from memory.models import Memory
 from memory.recall.recall import MemoryRecall
 from memory.recall.retrieval import Channel, Hit
 from memory.scopes import RecallContext
@@ -73,6 +74,7 @@ from memory.scopes import RecallContext
 from .caches import FILLERS, lexical_rerank, tokens
 
 S = TypeVar("S")
+Hits = tuple[Hit[Memory], ...]  # the memories found for a turn, best first
 WORD = re.compile(r"[a-z']+")
 
 
@@ -318,7 +320,7 @@ class WarmMemory(Generic[S]):
 BM25_ONLY = frozenset({Channel.FTS})
 
 
-def memory_retrieval(recall: MemoryRecall, ctx: RecallContext, *, top_k: int | None = None, top_up: int = 4) -> Retrieval[tuple[Hit, ...]]:
+def memory_retrieval(recall: MemoryRecall, ctx: RecallContext, *, top_k: int | None = None, top_up: int = 4) -> Retrieval[Hits]:
     """Full = the store's hybrid recall (reusing the turn vector); lexical = ``bm25_refresh``; scope = the partitions.
 
     ``top_k`` defaults to the knobs' top K + 8, like the text path's one recall that fills both the relevant
@@ -326,10 +328,10 @@ def memory_retrieval(recall: MemoryRecall, ctx: RecallContext, *, top_k: int | N
     """
     top_k = top_k or recall.knobs.get("memories").top_k + 8
 
-    def full(text: str, vector: np.ndarray | None) -> tuple[Hit, ...]:
+    def full(text: str, vector: np.ndarray | None) -> Hits:
         return tuple(recall.recall(ctx, text, top_k=top_k, query_vector=vector))
 
-    def lexical(text: str, warm: tuple[Hit, ...], new_words: frozenset[str]) -> tuple[Hit, ...]:
+    def lexical(text: str, warm: Hits, new_words: frozenset[str]) -> Hits:
         return bm25_refresh(recall, ctx, text, warm, new_words, limit=top_k, top_up=top_up)
 
     # A set: the same people read the same partitions whoever of them speaks (the tuple starts with the speaker).
@@ -337,8 +339,8 @@ def memory_retrieval(recall: MemoryRecall, ctx: RecallContext, *, top_k: int | N
 
 
 def bm25_refresh(
-    recall: MemoryRecall, ctx: RecallContext, text: str, warm: tuple[Hit, ...], new_words: frozenset[str], *, limit: int, top_up: int
-) -> tuple[Hit, ...]:
+    recall: MemoryRecall, ctx: RecallContext, text: str, warm: Hits, new_words: frozenset[str], *, limit: int, top_up: int
+) -> Hits:
     """The warm hits plus up to ``top_up`` BM25 hits for the turn's new words, re-ranked by word overlap with the turn.
 
     Only the words no search of this snapshot used are searched: the others found their rows already, and a shorter
@@ -350,9 +352,9 @@ def bm25_refresh(
     threshold would drop exactly the rows that bring a new word; ``top_up`` bounds what comes in instead.
     """
     if not new_words:
-        return tuple(lexical_rerank(warm, text, lambda h: h.row["content"])[:limit])
-    known = {h.row["rid"] for h in warm}
+        return tuple(lexical_rerank(warm, text, lambda h: h.item.content)[:limit])
+    known = {h.item.rid for h in warm}
     query = " ".join(sorted(new_words))
     found = recall.recall(ctx, query, top_k=top_up + len(warm), channels=BM25_ONLY, threshold=0.0)
-    fresh = [h for h in found if h.row["rid"] not in known][:top_up]
-    return tuple(lexical_rerank([*warm, *fresh], text, lambda h: h.row["content"])[:limit])
+    fresh = [h for h in found if h.item.rid not in known][:top_up]
+    return tuple(lexical_rerank([*warm, *fresh], text, lambda h: h.item.content)[:limit])

@@ -47,6 +47,7 @@ COMMANDS: dict[str, str] = {
     "timezone": "Your time zone: /timezone Europe/Lisbon (alone: shows it; reset: the default)",
     "remind": "A reminder here at a time: /remind <when> <what>, like /remind Friday at 9 call mum",
     "reminders": "Your reminders: /reminders lists them, /reminders cancel <n> cancels one",
+    "usage": "What my model calls cost: /usage [me|server|all] [days]",
 }
 
 
@@ -123,5 +124,5 @@ async def deliver(
     async with locks.hold(incoming.channel_id):
         if not addressed:
             await conversation.observe(incoming)
-        elif incoming.text:
+        elif incoming.text or incoming.images:  # a photo alone is a message too (ORCH-11)
             await answer()

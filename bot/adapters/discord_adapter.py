@@ -30,7 +30,7 @@ from typing import Any, Literal
 import discord
 from discord import app_commands
 
-from bot.types import Conversation, IncomingMessage, Places
+from bot.types import Attachment, Conversation, IncomingMessage, Places
 
 from .common import (
     COMMANDS,
@@ -53,6 +53,7 @@ MESSAGE_LIMIT = 2000
 DEFER_AFTER_S = 2.0
 MAX_COMMAND_PARTS = 3  # a command answer longer than this many messages is sent as a file
 _CONVERSATIONAL = (discord.MessageType.default, discord.MessageType.reply)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg")
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +259,7 @@ class DiscordAdapter:
             created_at=message.created_at.timestamp(),
             addressed=spoken_to,
             mentions=_pointed(message),
+            images=_images(message),
             **_rights(message.guild, message.author),
         )
 
@@ -327,6 +329,13 @@ class DiscordAdapter:
         @app_commands.describe(cancel="The number of a reminder in your list, to cancel it")
         async def reminders(interaction: discord.Interaction, cancel: int | None = None) -> None:
             await self._run_command(interaction, "reminders", f"cancel {cancel}" if cancel is not None else "")
+
+        @tree.command(name="usage", description=COMMANDS["usage"])
+        @app_commands.describe(view="me, server (its admins) or all (the owner)", days="How many days, ending today (1 to 31)")
+        async def usage(
+            interaction: discord.Interaction, view: Literal["me", "server", "all"] | None = None, days: int | None = None
+        ) -> None:
+            await self._run_command(interaction, "usage", f"{view or ''} {days or ''}".strip())
 
     async def _run_command(self, interaction: discord.Interaction, name: str, argument: str) -> None:
         """Run a command and answer ephemerally, deferring first if it is slow."""
@@ -468,6 +477,17 @@ def _pointed(message: discord.Message) -> tuple[tuple[str, str], ...]:
     replied = ref.resolved if ref is not None else None
     users = [*message.mentions, *([replied.author] if isinstance(replied, discord.Message) else [])]
     return tuple(dict.fromkeys((str(u.id), u.display_name) for u in users if not u.bot and u.id != message.author.id))
+
+
+def _images(message: discord.Message) -> tuple[Attachment, ...]:
+    """ORCH-11: the attachments Discord says are images (or named like one: older uploads carry no type). Fetched
+    from the CDN only if the model can see; their bytes are checked again (``bot.images``)."""
+    return tuple(Attachment(a.filename, a.size, a.read) for a in message.attachments if _is_image(a))
+
+
+def _is_image(attachment: discord.Attachment) -> bool:
+    kind = (attachment.content_type or "").lower()
+    return kind.startswith("image/") or (not kind and attachment.filename.lower().endswith(IMAGE_SUFFIXES))
 
 
 def _readable(message: discord.Message, bot_id: int) -> str:

@@ -21,12 +21,12 @@ import re
 import time
 from collections.abc import AsyncIterator
 
-from telegram import BotCommand, Message, MessageEntity, Update, User
+from telegram import BotCommand, Document, Message, MessageEntity, PhotoSize, Update, User
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
 from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ChatMemberHandler, CommandHandler, ContextTypes, MessageHandler, filters
 
-from bot.types import Conversation, IncomingMessage, Places
+from bot.types import Attachment, Conversation, IncomingMessage, Places
 
 from .common import (
     COMMANDS,
@@ -47,6 +47,7 @@ MESSAGE_LIMIT = 4096
 ADMINS_TTL_S = 300.0
 TYPING_INTERVAL_S = 4.0  # Telegram shows a chat action for about 5 seconds
 _URL_LOGGERS = ("httpx", "telegram.Bot", "telegram.ext.ExtBot")
+PHOTO_SIDE = 1600  # the largest size a photo is fetched at: models scale to ~1,500 px (OpenAI's high detail: 2048, then 768 short)
 _COMMAND = re.compile(r"^/(?P<name>\w+)(?:@\w+)?(?:\s+(?P<arg>.*))?$", re.DOTALL)
 
 
@@ -85,7 +86,8 @@ class TelegramAdapter:
         # be answered as a new message; it replaces what was stored (``_on_edit``).
         fresh = filters.UpdateType.MESSAGE
         self.app.add_handlers([CommandHandler(name, self._on_command, filters=fresh) for name in COMMANDS])
-        self.app.add_handler(MessageHandler(fresh & filters.TEXT & ~filters.COMMAND, self._on_text))
+        said = filters.TEXT | filters.PHOTO | filters.Document.IMAGE  # ORCH-11: photos and image files, with a caption or not
+        self.app.add_handler(MessageHandler(fresh & said & ~filters.COMMAND, self._on_text))
         self.app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE & filters.TEXT, self._on_edit))
         self.app.add_handler(ChatMemberHandler(self._on_membership, ChatMemberHandler.MY_CHAT_MEMBER))
         self.app.add_error_handler(self._on_error)
@@ -144,7 +146,7 @@ class TelegramAdapter:
     # ------------------------------------------------------------------- handlers --
     async def _on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message
-        if message is None or not message.text or message.from_user is None:
+        if message is None or not (message.text or _images(message)) or message.from_user is None:
             return
         addressed, text = self._addressed(message)
         incoming = self._incoming(message, message.from_user, text, await self._is_admin(message))
@@ -240,12 +242,13 @@ class TelegramAdapter:
 
     def _addressed(self, message: Message) -> tuple[bool, str]:
         """Is the message for the bot, and its text without the bot's @mention."""
-        text = message.text or ""
+        text = message.text or message.caption or ""  # a photo's words are its caption
         if message.chat.type == ChatType.PRIVATE:
             return True, text
         bot = self.app.bot
         handle = f"@{bot.username}".lower()
-        mentions = message.parse_entities([MessageEntity.MENTION]).values()
+        parse = message.parse_entities if message.text else message.parse_caption_entities
+        mentions = parse([MessageEntity.MENTION]).values()
         if any(m.lower() == handle for m in mentions):
             pattern = re.compile(rf"\s*@{re.escape(bot.username)}\b[,:]?\s*", re.IGNORECASE)
             return True, pattern.sub(" ", text).strip()
@@ -288,7 +291,31 @@ class TelegramAdapter:
             author_is_admin=admin,
             created_at=message.date.timestamp() if message.date else None,
             mentions=_pointed(message, user),
+            images=_images(message),
         )
+
+
+def _images(message: Message) -> tuple[Attachment, ...]:
+    """ORCH-11: a photo (one size of it: ``_fitting``) or a document Telegram calls an image, fetched only if the
+    model can see (getFile, then the file itself); the bytes are checked again (``bot.images``)."""
+    if message.photo:
+        size = _fitting(message.photo)
+        return (Attachment("photo.jpg", size.file_size, lambda: _download(size)),)
+    document = message.document
+    if document is not None and (document.mime_type or "").startswith("image/"):
+        return (Attachment(document.file_name or "image", document.file_size, lambda: _download(document)),)
+    return ()
+
+
+def _fitting(sizes: tuple[PhotoSize, ...]) -> PhotoSize:
+    """The largest size whose long side is at most PHOTO_SIDE (Telegram sends 90, 320, 800, 1280 and 2560 px), else the smallest."""
+    fits = [s for s in sizes if max(s.width, s.height) <= PHOTO_SIDE]
+    return max(fits, key=lambda s: s.width * s.height) if fits else min(sizes, key=lambda s: s.width * s.height)
+
+
+async def _download(media: PhotoSize | Document) -> bytes:
+    file = await media.get_file()
+    return bytes(await file.download_as_bytearray())
 
 
 def _pointed(message: Message, author: User) -> tuple[tuple[str, str], ...]:

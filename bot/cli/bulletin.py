@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = command(sub, "show", show_bulletins, "print the stored bulletins (all, or one scope's)", json_flag=True)
     _scope_options(p)
     p = command(sub, "refresh", refresh_bulletins, "write the bulletins that are due now, or one scope's (needs the model)", json_flag=True)
+    p.set_defaults(uses_model=True)
     _scope_options(p)
 
 
@@ -64,7 +65,7 @@ def refresh_bulletins(args: argparse.Namespace, settings: Settings) -> None:
             plans = [plan] if plan else []
         else:
             plans = bulletins.due(engine.clock.now(), limit=1_000)
-        written = refresh(bulletins, composition.build_completer(settings), plans) if plans else []
+        written = refresh(bulletins, composition.build_completer(settings, engine, "bulletin"), plans) if plans else []
     if args.json:
         print_json({"planned": len(plans), "written": [_as_dict(b) for b in written]})
     else:

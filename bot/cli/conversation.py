@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "COMPANION_HEALTH_HOST:COMPANION_HEALTH_PORT.",
     )
     p.add_argument("--log-file", type=Path, metavar="PATH", help="write the logs to this file instead of the terminal")
-    p.set_defaults(handler=run_bot, log_destination=lambda args, settings: args.log_file)
+    p.set_defaults(handler=run_bot, log_destination=lambda args, settings: args.log_file, uses_model=True)
     p = subparsers.add_parser(
         "chat",
         help="chat with the bot in this terminal, against the same memory",
@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--log-file", type=Path, metavar="PATH", help="where the logs go (default: beside the store, with the suffix .log)")
     p.add_argument("--verbose", action="store_true", help="show the logs in the terminal instead of writing them to a file")
     p.add_argument("--new-store", action="store_true", help="start a new, empty store when there is none (asked on a terminal)")
-    p.set_defaults(handler=chat, log_destination=chat_log_file)
+    p.set_defaults(handler=chat, log_destination=chat_log_file, uses_model=True)
     text = "show the memory slice a reply would get (no LLM call)"
     p = subparsers.add_parser(
         "snapshot",
@@ -217,6 +217,7 @@ def chat(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     from ..adapters.console import ConsoleChat, local_user_name
+    from ..composition import budgeted
 
     # The console is the operator's own terminal, an owner-private context unless owners are configured
     # (``OwnerPolicy``: the same rule for chat, snapshot and the dashboard).
@@ -236,7 +237,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
         return await asyncio.to_thread(explain_failure, settings, log_file, failure)
 
     console = ConsoleChat(
-        runtime.orchestrator,
+        budgeted(runtime),  # ORCH-14: the console's turns are charged to its person (the owner is never held back)
         user_id=args.user,
         user_name=name,
         bot_name=runtime.orchestrator.assembler.bot_name,

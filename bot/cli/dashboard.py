@@ -85,7 +85,9 @@ async def _serve(settings: Settings, host: str, port: int, token: str, source: s
     # not started: no extraction or scheduler, only the store and its memory thread (and no second dashboard)
     runtime = build_runtime(settings.model_copy(update={"dashboard_enabled": False}))
     app = create_app(
-        DashboardServices.of(runtime.engine, runtime.runner, runtime.orchestrator), token=token, public_hosts=public_hosts(settings)
+        DashboardServices.of(runtime.engine, runtime.runner, runtime.orchestrator, runtime.budgets.limits if runtime.budgets else None),
+        token=token,
+        public_hosts=public_hosts(settings),
     )
     server = DashboardServer(app, host, port)
     stop = asyncio.Event()

@@ -5,6 +5,10 @@
     store         opens the store read-only: schema version, PRAGMA quick_check         damaged, not a store, newer
                   (PostgreSQL: server and pgvector versions, database size, schema)     unreachable, no pgvector, newer
     model         one short chat completion with the chat (and extraction) model        unreachable, key or model refused
+    vision        whether the chat model sees images: COMPANION_VISION, or the answer   (a warning: it cannot see)
+                  the bot kept when it first showed the model a test image (ORCH-11)
+    local model   COMPANION_LOCAL_MODEL: the file, its size and name, its load time,    it does not answer
+                  and its speed in one timed completion (prompt and generated tokens/s)
     api key       an empty key for a server that is not on this machine or network      (a warning)
     embeddings    one embedding; its dimension and fingerprint against the store's      provider down, model mismatch
     tokens        the format of DISCORD_TOKEN / TELEGRAM_TOKEN (no connection made)     malformed
@@ -26,6 +30,7 @@ import argparse
 import ipaddress
 import re
 import sys
+import time
 from dataclasses import asdict, dataclass
 from datetime import UTC
 from pathlib import Path
@@ -34,14 +39,19 @@ from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from memory.storage.catalog import ServerFacts
+    from memory.storage.model_traits import Sight
 
     from ..config import Settings
+    from ..local_model import Loaded
 
 # Discord: base64url(user id) . base64url(timestamp) . base64url(HMAC); Telegram: bot id ":" 35 characters.
 DISCORD_TOKEN = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 TELEGRAM_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{35}")
 REACH_TIMEOUT_S = 3.0  # chat's start-up check: long enough for a remote API, short enough not to annoy
 MODEL_TIMEOUT_S = 20.0  # doctor's completion: a local model may need to load first
+# the timed completion of a model in this process: a 1.5B on one busy core read ~3 prompt tokens a second
+LOCAL_MODEL_TIMEOUT_S = 120.0
+SPEED_PROMPT = "In one sentence: why do people keep diaries?"
 EMBED_TIMEOUT_S = 20.0
 
 
@@ -65,11 +75,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     text = "check the model server, embeddings, tokens, store and schedule, and say what to fix"
     p = subparsers.add_parser("doctor", help=text, description=text + " (exit 1 if something is wrong)")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
-    p.set_defaults(handler=run_doctor, on_config_error=report_config_error)
+    p.set_defaults(handler=run_doctor, on_config_error=report_config_error, uses_model=True)
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
-    return report([*home_findings(args), *run_checks(settings)], as_json=args.json)
+    return report([*home_findings(args), *run_checks(settings, getattr(args, "local_model", None))], as_json=args.json)
 
 
 def home_findings(args: argparse.Namespace) -> list[Finding]:
@@ -87,7 +97,9 @@ def report_config_error(args: argparse.Namespace, error: Exception) -> int:
     return report([*home_findings(args), finding], as_json=args.json)
 
 
-def run_checks(settings: Settings) -> list[Finding]:
+def run_checks(settings: Settings, local: Loaded | None = None) -> list[Finding]:
+    """Every check; ``local`` is the model file loaded in this process (COMPANION_LOCAL_MODEL), timed instead of asked."""
+    from ..clients import secret
     from ..config import store_location
 
     where = str(store_location(settings))
@@ -96,7 +108,8 @@ def run_checks(settings: Settings) -> list[Finding]:
     return [
         store,
         *([] if is_pg else [check_files(Path(where.removeprefix("sqlite://")), settings)]),
-        *check_models(settings),
+        *([check_local_model(local, settings.llm_base_url, secret(settings.llm_api_key))] if local else check_models(settings)),
+        check_vision(settings, where),
         *check_key(settings),
         check_embeddings(settings, stored),
         *check_tokens(settings),
@@ -325,6 +338,61 @@ def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
             f"check {_model_variable(check)} and the server's log",
         )
     return Finding(check, "ok", f"{base_url} answered with {model}")
+
+
+def check_vision(settings: Settings, where: str) -> Finding:
+    """ORCH-11: what COMPANION_VISION says, or (auto) the probe's verdict the bot kept in the store; read only."""
+    model, limits = settings.chat_model, f"up to {settings.images_per_message} a message, {settings.image_max_mb:g} MB each"
+    if settings.vision != "auto":
+        shown = f"photos go to the model, {limits}" if settings.vision == "on" else "photos are kept as [photo], never shown to the model"
+        return Finding("vision", "ok", f"{settings.vision} (COMPANION_VISION): {shown}")
+    kept = _kept_vision(settings, where)
+    if kept is None:
+        return Finding("vision", "ok", f"{model}: not asked yet; the bot shows it a test image at the first photo and keeps the answer")
+    if kept.sees:
+        return Finding("vision", "ok", f"{model} sees images (asked {kept.asked_at}): photos go to it, {limits}; their captions are kept")
+    fix = "use a model that sees for photos; if this one does (llama.cpp started with --mmproj), set COMPANION_VISION=on"
+    return Finding("vision", "warn", f"{model} cannot see images (asked {kept.asked_at}): photos are kept as [photo]", fix)
+
+
+def _kept_vision(settings: Settings, where: str) -> Sight | None:
+    """The probe's verdict in the store, or None (not asked yet, or no store to read: the store finding says why)."""
+    from memory.storage.db import Database, read_only
+    from memory.storage.model_traits import ModelTraits
+    from memory.storage.pg import open_database
+
+    from ..vision import vision_key
+
+    is_pg = where.startswith(("postgresql://", "postgres://"))
+    path = Path(where.removeprefix("sqlite://"))
+    if not is_pg and not path.exists():
+        return None
+    try:
+        db = open_database(where) if is_pg else Database(read_only(path))
+        try:
+            return ModelTraits(db).sight(vision_key(settings.llm_base_url, settings.chat_model))
+        finally:
+            db.close()
+    except Exception:  # a damaged, newer or unreachable store: the store finding already says so
+        return None
+
+
+def check_local_model(local: Loaded, base_url: str, api_key: str) -> Finding:
+    """What was loaded, and its speed: one short completion timed by llama.cpp (its ``timings``), else by the clock."""
+    import openai
+
+    from ..clients import openai_client
+    from ..usage import speed_of
+
+    client = openai_client(base_url, api_key, timeout=LOCAL_MODEL_TIMEOUT_S, max_retries=0)
+    started = time.monotonic()
+    try:
+        response = client.chat.completions.create(model=local.alias, messages=[{"role": "user", "content": SPEED_PROMPT}], max_tokens=48)
+    except openai.APIError as exc:
+        fix = "try another GGUF file, or a smaller COMPANION_LOCAL_MODEL_CONTEXT"
+        return Finding("local model", "fail", f"{local.describe()}, but it did not answer: {_root_cause(exc)}", fix)
+    speed = speed_of(response.model_dump(), time.monotonic() - started)
+    return Finding("local model", "ok", f"{local.describe()}; {speed.describe() if speed else 'no speed reported'}")
 
 
 def _root_cause(exc: BaseException) -> str:

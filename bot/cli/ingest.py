@@ -38,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--private", action="store_true", help="a user memory recalled only in DMs with that person")
     p.add_argument("--force", action="store_true", help="read unchanged files again, for the passages that gave no memory before")
     p.add_argument("--forget", action="store_true", help="forget everything that was learned from these files instead")
+    p.set_defaults(uses_model=lambda args: not (args.no_llm or args.forget))
 
 
 def target_of(args: argparse.Namespace, settings: Settings) -> Target:
@@ -77,10 +78,10 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
     files = files_of(args.paths)
     if not files:
         raise UsageError("no .txt, .md or .pdf files in " + ", ".join(str(p) for p in args.paths))
-    complete = None if args.no_llm or not composition.has_model(settings) else composition.build_completer(settings)
     from memory.write.ingest import Ingester
 
     with engine_for(settings, embed=True) as engine:
+        complete = None if args.no_llm or not composition.has_model(settings) else composition.build_completer(settings, engine, "ingest")
         ingester = Ingester(engine, target, complete, force=args.force)
         reports = _run(ingester, files, show=not args.json)
     failed = sum(r.status == "failed" for r in reports)

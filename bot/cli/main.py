@@ -25,7 +25,7 @@ from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, Not
 from memory.storage.private import owner_only
 
 from . import audit, bulletin, checkins, conversation, dashboard, doctor, ingest, init, memories, modelcheck, reflect, store, upkeep
-from .output import CliError, print_error
+from .output import CliError, note, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     init.register,
@@ -159,9 +159,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_destination = getattr(args, "log_destination", None)
         _setup_logging(settings.log_level, log_destination(args, settings) if log_destination else None, settings.log_format)
         try:
-            return run(args.handler, args, settings)
+            return _with_model(args, settings, as_json)
         finally:
             _remove_handlers()  # the command's handlers end with it (tests, and embedders, call ``main`` many times)
+
+
+def _with_model(args: argparse.Namespace, settings: Any, as_json: bool) -> int:
+    """The command; one that talks to the model (``uses_model``) gets COMPANION_LOCAL_MODEL loaded in this process
+    first (bot.local_model), pointed at, and stopped after it."""
+    uses_model = getattr(args, "uses_model", False)
+    if settings.local_model is None or not (uses_model(args) if callable(uses_model) else uses_model):
+        return run(args.handler, args, settings)
+    from ..config import ConfigError
+    from ..local_model import LocalModel, ignored_settings
+
+    ignored = ignored_settings(settings)
+    if ignored:
+        note(f"warning: COMPANION_LOCAL_MODEL is set, so {', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} ignored")
+    if not as_json:
+        note(f"loading {settings.local_model.name} with llama.cpp ...")
+    try:
+        model = LocalModel.start(settings)
+    except ConfigError as exc:
+        on_error = getattr(args, "on_config_error", None)  # the doctor reports it as a finding
+        return run(on_error, args, exc) if on_error else _fail(str(exc), 2, as_json)
+    except KeyboardInterrupt:  # Ctrl-C during the load is felt when llama.cpp returns; the half-made server is freed
+        return _fail("interrupted", 130, as_json)
+    args.local_model = model.loaded  # the doctor says what was loaded
+    try:
+        return run(args.handler, args, model.serve(settings))
+    finally:
+        model.stop()
 
 
 def _private_home(home: Any) -> None:

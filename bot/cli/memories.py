@@ -246,7 +246,7 @@ def channels_for(mode: str) -> frozenset:
     return {"hybrid": ALL_CHANNELS, "bm25": frozenset({Channel.FTS}), "vector": frozenset({Channel.VECTOR})}[mode]
 
 
-def search(engine: MemoryEngine, args: argparse.Namespace) -> list[Hit]:
+def search(engine: MemoryEngine, args: argparse.Namespace) -> list[Hit[Memory]]:
     ctx, filters, channels = recall_context(args), filters_from(args), channels_for(args.mode)
     if ctx is not None:
         return engine.recall.recall(
@@ -315,10 +315,7 @@ def search_memories(args: argparse.Namespace, settings: Settings) -> None:
         hits = search(engine, args)
     if args.json:
         return print_json(
-            [
-                {"score": h.score, "relevance": h.relevance, "channels": list(h.channels), "memory": Memory.from_row(h.row).as_dict()}
-                for h in hits
-            ]
+            [{"score": h.score, "relevance": h.relevance, "channels": list(h.channels), "memory": h.item.as_dict()} for h in hits]
         )
     out().print(hits_table(hits) if hits else "nothing found")
 

@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", type=Path, metavar="DIR", help="run in this new (or empty) folder and keep the store there")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="per request and per turn, for a slow local server")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(handler=modelcheck)
+    p.set_defaults(handler=modelcheck, uses_model=True)
 
 
 def modelcheck(args: argparse.Namespace, settings: Settings) -> int:

@@ -135,11 +135,11 @@ def memory_table(memories: Iterable[Memory], title: str | None = None) -> Table:
     return table
 
 
-def hits_table(hits: Iterable[Hit]) -> Table:
+def hits_table(hits: Iterable[Hit[Memory]]) -> Table:
     """As ``memory_table``, with the score, and for an ingested passage the file and lines it came from."""
     table = _table(None, ("id", "memory"))
     for hit in hits:
-        m = Memory.from_row(hit.row)
+        m = hit.item
         about = [f"score {hit.score:.3f}", m.subject, f"{m.type.value[:4]}/{m.kind.value}"]
         if m.provenance.file:
             about.append(f"from {m.provenance.file}")

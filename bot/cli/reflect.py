@@ -29,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sub = group.add_subparsers(dest="reflect_command", metavar="COMMAND", required=True)
     p = command(sub, "daily", reflect_daily, "reflect each chat's day now: the facts it holds, filed where they were said", json_flag=True)
+    p.set_defaults(uses_model=True)
     p.add_argument("--day", type=day_of, metavar="YYYY-MM-DD", help="only this day (one of the last 7; default: every day that is due)")
     p.add_argument("--dry-run", action="store_true", help="ask the model and show what would be stored; store nothing")
 

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 # -- upkeep and operations: consolidate, decay, prune, reembed, backup, stats, eval, bench ------------
 def register(subparsers: argparse._SubParsersAction) -> None:
-    command(subparsers, "consolidate", run_consolidate, "merge clusters of near-identical memories with the LLM", json_flag=True)
+    p = command(subparsers, "consolidate", run_consolidate, "merge clusters of near-identical memories with the LLM", json_flag=True)
+    p.set_defaults(uses_model=True)
     p = command(subparsers, "decay", run_decay, "lower the importance of memories unused for a while (run once a day)", json_flag=True)
     p.add_argument("--unaccessed-days", type=float, default=7.0, help="only memories unused this long (default: 7)")
     p.add_argument("--factor", type=fraction, default=0.95, help="multiply importance by this, above 0 and below 1 (default: 0.95)")
@@ -137,7 +138,7 @@ def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
     from memory.upkeep.maintenance import consolidate
 
     with engine_for(settings, embed=True) as engine, progress_bar("consolidating") as progress:
-        report = consolidate(engine, composition.build_completer(settings), progress=progress)
+        report = consolidate(engine, composition.build_completer(settings, engine, "consolidation"), progress=progress)
     _emit(
         args,
         {"clusters": report.clusters, "merged_rows": report.merged_rows, "new_ids": list(report.new_ids), "failures": report.failures},
@@ -215,7 +216,7 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
         # a forget would never find their lines (issue 20, finding 3). They are made again from the restore.
         lines = engine.rebuild_journals()
     rebuilt = "" if lines is None else f"; journals rebuilt ({lines} lines)"
-    say(f"restored {target} from {source}: {counted(counts['memories'], 'memory')}{rebuilt}")
+    say(f"restored {target} from {source}: {counted(counts.memories, 'memory')}{rebuilt}")
 
 
 def _refuse_on_postgres(settings: Settings, file: str) -> None:
@@ -259,14 +260,14 @@ def run_stats(args: argparse.Namespace, settings: Settings) -> None:
         buffer = ExtractionBuffer(engine)
         data = {
             "db": str(settings.db_path),
-            "memories": stats["memories"],
-            "active": stats["active"],
+            "memories": stats.memories,
+            "active": stats.active,
             "messages": engine.messages.count(),
             "embedding": engine.embeddings.stored_fingerprint(),
-            "dimension": stats["dimension"],
+            "dimension": stats.dimension,
             "configured_embeddings": settings.embeddings,
             "waiting_for_extraction": buffer.pending(),
-            "dead_letters": len(buffer.dead()),
+            "dead_letters": buffer.dead_count(),
         }
     _emit(args, data, "stats")
     if data["dead_letters"] and not args.json:

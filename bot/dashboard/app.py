@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from memory import InvalidInput, NotFound, NotYours
 
-from . import admin, memories, people, persona
+from . import admin, memories, people, persona, usage
 from .auth import CLIENT_COOKIE, COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_TTL_S, Caller, Gate, client_key
 from .common import CALLER, GATE, HOSTS, SERVICES, ApiError, answer, error, validation_detail
 from .services import DashboardServices
@@ -57,6 +57,7 @@ def create_app(services: DashboardServices, *, token: str, public_hosts: tuple[s
     people.register(app.router)
     admin.register(app.router)
     persona.register(app.router)
+    usage.register(app.router)
     return app
 
 

@@ -65,7 +65,7 @@ async def search(request: web.Request) -> web.Response:
     filters = RecallFilters(types=tuple(t for t in [_arg(q, "type", MemoryType)] if t), tags=tags_arg(q))
     svc = services(request)
     hits = await svc.run(_search, svc, dict(q), text, filters, top_k)
-    return answer({"items": [memory_json(Memory.from_row(h.row), score=round(h.score, 4)) for h in hits]})
+    return answer({"items": [memory_json(h.item, score=round(h.score, 4)) for h in hits]})
 
 
 def _search(svc: DashboardServices, q: dict[str, str], text: str, filters: RecallFilters, top_k: int) -> list[Any]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from memory import AsyncMemory, AsyncRunner, MemoryEngine
 
+    from ..budgets import Limits
     from ..orchestrator import Orchestrator
 
 T = TypeVar("T")
@@ -27,11 +28,12 @@ class DashboardServices:
     runner: AsyncRunner
     orchestrator: Orchestrator
     owners: tuple[str, ...] = ()
+    limits: Limits | None = None  # ORCH-14: the daily budgets, shown beside the usage (None: none configured)
 
     @classmethod
-    def of(cls, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator) -> DashboardServices:
+    def of(cls, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator, limits: Limits | None = None) -> DashboardServices:
         """The services over a running bot's parts (never ``bot.runtime`` itself: that module starts the dashboard)."""
-        return cls(engine, runner, orchestrator, tuple(sorted(orchestrator.owners.owners)))
+        return cls(engine, runner, orchestrator, tuple(sorted(orchestrator.owners.owners)), limits)
 
     @property
     def memory(self) -> AsyncMemory:

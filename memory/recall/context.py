@@ -99,7 +99,7 @@ class MemoryContext:
             query_vector = self.engine.embeddings.embed_query(query)
         top_k = self.engine.knobs.get("memories").top_k
         hits = self.engine.recall.recall(ctx, query, top_k=top_k + BEHAVIOURAL_LIMIT, query_vector=query_vector, reinforce=reinforce)
-        memories = [Memory.from_row(h.row) for h in hits]
+        memories = [h.item for h in hits]
         return split(memories, [m for m in memories if m.kind is FactKind.BEHAVIORAL], top_k)
 
     def _listed(self, partitions: tuple[str, ...], filters: RecallFilters, limit: int) -> tuple[Memory, ...]:

@@ -36,7 +36,7 @@ class MemoryRecall:
         threshold: float | None = None,
         reinforce: bool = True,
         query_vector: np.ndarray | None = None,
-    ) -> list[Hit]:
+    ) -> list[Hit[Memory]]:
         """Hybrid recall of what ``ctx`` may see (the one path the bot, the tools and the CLI use).
 
         :param filters: which memories to keep. :param top_k: how many (None: the ``memories`` knob).
@@ -57,7 +57,7 @@ class MemoryRecall:
             zone=ctx.tz,
         )
         if reinforce:
-            self.note_access([h.row["rid"] for h in hits])
+            self.note_access([h.item.rid for h in hits])
         return hits
 
     def recall_in(
@@ -69,7 +69,7 @@ class MemoryRecall:
         top_k: int | None = None,
         channels: frozenset[Channel] = ALL_CHANNELS,
         threshold: float | None = None,
-    ) -> list[Hit]:
+    ) -> list[Hit[Memory]]:
         """The operator's recall over named partitions (no conversation scopes it); nothing is reinforced.
         Parameters as ``recall`` takes them."""
         knobs = self.knobs.get("memories")
@@ -93,7 +93,7 @@ class MemoryRecall:
         """
         limit = top_k or self.knobs.get("memories").top_k
         if mode == "hybrid":
-            return [Memory.from_row(h.row) for h in self.recall(ctx, query, filters=filters, top_k=limit)]
+            return [h.item for h in self.recall(ctx, query, filters=filters, top_k=limit)]
         if mode == "typed" and not filters.types:
             raise InvalidInput("the typed search mode needs at least one memory type")
         if mode not in SEARCH_MODES:

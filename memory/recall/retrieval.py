@@ -21,12 +21,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic
 
 import numpy as np
 
 from ..clock import DAY, Clock
-from ..storage.corpus import Corpus, Filter
+from ..storage.corpus import Corpus, Filter, Found
 from ..storage.embeddings import EmbeddingService
 from ..storage.knobs import Fusion, RecallKnobs, Weights
 from . import thesaurus, when
@@ -45,13 +45,31 @@ FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|myself)\b", re.IGN
 
 
 @dataclass(frozen=True, slots=True)
-class Hit:
-    row: dict[str, Any]
+class Hit(Generic[Found]):
+    """A found memory or message (``item``, converted from its row once, when it is found) and how it ranked."""
+
+    item: Found
     score: float
     relevance: float
     cosine: float | None
     text_score: float  # the BM25 score scaled to [0, 1] by the best in the pool (or the close words'), not the memory's text
     channels: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    """A candidate row as ranked, before it is kept: only the kept few become values (``Hit``)."""
+
+    rid: int
+    row: dict[str, Any]
+    score: float
+    relevance: float
+    cosine: float | None
+    text_score: float
+    channels: tuple[str, ...]
+
+    def hit(self, corpus: Corpus[Found]) -> Hit[Found]:
+        return Hit(corpus.value(self.row), self.score, self.relevance, self.cosine, self.text_score, self.channels)
 
 
 @dataclass(slots=True)
@@ -104,8 +122,8 @@ class _Scale:
         return min(1.0, max(0.0, (cosine - self.cos_low) / (self.cos_high - self.cos_low)))
 
 
-class Retriever:
-    def __init__(self, corpus: Corpus, embeddings: EmbeddingService, clock: Clock) -> None:
+class Retriever(Generic[Found]):
+    def __init__(self, corpus: Corpus[Found], embeddings: EmbeddingService, clock: Clock) -> None:
         self.corpus = corpus
         self.embeddings = embeddings
         self.clock = clock
@@ -124,7 +142,7 @@ class Retriever:
         query_vector: np.ndarray | None = None,
         asker: str | None = None,
         zone: tzinfo = UTC,
-    ) -> list[Hit]:
+    ) -> list[Hit[Found]]:
         """The best ``top_k`` rows for ``text``; ``asker`` is who asks (a first-person question favours their rows),
         ``zone`` where the asker is in time (the dates a question names are theirs)."""
         k = top_k or knobs.top_k
@@ -141,7 +159,7 @@ class Retriever:
         self._boost_named_speakers(text, rows, relevance, knobs)
         pairs = self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale) if Channel.GRAPH in channels else []
 
-        def ranked(decay: float) -> list[Hit]:
+        def ranked(decay: float) -> list[_Ranked]:
             shared = _inherited(relevance, pairs, decay)
             self._boost_asker(text, asker, rows, shared, knobs)
             self._boost_dates(text, rows, shared, knobs, now, zone)
@@ -158,9 +176,8 @@ class Retriever:
         cutoff = knobs.score_threshold if threshold is None else threshold
         # A hit must match somehow (meaning, words or graph) unless it was brought in as recent context.
         hits = [h for h in hits if h.score >= cutoff and (h.relevance > 0 or Channel.RECENT in h.channels)]
-        if knobs.mmr and query_vector is not None:
-            return self._mmr(hits, knobs.mmr_lambda, k)
-        return hits[:k]
+        kept = self._mmr(hits, knobs.mmr_lambda, k) if knobs.mmr and query_vector is not None else hits[:k]
+        return [h.hit(self.corpus) for h in kept]
 
     # -- candidates --------------------------------------------------------------------------------
     def _candidates(self, text, partitions, knobs, k, channels, query_vector, where: Filter) -> dict[int, _Candidate]:
@@ -264,7 +281,7 @@ class Retriever:
         if not knobs.date_boost or not (named := when.spans(text, now, zone)):
             return
         for rid, row in rows.items():
-            at = row.get("created_at")
+            at = self.corpus.created(row)
             if at is not None and any(start - DAY <= at < end + 7 * DAY for start, end in named):
                 relevance[rid] += knobs.date_boost
 
@@ -274,9 +291,9 @@ class Retriever:
         a person)."""
         if not knobs.answer_share:
             return
-        asked = {rid: relevance[prev] for rid, prev in self.corpus.previous(rows).items() if prev in rows and _asks(rows[prev])}
+        asked = {rid: relevance[prev] for rid, prev in self.corpus.previous(rows).items() if prev in rows and self._asks(rows[prev])}
         for rid, share in asked.items():
-            if rows[rid].get("role") != "assistant":
+            if not self.corpus.by_assistant(rows[rid]):
                 relevance[rid] += knobs.answer_share * share
 
     def _demote_questions(self, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
@@ -284,7 +301,7 @@ class Retriever:
         if not knobs.question_penalty:
             return
         for rid, row in rows.items():
-            if _asks(row) and len(row["content"].split()) <= SHORT_QUESTION_WORDS:
+            if self._asks(row) and len(self.corpus.content(row).split()) <= SHORT_QUESTION_WORDS:
                 relevance[rid] = max(relevance[rid] / 2, relevance[rid] - knobs.question_penalty)
 
     # -- scoring -----------------------------------------------------------------------------------
@@ -296,7 +313,11 @@ class Retriever:
             out[rid] = self._relevance(cand, cand.text_score, knobs, scale)
         return out
 
-    def _score(self, pool, rows, relevance, weights: Weights, knobs: RecallKnobs, now: float) -> list[Hit]:
+    def _asks(self, row: dict[str, Any]) -> bool:
+        """The turn ends in a question mark."""
+        return self.corpus.content(row).rstrip().endswith("?")
+
+    def _score(self, pool, rows, relevance, weights: Weights, knobs: RecallKnobs, now: float) -> list[_Ranked]:
         total = weights.semantic + weights.recency + weights.importance
         hits = []
         for rid, row in rows.items():
@@ -306,8 +327,8 @@ class Retriever:
                 + weights.recency * self.temporal(row, knobs, now)
                 + weights.importance * self.corpus.importance(row)
             ) / total
-            hits.append(Hit(row, score, relevance[rid], cand.cosine, cand.text_score, tuple(sorted(cand.ranks))))
-        hits.sort(key=lambda h: (-h.score, -h.row["rid"]))
+            hits.append(_Ranked(rid, row, score, relevance[rid], cand.cosine, cand.text_score, tuple(sorted(cand.ranks))))
+        hits.sort(key=lambda h: (-h.score, -h.rid))
         return hits
 
     def _relevance(self, cand: _Candidate, text: float, knobs: RecallKnobs, scale: _Scale) -> float:
@@ -327,19 +348,19 @@ class Retriever:
         if self.corpus.decay_exempt(row):
             return 1.0
         days = max(0.0, (now - self.corpus.age_anchor(row)) / DAY)
-        bonus = 1.0 + knobs.access_bonus * row.get("access_count", 0)
+        bonus = 1.0 + knobs.access_bonus * self.corpus.accesses(row)
         return min(1.0, math.exp(-knobs.decay_rate * days) * bonus)
 
-    def _mmr(self, hits: list[Hit], lam: float, k: int) -> list[Hit]:
+    def _mmr(self, hits: list[_Ranked], lam: float, k: int) -> list[_Ranked]:
         """Maximal marginal relevance over the rows' own vectors: keeps near-duplicates from crowding out the rest."""
-        vectors = self.corpus.vectors.get([h.row["rid"] for h in hits])
-        chosen: list[Hit] = []
+        vectors = self.corpus.vectors.get([h.rid for h in hits])
+        chosen: list[_Ranked] = []
         rest = list(hits)
         while rest and len(chosen) < k:
 
-            def gain(h: Hit) -> float:
-                v = vectors.get(h.row["rid"])
-                sims = [float(np.dot(v, vectors[c.row["rid"]])) for c in chosen if v is not None and c.row["rid"] in vectors]
+            def gain(h: _Ranked) -> float:
+                v = vectors.get(h.rid)
+                sims = [float(np.dot(v, vectors[c.rid])) for c in chosen if v is not None and c.rid in vectors]
                 return lam * h.score - (1 - lam) * max(sims, default=0.0)
 
             best = max(rest, key=gain)
@@ -357,12 +378,7 @@ def _inherited(relevance: dict[int, float], pairs: list[tuple[int, int]], decay:
     return out
 
 
-def _lead_with(head: list[Hit], hits: list[Hit]) -> list[Hit]:
+def _lead_with(head: list[_Ranked], hits: list[_Ranked]) -> list[_Ranked]:
     """``head`` first, then the rest of ``hits`` in their order, each row once, as many rows as ``hits`` holds."""
-    taken = {h.row["rid"] for h in head}
-    return head + [h for h in hits if h.row["rid"] not in taken][: len(hits) - len(head)]
-
-
-def _asks(row: dict[str, Any]) -> bool:
-    """The turn ends in a question mark."""
-    return (row.get("content") or "").rstrip().endswith("?")
+    taken = {h.rid for h in head}
+    return head + [h for h in hits if h.rid not in taken][: len(hits) - len(head)]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import MemoryEngine
+from ..models import JsonObject
 
 MAX_LIMIT = 1000
 
@@ -24,7 +25,7 @@ class AuditEntry:
     who: str
     action: str  # "memory.create", "memory.update", "memory.forget", "person.forget", "guild.purge", "settings.update"
     target: str  # the id acted on ("" when the target itself was forgotten and is not to be named)
-    detail: dict[str, Any]
+    detail: JsonObject
     person_id: str | None = None
 
     @classmethod
@@ -36,7 +37,7 @@ class AuditTrail:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
 
-    def record(self, who: str, action: str, target: str = "", *, person_id: str | None = None, detail: dict[str, Any] | None = None) -> int:
+    def record(self, who: str, action: str, target: str = "", *, person_id: str | None = None, detail: JsonObject | None = None) -> int:
         """One row; ``detail`` must hold ids, names of fields, numbers: never a person's words."""
         self.engine.db.execute(
             "INSERT INTO dashboard_audit (at, who, action, target, person_id, detail) VALUES (?, ?, ?, ?, ?, ?)",

@@ -11,9 +11,9 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from ..models import DECAY_EXEMPT_VALUES
+from ..models import DECAY_EXEMPT_VALUES, Memory, StoredMessage
 from ..scopes import partition_token, placeholders
 from . import fts
 from .db import Database
@@ -23,6 +23,8 @@ from .vectors import VectorIndex
 
 BROAD_SHARE = 0.3
 Order = tuple[tuple[str, bool], ...]  # (column, descending) pairs
+# What a corpus's row becomes once it leaves storage: a memory, or a conversation message.
+Found = TypeVar("Found", bound=Memory | StoredMessage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,7 @@ UNION_PARTITIONS = 100  # partitions asked in one statement by ``Corpus._per_par
 
 
 @dataclass(slots=True)
-class Corpus:
+class Corpus(Generic[Found]):
     name: str
     table: str
     fts_table: str
@@ -61,6 +63,10 @@ class Corpus:
             self.fts = FtsQueryBuilder(self.db, self.fts_table)
 
     # -- what differs between the corpora ---------------------------------------------------------
+    def value(self, row: dict[str, Any]) -> Found:
+        """The row as the typed value it stands for: the one place a found row is converted."""
+        raise NotImplementedError
+
     def live(self, now: float) -> Filter:
         return Filter()
 
@@ -92,6 +98,20 @@ class Corpus:
     def speaker(self, row: dict[str, Any]) -> str:
         """Who wrote the row, if the corpus knows ('' for memories)."""
         return ""
+
+    def by_assistant(self, row: dict[str, Any]) -> bool:
+        """The bot's own reply (messages); memories have no author."""
+        return False
+
+    def created(self, row: dict[str, Any]) -> float | None:
+        return row.get("created_at")
+
+    def content(self, row: dict[str, Any]) -> str:
+        return row.get("content") or ""
+
+    def accesses(self, row: dict[str, Any]) -> int:
+        """How often the row was recalled (memories); 0 where nothing is counted."""
+        return row.get("access_count", 0)
 
     # -- shared queries ----------------------------------------------------------------------------
     def index_text(self, rids: list[int]) -> None:
@@ -297,11 +317,14 @@ def live_memories(alias: str, now: float) -> Filter:
     )
 
 
-class MemoryCorpus(Corpus):
+class MemoryCorpus(Corpus[Memory]):
     FTS_COLUMNS = ("subject", "content", "tags", "ptoken")
 
     def __init__(self, db: Database, vectors: VectorIndex) -> None:
         super().__init__("memories", "memories", "memory_fts", "bm25(memory_fts, 2.0, 1.0, 1.0, 0.0)", db, vectors)
+
+    def value(self, row: dict[str, Any]) -> Memory:
+        return Memory.from_row(row)
 
     def live(self, now: float) -> Filter:
         return live_memories("t", now)
@@ -326,11 +349,14 @@ class MemoryCorpus(Corpus):
         return list(self.db.execute(sql, (*rids, *rids)))
 
 
-class MessageCorpus(Corpus):
+class MessageCorpus(Corpus[StoredMessage]):
     FTS_COLUMNS = ("content", "author_name", "context", "ptoken")
 
     def __init__(self, db: Database, vectors: VectorIndex) -> None:
         super().__init__("messages", "messages", "message_fts", "bm25(message_fts, 1.0, 0.5, 0.3, 0.0)", db, vectors)
+
+    def value(self, row: dict[str, Any]) -> StoredMessage:
+        return StoredMessage.from_row(row)
 
     def search_text(self, row: dict[str, Any]) -> str:
         """Who said it is part of what a turn means ("Caroline: I went to the support group")."""
@@ -344,6 +370,9 @@ class MessageCorpus(Corpus):
 
     def speaker(self, row: dict[str, Any]) -> str:
         return row.get("author_name") or ""
+
+    def by_assistant(self, row: dict[str, Any]) -> bool:
+        return row.get("role") == "assistant"
 
     def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[tuple[int, int]]:
         """A message's graph neighbours are the turns just before and after it in the same channel."""

@@ -358,5 +358,9 @@ class AsyncRunner:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
 
+    def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        """Queues a store call from any thread without waiting for it (a blocking client's bookkeeping)."""
+        return self._pool.submit(fn, *args)
+
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True)

@@ -173,7 +173,7 @@ class MessageLog:
         channel_id: str | None = None,
         channels: frozenset[Channel] = ALL_CHANNELS,
         query_vector: np.ndarray | None = None,
-    ) -> list[Hit]:
+    ) -> list[Hit[StoredMessage]]:
         readable = (channel_id,) if channel_id else ctx.channels()
         if channel_id and channel_id not in ctx.channels():
             return []
@@ -201,7 +201,7 @@ class MessageLog:
         query_vector: np.ndarray | None = None,
         asker: str | None = None,
         zone: tzinfo = UTC,
-    ) -> list[Hit]:
+    ) -> list[Hit[StoredMessage]]:
         return self.retriever.search(
             query,
             partitions,

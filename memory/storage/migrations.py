@@ -653,6 +653,30 @@ CREATE TABLE place_departures (
 """,
 )
 
+# ORCH-14: the usage ledger (memory.storage.ledger owns it): calls and tokens a day per person, place, job kind and
+# model, as the model servers reported them. Counts and ids, never words; a person's rows go when they are forgotten.
+M022_USAGE_LEDGER = Migration(
+    "m022_usage_ledger",
+    """
+CREATE TABLE usage_ledger (
+    day TEXT NOT NULL,
+    person_id TEXT NOT NULL DEFAULT '',
+    platform TEXT NOT NULL DEFAULT '',
+    place_id TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    model TEXT NOT NULL DEFAULT '',
+    calls INTEGER NOT NULL DEFAULT 0,
+    unreported INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX usage_ledger_key ON usage_ledger (day, person_id, platform, place_id, kind, model);
+CREATE INDEX usage_ledger_person ON usage_ledger (person_id, day);
+CREATE INDEX usage_ledger_place ON usage_ledger (place_id, person_id, day);  -- a place's own rows, not its people's
+""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_CORE,
     M002_CONVERSATIONS,
@@ -672,4 +696,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M016_TOMBSTONE_TRACES,
     M020_REMINDERS,
     M021_RETENTION,
+    M022_USAGE_LEDGER,
 )

@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 
 from ..clock import Clock
 from ..errors import InvalidInput
+from ..models import JsonObject
 from ..reminder_time import When, next_due, parse_when
 from .db import Database
 
@@ -112,7 +113,7 @@ class Reminder:
             return f"every {local:%A} at {self.wall_time} ({self.zone}), next on {local:%-d %B}"
         return f"{local:%A %-d %B %Y, %H:%M} ({self.zone})"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {"id": self.id, "text": self.text, "when": self.when(), "due_at_utc": self.due_at, "every": self.every}
 
     @classmethod

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import MemoryEngine
-from ..models import SessionSummary
+from ..models import JsonObject, SessionSummary
 from ..scopes import RecallContext, placeholders
 from ..write.safety import redact_secrets
 
@@ -384,7 +384,7 @@ class SessionSummaries:
         marks = placeholders(channel_keys)
         self.db.execute(f"DELETE FROM session_summaries WHERE (platform || ':' || channel_id) IN ({marks})", channel_keys)
 
-    def restore(self, row: dict[str, Any]) -> int:
+    def restore(self, row: JsonObject) -> int:
         """A summary from an export, as it was (same times); one already here is not added twice (0 then)."""
         if self.db.scalar(
             "SELECT 1 FROM session_summaries WHERE platform = ? AND channel_id = ? AND ended_at = ? AND text = ?",

@@ -182,6 +182,15 @@ REGISTRY: tuple[Holder, ...] = (
         "scope IN ('user', 'owner') AND scope_id IN ({ids})",
         guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
     ),
+    Holder(
+        "usage_ledger",
+        "delete",
+        "what a person's turns and jobs cost a day, per place, job kind and model (ORCH-14): counts and ids, never words. "
+        "A place's own rows (no person) keep their totals when a person is forgotten (memory.storage.ledger)",
+        "person_id IN ({ids})",
+        export=True,
+        guild="place_id IN ({guild})",
+    ),
     Holder("privacy_places", "none", "servers and groups where remembering is off (/privacy server off): ids only"),
     Holder(
         "place_personas",

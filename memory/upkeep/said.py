@@ -12,6 +12,8 @@ person forgets what they said, not what others said.
 
     said_matching  the rids of such messages (``memory_search`` offers them to the model as ``said:<id>``)
     forget_said    remove them, with the cascade; returns how many of the person's messages went
+    forget_echoes  the bot's replies to the person that repeat it ("what was in the photo I sent?" answered a week
+                   later with the photo's caption): removed as well, or the reply would keep what was forgotten
 """
 
 from __future__ import annotations
@@ -61,6 +63,22 @@ def forget_said(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[s
     forget_chat_summaries(engine, {chat for *_, chat in own})
     engine.db.scrub()
     return len(mine)
+
+
+def forget_echoes(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[str], query: str) -> int:
+    """Remove the bot's replies to the person's own messages (that the context may read) holding every word of
+    ``query``; the person's questions stay (they did not say it). Returns how many replies went."""
+    words = asked_words(query)
+    if not words:
+        return 0
+    own = _own(engine, ctx, person_ids)
+    replies = engine.messages.get_rids(engine.messages.replies_to([rid for rid, *_ in own]))
+    echoes = [m for m in replies if words <= content_words(m.content)]
+    if echoes:
+        engine.messages.delete_rids([m.rid for m in echoes])
+        forget_chat_summaries(engine, {f"{m.platform}:{m.channel_id}" for m in echoes})
+        engine.db.scrub()
+    return len(echoes)
 
 
 def _own(

@@ -12,16 +12,16 @@ from typing import Any
 
 from ..engine import MemoryEngine
 from ..errors import InvalidInput
-from ..models import FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
+from ..models import FactKind, JsonObject, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
 from ..storage.messages import NewMessage
 from ..storage.sessions import SessionSummaries
 from .registry import REGISTRY, person_keys, person_rows
 
 
-def export_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, Any]:
+def export_person(engine: MemoryEngine, person_ids: list[str]) -> JsonObject:
     """Everything stored about a person, table by table as the registry lists it, as JSON-ready data."""
     keys = person_keys(engine, person_ids)
-    data: dict[str, Any] = {"format": "companion-export/3", "person_ids": list(keys.ids), "exported_at": iso(engine.clock.now())}
+    data: JsonObject = {"format": "companion-export/3", "person_ids": list(keys.ids), "exported_at": iso(engine.clock.now())}
     for holder in REGISTRY:
         if holder.export:
             data[holder.table] = [_public(holder.table, row) for row in person_rows(engine, holder, keys, "*")]
@@ -71,11 +71,11 @@ def _from_iso(text: str) -> float | str:
         return text  # left as written: that row is then refused, with its reason, and the others go in
 
 
-def import_memories(engine: MemoryEngine, data: Any) -> dict[str, Any]:
+def import_memories(engine: MemoryEngine, data: object) -> JsonObject:
     """Load an export (or a plain list of memory objects) back. Memories go through the write rules; an
     export's messages and session summaries come back too. Every rejected row is counted with its reason."""
     items, messages, summaries = _sections(data)
-    counts: dict[str, Any] = {"stored": 0, "duplicate": 0, "rejected": 0, "messages": 0, "session_summaries": 0, "reasons": []}
+    counts: JsonObject = {"stored": 0, "duplicate": 0, "rejected": 0, "messages": 0, "session_summaries": 0, "reasons": []}
     for n, item in enumerate(items, start=1):
         try:
             counts[engine.memories.add(_new_memory(item)).status] += 1

@@ -32,7 +32,7 @@ import prompts
 
 from ..engine import MemoryEngine
 from ..errors import EmbeddingError, InvalidInput, NotFound, Rejected
-from ..models import FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
+from ..models import FactKind, JsonObject, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
 from ..protocols import Completer
 from ..scopes import memory_partition
 from ..storage.embeddings import ModelMismatch
@@ -76,7 +76,7 @@ class FileReport:
     rejected: list[str] = field(default_factory=list)  # why a passage or a memory was not stored
     error: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {name: getattr(self, name) for name in self.__slots__}
 
 

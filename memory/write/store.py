@@ -53,6 +53,16 @@ class WriteResult:
     contradicted: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """What the CLI's ``stats`` and ``restore`` report of the memories (``MemoryStore.stats``)."""
+
+    memories: int
+    active: int
+    embedding: str | None
+    dimension: int | None
+
+
 class MemoryStore:
     """The memories aggregate's writes, by the rules above. Reads go to their owners: rows to
     ``MemoryRepository`` (``engine.memory_rows``), ranking and reinforcement to ``MemoryRecall`` (``engine.recall``)."""
@@ -315,14 +325,9 @@ class MemoryStore:
             )
         return memory
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StoreStats:
         """Rows, active rows, and the embedding space (the CLI's ``stats``)."""
-        return {
-            "memories": self.rows.count(),
-            "active": self.rows.count_active(),
-            "embedding": self.embeddings.fingerprint,
-            "dimension": self.embeddings.stored_dim(),
-        }
+        return StoreStats(self.rows.count(), self.rows.count_active(), self.embeddings.fingerprint, self.embeddings.stored_dim())
 
 
 def _prepared(new: NewMemory) -> NewMemory:

@@ -5,6 +5,7 @@ context manager inside the test's event loop, so the real client libraries run
 unmodified against it.
 """
 
+from ._base import FakeFile
 from .discord_server import APPLICATION_ID as DISCORD_APPLICATION_ID
 from .discord_server import BOT_ID as DISCORD_BOT_ID
 from .discord_server import FakeDiscord
@@ -18,6 +19,7 @@ __all__ = [
     "DISCORD_BOT_ID",
     "Delay",
     "FakeDiscord",
+    "FakeFile",
     "FakeOpenAI",
     "FakeTelegram",
     "HTTPError",

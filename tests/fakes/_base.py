@@ -11,6 +11,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -21,6 +22,22 @@ from aiohttp import web
 WAIT_S = 30.0
 
 JSON_CONTENT_TYPE = "application/json"
+
+
+@dataclass(frozen=True)
+class FakeFile:
+    """A file a person attaches (a photo): served by the fake's file server; ``size`` is what the platform declares
+    (default: the real length), so a 30 MB file can be declared without being served."""
+
+    name: str
+    data: bytes
+    content_type: str | None = "image/png"
+    size: int | None = None
+    gone: bool = False  # its URL answers 404 (an upload deleted before the bot fetched it)
+
+    @property
+    def declared(self) -> int:
+        return len(self.data) if self.size is None else self.size
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from . import discord_payloads as p
-from ._base import WAIT_S, FakeServer
+from ._base import WAIT_S, FakeFile, FakeServer
 from .discord_rest import add_rest_routes
 
 BOT_ID = p.BOT_ID
@@ -85,6 +85,8 @@ class FakeDiscord(FakeServer):
         self._interactions: dict[str, dict[str, Any]] = {}
         self._originals: dict[str, dict[str, Any]] = {}
         self._sessions: list[_Session] = []
+        self.cdn: dict[str, bytes] = {}  # attachment path -> bytes, served under /cdn/
+        self.cdn_fetches: list[str] = []  # the attachment paths downloaded, in order
         super().__init__()
 
     # ------------------------------------------------------- setup helpers --
@@ -142,6 +144,7 @@ class FakeDiscord(FakeServer):
         username: str = "alice",
         reply_to: int | None = None,
         mentions: tuple[tuple[int, str], ...] = (),
+        files: tuple[FakeFile, ...] = (),
     ) -> dict[str, Any]:
         """Deliver a user's MESSAGE_CREATE; returns the payload sent.
 
@@ -158,9 +161,28 @@ class FakeDiscord(FakeServer):
         extra = self._message_extras(channel_id, author_id, guild_id, mentions_bot, reply_to)
         people = [{**p.user(uid, name), **({"member": p.member()} if guild_id else {})} for uid, name in mentions]
         extra["mentions"] = extra.get("mentions", []) + people
+        extra["attachments"] = [self._attachment(f) for f in files]
         data = p.message(p.snowflake(), channel_id, p.user(author_id, username), content, **extra)
         await self.dispatch("MESSAGE_CREATE", data)
         return data
+
+    def _attachment(self, file: FakeFile) -> dict[str, Any]:
+        """An attachment as MESSAGE_CREATE carries it, its bytes served at its CDN url (``cdn_fetches`` records reads)."""
+        aid = p.snowflake()
+        path = f"attachments/{aid}/{file.name}"
+        if not file.gone:
+            self.cdn[path] = file.data
+        url = f"{self.url}/cdn/{path}"
+        data = {"id": str(aid), "filename": file.name, "size": file.declared, "url": url, "proxy_url": url}
+        return data | ({"content_type": file.content_type} if file.content_type else {})
+
+    async def _cdn(self, request: web.Request) -> web.Response:
+        path = request.match_info["path"]
+        self.cdn_fetches.append(path)
+        self._notify()
+        if path not in self.cdn:
+            return web.Response(status=404)
+        return web.Response(body=self.cdn[path], content_type="application/octet-stream")
 
     def _message_extras(
         self, channel_id: int, author_id: int, guild_id: int | None, mentions_bot: bool, reply_to: int | None
@@ -271,6 +293,7 @@ class FakeDiscord(FakeServer):
     # ------------------------------------------------------------- gateway --
     def _setup_routes(self, router: web.UrlDispatcher) -> None:
         router.add_get("/gateway", self._gateway)
+        router.add_get("/cdn/{path:.*}", self._cdn)
         add_rest_routes(self, router)
 
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:

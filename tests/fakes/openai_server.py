@@ -141,6 +141,11 @@ class FakeOpenAI(FakeServer):
         self.refusal_status = 500
         self.closed_by_client: list[str] = []  # "stream" / "request": the client hung up on an Endless or a Hang
         self._last_prompt: list[str] = []  # the previous chat request's prompt words: the fake's prompt cache
+        # Image content parts as they arrived ({"request": index of the chat request, "media_type", "data": bytes});
+        # ``vision=False`` answers a request carrying one as OpenAI does for a model that cannot see (HTTP 400)
+        self.images: list[dict[str, Any]] = []
+        self.vision = True
+        self.usage_sent: list[dict[str, Any]] = []  # every chat answer's ``usage``, as sent (the bill a ledger must match)
         super().__init__()
 
     # ----------------------------------------------------------------- API --
@@ -204,7 +209,7 @@ class FakeOpenAI(FakeServer):
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self._record(CHAT_PATH, body)
-        refusal = self._refusal(body)
+        refusal = self._refusal(body) or self._blind(body)
         if refusal is not None:
             return _error_response(refusal)
         item = await self._resolve(self._script.popleft() if self._script else None, body)
@@ -228,6 +233,19 @@ class FakeOpenAI(FakeServer):
                 error = {"code": self.refusal_status, "message": message, "type": "server_error"}
                 return HTTPError(self.refusal_status, {"error": error})
         return None
+
+    def _blind(self, body: dict[str, Any]) -> HTTPError | None:
+        """Record the request's image parts; refuse them as OpenAI does a text-only model, when ``vision`` is off."""
+        index = len(self.chat_requests) - 1
+        parts = [p for m in body.get("messages", []) if isinstance(m.get("content"), list) for p in m["content"]]
+        urls = [str((p.get("image_url") or {}).get("url", "")) for p in parts if p.get("type") == "image_url"]
+        for url in urls:
+            head, _, data = url.partition(";base64,")
+            self.images.append({"request": index, "media_type": head.removeprefix("data:"), "data": base64.b64decode(data)})
+        if not urls or self.vision:
+            return None
+        message = "Invalid content type. image_url is only supported by certain models."
+        return HTTPError(400, {"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": None}})
 
     async def _endless(self, request: web.Request, body: dict[str, Any], item: Endless) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -308,12 +326,14 @@ class FakeOpenAI(FakeServer):
             shared += 1
         self._last_prompt = words
         total = len(words)
-        return {
+        sent = {
             **usage,
             "prompt_tokens": total,
             "total_tokens": total + usage["completion_tokens"],
             "prompt_tokens_details": {"cached_tokens": shared},
         }
+        self.usage_sent.append(sent)
+        return sent
 
     # ----------------------------------------------------------- streaming --
     async def _stream(self, request: web.Request, body: dict[str, Any], item: Any) -> web.StreamResponse:

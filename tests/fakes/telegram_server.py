@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ._base import WAIT_S, FakeServer, json_response, read_body
+from ._base import WAIT_S, FakeFile, FakeServer, json_response, read_body
 
 BOT_ID = 999
 BOT_USERNAME = "companion_bot"
@@ -73,6 +73,8 @@ class FakeTelegram(FakeServer):
         self._chats: dict[int, dict[str, Any]] = {}
         self._last_bot_message: dict[int, dict[str, Any]] = {}
         self.admins: dict[int, list[int]] = {}  # group chat id -> user ids that administer it
+        self.files: dict[str, FakeFile] = {}  # file_id -> the file getFile and the file server hand out
+        self.downloads: list[str] = []  # file ids whose bytes were downloaded, in order
         super().__init__()
 
     # ----------------------------------------------------------- helpers --
@@ -108,6 +110,44 @@ class FakeTelegram(FakeServer):
         if reply_to_bot:
             message["reply_to_message"] = self._bot_message_in(chat)
         return self.push_update({"message": message})
+
+    def push_photo(
+        self,
+        chat_id: int,
+        user_id: int,
+        file: FakeFile,
+        *,
+        caption: str = "",
+        as_document: bool = False,
+        chat_type: str = "private",
+        first_name: str = "Alice",
+        mention: bool = False,
+    ) -> dict[str, Any]:
+        """Queue a photo (in three sizes, 320, 1280 and 2560 px, as Telegram sends one; each size is a file of its own)
+        or, ``as_document``, an image file with its MIME type; ``caption`` with a mention entity when ``mention``."""
+        update = self.push_message(chat_id, user_id, caption, chat_type=chat_type, first_name=first_name, mention=mention)
+        message = update["message"]
+        text, entities = message.pop("text"), message.pop("entities", None)
+        if text:
+            message["caption"] = text
+        if entities:
+            message["caption_entities"] = entities
+        if as_document:
+            fid = self._file(file)
+            message["document"] = {"file_id": fid, "file_unique_id": f"u{fid}", "file_name": file.name, "file_size": file.declared}
+            message["document"] |= {"mime_type": file.content_type} if file.content_type else {}
+        else:
+            message["photo"] = [
+                {"file_id": self._file(file), "file_unique_id": f"u{side}", "width": side, "height": side * 3 // 4}
+                | {"file_size": file.declared}
+                for side in (320, 1280, 2560)
+            ]
+        return update
+
+    def _file(self, file: FakeFile) -> str:
+        file_id = f"file{len(self.files) + 1}"
+        self.files[file_id] = file
+        return file_id
 
     def push_edit(self, update: dict[str, Any], text: str) -> dict[str, Any]:
         """Queue an ``edited_message`` update for a message pushed earlier (its update), now reading ``text``."""
@@ -159,10 +199,16 @@ class FakeTelegram(FakeServer):
     # ------------------------------------------------------------ routing --
     def _setup_routes(self, router: web.UrlDispatcher) -> None:
         router.add_route("*", "/bot{token}/{method}", self._dispatch)
-        router.add_route("*", "/file/bot{token}/{path:.*}", self._file)
+        router.add_route("*", "/file/bot{token}/{path:.*}", self._download)
 
-    async def _file(self, request: web.Request) -> web.Response:
-        return web.Response(body=b"", status=404)
+    async def _download(self, request: web.Request) -> web.Response:
+        """The file server: ``files/<file_id>`` as getFile named it."""
+        file_id = request.match_info["path"].removeprefix("files/")
+        self.downloads.append(file_id)
+        self._notify()
+        if file_id not in self.files:
+            return web.Response(body=b"", status=404)
+        return web.Response(body=self.files[file_id].data, content_type="application/octet-stream")
 
     async def _dispatch(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
@@ -237,6 +283,11 @@ class FakeTelegram(FakeServer):
     def _m_editmessagetext(self, params: dict[str, Any]) -> dict[str, Any]:
         self.edits.append(params)
         return {**self._bot_message(params), "message_id": params.get("message_id", 0), "edit_date": int(time.time())}
+
+    def _m_getfile(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = str(params.get("file_id"))
+        file = self.files[file_id]
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": file.declared, "file_path": f"files/{file_id}"}
 
     def _m_sendchataction(self, params: dict[str, Any]) -> bool:
         self.actions.append(params)

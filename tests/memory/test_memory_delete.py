@@ -109,11 +109,11 @@ def test_cached_embedding_is_kept_while_another_row_has_the_same_text(engine):
 def test_deleted_memory_is_not_recalled_through_any_channel(engine, linked):
     earlier, target, later = linked
     ctx = dm_ctx("alice")
-    assert target.id in {h.row["id"] for h in engine.recall.recall(ctx, "summer festivals", threshold=0)}
+    assert target.id in {h.item.id for h in engine.recall.recall(ctx, "summer festivals", threshold=0)}
     engine.memories.delete(target.id)
     hits = engine.recall.recall(ctx, "summer festivals", threshold=0)
-    assert target.id not in {h.row["id"] for h in hits}
-    assert {h.row["id"] for h in hits} == {earlier.id, later.id}
+    assert target.id not in {h.item.id for h in hits}
+    assert {h.item.id for h in hits} == {earlier.id, later.id}
 
 
 def test_deleting_a_merged_memory_deletes_its_consolidated_originals(engine, embedder):

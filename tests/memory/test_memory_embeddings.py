@@ -60,7 +60,7 @@ def test_reembed_rebuilds_every_vector_for_a_new_dimension(tmp_path, clock):
         # every cached vector is the new model's
         assert {f for (f,) in engine.db.execute("SELECT DISTINCT fingerprint FROM embed_cache")} == {"test:hash-small:32"}
         hits = engine.recall.recall(dm_ctx("xena"), "bassoon", threshold=0)
-        assert hits[0].row["content"] == "Xena plays the bassoon badly"
+        assert hits[0].item.content == "Xena plays the bassoon badly"
         assert hits[0].cosine == pytest.approx(new.cosine("bassoon", "Xena plays the bassoon badly"), abs=1e-5)
         assert "vector" in hits[0].channels
 
@@ -135,7 +135,7 @@ def test_a_failing_embedder_still_stores_and_recalls_by_bm25(tmp_path, clock):
         assert broken.calls  # it was tried
         assert count(engine, "memories") == 1 and count(engine, "memory_vec") == 0
         hits = engine.recall.recall(dm_ctx("xena"), "learning Icelandic", threshold=0)
-        assert [h.row["id"] for h in hits] == [memory.id]
+        assert [h.item.id for h in hits] == [memory.id]
         assert hits[0].cosine is None and "fts" in hits[0].channels and hits[0].relevance == 1.0
         assert contents(engine.messages.search(dm_ctx("xena"), "Icelandic grammar")) == {"Icelandic grammar is hard"}
         with pytest.raises(EmbeddingError, match="unreachable"):
@@ -171,7 +171,7 @@ def test_embeddings_off_means_no_vectors_and_bm25_recall(bm25_engine):
     assert not bm25_engine.embeddings.available
     assert count(bm25_engine, "memory_vec") == 0
     hits = bm25_engine.recall.recall(dm_ctx("xena"), "beehives roof")
-    assert [h.row["content"] for h in hits] == [FACTS[0]]  # default threshold 0.5 keeps only the text match
+    assert [h.item.content for h in hits] == [FACTS[0]]  # default threshold 0.5 keeps only the text match
     assert bm25_engine.embeddings.embed_query("anything") is None
     with pytest.raises(EmbeddingError, match="disabled"):
         bm25_engine.embeddings.embed(["x"])
@@ -205,5 +205,5 @@ def test_recall_falls_back_to_vectors_when_the_fts_index_is_broken(engine):
         remember(engine, fact, scope_id="xena")
     engine.db.execute("DROP TABLE memory_fts")  # a damaged index
     hits = engine.recall.recall(dm_ctx("xena"), "bassoon", threshold=0)
-    assert hits[0].row["content"] == "Xena plays the bassoon badly"
+    assert hits[0].item.content == "Xena plays the bassoon badly"
     assert all("fts" not in h.channels for h in hits) and hits[0].text_score == 0.0

@@ -111,7 +111,7 @@ def test_recall_and_message_search_survive_and_change_nothing(seeded, name):
     messages = seeded.messages.search(ctx, query)
     assert snapshot(seeded) == before
     if name in MUST_FIND:
-        kite_hit = next(h for h in hits if "kites" in h.row["content"])
+        kite_hit = next(h for h in hits if "kites" in h.item.content)
         assert "fts" in kite_hit.channels and kite_hit.text_score == 1.0
         assert "we flew kites with lanterns on the beach" in contents(messages)
     assert "kites in my DM" not in contents(messages)  # hostile text does not widen the partition filter
@@ -143,7 +143,7 @@ def test_bm25_only_engine_survives_hostile_queries(bm25_engine, name):
     remember(bm25_engine, "Xena flies paper kites with lanterns at dusk", scope_id="xena")
     hits = bm25_engine.recall.recall(dm_ctx("xena"), HOSTILE[name], threshold=0)
     if name in MUST_FIND:
-        assert hits[0].row["content"].startswith("Xena flies") and hits[0].relevance == 1.0
+        assert hits[0].item.content.startswith("Xena flies") and hits[0].relevance == 1.0
 
 
 STORED_HOSTILE = [
@@ -163,9 +163,9 @@ def test_a_memory_full_of_fts_syntax_is_found_by_its_plain_words(engine, content
     stored = remember(engine, content, scope_id="xena")
     assert stored.content == content  # stored verbatim, never "escaped" into something else
     hits = engine.recall.recall(dm_ctx("xena"), plain_words, threshold=0)
-    assert hits[0].row["id"] == stored.id and "fts" in hits[0].channels
+    assert hits[0].item.id == stored.id and "fts" in hits[0].channels
     # and searching with the hostile text itself works too
-    assert stored.id in {h.row["id"] for h in engine.recall.recall(dm_ctx("xena"), content, threshold=0)}
+    assert stored.id in {h.item.id for h in engine.recall.recall(dm_ctx("xena"), content, threshold=0)}
     assert count(engine, "memories") == 2
 
 

@@ -169,9 +169,9 @@ def test_graph_neighbours_join_recall_through_links(engine, embedder):
     query = "storms"
     assert embedder.cosine(query, b) <= 0.0 and "storms" not in b  # the second row cannot be found directly
     direct = engine.recall.recall(CTX, query, threshold=0, channels=frozenset({Channel.FTS}))
-    assert [h.row["id"] for h in direct] == [first.id]
+    assert [h.item.id for h in direct] == [first.id]
     spread = engine.recall.recall(CTX, query, threshold=0, channels=frozenset({Channel.FTS, Channel.GRAPH}))
-    assert [h.row["id"] for h in spread] == [first.id, second.id]
+    assert [h.item.id for h in spread] == [first.id, second.id]
     assert spread[1].channels == ("graph",)
     assert spread[1].relevance == pytest.approx(0.5 * spread[0].relevance)  # graph_decay 0.5 of its seed
 

@@ -86,21 +86,21 @@ def test_score_is_the_weighted_sum_of_relevance_recency_and_importance(scored, c
     hits = scored.recall.recall(CTX, "chess club", threshold=0)
     assert len(hits) == 3
     for h in hits:
-        row = h.row
-        days = (clock.now() - max(row["updated_at"], row["last_accessed_at"] or 0)) / DAY
-        temporal = 1.0 if row["kind"] == "profile" else seed_temporal(days, row["access_count"])
-        assert h.score == pytest.approx(0.6 * h.relevance + 0.2 * temporal + 0.2 * row["importance"] / 10, abs=1e-9)
+        m = h.item
+        days = (clock.now() - max(m.updated_at, m.last_accessed_at or 0)) / DAY
+        temporal = 1.0 if m.kind == "profile" else seed_temporal(days, m.access_count)
+        assert h.score == pytest.approx(0.6 * h.relevance + 0.2 * temporal + 0.2 * m.importance / 10, abs=1e-9)
         # relevance is the 0.7/0.3 blend of the true cosine and the normalised BM25
-        assert h.cosine == pytest.approx(embedder.cosine("chess club", row["content"]), abs=1e-5)
+        assert h.cosine == pytest.approx(embedder.cosine("chess club", m.content), abs=1e-5)
         assert h.relevance == pytest.approx(0.7 * max(0.0, h.cosine) + 0.3 * h.text_score, abs=1e-9)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    assert hits[0].row["content"] == "Alice plays chess every Tuesday at the club" and hits[0].text_score == 1.0
+    assert hits[0].item.content == "Alice plays chess every Tuesday at the club" and hits[0].text_score == 1.0
 
 
 def test_default_threshold_drops_weak_hits(scored):
     all_hits = scored.recall.recall(CTX, "chess club", threshold=0)
     default = scored.recall.recall(CTX, "chess club")
-    assert [h.row["id"] for h in default] == [h.row["id"] for h in all_hits if h.score >= 0.5]
+    assert [h.item.id for h in default] == [h.item.id for h in all_hits if h.score >= 0.5]
     assert len(default) < len(all_hits)
 
 
@@ -117,9 +117,9 @@ def test_a_per_call_weight_override_changes_the_ranking(engine, clock):
     clock.advance(200 * DAY)
     relevant = remember(engine, "Alice loves rock climbing and bouldering", scope_id="alice", importance=1)
     default = engine.recall.recall(CTX, "rock climbing", threshold=0)
-    assert default[0].row["id"] == relevant.id
+    assert default[0].item.id == relevant.id
     by_importance = engine.recall.recall(CTX, "rock climbing", threshold=0, weights=Weights(semantic=0, recency=0, importance=1))
-    assert by_importance[0].row["id"] == important.id
+    assert by_importance[0].item.id == important.id
     assert by_importance[0].score == pytest.approx(1.0)
 
 
@@ -149,7 +149,7 @@ def test_rrf_fusion_is_switched_on_by_a_knob_without_restart(engine, embedder):
     assert before.relevance == pytest.approx(0.7 * before.cosine + 0.3 * 1.0)
     assert engine.knobs.update("memories", {"fusion": "rrf"}).fusion is Fusion.RRF
     after = engine.recall.recall(CTX, "tomatoes balcony", threshold=0)[0]
-    assert after.row["id"] == memory.id
+    assert after.item.id == memory.id
     # rank 0 in both the vector and the FTS channel: 2 / (60 + 1), scaled by (60 + 1) / 2
     assert after.relevance == pytest.approx(1.0)
     assert after.score == pytest.approx(0.6 * 1.0 + 0.2 * 1.0 + 0.2 * 0.5)
@@ -216,7 +216,7 @@ def test_recall_queues_access_and_flush_applies_it_in_one_batch(engine, clock):
     clock.advance(DAY)
     hits = engine.recall.recall(CTX, "vinyl records", threshold=0)
     engine.recall.recall(CTX, "vinyl", threshold=0, top_k=1)
-    assert {h.row["id"] for h in hits} == {a.id, b.id}
+    assert {h.item.id for h in hits} == {a.id, b.id}
     assert row_of(engine, a.id)["access_count"] == 0  # nothing written on the reply path
     assert engine.recall.flush_access() == 2
     assert (row_of(engine, a.id)["access_count"], row_of(engine, a.id)["last_accessed_at"]) == (2, clock.now())
@@ -338,9 +338,9 @@ def test_list_filters_by_type_tags_and_limit(varied, engine):
 
 def test_recall_filters_by_type_and_tags(varied, engine):
     typed = engine.recall.recall(CTX, "gardening", threshold=0, filters=RecallFilters(types=(MemoryType.PROCEDURAL,)))
-    assert [h.row["content"] for h in typed] == ["Alice's third note about gardening"]
+    assert [h.item.content for h in typed] == ["Alice's third note about gardening"]
     tagged = engine.recall.recall(CTX, "gardening", threshold=0, filters=RecallFilters(tags=("a", "b")))
-    assert [h.row["content"] for h in tagged] == ["Alice's second note about gardening"]
+    assert [h.item.content for h in tagged] == ["Alice's second note about gardening"]
 
 
 def test_recent_channel_is_filled_with_live_rows(bm25_engine, clock):
@@ -349,7 +349,7 @@ def test_recent_channel_is_filled_with_live_rows(bm25_engine, clock):
         remember(bm25_engine, f"Alice is busy with errand number {i}", scope_id="alice", ttl=clock.now() + 60)
     clock.advance(120)  # the ten newer rows have expired
     hits = bm25_engine.recall.recall(CTX, "what do you know about me", threshold=0)
-    assert [h.row["id"] for h in hits] == [live.id]
+    assert [h.item.id for h in hits] == [live.id]
 
 
 def test_search_modes_hybrid_recent_important_typed(engine):

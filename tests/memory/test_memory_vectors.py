@@ -113,7 +113,7 @@ def test_hybrid_recall_is_the_same_whether_the_channels_run_together_or_in_turn(
 
     def ranked() -> list[tuple[int, float]]:
         hits = engine.recall.recall(dm_ctx("alice"), "harbour kites note 17", threshold=0.0, reinforce=False)
-        return [(h.row["rid"], round(h.score, 9)) for h in hits]
+        return [(h.item.rid, round(h.score, 9)) for h in hits]
 
     alone = ranked()
     engine.memory_rows.corpus.vectors.parallel_rows = 0

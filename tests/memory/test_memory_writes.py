@@ -87,7 +87,7 @@ def test_an_update_supersedes_the_old_fact(minilm_engine, minilm, clock):
     assert stale.superseded_by == new.id and stale.valid_to == clock.now()
     assert (new.id, old.id, "updates") in _links(minilm_engine)
     ctx = dm_ctx("alice")
-    assert [h.row["id"] for h in minilm_engine.recall.recall(ctx, "how many cats does Alice have", threshold=0)] == [new.id]
+    assert [h.item.id for h in minilm_engine.recall.recall(ctx, "how many cats does Alice have", threshold=0)] == [new.id]
     assert contents(minilm_engine.memory_rows.listing(ctx.memory_partitions())) == {new_text}
     assert contents(minilm_engine.memory_rows.listing(ctx.memory_partitions(), include_inactive=True)) == {old_text, new_text}
 
@@ -327,6 +327,6 @@ def test_update_reindexes_text_vector_and_cache(engine, embedder):
     assert fts_rids(engine, "skiing") == set() and fts_rids(engine, "snowboarding") == {memory.rid}
     assert count(engine, "embed_cache", "content_hash = ?", (content_hash("Alice likes skiing in the Alps"),)) == 0
     hit = engine.recall.recall(dm_ctx("alice"), "snowboarding Canada", threshold=0)[0]
-    assert hit.row["id"] == memory.id
+    assert hit.item.id == memory.id
     assert hit.cosine == pytest.approx(embedder.cosine("snowboarding Canada", updated.content), abs=1e-5)
     assert updated.tags == ("winter",)

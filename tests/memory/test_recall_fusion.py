@@ -46,7 +46,7 @@ def test_cosines_are_spread_over_the_pool_best_to_one_and_worst_to_zero(chat):
     cosines = [float(v @ query) for v in every.values()]
     hits = search(chat, "tomatoes garden water", frozenset({Channel.VECTOR}))
     # the pool's worst cosine scales to 0: no meaning, no words, so it is no hit (the bike turn shares nothing)
-    assert [h.row["content"] for h in hits if "bike" in h.row["content"]] == [] and len(hits) == len(TURNS) - 1
+    assert [h.item.content for h in hits if "bike" in h.item.content] == [] and len(hits) == len(TURNS) - 1
     for hit in hits:  # vector only: no text share, so relevance is half the scaled cosine (weights 0.5 / 0.5)
         expected = 0.5 * (hit.cosine - min(cosines)) / (max(cosines) - min(cosines))
         assert hit.relevance == pytest.approx(expected, abs=1e-6)
@@ -55,7 +55,7 @@ def test_cosines_are_spread_over_the_pool_best_to_one_and_worst_to_zero(chat):
 
 def test_the_best_row_of_both_channels_has_full_relevance(chat):
     top = search(chat, "tomatoes basil garden", frozenset({Channel.VECTOR, Channel.FTS}))[0]
-    assert top.row["content"] == TURNS[0]
+    assert top.item.content == TURNS[0]
     assert top.text_score == pytest.approx(1.0) and top.relevance == pytest.approx(1.0)
 
 

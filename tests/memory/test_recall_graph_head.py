@@ -31,7 +31,7 @@ def _ranked(engine, question: str, **knobs) -> list[tuple[str, tuple[str, ...]]]
         engine.knobs.update("messages", knobs)
     partitions = guild_ctx("g1", "dan", channel="c1").message_partitions()
     hits = engine.messages.search_partitions(partitions, question, channels=WORDS_AND_GRAPH, top_k=4)
-    return [(h.row["content"], h.channels) for h in hits]
+    return [(h.item.content, h.channels) for h in hits]
 
 
 def test_the_defaults_keep_the_first_five_places_for_direct_matches_and_leave_memories_alone(engine):

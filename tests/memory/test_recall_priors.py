@@ -76,7 +76,7 @@ def _first(engine, question: str, asker: str | None) -> str:
         if asker
         else engine.messages.search_partitions(ctx.message_partitions(), question, channels=TEXT_ONLY)
     )
-    return hits[0].row["content"]
+    return hits[0].item.content
 
 
 def test_the_defaults_nudge_history_and_leave_memories_alone(engine):
@@ -92,10 +92,8 @@ def test_a_first_person_question_favours_the_askers_own_turns(history):
 
 
 def test_a_third_person_question_is_not_swayed_by_who_asks(history):
-    ann = [
-        h.row["id"] for h in history.messages.search(guild_ctx("g1", "ann", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)
-    ]
-    cy = [h.row["id"] for h in history.messages.search(guild_ctx("g1", "cy", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)]
+    ann = [h.item.id for h in history.messages.search(guild_ctx("g1", "ann", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)]
+    cy = [h.item.id for h in history.messages.search(guild_ctx("g1", "cy", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)]
     assert ann == cy
 
 
@@ -136,12 +134,12 @@ def test_the_askers_nudge_never_reaches_past_what_the_context_may_see(engine, cl
     say(engine, "the blue notebook is on the shelf", author="bob", guild="g1", channel="c1")
     clock.t = NOW
     found = engine.messages.search(guild_ctx("g1", "alice", channel="c1"), "what did I say yesterday about my blue notebook")
-    assert [h.row["content"] for h in found] == ["the blue notebook is on the shelf"]
+    assert [h.item.content for h in found] == ["the blue notebook is on the shelf"]
 
 
 def _relevance(engine, question: str) -> dict[str, float]:
     hits = engine.messages.search_partitions(guild_ctx("g1", "dan", channel="c1").message_partitions(), question, channels=TEXT_ONLY)
-    return {h.row["content"]: h.relevance for h in hits}
+    return {h.item.content: h.relevance for h in hits}
 
 
 @pytest.fixture

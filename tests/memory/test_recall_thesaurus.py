@@ -38,7 +38,7 @@ def _found(engine, question: str, **knobs) -> list[str]:
     if knobs:
         engine.knobs.update("messages", knobs)
     partitions = guild_ctx("g1", "dan").message_partitions()
-    return [h.row["content"] for h in engine.messages.search_partitions(partitions, question, channels=WORDS, top_k=5)]
+    return [h.item.content for h in engine.messages.search_partitions(partitions, question, channels=WORDS, top_k=5)]
 
 
 def test_the_defaults_expand_history_searches_and_leave_memories_alone(engine):

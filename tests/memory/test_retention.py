@@ -61,7 +61,7 @@ def test_the_job_keeps_only_the_window_and_nothing_of_the_expired_messages_in_th
     tea = learned(engine, "Alice grows Darjeeling tea in her greenhouse", hundred_days[0])
     recent = learned(engine, "Alice keeps bees on her roof", hundred_days[95])
     ctx = dm_ctx("alice")
-    before = [h.row["id"] for h in engine.recall.recall(ctx, "what does Alice grow", reinforce=False)]
+    before = [h.item.id for h in engine.recall.recall(ctx, "what does Alice grow", reinforce=False)]
 
     done = expire_messages(engine, WINDOW)
 
@@ -77,7 +77,7 @@ def test_the_job_keeps_only_the_window_and_nothing_of_the_expired_messages_in_th
     assert engine.memory_rows.get(tea).content == "Alice grows Darjeeling tea in her greenhouse"
     assert engine.memory_rows.get(tea).provenance.expired_at == clock.now()
     assert engine.memory_rows.get(recent).provenance.expired_at is None
-    assert [h.row["id"] for h in engine.recall.recall(ctx, "what does Alice grow", reinforce=False)] == before
+    assert [h.item.id for h in engine.recall.recall(ctx, "what does Alice grow", reinforce=False)] == before
     assert forget_memory(engine, tea).memories == [tea]
     assert count(engine, "memories", "id = ?", (tea,)) == 0
 

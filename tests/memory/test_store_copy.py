@@ -59,7 +59,7 @@ def vectors(url: str, clock: FakeClock) -> dict[int, list[float]]:
 
 def recalled(url: str, clock: FakeClock) -> list[list[str]]:
     with MemoryEngine(url, HashEmbedder(), clock) as eng:
-        return [[h.row["content"] for h in eng.recall.recall(ctx, text, top_k=3)] for ctx, text in QUERIES]
+        return [[h.item.content for h in eng.recall.recall(ctx, text, top_k=3)] for ctx, text in QUERIES]
 
 
 def test_a_store_goes_to_postgresql_and_back_with_every_row_id_vector_and_the_same_recall(tmp_path, pg_url, clock):

@@ -116,7 +116,7 @@ def test_voice_warm_a_moderately_similar_turn_refreshes_lexically_without_a_full
     assert counted.calls == [("full", CAMPING[0]), ("lexical", CAMPING[1])]
     assert tent not in contents(first.snapshot)
     assert contents(moved.snapshot) == contents(first.snapshot) | {tent}
-    assert next(h.channels for h in moved.snapshot if h.row["content"] == tent) == ("fts",)  # BM25 brought it, no vector search
+    assert next(h.channels for h in moved.snapshot if h.item.content == tent) == ("fts",)  # BM25 brought it, no vector search
 
 
 def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_new_topic_still_is_not(warm, stored, ctx, embeds):
@@ -230,7 +230,7 @@ def test_voice_warm_invalidate_drops_the_warm_copy_of_forgotten_text(warm, store
     counted = Counted(memory_retrieval(stored.recall, ctx))
     tent = "Alice owns a bright orange two-person tent"
     before = warm.turn(CAMPING[3], counted.retrieval()).snapshot
-    stored.memories.delete(next(h.row["id"] for h in before if h.row["content"] == tent))
+    stored.memories.delete(next(h.item.id for h in before if h.item.content == tent))
     warm.invalidate()
     after = warm.turn(CAMPING[4], counted.retrieval())
     assert (after.record.decision, after.record.reason) == (Decision.FULL, "cold")

@@ -32,7 +32,7 @@ async def test_doctor_passes_when_everything_is_in_place(cli: Cli, monkeypatch: 
 
     assert result.code == 0 and result.json()["ok"] is True, result.out
     found = findings(result)
-    assert set(found) == {"config file", "store", "files", "model", "extraction model", "embeddings", "tokens", "schedule"}
+    assert set(found) == {"config file", "store", "files", "model", "vision", "extraction model", "embeddings", "tokens", "schedule"}
     assert all(f["status"] == "ok" for f in found.values())
     assert "1 memory, integrity ok" in found["store"]["detail"]
     assert [r["model"] for r in srv.chat_requests][:2] == ["chat-model", "extraction-model"]
@@ -157,3 +157,25 @@ def test_run_refuses_telegram_off_without_discord_as_it_would_serve_nothing(cli:
     result = cli("run")
     assert result.code == 2 and "COMPANION_TELEGRAM=off" in result.error_line()
     assert not cli.db.exists()
+
+
+async def test_doctor_shows_whether_the_chat_model_sees_images_from_the_kept_probe(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ORCH-11: not asked yet, then the verdict the bot kept (per server and model), then what COMPANION_VISION forces."""
+    from bot.vision import vision_key
+    from memory.storage.db import Database
+    from memory.storage.model_traits import ModelTraits, Sight
+
+    async with FakeOpenAI() as srv:
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        await asyncio.to_thread(_alice, cli)
+        before = findings(await asyncio.to_thread(cli, "doctor", "--json"))["vision"]
+        db = Database(cli.db)
+        ModelTraits(db).keep_sight(vision_key(srv.base_url, "gpt-4o-mini"), Sight(False, "2026-11-20T10:00:00+00:00"))
+        db.close()
+        after = findings(await asyncio.to_thread(cli, "doctor", "--json"))["vision"]
+        monkeypatch.setenv("COMPANION_VISION", "off")
+        off = findings(await asyncio.to_thread(cli, "doctor", "--json"))["vision"]
+    assert before["status"] == "ok" and "not asked yet" in before["detail"]
+    assert after["status"] == "warn" and "cannot see images (asked 2026-11-20" in after["detail"] and "COMPANION_VISION=on" in after["fix"]
+    assert off["status"] == "ok" and off["detail"].startswith("off (COMPANION_VISION)")
+    assert not [body for body in srv.chat_requests if "image_url" in str(body)]  # the doctor itself shows no image

@@ -39,7 +39,7 @@ def test_a_model_of_the_same_dimension_is_refused_until_reembed(tmp_path: Path, 
 
         reembed(engine, model_b)
         assert count(engine, "memory_vec") == 1
-        assert engine.recall.recall(dm_ctx("xena"), "ginger beer", threshold=0)[0].row["content"] == "Xena brews her own ginger beer"
+        assert engine.recall.recall(dm_ctx("xena"), "ginger beer", threshold=0)[0].item.content == "Xena brews her own ginger beer"
 
 
 def test_the_same_model_again_is_not_a_mismatch(tmp_path: Path, clock) -> None:

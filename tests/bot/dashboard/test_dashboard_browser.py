@@ -473,6 +473,7 @@ READY = {  # what each view shows once its data arrived (a table, a drawing, or 
     "graph": "#graph-box svg",
     "reflections": "#reflections-table table",
     "guilds": "#guilds-table :is(table, .empty)",
+    "usage": "#usage-table :is(table, .empty)",
     "audit": "#audit-table table",
 }
 

@@ -1,0 +1,44 @@
+"""What the bot learned about a chat model by asking it (ORCH-11: whether it sees images).
+
+Kept in the store's settings, one row per server and model (``vision.<base url>|<model>``), so every process of
+the bot and ``companion doctor`` read the same answer and no restart asks the model again. It holds no words of
+anyone: a yes or no and when it was asked.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..engine import MemoryEngine
+    from .db import Database
+
+PREFIX = "vision."
+
+
+@dataclass(frozen=True, slots=True)
+class Sight:
+    sees: bool
+    asked_at: str  # ISO 8601, UTC
+
+
+class ModelTraits:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @classmethod
+    def of(cls, engine: MemoryEngine) -> ModelTraits:
+        return cls(engine.db)
+
+    def sight(self, model_key: str) -> Sight | None:
+        """Whether the model (``model_key``: server and name) was found to see images, or None: never asked."""
+        kept = self.db.get_setting(PREFIX + model_key)
+        if not kept:
+            return None
+        value = json.loads(kept)
+        return Sight(bool(value["sees"]), str(value["at"]))
+
+    def keep_sight(self, model_key: str, sight: Sight) -> None:
+        self.db.set_setting(PREFIX + model_key, json.dumps({"sees": sight.sees, "at": sight.asked_at}))
