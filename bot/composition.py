@@ -27,6 +27,7 @@ from .clients import secret
 from .secret_key import tombstone_key
 
 if TYPE_CHECKING:
+    from memory import AsyncMemory
     from memory.clock import Clock
     from memory.engine import MemoryEngine
     from memory.protocols import Embedder
@@ -208,7 +209,7 @@ def build_runtime(
         daily=daily,
         bulletins=bulletins,
         checkins=build_checkins(settings, orchestrator, budgets),  # ORCH-8
-        reminders=build_reminders(settings, engine, runner),  # ORCH-13
+        reminders=build_reminders(settings, orchestrator.memory),  # ORCH-13
         ingest=build_ingest_watch(settings, engine, runner) if settings.ingest_dir is not None else None,
         dashboard=build_dashboard(settings, engine, runner, orchestrator, budgets.limits) if settings.dashboard_enabled else None,
         metrics=metrics,
@@ -318,6 +319,8 @@ def build_orchestrator(
 ) -> Orchestrator:
     """The reply pipeline and what it is made of. ``extract`` is the background's extraction of a channel's
     buffered turns; without it (the bench) a voice flush only makes the turns due for the next tick."""
+    from memory import AsyncMemory
+
     from .assembly import Assembler
     from .budgets import Limits
     from .commands import Commands
@@ -336,8 +339,7 @@ def build_orchestrator(
         runner,
         llm,
         resolver=resolver,
-        buffer=buffer,
-        privacy=engine.privacy,
+        memory=AsyncMemory(engine, runner, buffer=buffer, channels=channels),
         assembler=assembler,
         commands=Commands(engine, people, resolver.resolve, persona, engine.zones, limits or Limits()),
         voice=voice,
@@ -377,11 +379,11 @@ def build_checkins(settings: Settings, orchestrator: Orchestrator, budgets: Budg
     )
 
 
-def build_reminders(settings: Settings, engine: MemoryEngine, runner: AsyncRunner) -> ReminderJob:
-    """ORCH-13: the reminder job; the adapters add themselves to its posts when they start."""
+def build_reminders(settings: Settings, memory: AsyncMemory) -> ReminderJob:
+    """ORCH-13: the reminder job on memory's reminders service; the adapters add themselves to its posts when they start."""
     from .reminders import ReminderJob
 
-    return ReminderJob(engine, runner, lease_s=settings.job_lease_s)
+    return ReminderJob(memory.reminding, lease_s=settings.job_lease_s)
 
 
 def ingest_target(settings: Settings) -> Target:

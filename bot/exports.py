@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memory.engine import MemoryEngine
+from memory import MemoryEngine
 
 FOLDER = "exports"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from memory.safety import redact_secrets
+from memory import redact_secrets
 
 _FORMATTER = logging.Formatter()
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.clock import FakeClock
+from memory import FakeClock
 from memory.models import SELF_SUBJECT
 
 from .usage import Usage

@@ -17,16 +17,9 @@ from dataclasses import replace
 from typing import Any
 
 import prompts
-from memory.engine import MemoryEngine
-from memory.models import Provenance
-from memory.storage.db import AsyncRunner
+from memory import AsyncMemory, AsyncRunner, MemoryEngine, MemoryTools, RateLimiter, Said, forgets_in
+from memory.models import CUT_MARK, MAX_MESSAGE_CHARS, Arrival, Provenance, bounded
 from memory.storage.manners import Mode
-from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS, NewMessage, bounded
-from memory.storage.privacy import Privacy
-from memory.storage.sessions import ExtractionBuffer
-from memory.tools import MemoryTools, RateLimiter
-from memory.write.forget_asked import forgets_in
-from memory.write.sources import Edit, Withdrawn, message_deleted, message_edited
 from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn, clock_note
@@ -108,16 +101,16 @@ class Orchestrator:
         llm: ChatClient,
         *,
         resolver: Resolver,
-        buffer: ExtractionBuffer,
-        privacy: Privacy,
+        memory: AsyncMemory,
         assembler: Assembler,
         commands: Commands,
         voice: VoiceSessions,
         manners: GroupManners,
         sight: Sight | None = None,
     ) -> None:
-        self.engine, self.runner, self.llm, self.resolver, self.buffer = engine, runner, llm, resolver, buffer
-        self.privacy, self.assembler, self.commands, self.voice = privacy, assembler, commands, voice
+        self.engine, self.runner, self.llm, self.resolver, self.memory = engine, runner, llm, resolver, memory
+        self.turns = memory.turns
+        self.assembler, self.commands, self.voice = assembler, commands, voice
         self.people, self.owners, self.zones, self.channels = resolver.people, resolver.owners, resolver.zones, resolver.channels
         self.persona, self.manners_of = assembler.persona, manners
         self._limits: dict[str, RateLimiter] = {}
@@ -129,12 +122,12 @@ class Orchestrator:
         if answered is not None:
             return answered
         message, seen = await self.sight.look(message)  # ORCH-11: each image becomes a note in the text (a caption)
-        turn = await self.runner.run(self._arrive, message)
+        turn = await self._arrive(await self._resolve(message))
         if not turn.text or turn.answered:
             return Reply("")  # nothing readable (a lone zero-width space), or a re-delivery already answered
         session = self.voice.open(turn) if message.modality == "voice" else None
         mode = TurnMode.of(turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn)))
-        snap = fitted(await self.runner.run(self._snapshot, turn, session))  # ORCH-14: shorter as a budget nears
+        snap = fitted(await self._context(turn, session))  # ORCH-14: shorter as a budget nears
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
         done = await self._forget_asked(turn, tools)
@@ -142,9 +135,9 @@ class Orchestrator:
         convo: list[dict[str, Any]] = [{"role": "system", "content": system}, *snap.history, user]
         stream = CappedSink(stream) if stream else None
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
-        text = await held_to_its_word(text, tools.tools, self.runner, stream)  # ORCH-13: no unstored promise
+        text = await held_to_its_word(text, tools.tools, self.memory.reminding, stream)  # ORCH-13: no unstored promise
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
-        await self.runner.run(self._finish, turn, None if skipped else text, forgotten)
+        await self._finish(turn, None if skipped else text, forgotten)
         if text is not None and not skipped and not forgotten:
             await self._spoke(turn, text, snap.memory_ids)  # ORCH-10/12: manners' state, the memories it used
         if forgotten:
@@ -166,9 +159,7 @@ class Orchestrator:
 
     async def observe(self, message: IncomingMessage) -> None:
         message, _ = await self.sight.look(message)  # group talk's photos are remembered as their captions too
-        turn = await self.runner.run(self._arrive, message)
-        if turn.buffer_id is not None:  # stored now (not empty, not a re-delivery)
-            await self.runner.run(self._finish, turn, None, ())
+        await self.turns.observe(_said(await self._resolve(message)))
 
     async def manners(self, message: IncomingMessage, listening: bool) -> Verdict:
         """ORCH-10: the CPU decision; the place's memory words are read on the memory thread when stale."""
@@ -197,7 +188,7 @@ class Orchestrator:
         log.info("voice session in %s:%s ended%s", platform, channel_id, " (summary kept)" if summary else "")
 
     async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
-        done = await self.runner.run(message_deleted, self.engine, self.buffer, platform, channel_id, list(message_ids))
+        done = await self.turns.deleted(platform, channel_id, message_ids)
         if done.messages:
             await self._forgot()
             log.info(
@@ -205,8 +196,11 @@ class Orchestrator:
             )
 
     async def message_edited(self, message: IncomingMessage) -> None:
+        if not await self.turns.known(message.platform, message.channel_id, message.message_id):
+            return  # never stored (said before the bot was there, or a forgetting turn): nobody to resolve
         message = await self.runner.run(with_notes, self.engine, message)  # ORCH-11: the photos' captions stay
-        done = await self.runner.run(self._edited, message)
+        # the edit with its author's context now (the new text is extracted as theirs)
+        done = await self.turns.edited(_said(await self._resolve(message)))
         if done is not None:
             await self._forgot()
             log.info("a message edited in %s:%s; %d memories withdrawn", message.platform, message.channel_id, len(done.memories))
@@ -219,17 +213,21 @@ class Orchestrator:
         if turn.remembered and turn.stored_id and memory_ids:
             await self.runner.run(self.engine.feedback.record_used, turn.stored_id, memory_ids)
 
-    def _edited(self, message: IncomingMessage) -> Withdrawn | None:
-        """The edit, with its author's context now (the new text is extracted as theirs)."""
-        ids = [message.message_id] if message.message_id else []
-        if not self.engine.messages.rids_by_platform_id(message.platform, message.channel_id, ids):
-            return None  # never stored (said before the bot was there, or a forgetting turn): nobody to resolve
-        turn = self.resolve(message)
-        if not self.privacy.remembers(turn.ctx):
-            # SEC-5: the new words may not be kept, and the old ones are no longer what was said: withdrawn as a delete.
-            return message_deleted(self.engine, self.buffer, message.platform, message.channel_id, ids)
-        edit = Edit(message.platform, message.channel_id, ids[0], message.text, turn.ctx, turn.channel_key, turn.names[turn.person_id])
-        return message_edited(self.engine, self.buffer, edit)
+    async def _resolve(self, message: IncomingMessage) -> Turn:
+        return await self.runner.run(self.resolve, message)
+
+    async def _arrive(self, turn: Turn) -> Turn:
+        """Write-ahead (ORCH-6): stored and held before the model is asked anything (``memory.turns``)."""
+        return _arrived(turn, await self.turns.arrive(_said(turn)))
+
+    async def _context(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
+        """A voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh."""
+        return await self.runner.run(self._snapshot, turn, session)
+
+    async def _finish(self, turn: Turn, reply: str | None, forgotten: tuple[str, ...]) -> None:
+        """The reply joins the history, the message becomes due for extraction; a turn that forgot something
+        keeps none of its own words (ORCH-3, ``memory.turns``)."""
+        await self.turns.finish(_said(turn), _arrival(turn), reply, replier=self.assembler.bot_name, forgot=bool(forgotten))
 
     async def _ask(self, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, message: IncomingMessage) -> str | None:
         """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6). An answer is cut to what
@@ -272,14 +270,13 @@ class Orchestrator:
     async def _leaks(self, turn: Turn, text: str, convo: list[dict[str, Any]], outcome: str = "") -> bool:
         """Would ``text`` reveal memories this place may not see? Logged with ids and kinds, never the words."""
         seen = "\n".join([*turn.names.values(), self.assembler.bot_name, *(text_of(m.get("content")) for m in convo[1:])])
-        leaks = await self.runner.run(self.engine.leaks.check, turn.ctx, text, seen)
+        leaks = await self.turns.leaks(turn.ctx, text, seen)
         if leaks and outcome:
             found = ", ".join(f"{leak.memory_id} ({leak.kind})" for leak in leaks)
             log.warning("a reply (or tool call) in %s would reveal what this place may not see: %s; %s", turn.channel_key, found, outcome)
         return bool(leaks)
 
     def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
-        """A voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh."""
         return self.assembler.snapshot(turn, preloaded=self.voice.preload(session, turn) if session else None)
 
     async def _afterword(self, turn: Turn, seen: Seen, stream: StreamSink | None) -> str:
@@ -321,67 +318,6 @@ class Orchestrator:
     def dm_channel(self, platform: str, user_id: str) -> str:
         return self.resolver.dm_channel(platform, user_id)
 
-    def _arrive(self, message: IncomingMessage) -> Turn:
-        """Write-ahead: the message is stored and buffered (held) before the model is asked anything, so a
-        crash or a failing model never loses it (ORCH-6)."""
-        turn = self.resolve(message)
-        if not turn.text:
-            return turn
-        if not self.privacy.remembers(turn.ctx):
-            return replace(turn, remembered=False)  # SEC-5: answered from this message alone, nothing stored
-        m = turn.message
-        known = self.engine.messages.delivered(m.platform, m.channel_id, m.message_id) if m.message_id else None
-        if known is not None:
-            # Re-delivered after a crash (Telegram re-sends unconfirmed updates): already stored and buffered for
-            # extraction, so neither again; answered only if no reply to it was stored.
-            return replace(turn, stored_id=known[0], answered=known[1])
-        name = turn.names[turn.person_id]
-        stored = self.engine.messages.add(
-            NewMessage(
-                author_id=turn.person_id,
-                author_name=name,
-                content=turn.text,
-                platform_message_id=m.message_id,
-                modality=m.modality,
-                **self._place(turn),
-            )
-        )
-        held = self.buffer.push(turn.channel_key, turn.ctx, turn.text, author_name=name, message_id=stored, held=True)
-        self.channels.touch(turn.channel_key, turn.ctx)
-        return replace(turn, stored_id=stored, buffer_id=held)
-
-    def _finish(self, turn: Turn, reply: str | None, forgotten: tuple[str, ...]) -> None:
-        """The reply joins the history and the user turn becomes due for extraction. A turn that forgot
-        something keeps no copy of it anywhere: its own words go too (ORCH-3)."""
-        self.engine.recall.flush_access()
-        if forgotten:
-            self.engine.messages.delete_rids(self.engine.messages.rids_by_id([turn.stored_id or ""]))
-            self.engine.scrub()
-            return
-        if not turn.remembered:
-            return  # SEC-5: the bot's reply to someone not remembered is not kept either: it may repeat their words
-        self.buffer.release(turn.buffer_id or 0)
-        if reply:
-            self.engine.messages.add(
-                NewMessage(
-                    author_id="bot",
-                    author_name=self.assembler.bot_name,
-                    content=reply,
-                    role="assistant",
-                    modality=turn.message.modality,
-                    answers_id=turn.stored_id,
-                    **self._place(turn),
-                )
-            )
-
-    def _place(self, turn: Turn) -> dict[str, Any]:
-        return dict(
-            platform=turn.message.platform,
-            channel_id=turn.message.channel_id,
-            guild_id=turn.ctx.guild_id,
-            dm_person_id=turn.person_id if turn.ctx.is_dm else None,
-        )
-
     def _tools(self, turn: Turn, session: VoiceConversation | None) -> AsyncTools:
         # TOOLS-2: a voice session's memory writes are limited per person (5 a minute); text is not.
         voice = turn.message.modality == "voice"
@@ -422,3 +358,17 @@ class Orchestrator:
         said = turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
         said += f"\n\n{note}" if note else ""
         return f"{said}\n\n{clock_note(self.engine.clock.now(), turn.ctx.tz)}"  # the minute comes last (ORCH-9)
+
+
+def _said(turn: Turn) -> Said:
+    """The turn as the store keeps it."""
+    m = turn.message
+    return Said(turn.ctx, turn.channel_key, turn.names[turn.person_id], turn.text, m.message_id, m.modality)
+
+
+def _arrival(turn: Turn) -> Arrival:
+    return Arrival(turn.stored_id, turn.buffer_id, turn.remembered, turn.answered)
+
+
+def _arrived(turn: Turn, arrival: Arrival) -> Turn:
+    return replace(turn, stored_id=arrival.stored_id, buffer_id=arrival.buffer_id, remembered=arrival.remembered, answered=arrival.answered)

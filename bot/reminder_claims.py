@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 
-from memory.storage.db import AsyncRunner
-from memory.tools import MemoryTools
+from memory import MemoryTools, Reminding
 
 NOT_SET = "(I haven't set a reminder: nothing is scheduled. Tell me when again, or use /remind <when> <what>.)"
 NOT_NEW = "(I didn't set a new reminder just now: /reminders shows the ones I keep for you.)"
@@ -42,12 +41,12 @@ def honest(text: str | None, reminders_set: list[int], has_others: bool = False)
 
 
 async def held_to_its_word(
-    text: str | None, tools: MemoryTools, runner: AsyncRunner, streamed: Callable[[str], Awaitable[None]] | None
+    text: str | None, tools: MemoryTools, reminding: Reminding, streamed: Callable[[str], Awaitable[None]] | None
 ) -> str | None:
     """``honest`` for this turn's reply (which may have been streamed: then only the note can still be added)."""
     if text is None or tools.reminders_set or not claims_reminder(text):
         return text
-    has_others = bool(await runner.run(tools.engine.reminders.mine, tools.ctx.speaker_id))
+    has_others = bool(await reminding.kept_for(tools.ctx.speaker_id))
     fixed = honest(text, tools.reminders_set, has_others)
     if streamed is None or fixed is None:
         return fixed

@@ -1,6 +1,6 @@
 """Reminders fire (ORCH-13): the job the scheduler runs every minute (``ReminderJob.run``).
 
-    due      pending rows whose time came (``memory.storage.reminders``), and rows a dead sender left mid-send
+    due      pending rows whose time came (``memory.Reminding``), and rows a dead sender left mid-send
     claim    -> 'sending' for this process, one committed statement: of several processes only one gets a row
     send     in the place it was asked (the adapter's ``send_to_channel``); quiet hours do not apply: the
              person chose the time
@@ -20,10 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol
 
-from memory.engine import MemoryEngine
-from memory.storage.claims import process_holder
-from memory.storage.db import AsyncRunner
-from memory.storage.reminders import Reminder
+from memory import Reminder, Reminding
 
 from .jobs import LEASE_S
 
@@ -48,21 +45,19 @@ class ReminderReport:
 
 
 class ReminderJob:
-    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, *, holder: str | None = None, lease_s: float = LEASE_S) -> None:
-        self.engine, self.runner = engine, runner
-        self.reminders = engine.reminders
-        self.holder, self.lease_s = holder or process_holder(), lease_s
+    def __init__(self, reminding: Reminding, *, lease_s: float = LEASE_S) -> None:
+        self.reminding, self.lease_s = reminding, lease_s
         self.posts: dict[str, Post] = {}  # platform -> adapter, filled by whoever starts the adapters
 
     async def run(self) -> ReminderReport:
         """Send every due reminder; one reminder's failure never stops the others."""
         outcomes: Counter[str] = Counter()
-        for reminder in await self.runner.run(self.reminders.due, self.engine.clock.now()):
+        for reminder in await self.reminding.due():
             try:
                 outcomes[await self.fire(reminder)] += 1
             except Exception:  # a background-job edge: the row stays claimed and is taken again after its lease
                 log.exception("reminder %d failed", reminder.id)
-        for reminder in await self.runner.run(self.reminders.undelivered, self.engine.clock.now()):
+        for reminder in await self.reminding.undelivered():
             await self.tell(reminder)
         if sum(outcomes.values()):
             log.info("reminders: %s", dict(outcomes))
@@ -71,20 +66,20 @@ class ReminderJob:
     async def fire(self, reminder: Reminder) -> str:
         """One due reminder: 'sent', 'retrying', 'undelivered' or 'waiting'."""
         post = self.posts.get(reminder.platform)
-        if post is None or not await self.runner.run(self.reminders.claim, reminder, self.holder, self.lease_s):
+        if post is None or not await self.reminding.claim(reminder, self.lease_s):
             return "waiting"
-        now = self.engine.clock.now()
+        now = self.reminding.now()
         mention = None if reminder.is_dm else reminder.platform_user_id
         try:
             await post.send_to_channel(reminder.channel_id, message(reminder, now), mention)
         except Exception:  # the platform refused it or the line broke: tried again (bounded), then the person is told
             log.exception("reminder %d could not be sent in %s", reminder.id, reminder.platform)
-            state = await self.runner.run(self.reminders.failed, reminder.id, self.holder)
+            state = await self.reminding.failed(reminder)
             if state != "undelivered":
                 return "retrying"
             await self.tell(reminder)
             return "undelivered"
-        if not await self.runner.run(self.reminders.delivered, reminder.id, self.holder, reminder.next_due(now)):
+        if not await self.reminding.delivered(reminder, now):
             log.warning("reminder %d was sent but was no longer this process's to record (forgotten meanwhile?)", reminder.id)
         return "sent"
 
@@ -98,9 +93,9 @@ class ReminderJob:
             await post.send_to_user(reminder.platform_user_id, text)
         except Exception:
             log.exception("could not tell the person that reminder %d was not delivered; /reminders shows it", reminder.id)
-            await self.runner.run(self.reminders.tell_later, reminder.id)
+            await self.reminding.tell_later(reminder)
             return
-        await self.runner.run(self.reminders.moved_on, reminder.id, reminder.next_due(self.engine.clock.now()))
+        await self.reminding.told(reminder)
 
 
 def message(reminder: Reminder, now: float) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory.safety import valid_unicode
+from memory import valid_unicode
 
 # The apology when the model failed (ORCH-6) or its answer was cut: the orchestrator says it only after the
 # message was stored, so "saved" is true.

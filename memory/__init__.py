@@ -3,10 +3,27 @@
 Layering: this package knows nothing of Discord, Telegram, voice or any LLM SDK. It takes plain
 data and callables (an ``Embedder`` and a ``Completer``, see ``memory.protocols``).
 
-The map, by layer (a map for a reader, not an import rule: the arrows that are enforced are between packages):
+The face: what ``bot/`` and ``voice/`` import (``from memory import X``), with ``memory.models`` for values.
+``tests/test_architecture.py`` holds them to it; its known-debt list names the modules not moved yet.
 
-    memory/           the face: engine, api (async facade), models, scopes, errors, protocols, clock, tools; and
-                      what every layer may use: safety (the write-safety filters), evasions (text folding)
+    AsyncMemory      the root: one store and its one memory thread, and the services below built once on
+                     them; the memories use case itself (add through the contradiction judge, recall, get, forget)
+      .turns         Turns: a turn's books (arrive, finish, observe, leaks, known, edited, deleted)
+      .forgetting    Forgetting: one memory, a guild, a person, completely (SEC-3)
+      .reminding     Reminding: the sender's books of reminders (due, claim, delivered, failed, told), ORCH-13
+    MemoryTools      the memory tools the model calls in a turn, bound to its scope (TOOLS-1, TOOLS-2)
+    MemoryEngine     the store file (opened by the composition root and the command line)
+    AsyncRunner      the memory thread every service awaits
+    RecallContext    who asks, where (SEC-1); Said: one incoming message as the store keeps it
+    Clock ...        time (SystemClock, FakeClock), the model protocols (Embedder, Completer, AsyncCompleter),
+                     the errors (MemoryStoreError and its kinds), the text rules every message passes
+                     (valid_unicode, redact_secrets) and forgets_in (a forget asked in words)
+
+The map behind the face, by layer (a map for a reader, not an import rule: the arrows that are enforced are
+between packages):
+
+    memory/           the face: api (the root), turns, forget, reminding, engine, models, scopes, errors, protocols,
+                      clock, tools; and what every layer may use: safety (the write-safety filters), evasions (text folding)
     memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table, built once by
                       the engine; most SQL (write/tombstones, write/ingest and upkeep/ run their own tables' too)
     memory/recall/    reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
@@ -14,99 +31,161 @@ The map, by layer (a map for a reader, not an import rule: the arrows that are e
     memory/upkeep/    maintenance, daily, bulletin, journals, reembed, forgetting, registry, transfer
     memory/jobs/      model-calling jobs in one shape (base): conversation, day, checkin, upkeep
 
-The public face (``__all__``) is loaded on first use (``memory.MemoryEngine``), not by ``import memory``:
-every ``memory.<module>`` import runs this file first, and ``companion --help`` must not pay for the
-database driver, numpy and pydantic that the engine brings.
+The face is loaded on first use (``memory.MemoryEngine``), not by ``import memory``: every ``memory.<module>``
+import runs this file first, and ``companion --help`` must not pay for the database driver, numpy and pydantic
+that the engine brings. The light part (time, errors, protocols, scopes, models) loads without them.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .api import AsyncMemory, ContradictionJudge
+    from .clock import Clock, FakeClock, SystemClock
     from .engine import MemoryEngine
-    from .errors import EmbeddingError, InvalidInput, MemoryStoreError, NotFound, NotYours
-    from .models import FactKind, Memory, MemoryType, NewMemory, Provenance, Scope, Visibility
-    from .protocols import Completer, Embedder
-    from .recall.context import MemoryContext, Recalled, RecallSnapshot
-    from .recall.recall import MemoryRecall
-    from .scopes import RecallContext
-    from .storage.memories import MemoryQuery, MemoryRepository, RecallFilters
-    from .write.store import MemoryStore, WriteResult
+    from .errors import (
+        CopyRefused,
+        DimensionMismatch,
+        EmbeddingError,
+        InvalidInput,
+        MemoryStoreError,
+        ModelMismatch,
+        NotFound,
+        NotYours,
+        Rejected,
+        SchemaError,
+        StoreUnavailable,
+    )
+    from .forget import Forgetting
+    from .protocols import AsyncCompleter, Completer, Embedder, StructuredCompleter
+    from .reminding import Reminding
+    from .safety import redact_secrets, valid_unicode
+    from .scopes import RecallContext, Said
+    from .storage.db import AsyncRunner
+    from .storage.reminders import Reminder
+    from .tools import MemoryTools, RateLimiter
+    from .turns import Turns
+    from .write.forget_asked import forgets_in
 
-_HOME = {
-    "AsyncMemory": "api",
-    "ContradictionJudge": "api",
-    "MemoryContext": "recall.context",
-    "Recalled": "recall.context",
-    "RecallSnapshot": "recall.context",
-    "MemoryEngine": "engine",
+_LIGHT = {
+    "Clock": "clock",
+    "FakeClock": "clock",
+    "SystemClock": "clock",
+    "CopyRefused": "errors",
+    "DimensionMismatch": "errors",
     "EmbeddingError": "errors",
     "InvalidInput": "errors",
     "MemoryStoreError": "errors",
+    "ModelMismatch": "errors",
     "NotFound": "errors",
     "NotYours": "errors",
-    "MemoryQuery": "storage.memories",
-    "MemoryRepository": "storage.memories",
-    "RecallFilters": "storage.memories",
-    "FactKind": "models",
-    "Memory": "models",
-    "MemoryType": "models",
-    "NewMemory": "models",
-    "Provenance": "models",
-    "Scope": "models",
-    "Visibility": "models",
+    "Rejected": "errors",
+    "SchemaError": "errors",
+    "StoreUnavailable": "errors",
+    "AsyncCompleter": "protocols",
     "Completer": "protocols",
     "Embedder": "protocols",
-    "MemoryRecall": "recall.recall",
+    "StructuredCompleter": "protocols",
     "RecallContext": "scopes",
-    "MemoryStore": "write.store",
-    "WriteResult": "write.store",
+    "Said": "scopes",
+    "forgets_in": "write.forget_asked",
+    "redact_secrets": "safety",
+    "valid_unicode": "safety",
+}
+_HEAVY = {
+    "AsyncMemory": "api",
+    "ContradictionJudge": "api",
+    "MemoryEngine": "engine",
+    "AsyncRunner": "storage.db",
+    "Turns": "turns",
+    "Forgetting": "forget",
+    "Reminding": "reminding",
+    "Reminder": "storage.reminders",
+    "MemoryTools": "tools",
+    "RateLimiter": "tools",
 }
 
 __all__ = [
+    "AsyncCompleter",
     "AsyncMemory",
+    "AsyncRunner",
+    "Clock",
     "Completer",
     "ContradictionJudge",
+    "CopyRefused",
+    "DimensionMismatch",
     "Embedder",
     "EmbeddingError",
-    "FactKind",
+    "FakeClock",
+    "Forgetting",
     "InvalidInput",
-    "Memory",
-    "MemoryContext",
     "MemoryEngine",
-    "MemoryQuery",
-    "MemoryRecall",
-    "MemoryRepository",
-    "MemoryStore",
     "MemoryStoreError",
-    "MemoryType",
-    "NewMemory",
+    "MemoryTools",
+    "ModelMismatch",
     "NotFound",
     "NotYours",
-    "Provenance",
+    "RateLimiter",
     "RecallContext",
-    "RecallFilters",
-    "RecallSnapshot",
-    "Recalled",
-    "Scope",
-    "Visibility",
-    "WriteResult",
+    "Rejected",
+    "Reminder",
+    "Reminding",
+    "Said",
+    "SchemaError",
+    "StoreUnavailable",
+    "StructuredCompleter",
+    "SystemClock",
+    "Turns",
+    "forgets_in",
+    "redact_secrets",
+    "valid_unicode",
 ]
+
+
+def _home(name: str) -> ModuleType:  # noqa: PLR0911  # one branch a module: each imports only its own
+    """The module a face name lives in, imported on its own: ``from memory import Clock`` loads no numpy."""
+    home = _LIGHT.get(name) or _HEAVY[name]
+    if home == "clock":
+        from . import clock
+
+        return clock
+    if home == "errors":
+        from . import errors
+
+        return errors
+    if home == "protocols":
+        from . import protocols
+
+        return protocols
+    if home == "scopes":
+        from . import scopes
+
+        return scopes
+    if home == "write.forget_asked":
+        from .write import forget_asked
+
+        return forget_asked
+    if home == "safety":
+        from . import safety
+
+        return safety
+    return _heavy(home)
+
+
+def _heavy(home: str) -> ModuleType:
+    from . import api, engine, forget, reminding, tools, turns
+    from .storage import db, reminders
+
+    modules = {"api": api, "engine": engine, "forget": forget, "reminding": reminding, "tools": tools, "turns": turns}
+    return {**modules, "storage.db": db, "storage.reminders": reminders}[home]
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which then checks ``from memory import X`` against the imports above
 
     def __getattr__(name: str) -> Any:
-        """``memory.X`` for a name of the public face: the face is imported on the first use of any of it."""
-        if name not in _HOME:
+        """``memory.X`` for a name of the face: its module is imported on the first use of it."""
+        if name not in _LIGHT and name not in _HEAVY:
             raise AttributeError(f"module 'memory' has no attribute {name!r}")
-        from . import api, engine, errors, models, protocols, scopes
-        from .recall import context, recall
-        from .storage import memories
-        from .write import store
-
-        faces = (api, context, engine, errors, memories, models, protocols, recall, scopes, store)
-        modules = {m.__name__.removeprefix("memory."): m for m in faces}
-        return getattr(modules[_HOME[name]], name)
+        return getattr(_home(name), name)

@@ -1,7 +1,10 @@
-"""The memory API as the bot's event loop holds it: ``await memory.add(...)`` instead of
-``runner.run(engine.memories.add, ...)``. Every call runs on the store's one worker thread; a
-contradiction judge (a model, async) is asked here, between gathering and applying, so the
-memory thread never waits on a model and no thread calls back into the loop.
+"""The root of memory's face, as the bot's event loop holds it: one store, its one memory thread, and the
+services by use case built once on them (``memory.turns``, ...), so every service shares the same runner
+and the same repositories (a setting given to one copy cannot be missing from another).
+
+The root is also the memories use case: ``await memory.add(...)`` instead of ``runner.run(engine.memories.add,
+...)``. Every call runs on the store's one worker thread; a contradiction judge (a model, async) is asked here,
+between gathering and applying, so the memory thread never waits on a model and no thread calls back into the loop.
 """
 
 from __future__ import annotations
@@ -10,13 +13,16 @@ import logging
 from typing import Protocol
 
 from .engine import MemoryEngine
+from .forget import Forgetting
 from .models import Memory, NewMemory
 from .recall.context import MemoryContext, RecallSnapshot
 from .recall.retrieval import Hit
+from .reminding import Reminding
 from .scopes import RecallContext
 from .storage.db import AsyncRunner
 from .storage.memories import RecallFilters
-from .upkeep.forgetting import forget_memory
+from .storage.sessions import ChannelState, ExtractionBuffer
+from .turns import Turns
 from .write.store import WriteResult
 
 log = logging.getLogger(__name__)
@@ -29,13 +35,27 @@ class ContradictionJudge(Protocol):
 
 
 class AsyncMemory:
-    """One engine's memory API for async callers (WRITE-5's one judge path included)."""
+    """One engine's memory for async callers: the services by use case, and the memories themselves (WRITE-5's
+    one judge path included)."""
 
-    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, judge: ContradictionJudge | None = None) -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        judge: ContradictionJudge | None = None,
+        *,
+        buffer: ExtractionBuffer | None = None,
+        channels: ChannelState | None = None,
+    ) -> None:
         """:param engine: the store. :param runner: its worker thread.
-        :param judge: asked about each related fact on the same subject before a write; None: never."""
+        :param judge: asked about each related fact on the same subject before a write; None: never.
+        :param buffer: the extraction buffer the background drains; the engine's if None.
+        :param channels: the channels' state the background reads; the engine's if None."""
         self.engine, self.runner, self.judge = engine, runner, judge
         self.context = MemoryContext(engine)
+        self.forgetting = Forgetting(engine, runner)
+        self.reminding = Reminding(engine, runner)
+        self.turns = Turns(engine, runner, buffer or engine.buffer, engine.privacy, channels or engine.channels)
 
     async def add(self, new: NewMemory) -> WriteResult:
         """Store ``new`` by the write rules (``MemoryStore.add``), the judge's verdicts applied.
@@ -75,7 +95,7 @@ class AsyncMemory:
     async def delete(self, memory_id: str) -> list[str]:
         """Forget a memory completely (``memory.upkeep.forgetting.forget_memory``, SEC-3: its history, sources,
         tombstone, journal lines); returns every memory id removed."""
-        return (await self.runner.run(forget_memory, self.engine, memory_id)).memories
+        return list((await self.forgetting.memory(memory_id)).memories)
 
     async def context_for(self, ctx: RecallContext, query: str, **options: object) -> RecallSnapshot:
         """The recall snapshot a prompt is rendered from (``MemoryContext.context_for``; same options)."""

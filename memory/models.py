@@ -272,6 +272,45 @@ class SessionSummary:
         return cls(**{**{name: row[name] for name in cls.__slots__}, "participants": tuple(json.loads(row["participants"]))})
 
 
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """What the store did with an arriving message (``memory.turns.Turns.arrive``)."""
+
+    stored_id: str | None = None  # the stored message (write-ahead), once stored
+    buffer_id: int | None = None  # its extraction-buffer row, held until the reply is done; None: not stored now
+    remembered: bool = True  # False after /privacy off (the speaker's or the place's): nothing of the turn kept (SEC-5)
+    answered: bool = False  # a re-delivered message the bot already answered: stored once, answered once
+
+
+@dataclass(frozen=True, slots=True)
+class Withdrawn:
+    """What an edit or a delete at the source did: messages removed, memories withdrawn, memories that only
+    lost a source."""
+
+    messages: int = 0
+    memories: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Erased:
+    """What forgetting a memory removed: the memory ids (its lineage), their texts (for the reply that confirms
+    it) and the number of messages (its sources)."""
+
+    memories: tuple[str, ...] = ()
+    contents: tuple[str, ...] = ()
+    messages: int = 0
+
+
+MAX_MESSAGE_CHARS = 8_000  # what is stored of one message and shown to the model; longer ones are cut (marked)
+CUT_MARK = " […cut]"
+
+
+def bounded(text: str) -> str:
+    """At most ``MAX_MESSAGE_CHARS``, the cut marked: what history keeps, and so what a reply may send."""
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
+
+
 def split_tags(text: str) -> tuple[str, ...]:
     return tuple(t for t in (p.strip() for p in (text or "").split(",")) if t)
 

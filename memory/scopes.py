@@ -182,3 +182,16 @@ def placeholders(values: tuple[Any, ...] | list[Any]) -> str:
 def partition_token(key: str) -> str:
     """One opaque FTS token per partition, so FTS can filter by scope inside MATCH (no phrase query)."""
     return "k" + hashlib.sha1(key.encode()).hexdigest()[:15]
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """One incoming message as the store keeps it, resolved by the caller: who (``ctx.speaker_id``), where
+    (``ctx``'s platform, channel and guild, ``channel_key``), under which name, and what."""
+
+    ctx: RecallContext
+    channel_key: str  # "<platform>:<channel id>"
+    author_name: str
+    text: str  # cleaned (``memory.storage.messages.clean_text``); "" for nothing readable
+    platform_message_id: str | None = None  # the platform's id, which recognises a re-delivery
+    modality: str = "text"  # "voice" for a transcribed utterance

@@ -715,3 +715,95 @@ def test_the_row_counter_sees_row_reads_outside_storage(tmp_path: Path) -> None:
     (tmp_path / "memory" / "storage" / "rows.py").write_text("x = row['id']\n")  # storage reads rows: fine
     (tmp_path / "voice" / "warm.py").write_text("a = hit.row['content']\nb = row[\"rid\"]\nc = row.get('role')\nd = rows[0]\n")
     assert row_reads(tmp_path) == {"voice/warm.py": 3}
+
+
+# -- bot and voice see memory through its face: ``memory`` (services, errors, protocols) and ``memory.models`` ----------
+FACE = frozenset({"memory", "memory.models"})
+# The known debt (issue 32): modules of bot/ and voice/ that still import memory's deeper modules. It only
+# shrinks: a module moved onto the face must be struck here (the second test fails until it is).
+DEEP_MEMORY_DEBT = frozenset(
+    {
+        "bot/assembly.py",
+        "bot/attribution.py",
+        "bot/background.py",
+        "bot/budgets.py",
+        "bot/checkins.py",
+        "bot/cli/audit.py",
+        "bot/cli/bulletin.py",
+        "bot/cli/checkins.py",
+        "bot/cli/conversation.py",
+        "bot/cli/doctor.py",
+        "bot/cli/ingest.py",
+        "bot/cli/main.py",
+        "bot/cli/memories.py",
+        "bot/cli/output.py",
+        "bot/cli/reflect.py",
+        "bot/cli/store.py",
+        "bot/cli/upkeep.py",
+        "bot/commands.py",
+        "bot/composition.py",
+        "bot/config.py",
+        "bot/consent.py",
+        "bot/daily.py",
+        "bot/dashboard/admin.py",
+        "bot/dashboard/common.py",
+        "bot/dashboard/contexts.py",
+        "bot/dashboard/memories.py",
+        "bot/dashboard/people.py",
+        "bot/dashboard/persona.py",
+        "bot/dashboard/usage.py",
+        "bot/dashboard/views.py",
+        "bot/health.py",
+        "bot/ingest_watch.py",
+        "bot/jobs.py",
+        "bot/ratelimit.py",
+        "bot/reminder_commands.py",
+        "bot/resolution.py",
+        "bot/retention.py",
+        "bot/runtime.py",
+        "bot/usage_commands.py",
+        "bot/vision.py",
+        "bot/voice_mode.py",
+        "voice/caches.py",
+        "voice/warm.py",
+    }
+)
+
+
+def deep_memory_imports(root: Path = ROOT) -> dict[str, set[str]]:
+    """Per module of bot/ and voice/, the memory modules it imports beyond the face (lazy and type-only included)."""
+    known = {module_name(p, root) for p in (root / "memory").rglob("*.py")}
+    found = {}
+    for path in sorted(p for pkg in ("bot", "voice") if (root / pkg).is_dir() for p in (root / pkg).rglob("*.py")):
+        deep = {m for m in imports_of_module(path, known, root) if m not in FACE}
+        if deep:
+            found[path.relative_to(root).as_posix()] = deep
+    return found
+
+
+def test_bot_and_voice_import_only_memorys_face_beyond_the_known_debt():
+    assert {path: sorted(deep) for path, deep in deep_memory_imports().items() if path not in DEEP_MEMORY_DEBT} == {}
+
+
+def test_a_module_of_the_known_debt_that_was_paid_is_struck_from_it():
+    assert sorted(DEEP_MEMORY_DEBT - set(deep_memory_imports())) == []
+
+
+def test_the_face_check_sees_deep_imports_and_lets_the_face_pass(tmp_path: Path) -> None:
+    for module, text in {
+        "memory/__init__.py": "",
+        "memory/models.py": "",
+        "memory/storage/__init__.py": "",
+        "memory/storage/db.py": "",
+        "bot/face.py": "from memory import AsyncRunner\nfrom memory.models import Memory\nimport memory\n",
+        "bot/deep.py": "def f():\n    from memory.storage.db import AsyncRunner\n",
+        "bot/package.py": "from memory import storage\n",
+        "voice/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import memory.storage.db\n",
+    }.items():
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text(text)
+    assert deep_memory_imports(tmp_path) == {
+        "bot/deep.py": {"memory.storage.db"},
+        "bot/package.py": {"memory.storage"},
+        "voice/typed.py": {"memory.storage.db"},
+    }

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import prompts
-from memory.protocols import AsyncCompleter
+from memory import AsyncCompleter
 
 log = logging.getLogger(__name__)
 SYSTEM = "You keep the rolling summary of a live voice conversation. Answer with the summary text only."

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
-from memory.clock import Clock, SystemClock
+from memory import Clock, SystemClock
 
 from .audio import FRAME_MS, LISTEN_RATE, discord_to_listen, is_silent
 from .turn import EndOfTurn, at_pause

@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from memory.clock import Clock, SystemClock
+from memory import Clock, SystemClock
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from memory.clock import Clock, SystemClock
+from memory import Clock, SystemClock
 
 from .audio import is_silent
 from .providers import SpeechToText, TextToSpeech

@@ -8,7 +8,6 @@ from aiohttp import web
 
 from memory.recall.overview import Overview
 from memory.storage.knobs import KnobStore, knob_help
-from memory.upkeep.forgetting import forget_guild
 
 from .bodies import Confirm, SettingsBody
 from .common import ApiError, answer, audit, body, services
@@ -87,7 +86,7 @@ async def purge(request: web.Request) -> web.Response:
     expected = known[guild_id].name or guild_id
     if confirm.confirm != expected:
         raise ApiError(422, "confirmation does not match: type the guild's name (its id when no name is known) to purge it")
-    counts = await svc.run(forget_guild, svc.engine, guild_id)
+    counts = await svc.memory.forgetting.guild(guild_id)
     await svc.forgot()
     await audit(request, "guild.purge", guild_id, detail=counts)
     return answer({"purged": counts})

@@ -17,7 +17,7 @@ from pathlib import Path
 from aiohttp import web
 from pydantic import ValidationError
 
-from memory.errors import InvalidInput, NotFound, NotYours
+from memory import InvalidInput, NotFound, NotYours
 
 from . import admin, manners, memories, people, persona, usage
 from .auth import CLIENT_COOKIE, COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_TTL_S, Caller, Gate, client_key

@@ -3,7 +3,7 @@
 POST    ``MemoryStore.add``: safety filters, dedup (a duplicate is a 409 naming the stored one), links
 PUT     ``MemoryStore.update`` (same checks), in place, type included: no history row or journal line keeps
         the old words, and the file is scrubbed of them as after a forget
-DELETE  ``memory.upkeep.forgetting.forget_memory``: the memory, its history, the messages it was learned from,
+DELETE  ``memory.Forgetting.memory`` (``memory.upkeep.forgetting``): the memory, its history, the messages it was learned from,
         the summaries of those chats; then every in-process cache is emptied
 """
 
@@ -16,7 +16,6 @@ from aiohttp import web
 from memory.errors import InvalidInput
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Source, Visibility
 from memory.recall.overview import MemoryQuery, Overview
-from memory.upkeep.forgetting import forget_memory
 from memory.write.store import RecallFilters, WriteResult
 
 from .bodies import MemoryEdit, NewMemoryBody
@@ -159,11 +158,11 @@ def _edit(svc: DashboardServices, memory_id: str, change: MemoryEdit) -> tuple[M
 
 async def forget(request: web.Request) -> web.Response:
     svc = services(request)
-    done = await svc.run(forget_memory, svc.engine, request.match_info["id"])
+    done = await svc.memory.forgetting.memory(request.match_info["id"])
     await svc.forgot()
     target = request.match_info["id"]
     await audit(request, "memory.forget", target, detail={"memories": len(done.memories), "messages": done.messages})
-    return answer({"forgotten": {"memories": done.memories, "messages": done.messages}})
+    return answer({"forgotten": {"memories": list(done.memories), "messages": done.messages}})
 
 
 def _person(m: Memory) -> str | None:

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from memory.engine import MemoryEngine
-    from memory.storage.db import AsyncRunner
+    from memory import AsyncMemory, AsyncRunner, MemoryEngine
 
     from ..budgets import Limits
     from ..orchestrator import Orchestrator
@@ -35,6 +34,11 @@ class DashboardServices:
     def of(cls, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator, limits: Limits | None = None) -> DashboardServices:
         """The services over a running bot's parts (never ``bot.runtime`` itself: that module starts the dashboard)."""
         return cls(engine, runner, orchestrator, tuple(sorted(orchestrator.owners.owners)), limits)
+
+    @property
+    def memory(self) -> AsyncMemory:
+        """Memory's face: the services the bot's own turns use (one runner, one set of repositories)."""
+        return self.orchestrator.memory
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """One store call on the memory thread: the only way a route touches the store."""

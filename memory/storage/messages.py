@@ -12,7 +12,7 @@ import numpy as np
 
 from ..clock import Clock
 from ..errors import EmbeddingError, InvalidInput
-from ..models import StoredMessage
+from ..models import StoredMessage, bounded
 from ..recall.retrieval import ALL_CHANNELS, Channel, Hit, Retriever
 from ..safety import normalise_text, redact_secrets, valid_unicode
 from ..scopes import RecallContext, message_partition, partition_token, placeholders
@@ -21,8 +21,6 @@ from .embeddings import EmbeddingService, content_hash
 from .knobs import KnobStore
 
 log = logging.getLogger(__name__)
-MAX_MESSAGE_CHARS = 8_000  # what is stored of one message and shown to the model; longer ones are cut (marked)
-CUT_MARK = " […cut]"
 CONTEXT_CHARS = 600
 CONTEXT_TURNS = 2
 # SEC-5: what the jobs that learn from history (micro-reflection, compaction, daily reflection) may read. /privacy off
@@ -50,11 +48,6 @@ def clean_text(text: str) -> str:
     """A message as it is stored and shown to the model: normalised, secrets redacted, at most
     ``MAX_MESSAGE_CHARS`` (a 1 MB paste is not sent whole to the model or to extraction). '' if nothing is left."""
     return redact_secrets(bounded(normalise_text(text)))
-
-
-def bounded(text: str) -> str:
-    """At most ``MAX_MESSAGE_CHARS``, the cut marked: what history keeps, and so what a reply may send."""
-    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
 
 
 @dataclass(frozen=True, slots=True)

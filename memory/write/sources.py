@@ -14,23 +14,14 @@ it. Both end like any forget: the chat's summaries (which may paraphrase the old
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from ..engine import MemoryEngine
-from ..models import Memory
+from ..models import Memory, Withdrawn
 from ..scopes import RecallContext
 from ..storage.messages import clean_text
 from ..storage.sessions import ExtractionBuffer
 from ..upkeep.forgetting import forget_chat_summaries
-
-
-@dataclass(slots=True)
-class Withdrawn:
-    """What a source change did: messages removed, memories withdrawn, memories that only lost a source."""
-
-    messages: int = 0
-    memories: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +45,7 @@ def message_deleted(engine: MemoryEngine, buffer: ExtractionBuffer, platform: st
     done = _withdraw(engine, [m.id for m in engine.messages.get_rids(rids)])
     doomed = sorted(set(rids) | set(engine.messages.replies_to(rids)))
     buffer.drop_messages(doomed)
-    done.messages = engine.messages.delete_rids(doomed)
+    done = replace(done, messages=engine.messages.delete_rids(doomed))
     _scrub_chat(engine, platform, channel_id)
     return done
 
@@ -81,18 +72,17 @@ def message_edited(engine: MemoryEngine, buffer: ExtractionBuffer, edit: Edit) -
 def _withdraw(engine: MemoryEngine, message_ids: list[str]) -> Withdrawn:
     """Memories learned only from these messages go, with their lineage; the others lose these sources."""
     gone = set(message_ids)
-    done = Withdrawn()
+    kept: list[str] = []
     orphans: list[Memory] = []
     for memory in engine.memory_rows.learned_from(message_ids):
         left = tuple(s for s in memory.provenance.sources if s not in gone)
         if left:
             engine.memory_rows.set_provenance(memory.rid, replace(memory.provenance, sources=left))
-            done.kept.append(memory.id)
+            kept.append(memory.id)
         else:
             orphans.append(memory)
-    if orphans:
-        done.memories = engine.memories.delete_rids(engine.memory_rows.lineage([m.rid for m in orphans]))
-    return done
+    withdrawn = engine.memories.delete_rids(engine.memory_rows.lineage([m.rid for m in orphans])) if orphans else []
+    return Withdrawn(memories=tuple(withdrawn), kept=tuple(kept))
 
 
 def _scrub_chat(engine: MemoryEngine, platform: str, channel_id: str) -> None:

@@ -80,7 +80,7 @@ async def test_a_checkin_written_while_privacy_went_off_is_sent_but_not_kept(rt,
     rt.engine.clock.t = at("2026-05-07 10:00")
 
     def write_then_stop(body):
-        rt.orchestrator.privacy.set_person(PERSON, False)  # while the model writes (the store is idle meanwhile)
+        rt.orchestrator.turns.privacy.set_person(PERSON, False)  # while the model writes (the store is idle meanwhile)
         return "How did the half marathon go?"
 
     srv.default = write_then_stop

@@ -85,7 +85,9 @@ async def test_a_message_stored_before_a_crash_is_answered_on_redelivery_without
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
         try:
             message = dm("telegram", "55", "I adopted a cat named Miso", mid="7")
-            await runtime.runner.run(runtime.orchestrator._arrive, message)  # stored, then the process died
+            await runtime.orchestrator._arrive(
+                await runtime.runner.run(runtime.orchestrator.resolve, message)
+            )  # stored, then the process died
             llm.script("Hello Miso!")
             reply = await runtime.orchestrator.reply(message)
             llm.script("unused")

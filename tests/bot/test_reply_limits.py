@@ -9,7 +9,7 @@ from bot.adapters.console import ConsoleChat
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.types import APOLOGY
 from memory.clock import FakeClock
-from memory.storage.messages import CUT_MARK, MAX_MESSAGE_CHARS
+from memory.models import CUT_MARK, MAX_MESSAGE_CHARS
 from tests.fakes import FakeOpenAI, FakeTelegram
 from tests.fakes.openai_server import RawStream
 from tests.pipeline_support import build_runtime
