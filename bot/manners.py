@@ -32,10 +32,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import prompts
-from memory.engine import MemoryEngine
-from memory.jobs.base import NoAnswer
+from memory import MemoryEngine, Mode, NoAnswer, PlaceModes, mode_of
 from memory.models import Visibility
-from memory.storage.manners import Mode, PlaceModes, mode_of
 
 from .assembly import Turn
 from .resolution import Resolver

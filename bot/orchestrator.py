@@ -17,9 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 import prompts
-from memory import AsyncMemory, AsyncRunner, MemoryEngine, MemoryTools, RateLimiter, Said, forgets_in
+from memory import AsyncMemory, AsyncRunner, MemoryEngine, MemoryTools, Mode, RateLimiter, Said, forgets_in
 from memory.models import CUT_MARK, MAX_MESSAGE_CHARS, Arrival, Provenance, bounded
-from memory.storage.manners import Mode
 from voice.caches import HistoryCache
 
 from .assembly import Assembler, Snapshot, Turn, clock_note

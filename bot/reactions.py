@@ -16,9 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from memory.engine import MemoryEngine
-from memory.storage.manners import Used
-from memory.storage.people import People
+from memory import MemoryEngine, People, Used
 
 from .types import Reaction
 

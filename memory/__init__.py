@@ -59,11 +59,14 @@ if TYPE_CHECKING:
         StoreUnavailable,
     )
     from .forget import Forgetting
+    from .jobs.base import NoAnswer
     from .protocols import AsyncCompleter, Completer, Embedder, StructuredCompleter
     from .reminding import Reminding
     from .safety import redact_secrets, valid_unicode
     from .scopes import RecallContext, Said
     from .storage.db import AsyncRunner
+    from .storage.manners import Mode, PlaceModes, Used, mode_of
+    from .storage.people import People
     from .storage.reminders import Reminder
     from .tools import MemoryTools, RateLimiter
     from .turns import Turns
@@ -105,6 +108,12 @@ _HEAVY = {
     "Reminder": "storage.reminders",
     "MemoryTools": "tools",
     "RateLimiter": "tools",
+    "Mode": "storage.manners",
+    "PlaceModes": "storage.manners",
+    "Used": "storage.manners",
+    "mode_of": "storage.manners",
+    "People": "storage.people",
+    "NoAnswer": "jobs.base",
 }
 
 __all__ = [
@@ -124,9 +133,13 @@ __all__ = [
     "MemoryEngine",
     "MemoryStoreError",
     "MemoryTools",
+    "Mode",
     "ModelMismatch",
+    "NoAnswer",
     "NotFound",
     "NotYours",
+    "People",
+    "PlaceModes",
     "RateLimiter",
     "RecallContext",
     "Rejected",
@@ -138,7 +151,9 @@ __all__ = [
     "StructuredCompleter",
     "SystemClock",
     "Turns",
+    "Used",
     "forgets_in",
+    "mode_of",
     "redact_secrets",
     "valid_unicode",
 ]
@@ -176,10 +191,12 @@ def _home(name: str) -> ModuleType:  # noqa: PLR0911  # one branch a module: eac
 
 def _heavy(home: str) -> ModuleType:
     from . import api, engine, forget, reminding, tools, turns
-    from .storage import db, reminders
+    from .jobs import base
+    from .storage import db, manners, people, reminders
 
     modules = {"api": api, "engine": engine, "forget": forget, "reminding": reminding, "tools": tools, "turns": turns}
-    return {**modules, "storage.db": db, "storage.reminders": reminders}[home]
+    deeper = {"storage.db": db, "storage.reminders": reminders, "storage.manners": manners, "storage.people": people}
+    return {**modules, **deeper, "jobs.base": base}[home]
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which then checks ``from memory import X`` against the imports above

@@ -746,7 +746,6 @@ DEEP_MEMORY_DEBT = frozenset(
         "bot/consent.py",
         "bot/daily.py",
         "bot/dashboard/admin.py",
-        "bot/dashboard/common.py",
         "bot/dashboard/contexts.py",
         "bot/dashboard/memories.py",
         "bot/dashboard/people.py",

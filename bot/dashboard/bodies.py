@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from memory import Mode
 from memory.models import FactKind, MemoryType, Scope, Visibility
-from memory.storage.manners import Mode
 
 Number = StrictInt | StrictFloat
 Text = StrictStr

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from memory.engine import MemoryEngine
-from memory.storage.manners import Mode
+from memory import MemoryEngine, Mode
 
 from .bodies import MannersBody
 from .common import answer, audit, body, services
