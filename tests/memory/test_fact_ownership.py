@@ -206,6 +206,7 @@ async def test_a_fact_none_of_whose_words_was_said_is_not_filed(rt, srv, caplog,
         return [
             item("P1", "My favourite season is autumn", lines),
             item("P1", "Alice's pottery class is on 2026-12-01", lines),  # "pottery" was said
+            item("P1", "What should I make with the pottery?", lines),  # a question is not a fact
         ]
 
     caplog.set_level(logging.INFO, "memory.write.extraction")
@@ -214,6 +215,7 @@ async def test_a_fact_none_of_whose_words_was_said_is_not_filed(rt, srv, caplog,
     await extract(rt)
     assert contents(rt) == ["Alice's pottery class is on 2026-12-01"]
     assert "none of its words is in the conversation: 1" in log_lines(caplog)
+    assert "a question, not a fact: 1" in log_lines(caplog)
 
 
 async def test_a_forget_by_one_person_does_not_stop_another_persons_fact(rt, srv):
