@@ -216,6 +216,12 @@ def _filed(
     if isinstance(decided, Dropped):
         tally.drop(decided.reason)
         return None
+    if content.rstrip().endswith("?"):
+        tally.drop("a question, not a fact")  # "What should I cook tonight?", filed by a 1.5B
+        return None
+    if source is not Source.REFLECTION and rules.invented(content):
+        tally.drop("none of its words is in the conversation")  # a 1.5B filed the prompt's own example
+        return None
     if rules.forgotten(decided, fact) is not None:
         tally.drop("asked to forget in this conversation")
         return None

@@ -28,7 +28,8 @@ a word outside the ~5,000 commonest in English, ranked as the leak check ranks t
 common words only, more than half of its words. A line "plainly states" it (enough to move a fact to a
 person) when, leaving out its questions, it holds all the distinctive words and three quarters of the rest.
 
-A forget asked in the same transcript is applied before filing (``memory.write.forget_asked``): a fact of the
+A fact none of whose words any line holds was read from nothing said here, and is not filed (extraction; a
+reflection may infer). A forget asked in the same transcript is applied before filing (``memory.write.forget_asked``): a fact of the
 person who asked, from lines said before the ask (or in it), that matches what they asked to forget is not
 filed (and counted as dropped).
 """
@@ -190,6 +191,14 @@ class Ownership:
         (owner,) = owners
         stating = tuple(i for i, s in enumerate(self.speaker) if s == owner and self.states(i, words))
         return Filed(owner, tuple(i for i in valid if i in stating) or stating, moved=True)
+
+    def invented(self, fact: str) -> bool:
+        """No line of the transcript holds any of the fact's words (names and words like "user" aside): read
+        from nothing said here (lenient: a date the model resolved, "2026-12-03", is not "3 December"). A real 1.5B answered a 20-line conversation with the one example
+        of the extraction prompt ("My favourite season is autumn"), tagged as the person's. Reflection, which
+        may infer, is not held to it."""
+        words = self.words(fact).all
+        return bool(words) and not any(words & said for said in self.said)
 
     # -- reading lines ----------------------------------------------------------------------------------------
     def says(self, i: int, words: Words) -> bool:

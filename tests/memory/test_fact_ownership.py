@@ -176,20 +176,46 @@ async def test_a_fact_citing_two_people_goes_to_the_one_whose_line_says_it(rt, s
 
 
 # -- 2. a forget said in the same transcript ----------------------------------------------------------------
-@pytest.mark.parametrize("ask", ["Actually, forget the half marathon.", "Hmm, forget that", "/forget half marathon"])
-async def test_a_forget_asked_in_the_same_conversation_stops_its_fact_and_only_that_one(rt, srv, caplog, ask):
+@pytest.mark.parametrize(
+    "ask,at_the_reply", [("Actually, forget the half marathon.", True), ("Hmm, forget that", False), ("/forget half marathon", True)]
+)
+async def test_a_forget_asked_in_the_same_conversation_stops_its_fact_and_only_that_one(rt, srv, caplog, ask, at_the_reply):
+    """An ask that names its words is done at the reply, as /forget (ORCH-9): the line is gone before extraction;
+    "forget that" names nothing, and extraction holds the fact back."""
     def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
-        return [
-            item("P1", "Alice is running a half marathon in October", cite(prompt, RACE)),
-            item("P1", "Alice takes pottery classes", cite(prompt, POTTERY)),
-        ]
+        race = [item("P1", "Alice is running a half marathon in October", cite(prompt, RACE))] if RACE in prompt else []
+        return [*race, item("P1", "Alice takes pottery classes", cite(prompt, POTTERY))]
 
     caplog.set_level(logging.INFO, "memory.write.extraction")
     model(srv, {RACE: "Good luck!", ask: "Sure.", POTTERY: "Fun!"}, extract=as_the_model_did)
     await talk(rt, *(("reply", dm("telegram", "7", text, mid=str(n))) for n, text in enumerate([RACE, ask, POTTERY])))
     await extract(rt)
     assert contents(rt) == ["Alice takes pottery classes"]
-    assert "asked to forget in this conversation: 1" in log_lines(caplog)
+    if at_the_reply:
+        assert not [r for r in rt.engine.db.rows("SELECT content FROM messages") if "marathon" in r["content"]]
+    else:
+        assert "asked to forget in this conversation: 1" in log_lines(caplog)
+
+
+@pytest.mark.parametrize("lines", [None, [1]])
+async def test_a_fact_none_of_whose_words_was_said_is_not_filed(rt, srv, caplog, lines):
+    """A real 1.5B answered a 20-line conversation with the extraction prompt's own example, tagged as the
+    person's; a fact holding even one word of the conversation (a resolved date aside) is still filed."""
+
+    def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
+        return [
+            item("P1", "My favourite season is autumn", lines),
+            item("P1", "Alice's pottery class is on 2026-12-01", lines),  # "pottery" was said
+            item("P1", "What should I make with the pottery?", lines),  # a question is not a fact
+        ]
+
+    caplog.set_level(logging.INFO, "memory.write.extraction")
+    model(srv, {CAT: "Lovely!", POTTERY: "Fun!"}, extract=as_the_model_did)
+    await talk(rt, *(("reply", dm("telegram", "7", text, mid=str(n))) for n, text in enumerate([CAT, POTTERY])))
+    await extract(rt)
+    assert contents(rt) == ["Alice's pottery class is on 2026-12-01"]
+    assert "none of its words is in the conversation: 1" in log_lines(caplog)
+    assert "a question, not a fact: 1" in log_lines(caplog)
 
 
 async def test_a_forget_by_one_person_does_not_stop_another_persons_fact(rt, srv):
