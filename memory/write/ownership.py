@@ -194,9 +194,9 @@ class Ownership:
 
     def invented(self, fact: str) -> bool:
         """No line of the transcript holds any of the fact's words (names and words like "user" aside): read
-        from nothing said here (lenient: a date the model resolved, "2026-12-03", is not "3 December"). A real 1.5B answered a 20-line conversation with the one example
-        of the extraction prompt ("My favourite season is autumn"), tagged as the person's. Reflection, which
-        may infer, is not held to it."""
+        from nothing said here. Lenient: one shared word is enough, as a date the model resolved ("2026-12-03")
+        is not "3 December". A real 1.5B answered a 20-line conversation with the one example of the extraction
+        prompt ("My favourite season is autumn"), tagged as the person's. Reflection may infer: not held to it."""
         words = self.words(fact).all
         return bool(words) and not any(words & said for said in self.said)
 
