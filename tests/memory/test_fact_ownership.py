@@ -182,6 +182,7 @@ async def test_a_fact_citing_two_people_goes_to_the_one_whose_line_says_it(rt, s
 async def test_a_forget_asked_in_the_same_conversation_stops_its_fact_and_only_that_one(rt, srv, caplog, ask, at_the_reply):
     """An ask that names its words is done at the reply, as /forget (ORCH-9): the line is gone before extraction;
     "forget that" names nothing, and extraction holds the fact back."""
+
     def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
         race = [item("P1", "Alice is running a half marathon in October", cite(prompt, RACE))] if RACE in prompt else []
         return [*race, item("P1", "Alice takes pottery classes", cite(prompt, POTTERY))]
