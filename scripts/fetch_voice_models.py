@@ -3,7 +3,7 @@
 Smart Turn v3.2 ships inside pipecat's wheel on PyPI (``pipecat/audio/turn/smart_turn/data``), and nowhere else
 on a registry. Installing pipecat-ai would pull in dozens of packages and pin protobuf below 7, which clashes
 with ours: so the wheel alone is downloaded (``pip download --no-deps``), the model file and pipecat's licence
-(BSD-2-Clause) are copied out, and the wheel is thrown away. The folder defaults to the one the bot reads
+(BSD 2-Clause) are copied out, and the wheel is thrown away. The folder defaults to the one the bot reads
 (``voice.turn.default_model_dir()``: inside this environment). Run again, it does nothing.
 """
 

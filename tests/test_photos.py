@@ -12,6 +12,7 @@ import pytest
 
 from bot.images import solid_png
 from bot.vision import text_of, vision_key
+from memory.storage.db import Database, read_only
 from tests.fakes import FakeFile
 from tests.pipeline_support import facts, last_reply_prompt, platforms
 from tests.voice_support import eventually
@@ -46,7 +47,13 @@ def images_of(llm, request: dict) -> list[bytes]:
 
 
 def stored_user_texts(runtime) -> list[str]:
-    return [r["content"] for r in runtime.engine.db.rows("SELECT content FROM messages WHERE role = 'user' ORDER BY rowid")]
+    """Read on a connection of its own: polled from the test's thread while the memory thread writes, the
+    bot's connection would be used by two threads at once (apsw refuses: "Connection is busy in another thread")."""
+    db = Database(read_only(runtime.engine.db.path))
+    try:
+        return [r["content"] for r in db.rows("SELECT content FROM messages WHERE role = 'user' ORDER BY rowid")]
+    finally:
+        db.close()
 
 
 def kept_sight(runtime, llm):

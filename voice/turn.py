@@ -2,7 +2,7 @@
 
 A fixed silence is wrong both ways: 700 ms cuts in on a person who pauses mid-sentence for longer, and
 wastes most of a second after "...what do you think?". So at each pause of ``VadSettings.turn_check_ms``
-the last 8 s of that speaker's utterance go to Smart Turn v3.2 (pipecat's, BSD-2-Clause; an 8.7 MB int8
+the last 8 s of that speaker's utterance go to Smart Turn v3.2 (pipecat's, BSD 2-Clause; an 8.7 MB int8
 ONNX model on Whisper's log-mel features, audio only: it hears intonation and rhythm, not words):
 
     pause reaches turn_check_ms --> model (worker thread) --> complete:   the turn ends now

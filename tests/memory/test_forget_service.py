@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from conftest import count, remember
 
 from memory import AsyncMemory, AsyncRunner, NotFound
 from memory.models import Erased, Scope
-from tests.conftest import count, remember
 
 WORD = "Quetzalnimbus"
 

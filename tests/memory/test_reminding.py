@@ -6,10 +6,10 @@ from __future__ import annotations
 from zoneinfo import ZoneInfo
 
 import pytest
+from conftest import count
 
 from memory import AsyncRunner, Reminding
-from memory.storage.reminders import MAX_ATTEMPTS, Place, Reminders
-from tests.conftest import count
+from memory.storage.reminders import MAX_ATTEMPTS, Place
 
 DM = Place("telegram", "55", "55")
 LEASE = 300.0
@@ -24,7 +24,7 @@ async def two(engine):
 
 async def test_one_holder_claims_a_due_reminder_and_only_it_records_the_send(two, engine, clock):
     a, b = two
-    Reminders.of(engine).ask("telegram:55", DM, "in 20 minutes", "tea", ZoneInfo("Europe/Lisbon"))
+    engine.reminders.ask("telegram:55", DM, "in 20 minutes", "tea", ZoneInfo("Europe/Lisbon"))
     assert await a.due() == []
     clock.advance(20 * 60)
     (due,) = await b.due()
@@ -37,7 +37,7 @@ async def test_one_holder_claims_a_due_reminder_and_only_it_records_the_send(two
 
 async def test_refusals_end_undelivered_and_the_person_told_lets_a_one_off_go(two, engine, clock):
     a, _ = two
-    Reminders.of(engine).ask("telegram:55", DM, "in 1 minute", "tea", ZoneInfo("UTC"))
+    engine.reminders.ask("telegram:55", DM, "in 1 minute", "tea", ZoneInfo("UTC"))
     states = []
     for _ in range(MAX_ATTEMPTS):
         clock.advance(3600)

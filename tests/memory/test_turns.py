@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from conftest import count, dm_ctx, guild_ctx
 
 from memory.models import Arrival, Withdrawn
 from memory.scopes import Said
 from memory.storage.db import AsyncRunner
-from memory.storage.privacy import Privacy
-from memory.storage.sessions import ChannelState, ExtractionBuffer
 from memory.turns import Turns
-from tests.conftest import count, dm_ctx, guild_ctx
 
 WORD = "Quetzalnimbus"
 
@@ -20,7 +18,7 @@ WORD = "Quetzalnimbus"
 @pytest.fixture
 async def turns(engine):
     runner = AsyncRunner()
-    yield Turns(engine, runner, ExtractionBuffer(engine), Privacy(engine), ChannelState(engine))
+    yield Turns(engine, runner, engine.buffer, engine.privacy, engine.channels)
     runner.shutdown()
 
 
