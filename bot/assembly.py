@@ -56,11 +56,15 @@ class Turn:
     ctx: RecallContext
     channel_key: str
     names: dict[str, str]  # person id -> display name, speaker first
-    text: str = ""  # the message as stored and shown to the model (``memory.storage.messages.clean_text``)
+    text: str = (
+        ""  # the message as stored and shown to the model (``memory.storage.messages.clean_text``)
+    )
     stored_id: str | None = None  # the stored message (write-ahead), once stored
     buffer_id: int | None = None  # its extraction-buffer row, held until the reply is done
     remembered: bool = True  # False after /privacy off (the speaker's or the place's): nothing of the turn is kept (SEC-5)
-    answered: bool = False  # a re-delivered message the bot already answered: stored once, answered once
+    answered: bool = (
+        False  # a re-delivered message the bot already answered: stored once, answered once
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +90,9 @@ class Snapshot:
     history: list[dict[str, str]]
     memory_ids: list[str]
     took_ms: float = 0.0
-    place_persona: str = ""  # this server's or group's own persona (ORCH-7), set by its admins; "" for none
+    place_persona: str = (
+        ""  # this server's or group's own persona (ORCH-7), set by its admins; "" for none
+    )
 
     def render(self) -> str:
         parts = [f"\n## {s.title}\n" + "\n".join(s.lines) for s in self.sections if s.lines]
@@ -185,11 +191,20 @@ class Assembler:
         history_turns: int = 20,
         persona: Persona | None = None,
     ) -> None:
-        self.engine, self.people, self.summaries, self.channels = engine, people, summaries, channels
+        self.engine, self.people, self.summaries, self.channels = (
+            engine,
+            people,
+            summaries,
+            channels,
+        )
         self.summary_window_s, self.history_turns = summary_window_s, history_turns
         self.persona = persona or Persona()
-        self.context = MemoryContext(engine, summary_window_s=summary_window_s, history_turns=history_turns)
-        self._history_start: dict[str, str] = {}  # channel key -> the first message id its prompts replay
+        self.context = MemoryContext(
+            engine, summary_window_s=summary_window_s, history_turns=history_turns
+        )
+        self._history_start: dict[
+            str, str
+        ] = {}  # channel key -> the first message id its prompts replay
 
     @property
     def bot_name(self) -> str:
@@ -197,7 +212,12 @@ class Assembler:
         return self.persona.name
 
     def snapshot(
-        self, turn: Turn, query_vector: np.ndarray | None = None, preloaded: Preloaded | None = None, *, reinforce: bool = True
+        self,
+        turn: Turn,
+        query_vector: np.ndarray | None = None,
+        preloaded: Preloaded | None = None,
+        *,
+        reinforce: bool = True,
     ) -> Snapshot:
         """The memory slice for ``turn``. ``preloaded`` (voice) brings the recall, behaviour rules, history and summary
         from the voice session's caches; everything else is read here as for text. ``reinforce=False`` (the runtime
@@ -217,8 +237,15 @@ class Assembler:
         shown: dict[str, Memory] = {}
         sections = [
             self._bulletin(found.bulletin),
-            self._section("guidance", "Behaviour guidance (standing, from the people here)", list(found.guidance), shown),
-            self._section("behavioral", "Relevant behavioural memory", list(found.recalled.behavioral), shown),
+            self._section(
+                "guidance",
+                "Behaviour guidance (standing, from the people here)",
+                list(found.guidance),
+                shown,
+            ),
+            self._section(
+                "behavioral", "Relevant behavioural memory", list(found.recalled.behavioral), shown
+            ),
             self._people(turn, found.people, shown),
             self._section("self", "What you know about yourself", list(found.self_facts), shown),
             self._section("lore", "Community lore", list(found.lore), shown),
@@ -227,17 +254,35 @@ class Assembler:
             *self._sessions(found.sessions),
             self._summary(found.rolling_summary if preloaded is None else preloaded.summary),
         ]
-        history = self._history(turn, found.history, reinforce) if preloaded is None else _trimmed(list(preloaded.history))
-        sections.sort(key=lambda s: s.key in PER_QUERY)  # stable sort: what each message recalls afresh goes last
-        return Snapshot(sections, history, list(shown), (time.perf_counter() - start) * 1000, found.place_persona)
+        history = (
+            self._history(turn, found.history, reinforce)
+            if preloaded is None
+            else _trimmed(list(preloaded.history))
+        )
+        sections.sort(
+            key=lambda s: s.key in PER_QUERY
+        )  # stable sort: what each message recalls afresh goes last
+        return Snapshot(
+            sections,
+            history,
+            list(shown),
+            (time.perf_counter() - start) * 1000,
+            found.place_persona,
+        )
 
     def _split(self, preloaded: Preloaded) -> Recalled:
         top_k = self.engine.knobs.get("memories").top_k
         return split([h.item for h in preloaded.hits], list(preloaded.behavioral), top_k)
 
-    def system_prompt(self, turn: Turn, snap: Snapshot, now: float, *, style: str | None = None) -> str:
+    def system_prompt(
+        self, turn: Turn, snap: Snapshot, now: float, *, style: str | None = None
+    ) -> str:
         """``style`` replaces the default manner of speaking (voice mode, the [SKIP] rule)."""
-        place = f"a DM with {_quoted(turn.names[turn.person_id])}" if turn.ctx.is_dm else f"a group chat on {turn.message.platform}"
+        place = (
+            f"a DM with {_quoted(turn.names[turn.person_id])}"
+            if turn.ctx.is_dm
+            else f"a group chat on {turn.message.platform}"
+        )
         if turn.message.modality == "voice":
             place = f"a voice channel on {turn.message.platform}"
         default = "" if turn.ctx.is_dm else "In a group, address people by name."
@@ -254,7 +299,12 @@ class Assembler:
         )
 
     # -- sections --------------------------------------------------------------------------------------
-    def _people(self, turn: Turn, people: tuple[tuple[str, tuple[Memory, ...]], ...], shown: dict[str, Memory]) -> Section:
+    def _people(
+        self,
+        turn: Turn,
+        people: tuple[tuple[str, tuple[Memory, ...]], ...],
+        shown: dict[str, Memory],
+    ) -> Section:
         lines: list[str] = []
         for i, (person, found) in enumerate(people):
             facts = [m for m in found if m.id not in shown and m.subject != SELF_SUBJECT]
@@ -286,17 +336,27 @@ class Assembler:
     def _bulletin(self, text: str) -> Section:
         """MAINT-5: the briefing of this conversation's scope (written in the background), within its budget."""
         lines = [_quoted(line.strip()) for line in text.splitlines() if line.strip()]
-        return Section("bulletin", "Briefing: what you know here (a summary of your memories)", _fits(lines, BUDGETS["bulletin"]))
+        return Section(
+            "bulletin",
+            "Briefing: what you know here (a summary of your memories)",
+            _fits(lines, BUDGETS["bulletin"]),
+        )
 
     def _summary(self, text: str) -> Section:
-        return Section("summary", "Earlier in this conversation (summary)", [_quoted(text)] if text else [])
+        return Section(
+            "summary", "Earlier in this conversation (summary)", [_quoted(text)] if text else []
+        )
 
-    def _history(self, turn: Turn, rows: tuple[StoredMessage, ...], move: bool = True) -> list[dict[str, str]]:
+    def _history(
+        self, turn: Turn, rows: tuple[StoredMessage, ...], move: bool = True
+    ) -> list[dict[str, str]]:
         # the current turn is stored already (write-ahead); it is sent as the user message
         said = self._paged(turn.channel_key, [r for r in rows if r.id != turn.stored_id], move)
         return _blocks(_trimmed([{"role": r.role, "content": self._said(turn, r)} for r in said]))
 
-    def _paged(self, channel_key: str, said: list[StoredMessage], move: bool) -> list[StoredMessage]:
+    def _paged(
+        self, channel_key: str, said: list[StoredMessage], move: bool
+    ) -> list[StoredMessage]:
         """The replayed history starts at the same message turn after turn, and moves half the window at once
         when that message leaves the window: a window sliding one turn a turn changed the prompt right after
         the system prompt every turn, and a server's prompt cache kept nothing of the history (ORCH-9).
@@ -305,15 +365,25 @@ class Assembler:
         start = self._history_start.get(channel_key)
         if start in ids:
             return said[ids.index(start) :]
-        kept = said[-max(1, self.history_turns // 2) :] if len(said) >= self.history_turns - 1 else said
+        kept = (
+            said[-max(1, self.history_turns // 2) :]
+            if len(said) >= self.history_turns - 1
+            else said
+        )
         if move and kept:
             self._history_start[channel_key] = kept[0].id
         return kept
 
     def _said(self, turn: Turn, r: StoredMessage) -> str:
-        return r.content if r.role == "assistant" or turn.ctx.is_dm else f"{_quoted(r.author_name)}: {r.content}"
+        return (
+            r.content
+            if r.role == "assistant" or turn.ctx.is_dm
+            else f"{_quoted(r.author_name)}: {r.content}"
+        )
 
-    def _section(self, key: str, title: str, found: list[Memory], shown: dict[str, Memory]) -> Section:
+    def _section(
+        self, key: str, title: str, found: list[Memory], shown: dict[str, Memory]
+    ) -> Section:
         fresh = [m for m in found if m.id not in shown]
         lines = _fits([_line(m) for m in fresh], BUDGETS[key])
         shown.update((m.id, m) for m in fresh[: len(lines)])

@@ -105,7 +105,11 @@ def _bulletin(scope: str, scope_id: str) -> Charge:
 
 def _judged(plan: tuple[Judged, ...]) -> Charge:
     """The judge's pairs: the person the facts are about when one, where they were said when one place."""
-    people = {j.new.subject_person_id or (j.new.scope_id if j.new.scope.value in ("user", "owner") else "") for j in plan}
+    people = {
+        j.new.subject_person_id
+        or (j.new.scope_id if j.new.scope.value in ("user", "owner") else "")
+        for j in plan
+    }
     places = {(j.new.provenance.platform or "", j.new.provenance.guild_id or "") for j in plan}
     person = next(iter(people)) if len(people) == 1 else ""
     platform, place = next(iter(places)) if len(places) == 1 else ("", "")

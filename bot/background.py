@@ -38,7 +38,12 @@ class Background:
         zone_of: ZoneName | None = None,
     ) -> None:
         self.jobs, self.engine, self.runner = jobs, jobs.engine, jobs.runner
-        self.buffer, self.channels, self.summaries, self.silence_s = buffer, channels, summaries, silence_s
+        self.buffer, self.channels, self.summaries, self.silence_s = (
+            buffer,
+            channels,
+            summaries,
+            silence_s,
+        )
         self.zone_of = zone_of
 
     async def tick(self) -> dict[str, int]:
@@ -69,12 +74,22 @@ class Background:
 
     async def extract(self, channel: str) -> int:
         """WRITE-1: the channel's buffered turns; the facts stored."""
-        return await self.jobs.learn(Extraction(self.engine, self.buffer, channel), claim=EXTRACTION.key(chat=channel)) or 0
+        return (
+            await self.jobs.learn(
+                Extraction(self.engine, self.buffer, channel), claim=EXTRACTION.key(chat=channel)
+            )
+            or 0
+        )
 
     async def reflect(self, state: ChannelRecord) -> int:
         """WRITE-3 and CROSS-1: an ended session's facts and summary; the facts stored."""
         job = Reflection(self.engine, self.channels, self.summaries, state, self.zone_of)
-        return await self.jobs.learn(job, claim=REFLECTION.key(chat=state.channel_key, session=state.session_started_at)) or 0
+        return (
+            await self.jobs.learn(
+                job, claim=REFLECTION.key(chat=state.channel_key, session=state.session_started_at)
+            )
+            or 0
+        )
 
     async def compact(self, state: ChannelRecord) -> int:
         """WRITE-4 and ORCH-4: 1 when the channel's oldest turns were folded into its rolling summary."""

@@ -43,8 +43,13 @@ if TYPE_CHECKING:
     from .resolution import OwnerPolicy
 
 log = logging.getLogger(__name__)
-SHORT_AT, QUIET_AT = 0.6, 0.8  # shares of a budget: first the context shrinks, then the bot stops speaking unasked
-SHORT_HISTORY_TURNS = 6  # of the 20 read (``Assembler.history_turns``): about a third of the history's tokens
+SHORT_AT, QUIET_AT = (
+    0.6,
+    0.8,
+)  # shares of a budget: first the context shrinks, then the bot stops speaking unasked
+SHORT_HISTORY_TURNS = (
+    6  # of the 20 read (``Assembler.history_turns``): about a third of the history's tokens
+)
 # Sections a short context leaves out: they paraphrase (a briefing, past sessions) or list (entities); none carries a
 # memory the reply may be said to have used, so what the prompt shows of memories stays exact
 DROPPED_WHEN_SHORT = frozenset({"bulletin", "sessions", "text_sessions", "entities"})
@@ -94,9 +99,20 @@ class Budgets:
     """The ledger's recorder (the model clients' usage hook) and the daily budgets' reader."""
 
     def __init__(
-        self, ledger: UsageLedger, runner: AsyncRunner, clock: Clock, limits: Limits = Limits(), metrics: Metrics | None = None
+        self,
+        ledger: UsageLedger,
+        runner: AsyncRunner,
+        clock: Clock,
+        limits: Limits = Limits(),
+        metrics: Metrics | None = None,
     ) -> None:
-        self.ledger, self.runner, self.clock, self.limits, self.metrics = ledger, runner, clock, limits, metrics
+        self.ledger, self.runner, self.clock, self.limits, self.metrics = (
+            ledger,
+            runner,
+            clock,
+            limits,
+            metrics,
+        )
 
     @property
     def day(self) -> str:
@@ -112,7 +128,11 @@ class Budgets:
     def standing(self, person_id: str, place_id: str) -> Standing:
         """The level a turn of ``person_id`` in ``place_id`` ('' in a DM) has now (memory thread)."""
         day, limits = self.day, self.limits
-        mine = level_of(self.ledger.person_spent(day, person_id).tokens, limits.person_tokens) if limits.person_tokens else Level.FULL
+        mine = (
+            level_of(self.ledger.person_spent(day, person_id).tokens, limits.person_tokens)
+            if limits.person_tokens
+            else Level.FULL
+        )
         theirs = Level.FULL
         if place_id and limits.server_tokens:
             theirs = level_of(self.ledger.place_spent(day, place_id).tokens, limits.server_tokens)
@@ -120,7 +140,9 @@ class Budgets:
 
     def first_notice(self, charge: Charge, by_place: bool) -> bool:
         """Whether the polite line is due: the first time today for this person (in this place, for its budget)."""
-        return self.ledger.first_notice(self.day, charge.person_id, charge.place_id if by_place else "")
+        return self.ledger.first_notice(
+            self.day, charge.person_id, charge.place_id if by_place else ""
+        )
 
     async def allows_checkin(self, person_id: str, owner: bool) -> bool:
         """ORCH-8 check-ins are proactive: none once the person's day reached QUIET."""
@@ -138,7 +160,9 @@ def spend_of(usage: Usage | None) -> Spend:
     return Spend(1, 0, usage.prompt, usage.cached or 0, usage.completion)
 
 
-def ledger_hook(engine: MemoryEngine, kind: str, runner: AsyncRunner | None = None) -> Callable[[str, Usage | None], None]:
+def ledger_hook(
+    engine: MemoryEngine, kind: str, runner: AsyncRunner | None = None
+) -> Callable[[str, Usage | None], None]:
     """The usage hook of a blocking client (``SyncCompleter``: the ingest folder, CLI maintenance): each call filed
     under ``kind``, with no person and no place (the operator's work). Without ``runner`` it is written at once, on
     the caller's thread, which must be the store's (a CLI command); with it, queued on the memory thread (the ingest
@@ -184,21 +208,39 @@ class Budgeted(PassThrough):
     _inner: Any  # the orchestrator: ``without_model`` besides the Conversation protocol
     # private names: every other attribute is the orchestrator's, read through (``PassThrough``)
 
-    def __init__(self, inner: Any, budgets: Budgets, people: People, owners: OwnerPolicy, bot_name: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        budgets: Budgets,
+        people: People,
+        owners: OwnerPolicy,
+        bot_name: Callable[[], str],
+    ) -> None:
         super().__init__(inner)
-        self._budgets, self._people, self._owners, self._bot_name = budgets, people, owners, bot_name
+        self._budgets, self._people, self._owners, self._bot_name = (
+            budgets,
+            people,
+            owners,
+            bot_name,
+        )
 
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
         charge, standing = await self._budgets.runner.run(self._assess, message)
-        if standing.level is Level.SPENT or (standing.level >= Level.QUIET and self._chime_in(message)):
+        if standing.level is Level.SPENT or (
+            standing.level >= Level.QUIET and self._chime_in(message)
+        ):
             return await self._held_back(message, charge, standing)
         with budgeted_turn(charge, standing.level):
             return await self._inner.reply(message, stream)
 
     def _assess(self, message: IncomingMessage) -> tuple[Charge, Standing]:
         person = self._people.lookup(message.platform, message.author_id)
-        place = f"{message.platform}:{message.guild_id}" if message.guild_id else ""  # the resolver's guild key
-        charge = Charge("voice" if message.modality == "voice" else "reply", person, message.platform, place)
+        place = (
+            f"{message.platform}:{message.guild_id}" if message.guild_id else ""
+        )  # the resolver's guild key
+        charge = Charge(
+            "voice" if message.modality == "voice" else "reply", person, message.platform, place
+        )
         if self._owners.is_owner(message.platform, message.author_id):
             return charge, Standing()
         return charge, self._budgets.standing(person, place)
@@ -208,7 +250,9 @@ class Budgeted(PassThrough):
         spoken_to = message.addressed or names(message.text, self._bot_name())
         return bool(message.participants) and not message.is_dm and not spoken_to
 
-    async def _held_back(self, message: IncomingMessage, charge: Charge, standing: Standing) -> Reply:
+    async def _held_back(
+        self, message: IncomingMessage, charge: Charge, standing: Standing
+    ) -> Reply:
         """Stored like group talk the bot does not answer; at SPENT the polite line, once a day, else silence. A
         "yes" to "/forget everything?" is still carried out: forgetting needs no model."""
         answered = await self._inner.without_model(message)
@@ -218,7 +262,12 @@ class Budgeted(PassThrough):
         self._budgets.held(standing.level)
         if standing.level is not Level.SPENT:
             return Reply("", skipped=True)
-        if not await self._budgets.runner.run(self._budgets.first_notice, charge, standing.by_place):
+        if not await self._budgets.runner.run(
+            self._budgets.first_notice, charge, standing.by_place
+        ):
             return Reply("", skipped=True)
-        log.info("a daily budget is spent (%s); the polite line said", "the place's" if standing.by_place else "a person's")
+        log.info(
+            "a daily budget is spent (%s); the polite line said",
+            "the place's" if standing.by_place else "a person's",
+        )
         return Reply(PLACE_SPENT if standing.by_place else PERSON_SPENT)

@@ -34,8 +34,12 @@ from .schedule import CHECKINS
 from .types import IncomingMessage
 
 log = logging.getLogger(__name__)
-Deliver = Callable[[str, str], Awaitable[None]]  # (DM channel id, text): one message on one platform
-Allowed = Callable[[str, tuple[str, str]], Awaitable[bool]]  # (person id, (platform, platform user id)) -> may write one
+Deliver = Callable[
+    [str, str], Awaitable[None]
+]  # (DM channel id, text): one message on one platform
+Allowed = Callable[
+    [str, tuple[str, str]], Awaitable[bool]
+]  # (person id, (platform, platform user id)) -> may write one
 PLAN_LIMIT = 200  # dated facts looked at per person and run, newest first
 
 
@@ -50,7 +54,9 @@ class CheckinReport:
     planned: int = 0
     sent: int = 0
     postponed: int = 0  # the model failed: tried again later
-    waiting: int = 0  # due but held: quiet hours, the weekly limit, no delivery for the platform here
+    waiting: int = (
+        0  # due but held: quiet hours, the weekly limit, no delivery for the platform here
+    )
     failed: int = 0  # claimed, and the platform refused it (never tried again)
 
 
@@ -68,7 +74,9 @@ class CheckinJob:
         self.jobs, self.engine, self.runner, self.resolve = jobs, jobs.engine, jobs.runner, resolve
         self.bot_name, self.zone_of, self.options = bot_name, zone_of, options
         self.store, self.people = jobs.engine.checkins, jobs.engine.people
-        self.deliveries: dict[str, Deliver] = {}  # platform -> delivery, filled by whoever starts the adapters
+        self.deliveries: dict[
+            str, Deliver
+        ] = {}  # platform -> delivery, filled by whoever starts the adapters
         self.allowed = allowed  # ORCH-14: whether a person's day's spend still allows a check-in (None: always)
 
     async def run(self) -> CheckinReport:
@@ -84,7 +92,13 @@ class CheckinJob:
                 outcomes["postponed" if state == "pending" else state] += 1
         if planned or outcomes["sent"] or outcomes["postponed"]:
             log.info("check-ins: %d planned, %s", planned, dict(outcomes))
-        return CheckinReport(planned, outcomes["sent"], outcomes["postponed"], outcomes["waiting"], outcomes["failed"])
+        return CheckinReport(
+            planned,
+            outcomes["sent"],
+            outcomes["postponed"],
+            outcomes["waiting"],
+            outcomes["failed"],
+        )
 
     def plan(self) -> int:
         """Pending rows for each opted-in person's dated goals, todos and events that their DM may see."""
@@ -96,7 +110,9 @@ class CheckinJob:
             if not self.people.remembered(person_id):
                 continue  # SEC-5: /privacy off: nothing new is written about them, check-ins included
             found = self.engine.memory_rows.listing(
-                turn.ctx.memory_partitions(), RecallFilters(kinds=FOLLOWED_KINDS, scope_ids=(person_id,)), limit=PLAN_LIMIT
+                turn.ctx.memory_partitions(),
+                RecallFilters(kinds=FOLLOWED_KINDS, scope_ids=(person_id,)),
+                limit=PLAN_LIMIT,
             )
             added += self.store.plan(person_id, found, self.zone_of(person_id))
         return added
@@ -107,20 +123,36 @@ class CheckinJob:
         deliver = self.deliveries.get(where.platform) if where else None
         if where is None or deliver is None:
             return "waiting"
-        if self.allowed is not None and not await self.allowed(checkin.person_id, (where.platform, where.platform_user_id)):
+        if self.allowed is not None and not await self.allowed(
+            checkin.person_id, (where.platform, where.platform_user_id)
+        ):
             return "waiting"  # ORCH-14: a daily budget nearly spent; tried again on a later run (a new day)
         bot_name, zone, options = self.bot_name(), self.zone_of(checkin.person_id), self.options
-        job = CheckinDraft(self.engine, self.store, checkin, where, self._dm, bot_name, zone, options.per_week, options.quiet)
+        job = CheckinDraft(
+            self.engine,
+            self.store,
+            checkin,
+            where,
+            self._dm,
+            bot_name,
+            zone,
+            options.per_week,
+            options.quiet,
+        )
         claimed = await self.jobs.run(job, claim=CHECKINS.key(row=checkin.id))
         if claimed is None or claimed.draft is None:
             return claimed.state if claimed is not None else "waiting"
         try:
             await deliver(where.channel_id, claimed.text)
-        except Exception:  # the platform refused it or the line broke: it may have arrived, so it is never retried
+        except (
+            Exception
+        ):  # the platform refused it or the line broke: it may have arrived, so it is never retried
             log.exception("check-in %d could not be sent; it is not tried again", checkin.id)
             await self.runner.run(self.store.finish, checkin.id, "failed")
             return "failed"
-        await self.runner.run(record_sent, self.engine, self.store, claimed.draft, claimed.text, bot_name)
+        await self.runner.run(
+            record_sent, self.engine, self.store, claimed.draft, claimed.text, bot_name
+        )
         return "sent"
 
     def _dm(self, where: Destination) -> DmView:
@@ -130,4 +162,10 @@ class CheckinJob:
 
 def _incoming(where: Destination) -> IncomingMessage:
     """The person's DM as a message from them (no text): the same scope resolution as their own turns."""
-    return IncomingMessage(platform=where.platform, channel_id=where.channel_id, author_id=where.platform_user_id, author_name="", text="")
+    return IncomingMessage(
+        platform=where.platform,
+        channel_id=where.channel_id,
+        author_id=where.platform_user_id,
+        author_name="",
+        text="",
+    )

@@ -19,13 +19,21 @@ def secret(value: SecretStr | None) -> str:
     return value.get_secret_value() if value is not None else ""
 
 
-def openai_client(base_url: str, api_key: str, *, timeout: float, max_retries: int) -> openai.OpenAI:
+def openai_client(
+    base_url: str, api_key: str, *, timeout: float, max_retries: int
+) -> openai.OpenAI:
     import openai
 
-    return openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries)
+    return openai.OpenAI(
+        base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries
+    )
 
 
-def async_openai_client(base_url: str, api_key: str, *, timeout: float, max_retries: int) -> openai.AsyncOpenAI:
+def async_openai_client(
+    base_url: str, api_key: str, *, timeout: float, max_retries: int
+) -> openai.AsyncOpenAI:
     import openai
 
-    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries)
+    return openai.AsyncOpenAI(
+        base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries
+    )

@@ -82,7 +82,9 @@ class Commands:
         self.checkins = engine.checkins
         self.persona = persona or Persona()
         self.zones = zones or engine.zones
-        self._confirming: dict[str, float] = {}  # person id -> when their "/forget everything" question lapses
+        self._confirming: dict[
+            str, float
+        ] = {}  # person id -> when their "/forget everything" question lapses
         self.consent = Consent(engine)
         self.reminding = ReminderCommands(engine, self.zones)  # ORCH-13
         self.usage = UsageCommands(engine, people, limits or Limits())  # ORCH-14
@@ -118,11 +120,21 @@ class Commands:
             kind=FactKind.OTHER,
             source=Source.USER_STATED,
             importance=7,
-            provenance=Provenance(platform=turn.message.platform, guild_id=turn.ctx.guild_id, channel_id=turn.message.channel_id),
+            provenance=Provenance(
+                platform=turn.message.platform,
+                guild_id=turn.ctx.guild_id,
+                channel_id=turn.message.channel_id,
+            ),
             written_by=written_by(turn.ctx),
         )
-        result = self.engine.memories.add(bound(self.engine, new))  # SEC-5: whom it is about, by identity
-        return "I already knew that." if result.status == "duplicate" else "Got it, I'll remember that."
+        result = self.engine.memories.add(
+            bound(self.engine, new)
+        )  # SEC-5: whom it is about, by identity
+        return (
+            "I already knew that."
+            if result.status == "duplicate"
+            else "Got it, I'll remember that."
+        )
 
     def do_forget(self, arg: str, turn) -> str:
         if not arg:
@@ -135,23 +147,47 @@ class Commands:
     def forget_words(self, arg: str, turn, *, skip: tuple[str, ...] = ()) -> Forgot:
         """The one forget of what ``arg`` names: the closest own memory, the person's messages that say it (all
         but ``skip``, stored ids), a reminder holding the words. Also run for a forget asked in words (ORCH-9)."""
-        reminders = self.reminding.forgotten(turn, arg)  # ORCH-13: a reminder holding the words goes too
-        hits = self.engine.recall.recall(turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn))
+        reminders = self.reminding.forgotten(
+            turn, arg
+        )  # ORCH-13: a reminder holding the words goes too
+        hits = self.engine.recall.recall(
+            turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn)
+        )
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
-        done = forget_memory(self.engine, hits[0].item.id, asked_in=(turn.message.platform, turn.message.channel_id)) if hits else None
+        done = (
+            forget_memory(
+                self.engine,
+                hits[0].item.id,
+                asked_in=(turn.message.platform, turn.message.channel_id),
+            )
+            if hits
+            else None
+        )
         # SEC-3: what is not a memory yet (said before extraction ran) is found in the person's own messages too
         rids = said_matching(self.engine, turn.ctx, [turn.person_id], arg, skip=skip)
         said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
         said = forget_said(self.engine, turn.ctx, [turn.person_id], rids)
-        forget_echoes(self.engine, turn.ctx, [turn.person_id], arg)  # a later reply that repeated it goes too
+        forget_echoes(
+            self.engine, turn.ctx, [turn.person_id], arg
+        )  # a later reply that repeated it goes too
         gone = (*(done.contents if done else ()), *(said_words if said else ()))
         if done is None:
-            answer = f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it." if said else ""
-            return Forgot("\n".join(part for part in (answer, reminders) if part) or NOT_FOUND, gone, bool(reminders))
+            answer = (
+                f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it."
+                if said
+                else ""
+            )
+            return Forgot(
+                "\n".join(part for part in (answer, reminders) if part) or NOT_FOUND,
+                gone,
+                bool(reminders),
+            )
         extra = [f"{len(done.memories) - 1} older version(s)"] if len(done.memories) > 1 else []
         extra += [f"{done.messages} message(s) it came from"] if done.messages else []
         extra += [f"{said} more message(s) of yours that said it"] if said else []
-        answer = f"Forgotten: {done.contents[0]}" + (f" (with {' and '.join(extra)})" if extra else "")
+        answer = f"Forgotten: {done.contents[0]}" + (
+            f" (with {' and '.join(extra)})" if extra else ""
+        )
         return Forgot(f"{answer}\n{reminders}" if reminders else answer, gone, bool(reminders))
 
     def _forget_everything(self, turn, *, confirmed: bool) -> str:
@@ -163,8 +199,12 @@ class Commands:
                 "It cannot be undone. Answer yes within two minutes (or send /forget everything confirm) to go ahead."
             )
         self._confirming.pop(turn.person_id, None)
-        counts = forget_everything(self.engine, [turn.person_id])  # SEC-5: a /privacy off outlives it
-        forget_exports(self.engine, [turn.person_id])  # the console's earlier /export files hold the words too
+        counts = forget_everything(
+            self.engine, [turn.person_id]
+        )  # SEC-5: a /privacy off outlives it
+        forget_exports(
+            self.engine, [turn.person_id]
+        )  # the console's earlier /export files hold the words too
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
@@ -175,13 +215,25 @@ class Commands:
         lapses = self._confirming.pop(turn.person_id, None)
         if lapses is None:
             return None
-        if lapses >= self.engine.clock.now() and message.text.strip().lower().rstrip(".!") in ("yes", "y", "yes please"):
+        if lapses >= self.engine.clock.now() and message.text.strip().lower().rstrip(".!") in (
+            "yes",
+            "y",
+            "yes please",
+        ):
             return self._forget_everything(turn, confirmed=True)
-        return None if lapses < self.engine.clock.now() else "OK, I won't forget everything. Nothing was deleted."
+        return (
+            None
+            if lapses < self.engine.clock.now()
+            else "OK, I won't forget everything. Nothing was deleted."
+        )
 
     def do_memories(self, arg: str, turn) -> str:
-        found = self.engine.memory_rows.listing(turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20)
-        found = [m for m in found if m.subject != SELF_SUBJECT]  # what the bot said about itself in this DM is not about you
+        found = self.engine.memory_rows.listing(
+            turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20
+        )
+        found = [
+            m for m in found if m.subject != SELF_SUBJECT
+        ]  # what the bot said about itself in this DM is not about you
         if not found:
             return "I don't remember anything about you here yet."
         return "What I remember about you here:\n" + "\n".join(f"• {m.content}" for m in found)
@@ -226,7 +278,9 @@ class Commands:
             )
         if choice == "off":
             dropped = self.checkins.opt_out(turn.person_id)
-            return "OK: I won't message you first." + (f" ({dropped} planned check-in(s) dropped.)" if dropped else "")
+            return "OK: I won't message you first." + (
+                f" ({dropped} planned check-in(s) dropped.)" if dropped else ""
+            )
         return self._checkins_state(turn.person_id)
 
     def _checkins_state(self, person_id: str) -> str:
@@ -235,7 +289,9 @@ class Commands:
         pending = self.checkins.listing(person_id, ("pending",))
         lines = [f"• {c.kind} “{c.subject}”, from {_day(c.due_at)}" for c in pending[:10]]
         return "Check-ins are on (/checkins off stops them). " + (
-            "Planned:\n" + "\n".join(lines) if lines else "Nothing is planned yet: tell me about a plan with a date."
+            "Planned:\n" + "\n".join(lines)
+            if lines
+            else "Nothing is planned yet: tell me about a plan with a date."
         )
 
     def do_remind(self, arg: str, turn) -> str:
@@ -263,10 +319,12 @@ class Commands:
         if not arg:
             own = self.zones.own(turn.person_id)
             if own is None:
-                return f"You haven't set a time zone, so I use {default}. Set yours with /timezone Europe/Lisbon (any tz name)."
-            return (
-                f"Your time zone is {own.key} (it's {_clock(self.engine.clock.now(), own)} there). /timezone reset goes back to {default}."
-            )
+                return (
+                    f"You haven't set a time zone, so I use {default}. "
+                    "Set yours with /timezone Europe/Lisbon (any tz name)."
+                )
+            now = _clock(self.engine.clock.now(), own)
+            return f"Your time zone is {own.key} (it's {now} there). /timezone reset goes back to {default}."
         if arg.lower() in ("reset", "default", "off"):
             self.zones.clear(turn.person_id)
             return f"OK, I'll use the default time zone, {default}."
@@ -280,7 +338,9 @@ class Commands:
         text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
         if turn.message.platform == "console" and self.engine.path != ":memory:":
             # The console's person is the operator at their own machine: the whole file, not a truncated dump.
-            where = write_export(Path(self.engine.path).parent, turn.person_id, text, self.engine.clock.now())
+            where = write_export(
+                Path(self.engine.path).parent, turn.person_id, text, self.engine.clock.now()
+            )
             return f"Everything I store about you ({len(data['memories'])} memories) is in {where} (readable only by you)."
         return text  # whole: the chat adapters send it as a .json file (``bot.adapters.common.attachment``)
 
@@ -299,7 +359,11 @@ class Commands:
         places, who = self.engine.personas, f"{turn.message.platform}:{turn.message.author_id}"
         if action == "reset":
             gone = places.reset(turn.ctx.guild_id, who=who, person_id=turn.person_id)
-            return "Done: here I'm back to my usual self." if gone else "This place had no persona of its own."
+            return (
+                "Done: here I'm back to my usual self."
+                if gone
+                else "This place had no persona of its own."
+            )
         places.set(turn.ctx.guild_id, text, who=who, person_id=turn.person_id)
         return "Done: that is my persona here from now on (on top of my usual one)."
 
@@ -323,7 +387,10 @@ def _own(turn) -> RecallFilters:
     return RecallFilters(scope_ids=(turn.person_id,))
 
 
-_VERB = re.compile(r"\b(?:is|are|was|were|am|has|have|had|likes?|loves?|hates?|lives?|works?|called|named|'s|'re|'m)\b", re.IGNORECASE)
+_VERB = re.compile(
+    r"\b(?:is|are|was|were|am|has|have|had|likes?|loves?|hates?|lives?|works?|called|named|'s|'re|'m)\b",
+    re.IGNORECASE,
+)
 _OWNERS = frozenset({"my", "our", "the", "a", "an", "your"})
 _SELF = frozenset({"i", "i'm", "im", "i've", "i'd", "me", "myself"})
 

@@ -79,7 +79,9 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
     return None
 
 
-def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool = False) -> MemoryEngine:
+def open_engine(
+    settings: Settings, embedder: Embedder | None, *, readonly: bool = False
+) -> MemoryEngine:
     """The store at ``settings.db_path``; pass ``embedder=None`` for work that never embeds (and for reembed).
 
     ``readonly`` is for commands that only read: a read-only file still serves them, and a mistyped
@@ -93,7 +95,9 @@ def open_engine(settings: Settings, embedder: Embedder | None, *, readonly: bool
     from .config import journal_dir, store_location
 
     where = store_location(settings)
-    readonly = readonly and not is_postgres(where)  # a PostgreSQL reader is a role the operator grants, not a file mode
+    readonly = readonly and not is_postgres(
+        where
+    )  # a PostgreSQL reader is a role the operator grants, not a file mode
     if readonly:
         _upgrade_once(settings.db_path)
     engine = MemoryEngine(
@@ -133,7 +137,10 @@ def _upgrade_once(path: Path) -> None:
 
 
 def build_completer(
-    settings: Settings, engine: MemoryEngine | None = None, kind: str = "other", runner: AsyncRunner | None = None
+    settings: Settings,
+    engine: MemoryEngine | None = None,
+    kind: str = "other",
+    runner: AsyncRunner | None = None,
 ) -> SyncCompleter:
     """With ``engine``, each call is filed in its usage ledger under ``kind`` (ORCH-14): on the caller's thread, or
     queued on ``runner``'s memory thread (``bot.budgets.ledger_hook``)."""
@@ -153,7 +160,11 @@ def build_completer(
 
 
 def build_runtime(
-    settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = _DEFAULT, backoff_s: float = 0.5
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    embedder: Embedder | None = _DEFAULT,
+    backoff_s: float = 0.5,
 ) -> Runtime:
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
     store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks. Each part is built
@@ -168,11 +179,22 @@ def build_runtime(
     from .runtime import Runtime
     from .voice_providers import voice_options
 
-    engine, persona = _open_for_the_bot(settings, clock, build_embedder(settings) if embedder is _DEFAULT else embedder)
+    engine, persona = _open_for_the_bot(
+        settings, clock, build_embedder(settings) if embedder is _DEFAULT else embedder
+    )
     runner = AsyncRunner()
-    buffer, summaries, channels, zones = engine.buffer, engine.summaries, engine.channels, engine.zones
-    metrics = Metrics()  # OPS-5: /metrics, counted by the chat model's client and the adapters' front door
-    budgets = build_budgets(settings, engine, runner, metrics)  # ORCH-14: both clients' calls go to its ledger
+    buffer, summaries, channels, zones = (
+        engine.buffer,
+        engine.summaries,
+        engine.channels,
+        engine.zones,
+    )
+    metrics = (
+        Metrics()
+    )  # OPS-5: /metrics, counted by the chat model's client and the adapters' front door
+    budgets = build_budgets(
+        settings, engine, runner, metrics
+    )  # ORCH-14: both clients' calls go to its ledger
     extraction_model = _chat_client(
         settings,
         settings.extraction_model or settings.chat_model,
@@ -182,10 +204,22 @@ def build_runtime(
         on_usage=budgets.record,
     )
     chat_model = _chat_client(
-        settings, settings.chat_model, backoff_s, on_call=metrics.model_call, max_tokens=settings.reply_max_tokens, on_usage=budgets.record
+        settings,
+        settings.chat_model,
+        backoff_s,
+        on_call=metrics.model_call,
+        max_tokens=settings.reply_max_tokens,
+        on_usage=budgets.record,
     )
     jobs = JobRunner(engine, runner, ModelCompleter(extraction_model), lease_s=settings.job_lease_s)
-    background = Background(jobs, buffer, channels, summaries, silence_s=settings.reflection_silence_s, zone_of=zones.name_of)
+    background = Background(
+        jobs,
+        buffer,
+        channels,
+        summaries,
+        silence_s=settings.reflection_silence_s,
+        zone_of=zones.name_of,
+    )
     orchestrator = build_orchestrator(
         engine,
         runner,
@@ -197,7 +231,9 @@ def build_runtime(
         extract=background.extract,  # WRITE-4: a voice compaction hands its turns to extraction first
         vision=vision_options(settings),  # ORCH-11
         limits=budgets.limits,
-        judge=ModelJudge(ModelCompleter(extraction_model), lambda: persona.name) if settings.manners_judge else None,
+        judge=ModelJudge(ModelCompleter(extraction_model), lambda: persona.name)
+        if settings.manners_judge
+        else None,
     )
     daily, bulletins = _daily_jobs(settings, jobs, zones)
     return Runtime(
@@ -210,8 +246,12 @@ def build_runtime(
         bulletins=bulletins,
         checkins=build_checkins(settings, orchestrator, budgets),  # ORCH-8
         reminders=build_reminders(settings, orchestrator.memory),  # ORCH-13
-        ingest=build_ingest_watch(settings, engine, runner) if settings.ingest_dir is not None else None,
-        dashboard=build_dashboard(settings, engine, runner, orchestrator, budgets.limits) if settings.dashboard_enabled else None,
+        ingest=build_ingest_watch(settings, engine, runner)
+        if settings.ingest_dir is not None
+        else None,
+        dashboard=build_dashboard(settings, engine, runner, orchestrator, budgets.limits)
+        if settings.dashboard_enabled
+        else None,
         metrics=metrics,
         budgets=budgets,
         **build_retention(settings, jobs),  # SEC-7
@@ -219,7 +259,9 @@ def build_runtime(
     )
 
 
-def build_budgets(settings: Settings, engine: MemoryEngine, runner: AsyncRunner, metrics: Metrics | None = None) -> Budgets:
+def build_budgets(
+    settings: Settings, engine: MemoryEngine, runner: AsyncRunner, metrics: Metrics | None = None
+) -> Budgets:
     """ORCH-14: the usage ledger's recorder and the daily budgets."""
 
     from .budgets import Budgets, Limits
@@ -242,7 +284,9 @@ def build_retention(settings: Settings, jobs: JobRunner) -> dict[str, Any]:
     }
 
 
-def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedder | None) -> tuple[MemoryEngine, Persona]:
+def _open_for_the_bot(
+    settings: Settings, clock: Clock | None, embedder: Embedder | None
+) -> tuple[MemoryEngine, Persona]:
     """The bot's store and persona, refused (and the store closed) when the embedding model did not make its vectors."""
     from memory.engine import MemoryEngine
 
@@ -261,7 +305,9 @@ def _open_for_the_bot(settings: Settings, clock: Clock | None, embedder: Embedde
     )
     try:
         engine.embeddings.check_model()
-        return engine, Persona(read_persona(settings.persona_file))  # checked by Settings already; read once here
+        return engine, Persona(
+            read_persona(settings.persona_file)
+        )  # checked by Settings already; read once here
     except BaseException:
         engine.close()
         raise
@@ -276,7 +322,9 @@ def _repository_settings(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _daily_jobs(settings: Settings, jobs: JobRunner, zones: Timezones) -> tuple[DailyReflection, BulletinRefresh]:
+def _daily_jobs(
+    settings: Settings, jobs: JobRunner, zones: Timezones
+) -> tuple[DailyReflection, BulletinRefresh]:
     """MAINT-4's reflection on each chat's day (in its zone) and MAINT-5's bulletin refresh, for the scheduler."""
     from memory.upkeep.bulletin import Bulletins
     from memory.upkeep.daily import DailyReflections
@@ -330,10 +378,26 @@ def build_orchestrator(
     from .vision import Sight
     from .voice_mode import VoiceOptions, VoiceSessions
 
-    people, buffer, summaries, channels = engine.people, engine.buffer, engine.summaries, engine.channels
+    people, buffer, summaries, channels = (
+        engine.people,
+        engine.buffer,
+        engine.summaries,
+        engine.channels,
+    )
     resolver = Resolver(people, owners, engine.zones, channels)
-    voice = VoiceSessions(engine, runner, llm, buffer, summaries, channels, voice_options or VoiceOptions(), extract=extract)
-    assembler = Assembler(engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s)
+    voice = VoiceSessions(
+        engine,
+        runner,
+        llm,
+        buffer,
+        summaries,
+        channels,
+        voice_options or VoiceOptions(),
+        extract=extract,
+    )
+    assembler = Assembler(
+        engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s
+    )
     return Orchestrator(
         engine,
         runner,
@@ -341,7 +405,9 @@ def build_orchestrator(
         resolver=resolver,
         memory=AsyncMemory(engine, runner, buffer=buffer, channels=channels),
         assembler=assembler,
-        commands=Commands(engine, people, resolver.resolve, persona, engine.zones, limits or Limits()),
+        commands=Commands(
+            engine, people, resolver.resolve, persona, engine.zones, limits or Limits()
+        ),
         voice=voice,
         sight=Sight(llm, runner, engine.model_traits, vision) if vision is not None else None,
         manners=GroupManners(lambda: assembler.bot_name, judge, clock=engine.clock.now),  # ORCH-10
@@ -354,28 +420,43 @@ def vision_options(settings: Settings) -> VisionOptions:
     from .vision import VisionOptions, vision_key
 
     limits = ImageLimits(int(settings.image_max_mb * MB), settings.images_per_message)
-    return VisionOptions(settings.vision, limits, vision_key(settings.llm_base_url, settings.chat_model))
+    return VisionOptions(
+        settings.vision, limits, vision_key(settings.llm_base_url, settings.chat_model)
+    )
 
 
-def build_checkins(settings: Settings, orchestrator: Orchestrator, budgets: Budgets | None = None) -> CheckinJob:
+def build_checkins(
+    settings: Settings, orchestrator: Orchestrator, budgets: Budgets | None = None
+) -> CheckinJob:
     """ORCH-8: the check-in job on the chat model; the adapters add their deliveries when they start. None are
     written for a person whose day's spend reached QUIET (ORCH-14)."""
     from memory.storage.checkins import QuietHours
 
     from .checkins import CheckinJob, CheckinOptions
 
-    options = CheckinOptions(per_week=settings.checkins_per_week, quiet=QuietHours.parse(settings.checkin_quiet_hours))
+    options = CheckinOptions(
+        per_week=settings.checkins_per_week, quiet=QuietHours.parse(settings.checkin_quiet_hours)
+    )
     from .jobs import JobRunner, ModelCompleter
 
     # a check-in is a chat turn
-    chat_model = JobRunner(orchestrator.engine, orchestrator.runner, ModelCompleter(orchestrator.llm), lease_s=settings.job_lease_s)
+    chat_model = JobRunner(
+        orchestrator.engine,
+        orchestrator.runner,
+        ModelCompleter(orchestrator.llm),
+        lease_s=settings.job_lease_s,
+    )
     return CheckinJob(
         chat_model,
         orchestrator.resolve,
         lambda: orchestrator.assembler.bot_name,
         orchestrator.zones.zone_of,  # quiet hours and due days in the person's own zone
         options,
-        allowed=None if budgets is None else lambda person, where: budgets.allows_checkin(person, orchestrator.owners.is_owner(*where)),
+        allowed=None
+        if budgets is None
+        else lambda person, where: budgets.allows_checkin(
+            person, orchestrator.owners.is_owner(*where)
+        ),
     )
 
 
@@ -392,26 +473,43 @@ def ingest_target(settings: Settings) -> Target:
     from memory.models import Scope, Visibility
     from memory.write.ingest import Target
 
-    return Target(Scope.OWNER, (settings.owner_ids or ["console:local-user"])[0], Visibility.PRIVATE)
+    return Target(
+        Scope.OWNER, (settings.owner_ids or ["console:local-user"])[0], Visibility.PRIVATE
+    )
 
 
 def has_model(settings: Settings) -> bool:
     """Whether an extraction model is configured: a key, or a server other than the default (local ones need no key)."""
     default = type(settings).model_fields["llm_base_url"].default
-    return settings.llm_api_key is not None or settings.llm_base_url.rstrip("/") != str(default).rstrip("/")
+    return settings.llm_api_key is not None or settings.llm_base_url.rstrip("/") != str(
+        default
+    ).rstrip("/")
 
 
-def build_ingest_watch(settings: Settings, engine: MemoryEngine, runner: AsyncRunner) -> IngestWatch:
+def build_ingest_watch(
+    settings: Settings, engine: MemoryEngine, runner: AsyncRunner
+) -> IngestWatch:
     """The ingest folder (WRITE-7), ingested into the owner's memory, by the extraction model when there is one."""
     from .ingest_watch import IngestWatch
 
     assert settings.ingest_dir is not None
     complete = build_completer(settings, engine, "ingest", runner) if has_model(settings) else None
-    return IngestWatch(engine, runner, settings.ingest_dir, ingest_target(settings), complete, settings.ingest_poll_s)
+    return IngestWatch(
+        engine,
+        runner,
+        settings.ingest_dir,
+        ingest_target(settings),
+        complete,
+        settings.ingest_poll_s,
+    )
 
 
 def build_dashboard(
-    settings: Settings, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator, limits: Limits | None = None
+    settings: Settings,
+    engine: MemoryEngine,
+    runner: AsyncRunner,
+    orchestrator: Orchestrator,
+    limits: Limits | None = None,
 ) -> DashboardServer:
     """The dashboard over the running bot's own store and memory thread (no second writer), started and
     stopped with it; refused, before anything starts, without a long COMPANION_DASHBOARD_TOKEN or on a
@@ -441,7 +539,8 @@ def extraction_server(settings: Settings) -> tuple[str, str]:
     """(base URL, key) of the extraction model: its own when set (a local model for extraction), else the chat model's."""
     return (
         settings.extraction_base_url or settings.llm_base_url,
-        secret(settings.extraction_api_key) or (secret(settings.llm_api_key) if not settings.extraction_base_url else ""),
+        secret(settings.extraction_api_key)
+        or (secret(settings.llm_api_key) if not settings.extraction_base_url else ""),
     )
 
 
@@ -481,15 +580,23 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     adapters: list[Any] = []
     voice = None
     conversation = front_door_of(settings, runtime)
-    if settings.telegram_token and settings.telegram == "on":  # off: another process of this bot polls Telegram
+    if (
+        settings.telegram_token and settings.telegram == "on"
+    ):  # off: another process of this bot polls Telegram
         from .adapters.telegram_adapter import TelegramAdapter
 
-        adapters.append(TelegramAdapter(conversation, secret(settings.telegram_token), places=runtime.places))
+        adapters.append(
+            TelegramAdapter(conversation, secret(settings.telegram_token), places=runtime.places)
+        )
     if settings.discord_token:
         from .adapters.discord_adapter import DiscordAdapter, Shards
 
         persona = runtime.orchestrator.persona
-        shards = Shards(settings.discord_shard_count, tuple(settings.discord_shards)) if settings.discord_shard_count else None
+        shards = (
+            Shards(settings.discord_shard_count, tuple(settings.discord_shards))
+            if settings.discord_shard_count
+            else None
+        )
         discord_adapter = DiscordAdapter(
             conversation,
             secret(settings.discord_token),
@@ -501,9 +608,15 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
         adapters.append(discord_adapter)
         if settings.voice_enabled:
             voice = _discord_voice(settings, runtime, discord_adapter)
-    if runtime.checkins is not None:  # ORCH-8: a check-in goes out through the adapter of the DM it was asked for in
-        runtime.checkins.deliveries.update({adapter.platform: adapter.send_direct for adapter in adapters})
-    if runtime.reminders is not None:  # ORCH-13: a reminder goes out through the adapter of the place it was asked in
+    if (
+        runtime.checkins is not None
+    ):  # ORCH-8: a check-in goes out through the adapter of the DM it was asked for in
+        runtime.checkins.deliveries.update(
+            {adapter.platform: adapter.send_direct for adapter in adapters}
+        )
+    if (
+        runtime.reminders is not None
+    ):  # ORCH-13: a reminder goes out through the adapter of the place it was asked in
         runtime.reminders.posts.update({adapter.platform: adapter for adapter in adapters})
     return adapters, voice
 
@@ -515,7 +628,11 @@ def front_door_of(settings: Settings, runtime: Runtime) -> Any:
     from .ratelimit import MessageLimit, Window, front_door
 
     limit = MessageLimit(settings.rate_limit_messages, settings.rate_limit_window_s)
-    return front_door(budgeted(runtime), Window(limit, runtime.engine.rate_windows, runtime.runner), runtime.metrics)
+    return front_door(
+        budgeted(runtime),
+        Window(limit, runtime.engine.rate_windows, runtime.runner),
+        runtime.metrics,
+    )
 
 
 def budgeted(runtime: Runtime) -> Any:
@@ -525,7 +642,13 @@ def budgeted(runtime: Runtime) -> Any:
     orchestrator = runtime.orchestrator
     if runtime.budgets is None:
         return orchestrator
-    return Budgeted(orchestrator, runtime.budgets, orchestrator.people, orchestrator.owners, lambda: orchestrator.assembler.bot_name)
+    return Budgeted(
+        orchestrator,
+        runtime.budgets,
+        orchestrator.people,
+        orchestrator.owners,
+        lambda: orchestrator.assembler.bot_name,
+    )
 
 
 def build_health(settings: Settings, runtime: Runtime) -> Any:
@@ -537,9 +660,13 @@ def build_health(settings: Settings, runtime: Runtime) -> Any:
 
     async def queues() -> Queues:
         buffer = runtime.background.buffer
-        return Queues(await runtime.runner.run(buffer.pending), await runtime.runner.run(buffer.dead_count))
+        return Queues(
+            await runtime.runner.run(buffer.pending), await runtime.runner.run(buffer.dead_count)
+        )
 
-    return HealthServer(runtime.metrics or Metrics(), queues, settings.health_host, settings.health_port)
+    return HealthServer(
+        runtime.metrics or Metrics(), queues, settings.health_host, settings.health_port
+    )
 
 
 def _discord_voice(settings: Settings, runtime: Runtime, adapter: Any) -> Any:
@@ -548,6 +675,13 @@ def _discord_voice(settings: Settings, runtime: Runtime, adapter: Any) -> Any:
 
     stt, tts = speech_providers(settings)
     persona = runtime.orchestrator.persona
-    voice = DiscordVoice(adapter.client, budgeted(runtime), stt, tts, voice_settings(settings), wake_name=lambda: persona.name)
+    voice = DiscordVoice(
+        adapter.client,
+        budgeted(runtime),
+        stt,
+        tts,
+        voice_settings(settings),
+        wake_name=lambda: persona.name,
+    )
     register_voice_commands(adapter.client.tree, voice)
     return voice

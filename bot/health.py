@@ -52,7 +52,11 @@ class Metrics:
         self.model_seconds_max = max(self.model_seconds_max, seconds)
 
     def spent(self, kind: str, model: str, spend: Spend) -> None:
-        for part, count in (("prompt", spend.prompt_tokens), ("cached", spend.cached_tokens), ("completion", spend.completion_tokens)):
+        for part, count in (
+            ("prompt", spend.prompt_tokens),
+            ("cached", spend.cached_tokens),
+            ("completion", spend.completion_tokens),
+        ):
             self.tokens[(kind, model, part)] += count
 
 
@@ -85,15 +89,50 @@ class Queues:
 def render_metrics(metrics: Metrics, queues: Queues) -> str:
     rows = [
         ("companion_turns_total", "counter", "replies asked for", metrics.turns),
-        ("companion_turn_errors_total", "counter", "replies that ended in the apology", metrics.failed_turns),
-        ("companion_rate_limited_total", "counter", "messages held back by the per-person rate limit", metrics.rate_limited),
+        (
+            "companion_turn_errors_total",
+            "counter",
+            "replies that ended in the apology",
+            metrics.failed_turns,
+        ),
+        (
+            "companion_rate_limited_total",
+            "counter",
+            "messages held back by the per-person rate limit",
+            metrics.rate_limited,
+        ),
         ("companion_model_calls_total", "counter", "chat model calls", metrics.model_calls),
-        ("companion_model_errors_total", "counter", "chat model calls that failed", metrics.model_errors),
-        ("companion_model_seconds_total", "counter", "time spent waiting for the chat model", round(metrics.model_seconds, 6)),
-        ("companion_model_seconds_max", "gauge", "the slowest chat model call", round(metrics.model_seconds_max, 6)),
+        (
+            "companion_model_errors_total",
+            "counter",
+            "chat model calls that failed",
+            metrics.model_errors,
+        ),
+        (
+            "companion_model_seconds_total",
+            "counter",
+            "time spent waiting for the chat model",
+            round(metrics.model_seconds, 6),
+        ),
+        (
+            "companion_model_seconds_max",
+            "gauge",
+            "the slowest chat model call",
+            round(metrics.model_seconds_max, 6),
+        ),
         ("companion_extraction_queue", "gauge", "messages waiting for extraction", queues.pending),
-        ("companion_dead_letters", "gauge", "extraction batches parked after failing", queues.dead_letters),
-        ("companion_uptime_seconds", "gauge", "seconds since start", round(time.time() - metrics.started, 3)),
+        (
+            "companion_dead_letters",
+            "gauge",
+            "extraction batches parked after failing",
+            queues.dead_letters,
+        ),
+        (
+            "companion_uptime_seconds",
+            "gauge",
+            "seconds since start",
+            round(time.time() - metrics.started, 3),
+        ),
     ]
     lines = []
     for name, kind, help_text, value in rows:
@@ -103,11 +142,22 @@ def render_metrics(metrics: Metrics, queues: Queues) -> str:
 
 def _spend_lines(metrics: Metrics) -> list[str]:
     """ORCH-14's series, labelled: tokens by job kind, model and part; turns held back by a budget, by level."""
-    lines = ["# HELP companion_tokens_total tokens the model servers reported", "# TYPE companion_tokens_total counter"]
+    lines = [
+        "# HELP companion_tokens_total tokens the model servers reported",
+        "# TYPE companion_tokens_total counter",
+    ]
     for (kind, model, part), count in sorted(metrics.tokens.items()):
-        lines.append(f"companion_tokens_total{{kind={_label(kind)},model={_label(model)},part={_label(part)}}} {count}")
-    lines += ["# HELP companion_budget_held_total turns a daily budget held back", "# TYPE companion_budget_held_total counter"]
-    lines += [f"companion_budget_held_total{{level={_label(level)}}} {count}" for level, count in sorted(metrics.budget_held.items())]
+        lines.append(
+            f"companion_tokens_total{{kind={_label(kind)},model={_label(model)},part={_label(part)}}} {count}"
+        )
+    lines += [
+        "# HELP companion_budget_held_total turns a daily budget held back",
+        "# TYPE companion_budget_held_total counter",
+    ]
+    lines += [
+        f"companion_budget_held_total{{level={_label(level)}}} {count}"
+        for level, count in sorted(metrics.budget_held.items())
+    ]
     return lines
 
 
@@ -119,7 +169,9 @@ def _label(value: str) -> str:
 class HealthServer:
     """GET /healthz and /metrics; ``queues`` reads the store (on the memory thread) for each request."""
 
-    def __init__(self, metrics: Metrics, queues: Callable[[], Awaitable[Queues]], host: str, port: int) -> None:
+    def __init__(
+        self, metrics: Metrics, queues: Callable[[], Awaitable[Queues]], host: str, port: int
+    ) -> None:
         self.metrics, self._queues, self.host, self.port = metrics, queues, host, port
         self._server: asyncio.Server | None = None
 
@@ -140,7 +192,10 @@ class HealthServer:
             head = f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
             writer.write(head.encode() + body)
             await writer.drain()
-        except (TimeoutError, ConnectionError):  # a client that says nothing or leaves: nothing to answer
+        except (
+            TimeoutError,
+            ConnectionError,
+        ):  # a client that says nothing or leaves: nothing to answer
             pass
         finally:
             writer.close()
@@ -153,13 +208,24 @@ class HealthServer:
             return "404 Not Found", "text/plain", b"/healthz or /metrics\n"
         try:
             queues = await asyncio.wait_for(self._queues(), STORE_TIMEOUT_S)
-        except Exception:  # the store is the bot's one dependency that must answer: its failure is the finding
+        except (
+            Exception
+        ):  # the store is the bot's one dependency that must answer: its failure is the finding
             # The detail goes to the log only: an exception's text can name the store's path, a host or a user
             # (a PostgreSQL URL), and anything on this machine may ask /healthz (issue 31).
             log.warning("/healthz: the store does not answer", exc_info=True)
             body = {"ok": False, "problem": "store unavailable"}
             return "503 Service Unavailable", "application/json", json.dumps(body).encode()
         if path == "/metrics":
-            return "200 OK", "text/plain; version=0.0.4", render_metrics(self.metrics, queues).encode()
-        body = {"ok": True, "turns": self.metrics.turns, "extraction_queue": queues.pending, "dead_letters": queues.dead_letters}
+            return (
+                "200 OK",
+                "text/plain; version=0.0.4",
+                render_metrics(self.metrics, queues).encode(),
+            )
+        body = {
+            "ok": True,
+            "turns": self.metrics.turns,
+            "extraction_queue": queues.pending,
+            "dead_letters": queues.dead_letters,
+        }
         return "200 OK", "application/json", json.dumps(body).encode()

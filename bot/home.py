@@ -42,10 +42,16 @@ class Home:
         return self.data_dir / STORE_NAME
 
     def describe_config(self) -> str:
-        return f"{self.env_file} ({self.source})" if self.env_file else "no config file (environment only)"
+        return (
+            f"{self.env_file} ({self.source})"
+            if self.env_file
+            else "no config file (environment only)"
+        )
 
 
-def find_home(env_file: str | Path | None, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Home:
+def find_home(
+    env_file: str | Path | None, environ: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> Home:
     environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else cwd
     if env_file:
@@ -72,7 +78,11 @@ def key_file(home: Home, environ: Mapping[str, str] | None = None) -> Path:
         return home.env_file.parent / "companion.key"
     if home.source in ("COMPANION_HOME", "project folder"):
         return home.data_dir.parent / "companion.key"
-    return _xdg(os.environ if environ is None else environ, "XDG_CONFIG_HOME", ".config") / "companion" / "companion.key"
+    return (
+        _xdg(os.environ if environ is None else environ, "XDG_CONFIG_HOME", ".config")
+        / "companion"
+        / "companion.key"
+    )
 
 
 def store_path(home: Home, db_path: Path, set_anywhere: bool, from_environment: bool) -> Path:

@@ -48,13 +48,23 @@ _HAVE = r"\bi(?:'ve|’ve| have)?\s+(?:also\s+|now\s+|just\s+|already\s+)?"
 _IT = r"\b(?:consider it|it's|it’s|it is|that's|that’s|that is|it has been|it's been|it’s been)\s+"
 CLAIMS: dict[str, tuple[re.Pattern[str], ...]] = {
     "keep": (
-        re.compile(_WILL + r"(?:remember|note|save|store|keep (?:that|this|it) in mind|make a note|write (?:that|it) down)\b", re.I),
-        re.compile(_HAVE + r"(?:noted|saved|stored|made a note|written (?:that|it) down|jotted)\b", re.I),
+        re.compile(
+            _WILL
+            + r"(?:remember|note|save|store|keep (?:that|this|it) in mind|make a note|write (?:that|it) down)\b",
+            re.I,
+        ),
+        re.compile(
+            _HAVE + r"(?:noted|saved|stored|made a note|written (?:that|it) down|jotted)\b", re.I
+        ),
         re.compile(r"(?:^|[.!?]\s+)(?:noted|got it,? noted|saved|stored)\s*(?:[.!,]|$)", re.I),
         re.compile(_IT + r"(?:saved|stored|noted)\b", re.I),
     ),
     "forget": (
-        re.compile(_HAVE + r"(?:forgotten|deleted|erased|wiped|removed (?:it|that|this|them)? ?from (?:my )?memory)\b", re.I),
+        re.compile(
+            _HAVE
+            + r"(?:forgotten|deleted|erased|wiped|removed (?:it|that|this|them)? ?from (?:my )?memory)\b",
+            re.I,
+        ),
         re.compile(_WILL + r"(?:forget|delete|erase)\b", re.I),
         re.compile(_IT + r"(?:forgotten|deleted|erased)\b", re.I),
     ),
@@ -89,21 +99,34 @@ def _affirmed(text: str, match: re.Match[str]) -> bool:
     return not _NEGATED.search(before) and "n't" not in match.group().lower() and closing != "?"
 
 
-def unbacked(text: str, ran: Sequence[Ran], *, extracted: bool = False, forgot: bool = False) -> list[str]:
+def unbacked(
+    text: str, ran: Sequence[Ran], *, extracted: bool = False, forgot: bool = False
+) -> list[str]:
     """The claimed kinds no successful tool call of this turn backs. ``extracted``: the person's words go to
     background extraction (WRITE-1), which keeps what they said by itself: a "keep" claim is then true
     without a tool. ``forgot``: a forget asked in words was done before the model answered."""
     done = {"keep": extracted, "forget": forgot}
-    return [kind for kind in claims(text) if not done[kind] and not any(call.ok and call.does(BACKED_BY[kind]) for call in ran)]
+    return [
+        kind
+        for kind in claims(text)
+        if not done[kind] and not any(call.ok and call.does(BACKED_BY[kind]) for call in ran)
+    ]
 
 
-def honest_note(text: str, ran: Sequence[Ran], *, extracted: bool = False, forgot: bool = False) -> str:
+def honest_note(
+    text: str, ran: Sequence[Ran], *, extracted: bool = False, forgot: bool = False
+) -> str:
     """The line to append to ``text`` ("" when every claim it makes is backed)."""
     return " ".join(NOTES[kind] for kind in unbacked(text, ran, extracted=extracted, forgot=forgot))
 
 
 async def honest(
-    text: str, ran: Sequence[Ran], stream: Callable[[str], Awaitable[None]] | None, *, extracted: bool, forgot: bool = False
+    text: str,
+    ran: Sequence[Ran],
+    stream: Callable[[str], Awaitable[None]] | None,
+    *,
+    extracted: bool,
+    forgot: bool = False,
 ) -> str:
     """The final reply, with a short honest line when it claims a store or a forget nothing did (also
     streamed, after what the person already read). ``extracted``: the person's words go to extraction;
@@ -113,7 +136,10 @@ async def honest(
     if not kinds:
         return text
     note = " ".join(NOTES[kind] for kind in kinds)
-    log.info("the reply claims what nothing did this turn (%s); an honest line is added", ", ".join(kinds))
+    log.info(
+        "the reply claims what nothing did this turn (%s); an honest line is added",
+        ", ".join(kinds),
+    )
     if stream is not None:
         await stream(f"\n\n{note}")
     return f"{text}\n\n{note}"

@@ -26,14 +26,20 @@ log = logging.getLogger(__name__)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WEBP"}
-FETCH_TIMEOUT_S = 30.0  # a 10 MB file over a slow link; a CDN that hangs must not hold the turn for ever
+FETCH_TIMEOUT_S = (
+    30.0  # a 10 MB file over a slow link; a CDN that hangs must not hold the turn for ever
+)
 MB = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class ImageLimits:
-    max_bytes: int = 10 * MB  # OpenAI takes up to 20 MB an image; 10 MB is a 12-megapixel phone photo twice over
-    per_message: int = 4  # Discord allows 10 attachments, Telegram albums 10: a model reads 4 well in one turn
+    max_bytes: int = (
+        10 * MB
+    )  # OpenAI takes up to 20 MB an image; 10 MB is a 12-megapixel phone photo twice over
+    per_message: int = (
+        4  # Discord allows 10 attachments, Telegram albums 10: a model reads 4 well in one turn
+    )
 
     @property
     def max_mb(self) -> str:
@@ -67,7 +73,9 @@ def sniff(data: bytes) -> str | None:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
     head = data[:2048].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
-    if head.startswith(b"<svg") or (head.startswith((b"<?xml", b"<!doctype svg", b"<!--")) and b"<svg" in head):
+    if head.startswith(b"<svg") or (
+        head.startswith((b"<?xml", b"<!doctype svg", b"<!--")) and b"<svg" in head
+    ):
         return "image/svg+xml"
     return None
 
@@ -103,11 +111,16 @@ def _png_intact(data: bytes) -> bool:
     return False
 
 
-async def fetch_all(attachments: Sequence[Attachment], limits: ImageLimits) -> list[Picture | Refusal]:
+async def fetch_all(
+    attachments: Sequence[Attachment], limits: ImageLimits
+) -> list[Picture | Refusal]:
     """Every attachment, in order: the first ``per_message`` fetched side by side, the rest refused by count."""
     kept = attachments[: limits.per_message]
     looked = await asyncio.gather(*(fetch_one(a, limits) for a in kept))
-    over = [Refusal(a.name, f"a message may carry {limits.per_message} images") for a in attachments[len(kept) :]]
+    over = [
+        Refusal(a.name, f"a message may carry {limits.per_message} images")
+        for a in attachments[len(kept) :]
+    ]
     return [*looked, *over]
 
 
@@ -118,7 +131,9 @@ async def fetch_one(attachment: Attachment, limits: ImageLimits) -> Picture | Re
     try:
         async with asyncio.timeout(FETCH_TIMEOUT_S):
             data = await attachment.fetch()
-    except Exception:  # the platform's file server: a 404, a reset, a timeout. The message still counts
+    except (
+        Exception
+    ):  # the platform's file server: a 404, a reset, a timeout. The message still counts
         log.warning("an attached image could not be downloaded", exc_info=True)
         return Refusal(attachment.name, "it could not be downloaded")
     # off the event loop: the checksums and base64 of a 9 MB PNG took 114-183 ms at load 9.5 on 2 cores
@@ -131,12 +146,17 @@ def checked(name: str, data: bytes, limits: ImageLimits) -> Picture | Refusal:
         return Refusal(name, _too_big(len(data), limits))
     media_type = sniff(data)
     if media_type == "image/svg+xml":
-        return Refusal(name, "it is an SVG drawing, which I don't open (it can carry scripts); a PNG or JPEG works")
+        return Refusal(
+            name,
+            "it is an SVG drawing, which I don't open (it can carry scripts); a PNG or JPEG works",
+        )
     if media_type is None:
         return Refusal(name, "it is not a PNG, JPEG, GIF or WEBP image")
     if not intact(media_type, data):
         return Refusal(name, f"the {FORMATS[media_type]} file is damaged or cut short")
-    return Picture(name, media_type, f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}")
+    return Picture(
+        name, media_type, f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+    )
 
 
 def solid_png(rgb: tuple[int, int, int], side: int = 16, note: bytes = b"") -> bytes:
@@ -145,7 +165,9 @@ def solid_png(rgb: tuple[int, int, int], side: int = 16, note: bytes = b"") -> b
     chunks = [(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0))]
     chunks += [(b"tEXt", b"Comment\x00" + note)] if note else []
     chunks += [(b"IDAT", zlib.compress(rows)), (b"IEND", b"")]
-    return PNG_MAGIC + b"".join(struct.pack(">I", len(d)) + k + d + struct.pack(">I", zlib.crc32(k + d)) for k, d in chunks)
+    return PNG_MAGIC + b"".join(
+        struct.pack(">I", len(d)) + k + d + struct.pack(">I", zlib.crc32(k + d)) for k, d in chunks
+    )
 
 
 def _too_big(size: int, limits: ImageLimits) -> str:

@@ -28,7 +28,13 @@ Signature = tuple[int, int]  # (size, mtime in ns)
 
 class IngestWatch:
     def __init__(
-        self, engine: MemoryEngine, runner: AsyncRunner, folder: Path, target: Target, complete: Completer | None, poll_s: float
+        self,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        folder: Path,
+        target: Target,
+        complete: Completer | None,
+        poll_s: float,
     ) -> None:
         self.folder, self.runner, self.poll_s = Path(folder), runner, poll_s
         self.ingester = Ingester(engine, target, complete)
@@ -36,7 +42,9 @@ class IngestWatch:
         self._skip = engine.journals.root.resolve() if engine.journals is not None else None
         self._seen: dict[Path, Signature] = {}
         self._done: dict[Path, Signature] = {}
-        self.reports: list[FileReport] = []  # what was ingested since start (the newest last), for logs and tests
+        self.reports: list[
+            FileReport
+        ] = []  # what was ingested since start (the newest last), for logs and tests
 
     async def run(self) -> None:
         while True:
@@ -49,7 +57,9 @@ class IngestWatch:
     async def poll(self) -> list[FileReport]:
         """One look at the folder: the files that settled since the last look are ingested."""
         now = await asyncio.to_thread(self._scan)
-        settled = [p for p, sig in now.items() if self._seen.get(p) == sig and self._done.get(p) != sig]
+        settled = [
+            p for p, sig in now.items() if self._seen.get(p) == sig and self._done.get(p) != sig
+        ]
         self._seen = now
         done = []
         for path in settled:
@@ -79,8 +89,12 @@ class IngestWatch:
         return self._skip is not None and path.resolve().is_relative_to(self._skip)
 
     async def _ingest(self, path: Path) -> FileReport:
-        if not within(self.folder, path):  # swapped for a link to elsewhere since the scan: not read
-            return FileReport(str(path), "failed", error="a link to a file outside the ingest folder")
+        if not within(
+            self.folder, path
+        ):  # swapped for a link to elsewhere since the scan: not read
+            return FileReport(
+                str(path), "failed", error="a link to a file outside the ingest folder"
+            )
         try:
             run = await self.runner.run(self.ingester.begin, path)
             if isinstance(run, FileReport):
@@ -95,10 +109,18 @@ class IngestWatch:
         try:
             while batch := await asyncio.to_thread(_next, passages):
                 fresh = await self.runner.run(run.split, batch)
-                prepared = await asyncio.to_thread(self.ingester.prepare, run, fresh)  # the model is waited on here
+                prepared = await asyncio.to_thread(
+                    self.ingester.prepare, run, fresh
+                )  # the model is waited on here
                 await self.runner.run(run.store, prepared, bulk=self.ingester.complete is None)
         except BadFile as exc:
-            return FileReport(str(run.path), "failed", passages=run.report.passages, memories=run.report.memories, error=str(exc))
+            return FileReport(
+                str(run.path),
+                "failed",
+                passages=run.report.passages,
+                memories=run.report.memories,
+                error=str(exc),
+            )
         return await self.runner.run(run.finish)
 
 

@@ -36,14 +36,22 @@ class ModelCompleter:
     async def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
         return await self._ask(system, user, temperature, None)
 
-    async def structured(self, system: str, user: str, schema: dict[str, Any], *, temperature: float = 0.0) -> str:
+    async def structured(
+        self, system: str, user: str, schema: dict[str, Any], *, temperature: float = 0.0
+    ) -> str:
         """ORCH-9: the answer asked with ``response_format`` (a JSON schema) where the server takes it."""
         return await self._ask(system, user, temperature, schema)
 
-    async def _ask(self, system: str, user: str, temperature: float, schema: dict[str, Any] | None) -> str:
+    async def _ask(
+        self, system: str, user: str, temperature: float, schema: dict[str, Any] | None
+    ) -> str:
         messages = [{"role": "system", "content": system}] if system else []
         try:
-            return await self.llm.complete([*messages, {"role": "user", "content": user}], temperature=temperature, schema=schema)
+            return await self.llm.complete(
+                [*messages, {"role": "user", "content": user}],
+                temperature=temperature,
+                schema=schema,
+            )
         except LLMError as exc:
             raise NoAnswer(str(exc)) from exc
 
@@ -82,7 +90,13 @@ class JobRunner:
     once its lease ran out. ``holder`` is this process's id (``process_holder()``), ``lease_s`` the lease."""
 
     def __init__(
-        self, engine: MemoryEngine, runner: AsyncRunner, model: AsyncCompleter, *, holder: str | None = None, lease_s: float = LEASE_S
+        self,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        model: AsyncCompleter,
+        *,
+        holder: str | None = None,
+        lease_s: float = LEASE_S,
     ) -> None:
         self.engine, self.runner, self.model = engine, runner, model
         self.holder, self.lease_s = holder or process_holder(), lease_s
@@ -106,11 +120,15 @@ class JobRunner:
                 return 0
             if facts.failed:
                 return None
-            written: Written | None = await self._steps(WriteFacts(self.engine, facts), lease, _always)
+            written: Written | None = await self._steps(
+                WriteFacts(self.engine, facts), lease, _always
+            )
             return written.stored if written is not None else 0
         return 0  # ClaimLost: another process did it
 
-    async def _steps(self, job: Job[Any, Any, ReportT], lease: _Lease | None, last: Last) -> ReportT | None:
+    async def _steps(
+        self, job: Job[Any, Any, ReportT], lease: _Lease | None, last: Last
+    ) -> ReportT | None:
         plan = await self.runner.run(job.gather)
         if plan is None:
             return None
@@ -135,10 +153,20 @@ class JobRunner:
         while True:
             await asyncio.sleep(self.lease_s / 3)
             if not await self.runner.run(self.engine.claims.renew, key, self.holder, self.lease_s):
-                log.warning("the claim on %s was lost while the model wrote (this process stalled past its lease)", key)
+                log.warning(
+                    "the claim on %s was lost while the model wrote (this process stalled past its lease)",
+                    key,
+                )
                 return
 
-    def _applied(self, step: Callable[[Any, Any], ReportT], plan: Any, answer: Any, lease: _Lease | None, last: Last) -> ReportT:
+    def _applied(
+        self,
+        step: Callable[[Any, Any], ReportT],
+        plan: Any,
+        answer: Any,
+        lease: _Lease | None,
+        last: Last,
+    ) -> ReportT:
         """A step's write in one transaction (memory thread); a held claim is checked first and released with the
         job's last write, so a crash before the commit leaves both undone and the job to be redone."""
         if lease is None:
@@ -168,7 +196,10 @@ class JobRunner:
             yield lease
         except ClaimLost:
             lease.open = False  # another process holds it now
-            log.warning("job %s was taken over by another process after this one's lease ran out; its write is dropped", key)
+            log.warning(
+                "job %s was taken over by another process after this one's lease ran out; its write is dropped",
+                key,
+            )
         finally:
             if lease.open:
                 await self.runner.run(self.engine.claims.release, key, self.holder)

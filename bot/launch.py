@@ -23,7 +23,11 @@ def retry_delay(failures: int, first: float = FIRST_RETRY_S) -> float:
     return min(first * 2 ** (failures - 1), LONGEST_WAIT_S)
 
 
-async def keep_starting(adapter: Any, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, first: float = FIRST_RETRY_S) -> None:
+async def keep_starting(
+    adapter: Any,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    first: float = FIRST_RETRY_S,
+) -> None:
     """``adapter.start()`` until it succeeds; ``LoginRejected`` goes up, anything else waits and tries again."""
     failures = 0
     while True:
@@ -31,12 +35,20 @@ async def keep_starting(adapter: Any, sleep: Callable[[float], Awaitable[None]] 
             await adapter.start()
         except LoginRejected:
             raise
-        except Exception as exc:  # a network edge: the library's own error type varies (httpx, aiohttp, PTB)
+        except (
+            Exception
+        ) as exc:  # a network edge: the library's own error type varies (httpx, aiohttp, PTB)
             if _caused_by(exc, SETTINGS_NOT_OUTAGES):
                 raise
             failures += 1
             delay = retry_delay(failures, first)
-            log.warning("%s: cannot connect (%s); try %d, next in %g s", adapter.platform, _one_line(exc), failures, delay)
+            log.warning(
+                "%s: cannot connect (%s); try %d, next in %g s",
+                adapter.platform,
+                _one_line(exc),
+                failures,
+                delay,
+            )
             await sleep(delay)
         else:
             if failures:
@@ -46,7 +58,10 @@ async def keep_starting(adapter: Any, sleep: Callable[[float], Awaitable[None]] 
 
 async def serve(adapters: Sequence[Any], stop: asyncio.Event, first: float = FIRST_RETRY_S) -> None:
     """Start every adapter (each retrying on its own) and wait for ``stop``; a refused token ends it early."""
-    starting = {asyncio.create_task(keep_starting(a, first=first), name=f"start-{a.platform}") for a in adapters}
+    starting = {
+        asyncio.create_task(keep_starting(a, first=first), name=f"start-{a.platform}")
+        for a in adapters
+    }
     stopped = asyncio.create_task(stop.wait())
     try:
         while not stopped.done():

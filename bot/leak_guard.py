@@ -19,7 +19,9 @@ from .types import StreamSink
 # What a shared place gets when even the second answer would reveal something it may not see.
 WITHHELD = "Sorry, I can't share that here."
 # What the model is told when a tool call's arguments carry words this place may not see (the words are not repeated).
-TOOL_REFUSED = "Error: these arguments hold words from a conversation this place may not see; leave them out."
+TOOL_REFUSED = (
+    "Error: these arguments hold words from a conversation this place may not see; leave them out."
+)
 _SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*\s+|\n+")
 
 # True when the text would reveal what the place may not see (the orchestrator's check, on the memory thread)

@@ -45,7 +45,9 @@ log = logging.getLogger(__name__)
 class OpenAIEmbedder:
     """An OpenAI-compatible /embeddings endpoint as a ``memory.protocols.Embedder``."""
 
-    def __init__(self, base_url: str, api_key: str, model: str, dim: int | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self, base_url: str, api_key: str, model: str, dim: int | None = None, timeout: float = 30.0
+    ) -> None:
         self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=2)
         self.model = model
         self.fingerprint = f"openai:{base_url.rstrip('/')}:{model}"
@@ -62,7 +64,9 @@ class OpenAIEmbedder:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         out: list[list[float]] = []
         for i in range(0, len(texts), 256):
-            response = self._client.embeddings.create(model=self.model, input=[t or " " for t in texts[i : i + 256]])
+            response = self._client.embeddings.create(
+                model=self.model, input=[t or " " for t in texts[i : i + 256]]
+            )
             out.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
         vectors = np.asarray(out, dtype=np.float32)
         if self._dim is None:
@@ -90,7 +94,9 @@ class ModelTimeout(LLMError):
     """A request timed out: the server is overloaded, still loading the model, or hangs."""
 
 
-UsageHook = Callable[[str, Usage | None], Awaitable[None]]  # (model, what the answer said it cost) -> recorded
+UsageHook = Callable[
+    [str, Usage | None], Awaitable[None]
+]  # (model, what the answer said it cost) -> recorded
 
 
 class ToolBox(Protocol):
@@ -101,7 +107,13 @@ class ToolBox(Protocol):
 
 # A malformed answer is retried like a 5xx: a flaky proxy or an overloaded local server often answers
 # properly the next time, and a malformed answer never changed anything on the server side.
-RETRYABLE = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError, MalformedAnswer)
+RETRYABLE = (
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+    MalformedAnswer,
+)
 
 
 class SyncCompleter:
@@ -157,15 +169,29 @@ class ChatClient:
         on_usage: UsageHook | None = None,
     ) -> None:
         self._client = async_openai_client(base_url, api_key, timeout=timeout, max_retries=0)
-        self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = model, max_retries, backoff_s, max_steps, sleep
+        self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = (
+            model,
+            max_retries,
+            backoff_s,
+            max_steps,
+            sleep,
+        )
         self.turn_deadline_s, self.timeout_s = turn_deadline_s, timeout
-        self.last_failure: LLMError | None = None  # why the latest turn failed, for the one line the console shows
-        self.tools_off = False  # set when the server rejected ``tools``: some local models have no tool calling
+        self.last_failure: LLMError | None = (
+            None  # why the latest turn failed, for the one line the console shows
+        )
+        self.tools_off = (
+            False  # set when the server rejected ``tools``: some local models have no tool calling
+        )
         self.structured_off = False  # set when the server rejected ``response_format``
         self.max_tokens = max_tokens  # on every request: a weak model that rambles is stopped (COMPANION_*_MAX_TOKENS)
         self.on_call = on_call  # (seconds, failed) per request, for /metrics
-        self.turn_usage: list[Usage] = []  # what the server reported for each request of the latest run (ORCH-9)
-        self.on_usage = on_usage  # (model, usage or None) per answered request, for the usage ledger (ORCH-14)
+        self.turn_usage: list[
+            Usage
+        ] = []  # what the server reported for each request of the latest run (ORCH-9)
+        self.on_usage = (
+            on_usage  # (model, usage or None) per answered request, for the usage ledger (ORCH-14)
+        )
         self._stream_usage = True  # False once the server refused stream_options
 
     async def aclose(self) -> None:
@@ -173,7 +199,11 @@ class ChatClient:
         await self._client.close()
 
     async def complete(
-        self, messages: list[dict[str, Any]], *, temperature: float | None = None, schema: dict[str, Any] | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         """One completion without tools (extraction, reflection, compaction); "" when the model said nothing.
 
@@ -181,11 +211,19 @@ class ChatClient:
         (llama.cpp turns it into a grammar); a server that refuses it is asked without it from then on."""
         extra: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
         if schema is not None and not self.structured_off:
-            extra["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+            extra["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema},
+            }
         message = await self._create(messages, None, None, **extra)
         return message["content"]
 
-    async def run(self, messages: list[dict[str, Any]], tools: ToolBox | None = None, stream: StreamSink | None = None) -> str:
+    async def run(
+        self,
+        messages: list[dict[str, Any]],
+        tools: ToolBox | None = None,
+        stream: StreamSink | None = None,
+    ) -> str:
         """The tool loop: the model may call tools up to ``max_steps`` times, then must answer in text, all
         within ``turn_deadline_s`` (``TurnTimeout``): the per-request timeout alone let a trickling stream
         take 3 attempts x 60 s."""
@@ -194,13 +232,17 @@ class ChatClient:
             async with asyncio.timeout(self.turn_deadline_s):
                 return await self._loop(messages, tools, stream)
         except TimeoutError as exc:
-            self.last_failure = TurnTimeout(f"no answer within the turn's deadline ({self.turn_deadline_s:g} s)")
+            self.last_failure = TurnTimeout(
+                f"no answer within the turn's deadline ({self.turn_deadline_s:g} s)"
+            )
             raise self.last_failure from exc
         except LLMError as exc:
             self.last_failure = exc
             raise
 
-    async def _loop(self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None) -> str:
+    async def _loop(
+        self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None
+    ) -> str:
         convo, ran, last = list(messages), [], self.max_steps
         schemas = tools.schemas() if tools else []
         names = _names(schemas)
@@ -208,26 +250,41 @@ class ChatClient:
             offer = schemas if schemas and step < last and not self.tools_off else None
             message = await self._create(convo, offer, stream, names=names)
             calls = message.get("tool_calls") or []
-            written, prose = find_calls(message["content"], names)  # ORCH-9: calls the model wrote as text
+            written, prose = find_calls(
+                message["content"], names
+            )  # ORCH-9: calls the model wrote as text
             if tools is not None and calls:
                 convo.append(message)
                 for call in calls:
                     name, arguments = call["function"]["name"], call["function"]["arguments"]
                     ran.append(Ran(name, arguments, await tools.call(name, arguments)))
-                    convo.append({"role": "tool", "tool_call_id": call["id"], "content": ran[-1].result})
+                    convo.append(
+                        {"role": "tool", "tool_call_id": call["id"], "content": ran[-1].result}
+                    )
             elif tools is not None and written and step < last and not_run_yet(written, ran):
                 convo.extend(await run_written(message["content"], written, tools, ran))
             elif tools is not None and written and step < last:
                 # A weak model writes the same call again after its result: once more, in words and without tools
-                convo += [{"role": "assistant", "content": message["content"]}, {"role": "user", "content": prompts.render("tool_repeat")}]
+                convo += [
+                    {"role": "assistant", "content": message["content"]},
+                    {"role": "user", "content": prompts.render("tool_repeat")},
+                ]
                 last = step + 1
             else:
-                backed = {"extracted": bool(getattr(tools, "remembering", False)), "forgot": bool(getattr(tools, "forgot", False))}
+                backed = {
+                    "extracted": bool(getattr(tools, "remembering", False)),
+                    "forgot": bool(getattr(tools, "forgot", False)),
+                }
                 return await honest(prose, ran, stream, **backed)
         return ""
 
     async def _create(
-        self, messages, tools, stream: StreamSink | None, names: frozenset[str] = frozenset(), **extra: Any
+        self,
+        messages,
+        tools,
+        stream: StreamSink | None,
+        names: frozenset[str] = frozenset(),
+        **extra: Any,
     ) -> dict[str, Any]:
         args: dict[str, Any] = {"model": self.model, "messages": messages, **extra}
         if self.max_tokens:
@@ -245,10 +302,14 @@ class ChatClient:
                     continue
                 self._feature_off(feature, exc)
                 less = {k: v for k, v in extra.items() if k != feature}
-                return await self._create(messages, None if feature == "tools" else tools, stream, names, **less)
+                return await self._create(
+                    messages, None if feature == "tools" else tools, stream, names, **less
+                )
             except openai.APITimeoutError as exc:
                 log.warning("LLM call timed out after %g s; not retried", self.timeout_s)
-                raise ModelTimeout(f"the model server did not answer within {self.timeout_s:g} s") from exc
+                raise ModelTimeout(
+                    f"the model server did not answer within {self.timeout_s:g} s"
+                ) from exc
             except RETRYABLE as exc:
                 self._failed(exc, attempt)
                 await self._sleep(self.backoff_s * 2**attempt)
@@ -260,7 +321,12 @@ class ChatClient:
         """A retryable failure is logged and retried; the last one, and any refusal, raises ``LLMError``."""
         if not isinstance(exc, RETRYABLE):
             raise LLMError(f"the model refused the request: {type(exc).__name__}") from exc
-        log.warning("LLM call failed (%s); attempt %d of %d", _reason(exc), attempt + 1, self.max_retries + 1)
+        log.warning(
+            "LLM call failed (%s); attempt %d of %d",
+            _reason(exc),
+            attempt + 1,
+            self.max_retries + 1,
+        )
         if attempt >= self.max_retries:
             raise LLMError(f"the model failed {attempt + 1} times: {type(exc).__name__}") from exc
 
@@ -275,9 +341,17 @@ class ChatClient:
             outcome = "tools are off from now on; memories are saved by extraction"
             if feature == "response_format":
                 outcome = "asking for JSON without response_format from now on"
-            log.warning("the model server refuses %s (HTTP %d: %r): %s", feature, exc.status_code, server_words(exc), outcome)
+            log.warning(
+                "the model server refuses %s (HTTP %d: %r): %s",
+                feature,
+                exc.status_code,
+                server_words(exc),
+                outcome,
+            )
 
-    async def _attempt(self, args: dict[str, Any], stream: StreamSink | None, names: frozenset[str]) -> dict[str, Any]:
+    async def _attempt(
+        self, args: dict[str, Any], stream: StreamSink | None, names: frozenset[str]
+    ) -> dict[str, Any]:
         start, failed = time.perf_counter(), True
         try:
             if stream is not None:
@@ -297,10 +371,14 @@ class ChatClient:
         if usage is not None:
             self.turn_usage.append(usage)
             log.debug("model %s: %s", self.model, usage.describe())
-        if self.on_usage is not None:  # also without figures: the ledger counts the call as unreported
+        if (
+            self.on_usage is not None
+        ):  # also without figures: the ledger counts the call as unreported
             await self.on_usage(self.model, usage)
 
-    async def _streamed(self, args: dict[str, Any], sink: StreamSink, names: frozenset[str]) -> dict[str, Any]:
+    async def _streamed(
+        self, args: dict[str, Any], sink: StreamSink, names: frozenset[str]
+    ) -> dict[str, Any]:
         """Streams text deltas to ``sink`` and reassembles tool calls from their fragments.
 
         A failure before any text was shown is retried like any other; after, it is a ``StreamCut``: the
@@ -335,12 +413,17 @@ class ChatClient:
         server that refuses the option is asked without it, once and for the rest of the run."""
         if self._stream_usage:
             try:
-                return await self._client.chat.completions.create(**args, stream=True, stream_options={"include_usage": True})
+                return await self._client.chat.completions.create(
+                    **args, stream=True, stream_options={"include_usage": True}
+                )
             except openai.BadRequestError as exc:
                 if "stream_options" not in str(exc):
                     raise
                 self._stream_usage = False
-                log.warning("the model server refuses stream_options (%s): streamed replies come without usage", _excerpt(str(exc)))
+                log.warning(
+                    "the model server refuses stream_options (%s): streamed replies come without usage",
+                    _excerpt(str(exc)),
+                )
         return await self._client.chat.completions.create(**args, stream=True)
 
 
@@ -360,8 +443,13 @@ def _parse(response: object) -> dict[str, Any]:
     message = choices[0].get("message")
     if not isinstance(message, dict):
         raise MalformedAnswer(f"no message in {_excerpt(choices[0])}")
-    calls = [_tool_call(raw, i) for i, raw in enumerate(_list(message.get("tool_calls"), "tool_calls"))]
-    out: dict[str, Any] = {"role": "assistant", "content": _clean(_string(message.get("content"), "content"))}
+    calls = [
+        _tool_call(raw, i) for i, raw in enumerate(_list(message.get("tool_calls"), "tool_calls"))
+    ]
+    out: dict[str, Any] = {
+        "role": "assistant",
+        "content": _clean(_string(message.get("content"), "content")),
+    }
     if calls:
         out["tool_calls"] = calls
     return out
@@ -378,7 +466,11 @@ def _tool_call(raw: object, index: int) -> dict[str, Any]:
     arguments = _string(function.get("arguments"), "tool arguments") or "{}"
     # Some servers leave out the id; the tool result must still point at the call it answers.
     call_id = _string(raw.get("id"), "tool call id") or f"call_{index}"
-    return {"id": call_id, "type": "function", "function": {"name": _clean(name), "arguments": _clean(arguments)}}
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": _clean(name), "arguments": _clean(arguments)},
+    }
 
 
 class _StreamedAnswer:
@@ -429,9 +521,16 @@ class _StreamedAnswer:
         if not self.chunks:
             raise MalformedAnswer("the stream ended without any chunk")
         if not self.finished:
-            raise MalformedAnswer(f"the stream ended without a finish_reason after {self.chunks} chunks")
-        calls = [{"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}} for _, c in sorted(self.calls.items())]
-        return _parse({"choices": [{"message": {"content": "".join(self.text), "tool_calls": calls}}]})
+            raise MalformedAnswer(
+                f"the stream ended without a finish_reason after {self.chunks} chunks"
+            )
+        calls = [
+            {"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for _, c in sorted(self.calls.items())
+        ]
+        return _parse(
+            {"choices": [{"message": {"content": "".join(self.text), "tool_calls": calls}}]}
+        )
 
 
 @contextlib.contextmanager
@@ -486,7 +585,9 @@ def _excerpt(value: object) -> str:
 
 def _names(schemas: list[dict[str, Any]]) -> frozenset[str]:
     """The tools on offer this turn: only calls naming one of them are run (ORCH-9)."""
-    return frozenset(str((schema.get("function") or {}).get("name", "")) for schema in schemas) - {""}
+    return frozenset(str((schema.get("function") or {}).get("name", "")) for schema in schemas) - {
+        ""
+    }
 
 
 def _reason(exc: Exception) -> str:

@@ -58,7 +58,11 @@ SERVER_SETTINGS = (
 def ignored_settings(settings: Settings) -> list[str]:
     """The variables set to something of their own that a model in this process makes moot."""
     fields = type(settings).model_fields
-    return [variable for field, variable in SERVER_SETTINGS if getattr(settings, field) not in (None, fields[field].default)]
+    return [
+        variable
+        for field, variable in SERVER_SETTINGS
+        if getattr(settings, field) not in (None, fields[field].default)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +85,13 @@ class LocalModel:
         self.loaded = loaded
         self.base_url = f"{server.listening_address}/v1"
         self.api_key = api_key
-        self._held = [server]  # the only reference: the holder thread frees it (the module docstring says why)
+        self._held = [
+            server
+        ]  # the only reference: the holder thread frees it (the module docstring says why)
         self._release = threading.Event()
-        self._holder = threading.Thread(target=_hold, args=(self._held, self._release), name="local-model", daemon=True)
+        self._holder = threading.Thread(
+            target=_hold, args=(self._held, self._release), name="local-model", daemon=True
+        )
         self._holder.start()
 
     @classmethod
@@ -96,12 +104,18 @@ class LocalModel:
         try:
             import xllamacpp
         except ImportError as exc:  # installed but unusable here (an older C library, another CPU)
-            raise ConfigError(f"COMPANION_LOCAL_MODEL: the {WHEEL} wheel cannot be loaded here: {exc}") from None
-        api_key = secrets.token_urlsafe(24)  # other users of this machine reach 127.0.0.1 too; /slots shows prompts
+            raise ConfigError(
+                f"COMPANION_LOCAL_MODEL: the {WHEEL} wheel cannot be loaded here: {exc}"
+            ) from None
+        api_key = secrets.token_urlsafe(
+            24
+        )  # other users of this machine reach 127.0.0.1 too; /slots shows prompts
         started = time.monotonic()
         try:
             server = xllamacpp.Server(_params(xllamacpp, settings, path.stem, api_key))
-        except RuntimeError:  # llama.cpp says only "Failed to init server"; with verbosity on it would flood the chat
+        except (
+            RuntimeError
+        ):  # llama.cpp says only "Failed to init server"; with verbosity on it would flood the chat
             raise ConfigError(
                 f"COMPANION_LOCAL_MODEL: llama.cpp could not load {path}: a damaged or cut-short file, a model this llama.cpp "
                 f"does not know (pip install -U {WHEEL}), or not enough memory for it and its context "
@@ -132,7 +146,9 @@ class LocalModel:
             return
         started = time.monotonic()
         if self._answering(STOP_WAIT_S):
-            log.warning("the local model is still answering a request; it stops when this process ends")
+            log.warning(
+                "the local model is still answering a request; it stops when this process ends"
+            )
             return
         self._release.set()
         self._holder.join(RELEASE_WAIT_S)
@@ -164,7 +180,9 @@ def _params(xllamacpp: Any, settings: Settings, alias: str, api_key: str) -> Any
 
 
 def _busy(root: str, api_key: str) -> bool:
-    request = urllib.request.Request(f"{root}/slots", headers={"Authorization": f"Bearer {api_key}"})
+    request = urllib.request.Request(
+        f"{root}/slots", headers={"Authorization": f"Bearer {api_key}"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=2.0) as response:
             slots = json.loads(response.read())

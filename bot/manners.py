@@ -43,10 +43,17 @@ from .types import IncomingMessage, Verdict
 log = logging.getLogger(__name__)
 
 ANSWER_AT, BORDERLINE_AT = 0.6, 0.45
-CHIME_WINDOW, CHIME_CAP = 100, 5  # at most 5 chime-ins over the last 100 messages not spoken to the bot
+CHIME_WINDOW, CHIME_CAP = (
+    100,
+    5,
+)  # at most 5 chime-ins over the last 100 messages not spoken to the bot
 RECENT_S = 180.0  # a bot turn this recent makes a follow-up likely to be for it
-BUSY_FREE_PER_MIN = 4  # past this many messages a minute the bot keeps out more (a fast room does not need it)
-MEMORY_WORDS_TTL_S = 600.0  # a place's memory words are read again after this long (off the decision's path)
+BUSY_FREE_PER_MIN = (
+    4  # past this many messages a minute the bot keeps out more (a fast room does not need it)
+)
+MEMORY_WORDS_TTL_S = (
+    600.0  # a place's memory words are read again after this long (off the decision's path)
+)
 ACK = "👍"  # one both platforms take as a reaction (Telegram allows only its own short list)
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9']{2,}")
@@ -54,9 +61,13 @@ _QUESTION_START = re.compile(
     r"^(?:who|what|when|where|why|how|which|whose|is|are|was|were|do|does|did|can|could|would|should|will|shall|any|anyone)\b",
     re.IGNORECASE,
 )
-_OPEN_CALL = re.compile(r"\b(?:anyone|anybody|someone|somebody|any idea|any ideas|any tips|does everyone)\b", re.IGNORECASE)
+_OPEN_CALL = re.compile(
+    r"\b(?:anyone|anybody|someone|somebody|any idea|any ideas|any tips|does everyone)\b",
+    re.IGNORECASE,
+)
 _THANKS = re.compile(
-    r"^\W*(?:thanks?(?: you)?|thx|ty|cheers|perfect|great|awesome|nice|got it|ok(?:ay)?)\b[\s\W]*\w{0,12}[\s\W]*$", re.IGNORECASE
+    r"^\W*(?:thanks?(?: you)?|thx|ty|cheers|perfect|great|awesome|nice|got it|ok(?:ay)?)\b[\s\W]*\w{0,12}[\s\W]*$",
+    re.IGNORECASE,
 )
 _STOP_WORDS = (  # words too common to tell what a message is about
     "the and for you your are was were has have had this that with from but not all any can could would should will "
@@ -82,10 +93,14 @@ class Talk:
     seen: deque[float] = field(default_factory=lambda: deque(maxlen=64))  # when messages arrived
     bot_at: float = -1e18  # when the bot last spoke here
     bot_answered: str = ""  # the platform user id it answered then
-    bot_words: deque[frozenset[str]] = field(default_factory=lambda: deque(maxlen=3))  # its last turns' words
+    bot_words: deque[frozenset[str]] = field(
+        default_factory=lambda: deque(maxlen=3)
+    )  # its last turns' words
     memory_words: frozenset[str] = frozenset()
     memory_at: float = -1e18
-    chimes: deque[bool] = field(default_factory=lambda: deque(maxlen=CHIME_WINDOW))  # per unaddressed message
+    chimes: deque[bool] = field(
+        default_factory=lambda: deque(maxlen=CHIME_WINDOW)
+    )  # per unaddressed message
 
     def busy(self, now: float) -> int:
         """Messages in the last minute."""
@@ -99,8 +114,14 @@ def _to_someone_else(message: IncomingMessage, text: str) -> bool:
     """A mention or reply of another person, or a message opening with a name of someone here ("Dana, ...")."""
     if message.mentions:
         return True
-    head = text.split(",", 1)[0].split(":", 1)[0].strip().lower() if re.match(r"^\s*[\w .'-]{2,40}[,:]", text) else ""
-    return bool(head) and any(head == name.lower() or head == name.lower().split()[0] for _, name in message.participants)
+    head = (
+        text.split(",", 1)[0].split(":", 1)[0].strip().lower()
+        if re.match(r"^\s*[\w .'-]{2,40}[,:]", text)
+        else ""
+    )
+    return bool(head) and any(
+        head == name.lower() or head == name.lower().split()[0] for _, name in message.participants
+    )
 
 
 def score(message: IncomingMessage, talk: Talk, now: float) -> float:
@@ -125,8 +146,14 @@ def score(message: IncomingMessage, talk: Talk, now: float) -> float:
 def acknowledgement(message: IncomingMessage, talk: Talk, now: float) -> str | None:
     """A reaction for a thanks to the bot's last answer, by the person it answered, soon after."""
     recent = now - talk.bot_at <= RECENT_S and talk.bot_answered == message.author_id
-    short = len(message.text) <= 40  # a thanks is short; and the pattern never meets a long string (backtracking)
-    return ACK if recent and short and not message.mentions and _THANKS.match(message.text.strip()) else None
+    short = (
+        len(message.text) <= 40
+    )  # a thanks is short; and the pattern never meets a long string (backtracking)
+    return (
+        ACK
+        if recent and short and not message.mentions and _THANKS.match(message.text.strip())
+        else None
+    )
 
 
 def decide(mode: Mode, message: IncomingMessage, talk: Talk, now: float, bot_name: str) -> Verdict:
@@ -145,17 +172,26 @@ def decide(mode: Mode, message: IncomingMessage, talk: Talk, now: float, bot_nam
         return Verdict(False, score=value, why="low score")
     if sum(talk.chimes) >= CHIME_CAP:
         return Verdict(False, score=value, why="chime-in cap")
-    return Verdict(value >= ANSWER_AT, score=value, why="score" if value >= ANSWER_AT else "borderline")
+    return Verdict(
+        value >= ANSWER_AT, score=value, why="score" if value >= ANSWER_AT else "borderline"
+    )
 
 
-Judge = Callable[[str, str], Awaitable[bool]]  # (recent talk, message) -> is it for the bot? (a one-token yes/no)
+Judge = Callable[
+    [str, str], Awaitable[bool]
+]  # (recent talk, message) -> is it for the bot? (a one-token yes/no)
 
 
 class GroupManners:
     """The decision with its per-place state: ``decide`` for each message not spoken to the bot, ``spoke`` after
     each reply. ``memory_words`` is how a place's memory words are read (on the memory thread, by the caller)."""
 
-    def __init__(self, bot_name: Callable[[], str], judge: Judge | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        bot_name: Callable[[], str],
+        judge: Judge | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.bot_name, self.judge, self.clock = bot_name, judge, clock
         self._talk: dict[str, Talk] = {}
 
@@ -176,7 +212,11 @@ class GroupManners:
         talk.seen.append(now)
         verdict = decide(mode, message, talk, now, self.bot_name())
         if verdict.why == "borderline" and self.judge is not None:
-            verdict = Verdict(await self.judge(self._recent(talk), message.text), score=verdict.score, why="judged")
+            verdict = Verdict(
+                await self.judge(self._recent(talk), message.text),
+                score=verdict.score,
+                why="judged",
+            )
         if mode is not Mode.ALL and verdict.why != "named":
             talk.chimes.append(verdict.answer)
         return verdict
@@ -197,7 +237,9 @@ def place_mode(modes: PlaceModes, channel_key: str, listening: bool) -> Mode:
     return modes.get(channel_key) or (Mode.CHIME_IN if listening else Mode.ADDRESSED)
 
 
-def place_memory_texts(engine: MemoryEngine, resolver: Resolver, message: IncomingMessage, limit: int = 60) -> list[str]:
+def place_memory_texts(
+    engine: MemoryEngine, resolver: Resolver, message: IncomingMessage, limit: int = 60
+) -> list[str]:
     """The recent shared memories this place may see (never a private one: the decision must not hint at it)."""
     ctx = resolver.peek(message).ctx
     found = engine.memory_rows.listing(ctx.memory_partitions(), order="recent", limit=limit)
@@ -208,11 +250,18 @@ class ModelJudge:
     """The borderline cases' one-word yes/no on the extraction model (``COMPANION_MANNERS_JUDGE``, off by default):
     a few tokens of the cheaper model instead of a full reply of the chat model. A failing model says no."""
 
-    def __init__(self, ask: Callable[[str, str], Awaitable[str]], bot_name: Callable[[], str]) -> None:
+    def __init__(
+        self, ask: Callable[[str, str], Awaitable[str]], bot_name: Callable[[], str]
+    ) -> None:
         self.ask, self.bot_name = ask, bot_name
 
     async def __call__(self, recent: str, text: str) -> bool:
-        user = prompts.render("manners_judge", bot_name=self.bot_name(), recent=json.dumps(recent), message=json.dumps(text[:1000]))
+        user = prompts.render(
+            "manners_judge",
+            bot_name=self.bot_name(),
+            recent=json.dumps(recent),
+            message=json.dumps(text[:1000]),
+        )
         try:
             answer = await self.ask("", user)
         except NoAnswer:
@@ -239,7 +288,10 @@ def manners_command(engine: MemoryEngine, arg: str, turn: Turn) -> str:
     if not arg:
         mode = modes.get(key)
         if mode is None:
-            return "No mode is set here, so I use addressed (chime-in in a channel the operator listed for me). " + _CHANGE
+            return (
+                "No mode is set here, so I use addressed (chime-in in a channel the operator listed for me). "
+                + _CHANGE
+            )
         return f"Here I'm in {mode.value} mode: {_SAYS[mode]} {_CHANGE}"
     mode = mode_of(arg)
     if not turn.ctx.admin:

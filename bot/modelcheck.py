@@ -86,11 +86,30 @@ GOLD = (
     Gold("remember that", (("priya",),)),
     Gold("hobby", (("cello",),)),
 )
-FORGOTTEN = ("4417", "harrogate")  # said, then asked to be forgotten: no file of the store may keep them
+FORGOTTEN = (
+    "4417",
+    "harrogate",
+)  # said, then asked to be forgotten: no file of the store may keep them
 # What a person's fact holds and a fact about the bot never should (the script gives the bot no life of its own).
-PERSON_WORDS = frozenset({"biscuit", "cat", "nurse", "hospital", "leeds", "tea", "dentist", "priya", "sister", "marathon", "cello", "4417"})
+PERSON_WORDS = frozenset(
+    {
+        "biscuit",
+        "cat",
+        "nurse",
+        "hospital",
+        "leeds",
+        "tea",
+        "dentist",
+        "priya",
+        "sister",
+        "marathon",
+        "cello",
+        "4417",
+    }
+)
 TOOL_NAMES = (
-    "memory_store|memory_search|memory_recall|memory_update|memory_delete|memory_reflect|memory_graph|conversation_search|channel_recall"
+    "memory_store|memory_search|memory_recall|memory_update|memory_delete|memory_reflect|memory_graph"
+    "|conversation_search|channel_recall"
 )
 # A tool call written out as text: bare or fenced JSON with a name and arguments, Hermes/Qwen <tool_call>,
 # Llama 3.1 <|python_tag|>, Mistral [TOOL_CALLS], or a tool's name called like a function.
@@ -159,7 +178,9 @@ class Report:
 
     @property
     def cached_from_turn_2(self) -> float | None:
-        usage = [u for t in self.turns[1:] for u in t.usage if u.cached is not None and u.prompt > 0]
+        usage = [
+            u for t in self.turns[1:] for u in t.usage if u.cached is not None and u.prompt > 0
+        ]
         return sum(u.cached or 0 for u in usage) / sum(u.prompt for u in usage) if usage else None
 
     @property
@@ -167,7 +188,9 @@ class Report:
         """The must-be-0 figures that are not."""
         out = []
         if self.json_shown or self.json_stored:
-            out.append(f"tool-call text shown in {self.json_shown} turn(s), stored in {self.json_stored} message(s)")
+            out.append(
+                f"tool-call text shown in {self.json_shown} turn(s), stored in {self.json_stored} message(s)"
+            )
         if self.wrong_self_facts:
             out.append(f"{len(self.wrong_self_facts)} of the person's facts filed as the bot's own")
         if self.words_left:
@@ -245,10 +268,14 @@ class Watched:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.llm, name)
 
-    async def run(self, messages: list[dict[str, Any]], tools: Any = None, stream: Any = None) -> str:
+    async def run(
+        self, messages: list[dict[str, Any]], tools: Any = None, stream: Any = None
+    ) -> str:
         record = self.record or TurnRecord("")
         try:
-            return await self.llm.run(messages, CountingTools(tools, record.tool_calls) if tools else None, stream)
+            return await self.llm.run(
+                messages, CountingTools(tools, record.tool_calls) if tools else None, stream
+            )
         finally:
             record.usage.extend(self.llm.turn_usage)
 
@@ -257,7 +284,10 @@ Build = Callable[["Settings", FakeClock], "Runtime"]
 
 
 async def run_check(
-    settings: Settings, folder: Path, build: Build | None = None, on_turn: Callable[[TurnRecord], None] | None = None
+    settings: Settings,
+    folder: Path,
+    build: Build | None = None,
+    on_turn: Callable[[TurnRecord], None] | None = None,
 ) -> Report:
     """The scripted conversation on a new store in ``folder``; the report."""
     from .composition import build_runtime
@@ -289,7 +319,9 @@ async def run_check(
     return report
 
 
-async def _converse(runtime: Runtime, lines: tuple[str, ...], clock: FakeClock, report: Report, on_turn: Any) -> None:
+async def _converse(
+    runtime: Runtime, lines: tuple[str, ...], clock: FakeClock, report: Report, on_turn: Any
+) -> None:
     from .adapters.console import ConsoleChat
 
     watched = Watched(runtime.orchestrator.llm)
@@ -314,12 +346,20 @@ async def _converse(runtime: Runtime, lines: tuple[str, ...], clock: FakeClock, 
             state["record"] = None
             raise EOFError
         clock.advance(TURN_S)
-        state.update(record=TurnRecord(line), start=time.perf_counter(), mark=len(screen.getvalue()))
+        state.update(
+            record=TurnRecord(line), start=time.perf_counter(), mark=len(screen.getvalue())
+        )
         watched.record = state["record"]
         return line
 
     await runtime.start(background_loop=False)
-    await ConsoleChat(runtime.orchestrator, user_id=USER_ID, user_name=USER_NAME, input_fn=next_line, output=screen).run()
+    await ConsoleChat(
+        runtime.orchestrator,
+        user_id=USER_ID,
+        user_name=USER_NAME,
+        input_fn=next_line,
+        output=screen,
+    ).run()
 
 
 async def _stop(runtime: Runtime) -> None:
@@ -337,7 +377,11 @@ def _score_store(settings: Settings, clock: FakeClock, report: Report, build: Bu
     live = [m for m in memories if not (m.forgotten or m.superseded_by or m.consolidated_into)]
     report.facts = [m.content for m in live if m.subject != SELF_SUBJECT]
     report.self_facts = [m.content for m in live if m.subject == SELF_SUBJECT]
-    replies = [m for m in engine.messages.in_channel_after("console", "console", 0.0) if m.role == "assistant"]
+    replies = [
+        m
+        for m in engine.messages.in_channel_after("console", "console", 0.0)
+        if m.role == "assistant"
+    ]
     report.json_stored = sum(1 for m in replies if TOOL_TEXT.search(m.content))
     runtime.engine.close()
     runtime.runner.shutdown()

@@ -17,7 +17,16 @@ from dataclasses import replace
 from typing import Any
 
 import prompts
-from memory import AsyncMemory, AsyncRunner, MemoryEngine, MemoryTools, Mode, RateLimiter, Said, forgets_in
+from memory import (
+    AsyncMemory,
+    AsyncRunner,
+    MemoryEngine,
+    MemoryTools,
+    Mode,
+    RateLimiter,
+    Said,
+    forgets_in,
+)
 from memory.models import CUT_MARK, MAX_MESSAGE_CHARS, Arrival, Provenance, bounded
 from voice.caches import HistoryCache
 
@@ -63,9 +72,13 @@ class AsyncTools:
     """MemoryTools for the LLM loop: every call runs on the memory thread. In voice, ``history`` caches
     conversation searches (VOICE-3)."""
 
-    def __init__(self, tools: MemoryTools, runner: AsyncRunner, history: HistoryCache[str] | None = None) -> None:
+    def __init__(
+        self, tools: MemoryTools, runner: AsyncRunner, history: HistoryCache[str] | None = None
+    ) -> None:
         self.tools, self.runner, self.history = tools, runner, history
-        self.guard: WouldLeak | None = None  # the leak check of the place, set once the turn's prompt is made
+        self.guard: WouldLeak | None = (
+            None  # the leak check of the place, set once the turn's prompt is made
+        )
 
     def schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
@@ -107,25 +120,44 @@ class Orchestrator:
         manners: GroupManners,
         sight: Sight | None = None,
     ) -> None:
-        self.engine, self.runner, self.llm, self.resolver, self.memory = engine, runner, llm, resolver, memory
+        self.engine, self.runner, self.llm, self.resolver, self.memory = (
+            engine,
+            runner,
+            llm,
+            resolver,
+            memory,
+        )
         self.turns = memory.turns
         self.assembler, self.commands, self.voice = assembler, commands, voice
-        self.people, self.owners, self.zones, self.channels = resolver.people, resolver.owners, resolver.zones, resolver.channels
+        self.people, self.owners, self.zones, self.channels = (
+            resolver.people,
+            resolver.owners,
+            resolver.zones,
+            resolver.channels,
+        )
         self.persona, self.manners_of = assembler.persona, manners
         self._limits: dict[str, RateLimiter] = {}
-        self.sight = sight or Sight(llm, runner, None, VisionOptions("off"))  # ORCH-11: what a shared image leaves
+        self.sight = sight or Sight(
+            llm, runner, None, VisionOptions("off")
+        )  # ORCH-11: what a shared image leaves
 
     # -- the Conversation protocol -------------------------------------------------------------------
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
         answered = await self.without_model(message)
         if answered is not None:
             return answered
-        message, seen = await self.sight.look(message)  # ORCH-11: each image becomes a note in the text (a caption)
+        message, seen = await self.sight.look(
+            message
+        )  # ORCH-11: each image becomes a note in the text (a caption)
         turn = await self._arrive(await self._resolve(message))
         if not turn.text or turn.answered:
-            return Reply("")  # nothing readable (a lone zero-width space), or a re-delivery already answered
+            return Reply(
+                ""
+            )  # nothing readable (a lone zero-width space), or a re-delivery already answered
         session = self.voice.open(turn) if message.modality == "voice" else None
-        mode = TurnMode.of(turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn)))
+        mode = TurnMode.of(
+            turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn))
+        )
         snap = fitted(await self._context(turn, session))  # ORCH-14: shorter as a budget nears
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
@@ -134,11 +166,15 @@ class Orchestrator:
         convo: list[dict[str, Any]] = [{"role": "system", "content": system}, *snap.history, user]
         stream = CappedSink(stream) if stream else None
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
-        text = await held_to_its_word(text, tools.tools, self.memory.reminding, stream)  # ORCH-13: no unstored promise
+        text = await held_to_its_word(
+            text, tools.tools, self.memory.reminding, stream
+        )  # ORCH-13: no unstored promise
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
         await self._finish(turn, None if skipped else text, forgotten)
         if text is not None and not skipped and not forgotten:
-            await self._spoke(turn, text, snap.memory_ids)  # ORCH-10/12: manners' state, the memories it used
+            await self._spoke(
+                turn, text, snap.memory_ids
+            )  # ORCH-10/12: manners' state, the memories it used
         if forgotten:
             await self._forgot()
         elif session is not None and turn.remembered:
@@ -146,7 +182,11 @@ class Orchestrator:
             self.voice.compact_soon(turn.channel_key)
         if text is None:
             return Reply(APOLOGY, forgotten, failed=True)
-        return Reply("", forgotten, skipped=True) if skipped else Reply(text + await self._afterword(turn, seen, stream), forgotten)
+        return (
+            Reply("", forgotten, skipped=True)
+            if skipped
+            else Reply(text + await self._afterword(turn, seen, stream), forgotten)
+        )
 
     async def without_model(self, message: IncomingMessage) -> Reply | None:
         """A "yes" to "/forget everything?" (or "no"): done without the model, and not stored; None for any other message."""
@@ -157,7 +197,9 @@ class Orchestrator:
         return Reply(answered)
 
     async def observe(self, message: IncomingMessage) -> None:
-        message, _ = await self.sight.look(message)  # group talk's photos are remembered as their captions too
+        message, _ = await self.sight.look(
+            message
+        )  # group talk's photos are remembered as their captions too
         await self.turns.observe(_said(await self._resolve(message)))
 
     async def manners(self, message: IncomingMessage, listening: bool) -> Verdict:
@@ -165,13 +207,21 @@ class Orchestrator:
         key = f"{message.platform}:{message.channel_id}"
         mode = await self.runner.run(place_mode, self.engine.place_modes, key, listening)
         if mode is Mode.CHIME_IN and self.manners_of.stale(key):
-            self.manners_of.learn_memories(key, await self.runner.run(place_memory_texts, self.engine, self.resolver, message))
+            self.manners_of.learn_memories(
+                key, await self.runner.run(place_memory_texts, self.engine, self.resolver, message)
+            )
         return await self.manners_of.decide(mode, message, key)
 
     async def posted(self, message: IncomingMessage, post_ids: tuple[str, ...]) -> None:
         if message.message_id and post_ids:
             feedback = self.engine.feedback
-            await self.runner.run(feedback.record_posts, message.platform, message.channel_id, message.message_id, list(post_ids))
+            await self.runner.run(
+                feedback.record_posts,
+                message.platform,
+                message.channel_id,
+                message.message_id,
+                list(post_ids),
+            )
 
     async def reacted(self, reaction: Reaction) -> None:
         await self.runner.run(receive, self.engine, self.people, reaction)
@@ -179,30 +229,50 @@ class Orchestrator:
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         answer = await self.runner.run(self.commands.run, name, argument, message)
         if name.lower().lstrip("/") in ("forget", "about", "privacy"):
-            await self._forgot()  # a forget or a veto, or /privacy off: no voice transcript may keep the words
+            await (
+                self._forgot()
+            )  # a forget or a veto, or /privacy off: no voice transcript may keep the words
         return answer
 
     async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
         summary = await self.voice.end(f"{platform}:{channel_id}")
-        log.info("voice session in %s:%s ended%s", platform, channel_id, " (summary kept)" if summary else "")
+        log.info(
+            "voice session in %s:%s ended%s",
+            platform,
+            channel_id,
+            " (summary kept)" if summary else "",
+        )
 
-    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
+    async def message_deleted(
+        self, platform: str, channel_id: str, message_ids: tuple[str, ...]
+    ) -> None:
         done = await self.turns.deleted(platform, channel_id, message_ids)
         if done.messages:
             await self._forgot()
             log.info(
-                "%d messages deleted at the source in %s:%s; %d memories withdrawn", done.messages, platform, channel_id, len(done.memories)
+                "%d messages deleted at the source in %s:%s; %d memories withdrawn",
+                done.messages,
+                platform,
+                channel_id,
+                len(done.memories),
             )
 
     async def message_edited(self, message: IncomingMessage) -> None:
         if not await self.turns.known(message.platform, message.channel_id, message.message_id):
             return  # never stored (said before the bot was there, or a forgetting turn): nobody to resolve
-        message = await self.runner.run(with_notes, self.engine, message)  # ORCH-11: the photos' captions stay
+        message = await self.runner.run(
+            with_notes, self.engine, message
+        )  # ORCH-11: the photos' captions stay
         # the edit with its author's context now (the new text is extracted as theirs)
         done = await self.turns.edited(_said(await self._resolve(message)))
         if done is not None:
             await self._forgot()
-            log.info("a message edited in %s:%s; %d memories withdrawn", message.platform, message.channel_id, len(done.memories))
+            log.info(
+                "a message edited in %s:%s; %d memories withdrawn",
+                message.platform,
+                message.channel_id,
+                len(done.memories),
+            )
 
     # -- steps ---------------------------------------------------------------------------------------
     async def _spoke(self, turn: Turn, text: str, memory_ids: list[str]) -> None:
@@ -226,9 +296,21 @@ class Orchestrator:
     async def _finish(self, turn: Turn, reply: str | None, forgotten: tuple[str, ...]) -> None:
         """The reply joins the history, the message becomes due for extraction; a turn that forgot something
         keeps none of its own words (ORCH-3, ``memory.turns``)."""
-        await self.turns.finish(_said(turn), _arrival(turn), reply, replier=self.assembler.bot_name, forgot=bool(forgotten))
+        await self.turns.finish(
+            _said(turn),
+            _arrival(turn),
+            reply,
+            replier=self.assembler.bot_name,
+            forgot=bool(forgotten),
+        )
 
-    async def _ask(self, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, message: IncomingMessage) -> str | None:
+    async def _ask(
+        self,
+        convo: list[dict[str, Any]],
+        tools: AsyncTools,
+        stream: StreamSink | None,
+        message: IncomingMessage,
+    ) -> str | None:
         """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6). An answer is cut to what
         history keeps (a 400,000-character answer went out as 98 Telegram messages; history kept 8,000)."""
         try:
@@ -238,7 +320,12 @@ class Orchestrator:
             return None
 
     async def _answer(
-        self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, stream: StreamSink | None, may_skip: bool
+        self,
+        turn: Turn,
+        convo: list[dict[str, Any]],
+        tools: AsyncTools,
+        stream: StreamSink | None,
+        may_skip: bool,
     ) -> str | None:
         """The model's reply; nothing of it is streamed, sent or spoken before the leak check (a DM too: another
         person's DM is a shared place for what someone else said, issue 31). The operator's own DM and console
@@ -246,37 +333,71 @@ class Orchestrator:
         a check there would protect nothing and cost the console its word-by-word stream."""
         checked = not turn.ctx.owner_private
         if checked:
-            tools.guard = lambda arguments: self._leaks(turn, arguments, convo, "the tool call refused")
-        gate = LeakGate(stream, lambda said: self._leaks(turn, said, convo)) if stream and checked else None
+            tools.guard = lambda arguments: self._leaks(
+                turn, arguments, convo, "the tool call refused"
+            )
+        gate = (
+            LeakGate(stream, lambda said: self._leaks(turn, said, convo))
+            if stream and checked
+            else None
+        )
         sink = gate or stream
-        drafted = await self._ask(convo, tools, SkipGate(sink) if sink and may_skip else sink, turn.message)
+        drafted = await self._ask(
+            convo, tools, SkipGate(sink) if sink and may_skip else sink, turn.message
+        )
         text = await self._guarded(turn, convo, tools, drafted)
         if gate is not None:
             await gate.finish(text, drafted)
         return text
 
-    async def _guarded(self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, text: str | None) -> str | None:
+    async def _guarded(
+        self, turn: Turn, convo: list[dict[str, Any]], tools: AsyncTools, text: str | None
+    ) -> str | None:
         """SEC-6: a reply that would reveal what the place may not see is asked for once more, with a general
         instruction (the words stay out of the prompt), and withheld if it still would. Only what the person
         of a DM may see passes there: their own memories, never another person's (issue 31)."""
-        if text is None or turn.ctx.owner_private or not await self._leaks(turn, text, convo, "asking the model again"):
+        if (
+            text is None
+            or turn.ctx.owner_private
+            or not await self._leaks(turn, text, convo, "asking the model again")
+        ):
             return text
-        again = await self._ask([*convo, {"role": "system", "content": prompts.render("leak_retry")}], tools, None, turn.message)
+        again = await self._ask(
+            [*convo, {"role": "system", "content": prompts.render("leak_retry")}],
+            tools,
+            None,
+            turn.message,
+        )
         if again is None or await self._leaks(turn, again, convo, "withheld"):
             return WITHHELD
         return again
 
-    async def _leaks(self, turn: Turn, text: str, convo: list[dict[str, Any]], outcome: str = "") -> bool:
+    async def _leaks(
+        self, turn: Turn, text: str, convo: list[dict[str, Any]], outcome: str = ""
+    ) -> bool:
         """Would ``text`` reveal memories this place may not see? Logged with ids and kinds, never the words."""
-        seen = "\n".join([*turn.names.values(), self.assembler.bot_name, *(text_of(m.get("content")) for m in convo[1:])])
+        seen = "\n".join(
+            [
+                *turn.names.values(),
+                self.assembler.bot_name,
+                *(text_of(m.get("content")) for m in convo[1:]),
+            ]
+        )
         leaks = await self.turns.leaks(turn.ctx, text, seen)
         if leaks and outcome:
             found = ", ".join(f"{leak.memory_id} ({leak.kind})" for leak in leaks)
-            log.warning("a reply (or tool call) in %s would reveal what this place may not see: %s; %s", turn.channel_key, found, outcome)
+            log.warning(
+                "a reply (or tool call) in %s would reveal what this place may not see: %s; %s",
+                turn.channel_key,
+                found,
+                outcome,
+            )
         return bool(leaks)
 
     def _snapshot(self, turn: Turn, session: VoiceConversation | None) -> Snapshot:
-        return self.assembler.snapshot(turn, preloaded=self.voice.preload(session, turn) if session else None)
+        return self.assembler.snapshot(
+            turn, preloaded=self.voice.preload(session, turn) if session else None
+        )
 
     async def _afterword(self, turn: Turn, seen: Seen, stream: StreamSink | None) -> str:
         """What follows the reply: a zone offer, and why an image was not looked at (ORCH-11: a clear line)."""
@@ -320,7 +441,11 @@ class Orchestrator:
     def _tools(self, turn: Turn, session: VoiceConversation | None) -> AsyncTools:
         # TOOLS-2: a voice session's memory writes are limited per person (5 a minute); text is not.
         voice = turn.message.modality == "voice"
-        limiter = self._limits.setdefault(turn.person_id, RateLimiter(self.engine.clock)) if voice else None
+        limiter = (
+            self._limits.setdefault(turn.person_id, RateLimiter(self.engine.clock))
+            if voice
+            else None
+        )
         provenance = Provenance(
             platform=turn.message.platform,
             guild_id=turn.ctx.guild_id,
@@ -335,7 +460,9 @@ class Orchestrator:
                 provenance=provenance,
                 rate_limit=limiter,
                 remembering=turn.remembered,
-                place=None if voice else place_of(turn),  # ORCH-13: a reminder fires where it was asked (text only)
+                place=None
+                if voice
+                else place_of(turn),  # ORCH-13: a reminder fires where it was asked (text only)
             ),
             self.runner,
             session.history if session else None,
@@ -346,15 +473,30 @@ class Orchestrator:
         would (SEC-3): real small models rarely call memory_delete for it (a 1.5B never did in 8 runs) and say
         "done" anyway. "Forget that" names nothing, so the model finds it; "forget everything" asks first (the
         command's question). What was done is told to the model, without the forgotten words."""
-        asks = [a.what[:MAX_ASK_CHARS] for a in forgets_in([turn.person_id], [without_notes(turn.text)]) if a.what][:MAX_ASKS]
+        asks = [
+            a.what[:MAX_ASK_CHARS]
+            for a in forgets_in([turn.person_id], [without_notes(turn.text)])
+            if a.what
+        ][:MAX_ASKS]
         if not asks:
             return ""
-        done = [await self.runner.run(self.commands.forget_words, what, turn, skip=(turn.stored_id or "",)) for what in asks]
+        done = [
+            await self.runner.run(
+                self.commands.forget_words, what, turn, skip=(turn.stored_id or "",)
+            )
+            for what in asks
+        ]
         tools.tools.deleted.extend(word for d in done for word in d.contents)
-        return prompts.render("forget_done" if any(d.anything for d in done) else "forget_not_found")
+        return prompts.render(
+            "forget_done" if any(d.anything for d in done) else "forget_not_found"
+        )
 
     def _user_text(self, turn: Turn, note: str = "") -> str:
-        said = turn.text if turn.ctx.is_dm else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
+        said = (
+            turn.text
+            if turn.ctx.is_dm
+            else f"{json.dumps(turn.names[turn.person_id], ensure_ascii=False)}: {turn.text}"
+        )
         said += f"\n\n{note}" if note else ""
         return f"{said}\n\n{clock_note(self.engine.clock.now(), turn.ctx.tz)}"  # the minute comes last (ORCH-9)
 
@@ -362,7 +504,9 @@ class Orchestrator:
 def _said(turn: Turn) -> Said:
     """The turn as the store keeps it."""
     m = turn.message
-    return Said(turn.ctx, turn.channel_key, turn.names[turn.person_id], turn.text, m.message_id, m.modality)
+    return Said(
+        turn.ctx, turn.channel_key, turn.names[turn.person_id], turn.text, m.message_id, m.modality
+    )
 
 
 def _arrival(turn: Turn) -> Arrival:
@@ -370,4 +514,10 @@ def _arrival(turn: Turn) -> Arrival:
 
 
 def _arrived(turn: Turn, arrival: Arrival) -> Turn:
-    return replace(turn, stored_id=arrival.stored_id, buffer_id=arrival.buffer_id, remembered=arrival.remembered, answered=arrival.answered)
+    return replace(
+        turn,
+        stored_id=arrival.stored_id,
+        buffer_id=arrival.buffer_id,
+        remembered=arrival.remembered,
+        answered=arrival.answered,
+    )

@@ -63,9 +63,13 @@ def parse_persona(raw: str, where: str = "the persona file") -> OperatorPersona:
     if len(name) > MAX_NAME:
         raise PersonaFileError(f"the name in {where} is longer than {MAX_NAME} characters")
     if not body:
-        raise PersonaFileError(f"{where} says nothing after its name line: describe who the bot is, how it talks, what it never does")
+        raise PersonaFileError(
+            f"{where} says nothing after its name line: describe who the bot is, how it talks, what it never does"
+        )
     if len(body) > MAX_PERSONA_CHARS:
-        raise PersonaFileError(f"{where} is {len(body)} characters long; at most {MAX_PERSONA_CHARS} (it is sent with every reply)")
+        raise PersonaFileError(
+            f"{where} is {len(body)} characters long; at most {MAX_PERSONA_CHARS} (it is sent with every reply)"
+        )
     return OperatorPersona(name, body)
 
 

@@ -35,13 +35,21 @@ class Window:
     """The accounts' sliding windows of reply times, in the store (``memory.storage.ratelimits``): every process of
     a sharded bot counts against the same window (SCALE-1). Read and written on the memory thread."""
 
-    def __init__(self, limit: MessageLimit, windows: RateWindows, runner: AsyncRunner, now: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        limit: MessageLimit,
+        windows: RateWindows,
+        runner: AsyncRunner,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.limit, self._windows, self._runner, self._now = limit, windows, runner, now
 
     async def admit(self, platform: str, user_id: str) -> bool | None:
         """True: answer; False: over the limit, say so once; None: over the limit and already told."""
         limit, window_s = self.limit.messages, self.limit.window_s
-        return await self._runner.run(self._windows.admit_person, platform, user_id, limit, window_s, self._now())
+        return await self._runner.run(
+            self._windows.admit_person, platform, user_id, limit, window_s, self._now()
+        )
 
 
 class Limited(PassThrough):
@@ -66,7 +74,9 @@ class Limited(PassThrough):
         if self._metrics is not None:
             self._metrics.rate_limited += 1
         if message.message_id:
-            await self._inner.message_deleted(message.platform, message.channel_id, (message.message_id,))
+            await self._inner.message_deleted(
+                message.platform, message.channel_id, (message.message_id,)
+            )
 
 
 def front_door(inner: Conversation, window: Window, metrics: Metrics | None) -> Any:

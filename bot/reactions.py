@@ -22,11 +22,16 @@ from .types import Reaction
 
 log = logging.getLogger(__name__)
 
-UP_STEP, DOWN_STEP = 0.5, 1.0  # of importance's 0..10: three 👎 from the person answered sink a 5 to 2
+UP_STEP, DOWN_STEP = (
+    0.5,
+    1.0,
+)  # of importance's 0..10: three 👎 from the person answered sink a 5 to 2
 OTHERS_WEIGHT = 0.25  # a bystander's reaction is a weaker signal: it was not their question
 _REINFORCE = frozenset({"👍", "❤", "♥", "💖", "💯"})
 _DOUBT = frozenset({"👎"})
-_MODIFIERS = dict.fromkeys([0xFE0F, 0xFE0E, *range(0x1F3FB, 0x1F400)])  # emoji presentation and skin tones
+_MODIFIERS = dict.fromkeys(
+    [0xFE0F, 0xFE0E, *range(0x1F3FB, 0x1F400)]
+)  # emoji presentation and skin tones
 
 
 def polarity(emoji: str) -> int:
@@ -49,14 +54,20 @@ NOTHING = Received()
 
 def may_touch(memory: Used, person_id: str) -> bool:
     """A private memory is only its owner's to move; a shared one anyone's who saw the reply."""
-    return not memory.private or (memory.scope in ("user", "owner") and memory.scope_id == person_id)
+    return not memory.private or (
+        memory.scope in ("user", "owner") and memory.scope_id == person_id
+    )
 
 
 def receive(engine: MemoryEngine, people: People, reaction: Reaction) -> Received:
     """Apply one reaction (on the memory thread)."""
     sign = polarity(reaction.emoji)
     feedback = engine.feedback
-    found = feedback.answered(reaction.platform, reaction.channel_id, reaction.post_id) if sign else None
+    found = (
+        feedback.answered(reaction.platform, reaction.channel_id, reaction.post_id)
+        if sign
+        else None
+    )
     if found is None:
         return NOTHING  # not a reaction that means anything, or not on a reply of the bot's here
     person = people.lookup(reaction.platform, reaction.user_id)
@@ -66,5 +77,7 @@ def receive(engine: MemoryEngine, people: People, reaction: Reaction) -> Receive
     touched = tuple(u.rid for u in feedback.used(found.memories) if may_touch(u, person))
     delta = (UP_STEP if sign > 0 else -DOWN_STEP) * (1.0 if own else OTHERS_WEIGHT)
     feedback.received(list(touched), delta, recheck=sign < 0 and own)
-    log.info("a reaction on reply %d moved %d memories by %+.3f", found.reply_rid, len(touched), delta)
+    log.info(
+        "a reaction on reply %d moved %d memories by %+.3f", found.reply_rid, len(touched), delta
+    )
     return Received(touched, delta, sign < 0 and own)

@@ -41,7 +41,10 @@ def honest(text: str | None, reminders_set: list[int], has_others: bool = False)
 
 
 async def held_to_its_word(
-    text: str | None, tools: MemoryTools, reminding: Reminding, streamed: Callable[[str], Awaitable[None]] | None
+    text: str | None,
+    tools: MemoryTools,
+    reminding: Reminding,
+    streamed: Callable[[str], Awaitable[None]] | None,
 ) -> str | None:
     """``honest`` for this turn's reply (which may have been streamed: then only the note can still be added)."""
     if text is None or tools.reminders_set or not claims_reminder(text):

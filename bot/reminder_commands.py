@@ -29,7 +29,9 @@ class ReminderCommands:
         if not remembers:
             return "Remembering is off (/privacy), so I can't keep a reminder: it would hold your words. /privacy on turns it back on."
         when, what = split_request(arg)
-        stored = self.reminders.ask(turn.person_id, place_of(turn), when, what, self.zones.zone_of(turn.person_id))
+        stored = self.reminders.ask(
+            turn.person_id, place_of(turn), when, what, self.zones.zone_of(turn.person_id)
+        )
         # a slash command's answer may be seen by the asker alone; the reminder itself is posted where it was asked
         where = "" if stored.is_dm else " I'll post it in this channel, mentioning you."
         return f"Reminder set for {stored.when()}: {stored.text}.{where} (/reminders lists them; /reminders cancel <n> cancels one)"
@@ -48,7 +50,11 @@ class ReminderCommands:
 
     def _cancel(self, person_id: str, mine: list[Reminder], number: str) -> str:
         if not number.isdigit() or not 1 <= int(number) <= len(mine):
-            return f"Say which one by its number in /reminders (1 to {len(mine)})." if mine else "You have no reminders to cancel."
+            return (
+                f"Say which one by its number in /reminders (1 to {len(mine)})."
+                if mine
+                else "You have no reminders to cancel."
+            )
         chosen = mine[int(number) - 1]
         if not self.reminders.cancel(person_id, chosen.id):
             return "That reminder was already gone."
@@ -57,7 +63,9 @@ class ReminderCommands:
     def forgotten(self, turn: Any, words: str) -> str:
         """``/forget <words>``: the person's reminders that hold those words are deleted; the sentence to say so."""
         gone = self.reminders.forget_matching(turn.person_id, words)
-        return f"Cancelled and forgotten {len(gone)} reminder(s): " + "; ".join(gone) if gone else ""
+        return (
+            f"Cancelled and forgotten {len(gone)} reminder(s): " + "; ".join(gone) if gone else ""
+        )
 
 
 def place_of(turn: Any) -> Place:
@@ -68,5 +76,7 @@ def place_of(turn: Any) -> Place:
 
 def _line(r: Reminder) -> str:
     where = "here in our private chat" if r.is_dm else f"in {r.platform} channel {r.channel_id}"
-    failed = " — could NOT be delivered (cancel it, or set it again)" if r.state == "undelivered" else ""
+    failed = (
+        " — could NOT be delivered (cancel it, or set it again)" if r.state == "undelivered" else ""
+    )
     return f"{r.text} — {r.when()}, {where}{failed}"

@@ -31,7 +31,9 @@ LATE_S = 300.0  # a reminder sent this much after its time says it is late, and 
 class Post(Protocol):
     """What an adapter offers reminders: a message to a chat, and one to a person's DM."""
 
-    async def send_to_channel(self, channel_id: str, text: str, mention_user_id: str | None = None) -> None: ...
+    async def send_to_channel(
+        self, channel_id: str, text: str, mention_user_id: str | None = None
+    ) -> None: ...
 
     async def send_to_user(self, user_id: str, text: str) -> None: ...
 
@@ -47,7 +49,9 @@ class ReminderReport:
 class ReminderJob:
     def __init__(self, reminding: Reminding, *, lease_s: float = LEASE_S) -> None:
         self.reminding, self.lease_s = reminding, lease_s
-        self.posts: dict[str, Post] = {}  # platform -> adapter, filled by whoever starts the adapters
+        self.posts: dict[
+            str, Post
+        ] = {}  # platform -> adapter, filled by whoever starts the adapters
 
     async def run(self) -> ReminderReport:
         """Send every due reminder; one reminder's failure never stops the others."""
@@ -55,13 +59,17 @@ class ReminderJob:
         for reminder in await self.reminding.due():
             try:
                 outcomes[await self.fire(reminder)] += 1
-            except Exception:  # a background-job edge: the row stays claimed and is taken again after its lease
+            except (
+                Exception
+            ):  # a background-job edge: the row stays claimed and is taken again after its lease
                 log.exception("reminder %d failed", reminder.id)
         for reminder in await self.reminding.undelivered():
             await self.tell(reminder)
         if sum(outcomes.values()):
             log.info("reminders: %s", dict(outcomes))
-        return ReminderReport(outcomes["sent"], outcomes["retrying"], outcomes["undelivered"], outcomes["waiting"])
+        return ReminderReport(
+            outcomes["sent"], outcomes["retrying"], outcomes["undelivered"], outcomes["waiting"]
+        )
 
     async def fire(self, reminder: Reminder) -> str:
         """One due reminder: 'sent', 'retrying', 'undelivered' or 'waiting'."""
@@ -80,7 +88,10 @@ class ReminderJob:
             await self.tell(reminder)
             return "undelivered"
         if not await self.reminding.delivered(reminder, now):
-            log.warning("reminder %d was sent but was no longer this process's to record (forgotten meanwhile?)", reminder.id)
+            log.warning(
+                "reminder %d was sent but was no longer this process's to record (forgotten meanwhile?)",
+                reminder.id,
+            )
         return "sent"
 
     async def tell(self, reminder: Reminder) -> None:
@@ -92,7 +103,10 @@ class ReminderJob:
         try:
             await post.send_to_user(reminder.platform_user_id, text)
         except Exception:
-            log.exception("could not tell the person that reminder %d was not delivered; /reminders shows it", reminder.id)
+            log.exception(
+                "could not tell the person that reminder %d was not delivered; /reminders shows it",
+                reminder.id,
+            )
             await self.reminding.tell_later(reminder)
             return
         await self.reminding.told(reminder)

@@ -36,18 +36,27 @@ class OwnerPolicy:
 
 
 class Resolver:
-    def __init__(self, people: People, owners: OwnerPolicy, zones: Timezones, channels: ChannelState) -> None:
+    def __init__(
+        self, people: People, owners: OwnerPolicy, zones: Timezones, channels: ChannelState
+    ) -> None:
         self.people, self.owners, self.zones, self.channels = people, owners, zones, channels
 
     def resolve(self, message: IncomingMessage) -> Turn:
         """Scope resolution: platform ids to people (recording new accounts and names), and the context every read
         of this turn is made for."""
-        return self._resolved(message, lambda accounts: self.people.resolve_many(message.platform, accounts))
+        return self._resolved(
+            message, lambda accounts: self.people.resolve_many(message.platform, accounts)
+        )
 
     def peek(self, message: IncomingMessage) -> Turn:
         """``resolve`` that writes nothing (ORCH-5): an unknown account is the person it would become, and no
         display name changes. The same rules otherwise (owner, reach, zone), so a snapshot is what chat would see."""
-        return self._resolved(message, lambda accounts: self.people.lookup_many(message.platform, [uid for uid, _ in accounts]))
+        return self._resolved(
+            message,
+            lambda accounts: self.people.lookup_many(
+                message.platform, [uid for uid, _ in accounts]
+            ),
+        )
 
     def dm_channel(self, platform: str, user_id: str) -> str:
         """Where this account's DM with the bot is, for a snapshot that names no channel: the console's one chat,
@@ -57,11 +66,15 @@ class Resolver:
         known = self.channels.dm_channel(platform, self.people.lookup(platform, user_id))
         return known or (user_id if platform == "telegram" else f"dm-{user_id}")
 
-    def _resolved(self, message: IncomingMessage, persons_of: Callable[[list[tuple[str, str]]], list[str]]) -> Turn:
+    def _resolved(
+        self, message: IncomingMessage, persons_of: Callable[[list[tuple[str, str]]], list[str]]
+    ) -> Turn:
         author = display_name(message.author_name)
         others = [(user_id, display_name(name)) for user_id, name in message.participants]
         pointed = [(user_id, display_name(name)) for user_id, name in message.mentions]
-        person, *persons = persons_of([(message.author_id, author), *others, *pointed])  # one read for everyone here
+        person, *persons = persons_of(
+            [(message.author_id, author), *others, *pointed]
+        )  # one read for everyone here
         persons, pointed_ids = persons[: len(others)], persons[len(others) :]
         names = {person: author or self.people.name(person)}
         for (user_id, name), other in zip(others, persons, strict=True):
@@ -84,7 +97,14 @@ class Resolver:
             zone=self.zones.name_of(person),
             pointed=tuple(dict.fromkeys(p for p in pointed_ids if p != person)),
         )
-        return Turn(message, person, ctx, f"{message.platform}:{message.channel_id}", names, clean_text(message.text))
+        return Turn(
+            message,
+            person,
+            ctx,
+            f"{message.platform}:{message.channel_id}",
+            names,
+            clean_text(message.text),
+        )
 
 
 def display_name(name: str) -> str:

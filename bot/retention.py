@@ -32,8 +32,21 @@ class RetentionReport:
 class RetentionJob:
     """``days``: the message window (None keeps messages for ever); the departures know the grace period."""
 
-    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, departures: Departures, days: float | None, holder: str) -> None:
-        self.engine, self.runner, self.departures, self.days, self.holder = engine, runner, departures, days, holder
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        departures: Departures,
+        days: float | None,
+        holder: str,
+    ) -> None:
+        self.engine, self.runner, self.departures, self.days, self.holder = (
+            engine,
+            runner,
+            departures,
+            days,
+            holder,
+        )
 
     async def run(self) -> RetentionReport | None:
         """One run; None when another process is running it now."""
@@ -67,7 +80,12 @@ class PlaceWatch:
     async def left(self, platform: str, guild_id: str) -> None:
         departure = await self.runner.run(self.departures.left, platform, guild_id)
         grace = self.departures.grace_days
-        log.info("%s: removed from place %s; all of it is purged in %g days unless the bot is added back", platform, guild_id, grace)
+        log.info(
+            "%s: removed from place %s; all of it is purged in %g days unless the bot is added back",
+            platform,
+            guild_id,
+            grace,
+        )
         log.debug("purge of %s due at %s", guild_id, departure.purge_at)
 
     async def joined(self, platform: str, guild_id: str) -> None:

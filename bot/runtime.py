@@ -70,13 +70,23 @@ class Runtime:
     bulletins: BulletinRefresh | None = None  # MAINT-5
     checkins: CheckinJob | None = None  # ORCH-8
     reminders: ReminderJob | None = None  # ORCH-13
-    dashboard: DashboardServer | None = None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
-    ingest: IngestWatch | None = None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
-    metrics: Metrics | None = None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
+    dashboard: DashboardServer | None = (
+        None  # started with the bot when COMPANION_DASHBOARD_ENABLED (bot.composition)
+    )
+    ingest: IngestWatch | None = (
+        None  # WRITE-7: the ingest folder, watched while the bot runs (COMPANION_INGEST_DIR)
+    )
+    metrics: Metrics | None = (
+        None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
+    )
     budgets: Budgets | None = None  # ORCH-14: the usage ledger and the daily budgets (bot.budgets)
     retention: RetentionJob | None = None  # SEC-7 (bot.retention)
-    places: PlaceWatch | None = None  # SEC-7: what the adapters tell of the places that remove or add the bot
-    flush_s: float | None = None  # how long ``stop`` extracts what is buffered (None: until done); the rest waits
+    places: PlaceWatch | None = (
+        None  # SEC-7: what the adapters tell of the places that remove or add the bot
+    )
+    flush_s: float | None = (
+        None  # how long ``stop`` extracts what is buffered (None: until done); the rest waits
+    )
     _running: _Running = field(default_factory=_Running, init=False, repr=False, compare=False)
 
     @property
@@ -88,7 +98,9 @@ class Runtime:
         # model outage (the first tick retries them instead of waiting for the next message).
         released = await self.runner.run(self.background.buffer.release_all)
         if released:
-            log.info("%d buffered messages from before the restart are due for extraction", released)
+            log.info(
+                "%d buffered messages from before the restart are due for extraction", released
+            )
         # A run killed before this start left its audit row "running", quoting the chat: closed now (MAINT-4).
         await self.runner.run(maintenance.reap_stale_audits, self.engine)
         if self.schedule.enabled:
@@ -104,7 +116,9 @@ class Runtime:
     async def stop(self) -> None:
         """Graceful: end voice sessions (their summaries are kept), stop the loop and the scheduler, extract what
         is still buffered, close the store."""
-        if self.dashboard is not None:  # first: no dashboard request may reach a store that is closing
+        if (
+            self.dashboard is not None
+        ):  # first: no dashboard request may reach a store that is closing
             await self.dashboard.stop()
         try:
             await self.orchestrator.voice.end_all()
@@ -130,7 +144,9 @@ class Runtime:
                 left,
             )
         except Exception:  # shutdown edge: never lose the close below to a failing model
-            log.exception("could not flush the extraction buffer; it stays in the database for next start")
+            log.exception(
+                "could not flush the extraction buffer; it stays in the database for next start"
+            )
         await self.runner.run(self.engine.close)
         self.runner.shutdown()
 
@@ -138,7 +154,9 @@ class Runtime:
         while True:
             try:
                 await self.background.tick()
-                if self.engine.journals is not None:  # MAINT-6: snapshots of scopes that changed since the last tick
+                if (
+                    self.engine.journals is not None
+                ):  # MAINT-6: snapshots of scopes that changed since the last tick
                     await self.runner.run(self.engine.journals.flush)
             except Exception:  # a background-job edge: log and keep ticking
                 log.exception("background tick failed")
@@ -153,8 +171,12 @@ class Runtime:
             run = runs[job]
             if run is None:
                 continue
-            at_start = {"next_run_time": datetime.now(UTC)} if job.at_start else {}  # None would add it paused
-            trigger = CronTrigger.from_crontab(job.cron(self.schedule), timezone="UTC")  # validated by Settings
+            at_start = (
+                {"next_run_time": datetime.now(UTC)} if job.at_start else {}
+            )  # None would add it paused
+            trigger = CronTrigger.from_crontab(
+                job.cron(self.schedule), timezone="UTC"
+            )  # validated by Settings
             scheduler.add_job(run, trigger, id=job.name, **at_start)
         return scheduler
 
@@ -172,13 +194,24 @@ class Runtime:
 
     async def _consolidate(self) -> None:
         """MAINT-1 as a job: the memory thread is free while the model writes the merges."""
-        report = await self.background.jobs.run(Consolidation(self.engine), claim=CONSOLIDATION.key())
+        report = await self.background.jobs.run(
+            Consolidation(self.engine), claim=CONSOLIDATION.key()
+        )
         if report is None:
             return
-        log.info("consolidation: %d clusters, %d merged, %d failed", report.clusters, report.merged_rows, report.failures)
+        log.info(
+            "consolidation: %d clusters, %d merged, %d failed",
+            report.clusters,
+            report.merged_rows,
+            report.failures,
+        )
 
     async def _maintain(self) -> None:
         counts = await self.runner.run(
-            lambda: (maintenance.decay(self.engine), maintenance.prune(self.engine), maintenance.prune_entities(self.engine))
+            lambda: (
+                maintenance.decay(self.engine),
+                maintenance.prune(self.engine),
+                maintenance.prune_entities(self.engine),
+            )
         )
         log.info("maintenance: decayed %d, pruned %d, entities pruned %d", *counts)

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TICK_S = 1.0  # the background loop's period: a due extraction waits at most this long past its debounce
+TICK_S = (
+    1.0  # the background loop's period: a due extraction waits at most this long past its debounce
+)
 TICK = "tick"  # a job's cadence: every tick of the background loop
 
 
@@ -43,7 +45,9 @@ class Schedule:
     bulletin_cron: str = "*/15 * * * *"  # MAINT-5: looks for scopes whose bulletin is due
     checkin_cron: str = "*/10 * * * *"  # ORCH-8: looks for check-ins that are due
     reminder_cron: str = "* * * * *"  # ORCH-13: sends the reminders that are due (to the minute)
-    retention_cron: str = "20 * * * *"  # SEC-7: expires old messages, purges places left long enough ago
+    retention_cron: str = (
+        "20 * * * *"  # SEC-7: expires old messages, purges places left long enough ago
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +80,14 @@ SUMMARY_EXPIRY = Periodic("summary-expiry", TICK)
 JOURNALS = Periodic("journals", TICK)  # MAINT-6
 CONSOLIDATION = Periodic("consolidation", "consolidation_cron", "consolidation")  # MAINT-1
 DECAY_PRUNE = Periodic("decay-prune", "maintenance_cron")  # MAINT-2, MAINT-3
-DAILY_REFLECTION = Periodic("daily-reflection", "daily_cron", "daily:{chat}:{day}", at_start=True)  # MAINT-4
+DAILY_REFLECTION = Periodic(
+    "daily-reflection", "daily_cron", "daily:{chat}:{day}", at_start=True
+)  # MAINT-4
 BULLETINS = Periodic("bulletins", "bulletin_cron", "bulletin:{scope}:{scope_id}")  # MAINT-5
 CHECKINS = Periodic("checkins", "checkin_cron", "checkin:{row}", at_start=True)  # ORCH-8
-REMINDERS = Periodic("reminders", "reminder_cron", at_start=True)  # ORCH-13: each row is claimed in its table
+REMINDERS = Periodic(
+    "reminders", "reminder_cron", at_start=True
+)  # ORCH-13: each row is claimed in its table
 RETENTION = Periodic("retention", "retention_cron", "retention")  # SEC-7
 
 PERIODIC = (

@@ -68,13 +68,19 @@ def read_or_make(path: Path) -> bytes:
 
 
 def _unmakeable(path: Path, exc: OSError) -> KeyFileError:
-    return KeyFileError(f"cannot make the key file {path} ({exc.strerror}): set COMPANION_KEY_FILE or COMPANION_SECRET_KEY")
+    return KeyFileError(
+        f"cannot make the key file {path} ({exc.strerror}): set COMPANION_KEY_FILE or COMPANION_SECRET_KEY"
+    )
 
 
 def _read(path: Path) -> bytes:
     if path.exists() and not path.is_file():
-        raise KeyFileError(f"{path} is not a file (COMPANION_KEY_FILE names the tombstones' key file)")
+        raise KeyFileError(
+            f"{path} is not a file (COMPANION_KEY_FILE names the tombstones' key file)"
+        )
     text = path.read_text(encoding="ascii", errors="replace").strip().lower()
     if not _HEX_KEY.fullmatch(text):
-        raise KeyFileError(f"{path} does not hold a key (64 hex digits); restore it from where you keep your config")
+        raise KeyFileError(
+            f"{path} does not hold a key (64 hex digits); restore it from where you keep your config"
+        )
     return bytes.fromhex(text)

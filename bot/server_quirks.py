@@ -24,7 +24,9 @@ _CANNOT = re.compile(
 )
 FEATURES = {
     "tools": re.compile(r"\btools?\b|tool_choice|tool[ _-]?call|function[ _-]?call", re.IGNORECASE),
-    "response_format": re.compile(r"response_format|json_schema|json[ _-]?mode|structured output|grammar", re.IGNORECASE),
+    "response_format": re.compile(
+        r"response_format|json_schema|json[ _-]?mode|structured output|grammar", re.IGNORECASE
+    ),
 }
 
 
@@ -44,7 +46,9 @@ def refused(exc: openai.APIStatusError, args: dict[str, Any]) -> str | None:
     for feature, named in FEATURES.items():
         if feature not in args or not named.search(said):
             continue
-        if exc.status_code == 400 or _CANNOT.search(said):  # a 400 naming the feature was always a refusal here
+        if exc.status_code == 400 or _CANNOT.search(
+            said
+        ):  # a 400 naming the feature was always a refusal here
             return feature
     return None
 

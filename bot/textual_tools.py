@@ -75,7 +75,9 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
         out = _after_tag(out, tag, names, calls)
     out = _FENCE.sub(lambda m: _or(only_calls(m.group(1)), m.group(0)), out)
     out = _SPECIAL.sub("", _bare(out, names, calls))
-    return calls, _tidy(out) if out != text else out.strip()  # a reply with nothing cut out keeps its layout
+    return calls, _tidy(
+        out
+    ) if out != text else out.strip()  # a reply with nothing cut out keeps its layout
 
 
 def _after_tag(text: str, tag: str, names: Collection[str], calls: list[TextCall]) -> str:
@@ -160,7 +162,9 @@ def _shaped(value: Any) -> list[TextCall]:
 def _one(item: Any) -> TextCall | None:
     if not isinstance(item, dict):
         return None
-    if isinstance(item.get("function"), dict):  # {"type": "function", "function": {"name", "arguments"}}
+    if isinstance(
+        item.get("function"), dict
+    ):  # {"type": "function", "function": {"name", "arguments"}}
         item = item["function"]
     name = item.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -186,7 +190,9 @@ def _arguments(raw: Any) -> str:
 
 def _is_only_json(body: str) -> bool:
     """A fence holding nothing but JSON values (and comment lines): prose in it makes it someone's example."""
-    rest = re.sub(r"(?m)^\s*(?://|#).*$", "", _strip_json(body))  # a model's comment line is not prose
+    rest = re.sub(
+        r"(?m)^\s*(?://|#).*$", "", _strip_json(body)
+    )  # a model's comment line is not prose
     return not re.sub(r"[\s;,]", "", rest)
 
 
@@ -210,7 +216,9 @@ def _tidy(text: str) -> str:
 
 
 # -- streaming ---------------------------------------------------------------------------------------------
-_FENCE_OPEN = re.compile(r"```[\w-]*\s*[\[{<]")  # JSON or markup: held to the end (HTML in a fence waits too)
+_FENCE_OPEN = re.compile(
+    r"```[\w-]*\s*[\[{<]"
+)  # JSON or markup: held to the end (HTML in a fence waits too)
 _FENCE_MAYBE = re.compile(r"`{1,3}|```[\w-]*\s*")
 _KEY_MAYBE = re.compile(r"\[?\s*\{?\s*(?:\"([a-z_]*)(\"?)\s*)?")
 _KEY_OPEN = re.compile(r"\[?\s*\{\s*\"([a-z_]+)\"\s*:")
@@ -233,7 +241,13 @@ def _opens(tail: str) -> str:
             return "yes" if opened.group(1) in CALL_KEYS else "no"
         partial = _KEY_MAYBE.fullmatch(tail)
         key = (partial.group(1) or "") if partial else None
-        if key is not None and partial and (key in CALL_KEYS if partial.group(2) else any(k.startswith(key) for k in CALL_KEYS)):
+        if (
+            key is not None
+            and partial
+            and (
+                key in CALL_KEYS if partial.group(2) else any(k.startswith(key) for k in CALL_KEYS)
+            )
+        ):
             return "maybe"
     return "no"
 
@@ -288,11 +302,17 @@ class Tools(Protocol):
     async def call(self, name: str, arguments: str) -> str: ...
 
 
-async def run_written(said: str, written: list[TextCall], tools: Tools, ran: list[Ran]) -> list[dict[str, Any]]:
+async def run_written(
+    said: str, written: list[TextCall], tools: Tools, ran: list[Ran]
+) -> list[dict[str, Any]]:
     """Calls written as text, run like structured ones; the messages that carry on the conversation. The
     results go back in a user message: a server without a tool-aware template (llama.cpp without --jinja)
     may drop or refuse role "tool" and ids the model never sent; every server takes a user message."""
-    log.info("the model wrote %d tool call(s) as text (%s); run as tool calls", len(written), ", ".join(c.name for c in written))
+    log.info(
+        "the model wrote %d tool call(s) as text (%s); run as tool calls",
+        len(written),
+        ", ".join(c.name for c in written),
+    )
     results = []
     for call in written:
         ran.append(Ran(call.name, call.arguments, await tools.call(call.name, call.arguments)))

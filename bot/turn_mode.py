@@ -47,7 +47,10 @@ class TurnMode:
 
 def names(text: str, bot_name: str) -> bool:
     """The bot's name said as a word ("hey Companion," yes; "companionship" no)."""
-    return bool(bot_name) and re.search(rf"(?<!\w){re.escape(bot_name)}(?!\w)", text, re.IGNORECASE) is not None
+    return (
+        bool(bot_name)
+        and re.search(rf"(?<!\w){re.escape(bot_name)}(?!\w)", text, re.IGNORECASE) is not None
+    )
 
 
 def is_skip(reply: str) -> bool:

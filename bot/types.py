@@ -17,7 +17,9 @@ from memory import valid_unicode
 # message was stored, so "saved" is true.
 APOLOGY = "Sorry — I couldn't think straight just now. Your message is saved; please try again in a moment."
 # What an adapter says when anything else failed: it cannot know whether the message was stored, so no claim.
-ERROR_APOLOGY = "Sorry — something went wrong on my side with that message; please send it again in a moment."
+ERROR_APOLOGY = (
+    "Sorry — something went wrong on my side with that message; please send it again in a moment."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +41,15 @@ class IncomingMessage:
     text: str
     guild_id: str | None = None  # Discord guild or Telegram group chat id; None in a DM
     message_id: str | None = None
-    participants: tuple[tuple[str, str], ...] = ()  # other (platform user id, name) pairs present, if known
+    participants: tuple[
+        tuple[str, str], ...
+    ] = ()  # other (platform user id, name) pairs present, if known
     created_at: float | None = None
     modality: str = "text"  # "voice" for a transcribed utterance
     author_is_admin: bool = False  # the author may change this server's lore (Discord manage_guild, Telegram chat admin)
-    readable_channels: tuple[str, ...] = ()  # other channels of this server the author can read (the adapter knows)
+    readable_channels: tuple[
+        str, ...
+    ] = ()  # other channels of this server the author can read (the adapter knows)
     # Spoken to the bot (a DM, a mention, a reply to it). False for group talk the bot may answer or not: with
     # others present it may then answer [SKIP] and stay silent (VOICE-1; unaddressed text in configured channels).
     addressed: bool = True
@@ -57,8 +63,14 @@ class IncomingMessage:
         # replaced here, once, so nothing downstream fails to encode a message the person already sent.
         object.__setattr__(self, "text", valid_unicode(self.text))
         object.__setattr__(self, "author_name", valid_unicode(self.author_name))
-        object.__setattr__(self, "participants", tuple((uid, valid_unicode(name)) for uid, name in self.participants))
-        object.__setattr__(self, "mentions", tuple((uid, valid_unicode(name)) for uid, name in self.mentions))
+        object.__setattr__(
+            self,
+            "participants",
+            tuple((uid, valid_unicode(name)) for uid, name in self.participants),
+        )
+        object.__setattr__(
+            self, "mentions", tuple((uid, valid_unicode(name)) for uid, name in self.mentions)
+        )
 
     @property
     def is_dm(self) -> bool:
@@ -70,7 +82,9 @@ class Reply:
     text: str
     forgotten: tuple[str, ...] = ()  # contents deleted while building this reply (ORCH-3)
     failed: bool = False  # the LLM failed and this is the short apology (ORCH-6)
-    skipped: bool = False  # the model chose to stay silent ([SKIP]); ``text`` is empty, the turn is stored
+    skipped: bool = (
+        False  # the model chose to stay silent ([SKIP]); ``text`` is empty, the turn is stored
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +140,9 @@ class Conversation(Protocol):
     async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
         """A voice session in this channel ended (leave, empty channel, idle, shutdown): persist what it was about."""
 
-    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
+    async def message_deleted(
+        self, platform: str, channel_id: str, message_ids: tuple[str, ...]
+    ) -> None:
         """Messages were deleted where they were written: they leave the history, with what was learned only from them."""
 
     async def message_edited(self, message: IncomingMessage) -> None:
@@ -174,7 +190,9 @@ class PassThrough:
     async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
         await self._inner.voice_ended(platform, guild_id, channel_id)
 
-    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
+    async def message_deleted(
+        self, platform: str, channel_id: str, message_ids: tuple[str, ...]
+    ) -> None:
         await self._inner.message_deleted(platform, channel_id, message_ids)
 
     async def message_edited(self, message: IncomingMessage) -> None:

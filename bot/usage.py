@@ -79,7 +79,10 @@ def speed_of(body: object, seconds: float) -> Speed | None:
     timings = body.get("timings") if isinstance(body, dict) else None
     if isinstance(timings, dict):
         fresh, made = _count(timings.get("prompt_n")), _count(timings.get("predicted_n"))
-        read, wrote = _rate(timings.get("prompt_per_second")), _rate(timings.get("predicted_per_second"))
+        read, wrote = (
+            _rate(timings.get("prompt_per_second")),
+            _rate(timings.get("predicted_per_second")),
+        )
         if fresh is not None and made is not None and read is not None and wrote is not None:
             return Speed(fresh, made, read, wrote, seconds)
     usage = usage_of(body)
@@ -89,4 +92,8 @@ def speed_of(body: object, seconds: float) -> Speed | None:
 
 
 def _rate(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
+    return (
+        float(value)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+        else None
+    )

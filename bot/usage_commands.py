@@ -23,7 +23,9 @@ from .budgets import Limits
 MAX_DAYS = 31
 USAGE_HELP = "Use /usage me, /usage server (admins) or /usage all (my owner, in our DM), with a number of days if you like: /usage me 7"
 NOT_ADMIN = "Only this place's admins (or my owner) can see its usage. /usage me shows yours."
-NOT_OWNER = "Only my owner can see everyone's usage, in a private chat with me. /usage me shows yours."
+NOT_OWNER = (
+    "Only my owner can see everyone's usage, in a private chat with me. /usage me shows yours."
+)
 
 
 class UsageCommands:
@@ -32,9 +34,13 @@ class UsageCommands:
 
     def do_usage(self, arg: str, turn: Any) -> str:
         words, days = arg.lower().split(), 1
-        if words and words[-1].isascii() and words[-1].isdigit():  # "²" is a digit to isdigit, not to int
+        if (
+            words and words[-1].isascii() and words[-1].isdigit()
+        ):  # "²" is a digit to isdigit, not to int
             number = words.pop()
-            days = int(number) if len(number) <= 2 else 0  # 5,000 digits: out of range, never converted
+            days = (
+                int(number) if len(number) <= 2 else 0
+            )  # 5,000 digits: out of range, never converted
         view = words[0] if len(words) == 1 else "" if not words else "?"
         if view not in ("", "me", "server", "all") or not 1 <= days <= MAX_DAYS:
             return USAGE_HELP
@@ -48,7 +54,9 @@ class UsageCommands:
 
     def _days(self, days: int) -> tuple[str, str]:
         today = datetime.fromtimestamp(self.engine.clock.now(), UTC)
-        return (today - timedelta(days=days - 1)).strftime("%Y-%m-%d"), day_of(self.engine.clock.now())
+        return (today - timedelta(days=days - 1)).strftime("%Y-%m-%d"), day_of(
+            self.engine.clock.now()
+        )
 
     def _own(self, person_id: str, first: str, last: str) -> str:
         lines = self.ledger.person(person_id, first, last)
@@ -76,13 +84,22 @@ class UsageCommands:
         head = f"All usage {_span(first, last)}: {_spend(self.ledger.totals(first, last))}."
         places = self.ledger.by("place_id", first, last, limit=10)
         where = [Line(line.label or "private chats", line.spend) for line in places]
-        return "\n".join([head, f"By place: {_listed(where)}" if where else "", *self._groups(first, last, None)]).replace("\n\n", "\n")
+        return "\n".join(
+            [head, f"By place: {_listed(where)}" if where else "", *self._groups(first, last, None)]
+        ).replace("\n\n", "\n")
 
     def _groups(self, first: str, last: str, place: str | None) -> list[str]:
         kinds = self.ledger.by("kind", first, last, place, limit=10)
         models = self.ledger.by("model", first, last, place, limit=5)
-        people = [Line(self.people.name(line.label) or line.label, line.spend) for line in self.ledger.people(first, last, place, limit=10)]
-        return [f"By {what}: {_listed(lines)}" for what, lines in (("job", kinds), ("model", models), ("person", people)) if lines]
+        people = [
+            Line(self.people.name(line.label) or line.label, line.spend)
+            for line in self.ledger.people(first, last, place, limit=10)
+        ]
+        return [
+            f"By {what}: {_listed(lines)}"
+            for what, lines in (("job", kinds), ("model", models), ("person", people))
+            if lines
+        ]
 
 
 def _span(first: str, last: str) -> str:

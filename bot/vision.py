@@ -49,7 +49,9 @@ PROBE_PNG = solid_png((220, 20, 20))
 CAPTION_CHARS = 200  # a caption is a line of memory, not a description of every pixel
 # How servers refuse an image they cannot read: OpenAI "image_url is only supported by certain models", llama.cpp
 # "image input is not supported - you may need to provide the mmproj", vLLM "not a multimodal model".
-NOTE = re.compile(r"\[photo(?: not read)?(?:: [^\]]*)?\]")  # what ``look`` writes into a message's text
+NOTE = re.compile(
+    r"\[photo(?: not read)?(?:: [^\]]*)?\]"
+)  # what ``look`` writes into a message's text
 _NO_EYES = re.compile(r"image|vision|multi-?modal|mmproj|content part|content type", re.IGNORECASE)
 
 
@@ -95,8 +97,20 @@ def vision_key(base_url: str, model: str) -> str:
 class Sight:
     """The images of incoming messages, for one chat model. ``traits`` keeps the probe's verdict (auto only)."""
 
-    def __init__(self, llm: ChatClient, runner: AsyncRunner, traits: ModelTraits | None, options: VisionOptions) -> None:
-        self.llm, self.runner, self.traits, self.options, self.key = llm, runner, traits, options, options.key
+    def __init__(
+        self,
+        llm: ChatClient,
+        runner: AsyncRunner,
+        traits: ModelTraits | None,
+        options: VisionOptions,
+    ) -> None:
+        self.llm, self.runner, self.traits, self.options, self.key = (
+            llm,
+            runner,
+            traits,
+            options,
+            options.key,
+        )
         self._sees: bool | None = {"on": True, "off": False}.get(options.mode)
 
     async def look(self, message: IncomingMessage) -> tuple[IncomingMessage, Seen]:
@@ -115,7 +129,9 @@ class Sight:
             caption = await self._caption(item, message.text)
             notes.append(f"[photo: {caption}]" if caption else "[photo]")
             parts.append(item.part())
-        if parts and self._sees is False:  # the model refused an image while captioning: none go to the reply
+        if (
+            parts and self._sees is False
+        ):  # the model refused an image while captioning: none go to the reply
             return _noted(message, notes), replace(_unseen(len(parts)), lines=tuple(lines))
         return _noted(message, notes), Seen(tuple(parts), "", tuple(lines))
 
@@ -137,7 +153,9 @@ class Sight:
             answer = await self.llm.complete(question, temperature=0.0)
         except LLMError as exc:
             if not refuses_images(exc):
-                log.warning("the vision probe got no answer (%s); this image is kept as [photo]", exc)
+                log.warning(
+                    "the vision probe got no answer (%s); this image is kept as [photo]", exc
+                )
                 return False  # for this turn only: nothing is kept, the next image asks again
             answer = ""
         await self._keep(sees_red(answer))
@@ -148,7 +166,11 @@ class Sight:
         if self.traits is not None:
             verdict = KeptSight(sees, datetime.now(UTC).isoformat(timespec="seconds"))
             await self.runner.run(self.traits.keep_sight, self.key, verdict)
-        log.info("the chat model %s images (probe kept as %s)", "sees" if sees else "does not see", self.key)
+        log.info(
+            "the chat model %s images (probe kept as %s)",
+            "sees" if sees else "does not see",
+            self.key,
+        )
 
     async def _caption(self, picture: Picture, said: str) -> str:
         """One line about the image from the chat model; "" when it failed (the photo is kept as [photo])."""
@@ -158,7 +180,9 @@ class Sight:
             return one_line(await self.llm.complete(question, temperature=0.0))
         except LLMError as exc:
             if refuses_images(exc) and self.options.mode == "auto":
-                await self._keep(False)  # the model changed since the probe, or the probe was fooled
+                await self._keep(
+                    False
+                )  # the model changed since the probe, or the probe was fooled
             log.warning("no caption for an image (%s); kept as [photo]", exc)
             return ""
 
@@ -166,7 +190,10 @@ class Sight:
 def probe_content() -> list[dict[str, Any]]:
     """The probe's user message (shared with ``companion doctor``)."""
     url = "data:image/png;base64," + base64.b64encode(PROBE_PNG).decode("ascii")
-    return [{"type": "text", "text": prompts.render("image_probe")}, {"type": "image_url", "image_url": {"url": url}}]
+    return [
+        {"type": "text", "text": prompts.render("image_probe")},
+        {"type": "image_url", "image_url": {"url": url}},
+    ]
 
 
 def sees_red(answer: str) -> bool:
@@ -176,7 +203,13 @@ def sees_red(answer: str) -> bool:
 def refuses_images(exc: BaseException) -> bool:
     """The server answered that it takes no images (rather than failing or being unreachable)."""
     cause = exc.__cause__
-    if not isinstance(cause, openai.APIStatusError) or cause.status_code not in (400, 415, 422, 500, 501):
+    if not isinstance(cause, openai.APIStatusError) or cause.status_code not in (
+        400,
+        415,
+        422,
+        500,
+        501,
+    ):
         return False
     return bool(_NO_EYES.search(f"{server_words(cause)} {cause.message}"))
 
@@ -198,7 +231,9 @@ def with_notes(engine: MemoryEngine, message: IncomingMessage) -> IncomingMessag
     """An edit of a message that came with photos: its new text, with the notes of the stored one (Discord sends
     the new words only; the photos are still there, and asking for captions again would cost a call each)."""
     ids = [message.message_id] if message.message_id else []
-    stored = engine.messages.get_rids(engine.messages.rids_by_platform_id(message.platform, message.channel_id, ids))
+    stored = engine.messages.get_rids(
+        engine.messages.rids_by_platform_id(message.platform, message.channel_id, ids)
+    )
     notes = [note for m in stored for note in NOTE.findall(m.content) if note not in message.text]
     return _noted(message, notes) if notes else message
 

@@ -56,12 +56,26 @@ class VoiceOptions:
 class VoiceConversation:
     """One voice channel's session: its caches, its transcript and who took part."""
 
-    def __init__(self, turn: Turn, engine: MemoryEngine, options: VoiceOptions, completer: AsyncCompleter, flush: FlushCallback) -> None:
+    def __init__(
+        self,
+        turn: Turn,
+        engine: MemoryEngine,
+        options: VoiceOptions,
+        completer: AsyncCompleter,
+        flush: FlushCallback,
+    ) -> None:
         ctx, self.clock = turn.ctx, engine.clock
-        self.key, self.platform, self.guild_id, self.channel_id = turn.channel_key, ctx.platform, ctx.guild_id, ctx.channel_id
+        self.key, self.platform, self.guild_id, self.channel_id = (
+            turn.channel_key,
+            ctx.platform,
+            ctx.guild_id,
+            ctx.channel_id,
+        )
         self.started_at = engine.clock.now()
         self.people: dict[str, None] = {}  # person ids in order of first appearance
-        self.warm: WarmMemory = WarmMemory(engine.embeddings.embed_queries, engine.clock, options.warm)
+        self.warm: WarmMemory = WarmMemory(
+            engine.embeddings.embed_queries, engine.clock, options.warm
+        )
         self.history: HistoryCache[str] = HistoryCache(engine.clock, options.caches)
         self.transcript = VoiceTranscript(completer, flush, options.compaction)
         self.follow_up_s = options.follow_up_s
@@ -70,18 +84,29 @@ class VoiceConversation:
 
     def follows_up(self, turn: Turn) -> bool:
         last = self._answered
-        return last is not None and last[0] == turn.person_id and self.clock.now() - last[1] <= self.follow_up_s
+        return (
+            last is not None
+            and last[0] == turn.person_id
+            and self.clock.now() - last[1] <= self.follow_up_s
+        )
 
     def history_messages(self) -> tuple[dict[str, str], ...]:
         """The verbatim turns as chat messages, names quoted as data (SEC-2) like the text path's history."""
         return tuple(
-            {"role": t.role, "content": t.text if t.role == "assistant" else f"{json.dumps(t.speaker_name, ensure_ascii=False)}: {t.text}"}
+            {
+                "role": t.role,
+                "content": t.text
+                if t.role == "assistant"
+                else f"{json.dumps(t.speaker_name, ensure_ascii=False)}: {t.text}",
+            }
             for t in self.transcript.turns
         )
 
     def record(self, turn: Turn, reply: str | None, bot_name: str) -> None:
         now = self.clock.now()
-        self.transcript.append(VoiceTurn(turn.person_id, turn.names[turn.person_id], turn.text, now))
+        self.transcript.append(
+            VoiceTurn(turn.person_id, turn.names[turn.person_id], turn.text, now)
+        )
         if reply:
             self.transcript.append(VoiceTurn("bot", bot_name, reply, now, role="assistant"))
             self._answered = (turn.person_id, now)
@@ -110,8 +135,12 @@ class VoiceSessions:
         self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
         self.summaries, self.channels, self.options = summaries, channels, options
         self.sessions: dict[str, VoiceConversation] = {}
-        self.pool = BehaviouralPool(engine.memory_rows, options.caches)  # keyed by guild + participants inside
-        self._signal: int | None = None  # the store's forget signal when the caches were last known current
+        self.pool = BehaviouralPool(
+            engine.memory_rows, options.caches
+        )  # keyed by guild + participants inside
+        self._signal: int | None = (
+            None  # the store's forget signal when the caches were last known current
+        )
         # Extraction of a channel's buffered turns (``Background.extract``); without it (the bench) a flush only
         # makes the turns due for the next background tick.
         self.extract = extract
@@ -125,7 +154,9 @@ class VoiceSessions:
                 turn,
                 self.engine,
                 self.options,
-                functools.partial(self._complete, in_place("compaction", turn.ctx)),  # ORCH-14: the place's, no one's
+                functools.partial(
+                    self._complete, in_place("compaction", turn.ctx)
+                ),  # ORCH-14: the place's, no one's
                 functools.partial(self._flush, turn.channel_key),
             )
         session.people.update(dict.fromkeys(turn.names))
@@ -134,7 +165,11 @@ class VoiceSessions:
     def compact_soon(self, key: str) -> None:
         """Fold due turns into the rolling summary after the reply, never while someone waits for one."""
         session = self.sessions.get(key)
-        if session and session.transcript.due and (session.compacting is None or session.compacting.done()):
+        if (
+            session
+            and session.transcript.due
+            and (session.compacting is None or session.compacting.done())
+        ):
             session.compacting = asyncio.ensure_future(session.transcript.compact())
 
     async def end(self, key: str) -> int | None:
@@ -156,14 +191,18 @@ class VoiceSessions:
         self._follow_other_processes()
         warm = session.warm.turn(turn.text, memory_retrieval(self.engine.recall, turn.ctx))
         rules = tuple(self.pool.facts(turn.ctx, turn.text))
-        return Preloaded(warm.snapshot, rules, session.history_messages(), session.transcript.summary)
+        return Preloaded(
+            warm.snapshot, rules, session.history_messages(), session.transcript.summary
+        )
 
     def _follow_other_processes(self) -> None:
         """Another process of this bot (SCALE-1), or a CLI command, forgot or edited words: what these caches hold may
         be among them, so all goes as after a forget here. A counter read (PostgreSQL) or a PRAGMA (SQLite) per turn."""
         signal = self.engine.forget_signal()
         if self._signal is not None and signal != self._signal:
-            log.info("voice: the store changed in another process; warm snapshots and caches dropped")
+            log.info(
+                "voice: the store changed in another process; warm snapshots and caches dropped"
+            )
             self.invalidate_all()
         self._signal = signal
 
@@ -190,10 +229,13 @@ class VoiceSessions:
         )
 
     # -- on the event loop, for compaction ---------------------------------------------------------------------
-    async def _complete(self, charge: Charge, system: str, user: str, *, temperature: float = 0.0) -> str:
+    async def _complete(
+        self, charge: Charge, system: str, user: str, *, temperature: float = 0.0
+    ) -> str:
         with charging(charge):
             return await self.llm.complete(
-                [{"role": "system", "content": system}, {"role": "user", "content": user}], temperature=temperature
+                [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                temperature=temperature,
             )
 
     async def _flush(self, key: str, turns: tuple[VoiceTurn, ...]) -> None:
@@ -209,8 +251,14 @@ def cached_search(history: HistoryCache[str], tools: MemoryTools, arguments: str
         args = json.loads(arguments or "{}")
         query, top_k = str(args["query"]), args.get("topK")
     except (json.JSONDecodeError, TypeError, KeyError, AttributeError):
-        return tools.call("conversation_search", arguments)  # the tool explains what is wrong with the call
-    scope = (tools.ctx.message_partitions(), tools.ctx.channels(), top_k)  # never an answer read for other eyes
+        return tools.call(
+            "conversation_search", arguments
+        )  # the tool explains what is wrong with the call
+    scope = (
+        tools.ctx.message_partitions(),
+        tools.ctx.channels(),
+        top_k,
+    )  # never an answer read for other eyes
     found = history.get(query, scope=scope)
     if found is None:
         found = tools.call("conversation_search", arguments)

@@ -36,7 +36,13 @@ class OpenAISpeechToText:
     """``SpeechToText`` via ``POST {base_url}/audio/transcriptions`` (e.g. ``whisper-1``)."""
 
     def __init__(
-        self, base_url: str, api_key: str = "", model: str = "whisper-1", *, language: str | None = "en", timeout: float = 30.0
+        self,
+        base_url: str,
+        api_key: str = "",
+        model: str = "whisper-1",
+        *,
+        language: str | None = "en",
+        timeout: float = 30.0,
     ) -> None:
         self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=1)
         self.model = model
@@ -45,25 +51,40 @@ class OpenAISpeechToText:
     def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
         try:
             result = self._client.audio.transcriptions.create(
-                model=self.model, file=("speech.wav", to_wav(pcm16, sample_rate), "audio/wav"), language=self.language or openai.omit
+                model=self.model,
+                file=("speech.wav", to_wav(pcm16, sample_rate), "audio/wav"),
+                language=self.language or openai.omit,
             )  # omit: no language field, the server detects it
         except openai.OpenAIError as exc:
             raise TranscriptionFailed(f"{self.model} transcription failed: {exc}") from exc
         # No segment signals come back: the audio's loudness and length still tell a phantom (voice.phantoms).
-        return kept_text([Segment(getattr(result, "text", None) or "")], resample(pcm16, sample_rate, LISTEN_RATE))
+        return kept_text(
+            [Segment(getattr(result, "text", None) or "")],
+            resample(pcm16, sample_rate, LISTEN_RATE),
+        )
 
 
 class OpenAITextToSpeech:
     """``TextToSpeech`` via ``POST {base_url}/audio/speech`` (e.g. ``tts-1`` with voice ``alloy``)."""
 
-    def __init__(self, base_url: str, api_key: str = "", model: str = "tts-1", voice: str = "alloy", *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str = "",
+        model: str = "tts-1",
+        voice: str = "alloy",
+        *,
+        timeout: float = 30.0,
+    ) -> None:
         self._client = openai_client(base_url, api_key, timeout=timeout, max_retries=1)
         self.model = model
         self.voice = voice
 
     def synthesize(self, text: str) -> tuple[bytes, int]:
         try:
-            response = self._client.audio.speech.create(model=self.model, voice=self.voice, input=text, response_format="wav")
+            response = self._client.audio.speech.create(
+                model=self.model, voice=self.voice, input=text, response_format="wav"
+            )
             return read_wav(response.content)
         except openai.OpenAIError as exc:
             raise SynthesisFailed(f"{self.model} speech failed: {exc}") from exc
@@ -82,9 +103,15 @@ def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
     else:
         stt = FasterWhisperSTT(settings.voice_stt_model_dir)
     if settings.voice_tts == "openai":
-        tts: TextToSpeech = OpenAITextToSpeech(base_url, api_key, settings.voice_tts_model, settings.voice_tts_voice)
-    elif settings.voice_tts == "piper":  # espeak-ng stays there for when piper is not installed or its voice fails
-        tts = FallbackTTS(PiperTTS(settings.voice_piper_voice), EspeakTTS(settings.voice_espeak_voice))
+        tts: TextToSpeech = OpenAITextToSpeech(
+            base_url, api_key, settings.voice_tts_model, settings.voice_tts_voice
+        )
+    elif (
+        settings.voice_tts == "piper"
+    ):  # espeak-ng stays there for when piper is not installed or its voice fails
+        tts = FallbackTTS(
+            PiperTTS(settings.voice_piper_voice), EspeakTTS(settings.voice_espeak_voice)
+        )
     else:
         tts = EspeakTTS(settings.voice_espeak_voice)
     return stt, tts
@@ -98,11 +125,24 @@ def voice_settings(settings: Settings) -> VoiceSettings:
         turn_complete_ms=settings.voice_turn_complete_ms,
         turn_cap_ms=settings.voice_turn_cap_ms,
     )
-    turn = load_end_of_turn(settings.voice_turn_model_dir, settings.voice_turn_threshold) if settings.voice_turn_model else None
-    return VoiceSettings(vad=vad, idle_timeout_s=settings.voice_idle_timeout_s, barge_in=settings.voice_barge_in, turn=turn)
+    turn = (
+        load_end_of_turn(settings.voice_turn_model_dir, settings.voice_turn_threshold)
+        if settings.voice_turn_model
+        else None
+    )
+    return VoiceSettings(
+        vad=vad,
+        idle_timeout_s=settings.voice_idle_timeout_s,
+        barge_in=settings.voice_barge_in,
+        turn=turn,
+    )
 
 
 def voice_options(settings: Settings) -> VoiceOptions:
     return VoiceOptions(
-        warm=WarmSettings(reuse_at=settings.voice_warm_reuse_at, full_below=settings.voice_warm_full_below, ttl_s=settings.voice_warm_ttl_s)
+        warm=WarmSettings(
+            reuse_at=settings.voice_warm_reuse_at,
+            full_below=settings.voice_warm_full_below,
+            ttl_s=settings.voice_warm_ttl_s,
+        )
     )

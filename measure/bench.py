@@ -39,7 +39,13 @@ from memory.storage.embeddings import OnnxMiniLM
 
 from .samples import DIM, TextGen, percentiles
 from .stores import scratch_store
-from .throughput import PASSAGES, embed_passage_ms, ingest_passages_per_s, machine_reference, passages
+from .throughput import (
+    PASSAGES,
+    embed_passage_ms,
+    ingest_passages_per_s,
+    machine_reference,
+    passages,
+)
 from .turn import make_turn
 
 GUILD_SIZE = 100_000
@@ -68,7 +74,11 @@ def _load(engine: MemoryEngine, size: int, gen: TextGen, placement: str) -> floa
     spent = 0.0
     for lo in range(0, size, BATCH):
         n = min(BATCH, size - lo)
-        vectors, contents, subjects = gen.vectors(n), gen.sentences(n, 8, 20), gen.sentences(n, 2, 3)
+        vectors, contents, subjects = (
+            gen.vectors(n),
+            gen.sentences(n, 8, 20),
+            gen.sentences(n, 2, 3),
+        )
         items = []
         for j in range(n):
             scope, scope_id, guild = _placement(lo + j, placement)
@@ -101,7 +111,9 @@ def _timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
     return percentiles(samples) | {"max": round(max(samples), 2)}
 
 
-def _concurrent(turn: TurnFn, engine: MemoryEngine, ctx: RecallContext, texts: list[str]) -> dict[str, dict[str, float]]:
+def _concurrent(
+    turn: TurnFn, engine: MemoryEngine, ctx: RecallContext, texts: list[str]
+) -> dict[str, dict[str, float]]:
     """Latency of each of ``CONCURRENT_TURNS`` turns that arrive at once, queued on one ``AsyncRunner`` as the
     bot queues its store calls (so a turn's time includes its wait behind the others), and each turn's own
     work once the runner took it up (``service``)."""
@@ -133,18 +145,33 @@ def _concurrent(turn: TurnFn, engine: MemoryEngine, ctx: RecallContext, texts: l
 def _rss_mb(kind: str = "") -> float:
     """Resident memory now, all of it or one ``kind`` (``Anon``, ``File``), from Linux ``/proc``."""
     with open("/proc/self/status") as f:
-        kb = next(int(line.split()[1]) for line in f if line.startswith(f"Rss{kind}:" if kind else "VmRSS:"))
+        kb = next(
+            int(line.split()[1])
+            for line in f
+            if line.startswith(f"Rss{kind}:" if kind else "VmRSS:")
+        )
     return round(kb / 1024, 1)
 
 
-def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: str = "spread", db: str | None = None) -> dict[str, Any]:
+def bench_size(
+    size: int,
+    queries: int,
+    turn: TurnFn | None = None,
+    placement: str = "spread",
+    db: str | None = None,
+) -> dict[str, Any]:
     """One size's figures; ``db`` a PostgreSQL server URL to measure there (in a database of its own), else SQLite."""
     gen = TextGen(seed=size)
     model = OnnxMiniLM()
-    with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp, scratch_store(db, Path(tmp), "bench") as where:
+    with (
+        tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp,
+        scratch_store(db, Path(tmp), "bench") as where,
+    ):
         engine = MemoryEngine(where, model, FakeClock())
         insert_per_s = _load(engine, size, gen, placement)
-        load_rss = _rss_mb()  # the bulk load itself (the bench's generator, SQLite's writes), before any recall
+        load_rss = (
+            _rss_mb()
+        )  # the bulk load itself (the bench's generator, SQLite's writes), before any recall
         engine.optimize()  # what the nightly maintenance job does
         ctx = RecallContext(
             platform="bench",
@@ -161,7 +188,12 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
         def run(channels):
             it = iter(range(10**9))
             return lambda: engine.recall.recall(
-                ctx, texts[(i := next(it)) % queries], channels=channels, threshold=0.0, reinforce=False, query_vector=qvecs[i % queries]
+                ctx,
+                texts[(i := next(it)) % queries],
+                channels=channels,
+                threshold=0.0,
+                reinforce=False,
+                query_vector=qvecs[i % queries],
             )
 
         for warm in (ALL_CHANNELS, frozenset({Channel.FTS})):
@@ -179,13 +211,18 @@ def bench_size(size: int, queries: int, turn: TurnFn | None = None, placement: s
             "insert_per_s": round(insert_per_s),
             "add_per_s": round(_add_rate(engine, gen)),
             "embed_passage_ms": embed_passage_ms(model, passages(gen, 30)),
-            "ingest_passages_per_s": round(ingest_passages_per_s(engine, passages(gen, PASSAGES), Path(tmp)), 1),
+            "ingest_passages_per_s": round(
+                ingest_passages_per_s(engine, passages(gen, PASSAGES), Path(tmp)), 1
+            ),
         }
         if turn is not None:
             turn_texts = itertools.cycle(texts)
             result["turn_ms"] = _timed(lambda: turn(engine, ctx, next(turn_texts)), queries)
             burst = _concurrent(turn, engine, ctx, texts)
-            result["concurrent_turn_ms"], result["concurrent_turn_service_ms"] = burst["arrival"], burst["service"]
+            result["concurrent_turn_ms"], result["concurrent_turn_service_ms"] = (
+                burst["arrival"],
+                burst["service"],
+            )
         result["load_rss_mb"] = load_rss
         result["steady_rss_mb"] = _rss_mb()
         # the rest is file pages (the libraries' code; the store is not memory-mapped), clean and reclaimable
@@ -201,7 +238,13 @@ def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
     start = time.perf_counter()
     for _ in range(n):
         engine.memories.add(
-            NewMemory(content=gen.sentence(8, 20), subject=gen.sentence(2, 3), scope=Scope.USER, scope_id="bench:u0", guild_id="bench:g0")
+            NewMemory(
+                content=gen.sentence(8, 20),
+                subject=gen.sentence(2, 3),
+                scope=Scope.USER,
+                scope_id="bench:u0",
+                guild_id="bench:g0",
+            )
         )
     return n / (time.perf_counter() - start)
 
@@ -212,7 +255,11 @@ def reference() -> dict[str, Any]:
 
 
 def run_bench(
-    sizes: list[int], queries: int = 200, progress: Progress | None = None, placement: str = "spread", db: str | None = None
+    sizes: list[int],
+    queries: int = 200,
+    progress: Progress | None = None,
+    placement: str = "spread",
+    db: str | None = None,
 ) -> dict[str, Any]:
     """Benchmark each size in a fresh interpreter, so each size's ``peak_rss_mb`` is its own; with ``db`` (a
     PostgreSQL URL) each size is loaded into a new database on that server, dropped after."""
@@ -230,13 +277,31 @@ def run_bench(
             progress(f"benchmarking {size:,} memories ({placement}{', PostgreSQL' if db else ''})")
         argv = [sys.executable, "-m", "measure.bench", str(size), str(queries), placement]
         # the URL goes by the environment, not argv: a password in argv is visible to every user's ps
-        env = {k: v for k, v in os.environ.items() if k != DB_VARIABLE} | ({DB_VARIABLE: db} if db else {})
+        env = {k: v for k, v in os.environ.items() if k != DB_VARIABLE} | (
+            {DB_VARIABLE: db} if db else {}
+        )
         done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
         if done.returncode != 0:
             raise RuntimeError(f"benchmark of {size} memories failed:\n{done.stderr[-2000:]}")
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return {"results": results, "queries_per_size": queries, "dim": DIM, "cpu_count": os.cpu_count(), "machine": reference}
+    return {
+        "results": results,
+        "queries_per_size": queries,
+        "dim": DIM,
+        "cpu_count": os.cpu_count(),
+        "machine": reference,
+    }
 
 
 if __name__ == "__main__":
-    print(json.dumps(bench_size(int(sys.argv[1]), int(sys.argv[2]), make_turn(), sys.argv[3], os.environ.get(DB_VARIABLE))))
+    print(
+        json.dumps(
+            bench_size(
+                int(sys.argv[1]),
+                int(sys.argv[2]),
+                make_turn(),
+                sys.argv[3],
+                os.environ.get(DB_VARIABLE),
+            )
+        )
+    )

@@ -87,7 +87,9 @@ from .voice_quality import barge_in_ms, round_trip_wer, sentences
 
 GUILD, CHANNEL, USER, SSRC = "bench-guild", "bench-voice", 42, 4242
 FRAME_BYTES, TRAILING_FRAMES, TICK_S = 3840, 5, 0.1
-TURN_WAIT_S = 30.0  # an utterance with no turn after this (Whisper heard nothing) is counted, not waited on
+TURN_WAIT_S = (
+    30.0  # an utterance with no turn after this (Whisper heard nothing) is counted, not waited on
+)
 MEMORIES = [
     "Sam is planning a camping trip to the mountains with two friends",
     "Sam owns an old orange two-person tent that leaks in heavy rain",
@@ -223,8 +225,13 @@ def run_voice_bench(
     with _quiet_logs():
         timed, voices = _TimedSTT(stt), tts_providers(providers)
         ending = _Ending(end_pause_ms)
-        wer = {name: round_trip_wer(tts, timed.stt, sentences()[:wer_sentences], say) for name, tts in voices.items()}
-        sessions = asyncio.run(_sessions(texts, ending, say, timed, voices, store_size, recall_passes, streaming))
+        wer = {
+            name: round_trip_wer(tts, timed.stt, sentences()[:wer_sentences], say)
+            for name, tts in voices.items()
+        }
+        sessions = asyncio.run(
+            _sessions(texts, ending, say, timed, voices, store_size, recall_passes, streaming)
+        )
         recommended = next(iter(voices))
         stops = barge_in_ms(voices[recommended], barge_in_runs)
         taking = turn_taking(voices[recommended], recommended, say) if turn_set else None
@@ -232,9 +239,17 @@ def run_voice_bench(
     figures["voice"] |= {
         "tts": recommended,
         "store_memories": store_size + len(MEMORIES),
-        "first_audio_ms_by_tts": {name: result["voice"]["first_audio_ms"] for name, result in sessions.items() if name in voices},
-        "first_audio_ms_streaming": sessions["streaming"]["voice"]["first_audio_ms"] if streaming else None,
-        "streaming_model": {"ttft_ms": round(streaming[0] * 1000), "tokens_per_s": streaming[1]} if streaming else None,
+        "first_audio_ms_by_tts": {
+            name: result["voice"]["first_audio_ms"]
+            for name, result in sessions.items()
+            if name in voices
+        },
+        "first_audio_ms_streaming": sessions["streaming"]["voice"]["first_audio_ms"]
+        if streaming
+        else None,
+        "streaming_model": {"ttft_ms": round(streaming[0] * 1000), "tokens_per_s": streaming[1]}
+        if streaming
+        else None,
         "tts_wer": wer,
         "barge_in_ms": {**percentiles(stops, digits=1), "max": round(max(stops), 1)},
         "turn_taking": taking,
@@ -258,7 +273,17 @@ class _Ending:
 @contextlib.contextmanager
 def _quiet_logs() -> Iterator[None]:
     """Our loggers and the chatty libraries' at WARNING for the run: a table, not a scroll of requests and transcripts."""
-    names = ("voice", "bot", "memory", "measure", "faster_whisper", "httpx", "httpx2", "openai", "aiohttp")
+    names = (
+        "voice",
+        "bot",
+        "memory",
+        "measure",
+        "faster_whisper",
+        "httpx",
+        "httpx2",
+        "openai",
+        "aiohttp",
+    )
     loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
@@ -285,11 +310,17 @@ async def _sessions(
     the recommended provider again with a model paced at (time to first token, tokens/s)."""
     found: dict[str, dict[str, Any]] = {}
     for name, tts in voices.items():
-        found[name] = await _session(texts, ending, progress, stt, tts, store_size, recall_passes if not found else 0)
+        found[name] = await _session(
+            texts, ending, progress, stt, tts, store_size, recall_passes if not found else 0
+        )
     if streaming:
-        progress(f"the session again with a model streaming after {streaming[0]} s at {streaming[1]} tokens/s")
+        progress(
+            f"the session again with a model streaming after {streaming[0]} s at {streaming[1]} tokens/s"
+        )
         recommended = voices[next(iter(voices))]
-        found["streaming"] = await _session(texts, ending, progress, stt, recommended, store_size, 0, ScriptedModel(*streaming))
+        found["streaming"] = await _session(
+            texts, ending, progress, stt, recommended, store_size, 0, ScriptedModel(*streaming)
+        )
     return found
 
 
@@ -313,7 +344,9 @@ async def _session(
                 figures = await _measure(runtime, stt, tts, speech, ending, progress)
                 if recall_passes:
                     heard = [turn.heard for turn in figures.pop("turns")]
-                    figures["voice"] |= await runtime.orchestrator.runner.run(recall_figures, runtime, heard, recall_passes)
+                    figures["voice"] |= await runtime.orchestrator.runner.run(
+                        recall_figures, runtime, heard, recall_passes
+                    )
                 return figures
             finally:
                 await runtime.stop()
@@ -336,7 +369,12 @@ def _voiced(pcm16: bytes, rate: int) -> tuple[bytes, int]:
 
 def _runtime(tmp: Path, base_url: str, store_size: int = 0) -> Runtime:
     settings = load_settings(
-        _env_file=None, db_path=tmp / "bench.db", llm_base_url=base_url, llm_api_key="bench", embeddings="local", scheduler_enabled=False
+        _env_file=None,
+        db_path=tmp / "bench.db",
+        llm_base_url=base_url,
+        llm_api_key="bench",
+        embeddings="local",
+        scheduler_enabled=False,
     )
     runtime = compose(settings)
     for text in MEMORIES:
@@ -359,22 +397,42 @@ def _fill(runtime: Runtime, size: int) -> None:
     gen = TextGen(seed=7)
     for lo in range(0, size, BATCH):
         n = min(BATCH, size - lo)
-        contents, subjects, vectors = gen.sentences(n, 8, 20), gen.sentences(n, 2, 3), gen.vectors(n)
+        contents, subjects, vectors = (
+            gen.sentences(n, 8, 20),
+            gen.sentences(n, 2, 3),
+            gen.vectors(n),
+        )
         scope = f"bench:{GUILD}"
         items = [
-            (NewMemory(content=contents[j], subject=subjects[j], scope=Scope.GUILD, scope_id=scope, guild_id=scope), vectors[j])
+            (
+                NewMemory(
+                    content=contents[j],
+                    subject=subjects[j],
+                    scope=Scope.GUILD,
+                    scope_id=scope,
+                    guild_id=scope,
+                ),
+                vectors[j],
+            )
             for j in range(n)
         ]
         runtime.engine.memories.insert_batch(items)
 
 
 async def _measure(
-    runtime: Runtime, stt: _TimedSTT, tts: TextToSpeech, speech: list[bytes], ending: _Ending, progress: Callable[..., None]
+    runtime: Runtime,
+    stt: _TimedSTT,
+    tts: TextToSpeech,
+    speech: list[bytes],
+    ending: _Ending,
+    progress: Callable[..., None],
 ) -> dict[str, Any]:
     player = _FirstFramePlayer()
     settings = VoiceSettings(vad=ending.vad, turn=ending.turn)
     session = VoiceSession(stt, tts, _Responder(runtime), player, settings)
-    hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=settings.vad, turn=settings.turn)
+    hub = ReceiveHub(
+        session.speech_started, session.utterance_ready, vad=settings.vad, turn=settings.turn
+    )
     hub.attribute(SSRC, USER)
     session.start()
     first_audio: list[float] = []
@@ -387,12 +445,16 @@ async def _measure(
             progress(i + 1, len(speech))
     finally:
         await session.close()
-    figures = _figures(first_audio, stt, runtime.orchestrator.voice.sessions[f"bench:{CHANNEL}"], ending, session)
+    figures = _figures(
+        first_audio, stt, runtime.orchestrator.voice.sessions[f"bench:{CHANNEL}"], ending, session
+    )
     figures["voice"]["unanswered"] = unanswered
     return figures
 
 
-async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlayer, pcm: bytes) -> float | None:
+async def _turn(
+    hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlayer, pcm: bytes
+) -> float | None:
     """Milliseconds from the end of ``pcm`` to the reply's first audio; None when no turn came of it within
     ``TURN_WAIT_S`` (Whisper heard nothing in it: such an utterance makes no turn)."""
     player.first_frame_at = None
@@ -400,7 +462,9 @@ async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlaye
     for i in range(0, len(pcm), FRAME_BYTES):
         hub.feed(SSRC, pcm[i : i + FRAME_BYTES].ljust(FRAME_BYTES, b"\0"))
     ended = time.perf_counter()
-    for k in range(TRAILING_FRAMES):  # what a Discord client sends after it stops talking, in real time
+    for k in range(
+        TRAILING_FRAMES
+    ):  # what a Discord client sends after it stops talking, in real time
         await asyncio.sleep(max(0.0, ended + (k + 1) * 0.02 - time.perf_counter()))
         hub.feed(SSRC, b"\0" * FRAME_BYTES)
     while len(session.turns) <= before:
@@ -408,13 +472,17 @@ async def _turn(hub: ReceiveHub, session: VoiceSession, player: _FirstFramePlaye
             return None
         hub.tick()
         await asyncio.sleep(TICK_S)
-    while session.idle_for() == 0.0:  # a turn the hub cut in two: its second half is answered before the next
+    while (
+        session.idle_for() == 0.0
+    ):  # a turn the hub cut in two: its second half is answered before the next
         hub.tick()
         await asyncio.sleep(TICK_S)
     return ((player.first_frame_at or time.perf_counter()) - ended) * 1000
 
 
-def _figures(first_audio: list[float], stt: _TimedSTT, voice: Any, ending: _Ending, session: VoiceSession) -> dict[str, Any]:
+def _figures(
+    first_audio: list[float], stt: _TimedSTT, voice: Any, ending: _Ending, session: VoiceSession
+) -> dict[str, Any]:
     return {
         "voice": {
             "utterances": len(first_audio),
@@ -439,26 +507,39 @@ def recall_figures(runtime: Runtime, heard: list[str], passes: int) -> dict[str,
     cold: list[float] = []
     for _ in range(passes):
         memory: WarmMemory[tuple[Hit[Memory], ...]] = WarmMemory(
-            runtime.engine.embeddings.embed_queries, runtime.engine.clock, runtime.orchestrator.voice.options.warm
+            runtime.engine.embeddings.embed_queries,
+            runtime.engine.clock,
+            runtime.orchestrator.voice.options.warm,
         )
         for i, text in enumerate(heard):
             ctx = runtime.orchestrator.peek(_message(text)).ctx
-            if i % 2:  # the order alternates: neither side always runs on caches the other just warmed
-                cold_ms, warm_turn = _cold_recall(runtime, ctx, text), _warm_recall(runtime, memory, ctx, text)
+            if (
+                i % 2
+            ):  # the order alternates: neither side always runs on caches the other just warmed
+                cold_ms, warm_turn = (
+                    _cold_recall(runtime, ctx, text),
+                    _warm_recall(runtime, memory, ctx, text),
+                )
             else:
-                warm_turn, cold_ms = _warm_recall(runtime, memory, ctx, text), _cold_recall(runtime, ctx, text)
+                warm_turn, cold_ms = (
+                    _warm_recall(runtime, memory, ctx, text),
+                    _cold_recall(runtime, ctx, text),
+                )
             warm.append(warm_turn)
             cold.append(cold_ms)
     served = [i for i, (record, _) in enumerate(warm) if record.decision is not Decision.FULL]
     return {
-        "warm_recall_ms": _spread([warm[i][1] for i in served]) | {"by_reason": _by_reason([warm[i] for i in served])},
+        "warm_recall_ms": _spread([warm[i][1] for i in served])
+        | {"by_reason": _by_reason([warm[i] for i in served])},
         "cold_recall_ms": _spread([cold[i] for i in served]),
         "warm_full_ms": _spread([ms for record, ms in warm if record.decision is Decision.FULL]),
         "recall_includes": RECALL_INCLUDES,
     }
 
 
-def _warm_recall(runtime: Runtime, memory: WarmMemory, ctx: RecallContext, text: str) -> tuple[WarmRecord, float]:
+def _warm_recall(
+    runtime: Runtime, memory: WarmMemory, ctx: RecallContext, text: str
+) -> tuple[WarmRecord, float]:
     """What ``VoiceSessions.preload`` does for memory: the warm decision, then the standing rules."""
     start = time.perf_counter()
     result = memory.turn(text, memory_retrieval(runtime.engine.recall, ctx))
@@ -469,19 +550,26 @@ def _warm_recall(runtime: Runtime, memory: WarmMemory, ctx: RecallContext, text:
 def _cold_recall(runtime: Runtime, ctx: RecallContext, text: str) -> float:
     """The same step with no warm memory: embed the turn, recall over the store, then the standing rules."""
     start = time.perf_counter()
-    memory_retrieval(runtime.engine.recall, ctx).full(text, runtime.engine.embeddings.embed_query(text))
+    memory_retrieval(runtime.engine.recall, ctx).full(
+        text, runtime.engine.embeddings.embed_query(text)
+    )
     tuple(runtime.orchestrator.voice.pool.facts(ctx, text))
     return (time.perf_counter() - start) * 1000
 
 
 def _spread(samples: list[float]) -> dict[str, Any]:
-    return (percentiles(samples) if samples else {"p50": None, "p95": None}) | {"turns": len(samples)}
+    return (percentiles(samples) if samples else {"p50": None, "p95": None}) | {
+        "turns": len(samples)
+    }
 
 
 def _by_reason(samples: list[tuple[WarmRecord, float]]) -> dict[str, dict[str, Any]]:
     """Each kind of warm turn apart: a filler costs nothing, an embedded turn one model run (+ a BM25 top-up)."""
     reasons = sorted({record.reason for record, _ in samples})
-    return {reason: _spread([ms for record, ms in samples if record.reason == reason]) for reason in reasons}
+    return {
+        reason: _spread([ms for record, ms in samples if record.reason == reason])
+        for reason in reasons
+    }
 
 
 def _message(text: str, user_id: int = USER) -> IncomingMessage:

@@ -100,18 +100,39 @@ def _ingest(engine: MemoryEngine, sample_id: str, sample_turns: list[Turn]) -> d
     return dict(zip(ids, (t.dia_id for t in sample_turns), strict=True))
 
 
-def evaluate_sample(sample: dict[str, Any], embedder: Embedder | None, workdir: Path, index: str = "all", db: str | None = None) -> Record:
+def evaluate_sample(
+    sample: dict[str, Any],
+    embedder: Embedder | None,
+    workdir: Path,
+    index: str = "all",
+    db: str | None = None,
+) -> Record:
     """Per question: category and, for each method, the evidence recall at each k and the session recall. The
     sample's store is a file in ``workdir``, or with ``db`` a new database on that PostgreSQL server, dropped after."""
     every = turns(sample)
     kept = [t for t in every if storable(t) and (index == "all" or t.speaker != ASSISTANT)]
     clock = FakeClock(max(t.at for t in every) + DAY)
-    with scratch_store(db, workdir, str(sample["sample_id"])) as where, MemoryEngine(where, embedder, clock) as engine:
+    with (
+        scratch_store(db, workdir, str(sample["sample_id"])) as where,
+        MemoryEngine(where, embedder, clock) as engine,
+    ):
         by_id = _ingest(engine, sample["sample_id"], kept)
-        ask = partial(_recall, engine, (message_partition(sample["sample_id"], ""),), by_id, set(by_id.values()), _asker(kept))
+        ask = partial(
+            _recall,
+            engine,
+            (message_partition(sample["sample_id"], ""),),
+            by_id,
+            set(by_id.values()),
+            _asker(kept),
+        )
         questions = [row for qa in sample["qa"] if (row := ask(qa)) is not None]
     skipped = sum(not storable(t) for t in every)
-    return {"sample_id": sample["sample_id"], "skipped_turns": skipped, "turns": len(kept), "questions": questions}
+    return {
+        "sample_id": sample["sample_id"],
+        "skipped_turns": skipped,
+        "turns": len(kept),
+        "questions": questions,
+    }
 
 
 def _asker(sample_turns: list[Turn]) -> str | None:
@@ -132,7 +153,9 @@ def _recall(
     evidence = evidence_ids(qa.get("evidence", []), known)
     if not evidence:
         return None
-    vector = engine.embeddings.embed_query(qa["question"])  # embedded once, shared by the methods that use it
+    vector = engine.embeddings.embed_query(
+        qa["question"]
+    )  # embedded once, shared by the methods that use it
     recall, sessions, spent = {}, {}, {}
     for method, channels in METHODS.items():
         start = time.perf_counter()
@@ -146,7 +169,9 @@ def _recall(
         )
         spent[method] = round(1000 * (time.perf_counter() - start), 3)
         ranked = [by_id[h.item.id] for h in hits]
-        recall[method] = {f"R@{k}": len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS}
+        recall[method] = {
+            f"R@{k}": len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS
+        }
         sessions[method] = session_recall(ranked, evidence)
     return {"category": int(qa["category"]), "recall": recall, "sessions": sessions, "ms": spent}
 
@@ -173,14 +198,24 @@ def summarise(records: list[Record]) -> dict[str, Any]:
     def mean(selected: list[dict[str, Any]], method: str) -> dict[str, float]:
         if not selected:
             return {f"R@{k}": 0.0 for k in KS}
-        return {f"R@{k}": round(100 * sum(r["recall"][method][f"R@{k}"] for r in selected) / len(selected), 1) for k in KS}
+        return {
+            f"R@{k}": round(
+                100 * sum(r["recall"][method][f"R@{k}"] for r in selected) / len(selected), 1
+            )
+            for k in KS
+        }
 
     def sessions(selected: list[dict[str, Any]], method: str) -> dict[str, float]:
-        selected = [r for r in selected if "sessions" in r]  # a ledger written before session recall existed
+        selected = [
+            r for r in selected if "sessions" in r
+        ]  # a ledger written before session recall existed
         keys = [f"{kind}@{k}" for kind in ("any", "all") for k in SESSION_KS]
         if not selected:
             return {key: 0.0 for key in keys}
-        return {key: round(100 * sum(r["sessions"][method][key] for r in selected) / len(selected), 1) for key in keys}
+        return {
+            key: round(100 * sum(r["sessions"][method][key] for r in selected) / len(selected), 1)
+            for key in keys
+        }
 
     categories = sorted({r["category"] for r in rows})
     main = [r for r in rows if r["category"] in (1, 2, 3, 4)]
@@ -192,7 +227,9 @@ def summarise(records: list[Record]) -> dict[str, Any]:
             "cat5": mean([r for r in rows if r["category"] == 5], method),
             "sessions cat1-4": sessions(main, method),
             "by_category": by_cat,
-            "search_ms": _spread([r["ms"][method] for r in rows if "ms" in r]),  # a ledger from before has none
+            "search_ms": _spread(
+                [r["ms"][method] for r in rows if "ms" in r]
+            ),  # a ledger from before has none
         }
     counts: dict[str, int] = defaultdict(int)
     for r in rows:

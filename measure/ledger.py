@@ -36,7 +36,9 @@ class Ledger:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps({**record, "embedding": self.embedding}, ensure_ascii=False) + "\n")
             f.flush()
-            os.fsync(f.fileno())  # a killed or crashed machine still finds every sample it was told is done
+            os.fsync(
+                f.fileno()
+            )  # a killed or crashed machine still finds every sample it was told is done
 
     def _records(self) -> list[dict[str, Any]]:
         text = self.path.read_text(encoding="utf-8")
@@ -52,7 +54,9 @@ class Ledger:
             try:
                 records.append(json.loads(line))
             except ValueError:
-                raise LedgerError(f"{self.path}, line {n}: not a record of a finished sample") from None
+                raise LedgerError(
+                    f"{self.path}, line {n}: not a record of a finished sample"
+                ) from None
         return records
 
     def _cut_at(self, size: int) -> None:

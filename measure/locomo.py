@@ -30,10 +30,16 @@ class Turn:
 
 def load_samples(path: str | Path) -> list[dict[str, Any]]:
     data = json.loads(_read(Path(path)))
-    if not isinstance(data, list) or not all(isinstance(s, dict) and "conversation" in s and "qa" in s for s in data):
-        raise ValueError(f"{path} is not LoCoMo-format data (a list of samples with 'conversation' and 'qa')")
+    if not isinstance(data, list) or not all(
+        isinstance(s, dict) and "conversation" in s and "qa" in s for s in data
+    ):
+        raise ValueError(
+            f"{path} is not LoCoMo-format data (a list of samples with 'conversation' and 'qa')"
+        )
     ids = [str(s.get("sample_id")) for s in data]
-    if len(set(ids)) != len(ids):  # results are filed by sample id (the resume ledger): two samples must not share one
+    if len(set(ids)) != len(
+        ids
+    ):  # results are filed by sample id (the resume ledger): two samples must not share one
         raise ValueError(f"{path}: sample ids are not unique")
     return data
 
@@ -84,7 +90,15 @@ def turns(sample: dict[str, Any]) -> list[Turn]:
             text = turn.get("text", "")
             if turn.get("blip_caption"):
                 text = f"{text} [shares a photo: {turn['blip_caption']}]"
-            found.append(Turn(turn["dia_id"], turn["speaker"], text, start + SECONDS_PER_TURN * i, int(match.group(1))))
+            found.append(
+                Turn(
+                    turn["dia_id"],
+                    turn["speaker"],
+                    text,
+                    start + SECONDS_PER_TURN * i,
+                    int(match.group(1)),
+                )
+            )
     if not found:
         raise ValueError(f"sample {sample.get('sample_id')!r} has no turns")
     return found

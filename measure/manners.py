@@ -30,7 +30,10 @@ TALK = (
     "my cat knocked the plant over and now there is soil everywhere in the living room",
 )
 BOT_SAYS = "Feed the sourdough starter daily with flour and water, and a bowline knot holds a hammock well."
-MEMORIES = [f"memory {i}: the regatta, the book club, the harbour wall, sourdough and knots, topic {i}" for i in range(60)]
+MEMORIES = [
+    f"memory {i}: the regatta, the book club, the harbour wall, sourdough and knots, topic {i}"
+    for i in range(60)
+]
 
 
 def _messages(n: int, seed: int = 10) -> list[IncomingMessage]:
@@ -39,7 +42,11 @@ def _messages(n: int, seed: int = 10) -> list[IncomingMessage]:
         uid, name = PEOPLE[rng.randrange(len(PEOPLE))]
         text = "word " * 800 if i % 50 == 49 else rng.choice(TALK)
         others = tuple(p for p in PEOPLE if p[0] != uid)
-        out.append(IncomingMessage("discord", "c", uid, name, text, "g", str(i), participants=others, addressed=False))
+        out.append(
+            IncomingMessage(
+                "discord", "c", uid, name, text, "g", str(i), participants=others, addressed=False
+            )
+        )
     return out
 
 
@@ -57,7 +64,9 @@ async def _timed(manners: GroupManners, messages: list[IncomingMessage]) -> list
 def bench_manners(messages: int = 5000) -> dict[str, Any]:
     """p50/p95 in ms of one decision, and how many of the messages it let through to the chat model."""
     clock = iter(range(10**9))
-    manners = GroupManners(lambda: "Companion", clock=lambda: float(next(clock)) * 15)  # a message every 15 s
+    manners = GroupManners(
+        lambda: "Companion", clock=lambda: float(next(clock)) * 15
+    )  # a message every 15 s
     manners.learn_memories("discord:c", MEMORIES)
     said = _messages(messages)
     asyncio.run(_timed(manners, said[:200]))  # warm-up: regexes compiled, caches filled

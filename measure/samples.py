@@ -57,7 +57,9 @@ class TextGen:
 
     def sentences(self, n: int, lo: int, hi: int) -> list[str]:
         lengths = self.rng.integers(lo, hi + 1, size=n)
-        picks = self.vocab[self.rng.choice(len(self.vocab), size=int(lengths.sum()), p=self.p)].tolist()
+        picks = self.vocab[
+            self.rng.choice(len(self.vocab), size=int(lengths.sum()), p=self.p)
+        ].tolist()
         out, at = [], 0
         for length in lengths.tolist():
             out.append(" ".join(picks[at : at + length]))
@@ -72,4 +74,7 @@ class TextGen:
 def percentiles(samples: list[float], digits: int = 2) -> dict[str, float]:
     """p50 and p95 (the nearest rank below) of latency samples, rounded."""
     samples = sorted(samples)
-    return {"p50": round(statistics.median(samples), digits), "p95": round(samples[int(0.95 * (len(samples) - 1))], digits)}
+    return {
+        "p50": round(statistics.median(samples), digits),
+        "p95": round(samples[int(0.95 * (len(samples) - 1))], digits),
+    }

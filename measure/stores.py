@@ -46,7 +46,9 @@ def scratch_store(db: str | None, folder: Path, name: str) -> Iterator[str | Pat
 def check_db(db: str | None) -> None:
     """Refuses a ``--db`` that is not a PostgreSQL URL (a file path would be a second way to say the default)."""
     if db is not None and not is_postgres(db):
-        raise MeasureStoreError(f"--db takes a postgresql:// URL (the default is a temporary SQLite file), not {redact(db)!r}")
+        raise MeasureStoreError(
+            f"--db takes a postgresql:// URL (the default is a temporary SQLite file), not {redact(db)!r}"
+        )
 
 
 def _slug(name: str) -> str:
@@ -66,4 +68,6 @@ def _admin(url: str, sql: str) -> None:
         with psycopg.connect(url, autocommit=True) as con:
             con.execute(sql)
     except psycopg.Error as exc:
-        raise MeasureStoreError(f"the measurement's own database on that server: {exc}".strip()) from exc
+        raise MeasureStoreError(
+            f"the measurement's own database on that server: {exc}".strip()
+        ) from exc

@@ -84,4 +84,7 @@ def machine_reference(model: OnnxMiniLM) -> dict[str, Any]:
         start = time.perf_counter()
         model.embed(texts)
         onnx.append((time.perf_counter() - start) * 1000)
-    return {"numpy_scan_100k_ms": percentiles(scan)["p50"], "onnx_8x128_ms": percentiles(onnx)["p50"]}
+    return {
+        "numpy_scan_100k_ms": percentiles(scan)["p50"],
+        "onnx_8x128_ms": percentiles(onnx)["p50"],
+    }

@@ -50,7 +50,9 @@ class Spoken:
 
     text: str
     pcm16: bytes
-    pause: tuple[float, float] | None  # seconds: the mid-sentence pause, from its start to the voice going on
+    pause: (
+        tuple[float, float] | None
+    )  # seconds: the mid-sentence pause, from its start to the voice going on
     end_s: float  # the last sound of the turn
 
 
@@ -72,13 +74,21 @@ def pause_lengths(count: int) -> list[float]:
 
 def build_set(tts: TextToSpeech, voice: str, cache: Path | None = None) -> list[Spoken]:
     """The 60 turns spoken by ``tts`` (``voice`` names it in the cache key), from the cache when made before."""
-    cache = cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "companion" / "turn-set"
+    cache = (
+        cache
+        or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "companion" / "turn-set"
+    )
     pairs = lines()
     pauses = iter(pause_lengths(sum(1 for _, tail in pairs if tail)))
-    return [_cached(tts, voice, head, tail, next(pauses) if tail else 0.0, cache) for head, tail in pairs]
+    return [
+        _cached(tts, voice, head, tail, next(pauses) if tail else 0.0, cache)
+        for head, tail in pairs
+    ]
 
 
-def _cached(tts: TextToSpeech, voice: str, head: str, tail: str | None, pause_s: float, cache: Path) -> Spoken:
+def _cached(
+    tts: TextToSpeech, voice: str, head: str, tail: str | None, pause_s: float, cache: Path
+) -> Spoken:
     text = f"{head}, {tail}" if tail else head
     key = hashlib.sha256(f"{voice}\n{text}\n{pause_s:.3f}".encode()).hexdigest()[:24]
     path = cache / f"{key}.npz"
@@ -88,7 +98,12 @@ def _cached(tts: TextToSpeech, voice: str, head: str, tail: str | None, pause_s:
         return Spoken(text, saved["pcm"].tobytes(), pause, float(saved["end"]))
     spoken = _speak(tts, text, pause_s if tail else None)
     cache.mkdir(parents=True, exist_ok=True)
-    np.savez(path, pcm=np.frombuffer(spoken.pcm16, "<i2"), pause=np.array(spoken.pause or (0.0, 0.0)), end=spoken.end_s)
+    np.savez(
+        path,
+        pcm=np.frombuffer(spoken.pcm16, "<i2"),
+        pause=np.array(spoken.pause or (0.0, 0.0)),
+        end=spoken.end_s,
+    )
     return spoken
 
 
@@ -146,7 +161,9 @@ class TimedModel:
             self.ms.append((time.perf_counter() - start) * 1000)
 
 
-def judge(turns: list[Spoken], vad: VadSettings, model: TurnModel | None, threshold: float = 0.5) -> dict[str, Any]:
+def judge(
+    turns: list[Spoken], vad: VadSettings, model: TurnModel | None, threshold: float = 0.5
+) -> dict[str, Any]:
     """False ends and end delays of the set, with the turn model (``model``) or the fixed pause (None)."""
     timed = TimedModel(model) if model is not None else None
     turn = EndOfTurn(timed, threshold, executor=_Inline()) if timed is not None else None
@@ -167,7 +184,9 @@ def judge(turns: list[Spoken], vad: VadSettings, model: TurnModel | None, thresh
     return figures
 
 
-def _ends(spoken: Spoken, vad: VadSettings, turn: EndOfTurn | None, timed: TimedModel | None) -> list[tuple[float, float]]:
+def _ends(
+    spoken: Spoken, vad: VadSettings, turn: EndOfTurn | None, timed: TimedModel | None
+) -> list[tuple[float, float]]:
     """(when, model ms waited for) of each utterance the hub ended in this turn, in seconds of the turn's audio."""
     run = _Run(timed)
     hub = ReceiveHub(lambda *_: None, run.ended, vad=vad, clock=run.clock, turn=turn)
@@ -218,5 +237,9 @@ def turn_taking(tts: TextToSpeech, name: str, progress: Callable[..., None]) -> 
         "fixed_pause_ms": vad.end_pause_ms,
         "fixed_pause": judge(spoken, vad, None),
         "turn_model": judge(spoken, vad, turn.model, turn.threshold) if turn else None,
-        "turn_settings": {"complete_ms": vad.turn_complete_ms, "cap_ms": vad.turn_cap_ms, "threshold": turn.threshold if turn else None},
+        "turn_settings": {
+            "complete_ms": vad.turn_complete_ms,
+            "cap_ms": vad.turn_cap_ms,
+            "threshold": turn.threshold if turn else None,
+        },
     }

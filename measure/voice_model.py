@@ -68,8 +68,12 @@ class ScriptedModel:
         for i, piece in enumerate(re.findall(r"\S+\s*", text)):
             if i and self.tokens_per_s:
                 await asyncio.sleep(1 / self.tokens_per_s)
-            await response.write(f"data: {json.dumps(_chunk(body, {'content': piece}, None))}\n\n".encode())
-        await response.write(f"data: {json.dumps(_chunk(body, {}, 'stop'))}\n\ndata: [DONE]\n\n".encode())
+            await response.write(
+                f"data: {json.dumps(_chunk(body, {'content': piece}, None))}\n\n".encode()
+            )
+        await response.write(
+            f"data: {json.dumps(_chunk(body, {}, 'stop'))}\n\ndata: [DONE]\n\n".encode()
+        )
         await response.write_eof()
         return response
 
@@ -80,7 +84,9 @@ def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model", "bench"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
     }
 
 

@@ -30,7 +30,9 @@ from voice.session import VoiceSession
 
 SENTENCES = Path(__file__).parent / "data" / "voice_sentences.txt"
 FRAME_BYTES = 3840  # 20 ms of 48 kHz stereo
-LONG_REPLY = " ".join(f"This is sentence number {n} of a long answer about the camping trip." for n in range(1, 9))
+LONG_REPLY = " ".join(
+    f"This is sentence number {n} of a long answer about the camping trip." for n in range(1, 9)
+)
 
 
 def sentences() -> list[str]:
@@ -52,7 +54,12 @@ def edit_distance(reference: list[str], heard: list[str]) -> int:
     return row[-1]
 
 
-def round_trip_wer(tts: TextToSpeech, stt: SpeechToText, texts: list[str], progress: Callable[..., None] = lambda *_: None) -> float:
+def round_trip_wer(
+    tts: TextToSpeech,
+    stt: SpeechToText,
+    texts: list[str],
+    progress: Callable[..., None] = lambda *_: None,
+) -> float:
     """Word error rate of ``stt`` on ``tts`` speaking ``texts``, over the whole set."""
     errors = total = 0
     for i, text in enumerate(texts, 1):

@@ -194,12 +194,26 @@ def _heavy(home: str) -> ModuleType:
     from .jobs import base
     from .storage import db, manners, people, reminders
 
-    modules = {"api": api, "engine": engine, "forget": forget, "reminding": reminding, "tools": tools, "turns": turns}
-    deeper = {"storage.db": db, "storage.reminders": reminders, "storage.manners": manners, "storage.people": people}
+    modules = {
+        "api": api,
+        "engine": engine,
+        "forget": forget,
+        "reminding": reminding,
+        "tools": tools,
+        "turns": turns,
+    }
+    deeper = {
+        "storage.db": db,
+        "storage.reminders": reminders,
+        "storage.manners": manners,
+        "storage.people": people,
+    }
     return {**modules, **deeper, "jobs.base": base}[home]
 
 
-if not TYPE_CHECKING:  # hidden from mypy, which then checks ``from memory import X`` against the imports above
+if (
+    not TYPE_CHECKING
+):  # hidden from mypy, which then checks ``from memory import X`` against the imports above
 
     def __getattr__(name: str) -> Any:
         """``memory.X`` for a name of the face: its module is imported on the first use of it."""

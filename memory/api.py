@@ -55,7 +55,9 @@ class AsyncMemory:
         self.context = MemoryContext(engine)
         self.forgetting = Forgetting(engine, runner)
         self.reminding = Reminding(engine, runner)
-        self.turns = Turns(engine, runner, buffer or engine.buffer, engine.privacy, channels or engine.channels)
+        self.turns = Turns(
+            engine, runner, buffer or engine.buffer, engine.privacy, channels or engine.channels
+        )
 
     async def add(self, new: NewMemory) -> WriteResult:
         """Store ``new`` by the write rules (``MemoryStore.add``), the judge's verdicts applied.
@@ -78,15 +80,24 @@ class AsyncMemory:
         assert self.judge is not None
         try:
             return bool(await self.judge(old, new))
-        except Exception:  # an edge: a model call. No verdict links the facts as related, never loses the write
+        except (
+            Exception
+        ):  # an edge: a model call. No verdict links the facts as related, never loses the write
             log.exception("contradiction judge failed; linking as related")
             return False
 
     async def recall(
-        self, ctx: RecallContext, query: str, *, filters: RecallFilters = RecallFilters(), top_k: int | None = None
+        self,
+        ctx: RecallContext,
+        query: str,
+        *,
+        filters: RecallFilters = RecallFilters(),
+        top_k: int | None = None,
     ) -> list[Hit[Memory]]:
         """Hybrid recall of what ``ctx`` may see (``MemoryRecall.recall``), reinforcing what was found."""
-        return await self.runner.run(self.engine.recall.recall, ctx, query, filters=filters, top_k=top_k)
+        return await self.runner.run(
+            self.engine.recall.recall, ctx, query, filters=filters, top_k=top_k
+        )
 
     async def get(self, memory_id: str) -> Memory:
         """The memory with this id. :raises NotFound: no such id."""
@@ -97,6 +108,8 @@ class AsyncMemory:
         tombstone, journal lines); returns every memory id removed."""
         return list((await self.forgetting.memory(memory_id)).memories)
 
-    async def context_for(self, ctx: RecallContext, query: str, **options: object) -> RecallSnapshot:
+    async def context_for(
+        self, ctx: RecallContext, query: str, **options: object
+    ) -> RecallSnapshot:
         """The recall snapshot a prompt is rendered from (``MemoryContext.context_for``; same options)."""
         return await self.runner.run(self.context.context_for, ctx, query, **options)

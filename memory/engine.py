@@ -58,43 +58,72 @@ class MemoryEngine:
         built here once, so every user of it has the same settings."""
         self.clock = clock or SystemClock()
         limit_blas_threads()
-        self.db = open_database(path)  # a path or sqlite:/// is SQLite; postgresql://... is PostgreSQL (SCALE-1)
+        self.db = open_database(
+            path
+        )  # a path or sqlite:/// is SQLite; postgresql://... is PostgreSQL (SCALE-1)
         try:
             self.embeddings = EmbeddingService(self.db, embedder)
         except Exception:
             self.db.close()
             raise
         self.knobs = KnobStore(self.db)
-        self.claims = JobClaims(self.db, self.clock)  # SCALE-1: background jobs run once across processes
+        self.claims = JobClaims(
+            self.db, self.clock
+        )  # SCALE-1: background jobs run once across processes
         self.graph = Graph(self.db, self.clock)
         # one budget for both mirrors: whichever partitions the conversations search stay loaded
         self.mirror_budget = MirrorBudget.megabytes(vector_mirror_mb)
         vectors = PgVectorIndex if self.db.engine == "postgresql" else VectorIndex
-        memory_vec = vectors(self.db, "memory_vec", "memories", use_mirror=vector_mirror, budget=self.mirror_budget)
-        message_vec = vectors(self.db, "message_vec", "messages", use_mirror=vector_mirror, budget=self.mirror_budget)
+        memory_vec = vectors(
+            self.db, "memory_vec", "memories", use_mirror=vector_mirror, budget=self.mirror_budget
+        )
+        message_vec = vectors(
+            self.db, "message_vec", "messages", use_mirror=vector_mirror, budget=self.mirror_budget
+        )
         memory_corpus = MemoryCorpus(self.db, memory_vec)
         message_corpus = MessageCorpus(self.db, message_vec)
         self.memory_rows = MemoryRepository(self.db, memory_corpus, self.clock)
         self.recall = MemoryRecall(self.memory_rows, memory_corpus, self.embeddings, self.knobs)
         # MAINT-6: Markdown journals beside the store, written on every memory write (None: switched off)
-        self.journals = Journals(journal_dir, self.memory_rows, self.clock.now) if journal_dir is not None else None
+        self.journals = (
+            Journals(journal_dir, self.memory_rows, self.clock.now)
+            if journal_dir is not None
+            else None
+        )
         # SEC-5: what was forgotten; a person's names tell no fact of theirs apart (``self.people``, built below)
-        tombstones = Tombstones(self.db, self.clock, secret_key, self.embeddings, lambda person: self.people.own_names(person))
+        tombstones = Tombstones(
+            self.db,
+            self.clock,
+            secret_key,
+            self.embeddings,
+            lambda person: self.people.own_names(person),
+        )
         if secret_key is not None:
             tombstones.move_legacy_key()  # a key an older store kept in itself leaves it now (issue 31)
-        self.memories = MemoryStore(self.memory_rows, self.embeddings, self.graph, tombstones, self.journals)
+        self.memories = MemoryStore(
+            self.memory_rows, self.embeddings, self.graph, tombstones, self.journals
+        )
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
-        self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)  # SEC-6: what a reply would reveal
+        self.leaks = LeakCheck(
+            memory_corpus, message_corpus, self.clock.now
+        )  # SEC-6: what a reply would reveal
         self._repositories(extraction_debounce_s, summary_ttl_s, timezone)
 
-    def _repositories(self, extraction_debounce_s: float, summary_ttl_s: float, timezone: str) -> None:
+    def _repositories(
+        self, extraction_debounce_s: float, summary_ttl_s: float, timezone: str
+    ) -> None:
         """The per-table repositories beside the memories and messages: one of each, for every user of this engine."""
         db, clock = self.db, self.clock
         self.buffer = ExtractionBuffer(db, clock, self.messages, extraction_debounce_s)
         self.channels = ChannelState(db, clock)
         self.summaries = SessionSummaries(db, clock, summary_ttl_s)
         # linking two accounts moves what each of these owners keeps of the newer one
-        self.people = People(db, clock, self.memory_rows, movers=(self.memories, self.messages, self.buffer, self.channels))
+        self.people = People(
+            db,
+            clock,
+            self.memory_rows,
+            movers=(self.memories, self.messages, self.buffer, self.channels),
+        )
         self.privacy = Privacy(db, clock, self.people, self.buffer, self.memory_rows)
         self.zones = Timezones(self.people, timezone)
         self.checkins = CheckinStore(db, clock)
@@ -105,7 +134,9 @@ class MemoryEngine:
         self.model_traits = ModelTraits(db)  # ORCH-11: what the chat model was found to do
         self.ledger = UsageLedger(db)  # ORCH-14: what the model calls cost, counts only
         self.place_modes = PlaceModes(db, self.clock)  # ORCH-10: each place's group manners
-        self.feedback = ReplyFeedback(db, self.clock, self.messages, self.memory_rows)  # ORCH-12: reactions
+        self.feedback = ReplyFeedback(
+            db, self.clock, self.messages, self.memory_rows
+        )  # ORCH-12: reactions
 
     @property
     def path(self) -> str:
@@ -114,7 +145,11 @@ class MemoryEngine:
 
     def rebuild_journals(self) -> int | None:
         """The Markdown journals made again from this store (None when they are switched off)."""
-        return self.journals.rebuild(self.memory_rows.in_written_order()) if self.journals is not None else None
+        return (
+            self.journals.rebuild(self.memory_rows.in_written_order())
+            if self.journals is not None
+            else None
+        )
 
     def forget_signal(self) -> int:
         """Moves when another process may have forgotten or edited words (``Database.forget_signal``): a cache of

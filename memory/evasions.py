@@ -29,27 +29,58 @@ _LOOKALIKES = str.maketrans(
     "αβεικνοροτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",  # Greek
     "aeopcyxijsdqwhlbkmhtABEKMHOPCTXIJSYabeikvopotuxABEZHIKMNOPTYX",
 )
-_LEET = {"0": "o", "3": "e", "4": "a", "5": "s", "6": "g", "7": "t", "8": "b", "9": "g", "@": "a", "$": "s", "|": "l"}
-_INVISIBLE = {"Cf", "Mn"}  # zero-width spaces and joiners, soft hyphens, combining marks left after NFKC
+_LEET = {
+    "0": "o",
+    "3": "e",
+    "4": "a",
+    "5": "s",
+    "6": "g",
+    "7": "t",
+    "8": "b",
+    "9": "g",
+    "@": "a",
+    "$": "s",
+    "|": "l",
+}
+_INVISIBLE = {
+    "Cf",
+    "Mn",
+}  # zero-width spaces and joiners, soft hyphens, combining marks left after NFKC
 # Every pattern here is one character class repeated, or an alternation that cannot overlap ("_" is a separator,
 # never a letter, in _SPACED): linear on any text. A 20,000-character word took 23 s through a nested pattern.
 _WORD = re.compile(r"[\w@$|]+", re.UNICODE)
-_SPACED = re.compile(r"(?<![^\W_])(?:[^\W_][\s\-_.·•*/\\]{1,3}){2,}[^\W_](?![^\W_])")  # w o m b a t, W-o-m-b-a-t
-_CUT = re.compile(r"[\w\-.·/\\]+")  # a run that may be a word cut by separators: Wom-bat-son, X-4471-Q
+_SPACED = re.compile(
+    r"(?<![^\W_])(?:[^\W_][\s\-_.·•*/\\]{1,3}){2,}[^\W_](?![^\W_])"
+)  # w o m b a t, W-o-m-b-a-t
+_CUT = re.compile(
+    r"[\w\-.·/\\]+"
+)  # a run that may be a word cut by separators: Wom-bat-son, X-4471-Q
 _SEPARATORS = re.compile(r"[\-_.·/\\]+")
 MAX_WORD = 64  # longer runs are no word anyone hides (and would cost a reading each)
 
 _NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
-UNITS = {w: i for i, w in enumerate(f"{_NUMBERS} seventeen eighteen nineteen".split(" "))} | {"oh": 0, "nought": 0}
-TENS = {w: 10 * i for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], start=2)}
+UNITS = {w: i for i, w in enumerate(f"{_NUMBERS} seventeen eighteen nineteen".split(" "))} | {
+    "oh": 0,
+    "nought": 0,
+}
+TENS = {
+    w: 10 * i
+    for i, w in enumerate(
+        ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], start=2
+    )
+}
 SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
 _TOKEN = re.compile(r"[^\W_]+")
-_LEET_MARK = re.compile(r"[a-z][\w@$|!]*[0-9@$|]|[0-9@$|][\w@$|!]*[a-z]")  # a letter and a leet character (one word)
+_LEET_MARK = re.compile(
+    r"[a-z][\w@$|!]*[0-9@$|]|[0-9@$|][\w@$|!]*[a-z]"
+)  # a letter and a leet character (one word)
 _LEET_ANY = re.compile(r"[0-9@$|]")
 _NUMBER_MARK = re.compile(r"\b(?:" + "|".join([*UNITS, *TENS, *SCALES]) + r")\b")
 
 
-def unmasked(text: str, known: Callable[[str], bool] = lambda word: False) -> tuple[str, tuple[str, ...]]:
+def unmasked(
+    text: str, known: Callable[[str], bool] = lambda word: False
+) -> tuple[str, tuple[str, ...]]:
     """``text`` folded (NFKC, look-alikes, no invisible characters), and the words hidden in it (not in it as such).
 
     :param known: is this a word of the language? (Only unknown words are read backwards: "nostabmow" is, "stressed"
@@ -58,7 +89,9 @@ def unmasked(text: str, known: Callable[[str], bool] = lambda word: False) -> tu
     folded = fold(text)
     lowered = folded.lower()
     extra = dict.fromkeys(_hidden(lowered, known))
-    if not text.isascii():  # an invisible character may have stood for a space ("Dr\u200bWombatson")
+    if (
+        not text.isascii()
+    ):  # an invisible character may have stood for a space ("Dr\u200bWombatson")
         extra.update(dict.fromkeys(_WORD.findall(fold(text, invisible=" ").lower())))
     plain = set(_WORD.findall(lowered))
     return folded, tuple(w for w in extra if w and w not in plain)
@@ -70,7 +103,9 @@ def fold(text: str, invisible: str = "") -> str:
     if text.isascii():
         return text
     nfkc = unicodedata.normalize("NFKC", text)
-    return "".join(invisible if unicodedata.category(c) in _INVISIBLE else c for c in nfkc).translate(_LOOKALIKES)
+    return "".join(
+        invisible if unicodedata.category(c) in _INVISIBLE else c for c in nfkc
+    ).translate(_LOOKALIKES)
 
 
 def _hidden(lowered: str, known: Callable[[str], bool]) -> Iterator[str]:
@@ -122,7 +157,9 @@ def _spelled_numbers(text: str) -> Iterator[str]:
             digits = _digits(run)
             before = words[i - len(run) - 1] if i > len(run) else ""
             before, after = (w if len(w) == 1 and w.isalpha() else "" for w in (before, word))
-            yield from dict.fromkeys((digits, before + digits, digits + after, before + digits + after))
+            yield from dict.fromkeys(
+                (digits, before + digits, digits + after, before + digits + after)
+            )
         run = []
 
 

@@ -73,7 +73,9 @@ SELF_SUBJECT = "__self__"
 
 # Kinds that never fade (RET-3, MAINT-2): standing guidance, behaviour rules and identity.
 DECAY_EXEMPT_KINDS = frozenset({FactKind.GUIDANCE, FactKind.BEHAVIORAL, FactKind.PROFILE})
-DECAY_EXEMPT_VALUES = tuple(sorted(k.value for k in DECAY_EXEMPT_KINDS))  # as stored in memories.kind
+DECAY_EXEMPT_VALUES = tuple(
+    sorted(k.value for k in DECAY_EXEMPT_KINDS)
+)  # as stored in memories.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +158,9 @@ class NewMemory:
     valid_to: float | None = None
     provenance: Provenance = field(default_factory=Provenance)
     entities: tuple[EntityRef, ...] = ()
-    guild_id: str | None = None  # a public user fact said in a server belongs to that server (SEC-1)
+    guild_id: str | None = (
+        None  # a public user fact said in a server belongs to that server (SEC-1)
+    )
     # SEC-5: the person the fact is about, by identity (``memory.write.subjects`` decides it from
     # ``written_by`` when the fact is written); None: nobody in particular, or nobody it could be tied to
     subject_person_id: str | None = None
@@ -224,7 +228,11 @@ class Memory:
         )
 
     def as_dict(self) -> JsonObject:
-        data = {name: getattr(self, name) for name in self.__slots__ if name not in ("rid", "partition_key")}
+        data = {
+            name: getattr(self, name)
+            for name in self.__slots__
+            if name not in ("rid", "partition_key")
+        }
         data["tags"] = list(self.tags)
         data["provenance"] = self.provenance.as_dict()
         return data
@@ -269,7 +277,12 @@ class SessionSummary:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> SessionSummary:
-        return cls(**{**{name: row[name] for name in cls.__slots__}, "participants": tuple(json.loads(row["participants"]))})
+        return cls(
+            **{
+                **{name: row[name] for name in cls.__slots__},
+                "participants": tuple(json.loads(row["participants"])),
+            }
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,9 +290,13 @@ class Arrival:
     """What the store did with an arriving message (``memory.turns.Turns.arrive``)."""
 
     stored_id: str | None = None  # the stored message (write-ahead), once stored
-    buffer_id: int | None = None  # its extraction-buffer row, held until the reply is done; None: not stored now
+    buffer_id: int | None = (
+        None  # its extraction-buffer row, held until the reply is done; None: not stored now
+    )
     remembered: bool = True  # False after /privacy off (the speaker's or the place's): nothing of the turn kept (SEC-5)
-    answered: bool = False  # a re-delivered message the bot already answered: stored once, answered once
+    answered: bool = (
+        False  # a re-delivered message the bot already answered: stored once, answered once
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,13 +319,19 @@ class Erased:
     messages: int = 0
 
 
-MAX_MESSAGE_CHARS = 8_000  # what is stored of one message and shown to the model; longer ones are cut (marked)
+MAX_MESSAGE_CHARS = (
+    8_000  # what is stored of one message and shown to the model; longer ones are cut (marked)
+)
 CUT_MARK = " […cut]"
 
 
 def bounded(text: str) -> str:
     """At most ``MAX_MESSAGE_CHARS``, the cut marked: what history keeps, and so what a reply may send."""
-    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
+    return (
+        text
+        if len(text) <= MAX_MESSAGE_CHARS
+        else text[: MAX_MESSAGE_CHARS - len(CUT_MARK)] + CUT_MARK
+    )
 
 
 def split_tags(text: str) -> tuple[str, ...]:

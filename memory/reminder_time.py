@@ -25,10 +25,35 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from .errors import InvalidInput
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december")
-DEFAULT_TIME = time(9, 0)  # a day named without an hour: the morning, when a reminder is still useful
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+DEFAULT_TIME = time(
+    9, 0
+)  # a day named without an hour: the morning, when a reminder is still useful
 MAX_AHEAD_DAYS = 5 * 366  # "in 10000 days" is a typo, not a plan
-_NUMBERS: dict[str, float] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10}
+_NUMBERS: dict[str, float] = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "ten": 10,
+}
 _NUMBERS |= {"twenty": 20, "thirty": 30, "half an": 0.5, "a couple of": 2, "a few": 3}
 _UNIT_S = {"minute": 60, "min": 60, "hour": 3600, "hr": 3600, "day": 86400, "week": 604800}
 _DAY_RE = "|".join(WEEKDAYS) + "|" + "|".join(d[:3] for d in WEEKDAYS)
@@ -74,7 +99,9 @@ def split_request(text: str) -> tuple[str, str]:
     what = cleaned[found[1].end() :].strip(" ,:-")
     what = re.sub(r"^(?:to|that|about)\s+", "", what, flags=re.IGNORECASE)
     if not what:
-        raise InvalidInput("say what to remind you of after the time, like: /remind Friday at 9 call mum")
+        raise InvalidInput(
+            "say what to remind you of after the time, like: /remind Friday at 9 call mum"
+        )
     return cleaned[: found[1].end()], what
 
 
@@ -91,7 +118,9 @@ def parse_when(text: str, now: float, zone: tzinfo) -> When:
     local_now = datetime.fromtimestamp(now, zone)
     when = _READERS[form](match, local_now, zone)
     if when.due_at <= now:
-        raise InvalidInput(f"{text.strip()[:60]!r} has already passed where you are ({local_now:%A %H:%M}): say a later time.")
+        raise InvalidInput(
+            f"{text.strip()[:60]!r} has already passed where you are ({local_now:%A %H:%M}): say a later time."
+        )
     if when.due_at - now > MAX_AHEAD_DAYS * 86400:
         raise InvalidInput("that is more than five years away: say a nearer time.")
     return when
@@ -116,7 +145,9 @@ def _longest(text: str) -> tuple[str, re.Match[str]] | None:
     best: tuple[str, re.Match[str]] | None = None
     for form, pattern in _FORMS:
         match = pattern.match(text)
-        whole_words = match is not None and (match.end() == len(text) or not text[match.end()].isalnum())
+        whole_words = match is not None and (
+            match.end() == len(text) or not text[match.end()].isalnum()
+        )
         if match and whole_words and (best is None or match.end() > best[1].end()):
             best = (form, match)
     return best
@@ -147,7 +178,9 @@ def _every_week(match: re.Match[str], now: datetime, zone: tzinfo) -> When:
 
 def _relative_day(match: re.Match[str], now: datetime, zone: tzinfo) -> When:
     rel = match["rel"]
-    at = _clock(match["clock"], evening=rel == "tonight") or (time(20) if rel == "tonight" else DEFAULT_TIME)
+    at = _clock(match["clock"], evening=rel == "tonight") or (
+        time(20) if rel == "tonight" else DEFAULT_TIME
+    )
     day = now.date() + timedelta(days=1 if rel == "tomorrow" else 0)
     return When(_instant(day, at, zone))
 
@@ -159,7 +192,11 @@ def _weekday(name: str) -> int:
 def _on_weekday(match: re.Match[str], now: datetime, zone: tzinfo) -> When:
     at = _clock(match["clock"]) or DEFAULT_TIME
     day = _coming(now, _weekday(match["day"]), at, zone)
-    if match.group(0).startswith("next") and day - now.date() < timedelta(days=7) and day.weekday() == now.weekday():
+    if (
+        match.group(0).startswith("next")
+        and day - now.date() < timedelta(days=7)
+        and day.weekday() == now.weekday()
+    ):
         day += timedelta(days=7)
     return When(_instant(day, at, zone))
 
@@ -172,9 +209,13 @@ def _on_date(match: re.Match[str], now: datetime, zone: tzinfo) -> When:
     try:
         day = date(year, month, day_number)
     except ValueError:
-        raise InvalidInput(f"{day_number} {MONTHS[month - 1].title()} {year} is not a date") from None
+        raise InvalidInput(
+            f"{day_number} {MONTHS[month - 1].title()} {year} is not a date"
+        ) from None
     if match["year"] is None and _instant(day, at, zone) <= now.timestamp():
-        raise InvalidInput(f"{day:%-d %B} has passed this year: say the year if you mean next year, like 'on {day:%-d %B} {year + 1}'.")
+        raise InvalidInput(
+            f"{day:%-d %B} has passed this year: say the year if you mean next year, like 'on {day:%-d %B} {year + 1}'."
+        )
     return When(_instant(day, at, zone))
 
 
@@ -226,7 +267,9 @@ def _clock(text: str | None, *, evening: bool = False) -> time | None:
     elif evening and 1 <= hour <= 11:
         hour += 12
     elif 1 <= hour <= 6 and match[2] is None:
-        raise InvalidInput(f"at {hour} in the morning or the afternoon? Say {hour}am or {hour}pm (or {hour + 12}:00).")
+        raise InvalidInput(
+            f"at {hour} in the morning or the afternoon? Say {hour}am or {hour}pm (or {hour + 12}:00)."
+        )
     if hour > 23 or minute > 59:
         raise InvalidInput(f"{text} is not a time of day")
     return time(hour, minute)

@@ -15,7 +15,9 @@ from .storage.reminders import Reminder
 class Reminding:
     """One process's side of the reminders table: every method is one call on the memory thread."""
 
-    def __init__(self, engine: MemoryEngine, runner: AsyncRunner, *, holder: str | None = None) -> None:
+    def __init__(
+        self, engine: MemoryEngine, runner: AsyncRunner, *, holder: str | None = None
+    ) -> None:
         """:param holder: this process's id in the claims (``process_holder()`` when None): a row claimed by
         another holder is never recorded as sent by this one."""
         self.engine, self.runner = engine, runner
@@ -36,7 +38,9 @@ class Reminding:
     async def delivered(self, reminder: Reminder, now: float) -> bool:
         """The platform took it (at ``now``): a one-off goes, a recurring one waits for its next time. False when
         the row was no longer this process's to record (forgotten meanwhile)."""
-        return await self.runner.run(self.reminders.delivered, reminder.id, self.holder, reminder.next_due(now))
+        return await self.runner.run(
+            self.reminders.delivered, reminder.id, self.holder, reminder.next_due(now)
+        )
 
     async def failed(self, reminder: Reminder) -> str:
         """The platform refused it: its new state ('pending' after a backoff, 'undelivered' after the last try)."""

@@ -74,7 +74,9 @@ _DIRECTIVE = re.compile(
     r"|respond (only|always)|reply (only|always|in)|stop (saying|using|calling))\b",
     re.IGNORECASE,
 )
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]"
+)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -111,9 +113,13 @@ def check_memory(subject: str, content: str, kind: FactKind) -> tuple[str, str]:
     if looks_like_injection(both):
         raise Rejected("text reads like an instruction to override the bot's rules; not stored")
     if contains_secret(both):
-        raise Rejected("text contains what looks like a secret (key, token, password or card number); never stored")
+        raise Rejected(
+            "text contains what looks like a secret (key, token, password or card number); never stored"
+        )
     if kind not in (FactKind.GUIDANCE, FactKind.BEHAVIORAL) and _DIRECTIVE.search(content):
-        raise Rejected("a standing directive to the bot must be stored with kind 'guidance' or 'behavioral'")
+        raise Rejected(
+            "a standing directive to the bot must be stored with kind 'guidance' or 'behavioral'"
+        )
     return subject, content
 
 
@@ -227,7 +233,9 @@ _NON_WORD = re.compile(r"[\W_]+")
 def _hidden(ch: str) -> bool:
     """Combining and enclosing marks, format characters (zero-width, bidi, tags), non-space controls."""
     category = unicodedata.category(ch)
-    return category in ("Mn", "Me", "Cf") or (category == "Cc" and not ch.isspace()) or ch in _FILLERS
+    return (
+        category in ("Mn", "Me", "Cf") or (category == "Cc" and not ch.isspace()) or ch in _FILLERS
+    )
 
 
 def fold_confusables(text: str) -> str:
@@ -235,7 +243,9 @@ def fold_confusables(text: str) -> str:
     marks and invisible characters dropped, Cyrillic/Greek look-alikes mapped to Latin. For checks only:
     it loses accents and scripts, so it is never what gets stored."""
     decomposed = unicodedata.normalize("NFKD", str(text))
-    return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not _hidden(ch)).translate(_HOMOGLYPHS))
+    return unicodedata.normalize(
+        "NFC", "".join(ch for ch in decomposed if not _hidden(ch)).translate(_HOMOGLYPHS)
+    )
 
 
 def looks_like_injection(text: str) -> bool:
@@ -304,7 +314,12 @@ def _regex(pattern: str, flags: int = 0, valid: Callable[[str], bool] = bool) ->
 
 def _inside_quotes(value: str, start: int, end: int) -> Span:
     # A quoted value keeps its quotes ('password is "[redacted]"'), so redacted JSON stays JSON.
-    quoted = len(value) > 2 and (value[0], value[-1]) in (('"', '"'), ("'", "'"), ("`", "`"), ("“", "”"))
+    quoted = len(value) > 2 and (value[0], value[-1]) in (
+        ('"', '"'),
+        ("'", "'"),
+        ("`", "`"),
+        ("“", "”"),
+    )
     return (start + 1, end - 1) if quoted else (start, end)
 
 
@@ -323,7 +338,8 @@ _TOKENS = (
     r"\bnpm_[A-Za-z0-9]{30,}",  # npm
     r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid
     r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key id
-    r"(?<!\d)\d{8,10}:[A-Za-z0-9_-]{35}" + _END,  # Telegram; no \b: in API URLs it follows 'bot' directly
+    r"(?<!\d)\d{8,10}:[A-Za-z0-9_-]{35}"
+    + _END,  # Telegram; no \b: in API URLs it follows 'bot' directly
     r"\b[MNO][A-Za-z\d]{23,27}\.[\w-]{6}\.[\w-]{27,38}" + _END,  # Discord bot token
     r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",  # JWT
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
@@ -347,7 +363,12 @@ def _aws_secret_keys(text: str) -> Iterator[Span]:
     for match in _AWS_SECRET.finditer(text):
         key = match.group()
         # Three or more slashes reads as a file path, not a key (random base64 has that many about 1 time in 40).
-        shaped = key != key.lower() and key != key.upper() and (_has_digit(key) or "/" in key or "+" in key) and key.count("/") < 3
+        shaped = (
+            key != key.lower()
+            and key != key.upper()
+            and (_has_digit(key) or "/" in key or "+" in key)
+            and key.count("/") < 3
+        )
         if shaped or _AWS_CONTEXT.search(text, max(0, match.start() - 40), match.start()):
             yield match.span()
 
@@ -456,10 +477,30 @@ _NOT_A_VALUE = frozenset(
     ]
 )
 _DETERMINERS = frozenset(
-    ["a", "an", "the", "my", "your", "his", "her", "its", "our", "their", "this", "that", "these", "those", "it", "not"]
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "your",
+        "his",
+        "her",
+        "its",
+        "our",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "not",
+    ]
 )
 
-_START, _STOP = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"  # not \b: 'db_password=' must match, 'spin' must not
+_START, _STOP = (
+    r"(?<![A-Za-z0-9])",
+    r"(?![A-Za-z0-9])",
+)  # not \b: 'db_password=' must match, 'spin' must not
 # "for my bank", "to the wifi": up to four words between the keyword and its verb, led by a preposition, so
 # "password manager is great" (no preposition) is not read as a password.
 _QUALIFIER = r"(?:\s+(?:for|to|of|on|at|in|from)(?:\s+[\w'’.-]+){1,4}?)?"
@@ -469,9 +510,13 @@ _QUOTED = r""""(?:[^"\\\n]|\\.){1,300}"|'[^'\n]{1,300}'|`[^`\n]{1,300}`|“[^”
 # One word, or quoted text in full (its quotes kept). Closing quotes and brackets and one , . ; : ! ? after
 # the word stay visible: they are usually the sentence's or the JSON's (trade-off: a password ending in one
 # of them shows that last character).
-_WORD_VALUE = rf"""{_NOT_REDACTED}(?P<secret>{_QUOTED}|\S+?)(?=[)\]}}"'”’]*[,.;:!?]?[)\]}}"'”’]*(?:\s|$))"""
+_WORD_VALUE = (
+    rf"""{_NOT_REDACTED}(?P<secret>{_QUOTED}|\S+?)(?=[)\]}}"'”’]*[,.;:!?]?[)\]}}"'”’]*(?:\s|$))"""
+)
 _PHRASE_WORD = r"""[^\s,.;!?"'”’)\]}]+"""
-_PHRASE_VALUE = rf"{_NOT_REDACTED}(?P<secret>{_QUOTED}|{_PHRASE_WORD}(?:[ \t]+{_PHRASE_WORD}){{0,23}})"
+_PHRASE_VALUE = (
+    rf"{_NOT_REDACTED}(?P<secret>{_QUOTED}|{_PHRASE_WORD}(?:[ \t]+{_PHRASE_WORD}){{0,23}})"
+)
 
 # "pw", "pwd": the shorthand people type ("my pw is ...", "online banking pw = ..."); nothing else spells so.
 _PASSWORD_WORDS = r"passwords?|passwd|pwd|pw|passcodes?|pass\s+codes?|wi-?fi\s+(?:key|code)"
@@ -541,11 +586,23 @@ _PROSE = (
     # prose rarely puts there ("the pin on the map" has none). After a qualifier it does ("pins for the 2024 tour").
     _regex(rf"{_START}(?:{_NUMBER_WORDS}){_STOP}\s*#?\s*" + _NUMBER_VALUE, re.IGNORECASE),
     _regex(_CODE_FOR + _VERB + _COMBINATION_VALUE, re.IGNORECASE),
-    _regex(rf"{_START}(?:(?:{_LOCKED})\s+)?combinations?{_STOP}{_QUALIFIER}" + _VERB + _COMBINATION_VALUE, re.IGNORECASE),
+    _regex(
+        rf"{_START}(?:(?:{_LOCKED})\s+)?combinations?{_STOP}{_QUALIFIER}"
+        + _VERB
+        + _COMBINATION_VALUE,
+        re.IGNORECASE,
+    ),
     _regex(_keyword(_LOGIN_WORDS) + _VERB + _PAIR_VALUE, re.IGNORECASE, _pair_value),
     _regex(rf"(?<![\d-])(?P<secret>{_SSN_DASHED})(?![\d-])"),
-    _regex(rf"{_START}(?:{_SSN_WORDS}){_STOP}{_QUALIFIER}(?:{_VERB}|\s*#?\s*)(?P<secret>{_SSN_SHAPE}){_STOP}", re.IGNORECASE),
-    _regex(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:(?P<secret>[^\s/@]+)@", re.IGNORECASE, lambda v: v != REDACTED),
+    _regex(
+        rf"{_START}(?:{_SSN_WORDS}){_STOP}{_QUALIFIER}(?:{_VERB}|\s*#?\s*)(?P<secret>{_SSN_SHAPE}){_STOP}",
+        re.IGNORECASE,
+    ),
+    _regex(
+        r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:(?P<secret>[^\s/@]+)@",
+        re.IGNORECASE,
+        lambda v: v != REDACTED,
+    ),
     _regex(r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)", 0, _has_digit),
 )
 
@@ -562,7 +619,9 @@ def _cards(text: str) -> Iterator[Span]:
     cut into windows of groups, so a date or phone number beside the card does not hide it; a short list of
     4-digit numbers that passes Luhn by chance (1 in 10) would be redacted: the trade-off for any separator."""
     for run in _DIGIT_RUN.finditer(text):
-        groups = [(run.start() + m.start(), run.start() + m.end()) for m in _DIGITS.finditer(run.group())]
+        groups = [
+            (run.start() + m.start(), run.start() + m.end()) for m in _DIGITS.finditer(run.group())
+        ]
         i = 0
         while i < len(groups):
             j = _longest_card(text, groups, i)

@@ -77,8 +77,12 @@ class RecallContext:
             raise InvalidInput("a recall context needs a speaker")
         if self.is_dm == (self.guild_id is not None):
             raise InvalidInput("a context is either a DM (no guild) or in a guild, not both")
-        if self.owner_private and not (self.owner_id and self.is_dm and self.speaker_id == self.owner_id):
-            raise InvalidInput("an owner-private context is a DM (or console) of the owner with the owner")
+        if self.owner_private and not (
+            self.owner_id and self.is_dm and self.speaker_id == self.owner_id
+        ):
+            raise InvalidInput(
+                "an owner-private context is a DM (or console) of the owner with the owner"
+            )
 
     @property
     def tz(self) -> tzinfo:
@@ -94,7 +98,10 @@ class RecallContext:
 
     def memory_partitions(self) -> tuple[str, ...]:
         if self.is_dm:
-            keys = [user_partition(self.speaker_id, Visibility.PRIVATE), user_partition(self.speaker_id, Visibility.PUBLIC)]
+            keys = [
+                user_partition(self.speaker_id, Visibility.PRIVATE),
+                user_partition(self.speaker_id, Visibility.PUBLIC),
+            ]
         else:
             keys = [user_partition(p, Visibility.PUBLIC, self.guild_id) for p in self.people]
             keys.append(memory_partition(Scope.GUILD, self.guild_id or "", Visibility.PUBLIC))
@@ -107,7 +114,9 @@ class RecallContext:
         """The partitions about one person that this context may read (their profile, ORCH-2): their user-scope
         ones, and in the owner's own DM or console the owner's memory too, which is where everything the owner
         says there is filed (``write_scope``); without it the owner would be a stranger in their own DM."""
-        prefixes = (f"{Scope.USER.value}|{person_id}|",) + ((f"{Scope.OWNER.value}|{person_id}|",) if person_id == self.owner_id else ())
+        prefixes = (f"{Scope.USER.value}|{person_id}|",) + (
+            (f"{Scope.OWNER.value}|{person_id}|",) if person_id == self.owner_id else ()
+        )
         return tuple(k for k in self.memory_partitions() if k.startswith(prefixes))
 
     def message_partitions(self) -> tuple[str, ...]:
@@ -115,7 +124,9 @@ class RecallContext:
 
     def channels(self) -> tuple[str, ...]:
         """The channels whose messages this context may read: this one, and the readable ones of its guild."""
-        return tuple(dict.fromkeys((self.channel_id, *(() if self.is_dm else self.readable_channels))))
+        return tuple(
+            dict.fromkeys((self.channel_id, *(() if self.is_dm else self.readable_channels)))
+        )
 
     def to_dict(self) -> JsonObject:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -154,7 +165,9 @@ def may_change(ctx: RecallContext, scope: Scope, scope_id: str) -> bool:
     return ctx.owner_private and scope_id == ctx.owner_id
 
 
-def memory_partition(scope: Scope, scope_id: str, visibility: Visibility, guild_id: str | None = None) -> str:
+def memory_partition(
+    scope: Scope, scope_id: str, visibility: Visibility, guild_id: str | None = None
+) -> str:
     """Guild memory is always public within its guild; owner memory is always private to the owner."""
     if scope is Scope.GUILD:
         return f"{scope.value}|{scope_id}|{Visibility.PUBLIC.value}"

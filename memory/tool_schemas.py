@@ -21,7 +21,12 @@ def compact(schema: Any) -> Any:
         return schema
     out = {k: compact(v) for k, v in schema.items() if k not in DROPPED}
     options = out.get("anyOf")
-    if isinstance(options, list) and {"type": "null"} in options and "default" in out and out["default"] is None:
+    if (
+        isinstance(options, list)
+        and {"type": "null"} in options
+        and "default" in out
+        and out["default"] is None
+    ):
         rest = [o for o in options if o != {"type": "null"}]
         if len(rest) == 1:
             del out["anyOf"], out["default"]

@@ -85,10 +85,24 @@ class StoreArgs(_Args):
     tags: list[str] = Field(default_factory=list, max_length=12)
     importance: int = Field(5, ge=1, le=10)
     source: Literal["user-stated", "inferred", "observed"] = "user-stated"
-    ttl: str | None = Field(None, pattern=r"^\d{1,4}[mhdw]$", description="how long it stays true, e.g. 7d, 12h, 2w")
-    kind: Literal["profile", "relationship", "preference", "project", "guidance", "behavioral", "event", "goal", "todo", "other"] | None = (
-        None
+    ttl: str | None = Field(
+        None, pattern=r"^\d{1,4}[mhdw]$", description="how long it stays true, e.g. 7d, 12h, 2w"
     )
+    kind: (
+        Literal[
+            "profile",
+            "relationship",
+            "preference",
+            "project",
+            "guidance",
+            "behavioral",
+            "event",
+            "goal",
+            "todo",
+            "other",
+        ]
+        | None
+    ) = None
     entities: list[Entity] = Field(default_factory=list, max_length=10)
 
 
@@ -139,8 +153,14 @@ class ChannelRecallArgs(_Args):
 
 
 class ReminderArgs(_Args):
-    when: str = Field(min_length=1, max_length=100, description="as the person said it: 'Friday at 9', 'in 2 hours', 'every Monday'")
-    text: str = Field(min_length=1, max_length=500, description="what to remind them of, in their words")
+    when: str = Field(
+        min_length=1,
+        max_length=100,
+        description="as the person said it: 'Friday at 9', 'in 2 hours', 'every Monday'",
+    )
+    text: str = Field(
+        min_length=1, max_length=500, description="what to remind them of, in their words"
+    )
 
 
 class RateLimiter:
@@ -170,7 +190,9 @@ WRITE_TOOLS = frozenset({"memory_store", "memory_update", "memory_delete"})
 # The model is told to delete "each match"; a weak hit is a different memory that happens to rank, and a
 # delete cannot be undone, so the floor is the tool's to hold, not the model's judgment (issue 20, finding 11).
 STRONG_MATCH = 0.5
-MAX_SAID = 5  # the speaker's own messages memory_search offers besides memories (the newest that match)
+MAX_SAID = (
+    5  # the speaker's own messages memory_search offers besides memories (the newest that match)
+)
 # they put new words in the store (deleting does not): withheld from someone who said /privacy off
 KEEPING_TOOLS = frozenset({"memory_store", "memory_update", "reminder_set"})
 
@@ -193,7 +215,9 @@ class MemoryTools:
         self.remembering = remembering  # False: the speaker or the place said /privacy off (SEC-5)
         self.reflect, self.rate_limit = reflect, rate_limit
         self.deleted: list[str] = []  # contents forgotten during this conversation turn (ORCH-3)
-        self.strong: set[str] = set()  # ids memory_search returned as strong matches this turn: what may be deleted
+        self.strong: set[str] = (
+            set()
+        )  # ids memory_search returned as strong matches this turn: what may be deleted
         self._tools: dict[str, tuple[type[_Args], Callable[[Any], Any]]] = {
             "memory_store": (StoreArgs, self.memory_store),
             "memory_search": (SearchArgs, self.memory_search),
@@ -205,7 +229,9 @@ class MemoryTools:
             "conversation_search": (ConversationSearchArgs, self.conversation_search),
             "channel_recall": (ChannelRecallArgs, self.channel_recall),
         }
-        self.place = place  # ORCH-13: where a reminder set in this turn fires (None: no reminders here)
+        self.place = (
+            place  # ORCH-13: where a reminder set in this turn fires (None: no reminders here)
+        )
         self.reminders_set: list[int] = []  # ids stored this turn: a reply may confirm only these
         if place is not None:
             self._tools["reminder_set"] = (ReminderArgs, self.reminder_set)
@@ -217,9 +243,18 @@ class MemoryTools:
         for name, (model, fn) in self._tools.items():
             if name in KEEPING_TOOLS and not self.remembering:
                 continue  # not offered: the model would only be refused
-            schema = json.loads(_json_schema(model))  # a fresh copy of the cached schema, validated in full when called
+            schema = json.loads(
+                _json_schema(model)
+            )  # a fresh copy of the cached schema, validated in full when called
             out.append(
-                {"type": "function", "function": {"name": name, "description": " ".join((fn.__doc__ or "").split()), "parameters": schema}}
+                {
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "description": " ".join((fn.__doc__ or "").split()),
+                        "parameters": schema,
+                    },
+                }
             )
         return out
 
@@ -232,18 +267,27 @@ class MemoryTools:
             raw = json.loads(arguments or "{}") if isinstance(arguments, str) else (arguments or {})
             args = model.model_validate(raw)
             if name in KEEPING_TOOLS and not self.remembering:
-                raise ToolError("nothing may be stored here: the person (or this server) turned remembering off with /privacy off")
+                raise ToolError(
+                    "nothing may be stored here: the person (or this server) turned remembering off with /privacy off"
+                )
             if name in WRITE_TOOLS and self.rate_limit and not self.rate_limit.allow():
-                raise ToolError("too many memory writes this minute; keep it for later or say it in the reply")
+                raise ToolError(
+                    "too many memory writes this minute; keep it for later or say it in the reply"
+                )
             return json.dumps(fn(args), ensure_ascii=False, default=str)
         except json.JSONDecodeError as exc:
             return f"Error: the arguments are not valid JSON ({exc.msg} at position {exc.pos}). Send a JSON object."
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()[:5])
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
+                for e in exc.errors()[:5]
+            )
             return f"Error: invalid arguments for {name}: {problems}. Fix them and call again."
         except (MemoryStoreError, ToolError) as exc:
             return f"Error: {exc}"
-        except Exception as exc:  # a tool call is an edge: log it, tell the model, keep the conversation alive
+        except (
+            Exception
+        ) as exc:  # a tool call is an edge: log it, tell the model, keep the conversation alive
             log.exception("tool %s failed", name)
             return f"Error: {name} failed unexpectedly ({type(exc).__name__}); nothing was changed."
 
@@ -266,44 +310,76 @@ class MemoryTools:
             importance=float(a.importance),
             ttl=self.engine.clock.now() + parse_duration(a.ttl) if a.ttl else None,
             provenance=self.provenance,
-            entities=tuple(EntityRef(e.name, e.type, tuple((r.relation, r.target) for r in e.relations)) for e in a.entities),
+            entities=tuple(
+                EntityRef(e.name, e.type, tuple((r.relation, r.target) for r in e.relations))
+                for e in a.entities
+            ),
             written_by=written_by(self.ctx),
         )
-        if not unforgotten(self.engine, [new]):  # SEC-5: stored again only when the person says it again
-            raise ToolError("the person asked to forget this; it is kept again only if they say it again themselves")
-        result = self.engine.memories.add(bound(self.engine, new))  # SEC-5: whom it is about, by identity
-        return {"status": result.status, "id": result.memory.id, "superseded": list(result.superseded), "related": list(result.related)}
+        if not unforgotten(
+            self.engine, [new]
+        ):  # SEC-5: stored again only when the person says it again
+            raise ToolError(
+                "the person asked to forget this; it is kept again only if they say it again themselves"
+            )
+        result = self.engine.memories.add(
+            bound(self.engine, new)
+        )  # SEC-5: whom it is about, by identity
+        return {
+            "status": result.status,
+            "id": result.memory.id,
+            "superseded": list(result.superseded),
+            "related": list(result.related),
+        }
 
     def memory_search(self, a: SearchArgs) -> JsonObject:
         """Search long-term memory by meaning and keywords. Optional type, tags (all must match), topK and weights.
         Each result says whether it is a strong or weak match for the query."""
-        filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
-        hits = self.engine.recall.recall(self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0)
+        filters = RecallFilters(
+            types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags)
+        )
+        hits = self.engine.recall.recall(
+            self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0
+        )
         self.strong.update(h.item.id for h in hits if h.relevance >= STRONG_MATCH)
-        found = [_brief(h.item) | {"score": round(h.score, 3), "match": _match(h.relevance)} for h in hits]
+        found = [
+            _brief(h.item) | {"score": round(h.score, 3), "match": _match(h.relevance)}
+            for h in hits
+        ]
         strong = any(h.relevance >= STRONG_MATCH for h in hits)
         return {"results": found + ([] if strong else self._said(a.query))}
 
     def _said(self, query: str) -> list[JsonObject]:
         """When no memory matches strongly: the speaker's own messages here that say every word of the query,
         offered as ``said:<id>``, so "forget that" reaches what is no memory yet (SEC-3, ``memory.upkeep.said``)."""
-        rids = said_matching(self.engine, self.ctx, [self.ctx.speaker_id], query, skip=self.provenance.sources)
+        rids = said_matching(
+            self.engine, self.ctx, [self.ctx.speaker_id], query, skip=self.provenance.sources
+        )
         said = self.engine.messages.get_rids(rids[-MAX_SAID:])
         self.strong.update(SAID_PREFIX + m.id for m in said)
-        return [{"id": SAID_PREFIX + m.id, "type": "message", "content": m.content, "match": "strong"} for m in said]
+        return [
+            {"id": SAID_PREFIX + m.id, "type": "message", "content": m.content, "match": "strong"}
+            for m in said
+        ]
 
     def memory_recall(self, a: RecallArgs) -> JsonObject:
         """Browse memories by id, type or tags, without ranking by meaning."""
         if a.id:
             return {"results": [_brief(self.engine.memories.get_visible(a.id, self.ctx))]}
-        filters = RecallFilters(types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags))
-        rows = self.engine.memory_rows.listing(self.ctx.memory_partitions(), filters, limit=20, include_inactive=a.includeConsolidated)
+        filters = RecallFilters(
+            types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags)
+        )
+        rows = self.engine.memory_rows.listing(
+            self.ctx.memory_partitions(), filters, limit=20, include_inactive=a.includeConsolidated
+        )
         return {"results": [_brief(m) for m in rows]}
 
     def memory_update(self, a: UpdateArgs) -> JsonObject:
         """Correct a memory in place by id (subject, content, tags, importance). Only the speaker's own memories."""
         self.engine.memories.get_changeable(a.id, self.ctx)
-        memory = self.engine.memories.update(a.id, subject=a.subject, content=a.content, tags=a.tags, importance=a.importance)
+        memory = self.engine.memories.update(
+            a.id, subject=a.subject, content=a.content, tags=a.tags, importance=a.importance
+        )
         return {"status": "updated", "memory": _brief(memory)}
 
     def memory_delete(self, a: DeleteArgs) -> JsonObject:
@@ -323,10 +399,16 @@ class MemoryTools:
 
     def _forget_said(self, said_id: str) -> JsonObject:
         """One of the speaker's own messages offered by memory_search this turn, removed with the cascade."""
-        rids = self.engine.messages.rids_by_id([said_id.removeprefix(SAID_PREFIX)]) if said_id in self.strong else []
+        rids = (
+            self.engine.messages.rids_by_id([said_id.removeprefix(SAID_PREFIX)])
+            if said_id in self.strong
+            else []
+        )
         said = self.engine.messages.get_rids(rids)
         if not forget_said(self.engine, self.ctx, [self.ctx.speaker_id], rids):
-            raise ToolError(f"{said_id} is not a message of this person that memory_search returned in this turn")
+            raise ToolError(
+                f"{said_id} is not a message of this person that memory_search returned in this turn"
+            )
         self.deleted.append(said[0].content)
         return {"status": "deleted", "id": said_id, "content": said[0].content}
 
@@ -356,7 +438,9 @@ class MemoryTools:
         """Set a reminder that fires at the asked time in this chat. Confirm it only after this returns its id."""
         if self.place is None:
             raise ToolError("reminders cannot be set in this conversation")
-        stored = self.engine.reminders.ask(self.ctx.speaker_id, self.place, a.when, a.text, self.ctx.tz)
+        stored = self.engine.reminders.ask(
+            self.ctx.speaker_id, self.place, a.when, a.text, self.ctx.tz
+        )
         self.reminders_set.append(stored.id)
         return {"status": "set", **stored.as_dict()}
 

@@ -31,15 +31,28 @@ class Turns:
     """The turn's store work for the bot's event loop: every method awaits the memory thread."""
 
     def __init__(
-        self, engine: MemoryEngine, runner: AsyncRunner, buffer: ExtractionBuffer, privacy: Privacy, channels: ChannelState
+        self,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        buffer: ExtractionBuffer,
+        privacy: Privacy,
+        channels: ChannelState,
     ) -> None:
-        self.engine, self.runner, self.buffer, self.privacy, self.channels = engine, runner, buffer, privacy, channels
+        self.engine, self.runner, self.buffer, self.privacy, self.channels = (
+            engine,
+            runner,
+            buffer,
+            privacy,
+            channels,
+        )
 
     async def arrive(self, said: Said) -> Arrival:
         """Store and hold ``said`` before the model is asked anything (ORCH-6)."""
         return await self.runner.run(self._arrive, said)
 
-    async def finish(self, said: Said, arrival: Arrival, reply: str | None, *, replier: str, forgot: bool = False) -> None:
+    async def finish(
+        self, said: Said, arrival: Arrival, reply: str | None, *, replier: str, forgot: bool = False
+    ) -> None:
         """The turn is done: ``reply`` (None: no reply to keep) is stored as ``replier``'s; ``forgot``: the turn
         forgot something, and its own words go too (ORCH-3)."""
         await self.runner.run(self._finish, said, arrival, reply, replier, forgot)
@@ -51,7 +64,11 @@ class Turns:
     async def known(self, platform: str, channel_id: str, platform_message_id: str | None) -> bool:
         """Was this platform message stored? (An edit of one never stored has nothing to follow.)"""
         ids = [platform_message_id] if platform_message_id else []
-        return bool(await self.runner.run(self.engine.messages.rids_by_platform_id, platform, channel_id, ids))
+        return bool(
+            await self.runner.run(
+                self.engine.messages.rids_by_platform_id, platform, channel_id, ids
+            )
+        )
 
     async def edited(self, said: Said) -> Withdrawn | None:
         """A message edited at the source, ``said`` as it reads now with its author's context (the new text is
@@ -63,16 +80,27 @@ class Turns:
         what the place has seen already: names, the prompt's own lines)."""
         return await self.runner.run(self.engine.leaks.check, ctx, text, seen)
 
-    async def deleted(self, platform: str, channel_id: str, platform_message_ids: tuple[str, ...]) -> Withdrawn:
+    async def deleted(
+        self, platform: str, channel_id: str, platform_message_ids: tuple[str, ...]
+    ) -> Withdrawn:
         """Messages deleted at the source (one, or a bulk delete); unknown ids are ignored."""
-        return await self.runner.run(message_deleted, self.engine, self.buffer, platform, channel_id, list(platform_message_ids))
+        return await self.runner.run(
+            message_deleted,
+            self.engine,
+            self.buffer,
+            platform,
+            channel_id,
+            list(platform_message_ids),
+        )
 
     # -- on the memory thread ----------------------------------------------------------------------------
     def _arrive(self, said: Said) -> Arrival:
         if not said.text:
             return Arrival()  # nothing readable (a lone zero-width space): nothing to keep
         if not self.privacy.remembers(said.ctx):
-            return Arrival(remembered=False)  # SEC-5: answered from this message alone, nothing stored
+            return Arrival(
+                remembered=False
+            )  # SEC-5: answered from this message alone, nothing stored
         ctx, mid = said.ctx, said.platform_message_id
         known = self.engine.messages.delivered(ctx.platform, ctx.channel_id, mid) if mid else None
         if known is not None:
@@ -80,14 +108,25 @@ class Turns:
             # extraction, so neither again; answered only if no reply to it was stored.
             return Arrival(stored_id=known[0], answered=known[1])
         stored = self.engine.messages.add(_message(said))
-        held = self.buffer.push(said.channel_key, ctx, said.text, author_name=said.author_name, message_id=stored, held=True)
+        held = self.buffer.push(
+            said.channel_key,
+            ctx,
+            said.text,
+            author_name=said.author_name,
+            message_id=stored,
+            held=True,
+        )
         self.channels.touch(said.channel_key, ctx)
         return Arrival(stored_id=stored, buffer_id=held)
 
-    def _finish(self, said: Said, arrival: Arrival, reply: str | None, replier: str, forgot: bool) -> None:
+    def _finish(
+        self, said: Said, arrival: Arrival, reply: str | None, replier: str, forgot: bool
+    ) -> None:
         self.engine.recall.flush_access()
         if forgot:
-            self.engine.messages.delete_rids(self.engine.messages.rids_by_id([arrival.stored_id or ""]))
+            self.engine.messages.delete_rids(
+                self.engine.messages.rids_by_id([arrival.stored_id or ""])
+            )
             self.engine.scrub()
             return
         if not arrival.remembered:
@@ -109,7 +148,9 @@ class Turns:
         if not self.privacy.remembers(ctx):
             # SEC-5: the new words may not be kept, and the old ones are no longer what was said: withdrawn as a delete.
             return message_deleted(self.engine, self.buffer, ctx.platform, ctx.channel_id, [mid])
-        edit = Edit(ctx.platform, ctx.channel_id, mid, said.text, ctx, said.channel_key, said.author_name)
+        edit = Edit(
+            ctx.platform, ctx.channel_id, mid, said.text, ctx, said.channel_key, said.author_name
+        )
         return message_edited(self.engine, self.buffer, edit)
 
 

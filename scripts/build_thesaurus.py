@@ -23,7 +23,9 @@ from memory.storage.pgsearch import tokenizer_db  # noqa: E402
 
 
 def main(out: Path) -> None:
-    tokens = json.loads((ASSETS / "minilm-tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    tokens = json.loads((ASSETS / "minilm-tokenizer.json").read_text(encoding="utf-8"))["model"][
+        "vocab"
+    ]
     words = thesaurus.vocabulary(sorted(tokens, key=tokens.get), STOP_WORDS)
     model = OnnxMiniLM()
     vectors = np.concatenate([model.embed(words[i : i + 256]) for i in range(0, len(words), 256)])

@@ -29,8 +29,14 @@ SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|FROM|JOIN|INTO)\b")
 
 
 def sql_strings(tree: ast.AST) -> list[str]:
-    texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    texts += ["".join(p.value for p in n.values if isinstance(p, ast.Constant)) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr)]
+    texts = [
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
+    texts += [
+        "".join(p.value for p in n.values if isinstance(p, ast.Constant))
+        for n in ast.walk(tree)
+        if isinstance(n, ast.JoinedStr)
+    ]
     return [t for t in texts if SQL.search(t)]
 
 
@@ -51,9 +57,15 @@ def main(root: Path) -> None:
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lengths.append(((node.end_lineno or 0) - node.lineno + 1, f"{rel}:{node.name}"))
-                if not node.name.startswith("_"):  # a public function: its signature is a module edge
-                    notes = [a.annotation for a in node.args.args + node.args.kwonlyargs] + [node.returns]
-                    dict_edges += sum("dict[str, Any]" in ast.unparse(n) for n in notes if n is not None)
+                if not node.name.startswith(
+                    "_"
+                ):  # a public function: its signature is a module edge
+                    notes = [a.annotation for a in node.args.args + node.args.kwonlyargs] + [
+                        node.returns
+                    ]
+                    dict_edges += sum(
+                        "dict[str, Any]" in ast.unparse(n) for n in notes if n is not None
+                    )
     print("modules with SQL naming each table:")
     for table in TABLES:
         print(f"  {table:18} {len(owners[table])}  {' '.join(sorted(owners[table]))}")
@@ -63,11 +75,17 @@ def main(root: Path) -> None:
     for n, name in lengths[:5]:
         print(f"  {n:4} {name}")
     store = (root / "memory" / "write" / "store.py").read_text(encoding="utf-8")
-    cls = next(n for n in ast.parse(store).body if isinstance(n, ast.ClassDef) and n.name == "MemoryStore")
+    cls = next(
+        n for n in ast.parse(store).body if isinstance(n, ast.ClassDef) and n.name == "MemoryStore"
+    )
     methods = sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in cls.body)
-    print(f"MemoryStore: {(cls.end_lineno or 0) - cls.lineno + 1} lines, {methods} methods; store.py {len(store.splitlines())} lines")
+    print(
+        f"MemoryStore: {(cls.end_lineno or 0) - cls.lineno + 1} lines, {methods} methods; store.py {len(store.splitlines())} lines"
+    )
     outside = [p for p in files if p.parts[len(root.parts)] != "memory"]
-    print(f"engine.db outside memory/: {sum(p.read_text(encoding='utf-8').count('engine.db') for p in outside)}")
+    print(
+        f"engine.db outside memory/: {sum(p.read_text(encoding='utf-8').count('engine.db') for p in outside)}"
+    )
 
 
 if __name__ == "__main__":

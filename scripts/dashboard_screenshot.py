@@ -68,8 +68,26 @@ MORE = [
         ("pets",),
         (("Miso", "animal", "owns"),),
     ),
-    ("bob", "When Bob shares code, review it before answering the question", "code review", "procedural", "guidance", 7, ("code",), ()),
-    ("carol", "Carol prefers short answers in the morning", "Carol", "semantic", "preference", 3, ("style",), ()),
+    (
+        "bob",
+        "When Bob shares code, review it before answering the question",
+        "code review",
+        "procedural",
+        "guidance",
+        7,
+        ("code",),
+        (),
+    ),
+    (
+        "carol",
+        "Carol prefers short answers in the morning",
+        "Carol",
+        "semantic",
+        "preference",
+        3,
+        ("style",),
+        (),
+    ),
 ]
 
 
@@ -79,7 +97,9 @@ def add_more(engine: MemoryEngine, ids: dict[str, str]) -> None:
     for who, content, subject, mtype, kind, importance, tags, entities in MORE:
         engine.clock.advance(DAY * 2.5)  # type: ignore[attr-defined]  # a FakeClock: spread the dates
         name = subject.split()[0]
-        person = EntityRef(who.capitalize(), "person", tuple((rel, target) for target, _, rel in entities))
+        person = EntityRef(
+            who.capitalize(), "person", tuple((rel, target) for target, _, rel in entities)
+        )
         refs = (person, *(EntityRef(target, kind_) for target, kind_, _ in entities))
         engine.memories.add(
             NewMemory(

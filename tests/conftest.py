@@ -206,7 +206,14 @@ def guild_ctx(
 
 
 def dm_ctx(person: str, *, owner: bool = False) -> RecallContext:
-    return RecallContext("discord", person, f"dm-{person}", is_dm=True, owner_private=owner, owner_id=person if owner else None)
+    return RecallContext(
+        "discord",
+        person,
+        f"dm-{person}",
+        is_dm=True,
+        owner_private=owner,
+        owner_id=person if owner else None,
+    )
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -279,7 +286,11 @@ def count(engine: MemoryEngine, table: str, where: str = "", params: tuple = ())
     """Rows in a table; 0 for a vector table that was never created (no embedder yet)."""
     if not _table_exists(engine, table):
         return 0
-    return int(engine.db.scalar(f"SELECT count(*) FROM {table} {('WHERE ' + where) if where else ''}", params))
+    return int(
+        engine.db.scalar(
+            f"SELECT count(*) FROM {table} {('WHERE ' + where) if where else ''}", params
+        )
+    )
 
 
 def _table_exists(engine: MemoryEngine, table: str) -> bool:
@@ -292,8 +303,18 @@ def fts_rids(engine: MemoryEngine, word: str, table: str = "memory_fts") -> set[
     """Rowids the FTS index itself returns for one word (the index, not the content table)."""
     if engine.db.engine == "postgresql":  # the generated tsvector column is the index
         owner = {"memory_fts": "memories", "message_fts": "messages"}[table]
-        return {r for (r,) in engine.db.execute(f"SELECT rid FROM {owner} WHERE words @@ plainto_tsquery('english', ?)", (word,))}
-    return {r for (r,) in engine.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", ('"' + word + '"',))}
+        return {
+            r
+            for (r,) in engine.db.execute(
+                f"SELECT rid FROM {owner} WHERE words @@ plainto_tsquery('english', ?)", (word,)
+            )
+        }
+    return {
+        r
+        for (r,) in engine.db.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ?", ('"' + word + '"',)
+        )
+    }
 
 
 def snapshot(engine: MemoryEngine) -> dict[str, Any]:
@@ -364,7 +385,9 @@ async def rt(tmp_path, srv, runtime_store):  # noqa: F811  # the fixture importe
     runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), **runtime_store)
     await runtime.start(background_loop=False)
     yield runtime
-    srv.default = lambda body: "[]"  # whatever the shutdown flush asks is answered with "nothing to extract"
+    srv.default = lambda body: (
+        "[]"
+    )  # whatever the shutdown flush asks is answered with "nothing to extract"
     await runtime.stop()
 
 
@@ -385,7 +408,12 @@ async def dsc(voice_server):
     from tests.voice_support import ALICE, BOB, GUILD, LOUNGE, TEXT_CHANNEL
 
     async with FakeDiscordVoice(voice_server) as fake:
-        fake.add_guild(GUILD, "Test guild", channels=[(TEXT_CHANNEL, "general")], members=[(ALICE, "alice"), (BOB, "bob")])
+        fake.add_guild(
+            GUILD,
+            "Test guild",
+            channels=[(TEXT_CHANNEL, "general")],
+            members=[(ALICE, "alice"), (BOB, "bob")],
+        )
         fake.add_voice_channel(GUILD, LOUNGE, "Lounge")
         restore = fake.patch_discord()
         try:

@@ -25,7 +25,16 @@ from bot.dashboard.services import DashboardServices
 from bot.runtime import Runtime
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
-from memory.models import EntityRef, FactKind, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
+from memory.models import (
+    EntityRef,
+    FactKind,
+    MemoryType,
+    NewMemory,
+    Provenance,
+    Scope,
+    Source,
+    Visibility,
+)
 from memory.storage.messages import NewMessage
 from memory.upkeep.maintenance import audit_finish, audit_start
 
@@ -73,10 +82,17 @@ class Dashboard:
 
 def seed(engine: MemoryEngine) -> Seeded:
     people = engine.people
-    out = Seeded(alice=people.resolve("discord", "111", "Alice"), bob=people.resolve("telegram", "222", "Bob"))
-    people.resolve("console", "local-user", "Operator")  # the owner, as `companion chat` records them
+    out = Seeded(
+        alice=people.resolve("discord", "111", "Alice"),
+        bob=people.resolve("telegram", "222", "Bob"),
+    )
+    people.resolve(
+        "console", "local-user", "Operator"
+    )  # the owner, as `companion chat` records them
     people.resolve("telegram", "333", "Alice T")
-    people.redeem(people.issue_code(out.alice), "telegram", "333")  # a linked second account, as /link leaves it
+    people.redeem(
+        people.issue_code(out.alice), "telegram", "333"
+    )  # a linked second account, as /link leaves it
     out.bees_message = engine.messages.add(
         NewMessage(
             platform="discord",
@@ -89,7 +105,12 @@ def seed(engine: MemoryEngine) -> Seeded:
     )
     out.guild_message = engine.messages.add(
         NewMessage(
-            platform="discord", channel_id="general", author_id=out.alice, author_name="Alice", content="green tea for me", guild_id=GUILD
+            platform="discord",
+            channel_id="general",
+            author_id=out.alice,
+            author_name="Alice",
+            content="green tea for me",
+            guild_id=GUILD,
         )
     )
 
@@ -121,7 +142,9 @@ def seed(engine: MemoryEngine) -> Seeded:
         importance=6,
         tags=("drinks",),
         guild_id=GUILD,
-        provenance=Provenance(platform="discord", guild_id=GUILD, channel_id="general", sources=(out.guild_message,)),
+        provenance=Provenance(
+            platform="discord", guild_id=GUILD, channel_id="general", sources=(out.guild_message,)
+        ),
     )
     add(
         "rust",
@@ -132,9 +155,19 @@ def seed(engine: MemoryEngine) -> Seeded:
         kind=FactKind.PROJECT,
         importance=5,
         tags=("code",),
-        entities=(EntityRef("Bob", "person", (("learns", "Rust"),)), EntityRef("Rust", "technology")),
+        entities=(
+            EntityRef("Bob", "person", (("learns", "Rust"),)),
+            EntityRef("Rust", "technology"),
+        ),
     )
-    add("rain", "Bob once said he likes rain", scope=Scope.USER, scope_id=out.bob, visibility=Visibility.PRIVATE, importance=2)
+    add(
+        "rain",
+        "Bob once said he likes rain",
+        scope=Scope.USER,
+        scope_id=out.bob,
+        visibility=Visibility.PRIVATE,
+        importance=2,
+    )
     add(
         "movies",
         "Movie night on the server is on Fridays",
@@ -156,19 +189,37 @@ def seed(engine: MemoryEngine) -> Seeded:
         kind=FactKind.TODO,
         importance=9,
     )
-    out.reflection = audit_start(engine, "micro", "dm", "Alice: I keep bees on my roof", channel_key="discord:dm-111", people=(out.alice,))
-    audit_finish(engine, out.reflection, stored=[out.memories["bees"]], facts=[{"content": "Alice keeps bees on her roof"}])
+    out.reflection = audit_start(
+        engine,
+        "micro",
+        "dm",
+        "Alice: I keep bees on my roof",
+        channel_key="discord:dm-111",
+        people=(out.alice,),
+    )
+    audit_finish(
+        engine,
+        out.reflection,
+        stored=[out.memories["bees"]],
+        facts=[{"content": "Alice keeps bees on her roof"}],
+    )
     return out
 
 
 def occurrences(db: Path, word: str) -> int:
     """How often ``word`` appears in the bytes of the store's files (the database, its WAL and journals)."""
     pattern = re.compile(re.escape(word.lower()).encode())
-    return sum(len(pattern.findall(p.read_bytes().lower())) for p in db.parent.iterdir() if p.name.startswith(db.name) and p.is_file())
+    return sum(
+        len(pattern.findall(p.read_bytes().lower()))
+        for p in db.parent.iterdir()
+        if p.name.startswith(db.name) and p.is_file()
+    )
 
 
 @asynccontextmanager
-async def running_dashboard(tmp_path: Path, *, token: str = "test-token", seeded: bool = True) -> AsyncIterator[Dashboard]:
+async def running_dashboard(
+    tmp_path: Path, *, token: str = "test-token", seeded: bool = True
+) -> AsyncIterator[Dashboard]:
     """The real dashboard server on 127.0.0.1 (port 0) over a seeded store; stopped and closed on exit."""
     settings = load_settings(
         db_path=tmp_path / "dashboard.db",
@@ -185,7 +236,9 @@ async def running_dashboard(tmp_path: Path, *, token: str = "test-token", seeded
         runner = await serve(create_app(services, token=token), "127.0.0.1", 0)
         try:
             port = runner.addresses[0][1]
-            yield Dashboard(f"http://127.0.0.1:{port}", token, runtime, services, data, settings.db_path)
+            yield Dashboard(
+                f"http://127.0.0.1:{port}", token, runtime, services, data, settings.db_path
+            )
         finally:
             await runner.cleanup()
     finally:

@@ -16,7 +16,9 @@ _numbers = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())  # pgserver's lock folder; without it, a warning
+    os.environ.setdefault(
+        "XDG_RUNTIME_DIR", tempfile.mkdtemp()
+    )  # pgserver's lock folder; without it, a warning
     import pgserver
 
     with tempfile.TemporaryDirectory(prefix="companion-pg-") as folder:

@@ -33,25 +33,53 @@ def build_runtime(db: Path, srv, clock: FakeClock, **overrides: Any) -> Runtime:
     return compose(settings, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
 
 
-def dm(platform: str, user: str, text: str, *, name: str = "Alice", mid: str | None = None) -> IncomingMessage:
-    return IncomingMessage(platform=platform, channel_id=f"dm-{user}", author_id=user, author_name=name, text=text, message_id=mid)
+def dm(
+    platform: str, user: str, text: str, *, name: str = "Alice", mid: str | None = None
+) -> IncomingMessage:
+    return IncomingMessage(
+        platform=platform,
+        channel_id=f"dm-{user}",
+        author_id=user,
+        author_name=name,
+        text=text,
+        message_id=mid,
+    )
 
 
 def group(
-    platform: str, guild: str, user: str, text: str, *, name: str = "Alice", channel: str = "general", mid: str | None = None
+    platform: str,
+    guild: str,
+    user: str,
+    text: str,
+    *,
+    name: str = "Alice",
+    channel: str = "general",
+    mid: str | None = None,
 ) -> IncomingMessage:
     return IncomingMessage(
-        platform=platform, channel_id=f"{guild}-{channel}", author_id=user, author_name=name, text=text, guild_id=guild, message_id=mid
+        platform=platform,
+        channel_id=f"{guild}-{channel}",
+        author_id=user,
+        author_name=name,
+        text=text,
+        guild_id=guild,
+        message_id=mid,
     )
 
 
 def facts(*items: dict[str, Any]) -> str:
     """An extraction answer: a JSON array of memory candidates."""
-    return json.dumps([{"type": "semantic", "kind": "profile", "importance": 7, **item} for item in items])
+    return json.dumps(
+        [{"type": "semantic", "kind": "profile", "importance": 7, **item} for item in items]
+    )
 
 
 def system_prompts(srv) -> list[str]:
-    return [body["messages"][0]["content"] for body in srv.chat_requests if body["messages"][0]["role"] == "system"]
+    return [
+        body["messages"][0]["content"]
+        for body in srv.chat_requests
+        if body["messages"][0]["role"] == "system"
+    ]
 
 
 def last_reply_prompt(srv) -> str:
@@ -61,7 +89,9 @@ def last_reply_prompt(srv) -> str:
 
 
 @asynccontextmanager
-async def platforms(tmp_path: Path, guilds: Callable[[Any], None], **overrides: Any) -> AsyncIterator[tuple[Runtime, Any, Any, Any]]:
+async def platforms(
+    tmp_path: Path, guilds: Callable[[Any], None], **overrides: Any
+) -> AsyncIterator[tuple[Runtime, Any, Any, Any]]:
     """The bot on both platforms at once: python-telegram-bot and discord.py against local fake servers, the
     real runtime against a scripted model. ``guilds(dc)`` configures the fake Discord before it connects;
     ``overrides`` are settings. Yields (runtime, llm, tg, dc)."""
@@ -74,8 +104,15 @@ async def platforms(tmp_path: Path, guilds: Callable[[Any], None], **overrides: 
         restore = dc.patch_discord()
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock(), **overrides)
         await runtime.start(background_loop=False)
-        telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
-        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30)
+        telegram = TelegramAdapter(
+            runtime.orchestrator,
+            "123:abc",
+            base_url=f"{tg.url}/bot",
+            base_file_url=f"{tg.url}/file/bot",
+        )
+        discord_ = DiscordAdapter(
+            runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30
+        )
         await telegram.start()
         await discord_.start()
         try:

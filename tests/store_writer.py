@@ -26,7 +26,13 @@ def _round(engine: MemoryEngine, name: str, i: int) -> tuple[str, str]:
     """A message and a memory learned from it, both holding one word nobody else writes."""
     word = f"{name}word{i}z"  # the z ends it: "annword1z" is not inside "annword12z"
     said = engine.messages.add(
-        NewMessage(platform="discord", channel_id=f"dm-{name}", author_id=name, content=f"I keep {word} at home", dm_person_id=name)
+        NewMessage(
+            platform="discord",
+            channel_id=f"dm-{name}",
+            author_id=name,
+            content=f"I keep {word} at home",
+            dm_person_id=name,
+        )
     )
     stored = engine.memories.add(
         NewMemory(
@@ -42,7 +48,9 @@ def _round(engine: MemoryEngine, name: str, i: int) -> tuple[str, str]:
 
 def _described(exc: Exception) -> str:
     """The failure with SQLite's extended code and the innermost frames, to tell a timeout from a refusal."""
-    where = " < ".join(f"{f.name}:{f.lineno}" for f in reversed(traceback.extract_tb(exc.__traceback__)[-3:]))
+    where = " < ".join(
+        f"{f.name}:{f.lineno}" for f in reversed(traceback.extract_tb(exc.__traceback__)[-3:])
+    )
     return f"{type(exc).__name__} ({getattr(exc, 'extendedresult', '')}): {exc} at {where}"
 
 
@@ -62,11 +70,18 @@ def main(path: str, name: str, seconds: float) -> dict[str, object]:
                     word, memory_id = kept.pop(0)
                     forget_memory(engine, memory_id, asked_in=("discord", f"dm-{name}"))
                     forgotten.append(word)
-            except Exception as exc:  # counted, not raised: the test wants every failure, not the first
+            except (
+                Exception
+            ) as exc:  # counted, not raised: the test wants every failure, not the first
                 failures.append(_described(exc))
     finally:
         engine.close()
-    return {"rounds": rounds, "forgets": len(forgotten), "forgotten": forgotten, "failures": failures}
+    return {
+        "rounds": rounds,
+        "forgets": len(forgotten),
+        "forgotten": forgotten,
+        "failures": failures,
+    }
 
 
 if __name__ == "__main__":

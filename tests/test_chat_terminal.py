@@ -25,7 +25,10 @@ from tests.fakes.openai_server import RawStream
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH = 40
-STORY = "Once upon a time a small fox lived by the river and every morning she counted the boats going by " * 2
+STORY = (
+    "Once upon a time a small fox lived by the river and every morning she counted the boats going by "
+    * 2
+)
 
 
 def chunk(text: str) -> dict:
@@ -51,7 +54,15 @@ class Terminal:
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, WIDTH, 0, 0))
         self.settings_before = termios.tcgetattr(slave)
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, preexec_fn=_controlling, close_fds=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            preexec_fn=_controlling,
+            close_fds=True,
+        )
         self.slave = slave  # kept open: the terminal's settings are read after the child has gone
         self.screen = ""
         self._lock = threading.Lock()
@@ -92,13 +103,31 @@ class Terminal:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "OPENAI_"))}
-    return {**clean, "PYTHONPATH": str(ROOT), "TERM": "xterm", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "c")}
+    return {
+        **clean,
+        "PYTHONPATH": str(ROOT),
+        "TERM": "xterm",
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "c"),
+    }
 
 
-async def test_in_a_terminal_the_chat_edits_lines_shows_thinking_wraps_replies_and_ctrl_c_cancels_only_the_reply(tmp_path, env) -> None:
+async def test_in_a_terminal_the_chat_edits_lines_shows_thinking_wraps_replies_and_ctrl_c_cancels_only_the_reply(
+    tmp_path, env
+) -> None:
     async with FakeOpenAI() as srv:
         env |= {"COMPANION_OPENAI_BASE_URL": srv.base_url, "COMPANION_OPENAI_API_KEY": "test-key"}
-        argv = [sys.executable, "-m", "bot", "--db", str(tmp_path / "store.db"), "--embeddings", "none", "chat", "--new-store"]
+        argv = [
+            sys.executable,
+            "-m",
+            "bot",
+            "--db",
+            str(tmp_path / "store.db"),
+            "--embeddings",
+            "none",
+            "chat",
+            "--new-store",
+        ]
         term = Terminal(argv, env)
         try:
             at = await term.expect(r"you> ")
@@ -114,25 +143,47 @@ async def test_in_a_terminal_the_chat_edits_lines_shows_thinking_wraps_replies_a
             srv.script(STORY)
             term.type("\x1b[A\r")  # the up arrow recalls the last line; Enter sends it again
             at = await term.expect(r"the boats going by\s*\r?\n.*you> ", at)
-            assert srv.chat_requests[-1]["messages"][-1]["content"].startswith("tell me a long story\n\n(sent ")
+            assert srv.chat_requests[-1]["messages"][-1]["content"].startswith(
+                "tell me a long story\n\n(sent "
+            )
             reply = term.screen[term.screen.rindex("Companion> ") :].split("you> ")[0]
             lines = [line for line in reply.replace("\x1b[K", "").split("\r\n") if line.strip()]
-            assert len(lines) > 3 and all(len(line.split("\r")[-1]) <= WIDTH for line in lines), lines
-            assert not any(line.endswith(("Onc", "upo", "riv")) for line in lines)  # broken at spaces, not inside words
+            assert len(lines) > 3 and all(len(line.split("\r")[-1]) <= WIDTH for line in lines), (
+                lines
+            )
+            assert not any(
+                line.endswith(("Onc", "upo", "riv")) for line in lines
+            )  # broken at spaces, not inside words
 
             term.type("/quit\r")
             assert await asyncio.to_thread(term.proc.wait, 30) == 0
         finally:
             term.close()
-    assert "^[[A" not in term.screen and "interrupted" not in term.screen and "Traceback" not in term.screen
+    assert (
+        "^[[A" not in term.screen
+        and "interrupted" not in term.screen
+        and "Traceback" not in term.screen
+    )
 
 
-async def test_ctrl_c_at_the_prompt_leaves_cleanly_and_gives_the_terminal_back_as_it_was(tmp_path, env) -> None:
+async def test_ctrl_c_at_the_prompt_leaves_cleanly_and_gives_the_terminal_back_as_it_was(
+    tmp_path, env
+) -> None:
     """Ctrl-C at ``you>`` ends the chat as Ctrl-D does: exit 0, no "interrupted" error, and echo and line
     mode back on (the line editor had left the terminal raw: nothing typed showed until ``stty sane``)."""
     async with FakeOpenAI() as srv:
         env |= {"COMPANION_OPENAI_BASE_URL": srv.base_url, "COMPANION_OPENAI_API_KEY": "test-key"}
-        argv = [sys.executable, "-m", "bot", "--db", str(tmp_path / "store.db"), "--embeddings", "none", "chat", "--new-store"]
+        argv = [
+            sys.executable,
+            "-m",
+            "bot",
+            "--db",
+            str(tmp_path / "store.db"),
+            "--embeddings",
+            "none",
+            "chat",
+            "--new-store",
+        ]
         term = Terminal(argv, env)
         try:
             await term.expect(r"you> ")
@@ -143,7 +194,9 @@ async def test_ctrl_c_at_the_prompt_leaves_cleanly_and_gives_the_terminal_back_a
         finally:
             term.close()
     lflag = 3
-    assert after[lflag] & (termios.ECHO | termios.ICANON) == term.settings_before[lflag] & (termios.ECHO | termios.ICANON)
+    assert after[lflag] & (termios.ECHO | termios.ICANON) == term.settings_before[lflag] & (
+        termios.ECHO | termios.ICANON
+    )
     assert after == term.settings_before
     assert "interrupted" not in term.screen and "Traceback" not in term.screen
 
@@ -153,14 +206,28 @@ async def test_a_pasted_block_is_one_message_and_help_breaks_at_spaces(tmp_path,
     async with FakeOpenAI() as srv:
         srv.default = lambda body: "Got all three lines."
         env |= {"COMPANION_OPENAI_BASE_URL": srv.base_url, "COMPANION_OPENAI_API_KEY": "test-key"}
-        argv = [sys.executable, "-m", "bot", "--db", str(tmp_path / "store.db"), "--embeddings", "none", "chat", "--new-store"]
+        argv = [
+            sys.executable,
+            "-m",
+            "bot",
+            "--db",
+            str(tmp_path / "store.db"),
+            "--embeddings",
+            "none",
+            "chat",
+            "--new-store",
+        ]
         term = Terminal(argv, env)
         try:
             at = await term.expect(r"you> ")
-            term.type("\x1b[200~first line\nsecond line\nthird line\x1b[201~\r")  # a terminal's bracketed paste
+            term.type(
+                "\x1b[200~first line\nsecond line\nthird line\x1b[201~\r"
+            )  # a terminal's bracketed paste
             at = await term.expect(r"Got all three lines\.", at)
             at = await term.expect(r"you> ", at)
-            term.type("fourth line\rfifth line\rsixth line\r")  # a paste with no markers: the lines at once
+            term.type(
+                "fourth line\rfifth line\rsixth line\r"
+            )  # a paste with no markers: the lines at once
             at = await term.expect(r"Got all three lines\.", at)
             at = await term.expect(r"you> ", at)
             term.type("/help\r")
@@ -170,26 +237,54 @@ async def test_a_pasted_block_is_one_message_and_help_breaks_at_spaces(tmp_path,
             assert await asyncio.to_thread(term.proc.wait, 30) == 0
         finally:
             term.close()
-    replies = [body for body in srv.chat_requests if body.get("stream")]  # extraction's requests do not stream
-    assert [re.sub(r"\s+", " ", body["messages"][-1]["content"].split("\n\n(sent ")[0]) for body in replies] == [
+    replies = [
+        body for body in srv.chat_requests if body.get("stream")
+    ]  # extraction's requests do not stream
+    assert [
+        re.sub(r"\s+", " ", body["messages"][-1]["content"].split("\n\n(sent ")[0])
+        for body in replies
+    ] == [
         "first line second line third line",
         "fourth line fifth line sixth line",
     ]
     lines = [line.split("\r")[-1] for line in help_text.replace("\x1b[K", "").split("\r\n")]
     assert all(len(line) <= WIDTH for line in lines), lines
-    words = set(re.findall(r"[A-Za-z]+", " ".join([*COMMANDS.values(), "What I call you: /name Sam", "Leave"])))
-    broken = [line.split()[-1] for line in lines if line.split() and line.split()[-1].isalpha() and line.split()[-1] not in words]
+    words = set(
+        re.findall(
+            r"[A-Za-z]+", " ".join([*COMMANDS.values(), "What I call you: /name Sam", "Leave"])
+        )
+    )
+    broken = [
+        line.split()[-1]
+        for line in lines
+        if line.split() and line.split()[-1].isalpha() and line.split()[-1] not in words
+    ]
     assert broken == [], broken
 
 
-async def test_the_up_arrow_reaches_lines_of_an_earlier_chat_but_not_a_forgotten_one(tmp_path, env) -> None:
+async def test_the_up_arrow_reaches_lines_of_an_earlier_chat_but_not_a_forgotten_one(
+    tmp_path, env
+) -> None:
     """No input history across sessions; a history file would keep words a forget must remove, so the earlier
     lines come from the store's own messages: a forgotten line is not there to recall."""
     async with FakeOpenAI() as srv:
         srv.default = lambda body: "Noted."
         env |= {"COMPANION_OPENAI_BASE_URL": srv.base_url, "COMPANION_OPENAI_API_KEY": "test-key"}
-        argv = [sys.executable, "-m", "bot", "--db", str(tmp_path / "store.db"), "--embeddings", "none", "chat", "--new-store"]
-        for lines in (["my kettle is called Zanzibarite", "I like green tea", "/forget Zanzibarite"], []):
+        argv = [
+            sys.executable,
+            "-m",
+            "bot",
+            "--db",
+            str(tmp_path / "store.db"),
+            "--embeddings",
+            "none",
+            "chat",
+            "--new-store",
+        ]
+        for lines in (
+            ["my kettle is called Zanzibarite", "I like green tea", "/forget Zanzibarite"],
+            [],
+        ):
             term = Terminal(argv, env)
             try:
                 at = await term.expect(r"you> ")

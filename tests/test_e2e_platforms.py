@@ -26,7 +26,12 @@ async def world(tmp_path, runtime_store):
 
 def telegram_command(tg, text: str) -> None:
     command = text.split()[0]
-    tg.push_message(TG_USER, TG_USER, text, entities=[{"type": "bot_command", "offset": 0, "length": len(command)}])
+    tg.push_message(
+        TG_USER,
+        TG_USER,
+        text,
+        entities=[{"type": "bot_command", "offset": 0, "length": len(command)}],
+    )
 
 
 async def tell_on_telegram(runtime, llm, tg, text: str, fact: str) -> None:
@@ -52,13 +57,19 @@ async def link_telegram_to_discord(tg, dc) -> dict:
 @ON_BOTH_ENGINES
 async def test_a_telegram_fact_reaches_a_discord_dm_after_link(world):
     runtime, llm, tg, dc = world
-    await tell_on_telegram(runtime, llm, tg, "I work at Acme as a baker", "Alice works at Acme as a baker")
+    await tell_on_telegram(
+        runtime, llm, tg, "I work at Acme as a baker", "Alice works at Acme as a baker"
+    )
     row = runtime.engine.db.one("SELECT scope_id, provenance FROM memories")
-    assert row["scope_id"] == f"telegram:{TG_USER}" and '"platform": "telegram"' in row["provenance"]
+    assert (
+        row["scope_id"] == f"telegram:{TG_USER}" and '"platform": "telegram"' in row["provenance"]
+    )
     llm.script("I don't know yet.")
     await dc.dispatch_message(DC_DM, DC_USER, "where do I work?", username="alice")
     await dc.wait_for_sent(1)
-    assert "Acme" not in llm.chat_requests[-1]["messages"][0]["content"]  # not linked yet: another person
+    assert (
+        "Acme" not in llm.chat_requests[-1]["messages"][0]["content"]
+    )  # not linked yet: another person
     assert "Linked" in (await link_telegram_to_discord(tg, dc))["data"]["content"]
     llm.script("You work at Acme, as a baker.")
     await dc.dispatch_message(DC_DM, DC_USER, "where do I work?", username="alice")
@@ -69,11 +80,18 @@ async def test_a_telegram_fact_reaches_a_discord_dm_after_link(world):
 @ON_BOTH_ENGINES
 async def test_a_private_telegram_fact_never_reaches_a_discord_guild(world):
     runtime, llm, tg, dc = world
-    await tell_on_telegram(runtime, llm, tg, "My diagnosis is private: I have diabetes", "Alice has diabetes")
+    await tell_on_telegram(
+        runtime, llm, tg, "My diagnosis is private: I have diabetes", "Alice has diabetes"
+    )
     await link_telegram_to_discord(tg, dc)
     llm.script("Hi!")
     await dc.dispatch_message(
-        8001, DC_USER, "hey bot, what about my health and diabetes?", guild_id=8000, mentions_bot=True, username="alice"
+        8001,
+        DC_USER,
+        "hey bot, what about my health and diabetes?",
+        guild_id=8000,
+        mentions_bot=True,
+        username="alice",
     )
     await dc.wait_for_sent(1)
     assert "diabetes" not in llm.chat_requests[-1]["messages"][0]["content"]
@@ -91,5 +109,7 @@ async def test_fifty_telegram_conversations_at_once_store_every_message(world):
     sent = await tg.wait_for_sent(50, timeout=30)
     assert {s["chat_id"] for s in sent} == set(range(1000, 1050))
     stored = runtime.engine.db.rows("SELECT author_id, content FROM messages WHERE role = 'user'")
-    assert {(r["author_id"], r["content"]) for r in stored} == {(f"telegram:{u}", f"hi from {u}") for u in range(1000, 1050)}
+    assert {(r["author_id"], r["content"]) for r in stored} == {
+        (f"telegram:{u}", f"hi from {u}") for u in range(1000, 1050)
+    }
     assert runtime.background.buffer.pending() == 50

@@ -16,9 +16,32 @@ pytestmark = pytest.mark.asyncio
 
 async def test_the_snapshot_is_exactly_the_memory_slice_the_reply_gets(rt, srv):
     add = rt.engine.memories.add
-    add(NewMemory(content="Alice sings in a choir", subject="singing", scope=Scope.USER, scope_id="telegram:7", guild_id="telegram:g"))
-    add(NewMemory(content="The group rehearses on Sundays", subject="rehearsal", scope=Scope.GUILD, scope_id="telegram:g"))
-    add(NewMemory(content="Alice's private worry", subject="worry", scope=Scope.USER, scope_id="telegram:7", visibility=Visibility.PRIVATE))
+    add(
+        NewMemory(
+            content="Alice sings in a choir",
+            subject="singing",
+            scope=Scope.USER,
+            scope_id="telegram:7",
+            guild_id="telegram:g",
+        )
+    )
+    add(
+        NewMemory(
+            content="The group rehearses on Sundays",
+            subject="rehearsal",
+            scope=Scope.GUILD,
+            scope_id="telegram:g",
+        )
+    )
+    add(
+        NewMemory(
+            content="Alice's private worry",
+            subject="worry",
+            scope=Scope.USER,
+            scope_id="telegram:7",
+            visibility=Visibility.PRIVATE,
+        )
+    )
     message = group("telegram", "g", "7", "when do we rehearse the choir songs?")
     orchestrator = rt.orchestrator
     snap = orchestrator.assembler.snapshot(orchestrator.resolve(message))
@@ -31,8 +54,16 @@ async def test_the_snapshot_is_exactly_the_memory_slice_the_reply_gets(rt, srv):
 
 async def test_text_and_voice_session_summaries_have_their_own_headings(rt, srv):
     summaries = rt.background.summaries
-    summaries.add(platform="telegram", guild_id=None, channel_id="dm-7", participants=["telegram:7"], text="We planned a picnic")
-    snap = rt.orchestrator.assembler.snapshot(rt.orchestrator.resolve(dm("telegram", "7", "what did we plan?")))
+    summaries.add(
+        platform="telegram",
+        guild_id=None,
+        channel_id="dm-7",
+        participants=["telegram:7"],
+        text="We planned a picnic",
+    )
+    snap = rt.orchestrator.assembler.snapshot(
+        rt.orchestrator.resolve(dm("telegram", "7", "what did we plan?"))
+    )
     sections = {s.key: (s.title, s.lines) for s in snap.sections}
     assert sections["sessions"][1] == [] and "picnic" in sections["text_sessions"][1][0]
     assert sections["text_sessions"][0] == "Recent conversation sessions here"
@@ -47,13 +78,17 @@ async def test_a_batch_postponed_while_the_model_was_down_is_retried_at_start(tm
     clock.advance(31)
     srv.script(HTTPError(503), HTTPError(503), HTTPError(503))
     assert (await first.background.tick())["extracted"] == 0  # postponed by a backoff
-    srv.default = lambda body: HTTPError(503)  # still down while it shuts down (its flush fails too)
+    srv.default = lambda body: HTTPError(
+        503
+    )  # still down while it shuts down (its flush fails too)
     await first.stop()
     srv.default = None
     second = build_runtime(tmp_path / "bot.db", srv, clock)
     await second.start(background_loop=False)
     try:
-        srv.script(facts({"speaker": "P1", "subject": "hobby", "content": "Alice restores old bicycles"}))
+        srv.script(
+            facts({"speaker": "P1", "subject": "hobby", "content": "Alice restores old bicycles"})
+        )
         assert (await second.background.tick())["extracted"] == 1  # at once, not after the backoff
     finally:
         srv.default = lambda body: "[]"
@@ -62,7 +97,9 @@ async def test_a_batch_postponed_while_the_model_was_down_is_retried_at_start(tm
 
 async def test_remember_files_a_fact_where_extraction_would_and_without_the_display_name(rt, srv):
     orchestrator = rt.orchestrator
-    answer = await orchestrator.command("remember", "my favourite colour is teal", dm("console", "local-user", "/remember ..."))
+    answer = await orchestrator.command(
+        "remember", "my favourite colour is teal", dm("console", "local-user", "/remember ...")
+    )
     assert answer.startswith("Got it")
     row = rt.engine.db.one("SELECT content, scope, visibility, partition_key FROM memories")
     assert row["content"] == "my favourite colour is teal"  # not "you: my favourite colour is teal"

@@ -51,7 +51,9 @@ def _openai(srv: FakeOpenAI, **kwargs) -> AsyncOpenAI:
 async def test_openai_text_reply_is_recorded(ai):
     ai.script("Hello there")
     async with _openai(ai) as client:
-        resp = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "my cat is called Miso"}])
+        resp = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "my cat is called Miso"}]
+        )
     assert resp.choices[0].message.content == "Hello there"
     assert resp.choices[0].finish_reason == "stop"
     assert "Miso" in ai.all_prompt_text()
@@ -61,21 +63,35 @@ async def test_openai_text_reply_is_recorded(ai):
 async def test_openai_tool_calls_are_parsed_by_sdk(ai):
     ai.script([ToolCall("remember", {"fact": "likes tea"})], ToolCall("remember", "{not json"))
     tools = [
-        {"type": "function", "function": {"name": "remember", "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}}}}
+        {
+            "type": "function",
+            "function": {
+                "name": "remember",
+                "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}},
+            },
+        }
     ]
     async with _openai(ai) as client:
-        first = await client.chat.completions.create(model="m", tools=tools, messages=[{"role": "user", "content": "I like tea"}])
-        second = await client.chat.completions.create(model="m", tools=tools, messages=[{"role": "user", "content": "again"}])
+        first = await client.chat.completions.create(
+            model="m", tools=tools, messages=[{"role": "user", "content": "I like tea"}]
+        )
+        second = await client.chat.completions.create(
+            model="m", tools=tools, messages=[{"role": "user", "content": "again"}]
+        )
     call = first.choices[0].message.tool_calls[0]
     assert first.choices[0].finish_reason == "tool_calls"
-    assert call.function.name == "remember" and json.loads(call.function.arguments) == {"fact": "likes tea"}
+    assert call.function.name == "remember" and json.loads(call.function.arguments) == {
+        "fact": "likes tea"
+    }
     assert second.choices[0].message.tool_calls[0].function.arguments == "{not json"
 
 
 async def test_openai_streams_text_and_tool_calls(ai):
     ai.script("streamed reply here", [ToolCall("remember", {"fact": "x"})])
     async with _openai(ai) as client:
-        stream = await client.chat.completions.create(model="m", stream=True, messages=[{"role": "user", "content": "hi"}])
+        stream = await client.chat.completions.create(
+            model="m", stream=True, messages=[{"role": "user", "content": "hi"}]
+        )
         text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
         async with client.chat.completions.stream(
             model="m",
@@ -107,7 +123,9 @@ async def test_openai_errors_timeouts_and_default(ai):
 async def test_openai_embeddings_base64_default_and_float(ai):
     async with _openai(ai) as client:
         b64 = await client.embeddings.create(model="e", input=["tea with milk", "a dog"])
-        flt = await client.embeddings.create(model="e", input="tea with milk", encoding_format="float")
+        flt = await client.embeddings.create(
+            model="e", input="tea with milk", encoding_format="float"
+        )
     assert ai.embedding_requests[0]["encoding_format"] == "base64"
     vectors = [d.embedding for d in b64.data]
     assert [len(v) for v in vectors] == [384, 384]
@@ -132,7 +150,13 @@ async def _polling(app: Application):
 
 
 def _telegram_app(srv: FakeTelegram, seen: list[Update]) -> Application:
-    app = ApplicationBuilder().token(TG_TOKEN).base_url(f"{srv.url}/bot").base_file_url(f"{srv.url}/file/bot").build()
+    app = (
+        ApplicationBuilder()
+        .token(TG_TOKEN)
+        .base_url(f"{srv.url}/bot")
+        .base_file_url(f"{srv.url}/file/bot")
+        .build()
+    )
 
     async def reply(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         seen.append(update)
@@ -239,7 +263,9 @@ async def test_discord_guild_mention_and_dm_replies(dsc):
         assert client.user.id == DISCORD_BOT_ID and client.application_id == 4243
         assert client.get_guild(GUILD).name == "Test guild"
         assert client.get_channel(CHANNEL).name == "general"
-        own_echo = asyncio.ensure_future(client.wait_for("message", check=lambda m: m.author == client.user, timeout=5))
+        own_echo = asyncio.ensure_future(
+            client.wait_for("message", check=lambda m: m.author == client.user, timeout=5)
+        )
         await dsc.dispatch_message(CHANNEL, USER, "hello", guild_id=GUILD, mentions_bot=True)
         await dsc.wait_for_sent(1)
         assert (await own_echo).guild.id == GUILD
@@ -272,8 +298,16 @@ async def test_discord_slash_command_through_command_tree(dsc):
     async with _connected(client):
         synced = await tree.sync()
         assert [c.name for c in synced] == ["remember"] and synced[0].id
-        await dsc.dispatch_interaction("remember", user_id=USER, channel_id=CHANNEL, guild_id=GUILD, options={"fact": "likes tea"})
-        await dsc.dispatch_interaction("remember", user_id=USER, channel_id=DM_CHANNEL, options={"fact": "in a DM"})
+        await dsc.dispatch_interaction(
+            "remember",
+            user_id=USER,
+            channel_id=CHANNEL,
+            guild_id=GUILD,
+            options={"fact": "likes tea"},
+        )
+        await dsc.dispatch_interaction(
+            "remember", user_id=USER, channel_id=DM_CHANNEL, options={"fact": "in a DM"}
+        )
         responses = await dsc.wait_for_interaction_responses(2)
         await dsc.wait_until(lambda: len(dsc.followups) >= 2)
     assert [r["type"] for r in responses] == [4, 4]
@@ -322,16 +356,29 @@ async def test_openai_raw_stream_sends_its_events_and_can_be_cut(ai):
         "model": "m",
         "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}],
     }
-    ai.script(RawStream((chunk, "data: [DONE]\n\n")), RawStream((chunk,), cut=True), RawStream(("data: {{{\n\n",)))
+    ai.script(
+        RawStream((chunk, "data: [DONE]\n\n")),
+        RawStream((chunk,), cut=True),
+        RawStream(("data: {{{\n\n",)),
+    )
     msgs = [{"role": "user", "content": "hi"}]
     async with _openai(ai) as client:
-        whole = [c async for c in await client.chat.completions.create(model="m", messages=msgs, stream=True)]
+        whole = [
+            c
+            async for c in await client.chat.completions.create(
+                model="m", messages=msgs, stream=True
+            )
+        ]
         seen = []
         with pytest.raises(openai.APIConnectionError):
-            async for c in await client.chat.completions.create(model="m", messages=msgs, stream=True):
+            async for c in await client.chat.completions.create(
+                model="m", messages=msgs, stream=True
+            ):
                 seen.append(c)
         with pytest.raises(json.JSONDecodeError):
-            async for _ in await client.chat.completions.create(model="m", messages=msgs, stream=True):
+            async for _ in await client.chat.completions.create(
+                model="m", messages=msgs, stream=True
+            ):
                 pass
     assert [c.choices[0].delta.content for c in whole] == ["Hel"]
     assert [c.choices[0].delta.content for c in seen] == ["Hel"]

@@ -70,7 +70,9 @@ def test_journals_and_a_backup_are_owner_only(tmp_path, embedder):
     assert mode(tmp_path / "backup.db") == 0o600
 
 
-def test_a_command_makes_the_data_folder_and_the_config_file_owner_only(tmp_path, cli: Cli, monkeypatch):
+def test_a_command_makes_the_data_folder_and_the_config_file_owner_only(
+    tmp_path, cli: Cli, monkeypatch
+):
     home = tmp_path / "home"
     (home / "data").mkdir(parents=True)
     (home / "data").chmod(0o755)
@@ -88,10 +90,15 @@ def test_the_log_file_and_the_folder_made_for_it_are_owner_only(tmp_path):
     handler = _file_handler(tmp_path / "logs" / "bot.log")
     assert handler is not None
     handler.close()
-    assert (oct(mode(tmp_path / "logs")), oct(mode(tmp_path / "logs" / "bot.log"))) == ("0o700", "0o600")
+    assert (oct(mode(tmp_path / "logs")), oct(mode(tmp_path / "logs" / "bot.log"))) == (
+        "0o700",
+        "0o600",
+    )
 
 
-async def test_doctor_names_files_others_may_read_with_the_fix_on_the_line(cli: Cli, monkeypatch) -> None:
+async def test_doctor_names_files_others_may_read_with_the_fix_on_the_line(
+    cli: Cli, monkeypatch
+) -> None:
     async with FakeOpenAI() as srv:
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         await asyncio.to_thread(_alice, cli)

@@ -30,15 +30,23 @@ def readme_chat_steps() -> list[str]:
     return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
 
 
-async def test_the_readmes_chat_steps_copied_literally_reach_a_reply_from_any_folder(tmp_path: Path) -> None:
+async def test_the_readmes_chat_steps_copied_literally_reach_a_reply_from_any_folder(
+    tmp_path: Path,
+) -> None:
     home, elsewhere = tmp_path / "home", tmp_path / "somewhere-else"
     (home / ".local" / "bin").mkdir(parents=True)
     elsewhere.mkdir()
     # what the install leaves: `companion` linked in ~/.local/bin, which the person's PATH holds
     (home / ".local" / "bin" / "companion").symlink_to(Path(sys.executable).parent / "companion")
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "OPENAI_", "XDG_"))}
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith(("COMPANION_", "OPENAI_", "XDG_"))
+    }
     steps = readme_chat_steps()
-    assert steps[0] == "companion init" and steps[-1] == "companion chat" and not any("cp " in s or ".venv" in s for s in steps)
+    assert (
+        steps[0] == "companion init"
+        and steps[-1] == "companion chat"
+        and not any("cp " in s or ".venv" in s for s in steps)
+    )
     async with FakeOpenAI() as srv:
         srv.default = lambda body: "Hello there, nice to meet you!"
         env = {
@@ -74,19 +82,32 @@ async def test_the_readmes_chat_steps_copied_literally_reach_a_reply_from_any_fo
             term.close()
     assert (home / ".config" / "companion" / ".env").is_file()
     assert (home / ".local" / "share" / "companion" / "companion.db").is_file()
-    assert "Traceback" not in term.screen and "No such file" not in term.screen and "command not found" not in term.screen
+    assert (
+        "Traceback" not in term.screen
+        and "No such file" not in term.screen
+        and "command not found" not in term.screen
+    )
 
 
-def test_init_writes_the_settings_file_for_its_owner_only_and_never_over_one(cli: Cli, tmp_path: Path, monkeypatch) -> None:
+def test_init_writes_the_settings_file_for_its_owner_only_and_never_over_one(
+    cli: Cli, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.delenv("COMPANION_HOME", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     written = tmp_path / "config" / "companion" / ".env"
     assert cli("init").code == 0
     assert written.read_text() == (ROOT / ".env.example").read_text()
-    assert stat.S_IMODE(written.stat().st_mode) == 0o600 and stat.S_IMODE(written.parent.stat().st_mode) == 0o700
+    assert (
+        stat.S_IMODE(written.stat().st_mode) == 0o600
+        and stat.S_IMODE(written.parent.stat().st_mode) == 0o700
+    )
     written.write_text("OPENAI_API_KEY=mine\n")
     again = cli("init")
-    assert again.code == 2 and "already there" in again.error_line() and written.read_text() == "OPENAI_API_KEY=mine\n"
+    assert (
+        again.code == 2
+        and "already there" in again.error_line()
+        and written.read_text() == "OPENAI_API_KEY=mine\n"
+    )
     assert cli("init", "--force").code == 0 and "OPENAI_BASE_URL" in written.read_text()
 
 
@@ -107,6 +128,12 @@ def test_in_a_container_a_localhost_model_url_means_the_host(url: str, expected:
 
 def test_the_loopback_alias_applies_to_every_model_url_and_only_when_set() -> None:
     local = "http://localhost:11434/v1"
-    aliased = Settings(llm_base_url=local, extraction_base_url=local, loopback_alias="host.docker.internal")
-    assert aliased.llm_base_url == aliased.extraction_base_url == "http://host.docker.internal:11434/v1"
+    aliased = Settings(
+        llm_base_url=local, extraction_base_url=local, loopback_alias="host.docker.internal"
+    )
+    assert (
+        aliased.llm_base_url
+        == aliased.extraction_base_url
+        == "http://host.docker.internal:11434/v1"
+    )
     assert Settings(llm_base_url=local).llm_base_url == local

@@ -29,33 +29,61 @@ def copies(rt, word: str) -> int:
         engine.journals.flush()
     engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     folder = Path(rt.engine.db.path).parent
-    return sum(p.read_bytes().lower().count(word.lower().encode()) for p in folder.rglob("*") if p.is_file())
+    return sum(
+        p.read_bytes().lower().count(word.lower().encode())
+        for p in folder.rglob("*")
+        if p.is_file()
+    )
 
 
 def user_rows(rt) -> list[str]:
-    return [r for (r,) in rt.engine.db.execute("SELECT content FROM messages WHERE role = 'user' ORDER BY rid")]
+    return [
+        r
+        for (r,) in rt.engine.db.execute(
+            "SELECT content FROM messages WHERE role = 'user' ORDER BY rid"
+        )
+    ]
 
 
 async def test_forget_finds_a_word_said_before_extraction_and_leaves_no_byte_of_it(rt, srv):
-    srv.script(f"What a lovely {STONE}!")  # the bot's reply repeats it: it goes with the turn it answers
-    await rt.orchestrator.reply(dm("telegram", "7", f"My lucky stone is a {STONE} from my aunt", mid="1"))
+    srv.script(
+        f"What a lovely {STONE}!"
+    )  # the bot's reply repeats it: it goes with the turn it answers
+    await rt.orchestrator.reply(
+        dm("telegram", "7", f"My lucky stone is a {STONE} from my aunt", mid="1")
+    )
     srv.script("Nice.")
     await rt.orchestrator.reply(dm("telegram", "7", "It rained all day here", mid="2"))
-    assert copies(rt, STONE) > 0  # the test can fail: the word is in the files (message, FTS, buffer, context)
+    assert (
+        copies(rt, STONE) > 0
+    )  # the test can fail: the word is in the files (message, FTS, buffer, context)
     reply = await rt.orchestrator.command("forget", STONE, dm("telegram", "7", f"/forget {STONE}"))
     assert reply == "I had not kept that as a memory; I deleted 1 message(s) of yours that said it."
     assert user_rows(rt) == ["It rained all day here"]
-    assert rt.engine.db.scalar("SELECT COUNT(*) FROM extraction_buffer WHERE text LIKE '%anzibar%'") == 0
+    assert (
+        rt.engine.db.scalar("SELECT COUNT(*) FROM extraction_buffer WHERE text LIKE '%anzibar%'")
+        == 0
+    )
     assert copies(rt, STONE) == 0
     srv.script("Hello!")
     await rt.orchestrator.reply(dm("telegram", "7", "what did I tell you about stones?", mid="3"))
-    assert STONE.lower() not in json.dumps(srv.chat_requests[-1]["messages"]).lower()  # not in the recent turns
+    assert (
+        STONE.lower() not in json.dumps(srv.chat_requests[-1]["messages"]).lower()
+    )  # not in the recent turns
 
 
 async def test_a_forget_never_removes_what_someone_else_said(rt, srv):
-    for who, text in (("alice", f"my {STONE} ring is lost"), ("bob", f"I found a {STONE} ring!"), ("alice", "thanks Bob")):
-        await rt.orchestrator.observe(group("telegram", "g1", who, text, name=who.title(), mid=f"{who}-{text[:4]}"))
-    reply = await rt.orchestrator.command("forget", STONE, group("telegram", "g1", "alice", f"/forget {STONE}"))
+    for who, text in (
+        ("alice", f"my {STONE} ring is lost"),
+        ("bob", f"I found a {STONE} ring!"),
+        ("alice", "thanks Bob"),
+    ):
+        await rt.orchestrator.observe(
+            group("telegram", "g1", who, text, name=who.title(), mid=f"{who}-{text[:4]}")
+        )
+    reply = await rt.orchestrator.command(
+        "forget", STONE, group("telegram", "g1", "alice", f"/forget {STONE}")
+    )
     assert "deleted 1 message(s) of yours" in reply
     assert user_rows(rt) == [f"I found a {STONE} ring!", "thanks Bob"]
 
@@ -68,7 +96,9 @@ def forget_said_by_the_model(rt, query: str):
         if last["role"] == "user":
             return ToolCall("memory_search", {"query": query})
         if "memory_search" in json.dumps(body["messages"][-2].get("tool_calls", "")):
-            return ToolCall("memory_delete", {"id": json.loads(last["content"])["results"][0]["id"]})
+            return ToolCall(
+                "memory_delete", {"id": json.loads(last["content"])["results"][0]["id"]}
+            )
         return "Done, I forgot it."
 
     return responder
@@ -76,7 +106,9 @@ def forget_said_by_the_model(rt, query: str):
 
 async def test_forget_that_by_the_model_reaches_a_fact_not_extracted_yet(rt, srv):
     srv.script("Good luck on Sunday!")
-    await rt.orchestrator.reply(dm("telegram", "7", "My race bib number for Sunday is 4471", mid="1"))
+    await rt.orchestrator.reply(
+        dm("telegram", "7", "My race bib number for Sunday is 4471", mid="1")
+    )
     assert copies(rt, "4471") > 0
     srv.default = forget_said_by_the_model(rt, "race bib number")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "Forget my race bib number", mid="2"))
@@ -85,9 +117,15 @@ async def test_forget_that_by_the_model_reaches_a_fact_not_extracted_yet(rt, srv
 
 
 async def test_the_model_cannot_delete_another_persons_message_by_id(rt, srv):
-    await rt.orchestrator.observe(group("telegram", "g1", "bob", f"I found a {STONE} ring!", name="Bob", mid="b1"))
+    await rt.orchestrator.observe(
+        group("telegram", "g1", "bob", f"I found a {STONE} ring!", name="Bob", mid="b1")
+    )
     bobs = rt.engine.db.scalar("SELECT id FROM messages WHERE author_id LIKE '%bob%'")
-    srv.default = lambda body: ToolCall("memory_delete", {"id": f"said:{bobs}"}) if body["messages"][-1]["role"] == "user" else "I can't."
+    srv.default = lambda body: (
+        ToolCall("memory_delete", {"id": f"said:{bobs}"})
+        if body["messages"][-1]["role"] == "user"
+        else "I can't."
+    )
     await rt.orchestrator.reply(group("telegram", "g1", "alice", f"forget the {STONE}", mid="a1"))
     assert f"I found a {STONE} ring!" in user_rows(rt)
 
@@ -110,18 +148,29 @@ def live(rt) -> list[str]:
 
 async def test_a_thanks_after_the_forget_does_not_bring_the_fact_back_but_saying_it_does(rt, srv):
     await extract(rt, srv, dm("telegram", "7", "I breed zebrafinches", mid="1"), facts(FACT))
-    await rt.orchestrator.command("forget", "zebrafinches", dm("telegram", "7", "/forget zebrafinches"))
+    await rt.orchestrator.command(
+        "forget", "zebrafinches", dm("telegram", "7", "/forget zebrafinches")
+    )
     rt.engine.clock.advance(3600)
-    await extract(rt, srv, dm("telegram", "7", "thanks!", mid="2"), facts(FACT))  # the model "remembers" anyway
+    await extract(
+        rt, srv, dm("telegram", "7", "thanks!", mid="2"), facts(FACT)
+    )  # the model "remembers" anyway
     assert live(rt) == [] and rt.engine.memories.tombstones.count() == 1
-    await extract(rt, srv, dm("telegram", "7", "I do breed zebrafinches, in fact", mid="3"), facts(FACT))
+    await extract(
+        rt, srv, dm("telegram", "7", "I do breed zebrafinches, in fact", mid="3"), facts(FACT)
+    )
     assert live(rt) == [FINCH] and rt.engine.memories.tombstones.count() == 0
 
 
 def _candidate(content: str, sources: tuple[str, ...]) -> NewMemory:
     provenance = Provenance(platform="discord", channel_id="g-general", sources=sources)
     return NewMemory(
-        content=content, subject="hobby", scope=Scope.USER, scope_id="alice", source=Source.AUTO_EXTRACTION, provenance=provenance
+        content=content,
+        subject="hobby",
+        scope=Scope.USER,
+        scope_id="alice",
+        source=Source.AUTO_EXTRACTION,
+        provenance=provenance,
     )
 
 
@@ -136,10 +185,23 @@ def test_someone_elses_message_saying_it_does_not_lift_the_persons_forget(engine
 
 
 # -- item 2 through the write paths ------------------------------------------------------------------------------
-async def test_reworded_and_translated_the_forgotten_fact_is_not_extracted_or_stored_by_the_tool(rt, srv):
-    tortoise = {"speaker": "P1", "subject": "pet", "content": "Alice keeps a tortoise called Quintrell", "lines": [1]}
-    await extract(rt, srv, dm("telegram", "7", "I keep a tortoise called Quintrell", mid="1"), facts(tortoise))
-    await rt.orchestrator.command("forget", "tortoise called Quintrell", dm("telegram", "7", "/forget tortoise called Quintrell"))
+async def test_reworded_and_translated_the_forgotten_fact_is_not_extracted_or_stored_by_the_tool(
+    rt, srv
+):
+    tortoise = {
+        "speaker": "P1",
+        "subject": "pet",
+        "content": "Alice keeps a tortoise called Quintrell",
+        "lines": [1],
+    }
+    await extract(
+        rt, srv, dm("telegram", "7", "I keep a tortoise called Quintrell", mid="1"), facts(tortoise)
+    )
+    await rt.orchestrator.command(
+        "forget",
+        "tortoise called Quintrell",
+        dm("telegram", "7", "/forget tortoise called Quintrell"),
+    )
     reworded = [
         {"speaker": "P1", "subject": "pet", "content": text, "lines": [1]}
         for text in (
@@ -148,9 +210,14 @@ async def test_reworded_and_translated_the_forgotten_fact_is_not_extracted_or_st
             "Alice hat eine Schildkröte namens Quintrell",
         )
     ]
-    await extract(rt, srv, dm("telegram", "7", "my shell friend is doing well", mid="2"), facts(*reworded))
+    await extract(
+        rt, srv, dm("telegram", "7", "my shell friend is doing well", mid="2"), facts(*reworded)
+    )
     assert live(rt) == []
-    store = ToolCall("memory_store", {"type": "semantic", "subject": "pet", "content": "Quintrell is Alice's pet tortoise"})
+    store = ToolCall(
+        "memory_store",
+        {"type": "semantic", "subject": "pet", "content": "Quintrell is Alice's pet tortoise"},
+    )
     srv.default = lambda body: store if body["messages"][-1]["role"] == "user" else "Noted."
     await rt.orchestrator.reply(dm("telegram", "7", "how is my pet?", mid="3"))
     assert live(rt) == []

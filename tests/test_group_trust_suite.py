@@ -49,12 +49,21 @@ from tests.pipeline_support import build_runtime
 pytestmark = pytest.mark.asyncio
 
 # -- the cast and the places ------------------------------------------------------------------------------
-DISCORD = {"alice": 7001, "bob": 7002, "olive": 7009, "mallory": 7010}  # olive is the bot's owner, mallory a member
+DISCORD = {
+    "alice": 7001,
+    "bob": 7002,
+    "olive": 7009,
+    "mallory": 7010,
+}  # olive is the bot's owner, mallory a member
 TELEGRAM = {"alice": 55, "carol": 66, "dave": 77}  # carol is the group's admin, dave a member
 DC_DM = {"alice": 9101, "bob": 9102, "olive": 9109, "mallory": 9110}
 HARBOUR, HARBOUR_CH, ORCHARD, ORCHARD_CH, GROUP = 8000, 8001, 9000, 9001, -1001
 CHANNEL_OF = {f"dc:{HARBOUR}": HARBOUR_CH, f"dc:{ORCHARD}": ORCHARD_CH}
-GUILD_KEY = {f"dc:{HARBOUR}": f"discord:{HARBOUR}", f"dc:{ORCHARD}": f"discord:{ORCHARD}", f"tg:{GROUP}": f"telegram:{GROUP}"}
+GUILD_KEY = {
+    f"dc:{HARBOUR}": f"discord:{HARBOUR}",
+    f"dc:{ORCHARD}": f"discord:{ORCHARD}",
+    f"tg:{GROUP}": f"telegram:{GROUP}",
+}
 
 
 @dataclass(frozen=True)
@@ -66,37 +75,145 @@ class Fact:
     where: str  # "dm" (the author's DMs), or a server / group: "dc:8000", "tg:-1001"
     said: str  # what the person says
     content: str  # the memory the model extracts
-    about: str = ""  # the person the fact is about, when not its author (the memory's subject names them)
-    learned: bool = True  # False: the model extracts nothing from it (a DM message that stays only a message)
+    about: str = (
+        ""  # the person the fact is about, when not its author (the memory's subject names them)
+    )
+    learned: bool = (
+        True  # False: the model extracts nothing from it (a DM message that stays only a message)
+    )
 
 
 FACTS = {
     f.word: f
     for f in (
-        Fact("quintrell", "alice", "dm", "I keep a tortoise called Quintrell", "Alice keeps a tortoise called Quintrell"),
-        Fact("wexcombe", "alice", "dm", "my allotment is behind the Wexcombe depot", "my allotment is behind the Wexcombe depot"),
+        Fact(
+            "quintrell",
+            "alice",
+            "dm",
+            "I keep a tortoise called Quintrell",
+            "Alice keeps a tortoise called Quintrell",
+        ),
+        Fact(
+            "wexcombe",
+            "alice",
+            "dm",
+            "my allotment is behind the Wexcombe depot",
+            "my allotment is behind the Wexcombe depot",
+        ),
         # ORCH-11: a photo's caption (the model's words for what it shows), said in her DM with the photo
-        Fact("glimmerholt", "alice", "dm", "the Glimmerholt windmill at dusk", "Alice sent a photo of the Glimmerholt windmill"),
-        Fact("vellicora", "alice", f"dc:{HARBOUR}", "I sing in the Vellicora choir", "Alice sings in the Vellicora choir"),
-        Fact("brontewick", "alice", f"dc:{ORCHARD}", "I collect Brontewick stamps", "Alice collects Brontewick stamps"),
+        Fact(
+            "glimmerholt",
+            "alice",
+            "dm",
+            "the Glimmerholt windmill at dusk",
+            "Alice sent a photo of the Glimmerholt windmill",
+        ),
+        Fact(
+            "vellicora",
+            "alice",
+            f"dc:{HARBOUR}",
+            "I sing in the Vellicora choir",
+            "Alice sings in the Vellicora choir",
+        ),
+        Fact(
+            "brontewick",
+            "alice",
+            f"dc:{ORCHARD}",
+            "I collect Brontewick stamps",
+            "Alice collects Brontewick stamps",
+        ),
         Fact("x4471q", "bob", "dm", "my passport number is X4471Q", "my passport number is X4471Q"),
-        Fact("tamberlyn", "bob", f"dc:{HARBOUR}", "I brew Tamberlyn ale at home", "Bob brews Tamberlyn ale at home"),
-        Fact("oxwallow", "carol", f"tg:{GROUP}", "I run the Oxwallow book club", "Carol runs the Oxwallow book club"),
-        Fact("reykjavik", "carol", "dm", "I'm secretly moving to Reykjavik", "Carol is secretly moving to Reykjavik"),
-        Fact("kettleborn", "dave", f"tg:{GROUP}", "I repair Kettleborn clocks", "Dave repairs Kettleborn clocks"),
-        Fact("saltmarrow", "olive", "dm", "my boat is called Saltmarrow", "my boat is called Saltmarrow"),
+        Fact(
+            "tamberlyn",
+            "bob",
+            f"dc:{HARBOUR}",
+            "I brew Tamberlyn ale at home",
+            "Bob brews Tamberlyn ale at home",
+        ),
+        Fact(
+            "oxwallow",
+            "carol",
+            f"tg:{GROUP}",
+            "I run the Oxwallow book club",
+            "Carol runs the Oxwallow book club",
+        ),
+        Fact(
+            "reykjavik",
+            "carol",
+            "dm",
+            "I'm secretly moving to Reykjavik",
+            "Carol is secretly moving to Reykjavik",
+        ),
+        Fact(
+            "kettleborn",
+            "dave",
+            f"tg:{GROUP}",
+            "I repair Kettleborn clocks",
+            "Dave repairs Kettleborn clocks",
+        ),
+        Fact(
+            "saltmarrow",
+            "olive",
+            "dm",
+            "my boat is called Saltmarrow",
+            "my boat is called Saltmarrow",
+        ),
         Fact("pellingham", "lore", f"dc:{HARBOUR}", "", "Harbour meets at the Pellingham library"),
         Fact("fenwhistle", "lore", f"tg:{GROUP}", "", "The group's mascot is Fenwhistle"),
         # said while remembering was off (the person's, or the server's): never stored, not one byte
-        Fact("mirthwaite", "bob", "dm", "my sister lives in Mirthwaite", "Bob's sister lives in Mirthwaite"),
-        Fact("quorrelby", "bob", f"dc:{HARBOUR}", "I race pigeons at Quorrelby", "Bob races pigeons at Quorrelby"),
-        Fact("brackenhythe", "dave", f"tg:{GROUP}", "I fish at Brackenhythe weir", "Dave fishes at Brackenhythe weir"),
-        Fact("drummoch", "alice", f"dc:{HARBOUR}", "I paint the Drummoch lighthouse", "Alice paints the Drummoch lighthouse"),
+        Fact(
+            "mirthwaite",
+            "bob",
+            "dm",
+            "my sister lives in Mirthwaite",
+            "Bob's sister lives in Mirthwaite",
+        ),
+        Fact(
+            "quorrelby",
+            "bob",
+            f"dc:{HARBOUR}",
+            "I race pigeons at Quorrelby",
+            "Bob races pigeons at Quorrelby",
+        ),
+        Fact(
+            "brackenhythe",
+            "dave",
+            f"tg:{GROUP}",
+            "I fish at Brackenhythe weir",
+            "Dave fishes at Brackenhythe weir",
+        ),
+        Fact(
+            "drummoch",
+            "alice",
+            f"dc:{HARBOUR}",
+            "I paint the Drummoch lighthouse",
+            "Alice paints the Drummoch lighthouse",
+        ),
         # after /privacy on again: learned; and a fact bob tells about alice, which she vetoes
-        Fact("skelbeck", "bob", f"dc:{HARBOUR}", "I row on the Skelbeck river", "Bob rows on the Skelbeck river"),
-        Fact("gallowmere", "bob", f"dc:{HARBOUR}", "Alice swims at Gallowmere pond", "Alice swims at Gallowmere pond", about="Alice"),
+        Fact(
+            "skelbeck",
+            "bob",
+            f"dc:{HARBOUR}",
+            "I row on the Skelbeck river",
+            "Bob rows on the Skelbeck river",
+        ),
+        Fact(
+            "gallowmere",
+            "bob",
+            f"dc:{HARBOUR}",
+            "Alice swims at Gallowmere pond",
+            "Alice swims at Gallowmere pond",
+            about="Alice",
+        ),
         # issue 31: what a member renamed "Dave", "Rules" or "House" must neither see nor veto (SEC-5)
-        Fact("vatnajokull", "bob", f"dc:{HARBOUR}", "Dave is moving to Vatnajokull", "Dave is moving to Vatnajokull", about="Dave"),
+        Fact(
+            "vatnajokull",
+            "bob",
+            f"dc:{HARBOUR}",
+            "Dave is moving to Vatnajokull",
+            "Dave is moving to Vatnajokull",
+            about="Dave",
+        ),
         Fact(
             "frostmoot",
             "olive",
@@ -105,7 +222,9 @@ FACTS = {
             "Server rules: no spoilers at Frostmoot",
             about="Rules",
         ),
-        Fact("hearthold", "lore", f"dc:{HARBOUR}", "", "House rule: the Hearthold room stays quiet"),
+        Fact(
+            "hearthold", "lore", f"dc:{HARBOUR}", "", "House rule: the Hearthold room stays quiet"
+        ),
         # issue 31: said in a DM and never extracted (only a message); bob's dated event, followed up by a check-in;
         # what a check-in and a time-zone offer would have kept after /privacy off
         Fact("wombatson", "alice", "dm", "my therapist is Dr Wombatson", "", learned=False),
@@ -117,7 +236,13 @@ FACTS = {
 # The six ways a model can hide a word from an index (issue 31): each disguise counts as the word wherever it shows.
 DISGUISES = {
     "x4471q": ["x four four seven one q"],
-    "saltmarrow": ["saltmarr\u043ew", "s4ltm4rr0w", "salt-mar-row", "s a l t m a r r o w", "worramtlas"],
+    "saltmarrow": [
+        "saltmarr\u043ew",
+        "s4ltm4rr0w",
+        "salt-mar-row",
+        "s a l t m a r r o w",
+        "worramtlas",
+    ],
 }
 CHECKIN = "How did the Harrowgate exam go? Quibblestone!"  # what the model writes when asked for a check-in
 # A question touching every fact's topic (never its word), so a recall that crossed a partition would show it.
@@ -144,11 +269,17 @@ class Oracle:
             return place == f"dm:{fact.author}"
         if fact.about and place == f"dm:{fact.about.lower()}":
             return True  # /about me shows a person what others told about them in a server they are in (SEC-5)
-        return place in (fact.where, f"dm:{fact.author}") or (fact.author in self.sharing and not place.startswith("dm:"))
+        return place in (fact.where, f"dm:{fact.author}") or (
+            fact.author in self.sharing and not place.startswith("dm:")
+        )
 
     def hidden_from(self, place: str) -> list[Fact]:
         """The facts told so far that ``place`` may not see (a forgotten fact: nowhere)."""
-        return [f for w, f in FACTS.items() if (w in self.told or w in self.forgotten) and not self.may_see(f, place)]
+        return [
+            f
+            for w, f in FACTS.items()
+            if (w in self.told or w in self.forgotten) and not self.may_see(f, place)
+        ]
 
     def copy(self) -> Oracle:
         return Oracle(set(self.told), set(self.sharing), set(self.forgotten))
@@ -161,12 +292,18 @@ class Tally:
     facts: int = 0
     forgets: int = 0
     unkept: int = 0
-    probes: int = 0  # issue 31: replies and tool calls a model made to leak (in DMs, hidden, through a tool)
+    probes: int = (
+        0  # issue 31: replies and tool calls a model made to leak (in DMs, hidden, through a tool)
+    )
     leaks: list[str] = field(default_factory=list)
     misattributions: list[str] = field(default_factory=list)
     bytes_left: list[str] = field(default_factory=list)
-    vetoes: list[str] = field(default_factory=list)  # a veto of a fact not about the person who asked
-    audit_left: list[str] = field(default_factory=list)  # what `companion audit forget` found after a forget (SEC-7)
+    vetoes: list[str] = field(
+        default_factory=list
+    )  # a veto of a fact not about the person who asked
+    audit_left: list[str] = field(
+        default_factory=list
+    )  # what `companion audit forget` found after a forget (SEC-7)
 
     def table(self, steps: int) -> str:
         rows = [
@@ -183,7 +320,9 @@ class Tally:
             ("vetoes of others' facts", len(self.vetoes)),
             ("audit: left", len(self.audit_left)),
         ]
-        return "\n".join(["group-chat trust suite", *(f"  {name:<24} {value:>5}" for name, value in rows)])
+        return "\n".join(
+            ["group-chat trust suite", *(f"  {name:<24} {value:>5}" for name, value in rows)]
+        )
 
 
 # -- the world: the fakes, the bot on both platforms, the scripted model -----------------------------------
@@ -197,26 +336,41 @@ class World:
         self.step = ""
         self.replies: list[Any] = []  # what the model answers the next reply requests (then "OK!")
         self.tool_results: list[str] = []
-        self.after_tool: list[str] = []  # what the model answers once a tool call's result is back (then "done")
-        self.captions: list[str] = []  # what the model says an image shows, when asked for a caption (ORCH-11)
-        self.direct: list[str] = []  # replies and command answers handed back by the orchestrator itself
+        self.after_tool: list[
+            str
+        ] = []  # what the model answers once a tool call's result is back (then "done")
+        self.captions: list[
+            str
+        ] = []  # what the model says an image shows, when asked for a caption (ORCH-11)
+        self.direct: list[
+            str
+        ] = []  # replies and command answers handed back by the orchestrator itself
         self.seen = {"requests": 0, "dc": 0, "tg": 0, "interactions": 0, "direct": 0}
         self.runtime: Any = None
         self.adapters: list[Any] = []
         self.backup: tuple[Path, Oracle] | None = None
-        self.ever_said: dict[str, set[str]] = {}  # person -> every word they told, lost to a restore or not
+        self.ever_said: dict[
+            str, set[str]
+        ] = {}  # person -> every word they told, lost to a restore or not
         llm.default = self.model
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     async def boot(self) -> None:
         # reflection right after a chat goes quiet: each session is reflected on in the tick of its own place
         owner = [f"discord:{DISCORD['olive']}"]
-        self.runtime = build_runtime(self.store, self.llm, self.clock, owner_ids=owner, reflection_silence_s=0, vision="on")
+        self.runtime = build_runtime(
+            self.store, self.llm, self.clock, owner_ids=owner, reflection_silence_s=0, vision="on"
+        )
         await self.runtime.start(background_loop=False)
         telegram = TelegramAdapter(
-            self.runtime.orchestrator, "123:abc", base_url=f"{self.tg.url}/bot", base_file_url=f"{self.tg.url}/file/bot"
+            self.runtime.orchestrator,
+            "123:abc",
+            base_url=f"{self.tg.url}/bot",
+            base_file_url=f"{self.tg.url}/file/bot",
         )
-        discord_ = DiscordAdapter(self.runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30)
+        discord_ = DiscordAdapter(
+            self.runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30
+        )
         await telegram.start()
         await discord_.start()
         self.adapters = [discord_, telegram]
@@ -247,7 +401,9 @@ class World:
     def _facts_in(self, transcript: str) -> list[dict[str, Any]]:
         """Extraction as a faithful model does it: each fact said in the transcript, under its speaker's tag."""
         found = []
-        for line, tag, text in re.findall(r"^#(\d+) \[(P\d+)\] [^\n]*?: (\".*\")$", transcript, re.MULTILINE):
+        for line, tag, text in re.findall(
+            r"^#(\d+) \[(P\d+)\] [^\n]*?: (\".*\")$", transcript, re.MULTILINE
+        ):
             said = json.loads(text)
             for fact in FACTS.values():
                 if fact.said and fact.said in said and fact.learned:
@@ -265,7 +421,16 @@ class World:
         return found
 
     # -- saying things ---------------------------------------------------------------------------------------
-    async def discord(self, who: str, text: str, place: str, *, reply: Any = "OK!", name: str = "", files: tuple = ()) -> None:
+    async def discord(
+        self,
+        who: str,
+        text: str,
+        place: str,
+        *,
+        reply: Any = "OK!",
+        name: str = "",
+        files: tuple = (),
+    ) -> None:
         """``who`` writes ``text`` in a Discord server (mentioning the bot) or in their DM; waits for the answer."""
         self.place = place
         self.replies.append(reply)
@@ -274,48 +439,83 @@ class World:
         sent = len(self.dc.sent)
         username = name or who  # a display name anyone can choose (issue 31's squatting)
         await self.dc.dispatch_message(
-            channel, DISCORD[who], text, guild_id=guild, mentions_bot=guild is not None, username=username, files=files
+            channel,
+            DISCORD[who],
+            text,
+            guild_id=guild,
+            mentions_bot=guild is not None,
+            username=username,
+            files=files,
         )
         await self.dc.wait_for_sent(sent + 1)
         await self.settle()
 
-    async def telegram(self, who: str, text: str, place: str, *, reply: Any = "OK!", command: bool = False) -> str:
+    async def telegram(
+        self, who: str, text: str, place: str, *, reply: Any = "OK!", command: bool = False
+    ) -> str:
         """``who`` writes in the Telegram group (mentioning the bot) or their private chat; returns the bot's answer."""
         self.place = place
         if not command:
             self.replies.append(reply)
         group = place == f"tg:{GROUP}"
         chat, kind = (GROUP, "supergroup") if group else (TELEGRAM[who], "private")
-        entities = [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}] if command else None
+        entities = (
+            [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}]
+            if command
+            else None
+        )
         sent = len(self.tg.sent)
         self.tg.push_message(
-            chat, TELEGRAM[who], text, chat_type=kind, first_name=who.title(), mention=group and not command, entities=entities
+            chat,
+            TELEGRAM[who],
+            text,
+            chat_type=kind,
+            first_name=who.title(),
+            mention=group and not command,
+            entities=entities,
         )
         answer = (await self.tg.wait_for_sent(sent + 1))[-1]["text"]
         await self.settle()
         return answer
 
-    async def slash(self, who: str, name: str, place: str, *, shown: str = "", **options: Any) -> str:
+    async def slash(
+        self, who: str, name: str, place: str, *, shown: str = "", **options: Any
+    ) -> str:
         """A Discord slash command, answered ephemerally."""
         self.place = place
         channel = CHANNEL_OF.get(place, DC_DM.get(who))
         guild = int(place.split(":")[1]) if place.startswith("dc:") else None
         answered = len(self.dc.interaction_responses)
         await self.dc.dispatch_interaction(
-            name, user_id=DISCORD[who], channel_id=channel, guild_id=guild, options=options or None, username=shown or who
+            name,
+            user_id=DISCORD[who],
+            channel_id=channel,
+            guild_id=guild,
+            options=options or None,
+            username=shown or who,
         )
         answer = (await self.dc.wait_for_interaction_responses(answered + 1))[-1]["data"]["content"]
         await self.settle()
         return answer
 
-    async def directly(self, platform: str, who: str, text: str, place: str, *, reply: Any = "OK!") -> str:
+    async def directly(
+        self, platform: str, who: str, text: str, place: str, *, reply: Any = "OK!"
+    ) -> str:
         """A platform-tagged message handed to the orchestrator itself (no adapter)."""
         self.place = place
         self.replies.append(reply)
         user = str((DISCORD if platform == "discord" else TELEGRAM)[who])
         guild = place.split(":")[1] if not place.startswith("dm:") else None
         channel = str(CHANNEL_OF.get(place, GROUP if guild else DC_DM.get(who, user)))
-        message = IncomingMessage(platform, channel, user, who.title(), text, guild_id=guild, message_id=f"d{len(self.direct)}")
+        message = IncomingMessage(
+            platform,
+            channel,
+            user,
+            who.title(),
+            text,
+            guild_id=guild,
+            message_id=f"d{len(self.direct)}",
+        )
         answer = (await self.runtime.orchestrator.reply(message)).text
         self.direct.append(answer)
         await self.settle()
@@ -338,7 +538,11 @@ class World:
             self.ever_said.setdefault(FACTS[word].author, set()).add(word)
 
     def stored(self, word: str) -> bool:
-        return bool(self.runtime.engine.db.scalar("SELECT 1 FROM memories WHERE lower(content) LIKE ?", (f"%{word}%",)))
+        return bool(
+            self.runtime.engine.db.scalar(
+                "SELECT 1 FROM memories WHERE lower(content) LIKE ?", (f"%{word}%",)
+            )
+        )
 
     def forgot(self, *words: str) -> None:
         self.oracle.told.difference_update(words)
@@ -351,10 +555,16 @@ class World:
         hidden = self.oracle.hidden_from(self.place)
         for body in self.llm.chat_requests[self.seen["requests"] :]:
             self.tally.prompts += 1
-            self._leaks(step, "prompt", json.dumps(_without_own_calls(body), ensure_ascii=False), hidden)
+            self._leaks(
+                step, "prompt", json.dumps(_without_own_calls(body), ensure_ascii=False), hidden
+            )
         posts = [m.get("content") or "" for m in self.dc.sent[self.seen["dc"] :]]
         posts += [m.get("text") or "" for m in self.tg.sent[self.seen["tg"] :]]
-        posts += [r["data"].get("content") or "" for r in self.dc.interaction_responses[self.seen["interactions"] :] if r.get("data")]
+        posts += [
+            r["data"].get("content") or ""
+            for r in self.dc.interaction_responses[self.seen["interactions"] :]
+            if r.get("data")
+        ]
         posts += self.direct[self.seen["direct"] :]
         for post in posts:
             self.tally.posts += 1
@@ -370,16 +580,22 @@ class World:
 
     def _leaks(self, step: str, what: str, text: str, hidden: list[Fact]) -> None:
         lowered = text.lower()
-        shows = [f for f in hidden if any(w in lowered for w in (f.word, *DISGUISES.get(f.word, ())))]
+        shows = [
+            f for f in hidden if any(w in lowered for w in (f.word, *DISGUISES.get(f.word, ())))
+        ]
         self.tally.leaks += [f"{step}: a {what} for {self.place} shows {f.word!r}" for f in shows]
 
     def _attribution(self, step: str) -> None:
-        for row in self.runtime.engine.db.rows("SELECT scope, scope_id, visibility, guild_id, content FROM memories"):
+        for row in self.runtime.engine.db.rows(
+            "SELECT scope, scope_id, visibility, guild_id, content FROM memories"
+        ):
             self.tally.facts += 1
             fact = next((f for w, f in FACTS.items() if w in row["content"].lower()), None)
             filed = (row["scope"], row["scope_id"], row["visibility"], row["guild_id"])
             if fact is None or filed != self.filed(fact):
-                self.tally.misattributions.append(f"{step}: {row['content'][:40]!r} filed as {filed}")
+                self.tally.misattributions.append(
+                    f"{step}: {row['content'][:40]!r} filed as {filed}"
+                )
 
     def filed(self, fact: Fact) -> tuple[str, str, str, str | None]:
         """Where a fact belongs: (scope, scope id, visibility, guild)."""
@@ -399,26 +615,39 @@ class World:
         return await self.runtime.runner.run(self.runtime.engine.db.rows, sql, (str(post_id),))
 
     async def importance(self) -> dict[str, float]:
-        rows = await self.runtime.runner.run(self.runtime.engine.db.rows, "SELECT id, importance FROM memories")
+        rows = await self.runtime.runner.run(
+            self.runtime.engine.db.rows, "SELECT id, importance FROM memories"
+        )
         return {r["id"]: r["importance"] for r in rows}
 
     async def private_rows(self) -> list[dict[str, Any]]:
-        return await self.runtime.runner.run(self.runtime.engine.db.rows, "SELECT id FROM memories WHERE visibility = 'private'")
+        return await self.runtime.runner.run(
+            self.runtime.engine.db.rows, "SELECT id FROM memories WHERE visibility = 'private'"
+        )
 
     async def votes(self, n: int) -> None:
         """Wait until ``n`` reactions were counted (they are handled in the background of the adapter)."""
         for _ in range(3000):
-            if await self.runtime.runner.run(self.runtime.engine.db.scalar, "SELECT COUNT(*) FROM reply_reactions") >= n:
+            if (
+                await self.runtime.runner.run(
+                    self.runtime.engine.db.scalar, "SELECT COUNT(*) FROM reply_reactions"
+                )
+                >= n
+            ):
                 return
             await asyncio.sleep(0.01)
         raise AssertionError(f"{self.step}: fewer than {n} reactions were counted")
 
     def person(self, who: str) -> str:
-        platform, user = ("discord", DISCORD[who]) if who in DISCORD else ("telegram", TELEGRAM[who])
+        platform, user = (
+            ("discord", DISCORD[who]) if who in DISCORD else ("telegram", TELEGRAM[who])
+        )
         sql = "SELECT person_id FROM identities WHERE platform = ? AND platform_user_id = ?"
         return self.runtime.engine.db.scalar(sql, (platform, str(user))) or f"{platform}:{user}"
 
-    async def bytes_after_forget(self, step: str, words: set[str], person: str | None = None) -> None:
+    async def bytes_after_forget(
+        self, step: str, words: set[str], person: str | None = None
+    ) -> None:
         """No file under the store folder holds a forgotten word (journals flushed, the WAL checkpointed)."""
         self.tally.forgets += 1
         await self.no_byte_of(step, words)
@@ -430,10 +659,16 @@ class World:
         from memory.upkeep.leftovers import Folders, Target, audit
 
         engine, beside = self.runtime.engine, self.store.parent
-        folders = Folders(engine.journals.root if engine.journals else None, beside / "exports", beside / "backups")
+        folders = Folders(
+            engine.journals.root if engine.journals else None,
+            beside / "exports",
+            beside / "backups",
+        )
         target = Target(tuple(sorted(words)), (person,) if person else ())
         found = await self.runtime.runner.run(audit, engine, target, folders)
-        self.tally.audit_left += [f"{step}: {f.surface} {f.remaining} {dict(f.where)}" for f in found if f.remaining]
+        self.tally.audit_left += [
+            f"{step}: {f.surface} {f.remaining} {dict(f.where)}" for f in found if f.remaining
+        ]
 
     async def never_kept(self, step: str, *words: str) -> None:
         """Said while remembering was off: no file holds the words, and from now on no prompt or post anywhere
@@ -449,7 +684,11 @@ class World:
         await self.runtime.runner.run(engine.db.execute, "PRAGMA wal_checkpoint(TRUNCATE)")
         for path in (p for p in self.store.parent.rglob("*") if p.is_file()):
             data = path.read_bytes().lower()
-            self.tally.bytes_left += [f"{step}: {w!r} in {path.relative_to(self.root)}" for w in sorted(words) if w.encode() in data]
+            self.tally.bytes_left += [
+                f"{step}: {w!r} in {path.relative_to(self.root)}"
+                for w in sorted(words)
+                if w.encode() in data
+            ]
 
 
 def _without_own_calls(body: dict[str, Any]) -> dict[str, Any]:
@@ -470,20 +709,29 @@ class Step:
 
 
 async def link_alice(w: World) -> None:
-    code = re.search(r"code is (\S+)", await w.telegram("alice", "/link", "dm:alice", command=True)).group(1)
+    code = re.search(
+        r"code is (\S+)", await w.telegram("alice", "/link", "dm:alice", command=True)
+    ).group(1)
     assert "Linked" in await w.slash("alice", "link", "dm:alice", code=code)
 
 
 async def alice_tells_her_dm(w: World) -> None:
     await w.discord("alice", FACTS["quintrell"].said, "dm:alice")
-    assert "Got it" in await w.telegram("alice", f"/remember {FACTS['wexcombe'].said}", "dm:alice", command=True)
+    assert "Got it" in await w.telegram(
+        "alice", f"/remember {FACTS['wexcombe'].said}", "dm:alice", command=True
+    )
     w.told("quintrell", "wexcombe")
 
 
 async def alice_sends_a_photo_in_her_dm_then_asks_about_it_in_harbour(w: World) -> None:
     """ORCH-11: the caption is the photo's words, kept in the DM it was sent in: asked about in a server, nothing of it."""
     w.captions.append(FACTS["glimmerholt"].said)
-    await w.discord("alice", "look where I walked today", "dm:alice", files=(FakeFile("walk.png", solid_png((90, 90, 200))),))
+    await w.discord(
+        "alice",
+        "look where I walked today",
+        "dm:alice",
+        files=(FakeFile("walk.png", solid_png((90, 90, 200))),),
+    )
     w.told("glimmerholt")
     await w.discord("alice", "what was in the photo I sent?", f"dc:{HARBOUR}")
     await w.telegram("alice", "what was in the photo I sent?", f"tg:{GROUP}")
@@ -515,7 +763,9 @@ async def the_owner_remembers_in_private(w: World) -> None:
 async def the_operator_writes_lore(w: World) -> None:
     for word in ("pellingham", "fenwhistle"):
         fact = FACTS[word]
-        new = NewMemory(content=fact.content, subject="lore", scope=Scope.GUILD, scope_id=GUILD_KEY[fact.where])
+        new = NewMemory(
+            content=fact.content, subject="lore", scope=Scope.GUILD, scope_id=GUILD_KEY[fact.where]
+        )
         await w.runtime.runner.run(w.runtime.engine.memories.add, new)
     w.told("pellingham", "fenwhistle")
 
@@ -537,7 +787,9 @@ async def reactions_never_reveal_or_move_another_persons_private_facts(w: World)
     await w.discord("alice", NOSY, "dm:alice")
     mine = w.dc.sent[-1]["message_id"]
     private = [r for r in await w.used_by(mine) if r["visibility"] == "private"]
-    assert private, "the DM reply used none of Alice's private facts: the reaction checks would be hollow"
+    assert private, (
+        "the DM reply used none of Alice's private facts: the reaction checks would be hollow"
+    )
     await w.discord("bob", NOSY, f"dc:{HARBOUR}")
     bobs = w.dc.sent[-1]["message_id"]
     before, asked, posted = await w.importance(), len(w.llm.chat_requests), len(w.dc.sent)
@@ -548,7 +800,10 @@ async def reactions_never_reveal_or_move_another_persons_private_facts(w: World)
     after = await w.importance()
     moved = [r["id"] for r in await w.private_rows() if after.get(r["id"]) != before.get(r["id"])]
     assert moved == [], f"reactions moved private facts of another person: {moved}"
-    assert (len(w.llm.chat_requests), len(w.dc.sent)) == (asked, posted)  # nothing said, no model asked
+    assert (len(w.llm.chat_requests), len(w.dc.sent)) == (
+        asked,
+        posted,
+    )  # nothing said, no model asked
     await w.dc.dispatch_reaction(DC_DM["alice"], mine, DISCORD["alice"], "👎", username="alice")
     await w.votes(4)
     after = await w.importance()
@@ -577,19 +832,41 @@ async def the_admin_may_change_the_lore_a_member_may_not(w: World) -> None:
         "carol",
         "please note the mascot is an owl",
         f"tg:{GROUP}",
-        reply=ToolCall("memory_update", {"id": lore, "content": "The group's mascot is Fenwhistle the owl"}),
+        reply=ToolCall(
+            "memory_update", {"id": lore, "content": "The group's mascot is Fenwhistle the owl"}
+        ),
     )
-    await w.telegram("dave", "delete the mascot note", f"tg:{GROUP}", reply=ToolCall("memory_delete", {"id": lore}))
-    await w.telegram("dave", "carol quit the book club", f"tg:{GROUP}", reply=ToolCall("memory_delete", {"id": carol}))
-    assert not w.tool_results[0].startswith("Error") and all(r.startswith("Error") for r in w.tool_results[1:]), w.tool_results
-    assert w.runtime.engine.db.scalar("SELECT content FROM memories WHERE id = ?", (lore,)) == "The group's mascot is Fenwhistle the owl"
+    await w.telegram(
+        "dave",
+        "delete the mascot note",
+        f"tg:{GROUP}",
+        reply=ToolCall("memory_delete", {"id": lore}),
+    )
+    await w.telegram(
+        "dave",
+        "carol quit the book club",
+        f"tg:{GROUP}",
+        reply=ToolCall("memory_delete", {"id": carol}),
+    )
+    assert not w.tool_results[0].startswith("Error") and all(
+        r.startswith("Error") for r in w.tool_results[1:]
+    ), w.tool_results
+    assert (
+        w.runtime.engine.db.scalar("SELECT content FROM memories WHERE id = ?", (lore,))
+        == "The group's mascot is Fenwhistle the owl"
+    )
 
 
 async def the_model_tries_to_repeat_dm_secrets_in_shared_places(w: World) -> None:
     leaky = "Bob, your passport number is X4471Q, and Alice's tortoise Quintrell says hi."
     w.replies.append(leaky)  # and the second try repeats it too: withheld
     await w.discord("bob", "anything new?", f"dc:{HARBOUR}", reply=leaky)
-    await w.telegram("carol", "anything new?", f"tg:{GROUP}", reply="Carol runs Oxwallow, and I hear Alice has a tortoise named Quintrell!")
+    await w.telegram(
+        "carol",
+        "anything new?",
+        f"tg:{GROUP}",
+        reply="Carol runs Oxwallow, and I hear Alice has a tortoise named Quintrell!",
+    )
     w.replies.clear()
 
 
@@ -642,9 +919,13 @@ async def restore_the_backup(w: World) -> None:
 
     assert w.backup is not None
     await w.shut()
-    settings = load_settings(db_path=w.store, llm_base_url=w.llm.base_url, llm_api_key="k", embeddings="none")
+    settings = load_settings(
+        db_path=w.store, llm_base_url=w.llm.base_url, llm_api_key="k", embeddings="none"
+    )
     run_restore(argparse.Namespace(backup=w.backup[0], force=True), settings)
-    w.oracle = w.backup[1].copy()  # the store is as it was: what was told or forgotten since is undone
+    w.oracle = w.backup[
+        1
+    ].copy()  # the store is as it was: what was told or forgotten since is undone
     await w.boot()
     await w.discord("alice", NOSY, f"dc:{ORCHARD}")
     await w.telegram("carol", NOSY, "dm:carol")
@@ -652,9 +933,13 @@ async def restore_the_backup(w: World) -> None:
 
 async def carol_forgets_everything(w: World) -> None:
     carol = w.person("carol")
-    assert "Done" in await w.telegram("carol", "/forget everything confirm", "dm:carol", command=True)
+    assert "Done" in await w.telegram(
+        "carol", "/forget everything confirm", "dm:carol", command=True
+    )
     w.forgot(*w.ever_said["carol"])
-    await w.bytes_after_forget("carol /forget everything (after the restore)", w.ever_said["carol"], carol)
+    await w.bytes_after_forget(
+        "carol /forget everything (after the restore)", w.ever_said["carol"], carol
+    )
 
 
 async def alice_forgets_everything_on_both_accounts(w: World) -> None:
@@ -673,25 +958,39 @@ async def bob_stops_being_remembered_then_talks_in_his_dm_and_harbour(w: World) 
 
 
 async def dave_stops_being_remembered_in_the_group_then_talks_there(w: World) -> None:
-    assert "won't keep anything you say" in await w.telegram("dave", "/privacy off", f"tg:{GROUP}", command=True)
+    assert "won't keep anything you say" in await w.telegram(
+        "dave", "/privacy off", f"tg:{GROUP}", command=True
+    )
     await w.telegram("dave", FACTS["brackenhythe"].said, f"tg:{GROUP}")
     await w.never_kept("dave /privacy off (in the group)", "brackenhythe")
 
 
 async def the_owner_switches_harbour_off_then_alice_talks_there(w: World) -> None:
-    assert "Only this server's admins" in await w.slash("alice", "privacy", f"dc:{HARBOUR}", choice="server off")
-    assert "won't keep anything said here" in await w.slash("olive", "privacy", f"dc:{HARBOUR}", choice="server off")
+    assert "Only this server's admins" in await w.slash(
+        "alice", "privacy", f"dc:{HARBOUR}", choice="server off"
+    )
+    assert "won't keep anything said here" in await w.slash(
+        "olive", "privacy", f"dc:{HARBOUR}", choice="server off"
+    )
     await w.discord("alice", FACTS["drummoch"].said, f"dc:{HARBOUR}")
     await w.never_kept("/privacy server off (Harbour)", "drummoch")
 
 
 async def remembering_is_switched_on_again(w: World) -> None:
-    assert "remember what is said here again" in await w.slash("olive", "privacy", f"dc:{HARBOUR}", choice="server on")
+    assert "remember what is said here again" in await w.slash(
+        "olive", "privacy", f"dc:{HARBOUR}", choice="server on"
+    )
     assert "remember what you say again" in await w.slash("bob", "privacy", "dm:bob", choice="on")
     await w.discord("bob", FACTS["skelbeck"].said, f"dc:{HARBOUR}")
-    await w.discord("alice", NOSY, f"dc:{HARBOUR}")  # alice speaks in Harbour again: she is one of its people
+    await w.discord(
+        "alice", NOSY, f"dc:{HARBOUR}"
+    )  # alice speaks in Harbour again: she is one of its people
     w.told("skelbeck")
-    for word in ("mirthwaite", "quorrelby", "drummoch"):  # what was said while it was off is not learned after all
+    for word in (
+        "mirthwaite",
+        "quorrelby",
+        "drummoch",
+    ):  # what was said while it was off is not learned after all
         assert not w.stored(word), word
 
 
@@ -700,18 +999,31 @@ async def alice_sees_and_vetoes_what_bob_told_about_her(w: World) -> None:
     w.told("gallowmere")
     listed = await w.slash("alice", "about", "dm:alice")
     line = next(x for x in listed.splitlines() if "Gallowmere" in x)
-    assert "told to me by someone" in line and "Skelbeck" not in listed and "X4471Q" not in listed, listed
+    assert (
+        "told to me by someone" in line and "Skelbeck" not in listed and "X4471Q" not in listed
+    ), listed
     short = re.search(r"\[(\w+)\]", line).group(1)
-    assert "not in your /about me list" in await w.telegram("dave", f"/about veto {short}", "dm:dave", command=True)
+    assert "not in your /about me list" in await w.telegram(
+        "dave", f"/about veto {short}", "dm:dave", command=True
+    )
     assert "Forgotten" in await w.slash("alice", "about", "dm:alice", veto=short)
     w.forgot("gallowmere")
     await w.bytes_after_forget("alice /about veto (a fact bob told)", {"gallowmere"})
 
 
 async def others_tell_facts_a_squatter_could_aim_at(w: World) -> None:
-    await w.discord("bob", FACTS["vatnajokull"].said, f"dc:{HARBOUR}")  # about a Dave nobody here is
-    await w.discord("olive", FACTS["frostmoot"].said, f"dc:{HARBOUR}")  # the owner's (an admin's) rule
-    lore = NewMemory(content=FACTS["hearthold"].content, subject="House", scope=Scope.GUILD, scope_id=GUILD_KEY[f"dc:{HARBOUR}"])
+    await w.discord(
+        "bob", FACTS["vatnajokull"].said, f"dc:{HARBOUR}"
+    )  # about a Dave nobody here is
+    await w.discord(
+        "olive", FACTS["frostmoot"].said, f"dc:{HARBOUR}"
+    )  # the owner's (an admin's) rule
+    lore = NewMemory(
+        content=FACTS["hearthold"].content,
+        subject="House",
+        scope=Scope.GUILD,
+        scope_id=GUILD_KEY[f"dc:{HARBOUR}"],
+    )
     await w.runtime.runner.run(w.runtime.engine.memories.add, lore)
     w.told("vatnajokull", "frostmoot", "hearthold")
 
@@ -719,12 +1031,16 @@ async def others_tell_facts_a_squatter_could_aim_at(w: World) -> None:
 async def a_member_renamed_dave_rules_and_house_sees_and_vetoes_nothing(w: World) -> None:
     """Issue 31: mallory takes each name in Harbour, asks /about me in her DM and vetoes each fact by its id."""
     ids = {
-        word: w.runtime.engine.db.scalar("SELECT id FROM memories WHERE content LIKE ?", (f"%{word}%",))
+        word: w.runtime.engine.db.scalar(
+            "SELECT id FROM memories WHERE content LIKE ?", (f"%{word}%",)
+        )
         for word in ("vatnajokull", "frostmoot", "hearthold")
     }
     for name in ("Dave", "Rules", "House"):
         await w.discord("mallory", "hello everyone", f"dc:{HARBOUR}", name=name)
-        await w.slash("mallory", "about", "dm:mallory", shown=name)  # a listing of any of them is a leak (audited)
+        await w.slash(
+            "mallory", "about", "dm:mallory", shown=name
+        )  # a listing of any of them is a leak (audited)
         for word, memory_id in ids.items():
             answer = await w.slash("mallory", "about", "dm:mallory", shown=name, veto=memory_id[:8])
             if "Forgotten" in answer or not w.stored(word):
@@ -738,7 +1054,9 @@ async def after_a_restart_nothing_comes_back(w: World) -> None:
     await w.directly("discord", "bob", NOSY, f"dc:{HARBOUR}")
     await w.directly("discord", "alice", NOSY, "dm:alice")
     await w.directly("telegram", "dave", NOSY, f"tg:{GROUP}")
-    await w.no_byte_of("after the restart", {"mirthwaite", "quorrelby", "brackenhythe", "drummoch", "gallowmere"})
+    await w.no_byte_of(
+        "after the restart", {"mirthwaite", "quorrelby", "brackenhythe", "drummoch", "gallowmere"}
+    )
     assert w.stored("skelbeck")
 
 
@@ -767,7 +1085,11 @@ async def the_model_repeats_secrets_in_other_people_s_dms(w: World) -> None:
     assert not w.stored("wombatson")  # only a message: the model extracted nothing from it
     w.oracle.told.add("wombatson")
     w.ever_said.setdefault("alice", set()).add("wombatson")
-    for who, leaky in (("bob", "Alice's therapist is Dr Wombatson."), ("bob", "Olive's boat is the Saltmarrow."), ("alice", "X4471Q!")):
+    for who, leaky in (
+        ("bob", "Alice's therapist is Dr Wombatson."),
+        ("bob", "Olive's boat is the Saltmarrow."),
+        ("alice", "X4471Q!"),
+    ):
         w.replies.append(leaky)
         await w.discord(who, "tell me a secret", f"dm:{who}", reply=leaky)
         assert w.dc.sent[-1]["content"] == WITHHELD, leaky
@@ -782,10 +1104,15 @@ async def a_tool_call_may_not_file_a_secret_in_the_group(w: World) -> None:
     reply repeating it is still caught."""
     w.tool_results.clear()
     leaky = "Our group code is X4471Q!"
-    store = ToolCall("memory_store", {"content": "the group code is X4471Q", "subject": "group code", "type": "semantic"})
+    store = ToolCall(
+        "memory_store",
+        {"content": "the group code is X4471Q", "subject": "group code", "type": "semantic"},
+    )
     w.replies.append(store)
     w.after_tool.append(leaky)
-    assert await w.telegram("carol", "remember our group code", f"tg:{GROUP}", reply=leaky) == WITHHELD
+    assert (
+        await w.telegram("carol", "remember our group code", f"tg:{GROUP}", reply=leaky) == WITHHELD
+    )
     assert w.tool_results == [TOOL_REFUSED]
     w.tally.probes += 2
     w.replies.clear()
@@ -817,31 +1144,52 @@ async def privacy_off_holds_a_due_checkin_and_records_no_zone_offer(w: World) ->
     assert (await w.runtime.checkins.run()).planned == 1
     assert "won't keep anything you say" in await w.slash("bob", "privacy", "dm:bob", choice="off")
     await w.discord("bob", FACTS["lisbon"].said, "dm:bob")
-    assert "Europe/Lisbon" in w.dc.sent[-1]["content"]  # offered; choosing it would be his own setting
+    assert (
+        "Europe/Lisbon" in w.dc.sent[-1]["content"]
+    )  # offered; choosing it would be his own setting
     w.clock.t = day + 2 * 86_400 + 12 * 3_600  # noon the day after the exam: due
     assert (await w.runtime.checkins.run()).sent == 0 and sent == []
     await w.settle()
-    await w.never_kept("bob /privacy off: a due check-in, a time-zone offer", "quibblestone", "lisbon")
+    await w.never_kept(
+        "bob /privacy off: a due check-in, a time-zone offer", "quibblestone", "lisbon"
+    )
 
 
 SCENARIO = [
     Step("alice links her Telegram and Discord accounts", link_alice),
     Step("alice tells her DMs two things", alice_tells_her_dm),
-    Step("alice sends a photo in her DM, asks about it in a server", alice_sends_a_photo_in_her_dm_then_asks_about_it_in_harbour),
+    Step(
+        "alice sends a photo in her DM, asks about it in a server",
+        alice_sends_a_photo_in_her_dm_then_asks_about_it_in_harbour,
+    ),
     Step("alice tells each server one thing", alice_tells_both_servers),
     Step("bob tells his DM and Harbour", bob_tells_his_dm_and_harbour),
     Step("carol and dave talk in the Telegram group", carol_and_dave_talk_in_the_group),
     Step("the owner remembers something in private", the_owner_remembers_in_private),
     Step("the operator writes lore for Harbour and the group", the_operator_writes_lore),
     Step("everyone asks about everything, everywhere", everyone_asks_everywhere),
-    Step("reactions move no other person's private facts", reactions_never_reveal_or_move_another_persons_private_facts),
-    Step("/memories shows only what the place may see", memories_commands_show_only_what_is_visible),
+    Step(
+        "reactions move no other person's private facts",
+        reactions_never_reveal_or_move_another_persons_private_facts,
+    ),
+    Step(
+        "/memories shows only what the place may see", memories_commands_show_only_what_is_visible
+    ),
     Step("bob shares, then talks in Orchard with alice", bob_shares_and_speaks_in_orchard),
-    Step("the group admin may change the lore, a member nothing", the_admin_may_change_the_lore_a_member_may_not),
-    Step("the model tries to repeat DM secrets in a server and the group", the_model_tries_to_repeat_dm_secrets_in_shared_places),
+    Step(
+        "the group admin may change the lore, a member nothing",
+        the_admin_may_change_the_lore_a_member_may_not,
+    ),
+    Step(
+        "the model tries to repeat DM secrets in a server and the group",
+        the_model_tries_to_repeat_dm_secrets_in_shared_places,
+    ),
     Step("a backup", take_a_backup),
     Step("restart", restart),
-    Step("after the restart, messages straight to the orchestrator", after_the_restart_the_orchestrator_is_asked_directly),
+    Step(
+        "after the restart, messages straight to the orchestrator",
+        after_the_restart_the_orchestrator_is_asked_directly,
+    ),
     Step("alice forgets one thing", alice_forgets_her_allotment),
     Step("dave forgets everything", dave_forgets_everything),
     Step("carol tells a secret in her DM", carol_tells_a_secret_after_the_backup),
@@ -849,18 +1197,45 @@ SCENARIO = [
     Step("the backup is restored", restore_the_backup),
     Step("carol forgets everything", carol_forgets_everything),
     Step("alice forgets everything, on both accounts", alice_forgets_everything_on_both_accounts),
-    Step("bob says /privacy off, then talks in his DM and Harbour", bob_stops_being_remembered_then_talks_in_his_dm_and_harbour),
-    Step("dave says /privacy off in the group, then talks there", dave_stops_being_remembered_in_the_group_then_talks_there),
-    Step("the owner switches Harbour off, then alice talks there", the_owner_switches_harbour_off_then_alice_talks_there),
+    Step(
+        "bob says /privacy off, then talks in his DM and Harbour",
+        bob_stops_being_remembered_then_talks_in_his_dm_and_harbour,
+    ),
+    Step(
+        "dave says /privacy off in the group, then talks there",
+        dave_stops_being_remembered_in_the_group_then_talks_there,
+    ),
+    Step(
+        "the owner switches Harbour off, then alice talks there",
+        the_owner_switches_harbour_off_then_alice_talks_there,
+    ),
     Step("/privacy on and /privacy server on again", remembering_is_switched_on_again),
-    Step("alice sees and vetoes what bob told about her", alice_sees_and_vetoes_what_bob_told_about_her),
-    Step("others tell facts about Dave, the rules and the house", others_tell_facts_a_squatter_could_aim_at),
-    Step("a member renamed Dave, Rules and House sees and vetoes nothing", a_member_renamed_dave_rules_and_house_sees_and_vetoes_nothing),
+    Step(
+        "alice sees and vetoes what bob told about her",
+        alice_sees_and_vetoes_what_bob_told_about_her,
+    ),
+    Step(
+        "others tell facts about Dave, the rules and the house",
+        others_tell_facts_a_squatter_could_aim_at,
+    ),
+    Step(
+        "a member renamed Dave, Rules and House sees and vetoes nothing",
+        a_member_renamed_dave_rules_and_house_sees_and_vetoes_nothing,
+    ),
     Step("a restart after the opt-outs and the veto", after_a_restart_nothing_comes_back),
     Step("the model hides secrets six ways in Harbour", the_model_tries_six_disguises_in_harbour),
-    Step("the model repeats secrets in other people's DMs", the_model_repeats_secrets_in_other_people_s_dms),
-    Step("a tool call tries to file a secret in the group", a_tool_call_may_not_file_a_secret_in_the_group),
-    Step("after /privacy off: a due check-in, a time-zone offer", privacy_off_holds_a_due_checkin_and_records_no_zone_offer),
+    Step(
+        "the model repeats secrets in other people's DMs",
+        the_model_repeats_secrets_in_other_people_s_dms,
+    ),
+    Step(
+        "a tool call tries to file a secret in the group",
+        a_tool_call_may_not_file_a_secret_in_the_group,
+    ),
+    Step(
+        "after /privacy off: a due check-in, a time-zone offer",
+        privacy_off_holds_a_due_checkin_and_records_no_zone_offer,
+    ),
 ]
 
 
@@ -870,7 +1245,9 @@ def guilds(dc: FakeDiscord) -> None:
     dc.add_guild(ORCHARD, "Orchard", channels=[(ORCHARD_CH, "general")], members=members)
 
 
-async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no_byte_left(tmp_path, capsys):
+async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no_byte_left(
+    tmp_path, capsys
+):
     async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
         guilds(dc)
         tg.admins[GROUP] = [TELEGRAM["carol"]]
@@ -890,7 +1267,15 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
     table = world.tally.table(len(SCENARIO))
     with capsys.disabled():
         print("\n" + table)
-    findings = world.tally.leaks + world.tally.misattributions + world.tally.bytes_left + world.tally.vetoes + world.tally.audit_left
+    findings = (
+        world.tally.leaks
+        + world.tally.misattributions
+        + world.tally.bytes_left
+        + world.tally.vetoes
+        + world.tally.audit_left
+    )
     assert not findings, table + "\n" + "\n".join(findings)
-    assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 4  # the suite ran in full
+    assert (
+        world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 4
+    )  # the suite ran in full
     assert world.tally.probes == 11

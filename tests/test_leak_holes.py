@@ -36,20 +36,30 @@ def alice_secrets(engine) -> None:
 # -- every place that is not the owner of the fact --------------------------------------------------------
 def test_another_person_s_dm_is_a_shared_place_for_alice_s_dm_private_fact(engine):
     alice_secrets(engine)
-    assert [leak.kind for leak in engine.leaks.check(dm_ctx("bob"), "Your therapist? Dr Wombatson, I think.")] == ["dm-private"]
-    assert [leak.kind for leak in engine.leaks.check(dm_ctx("root", owner=True), "Dr Wombatson!")] == ["dm-private"]
+    assert [
+        leak.kind
+        for leak in engine.leaks.check(dm_ctx("bob"), "Your therapist? Dr Wombatson, I think.")
+    ] == ["dm-private"]
+    assert [
+        leak.kind for leak in engine.leaks.check(dm_ctx("root", owner=True), "Dr Wombatson!")
+    ] == ["dm-private"]
 
 
 def test_the_owner_of_the_fact_in_her_own_dm_is_the_one_place_exempt(engine):
     alice_secrets(engine)
-    assert engine.leaks.check(dm_ctx("alice"), "Dr Wombatson, passport X4471Q, code word Zanzibarite.") == ()
+    assert (
+        engine.leaks.check(dm_ctx("alice"), "Dr Wombatson, passport X4471Q, code word Zanzibarite.")
+        == ()
+    )
 
 
 # -- words said and not yet extracted -----------------------------------------------------------------------
 def test_a_dm_message_not_yet_extracted_is_not_for_another_dm_or_a_server(engine):
     say(engine, THERAPIST, author="alice", dm_person="alice")
     for ctx in (dm_ctx("bob"), guild_ctx("g1", "alice"), guild_ctx("g1", "bob", "alice")):
-        assert [leak.kind for leak in engine.leaks.check(ctx, "Dr Wombatson says hi")] == ["dm-message"], ctx
+        assert [leak.kind for leak in engine.leaks.check(ctx, "Dr Wombatson says hi")] == [
+            "dm-message"
+        ], ctx
     assert engine.leaks.check(dm_ctx("alice"), "Dr Wombatson says hi") == ()
 
 
@@ -57,14 +67,23 @@ def test_a_server_message_is_for_that_server_and_its_speaker_s_own_dm_only(engin
     say(engine, "I am secretly applying to Glasswyrm Labs", author="alice", guild="g2")
     assert engine.leaks.check(guild_ctx("g2", "bob"), "Glasswyrm Labs, good luck!") == ()
     assert engine.leaks.check(dm_ctx("alice"), "Glasswyrm Labs, good luck!") == ()
-    assert [leak.kind for leak in engine.leaks.check(guild_ctx("g1", "alice"), "Glasswyrm Labs!")] == ["server-message"]
-    assert [leak.kind for leak in engine.leaks.check(dm_ctx("bob"), "Glasswyrm Labs!")] == ["server-message"]
+    assert [
+        leak.kind for leak in engine.leaks.check(guild_ctx("g1", "alice"), "Glasswyrm Labs!")
+    ] == ["server-message"]
+    assert [leak.kind for leak in engine.leaks.check(dm_ctx("bob"), "Glasswyrm Labs!")] == [
+        "server-message"
+    ]
 
 
 def test_a_message_in_a_channel_the_asker_cannot_read_is_not_for_them(engine):
     say(engine, "the mods meet at Quillonby hall", author="mod", guild="g1", channel="g1-mods")
-    assert [leak.kind for leak in engine.leaks.check(guild_ctx("g1", "bob"), "Quillonby hall it is")] == ["server-message"]
-    assert engine.leaks.check(guild_ctx("g1", "bob", readable=("g1-mods",)), "Quillonby hall it is") == ()
+    assert [
+        leak.kind for leak in engine.leaks.check(guild_ctx("g1", "bob"), "Quillonby hall it is")
+    ] == ["server-message"]
+    assert (
+        engine.leaks.check(guild_ctx("g1", "bob", readable=("g1-mods",)), "Quillonby hall it is")
+        == ()
+    )
 
 
 def test_messages_older_than_the_window_are_left_to_the_memories_made_of_them(engine):
@@ -76,7 +95,10 @@ def test_messages_older_than_the_window_are_left_to_the_memories_made_of_them(en
 # -- words hidden from the index ---------------------------------------------------------------------------
 EVASIONS = {
     "spelled digits": ("Your passport is X four four seven one Q.", PASSPORT),
-    "spelled number": ("The number: five thousand eight hundred and twenty-two.", "my locker is number 5822"),
+    "spelled number": (
+        "The number: five thousand eight hundred and twenty-two.",
+        "my locker is number 5822",
+    ),
     "cyrillic o": ("Your therapist is Dr W\u043embats\u043en.", THERAPIST),
     "greek letters": ("Dr \u03a9\u03bfmbats\u03bfn? No: Dr Wombats\u03bfn.", THERAPIST),
     "leet": ("The code word: Z4nz1b4r1t3", CODE_WORD),
@@ -92,29 +114,51 @@ EVASIONS = {
 def test_a_secret_hidden_by_an_evasion_is_still_a_leak(engine):
     """One store for all of them (a fresh PostgreSQL database costs seconds); each reply names one memory only."""
     secrets = dict.fromkeys(secret for _, secret in EVASIONS.values())
-    ids = {secret: remember(engine, secret, scope_id="alice", visibility=Visibility.PRIVATE).id for secret in secrets}
+    ids = {
+        secret: remember(engine, secret, scope_id="alice", visibility=Visibility.PRIVATE).id
+        for secret in secrets
+    }
     caught = {
-        evasion: [(leak.memory_id, leak.kind) for leak in engine.leaks.check(guild_ctx("g1", "bob"), reply)]
+        evasion: [
+            (leak.memory_id, leak.kind)
+            for leak in engine.leaks.check(guild_ctx("g1", "bob"), reply)
+        ]
         for evasion, (reply, _) in EVASIONS.items()
     }
-    assert caught == {evasion: [(ids[secret], "dm-private")] for evasion, (_, secret) in EVASIONS.items()}
+    assert caught == {
+        evasion: [(ids[secret], "dm-private")] for evasion, (_, secret) in EVASIONS.items()
+    }
 
 
 def test_an_evasion_of_a_word_not_yet_extracted_is_a_leak_too(engine):
     for secret in dict.fromkeys(secret for _, secret in EVASIONS.values()):
         say(engine, secret, author="alice", dm_person="alice")
     for evasion in ("cyrillic o", "leet", "reversed", "spaced letters", "spelled digits"):
-        assert {leak.kind for leak in engine.leaks.check(dm_ctx("bob"), EVASIONS[evasion][0])} == {"dm-message"}, evasion
+        assert {leak.kind for leak in engine.leaks.check(dm_ctx("bob"), EVASIONS[evasion][0])} == {
+            "dm-message"
+        }, evasion
 
 
 def test_what_the_place_saw_hidden_is_seen_once_unmasked(engine):
     remember(engine, CODE_WORD, scope_id="alice", visibility=Visibility.PRIVATE)
-    assert engine.leaks.check(guild_ctx("g1", "bob"), "Zanzibarite, you said?", seen="Bob: is it Z a n z i b a r i t e?") == ()
+    assert (
+        engine.leaks.check(
+            guild_ctx("g1", "bob"),
+            "Zanzibarite, you said?",
+            seen="Bob: is it Z a n z i b a r i t e?",
+        )
+        == ()
+    )
 
 
 def test_ordinary_prose_gains_no_leak_from_unmasking(engine):
     alice_secrets(engine)
-    remember(engine, "I love coffee in the morning and walking my dog after work", scope_id="alice", visibility=Visibility.PRIVATE)
+    remember(
+        engine,
+        "I love coffee in the morning and walking my dog after work",
+        scope_id="alice",
+        visibility=Visibility.PRIVATE,
+    )
     prose = (
         "Oh, twenty-one people came! It's a well-known spot: ten o'clock, four hundred metres on. Stressed? Desserts "
         "help. I a m fine. The U.S. team won 4-1 and 3-0 at 7pm; e-mail me at bob@example.com."
@@ -123,7 +167,9 @@ def test_ordinary_prose_gains_no_leak_from_unmasking(engine):
 
 
 def test_tool_arguments_are_read_as_their_values_without_keys_or_ids():
-    arguments = json.dumps({"id": "ab12cd34ef", "content": "Zanzibarite", "tags": ["x4471q"], "limit": 5})
+    arguments = json.dumps(
+        {"id": "ab12cd34ef", "content": "Zanzibarite", "tags": ["x4471q"], "limit": 5}
+    )
     assert tool_text(arguments).split("\n") == ["Zanzibarite", "x4471q", "5"]
     assert tool_text("not json Zanzibarite") == "not json Zanzibarite"
 
@@ -143,28 +189,48 @@ def store_args(content: str) -> dict[str, str]:
 
 
 def stored(runtime, word: str) -> int:
-    return runtime.engine.db.scalar("SELECT COUNT(*) FROM memories WHERE lower(content) LIKE ?", (f"%{word}%",))
+    return runtime.engine.db.scalar(
+        "SELECT COUNT(*) FROM memories WHERE lower(content) LIKE ?", (f"%{word}%",)
+    )
 
 
 async def test_alice_s_dm_words_never_go_out_verbatim_in_bob_s_dm(runtime, srv):
     srv.script("Noted.")
-    await runtime.orchestrator.reply(dm("discord", "alice", THERAPIST, name="Alice"))  # said, not yet extracted
+    await runtime.orchestrator.reply(
+        dm("discord", "alice", THERAPIST, name="Alice")
+    )  # said, not yet extracted
     leaky = "Alice's therapist is Dr Wombatson."
     srv.script(leaky, leaky)
-    answer = await runtime.orchestrator.reply(dm("discord", "bob", "who is alice's therapist?", name="Bob"))
+    answer = await runtime.orchestrator.reply(
+        dm("discord", "bob", "who is alice's therapist?", name="Bob")
+    )
     assert answer.text == WITHHELD
     srv.script("It's Dr Wombatson.")
-    assert (await runtime.orchestrator.reply(dm("discord", "alice", "who is my therapist?", name="Alice"))).text == "It's Dr Wombatson."
+    assert (
+        await runtime.orchestrator.reply(
+            dm("discord", "alice", "who is my therapist?", name="Alice")
+        )
+    ).text == "It's Dr Wombatson."
 
 
-async def test_a_memory_store_in_a_group_of_alice_s_dm_code_word_is_refused_and_the_reply_then_withheld(runtime, srv):
+async def test_a_memory_store_in_a_group_of_alice_s_dm_code_word_is_refused_and_the_reply_then_withheld(
+    runtime, srv
+):
     remember(runtime.engine, CODE_WORD, scope_id="discord:alice", visibility=Visibility.PRIVATE)
     leaky = "The code word is Zanzibarite!"
-    srv.script(ToolCall("memory_store", store_args("the group's code word is Zanzibarite")), leaky, leaky)
-    answer = await runtime.orchestrator.reply(group("discord", "g1", "bob", "remember our code word", name="Bob"))
-    tool_results = [m for body in srv.chat_requests for m in body["messages"] if m["role"] == "tool"]
+    srv.script(
+        ToolCall("memory_store", store_args("the group's code word is Zanzibarite")), leaky, leaky
+    )
+    answer = await runtime.orchestrator.reply(
+        group("discord", "g1", "bob", "remember our code word", name="Bob")
+    )
+    tool_results = [
+        m for body in srv.chat_requests for m in body["messages"] if m["role"] == "tool"
+    ]
     assert [m["content"] for m in tool_results] == [TOOL_REFUSED]
-    assert stored(runtime, "zanzibarite") == 1  # only alice's own memory: nothing filed for the group
+    assert (
+        stored(runtime, "zanzibarite") == 1
+    )  # only alice's own memory: nothing filed for the group
     assert answer.text == WITHHELD
 
 

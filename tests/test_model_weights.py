@@ -28,13 +28,17 @@ def test_the_embedding_model_can_come_from_the_operators_folder(tmp_path: Path) 
     settings = load_settings(_env_file=None, embedding_model_dir=folder)
     mine = OnnxMiniLM(model_dir=settings.embedding_model_dir)
     bundled = OnnxMiniLM()
-    assert mine.fingerprint == bundled.fingerprint  # the same weights: the store's vectors stay valid
+    assert (
+        mine.fingerprint == bundled.fingerprint
+    )  # the same weights: the store's vectors stay valid
     text = ["Biscuit is a cat"]
     assert np.allclose(mine.embed(text), bundled.embed(text))
 
 
 @pytest.mark.parametrize("missing", ["model.onnx", "tokenizer.json"])
-def test_an_incomplete_embedding_folder_is_refused_at_start_by_name(tmp_path: Path, missing: str) -> None:
+def test_an_incomplete_embedding_folder_is_refused_at_start_by_name(
+    tmp_path: Path, missing: str
+) -> None:
     folder = own_copy(tmp_path)
     (folder / missing).unlink()
     with pytest.raises(ConfigError, match=f"COMPANION_EMBEDDING_MODEL_DIR: .*has no {missing}"):

@@ -60,26 +60,42 @@ def model(body: dict[str, Any]) -> str:
     first = body["messages"][0]
     if first["role"] == "system" and first["content"].startswith("You extract memories"):
         if "Moonbeam" in body["messages"][-1]["content"]:
-            return facts({"content": "Alice's kayak is called Moonbeam", "subject": "kayak", "speaker": "P1"})
+            return facts(
+                {"content": "Alice's kayak is called Moonbeam", "subject": "kayak", "speaker": "P1"}
+            )
         return "[]"
     return "noted"
 
 
 def extraction_prompts(srv: FakeOpenAI) -> list[str]:
-    return [b["messages"][-1]["content"] for b in srv.chat_requests if b["messages"][0]["content"].startswith("You extract memories")]
+    return [
+        b["messages"][-1]["content"]
+        for b in srv.chat_requests
+        if b["messages"][0]["content"].startswith("You extract memories")
+    ]
 
 
 def reply_prompt(srv: FakeOpenAI, asked: str) -> str:
     """Everything the model was shown for the latest reply to ``asked``."""
-    bodies = [b for b in srv.chat_requests if b.get("tools") and asked in str(b["messages"][-1].get("content"))]
+    bodies = [
+        b
+        for b in srv.chat_requests
+        if b.get("tools") and asked in str(b["messages"][-1].get("content"))
+    ]
     assert bodies, f"no reply was asked for {asked!r}"
     return "\n".join(str(m.get("content") or "") for m in bodies[-1]["messages"])
 
 
-def child_env(tmp_path: Path, pg_url: str, srv: FakeOpenAI, dsc: FakeDiscord, tg: FakeTelegram, shard: int) -> dict[str, str]:
+def child_env(
+    tmp_path: Path, pg_url: str, srv: FakeOpenAI, dsc: FakeDiscord, tg: FakeTelegram, shard: int
+) -> dict[str, str]:
     home = tmp_path / f"home{shard}"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COMPANION_") and k not in ("DISCORD_TOKEN", "TELEGRAM_TOKEN")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("COMPANION_") and k not in ("DISCORD_TOKEN", "TELEGRAM_TOKEN")
+    }
     return env | {
         "PYTHONPATH": str(ROOT),
         "COMPANION_HOME": str(home),
@@ -109,7 +125,11 @@ async def fakes() -> AsyncIterator[tuple[FakeOpenAI, FakeDiscord, FakeTelegram]]
         srv.default = model
         for shard, guilds in GUILDS.items():
             for guild in guilds:
-                dsc.add_guild(guild, f"server {guild} (shard {shard})", channels=[(guild + 1, "general"), (guild + 2, "random")])
+                dsc.add_guild(
+                    guild,
+                    f"server {guild} (shard {shard})",
+                    channels=[(guild + 1, "general"), (guild + 2, "random")],
+                )
         yield srv, dsc, tg
 
 
@@ -120,7 +140,15 @@ async def bots(tmp_path, pg_url, fakes) -> AsyncIterator[list[subprocess.Popen]]
     for shard in (0, 1):
         log = open(tmp_path / f"bot{shard}.log", "w")  # noqa: SIM115  # the child writes it; closed with the child
         env = child_env(tmp_path, pg_url, srv, dsc, tg, shard)
-        children.append(subprocess.Popen([sys.executable, "-c", BOOT], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT))
+        children.append(
+            subprocess.Popen(
+                [sys.executable, "-c", BOOT],
+                env=env,
+                cwd=tmp_path,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
         log.close()
     yield children
     for child in children:
@@ -149,10 +177,14 @@ async def until(predicate, timeout: float, what: str) -> None:
         await asyncio.sleep(0.1)
 
 
-async def test_two_processes_share_the_work_extract_each_message_once_and_honour_each_others_forgets(pg_url, fakes, bots) -> None:
+async def test_two_processes_share_the_work_extract_each_message_once_and_honour_each_others_forgets(
+    pg_url, fakes, bots
+) -> None:
     srv, dsc, tg = fakes
     await dsc.wait_for_gateway(timeout=30, sessions=2)
-    await tg.wait_until(lambda: any(c.get("method", "").lower() == "getupdates" for c in tg.calls), 30)
+    await tg.wait_until(
+        lambda: any(c.get("method", "").lower() == "getupdates" for c in tg.calls), 30
+    )
 
     # 160 Discord messages over eight channels of four servers (two per shard), half of them to the bot; 40 Telegram
     # DMs. About 30 turns a channel: a crowded channel (60) would also be read by compaction's own extraction pass
@@ -165,38 +197,74 @@ async def test_two_processes_share_the_work_extract_each_message_once_and_honour
         marks.append(mark)
         addressed = i % 4 < 2
         replies += addressed
-        await dsc.dispatch_message(channel, 4000 + i % 16, f"note {mark} about the weather", guild_id=guild, mentions_bot=addressed)
+        await dsc.dispatch_message(
+            channel,
+            4000 + i % 16,
+            f"note {mark} about the weather",
+            guild_id=guild,
+            mentions_bot=addressed,
+        )
     for i in range(160, 200):
         mark = f"m{i:03d}x"
         marks.append(mark)
-        tg.push_message(7000 + i % 10, 7000 + i % 10, f"note {mark} about the garden", first_name=f"T{i % 10}")
+        tg.push_message(
+            7000 + i % 10, 7000 + i % 10, f"note {mark} about the garden", first_name=f"T{i % 10}"
+        )
     await dsc.wait_for_sent(replies, timeout=60)
     await tg.wait_for_sent(40, timeout=60)
 
     def extracted() -> collections.Counter[str]:
-        return collections.Counter(m for prompt in extraction_prompts(srv) for m in set(MARK.findall(prompt)))
+        return collections.Counter(
+            m for prompt in extraction_prompts(srv) for m in set(MARK.findall(prompt))
+        )
 
     await until(lambda: set(extracted()) == set(marks), 60, "every message's extraction")
-    await until(lambda: count(pg_url, "SELECT count(*) FROM extraction_buffer") == 0, 30, "an empty extraction buffer")
-    stored = count(pg_url, "SELECT count(*) FROM messages WHERE role = 'user' AND content LIKE 'note m%'")
-    assert stored == 200 and count(pg_url, "SELECT count(DISTINCT content) FROM messages WHERE content LIKE 'note m%'") == 200
-    assert [m for m, n in extracted().items() if n != 1] == []  # none extracted twice, by either process
+    await until(
+        lambda: count(pg_url, "SELECT count(*) FROM extraction_buffer") == 0,
+        30,
+        "an empty extraction buffer",
+    )
+    stored = count(
+        pg_url, "SELECT count(*) FROM messages WHERE role = 'user' AND content LIKE 'note m%'"
+    )
+    assert (
+        stored == 200
+        and count(
+            pg_url, "SELECT count(DISTINCT content) FROM messages WHERE content LIKE 'note m%'"
+        )
+        == 200
+    )
+    assert [
+        m for m, n in extracted().items() if n != 1
+    ] == []  # none extracted twice, by either process
 
     # Alice tells shard 1's process about her kayak; it is learned; she asks there, and the prompt has it
     guild = GUILDS[1][0]
-    await dsc.dispatch_message(guild + 1, ALICE, "my kayak is called Moonbeam", guild_id=guild, mentions_bot=True)
-    await until(lambda: count(pg_url, "SELECT count(*) FROM memories WHERE content LIKE '%Moonbeam%'") == 1, 30, "the kayak memory")
+    await dsc.dispatch_message(
+        guild + 1, ALICE, "my kayak is called Moonbeam", guild_id=guild, mentions_bot=True
+    )
+    await until(
+        lambda: count(pg_url, "SELECT count(*) FROM memories WHERE content LIKE '%Moonbeam%'") == 1,
+        30,
+        "the kayak memory",
+    )
     sent = len(dsc.sent)
-    await dsc.dispatch_message(guild + 1, ALICE, "what is my kayak called?", guild_id=guild, mentions_bot=True)
+    await dsc.dispatch_message(
+        guild + 1, ALICE, "what is my kayak called?", guild_id=guild, mentions_bot=True
+    )
     await dsc.wait_for_sent(sent + 1, timeout=30)
     assert "Moonbeam" in reply_prompt(srv, "what is my kayak called?")
 
     # she forgets everything in a DM: shard 0's process answers; shard 1's very next prompt knows nothing of it
-    await dsc.dispatch_interaction("forget", user_id=ALICE, channel_id=ALICE_DM, options={"text": "everything confirm"})
+    await dsc.dispatch_interaction(
+        "forget", user_id=ALICE, channel_id=ALICE_DM, options={"text": "everything confirm"}
+    )
     answers = await dsc.wait_for_interaction_responses(1, timeout=30)
     assert "forgot everything" in str(answers[-1])
     sent = len(dsc.sent)
-    await dsc.dispatch_message(guild + 1, ALICE, "remind me, what is my kayak named?", guild_id=guild, mentions_bot=True)
+    await dsc.dispatch_message(
+        guild + 1, ALICE, "remind me, what is my kayak named?", guild_id=guild, mentions_bot=True
+    )
     await dsc.wait_for_sent(sent + 1, timeout=30)
     assert "Moonbeam" not in reply_prompt(srv, "remind me, what is my kayak named?")
     assert count(pg_url, "SELECT count(*) FROM memories WHERE content LIKE '%Moonbeam%'") == 0

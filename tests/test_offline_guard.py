@@ -12,7 +12,10 @@ from conftest import OfflineError
 @pytest.mark.parametrize("address", [("192.0.2.1", 443), ("8.8.8.8", 53), ("2001:db8::1", 443)])
 def test_a_connection_beyond_loopback_fails_at_once(address):
     family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock, pytest.raises(OfflineError, match="only connect to this machine"):
+    with (
+        socket.socket(family, socket.SOCK_STREAM) as sock,
+        pytest.raises(OfflineError, match="only connect to this machine"),
+    ):
         sock.connect(address)
 
 

@@ -54,11 +54,20 @@ class Case:
 
 def _fact(sources: tuple[str, ...]) -> NewMemory:
     where = Provenance(platform="telegram", channel_id=CHAT, sources=sources)
-    return NewMemory(FACT, "tortoise", Scope.USER, ALICE, visibility=Visibility.PRIVATE, provenance=where)
+    return NewMemory(
+        FACT, "tortoise", Scope.USER, ALICE, visibility=Visibility.PRIVATE, provenance=where
+    )
 
 
 def _said(engine, text: str) -> str:
-    message = NewMessage(platform="telegram", channel_id=CHAT, author_id=ALICE, author_name="Alice", content=text, dm_person_id=ALICE)
+    message = NewMessage(
+        platform="telegram",
+        channel_id=CHAT,
+        author_id=ALICE,
+        author_name="Alice",
+        content=text,
+        dm_person_id=ALICE,
+    )
     return engine.messages.add(message)
 
 
@@ -71,8 +80,22 @@ async def ingested(case: Case) -> None:
     case.notes = case.root / "notes" / "tortoise.md"
     case.notes.parent.mkdir()
     case.notes.write_text(f"# Pets\n\n{FACT}.\n")
-    assert case.cli("ingest", str(case.notes), "--no-llm", "--scope", "user", "--scope-id", ALICE, "--private") == 0
-    case.memory_id = case.engine.db.scalar("SELECT id FROM memories WHERE content LIKE ?", (f"%{WORD}%",))
+    assert (
+        case.cli(
+            "ingest",
+            str(case.notes),
+            "--no-llm",
+            "--scope",
+            "user",
+            "--scope-id",
+            ALICE,
+            "--private",
+        )
+        == 0
+    )
+    case.memory_id = case.engine.db.scalar(
+        "SELECT id FROM memories WHERE content LIKE ?", (f"%{WORD}%",)
+    )
 
 
 # -- the ways to delete ------------------------------------------------------------------------------------------
@@ -82,7 +105,10 @@ async def by_cli(case: Case) -> None:
 
 async def by_dashboard(case: Case) -> None:
     url = f"{case.dash.url}/api/memory/{case.memory_id}"
-    async with aiohttp.ClientSession(headers=case.dash.headers) as http, http.delete(url) as response:
+    async with (
+        aiohttp.ClientSession(headers=case.dash.headers) as http,
+        http.delete(url) as response,
+    ):
         assert response.status == 200, await response.text()
 
 
@@ -104,7 +130,9 @@ async def by_about_veto(case: Case) -> None:
 
 
 async def by_async_api(case: Case) -> None:
-    assert await AsyncMemory(case.engine, case.dash.runtime.runner).delete(case.memory_id) == [case.memory_id]
+    assert await AsyncMemory(case.engine, case.dash.runtime.runner).delete(case.memory_id) == [
+        case.memory_id
+    ]
 
 
 async def by_ingest_forget(case: Case) -> None:
@@ -124,7 +152,11 @@ WAYS: list[tuple[str, Way, Way]] = [
 
 
 def files_holding(folder: Path, word: str) -> list[str]:
-    return [str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and word.encode() in p.read_bytes().lower()]
+    return [
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and word.encode() in p.read_bytes().lower()
+    ]
 
 
 def relearned(case: Case, later: str) -> int:
@@ -140,17 +172,43 @@ async def test_every_delete_is_the_one_forget_tombstone_no_journal_line_no_sourc
     async with running_dashboard(tmp_path / "store", seeded=False) as dash:
         case = Case(dash, tmp_path)
         await learn(case)
-        later = await dash.store(_said, dash.engine, "my tortoise ate a strawberry")  # stays: not a source
+        later = await dash.store(
+            _said, dash.engine, "my tortoise ate a strawberry"
+        )  # stays: not a source
         await dash.store(dash.engine.journals.flush)
         assert files_holding(dash.db.parent, WORD), "the fact was never written"
         await delete(case)
         engine = dash.engine
-        assert engine.db.scalar("SELECT COUNT(*) FROM memories WHERE lower(content) LIKE ?", (f"%{WORD}%",)) == 0
-        assert engine.db.scalar("SELECT COUNT(*) FROM tombstones WHERE scope_id = ?", (ALICE,)) >= 1, way
+        assert (
+            engine.db.scalar(
+                "SELECT COUNT(*) FROM memories WHERE lower(content) LIKE ?", (f"%{WORD}%",)
+            )
+            == 0
+        )
+        assert (
+            engine.db.scalar("SELECT COUNT(*) FROM tombstones WHERE scope_id = ?", (ALICE,)) >= 1
+        ), way
         await dash.store(engine.journals.flush)
         await dash.store(engine.db.execute, "PRAGMA wal_checkpoint(TRUNCATE)")
         assert files_holding(dash.db.parent, WORD) == [], way  # the store, its WAL, the journals
         assert await dash.store(relearned, case, later) == 0, way
         if case.notes is not None:  # the file read again: its passage is new, its fact forgotten
-            assert case.cli("ingest", str(case.notes), "--no-llm", "--scope", "user", "--scope-id", ALICE, "--private") == 0
-            assert engine.db.scalar("SELECT COUNT(*) FROM memories WHERE lower(content) LIKE ?", (f"%{WORD}%",)) == 0
+            assert (
+                case.cli(
+                    "ingest",
+                    str(case.notes),
+                    "--no-llm",
+                    "--scope",
+                    "user",
+                    "--scope-id",
+                    ALICE,
+                    "--private",
+                )
+                == 0
+            )
+            assert (
+                engine.db.scalar(
+                    "SELECT COUNT(*) FROM memories WHERE lower(content) LIKE ?", (f"%{WORD}%",)
+                )
+                == 0
+            )

@@ -39,7 +39,9 @@ class Ticking:
         return self.now
 
 
-async def test_healthz_and_metrics_answer_on_loopback_and_count_turns_errors_and_queues(tmp_path, srv) -> None:
+async def test_healthz_and_metrics_answer_on_loopback_and_count_turns_errors_and_queues(
+    tmp_path, srv
+) -> None:
     runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), health_port=0)
     await runtime.start(background_loop=False)
     health = build_health(load_settings(_env_file=None, health_port=0, embeddings="none"), runtime)
@@ -55,12 +57,24 @@ async def test_healthz_and_metrics_answer_on_loopback_and_count_turns_errors_and
         assert (await door.reply(dm("telegram", "7", "still there?", mid="2"))).failed
         status, text = await get(f"http://127.0.0.1:{health.port}/metrics")
         metrics = dict(line.split(" ", 1) for line in text.splitlines() if not line.startswith("#"))
-        assert status == 200 and metrics["companion_turns_total"] == "2" and metrics["companion_turn_errors_total"] == "1"
-        assert metrics["companion_model_calls_total"] == "4" and metrics["companion_model_errors_total"] == "3"
+        assert (
+            status == 200
+            and metrics["companion_turns_total"] == "2"
+            and metrics["companion_turn_errors_total"] == "1"
+        )
+        assert (
+            metrics["companion_model_calls_total"] == "4"
+            and metrics["companion_model_errors_total"] == "3"
+        )
         assert float(metrics["companion_model_seconds_total"]) > 0
-        assert metrics["companion_extraction_queue"] == "2" and metrics["companion_dead_letters"] == "0"
+        assert (
+            metrics["companion_extraction_queue"] == "2"
+            and metrics["companion_dead_letters"] == "0"
+        )
         assert (await get(f"http://127.0.0.1:{health.port}/nope"))[0] == 404
-        await runtime.runner.run(runtime.engine.close)  # a store that no longer answers is the finding
+        await runtime.runner.run(
+            runtime.engine.close
+        )  # a store that no longer answers is the finding
         status, body = await get(f"http://127.0.0.1:{health.port}/healthz")
         assert status == 503 and json.loads(body)["problem"] == "store unavailable"
     finally:
@@ -70,13 +84,25 @@ async def test_healthz_and_metrics_answer_on_loopback_and_count_turns_errors_and
 
 async def test_a_flooding_member_gets_one_polite_line_and_never_reaches_the_model(rt, srv) -> None:
     clock = Ticking()
-    door = front_door(rt.orchestrator, Window(MessageLimit(3, 60.0), rt.engine.rate_windows, rt.runner, now=clock), rt.metrics)
+    door = front_door(
+        rt.orchestrator,
+        Window(MessageLimit(3, 60.0), rt.engine.rate_windows, rt.runner, now=clock),
+        rt.metrics,
+    )
     srv.default = lambda body: "sure"
-    answers = [(await door.reply(dm("discord", "9", f"spam {i}", mid=f"s{i}"))).text for i in range(8)]
-    assert answers == ["sure"] * 3 + [SLOW_DOWN] + [""] * 4  # told once, then silence: no flood of apologies
+    answers = [
+        (await door.reply(dm("discord", "9", f"spam {i}", mid=f"s{i}"))).text for i in range(8)
+    ]
+    assert (
+        answers == ["sure"] * 3 + [SLOW_DOWN] + [""] * 4
+    )  # told once, then silence: no flood of apologies
     assert len(srv.chat_requests) == 3 and rt.metrics.rate_limited == 5
-    assert (await door.reply(dm("telegram", "5", "hi", mid="o1"))).text == "sure"  # someone else is not held back
-    assert "forget" in await door.command("forget", "", dm("discord", "9", "/forget"))  # commands are never limited
+    assert (
+        await door.reply(dm("telegram", "5", "hi", mid="o1"))
+    ).text == "sure"  # someone else is not held back
+    assert "forget" in await door.command(
+        "forget", "", dm("discord", "9", "/forget")
+    )  # commands are never limited
     clock.now += 61
     assert (await door.reply(dm("discord", "9", "better now?", mid="later"))).text == "sure"
 
@@ -90,12 +116,23 @@ def test_the_rate_limit_is_a_setting_and_zero_turns_it_off() -> None:
     assert front_door(inner, off, None) is inner  # type: ignore[arg-type]
 
 
-async def test_a_model_that_rejects_tools_still_chats_remembers_and_forgets(tmp_path, caplog) -> None:
+async def test_a_model_that_rejects_tools_still_chats_remembers_and_forgets(
+    tmp_path, caplog
+) -> None:
     def no_tools(body):
         if body.get("tools"):
-            return HTTPError(400, {"error": {"message": "registry.ollama.ai/library/gemma:2b does not support tools"}})
+            return HTTPError(
+                400,
+                {
+                    "error": {
+                        "message": "registry.ollama.ai/library/gemma:2b does not support tools"
+                    }
+                },
+            )
         if "extract" in json.dumps(body["messages"][0]).lower():
-            return facts({"about": "Alice", "subject": "cat", "content": "Alice has a cat called Biscuit"})
+            return facts(
+                {"about": "Alice", "subject": "cat", "content": "Alice has a cat called Biscuit"}
+            )
         return "Biscuit is a lovely name."
 
     async with FakeOpenAI() as srv:
@@ -104,16 +141,30 @@ async def test_a_model_that_rejects_tools_still_chats_remembers_and_forgets(tmp_
         await runtime.start(background_loop=False)
         try:
             with caplog.at_level(logging.WARNING):
-                first = await runtime.orchestrator.reply(dm("telegram", "7", "my cat is called Biscuit", mid="1"))
-                second = await runtime.orchestrator.reply(dm("telegram", "7", "isn't that a nice name?", mid="2"))
+                first = await runtime.orchestrator.reply(
+                    dm("telegram", "7", "my cat is called Biscuit", mid="1")
+                )
+                second = await runtime.orchestrator.reply(
+                    dm("telegram", "7", "isn't that a nice name?", mid="2")
+                )
             assert first.text == second.text == "Biscuit is a lovely name." and not first.failed
             off = [r for r in caplog.records if "tools are off" in r.getMessage()]
             assert len(off) == 1 and "gemma" in off[0].getMessage()  # one line, naming why
-            assert ["tools" in body for body in srv.chat_requests] == [True, False, False]  # asked once, then never offered
+            assert ["tools" in body for body in srv.chat_requests] == [
+                True,
+                False,
+                False,
+            ]  # asked once, then never offered
             runtime.engine.clock.advance(31)
-            assert (await runtime.background.tick())["extracted"] == 1  # remembered through extraction
-            said = await runtime.orchestrator.command("forget", "Biscuit", dm("telegram", "7", "/forget Biscuit"))
-            assert "Biscuit" in said and runtime.engine.db.scalar("SELECT COUNT(*) FROM memories") == 0
+            assert (await runtime.background.tick())[
+                "extracted"
+            ] == 1  # remembered through extraction
+            said = await runtime.orchestrator.command(
+                "forget", "Biscuit", dm("telegram", "7", "/forget Biscuit")
+            )
+            assert (
+                "Biscuit" in said and runtime.engine.db.scalar("SELECT COUNT(*) FROM memories") == 0
+            )
         finally:
             srv.default = lambda body: "[]"
             await runtime.stop()
@@ -121,8 +172,16 @@ async def test_a_model_that_rejects_tools_still_chats_remembers_and_forgets(tmp_
 
 async def test_the_extraction_model_can_live_on_its_own_server(tmp_path) -> None:
     async with FakeOpenAI() as chat, FakeOpenAI() as local:
-        local.default = lambda body: facts({"about": "Alice", "subject": "job", "content": "Alice bakes at Acme"})
-        runtime = build_runtime(tmp_path / "bot.db", chat, FakeClock(), extraction_base_url=local.base_url, extraction_api_key="local-key")
+        local.default = lambda body: facts(
+            {"about": "Alice", "subject": "job", "content": "Alice bakes at Acme"}
+        )
+        runtime = build_runtime(
+            tmp_path / "bot.db",
+            chat,
+            FakeClock(),
+            extraction_base_url=local.base_url,
+            extraction_api_key="local-key",
+        )
         await runtime.start(background_loop=False)
         try:
             chat.script("Nice!")
@@ -136,6 +195,8 @@ async def test_the_extraction_model_can_live_on_its_own_server(tmp_path) -> None
 
 
 def test_the_extraction_server_never_gets_the_chat_servers_key() -> None:
-    settings = load_settings(_env_file=None, llm_api_key="hosted-secret", extraction_base_url="http://127.0.0.1:11434/v1")
+    settings = load_settings(
+        _env_file=None, llm_api_key="hosted-secret", extraction_base_url="http://127.0.0.1:11434/v1"
+    )
     assert extraction_server(settings) == ("http://127.0.0.1:11434/v1", "")
     assert extraction_server(load_settings(_env_file=None, llm_api_key="k"))[1] == "k"

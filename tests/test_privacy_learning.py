@@ -39,7 +39,9 @@ def job_prompts(srv, since: int) -> list[str]:
 
 async def alice_and_bob_talk_in_a_group(rt, n: int = 1) -> None:
     for i in range(n):
-        await rt.orchestrator.reply(group("telegram", "-100", "7", f"my axolotl is called {WORD} ({i})", name="Alice"))
+        await rt.orchestrator.reply(
+            group("telegram", "-100", "7", f"my axolotl is called {WORD} ({i})", name="Alice")
+        )
         await rt.orchestrator.reply(group("telegram", "-100", "8", f"{BOB_SAYS} ({i})", name="Bob"))
 
 
@@ -47,7 +49,9 @@ async def privacy(rt, arg: str, message) -> str:
     return await rt.orchestrator.command("privacy", arg, message)
 
 
-async def test_micro_reflection_after_privacy_off_reads_nothing_the_person_said_before_nor_the_replies_to_them(rt, srv):
+async def test_micro_reflection_after_privacy_off_reads_nothing_the_person_said_before_nor_the_replies_to_them(
+    rt, srv
+):
     model(srv)
     await alice_and_bob_talk_in_a_group(rt)
     assert "OK" in await privacy(rt, "off", dm("telegram", "7", "/privacy off"))
@@ -57,7 +61,9 @@ async def test_micro_reflection_after_privacy_off_reads_nothing_the_person_said_
     rt.engine.clock.advance(600)
     await rt.background.tick()  # the group's session ended: reflected on
     shown = job_prompts(srv, since)
-    assert any("session has ended" in p and "Lofoten" in p for p in shown)  # Bob's words are still learned from
+    assert any(
+        "session has ended" in p and "Lofoten" in p for p in shown
+    )  # Bob's words are still learned from
     assert not [p for p in shown if WORD in p]
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM session_summaries") == 1
 
@@ -65,23 +71,33 @@ async def test_micro_reflection_after_privacy_off_reads_nothing_the_person_said_
 async def test_compaction_after_privacy_off_summarises_none_of_the_persons_earlier_words(rt, srv):
     model(srv)
     for i in range(35):
-        await rt.orchestrator.observe(group("telegram", "-100", "7", f"my axolotl {WORD} did thing {i}", name="Alice"))
-        await rt.orchestrator.observe(group("telegram", "-100", "8", f"{BOB_SAYS}, day {i}", name="Bob"))
+        await rt.orchestrator.observe(
+            group("telegram", "-100", "7", f"my axolotl {WORD} did thing {i}", name="Alice")
+        )
+        await rt.orchestrator.observe(
+            group("telegram", "-100", "8", f"{BOB_SAYS}, day {i}", name="Bob")
+        )
         rt.engine.clock.advance(1)
     assert "OK" in await privacy(rt, "off", dm("telegram", "7", "/privacy off"))
     since = len(srv.chat_requests)
     rt.engine.clock.advance(5)
     await rt.background.tick()
-    rt.engine.clock.advance(5)  # Bob's 35 turns alone do not crowd the context (over 60): none to compact
+    rt.engine.clock.advance(
+        5
+    )  # Bob's 35 turns alone do not crowd the context (over 60): none to compact
     assert (await rt.background.tick())["compacted"] == 0
     for i in range(30):
-        await rt.orchestrator.observe(group("telegram", "-100", "8", f"{BOB_SAYS}, again {i}", name="Bob"))
+        await rt.orchestrator.observe(
+            group("telegram", "-100", "8", f"{BOB_SAYS}, again {i}", name="Bob")
+        )
     assert (await rt.background.tick())["compacted"] == 1
     shown = job_prompts(srv, since)
     assert any("Lofoten" in p for p in shown) and not [p for p in shown if WORD in p]
 
 
-async def test_the_daily_reflection_reads_none_of_a_day_said_before_privacy_off_in_a_group_or_a_dm(rt, srv):
+async def test_the_daily_reflection_reads_none_of_a_day_said_before_privacy_off_in_a_group_or_a_dm(
+    rt, srv
+):
     rt.engine.clock.t = DAY0 + 10 * 3600
     model(srv)
     await alice_and_bob_talk_in_a_group(rt)
@@ -91,8 +107,13 @@ async def test_the_daily_reflection_reads_none_of_a_day_said_before_privacy_off_
     since = len(srv.chat_requests)
     report = await rt.daily.run()
     shown = [p for p in job_prompts(srv, since) if "one day of a conversation" in p]
-    assert len(shown) == 1 and "Lofoten" in shown[0] and WORD not in shown[0]  # the group, Bob's side of it only
-    assert (report.chats, report.failed) == (1, 0)  # Alice's DM is not even due: nothing in it may be learned
+    assert (
+        len(shown) == 1 and "Lofoten" in shown[0] and WORD not in shown[0]
+    )  # the group, Bob's side of it only
+    assert (report.chats, report.failed) == (
+        1,
+        0,
+    )  # Alice's DM is not even due: nothing in it may be learned
 
 
 async def test_privacy_on_again_lets_the_jobs_read_what_is_said_from_then_on(rt, srv):
@@ -108,11 +129,15 @@ async def test_privacy_on_again_lets_the_jobs_read_what_is_said_from_then_on(rt,
     assert any(WORD in p for p in job_prompts(srv, since))
 
 
-async def test_after_an_admin_switches_a_group_off_no_job_reads_what_anyone_said_there_before(rt, srv):
+async def test_after_an_admin_switches_a_group_off_no_job_reads_what_anyone_said_there_before(
+    rt, srv
+):
     model(srv)
     rt.engine.clock.t = DAY0 + 10 * 3600
     await alice_and_bob_talk_in_a_group(rt, 35)
-    admin = replace(group("telegram", "-100", "9", "/privacy server off", name="Carol"), author_is_admin=True)
+    admin = replace(
+        group("telegram", "-100", "9", "/privacy server off", name="Carol"), author_is_admin=True
+    )
     assert "OK" in await privacy(rt, "server off", admin)
     since = len(srv.chat_requests)
     rt.engine.clock.advance(631)
@@ -131,10 +156,17 @@ async def test_a_fact_is_not_learned_back_from_a_reply_the_bot_made_to_an_opted_
     model(srv)
     await alice_and_bob_talk_in_a_group(rt)
     assert "OK" in await privacy(rt, "off", dm("telegram", "7", "/privacy off"))
-    fact = {"subject": "pet", "content": f"the axolotl is {WORD}"}  # filed under whoever the model names: either tag
-    srv.default = lambda body: facts({**fact, "speaker": "P1"}, {**fact, "speaker": "P2"}) if WORD in str(body) else "[]"
+    fact = {
+        "subject": "pet",
+        "content": f"the axolotl is {WORD}",
+    }  # filed under whoever the model names: either tag
+    srv.default = lambda body: (
+        facts({**fact, "speaker": "P1"}, {**fact, "speaker": "P2"}) if WORD in str(body) else "[]"
+    )
     rt.engine.clock.advance(631)
     await rt.background.tick()
     rt.engine.clock.advance(631)
     await rt.background.tick()
-    assert not rt.engine.db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE ?", (f"%{WORD}%",))
+    assert not rt.engine.db.scalar(
+        "SELECT COUNT(*) FROM memories WHERE content LIKE ?", (f"%{WORD}%",)
+    )

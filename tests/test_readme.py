@@ -14,16 +14,31 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_the_readme_stays_short() -> None:
     assert len(README.splitlines()) <= 200
-    assert "R@5" not in README and "p95" not in README  # measurement notes live in docs/measuring.md
+    assert (
+        "R@5" not in README and "p95" not in README
+    )  # measurement notes live in docs/measuring.md
 
 
 def test_discord_setup_names_the_scopes_the_intent_and_the_voice_permissions() -> None:
-    for needed in ("`bot`", "`applications.commands`", "Message Content Intent", "Connect", "Speak", "up to an hour"):
+    for needed in (
+        "`bot`",
+        "`applications.commands`",
+        "Message Content Intent",
+        "Connect",
+        "Speak",
+        "up to an hour",
+    ):
         assert needed in README, needed
     url = re.search(r"https://discord\.com/oauth2/authorize\?\S+", README).group(0)
     assert "scope=bot+applications.commands" in url
     granted = discord.Permissions(int(re.search(r"permissions=(\d+)", url).group(1)))
-    assert granted.connect and granted.speak and granted.send_messages and granted.read_message_history and granted.view_channel
+    assert (
+        granted.connect
+        and granted.speak
+        and granted.send_messages
+        and granted.read_message_history
+        and granted.view_channel
+    )
 
 
 def test_telegram_setup_names_botfather_and_group_privacy_mode() -> None:
@@ -39,4 +54,6 @@ def test_each_bundled_model_is_named_with_where_it_comes_from_and_its_licence() 
 def test_every_page_the_readme_links_to_exists() -> None:
     for target in re.findall(r"\]\(((?:docs/)[^)#]+)\)", README):
         assert (ROOT / target).exists(), target
-    assert (ROOT / "docs" / "measuring.md").read_text().count("R@5") >= 3  # the tuning notes moved, not lost
+    assert (ROOT / "docs" / "measuring.md").read_text().count(
+        "R@5"
+    ) >= 3  # the tuning notes moved, not lost

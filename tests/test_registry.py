@@ -22,11 +22,20 @@ WORD = "Zyqxolotl"  # distinctive: no other text in the store shares its letters
 
 def text_tables(engine: MemoryEngine) -> dict[str, list[str]]:
     """Every table of the live schema (shadow tables included) with its TEXT (or untyped) columns."""
-    tables = [r for (r,) in engine.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    tables = [
+        r
+        for (r,) in engine.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
     out = {}
     for table in tables:
         columns = engine.db.rows(f"PRAGMA table_info({table})")
-        texty = [c["name"] for c in columns if c["type"].upper() in ("TEXT", "") or "CHAR" in c["type"].upper()]
+        texty = [
+            c["name"]
+            for c in columns
+            if c["type"].upper() in ("TEXT", "") or "CHAR" in c["type"].upper()
+        ]
         if texty:
             out[table] = texty
     return out
@@ -36,7 +45,9 @@ def test_every_table_that_can_hold_text_is_in_the_registry(engine):
     remember(engine, "Alice keeps bees")  # creates the vector tables too
     say(engine, "hello", author="alice", dm_person="alice")
     missing = [t for t in text_tables(engine) if holder_of(t) is None]
-    assert missing == [], f"tables with text columns that forgetting and export do not know: {missing}"
+    assert missing == [], (
+        f"tables with text columns that forgetting and export do not know: {missing}"
+    )
 
 
 def test_the_schema_check_would_catch_a_new_table(engine):
@@ -47,7 +58,9 @@ def test_the_schema_check_would_catch_a_new_table(engine):
 def test_every_registry_entry_names_a_real_table_and_a_way_to_find_rows(engine):
     remember(engine, "Alice keeps bees")
     say(engine, "hello", author="alice", dm_person="alice")
-    tables = set(text_tables(engine)) | {r for (r,) in engine.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = set(text_tables(engine)) | {
+        r for (r,) in engine.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
     for holder in REGISTRY:
         assert holder.table in tables, holder.table
         assert holder.how in ("owner", "delete", "derived", "none")
@@ -56,10 +69,16 @@ def test_every_registry_entry_names_a_real_table_and_a_way_to_find_rows(engine):
 
 
 def test_every_file_holder_is_kept_by_an_engine_part_that_forgetting_can_call(tmp_path):
-    with MemoryEngine(tmp_path / "m.db", HashEmbedder(), FakeClock(), journal_dir=tmp_path / "memory") as engine:
+    with MemoryEngine(
+        tmp_path / "m.db", HashEmbedder(), FakeClock(), journal_dir=tmp_path / "memory"
+    ) as engine:
         for holder in FILE_REGISTRY:
-            assert holder.via == "memories" and callable(getattr(engine, holder.keeper).forget), holder.name
-    with MemoryEngine(tmp_path / "m.db", HashEmbedder(), FakeClock()) as engine:  # switched off: nothing to call
+            assert holder.via == "memories" and callable(getattr(engine, holder.keeper).forget), (
+                holder.name
+            )
+    with MemoryEngine(
+        tmp_path / "m.db", HashEmbedder(), FakeClock()
+    ) as engine:  # switched off: nothing to call
         assert all(getattr(engine, h.keeper) is None for h in FILE_REGISTRY)
 
 
@@ -77,7 +96,11 @@ def store_files(path: Path) -> list[Path]:
 
 def occurrences(path: Path, word: str) -> dict[str, int]:
     pattern = re.compile(word.lower().encode())
-    return {p.name: len(pattern.findall(p.read_bytes().lower())) for p in store_files(path) if p.is_file()}
+    return {
+        p.name: len(pattern.findall(p.read_bytes().lower()))
+        for p in store_files(path)
+        if p.is_file()
+    }
 
 
 def fill(engine: MemoryEngine, person: str) -> None:
@@ -97,7 +120,11 @@ def fill(engine: MemoryEngine, person: str) -> None:
     say(engine, f"{WORD} is a lovely name", author="bot", dm_person=person, role="assistant")
     engine.buffer.push(f"discord:dm-{person}", ctx, f"my cat is called {WORD}", message_id=mid)
     engine.summaries.add(
-        platform="discord", guild_id=None, channel_id=f"dm-{person}", participants=[person], text=f"{person} talked about {WORD}"
+        platform="discord",
+        guild_id=None,
+        channel_id=f"dm-{person}",
+        participants=[person],
+        text=f"{person} talked about {WORD}",
     )
     channels = engine.channels
     channels.touch(f"discord:dm-{person}", ctx)
@@ -105,7 +132,12 @@ def fill(engine: MemoryEngine, person: str) -> None:
     from memory.upkeep.maintenance import audit_finish, audit_start
 
     audit = audit_start(
-        engine, "micro", f"discord:dm-{person}", f"{person}: my cat is called {WORD}", channel_key=f"discord:dm-{person}", people=(person,)
+        engine,
+        "micro",
+        f"discord:dm-{person}",
+        f"{person}: my cat is called {WORD}",
+        channel_key=f"discord:dm-{person}",
+        people=(person,),
     )
     audit_finish(engine, audit, facts=[f"{person} named the cat {WORD}"])
 
@@ -113,12 +145,16 @@ def fill(engine: MemoryEngine, person: str) -> None:
 def test_forgetting_a_person_leaves_no_byte_of_their_words_in_the_store_files(tmp_path):
     path = tmp_path / "store.db"
     with MemoryEngine(path, HashEmbedder(), FakeClock()) as engine:
-        for n in range(200):  # others' rows around it, so freed pages are reused and merged, not simply dropped
+        for n in range(
+            200
+        ):  # others' rows around it, so freed pages are reused and merged, not simply dropped
             remember(engine, f"Bob fact number {n} about gardening and tomatoes", scope_id="bob")
         fill(engine, "alice")
         engine.db.execute("ANALYZE")  # index samples (sqlite_stat4) now hold keys too
         engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        assert sum(occurrences(path, WORD).values()) > 0  # the test can fail: the word is on disk before
+        assert (
+            sum(occurrences(path, WORD).values()) > 0
+        )  # the test can fail: the word is on disk before
         forget_person(engine, ["alice"])
     assert occurrences(path, WORD) == {p.name: 0 for p in store_files(path) if p.is_file()}
     with MemoryEngine(path, HashEmbedder(), FakeClock()) as engine:  # and the store still works
@@ -150,7 +186,17 @@ def test_forgetting_one_memory_removes_its_words_but_keeps_the_rest(tmp_path):
     assert sum(occurrences(path, "green tea").values()) > 0
 
 
-@pytest.mark.parametrize("table", ["memories", "messages", "session_summaries", "reflections", "extraction_buffer", "channel_state"])
+@pytest.mark.parametrize(
+    "table",
+    [
+        "memories",
+        "messages",
+        "session_summaries",
+        "reflections",
+        "extraction_buffer",
+        "channel_state",
+    ],
+)
 def test_forget_person_empties_every_place_the_person_was_and_only_that(engine, table):
     fill(engine, "alice")
     fill(engine, "bob")
@@ -159,7 +205,9 @@ def test_forget_person_empties_every_place_the_person_was_and_only_that(engine, 
     assert "alice" not in rows and "bob" in rows
 
 
-def test_an_export_writes_times_as_iso_dates_like_the_api_and_imports_back_the_same(engine, tmp_path):
+def test_an_export_writes_times_as_iso_dates_like_the_api_and_imports_back_the_same(
+    engine, tmp_path
+):
     """Exports said ``created_at: 1764000000.0`` where the dashboard's API says ``2025-11-24T...``."""
     from memory.upkeep.transfer import import_memories
 
@@ -167,8 +215,17 @@ def test_an_export_writes_times_as_iso_dates_like_the_api_and_imports_back_the_s
     say(engine, "my bees are called Zyqxolotl", author="alice", dm_person="alice")
     data = json.loads(json.dumps(export_person(engine, ["alice"])))
     assert data["format"] == "companion-export/3"
-    times = [(row, key) for table in ("memories", "messages") for row in data[table] for key in row if key.endswith("_at")]
-    assert times and all(row[key] is None or re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00", row[key]) for row, key in times)
+    times = [
+        (row, key)
+        for table in ("memories", "messages")
+        for row in data[table]
+        for key in row
+        if key.endswith("_at")
+    ]
+    assert times and all(
+        row[key] is None or re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00", row[key])
+        for row, key in times
+    )
     assert isinstance(data["exported_at"], str)
     with MemoryEngine(tmp_path / "other.db", HashEmbedder(), FakeClock()) as other:
         counts = import_memories(other, data)

@@ -11,7 +11,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("bot", "memory", "voice", "prompts", "measure", "tests", "scripts")
 CITED = re.compile(r"\b([A-Z]{2,8})-(\d+)(?:(?:\.\.|/)(\d+))?\b")
-NOT_REQUIREMENTS = {"UTF", "SHA", "ABC", "XK", "PDF", "GPL"}  # encodings, hashes, licences, made-up codes in test data
+NOT_REQUIREMENTS = {
+    "UTF",
+    "SHA",
+    "ABC",
+    "XK",
+    "PDF",
+    "GPL",
+}  # encodings, hashes, licences, made-up codes in test data
 DEFINED = re.compile(r"^- \*\*([A-Z]+-\d+)\*\*: \S", re.MULTILINE)
 
 
@@ -26,8 +33,16 @@ def cited(text: str) -> set[str]:
 
 def commentary(source: str) -> str:
     """A module's comments and docstrings: where the code says why."""
-    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
-    nodes = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    comments = [
+        t.string
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type == tokenize.COMMENT
+    ]
+    nodes = [
+        n
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
     return "\n".join(comments + [ast.get_docstring(n) or "" for n in nodes])
 
 
@@ -44,11 +59,15 @@ def defined(page: Path = ROOT / "docs" / "requirements.md") -> set[str]:
 
 
 def test_every_requirement_id_cited_in_a_comment_is_defined_on_the_requirements_page():
-    undefined = {rid: sorted(paths) for rid, paths in cited_in_code().items() if rid not in defined()}
+    undefined = {
+        rid: sorted(paths) for rid, paths in cited_in_code().items() if rid not in defined()
+    }
     assert undefined == {}
 
 
-def test_the_check_reads_comments_docstrings_and_ranges_but_not_code_or_test_data(tmp_path: Path) -> None:
+def test_the_check_reads_comments_docstrings_and_ranges_but_not_code_or_test_data(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "memory").mkdir()
     source = (
         '"""Recall (RET-1..3) and the graph (GRAPH-1/2)."""\n\n'
@@ -56,7 +75,14 @@ def test_the_check_reads_comments_docstrings_and_ranges_but_not_code_or_test_dat
         "def f():\n    # WRITE-4: flush first; the text is UTF-8\n    return 'ZZ-1'\n"
     )
     (tmp_path / "memory" / "planted.py").write_text(source)
-    assert set(cited_in_code(tmp_path)) == {"RET-1", "RET-2", "RET-3", "GRAPH-1", "GRAPH-2", "WRITE-4"}
+    assert set(cited_in_code(tmp_path)) == {
+        "RET-1",
+        "RET-2",
+        "RET-3",
+        "GRAPH-1",
+        "GRAPH-2",
+        "WRITE-4",
+    }
 
 
 def test_an_undefined_id_is_caught() -> None:

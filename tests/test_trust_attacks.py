@@ -34,13 +34,18 @@ def _forgotten(engine, content: str = TORTOISE) -> str:
 def test_a_forgotten_fact_relearned_with_one_word_more_is_still_held_back(engine):
     _forgotten(engine)
     engine.clock.advance(60)
-    reworded = [_candidate("Alice keeps a pet tortoise called Quintrell"), _candidate("Alice keeps a tortoise called Quintrell now")]
+    reworded = [
+        _candidate("Alice keeps a pet tortoise called Quintrell"),
+        _candidate("Alice keeps a tortoise called Quintrell now"),
+    ]
     assert unforgotten(engine, reworded) == []
 
 
 def test_a_different_fact_sharing_all_but_one_word_of_a_short_forgotten_one_is_learned(engine):
     _forgotten(engine, "Alice likes tea")
-    assert unforgotten(engine, [_candidate("Alice likes green tea")]) != []  # "likes tea" less a word is another fact
+    assert (
+        unforgotten(engine, [_candidate("Alice likes green tea")]) != []
+    )  # "likes tea" less a word is another fact
 
 
 def test_a_fact_said_again_with_one_word_more_after_the_forget_is_learned(engine):
@@ -54,19 +59,35 @@ def test_a_fact_said_again_with_one_word_more_after_the_forget_is_learned(engine
 def test_a_veto_by_someone_elses_id_or_by_a_short_or_shared_prefix_forgets_nothing(engine):
     alice = engine.memories.add(_candidate(TORTOISE)).memory
     bob = engine.memories.add(
-        NewMemory(content="Bob brews Tamberlyn ale", subject="ale", scope=Scope.USER, scope_id="bob", source=Source.AUTO_EXTRACTION)
+        NewMemory(
+            content="Bob brews Tamberlyn ale",
+            subject="ale",
+            scope=Scope.USER,
+            scope_id="bob",
+            source=Source.AUTO_EXTRACTION,
+        )
     ).memory
     assert veto(engine, "alice", bob.id) is None and veto(engine, "alice", bob.id[:8]) is None
     assert veto(engine, "alice", alice.id[:5]) is None  # too short to name one memory
-    assert veto(engine, "alice", "") is None and veto(engine, "alice", "[]") is None and veto(engine, "alice", "%") is None
+    assert (
+        veto(engine, "alice", "") is None
+        and veto(engine, "alice", "[]") is None
+        and veto(engine, "alice", "%") is None
+    )
     assert {m.id for m in engine.memory_rows.listing(None, limit=10)} == {alice.id, bob.id}
-    assert veto(engine, "alice", f"[{alice.id[:8].upper()}]") is not None  # as listed, in any case: forgotten
+    assert (
+        veto(engine, "alice", f"[{alice.id[:8].upper()}]") is not None
+    )  # as listed, in any case: forgotten
 
 
-def test_a_persons_privacy_off_keeps_their_server_talk_out_of_what_the_jobs_read_and_the_others_in(engine):
+def test_a_persons_privacy_off_keeps_their_server_talk_out_of_what_the_jobs_read_and_the_others_in(
+    engine,
+):
     people = engine.people
     people.set_remembered("alice", False)  # said /privacy off
     say(engine, "I race pigeons at Quorrelby", author="alice", guild="discord:g1")
     say(engine, "I row on the Skelbeck river", author="bob", guild="discord:g1")
-    read = [m.content for m in engine.messages.in_channel_after("discord", "discord:g1-general", 0.0)]
+    read = [
+        m.content for m in engine.messages.in_channel_after("discord", "discord:g1-general", 0.0)
+    ]
     assert read == ["I row on the Skelbeck river"]

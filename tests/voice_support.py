@@ -119,7 +119,9 @@ async def eventually(predicate, timeout: float = WAIT_S) -> None:
         await asyncio.sleep(0.01)
 
 
-def routed_model(replies: list[str], *, summary: str = "A short voice chat.", extracted: str = "[]"):
+def routed_model(
+    replies: list[str], *, summary: str = "A short voice chat.", extracted: str = "[]"
+):
     """A ``FakeOpenAI.default`` for a whole voice session: extraction passes get ``extracted``, voice summaries
     get ``summary``, and replies come from ``replies`` in order (then "ok")."""
     queue = list(replies)

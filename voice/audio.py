@@ -79,7 +79,10 @@ def as_float(pcm16: bytes) -> np.ndarray:
 
 def discord_frames(pcm48_stereo: bytes) -> list[bytes]:
     """Cut into 20 ms frames; the last one is padded with silence (Opus only takes whole frames)."""
-    frames = [pcm48_stereo[i : i + DISCORD_FRAME_BYTES] for i in range(0, len(pcm48_stereo), DISCORD_FRAME_BYTES)]
+    frames = [
+        pcm48_stereo[i : i + DISCORD_FRAME_BYTES]
+        for i in range(0, len(pcm48_stereo), DISCORD_FRAME_BYTES)
+    ]
     if frames and len(frames[-1]) < DISCORD_FRAME_BYTES:
         frames[-1] = frames[-1].ljust(DISCORD_FRAME_BYTES, b"\0")
     return frames
@@ -131,7 +134,9 @@ def read_wav(data: bytes) -> tuple[bytes, int]:
     raise AudioFormatError("WAV file without a data chunk")
 
 
-def _mono16(payload: bytes, encoding: int, channels: int, rate: int, bits: int) -> tuple[bytes, int]:
+def _mono16(
+    payload: bytes, encoding: int, channels: int, rate: int, bits: int
+) -> tuple[bytes, int]:
     if encoding not in (1, 0xFFFE) or bits != 16:
         raise AudioFormatError(f"only 16-bit PCM WAV is supported (format {encoding}, {bits} bits)")
     values = samples(payload)

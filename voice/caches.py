@@ -107,7 +107,9 @@ class CacheSettings:
 # -- lexical helpers ------------------------------------------------------------------------------
 def tokens(text: str) -> frozenset[str]:
     """Content words of a text: lower-cased, stop words, fillers and one-letter words dropped, plurals folded."""
-    return frozenset(_fold(w) for w in WORD.findall((text or "").lower()) if w not in NOISE and len(w) > 1)
+    return frozenset(
+        _fold(w) for w in WORD.findall((text or "").lower()) if w not in NOISE and len(w) > 1
+    )
 
 
 def _fold(word: str) -> str:
@@ -123,7 +125,9 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 def lexical_rerank(items: Sequence[T], text: str, content: Callable[[T], str]) -> list[T]:
     """Items ordered by how many of the turn's content words they share; ties keep the incoming order."""
     wanted = tokens(text)
-    return sorted(items, key=lambda item: -len(wanted & tokens(content(item))))  # sorted() is stable
+    return sorted(
+        items, key=lambda item: -len(wanted & tokens(content(item)))
+    )  # sorted() is stable
 
 
 # -- behavioural fact pool -------------------------------------------------------------------------
@@ -155,14 +159,19 @@ class BehaviouralPool:
 
     def pool(self, ctx: RecallContext) -> tuple[Memory, ...]:
         key = pool_key(ctx)
-        if key not in self._pools:  # someone joined or left: a new participant set reads its own pool
+        if (
+            key not in self._pools
+        ):  # someone joined or left: a new participant set reads its own pool
             self._pools[key] = self._load(ctx)
         return self._pools[key]
 
     def _load(self, ctx: RecallContext) -> tuple[Memory, ...]:
         self.loads += 1
         found = self.store.listing(
-            ctx.memory_partitions(), RecallFilters(kinds=self.settings.pool_kinds), order="important", limit=self.settings.pool_size
+            ctx.memory_partitions(),
+            RecallFilters(kinds=self.settings.pool_kinds),
+            order="important",
+            limit=self.settings.pool_size,
         )
         return tuple(found)
 
@@ -213,7 +222,9 @@ class HistoryCache(Generic[T]):
         return found.value
 
     def _match(self, words: frozenset[str], live: list[_Entry[T]]) -> _Entry[T] | None:
-        if not words:  # a filler ("yeah", "mhm") asks nothing new: the latest result stands (seed 002)
+        if (
+            not words
+        ):  # a filler ("yeah", "mhm") asks nothing new: the latest result stands (seed 002)
             return live[-1] if live else None
         scored = [(jaccard(words, e.query), i) for i, e in enumerate(live)]
         score, i = max(scored, default=(0.0, -1))  # on a tie the newer entry wins

@@ -32,7 +32,9 @@ import prompts
 from memory import AsyncCompleter
 
 log = logging.getLogger(__name__)
-SYSTEM = "You keep the rolling summary of a live voice conversation. Answer with the summary text only."
+SYSTEM = (
+    "You keep the rolling summary of a live voice conversation. Answer with the summary text only."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +82,24 @@ def cap(text: str, limit: int) -> str:
 class VoiceTranscript:
     """The rolling summary and the verbatim turns of one voice session."""
 
-    def __init__(self, completer: AsyncCompleter, flush: FlushCallback, settings: CompactionSettings = CompactionSettings()) -> None:
+    def __init__(
+        self,
+        completer: AsyncCompleter,
+        flush: FlushCallback,
+        settings: CompactionSettings = CompactionSettings(),
+    ) -> None:
         self.completer, self.flush, self.settings = completer, flush, settings
         self.summary = ""
         self._turns: list[VoiceTurn] = []
         self.folded = 0  # turns summarised and dropped so far
-        self._flushed = 0  # turns handed to ``flush`` so far (counted from the session start, like ``folded``)
+        self._flushed = (
+            0  # turns handed to ``flush`` so far (counted from the session start, like ``folded``)
+        )
         self.failures = 0
         self.last_error: str | None = None
-        self._busy = asyncio.Lock()  # one compaction at a time: a fold awaits the model, and turns keep coming
+        self._busy = (
+            asyncio.Lock()
+        )  # one compaction at a time: a fold awaits the model, and turns keep coming
         self._generation = 0  # bumped by clear(): a fold that raced a forget is thrown away
 
     @property
@@ -133,11 +144,15 @@ class VoiceTranscript:
         return True
 
     async def _flush_once(self, batch: tuple[VoiceTurn, ...]) -> bool:
-        if self._flushed >= self.folded + len(batch):  # flushed already; only the summary failed last time
+        if self._flushed >= self.folded + len(
+            batch
+        ):  # flushed already; only the summary failed last time
             return True
         try:
             await self.flush(batch)
-        except Exception as exc:  # extraction could not be handed the turns: keep them rather than lose facts
+        except (
+            Exception
+        ) as exc:  # extraction could not be handed the turns: keep them rather than lose facts
             return self._failed("pre-compaction flush", exc)
         self._flushed = self.folded + len(batch)
         return True
@@ -153,7 +168,9 @@ class VoiceTranscript:
             answer = await self.completer(SYSTEM, prompt, temperature=0.0)
             if not (answer or "").strip():
                 raise ValueError("the model returned an empty summary")
-        except Exception as exc:  # a provider's own errors (network, HTTP, quota): retry on the next turn
+        except (
+            Exception
+        ) as exc:  # a provider's own errors (network, HTTP, quota): retry on the next turn
             self._failed("summary", exc)
             return None
         self.last_error = None
@@ -169,14 +186,20 @@ class VoiceTranscript:
         """The whole session in one summary, for when it ends (CROSS-1): the turns still verbatim are flushed
         (WRITE-4) and folded in. When the model fails, the rolling summary plus the last turns as said (capped)
         stand in: an ended session keeps a trace even while the model is down."""
-        async with self._busy:  # waits for a compaction under way: its batch must not be summarised twice
+        async with (
+            self._busy
+        ):  # waits for a compaction under way: its batch must not be summarised twice
             rest = tuple(self._turns)
             if not rest:
                 return self.summary
-            await self._flush_once(rest)  # a failure is logged; the caller's buffer still holds the speech turns
+            await self._flush_once(
+                rest
+            )  # a failure is logged; the caller's buffer still holds the speech turns
             summary = await self._summarise(rest)
             if summary is None:
-                summary = cap(f"{self.summary}\n{render_turns(rest[-8:])}", self.settings.max_summary_chars)
+                summary = cap(
+                    f"{self.summary}\n{render_turns(rest[-8:])}", self.settings.max_summary_chars
+                )
             return summary
 
     def clear(self) -> None:
@@ -190,4 +213,10 @@ class VoiceTranscript:
 
     def messages(self) -> list[dict[str, str]]:
         """The verbatim turns as chat messages (users prefixed with their name, as the text path does)."""
-        return [{"role": t.role, "content": t.text if t.role == "assistant" else f"{t.speaker_name}: {t.text}"} for t in self._turns]
+        return [
+            {
+                "role": t.role,
+                "content": t.text if t.role == "assistant" else f"{t.speaker_name}: {t.text}",
+            }
+            for t in self._turns
+        ]

@@ -74,7 +74,9 @@ def kept_text(segments: list[Segment], pcm16: bytes, rules: PhantomRules = Phant
     return "" if phantom_reason(text, sure, pcm16, rules) else text
 
 
-def phantom_reason(text: str, segments: list[Segment], pcm16: bytes, rules: PhantomRules = PhantomRules()) -> str | None:
+def phantom_reason(
+    text: str, segments: list[Segment], pcm16: bytes, rules: PhantomRules = PhantomRules()
+) -> str | None:
     """Why ``text`` is not taken as said over ``pcm16`` (None: it is taken)."""
     words = _words(text)
     if not words:
@@ -90,12 +92,18 @@ def phantom_reason(text: str, segments: list[Segment], pcm16: bytes, rules: Phan
 
 
 def _doubted(segment: Segment, rules: PhantomRules) -> bool:
-    return segment.avg_logprob < rules.logprob_below and segment.no_speech_prob > rules.no_speech_above
+    return (
+        segment.avg_logprob < rules.logprob_below and segment.no_speech_prob > rules.no_speech_above
+    )
 
 
 def _weak(segments: list[Segment], rules: PhantomRules) -> bool:
     """Whisper was unsure it heard speech. A provider that gives no signals (no segments) is taken at its word."""
-    return any(s.no_speech_prob > rules.phrase_no_speech_above or s.avg_logprob < rules.phrase_logprob_below for s in segments)
+    return any(
+        s.no_speech_prob > rules.phrase_no_speech_above
+        or s.avg_logprob < rules.phrase_logprob_below
+        for s in segments
+    )
 
 
 def _words(text: str) -> str:

@@ -87,7 +87,9 @@ class _Speaker:
     held: list[tuple[float, bytes]] = field(default_factory=list)  # (ended at, pcm) awaiting a user
     guessed_at: int | None = None  # voiced frames when this pause was reported to on_pause
     sound_at: float = 0.0  # when the last frame that was not (near) silence came
-    verdict: tuple[int, Future[bool]] | None = None  # (voiced frames when asked, the turn model's answer)
+    verdict: tuple[int, Future[bool]] | None = (
+        None  # (voiced frames when asked, the turn model's answer)
+    )
 
 
 class ReceiveHub:
@@ -106,7 +108,9 @@ class ReceiveHub:
     ) -> None:
         self._on_speech = on_speech
         self._on_utterance = on_utterance
-        self._on_pause = on_pause or getattr(getattr(on_utterance, "__self__", None), "speech_paused", None)
+        self._on_pause = on_pause or getattr(
+            getattr(on_utterance, "__self__", None), "speech_paused", None
+        )
         self._vad = vad
         self._turn = turn
         # With a model the cutter only ends at the cap: the hub ends a finished turn earlier.
@@ -126,7 +130,11 @@ class ReceiveHub:
                 speaker.sound_at = now
             whole = len(pcm) // FRAME_BYTES * FRAME_BYTES
             speaker.carry = pcm[whole:]
-            events = [e for i in range(0, whole, FRAME_BYTES) for e in speaker.cutter.push(pcm[i : i + FRAME_BYTES])]
+            events = [
+                e
+                for i in range(0, whole, FRAME_BYTES)
+                for e in speaker.cutter.push(pcm[i : i + FRAME_BYTES])
+            ]
             ready = self._route(ssrc, speaker, events) + self._pause(ssrc, speaker, now)
             asked = self._ask(speaker, now)
         self._report(ready)
@@ -183,7 +191,9 @@ class ReceiveHub:
         The pause counts from the voice's end, not the last packet: the silence frames a client sends as it stops
         are pause too (counting from the last packet made every turn ~100 ms later)."""
         silent_ms = self._silent_ms(speaker, now)
-        if silent_ms >= self._end_pause_ms(speaker):  # also drops a candidate that never became speech
+        if silent_ms >= self._end_pause_ms(
+            speaker
+        ):  # also drops a candidate that never became speech
             return self._route(ssrc, speaker, speaker.cutter.flush())
         return self._guess(ssrc, speaker, silent_ms)
 
@@ -192,7 +202,11 @@ class ReceiveHub:
         if self._turn is None:
             return self._vad.end_pause_ms
         finished = self._verdict(speaker)
-        return self._vad.turn_complete_ms if finished and finished.done() and finished.result() else self._vad.turn_cap_ms
+        return (
+            self._vad.turn_complete_ms
+            if finished and finished.done() and finished.result()
+            else self._vad.turn_cap_ms
+        )
 
     @staticmethod
     def _verdict(speaker: _Speaker) -> Future[bool] | None:
@@ -245,9 +259,14 @@ class ReceiveHub:
         frames after it ends: the digital silence a Discord client sends as it stops would not count as pause."""
 
         def frames(seconds: float) -> int:
-            return round(seconds * 1000 / FRAME_MS) * FRAME_MS  # a timer firing a hair early is not a frame short
+            return (
+                round(seconds * 1000 / FRAME_MS) * FRAME_MS
+            )  # a timer firing a hair early is not a frame short
 
-        return max(speaker.cutter.pause_ms + frames(now - speaker.last_frame_at), frames(now - speaker.sound_at))
+        return max(
+            speaker.cutter.pause_ms + frames(now - speaker.last_frame_at),
+            frames(now - speaker.sound_at),
+        )
 
     def _guess(self, ssrc: int, speaker: _Speaker, silent_ms: float) -> list[_Report]:
         """The utterance so far, once per pause that reached ``speculate_after_ms`` (none when speculation is off).
@@ -257,7 +276,12 @@ class ReceiveHub:
         if not cutter.speaking:
             speaker.guessed_at = None
             return []
-        if self._on_pause is None or not after or silent_ms < after or speaker.guessed_at == cutter.voiced_frames:
+        if (
+            self._on_pause is None
+            or not after
+            or silent_ms < after
+            or speaker.guessed_at == cutter.voiced_frames
+        ):
             return []
         speaker.guessed_at = cutter.voiced_frames
         pcm = cutter.pending()

@@ -38,7 +38,9 @@ def strip_padding(payload: bytes, padded: bool) -> bytes:
     if not padded:
         return payload
     if not payload or not 0 < payload[-1] <= len(payload):
-        raise PaddingError(f"padding count {payload[-1] if payload else None} does not fit {len(payload)} bytes")
+        raise PaddingError(
+            f"padding count {payload[-1] if payload else None} does not fit {len(payload)} bytes"
+        )
     return payload[: len(payload) - payload[-1]]
 
 
@@ -48,7 +50,11 @@ def dave_decrypt(frame: bytes, dave_session: Any, user_id: int | None) -> bytes 
     A frame that needs DAVE but whose sender is not yet known (no SPEAKING event) cannot be decrypted:
     the key is per sender. It is dropped; Opus conceals the gap, and speech that follows is heard.
     """
-    if dave_session is None or not getattr(dave_session, "ready", False) or not frame.endswith(DAVE_MARKER):
+    if (
+        dave_session is None
+        or not getattr(dave_session, "ready", False)
+        or not frame.endswith(DAVE_MARKER)
+    ):
         return frame
     if user_id is None:
         return None
@@ -61,7 +67,9 @@ def dave_decrypt(frame: bytes, dave_session: Any, user_id: int | None) -> bytes 
         return None
 
 
-def open_frame(payload: bytes, *, padded: bool, dave_session: Any, user_id: int | None) -> bytes | None:
+def open_frame(
+    payload: bytes, *, padded: bool, dave_session: Any, user_id: int | None
+) -> bytes | None:
     """A transport-decrypted RTP payload -> an Opus frame, or ``None`` to treat it as lost."""
     try:
         frame = strip_padding(payload, padded)
@@ -77,7 +85,11 @@ def needs_sender(payload: bytes, *, padded: bool, dave_session: Any) -> bool:
         frame = strip_padding(payload, padded)
     except PaddingError:
         return False  # dropped as lost anyway
-    return dave_session is not None and bool(getattr(dave_session, "ready", False)) and frame.endswith(DAVE_MARKER)
+    return (
+        dave_session is not None
+        and bool(getattr(dave_session, "ready", False))
+        and frame.endswith(DAVE_MARKER)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +106,14 @@ class SenderWait:
     gateway), ``max_bytes`` per SSRC (Opus speech is ~8 KB/s) and ``max_streams`` SSRCs, so a stream nobody
     ever names cannot grow memory: past a bound the oldest frames go, with a warning."""
 
-    def __init__(self, *, max_age_s: float = 5.0, max_bytes: int = 128_000, max_streams: int = 32, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_age_s: float = 5.0,
+        max_bytes: int = 128_000,
+        max_streams: int = 32,
+        clock: Clock | None = None,
+    ) -> None:
         self.max_age_s, self.max_bytes, self.max_streams = max_age_s, max_bytes, max_streams
         self._clock = clock or SystemClock()
         self._held: dict[int, deque[HeldPayload]] = {}
@@ -130,11 +149,17 @@ class SenderWait:
 
     def _trim(self, ssrc: int, frames: deque[HeldPayload]) -> None:
         now, before = self._clock.now(), len(frames)
-        while frames and (now - frames[0].arrived_at > self.max_age_s or self._bytes[ssrc] > self.max_bytes):
+        while frames and (
+            now - frames[0].arrived_at > self.max_age_s or self._bytes[ssrc] > self.max_bytes
+        ):
             self._bytes[ssrc] -= len(frames.popleft().payload)
         if len(frames) < before:
             self.dropped += before - len(frames)
-            logger.warning("voice: dropped %d frame(s) of ssrc %d held too long for a sender", before - len(frames), ssrc)
+            logger.warning(
+                "voice: dropped %d frame(s) of ssrc %d held too long for a sender",
+                before - len(frames),
+                ssrc,
+            )
 
     def _drop(self, ssrc: int, why: str) -> None:
         self.dropped += len(self._held.get(ssrc, ()))

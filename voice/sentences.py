@@ -12,7 +12,9 @@ import re
 
 SKIP_TOKEN = "[SKIP]"
 _END = re.compile(r"""([.!?…]+["')\]]*)\s+|\n+""")
-_ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "vs", "etc", "e.g", "i.e", "approx", "jr", "sr"})
+_ABBREVIATIONS = frozenset(
+    {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "e.g", "i.e", "approx", "jr", "sr"}
+)
 _MARKS = re.compile(r"[*_#`~>|]+")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)|https?://\S+")
 

@@ -50,7 +50,9 @@ class VoiceSettings:
     idle_timeout_s: float = 300.0  # leave after this long with nobody speaking and nothing said
     barge_in: bool = True  # stop talking when someone starts speaking
     max_pending: int = 8  # utterances waiting for a turn; older ones are dropped past this
-    turn: EndOfTurn | None = None  # the turn model (VOICE-6); None: turns end on VadSettings.end_pause_ms
+    turn: EndOfTurn | None = (
+        None  # the turn model (VOICE-6); None: turns end on VadSettings.end_pause_ms
+    )
 
 
 @dataclass(slots=True)
@@ -94,7 +96,9 @@ class VoiceSession:
         self._speech: ReplySpeech | None = None
         self.last_activity = self._clock.now()
         self.turns: list[Turn] = []
-        self._guesses: dict[int, tuple[bytes, asyncio.Future[str]]] = {}  # ssrc -> (audio, its transcript)
+        self._guesses: dict[
+            int, tuple[bytes, asyncio.Future[str]]
+        ] = {}  # ssrc -> (audio, its transcript)
         self.speculation = Speculation()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -144,15 +148,22 @@ class VoiceSession:
         self.last_activity = self._clock.now()
         if self._queue.qsize() >= self.settings.max_pending:
             dropped = self._queue.get_nowait()
-            logger.warning("voice: too many utterances waiting; dropped one from %s", dropped.user_id)
+            logger.warning(
+                "voice: too many utterances waiting; dropped one from %s", dropped.user_id
+            )
         self._queue.put_nowait(utterance)
 
     def _speculate(self, so_far: Utterance) -> None:
         if self._task is None:
             return  # closed
-        guess = asyncio.ensure_future(asyncio.to_thread(self._stt.transcribe, so_far.pcm16, so_far.sample_rate))
+        guess = asyncio.ensure_future(
+            asyncio.to_thread(self._stt.transcribe, so_far.pcm16, so_far.sample_rate)
+        )
         guess.add_done_callback(_quietly)
-        self._guesses[so_far.ssrc] = (so_far.pcm16, guess)  # a newer pause of the same speaker replaces the older
+        self._guesses[so_far.ssrc] = (
+            so_far.pcm16,
+            guess,
+        )  # a newer pause of the same speaker replaces the older
         self.speculation.started += 1
 
     # -- turns --------------------------------------------------------------------------------------
@@ -177,8 +188,12 @@ class VoiceSession:
             reply = await self._responder.respond(utterance.user_id, heard, speech.feed)
         finally:
             await speech.finish(reply)  # on failure: what had streamed is still said, then silence
-        self.turns.append(Turn(utterance.user_id, heard, reply, tuple(speech.spoken), speech.interrupted))
-        logger.debug("voice: %s said %r; replied %r", utterance.user_id, heard[:80], reply[:80])  # people's words: not at INFO
+        self.turns.append(
+            Turn(utterance.user_id, heard, reply, tuple(speech.spoken), speech.interrupted)
+        )
+        logger.debug(
+            "voice: %s said %r; replied %r", utterance.user_id, heard[:80], reply[:80]
+        )  # people's words: not at INFO
 
     async def _transcribe(self, utterance: Utterance) -> str:
         guessed = self._guessed(utterance)
@@ -191,18 +206,31 @@ class VoiceSession:
                 raise
             except Exception:  # the guess failed: the utterance gets its own try below
                 self.speculation.failed += 1
-                logger.warning("voice: speculative transcription failed; transcribing the utterance again", exc_info=True)
+                logger.warning(
+                    "voice: speculative transcription failed; transcribing the utterance again",
+                    exc_info=True,
+                )
         try:
-            return (await asyncio.to_thread(self._stt.transcribe, utterance.pcm16, utterance.sample_rate)).strip()
+            return (
+                await asyncio.to_thread(
+                    self._stt.transcribe, utterance.pcm16, utterance.sample_rate
+                )
+            ).strip()
         except Exception:  # the provider's failure costs this utterance; the session listens on
-            logger.exception("voice: could not transcribe %.1f s from user %s", utterance.duration_s, utterance.user_id)
+            logger.exception(
+                "voice: could not transcribe %.1f s from user %s",
+                utterance.duration_s,
+                utterance.user_id,
+            )
             return ""
 
     def _guessed(self, utterance: Utterance) -> asyncio.Future[str] | None:
         """The transcript under way for this utterance's speech, if a pause guessed it (and forget that guess)."""
         audio, guess = self._guesses.get(utterance.ssrc, (b"", None))
         if guess is None or not same_speech(audio, utterance.pcm16):
-            return None  # no guess, or speech went on after it: the partial transcript is never used
+            return (
+                None  # no guess, or speech went on after it: the partial transcript is never used
+            )
         del self._guesses[utterance.ssrc]
         return guess
 

@@ -82,7 +82,9 @@ class ReplySpeech:
                 continue
             try:
                 pcm, rate = await asyncio.to_thread(self._tts.synthesize, sentence)
-            except Exception:  # any provider failure (SpeechError or a bug in one) costs one sentence only
+            except (
+                Exception
+            ):  # any provider failure (SpeechError or a bug in one) costs one sentence only
                 logger.exception("voice: could not synthesise %r; skipping it", sentence[:60])
                 continue
             self._say(sentence, mono_to_discord(pcm, rate))

@@ -33,7 +33,12 @@ class FasterWhisperSTT:
     """``SpeechToText`` on a local Whisper model (default: the bundled tiny.en)."""
 
     def __init__(
-        self, model_path: str | Path | None = None, *, language: str = "en", cpu_threads: int = 2, compute_type: str = "int8"
+        self,
+        model_path: str | Path | None = None,
+        *,
+        language: str = "en",
+        cpu_threads: int = 2,
+        compute_type: str = "int8",
     ) -> None:
         self._model_path = model_path
         self._language = language
@@ -57,7 +62,12 @@ class FasterWhisperSTT:
             model = self._ensure_model()
             try:
                 found, _ = model.transcribe(
-                    audio, language=self._language, beam_size=1, vad_filter=False, condition_on_previous_text=False, without_timestamps=True
+                    audio,
+                    language=self._language,
+                    beam_size=1,
+                    vad_filter=False,
+                    condition_on_previous_text=False,
+                    without_timestamps=True,
                 )
                 segments = [Segment(s.text, s.no_speech_prob, s.avg_logprob) for s in found]
             except Exception as exc:
@@ -72,9 +82,15 @@ class FasterWhisperSTT:
 
                 # local_files_only: a path that is not a model must fail here, never turn into a download.
                 self._model = WhisperModel(
-                    path, device="cpu", compute_type=self._compute_type, cpu_threads=self._cpu_threads, local_files_only=True
+                    path,
+                    device="cpu",
+                    compute_type=self._compute_type,
+                    cpu_threads=self._cpu_threads,
+                    local_files_only=True,
                 )
             except Exception as exc:
-                raise TranscriptionFailed(f"could not load the Whisper model at {path}: {exc}") from exc
+                raise TranscriptionFailed(
+                    f"could not load the Whisper model at {path}: {exc}"
+                ) from exc
             logger.info("voice: loaded Whisper from %s", path)
         return self._model

@@ -29,7 +29,14 @@ logger = logging.getLogger(__name__)
 class EspeakTTS:
     """``TextToSpeech`` with espeak-ng (``voice`` e.g. ``en-us``; ``words_per_minute`` 80-450)."""
 
-    def __init__(self, voice: str = "en-us", words_per_minute: int = 165, *, executable: str = ESPEAK, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        voice: str = "en-us",
+        words_per_minute: int = 165,
+        *,
+        executable: str = ESPEAK,
+        timeout_s: float = 10.0,
+    ) -> None:
         self.voice = voice
         self.words_per_minute = words_per_minute
         self.executable = executable
@@ -39,11 +46,28 @@ class EspeakTTS:
         return shutil.which(self.executable) is not None
 
     def synthesize(self, text: str) -> tuple[bytes, int]:
-        command = [self.executable, "--stdout", "-b", "1", "-v", self.voice, "-s", str(self.words_per_minute)]
+        command = [
+            self.executable,
+            "--stdout",
+            "-b",
+            "1",
+            "-v",
+            self.voice,
+            "-s",
+            str(self.words_per_minute),
+        ]
         try:
-            done = subprocess.run(command, input=text.encode(), capture_output=True, timeout=self.timeout_s, check=True)
+            done = subprocess.run(
+                command,
+                input=text.encode(),
+                capture_output=True,
+                timeout=self.timeout_s,
+                check=True,
+            )
         except FileNotFoundError:
-            raise SynthesisFailed(f"{self.executable} is not installed (Debian: apt-get install espeak-ng)") from None
+            raise SynthesisFailed(
+                f"{self.executable} is not installed (Debian: apt-get install espeak-ng)"
+            ) from None
         except (subprocess.SubprocessError, OSError) as exc:
             raise SynthesisFailed(f"{self.executable} failed: {exc}") from exc
         try:
@@ -82,7 +106,9 @@ class PiperTTS:
             try:
                 from piper import SynthesisConfig
 
-                chunks = list(model.synthesize(text, SynthesisConfig(length_scale=self.length_scale)))
+                chunks = list(
+                    model.synthesize(text, SynthesisConfig(length_scale=self.length_scale))
+                )
             except Exception as exc:  # onnxruntime and the phonemizer raise plain exceptions
                 raise SynthesisFailed(f"piper could not say {text[:40]!r}: {exc}") from exc
         return b"".join(chunk.audio_int16_bytes for chunk in chunks), model.config.sample_rate
@@ -92,7 +118,9 @@ class PiperTTS:
             try:
                 from piper import PiperVoice
             except ImportError:
-                raise SynthesisFailed(f"piper is not installed ({PIPER_INSTALL}, GPL-3.0 engine)") from None
+                raise SynthesisFailed(
+                    f"piper is not installed ({PIPER_INSTALL}, GPL-3.0 engine)"
+                ) from None
             path = piper_model_path(self.voice)
             try:
                 self._model = PiperVoice.load(path)
@@ -111,10 +139,16 @@ def piper_model_path(voice: str) -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise SynthesisFailed(f"the piper voice package {voice!r} is not installed ({PIPER_INSTALL})")
-    models = sorted(m for folder in spec.submodule_search_locations for m in Path(folder).rglob("*.onnx"))
+        raise SynthesisFailed(
+            f"the piper voice package {voice!r} is not installed ({PIPER_INSTALL})"
+        )
+    models = sorted(
+        m for folder in spec.submodule_search_locations for m in Path(folder).rglob("*.onnx")
+    )
     if len(models) != 1:
-        raise SynthesisFailed(f"{voice!r} is not a piper voice package (it ships {len(models)} .onnx models, not one)")
+        raise SynthesisFailed(
+            f"{voice!r} is not a piper voice package (it ships {len(models)} .onnx models, not one)"
+        )
     return models[0]
 
 

@@ -103,21 +103,29 @@ class SmartTurn:
             import onnxruntime as ort
 
             options = ort.SessionOptions()
-            options.intra_op_num_threads = 1  # one core: Whisper and the TTS need the other at the same moment
+            options.intra_op_num_threads = (
+                1  # one core: Whisper and the TTS need the other at the same moment
+            )
             options.inter_op_num_threads = 1
-            self._session = ort.InferenceSession(str(self.path), sess_options=options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(self.path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
         return self._session
 
 
 class EndOfTurn:
     """The turn model, its thresholds and the worker thread it runs on; one for the whole bot."""
 
-    def __init__(self, model: TurnModel, threshold: float = 0.5, *, executor: Executor | None = None) -> None:
+    def __init__(
+        self, model: TurnModel, threshold: float = 0.5, *, executor: Executor | None = None
+    ) -> None:
         if not 0 < threshold < 1:
             raise ValueError("the turn threshold must be between 0 and 1")
         self.model = model
         self.threshold = threshold
-        self._worker = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="voice-turn")
+        self._worker = executor or ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="voice-turn"
+        )
 
     def judge(self, pcm16: bytes) -> Future[bool]:
         """True when the model hears a finished turn; a failing model says "not finished" (the cap still ends it)."""
@@ -135,7 +143,10 @@ def load_end_of_turn(folder: Path | None = None, threshold: float = 0.5) -> EndO
     """The Smart Turn model from ``folder`` (default: where the install puts it), loaded; None when it is missing."""
     path = (folder or default_model_dir()) / SMART_TURN_FILE
     if not path.is_file():
-        logger.warning("voice: no turn model at %s (sh scripts/install-run fetches it); ending turns on a fixed pause instead", path)
+        logger.warning(
+            "voice: no turn model at %s (sh scripts/install-run fetches it); ending turns on a fixed pause instead",
+            path,
+        )
         return None
     model = SmartTurn(path)
     model.load()

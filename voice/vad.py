@@ -20,7 +20,9 @@ import webrtcvad
 from .audio import FRAME_MS, LISTEN_RATE
 
 FRAME_BYTES = LISTEN_RATE * FRAME_MS // 1000 * 2  # 640: one 20 ms frame of 16 kHz mono
-MIN_SEGMENT_MS = 100  # webrtcvad flags single frames of noise as speech; below this it is never speech
+MIN_SEGMENT_MS = (
+    100  # webrtcvad flags single frames of noise as speech; below this it is never speech
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,9 @@ class VadSettings:
         if not 0 <= self.aggressiveness <= 3:
             raise ValueError("aggressiveness must be 0..3")
         if self.min_speech_ms < MIN_SEGMENT_MS:
-            raise ValueError(f"min_speech_ms must be at least {MIN_SEGMENT_MS} (shorter bursts are noise)")
+            raise ValueError(
+                f"min_speech_ms must be at least {MIN_SEGMENT_MS} (shorter bursts are noise)"
+            )
         if self.end_pause_ms < FRAME_MS or self.max_utterance_s <= 0:
             raise ValueError("end_pause_ms and max_utterance_s must be positive")
         if not FRAME_MS <= self.turn_complete_ms <= self.turn_cap_ms:
@@ -66,7 +70,9 @@ class SpeechEnd:
 
 
 VadEvent = SpeechStart | SpeechEnd
-_TRAILING_KEEP_FRAMES = 10  # 200 ms of the closing pause stays: Whisper ends words better with a tail
+_TRAILING_KEEP_FRAMES = (
+    10  # 200 ms of the closing pause stays: Whisper ends words better with a tail
+)
 
 
 class UtteranceCutter:
@@ -123,7 +129,9 @@ class UtteranceCutter:
 
     def _grow(self, frame: bytes, voiced: bool) -> list[VadEvent]:
         self._frames.append(frame)
-        self._voiced, self._pause = (self._voiced + 1, 0) if voiced else (self._voiced, self._pause + 1)
+        self._voiced, self._pause = (
+            (self._voiced + 1, 0) if voiced else (self._voiced, self._pause + 1)
+        )
         events: list[VadEvent] = []
         if not self._started and self._voiced * FRAME_MS >= self.settings.min_speech_ms:
             self._started = True

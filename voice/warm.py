@@ -92,11 +92,17 @@ class WarmSettings:
     # four turns (2 / alpha - 1), so one aside does not move the topic but two or three turns on a new one do.
     alpha: float = 0.4
     ttl_s: float = 300.0  # counted from the FULL retrieval: refreshes only re-rank what it found
-    filler_max_words: int = 4  # a low-signal turn is at most this many words, all of them fillers...
+    filler_max_words: int = (
+        4  # a low-signal turn is at most this many words, all of them fillers...
+    )
     min_chars: int = 3  # ...or fewer letters than this ("k", "ah")
     log_size: int = 256  # decisions kept for inspection; the counters cover the whole session
-    context_turns: int = 3  # earlier turns of the topic whose vectors lift a turn (0: the turn alone)
-    context_weight: float = 0.6  # how much they lift it: bounded so context cannot carry an unrelated turn
+    context_turns: int = (
+        3  # earlier turns of the topic whose vectors lift a turn (0: the turn alone)
+    )
+    context_weight: float = (
+        0.6  # how much they lift it: bounded so context cannot carry an unrelated turn
+    )
     # A turn with at least this share of its content words searched already in this topic is on it: refreshed
     # lexically without being embedded (None: every turn that is no filler is embedded). See "Known words" above.
     known_share: float | None = 0.6
@@ -189,15 +195,26 @@ def in_context(vector: np.ndarray, context: Sequence[np.ndarray], weight: float)
 class WarmMemory(Generic[S]):
     """One voice session's warm snapshot and topic fingerprint. Not shared between sessions."""
 
-    def __init__(self, embed: Callable[[Sequence[str]], np.ndarray | None], clock: Clock, settings: WarmSettings = WarmSettings()) -> None:
+    def __init__(
+        self,
+        embed: Callable[[Sequence[str]], np.ndarray | None],
+        clock: Clock,
+        settings: WarmSettings = WarmSettings(),
+    ) -> None:
         """``embed``: query vectors for texts in one model run, or None when embeddings are off or failing."""
         self.embed, self.clock, self.settings = embed, clock, settings
         self._snapshot: _Snapshot[S] | None = None
         self._fingerprint: np.ndarray | None = None
         self._generation = 0  # bumped by invalidate(): a retrieval that raced a forget is not kept
-        self._context: deque[np.ndarray] = deque(maxlen=max(1, settings.context_turns))  # the topic's latest turn vectors
-        self._searched: set[str] = set()  # content words the snapshot's searches used (full and refreshes)
-        self._vectors: dict[str, np.ndarray] = {}  # turn text -> its vector, oldest first (``vector_cache``)
+        self._context: deque[np.ndarray] = deque(
+            maxlen=max(1, settings.context_turns)
+        )  # the topic's latest turn vectors
+        self._searched: set[str] = (
+            set()
+        )  # content words the snapshot's searches used (full and refreshes)
+        self._vectors: dict[
+            str, np.ndarray
+        ] = {}  # turn text -> its vector, oldest first (``vector_cache``)
         self._counts = {d: 0 for d in Decision}
         self.log: deque[WarmRecord] = deque(maxlen=settings.log_size)
 
@@ -207,7 +224,9 @@ class WarmMemory(Generic[S]):
         warm, reason = self._live(now, retrieval.scope)
         if warm is None:  # even a filler needs a snapshot when nothing is warm
             return self._full(text, self._alone(text), retrieval, now, reason)
-        if is_low_signal(text, self.settings):  # not embedded: a filler must not pull the fingerprint
+        if is_low_signal(
+            text, self.settings
+        ):  # not embedded: a filler must not pull the fingerprint
             return self._record(warm.value, Decision.REUSE, "low-signal", None, now)
         words = tokens(text)
         if self._mostly_searched(words):  # not embedded either: its words say it is on the topic
@@ -218,7 +237,9 @@ class WarmMemory(Generic[S]):
 
     def _mostly_searched(self, words: frozenset[str]) -> bool:
         share = self.settings.known_share
-        return share is not None and bool(words) and len(words & self._searched) >= share * len(words)
+        return (
+            share is not None and bool(words) and len(words & self._searched) >= share * len(words)
+        )
 
     def _alone(self, text: str) -> np.ndarray | None:
         """The turn's own vector: one model run, or none for a turn the session embedded already."""
@@ -234,11 +255,21 @@ class WarmMemory(Generic[S]):
         return vector
 
     def _judge(
-        self, text: str, words: frozenset[str], vector: np.ndarray | None, warm: _Snapshot[S], retrieval: Retrieval[S], now: float
+        self,
+        text: str,
+        words: frozenset[str],
+        vector: np.ndarray | None,
+        warm: _Snapshot[S],
+        retrieval: Retrieval[S],
+        now: float,
     ) -> WarmResult[S]:
         if vector is None or self._fingerprint is None:  # embeddings off or failing: be safe
             return self._full(text, vector, retrieval, now, "no-vector")
-        context = list(self._context)[-self.settings.context_turns :] if self.settings.context_turns else []
+        context = (
+            list(self._context)[-self.settings.context_turns :]
+            if self.settings.context_turns
+            else []
+        )
         mixed = in_context(vector, context, self.settings.context_weight)
         similarity = cosine(mixed, self._fingerprint)
         if similarity < self.settings.full_below:
@@ -247,11 +278,21 @@ class WarmMemory(Generic[S]):
         self._context.append(vector)
         if similarity < self.settings.reuse_at:
             return self._refresh(text, words, warm, retrieval, now, similarity, "moved")
-        if words - self._searched:  # same topic, but a word no search of it has seen: a top-up may find its memory
+        if (
+            words - self._searched
+        ):  # same topic, but a word no search of it has seen: a top-up may find its memory
             return self._refresh(text, words, warm, retrieval, now, similarity, "new-words")
         return self._record(warm.value, Decision.REUSE, "similar", similarity, now)
 
-    def _full(self, text, vector, retrieval: Retrieval[S], now: float, reason: str, similarity: float | None = None) -> WarmResult[S]:
+    def _full(
+        self,
+        text,
+        vector,
+        retrieval: Retrieval[S],
+        now: float,
+        reason: str,
+        similarity: float | None = None,
+    ) -> WarmResult[S]:
         generation = self._generation
         value = retrieval.full(text, vector)
         if generation == self._generation:
@@ -274,8 +315,12 @@ class WarmMemory(Generic[S]):
         reason: str,
     ) -> WarmResult[S]:
         generation = self._generation
-        value = retrieval.lexical(text, warm.value, frozenset(words - self._searched))  # searched words found their rows already
-        if generation == self._generation:  # keeps taken_at: the TTL still counts from the last full retrieval
+        value = retrieval.lexical(
+            text, warm.value, frozenset(words - self._searched)
+        )  # searched words found their rows already
+        if (
+            generation == self._generation
+        ):  # keeps taken_at: the TTL still counts from the last full retrieval
             self._snapshot = _Snapshot(value, warm.taken_at, warm.scope)
             self._searched |= words
         return self._record(value, Decision.REFRESH, reason, similarity, now)
@@ -292,11 +337,15 @@ class WarmMemory(Generic[S]):
 
     def _blend(self, vector: np.ndarray) -> None:
         assert self._fingerprint is not None
-        mixed = (1 - self.settings.alpha) * self._fingerprint + self.settings.alpha * np.asarray(vector, dtype=np.float32)
+        mixed = (1 - self.settings.alpha) * self._fingerprint + self.settings.alpha * np.asarray(
+            vector, dtype=np.float32
+        )
         norm = float(np.linalg.norm(mixed))
         self._fingerprint = mixed / norm if norm else mixed
 
-    def _record(self, value: S, decision: Decision, reason: str, similarity: float | None, now: float) -> WarmResult[S]:
+    def _record(
+        self, value: S, decision: Decision, reason: str, similarity: float | None, now: float
+    ) -> WarmResult[S]:
         record = WarmRecord(now, decision, reason, similarity)
         self._counts[decision] += 1
         self.log.append(record)
@@ -313,14 +362,20 @@ class WarmMemory(Generic[S]):
 
     @property
     def stats(self) -> WarmStats:
-        return WarmStats(self._counts[Decision.REUSE], self._counts[Decision.REFRESH], self._counts[Decision.FULL])
+        return WarmStats(
+            self._counts[Decision.REUSE],
+            self._counts[Decision.REFRESH],
+            self._counts[Decision.FULL],
+        )
 
 
 # -- the default retrieval over memory rows ------------------------------------------------------------
 BM25_ONLY = frozenset({Channel.FTS})
 
 
-def memory_retrieval(recall: MemoryRecall, ctx: RecallContext, *, top_k: int | None = None, top_up: int = 4) -> Retrieval[Hits]:
+def memory_retrieval(
+    recall: MemoryRecall, ctx: RecallContext, *, top_k: int | None = None, top_up: int = 4
+) -> Retrieval[Hits]:
     """Full = the store's hybrid recall (reusing the turn vector); lexical = ``bm25_refresh``; scope = the partitions.
 
     ``top_k`` defaults to the knobs' top K + 8, like the text path's one recall that fills both the relevant
@@ -339,7 +394,14 @@ def memory_retrieval(recall: MemoryRecall, ctx: RecallContext, *, top_k: int | N
 
 
 def bm25_refresh(
-    recall: MemoryRecall, ctx: RecallContext, text: str, warm: Hits, new_words: frozenset[str], *, limit: int, top_up: int
+    recall: MemoryRecall,
+    ctx: RecallContext,
+    text: str,
+    warm: Hits,
+    new_words: frozenset[str],
+    *,
+    limit: int,
+    top_up: int,
 ) -> Hits:
     """The warm hits plus up to ``top_up`` BM25 hits for the turn's new words, re-ranked by word overlap with the turn.
 

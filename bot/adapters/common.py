@@ -134,7 +134,9 @@ async def deliver(
     history and extraction) with an emoji when a light acknowledgement fits. ``listening``: a channel the operator
     listed for the bot."""
     async with locks.hold(incoming.channel_id):
-        verdict = Verdict(True) if incoming.addressed else await conversation.manners(incoming, listening)
+        verdict = (
+            Verdict(True) if incoming.addressed else await conversation.manners(incoming, listening)
+        )
         if not verdict.answer:
             await conversation.observe(incoming)
             if verdict.reaction:
@@ -143,9 +145,13 @@ async def deliver(
             await answer()
 
 
-async def _reacted(react: Callable[[str], Awaitable[None]], emoji: str, incoming: IncomingMessage) -> None:
+async def _reacted(
+    react: Callable[[str], Awaitable[None]], emoji: str, incoming: IncomingMessage
+) -> None:
     """An acknowledgement is cosmetic: failing to add it is logged, and the message stays stored."""
     try:
         await react(emoji)
     except Exception:
-        logger.exception("%s: could not react to a message in %s", incoming.platform, incoming.channel_id)
+        logger.exception(
+            "%s: could not react to a message in %s", incoming.platform, incoming.channel_id
+        )

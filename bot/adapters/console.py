@@ -75,7 +75,9 @@ class ConsoleChat:
         self._prefix = f"{bot_name}> "  # replies are labelled with the persona's name
         # A name nobody chose (the login name, or "friend") is offered to be replaced by the one the person says.
         self._names = NameOffers(chosen=name_chosen)
-        self._history = history or []  # earlier chats' lines, for the up arrow (the terminal's line editor)
+        self._history = (
+            history or []
+        )  # earlier chats' lines, for the up arrow (the terminal's line editor)
         self._stream = stream
         self._input = input_fn or read_terminal_line
         self._out = output or sys.stdout
@@ -90,7 +92,9 @@ class ConsoleChat:
         if self._input is read_terminal_line:
             line_editing(self._history)
         with terminal_restored():
-            self._write(f"Chatting as {self._user_name} (console:{self._user_id}). /help lists commands, /quit leaves.\n")
+            self._write(
+                f"Chatting as {self._user_name} (console:{self._user_id}). /help lists commands, /quit leaves.\n"
+            )
             while (line := await self._read()) is not None:
                 line = line.strip()
                 if line in QUIT:
@@ -102,7 +106,9 @@ class ConsoleChat:
         """A message the bot starts (ORCH-8 check-ins): printed between turns, like a reply."""
         self._write(f"\n{self._prefix}{text}\n")
 
-    async def send_to_channel(self, channel_id: str, text: str, mention_user_id: str | None = None) -> None:
+    async def send_to_channel(
+        self, channel_id: str, text: str, mention_user_id: str | None = None
+    ) -> None:
         """A reminder (ORCH-13): printed between turns, like a reply."""
         self._write(f"\n{self._prefix}{text}\n")
 
@@ -136,7 +142,9 @@ class ConsoleChat:
             self._write(self._rename(argument.strip()))
             return
         if name not in COMMANDS:
-            self._write(self._help() if name == "help" else f"Unknown command /{name}. Try /help.\n")
+            self._write(
+                self._help() if name == "help" else f"Unknown command /{name}. Try /help.\n"
+            )
             return
         text = await self._conversation.command(name, argument.strip(), self._message(line))
         self._write(f"{self._prefix}{self._fit(text, len(self._prefix))}\n")
@@ -162,7 +170,9 @@ class ConsoleChat:
                 self._write(("\r\x1b[K" if self._tty else "\n") + "(reply cancelled)\n")
 
     async def _answer(self, line: str) -> None:
-        wrap = Wrapper(shutil.get_terminal_size((80, 24)).columns if self._tty else 0, len(self._prefix))
+        wrap = Wrapper(
+            shutil.get_terminal_size((80, 24)).columns if self._tty else 0, len(self._prefix)
+        )
         streamed = False
         if self._tty:
             self._write(f"{self._prefix}thinking...")
@@ -182,7 +192,10 @@ class ConsoleChat:
             self._write(f"\n{self._prefix}{reply.text}\n" if reply.failed else "\n")
         else:
             whole = Wrapper(wrap.width, len(self._prefix))
-            self._write(("\r\x1b[K" if self._tty else "") + f"{self._prefix}{whole.feed(reply.text)}{whole.flush()}\n")
+            self._write(
+                ("\r\x1b[K" if self._tty else "")
+                + f"{self._prefix}{whole.feed(reply.text)}{whole.flush()}\n"
+            )
         if reply.failed:
             await self._explain()
         elif offered := self._names.offer(line):
@@ -216,8 +229,14 @@ class ConsoleChat:
         )
 
     def _help(self) -> str:
-        described = {**{n: h for n, h in COMMANDS.items() if n != "start"}, "name": "What I call you: /name Sam", "quit": "Leave"}
-        lines = [f"  /{name:<9} {self._fit(help_text, 13)}" for name, help_text in described.items()]
+        described = {
+            **{n: h for n, h in COMMANDS.items() if n != "start"},
+            "name": "What I call you: /name Sam",
+            "quit": "Leave",
+        }
+        lines = [
+            f"  /{name:<9} {self._fit(help_text, 13)}" for name, help_text in described.items()
+        ]
         return "Commands:\n" + "\n".join(lines) + "\n"
 
     def _write(self, text: str) -> None:
@@ -283,7 +302,12 @@ class NameOffers:
             return None
         found = SAID_NAME.search(line)
         name = next((group for group in found.groups() if group), None) if found else None
-        if name is None or not name[0].isupper() or name.lower() in NOT_NAMES or name in self._offered:
+        if (
+            name is None
+            or not name[0].isupper()
+            or name.lower() in NOT_NAMES
+            or name in self._offered
+        ):
             return None
         self._offered.add(name)
         return name
@@ -397,11 +421,15 @@ async def read_terminal_line(prompt: str) -> str:
         try:
             _tolerant(sys.stdin)
             line = input(prompt)
-            while _more_waiting(sys.stdin):  # the rest of a pasted block: no person types a line in 30 ms
+            while _more_waiting(
+                sys.stdin
+            ):  # the rest of a pasted block: no person types a line in 30 ms
                 line += "\n" + input("")
         except BaseException as exc:  # EOFError and KeyboardInterrupt end the session in the loop
             error = exc
-        with contextlib.suppress(RuntimeError):  # the loop has closed (the session ended while this read was waiting)
+        with contextlib.suppress(
+            RuntimeError
+        ):  # the loop has closed (the session ended while this read was waiting)
             loop.call_soon_threadsafe(settle, line, error)
 
     threading.Thread(target=read, name="console-input", daemon=True).start()
@@ -437,7 +465,11 @@ def terminal_restored() -> Iterator[None]:
 def _terminal_fd() -> int | None:
     try:
         fd = sys.stdin.fileno()
-    except (AttributeError, ValueError, io.UnsupportedOperation):  # replaced by a StringIO (tests), or closed
+    except (
+        AttributeError,
+        ValueError,
+        io.UnsupportedOperation,
+    ):  # replaced by a StringIO (tests), or closed
         return None
     return fd if os.isatty(fd) else None
 

@@ -72,7 +72,9 @@ def default_intents() -> discord.Intents:
     intents = discord.Intents.default()
     intents.message_content = True
     intents.members = False
-    intents.reactions = True  # ORCH-12: a reaction on a reply moves the memories it used (not privileged)
+    intents.reactions = (
+        True  # ORCH-12: a reaction on a reply moves the memories it used (not privileged)
+    )
     return intents
 
 
@@ -96,7 +98,9 @@ class DiscordAdapter:
         places: Places | None = None,
     ) -> None:
         self._conversation = conversation
-        self._places = places  # SEC-7: told when the bot is removed from a server, or added (back) to one
+        self._places = (
+            places  # SEC-7: told when the bot is removed from a server, or added (back) to one
+        )
         self._on_named = on_named  # told the bot's own Discord name at login (the persona's name when its file sets none)
         self._token = token
         self._channels = frozenset(str(c) for c in channels)
@@ -107,7 +111,9 @@ class DiscordAdapter:
         self._task: asyncio.Task[None] | None = None
         intents = intents or default_intents()
         if not intents.message_content:
-            logger.warning("discord: the message_content intent is off; server messages will arrive empty")
+            logger.warning(
+                "discord: the message_content intent is off; server messages will arrive empty"
+            )
         self.client = _client(self, intents, guild_ready_timeout, shards)
 
     # ------------------------------------------------------------------ lifecycle --
@@ -118,15 +124,25 @@ class DiscordAdapter:
         except discord.LoginFailure:
             await self.client.close()
             raise LoginRejected("discord refused the bot token") from None
-        self._task = asyncio.create_task(self.client.connect(reconnect=True), name="discord-gateway")
+        self._task = asyncio.create_task(
+            self.client.connect(reconnect=True), name="discord-gateway"
+        )
         ready = asyncio.create_task(self.client.wait_until_ready())
-        await asyncio.wait({ready, self._task}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {ready, self._task}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
         if not ready.done():
             ready.cancel()
-            failure = self._task.exception() if self._task.done() and not self._task.cancelled() else None
+            failure = (
+                self._task.exception() if self._task.done() and not self._task.cancelled() else None
+            )
             await self.stop()
-            raise AdapterError(f"discord did not become ready: {failure or 'timed out'}") from failure
-        logger.info("discord: connected as %s (%d guilds)", self.client.user, len(self.client.guilds))
+            raise AdapterError(
+                f"discord did not become ready: {failure or 'timed out'}"
+            ) from failure
+        logger.info(
+            "discord: connected as %s (%d guilds)", self.client.user, len(self.client.guilds)
+        )
         if self._on_named is not None and self.client.user is not None:
             self._on_named(self.client.user.display_name)
 
@@ -144,18 +160,28 @@ class DiscordAdapter:
         """A message the bot starts (ORCH-8 check-ins), to a DM only: the channel is looked up and anything else refused."""
         channel = await self.client.fetch_channel(int(channel_id))
         if not isinstance(channel, discord.DMChannel):
-            raise ValueError(f"discord: channel {channel_id} is not a DM; only a DM gets a message the bot starts")
+            raise ValueError(
+                f"discord: channel {channel_id} is not a DM; only a DM gets a message the bot starts"
+            )
         for part in split_message(text, MESSAGE_LIMIT):
             await channel.send(part)
 
-    async def send_to_channel(self, channel_id: str, text: str, mention_user_id: str | None = None) -> None:
+    async def send_to_channel(
+        self, channel_id: str, text: str, mention_user_id: str | None = None
+    ) -> None:
         """A reminder (ORCH-13) in the channel or DM it was asked in; in a server it pings the asker and no one else."""
-        channel = self.client.get_channel(int(channel_id)) or await self.client.fetch_channel(int(channel_id))
+        channel = self.client.get_channel(int(channel_id)) or await self.client.fetch_channel(
+            int(channel_id)
+        )
         if not isinstance(channel, discord.abc.Messageable):
             raise ValueError(f"discord: channel {channel_id} takes no messages")
         users = [discord.Object(int(mention_user_id))] if mention_user_id else False
         only = discord.AllowedMentions(everyone=False, roles=False, users=users)
-        prefix = f"<@{mention_user_id}> " if mention_user_id and not isinstance(channel, discord.DMChannel) else ""
+        prefix = (
+            f"<@{mention_user_id}> "
+            if mention_user_id and not isinstance(channel, discord.DMChannel)
+            else ""
+        )
         for part in split_message(prefix + text, MESSAGE_LIMIT):
             await channel.send(part, allowed_mentions=only)
 
@@ -191,11 +217,20 @@ class DiscordAdapter:
         """ORCH-12: a person's reaction (the bot's own and other bots' are left out); raw, so a reply sent before a
         restart counts too. A custom emoji carries no meaning here and is passed by name."""
         me = self.client.user
-        if (me is not None and payload.user_id == me.id) or (payload.member is not None and payload.member.bot):
+        if (me is not None and payload.user_id == me.id) or (
+            payload.member is not None and payload.member.bot
+        ):
             return
         guild = str(payload.guild_id) if payload.guild_id else None
         emoji = payload.emoji.name or ""
-        reaction = Reaction("discord", str(payload.channel_id), str(payload.message_id), str(payload.user_id), emoji, guild)
+        reaction = Reaction(
+            "discord",
+            str(payload.channel_id),
+            str(payload.message_id),
+            str(payload.user_id),
+            emoji,
+            guild,
+        )
         async with self._locks.hold(reaction.channel_id):
             await self._conversation.reacted(reaction)
 
@@ -213,7 +248,9 @@ class DiscordAdapter:
             if i == 0 and message.guild is not None:
                 # In a busy server the first part answers the message visibly; DMs need no threading.
                 reference = message.to_reference(fail_if_not_exists=False)
-                posts.append(await message.channel.send(part, reference=reference, mention_author=False))
+                posts.append(
+                    await message.channel.send(part, reference=reference, mention_author=False)
+                )
             else:
                 posts.append(await message.channel.send(part))
         await self._conversation.posted(incoming, tuple(str(p.id) for p in posts))
@@ -228,7 +265,9 @@ class DiscordAdapter:
 
     async def _deleted(self, channel_id: int, message_ids: list[int]) -> None:
         async with self._locks.hold(str(channel_id)):
-            await self._conversation.message_deleted("discord", str(channel_id), tuple(str(i) for i in message_ids))
+            await self._conversation.message_deleted(
+                "discord", str(channel_id), tuple(str(i) for i in message_ids)
+            )
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         message = payload.message
@@ -246,7 +285,9 @@ class DiscordAdapter:
         bot's mention removed. A configured channel's messages are all for the bot, but one not spoken to may be
         answered with silence when others are talking there ([SKIP], VOICE-1)."""
         me = self.client.user
-        if me is None:  # discord.py dispatches messages only after login, so this is a bug, not a state to handle
+        if (
+            me is None
+        ):  # discord.py dispatches messages only after login, so this is a bug, not a state to handle
             raise RuntimeError("discord: a message arrived before the bot knew its own user")
         text = _readable(message, me.id)
         ref = message.reference
@@ -257,10 +298,14 @@ class DiscordAdapter:
             or (isinstance(replied, discord.Message) and replied.author.id == me.id)
         )
         channel = message.channel
-        configured = bool({str(channel.id), str(getattr(channel, "parent_id", None))} & self._channels)
+        configured = bool(
+            {str(channel.id), str(getattr(channel, "parent_id", None))} & self._channels
+        )
         return spoken_to or configured, spoken_to, text
 
-    def _incoming(self, message: discord.Message, text: str, spoken_to: bool = True) -> IncomingMessage:
+    def _incoming(
+        self, message: discord.Message, text: str, spoken_to: bool = True
+    ) -> IncomingMessage:
         channel_id, author_id = str(message.channel.id), str(message.author.id)
         name = message.author.display_name
         participants = self._speakers.others(channel_id, author_id)
@@ -300,18 +345,28 @@ class DiscordAdapter:
             await self._run_command(interaction, "memories", "")
 
         @tree.command(name="link", description=COMMANDS["link"])
-        @app_commands.describe(code="A code from /link on the other platform; leave empty to get one")
+        @app_commands.describe(
+            code="A code from /link on the other platform; leave empty to get one"
+        )
         async def link(interaction: discord.Interaction, code: str | None = None) -> None:
             await self._run_command(interaction, "link", code or "")
 
         @tree.command(name="share", description=COMMANDS["share"])
-        @app_commands.describe(choice="on: what you say here may come up in your other servers; off: it stays here")
-        async def share(interaction: discord.Interaction, choice: Literal["on", "off"] | None = None) -> None:
+        @app_commands.describe(
+            choice="on: what you say here may come up in your other servers; off: it stays here"
+        )
+        async def share(
+            interaction: discord.Interaction, choice: Literal["on", "off"] | None = None
+        ) -> None:
             await self._run_command(interaction, "share", choice or "")
 
         @tree.command(name="checkins", description=COMMANDS["checkins"])
-        @app_commands.describe(choice="on: I may message you first to follow up on your plans; off: never (the default)")
-        async def checkins(interaction: discord.Interaction, choice: Literal["on", "off"] | None = None) -> None:
+        @app_commands.describe(
+            choice="on: I may message you first to follow up on your plans; off: never (the default)"
+        )
+        async def checkins(
+            interaction: discord.Interaction, choice: Literal["on", "off"] | None = None
+        ) -> None:
             await self._run_command(interaction, "checkins", choice or "")
 
         @tree.command(name="export", description=COMMANDS["export"])
@@ -319,8 +374,13 @@ class DiscordAdapter:
             await self._run_command(interaction, "export", "")
 
         @tree.command(name="privacy", description=COMMANDS["privacy"])
-        @app_commands.describe(choice="off: stop remembering you; on: remember again; server off|on: admins, for this server")
-        async def privacy(interaction: discord.Interaction, choice: Literal["off", "on", "server off", "server on"] | None = None) -> None:
+        @app_commands.describe(
+            choice="off: stop remembering you; on: remember again; server off|on: admins, for this server"
+        )
+        async def privacy(
+            interaction: discord.Interaction,
+            choice: Literal["off", "on", "server off", "server on"] | None = None,
+        ) -> None:
             await self._run_command(interaction, "privacy", choice or "")
 
         @tree.command(name="about", description=COMMANDS["about"])
@@ -329,38 +389,63 @@ class DiscordAdapter:
             await self._run_command(interaction, "about", f"veto {veto}" if veto else "me")
 
         @tree.command(name="persona", description=COMMANDS["persona"])
-        @app_commands.describe(action="show, set or reset this server's persona", text="The persona text (with set)")
-        async def persona(interaction: discord.Interaction, action: Literal["show", "set", "reset"] = "show", text: str = "") -> None:
+        @app_commands.describe(
+            action="show, set or reset this server's persona", text="The persona text (with set)"
+        )
+        async def persona(
+            interaction: discord.Interaction,
+            action: Literal["show", "set", "reset"] = "show",
+            text: str = "",
+        ) -> None:
             await self._run_command(interaction, "persona", f"{action} {text}".strip())
 
         @tree.command(name="timezone", description=COMMANDS["timezone"])
-        @app_commands.describe(zone="A time zone name like Europe/Lisbon; empty shows yours, reset goes back to the default")
+        @app_commands.describe(
+            zone="A time zone name like Europe/Lisbon; empty shows yours, reset goes back to the default"
+        )
         async def timezone(interaction: discord.Interaction, zone: str | None = None) -> None:
             await self._run_command(interaction, "timezone", zone or "")
 
         @tree.command(name="remind", description=COMMANDS["remind"])
-        @app_commands.describe(when="When, in your time zone: 'Friday at 9', 'in 2 hours', 'every Monday'", what="What to remind you of")
+        @app_commands.describe(
+            when="When, in your time zone: 'Friday at 9', 'in 2 hours', 'every Monday'",
+            what="What to remind you of",
+        )
         async def remind(interaction: discord.Interaction, when: str, what: str) -> None:
             await self._run_command(interaction, "remind", f"{when} {what}")
 
         @tree.command(name="manners", description=COMMANDS["manners"])
-        @app_commands.describe(mode="addressed: only when spoken to; chime-in: also a question my way; all: every message")
-        async def manners(interaction: discord.Interaction, mode: Literal["addressed", "chime-in", "all"] | None = None) -> None:
+        @app_commands.describe(
+            mode="addressed: only when spoken to; chime-in: also a question my way; all: every message"
+        )
+        async def manners(
+            interaction: discord.Interaction,
+            mode: Literal["addressed", "chime-in", "all"] | None = None,
+        ) -> None:
             await self._run_command(interaction, "manners", mode or "")
 
         @tree.command(name="reminders", description=COMMANDS["reminders"])
         @app_commands.describe(cancel="The number of a reminder in your list, to cancel it")
         async def reminders(interaction: discord.Interaction, cancel: int | None = None) -> None:
-            await self._run_command(interaction, "reminders", f"cancel {cancel}" if cancel is not None else "")
+            await self._run_command(
+                interaction, "reminders", f"cancel {cancel}" if cancel is not None else ""
+            )
 
         @tree.command(name="usage", description=COMMANDS["usage"])
-        @app_commands.describe(view="me, server (its admins) or all (the owner)", days="How many days, ending today (1 to 31)")
+        @app_commands.describe(
+            view="me, server (its admins) or all (the owner)",
+            days="How many days, ending today (1 to 31)",
+        )
         async def usage(
-            interaction: discord.Interaction, view: Literal["me", "server", "all"] | None = None, days: int | None = None
+            interaction: discord.Interaction,
+            view: Literal["me", "server", "all"] | None = None,
+            days: int | None = None,
         ) -> None:
             await self._run_command(interaction, "usage", f"{view or ''} {days or ''}".strip())
 
-    async def _run_command(self, interaction: discord.Interaction, name: str, argument: str) -> None:
+    async def _run_command(
+        self, interaction: discord.Interaction, name: str, argument: str
+    ) -> None:
         """Run a command and answer ephemerally, deferring first if it is slow."""
         incoming = self._interaction_incoming(interaction, f"/{name} {argument}".strip())
         work = asyncio.ensure_future(self._conversation.command(name, argument, incoming))
@@ -373,14 +458,22 @@ class DiscordAdapter:
             logger.exception("discord: /%s failed for user %s", name, incoming.author_id)
             text = ERROR_APOLOGY
         document = attachment(name, text)
-        if document is not None:  # whole, as a file: cut into messages it would not be a document any more
-            await _respond(interaction, EXPORT_CAPTION, discord.File(io.BytesIO(document), filename=EXPORT_FILE))
+        if (
+            document is not None
+        ):  # whole, as a file: cut into messages it would not be a document any more
+            await _respond(
+                interaction,
+                EXPORT_CAPTION,
+                discord.File(io.BytesIO(document), filename=EXPORT_FILE),
+            )
             return
         parts = split_message(text, MESSAGE_LIMIT) or ["(nothing)"]
         if len(parts) > MAX_COMMAND_PARTS:
             # A long answer is easier to keep as a file than as a wall of messages.
             long_answer = discord.File(io.BytesIO(text.encode()), filename=f"{name}.txt")
-            await _respond(interaction, f"/{name}: the answer is long, so it is attached.", long_answer)
+            await _respond(
+                interaction, f"/{name}: the answer is long, so it is attached.", long_answer
+            )
             return
         for part in parts:
             await _respond(interaction, part)
@@ -401,12 +494,19 @@ class DiscordAdapter:
         )
 
 
-def _client(adapter: DiscordAdapter, intents: discord.Intents, guild_ready_timeout: float, shards: Shards | None) -> discord.Client:
+def _client(
+    adapter: DiscordAdapter,
+    intents: discord.Intents,
+    guild_ready_timeout: float,
+    shards: Shards | None,
+) -> discord.Client:
     """One gateway connection, or discord.py's sharded client for the given shards (each shard its own connection)."""
     options: dict[str, Any] = {"intents": intents, "guild_ready_timeout": guild_ready_timeout}
     if shards is None:
         return _Client(adapter, **options)
-    return _ShardedClient(adapter, shard_count=shards.count, shard_ids=list(shards.ids) or None, **options)
+    return _ShardedClient(
+        adapter, shard_count=shards.count, shard_ids=list(shards.ids) or None, **options
+    )
 
 
 class _Events:
@@ -458,8 +558,14 @@ class _Events:
         """discord.py calls this inside its ``except``: log the event's failure and carry on."""
         logger.exception("discord: %s failed", event_method)
 
-    async def _on_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
-        logger.error("discord: slash command %s failed", interaction.command and interaction.command.name, exc_info=error)
+    async def _on_command_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        logger.error(
+            "discord: slash command %s failed",
+            interaction.command and interaction.command.name,
+            exc_info=error,
+        )
 
 
 class _Client(_Events, discord.Client):
@@ -480,14 +586,28 @@ def _rights(guild: discord.Guild | None, author: discord.abc.User) -> dict[str, 
     if guild is None or not isinstance(author, discord.Member):
         return {}
     try:
-        readable = tuple(str(c.id) for c in guild.text_channels if c.permissions_for(author).read_messages)
-        return {"author_is_admin": author.guild_permissions.manage_guild, "readable_channels": readable}
-    except (AttributeError, TypeError):  # a guild without its roles cached: permissions cannot be computed
-        logger.warning("discord: permissions of %s in guild %s unknown; treating as a plain member", author.id, guild.id)
+        readable = tuple(
+            str(c.id) for c in guild.text_channels if c.permissions_for(author).read_messages
+        )
+        return {
+            "author_is_admin": author.guild_permissions.manage_guild,
+            "readable_channels": readable,
+        }
+    except (
+        AttributeError,
+        TypeError,
+    ):  # a guild without its roles cached: permissions cannot be computed
+        logger.warning(
+            "discord: permissions of %s in guild %s unknown; treating as a plain member",
+            author.id,
+            guild.id,
+        )
         return {}
 
 
-async def _respond(interaction: discord.Interaction, content: str, file: discord.File | None = None) -> None:
+async def _respond(
+    interaction: discord.Interaction, content: str, file: discord.File | None = None
+) -> None:
     """An ephemeral answer: the interaction response first, followups after (or after a defer)."""
     attachment = file if file is not None else discord.utils.MISSING  # discord.py's own "not given"
     if interaction.response.is_done():
@@ -502,18 +622,26 @@ def _pointed(message: discord.Message) -> tuple[tuple[str, str], ...]:
     ref = message.reference
     replied = ref.resolved if ref is not None else None
     users = [*message.mentions, *([replied.author] if isinstance(replied, discord.Message) else [])]
-    return tuple(dict.fromkeys((str(u.id), u.display_name) for u in users if not u.bot and u.id != message.author.id))
+    return tuple(
+        dict.fromkeys(
+            (str(u.id), u.display_name) for u in users if not u.bot and u.id != message.author.id
+        )
+    )
 
 
 def _images(message: discord.Message) -> tuple[Attachment, ...]:
     """ORCH-11: the attachments Discord says are images (or named like one: older uploads carry no type). Fetched
     from the CDN only if the model can see; their bytes are checked again (``bot.images``)."""
-    return tuple(Attachment(a.filename, a.size, a.read) for a in message.attachments if _is_image(a))
+    return tuple(
+        Attachment(a.filename, a.size, a.read) for a in message.attachments if _is_image(a)
+    )
 
 
 def _is_image(attachment: discord.Attachment) -> bool:
     kind = (attachment.content_type or "").lower()
-    return kind.startswith("image/") or (not kind and attachment.filename.lower().endswith(IMAGE_SUFFIXES))
+    return kind.startswith("image/") or (
+        not kind and attachment.filename.lower().endswith(IMAGE_SUFFIXES)
+    )
 
 
 def _readable(message: discord.Message, bot_id: int) -> str:

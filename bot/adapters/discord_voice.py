@@ -66,9 +66,16 @@ class _Sink(voice_recv.AudioSink):
         if not packet:
             return
         user_id = user.id if user is not None else vc._get_id_from_ssrc(packet.ssrc)
-        session, payload, padded = vc._connection.dave_session, data.opus or b"", bool(getattr(packet, "padding", False))
+        session, payload, padded = (
+            vc._connection.dave_session,
+            data.opus or b"",
+            bool(getattr(packet, "padding", False)),
+        )
         with self._lock:
-            if user_id is None and (self._waiting.holding(packet.ssrc) or needs_sender(payload, padded=padded, dave_session=session)):
+            if user_id is None and (
+                self._waiting.holding(packet.ssrc)
+                or needs_sender(payload, padded=padded, dave_session=session)
+            ):
                 self._waiting.hold(packet.ssrc, payload, padded)
                 return
             if user_id is not None and self._waiting.holding(packet.ssrc):
@@ -90,12 +97,16 @@ class _Sink(voice_recv.AudioSink):
         for held in self._waiting.release(ssrc):
             self._feed(ssrc, held.payload, held.padded, session, user_id)
 
-    def _feed(self, ssrc: int, payload: bytes, padded: bool, session: object, user_id: int | None) -> None:
+    def _feed(
+        self, ssrc: int, payload: bytes, padded: bool, session: object, user_id: int | None
+    ) -> None:
         frame = open_frame(payload, padded=padded, dave_session=session, user_id=user_id)
         if frame is None:
             return  # undecryptable (e.g. a DAVE key ratchet not yet received): dropped, the decoder conceals it
         decoder = self._decoders.setdefault(ssrc, discord.opus.Decoder())
-        self._hub.feed(ssrc, decoder.decode(frame or None, fec=False))  # None: a lost packet, concealed by Opus
+        self._hub.feed(
+            ssrc, decoder.decode(frame or None, fec=False)
+        )  # None: a lost packet, concealed by Opus
 
     @voice_recv.AudioSink.listener()
     def on_voice_member_disconnect(self, member: discord.Member | None, ssrc: int | None) -> None:
@@ -142,7 +153,11 @@ class _Responder:
     """``voice.session.Responder``: a transcript becomes an ``IncomingMessage`` for the conversation."""
 
     def __init__(
-        self, conversation: Conversation, channel: discord.VoiceChannel, client: discord.Client, wake_name: Callable[[], str] | None = None
+        self,
+        conversation: Conversation,
+        channel: discord.VoiceChannel,
+        client: discord.Client,
+        wake_name: Callable[[], str] | None = None,
     ) -> None:
         self._conversation = conversation
         self._channel = channel
@@ -163,7 +178,9 @@ class _Responder:
 
     async def respond(self, user_id: int, text: str, stream: TextSink) -> str:
         try:
-            return (await self._conversation.reply(self._message(user_id, text), stream=stream)).text
+            return (
+                await self._conversation.reply(self._message(user_id, text), stream=stream)
+            ).text
         except Exception:
             # The conversation apologises for LLM failures itself (ORCH-6); this covers anything else.
             logger.exception("discord voice: reply failed in channel %s", self._channel.id)
@@ -172,7 +189,9 @@ class _Responder:
     def _message(self, user_id: int, text: str) -> IncomingMessage:
         channel = self._channel
         self.remember_name(user_id)
-        others = tuple((str(m.id), m.display_name) for m in channel.members if not m.bot and m.id != user_id)
+        others = tuple(
+            (str(m.id), m.display_name) for m in channel.members if not m.bot and m.id != user_id
+        )
         return IncomingMessage(
             platform="discord",
             channel_id=str(channel.id),
@@ -190,8 +209,15 @@ class _Responder:
         """Speech has no mentions: the bot is spoken to when its name is heard: the persona's (ORCH-7) when one
         is given, else its Discord name (the conversation also knows its own name and who it answered last)."""
         me = self._client.user
-        name = self._wake_name() if self._wake_name is not None else (me.display_name if me is not None else "")
-        return bool(name) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
+        name = (
+            self._wake_name()
+            if self._wake_name is not None
+            else (me.display_name if me is not None else "")
+        )
+        return (
+            bool(name)
+            and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
+        )
 
 
 @dataclass(slots=True)
@@ -228,7 +254,9 @@ class DiscordVoice:
         self._connect_timeout = connect_timeout
         self._tick_s = tick_s
         self._connections: dict[int, _Connection] = {}
-        self._monitors: set[asyncio.Task[None]] = set()  # a monitor may be mid-leave: close() awaits it
+        self._monitors: set[asyncio.Task[None]] = (
+            set()
+        )  # a monitor may be mid-leave: close() awaits it
 
     def session(self, guild_id: int) -> VoiceSession | None:
         connection = self._connections.get(guild_id)
@@ -243,20 +271,34 @@ class DiscordVoice:
         try:
             discord.opus.Decoder.get_opus_version()  # loads libopus, or says it cannot
         except discord.opus.OpusNotLoaded:
-            raise AdapterError("voice needs the Opus library: install libopus0 (see README)") from None
+            raise AdapterError(
+                "voice needs the Opus library: install libopus0 (see README)"
+            ) from None
         await self.leave(channel.guild.id, reason="moving")
         try:
-            vc = await channel.connect(cls=voice_recv.VoiceRecvClient, timeout=self._connect_timeout, self_deaf=False, reconnect=True)
+            vc = await channel.connect(
+                cls=voice_recv.VoiceRecvClient,
+                timeout=self._connect_timeout,
+                self_deaf=False,
+                reconnect=True,
+            )
         except (TimeoutError, discord.ClientException) as exc:
             raise AdapterError(f"could not join voice channel {channel.id}: {exc}") from exc
         responder = _Responder(self._conversation, channel, self.client, self._wake_name)
         session = VoiceSession(self._stt, self._tts, responder, _Player(vc), self.settings)
-        hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=self.settings.vad, turn=self.settings.turn)
+        hub = ReceiveHub(
+            session.speech_started,
+            session.utterance_ready,
+            vad=self.settings.vad,
+            turn=self.settings.turn,
+        )
         connection = _Connection(vc, hub, session, responder, _Sink(hub))
         self._connections[channel.guild.id] = connection
         session.start()
         vc.listen(connection.sink)
-        connection.monitor = asyncio.create_task(self._watch(channel.guild.id, connection), name="voice-monitor")
+        connection.monitor = asyncio.create_task(
+            self._watch(channel.guild.id, connection), name="voice-monitor"
+        )
         self._monitors.add(connection.monitor)
         connection.monitor.add_done_callback(self._monitors.discard)
         logger.info("discord voice: joined %s in guild %s", channel.id, channel.guild.id)
@@ -283,7 +325,9 @@ class DiscordVoice:
         """The conversation keeps the session's summary (CROSS-1); after leaving, so nobody hears the bot wait for it."""
         try:
             await self._conversation.voice_ended("discord", str(guild_id), str(channel_id))
-        except Exception:  # an adapter edge: a failing summary must not keep the bot in (or out of) voice
+        except (
+            Exception
+        ):  # an adapter edge: a failing summary must not keep the bot in (or out of) voice
             logger.exception("discord voice: could not close the session of channel %s", channel_id)
 
     async def close(self) -> None:
@@ -310,7 +354,9 @@ class DiscordVoice:
     @staticmethod
     def _attribute(connection: _Connection) -> None:
         """Tie streams heard so far to users, once the voice gateway's SPEAKING event has named them."""
-        for ssrc in connection.sink.waiting():  # frames held still encrypted: open them first, then attribute
+        for ssrc in (
+            connection.sink.waiting()
+        ):  # frames held still encrypted: open them first, then attribute
             user_id = connection.vc._get_id_from_ssrc(ssrc)
             if user_id is not None:
                 connection.sink.release(ssrc, user_id)
@@ -335,15 +381,21 @@ class DiscordVoice:
 
 def register_voice_commands(tree: app_commands.CommandTree, voice: DiscordVoice) -> None:
     """``/voice join`` (the caller's current voice channel) and ``/voice leave``, answered ephemerally."""
-    group = app_commands.Group(name="voice", description="Talk with me in a voice channel", guild_only=True)
+    group = app_commands.Group(
+        name="voice", description="Talk with me in a voice channel", guild_only=True
+    )
 
     @group.command(name="join", description="Join the voice channel you are in")
     async def join(interaction: discord.Interaction) -> None:
         state = getattr(interaction.user, "voice", None)
         if state is None or state.channel is None:
-            await interaction.response.send_message("Join a voice channel first, then ask again.", ephemeral=True)
+            await interaction.response.send_message(
+                "Join a voice channel first, then ask again.", ephemeral=True
+            )
             return
-        await interaction.response.defer(ephemeral=True, thinking=True)  # connecting can take seconds
+        await interaction.response.defer(
+            ephemeral=True, thinking=True
+        )  # connecting can take seconds
         try:
             await voice.join(state.channel)
         except AdapterError as exc:
@@ -355,7 +407,9 @@ def register_voice_commands(tree: app_commands.CommandTree, voice: DiscordVoice)
     @group.command(name="leave", description="Leave the voice channel")
     async def leave(interaction: discord.Interaction) -> None:
         left = await voice.leave(interaction.guild_id or 0)
-        await interaction.response.send_message("Bye!" if left else "I am not in a voice channel.", ephemeral=True)
+        await interaction.response.send_message(
+            "Bye!" if left else "I am not in a voice channel.", ephemeral=True
+        )
 
     tree.add_command(group)
 

@@ -23,7 +23,16 @@ import re
 import time
 from collections.abc import AsyncIterator
 
-from telegram import BotCommand, Document, Message, MessageEntity, PhotoSize, ReactionTypeEmoji, Update, User
+from telegram import (
+    BotCommand,
+    Document,
+    Message,
+    MessageEntity,
+    PhotoSize,
+    ReactionTypeEmoji,
+    Update,
+    User,
+)
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
 from telegram.error import InvalidToken, TelegramError
 from telegram.ext import (
@@ -78,7 +87,9 @@ class TelegramAdapter:
         places: Places | None = None,
     ) -> None:
         self._conversation = conversation
-        self._places = places  # SEC-7: told when the bot is removed from a group, or added (back) to one
+        self._places = (
+            places  # SEC-7: told when the bot is removed from a group, or added (back) to one
+        )
         self._typing_interval = typing_interval
         self._locks = ChatLocks()
         self._speakers = RecentSpeakers()
@@ -96,13 +107,24 @@ class TelegramAdapter:
         # PTB hands edited messages to command and message handlers too: an edit must not run a command or
         # be answered as a new message; it replaces what was stored (``_on_edit``).
         fresh = filters.UpdateType.MESSAGE
-        self.app.add_handlers([CommandHandler(name, self._on_command, filters=fresh) for name in COMMANDS])
-        said = filters.TEXT | filters.PHOTO | filters.Document.IMAGE  # ORCH-11: photos and image files, with a caption or not
+        self.app.add_handlers(
+            [CommandHandler(name, self._on_command, filters=fresh) for name in COMMANDS]
+        )
+        said = (
+            filters.TEXT | filters.PHOTO | filters.Document.IMAGE
+        )  # ORCH-11: photos and image files, with a caption or not
         self.app.add_handler(MessageHandler(fresh & said & ~filters.COMMAND, self._on_text))
-        self.app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE & filters.TEXT, self._on_edit))
-        self.app.add_handler(ChatMemberHandler(self._on_membership, ChatMemberHandler.MY_CHAT_MEMBER))
         self.app.add_handler(
-            MessageReactionHandler(self._on_reaction, message_reaction_types=MessageReactionHandler.MESSAGE_REACTION_UPDATED)
+            MessageHandler(filters.UpdateType.EDITED_MESSAGE & filters.TEXT, self._on_edit)
+        )
+        self.app.add_handler(
+            ChatMemberHandler(self._on_membership, ChatMemberHandler.MY_CHAT_MEMBER)
+        )
+        self.app.add_handler(
+            MessageReactionHandler(
+                self._on_reaction,
+                message_reaction_types=MessageReactionHandler.MESSAGE_REACTION_UPDATED,
+            )
         )
         self.app.add_error_handler(self._on_error)
 
@@ -113,11 +135,15 @@ class TelegramAdapter:
             await self._initialize()
             await self.app.bot.set_my_commands([BotCommand(n, d) for n, d in COMMANDS.items()])
             await self.app.start()
-            assert self.app.updater is not None, "the builder in __init__ keeps PTB's default updater"
+            assert self.app.updater is not None, (
+                "the builder in __init__ keeps PTB's default updater"
+            )
             # my_chat_member: the bot removed or added (SEC-7); message_reaction: a reaction on a reply (ORCH-12; Telegram
             # sends it in groups only where the bot is an admin)
             updates = ["message", "edited_message", "my_chat_member", "message_reaction"]
-            await self.app.updater.start_polling(drop_pending_updates=False, allowed_updates=updates)
+            await self.app.updater.start_polling(
+                drop_pending_updates=False, allowed_updates=updates
+            )
         except BaseException:
             await self.stop()
             raise
@@ -146,11 +172,15 @@ class TelegramAdapter:
         """A message the bot starts (ORCH-8 check-ins), to a private chat only: Telegram gives groups negative ids."""
         chat_id = int(channel_id)
         if chat_id <= 0:
-            raise ValueError(f"telegram: {chat_id} is a group; only a private chat gets a message the bot starts")
+            raise ValueError(
+                f"telegram: {chat_id} is a group; only a private chat gets a message the bot starts"
+            )
         for part in split_message(text, MESSAGE_LIMIT):
             await self.app.bot.send_message(chat_id, part)
 
-    async def send_to_channel(self, channel_id: str, text: str, mention_user_id: str | None = None) -> None:
+    async def send_to_channel(
+        self, channel_id: str, text: str, mention_user_id: str | None = None
+    ) -> None:
         """A reminder (ORCH-13) in the chat it was asked in, private or group (it was said there)."""
         for part in split_message(text, MESSAGE_LIMIT):
             await self.app.bot.send_message(int(channel_id), part)
@@ -165,9 +195,18 @@ class TelegramAdapter:
         if message is None or not (message.text or _images(message)) or message.from_user is None:
             return
         addressed, text = self._addressed(message)
-        incoming = self._incoming(message, message.from_user, text, await self._is_admin(message), addressed)
+        incoming = self._incoming(
+            message, message.from_user, text, await self._is_admin(message), addressed
+        )
         answer = lambda: self._answer(message, incoming)  # noqa: E731  # one line, as deliver takes it
-        await deliver(self._conversation, self._locks, incoming, False, answer, lambda emoji: self._react(message, emoji))
+        await deliver(
+            self._conversation,
+            self._locks,
+            incoming,
+            False,
+            answer,
+            lambda emoji: self._react(message, emoji),
+        )
 
     async def _react(self, message: Message, emoji: str) -> None:
         await message.set_reaction(ReactionTypeEmoji(emoji))
@@ -178,12 +217,23 @@ class TelegramAdapter:
         if change is None or change.user is None or change.user.is_bot:
             return
         before = {r.emoji for r in change.old_reaction if isinstance(r, ReactionTypeEmoji)}
-        added = [r.emoji for r in change.new_reaction if isinstance(r, ReactionTypeEmoji) and r.emoji not in before]
+        added = [
+            r.emoji
+            for r in change.new_reaction
+            if isinstance(r, ReactionTypeEmoji) and r.emoji not in before
+        ]
         chat = change.chat
         guild = None if chat.type == ChatType.PRIVATE else str(chat.id)
         async with self._locks.hold(str(chat.id)):
             for emoji in added:
-                reaction = Reaction("telegram", str(chat.id), str(change.message_id), str(change.user.id), emoji, guild)
+                reaction = Reaction(
+                    "telegram",
+                    str(chat.id),
+                    str(change.message_id),
+                    str(change.user.id),
+                    emoji,
+                    guild,
+                )
                 await self._conversation.reacted(reaction)
 
     async def _on_edit(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -204,7 +254,11 @@ class TelegramAdapter:
         status = change.new_chat_member.status
         if status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
             await self._places.left(self.platform, str(change.chat.id))
-        elif status in (ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.RESTRICTED):
+        elif status in (
+            ChatMemberStatus.MEMBER,
+            ChatMemberStatus.ADMINISTRATOR,
+            ChatMemberStatus.RESTRICTED,
+        ):
             await self._places.joined(self.platform, str(change.chat.id))
 
     async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -214,13 +268,19 @@ class TelegramAdapter:
         match = _COMMAND.match(message.text)
         if match is None:
             return
-        incoming = self._incoming(message, message.from_user, message.text, await self._is_admin(message))
+        incoming = self._incoming(
+            message, message.from_user, message.text, await self._is_admin(message)
+        )
         name = match["name"].lower()
         async with self._locks.hold(incoming.channel_id):
             try:
-                text = await self._conversation.command(name, (match["arg"] or "").strip(), incoming)
+                text = await self._conversation.command(
+                    name, (match["arg"] or "").strip(), incoming
+                )
             except Exception:
-                logger.exception("telegram: /%s failed in chat %s", match["name"], incoming.channel_id)
+                logger.exception(
+                    "telegram: /%s failed in chat %s", match["name"], incoming.channel_id
+                )
                 text = ERROR_APOLOGY
             document = attachment(name, text)
             if document is None:
@@ -251,7 +311,11 @@ class TelegramAdapter:
         quote = message.chat.type != ChatType.PRIVATE
         posts = []
         for i, part in enumerate(split_message(text, MESSAGE_LIMIT)):
-            posts.append(await message.reply_text(part, do_quote=quote and i == 0, allow_sending_without_reply=True))
+            posts.append(
+                await message.reply_text(
+                    part, do_quote=quote and i == 0, allow_sending_without_reply=True
+                )
+            )
         return tuple(str(p.message_id) for p in posts)
 
     @contextlib.asynccontextmanager
@@ -290,7 +354,9 @@ class TelegramAdapter:
             pattern = re.compile(rf"\s*@{re.escape(bot.username)}\b[,:]?\s*", re.IGNORECASE)
             return True, pattern.sub(" ", text).strip()
         replied = message.reply_to_message
-        to_bot = replied is not None and replied.from_user is not None and replied.from_user.id == bot.id
+        to_bot = (
+            replied is not None and replied.from_user is not None and replied.from_user.id == bot.id
+        )
         return to_bot, text
 
     async def _is_admin(self, message: Message) -> bool:
@@ -304,13 +370,19 @@ class TelegramAdapter:
             try:
                 admins = await chat.get_administrators()
             except TelegramError as exc:
-                logger.warning("telegram: could not read the admins of chat %s (%s); nobody is treated as admin", chat.id, exc)
+                logger.warning(
+                    "telegram: could not read the admins of chat %s (%s); nobody is treated as admin",
+                    chat.id,
+                    exc,
+                )
                 return False
             cached = (now, frozenset(a.user.id for a in admins))
             self._admins[chat.id] = cached
         return message.from_user.id in cached[1]
 
-    def _incoming(self, message: Message, user: User, text: str, admin: bool = False, addressed: bool = True) -> IncomingMessage:
+    def _incoming(
+        self, message: Message, user: User, text: str, admin: bool = False, addressed: bool = True
+    ) -> IncomingMessage:
         chat = message.chat
         channel_id, author_id = str(chat.id), str(user.id)
         name = user.first_name or user.username or author_id
@@ -341,14 +413,22 @@ def _images(message: Message) -> tuple[Attachment, ...]:
         return (Attachment("photo.jpg", size.file_size, lambda: _download(size)),)
     document = message.document
     if document is not None and (document.mime_type or "").startswith("image/"):
-        return (Attachment(document.file_name or "image", document.file_size, lambda: _download(document)),)
+        return (
+            Attachment(
+                document.file_name or "image", document.file_size, lambda: _download(document)
+            ),
+        )
     return ()
 
 
 def _fitting(sizes: tuple[PhotoSize, ...]) -> PhotoSize:
     """The largest size whose long side is at most PHOTO_SIDE (Telegram sends 90, 320, 800, 1280 and 2560 px), else the smallest."""
     fits = [s for s in sizes if max(s.width, s.height) <= PHOTO_SIDE]
-    return max(fits, key=lambda s: s.width * s.height) if fits else min(sizes, key=lambda s: s.width * s.height)
+    return (
+        max(fits, key=lambda s: s.width * s.height)
+        if fits
+        else min(sizes, key=lambda s: s.width * s.height)
+    )
 
 
 async def _download(media: PhotoSize | Document) -> bytes:
@@ -359,10 +439,18 @@ async def _download(media: PhotoSize | Document) -> bytes:
 def _pointed(message: Message, author: User) -> tuple[tuple[str, str], ...]:
     """The people this message mentions by account (a "text mention": Telegram names the user) or replies to, bots
     left out (SEC-5). A plain @username carries no account, so it points at nobody."""
-    users = [e.user for e in message.entities or () if e.type == MessageEntity.TEXT_MENTION and e.user is not None]
+    users = [
+        e.user
+        for e in message.entities or ()
+        if e.type == MessageEntity.TEXT_MENTION and e.user is not None
+    ]
     replied = message.reply_to_message
     users += [replied.from_user] if replied is not None and replied.from_user is not None else []
-    pairs = ((str(u.id), u.first_name or u.username or str(u.id)) for u in users if not u.is_bot and u.id != author.id)
+    pairs = (
+        (str(u.id), u.first_name or u.username or str(u.id))
+        for u in users
+        if not u.is_bot and u.id != author.id
+    )
     return tuple(dict.fromkeys(pairs))
 
 

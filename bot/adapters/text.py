@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 
 FENCE = "```"
-MIN_LIMIT = 32  # below this a reopened fence ("```python" + the closing "```") leaves no room for text
+MIN_LIMIT = (
+    32  # below this a reopened fence ("```python" + the closing "```") leaves no room for text
+)
 _CLOSE = "\n" + FENCE
 # Each boundary's whitespace is the group "sep"; the cut happens at its start.
 _PARAGRAPH = re.compile(r"(?P<sep>\n[ \t]*\n)")

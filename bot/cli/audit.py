@@ -28,16 +28,55 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
-        "audit", help="check that forgetting left nothing behind", description="Audits of the store (counts only, never words)."
+        "audit",
+        help="check that forgetting left nothing behind",
+        description="Audits of the store (counts only, never words).",
     )
     sub = group.add_subparsers(dest="audit_command", metavar="COMMAND", required=True)
-    p = command(sub, "forget", audit_forget, "count what remains of a person or a word on every surface of the store", json_flag=True)
-    p.add_argument("--person", action="append", type=nonempty, metavar="ID", help="a person id or an account (telegram:123); repeatable")
-    p.add_argument("--word", action="append", type=nonempty, metavar="TEXT", help="words to look for, as typed; repeatable")
-    p.add_argument("--journals", type=Path, metavar="DIR", help="the journals folder (default: the configured one)")
-    p.add_argument("--exports", type=Path, metavar="DIR", help="where exports were written (default: <store dir>/exports)")
-    p.add_argument("--backups", type=Path, metavar="DIR", help="where backups are kept (default: <store dir>/backups)")
-    p.add_argument("--strict", action="store_true", help="a surface that could not be read also fails the audit")
+    p = command(
+        sub,
+        "forget",
+        audit_forget,
+        "count what remains of a person or a word on every surface of the store",
+        json_flag=True,
+    )
+    p.add_argument(
+        "--person",
+        action="append",
+        type=nonempty,
+        metavar="ID",
+        help="a person id or an account (telegram:123); repeatable",
+    )
+    p.add_argument(
+        "--word",
+        action="append",
+        type=nonempty,
+        metavar="TEXT",
+        help="words to look for, as typed; repeatable",
+    )
+    p.add_argument(
+        "--journals",
+        type=Path,
+        metavar="DIR",
+        help="the journals folder (default: the configured one)",
+    )
+    p.add_argument(
+        "--exports",
+        type=Path,
+        metavar="DIR",
+        help="where exports were written (default: <store dir>/exports)",
+    )
+    p.add_argument(
+        "--backups",
+        type=Path,
+        metavar="DIR",
+        help="where backups are kept (default: <store dir>/backups)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a surface that could not be read also fails the audit",
+    )
 
 
 def audit_forget(args: argparse.Namespace, settings: Settings) -> int:
@@ -51,11 +90,15 @@ def audit_forget(args: argparse.Namespace, settings: Settings) -> int:
     beside = Path(settings.db_path).parent
     folders = _folders(args, journal_dir(settings), beside)
     with engine_for(settings, readonly=True) as engine:
-        found = audit(engine, Target(tuple(args.word or ()), _people(engine, args.person or [])), folders)
+        found = audit(
+            engine, Target(tuple(args.word or ()), _people(engine, args.person or [])), folders
+        )
     left = sum(f.remaining or 0 for f in found)
     unread = [f for f in found if f.remaining is None]
     if args.json:
-        print_json({"remaining": left, "unreadable": len(unread), "surfaces": [_as_dict(f) for f in found]})
+        print_json(
+            {"remaining": left, "unreadable": len(unread), "surfaces": [_as_dict(f) for f in found]}
+        )
     else:
         _print(found, left)
     return 1 if left or (args.strict and unread) else 0
@@ -64,7 +107,11 @@ def audit_forget(args: argparse.Namespace, settings: Settings) -> int:
 def _folders(args: argparse.Namespace, journals: Path | None, beside: Path):
     from memory.upkeep.leftovers import Folders
 
-    return Folders(args.journals or journals, args.exports or beside / "exports", args.backups or beside / "backups")
+    return Folders(
+        args.journals or journals,
+        args.exports or beside / "exports",
+        args.backups or beside / "backups",
+    )
 
 
 def _people(engine: MemoryEngine, given: list[str]) -> tuple[str, ...]:
@@ -87,5 +134,9 @@ def _print(found: list[Found], left: int) -> None:
     for f in found:
         count = "unreadable" if f.remaining is None else str(f.remaining)
         where = ", ".join(f"{name} {n}" for name, n in f.where)
-        say(f"{f.surface:<18} {count:>10}" + (f"  ({where})" if where else "") + (f"  {f.note}" if f.note else ""))
+        say(
+            f"{f.surface:<18} {count:>10}"
+            + (f"  ({where})" if where else "")
+            + (f"  {f.note}" if f.note else "")
+        )
     say("nothing remains" if not left else f"{left} remain: forgetting left something behind")

@@ -25,19 +25,35 @@ SCOPES = ("guild", "dm", "owner")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
-        "bulletin", help="the briefing each scope's conversations start with", description="The briefing each scope's prompts start with."
+        "bulletin",
+        help="the briefing each scope's conversations start with",
+        description="The briefing each scope's prompts start with.",
     )
     sub = group.add_subparsers(dest="bulletin_command", metavar="COMMAND", required=True)
-    p = command(sub, "show", show_bulletins, "print the stored bulletins (all, or one scope's)", json_flag=True)
+    p = command(
+        sub,
+        "show",
+        show_bulletins,
+        "print the stored bulletins (all, or one scope's)",
+        json_flag=True,
+    )
     _scope_options(p)
-    p = command(sub, "refresh", refresh_bulletins, "write the bulletins that are due now, or one scope's (needs the model)", json_flag=True)
+    p = command(
+        sub,
+        "refresh",
+        refresh_bulletins,
+        "write the bulletins that are due now, or one scope's (needs the model)",
+        json_flag=True,
+    )
     p.set_defaults(uses_model=True)
     _scope_options(p)
 
 
 def _scope_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", choices=SCOPES, help="guild, dm (a person's DMs) or owner")
-    parser.add_argument("--scope-id", type=nonempty, help="the guild id (e.g. discord:123), person id or owner id")
+    parser.add_argument(
+        "--scope-id", type=nonempty, help="the guild id (e.g. discord:123), person id or owner id"
+    )
 
 
 def show_bulletins(args: argparse.Namespace, settings: Settings) -> None:
@@ -50,14 +66,18 @@ def show_bulletins(args: argparse.Namespace, settings: Settings) -> None:
     if not found:
         return say("no bulletin yet" + (" for that scope" if args.scope or args.scope_id else ""))
     for b in found:
-        say(f"== {b.scope} {b.scope_id} (written {when(b.built_at)}, from {counted(b.memory_count, 'memory')})\n{b.text}\n")
+        say(
+            f"== {b.scope} {b.scope_id} (written {when(b.built_at)}, from {counted(b.memory_count, 'memory')})\n{b.text}\n"
+        )
 
 
 def refresh_bulletins(args: argparse.Namespace, settings: Settings) -> None:
     from memory.upkeep.bulletin import Bulletins, refresh
 
     if (args.scope is None) != (args.scope_id is None):
-        raise UsageError("give --scope and --scope-id together (or neither, for every bulletin that is due)")
+        raise UsageError(
+            "give --scope and --scope-id together (or neither, for every bulletin that is due)"
+        )
     with engine_for(settings) as engine:
         bulletins = Bulletins(engine, min_changes=settings.bulletin_min_changes)
         if args.scope:
@@ -65,14 +85,30 @@ def refresh_bulletins(args: argparse.Namespace, settings: Settings) -> None:
             plans = [plan] if plan else []
         else:
             plans = bulletins.due(engine.clock.now(), limit=1_000)
-        written = refresh(bulletins, composition.build_completer(settings, engine, "bulletin"), plans) if plans else []
+        written = (
+            refresh(bulletins, composition.build_completer(settings, engine, "bulletin"), plans)
+            if plans
+            else []
+        )
     if args.json:
         print_json({"planned": len(plans), "written": [_as_dict(b) for b in written]})
     else:
-        say(f"{len(written)} of {counted(len(plans), 'bulletin')} written" if plans else "no bulletin is due (nothing new to summarise)")
+        say(
+            f"{len(written)} of {counted(len(plans), 'bulletin')} written"
+            if plans
+            else "no bulletin is due (nothing new to summarise)"
+        )
     if len(written) < len(plans):
-        raise CommandFailed(f"{counted(len(plans) - len(written), 'bulletin')} could not be written (see the log above)")
+        raise CommandFailed(
+            f"{counted(len(plans) - len(written), 'bulletin')} could not be written (see the log above)"
+        )
 
 
 def _as_dict(b: Bulletin) -> dict[str, object]:
-    return {"scope": b.scope, "scope_id": b.scope_id, "built_at": b.built_at, "memory_count": b.memory_count, "text": b.text}
+    return {
+        "scope": b.scope,
+        "scope_id": b.scope_id,
+        "built_at": b.built_at,
+        "memory_count": b.memory_count,
+        "text": b.text,
+    }

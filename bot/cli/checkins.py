@@ -22,12 +22,24 @@ STATES = ("pending", "sending", "sent", "failed", "expired", "cancelled")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
-        "checkins", help="the check-ins the bot will send or has sent", description="Check-ins: follow-ups the bot sends in DMs."
+        "checkins",
+        help="the check-ins the bot will send or has sent",
+        description="Check-ins: follow-ups the bot sends in DMs.",
     )
     sub = group.add_subparsers(dest="checkins_command", metavar="COMMAND", required=True)
-    p = command(sub, "list", list_checkins, "list check-ins: who, what about, when due, and their state", json_flag=True)
-    p.add_argument("--person", type=nonempty, help="only this person's (a person id, e.g. telegram:55)")
-    p.add_argument("--state", choices=STATES, action="append", help="only rows in this state (repeatable)")
+    p = command(
+        sub,
+        "list",
+        list_checkins,
+        "list check-ins: who, what about, when due, and their state",
+        json_flag=True,
+    )
+    p.add_argument(
+        "--person", type=nonempty, help="only this person's (a person id, e.g. telegram:55)"
+    )
+    p.add_argument(
+        "--state", choices=STATES, action="append", help="only rows in this state (repeatable)"
+    )
 
 
 def list_checkins(args: argparse.Namespace, settings: Settings) -> None:
@@ -39,12 +51,37 @@ def list_checkins(args: argparse.Namespace, settings: Settings) -> None:
     if args.json:
         return print_json([_as_dict(c, c.person_id in people) for c in found])
     if not found:
-        return say("no check-ins" + (" match" if args.person or args.state else f" yet ({len(people)} people have them on)"))
+        return say(
+            "no check-ins"
+            + (
+                " match"
+                if args.person or args.state
+                else f" yet ({len(people)} people have them on)"
+            )
+        )
     for c in found:
         state = "due" if c.state == "pending" and c.due_at <= now else c.state
-        say(f"{c.id:>5}  {state:<9} {when(c.due_at)}  {c.person_id}  {c.kind} “{c.subject}”" + ("" if c.person_id in people else "  (off)"))
+        say(
+            f"{c.id:>5}  {state:<9} {when(c.due_at)}  {c.person_id}  {c.kind} “{c.subject}”"
+            + ("" if c.person_id in people else "  (off)")
+        )
 
 
 def _as_dict(c: Checkin, on: bool) -> dict[str, object]:
-    keys = ("id", "person_id", "memory_id", "kind", "due_at", "state", "attempts", "claimed_at", "sent_at", "subject")
-    return {**{k: getattr(c, k) for k in keys}, "platform": c.destination.platform if c.destination else None, "checkins_on": on}
+    keys = (
+        "id",
+        "person_id",
+        "memory_id",
+        "kind",
+        "due_at",
+        "state",
+        "attempts",
+        "claimed_at",
+        "sent_at",
+        "subject",
+    )
+    return {
+        **{k: getattr(c, k) for k in keys},
+        "platform": c.destination.platform if c.destination else None,
+        "checkins_on": on,
+    }

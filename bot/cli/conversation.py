@@ -45,12 +45,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "run",
         help=text,
-        description=text[0].upper() + text[1:] + ", until Ctrl-C or SIGTERM (a graceful stop). A platform that "
+        description=text[0].upper()
+        + text[1:]
+        + ", until Ctrl-C or SIGTERM (a graceful stop). A platform that "
         "cannot connect is retried with backoff while the other serves; /healthz and /metrics answer on "
         "COMPANION_HEALTH_HOST:COMPANION_HEALTH_PORT.",
     )
-    p.add_argument("--log-file", type=Path, metavar="PATH", help="write the logs to this file instead of the terminal")
-    p.set_defaults(handler=run_bot, log_destination=lambda args, settings: args.log_file, uses_model=True)
+    p.add_argument(
+        "--log-file",
+        type=Path,
+        metavar="PATH",
+        help="write the logs to this file instead of the terminal",
+    )
+    p.set_defaults(
+        handler=run_bot, log_destination=lambda args, settings: args.log_file, uses_model=True
+    )
     p = subparsers.add_parser(
         "chat",
         help="chat with the bot in this terminal, against the same memory",
@@ -58,12 +67,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=CHAT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--name", type=nonempty, help="the name the bot calls you by (default: COMPANION_CONSOLE_NAME, else your login name)")
-    p.add_argument("--user", type=nonempty, default=DEFAULT_CONSOLE_USER, help="your user id on the console platform (default: local-user)")
-    p.add_argument("--no-stream", action="store_true", help="print replies whole instead of as they stream")
-    p.add_argument("--log-file", type=Path, metavar="PATH", help="where the logs go (default: beside the store, with the suffix .log)")
-    p.add_argument("--verbose", action="store_true", help="show the logs in the terminal instead of writing them to a file")
-    p.add_argument("--new-store", action="store_true", help="start a new, empty store when there is none (asked on a terminal)")
+    p.add_argument(
+        "--name",
+        type=nonempty,
+        help="the name the bot calls you by (default: COMPANION_CONSOLE_NAME, else your login name)",
+    )
+    p.add_argument(
+        "--user",
+        type=nonempty,
+        default=DEFAULT_CONSOLE_USER,
+        help="your user id on the console platform (default: local-user)",
+    )
+    p.add_argument(
+        "--no-stream", action="store_true", help="print replies whole instead of as they stream"
+    )
+    p.add_argument(
+        "--log-file",
+        type=Path,
+        metavar="PATH",
+        help="where the logs go (default: beside the store, with the suffix .log)",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the logs in the terminal instead of writing them to a file",
+    )
+    p.add_argument(
+        "--new-store",
+        action="store_true",
+        help="start a new, empty store when there is none (asked on a terminal)",
+    )
     p.set_defaults(handler=chat, log_destination=chat_log_file, uses_model=True)
     text = "show the memory slice a reply would get (no LLM call)"
     p = subparsers.add_parser(
@@ -73,10 +106,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the bot resolves a turn, without calling the model and without writing anything.",
     )
     p.add_argument("message", help="the incoming message text")
-    p.add_argument("--platform", choices=PLATFORMS, default="console", help="discord, telegram or console (default: console)")
-    p.add_argument("--user", type=nonempty, default=None, help="the speaker's platform user id (console: local-user, as `companion chat`)")
+    p.add_argument(
+        "--platform",
+        choices=PLATFORMS,
+        default="console",
+        help="discord, telegram or console (default: console)",
+    )
+    p.add_argument(
+        "--user",
+        type=nonempty,
+        default=None,
+        help="the speaker's platform user id (console: local-user, as `companion chat`)",
+    )
     p.add_argument("--name", default="", help="the speaker's display name")
-    p.add_argument("--channel", type=nonempty, default=None, help="channel/chat id (default: the user's DM)")
+    p.add_argument(
+        "--channel", type=nonempty, default=None, help="channel/chat id (default: the user's DM)"
+    )
     p.add_argument("--guild", type=nonempty, default=None, help="guild/group id (omit for a DM)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=snapshot)
@@ -97,7 +142,9 @@ def run_bot(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(f"companion: {NO_TOKENS}\n")
         return 2
     if not settings.discord_token and settings.telegram == "off":
-        raise UsageError("COMPANION_TELEGRAM=off and no DISCORD_TOKEN: this process would serve nothing")
+        raise UsageError(
+            "COMPANION_TELEGRAM=off and no DISCORD_TOKEN: this process would serve nothing"
+        )
     # A pasted token with a stray prefix or a missing part fails here, by name, instead of deep in a platform library.
     problems = token_problems(secret(settings.discord_token), secret(settings.telegram_token))
     if problems:
@@ -127,16 +174,22 @@ async def _serve(settings: Settings) -> int:
     try:
         await _start_health(health)
         log.info("starting %s; Ctrl-C stops", ", ".join(a.platform for a in adapters))
-        await serve(adapters, stop)  # each platform retries on its own; the others keep serving (bot.launch)
+        await serve(
+            adapters, stop
+        )  # each platform retries on its own; the others keep serving (bot.launch)
     finally:
         if health is not None:
             await health.stop()
-        if voice is not None:  # first: leaving persists each session's summary while the store is still open
+        if (
+            voice is not None
+        ):  # first: leaving persists each session's summary while the store is still open
             await _close_voice(voice)
         for adapter in adapters:
             try:
                 await adapter.stop()
-            except Exception:  # shutdown edge: one adapter failing to close must not keep the store from closing
+            except (
+                Exception
+            ):  # shutdown edge: one adapter failing to close must not keep the store from closing
                 log.exception("could not stop %s cleanly", type(adapter).__name__)
         await runtime.stop()
     return 0
@@ -149,7 +202,12 @@ async def _start_health(health) -> None:
     try:
         await health.start()
     except OSError as exc:
-        log.warning("no /healthz: cannot listen on %s:%d (%s); set COMPANION_HEALTH_PORT", health.host, health.port, exc.strerror)
+        log.warning(
+            "no /healthz: cannot listen on %s:%d (%s); set COMPANION_HEALTH_PORT",
+            health.host,
+            health.port,
+            exc.strerror,
+        )
 
 
 async def _close_voice(voice) -> None:
@@ -226,7 +284,9 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     # The name the person chose (--name, the setting, or /name in an earlier chat, kept with the account), else
     # the login name, which the chat offers to replace when the person says theirs ("I'm Sam").
     default = local_user_name()
-    known = await runtime.orchestrator.runner.run(runtime.orchestrator.people.known, "console", [args.user])
+    known = await runtime.orchestrator.runner.run(
+        runtime.orchestrator.people.known, "console", [args.user]
+    )
     said_before = known.get(args.user, ("", ""))[1]
     name = args.name or settings.console_name or said_before or default
     chosen = name != default
@@ -237,7 +297,9 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
         return await asyncio.to_thread(explain_failure, settings, log_file, failure)
 
     console = ConsoleChat(
-        budgeted(runtime),  # ORCH-14: the console's turns are charged to its person (the owner is never held back)
+        budgeted(
+            runtime
+        ),  # ORCH-14: the console's turns are charged to its person (the owner is never held back)
         user_id=args.user,
         user_name=name,
         bot_name=runtime.orchestrator.assembler.bot_name,
@@ -246,9 +308,13 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
         stream=not args.no_stream,
         diagnose=diagnose,
     )
-    if runtime.checkins is not None:  # ORCH-8: the console's person gets their check-ins here while the chat is open
+    if (
+        runtime.checkins is not None
+    ):  # ORCH-8: the console's person gets their check-ins here while the chat is open
         runtime.checkins.deliveries["console"] = console.send_direct
-    if runtime.reminders is not None:  # ORCH-13: the console's reminders are printed while the chat is open
+    if (
+        runtime.reminders is not None
+    ):  # ORCH-13: the console's reminders are printed while the chat is open
         runtime.reminders.posts["console"] = console
     await runtime.start()
     try:
@@ -263,7 +329,13 @@ def _typed_before(runtime: Runtime, user_id: str, name: str) -> list[str]:
     (no history file of its own), so what they had forgotten is not there to recall."""
     from ..types import IncomingMessage
 
-    probe = IncomingMessage(platform="console", channel_id="console", author_id=user_id, author_name=name, text="history")
+    probe = IncomingMessage(
+        platform="console",
+        channel_id="console",
+        author_id=user_id,
+        author_name=name,
+        text="history",
+    )
     turn = runtime.orchestrator.peek(probe)  # resolution that writes nothing
     rows = runtime.engine.messages.own(turn.ctx, [turn.person_id], HISTORY_LINES)
     return [" ".join(content.split()) for _, _, content, _ in reversed(rows)]
@@ -272,7 +344,9 @@ def _typed_before(runtime: Runtime, user_id: str, name: str) -> list[str]:
 HISTORY_LINES = 200
 
 
-def explain_failure(settings: Settings, log_file: Path | None, failure: Exception | None = None) -> str:
+def explain_failure(
+    settings: Settings, log_file: Path | None, failure: Exception | None = None
+) -> str:
     """One line after a failed reply: did it time out, is the server down, is the key refused, or did it refuse
     the request itself?"""
     from ..llm import ModelTimeout, TurnTimeout
@@ -311,11 +385,17 @@ def snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from ..types import IncomingMessage
 
     if args.user is None and args.platform != "console":
-        raise UsageError(f"--user is needed for {args.platform}: whose turn to show (their {args.platform} user id)")
+        raise UsageError(
+            f"--user is needed for {args.platform}: whose turn to show (their {args.platform} user id)"
+        )
     args.user = args.user or DEFAULT_CONSOLE_USER
     user, channel, guild = (
         platform_id(args.platform, value, what)
-        for value, what in ((args.user, "--user"), (args.channel, "--channel"), (args.guild, "--guild"))
+        for value, what in (
+            (args.user, "--user"),
+            (args.channel, "--channel"),
+            (args.guild, "--guild"),
+        )
     )
     args = argparse.Namespace(**{**vars(args), "user": user, "channel": channel, "guild": guild})
     runtime = build_runtime(settings)
@@ -329,9 +409,19 @@ def snapshot(args: argparse.Namespace, settings: Settings) -> int:
             text=args.message,
             guild_id=args.guild,
         )
-        turn, snap = runtime.orchestrator.preview(message)  # chat's own resolution, writing nothing (ORCH-5)
+        turn, snap = runtime.orchestrator.preview(
+            message
+        )  # chat's own resolution, writing nothing (ORCH-5)
         if args.json:
-            print_json({"context": {"person": turn.person_id, "partitions": list(turn.ctx.memory_partitions())}, **snap.as_dict()})
+            print_json(
+                {
+                    "context": {
+                        "person": turn.person_id,
+                        "partitions": list(turn.ctx.memory_partitions()),
+                    },
+                    **snap.as_dict(),
+                }
+            )
         else:
             out().print(
                 f"{turn.person_id} in {'a DM' if turn.ctx.is_dm else turn.ctx.guild_id} sees {counted(len(snap.memory_ids), 'memory')} "

@@ -36,8 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--host", default=None, help="the address to listen on (default: COMPANION_DASHBOARD_HOST, else 127.0.0.1)")
-    p.add_argument("--port", type=port_number, default=None, help="the port (default: COMPANION_DASHBOARD_PORT, else 8765)")
+    p.add_argument(
+        "--host",
+        default=None,
+        help="the address to listen on (default: COMPANION_DASHBOARD_HOST, else 127.0.0.1)",
+    )
+    p.add_argument(
+        "--port",
+        type=port_number,
+        default=None,
+        help="the port (default: COMPANION_DASHBOARD_PORT, else 8765)",
+    )
     p.set_defaults(handler=dashboard)
 
 
@@ -61,7 +70,9 @@ def dashboard(args: argparse.Namespace, settings: Settings) -> int:
     if problem:
         raise UsageError(problem)
     if not is_loopback(host):
-        note(f"warning: listening on {host}: anyone who can reach this machine can try the token; prefer an SSH tunnel")
+        note(
+            f"warning: listening on {host}: anyone who can reach this machine can try the token; prefer an SSH tunnel"
+        )
     return asyncio.run(_serve(settings, host, port, token, token_source(args)))
 
 
@@ -85,7 +96,12 @@ async def _serve(settings: Settings, host: str, port: int, token: str, source: s
     # not started: no extraction or scheduler, only the store and its memory thread (and no second dashboard)
     runtime = build_runtime(settings.model_copy(update={"dashboard_enabled": False}))
     app = create_app(
-        DashboardServices.of(runtime.engine, runtime.runner, runtime.orchestrator, runtime.budgets.limits if runtime.budgets else None),
+        DashboardServices.of(
+            runtime.engine,
+            runtime.runner,
+            runtime.orchestrator,
+            runtime.budgets.limits if runtime.budgets else None,
+        ),
         token=token,
         public_hosts=public_hosts(settings),
     )
@@ -97,7 +113,9 @@ async def _serve(settings: Settings, host: str, port: int, token: str, source: s
             loop.add_signal_handler(sig, stop.set)
     try:
         await server.start()
-        note(f"dashboard on http://{host}:{server.port}/ (Ctrl-C stops); log in with the token: {source}")
+        note(
+            f"dashboard on http://{host}:{server.port}/ (Ctrl-C stops); log in with the token: {source}"
+        )
         await stop.wait()
     finally:
         await server.stop()

@@ -47,7 +47,9 @@ if TYPE_CHECKING:
 # Discord: base64url(user id) . base64url(timestamp) . base64url(HMAC); Telegram: bot id ":" 35 characters.
 DISCORD_TOKEN = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 TELEGRAM_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{35}")
-REACH_TIMEOUT_S = 3.0  # chat's start-up check: long enough for a remote API, short enough not to annoy
+REACH_TIMEOUT_S = (
+    3.0  # chat's start-up check: long enough for a remote API, short enough not to annoy
+)
 MODEL_TIMEOUT_S = 20.0  # doctor's completion: a local model may need to load first
 # the timed completion of a model in this process: a 1.5B on one busy core read ~3 prompt tokens a second
 LOCAL_MODEL_TIMEOUT_S = 120.0
@@ -73,13 +75,18 @@ class Unreachable:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     text = "check the model server, embeddings, tokens, store and schedule, and say what to fix"
-    p = subparsers.add_parser("doctor", help=text, description=text + " (exit 1 if something is wrong)")
+    p = subparsers.add_parser(
+        "doctor", help=text, description=text + " (exit 1 if something is wrong)"
+    )
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.set_defaults(handler=run_doctor, on_config_error=report_config_error, uses_model=True)
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
-    return report([*home_findings(args), *run_checks(settings, getattr(args, "local_model", None))], as_json=args.json)
+    return report(
+        [*home_findings(args), *run_checks(settings, getattr(args, "local_model", None))],
+        as_json=args.json,
+    )
 
 
 def home_findings(args: argparse.Namespace) -> list[Finding]:
@@ -93,7 +100,12 @@ def home_findings(args: argparse.Namespace) -> list[Finding]:
 
 def report_config_error(args: argparse.Namespace, error: Exception) -> int:
     """Settings did not load: that is the finding (the other checks need Settings)."""
-    finding = Finding("config", "fail", str(error), "fix the variables named above in .env or the environment (see .env.example)")
+    finding = Finding(
+        "config",
+        "fail",
+        str(error),
+        "fix the variables named above in .env or the environment (see .env.example)",
+    )
     return report([*home_findings(args), finding], as_json=args.json)
 
 
@@ -104,11 +116,17 @@ def run_checks(settings: Settings, local: Loaded | None = None) -> list[Finding]
 
     where = str(store_location(settings))
     is_pg = where.startswith(("postgresql://", "postgres://"))
-    store, stored = check_pg_store(where) if is_pg else check_store(Path(where.removeprefix("sqlite://")))
+    store, stored = (
+        check_pg_store(where) if is_pg else check_store(Path(where.removeprefix("sqlite://")))
+    )
     return [
         store,
         *([] if is_pg else [check_files(Path(where.removeprefix("sqlite://")), settings)]),
-        *([check_local_model(local, settings.llm_base_url, secret(settings.llm_api_key))] if local else check_models(settings)),
+        *(
+            [check_local_model(local, settings.llm_base_url, secret(settings.llm_api_key))]
+            if local
+            else check_models(settings)
+        ),
         check_vision(settings, where),
         *check_key(settings),
         check_embeddings(settings, stored),
@@ -145,16 +163,22 @@ def token_problems(discord: str, telegram: str) -> list[str]:
             if discord.lower().startswith("bot ")
             else "copy it again from the Bot page of the developer portal"
         )
-        problems.append(f"DISCORD_TOKEN is not a Discord bot token (three dot-separated base64 parts): {hint}")
+        problems.append(
+            f"DISCORD_TOKEN is not a Discord bot token (three dot-separated base64 parts): {hint}"
+        )
     if telegram and not TELEGRAM_TOKEN.fullmatch(telegram):
-        problems.append("TELEGRAM_TOKEN is not a Telegram bot token (digits:35 characters): copy it again from @BotFather")
+        problems.append(
+            "TELEGRAM_TOKEN is not a Telegram bot token (digits:35 characters): copy it again from @BotFather"
+        )
     return problems
 
 
 def is_local(url: str) -> bool:
     """A server on this machine or network (Ollama, llama.cpp, LM Studio), which usually needs no API key."""
     host = (urlsplit(url).hostname or "").lower()
-    if host in ("localhost", "host.docker.internal") or host.endswith((".local", ".localhost", ".lan", ".internal")):
+    if host in ("localhost", "host.docker.internal") or host.endswith(
+        (".local", ".localhost", ".lan", ".internal")
+    ):
         return True
     try:
         address = ipaddress.ip_address(host)
@@ -176,22 +200,32 @@ def reach(base_url: str, api_key: str, timeout: float = REACH_TIMEOUT_S) -> Unre
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        with urllib.request.urlopen(urllib.request.Request(f"{base_url.rstrip('/')}/models", headers=headers), timeout=timeout):
+        with urllib.request.urlopen(
+            urllib.request.Request(f"{base_url.rstrip('/')}/models", headers=headers),
+            timeout=timeout,
+        ):
             return None
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
-            return Unreachable(f"the model server at {base_url} refused the API key (HTTP {exc.code}): check OPENAI_API_KEY", key=True)
+            return Unreachable(
+                f"the model server at {base_url} refused the API key (HTTP {exc.code}): check OPENAI_API_KEY",
+                key=True,
+            )
         return None  # it answered; some servers simply have no /models
     except (OSError, ValueError) as exc:  # refused, timed out, no such host, or not a URL at all
         reason = getattr(exc, "reason", exc)
-        return Unreachable(f"cannot reach the model server at {base_url} ({reason}): is it running? check OPENAI_BASE_URL")
+        return Unreachable(
+            f"cannot reach the model server at {base_url} ({reason}): is it running? check OPENAI_BASE_URL"
+        )
 
 
 def startup_warnings(base_url: str, api_key: str) -> list[str]:
     """What ``chat`` says before it starts: a missing key, a server that does not answer (bounded by REACH_TIMEOUT_S)."""
     warnings = [w for w in (key_warning(base_url, api_key),) if w]
     problem = reach(base_url, api_key)
-    if problem and not (problem.key and warnings):  # a refused empty key is what the first warning already says
+    if problem and not (
+        problem.key and warnings
+    ):  # a refused empty key is what the first warning already says
         warnings.append(problem.message)
     return warnings
 
@@ -212,9 +246,17 @@ def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
     try:
         db = Database(read_only(path))
     except (MemoryStoreError, OSError) as exc:
-        return Finding("store", "fail", str(exc), "point COMPANION_DB_PATH at the store, or `companion restore` a backup"), {}
+        return Finding(
+            "store",
+            "fail",
+            str(exc),
+            "point COMPANION_DB_PATH at the store, or `companion restore` a backup",
+        ), {}
     try:
-        return _store_finding(db, path), {"dim": db.get_setting("embedding.dim"), "fingerprint": db.get_setting("embedding.fingerprint")}
+        return _store_finding(db, path), {
+            "dim": db.get_setting("embedding.dim"),
+            "fingerprint": db.get_setting("embedding.fingerprint"),
+        }
     finally:
         db.close()
 
@@ -226,13 +268,23 @@ def check_files(store: Path, settings: Settings) -> Finding:
 
     from ..config import journal_dir
 
-    bot_made = [*(store.with_name(store.name + side) for side in SIDE_FILES), store.with_suffix(".log"), store.parent / "exports"]
+    bot_made = [
+        *(store.with_name(store.name + side) for side in SIDE_FILES),
+        store.with_suffix(".log"),
+        store.parent / "exports",
+    ]
     found = exposed([store, *bot_made, *filter(None, [journal_dir(settings)])])
     if store.parent.exists() and store.parent.stat().st_mode & 0o077:
         found.insert(0, store.parent)
     if not found:
-        return Finding("files", "ok", "the store, its folder and the bot's files are readable by their owner only")
-    shown = ", ".join(str(p) for p in found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        return Finding(
+            "files",
+            "ok",
+            "the store, its folder and the bot's files are readable by their owner only",
+        )
+    shown = ", ".join(str(p) for p in found[:3]) + (
+        f" and {len(found) - 3} more" if len(found) > 3 else ""
+    )
     tops = [str(p) for p in found if p.parent not in found or p.parent == store.parent]
     fix = f"chmod -R go-rwx {' '.join(tops)} (from now on the bot makes its files 0600 and its folders 0700)"
     return Finding("files", "fail", f"group or others may read {shown}", fix)
@@ -245,10 +297,18 @@ def _store_finding(db: Any, path: Path) -> Finding:
 
     verdict = db.quick_check()
     if verdict != "ok":
-        return Finding("store", "fail", f"{path} is damaged: {verdict}", "`companion restore` a backup made with `companion backup`")
+        return Finding(
+            "store",
+            "fail",
+            f"{path} is damaged: {verdict}",
+            "`companion restore` a backup made with `companion backup`",
+        )
     if db.behind:
         return Finding(
-            "store", "warn", f"{path}: {db.behind} schema migration(s) pending", "none: the next command that writes applies them"
+            "store",
+            "warn",
+            f"{path}: {db.behind} schema migration(s) pending",
+            "none: the next command that writes applies them",
         )
     return Finding("store", "ok", f"{path}: {counted(count_memories(db), 'memory')}, integrity ok")
 
@@ -264,13 +324,18 @@ def check_pg_store(url: str) -> tuple[Finding, dict[str, Any]]:
     try:
         facts = server_facts(url)
     except StoreUnavailable as exc:
-        fix = "check COMPANION_DATABASE_URL (user, password, host, database) and that the server runs"
+        fix = (
+            "check COMPANION_DATABASE_URL (user, password, host, database) and that the server runs"
+        )
         return Finding("store", "fail", str(exc), fix), {}
     if not facts.ready:
         return _pg_finding(facts, 0), {}
     db = open_database(url)
     try:
-        stored = {"dim": db.get_setting("embedding.dim"), "fingerprint": db.get_setting("embedding.fingerprint")}
+        stored = {
+            "dim": db.get_setting("embedding.dim"),
+            "fingerprint": db.get_setting("embedding.fingerprint"),
+        }
         return _pg_finding(facts, count_memories(db)), stored
     finally:
         db.close()
@@ -288,20 +353,37 @@ def _pg_finding(facts: ServerFacts, memories: int) -> Finding:
         fix = "install pgvector 0.5 or newer on the server (e.g. the postgresql-NN-pgvector package, or the pgvector/pgvector image)"
         return Finding("store", "fail", detail, fix)
     if facts.schema > facts.known:
-        return Finding("store", "fail", f"{detail}: newer than this program knows", "upgrade companion")
+        return Finding(
+            "store", "fail", f"{detail}: newer than this program knows", "upgrade companion"
+        )
     if not facts.ready:
-        pending = "the vector extension is not created yet" if facts.vector_installed is None else "schema migration(s) pending"
-        return Finding("store", "warn", f"{detail}: {pending}", "none: the next command that writes does it (its role needs CREATE rights)")
+        pending = (
+            "the vector extension is not created yet"
+            if facts.vector_installed is None
+            else "schema migration(s) pending"
+        )
+        return Finding(
+            "store",
+            "warn",
+            f"{detail}: {pending}",
+            "none: the next command that writes does it (its role needs CREATE rights)",
+        )
     return Finding("store", "ok", f"{detail}, {counted(memories, 'memory')}")
 
 
 def check_models(settings: Settings) -> list[Finding]:
     from ..clients import secret
 
-    models = {"model": settings.chat_model, "extraction model": settings.extraction_model or settings.chat_model}
+    models = {
+        "model": settings.chat_model,
+        "extraction model": settings.extraction_model or settings.chat_model,
+    }
     if models["extraction model"] == models["model"]:
         del models["extraction model"]
-    return [_ask_model(name, settings.llm_base_url, secret(settings.llm_api_key), model) for name, model in models.items()]
+    return [
+        _ask_model(name, settings.llm_base_url, secret(settings.llm_api_key), model)
+        for name, model in models.items()
+    ]
 
 
 def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
@@ -313,7 +395,11 @@ def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
     client = openai_client(base_url, api_key, timeout=MODEL_TIMEOUT_S, max_retries=0)
     try:
         # max_tokens: a CPU-served model that rambles would make the check wait for its whole answer
-        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Answer with the word OK."}], max_tokens=16)
+        client.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": "Answer with the word OK."}],
+            max_tokens=16,
+        )
     except openai.APIConnectionError as exc:  # includes timeouts
         return Finding(
             check,
@@ -322,7 +408,12 @@ def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
             "start the model server, or set OPENAI_BASE_URL to where it runs",
         )
     except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-        return Finding(check, "fail", f"{base_url} refused the API key (HTTP {exc.status_code})", "set OPENAI_API_KEY")
+        return Finding(
+            check,
+            "fail",
+            f"{base_url} refused the API key (HTTP {exc.status_code})",
+            "set OPENAI_API_KEY",
+        )
     except openai.NotFoundError:
         return Finding(
             check,
@@ -342,17 +433,37 @@ def _ask_model(check: str, base_url: str, api_key: str, model: str) -> Finding:
 
 def check_vision(settings: Settings, where: str) -> Finding:
     """ORCH-11: what COMPANION_VISION says, or (auto) the probe's verdict the bot kept in the store; read only."""
-    model, limits = settings.chat_model, f"up to {settings.images_per_message} a message, {settings.image_max_mb:g} MB each"
+    model, limits = (
+        settings.chat_model,
+        f"up to {settings.images_per_message} a message, {settings.image_max_mb:g} MB each",
+    )
     if settings.vision != "auto":
-        shown = f"photos go to the model, {limits}" if settings.vision == "on" else "photos are kept as [photo], never shown to the model"
+        shown = (
+            f"photos go to the model, {limits}"
+            if settings.vision == "on"
+            else "photos are kept as [photo], never shown to the model"
+        )
         return Finding("vision", "ok", f"{settings.vision} (COMPANION_VISION): {shown}")
     kept = _kept_vision(settings, where)
     if kept is None:
-        return Finding("vision", "ok", f"{model}: not asked yet; the bot shows it a test image at the first photo and keeps the answer")
+        return Finding(
+            "vision",
+            "ok",
+            f"{model}: not asked yet; the bot shows it a test image at the first photo and keeps the answer",
+        )
     if kept.sees:
-        return Finding("vision", "ok", f"{model} sees images (asked {kept.asked_at}): photos go to it, {limits}; their captions are kept")
+        return Finding(
+            "vision",
+            "ok",
+            f"{model} sees images (asked {kept.asked_at}): photos go to it, {limits}; their captions are kept",
+        )
     fix = "use a model that sees for photos; if this one does (llama.cpp started with --mmproj), set COMPANION_VISION=on"
-    return Finding("vision", "warn", f"{model} cannot see images (asked {kept.asked_at}): photos are kept as [photo]", fix)
+    return Finding(
+        "vision",
+        "warn",
+        f"{model} cannot see images (asked {kept.asked_at}): photos are kept as [photo]",
+        fix,
+    )
 
 
 def _kept_vision(settings: Settings, where: str) -> Sight | None:
@@ -387,12 +498,23 @@ def check_local_model(local: Loaded, base_url: str, api_key: str) -> Finding:
     client = openai_client(base_url, api_key, timeout=LOCAL_MODEL_TIMEOUT_S, max_retries=0)
     started = time.monotonic()
     try:
-        response = client.chat.completions.create(model=local.alias, messages=[{"role": "user", "content": SPEED_PROMPT}], max_tokens=48)
+        response = client.chat.completions.create(
+            model=local.alias, messages=[{"role": "user", "content": SPEED_PROMPT}], max_tokens=48
+        )
     except openai.APIError as exc:
         fix = "try another GGUF file, or a smaller COMPANION_LOCAL_MODEL_CONTEXT"
-        return Finding("local model", "fail", f"{local.describe()}, but it did not answer: {_root_cause(exc)}", fix)
+        return Finding(
+            "local model",
+            "fail",
+            f"{local.describe()}, but it did not answer: {_root_cause(exc)}",
+            fix,
+        )
     speed = speed_of(response.model_dump(), time.monotonic() - started)
-    return Finding("local model", "ok", f"{local.describe()}; {speed.describe() if speed else 'no speed reported'}")
+    return Finding(
+        "local model",
+        "ok",
+        f"{local.describe()}; {speed.describe() if speed else 'no speed reported'}",
+    )
 
 
 def _root_cause(exc: BaseException) -> str:
@@ -413,7 +535,11 @@ def check_key(settings: Settings) -> list[Finding]:
     from ..clients import secret
 
     warning = key_warning(settings.llm_base_url, secret(settings.llm_api_key))
-    return [Finding("api key", "warn", warning, "local servers need none; remote ones do")] if warning else []
+    return (
+        [Finding("api key", "warn", warning, "local servers need none; remote ones do")]
+        if warning
+        else []
+    )
 
 
 def check_embeddings(settings: Settings, stored: dict[str, Any]) -> Finding:
@@ -425,7 +551,9 @@ def check_embeddings(settings: Settings, stored: dict[str, Any]) -> Finding:
         embedder = build_embedder(settings, timeout=EMBED_TIMEOUT_S)
         assert embedder is not None
         embedder.embed(["doctor"])
-    except Exception as exc:  # any provider failure is the finding: a missing model file, a network error, HTTP
+    except (
+        Exception
+    ) as exc:  # any provider failure is the finding: a missing model file, a network error, HTTP
         return Finding(
             "embeddings",
             "fail",
@@ -468,14 +596,29 @@ def check_tokens(settings: Settings) -> list[Finding]:
         ]
     problems = token_problems(discord, telegram)
     if problems:
-        return [Finding("tokens", "fail", problem, "no connection was made; fix the variable in .env") for problem in problems]
-    present = " and ".join(name for name, token in (("DISCORD_TOKEN", discord), ("TELEGRAM_TOKEN", telegram)) if token)
-    return [Finding("tokens", "ok", f"{present} well-formed (the platform checks the rest at `companion run`)")]
+        return [
+            Finding("tokens", "fail", problem, "no connection was made; fix the variable in .env")
+            for problem in problems
+        ]
+    present = " and ".join(
+        name for name, token in (("DISCORD_TOKEN", discord), ("TELEGRAM_TOKEN", telegram)) if token
+    )
+    return [
+        Finding(
+            "tokens",
+            "ok",
+            f"{present} well-formed (the platform checks the rest at `companion run`)",
+        )
+    ]
 
 
 def check_schedule(settings: Settings) -> Finding:
     if not settings.scheduler_enabled:
-        return Finding("schedule", "ok", "off (COMPANION_SCHEDULER_ENABLED=false): run consolidate, decay and prune yourself")
+        return Finding(
+            "schedule",
+            "ok",
+            "off (COMPANION_SCHEDULER_ENABLED=false): run consolidate, decay and prune yourself",
+        )
     try:
         times = [
             f"{name} {expr!r} next {_next_fire(expr)}"
@@ -497,5 +640,7 @@ def _next_fire(expression: str) -> str:
 
     from apscheduler.triggers.cron import CronTrigger
 
-    when = CronTrigger.from_crontab(expression, timezone="UTC").get_next_fire_time(None, datetime.now(UTC))
+    when = CronTrigger.from_crontab(expression, timezone="UTC").get_next_fire_time(
+        None, datetime.now(UTC)
+    )
     return when.strftime("%Y-%m-%d %H:%M UTC") if when else "never"

@@ -29,15 +29,41 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = command(
-        subparsers, "ingest", ingest_files, "remember what text, Markdown and PDF files say (with their file and lines)", json_flag=True
+        subparsers,
+        "ingest",
+        ingest_files,
+        "remember what text, Markdown and PDF files say (with their file and lines)",
+        json_flag=True,
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files, or folders of .txt, .md and .pdf files")
-    p.add_argument("--no-llm", action="store_true", help="store each passage as one memory instead of asking the extraction model")
-    p.add_argument("--scope", choices=SCOPES, help="whose memory (default: the owner's private memory)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="files, or folders of .txt, .md and .pdf files",
+    )
+    p.add_argument(
+        "--no-llm",
+        action="store_true",
+        help="store each passage as one memory instead of asking the extraction model",
+    )
+    p.add_argument(
+        "--scope", choices=SCOPES, help="whose memory (default: the owner's private memory)"
+    )
     p.add_argument("--scope-id", type=nonempty, help="the person, guild or owner id (with --scope)")
-    p.add_argument("--private", action="store_true", help="a user memory recalled only in DMs with that person")
-    p.add_argument("--force", action="store_true", help="read unchanged files again, for the passages that gave no memory before")
-    p.add_argument("--forget", action="store_true", help="forget everything that was learned from these files instead")
+    p.add_argument(
+        "--private", action="store_true", help="a user memory recalled only in DMs with that person"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="read unchanged files again, for the passages that gave no memory before",
+    )
+    p.add_argument(
+        "--forget",
+        action="store_true",
+        help="forget everything that was learned from these files instead",
+    )
     p.set_defaults(uses_model=lambda args: not (args.no_llm or args.forget))
 
 
@@ -45,9 +71,13 @@ def target_of(args: argparse.Namespace, settings: Settings) -> Target:
     from memory.write.ingest import Target
 
     if (args.scope is None) != (args.scope_id is None):
-        raise UsageError("--scope and --scope-id go together (without both, files go to the owner's private memory)")
+        raise UsageError(
+            "--scope and --scope-id go together (without both, files go to the owner's private memory)"
+        )
     if args.private and args.scope != "user":
-        raise UsageError("--private applies to user memories; guild memories are public within their guild, owner ones private")
+        raise UsageError(
+            "--private applies to user memories; guild memories are public within their guild, owner ones private"
+        )
     if args.scope is None:
         return composition.ingest_target(settings)
     scope = Scope(args.scope)
@@ -64,8 +94,15 @@ def files_of(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = (p for p in sorted(path.rglob("*")) if p.suffix.lower() in SUFFIXES and p.is_file())
-            out += [p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts) and within(path, p)]
+            found = (
+                p for p in sorted(path.rglob("*")) if p.suffix.lower() in SUFFIXES and p.is_file()
+            )
+            out += [
+                p
+                for p in found
+                if not any(part.startswith(".") for part in p.relative_to(path).parts)
+                and within(path, p)
+            ]
         else:
             out.append(path)
     return list(dict.fromkeys(out))
@@ -81,7 +118,11 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
     from memory.write.ingest import Ingester
 
     with engine_for(settings, embed=True) as engine:
-        complete = None if args.no_llm or not composition.has_model(settings) else composition.build_completer(settings, engine, "ingest")
+        complete = (
+            None
+            if args.no_llm or not composition.has_model(settings)
+            else composition.build_completer(settings, engine, "ingest")
+        )
         ingester = Ingester(engine, target, complete, force=args.force)
         reports = _run(ingester, files, show=not args.json)
     failed = sum(r.status == "failed" for r in reports)
@@ -91,7 +132,9 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
         for report in reports:
             say(_line(report))
             if report.status == "ingested" and not (report.memories or report.kept):
-                note(f"warning: nothing was remembered from {Path(report.path).name}; `companion ingest --force` reads it again")
+                note(
+                    f"warning: nothing was remembered from {Path(report.path).name}; `companion ingest --force` reads it again"
+                )
     return 1 if failed else 0
 
 
@@ -106,7 +149,11 @@ def forget_files(args: argparse.Namespace, settings: Settings) -> int:
     else:
         for path, counts in results.items():
             known = counts["files"] > 0
-            say(f"{Path(path).name}: forgot {counted(counts['memories'], 'memory')}" if known else f"{Path(path).name}: was never ingested")
+            say(
+                f"{Path(path).name}: forgot {counted(counts['memories'], 'memory')}"
+                if known
+                else f"{Path(path).name}: was never ingested"
+            )
     return 0 if all(c["files"] for c in results.values()) else 1
 
 
@@ -116,7 +163,9 @@ def _run(ingester: Ingester, files: list[Path], *, show: bool) -> list[FileRepor
 
     console = err()
     reports = []
-    with Progress(*rate_columns(), console=console, transient=True, disable=not (show and console.is_terminal)) as bar:
+    with Progress(
+        *rate_columns(), console=console, transient=True, disable=not (show and console.is_terminal)
+    ) as bar:
         task = bar.add_task("ingesting", total=len(files), rate="")
         for path in files:
             bar.update(task, description=f"{path.name}")
@@ -145,7 +194,9 @@ def _one(ingester: Ingester, path: Path, progress: Any) -> FileReport:
     except Exception as exc:  # the model server failing is one file's failure, not the command's
         if type(exc).__module__.split(".")[0] != "openai":
             raise
-        return FileReport(str(path), "failed", error=f"the extraction model failed ({type(exc).__name__})")
+        return FileReport(
+            str(path), "failed", error=f"the extraction model failed ({type(exc).__name__})"
+        )
 
 
 def _line(report: FileReport) -> str:
@@ -156,7 +207,13 @@ def _line(report: FileReport) -> str:
         return f"{name}: unchanged since it was last ingested"
     text = f"{name}: {counted(report.passages, 'passage')}, {counted(report.memories, 'memory')} stored, {report.kept} unchanged"
     text += f", {report.superseded} superseded" if report.superseded else ""
-    text += f", {report.gone} no longer in the file (their memories are kept)" if report.gone else ""
+    text += (
+        f", {report.gone} no longer in the file (their memories are kept)" if report.gone else ""
+    )
     if report.rejected:
-        text += f"; {len(report.rejected)} not stored: " + "; ".join(report.rejected[:3]) + ("; …" if len(report.rejected) > 3 else "")
+        text += (
+            f"; {len(report.rejected)} not stored: "
+            + "; ".join(report.rejected[:3])
+            + ("; …" if len(report.rejected) > 3 else "")
+        )
     return text

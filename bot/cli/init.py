@@ -29,14 +29,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write the settings file from the template: --env-file PATH, else $COMPANION_HOME/.env, "
         "else ~/.config/companion/.env. Edit it afterwards: the model server, its key, the bot tokens.",
     )
-    p.add_argument("--force", action="store_true", help="replace a settings file that is already there")
+    p.add_argument(
+        "--force", action="store_true", help="replace a settings file that is already there"
+    )
     p.set_defaults(handler=init)
 
 
 def init(args: argparse.Namespace, settings: Settings) -> int:
     target = settings_file(args.env_file)
     if target.exists() and not args.force:
-        raise UsageError(f"{target} is already there: edit it, or pass --force to start again from the template")
+        raise UsageError(
+            f"{target} is already there: edit it, or pass --force to start again from the template"
+        )
     if not TEMPLATE.is_file():
         raise CommandFailed(f"the settings template {TEMPLATE} is missing from this install")
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -44,7 +48,9 @@ def init(args: argparse.Namespace, settings: Settings) -> int:
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:
         file.write(TEMPLATE.read_text(encoding="utf-8"))
     os.chmod(target, 0o600)  # --force over a file that was readable by others
-    note(f"wrote {target}: set OPENAI_BASE_URL, OPENAI_API_KEY and COMPANION_CHAT_MODEL there, then `companion doctor`")
+    note(
+        f"wrote {target}: set OPENAI_BASE_URL, OPENAI_API_KEY and COMPANION_CHAT_MODEL there, then `companion doctor`"
+    )
     return 0
 
 

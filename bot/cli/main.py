@@ -24,7 +24,21 @@ from typing import Any
 from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 from memory.storage.private import owner_only
 
-from . import audit, bulletin, checkins, conversation, dashboard, doctor, ingest, init, memories, modelcheck, reflect, store, upkeep
+from . import (
+    audit,
+    bulletin,
+    checkins,
+    conversation,
+    dashboard,
+    doctor,
+    ingest,
+    init,
+    memories,
+    modelcheck,
+    reflect,
+    store,
+    upkeep,
+)
 from .output import CliError, note, print_error
 
 COMMAND_GROUPS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -99,13 +113,30 @@ def build_parser() -> Parser:
 
 
 def add_global_options(parser: argparse.ArgumentParser, default: Any) -> None:
-    parser.add_argument("--db", metavar="PATH", default=default, help="the database file (overrides COMPANION_DB_PATH)")
-    parser.add_argument("--env-file", metavar="PATH", default=default, help="the config file (`companion doctor` names the one read)")
     parser.add_argument(
-        "--embeddings", choices=("local", "openai", "none"), default=default, help="embedding provider (overrides COMPANION_EMBEDDINGS)"
+        "--db",
+        metavar="PATH",
+        default=default,
+        help="the database file (overrides COMPANION_DB_PATH)",
     )
     parser.add_argument(
-        "--log-level", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"), default=default, help="overrides COMPANION_LOG_LEVEL"
+        "--env-file",
+        metavar="PATH",
+        default=default,
+        help="the config file (`companion doctor` names the one read)",
+    )
+    parser.add_argument(
+        "--embeddings",
+        choices=("local", "openai", "none"),
+        default=default,
+        help="embedding provider (overrides COMPANION_EMBEDDINGS)",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        default=default,
+        help="overrides COMPANION_LOG_LEVEL",
     )
     parser.add_argument(
         "--log-format",
@@ -130,7 +161,9 @@ def _globals_anywhere(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    as_json = "--json" in argv  # known before parsing, so even a usage error can be reported as JSON
+    as_json = (
+        "--json" in argv
+    )  # known before parsing, so even a usage error can be reported as JSON
     if not argv:  # a bare `companion`: what it can do, not only "arguments are required"
         sys.stderr.write(build_parser().format_help())
         return 2
@@ -147,17 +180,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.home = find_home(args.env_file)
     except HomeError as exc:
         return _fail(str(exc), 2, as_json)
-    overrides = {"db_path": args.db, "embeddings": args.embeddings, "log_level": args.log_level, "log_format": args.log_format}
+    overrides = {
+        "db_path": args.db,
+        "embeddings": args.embeddings,
+        "log_level": args.log_level,
+        "log_format": args.log_format,
+    }
     try:
-        settings = _settle_store(load_settings(_env_file=args.home.env_file, **{k: v for k, v in overrides.items() if v is not None}), args)
+        settings = _settle_store(
+            load_settings(
+                _env_file=args.home.env_file,
+                **{k: v for k, v in overrides.items() if v is not None},
+            ),
+            args,
+        )
     except ConfigError as exc:
-        on_error = getattr(args, "on_config_error", None)  # doctor reports a bad configuration as one of its findings
+        on_error = getattr(
+            args, "on_config_error", None
+        )  # doctor reports a bad configuration as one of its findings
         return run(on_error, args, exc) if on_error else _fail(str(exc), 2, as_json)
-    with owner_only():  # issue 31: whatever a command creates is its owner's alone (0600 files, 0700 folders)
+    with (
+        owner_only()
+    ):  # issue 31: whatever a command creates is its owner's alone (0600 files, 0700 folders)
         _private_home(args.home)
         # A command may send its logs elsewhere than stderr (``chat`` keeps the terminal for the conversation).
         log_destination = getattr(args, "log_destination", None)
-        _setup_logging(settings.log_level, log_destination(args, settings) if log_destination else None, settings.log_format)
+        _setup_logging(
+            settings.log_level,
+            log_destination(args, settings) if log_destination else None,
+            settings.log_format,
+        )
         try:
             return _with_model(args, settings, as_json)
         finally:
@@ -168,14 +220,18 @@ def _with_model(args: argparse.Namespace, settings: Any, as_json: bool) -> int:
     """The command; one that talks to the model (``uses_model``) gets COMPANION_LOCAL_MODEL loaded in this process
     first (bot.local_model), pointed at, and stopped after it."""
     uses_model = getattr(args, "uses_model", False)
-    if settings.local_model is None or not (uses_model(args) if callable(uses_model) else uses_model):
+    if settings.local_model is None or not (
+        uses_model(args) if callable(uses_model) else uses_model
+    ):
         return run(args.handler, args, settings)
     from ..config import ConfigError
     from ..local_model import LocalModel, ignored_settings
 
     ignored = ignored_settings(settings)
     if ignored:
-        note(f"warning: COMPANION_LOCAL_MODEL is set, so {', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} ignored")
+        note(
+            f"warning: COMPANION_LOCAL_MODEL is set, so {', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} ignored"
+        )
     if not as_json:
         note(f"loading {settings.local_model.name} with llama.cpp ...")
     try:
@@ -183,7 +239,9 @@ def _with_model(args: argparse.Namespace, settings: Any, as_json: bool) -> int:
     except ConfigError as exc:
         on_error = getattr(args, "on_config_error", None)  # the doctor reports it as a finding
         return run(on_error, args, exc) if on_error else _fail(str(exc), 2, as_json)
-    except KeyboardInterrupt:  # Ctrl-C during the load is felt when llama.cpp returns; the half-made server is freed
+    except (
+        KeyboardInterrupt
+    ):  # Ctrl-C during the load is felt when llama.cpp returns; the half-made server is freed
         return _fail("interrupted", 130, as_json)
     args.local_model = model.loaded  # the doctor says what was loaded
     try:
@@ -217,7 +275,9 @@ def _settle_store(settings: Any, args: argparse.Namespace) -> Any:
     if args.db is not None:
         return settings
     from_environment = any(name.upper() == "COMPANION_DB_PATH" for name in os.environ)
-    path = store_path(args.home, Path(settings.db_path), "db_path" in settings.model_fields_set, from_environment)
+    path = store_path(
+        args.home, Path(settings.db_path), "db_path" in settings.model_fields_set, from_environment
+    )
     return settings.model_copy(update={"db_path": path})
 
 
@@ -239,16 +299,31 @@ def _describe(exc: Exception, settings: Any) -> tuple[str, int] | None:
         return str(exc), exc.exit_code
     if isinstance(exc, Rejected):
         return f"rejected: {exc}", 2
-    if isinstance(exc, (InvalidInput, NotFound, DimensionMismatch, *_loaded("memory.storage.embeddings", "ModelMismatch"))):
+    if isinstance(
+        exc,
+        (
+            InvalidInput,
+            NotFound,
+            DimensionMismatch,
+            *_loaded("memory.storage.embeddings", "ModelMismatch"),
+        ),
+    ):
         return str(exc), 2
     if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
         return f"{exc.strerror}: {exc.filename}", 2
     if isinstance(exc, json.JSONDecodeError):
         return f"invalid JSON: {exc}", 2
-    if isinstance(exc, _loaded("apsw", "ReadOnlyError")):  # a write command on a store that cannot be written
+    if isinstance(
+        exc, _loaded("apsw", "ReadOnlyError")
+    ):  # a write command on a store that cannot be written
         where = getattr(settings, "db_path", "the store")
-        return f"{where} is read-only: this command writes; read commands (memory list, stats, backup) still work", 1
-    if isinstance(exc, MemoryStoreError):  # our own messages are written for people and name what they concern
+        return (
+            f"{where} is read-only: this command writes; read commands (memory list, stats, backup) still work",
+            1,
+        )
+    if isinstance(
+        exc, MemoryStoreError
+    ):  # our own messages are written for people and name what they concern
         return str(exc), 1
     if isinstance(exc, (OSError, *_loaded("apsw", "Error"))):
         return f"{type(exc).__name__}: {exc}", 1
@@ -276,17 +351,29 @@ def _setup_logging(level: str, log_file: Path | None = None, log_format: str = "
     handler = (_file_handler(log_file) if log_file else None) or stderr_handler(log_format)
     if not isinstance(handler, logging.FileHandler):
         handler.addFilter(TerminalNoise(debug=level == "DEBUG"))
-    install_redaction(handler)  # a token in an HTTP error's URL must not reach the terminal or the log file (SEC-4)
+    install_redaction(
+        handler
+    )  # a token in an HTTP error's URL must not reach the terminal or the log file (SEC-4)
     handler.companion_cli = True  # type: ignore[attr-defined]
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(level)
-    for name in CHATTY_LIBRARIES:  # at DEBUG they log every update's text and every request body: people's words
+    for name in (
+        CHATTY_LIBRARIES
+    ):  # at DEBUG they log every update's text and every request body: people's words
         logging.getLogger(name).setLevel(max(logging.INFO, logging.getLevelName(level)))
 
 
 # Libraries whose DEBUG lines carry message texts; they stay at INFO even when --log-level DEBUG is asked for.
-CHATTY_LIBRARIES = ("telegram", "httpx", "httpcore", "openai", "discord.gateway", "discord.http", "aiohttp.access")
+CHATTY_LIBRARIES = (
+    "telegram",
+    "httpx",
+    "httpcore",
+    "openai",
+    "discord.gateway",
+    "discord.http",
+    "aiohttp.access",
+)
 
 
 class TerminalNoise(logging.Filter):
@@ -322,7 +409,9 @@ def _file_handler(path: Path) -> logging.Handler | None:
         create_private(path)  # the log names people and places: 0600, as the store (issue 31)
         handler = logging.FileHandler(path, encoding="utf-8")
     except OSError as exc:
-        sys.stderr.write(f"companion: cannot write the log file {path} ({exc.strerror}); logging here instead\n")
+        sys.stderr.write(
+            f"companion: cannot write the log file {path} ({exc.strerror}); logging here instead\n"
+        )
         return None
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     return handler

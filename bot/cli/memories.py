@@ -94,23 +94,51 @@ def duration(text: str) -> float:
 
 
 # -- registration ------------------------------------------------------------------------------------
-def command(sub: argparse._SubParsersAction, name: str, handler: Any, text: str, *, json_flag: bool = False) -> argparse.ArgumentParser:
+def command(
+    sub: argparse._SubParsersAction, name: str, handler: Any, text: str, *, json_flag: bool = False
+) -> argparse.ArgumentParser:
     """One subcommand: its help line, its handler, and ``--json`` where it prints data."""
     parser = sub.add_parser(name, help=text, description=text)
     parser.set_defaults(handler=handler)
     if json_flag:
-        parser.add_argument("--json", action="store_true", help="print JSON on stdout instead of a table")
+        parser.add_argument(
+            "--json", action="store_true", help="print JSON on stdout instead of a table"
+        )
     return parser
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--type", nargs="+", action="extend", choices=TYPES, metavar="TYPE", help=f"only these types: {', '.join(TYPES)}")
-    parser.add_argument("--kind", nargs="+", action="extend", choices=KINDS, metavar="KIND", help=f"only these kinds: {', '.join(KINDS)}")
-    parser.add_argument("--tag", nargs="+", action="extend", metavar="T", help="only memories carrying every one of these tags")
+    parser.add_argument(
+        "--type",
+        nargs="+",
+        action="extend",
+        choices=TYPES,
+        metavar="TYPE",
+        help=f"only these types: {', '.join(TYPES)}",
+    )
+    parser.add_argument(
+        "--kind",
+        nargs="+",
+        action="extend",
+        choices=KINDS,
+        metavar="KIND",
+        help=f"only these kinds: {', '.join(KINDS)}",
+    )
+    parser.add_argument(
+        "--tag",
+        nargs="+",
+        action="extend",
+        metavar="T",
+        help="only memories carrying every one of these tags",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    group = subparsers.add_parser("memory", help="inspect and edit long-term memory", description="Inspect and edit long-term memory.")
+    group = subparsers.add_parser(
+        "memory",
+        help="inspect and edit long-term memory",
+        description="Inspect and edit long-term memory.",
+    )
     sub = group.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
     _register_reads(sub)
     _register_writes(sub)
@@ -118,69 +146,165 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_reads(sub: argparse._SubParsersAction) -> None:
-    p = command(sub, "list", list_memories, "list memories (every partition unless filtered)", json_flag=True)
+    p = command(
+        sub,
+        "list",
+        list_memories,
+        "list memories (every partition unless filtered)",
+        json_flag=True,
+    )
     p.add_argument("--scope", choices=SCOPES, help="only this scope")
     p.add_argument("--scope-id", type=nonempty, help="only this person, guild or owner id")
     _add_filters(p)
-    p.add_argument("--order", choices=("recent", "important", "accessed"), default="recent", help="sort order (default: recent)")
+    p.add_argument(
+        "--order",
+        choices=("recent", "important", "accessed"),
+        default="recent",
+        help="sort order (default: recent)",
+    )
     p.add_argument("--limit", type=positive_int, default=20, help="at most N rows (default: 20)")
-    p.add_argument("--all", action="store_true", help="include superseded, consolidated, forgotten and expired memories")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="include superseded, consolidated, forgotten and expired memories",
+    )
 
     p = command(
-        sub, "search", search_memories, "hybrid search; as the operator over everything, or as a conversation would see it", json_flag=True
+        sub,
+        "search",
+        search_memories,
+        "hybrid search; as the operator over everything, or as a conversation would see it",
+        json_flag=True,
     )
     p.add_argument("query", type=query_text)
     who = p.add_mutually_exclusive_group()
-    who.add_argument("--as", dest="as_person", type=nonempty, metavar="PERSON", help="recall as PERSON speaking in --guild G")
+    who.add_argument(
+        "--as",
+        dest="as_person",
+        type=nonempty,
+        metavar="PERSON",
+        help="recall as PERSON speaking in --guild G",
+    )
     who.add_argument("--dm", type=nonempty, metavar="PERSON", help="recall as in a DM with PERSON")
-    who.add_argument("--owner", type=nonempty, metavar="OWNER_ID", help="recall as the owner's private console")
+    who.add_argument(
+        "--owner", type=nonempty, metavar="OWNER_ID", help="recall as the owner's private console"
+    )
     p.add_argument("--guild", type=nonempty, metavar="G", help="the guild of --as")
     p.add_argument("--top-k", type=positive_int, default=10, help="number of results (default: 10)")
     _add_filters(p)
-    p.add_argument("--mode", choices=MODES, default="hybrid", help="candidate channels (default: hybrid)")
-    p.add_argument("--threshold", type=float, default=0.0, help="minimum score (default 0; the bot uses the recall knob, 0.5)")
+    p.add_argument(
+        "--mode", choices=MODES, default="hybrid", help="candidate channels (default: hybrid)"
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        help="minimum score (default 0; the bot uses the recall knob, 0.5)",
+    )
 
     p = command(sub, "show", show_memory, "show one memory in full", json_flag=True)
     p.add_argument("id")
 
 
 def _register_writes(sub: argparse._SubParsersAction) -> None:
-    p = command(sub, "add", add_memory, "store a memory through the normal write rules (safety, dedup, supersession)", json_flag=True)
+    p = command(
+        sub,
+        "add",
+        add_memory,
+        "store a memory through the normal write rules (safety, dedup, supersession)",
+        json_flag=True,
+    )
     p.add_argument("content", help="the memory's text; - reads it from stdin")
-    p.add_argument("--subject", required=True, type=nonempty, help="who or what the memory is about")
+    p.add_argument(
+        "--subject", required=True, type=nonempty, help="who or what the memory is about"
+    )
     p.add_argument("--scope", required=True, choices=SCOPES)
     p.add_argument("--scope-id", required=True, type=nonempty, help="the person, guild or owner id")
-    p.add_argument("--type", choices=TYPES, default="semantic", metavar="TYPE", help=f"{', '.join(TYPES)} (default: semantic)")
-    p.add_argument("--kind", choices=KINDS, default="other", metavar="KIND", help=f"{', '.join(KINDS)} (default: other)")
-    p.add_argument("--private", action="store_true", help="a user memory learned in a DM: recalled only in DMs with that person")
+    p.add_argument(
+        "--type",
+        choices=TYPES,
+        default="semantic",
+        metavar="TYPE",
+        help=f"{', '.join(TYPES)} (default: semantic)",
+    )
+    p.add_argument(
+        "--kind",
+        choices=KINDS,
+        default="other",
+        metavar="KIND",
+        help=f"{', '.join(KINDS)} (default: other)",
+    )
+    p.add_argument(
+        "--private",
+        action="store_true",
+        help="a user memory learned in a DM: recalled only in DMs with that person",
+    )
     p.add_argument("--tag", nargs="+", action="extend", metavar="T", default=[])
     p.add_argument("--importance", type=importance, default=5.0, help="1-10 (default: 5)")
     p.add_argument("--ttl", type=duration, help="expire after this long, e.g. 7d")
 
-    p = command(sub, "edit", edit_memory, "change a memory's subject, content, tags, importance or kind", json_flag=True)
+    p = command(
+        sub,
+        "edit",
+        edit_memory,
+        "change a memory's subject, content, tags, importance or kind",
+        json_flag=True,
+    )
     p.add_argument("id")
     p.add_argument("--subject")
     p.add_argument("--content")
-    p.add_argument("--tag", nargs="+", action="extend", metavar="T", help="replace the tags with these")
+    p.add_argument(
+        "--tag", nargs="+", action="extend", metavar="T", help="replace the tags with these"
+    )
     p.add_argument("--importance", type=importance)
     p.add_argument("--kind", choices=KINDS, metavar="KIND", help=", ".join(KINDS))
 
-    p = command(sub, "delete", delete_memory, "forget a memory and everything derived from it", json_flag=True)
+    p = command(
+        sub,
+        "delete",
+        delete_memory,
+        "forget a memory and everything derived from it",
+        json_flag=True,
+    )
     p.add_argument("id")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
 def _register_people(sub: argparse._SubParsersAction) -> None:
     p = command(sub, "export", export_memories, "export everything stored about a person as JSON")
-    p.add_argument("--person", action="append", required=True, type=nonempty, metavar="ID", help="a person id (repeat for linked ids)")
-    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument(
+        "--person",
+        action="append",
+        required=True,
+        type=nonempty,
+        metavar="ID",
+        help="a person id (repeat for linked ids)",
+    )
+    p.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout"
+    )
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
 
-    p = command(sub, "import", import_file, "import memories from an export or a JSON list", json_flag=True)
+    p = command(
+        sub, "import", import_file, "import memories from an export or a JSON list", json_flag=True
+    )
     p.add_argument("file", type=Path)
 
-    p = command(sub, "forget-person", forget_people, "delete every memory, message and summary about a person", json_flag=True)
-    p.add_argument("--person", action="append", required=True, type=nonempty, metavar="ID", help="a person id (repeat for linked ids)")
+    p = command(
+        sub,
+        "forget-person",
+        forget_people,
+        "delete every memory, message and summary about a person",
+        json_flag=True,
+    )
+    p.add_argument(
+        "--person",
+        action="append",
+        required=True,
+        type=nonempty,
+        metavar="ID",
+        help="a person id (repeat for linked ids)",
+    )
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
@@ -195,7 +319,9 @@ def engine_for(settings: Settings, *, embed: bool = False, readonly: bool = Fals
             f"no store exists at {settings.db_path}: check --db or COMPANION_DB_PATH "
             "(a store is created by the commands that write, such as chat, run or memory add)"
         )
-    return composition.open_engine(settings, composition.build_embedder(settings) if embed else None, readonly=readonly)
+    return composition.open_engine(
+        settings, composition.build_embedder(settings) if embed else None, readonly=readonly
+    )
 
 
 def filters_from(args: argparse.Namespace) -> RecallFilters:
@@ -212,7 +338,9 @@ def all_partitions(engine: MemoryEngine) -> tuple[str, ...]:
     return engine.memory_rows.partitions()
 
 
-def partitions_for(engine: MemoryEngine, scope: str | None, scope_id: str | None) -> tuple[str, ...] | None:
+def partitions_for(
+    engine: MemoryEngine, scope: str | None, scope_id: str | None
+) -> tuple[str, ...] | None:
     """Partition keys ('scope|id|visibility') matching the filters; None means every partition."""
     if scope is None and scope_id is None:
         return None
@@ -232,29 +360,53 @@ def recall_context(args: argparse.Namespace) -> RecallContext | None:
     if args.as_person:
         if not args.guild:
             raise UsageError("--as PERSON needs --guild G (use --dm PERSON for a direct message)")
-        return RecallContext(platform="cli", speaker_id=args.as_person, channel_id="cli", guild_id=args.guild)
+        return RecallContext(
+            platform="cli", speaker_id=args.as_person, channel_id="cli", guild_id=args.guild
+        )
     if args.dm:
         return RecallContext(platform="cli", speaker_id=args.dm, channel_id="cli", is_dm=True)
     if args.owner:
-        return RecallContext(platform="cli", speaker_id=args.owner, channel_id="cli", is_dm=True, owner_private=True, owner_id=args.owner)
+        return RecallContext(
+            platform="cli",
+            speaker_id=args.owner,
+            channel_id="cli",
+            is_dm=True,
+            owner_private=True,
+            owner_id=args.owner,
+        )
     return None
 
 
 def channels_for(mode: str) -> frozenset:
     from memory.recall.retrieval import ALL_CHANNELS, Channel
 
-    return {"hybrid": ALL_CHANNELS, "bm25": frozenset({Channel.FTS}), "vector": frozenset({Channel.VECTOR})}[mode]
+    return {
+        "hybrid": ALL_CHANNELS,
+        "bm25": frozenset({Channel.FTS}),
+        "vector": frozenset({Channel.VECTOR}),
+    }[mode]
 
 
 def search(engine: MemoryEngine, args: argparse.Namespace) -> list[Hit[Memory]]:
     ctx, filters, channels = recall_context(args), filters_from(args), channels_for(args.mode)
     if ctx is not None:
         return engine.recall.recall(
-            ctx, args.query, filters=filters, top_k=args.top_k, channels=channels, threshold=args.threshold, reinforce=False
+            ctx,
+            args.query,
+            filters=filters,
+            top_k=args.top_k,
+            channels=channels,
+            threshold=args.threshold,
+            reinforce=False,
         )
     # The operator's own view: every partition in the file, no conversation to scope it.
     return engine.recall.recall_in(
-        all_partitions(engine), args.query, filters=filters, top_k=args.top_k, channels=channels, threshold=args.threshold
+        all_partitions(engine),
+        args.query,
+        filters=filters,
+        top_k=args.top_k,
+        channels=channels,
+        threshold=args.threshold,
     )
 
 
@@ -301,7 +453,13 @@ def read_json(path: Path) -> Any:
 def list_memories(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings, readonly=True) as engine:
         partitions = partitions_for(engine, args.scope, args.scope_id)
-        memories = engine.memory_rows.listing(partitions, filters_from(args), order=args.order, limit=args.limit, include_inactive=args.all)
+        memories = engine.memory_rows.listing(
+            partitions,
+            filters_from(args),
+            order=args.order,
+            limit=args.limit,
+            include_inactive=args.all,
+        )
     if args.json:
         return print_json([m.as_dict() for m in memories])
     out().print(memory_table(memories) if memories else "no memories match")
@@ -314,7 +472,15 @@ def search_memories(args: argparse.Namespace, settings: Settings) -> None:
         hits = search(engine, args)
     if args.json:
         return print_json(
-            [{"score": h.score, "relevance": h.relevance, "channels": list(h.channels), "memory": h.item.as_dict()} for h in hits]
+            [
+                {
+                    "score": h.score,
+                    "relevance": h.relevance,
+                    "channels": list(h.channels),
+                    "memory": h.item.as_dict(),
+                }
+                for h in hits
+            ]
         )
     out().print(hits_table(hits) if hits else "nothing found")
 
@@ -329,7 +495,9 @@ def show_memory(args: argparse.Namespace, settings: Settings) -> None:
 
 def add_memory(args: argparse.Namespace, settings: Settings) -> None:
     if args.private and args.scope == "guild":
-        raise UsageError("--private applies to user memories; guild memories are always public within their guild")
+        raise UsageError(
+            "--private applies to user memories; guild memories are always public within their guild"
+        )
     content = content_from(args.content)
     with engine_for(settings, embed=True) as engine:
         check_scope_id(engine, args.scope, args.scope_id)
@@ -348,9 +516,20 @@ def add_memory(args: argparse.Namespace, settings: Settings) -> None:
                 ttl=ttl,
             )
         )
-    links = {"superseded": list(result.superseded), "related": list(result.related), "contradicted": list(result.contradicted)}
+    links = {
+        "superseded": list(result.superseded),
+        "related": list(result.related),
+        "contradicted": list(result.contradicted),
+    }
     if args.json:
-        return print_json({"status": result.status, "id": result.memory.id, **links, "memory": result.memory.as_dict()})
+        return print_json(
+            {
+                "status": result.status,
+                "id": result.memory.id,
+                **links,
+                "memory": result.memory.as_dict(),
+            }
+        )
     say(f"{result.status} {result.memory.id}")
     for name, ids in links.items():
         if ids:
@@ -364,7 +543,9 @@ def content_from(text: str) -> str:
     if sys.stdin.isatty():
         sys.stderr.write("Type the memory, then Ctrl-D:\n")
     if isinstance(sys.stdin, io.TextIOWrapper) and sys.stdin.errors == "strict":
-        sys.stdin.reconfigure(errors="replace")  # bytes that are not UTF-8 become U+FFFD, not a traceback
+        sys.stdin.reconfigure(
+            errors="replace"
+        )  # bytes that are not UTF-8 become U+FFFD, not a traceback
     piped = sys.stdin.read().strip()
     if not piped:
         raise UsageError("no text on stdin: pipe the memory's text in, or give it as an argument")
@@ -381,7 +562,9 @@ def edit_memory(args: argparse.Namespace, settings: Settings) -> None:
     }
     changes = {k: v for k, v in changes.items() if v is not None}
     if not changes:
-        raise UsageError("nothing to change: give --subject, --content, --tag, --importance or --kind")
+        raise UsageError(
+            "nothing to change: give --subject, --content, --tag, --importance or --kind"
+        )
     # A new content needs a new vector, so only then is the embedding model loaded.
     with engine_for(settings, embed="content" in changes) as engine:
         memory = engine.memories.update(resolve_id(engine, args.id), **changes)
@@ -397,7 +580,9 @@ def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
 
     with engine_for(settings) as engine:
         memory = engine.memory_rows.get(resolve_id(engine, args.id))
-        confirm(f"delete memory {memory.id[:8]} ({memory.subject}: {memory.content[:40]})", args.yes)
+        confirm(
+            f"delete memory {memory.id[:8]} ({memory.subject}: {memory.content[:40]})", args.yes
+        )
         done = forget_memory(engine, memory.id)
     if args.json:
         return print_json({"deleted": done.memories, "messages": done.messages})
@@ -414,11 +599,15 @@ def export_memories(args: argparse.Namespace, settings: Settings) -> None:
         data = export_person(engine, args.person)
     if not any(data[key] for key in data if isinstance(data[key], list) and key != "person_ids"):
         # an empty document with exit 0 reads as "they have nothing stored", when it is usually a mistyped id
-        raise NotFound(f"nothing is stored about {', '.join(args.person)}: person ids look like discord:1234 or console:local-user")
+        raise NotFound(
+            f"nothing is stored about {', '.join(args.person)}: person ids look like discord:1234 or console:local-user"
+        )
     if args.output is None:
         return print_json(data)
     with replacing(args.output) as partial:
-        partial.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+        partial.write_text(
+            json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8"
+        )
     say(
         f"exported {counted(len(data['memories']), 'memory')}, {len(data['messages'])} messages and "
         f"{len(data['session_summaries'])} session summaries to {args.output}"
@@ -437,10 +626,17 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
     if args.json:
         print_json(counts)
     else:
-        say(", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in ("stored", "duplicate", "rejected", "messages", "session_summaries")))
+        say(
+            ", ".join(
+                f"{counts[k]} {k.replace('_', ' ')}"
+                for k in ("stored", "duplicate", "rejected", "messages", "session_summaries")
+            )
+        )
         for reason in counts["reasons"]:  # every rejected row says why
             say(f"  {reason}")
-    if counts["rejected"] and not (counts["stored"] or counts["duplicate"]):  # a script must not read "all refused" as done
+    if counts["rejected"] and not (
+        counts["stored"] or counts["duplicate"]
+    ):  # a script must not read "all refused" as done
         raise CommandFailed(f"{args.file}: every memory was rejected; nothing was imported")
 
 
@@ -452,7 +648,9 @@ def forget_people(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings) as engine:
         confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)
         counts = forget_everything(engine, args.person)  # a /privacy off outlives it (SEC-5)
-        if exported := forget_exports(engine, args.person):  # the console's /export files are copies of the words
+        if exported := forget_exports(
+            engine, args.person
+        ):  # the console's /export files are copies of the words
             counts["export files"] = exported
     if args.json:
         return print_json(counts)

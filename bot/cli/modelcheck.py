@@ -36,8 +36,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--keep", type=Path, metavar="DIR", help="run in this new (or empty) folder and keep the store there")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="per request and per turn, for a slow local server")
+    p.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="run in this new (or empty) folder and keep the store there",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="per request and per turn, for a slow local server",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=modelcheck, uses_model=True)
 
@@ -50,7 +60,9 @@ def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
     if args.timeout is not None:
         if not 0 < args.timeout <= 600:
             raise UsageError("--timeout must be more than 0 and at most 600 seconds")
-        settings = settings.model_copy(update={"llm_timeout_s": args.timeout, "turn_deadline_s": args.timeout * 3})
+        settings = settings.model_copy(
+            update={"llm_timeout_s": args.timeout, "turn_deadline_s": args.timeout * 3}
+        )
     if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
         raise UsageError(f"{args.keep} is not empty: the check needs a new store")
     problem = reach(settings.llm_base_url, secret(settings.llm_api_key))
@@ -62,7 +74,9 @@ def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
         if not quiet:  # a slow local model takes minutes a turn: each turn's figures as it ends
             cached = "-" if turn.cached_share is None else f"{turn.cached_share:.0%}"
             prompt = "+".join(str(u.prompt) for u in turn.usage) or "-"
-            note(f"{turn.seconds:6.1f} s  cached {cached}  prompt {prompt}  {turn.said}  tools: {', '.join(turn.tool_calls) or '-'}")
+            note(
+                f"{turn.seconds:6.1f} s  cached {cached}  prompt {prompt}  {turn.said}  tools: {', '.join(turn.tool_calls) or '-'}"
+            )
 
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -73,7 +87,9 @@ def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json(report.as_dict())
     else:
-        out().print(table(report), markup=False, highlight=False, soft_wrap=True)  # a table: never wrapped
+        out().print(
+            table(report), markup=False, highlight=False, soft_wrap=True
+        )  # a table: never wrapped
     return 1 if report.failures else 0
 
 
@@ -91,7 +107,10 @@ def table(report: Report) -> str:
         ("tool-call text shown (must be 0)", str(report.json_shown)),
         ("tool-call text stored (must be 0)", str(report.json_stored)),
         ("person's facts stored", str(len(report.facts))),
-        ("gold facts found (recall)", f"{len(report.gold_found)} of {data['gold_facts']} ({report.recall:.0%})"),
+        (
+            "gold facts found (recall)",
+            f"{len(report.gold_found)} of {data['gold_facts']} ({report.recall:.0%})",
+        ),
         ("precision", share(report.precision)),
         ("person's facts filed as the bot's (must be 0)", str(len(report.wrong_self_facts))),
         ("forgotten words left in files (must be 0)", str(len(report.words_left))),
@@ -103,7 +122,9 @@ def table(report: Report) -> str:
     lines += ["", "turn  seconds  cached  tools  said"]
     for i, t in enumerate(report.turns, 1):
         cached = "-" if t.cached_share is None else f"{t.cached_share:.0%}"
-        lines.append(f"{i:>4}  {t.seconds:7.1f}  {cached:>6}  {','.join(t.tool_calls) or '-':<5}  {t.said}")
+        lines.append(
+            f"{i:>4}  {t.seconds:7.1f}  {cached:>6}  {','.join(t.tool_calls) or '-':<5}  {t.said}"
+        )
     if report.failures:
         lines += ["", *(f"FAILED: {f}" for f in report.failures)]
     return "\n".join(lines)

@@ -89,10 +89,16 @@ def print_error(message: str, exit_code: int, *, as_json: bool, prefix: str = "c
     """The one error report of a failed command, on stderr: a line for people (details indented below it),
     or one JSON object for programs."""
     if as_json:
-        sys.stderr.write(json.dumps({"error": message.strip(), "exit_code": exit_code}, ensure_ascii=False) + "\n")
+        sys.stderr.write(
+            json.dumps({"error": message.strip(), "exit_code": exit_code}, ensure_ascii=False)
+            + "\n"
+        )
         return
     first, *rest = message.strip().splitlines() or [""]
-    sys.stderr.write(f"{prefix}: error: {first}\n" + "".join(f"  {line.strip()}\n" for line in rest[:MAX_DETAIL_LINES]))
+    sys.stderr.write(
+        f"{prefix}: error: {first}\n"
+        + "".join(f"  {line.strip()}\n" for line in rest[:MAX_DETAIL_LINES])
+    )
 
 
 def new_file(path: Path, force: bool) -> Path:
@@ -129,7 +135,9 @@ def memory_table(memories: Iterable[Memory], title: str | None = None) -> Table:
     alone and everything else about a memory is one dim line under its words."""
     table = _table(title, ("id", "memory"))
     for m in memories:
-        extra = "".join(f" [cyan]#{escape(t)}[/cyan]" for t in m.tags) + ("" if _is_live(m) else " [dim](inactive)[/dim]")
+        extra = "".join(f" [cyan]#{escape(t)}[/cyan]" for t in m.tags) + (
+            "" if _is_live(m) else " [dim](inactive)[/dim]"
+        )
         about = f"{m.subject} · {m.scope.value}:{m.scope_id} · {m.type.value[:4]}/{m.kind.value} · imp {m.importance:g}"
         table.add_row(m.id[:SHORT_ID], f"{escape(m.content)}{extra}\n[dim]{escape(about)}[/dim]")
     return table
@@ -143,7 +151,9 @@ def hits_table(hits: Iterable[Hit[Memory]]) -> Table:
         about = [f"score {hit.score:.3f}", m.subject, f"{m.type.value[:4]}/{m.kind.value}"]
         if m.provenance.file:
             about.append(f"from {m.provenance.file}")
-        table.add_row(m.id[:SHORT_ID], f"{escape(m.content)}\n[dim]{escape(' · '.join(about))}[/dim]")
+        table.add_row(
+            m.id[:SHORT_ID], f"{escape(m.content)}\n[dim]{escape(' · '.join(about))}[/dim]"
+        )
     return table
 
 
@@ -194,7 +204,10 @@ def records_table(records: list[Mapping[str, Any]], key: str = "size") -> Table:
     table = Table()
     table.add_column("")
     for i, record in enumerate(flat):
-        table.add_column(f"{key} {record[key]:,}" if isinstance(record.get(key), int) else str(i + 1), justify="right")
+        table.add_column(
+            f"{key} {record[key]:,}" if isinstance(record.get(key), int) else str(i + 1),
+            justify="right",
+        )
     for field in dict.fromkeys(f for record in flat for f in record if f != key):
         table.add_row(escape(field), *(escape(str(record.get(field, ""))) for record in flat))
     return table
@@ -204,7 +217,9 @@ def voice_bench_table(voice: Mapping[str, Any]) -> Table:
     """``companion bench voice``: one row per figure, with what it measures (the JSON has the same, by key)."""
     from rich.table import Table
 
-    table = Table(title=f"voice, {voice['utterances']} utterances, {voice['store_memories']:,} memories; recommended voice: {voice['tts']}")
+    table = Table(
+        title=f"voice, {voice['utterances']} utterances, {voice['store_memories']:,} memories; recommended voice: {voice['tts']}"
+    )
     for column, justify in (("", "left"), ("value", "right"), ("what it includes", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for row in _voice_rows(voice):
@@ -217,24 +232,59 @@ def _voice_rows(voice: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         return " / ".join(f"{figures[k]}" for k in keys) + " ms"
 
     pause = f"end of speech -> first reply audio: end of turn ({voice['end_of_turn']}), Whisper, recall, model round trip, TTS"
-    rows = [(f"first audio p50 / p95, {tts}", ms(f, "p50", "p95"), pause) for tts, f in voice["first_audio_ms_by_tts"].items()]
+    rows = [
+        (f"first audio p50 / p95, {tts}", ms(f, "p50", "p95"), pause)
+        for tts, f in voice["first_audio_ms_by_tts"].items()
+    ]
     if voice.get("first_audio_ms_streaming"):
         paced = voice["streaming_model"]
         what = f"the same with a model streaming after {paced['ttft_ms']} ms at {paced['tokens_per_s']} tokens/s"
-        rows.append((f"first audio p50 / p95, {voice['tts']}, paced model", ms(voice["first_audio_ms_streaming"], "p50", "p95"), what))
+        rows.append(
+            (
+                f"first audio p50 / p95, {voice['tts']}, paced model",
+                ms(voice["first_audio_ms_streaming"], "p50", "p95"),
+                what,
+            )
+        )
     rows += _turn_rows(voice.get("turn_taking"))
     rows += [
-        (f"round-trip WER, {tts}", f"{wer:.1%}", "reply sentences spoken, then heard by Whisper") for tts, wer in voice["tts_wer"].items()
+        (f"round-trip WER, {tts}", f"{wer:.1%}", "reply sentences spoken, then heard by Whisper")
+        for tts, wer in voice["tts_wer"].items()
     ]
-    warm, cold, full, spec = voice["warm_recall_ms"], voice["cold_recall_ms"], voice["warm_full_ms"], voice["speculative_stt"]
+    warm, cold, full, spec = (
+        voice["warm_recall_ms"],
+        voice["cold_recall_ms"],
+        voice["warm_full_ms"],
+        voice["speculative_stt"],
+    )
     return rows + [
-        ("warm recall p50 / p95", f"{ms(warm, 'p50', 'p95')} ({warm['turns']} turns)", voice["recall_includes"]["warm"]),
-        ("cold recall p50 / p95", f"{ms(cold, 'p50', 'p95')} ({cold['turns']} turns)", voice["recall_includes"]["cold"]),
-        ("warm memory's full recalls p50", f"{full['p50']} ms ({full['turns']} turns)", "a new topic: embed the turn + hybrid recall"),
+        (
+            "warm recall p50 / p95",
+            f"{ms(warm, 'p50', 'p95')} ({warm['turns']} turns)",
+            voice["recall_includes"]["warm"],
+        ),
+        (
+            "cold recall p50 / p95",
+            f"{ms(cold, 'p50', 'p95')} ({cold['turns']} turns)",
+            voice["recall_includes"]["cold"],
+        ),
+        (
+            "warm memory's full recalls p50",
+            f"{full['p50']} ms ({full['turns']} turns)",
+            "a new topic: embed the turn + hybrid recall",
+        ),
         ("warm hit rate", f"{voice['warm_hit_rate']}", "turns served from the warm snapshot"),
-        ("barge-in p50 / max", ms(voice["barge_in_ms"], "p50", "max"), "someone's first sound over the bot -> its last frame"),
+        (
+            "barge-in p50 / max",
+            ms(voice["barge_in_ms"], "p50", "max"),
+            "someone's first sound over the bot -> its last frame",
+        ),
         ("STT real-time factor", f"{voice['stt_rtf']}", "Whisper's time / audio time"),
-        ("speculative STT used", f"{spec['used']} / {spec['started']}", "transcripts started in the pause that served the turn"),
+        (
+            "speculative STT used",
+            f"{spec['used']} / {spec['started']}",
+            "transcripts started in the pause that served the turn",
+        ),
     ]
 
 
@@ -245,7 +295,10 @@ def _turn_rows(taking: Mapping[str, Any] | None) -> list[tuple[str, str, str]]:
         return []
     what = f"{taking['paused']} of {taking['turns']} turns ({taking['voice']}) pause 400-900 ms mid-sentence"
     rows = []
-    for name, figures in ((f"fixed {taking['fixed_pause_ms']} ms pause", taking["fixed_pause"]), ("turn model", taking["turn_model"])):
+    for name, figures in (
+        (f"fixed {taking['fixed_pause_ms']} ms pause", taking["fixed_pause"]),
+        ("turn model", taking["turn_model"]),
+    ):
         if figures:
             value = f"{figures['false_end_pct']}% / {ms(figures['end_delay_ms'])}"
             rows.append((f"false ends / end delay p50 / p95, {name}", value, what))
@@ -258,8 +311,12 @@ def eval_table(result: Mapping[str, Any]) -> Table:
 
     groups = ("cat1-4", "cat5")
     ks = list(next(iter(result["methods"].values()))["cat1-4"]) if result["methods"] else []
-    title = "LoCoMo evidence recall (%)" + (", user turns indexed" if result.get("index") == "user" else "")
-    table = Table(title=title, caption=f"questions per category: {dict(result.get('questions', {}))}")
+    title = "LoCoMo evidence recall (%)" + (
+        ", user turns indexed" if result.get("index") == "user" else ""
+    )
+    table = Table(
+        title=title, caption=f"questions per category: {dict(result.get('questions', {}))}"
+    )
     table.add_column("method")
     for group in groups:
         for k in ks:
@@ -277,7 +334,10 @@ def search_cost_table(result: Mapping[str, Any]) -> Table:
     for name in ("method", "p50", "p95"):
         table.add_column(name, justify="left" if name == "method" else "right")
     for method, scores in result["methods"].items():
-        spent = scores.get("search_ms") or {"p50": 0.0, "p95": 0.0}  # a ledger written before times were kept
+        spent = scores.get("search_ms") or {
+            "p50": 0.0,
+            "p95": 0.0,
+        }  # a ledger written before times were kept
         table.add_row(method, f"{spent['p50']:.1f}", f"{spent['p95']:.1f}")
     return table
 
@@ -287,7 +347,11 @@ def session_table(result: Mapping[str, Any]) -> Table:
     among the top k sessions ranked (``measure.evaluation``)."""
     from rich.table import Table
 
-    keys = list(next(iter(result["methods"].values())).get("sessions cat1-4", {})) if result["methods"] else []
+    keys = (
+        list(next(iter(result["methods"].values())).get("sessions cat1-4", {}))
+        if result["methods"]
+        else []
+    )
     table = Table(title="Session recall, categories 1-4 (%)")
     table.add_column("method")
     for key in keys:
@@ -318,7 +382,9 @@ def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
     from rich.progress import Progress
 
     console = err()
-    with Progress(*rate_columns(), console=console, transient=True, disable=not console.is_terminal) as progress:
+    with Progress(
+        *rate_columns(), console=console, transient=True, disable=not console.is_terminal
+    ) as progress:
         task = progress.add_task(description, total=None, rate="")
 
         def update(done: int, total: int) -> None:
@@ -330,7 +396,14 @@ def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
 
 def rate_columns() -> tuple[Any, ...]:
     """A bar's columns: what, how far, how many, the rate and the time left at that rate (``ingest``, ``reembed``)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     rate = TextColumn("{task.fields[rate]}")
     return (

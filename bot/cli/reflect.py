@@ -25,13 +25,30 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
-        "reflect", help="run a reflection now", description="Run a reflection now, instead of waiting for its schedule."
+        "reflect",
+        help="run a reflection now",
+        description="Run a reflection now, instead of waiting for its schedule.",
     )
     sub = group.add_subparsers(dest="reflect_command", metavar="COMMAND", required=True)
-    p = command(sub, "daily", reflect_daily, "reflect each chat's day now: the facts it holds, filed where they were said", json_flag=True)
+    p = command(
+        sub,
+        "daily",
+        reflect_daily,
+        "reflect each chat's day now: the facts it holds, filed where they were said",
+        json_flag=True,
+    )
     p.set_defaults(uses_model=True)
-    p.add_argument("--day", type=day_of, metavar="YYYY-MM-DD", help="only this day (one of the last 7; default: every day that is due)")
-    p.add_argument("--dry-run", action="store_true", help="ask the model and show what would be stored; store nothing")
+    p.add_argument(
+        "--day",
+        type=day_of,
+        metavar="YYYY-MM-DD",
+        help="only this day (one of the last 7; default: every day that is due)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="ask the model and show what would be stored; store nothing",
+    )
 
 
 def day_of(text: str) -> str:
@@ -65,10 +82,24 @@ async def _reflect(runtime: Runtime, day: str | None, dry_run: bool) -> list[dic
     for chat in [c for c in due if day in (None, c.day)]:
         if dry_run:
             facts = await _would_store(runtime, chat)
-            results.append({"chat": chat.channel_key, "day": chat.day, "failed": facts is None, "facts": facts or []})
+            results.append(
+                {
+                    "chat": chat.channel_key,
+                    "day": chat.day,
+                    "failed": facts is None,
+                    "facts": facts or [],
+                }
+            )
         else:
             stored = await daily.reflect(chat)
-            results.append({"chat": chat.channel_key, "day": chat.day, "failed": stored is None, "stored": stored or 0})
+            results.append(
+                {
+                    "chat": chat.channel_key,
+                    "day": chat.day,
+                    "failed": stored is None,
+                    "stored": stored or 0,
+                }
+            )
     return results
 
 
@@ -88,7 +119,10 @@ async def _would_store(runtime: Runtime, chat: ChatDay) -> list[dict[str, Any]] 
         memories = await job.learned(transcript, speakers, daily.jobs.model)
     except FAILED:
         return None
-    return [{"content": m.content, "type": m.type.value, "scope": m.scope.value, "scope_id": m.scope_id} for m in memories]
+    return [
+        {"content": m.content, "type": m.type.value, "scope": m.scope.value, "scope_id": m.scope_id}
+        for m in memories
+    ]
 
 
 def _show(results: list[dict[str, Any]], day: str | None, dry_run: bool) -> None:

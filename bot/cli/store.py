@@ -38,13 +38,36 @@ A copy that cannot be made is refused before anything is written, with the reaso
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    group = subparsers.add_parser("store", help="the store as a whole (copy, scrub)", description="Commands on the store as a whole.")
+    group = subparsers.add_parser(
+        "store",
+        help="the store as a whole (copy, scrub)",
+        description="Commands on the store as a whole.",
+    )
     actions = group.add_subparsers(dest="store_command", metavar="ACTION", required=True)
-    p = command(actions, "copy", run_copy, "copy a store into a new one, SQLite <-> PostgreSQL, resumably", json_flag=True)
+    p = command(
+        actions,
+        "copy",
+        run_copy,
+        "copy a store into a new one, SQLite <-> PostgreSQL, resumably",
+        json_flag=True,
+    )
     p.description, p.formatter_class = COPY_HELP, argparse.RawDescriptionHelpFormatter
-    p.add_argument("source", metavar="SRC", help="the store to copy from (path, sqlite:///path or postgresql://...)")
-    p.add_argument("target", metavar="DST", help="where to copy it (a new file or an empty PostgreSQL database)")
-    p.add_argument("--batch", type=positive_int, default=2000, help="rows per transaction and progress marker (default: 2000)")
+    p.add_argument(
+        "source",
+        metavar="SRC",
+        help="the store to copy from (path, sqlite:///path or postgresql://...)",
+    )
+    p.add_argument(
+        "target",
+        metavar="DST",
+        help="where to copy it (a new file or an empty PostgreSQL database)",
+    )
+    p.add_argument(
+        "--batch",
+        type=positive_int,
+        default=2000,
+        help="rows per transaction and progress marker (default: 2000)",
+    )
     command(
         actions,
         "scrub",
@@ -66,7 +89,9 @@ def run_copy(args: argparse.Namespace, settings: Settings) -> None:
         _show(report)
     if not report.ok:
         differ = ", ".join(c.table for c in report.counts if not c.same)
-        raise CommandFailed(f"DST's counts differ from SRC's in {differ}: not every row there was copied (see the table)")
+        raise CommandFailed(
+            f"DST's counts differ from SRC's in {differ}: not every row there was copied (see the table)"
+        )
 
 
 def _show(report: CopyReport) -> None:
@@ -83,20 +108,37 @@ def _show(report: CopyReport) -> None:
     if report.resumed:
         note("went on from an interrupted copy")
     if report.ok:
-        say(f"copied {counted(sum(c.source for c in report.counts), 'row')}; every table counts the same on both sides")
+        say(
+            f"copied {counted(sum(c.source for c in report.counts), 'row')}; every table counts the same on both sides"
+        )
 
 
 def _as_json(report: CopyReport) -> dict[str, object]:
     counts = {c.table: {"source": c.source, "copied": c.copied} for c in report.counts}
-    return {"source": report.source, "target": report.target, "ok": report.ok, "resumed": report.resumed, "counts": counts}
+    return {
+        "source": report.source,
+        "target": report.target,
+        "ok": report.ok,
+        "resumed": report.resumed,
+        "counts": counts,
+    }
 
 
 def run_scrub(args: argparse.Namespace, settings: Settings) -> None:
     with engine_for(settings) as engine:
         done, where = engine.rewrite(), engine.path
     if args.json:
-        return print_json({"store": where, "bytes_before": done.bytes_before, "bytes_after": done.bytes_after, "left": list(done.left)})
-    say(f"rewrote {where}: {done.bytes_before:,} -> {done.bytes_after:,} bytes; no table or index file holds a deleted row")
+        return print_json(
+            {
+                "store": where,
+                "bytes_before": done.bytes_before,
+                "bytes_after": done.bytes_after,
+                "left": list(done.left),
+            }
+        )
+    say(
+        f"rewrote {where}: {done.bytes_before:,} -> {done.bytes_after:,} bytes; no table or index file holds a deleted row"
+    )
     say("still yours to do:")
     for line in done.left:
         say(f"  - {line}")

@@ -39,17 +39,62 @@ if TYPE_CHECKING:
 
 # -- upkeep and operations: consolidate, decay, prune, reembed, backup, stats, eval, bench ------------
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = command(subparsers, "consolidate", run_consolidate, "merge clusters of near-identical memories with the LLM", json_flag=True)
+    p = command(
+        subparsers,
+        "consolidate",
+        run_consolidate,
+        "merge clusters of near-identical memories with the LLM",
+        json_flag=True,
+    )
     p.set_defaults(uses_model=True)
-    p = command(subparsers, "decay", run_decay, "lower the importance of memories unused for a while (run once a day)", json_flag=True)
-    p.add_argument("--unaccessed-days", type=float, default=7.0, help="only memories unused this long (default: 7)")
-    p.add_argument("--factor", type=fraction, default=0.95, help="multiply importance by this, above 0 and below 1 (default: 0.95)")
-    p = command(subparsers, "prune", run_prune, "soft-forget faded, never-used memories and drop stale entities", json_flag=True)
+    p = command(
+        subparsers,
+        "decay",
+        run_decay,
+        "lower the importance of memories unused for a while (run once a day)",
+        json_flag=True,
+    )
+    p.add_argument(
+        "--unaccessed-days",
+        type=float,
+        default=7.0,
+        help="only memories unused this long (default: 7)",
+    )
+    p.add_argument(
+        "--factor",
+        type=fraction,
+        default=0.95,
+        help="multiply importance by this, above 0 and below 1 (default: 0.95)",
+    )
+    p = command(
+        subparsers,
+        "prune",
+        run_prune,
+        "soft-forget faded, never-used memories and drop stale entities",
+        json_flag=True,
+    )
     p.add_argument("--below", type=float, default=1.0, help="importance under this (default: 1)")
-    p.add_argument("--older-than-days", type=float, default=30.0, help="created longer ago than this (default: 30)")
-    p.add_argument("--entity-days", type=float, default=90.0, help="entities unseen this long (default: 90)")
-    p = command(subparsers, "reembed", run_reembed, "rebuild every vector with the configured embedding model", json_flag=True)
-    p.add_argument("--allow-dimension-change", action="store_true", help="allow a model of another dimension (drops all vectors)")
+    p.add_argument(
+        "--older-than-days",
+        type=float,
+        default=30.0,
+        help="created longer ago than this (default: 30)",
+    )
+    p.add_argument(
+        "--entity-days", type=float, default=90.0, help="entities unseen this long (default: 90)"
+    )
+    p = command(
+        subparsers,
+        "reembed",
+        run_reembed,
+        "rebuild every vector with the configured embedding model",
+        json_flag=True,
+    )
+    p.add_argument(
+        "--allow-dimension-change",
+        action="store_true",
+        help="allow a model of another dimension (drops all vectors)",
+    )
     p = command(
         subparsers,
         "backup",
@@ -58,15 +103,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("dest", type=Path)
     p.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
-    p = command(subparsers, "restore", run_restore, "replace the store with a copy made by `companion backup` (stop the bot first)")
+    p = command(
+        subparsers,
+        "restore",
+        run_restore,
+        "replace the store with a copy made by `companion backup` (stop the bot first)",
+    )
     p.add_argument("backup", type=Path, help="the backup file")
-    p.add_argument("--force", action="store_true", help="replace the store if one exists (back it up first)")
-    journals = subparsers.add_parser("journals", help="the Markdown journals beside the store", description="The Markdown journals.")
+    p.add_argument(
+        "--force", action="store_true", help="replace the store if one exists (back it up first)"
+    )
+    journals = subparsers.add_parser(
+        "journals",
+        help="the Markdown journals beside the store",
+        description="The Markdown journals.",
+    )
     actions = journals.add_subparsers(dest="journals_command", metavar="ACTION", required=True)
-    command(actions, "rebuild", run_journals_rebuild, "wipe the journals and make them again from the store", json_flag=True)
-    command(subparsers, "stats", run_stats, "counts of memories and messages, and the embedding model of the store", json_flag=True)
     command(
-        subparsers, "retry-failed", run_retry_failed, "queue again the extraction batches that kept failing (see stats)", json_flag=True
+        actions,
+        "rebuild",
+        run_journals_rebuild,
+        "wipe the journals and make them again from the store",
+        json_flag=True,
+    )
+    command(
+        subparsers,
+        "stats",
+        run_stats,
+        "counts of memories and messages, and the embedding model of the store",
+        json_flag=True,
+    )
+    command(
+        subparsers,
+        "retry-failed",
+        run_retry_failed,
+        "queue again the extraction batches that kept failing (see stats)",
+        json_flag=True,
     )
     _register_eval(subparsers)
     help = "latency benchmark on synthetic stores (progress on stderr); --db postgresql://... measures that server"
@@ -79,22 +151,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="memory: recall on synthetic stores (default); voice: a scripted offline voice session; "
         "manners: the group-manners decision per message (ORCH-10)",
     )
-    p.add_argument("--sizes", type=int_list, default=[10_000, 100_000], help="comma-separated store sizes (default: 10000,100000)")
-    p.add_argument("--queries", type=positive_int, help="queries per size (default: the benchmark's own)")
+    p.add_argument(
+        "--sizes",
+        type=int_list,
+        default=[10_000, 100_000],
+        help="comma-separated store sizes (default: 10000,100000)",
+    )
+    p.add_argument(
+        "--queries", type=positive_int, help="queries per size (default: the benchmark's own)"
+    )
     p.add_argument(
         "--placement",
         choices=["spread", "one"],
         default="spread",
         help="memory: spread rows over guilds of 100k (default), or put them all in one guild",
     )
-    p.add_argument("--utterances", type=positive_int, default=32, help="voice: utterances in the session (default: 32)")
-    p.add_argument("--end-pause-ms", type=positive_int, help="voice: the end-of-speech pause (default: the VAD's, 700)")
-    p.add_argument("--natural", action="store_true", help="voice: the script as people talk (fewer warm hits)")
-    p.add_argument("--store-size", type=int, default=10_000, help="voice: synthetic memories in the server's store (default: 10000)")
+    p.add_argument(
+        "--utterances",
+        type=positive_int,
+        default=32,
+        help="voice: utterances in the session (default: 32)",
+    )
+    p.add_argument(
+        "--end-pause-ms",
+        type=positive_int,
+        help="voice: the end-of-speech pause (default: the VAD's, 700)",
+    )
+    p.add_argument(
+        "--natural", action="store_true", help="voice: the script as people talk (fewer warm hits)"
+    )
+    p.add_argument(
+        "--store-size",
+        type=int,
+        default=10_000,
+        help="voice: synthetic memories in the server's store (default: 10000)",
+    )
 
 
 def _register_eval(subparsers: argparse._SubParsersAction) -> None:
-    group = subparsers.add_parser("eval", help="measure recall on benchmark data", description="Measure recall on benchmark data.")
+    group = subparsers.add_parser(
+        "eval",
+        help="measure recall on benchmark data",
+        description="Measure recall on benchmark data.",
+    )
     sub = group.add_subparsers(dest="eval_command", metavar="BENCHMARK", required=True)
     help = "evidence recall@k on LoCoMo-format conversations; --db postgresql://... stores them on that server"
     p = command(sub, "locomo", run_eval_locomo, help, json_flag=True)
@@ -120,14 +219,18 @@ def fraction(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a number between 0 and 1, not {text!r}"
+        ) from None
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"must be above 0 and below 1, not {text}")
     return value
 
 
 def int_list(text: str) -> list[int]:
-    return [positive_int(part.strip()) for part in text.split(",") if part.strip()] or [positive_int(text)]
+    return [positive_int(part.strip()) for part in text.split(",") if part.strip()] or [
+        positive_int(text)
+    ]
 
 
 def _emit(args: argparse.Namespace, data: dict[str, Any], title: str) -> None:
@@ -140,15 +243,26 @@ def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
     from memory.upkeep.maintenance import consolidate
 
     with engine_for(settings, embed=True) as engine, progress_bar("consolidating") as progress:
-        report = consolidate(engine, composition.build_completer(settings, engine, "consolidation"), progress=progress)
+        report = consolidate(
+            engine,
+            composition.build_completer(settings, engine, "consolidation"),
+            progress=progress,
+        )
     _emit(
         args,
-        {"clusters": report.clusters, "merged_rows": report.merged_rows, "new_ids": list(report.new_ids), "failures": report.failures},
+        {
+            "clusters": report.clusters,
+            "merged_rows": report.merged_rows,
+            "new_ids": list(report.new_ids),
+            "failures": report.failures,
+        },
         "consolidation",
     )
     # consolidate() logs each failed cluster and carries on; the exit code is where a script learns of it.
     if report.failures:
-        raise CommandFailed(f"{report.failures} of {report.clusters} clusters could not be merged (see the log above)")
+        raise CommandFailed(
+            f"{report.failures} of {report.clusters} clusters could not be merged (see the log above)"
+        )
 
 
 def run_decay(args: argparse.Namespace, settings: Settings) -> None:
@@ -177,8 +291,13 @@ def run_reembed(args: argparse.Namespace, settings: Settings) -> None:
     if embedder is None:
         raise UsageError("reembed needs an embedding model, but COMPANION_EMBEDDINGS is 'none'")
     # Opened without a model on purpose: a dimension change is made by reembed, not refused at open.
-    with composition.open_engine(settings, None) as engine, progress_bar("re-embedding") as progress:
-        counts = reembed(engine, embedder, allow_dimension_change=args.allow_dimension_change, progress=progress)
+    with (
+        composition.open_engine(settings, None) as engine,
+        progress_bar("re-embedding") as progress,
+    ):
+        counts = reembed(
+            engine, embedder, allow_dimension_change=args.allow_dimension_change, progress=progress
+        )
     _emit(args, {**counts, "model": embedder.fingerprint, "dimension": embedder.dim}, "reembed")
 
 
@@ -203,7 +322,9 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
     _check_restore(source, target, args.force)
     try:
         reader = Database(read_only(source))
-    except SchemaError as exc:  # the file given is the problem (not SQLite, another program's, newer): bad input
+    except (
+        SchemaError
+    ) as exc:  # the file given is the problem (not SQLite, another program's, newer): bad input
         raise UsageError(f"{exc}; nothing was restored") from None
     try:
         if (verdict := reader.scalar("PRAGMA quick_check")) != "ok":
@@ -239,7 +360,9 @@ def run_journals_rebuild(args: argparse.Namespace, settings: Settings) -> None:
     from ..config import journal_dir
 
     if journal_dir(settings) is None:
-        raise UsageError("the journals are switched off (COMPANION_JOURNALS=false): there is nothing to rebuild")
+        raise UsageError(
+            "the journals are switched off (COMPANION_JOURNALS=false): there is nothing to rebuild"
+        )
     with engine_for(settings) as engine:
         lines = engine.rebuild_journals()
     _emit(args, {"folder": str(journal_dir(settings)), "lines": lines}, "journals rebuilt")
@@ -251,7 +374,9 @@ def _check_restore(source: Path, target: Path, force: bool) -> None:
     if target.exists() and source.resolve() == target.resolve():
         raise UsageError(f"{source} is the store itself")
     if target.exists() and not force:
-        raise UsageError(f"a store already exists at {target}; pass --force to replace it with {source} (make a backup of it first)")
+        raise UsageError(
+            f"a store already exists at {target}; pass --force to replace it with {source} (make a backup of it first)"
+        )
 
 
 def run_stats(args: argparse.Namespace, settings: Settings) -> None:
@@ -272,7 +397,9 @@ def run_stats(args: argparse.Namespace, settings: Settings) -> None:
         }
     _emit(args, data, "stats")
     if data["dead_letters"] and not args.json:
-        note(f"{data['dead_letters']} extraction batches kept failing; `companion retry-failed` queues them again")
+        note(
+            f"{data['dead_letters']} extraction batches kept failing; `companion retry-failed` queues them again"
+        )
 
 
 def run_retry_failed(args: argparse.Namespace, settings: Settings) -> None:
@@ -292,7 +419,9 @@ def _measure_installed() -> Iterator[None]:
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "measure":
             raise
-        raise CommandFailed(f"the measuring tools ({exc.name}) are not part of this install") from None
+        raise CommandFailed(
+            f"the measuring tools ({exc.name}) are not part of this install"
+        ) from None
 
 
 def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
@@ -304,11 +433,22 @@ def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
     embedder = composition.build_embedder(settings)
     try:
         progress = _EvalProgress()
-        options = {"limit": args.limit, "resume": args.resume, "index": args.index, "db": _measured_server(args)}
+        options = {
+            "limit": args.limit,
+            "resume": args.resume,
+            "index": args.index,
+            "db": _measured_server(args),
+        }
         result = evaluate_locomo(args.path, embedder, progress=progress, **options)
-    except (LedgerError, MeasureStoreError) as exc:  # the resume file or the --db server, not the data
+    except (
+        LedgerError,
+        MeasureStoreError,
+    ) as exc:  # the resume file or the --db server, not the data
         raise UsageError(str(exc)) from None
-    except (KeyError, ValueError) as exc:  # the data, not the program: a missing field or a bad date
+    except (
+        KeyError,
+        ValueError,
+    ) as exc:  # the data, not the program: a missing field or a bad date
         raise UsageError(f"{args.path} is not usable LoCoMo data: {exc!s}") from None
     if args.json:
         return print_json(result)
@@ -316,7 +456,9 @@ def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
     out().print(session_table(result))
     out().print(search_cost_table(result))
     if result["skipped_turns"]:
-        note(f"turns with no text, not stored (the store refuses empty messages): {result['skipped_turns']}")
+        note(
+            f"turns with no text, not stored (the store refuses empty messages): {result['skipped_turns']}"
+        )
 
 
 class _EvalProgress:
@@ -333,7 +475,9 @@ class _EvalProgress:
         if not done.resumed:
             self.measured += 1
             self.seconds += done.seconds
-        note(f"[{done.index}/{done.total}] {done.sample_id}: {done.questions} questions{skipped} ({how}){self._estimate(done)}")
+        note(
+            f"[{done.index}/{done.total}] {done.sample_id}: {done.questions} questions{skipped} ({how}){self._estimate(done)}"
+        )
 
     def _estimate(self, done: Any) -> str:
         if not self.measured or done.index == done.total:
@@ -356,7 +500,13 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> None:
         from measure.stores import MeasureStoreError
     options = {"queries": args.queries} if args.queries else {}
     try:
-        result = bench(sizes=args.sizes, progress=_bench_progress, placement=args.placement, db=_measured_server(args), **options)
+        result = bench(
+            sizes=args.sizes,
+            progress=_bench_progress,
+            placement=args.placement,
+            db=_measured_server(args),
+            **options,
+        )
     except MeasureStoreError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
@@ -392,7 +542,13 @@ def run_bench_voice(args: argparse.Namespace) -> None:
         from measure.bench_voice import run_voice_bench
     options = {"end_pause_ms": args.end_pause_ms} if args.end_pause_ms else {}
     script = "natural" if args.natural else "topical"
-    result = run_voice_bench(args.utterances, script=script, progress=_bench_progress, store_size=args.store_size, **options)
+    result = run_voice_bench(
+        args.utterances,
+        script=script,
+        progress=_bench_progress,
+        store_size=args.store_size,
+        **options,
+    )
     if args.json:
         return print_json(result)
     out().print(voice_bench_table(result["voice"]))
@@ -400,4 +556,8 @@ def run_bench_voice(args: argparse.Namespace) -> None:
 
 def _bench_progress(*update: Any) -> None:
     """The benchmark reports a status line per stage; a (done, total) pair works as well."""
-    note(" ".join(str(part) for part in update) if not isinstance(update[0], int) else f"{update[0]}/{update[-1]}")
+    note(
+        " ".join(str(part) for part in update)
+        if not isinstance(update[0], int)
+        else f"{update[0]}/{update[-1]}"
+    )

@@ -26,7 +26,10 @@ def register(router: web.UrlDispatcher) -> None:
 def _settings(knobs: KnobStore) -> dict[str, Any]:
     """Both corpora's knobs, and ``help``: one line per knob ("weights.semantic" for a nested one) from the field
     descriptions in ``memory.storage.knobs``, served so the page and the knob it explains cannot drift apart."""
-    memories, messages = knobs.get("memories").model_dump(mode="json"), knobs.get("messages").model_dump(mode="json")
+    memories, messages = (
+        knobs.get("memories").model_dump(mode="json"),
+        knobs.get("messages").model_dump(mode="json"),
+    )
     return {"recall": memories, "messages": messages, "help": knob_help()}
 
 
@@ -45,7 +48,10 @@ async def put_settings(request: web.Request) -> web.Response:
     await svc.run(_apply, svc, change)
     changed = {"recall": sorted(change.recall), "messages": sorted(change.messages or {})}
     await audit(
-        request, "settings.update", "recall", detail={**changed, "values": {"recall": change.recall, "messages": change.messages or {}}}
+        request,
+        "settings.update",
+        "recall",
+        detail={**changed, "values": {"recall": change.recall, "messages": change.messages or {}}},
     )
     return answer(await svc.run(_settings, svc.engine.knobs))
 
@@ -53,7 +59,11 @@ async def put_settings(request: web.Request) -> web.Response:
 def _apply(svc: DashboardServices, change: SettingsBody) -> None:
     knobs = svc.engine.knobs
     # both corpora are validated before either is stored, so a bad second half leaves the first unchanged
-    merged = {name: _merged(knobs, name, part) for name, part in (("memories", change.recall), ("messages", change.messages)) if part}
+    merged = {
+        name: _merged(knobs, name, part)
+        for name, part in (("memories", change.recall), ("messages", change.messages))
+        if part
+    }
     with svc.engine.transaction():
         for name, part in merged.items():
             knobs.update(name, part)  # type: ignore[arg-type]
@@ -64,7 +74,11 @@ def _merged(knobs: KnobStore, corpus: str, part: dict[str, object]) -> dict[str,
 
     current = knobs.get(corpus).model_dump(mode="json")  # type: ignore[arg-type]
     for key, value in part.items():
-        current[key] = {**current[key], **value} if isinstance(value, dict) and isinstance(current.get(key), dict) else value
+        current[key] = (
+            {**current[key], **value}
+            if isinstance(value, dict) and isinstance(current.get(key), dict)
+            else value
+        )
     RecallKnobs.model_validate(current)  # raises ValidationError naming the field
     return part
 
@@ -72,7 +86,14 @@ def _merged(knobs: KnobStore, corpus: str, part: dict[str, object]) -> dict[str,
 async def guilds(request: web.Request) -> web.Response:
     svc = services(request)
     found = await svc.run(Overview(svc.engine).guilds)
-    return answer({"items": [{"id": g.id, "name": g.name, "memories": g.memories, "messages": g.messages} for g in found]})
+    return answer(
+        {
+            "items": [
+                {"id": g.id, "name": g.name, "memories": g.memories, "messages": g.messages}
+                for g in found
+            ]
+        }
+    )
 
 
 async def purge(request: web.Request) -> web.Response:
@@ -85,7 +106,10 @@ async def purge(request: web.Request) -> web.Response:
         raise ApiError(404, f"no guild with id {guild_id!r}")
     expected = known[guild_id].name or guild_id
     if confirm.confirm != expected:
-        raise ApiError(422, "confirmation does not match: type the guild's name (its id when no name is known) to purge it")
+        raise ApiError(
+            422,
+            "confirmation does not match: type the guild's name (its id when no name is known) to purge it",
+        )
     counts = await svc.memory.forgetting.guild(guild_id)
     await svc.forgot()
     await audit(request, "guild.purge", guild_id, detail=counts)

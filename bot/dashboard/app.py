@@ -20,7 +20,16 @@ from pydantic import ValidationError
 from memory import InvalidInput, NotFound, NotYours
 
 from . import admin, manners, memories, people, persona, usage
-from .auth import CLIENT_COOKIE, COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_TTL_S, Caller, Gate, client_key
+from .auth import (
+    CLIENT_COOKIE,
+    COOKIE,
+    CSRF_HEADER,
+    SAFE_METHODS,
+    SESSION_TTL_S,
+    Caller,
+    Gate,
+    client_key,
+)
 from .common import CALLER, GATE, HOSTS, SERVICES, ApiError, answer, error, validation_detail
 from .services import DashboardServices
 from .startup import is_loopback
@@ -38,7 +47,9 @@ HEADERS = {
 }
 
 
-def create_app(services: DashboardServices, *, token: str, public_hosts: tuple[str, ...] = ()) -> web.Application:
+def create_app(
+    services: DashboardServices, *, token: str, public_hosts: tuple[str, ...] = ()
+) -> web.Application:
     """The dashboard for ``services``; ``token`` is required (``ValueError`` when empty). Requests must name a
     loopback host or one of ``public_hosts`` in their Host header."""
     app = web.Application(middlewares=[_errors, _host, _auth], client_max_size=MAX_BODY)
@@ -64,7 +75,9 @@ def create_app(services: DashboardServices, *, token: str, public_hosts: tuple[s
 
 async def serve(app: web.Application, host: str, port: int) -> web.AppRunner:
     """Listen on ``host:port`` (port 0: any free port, see ``runner.addresses``); ``await runner.cleanup()`` stops it."""
-    runner = web.AppRunner(app, access_log=None)  # an access log would record query strings: people's words
+    runner = web.AppRunner(
+        app, access_log=None
+    )  # an access log would record query strings: people's words
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner
@@ -79,7 +92,9 @@ class DashboardServer:
 
     async def start(self) -> None:
         self._runner = await serve(self.app, self.host, self.port)
-        self.port = self._runner.addresses[0][1]  # the port actually bound (port 0 asks for any free one)
+        self.port = self._runner.addresses[0][
+            1
+        ]  # the port actually bound (port 0 asks for any free one)
         log.info("dashboard on http://%s:%d (token required)", self.host, self.port)
 
     async def stop(self) -> None:
@@ -123,7 +138,10 @@ async def _host(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Only a request that names this dashboard by a loopback name or a configured public host is served."""
     name = host_name(request.headers.get("Host", ""))
     if not (is_loopback(name) or name in request.app[HOSTS]):
-        raise ApiError(421, "unknown Host header: use http://127.0.0.1:<port>/ (or set COMPANION_DASHBOARD_PUBLIC_HOST)")
+        raise ApiError(
+            421,
+            "unknown Host header: use http://127.0.0.1:<port>/ (or set COMPANION_DASHBOARD_PUBLIC_HOST)",
+        )
     return await handler(request)
 
 
@@ -137,7 +155,8 @@ def host_name(header: str) -> str:
 
 def _public(request: web.Request) -> bool:
     return request.path == "/login" or (
-        request.method in SAFE_METHODS and (request.path.startswith("/static/") or request.path == "/favicon.ico")
+        request.method in SAFE_METHODS
+        and (request.path.startswith("/static/") or request.path == "/favicon.ico")
     )
 
 
@@ -159,17 +178,29 @@ async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     if found is None:
         if request.path == "/" and header is None:
             return web.Response(status=303, headers={"Location": "/login"})
-        raise ApiError(401, "authentication required: send Authorization: Bearer <COMPANION_DASHBOARD_TOKEN>, or log in at /login")
+        raise ApiError(
+            401,
+            "authentication required: send Authorization: Bearer <COMPANION_DASHBOARD_TOKEN>, or log in at /login",
+        )
     if request.method not in SAFE_METHODS and not gate.csrf_ok(found, await _csrf_offered(request)):
-        raise ApiError(403, f"missing or wrong {CSRF_HEADER} header (a cookie session's changes need it; see GET /api/session)")
+        raise ApiError(
+            403,
+            f"missing or wrong {CSRF_HEADER} header (a cookie session's changes need it; see GET /api/session)",
+        )
     request[CALLER] = found
     return await handler(request)
 
 
 async def _csrf_offered(request: web.Request) -> str | None:
     offered = request.headers.get(CSRF_HEADER)
-    if offered is None and request.path == "/logout" and request.content_type == "application/x-www-form-urlencoded":
-        offered = str((await request.post()).get("csrf") or "")  # a plain logout form posts it as a field
+    if (
+        offered is None
+        and request.path == "/logout"
+        and request.content_type == "application/x-www-form-urlencoded"
+    ):
+        offered = str(
+            (await request.post()).get("csrf") or ""
+        )  # a plain logout form posts it as a field
     return offered
 
 
@@ -177,9 +208,13 @@ async def _csrf_offered(request: web.Request) -> str | None:
 async def index(request: web.Request) -> web.Response:
     page = STATIC / "index.html"
     if not page.is_file():
-        raise ApiError(503, "the dashboard page is not installed (bot/dashboard/static/index.html is missing)")
+        raise ApiError(
+            503, "the dashboard page is not installed (bot/dashboard/static/index.html is missing)"
+        )
     csrf = html.escape(request[CALLER].csrf, quote=True)
-    return web.Response(text=page.read_text(encoding="utf-8").replace("{{CSRF}}", csrf), content_type="text/html")
+    return web.Response(
+        text=page.read_text(encoding="utf-8").replace("{{CSRF}}", csrf), content_type="text/html"
+    )
 
 
 async def static(request: web.Request) -> web.StreamResponse:
@@ -208,7 +243,9 @@ LOGIN_PAGE = """<!doctype html>
 
 def _login_page(problem: str = "", status: int = 200) -> web.Response:
     note = f'<p class="error" role="alert">{html.escape(problem)}</p>' if problem else ""
-    return web.Response(text=LOGIN_PAGE.format(problem=note), content_type="text/html", status=status)
+    return web.Response(
+        text=LOGIN_PAGE.format(problem=note), content_type="text/html", status=status
+    )
 
 
 async def login_form(request: web.Request) -> web.Response:
@@ -217,7 +254,14 @@ async def login_form(request: web.Request) -> web.Response:
     if gate.client(request.cookies.get(CLIENT_COOKIE), "") == "":
         cookie = gate.new_client(client_key(request.remote))
         if cookie is not None:
-            page.set_cookie(CLIENT_COOKIE, cookie, httponly=True, samesite="Strict", path="/", max_age=int(SESSION_TTL_S))
+            page.set_cookie(
+                CLIENT_COOKIE,
+                cookie,
+                httponly=True,
+                samesite="Strict",
+                path="/",
+                max_age=int(SESSION_TTL_S),
+            )
     return page
 
 
@@ -231,7 +275,9 @@ async def login(request: web.Request) -> web.Response:
     if cookie is None:
         return _login_page("That is not the dashboard token.", 401)
     response = web.Response(status=303, headers={"Location": "/"})
-    response.set_cookie(COOKIE, cookie, httponly=True, samesite="Strict", path="/", max_age=int(SESSION_TTL_S))
+    response.set_cookie(
+        COOKIE, cookie, httponly=True, samesite="Strict", path="/", max_age=int(SESSION_TTL_S)
+    )
     return response
 
 
@@ -245,4 +291,11 @@ async def logout(request: web.Request) -> web.Response:
 
 async def session(request: web.Request) -> web.Response:
     found: Caller = request[CALLER]
-    return answer({"csrf": found.csrf, "who": found.who, "via": found.via, "owners": list(request.app[SERVICES].owners)})
+    return answer(
+        {
+            "csrf": found.csrf,
+            "who": found.who,
+            "via": found.via,
+            "owners": list(request.app[SERVICES].owners),
+        }
+    )

@@ -28,7 +28,9 @@ import time
 from dataclasses import dataclass, field
 
 COOKIE = "companion_session"
-CLIENT_COOKIE = "companion_client"  # which browser a wrong token came from (not a login: it opens nothing)
+CLIENT_COOKIE = (
+    "companion_client"  # which browser a wrong token came from (not a login: it opens nothing)
+)
 PACE_S = 1.0  # a throttled client's token checks: one a second, never fewer
 CSRF_HEADER = "X-CSRF-Token"
 SESSION_TTL_S = 12 * 3600.0
@@ -60,10 +62,18 @@ class Gate:
     token: str
     who: str = "operator"
     _sessions: dict[str, _Session] = field(default_factory=dict)
-    _failures: dict[str, list[float]] = field(default_factory=dict)  # client key -> times of its wrong tokens
-    _checked: dict[str, float] = field(default_factory=dict)  # client key -> when its token was last checked
-    _clients: dict[str, float] = field(default_factory=dict)  # client cookie digest -> when it was given
-    _minted: dict[str, float] = field(default_factory=dict)  # address -> when it was last given a client cookie
+    _failures: dict[str, list[float]] = field(
+        default_factory=dict
+    )  # client key -> times of its wrong tokens
+    _checked: dict[str, float] = field(
+        default_factory=dict
+    )  # client key -> when its token was last checked
+    _clients: dict[str, float] = field(
+        default_factory=dict
+    )  # client cookie digest -> when it was given
+    _minted: dict[str, float] = field(
+        default_factory=dict
+    )  # address -> when it was last given a client cookie
 
     def __post_init__(self) -> None:
         if not self.token.strip():
@@ -72,7 +82,9 @@ class Gate:
     def token_matches(self, offered: str) -> bool:
         try:
             raw = offered.encode()
-        except UnicodeEncodeError:  # undecodable bytes in the header (kept as surrogates) cannot be the token
+        except (
+            UnicodeEncodeError
+        ):  # undecodable bytes in the header (kept as surrogates) cannot be the token
             return False
         return hmac.compare_digest(raw, self.token.encode())
 
@@ -94,14 +106,19 @@ class Gate:
         return Caller(f"{self.who} (browser)", "session", found.csrf, key)
 
     def csrf_ok(self, caller: Caller, offered: str | None) -> bool:
-        return caller.via == "bearer" or (bool(offered) and hmac.compare_digest((offered or "").encode(), caller.csrf.encode()))
+        return caller.via == "bearer" or (
+            bool(offered) and hmac.compare_digest((offered or "").encode(), caller.csrf.encode())
+        )
 
     # -- wrong tokens, per client ---------------------------------------------------------------------------
     def throttled(self, client: str) -> bool:
         """Whether a token check for ``client`` (``client_key``) must wait: it had ``MAX_FAILURES`` wrong tokens
         within the last minute and its last check was less than ``PACE_S`` ago. Asking counts as a check."""
         now = time.time()
-        if len(self._recent(client)) >= MAX_FAILURES and now - self._checked.get(client, 0.0) < PACE_S:
+        if (
+            len(self._recent(client)) >= MAX_FAILURES
+            and now - self._checked.get(client, 0.0) < PACE_S
+        ):
             return True
         self._checked[client] = now
         if len(self._checked) > MAX_CLIENTS:
@@ -140,7 +157,9 @@ class Gate:
         cutoff = time.time() - FAILURE_WINDOW_S
         recent = [t for t in self._failures.pop(client, []) if t > cutoff]
         if recent:
-            self._failures[client] = recent  # re-inserted: the dict's order is oldest activity first
+            self._failures[client] = (
+                recent  # re-inserted: the dict's order is oldest activity first
+            )
         return recent
 
     # -- the login form --------------------------------------------------------------------------------
@@ -173,4 +192,6 @@ def client_key(remote: str | None) -> str:
 
 
 def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()  # a cookie of undecodable bytes matches nothing
+    return hashlib.sha256(
+        value.encode("utf-8", "replace")
+    ).hexdigest()  # a cookie of undecodable bytes matches nothing

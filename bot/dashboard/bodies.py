@@ -67,4 +67,13 @@ class TimezoneBody(_Body):
     zone: Text = Field(max_length=64)  # an IANA name; "" goes back to the operator's default
 
 
-__all__ = ["Confirm", "MannersBody", "MemoryEdit", "NewMemoryBody", "PersonaBody", "SettingsBody", "StrictBool", "TimezoneBody"]
+__all__ = [
+    "Confirm",
+    "MannersBody",
+    "MemoryEdit",
+    "NewMemoryBody",
+    "PersonaBody",
+    "SettingsBody",
+    "StrictBool",
+    "TimezoneBody",
+]

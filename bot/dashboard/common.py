@@ -14,7 +14,9 @@ from .services import DashboardServices
 M = TypeVar("M", bound=BaseModel)
 SERVICES = web.AppKey("services", DashboardServices)
 GATE = web.AppKey("gate", Gate)
-HOSTS = web.AppKey("hosts", frozenset)  # public host names the Host header may carry besides loopback ones
+HOSTS = web.AppKey(
+    "hosts", frozenset
+)  # public host names the Host header may carry besides loopback ones
 CALLER = web.RequestKey("caller", Caller)
 
 
@@ -62,14 +64,20 @@ async def body(request: web.Request, model: type[M]) -> M:
 
 
 def validation_detail(exc: ValidationError) -> list[dict[str, Any]]:
-    return [{"field": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in exc.errors()]
+    return [
+        {"field": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in exc.errors()
+    ]
 
 
 def _first(exc: ValidationError) -> str:
     """A sentence a person reads in the page: "The importance should be at most 10", not "invalid body: importance:
     Input should be less than or equal to 10" (the field-by-field detail still goes with it, for scripts)."""
     e = exc.errors()[0]
-    where = " ".join(str(p).replace("_", " ") for p in e["loc"] if not isinstance(p, int) and str(p) not in _TYPE_NAMES)
+    where = " ".join(
+        str(p).replace("_", " ")
+        for p in e["loc"]
+        if not isinstance(p, int) and str(p) not in _TYPE_NAMES
+    )
     msg = str(e["msg"])
     for said, plain in _PLAIN.items():
         msg = msg.replace(said, plain)
@@ -77,7 +85,9 @@ def _first(exc: ValidationError) -> str:
     return f"The {where} {msg}" if where else msg[:1].upper() + msg[1:]
 
 
-_TYPE_NAMES = frozenset({"int", "float", "str", "bool", "list[str]"})  # pydantic names a union's member in the place
+_TYPE_NAMES = frozenset(
+    {"int", "float", "str", "bool", "list[str]"}
+)  # pydantic names a union's member in the place
 _PLAIN = {
     "less than or equal to": "at most",
     "greater than or equal to": "at least",
@@ -89,7 +99,12 @@ _PLAIN = {
 
 
 async def audit(
-    request: web.Request, action: str, target: str = "", *, person_id: str | None = None, detail: dict[str, Any] | None = None
+    request: web.Request,
+    action: str,
+    target: str = "",
+    *,
+    person_id: str | None = None,
+    detail: dict[str, Any] | None = None,
 ) -> None:
     """One audit row for a change this request made (ids, fields and counts only: never a memory's words)."""
     svc = services(request)

@@ -37,13 +37,26 @@ def _message(svc: DashboardServices, query: dict[str, str], text: str) -> Incomi
         raise ApiError(400, f"platform must be one of {', '.join(PLATFORMS)}, not {platform!r}")
     person = (query.get("person") or "").strip()
     if not person:
-        raise ApiError(400, "person is required: a person id (discord:123) or the platform's user id")
+        raise ApiError(
+            400, "person is required: a person id (discord:123) or the platform's user id"
+        )
     user_id = _account(svc.engine, platform, person)
     guild = (query.get("guild") or "").strip() or None
     if guild and guild.startswith(f"{platform}:"):
-        guild = guild[len(platform) + 1 :]  # the store's guild ids are platform-qualified; the platform's own id is wanted here
-    channel = (query.get("channel") or "").strip() or (svc.orchestrator.dm_channel(platform, user_id) if guild is None else "general")
-    return IncomingMessage(platform=platform, channel_id=channel, author_id=user_id, author_name="", text=text, guild_id=guild)
+        guild = guild[
+            len(platform) + 1 :
+        ]  # the store's guild ids are platform-qualified; the platform's own id is wanted here
+    channel = (query.get("channel") or "").strip() or (
+        svc.orchestrator.dm_channel(platform, user_id) if guild is None else "general"
+    )
+    return IncomingMessage(
+        platform=platform,
+        channel_id=channel,
+        author_id=user_id,
+        author_name="",
+        text=text,
+        guild_id=guild,
+    )
 
 
 def _account(engine: MemoryEngine, platform: str, person: str) -> str:

@@ -46,4 +46,11 @@ async def put(request: web.Request) -> web.Response:
     guild = dict(await svc.run(svc.engine.messages.group_chats)).get(key)
     done = await svc.run(svc.engine.place_modes.set, key, change.mode, guild)
     await audit(request, "manners.set", key, detail={"mode": done.mode.value})
-    return answer({"channel_key": done.channel_key, "guild_id": done.guild_id, "mode": done.mode.value, "set_at": iso(done.set_at)})
+    return answer(
+        {
+            "channel_key": done.channel_key,
+            "guild_id": done.guild_id,
+            "mode": done.mode.value,
+            "set_at": iso(done.set_at),
+        }
+    )

@@ -51,7 +51,14 @@ async def list_memories(request: web.Request) -> web.Response:
     )
     svc = services(request)
     found, total = await svc.run(Overview(svc.engine).memories, query)
-    return answer({"items": [memory_json(m) for m in found], "total": total, "limit": query.limit, "offset": query.offset})
+    return answer(
+        {
+            "items": [memory_json(m) for m in found],
+            "total": total,
+            "limit": query.limit,
+            "offset": query.offset,
+        }
+    )
 
 
 async def search(request: web.Request) -> web.Response:
@@ -62,20 +69,28 @@ async def search(request: web.Request) -> web.Response:
     if not text:
         raise ApiError(400, "q is required: the words to search for")
     top_k = _int(q, "top_k", 10, 1, MAX_TOP_K)
-    filters = RecallFilters(types=tuple(t for t in [_arg(q, "type", MemoryType)] if t), tags=tags_arg(q))
+    filters = RecallFilters(
+        types=tuple(t for t in [_arg(q, "type", MemoryType)] if t), tags=tags_arg(q)
+    )
     svc = services(request)
     hits = await svc.run(_search, svc, dict(q), text, filters, top_k)
     return answer({"items": [memory_json(h.item, score=round(h.score, 4)) for h in hits]})
 
 
-def _search(svc: DashboardServices, q: dict[str, str], text: str, filters: RecallFilters, top_k: int) -> list[Any]:
+def _search(
+    svc: DashboardServices, q: dict[str, str], text: str, filters: RecallFilters, top_k: int
+) -> list[Any]:
     if q.get("person"):
         turn = resolve_turn(svc, q, text)
-        return svc.engine.recall.recall(turn.ctx, text, filters=filters, top_k=top_k, reinforce=False)
+        return svc.engine.recall.recall(
+            turn.ctx, text, filters=filters, top_k=top_k, reinforce=False
+        )
     partitions = svc.engine.memory_rows.partitions()
     if q.get("guild"):
         guild = q["guild"]
-        partitions = tuple(k for k in partitions if k == f"guild|{guild}|public" or k.endswith(f"|public|{guild}"))
+        partitions = tuple(
+            k for k in partitions if k == f"guild|{guild}|public" or k.endswith(f"|public|{guild}")
+        )
     if not partitions:
         return []
     return svc.engine.recall.recall_in(partitions, text, filters=filters, top_k=top_k)
@@ -92,7 +107,9 @@ async def create(request: web.Request) -> web.Response:
     result: WriteResult = await svc.run(svc.engine.memories.add, _new_memory(new, svc.owners))
     m = result.memory
     if result.status == "duplicate":
-        raise ApiError(409, f"already stored as memory {m.id} (nothing new was written)", memory_json(m))
+        raise ApiError(
+            409, f"already stored as memory {m.id} (nothing new was written)", memory_json(m)
+        )
     detail = {"scope": m.scope.value, "scope_id": m.scope_id, "type": m.type.value}
     await audit(request, "memory.create", m.id, person_id=_person(m), detail=detail)
     return answer(memory_json(m, status=result.status, superseded=list(result.superseded)), 201)
@@ -105,12 +122,18 @@ def _new_memory(new: NewMemoryBody, owners: tuple[str, ...]) -> NewMemory:
     if new.scope is Scope.OWNER:
         scope_id = scope_id or (owners[0] if owners else None)
         if not scope_id:
-            raise InvalidInput("owner memory needs scope_id (no owner is configured: COMPANION_OWNER_IDS)")
+            raise InvalidInput(
+                "owner memory needs scope_id (no owner is configured: COMPANION_OWNER_IDS)"
+            )
     if new.scope is Scope.GUILD:
         scope_id = scope_id or new.guild_id
     if not scope_id:
-        raise InvalidInput(f"a {new.scope.value} memory needs scope_id ({'the person id' if new.scope is Scope.USER else 'the guild id'})")
-    visibility = new.visibility or (Visibility.PUBLIC if new.guild_id or new.scope is Scope.GUILD else Visibility.PRIVATE)
+        raise InvalidInput(
+            f"a {new.scope.value} memory needs scope_id ({'the person id' if new.scope is Scope.USER else 'the guild id'})"
+        )
+    visibility = new.visibility or (
+        Visibility.PUBLIC if new.guild_id or new.scope is Scope.GUILD else Visibility.PRIVATE
+    )
     return NewMemory(
         content=new.content,
         subject=new.subject,
@@ -130,7 +153,9 @@ async def edit(request: web.Request) -> web.Response:
     change = await body(request, MemoryEdit)
     fields = sorted(change.model_dump(exclude_none=True))
     if not fields:
-        raise ApiError(400, "nothing to change: send any of content, importance, tags, type, kind, subject")
+        raise ApiError(
+            400, "nothing to change: send any of content, importance, tags, type, kind, subject"
+        )
     svc = services(request)
     old, new = await svc.run(_edit, svc, request.match_info["id"], change)
     await audit(request, "memory.update", old.id, person_id=_person(old), detail={"fields": fields})
@@ -161,7 +186,12 @@ async def forget(request: web.Request) -> web.Response:
     done = await svc.memory.forgetting.memory(request.match_info["id"])
     await svc.forgot()
     target = request.match_info["id"]
-    await audit(request, "memory.forget", target, detail={"memories": len(done.memories), "messages": done.messages})
+    await audit(
+        request,
+        "memory.forget",
+        target,
+        detail={"memories": len(done.memories), "messages": done.messages},
+    )
     return answer({"forgotten": {"memories": list(done.memories), "messages": done.messages}})
 
 

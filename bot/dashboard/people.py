@@ -52,15 +52,30 @@ def _profile(svc: DashboardServices, person_id: str) -> dict[str, Any]:
     if found is None:
         raise NotFound(f"no person with id {person_id!r}")
     rows = svc.engine.memory_rows
-    partitions = tuple(k for k in rows.partitions() if k.split("|")[1:2] == [person_id] and not k.startswith("guild|"))
-    memories = rows.listing(partitions, RecallFilters(), order="important", limit=500) if partitions else []
+    partitions = tuple(
+        k
+        for k in rows.partitions()
+        if k.split("|")[1:2] == [person_id] and not k.startswith("guild|")
+    )
+    memories = (
+        rows.listing(partitions, RecallFilters(), order="important", limit=500)
+        if partitions
+        else []
+    )
     profile: dict[str, list[dict[str, Any]]] = {}
     for m in memories:
         profile.setdefault(m.type.value, []).append(memory_json(m))
     zones = svc.orchestrator.zones
     own = zones.own(person_id)
-    settings = {"share_across_servers": svc.engine.people.shares(person_id), "timezone": own.key if own else None}
-    return {**person_json(found), "profile": profile, "settings": {**settings, "timezone_default": zones.default.key}}
+    settings = {
+        "share_across_servers": svc.engine.people.shares(person_id),
+        "timezone": own.key if own else None,
+    }
+    return {
+        **person_json(found),
+        "profile": profile,
+        "settings": {**settings, "timezone_default": zones.default.key},
+    }
 
 
 async def set_timezone(request: web.Request) -> web.Response:
@@ -76,7 +91,13 @@ async def set_timezone(request: web.Request) -> web.Response:
         zone = await svc.run(zones.set, person_id, wanted)
     else:
         await svc.run(zones.clear, person_id)
-    await audit(request, "person.timezone", person_id, person_id=person_id, detail={"timezone": zone.key if zone else None})
+    await audit(
+        request,
+        "person.timezone",
+        person_id,
+        person_id=person_id,
+        detail={"timezone": zone.key if zone else None},
+    )
     return answer({"timezone": zone.key if zone else None, "timezone_default": zones.default.key})
 
 
@@ -97,12 +118,19 @@ async def forget(request: web.Request) -> web.Response:
     person_id = request.match_info["id"]
     confirm = await body(request, Confirm)
     if confirm.confirm != person_id:
-        raise ApiError(422, 'confirmation does not match: send {"confirm": "<the person id>"} to forget this person')
+        raise ApiError(
+            422,
+            'confirmation does not match: send {"confirm": "<the person id>"} to forget this person',
+        )
     svc = services(request)
     if await svc.run(Overview(svc.engine).person, person_id) is None:
         raise NotFound(f"no person with id {person_id!r}")
-    counts = await svc.run(forget_everything, svc.engine, [person_id])  # a /privacy off outlives it (SEC-5)
-    if exported := await svc.run(forget_exports, svc.engine, [person_id]):  # the console's /export files
+    counts = await svc.run(
+        forget_everything, svc.engine, [person_id]
+    )  # a /privacy off outlives it (SEC-5)
+    if exported := await svc.run(
+        forget_exports, svc.engine, [person_id]
+    ):  # the console's /export files
         counts["export files"] = exported
     await svc.forgot()
     await audit(request, "person.forget", "", detail=counts)
@@ -152,16 +180,39 @@ async def entities(request: web.Request) -> web.Response:
     limit = _limit(request, 200, 5000)
     svc = services(request)
     found = await svc.run(Overview(svc.engine).entities, limit)
-    return answer({"items": [{"id": e.id, "name": e.name, "kind": e.kind, "mentions": e.mentions} for e in found]})
+    return answer(
+        {
+            "items": [
+                {"id": e.id, "name": e.name, "kind": e.kind, "mentions": e.mentions} for e in found
+            ]
+        }
+    )
 
 
 async def graph(request: web.Request) -> web.Response:
     limit = _limit(request, 300, 2000)
     svc = services(request)
     view = await svc.run(Overview(svc.engine).graph, limit)
-    nodes: list[dict[str, Any]] = [{"id": f"person:{p}", "label": label, "kind": "person", "person_id": p} for p, label in view.people]
-    nodes += [{"id": f"entity:{e.id}", "label": e.name, "kind": "entity", "type": e.kind, "mentions": e.mentions} for e in view.entities]
-    return answer({"nodes": nodes, "edges": [{"source": s, "target": t, "label": label} for s, t, label in view.edges]})
+    nodes: list[dict[str, Any]] = [
+        {"id": f"person:{p}", "label": label, "kind": "person", "person_id": p}
+        for p, label in view.people
+    ]
+    nodes += [
+        {
+            "id": f"entity:{e.id}",
+            "label": e.name,
+            "kind": "entity",
+            "type": e.kind,
+            "mentions": e.mentions,
+        }
+        for e in view.entities
+    ]
+    return answer(
+        {
+            "nodes": nodes,
+            "edges": [{"source": s, "target": t, "label": label} for s, t, label in view.edges],
+        }
+    )
 
 
 def _limit(request: web.Request, default: int, high: int) -> int:

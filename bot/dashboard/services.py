@@ -28,10 +28,18 @@ class DashboardServices:
     runner: AsyncRunner
     orchestrator: Orchestrator
     owners: tuple[str, ...] = ()
-    limits: Limits | None = None  # ORCH-14: the daily budgets, shown beside the usage (None: none configured)
+    limits: Limits | None = (
+        None  # ORCH-14: the daily budgets, shown beside the usage (None: none configured)
+    )
 
     @classmethod
-    def of(cls, engine: MemoryEngine, runner: AsyncRunner, orchestrator: Orchestrator, limits: Limits | None = None) -> DashboardServices:
+    def of(
+        cls,
+        engine: MemoryEngine,
+        runner: AsyncRunner,
+        orchestrator: Orchestrator,
+        limits: Limits | None = None,
+    ) -> DashboardServices:
         """The services over a running bot's parts (never ``bot.runtime`` itself: that module starts the dashboard)."""
         return cls(engine, runner, orchestrator, tuple(sorted(orchestrator.owners.owners)), limits)
 

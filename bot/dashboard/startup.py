@@ -16,7 +16,9 @@ from .services import NO_TOKEN
 # 24 characters of a random token are ~140 bits (token_urlsafe), far past online guessing at the throttled rate;
 # the check cannot tell random from chosen, so the length is the one rule, and the message says how to make one.
 MIN_TOKEN = 24
-MAKE_ONE = "COMPANION_DASHBOARD_TOKEN=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+MAKE_ONE = (
+    "COMPANION_DASHBOARD_TOKEN=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+)
 
 
 def refusal(token: str, host: str, *, allow_remote: bool) -> str | None:

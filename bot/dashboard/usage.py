@@ -50,14 +50,22 @@ async def show(request: web.Request) -> web.Response:
 
 def _report(engine: Any, days: int, place: str | None, limits: Any) -> dict[str, Any]:
     now = engine.clock.now()
-    first, last = (datetime.fromtimestamp(now, UTC) - timedelta(days=days - 1)).strftime("%Y-%m-%d"), day_of(now)
+    first, last = (
+        (datetime.fromtimestamp(now, UTC) - timedelta(days=days - 1)).strftime("%Y-%m-%d"),
+        day_of(now),
+    )
     ledger, people = engine.ledger, engine.people
-    persons = [{"person_id": p.label, "name": people.name(p.label), **_spend(p.spend)} for p in ledger.people(first, last, place)]
+    persons = [
+        {"person_id": p.label, "name": people.name(p.label), **_spend(p.spend)}
+        for p in ledger.people(first, last, place)
+    ]
     return {
         "first_day": first,
         "last_day": last,
         "place": place,
-        "budgets": {"person_tokens": limits.person_tokens, "server_tokens": limits.server_tokens} if limits else None,
+        "budgets": {"person_tokens": limits.person_tokens, "server_tokens": limits.server_tokens}
+        if limits
+        else None,
         "total": _spend(ledger.totals(first, last, place)),
         "by_day": _lines(ledger.by("day", first, last, place, limit=MAX_DAYS), "day"),
         "by_place": _lines(ledger.by("place_id", first, last, place), "place"),

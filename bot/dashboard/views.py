@@ -53,7 +53,9 @@ def person_json(p: Person) -> dict[str, Any]:
     return {
         "id": p.id,
         "names": list(p.names),
-        "accounts": [{"platform": a.platform, "user_id": a.user_id, "name": a.name} for a in p.accounts],
+        "accounts": [
+            {"platform": a.platform, "user_id": a.user_id, "name": a.name} for a in p.accounts
+        ],
         "memories": p.memories,
     }
 
@@ -74,7 +76,15 @@ def reflection_json(r: Reflection) -> dict[str, Any]:
 
 
 def audit_json(e: AuditEntry) -> dict[str, Any]:
-    return {"id": e.id, "at": iso(e.at), "who": e.who, "action": e.action, "target": e.target, "detail": e.detail, "person_id": e.person_id}
+    return {
+        "id": e.id,
+        "at": iso(e.at),
+        "who": e.who,
+        "action": e.action,
+        "target": e.target,
+        "detail": e.detail,
+        "person_id": e.person_id,
+    }
 
 
 # -- query strings --------------------------------------------------------------------------------------

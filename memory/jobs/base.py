@@ -45,7 +45,10 @@ class NoAnswer(Exception):
     """The model could not answer (down, timing out, refusing the request): the job is tried again later."""
 
 
-FAILED = (NoAnswer, BadAnswer)  # what ends a job in ``failed``; anything else is a bug, left to the runner's edge
+FAILED = (
+    NoAnswer,
+    BadAnswer,
+)  # what ends a job in ``failed``; anything else is a bug, left to the runner's edge
 
 
 class Job(Protocol[PlanT, AnswerT, ReportT]):
@@ -58,7 +61,9 @@ class Job(Protocol[PlanT, AnswerT, ReportT]):
     def failed(self, plan: PlanT, error: Exception) -> ReportT: ...
 
 
-def applied(engine: MemoryEngine, step: Callable[[PlanT, AnswerT], ReportT], plan: PlanT, answer: AnswerT) -> ReportT:
+def applied(
+    engine: MemoryEngine, step: Callable[[PlanT, AnswerT], ReportT], plan: PlanT, answer: AnswerT
+) -> ReportT:
     """A job's ``apply`` (or ``failed``) in one transaction: on the memory thread, for the runner."""
     with engine.transaction():
         return step(plan, answer)
@@ -104,9 +109,13 @@ class WriteFacts:
 
     def gather(self) -> tuple[Judged, ...]:
         # SEC-5: a forgotten fact read again in what remains (a day's turns, a batch) is not learned back
-        kept = bound_all(self.engine, unforgotten(self.engine, list(self.facts.memories)))  # SEC-5: whom each is about
+        kept = bound_all(
+            self.engine, unforgotten(self.engine, list(self.facts.memories))
+        )  # SEC-5: whom each is about
         if len(kept) < len(self.facts.memories):
-            log.info("learned facts: %d dropped, forgotten before", len(self.facts.memories) - len(kept))
+            log.info(
+                "learned facts: %d dropped, forgotten before", len(self.facts.memories) - len(kept)
+            )
         return tuple(Judged(new, self._related(new)) for new in kept)
 
     def _related(self, new: NewMemory) -> tuple[Memory, ...]:
@@ -117,7 +126,9 @@ class WriteFacts:
         except MemoryStoreError:
             return ()
 
-    async def ask(self, plan: tuple[Judged, ...], model: AsyncCompleter) -> tuple[frozenset[str], ...]:
+    async def ask(
+        self, plan: tuple[Judged, ...], model: AsyncCompleter
+    ) -> tuple[frozenset[str], ...]:
         return tuple([await _contradicted(model, judged) for judged in plan])
 
     def apply(self, plan: tuple[Judged, ...], answer: tuple[frozenset[str], ...]) -> Written:
@@ -127,7 +138,9 @@ class WriteFacts:
         kept = {id(new) for new in learnable(self.engine, [j.new for j in plan])}
         for judged, contradicts in zip(plan, answer, strict=True):
             if id(judged.new) not in kept:
-                log.info("a learned fact was dropped: its words were forgotten while the model wrote")
+                log.info(
+                    "a learned fact was dropped: its words were forgotten while the model wrote"
+                )
                 continue
             try:
                 status = self.engine.memories.add(judged.new, contradicts=contradicts).status
@@ -136,17 +149,25 @@ class WriteFacts:
                 status = "refused by the safety filter or invalid"
             stored += status == "stored"
             outcomes[status] += 1
-        if plan and stored < len(plan):  # one line saying what the facts became and why some were not kept
-            dropped = ", ".join(f"{n} {status}" for status, n in sorted(outcomes.items()) if status != "stored")
+        if plan and stored < len(
+            plan
+        ):  # one line saying what the facts became and why some were not kept
+            dropped = ", ".join(
+                f"{n} {status}" for status, n in sorted(outcomes.items()) if status != "stored"
+            )
             log.info("learned facts: %d stored of %d; not stored: %s", stored, len(plan), dropped)
         self.facts.finish(stored)
         return Written(stored, sum(1 for found in answer if found))
 
     def failed(self, plan: tuple[Judged, ...], error: Exception) -> Written:
-        return self.apply(plan, tuple(frozenset() for _ in plan))  # ask never raises: a judge that fails says "no"
+        return self.apply(
+            plan, tuple(frozenset() for _ in plan)
+        )  # ask never raises: a judge that fails says "no"
 
 
-async def ask_for_json(model: AsyncCompleter, system: str, user: str, schema: dict[str, Any]) -> str:
+async def ask_for_json(
+    model: AsyncCompleter, system: str, user: str, schema: dict[str, Any]
+) -> str:
     """An answer that must be JSON following ``schema``: asked with the schema where the completer can send one
     (``StructuredCompleter``: the bot's, as ``response_format``), in words only otherwise."""
     if isinstance(model, StructuredCompleter):

@@ -122,16 +122,26 @@ class CheckinDraft:
 
     def apply(self, plan: Draft, answer: str) -> Claimed:
         if not self.store.claim(self.checkin.id):
-            return Claimed("waiting")  # no longer pending (opted out or forgotten while the model wrote)
+            return Claimed(
+                "waiting"
+            )  # no longer pending (opted out or forgotten while the model wrote)
         return Claimed("claimed", plan, answer)
 
     def failed(self, plan: Draft, error: Exception) -> Claimed:
         state = self.store.postpone(self.checkin.id)
-        log.warning("check-in %d not written (%s: %s); %s", self.checkin.id, type(error).__name__, error, state)
+        log.warning(
+            "check-in %d not written (%s: %s); %s",
+            self.checkin.id,
+            type(error).__name__,
+            error,
+            state,
+        )
         return Claimed("postponed" if state == "pending" else state)
 
 
-def record_sent(engine: MemoryEngine, store: CheckinStore, draft: Draft, text: str, bot_name: str) -> None:
+def record_sent(
+    engine: MemoryEngine, store: CheckinStore, draft: Draft, text: str, bot_name: str
+) -> None:
     """The check-in joins the DM's history as the bot's turn and the row is marked sent, in one transaction;
     for someone who said /privacy off while it was being written, the row is marked sent and nothing is kept."""
     where = draft.where
@@ -170,5 +180,7 @@ def _history(draft: Draft, bot_name: str) -> str:
     for row in draft.history:
         who = bot_name if row.role == "assistant" else draft.name
         when = datetime.fromtimestamp(row.created_at, draft.zone).strftime("%Y-%m-%d %H:%M")
-        lines.append(f"- [{when}] {who}: {json.dumps(row.content[:HISTORY_CHARS], ensure_ascii=False)}")
+        lines.append(
+            f"- [{when}] {who}: {json.dumps(row.content[:HISTORY_CHARS], ensure_ascii=False)}"
+        )
     return "\n".join(lines) or "(none yet)"

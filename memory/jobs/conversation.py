@@ -22,7 +22,13 @@ from ..engine import MemoryEngine
 from ..models import NewMemory, Source, StoredMessage
 from ..protocols import AsyncCompleter
 from ..scopes import RecallContext
-from ..storage.sessions import Buffered, ChannelRecord, ChannelState, ExtractionBuffer, SessionSummaries
+from ..storage.sessions import (
+    Buffered,
+    ChannelRecord,
+    ChannelState,
+    ExtractionBuffer,
+    SessionSummaries,
+)
 from ..upkeep.maintenance import audit_finish, audit_start
 from ..write.answers import FACTS_SCHEMA
 from ..write.extraction import (
@@ -45,23 +51,40 @@ REFLECT_SYSTEM = "You reflect on conversations. Answer with JSON only."
 EXCERPT_TURNS, EXCERPT_CHARS = 80, 9_000
 COMPACT_AFTER, KEEP_VERBATIM, SUMMARY_CHARS = 60, 20, 1_200
 GIVE_UP_REFLECTION_AFTER = 3  # failed tries; the session's turns stay in history either way
-ZoneName = Callable[[str], str]  # a person id -> their IANA time zone (``memory.storage.timezones.Timezones.name_of``)
+ZoneName = Callable[
+    [str], str
+]  # a person id -> their IANA time zone (``memory.storage.timezones.Timezones.name_of``)
 
 
-def transcript_of(ctx: RecallContext, rows: list[StoredMessage], zone_of: ZoneName | None = None) -> Transcript:
+def transcript_of(
+    ctx: RecallContext, rows: list[StoredMessage], zone_of: ZoneName | None = None
+) -> Transcript:
     """Stored turns as a transcript: each human turn with its author's own context (and time zone), the bot's as [bot]."""
 
     def speaker(author_id: str) -> RecallContext:
         return with_speaker(ctx, author_id, zone_of(author_id) if zone_of else "")
 
     return Transcript(
-        tuple(Line(speaker(r.author_id) if r.role == "user" else None, r.author_name, r.content, r.id, r.created_at) for r in rows)
+        tuple(
+            Line(
+                speaker(r.author_id) if r.role == "user" else None,
+                r.author_name,
+                r.content,
+                r.id,
+                r.created_at,
+            )
+            for r in rows
+        )
     )
 
 
-async def extracted(model: AsyncCompleter, transcript: Transcript, ctx: RecallContext, source: Source) -> tuple[NewMemory, ...]:
+async def extracted(
+    model: AsyncCompleter, transcript: Transcript, ctx: RecallContext, source: Source
+) -> tuple[NewMemory, ...]:
     """One extraction pass over a transcript; ``BadAnswer`` when the answer is not a list of candidates."""
-    answer = await ask_for_json(model, EXTRACT_SYSTEM, extraction_prompt(transcript, ctx), FACTS_SCHEMA)
+    answer = await ask_for_json(
+        model, EXTRACT_SYSTEM, extraction_prompt(transcript, ctx), FACTS_SCHEMA
+    )
     candidates = parse_list(answer)
     memories = tuple(memories_from(candidates, transcript, source))
     if len(memories) < len(candidates):
@@ -91,7 +114,9 @@ class Extraction:
         if not items:
             return None
         said = [Line(i.ctx, i.author_name, i.text, i.message_id, i.created_at) for i in items]
-        transcript = Transcript(tuple(sorted(said + self._replies_to(items), key=lambda line: line.at or 0.0)))
+        transcript = Transcript(
+            tuple(sorted(said + self._replies_to(items), key=lambda line: line.at or 0.0))
+        )
         return Batch(tuple(i.id for i in items), transcript, items[-1].ctx)
 
     def _replies_to(self, items: list[Buffered]) -> list[Line]:
@@ -99,8 +124,16 @@ class Extraction:
         facts there (ORCH-7). Only replies are read, never the rest of the channel: that is other people's."""
         message_ids = [i.message_id for i in items if i.message_id]
         messages = self.engine.messages
-        rows = messages.get_rids(messages.replies_to(messages.rids_by_id(message_ids))) if message_ids else []
-        return [Line(None, r.author_name, r.content, r.id, r.created_at) for r in rows if r.role == "assistant"]
+        rows = (
+            messages.get_rids(messages.replies_to(messages.rids_by_id(message_ids)))
+            if message_ids
+            else []
+        )
+        return [
+            Line(None, r.author_name, r.content, r.id, r.created_at)
+            for r in rows
+            if r.role == "assistant"
+        ]
 
     async def ask(self, plan: Batch, model: AsyncCompleter) -> tuple[NewMemory, ...]:
         return await extracted(model, plan.transcript, plan.ctx, Source.AUTO_EXTRACTION)
@@ -110,7 +143,12 @@ class Extraction:
 
     def failed(self, plan: Batch, error: Exception) -> Facts:
         parked = self.buffer.fail(list(plan.ids), f"{type(error).__name__}: {error}")
-        log.warning("extraction for %s %s: %s", self.channel, "parked in dead_letters" if parked else "postponed", error)
+        log.warning(
+            "extraction for %s %s: %s",
+            self.channel,
+            "parked in dead_letters" if parked else "postponed",
+            error,
+        )
         return NONE_LEARNED
 
 
@@ -124,7 +162,9 @@ class Session:
     transcript: Transcript
     people: tuple[str, ...]
     audit: int | None  # None: nothing was said since the session started
-    doubted: tuple[tuple[str, str], ...] = ()  # (id, content) of memories here a 👎 marked for recheck (ORCH-12)
+    doubted: tuple[
+        tuple[str, str], ...
+    ] = ()  # (id, content) of memories here a 👎 marked for recheck (ORCH-12)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,18 +192,26 @@ class Reflection:
         people = tuple(c.speaker_id for c in transcript.speakers().values())
         if not rows:
             return Session(transcript, people, None)
-        audit = audit_start(self.engine, "micro", key, transcript.render()[-2000:], channel_key=key, people=people)
+        audit = audit_start(
+            self.engine, "micro", key, transcript.render()[-2000:], channel_key=key, people=people
+        )
         return Session(transcript, people, audit, self._doubted())
 
     def _doubted(self) -> tuple[tuple[str, str], ...]:
         """Memories this place may see that a 👎 marked for recheck (a DM's own private ones only in that DM)."""
-        return tuple(self.engine.feedback.to_recheck(list(self.state.ctx.memory_partitions()), limit=10))
+        return tuple(
+            self.engine.feedback.to_recheck(list(self.state.ctx.memory_partitions()), limit=10)
+        )
 
     def _still_unreflected(self) -> bool:
         """The state was read before this process claimed the job: another process may have reflected the session
         meanwhile (SCALE-1), or a new one began."""
         now = self.channels.get(self.state.channel_key)
-        return now is not None and now.reflected_at is None and now.session_started_at == self.state.session_started_at
+        return (
+            now is not None
+            and now.reflected_at is None
+            and now.session_started_at == self.state.session_started_at
+        )
 
     async def ask(self, plan: Session, model: AsyncCompleter) -> Reflected:
         if plan.audit is None:
@@ -171,11 +219,15 @@ class Reflection:
         doubted = tuple(content for _, content in plan.doubted)
         prompt = reflection_prompt(plan.transcript, self.state.ctx, doubted=doubted)
         candidates, summary = parse_reflection(await model(REFLECT_SYSTEM, prompt))
-        return Reflected(tuple(memories_from(candidates, plan.transcript, Source.REFLECTION)), summary)
+        return Reflected(
+            tuple(memories_from(candidates, plan.transcript, Source.REFLECTION)), summary
+        )
 
     def apply(self, plan: Session, answer: Reflected) -> Facts:
         if plan.audit is None:
-            return Facts(finish=functools.partial(_reflected, self.channels, self.state.channel_key))
+            return Facts(
+                finish=functools.partial(_reflected, self.channels, self.state.channel_key)
+            )
         return Facts(answer.memories, functools.partial(self._finish, plan, answer))
 
     def _finish(self, plan: Session, answer: Reflected, stored: int) -> None:
@@ -191,7 +243,9 @@ class Reflection:
                 text=answer.summary.strip()[:1200],
                 started_at=self.state.session_started_at,
             )
-        audit_finish(self.engine, plan.audit or 0, facts=kept_contents(self.engine, answer.memories))
+        audit_finish(
+            self.engine, plan.audit or 0, facts=kept_contents(self.engine, answer.memories)
+        )
         self.engine.feedback.rechecked([memory_id for memory_id, _ in plan.doubted])
         self.channels.mark_reflected(key)
         self.channels.succeeded(key)
@@ -221,7 +275,11 @@ def kept_contents(engine: MemoryEngine, memories: tuple[NewMemory, ...]) -> list
 
 
 def excerpt_rows(engine: MemoryEngine, ctx: RecallContext, since: float) -> list[StoredMessage]:
-    rows = [r for r in engine.messages.recent(ctx, ctx.channel_id, EXCERPT_TURNS, learnable=True) if r.created_at >= since]
+    rows = [
+        r
+        for r in engine.messages.recent(ctx, ctx.channel_id, EXCERPT_TURNS, learnable=True)
+        if r.created_at >= since
+    ]
     while rows and sum(len(r.content) for r in rows) > EXCERPT_CHARS:
         rows.pop(0)
     return rows
@@ -234,7 +292,12 @@ def crowded(engine: MemoryEngine, channels: ChannelState, silence_s: float) -> l
     active = engine.clock.now() - silence_s  # only channels that spoke lately can have grown
     for state in channels.active(active):
         ctx = state.ctx
-        if engine.messages.count_in_channel_after(ctx.platform, ctx.channel_id, state.compacted_until) > COMPACT_AFTER:
+        if (
+            engine.messages.count_in_channel_after(
+                ctx.platform, ctx.channel_id, state.compacted_until
+            )
+            > COMPACT_AFTER
+        ):
             out.append(state)
     return out
 
@@ -265,18 +328,26 @@ class Compaction:
         ctx, now = self.state.ctx, self.channels.get(self.state.channel_key)
         if now is None or now.compacted_until != self.state.compacted_until:
             return None  # compacted meanwhile by another process (SCALE-1): the next look starts from its summary
-        rows = self.engine.messages.in_channel_after(ctx.platform, ctx.channel_id, self.state.compacted_until)
+        rows = self.engine.messages.in_channel_after(
+            ctx.platform, ctx.channel_id, self.state.compacted_until
+        )
         rows = rows[:-KEEP_VERBATIM] if len(rows) > KEEP_VERBATIM else []
-        return Folding(transcript_of(ctx, rows, self.zone_of), rows[-1].created_at) if rows else None
+        return (
+            Folding(transcript_of(ctx, rows, self.zone_of), rows[-1].created_at) if rows else None
+        )
 
     async def ask(self, plan: Folding, model: AsyncCompleter) -> Folded:
         try:
-            memories = await extracted(model, plan.transcript, self.state.ctx, Source.AUTO_EXTRACTION)
+            memories = await extracted(
+                model, plan.transcript, self.state.ctx, Source.AUTO_EXTRACTION
+            )
         except BadAnswer as exc:  # costs only this pass: the turns stay stored, and were buffered for extraction too
             log.warning("pre-compaction extraction answer unusable: %s", exc)
             memories = ()
         previous = self.state.rolling_summary or "(none)"
-        prompt = prompts.render("compaction", previous=previous, turns=plan.transcript.render(), max_chars=SUMMARY_CHARS)
+        prompt = prompts.render(
+            "compaction", previous=previous, turns=plan.transcript.render(), max_chars=SUMMARY_CHARS
+        )
         return Folded(memories, await model("", prompt, temperature=0.0))
 
     def apply(self, plan: Folding, answer: Folded) -> Facts:
@@ -284,7 +355,9 @@ class Compaction:
 
     def _finish(self, plan: Folding, summary: str, stored: int) -> None:
         key = self.state.channel_key
-        if still_stored(self.engine, plan.transcript):  # else folded again from what remains (issue 33)
+        if still_stored(
+            self.engine, plan.transcript
+        ):  # else folded again from what remains (issue 33)
             self.channels.set_summary(key, summary.strip()[:SUMMARY_CHARS], plan.until)
         self.channels.succeeded(key)
 

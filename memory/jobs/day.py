@@ -35,7 +35,9 @@ SYSTEM = "You reflect on a day of conversation. Answer with JSON only."
 class Day:
     transcript: Transcript
     speakers: tuple[str, ...]  # names, in order of first turn
-    audit: int | None  # None: only the bot's turns are left (the people's were deleted or forgotten)
+    audit: (
+        int | None
+    )  # None: only the bot's turns are left (the people's were deleted or forgotten)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,9 @@ class DayReflection:
             return Day(transcript, (), None)
         people = tuple(c.speaker_id for c in speakers.values())
         hint, excerpt = f"{chat.channel_key} {chat.day}", transcript.render()[-2000:]
-        audit = audit_start(self.engine, "daily", hint, excerpt, channel_key=chat.channel_key, people=people)
+        audit = audit_start(
+            self.engine, "daily", hint, excerpt, channel_key=chat.channel_key, people=people
+        )
         return Day(transcript, tuple(speakers), audit)
 
     async def ask(self, plan: Day, model: AsyncCompleter) -> tuple[NewMemory, ...]:
@@ -67,7 +71,9 @@ class DayReflection:
             return ()  # nothing to learn
         return await self.learned(plan.transcript, plan.speakers, model)
 
-    async def learned(self, transcript: Transcript, speakers: tuple[str, ...], model: AsyncCompleter) -> tuple[NewMemory, ...]:
+    async def learned(
+        self, transcript: Transcript, speakers: tuple[str, ...], model: AsyncCompleter
+    ) -> tuple[NewMemory, ...]:
         """The facts the model reads in the day (the prompt and its parsing; nothing is written)."""
         prompt = prompts.render(
             "daily_reflection",
@@ -77,7 +83,9 @@ class DayReflection:
             excerpt=transcript.render(),
             max_facts=MAX_FACTS,
         )
-        answer = await ask_for_json(model, SYSTEM, prompt, FACTS_SCHEMA)  # ORCH-9: structured where the server can
+        answer = await ask_for_json(
+            model, SYSTEM, prompt, FACTS_SCHEMA
+        )  # ORCH-9: structured where the server can
         return tuple(memories_from(parse_list(answer), transcript, Source.REFLECTION))
 
     def apply(self, plan: Day, answer: tuple[NewMemory, ...]) -> Facts:
@@ -99,7 +107,12 @@ class DayReflection:
         self.days.mark_done(self.chat, stored=stored, audit_id=audit)
 
     def failed(self, plan: Day, error: Exception) -> Facts:
-        log.warning("daily reflection of %s on %s postponed: %s", self.chat.channel_key, self.chat.day, error)
+        log.warning(
+            "daily reflection of %s on %s postponed: %s",
+            self.chat.channel_key,
+            self.chat.day,
+            error,
+        )
         audit_finish(self.engine, plan.audit or 0, error=f"{type(error).__name__}: {error}")
         return NONE_LEARNED
 
@@ -117,7 +130,11 @@ class BulletinWrite:
 
     def gather(self) -> Plan | None:
         """The refresh's plan (one store call per scope), unless another process wrote the bulletin since (SCALE-1)."""
-        return self.plan if self.bulletins.is_due(self.plan.where, self.bulletins.engine.clock.now()) else None
+        return (
+            self.plan
+            if self.bulletins.is_due(self.plan.where, self.bulletins.engine.clock.now())
+            else None
+        )
 
     async def ask(self, plan: Plan, model: AsyncCompleter) -> str:
         return await model(BULLETIN_SYSTEM, plan.prompt, temperature=0.2)
@@ -130,5 +147,7 @@ class BulletinWrite:
         return 1
 
     def failed(self, plan: Plan, error: Exception) -> int:
-        log.warning("bulletin of %s %s not written: %s", plan.where.scope, plan.where.scope_id, error)
+        log.warning(
+            "bulletin of %s %s not written: %s", plan.where.scope, plan.where.scope_id, error
+        )
         return 0

@@ -54,22 +54,32 @@ class Consolidation:
 
     def gather(self) -> Clusters:
         groups = tuple(tuple(c) for c in clusters(self.engine, self.threshold, self.max_cluster))
-        return Clusters(groups, audit_start(self.engine, "consolidation", f"{len(groups)} clusters"))
+        return Clusters(
+            groups, audit_start(self.engine, "consolidation", f"{len(groups)} clusters")
+        )
 
     async def ask(self, plan: Clusters, model: AsyncCompleter) -> Merges:
         merges: list[NewMemory | None] = []
         in_a_row = 0
         for cluster in plan.groups:
             try:
-                answer = await model(CONSOLIDATE_SYSTEM, consolidation_prompt(list(cluster)), temperature=0.0)
+                answer = await model(
+                    CONSOLIDATE_SYSTEM, consolidation_prompt(list(cluster)), temperature=0.0
+                )
                 merges.append(merged_memory(list(cluster), answer))
                 in_a_row = 0
-            except (NoAnswer, BadAnswer):  # one bad cluster (or a failing model) must not stop the rest
+            except (
+                NoAnswer,
+                BadAnswer,
+            ):  # one bad cluster (or a failing model) must not stop the rest
                 log.exception("could not merge %s", [m.id for m in cluster])
                 merges.append(None)
                 in_a_row += 1
             if in_a_row == STOP_AFTER_FAILURES and len(merges) < len(plan.groups):
-                log.error("consolidation stopped: %d merges failed in a row (is the model reachable?)", in_a_row)
+                log.error(
+                    "consolidation stopped: %d merges failed in a row (is the model reachable?)",
+                    in_a_row,
+                )
                 break
         return Merges(tuple(merges), len(plan.groups) - len(merges))
 
@@ -82,13 +92,17 @@ class Consolidation:
             elif self._unchanged(cluster):
                 try:
                     written = write_merge(self.engine, new, list(cluster))
-                except MemoryStoreError as exc:  # the merge says what may not be stored (a secret, an injection)
+                except (
+                    MemoryStoreError
+                ) as exc:  # the merge says what may not be stored (a secret, an injection)
                     log.warning("a merge of %d memories was not written: %s", len(cluster), exc)
                     failures += 1
                     continue
                 new_ids += [written] if written else []
                 merged += len(cluster) if written else 0
-        error = f"{failures} clusters failed" + (f"; stopped with {answer.left} left" if answer.left else "")
+        error = f"{failures} clusters failed" + (
+            f"; stopped with {answer.left} left" if answer.left else ""
+        )
         audit_finish(self.engine, plan.audit, stored=new_ids, error=error if failures else None)
         return ConsolidationReport(len(plan.groups), merged, tuple(new_ids), failures)
 
@@ -99,8 +113,17 @@ class Consolidation:
                 now = self.engine.memory_rows.get(old.id)
             except NotFound:
                 return False  # forgotten for good meanwhile
-            if now.forgotten or now.superseded_by or now.consolidated_into or now.content != old.content:
-                log.info("a merge of %d memories was not written: %s changed while the model wrote it", len(cluster), old.id)
+            if (
+                now.forgotten
+                or now.superseded_by
+                or now.consolidated_into
+                or now.content != old.content
+            ):
+                log.info(
+                    "a merge of %d memories was not written: %s changed while the model wrote it",
+                    len(cluster),
+                    old.id,
+                )
                 return False
         return True
 

@@ -9,7 +9,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import MemoryEngine
-from ..models import SELF_SUBJECT, FactKind, Memory, Scope, SessionSummary, StoredMessage, Visibility
+from ..models import (
+    SELF_SUBJECT,
+    FactKind,
+    Memory,
+    Scope,
+    SessionSummary,
+    StoredMessage,
+    Visibility,
+)
 from ..scopes import RecallContext, memory_partition
 from ..storage.graph import EntityCount
 from ..storage.memories import RecallFilters
@@ -34,20 +42,26 @@ class RecallSnapshot:
     bulletin: str  # the scope's briefing, "" for none
     guidance: tuple[Memory, ...]
     recalled: Recalled
-    people: tuple[tuple[str, tuple[Memory, ...]], ...]  # (person id, their facts), the speaker first
+    people: tuple[
+        tuple[str, tuple[Memory, ...]], ...
+    ]  # (person id, their facts), the speaker first
     self_facts: tuple[Memory, ...]
     lore: tuple[Memory, ...]  # this guild's lore (none in a DM)
     entities: tuple[EntityCount, ...]
     sessions: tuple[SessionSummary, ...]  # sessions that ended here lately
     rolling_summary: str  # the channel's summary of what came before its history window
-    history: tuple[StoredMessage, ...]  # the channel's last turns after its compaction point, oldest first
+    history: tuple[
+        StoredMessage, ...
+    ]  # the channel's last turns after its compaction point, oldest first
     place_persona: str  # this server's or group's own persona, "" for none
 
 
 class MemoryContext:
     """Gathers ``RecallSnapshot`` values for one engine."""
 
-    def __init__(self, engine: MemoryEngine, *, summary_window_s: float = 1800.0, history_turns: int = 20) -> None:
+    def __init__(
+        self, engine: MemoryEngine, *, summary_window_s: float = 1800.0, history_turns: int = 20
+    ) -> None:
         """:param summary_window_s: how recent an ended session must be to be shown.
         :param history_turns: how many of the channel's last messages are read."""
         self.engine = engine
@@ -79,10 +93,16 @@ class MemoryContext:
         bulletin = self.bulletins.for_context(ctx)
         return RecallSnapshot(
             bulletin=bulletin.text if bulletin else "",
-            guidance=self._listed(ctx.memory_partitions(), RecallFilters(kinds=(FactKind.GUIDANCE,)), 24),
-            recalled=recalled if recalled is not None else self.recall(ctx, query, query_vector, reinforce),
+            guidance=self._listed(
+                ctx.memory_partitions(), RecallFilters(kinds=(FactKind.GUIDANCE,)), 24
+            ),
+            recalled=recalled
+            if recalled is not None
+            else self.recall(ctx, query, query_vector, reinforce),
             people=self._people(ctx, people),
-            self_facts=self._listed(ctx.memory_partitions(), RecallFilters(subjects=(SELF_SUBJECT,)), 10),
+            self_facts=self._listed(
+                ctx.memory_partitions(), RecallFilters(subjects=(SELF_SUBJECT,)), 10
+            ),
             lore=self._lore(ctx),
             entities=tuple(self.engine.graph.top_entities(ctx.memory_partitions(), 5)),
             sessions=tuple(self.summaries.recent(ctx, self.summary_window_s)),
@@ -91,30 +111,56 @@ class MemoryContext:
             place_persona=place.text if place else "",
         )
 
-    def recall(self, ctx: RecallContext, query: str, query_vector: np.ndarray | None = None, reinforce: bool = True) -> Recalled:
+    def recall(
+        self,
+        ctx: RecallContext,
+        query: str,
+        query_vector: np.ndarray | None = None,
+        reinforce: bool = True,
+    ) -> Recalled:
         """One recall serving two sections: behaviour rules that fit ``query``, and everything else relevant."""
         if query_vector is None:
             query_vector = self.engine.embeddings.embed_query(query)
         top_k = self.engine.knobs.get("memories").top_k
-        hits = self.engine.recall.recall(ctx, query, top_k=top_k + BEHAVIOURAL_LIMIT, query_vector=query_vector, reinforce=reinforce)
+        hits = self.engine.recall.recall(
+            ctx,
+            query,
+            top_k=top_k + BEHAVIOURAL_LIMIT,
+            query_vector=query_vector,
+            reinforce=reinforce,
+        )
         memories = [h.item for h in hits]
         return split(memories, [m for m in memories if m.kind is FactKind.BEHAVIORAL], top_k)
 
-    def _listed(self, partitions: tuple[str, ...], filters: RecallFilters, limit: int) -> tuple[Memory, ...]:
-        return tuple(self.engine.memory_rows.listing(partitions, filters, "important", limit, False))
+    def _listed(
+        self, partitions: tuple[str, ...], filters: RecallFilters, limit: int
+    ) -> tuple[Memory, ...]:
+        return tuple(
+            self.engine.memory_rows.listing(partitions, filters, "important", limit, False)
+        )
 
-    def _people(self, ctx: RecallContext, people: tuple[str, ...]) -> tuple[tuple[str, tuple[Memory, ...]], ...]:
+    def _people(
+        self, ctx: RecallContext, people: tuple[str, ...]
+    ) -> tuple[tuple[str, tuple[Memory, ...]], ...]:
         """Each person's most important facts: twelve for the speaker, six for the others."""
         shown = people[:MAX_PEOPLE]
         groups = [(ctx.partitions_of(p), 12 if i == 0 else 6) for i, p in enumerate(shown)]
-        listed = self.engine.memory_rows.listing_many(groups, RecallFilters(), "important")  # one statement for all
+        listed = self.engine.memory_rows.listing_many(
+            groups, RecallFilters(), "important"
+        )  # one statement for all
         return tuple((p, tuple(facts)) for p, facts in zip(shown, listed, strict=True))
 
     def _lore(self, ctx: RecallContext) -> tuple[Memory, ...]:
         if ctx.is_dm:
             return ()
-        found = self._listed((memory_partition(Scope.GUILD, ctx.guild_id or "", Visibility.PUBLIC),), RecallFilters(), 10)
-        return tuple(m for m in found if m.scope is Scope.GUILD and m.subject != SELF_SUBJECT)  # the bot's own are "yourself"
+        found = self._listed(
+            (memory_partition(Scope.GUILD, ctx.guild_id or "", Visibility.PUBLIC),),
+            RecallFilters(),
+            10,
+        )
+        return tuple(
+            m for m in found if m.scope is Scope.GUILD and m.subject != SELF_SUBJECT
+        )  # the bot's own are "yourself"
 
     def _history(self, ctx: RecallContext, since: float) -> tuple[StoredMessage, ...]:
         rows = self.engine.messages.recent(ctx, ctx.channel_id, self.history_turns)

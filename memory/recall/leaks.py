@@ -43,15 +43,23 @@ RARE_RANK = 17_000  # ids from here on (and words the vocabulary lacks) are rare
 # A word held by more memories than 2% of them, or 200, is common in this store (but any word held by 20 or fewer
 # is not); this also bounds the index walk of ``holders`` to a few hundred rows a word.
 STORE_COMMON_SHARE, STORE_COMMON_ROWS, STORE_COMMON_FLOOR = 0.02, 200, 20
-LEAK_WEIGHT = 2  # what the unseen words a memory shares with a reply must weigh together to count as a leak
-MEMORY_COLUMNS = ("subject", "content", "tags")  # where a memory's words are (not its partition token)
+LEAK_WEIGHT = (
+    2  # what the unseen words a memory shares with a reply must weigh together to count as a leak
+)
+MEMORY_COLUMNS = (
+    "subject",
+    "content",
+    "tags",
+)  # where a memory's words are (not its partition token)
 MESSAGE_COLUMNS = ("content",)  # what was said (not the speaker's name or the quoted context)
 # Messages this recent are read too: extraction and the daily reflection have long run by then, and what was worth
 # keeping is a memory. A word said in more than this many messages is the talk of the place: not looked for there.
 RECENT_MESSAGES_S, MESSAGE_COMMON_ROWS = 7 * 86_400.0, 500
 YEAR = re.compile(r"(19|20)\d\d")
 Words = dict[str, tuple[str, int]]  # stem -> (the word as written, its weight)
-Held = tuple[str, str, set[str]]  # a row's id, its kind of place, and which of the reply's stems it holds
+Held = tuple[
+    str, str, set[str]
+]  # a row's id, its kind of place, and which of the reply's stems it holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +74,9 @@ class Leak:
 class LeakCheck:
     """One per store; ``check`` runs on the memory thread, a few milliseconds a reply (see the README's figure)."""
 
-    def __init__(self, memories: MemoryCorpus, messages: MessageCorpus, now: Callable[[], float]) -> None:
+    def __init__(
+        self, memories: MemoryCorpus, messages: MessageCorpus, now: Callable[[], float]
+    ) -> None:
         self.memories, self.messages, self.now = memories, messages, now
 
     def check(self, ctx: RecallContext, reply: str, seen: str = "") -> tuple[Leak, ...]:
@@ -82,22 +92,32 @@ class LeakCheck:
         if not words:
             return ()
         outside = [*self._in_memories(ctx, words), *self._in_messages(ctx, words)]
-        return tuple(sorted(self._unseen(ctx, words, outside), key=lambda leak: (leak.kind, leak.memory_id)))
+        return tuple(
+            sorted(self._unseen(ctx, words, outside), key=lambda leak: (leak.kind, leak.memory_id))
+        )
 
     def _in_memories(self, ctx: RecallContext, words: Words) -> list[Held]:
         """Live memories outside the place's partitions that hold enough of the words."""
-        holders = self.memories.holders({stem: raw for stem, (raw, _) in words.items()}, MEMORY_COLUMNS)
+        holders = self.memories.holders(
+            {stem: raw for stem, (raw, _) in words.items()}, MEMORY_COLUMNS
+        )
         heavy = {rid for rid, stems in holders.items() if _weight(stems, words) >= LEAK_WEIGHT}
         if not heavy:
             return []
         mine = ctx.memory_partitions()
         keys = self.memories.keys(heavy, live_memories("t", self.now()))
-        return [(row_id, partition_kind(key), holders[rid]) for rid, (row_id, key) in keys.items() if key not in mine]
+        return [
+            (row_id, partition_kind(key), holders[rid])
+            for rid, (row_id, key) in keys.items()
+            if key not in mine
+        ]
 
     def _in_messages(self, ctx: RecallContext, words: Words) -> list[Held]:
         """Words said lately where this place cannot read them, not yet (or never) made a memory: Alice's "my
         therapist is Dr Wombatson" in her DM, before extraction ran, is not for Bob's DM or the group."""
-        holders = self.messages.holders({stem: raw for stem, (raw, _) in words.items()}, MESSAGE_COLUMNS, MESSAGE_COMMON_ROWS)
+        holders = self.messages.holders(
+            {stem: raw for stem, (raw, _) in words.items()}, MESSAGE_COLUMNS, MESSAGE_COMMON_ROWS
+        )
         heavy = {rid for rid, stems in holders.items() if _weight(stems, words) >= LEAK_WEIGHT}
         if not heavy:
             return []
@@ -123,7 +143,10 @@ class LeakCheck:
         plain, hidden = unmasked(reply[:MAX_REPLY_CHARS], _vocabulary().__contains__)
         said = {stem for _, stem in self.memories.fts.words(fold(seen), MAX_REPLY_CHARS)}
         if hidden:  # the place may have seen a hidden word hidden the same way (only then is what it saw unmasked)
-            said |= {stem for _, stem in self.memories.fts.words(" ".join(unmasked(seen)[1]), MAX_REPLY_CHARS)}
+            said |= {
+                stem
+                for _, stem in self.memories.fts.words(" ".join(unmasked(seen)[1]), MAX_REPLY_CHARS)
+            }
         found = self.memories.fts.words(f"{plain}\n{' '.join(hidden)}", 2 * MAX_REPLY_CHARS)
         weighed = ((raw, stem, self.weight(raw, stem)) for raw, stem in found if stem not in said)
         return {stem: (raw, weight) for raw, stem, weight in weighed if weight}
@@ -150,7 +173,10 @@ class LeakCheck:
         """The words among ``stems`` said in a message the asker may read (this channel, readable ones of its guild)."""
         talk = (message_partition(ctx.guild_id, ctx.speaker_id),)
         channels = ctx.channels()
-        readable = Filter(f"t.platform = ? AND t.channel_id IN ({placeholders(channels)})", (ctx.platform, *channels))
+        readable = Filter(
+            f"t.platform = ? AND t.channel_id IN ({placeholders(channels)})",
+            (ctx.platform, *channels),
+        )
         return {stem for stem in stems if self.messages.has_word(words[stem][0], talk, readable)}
 
 
@@ -161,7 +187,9 @@ def _unreadable(ctx: RecallContext) -> Filter:
     if ctx.is_dm:
         return Filter("NOT (t.partition_key = ? OR t.author_id = ?)", (here, ctx.speaker_id))
     channels = ctx.channels()
-    readable = f"t.partition_key = ? AND t.platform = ? AND t.channel_id IN ({placeholders(channels)})"
+    readable = (
+        f"t.partition_key = ? AND t.platform = ? AND t.channel_id IN ({placeholders(channels)})"
+    )
     return Filter(f"NOT ({readable})", (here, ctx.platform, *channels))
 
 
@@ -199,5 +227,7 @@ def _weight(stems: set[str], words: dict[str, tuple[str, int]]) -> int:
 @cache
 def _vocabulary() -> dict[str, int]:
     """Whole words of the MiniLM (BERT uncased) vocabulary by id, which follows how common a word is."""
-    vocab = json.loads((ASSETS / "minilm-tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    vocab = json.loads((ASSETS / "minilm-tokenizer.json").read_text(encoding="utf-8"))["model"][
+        "vocab"
+    ]
     return {word: rank for word, rank in vocab.items() if not word.startswith(("##", "["))}

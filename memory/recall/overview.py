@@ -42,7 +42,9 @@ class Person:
 @dataclass(frozen=True, slots=True)
 class Guild:
     id: str
-    name: str | None  # the store keeps no guild names; the page then shows (and confirms with) the id
+    name: (
+        str | None
+    )  # the store keeps no guild names; the page then shows (and confirms with) the id
     memories: int
     messages: int
 
@@ -59,7 +61,9 @@ class Entity:
 class GraphView:
     people: tuple[tuple[str, str], ...]  # (person id, label)
     entities: tuple[Entity, ...]
-    edges: tuple[tuple[str, str, str], ...]  # (source node, target node, label); node ids "person:<id>", "entity:<id>"
+    edges: tuple[
+        tuple[str, str, str], ...
+    ]  # (source node, target node, label); node ids "person:<id>", "entity:<id>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,18 +88,26 @@ class Overview:
 
     def memories(self, query: MemoryQuery) -> tuple[list[Memory], int]:
         """One page, newest change first, and how many match in all."""
-        return self.engine.memory_rows.page(query, max(1, min(query.limit, MAX_PAGE)), max(0, query.offset))
+        return self.engine.memory_rows.page(
+            query, max(1, min(query.limit, MAX_PAGE)), max(0, query.offset)
+        )
 
     def person_ids(self) -> list[str]:
         """Everyone the store knows: accounts seen, and subjects of user or owner memories (a CLI-added "alice")."""
-        return sorted(set(self.people_.person_ids()) | set(self.engine.memory_rows.personal_scope_ids()))
+        return sorted(
+            set(self.people_.person_ids()) | set(self.engine.memory_rows.personal_scope_ids())
+        )
 
     def person(self, person_id: str) -> Person | None:
-        rows = sorted(self.people_.accounts(person_id), key=lambda r: (r["platform"], r["platform_user_id"]))
+        rows = sorted(
+            self.people_.accounts(person_id), key=lambda r: (r["platform"], r["platform_user_id"])
+        )
         count = self.engine.memory_rows.count_personal(person_id)
         if not rows and not count:
             return None
-        accounts = tuple(Account(r["platform"], r["platform_user_id"], r["display_name"]) for r in rows)
+        accounts = tuple(
+            Account(r["platform"], r["platform_user_id"], r["display_name"]) for r in rows
+        )
         names = tuple(dict.fromkeys(a.name for a in accounts if a.name))
         return Person(person_id, names, accounts, count)
 
@@ -106,8 +118,14 @@ class Overview:
         return [p for p in (self.person(i) for i in self.person_ids()) if p is not None]
 
     def guilds(self) -> list[Guild]:
-        memories, messages = self.engine.memory_rows.guild_counts(), self.engine.messages.guild_counts()
-        return [Guild(g, None, memories.get(g, 0), messages.get(g, 0)) for g in sorted(memories.keys() | messages.keys())]
+        memories, messages = (
+            self.engine.memory_rows.guild_counts(),
+            self.engine.messages.guild_counts(),
+        )
+        return [
+            Guild(g, None, memories.get(g, 0), messages.get(g, 0))
+            for g in sorted(memories.keys() | messages.keys())
+        ]
 
     def entities(self, limit: int = 200) -> list[Entity]:
         rows = self.engine.graph.entities(max(1, min(limit, 5000)))
@@ -129,8 +147,14 @@ class Overview:
         edges = [(f"person:{r['person']}", node[r["entity_id"]], "mentions") for r in mentions]
         edges += [(node[r["source_id"]], node[r["target_id"]], r["relation"]) for r in relations]
         kept = tuple(e for e in entities if node[e.id].startswith("entity:"))
-        related = {frozenset((a, b)) for a, b, label in edges if label != "mentions"}  # a named relation says more
-        edges = [(a, b, label) for a, b, label in edges if a != b and (label != "mentions" or frozenset((a, b)) not in related)]
+        related = {
+            frozenset((a, b)) for a, b, label in edges if label != "mentions"
+        }  # a named relation says more
+        edges = [
+            (a, b, label)
+            for a, b, label in edges
+            if a != b and (label != "mentions" or frozenset((a, b)) not in related)
+        ]
         return GraphView(labels, kept, tuple(dict.fromkeys(edges)))
 
     def reflections(self, limit: int = 50) -> list[Reflection]:

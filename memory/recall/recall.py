@@ -18,7 +18,13 @@ SEARCH_MODES = ("hybrid", "recent", "important", "typed")
 
 
 class MemoryRecall:
-    def __init__(self, rows: MemoryRepository, corpus: MemoryCorpus, embeddings: EmbeddingService, knobs: KnobStore) -> None:
+    def __init__(
+        self,
+        rows: MemoryRepository,
+        corpus: MemoryCorpus,
+        embeddings: EmbeddingService,
+        knobs: KnobStore,
+    ) -> None:
         self.rows = rows
         self.knobs = knobs
         self.retriever = Retriever(corpus, embeddings, rows.clock)
@@ -74,7 +80,15 @@ class MemoryRecall:
         Parameters as ``recall`` takes them."""
         knobs = self.knobs.get("memories")
         where = filters_sql(filters)
-        return self.retriever.search(query, partitions, knobs, where=where, top_k=top_k, channels=channels, threshold=threshold)
+        return self.retriever.search(
+            query,
+            partitions,
+            knobs,
+            where=where,
+            top_k=top_k,
+            channels=channels,
+            threshold=threshold,
+        )
 
     def search(
         self,
@@ -97,8 +111,12 @@ class MemoryRecall:
         if mode == "typed" and not filters.types:
             raise InvalidInput("the typed search mode needs at least one memory type")
         if mode not in SEARCH_MODES:
-            raise InvalidInput(f"search mode must be hybrid, recent, important or typed, not {mode!r}")
-        return self.rows.listing(ctx.memory_partitions(), filters, mode if mode != "typed" else order, limit, False)
+            raise InvalidInput(
+                f"search mode must be hybrid, recent, important or typed, not {mode!r}"
+            )
+        return self.rows.listing(
+            ctx.memory_partitions(), filters, mode if mode != "typed" else order, limit, False
+        )
 
     def note_access(self, rids: list[int]) -> None:
         """Queue one access for each row id (written by ``flush_access``)."""

@@ -69,7 +69,14 @@ class _Ranked:
     channels: tuple[str, ...]
 
     def hit(self, corpus: Corpus[Found]) -> Hit[Found]:
-        return Hit(corpus.value(self.row), self.score, self.relevance, self.cosine, self.text_score, self.channels)
+        return Hit(
+            corpus.value(self.row),
+            self.score,
+            self.relevance,
+            self.cosine,
+            self.text_score,
+            self.channels,
+        )
 
 
 @dataclass(slots=True)
@@ -101,11 +108,19 @@ class _Scale:
     close_weight: float = 0.0
 
     @staticmethod
-    def of(pool: dict[int, _Candidate], rows: dict[int, dict[str, Any]], close_weight: float = 0.0) -> _Scale:
+    def of(
+        pool: dict[int, _Candidate], rows: dict[int, dict[str, Any]], close_weight: float = 0.0
+    ) -> _Scale:
         bm25 = [abs(b) for rid in rows if (b := pool[rid].bm25) is not None]
         close = [abs(b) for rid in rows if (b := pool[rid].close_bm25) is not None]
         cosines = [c for rid in rows if (c := pool[rid].cosine) is not None]
-        return _Scale(max(bm25, default=0.0), min(cosines, default=0.0), max(cosines, default=0.0), max(close, default=0.0), close_weight)
+        return _Scale(
+            max(bm25, default=0.0),
+            min(cosines, default=0.0),
+            max(cosines, default=0.0),
+            max(close, default=0.0),
+            close_weight,
+        )
 
     def text(self, cand: _Candidate) -> float:
         own = abs(cand.bm25) / self.best_bm25 if cand.bm25 is not None and self.best_bm25 else 0.0
@@ -117,7 +132,9 @@ class _Scale:
     def cosine(self, cosine: float) -> float:
         if cosine <= 0:  # no likeness stays no likeness, however the rest of the pool looks
             return 0.0
-        if self.cos_high <= self.cos_low:  # one candidate, or all alike: nothing to spread, the cosine counts as it is
+        if (
+            self.cos_high <= self.cos_low
+        ):  # one candidate, or all alike: nothing to spread, the cosine counts as it is
             return cosine
         return min(1.0, max(0.0, (cosine - self.cos_low) / (self.cos_high - self.cos_low)))
 
@@ -157,7 +174,11 @@ class Retriever(Generic[Found]):
         scale = _Scale.of(pool, rows, knobs.expand_weight)
         relevance = self._relevances(pool, rows, knobs, scale)
         self._boost_named_speakers(text, rows, relevance, knobs)
-        pairs = self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale) if Channel.GRAPH in channels else []
+        pairs = (
+            self._spread(pool, rows, relevance, partitions, where, knobs, query_vector, scale)
+            if Channel.GRAPH in channels
+            else []
+        )
 
         def ranked(decay: float) -> list[_Ranked]:
             shared = _inherited(relevance, pairs, decay)
@@ -175,21 +196,37 @@ class Retriever(Generic[Found]):
             hits = _lead_with(ranked(knobs.graph_head_decay)[: knobs.graph_head], hits)
         cutoff = knobs.score_threshold if threshold is None else threshold
         # A hit must match somehow (meaning, words or graph) unless it was brought in as recent context.
-        hits = [h for h in hits if h.score >= cutoff and (h.relevance > 0 or Channel.RECENT in h.channels)]
-        kept = self._mmr(hits, knobs.mmr_lambda, k) if knobs.mmr and query_vector is not None else hits[:k]
+        hits = [
+            h
+            for h in hits
+            if h.score >= cutoff and (h.relevance > 0 or Channel.RECENT in h.channels)
+        ]
+        kept = (
+            self._mmr(hits, knobs.mmr_lambda, k)
+            if knobs.mmr and query_vector is not None
+            else hits[:k]
+        )
         return [h.hit(self.corpus) for h in kept]
 
     # -- candidates --------------------------------------------------------------------------------
-    def _candidates(self, text, partitions, knobs, k, channels, query_vector, where: Filter) -> dict[int, _Candidate]:
+    def _candidates(
+        self, text, partitions, knobs, k, channels, query_vector, where: Filter
+    ) -> dict[int, _Candidate]:
         pool: dict[int, _Candidate] = {}
         width = k * knobs.candidate_multiplier
 
         def words() -> list[tuple[int, float]]:
-            return self._text_search(text, partitions, width) if Channel.FTS in channels and text else []
+            return (
+                self._text_search(text, partitions, width)
+                if Channel.FTS in channels and text
+                else []
+            )
 
         if query_vector is not None and Channel.VECTOR in channels:
             # both channels at once: a large vector scan runs on the other core while the words are searched
-            nearest, found = self.corpus.vectors.search_alongside(query_vector, partitions, width, words)
+            nearest, found = self.corpus.vectors.search_alongside(
+                query_vector, partitions, width, words
+            )
             for rank, (rid, cos) in enumerate(nearest):
                 cand = pool.setdefault(rid, _Candidate(rid))
                 cand.cosine, cand.ranks[Channel.VECTOR] = cos, rank
@@ -198,13 +235,21 @@ class Retriever(Generic[Found]):
         for rank, (rid, score) in enumerate(found):
             cand = pool.setdefault(rid, _Candidate(rid))
             cand.bm25, cand.ranks[Channel.FTS] = score, rank
-        if Channel.FTS in channels and knobs.expand_weight and (close := self._close_words(text, knobs)):
-            for rank, (rid, score) in enumerate(self._text_search(" ".join(close), partitions, width)):
+        if (
+            Channel.FTS in channels
+            and knobs.expand_weight
+            and (close := self._close_words(text, knobs))
+        ):
+            for rank, (rid, score) in enumerate(
+                self._text_search(" ".join(close), partitions, width)
+            ):
                 cand = pool.setdefault(rid, _Candidate(rid))
                 cand.close_bm25 = score
                 cand.ranks.setdefault(Channel.FTS, len(found) + rank)
         if Channel.RECENT in channels and knobs.recent_candidates:
-            for rank, rid in enumerate(self.corpus.newest(partitions, where, knobs.recent_candidates)):
+            for rank, rid in enumerate(
+                self.corpus.newest(partitions, where, knobs.recent_candidates)
+            ):
                 pool.setdefault(rid, _Candidate(rid)).ranks[Channel.RECENT] = rank
         return pool
 
@@ -213,7 +258,9 @@ class Retriever(Generic[Found]):
         fts = self.corpus.fts
         return thesaurus.expand(fts.terms(text), fts.stem, knobs.expand_likeness)
 
-    def _text_search(self, text: str, partitions: tuple[str, ...], width: int) -> list[tuple[int, float]]:
+    def _text_search(
+        self, text: str, partitions: tuple[str, ...], width: int
+    ) -> list[tuple[int, float]]:
         try:
             return self.corpus.text_search(text, partitions, width)
         except Exception:  # RET-4: a broken FTS index degrades to vector-only, never a crash
@@ -222,7 +269,17 @@ class Retriever(Generic[Found]):
             logging.getLogger(__name__).exception("FTS search failed; using the other channels")
             return []
 
-    def _spread(self, pool, rows, relevance, partitions, where, knobs: RecallKnobs, query_vector, scale: _Scale) -> list[tuple[int, int]]:
+    def _spread(
+        self,
+        pool,
+        rows,
+        relevance,
+        partitions,
+        where,
+        knobs: RecallKnobs,
+        query_vector,
+        scale: _Scale,
+    ) -> list[tuple[int, int]]:
         """Graph neighbours of the strongest hits join the pool with their own relevance; returns the (seed,
         neighbour) pairs, by which a neighbour inherits part of its seed's (``_inherited``)."""
         if not knobs.graph_seeds or not relevance:
@@ -257,10 +314,14 @@ class Retriever(Generic[Found]):
         vectors = self.corpus.vectors.get(sorted(set(previous.values())))
         for rid, prev in previous.items():
             if prev in vectors and pool[rid].cosine is not None and not pool[rid].blended:
-                pool[rid].cosine = (1 - weight) * pool[rid].cosine + weight * float(np.dot(vectors[prev], query_vector))
+                pool[rid].cosine = (1 - weight) * pool[rid].cosine + weight * float(
+                    np.dot(vectors[prev], query_vector)
+                )
                 pool[rid].blended = True
 
-    def _boost_named_speakers(self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+    def _boost_named_speakers(
+        self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs
+    ) -> None:
         if not knobs.speaker_boost:
             return
         named = {stem for _, stem in self.corpus.fts.terms(text)}
@@ -269,14 +330,24 @@ class Retriever(Generic[Found]):
             if speaker and {stem for _, stem in self.corpus.fts.terms(speaker)} <= named:
                 relevance[rid] += knobs.speaker_boost
 
-    def _boost_asker(self, text: str, asker: str | None, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
+    def _boost_asker(
+        self, text: str, asker: str | None, rows, relevance: dict[int, float], knobs: RecallKnobs
+    ) -> None:
         if not knobs.asker_boost or not asker or not FIRST_PERSON.search(text):
             return
         for rid, row in rows.items():
             if self.corpus.author(row) == asker:
                 relevance[rid] += knobs.asker_boost
 
-    def _boost_dates(self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs, now: float, zone: tzinfo) -> None:
+    def _boost_dates(
+        self,
+        text: str,
+        rows,
+        relevance: dict[int, float],
+        knobs: RecallKnobs,
+        now: float,
+        zone: tzinfo,
+    ) -> None:
         """Rows from a span the question names; a day's slack before, a week after (a turn may tell of it later)."""
         if not knobs.date_boost or not (named := when.spans(text, now, zone)):
             return
@@ -291,7 +362,11 @@ class Retriever(Generic[Found]):
         a person)."""
         if not knobs.answer_share:
             return
-        asked = {rid: relevance[prev] for rid, prev in self.corpus.previous(rows).items() if prev in rows and self._asks(rows[prev])}
+        asked = {
+            rid: relevance[prev]
+            for rid, prev in self.corpus.previous(rows).items()
+            if prev in rows and self._asks(rows[prev])
+        }
         for rid, share in asked.items():
             if not self.corpus.by_assistant(rows[rid]):
                 relevance[rid] += knobs.answer_share * share
@@ -317,7 +392,9 @@ class Retriever(Generic[Found]):
         """The turn ends in a question mark."""
         return self.corpus.content(row).rstrip().endswith("?")
 
-    def _score(self, pool, rows, relevance, weights: Weights, knobs: RecallKnobs, now: float) -> list[_Ranked]:
+    def _score(
+        self, pool, rows, relevance, weights: Weights, knobs: RecallKnobs, now: float
+    ) -> list[_Ranked]:
         total = weights.semantic + weights.recency + weights.importance
         hits = []
         for rid, row in rows.items():
@@ -327,13 +404,27 @@ class Retriever(Generic[Found]):
                 + weights.recency * self.temporal(row, knobs, now)
                 + weights.importance * self.corpus.importance(row)
             ) / total
-            hits.append(_Ranked(rid, row, score, relevance[rid], cand.cosine, cand.text_score, tuple(sorted(cand.ranks))))
+            hits.append(
+                _Ranked(
+                    rid,
+                    row,
+                    score,
+                    relevance[rid],
+                    cand.cosine,
+                    cand.text_score,
+                    tuple(sorted(cand.ranks)),
+                )
+            )
         hits.sort(key=lambda h: (-h.score, -h.rid))
         return hits
 
     def _relevance(self, cand: _Candidate, text: float, knobs: RecallKnobs, scale: _Scale) -> float:
         if knobs.fusion is Fusion.RRF:
-            ranked = [cand.ranks[c] for c in (Channel.VECTOR, Channel.FTS, Channel.GRAPH) if c in cand.ranks]
+            ranked = [
+                cand.ranks[c]
+                for c in (Channel.VECTOR, Channel.FTS, Channel.GRAPH)
+                if c in cand.ranks
+            ]
             return sum(1.0 / (knobs.rrf_k + r + 1) for r in ranked) * (knobs.rrf_k + 1) / 2.0
         cosine = max(0.0, cand.cosine) if cand.cosine is not None else None
         if cosine is None:  # no embeddings: BM25 carries relevance alone (RET-4)
@@ -360,7 +451,11 @@ class Retriever(Generic[Found]):
 
             def gain(h: _Ranked) -> float:
                 v = vectors.get(h.rid)
-                sims = [float(np.dot(v, vectors[c.rid])) for c in chosen if v is not None and c.rid in vectors]
+                sims = [
+                    float(np.dot(v, vectors[c.rid]))
+                    for c in chosen
+                    if v is not None and c.rid in vectors
+                ]
                 return lam * h.score - (1 - lam) * max(sims, default=0.0)
 
             best = max(rest, key=gain)
@@ -369,7 +464,9 @@ class Retriever(Generic[Found]):
         return chosen
 
 
-def _inherited(relevance: dict[int, float], pairs: list[tuple[int, int]], decay: float) -> dict[int, float]:
+def _inherited(
+    relevance: dict[int, float], pairs: list[tuple[int, int]], decay: float
+) -> dict[int, float]:
     """A copy of ``relevance`` in which each graph neighbour has at least ``decay`` of its seed's (in pair order: a
     seed that is also a neighbour passes on what it inherited)."""
     out = dict(relevance)

@@ -69,7 +69,9 @@ def expand(terms: Sequence[tuple[str, str]], stem: Stemmer, likeness: float) -> 
         lists.append([(like, word, s) for like, word in close if (s := stem(word)) not in taken])
     picked: list[str] = []
     for place in range(PER_WORD):
-        for _, word, s in sorted((found[place] for found in lists if place < len(found)), key=lambda c: -c[0]):
+        for _, word, s in sorted(
+            (found[place] for found in lists if place < len(found)), key=lambda c: -c[0]
+        ):
             if s not in taken and len(picked) < MAX_WORDS:
                 taken.add(s)
                 picked.append(word)
@@ -78,7 +80,15 @@ def expand(terms: Sequence[tuple[str, str]], stem: Stemmer, likeness: float) -> 
 
 def vocabulary(tokens: Iterable[str], stop_words: frozenset[str]) -> list[str]:
     """The whole words of a WordPiece vocabulary worth a neighbour list: ASCII letters only, 3 or more, no stop word."""
-    return [t for t in tokens if t.isascii() and t.isalpha() and t.islower() and len(t) >= MIN_LETTERS and t not in stop_words]
+    return [
+        t
+        for t in tokens
+        if t.isascii()
+        and t.isalpha()
+        and t.islower()
+        and len(t) >= MIN_LETTERS
+        and t not in stop_words
+    ]
 
 
 def build(words: list[str], vectors: np.ndarray, stem: Stemmer, *, chunk: int = 2048) -> list[str]:

@@ -14,37 +14,73 @@ from datetime import UTC, datetime, tzinfo
 
 from ..clock import DAY
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december")
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTH = "(?P<month>" + "|".join([*MONTHS, *(m[:3] for m in MONTHS if m != "may"), "sept"]) + r")\.?"
-_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_MONTH = (
+    "(?P<month>" + "|".join([*MONTHS, *(m[:3] for m in MONTHS if m != "may"), "sept"]) + r")\.?"
+)
+_COUNTS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
 _COUNTS |= {"a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 4}
 _UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25}
 _COUNT = "|".join(sorted(_COUNTS, key=len, reverse=True))
 
 _DAY_MONTH_YEAR = (
     re.compile(rf"\b{_MONTH}\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<year>\d{{4}})\b"),
-    re.compile(rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(?P<year>\d{{4}})\b"),
+    re.compile(
+        rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(?P<year>\d{{4}})\b"
+    ),
 )
 _MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(?P<year>\d{{4}})\b")
 _MONTH_ALONE = re.compile(rf"\b(?:in|during|of|since|early|late|mid)\s+{_MONTH}\b(?!\s*\d)")
 _YEAR_ALONE = re.compile(r"\b(?:in|during|of)\s+(?P<year>(?:19|20)\d\d)\b")
 _AGO = re.compile(rf"\b(?P<count>\d+|{_COUNT})\s+(?P<unit>day|week|month|year)s?\s+ago\b")
-_LAST = re.compile(r"\blast\s+(?P<what>week|weekend|month|year|night|" + "|".join(WEEKDAYS) + r")\b")
+_LAST = re.compile(
+    r"\blast\s+(?P<what>week|weekend|month|year|night|" + "|".join(WEEKDAYS) + r")\b"
+)
 
 
 def spans(text: str, now: float, zone: tzinfo = UTC) -> list[tuple[float, float]]:
     """The (start, end) epoch-second spans ``text`` names, relative to ``now`` in ``zone``; [] when it names none."""
     lowered = (text or "")[:2_000].lower()
     found: list[tuple[float, float]] = []
-    taken: list[tuple[int, int]] = []  # text already read as a fuller date ("May 3, 2023" is not also "May 2023")
+    taken: list[
+        tuple[int, int]
+    ] = []  # text already read as a fuller date ("May 3, 2023" is not also "May 2023")
 
     def free(match: re.Match[str]) -> bool:
         return not any(a <= match.start() < b for a, b in taken)
 
     for pattern in _DAY_MONTH_YEAR:
         for m in pattern.finditer(lowered):
-            if (start := _timestamp(int(m["year"]), _month(m["month"]), int(m["day"]), zone)) is not None:
+            if (
+                start := _timestamp(int(m["year"]), _month(m["month"]), int(m["day"]), zone)
+            ) is not None:
                 found.append((start, start + DAY))
                 taken.append(m.span())
     for m in _MONTH_YEAR.finditer(lowered):
@@ -106,4 +142,8 @@ def _month_span(year: int, month: int, zone: tzinfo) -> tuple[float, float] | No
 def _recent_months(month: int, now: float, zone: tzinfo) -> list[tuple[float, float]]:
     """A month named without a year: that month this year and last, as far as it has begun."""
     year = datetime.fromtimestamp(now, zone).year
-    return [span for y in (year, year - 1) if (span := _month_span(y, month, zone)) is not None and span[0] <= now]
+    return [
+        span
+        for y in (year, year - 1)
+        if (span := _month_span(y, month, zone)) is not None and span[0] <= now
+    ]

@@ -31,21 +31,47 @@ class AuditEntry:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> AuditEntry:
-        return cls(row["id"], row["at"], row["who"], row["action"], row["target"], json.loads(row["detail"] or "{}"), row["person_id"])
+        return cls(
+            row["id"],
+            row["at"],
+            row["who"],
+            row["action"],
+            row["target"],
+            json.loads(row["detail"] or "{}"),
+            row["person_id"],
+        )
 
 
 class AuditTrail:
     def __init__(self, db: Database, clock: Clock) -> None:
         self.db, self.clock = db, clock
 
-    def record(self, who: str, action: str, target: str = "", *, person_id: str | None = None, detail: JsonObject | None = None) -> int:
+    def record(
+        self,
+        who: str,
+        action: str,
+        target: str = "",
+        *,
+        person_id: str | None = None,
+        detail: JsonObject | None = None,
+    ) -> int:
         """One row; ``detail`` must hold ids, names of fields, numbers: never a person's words."""
         self.db.execute(
             "INSERT INTO dashboard_audit (at, who, action, target, person_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            (self.clock.now(), who, action, target, person_id, json.dumps(detail or {}, sort_keys=True)),
+            (
+                self.clock.now(),
+                who,
+                action,
+                target,
+                person_id,
+                json.dumps(detail or {}, sort_keys=True),
+            ),
         )
         return int(self.db.con.last_insert_rowid())
 
     def recent(self, limit: int = 100) -> list[AuditEntry]:
-        rows = self.db.rows("SELECT * FROM dashboard_audit ORDER BY at DESC, id DESC LIMIT ?", (max(1, min(limit, MAX_LIMIT)),))
+        rows = self.db.rows(
+            "SELECT * FROM dashboard_audit ORDER BY at DESC, id DESC LIMIT ?",
+            (max(1, min(limit, MAX_LIMIT)),),
+        )
         return [AuditEntry.from_row(r) for r in rows]

@@ -24,7 +24,9 @@ from ..errors import StoreUnavailable
 from .db import Database
 from .pg import is_postgres, redact
 
-MIN_SERVER = 130_000  # PostgreSQL 13: the oldest pgvector 0.8 builds for; stored generated columns need 12
+MIN_SERVER = (
+    130_000  # PostgreSQL 13: the oldest pgvector 0.8 builds for; stored generated columns need 12
+)
 MIN_VECTOR = (0, 5, 0)  # HNSW indexes (``PgVectorIndex.build_hnsw``) came with pgvector 0.5.0
 BOOKKEEPING = frozenset({"schema_version"})  # each engine's migration runner writes its own
 
@@ -34,10 +36,19 @@ def tables(db: Database) -> list[str]:
     if db.engine == "postgresql":
         sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
         return sorted(name for (name,) in db.execute(sql) if name not in BOOKKEEPING)
-    found = {name: sql or "" for name, sql in db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")}
-    virtual = [name for name, sql in found.items() if sql.upper().startswith("CREATE VIRTUAL TABLE")]
+    found = {
+        name: sql or ""
+        for name, sql in db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+    }
+    virtual = [
+        name for name, sql in found.items() if sql.upper().startswith("CREATE VIRTUAL TABLE")
+    ]
     derived = set(virtual) | {n for n in found for v in virtual if n.startswith(f"{v}_")}
-    return sorted(n for n in found if n not in derived and n not in BOOKKEEPING and not n.startswith("sqlite_"))
+    return sorted(
+        n
+        for n in found
+        if n not in derived and n not in BOOKKEEPING and not n.startswith("sqlite_")
+    )
 
 
 def columns(db: Database, table: str) -> list[str]:
@@ -48,7 +59,10 @@ def columns(db: Database, table: str) -> list[str]:
             "AND is_generated = 'NEVER' ORDER BY ordinal_position"
         )
         return [name for (name,) in db.execute(sql, (table,))]
-    return [name for (name,) in db.execute("SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,))]
+    return [
+        name
+        for (name,) in db.execute("SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,))
+    ]
 
 
 def key(db: Database, table: str) -> list[str]:
@@ -62,7 +76,12 @@ def key(db: Database, table: str) -> list[str]:
             "ORDER BY k.ordinal_position"
         )
         return [name for (name,) in db.execute(sql, (table,))]
-    return [name for (name,) in db.execute("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", (table,))]
+    return [
+        name
+        for (name,) in db.execute(
+            "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", (table,)
+        )
+    ]
 
 
 def advance_ids(db: Database) -> int:
@@ -106,7 +125,9 @@ class ServerFacts:
 
     where: str  # the URL without its password
     server_version: int  # server_version_num: 180003 for 18.3
-    vector_available: str | None  # the pgvector version the server could install (None: not on the server)
+    vector_available: (
+        str | None
+    )  # the pgvector version the server could install (None: not on the server)
     vector_installed: str | None  # the version installed in this database (None: not installed)
     superuser: bool  # may install an untrusted extension such as pgvector
     has_store: bool  # a schema_version table: a companion store lives here
@@ -146,9 +167,25 @@ def server_facts(url: str) -> ServerFacts:
             "(SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'), "
             "pg_database_size(current_database())"
         ).fetchone()
-        schema = con.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0] if row[4] else 0  # type: ignore[index]
+        kept = (
+            con.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+            if row[4]
+            else None
+        )
+        schema = kept[0] if kept else 0
     version, available, installed, superuser, has_store, tables, size = row
-    return ServerFacts(redact(url), version, available, installed, superuser, has_store, tables, size, int(schema), len(PG_MIGRATIONS))
+    return ServerFacts(
+        redact(url),
+        version,
+        available,
+        installed,
+        superuser,
+        has_store,
+        tables,
+        size,
+        int(schema),
+        len(PG_MIGRATIONS),
+    )
 
 
 def refusal(facts: ServerFacts) -> str | None:

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 
 FOLLOWED_KINDS = (FactKind.EVENT, FactKind.TODO, FactKind.GOAL)
 WEEK = 7 * DAY
-STALE_AFTER = 3 * DAY  # "how did the marathon go?" a week later reads like a form letter: such a row expires
+STALE_AFTER = (
+    3 * DAY
+)  # "how did the marathon go?" a week later reads like a form letter: such a row expires
 MAX_ATTEMPTS = 3  # model failures before a row is given up
 RETRY_AFTER = 3600.0  # a failed attempt waits this long (times the attempts so far) before the next
 
@@ -61,13 +63,21 @@ class Checkin:
     attempts: int
     claimed_at: float | None
     sent_at: float | None
-    destination: Destination | None = None  # joined from checkin_people (None once the person opted out)
+    destination: Destination | None = (
+        None  # joined from checkin_people (None once the person opted out)
+    )
     subject: str = ""  # the memory's subject, joined for listings; never stored here
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Checkin:
-        where = Destination(row["platform"], row["channel_id"], row["platform_user_id"]) if row.get("platform") else None
-        fields = {name: row[name] for name in cls.__slots__ if name not in ("destination", "subject")}
+        where = (
+            Destination(row["platform"], row["channel_id"], row["platform_user_id"])
+            if row.get("platform")
+            else None
+        )
+        fields = {
+            name: row[name] for name in cls.__slots__ if name not in ("destination", "subject")
+        }
         return cls(**fields, destination=where, subject=row.get("subject") or "")
 
 
@@ -86,7 +96,9 @@ class QuietHours:
         try:
             start, end = (time.fromisoformat(part.strip()) for part in text.split("-"))
         except ValueError:
-            raise InvalidInput(f"quiet hours look like 22:00-09:00 (or off), not {text!r}") from None
+            raise InvalidInput(
+                f"quiet hours look like 22:00-09:00 (or off), not {text!r}"
+            ) from None
         return cls(start, end)
 
     def contains(self, local: datetime) -> bool:
@@ -115,7 +127,9 @@ def named_day(memory: Memory) -> date | None:
     """The calendar day a goal, todo or event names (a todo's due date first), or None when it names none."""
     if memory.kind not in FOLLOWED_KINDS:
         return None
-    named = memory.valid_to if memory.kind is FactKind.TODO and memory.valid_to else memory.valid_from
+    named = (
+        memory.valid_to if memory.kind is FactKind.TODO and memory.valid_to else memory.valid_from
+    )
     if named is None or (named == memory.valid_from and memory.valid_from == memory.created_at):
         return None
     return datetime.fromtimestamp(named, UTC).date()
@@ -141,15 +155,22 @@ class CheckinStore:
         """Check-ins off: what was pending is dropped (planned afresh if they opt in again); returns how many."""
         with self.db.transaction():
             self.db.execute("DELETE FROM checkin_people WHERE person_id = ?", (person_id,))
-            self.db.execute("DELETE FROM checkins WHERE person_id = ? AND state = 'pending'", (person_id,))
+            self.db.execute(
+                "DELETE FROM checkins WHERE person_id = ? AND state = 'pending'", (person_id,)
+            )
             return int(self.db.con.changes())
 
     def destination(self, person_id: str) -> Destination | None:
-        row = self.db.one("SELECT platform, channel_id, platform_user_id FROM checkin_people WHERE person_id = ?", (person_id,))
+        row = self.db.one(
+            "SELECT platform, channel_id, platform_user_id FROM checkin_people WHERE person_id = ?",
+            (person_id,),
+        )
         return Destination(**row) if row else None
 
     def people(self) -> list[tuple[str, Destination]]:
-        rows = self.db.rows("SELECT person_id, platform, channel_id, platform_user_id FROM checkin_people ORDER BY person_id")
+        rows = self.db.rows(
+            "SELECT person_id, platform, channel_id, platform_user_id FROM checkin_people ORDER BY person_id"
+        )
         return [(r.pop("person_id"), Destination(**r)) for r in rows]
 
     # -- planning -----------------------------------------------------------------------------------------
@@ -157,7 +178,11 @@ class CheckinStore:
         """A pending row for each dated fact whose follow-up falls after it was said and is not stale yet; a fact
         planned once is never planned again (UNIQUE), whatever became of its row. Returns the rows added."""
         now = self.clock.now()
-        planned = [(m, at) for m in memories if (at := due_at(m, zone)) is not None and at > m.created_at and at + STALE_AFTER > now]
+        planned = [
+            (m, at)
+            for m in memories
+            if (at := due_at(m, zone)) is not None and at > m.created_at and at + STALE_AFTER > now
+        ]
         added = 0
         with self.db.transaction():
             for memory, at in planned:
@@ -172,15 +197,21 @@ class CheckinStore:
     # -- sending ------------------------------------------------------------------------------------------
     def due(self, now: float) -> list[Checkin]:
         """Pending rows of opted-in people whose moment has come and whose retry wait is over; stale ones expire first."""
-        self.db.execute("UPDATE checkins SET state = 'expired' WHERE state = 'pending' AND due_at + ? <= ?", (STALE_AFTER, now))
-        ready = "c.state = 'pending' AND c.due_at <= ? AND c.retry_at <= ? AND p.person_id IS NOT NULL"
+        self.db.execute(
+            "UPDATE checkins SET state = 'expired' WHERE state = 'pending' AND due_at + ? <= ?",
+            (STALE_AFTER, now),
+        )
+        ready = (
+            "c.state = 'pending' AND c.due_at <= ? AND c.retry_at <= ? AND p.person_id IS NOT NULL"
+        )
         rows = self.db.rows(f"{_SELECT} WHERE {ready} ORDER BY c.due_at, c.id", (now, now))
         return [Checkin.from_row(r) for r in rows]
 
     def is_due(self, checkin_id: int, now: float) -> bool:
         """Whether the row is still pending and due (another process may have claimed or postponed it)."""
         row = self.db.one(
-            "SELECT 1 AS due FROM checkins WHERE id = ? AND state = 'pending' AND due_at <= ? AND retry_at <= ?", (checkin_id, now, now)
+            "SELECT 1 AS due FROM checkins WHERE id = ? AND state = 'pending' AND due_at <= ? AND retry_at <= ?",
+            (checkin_id, now, now),
         )
         return row is not None
 
@@ -196,12 +227,18 @@ class CheckinStore:
     def claim(self, checkin_id: int) -> bool:
         """pending -> sending, committed before the message leaves; False when the row is no longer pending."""
         now = self.clock.now()
-        self.db.execute("UPDATE checkins SET state = 'sending', claimed_at = ? WHERE id = ? AND state = 'pending'", (now, checkin_id))
+        self.db.execute(
+            "UPDATE checkins SET state = 'sending', claimed_at = ? WHERE id = ? AND state = 'pending'",
+            (now, checkin_id),
+        )
         return self.db.con.changes() == 1
 
     def sent(self, checkin_id: int, message_id: str | None) -> None:
         now = self.clock.now()
-        self.db.execute("UPDATE checkins SET state = 'sent', sent_at = ?, message_id = ? WHERE id = ?", (now, message_id, checkin_id))
+        self.db.execute(
+            "UPDATE checkins SET state = 'sent', sent_at = ?, message_id = ? WHERE id = ?",
+            (now, message_id, checkin_id),
+        )
 
     def postpone(self, checkin_id: int) -> str:
         """The model failed or answered garbage: tried again later, a bounded number of times; returns the new state."""
@@ -229,14 +266,20 @@ class CheckinStore:
         if states:
             conds.append(f"c.state IN ({placeholders(states)})")
             params.extend(states)
-        return [Checkin.from_row(r) for r in self.db.rows(f"{_SELECT} WHERE {' AND '.join(conds)} ORDER BY c.due_at, c.id", params)]
+        return [
+            Checkin.from_row(r)
+            for r in self.db.rows(
+                f"{_SELECT} WHERE {' AND '.join(conds)} ORDER BY c.due_at, c.id", params
+            )
+        ]
 
     def sent_messages(self, memory_ids: list[str]) -> list[str]:
         """The stored ids of the check-ins sent about these memories (forgetting a memory deletes them too)."""
         if not memory_ids:
             return []
         rows = self.db.execute(
-            f"SELECT message_id FROM checkins WHERE message_id IS NOT NULL AND memory_id IN ({placeholders(memory_ids)})", memory_ids
+            f"SELECT message_id FROM checkins WHERE message_id IS NOT NULL AND memory_id IN ({placeholders(memory_ids)})",
+            memory_ids,
         )
         return [m for (m,) in rows]
 

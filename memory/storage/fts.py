@@ -253,11 +253,17 @@ STOP_WORDS = frozenset(
 MAX_TERMS = 24
 MAX_QUERY_CHARS = 2_000
 RARE_FIRST_ROWS = 250_000  # below this the plain query is cheaper (at 100k rows the split doubled FTS p95: 4.7 -> 9.4 ms)
-COMMON_SHARE = 0.01  # a term in more than this share of the rows is "common" for the rare-first split
+COMMON_SHARE = (
+    0.01  # a term in more than this share of the rows is "common" for the rare-first split
+)
 MAX_PAIRED = 6  # more common terms than this (15 pairs) and the query runs plain
-COMMON_ROWS = 5_000  # rows holding one common term and nothing rarer: at most this many scored, the newest
+COMMON_ROWS = (
+    5_000  # rows holding one common term and nothing rarer: at most this many scored, the newest
+)
 BM25_K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c); the bound below depends on k1 only
-BOUND_SLACK = 1.05  # document frequencies are cached for minutes: a common term's idf may have grown a little
+BOUND_SLACK = (
+    1.05  # document frequencies are cached for minutes: a common term's idf may have grown a little
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +275,12 @@ class TextQuery:
     most that term's bound (as a positive BM25 value); ``bound`` is the largest of them."""
 
     expr: str
-    first: str | None = None  # the rare terms and the pairs of common ones, before the partition restriction
-    common: tuple[tuple[str, float], ...] = ()  # (quoted term, the most a row holding only it can score)
+    first: str | None = (
+        None  # the rare terms and the pairs of common ones, before the partition restriction
+    )
+    common: tuple[
+        tuple[str, float], ...
+    ] = ()  # (quoted term, the most a row holding only it can score)
     ptokens: tuple[str, ...] = ()
 
     @property
@@ -306,7 +316,9 @@ class FtsQueryBuilder:
         self.fts_table = fts_table
         self._tokenizer = db.con.fts5_tokenizer("porter", ["unicode61"])
         self._vocab = f"{fts_table}_vocab"
-        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._vocab} USING fts5vocab(main, {fts_table}, row)")
+        db.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._vocab} USING fts5vocab(main, {fts_table}, row)"
+        )
         self._df: dict[str, tuple[float, int]] = {}
         self._df_ttl = df_ttl_s
         self._rows: tuple[float, int] = (0.0, 0)
@@ -325,7 +337,10 @@ class FtsQueryBuilder:
         data = (text or "")[:max_chars].encode("utf-8", "replace")
         seen: dict[str, str] = {}
         # apsw types one result for every include_* combination; with the defaults used here each token is (start, end, *stems)
-        tokens = cast(list[tuple[int, int, *tuple[str, ...]]], self._tokenizer(data, apsw.FTS5_TOKENIZE_QUERY, None))
+        tokens = cast(
+            list[tuple[int, int, *tuple[str, ...]]],
+            self._tokenizer(data, apsw.FTS5_TOKENIZE_QUERY, None),
+        )
         for start, end, *stems in tokens:
             raw = data[start:end].decode("utf-8", "replace").lower()
             stem = stems[0] if stems else raw
@@ -351,12 +366,19 @@ class FtsQueryBuilder:
         common = [t for t in terms if self._doc_freq(t[1]) > COMMON_SHARE * rows]
         if not common or len(common) > MAX_PAIRED:
             return TextQuery(expr)
-        bounds = tuple((_quoted(raw), BOUND_SLACK * (BM25_K1 + 1) * _idf(rows, self._doc_freq(stem))) for raw, stem in common)
+        bounds = tuple(
+            (_quoted(raw), BOUND_SLACK * (BM25_K1 + 1) * _idf(rows, self._doc_freq(stem)))
+            for raw, stem in common
+        )
         rare = [_quoted(raw) for raw, stem in terms if (raw, stem) not in common]
         if not rare:  # common words only: nothing to score first, their rows newest first
             return TextQuery(expr, None, bounds, ptokens)
         # rows with a rare term, or with two common ones; what is left has one common term and nothing else
-        pairs = [f"({_quoted(a)} AND {_quoted(b)})" for i, (a, _) in enumerate(common) for b, _ in common[i + 1 :]]
+        pairs = [
+            f"({_quoted(a)} AND {_quoted(b)})"
+            for i, (a, _) in enumerate(common)
+            for b, _ in common[i + 1 :]
+        ]
         return TextQuery(expr, " OR ".join(rare + pairs), bounds, ptokens)
 
     def _indexed_rows(self) -> int:
@@ -380,13 +402,17 @@ class FtsQueryBuilder:
             self._rows = (time.monotonic(), count)
         return count
 
-    def holders(self, stems: Iterable[str], columns: tuple[str, ...], cap: int | None = None) -> dict[int, set[str]]:
+    def holders(
+        self, stems: Iterable[str], columns: tuple[str, ...], cap: int | None = None
+    ) -> dict[int, set[str]]:
         """rowid -> which of ``stems`` its ``columns`` hold, read off the index itself (an fts5vocab instance
         table walks each term's posting list): no row is fetched or tokenised. For rare terms: a common one
         walks all its rows, unless ``cap``: a term held by more rows than that is left out (the walk stops there)."""
         if self._instances is None:
             self._instances = f"{self.fts_table}_instances"
-            self.db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._instances} USING fts5vocab(main, {self.fts_table}, instance)")
+            self.db.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._instances} USING fts5vocab(main, {self.fts_table}, instance)"
+            )
         sql = f"SELECT DISTINCT doc FROM temp.{self._instances} WHERE term = ? AND col IN ({','.join('?' * len(columns))})"
         sql += "" if cap is None else f" LIMIT {int(cap) + 1}"
         found: dict[int, set[str]] = {}

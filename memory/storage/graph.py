@@ -40,7 +40,10 @@ class Graph:
         """Record mentions and relations a memory asserts (inside the caller's transaction)."""
         for ref in entities:
             source = self._upsert(ref.name, ref.type)
-            self.db.execute("INSERT OR IGNORE INTO memory_entity_mentions (memory_rid, entity_id) VALUES (?, ?)", (memory_rid, source))
+            self.db.execute(
+                "INSERT OR IGNORE INTO memory_entity_mentions (memory_rid, entity_id) VALUES (?, ?)",
+                (memory_rid, source),
+            )
             for relation, target_name in ref.relations:
                 target = self._upsert(target_name, "concept", count=False)
                 self._assert(source, relation, target, memory_rid)
@@ -62,8 +65,12 @@ class Graph:
                 (*memory_rids, *memory_rids, *memory_rids),
             )
         ]
-        self.db.execute(f"DELETE FROM memory_entity_mentions WHERE memory_rid IN ({marks})", memory_rids)
-        self.db.execute(f"DELETE FROM memory_relation_sources WHERE memory_rid IN ({marks})", memory_rids)
+        self.db.execute(
+            f"DELETE FROM memory_entity_mentions WHERE memory_rid IN ({marks})", memory_rids
+        )
+        self.db.execute(
+            f"DELETE FROM memory_relation_sources WHERE memory_rid IN ({marks})", memory_rids
+        )
         return touched
 
     def cleanup(self, entity_ids: list[int]) -> None:
@@ -123,7 +130,8 @@ class Graph:
     def entities(self, limit: int) -> list[dict[str, Any]]:
         """The most-mentioned entities of the whole store (the operator's view)."""
         return self.db.rows(
-            "SELECT id, name, entity_type, mention_count FROM memory_entities ORDER BY mention_count DESC, name LIMIT ?", (limit,)
+            "SELECT id, name, entity_type, mention_count FROM memory_entities ORDER BY mention_count DESC, name LIMIT ?",
+            (limit,),
         )
 
     def people_mentioning(self, entity_ids: list[int]) -> list[dict[str, Any]]:
@@ -145,7 +153,10 @@ class Graph:
 
     def traverse(self, name: str, depth: int, partitions: tuple[str, ...]) -> dict[str, Any]:
         """Breadth-first walk over relations asserted by memories the context may see."""
-        start = self.db.one("SELECT id, name, entity_type FROM memory_entities WHERE name_key = ?", (entity_key(name),))
+        start = self.db.one(
+            "SELECT id, name, entity_type FROM memory_entities WHERE name_key = ?",
+            (entity_key(name),),
+        )
         if start is None or not self._visible_entity(start["id"], partitions):
             return {"entity": name, "found": False, "edges": []}
         seen, frontier = {start["id"]}, [start["id"]]
@@ -155,7 +166,8 @@ class Graph:
             edges.extend(
                 e
                 for e in found
-                if (e["source"], e["relation"], e["target"]) not in {(x["source"], x["relation"], x["target"]) for x in edges}
+                if (e["source"], e["relation"], e["target"])
+                not in {(x["source"], x["relation"], x["target"]) for x in edges}
             )
             frontier = [i for e in found for i in (e["source_id"], e["target_id"]) if i not in seen]
             seen.update(frontier)
@@ -163,7 +175,12 @@ class Graph:
                 break
         for e in edges:
             e.pop("source_id"), e.pop("target_id")
-        return {"entity": start["name"], "type": start["entity_type"], "found": True, "edges": edges}
+        return {
+            "entity": start["name"],
+            "type": start["entity_type"],
+            "found": True,
+            "edges": edges,
+        }
 
     def _edges(self, ids: list[int], partitions: tuple[str, ...]) -> list[dict[str, Any]]:
         marks, parts = placeholders(ids), placeholders(partitions)
@@ -181,7 +198,11 @@ class Graph:
             "(SELECT memory_rid FROM memory_entity_mentions WHERE entity_id = ?) OR m.rid IN (SELECT s.memory_rid FROM "
             "memory_relation_sources s JOIN memory_relations r ON r.id = s.relation_id WHERE r.source_id = ? OR r.target_id = ?)) LIMIT 1"
         )
-        return bool(self.db.scalar(sql, (*partitions, *self._live().params, entity_id, entity_id, entity_id)))
+        return bool(
+            self.db.scalar(
+                sql, (*partitions, *self._live().params, entity_id, entity_id, entity_id)
+            )
+        )
 
     def _live(self) -> Filter:
         return live_memories("m", self.clock.now())
@@ -189,9 +210,17 @@ class Graph:
     # -- maintenance (MAINT-3) -------------------------------------------------------------------------
     def prune(self, unseen_days: float = 90.0) -> int:
         cutoff = self.clock.now() - unseen_days * DAY
-        stale = [r for (r,) in self.db.execute("SELECT id FROM memory_entities WHERE mention_count <= 1 AND last_seen < ?", (cutoff,))]
+        stale = [
+            r
+            for (r,) in self.db.execute(
+                "SELECT id FROM memory_entities WHERE mention_count <= 1 AND last_seen < ?",
+                (cutoff,),
+            )
+        ]
         if stale:
-            self.db.execute(f"DELETE FROM memory_entities WHERE id IN ({placeholders(stale)})", stale)
+            self.db.execute(
+                f"DELETE FROM memory_entities WHERE id IN ({placeholders(stale)})", stale
+            )
         return len(stale)
 
     # -- internals -------------------------------------------------------------------------------------
@@ -208,7 +237,10 @@ class Graph:
             return int(self.db.con.last_insert_rowid())
         if count or row["entity_type"] == "concept":
             new_type = etype if row["entity_type"] == "concept" else row["entity_type"]
-            self.db.execute("UPDATE memory_entities SET last_seen = ?, entity_type = ? WHERE id = ?", (now, new_type, row["id"]))
+            self.db.execute(
+                "UPDATE memory_entities SET last_seen = ?, entity_type = ? WHERE id = ?",
+                (now, new_type, row["id"]),
+            )
         return row["id"]
 
     def _assert(self, source: int, relation: str, target: int, memory_rid: int) -> None:
@@ -220,16 +252,25 @@ class Graph:
             (source, label, target, now, now),
         )
         rel = self.db.scalar(
-            "SELECT id FROM memory_relations WHERE source_id = ? AND relation = ? AND target_id = ?", (source, label, target)
+            "SELECT id FROM memory_relations WHERE source_id = ? AND relation = ? AND target_id = ?",
+            (source, label, target),
         )
-        self.db.execute("INSERT OR IGNORE INTO memory_relation_sources (relation_id, memory_rid) VALUES (?, ?)", (rel, memory_rid))
+        self.db.execute(
+            "INSERT OR IGNORE INTO memory_relation_sources (relation_id, memory_rid) VALUES (?, ?)",
+            (rel, memory_rid),
+        )
         self.db.execute(
             "UPDATE memory_relations SET strength = (SELECT COUNT(*) FROM memory_relation_sources WHERE relation_id = ?) WHERE id = ?",
             (rel, rel),
         )
 
     def _entities_of(self, memory_rid: int) -> list[int]:
-        return [r for (r,) in self.db.execute("SELECT entity_id FROM memory_entity_mentions WHERE memory_rid = ?", (memory_rid,))]
+        return [
+            r
+            for (r,) in self.db.execute(
+                "SELECT entity_id FROM memory_entity_mentions WHERE memory_rid = ?", (memory_rid,)
+            )
+        ]
 
     def _recount(self, entity_ids: list[int]) -> None:
         if entity_ids:

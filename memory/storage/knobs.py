@@ -41,9 +41,24 @@ class Fusion(StrEnum):
 
 class Weights(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    semantic: float = Field(default=0.6, ge=0, le=1, description="Share of the score from matching the query; higher favours relevance.")
-    recency: float = Field(default=0.2, ge=0, le=1, description="Share of the score from how recent an item is; higher favours new items.")
-    importance: float = Field(default=0.2, ge=0, le=1, description="Share of the score from importance; higher favours what matters most.")
+    semantic: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="Share of the score from matching the query; higher favours relevance.",
+    )
+    recency: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="Share of the score from how recent an item is; higher favours new items.",
+    )
+    importance: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="Share of the score from importance; higher favours what matters most.",
+    )
 
     @model_validator(mode="after")
     def _not_all_zero(self) -> Weights:
@@ -55,43 +70,80 @@ class Weights(BaseModel):
 class RecallKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     top_k: int = Field(
-        default=10, ge=1, le=200, description="How many results recall gives the model at most; more context, longer prompts."
+        default=10,
+        ge=1,
+        le=200,
+        description="How many results recall gives the model at most; more context, longer prompts.",
     )
     score_threshold: float = Field(
-        default=0.5, ge=0, le=1, description="Results scoring below this are left out (0 keeps all); higher means fewer, surer results."
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Results scoring below this are left out (0 keeps all); higher means fewer, surer results.",
     )
     weights: Weights = Field(
-        default=Weights(), description="How the final score mixes relevance, recency and importance (relative shares)."
+        default=Weights(),
+        description="How the final score mixes relevance, recency and importance (relative shares).",
     )
     decay_rate: float = Field(
-        default=0.05, ge=0, le=5, description="How fast recency fades per day (half-life 0.69/rate days); higher forgets old items sooner."
+        default=0.05,
+        ge=0,
+        le=5,
+        description="How fast recency fades per day (half-life 0.69/rate days); higher forgets old items sooner.",
     )
     access_bonus: float = Field(
-        default=0.02, ge=0, le=1, description="Recency kept per time an item was recalled; higher keeps often-used items fresh."
+        default=0.02,
+        ge=0,
+        le=1,
+        description="Recency kept per time an item was recalled; higher keeps often-used items fresh.",
     )
     vector_weight: float = Field(
-        default=0.7, ge=0, le=1, description="Share of relevance from meaning (embeddings); higher finds other words for the same thing."
+        default=0.7,
+        ge=0,
+        le=1,
+        description="Share of relevance from meaning (embeddings); higher finds other words for the same thing.",
     )
     text_weight: float = Field(
-        default=0.3, ge=0, le=1, description="Share of relevance from exact words (BM25); higher favours literal matches and names."
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Share of relevance from exact words (BM25); higher favours literal matches and names.",
     )
     candidate_multiplier: int = Field(
-        default=4, ge=1, le=50, description="How many candidates each search fetches, times top_k; higher finds more, costs time."
+        default=4,
+        ge=1,
+        le=50,
+        description="How many candidates each search fetches, times top_k; higher finds more, costs time.",
     )
     recent_candidates: int = Field(
-        default=10, ge=0, le=200, description="The newest items added as candidates whatever the query (0 = none)."
+        default=10,
+        ge=0,
+        le=200,
+        description="The newest items added as candidates whatever the query (0 = none).",
     )
     graph_seeds: int = Field(
-        default=5, ge=0, le=50, description="How many top hits bring in their linked neighbours (0 turns the graph off)."
+        default=5,
+        ge=0,
+        le=50,
+        description="How many top hits bring in their linked neighbours (0 turns the graph off).",
     )
     graph_decay: float = Field(
-        default=0.5, ge=0, le=1, description="Share of a hit's relevance its neighbours inherit; higher pulls in more context."
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Share of a hit's relevance its neighbours inherit; higher pulls in more context.",
     )
     graph_head: int = Field(
-        default=0, ge=0, le=200, description="First places ranked with neighbours inheriting only graph_head_decay (0 = off)."
+        default=0,
+        ge=0,
+        le=200,
+        description="First places ranked with neighbours inheriting only graph_head_decay (0 = off).",
     )
     graph_head_decay: float = Field(
-        default=0.65, ge=0, le=1, description="Share of a hit's relevance its neighbours inherit in the first graph_head places."
+        default=0.65,
+        ge=0,
+        le=1,
+        description="Share of a hit's relevance its neighbours inherit in the first graph_head places.",
     )
     expand_weight: float = Field(
         default=0.0,
@@ -99,32 +151,68 @@ class RecallKnobs(BaseModel):
         le=1,
         description="Share of a match on words close in meaning to the query's (a thesaurus) against its own words (0 = off).",
     )
-    expand_likeness: float = Field(  # ge: the least likeness the thesaurus file holds (thesaurus.MIN_STORED)
-        default=0.6, ge=0.55, le=1, description="How close in meaning a word must be to a query word to be searched too."
+    expand_likeness: float = (
+        Field(  # ge: the least likeness the thesaurus file holds (thesaurus.MIN_STORED)
+            default=0.6,
+            ge=0.55,
+            le=1,
+            description="How close in meaning a word must be to a query word to be searched too.",
+        )
     )
     context_weight: float = Field(
-        default=0.0, ge=0, le=1, description="Weight of the turn a message answers when judging its relevance (0 = off)."
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Weight of the turn a message answers when judging its relevance (0 = off).",
     )
-    speaker_boost: float = Field(default=0.0, ge=0, le=1, description="Extra score for what a speaker the query names said (0 = off).")
+    speaker_boost: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Extra score for what a speaker the query names said (0 = off).",
+    )
     asker_boost: float = Field(
-        default=0.0, ge=0, le=1, description="Extra score for the asker's own turns when asked in the first person (0 = off)."
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Extra score for the asker's own turns when asked in the first person (0 = off).",
     )
     date_boost: float = Field(
-        default=0.0, ge=0, le=1, description="Extra score for turns from a time the query names, e.g. 'last week' (0 = off)."
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Extra score for turns from a time the query names, e.g. 'last week' (0 = off).",
     )
-    question_penalty: float = Field(default=0.0, ge=0, le=1, description="Score taken from short questions, which tell little (0 = off).")
+    question_penalty: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Score taken from short questions, which tell little (0 = off).",
+    )
     answer_share: float = Field(
-        default=0.0, ge=0, le=1, description="Share of a question's relevance a person's answer to it takes (0 = off)."
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of a question's relevance a person's answer to it takes (0 = off).",
     )
     fusion: Fusion = Field(
-        default=Fusion.WEIGHTED, description="How meaning and words are combined: weighted, normalised (scaled first) or rrf (by rank)."
+        default=Fusion.WEIGHTED,
+        description="How meaning and words are combined: weighted, normalised (scaled first) or rrf (by rank).",
     )
     rrf_k: int = Field(
-        default=60, ge=1, le=1000, description="Rank smoothing for rrf fusion; higher flattens the difference between ranks."
+        default=60,
+        ge=1,
+        le=1000,
+        description="Rank smoothing for rrf fusion; higher flattens the difference between ranks.",
     )
-    mmr: bool = Field(default=False, description="Diversify results so near-duplicates do not crowd the list.")
+    mmr: bool = Field(
+        default=False, description="Diversify results so near-duplicates do not crowd the list."
+    )
     mmr_lambda: float = Field(
-        default=0.7, ge=0, le=1, description="With mmr on, relevance against variety; lower gives more varied results."
+        default=0.7,
+        ge=0,
+        le=1,
+        description="With mmr on, relevance against variety; lower gives more varied results.",
     )
 
     @model_validator(mode="after")
@@ -185,7 +273,9 @@ class KnobStore:
         cached = self._cache.get(corpus)
         if cached and cached[0] == raw:
             return cached[1]
-        knobs = _DEFAULTS[corpus] if raw is None else _DEFAULTS[corpus].model_validate(json.loads(raw))
+        knobs = (
+            _DEFAULTS[corpus] if raw is None else _DEFAULTS[corpus].model_validate(json.loads(raw))
+        )
         self._cache[corpus] = (raw, knobs)
         return knobs
 

@@ -95,7 +95,15 @@ class UsageLedger:
             self._add(day, Charge(charge.kind, "", charge.platform, charge.place_id), model, spend)
 
     def _add(self, day: str, charge: Charge, model: str, spend: Spend) -> None:
-        values = (day, charge.person_id, charge.platform, charge.place_id, charge.kind, model, *(getattr(spend, c) for c in _COUNTS))
+        values = (
+            day,
+            charge.person_id,
+            charge.platform,
+            charge.place_id,
+            charge.kind,
+            model,
+            *(getattr(spend, c) for c in _COUNTS),
+        )
         added = ", ".join(f"{c} = usage_ledger.{c} + excluded.{c}" for c in _COUNTS)
         self.db.execute(
             f"INSERT INTO usage_ledger ({_KEY}, {', '.join(_COUNTS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -133,14 +141,24 @@ class UsageLedger:
         where, params = self._places(first_day, last_day, place_id)
         return _spend(self.db.one(f"SELECT {_SUMS} FROM usage_ledger WHERE {where}", params))
 
-    def by(self, column: str, first_day: str, last_day: str, place_id: str | None = None, *, limit: int = 50) -> list[Line]:
+    def by(
+        self,
+        column: str,
+        first_day: str,
+        last_day: str,
+        place_id: str | None = None,
+        *,
+        limit: int = 50,
+    ) -> list[Line]:
         """The spend grouped by ``column`` (kind, model, place_id or day), the largest first, from the places' own rows."""
         if column not in ("kind", "model", "place_id", "day", "platform"):
             raise ValueError(f"the ledger is not grouped by {column!r}")
         where, params = self._places(first_day, last_day, place_id)
         return self._lines(column, where, params, limit)
 
-    def people(self, first_day: str, last_day: str, place_id: str | None = None, *, limit: int = 50) -> list[Line]:
+    def people(
+        self, first_day: str, last_day: str, place_id: str | None = None, *, limit: int = 50
+    ) -> list[Line]:
         """Each person's spend (in one place, when given), the largest first."""
         where = "day BETWEEN ? AND ? AND person_id != '' AND kind != ?"
         params: tuple[Any, ...] = (first_day, last_day, NOTICE)
@@ -153,7 +171,9 @@ class UsageLedger:
         where = "day BETWEEN ? AND ? AND person_id = ? AND kind != ?"
         return self._lines("kind", where, (first_day, last_day, person_id, NOTICE), 50)
 
-    def _places(self, first_day: str, last_day: str, place_id: str | None) -> tuple[str, tuple[Any, ...]]:
+    def _places(
+        self, first_day: str, last_day: str, place_id: str | None
+    ) -> tuple[str, tuple[Any, ...]]:
         where = "day BETWEEN ? AND ? AND person_id = '' AND kind != ?"
         params: tuple[Any, ...] = (first_day, last_day, NOTICE)
         if place_id is not None:

@@ -79,7 +79,9 @@ class PlaceModes:
         self.db, self.clock = db, clock
 
     def get(self, channel_key: str) -> Mode | None:
-        row = self.db.execute("SELECT mode FROM place_modes WHERE channel_key = ?", (channel_key,)).fetchone()
+        row = self.db.execute(
+            "SELECT mode FROM place_modes WHERE channel_key = ?", (channel_key,)
+        ).fetchone()
         return Mode(row[0]) if row else None
 
     def set(self, channel_key: str, mode: Mode, guild_id: str | None) -> PlaceMode:
@@ -94,14 +96,20 @@ class PlaceModes:
         return PlaceMode(channel_key, guild_id, mode, now)
 
     def all(self) -> list[PlaceMode]:
-        rows = self.db.rows("SELECT channel_key, guild_id, mode, set_at FROM place_modes ORDER BY channel_key")
-        return [PlaceMode(r["channel_key"], r["guild_id"], Mode(r["mode"]), r["set_at"]) for r in rows]
+        rows = self.db.rows(
+            "SELECT channel_key, guild_id, mode, set_at FROM place_modes ORDER BY channel_key"
+        )
+        return [
+            PlaceMode(r["channel_key"], r["guild_id"], Mode(r["mode"]), r["set_at"]) for r in rows
+        ]
 
 
 class ReplyFeedback:
     """What a reply used, where it was posted, and how people received it."""
 
-    def __init__(self, db: Database, clock: Clock, messages: MessageLog, memory_rows: MemoryRepository) -> None:
+    def __init__(
+        self, db: Database, clock: Clock, messages: MessageLog, memory_rows: MemoryRepository
+    ) -> None:
         self.db, self.clock, self.messages, self.memory_rows = db, clock, messages, memory_rows
 
     def record_used(self, answered_message_id: str, memory_ids: list[str]) -> int | None:
@@ -112,13 +120,20 @@ class ReplyFeedback:
             return None
         reply = max(replies)
         for rid in self.memory_rows.rids_by_id(memory_ids):
-            self.db.execute("INSERT OR IGNORE INTO reply_memories (reply_rid, memory_rid) VALUES (?, ?)", (reply, rid))
+            self.db.execute(
+                "INSERT OR IGNORE INTO reply_memories (reply_rid, memory_rid) VALUES (?, ?)",
+                (reply, rid),
+            )
         return reply
 
-    def record_posts(self, platform: str, channel_id: str, answered_platform_id: str, post_ids: list[str]) -> int:
+    def record_posts(
+        self, platform: str, channel_id: str, answered_platform_id: str, post_ids: list[str]
+    ) -> int:
         """The reply to the message ``answered_platform_id`` went out as ``post_ids``; how many were recorded."""
         messages = self.messages
-        replies = messages.replies_to(messages.rids_by_platform_id(platform, channel_id, [answered_platform_id]))
+        replies = messages.replies_to(
+            messages.rids_by_platform_id(platform, channel_id, [answered_platform_id])
+        )
         if not replies:
             return 0  # nothing stored (/privacy off, a failure's apology): no memories to adjust, nothing to find
         with self.db.transaction():
@@ -132,18 +147,26 @@ class ReplyFeedback:
     def answered(self, platform: str, channel_id: str, post_id: str) -> Answered | None:
         """The reply posted as ``post_id`` in that very channel (a post id from elsewhere finds nothing)."""
         row = self.db.execute(
-            "SELECT reply_rid FROM reply_posts WHERE platform = ? AND channel_id = ? AND post_id = ?", (platform, channel_id, str(post_id))
+            "SELECT reply_rid FROM reply_posts WHERE platform = ? AND channel_id = ? AND post_id = ?",
+            (platform, channel_id, str(post_id)),
         ).fetchone()
         author = self.messages.answered_author(int(row[0])) if row else None
         if row is None or author is None:
             return None
-        used = self.db.execute("SELECT memory_rid FROM reply_memories WHERE reply_rid = ? ORDER BY memory_rid", (row[0],))
+        used = self.db.execute(
+            "SELECT memory_rid FROM reply_memories WHERE reply_rid = ? ORDER BY memory_rid",
+            (row[0],),
+        )
         return Answered(int(row[0]), author, tuple(int(m) for (m,) in used))
 
     def used(self, rids: tuple[int, ...]) -> list[Used]:
         """The live memories among ``rids``, as a reaction may touch them."""
         found = self.memory_rows.by_rids(list(rids))
-        return [Used(m.rid, m.scope.value, m.scope_id, m.visibility.value == "private") for m in found if not m.forgotten]
+        return [
+            Used(m.rid, m.scope.value, m.scope_id, m.visibility.value == "private")
+            for m in found
+            if not m.forgotten
+        ]
 
     def vote(self, reply_rid: int, person_id: str, emoji: str) -> bool:
         """One vote per person per reply: False when they had already voted on it."""
@@ -171,12 +194,24 @@ class ReplyFeedback:
 
     def to_recheck(self, partitions: list[str], limit: int = 20) -> list[tuple[str, str]]:
         """(id, content) of live memories in these partitions a 👎 marked for the next reflection to recheck."""
-        marked = [int(r) for (r,) in self.db.execute("SELECT memory_rid FROM memory_feedback WHERE recheck = 1 ORDER BY updated_at")]
+        marked = [
+            int(r)
+            for (r,) in self.db.execute(
+                "SELECT memory_rid FROM memory_feedback WHERE recheck = 1 ORDER BY updated_at"
+            )
+        ]
         wanted = set(partitions)
-        found = [m for m in self.memory_rows.by_rids(marked) if not m.forgotten and m.partition_key in wanted]
+        found = [
+            m
+            for m in self.memory_rows.by_rids(marked)
+            if not m.forgotten and m.partition_key in wanted
+        ]
         return [(m.id, m.content) for m in found[:limit]]
 
     def rechecked(self, memory_ids: list[str]) -> None:
         rids = self.memory_rows.rids_by_id(memory_ids)
         if rids:  # a short list (a reflection rechecks at most 10): plain placeholders, typed alike on both engines
-            self.db.execute(f"UPDATE memory_feedback SET recheck = 0 WHERE memory_rid IN ({placeholders(rids)})", rids)
+            self.db.execute(
+                f"UPDATE memory_feedback SET recheck = 0 WHERE memory_rid IN ({placeholders(rids)})",
+                rids,
+            )

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 
 from ..clock import DAY, Clock
 from ..errors import InvalidInput, NotFound
-from ..models import DECAY_EXEMPT_VALUES, FactKind, Memory, MemoryType, NewMemory, Provenance, Scope, Visibility
+from ..models import (
+    DECAY_EXEMPT_VALUES,
+    FactKind,
+    Memory,
+    MemoryType,
+    NewMemory,
+    Provenance,
+    Scope,
+    Visibility,
+)
 from ..scopes import partition_token, placeholders
 from .corpus import Filter, MemoryCorpus, Order
 from .db import Database
@@ -85,9 +94,13 @@ def filters_sql(filters: RecallFilters) -> Filter:
         ("scope_id", filters.scope_ids),
     ):
         if values:
-            where = where & Filter(f"t.{column} IN ({placeholders(values)})", tuple(str(v) for v in values))
+            where = where & Filter(
+                f"t.{column} IN ({placeholders(values)})", tuple(str(v) for v in values)
+            )
     for tag in filters.tags:  # all tags must match
-        where = where & Filter("EXISTS (SELECT 1 FROM memory_tags g WHERE g.memory_rid = t.rid AND g.tag = ?)", (tag,))
+        where = where & Filter(
+            "EXISTS (SELECT 1 FROM memory_tags g WHERE g.memory_rid = t.rid AND g.tag = ?)", (tag,)
+        )
     return where
 
 
@@ -101,7 +114,9 @@ def _query_sql(query: MemoryQuery) -> Filter:
     if query.person:
         where = where & _personal(query.person)
     if query.guild:
-        where = where & Filter("(t.scope = 'guild' AND t.scope_id = ?) OR t.guild_id = ?", (query.guild, query.guild))
+        where = where & Filter(
+            "(t.scope = 'guild' AND t.scope_id = ?) OR t.guild_id = ?", (query.guild, query.guild)
+        )
     if query.text:  # a plain substring match: user text never becomes SQL or FTS syntax
         text = "instr(lower(t.content), lower(?)) > 0 OR instr(lower(t.subject), lower(?)) > 0"
         where = where & Filter(text, (query.text, query.text))
@@ -126,7 +141,9 @@ class MemoryRepository:
         self.clock = clock
 
     # -- writes ------------------------------------------------------------------------------------
-    def insert(self, new: NewMemory, key: str, visibility: Visibility, guild_id: str | None, memory_id: str) -> int:
+    def insert(
+        self, new: NewMemory, key: str, visibility: Visibility, guild_id: str | None, memory_id: str
+    ) -> int:
         """Store ``new`` (already checked) in partition ``key`` as ``memory_id``, with its tags; returns its rid.
 
         :param visibility: the visibility the write policy settled on (owner memory is always private).
@@ -163,32 +180,57 @@ class MemoryRepository:
         )
         self.db.execute(f"INSERT INTO memories ({columns}) VALUES ({placeholders(values)})", values)
         rid = int(self.db.con.last_insert_rowid())
-        self.db.con.executemany("INSERT OR IGNORE INTO memory_tags (memory_rid, tag) VALUES (?, ?)", [(rid, t) for t in new.tags])
+        self.db.con.executemany(
+            "INSERT OR IGNORE INTO memory_tags (memory_rid, tag) VALUES (?, ?)",
+            [(rid, t) for t in new.tags],
+        )
         return rid
 
-    def link(self, rid: int, updates: list[Memory], related: list[Memory], contradicted: list[Memory]) -> None:
+    def link(
+        self, rid: int, updates: list[Memory], related: list[Memory], contradicted: list[Memory]
+    ) -> None:
         """Link row ``rid`` to older facts; the ones it updates or contradicts are superseded (kept, not recalled)."""
         now = self.clock.now()
         # The older facts were read before this write transaction began; another writer may have deleted one
         # since (a forget in the dashboard, a second bot): a link to it would fail the whole write with a FOREIGN
         # KEY error (issue 31). Inside the transaction the rows still there are the ones linked; the rest are not.
-        there = self._present([m.rid for m in (*updates, *related, *contradicted)]) - {rid}  # rid: SQLite reuses a max rowid
-        updates, related, contradicted = ([m for m in group if m.rid in there] for group in (updates, related, contradicted))
-        rows = [(rid, m.rid, "updates", now) for m in updates] + [(rid, m.rid, "related_to", now) for m in related]
+        there = self._present([m.rid for m in (*updates, *related, *contradicted)]) - {
+            rid
+        }  # rid: SQLite reuses a max rowid
+        updates, related, contradicted = (
+            [m for m in group if m.rid in there] for group in (updates, related, contradicted)
+        )
+        rows = [(rid, m.rid, "updates", now) for m in updates] + [
+            (rid, m.rid, "related_to", now) for m in related
+        ]
         rows += [(rid, m.rid, "contradicts", now) for m in contradicted]
-        self.db.con.executemany("INSERT OR IGNORE INTO memory_links (src_rid, dst_rid, relation, created_at) VALUES (?, ?, ?, ?)", rows)
+        self.db.con.executemany(
+            "INSERT OR IGNORE INTO memory_links (src_rid, dst_rid, relation, created_at) VALUES (?, ?, ?, ?)",
+            rows,
+        )
         new_id = self.db.scalar("SELECT id FROM memories WHERE rid = ?", (rid,))
         for old in updates + contradicted:
-            self.db.execute("UPDATE memories SET superseded_by = ?, valid_to = ? WHERE rid = ?", (new_id, now, old.rid))
+            self.db.execute(
+                "UPDATE memories SET superseded_by = ?, valid_to = ? WHERE rid = ?",
+                (new_id, now, old.rid),
+            )
 
     def _present(self, rids: list[int]) -> set[int]:
         if not rids:
             return set()
-        return {r for (r,) in self.db.execute(f"SELECT rid FROM memories WHERE rid IN ({placeholders(rids)})", tuple(rids))}
+        return {
+            r
+            for (r,) in self.db.execute(
+                f"SELECT rid FROM memories WHERE rid IN ({placeholders(rids)})", tuple(rids)
+            )
+        }
 
     def mark_consolidated(self, rids: list[int], into_id: str) -> None:
         """The rows ``rids`` were merged into memory ``into_id`` (kept for history, no longer recalled)."""
-        self.db.execute(f"UPDATE memories SET consolidated_into = ? WHERE rid IN ({placeholders(rids)})", (into_id, *rids))
+        self.db.execute(
+            f"UPDATE memories SET consolidated_into = ? WHERE rid IN ({placeholders(rids)})",
+            (into_id, *rids),
+        )
 
     def rewrite(self, old: Memory, changed: Memory) -> None:
         """Overwrite row ``old`` with ``changed``'s subject, content, tags, importance, kind and type (no history kept)."""
@@ -208,12 +250,18 @@ class MemoryRepository:
             ),
         )
         self.db.execute("DELETE FROM memory_tags WHERE memory_rid = ?", (old.rid,))
-        self.db.con.executemany("INSERT INTO memory_tags (memory_rid, tag) VALUES (?, ?)", [(old.rid, t) for t in changed.tags])
+        self.db.con.executemany(
+            "INSERT INTO memory_tags (memory_rid, tag) VALUES (?, ?)",
+            [(old.rid, t) for t in changed.tags],
+        )
 
     def removable(self, rids: list[int]) -> list[Removed]:
         """What deleting ``rids`` would take away (read before the delete, outside its transaction)."""
         sql = f"SELECT id, content_hash, partition_key, created_at FROM memories WHERE rid IN ({placeholders(rids)})"
-        return [Removed(r["id"], r["content_hash"], r["partition_key"], r["created_at"]) for r in self.db.rows(sql, rids)]
+        return [
+            Removed(r["id"], r["content_hash"], r["partition_key"], r["created_at"])
+            for r in self.db.rows(sql, rids)
+        ]
 
     def delete(self, rids: list[int]) -> None:
         """Delete the rows (their tags and links go by foreign key); inside the caller's transaction."""
@@ -232,7 +280,9 @@ class MemoryRepository:
 
     def set_provenance(self, rid: int, provenance: Provenance) -> None:
         """Replace row ``rid``'s provenance (which messages and files it was learned from)."""
-        self.db.execute("UPDATE memories SET provenance = ? WHERE rid = ?", (provenance.to_json(), rid))
+        self.db.execute(
+            "UPDATE memories SET provenance = ? WHERE rid = ?", (provenance.to_json(), rid)
+        )
 
     def add_access(self, counts: dict[int, int]) -> None:
         """Reinforcement: each rid was recalled ``count`` more times, now. One transaction."""
@@ -256,12 +306,20 @@ class MemoryRepository:
         found: list[Memory] = []
         for i in range(0, len(rids), 400):
             chunk = rids[i : i + 400]
-            found += [Memory.from_row(r) for r in self.db.rows(f"SELECT * FROM memories WHERE rid IN ({placeholders(chunk)})", chunk)]
+            found += [
+                Memory.from_row(r)
+                for r in self.db.rows(
+                    f"SELECT * FROM memories WHERE rid IN ({placeholders(chunk)})", chunk
+                )
+            ]
         return found
 
     def rids_by_id(self, memory_ids: list[str]) -> list[int]:
         """Row ids of the memories with these ids (missing ones are left out)."""
-        rows = self.db.execute("SELECT rid FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(memory_ids),))
+        rows = self.db.execute(
+            "SELECT rid FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(memory_ids),),
+        )
         return [int(r) for (r,) in rows]
 
     def live_with_hash(self, key: str, content: str) -> Memory | None:
@@ -308,10 +366,15 @@ class MemoryRepository:
             return [Memory.from_row(r) for r in rows]
         cond = where.sql and f"WHERE {where.sql}"
         sql_order = ", ".join(f"t.{c} {'DESC' if d else 'ASC'}" for c, d in LIST_ORDERS[order])
-        rows = self.db.rows(f"SELECT * FROM memories AS t {cond} ORDER BY {sql_order} LIMIT ?", (*where.params, limit))
+        rows = self.db.rows(
+            f"SELECT * FROM memories AS t {cond} ORDER BY {sql_order} LIMIT ?",
+            (*where.params, limit),
+        )
         return [Memory.from_row(r) for r in rows]
 
-    def listing_many(self, groups: list[tuple[tuple[str, ...], int]], filters: RecallFilters, order: str) -> list[list[Memory]]:
+    def listing_many(
+        self, groups: list[tuple[tuple[str, ...], int]], filters: RecallFilters, order: str
+    ) -> list[list[Memory]]:
         """``listing`` of live memories for each (partitions, limit) of ``groups``, asked in one statement.
 
         :raises InvalidInput: an unknown order.
@@ -319,11 +382,16 @@ class MemoryRepository:
         if order not in LIST_ORDERS:
             raise InvalidInput(f"order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
         where = self.corpus.live(self.clock.now()) & filters_sql(filters)
-        return [[Memory.from_row(r) for r in rows] for rows in self.corpus.ordered_many(groups, where, LIST_ORDERS[order])]
+        return [
+            [Memory.from_row(r) for r in rows]
+            for rows in self.corpus.ordered_many(groups, where, LIST_ORDERS[order])
+        ]
 
     def partitions(self) -> tuple[str, ...]:
         """Every partition that holds a memory (the operator's view of the whole store)."""
-        return tuple(k for (k,) in self.db.execute("SELECT DISTINCT partition_key FROM memories ORDER BY 1"))
+        return tuple(
+            k for (k,) in self.db.execute("SELECT DISTINCT partition_key FROM memories ORDER BY 1")
+        )
 
     def partitions_of(self, person_id: str) -> list[str]:
         """Every user-scope partition holding memories about this person (their DMs' and each server's)."""
@@ -342,13 +410,21 @@ class MemoryRepository:
 
     def rebind_subject(self, source: str, target: str) -> None:
         """Linking (CHAN-4): facts about ``source`` are about ``target`` from now on."""
-        self.db.execute("UPDATE memories SET subject_person_id = ? WHERE subject_person_id = ?", (target, source))
+        self.db.execute(
+            "UPDATE memories SET subject_person_id = ? WHERE subject_person_id = ?",
+            (target, source),
+        )
 
     def personal_partitions(self, person_id: str) -> list[PersonPartition]:
         """The user- and owner-scope partitions about this person, with what placed them there."""
         sql = "SELECT DISTINCT partition_key, scope, visibility, guild_id FROM memories WHERE scope_id = ? AND scope IN ('user', 'owner')"
         rows = self.db.rows(sql, (person_id,))
-        return [PersonPartition(r["partition_key"], Scope(r["scope"]), Visibility(r["visibility"]), r["guild_id"]) for r in rows]
+        return [
+            PersonPartition(
+                r["partition_key"], Scope(r["scope"]), Visibility(r["visibility"]), r["guild_id"]
+            )
+            for r in rows
+        ]
 
     def ids_starting(self, prefix: str, limit: int = 2) -> list[str]:
         """Ids that begin with ``prefix`` (the CLI accepts the first characters of an id)."""
@@ -372,7 +448,9 @@ class MemoryRepository:
     def in_written_order(self, batch: int = 1_000) -> Iterator[list[Memory]]:
         """Every memory row, history included, in the order written, a batch at a time (rebuilding the journals)."""
         after = 0
-        while rows := self.db.rows("SELECT * FROM memories WHERE rid > ? ORDER BY rid LIMIT ?", (after, batch)):
+        while rows := self.db.rows(
+            "SELECT * FROM memories WHERE rid > ? ORDER BY rid LIMIT ?", (after, batch)
+        ):
             yield [Memory.from_row(r) for r in rows]
             after = rows[-1]["rid"]
 
@@ -391,7 +469,9 @@ class MemoryRepository:
     def consolidation_groups(self) -> list[tuple[str, MemoryType]]:
         """(partition, type) pairs holding live memories: consolidation never merges across them."""
         live = self.corpus.live(self.clock.now())
-        rows = self.db.execute(f"SELECT DISTINCT partition_key, type FROM memories t WHERE {live.sql}", live.params)
+        rows = self.db.execute(
+            f"SELECT DISTINCT partition_key, type FROM memories t WHERE {live.sql}", live.params
+        )
         return [(key, MemoryType(kind)) for key, kind in rows]
 
     def decay(self, *, unaccessed_days: float, factor: float) -> int:
@@ -428,7 +508,9 @@ class MemoryRepository:
     def page(self, query: MemoryQuery, limit: int, offset: int) -> tuple[list[Memory], int]:
         """One page of live memories matching ``query``, newest change first, and how many match in all."""
         where = self.corpus.live(self.clock.now()) & _query_sql(query)
-        total = int(self.db.scalar(f"SELECT COUNT(*) FROM memories AS t WHERE {where.sql}", where.params))
+        total = int(
+            self.db.scalar(f"SELECT COUNT(*) FROM memories AS t WHERE {where.sql}", where.params)
+        )
         rows = self.db.rows(
             f"SELECT * FROM memories AS t WHERE {where.sql} ORDER BY t.updated_at DESC, t.rid DESC LIMIT ? OFFSET ?",
             (*where.params, limit, offset),
@@ -438,11 +520,18 @@ class MemoryRepository:
     def count_personal(self, person_id: str) -> int:
         """Live user and owner memories about this person."""
         where = self.corpus.live(self.clock.now()) & _personal(person_id)
-        return int(self.db.scalar(f"SELECT COUNT(*) FROM memories AS t WHERE {where.sql}", where.params))
+        return int(
+            self.db.scalar(f"SELECT COUNT(*) FROM memories AS t WHERE {where.sql}", where.params)
+        )
 
     def personal_scope_ids(self) -> list[str]:
         """Whose user or owner memories the store holds (a CLI-added "alice" included)."""
-        return [p for (p,) in self.db.execute("SELECT DISTINCT scope_id FROM memories WHERE scope IN ('user', 'owner')")]
+        return [
+            p
+            for (p,) in self.db.execute(
+                "SELECT DISTINCT scope_id FROM memories WHERE scope IN ('user', 'owner')"
+            )
+        ]
 
     def guild_counts(self) -> dict[str, int]:
         """Live memories per guild: its lore and what people said there."""

@@ -61,14 +61,18 @@ class NewMessage:
     role: str = "user"
     modality: str = "text"
     platform_message_id: str | None = None
-    dm_person_id: str | None = None  # for a DM: whose DM it is (the human side), decides its partition
+    dm_person_id: str | None = (
+        None  # for a DM: whose DM it is (the human side), decides its partition
+    )
     created_at: float | None = None
     answers_id: str | None = None  # a bot reply: the stored id of the user turn it answers
     id: str | None = None  # given on import (keeps an export's ids); new messages get a fresh one
 
 
 class MessageLog:
-    def __init__(self, corpus: MessageCorpus, embeddings: EmbeddingService, knobs: KnobStore, clock: Clock) -> None:
+    def __init__(
+        self, corpus: MessageCorpus, embeddings: EmbeddingService, knobs: KnobStore, clock: Clock
+    ) -> None:
         self.corpus = corpus
         self.db = corpus.db
         self.embeddings = embeddings
@@ -89,7 +93,9 @@ class MessageLog:
         with self.db.transaction():
             for i, row in enumerate(rows):
                 if known := self._delivered_id(row):
-                    ids.append(known)  # a re-delivered message is stored once (idempotent on its platform id)
+                    ids.append(
+                        known
+                    )  # a re-delivered message is stored once (idempotent on its platform id)
                     continue
                 where = (row["platform"], row["channel_id"])
                 row["prev_rid"] = last_rid[where]
@@ -178,7 +184,11 @@ class MessageLog:
         if channel_id and channel_id not in ctx.channels():
             return []
         # In a server, only the channels the asker can read; a DM's partition is the person's own DMs.
-        where = Filter(f"t.channel_id IN ({placeholders(readable)})", readable) if not ctx.is_dm or channel_id else Filter()
+        where = (
+            Filter(f"t.channel_id IN ({placeholders(readable)})", readable)
+            if not ctx.is_dm or channel_id
+            else Filter()
+        )
         return self.search_partitions(
             ctx.message_partitions(),
             query,
@@ -214,13 +224,19 @@ class MessageLog:
             zone=zone,
         )
 
-    def recent(self, ctx: RecallContext, channel_id: str, limit: int = 20, *, learnable: bool = False) -> list[StoredMessage]:
+    def recent(
+        self, ctx: RecallContext, channel_id: str, limit: int = 20, *, learnable: bool = False
+    ) -> list[StoredMessage]:
         """The last messages of a channel the context may see, oldest first (channel_recall, history window);
         with ``learnable``, only those a job may learn from (``LEARNABLE``: micro-reflection)."""
         if str(channel_id) not in ctx.channels():
             return []
-        where = Filter("t.channel_id = ?", (str(channel_id),)) & (LEARNABLE if learnable else Filter())
-        rows = self.corpus.ordered(ctx.message_partitions(), where, (("created_at", True), ("rid", True)), limit)
+        where = Filter("t.channel_id = ?", (str(channel_id),)) & (
+            LEARNABLE if learnable else Filter()
+        )
+        rows = self.corpus.ordered(
+            ctx.message_partitions(), where, (("created_at", True), ("rid", True)), limit
+        )
         return [StoredMessage.from_row(r) for r in reversed(rows)]
 
     def in_channel_after(self, platform: str, channel_id: str, after: float) -> list[StoredMessage]:
@@ -248,7 +264,12 @@ class MessageLog:
 
     def guild_counts(self) -> dict[str, int]:
         """Stored messages per guild (the operator's view)."""
-        return {g: int(n) for g, n in self.db.execute("SELECT guild_id, COUNT(*) FROM messages WHERE guild_id IS NOT NULL GROUP BY 1")}
+        return {
+            g: int(n)
+            for g, n in self.db.execute(
+                "SELECT guild_id, COUNT(*) FROM messages WHERE guild_id IS NOT NULL GROUP BY 1"
+            )
+        }
 
     def group_chats(self) -> list[tuple[str, str]]:
         """(channel key, guild id) of every server channel and group that has messages (the dashboard's manners)."""
@@ -260,10 +281,14 @@ class MessageLog:
     # -- retention (SEC-7) -------------------------------------------------------------------------
     def chats_before(self, cutoff: float) -> list[tuple[str, str]]:
         """(platform, channel) of every chat with a message older than ``cutoff``."""
-        rows = self.db.execute("SELECT DISTINCT platform, channel_id FROM messages WHERE created_at < ?", (cutoff,))
+        rows = self.db.execute(
+            "SELECT DISTINCT platform, channel_id FROM messages WHERE created_at < ?", (cutoff,)
+        )
         return [(p, c) for p, c in rows]
 
-    def older_than(self, platform: str, channel_id: str, cutoff: float, after: tuple[float, int], limit: int) -> list[dict[str, Any]]:
+    def older_than(
+        self, platform: str, channel_id: str, cutoff: float, after: tuple[float, int], limit: int
+    ) -> list[dict[str, Any]]:
         """A chat's messages older than ``cutoff``, oldest first, from just after ``after`` (created_at, rid): their
         rid, id, created_at and answers_rid (no words)."""
         return self.db.rows(
@@ -276,11 +301,19 @@ class MessageLog:
     def rids_by_id(self, ids: list[str]) -> list[int]:
         return self._rids("id IN ({})", ids)
 
-    def rids_by_platform_id(self, platform: str, channel_id: str, platform_ids: list[str]) -> list[int]:
+    def rids_by_platform_id(
+        self, platform: str, channel_id: str, platform_ids: list[str]
+    ) -> list[int]:
         """Platform ids are unique only within a chat (Telegram numbers each chat from 1)."""
-        return self._rids("platform = ? AND channel_id = ? AND platform_message_id IN ({})", platform_ids, (platform, channel_id))
+        return self._rids(
+            "platform = ? AND channel_id = ? AND platform_message_id IN ({})",
+            platform_ids,
+            (platform, channel_id),
+        )
 
-    def delivered(self, platform: str, channel_id: str, platform_message_id: str) -> tuple[str, bool] | None:
+    def delivered(
+        self, platform: str, channel_id: str, platform_message_id: str
+    ) -> tuple[str, bool] | None:
         """A message already stored under this platform id (a re-delivery): its stored id, and whether the bot's
         reply to it is stored too. None for a message never seen."""
         row = self.db.one(
@@ -296,13 +329,17 @@ class MessageLog:
         found = self.delivered(row["platform"], row["channel_id"], row["platform_message_id"])
         return found[0] if found else None
 
-    def own(self, ctx: RecallContext, people: list[str], limit: int, rids: list[int] | None = None) -> list[tuple[int, str, str, str]]:
+    def own(
+        self, ctx: RecallContext, people: list[str], limit: int, rids: list[int] | None = None
+    ) -> list[tuple[int, str, str, str]]:
         """(rid, id, content, "platform:channel") of these people's newest turns that ``ctx`` may read (its message
         partitions and channels), or of those among ``rids``: what a forget searches (``memory.upkeep.said``)."""
         channels, parts = ctx.channels(), ctx.message_partitions()
         if not people or rids == []:
             return []
-        cond, values = (f" AND rid IN ({placeholders(rids)})", rids) if rids is not None else ("", [])
+        cond, values = (
+            (f" AND rid IN ({placeholders(rids)})", rids) if rids is not None else ("", [])
+        )
         rows = self.db.execute(
             "SELECT rid, id, content, platform || ':' || channel_id FROM messages WHERE role = 'user' "
             f"AND author_id IN ({placeholders(people)}) AND partition_key IN ({placeholders(parts)}) AND platform = ? "
@@ -334,7 +371,10 @@ class MessageLog:
 
     def guilds_of(self, author_id: str) -> list[str]:
         """The guilds where this person has said something that is still stored."""
-        rows = self.db.execute("SELECT DISTINCT guild_id FROM messages WHERE author_id = ? AND guild_id IS NOT NULL", (author_id,))
+        rows = self.db.execute(
+            "SELECT DISTINCT guild_id FROM messages WHERE author_id = ? AND guild_id IS NOT NULL",
+            (author_id,),
+        )
         return [g for (g,) in rows]
 
     def speakers_in(self, guild_id: str) -> list[tuple[str, str]]:
@@ -356,7 +396,9 @@ class MessageLog:
             return []  # "IN ()" is SQLite's; PostgreSQL refuses it
         return [
             StoredMessage.from_row(r)
-            for r in self.db.rows(f"SELECT * FROM messages WHERE rid IN ({placeholders(rids)}) ORDER BY rid", rids)
+            for r in self.db.rows(
+                f"SELECT * FROM messages WHERE rid IN ({placeholders(rids)}) ORDER BY rid", rids
+            )
         ]
 
     def replace_content(self, rid: int, text: str) -> StoredMessage:
@@ -372,7 +414,10 @@ class MessageLog:
         row["content_hash"] = content_hash(self.corpus.search_text(row))
         vectors = self._vectors([self.corpus.search_text(row)])
         with self.db.transaction():
-            self.db.execute("UPDATE messages SET content = ?, content_hash = ? WHERE rid = ?", (content, row["content_hash"], rid))
+            self.db.execute(
+                "UPDATE messages SET content = ?, content_hash = ? WHERE rid = ?",
+                (content, row["content_hash"], rid),
+            )
             self.corpus.vectors.delete([rid])
             if vectors is not None:
                 self.corpus.vectors.write(rid, old["partition_key"], vectors[0])
@@ -393,7 +438,8 @@ class MessageLog:
             h
             for i in range(0, len(rids), 400)
             for (h,) in self.db.execute(
-                f"SELECT content_hash FROM messages WHERE rid IN ({placeholders(rids[i : i + 400])})", rids[i : i + 400]
+                f"SELECT content_hash FROM messages WHERE rid IN ({placeholders(rids[i : i + 400])})",
+                rids[i : i + 400],
             )
         ]
         spots = self.db.rows(
@@ -405,15 +451,22 @@ class MessageLog:
             self.corpus.vectors.delete(rids)
             for i in range(0, len(rids), 400):
                 chunk = rids[i : i + 400]
-                self.db.execute(f"DELETE FROM extraction_buffer WHERE message_rid IN ({placeholders(chunk)})", chunk)
+                self.db.execute(
+                    f"DELETE FROM extraction_buffer WHERE message_rid IN ({placeholders(chunk)})",
+                    chunk,
+                )
                 self.db.execute(f"DELETE FROM messages WHERE rid IN ({placeholders(chunk)})", chunk)
             for spot in spots:
-                self._rebuild_context(spot["platform"], spot["channel_id"], spot["since"], spot["until"])
+                self._rebuild_context(
+                    spot["platform"], spot["channel_id"], spot["since"], spot["until"]
+                )
             self.embeddings.forget_hashes(set(hashes))
         self.corpus.vectors.mirror_remove(rids)
         return len(rids)
 
-    def _rebuild_context(self, platform: str, channel_id: str, since: float, until: float | None = None) -> None:
+    def _rebuild_context(
+        self, platform: str, channel_id: str, since: float, until: float | None = None
+    ) -> None:
         """Recompute the context of turns from ``since`` on, so no deleted words stay indexed in a neighbour. With
         ``until`` (the newest deleted turn's time), only the ``CONTEXT_TURNS`` turns after it can have quoted a
         deleted one: the rest are left as they are (retention deletes a channel's oldest turns; its newer ones
@@ -430,14 +483,26 @@ class MessageLog:
                 if after > CONTEXT_TURNS:
                     break
             prev = self._turns_before(platform, channel_id, (row["created_at"], row["rid"]))
-            context, prev_rid = _context([_speaker_line(p) for p in reversed(prev)]), prev[0]["rid"] if prev else None
+            context, prev_rid = (
+                _context([_speaker_line(p) for p in reversed(prev)]),
+                prev[0]["rid"] if prev else None,
+            )
             if (context, prev_rid) == (row["context"], row["prev_rid"]):
                 continue  # unchanged: rewriting it would only re-index it (retention deletes a channel's oldest turns)
-            self.db.execute("UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?", (context, prev_rid, row["rid"]))
+            self.db.execute(
+                "UPDATE messages SET context = ?, prev_rid = ? WHERE rid = ?",
+                (context, prev_rid, row["rid"]),
+            )
 
-    def _turns_before(self, platform: str, channel_id: str, at: tuple[float, int] | None = None) -> list[dict[str, Any]]:
+    def _turns_before(
+        self, platform: str, channel_id: str, at: tuple[float, int] | None = None
+    ) -> list[dict[str, Any]]:
         """The CONTEXT_TURNS turns of a channel just before ``at`` (created_at, rid), or its latest; newest first."""
-        cond, params = ("", ()) if at is None else (" AND (created_at < ? OR (created_at = ? AND rid < ?))", (at[0], *at))
+        cond, params = (
+            ("", ())
+            if at is None
+            else (" AND (created_at < ? OR (created_at = ? AND rid < ?))", (at[0], *at))
+        )
         return self.db.rows(
             f"SELECT rid, author_name, content FROM messages WHERE platform = ? AND channel_id = ?{cond} "
             "ORDER BY created_at DESC, rid DESC LIMIT ?",

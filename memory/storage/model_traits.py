@@ -36,4 +36,6 @@ class ModelTraits:
         return Sight(bool(value["sees"]), str(value["at"]))
 
     def keep_sight(self, model_key: str, sight: Sight) -> None:
-        self.db.set_setting(PREFIX + model_key, json.dumps({"sees": sight.sees, "at": sight.asked_at}))
+        self.db.set_setting(
+            PREFIX + model_key, json.dumps({"sees": sight.sees, "at": sight.asked_at})
+        )

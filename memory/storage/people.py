@@ -39,7 +39,9 @@ class MovesPeople(Protocol):
 
 
 class People:
-    def __init__(self, db: Database, clock: Clock, rows: MemoryRepository, movers: Sequence[MovesPeople] = ()) -> None:
+    def __init__(
+        self, db: Database, clock: Clock, rows: MemoryRepository, movers: Sequence[MovesPeople] = ()
+    ) -> None:
         """``movers``: the owners of what a person has (memories, messages, buffers, chats' saved contexts), moved in
         this order when two accounts are linked."""
         self.db, self.clock, self.rows, self.movers = db, clock, rows, tuple(movers)
@@ -51,7 +53,10 @@ class People:
     def lookup_many(self, platform: str, platform_user_ids: list[str]) -> list[str]:
         """``lookup`` of each account, in one statement."""
         known = self.known(platform, platform_user_ids)
-        return [known[str(uid)][0] if str(uid) in known else f"{platform}:{uid}" for uid in platform_user_ids]
+        return [
+            known[str(uid)][0] if str(uid) in known else f"{platform}:{uid}"
+            for uid in platform_user_ids
+        ]
 
     def known(self, platform: str, platform_user_ids: list[str]) -> dict[str, tuple[str, str]]:
         """platform user id -> (person id, display name) of the accounts already met, in one statement."""
@@ -59,7 +64,10 @@ class People:
             return {}
         marks = ", ".join("?" for _ in platform_user_ids)
         sql = f"SELECT platform_user_id, person_id, display_name FROM identities WHERE platform = ? AND platform_user_id IN ({marks})"
-        return {uid: (person, name) for uid, person, name in self.db.execute(sql, (platform, *map(str, platform_user_ids)))}
+        return {
+            uid: (person, name)
+            for uid, person, name in self.db.execute(sql, (platform, *map(str, platform_user_ids)))
+        }
 
     def resolve(self, platform: str, platform_user_id: str, display_name: str = "") -> str:
         """The person id behind a platform account (recorded on first sight)."""
@@ -72,11 +80,16 @@ class People:
         people = []
         for uid, name in accounts:
             person = self._recorded(platform, str(uid), name, known.get(str(uid)))
-            known[str(uid)] = (person, name or known.get(str(uid), ("", ""))[1])  # an account listed twice is read as written
+            known[str(uid)] = (
+                person,
+                name or known.get(str(uid), ("", ""))[1],
+            )  # an account listed twice is read as written
             people.append(person)
         return people
 
-    def _recorded(self, platform: str, platform_user_id: str, display_name: str, row: tuple[str, str] | None) -> str:
+    def _recorded(
+        self, platform: str, platform_user_id: str, display_name: str, row: tuple[str, str] | None
+    ) -> str:
         """The account's person, its new display name written, or the account recorded when ``row`` says it is new."""
         if row:
             if display_name and display_name != row[1]:
@@ -93,21 +106,32 @@ class People:
         return person
 
     def accounts(self, person_id: str) -> list[dict]:
-        return self.db.rows("SELECT platform, platform_user_id, display_name FROM identities WHERE person_id = ?", (person_id,))
+        return self.db.rows(
+            "SELECT platform, platform_user_id, display_name FROM identities WHERE person_id = ?",
+            (person_id,),
+        )
 
     def known_account(self, platform: str, platform_user_id: str) -> bool:
         """Whether the bot has met this account (a lookup that, unlike ``resolve``, records nothing)."""
         return bool(
-            self.db.scalar("SELECT 1 FROM identities WHERE platform = ? AND platform_user_id = ?", (platform, str(platform_user_id)))
+            self.db.scalar(
+                "SELECT 1 FROM identities WHERE platform = ? AND platform_user_id = ?",
+                (platform, str(platform_user_id)),
+            )
         )
 
     def person_ids(self) -> list[str]:
         """Every person with an account the bot has met."""
-        return [p for (p,) in self.db.execute("SELECT DISTINCT person_id FROM identities ORDER BY 1")]
+        return [
+            p for (p,) in self.db.execute("SELECT DISTINCT person_id FROM identities ORDER BY 1")
+        ]
 
     def name(self, person_id: str) -> str:
         return (
-            self.db.scalar("SELECT display_name FROM identities WHERE person_id = ? AND display_name != '' LIMIT 1", (person_id,))
+            self.db.scalar(
+                "SELECT display_name FROM identities WHERE person_id = ? AND display_name != '' LIMIT 1",
+                (person_id,),
+            )
             or person_id
         )
 
@@ -115,8 +139,13 @@ class People:
         code = "-".join(secrets.token_hex(3) for _ in range(3))  # 72 bits
         now = self.clock.now()
         with self.db.transaction():
-            self.db.execute("DELETE FROM link_codes WHERE person_id = ? OR expires_at < ?", (person_id, now))
-            self.db.execute("INSERT INTO link_codes (code, person_id, expires_at) VALUES (?, ?, ?)", (code, person_id, now + CODE_TTL_S))
+            self.db.execute(
+                "DELETE FROM link_codes WHERE person_id = ? OR expires_at < ?", (person_id, now)
+            )
+            self.db.execute(
+                "INSERT INTO link_codes (code, person_id, expires_at) VALUES (?, ?, ?)",
+                (code, person_id, now + CODE_TTL_S),
+            )
         return code
 
     def redeem(self, code: str, platform: str, platform_user_id: str) -> str:
@@ -124,12 +153,17 @@ class People:
         now = self.clock.now()
         if self._failures(platform, platform_user_id, now) >= MAX_FAILURES:
             raise InvalidInput("too many wrong link codes; try again in an hour")
-        row = self.db.one("SELECT person_id, expires_at FROM link_codes WHERE code = ?", (code.strip().lower(),))
+        row = self.db.one(
+            "SELECT person_id, expires_at FROM link_codes WHERE code = ?", (code.strip().lower(),)
+        )
         if row is None or row["expires_at"] < now:
             self.db.execute(
-                "INSERT INTO link_failures (platform, platform_user_id, failed_at) VALUES (?, ?, ?)", (platform, str(platform_user_id), now)
+                "INSERT INTO link_failures (platform, platform_user_id, failed_at) VALUES (?, ?, ?)",
+                (platform, str(platform_user_id), now),
             )
-            raise InvalidInput("that link code is unknown or expired; ask for a new one with /link on your other account")
+            raise InvalidInput(
+                "that link code is unknown or expired; ask for a new one with /link on your other account"
+            )
         target = row["person_id"]
         current = self.resolve(platform, platform_user_id)
         with self.db.transaction():
@@ -156,7 +190,9 @@ class People:
     # -- a person's settings (person_settings) -------------------------------------------------------
     def setting(self, person_id: str, key: str) -> str | None:
         """One of a person's settings (``/share``, ``/timezone``...), None when never set."""
-        value = self.db.scalar("SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, key))
+        value = self.db.scalar(
+            "SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, key)
+        )
         return None if value is None else str(value)
 
     def set_setting(self, person_id: str, key: str, value: str) -> None:
@@ -167,7 +203,9 @@ class People:
         )
 
     def clear_setting(self, person_id: str, key: str) -> None:
-        self.db.execute("DELETE FROM person_settings WHERE person_id = ? AND key = ?", (person_id, key))
+        self.db.execute(
+            "DELETE FROM person_settings WHERE person_id = ? AND key = ?", (person_id, key)
+        )
 
     def reach(self, speaker: str, people: tuple[str, ...], *, is_dm: bool) -> tuple[str, ...]:
         """Extra partitions a context may read: in a DM, all of the speaker's own; in a server, all of
@@ -176,7 +214,9 @@ class People:
             return tuple(self.rows.partitions_of(speaker))
         private = {p: user_partition(p, Visibility.PRIVATE) for p in people}
         sharing = self.sharing(people)
-        return tuple(k for p in people if p in sharing for k in self.rows.partitions_of(p) if k != private[p])
+        return tuple(
+            k for p in people if p in sharing for k in self.rows.partitions_of(p) if k != private[p]
+        )
 
     def sharing(self, people: tuple[str, ...]) -> set[str]:
         """Which of ``people`` opted in to sharing across servers: one statement for a turn's people (each a round
@@ -189,11 +229,20 @@ class People:
 
     # -- consent (SEC-5) --------------------------------------------------------------------------------
     def remembered(self, person_id: str) -> bool:
-        return self.db.scalar("SELECT value FROM person_settings WHERE person_id = ? AND key = ?", (person_id, REMEMBER_KEY)) != "off"
+        return (
+            self.db.scalar(
+                "SELECT value FROM person_settings WHERE person_id = ? AND key = ?",
+                (person_id, REMEMBER_KEY),
+            )
+            != "off"
+        )
 
     def set_remembered(self, person_id: str, on: bool) -> None:
         if on:
-            self.db.execute("DELETE FROM person_settings WHERE person_id = ? AND key = ?", (person_id, REMEMBER_KEY))
+            self.db.execute(
+                "DELETE FROM person_settings WHERE person_id = ? AND key = ?",
+                (person_id, REMEMBER_KEY),
+            )
             return
         self.db.execute(
             "INSERT INTO person_settings (person_id, key, value) VALUES (?, ?, 'off') "
@@ -227,7 +276,13 @@ class People:
     # -- linking ---------------------------------------------------------------------------------------
     def _merge(self, source: str, target: str) -> None:
         """Everything stored under ``source`` now belongs to ``target`` (inside the caller's transaction)."""
-        self.db.execute("UPDATE identities SET person_id = ?, linked_at = ? WHERE person_id = ?", (target, self.clock.now(), source))
+        self.db.execute(
+            "UPDATE identities SET person_id = ?, linked_at = ? WHERE person_id = ?",
+            (target, self.clock.now(), source),
+        )
         for mover in self.movers:
             mover.move_person(source, target)
-        self.db.execute("UPDATE OR REPLACE person_settings SET person_id = ? WHERE person_id = ?", (target, source))
+        self.db.execute(
+            "UPDATE OR REPLACE person_settings SET person_id = ? WHERE person_id = ?",
+            (target, source),
+        )

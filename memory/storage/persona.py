@@ -25,14 +25,24 @@ from ..safety import contains_secret, looks_like_injection, normalise_text
 from .audit import AuditTrail
 from .db import Database
 
-MAX_PLACE_PERSONA = 1_000  # characters: it rides along with every reply in the place, beside the operator's persona
+MAX_PLACE_PERSONA = (
+    1_000  # characters: it rides along with every reply in the place, beside the operator's persona
+)
 # A line that would start a new section of the system prompt: a Markdown heading, a setext underline or
 # rule, a code fence. The text is also rendered as a quote, so this is the refusal that says why.
-_SECTION_BREAK = re.compile(r"^\s*(#|={3,}\s*$|-{3,}\s*$|\*{3,}\s*$|_{3,}\s*$)|##|```|~~~", re.MULTILINE)
+_SECTION_BREAK = re.compile(
+    r"^\s*(#|={3,}\s*$|-{3,}\s*$|\*{3,}\s*$|_{3,}\s*$)|##|```|~~~", re.MULTILINE
+)
 _SETEXT = re.compile(r"^\s*(=+|-+)\s*$", re.MULTILINE)  # "Title" over "=" (or "-") is a heading too
 _STAFF = r"(?:operator|system|admin(?:istrator)?|moderator|mod|owner|developer|staff)"
-_AUTHORITY = re.compile(rf"\b{_STAFF}\s*(?:note|message|instruction|override|notice|directive|prompt|update)s?\b", re.IGNORECASE)
-_RENAME = re.compile(r"\b(?:your (?:new )?name is|you are (?:now )?called|you'?re (?:now )?called|call yourself)\b", re.IGNORECASE)
+_AUTHORITY = re.compile(
+    rf"\b{_STAFF}\s*(?:note|message|instruction|override|notice|directive|prompt|update)s?\b",
+    re.IGNORECASE,
+)
+_RENAME = re.compile(
+    r"\b(?:your (?:new )?name is|you are (?:now )?called|you'?re (?:now )?called|call yourself)\b",
+    re.IGNORECASE,
+)
 _STAFF_SIGNATURE = re.compile(rf"\(\s*{_STAFF}\s*\)|\bsign\w*\b[^\n]*\b{_STAFF}\b", re.IGNORECASE)
 
 
@@ -54,15 +64,23 @@ def check_persona_text(text: str) -> str:
     clean = re.sub(r"\n{3,}", "\n\n", clean)
     _refuse_forgery(re.sub(r"[*_~`]+", "", fold(clean)))
     if not clean:
-        raise Rejected("say what the persona is, e.g. /persona set You are the server's cheerful quizmaster.")
+        raise Rejected(
+            "say what the persona is, e.g. /persona set You are the server's cheerful quizmaster."
+        )
     if len(clean) > MAX_PLACE_PERSONA:
-        raise Rejected(f"a place's persona is at most {MAX_PLACE_PERSONA} characters (this one is {len(clean)})")
+        raise Rejected(
+            f"a place's persona is at most {MAX_PLACE_PERSONA} characters (this one is {len(clean)})"
+        )
     if contains_secret(clean):
-        raise Rejected("the persona contains what looks like a secret (key, token, password or card number); not stored")
+        raise Rejected(
+            "the persona contains what looks like a secret (key, token, password or card number); not stored"
+        )
     if looks_like_injection(clean):
         raise Rejected("the persona reads like an attempt to override the bot's rules; not stored")
     if _SECTION_BREAK.search(clean):
-        raise Rejected("the persona may not contain headings, rules or code fences (#, ---, ```): write it as plain text")
+        raise Rejected(
+            "the persona may not contain headings, rules or code fences (#, ---, ```): write it as plain text"
+        )
     return clean
 
 
@@ -70,13 +88,19 @@ def _refuse_forgery(plain: str) -> None:
     """A persona that would speak with more authority than an admin's note on style: a forged operator or system
     message, a new name for the bot (the operator's persona file names it), a signature as staff (issue 31)."""
     if _AUTHORITY.search(plain):
-        raise Rejected("the persona may not speak for the operator or the system (e.g. OPERATOR NOTE): describe how the bot talks here")
+        raise Rejected(
+            "the persona may not speak for the operator or the system (e.g. OPERATOR NOTE): describe how the bot talks here"
+        )
     if _RENAME.search(plain):
         raise Rejected("the persona may not rename the bot: its name is the operator's choice")
     if _STAFF_SIGNATURE.search(plain):
-        raise Rejected("the persona may not make the bot sign as an admin, moderator, owner or operator")
+        raise Rejected(
+            "the persona may not make the bot sign as an admin, moderator, owner or operator"
+        )
     if _SETEXT.search(plain):
-        raise Rejected("the persona may not contain headings, rules or code fences (#, ---, ```): write it as plain text")
+        raise Rejected(
+            "the persona may not contain headings, rules or code fences (#, ---, ```): write it as plain text"
+        )
 
 
 class PlacePersonas:
@@ -88,13 +112,19 @@ class PlacePersonas:
         if not guild_id:
             return None
         row = self.db.one("SELECT * FROM place_personas WHERE guild_id = ?", (guild_id,))
-        return PlacePersona(row["guild_id"], row["text"], row["set_by"], row["set_at"]) if row else None
+        return (
+            PlacePersona(row["guild_id"], row["text"], row["set_by"], row["set_at"])
+            if row
+            else None
+        )
 
     def all(self) -> list[PlacePersona]:
         rows = self.db.rows("SELECT * FROM place_personas ORDER BY guild_id")
         return [PlacePersona(r["guild_id"], r["text"], r["set_by"], r["set_at"]) for r in rows]
 
-    def set(self, guild_id: str, text: str, *, who: str, person_id: str | None = None) -> PlacePersona:
+    def set(
+        self, guild_id: str, text: str, *, who: str, person_id: str | None = None
+    ) -> PlacePersona:
         """Checked, stored and audited in one transaction. ``who`` names the changer in the audit trail."""
         if not guild_id:
             raise InvalidInput("a persona belongs to a server or group, not a private chat")
@@ -106,13 +136,17 @@ class PlacePersonas:
                 "ON CONFLICT (guild_id) DO UPDATE SET text = excluded.text, set_by = excluded.set_by, set_at = excluded.set_at",
                 (guild_id, clean, person_id or who, now),
             )
-            self.audit.record(who, "persona.set", guild_id, person_id=person_id, detail={"chars": len(clean)})
+            self.audit.record(
+                who, "persona.set", guild_id, person_id=person_id, detail={"chars": len(clean)}
+            )
         return PlacePersona(guild_id, clean, person_id or who, now)
 
     def reset(self, guild_id: str, *, who: str, person_id: str | None = None) -> bool:
         """The place goes back to the operator's persona alone; False when it had none."""
         with self.db.transaction():
-            gone = self.db.scalar("SELECT COUNT(*) FROM place_personas WHERE guild_id = ?", (guild_id,))
+            gone = self.db.scalar(
+                "SELECT COUNT(*) FROM place_personas WHERE guild_id = ?", (guild_id,)
+            )
             if gone:
                 self.db.execute("DELETE FROM place_personas WHERE guild_id = ?", (guild_id,))
                 self.audit.record(who, "persona.reset", guild_id, person_id=person_id)

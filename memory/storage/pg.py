@@ -29,7 +29,9 @@ from .db import Database, Rewritten
 from .pg_migrations import CHANNEL, FORGOT, PG_MIGRATIONS
 
 log = logging.getLogger(__name__)
-MIGRATION_LOCK = 7_325_001  # advisory lock id: two processes starting at once migrate one after the other
+MIGRATION_LOCK = (
+    7_325_001  # advisory lock id: two processes starting at once migrate one after the other
+)
 
 
 def is_postgres(url: str | Path) -> bool:
@@ -46,7 +48,9 @@ def open_database(url: str | Path) -> Database:
     return Database(text.removeprefix("sqlite://") if text.startswith("sqlite:///") else text)
 
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")  # two letters or more: "C:\\store.db" is a Windows path
+_SCHEME = re.compile(
+    r"^([A-Za-z][A-Za-z0-9+.-]+):"
+)  # two letters or more: "C:\\store.db" is a Windows path
 
 
 def unreadable_location(where: str) -> str | None:
@@ -76,7 +80,9 @@ def _password_as(url: str, replacement: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", replacement)))
+    return urlunsplit(
+        parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", replacement))
+    )
 
 
 def dump_commands(url: str, dest: str) -> tuple[str, str]:
@@ -98,12 +104,18 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"\b(rid|rowid) IN \(SELECT value FROM json_each\(\?\)\)",
             r"\1 IN (SELECT value::bigint FROM json_array_elements_text(?::json) AS je(value))",
         ),
-        (r"json_each\(([\w.]+), '\$\.(\w+)'\)", r"json_array_elements_text((\1)::json -> '\2') AS je(value)"),
+        (
+            r"json_each\(([\w.]+), '\$\.(\w+)'\)",
+            r"json_array_elements_text((\1)::json -> '\2') AS je(value)",
+        ),
         (r"json_each\(([\w.?]+)\)", r"json_array_elements_text((\1)::json) AS je(value)"),
         # JSON fields of a context (text holding a JSON object): a flag as a boolean, any other field as text
         (r"json_extract\(([\w.]+), '\$\.(is_\w+)'\)", r"((\1)::jsonb -> '\2')::boolean"),
         (r"json_extract\(([\w.]+), '\$\.(\w+)'\)", r"((\1)::jsonb ->> '\2')"),
-        (r"json_set\(([\w.]+), '\$\.(\w+)', \?\)", r"jsonb_set((\1)::jsonb, '{\2}', to_jsonb(?::text))::text"),
+        (
+            r"json_set\(([\w.]+), '\$\.(\w+)', \?\)",
+            r"jsonb_set((\1)::jsonb, '{\2}', to_jsonb(?::text))::text",
+        ),
         (r"\bINSERT OR IGNORE INTO\b", "INSERT INTO"),
         (r"\bUPDATE OR REPLACE\b", "UPDATE"),
         (r"\bMAX\(([\w.?]+), ", r"GREATEST(\1, "),
@@ -136,7 +148,9 @@ def _parameters(sql: str) -> str:
             quoted = not quoted
         if ch == "%":
             out.append("%%")
-        elif not quoted and ch == "?" and sql[i + 1 : i + 2].isdigit():  # ?1: numbered, passed as p1
+        elif (
+            not quoted and ch == "?" and sql[i + 1 : i + 2].isdigit()
+        ):  # ?1: numbered, passed as p1
             j = i + 1
             while j < n and sql[j].isdigit():
                 j += 1
@@ -145,7 +159,13 @@ def _parameters(sql: str) -> str:
             continue
         elif not quoted and ch == "?":
             out.append("%s")
-        elif not quoted and ch == ":" and i + 1 < n and (sql[i + 1].isalpha() or sql[i + 1] == "_") and sql[i - 1 : i] != ":":
+        elif (
+            not quoted
+            and ch == ":"
+            and i + 1 < n
+            and (sql[i + 1].isalpha() or sql[i + 1] == "_")
+            and sql[i - 1 : i] != ":"
+        ):
             j = i + 1
             while j < n and (sql[j].isalnum() or sql[j] == "_"):
                 j += 1
@@ -308,7 +328,12 @@ class PgDatabase(Database):
     def _tables(self) -> list[str]:
         # every table of the store, not only the forget registry's: derived tables (vectors, caches) hold words too,
         # and reading the registry here would make the storage layer import the layer above it
-        return sorted(name for (name,) in self.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"))
+        return sorted(
+            name
+            for (name,) in self.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            )
+        )
 
     def rewrite(self) -> Rewritten:
         """The operator's full scrub: VACUUM FULL of every table (new files, old ones unlinked; indexes rebuilt, so
@@ -332,7 +357,9 @@ class PgDatabase(Database):
                 self.execute("SELECT pg_switch_wal()")
                 self.execute("CHECKPOINT")
         except psycopg.errors.InsufficientPrivilege:
-            return ("the WAL: this role may not run pg_switch_wal() and CHECKPOINT; a superuser must run both, twice",)
+            return (
+                "the WAL: this role may not run pg_switch_wal() and CHECKPOINT; a superuser must run both, twice",
+            )
         if self.scalar("SELECT current_setting('wal_recycle')") == "on":
             return (
                 "the WAL: with wal_recycle on, old segments are renamed for reuse and keep the words until overwritten; "
@@ -343,7 +370,11 @@ class PgDatabase(Database):
     def _beyond_the_server(self) -> tuple[str, ...]:
         archives = "WAL archives (archive_mode is on): delete the segments archived before now, or let retention expire them"
         return (
-            *((archives,) if self.scalar("SELECT current_setting('archive_mode')") != "off" else ()),
+            *(
+                (archives,)
+                if self.scalar("SELECT current_setting('archive_mode')") != "off"
+                else ()
+            ),
             "base backups and pg_dump files made before now: delete or replace them",
             "replicas replay the rewrite; run CHECKPOINT on each so its old WAL is retired too",
         )
@@ -363,25 +394,32 @@ class PgDatabase(Database):
         self.con.close()
 
     def backup_to(self, target: str | Path) -> None:
-        raise StoreUnavailable("on PostgreSQL, back up with pg_dump or your server's backups (or `companion store copy` to SQLite)")
+        raise StoreUnavailable(
+            "on PostgreSQL, back up with pg_dump or your server's backups (or `companion store copy` to SQLite)"
+        )
 
     # -- migrations ----------------------------------------------------------------------------
     def _migrate(self) -> None:
         with self.transaction():
             self.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
-            self.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)")
+            self.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)"
+            )
             current = self._version()
             for version, migration in enumerate(PG_MIGRATIONS, start=1):
                 if version > current:
                     self.pg.raw.execute(migration.sql)  # DDL, no parameters
                     self.execute(
-                        "INSERT INTO schema_version(version, name, applied_at) VALUES(?, ?, now()::text)", (version, migration.name)
+                        "INSERT INTO schema_version(version, name, applied_at) VALUES(?, ?, now()::text)",
+                        (version, migration.name),
                     )
 
     def _version(self) -> int:
         current = int(self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_version"))
         if current > len(PG_MIGRATIONS):
-            raise SchemaError(f"{self.path} has schema version {current}, newer than this program knows ({len(PG_MIGRATIONS)})")
+            raise SchemaError(
+                f"{self.path} has schema version {current}, newer than this program knows ({len(PG_MIGRATIONS)})"
+            )
         return current
 
 
@@ -405,7 +443,9 @@ class _Listener:
                         self._heard(note.payload)
             except Exception:  # the connection closed under us at shutdown, or the server went away
                 if not self._stop.is_set():
-                    log.warning("lost the PostgreSQL notification connection: caches may serve stale rows")
+                    log.warning(
+                        "lost the PostgreSQL notification connection: caches may serve stale rows"
+                    )
                 return
 
     def stop(self) -> None:

@@ -120,7 +120,9 @@ def _statements(sql: str) -> list[str]:
     out, current = [], ""
     for part in text.split(";"):
         current += part
-        if re.search(r"\bCREATE TRIGGER\b", current, re.IGNORECASE) and not re.search(r"\bEND\s*$", current.strip(), re.IGNORECASE):
+        if re.search(r"\bCREATE TRIGGER\b", current, re.IGNORECASE) and not re.search(
+            r"\bEND\s*$", current.strip(), re.IGNORECASE
+        ):
             current += ";"
             continue
         if current.strip():
@@ -135,8 +137,11 @@ def _sqlite_only(statement: str) -> bool:
         "VIRTUAL TABLE" in head
         or head.startswith(("CREATE TRIGGER", "DROP TRIGGER", "INSERT OR IGNORE"))
         or re.match(r"INSERT INTO \w+_FTS\b", head) is not None
-        or (head.startswith("UPDATE MESSAGES SET LEGACY_COPY"))  # upgrades old SQLite rows; a new store has none
-        or "JSON_EACH(" in head  # SQLite's JSON: such a data step has its PostgreSQL form in ``EXTRA``
+        or (
+            head.startswith("UPDATE MESSAGES SET LEGACY_COPY")
+        )  # upgrades old SQLite rows; a new store has none
+        or "JSON_EACH("
+        in head  # SQLite's JSON: such a data step has its PostgreSQL form in ``EXTRA``
     )
 
 

@@ -31,11 +31,16 @@ from .vectors import LOAD_CHUNK, VectorIndex
 CANDIDATE_CAP = 500
 BM25_B = 0.75  # FTS5's bm25() constants (k1 is memory.storage.fts.BM25_K1)
 # FTS5's column weights (memory.storage.corpus) by the tsvector weight each column got (memory.storage.pg_migrations)
-WEIGHTS = {"memories": {"A": 2.0, "B": 1.0, "C": 1.0, "D": 0.0}, "messages": {"A": 1.0, "B": 0.5, "C": 0.3, "D": 0.0}}
+WEIGHTS = {
+    "memories": {"A": 2.0, "B": 1.0, "C": 1.0, "D": 0.0},
+    "messages": {"A": 1.0, "B": 0.5, "C": 0.3, "D": 0.0},
+}
 STATS_TTL_S = 60.0  # row count and mean length: one count a minute (at 100k rows a few ms)
 DF_TTL_S = 600.0  # a word's document frequency, as long as FTS5's builder keeps its own
 KNOWN_WORDS = 50_000  # words whose frequency is cached, at most (a few MB)
-RARE_SPLIT_ROWS = 20_000  # above this, candidates come from the rare words only (when the query has one)
+RARE_SPLIT_ROWS = (
+    20_000  # above this, candidates come from the rare words only (when the query has one)
+)
 RARE_SHARE = 0.05  # a word in more than this share of the rows is common for that split
 # the leak check asks whether a word is common in the store (held by more than ~200 rows): counting on past this
 # would walk the whole posting list of a common word for nothing
@@ -56,8 +61,14 @@ class PgWords:
     def __init__(self, db: Database, table: str, terms: FtsQueryBuilder) -> None:
         self.db, self.table, self.terms = db, table, terms
         self.weights = WEIGHTS[table]
-        self._stats: tuple[float, int, float] = (-STATS_TTL_S, 0, 1.0)  # (when, rows, mean lexemes a row)
-        self._known: dict[str, tuple[float, tuple[str, ...], int]] = {}  # word -> (when, its lexemes, rows holding it)
+        self._stats: tuple[float, int, float] = (
+            -STATS_TTL_S,
+            0,
+            1.0,
+        )  # (when, rows, mean lexemes a row)
+        self._known: dict[
+            str, tuple[float, tuple[str, ...], int]
+        ] = {}  # word -> (when, its lexemes, rows holding it)
 
     def query(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         """(tsquery SQL, its parameters): the OR of each searchable word; None when there is none."""
@@ -75,23 +86,34 @@ class PgWords:
         known = self._words(words)
         idf: dict[str, float] = {}
         for lexemes, df in known.values():
-            for lexeme in lexemes:  # a hyphenated word has several lexemes: each counts with the word's frequency
+            for lexeme in (
+                lexemes
+            ):  # a hyphenated word has several lexemes: each counts with the word's frequency
                 idf[lexeme] = max(idf.get(lexeme, 0.0), _idf(rows, df))
         if not idf:
             return []
         wanted = self._candidate_words(known, rows) or words
         return self._ranked(wanted, partitions, idf, mean, limit)
 
-    def _candidate_words(self, known: dict[str, tuple[tuple[str, ...], int]], rows: int) -> tuple[str, ...]:
+    def _candidate_words(
+        self, known: dict[str, tuple[tuple[str, ...], int]], rows: int
+    ) -> tuple[str, ...]:
         """In a big table, the rows to score are those holding a rare word, when the query has one: a row that holds
         only words found in a twentieth of the store scores below almost any row holding a rare one, and there
         can be tens of thousands of them. Empty: score every row that matches."""
         if rows <= RARE_SPLIT_ROWS:
             return ()
-        return tuple(word for word, (lexemes, df) in known.items() if lexemes and df <= rows * RARE_SHARE)
+        return tuple(
+            word for word, (lexemes, df) in known.items() if lexemes and df <= rows * RARE_SHARE
+        )
 
     def _ranked(
-        self, words: tuple[str, ...], partitions: tuple[str, ...], idf: dict[str, float], mean: float, limit: int
+        self,
+        words: tuple[str, ...],
+        partitions: tuple[str, ...],
+        idf: dict[str, float],
+        mean: float,
+        limit: int,
     ) -> list[tuple[int, float]]:
         w, k1 = self.weights, BM25_K1
         tf = f"CASE w WHEN 'A' THEN {w['A']} WHEN 'B' THEN {w['B']} WHEN 'C' THEN {w['C']} ELSE {w['D']} END"
@@ -107,14 +129,27 @@ class PgWords:
             "GROUP BY c.rid ORDER BY score, c.rid DESC LIMIT ?"
         )
         lexemes = list(idf)
-        params = (*words, *partitions, CANDIDATE_CAP, lexemes, lexemes, [idf[x] for x in lexemes], limit)
+        params = (
+            *words,
+            *partitions,
+            CANDIDATE_CAP,
+            lexemes,
+            lexemes,
+            [idf[x] for x in lexemes],
+            limit,
+        )
         return [(rid, float(score)) for rid, score in self.db.execute(sql, params)]
 
     def _table_stats(self) -> tuple[int, float]:
         when, rows, mean = self._stats
         if time.monotonic() - when > STATS_TTL_S:
-            found = self.db.one(f"SELECT count(*) AS n, avg(length(words)) AS mean FROM {self.table}")
-            rows, mean = int(found["n"] or 0) if found else 0, float(found["mean"] or 1.0) if found else 1.0
+            found = self.db.one(
+                f"SELECT count(*) AS n, avg(length(words)) AS mean FROM {self.table}"
+            )
+            rows, mean = (
+                int(found["n"] or 0) if found else 0,
+                float(found["mean"] or 1.0) if found else 1.0,
+            )
             self._stats = (time.monotonic(), rows, mean)
         return rows, mean
 
@@ -122,9 +157,15 @@ class PgWords:
         """Each query word's lexemes (none for a stop word) and how many rows hold it (counted through the GIN index);
         the words not cached are asked in one round trip."""
         now = time.monotonic()
-        if len(self._known) > KNOWN_WORDS:  # a long-running bot meets new words for ever: start over, not grow
+        if (
+            len(self._known) > KNOWN_WORDS
+        ):  # a long-running bot meets new words for ever: start over, not grow
             self._known.clear()
-        missing = [word for word in words if word not in self._known or now - self._known[word][0] > DF_TTL_S]
+        missing = [
+            word
+            for word in words
+            if word not in self._known or now - self._known[word][0] > DF_TTL_S
+        ]
         if missing:
             sql = (
                 "SELECT w, tsvector_to_array(to_tsvector('english', w)), "
@@ -154,7 +195,9 @@ class PgWords:
         sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {self.table} WHERE words @@ plainto_tsquery('english', ?) LIMIT ?) AS held"
         return int(self.db.scalar(sql, (raw, DF_CAP))), self._table_stats()[0]
 
-    def has_word(self, raw: str, partitions: tuple[str, ...], where: str = "", params: tuple[Any, ...] = ()) -> bool:
+    def has_word(
+        self, raw: str, partitions: tuple[str, ...], where: str = "", params: tuple[Any, ...] = ()
+    ) -> bool:
         """Does a row of ``partitions`` that passes ``where`` (our conditions on alias ``t``) hold the word ``raw``?"""
         cond = where and f" AND ({where})"
         sql = (
@@ -180,7 +223,9 @@ class PgVectorIndex(VectorIndex):
 
     def _read_dim(self) -> int:
         return int(
-            self.db.scalar(f"SELECT atttypmod FROM pg_attribute WHERE attrelid = '{self.table}'::regclass AND attname = 'embedding'")
+            self.db.scalar(
+                f"SELECT atttypmod FROM pg_attribute WHERE attrelid = '{self.table}'::regclass AND attname = 'embedding'"
+            )
         )
 
     def ensure(self, dim: int) -> None:
@@ -198,7 +243,9 @@ class PgVectorIndex(VectorIndex):
             f"CREATE TABLE IF NOT EXISTS {self.table} "
             f"(rid BIGINT PRIMARY KEY, partition_key TEXT NOT NULL, embedding vector({dim}) NOT NULL)"
         )
-        self.db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_partition ON {self.table} (partition_key)")
+        self.db.execute(
+            f"CREATE INDEX IF NOT EXISTS {self.table}_partition ON {self.table} (partition_key)"
+        )
         self.db.execute(f"DROP TRIGGER IF EXISTS {self.table}_notify ON {self.table}")
         self.db.execute(
             f"CREATE TRIGGER {self.table}_notify AFTER INSERT OR UPDATE OR DELETE ON {self.table} "
@@ -207,7 +254,9 @@ class PgVectorIndex(VectorIndex):
 
     def build_hnsw(self) -> None:
         """An HNSW index (cosine) over every vector: approximate, for a search that is not by partition."""
-        self.db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw (embedding vector_cosine_ops)")
+        self.db.execute(
+            f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw (embedding vector_cosine_ops)"
+        )
 
     def write(self, rid: int, partition_key: str, vector: np.ndarray) -> None:
         self.ensure(len(vector))
@@ -237,10 +286,14 @@ class PgVectorIndex(VectorIndex):
         sql = f"SELECT rid, embedding FROM {self.table} WHERE rid = ANY(?)"
         return {rid: _array(vec) for rid, vec in self.db.execute(sql, (list(rids),))}
 
-    def _search_vec0(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
+    def _search_vec0(
+        self, query: np.ndarray, partitions: tuple[str, ...], k: int
+    ) -> list[tuple[int, float]]:
         q = np.asarray(query, dtype=np.float32)
         sql = f"SELECT rid, embedding <=> ? AS distance FROM {self.table} WHERE partition_key = ANY(?) ORDER BY distance LIMIT ?"
-        return [(rid, 1.0 - float(dist)) for rid, dist in self.db.execute(sql, (q, list(partitions), k))]
+        return [
+            (rid, 1.0 - float(dist)) for rid, dist in self.db.execute(sql, (q, list(partitions), k))
+        ]
 
     def _chunks(self, key: str, dim: int) -> Iterator[tuple[list[int], np.ndarray]]:
         # a chunk is quantized (``VectorIndex._load``) before the next is read: the client never holds the partition's floats

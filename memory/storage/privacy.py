@@ -45,12 +45,21 @@ class Kept:
 
 
 class Privacy:
-    def __init__(self, db: Database, clock: Clock, people: People, buffer: ExtractionBuffer, rows: MemoryRepository) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        people: People,
+        buffer: ExtractionBuffer,
+        rows: MemoryRepository,
+    ) -> None:
         self.db, self.clock, self.people, self.buffer, self.rows = db, clock, people, buffer, rows
 
     def remembers(self, ctx: RecallContext) -> bool:
         """May what is said in this context (by its speaker, in its place) be stored?"""
-        return self.people.remembered(ctx.speaker_id) and not (ctx.guild_id and self.place_off(ctx.guild_id))
+        return self.people.remembered(ctx.speaker_id) and not (
+            ctx.guild_id and self.place_off(ctx.guild_id)
+        )
 
     def set_person(self, person_id: str, on: bool) -> None:
         with self.db.transaction():
@@ -67,14 +76,21 @@ class Privacy:
                 self.db.execute("DELETE FROM privacy_places WHERE guild_id = ?", (guild_id,))
                 return
             now = self.clock.now()
-            self.db.execute("INSERT OR IGNORE INTO privacy_places (guild_id, since) VALUES (?, ?)", (guild_id, now))
+            self.db.execute(
+                "INSERT OR IGNORE INTO privacy_places (guild_id, since) VALUES (?, ?)",
+                (guild_id, now),
+            )
             self.buffer.drop_place(guild_id)
 
     def stopped_accounts(self, person_ids: list[str]) -> list[str]:
         """Of ``person_ids``, those who said /privacy off, and each account they have (``"platform:id"``): what must
         stay not remembered when they are forgotten (their links go too, so each account is its own person again)."""
         stopped = [p for p in person_ids if not self.people.remembered(p)]
-        accounts = [f"{a['platform']}:{a['platform_user_id']}" for p in stopped for a in self.people.accounts(p)]
+        accounts = [
+            f"{a['platform']}:{a['platform_user_id']}"
+            for p in stopped
+            for a in self.people.accounts(p)
+        ]
         return list(dict.fromkeys([*stopped, *accounts]))
 
     # -- what is kept about a person ---------------------------------------------------------------------
@@ -83,9 +99,15 @@ class Privacy:
         owner-private chat, so the owner memory their words are filed in too), then what others said about
         them, tied to their person id when it was written (``memory.write.subjects``), never by a name."""
         rows = self.rows
-        mine = tuple(p.partition_key for p in rows.personal_partitions(person_id) if owner or p.scope is Scope.USER)
+        mine = tuple(
+            p.partition_key
+            for p in rows.personal_partitions(person_id)
+            if owner or p.scope is Scope.USER
+        )
         own = rows.listing(mine, limit=SCAN_LIMIT) if mine else []
-        return [Kept(m) for m in own] + [Kept(m, told=True) for m in rows.told_about(person_id, SCAN_LIMIT)]
+        return [Kept(m) for m in own] + [
+            Kept(m, told=True) for m in rows.told_about(person_id, SCAN_LIMIT)
+        ]
 
     def listed(self, person_id: str, short_id: str, *, owner: bool = False) -> str | None:
         """The id of the one memory of the person's list (``kept_about``) that ``short_id`` names; None unless
@@ -93,5 +115,9 @@ class Privacy:
         prefix = short_id.strip().strip("[]").lower()
         if len(prefix) < MIN_ID_CHARS:
             return None
-        listed = [k for k in self.kept_about(person_id, owner=owner) if k.memory.id.lower().startswith(prefix)]
+        listed = [
+            k
+            for k in self.kept_about(person_id, owner=owner)
+            if k.memory.id.lower().startswith(prefix)
+        ]
         return listed[0].memory.id if len(listed) == 1 else None

@@ -32,7 +32,9 @@ def private_folder(path: Path) -> Path:
     for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):  # another process made it meanwhile
             folder.mkdir(mode=PRIVATE_FOLDER)
-        _chmod(folder, PRIVATE_FOLDER)  # mkdir's mode passes through the umask; the folder is ours, so set it
+        _chmod(
+            folder, PRIVATE_FOLDER
+        )  # mkdir's mode passes through the umask; the folder is ours, so set it
     return path
 
 
@@ -71,7 +73,9 @@ def exposed(paths: Iterable[Path]) -> list[Path]:
     for path in paths:
         if not path.exists():
             continue
-        found += [p for p in (path, *(path.rglob("*") if path.is_dir() else ())) if _open_to_others(p)]
+        found += [
+            p for p in (path, *(path.rglob("*") if path.is_dir() else ())) if _open_to_others(p)
+        ]
     return found
 
 
@@ -84,5 +88,7 @@ def _open_to_others(path: Path) -> bool:
 
 
 def _chmod(path: Path, mode: int) -> None:
-    with contextlib.suppress(PermissionError):  # a file of another user's (a shared backup folder): theirs to set
+    with contextlib.suppress(
+        PermissionError
+    ):  # a file of another user's (a shared backup folder): theirs to set
         os.chmod(path, mode)

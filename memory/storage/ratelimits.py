@@ -22,7 +22,9 @@ class RateWindows:
     def __init__(self, db: Database, people: People) -> None:
         self.db, self.people = db, people
 
-    def admit_person(self, platform: str, user_id: str, limit: int, window_s: float, now: float) -> bool | None:
+    def admit_person(
+        self, platform: str, user_id: str, limit: int, window_s: float, now: float
+    ) -> bool | None:
         """``admit`` for the person behind an account: linked accounts share one window (issue 31: two linked
         accounts got twice the replies). An account never seen is its own person until it is linked."""
         return self.admit(self.people.lookup(platform, user_id), limit, window_s, now)
@@ -34,7 +36,9 @@ class RateWindows:
         # for the disk costs each reply ~5 ms on PostgreSQL (measured on this machine)
         with self.db.transaction(durable=False):
             self.db.execute("INSERT OR IGNORE INTO rate_windows (account) VALUES (?)", (account,))
-            self.db.execute("UPDATE rate_windows SET last_at = ? WHERE account = ?", (now, account))  # holds the row
+            self.db.execute(
+                "UPDATE rate_windows SET last_at = ? WHERE account = ?", (now, account)
+            )  # holds the row
             row = self.db.one("SELECT hits, told FROM rate_windows WHERE account = ?", (account,))
             assert row is not None  # inserted above in this transaction
             hits = [t for t in json.loads(row["hits"]) if t > now - window_s]
@@ -44,5 +48,8 @@ class RateWindows:
             else:
                 verdict = None if row["told"] else False
             told = verdict is not True
-            self.db.execute("UPDATE rate_windows SET hits = ?, told = ? WHERE account = ?", (json.dumps(hits), int(told), account))
+            self.db.execute(
+                "UPDATE rate_windows SET hits = ?, told = ? WHERE account = ?",
+                (json.dumps(hits), int(told), account),
+            )
         return verdict

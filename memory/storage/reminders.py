@@ -35,10 +35,28 @@ from .db import Database
 MAX_ATTEMPTS = 5  # sends the platform refused before the person is told it could not be delivered
 RETRY_AFTER = 60.0  # seconds, doubled at each failed attempt (1, 2, 4, 8 minutes)
 REPORT_AGAIN_AFTER = 3600.0  # telling the person it failed failed too: tried again this much later
-MAX_TELLS = MAX_ATTEMPTS + 24  # attempts (sends, then tellings) after which only /reminders shows it
+MAX_TELLS = (
+    MAX_ATTEMPTS + 24
+)  # attempts (sends, then tellings) after which only /reminders shows it
 MAX_TEXT = 500
 MAX_PENDING = 50  # per person: a runaway model loop cannot fill the store
-_STOP = frozenset({"the", "a", "an", "to", "my", "me", "of", "reminder", "reminders", "remind", "about", "that", "for"})
+_STOP = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "to",
+        "my",
+        "me",
+        "of",
+        "reminder",
+        "reminders",
+        "remind",
+        "about",
+        "that",
+        "for",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +102,9 @@ class Reminder:
 
     @property
     def place(self) -> Place:
-        return Place(self.platform, self.channel_id, self.platform_user_id, self.guild_id, self.is_dm)
+        return Place(
+            self.platform, self.channel_id, self.platform_user_id, self.guild_id, self.is_dm
+        )
 
     @property
     def resent(self) -> bool:
@@ -111,7 +131,13 @@ class Reminder:
         return f"{local:%A %-d %B %Y, %H:%M} ({self.zone})"
 
     def as_dict(self) -> JsonObject:
-        return {"id": self.id, "text": self.text, "when": self.when(), "due_at_utc": self.due_at, "every": self.every}
+        return {
+            "id": self.id,
+            "text": self.text,
+            "when": self.when(),
+            "due_at_utc": self.due_at,
+            "every": self.every,
+        }
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Reminder:
@@ -129,7 +155,9 @@ class Reminders:
         """``what`` at the time ``when`` names in ``zone``: the stored row, or InvalidInput with the question to
         answer (nothing stored). The one way /remind and the reminder_set tool set a reminder."""
         due = parse_when(when, self.clock.now(), zone)
-        name = getattr(zone, "key", None) or "UTC"  # a ZoneInfo, or datetime.UTC for a person with no zone
+        name = (
+            getattr(zone, "key", None) or "UTC"
+        )  # a ZoneInfo, or datetime.UTC for a person with no zone
         return self.add(NewReminder(person_id, place, what, name, due.due_at, due.every, due.local))
 
     def add(self, new: NewReminder) -> Reminder:
@@ -137,14 +165,27 @@ class Reminders:
         if not text:
             raise InvalidInput("say what to remind you of")
         if len(text) > MAX_TEXT:
-            raise InvalidInput(f"a reminder is at most {MAX_TEXT} characters (this one is {len(text)})")
+            raise InvalidInput(
+                f"a reminder is at most {MAX_TEXT} characters (this one is {len(text)})"
+            )
         if len(self.mine(new.person_id)) >= MAX_PENDING:
-            raise InvalidInput(f"you have {MAX_PENDING} reminders already: cancel some with /reminders cancel <n>")
+            raise InvalidInput(
+                f"you have {MAX_PENDING} reminders already: cancel some with /reminders cancel <n>"
+            )
         p = new.place
         row = self.db.rows(
             "INSERT INTO reminders (person_id, platform, channel_id, guild_id, is_dm, platform_user_id, text, zone, "
             "due_at, every, wall_time, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
-            (new.person_id, p.platform, p.channel_id, p.guild_id, int(p.is_dm), p.platform_user_id, text, new.zone)
+            (
+                new.person_id,
+                p.platform,
+                p.channel_id,
+                p.guild_id,
+                int(p.is_dm),
+                p.platform_user_id,
+                text,
+                new.zone,
+            )
             + (new.due_at, new.every, new.wall_time, self.clock.now()),
         )
         return Reminder.from_row(row[0])
@@ -155,7 +196,9 @@ class Reminders:
 
     def mine(self, person_id: str) -> list[Reminder]:
         """The person's reminders, soonest first: what /reminders numbers 1, 2, 3..."""
-        rows = self.db.rows("SELECT * FROM reminders WHERE person_id = ? ORDER BY due_at, id", (person_id,))
+        rows = self.db.rows(
+            "SELECT * FROM reminders WHERE person_id = ? ORDER BY due_at, id", (person_id,)
+        )
         return [Reminder.from_row(r) for r in rows]
 
     def cancel(self, person_id: str, reminder_id: int) -> bool:
@@ -163,7 +206,15 @@ class Reminders:
         return self._delete(person_id, [reminder_id]) == 1
 
     def _delete(self, person_id: str, ids: list[int]) -> int:
-        gone = sum(len(self.db.rows("DELETE FROM reminders WHERE id = ? AND person_id = ? RETURNING id", (i, person_id))) for i in ids)
+        gone = sum(
+            len(
+                self.db.rows(
+                    "DELETE FROM reminders WHERE id = ? AND person_id = ? RETURNING id",
+                    (i, person_id),
+                )
+            )
+            for i in ids
+        )
         if gone:
             self.db.scrub()  # the WAL would keep the page with the words until the next checkpoint
         return gone
@@ -203,7 +254,10 @@ class Reminders:
         row is no longer this holder's (forgotten meanwhile, or taken over after this process stalled)."""
         params: tuple[Any, ...]
         if next_due is None:
-            sql, params = "DELETE FROM reminders WHERE id = ? AND holder = ? RETURNING id", (reminder_id, holder)
+            sql, params = (
+                "DELETE FROM reminders WHERE id = ? AND holder = ? RETURNING id",
+                (reminder_id, holder),
+            )
         else:
             sql = (
                 "UPDATE reminders SET state = 'pending', due_at = ?, attempts = 0, retry_at = 0, holder = NULL, "
@@ -227,7 +281,9 @@ class Reminders:
     def moved_on(self, reminder_id: int, next_due: float | None) -> None:
         """An undelivered reminder the person was told about: a one-off goes, a recurring one tries its next time."""
         if next_due is None:
-            self.db.execute("DELETE FROM reminders WHERE id = ? AND state = 'undelivered'", (reminder_id,))
+            self.db.execute(
+                "DELETE FROM reminders WHERE id = ? AND state = 'undelivered'", (reminder_id,)
+            )
             return
         self.db.execute(
             "UPDATE reminders SET state = 'pending', due_at = ?, attempts = 0, retry_at = 0 WHERE id = ? AND state = 'undelivered'",
@@ -237,14 +293,18 @@ class Reminders:
     def undelivered(self, now: float) -> list[Reminder]:
         """Reminders given up on whose person is still to be told (a failed telling is tried again an hour later)."""
         rows = self.db.rows(
-            "SELECT * FROM reminders WHERE state = 'undelivered' AND retry_at <= ? AND attempts < ? ORDER BY id", (now, MAX_TELLS)
+            "SELECT * FROM reminders WHERE state = 'undelivered' AND retry_at <= ? AND attempts < ? ORDER BY id",
+            (now, MAX_TELLS),
         )
         return [Reminder.from_row(r) for r in rows]
 
     def tell_later(self, reminder_id: int) -> None:
         """Telling failed too: an hour later, up to a day of tries; after that /reminders is where they see it."""
         now = self.clock.now()
-        self.db.execute("UPDATE reminders SET retry_at = ?, attempts = attempts + 1 WHERE id = ?", (now + REPORT_AGAIN_AFTER, reminder_id))
+        self.db.execute(
+            "UPDATE reminders SET retry_at = ?, attempts = attempts + 1 WHERE id = ?",
+            (now + REPORT_AGAIN_AFTER, reminder_id),
+        )
 
 
 def _words(text: str) -> set[str]:

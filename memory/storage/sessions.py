@@ -51,7 +51,9 @@ class ExtractionBuffer:
     retried with backoff; after ``MAX_ATTEMPTS`` it moves to ``dead_letters``, never dropped.
     """
 
-    def __init__(self, db: Database, clock: Clock, messages: MessageLog, debounce_s: float = 30.0) -> None:
+    def __init__(
+        self, db: Database, clock: Clock, messages: MessageLog, debounce_s: float = 30.0
+    ) -> None:
         self.db, self.clock, self.messages, self.debounce_s = db, clock, messages, debounce_s
 
     def push(
@@ -97,7 +99,9 @@ class ExtractionBuffer:
         """The reply is done: the message may be extracted once the channel is quiet."""
         with self.db.transaction():
             self.db.execute("UPDATE extraction_buffer SET held = 0 WHERE id = ?", (row_id,))
-            key = self.db.scalar("SELECT channel_key FROM extraction_buffer WHERE id = ?", (row_id,))
+            key = self.db.scalar(
+                "SELECT channel_key FROM extraction_buffer WHERE id = ?", (row_id,)
+            )
             if key:
                 self._debounce(key)
 
@@ -105,7 +109,8 @@ class ExtractionBuffer:
         """At start-up: no reply is in flight, so nothing is held any more (a crash mid-reply left some)."""
         with self.db.transaction():
             self.db.execute(
-                "UPDATE extraction_buffer SET held = 0, due_at = MIN(due_at, ?) WHERE held = 1 OR attempts > 0", (self.clock.now(),)
+                "UPDATE extraction_buffer SET held = 0, due_at = MIN(due_at, ?) WHERE held = 1 OR attempts > 0",
+                (self.clock.now(),),
             )
             return self.db.con.changes()
 
@@ -120,7 +125,10 @@ class ExtractionBuffer:
 
     def _debounce(self, channel_key: str) -> None:
         due = self.clock.now() + self.debounce_s
-        self.db.execute("UPDATE extraction_buffer SET due_at = MAX(due_at, ?) WHERE channel_key = ? AND attempts = 0", (due, channel_key))
+        self.db.execute(
+            "UPDATE extraction_buffer SET due_at = MAX(due_at, ?) WHERE channel_key = ? AND attempts = 0",
+            (due, channel_key),
+        )
 
     def due_channels(self) -> list[str]:
         rows = self.db.execute(
@@ -131,14 +139,27 @@ class ExtractionBuffer:
 
     def channels(self) -> list[str]:
         """Every channel with something buffered and not held, due or not (for a graceful shutdown)."""
-        return [r for (r,) in self.db.execute("SELECT DISTINCT channel_key FROM extraction_buffer WHERE held = 0")]
+        return [
+            r
+            for (r,) in self.db.execute(
+                "SELECT DISTINCT channel_key FROM extraction_buffer WHERE held = 0"
+            )
+        ]
 
     def fail(self, ids: list[int], error: str) -> int:
         """A failed attempt: retried after a backoff; past ``MAX_ATTEMPTS`` parked in dead_letters. Returns how many were parked."""
         if not ids:
             return 0
         marks, now = placeholders(ids), self.clock.now()
-        attempts = int(self.db.scalar(f"SELECT MAX(attempts) FROM extraction_buffer WHERE id IN ({marks})", ids) or 0) + 1
+        attempts = (
+            int(
+                self.db.scalar(
+                    f"SELECT MAX(attempts) FROM extraction_buffer WHERE id IN ({marks})", ids
+                )
+                or 0
+            )
+            + 1
+        )
         with self.db.transaction():
             self.db.execute(
                 f"UPDATE extraction_buffer SET attempts = ?, last_error = ?, due_at = ? WHERE id IN ({marks})",
@@ -156,7 +177,9 @@ class ExtractionBuffer:
         return len(ids)
 
     def dead(self) -> list[dict[str, Any]]:
-        return self.db.rows("SELECT id, job, channel_key, person_id, attempts, error, failed_at FROM dead_letters ORDER BY id")
+        return self.db.rows(
+            "SELECT id, job, channel_key, person_id, attempts, error, failed_at FROM dead_letters ORDER BY id"
+        )
 
     def dead_count(self) -> int:
         """How many batches are parked (the health endpoint's gauge)."""
@@ -180,9 +203,20 @@ class ExtractionBuffer:
 
     def take(self, channel_key: str) -> list[Buffered]:
         """The channel's buffered messages, oldest first (they stay until ``done`` is called)."""
-        rows = self.db.rows("SELECT * FROM extraction_buffer WHERE channel_key = ? AND held = 0 ORDER BY id", (channel_key,))
+        rows = self.db.rows(
+            "SELECT * FROM extraction_buffer WHERE channel_key = ? AND held = 0 ORDER BY id",
+            (channel_key,),
+        )
         return [
-            Buffered(r["id"], context_from_json(r["context"]), r["message_id"], r["author_name"], r["text"], r["created_at"], r["attempts"])
+            Buffered(
+                r["id"],
+                context_from_json(r["context"]),
+                r["message_id"],
+                r["author_name"],
+                r["text"],
+                r["created_at"],
+                r["attempts"],
+            )
             for r in rows
         ]
 
@@ -293,7 +327,10 @@ class ChannelState:
 
     def active(self, since: float) -> list[ChannelRecord]:
         """Channels that spoke after ``since``."""
-        rows = self.db.rows("SELECT * FROM channel_state WHERE last_message_at > ? AND retry_at <= ?", (since, self.clock.now()))
+        rows = self.db.rows(
+            "SELECT * FROM channel_state WHERE last_message_at > ? AND retry_at <= ?",
+            (since, self.clock.now()),
+        )
         return [ChannelRecord.from_row(r) for r in rows]
 
     def failed(self, channel_key: str) -> None:
@@ -305,7 +342,10 @@ class ChannelState:
         )
 
     def succeeded(self, channel_key: str) -> None:
-        self.db.execute("UPDATE channel_state SET failures = 0, retry_at = 0 WHERE channel_key = ? AND failures > 0", (channel_key,))
+        self.db.execute(
+            "UPDATE channel_state SET failures = 0, retry_at = 0 WHERE channel_key = ? AND failures > 0",
+            (channel_key,),
+        )
 
     def dm_channel(self, platform: str, person_id: str) -> str | None:
         """The channel of the person's latest DM with the bot on ``platform`` (a Discord DM's id is not the user's)."""
@@ -335,7 +375,10 @@ class ChannelState:
         )
 
     def mark_reflected(self, channel_key: str) -> None:
-        self.db.execute("UPDATE channel_state SET reflected_at = ? WHERE channel_key = ?", (self.clock.now(), channel_key))
+        self.db.execute(
+            "UPDATE channel_state SET reflected_at = ? WHERE channel_key = ?",
+            (self.clock.now(), channel_key),
+        )
 
     def set_summary(self, channel_key: str, summary: str, compacted_until: float) -> None:
         self.db.execute(
@@ -366,14 +409,28 @@ class SessionSummaries:
             "INSERT INTO session_summaries (platform, guild_id, channel_id, modality, participants, text, started_at, "
             "ended_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (platform, guild_id, channel_id, modality, json.dumps(participants), redact_secrets(text), started_at, now, now + self.ttl_s),
+            (
+                platform,
+                guild_id,
+                channel_id,
+                modality,
+                json.dumps(participants),
+                redact_secrets(text),
+                started_at,
+                now,
+                now + self.ttl_s,
+            ),
         )
         return int(self.db.con.last_insert_rowid())
 
     def recent(self, ctx: RecallContext, within_s: float, limit: int = 3) -> list[SessionSummary]:
         """Unexpired summaries that ended within the window, in this guild (any channel) or this DM."""
         now = self.clock.now()
-        place = ("guild_id = ?", ctx.guild_id) if ctx.guild_id else ("guild_id IS NULL AND channel_id = ?", ctx.channel_id)
+        place = (
+            ("guild_id = ?", ctx.guild_id)
+            if ctx.guild_id
+            else ("guild_id IS NULL AND channel_id = ?", ctx.channel_id)
+        )
         rows = self.db.rows(
             f"SELECT * FROM session_summaries WHERE platform = ? AND {place[0]} AND ended_at >= ? AND expires_at > ? "
             "ORDER BY ended_at DESC LIMIT ?",
@@ -384,7 +441,10 @@ class SessionSummaries:
     def forget_chats(self, channel_keys: list[str]) -> None:
         """Drop the summaries of these "platform:channel" chats (they may repeat something forgotten)."""
         marks = placeholders(channel_keys)
-        self.db.execute(f"DELETE FROM session_summaries WHERE (platform || ':' || channel_id) IN ({marks})", channel_keys)
+        self.db.execute(
+            f"DELETE FROM session_summaries WHERE (platform || ':' || channel_id) IN ({marks})",
+            channel_keys,
+        )
 
     def restore(self, row: JsonObject) -> int:
         """A summary from an export, as it was (same times); one already here is not added twice (0 then)."""

@@ -57,7 +57,9 @@ ALIASES = {
     "kyoto": "Asia/Tokyo",
 }
 # Zone cities that are also everyday words ("I'm in Christmas mode"): never read as a place.
-NOT_PLACES = frozenset({"easter", "christmas", "wake", "midway", "stanley", "regina", "victoria", "jersey"})
+NOT_PLACES = frozenset(
+    {"easter", "christmas", "wake", "midway", "stanley", "regina", "victoria", "jersey"}
+)
 _SAID = re.compile(
     r"\b(?:i\s+live\s+in|i'm\s+living\s+in|i\s+am\s+living\s+in|i'm\s+based\s+in|i\s+am\s+based\s+in|i\s+(?:have\s+|'ve\s+)?moved\s+to"
     r"|i'm\s+in|i\s+am\s+in|i'm\s+on|i\s+am\s+on|my\s+time\s*zone\s+is)\s+(?P<rest>[^.,;!?\n]{1,60})"
@@ -70,7 +72,9 @@ def parse_zone(name: str) -> ZoneInfo:
     wanted = (name or "").strip()
     found = _zones_by_lower().get(wanted.lower())
     if found is None:
-        raise InvalidInput(f"unknown time zone {wanted[:60]!r}: use a tz database name like Europe/Lisbon, America/New_York or Asia/Tokyo")
+        raise InvalidInput(
+            f"unknown time zone {wanted[:60]!r}: use a tz database name like Europe/Lisbon, America/New_York or Asia/Tokyo"
+        )
     return ZoneInfo(found)
 
 
@@ -113,8 +117,14 @@ class Timezones:
             return None
         try:
             return parse_zone(name)
-        except InvalidInput:  # a zone the tz database dropped since it was set: the default, and a trace of why
-            log.warning("the stored time zone %r of %s is no longer known; using the default", name, person_id)
+        except (
+            InvalidInput
+        ):  # a zone the tz database dropped since it was set: the default, and a trace of why
+            log.warning(
+                "the stored time zone %r of %s is no longer known; using the default",
+                name,
+                person_id,
+            )
             return None
 
     def set(self, person_id: str, name: str) -> ZoneInfo:

@@ -53,9 +53,13 @@ T = TypeVar("T")
 EXACT_LIMIT = 20_000  # below this many visible vectors, scan exactly
 OVERSAMPLE = 10  # above it, keep k x this many by sign-bit Hamming distance, then rescore exactly
 MIN_SHORTLIST = 200
-DEFAULT_MIRROR_MB = 512  # 1M rows of one community in int8 need ~445 MB: they stay hot on a 1-2 GB machine
+DEFAULT_MIRROR_MB = (
+    512  # 1M rows of one community in int8 need ~445 MB: they stay hot on a 1-2 GB machine
+)
 PARALLEL_ROWS = 50_000  # a scan this large runs beside the caller's full-text search (a thread handoff is ~0.1 ms)
-LOAD_CHUNK = 4096  # rows read from vec0 and quantized at a time while a partition loads (6 MB of float32)
+LOAD_CHUNK = (
+    4096  # rows read from vec0 and quantized at a time while a partition loads (6 MB of float32)
+)
 
 
 def limit_blas_threads() -> None:
@@ -77,7 +81,9 @@ def sign_bits(mat: np.ndarray) -> np.ndarray:
 
 def hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
     """Distance from the query's sign bits (one word per row of ``bits``) to every column."""
-    xor = np.empty(bits.shape[1], dtype=np.uint64)  # two scratch rows for the whole scan, not two per word
+    xor = np.empty(
+        bits.shape[1], dtype=np.uint64
+    )  # two scratch rows for the whole scan, not two per word
     ones = np.empty(bits.shape[1], dtype=np.uint8)
     dist = np.bitwise_count(np.bitwise_xor(bits[0], query_bits[0], out=xor)).astype(np.uint16)
     for word, q in zip(bits[1:], query_bits[1:], strict=True):
@@ -90,7 +96,9 @@ def nearest(dist: np.ndarray, keep: int) -> np.ndarray:
     if len(dist) <= keep:
         return np.arange(len(dist))
     cut = int(np.searchsorted(np.cumsum(np.bincount(dist)), keep))
-    near = np.flatnonzero(dist <= cut)  # one pass over all rows; the split below is over ~keep of them
+    near = np.flatnonzero(
+        dist <= cut
+    )  # one pass over all rows; the split below is over ~keep of them
     below = near[dist[near] < cut]
     return np.concatenate([below, near[dist[near] == cut][: keep - len(below)]])
 
@@ -129,9 +137,13 @@ class _Partition:
     bits: np.ndarray | None = None
     pending_rids: list[int] = field(default_factory=list)
     pending_vecs: list[np.ndarray] = field(default_factory=list)
-    _ascending: bool | None = None  # whether rids are in order (None: not looked at since they changed)
+    _ascending: bool | None = (
+        None  # whether rids are in order (None: not looked at since they changed)
+    )
     _order: np.ndarray | None = None  # else their argsort: lookups by rowid without a Python dict
-    _top: int | None = None  # the largest rid in the arrays: new rows are above it, nothing to remove
+    _top: int | None = (
+        None  # the largest rid in the arrays: new rows are above it, nothing to remove
+    )
     _bufs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     _bits_buf: np.ndarray | None = None
 
@@ -140,7 +152,13 @@ class _Partition:
         rids, mat, scale = self._bufs or (self.rids, self.mat, self.scale)
         bits = self._bits_buf if self._bits_buf is not None else self.bits
         pending = len(self.pending_rids) * self.mat.shape[1] * 4
-        return rids.nbytes + mat.nbytes + scale.nbytes + (bits.nbytes if bits is not None else 0) + pending
+        return (
+            rids.nbytes
+            + mat.nbytes
+            + scale.nbytes
+            + (bits.nbytes if bits is not None else 0)
+            + pending
+        )
 
     def positions(self, rids: np.ndarray) -> np.ndarray:
         """Position of each rowid in this partition, -1 where it is not here."""
@@ -173,7 +191,9 @@ class _Partition:
             cap = n + m + max(1024, (n + m) // 16)
             self._bufs = (_grown(self.rids, cap), _grown(self.mat, cap), _grown(self.scale, cap))
         rid_buf, mat_buf, scale_buf = self._bufs
-        if self.bits is not None and (self._bits_buf is None or self._bits_buf.shape[1] != len(rid_buf)):
+        if self.bits is not None and (
+            self._bits_buf is None or self._bits_buf.shape[1] != len(rid_buf)
+        ):
             # word-major like the bits themselves: each word's row stays one contiguous pass for hamming()
             self._bits_buf = np.empty((self.bits.shape[0], len(rid_buf)), dtype=np.uint64)
             self._bits_buf[:, :n] = self.bits
@@ -189,7 +209,11 @@ class _Partition:
     def remove(self, rids: np.ndarray) -> None:
         if self.pending_rids:
             gone = set(rids.tolist())
-            kept = [(r, v) for r, v in zip(self.pending_rids, self.pending_vecs, strict=True) if r not in gone]
+            kept = [
+                (r, v)
+                for r, v in zip(self.pending_rids, self.pending_vecs, strict=True)
+                if r not in gone
+            ]
             self.pending_rids[:] = [r for r, _ in kept]
             self.pending_vecs[:] = [v for _, v in kept]
         if not len(self.rids):
@@ -367,7 +391,9 @@ class VectorIndex:
         """Committed rows into the loaded partitions (a partition not loaded yet will read them from vec0)."""
         if self._parts is None or not rows:
             return
-        self.mirror_remove([rid for rid, _, _ in rows])  # a rewritten row may also have changed partition
+        self.mirror_remove(
+            [rid for rid, _, _ in rows]
+        )  # a rewritten row may also have changed partition
         for rid, key, vector in rows:
             part = self._parts.get(key)
             if part is not None:
@@ -417,9 +443,14 @@ class VectorIndex:
             return {}
         # one json array, not an IN-list: vec0 serves IN (?, ?, ...) about 20x slower
         sql = f"SELECT rowid, embedding FROM {self.table} WHERE rowid IN (SELECT value FROM json_each(?))"
-        return {rid: np.frombuffer(blob, dtype=np.float32) for rid, blob in self.db.execute(sql, (json.dumps(rids),))}
+        return {
+            rid: np.frombuffer(blob, dtype=np.float32)
+            for rid, blob in self.db.execute(sql, (json.dumps(rids),))
+        }
 
-    def search(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
+    def search(
+        self, query: np.ndarray, partitions: tuple[str, ...], k: int
+    ) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) of the k nearest rows within the given partitions, best first."""
         return self.search_alongside(query, partitions, k, lambda: None)[0]
 
@@ -437,10 +468,16 @@ class VectorIndex:
             return self._search_vec0(query, partitions, k), other()
         return self._scan(query, partitions, k, other)
 
-    def _scan(self, query: np.ndarray, partitions: tuple[str, ...], k: int, other: Callable[[], T]) -> tuple[list[tuple[int, float]], T]:
+    def _scan(
+        self, query: np.ndarray, partitions: tuple[str, ...], k: int, other: Callable[[], T]
+    ) -> tuple[list[tuple[int, float]], T]:
         mirror = self._mirror()  # one data_version check per search
         keep = {(id(self), key) for key in partitions}
-        hot = {key: part for key in partitions if (part := mirror.get(key) or self._admit(mirror, key, keep)) is not None}
+        hot = {
+            key: part
+            for key in partitions
+            if (part := mirror.get(key) or self._admit(mirror, key, keep)) is not None
+        }
         for part in hot.values():
             part.flush()
         loaded, q = [p for p in hot.values() if len(p.rids)], np.asarray(query, dtype=np.float32)
@@ -449,7 +486,9 @@ class VectorIndex:
             try:
                 also = other()
             finally:
-                found = scan.result()  # never left running over partitions this thread may change next
+                found = (
+                    scan.result()
+                )  # never left running over partitions this thread may change next
         else:
             found, also = self._scan_loaded(loaded, q, k), other()
         # what grew (new rows, sign bits) is counted now; past the budget, older partitions make way
@@ -462,7 +501,9 @@ class VectorIndex:
         # a cold partition did not fit the budget: vec0 searches it, and the results merge by similarity
         return sorted(found + self._search_vec0(query, cold, k), key=lambda h: -h[1])[:k], also
 
-    def _scan_loaded(self, loaded: list[_Partition], q: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def _scan_loaded(
+        self, loaded: list[_Partition], q: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
         if not loaded:
             return []
         if sum(len(p.rids) for p in loaded) <= self.exact_limit:
@@ -471,7 +512,9 @@ class VectorIndex:
             found = self._shortlist(loaded, q, k)
         return _top(np.concatenate([r for r, _ in found]), np.concatenate([s for _, s in found]), k)
 
-    def _shortlist(self, loaded: list[_Partition], q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _shortlist(
+        self, loaded: list[_Partition], q: np.ndarray, k: int
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Hamming distance on sign bits picks a shortlist (memory-bandwidth bound: 48 bytes a row, not 384);
         the int8 rows of just the shortlist, upcast, rank it."""
         qbits = sign_bits(q[None, :])[:, 0]
@@ -484,7 +527,9 @@ class VectorIndex:
             found.append((part.rids[pick], part.scores(q, pick)))
         return found
 
-    def _search_vec0(self, query: np.ndarray, partitions: tuple[str, ...], k: int) -> list[tuple[int, float]]:
+    def _search_vec0(
+        self, query: np.ndarray, partitions: tuple[str, ...], k: int
+    ) -> list[tuple[int, float]]:
         hits: list[tuple[int, float]] = []
         blob = np.asarray(query, dtype=np.float32).tobytes()
         for key in partitions:
@@ -501,21 +546,31 @@ class VectorIndex:
         assert self._parts is not None
         return self._parts
 
-    def _admit(self, mirror: dict[str, _Partition], key: str, keep: set[tuple[int, str]]) -> _Partition | None:
+    def _admit(
+        self, mirror: dict[str, _Partition], key: str, keep: set[tuple[int, str]]
+    ) -> _Partition | None:
         """Load a partition if the budget has (or can make) room for it; None leaves it to vec0."""
         dim = self.dim or 0
-        count = int(self.db.scalar(f"SELECT count(*) FROM {self.owner} WHERE partition_key = ?", (key,)))
+        count = int(
+            self.db.scalar(f"SELECT count(*) FROM {self.owner} WHERE partition_key = ?", (key,))
+        )
         row_bytes = dim + 4 + 8 + (dim // 8 if count > self.exact_limit else 0)
         if not self.budget.admit(self, key, count * row_bytes, keep):
             return None
         part = mirror[key] = self._load(key, count)
-        self.budget.touch(self, key, part.nbytes)  # counted at once: the next partition of this search sees it
+        self.budget.touch(
+            self, key, part.nbytes
+        )  # counted at once: the next partition of this search sees it
         return part
 
     def _load(self, key: str, count: int) -> _Partition:
         """Read the partition's vectors ``LOAD_CHUNK`` rows at a time into preallocated int8 arrays."""
         dim = self.dim or 0
-        part = _Partition(np.empty(count, dtype=np.int64), np.empty((count, dim), dtype=np.int8), np.empty(count, dtype=np.float32))
+        part = _Partition(
+            np.empty(count, dtype=np.int64),
+            np.empty((count, dim), dtype=np.int8),
+            np.empty(count, dtype=np.float32),
+        )
         n = 0
         for rids, vecs in self._chunks(key, dim):
             if n + len(rids) > count:  # rows committed between the count and the read: grow (rare)
@@ -526,7 +581,11 @@ class VectorIndex:
             part.mat[n : n + len(rids)], part.scale[n : n + len(rids)] = quantize(vecs)
             n += len(rids)
         if n < count:  # rows of the owner table without a vector
-            part.rids, part.mat, part.scale = part.rids[:n].copy(), part.mat[:n].copy(), part.scale[:n].copy()
+            part.rids, part.mat, part.scale = (
+                part.rids[:n].copy(),
+                part.mat[:n].copy(),
+                part.scale[:n].copy(),
+            )
         part.flush()
         trim_heap()  # the chunks' transient buffers leave holes in the heap that RSS would keep counting
         log.debug("loaded %d vectors of %s from %s", len(part.rids), key, self.table)
@@ -538,7 +597,12 @@ class VectorIndex:
         cursor = iter(self.db.execute(sql, (key,)))
         while chunk := list(islice(cursor, LOAD_CHUNK)):
             rids = [rid for rid, _ in chunk]
-            yield rids, np.frombuffer(b"".join(blob for _, blob in chunk), dtype=np.float32).reshape(len(rids), dim)
+            yield (
+                rids,
+                np.frombuffer(b"".join(blob for _, blob in chunk), dtype=np.float32).reshape(
+                    len(rids), dim
+                ),
+            )
 
 
 @functools.cache

@@ -40,7 +40,10 @@ log = logging.getLogger(__name__)
 SCOPES = ("guild", "dm", "owner")
 MAX_WORDS = 500
 MAX_CHARS = 4_000  # what is stored of an answer (500 words is ~3,300 characters)
-SOURCE_MEMORIES, SOURCE_CHARS = 80, 12_000  # what the model reads: the most important, then the newest
+SOURCE_MEMORIES, SOURCE_CHARS = (
+    80,
+    12_000,
+)  # what the model reads: the most important, then the newest
 MIN_MEMORIES = 3  # a bulletin of one or two facts says no more than the people section already does
 MIN_CHANGES = 5
 MAX_AGE_S = DAY
@@ -67,7 +70,13 @@ class BulletinScope:
     @property
     def people(self) -> tuple[str, ...]:
         """Whose memories the bulletin may paraphrase (user and owner partitions name their person)."""
-        return tuple(dict.fromkeys(k.split("|")[1] for k in self.partitions if k.split("|")[0] in (Scope.USER, Scope.OWNER)))
+        return tuple(
+            dict.fromkeys(
+                k.split("|")[1]
+                for k in self.partitions
+                if k.split("|")[0] in (Scope.USER, Scope.OWNER)
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,22 +117,38 @@ class Bulletins:
         self.engine, self.db, self.min_changes = engine, engine.db, min_changes
 
     # -- which memories a scope sees --------------------------------------------------------------------
-    def scope(self, scope: str, scope_id: str, known: tuple[str, ...] | None = None) -> BulletinScope:
+    def scope(
+        self, scope: str, scope_id: str, known: tuple[str, ...] | None = None
+    ) -> BulletinScope:
         """The partitions of a scope, by the same rules as a conversation of it (``RecallContext``). ``known``: the
         store's partitions, when the caller already read them (a guild's people are the ones with a partition there)."""
         if scope not in SCOPES or not scope_id:
-            raise InvalidInput(f"a bulletin scope is one of {', '.join(SCOPES)} with an id, not {scope!r} {scope_id!r}")
+            raise InvalidInput(
+                f"a bulletin scope is one of {', '.join(SCOPES)} with an id, not {scope!r} {scope_id!r}"
+            )
         if scope == "guild":
             suffix = f"|public|{scope_id}"
             known = self.engine.memory_rows.partitions() if known is None else known
-            people = tuple(k.split("|")[1] for k in known if k.startswith("user|") and k.endswith(suffix))
-            ctx = RecallContext("bulletin", "__bulletin__", "bulletin", guild_id=scope_id, participants=people)
-            keys = tuple(k for k in ctx.memory_partitions() if not k.startswith("user|__bulletin__|"))
+            people = tuple(
+                k.split("|")[1] for k in known if k.startswith("user|") and k.endswith(suffix)
+            )
+            ctx = RecallContext(
+                "bulletin", "__bulletin__", "bulletin", guild_id=scope_id, participants=people
+            )
+            keys = tuple(
+                k for k in ctx.memory_partitions() if not k.startswith("user|__bulletin__|")
+            )
         else:
             owner = scope == "owner"
             reach = tuple(self.engine.memory_rows.partitions_of(scope_id))
             ctx = RecallContext(
-                "bulletin", scope_id, "bulletin", is_dm=True, owner_private=owner, owner_id=scope_id if owner else None, reach=reach
+                "bulletin",
+                scope_id,
+                "bulletin",
+                is_dm=True,
+                owner_private=owner,
+                owner_id=scope_id if owner else None,
+                reach=reach,
             )
             keys = ctx.memory_partitions()
         return BulletinScope(scope, scope_id, keys)
@@ -131,10 +156,16 @@ class Bulletins:
     def sources(self, where: BulletinScope) -> list[Memory]:
         """The memories the model reads: the most important first, then the newest, within ``SOURCE_CHARS``."""
         corpus = self.engine.memory_rows.corpus
-        newest = corpus.newest(where.partitions, corpus.live(self.engine.clock.now()), SOURCE_MEMORIES // 2)
-        listed = self._top(where.partitions, SOURCE_MEMORIES) + self.engine.memory_rows.by_rids(newest)
+        newest = corpus.newest(
+            where.partitions, corpus.live(self.engine.clock.now()), SOURCE_MEMORIES // 2
+        )
+        listed = self._top(where.partitions, SOURCE_MEMORIES) + self.engine.memory_rows.by_rids(
+            newest
+        )
         tombstones = self.engine.memories.tombstones
-        buried = tombstones.any()  # SEC-5: a memory matching a forgotten fact (one that outlived it) is not briefed
+        buried = (
+            tombstones.any()
+        )  # SEC-5: a memory matching a forgotten fact (one that outlived it) is not briefed
         picked: dict[str, Memory] = {}
         used = 0
         for m in listed:
@@ -150,7 +181,9 @@ class Bulletins:
         if not found:
             return None
         lines = "\n".join(_line(m) for m in found)
-        prompt = prompts.render("bulletin", place=_place(where), memories=lines, max_words=MAX_WORDS)
+        prompt = prompts.render(
+            "bulletin", place=_place(where), memories=lines, max_words=MAX_WORDS
+        )
         return Plan(where, prompt, tuple((m.rid, m.partition_key, m.content) for m in found))
 
     # -- when to write one ------------------------------------------------------------------------------
@@ -158,7 +191,11 @@ class Bulletins:
         """The ``limit`` most important memories across the partitions, reading ~``limit`` rows however many partitions
         there are (a big guild has one per person): each gives its best ``limit / partitions``, so every person counts."""
         per = max(1, -(-limit // max(1, len(partitions))))
-        found = [m for key in partitions for m in self.engine.memory_rows.listing((key,), order="important", limit=per)]
+        found = [
+            m
+            for key in partitions
+            for m in self.engine.memory_rows.listing((key,), order="important", limit=per)
+        ]
         return sorted(found, key=lambda m: (m.importance, m.updated_at), reverse=True)[:limit]
 
     def changes_since(self, where: BulletinScope, since: float, cap: int) -> int:
@@ -166,7 +203,13 @@ class Bulletins:
         count: a reworded or deleted memory drops the bulletin at once (the m006 triggers), and an update or a merge
         is a new row. An indexed range per partition, no row read."""
         corpus = self.engine.memory_rows.corpus
-        return len(corpus.newest(where.partitions, corpus.live(self.engine.clock.now()) & Filter("t.created_at > ?", (since,)), cap))
+        return len(
+            corpus.newest(
+                where.partitions,
+                corpus.live(self.engine.clock.now()) & Filter("t.created_at > ?", (since,)),
+                cap,
+            )
+        )
 
     def is_due(self, where: BulletinScope, now: float) -> bool:
         current = self.get(where.scope, where.scope_id)
@@ -195,9 +238,15 @@ class Bulletins:
 
     def known(self, candidates: list[tuple[str, str]]) -> tuple[str, ...]:
         """The store's partitions, read once per run when a guild is among the candidates (its people are found in them)."""
-        return self.engine.memory_rows.partitions() if any(scope == "guild" for scope, _ in candidates) else ()
+        return (
+            self.engine.memory_rows.partitions()
+            if any(scope == "guild" for scope, _ in candidates)
+            else ()
+        )
 
-    def plan_if_due(self, scope: str, scope_id: str, now: float, known: tuple[str, ...] | None = None) -> Plan | None:
+    def plan_if_due(
+        self, scope: str, scope_id: str, now: float, known: tuple[str, ...] | None = None
+    ) -> Plan | None:
         where = self.scope(scope, scope_id, known)
         return self.plan(where) if self.is_due(where, now) else None
 
@@ -210,34 +259,57 @@ class Bulletins:
         where, now = plan.where, self.engine.clock.now()
         with self.db.transaction():
             if self._changed_meanwhile(plan):
-                raise StaleBulletin("a memory it was written from was forgotten or changed while the model wrote it")
-            self.db.execute("DELETE FROM bulletins WHERE scope = ? AND scope_id = ?", (where.scope, where.scope_id))
+                raise StaleBulletin(
+                    "a memory it was written from was forgotten or changed while the model wrote it"
+                )
+            self.db.execute(
+                "DELETE FROM bulletins WHERE scope = ? AND scope_id = ?",
+                (where.scope, where.scope_id),
+            )
             self.db.execute(
                 "INSERT INTO bulletins (scope, scope_id, text, people, memory_count, built_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (where.scope, where.scope_id, text, json.dumps(list(where.people)), plan.memory_count, now),
+                (
+                    where.scope,
+                    where.scope_id,
+                    text,
+                    json.dumps(list(where.people)),
+                    plan.memory_count,
+                    now,
+                ),
             )
             rowid = int(self.db.con.last_insert_rowid())
             self.db.con.executemany(
-                "INSERT INTO bulletin_partitions (bulletin_id, partition_key) VALUES (?, ?)", [(rowid, k) for k in where.partitions]
+                "INSERT INTO bulletin_partitions (bulletin_id, partition_key) VALUES (?, ?)",
+                [(rowid, k) for k in where.partitions],
             )
         return Bulletin(where.scope, where.scope_id, text, now, plan.memory_count)
 
     def _changed_meanwhile(self, plan: Plan) -> bool:
         """The model takes seconds: a memory forgotten (or reworded) meanwhile must not come back in its bulletin."""
-        now = {(m.rid, m.partition_key, m.content) for m in self.engine.memory_rows.by_rids([rid for rid, _, _ in plan.read])}
+        now = {
+            (m.rid, m.partition_key, m.content)
+            for m in self.engine.memory_rows.by_rids([rid for rid, _, _ in plan.read])
+        }
         return now != set(plan.read)
 
     def get(self, scope: str, scope_id: str) -> Bulletin | None:
-        row = self.db.one("SELECT * FROM bulletins WHERE scope = ? AND scope_id = ?", (scope, scope_id))
+        row = self.db.one(
+            "SELECT * FROM bulletins WHERE scope = ? AND scope_id = ?", (scope, scope_id)
+        )
         return _bulletin(row) if row else None
 
     def for_context(self, ctx: RecallContext) -> Bulletin | None:
         return self.get(*scope_of(ctx))
 
     def stored(self, scope: str | None = None, scope_id: str | None = None) -> list[Bulletin]:
-        conditions = [(c, v) for c, v in (("scope = ?", scope), ("scope_id = ?", scope_id)) if v is not None]
+        conditions = [
+            (c, v) for c, v in (("scope = ?", scope), ("scope_id = ?", scope_id)) if v is not None
+        ]
         where = " AND ".join(c for c, _ in conditions) or "1"
-        rows = self.db.rows(f"SELECT * FROM bulletins WHERE {where} ORDER BY scope, scope_id", tuple(v for _, v in conditions))
+        rows = self.db.rows(
+            f"SELECT * FROM bulletins WHERE {where} ORDER BY scope, scope_id",
+            tuple(v for _, v in conditions),
+        )
         return [_bulletin(r) for r in rows]
 
 
@@ -247,13 +319,19 @@ def refresh(bulletins: Bulletins, complete: Completer, plans: list[Plan]) -> lis
     for plan in plans:
         try:
             written.append(bulletins.save(plan, complete(SYSTEM, plan.prompt, temperature=0.2)))
-        except Exception:  # a background-job edge: one scope's failure must not keep the others from being written
-            log.exception("could not write the bulletin of %s %s", plan.where.scope, plan.where.scope_id)
+        except (
+            Exception
+        ):  # a background-job edge: one scope's failure must not keep the others from being written
+            log.exception(
+                "could not write the bulletin of %s %s", plan.where.scope, plan.where.scope_id
+            )
     return written
 
 
 def _bulletin(row: dict) -> Bulletin:
-    return Bulletin(row["scope"], row["scope_id"], row["text"], row["built_at"], row["memory_count"])
+    return Bulletin(
+        row["scope"], row["scope_id"], row["text"], row["built_at"], row["memory_count"]
+    )
 
 
 def _line(m: Memory) -> str:
@@ -264,4 +342,8 @@ def _line(m: Memory) -> str:
 def _place(where: BulletinScope) -> str:
     if where.scope == "guild":
         return "a group chat (a server or group)"
-    return "your own private chat with the person who runs you" if where.scope == "owner" else "a private chat with one person"
+    return (
+        "your own private chat with the person who runs you"
+        if where.scope == "owner"
+        else "a private chat with one person"
+    )

@@ -85,10 +85,15 @@ class _Side:
     @classmethod
     def of(cls, db: Database) -> _Side:
         kind = PgVectorIndex if db.engine == "postgresql" else VectorIndex
-        return cls(db, {owner: kind(db, vec, owner, use_mirror=False) for owner, (vec, _) in DERIVED.items()})
+        return cls(
+            db,
+            {owner: kind(db, vec, owner, use_mirror=False) for owner, (vec, _) in DERIVED.items()},
+        )
 
 
-def copy_store(source: str, target: str, *, batch: int = DEFAULT_BATCH, progress: Progress | None = None) -> CopyReport:
+def copy_store(
+    source: str, target: str, *, batch: int = DEFAULT_BATCH, progress: Progress | None = None
+) -> CopyReport:
     """Copy the store at ``source`` into ``target`` (paths, ``sqlite:///...`` or ``postgresql://...``).
 
     Refused with ``CopyRefused`` (its message is one line saying why) before anything is written when: SRC is
@@ -100,8 +105,12 @@ def copy_store(source: str, target: str, *, batch: int = DEFAULT_BATCH, progress
     if batch < 1:
         raise CopyRefused("--batch must be 1 or more")
     for side, where in (("SRC", source), ("DST", target)):
-        if not is_postgres(where) and _CONNINFO.search(where):  # else it would name a new SQLite file "host=... dbname=..."
-            raise CopyRefused(f"{side} looks like a libpq connection string: write it as postgresql://user@host:port/dbname")
+        if not is_postgres(where) and _CONNINFO.search(
+            where
+        ):  # else it would name a new SQLite file "host=... dbname=..."
+            raise CopyRefused(
+                f"{side} looks like a libpq connection string: write it as postgresql://user@host:port/dbname"
+            )
         if (problem := unreadable_location(where)) is not None:
             raise CopyRefused(f"{side} {problem}")
     _refuse_side_file(source, target)
@@ -114,7 +123,9 @@ def copy_store(source: str, target: str, *, batch: int = DEFAULT_BATCH, progress
         _check_target_server(target)
         dst = _Side.of(_open_target(target))
         try:
-            return _Copy(src, dst, src_id, dst_id, batch, progress or (lambda done, total: None)).run(tables)
+            return _Copy(
+                src, dst, src_id, dst_id, batch, progress or (lambda done, total: None)
+            ).run(tables)
         finally:
             dst.db.close()
     finally:
@@ -131,13 +142,18 @@ def _refuse_side_file(source: str, target: str) -> None:
         if path.name.endswith(side) and len(path.name) > len(side):
             owner = path.with_name(path.name.removesuffix(side))
             whose = "SRC" if _same_file(source, str(owner)) else str(owner)
-            raise CopyRefused(f"DST {path} is where SQLite keeps {whose}'s {side.lstrip('-')} file: choose another name")
+            raise CopyRefused(
+                f"DST {path} is where SQLite keeps {whose}'s {side.lstrip('-')} file: choose another name"
+            )
 
 
 def _same_file(source: str, target: str) -> bool:
     if is_postgres(source) or is_postgres(target):
         return False
-    a, b = (Path(p.removeprefix("sqlite://") if p.startswith("sqlite:///") else p) for p in (source, target))
+    a, b = (
+        Path(p.removeprefix("sqlite://") if p.startswith("sqlite:///") else p)
+        for p in (source, target)
+    )
     return a.exists() and b.exists() and a.samefile(b)
 
 
@@ -145,7 +161,9 @@ def _open_source(source: str) -> Database:
     """SRC as a reader: SQLite read-only (nothing migrated, no file made); PostgreSQL only if a store is there."""
     if is_postgres(source):
         if not catalog.server_facts(source).has_store:
-            raise CopyRefused(f"SRC {redact(source)} holds no companion store (no schema_version table)")
+            raise CopyRefused(
+                f"SRC {redact(source)} holds no companion store (no schema_version table)"
+            )
         return _reading(lambda: open_database(source))
     path = source.removeprefix("sqlite://") if source.startswith("sqlite:///") else source
     if not Path(path).is_file():
@@ -177,7 +195,9 @@ def _check_target_server(target: str) -> None:
 
 def _open_target(target: str) -> Database:
     try:
-        return open_database(target)  # made and migrated to this program's schema, which SRC was checked to have
+        return open_database(
+            target
+        )  # made and migrated to this program's schema, which SRC was checked to have
     except SchemaError as exc:
         raise CopyRefused(f"DST: {exc}") from None
 
@@ -187,15 +207,21 @@ def _plan(src: Database) -> list[str]:
     (compared with a new in-memory store: the schema every DST is migrated to)."""
     found = catalog.tables(src)
     if PROGRESS in found:
-        raise CopyRefused("SRC is itself an unfinished copy: finish that copy (run it again) before copying from it")
+        raise CopyRefused(
+            "SRC is itself an unfinished copy: finish that copy (run it again) before copying from it"
+        )
     ours = Database(":memory:")
     try:
         unknown = [t for t in found if t not in VECTOR_TABLES and t not in catalog.tables(ours)]
         if unknown:
-            raise CopyRefused(f"SRC has tables this program's schema does not: {', '.join(unknown)}")
+            raise CopyRefused(
+                f"SRC has tables this program's schema does not: {', '.join(unknown)}"
+            )
         for table in (t for t in found if t not in VECTOR_TABLES):
             if lost := set(catalog.columns(src, table)) - set(catalog.columns(ours, table)):
-                raise CopyRefused(f"SRC's {table} has columns this program's schema does not: {', '.join(sorted(lost))}")
+                raise CopyRefused(
+                    f"SRC's {table} has columns this program's schema does not: {', '.join(sorted(lost))}"
+                )
     finally:
         ours.close()
     return dependency_order([t for t in found if t not in VECTOR_TABLES])
@@ -205,16 +231,22 @@ def dependency_order(names: list[str]) -> list[str]:
     """``names`` with every table after the tables its columns reference (read from the migrations' REFERENCES)."""
     parents: dict[str, set[str]] = {name: set() for name in names}
     for migration in MIGRATIONS:
-        for table, body in re.findall(r"(?:CREATE|ALTER) TABLE (?:IF NOT EXISTS )?(\w+)([^;]*)", migration.sql):
+        for table, body in re.findall(
+            r"(?:CREATE|ALTER) TABLE (?:IF NOT EXISTS )?(\w+)([^;]*)", migration.sql
+        ):
             if table in parents:
-                parents[table] |= {p for p in re.findall(r"REFERENCES (\w+)", body) if p in parents and p != table}
+                parents[table] |= {
+                    p for p in re.findall(r"REFERENCES (\w+)", body) if p in parents and p != table
+                }
     return list(graphlib.TopologicalSorter(parents).static_order())
 
 
 class _Copy:
     """One run of a copy: the claim on DST, the batches with their markers, and the final count."""
 
-    def __init__(self, src: _Side, dst: _Side, src_id: str, dst_id: str, batch: int, progress: Progress) -> None:
+    def __init__(
+        self, src: _Side, dst: _Side, src_id: str, dst_id: str, batch: int, progress: Progress
+    ) -> None:
         self.src, self.dst, self.src_id, self.dst_id = src, dst, src_id, dst_id
         self.batch, self.progress = batch, progress
         self.done = 0
@@ -243,11 +275,17 @@ class _Copy:
         if PROGRESS in catalog.tables(self.dst.db):
             sources = {s for (s,) in self.dst.db.execute(f"SELECT DISTINCT source FROM {PROGRESS}")}
             if sources - {self.src_id}:
-                raise CopyRefused(f"DST holds an unfinished copy of another store ({', '.join(sorted(sources))}), not of {self.src_id}")
+                raise CopyRefused(
+                    f"DST holds an unfinished copy of another store ({', '.join(sorted(sources))}), not of {self.src_id}"
+                )
             return True
-        full = [t for t in [*tables, *self._vector_tables(self.dst)] if catalog.count(self.dst.db, t)]
+        full = [
+            t for t in [*tables, *self._vector_tables(self.dst)] if catalog.count(self.dst.db, t)
+        ]
         if full:
-            raise CopyRefused(f"DST is not empty (rows in {', '.join(full)}): copy into a new file or an empty database")
+            raise CopyRefused(
+                f"DST is not empty (rows in {', '.join(full)}): copy into a new file or an empty database"
+            )
         self.dst.db.execute(
             f"CREATE TABLE {PROGRESS} (tbl TEXT PRIMARY KEY, source TEXT NOT NULL, last_key TEXT, "
             "copied BIGINT NOT NULL DEFAULT 0, done INTEGER NOT NULL DEFAULT 0)"
@@ -256,7 +294,10 @@ class _Copy:
 
     def _marks(self) -> dict[str, tuple[list[Any] | None, int, bool]]:
         rows = self.dst.db.execute(f"SELECT tbl, last_key, copied, done FROM {PROGRESS}")
-        return {t: (json.loads(last) if last else None, int(copied), bool(done)) for t, last, copied, done in rows}
+        return {
+            t: (json.loads(last) if last else None, int(copied), bool(done))
+            for t, last, copied, done in rows
+        }
 
     def _mark(self, table: str, last: list[Any] | None, copied: int, done: bool) -> None:
         self.dst.db.execute(
@@ -284,7 +325,9 @@ class _Copy:
     def _columns(self, table: str) -> list[str]:
         return catalog.columns(self.src.db, table)
 
-    def _read(self, table: str, cols: list[str], key: list[str], last: list[Any] | None) -> list[tuple[Any, ...]]:
+    def _read(
+        self, table: str, cols: list[str], key: list[str], last: list[Any] | None
+    ) -> list[tuple[Any, ...]]:
         names, order = _names(cols), _names(key)
         if not key:  # no key to go on from: the whole table at once (such tables stay small)
             return [tuple(r) for r in self.src.db.execute(f'SELECT {names} FROM "{table}"')]
@@ -296,26 +339,42 @@ class _Copy:
         if not rows:
             return
         marks = ", ".join("?" for _ in cols)
-        self.dst.db.con.executemany(f'INSERT INTO "{table}" ({_names(cols)}) VALUES ({marks})', [_portable(r) for r in rows])
+        self.dst.db.con.executemany(
+            f'INSERT INTO "{table}" ({_names(cols)}) VALUES ({marks})', [_portable(r) for r in rows]
+        )
         if table in DERIVED:
             rids = [r[cols.index("rid")] for r in rows]
-            self._vectors(table, rids, {r[cols.index("rid")]: r[cols.index("partition_key")] for r in rows})
+            self._vectors(
+                table, rids, {r[cols.index("rid")]: r[cols.index("partition_key")] for r in rows}
+            )
             _, corpus = DERIVED[table]
-            corpus(self.dst.db, self.dst.vectors[table]).index_text(rids)  # last in the transaction (see index_text)
+            corpus(self.dst.db, self.dst.vectors[table]).index_text(
+                rids
+            )  # last in the transaction (see index_text)
 
     def _vectors(self, owner: str, rids: list[int], partitions: dict[int, str]) -> None:
         found = self.src.vectors[owner].get(rids)
-        rows = [(rid, partitions[rid], np.asarray(vec, dtype=np.float32)) for rid, vec in sorted(found.items())]
+        rows = [
+            (rid, partitions[rid], np.asarray(vec, dtype=np.float32))
+            for rid, vec in sorted(found.items())
+        ]
         self.dst.vectors[owner].write_many(rows)
 
     # -- the end ----------------------------------------------------------------------------------
     def _counts(self, tables: list[str]) -> tuple[TableCount, ...]:
-        counts = [TableCount(t, catalog.count(self.src.db, t), catalog.count(self.dst.db, t)) for t in tables]
+        counts = [
+            TableCount(t, catalog.count(self.src.db, t), catalog.count(self.dst.db, t))
+            for t in tables
+        ]
         for owner, index in self.src.vectors.items():
             if index.dim is not None:
-                made = self.dst.vectors[owner].dim is not None  # none copied: DST never made the table
+                made = (
+                    self.dst.vectors[owner].dim is not None
+                )  # none copied: DST never made the table
                 dst_count = catalog.count(self.dst.db, index.table) if made else 0
-                counts.append(TableCount(index.table, catalog.count(self.src.db, index.table), dst_count))
+                counts.append(
+                    TableCount(index.table, catalog.count(self.src.db, index.table), dst_count)
+                )
         return tuple(counts)
 
     def _vector_tables(self, side: _Side) -> list[str]:
@@ -335,7 +394,9 @@ def _portable(row: tuple[Any, ...]) -> tuple[Any, ...]:
 def _snapshot(db: Database) -> Iterator[None]:
     """One read snapshot of SRC for the whole run: rows written meanwhile (a bot still running) are not half taken,
     and the final count compares DST with what was copied. A resumed run takes a new one."""
-    db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if db.engine == "postgresql" else "BEGIN")
+    db.execute(
+        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if db.engine == "postgresql" else "BEGIN"
+    )
     try:
         yield
     finally:

@@ -59,7 +59,11 @@ class DailyReflections:
     ``zone_for`` gives a chat's zone from its context (``Timezones.zone_for``); without it, days are UTC's."""
 
     def __init__(
-        self, engine: MemoryEngine, *, catch_up_days: int = CATCH_UP_DAYS, zone_for: Callable[[RecallContext], tzinfo] | None = None
+        self,
+        engine: MemoryEngine,
+        *,
+        catch_up_days: int = CATCH_UP_DAYS,
+        zone_for: Callable[[RecallContext], tzinfo] | None = None,
     ) -> None:
         self.engine, self.db, self.catch_up_days = engine, engine.db, catch_up_days
         self.channels = engine.channels
@@ -80,7 +84,13 @@ class DailyReflections:
             dates = self.window(now, zone)
             done = self.done_days(state.channel_key, midnight(dates[0], zone) if dates else now)
             for on in dates:
-                chat = ChatDay(state.channel_key, state.ctx, on.isoformat(), midnight(on, zone), midnight(on + timedelta(days=1), zone))
+                chat = ChatDay(
+                    state.channel_key,
+                    state.ctx,
+                    on.isoformat(),
+                    midnight(on, zone),
+                    midnight(on + timedelta(days=1), zone),
+                )
                 if chat.day not in done and self._count(chat) > 0:
                     out.append(chat)
         return sorted(out, key=lambda c: (c.start, c.channel_key))
@@ -88,18 +98,25 @@ class DailyReflections:
     def _count(self, chat: ChatDay) -> int:
         messages, ctx = self.engine.messages, chat.ctx
         before = messages.count_in_channel_after(ctx.platform, ctx.channel_id, chat.start - EDGE)
-        return before - messages.count_in_channel_after(ctx.platform, ctx.channel_id, chat.end - EDGE)
+        return before - messages.count_in_channel_after(
+            ctx.platform, ctx.channel_id, chat.end - EDGE
+        )
 
     def turns(self, chat: ChatDay) -> list[StoredMessage]:
         """The chat's stored turns of that day (user and bot), oldest first."""
-        rows = self.engine.messages.in_channel_after(chat.ctx.platform, chat.ctx.channel_id, chat.start - EDGE)
+        rows = self.engine.messages.in_channel_after(
+            chat.ctx.platform, chat.ctx.channel_id, chat.start - EDGE
+        )
         return [r for r in rows if r.created_at <= chat.end - EDGE]
 
     def done_days(self, channel_key: str, since: float = 0.0) -> set[str]:
         """The days marked done from the UTC date of ``since`` on (a day's name is its own zone's date: a day of
         slack keeps a zone ahead of UTC from missing its first one)."""
         first = (local_date(since) - timedelta(days=1)).isoformat()
-        rows = self.db.execute("SELECT day FROM daily_reflections WHERE channel_key = ? AND day >= ?", (channel_key, first))
+        rows = self.db.execute(
+            "SELECT day FROM daily_reflections WHERE channel_key = ? AND day >= ?",
+            (channel_key, first),
+        )
         return {d for (d,) in rows}
 
     def is_done(self, chat: ChatDay) -> bool:
@@ -110,5 +127,12 @@ class DailyReflections:
         self.db.execute(
             "INSERT INTO daily_reflections (channel_key, day, partition_key, stored, audit_id, done_at) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (channel_key, day) DO NOTHING",
-            (chat.channel_key, chat.day, chat.partition_key, stored, audit_id, self.engine.clock.now()),
+            (
+                chat.channel_key,
+                chat.day,
+                chat.partition_key,
+                stored,
+                audit_id,
+                self.engine.clock.now(),
+            ),
         )

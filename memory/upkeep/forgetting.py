@@ -37,17 +37,29 @@ class Forgotten:
     messages: int = 0
 
 
-def forget_memory(engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, str] | None = None) -> Forgotten:
+def forget_memory(
+    engine: MemoryEngine, memory_id: str, *, asked_in: tuple[str, str] | None = None
+) -> Forgotten:
     """Forget one memory completely; ``asked_in`` is the (platform, channel) where forgetting was asked."""
     root = engine.memory_rows.get(memory_id)
     rows = engine.memory_rows.by_rids(engine.memory_rows.lineage([root.rid]))
     done = Forgotten(contents=[root.content])
-    engine.memories.tombstones.bury(rows)  # first: a forget cut short must still not be learned back
-    checkins = engine.checkins.sent_messages([m.id for m in rows])  # read before the cascade drops their rows
+    engine.memories.tombstones.bury(
+        rows
+    )  # first: a forget cut short must still not be learned back
+    checkins = engine.checkins.sent_messages(
+        [m.id for m in rows]
+    )  # read before the cascade drops their rows
     done.memories = engine.memories.delete_rids([m.rid for m in rows])
     chats = {asked_in} if asked_in else set()
-    chats |= {(m.provenance.platform, m.provenance.channel_id) for m in rows if m.provenance.platform and m.provenance.channel_id}
-    done.messages = _forget_sources(engine, rows) + engine.messages.delete_rids(engine.messages.rids_by_id(checkins))
+    chats |= {
+        (m.provenance.platform, m.provenance.channel_id)
+        for m in rows
+        if m.provenance.platform and m.provenance.channel_id
+    }
+    done.messages = _forget_sources(engine, rows) + engine.messages.delete_rids(
+        engine.messages.rids_by_id(checkins)
+    )
     forget_chat_summaries(engine, {f"{p}:{c}" for p, c in chats})
     forget_files(engine, done.memories)
     engine.db.scrub()
@@ -65,7 +77,12 @@ def forget_everything(engine: MemoryEngine, person_ids: list[str]) -> dict[str, 
 
 
 def veto(
-    engine: MemoryEngine, person_id: str, short_id: str, *, asked_in: tuple[str, str] | None = None, owner: bool = False
+    engine: MemoryEngine,
+    person_id: str,
+    short_id: str,
+    *,
+    asked_in: tuple[str, str] | None = None,
+    owner: bool = False,
 ) -> Forgotten | None:
     """Forget one memory of the person's list (``Privacy.listed``) with the full cascade; None, and nothing changed,
     unless ``short_id`` names exactly one."""
@@ -81,7 +98,9 @@ def _forget_sources(engine: MemoryEngine, memories: list[Memory]) -> int:
         rids += engine.messages.rids_by_id(list(prov.sources))
         if not prov.sources and prov.platform and prov.channel_id and prov.platform != "console":
             # Rows written before stored ids were kept name platform ids, unique only within a chat.
-            rids += engine.messages.rids_by_platform_id(prov.platform, prov.channel_id, list(prov.message_ids))
+            rids += engine.messages.rids_by_platform_id(
+                prov.platform, prov.channel_id, list(prov.message_ids)
+            )
     rids += engine.messages.replies_to(rids)
     return engine.messages.delete_rids(sorted(set(rids)))
 
@@ -102,7 +121,9 @@ def forget_chat_summaries(engine: MemoryEngine, chats: set[str]) -> None:
 def forget_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]:
     """Delete everything the registry finds about a person (all their linked ids): no undo copy is kept."""
     keys = person_keys(engine, person_ids)
-    found = {h.table: [r["row_key"] for r in person_rows(engine, h, keys)] for h in REGISTRY if h.person}
+    found = {
+        h.table: [r["row_key"] for r in person_rows(engine, h, keys)] for h in REGISTRY if h.person
+    }
     return _forget_found(engine, found)
 
 
@@ -119,7 +140,10 @@ def _forget_found(engine: MemoryEngine, found: dict[str, list[int]]) -> dict[str
     lines of the memories, and scrub the file."""
     memory_rids = engine.memory_rows.lineage(found.pop("memories"))
     forgotten = engine.memories.delete_rids(memory_rids)
-    counts = {"memories": len(forgotten), "messages": engine.messages.delete_rids(found.pop("messages"))}
+    counts = {
+        "memories": len(forgotten),
+        "messages": engine.messages.delete_rids(found.pop("messages")),
+    }
     with engine.db.transaction():
         for table, rowids in found.items():
             counts[table] = _apply(engine, table, rowids)

@@ -41,7 +41,9 @@ from ..storage.private import create_private, private_folder
 log = logging.getLogger(__name__)
 
 SNAPSHOT = "MEMORY.md"
-SNAPSHOT_LIMIT = 1_000  # memories listed in one MEMORY.md (most important first); the rest are counted
+SNAPSHOT_LIMIT = (
+    1_000  # memories listed in one MEMORY.md (most important first); the rest are counted
+)
 SNAPSHOT_EVERY_S = 2.0
 LINE_CHARS = 500  # a journal line shows this much of a memory (the database has all of it)
 _MARK = re.compile(r"<!-- m:([0-9A-Za-z-]+) -->\s*$")
@@ -59,7 +61,12 @@ class LiveMemories(Protocol):
     def partitions(self) -> tuple[str, ...]: ...
 
     def listing(
-        self, partitions: tuple[str, ...] | None, filters: RecallFilters, order: str, limit: int, include_inactive: bool
+        self,
+        partitions: tuple[str, ...] | None,
+        filters: RecallFilters,
+        order: str,
+        limit: int,
+        include_inactive: bool,
     ) -> list[Memory]: ...
 
 
@@ -70,10 +77,14 @@ def folder_of(partition_key: str) -> str:
     if scope == "guild":
         return "guild-" + safe_name(parts[1])
     if scope == "user" and len(parts) >= 4 and parts[2] == "public":
-        return "guild-" + safe_name(parts[3])  # a public fact said in a server belongs to that server
+        return "guild-" + safe_name(
+            parts[3]
+        )  # a public fact said in a server belongs to that server
     if scope == "owner":
         return "owner"
-    return "dm-" + safe_name(parts[1])  # private facts, and portable ones: only that person's DMs see them
+    return "dm-" + safe_name(
+        parts[1]
+    )  # private facts, and portable ones: only that person's DMs see them
 
 
 def safe_name(value: str) -> str:
@@ -123,7 +134,9 @@ class Journals:
                     self._dirty.add(path.parent.name)
                 self._snapshots(due_only=True)
             except OSError:
-                log.exception("could not write the Markdown journal in %s; the memories are stored", self.root)
+                log.exception(
+                    "could not write the Markdown journal in %s; the memories are stored", self.root
+                )
 
     def touched(self, partition_keys: Iterable[str]) -> None:
         """Memories of these partitions changed state (superseded): their snapshots are due."""
@@ -209,7 +222,9 @@ class Journals:
     def _append(self, path: Path, lines: list[str]) -> None:
         private_folder(path.parent)
         header = "" if path.exists() else f"# {path.stem}: {_title(path.parent.name)}\n\n"
-        create_private(path)  # 0600 before the first line (a plain open would follow the umask: 0644)
+        create_private(
+            path
+        )  # 0600 before the first line (a plain open would follow the umask: 0644)
         with path.open("a", encoding="utf-8") as out:
             out.write(header + "".join(lines))
 
@@ -243,12 +258,18 @@ class Journals:
         self._dirty.discard(folder)
         self._made[folder] = time.monotonic()
         partitions = tuple(k for k in self.store.partitions() if folder_of(k) == folder)
-        memories = self.store.listing(partitions, RecallFilters(), "important", SNAPSHOT_LIMIT + 1, False) if partitions else []
+        memories = (
+            self.store.listing(partitions, RecallFilters(), "important", SNAPSHOT_LIMIT + 1, False)
+            if partitions
+            else []
+        )
         path = self.root / folder / SNAPSHOT
         if not memories:
             replace_wiping(path, None)
             _remove_if_empty(path.parent)
-            _remove_if_empty(self.root)  # nothing left at all: no empty folder stays to say someone was here
+            _remove_if_empty(
+                self.root
+            )  # nothing left at all: no empty folder stays to say someone was here
             return
         private_folder(path.parent)
         replace_wiping(path, "".join(_snapshot_text(folder, memories, self.now())))
@@ -265,14 +286,18 @@ def _snapshot_text(folder: str, memories: list[Memory], now: float) -> Iterator[
         group = [m for m in shown if m.type is mtype]
         if group:
             yield f"\n## {mtype.value.capitalize()}\n\n"
-            yield from (f"- [{m.kind.value}] {_one_line(m.content)} <!-- m:{m.id} -->\n" for m in group)
+            yield from (
+                f"- [{m.kind.value}] {_one_line(m.content)} <!-- m:{m.id} -->\n" for m in group
+            )
     if len(memories) > SNAPSHOT_LIMIT:
         yield f"\n_… and more: the {SNAPSHOT_LIMIT} most important are shown (`companion memory list` has them all)._\n"
 
 
 def _names_any(path: Path, ids: dict[str, str | None]) -> bool:
     with path.open(encoding="utf-8", errors="replace") as source:
-        return any((mark := _MARK.search(line)) is not None and mark.group(1) in ids for line in source)
+        return any(
+            (mark := _MARK.search(line)) is not None and mark.group(1) in ids for line in source
+        )
 
 
 def _title(folder: str) -> str:

@@ -37,7 +37,18 @@ from .registry import REGISTRY, person_keys, person_rows
 
 CHUNK = 1 << 20
 PG_COLUMNS = "information_schema" + ".columns"
-NOT_TEXT = ("blob", "int", "real", "float", "double", "numeric", "bool", "bytea", "vector", "tsvector")
+NOT_TEXT = (
+    "blob",
+    "int",
+    "real",
+    "float",
+    "double",
+    "numeric",
+    "bool",
+    "bytea",
+    "vector",
+    "tsvector",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +84,11 @@ def audit(engine: MemoryEngine, target: Target, folders: Folders) -> list[Found]
     if not target.needles():
         raise ValueError("name a person or a word to look for")
     found = [_tables(engine, target), *_fts(engine, target), _vectors(engine, target)]
-    for name, folder in (("journals", folders.journals), ("exports", folders.exports), ("backups", folders.backups)):
+    for name, folder in (
+        ("journals", folders.journals),
+        ("exports", folders.exports),
+        ("backups", folders.backups),
+    ):
         found.append(_folder(name, folder, target))
     if engine.db.engine == "postgresql":
         found.append(_data_directory(engine, target))
@@ -116,14 +131,22 @@ def _text_columns(engine: MemoryEngine) -> Iterator[tuple[str, list[str]]]:
         )
     tables: dict[str, list[str]] = {}
     for row in rows:
-        if row["t"] not in shadows and not row["t"].startswith("sqlite_") and not any(k in row["d"].lower() for k in NOT_TEXT):
+        if (
+            row["t"] not in shadows
+            and not row["t"].startswith("sqlite_")
+            and not any(k in row["d"].lower() for k in NOT_TEXT)
+        ):
             tables.setdefault(row["t"], []).append(row["c"])
     yield from tables.items()
 
 
 def _rows_with(engine: MemoryEngine, table: str, columns: list[str], word: str) -> int:
     test = " OR ".join(f"instr(lower(CAST({_quoted(c)} AS TEXT)), ?) > 0" for c in columns)
-    return int(engine.db.scalar(f"SELECT COUNT(*) FROM {_quoted(table)} WHERE {test}", (word.lower(),) * len(columns)))
+    return int(
+        engine.db.scalar(
+            f"SELECT COUNT(*) FROM {_quoted(table)} WHERE {test}", (word.lower(),) * len(columns)
+        )
+    )
 
 
 def _quoted(name: str) -> str:
@@ -138,7 +161,12 @@ def _corpora(engine: MemoryEngine) -> tuple[Corpus, Corpus]:
 def _shadow_tables(engine: MemoryEngine) -> set[str]:
     if engine.db.engine == "postgresql":
         return set()
-    virtual = [n for (n,) in engine.db.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")]
+    virtual = [
+        n
+        for (n,) in engine.db.execute(
+            "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'"
+        )
+    ]
     every = [n for (n,) in engine.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     return {t for t in every for v in virtual if t.startswith(v + "_")}
 
@@ -153,7 +181,10 @@ def _fts(engine: MemoryEngine, target: Target) -> list[Found]:
         n += _their_entries(engine, corpus, target) if target.person_ids else 0
         if n:
             entries[corpus.fts_table] = n
-    return [Found("fts", sum(entries.values()), tuple(sorted(entries.items()))), _shadow_bytes(engine, target)]
+    return [
+        Found("fts", sum(entries.values()), tuple(sorted(entries.items()))),
+        _shadow_bytes(engine, target),
+    ]
 
 
 def _term_entries(engine: MemoryEngine, corpus: Corpus, word: str) -> int:
@@ -162,13 +193,22 @@ def _term_entries(engine: MemoryEngine, corpus: Corpus, word: str) -> int:
     vocab = ".".join(("temp", f"{corpus.fts_table}_vocab"))  # made by the corpus's FtsQueryBuilder
     if not terms:
         return 0
-    return int(engine.db.scalar(f"SELECT COALESCE(SUM(doc), 0) FROM {vocab} WHERE term IN ({placeholders(terms)})", terms))
+    return int(
+        engine.db.scalar(
+            f"SELECT COALESCE(SUM(doc), 0) FROM {vocab} WHERE term IN ({placeholders(terms)})",
+            terms,
+        )
+    )
 
 
 def _orphan_entries(engine: MemoryEngine, corpus: Corpus) -> int:
     """Index entries whose row is gone (``{fts}_docsize`` has a row per indexed document)."""
     docsize = _docsize(corpus)
-    return int(engine.db.scalar(f"SELECT COUNT(*) FROM {docsize} WHERE id NOT IN (SELECT rid FROM {corpus.table})"))
+    return int(
+        engine.db.scalar(
+            f"SELECT COUNT(*) FROM {docsize} WHERE id NOT IN (SELECT rid FROM {corpus.table})"
+        )
+    )
 
 
 def _their_entries(engine: MemoryEngine, corpus: Corpus, target: Target) -> int:
@@ -176,7 +216,9 @@ def _their_entries(engine: MemoryEngine, corpus: Corpus, target: Target) -> int:
     if not rids:
         return 0
     docsize = _docsize(corpus)
-    return int(engine.db.scalar(f"SELECT COUNT(*) FROM {docsize} WHERE id IN ({placeholders(rids)})", rids))
+    return int(
+        engine.db.scalar(f"SELECT COUNT(*) FROM {docsize} WHERE id IN ({placeholders(rids)})", rids)
+    )
 
 
 def _docsize(corpus: Corpus) -> str:
@@ -186,14 +228,22 @@ def _docsize(corpus: Corpus) -> str:
 
 def _their_rids(engine: MemoryEngine, corpus: Corpus, target: Target) -> list[int]:
     holder = next(h for h in REGISTRY if h.table == corpus.table)
-    return [r["row_key"] for r in person_rows(engine, holder, person_keys(engine, list(target.person_ids)))]
+    return [
+        r["row_key"]
+        for r in person_rows(engine, holder, person_keys(engine, list(target.person_ids)))
+    ]
 
 
 def _shadow_bytes(engine: MemoryEngine, target: Target) -> Found:
     """The needles' bytes (and each word's index terms) in the index's own tables, row by row."""
     needles = target.needles()
     for corpus in _corpora(engine):
-        needles += [t.encode() for word in target.words for pair in corpus.fts.words(word, 200) for t in pair]
+        needles += [
+            t.encode()
+            for word in target.words
+            for pair in corpus.fts.words(word, 200)
+            for t in pair
+        ]
     counts: dict[str, int] = {}
     for table in sorted(_shadow_tables(engine)):
         if table.startswith(tuple(c.vectors.table for c in _corpora(engine))):
@@ -205,7 +255,11 @@ def _shadow_bytes(engine: MemoryEngine, target: Target) -> Found:
 
 
 def _raw(value: object) -> bytes:
-    return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else str(value).encode("utf-8", "replace")
+    return (
+        bytes(value)
+        if isinstance(value, (bytes, bytearray, memoryview))
+        else str(value).encode("utf-8", "replace")
+    )
 
 
 def _all_values(engine: MemoryEngine, table: str) -> Iterator[tuple]:
@@ -219,19 +273,42 @@ def _vectors(engine: MemoryEngine, target: Target) -> Found:
         table, key = corpus.vectors.table, "rid" if engine.db.engine == "postgresql" else "rowid"
         if not _has_table(engine, table):
             continue
-        n = int(engine.db.scalar(f"SELECT COUNT(*) FROM {table} WHERE {key} NOT IN (SELECT rid FROM {corpus.table})"))
+        n = int(
+            engine.db.scalar(
+                f"SELECT COUNT(*) FROM {table} WHERE {key} NOT IN (SELECT rid FROM {corpus.table})"
+            )
+        )
         if target.person_ids:
             rids = _their_rids(engine, corpus, target)
-            dms = [message_partition(None, p) for p in target.person_ids] if corpus.table != "memories" else []
-            n += int(engine.db.scalar(f"SELECT COUNT(*) FROM {table} WHERE {key} IN ({placeholders(rids)})", rids)) if rids else 0
+            dms = (
+                [message_partition(None, p) for p in target.person_ids]
+                if corpus.table != "memories"
+                else []
+            )
+            n += (
+                int(
+                    engine.db.scalar(
+                        f"SELECT COUNT(*) FROM {table} WHERE {key} IN ({placeholders(rids)})", rids
+                    )
+                )
+                if rids
+                else 0
+            )
             n += sum(_in_partition(engine, table, dm) for dm in dms)
         if n:
             counts[table] = n
-    return Found("vectors", sum(counts.values()), tuple(sorted(counts.items())), "orphans, and for a person their rows' vectors")
+    return Found(
+        "vectors",
+        sum(counts.values()),
+        tuple(sorted(counts.items())),
+        "orphans, and for a person their rows' vectors",
+    )
 
 
 def _in_partition(engine: MemoryEngine, table: str, partition: str) -> int:
-    return int(engine.db.scalar(f"SELECT COUNT(*) FROM {table} WHERE partition_key = ?", (partition,)))
+    return int(
+        engine.db.scalar(f"SELECT COUNT(*) FROM {table} WHERE partition_key = ?", (partition,))
+    )
 
 
 def _has_table(engine: MemoryEngine, table: str) -> bool:
@@ -252,7 +329,14 @@ def _folder(name: str, folder: Path | None, target: Target) -> Found:
     if name == "journals":
         for person in target.person_ids:
             own = folder / ("dm-" + safe_name(person))
-            lines = sum(p.read_text(encoding="utf-8", errors="replace").count("<!-- m:") for p in own.glob("*.md")) if own.is_dir() else 0
+            lines = (
+                sum(
+                    p.read_text(encoding="utf-8", errors="replace").count("<!-- m:")
+                    for p in own.glob("*.md")
+                )
+                if own.is_dir()
+                else 0
+            )
             if lines:
                 counts["journal lines in their folder"] = lines
     return Found(name, sum(counts.values()), tuple(sorted(counts.items())))
@@ -263,7 +347,11 @@ def _store_files(engine: MemoryEngine, target: Target) -> list[Found]:
     wal = path.with_name(path.name + "-wal")
     return [
         Found("db file", _file_hits(path, target.needles())),
-        Found("wal", _file_hits(wal, target.needles()) if wal.exists() else 0, note="" if wal.exists() else "no WAL file"),
+        Found(
+            "wal",
+            _file_hits(wal, target.needles()) if wal.exists() else 0,
+            note="" if wal.exists() else "no WAL file",
+        ),
     ]
 
 
@@ -272,7 +360,9 @@ def _data_directory(engine: MemoryEngine, target: Target) -> Found:
     try:
         where = Path(str(engine.db.scalar("SHOW data_directory")))
     except Exception:  # a role without pg_read_all_settings may not ask: reported, not guessed
-        return Found("data directory", None, note="not readable by this role (needs pg_read_all_settings)")
+        return Found(
+            "data directory", None, note="not readable by this role (needs pg_read_all_settings)"
+        )
     if not os.access(where, os.R_OK | os.X_OK):
         return Found("data directory", None, note=f"{where} is not readable by this user")
     counts: dict[str, int] = {}

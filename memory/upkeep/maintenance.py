@@ -43,7 +43,12 @@ STOP_AFTER_FAILURES = 3  # merges failing in a row: the model is down, so the re
 
 
 def consolidate(
-    engine: MemoryEngine, complete: Completer, *, threshold: float = 0.85, max_cluster: int = 5, progress: Progress | None = None
+    engine: MemoryEngine,
+    complete: Completer,
+    *,
+    threshold: float = 0.85,
+    max_cluster: int = 5,
+    progress: Progress | None = None,
 ) -> ConsolidationReport:
     clusters = list(_clusters(engine, threshold, max_cluster))
     audit = audit_start(engine, "consolidation", f"{len(clusters)} clusters")
@@ -55,7 +60,9 @@ def consolidate(
                 new_ids.append(merged_id)
                 merged += len(cluster)
             in_a_row = 0
-        except Exception:  # a background-job edge: one bad cluster (or a failing LLM) must not stop the rest
+        except (
+            Exception
+        ):  # a background-job edge: one bad cluster (or a failing LLM) must not stop the rest
             failures += 1
             in_a_row += 1
             log.exception("could not merge %s", [m.id for m in cluster])
@@ -63,14 +70,19 @@ def consolidate(
             progress(done, len(clusters))
         if in_a_row == STOP_AFTER_FAILURES and done < len(clusters):
             left = len(clusters) - done
-            log.error("consolidation stopped: %d merges failed in a row (is the model reachable?)", in_a_row)
+            log.error(
+                "consolidation stopped: %d merges failed in a row (is the model reachable?)",
+                in_a_row,
+            )
             break
     error = f"{failures} clusters failed" + (f"; stopped with {left} left" if left else "")
     audit_finish(engine, audit, stored=new_ids, error=error if failures else None)
     return ConsolidationReport(len(clusters), merged, tuple(new_ids), failures)
 
 
-def clusters(engine: MemoryEngine, threshold: float = 0.85, max_cluster: int = 5) -> list[list[Memory]]:
+def clusters(
+    engine: MemoryEngine, threshold: float = 0.85, max_cluster: int = 5
+) -> list[list[Memory]]:
     """The groups of near-duplicate memories consolidation would merge (for the scheduler's job)."""
     return list(_clusters(engine, threshold, max_cluster))
 
@@ -86,7 +98,9 @@ def _clusters(engine: MemoryEngine, threshold: float, max_cluster: int) -> Itera
         yield from _greedy(rows, np.vstack([vectors[m.rid] for m in rows]), threshold, max_cluster)
 
 
-def _greedy(rows: list[Memory], mat: np.ndarray, threshold: float, max_cluster: int) -> Iterator[list[Memory]]:
+def _greedy(
+    rows: list[Memory], mat: np.ndarray, threshold: float, max_cluster: int
+) -> Iterator[list[Memory]]:
     """Each unclustered row, oldest first, takes its most similar unclustered peers above the threshold."""
     taken = np.zeros(len(rows), dtype=bool)
     for start in range(0, len(rows), 256):
@@ -95,7 +109,11 @@ def _greedy(rows: list[Memory], mat: np.ndarray, threshold: float, max_cluster: 
             i = start + offset
             if taken[i]:
                 continue
-            peers = [j for j in np.argsort(-row_sims) if j != i and not taken[j] and row_sims[j] >= threshold][: max_cluster - 1]
+            peers = [
+                j
+                for j in np.argsort(-row_sims)
+                if j != i and not taken[j] and row_sims[j] >= threshold
+            ][: max_cluster - 1]
             if peers:
                 taken[[i, *peers]] = True
                 yield [rows[i], *(rows[j] for j in peers)]
@@ -104,20 +122,32 @@ def _greedy(rows: list[Memory], mat: np.ndarray, threshold: float, max_cluster: 
 def _merge(engine: MemoryEngine, complete: Completer, cluster: list[Memory]) -> str | None:
     """The merged memory's id; None when the merge would say a forgotten fact again (SEC-5: not written)."""
     return write_merge(
-        engine, merged_memory(cluster, complete(CONSOLIDATE_SYSTEM, consolidation_prompt(cluster), temperature=0.0)), cluster
+        engine,
+        merged_memory(
+            cluster, complete(CONSOLIDATE_SYSTEM, consolidation_prompt(cluster), temperature=0.0)
+        ),
+        cluster,
     )
 
 
 def consolidation_prompt(cluster: list[Memory]) -> str:
     payload = json.dumps(
         [
-            {"subject": m.subject, "content": m.content, "importance": m.importance, "tags": list(m.tags), "created_at": m.created_at}
+            {
+                "subject": m.subject,
+                "content": m.content,
+                "importance": m.importance,
+                "tags": list(m.tags),
+                "created_at": m.created_at,
+            }
             for m in cluster
         ],
         ensure_ascii=False,
         indent=1,
     )
-    return prompts.render("consolidation", count=len(cluster), type=cluster[0].type.value, memories=payload)
+    return prompts.render(
+        "consolidation", count=len(cluster), type=cluster[0].type.value, memories=payload
+    )
 
 
 def merged_memory(cluster: list[Memory], answer: str) -> NewMemory:
@@ -134,17 +164,23 @@ def merged_memory(cluster: list[Memory], answer: str) -> NewMemory:
         visibility=first.visibility,
         tags=tuple(merged.get("tags") or sorted({t for m in cluster for t in m.tags})),
         source=Source.CONSOLIDATION,
-        importance=min(10.0, max([m.importance for m in cluster] + [_number(merged.get("importance"), 1.0)])),
+        importance=min(
+            10.0, max([m.importance for m in cluster] + [_number(merged.get("importance"), 1.0)])
+        ),
         provenance=first.provenance,
         # SEC-5: a merge is about a person only when every fact merged was about that same person
-        subject_person_id=first.subject_person_id if len({m.subject_person_id for m in cluster}) == 1 else None,
+        subject_person_id=first.subject_person_id
+        if len({m.subject_person_id for m in cluster}) == 1
+        else None,
     )
 
 
 def write_merge(engine: MemoryEngine, new: NewMemory, cluster: list[Memory]) -> str | None:
     """The merged memory's id; None when the merge would say a forgotten fact again (SEC-5: not written)."""
     if not unforgotten(engine, [new]):
-        log.info("a merge of %d memories was not written: it matches a forgotten fact", len(cluster))
+        log.info(
+            "a merge of %d memories was not written: it matches a forgotten fact", len(cluster)
+        )
         return None
     return engine.memories.insert_merged(new, cluster).id
 
@@ -173,19 +209,37 @@ def prune_entities(engine: MemoryEngine, *, unseen_days: float = 90.0) -> int:
 
 
 def audit_start(
-    engine: MemoryEngine, kind: str, hint: str, excerpt: str = "", *, channel_key: str | None = None, people: tuple[str, ...] = ()
+    engine: MemoryEngine,
+    kind: str,
+    hint: str,
+    excerpt: str = "",
+    *,
+    channel_key: str | None = None,
+    people: tuple[str, ...] = (),
 ) -> int:
     """Open a row in the reflections audit (consolidation runs, micro-reflections). The chat and the people
     it read are recorded so that forgetting finds the row (memory.upkeep.registry)."""
     engine.db.execute(
         "INSERT INTO reflections (kind, scope_hint, started_at, input_excerpt, channel_key, people) VALUES (?, ?, ?, ?, ?, ?)",
-        (kind, hint, engine.clock.now(), redact_secrets(excerpt), channel_key, json.dumps(sorted(set(people)))),
+        (
+            kind,
+            hint,
+            engine.clock.now(),
+            redact_secrets(excerpt),
+            channel_key,
+            json.dumps(sorted(set(people))),
+        ),
     )
     return int(engine.db.con.last_insert_rowid())
 
 
 def audit_finish(
-    engine: MemoryEngine, audit_id: int, *, stored: Sequence[str] = (), facts: Sequence[Any] = (), error: str | None = None
+    engine: MemoryEngine,
+    audit_id: int,
+    *,
+    stored: Sequence[str] = (),
+    facts: Sequence[Any] = (),
+    error: str | None = None,
 ) -> None:
     """Close an audit row: ``failed`` when it erred and stored nothing, else ``done``."""
     engine.db.execute(
@@ -221,15 +275,22 @@ def reap_stale_audits(engine: MemoryEngine, older_than_s: float = STALE_AUDIT_S)
 
 def audits(engine: MemoryEngine, limit: int) -> list[dict[str, Any]]:
     """The newest rows of the reflections audit (the operator's view)."""
-    return engine.db.rows("SELECT * FROM reflections ORDER BY started_at DESC, id DESC LIMIT ?", (limit,))
+    return engine.db.rows(
+        "SELECT * FROM reflections ORDER BY started_at DESC, id DESC LIMIT ?", (limit,)
+    )
 
 
 def blank_excerpts(engine: MemoryEngine, before: float) -> None:
     """SEC-7: audits started before ``before`` quote only turns older than it, which retention deletes: their
     excerpts go (the facts found, which are memories' words, stay)."""
-    engine.db.execute("UPDATE reflections SET input_excerpt = '' WHERE started_at < ? AND input_excerpt != ''", (before,))
+    engine.db.execute(
+        "UPDATE reflections SET input_excerpt = '' WHERE started_at < ? AND input_excerpt != ''",
+        (before,),
+    )
 
 
 def forget_audits(engine: MemoryEngine, channel_keys: list[str]) -> None:
     """Reflection audits of these chats quote them (excerpt, facts): they go when something said there is forgotten."""
-    engine.db.execute(f"DELETE FROM reflections WHERE channel_key IN ({placeholders(channel_keys)})", channel_keys)
+    engine.db.execute(
+        f"DELETE FROM reflections WHERE channel_key IN ({placeholders(channel_keys)})", channel_keys
+    )

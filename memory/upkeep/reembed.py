@@ -13,7 +13,11 @@ BATCH = 256
 
 
 def reembed(
-    engine: MemoryEngine, embedder: Embedder, *, allow_dimension_change: bool = False, progress: Callable[[int, int], None] | None = None
+    engine: MemoryEngine,
+    embedder: Embedder,
+    *,
+    allow_dimension_change: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
     """Embed every memory and message again with ``embedder``; returns how many rows each table got.
 
@@ -44,8 +48,16 @@ def reembed(
                 # issue 33: a row forgotten (by another process) while the model embedded gets no vector back,
                 # and the vector just cached for its words goes too
                 there = _still_there(engine, corpus.table, [r["rid"] for r in batch])
-                corpus.vectors.write_many([(r["rid"], r["partition_key"], vectors[j]) for j, r in enumerate(batch) if r["rid"] in there])
-                for gone in {content_hash(corpus.search_text(r)) for r in batch if r["rid"] not in there}:
+                corpus.vectors.write_many(
+                    [
+                        (r["rid"], r["partition_key"], vectors[j])
+                        for j, r in enumerate(batch)
+                        if r["rid"] in there
+                    ]
+                )
+                for gone in {
+                    content_hash(corpus.search_text(r)) for r in batch if r["rid"] not in there
+                }:
                     engine.embeddings.forget_hash(gone)
             done += len(batch)
             if progress:
@@ -58,4 +70,6 @@ def reembed(
 def _still_there(engine: MemoryEngine, table: str, rids: list[int]) -> set[int]:
     """The rows of ``rids`` still stored (read in the write transaction that writes their vectors)."""
     marks = ", ".join("?" * len(rids))
-    return {rid for (rid,) in engine.db.execute(f"SELECT rid FROM {table} WHERE rid IN ({marks})", rids)}
+    return {
+        rid for (rid,) in engine.db.execute(f"SELECT rid FROM {table} WHERE rid IN ({marks})", rids)
+    }

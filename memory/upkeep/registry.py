@@ -65,9 +65,21 @@ REGISTRY: tuple[Holder, ...] = (
     Holder("memory_fts", "derived", "full-text index of memories (secure-delete)", via="memories"),
     Holder("memory_vec", "derived", "memory vectors", via="memories"),
     Holder("memory_entity_mentions", "derived", "which memory names which entity", via="memories"),
-    Holder("memory_entities", "derived", "entity names; dropped when no memory mentions them", via="memories"),
-    Holder("memory_relations", "derived", "entity relations; dropped when no memory asserts them", via="memories"),
-    Holder("memory_relation_sources", "derived", "which memory asserted a relation", via="memories"),
+    Holder(
+        "memory_entities",
+        "derived",
+        "entity names; dropped when no memory mentions them",
+        via="memories",
+    ),
+    Holder(
+        "memory_relations",
+        "derived",
+        "entity relations; dropped when no memory asserts them",
+        via="memories",
+    ),
+    Holder(
+        "memory_relation_sources", "derived", "which memory asserted a relation", via="memories"
+    ),
     Holder("memory_links", "derived", "memory-to-memory edges", via="memories"),
     Holder("embed_cache", "derived", "cached vectors by content hash", via="memories, messages"),
     Holder(
@@ -78,7 +90,12 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild="guild_id IN ({guild})",
     ),
-    Holder("message_fts", "derived", "full-text index of messages and their context (secure-delete)", via="messages"),
+    Holder(
+        "message_fts",
+        "derived",
+        "full-text index of messages and their context (secure-delete)",
+        via="messages",
+    ),
     Holder("message_vec", "derived", "message vectors", via="messages"),
     Holder(
         "session_summaries",
@@ -103,9 +120,29 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild=_PEOPLE_CHATS,
     ),
-    Holder("extraction_buffer", "delete", "messages waiting for extraction", "person_id IN ({ids})", export=True, guild=_GUILD_CHATS),
-    Holder("dead_letters", "delete", "extraction batches that kept failing", "person_id IN ({ids})", export=True, guild=_GUILD_CHATS),
-    Holder("identities", "delete", "a person's accounts and display names", "person_id IN ({ids})", export=True),
+    Holder(
+        "extraction_buffer",
+        "delete",
+        "messages waiting for extraction",
+        "person_id IN ({ids})",
+        export=True,
+        guild=_GUILD_CHATS,
+    ),
+    Holder(
+        "dead_letters",
+        "delete",
+        "extraction batches that kept failing",
+        "person_id IN ({ids})",
+        export=True,
+        guild=_GUILD_CHATS,
+    ),
+    Holder(
+        "identities",
+        "delete",
+        "a person's accounts and display names",
+        "person_id IN ({ids})",
+        export=True,
+    ),
     Holder("link_codes", "delete", "pending /link codes", "person_id IN ({ids})"),
     Holder(
         "link_failures",
@@ -119,7 +156,13 @@ REGISTRY: tuple[Holder, ...] = (
         "when a person's accounts were last answered, for the shared rate limit (OPS-5): ids and times, never words",
         "account IN ({ids}) OR account IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
     ),
-    Holder("person_settings", "delete", "a person's choices (/share, /privacy, /timezone)", "person_id IN ({ids})", export=True),
+    Holder(
+        "person_settings",
+        "delete",
+        "a person's choices (/share, /privacy, /timezone)",
+        "person_id IN ({ids})",
+        export=True,
+    ),
     Holder(
         "dashboard_audit",
         "delete",
@@ -142,7 +185,12 @@ REGISTRY: tuple[Holder, ...] = (
         "scope_id IN ({ids}) OR EXISTS (SELECT 1 FROM json_each(people) WHERE value IN ({ids}))",
         guild="scope = 'guild' AND scope_id IN ({guild})",
     ),
-    Holder("bulletin_partitions", "derived", "the memory partitions a bulletin was built from", via="bulletins"),
+    Holder(
+        "bulletin_partitions",
+        "derived",
+        "the memory partitions a bulletin was built from",
+        via="bulletins",
+    ),
     Holder(
         "ingest_files",
         "delete",
@@ -150,7 +198,12 @@ REGISTRY: tuple[Holder, ...] = (
         "scope_id IN ({ids})",
         guild="scope = 'guild' AND scope_id IN ({guild})",
     ),
-    Holder("ingest_passages", "derived", "which memory each passage of an ingested file became (hashes)", via="memories, ingest_files"),
+    Holder(
+        "ingest_passages",
+        "derived",
+        "which memory each passage of an ingested file became (hashes)",
+        via="memories, ingest_files",
+    ),
     Holder(
         "checkin_people",
         "delete",
@@ -197,8 +250,15 @@ REGISTRY: tuple[Holder, ...] = (
         "a channel's or group's manners (ORCH-10: addressed, chime-in, all): ids and a word, nobody's",
         guild="guild_id IN ({guild})",
     ),
-    Holder("reply_memories", "derived", "which memories a reply used (ORCH-12): ids only", via="memories, messages"),
-    Holder("reply_posts", "derived", "the platform ids a reply was posted as (ORCH-12)", via="messages"),
+    Holder(
+        "reply_memories",
+        "derived",
+        "which memories a reply used (ORCH-12): ids only",
+        via="memories, messages",
+    ),
+    Holder(
+        "reply_posts", "derived", "the platform ids a reply was posted as (ORCH-12)", via="messages"
+    ),
     Holder(
         "reply_reactions",
         "delete",
@@ -206,8 +266,17 @@ REGISTRY: tuple[Holder, ...] = (
         "person_id IN ({ids})",
         export=True,
     ),
-    Holder("memory_feedback", "derived", "how a memory was received in reactions, and its recheck mark", via="memories"),
-    Holder("privacy_places", "none", "servers and groups where remembering is off (/privacy server off): ids only"),
+    Holder(
+        "memory_feedback",
+        "derived",
+        "how a memory was received in reactions, and its recheck mark",
+        via="memories",
+    ),
+    Holder(
+        "privacy_places",
+        "none",
+        "servers and groups where remembering is off (/privacy server off): ids only",
+    ),
     Holder(
         "place_personas",
         "delete",
@@ -250,15 +319,29 @@ class FileHolder:
 
 
 FILE_REGISTRY: tuple[FileHolder, ...] = (
-    FileHolder("journals", "<journal dir>/<scope>/YYYY-MM-DD.md", "a line per memory stored that day: its words and id", "journals"),
-    FileHolder("snapshots", "<journal dir>/<scope>/MEMORY.md", "the scope's live memories, regenerated from the database", "journals"),
+    FileHolder(
+        "journals",
+        "<journal dir>/<scope>/YYYY-MM-DD.md",
+        "a line per memory stored that day: its words and id",
+        "journals",
+    ),
+    FileHolder(
+        "snapshots",
+        "<journal dir>/<scope>/MEMORY.md",
+        "the scope's live memories, regenerated from the database",
+        "journals",
+    ),
 )
 
 
 def forget_files(engine: MemoryEngine, memory_ids: list[str]) -> int:
     """Every file holder drops what it holds of these (already deleted) memories; returns the files changed."""
     keepers = {h.keeper: getattr(engine, h.keeper, None) for h in FILE_REGISTRY}
-    return sum(keeper.forget(memory_ids) for keeper in keepers.values() if keeper is not None and memory_ids)
+    return sum(
+        keeper.forget(memory_ids)
+        for keeper in keepers.values()
+        if keeper is not None and memory_ids
+    )
 
 
 def holder_of(table: str) -> Holder | None:
@@ -282,7 +365,9 @@ class PersonKeys:
         params: list[Any] = []
 
         def listed(match: re.Match[str]) -> str:
-            values = getattr(self, match.group(1)) or ("\x00",)  # an impossible value keeps "IN ()" valid
+            values = getattr(self, match.group(1)) or (
+                "\x00",
+            )  # an impossible value keeps "IN ()" valid
             params.extend(values)
             return placeholders(values)
 
@@ -298,9 +383,14 @@ def person_keys(engine: MemoryEngine, person_ids: list[str]) -> PersonKeys:
     return PersonKeys(ids, dms, tuple(chats))
 
 
-def person_rows(engine: MemoryEngine, holder: Holder, keys: PersonKeys, columns: str = "") -> list[dict[str, Any]]:
+def person_rows(
+    engine: MemoryEngine, holder: Holder, keys: PersonKeys, columns: str = ""
+) -> list[dict[str, Any]]:
     sql, params = keys.expand(holder.person)
-    return engine.db.rows(f"SELECT {columns or holder.row_key + ' AS row_key'} FROM {holder.table} WHERE {sql}", params)
+    return engine.db.rows(
+        f"SELECT {columns or holder.row_key + ' AS row_key'} FROM {holder.table} WHERE {sql}",
+        params,
+    )
 
 
 # -- a whole guild (the dashboard's purge) ----------------------------------------------------------------
@@ -336,4 +426,9 @@ def guild_keys(engine: MemoryEngine, guild_id: str) -> GuildKeys:
 
 def guild_rows(engine: MemoryEngine, holder: Holder, keys: GuildKeys) -> list[int]:
     sql, params = keys.expand(holder.guild)
-    return [r for (r,) in engine.db.execute(f"SELECT {holder.row_key} FROM {holder.table} WHERE {sql}", params)]
+    return [
+        r
+        for (r,) in engine.db.execute(
+            f"SELECT {holder.row_key} FROM {holder.table} WHERE {sql}", params
+        )
+    ]

@@ -39,19 +39,25 @@ class Expired:
     memories_noted: int = 0  # memories whose sources expired (kept, their provenance says so)
 
 
-def expire_messages(engine: MemoryEngine, days: float, *, batch: int = BATCH, most: int | None = None) -> Expired:
+def expire_messages(
+    engine: MemoryEngine, days: float, *, batch: int = BATCH, most: int | None = None
+) -> Expired:
     """Delete what the window no longer keeps (``days`` >= ``MIN_DAYS``), one chat at a time, in batches; then
     scrub the file. ``most``: stop once about that many are deleted (the bot calls again, so replies waiting for
     the memory thread get their turn between calls)."""
     if days < MIN_DAYS:
-        raise ValueError(f"a retention window is at least {MIN_DAYS} days (the daily reflection reads that far back)")
+        raise ValueError(
+            f"a retention window is at least {MIN_DAYS} days (the daily reflection reads that far back)"
+        )
     cutoff = engine.clock.now() - days * DAY
     deleted = noted = 0
     for platform, channel_id in engine.messages.chats_before(cutoff):
         after = (float("-inf"), 0)
         while found := engine.messages.older_than(platform, channel_id, cutoff, after, batch):
             after = (found[-1]["created_at"], found[-1]["rid"])
-            with engine.db.transaction():  # read and deleted in one transaction: nothing is buffered meanwhile
+            with (
+                engine.db.transaction()
+            ):  # read and deleted in one transaction: nothing is buffered meanwhile
                 done = _expirable(engine, f"{platform}:{channel_id}", found)
                 noted += _note_expired(engine, [m["id"] for m in done])
                 deleted += engine.messages.delete_rids([m["rid"] for m in done])
@@ -63,18 +69,34 @@ def expire_messages(engine: MemoryEngine, days: float, *, batch: int = BATCH, mo
         blank_excerpts(engine, cutoff)
     if deleted:
         engine.db.scrub()
-        log.info("retention: %d messages older than %g days deleted; %d memories note their sources expired", deleted, days, noted)
+        log.info(
+            "retention: %d messages older than %g days deleted; %d memories note their sources expired",
+            deleted,
+            days,
+            noted,
+        )
     return Expired(deleted, noted)
 
 
-def _expirable(engine: MemoryEngine, channel_key: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _expirable(
+    engine: MemoryEngine, channel_key: str, found: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Those no extraction still reads (buffered or parked, or the turn a bot reply answers) and whose session was
     reflected on (or a later one began)."""
     rids, ids = engine.buffer.still_to_read()
     state = engine.channels.get(channel_key)
-    open_since = state.session_started_at if state is not None and state.reflected_at is None else float("inf")
+    open_since = (
+        state.session_started_at
+        if state is not None and state.reflected_at is None
+        else float("inf")
+    )
     return [
-        m for m in found if m["rid"] not in rids and m["id"] not in ids and m["answers_rid"] not in rids and m["created_at"] < open_since
+        m
+        for m in found
+        if m["rid"] not in rids
+        and m["id"] not in ids
+        and m["answers_rid"] not in rids
+        and m["created_at"] < open_since
     ]
 
 
@@ -125,14 +147,26 @@ class Departures:
     def returned(self, guild_id: str) -> bool:
         """The bot was added back before the purge: nothing is purged. True when a purge was pending."""
         with self.db.transaction():
-            return bool(self.db.rows("DELETE FROM place_departures WHERE guild_id = ? RETURNING guild_id", (guild_id,)))
+            return bool(
+                self.db.rows(
+                    "DELETE FROM place_departures WHERE guild_id = ? RETURNING guild_id",
+                    (guild_id,),
+                )
+            )
 
     def get(self, guild_id: str) -> Departure | None:
         row = self.db.one("SELECT * FROM place_departures WHERE guild_id = ?", (guild_id,))
-        return Departure(row["guild_id"], row["platform"], row["left_at"], row["purge_at"]) if row else None
+        return (
+            Departure(row["guild_id"], row["platform"], row["left_at"], row["purge_at"])
+            if row
+            else None
+        )
 
     def due(self) -> list[Departure]:
-        rows = self.db.rows("SELECT * FROM place_departures WHERE purge_at <= ? ORDER BY purge_at", (self.engine.clock.now(),))
+        rows = self.db.rows(
+            "SELECT * FROM place_departures WHERE purge_at <= ? ORDER BY purge_at",
+            (self.engine.clock.now(),),
+        )
         return [Departure(r["guild_id"], r["platform"], r["left_at"], r["purge_at"]) for r in rows]
 
     def purge(self, departure: Departure) -> dict[str, int]:
@@ -142,8 +176,14 @@ class Departures:
             return {}
         counts = forget_guild(self.engine, departure.guild_id)
         with self.db.transaction():
-            self.db.execute("DELETE FROM place_departures WHERE guild_id = ?", (departure.guild_id,))
-            detail = {"platform": departure.platform, "left_at": departure.left_at, **{k: v for k, v in counts.items() if v}}
+            self.db.execute(
+                "DELETE FROM place_departures WHERE guild_id = ?", (departure.guild_id,)
+            )
+            detail = {
+                "platform": departure.platform,
+                "left_at": departure.left_at,
+                **{k: v for k, v in counts.items() if v},
+            }
             self.engine.audit.record("retention", "guild.purge", departure.guild_id, detail=detail)
         log.info(
             "retention: %s place %s purged %g days after the bot was removed (%d memories, %d messages)",

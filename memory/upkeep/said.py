@@ -27,7 +27,9 @@ from .forgetting import forget_chat_summaries
 
 SCAN = 5_000  # the person's newest messages read in the place (a forget is rare; history of one person is small)
 # The words of asking, not of what is to be forgotten (stems, as ``memory.write.wording`` makes them)
-ASKING = content_words("forget forgot forgets delete remove erase please that this what about said told mention")
+ASKING = content_words(
+    "forget forgot forgets delete remove erase please that this what about said told mention"
+)
 SAID_PREFIX = "said:"
 
 
@@ -37,7 +39,12 @@ def asked_words(query: str) -> frozenset[str]:
 
 
 def said_matching(
-    engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[str], query: str, *, skip: Iterable[str] = ()
+    engine: MemoryEngine,
+    ctx: RecallContext,
+    person_ids: Iterable[str],
+    query: str,
+    *,
+    skip: Iterable[str] = (),
 ) -> list[int]:
     """The rids of the person's own messages the context may read that hold every word of ``query`` (none when
     it has no word of its own); ``skip``: stored ids to leave (the asking turn, which its caller removes)."""
@@ -45,10 +52,14 @@ def said_matching(
     if not words:
         return []
     own = _own(engine, ctx, person_ids)
-    return sorted(rid for rid, mid, content, _ in own if mid not in left and words <= content_words(content))
+    return sorted(
+        rid for rid, mid, content, _ in own if mid not in left and words <= content_words(content)
+    )
 
 
-def forget_said(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[str], rids: list[int]) -> int:
+def forget_said(
+    engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[str], rids: list[int]
+) -> int:
     """Remove these messages of the person (and the bot's replies to them) with the whole cascade; the buffer's
     copies go with their rows. Rids that are not the person's own, or that the context may not read, are left."""
     if not rids:
@@ -64,7 +75,9 @@ def forget_said(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[s
     return len(mine)
 
 
-def forget_echoes(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[str], query: str) -> int:
+def forget_echoes(
+    engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[str], query: str
+) -> int:
     """Remove the bot's replies to the person's own messages (that the context may read) holding every word of
     ``query``; the person's questions stay (they did not say it). Returns how many replies went."""
     words = asked_words(query)
@@ -81,7 +94,10 @@ def forget_echoes(engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable
 
 
 def _own(
-    engine: MemoryEngine, ctx: RecallContext, person_ids: Iterable[str], rids: list[int] | None = None
+    engine: MemoryEngine,
+    ctx: RecallContext,
+    person_ids: Iterable[str],
+    rids: list[int] | None = None,
 ) -> list[tuple[int, str, str, str]]:
     """(rid, id, content, "platform:channel") of the person's newest messages the context may read."""
     return engine.messages.own(ctx, sorted(set(person_ids)), SCAN, rids)

@@ -12,7 +12,16 @@ from typing import Any
 
 from ..engine import MemoryEngine
 from ..errors import InvalidInput
-from ..models import FactKind, JsonObject, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
+from ..models import (
+    FactKind,
+    JsonObject,
+    MemoryType,
+    NewMemory,
+    Provenance,
+    Scope,
+    Source,
+    Visibility,
+)
 from ..storage.messages import NewMessage
 from .registry import REGISTRY, person_keys, person_rows
 
@@ -20,14 +29,28 @@ from .registry import REGISTRY, person_keys, person_rows
 def export_person(engine: MemoryEngine, person_ids: list[str]) -> JsonObject:
     """Everything stored about a person, table by table as the registry lists it, as JSON-ready data."""
     keys = person_keys(engine, person_ids)
-    data: JsonObject = {"format": "companion-export/3", "person_ids": list(keys.ids), "exported_at": iso(engine.clock.now())}
+    data: JsonObject = {
+        "format": "companion-export/3",
+        "person_ids": list(keys.ids),
+        "exported_at": iso(engine.clock.now()),
+    }
     for holder in REGISTRY:
         if holder.export:
-            data[holder.table] = [_public(holder.table, row) for row in person_rows(engine, holder, keys, "*")]
+            data[holder.table] = [
+                _public(holder.table, row) for row in person_rows(engine, holder, keys, "*")
+            ]
     return data
 
 
-_INTERNAL = ("rid", "partition_key", "ptoken", "content_hash", "prev_rid", "answers_rid", "message_rid")
+_INTERNAL = (
+    "rid",
+    "partition_key",
+    "ptoken",
+    "content_hash",
+    "prev_rid",
+    "answers_rid",
+    "message_rid",
+)
 _JSON_COLUMNS = {
     "memories": ("provenance",),
     "session_summaries": ("participants",),
@@ -60,21 +83,32 @@ def _seconds(row: Any) -> Any:
     """An imported row with its ISO times back in seconds (an export before format 3 already has seconds)."""
     if not isinstance(row, dict):
         return row
-    return {k: _from_iso(v) if k.endswith("_at") and isinstance(v, str) else v for k, v in row.items()}
+    return {
+        k: _from_iso(v) if k.endswith("_at") and isinstance(v, str) else v for k, v in row.items()
+    }
 
 
 def _from_iso(text: str) -> float | str:
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
-        return text  # left as written: that row is then refused, with its reason, and the others go in
+        return (
+            text  # left as written: that row is then refused, with its reason, and the others go in
+        )
 
 
 def import_memories(engine: MemoryEngine, data: object) -> JsonObject:
     """Load an export (or a plain list of memory objects) back. Memories go through the write rules; an
     export's messages and session summaries come back too. Every rejected row is counted with its reason."""
     items, messages, summaries = _sections(data)
-    counts: JsonObject = {"stored": 0, "duplicate": 0, "rejected": 0, "messages": 0, "session_summaries": 0, "reasons": []}
+    counts: JsonObject = {
+        "stored": 0,
+        "duplicate": 0,
+        "rejected": 0,
+        "messages": 0,
+        "session_summaries": 0,
+        "reasons": [],
+    }
     for n, item in enumerate(items, start=1):
         try:
             counts[engine.memories.add(_new_memory(item)).status] += 1
@@ -91,10 +125,14 @@ def _sections(data: Any) -> tuple[list[Any], list[Any], list[Any]]:
     if isinstance(data, list):
         return data, [], []
     if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
-        raise InvalidInput("not a companion export: expected a JSON list of memories, or an object with a 'memories' list")
+        raise InvalidInput(
+            "not a companion export: expected a JSON list of memories, or an object with a 'memories' list"
+        )
     lists = [data.get(k) or [] for k in ("messages", "session_summaries")]
     if not all(isinstance(v, list) for v in lists):
-        raise InvalidInput("not a companion export: 'messages' and 'session_summaries' must be lists")
+        raise InvalidInput(
+            "not a companion export: 'messages' and 'session_summaries' must be lists"
+        )
     return data["memories"], [_seconds(r) for r in lists[0]], [_seconds(r) for r in lists[1]]
 
 
@@ -142,7 +180,9 @@ def _import_messages(engine: MemoryEngine, rows: list[Any], owner: str, reasons:
                     role=row.get("role", "user"),
                     modality=row.get("modality", "text"),
                     platform_message_id=row.get("platform_message_id"),
-                    dm_person_id=None if row.get("guild_id") else (row["author_id"] if row.get("role") == "user" else owner),
+                    dm_person_id=None
+                    if row.get("guild_id")
+                    else (row["author_id"] if row.get("role") == "user" else owner),
                     created_at=float(row["created_at"]),
                     id=str(row["id"]),
                 )

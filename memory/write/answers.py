@@ -47,7 +47,9 @@ def json_items(text: str) -> Items:
     for value in values:
         _collect(value, out)
     if not out.items and not _said_empty(values):
-        raise BadAnswer(f"invalid JSON: nothing usable in {(text or '')[:120]!r} ({out.describe()} dropped)")
+        raise BadAnswer(
+            f"invalid JSON: nothing usable in {(text or '')[:120]!r} ({out.describe()} dropped)"
+        )
     return out
 
 
@@ -122,7 +124,9 @@ def _collect(value: Any, out: Items) -> None:
 
 def _said_empty(values: list[Any]) -> bool:
     """``[]`` or ``{"facts": []}``: the model found nothing, which is an answer."""
-    return any(v == [] or (isinstance(v, dict) and any(v.get(k) == [] for k in WRAPPERS)) for v in values)
+    return any(
+        v == [] or (isinstance(v, dict) and any(v.get(k) == [] for k in WRAPPERS)) for v in values
+    )
 
 
 # The schema extraction-style calls send as ``response_format`` where the server takes it (a schema's root must

@@ -46,7 +46,9 @@ class Line:
     name: str
     text: str
     message_id: str | None = None
-    at: float | None = None  # when the message was written: its "yesterday" is the day before this, not before extraction
+    at: float | None = (
+        None  # when the message was written: its "yesterday" is the day before this, not before extraction
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +74,22 @@ class Transcript:
             who = f"[{tag_of[line.ctx.speaker_id]}] " if line.ctx else "[bot] "
             when = f"{day(line.at, zone)} " if line.at is not None else ""
             quoted = json.dumps(line.text[:MAX_TURN_CHARS], ensure_ascii=False)
-            out.append(f"#{number} {who}{when}{json.dumps(line.name, ensure_ascii=False)}: {quoted}")
+            out.append(
+                f"#{number} {who}{when}{json.dumps(line.name, ensure_ascii=False)}: {quoted}"
+            )
         while len(out) > 1 and sum(len(x) + 1 for x in out) > MAX_TRANSCRIPT_CHARS:
             out.pop(0)
         return "\n".join(out)
 
     def written(self) -> str:
         """The day (or first and last day) the lines were written, for the prompt's reading of relative dates."""
-        days = sorted({day(line.at, zone) for line, zone in zip(self.lines, self._zones(), strict=True) if line.at is not None})
+        days = sorted(
+            {
+                day(line.at, zone)
+                for line, zone in zip(self.lines, self._zones(), strict=True)
+                if line.at is not None
+            }
+        )
         if not days:
             return "on an unknown date"
         return f"on {days[0]}" if len(days) == 1 else f"between {days[0]} and {days[-1]}"
@@ -104,7 +114,11 @@ def _numbers(cited: Any) -> list[int]:
     items = cited if isinstance(cited, list) else [cited]
     out = []
     for item in items[:MAX_CITED]:
-        text = str(item).strip().lstrip("#Ll") if isinstance(item, (int, str)) and not isinstance(item, bool) else ""
+        text = (
+            str(item).strip().lstrip("#Ll")
+            if isinstance(item, (int, str)) and not isinstance(item, bool)
+            else ""
+        )
         if text.isdigit():
             out.append(int(text))
     return out
@@ -121,10 +135,14 @@ def place(ctx: RecallContext) -> str:
 
 
 def extraction_prompt(transcript: Transcript, ctx: RecallContext) -> str:
-    return prompts.render("extraction", place=place(ctx), written=transcript.written(), messages=transcript.render())
+    return prompts.render(
+        "extraction", place=place(ctx), written=transcript.written(), messages=transcript.render()
+    )
 
 
-def reflection_prompt(transcript: Transcript, ctx: RecallContext, max_facts: int = 10, doubted: tuple[str, ...] = ()) -> str:
+def reflection_prompt(
+    transcript: Transcript, ctx: RecallContext, max_facts: int = 10, doubted: tuple[str, ...] = ()
+) -> str:
     """``doubted``: memories of this place a person answered with 👎 (ORCH-12), for the model to check against the
     excerpt (a wrong one is corrected by a new fact, which the write path files as its update)."""
     tags = ", ".join(transcript.speakers())
@@ -145,7 +163,9 @@ def parse_list(text: str) -> list[dict[str, Any]]:
     """The JSON objects of an extraction answer, in any form real models send (``answers.json_items``)."""
     parsed = json_items(text)
     if parsed.dropped:
-        log.info("extraction answer: %d items kept, dropped %s", len(parsed.items), parsed.describe())
+        log.info(
+            "extraction answer: %d items kept, dropped %s", len(parsed.items), parsed.describe()
+        )
     return parsed.items
 
 
@@ -165,7 +185,9 @@ def parse_reflection(text: str) -> tuple[list[dict[str, Any]], str]:
     data = parse_object(text)
     facts = data.get("facts") or []
     summary = data.get("summary") or ""
-    return (_dicts(facts) if isinstance(facts, list) else []), (summary if isinstance(summary, str) else "")
+    return (_dicts(facts) if isinstance(facts, list) else []), (
+        summary if isinstance(summary, str) else ""
+    )
 
 
 def _loads(text: str) -> Any:
@@ -182,7 +204,9 @@ def _dicts(data: Any) -> list[dict[str, Any]]:
 
 
 # -- attribution ------------------------------------------------------------------------------------------
-def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, source: Source) -> list[NewMemory]:
+def memories_from(
+    candidates: list[dict[str, Any]], transcript: Transcript, source: Source
+) -> list[NewMemory]:
     """Each usable candidate as a memory of the person who said it (or of the bot itself, ORCH-7), as
     ``memory.write.ownership`` decides; the rest are dropped, counted by reason in one log line."""
     rules, tally, speakers = Ownership(transcript.lines), Tally(), transcript.speakers()
@@ -202,10 +226,17 @@ def memories_from(candidates: list[dict[str, Any]], transcript: Transcript, sour
 
 
 def _filed(
-    candidate: dict[str, Any], transcript: Transcript, speakers: dict[str, RecallContext], rules: Ownership, tally: Tally, source: Source
+    candidate: dict[str, Any],
+    transcript: Transcript,
+    speakers: dict[str, RecallContext],
+    rules: Ownership,
+    tally: Tally,
+    source: Source,
 ) -> NewMemory | None:
     """The candidate as a memory of its owner; None (counted in ``tally``) when it is nobody's to file."""
-    content = _text(candidate.get("content"))  # who said it is read from the content: the subject is a label
+    content = _text(
+        candidate.get("content")
+    )  # who said it is read from the content: the subject is a label
     fact = f"{_text(candidate.get('subject'))} {content}"
     cited = _numbers(candidate.get("lines")) or None
     if rules.is_bot(_tag(candidate)):
@@ -220,7 +251,9 @@ def _filed(
         tally.drop("a question, not a fact")  # "What should I cook tonight?", filed by a 1.5B
         return None
     if source is not Source.REFLECTION and rules.invented(content):
-        tally.drop("none of its words is in the conversation")  # a 1.5B filed the prompt's own example
+        tally.drop(
+            "none of its words is in the conversation"
+        )  # a 1.5B filed the prompt's own example
         return None
     if rules.forgotten(decided, fact) is not None:
         tally.drop("asked to forget in this conversation")
@@ -233,12 +266,22 @@ def _filed(
     return new
 
 
-def _owned(c: dict[str, Any], filed: Filed, transcript: Transcript, speakers: dict[str, RecallContext], source: Source) -> NewMemory | None:
+def _owned(
+    c: dict[str, Any],
+    filed: Filed,
+    transcript: Transcript,
+    speakers: dict[str, RecallContext],
+    source: Source,
+) -> NewMemory | None:
     """A person's fact where they said it; the bot's own as a self fact of the place (ORCH-7)."""
-    sources = tuple(dict.fromkeys(str(m) for i in filed.lines if (m := transcript.lines[i].message_id)))
+    sources = tuple(
+        dict.fromkeys(str(m) for i in filed.lines if (m := transcript.lines[i].message_id))
+    )
     if filed.speaker is not None:
         ctx = next(who for who in speakers.values() if who.speaker_id == filed.speaker)
-        said = written_by(ctx, [line.ctx for line in transcript.lines if line.ctx and line.message_id in sources])
+        said = written_by(
+            ctx, [line.ctx for line in transcript.lines if line.ctx and line.message_id in sources]
+        )
         return replace(_new_memory(c, write_scope(ctx), ctx, sources, source), written_by=said)
     place = transcript.place()
     if place is None or not sources:
@@ -257,9 +300,19 @@ def _speaker(candidate: dict[str, Any], speakers: dict[str, RecallContext]) -> R
     return next(iter(speakers.values())) if len(speakers) == 1 else None
 
 
-def _new_memory(c: dict[str, Any], where: WriteScope, ctx: RecallContext, sources: tuple[str, ...], source: Source) -> NewMemory:
+def _new_memory(
+    c: dict[str, Any],
+    where: WriteScope,
+    ctx: RecallContext,
+    sources: tuple[str, ...],
+    source: Source,
+) -> NewMemory:
     kind = FactKind(c["kind"]) if c.get("kind") in FactKind._value2member_map_ else FactKind.OTHER
-    mtype = MemoryType(c["type"]) if c.get("type") in MemoryType._value2member_map_ else MemoryType.SEMANTIC
+    mtype = (
+        MemoryType(c["type"])
+        if c.get("type") in MemoryType._value2member_map_
+        else MemoryType.SEMANTIC
+    )
     tags = c.get("tags")
     tags = tags if isinstance(tags, list) else []
     return NewMemory(
@@ -277,7 +330,9 @@ def _new_memory(c: dict[str, Any], where: WriteScope, ctx: RecallContext, source
         valid_from=parse_date(c.get("valid_from"), ctx.tz),
         valid_to=parse_date(c.get("valid_to"), ctx.tz),
         entities=_entities(c.get("entities")),
-        provenance=Provenance(platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, sources=sources),
+        provenance=Provenance(
+            platform=ctx.platform, guild_id=ctx.guild_id, channel_id=ctx.channel_id, sources=sources
+        ),
     )
 
 
@@ -317,7 +372,11 @@ def _entities(items: Any) -> tuple[EntityRef, ...]:
         if isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"].strip():
             relations = e.get("relations")
             relations = relations if isinstance(relations, list) else []
-            rel = tuple((str(r.get("relation", "")), str(r.get("target", ""))) for r in relations if isinstance(r, dict))
+            rel = tuple(
+                (str(r.get("relation", "")), str(r.get("target", "")))
+                for r in relations
+                if isinstance(r, dict)
+            )
             out.append(EntityRef(e["name"][:120], str(e.get("type", "concept")), rel))
     return tuple(out)
 
@@ -327,5 +386,13 @@ def with_speaker(ctx: RecallContext, author_id: str, zone: str = "") -> RecallCo
     if author_id == ctx.speaker_id:
         return ctx
     return replace(
-        ctx, speaker_id=author_id, participants=(), owner_private=False, owner_id=None, admin=False, reach=(), zone=zone, pointed=()
+        ctx,
+        speaker_id=author_id,
+        participants=(),
+        owner_private=False,
+        owner_id=None,
+        admin=False,
+        reach=(),
+        zone=zone,
+        pointed=(),
     )

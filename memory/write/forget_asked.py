@@ -26,15 +26,33 @@ from dataclasses import dataclass
 
 from .wording import content_words
 
-_OPENERS = r"ok(?:ay)?|so|and|also|oh|actually|hey|please|pls|wait|sorry|hmm|um|no|on second thought"
-_LEAD = r"(?:^|(?<=[.!?;:\n]))\s*(?:[\w'-]+,\s*)?(?:(?:" + _OPENERS + r")\b[\s,]*)*"  # a name, "ok", "please"...
+_OPENERS = (
+    r"ok(?:ay)?|so|and|also|oh|actually|hey|please|pls|wait|sorry|hmm|um|no|on second thought"
+)
+_LEAD = (
+    r"(?:^|(?<=[.!?;:\n]))\s*(?:[\w'-]+,\s*)?(?:(?:" + _OPENERS + r")\b[\s,]*)*"
+)  # a name, "ok", "please"...
 _ASK = r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|i\s+(?:want|need|would\s+like|'d\s+like)\s+you\s+to\s+|please\s+)?"
 _VERB = r"(?:/forget|forget|unremember|stop\s+remembering|(?:don'?t|do\s+not|not)\s+(?:remember|keep|save|store))\b"
 ASK = re.compile(_LEAD + _ASK + _VERB + r"(?P<what>[^.!?;\n]*)", re.IGNORECASE)
 EVERYTHING = frozenset({"everyth"})  # the stem of "everything"
 # words that point at what was said rather than name it: "forget what I just said about that"
 POINTING = frozenset(
-    {"about", "told", "earlier", "last", "messag", "thing", "stuff", "bit", "part", "pleas", "bot", "now", "again"}
+    {
+        "about",
+        "told",
+        "earlier",
+        "last",
+        "messag",
+        "thing",
+        "stuff",
+        "bit",
+        "part",
+        "pleas",
+        "bot",
+        "now",
+        "again",
+    }
 )  # stems (``memory.write.wording``)
 
 
@@ -58,9 +76,13 @@ def forgets_in(speakers: Sequence[str | None], texts: Sequence[str]) -> tuple[As
             continue
         earlier = next((j for j in range(i - 1, -1, -1) if speakers[j] == speaker), None)
         for match in ASK.finditer(text or ""):
-            before = i if content_words(text[: match.start()]) else earlier  # "I quit my job. Forget that."
+            before = (
+                i if content_words(text[: match.start()]) else earlier
+            )  # "I quit my job. Forget that."
             what = match.group("what").strip()
             named = content_words(what) - POINTING
             everything = bool(named) and named <= EVERYTHING
-            out.append(Asked(speaker, i, "" if everything or not named else what, before, everything))
+            out.append(
+                Asked(speaker, i, "" if everything or not named else what, before, everything)
+            )
     return tuple(out)

@@ -32,7 +32,16 @@ import prompts
 
 from ..engine import MemoryEngine
 from ..errors import EmbeddingError, InvalidInput, NotFound, Rejected
-from ..models import FactKind, JsonObject, MemoryType, NewMemory, Provenance, Scope, Source, Visibility
+from ..models import (
+    FactKind,
+    JsonObject,
+    MemoryType,
+    NewMemory,
+    Provenance,
+    Scope,
+    Source,
+    Visibility,
+)
 from ..protocols import Completer
 from ..safety import MAX_SUBJECT, check_memory, normalise_text, redact_secrets
 from ..scopes import memory_partition
@@ -109,7 +118,10 @@ class IngestLog:
         self.clock = engine.clock
 
     def known(self, path: str, partition: str) -> tuple[int, str] | None:
-        row = self.db.one("SELECT id, content_hash FROM ingest_files WHERE path = ? AND partition_key = ?", (path, partition))
+        row = self.db.one(
+            "SELECT id, content_hash FROM ingest_files WHERE path = ? AND partition_key = ?",
+            (path, partition),
+        )
         return (row["id"], row["content_hash"]) if row else None
 
     def open_file(self, path: str, target: Target, size: int) -> int:
@@ -151,7 +163,15 @@ class IngestLog:
 class FileRun:
     """One file's ingest, step by step (``Ingester.ingest`` runs the steps in order)."""
 
-    def __init__(self, engine: MemoryEngine, log_: IngestLog, path: Path, file_id: int, digest: str, size: int) -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        log_: IngestLog,
+        path: Path,
+        file_id: int,
+        digest: str,
+        size: int,
+    ) -> None:
         self.engine, self.log, self.path, self.file_id = engine, log_, path, file_id
         self.digest, self.size = digest, size
         self.report = FileReport(str(path))
@@ -184,8 +204,16 @@ class FileRun:
                 continue
             self.report.kept += 1
             for row in self.old_order[index][1]:
-                self.rows.append(_Row(seq, passage.digest, passage.page, passage.start, passage.end, row.memory_id))
-                if row.memory_id and (row.start, row.end, row.page) != (passage.start, passage.end, passage.page):
+                self.rows.append(
+                    _Row(
+                        seq, passage.digest, passage.page, passage.start, passage.end, row.memory_id
+                    )
+                )
+                if row.memory_id and (row.start, row.end, row.page) != (
+                    passage.start,
+                    passage.end,
+                    passage.page,
+                ):
                     self._moved.append((row.memory_id, provenance(self.path, passage)))
         return fresh
 
@@ -194,24 +222,38 @@ class FileRun:
         transaction that first checks the file was not forgotten while the model read it (issue 33), and reads
         the tombstones again: a forget that landed meanwhile leaves nothing of the file learned back."""
         with self.engine.db.transaction():
-            if not self.engine.db.scalar("SELECT 1 FROM ingest_files WHERE id = ?", (self.file_id,)):
-                raise BadFile(f"{self.path} was forgotten while it was being read; nothing more of it is stored")
+            if not self.engine.db.scalar(
+                "SELECT 1 FROM ingest_files WHERE id = ?", (self.file_id,)
+            ):
+                raise BadFile(
+                    f"{self.path} was forgotten while it was being read; nothing more of it is stored"
+                )
             self._store(prepared, bulk=bulk)
 
     def _store(self, prepared: list[Prepared], *, bulk: bool) -> None:
         for memory_id, where in self._moved:
-            self.engine.memory_rows.set_provenance(self.engine.memory_rows.get(memory_id).rid, where)
+            self.engine.memory_rows.set_provenance(
+                self.engine.memory_rows.get(memory_id).rid, where
+            )
         self._moved = []
         prepared = [_unforgotten(self.engine, item) for item in prepared]
-        ids = _store_bulk(self.engine, prepared, self.report) if bulk else _store_each(self.engine, prepared, self.report)
+        ids = (
+            _store_bulk(self.engine, prepared, self.report)
+            if bulk
+            else _store_each(self.engine, prepared, self.report)
+        )
         new_rows = []
         for item, memory_ids in zip(prepared, ids, strict=True):
             self.report.rejected += item.rejected
             p = item.passage
-            made: list[str | None] = list(memory_ids) or [None]  # a passage that gave nothing is still known
+            made: list[str | None] = list(memory_ids) or [
+                None
+            ]  # a passage that gave nothing is still known
             new_rows += [_Row(item.seq, p.digest, p.page, p.start, p.end, m) for m in made]
         self.report.memories += sum(len(i) for i in ids)
-        with self.engine.db.transaction():  # recorded now: a crash later does not store these passages twice
+        with (
+            self.engine.db.transaction()
+        ):  # recorded now: a crash later does not store these passages twice
             self.log.add_rows(self.file_id, new_rows)
         self.rows += new_rows
 
@@ -221,13 +263,17 @@ class FileRun:
         for row in self.rows:
             if row.memory_id:
                 firsts.setdefault(row.seq, row.memory_id)
-        matcher = difflib.SequenceMatcher(None, [d for d, _ in self.old_order], self.new_order, autojunk=False)
+        matcher = difflib.SequenceMatcher(
+            None, [d for d, _ in self.old_order], self.new_order, autojunk=False
+        )
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
             if op == "delete":
                 self.report.gone += sum(1 for i in range(i1, i2) if i not in self._kept)
             if op != "replace":
                 continue
-            made = [j for j in range(j1, j2) if j in firsts]  # a passage that gave nothing (forgotten) replaces nothing
+            made = [
+                j for j in range(j1, j2) if j in firsts
+            ]  # a passage that gave nothing (forgotten) replaces nothing
             for k in range(i1, i2):
                 new_id = firsts[made[min(k - i1, len(made) - 1)]] if made else None
                 old_ids = [r.memory_id for r in self.old_order[k][1] if r.memory_id]
@@ -263,7 +309,9 @@ def provenance(path: Path, passage: Passage) -> Provenance:
     return Provenance(file=f"{path}#{passage.where}", line=passage.start)
 
 
-def _store_bulk(engine: MemoryEngine, prepared: list[Prepared], report: FileReport) -> list[list[str]]:
+def _store_bulk(
+    engine: MemoryEngine, prepared: list[Prepared], report: FileReport
+) -> list[list[str]]:
     """One memory per passage, in one transaction, embedded in one call (hash-cached, like every write). The
     store's safety filters refuse a whole batch for one bad passage; then each is written alone, and the
     refused ones are reported."""
@@ -274,14 +322,19 @@ def _store_bulk(engine: MemoryEngine, prepared: list[Prepared], report: FileRepo
     try:
         ids: list[str | None] = list(engine.memories.insert_batch(rows))
     except Rejected:
-        ids = [_one_of(engine, row, item.passage, report) for (item, _), row in zip(items, rows, strict=True)]
+        ids = [
+            _one_of(engine, row, item.passage, report)
+            for (item, _), row in zip(items, rows, strict=True)
+        ]
     for (item, _), memory_id in zip(items, ids, strict=True):
         if memory_id is not None:
             out.setdefault(item.seq, []).append(memory_id)
     return [out.get(p.seq, []) for p in prepared]
 
 
-def _one_of(engine: MemoryEngine, row: tuple[NewMemory, Any], passage: Passage, report: FileReport) -> str | None:
+def _one_of(
+    engine: MemoryEngine, row: tuple[NewMemory, Any], passage: Passage, report: FileReport
+) -> str | None:
     try:
         return engine.memories.insert_batch([row])[0]
     except Rejected as exc:
@@ -297,11 +350,15 @@ def _vectors(engine: MemoryEngine, texts: list[str]) -> Any:
     except ModelMismatch:
         raise  # another vector space than the store's: refuse, as every write does
     except EmbeddingError:
-        log.exception("embedding the passages failed; they are stored for keyword search (reembed fixes it later)")
+        log.exception(
+            "embedding the passages failed; they are stored for keyword search (reembed fixes it later)"
+        )
         return None
 
 
-def _store_each(engine: MemoryEngine, prepared: list[Prepared], report: FileReport) -> list[list[str]]:
+def _store_each(
+    engine: MemoryEngine, prepared: list[Prepared], report: FileReport
+) -> list[list[str]]:
     """Typed memories go through the write rules: a fact already known is not stored twice."""
     out = []
     for item in prepared:
@@ -322,12 +379,19 @@ def plain_memories(path: Path, seq: int, passage: Passage, target: Target) -> Pr
     refused, as ``memory add`` refuses it: a "[redacted]" memory keeps nothing worth recalling."""
     text = normalise_text(passage.text)
     if redact_secrets(text) != text:
-        return Prepared(seq, passage, (), (f"{passage.where}: it holds a secret (a password, key or token); not stored",))
+        return Prepared(
+            seq,
+            passage,
+            (),
+            (f"{passage.where}: it holds a secret (a password, key or token); not stored",),
+        )
     memory = _new(target, _subject(path, passage), text, provenance(path, passage))
     return Prepared(seq, passage, (memory,))
 
 
-def typed_memories(path: Path, seq: int, passage: Passage, target: Target, complete: Completer) -> Prepared:
+def typed_memories(
+    path: Path, seq: int, passage: Passage, target: Target, complete: Completer
+) -> Prepared:
     """The extraction model reads the passage and answers with typed memories (a bad answer is one reason)."""
     prompt = prompts.render(
         "ingest",
@@ -337,9 +401,17 @@ def typed_memories(path: Path, seq: int, passage: Passage, target: Target, compl
         passage=json.dumps(passage.text, ensure_ascii=False),
     )
     try:
-        candidates = parse_list(complete("You extract memories from documents. Answer with JSON only.", prompt, temperature=0.0))
+        candidates = parse_list(
+            complete(
+                "You extract memories from documents. Answer with JSON only.",
+                prompt,
+                temperature=0.0,
+            )
+        )
     except BadAnswer as exc:
-        return Prepared(seq, passage, (), (f"{passage.where}: the model's answer was not usable ({exc})",))
+        return Prepared(
+            seq, passage, (), (f"{passage.where}: the model's answer was not usable ({exc})",)
+        )
     memories, reasons = [], []
     for candidate in candidates[:MAX_PER_PASSAGE]:
         try:
@@ -351,7 +423,11 @@ def typed_memories(path: Path, seq: int, passage: Passage, target: Target, compl
 
 def _typed(c: dict[str, Any], path: Path, passage: Passage, target: Target) -> NewMemory:
     kind = FactKind(c["kind"]) if c.get("kind") in FactKind._value2member_map_ else FactKind.OTHER
-    mtype = MemoryType(c["type"]) if c.get("type") in MemoryType._value2member_map_ else MemoryType.SEMANTIC
+    mtype = (
+        MemoryType(c["type"])
+        if c.get("type") in MemoryType._value2member_map_
+        else MemoryType.SEMANTIC
+    )
     subject = _text(c.get("subject") or _subject(path, passage))
     content = _text(c.get("content"))
     if redact_secrets(subject) != subject or redact_secrets(content) != content:
@@ -359,8 +435,20 @@ def _typed(c: dict[str, Any], path: Path, passage: Passage, target: Target) -> N
     subject, content = check_memory(subject, content, kind)
     tags = c.get("tags")
     tags = tags if isinstance(tags, list) else []
-    typed = {"kind": kind, "type": mtype, "tags": tuple(str(t) for t in tags[:11]), "importance": c.get("importance")}
-    return _new(target, subject, content, provenance(path, passage), valid_from=parse_date(c.get("valid_from")), **typed)
+    typed = {
+        "kind": kind,
+        "type": mtype,
+        "tags": tuple(str(t) for t in tags[:11]),
+        "importance": c.get("importance"),
+    }
+    return _new(
+        target,
+        subject,
+        content,
+        provenance(path, passage),
+        valid_from=parse_date(c.get("valid_from")),
+        **typed,
+    )
 
 
 def _new(target: Target, subject: str, content: str, where: Provenance, **typed: Any) -> NewMemory:
@@ -396,7 +484,10 @@ def within(folder: Path, path: Path) -> bool:
     files: a link dropped into the folder must not make the bot read (and remember) a file from elsewhere."""
     try:
         return path.resolve(strict=True).is_relative_to(folder.resolve(strict=True))
-    except (OSError, RuntimeError):  # a dangling link or a loop of links is not a file in the folder
+    except (
+        OSError,
+        RuntimeError,
+    ):  # a dangling link or a loop of links is not a file in the folder
         return False
 
 
@@ -407,7 +498,14 @@ Progress = Callable[[int], None]  # told how many passages of the current file h
 class Ingester:
     """Files into one target's memory; with ``complete`` (the extraction model) passages become typed memories."""
 
-    def __init__(self, engine: MemoryEngine, target: Target, complete: Completer | None = None, *, force: bool = False) -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        target: Target,
+        complete: Completer | None = None,
+        *,
+        force: bool = False,
+    ) -> None:
         """``force``: read a file again though it is unchanged, for the passages that gave nothing (a model that found
         nothing the first time); what was already learned from it is kept, not stored twice."""
         self.engine, self.target, self.complete, self.force = engine, target, complete, force
@@ -446,7 +544,13 @@ class Ingester:
                 if progress is not None:
                     progress(run.report.passages)
         except BadFile as exc:
-            return FileReport(str(run.path), "failed", passages=run.report.passages, memories=run.report.memories, error=str(exc))
+            return FileReport(
+                str(run.path),
+                "failed",
+                passages=run.report.passages,
+                memories=run.report.memories,
+                error=str(exc),
+            )
         return run.finish()
 
 
@@ -461,19 +565,27 @@ def forget_file(engine: MemoryEngine, path: Path) -> dict[str, int]:
     file again starts over, and the tombstones keep what was forgotten from being learned back."""
     from ..upkeep.forgetting import forget_memory
 
-    files = [row["id"] for row in engine.db.rows("SELECT id FROM ingest_files WHERE path = ?", (str(path.expanduser().resolve()),))]
+    files = [
+        row["id"]
+        for row in engine.db.rows(
+            "SELECT id FROM ingest_files WHERE path = ?", (str(path.expanduser().resolve()),)
+        )
+    ]
     marks = ", ".join("?" * len(files))
     ids = [
         row["memory_id"]
         for row in engine.db.rows(
-            f"SELECT DISTINCT memory_id FROM ingest_passages WHERE file_id IN ({marks}) AND memory_id IS NOT NULL", tuple(files)
+            f"SELECT DISTINCT memory_id FROM ingest_passages WHERE file_id IN ({marks}) AND memory_id IS NOT NULL",
+            tuple(files),
         )
     ]
     forgotten = 0
     for memory_id in ids:
         try:
             forgotten += len(forget_memory(engine, memory_id).memories)
-        except NotFound:  # already gone (forgotten alone, or with an earlier version of the same fact)
+        except (
+            NotFound
+        ):  # already gone (forgotten alone, or with an earlier version of the same fact)
             continue
     with engine.db.transaction():
         engine.db.execute(f"DELETE FROM ingest_passages WHERE file_id IN ({marks})", tuple(files))

@@ -105,9 +105,15 @@ class Tally:
 
     def line(self, what: str) -> str:
         reasons = "; ".join(f"{reason}: {n}" for reason, n in sorted(self.dropped.items()))
-        moved = f" ({self.moved} the model gave the bot, filed under the person who said it)" if self.moved else ""
+        moved = (
+            f" ({self.moved} the model gave the bot, filed under the person who said it)"
+            if self.moved
+            else ""
+        )
         dropped = sum(self.dropped.values())
-        return f"{what}: {self.filed} fact(s) filed{moved}, {dropped} dropped" + (f" ({reasons})" if reasons else "")
+        return f"{what}: {self.filed} fact(s) filed{moved}, {dropped} dropped" + (
+            f" ({reasons})" if reasons else ""
+        )
 
 
 class Ownership:
@@ -117,10 +123,14 @@ class Ownership:
         self.lines = lines
         self.speaker = [line.ctx.speaker_id if line.ctx is not None else None for line in lines]
         self.said = [content_words(line.text) for line in lines]
-        self._stated: dict[int, frozenset[str]] = {}  # read only for a "bot" fact a person's line says
+        self._stated: dict[
+            int, frozenset[str]
+        ] = {}  # read only for a "bot" fact a person's line says
         self.names = frozenset(w for line in lines for w in content_words(line.name))
         self.asked = forgets_in(self.speaker, [line.text for line in lines])
-        self.bot_tags = BOT_TAGS | {line.name.strip().upper() for line in lines if line.ctx is None and line.name.strip()}
+        self.bot_tags = BOT_TAGS | {
+            line.name.strip().upper() for line in lines if line.ctx is None and line.name.strip()
+        }
 
     def is_bot(self, tag: str) -> bool:
         """A tag that names the bot: "bot" as the prompt asks, or "assistant", or the name its lines show."""
@@ -131,7 +141,9 @@ class Ownership:
         folded = unicodedata.normalize("NFKC", fact or "").casefold().replace("\u2019", "'")
         pairs = {(stem(w), w) for w in _WORD.findall(folded) if w not in STOPS}
         pairs = {(s, w) for s, w in pairs if s not in self.names and w not in GENERIC}
-        return Words(frozenset(s for s, _ in pairs), frozenset(s for s, w in pairs if distinctive(w)))
+        return Words(
+            frozenset(s for s, _ in pairs), frozenset(s for s, w in pairs if distinctive(w))
+        )
 
     # -- a fact tagged with a person (or with no one) --------------------------------------------------------
     def person(self, tagged: str | None, cited: list[int] | None, fact: str) -> Filed | Dropped:
@@ -141,7 +153,9 @@ class Ownership:
         if cited is not None and not valid:
             return Dropped("cites no line of this transcript")
         people = list(dict.fromkeys(s for i in valid if (s := self.speaker[i]) is not None))
-        authors = [p for p in people if any(self.speaker[i] == p and self.says(i, words) for i in valid)]
+        authors = [
+            p for p in people if any(self.speaker[i] == p and self.says(i, words) for i in valid)
+        ]
         if authors:  # the cited lines that say it decide
             if tagged is None and len(authors) > 1:
                 return Dropped("cites several people and names none")
@@ -151,7 +165,9 @@ class Ownership:
             return Filed(owner, tuple(i for i in valid if self.speaker[i] == owner))
         return self._unsaid(tagged, valid, people, words)
 
-    def _unsaid(self, tagged: str | None, valid: list[int], people: list[str], words: Words) -> Filed | Dropped:
+    def _unsaid(
+        self, tagged: str | None, valid: list[int], people: list[str], words: Words
+    ) -> Filed | Dropped:
         """No cited line says it (nothing cited, or a model citing a line beside the right one): the tag decides,
         unless the citation names only others' lines, or another person's line says it and none of theirs."""
         if tagged is None:
@@ -163,11 +179,17 @@ class Ownership:
         sayers = self.sayers(words)
         if sayers and tagged not in sayers:
             return Dropped("another person's line says it, not the tagged one's")
-        if not sayers and any(s is None and self.says(i, words) for i, s in enumerate(self.speaker)):
-            return Dropped("only the bot's words say it")  # what the bot said is not what the person said
+        if not sayers and any(
+            s is None and self.says(i, words) for i, s in enumerate(self.speaker)
+        ):
+            return Dropped(
+                "only the bot's words say it"
+            )  # what the bot said is not what the person said
         cited = tuple(i for i in valid if self.speaker[i] == tagged)
         # where their own lines say it, those words beat a citation beside them; else the citation stands
-        return Filed(tagged, self.closest(tagged, words) if tagged in sayers or not cited else cited)
+        return Filed(
+            tagged, self.closest(tagged, words) if tagged in sayers or not cited else cited
+        )
 
     # -- a fact tagged as the bot's own -----------------------------------------------------------------------
     def self_fact(self, cited: list[int] | None, fact: str) -> Filed | Dropped:
@@ -189,7 +211,9 @@ class Ownership:
         if len(owners) != 1:
             return Dropped("self fact: a person's words, not the bot's")
         (owner,) = owners
-        stating = tuple(i for i, s in enumerate(self.speaker) if s == owner and self.states(i, words))
+        stating = tuple(
+            i for i, s in enumerate(self.speaker) if s == owner and self.states(i, words)
+        )
         return Filed(owner, tuple(i for i in valid if i in stating) or stating, moved=True)
 
     def invented(self, fact: str) -> bool:
@@ -211,7 +235,11 @@ class Ownership:
         have = self._stated.get(i)
         if have is None:
             have = self._stated[i] = content_words(" ".join(_statements(self.lines[i].text)))
-        return bool(words.all) and words.rare <= have and len(words.all & have) >= math.ceil(STRONG_SHARE * len(words.all))
+        return (
+            bool(words.all)
+            and words.rare <= have
+            and len(words.all & have) >= math.ceil(STRONG_SHARE * len(words.all))
+        )
 
     def sayers(self, words: Words) -> set[str]:
         """The people one of whose lines says the fact."""
@@ -238,7 +266,11 @@ class Ownership:
             return None
         words = content_words(fact)
         for ask in self.asked:
-            if ask.speaker == filed.speaker and all(i <= ask.line for i in filed.lines) and self._covers(ask, filed, words):
+            if (
+                ask.speaker == filed.speaker
+                and all(i <= ask.line for i in filed.lines)
+                and self._covers(ask, filed, words)
+            ):
                 return ask
         return None
 
@@ -263,7 +295,9 @@ def distinctive(word: str) -> bool:
     if any(c.isdigit() for c in word):
         return True
     if word.endswith("n't"):
-        return False  # "don't", "isn't": kept as content words (they change a meaning), never telling
+        return (
+            False  # "don't", "isn't": kept as content words (they change a meaning), never telling
+        )
     vocabulary = _vocabulary()
     return vocabulary.get(word, vocabulary.get(word.removesuffix("'s"), COMMON_RANK)) >= COMMON_RANK
 

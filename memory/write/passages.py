@@ -28,8 +28,30 @@ SNIFF = 8_192
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".text"})
 SUFFIXES = TEXT_SUFFIXES | {".pdf"}
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-_NUMBERED = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+(?=\S)")  # "2.3 Results", "4. Methods", "IV. Costs"
-_SMALL_WORDS = frozenset({"a", "an", "and", "as", "at", "but", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "vs"})
+_NUMBERED = re.compile(
+    r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+(?=\S)"
+)  # "2.3 Results", "4. Methods", "IV. Costs"
+_SMALL_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "as",
+        "at",
+        "but",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "vs",
+    }
+)
 _ENDS_SENTENCE = tuple(".!?:;\"'”’)")
 HEADING_CHARS = 80
 HEADING_WORDS = 10
@@ -93,13 +115,22 @@ def pdf_headings(lines: list[str]) -> list[str]:
         after = lines[filled[at + 1]].strip() if at + 1 < len(filled) else ""
         text = " ".join(lines[i].split())
         out[i] = markdown_heading(text)
-        if not out[i] and _looks_like_heading(text) and (not before or before.endswith(_ENDS_SENTENCE)) and _is_body(after, text):
+        if (
+            not out[i]
+            and _looks_like_heading(text)
+            and (not before or before.endswith(_ENDS_SENTENCE))
+            and _is_body(after, text)
+        ):
             out[i] = text[:120]
     return out
 
 
 def _looks_like_heading(text: str) -> bool:
-    if not 3 <= len(text) <= HEADING_CHARS or len(text.split()) > HEADING_WORDS or text.endswith(_ENDS_SENTENCE + (",",)):
+    if (
+        not 3 <= len(text) <= HEADING_CHARS
+        or len(text.split()) > HEADING_WORDS
+        or text.endswith(_ENDS_SENTENCE + (",",))
+    ):
         return False
     words = _NUMBERED.sub("", text).split()
     letters = [c for c in "".join(words) if c.isalpha()]
@@ -107,7 +138,9 @@ def _looks_like_heading(text: str) -> bool:
         return False
     if all(c.isupper() for c in letters):
         return True
-    return words[0][0].isupper() and all(w[0].isupper() or w.lower() in _SMALL_WORDS or not w[0].isalpha() for w in words)
+    return words[0][0].isupper() and all(
+        w[0].isupper() or w.lower() in _SMALL_WORDS or not w[0].isalpha() for w in words
+    )
 
 
 def _is_body(after: str, heading: str) -> bool:
@@ -176,12 +209,16 @@ def _pdf_lines(path: Path) -> Iterator[_Line]:
                 pages = len(reader.pages)
             except BadFile:
                 raise
-            except Exception as exc:  # pypdf raises many kinds on a damaged file; each is one bad file
+            except (
+                Exception
+            ) as exc:  # pypdf raises many kinds on a damaged file; each is one bad file
                 raise BadFile(f"not a readable PDF ({_short(exc)})") from None
             for number in range(pages):
                 # NFKC: a PDF's ligatures ("ﬀ" in "Staﬀ") become plain letters, or the words cannot be searched
                 lines = unicodedata.normalize("NFKC", _page_text(reader, number)).splitlines()
-                for line_no, (line, heading) in enumerate(zip(lines, pdf_headings(lines), strict=True), 1):
+                for line_no, (line, heading) in enumerate(
+                    zip(lines, pdf_headings(lines), strict=True), 1
+                ):
                     yield _Line(number + 1, line_no, line, heading)
     except OSError as exc:
         raise BadFile(_os_reason(exc)) from None
@@ -219,7 +256,9 @@ class _Builder:
 
     def take(self) -> Passage | None:
         text = "\n".join(self.lines).strip()
-        passage = Passage(text, self.start, self.end, self.page, self.heading) if len(text) >= 3 else None
+        passage = (
+            Passage(text, self.start, self.end, self.page, self.heading) if len(text) >= 3 else None
+        )
         self.lines, self.size = [], 0
         return passage
 
@@ -232,7 +271,9 @@ def _chunk(lines: Iterator[_Line]) -> Iterator[Passage]:
         starts = bool(line.heading) or page != built.page
         if (starts and built.lines) or (not text.strip() and built.size >= PARAGRAPHS_FROM):
             yield from _taken(built)
-        if line.heading:  # the heading names the passages under it (their subject), it is not one of their lines
+        if (
+            line.heading
+        ):  # the heading names the passages under it (their subject), it is not one of their lines
             built.heading = line.heading
             continue
         if not text.strip():

@@ -37,9 +37,17 @@ class Edit:
     author_name: str = ""
 
 
-def message_deleted(engine: MemoryEngine, buffer: ExtractionBuffer, platform: str, channel_id: str, platform_ids: list[str]) -> Withdrawn:
+def message_deleted(
+    engine: MemoryEngine,
+    buffer: ExtractionBuffer,
+    platform: str,
+    channel_id: str,
+    platform_ids: list[str],
+) -> Withdrawn:
     """Messages deleted at the source (one, or a bulk delete); unknown ids (never stored) are ignored."""
-    rids = engine.messages.rids_by_platform_id(platform, str(channel_id), [str(i) for i in platform_ids])
+    rids = engine.messages.rids_by_platform_id(
+        platform, str(channel_id), [str(i) for i in platform_ids]
+    )
     if not rids:
         return Withdrawn()
     done = _withdraw(engine, [m.id for m in engine.messages.get_rids(rids)])
@@ -53,18 +61,31 @@ def message_deleted(engine: MemoryEngine, buffer: ExtractionBuffer, platform: st
 def message_edited(engine: MemoryEngine, buffer: ExtractionBuffer, edit: Edit) -> Withdrawn | None:
     """A message edited at the source; None when it was never stored. An edit that leaves nothing
     readable is a delete."""
-    rids = engine.messages.rids_by_platform_id(edit.platform, str(edit.channel_id), [edit.platform_message_id])
+    rids = engine.messages.rids_by_platform_id(
+        edit.platform, str(edit.channel_id), [edit.platform_message_id]
+    )
     if not rids:
         return None
     if not clean_text(edit.text):
-        return message_deleted(engine, buffer, edit.platform, edit.channel_id, [edit.platform_message_id])
+        return message_deleted(
+            engine, buffer, edit.platform, edit.channel_id, [edit.platform_message_id]
+        )
     old = engine.messages.get_rids(rids[:1])[0]
     if old.content == clean_text(edit.text):
-        return Withdrawn()  # an embed or pin update re-sends the same text: nothing was learned differently
+        return (
+            Withdrawn()
+        )  # an embed or pin update re-sends the same text: nothing was learned differently
     buffer.drop_messages([old.rid])
     stored = engine.messages.replace_content(old.rid, edit.text)
     done = _withdraw(engine, [old.id])
-    buffer.push(edit.channel_key, edit.ctx, stored.content, author_name=edit.author_name, message_id=old.id, said_at=old.created_at)
+    buffer.push(
+        edit.channel_key,
+        edit.ctx,
+        stored.content,
+        author_name=edit.author_name,
+        message_id=old.id,
+        said_at=old.created_at,
+    )
     _scrub_chat(engine, edit.platform, edit.channel_id)
     return done
 
@@ -81,7 +102,11 @@ def _withdraw(engine: MemoryEngine, message_ids: list[str]) -> Withdrawn:
             kept.append(memory.id)
         else:
             orphans.append(memory)
-    withdrawn = engine.memories.delete_rids(engine.memory_rows.lineage([m.rid for m in orphans])) if orphans else []
+    withdrawn = (
+        engine.memories.delete_rids(engine.memory_rows.lineage([m.rid for m in orphans]))
+        if orphans
+        else []
+    )
     return Withdrawn(memories=tuple(withdrawn), kept=tuple(kept))
 
 

@@ -24,7 +24,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import EmbeddingError, InvalidInput, NotFound, NotYours
-from ..models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Provenance, Scope, Visibility, normalise_tags
+from ..models import (
+    EntityRef,
+    FactKind,
+    Memory,
+    MemoryType,
+    NewMemory,
+    Provenance,
+    Scope,
+    Visibility,
+    normalise_tags,
+)
 from ..safety import check_memory, contains_secret, looks_like_injection, normalise_text
 from ..scopes import RecallContext, may_change, memory_partition
 from ..storage.embeddings import EmbeddingService, ModelMismatch, content_hash
@@ -100,7 +110,11 @@ class MemoryStore:
             return WriteResult("duplicate", self._said_again(exact, new.provenance))
         vector = self._vector(new.content)
         neighbours = self._neighbours(vector, key)
-        if neighbours and neighbours[0][1] >= DEDUP_THRESHOLD and _same_words(neighbours[0][0].content, new.content):
+        if (
+            neighbours
+            and neighbours[0][1] >= DEDUP_THRESHOLD
+            and _same_words(neighbours[0][0].content, new.content)
+        ):
             return WriteResult("duplicate", self._said_again(neighbours[0][0], new.provenance))
         updates, related, contradicted = _classify(new, neighbours, contradicts)
         with self.rows.db.transaction():
@@ -129,7 +143,9 @@ class MemoryStore:
         new = tuple(s for s in said.sources if s not in known.provenance.sources)
         if not new:
             return known
-        self.rows.set_provenance(known.rid, replace(known.provenance, sources=known.provenance.sources + new))
+        self.rows.set_provenance(
+            known.rid, replace(known.provenance, sources=known.provenance.sources + new)
+        )
         return self.rows.get(known.id)
 
     def _insert(self, new: NewMemory, key: str) -> tuple[int, str]:
@@ -152,7 +168,9 @@ class MemoryStore:
         if vector is None:
             return []
         hits = self.rows.corpus.vectors.search(vector, (key,), 8)
-        rows = self.rows.corpus.fetch([rid for rid, _ in hits], (key,), self.rows.corpus.live(self.rows.clock.now()))
+        rows = self.rows.corpus.fetch(
+            [rid for rid, _ in hits], (key,), self.rows.corpus.live(self.rows.clock.now())
+        )
         return [(Memory.from_row(rows[rid]), sim) for rid, sim in hits if rid in rows]
 
     def to_judge(self, new: NewMemory) -> list[Memory]:
@@ -162,7 +180,8 @@ class MemoryStore:
         return [
             old
             for old, sim in neighbours
-            if RELATED_THRESHOLD < sim <= UPDATE_THRESHOLD and _subject_key(old.subject) == _subject_key(new.subject)
+            if RELATED_THRESHOLD < sim <= UPDATE_THRESHOLD
+            and _subject_key(old.subject) == _subject_key(new.subject)
         ]
 
     def insert_batch(self, items: list[tuple[NewMemory, np.ndarray | None]]) -> list[str]:
@@ -213,11 +232,17 @@ class MemoryStore:
         """Mark ``old_ids`` as replaced by ``new_id`` (linked ``updates``, kept for history, no longer recalled):
         for a writer that knows what replaced what, such as a re-ingested file whose passage changed."""
         new = self.rows.get(new_id)
-        old = [m for m in (self.rows.get(i) for i in dict.fromkeys(old_ids)) if m.id != new_id and m.superseded_by is None]
+        old = [
+            m
+            for m in (self.rows.get(i) for i in dict.fromkeys(old_ids))
+            if m.id != new_id and m.superseded_by is None
+        ]
         with self.rows.db.transaction():
             self.rows.link(new.rid, old, [], [])
         if self.journal is not None and old:
-            self.journal.touched({m.partition_key for m in old})  # no new line; the snapshot drops the replaced ones
+            self.journal.touched(
+                {m.partition_key for m in old}
+            )  # no new line; the snapshot drops the replaced ones
 
     def update(
         self,
@@ -240,7 +265,9 @@ class MemoryStore:
         if subject is None and content is not None and old.subject == old.content[:60]:
             subject = ""  # a subject made from the old words (none was given) is made again from the new ones
         subject, text = check_memory(
-            subject if subject is not None else old.subject, content if content is not None else old.content, new_kind
+            subject if subject is not None else old.subject,
+            content if content is not None else old.content,
+            new_kind,
         )
         changed = replace(
             old,
@@ -293,7 +320,9 @@ class MemoryStore:
             for row in removed:
                 self.embeddings.forget_hash(row.content_hash)
         self.rows.corpus.vectors.mirror_remove(rids)
-        if self.journal is not None:  # derived files (memory.upkeep.registry.FILE_REGISTRY) lose the lines at once
+        if (
+            self.journal is not None
+        ):  # derived files (memory.upkeep.registry.FILE_REGISTRY) lose the lines at once
             self.journal.removed([(r.id, r.partition_key, r.created_at) for r in removed])
         return [r.id for r in removed]
 
@@ -303,7 +332,9 @@ class MemoryStore:
         for part in self.rows.personal_partitions(source):
             new = memory_partition(part.scope, target, part.visibility, part.guild_id)
             self.rows.corpus.move_partition(part.partition_key, new, scope_id=target)
-            if self.journal is not None:  # both scopes' snapshots change (the lines stay where they were written)
+            if (
+                self.journal is not None
+            ):  # both scopes' snapshots change (the lines stay where they were written)
                 self.journal.touched([part.partition_key, new])
 
     # -- reads that apply a write rule -----------------------------------------------------------------
@@ -327,7 +358,12 @@ class MemoryStore:
 
     def stats(self) -> StoreStats:
         """Rows, active rows, and the embedding space (the CLI's ``stats``)."""
-        return StoreStats(self.rows.count(), self.rows.count_active(), self.embeddings.fingerprint, self.embeddings.stored_dim())
+        return StoreStats(
+            self.rows.count(),
+            self.rows.count_active(),
+            self.embeddings.fingerprint,
+            self.embeddings.stored_dim(),
+        )
 
 
 def _prepared(new: NewMemory) -> NewMemory:
@@ -361,7 +397,9 @@ def clean_entities(entities: tuple[EntityRef, ...]) -> tuple[EntityRef, ...]:
         if not name or _unsafe(name):
             continue
         relations = tuple(
-            (normalise_text(r)[:60], normalise_text(t)[:120]) for r, t in ref.relations if normalise_text(t) and not _unsafe(f"{r} {t}")
+            (normalise_text(r)[:60], normalise_text(t)[:120])
+            for r, t in ref.relations
+            if normalise_text(t) and not _unsafe(f"{r} {t}")
         )
         out.append(EntityRef(name, ref.type, relations))
     return tuple(out)
@@ -387,7 +425,11 @@ def _importance(value: float) -> float:
 
 
 def _visibility(new: NewMemory) -> Visibility:
-    return Visibility.PRIVATE if new.scope.value == "owner" else (Visibility.PUBLIC if new.scope.value == "guild" else new.visibility)
+    return (
+        Visibility.PRIVATE
+        if new.scope.value == "owner"
+        else (Visibility.PUBLIC if new.scope.value == "guild" else new.visibility)
+    )
 
 
 def _classify(

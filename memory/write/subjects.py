@@ -37,7 +37,9 @@ class Place:
 
     pointed: dict[str, frozenset[str]]  # accounts the speaker @mentioned or replied to
     present: dict[str, frozenset[str]]  # participants who spoke there (the speaker among them)
-    by_name: dict[str, frozenset[str]]  # a folded name -> the participants using it (``present`` turned round)
+    by_name: dict[
+        str, frozenset[str]
+    ]  # a folded name -> the participants using it (``present`` turned round)
 
     @classmethod
     def of(cls, pointed: dict[str, frozenset[str]], present: dict[str, frozenset[str]]) -> Place:
@@ -82,7 +84,11 @@ def _bound(engine: MemoryEngine, new: NewMemory, places: dict[str, Place]) -> Ne
     guild = new.guild_id or new.provenance.guild_id or ""
     if guild not in places:
         places[guild] = Place.of({}, participants(engine, guild) if guild else {})
-    return replace(new, written_by=None, subject_person_id=subject_of(new, said, place_of(engine, new, said, places[guild])))
+    return replace(
+        new,
+        written_by=None,
+        subject_person_id=subject_of(new, said, place_of(engine, new, said, places[guild])),
+    )
 
 
 def participants(engine: MemoryEngine, guild: str) -> dict[str, frozenset[str]]:
@@ -124,9 +130,15 @@ def subject_of(new: NewMemory, said: WrittenBy, place: Place) -> str | None:
 def _named(new: NewMemory, place: Place) -> set[str]:
     """The names (folded) the fact uses for people: person entities, a subject that is someone's name here,
     and pointed-at accounts' names written in its words."""
-    found = {_key(e.name) for e in new.entities if e.type == "person" and len(e.name.strip()) >= MIN_NAME_CHARS}
+    found = {
+        _key(e.name)
+        for e in new.entities
+        if e.type == "person" and len(e.name.strip()) >= MIN_NAME_CHARS
+    }
     subject = _key(new.subject)
-    if subject in place.by_name or any(subject in {_key(n) for n in names} for names in place.pointed.values()):
+    if subject in place.by_name or any(
+        subject in {_key(n) for n in names} for names in place.pointed.values()
+    ):
         found.add(subject)
     words = f"{new.subject} {new.content}"
     for names in place.pointed.values():

@@ -97,7 +97,9 @@ class Tombstones:
         """``own_names``: a person's own display names (``People.own_names``): every fact about them says them, so
         they tell nothing apart."""
         self.db, self.clock, self.embeddings, self.own_names = db, clock, embeddings, own_names
-        self._ephemeral = key is None  # a scratch engine (an eval, a test): said once, when something is buried
+        self._ephemeral = (
+            key is None
+        )  # a scratch engine (an eval, a test): said once, when something is buried
         self._key = key or secrets.token_bytes(32)
         self._tracer = Tracer(self._key)
         self._legacy: bytes | None = None  # the old in-store key, once read (``_legacy_key``)
@@ -111,10 +113,23 @@ class Tombstones:
         for fact, trace in zip(kept, traces, strict=True):
             content_mac, fact_mac = self._macs(fact, self._key)[:2]
             marks, signature = trace.encode()
-            rows.append((fact.scope, fact.scope_id, fact.guild_id, content_mac, fact_mac, marks, signature, self.clock.now()))
+            rows.append(
+                (
+                    fact.scope,
+                    fact.scope_id,
+                    fact.guild_id,
+                    content_mac,
+                    fact_mac,
+                    marks,
+                    signature,
+                    self.clock.now(),
+                )
+            )
         if rows and self._ephemeral:
             self._ephemeral = False
-            log.warning("no tombstone key was given: what is forgotten now is kept out only until this process ends")
+            log.warning(
+                "no tombstone key was given: what is forgotten now is kept out only until this process ends"
+            )
         self.db.con.executemany(
             "INSERT INTO tombstones (scope, scope_id, guild_id, content_mac, fact_mac, marks, signature, keyed, buried_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
@@ -122,7 +137,9 @@ class Tombstones:
         )
         return len(rows)
 
-    def matching(self, fact: Fact, trace: Trace | None = None, *, exact: bool = False) -> list[Tombstone]:
+    def matching(
+        self, fact: Fact, trace: Trace | None = None, *, exact: bool = False
+    ) -> list[Tombstone]:
         """The same person's tombstones this fact matches (by its wording, its content less one word, or its trace;
         ``exact``: by its wording only)."""
         buried = self._buried(fact)
@@ -135,7 +152,11 @@ class Tombstones:
             if keyed not in macs:
                 legacy = self._legacy_key()
                 macs[keyed] = set(self._macs(fact, legacy, widened=True)) if legacy else set()
-            stone = Tombstone(int(row["id"]), float(row["buried_at"]), Trace.decode(row["marks"], row["signature"]) if keyed else None)
+            stone = Tombstone(
+                int(row["id"]),
+                float(row["buried_at"]),
+                Trace.decode(row["marks"], row["signature"]) if keyed else None,
+            )
             if {row["content_mac"], row["fact_mac"]} & macs[keyed]:
                 found.append(stone)
             elif stone.trace is not None and not exact:
@@ -170,7 +191,11 @@ class Tombstones:
         vectors = self._vectors([f.content for f in facts])
         return [
             self._tracer.trace(
-                f"{f.scope}|{f.scope_id}", f.content, None if vectors is None else vectors[i], self.own_names(f.scope_id), synonyms=synonyms
+                f"{f.scope}|{f.scope_id}",
+                f.content,
+                None if vectors is None else vectors[i],
+                self.own_names(f.scope_id),
+                synonyms=synonyms,
             )
             for i, f in enumerate(facts)
         ]
@@ -178,7 +203,9 @@ class Tombstones:
     def _vectors(self, texts: list[str]) -> np.ndarray | None:
         if not texts or self.embeddings is None or not self.embeddings.available:
             return None
-        return self.embeddings.embed_queries(texts)  # a query vector: not written to the embedding cache
+        return self.embeddings.embed_queries(
+            texts
+        )  # a query vector: not written to the embedding cache
 
     def _buried(self, fact: Fact) -> list[dict]:
         if not self.any():
@@ -198,7 +225,10 @@ class Tombstones:
         if widened and len(words) > WIDEN_FROM:
             forms += [" ".join(words[:i] + words[i + 1 :]) for i in range(len(words))]
         owner = f"{fact.scope}|{fact.scope_id}\x00"
-        return tuple(hmac.new(key, (owner + form).encode("utf-8", "replace"), hashlib.sha256).hexdigest() for form in forms)
+        return tuple(
+            hmac.new(key, (owner + form).encode("utf-8", "replace"), hashlib.sha256).hexdigest()
+            for form in forms
+        )
 
     def _legacy_key(self) -> bytes | None:
         """The key a store before issue 31 kept in its settings, unwrapped with the outside key (see the docstring)."""
@@ -239,10 +269,14 @@ def unforgotten(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMe
         if not found:
             kept.append(new)
         elif said_after(engine, new, found):
-            tombstones.lift_ids([t.id for t in found])  # said again by the person, in whatever words
+            tombstones.lift_ids(
+                [t.id for t in found]
+            )  # said again by the person, in whatever words
             kept.append(new)
         else:
-            log.info("a candidate fact matched a tombstone: it was forgotten and is not learned again")
+            log.info(
+                "a candidate fact matched a tombstone: it was forgotten and is not learned again"
+            )
     return kept
 
 
@@ -258,7 +292,12 @@ def said_after(engine: MemoryEngine, new: NewMemory, found: list[Tombstone]) -> 
     buried_at = max(t.buried_at for t in found)
     if len(said) != len(sources) or not all(m.created_at > buried_at for m in said):
         return False
-    own = [m for m in said if m.role == "user" and (str(new.scope) not in ("user", "owner") or m.author_id == new.scope_id)]
+    own = [
+        m
+        for m in said
+        if m.role == "user"
+        and (str(new.scope) not in ("user", "owner") or m.author_id == new.scope_id)
+    ]
     tombstones = engine.memories.tombstones
     return any(_states(tombstones, new, m.content, found) for m in own)
 
@@ -284,7 +323,9 @@ def learnable(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMemo
     while the model writes, between a job's gather and its apply. A candidate whose source messages are not all
     still stored (forgotten, deleted at the source, or expired) is dropped, and so is one a tombstone laid
     meanwhile holds back. A candidate with no source messages (a file, a merge) is judged by tombstones alone."""
-    return unforgotten(engine, [new for new in candidates if sources_stored(engine, new.provenance.sources)])
+    return unforgotten(
+        engine, [new for new in candidates if sources_stored(engine, new.provenance.sources)]
+    )
 
 
 def sources_stored(engine: MemoryEngine, sources: Iterable[str]) -> bool:

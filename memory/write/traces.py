@@ -52,8 +52,14 @@ from .wording import STOPS
 
 WORD_BITS, NAME_BITS = 12, 16  # a word's mark is one of 4,096 values, a name's one of 65,536
 SIGNATURE_BITS = 32
-FORM_LETTERS, COMPOUND, LONG_FORM_LETTERS = 5, 8, 7  # a longer word keeps 7: "sleepwalk" is not "sleep"
-SYNONYM = 0.65  # how alike (the thesaurus's likeness) a word must be to stand for a tombstone's word
+FORM_LETTERS, COMPOUND, LONG_FORM_LETTERS = (
+    5,
+    8,
+    7,
+)  # a longer word keeps 7: "sleepwalk" is not "sleep"
+SYNONYM = (
+    0.65  # how alike (the thesaurus's likeness) a word must be to stand for a tombstone's word
+)
 NAME = 8  # the weight of a name or a code: one shared is enough
 WORDS_ALONE = 0.6  # the shared marks weigh this share of the trace's: the same fact, however worded
 WORDS_WITH_MEANING, MEANING_WITH_WORDS = 0.4, 0.95  # some of its words, and a close meaning
@@ -66,7 +72,9 @@ _FOREIGN_STOP_WORDS = (
 )
 FOREIGN_STOPS = frozenset(_FOREIGN_STOP_WORDS.split())
 _WORD = re.compile(r"\w+")
-_FOLDS = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l", "đ": "d", "ð": "d", "þ": "th"})
+_FOLDS = str.maketrans(
+    {"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l", "đ": "d", "ð": "d", "þ": "th"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +93,8 @@ class Trace:
     def encode(self) -> tuple[str, str]:
         """(marks, signature) as the tombstone's columns store them: "mark:weight[:synonym,synonym]" each."""
         marks = " ".join(
-            f"{mark:05x}:{w}" + (":" + ",".join(f"{a:04x}" for a in self.alike[mark]) if self.alike.get(mark) else "")
+            f"{mark:05x}:{w}"
+            + (":" + ",".join(f"{a:04x}" for a in self.alike[mark]) if self.alike.get(mark) else "")
             for mark, w in sorted(self.marks.items())
         )
         return marks, "" if self.signature is None else f"{self.signature:08x}"
@@ -94,12 +103,18 @@ class Trace:
     def decode(cls, marks: str, signature: str) -> Trace:
         parts = [item.split(":") for item in marks.split()]
         own = {int(p[0], 16): int(p[1]) for p in parts}
-        alike = {int(p[0], 16): tuple(int(a, 16) for a in p[2].split(",")) for p in parts if len(p) > 2}
+        alike = {
+            int(p[0], 16): tuple(int(a, 16) for a in p[2].split(",")) for p in parts if len(p) > 2
+        }
         return cls(own, int(signature, 16) if signature else None, alike)
 
     def matches(self, candidate: Trace) -> bool:
         """Whether ``candidate`` says this trace's fact again (see the module docstring)."""
-        found = {mark for mark in self.marks if mark in candidate.marks or set(self.alike.get(mark, ())) & candidate.marks.keys()}
+        found = {
+            mark
+            for mark in self.marks
+            if mark in candidate.marks or set(self.alike.get(mark, ())) & candidate.marks.keys()
+        }
         if any(self.marks[mark] == NAME for mark in found):
             return True  # its name or code: "Quintrell" in any language, any word order
         common = [self.marks[mark] for mark in found]
@@ -107,7 +122,9 @@ class Trace:
         if max(common, default=0) <= 1:
             # common words only: the same words and no other ("Alice likes green tea" is not "Alice likes tea")
             mine = self.marks.keys() | {a for alike in self.alike.values() for a in alike}
-            words = {mark for mark in candidate.marks if mark < 1 << NAME_BITS}  # its words' marks (not as names)
+            words = {
+                mark for mark in candidate.marks if mark < 1 << NAME_BITS
+            }  # its words' marks (not as names)
             return shared >= WORDS_ALONE and words <= mine
         if shared >= WORDS_ALONE:
             return True  # most of its words, one of them telling
@@ -128,7 +145,15 @@ class Tracer:
         self.key = key
         self._planes: np.ndarray | None = None
 
-    def trace(self, owner: str, text: str, vector: np.ndarray | None, names: Iterable[str] = (), *, synonyms: bool = False) -> Trace:
+    def trace(
+        self,
+        owner: str,
+        text: str,
+        vector: np.ndarray | None,
+        names: Iterable[str] = (),
+        *,
+        synonyms: bool = False,
+    ) -> Trace:
         """The trace of ``text`` about ``owner`` ("scope|scope_id"); ``names``: the owner's own names (weigh 0);
         ``synonyms``: each word's close synonyms marked too (a tombstone's trace: "afraid" also as "scared")."""
         own = {form(w) for name in names for w in _WORD.findall(fold(name))}
@@ -140,11 +165,21 @@ class Tracer:
             shape = form(word)
             if not weight or shape in own:
                 continue
-            for mark in [self._mark(owner, shape, weight == NAME)] if synonyms else [self._mark(owner, shape, n) for n in (False, True)]:
-                marks[mark] = max(marks.get(mark, 0), weight)  # a candidate's word may be a tombstone's name: both kinds
+            for mark in (
+                [self._mark(owner, shape, weight == NAME)]
+                if synonyms
+                else [self._mark(owner, shape, n) for n in (False, True)]
+            ):
+                marks[mark] = max(
+                    marks.get(mark, 0), weight
+                )  # a candidate's word may be a tombstone's name: both kinds
             if synonyms and weight != NAME:
                 alike[mark] = tuple(self._mark(owner, form(w)) for w in synonyms_of(word))
-        return Trace(marks, None if vector is None else self.signature(vector), {m: a for m, a in alike.items() if a})
+        return Trace(
+            marks,
+            None if vector is None else self.signature(vector),
+            {m: a for m, a in alike.items() if a},
+        )
 
     def signature(self, vector: np.ndarray) -> int:
         planes = self._hyperplanes(len(vector))
@@ -153,13 +188,18 @@ class Tracer:
 
     def _mark(self, owner: str, shape: str, name: bool = False) -> int:
         """A word's mark: WORD_BITS of its keyed hash, or NAME_BITS for a name (told apart by the bit above)."""
-        digest = int.from_bytes(hmac.new(self.key, f"mark\x00{owner}\x00{shape}".encode(), hashlib.sha256).digest()[:4], "big")
+        digest = int.from_bytes(
+            hmac.new(self.key, f"mark\x00{owner}\x00{shape}".encode(), hashlib.sha256).digest()[:4],
+            "big",
+        )
         return (1 << NAME_BITS) | digest % (1 << NAME_BITS) if name else digest % (1 << WORD_BITS)
 
     def _hyperplanes(self, dim: int) -> np.ndarray:
         """SIGNATURE_BITS random directions drawn from the key (so only the key's holder can compute a signature)."""
         if self._planes is None or self._planes.shape[1] != dim:
-            seed = int.from_bytes(hmac.new(self.key, b"signature planes", hashlib.sha256).digest(), "big")
+            seed = int.from_bytes(
+                hmac.new(self.key, b"signature planes", hashlib.sha256).digest(), "big"
+            )
             self._planes = np.random.default_rng(seed).standard_normal((SIGNATURE_BITS, dim))
         return self._planes
 
@@ -198,7 +238,9 @@ def is_name(written: str, word: str) -> bool:
     """A name (capitalised, and not a word of English: "Quintrell", "Reykjavik") or a code ("4471", "x4471q")."""
     if any(c.isdigit() for c in word):
         return word_weight(word) >= 4
-    return written[:1].isupper() and len(word) >= 3 and _vocabulary().get(word, RARE_RANK) >= RARE_RANK
+    return (
+        written[:1].isupper() and len(word) >= 3 and _vocabulary().get(word, RARE_RANK) >= RARE_RANK
+    )
 
 
 def word_weight(word: str) -> int:

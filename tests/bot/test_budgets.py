@@ -40,7 +40,9 @@ REPLY = "sure thing, happy to help"
 
 
 @asynccontextmanager
-async def bot(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Runtime, FakeOpenAI, FakeDiscord]]:
+async def bot(
+    tmp_path: Path, **overrides: Any
+) -> AsyncIterator[tuple[Runtime, FakeOpenAI, FakeDiscord]]:
     """The bot on Discord as ``companion run`` wires it (``front_door_of``), in a server whose channel it reads."""
     async with FakeOpenAI() as llm, FakeDiscord() as dc:
         dc.add_guild(GUILD, "Guild", channels=[(CHANNEL, "general")])
@@ -56,13 +58,23 @@ async def bot(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Runtime, 
             discord_channels=[str(CHANNEL)],
             **overrides,
         )
-        runtime = build_runtime(settings, clock=FakeClock(START), embedder=HashEmbedder(), backoff_s=0.0)
+        runtime = build_runtime(
+            settings, clock=FakeClock(START), embedder=HashEmbedder(), backoff_s=0.0
+        )
         await runtime.start(background_loop=False)
         # every message here reaches the model (ORCH-10's all mode, what a listed channel did before manners): the
         # budget, not the manners' decision, is what holds the chatter back in these tests
-        await runtime.runner.run(runtime.engine.place_modes.set, f"discord:{CHANNEL}", Mode.ALL, PLACE)
+        await runtime.runner.run(
+            runtime.engine.place_modes.set, f"discord:{CHANNEL}", Mode.ALL, PLACE
+        )
         door = front_door_of(settings, runtime)
-        adapter = DiscordAdapter(door, "discord-token", channels=settings.discord_channels, guild_ready_timeout=0.05, ready_timeout=30)
+        adapter = DiscordAdapter(
+            door,
+            "discord-token",
+            channels=settings.discord_channels,
+            guild_ready_timeout=0.05,
+            ready_timeout=30,
+        )
         await adapter.start()
         llm.default = lambda body: REPLY
         try:
@@ -79,11 +91,21 @@ def held(runtime: Runtime) -> int:
     return sum(runtime.metrics.budget_held.values())
 
 
-async def say(runtime: Runtime, dc: FakeDiscord, user: int, text: str, *, to_bot: bool = True, dm: int | None = None) -> None:
+async def say(
+    runtime: Runtime,
+    dc: FakeDiscord,
+    user: int,
+    text: str,
+    *,
+    to_bot: bool = True,
+    dm: int | None = None,
+) -> None:
     """One message, waited for until the bot answered it or a budget held it back (stored, nothing asked)."""
     sent, before = answers(dc), held(runtime)
     where = dict(channel_id=dm) if dm else dict(channel_id=CHANNEL, guild_id=GUILD)
-    await dc.dispatch_message(**where, author_id=user, content=text, mentions_bot=to_bot, username=f"user{user}")
+    await dc.dispatch_message(
+        **where, author_id=user, content=text, mentions_bot=to_bot, username=f"user{user}"
+    )
     await until(lambda: answers(dc) > sent or held(runtime) > before)
 
 
@@ -111,7 +133,12 @@ async def the_bill(runtime: Runtime, llm: FakeOpenAI) -> Spend:
     its stream's last chunk, the usage, is read)."""
     assert runtime.metrics is not None
     tokens = runtime.metrics.tokens
-    await until(lambda: sum(n for (_, _, part), n in tokens.items() if part == "prompt") == sum(u["prompt_tokens"] for u in llm.usage_sent))
+    await until(
+        lambda: (
+            sum(n for (_, _, part), n in tokens.items() if part == "prompt")
+            == sum(u["prompt_tokens"] for u in llm.usage_sent)
+        )
+    )
     return Spend(
         calls=len(llm.usage_sent),
         prompt_tokens=sum(u["prompt_tokens"] for u in llm.usage_sent),
@@ -120,30 +147,46 @@ async def the_bill(runtime: Runtime, llm: FakeOpenAI) -> Spend:
     )
 
 
-async def test_a_flood_from_one_person_walks_down_the_levels_in_order_and_another_person_is_still_answered(tmp_path):
+async def test_a_flood_from_one_person_walks_down_the_levels_in_order_and_another_person_is_still_answered(
+    tmp_path,
+):
     # about 1,000 tokens a call with this prompt, two calls a round: full to 8,400 tokens, short to 11,200, then no
     # chime-ins, then spent at 14,000
     async with bot(tmp_path, budget_person_tokens=14_000) as (runtime, llm, dc):
-        await say(runtime, dc, BOB, "morning all", to_bot=False)  # Bob is present: Alice's chatter may be a chime-in
+        await say(
+            runtime, dc, BOB, "morning all", to_bot=False
+        )  # Bob is present: Alice's chatter may be a chime-in
         seen: list[Level] = []
         for n in range(14):
             now, calls = await level(runtime, ALICE), len(llm.chat_requests)
             await say(runtime, dc, ALICE, f"question {n} about my tomatoes")
             asked = llm.chat_requests[calls:]
             then, calls = await level(runtime, ALICE), len(llm.chat_requests)
-            await say(runtime, dc, ALICE, f"the tomatoes are {n} cm tall now", to_bot=False)  # chatter, not to the bot
+            await say(
+                runtime, dc, ALICE, f"the tomatoes are {n} cm tall now", to_bot=False
+            )  # chatter, not to the bot
             chimed = len(llm.chat_requests) - calls
             seen += [now, then]
             assert chimed == (1 if then < Level.QUIET else 0), (n, then)
             if now is Level.SPENT:
                 assert not asked
                 continue
-            history = len(asked[0]["messages"]) - 2  # without the system prompt and the user's message
-            assert (history <= SHORT_HISTORY_TURNS) == (now >= Level.SHORT) or n < 2, (n, now, history)
-        assert seen == sorted(seen) and set(seen) == set(Level), seen  # every step, in order, none skipped back
+            history = (
+                len(asked[0]["messages"]) - 2
+            )  # without the system prompt and the user's message
+            assert (history <= SHORT_HISTORY_TURNS) == (now >= Level.SHORT) or n < 2, (
+                n,
+                now,
+                history,
+            )
+        assert seen == sorted(seen) and set(seen) == set(Level), (
+            seen
+        )  # every step, in order, none skipped back
         await until(lambda: PERSON_SPENT in [m["content"] for m in dc.sent])
         calls = len(llm.chat_requests)
-        await say(runtime, dc, BOB, "what should I plant in spring?")  # the same server, another person: answered in full
+        await say(
+            runtime, dc, BOB, "what should I plant in spring?"
+        )  # the same server, another person: answered in full
         assert len(llm.chat_requests) == calls + 1 and dc.sent[-1]["content"] == REPLY
         said = [m["content"] for m in dc.sent]
         bill = await the_bill(runtime, llm)
@@ -156,10 +199,15 @@ async def test_a_flood_from_one_person_walks_down_the_levels_in_order_and_anothe
     assert total == bill  # the ledger's totals are the server's own figures
     assert stored == 28  # every message of the flood kept (held back is not lost)
     assert 'companion_tokens_total{kind="reply",model="gpt-4o-mini",part="prompt"}' in metrics
-    assert 'companion_budget_held_total{level="spent"}' in metrics and 'companion_budget_held_total{level="quiet"}' in metrics
+    assert (
+        'companion_budget_held_total{level="spent"}' in metrics
+        and 'companion_budget_held_total{level="quiet"}' in metrics
+    )
 
 
-async def test_a_long_day_in_one_server_stops_everyone_there_once_each_and_a_new_day_starts_afresh(tmp_path):
+async def test_a_long_day_in_one_server_stops_everyone_there_once_each_and_a_new_day_starts_afresh(
+    tmp_path,
+):
     async with bot(tmp_path, budget_server_tokens=6_000) as (runtime, llm, dc):
         people = (ALICE, BOB, CAROL)
         for n in range(4):
@@ -171,7 +219,9 @@ async def test_a_long_day_in_one_server_stops_everyone_there_once_each_and_a_new
             await say(runtime, dc, user, "hello?")
         await until(lambda: sum(m["content"] == PLACE_SPENT for m in dc.sent) == 3)
         assert len(llm.chat_requests) == calls  # nothing more asked of the model in the server
-        await say(runtime, dc, CAROL, "are you there?", dm=9100)  # her DM is not the server's budget
+        await say(
+            runtime, dc, CAROL, "are you there?", dm=9100
+        )  # her DM is not the server's budget
         assert [m["content"] for m in dc.sent if m["channel_id"] == 9100] == [REPLY]
         spent = await runtime.runner.run(runtime.engine.ledger.place_spent, "2026-11-27", PLACE)
         assert spent.tokens >= 6_000 and await level(runtime, ALICE) is Level.SPENT
@@ -193,23 +243,38 @@ async def test_a_telegram_dm_flood_gets_the_polite_line_once_and_is_stored_whole
             db_path=tmp_path / "bot.db", llm_base_url=llm.base_url, llm_api_key="test-key", embeddings="none", scheduler_enabled=False,
             llm_timeout_s=60.0, rate_limit_messages=0, budget_person_tokens=3_000,
         )  # fmt: skip
-        runtime = build_runtime(settings, clock=FakeClock(START), embedder=HashEmbedder(), backoff_s=0.0)
+        runtime = build_runtime(
+            settings, clock=FakeClock(START), embedder=HashEmbedder(), backoff_s=0.0
+        )
         await runtime.start(background_loop=False)
-        adapter = TelegramAdapter(front_door_of(settings, runtime), "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
+        adapter = TelegramAdapter(
+            front_door_of(settings, runtime),
+            "123:abc",
+            base_url=f"{tg.url}/bot",
+            base_file_url=f"{tg.url}/file/bot",
+        )
         await adapter.start()
         llm.default = lambda body: REPLY
         try:
             for n in range(12):
                 tg.push_message(55, 55, f"message {n} of my flood")
-                await until(lambda n=n: [m["text"] for m in tg.sent].count(REPLY) + held(runtime) > n)  # answered or held
+                await until(
+                    lambda n=n: [m["text"] for m in tg.sent].count(REPLY) + held(runtime) > n
+                )  # answered or held
             await until(lambda: PERSON_SPENT in [m["text"] for m in tg.sent])
             bill = await the_bill(runtime, llm)
-            total = await runtime.runner.run(runtime.engine.ledger.totals, "2026-11-27", "2026-11-27")
-            stored = await runtime.runner.run(runtime.engine.db.scalar, "SELECT COUNT(*) FROM messages WHERE role = 'user'")
+            total = await runtime.runner.run(
+                runtime.engine.ledger.totals, "2026-11-27", "2026-11-27"
+            )
+            stored = await runtime.runner.run(
+                runtime.engine.db.scalar, "SELECT COUNT(*) FROM messages WHERE role = 'user'"
+            )
         finally:
             llm.default = lambda body: "[]"
             await adapter.stop()
             await runtime.stop()
     said = [m["text"] for m in tg.sent]
-    assert said.count(PERSON_SPENT) == 1 and said.index(PERSON_SPENT) == len(said) - 1  # once, after the last reply
+    assert (
+        said.count(PERSON_SPENT) == 1 and said.index(PERSON_SPENT) == len(said) - 1
+    )  # once, after the last reply
     assert 2 <= said.count(REPLY) < 12 and total == bill and stored == 12

@@ -41,7 +41,9 @@ class Outbox:
 def box(rt) -> Outbox:
     outbox = Outbox()
     rt.checkins.deliveries["telegram"] = outbox
-    rt.engine.clock.t = at("2026-05-04 12:00")  # a Monday noon, UTC: outside the default quiet hours
+    rt.engine.clock.t = at(
+        "2026-05-04 12:00"
+    )  # a Monday noon, UTC: outside the default quiet hours
     return outbox
 
 
@@ -68,7 +70,9 @@ def dated(rt, content: str, day: str, kind: FactKind = FactKind.EVENT, person: s
 
 
 def rows(rt) -> list[dict]:
-    return rt.engine.db.rows("SELECT person_id, memory_id, state, attempts FROM checkins ORDER BY id")
+    return rt.engine.db.rows(
+        "SELECT person_id, memory_id, state, attempts FROM checkins ORDER BY id"
+    )
 
 
 # -- opt-in, DMs only ------------------------------------------------------------------------------------
@@ -76,11 +80,19 @@ async def test_a_person_who_never_turned_checkins_on_is_never_messaged_first(rt,
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     rt.engine.clock.t = at("2026-05-07 10:00")
     report = await rt.checkins.run()
-    assert (report.planned, report.sent, box.sent, srv.chat_requests, rows(rt)) == (0, 0, [], [], [])
+    assert (report.planned, report.sent, box.sent, srv.chat_requests, rows(rt)) == (
+        0,
+        0,
+        [],
+        [],
+        [],
+    )
 
 
 async def test_checkins_on_in_a_group_is_refused_and_records_nothing(rt, srv, box):
-    answer = await rt.orchestrator.command("checkins", "on", group("telegram", "-100", "7", "/checkins on"))
+    answer = await rt.orchestrator.command(
+        "checkins", "on", group("telegram", "-100", "7", "/checkins on")
+    )
     assert "only in our private chat" in answer
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     rt.engine.clock.t = at("2026-05-07 10:00")
@@ -89,19 +101,27 @@ async def test_checkins_on_in_a_group_is_refused_and_records_nothing(rt, srv, bo
 
 
 async def test_checkins_alone_shows_the_state_and_what_is_planned(rt, box):
-    assert "Check-ins are off" in await rt.orchestrator.command("checkins", "", dm("telegram", "7", "/checkins"))
+    assert "Check-ins are off" in await rt.orchestrator.command(
+        "checkins", "", dm("telegram", "7", "/checkins")
+    )
     await opt_in(rt)
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     await rt.checkins.run()  # plans it; not due yet
     shown = await rt.orchestrator.command("checkins", "", dm("telegram", "7", "/checkins"))
-    assert "Check-ins are on" in shown and "Alice runs the Lisbon half marathon" in shown and "2026-05-07" in shown
+    assert (
+        "Check-ins are on" in shown
+        and "Alice runs the Lisbon half marathon" in shown
+        and "2026-05-07" in shown
+    )
     off = await rt.orchestrator.command("checkins", "off", dm("telegram", "7", "/checkins off"))
     assert "1 planned check-in(s) dropped" in off and rows(rt) == []
 
 
 async def test_a_checkin_only_ever_goes_to_the_dm_it_was_asked_for_in(rt, srv, box):
     await opt_in(rt)
-    await rt.orchestrator.command("checkins", "", group("telegram", "-100", "7", "/checkins"))  # a look from a group changes nothing
+    await rt.orchestrator.command(
+        "checkins", "", group("telegram", "-100", "7", "/checkins")
+    )  # a look from a group changes nothing
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     rt.engine.clock.t = at("2026-05-07 10:00")
     srv.script("How did the half marathon go?")
@@ -110,7 +130,9 @@ async def test_a_checkin_only_ever_goes_to_the_dm_it_was_asked_for_in(rt, srv, b
 
 
 # -- the follow-up itself -----------------------------------------------------------------------------------
-async def test_a_past_event_is_followed_up_once_the_day_after_and_a_reply_is_an_ordinary_turn(rt, srv, box):
+async def test_a_past_event_is_followed_up_once_the_day_after_and_a_reply_is_an_ordinary_turn(
+    rt, srv, box
+):
     await opt_in(rt)
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     rt.engine.clock.t = at("2026-05-06 15:00")  # the day itself: not yet
@@ -119,19 +141,30 @@ async def test_a_past_event_is_followed_up_once_the_day_after_and_a_reply_is_an_
     srv.script("Morning! How did the Lisbon half marathon go?")
     assert (await rt.checkins.run()).sent == 1
     assert box.sent == [("dm-7", "Morning! How did the Lisbon half marathon go?")]
-    assert "Alice runs the Lisbon half marathon on 6 May" in srv.chat_requests[0]["messages"][0]["content"]
+    assert (
+        "Alice runs the Lisbon half marathon on 6 May"
+        in srv.chat_requests[0]["messages"][0]["content"]
+    )
     assert (await rt.checkins.run()).sent == 0 and len(box.sent) == 1  # never twice
     srv.script("Well done!")
     await rt.orchestrator.reply(dm("telegram", "7", "It went great, 1:52!"))
     shown = [m["content"] for m in srv.chat_requests[-1]["messages"]]
-    assert "Morning! How did the Lisbon half marathon go?" in shown  # the check-in is the bot's turn in the DM's history
+    assert (
+        "Morning! How did the Lisbon half marathon go?" in shown
+    )  # the check-in is the bot's turn in the DM's history
 
 
 async def test_a_todo_is_followed_up_on_its_due_day_and_a_fact_without_a_date_never(rt, srv, box):
     await opt_in(rt)
     dated(rt, "Alice must renew her passport by 8 May", "2026-05-08", FactKind.TODO)
     rt.engine.memories.add(
-        NewMemory(content="Alice wants to learn Portuguese", subject="portuguese", scope=Scope.USER, scope_id=PERSON, kind=FactKind.GOAL)
+        NewMemory(
+            content="Alice wants to learn Portuguese",
+            subject="portuguese",
+            scope=Scope.USER,
+            scope_id=PERSON,
+            kind=FactKind.GOAL,
+        )
     )
     rt.engine.clock.t = at("2026-05-08 10:00")
     srv.script("Did the passport renewal work out?")
@@ -155,7 +188,9 @@ async def test_at_most_two_a_week_per_person(rt, srv, box):
 async def test_nothing_is_sent_in_the_quiet_hours_of_the_persons_own_zone(rt, srv, box):
     await opt_in(rt)
     dated(rt, "Alice runs the Tokyo marathon on 6 May", "2026-05-06")
-    await rt.orchestrator.command("timezone", "Asia/Tokyo", dm("telegram", "7", "/timezone Asia/Tokyo"))  # what the person sets
+    await rt.orchestrator.command(
+        "timezone", "Asia/Tokyo", dm("telegram", "7", "/timezone Asia/Tokyo")
+    )  # what the person sets
     rt.engine.clock.t = at("2026-05-07 14:00")  # 23:00 in Tokyo, though mid-afternoon in UTC
     assert (await rt.checkins.run()).waiting == 1 and box.sent == [] and srv.chat_requests == []
     rt.engine.clock.t = at("2026-05-08 01:00")  # 10:00 in Tokyo, though 01:00 in UTC
@@ -173,13 +208,19 @@ async def test_quiet_hours_wrap_midnight_and_can_be_off():
 
 # -- the model fails ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "answer", [HTTPError(500), "", "[SKIP]", '{"message": "hi"}', "x" * 2000], ids=["down", "empty", "skip", "json", "rambling"]
+    "answer",
+    [HTTPError(500), "", "[SKIP]", '{"message": "hi"}', "x" * 2000],
+    ids=["down", "empty", "skip", "json", "rambling"],
 )
-async def test_a_model_that_fails_or_answers_garbage_sends_nothing_and_is_tried_later(rt, srv, box, answer):
+async def test_a_model_that_fails_or_answers_garbage_sends_nothing_and_is_tried_later(
+    rt, srv, box, answer
+):
     await opt_in(rt)
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     rt.engine.clock.t = at("2026-05-07 10:00")
-    srv.script(*[answer] * (3 if isinstance(answer, HTTPError) else 1))  # a server error is retried by the client twice
+    srv.script(
+        *[answer] * (3 if isinstance(answer, HTTPError) else 1)
+    )  # a server error is retried by the client twice
     report = await rt.checkins.run()
     assert (report.sent, report.postponed, box.sent) == (1 - 1, 1, [])
     assert rows(rt)[0]["state"] == "pending" and rows(rt)[0]["attempts"] == 1
@@ -263,7 +304,12 @@ def test_forgetting_a_person_with_pending_checkins_leaves_no_byte_of_their_words
     with MemoryEngine(path, HashEmbedder(), FakeClock()) as engine:
         for n in range(200):
             engine.memories.add(
-                NewMemory(content=f"Bob fact number {n} about gardening", subject="garden", scope=Scope.USER, scope_id="bob")
+                NewMemory(
+                    content=f"Bob fact number {n} about gardening",
+                    subject="garden",
+                    scope=Scope.USER,
+                    scope_id="bob",
+                )
             )
         fill(engine, "alice")
         with_checkins(engine, "alice")
@@ -287,7 +333,10 @@ def test_forgetting_a_memory_also_deletes_the_checkin_sent_about_it(tmp_path):
         engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         for checkin in engine.checkins.listing("alice"):
             forget_memory(engine, checkin.memory_id)
-        assert engine.db.scalar("SELECT COUNT(*) FROM messages") == 0 and engine.checkins.listing() == []
+        assert (
+            engine.db.scalar("SELECT COUNT(*) FROM messages") == 0
+            and engine.checkins.listing() == []
+        )
     assert sum(occurrences(path, WORD).values()) == 0
 
 
@@ -318,13 +367,19 @@ def test_an_export_lists_the_persons_checkins(tmp_path):
 
 def test_the_job_is_built_with_a_zone_lookup_and_the_configured_limits(rt):
     assert isinstance(rt.checkins, CheckinJob)
-    assert rt.checkins.zone_of("anyone").key == "UTC" and rt.checkins.options.per_week == 2  # the operator's default
+    assert (
+        rt.checkins.zone_of("anyone").key == "UTC" and rt.checkins.options.per_week == 2
+    )  # the operator's default
     rt.orchestrator.zones.set(PERSON, "Europe/Lisbon")
-    assert rt.checkins.zone_of(PERSON).key == "Europe/Lisbon"  # the person's own zone, as /timezone sets it
+    assert (
+        rt.checkins.zone_of(PERSON).key == "Europe/Lisbon"
+    )  # the person's own zone, as /timezone sets it
 
 
 # -- what a person sees on the console ------------------------------------------------------------------------
-async def test_on_the_console_a_checkin_arrives_between_turns_and_the_reply_continues_the_conversation(rt, srv):
+async def test_on_the_console_a_checkin_arrives_between_turns_and_the_reply_continues_the_conversation(
+    rt, srv
+):
     import io
 
     from bot.adapters.console import ConsoleChat
@@ -335,7 +390,10 @@ async def test_on_the_console_a_checkin_arrives_between_turns_and_the_reply_cont
     lines = iter(
         [
             ("/checkins on", None),
-            ("I'm running the Lisbon half marathon on Wednesday!", "Good luck on Wednesday! I'll be cheering."),
+            (
+                "I'm running the Lisbon half marathon on Wednesday!",
+                "Good luck on Wednesday! I'll be cheering.",
+            ),
             (None, None),
             ("It went great, 1:52!", "1:52, that's brilliant. How are your legs today?"),
         ]
@@ -368,15 +426,22 @@ async def test_on_the_console_a_checkin_arrives_between_turns_and_the_reply_cont
         await rt.checkins.run()
         return await typed(prompt)
 
-    console = ConsoleChat(rt.orchestrator, user_name="Sam", stream=False, input_fn=typed, output=out)
+    console = ConsoleChat(
+        rt.orchestrator, user_name="Sam", stream=False, input_fn=typed, output=out
+    )
     rt.checkins.deliveries["console"] = console.send_direct
     await console.run()
     transcript = out.getvalue()
     assert "bot> Morning Sam! How did the Lisbon half marathon go yesterday?" in transcript
-    assert "Morning Sam! How did the Lisbon half marathon go yesterday?" in [m["content"] for m in srv.chat_requests[-1]["messages"]]
+    assert "Morning Sam! How did the Lisbon half marathon go yesterday?" in [
+        m["content"] for m in srv.chat_requests[-1]["messages"]
+    ]
 
 
-@pytest.mark.parametrize("setting, value", [("checkin_quiet_hours", "22-9"), ("checkin_cron", "61 * * * *"), ("checkins_per_week", -1)])
+@pytest.mark.parametrize(
+    "setting, value",
+    [("checkin_quiet_hours", "22-9"), ("checkin_cron", "61 * * * *"), ("checkins_per_week", -1)],
+)
 def test_a_bad_checkin_setting_stops_start_up_naming_its_variable(setting, value):
     from bot.config import ConfigError, load_settings
 
@@ -390,7 +455,9 @@ async def test_the_checkin_job_is_scheduled_on_its_cron_and_runs_once_at_start(t
     runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), checkin_cron="*/5 * * * *")
     try:
         job = runtime._scheduler().get_job("checkins")
-        assert job is not None and "minute='*/5'" in str(job.trigger) and job.next_run_time is not None
+        assert (
+            job is not None and "minute='*/5'" in str(job.trigger) and job.next_run_time is not None
+        )
     finally:
         runtime.engine.close()
         runtime.runner.shutdown()

@@ -73,9 +73,17 @@ async def prepare(db: Path, srv) -> None:
     runtime = build_runtime(db, srv, FakeClock(now - 3 * DAY))
     await runtime.start(background_loop=False)
     try:
-        hello = IncomingMessage(platform="telegram", channel_id=USER, author_id=USER, author_name="Alice", text="/checkins on")
+        hello = IncomingMessage(
+            platform="telegram",
+            channel_id=USER,
+            author_id=USER,
+            author_name="Alice",
+            text="/checkins on",
+        )
         await runtime.orchestrator.command("checkins", "on", hello)
-        yesterday = datetime.fromtimestamp(now - DAY, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        yesterday = datetime.fromtimestamp(now - DAY, UTC).replace(
+            hour=0, minute=0, second=0, microsecond=0
+        )
         memory = NewMemory(
             content="Alice runs the harbour 10k race",
             subject="race",
@@ -95,8 +103,15 @@ async def prepare(db: Path, srv) -> None:
 async def restart(db: Path, srv, tg: FakeTelegram) -> tuple[int, list[str]]:
     """The bot again, in this process, on the same store, once the killed child's claim on the check-in it was
     writing has expired (SCALE-1): one check-in run; returns (sent now, the rows' states)."""
-    runtime = build_runtime(db, srv, FakeClock(time.time() + LEASE_S + 1), checkin_quiet_hours="off")
-    telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
+    runtime = build_runtime(
+        db, srv, FakeClock(time.time() + LEASE_S + 1), checkin_quiet_hours="off"
+    )
+    telegram = TelegramAdapter(
+        runtime.orchestrator,
+        "123:abc",
+        base_url=f"{tg.url}/bot",
+        base_file_url=f"{tg.url}/file/bot",
+    )
     await runtime.start(background_loop=False)
     await telegram.app.initialize()
     try:
@@ -115,26 +130,38 @@ async def line_from(child: subprocess.Popen, wanted: str, timeout: float = 30.0)
     def read() -> None:
         assert child.stdout is not None
         while (line := child.stdout.readline().decode().strip()) != wanted:
-            assert line, f"the child ended before {wanted!r}: {child.stderr.read().decode()[-2000:] if child.stderr else ''}"
+            assert line, (
+                f"the child ended before {wanted!r}: {child.stderr.read().decode()[-2000:] if child.stderr else ''}"
+            )
 
     await asyncio.wait_for(asyncio.to_thread(read), timeout)
 
 
 @pytest.mark.parametrize("step", ["before-claim", "after-claim", "after-send"])
-async def test_a_checkin_killed_at_any_step_is_never_sent_twice_and_still_sent_if_sending_had_not_begun(tmp_path, srv, step):
+async def test_a_checkin_killed_at_any_step_is_never_sent_twice_and_still_sent_if_sending_had_not_begun(
+    tmp_path, srv, step
+):
     db = tmp_path / "bot.db"
     await prepare(db, srv)
     async with FakeTelegram() as tg:
-        srv.script(Delay(30.0, "too late") if step == "before-claim" else "How did the harbour 10k go?")
+        srv.script(
+            Delay(30.0, "too late") if step == "before-claim" else "How did the harbour 10k go?"
+        )
         child = subprocess.Popen(
-            [sys.executable, "-c", CHILD.format(root=str(ROOT), db=str(db), url=srv.base_url, tg=tg.url, step=step)],
+            [
+                sys.executable,
+                "-c",
+                CHILD.format(root=str(ROOT), db=str(db), url=srv.base_url, tg=tg.url, step=step),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=ROOT,
         )
         try:
             if step == "before-claim":
-                await srv.wait_until(lambda: len(srv.chat_requests) == 1, timeout=30)  # the model is writing it...
+                await srv.wait_until(
+                    lambda: len(srv.chat_requests) == 1, timeout=30
+                )  # the model is writing it...
             else:
                 await line_from(child, "claimed" if step == "after-claim" else "sent")
             child.send_signal(signal.SIGKILL)
@@ -144,7 +171,13 @@ async def test_a_checkin_killed_at_any_step_is_never_sent_twice_and_still_sent_i
         before = len(tg.sent)
         srv.script("How did the harbour 10k go?")
         sent, states = await restart(db, srv, tg)
-    expected = {"before-claim": (0, 1, ["sent"]), "after-claim": (0, 0, ["sending"]), "after-send": (1, 0, ["sending"])}[step]
+    expected = {
+        "before-claim": (0, 1, ["sent"]),
+        "after-claim": (0, 0, ["sending"]),
+        "after-send": (1, 0, ["sending"]),
+    }[step]
     assert (before, sent, states) == expected
-    assert len(tg.sent) == 1 - (step == "after-claim")  # at most once, and exactly once unless killed past the line
+    assert len(tg.sent) == 1 - (
+        step == "after-claim"
+    )  # at most once, and exactly once unless killed past the line
     assert all(m["chat_id"] == int(USER) for m in tg.sent)

@@ -28,7 +28,9 @@ async def world(tmp_path):
         yield runtime, llm, tg
 
 
-async def said_in_group(world, user: int, name: str, text: str, *fact: dict, entities: list | None = None) -> None:
+async def said_in_group(
+    world, user: int, name: str, text: str, *fact: dict, entities: list | None = None
+) -> None:
     """``name`` (account ``user``) says ``text`` in the group; the model then extracts ``fact`` from it."""
     runtime, llm, tg = world
     await tg_say(tg, GROUP, user, text, first_name=name, entities=entities, **GROUP_KW)
@@ -38,7 +40,11 @@ async def said_in_group(world, user: int, name: str, text: str, *fact: dict, ent
 
 
 def about(subject: str, content: str, *people: str) -> dict:
-    return {"subject": subject, "content": content, "entities": [{"name": p, "type": "person"} for p in people]}
+    return {
+        "subject": subject,
+        "content": content,
+        "entities": [{"name": p, "type": "person"} for p in people],
+    }
 
 
 def memory_id(runtime, words: str) -> str:
@@ -53,12 +59,16 @@ async def squatter_gets_nothing(world, name: str, words: str) -> None:
     await said_in_group(world, MALLORY, name, "hello everyone")
     listing = await tg_answer(tg, MALLORY, MALLORY, "/about me", first_name=name)
     assert words not in listing and target[:8] not in listing, listing
-    assert "not in your" in await tg_answer(tg, MALLORY, MALLORY, f"/about veto {target[:8]}", first_name=name)
+    assert "not in your" in await tg_answer(
+        tg, MALLORY, MALLORY, f"/about veto {target[:8]}", first_name=name
+    )
     assert memory_id(runtime, words) == target
 
 
 async def test_a_member_renamed_dave_neither_sees_nor_vetoes_bobs_fact_about_dave(world):
-    await said_in_group(world, BOB, "Bob", "Dave is moving to Reykjavik!", about("Dave", REYKJAVIK, "Dave"))
+    await said_in_group(
+        world, BOB, "Bob", "Dave is moving to Reykjavik!", about("Dave", REYKJAVIK, "Dave")
+    )
     await squatter_gets_nothing(world, "Dave", "Reykjavik")
 
 
@@ -81,35 +91,61 @@ async def test_a_member_renamed_house_cannot_delete_the_servers_lore(world):
     await squatter_gets_nothing(world, "House", "quiet room")
 
 
-async def test_the_real_dave_mentioned_by_bob_sees_and_vetoes_the_fact_while_a_second_dave_does_not(world):
+async def test_the_real_dave_mentioned_by_bob_sees_and_vetoes_the_fact_while_a_second_dave_does_not(
+    world,
+):
     runtime, llm, tg = world
     await said_in_group(world, DAVE, "Dave", "hi, Dave here")
-    await said_in_group(world, MALLORY, "Dave", "hi, I'm Dave too")  # two Daves: the name alone names nobody
+    await said_in_group(
+        world, MALLORY, "Dave", "hi, I'm Dave too"
+    )  # two Daves: the name alone names nobody
     dave = {"id": DAVE, "is_bot": False, "first_name": "Dave"}
     mention = [{"type": "text_mention", "offset": 0, "length": 4, "user": dave}]
-    await said_in_group(world, BOB, "Bob", "Dave is moving to Reykjavik", about("Dave", REYKJAVIK, "Dave"), entities=mention)
+    await said_in_group(
+        world,
+        BOB,
+        "Bob",
+        "Dave is moving to Reykjavik",
+        about("Dave", REYKJAVIK, "Dave"),
+        entities=mention,
+    )
     target = memory_id(runtime, "Reykjavik")
     listing = await tg_answer(tg, DAVE, DAVE, "/about me", first_name="Dave")
     assert target[:8] in listing and "told to me by someone" in listing, listing
     await squatter_gets_nothing(world, "Dave", "Reykjavik")
-    assert (await tg_answer(tg, DAVE, DAVE, f"/about veto {target[:8]}", first_name="Dave")).startswith("Forgotten")
+    assert (
+        await tg_answer(tg, DAVE, DAVE, f"/about veto {target[:8]}", first_name="Dave")
+    ).startswith("Forgotten")
     assert memory_id(runtime, "Reykjavik") is None
 
 
 async def test_a_fact_about_the_one_dave_here_stays_his_after_a_member_renames_to_dave(world):
     runtime, llm, tg = world
     await said_in_group(world, DAVE, "Dave", "hi, Dave here")
-    await said_in_group(world, BOB, "Bob", "Dave is moving to Reykjavik!", about("Dave", REYKJAVIK, "Dave"))
-    await squatter_gets_nothing(world, "Dave", "Reykjavik")  # decided when written: her new name changes nothing
-    assert memory_id(runtime, "Reykjavik")[:8] in await tg_answer(tg, DAVE, DAVE, "/about me", first_name="Dave")
+    await said_in_group(
+        world, BOB, "Bob", "Dave is moving to Reykjavik!", about("Dave", REYKJAVIK, "Dave")
+    )
+    await squatter_gets_nothing(
+        world, "Dave", "Reykjavik"
+    )  # decided when written: her new name changes nothing
+    assert memory_id(runtime, "Reykjavik")[:8] in await tg_answer(
+        tg, DAVE, DAVE, "/about me", first_name="Dave"
+    )
 
 
 async def test_a_fact_naming_sam_when_two_members_are_called_sam_binds_to_nobody(world):
     runtime, llm, tg = world
     await said_in_group(world, SAM_A, "Sam", "hi from Sam")
     await said_in_group(world, SAM_B, "Sam", "hi from the other Sam")
-    await said_in_group(world, BOB, "Bob", "Sam is moving to Oslo", about("Sam", "Sam is moving to Oslo", "Sam"))
-    assert runtime.engine.db.scalar("SELECT subject_person_id FROM memories WHERE content LIKE '%Oslo%'") is None
+    await said_in_group(
+        world, BOB, "Bob", "Sam is moving to Oslo", about("Sam", "Sam is moving to Oslo", "Sam")
+    )
+    assert (
+        runtime.engine.db.scalar(
+            "SELECT subject_person_id FROM memories WHERE content LIKE '%Oslo%'"
+        )
+        is None
+    )
     for sam in (SAM_A, SAM_B):
         assert "Oslo" not in await tg_answer(tg, sam, sam, "/about me", first_name="Sam")
 
@@ -125,34 +161,71 @@ async def test_an_admins_fact_about_a_member_is_not_the_members_to_veto(world):
 
 async def test_a_first_person_fact_is_about_its_speaker(world):
     runtime, llm, tg = world
-    await said_in_group(world, BOB, "Bob", "I brew ale at home", about("ale", "Bob brews ale at home", "Bob"))
-    assert runtime.engine.db.scalar("SELECT subject_person_id FROM memories WHERE content LIKE '%ale%'") == f"telegram:{BOB}"
+    await said_in_group(
+        world, BOB, "Bob", "I brew ale at home", about("ale", "Bob brews ale at home", "Bob")
+    )
+    assert (
+        runtime.engine.db.scalar(
+            "SELECT subject_person_id FROM memories WHERE content LIKE '%ale%'"
+        )
+        == f"telegram:{BOB}"
+    )
 
 
 # -- the rule itself, and linking --------------------------------------------------------------------------------
 def _fact(subject: str, content: str, *people: str, speaker: str = "bob") -> NewMemory:
-    return NewMemory(content, subject, Scope.USER, speaker, entities=tuple(EntityRef(p, "person") for p in people))
+    return NewMemory(
+        content,
+        subject,
+        Scope.USER,
+        speaker,
+        entities=tuple(EntityRef(p, "person") for p in people),
+    )
 
 
 def test_a_name_is_tied_to_a_pointed_account_first_then_to_the_one_participant_using_it():
-    place = Place.of({}, {"bob": frozenset({"Bob"}), "dave": frozenset({"Dave"}), "m": frozenset({"Mal"})})
+    place = Place.of(
+        {}, {"bob": frozenset({"Bob"}), "dave": frozenset({"Dave"}), "m": frozenset({"Mal"})}
+    )
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), place) == "dave"
-    two = Place.of({}, {**place.present, "m": frozenset({"Mal", "Dave"})})  # Mallory once showed "Dave"
+    two = Place.of(
+        {}, {**place.present, "m": frozenset({"Mal", "Dave"})}
+    )  # Mallory once showed "Dave"
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), two) is None
     pointed = Place.of({"dave": frozenset({"Dave"})}, two.present)
     assert subject_of(_fact("move", "@Dave is moving"), WrittenBy(("dave",)), pointed) == "dave"
-    assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(trusted=True), place) is None  # an admin wrote it
+    assert (
+        subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(trusted=True), place) is None
+    )  # an admin wrote it
     assert subject_of(_fact("ale", "Bob brews ale", "Bob"), WrittenBy(), place) == "bob"
-    assert subject_of(_fact("sister", "Bob's sister Jane is a nurse", "Jane"), WrittenBy(), place) is None  # nobody here
-    assert subject_of(_fact("trip", "Dave and Mal went hiking", "Dave", "Mal"), WrittenBy(), place) is None  # two people
+    assert (
+        subject_of(_fact("sister", "Bob's sister Jane is a nurse", "Jane"), WrittenBy(), place)
+        is None
+    )  # nobody here
+    assert (
+        subject_of(_fact("trip", "Dave and Mal went hiking", "Dave", "Mal"), WrittenBy(), place)
+        is None
+    )  # two people
 
 
 def test_linked_accounts_are_one_person_for_what_others_said_about_them(engine):
     people = engine.people
-    tg_dave, dc_dave = people.resolve("telegram", "99", "Dave"), people.resolve("discord", "5", "Dave")
-    fact = NewMemory(REYKJAVIK, "Dave", Scope.USER, "telegram:66", guild_id="telegram:-1001", subject_person_id=tg_dave)
+    tg_dave, dc_dave = (
+        people.resolve("telegram", "99", "Dave"),
+        people.resolve("discord", "5", "Dave"),
+    )
+    fact = NewMemory(
+        REYKJAVIK,
+        "Dave",
+        Scope.USER,
+        "telegram:66",
+        guild_id="telegram:-1001",
+        subject_person_id=tg_dave,
+    )
     engine.memories.add(fact)
-    people.redeem(people.issue_code(dc_dave), "telegram", "99")  # the Telegram account joins the Discord person
+    people.redeem(
+        people.issue_code(dc_dave), "telegram", "99"
+    )  # the Telegram account joins the Discord person
     assert [k.memory.content for k in engine.privacy.kept_about(dc_dave) if k.told] == [REYKJAVIK]
     assert engine.privacy.kept_about(tg_dave) == []
 
@@ -162,8 +235,22 @@ def test_what_others_said_about_me_is_in_my_export_and_goes_with_my_forget_every
 
     people = engine.people
     dave = people.resolve("telegram", "99", "Dave")
-    told = NewMemory(REYKJAVIK, "Dave", Scope.USER, "telegram:66", guild_id="telegram:-1001", subject_person_id=dave)
-    bobs = NewMemory("Bob brews ale", "ale", Scope.USER, "telegram:66", guild_id="telegram:-1001", subject_person_id="telegram:66")
+    told = NewMemory(
+        REYKJAVIK,
+        "Dave",
+        Scope.USER,
+        "telegram:66",
+        guild_id="telegram:-1001",
+        subject_person_id=dave,
+    )
+    bobs = NewMemory(
+        "Bob brews ale",
+        "ale",
+        Scope.USER,
+        "telegram:66",
+        guild_id="telegram:-1001",
+        subject_person_id="telegram:66",
+    )
     engine.memories.add(told)
     engine.memories.add(bobs)
     assert [m["content"] for m in export_person(engine, [dave])["memories"]] == [REYKJAVIK]
@@ -178,13 +265,22 @@ DC_DM = {"dave": 9103, "mallory": 9110}
 
 
 def harbour(dc) -> None:
-    dc.add_guild(HARBOUR, "Harbour", channels=[(HARBOUR_CH, "general")], members=[(uid, n) for n, uid in DC.items()])
+    dc.add_guild(
+        HARBOUR,
+        "Harbour",
+        channels=[(HARBOUR_CH, "general")],
+        members=[(uid, n) for n, uid in DC.items()],
+    )
 
 
-async def dc_say(runtime, llm, dc, who: str, text: str, *fact: dict, name: str = "", mentions=()) -> None:
+async def dc_say(
+    runtime, llm, dc, who: str, text: str, *fact: dict, name: str = "", mentions=()
+) -> None:
     sent = len(dc.sent)
     shown = dict(username=name or who, mentions=mentions)
-    await dc.dispatch_message(HARBOUR_CH, DC[who], text, guild_id=HARBOUR, mentions_bot=True, **shown)
+    await dc.dispatch_message(
+        HARBOUR_CH, DC[who], text, guild_id=HARBOUR, mentions_bot=True, **shown
+    )
     await dc.wait_for_sent(sent + 1)
     runtime.engine.clock.advance(31)
     llm.script(facts(*({"speaker": "P1", "lines": [1], **f} for f in fact)) if fact else "[]")
@@ -193,17 +289,29 @@ async def dc_say(runtime, llm, dc, who: str, text: str, *fact: dict, name: str =
 
 async def dc_about(dc, who: str, name: str, **options) -> str:
     answered = len(dc.interaction_responses)
-    await dc.dispatch_interaction("about", user_id=DC[who], channel_id=DC_DM[who], options=options or None, username=name)
+    await dc.dispatch_interaction(
+        "about", user_id=DC[who], channel_id=DC_DM[who], options=options or None, username=name
+    )
     return (await dc.wait_for_interaction_responses(answered + 1))[-1]["data"]["content"]
 
 
-async def test_on_discord_the_mentioned_dave_sees_the_fact_and_a_member_showing_dave_does_not(tmp_path):
+async def test_on_discord_the_mentioned_dave_sees_the_fact_and_a_member_showing_dave_does_not(
+    tmp_path,
+):
     async with platforms(tmp_path, harbour) as (runtime, llm, tg, dc):
         llm.default = answers_ok
         await dc_say(runtime, llm, dc, "dave", "hi, Dave here", name="Dave")
         await dc_say(runtime, llm, dc, "mallory", "hi, I'm Dave too", name="Dave")
         fact = about("Dave", REYKJAVIK, "Dave")
-        await dc_say(runtime, llm, dc, "bob", f"<@{DC['dave']}> is moving to Reykjavik", fact, mentions=((DC["dave"], "Dave"),))
+        await dc_say(
+            runtime,
+            llm,
+            dc,
+            "bob",
+            f"<@{DC['dave']}> is moving to Reykjavik",
+            fact,
+            mentions=((DC["dave"], "Dave"),),
+        )
         target = memory_id(runtime, "Reykjavik")
         assert target[:8] in await dc_about(dc, "dave", "Dave")
         assert "Reykjavik" not in await dc_about(dc, "mallory", "Dave")

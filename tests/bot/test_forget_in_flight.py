@@ -41,7 +41,12 @@ class HeldModel:
     """The extraction model: its answer names the secret; before it answers, ``before`` runs (the forget), so the
     answer arrives after the forget, as a slow model's does. The judge (no system prompt) says "no"."""
 
-    def __init__(self, before: Callable[[], Awaitable[None]], *, summary: str = f"Alice said her boat is called {WORD}") -> None:
+    def __init__(
+        self,
+        before: Callable[[], Awaitable[None]],
+        *,
+        summary: str = f"Alice said her boat is called {WORD}",
+    ) -> None:
         self.before, self.summary, self.calls = before, summary, 0
         self.forgotten = False
 
@@ -51,9 +56,24 @@ class HeldModel:
             self.forgotten = True
             await self.before()
         if not system:
-            return "no" if "contradict" in user.lower() else self.summary  # the judge, or the compaction summary
-        fact = [{"speaker": "P1", "type": "semantic", "kind": "profile", "importance": 8, "subject": "boat", "content": FACT}]
-        return json.dumps({"facts": fact, "summary": self.summary}) if system == REFLECT_SYSTEM else json.dumps(fact)
+            return (
+                "no" if "contradict" in user.lower() else self.summary
+            )  # the judge, or the compaction summary
+        fact = [
+            {
+                "speaker": "P1",
+                "type": "semantic",
+                "kind": "profile",
+                "importance": 8,
+                "subject": "boat",
+                "content": FACT,
+            }
+        ]
+        return (
+            json.dumps({"facts": fact, "summary": self.summary})
+            if system == REFLECT_SYSTEM
+            else json.dumps(fact)
+        )
 
 
 @pytest.fixture
@@ -72,7 +92,16 @@ def said(engine: MemoryEngine, text: str, *, mid: str, role: str = "user") -> st
     """A turn of Alice's DM, stored with its platform id, buffered for extraction and its session begun."""
     ctx = dm_ctx("alice")
     author = "alice" if role == "user" else "bot"
-    message = NewMessage("discord", "dm-alice", author, text, role=role, dm_person_id="alice", platform_message_id=mid, author_name="Alice")
+    message = NewMessage(
+        "discord",
+        "dm-alice",
+        author,
+        text,
+        role=role,
+        dm_person_id="alice",
+        platform_message_id=mid,
+        author_name="Alice",
+    )
     stored = engine.messages.add(message)
     if role == "user":
         engine.buffer.push(KEY, ctx, text, author_name="Alice", message_id=stored)
@@ -102,11 +131,21 @@ def assert_nothing_left(engine: MemoryEngine) -> None:
     assert relearned(engine) == 0
     assert count(engine, "session_summaries", "text LIKE ?", (f"%{WORD}%",)) == 0
     assert count(engine, "channel_state", "rolling_summary LIKE ?", (f"%{WORD}%",)) == 0
-    assert count(engine, "reflections", "facts LIKE ? OR input_excerpt LIKE ?", (f"%{WORD}%", f"%{WORD}%")) == 0
+    assert (
+        count(
+            engine,
+            "reflections",
+            "facts LIKE ? OR input_excerpt LIKE ?",
+            (f"%{WORD}%", f"%{WORD}%"),
+        )
+        == 0
+    )
     assert in_files(engine) == 0
 
 
-async def test_extraction_whose_person_is_forgotten_while_the_model_writes_learns_nothing_back(engine, runner, clock):
+async def test_extraction_whose_person_is_forgotten_while_the_model_writes_learns_nothing_back(
+    engine, runner, clock
+):
     said(engine, f"my boat is called {WORD}", mid="1")
     clock.advance(31)
     model = HeldModel(forget_alice(engine, runner))
@@ -117,7 +156,13 @@ async def test_extraction_whose_person_is_forgotten_while_the_model_writes_learn
 
 async def test_a_forget_while_the_judge_writes_is_seen_by_the_facts_write(engine, runner, clock):
     """The window between the facts' gather (tombstones read) and their write: the judge's ask."""
-    remember(engine, "Alice's boat is blue", subject="boat", scope_id="alice", visibility=Visibility.PRIVATE)
+    remember(
+        engine,
+        "Alice's boat is blue",
+        subject="boat",
+        scope_id="alice",
+        visibility=Visibility.PRIVATE,
+    )
     said(engine, f"my boat is called {WORD}", mid="1")
     clock.advance(31)
     model = HeldModel(forget_alice(engine, runner))
@@ -126,7 +171,9 @@ async def test_a_forget_while_the_judge_writes_is_seen_by_the_facts_write(engine
     original = model.__call__
 
     async def judge_held(system: str, user: str, *, temperature: float = 0.0) -> str:
-        if not system and "contradict" in user.lower():  # ... and the forget lands while the judge is asked
+        if (
+            not system and "contradict" in user.lower()
+        ):  # ... and the forget lands while the judge is asked
             await runner.run(forget_everything, engine, ["alice"])
         return await original(system, user, temperature=temperature)
 
@@ -135,7 +182,9 @@ async def test_a_forget_while_the_judge_writes_is_seen_by_the_facts_write(engine
     assert_nothing_left(engine)
 
 
-async def test_reflection_on_a_session_whose_turn_is_deleted_while_the_model_writes_keeps_no_summary_of_it(engine, runner, clock):
+async def test_reflection_on_a_session_whose_turn_is_deleted_while_the_model_writes_keeps_no_summary_of_it(
+    engine, runner, clock
+):
     said(engine, "hello there", mid="1")
     said(engine, f"my boat is called {WORD}", mid="2")
     engine.buffer.drop_person("alice")  # only the reflection learns here
@@ -148,10 +197,14 @@ async def test_reflection_on_a_session_whose_turn_is_deleted_while_the_model_wri
 
     assert await background(engine, runner, HeldModel(deleted_at_the_source)).reflect(state) == 0
     assert_nothing_left(engine)
-    assert count(engine, "messages") == 1  # "hello there" stays, with no summary quoting what was deleted
+    assert (
+        count(engine, "messages") == 1
+    )  # "hello there" stays, with no summary quoting what was deleted
 
 
-async def test_compaction_of_turns_one_of_which_is_deleted_meanwhile_writes_no_summary_of_it(engine, runner, clock):
+async def test_compaction_of_turns_one_of_which_is_deleted_meanwhile_writes_no_summary_of_it(
+    engine, runner, clock
+):
     said(engine, f"my boat is called {WORD}", mid="0")
     for i in range(1, 70):
         clock.advance(1)
@@ -165,10 +218,14 @@ async def test_compaction_of_turns_one_of_which_is_deleted_meanwhile_writes_no_s
 
     await background(engine, runner, HeldModel(deleted_at_the_source)).compact(state)
     assert_nothing_left(engine)
-    assert engine.channels.get(KEY).rolling_summary == ""  # folded again from what remains, next time
+    assert (
+        engine.channels.get(KEY).rolling_summary == ""
+    )  # folded again from what remains, next time
 
 
-async def test_daily_reflection_of_a_day_whose_person_is_forgotten_meanwhile_learns_nothing_back(engine, runner, clock):
+async def test_daily_reflection_of_a_day_whose_person_is_forgotten_meanwhile_learns_nothing_back(
+    engine, runner, clock
+):
     said(engine, f"my boat is called {WORD}", mid="1")
     engine.buffer.drop_person("alice")
     clock.advance(DAY)
@@ -178,7 +235,9 @@ async def test_daily_reflection_of_a_day_whose_person_is_forgotten_meanwhile_lea
     assert_nothing_left(engine)
 
 
-async def test_a_fact_forgotten_by_tombstone_while_the_model_writes_is_not_learned_from_another_turn(engine, runner, clock):
+async def test_a_fact_forgotten_by_tombstone_while_the_model_writes_is_not_learned_from_another_turn(
+    engine, runner, clock
+):
     """A memory forgotten (tombstone) while an extraction of the same words, said again earlier elsewhere, is in flight."""
     old = remember(engine, FACT, subject="boat", scope_id="alice")
     said(engine, f"my boat is called {WORD}", mid="1")
@@ -190,7 +249,9 @@ async def test_a_fact_forgotten_by_tombstone_while_the_model_writes_is_not_learn
         await runner.run(forget_memory, engine, old.id)
 
     assert await background(engine, runner, HeldModel(forget_the_memory)).extract(KEY) == 0
-    assert relearned(engine) == 0  # the turn itself stays in history: only the fact is not learned back
+    assert (
+        relearned(engine) == 0
+    )  # the turn itself stays in history: only the fact is not learned back
 
 
 class ForgettingEmbedder(HashEmbedder):
@@ -216,7 +277,9 @@ def forget_elsewhere(path: Path, clock) -> None:
         other.close()
 
 
-def test_reembedding_while_the_person_is_forgotten_leaves_no_vector_or_cached_vector_of_theirs(tmp_path, clock):
+def test_reembedding_while_the_person_is_forgotten_leaves_no_vector_or_cached_vector_of_theirs(
+    tmp_path, clock
+):
     path = tmp_path / "m.db"
     bot = MemoryEngine(path, HashEmbedder(), clock)
     memory = remember(bot, FACT, subject="boat", scope_id="alice")
@@ -227,8 +290,12 @@ def test_reembedding_while_the_person_is_forgotten_leaves_no_vector_or_cached_ve
         reembed(cli, embedder, allow_dimension_change=True)
         assert embedder.fired
         assert count(cli, "memory_vec", "rowid = ?", (memory.rid,)) == 0
-        assert count(cli, "memory_vec") == count(cli, "memories") and count(cli, "message_vec") == count(cli, "messages")
-        assert count(cli, "embed_cache") == 0  # what was cached for the forgotten words went with them
+        assert count(cli, "memory_vec") == count(cli, "memories") and count(
+            cli, "message_vec"
+        ) == count(cli, "messages")
+        assert (
+            count(cli, "embed_cache") == 0
+        )  # what was cached for the forgotten words went with them
         cli.db.scrub()
         assert in_files(cli) == 0
     finally:
@@ -244,7 +311,17 @@ def test_a_file_forgotten_while_the_model_reads_it_stores_nothing_of_it(engine, 
 
     def model(system: str, user: str, *, temperature: float = 0.0) -> str:
         forget_file(engine, notes)  # the operator forgets the file while the model reads it
-        return json.dumps([{"type": "semantic", "kind": "profile", "importance": 6, "subject": "boat", "content": FACT}])
+        return json.dumps(
+            [
+                {
+                    "type": "semantic",
+                    "kind": "profile",
+                    "importance": 6,
+                    "subject": "boat",
+                    "content": FACT,
+                }
+            ]
+        )
 
     report = Ingester(engine, Target(Scope.OWNER, "owner"), model).ingest(notes)
     assert report.status == "failed" and "forgotten" in (report.error or "")

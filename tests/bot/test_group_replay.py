@@ -49,17 +49,43 @@ SMALL_TALK = [
     "my headphones died mid call",
     "happy birthday to my sister today",
 ]
-TO_A_FRIEND = ["did you see the match?", "are you coming to the pub quiz?", "can you send me that link?", "how was the concert?"]
-TO_THE_ROOM = ["who's up for pizza tonight?", "anyone seen my blue umbrella?", "is it just me or is it cold in here?"]
+TO_A_FRIEND = [
+    "did you see the match?",
+    "are you coming to the pub quiz?",
+    "can you send me that link?",
+    "how was the concert?",
+]
+TO_THE_ROOM = [
+    "who's up for pizza tonight?",
+    "anyone seen my blue umbrella?",
+    "is it just me or is it cold in here?",
+]
 # (the question to the bot, its answer): named ones first, each followed later by an unnamed follow-up
 NAMED = [
-    ("Companion, how do I keep a sourdough starter alive?", "Feed the sourdough starter daily with flour and water and keep it warm."),
-    ("Companion, which knot should I use for a hammock?", "A bowline knot holds a hammock well and unties easily."),
-    ("Companion, what's a good houseplant for a dark room?", "A snake plant copes with a dark room and little water."),
+    (
+        "Companion, how do I keep a sourdough starter alive?",
+        "Feed the sourdough starter daily with flour and water and keep it warm.",
+    ),
+    (
+        "Companion, which knot should I use for a hammock?",
+        "A bowline knot holds a hammock well and unties easily.",
+    ),
+    (
+        "Companion, what's a good houseplant for a dark room?",
+        "A snake plant copes with a dark room and little water.",
+    ),
 ]
 UNNAMED = [
-    (0, "wait, how much flour does the starter need each day?", "About equal weights of flour and water each day."),
-    (1, "does the bowline knot slip when it gets wet?", "A bowline can loosen when wet; add a stopper knot."),
+    (
+        0,
+        "wait, how much flour does the starter need each day?",
+        "About equal weights of flour and water each day.",
+    ),
+    (
+        1,
+        "does the bowline knot slip when it gets wet?",
+        "A bowline can loosen when wet; add a stopper knot.",
+    ),
 ]
 
 
@@ -107,7 +133,14 @@ def _talk(rng: random.Random, who: str, names: list[str]) -> Line:
 class Replay:
     """One run of the script in one mode: the model's answers come from the script, its calls are counted."""
 
-    def __init__(self, llm: FakeOpenAI, dc: FakeDiscord, runtime: Any, adapter: DiscordAdapter, clock: FakeClock) -> None:
+    def __init__(
+        self,
+        llm: FakeOpenAI,
+        dc: FakeDiscord,
+        runtime: Any,
+        adapter: DiscordAdapter,
+        clock: FakeClock,
+    ) -> None:
         self.llm, self.dc, self.rt, self.adapter, self.clock = llm, dc, runtime, adapter, clock
         self.chat_calls, self.reacted = 0, 0
         self.answer = "[SKIP]"
@@ -115,7 +148,9 @@ class Replay:
 
     def model(self, body: dict[str, Any]) -> str:
         if "tools" not in body:  # extraction and reflection: nothing to learn from small talk
-            return "[]" if "[P1]" in json.dumps(body) else json.dumps({"facts": [], "summary": "chat"})
+            return (
+                "[]" if "[P1]" in json.dumps(body) else json.dumps({"facts": [], "summary": "chat"})
+            )
         self.chat_calls += 1
         return self.answer
 
@@ -125,10 +160,23 @@ class Replay:
         self.answer = line.answer or "[SKIP]"
         self.clock.advance(15)  # four messages a minute: a lively channel, not a flood
         mentions = ((PEOPLE[line.mention], line.mention),) if line.mention else ()
-        await self.dc.dispatch_message(CHANNEL, PEOPLE[line.who], line.text, guild_id=GUILD, username=line.who, mentions=mentions)
+        await self.dc.dispatch_message(
+            CHANNEL,
+            PEOPLE[line.who],
+            line.text,
+            guild_id=GUILD,
+            username=line.who,
+            mentions=mentions,
+        )
         await self.handled(stored)
         if line.react and self.dc.sent:
-            await self.dc.dispatch_reaction(CHANNEL, self.dc.sent[-1]["message_id"], PEOPLE[line.who], line.react, username=line.who)
+            await self.dc.dispatch_reaction(
+                CHANNEL,
+                self.dc.sent[-1]["message_id"],
+                PEOPLE[line.who],
+                line.react,
+                username=line.who,
+            )
             self.reacted += 1
         if index % 25 == 24:
             await self.rt.background.tick()  # extraction in batches, as the background does
@@ -153,17 +201,28 @@ class Replay:
     async def users_stored(self) -> int:
         """Read on the memory thread: the store's connection belongs to it."""
         db = self.rt.engine.db
-        return int(await self.rt.runner.run(db.scalar, "SELECT COUNT(*) FROM messages WHERE role = 'user'"))
+        return int(
+            await self.rt.runner.run(db.scalar, "SELECT COUNT(*) FROM messages WHERE role = 'user'")
+        )
 
 
 async def run(tmp_path, mode: Mode) -> dict[str, Any]:
     lines, calls = script(), {"talk": 0, "named": 0, "unnamed": 0, "thanks": 0}
     async with FakeOpenAI() as llm, FakeDiscord() as dc:
-        dc.add_guild(GUILD, "Lively", channels=[(CHANNEL, "general")], members=[(uid, n) for n, uid in PEOPLE.items()])
+        dc.add_guild(
+            GUILD,
+            "Lively",
+            channels=[(CHANNEL, "general")],
+            members=[(uid, n) for n, uid in PEOPLE.items()],
+        )
         restore, clock = dc.patch_discord(), FakeClock()
-        runtime = build_runtime(tmp_path / f"{mode.value}.db", llm, clock, reflection_silence_s=3600)
+        runtime = build_runtime(
+            tmp_path / f"{mode.value}.db", llm, clock, reflection_silence_s=3600
+        )
         await runtime.start(background_loop=False)
-        adapter = DiscordAdapter(runtime.orchestrator, "token", guild_ready_timeout=0.05, ready_timeout=30)
+        adapter = DiscordAdapter(
+            runtime.orchestrator, "token", guild_ready_timeout=0.05, ready_timeout=30
+        )
         try:
             await adapter.start()
             if mode is not Mode.ADDRESSED:  # addressed is the default: no row at all
@@ -174,7 +233,9 @@ async def run(tmp_path, mode: Mode) -> dict[str, Any]:
                 posted = len(dc.sent)
                 calls[line.kind] += await replay.say(line, i)
                 if line.kind in ("named", "unnamed"):
-                    answered[line.text] = any(s.get("content") == line.answer for s in dc.sent[posted:])
+                    answered[line.text] = any(
+                        s.get("content") == line.answer for s in dc.sent[posted:]
+                    )
             votes = await replay.votes()
             acks = len(dc.reactions)
         finally:
@@ -183,26 +244,44 @@ async def run(tmp_path, mode: Mode) -> dict[str, Any]:
             await runtime.stop()
             restore()
     unaddressed = sum(1 for line in lines if line.kind != "named")
-    return {"calls": calls, "unaddressed": unaddressed, "answered": answered, "votes": votes, "acks": acks, "lines": len(lines)}
+    return {
+        "calls": calls,
+        "unaddressed": unaddressed,
+        "answered": answered,
+        "votes": votes,
+        "acks": acks,
+        "lines": len(lines),
+    }
 
 
 def test_the_script_is_a_busy_channel_of_six_people_with_five_questions_for_the_bot():
     lines = script()
     assert len(lines) >= 300 and {line.who for line in lines} == set(PEOPLE)
-    assert [line.kind for line in lines].count("named") == 3 and [line.kind for line in lines].count("unnamed") == 2
-    assert sum(1 for line in lines if line.mention) > 10 and sum(1 for line in lines if "," in line.text[:8]) > 20
+    assert [line.kind for line in lines].count("named") == 3 and [
+        line.kind for line in lines
+    ].count("unnamed") == 2
+    assert (
+        sum(1 for line in lines if line.mention) > 10
+        and sum(1 for line in lines if "," in line.text[:8]) > 20
+    )
 
 
-async def test_in_addressed_mode_no_message_not_spoken_to_the_bot_costs_a_chat_model_call(tmp_path, capsys):
+async def test_in_addressed_mode_no_message_not_spoken_to_the_bot_costs_a_chat_model_call(
+    tmp_path, capsys
+):
     got = await run(tmp_path, Mode.ADDRESSED)
     report(capsys, "addressed", got)
     assert got["calls"]["talk"] == got["calls"]["unnamed"] == got["calls"]["thanks"] == 0
     assert got["calls"]["named"] == 3 and all(got["answered"][q] for q, _ in NAMED)
     assert not any(got["answered"][q] for _, q, _ in UNNAMED)  # no name, no mention: observed
-    assert got["acks"] == 3 and got["votes"] == 3  # each "thanks!" got a 👍 from the bot; each 👍 on a reply counted
+    assert (
+        got["acks"] == 3 and got["votes"] == 3
+    )  # each "thanks!" got a 👍 from the bot; each 👍 on a reply counted
 
 
-async def test_in_chime_in_mode_at_most_5_in_100_reach_the_model_and_every_question_for_the_bot_is_answered(tmp_path, capsys):
+async def test_in_chime_in_mode_at_most_5_in_100_reach_the_model_and_every_question_for_the_bot_is_answered(
+    tmp_path, capsys
+):
     got = await run(tmp_path, Mode.CHIME_IN)
     report(capsys, "chime-in", got)
     spent = got["calls"]["talk"] + got["calls"]["unnamed"] + got["calls"]["thanks"]

@@ -41,12 +41,18 @@ def stats(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, st
 
 
 def test_with_no_config_anywhere_the_store_is_in_the_user_data_folder(tmp_path: Path) -> None:
-    home = find_home(None, {"XDG_DATA_HOME": str(tmp_path / "share"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}, tmp_path)
+    home = find_home(
+        None,
+        {"XDG_DATA_HOME": str(tmp_path / "share"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")},
+        tmp_path,
+    )
     assert home.env_file is None and home.source == "none"
     assert home.default_store == tmp_path / "share" / "companion" / "companion.db"
 
 
-def test_the_precedence_is_env_file_then_companion_home_then_project_folder_then_user_config(tmp_path: Path) -> None:
+def test_the_precedence_is_env_file_then_companion_home_then_project_folder_then_user_config(
+    tmp_path: Path,
+) -> None:
     user = write_env(tmp_path / "cfg" / "companion" / ".env")
     project = tmp_path / "project"
     write_env(project / ".env")
@@ -54,15 +60,23 @@ def test_the_precedence_is_env_file_then_companion_home_then_project_folder_then
     environ = {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}
     assert find_home(None, environ, tmp_path).env_file == user
     assert find_home(None, environ, project).env_file == project / ".env"
-    assert find_home(None, {**environ, "COMPANION_HOME": str(tmp_path / "h")}, project).source == "COMPANION_HOME"
-    assert find_home(named, {**environ, "COMPANION_HOME": str(tmp_path / "h")}, project).env_file == named
+    assert (
+        find_home(None, {**environ, "COMPANION_HOME": str(tmp_path / "h")}, project).source
+        == "COMPANION_HOME"
+    )
+    assert (
+        find_home(named, {**environ, "COMPANION_HOME": str(tmp_path / "h")}, project).env_file
+        == named
+    )
 
 
 def test_a_checkout_with_a_store_but_no_env_keeps_its_data_folder(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "companion.db").write_bytes(b"")
     home = find_home(None, {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}, tmp_path)
-    assert home.source == "project folder" and home.default_store == tmp_path / "data" / "companion.db"
+    assert (
+        home.source == "project folder" and home.default_store == tmp_path / "data" / "companion.db"
+    )
 
 
 def test_a_missing_env_file_is_refused_by_name(tmp_path: Path) -> None:
@@ -70,43 +84,108 @@ def test_a_missing_env_file_is_refused_by_name(tmp_path: Path) -> None:
         find_home(tmp_path / "nope.env", {}, tmp_path)
 
 
-def test_a_missing_env_file_on_the_command_line_exits_2(clean: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_env_file_on_the_command_line_exits_2(
+    clean: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["--env-file", str(clean / "nope.env"), "stats"])
     assert code == 2 and "nope.env: no such file" in capsys.readouterr().err
 
 
-def test_a_relative_store_in_the_user_config_is_found_from_any_folder(clean: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_relative_store_in_the_user_config_is_found_from_any_folder(
+    clean: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = write_env(clean / "config" / "companion" / ".env", "COMPANION_DB_PATH=mine.db")
-    assert main(["memory", "add", "Biscuit is the cat", "--subject", "Biscuit", "--scope", "user", "--scope-id", "console:me"]) == 0
+    assert (
+        main(
+            [
+                "memory",
+                "add",
+                "Biscuit is the cat",
+                "--subject",
+                "Biscuit",
+                "--scope",
+                "user",
+                "--scope-id",
+                "console:me",
+            ]
+        )
+        == 0
+    )
     code, data, _ = stats(capsys)
     assert code == 0 and data["memories"] == 1
     assert (config.parent / "mine.db").exists() and not (clean / "elsewhere" / "mine.db").exists()
 
 
-def test_companion_home_holds_the_config_and_the_store(clean: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_companion_home_holds_the_config_and_the_store(
+    clean: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     write_env(clean / "home" / ".env")
     monkeypatch.setenv("COMPANION_HOME", str(clean / "home"))
-    assert main(["memory", "add", "Biscuit is the cat", "--subject", "Biscuit", "--scope", "user", "--scope-id", "console:me"]) == 0
+    assert (
+        main(
+            [
+                "memory",
+                "add",
+                "Biscuit is the cat",
+                "--subject",
+                "Biscuit",
+                "--scope",
+                "user",
+                "--scope-id",
+                "console:me",
+            ]
+        )
+        == 0
+    )
     assert (clean / "home" / "data" / "companion.db").exists()
-    assert not list((clean / "elsewhere").iterdir())  # nothing was created where the command started
+    assert not list(
+        (clean / "elsewhere").iterdir()
+    )  # nothing was created where the command started
 
 
-def test_the_environment_still_wins_over_the_file(clean: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_still_wins_over_the_file(
+    clean: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_env(clean / "config" / "companion" / ".env", "COMPANION_DB_PATH=from-file.db")
     monkeypatch.setenv("COMPANION_DB_PATH", str(clean / "from-env.db"))
-    assert main(["memory", "add", "Biscuit is the cat", "--subject", "Biscuit", "--scope", "user", "--scope-id", "console:me"]) == 0
-    assert (clean / "from-env.db").exists() and not (clean / "config" / "companion" / "from-file.db").exists()
+    assert (
+        main(
+            [
+                "memory",
+                "add",
+                "Biscuit is the cat",
+                "--subject",
+                "Biscuit",
+                "--scope",
+                "user",
+                "--scope-id",
+                "console:me",
+            ]
+        )
+        == 0
+    )
+    assert (clean / "from-env.db").exists() and not (
+        clean / "config" / "companion" / "from-file.db"
+    ).exists()
 
 
-def test_doctor_names_the_config_file_it_read(clean: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = write_env(clean / "config" / "companion" / ".env", "OPENAI_BASE_URL=http://127.0.0.1:9/v1")
+def test_doctor_names_the_config_file_it_read(
+    clean: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_env(
+        clean / "config" / "companion" / ".env", "OPENAI_BASE_URL=http://127.0.0.1:9/v1"
+    )
     main(["doctor", "--json"])
     checks = {c["check"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
-    assert checks["config file"]["status"] == "ok" and str(config) in checks["config file"]["detail"]
+    assert (
+        checks["config file"]["status"] == "ok" and str(config) in checks["config file"]["detail"]
+    )
     assert str(clean / "share" / "companion" / "companion.db") in checks["store"]["detail"]
 
 
-def test_chat_without_a_store_and_without_a_terminal_refuses_and_creates_nothing(clean: Path, monkeypatch, capsys) -> None:
+def test_chat_without_a_store_and_without_a_terminal_refuses_and_creates_nothing(
+    clean: Path, monkeypatch, capsys
+) -> None:
     import io
     import sys
 

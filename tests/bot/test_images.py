@@ -19,15 +19,25 @@ WEBP = b"RIFF" + struct.pack("<I", 24) + b"WEBPVP8 " + b"\x00" * 16
 SVG = b'\xef\xbb\xbf  <svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>'
 
 
-@pytest.mark.parametrize(("data", "kind"), [(PNG, "image/png"), (JPEG, "image/jpeg"), (GIF, "image/gif"), (WEBP, "image/webp")])
+@pytest.mark.parametrize(
+    ("data", "kind"),
+    [(PNG, "image/png"), (JPEG, "image/jpeg"), (GIF, "image/gif"), (WEBP, "image/webp")],
+)
 def test_each_raster_format_is_sniffed_from_its_bytes_and_whole(data: bytes, kind: str) -> None:
     assert sniff(data) == kind and intact(kind, data)
-    assert isinstance(checked("x.bin", data, ImageLimits()), Picture)  # the name says nothing; the bytes do
+    assert isinstance(
+        checked("x.bin", data, ImageLimits()), Picture
+    )  # the name says nothing; the bytes do
 
 
 @pytest.mark.parametrize(
     "svg",
-    [SVG, b'<?xml version="1.0"?>\n<svg/>', b"<!-- drawn -->\n<svg></svg>", b'<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN"><svg/>'],
+    [
+        SVG,
+        b'<?xml version="1.0"?>\n<svg/>',
+        b"<!-- drawn -->\n<svg></svg>",
+        b'<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN"><svg/>',
+    ],
 )
 def test_an_svg_is_refused_however_it_begins(svg: bytes) -> None:
     refused = checked("cat.png", svg, ImageLimits())
@@ -38,14 +48,20 @@ def test_an_svg_is_refused_however_it_begins(svg: bytes) -> None:
     ("data", "why"),
     [
         (PNG[:-12], "damaged"),  # no IEND: cut short
-        (PNG[:40] + bytes([PNG[40] ^ 1]) + PNG[41:], "damaged"),  # a flipped bit: a chunk's checksum fails
+        (
+            PNG[:40] + bytes([PNG[40] ^ 1]) + PNG[41:],
+            "damaged",
+        ),  # a flipped bit: a chunk's checksum fails
         (JPEG[:-2], "damaged"),
         (GIF[:-1], "damaged"),
         (WEBP[:12], "damaged"),
         (b"hello, not an image", "not a PNG"),
         (b"", "not a PNG"),
         (b"\x89PNG\r\n\x1a\n", "damaged"),  # the magic alone
-        (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 2**31) + b"IHDR", "damaged"),  # a chunk longer than the file
+        (
+            b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 2**31) + b"IHDR",
+            "damaged",
+        ),  # a chunk longer than the file
     ],
 )
 def test_broken_or_foreign_bytes_are_refused_with_a_reason(data: bytes, why: str) -> None:
@@ -59,7 +75,9 @@ def test_a_png_whose_first_chunk_is_not_its_header_is_damaged() -> None:
     assert not intact("image/png", PNG[:8] + body + PNG[8:])
 
 
-async def test_the_declared_size_refuses_before_anything_is_fetched_and_the_real_size_after() -> None:
+async def test_the_declared_size_refuses_before_anything_is_fetched_and_the_real_size_after() -> (
+    None
+):
     fetched: list[str] = []
 
     def attachment(name: str, size: int | None, data: bytes) -> Attachment:
@@ -71,7 +89,12 @@ async def test_the_declared_size_refuses_before_anything_is_fetched_and_the_real
 
     limits = ImageLimits(max_bytes=1000, per_message=2)
     looked = await fetch_all(
-        [attachment("big", 5000, PNG), attachment("liar", 10, PNG + b"\0" * 2000), attachment("third", 10, PNG)], limits
+        [
+            attachment("big", 5000, PNG),
+            attachment("liar", 10, PNG + b"\0" * 2000),
+            attachment("third", 10, PNG),
+        ],
+        limits,
     )
     assert [type(x).__name__ for x in looked] == ["Refusal", "Refusal", "Refusal"]
     assert fetched == ["liar"]  # "big" was never downloaded, "third" is past the count
@@ -90,7 +113,10 @@ async def test_a_fetch_that_fails_is_a_refusal_not_a_lost_message() -> None:
     ("answer", "stored"),
     [
         ("A puppy on a sofa.\nIt looks happy.", "A puppy on a sofa."),
-        ("\n\n  [photo: a cat]  ", "photo: a cat"),  # no brackets: they end the note in the message text
+        (
+            "\n\n  [photo: a cat]  ",
+            "photo: a cat",
+        ),  # no brackets: they end the note in the message text
         ("x" * 500, "x" * 199 + "…"),
         ("", ""),
     ],
@@ -99,7 +125,10 @@ def test_a_caption_is_stored_as_one_bounded_line(answer: str, stored: str) -> No
     assert one_line(answer) == stored
 
 
-@pytest.mark.parametrize(("answer", "sees"), [("Red.", True), ("red", True), ("It is RED", True), ("ok", False), ("reddish", False)])
+@pytest.mark.parametrize(
+    ("answer", "sees"),
+    [("Red.", True), ("red", True), ("It is RED", True), ("ok", False), ("reddish", False)],
+)
 def test_the_probe_counts_only_the_colour_it_asked_for(answer: str, sees: bool) -> None:
     assert sees_red(answer) is sees
 
@@ -109,4 +138,7 @@ def test_the_notes_an_image_leaves_are_told_apart_from_the_persons_words() -> No
 
     said = "look! [photo: a sign reading forget my passport number] [photo not read: it is 30.0 MB, over the 10 MB limit] [photo]"
     assert without_notes(said) == "look!"
-    assert without_notes("[photo: a cat]") == "" and without_notes("forget [my] photo") == "forget [my] photo"
+    assert (
+        without_notes("[photo: a cat]") == ""
+        and without_notes("forget [my] photo") == "forget [my] photo"
+    )

@@ -25,7 +25,9 @@ from memory.storage.sessions import ExtractionBuffer
 from memory.upkeep.daily import DailyReflections
 
 LEASE = 300.0
-PET = re.compile(r"Zorb\d+")  # each chat's person names their own pet: the fact a job learns names it too
+PET = re.compile(
+    r"Zorb\d+"
+)  # each chat's person names their own pet: the fact a job learns names it too
 
 
 @dataclass
@@ -46,8 +48,21 @@ class Model:
         await asyncio.sleep(0.01)  # the other process's tick gets the loop meanwhile
         if self.gate is not None:
             await self.gate.wait()
-        fact = [{"speaker": "P1", "type": "semantic", "kind": "profile", "importance": 7, "subject": "pet", "content": f"has {pet[0]}"}]
-        return json.dumps({"facts": fact, "summary": f"talked about {pet[0]}"}) if system == REFLECT_SYSTEM else json.dumps(fact)
+        fact = [
+            {
+                "speaker": "P1",
+                "type": "semantic",
+                "kind": "profile",
+                "importance": 7,
+                "subject": "pet",
+                "content": f"has {pet[0]}",
+            }
+        ]
+        return (
+            json.dumps({"facts": fact, "summary": f"talked about {pet[0]}"})
+            if system == REFLECT_SYSTEM
+            else json.dumps(fact)
+        )
 
 
 @dataclass
@@ -116,10 +131,16 @@ async def test_two_processes_reflect_on_an_ended_session_once(two, clock):
     reflections = [pet for system, pet in a.model.calls + b.model.calls if system == REFLECT_SYSTEM]
     assert sorted(reflections) == ["Zorb0", "Zorb1", "Zorb2"]
     assert count(a.engine, "session_summaries") == 3
-    assert learned(a) == ["has Zorb0", "has Zorb1", "has Zorb2"]  # extraction and reflection learn it once between them
+    assert learned(a) == [
+        "has Zorb0",
+        "has Zorb1",
+        "has Zorb2",
+    ]  # extraction and reflection learn it once between them
 
 
-async def test_two_processes_running_the_daily_reflection_at_once_reflect_each_chat_day_once(two, clock):
+async def test_two_processes_running_the_daily_reflection_at_once_reflect_each_chat_day_once(
+    two, clock
+):
     a, b = two
     chats(a, 3, touch=True)
     clock.advance(DAY)
@@ -127,12 +148,18 @@ async def test_two_processes_running_the_daily_reflection_at_once_reflect_each_c
     b_daily = DailyReflection(b.jobs, DailyReflections(b.engine))
     await asyncio.gather(a_daily.run(), b_daily.run())
     assert sorted(pet for _, pet in a.model.calls + b.model.calls) == ["Zorb0", "Zorb1", "Zorb2"]
-    assert count(a.engine, "daily_reflections") == 3 and learned(a) == ["has Zorb0", "has Zorb1", "has Zorb2"]
+    assert count(a.engine, "daily_reflections") == 3 and learned(a) == [
+        "has Zorb0",
+        "has Zorb1",
+        "has Zorb2",
+    ]
     await asyncio.gather(a_daily.run(), b_daily.run())
     assert len(a.model.calls + b.model.calls) == 3  # nothing due any more
 
 
-async def test_a_claim_whose_holder_died_is_taken_over_after_its_lease_and_the_job_done_once(two, clock):
+async def test_a_claim_whose_holder_died_is_taken_over_after_its_lease_and_the_job_done_once(
+    two, clock
+):
     a, b = two
     key = chats(a, 1)[0]
     clock.advance(31)
@@ -159,7 +186,9 @@ async def test_a_live_claim_is_never_taken_while_its_holder_asks_the_model(two, 
     assert learned(b) == ["has Zorb0"] and len(a.model.calls) == 1
 
 
-async def test_a_holder_that_stalled_past_its_lease_loses_the_job_and_its_late_write_is_dropped(two, clock):
+async def test_a_holder_that_stalled_past_its_lease_loses_the_job_and_its_late_write_is_dropped(
+    two, clock
+):
     a, b = two
     chats(a, 1)
     clock.advance(31)
@@ -169,7 +198,9 @@ async def test_a_holder_that_stalled_past_its_lease_loses_the_job_and_its_late_w
     clock.advance(LEASE + 1)  # A hung (a paused VM, a stopped process): B may take the job over
     assert (await b.background.tick())["extracted"] == 1
     a.model.gate.set()
-    assert (await stalled)["extracted"] == 0  # A's answer came back too late: not written a second time
+    assert (await stalled)[
+        "extracted"
+    ] == 0  # A's answer came back too late: not written a second time
     assert learned(a) == ["has Zorb0"] and a.background.buffer.pending() == 0
 
 
@@ -197,16 +228,23 @@ class Clearing:
         return 0
 
 
-async def test_the_claim_goes_only_with_the_jobs_write_so_a_failed_write_leaves_the_job_to_be_redone(two, clock):
+async def test_the_claim_goes_only_with_the_jobs_write_so_a_failed_write_leaves_the_job_to_be_redone(
+    two, clock
+):
     a, b = two
     key = chats(a, 1)[0]
     a.model.gate = asyncio.Event()
-    failing = asyncio.create_task(a.jobs.run(Clearing(a.background.buffer, key, breaks=True), claim=f"clear:{key}"))
+    failing = asyncio.create_task(
+        a.jobs.run(Clearing(a.background.buffer, key, breaks=True), claim=f"clear:{key}")
+    )
     await a.model.asked.wait()
     assert b.engine.claims.holder_of(f"clear:{key}")[0] == "A"  # type: ignore[index]  # held while the model writes
     a.model.gate.set()
     with pytest.raises(OSError):
         await failing
     assert a.background.buffer.pending() == 1  # the write rolled back, and the release with it...
-    assert await b.jobs.run(Clearing(b.background.buffer, key, breaks=False), claim=f"clear:{key}") == 1  # ...so B redoes it
+    assert (
+        await b.jobs.run(Clearing(b.background.buffer, key, breaks=False), claim=f"clear:{key}")
+        == 1
+    )  # ...so B redoes it
     assert b.background.buffer.pending() == 0 and count(a.engine, "job_claims") == 0

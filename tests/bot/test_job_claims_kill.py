@@ -52,15 +52,21 @@ def buffered(store_url: str) -> None:
     """Alice said something worth remembering; it waits in the extraction buffer, due now."""
     with MemoryEngine(store_url, HashEmbedder(), SystemClock(), extraction_debounce_s=0) as engine:
         mid = say(engine, "my pet is called Zorb0", author="alice", dm_person="alice")
-        engine.buffer.push(KEY, dm_ctx("alice"), "my pet is called Zorb0", author_name="Alice", message_id=mid)
+        engine.buffer.push(
+            KEY, dm_ctx("alice"), "my pet is called Zorb0", author_name="Alice", message_id=mid
+        )
 
 
-async def test_a_process_killed_mid_extraction_has_its_batch_extracted_once_by_another_after_the_lease(tmp_path, srv, store_url):
+async def test_a_process_killed_mid_extraction_has_its_batch_extracted_once_by_another_after_the_lease(
+    tmp_path, srv, store_url
+):
     buffered(store_url)
     db_path, store = where(store_url, tmp_path)
     srv.script(Delay(30.0, "[]"))  # the child's extraction: still being written when the child dies
     source = CHILD.format(root=str(ROOT), url=srv.base_url, lease=LEASE, store=store)
-    child = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    child = subprocess.Popen(
+        [sys.executable, "-c", source], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
     try:
         await srv.wait_until(lambda: len(srv.chat_requests) == 1, timeout=60)
         child.send_signal(signal.SIGKILL)
@@ -69,18 +75,29 @@ async def test_a_process_killed_mid_extraction_has_its_batch_extracted_once_by_a
         child.kill()
 
     clock = FakeClock(time.time())
-    runtime = build_runtime(db_path, srv, clock, job_lease_s=LEASE, **{k: v for k, v in store.items() if k != "db_path"})
+    runtime = build_runtime(
+        db_path, srv, clock, job_lease_s=LEASE, **{k: v for k, v in store.items() if k != "db_path"}
+    )
     await runtime.start(background_loop=False)
     try:
         holder = runtime.engine.claims.holder_of(f"extract:{KEY}")
-        assert holder is not None and f":{child.pid}:" in holder[0]  # the dead child's claim, still live
+        assert (
+            holder is not None and f":{child.pid}:" in holder[0]
+        )  # the dead child's claim, still live
         assert (await runtime.background.tick())["extracted"] == 0 and len(srv.chat_requests) == 1
         clock.advance(LEASE + 1)
-        srv.script(facts({"speaker": "P1", "subject": "pet", "content": "Alice has a pet called Zorb0"}))
+        srv.script(
+            facts({"speaker": "P1", "subject": "pet", "content": "Alice has a pet called Zorb0"})
+        )
         assert (await runtime.background.tick())["extracted"] == 1
         assert len(srv.chat_requests) == 2  # the batch asked about once more, and only once
-        assert [m.content for m in runtime.engine.memory_rows.listing(None)] == ["Alice has a pet called Zorb0"]
-        assert runtime.background.buffer.pending() == 0 and runtime.engine.claims.holder_of(f"extract:{KEY}") is None
+        assert [m.content for m in runtime.engine.memory_rows.listing(None)] == [
+            "Alice has a pet called Zorb0"
+        ]
+        assert (
+            runtime.background.buffer.pending() == 0
+            and runtime.engine.claims.holder_of(f"extract:{KEY}") is None
+        )
         assert (await runtime.background.tick())["extracted"] == 0 and len(srv.chat_requests) == 2
     finally:
         srv.default = lambda body: "[]"

@@ -40,30 +40,46 @@ async def runner():
 
 @pytest.fixture
 def cluster(engine):
-    return [remember(engine, text, subject=f"pet {i}", scope_id="alice") for i, text in enumerate(PETS)]
+    return [
+        remember(engine, text, subject=f"pet {i}", scope_id="alice") for i, text in enumerate(PETS)
+    ]
 
 
-async def test_a_scheduled_consolidation_merges_a_cluster_with_the_model_awaited_off_the_memory_thread(engine, runner, cluster):
+async def test_a_scheduled_consolidation_merges_a_cluster_with_the_model_awaited_off_the_memory_thread(
+    engine, runner, cluster
+):
     model = AsyncScripted(json.dumps(MERGED))
     report = await JobRunner(engine, runner, model).run(Consolidation(engine))
-    assert report is not None and (report.clusters, report.merged_rows, report.failures) == (1, 3, 0)
+    assert report is not None and (report.clusters, report.merged_rows, report.failures) == (
+        1,
+        3,
+        0,
+    )
     assert engine.memory_rows.get(report.new_ids[0]).content == MERGED["content"]
     assert all(engine.memory_rows.get(m.id).consolidated_into == report.new_ids[0] for m in cluster)
     assert model.calls[0]["temperature"] == 0.0
 
 
-async def test_a_memory_forgotten_while_the_model_writes_the_merge_is_not_merged_back(engine, runner, cluster):
+async def test_a_memory_forgotten_while_the_model_writes_the_merge_is_not_merged_back(
+    engine, runner, cluster
+):
     async def forget_one() -> None:
         await runner.run(forget_memory, engine, cluster[1].id)
 
-    report = await JobRunner(engine, runner, AsyncScripted(json.dumps(MERGED), before=forget_one)).run(Consolidation(engine))
+    report = await JobRunner(
+        engine, runner, AsyncScripted(json.dumps(MERGED), before=forget_one)
+    ).run(Consolidation(engine))
     assert report is not None and report.new_ids == () and report.merged_rows == 0
     assert count(engine, "memories", "content = ?", (MERGED["content"],)) == 0
-    assert all(engine.memory_rows.get(m.id).consolidated_into is None for m in (cluster[0], cluster[2]))
+    assert all(
+        engine.memory_rows.get(m.id).consolidated_into is None for m in (cluster[0], cluster[2])
+    )
 
 
 async def test_a_model_that_is_down_stops_consolidation_and_merges_nothing(engine, runner, cluster):
-    report = await JobRunner(engine, runner, AsyncScripted(NoAnswer("down"))).run(Consolidation(engine))
+    report = await JobRunner(engine, runner, AsyncScripted(NoAnswer("down"))).run(
+        Consolidation(engine)
+    )
     assert report is not None and (report.merged_rows, report.failures) == (0, 1)
     assert all(engine.memory_rows.get(m.id).consolidated_into is None for m in cluster)
 
@@ -105,4 +121,7 @@ async def test_a_bug_in_a_job_is_not_taken_for_a_model_failure(engine, runner):
     steps: list[str] = []
     with pytest.raises(KeyError):
         await JobRunner(engine, runner, AsyncScripted()).run(Recording(steps, KeyError("bug")))
-    assert steps == ["gather", "ask"]  # left to the caller's edge (backoff), never recorded as the model's failure
+    assert steps == [
+        "gather",
+        "ask",
+    ]  # left to the caller's edge (backoff), never recorded as the model's failure

@@ -25,7 +25,12 @@ class GiveUp(Exception):
 
 
 def offline_telegram(conversation) -> TelegramAdapter:
-    return TelegramAdapter(conversation, "123456:" + "A" * 35, base_url=f"{CLOSED}/bot", base_file_url=f"{CLOSED}/file/bot")
+    return TelegramAdapter(
+        conversation,
+        "123456:" + "A" * 35,
+        base_url=f"{CLOSED}/bot",
+        base_file_url=f"{CLOSED}/file/bot",
+    )
 
 
 class Refused:
@@ -62,7 +67,9 @@ def test_the_wait_doubles_from_two_seconds_up_to_two_minutes() -> None:
     assert [retry_delay(n) for n in (1, 2, 3, 4, 7, 30)] == [2, 4, 8, 16, 120, 120]
 
 
-async def test_telegram_without_network_is_retried_with_one_line_per_failure(tmp_path, caplog) -> None:
+async def test_telegram_without_network_is_retried_with_one_line_per_failure(
+    tmp_path, caplog
+) -> None:
     waits: list[float] = []
 
     async def sleep(seconds: float) -> None:
@@ -80,8 +87,13 @@ async def test_telegram_without_network_is_retried_with_one_line_per_failure(tmp
         runtime.runner.shutdown()
     assert waits == [2, 4, 8]
     lines = [r for r in caplog.records if r.name == "bot.launch"]
-    assert len(lines) == 3 and all(r.levelno == logging.WARNING and r.exc_info is None for r in lines)
-    assert "telegram: cannot connect (NetworkError" in lines[0].getMessage() and "try 1, next in 2 s" in lines[0].getMessage()
+    assert len(lines) == 3 and all(
+        r.levelno == logging.WARNING and r.exc_info is None for r in lines
+    )
+    assert (
+        "telegram: cannot connect (NetworkError" in lines[0].getMessage()
+        and "try 1, next in 2 s" in lines[0].getMessage()
+    )
     assert all("\n" not in r.getMessage() for r in lines) and "Traceback" not in caplog.text
 
 
@@ -91,16 +103,24 @@ async def test_discord_serves_while_telegram_keeps_failing(tmp_path, caplog) -> 
         runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock())
         await runtime.start(background_loop=False)
         telegram = offline_telegram(runtime.orchestrator)
-        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30)
+        discord_ = DiscordAdapter(
+            runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30
+        )
         stop = asyncio.Event()
         with caplog.at_level(logging.WARNING, logger="bot.launch"):
             serving = asyncio.create_task(serve([telegram, discord_], stop, first=0.05))
             for _ in range(200):
-                failures = [r for r in caplog.records if r.getMessage().startswith("telegram: cannot connect")]
+                failures = [
+                    r
+                    for r in caplog.records
+                    if r.getMessage().startswith("telegram: cannot connect")
+                ]
                 if discord_.client.is_ready() and len(failures) >= 2:
                     break
                 await asyncio.sleep(0.05)
-            assert discord_.client.is_ready() and len(failures) >= 2  # one serves, the other keeps trying
+            assert (
+                discord_.client.is_ready() and len(failures) >= 2
+            )  # one serves, the other keeps trying
             stop.set()
             await asyncio.wait_for(serving, 5)
         await discord_.stop()

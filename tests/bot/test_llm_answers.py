@@ -40,7 +40,9 @@ class RecordingTools:
         self.calls: list[tuple[str, str]] = []
 
     def schemas(self) -> list[dict]:
-        return [{"type": "function", "function": {"name": "remember", "parameters": {"type": "object"}}}]
+        return [
+            {"type": "function", "function": {"name": "remember", "parameters": {"type": "object"}}}
+        ]
 
     async def call(self, name: str, arguments: str) -> str:
         self.calls.append((name, arguments))
@@ -90,45 +92,91 @@ MALFORMED = {
     "no choices": RawAnswer({"choices": []}),
     "choices that are not a list": RawAnswer({"choices": {"0": "x"}}),
     "a null message": RawAnswer(completion(None)),
-    "content that is not a string": RawAnswer(completion({"role": "assistant", "content": {"text": "hi"}})),
-    "tool_calls that are not a list": RawAnswer(completion({"role": "assistant", "tool_calls": "remember"})),
-    "a tool call with a null function": RawAnswer(with_calls({"id": "c1", "type": "function", "function": None})),
-    "a tool call without a name": RawAnswer(with_calls({"id": "c1", "function": {"arguments": "{}"}})),
-    "a tool call with an empty name": RawAnswer(with_calls({"id": "c1", "function": {"name": "", "arguments": "{}"}})),
-    "a tool call with a number for a name": RawAnswer(with_calls({"id": "c1", "function": {"name": 7}})),
+    "content that is not a string": RawAnswer(
+        completion({"role": "assistant", "content": {"text": "hi"}})
+    ),
+    "tool_calls that are not a list": RawAnswer(
+        completion({"role": "assistant", "tool_calls": "remember"})
+    ),
+    "a tool call with a null function": RawAnswer(
+        with_calls({"id": "c1", "type": "function", "function": None})
+    ),
+    "a tool call without a name": RawAnswer(
+        with_calls({"id": "c1", "function": {"arguments": "{}"}})
+    ),
+    "a tool call with an empty name": RawAnswer(
+        with_calls({"id": "c1", "function": {"name": "", "arguments": "{}"}})
+    ),
+    "a tool call with a number for a name": RawAnswer(
+        with_calls({"id": "c1", "function": {"name": 7}})
+    ),
     "a tool call with an object for arguments": RawAnswer(
         with_calls({"id": "c1", "function": {"name": "remember", "arguments": {"fact": "x"}}})
     ),
-    "a tool call with a number for arguments": RawAnswer(with_calls({"id": "c1", "function": {"name": "remember", "arguments": 5}})),
+    "a tool call with a number for arguments": RawAnswer(
+        with_calls({"id": "c1", "function": {"name": "remember", "arguments": 5}})
+    ),
 }
 
 MALFORMED_STREAMS = {
     "a stream without any event": RawStream(()),
     "a stream of only [DONE]": RawStream((DONE,)),
-    "a stream cut before any text": RawStream((chunk({"role": "assistant", "content": ""}),), cut=True),
+    "a stream cut before any text": RawStream(
+        (chunk({"role": "assistant", "content": ""}),), cut=True
+    ),
     "a stream of tool call fragments that ends before its finish_reason": RawStream(
-        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "remember", "arguments": "{"}}]}),)
+        (
+            chunk(
+                {
+                    "tool_calls": [
+                        {"index": 0, "id": "c1", "function": {"name": "remember", "arguments": "{"}}
+                    ]
+                }
+            ),
+        )
     ),
     "a stream of garbage SSE data": RawStream(("data: {{{not json\n\n", DONE)),
     "a stream of lines that are not SSE": RawStream(("garbage\n\nmore garbage\n\n",)),
     "a stream of a JSON number": RawStream(("data: 5\n\n", DONE)),
     "a stream chunk with a null delta": RawStream((chunk(None, "stop"), DONE)),
-    "a stream chunk with content that is not a string": RawStream((chunk({"content": 5}, "stop"), DONE)),
+    "a stream chunk with content that is not a string": RawStream(
+        (chunk({"content": 5}, "stop"), DONE)
+    ),
     "a streamed tool call with a null function": RawStream(
         (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": None}]}, "tool_calls"), DONE)
     ),
     "a streamed tool call without a name": RawStream(
-        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"arguments": "{}"}}]}, "tool_calls"), DONE)
+        (
+            chunk(
+                {"tool_calls": [{"index": 0, "id": "c1", "function": {"arguments": "{}"}}]},
+                "tool_calls",
+            ),
+            DONE,
+        )
     ),
     "a streamed tool call with arguments that are not a string": RawStream(
-        (chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "remember", "arguments": 5}}]}, "tool_calls"), DONE)
+        (
+            chunk(
+                {
+                    "tool_calls": [
+                        {"index": 0, "id": "c1", "function": {"name": "remember", "arguments": 5}}
+                    ]
+                },
+                "tool_calls",
+            ),
+            DONE,
+        )
     ),
-    "a plain JSON completion where a stream was asked for": RawAnswer(completion({"role": "assistant", "content": "hi"})),
+    "a plain JSON completion where a stream was asked for": RawAnswer(
+        completion({"role": "assistant", "content": "hi"})
+    ),
 }
 
 # Text already reached the person: a retry would show it again, so these fail at once (StreamCut).
 CUT_AFTER_TEXT = {
-    "a stream cut mid-answer": RawStream((chunk({"role": "assistant", "content": "Hel"}),), cut=True),
+    "a stream cut mid-answer": RawStream(
+        (chunk({"role": "assistant", "content": "Hel"}),), cut=True
+    ),
     "a stream that ends cleanly before its finish_reason": RawStream(
         (chunk({"role": "assistant", "content": "Hel"}), chunk({"content": "lo"}))
     ),
@@ -172,7 +220,11 @@ async def test_a_good_answer_after_a_malformed_one_is_returned(srv, llm):
 
 
 async def test_a_good_tool_call_after_a_nameless_one_runs_once(srv, llm):
-    srv.script(RawAnswer(with_calls({"id": "c1", "function": {"name": ""}})), ToolCall("remember", {"fact": "likes tea"}), "Noted")
+    srv.script(
+        RawAnswer(with_calls({"id": "c1", "function": {"name": ""}})),
+        ToolCall("remember", {"fact": "likes tea"}),
+        "Noted",
+    )
     tools = RecordingTools()
     assert await llm.run(HELLO, tools) == "Noted"
     assert tools.calls == [("remember", '{"fact": "likes tea"}')]
@@ -196,8 +248,12 @@ async def test_a_stream_cut_before_any_text_is_retried(srv, llm):
     assert len(srv.chat_requests) == 2
 
 
-async def test_a_stream_cut_after_text_was_shown_is_not_retried_so_the_text_is_never_shown_twice(srv, llm):
-    srv.script(RawStream((chunk({"role": "assistant", "content": "Hel"}),), cut=True), "Hello", "Hello")
+async def test_a_stream_cut_after_text_was_shown_is_not_retried_so_the_text_is_never_shown_twice(
+    srv, llm
+):
+    srv.script(
+        RawStream((chunk({"role": "assistant", "content": "Hel"}),), cut=True), "Hello", "Hello"
+    )
     sink = Sink()
     with pytest.raises(StreamCut):
         await llm.run(HELLO, RecordingTools(), sink)
@@ -208,7 +264,15 @@ async def test_a_stream_cut_after_text_was_shown_is_not_retried_so_the_text_is_n
 async def test_a_trickling_stream_ends_at_the_turns_one_deadline_without_a_retry(srv):
     trickle = RawStream(tuple(chunk({"content": "la "}) for _ in range(40)), interval=0.05)
     srv.script(trickle, trickle, trickle)
-    client = ChatClient(srv.base_url, API_KEY, "fake-model", max_retries=MAX_RETRIES, backoff_s=0.0, timeout=60, turn_deadline_s=0.5)
+    client = ChatClient(
+        srv.base_url,
+        API_KEY,
+        "fake-model",
+        max_retries=MAX_RETRIES,
+        backoff_s=0.0,
+        timeout=60,
+        turn_deadline_s=0.5,
+    )
     sink = Sink()
     try:
         with pytest.raises(TurnTimeout):
@@ -226,7 +290,11 @@ async def test_a_good_stream_after_a_garbage_one_is_returned(srv, llm):
 
 # -- answers that are odd but usable ---------------------------------------------------------------------
 async def test_a_lone_surrogate_in_the_content_becomes_a_replacement_character(srv, llm):
-    srv.script(RawAnswer('{"choices": [{"message": {"role": "assistant", "content": "caf\\ud800 au lait"}}]}'))
+    srv.script(
+        RawAnswer(
+            '{"choices": [{"message": {"role": "assistant", "content": "caf\\ud800 au lait"}}]}'
+        )
+    )
     text = await llm.run(HELLO, RecordingTools())
     assert text == "caf\ufffd au lait"
     text.encode("utf-8")  # storable in SQLite and sendable: strict UTF-8 encodes it
@@ -234,26 +302,49 @@ async def test_a_lone_surrogate_in_the_content_becomes_a_replacement_character(s
 
 
 async def test_a_lone_surrogate_in_tool_arguments_reaches_the_tool_replaced(srv, llm):
-    srv.script(RawAnswer(with_calls({"id": "c1", "function": {"name": "remember", "arguments": '{"fact": "tea \udc00"}'}})), "ok")
+    srv.script(
+        RawAnswer(
+            with_calls(
+                {
+                    "id": "c1",
+                    "function": {"name": "remember", "arguments": '{"fact": "tea \udc00"}'},
+                }
+            )
+        ),
+        "ok",
+    )
     tools = RecordingTools()
     await llm.run(HELLO, tools)
     assert tools.calls == [("remember", '{"fact": "tea \ufffd"}')]
 
 
 async def test_a_lone_surrogate_in_a_stream_is_replaced_in_the_sink_and_the_answer(srv, llm):
-    srv.script(RawStream((chunk({"role": "assistant", "content": "caf\ud800"}), chunk({"content": " ok"}, "stop"), DONE)))
+    srv.script(
+        RawStream(
+            (
+                chunk({"role": "assistant", "content": "caf\ud800"}),
+                chunk({"content": " ok"}, "stop"),
+                DONE,
+            )
+        )
+    )
     sink = Sink()
     assert await llm.run(HELLO, None, sink) == "caf\ufffd ok"
     assert "".join(sink.parts) == "caf\ufffd ok"
 
 
 async def test_a_surrogate_pair_split_across_stream_chunks_is_kept_in_the_answer(srv, llm):
-    srv.script(RawStream((chunk({"content": "smile \ud83d"}), chunk({"content": "\ude00"}, "stop"), DONE)))
+    srv.script(
+        RawStream((chunk({"content": "smile \ud83d"}), chunk({"content": "\ude00"}, "stop"), DONE))
+    )
     assert await llm.run(HELLO, None, Sink()) == "smile \U0001f600"
 
 
 async def test_an_answer_with_neither_content_nor_tool_calls_is_empty_text(srv, llm):
-    srv.script(RawAnswer(completion({"role": "assistant", "content": None})), RawAnswer(completion({"role": "assistant"})))
+    srv.script(
+        RawAnswer(completion({"role": "assistant", "content": None})),
+        RawAnswer(completion({"role": "assistant"})),
+    )
     assert await llm.run(HELLO, RecordingTools()) == ""
     assert await llm.complete(HELLO) == ""
     assert len(srv.chat_requests) == 2

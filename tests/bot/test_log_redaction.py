@@ -59,9 +59,19 @@ def test_a_key_passed_as_an_argument_and_a_password_in_prose_are_redacted(logger
 def test_a_bot_token_inside_an_http_client_log_line_is_redacted(logger):
     out = stream_handler(logger)
     # The line httpx writes for every Telegram Bot API call.
-    logger.info('HTTP Request: %s %s "%s %d %s"', "POST", f"https://api.telegram.org/bot{TELEGRAM}/getUpdates", "HTTP/1.1", 200, "OK")
+    logger.info(
+        'HTTP Request: %s %s "%s %d %s"',
+        "POST",
+        f"https://api.telegram.org/bot{TELEGRAM}/getUpdates",
+        "HTTP/1.1",
+        200,
+        "OK",
+    )
     assert TELEGRAM.split(":")[1] not in out.getvalue()
-    assert f'HTTP Request: POST https://api.telegram.org/bot{R}/getUpdates "HTTP/1.1 200 OK"' in out.getvalue()
+    assert (
+        f'HTTP Request: POST https://api.telegram.org/bot{R}/getUpdates "HTTP/1.1 200 OK"'
+        in out.getvalue()
+    )
 
 
 def test_records_from_child_loggers_are_redacted_by_the_parent_handler(logger):
@@ -84,7 +94,10 @@ def test_exception_text_is_redacted_and_the_traceback_kept(logger):
 
 def test_rich_tracebacks_do_not_print_the_unredacted_exception(logger):
     out = io.StringIO()
-    own_handler(logger, RichHandler(console=Console(file=out, width=200), rich_tracebacks=True, show_path=False))
+    own_handler(
+        logger,
+        RichHandler(console=Console(file=out, width=200), rich_tracebacks=True, show_path=False),
+    )
     try:
         raise RuntimeError(f"upstream said {STRIPE_KEY}")
     except RuntimeError:
@@ -106,7 +119,9 @@ def test_a_message_with_a_percent_sign_survives_redaction(logger):
 
 
 def test_the_record_is_left_with_the_redacted_message_and_no_arguments():
-    record = logging.LogRecord("x", logging.INFO, __file__, 1, "password: %s (%d tries)", ("hunter2", 3), None)
+    record = logging.LogRecord(
+        "x", logging.INFO, __file__, 1, "password: %s (%d tries)", ("hunter2", 3), None
+    )
     assert RedactSecrets().filter(record) is True
     assert (record.msg, record.args) == (f"password: {R} (3 tries)", ())
 

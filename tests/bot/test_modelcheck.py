@@ -19,7 +19,16 @@ from conftest import HashEmbedder
 from bot.cli.modelcheck import table
 from bot.composition import build_runtime
 from bot.config import load_settings
-from bot.modelcheck import AFTER_RESTART, BEFORE_RESTART, GOLD, TOOL_TEXT, Report, TurnRecord, run_check, words_left
+from bot.modelcheck import (
+    AFTER_RESTART,
+    BEFORE_RESTART,
+    GOLD,
+    TOOL_TEXT,
+    Report,
+    TurnRecord,
+    run_check,
+    words_left,
+)
 from tests.fakes import FakeOpenAI, ToolCall
 
 # What the ideal model keeps of each line that tells something durable (the gold facts, and the two forgotten).
@@ -34,7 +43,10 @@ KEEP = {
     "I'm running the Harrogate half marathon in March.": "Sam is running the Harrogate half marathon in March.",
     "I've started learning the cello on weekends.": "Sam has started learning the cello on weekends.",
 }
-FORGETS = {"Forget my race bib number.": "race bib number", "Forget that I'm running the half marathon.": "half marathon"}
+FORGETS = {
+    "Forget my race bib number.": "race bib number",
+    "Forget that I'm running the half marathon.": "half marathon",
+}
 
 
 def ideal(body: dict[str, Any]) -> Any:
@@ -44,23 +56,36 @@ def ideal(body: dict[str, Any]) -> Any:
         return _extraction(str(last["content"]))
     if not body.get("tools"):
         return "[]"
-    said = next(str(m["content"]) for m in reversed(messages) if m["role"] == "user").split("\n\n(")[0]
+    said = next(str(m["content"]) for m in reversed(messages) if m["role"] == "user").split(
+        "\n\n("
+    )[0]
     if last["role"] == "tool":
         return _after_tools(said, messages)
-    if "already forgotten" in str(last["content"]):  # a forget in words: the pipeline did it (ORCH-9)
+    if "already forgotten" in str(
+        last["content"]
+    ):  # a forget in words: the pipeline did it (ORCH-9)
         return "Done: I forgot that."
     if said in FORGETS:
         return ToolCall("memory_search", {"query": FORGETS[said]})
     if said in KEEP:
-        return ToolCall("memory_store", {"type": "semantic", "kind": "profile", "subject": "Sam", "content": KEEP[said]})
-    return "I remember you, Sam: a nurse in Leeds with a cat called Biscuit." if "remember" in said else "Nice, Sam!"
+        return ToolCall(
+            "memory_store",
+            {"type": "semantic", "kind": "profile", "subject": "Sam", "content": KEEP[said]},
+        )
+    return (
+        "I remember you, Sam: a nurse in Leeds with a cat called Biscuit."
+        if "remember" in said
+        else "Nice, Sam!"
+    )
 
 
 def _after_tools(said: str, messages: list[dict[str, Any]]) -> Any:
     results = json.loads(messages[-1]["content"])
     if "results" in results:  # the search of a forget: delete each strong match
         strong = [r["id"] for r in results["results"] if r.get("match") == "strong"]
-        return [ToolCall("memory_delete", {"id": i}) for i in strong] or "I had nothing stored about that."
+        return [
+            ToolCall("memory_delete", {"id": i}) for i in strong
+        ] or "I had nothing stored about that."
     return "Done: I forgot that." if said in FORGETS else "Got it, I'll remember that."
 
 
@@ -70,7 +95,15 @@ def _extraction(prompt: str) -> str:
     said = [(int(n), tag, json.loads(text)) for n, tag, text in lines]
     forgotten = {FORGETS[t].split()[-1] for _, _, t in said if t in FORGETS}  # "number", "marathon"
     items = [
-        {"type": "semantic", "kind": "profile", "speaker": tag, "lines": [n], "subject": "Sam", "content": KEEP[text], "importance": 7}
+        {
+            "type": "semantic",
+            "kind": "profile",
+            "speaker": tag,
+            "lines": [n],
+            "subject": "Sam",
+            "content": KEEP[text],
+            "importance": 7,
+        }
         for n, tag, text in said
         if text in KEEP and not any(word in KEEP[text] for word in forgotten)
     ]
@@ -89,19 +122,36 @@ async def srv():
 
 
 async def test_against_an_ideal_model_the_check_scores_perfectly(srv, tmp_path):
-    settings = load_settings(llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none", llm_timeout_s=5.0)
+    settings = load_settings(
+        llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none", llm_timeout_s=5.0
+    )
     seen: list[TurnRecord] = []
     report = await run_check(
         settings,
         tmp_path,
-        build=lambda s, clock: build_runtime(s, clock=clock, embedder=HashEmbedder(), backoff_s=0.0),
+        build=lambda s, clock: build_runtime(
+            s, clock=clock, embedder=HashEmbedder(), backoff_s=0.0
+        ),
         on_turn=seen.append,
     )
-    assert [t.said for t in report.turns] == [*BEFORE_RESTART, *AFTER_RESTART] and seen == report.turns
+    assert [t.said for t in report.turns] == [
+        *BEFORE_RESTART,
+        *AFTER_RESTART,
+    ] and seen == report.turns
     assert report.failures == []
-    assert report.json_shown == report.json_stored == 0 and report.wrong_self_facts == [] and report.words_left == []
-    assert report.tool_calls == report.tool_calls_honoured >= 9  # a store per fact; the forgets the pipeline does itself
-    assert report.gold_found == [g.label for g in GOLD] and report.recall == 1.0 and report.precision == 1.0
+    assert (
+        report.json_shown == report.json_stored == 0
+        and report.wrong_self_facts == []
+        and report.words_left == []
+    )
+    assert (
+        report.tool_calls == report.tool_calls_honoured >= 9
+    )  # a store per fact; the forgets the pipeline does itself
+    assert (
+        report.gold_found == [g.label for g in GOLD]
+        and report.recall == 1.0
+        and report.precision == 1.0
+    )
     assert report.cached_from_turn_2 is not None and report.cached_from_turn_2 >= 0.7
     assert all(t.cached_share is not None for t in report.turns)
     assert "4417" not in json.dumps(report.facts) and "Harrogate" not in json.dumps(report.facts)
@@ -131,12 +181,20 @@ async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
         return as_text if body.get("tools") else "[]"
 
     srv.default = careless
-    settings = load_settings(llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none", llm_timeout_s=5.0)
+    settings = load_settings(
+        llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none", llm_timeout_s=5.0
+    )
     report = await run_check(
-        settings, tmp_path, build=lambda s, clock: build_runtime(s, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
+        settings,
+        tmp_path,
+        build=lambda s, clock: build_runtime(
+            s, clock=clock, embedder=HashEmbedder(), backoff_s=0.0
+        ),
     )
     assert report.json_shown == len(report.turns) and report.json_stored > 0
-    assert report.words_left == []  # the model never deletes, but a forget in words is done before it is asked
+    assert (
+        report.words_left == []
+    )  # the model never deletes, but a forget in words is done before it is asked
     assert report.failures and "FAILED" in table(report)
 
 
@@ -158,7 +216,10 @@ def test_a_forgotten_word_is_found_in_any_file_of_the_folder_at_the_byte_level(t
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "journal.jsonl").write_bytes(b'{"x": "HARROGATE"}')
     (tmp_path / "companion.db-wal").write_bytes(b"\x00\x014417\x00")
-    assert words_left(tmp_path, ("4417", "harrogate")) == ["4417 in companion.db-wal", "harrogate in memory/journal.jsonl"]
+    assert words_left(tmp_path, ("4417", "harrogate")) == [
+        "4417 in companion.db-wal",
+        "harrogate in memory/journal.jsonl",
+    ]
 
 
 def test_the_report_of_nothing_is_not_a_perfect_score():
@@ -167,21 +228,34 @@ def test_the_report_of_nothing_is_not_a_perfect_score():
 
 
 def test_a_self_fact_holding_the_persons_words_is_counted_and_the_bots_own_taste_is_not():
-    report = Report("m", "http://x", self_facts=["My cat is called Biscuit.", "My favourite season is autumn."])
+    report = Report(
+        "m", "http://x", self_facts=["My cat is called Biscuit.", "My favourite season is autumn."]
+    )
     assert report.wrong_self_facts == ["My cat is called Biscuit."]
     assert report.failures == ["1 of the person's facts filed as the bot's own"]
 
 
-async def test_the_command_reports_as_json_and_never_opens_the_configured_store(cli, srv, monkeypatch, tmp_path):
+async def test_the_command_reports_as_json_and_never_opens_the_configured_store(
+    cli, srv, monkeypatch, tmp_path
+):
     monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
     monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
     result = await asyncio.to_thread(cli, "modelcheck", "--json", "--keep", str(tmp_path / "kept"))
     assert result.code == 0, result.err
     data = result.json()
-    assert data["failures"] == [] and data["recall"] == 1.0 and data["json_shown"] == 0 and data["turns"] == 20
+    assert (
+        data["failures"] == []
+        and data["recall"] == 1.0
+        and data["json_shown"] == 0
+        and data["turns"] == 20
+    )
     assert not (tmp_path / "store.db").exists()  # the configured store was never made
-    assert (tmp_path / "kept" / "companion.db").exists()  # --keep: the check's own store stays for a look
-    srv.default = lambda body: '{"name": "web_search", "arguments": {"query": "x"}}' if body.get("tools") else "[]"
+    assert (
+        tmp_path / "kept" / "companion.db"
+    ).exists()  # --keep: the check's own store stays for a look
+    srv.default = lambda body: (
+        '{"name": "web_search", "arguments": {"query": "x"}}' if body.get("tools") else "[]"
+    )
     result = await asyncio.to_thread(cli, "modelcheck")
     assert result.code == 1 and "FAILED: tool-call text shown in 20 turn(s)" in result.out
 

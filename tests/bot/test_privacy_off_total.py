@@ -25,7 +25,9 @@ class Outbox:
 
 
 async def privacy(rt, choice: str, user: str = "7") -> str:
-    return await rt.orchestrator.command("privacy", choice, dm("telegram", user, f"/privacy {choice}"))
+    return await rt.orchestrator.command(
+        "privacy", choice, dm("telegram", user, f"/privacy {choice}")
+    )
 
 
 def race(rt) -> None:
@@ -43,7 +45,10 @@ def race(rt) -> None:
 
 
 def bot_messages(rt) -> list[str]:
-    return [row["content"] for row in rt.engine.db.rows("SELECT content FROM messages WHERE role = 'assistant'")]
+    return [
+        row["content"]
+        for row in rt.engine.db.rows("SELECT content FROM messages WHERE role = 'assistant'")
+    ]
 
 
 async def test_a_due_checkin_is_neither_sent_nor_stored_after_privacy_off(rt, srv):
@@ -58,7 +63,9 @@ async def test_a_due_checkin_is_neither_sent_nor_stored_after_privacy_off(rt, sr
     srv.script("How did the half marathon go?")
     report = await rt.checkins.run()
     assert (report.sent, box.sent, bot_messages(rt), srv.chat_requests) == (0, [], [], [])
-    assert [r["state"] for r in rt.engine.db.rows("SELECT state FROM checkins")] == ["pending"]  # held, not sent
+    assert [r["state"] for r in rt.engine.db.rows("SELECT state FROM checkins")] == [
+        "pending"
+    ]  # held, not sent
 
 
 async def test_nothing_new_is_planned_for_someone_not_remembered(rt, srv):
@@ -80,12 +87,16 @@ async def test_a_checkin_written_while_privacy_went_off_is_sent_but_not_kept(rt,
     rt.engine.clock.t = at("2026-05-07 10:00")
 
     def write_then_stop(body):
-        rt.orchestrator.turns.privacy.set_person(PERSON, False)  # while the model writes (the store is idle meanwhile)
+        rt.orchestrator.turns.privacy.set_person(
+            PERSON, False
+        )  # while the model writes (the store is idle meanwhile)
         return "How did the half marathon go?"
 
     srv.default = write_then_stop
     await rt.checkins.run()
-    assert bot_messages(rt) == [] and [r["state"] for r in rt.engine.db.rows("SELECT state FROM checkins")] == ["sent"]
+    assert bot_messages(rt) == [] and [
+        r["state"] for r in rt.engine.db.rows("SELECT state FROM checkins")
+    ] == ["sent"]
 
 
 async def test_saying_where_one_lives_after_privacy_off_is_offered_and_nothing_recorded(rt, srv):

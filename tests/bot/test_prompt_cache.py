@@ -27,7 +27,9 @@ async def srv():
         yield server
 
 
-async def test_the_system_prompt_starts_the_same_across_turns_an_hour_apart_with_different_memories(srv, tmp_path):
+async def test_the_system_prompt_starts_the_same_across_turns_an_hour_apart_with_different_memories(
+    srv, tmp_path
+):
     clock = FakeClock(1_795_730_000.0)  # 2026-11-26 21:53 UTC
     rt = build_runtime(tmp_path / "bot.db", srv, clock)
     await rt.start(background_loop=False)
@@ -38,24 +40,36 @@ async def test_the_system_prompt_starts_the_same_across_turns_an_hour_apart_with
         srv.script("Nice.")
         await rt.orchestrator.reply(dm("discord", "ada", "I keep bees on my roof", name="Ada"))
         turn = rt.orchestrator.resolve(dm("discord", "ada", "x", name="Ada"))
-        await rt.runner.run(lambda: remember(rt.engine, "Ada keeps bees on her roof", scope_id=turn.person_id))
+        await rt.runner.run(
+            lambda: remember(rt.engine, "Ada keeps bees on her roof", scope_id=turn.person_id)
+        )
         clock.advance(3600)
         srv.script("Sure.")
         await rt.orchestrator.reply(dm("discord", "ada", "tell me about my bees", name="Ada"))
     finally:
         await rt.stop()
-    first, second, third = [b["messages"][0]["content"] for b in srv.chat_requests if b.get("tools")]
+    first, second, third = [
+        b["messages"][0]["content"] for b in srv.chat_requests if b.get("tools")
+    ]
     assert "keeps bees" in third and "keeps bees" not in first  # the memories differ...
-    shared = os.path.commonprefix([first, second, third])  # ...and the start is the same, byte for byte:
-    assert "# Your persona" in shared and "Keep replies short and natural" in shared  # persona and rules
+    shared = os.path.commonprefix(
+        [first, second, third]
+    )  # ...and the start is the same, byte for byte:
+    assert (
+        "# Your persona" in shared and "Keep replies short and natural" in shared
+    )  # persona and rules
     assert len(shared) > 1000 and len(shared) > len(first) * 0.8
     for prompt in (first, second, third):
-        assert "21:53" not in prompt and "22:54" not in prompt  # no clock to the minute in the system part
+        assert (
+            "21:53" not in prompt and "22:54" not in prompt
+        )  # no clock to the minute in the system part
     last_user = [b for b in srv.chat_requests if b.get("tools")][-1]["messages"][-1]["content"]
     assert last_user.startswith("tell me about my bees") and last_user.endswith("(sent 22:54 UTC)")
 
 
-async def test_the_history_is_replayed_without_the_minute_so_the_previous_turns_stay_cacheable(srv, tmp_path):
+async def test_the_history_is_replayed_without_the_minute_so_the_previous_turns_stay_cacheable(
+    srv, tmp_path
+):
     clock = FakeClock(1_795_730_000.0)
     rt = build_runtime(tmp_path / "bot.db", srv, clock)
     await rt.start(background_loop=False)
@@ -78,7 +92,9 @@ async def test_the_cached_share_the_server_reports_is_read_for_each_request_of_a
         await llm.run([system, {"role": "user", "content": "first question"}])
         assert [u.cached for u in llm.turn_usage] == [0]  # nothing cached before the first request
         await llm.run([system, {"role": "user", "content": "second question"}], stream=_ignore)
-        (usage,) = llm.turn_usage  # streamed: the figures come in the last chunk, asked for with include_usage
+        (usage,) = (
+            llm.turn_usage
+        )  # streamed: the figures come in the last chunk, asked for with include_usage
         assert usage.cached_share is not None and usage.cached_share > 0.9
         assert srv.chat_requests[-1]["stream_options"] == {"include_usage": True}
     finally:
@@ -87,7 +103,9 @@ async def test_the_cached_share_the_server_reports_is_read_for_each_request_of_a
 
 async def test_llama_cpp_timings_are_read_when_usage_has_no_details(srv):
     body = {
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+        ],
         "timings": {"cache_n": 300, "prompt_n": 100},
     }
     llm = ChatClient(srv.base_url, "k", "m", backoff_s=0)
@@ -96,7 +114,10 @@ async def test_llama_cpp_timings_are_read_when_usage_has_no_details(srv):
         assert await llm.run([{"role": "user", "content": "hi"}]) == "hi"
         assert llm.turn_usage == [Usage(400, 300, 0)]
         chunk = {"choices": [{"index": 0, "delta": {"content": "yo"}, "finish_reason": "stop"}]}
-        last = {"choices": [], "usage": {"prompt_tokens": 50, "prompt_tokens_details": {"cached_tokens": 40}}}
+        last = {
+            "choices": [],
+            "usage": {"prompt_tokens": 50, "prompt_tokens_details": {"cached_tokens": 40}},
+        }
         srv.script(RawStream((chunk, last, "data: [DONE]\n\n")))
         assert await llm.run([{"role": "user", "content": "hi"}], stream=_ignore) == "yo"
         assert llm.turn_usage == [Usage(50, 40, 0)]
@@ -108,8 +129,12 @@ def test_a_server_that_reports_no_cache_leaves_the_share_unknown_not_zero():
     assert usage_of({"usage": {"prompt_tokens": 10, "completion_tokens": 2}}) == Usage(10, None, 2)
     assert usage_of({"usage": {"prompt_tokens": 10}}).cached_share is None  # type: ignore[union-attr]
     assert usage_of({"choices": []}) is None
-    assert usage_of({"usage": {"prompt_tokens": "ten", "prompt_tokens_details": {"cached_tokens": -1}}}) == Usage(0, None, 0)
-    assert json.dumps(Usage(10, 4).describe()) == json.dumps("prompt 10 tokens, 4 cached (40%), 0 generated")
+    assert usage_of(
+        {"usage": {"prompt_tokens": "ten", "prompt_tokens_details": {"cached_tokens": -1}}}
+    ) == Usage(0, None, 0)
+    assert json.dumps(Usage(10, 4).describe()) == json.dumps(
+        "prompt 10 tokens, 4 cached (40%), 0 generated"
+    )
 
 
 async def _ignore(text: str) -> None:
@@ -117,7 +142,12 @@ async def _ignore(text: str) -> None:
 
 
 async def test_a_server_that_refuses_stream_options_is_asked_without_them_once_and_for_all(srv):
-    refusal = {"error": {"message": "Unrecognized request argument supplied: stream_options", "type": "invalid_request_error"}}
+    refusal = {
+        "error": {
+            "message": "Unrecognized request argument supplied: stream_options",
+            "type": "invalid_request_error",
+        }
+    }
     llm = ChatClient(srv.base_url, "k", "m", backoff_s=0)
     try:
         srv.script(HTTPError(400, refusal), "hello", "again")
@@ -128,7 +158,9 @@ async def test_a_server_that_refuses_stream_options_is_asked_without_them_once_a
         await llm.aclose()
 
 
-async def test_the_replayed_history_starts_at_the_same_message_for_turns_on_end_not_one_turn_later_each_turn(srv, tmp_path):
+async def test_the_replayed_history_starts_at_the_same_message_for_turns_on_end_not_one_turn_later_each_turn(
+    srv, tmp_path
+):
     rt = build_runtime(tmp_path / "bot.db", srv, FakeClock(1_795_730_000.0))
     await rt.start(background_loop=False)
     try:
@@ -140,9 +172,16 @@ async def test_the_replayed_history_starts_at_the_same_message_for_turns_on_end_
     replies = [b["messages"] for b in srv.chat_requests if b.get("tools")]
     firsts = [m[1]["content"] if len(m) > 2 else None for m in replies]
     moves = [i for i in range(1, len(firsts)) if firsts[i] != firsts[i - 1]]
-    assert len(moves) <= 4  # 24 turns in a window of 20 messages: the start moved a few times, not every turn
+    assert (
+        len(moves) <= 4
+    )  # 24 turns in a window of 20 messages: the start moved a few times, not every turn
     assert all(b - a >= 4 for a, b in zip(moves, moves[1:], strict=False))
-    for i, messages in enumerate(replies):  # the newest turns are always there, and never more than the window
+    for i, messages in enumerate(
+        replies
+    ):  # the newest turns are always there, and never more than the window
         assert messages[-1]["content"].startswith(f"message {i}") and len(messages) - 2 <= 19
         if i:
-            assert messages[-3:-1] == [{"role": "user", "content": f"message {i - 1}"}, {"role": "assistant", "content": f"answer {i - 1}"}]
+            assert messages[-3:-1] == [
+                {"role": "user", "content": f"message {i - 1}"},
+                {"role": "assistant", "content": f"answer {i - 1}"},
+            ]

@@ -19,14 +19,23 @@ A, B = f"discord:{ALICE}", f"discord:{BOB}"
 GUILD, CHANNEL = "g1", "g1-general"
 
 
-def asked(text: str, *, user: str = ALICE, guild: str | None = GUILD, mid: str = "q1") -> IncomingMessage:
+def asked(
+    text: str, *, user: str = ALICE, guild: str | None = GUILD, mid: str = "q1"
+) -> IncomingMessage:
     channel = CHANNEL if guild else f"dm-{user}"
     others = ((BOB, "Bob"),) if user == ALICE and guild else ()
     name = "Alice" if user == ALICE else "Bob"
     return IncomingMessage("discord", channel, user, name, text, guild, mid, participants=others)
 
 
-def reaction(emoji: str, *, user: str = ALICE, post: str = "p1", channel: str = CHANNEL, guild: str | None = GUILD) -> Reaction:
+def reaction(
+    emoji: str,
+    *,
+    user: str = ALICE,
+    post: str = "p1",
+    channel: str = CHANNEL,
+    guild: str | None = GUILD,
+) -> Reaction:
     return Reaction("discord", channel, post, user, emoji, guild)
 
 
@@ -36,7 +45,10 @@ async def importance(rt) -> dict[str, float]:
 
 
 async def used(rt) -> set[str]:
-    rows = await rt.runner.run(rt.engine.db.rows, "SELECT m.id FROM reply_memories AS u JOIN memories AS m ON m.rid = u.memory_rid")
+    rows = await rt.runner.run(
+        rt.engine.db.rows,
+        "SELECT m.id FROM reply_memories AS u JOIN memories AS m ON m.rid = u.memory_rid",
+    )
     return {r["id"] for r in rows}
 
 
@@ -44,35 +56,55 @@ async def used(rt) -> set[str]:
 async def answered(rt, srv):
     """Alice asked in the server about the regatta and got a reply (posted as p1 and p2) that used some memories."""
     for text in ("The regatta starts at the harbour wall", "The regatta prize is a brass bell"):
-        await rt.runner.run(remember, rt.engine, text, scope=Scope.GUILD, scope_id=f"discord:{GUILD}")
-    await rt.runner.run(remember, rt.engine, "Bob keeps his boat in Falmouth", scope_id=B, guild_id=f"discord:{GUILD}")
-    await rt.runner.run(remember, rt.engine, "My sister lives in Oslo", scope_id=A, visibility=Visibility.PRIVATE)
+        await rt.runner.run(
+            remember, rt.engine, text, scope=Scope.GUILD, scope_id=f"discord:{GUILD}"
+        )
+    await rt.runner.run(
+        remember,
+        rt.engine,
+        "Bob keeps his boat in Falmouth",
+        scope_id=B,
+        guild_id=f"discord:{GUILD}",
+    )
+    await rt.runner.run(
+        remember, rt.engine, "My sister lives in Oslo", scope_id=A, visibility=Visibility.PRIVATE
+    )
     srv.script("It starts at the wall, and the prize is a bell.")
     question = asked("Companion, where does the regatta start and what is the prize?")
     await rt.orchestrator.reply(question)
     await rt.orchestrator.posted(question, ("p1", "p2"))
     ids = await used(rt)
-    assert 0 < len(ids) < 4  # the reply used some memories, not all: "exactly those" can tell the difference
+    assert (
+        0 < len(ids) < 4
+    )  # the reply used some memories, not all: "exactly those" can tell the difference
     return ids
 
 
 @ON_BOTH_ENGINES
-async def test_a_thumbs_up_from_the_person_answered_raises_exactly_the_memories_the_reply_used(rt, answered):
+async def test_a_thumbs_up_from_the_person_answered_raises_exactly_the_memories_the_reply_used(
+    rt, answered
+):
     before = await importance(rt)
-    await rt.orchestrator.reacted(reaction("👍", post="p2"))  # on the second part of the reply: the same reply
+    await rt.orchestrator.reacted(
+        reaction("👍", post="p2")
+    )  # on the second part of the reply: the same reply
     after = await importance(rt)
     assert {m for m in after if after[m] != before[m]} == answered
     assert all(after[m] == pytest.approx(before[m] + UP_STEP) for m in answered)
 
 
 @ON_BOTH_ENGINES
-async def test_a_thumbs_down_from_the_person_answered_lowers_them_and_marks_them_for_the_next_reflection(rt, answered):
+async def test_a_thumbs_down_from_the_person_answered_lowers_them_and_marks_them_for_the_next_reflection(
+    rt, answered
+):
     before = await importance(rt)
     await rt.orchestrator.reacted(reaction("👎"))
     after = await importance(rt)
     assert all(after[m] == pytest.approx(before[m] - DOWN_STEP) for m in answered)
     feedback = rt.engine.feedback
-    partitions = await rt.runner.run(rt.engine.db.rows, "SELECT DISTINCT partition_key FROM memories")
+    partitions = await rt.runner.run(
+        rt.engine.db.rows, "SELECT DISTINCT partition_key FROM memories"
+    )
     marked = await rt.runner.run(feedback.to_recheck, [r["partition_key"] for r in partitions])
     assert {memory_id for memory_id, _ in marked} == answered
     await rt.runner.run(feedback.rechecked, [memory_id for memory_id, _ in marked])
@@ -83,7 +115,9 @@ async def test_a_thumbs_down_from_the_person_answered_lowers_them_and_marks_them
 async def test_someone_elses_reaction_counts_a_quarter_once_and_marks_nothing(rt, answered):
     before = await importance(rt)
     await rt.orchestrator.reacted(reaction("❤️", user=BOB))
-    await rt.orchestrator.reacted(reaction("👍", user=BOB))  # a second vote on the same reply: not counted
+    await rt.orchestrator.reacted(
+        reaction("👍", user=BOB)
+    )  # a second vote on the same reply: not counted
     await rt.orchestrator.reacted(reaction("👎", user=BOB, post="p2"))
     after = await importance(rt)
     assert all(after[m] == pytest.approx(before[m] + UP_STEP * OTHERS_WEIGHT) for m in answered)
@@ -109,18 +143,26 @@ async def test_reactions_that_mean_nothing_change_nothing(rt, answered, odd):
 
 
 async def test_nobody_moves_another_persons_private_memory_and_its_owner_may(rt, srv):
-    await rt.runner.run(remember, rt.engine, "My sister lives in Oslo", scope_id=A, visibility=Visibility.PRIVATE)
+    await rt.runner.run(
+        remember, rt.engine, "My sister lives in Oslo", scope_id=A, visibility=Visibility.PRIVATE
+    )
     srv.script("Your sister is in Oslo.")
     question = asked("where does my sister live?", guild=None, mid="d1")
     await rt.orchestrator.reply(question)
     await rt.orchestrator.posted(question, ("dp1",))
     assert await used(rt), "the DM reply used Alice's private memory"
     before = await importance(rt)
-    forged = reaction("👎", user=BOB, post="dp1", channel=f"dm-{ALICE}", guild=None)  # Bob cannot be there: forged
+    forged = reaction(
+        "👎", user=BOB, post="dp1", channel=f"dm-{ALICE}", guild=None
+    )  # Bob cannot be there: forged
     await rt.orchestrator.reacted(forged)
-    assert await importance(rt) == before and srv.chat_requests[-1]["messages"][-1]["content"].startswith("where does")
+    assert await importance(rt) == before and srv.chat_requests[-1]["messages"][-1][
+        "content"
+    ].startswith("where does")
     await rt.orchestrator.reacted(reaction("👍", post="dp1", channel=f"dm-{ALICE}", guild=None))
-    assert {m: v - before[m] for m, v in (await importance(rt)).items()} == dict.fromkeys(before, UP_STEP)
+    assert {m: v - before[m] for m, v in (await importance(rt)).items()} == dict.fromkeys(
+        before, UP_STEP
+    )
 
 
 @ON_BOTH_ENGINES
@@ -130,27 +172,58 @@ async def test_forgetting_a_memory_or_the_reply_drops_their_rows(rt, answered):
     await rt.runner.run(forget_memory, rt.engine, gone)
     count = rt.engine.db.scalar
     rid_gone = "(SELECT rid FROM memories WHERE id = ?)"
-    assert await rt.runner.run(count, f"SELECT COUNT(*) FROM reply_memories WHERE memory_rid = {rid_gone}", (gone,)) == 0
-    assert await rt.runner.run(count, f"SELECT COUNT(*) FROM memory_feedback WHERE memory_rid = {rid_gone}", (gone,)) == 0
+    assert (
+        await rt.runner.run(
+            count, f"SELECT COUNT(*) FROM reply_memories WHERE memory_rid = {rid_gone}", (gone,)
+        )
+        == 0
+    )
+    assert (
+        await rt.runner.run(
+            count, f"SELECT COUNT(*) FROM memory_feedback WHERE memory_rid = {rid_gone}", (gone,)
+        )
+        == 0
+    )
     assert await rt.runner.run(count, "SELECT COUNT(*) FROM reply_memories") == len(answered) - 1
-    await rt.orchestrator.message_deleted("discord", CHANNEL, ("q1",))  # the question deleted: its reply goes too
+    await rt.orchestrator.message_deleted(
+        "discord", CHANNEL, ("q1",)
+    )  # the question deleted: its reply goes too
     for table in ("reply_memories", "reply_posts", "reply_reactions"):
         assert await rt.runner.run(count, f"SELECT COUNT(*) FROM {table}") == 0, table
 
 
 def test_emoji_variants_read_as_their_meaning():
-    assert [polarity(e) for e in ("👍", "👍🏽", "❤️", "❤", "👎🏿", "🎉", "", "👍👍")] == [1, 1, 1, 1, -1, 0, 0, 0]
+    assert [polarity(e) for e in ("👍", "👍🏽", "❤️", "❤", "👎🏿", "🎉", "", "👍👍")] == [
+        1,
+        1,
+        1,
+        1,
+        -1,
+        0,
+        0,
+        0,
+    ]
 
 
 @ON_BOTH_ENGINES
-async def test_the_next_reflection_of_the_place_rechecks_what_a_thumbs_down_marked_and_clears_the_mark(rt, srv, answered):
+async def test_the_next_reflection_of_the_place_rechecks_what_a_thumbs_down_marked_and_clears_the_mark(
+    rt, srv, answered
+):
     await rt.orchestrator.reacted(reaction("👎"))
     contents = await rt.runner.run(rt.engine.db.rows, "SELECT id, content FROM memories")
     doubted = [r["content"] for r in contents if r["id"] in answered]
-    srv.default = lambda body: '{"facts": [], "summary": "the regatta"}' if "reflect" in str(body["messages"][0]) else "[]"
+    srv.default = lambda body: (
+        '{"facts": [], "summary": "the regatta"}' if "reflect" in str(body["messages"][0]) else "[]"
+    )
     rt.engine.clock.advance(3600)  # the session went quiet: it is reflected on
     await rt.background.tick()
-    reflections = [b for b in srv.chat_requests if "reflect on conversations" in str(b["messages"][0])]
-    assert reflections and all(text in reflections[-1]["messages"][-1]["content"] for text in doubted)
-    left = await rt.runner.run(rt.engine.db.scalar, "SELECT COUNT(*) FROM memory_feedback WHERE recheck = 1")
+    reflections = [
+        b for b in srv.chat_requests if "reflect on conversations" in str(b["messages"][0])
+    ]
+    assert reflections and all(
+        text in reflections[-1]["messages"][-1]["content"] for text in doubted
+    )
+    left = await rt.runner.run(
+        rt.engine.db.scalar, "SELECT COUNT(*) FROM memory_feedback WHERE recheck = 1"
+    )
     assert left == 0

@@ -24,7 +24,14 @@ ALICE = 55
 
 
 def said(text: str, mid: str | None = "7") -> NewMessage:
-    return NewMessage(platform="telegram", channel_id="55", author_id="alice", content=text, dm_person_id="alice", platform_message_id=mid)
+    return NewMessage(
+        platform="telegram",
+        channel_id="55",
+        author_id="alice",
+        content=text,
+        dm_person_id="alice",
+        platform_message_id=mid,
+    )
 
 
 # -- the store ---------------------------------------------------------------------------------------------
@@ -38,23 +45,36 @@ def test_a_message_stored_again_under_its_platform_id_is_one_row_with_one_id(eng
 def test_the_same_platform_id_in_another_chat_or_without_an_id_is_another_message(engine):
     engine.messages.add(said("hello"))
     engine.messages.add(
-        NewMessage(platform="telegram", channel_id="56", author_id="bob", content="hello", dm_person_id="bob", platform_message_id="7")
+        NewMessage(
+            platform="telegram",
+            channel_id="56",
+            author_id="bob",
+            content="hello",
+            dm_person_id="bob",
+            platform_message_id="7",
+        )
     )
     engine.messages.add(said("hello", mid=None))
     engine.messages.add(said("hello", mid=None))
     assert count(engine, "messages") == 4
 
 
-def test_the_migration_keeps_copies_stored_before_it_and_then_stores_each_platform_id_once(tmp_path, clock):
+def test_the_migration_keeps_copies_stored_before_it_and_then_stores_each_platform_id_once(
+    tmp_path, clock
+):
     path = tmp_path / "m.db"
     with MemoryEngine(path, HashEmbedder(), clock) as engine:
         engine.messages.add(said("I adopted a cat named Miso", mid="7"))
         engine.messages.add(said("I adopted a cat named Miso", mid="8"))
-    _undo_last_migration(path, "UPDATE messages SET platform_message_id = '7'")  # as a re-delivery left it
+    _undo_last_migration(
+        path, "UPDATE messages SET platform_message_id = '7'"
+    )  # as a re-delivery left it
 
     with MemoryEngine(path, HashEmbedder(), clock) as engine:
         assert count(engine, "messages") == 2  # kept: either may be a memory's source
-        assert len(engine.messages.rids_by_platform_id("telegram", "55", ["7"])) == 2  # a delete at the source finds both
+        assert (
+            len(engine.messages.rids_by_platform_id("telegram", "55", ["7"])) == 2
+        )  # a delete at the source finds both
         engine.messages.add(said("I adopted a cat named Miso", mid="7"))
         assert count(engine, "messages") == 2
 
@@ -62,7 +82,9 @@ def test_the_migration_keeps_copies_stored_before_it_and_then_stores_each_platfo
 def _undo_last_migration(path: Path, change: str) -> None:
     """The store as the program before M009 left it, with ``change`` made to it (the migrations after it undone too:
     they are applied by position)."""
-    first = next(n for n, m in enumerate(MIGRATIONS, start=1) if m.name == "m009_message_idempotence")
+    first = next(
+        n for n, m in enumerate(MIGRATIONS, start=1) if m.name == "m009_message_idempotence"
+    )
     con = apsw.Connection(str(path))
     try:
         for later in MIGRATIONS[first:]:
@@ -80,7 +102,9 @@ def _undo_last_migration(path: Path, change: str) -> None:
 
 
 # -- the orchestrator --------------------------------------------------------------------------------------
-async def test_a_message_stored_before_a_crash_is_answered_on_redelivery_without_a_second_copy(tmp_path):
+async def test_a_message_stored_before_a_crash_is_answered_on_redelivery_without_a_second_copy(
+    tmp_path,
+):
     async with FakeOpenAI() as llm:
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
         try:
@@ -99,7 +123,10 @@ async def test_a_message_stored_before_a_crash_is_answered_on_redelivery_without
     assert len(llm.chat_requests) == 1
     db = MemoryEngine(tmp_path / "bot.db", HashEmbedder())
     try:
-        assert count(db, "messages", "role = 'user'") == 1 and count(db, "messages", "role = 'assistant'") == 1
+        assert (
+            count(db, "messages", "role = 'user'") == 1
+            and count(db, "messages", "role = 'assistant'") == 1
+        )
         assert count(db, "extraction_buffer") == 1
     finally:
         db.close()
@@ -111,7 +138,12 @@ async def telegram_bot(tmp_path: Path) -> AsyncIterator[tuple]:
     async with FakeOpenAI() as llm, FakeTelegram() as tg:
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
         await runtime.start(background_loop=False)
-        adapter = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
+        adapter = TelegramAdapter(
+            runtime.orchestrator,
+            "123:abc",
+            base_url=f"{tg.url}/bot",
+            base_file_url=f"{tg.url}/file/bot",
+        )
         await adapter.start()
         try:
             yield runtime, llm, tg
@@ -127,9 +159,13 @@ async def test_a_telegram_update_delivered_again_is_stored_and_answered_once(tmp
         first = tg.push_message(ALICE, ALICE, "I adopted a cat named Miso")
         await tg.wait_for_sent(1)
         tg.push_update({"message": first["message"]})  # the same message again, as after a crash
-        tg.push_message(ALICE, ALICE, "thanks")  # answered after the re-delivery was handled (one chat, in order)
+        tg.push_message(
+            ALICE, ALICE, "thanks"
+        )  # answered after the re-delivery was handled (one chat, in order)
         sent = await tg.wait_for_sent(2)
-        user_turns = await runtime.runner.run(runtime.engine.db.rows, "SELECT content FROM messages WHERE role = 'user' ORDER BY rid")
+        user_turns = await runtime.runner.run(
+            runtime.engine.db.rows, "SELECT content FROM messages WHERE role = 'user' ORDER BY rid"
+        )
         buffered = await runtime.runner.run(count, runtime.engine, "extraction_buffer")
         asked = len(llm.chat_requests)  # (stopping then extracts what is buffered)
     assert [m["text"] for m in sent] == ["Hello Miso!", "Glad to help."]

@@ -85,8 +85,17 @@ asyncio.run(main())
 """
 
 
-def child(store: str, llm: FakeOpenAI, tg: FakeTelegram, dc: FakeDiscord, step: str = "") -> subprocess.Popen:
-    script = CHILD.format(root=str(ROOT), discord_api=f"{dc.url}/api/v10", store=store, url=llm.base_url, tg=tg.url, step=step)
+def child(
+    store: str, llm: FakeOpenAI, tg: FakeTelegram, dc: FakeDiscord, step: str = ""
+) -> subprocess.Popen:
+    script = CHILD.format(
+        root=str(ROOT),
+        discord_api=f"{dc.url}/api/v10",
+        store=store,
+        url=llm.base_url,
+        tg=tg.url,
+        step=step,
+    )
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     return subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, **pipes)  # type: ignore[call-overload]
 
@@ -97,7 +106,9 @@ async def line_from(proc: subprocess.Popen, wanted: str, timeout: float = 60.0) 
     def read() -> str:
         assert proc.stdout is not None
         while not (line := proc.stdout.readline().decode().strip()).startswith(wanted):
-            assert line, f"the child ended before {wanted!r}: {proc.stderr.read().decode()[-3000:] if proc.stderr else ''}"
+            assert line, (
+                f"the child ended before {wanted!r}: {proc.stderr.read().decode()[-3000:] if proc.stderr else ''}"
+            )
         return line
 
     return await asyncio.wait_for(asyncio.to_thread(read), timeout)
@@ -114,7 +125,11 @@ def plant(store: str, texts: list[tuple[Place, str]], due_at: float) -> None:
     with MemoryEngine(store, HashEmbedder(), SystemClock()) as engine:
         reminders = engine.reminders
         for place, text in texts:
-            reminders.add(NewReminder(f"{place.platform}:{place.platform_user_id}", place, text, "UTC", due_at))
+            reminders.add(
+                NewReminder(
+                    f"{place.platform}:{place.platform_user_id}", place, text, "UTC", due_at
+                )
+            )
 
 
 TELEGRAM_DM = Place("telegram", str(TG_USER), str(TG_USER))
@@ -124,7 +139,9 @@ DISCORD_CHANNEL = Place("discord", str(CHANNEL), str(DC_USER), f"discord:{GUILD}
 async def test_two_processes_on_postgresql_send_each_due_reminder_once(pg_url):
     async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
         dc.add_guild(GUILD, "Guild", channels=[(CHANNEL, "general")])
-        planted = [(TELEGRAM_DM, f"telegram thing {n}") for n in range(20)] + [(DISCORD_CHANNEL, f"discord thing {n}") for n in range(20)]
+        planted = [(TELEGRAM_DM, f"telegram thing {n}") for n in range(20)] + [
+            (DISCORD_CHANNEL, f"discord thing {n}") for n in range(20)
+        ]
         plant(pg_url, planted, time.time() - 1)
         store = f"database_url={pg_url!r}"
         bots = [child(store, llm, tg, dc), child(store, llm, tg, dc)]
@@ -140,7 +157,10 @@ async def test_two_processes_on_postgresql_send_each_due_reminder_once(pg_url):
         texts = [m["text"] for m in tg.sent] + [m["content"] for m in dc.sent]
     assert sum(counts) == 40
     assert sorted(texts) == sorted(
-        f"<@{DC_USER}> \u23f0 Reminder: {text}" if place is DISCORD_CHANNEL else f"\u23f0 Reminder: {text}" for place, text in planted
+        f"<@{DC_USER}> \u23f0 Reminder: {text}"
+        if place is DISCORD_CHANNEL
+        else f"\u23f0 Reminder: {text}"
+        for place, text in planted
     )
     with MemoryEngine(pg_url, HashEmbedder(), SystemClock()) as engine:
         assert engine.reminders.mine(f"telegram:{TG_USER}") == []
@@ -164,7 +184,12 @@ async def test_a_reminder_killed_at_any_step_is_never_lost(tmp_path, step):
         before = [m["text"] for m in tg.sent]
         # the bot again, in this process, once the dead one's claim has run out
         runtime = build_runtime(db, llm, FakeClock(time.time() + LEASE_S + 1))
-        telegram = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
+        telegram = TelegramAdapter(
+            runtime.orchestrator,
+            "123:abc",
+            base_url=f"{tg.url}/bot",
+            base_file_url=f"{tg.url}/file/bot",
+        )
         await runtime.start(background_loop=False)
         await telegram.app.initialize()
         try:
@@ -172,7 +197,9 @@ async def test_a_reminder_killed_at_any_step_is_never_lost(tmp_path, step):
             runtime.reminders.posts["telegram"] = telegram
             sent = (await runtime.reminders.run()).sent
             assert (await runtime.reminders.run()).sent == 0
-            assert runtime.engine.reminders.mine(f"telegram:{TG_USER}") == []  # delivered: the row and its words went
+            assert (
+                runtime.engine.reminders.mine(f"telegram:{TG_USER}") == []
+            )  # delivered: the row and its words went
         finally:
             await telegram.app.shutdown()
             await runtime.stop()
@@ -182,7 +209,18 @@ async def test_a_reminder_killed_at_any_step_is_never_lost(tmp_path, step):
     assert sent == 1 and all(m["chat_id"] == TG_USER for m in tg.sent)
     if step == "before-claim":
         assert before == [] and [a.split(late)[0] for a in after] == ["\u23f0 Reminder: call mum"]
-    elif step == "after-claim":  # never sent before the kill; the restart cannot know, so it says it may be a repeat
-        assert before == [] and len(after) == 1 and after[0].startswith("\u23f0 Reminder: call mum") and after[0].endswith(repeat)
+    elif (
+        step == "after-claim"
+    ):  # never sent before the kill; the restart cannot know, so it says it may be a repeat
+        assert (
+            before == []
+            and len(after) == 1
+            and after[0].startswith("\u23f0 Reminder: call mum")
+            and after[0].endswith(repeat)
+        )
     else:  # the one duplicate at-least-once allows, and it says so
-        assert before == ["\u23f0 Reminder: call mum"] and len(after) == 1 and after[0].endswith(repeat)
+        assert (
+            before == ["\u23f0 Reminder: call mum"]
+            and len(after) == 1
+            and after[0].endswith(repeat)
+        )

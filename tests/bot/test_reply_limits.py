@@ -41,28 +41,42 @@ async def test_a_stream_cut_after_hel_shows_hel_once_and_then_the_apology(tmp_pa
 
         try:
             await ConsoleChat(runtime.orchestrator, input_fn=read, output=out).run()
-            stored = await runtime.runner.run(runtime.engine.db.rows, "SELECT role, content FROM messages ORDER BY rid")
+            stored = await runtime.runner.run(
+                runtime.engine.db.rows, "SELECT role, content FROM messages ORDER BY rid"
+            )
         finally:
             llm.default = lambda body: "[]"
             await runtime.stop()
     assert f"bot> Hel\nbot> {APOLOGY}\n" in out.getvalue()
     assert out.getvalue().count("Hel") == 1
-    assert stored == [{"role": "user", "content": "hello there"}]  # kept; no half answer in the history
+    assert stored == [
+        {"role": "user", "content": "hello there"}
+    ]  # kept; no half answer in the history
 
 
 async def test_a_huge_answer_goes_out_on_telegram_cut_to_what_history_keeps(tmp_path):
     async with FakeOpenAI() as llm, FakeTelegram() as tg:
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
         await runtime.start(background_loop=False)
-        adapter = TelegramAdapter(runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot")
+        adapter = TelegramAdapter(
+            runtime.orchestrator,
+            "123:abc",
+            base_url=f"{tg.url}/bot",
+            base_file_url=f"{tg.url}/file/bot",
+        )
         await adapter.start()
         try:
-            llm.script("la " * 133_334, "You're welcome.")  # about 400,000 characters, then a short one
+            llm.script(
+                "la " * 133_334, "You're welcome."
+            )  # about 400,000 characters, then a short one
             tg.push_message(ALICE, ALICE, "sing me something long")
-            tg.push_message(ALICE, ALICE, "thanks")  # answered once every part of the first reply went out
+            tg.push_message(
+                ALICE, ALICE, "thanks"
+            )  # answered once every part of the first reply went out
             await tg.wait_for_sent(3)
             kept = await runtime.runner.run(
-                runtime.engine.db.scalar, "SELECT content FROM messages WHERE role = 'assistant' ORDER BY rid LIMIT 1"
+                runtime.engine.db.scalar,
+                "SELECT content FROM messages WHERE role = 'assistant' ORDER BY rid LIMIT 1",
             )
         finally:
             llm.default = lambda body: "[]"

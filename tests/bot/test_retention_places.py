@@ -54,13 +54,29 @@ async def kept_now(runtime: Runtime, guild: str) -> int:
 
 def plant(runtime: Runtime, platform: str, guild: str) -> None:
     engine = runtime.engine
-    message = NewMessage(platform, f"{guild}-general", "55", f"the {platform} place keeps a heliotrope", guild_id=guild, author_name="Bo")
+    message = NewMessage(
+        platform,
+        f"{guild}-general",
+        "55",
+        f"the {platform} place keeps a heliotrope",
+        guild_id=guild,
+        author_name="Bo",
+    )
     engine.messages.add(message)
-    engine.memories.add(NewMemory(content=f"The {platform} place meets on Fridays", subject="meetings", scope=Scope.GUILD, scope_id=guild))
+    engine.memories.add(
+        NewMemory(
+            content=f"The {platform} place meets on Fridays",
+            subject="meetings",
+            scope=Scope.GUILD,
+            scope_id=guild,
+        )
+    )
 
 
 def kept(runtime: Runtime, guild: str) -> int:
-    return count(runtime.engine, "messages", "guild_id = ?", (guild,)) + count(runtime.engine, "memories", "scope_id = ?", (guild,))
+    return count(runtime.engine, "messages", "guild_id = ?", (guild,)) + count(
+        runtime.engine, "memories", "scope_id = ?", (guild,)
+    )
 
 
 def departure(runtime: Runtime, guild: str):
@@ -76,9 +92,19 @@ async def world(tmp_path) -> AsyncIterator[World]:
         runtime = build_runtime(tmp_path / "bot.db", llm, clock, leave_grace_days=30)
         await runtime.start(background_loop=False)
         telegram = TelegramAdapter(
-            runtime.orchestrator, "123:abc", base_url=f"{tg.url}/bot", base_file_url=f"{tg.url}/file/bot", places=runtime.places
+            runtime.orchestrator,
+            "123:abc",
+            base_url=f"{tg.url}/bot",
+            base_file_url=f"{tg.url}/file/bot",
+            places=runtime.places,
         )
-        discord_ = DiscordAdapter(runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=5, places=runtime.places)
+        discord_ = DiscordAdapter(
+            runtime.orchestrator,
+            "discord-token",
+            guild_ready_timeout=0.05,
+            ready_timeout=5,
+            places=runtime.places,
+        )
         await telegram.start()
         await discord_.start()
         try:
@@ -98,12 +124,18 @@ def membership(chat_id: int, status: str) -> dict[str, Any]:
         "from": admin,
         "date": int(time.time()),
         "old_chat_member": {"user": bot, "status": "member" if status != "member" else "left"},
-        "new_chat_member": {"user": bot, "status": status, **({"until_date": 0} if status == "kicked" else {})},
+        "new_chat_member": {
+            "user": bot,
+            "status": status,
+            **({"until_date": 0} if status == "kicked" else {}),
+        },
     }
     return {"my_chat_member": change}
 
 
-async def test_a_discord_server_that_removes_the_bot_is_purged_by_the_job_after_30_days_and_not_before(world):
+async def test_a_discord_server_that_removes_the_bot_is_purged_by_the_job_after_30_days_and_not_before(
+    world,
+):
     runtime, guild = world.runtime, str(GUILD)
     await runtime.runner.run(plant, runtime, "discord", guild)
     await world.dc.dispatch("GUILD_DELETE", {"id": guild})
@@ -132,7 +164,9 @@ async def test_a_discord_server_that_adds_the_bot_back_is_not_purged(world):
 
 
 @pytest.mark.parametrize("status", ["kicked", "left"])
-async def test_a_telegram_group_that_removes_the_bot_is_purged_after_the_grace_period(world, status):
+async def test_a_telegram_group_that_removes_the_bot_is_purged_after_the_grace_period(
+    world, status
+):
     runtime, group = world.runtime, str(GROUP)
     await runtime.runner.run(plant, runtime, "telegram", group)
     world.tg.push_update(membership(GROUP, status))
@@ -144,7 +178,9 @@ async def test_a_telegram_group_that_removes_the_bot_is_purged_after_the_grace_p
     assert (await runtime.retention.run()).purged == 1 and await kept_now(runtime, group) == 0
 
 
-async def test_a_telegram_group_that_adds_the_bot_back_cancels_the_purge_and_a_blocked_dm_is_no_place(world):
+async def test_a_telegram_group_that_adds_the_bot_back_cancels_the_purge_and_a_blocked_dm_is_no_place(
+    world,
+):
     runtime, group = world.runtime, str(GROUP)
     await runtime.runner.run(plant, runtime, "telegram", group)
     world.tg.push_update(membership(GROUP, "kicked"))
@@ -161,10 +197,14 @@ async def test_a_telegram_group_that_adds_the_bot_back_cancels_the_purge_and_a_b
     assert (await runtime.retention.run()).purged == 0 and await kept_now(runtime, group) == 2
 
 
-async def test_the_retention_job_runs_once_across_processes_and_is_on_the_scheduler(world, tmp_path):
+async def test_the_retention_job_runs_once_across_processes_and_is_on_the_scheduler(
+    world, tmp_path
+):
     runtime = world.runtime
     assert runtime.retention is not None
-    other = RetentionJob(runtime.engine, runtime.runner, runtime.retention.departures, 90, holder="another process")
+    other = RetentionJob(
+        runtime.engine, runtime.runner, runtime.retention.departures, 90, holder="another process"
+    )
     claims = runtime.engine.claims
     assert await runtime.runner.run(claims.claim, "retention", "another process", 60)
     assert await runtime.retention.run() is None  # the other process is running it
@@ -173,13 +213,23 @@ async def test_the_retention_job_runs_once_across_processes_and_is_on_the_schedu
     assert runtime._scheduler().get_job("retention") is not None
 
 
-def test_the_settings_take_a_number_of_days_or_off_and_refuse_a_window_shorter_than_the_daily_look_back(tmp_path):
+def test_the_settings_take_a_number_of_days_or_off_and_refuse_a_window_shorter_than_the_daily_look_back(
+    tmp_path,
+):
     from bot.config import ConfigError
 
     assert load_settings(db_path=tmp_path / "x.db").message_retention_days == 90
     assert load_settings(db_path=tmp_path / "x.db").leave_grace_days == 30
-    assert load_settings(db_path=tmp_path / "x.db", message_retention_days="off").message_retention_days == 0
-    assert load_settings(db_path=tmp_path / "x.db", message_retention_days="0").message_retention_days == 0
+    assert (
+        load_settings(
+            db_path=tmp_path / "x.db", message_retention_days="off"
+        ).message_retention_days
+        == 0
+    )
+    assert (
+        load_settings(db_path=tmp_path / "x.db", message_retention_days="0").message_retention_days
+        == 0
+    )
     for bad in ("3", "soon", "-5"):
         with pytest.raises(ConfigError, match="MESSAGE_RETENTION_DAYS"):
             load_settings(db_path=tmp_path / "x.db", message_retention_days=bad)

@@ -24,16 +24,24 @@ CRONS_SET = {
 }
 
 
-async def test_the_runtime_schedules_each_cron_job_of_the_table_on_its_own_cron_and_no_other(tmp_path, srv):
+async def test_the_runtime_schedules_each_cron_job_of_the_table_on_its_own_cron_and_no_other(
+    tmp_path, srv
+):
     runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), **CRONS_SET)
     try:
         jobs = {job.id: job for job in runtime._scheduler().get_jobs()}
-        assert set(jobs) == {job.name for job in CRONS}  # the full bot has every part: each cron job is on
+        assert set(jobs) == {
+            job.name for job in CRONS
+        }  # the full bot has every part: each cron job is on
         for periodic in CRONS:
             expected = CronTrigger.from_crontab(periodic.cron(runtime.schedule), timezone="UTC")
             assert str(jobs[periodic.name].trigger) == str(expected), periodic.name
-            assert (getattr(jobs[periodic.name], "next_run_time", None) is not None) is periodic.at_start, periodic.name
-        assert {periodic.cron(runtime.schedule) for periodic in CRONS} >= set(CRONS_SET.values())  # the settings reach it
+            assert (
+                getattr(jobs[periodic.name], "next_run_time", None) is not None
+            ) is periodic.at_start, periodic.name
+        assert {periodic.cron(runtime.schedule) for periodic in CRONS} >= set(
+            CRONS_SET.values()
+        )  # the settings reach it
     finally:
         runtime.engine.close()
         runtime.runner.shutdown()
@@ -41,12 +49,22 @@ async def test_the_runtime_schedules_each_cron_job_of_the_table_on_its_own_cron_
 
 def test_the_table_names_each_job_once_and_makes_its_claim_keys():
     assert len({job.name for job in PERIODIC}) == len(PERIODIC)
-    assert [job.name for job in TICKED] == ["extraction", "reflection", "compaction", "summary-expiry", "journals"]
-    assert all(job.cadence == TICK for job in TICKED) and not any(job.cadence == TICK for job in CRONS)
+    assert [job.name for job in TICKED] == [
+        "extraction",
+        "reflection",
+        "compaction",
+        "summary-expiry",
+        "journals",
+    ]
+    assert all(job.cadence == TICK for job in TICKED) and not any(
+        job.cadence == TICK for job in CRONS
+    )
     extraction = next(job for job in PERIODIC if job.name == "extraction")
     assert extraction.key(chat="telegram:42") == "extract:telegram:42"
     with pytest.raises(ValueError):
-        Periodic("decay-prune", "maintenance_cron").key()  # a job without a claim has no key to make
+        Periodic(
+            "decay-prune", "maintenance_cron"
+        ).key()  # a job without a claim has no key to make
     with pytest.raises(KeyError):
         extraction.key(channel="telegram:42")  # a key missing its part is refused, never half made
     with pytest.raises(ValueError):
@@ -68,10 +86,18 @@ def _claim_keys_and_jobs(source: str, path: str) -> list[str]:
         for kw in node.keywords:
             if kw.arg == "claim" and _written_out(kw.value):
                 found.append(f"{path}:{node.lineno} claim={ast.unparse(kw.value)}")
-        called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        called = (
+            node.func.attr
+            if isinstance(node.func, ast.Attribute)
+            else getattr(node.func, "id", None)
+        )
         if called == "add_job" and path != "bot/runtime.py":
             found.append(f"{path}:{node.lineno} add_job")
-        keyed = called == "run" and len(node.args) > 1 and ast.unparse(node.args[0]).endswith("claims.claim")
+        keyed = (
+            called == "run"
+            and len(node.args) > 1
+            and ast.unparse(node.args[0]).endswith("claims.claim")
+        )
         if keyed and _written_out(node.args[1]):
             found.append(f"{path}:{node.lineno} claims.claim({ast.unparse(node.args[1])})")
     return found
@@ -79,7 +105,9 @@ def _claim_keys_and_jobs(source: str, path: str) -> list[str]:
 
 def _written_out(node: ast.expr) -> bool:
     """A key written in place: a string, an f-string, or a module's own constant (``CLAIM = "retention"``)."""
-    return isinstance(node, (ast.Constant, ast.JoinedStr)) or (isinstance(node, ast.Name) and node.id.isupper())
+    return isinstance(node, (ast.Constant, ast.JoinedStr)) or (
+        isinstance(node, ast.Name) and node.id.isupper()
+    )
 
 
 def decided_elsewhere(root: Path = ROOT) -> list[str]:
@@ -88,7 +116,9 @@ def decided_elsewhere(root: Path = ROOT) -> list[str]:
         for package in ("bot", "memory", "voice")
         for path in sorted((root / package).rglob("*.py"))
         if path.relative_to(root).as_posix() != "bot/schedule.py"
-        for hit in _claim_keys_and_jobs(path.read_text(encoding="utf-8"), path.relative_to(root).as_posix())
+        for hit in _claim_keys_and_jobs(
+            path.read_text(encoding="utf-8"), path.relative_to(root).as_posix()
+        )
     ]
 
 
@@ -106,7 +136,9 @@ def test_the_check_finds_a_claim_key_or_a_job_planted_elsewhere(tmp_path: Path) 
         "    await runner.run(claims.claim, CLAIM, 'me', 60)\n"
         "    await jobs.run(job, claim=DAILY.key(chat=chat))\n"
     )
-    (tmp_path / "bot" / "health.py").write_text("def later(scheduler, f):\n    scheduler.add_job(f, 'interval', seconds=5)\n")
+    (tmp_path / "bot" / "health.py").write_text(
+        "def later(scheduler, f):\n    scheduler.add_job(f, 'interval', seconds=5)\n"
+    )
     assert decided_elsewhere(tmp_path) == [
         "bot/daily.py:2 claim=f'daily:{chat}'",
         "bot/daily.py:3 claims.claim(CLAIM)",

@@ -18,11 +18,16 @@ def test_a_key_file_is_made_once_0600_in_a_0700_folder_and_read_back(tmp_path: P
     path = tmp_path / "config" / "companion.key"
     key = read_or_make(path)
     assert len(key) == 32 and read_or_make(path) == key
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert (
+        stat.S_IMODE(path.stat().st_mode) == 0o600
+        and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    )
 
 
 @pytest.mark.parametrize("content", ["", "not a key", "ab" * 31, "zz" * 32])
-def test_a_broken_key_file_is_refused_by_name_and_left_as_it_is(tmp_path: Path, content: str) -> None:
+def test_a_broken_key_file_is_refused_by_name_and_left_as_it_is(
+    tmp_path: Path, content: str
+) -> None:
     path = tmp_path / "companion.key"
     path.write_text(content)
     with pytest.raises(KeyFileError, match="companion.key does not hold a key"):
@@ -31,8 +36,14 @@ def test_a_broken_key_file_is_refused_by_name_and_left_as_it_is(tmp_path: Path, 
 
 
 def test_a_secret_setting_gives_the_same_key_everywhere_and_no_file(tmp_path: Path) -> None:
-    settings = load_settings(_env_file=None, db_path=tmp_path / "a.db", secret_key="correct horse battery staple " * 2)
-    other = load_settings(_env_file=None, db_path=tmp_path / "elsewhere" / "b.db", secret_key="correct horse battery staple " * 2)
+    settings = load_settings(
+        _env_file=None, db_path=tmp_path / "a.db", secret_key="correct horse battery staple " * 2
+    )
+    other = load_settings(
+        _env_file=None,
+        db_path=tmp_path / "elsewhere" / "b.db",
+        secret_key="correct horse battery staple " * 2,
+    )
     assert tombstone_key(settings) == tombstone_key(other)
     assert list(tmp_path.iterdir()) == []
 
@@ -51,21 +62,42 @@ def test_the_key_file_is_found_beside_the_config_file(tmp_path: Path) -> None:
     home = find_home(None, {"COMPANION_HOME": str(tmp_path / "home")}, cwd=tmp_path)
     assert key_file(home) == tmp_path / "home" / "companion.key"
     xdg = find_home(None, {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, cwd=tmp_path / "nowhere")
-    assert key_file(xdg, {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}) == tmp_path / "xdg" / "companion" / "companion.key"
+    assert (
+        key_file(xdg, {"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+        == tmp_path / "xdg" / "companion" / "companion.key"
+    )
 
 
-def test_the_cli_keeps_the_key_beside_the_config_or_the_store_and_none_in_the_store(cli, tmp_path: Path) -> None:
+def test_the_cli_keeps_the_key_beside_the_config_or_the_store_and_none_in_the_store(
+    cli, tmp_path: Path
+) -> None:
     """Beside the config file when there is one; with none, beside the store, where the bot, a command and a
     dashboard opening that store all find the same key (a command once made its own in the user's config folder
     while the bot used the store's, and the command's forget did not hold for the bot)."""
-    memory = cli.add("Alice keeps a tortoise called Quintrell", "--subject", "pet", "--scope", "user", "--scope-id", "discord:1234")
+    memory = cli.add(
+        "Alice keeps a tortoise called Quintrell",
+        "--subject",
+        "pet",
+        "--scope",
+        "user",
+        "--scope-id",
+        "discord:1234",
+    )
     assert cli("memory", "delete", memory, "--yes").code == 0
     made = tmp_path / "companion.key"  # beside store.db: no config file here
     assert made.is_file() and stat.S_IMODE(made.stat().st_mode) == 0o600
     config = tmp_path / "xdg-config" / "companion"
     config.mkdir(parents=True)
     (config / ".env").write_text("COMPANION_LOG_LEVEL=INFO\n")
-    memory = cli.add("Alice keeps a newt called Brindlewort", "--subject", "pet", "--scope", "user", "--scope-id", "discord:1234")
+    memory = cli.add(
+        "Alice keeps a newt called Brindlewort",
+        "--subject",
+        "pet",
+        "--scope",
+        "user",
+        "--scope-id",
+        "discord:1234",
+    )
     assert cli("memory", "delete", memory, "--yes").code == 0
     assert stat.S_IMODE((config / "companion.key").stat().st_mode) == 0o600
     db = Database(tmp_path / "store.db")

@@ -42,13 +42,22 @@ def test_a_hermes_block_inside_a_fence_leaves_no_empty_fence():
 def test_the_openai_shape_written_as_text_and_a_list_of_calls_are_recognised():
     one = {"type": "function", "function": {"name": "memory_delete", "arguments": {"id": "m1"}}}
     assert find_calls(json.dumps(one), NAMES)[0] == [TextCall("memory_delete", '{"id": "m1"}')]
-    several = [{"name": "memory_store", "arguments": ARGS}, {"name": "memory_delete", "arguments": {"id": "m1"}}]
-    assert [c.name for c in find_calls(json.dumps(several), NAMES)[0]] == ["memory_store", "memory_delete"]
+    several = [
+        {"name": "memory_store", "arguments": ARGS},
+        {"name": "memory_delete", "arguments": {"id": "m1"}},
+    ]
+    assert [c.name for c in find_calls(json.dumps(several), NAMES)[0]] == [
+        "memory_store",
+        "memory_delete",
+    ]
 
 
 def test_prose_around_calls_is_kept_and_markup_for_unknown_tools_is_hidden_but_not_run():
     text = f"Sure!\n{written_call('memory_store', ARGS, 'hermes')}\nDone."
-    assert find_calls(text, NAMES) == ([TextCall("memory_store", json.dumps(ARGS))], "Sure!\n\nDone.")
+    assert find_calls(text, NAMES) == (
+        [TextCall("memory_store", json.dumps(ARGS))],
+        "Sure!\n\nDone.",
+    )
     assert find_calls(written_call("send_email", {}, "hermes"), NAMES) == ([], "")
 
 
@@ -86,7 +95,9 @@ async def streamed(text: str, step: int = 1) -> tuple[list[str], str]:
 async def test_a_streamed_call_is_never_shown_whatever_the_chunking(form, step):
     text = f"On it. {written_call('memory_store', ARGS, form)} All set."
     (during,), shown = await streamed(text, step)
-    assert "memory_store" not in shown and "{" not in shown and "`" not in shown and "<" not in shown
+    assert (
+        "memory_store" not in shown and "{" not in shown and "`" not in shown and "<" not in shown
+    )
     assert during.startswith("On it.") and shown.endswith("All set.")
 
 
@@ -100,7 +111,9 @@ async def test_ordinary_text_is_shown_as_it_arrives_and_braces_only_briefly_held
 
 @pytest.mark.parametrize("step", [1, 5])
 async def test_a_fenced_hermes_block_streams_as_nothing(step):
-    (during,), shown = await streamed(f"Okay. ```xml\n{written_call('memory_store', ARGS, 'hermes')}\n```", step)
+    (during,), shown = await streamed(
+        f"Okay. ```xml\n{written_call('memory_store', ARGS, 'hermes')}\n```", step
+    )
     assert shown == "Okay. " and during == "Okay. "
 
 
@@ -146,13 +159,21 @@ def test_ordinary_chat_is_no_claim(text):
 
 
 def test_a_claim_is_backed_by_a_successful_tool_of_its_kind_or_for_keeping_by_extraction():
-    stored, refused = Ran("memory_store", "{}", '{"status": "stored"}'), Ran("memory_store", "{}", "Error: privacy off")
+    stored, refused = (
+        Ran("memory_store", "{}", '{"status": "stored"}'),
+        Ran("memory_store", "{}", "Error: privacy off"),
+    )
     assert honest_note("I'll remember that.", [stored]) == ""
     assert "nothing was saved" in honest_note("I'll remember that.", [refused])
     assert honest_note("I'll remember that.", [], extracted=True) == ""
     assert "nothing was forgotten" in honest_note("I've forgotten it.", [stored], extracted=True)
-    assert honest_note("I've forgotten it.", [Ran("memory", '{"action": "delete"}', '{"deleted": 1}')]) == ""
-    assert honest_note("Reminder set!", [stored], extracted=True) == ""  # bot.reminder_claims reads rows for that
+    assert (
+        honest_note("I've forgotten it.", [Ran("memory", '{"action": "delete"}', '{"deleted": 1}')])
+        == ""
+    )
+    assert (
+        honest_note("Reminder set!", [stored], extracted=True) == ""
+    )  # bot.reminder_claims reads rows for that
 
 
 # -- servers -------------------------------------------------------------------------------------------------
@@ -185,5 +206,11 @@ def test_local_servers_get_timeouts_for_a_cpu_model_and_settings_win():
 def test_a_call_with_its_templates_braces_doubled_is_a_call_and_other_doubled_braces_are_prose():
     """The real Qwen2.5-Coder 1.5B answered every turn with ``{{"name": ...}}}}``: shown to the person, 20 of 20."""
     doubled = '{{"name": "memory_store", "arguments": {{"content": "Sam has a cat"}}}}'
-    assert find_calls(doubled, NAMES) == ([TextCall("memory_store", '{"content": "Sam has a cat"}')], "")
-    assert find_calls("Write {{name}} in the template.", NAMES) == ([], "Write {{name}} in the template.")
+    assert find_calls(doubled, NAMES) == (
+        [TextCall("memory_store", '{"content": "Sam has a cat"}')],
+        "",
+    )
+    assert find_calls("Write {{name}} in the template.", NAMES) == (
+        [],
+        "Write {{name}} in the template.",
+    )

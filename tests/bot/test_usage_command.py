@@ -28,7 +28,9 @@ pytestmark = pytest.mark.asyncio
 OWNER = "1"
 
 
-def at(user: str, text: str = "", *, guild: str | None = "g1", admin: bool = False) -> IncomingMessage:
+def at(
+    user: str, text: str = "", *, guild: str | None = "g1", admin: bool = False
+) -> IncomingMessage:
     if guild is None:
         return dm("discord", user, text, name=f"name-{user}")
     message = group("discord", guild, user, text, name=f"name-{user}")
@@ -42,10 +44,22 @@ def _fields(message: IncomingMessage) -> dict:
 async def seeded(runtime) -> None:
     """Alice and Bob talked in server g1, Carol in her DM; each with their names known (as a turn records them)."""
     ledger, day = runtime.engine.ledger, day_of(runtime.engine.clock.now())
-    for user, place, tokens in (("alice", "discord:g1", 7_000), ("bob", "discord:g1", 300), ("carol", "", 91_919)):
-        await runtime.runner.run(runtime.orchestrator.resolve, at(user, guild=place.split(":")[-1] or None))
+    for user, place, tokens in (
+        ("alice", "discord:g1", 7_000),
+        ("bob", "discord:g1", 300),
+        ("carol", "", 91_919),
+    ):
+        await runtime.runner.run(
+            runtime.orchestrator.resolve, at(user, guild=place.split(":")[-1] or None)
+        )
         charge = Charge("reply", f"discord:{user}", "discord", place)
-        await runtime.runner.run(ledger.add, day, charge, "chat-m", Spend(calls=1, prompt_tokens=tokens, completion_tokens=9))
+        await runtime.runner.run(
+            ledger.add,
+            day,
+            charge,
+            "chat-m",
+            Spend(calls=1, prompt_tokens=tokens, completion_tokens=9),
+        )
 
 
 async def usage(runtime, message: IncomingMessage, argument: str = "") -> str:
@@ -54,10 +68,21 @@ async def usage(runtime, message: IncomingMessage, argument: str = "") -> str:
 
 async def test_a_member_sees_only_their_own_usage_and_cannot_ask_for_anyone_elses(tmp_path):
     async with FakeOpenAI() as llm:
-        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock(), owner_ids=[f"discord:{OWNER}"])
+        runtime = build_runtime(
+            tmp_path / "bot.db", llm, FakeClock(), owner_ids=[f"discord:{OWNER}"]
+        )
         await seeded(runtime)
         own = await usage(runtime, at("bob"))
-        attacks = ("server", "all", "discord:alice", "alice 7", "me 99", "\u200b", "9" * 5000, "me \u00b2")
+        attacks = (
+            "server",
+            "all",
+            "discord:alice",
+            "alice 7",
+            "me 99",
+            "\u200b",
+            "9" * 5000,
+            "me \u00b2",
+        )
         answers = [await usage(runtime, at("bob"), arg) for arg in attacks]
         in_dm = await usage(runtime, at("bob", guild=None), "server")
         runtime.engine.close()
@@ -71,7 +96,13 @@ async def test_a_member_sees_only_their_own_usage_and_cannot_ask_for_anyone_else
 
 async def test_an_admin_sees_their_server_and_the_owner_everything_but_only_in_their_dm(tmp_path):
     async with FakeOpenAI() as llm:
-        runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock(), owner_ids=[f"discord:{OWNER}"], budget_server_tokens=10_000)
+        runtime = build_runtime(
+            tmp_path / "bot.db",
+            llm,
+            FakeClock(),
+            owner_ids=[f"discord:{OWNER}"],
+            budget_server_tokens=10_000,
+        )
         await seeded(runtime)
         admin = await usage(runtime, at("alice", admin=True))
         other_server = await usage(runtime, at("alice", guild="g2", admin=True), "server")
@@ -79,11 +110,21 @@ async def test_an_admin_sees_their_server_and_the_owner_everything_but_only_in_t
         owner_dm = await usage(runtime, at(OWNER, guild=None))
         runtime.engine.close()
     assert admin.startswith("This place's usage today") and "7,318 tokens" in admin
-    assert "name-alice 7,009" in admin and "name-bob 309" in admin and "7,318 of its 10,000 tokens" in admin
+    assert (
+        "name-alice 7,009" in admin
+        and "name-bob 309" in admin
+        and "7,318 of its 10,000 tokens" in admin
+    )
     assert "91,9" not in admin and "name-carol" not in admin  # a DM is no server's business
     assert "0 tokens" in other_server and "name-alice" not in other_server
-    assert owner_in_server == NOT_OWNER  # everyone's usage, DMs included, is not for a server's eyes
-    assert owner_dm.startswith("All usage today") and "private chats 91,928" in owner_dm and "name-carol 91,928" in owner_dm
+    assert (
+        owner_in_server == NOT_OWNER
+    )  # everyone's usage, DMs included, is not for a server's eyes
+    assert (
+        owner_dm.startswith("All usage today")
+        and "private chats 91,928" in owner_dm
+        and "name-carol 91,928" in owner_dm
+    )
     assert "/usage" in HELP
 
 
@@ -94,9 +135,13 @@ async def test_jobs_are_filed_under_their_person_or_only_their_place_when_severa
         llm.script("Hi Alice.", "Hi all.", "Hey Bob.")
         await runtime.orchestrator.reply(dm("discord", "alice", "I grow tomatoes", mid="m1"))
         await runtime.orchestrator.reply(group("discord", "g1", "alice", "hello bot", mid="m2"))
-        await runtime.orchestrator.reply(group("discord", "g1", "bob", "hello bot", name="Bob", mid="m3"))
+        await runtime.orchestrator.reply(
+            group("discord", "g1", "bob", "hello bot", name="Bob", mid="m3")
+        )
         clock.advance(31)
-        llm.script(facts({"about": "Alice", "subject": "garden", "content": "Alice grows tomatoes"}), "[]")
+        llm.script(
+            facts({"about": "Alice", "subject": "garden", "content": "Alice grows tomatoes"}), "[]"
+        )
         await runtime.background.tick()
         rows = await runtime.runner.run(
             runtime.engine.db.rows,
@@ -109,7 +154,11 @@ async def test_jobs_are_filed_under_their_person_or_only_their_place_when_severa
     assert rows == [
         {"person_id": "", "place_id": "", "kind": "extraction"},  # the DM's own row
         {"person_id": "discord:alice", "place_id": "", "kind": "extraction"},  # her DM: hers
-        {"person_id": "", "place_id": "discord:g1", "kind": "extraction"},  # the server's batch: two spoke, no one's
+        {
+            "person_id": "",
+            "place_id": "discord:g1",
+            "kind": "extraction",
+        },  # the server's batch: two spoke, no one's
     ]
     assert allowed  # no budget: check-ins go on
 
@@ -120,9 +169,14 @@ async def test_check_ins_wait_once_a_persons_day_is_quiet_but_not_the_owners(tmp
         budgets = runtime.budgets
         assert budgets is not None
         charge = Charge("reply", "discord:alice", "discord", "")
-        await runtime.runner.run(budgets.ledger.add, budgets.day, charge, "m", Spend(calls=1, prompt_tokens=850))
+        await runtime.runner.run(
+            budgets.ledger.add, budgets.day, charge, "m", Spend(calls=1, prompt_tokens=850)
+        )
         standing = await runtime.runner.run(budgets.standing, "discord:alice", "")
-        answers = (await budgets.allows_checkin("discord:alice", owner=False), await budgets.allows_checkin("discord:alice", owner=True))
+        answers = (
+            await budgets.allows_checkin("discord:alice", owner=False),
+            await budgets.allows_checkin("discord:alice", owner=True),
+        )
         runtime.engine.close()
     assert standing.level is Level.QUIET and answers == (False, True)
 
@@ -131,17 +185,40 @@ async def test_blocking_clients_file_their_calls_too_on_the_store_thread(tmp_pat
     """The ingest folder and the CLI's maintenance ask through ``SyncCompleter``: their calls are in the ledger."""
     async with FakeOpenAI() as llm:
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
-        settings = load_settings(db_path=tmp_path / "bot.db", llm_base_url=llm.base_url, llm_api_key="k", embeddings="none")
-        queued = build_completer(settings, runtime.engine, "ingest", runtime.runner)  # asked on a worker thread
+        settings = load_settings(
+            db_path=tmp_path / "bot.db",
+            llm_base_url=llm.base_url,
+            llm_api_key="k",
+            embeddings="none",
+        )
+        queued = build_completer(
+            settings, runtime.engine, "ingest", runtime.runner
+        )  # asked on a worker thread
         await asyncio.to_thread(queued, "You extract memories.", "a passage about bees")
-        rows = await runtime.runner.run(runtime.engine.db.rows, "SELECT kind, person_id, place_id, calls, prompt_tokens FROM usage_ledger")
+        rows = await runtime.runner.run(
+            runtime.engine.db.rows,
+            "SELECT kind, person_id, place_id, calls, prompt_tokens FROM usage_ledger",
+        )
         await runtime.stop()
-    assert rows == [{"kind": "ingest", "person_id": "", "place_id": "", "calls": 1, "prompt_tokens": llm.usage_sent[0]["prompt_tokens"]}]
+    assert rows == [
+        {
+            "kind": "ingest",
+            "person_id": "",
+            "place_id": "",
+            "calls": 1,
+            "prompt_tokens": llm.usage_sent[0]["prompt_tokens"],
+        }
+    ]
 
 
 async def test_a_check_in_waits_while_its_persons_day_is_quiet_and_goes_out_on_a_new_day(tmp_path):
     async with FakeOpenAI() as srv:
-        rt = build_runtime(tmp_path / "bot.db", srv, FakeClock(moment("2026-05-04 12:00")), budget_person_tokens=1_000)
+        rt = build_runtime(
+            tmp_path / "bot.db",
+            srv,
+            FakeClock(moment("2026-05-04 12:00")),
+            budget_person_tokens=1_000,
+        )
         await rt.start(background_loop=False)
         outbox = Outbox()
         rt.checkins.deliveries["telegram"] = outbox
@@ -149,7 +226,9 @@ async def test_a_check_in_waits_while_its_persons_day_is_quiet_and_goes_out_on_a
         dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
         rt.engine.clock.t = moment("2026-05-07 10:00")
         quiet = Spend(calls=1, prompt_tokens=850)  # 85 % of her day: no proactive message
-        await rt.runner.run(rt.budgets.ledger.add, rt.budgets.day, Charge("reply", PERSON, "telegram"), "m", quiet)
+        await rt.runner.run(
+            rt.budgets.ledger.add, rt.budgets.day, Charge("reply", PERSON, "telegram"), "m", quiet
+        )
         held = await rt.checkins.run()
         asked = len(srv.chat_requests)
         rt.engine.clock.t = moment("2026-05-08 10:00")  # a new day: her budget is whole again
@@ -163,7 +242,17 @@ async def test_a_check_in_waits_while_its_persons_day_is_quiet_and_goes_out_on_a
 
 def test_the_contradiction_judge_is_filed_under_whom_the_facts_are_about(engine):
     said = Provenance(platform="discord", guild_id="discord:g1")
-    alice = NewMemory(content="Alice keeps bees", subject="bees", scope=Scope.USER, scope_id="discord:alice", provenance=said)
+    alice = NewMemory(
+        content="Alice keeps bees",
+        subject="bees",
+        scope=Scope.USER,
+        scope_id="discord:alice",
+        provenance=said,
+    )
     bob = replace(alice, content="Bob keeps wasps", scope_id="discord:bob")
-    assert of_job(WriteFacts(engine), (Judged(alice),)) == Charge("judge", "discord:alice", "discord", "discord:g1")
-    assert of_job(WriteFacts(engine), (Judged(alice), Judged(bob))) == Charge("judge", "", "discord", "discord:g1")
+    assert of_job(WriteFacts(engine), (Judged(alice),)) == Charge(
+        "judge", "discord:alice", "discord", "discord:g1"
+    )
+    assert of_job(WriteFacts(engine), (Judged(alice), Judged(bob))) == Charge(
+        "judge", "", "discord", "discord:g1"
+    )

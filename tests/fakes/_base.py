@@ -40,7 +40,9 @@ class FakeFile:
         return len(self.data) if self.size is None else self.size
 
 
-def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+def json_response(
+    data: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
     """Answer JSON with a Content-Type of exactly ``application/json``.
 
     ``web.json_response`` appends ``; charset=utf-8`` and discord.py compares the
@@ -112,7 +114,9 @@ class FakeServer(Waitable):
         ``handler_cancellation`` lets a scripted delay end as soon as the client
         times out, and the short shutdown timeout keeps teardown fast.
         """
-        self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+        self._runner = web.AppRunner(
+            self.app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -152,7 +156,9 @@ async def read_body(request: web.Request) -> dict[str, Any]:
         form = await request.post()
         for key, value in form.items():
             body[key] = value if isinstance(value, str) else getattr(value, "filename", "file")
-            if not isinstance(value, str) and hasattr(value, "file"):  # an uploaded file: its bytes kept too
+            if not isinstance(value, str) and hasattr(
+                value, "file"
+            ):  # an uploaded file: its bytes kept too
                 body.setdefault("_uploads", {})[key] = value.file.read()
     else:
         text = await request.text()

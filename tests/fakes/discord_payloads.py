@@ -48,7 +48,13 @@ def user(user_id: int, username: str, *, bot: bool = False) -> dict[str, Any]:
 
 
 def bot_user() -> dict[str, Any]:
-    return {**user(BOT_ID, BOT_NAME, bot=True), "verified": True, "mfa_enabled": False, "flags": 0, "email": None}
+    return {
+        **user(BOT_ID, BOT_NAME, bot=True),
+        "verified": True,
+        "mfa_enabled": False,
+        "flags": 0,
+        "email": None,
+    }
 
 
 def member(user_payload: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -91,9 +97,15 @@ def application() -> dict[str, Any]:
 VIEW_CHANNEL = 1 << 10
 
 
-def text_channel(channel_id: int, name: str, guild_id: int, position: int, private: bool = False) -> dict[str, Any]:
+def text_channel(
+    channel_id: int, name: str, guild_id: int, position: int, private: bool = False
+) -> dict[str, Any]:
     """``private``: @everyone may not view it (only the guild's owner, who may do anything, can read it)."""
-    hidden = [{"id": str(guild_id), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}] if private else []
+    hidden = (
+        [{"id": str(guild_id), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}]
+        if private
+        else []
+    )
     return {
         "id": str(channel_id),
         "type": 0,
@@ -111,11 +123,21 @@ def text_channel(channel_id: int, name: str, guild_id: int, position: int, priva
 
 
 def dm_channel(channel_id: int, recipient: dict[str, Any]) -> dict[str, Any]:
-    return {"id": str(channel_id), "type": 1, "recipients": [recipient], "last_message_id": None, "flags": 0}
+    return {
+        "id": str(channel_id),
+        "type": 1,
+        "recipients": [recipient],
+        "last_message_id": None,
+        "flags": 0,
+    }
 
 
 def guild(
-    guild_id: int, name: str, channels: list[tuple[int, str]], members: list[tuple[int, str]], private: frozenset[int] = frozenset()
+    guild_id: int,
+    name: str,
+    channels: list[tuple[int, str]],
+    members: list[tuple[int, str]],
+    private: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """A complete GUILD_CREATE body; member_count == len(members) avoids chunking."""
     everyone = {
@@ -147,7 +169,10 @@ def guild(
         "emojis": [],
         "stickers": [],
         "features": [],
-        "channels": [text_channel(cid, cname, guild_id, i, cid in private) for i, (cid, cname) in enumerate(channels)],
+        "channels": [
+            text_channel(cid, cname, guild_id, i, cid in private)
+            for i, (cid, cname) in enumerate(channels)
+        ],
         "threads": [],
         "members": member_list,
         "presences": [],
@@ -177,7 +202,9 @@ def guild(
     }
 
 
-def message(message_id: int, channel_id: int, author: dict[str, Any], content: str, **extra: Any) -> dict[str, Any]:
+def message(
+    message_id: int, channel_id: int, author: dict[str, Any], content: str, **extra: Any
+) -> dict[str, Any]:
     """A full message object; ``extra`` adds or overrides keys (guild_id, member...)."""
     data = {
         "id": str(message_id),
@@ -251,5 +278,7 @@ def interaction(
             authorizing_integration_owners={"0": str(guild_id)},
         )
     else:
-        payload.update(user=user_payload, context=1, authorizing_integration_owners={"1": user_payload["id"]})
+        payload.update(
+            user=user_payload, context=1, authorizing_integration_owners={"1": user_payload["id"]}
+        )
     return payload

@@ -40,7 +40,9 @@ async def _payload(request: web.Request) -> Any:
         form = await request.post()
         body = json.loads(form.get("payload_json") or "{}")
         body["_files"] = [v.filename for k, v in form.items() if k != "payload_json"]
-        body["_file_data"] = {v.filename: v.file.read() for k, v in form.items() if k != "payload_json"}
+        body["_file_data"] = {
+            v.filename: v.file.read() for k, v in form.items() if k != "payload_json"
+        }
         return body
     text = await request.text()
     return json.loads(text) if text else {}
@@ -90,7 +92,9 @@ class _Rest:
 
         async def route(request: web.Request) -> web.StreamResponse:
             body = await _payload(request)
-            self.srv.rest_calls.append({"method": request.method, "path": request.path, "body": body})
+            self.srv.rest_calls.append(
+                {"method": request.method, "path": request.path, "body": body}
+            )
             response = await handler(request, body)
             self.srv._notify()
             return response
@@ -112,12 +116,19 @@ class _Rest:
             {
                 "url": f"{self.srv.ws_url}/gateway",
                 "shards": 1,
-                "session_start_limit": {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1},
+                "session_start_limit": {
+                    "total": 1000,
+                    "remaining": 1000,
+                    "reset_after": 0,
+                    "max_concurrency": 1,
+                },
             }
         )
 
     async def unknown(self, request: web.Request, body: Any) -> web.Response:
-        self.srv.unknown_calls.append({"method": request.method, "path": request.path, "body": body})
+        self.srv.unknown_calls.append(
+            {"method": request.method, "path": request.path, "body": body}
+        )
         return _not_found(f"404: Not Found ({request.method} {request.path} is not faked)")
 
     async def delete(self, request: web.Request, body: Any) -> web.Response:
@@ -160,7 +171,9 @@ class _Rest:
     async def add_reaction(self, request: web.Request, body: Any) -> web.Response:
         """The bot reacted to a message (aiohttp hands the emoji over already unquoted)."""
         cid, mid = int(request.match_info["cid"]), int(request.match_info["mid"])
-        self.srv.reactions.append({"channel_id": cid, "message_id": mid, "emoji": request.match_info["emoji"]})
+        self.srv.reactions.append(
+            {"channel_id": cid, "message_id": mid, "emoji": request.match_info["emoji"]}
+        )
         return _no_content()
 
     async def typing(self, request: web.Request, body: Any) -> web.Response:
@@ -203,7 +216,9 @@ class _Rest:
         iid, token = int(request.match_info["iid"]), request.match_info["token"]
         rtype, data = body.get("type"), body.get("data") or {}
         files = body.get("_file_data") or {}  # an attachment's bytes, by file name (multipart)
-        self.srv.interaction_responses.append({"interaction_id": iid, "token": token, "type": rtype, "data": data, "files": files})
+        self.srv.interaction_responses.append(
+            {"interaction_id": iid, "token": token, "type": rtype, "data": data, "files": files}
+        )
         interaction = {
             "id": str(iid),
             "type": 2,
@@ -222,17 +237,26 @@ class _Rest:
     async def followup(self, request: web.Request, body: dict[str, Any]) -> web.Response:
         token = request.match_info["token"]
         message = self._interaction_message(token, body)
-        self.srv.followups.append({"kind": "followup", "token": token, "message_id": int(message["id"]), **body})
+        self.srv.followups.append(
+            {"kind": "followup", "token": token, "message_id": int(message["id"]), **body}
+        )
         return json_response(message)
 
     async def get_webhook_message(self, request: web.Request, body: Any) -> web.Response:
         message = self._webhook_target(request)
         return json_response(message) if message else _not_found("Unknown Message", 10008)
 
-    async def edit_webhook_message(self, request: web.Request, body: dict[str, Any]) -> web.Response:
+    async def edit_webhook_message(
+        self, request: web.Request, body: dict[str, Any]
+    ) -> web.Response:
         token, mid = request.match_info["token"], request.match_info["mid"]
         base = self._webhook_target(request) or self._interaction_message(token, {})
-        message = {**base, **_visible(body), "edited_timestamp": p.now_iso(), "flags": (base.get("flags") or 0) & ~LOADING}
+        message = {
+            **base,
+            **_visible(body),
+            "edited_timestamp": p.now_iso(),
+            "flags": (base.get("flags") or 0) & ~LOADING,
+        }
         self._store_webhook_message(token, mid, message)
         self.srv.followups.append({"kind": "edit", "token": token, "message_id": mid, **body})
         return json_response(message)

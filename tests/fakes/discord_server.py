@@ -45,7 +45,9 @@ class _Session:
     def receives(self, guild_id: int | None) -> bool:
         """Discord's routing: a guild's events go to shard (guild_id >> 22) % num_shards, DMs to shard 0."""
         shard_id, count = self.shard
-        return (guild_id is None and shard_id == 0) or (guild_id is not None and (guild_id >> 22) % count == shard_id)
+        return (guild_id is None and shard_id == 0) or (
+            guild_id is not None and (guild_id >> 22) % count == shard_id
+        )
 
     async def send(self, op: int, d: Any = None, t: str | None = None) -> None:
         async with self._lock:
@@ -120,7 +122,9 @@ class FakeDiscord(FakeServer):
     ) -> None:
         """Configure a guild sent as GUILD_CREATE after IDENTIFY (add before connecting); ``private``
         channels are hidden from @everyone (only the guild owner, ``OWNER_ID``, reads them)."""
-        self._guilds[guild_id] = p.guild(guild_id, name, list(channels), list(members), frozenset(private))
+        self._guilds[guild_id] = p.guild(
+            guild_id, name, list(channels), list(members), frozenset(private)
+        )
         for channel_id, _ in channels:
             self._channel_guild[channel_id] = guild_id
 
@@ -160,7 +164,10 @@ class FakeDiscord(FakeServer):
         if mentions_bot and f"<@{BOT_ID}>" not in content:
             content = f"<@{BOT_ID}> {content}"
         extra = self._message_extras(channel_id, author_id, guild_id, mentions_bot, reply_to)
-        people = [{**p.user(uid, name), **({"member": p.member()} if guild_id else {})} for uid, name in mentions]
+        people = [
+            {**p.user(uid, name), **({"member": p.member()} if guild_id else {})}
+            for uid, name in mentions
+        ]
         extra["mentions"] = extra.get("mentions", []) + people
         extra["attachments"] = [self._attachment(f) for f in files]
         data = p.message(p.snowflake(), channel_id, p.user(author_id, username), content, **extra)
@@ -174,7 +181,13 @@ class FakeDiscord(FakeServer):
         if not file.gone:
             self.cdn[path] = file.data
         url = f"{self.url}/cdn/{path}"
-        data = {"id": str(aid), "filename": file.name, "size": file.declared, "url": url, "proxy_url": url}
+        data = {
+            "id": str(aid),
+            "filename": file.name,
+            "size": file.declared,
+            "url": url,
+            "proxy_url": url,
+        }
         return data | ({"content_type": file.content_type} if file.content_type else {})
 
     async def _cdn(self, request: web.Request) -> web.Response:
@@ -186,7 +199,12 @@ class FakeDiscord(FakeServer):
         return web.Response(body=self.cdn[path], content_type="application/octet-stream")
 
     def _message_extras(
-        self, channel_id: int, author_id: int, guild_id: int | None, mentions_bot: bool, reply_to: int | None
+        self,
+        channel_id: int,
+        author_id: int,
+        guild_id: int | None,
+        mentions_bot: bool,
+        reply_to: int | None,
     ) -> dict[str, Any]:
         """The guild/DM, mention and reply fields of a user's MESSAGE_CREATE."""
         extra: dict[str, Any] = {"channel_type": 0 if guild_id else 1}
@@ -232,7 +250,11 @@ class FakeDiscord(FakeServer):
             command_id=command_id,
             command_guild_id=command_guild,
         )
-        self._interactions[token] = {"id": int(data["id"]), "channel_id": channel_id, "guild_id": guild_id}
+        self._interactions[token] = {
+            "id": int(data["id"]),
+            "channel_id": channel_id,
+            "guild_id": guild_id,
+        }
         await self.dispatch("INTERACTION_CREATE", data)
         return data
 
@@ -248,9 +270,13 @@ class FakeDiscord(FakeServer):
         if len(messages) == 1:
             await self.dispatch("MESSAGE_DELETE", {"id": messages[0]["id"], **where})
         else:
-            await self.dispatch("MESSAGE_DELETE_BULK", {"ids": [m["id"] for m in messages], **where})
+            await self.dispatch(
+                "MESSAGE_DELETE_BULK", {"ids": [m["id"] for m in messages], **where}
+            )
 
-    async def dispatch_reaction(self, channel_id: int, message_id: int, user_id: int, emoji: str, *, username: str = "alice") -> None:
+    async def dispatch_reaction(
+        self, channel_id: int, message_id: int, user_id: int, emoji: str, *, username: str = "alice"
+    ) -> None:
         """Deliver MESSAGE_REACTION_ADD: ``user_id`` reacted with a unicode ``emoji`` to ``message_id``."""
         guild_id = self._channel_guild.get(channel_id)
         self._usernames[user_id] = username
@@ -271,7 +297,9 @@ class FakeDiscord(FakeServer):
         await self.wait_until(lambda: len(self.sent) >= n, timeout)
         return self.sent
 
-    async def wait_for_interaction_responses(self, n: int, timeout: float = WAIT_S) -> list[dict[str, Any]]:
+    async def wait_for_interaction_responses(
+        self, n: int, timeout: float = WAIT_S
+    ) -> list[dict[str, Any]]:
         """Wait until at least ``n`` interaction callbacks were posted."""
         await self.wait_until(lambda: len(self.interaction_responses) >= n, timeout)
         return self.interaction_responses
@@ -284,9 +312,15 @@ class FakeDiscord(FakeServer):
         ref = {"message_id": str(reply_to), "channel_id": str(channel_id)}
         if guild_id is not None:
             ref["guild_id"] = str(guild_id)
-        return {"type": 19, "message_reference": ref, "referenced_message": self._messages.get(reply_to)}
+        return {
+            "type": 19,
+            "message_reference": ref,
+            "referenced_message": self._messages.get(reply_to),
+        }
 
-    def _channel_payload(self, channel_id: int, guild_id: int | None, user: dict[str, Any]) -> dict[str, Any]:
+    def _channel_payload(
+        self, channel_id: int, guild_id: int | None, user: dict[str, Any]
+    ) -> dict[str, Any]:
         if guild_id is None:
             self.dm_channels.setdefault(int(user["id"]), channel_id)
             return p.dm_channel(channel_id, user)
@@ -381,7 +415,14 @@ class FakeDiscord(FakeServer):
         members = self._guilds.get(guild_id, {}).get("members", [])
         await session.send(
             0,
-            {"guild_id": str(guild_id), "members": members, "chunk_index": 0, "chunk_count": 1, "not_found": [], "nonce": d.get("nonce")},
+            {
+                "guild_id": str(guild_id),
+                "members": members,
+                "chunk_index": 0,
+                "chunk_count": 1,
+                "not_found": [],
+                "nonce": d.get("nonce"),
+            },
             "GUILD_MEMBERS_CHUNK",
         )
 

@@ -39,7 +39,9 @@ from .discord_server import FakeDiscord
 MODE = "aead_xchacha20_poly1305_rtpsize"
 BOT_SSRC = 7000
 OPUS_SILENCE = b"\xf8\xff\xfe"
-DAVE_STAND_IN_TAIL = b"\x00\xfa\xfa"  # supplemental size 0, then DAVE's marker: what a stand-in session strips
+DAVE_STAND_IN_TAIL = (
+    b"\x00\xfa\xfa"  # supplemental size 0, then DAVE's marker: what a stand-in session strips
+)
 FRAME_S = 0.02
 
 
@@ -61,13 +63,21 @@ def self_signed_cert(folder: Path) -> tuple[Path, Path]:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
         .sign(key, hashes.SHA256())
     )
     cert_path, key_path = folder / "voice-cert.pem", folder / "voice-key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return cert_path, key_path
 
 
@@ -102,8 +112,12 @@ class FakeVoiceServer(FakeServer):
         self._nonce = 0
         self._sequence: dict[int, int] = {}
         self.last_bot_packet_at = 0.0
-        self.bot_sound_at: list[float] = []  # when each bot packet with sound (not Opus silence) came in
-        self.voice_sent_at: dict[int, float] = {}  # per ssrc: when the latest speak() sent its first frame with sound
+        self.bot_sound_at: list[
+            float
+        ] = []  # when each bot packet with sound (not Opus silence) came in
+        self.voice_sent_at: dict[
+            int, float
+        ] = {}  # per ssrc: when the latest speak() sent its first frame with sound
         super().__init__()
 
     def client_ssl(self) -> ssl.SSLContext:
@@ -116,7 +130,12 @@ class FakeVoiceServer(FakeServer):
 
     @property
     def connected(self) -> bool:
-        return self._bot_addr is not None and bool(self.selected) and self._ws is not None and not self._ws.closed
+        return (
+            self._bot_addr is not None
+            and bool(self.selected)
+            and self._ws is not None
+            and not self._ws.closed
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def _setup_routes(self, router: web.UrlDispatcher) -> None:
@@ -125,12 +144,16 @@ class FakeVoiceServer(FakeServer):
     async def start(self) -> None:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(self.cert, self._key)
-        self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+        self._runner = web.AppRunner(
+            self.app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+        )
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context).start()
         self.port = self._runner.addresses[0][1]
         loop = asyncio.get_running_loop()
-        _, self._udp = await loop.create_datagram_endpoint(lambda: _Udp(self), local_addr=("127.0.0.1", 0))
+        _, self._udp = await loop.create_datagram_endpoint(
+            lambda: _Udp(self), local_addr=("127.0.0.1", 0)
+        )
 
     async def stop(self) -> None:
         if self._udp is not None and self._udp.transport is not None:
@@ -151,7 +174,14 @@ class FakeVoiceServer(FakeServer):
         await self._send(13, {"user_id": str(user_id)})
 
     async def speak(
-        self, user_id: int, ssrc: int, pcm48_stereo: bytes, *, announce: bool = True, dave: bool = False, announce_after: int = 0
+        self,
+        user_id: int,
+        ssrc: int,
+        pcm48_stereo: bytes,
+        *,
+        announce: bool = True,
+        dave: bool = False,
+        announce_after: int = 0,
     ) -> None:
         """Send PCM as Opus RTP from ``ssrc`` at real-time pace (then 5 silence frames, as clients do).
 
@@ -161,13 +191,20 @@ class FakeVoiceServer(FakeServer):
             await self.announce(user_id, ssrc)
         encoder = discord.opus.Encoder(application="voip")
         step = discord.opus.Encoder.FRAME_SIZE
-        frames = [pcm48_stereo[i : i + step].ljust(step, b"\0") for i in range(0, len(pcm48_stereo), step)]
+        frames = [
+            pcm48_stereo[i : i + step].ljust(step, b"\0") for i in range(0, len(pcm48_stereo), step)
+        ]
         opus = [encoder.encode(f, encoder.SAMPLES_PER_FRAME) for f in frames] + [OPUS_SILENCE] * 5
         if dave:
             opus = [frame + DAVE_STAND_IN_TAIL for frame in opus]
         start, first = time.monotonic(), self._sequence.get(ssrc, 0)
-        self._sequence[ssrc] = first + len(opus)  # a stream's numbering carries on, as a real client's does
-        loud = next((i for i, f in enumerate(frames) if max(abs(v) for v in memoryview(f).cast("h")) > 300), None)
+        self._sequence[ssrc] = first + len(
+            opus
+        )  # a stream's numbering carries on, as a real client's does
+        loud = next(
+            (i for i, f in enumerate(frames) if max(abs(v) for v in memoryview(f).cast("h")) > 300),
+            None,
+        )
         for i, frame in enumerate(opus):
             if announce and announce_after and i == announce_after:
                 await self.announce(user_id, ssrc)
@@ -177,7 +214,9 @@ class FakeVoiceServer(FakeServer):
             await asyncio.sleep(max(0.0, start + (i + 1) * FRAME_S - time.monotonic()))
 
     def _send_rtp(self, ssrc: int, index: int, opus: bytes) -> None:
-        assert self._udp is not None and self._udp.transport is not None and self._bot_addr is not None
+        assert (
+            self._udp is not None and self._udp.transport is not None and self._bot_addr is not None
+        )
         header = struct.pack(">BBHII", 0x80, 0x78, index & 0xFFFF, (index * 960) & 0xFFFFFFFF, ssrc)
         nonce = struct.pack(">I", self._nonce)
         self._nonce += 1
@@ -240,10 +279,19 @@ class FakeVoiceServer(FakeServer):
             self.identifies.append(d)
             await self._send(8, {"heartbeat_interval": 41250})
             udp_port = self._udp.transport.get_extra_info("sockname")[1]  # type: ignore[union-attr]
-            await self._send(2, {"ssrc": BOT_SSRC, "ip": "127.0.0.1", "port": udp_port, "modes": [MODE]})
+            await self._send(
+                2, {"ssrc": BOT_SSRC, "ip": "127.0.0.1", "port": udp_port, "modes": [MODE]}
+            )
         elif op == 1:
             self.selected.append(d)
-            await self._send(4, {"mode": d["data"]["mode"], "secret_key": list(self.secret_key), "dave_protocol_version": 0})
+            await self._send(
+                4,
+                {
+                    "mode": d["data"]["mode"],
+                    "secret_key": list(self.secret_key),
+                    "dave_protocol_version": 0,
+                },
+            )
         elif op == 3:
             await self._send(6, {"t": (d or {}).get("t")})
         elif op == 5:
@@ -273,7 +321,9 @@ class FakeDiscordVoice(FakeDiscord):
         )
         self._channel_guild[channel_id] = guild_id
 
-    async def set_voice_state(self, guild_id: int, user_id: int, channel_id: int | None, username: str = "alice") -> None:
+    async def set_voice_state(
+        self, guild_id: int, user_id: int, channel_id: int | None, username: str = "alice"
+    ) -> None:
         """A user joins (or, with ``None``, leaves) a voice channel."""
         state = _voice_state(guild_id, user_id, channel_id, p.user(user_id, username))
         await self.dispatch("VOICE_STATE_UPDATE", state)
@@ -285,16 +335,26 @@ class FakeDiscordVoice(FakeDiscord):
         d = frame["d"]
         self.voice_joins.append(d)
         guild_id, channel_id = int(d["guild_id"]), d.get("channel_id")
-        state = _voice_state(guild_id, p.BOT_ID, int(channel_id) if channel_id else None, p.bot_user())
+        state = _voice_state(
+            guild_id, p.BOT_ID, int(channel_id) if channel_id else None, p.bot_user()
+        )
         await session.send(0, {**state, "session_id": session.session_id}, "VOICE_STATE_UPDATE")
         if channel_id:
             await session.send(
-                0, {"token": "voice-token", "guild_id": str(guild_id), "endpoint": self.voice.endpoint}, "VOICE_SERVER_UPDATE"
+                0,
+                {
+                    "token": "voice-token",
+                    "guild_id": str(guild_id),
+                    "endpoint": self.voice.endpoint,
+                },
+                "VOICE_SERVER_UPDATE",
             )
         self._notify()
 
 
-def _voice_state(guild_id: int, user_id: int, channel_id: int | None, user: dict[str, Any]) -> dict[str, Any]:
+def _voice_state(
+    guild_id: int, user_id: int, channel_id: int | None, user: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "guild_id": str(guild_id),
         "channel_id": str(channel_id) if channel_id else None,

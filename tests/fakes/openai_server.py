@@ -117,7 +117,9 @@ def written_call(name: str, arguments: dict | str | None = None, form: str = "ba
         "parameters": json.dumps({"name": name, "parameters": args}),
         "fence": f"```json\n{call}\n```",
         "hermes": f"<tool_call>\n{call}\n</tool_call>",
-        "llama": "<|python_tag|>" + json.dumps({"type": "function", "name": name, "parameters": args}) + "<|eom_id|>",
+        "llama": "<|python_tag|>"
+        + json.dumps({"type": "function", "name": name, "parameters": args})
+        + "<|eom_id|>",
         "mistral": f"[TOOL_CALLS] [{call}]",
         "function": f"<function={name}>{json.dumps(args)}</function>",
     }
@@ -139,13 +141,19 @@ class FakeOpenAI(FakeServer):
         self.refuse_tools: str | None = None
         self.refuse_response_format: str | None = None
         self.refusal_status = 500
-        self.closed_by_client: list[str] = []  # "stream" / "request": the client hung up on an Endless or a Hang
-        self._last_prompt: list[str] = []  # the previous chat request's prompt words: the fake's prompt cache
+        self.closed_by_client: list[
+            str
+        ] = []  # "stream" / "request": the client hung up on an Endless or a Hang
+        self._last_prompt: list[
+            str
+        ] = []  # the previous chat request's prompt words: the fake's prompt cache
         # Image content parts as they arrived ({"request": index of the chat request, "media_type", "data": bytes});
         # ``vision=False`` answers a request carrying one as OpenAI does for a model that cannot see (HTTP 400)
         self.images: list[dict[str, Any]] = []
         self.vision = True
-        self.usage_sent: list[dict[str, Any]] = []  # every chat answer's ``usage``, as sent (the bill a ledger must match)
+        self.usage_sent: list[
+            dict[str, Any]
+        ] = []  # every chat answer's ``usage``, as sent (the bill a ledger must match)
         super().__init__()
 
     # ----------------------------------------------------------------- API --
@@ -189,7 +197,9 @@ class FakeOpenAI(FakeServer):
                 parts.extend(_message_texts(message))
         return "\n".join(parts)
 
-    async def wait_for_requests(self, n: int, path: str = CHAT_PATH, timeout: float = WAIT_S) -> None:
+    async def wait_for_requests(
+        self, n: int, path: str = CHAT_PATH, timeout: float = WAIT_S
+    ) -> None:
         """Wait until at least ``n`` requests to ``path`` arrived."""
         await self.wait_until(lambda: sum(r["path"] == path for r in self.requests) >= n, timeout)
 
@@ -204,7 +214,12 @@ class FakeOpenAI(FakeServer):
         self._notify()
 
     async def _models(self, request: web.Request) -> web.Response:
-        return json_response({"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]})
+        return json_response(
+            {
+                "object": "list",
+                "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}],
+            }
+        )
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -228,7 +243,10 @@ class FakeOpenAI(FakeServer):
         return json_response(self._completion(body, item))
 
     def _refusal(self, body: dict[str, Any]) -> HTTPError | None:
-        for key, message in (("tools", self.refuse_tools), ("response_format", self.refuse_response_format)):
+        for key, message in (
+            ("tools", self.refuse_tools),
+            ("response_format", self.refuse_response_format),
+        ):
             if message is not None and body.get(key):
                 error = {"code": self.refusal_status, "message": message, "type": "server_error"}
                 return HTTPError(self.refusal_status, {"error": error})
@@ -237,20 +255,54 @@ class FakeOpenAI(FakeServer):
     def _blind(self, body: dict[str, Any]) -> HTTPError | None:
         """Record the request's image parts; refuse them as OpenAI does a text-only model, when ``vision`` is off."""
         index = len(self.chat_requests) - 1
-        parts = [p for m in body.get("messages", []) if isinstance(m.get("content"), list) for p in m["content"]]
-        urls = [str((p.get("image_url") or {}).get("url", "")) for p in parts if p.get("type") == "image_url"]
+        parts = [
+            p
+            for m in body.get("messages", [])
+            if isinstance(m.get("content"), list)
+            for p in m["content"]
+        ]
+        urls = [
+            str((p.get("image_url") or {}).get("url", ""))
+            for p in parts
+            if p.get("type") == "image_url"
+        ]
         for url in urls:
             head, _, data = url.partition(";base64,")
-            self.images.append({"request": index, "media_type": head.removeprefix("data:"), "data": base64.b64decode(data)})
+            self.images.append(
+                {
+                    "request": index,
+                    "media_type": head.removeprefix("data:"),
+                    "data": base64.b64decode(data),
+                }
+            )
         if not urls or self.vision:
             return None
         message = "Invalid content type. image_url is only supported by certain models."
-        return HTTPError(400, {"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": None}})
+        return HTTPError(
+            400,
+            {
+                "error": {
+                    "message": message,
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": None,
+                }
+            },
+        )
 
-    async def _endless(self, request: web.Request, body: dict[str, Any], item: Endless) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    async def _endless(
+        self, request: web.Request, body: dict[str, Any], item: Endless
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
         await response.prepare(request)
-        base = {"id": self._next_id("chatcmpl-"), "object": "chat.completion.chunk", "created": 0, "model": self.model}
+        base = {
+            "id": self._next_id("chatcmpl-"),
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": self.model,
+        }
         try:
             while not _hung_up(request):
                 choice = {"index": 0, "delta": {"content": item.text}, "finish_reason": None}
@@ -294,16 +346,30 @@ class FakeOpenAI(FakeServer):
 
     def _tool_calls(self, calls: list[ToolCall]) -> list[dict[str, Any]]:
         return [
-            {"id": call.id or self._next_id("call_"), "type": "function", "function": {"name": call.name, "arguments": _arguments(call)}}
+            {
+                "id": call.id or self._next_id("call_"),
+                "type": "function",
+                "function": {"name": call.name, "arguments": _arguments(call)},
+            }
             for call in calls
         ]
 
     def _completion(self, body: dict[str, Any], item: Any) -> dict[str, Any]:
         if isinstance(item, list):
-            message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": self._tool_calls(item)}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "refusal": None,
+                "tool_calls": self._tool_calls(item),
+            }
             finish, reply_text = "tool_calls", " ".join(_arguments(c) for c in item)
         else:
-            message = {"role": "assistant", "content": str(item), "refusal": None, "tool_calls": None}
+            message = {
+                "role": "assistant",
+                "content": str(item),
+                "refusal": None,
+                "tool_calls": None,
+            }
             finish, reply_text = "stop", str(item)
         return {
             "id": self._next_id("chatcmpl-"),
@@ -311,7 +377,9 @@ class FakeOpenAI(FakeServer):
             "created": int(time.time()),
             "model": body.get("model", self.model),
             "system_fingerprint": None,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            ],
             "usage": self._cached(body, _usage(body, reply_text)),
         }
 
@@ -336,9 +404,13 @@ class FakeOpenAI(FakeServer):
         return sent
 
     # ----------------------------------------------------------- streaming --
-    async def _stream(self, request: web.Request, body: dict[str, Any], item: Any) -> web.StreamResponse:
+    async def _stream(
+        self, request: web.Request, body: dict[str, Any], item: Any
+    ) -> web.StreamResponse:
         """Send the reply as SSE ``chat.completion.chunk`` events, then [DONE]."""
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
         await response.prepare(request)
         base = {
             "id": self._next_id("chatcmpl-"),
@@ -352,7 +424,10 @@ class FakeOpenAI(FakeServer):
             await _sse(response, {**base, "choices": [choice]})
         if (body.get("stream_options") or {}).get("include_usage"):
             reply_text = item if isinstance(item, str) else ""
-            await _sse(response, {**base, "choices": [], "usage": self._cached(body, _usage(body, reply_text))})
+            await _sse(
+                response,
+                {**base, "choices": [], "usage": self._cached(body, _usage(body, reply_text))},
+            )
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
@@ -366,10 +441,17 @@ class FakeOpenAI(FakeServer):
             return deltas + [({}, "stop")]
         deltas = [({"role": "assistant", "content": None}, None)]
         for index, call in enumerate(self._tool_calls(item)):
-            head = {"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
+            head = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""},
+            }
             deltas.append(({"tool_calls": [head]}, None))
             for piece in _halves(call["function"]["arguments"]):
-                deltas.append(({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, None))
+                deltas.append(
+                    ({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, None)
+                )
         return deltas + [({}, "tool_calls")]
 
     # ---------------------------------------------------------- embeddings --
@@ -444,14 +526,20 @@ def _message_texts(message: dict[str, Any]) -> list[str]:
 def _prompt_words(body: dict[str, Any]) -> list[str]:
     words = json.dumps(body.get("tools") or []).split()
     for message in body.get("messages", []):
-        words += [str(message.get("role"))] + [w for t in _message_texts(message) for w in t.split()]
+        words += [str(message.get("role"))] + [
+            w for t in _message_texts(message) for w in t.split()
+        ]
     return words
 
 
 def _usage(body: dict[str, Any], reply_text: str) -> dict[str, int]:
     prompt = sum(len(t.split()) for m in body.get("messages", []) for t in _message_texts(m))
     completion = len(reply_text.split())
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _hung_up(request: web.Request) -> bool:
@@ -462,7 +550,14 @@ def _hung_up(request: web.Request) -> bool:
 def _error_response(error: HTTPError) -> web.Response:
     body = error.body
     if body is None:
-        body = {"error": {"message": f"fake error {error.status}", "type": "server_error", "param": None, "code": None}}
+        body = {
+            "error": {
+                "message": f"fake error {error.status}",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            }
+        }
     if isinstance(body, str):
         return web.Response(text=body, status=error.status, headers=error.headers)
     return json_response(body, status=error.status, headers=error.headers)
@@ -481,7 +576,9 @@ def _raw_response(raw: RawAnswer) -> web.Response:
 
 
 async def _raw_stream(request: web.Request, raw: RawStream) -> web.StreamResponse:
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
     await response.prepare(request)
     for event in raw.events:
         if raw.interval:

@@ -24,7 +24,16 @@ BOT_USERNAME = "companion_bot"
 BOT_USER = {"id": BOT_ID, "is_bot": True, "first_name": "Companion", "username": BOT_USERNAME}
 MAX_POLL_WAIT = 1.0
 # Parameters PTB sends JSON-encoded inside form fields.
-JSON_FIELDS = ("reaction", "reply_parameters", "reply_markup", "entities", "link_preview_options", "allowed_updates", "commands", "scope")
+JSON_FIELDS = (
+    "reaction",
+    "reply_parameters",
+    "reply_markup",
+    "entities",
+    "link_preview_options",
+    "allowed_updates",
+    "commands",
+    "scope",
+)
 GROUP_TYPES = ("group", "supergroup")
 
 
@@ -60,10 +69,14 @@ class FakeTelegram(FakeServer):
         self.token = token
         self.calls: list[dict[str, Any]] = []
         self.sent: list[dict[str, Any]] = []
-        self.documents: list[dict[str, Any]] = []  # sendDocument: chat_id, filename, caption, data (the bytes)
+        self.documents: list[
+            dict[str, Any]
+        ] = []  # sendDocument: chat_id, filename, caption, data (the bytes)
         self.actions: list[dict[str, Any]] = []
         self.edits: list[dict[str, Any]] = []
-        self.reactions: list[dict[str, Any]] = []  # setMessageReaction: chat_id, message_id, reaction (a list)
+        self.reactions: list[
+            dict[str, Any]
+        ] = []  # setMessageReaction: chat_id, message_id, reaction (a list)
         self.unknown_calls: list[dict[str, Any]] = []
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self._updates: list[dict[str, Any]] = []
@@ -74,7 +87,9 @@ class FakeTelegram(FakeServer):
         self._chats: dict[int, dict[str, Any]] = {}
         self._last_bot_message: dict[int, dict[str, Any]] = {}
         self.admins: dict[int, list[int]] = {}  # group chat id -> user ids that administer it
-        self.files: dict[str, FakeFile] = {}  # file_id -> the file getFile and the file server hand out
+        self.files: dict[
+            str, FakeFile
+        ] = {}  # file_id -> the file getFile and the file server hand out
         self.downloads: list[str] = []  # file ids whose bytes were downloaded, in order
         super().__init__()
 
@@ -105,7 +120,13 @@ class FakeTelegram(FakeServer):
         user = {"id": user_id, "is_bot": False, "first_name": first_name, "language_code": "en"}
         if username:
             user["username"] = username
-        message = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat, "from": user, "text": text}
+        message = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": user,
+            "text": text,
+        }
         if entities:
             message["entities"] = entities
         if reply_to_bot:
@@ -126,7 +147,9 @@ class FakeTelegram(FakeServer):
     ) -> dict[str, Any]:
         """Queue a photo (in three sizes, 320, 1280 and 2560 px, as Telegram sends one; each size is a file of its own)
         or, ``as_document``, an image file with its MIME type; ``caption`` with a mention entity when ``mention``."""
-        update = self.push_message(chat_id, user_id, caption, chat_type=chat_type, first_name=first_name, mention=mention)
+        update = self.push_message(
+            chat_id, user_id, caption, chat_type=chat_type, first_name=first_name, mention=mention
+        )
         message = update["message"]
         text, entities = message.pop("text"), message.pop("entities", None)
         if text:
@@ -135,11 +158,21 @@ class FakeTelegram(FakeServer):
             message["caption_entities"] = entities
         if as_document:
             fid = self._file(file)
-            message["document"] = {"file_id": fid, "file_unique_id": f"u{fid}", "file_name": file.name, "file_size": file.declared}
+            message["document"] = {
+                "file_id": fid,
+                "file_unique_id": f"u{fid}",
+                "file_name": file.name,
+                "file_size": file.declared,
+            }
             message["document"] |= {"mime_type": file.content_type} if file.content_type else {}
         else:
             message["photo"] = [
-                {"file_id": self._file(file), "file_unique_id": f"u{side}", "width": side, "height": side * 3 // 4}
+                {
+                    "file_id": self._file(file),
+                    "file_unique_id": f"u{side}",
+                    "width": side,
+                    "height": side * 3 // 4,
+                }
                 | {"file_size": file.declared}
                 for side in (320, 1280, 2560)
             ]
@@ -157,13 +190,30 @@ class FakeTelegram(FakeServer):
         return self.push_update({"edited_message": message})
 
     def push_reaction(
-        self, chat_id: int, message_id: int, user_id: int, emoji: str, *, first_name: str = "Alice", chat_type: str = "supergroup"
+        self,
+        chat_id: int,
+        message_id: int,
+        user_id: int,
+        emoji: str,
+        *,
+        first_name: str = "Alice",
+        chat_type: str = "supergroup",
     ) -> dict[str, Any]:
         """Queue a ``message_reaction`` update: ``user_id`` added ``emoji`` to ``message_id`` (none before)."""
-        chat = self._chats.get(chat_id) or self._chat(chat_id, chat_type, user_id, None, first_name, "Test group")
+        chat = self._chats.get(chat_id) or self._chat(
+            chat_id, chat_type, user_id, None, first_name, "Test group"
+        )
         user = {"id": user_id, "is_bot": False, "first_name": first_name}
         change = {"chat": chat, "message_id": message_id, "user": user, "date": int(time.time())}
-        return self.push_update({"message_reaction": {**change, "old_reaction": [], "new_reaction": [{"type": "emoji", "emoji": emoji}]}})
+        return self.push_update(
+            {
+                "message_reaction": {
+                    **change,
+                    "old_reaction": [],
+                    "new_reaction": [{"type": "emoji", "emoji": emoji}],
+                }
+            }
+        )
 
     def push_update(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Queue any raw update body (``{"message": ...}``, ``{"callback_query": ...}``)."""
@@ -182,7 +232,15 @@ class FakeTelegram(FakeServer):
         """Updates not yet confirmed by a getUpdates offset."""
         return len(self._updates)
 
-    def _chat(self, chat_id: int, chat_type: str, user_id: int, username: str | None, first_name: str, title: str) -> dict[str, Any]:
+    def _chat(
+        self,
+        chat_id: int,
+        chat_type: str,
+        user_id: int,
+        username: str | None,
+        first_name: str,
+        title: str,
+    ) -> dict[str, Any]:
         chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
         if chat_type in GROUP_TYPES:
             chat["title"] = title
@@ -254,7 +312,11 @@ class FakeTelegram(FakeServer):
         return True
 
     def _m_getwebhookinfo(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"url": "", "has_custom_certificate": False, "pending_update_count": len(self._updates)}
+        return {
+            "url": "",
+            "has_custom_certificate": False,
+            "pending_update_count": len(self._updates),
+        }
 
     async def _m_getupdates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         """Long-poll: confirm updates below ``offset``, wait (≤1s) for newer ones."""
@@ -279,10 +341,21 @@ class FakeTelegram(FakeServer):
         """A file the bot uploads (multipart): recorded with its bytes in ``documents``."""
         data = params.get("_uploads", {}).get("document", b"")
         filename = params.get("document", "")
-        self.documents.append({"chat_id": params.get("chat_id"), "filename": filename, "caption": params.get("caption", ""), "data": data})
+        self.documents.append(
+            {
+                "chat_id": params.get("chat_id"),
+                "filename": filename,
+                "caption": params.get("caption", ""),
+                "data": data,
+            }
+        )
         message = {**self._bot_message(params), "caption": params.get("caption", "")}
         message.pop("text", None)
-        message["document"] = {"file_id": f"doc{len(self.documents)}", "file_unique_id": f"u{len(self.documents)}", "file_name": filename}
+        message["document"] = {
+            "file_id": f"doc{len(self.documents)}",
+            "file_unique_id": f"u{len(self.documents)}",
+            "file_name": filename,
+        }
         return message
 
     async def wait_for_documents(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
@@ -292,7 +365,11 @@ class FakeTelegram(FakeServer):
 
     def _m_editmessagetext(self, params: dict[str, Any]) -> dict[str, Any]:
         self.edits.append(params)
-        return {**self._bot_message(params), "message_id": params.get("message_id", 0), "edit_date": int(time.time())}
+        return {
+            **self._bot_message(params),
+            "message_id": params.get("message_id", 0),
+            "edit_date": int(time.time()),
+        }
 
     def _m_setmessagereaction(self, params: dict[str, Any]) -> bool:
         self.reactions.append({k: params.get(k) for k in ("chat_id", "message_id", "reaction")})
@@ -301,7 +378,12 @@ class FakeTelegram(FakeServer):
     def _m_getfile(self, params: dict[str, Any]) -> dict[str, Any]:
         file_id = str(params.get("file_id"))
         file = self.files[file_id]
-        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": file.declared, "file_path": f"files/{file_id}"}
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "file_size": file.declared,
+            "file_path": f"files/{file_id}",
+        }
 
     def _m_sendchataction(self, params: dict[str, Any]) -> bool:
         self.actions.append(params)

@@ -34,7 +34,9 @@ def companion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
 
 def test_eval_shows_each_conversation_and_resumes(companion, tmp_path: Path) -> None:
     data, ledger = write(tmp_path / "d.json", SAMPLES), tmp_path / "partial.jsonl"
-    code, out, err = companion("eval", "locomo", str(data), "--limit", "1", "--resume", str(ledger), "--json")
+    code, out, err = companion(
+        "eval", "locomo", str(data), "--limit", "1", "--resume", str(ledger), "--json"
+    )
     assert code == 0 and json.loads(out)["samples"] == 1
     assert "[1/1] s1: 2 questions, empty turns skipped: 1 (" in err
 
@@ -54,18 +56,38 @@ def test_eval_reads_gzip_and_says_what_it_skipped(companion, tmp_path: Path) -> 
 
 def test_a_resume_file_from_another_model_is_one_error_line(companion, tmp_path: Path) -> None:
     ledger = tmp_path / "p.jsonl"
-    ledger.write_text(json.dumps({"sample_id": "s1", "embedding": "onnx:other", "skipped_turns": 0, "questions": []}) + "\n")
-    code, _, err = companion("eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)), "--resume", str(ledger))
-    assert code == 2 and "companion: error:" in err and "'onnx:other'" in err and "Traceback" not in err
+    ledger.write_text(
+        json.dumps(
+            {"sample_id": "s1", "embedding": "onnx:other", "skipped_turns": 0, "questions": []}
+        )
+        + "\n"
+    )
+    code, _, err = companion(
+        "eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)), "--resume", str(ledger)
+    )
+    assert (
+        code == 2
+        and "companion: error:" in err
+        and "'onnx:other'" in err
+        and "Traceback" not in err
+    )
 
 
-def test_an_install_without_the_measuring_tools_says_so(companion, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setitem(sys.modules, "measure.evaluation", None)  # what importing an absent module does
+def test_an_install_without_the_measuring_tools_says_so(
+    companion, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(
+        sys.modules, "measure.evaluation", None
+    )  # what importing an absent module does
     code, _, err = companion("eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)))
-    assert code == 1 and "the measuring tools (measure.evaluation) are not part of this install" in err
+    assert (
+        code == 1 and "the measuring tools (measure.evaluation) are not part of this install" in err
+    )
 
 
-def test_eval_with_user_turns_indexed_says_so_and_reports_session_recall(companion, tmp_path: Path) -> None:
+def test_eval_with_user_turns_indexed_says_so_and_reports_session_recall(
+    companion, tmp_path: Path
+) -> None:
     from tests.memory.test_recall_throughput import assistant_sample
 
     data = write(tmp_path / "lme.json", [assistant_sample()])
@@ -80,7 +102,9 @@ def test_eval_with_user_turns_indexed_says_so_and_reports_session_recall(compani
 def test_eval_says_what_one_search_of_each_method_cost(companion, tmp_path: Path) -> None:
     code, out, _ = companion("eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)))
     assert code == 0 and "One search (ms)" in out
-    shown = {line.split()[1] for line in out.splitlines() if line.count("│") == 4}  # the rows: method, p50, p95
+    shown = {
+        line.split()[1] for line in out.splitlines() if line.count("│") == 4
+    }  # the rows: method, p50, p95
     assert {"bm25", "vector", "hybrid"} <= shown
 
 

@@ -31,20 +31,51 @@ def sample(sample_id: str, pet: str, *, date: str = "10:00 am on 3 March, 2023")
             "speaker_b": "Tom",
             "session_1_date_time": date,
             "session_1": [
-                {"speaker": "Maya", "dia_id": "D1:1", "text": f"I just adopted a greyhound, her name is {pet}!"},
+                {
+                    "speaker": "Maya",
+                    "dia_id": "D1:1",
+                    "text": f"I just adopted a greyhound, her name is {pet}!",
+                },
                 {"speaker": "Tom", "dia_id": "D1:2", "text": ZERO_WIDTH_SPACE},
-                {"speaker": "Tom", "dia_id": "D1:3", "text": "Lately I have been practising scales every night."},
+                {
+                    "speaker": "Tom",
+                    "dia_id": "D1:3",
+                    "text": "Lately I have been practising scales every night.",
+                },
             ],
             "session_2_date_time": "7:30 pm on 20 April, 2023",
             "session_2": [
-                {"speaker": "Tom", "dia_id": "D2:1", "text": "My cello recital is next Saturday in Leeds."},
-                {"speaker": "Maya", "dia_id": "D2:2", "text": "I started volunteering at a rescue shelter on Sundays."},
+                {
+                    "speaker": "Tom",
+                    "dia_id": "D2:1",
+                    "text": "My cello recital is next Saturday in Leeds.",
+                },
+                {
+                    "speaker": "Maya",
+                    "dia_id": "D2:2",
+                    "text": "I started volunteering at a rescue shelter on Sundays.",
+                },
             ],
         },
         "qa": [
-            {"question": "What is the name of Maya's greyhound?", "answer": pet, "evidence": ["D1:1"], "category": 4},
-            {"question": "Where is Tom's cello recital?", "answer": "Leeds", "evidence": ["D2:1; D1:2"], "category": 1},
-            {"question": "What did Tom say with no words?", "answer": "-", "evidence": ["D1:2"], "category": 3},
+            {
+                "question": "What is the name of Maya's greyhound?",
+                "answer": pet,
+                "evidence": ["D1:1"],
+                "category": 4,
+            },
+            {
+                "question": "Where is Tom's cello recital?",
+                "answer": "Leeds",
+                "evidence": ["D2:1; D1:2"],
+                "category": 1,
+            },
+            {
+                "question": "What did Tom say with no words?",
+                "answer": "-",
+                "evidence": ["D1:2"],
+                "category": 3,
+            },
         ],
     }
 
@@ -72,7 +103,12 @@ class Seen:
 
 def untimed(result: dict) -> dict:
     """The summary without the search times, which differ from run to run."""
-    return result | {"methods": {m: {k: v for k, v in s.items() if k != "search_ms"} for m, s in result["methods"].items()}}
+    return result | {
+        "methods": {
+            m: {k: v for k, v in s.items() if k != "search_ms"}
+            for m, s in result["methods"].items()
+        }
+    }
 
 
 def test_every_method_reports_what_one_search_cost(tmp_path: Path) -> None:
@@ -89,14 +125,18 @@ def test_a_turn_that_normalises_to_nothing_is_skipped_and_counted(tmp_path: Path
     # The question whose only evidence is the skipped turn measures nothing; the other keeps its stored evidence.
     assert result["questions"] == {"1": 1, "4": 1}
     assert result["methods"]["bm25"]["cat1-4"]["R@5"] == 100.0
-    assert [(d.index, d.total, d.sample_id, d.questions, d.skipped_turns, d.resumed) for d in seen.calls] == [(1, 1, "s1", 2, 1, False)]
+    assert [
+        (d.index, d.total, d.sample_id, d.questions, d.skipped_turns, d.resumed) for d in seen.calls
+    ] == [(1, 1, "s1", 2, 1, False)]
 
 
 def test_gzipped_data_reads_like_plain_json(tmp_path: Path) -> None:
     packed = tmp_path / "d.json.gz"
     packed.write_bytes(gzip.compress(json.dumps(SAMPLES).encode()))
     assert load_samples(packed) == SAMPLES
-    assert untimed(evaluate_locomo(packed, None)) == untimed(evaluate_locomo(write(tmp_path / "d.json", SAMPLES), None))
+    assert untimed(evaluate_locomo(packed, None)) == untimed(
+        evaluate_locomo(write(tmp_path / "d.json", SAMPLES), None)
+    )
 
 
 def test_a_broken_gzip_file_is_bad_data(tmp_path: Path) -> None:
@@ -121,7 +161,9 @@ def test_a_resumed_run_measures_only_what_is_missing_and_reports_everything(tmp_
     seen = Seen()
     resumed = evaluate_locomo(data, None, resume=ledger, progress=seen)
     assert seen.resumed() == ["s1"] and [d.sample_id for d in seen.calls] == ["s1", "s2", "s3"]
-    assert untimed(resumed) == untimed(evaluate_locomo(write(tmp_path / "fresh.json", SAMPLES), None))
+    assert untimed(resumed) == untimed(
+        evaluate_locomo(write(tmp_path / "fresh.json", SAMPLES), None)
+    )
     assert resumed["samples"] == 3 and resumed["skipped_turns"] == 3
     assert len(ledger.read_text().splitlines()) == 3
 
@@ -146,14 +188,21 @@ def test_a_line_torn_by_a_kill_is_measured_again(tmp_path: Path) -> None:
     ledger.write_text(first + "\n" + second[: len(second) // 2])
 
     seen = Seen()
-    assert untimed(evaluate_locomo(data, None, resume=ledger, progress=seen)) == untimed(evaluate_locomo(data, None))
+    assert untimed(evaluate_locomo(data, None, resume=ledger, progress=seen)) == untimed(
+        evaluate_locomo(data, None)
+    )
     assert seen.resumed() == ["s1"]
-    assert [json.loads(line)["sample_id"] for line in ledger.read_text().splitlines()] == ["s1", "s2"]
+    assert [json.loads(line)["sample_id"] for line in ledger.read_text().splitlines()] == [
+        "s1",
+        "s2",
+    ]
 
 
 def test_a_ledger_from_another_embedding_model_is_refused(tmp_path: Path) -> None:
     data, ledger = write(tmp_path / "d.json", SAMPLES[:1]), tmp_path / "p.jsonl"
-    Ledger(ledger, "onnx:all-MiniLM-L6-v2-int8").append({"sample_id": "s1", "skipped_turns": 1, "questions": []})
+    Ledger(ledger, "onnx:all-MiniLM-L6-v2-int8").append(
+        {"sample_id": "s1", "skipped_turns": 1, "questions": []}
+    )
     with pytest.raises(LedgerError, match="another file"):
         evaluate_locomo(data, None, resume=ledger)
 
@@ -165,7 +214,9 @@ def test_a_file_that_is_not_a_ledger_is_refused(tmp_path: Path) -> None:
         evaluate_locomo(write(tmp_path / "d.json", SAMPLES[:1]), None, resume=ledger)
 
 
-def test_the_stores_migrations_are_not_logged_per_sample(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_stores_migrations_are_not_logged_per_sample(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     before = logging.getLogger("memory.storage.db").level
     evaluate_locomo(write(tmp_path / "d.json", SAMPLES), None)

@@ -28,7 +28,9 @@ def _databases(url: str) -> set[str]:
 
 def _tables(url: str) -> int:
     with psycopg.connect(url) as con:
-        return int(con.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0])
+        return int(
+            con.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0]
+        )
 
 
 # what `companion bench` reports for a size on SQLite (read from a real run; a bench run costs ~30 s, so this test
@@ -40,29 +42,54 @@ SQLITE_FIELDS = {
 }  # fmt: skip
 
 
-def test_bench_on_postgresql_reports_the_same_fields_as_on_sqlite_and_leaves_the_server_as_it_was(pg_url: str) -> None:
+def test_bench_on_postgresql_reports_the_same_fields_as_on_sqlite_and_leaves_the_server_as_it_was(
+    pg_url: str,
+) -> None:
     before = _databases(pg_url)
     on_pg = run_bench([200], queries=3, db=pg_url)["results"][0]
     assert set(on_pg) == SQLITE_FIELDS and on_pg["engine"] == "postgresql"
-    assert on_pg["visible"] == 185  # the rows placed as on SQLite: 180 guild rows, a fact of each of the 5 present
-    assert set(on_pg["hybrid_ms"]) == {"p50", "p95", "max"} and on_pg["turn_ms"]["p50"] > 0 and on_pg["mirror_mb"] > 0
-    assert _databases(pg_url) == before and _tables(pg_url) == 0  # its database dropped; the named one untouched
+    assert (
+        on_pg["visible"] == 185
+    )  # the rows placed as on SQLite: 180 guild rows, a fact of each of the 5 present
+    assert (
+        set(on_pg["hybrid_ms"]) == {"p50", "p95", "max"}
+        and on_pg["turn_ms"]["p50"] > 0
+        and on_pg["mirror_mb"] > 0
+    )
+    assert (
+        _databases(pg_url) == before and _tables(pg_url) == 0
+    )  # its database dropped; the named one untouched
 
 
-def test_eval_on_postgresql_measures_every_conversation_each_in_a_database_dropped_after(pg_url: str, tmp_path: Path) -> None:
+def test_eval_on_postgresql_measures_every_conversation_each_in_a_database_dropped_after(
+    pg_url: str, tmp_path: Path
+) -> None:
     before = _databases(pg_url)
     data = write(tmp_path / "d.json", SAMPLES)
     on_pg = evaluate_locomo(data, HashEmbedder(), db=pg_url)
     on_sqlite = evaluate_locomo(data, HashEmbedder())
-    assert on_pg["engine"] == "postgresql" and on_pg["samples"] == 3 and on_pg["questions"] == on_sqlite["questions"]
+    assert (
+        on_pg["engine"] == "postgresql"
+        and on_pg["samples"] == 3
+        and on_pg["questions"] == on_sqlite["questions"]
+    )
     # three short turns a conversation: the evidence turn shares words with its question on either engine
-    assert on_pg["methods"]["bm25"]["cat1-4"]["R@5"] == on_sqlite["methods"]["bm25"]["cat1-4"]["R@5"] == 100.0
+    assert (
+        on_pg["methods"]["bm25"]["cat1-4"]["R@5"]
+        == on_sqlite["methods"]["bm25"]["cat1-4"]["R@5"]
+        == 100.0
+    )
     assert _databases(pg_url) == before
 
 
-def test_a_store_that_fails_midway_still_has_its_database_dropped(pg_url: str, tmp_path: Path) -> None:
+def test_a_store_that_fails_midway_still_has_its_database_dropped(
+    pg_url: str, tmp_path: Path
+) -> None:
     before = _databases(pg_url)
-    with pytest.raises(RuntimeError, match="midway"), scratch_store(pg_url, tmp_path, "sample/with odd:id") as where:
+    with (
+        pytest.raises(RuntimeError, match="midway"),
+        scratch_store(pg_url, tmp_path, "sample/with odd:id") as where,
+    ):
         assert str(where) != pg_url and "companion_sample_with_odd_id_" in str(where)
         raise RuntimeError("midway")
     assert _databases(pg_url) == before
@@ -82,9 +109,21 @@ def test_a_server_that_refuses_is_one_error_line_naming_no_password(
     for name in [n for n in os.environ if n.startswith("COMPANION_")]:
         monkeypatch.delenv(name)
     unreachable = "postgresql://bench:s3cret@127.0.0.1:9/x?connect_timeout=2"
-    code = main(["--embeddings", "none", "eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)), "--db", unreachable])
+    code = main(
+        [
+            "--embeddings",
+            "none",
+            "eval",
+            "locomo",
+            str(write(tmp_path / "d.json", SAMPLES)),
+            "--db",
+            unreachable,
+        ]
+    )
     err = capsys.readouterr().err
-    assert code == 2 and "companion: error:" in err and "Traceback" not in err and "s3cret" not in err
+    assert (
+        code == 2 and "companion: error:" in err and "Traceback" not in err and "s3cret" not in err
+    )
 
 
 def test_eval_from_the_command_line_measures_the_server_given_by_db(
@@ -93,5 +132,16 @@ def test_eval_from_the_command_line_measures_the_server_given_by_db(
     monkeypatch.chdir(tmp_path)
     for name in [n for n in os.environ if n.startswith("COMPANION_")]:
         monkeypatch.delenv(name)
-    code = main(["--embeddings", "none", "eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)), "--db", pg_url, "--json"])
+    code = main(
+        [
+            "--embeddings",
+            "none",
+            "eval",
+            "locomo",
+            str(write(tmp_path / "d.json", SAMPLES)),
+            "--db",
+            pg_url,
+            "--json",
+        ]
+    )
     assert code == 0 and '"engine": "postgresql"' in capsys.readouterr().out

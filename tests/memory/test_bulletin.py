@@ -28,35 +28,57 @@ def echo(body):
     """A bulletin writer that repeats every memory line it was given: whatever reaches its prompt reaches the bulletin."""
     if body["messages"][0]["content"] != SYSTEM:
         return "ok"
-    return "Identity:\n" + "\n".join(line for line in body["messages"][-1]["content"].splitlines() if line.startswith("- ("))
+    return "Identity:\n" + "\n".join(
+        line for line in body["messages"][-1]["content"].splitlines() if line.startswith("- (")
+    )
 
 
 def bulletin_requests(srv) -> list[str]:
-    return [b["messages"][-1]["content"] for b in srv.chat_requests if b["messages"][0]["content"] == SYSTEM]
+    return [
+        b["messages"][-1]["content"]
+        for b in srv.chat_requests
+        if b["messages"][0]["content"] == SYSTEM
+    ]
 
 
 def guild_facts(engine, person: str = ALICE, guild: str = G1, n: int = 3) -> None:
-    for i, what in enumerate(("bakes sourdough", "plays the cello", "runs a chess club", "grows tomatoes", "rides a tandem")[:n]):
+    for i, what in enumerate(
+        (
+            "bakes sourdough",
+            "plays the cello",
+            "runs a chess club",
+            "grows tomatoes",
+            "rides a tandem",
+        )[:n]
+    ):
         remember(engine, f"{person} {what} (guild fact {i})", scope_id=person, guild_id=guild)
 
 
-async def test_a_bulletin_is_written_cut_to_its_budget_and_shown_in_the_next_prompt_not_rewritten_each_turn(rt, srv):
+async def test_a_bulletin_is_written_cut_to_its_budget_and_shown_in_the_next_prompt_not_rewritten_each_turn(
+    rt, srv
+):
     guild_facts(rt.engine)
     await rt.orchestrator.observe(group("discord", "g1", "alice", "hello all", name="Alice"))
     long_answer = "Identity:\n" + "\n".join(f"- line {i:03d} " + "x" * 80 for i in range(200))
     srv.default = lambda body: long_answer if body["messages"][0]["content"] == SYSTEM else "ok"
     assert await rt.bulletins.run() == 1
     (prompt,) = bulletin_requests(srv)
-    assert "bakes sourdough" in prompt and "runs a chess club" in prompt  # the memories the scope sees
+    assert (
+        "bakes sourdough" in prompt and "runs a chess club" in prompt
+    )  # the memories the scope sees
     stored = Bulletins(rt.engine).get("guild", G1)
-    assert stored is not None and len(stored.text) <= MAX_CHARS and stored.text.startswith("Identity:")
+    assert (
+        stored is not None and len(stored.text) <= MAX_CHARS and stored.text.startswith("Identity:")
+    )
 
     srv.script("Hi Alice!")
     await rt.orchestrator.reply(group("discord", "g1", "alice", "what's new?", name="Alice"))
     system = srv.chat_requests[-1]["messages"][0]["content"]
     assert "## Briefing" in system and '"- line 000 ' in system
     shown = re.findall(r'"- line \d+ x+"', system)
-    assert 0 < len(shown) < stored.text.count("- line ")  # cut to the budget: 700 tokens of ~100-character lines
+    assert (
+        0 < len(shown) < stored.text.count("- line ")
+    )  # cut to the budget: 700 tokens of ~100-character lines
     assert sum(len(s) // 4 + 1 for s in shown) <= 700
     assert len(bulletin_requests(srv)) == 1  # a turn never asks for a bulletin
     assert await rt.bulletins.run() == 0  # nothing changed: not rewritten
@@ -70,7 +92,9 @@ async def test_a_bulletin_is_rewritten_after_enough_changes_or_when_a_day_old_an
     assert await rt.bulletins.run() == 1
     clock.advance(60)
     for i in range(4):
-        remember(rt.engine, f"Bob learned new fact number {i} about kites", scope_id=BOB, guild_id=G1)
+        remember(
+            rt.engine, f"Bob learned new fact number {i} about kites", scope_id=BOB, guild_id=G1
+        )
     assert await rt.bulletins.run() == 0  # 4 changes: fewer than the 5 that make it due
     remember(rt.engine, "Bob bought a red kite", scope_id=BOB, guild_id=G1)
     assert await rt.bulletins.run() == 1
@@ -79,7 +103,9 @@ async def test_a_bulletin_is_rewritten_after_enough_changes_or_when_a_day_old_an
     remember(rt.engine, "Bob flies kites on the beach", scope_id=BOB, guild_id=G1)
     assert await rt.bulletins.run() == 0  # one change, and a fresh bulletin
     clock.advance(DAY)
-    assert await rt.bulletins.run() == 1  # a day old and changed (the chat is quiet: found by its age)
+    assert (
+        await rt.bulletins.run() == 1
+    )  # a day old and changed (the chat is quiet: found by its age)
     clock.advance(DAY)
     assert await rt.bulletins.run() == 0  # a day old but nothing changed
 
@@ -88,10 +114,25 @@ async def test_a_guilds_bulletin_never_holds_dm_private_owner_or_another_guilds_
     engine = rt.engine
     srv.default = echo
     guild_facts(engine)
-    remember(engine, f"Alice's diagnosis is {SECRET} syndrome", scope_id=ALICE, visibility=Visibility.PRIVATE)
-    remember(engine, "The owner banks with Vorpalbank", scope=Scope.OWNER, scope_id="discord:boss", visibility=Visibility.PRIVATE)
-    remember(engine, "Alice collects Quuxberry stamps", scope_id=ALICE, guild_id=G2)  # said in another guild...
-    engine.people.set_sharing(ALICE, True)  # ...and shared across guilds: still not in guild 1's bulletin
+    remember(
+        engine,
+        f"Alice's diagnosis is {SECRET} syndrome",
+        scope_id=ALICE,
+        visibility=Visibility.PRIVATE,
+    )
+    remember(
+        engine,
+        "The owner banks with Vorpalbank",
+        scope=Scope.OWNER,
+        scope_id="discord:boss",
+        visibility=Visibility.PRIVATE,
+    )
+    remember(
+        engine, "Alice collects Quuxberry stamps", scope_id=ALICE, guild_id=G2
+    )  # said in another guild...
+    engine.people.set_sharing(
+        ALICE, True
+    )  # ...and shared across guilds: still not in guild 1's bulletin
     await rt.orchestrator.observe(group("discord", "g1", "alice", "hello all", name="Alice"))
     await rt.orchestrator.observe(dm("discord", "alice", "hi there", name="Alice"))
     assert await rt.bulletins.run() == 2
@@ -99,7 +140,9 @@ async def test_a_guilds_bulletin_never_holds_dm_private_owner_or_another_guilds_
     assert "bakes sourdough" in guild
     for word in (SECRET, "Vorpalbank", "Quuxberry"):
         assert word not in guild
-    assert SECRET in Bulletins(engine).get("dm", ALICE).text  # her own DMs' bulletin has it: the check can fail
+    assert (
+        SECRET in Bulletins(engine).get("dm", ALICE).text
+    )  # her own DMs' bulletin has it: the check can fail
 
     srv.script("Hello Bob")
     await rt.orchestrator.reply(group("discord", "g1", "bob", "tell me about Alice", name="Bob"))
@@ -113,10 +156,14 @@ def occurrences(path: Path, word: str) -> int:
     return sum(len(re.findall(word.lower().encode(), p.read_bytes().lower())) for p in files)
 
 
-async def test_forgetting_a_memory_drops_the_bulletin_that_paraphrased_it_from_the_files_and_a_new_one_omits_it(rt, srv, tmp_path):
+async def test_forgetting_a_memory_drops_the_bulletin_that_paraphrased_it_from_the_files_and_a_new_one_omits_it(
+    rt, srv, tmp_path
+):
     engine, path = rt.engine, tmp_path / "bot.db"
     srv.default = echo
-    doomed = remember(engine, f"Alice named her cat {SECRET}", scope_id=ALICE, visibility=Visibility.PRIVATE)
+    doomed = remember(
+        engine, f"Alice named her cat {SECRET}", scope_id=ALICE, visibility=Visibility.PRIVATE
+    )
     for what in ("Alice likes green tea", "Alice lives in Lyon", "Alice plays padel on Sundays"):
         remember(engine, what, scope_id=ALICE, visibility=Visibility.PRIVATE)
     await rt.orchestrator.observe(dm("discord", "alice", "hi there", name="Alice"))
@@ -128,7 +175,10 @@ async def test_forgetting_a_memory_drops_the_bulletin_that_paraphrased_it_from_t
     assert Bulletins(engine).get("dm", ALICE) is None
     assert occurrences(path, SECRET) == 0
     assert await rt.bulletins.run() == 1  # written again later, from what is left
-    assert "green tea" in Bulletins(engine).get("dm", ALICE).text and SECRET not in Bulletins(engine).get("dm", ALICE).text
+    assert (
+        "green tea" in Bulletins(engine).get("dm", ALICE).text
+        and SECRET not in Bulletins(engine).get("dm", ALICE).text
+    )
 
 
 async def test_any_deletion_or_rewording_of_a_source_memory_drops_the_bulletin(rt, srv):
@@ -140,15 +190,25 @@ async def test_any_deletion_or_rewording_of_a_source_memory_drops_the_bulletin(r
     await rt.orchestrator.observe(group("discord", "g2", "bob", "hello", name="Bob"))
     assert await rt.bulletins.run() == 2
     alice = engine.memory_rows.listing((f"user|{ALICE}|public|{G1}",), limit=1)[0]
-    engine.memories.update(alice.id, content="Alice bakes rye bread now")  # an edit: the old words are gone
-    assert Bulletins(engine).get("guild", G1) is None and Bulletins(engine).get("guild", G2) is not None
+    engine.memories.update(
+        alice.id, content="Alice bakes rye bread now"
+    )  # an edit: the old words are gone
+    assert (
+        Bulletins(engine).get("guild", G1) is None
+        and Bulletins(engine).get("guild", G2) is not None
+    )
     assert await rt.bulletins.run() == 1
     bob = engine.memory_rows.listing((f"user|{BOB}|public|{G2}",), limit=1)[0]
     engine.memories.delete(bob.id)  # `companion memory delete`
-    assert Bulletins(engine).get("guild", G2) is None and Bulletins(engine).get("guild", G1) is not None
+    assert (
+        Bulletins(engine).get("guild", G2) is None
+        and Bulletins(engine).get("guild", G1) is not None
+    )
 
 
-async def test_forgetting_a_person_drops_every_bulletin_that_could_hold_their_words_and_only_those(rt, srv, tmp_path):
+async def test_forgetting_a_person_drops_every_bulletin_that_could_hold_their_words_and_only_those(
+    rt, srv, tmp_path
+):
     engine = rt.engine
     srv.default = echo
     guild_facts(engine, ALICE, G1, 3)
@@ -166,7 +226,12 @@ async def test_forgetting_a_person_drops_every_bulletin_that_could_hold_their_wo
     left = {(b.scope, b.scope_id) for b in Bulletins(engine).stored()}
     assert left == {("dm", BOB), ("guild", G2)}
     assert "alice" not in str(engine.db.rows("SELECT * FROM bulletins")).lower()
-    assert engine.db.scalar("SELECT COUNT(*) FROM bulletin_partitions WHERE partition_key LIKE '%alice%'") == 0
+    assert (
+        engine.db.scalar(
+            "SELECT COUNT(*) FROM bulletin_partitions WHERE partition_key LIKE '%alice%'"
+        )
+        == 0
+    )
 
 
 async def test_an_empty_answer_writes_no_bulletin_and_the_next_run_writes_it(rt, srv):
@@ -186,7 +251,9 @@ def test_a_scope_is_checked_before_it_is_read(engine):
             Bulletins(engine).scope(scope, scope_id)
 
 
-async def test_the_bulletin_commands_show_and_refresh(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_bulletin_commands_show_and_refresh(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with FakeOpenAI() as srv:
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
@@ -194,14 +261,20 @@ async def test_the_bulletin_commands_show_and_refresh(cli: Cli, monkeypatch: pyt
             cli.add(text, "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
         assert "no bulletin yet" in cli("bulletin", "show").out
         nothing = await asyncio.to_thread(cli, "bulletin", "refresh")
-        assert nothing.code == 0 and "no bulletin is due" in nothing.out  # no chat was active: nothing asked
+        assert (
+            nothing.code == 0 and "no bulletin is due" in nothing.out
+        )  # no chat was active: nothing asked
         srv.script("Identity:\n- Alice lives in Lyon and drinks green tea")
-        done = await asyncio.to_thread(cli, "bulletin", "refresh", "--scope", "dm", "--scope-id", "discord:alice", "--json")
+        done = await asyncio.to_thread(
+            cli, "bulletin", "refresh", "--scope", "dm", "--scope-id", "discord:alice", "--json"
+        )
     assert done.code == 0, done.err
     assert [b["scope_id"] for b in done.json()["written"]] == ["discord:alice"]
     assert "Alice lives in Lyon" in bulletin_requests(srv)[0]
     shown = cli("bulletin", "show", "--scope", "dm", "--json").json()
-    assert [(b["scope"], b["scope_id"], b["memory_count"]) for b in shown] == [("dm", "discord:alice", 3)]
+    assert [(b["scope"], b["scope_id"], b["memory_count"]) for b in shown] == [
+        ("dm", "discord:alice", 3)
+    ]
     assert "drinks green tea" in cli("bulletin", "show").out
     half = cli("bulletin", "refresh", "--scope", "dm")
     assert half.code == 2 and "--scope and --scope-id together" in half.error_line()
@@ -209,7 +282,9 @@ async def test_the_bulletin_commands_show_and_refresh(cli: Cli, monkeypatch: pyt
 
 async def test_a_memory_forgotten_while_the_model_writes_the_bulletin_keeps_it_out(rt, srv):
     engine = rt.engine
-    doomed = remember(engine, f"Alice named her cat {SECRET}", scope_id=ALICE, visibility=Visibility.PRIVATE)
+    doomed = remember(
+        engine, f"Alice named her cat {SECRET}", scope_id=ALICE, visibility=Visibility.PRIVATE
+    )
     for what in ("Alice likes green tea", "Alice lives in Lyon"):
         remember(engine, what, scope_id=ALICE, visibility=Visibility.PRIVATE)
     await rt.orchestrator.observe(dm("discord", "alice", "hi there", name="Alice"))
@@ -221,13 +296,20 @@ async def test_a_memory_forgotten_while_the_model_writes_the_bulletin_keeps_it_o
 
     srv.default = forget_then_write
     assert await rt.bulletins.run() == 0 and Bulletins(engine).stored() == []
-    assert "green tea" in bulletin_requests(srv)[0]  # it was asked, with the memory, before the forget
+    assert (
+        "green tea" in bulletin_requests(srv)[0]
+    )  # it was asked, with the memory, before the forget
 
 
 async def test_a_scope_with_a_great_many_long_memories_gives_the_model_a_bounded_prompt(rt, srv):
     srv.default = echo
     for i in range(150):
-        remember(rt.engine, f"Alice note {i}: " + " ".join(f"word{i}x{j}" for j in range(60)), scope_id=ALICE, guild_id=G1)
+        remember(
+            rt.engine,
+            f"Alice note {i}: " + " ".join(f"word{i}x{j}" for j in range(60)),
+            scope_id=ALICE,
+            guild_id=G1,
+        )
     await rt.orchestrator.observe(group("discord", "g1", "alice", "hello", name="Alice"))
     assert await rt.bulletins.run() == 1
     (prompt,) = bulletin_requests(srv)

@@ -19,7 +19,10 @@ LEASE = 300.0
 @pytest.fixture
 def two(store_url, clock) -> Iterator[tuple[MemoryEngine, MemoryEngine]]:
     """Two engines on one store, as two bot processes open it."""
-    with MemoryEngine(store_url, HashEmbedder(), clock) as a, MemoryEngine(store_url, HashEmbedder(), clock) as b:
+    with (
+        MemoryEngine(store_url, HashEmbedder(), clock) as a,
+        MemoryEngine(store_url, HashEmbedder(), clock) as b,
+    ):
         yield a, b
 
 
@@ -48,7 +51,9 @@ def test_a_dead_holders_claim_is_taken_over_only_after_its_lease_ran_out(two, cl
     assert b.claims.holder_of("extract:c1") == ("B", clock.now() + LEASE, 2)
 
 
-def test_a_holder_whose_claim_was_taken_over_can_neither_renew_nor_release_it(two, clock: FakeClock):
+def test_a_holder_whose_claim_was_taken_over_can_neither_renew_nor_release_it(
+    two, clock: FakeClock
+):
     a, b = two
     assert a.claims.claim("extract:c1", "A", LEASE)
     clock.advance(LEASE + 1)  # A stalled past its lease
@@ -67,10 +72,14 @@ def test_renewing_keeps_a_slow_job_from_being_taken_over(two, clock: FakeClock):
         assert not b.claims.claim("reflect:c1:1.0", "B", LEASE)
 
 
-def test_a_released_job_is_free_again_and_claims_left_by_dead_holders_are_swept_a_day_later(two, clock: FakeClock):
+def test_a_released_job_is_free_again_and_claims_left_by_dead_holders_are_swept_a_day_later(
+    two, clock: FakeClock
+):
     a, b = two
     assert a.claims.claim("extract:c1", "A", LEASE)
-    assert a.claims.claim("checkin:7", "dead", LEASE)  # its job is never due again: nobody takes it up
+    assert a.claims.claim(
+        "checkin:7", "dead", LEASE
+    )  # its job is never due again: nobody takes it up
     assert a.claims.release("extract:c1", "A")
     assert b.claims.holder_of("extract:c1") is None and b.claims.claim("extract:c1", "B", LEASE)
     clock.advance(LEASE + STALE_S + 1)
@@ -90,7 +99,9 @@ def test_a_release_rolled_back_with_its_transaction_leaves_the_job_claimed(two):
 def test_processes_racing_for_the_same_jobs_get_each_one_exactly_once(store_url, clock):
     keys = [f"extract:c{i}" for i in range(25)]
     won: dict[str, list[str]] = {key: [] for key in keys}
-    engines = [MemoryEngine(store_url, HashEmbedder(), clock) for _ in range(4)]  # opened (and migrated) one by one
+    engines = [
+        MemoryEngine(store_url, HashEmbedder(), clock) for _ in range(4)
+    ]  # opened (and migrated) one by one
     start = threading.Barrier(len(engines), timeout=20)
 
     def contender(name: str, engine: MemoryEngine) -> None:

@@ -50,7 +50,9 @@ def test_nothing_to_remember_is_an_answer_not_an_error(empty):
     assert parse_list(empty) == []
 
 
-@pytest.mark.parametrize("answer", ["not json at all", "{broken", "[oops", "", '["just", "strings"]'])
+@pytest.mark.parametrize(
+    "answer", ["not json at all", "{broken", "[oops", "", '["just", "strings"]']
+)
 def test_an_answer_without_usable_json_is_a_bad_answer(answer):
     with pytest.raises(BadAnswer):
         parse_list(answer)

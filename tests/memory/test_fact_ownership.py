@@ -53,7 +53,11 @@ def tag(prompt: str, text: str) -> str:
 
 def item(speaker: str, content: str, lines: list[int] | None = None) -> dict[str, Any]:
     """One candidate as the model writes it (``lines`` left out when None)."""
-    found: dict[str, Any] = {"speaker": speaker, "subject": content.split()[-1].lower(), "content": content}
+    found: dict[str, Any] = {
+        "speaker": speaker,
+        "subject": content.split()[-1].lower(),
+        "content": content,
+    }
     return found if lines is None else {**found, "lines": lines}
 
 
@@ -70,14 +74,22 @@ def model(srv, replies: dict[str, str], **jobs: Answer) -> None:
         for job, marker in markers.items():
             if marker in prompt:
                 found = jobs[job](prompt) if job in jobs else []
-                return json.dumps({"facts": found, "summary": "a chat"}) if job == "micro" else facts(*found)
-        return next((reply for said, reply in replies.items() if said in prompt), "no")  # a reply, or a judge's no
+                return (
+                    json.dumps({"facts": found, "summary": "a chat"})
+                    if job == "micro"
+                    else facts(*found)
+                )
+        return next(
+            (reply for said, reply in replies.items() if said in prompt), "no"
+        )  # a reply, or a judge's no
 
     srv.default = respond
 
 
 def live(rt) -> list[dict[str, Any]]:
-    return rt.engine.db.rows("SELECT subject, content, scope, scope_id, partition_key FROM memories ORDER BY content")
+    return rt.engine.db.rows(
+        "SELECT subject, content, scope, scope_id, partition_key FROM memories ORDER BY content"
+    )
 
 
 def contents(rt) -> list[str]:
@@ -102,9 +114,15 @@ def log_lines(caplog) -> str:
 
 # -- 1. a self that cannot be written by others ------------------------------------------------------------
 @pytest.mark.parametrize("cited", ["the bot's echo", "the person's line", "nothing"])
-async def test_the_persons_cat_echoed_by_the_bot_is_filed_under_the_person_never_as_the_bots_own(rt, srv, caplog, cited):
+async def test_the_persons_cat_echoed_by_the_bot_is_filed_under_the_person_never_as_the_bots_own(
+    rt, srv, caplog, cited
+):
     def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
-        lines = {"the bot's echo": cite(prompt, ECHO), "the person's line": cite(prompt, CAT), "nothing": None}[cited]
+        lines = {
+            "the bot's echo": cite(prompt, ECHO),
+            "the person's line": cite(prompt, CAT),
+            "nothing": None,
+        }[cited]
         item = {"speaker": "bot", "kind": "profile", "subject": "pet", "content": CAT}
         return [item if lines is None else {**item, "lines": lines}]
 
@@ -114,10 +132,16 @@ async def test_the_persons_cat_echoed_by_the_bot_is_filed_under_the_person_never
     await extract(rt)
     (fact,) = live(rt)
     assert fact["subject"] != SELF_SUBJECT and fact["partition_key"] == "user|telegram:7|private"
-    assert "1 fact(s) filed (1 the model gave the bot, filed under the person who said it), 0 dropped" in log_lines(caplog)
+    assert (
+        "1 fact(s) filed (1 the model gave the bot, filed under the person who said it), 0 dropped"
+        in log_lines(caplog)
+    )
     await rt.orchestrator.reply(dm("telegram", "7", "what do you know about yourself?"))
     shown = srv.chat_requests[-1]["messages"][0]["content"]
-    assert "Biscuit" in shown and "Biscuit" not in shown.partition("## What you know about yourself\n")[2].split("\n#")[0]
+    assert (
+        "Biscuit" in shown
+        and "Biscuit" not in shown.partition("## What you know about yourself\n")[2].split("\n#")[0]
+    )
 
 
 async def test_the_bots_own_night_owl_said_in_its_line_and_by_no_person_is_its_self_fact(rt, srv):
@@ -129,7 +153,9 @@ async def test_the_bots_own_night_owl_said_in_its_line_and_by_no_person_is_its_s
     assert (fact["subject"], fact["content"]) == (SELF_SUBJECT, "I am a night owl")
 
 
-async def test_a_self_fact_citing_no_line_of_the_bot_is_not_filed_even_when_the_bots_words_match(rt, srv, caplog):
+async def test_a_self_fact_citing_no_line_of_the_bot_is_not_filed_even_when_the_bots_words_match(
+    rt, srv, caplog
+):
     # "citations, not shared words": before, an uncited "bot" fact took the bot line sharing the most words
     caplog.set_level(logging.INFO, "memory.write.extraction")
     model(srv, {"Do you like mornings?": OWL}, extract=lambda p: [item("bot", "I am a night owl")])
@@ -141,9 +167,14 @@ async def test_a_self_fact_citing_no_line_of_the_bot_is_not_filed_even_when_the_
 
 # -- 3. a fact's author is the author of the lines it cites -------------------------------------------------
 @pytest.mark.parametrize("cited", [True, False], ids=["cites Mallory", "cites nothing"])
-async def test_a_fact_tagged_bob_from_mallorys_line_is_dropped_and_never_filed_under_bob(rt, srv, caplog, cited):
+async def test_a_fact_tagged_bob_from_mallorys_line_is_dropped_and_never_filed_under_bob(
+    rt, srv, caplog, cited
+):
     def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
-        item = {"speaker": tag(prompt, "Anyone up for the quiz on Friday?"), "subject": "confession"}
+        item = {
+            "speaker": tag(prompt, "Anyone up for the quiz on Friday?"),
+            "subject": "confession",
+        }
         item["content"] = "Bob steals from the collection box"
         return [{**item, "lines": cite(prompt, STEAL)} if cited else item]
 
@@ -151,24 +182,40 @@ async def test_a_fact_tagged_bob_from_mallorys_line_is_dropped_and_never_filed_u
     model(srv, {}, extract=as_the_model_did)
     await talk(
         rt,
-        ("observe", group("discord", "g1", "bob", "Anyone up for the quiz on Friday?", name="Bob", mid="1")),
+        (
+            "observe",
+            group("discord", "g1", "bob", "Anyone up for the quiz on Friday?", name="Bob", mid="1"),
+        ),
         ("observe", group("discord", "g1", "mallory", STEAL, name="Mallory", mid="2")),
     )
     await extract(rt)
     assert live(rt) == []
-    reason = "citation and tag disagree: 1" if cited else "another person's line says it, not the tagged one's: 1"
+    reason = (
+        "citation and tag disagree: 1"
+        if cited
+        else "another person's line says it, not the tagged one's: 1"
+    )
     assert f"0 fact(s) filed, 1 dropped ({reason})" in log_lines(caplog)
 
 
 async def test_a_fact_citing_two_people_goes_to_the_one_whose_line_says_it(rt, srv):
     def both(prompt: str) -> list[dict[str, Any]]:
         lines = cite(prompt, "Guess what I do on Sundays") + cite(prompt, STEAL)
-        return [{"subject": "confession", "content": "Mallory steals from the collection box", "lines": lines}]  # no tag
+        return [
+            {
+                "subject": "confession",
+                "content": "Mallory steals from the collection box",
+                "lines": lines,
+            }
+        ]  # no tag
 
     model(srv, {}, extract=both)
     await talk(
         rt,
-        ("observe", group("discord", "g1", "bob", "Guess what I do on Sundays", name="Bob", mid="1")),
+        (
+            "observe",
+            group("discord", "g1", "bob", "Guess what I do on Sundays", name="Bob", mid="1"),
+        ),
         ("observe", group("discord", "g1", "mallory", STEAL, name="Mallory", mid="2")),
     )
     await extract(rt)
@@ -177,23 +224,44 @@ async def test_a_fact_citing_two_people_goes_to_the_one_whose_line_says_it(rt, s
 
 # -- 2. a forget said in the same transcript ----------------------------------------------------------------
 @pytest.mark.parametrize(
-    "ask,at_the_reply", [("Actually, forget the half marathon.", True), ("Hmm, forget that", False), ("/forget half marathon", True)]
+    "ask,at_the_reply",
+    [
+        ("Actually, forget the half marathon.", True),
+        ("Hmm, forget that", False),
+        ("/forget half marathon", True),
+    ],
 )
-async def test_a_forget_asked_in_the_same_conversation_stops_its_fact_and_only_that_one(rt, srv, caplog, ask, at_the_reply):
+async def test_a_forget_asked_in_the_same_conversation_stops_its_fact_and_only_that_one(
+    rt, srv, caplog, ask, at_the_reply
+):
     """An ask that names its words is done at the reply, as /forget (ORCH-9): the line is gone before extraction;
     "forget that" names nothing, and extraction holds the fact back."""
 
     def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
-        race = [item("P1", "Alice is running a half marathon in October", cite(prompt, RACE))] if RACE in prompt else []
+        race = (
+            [item("P1", "Alice is running a half marathon in October", cite(prompt, RACE))]
+            if RACE in prompt
+            else []
+        )
         return [*race, item("P1", "Alice takes pottery classes", cite(prompt, POTTERY))]
 
     caplog.set_level(logging.INFO, "memory.write.extraction")
     model(srv, {RACE: "Good luck!", ask: "Sure.", POTTERY: "Fun!"}, extract=as_the_model_did)
-    await talk(rt, *(("reply", dm("telegram", "7", text, mid=str(n))) for n, text in enumerate([RACE, ask, POTTERY])))
+    await talk(
+        rt,
+        *(
+            ("reply", dm("telegram", "7", text, mid=str(n)))
+            for n, text in enumerate([RACE, ask, POTTERY])
+        ),
+    )
     await extract(rt)
     assert contents(rt) == ["Alice takes pottery classes"]
     if at_the_reply:
-        assert not [r for r in rt.engine.db.rows("SELECT content FROM messages") if "marathon" in r["content"]]
+        assert not [
+            r
+            for r in rt.engine.db.rows("SELECT content FROM messages")
+            if "marathon" in r["content"]
+        ]
     else:
         assert "asked to forget in this conversation: 1" in log_lines(caplog)
 
@@ -212,7 +280,13 @@ async def test_a_fact_none_of_whose_words_was_said_is_not_filed(rt, srv, caplog,
 
     caplog.set_level(logging.INFO, "memory.write.extraction")
     model(srv, {CAT: "Lovely!", POTTERY: "Fun!"}, extract=as_the_model_did)
-    await talk(rt, *(("reply", dm("telegram", "7", text, mid=str(n))) for n, text in enumerate([CAT, POTTERY])))
+    await talk(
+        rt,
+        *(
+            ("reply", dm("telegram", "7", text, mid=str(n)))
+            for n, text in enumerate([CAT, POTTERY])
+        ),
+    )
     await extract(rt)
     assert contents(rt) == ["Alice's pottery class is on 2026-12-01"]
     assert "none of its words is in the conversation: 1" in log_lines(caplog)
@@ -227,8 +301,14 @@ async def test_a_forget_by_one_person_does_not_stop_another_persons_fact(rt, srv
     model(srv, {}, extract=as_the_model_did)
     await talk(
         rt,
-        ("observe", group("discord", "g1", "bob", "I'm running a half marathon too", name="Bob", mid="1")),
-        ("observe", group("discord", "g1", "alice", "forget the half marathon", name="Alice", mid="2")),
+        (
+            "observe",
+            group("discord", "g1", "bob", "I'm running a half marathon too", name="Bob", mid="1"),
+        ),
+        (
+            "observe",
+            group("discord", "g1", "alice", "forget the half marathon", name="Alice", mid="2"),
+        ),
     )
     await extract(rt)
     assert contents(rt) == ["Bob is running a half marathon"]
@@ -261,13 +341,24 @@ def the_bad_answer(prompt: str) -> list[dict[str, Any]]:
 def owned_as_it_should_be(rt) -> None:
     by_content = {m["content"]: m for m in live(rt)}
     assert sorted(by_content) == ["I am a night owl", CAT]
-    assert by_content[CAT]["partition_key"] == "user|discord:alice|public|discord:g1"  # Alice's, said in g1
+    assert (
+        by_content[CAT]["partition_key"] == "user|discord:alice|public|discord:g1"
+    )  # Alice's, said in g1
     assert by_content["I am a night owl"]["subject"] == SELF_SUBJECT
-    assert (by_content["I am a night owl"]["scope"], by_content["I am a night owl"]["scope_id"]) == ("guild", "discord:g1")
+    assert (
+        by_content["I am a night owl"]["scope"],
+        by_content["I am a night owl"]["scope_id"],
+    ) == ("guild", "discord:g1")
 
 
 async def group_day(rt) -> None:
-    await talk(rt, *((how, group("discord", "g1", who, text, name=name, mid=str(n))) for n, (how, who, name, text) in enumerate(GROUP_DAY)))
+    await talk(
+        rt,
+        *(
+            (how, group("discord", "g1", who, text, name=name, mid=str(n)))
+            for n, (how, who, name, text) in enumerate(GROUP_DAY)
+        ),
+    )
 
 
 async def test_micro_reflection_files_by_the_same_ownership_rules(rt, srv):
@@ -275,7 +366,9 @@ async def test_micro_reflection_files_by_the_same_ownership_rules(rt, srv):
     await group_day(rt)
     await extract(rt)  # extraction answers nothing here
     rt.engine.clock.advance(601)
-    assert (await rt.background.tick())["reflected"] == 2  # the facts stored: the cat (Alice's) and the night owl
+    assert (await rt.background.tick())[
+        "reflected"
+    ] == 2  # the facts stored: the cat (Alice's) and the night owl
     owned_as_it_should_be(rt)
 
 
@@ -293,7 +386,12 @@ async def test_daily_reflection_files_by_the_same_ownership_rules(rt, srv):
 # -- the rules on a transcript alone ----------------------------------------------------------------------------
 def _dm(*said: tuple[str | None, str]) -> Transcript:
     alice = RecallContext("telegram", "telegram:7", "dm-7", is_dm=True)
-    return Transcript(tuple(Line(alice if who else None, who or "Juniper", text, f"m{n}") for n, (who, text) in enumerate(said, 1)))
+    return Transcript(
+        tuple(
+            Line(alice if who else None, who or "Juniper", text, f"m{n}")
+            for n, (who, text) in enumerate(said, 1)
+        )
+    )
 
 
 @pytest.mark.parametrize("tagged", ["assistant", "Juniper", "[bot]"])
@@ -319,12 +417,20 @@ def test_a_question_that_holds_the_words_is_not_a_statement_to_move_a_fact_to():
 # -- what the real 0.5B model sent (Qwen2.5-Coder-0.5B-Instruct on llama.cpp, temperature 0) --------------------
 def _group(*said: tuple[str | None, str]) -> Transcript:
     ctx = lambda who: RecallContext("discord", who.lower(), "g1-general", guild_id="g1")  # noqa: E731
-    return Transcript(tuple(Line(ctx(who) if who else None, who or "Juniper", text, f"m{n}") for n, (who, text) in enumerate(said, 1)))
+    return Transcript(
+        tuple(
+            Line(ctx(who) if who else None, who or "Juniper", text, f"m{n}")
+            for n, (who, text) in enumerate(said, 1)
+        )
+    )
 
 
 def test_the_small_models_bob_fact_filed_as_the_bots_own_is_bobs():
     transcript = _group(
-        ("Bob", "Anyone up for the quiz on Friday?"), ("Mallory", STEAL), ("Bob", "I work as a nurse at St Mary's"), (None, "Hi Bob!")
+        ("Bob", "Anyone up for the quiz on Friday?"),
+        ("Mallory", STEAL),
+        ("Bob", "I work as a nurse at St Mary's"),
+        (None, "Hi Bob!"),
     )
     sent = [
         {
@@ -335,10 +441,24 @@ def test_the_small_models_bob_fact_filed_as_the_bots_own_is_bobs():
             "subject": "Bob",
             "content": "I work as a nurse at St Mary's",
         },
-        {"type": "behavioral", "kind": "profile", "speaker": "bot", "lines": [4], "subject": "Bob", "content": "Hi Bob!"},
+        {
+            "type": "behavioral",
+            "kind": "profile",
+            "speaker": "bot",
+            "lines": [4],
+            "subject": "Bob",
+            "content": "Hi Bob!",
+        },
     ]
-    (fact,) = memories_from(sent, transcript, Source.AUTO_EXTRACTION)  # before: both filed as the bot's own
-    assert (fact.subject, fact.scope_id, fact.guild_id, fact.provenance.sources) == ("Bob", "bob", "g1", ("m3",))
+    (fact,) = memories_from(
+        sent, transcript, Source.AUTO_EXTRACTION
+    )  # before: both filed as the bot's own
+    assert (fact.subject, fact.scope_id, fact.guild_id, fact.provenance.sources) == (
+        "Bob",
+        "bob",
+        "g1",
+        ("m3",),
+    )
 
 
 def test_the_small_models_citations_beside_the_right_lines_still_let_the_forget_hold():
@@ -348,11 +468,18 @@ def test_the_small_models_citations_beside_the_right_lines_still_let_the_forget_
     )  # fmt: skip
     sent = [
         {"speaker": "P1", "lines": [1, 2, 3], "subject": "Alice", "content": RACE},
-        {"speaker": "P1", "lines": [4, 5], "subject": "Alice", "content": "Actually, forget the half marathon."},
+        {
+            "speaker": "P1",
+            "lines": [4, 5],
+            "subject": "Alice",
+            "content": "Actually, forget the half marathon.",
+        },
         {"speaker": "P1", "lines": [6, 7], "subject": "Alice", "content": POTTERY},
         {"speaker": "P1", "lines": [8, 9], "subject": "Alice", "content": "Pottery is fun!"},
     ]
-    found = memories_from(sent, transcript, Source.AUTO_EXTRACTION)  # before: all four filed, the half marathon too
+    found = memories_from(
+        sent, transcript, Source.AUTO_EXTRACTION
+    )  # before: all four filed, the half marathon too
     assert [(m.content, m.provenance.sources) for m in found] == [(POTTERY, ("m5",))]
 
 

@@ -26,7 +26,9 @@ async def test_a_memory_is_forgotten_whole_and_the_answer_is_frozen(root, engine
     assert done == Erased((kept.id,), (kept.content,), 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         done.messages = 5  # type: ignore[misc]
-    assert engine.db.scalar("SELECT count(*) FROM memories WHERE content LIKE ?", (f"%{WORD}%",)) == 0
+    assert (
+        engine.db.scalar("SELECT count(*) FROM memories WHERE content LIKE ?", (f"%{WORD}%",)) == 0
+    )
     again = remember(engine, "Alice's cat is called Miso", scope_id="alice")
     assert await root.delete(again.id) == [again.id]  # the root's delete is the same service
     assert count(engine, "memories") == 0

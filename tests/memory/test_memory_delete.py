@@ -21,15 +21,24 @@ from memory.upkeep.maintenance import consolidate, decay
 from memory.upkeep.transfer import export_person, import_memories
 
 BASE = "Alice talked about the old lighthouse keeper and his boat"
-EARLIER, TARGET, LATER = BASE + " during winter storms", BASE + " during summer festivals", BASE + " during autumn harvests"
+EARLIER, TARGET, LATER = (
+    BASE + " during winter storms",
+    BASE + " during summer festivals",
+    BASE + " during autumn harvests",
+)
 
 
 @pytest.fixture
 def linked(engine, embedder):
     """Three related memories (cosine ~0.82: linked related_to) sharing graph structure; the middle one is the victim."""
-    assert 0.7 < embedder.cosine(EARLIER, TARGET) <= 0.9 and 0.7 < embedder.cosine(LATER, TARGET) <= 0.9
+    assert (
+        0.7 < embedder.cosine(EARLIER, TARGET) <= 0.9
+        and 0.7 < embedder.cosine(LATER, TARGET) <= 0.9
+    )
     knows_bob = EntityRef("Alice", "person", (("knows", "Bob"),))
-    earlier = remember(engine, EARLIER, subject="lighthouse in winter", tags=("sea",), entities=(knows_bob,))
+    earlier = remember(
+        engine, EARLIER, subject="lighthouse in winter", tags=("sea",), entities=(knows_bob,)
+    )
     target = remember(
         engine,
         TARGET,
@@ -46,7 +55,12 @@ def linked(engine, embedder):
 
 def test_linked_fixture_really_has_links_in_both_directions(engine, linked):
     earlier, target, later = linked
-    links = {(s, d) for s, d in engine.db.execute("SELECT src_rid, dst_rid FROM memory_links WHERE relation = 'related_to'")}
+    links = {
+        (s, d)
+        for s, d in engine.db.execute(
+            "SELECT src_rid, dst_rid FROM memory_links WHERE relation = 'related_to'"
+        )
+    }
     assert {(target.rid, earlier.rid), (later.rid, target.rid), (later.rid, earlier.rid)} <= links
 
 
@@ -68,7 +82,9 @@ def test_delete_removes_row_vector_fts_tags_mentions_sources_and_links(engine, l
     assert count(engine, "memory_relation_sources", "memory_rid = ?", (rid,)) == 0
     assert count(engine, "memory_links", "src_rid = ? OR dst_rid = ?", (rid, rid)) == 0
     # the link between the two survivors is theirs, not the victim's
-    assert count(engine, "memory_links", "src_rid = ? AND dst_rid = ?", (later.rid, earlier.rid)) == 1
+    assert (
+        count(engine, "memory_links", "src_rid = ? AND dst_rid = ?", (later.rid, earlier.rid)) == 1
+    )
     with pytest.raises(NotFound):
         engine.memory_rows.get(target.id)
 
@@ -109,7 +125,9 @@ def test_cached_embedding_is_kept_while_another_row_has_the_same_text(engine):
 def test_deleted_memory_is_not_recalled_through_any_channel(engine, linked):
     earlier, target, later = linked
     ctx = dm_ctx("alice")
-    assert target.id in {h.item.id for h in engine.recall.recall(ctx, "summer festivals", threshold=0)}
+    assert target.id in {
+        h.item.id for h in engine.recall.recall(ctx, "summer festivals", threshold=0)
+    }
     engine.memories.delete(target.id)
     hits = engine.recall.recall(ctx, "summer festivals", threshold=0)
     assert target.id not in {h.item.id for h in hits}
@@ -120,9 +138,17 @@ def test_deleting_a_merged_memory_deletes_its_consolidated_originals(engine, emb
     stem = "Alice adopted a small pet from the shelter near her flat in town"
     texts = [stem + " tabby cat", stem + " brown dog", stem + " green parrot"]
     assert min(embedder.cosine(texts[0], t) for t in texts[1:]) >= 0.85
-    originals = [remember(engine, t, subject=f"pet {i}", entities=(EntityRef(f"Pet{i}"),)) for i, t in enumerate(texts)]
+    originals = [
+        remember(engine, t, subject=f"pet {i}", entities=(EntityRef(f"Pet{i}"),))
+        for i, t in enumerate(texts)
+    ]
     report = consolidate(
-        engine, ScriptedCompleter(json.dumps({"subject": "Alice's pets", "content": "Alice adopted a cat, a dog and a parrot"}))
+        engine,
+        ScriptedCompleter(
+            json.dumps(
+                {"subject": "Alice's pets", "content": "Alice adopted a cat, a dog and a parrot"}
+            )
+        ),
     )
     (merged_id,) = report.new_ids
     assert count(engine, "memories", "consolidated_into = ?", (merged_id,)) == 3
@@ -148,7 +174,9 @@ def test_deleting_an_unknown_id_is_not_found(engine):
 def test_delete_through_the_tool_reports_what_was_forgotten(engine):
     from memory.tools import MemoryTools
 
-    memory = remember(engine, "Alice is allergic to peanuts", scope_id="alice", visibility=Visibility.PRIVATE)
+    memory = remember(
+        engine, "Alice is allergic to peanuts", scope_id="alice", visibility=Visibility.PRIVATE
+    )
     tools = MemoryTools(engine, dm_ctx("alice"))
     tools.call("memory_search", {"query": "peanuts allergy"})
     out = json.loads(tools.call("memory_delete", json.dumps({"id": memory.id})))
@@ -178,9 +206,21 @@ def people(engine):
         scope_id="xena",
         entities=(EntityRef("Xena", "person", (("collects", "typewriters"),)),),
     )
-    remember(engine, "Xena is nervous about her visa interview", scope_id="xena", visibility=Visibility.PRIVATE)
-    remember(engine, "Yuri brews his own ginger beer", scope_id="yuri", entities=(EntityRef("Yuri", "person"),))
-    remember(engine, "The guild meets every Thursday for board games", scope=Scope.GUILD, scope_id="g1")
+    remember(
+        engine,
+        "Xena is nervous about her visa interview",
+        scope_id="xena",
+        visibility=Visibility.PRIVATE,
+    )
+    remember(
+        engine,
+        "Yuri brews his own ginger beer",
+        scope_id="yuri",
+        entities=(EntityRef("Yuri", "person"),),
+    )
+    remember(
+        engine, "The guild meets every Thursday for board games", scope=Scope.GUILD, scope_id="g1"
+    )
     say(engine, "Yuri here, the ginger beer exploded again", author="yuri", guild="g1")
     say(engine, "I found another Olivetti typewriter today", author="xena", guild="g1")
     say(engine, "Can you remind me about the visa interview", author="xena", dm_person="xena")
@@ -194,20 +234,32 @@ def people(engine):
 def test_export_person_gives_everything_about_them_and_nothing_else(people):
     data = export_person(people, ["xena"])
     json.dumps(data)  # plain JSON data
-    assert {m["content"] for m in data["memories"]} == {"Xena collects vintage typewriters", "Xena is nervous about her visa interview"}
+    assert {m["content"] for m in data["memories"]} == {
+        "Xena collects vintage typewriters",
+        "Xena is nervous about her visa interview",
+    }
     assert {m["content"] for m in data["messages"]} == {
         "I found another Olivetti typewriter today",
         "Can you remind me about the visa interview",
         "Of course, it is on Monday",
     }
-    assert [s["text"] for s in data["session_summaries"]] == ["Xena and Yuri talked about typewriters and ginger beer"]
-    assert not any(k in m for m in data["memories"] for k in ("rid", "partition_key", "ptoken", "content_hash"))
+    assert [s["text"] for s in data["session_summaries"]] == [
+        "Xena and Yuri talked about typewriters and ginger beer"
+    ]
+    assert not any(
+        k in m for m in data["memories"] for k in ("rid", "partition_key", "ptoken", "content_hash")
+    )
 
 
 def test_forget_person_leaves_nothing_about_them(people):
     engine = people
     result = forget_person(engine, ["xena"])
-    assert (result["memories"], result["messages"], result["session_summaries"], result["extraction_buffer"]) == (2, 3, 1, 0)
+    assert (
+        result["memories"],
+        result["messages"],
+        result["session_summaries"],
+        result["extraction_buffer"],
+    ) == (2, 3, 1, 0)
 
     empty = export_person(engine, ["xena"])
     assert empty["memories"] == [] and empty["messages"] == [] and empty["session_summaries"] == []
@@ -219,7 +271,15 @@ def test_forget_person_leaves_nothing_about_them(people):
     assert count(engine, "message_vec") == count(engine, "messages") == 2
     assert count(engine, "memory_entities", "name IN ('Xena', 'typewriters')") == 0
     assert count(engine, "memory_relations") == 0
-    assert count(engine, "embed_cache", "content_hash = ?", (content_hash("Xena collects vintage typewriters"),)) == 0
+    assert (
+        count(
+            engine,
+            "embed_cache",
+            "content_hash = ?",
+            (content_hash("Xena collects vintage typewriters"),),
+        )
+        == 0
+    )
     assert engine.recall.recall(dm_ctx("xena"), "typewriters visa interview", threshold=0) == []
     assert engine.messages.search(dm_ctx("xena"), "visa interview") == []
 
@@ -235,17 +295,28 @@ def test_forget_person_keeps_everyone_else(people):
         "Yuri here, the ginger beer exploded again",
         "What should I brew next",
     }
-    assert [r["text"] for r in engine.db.rows("SELECT text FROM session_summaries")] == ["Yuri sang alone"]
-    assert contents(engine.messages.search(guild_ctx("g1", "yuri"), "ginger beer")) == {"Yuri here, the ginger beer exploded again"}
+    assert [r["text"] for r in engine.db.rows("SELECT text FROM session_summaries")] == [
+        "Yuri sang alone"
+    ]
+    assert contents(engine.messages.search(guild_ctx("g1", "yuri"), "ginger beer")) == {
+        "Yuri here, the ginger beer exploded again"
+    }
     assert engine.db.scalar("SELECT mention_count FROM memory_entities WHERE name = 'Yuri'") == 1
 
 
 def test_forget_person_covers_every_linked_id_and_owner_memory(engine):
-    remember(engine, "Olga runs the server from her basement", scope=Scope.OWNER, scope_id="olga-discord")
+    remember(
+        engine, "Olga runs the server from her basement", scope=Scope.OWNER, scope_id="olga-discord"
+    )
     remember(engine, "Olga prefers terse replies on Telegram", scope_id="olga-telegram")
     result = forget_person(engine, ["olga-discord", "olga-telegram"])
     assert result["memories"] == 2
-    assert count(engine, "memories") == count(engine, "memory_vec") == count(engine, "memory_fts_docsize") == 0
+    assert (
+        count(engine, "memories")
+        == count(engine, "memory_vec")
+        == count(engine, "memory_fts_docsize")
+        == 0
+    )
 
 
 def test_forget_person_removes_her_words_from_the_context_of_later_turns(engine):
@@ -259,7 +330,13 @@ def test_forget_person_removes_her_words_from_the_context_of_later_turns(engine)
 
 
 def test_forget_person_removes_cached_embeddings_of_her_messages(engine):
-    say(engine, "I found another Olivetti typewriter today", author="xena", guild="g1", author_name="Xena")
+    say(
+        engine,
+        "I found another Olivetti typewriter today",
+        author="xena",
+        guild="g1",
+        author_name="Xena",
+    )
     assert count(engine, "embed_cache") == 1
     forget_person(engine, ["xena"])
     assert count(engine, "messages") == 0
@@ -277,21 +354,43 @@ def test_import_memories_runs_every_row_through_the_write_rules(engine):
     counts = import_memories(
         engine,
         [
-            {"content": "Xena collects vintage typewriters", "scope": "user", "scope_id": "xena", "tags": ["hobby"]},
+            {
+                "content": "Xena collects vintage typewriters",
+                "scope": "user",
+                "scope_id": "xena",
+                "tags": ["hobby"],
+            },
             {"content": "Xena collects vintage typewriters", "scope": "user", "scope_id": "xena"},
             {"content": "Xena's password is hunter22", "scope": "user", "scope_id": "xena"},
             {"content": "no scope at all"},
-            {"content": "Xena fears spiders", "scope": "user", "scope_id": "xena", "visibility": "private", "importance": 7},
+            {
+                "content": "Xena fears spiders",
+                "scope": "user",
+                "scope_id": "xena",
+                "visibility": "private",
+                "importance": 7,
+            },
         ],
     )
-    assert {k: counts[k] for k in ("stored", "duplicate", "rejected")} == {"stored": 2, "duplicate": 1, "rejected": 2}
+    assert {k: counts[k] for k in ("stored", "duplicate", "rejected")} == {
+        "stored": 2,
+        "duplicate": 1,
+        "rejected": 2,
+    }
     assert counts["reasons"] == [
         "memory 3: text contains what looks like a secret (key, token, password or card number); never stored",
         "memory 4: missing field 'scope'",
     ]
-    assert contents(engine.memory_rows.listing(None)) == {"Xena collects vintage typewriters", "Xena fears spiders"}
-    assert "Xena fears spiders" not in contents(engine.recall.recall(guild_ctx("g1", "xena"), "spiders", threshold=0))
-    assert "Xena fears spiders" in contents(engine.recall.recall(dm_ctx("xena"), "spiders", threshold=0))
+    assert contents(engine.memory_rows.listing(None)) == {
+        "Xena collects vintage typewriters",
+        "Xena fears spiders",
+    }
+    assert "Xena fears spiders" not in contents(
+        engine.recall.recall(guild_ctx("g1", "xena"), "spiders", threshold=0)
+    )
+    assert "Xena fears spiders" in contents(
+        engine.recall.recall(dm_ctx("xena"), "spiders", threshold=0)
+    )
     for bad in ({"memories": "not a list"}, {"a": 1}, "text", 3):
         with pytest.raises(InvalidInput, match="not a companion export"):
             import_memories(engine, bad)
@@ -302,12 +401,20 @@ def test_export_forget_import_round_trip_restores_memories_in_their_scopes(peopl
     data = export_person(engine, ["xena"])
     forget_person(engine, ["xena"])
     counts = import_memories(engine, data)
-    assert (counts["stored"], counts["rejected"], counts["messages"], counts["session_summaries"]) == (2, 0, 3, 1)
+    assert (
+        counts["stored"],
+        counts["rejected"],
+        counts["messages"],
+        counts["session_summaries"],
+    ) == (2, 0, 3, 1)
     again = export_person(engine, ["xena"])
-    for table in ("messages", "session_summaries"):  # everything comes back, and a second import adds nothing
-        assert sorted(r["text" if table == "session_summaries" else "content"] for r in again[table]) == sorted(
-            r["text" if table == "session_summaries" else "content"] for r in data[table]
-        )
+    for table in (
+        "messages",
+        "session_summaries",
+    ):  # everything comes back, and a second import adds nothing
+        assert sorted(
+            r["text" if table == "session_summaries" else "content"] for r in again[table]
+        ) == sorted(r["text" if table == "session_summaries" else "content"] for r in data[table])
     assert import_memories(engine, data)["messages"] == 0
     assert contents(engine.recall.recall(dm_ctx("xena"), "typewriters visa", threshold=0)) >= {
         "Xena collects vintage typewriters",
@@ -319,7 +426,9 @@ def test_export_forget_import_round_trip_restores_memories_in_their_scopes(peopl
 
 
 def test_round_trip_keeps_a_live_memory_whose_importance_decayed_below_one(engine):
-    memory = remember(engine, "Xena once mentioned she likes rainy Sundays", scope_id="xena", importance=1)
+    memory = remember(
+        engine, "Xena once mentioned she likes rainy Sundays", scope_id="xena", importance=1
+    )
     engine.recall.note_access([memory.rid])
     engine.recall.flush_access()  # accessed once, so prune would never soft-forget it
     engine.clock.advance(8 * DAY)

@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import FailingEmbedder, HashEmbedder, WrongShapeEmbedder, contents, count, dm_ctx, remember, say
+from conftest import (
+    FailingEmbedder,
+    HashEmbedder,
+    WrongShapeEmbedder,
+    contents,
+    count,
+    dm_ctx,
+    remember,
+    say,
+)
 
 from memory.engine import MemoryEngine
 from memory.errors import DimensionMismatch, EmbeddingError
 from memory.storage.embeddings import content_hash
 from memory.upkeep.reembed import reembed
 
-FACTS = ["Xena keeps three beehives on the roof", "Xena plays the bassoon badly", "Xena is learning Icelandic"]
+FACTS = [
+    "Xena keeps three beehives on the roof",
+    "Xena plays the bassoon badly",
+    "Xena is learning Icelandic",
+]
 
 
 def _vec_dim(engine: MemoryEngine, table: str) -> int:
@@ -50,7 +63,12 @@ def test_reembed_rebuilds_every_vector_for_a_new_dimension(tmp_path, clock):
     new = HashEmbedder(32, name="hash-small")
     seen = []
     with MemoryEngine(tmp_path / "m.db", None, clock) as engine:
-        counts = reembed(engine, new, allow_dimension_change=True, progress=lambda done, total: seen.append((done, total)))
+        counts = reembed(
+            engine,
+            new,
+            allow_dimension_change=True,
+            progress=lambda done, total: seen.append((done, total)),
+        )
         assert counts == {"memories": 3, "messages": 2}
         assert seen and seen[-1] == (5, 5) and all(t == 5 for _, t in seen)
         assert engine.db.get_setting("embedding.dim") == "32"
@@ -58,21 +76,30 @@ def test_reembed_rebuilds_every_vector_for_a_new_dimension(tmp_path, clock):
         assert _vec_dim(engine, "memory_vec") == _vec_dim(engine, "message_vec") == 32
         assert count(engine, "memory_vec") == 3 and count(engine, "message_vec") == 2
         # every cached vector is the new model's
-        assert {f for (f,) in engine.db.execute("SELECT DISTINCT fingerprint FROM embed_cache")} == {"test:hash-small:32"}
+        assert {
+            f for (f,) in engine.db.execute("SELECT DISTINCT fingerprint FROM embed_cache")
+        } == {"test:hash-small:32"}
         hits = engine.recall.recall(dm_ctx("xena"), "bassoon", threshold=0)
         assert hits[0].item.content == "Xena plays the bassoon badly"
-        assert hits[0].cosine == pytest.approx(new.cosine("bassoon", "Xena plays the bassoon badly"), abs=1e-5)
+        assert hits[0].cosine == pytest.approx(
+            new.cosine("bassoon", "Xena plays the bassoon badly"), abs=1e-5
+        )
         assert "vector" in hits[0].channels
 
     # the store now belongs to the new model: it opens with it and refuses the old one
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(32, name="hash-small"), clock) as engine:
         assert not engine.embeddings.needs_reindex()
-        assert contents(engine.messages.search(dm_ctx("xena"), "basil")) == {"I repotted the basil today", "Nice, basil loves sun"}
+        assert contents(engine.messages.search(dm_ctx("xena"), "basil")) == {
+            "I repotted the basil today",
+            "Nice, basil loves sun",
+        }
     with pytest.raises(DimensionMismatch):
         MemoryEngine(tmp_path / "m.db", HashEmbedder(64), clock)
 
 
-def test_reembed_without_permission_refuses_a_dimension_change_and_keeps_the_vectors(tmp_path, clock):
+def test_reembed_without_permission_refuses_a_dimension_change_and_keeps_the_vectors(
+    tmp_path, clock
+):
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(64), clock) as engine:
         remember(engine, FACTS[0], scope_id="xena")
     with MemoryEngine(tmp_path / "m.db", None, clock) as engine:
@@ -90,7 +117,9 @@ def test_reembed_fills_vectors_for_rows_stored_while_embeddings_were_off(tmp_pat
         counts = reembed(engine, HashEmbedder(64))
         assert counts == {"memories": 3, "messages": 0}
         assert count(engine, "memory_vec") == 3
-        assert "vector" in engine.recall.recall(dm_ctx("xena"), "Icelandic", threshold=0)[0].channels
+        assert (
+            "vector" in engine.recall.recall(dm_ctx("xena"), "Icelandic", threshold=0)[0].channels
+        )
 
 
 def test_same_dimension_new_model_needs_reindex(tmp_path, clock):
@@ -110,7 +139,9 @@ def test_the_same_text_is_embedded_once(tmp_path, clock):
     text = "Xena and Yuri both love hot springs"
     with MemoryEngine(tmp_path / "m.db", embedder, clock) as engine:
         remember(engine, text, scope_id="xena")
-        remember(engine, text, scope_id="yuri")  # another partition: stored again, not embedded again
+        remember(
+            engine, text, scope_id="yuri"
+        )  # another partition: stored again, not embedded again
         say(engine, text, author="xena", dm_person="xena", author_name="")
         assert embedder.texts.count(text) == 1
         assert count(engine, "embed_cache", "content_hash = ?", (content_hash(text),)) == 1
@@ -122,8 +153,12 @@ def test_the_same_text_is_embedded_once(tmp_path, clock):
 
 def test_cached_vector_equals_a_fresh_one(engine, embedder):
     remember(engine, FACTS[1], scope_id="xena")
-    blob = engine.db.scalar("SELECT vector FROM embed_cache WHERE content_hash = ?", (content_hash(FACTS[1]),))
-    np.testing.assert_allclose(np.frombuffer(blob, dtype=np.float32), embedder.vector(FACTS[1]), atol=1e-6)
+    blob = engine.db.scalar(
+        "SELECT vector FROM embed_cache WHERE content_hash = ?", (content_hash(FACTS[1]),)
+    )
+    np.testing.assert_allclose(
+        np.frombuffer(blob, dtype=np.float32), embedder.vector(FACTS[1]), atol=1e-6
+    )
 
 
 # -- a failing or broken model (RET-4) --------------------------------------------------------------------------
@@ -137,7 +172,9 @@ def test_a_failing_embedder_still_stores_and_recalls_by_bm25(tmp_path, clock):
         hits = engine.recall.recall(dm_ctx("xena"), "learning Icelandic", threshold=0)
         assert [h.item.id for h in hits] == [memory.id]
         assert hits[0].cosine is None and "fts" in hits[0].channels and hits[0].relevance == 1.0
-        assert contents(engine.messages.search(dm_ctx("xena"), "Icelandic grammar")) == {"Icelandic grammar is hard"}
+        assert contents(engine.messages.search(dm_ctx("xena"), "Icelandic grammar")) == {
+            "Icelandic grammar is hard"
+        }
         with pytest.raises(EmbeddingError, match="unreachable"):
             engine.embeddings.embed(["anything"])
     # once the model is back, reembed gives the rows their vectors
@@ -153,7 +190,9 @@ def test_an_embedder_returning_the_wrong_shape_is_a_dimension_mismatch(tmp_path,
         assert count(engine, "embed_cache") == 0  # a bad vector is never cached
         remember(engine, "Xena keeps bees on the roof", scope_id="xena")  # stored without a vector
         assert count(engine, "memory_vec") == 0
-        assert contents(engine.recall.recall(dm_ctx("xena"), "bees", threshold=0)) == {"Xena keeps bees on the roof"}
+        assert contents(engine.recall.recall(dm_ctx("xena"), "bees", threshold=0)) == {
+            "Xena keeps bees on the roof"
+        }
 
 
 def test_non_finite_vectors_are_refused(tmp_path, clock):
@@ -161,7 +200,10 @@ def test_non_finite_vectors_are_refused(tmp_path, clock):
         def embed(self, texts):
             return np.full((len(texts), self.dim), np.nan, dtype=np.float32)
 
-    with MemoryEngine(tmp_path / "m.db", NaNEmbedder(), clock) as engine, pytest.raises(EmbeddingError, match="non-finite"):
+    with (
+        MemoryEngine(tmp_path / "m.db", NaNEmbedder(), clock) as engine,
+        pytest.raises(EmbeddingError, match="non-finite"),
+    ):
         engine.embeddings.embed(["Xena"])
 
 
@@ -171,7 +213,9 @@ def test_embeddings_off_means_no_vectors_and_bm25_recall(bm25_engine):
     assert not bm25_engine.embeddings.available
     assert count(bm25_engine, "memory_vec") == 0
     hits = bm25_engine.recall.recall(dm_ctx("xena"), "beehives roof")
-    assert [h.item.content for h in hits] == [FACTS[0]]  # default threshold 0.5 keeps only the text match
+    assert [h.item.content for h in hits] == [
+        FACTS[0]
+    ]  # default threshold 0.5 keeps only the text match
     assert bm25_engine.embeddings.embed_query("anything") is None
     with pytest.raises(EmbeddingError, match="disabled"):
         bm25_engine.embeddings.embed(["x"])
@@ -190,14 +234,27 @@ def test_vector_search_sees_rows_committed_by_another_connection(tmp_path, clock
     vector_only = frozenset({Channel.VECTOR})
     with MemoryEngine(tmp_path / "m.db", HashEmbedder(), clock) as bot:
         remember(bot, FACTS[0], scope_id="xena")
-        assert contents(bot.recall.recall(dm_ctx("xena"), "beehives", threshold=0, channels=vector_only)) == {FACTS[0]}
-        assert contents(bot.recall.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only)) == set()
-        with MemoryEngine(tmp_path / "m.db", HashEmbedder(), clock) as cli:  # e.g. `companion memory add`
+        assert contents(
+            bot.recall.recall(dm_ctx("xena"), "beehives", threshold=0, channels=vector_only)
+        ) == {FACTS[0]}
+        assert (
+            contents(
+                bot.recall.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only)
+            )
+            == set()
+        )
+        with MemoryEngine(
+            tmp_path / "m.db", HashEmbedder(), clock
+        ) as cli:  # e.g. `companion memory add`
             added = remember(cli, FACTS[1], scope_id="xena")
-        assert FACTS[1] in contents(bot.recall.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only))
+        assert FACTS[1] in contents(
+            bot.recall.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only)
+        )
         with MemoryEngine(tmp_path / "m.db", HashEmbedder(), clock) as cli:
             cli.memories.delete(added.id)
-        assert FACTS[1] not in contents(bot.recall.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only))
+        assert FACTS[1] not in contents(
+            bot.recall.recall(dm_ctx("xena"), "bassoon", threshold=0, channels=vector_only)
+        )
 
 
 def test_recall_falls_back_to_vectors_when_the_fts_index_is_broken(engine):

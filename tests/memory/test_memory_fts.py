@@ -11,7 +11,18 @@ import json
 
 import apsw
 import pytest
-from conftest import HashEmbedder, ScriptedCompleter, contents, count, dm_ctx, fts_rids, guild_ctx, remember, say, snapshot
+from conftest import (
+    HashEmbedder,
+    ScriptedCompleter,
+    contents,
+    count,
+    dm_ctx,
+    fts_rids,
+    guild_ctx,
+    remember,
+    say,
+    snapshot,
+)
 
 from memory.engine import MemoryEngine
 from memory.models import NewMemory, Scope
@@ -89,7 +100,11 @@ query_params = pytest.mark.parametrize("name", list(HOSTILE))
 def test_the_match_expression_built_from_any_user_text_is_valid_fts(seeded, name):
     """The sanitised MATCH expression runs against the real index (an FTS syntax error would raise here)."""
     query = HOSTILE[name]
-    ptokens = (partition_token("user|xena|public|g1"), partition_token("guild|g1|public"), partition_token("guild|g1"))
+    ptokens = (
+        partition_token("user|xena|public|g1"),
+        partition_token("guild|g1|public"),
+        partition_token("guild|g1"),
+    )
     for corpus in (seeded.memory_rows.corpus, seeded.messages.corpus):
         for scoped in ((), ptokens):
             expr = corpus.fts.match(query, scoped)
@@ -114,7 +129,9 @@ def test_recall_and_message_search_survive_and_change_nothing(seeded, name):
         kite_hit = next(h for h in hits if "kites" in h.item.content)
         assert "fts" in kite_hit.channels and kite_hit.text_score == 1.0
         assert "we flew kites with lanterns on the beach" in contents(messages)
-    assert "kites in my DM" not in contents(messages)  # hostile text does not widen the partition filter
+    assert "kites in my DM" not in contents(
+        messages
+    )  # hostile text does not widen the partition filter
 
 
 @query_params
@@ -156,7 +173,14 @@ STORED_HOSTILE = [
 
 
 @pytest.mark.parametrize(
-    "content, plain_words", list(zip(STORED_HOSTILE, ["whiteboard", "regex", "nickname", "unbalanced", "confetti"], strict=True))
+    "content, plain_words",
+    list(
+        zip(
+            STORED_HOSTILE,
+            ["whiteboard", "regex", "nickname", "unbalanced", "confetti"],
+            strict=True,
+        )
+    ),
 )
 def test_a_memory_full_of_fts_syntax_is_found_by_its_plain_words(engine, content, plain_words):
     remember(engine, "Yuri bakes sourdough every weekend", scope_id="xena")
@@ -165,13 +189,21 @@ def test_a_memory_full_of_fts_syntax_is_found_by_its_plain_words(engine, content
     hits = engine.recall.recall(dm_ctx("xena"), plain_words, threshold=0)
     assert hits[0].item.id == stored.id and "fts" in hits[0].channels
     # and searching with the hostile text itself works too
-    assert stored.id in {h.item.id for h in engine.recall.recall(dm_ctx("xena"), content, threshold=0)}
+    assert stored.id in {
+        h.item.id for h in engine.recall.recall(dm_ctx("xena"), content, threshold=0)
+    }
     assert count(engine, "memories") == 2
 
 
 def test_sql_injection_text_is_data_everywhere(engine):
     payload = "Robert'); DROP TABLE memories; -- says hi"
-    stored = remember(engine, payload, subject=payload, scope_id="bobby", tags=("x'); DROP TABLE memory_tags; --",))
+    stored = remember(
+        engine,
+        payload,
+        subject=payload,
+        scope_id="bobby",
+        tags=("x'); DROP TABLE memory_tags; --",),
+    )
     say(engine, payload, author="bobby", dm_person="bobby", author_name=payload)
     assert engine.memory_rows.get(stored.id).subject == payload
     assert engine.db.scalar("SELECT content FROM messages") == payload
@@ -199,27 +231,47 @@ def _index_matches_rows(engine) -> None:
 
 def test_every_write_path_keeps_the_text_indexes_in_step_with_their_rows(engine, embedder):
     stem = "Zelda adopted a small pet from the shelter near her flat in town"
-    pets = [remember(engine, f"{stem} {animal}", subject=f"pet {animal}", scope_id="zelda") for animal in ("tabby cat", "brown dog")]
+    pets = [
+        remember(engine, f"{stem} {animal}", subject=f"pet {animal}", scope_id="zelda")
+        for animal in ("tabby cat", "brown dog")
+    ]
     engine.memories.insert_batch(
         [
-            (NewMemory(content=f"Zelda collects {thing}", subject=thing, scope=Scope.USER, scope_id="zelda"), None)
+            (
+                NewMemory(
+                    content=f"Zelda collects {thing}",
+                    subject=thing,
+                    scope=Scope.USER,
+                    scope_id="zelda",
+                ),
+                None,
+            )
             for thing in ("stamps", "kites", "maps")
         ]
     )
-    consolidate(engine, ScriptedCompleter(json.dumps({"subject": "Zelda's pets", "content": "Zelda adopted a cat and a dog"})))
+    consolidate(
+        engine,
+        ScriptedCompleter(
+            json.dumps({"subject": "Zelda's pets", "content": "Zelda adopted a cat and a dog"})
+        ),
+    )
     kites = next(m for m in engine.memory_rows.listing(None) if m.subject == "kites")
     engine.memories.update(kites.id, content="Zelda collects paper kites")
     engine.memories.delete(pets[0].id)
     say(engine, "Yuki waves hello", author="yuki", dm_person="zelda")
     say(engine, "Zelda asks about lanterns", author="zelda", dm_person="zelda")
-    engine.messages.delete_rids([r for (r,) in engine.db.execute("SELECT rid FROM messages WHERE author_id = 'yuki'")])
+    engine.messages.delete_rids(
+        [r for (r,) in engine.db.execute("SELECT rid FROM messages WHERE author_id = 'yuki'")]
+    )
 
     _index_matches_rows(engine)
     assert contents(engine.recall.recall(dm_ctx("zelda"), "paper kites", threshold=0))
     assert fts_rids(engine, "lanterns", "message_fts")
 
 
-def test_a_file_written_by_the_per_row_trigger_schema_upgrades_and_stays_searchable(tmp_path, clock):
+def test_a_file_written_by_the_per_row_trigger_schema_upgrades_and_stays_searchable(
+    tmp_path, clock
+):
     path = tmp_path / "old.db"
     old = apsw.Connection(str(path))
     for version, migration in enumerate(MIGRATIONS[:2], start=1):

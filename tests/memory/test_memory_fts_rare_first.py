@@ -22,11 +22,17 @@ from memory.storage.corpus import Corpus
 ROWS = 3_000
 LIMIT = 10
 COMMON = ["garden", "river", "music", "winter", "coffee", "letters"]  # each in ~40% of the rows
-RARE = [f"{a}{b}" for a in ("zor", "quil", "vand", "plix", "mur") for b in ("ak", "en", "ith", "op", "ux", "ade")]  # ~100 rows each
+RARE = [
+    f"{a}{b}"
+    for a in ("zor", "quil", "vand", "plix", "mur")
+    for b in ("ak", "en", "ith", "op", "ux", "ade")
+]  # ~100 rows each
 
 
 def _content(rng: np.random.Generator, filler: str) -> str:
-    words = [w for w in COMMON if rng.random() < 0.4] + list(rng.choice(RARE, size=int(rng.integers(0, 3))))
+    words = [w for w in COMMON if rng.random() < 0.4] + list(
+        rng.choice(RARE, size=int(rng.integers(0, 3)))
+    )
     return " ".join([*words, filler])
 
 
@@ -37,7 +43,12 @@ def zipf(bm25_engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> Corpus:
     people = ("ann", "ben", "cy")
     bm25_engine.memories.insert_batch(
         [
-            (NewMemory(content=_content(rng, c), subject=s, scope=Scope.USER, scope_id=people[i % 3]), None)
+            (
+                NewMemory(
+                    content=_content(rng, c), subject=s, scope=Scope.USER, scope_id=people[i % 3]
+                ),
+                None,
+            )
             for i, (c, s) in enumerate(zip(contents, subjects, strict=True))
         ]
     )
@@ -50,10 +61,19 @@ def _queries(n: int) -> list[str]:
     """Zipf sentences, and as many of one or two rare words among common ones."""
     rng = np.random.default_rng(9)
     mixed = [
-        " ".join([*rng.choice(RARE, size=int(rng.integers(1, 3))), *rng.choice(COMMON, size=int(rng.integers(1, 4)))])
+        " ".join(
+            [
+                *rng.choice(RARE, size=int(rng.integers(1, 3))),
+                *rng.choice(COMMON, size=int(rng.integers(1, 4))),
+            ]
+        )
         for _ in range(n // 2)
     ]
-    return [q for pair in zip(TextGen(seed=9).sentences(n - len(mixed), 2, 6), mixed, strict=False) for q in pair]
+    return [
+        q
+        for pair in zip(TextGen(seed=9).sentences(n - len(mixed), 2, 6), mixed, strict=False)
+        for q in pair
+    ]
 
 
 def test_the_rare_first_answer_is_the_plain_answer_row_for_row(zipf: Corpus):
@@ -63,7 +83,9 @@ def test_the_rare_first_answer_is_the_plain_answer_row_for_row(zipf: Corpus):
         if query is None:
             continue
         plain = zipf._ranked(query.expr, LIMIT)
-        assert zipf.text_search(text, (), LIMIT) == plain, text  # a share of 1.0 (no partitions) searches broadly
+        assert zipf.text_search(text, (), LIMIT) == plain, (
+            text
+        )  # a share of 1.0 (no partitions) searches broadly
         if query.rare is None:
             continue
         first = zipf._ranked(query.expr, LIMIT, query.rare)
@@ -90,11 +112,17 @@ def test_what_the_rare_first_query_leaves_out_never_beats_the_bound(zipf: Corpus
         scored = dict(zipf._ranked(query.expr, ROWS))
         kept = {rid for rid, _ in zipf._ranked(query.expr, ROWS, query.rare)}
         left_out = {rid: -score for rid, score in scored.items() if rid not in kept}
-        for term, bound in query.common:  # each left-out row holds one common term: its own bound holds it
+        for (
+            term,
+            bound,
+        ) in query.common:  # each left-out row holds one common term: its own bound holds it
             holding = {rid for rid, _ in zipf._ranked(term, ROWS)} & left_out.keys()
             assert all(left_out[rid] <= bound for rid in holding), (text, term)
             checked += len(holding)
-        assert sum(len({rid for rid, _ in zipf._ranked(t, ROWS)} & left_out.keys()) for t, _ in query.common) == len(left_out)
+        assert sum(
+            len({rid for rid, _ in zipf._ranked(t, ROWS)} & left_out.keys())
+            for t, _ in query.common
+        ) == len(left_out)
     assert checked > 1_000
 
 
@@ -124,7 +152,11 @@ def test_rare_terms_with_too_few_rows_fall_back_to_the_plain_query(zipf: Corpus)
     rare = "zyzzyva"  # in no row: the rare-first query finds nothing
     common = max(zipf.fts.terms(" ".join(_queries(40))), key=lambda t: zipf.fts._doc_freq(t[1]))[0]
     query = zipf.fts.query(f"{common} {rare}")
-    assert query is not None and query.rare is not None and zipf._ranked(query.expr, LIMIT, query.rare) == []
+    assert (
+        query is not None
+        and query.rare is not None
+        and zipf._ranked(query.expr, LIMIT, query.rare) == []
+    )
     plain = zipf._ranked(query.expr, LIMIT)
     assert len(plain) == LIMIT
     assert zipf.text_search(f"{common} {rare}", (), LIMIT) == plain
@@ -134,12 +166,21 @@ def test_common_words_alone_skip_the_first_pass_and_too_many_run_plain(zipf: Cor
     def df(word: str) -> int:
         return zipf.fts._doc_freq(zipf.fts.terms(word)[0][1])
 
-    top = [t for (t,) in zipf.db.execute("SELECT term FROM temp.memory_fts_vocab ORDER BY doc DESC LIMIT 60")]
-    commons = [w for w in top if zipf.fts.terms(w) and df(w) > fts.COMMON_SHARE * ROWS][: fts.MAX_PAIRED + 1]
+    top = [
+        t
+        for (t,) in zipf.db.execute(
+            "SELECT term FROM temp.memory_fts_vocab ORDER BY doc DESC LIMIT 60"
+        )
+    ]
+    commons = [w for w in top if zipf.fts.terms(w) and df(w) > fts.COMMON_SHARE * ROWS][
+        : fts.MAX_PAIRED + 1
+    ]
     assert len(commons) == fts.MAX_PAIRED + 1
     alone = zipf.fts.query(commons[0])
     assert alone.rare is None and alone.common  # nothing to score first: its rows newest first
-    assert zipf.fts.query(" ".join(commons[: fts.MAX_PAIRED])).rare is None  # common words only: the same
+    assert (
+        zipf.fts.query(" ".join(commons[: fts.MAX_PAIRED])).rare is None
+    )  # common words only: the same
     assert zipf.fts.query(" ".join([*commons[: fts.MAX_PAIRED], "zorak"])).rare is not None
     too_many = zipf.fts.query(" ".join([*commons, "zorak"]))
     assert too_many.rare is None and not too_many.common  # too many pairs: plain
@@ -157,31 +198,49 @@ def test_the_row_count_is_read_from_the_index_itself(zipf: Corpus):
 
 
 def test_widening_adds_exactly_the_common_terms_that_could_reach_the_score_to_beat():
-    query = fts.TextQuery('"a" OR "b" OR "c"', '"a" OR ("b" AND "c")', (('"b"', 2.0), ('"c"', 5.0)), ("kx",))
+    query = fts.TextQuery(
+        '"a" OR "b" OR "c"', '"a" OR ("b" AND "c")', (('"b"', 2.0), ('"c"', 5.0)), ("kx",)
+    )
     assert query.rare == '("a" OR ("b" AND "c")) AND ptoken : (kx)'
     assert query.bound == 5.0
     assert query.widened(5.5) is None  # neither can: the rare-first answer stands
     assert query.widened(3.0) == '("a" OR ("b" AND "c") OR "c") AND ptoken : (kx)'
-    assert query.widened(2.0) == '("a" OR ("b" AND "c") OR "b" OR "c") AND ptoken : (kx)'  # a tie could reach it
+    assert (
+        query.widened(2.0) == '("a" OR ("b" AND "c") OR "b" OR "c") AND ptoken : (kx)'
+    )  # a tie could reach it
     assert fts.TextQuery('"a"').widened(0.0) is None
 
 
-def test_rows_of_common_words_alone_are_scored_newest_first_up_to_the_cap(zipf: Corpus, monkeypatch: pytest.MonkeyPatch):
+def test_rows_of_common_words_alone_are_scored_newest_first_up_to_the_cap(
+    zipf: Corpus, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setattr(fts, "COMMON_ROWS", 200)
-    query = zipf.fts.query("garden river")  # two common words (~40% of the rows each), nothing rarer
+    query = zipf.fts.query(
+        "garden river"
+    )  # two common words (~40% of the rows each), nothing rarer
     assert query is not None and query.rare is None and query.common
     matching = [
-        rid for (rid,) in zipf.db.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC", (query.expr,))
+        rid
+        for (rid,) in zipf.db.execute(
+            "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC",
+            (query.expr,),
+        )
     ]
     newest = set(matching[:200])
     found = zipf.text_search("garden river", (), LIMIT)
     assert len(found) == LIMIT and {rid for rid, _ in found} <= newest
-    scored_alone = [(rid, s) for rid, s in zipf._ranked(query.expr, len(matching)) if rid in newest][:LIMIT]
+    scored_alone = [
+        (rid, s) for rid, s in zipf._ranked(query.expr, len(matching)) if rid in newest
+    ][:LIMIT]
     assert found == scored_alone  # the plain query's scores and order, over just those rows
-    assert found != zipf._ranked(query.expr, LIMIT)  # and not the whole history's answer (the cap did something)
+    assert found != zipf._ranked(
+        query.expr, LIMIT
+    )  # and not the whole history's answer (the cap did something)
 
 
-def test_rows_holding_a_rare_word_are_all_scored_however_old(zipf: Corpus, monkeypatch: pytest.MonkeyPatch):
+def test_rows_holding_a_rare_word_are_all_scored_however_old(
+    zipf: Corpus, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setattr(fts, "COMMON_ROWS", 50)
     checked = 0
     for text in _queries(120):
@@ -192,7 +251,9 @@ def test_rows_holding_a_rare_word_are_all_scored_however_old(zipf: Corpus, monke
         plain = zipf._ranked(query.expr, LIMIT)
         found = dict(zipf.text_search(text, (), LIMIT))
         for rid, score in plain:
-            if rid in holding:  # a row with a rare word (or two common ones) in the plain top: found, same score
+            if (
+                rid in holding
+            ):  # a row with a rare word (or two common ones) in the plain top: found, same score
                 assert found.get(rid) == pytest.approx(score), text
                 checked += 1
     assert checked > 100

@@ -26,42 +26,77 @@ MERGED = {
 # -- TTL ---------------------------------------------------------------------------------------------------
 def test_an_expired_memory_is_neither_recalled_nor_listed(engine, clock):
     ctx = dm_ctx("alice")
-    short = remember(engine, "Alice is at the dentist this afternoon", scope_id="alice", ttl=clock.now() + 6 * 3600)
+    short = remember(
+        engine,
+        "Alice is at the dentist this afternoon",
+        scope_id="alice",
+        ttl=clock.now() + 6 * 3600,
+    )
     lasting = remember(engine, "Alice is afraid of dentists", scope_id="alice")
-    assert contents(engine.recall.recall(ctx, "dentist", threshold=0)) == {short.content, lasting.content}
+    assert contents(engine.recall.recall(ctx, "dentist", threshold=0)) == {
+        short.content,
+        lasting.content,
+    }
     clock.advance(6 * 3600 + 1)
     assert contents(engine.recall.recall(ctx, "dentist", threshold=0)) == {lasting.content}
     assert contents(engine.memory_rows.listing(ctx.memory_partitions())) == {lasting.content}
-    assert contents(engine.memory_rows.listing(ctx.memory_partitions(), include_inactive=True)) == {short.content, lasting.content}
+    assert contents(engine.memory_rows.listing(ctx.memory_partitions(), include_inactive=True)) == {
+        short.content,
+        lasting.content,
+    }
     assert count(engine, "memories") == 2  # expiry hides, it does not delete
 
 
 def test_an_expired_memory_no_longer_blocks_the_same_fact(engine, clock):
-    first = remember(engine, "Alice is travelling this week", scope_id="alice", ttl=clock.now() + DAY)
+    first = remember(
+        engine, "Alice is travelling this week", scope_id="alice", ttl=clock.now() + DAY
+    )
     clock.advance(2 * DAY)
-    again = engine.memories.add(NewMemory(content="Alice is travelling this week", subject="Alice", scope=Scope.USER, scope_id="alice"))
+    again = engine.memories.add(
+        NewMemory(
+            content="Alice is travelling this week",
+            subject="Alice",
+            scope=Scope.USER,
+            scope_id="alice",
+        )
+    )
     assert again.status == "stored" and again.memory.id != first.id
 
 
-@pytest.mark.parametrize("ttl, seconds", [("30m", 1800), ("12h", 43200), ("7d", 7 * DAY), ("2w", 14 * DAY)])
+@pytest.mark.parametrize(
+    "ttl, seconds", [("30m", 1800), ("12h", 43200), ("7d", 7 * DAY), ("2w", 14 * DAY)]
+)
 def test_tool_ttl_strings_set_an_expiry(engine, clock, ttl, seconds):
     tools = MemoryTools(engine, dm_ctx("alice"))
     out = json.loads(
         tools.call(
-            "memory_store", json.dumps({"type": "event", "subject": "Alice", "content": "Alice is house-sitting for her aunt", "ttl": ttl})
+            "memory_store",
+            json.dumps(
+                {
+                    "type": "event",
+                    "subject": "Alice",
+                    "content": "Alice is house-sitting for her aunt",
+                    "ttl": ttl,
+                }
+            ),
         )
     )
     assert engine.memory_rows.get(out["id"]).ttl == clock.now() + seconds
     clock.advance(seconds - 1)
     assert "house-sitting" in tools.call("memory_search", json.dumps({"query": "house-sitting"}))
     clock.advance(2)
-    assert json.loads(tools.call("memory_search", json.dumps({"query": "house-sitting"}))) == {"results": []}
+    assert json.loads(tools.call("memory_search", json.dumps({"query": "house-sitting"}))) == {
+        "results": []
+    }
 
 
 @pytest.mark.parametrize("ttl", ["7 days", "7", "d7", "-7d", "7y", "99999d", ""])
 def test_tool_ttl_strings_that_are_not_durations_are_errors(engine, ttl):
     out = MemoryTools(engine, dm_ctx("alice")).call(
-        "memory_store", json.dumps({"type": "event", "subject": "Alice", "content": "Alice is house-sitting", "ttl": ttl})
+        "memory_store",
+        json.dumps(
+            {"type": "event", "subject": "Alice", "content": "Alice is house-sitting", "ttl": ttl}
+        ),
     )
     assert out.startswith("Error:") and "ttl" in out
     assert count(engine, "memories") == 0
@@ -71,7 +106,10 @@ def test_tool_ttl_strings_that_are_not_durations_are_errors(engine, ttl):
 @pytest.fixture
 def pets(engine, embedder):
     """Three memories close enough to merge (cosine >= 0.85, not duplicates), one unrelated."""
-    assert all(embedder.cosine(PETS[0], p) >= 0.85 for p in PETS[1:]) and embedder.cosine(PETS[1], PETS[2]) >= 0.85
+    assert (
+        all(embedder.cosine(PETS[0], p) >= 0.85 for p in PETS[1:])
+        and embedder.cosine(PETS[1], PETS[2]) >= 0.85
+    )
     rows = [
         remember(
             engine,
@@ -80,7 +118,10 @@ def pets(engine, embedder):
             scope_id="alice",
             importance=imp,
             tags=(f"t{i}",),
-            entities=(EntityRef("Alice", "person", (("adopted", f"Pet{i}"),)), EntityRef(f"Pet{i}", "concept")),
+            entities=(
+                EntityRef("Alice", "person", (("adopted", f"Pet{i}"),)),
+                EntityRef(f"Pet{i}", "concept"),
+            ),
         )
         for i, (text, imp) in enumerate(zip(PETS, (3, 7, 5), strict=True))
     ]
@@ -93,13 +134,17 @@ def test_consolidation_merges_a_cluster_into_one_row(engine, pets, clock):
     completer = ScriptedCompleter("Sure! ```json\n" + json.dumps(MERGED) + "\n```")
     clock.advance(60)
     progress = []
-    report = consolidate(engine, completer, progress=lambda done, total: progress.append((done, total)))
+    report = consolidate(
+        engine, completer, progress=lambda done, total: progress.append((done, total))
+    )
 
     assert (report.clusters, report.merged_rows, report.failures) == (1, 3, 0)
     assert progress == [(1, 1)]
     merged = engine.memory_rows.get(report.new_ids[0])
     assert merged.content == MERGED["content"] and merged.subject == "Alice's pets"
-    assert merged.source == Source.CONSOLIDATION and merged.importance == 7  # max(3, 7, 5, model's 4)
+    assert (
+        merged.source == Source.CONSOLIDATION and merged.importance == 7
+    )  # max(3, 7, 5, model's 4)
     assert merged.tags == ("pets",) and merged.type == MemoryType.SEMANTIC
     for m in originals:
         assert engine.memory_rows.get(m.id).consolidated_into == merged.id
@@ -108,17 +153,28 @@ def test_consolidation_merges_a_cluster_into_one_row(engine, pets, clock):
 
     # the model saw the originals as data, at temperature 0
     (call,) = completer.calls
-    assert call["temperature"] == 0.0 and all(p in call["user"] for p in PETS) and OTHER not in call["user"]
+    assert (
+        call["temperature"] == 0.0
+        and all(p in call["user"] for p in PETS)
+        and OTHER not in call["user"]
+    )
 
 
 def test_consolidated_originals_are_excluded_from_recall_and_listing(engine, pets):
     originals, other = pets
     report = consolidate(engine, ScriptedCompleter(json.dumps(MERGED)))
     ctx = dm_ctx("alice")
-    recalled = contents(engine.recall.recall(ctx, "Alice adopted a pet from the shelter", threshold=0))
+    recalled = contents(
+        engine.recall.recall(ctx, "Alice adopted a pet from the shelter", threshold=0)
+    )
     assert recalled == {MERGED["content"], OTHER}
-    assert contents(engine.memory_rows.listing(ctx.memory_partitions())) == {MERGED["content"], OTHER}
-    tool = json.loads(MemoryTools(engine, ctx).call("memory_recall", json.dumps({"includeConsolidated": True})))
+    assert contents(engine.memory_rows.listing(ctx.memory_partitions())) == {
+        MERGED["content"],
+        OTHER,
+    }
+    tool = json.loads(
+        MemoryTools(engine, ctx).call("memory_recall", json.dumps({"includeConsolidated": True}))
+    )
     assert {r["content"] for r in tool["results"]} == {*PETS, MERGED["content"], OTHER}
     assert report.new_ids
 
@@ -130,7 +186,8 @@ def test_consolidation_relinks_mentions_to_the_merged_row(engine, pets):
     mentioned = {
         n
         for (n,) in engine.db.execute(
-            "SELECT e.name FROM memory_entity_mentions x JOIN memory_entities e ON e.id = x.entity_id WHERE x.memory_rid = ?", (merged.rid,)
+            "SELECT e.name FROM memory_entity_mentions x JOIN memory_entities e ON e.id = x.entity_id WHERE x.memory_rid = ?",
+            (merged.rid,),
         )
     }
     assert mentioned == {"Alice", "Pet0", "Pet1", "Pet2"}
@@ -143,8 +200,15 @@ def test_consolidation_relinks_mentions_to_the_merged_row(engine, pets):
         )
     }
     assert asserted == {"adopted>Pet0", "adopted>Pet1", "adopted>Pet2"}
-    top = {r.name: r.mentions for r in engine.graph.top_entities(dm_ctx("alice").memory_partitions())}
-    assert top == {"Alice": 1, "Pet0": 1, "Pet1": 1, "Pet2": 1}  # counted once, through the merged row
+    top = {
+        r.name: r.mentions for r in engine.graph.top_entities(dm_ctx("alice").memory_partitions())
+    }
+    assert top == {
+        "Alice": 1,
+        "Pet0": 1,
+        "Pet1": 1,
+        "Pet2": 1,
+    }  # counted once, through the merged row
 
 
 def test_consolidation_writes_an_audit_row(engine, pets, clock):
@@ -191,7 +255,11 @@ def test_consolidation_stops_when_merges_keep_failing(engine):
             remember(engine, text, subject=f"pet {i}", scope_id=person)
     completer = ScriptedCompleter(*(ConnectionError("model unreachable") for _ in range(3)))
     report = consolidate(engine, completer)
-    assert len(completer.calls) == 3 and (report.clusters, report.failures, report.new_ids) == (5, 3, ())
+    assert len(completer.calls) == 3 and (report.clusters, report.failures, report.new_ids) == (
+        5,
+        3,
+        (),
+    )
     (audit,) = engine.db.rows("SELECT * FROM reflections")
     assert audit["status"] == "failed" and "stopped with 2 left" in audit["error"]
 
@@ -225,10 +293,14 @@ def test_cluster_size_is_capped(engine, embedder):
             ("tiny", "turtle"),
         ]
     ]
-    assert min(embedder.cosine(a, b) for a in texts for b in texts) >= 0.85  # all six could join one cluster
+    assert (
+        min(embedder.cosine(a, b) for a in texts for b in texts) >= 0.85
+    )  # all six could join one cluster
     for i, t in enumerate(texts):
         remember(engine, t, subject=f"pet {i}", scope_id="alice")
     report = consolidate(engine, ScriptedCompleter(json.dumps(MERGED)), max_cluster=5)
     assert (report.clusters, report.merged_rows, report.failures) == (1, 5, 0)
     assert count(engine, "memories", "consolidated_into = ?", (report.new_ids[0],)) == 5
-    assert count(engine, "memories", "consolidated_into IS NULL") == 2  # the merged row and the one left over
+    assert (
+        count(engine, "memories", "consolidated_into IS NULL") == 2
+    )  # the merged row and the one left over

@@ -23,7 +23,15 @@ def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
 def _fill(engine: MemoryEngine, person: str, vectors: np.ndarray) -> tuple[str, list[int]]:
     """``person``'s memories with these vectors: (their partition key, their rowids)."""
     ids = engine.memories.insert_batch(
-        [(NewMemory(content=f"{person} note {i}", subject="notes", scope=Scope.USER, scope_id=person), v) for i, v in enumerate(vectors)]
+        [
+            (
+                NewMemory(
+                    content=f"{person} note {i}", subject="notes", scope=Scope.USER, scope_id=person
+                ),
+                v,
+            )
+            for i, v in enumerate(vectors)
+        ]
     )
     rows = [engine.memory_rows.get(i) for i in ids]
     return rows[0].partition_key, [r.rid for r in rows]
@@ -71,10 +79,14 @@ def test_an_evicted_partition_is_loaded_again_and_answers_as_before(engine, embe
     assert after[0][0] == rids[7]
 
 
-def test_a_context_larger_than_the_budget_gets_the_same_answers_through_vec0(engine, embedder, people):
+def test_a_context_larger_than_the_budget_gets_the_same_answers_through_vec0(
+    engine, embedder, people
+):
     everyone = tuple(people[p][0] for p in ("alice", "bob", "carol"))
     unlimited = _index(engine, MirrorBudget(None))
-    tight = _index(engine, MirrorBudget(_partition_bytes(embedder.dim) + 10))  # one of the three fits
+    tight = _index(
+        engine, MirrorBudget(_partition_bytes(embedder.dim) + 10)
+    )  # one of the three fits
     rng = np.random.default_rng(12)
     for person in ("alice", "bob", "carol"):
         _, rids, vectors = people[person]
@@ -83,7 +95,9 @@ def test_a_context_larger_than_the_budget_gets_the_same_answers_through_vec0(eng
         assert got[0][0] == rids[3]
         assert [r for r, _ in got] == [r for r, _ in want]
         assert np.allclose([s for _, s in got], [s for _, s in want], atol=0.01)
-    assert len(tight.loaded_partitions()) == 1  # the search kept its own partition, the rest went to vec0
+    assert (
+        len(tight.loaded_partitions()) == 1
+    )  # the search kept its own partition, the rest went to vec0
 
     nothing_fits = _index(engine, MirrorBudget(100))
     key, rids, vectors = people["carol"]
@@ -92,7 +106,9 @@ def test_a_context_larger_than_the_budget_gets_the_same_answers_through_vec0(eng
 
 
 def test_rows_written_while_a_partition_is_loaded_show_up_in_its_searches(engine, embedder, people):
-    vectors = engine.memory_rows.corpus.vectors  # the engine's own index: its writes reach the mirror
+    vectors = (
+        engine.memory_rows.corpus.vectors
+    )  # the engine's own index: its writes reach the mirror
     key, _, stored = people["alice"]
     vectors.search(stored[0], (key,), 1)
     assert key in vectors.loaded_partitions()
@@ -121,9 +137,13 @@ def test_the_budget_comes_from_the_setting(tmp_path, monkeypatch):
     assert Settings(_env_file=None).vector_mirror_mb == 512
 
 
-def test_the_shortlist_follows_rows_added_past_the_spare_room_and_rows_removed(engine, embedder, people):
+def test_the_shortlist_follows_rows_added_past_the_spare_room_and_rows_removed(
+    engine, embedder, people
+):
     key, _, stored = people["bob"]
-    shortlisted = VectorIndex(engine.db, "memory_vec", "memories", exact_limit=0)  # sign bits, then int8 re-score
+    shortlisted = VectorIndex(
+        engine.db, "memory_vec", "memories", exact_limit=0
+    )  # sign bits, then int8 re-score
     shortlisted.search(stored[0], (key,), 1)
     rng = np.random.default_rng(14)
     added: list[tuple[int, np.ndarray]] = []
@@ -148,11 +168,15 @@ def test_a_rewritten_row_moves_to_the_end_and_is_still_found_by_rowid(engine, em
     moved = _unit(np.random.default_rng(15), 1, embedder.dim)[0]
     index.mirror_add([(rids[2], key, moved)])  # rids are no longer in order
     got = index.get([rids[2], rids[40], rids[0]])
-    assert np.allclose(got[rids[2]], moved, atol=0.01) and np.allclose(got[rids[40]], stored[40], atol=0.01)
+    assert np.allclose(got[rids[2]], moved, atol=0.01) and np.allclose(
+        got[rids[40]], stored[40], atol=0.01
+    )
     assert index.search(moved, (key,), 1)[0][0] == rids[2]
 
 
-def test_rows_another_process_adds_to_a_loaded_partition_are_found_and_counted(engine, embedder, people, tmp_path):
+def test_rows_another_process_adds_to_a_loaded_partition_are_found_and_counted(
+    engine, embedder, people, tmp_path
+):
     """The store grows under a loaded partition through another connection (the CLI, an ingest): the mirror
     notices the commit, drops what it held and loads the partition again, with the new rows, once."""
     vectors = engine.memory_rows.corpus.vectors
@@ -172,7 +196,9 @@ def test_rows_another_process_adds_to_a_loaded_partition_are_found_and_counted(e
     assert engine.mirror_budget.used == before + _partition_bytes(embedder.dim, 40)
 
 
-def test_a_loaded_partition_that_grows_past_the_budget_pushes_out_the_least_recently_searched(engine, embedder, people):
+def test_a_loaded_partition_that_grows_past_the_budget_pushes_out_the_least_recently_searched(
+    engine, embedder, people
+):
     vectors = engine.memory_rows.corpus.vectors
     vectors.budget.max_bytes = 2 * _partition_bytes(embedder.dim) + 1024  # alice and bob, barely
     alice, bob = people["alice"][0], people["bob"][0]

@@ -27,7 +27,14 @@ DOINGS = [
     "read a book about whales",
     "planted tomatoes",
 ]
-PLACES = ["in the mountains", "at the lake", "downtown", "at her sister's house", "near the old harbour", "in Lisbon"]
+PLACES = [
+    "in the mountains",
+    "at the lake",
+    "downtown",
+    "at her sister's house",
+    "near the old harbour",
+    "in Lisbon",
+]
 WHEN = ["last weekend", "yesterday", "in May", "two years ago", "after work", "on her birthday"]
 
 
@@ -37,7 +44,14 @@ def sentences(n: int, seed: int) -> list[str]:
     return [every[i] for i in rng.choice(len(every), size=n, replace=False)]
 
 
-def overlap(index: VectorIndex, parts: tuple[str, ...], rids: np.ndarray, stored: np.ndarray, queries: np.ndarray, k: int) -> float:
+def overlap(
+    index: VectorIndex,
+    parts: tuple[str, ...],
+    rids: np.ndarray,
+    stored: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+) -> float:
     """Mean share of the float32 exact top-k that the mirror's top-k also holds."""
     shared = 0
     for q in queries:
@@ -53,14 +67,28 @@ def corpus(minilm) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("exact_limit", [20_000, 0], ids=["exact-scan", "shortlist"])
-def test_the_int8_mirror_keeps_99_percent_of_the_float32_top_10_and_top_40(minilm_engine, corpus, exact_limit):
+def test_the_int8_mirror_keeps_99_percent_of_the_float32_top_10_and_top_40(
+    minilm_engine, corpus, exact_limit
+):
     stored, queries = corpus
     ids = minilm_engine.memories.insert_batch(
-        [(NewMemory(content=f"sentence {i}", subject="notes", scope=Scope.USER, scope_id="alice"), v) for i, v in enumerate(stored)]
+        [
+            (
+                NewMemory(
+                    content=f"sentence {i}", subject="notes", scope=Scope.USER, scope_id="alice"
+                ),
+                v,
+            )
+            for i, v in enumerate(stored)
+        ]
     )
     rids = np.array([minilm_engine.memory_rows.get(i).rid for i in ids])
     parts = (minilm_engine.memory_rows.get(ids[0]).partition_key,)
     # exact_limit=0 sends the search through the sign-bit shortlist and the int8 re-score of just it
     index = VectorIndex(minilm_engine.db, "memory_vec", "memories", exact_limit=exact_limit)
-    assert overlap(index, parts, rids, stored, queries, 10) >= 0.99  # measured 0.996 (LoCoMo dev turns: 0.995)
-    assert overlap(index, parts, rids, stored, queries, 40) >= 0.99  # measured 0.999 (LoCoMo dev turns: 0.997)
+    assert (
+        overlap(index, parts, rids, stored, queries, 10) >= 0.99
+    )  # measured 0.996 (LoCoMo dev turns: 0.995)
+    assert (
+        overlap(index, parts, rids, stored, queries, 40) >= 0.99
+    )  # measured 0.999 (LoCoMo dev turns: 0.997)

@@ -10,7 +10,14 @@ from conftest import remember
 
 from memory.errors import Rejected
 from memory.models import FactKind
-from memory.safety import check_memory, contains_secret, fold_confusables, looks_like_injection, redact_secrets, valid_unicode
+from memory.safety import (
+    check_memory,
+    contains_secret,
+    fold_confusables,
+    looks_like_injection,
+    redact_secrets,
+    valid_unicode,
+)
 from memory.storage.messages import NewMessage
 
 R = "[redacted]"
@@ -19,7 +26,14 @@ R = "[redacted]"
 STRIPE_LIVE = "sk_live_" + "a1B2" * 6
 AWS_SECRET = "wJalrXUtnFEMI/" + "K7MDENG/" + "bPxRfiCY" + "EXAMPLEKEY"
 TELEGRAM = "123456789:" + "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
-PEM = "\n".join(["-----BEGIN RSA " + "PRIVATE KEY-----", "MIIEow" + "IBAAKCAQEA" * 4, "b" * 40, "-----END RSA " + "PRIVATE KEY-----"])
+PEM = "\n".join(
+    [
+        "-----BEGIN RSA " + "PRIVATE KEY-----",
+        "MIIEow" + "IBAAKCAQEA" * 4,
+        "b" * 40,
+        "-----END RSA " + "PRIVATE KEY-----",
+    ]
+)
 
 # name -> (text, the secret part that must disappear)
 SECRETS = {
@@ -57,7 +71,10 @@ SECRETS = {
     "anthropic": ("sk-ant-api03-" + "fake" * 10 + "-AA", "sk-ant-api03-" + "fake" * 10 + "-AA"),
     "github-classic": ("ghp_" + "a1" * 18, "ghp_" + "a1" * 18),
     "github-oauth": ("gho_" + "b2" * 18, "gho_" + "b2" * 18),
-    "github-fine-grained": ("github_pat_" + "11ABCDEFG0" + "_" + "x" * 59, "github_pat_11ABCDEFG0_" + "x" * 59),
+    "github-fine-grained": (
+        "github_pat_" + "11ABCDEFG0" + "_" + "x" * 59,
+        "github_pat_11ABCDEFG0_" + "x" * 59,
+    ),
     "gitlab": ("glpat-" + "AbCd" * 5, "glpat-" + "AbCd" * 5),
     "slack": ("xoxb-" + "1234567890-" + "abcdefghij", "xoxb-1234567890-abcdefghij"),
     "google": ("AIza" + "Sy" + "D" * 33, "AIzaSy" + "D" * 33),
@@ -67,7 +84,10 @@ SECRETS = {
     "telegram": (f"The bot token is {TELEGRAM}", TELEGRAM),
     "telegram-in-url": (f"POST https://api.telegram.org/bot{TELEGRAM}/getUpdates", TELEGRAM),
     "discord": ("MTAy" + "OTk5ODg3NzY2NTU0NDMz" + "Mg.Gabcde." + "x" * 30, "Gabcde"),
-    "jwt": ("eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0In0." + "c2lnbmF0dXJl" * 2, "eyJzdWIiOiIxMjM0In0"),
+    "jwt": (
+        "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0In0." + "c2lnbmF0dXJl" * 2,
+        "eyJzdWIiOiIxMjM0In0",
+    ),
     "bearer": ("Authorization: Bearer " + "tok3n" * 5, "tok3n" * 5),
     "url-credentials": ("postgres://bob:" + "pa55word" + "@db:5432/app", "pa55word"),
     "iban-spaced": ("pay DE89 3704 0044 0532 0130 00 by Friday", "DE89 3704 0044 0532 0130 00"),
@@ -90,7 +110,10 @@ SECRETS = {
     "combination-to-a-lock": ("combination to my bike lock: 4417", "4417"),
     "sim-pin": ("my sim pin is 2580", "2580"),
     "garage-code": ("garage code 8812", "8812"),
-    "pem-cut-off": ("-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA", "b3BlbnNzaC1rZXk"),
+    "pem-cut-off": (
+        "-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA",
+        "b3BlbnNzaC1rZXk",
+    ),
 }
 
 
@@ -115,10 +138,16 @@ def test_redacting_twice_changes_nothing(name):
         ("my password is hunter2, see you at 5", f"my password is {R}, see you at 5"),
         ("the password for my bank is hunter2", f"the password for my bank is {R}"),
         ("Call me! my PIN code is 4921. Bye", f"Call me! my PIN code is {R}. Bye"),
-        ("passphrase is correct horse battery staple, don't tell", f"passphrase is {R}, don't tell"),
+        (
+            "passphrase is correct horse battery staple, don't tell",
+            f"passphrase is {R}, don't tell",
+        ),
         ("card 4111 1111 1111 1111 exp 12/26, cvv 123", f"card {R} exp 12/26, cvv {R}"),
         ("pay DE89 3704 0044 0532 0130 00 by Friday", f"pay {R} by Friday"),
-        (f"here it is:\n{PEM}\nthanks", f"here it is:\n{R}\nthanks"),  # the whole block, nothing of it left
+        (
+            f"here it is:\n{PEM}\nthanks",
+            f"here it is:\n{R}\nthanks",
+        ),  # the whole block, nothing of it left
         (f"key {STRIPE_LIVE} and more", f"key {R} and more"),
         ('password is "hunter 2" ok', f'password is "{R}" ok'),  # quotes kept
     ],
@@ -128,9 +157,15 @@ def test_redaction_keeps_everything_but_the_secret_word_for_word(text, expected)
 
 
 def test_redacted_json_is_still_json():
-    doc = json.dumps({"note": "the password is hunter2", "password": "hunter2", "said": ["my pin is 4921"]})
+    doc = json.dumps(
+        {"note": "the password is hunter2", "password": "hunter2", "said": ["my pin is 4921"]}
+    )
     redacted = redact_secrets(doc)
-    assert json.loads(redacted) == {"note": f"the password is {R}", "password": R, "said": [f"my pin is {R}"]}
+    assert json.loads(redacted) == {
+        "note": f"the password is {R}",
+        "password": R,
+        "said": [f"my pin is {R}"],
+    }
 
 
 def test_a_secret_in_fullwidth_digits_or_split_by_zero_width_characters_is_still_caught():
@@ -229,7 +264,9 @@ def test_lookalike_injection_is_caught(name):
     assert looks_like_injection(BYPASSES[name])
 
 
-@pytest.mark.parametrize("name", [n for n in BYPASSES if n not in ("punctuation", "line-break", "nbsp")])
+@pytest.mark.parametrize(
+    "name", [n for n in BYPASSES if n not in ("punctuation", "line-break", "nbsp")]
+)
 def test_folding_reads_lookalikes_as_the_plain_phrase(name):
     assert fold_confusables(BYPASSES[name]).lower() == PLAIN
 
@@ -284,14 +321,22 @@ def test_check_memory_rejects_a_secret_with_a_reason_that_does_not_repeat_it():
 def test_check_memory_stores_redacted_text():
     # Summaries and messages are redacted before they are stored; a memory made from them must still be storable.
     assert (
-        check_memory("Alice", redact_secrets("Alice said her password is hunter2"), FactKind.OTHER)[1] == f"Alice said her password is {R}"
+        check_memory("Alice", redact_secrets("Alice said her password is hunter2"), FactKind.OTHER)[
+            1
+        ]
+        == f"Alice said her password is {R}"
     )
 
 
 def test_text_with_lone_surrogates_is_stored_replaced_in_messages_names_and_memories(engine):
     said = engine.messages.add(
         NewMessage(
-            platform="console", channel_id="console", author_id="me", author_name="Ad\ud800a", content="caf\udce9 ok", dm_person_id="me"
+            platform="console",
+            channel_id="console",
+            author_id="me",
+            author_name="Ad\ud800a",
+            content="caf\udce9 ok",
+            dm_person_id="me",
         )
     )
     row = engine.db.one("SELECT content, author_name FROM messages WHERE id = ?", (said,))

@@ -29,15 +29,24 @@ TABLES = {
 
 
 def test_a_new_file_has_every_table_and_records_its_migrations(engine):
-    names = {n for (n,) in engine.db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    names = {
+        n
+        for (n,) in engine.db.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+        )
+    }
     assert names >= TABLES
-    assert [r["name"] for r in engine.db.rows("SELECT name FROM schema_version ORDER BY version")] == [m.name for m in MIGRATIONS]
+    assert [
+        r["name"] for r in engine.db.rows("SELECT name FROM schema_version ORDER BY version")
+    ] == [m.name for m in MIGRATIONS]
     assert engine.db.scalar("PRAGMA journal_mode") == "wal"
     assert engine.db.scalar("PRAGMA foreign_keys") == 1
 
 
 def test_vector_tables_appear_with_the_first_vector(engine):
-    assert count(engine, "memory_vec") == 0 and not engine.db.scalar("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'")
+    assert count(engine, "memory_vec") == 0 and not engine.db.scalar(
+        "SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'"
+    )
     remember(engine, "Alice keeps a diary", scope_id="alice")
     assert count(engine, "memory_vec") == 1
 
@@ -52,7 +61,9 @@ def test_reopening_keeps_data_and_does_not_migrate_twice(tmp_path, clock):
 
 def test_a_file_from_a_newer_program_is_refused(tmp_path, clock):
     with MemoryEngine(tmp_path / "m.db", None, clock) as engine:
-        engine.db.execute("INSERT INTO schema_version (version, name, applied_at) VALUES (999, 'm999_future', 'x')")
+        engine.db.execute(
+            "INSERT INTO schema_version (version, name, applied_at) VALUES (999, 'm999_future', 'x')"
+        )
     with pytest.raises(SchemaError, match="newer than this program"):
         MemoryEngine(tmp_path / "m.db", None, clock)
 

@@ -49,7 +49,10 @@ CONTEXTS = {
     "guildA_x_with_y": (guild_ctx(GA, X, Y), {"here_x_A", "here_y_A", "guild_a"}),
     "guildB_x": (guild_ctx(GB, X), {"here_x_B", "guild_b"}),
     "guildB_z": (guild_ctx(GB, Z), {"here_z_B", "guild_b"}),
-    "guildB_z_with_w": (guild_ctx(GB, Z, W), {"here_z_B", "here_w_B", "here_w_A", "port_w", "guild_b"}),
+    "guildB_z_with_w": (
+        guild_ctx(GB, Z, W),
+        {"here_z_B", "here_w_B", "here_w_A", "port_w", "guild_b"},
+    ),
     "guildA_admin_y": (guild_ctx(GA, Y, admin=True, readable=(STAFF,)), {"here_y_A", "guild_a"}),
     "dm_x": (dm_ctx(X), {"port_x", "priv_x", "here_x_A", "here_x_B"}),
     "dm_y": (dm_ctx(Y), {"priv_y", "here_y_A"}),
@@ -78,7 +81,9 @@ VISIBLE_MESSAGES = {
     "owner_in_guildA": {"msg_guild_a"},
 }
 CHANNEL_OF = {
-    label: m.get("channel") or (f"{m['guild']}-general" if m.get("guild") else f"dm-{m['dm_person']}") for label, m in MESSAGES.items()
+    label: m.get("channel")
+    or (f"{m['guild']}-general" if m.get("guild") else f"dm-{m['dm_person']}")
+    for label, m in MESSAGES.items()
 }
 
 
@@ -99,7 +104,10 @@ def entity(label: str) -> str:
 def store_world(engine: MemoryEngine, with_entities: bool = True) -> dict[str, str]:
     ids = {}
     for label, (scope, scope_id, visibility, guild) in PARTITIONS.items():
-        entities = (EntityRef("Kites", "concept", (("loved_by", entity(label)),)), EntityRef(entity(label), "person"))
+        entities = (
+            EntityRef("Kites", "concept", (("loved_by", entity(label)),)),
+            EntityRef(entity(label), "person"),
+        )
         ids[label] = remember(
             engine,
             text(label),
@@ -152,7 +160,9 @@ ctx_params = pytest.mark.parametrize("ctx_name", list(CONTEXTS))
 @pytest.mark.parametrize("mirror", [True, False], ids=["numpy-mirror", "vec0-knn"])
 def test_recall_returns_exactly_the_visible_partitions(world, ctx_name, mirror):
     # the same file, read through the in-process numpy mirror or through vec0 KNN queries
-    with MemoryEngine(world[0].db.path, HashEmbedder(), FakeClock(), vector_mirror=mirror) as engine:
+    with MemoryEngine(
+        world[0].db.path, HashEmbedder(), FakeClock(), vector_mirror=mirror
+    ) as engine:
         ctx, expected = context(engine, ctx_name), CONTEXTS[ctx_name][1]
         hits = engine.recall.recall(ctx, "kites", threshold=0, top_k=50, reinforce=False)
         assert labels_of(contents(hits)) == expected
@@ -172,7 +182,10 @@ def test_bm25_only_recall_is_scoped_too(world, ctx_name):
 def test_list_shows_exactly_the_visible_partitions(world, ctx_name):
     engine, _ = world
     ctx, expected = context(engine, ctx_name), CONTEXTS[ctx_name][1]
-    assert labels_of(contents(engine.memory_rows.listing(ctx.memory_partitions(), limit=100))) == expected
+    assert (
+        labels_of(contents(engine.memory_rows.listing(ctx.memory_partitions(), limit=100)))
+        == expected
+    )
 
 
 @ctx_params
@@ -210,7 +223,11 @@ def test_writes_by_id_outside_the_scope_are_not_found_and_change_nothing(world, 
     for label, memory_id in ids.items():
         if label in expected:
             continue
-        args = {"id": memory_id} if tool == "memory_delete" else {"id": memory_id, "content": "Overwritten by a stranger"}
+        args = (
+            {"id": memory_id}
+            if tool == "memory_delete"
+            else {"id": memory_id, "content": "Overwritten by a stranger"}
+        )
         out = tools.call(tool, json.dumps(args))
         assert out.startswith("Error:") and "no memory" in out, (label, out)
     assert snapshot(engine) == before
@@ -226,10 +243,16 @@ def test_visible_memories_change_only_for_their_owner(tmp_path, ctx_name, tool):
         ids = store_world(engine, with_entities=False)
         ctx, expected = context(engine, ctx_name), CONTEXTS[ctx_name][1]
         tools = MemoryTools(engine, ctx)
-        for label in sorted(expected, key=lambda lb: owns(ctx, lb)):  # refusals first, on an untouched store
+        for label in sorted(
+            expected, key=lambda lb: owns(ctx, lb)
+        ):  # refusals first, on an untouched store
             before = snapshot(engine)
-            args = {"id": ids[label]} | ({} if tool == "memory_delete" else {"content": f"{label} was edited here"})
-            if tool == "memory_delete":  # a delete acts only on a strong match of this turn's search
+            args = {"id": ids[label]} | (
+                {} if tool == "memory_delete" else {"content": f"{label} was edited here"}
+            )
+            if (
+                tool == "memory_delete"
+            ):  # a delete acts only on a strong match of this turn's search
                 tools.call("memory_search", {"query": engine.memory_rows.get(ids[label]).content})
             out = tools.call(tool, json.dumps(args))
             if owns(ctx, label):
@@ -270,8 +293,12 @@ def test_graph_traversal_only_walks_visible_relations(world, ctx_name):
         ("Kites", "loved_by", entity(label)) for label in expected
     }
     for label in PARTITIONS:
-        assert engine.graph.traverse(entity(label), 1, ctx.memory_partitions())["found"] is (label in expected)
-    via_tool = json.loads(MemoryTools(engine, ctx).call("memory_graph", json.dumps({"entity": "kites"})))
+        assert engine.graph.traverse(entity(label), 1, ctx.memory_partitions())["found"] is (
+            label in expected
+        )
+    via_tool = json.loads(
+        MemoryTools(engine, ctx).call("memory_graph", json.dumps({"entity": "kites"}))
+    )
     assert len(via_tool["edges"]) == len(expected)
 
 
@@ -281,7 +308,9 @@ def test_message_search_is_partitioned_by_guild_and_dm(world, ctx_name):
     ctx = context(engine, ctx_name)
     expected = VISIBLE_MESSAGES[ctx_name]
     assert labels_of(contents(engine.messages.search(ctx, "kites", top_k=30))) == expected
-    out = json.loads(MemoryTools(engine, ctx).call("conversation_search", json.dumps({"query": "secret kites"})))
+    out = json.loads(
+        MemoryTools(engine, ctx).call("conversation_search", json.dumps({"query": "secret kites"}))
+    )
     assert labels_of({r["content"] for r in out["results"]}) == expected
 
 
@@ -309,7 +338,9 @@ def test_a_participant_s_private_memories_stay_out_of_a_guild(world):
 def test_what_a_person_says_in_one_server_does_not_follow_them_into_another(world):
     """Finding 4: 'keep this inside this support group' must not surface in X's other server."""
     engine, ids = world
-    hits = engine.recall.recall(context(engine, "guildB_x"), "kites", threshold=0, top_k=50, reinforce=False)
+    hits = engine.recall.recall(
+        context(engine, "guildB_x"), "kites", threshold=0, top_k=50, reinforce=False
+    )
     assert "here_x_A" not in labels_of(contents(hits)) and "here_x_B" in labels_of(contents(hits))
 
 
@@ -321,7 +352,9 @@ def test_sharing_across_servers_is_each_person_s_own_choice(tmp_path):
         assert f"user|{X}|public|{GA}" not in ctx.memory_partitions()
         people.set_sharing(X, True)
         assert f"user|{X}|public|{GA}" in context(engine, "guildB_x").memory_partitions()
-        assert f"user|{X}|private" not in context(engine, "guildB_x").memory_partitions()  # DM facts never, shared or not
+        assert (
+            f"user|{X}|private" not in context(engine, "guildB_x").memory_partitions()
+        )  # DM facts never, shared or not
         people.set_sharing(X, False)
         assert f"user|{X}|public|{GA}" not in context(engine, "guildB_x").memory_partitions()
 
@@ -338,24 +371,44 @@ def test_sharing_across_servers_is_each_person_s_own_choice(tmp_path):
 )
 def test_memory_store_binds_the_conversation_scope(engine, ctx, scope, scope_id, visibility, guild):
     out = MemoryTools(engine, ctx).call(
-        "memory_store", json.dumps({"type": "fact", "subject": "Xena", "content": "Xena keeps bees on her roof"})
+        "memory_store",
+        json.dumps({"type": "fact", "subject": "Xena", "content": "Xena keeps bees on her roof"}),
     )
     stored = engine.memory_rows.get(json.loads(out)["id"])
-    assert (stored.scope, stored.scope_id, stored.visibility, stored.guild_id) == (scope, scope_id, visibility, guild)
+    assert (stored.scope, stored.scope_id, stored.visibility, stored.guild_id) == (
+        scope,
+        scope_id,
+        visibility,
+        guild,
+    )
 
 
 def test_a_fact_told_in_a_dm_never_reaches_a_guild(engine):
     MemoryTools(engine, dm_ctx(X)).call(
-        "memory_store", json.dumps({"type": "fact", "subject": "Xena", "content": "Xena is recovering from surgery"})
+        "memory_store",
+        json.dumps(
+            {"type": "fact", "subject": "Xena", "content": "Xena is recovering from surgery"}
+        ),
     )
-    assert contents(engine.recall.recall(dm_ctx(X), "surgery", threshold=0)) == {"Xena is recovering from surgery"}
+    assert contents(engine.recall.recall(dm_ctx(X), "surgery", threshold=0)) == {
+        "Xena is recovering from surgery"
+    }
     for ctx in (guild_ctx(GA, X), guild_ctx(GA, Y, X), dm_ctx(Y), dm_ctx(OWNER, owner=True)):
         assert engine.recall.recall(ctx, "surgery", threshold=0) == []
 
 
 def test_the_model_cannot_choose_the_scope(engine):
     out = MemoryTools(engine, guild_ctx(GA, X)).call(
-        "memory_store", json.dumps({"type": "fact", "subject": "Olga", "content": "Olga owes money", "scope": "owner", "scope_id": OWNER})
+        "memory_store",
+        json.dumps(
+            {
+                "type": "fact",
+                "subject": "Olga",
+                "content": "Olga owes money",
+                "scope": "owner",
+                "scope_id": OWNER,
+            }
+        ),
     )
     assert out.startswith("Error:")
     assert count(engine, "memories") == 0
@@ -371,7 +424,13 @@ def test_the_model_cannot_choose_the_scope(engine):
         (dict(guild_id=GA, owner_private=True, owner_id=None), "owner"),
         (dict(speaker_id="", is_dm=True), "speaker"),
     ],
-    ids=["dm-with-guild", "guild-without-id", "dm-owner-private-without-owner", "guild-owner-private-without-owner", "no-speaker"],
+    ids=[
+        "dm-with-guild",
+        "guild-without-id",
+        "dm-owner-private-without-owner",
+        "guild-owner-private-without-owner",
+        "no-speaker",
+    ],
 )
 def test_recall_context_rejects_impossible_conversations(kwargs, message):
     args = dict(platform="discord", speaker_id=X, channel_id="c1") | kwargs

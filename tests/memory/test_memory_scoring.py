@@ -51,7 +51,9 @@ def test_temporal_counts_days_since_the_last_access(engine, clock):
     engine.recall.note_access([memory.rid])
     engine.recall.flush_access()
     clock.advance(2 * DAY)
-    got = engine.recall.retriever.temporal(row_of(engine, memory.id), engine.knobs.get("memories"), clock.now())
+    got = engine.recall.retriever.temporal(
+        row_of(engine, memory.id), engine.knobs.get("memories"), clock.now()
+    )
     assert got == pytest.approx(seed_temporal(2, 1))
 
 
@@ -59,14 +61,21 @@ def test_temporal_counts_days_since_the_last_access(engine, clock):
 def test_exempt_kinds_never_fade(engine, clock, kind):
     memory = remember(engine, "Alice is a retired marine biologist", scope_id="alice", kind=kind)
     clock.advance(400 * DAY)
-    assert engine.recall.retriever.temporal(row_of(engine, memory.id), engine.knobs.get("memories"), clock.now()) == 1.0
+    assert (
+        engine.recall.retriever.temporal(
+            row_of(engine, memory.id), engine.knobs.get("memories"), clock.now()
+        )
+        == 1.0
+    )
 
 
 def test_a_changed_decay_rate_is_used(engine, clock):
     memory = remember(engine, "Alice went to a jazz concert", scope_id="alice")
     engine.knobs.update("memories", {"decay_rate": 0.5, "access_bonus": 0.0})
     clock.advance(3 * DAY)
-    got = engine.recall.retriever.temporal(row_of(engine, memory.id), engine.knobs.get("memories"), clock.now())
+    got = engine.recall.retriever.temporal(
+        row_of(engine, memory.id), engine.knobs.get("memories"), clock.now()
+    )
     assert got == pytest.approx(math.exp(-1.5))
 
 
@@ -75,7 +84,13 @@ def test_a_changed_decay_rate_is_used(engine, clock):
 def scored(engine, clock):
     remember(engine, "Alice plays chess every Tuesday at the club", scope_id="alice", importance=9)
     clock.advance(10 * DAY)
-    remember(engine, "Alice is teaching her nephew chess openings", scope_id="alice", importance=3, kind=FactKind.PROFILE)
+    remember(
+        engine,
+        "Alice is teaching her nephew chess openings",
+        scope_id="alice",
+        importance=3,
+        kind=FactKind.PROFILE,
+    )
     clock.advance(3 * DAY)
     remember(engine, "Alice bought a new bicycle", scope_id="alice", importance=6)
     clock.advance(1 * DAY)
@@ -89,12 +104,17 @@ def test_score_is_the_weighted_sum_of_relevance_recency_and_importance(scored, c
         m = h.item
         days = (clock.now() - max(m.updated_at, m.last_accessed_at or 0)) / DAY
         temporal = 1.0 if m.kind == "profile" else seed_temporal(days, m.access_count)
-        assert h.score == pytest.approx(0.6 * h.relevance + 0.2 * temporal + 0.2 * m.importance / 10, abs=1e-9)
+        assert h.score == pytest.approx(
+            0.6 * h.relevance + 0.2 * temporal + 0.2 * m.importance / 10, abs=1e-9
+        )
         # relevance is the 0.7/0.3 blend of the true cosine and the normalised BM25
         assert h.cosine == pytest.approx(embedder.cosine("chess club", m.content), abs=1e-5)
         assert h.relevance == pytest.approx(0.7 * max(0.0, h.cosine) + 0.3 * h.text_score, abs=1e-9)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    assert hits[0].item.content == "Alice plays chess every Tuesday at the club" and hits[0].text_score == 1.0
+    assert (
+        hits[0].item.content == "Alice plays chess every Tuesday at the club"
+        and hits[0].text_score == 1.0
+    )
 
 
 def test_default_threshold_drops_weak_hits(scored):
@@ -113,12 +133,18 @@ def test_bm25_only_relevance_is_the_normalised_text_score(bm25_engine):
 
 
 def test_a_per_call_weight_override_changes_the_ranking(engine, clock):
-    important = remember(engine, "Alice's passport expires in March", scope_id="alice", importance=10)
+    important = remember(
+        engine, "Alice's passport expires in March", scope_id="alice", importance=10
+    )
     clock.advance(200 * DAY)
-    relevant = remember(engine, "Alice loves rock climbing and bouldering", scope_id="alice", importance=1)
+    relevant = remember(
+        engine, "Alice loves rock climbing and bouldering", scope_id="alice", importance=1
+    )
     default = engine.recall.recall(CTX, "rock climbing", threshold=0)
     assert default[0].item.id == relevant.id
-    by_importance = engine.recall.recall(CTX, "rock climbing", threshold=0, weights=Weights(semantic=0, recency=0, importance=1))
+    by_importance = engine.recall.recall(
+        CTX, "rock climbing", threshold=0, weights=Weights(semantic=0, recency=0, importance=1)
+    )
     assert by_importance[0].item.id == important.id
     assert by_importance[0].score == pytest.approx(1.0)
 
@@ -132,14 +158,27 @@ def test_the_tool_passes_weights_through(engine, clock):
     clock.advance(200 * DAY)
     remember(engine, "Alice loves rock climbing and bouldering", scope_id="alice", importance=1)
     tools = MemoryTools(engine, CTX)
-    plain = json.loads(tools.call("memory_search", json.dumps({"query": "rock climbing"})))["results"]
+    plain = json.loads(tools.call("memory_search", json.dumps({"query": "rock climbing"})))[
+        "results"
+    ]
     biased = json.loads(
-        tools.call("memory_search", json.dumps({"query": "rock climbing", "weights": {"semantic": 0, "recency": 0, "importance": 1}}))
+        tools.call(
+            "memory_search",
+            json.dumps(
+                {
+                    "query": "rock climbing",
+                    "weights": {"semantic": 0, "recency": 0, "importance": 1},
+                }
+            ),
+        )
     )["results"]
-    assert plain[0]["content"].startswith("Alice loves rock") and biased[0]["content"].startswith("Alice's passport")
-    assert tools.call("memory_search", json.dumps({"query": "x", "weights": {"semantic": 0, "recency": 0, "importance": 0}})).startswith(
-        "Error:"
+    assert plain[0]["content"].startswith("Alice loves rock") and biased[0]["content"].startswith(
+        "Alice's passport"
     )
+    assert tools.call(
+        "memory_search",
+        json.dumps({"query": "x", "weights": {"semantic": 0, "recency": 0, "importance": 0}}),
+    ).startswith("Error:")
 
 
 # -- fusion and knobs (hot reload) ------------------------------------------------------------------------
@@ -158,7 +197,9 @@ def test_rrf_fusion_is_switched_on_by_a_knob_without_restart(engine, embedder):
 def test_rrf_relevance_from_one_channel_is_half(engine):
     remember(engine, "Alice grows tomatoes on her balcony", scope_id="alice")
     engine.knobs.update("memories", {"fusion": "rrf"})
-    (hit,) = engine.recall.recall(CTX, "zzzz unrelated", threshold=0)  # found by the vector and recent channels only
+    (hit,) = engine.recall.recall(
+        CTX, "zzzz unrelated", threshold=0
+    )  # found by the vector and recent channels only
     assert "fts" not in hit.channels and "vector" in hit.channels
     assert hit.relevance == pytest.approx(0.5)
 
@@ -169,8 +210,13 @@ def test_knobs_changed_by_another_process_apply_on_the_next_recall(engine, tmp_p
     other = MemoryEngine(engine.db.path, None, engine.clock)
     other.knobs.update("memories", {"fusion": "rrf", "top_k": 3})
     other.close()
-    assert engine.knobs.get("memories").fusion is Fusion.RRF and engine.knobs.get("memories").top_k == 3
-    assert engine.recall.recall(CTX, "tomatoes balcony", threshold=0)[0].relevance == pytest.approx(1.0)
+    assert (
+        engine.knobs.get("memories").fusion is Fusion.RRF
+        and engine.knobs.get("memories").top_k == 3
+    )
+    assert engine.recall.recall(CTX, "tomatoes balcony", threshold=0)[0].relevance == pytest.approx(
+        1.0
+    )
 
 
 @pytest.mark.parametrize(
@@ -188,19 +234,27 @@ def test_an_invalid_knob_is_refused_naming_the_field(engine, change, field):
     with pytest.raises(pydantic.ValidationError) as err:
         engine.knobs.update("memories", change)
     assert field in str(err.value)
-    assert engine.knobs.get("memories") == engine.knobs.get("memories").model_validate({})  # still the defaults
+    assert engine.knobs.get("memories") == engine.knobs.get("memories").model_validate(
+        {}
+    )  # still the defaults
     assert engine.db.get_setting("recall.memories") is None
 
 
 def test_a_partial_weight_change_keeps_the_other_weights(engine):
     knobs = engine.knobs.update("memories", {"weights": {"recency": 0.5}})
-    assert (knobs.weights.semantic, knobs.weights.recency, knobs.weights.importance) == (0.6, 0.5, 0.2)
+    assert (knobs.weights.semantic, knobs.weights.recency, knobs.weights.importance) == (
+        0.6,
+        0.5,
+        0.2,
+    )
 
 
 def test_mmr_keeps_a_near_copy_from_crowding_out_the_rest(engine):
     text = "Alice loves hiking in the alps every summer"
     remember(engine, text, scope_id="alice")
-    remember(engine, text, scope_id="alice", visibility=Visibility.PRIVATE)  # the same fact, in her DM partition
+    remember(
+        engine, text, scope_id="alice", visibility=Visibility.PRIVATE
+    )  # the same fact, in her DM partition
     other = remember(engine, "Alice loves hiking near the lake", scope_id="alice")
     plain = engine.recall.recall(CTX, "Alice loves hiking in the alps", threshold=0, top_k=2)
     assert contents(plain) == {text}
@@ -219,8 +273,14 @@ def test_recall_queues_access_and_flush_applies_it_in_one_batch(engine, clock):
     assert {h.item.id for h in hits} == {a.id, b.id}
     assert row_of(engine, a.id)["access_count"] == 0  # nothing written on the reply path
     assert engine.recall.flush_access() == 2
-    assert (row_of(engine, a.id)["access_count"], row_of(engine, a.id)["last_accessed_at"]) == (2, clock.now())
-    assert (row_of(engine, b.id)["access_count"], row_of(engine, b.id)["last_accessed_at"]) == (1, clock.now())
+    assert (row_of(engine, a.id)["access_count"], row_of(engine, a.id)["last_accessed_at"]) == (
+        2,
+        clock.now(),
+    )
+    assert (row_of(engine, b.id)["access_count"], row_of(engine, b.id)["last_accessed_at"]) == (
+        1,
+        clock.now(),
+    )
     assert engine.recall.flush_access() == 0
 
 
@@ -243,9 +303,19 @@ def test_closing_the_engine_flushes_pending_access(tmp_path, embedder, clock):
 def test_decay_only_touches_rows_unaccessed_for_a_week_and_not_exempt(engine, clock):
     stale = remember(engine, "Alice tried pottery once", scope_id="alice", importance=5)
     touched = remember(engine, "Alice reads sci-fi novels", scope_id="alice", importance=5)
-    guidance = remember(engine, "Keep replies to Alice short", scope_id="alice", importance=5, kind=FactKind.GUIDANCE)
-    behavioral = remember(engine, "Avoid puns with Alice", scope_id="alice", importance=5, kind=FactKind.BEHAVIORAL)
-    profile = remember(engine, "Alice is a nurse", scope_id="alice", importance=5, kind=FactKind.PROFILE)
+    guidance = remember(
+        engine,
+        "Keep replies to Alice short",
+        scope_id="alice",
+        importance=5,
+        kind=FactKind.GUIDANCE,
+    )
+    behavioral = remember(
+        engine, "Avoid puns with Alice", scope_id="alice", importance=5, kind=FactKind.BEHAVIORAL
+    )
+    profile = remember(
+        engine, "Alice is a nurse", scope_id="alice", importance=5, kind=FactKind.PROFILE
+    )
     young = None
     clock.advance(3 * DAY)
     engine.recall.note_access([touched.rid])
@@ -257,11 +327,15 @@ def test_decay_only_touches_rows_unaccessed_for_a_week_and_not_exempt(engine, cl
     for m in (touched, guidance, behavioral, profile, young):
         assert row_of(engine, m.id)["importance"] == 5
     clock.advance(DAY)
-    assert decay(engine) == 1 and row_of(engine, stale.id)["importance"] == pytest.approx(5 * 0.95**2)
+    assert decay(engine) == 1 and row_of(engine, stale.id)["importance"] == pytest.approx(
+        5 * 0.95**2
+    )
 
 
 def test_prune_soft_forgets_unimportant_unused_old_rows(engine, clock):
-    doomed = remember(engine, "Alice mentioned the weather was grey", scope_id="alice", importance=1)
+    doomed = remember(
+        engine, "Alice mentioned the weather was grey", scope_id="alice", importance=1
+    )
     used = remember(engine, "Alice mentioned a grey cat outside", scope_id="alice", importance=1)
     kept = remember(engine, "Alice mentioned her grey scarf", scope_id="alice", importance=3)
     engine.recall.note_access([used.rid])
@@ -276,21 +350,40 @@ def test_prune_soft_forgets_unimportant_unused_old_rows(engine, clock):
     assert prune(engine) == 0  # nobody is older than 30 days yet
     clock.advance(15 * DAY)  # day 31
     assert prune(engine) == 1
-    assert row_of(engine, doomed.id)["forgotten"] == 1 and count(engine, "memories") == 4  # soft: the row stays
+    assert (
+        row_of(engine, doomed.id)["forgotten"] == 1 and count(engine, "memories") == 4
+    )  # soft: the row stays
     assert {row_of(engine, m.id)["forgotten"] for m in (used, kept, young)} == {0}
     assert doomed.content not in contents(engine.recall.recall(CTX, "grey weather", threshold=0))
     assert doomed.content not in contents(engine.memory_rows.listing(CTX.memory_partitions()))
 
 
 def test_prune_entities_drops_single_mention_entities_unseen_for_ninety_days(engine, clock):
-    remember(engine, "Alice met Gregor at a conference", scope_id="alice", entities=(EntityRef("Gregor", "person"),))
-    remember(engine, "Alice works with Priya", scope_id="alice", entities=(EntityRef("Priya", "person"),))
-    remember(engine, "Alice had lunch with Priya", scope_id="alice", entities=(EntityRef("Priya", "person"),))
+    remember(
+        engine,
+        "Alice met Gregor at a conference",
+        scope_id="alice",
+        entities=(EntityRef("Gregor", "person"),),
+    )
+    remember(
+        engine, "Alice works with Priya", scope_id="alice", entities=(EntityRef("Priya", "person"),)
+    )
+    remember(
+        engine,
+        "Alice had lunch with Priya",
+        scope_id="alice",
+        entities=(EntityRef("Priya", "person"),),
+    )
     clock.advance(60 * DAY)
-    remember(engine, "Alice visited Lisbon", scope_id="alice", entities=(EntityRef("Lisbon", "place"),))
+    remember(
+        engine, "Alice visited Lisbon", scope_id="alice", entities=(EntityRef("Lisbon", "place"),)
+    )
     clock.advance(31 * DAY)  # Gregor and Priya unseen 91 days, Lisbon 31
     assert prune_entities(engine) == 1
-    assert {n for (n,) in engine.db.execute("SELECT name FROM memory_entities")} == {"Priya", "Lisbon"}
+    assert {n for (n,) in engine.db.execute("SELECT name FROM memory_entities")} == {
+        "Priya",
+        "Lisbon",
+    }
     assert count(engine, "memory_entity_mentions") == 3
 
 
@@ -304,7 +397,14 @@ def varied(engine, clock):
         ("third", 6, MemoryType.PROCEDURAL, ("b",)),
         ("fourth", 2, MemoryType.EPISODIC, ()),
     ]:
-        rows[name] = remember(engine, f"Alice's {name} note about gardening", scope_id="alice", importance=imp, type=mtype, tags=tags)
+        rows[name] = remember(
+            engine,
+            f"Alice's {name} note about gardening",
+            scope_id="alice",
+            importance=imp,
+            type=mtype,
+            tags=tags,
+        )
         clock.advance(DAY)
     engine.recall.note_access([rows["fourth"].rid] * 3 + [rows["first"].rid])
     engine.recall.flush_access()
@@ -330,23 +430,39 @@ def test_list_orders(varied, engine, order, expected):
 
 def test_list_filters_by_type_tags_and_limit(varied, engine):
     parts = CTX.memory_partitions()
-    assert _names(engine.memory_rows.listing(parts, RecallFilters(types=(MemoryType.EPISODIC,)))) == ["fourth", "second"]
+    assert _names(
+        engine.memory_rows.listing(parts, RecallFilters(types=(MemoryType.EPISODIC,)))
+    ) == ["fourth", "second"]
     assert _names(engine.memory_rows.listing(parts, RecallFilters(tags=("a", "b")))) == ["second"]
-    assert _names(engine.memory_rows.listing(parts, RecallFilters(tags=("b",)), order="important")) == ["second", "third"]
-    assert _names(engine.memory_rows.listing(parts, order="important", limit=2)) == ["second", "third"]
+    assert _names(
+        engine.memory_rows.listing(parts, RecallFilters(tags=("b",)), order="important")
+    ) == ["second", "third"]
+    assert _names(engine.memory_rows.listing(parts, order="important", limit=2)) == [
+        "second",
+        "third",
+    ]
 
 
 def test_recall_filters_by_type_and_tags(varied, engine):
-    typed = engine.recall.recall(CTX, "gardening", threshold=0, filters=RecallFilters(types=(MemoryType.PROCEDURAL,)))
+    typed = engine.recall.recall(
+        CTX, "gardening", threshold=0, filters=RecallFilters(types=(MemoryType.PROCEDURAL,))
+    )
     assert [h.item.content for h in typed] == ["Alice's third note about gardening"]
-    tagged = engine.recall.recall(CTX, "gardening", threshold=0, filters=RecallFilters(tags=("a", "b")))
+    tagged = engine.recall.recall(
+        CTX, "gardening", threshold=0, filters=RecallFilters(tags=("a", "b"))
+    )
     assert [h.item.content for h in tagged] == ["Alice's second note about gardening"]
 
 
 def test_recent_channel_is_filled_with_live_rows(bm25_engine, clock):
     live = remember(bm25_engine, "Alice grew up in Porto", scope_id="alice")
     for i in range(10):
-        remember(bm25_engine, f"Alice is busy with errand number {i}", scope_id="alice", ttl=clock.now() + 60)
+        remember(
+            bm25_engine,
+            f"Alice is busy with errand number {i}",
+            scope_id="alice",
+            ttl=clock.now() + 60,
+        )
     clock.advance(120)  # the ten newer rows have expired
     hits = bm25_engine.recall.recall(CTX, "what do you know about me", threshold=0)
     assert [h.item.id for h in hits] == [live.id]
@@ -360,9 +476,25 @@ def test_search_modes_hybrid_recent_important_typed(engine):
 
     ctx = RecallContext(platform="t", speaker_id="p1", channel_id="c", is_dm=True)
     add = engine.memories.add
-    add(NewMemory(content="Pat grows tomatoes in the garden", subject="garden", scope=Scope.USER, scope_id="p1", importance=3))
+    add(
+        NewMemory(
+            content="Pat grows tomatoes in the garden",
+            subject="garden",
+            scope=Scope.USER,
+            scope_id="p1",
+            importance=3,
+        )
+    )
     engine.clock.advance(10)
-    add(NewMemory(content="Pat's sister is called Robin", subject="sister", scope=Scope.USER, scope_id="p1", importance=9))
+    add(
+        NewMemory(
+            content="Pat's sister is called Robin",
+            subject="sister",
+            scope=Scope.USER,
+            scope_id="p1",
+            importance=9,
+        )
+    )
     engine.clock.advance(10)
     add(
         NewMemory(
@@ -377,7 +509,10 @@ def test_search_modes_hybrid_recent_important_typed(engine):
     search = engine.recall.search
     assert [m.subject for m in search(ctx, mode="recent")] == ["deploy", "sister", "garden"]
     assert [m.subject for m in search(ctx, mode="important")] == ["sister", "deploy", "garden"]
-    assert [m.subject for m in search(ctx, mode="typed", filters=RecallFilters(types=(MemoryType.PROCEDURAL,)))] == ["deploy"]
+    assert [
+        m.subject
+        for m in search(ctx, mode="typed", filters=RecallFilters(types=(MemoryType.PROCEDURAL,)))
+    ] == ["deploy"]
     assert search(ctx, "tomatoes garden", mode="hybrid", top_k=1)[0].subject == "garden"
     with pytest.raises(InvalidInput):
         search(ctx, mode="typed")

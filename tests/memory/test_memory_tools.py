@@ -31,7 +31,13 @@ GOOD = {
         "content": "Alice adopted a greyhound",
         "tags": ["pets"],
         "importance": 6,
-        "entities": [{"name": "Alice", "type": "person", "relations": [{"relation": "owns", "target": "greyhound"}]}],
+        "entities": [
+            {
+                "name": "Alice",
+                "type": "person",
+                "relations": [{"relation": "owns", "target": "greyhound"}],
+            }
+        ],
     },
     "memory_search": {"query": "kayak", "topK": 5, "type": "semantic", "tags": ["boats"]},
     "memory_recall": {"id": ID},
@@ -49,17 +55,67 @@ BAD = {
         "missing-content": {"type": "fact", "subject": "Alice"},
         "missing-type": {"subject": "Alice", "content": "Alice likes tea"},
         "unknown-type": {"type": "gossip", "subject": "Alice", "content": "Alice likes tea"},
-        "tags-not-a-list": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "tags": "tea"},
-        "importance-word": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "importance": "high"},
-        "importance-11": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "importance": 11},
-        "importance-0": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "importance": 0},
-        "too-many-tags": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "tags": ["t"] * 13},
+        "tags-not-a-list": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "tags": "tea",
+        },
+        "importance-word": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "importance": "high",
+        },
+        "importance-11": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "importance": 11,
+        },
+        "importance-0": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "importance": 0,
+        },
+        "too-many-tags": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "tags": ["t"] * 13,
+        },
         "content-too-long": {"type": "fact", "subject": "Alice", "content": "a" * 2001},
-        "ttl-words": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "ttl": "7 days"},
-        "source-not-allowed": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "source": "consolidation"},
-        "extra-scope": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "scope": "owner"},
-        "bad-entity-type": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "entities": [{"name": "A", "type": "alien"}]},
-        "entity-extra": {"type": "fact", "subject": "Alice", "content": "Alice likes tea", "entities": [{"name": "A", "weight": 3}]},
+        "ttl-words": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "ttl": "7 days",
+        },
+        "source-not-allowed": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "source": "consolidation",
+        },
+        "extra-scope": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "scope": "owner",
+        },
+        "bad-entity-type": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "entities": [{"name": "A", "type": "alien"}],
+        },
+        "entity-extra": {
+            "type": "fact",
+            "subject": "Alice",
+            "content": "Alice likes tea",
+            "entities": [{"name": "A", "weight": 3}],
+        },
     },
     "memory_search": {
         "missing-query": {"topK": 3},
@@ -190,11 +246,16 @@ def test_invalid_json_says_so(store):
 
 
 def test_validation_errors_name_the_field(store):
-    out = _tools(store[0]).call("memory_store", json.dumps({"type": "fact", "subject": "Alice", "content": "x" * 3, "importance": 11}))
+    out = _tools(store[0]).call(
+        "memory_store",
+        json.dumps({"type": "fact", "subject": "Alice", "content": "x" * 3, "importance": 11}),
+    )
     assert out.startswith("Error: invalid arguments for memory_store: importance:")
 
 
-@pytest.mark.parametrize("name", ["memory_forget", "", "MEMORY_STORE", "memory_store ", "__init__", "call"])
+@pytest.mark.parametrize(
+    "name", ["memory_forget", "", "MEMORY_STORE", "memory_store ", "__init__", "call"]
+)
 def test_an_unknown_tool_is_an_error_listing_the_real_ones(store, name):
     engine, _ = store
     before = snapshot(engine)
@@ -216,13 +277,21 @@ def test_good_calls_work(store, tool):
         stored = engine.memory_rows.get(data["id"])
         assert data["status"] == "stored" and stored.tags == ("pets",) and stored.importance == 6
         edges = engine.graph.traverse("Alice", 1, CTX.memory_partitions())["edges"]
-        assert {(e["relation"], e["target"]) for e in edges} == {("owns", "kayak"), ("owns", "greyhound")}
+        assert {(e["relation"], e["target"]) for e in edges} == {
+            ("owns", "kayak"),
+            ("owns", "greyhound"),
+        }
     elif tool == "memory_search":
         assert [r["id"] for r in data["results"]] == [memory.id]
     elif tool == "memory_recall":
-        assert data["results"][0]["content"] == "Alice owns a red kayak" and data["results"][0]["tags"] == ["boats"]
+        assert data["results"][0]["content"] == "Alice owns a red kayak" and data["results"][0][
+            "tags"
+        ] == ["boats"]
     elif tool == "memory_update":
-        assert engine.memory_rows.get(memory.id).content == "Alice owns a blue kayak" and data["memory"]["importance"] == 7
+        assert (
+            engine.memory_rows.get(memory.id).content == "Alice owns a blue kayak"
+            and data["memory"]["importance"] == 7
+        )
     elif tool == "memory_delete":
         assert data["status"] == "deleted" and count(engine, "memories") == 0
     elif tool == "memory_reflect":
@@ -240,14 +309,24 @@ def test_a_delete_by_tool_acts_only_on_a_strong_match_of_this_turns_search(engin
     peanuts = remember(engine, "Alice is allergic to peanuts", scope_id="alice", guild_id="g1")
     tools = _tools(engine)
     unsearched = tools.call("memory_delete", {"id": kayak.id})
-    assert unsearched.startswith("Error:") and "strong match" in unsearched  # an id from nowhere: no search vouched for it
-    found = {r["id"]: r["match"] for r in json.loads(tools.call("memory_search", {"query": "forget my kayak"}))["results"]}
-    assert found == {kayak.id: "strong", peanuts.id: "weak"}  # the weak hit is returned, as a told model would see it
+    assert (
+        unsearched.startswith("Error:") and "strong match" in unsearched
+    )  # an id from nowhere: no search vouched for it
+    found = {
+        r["id"]: r["match"]
+        for r in json.loads(tools.call("memory_search", {"query": "forget my kayak"}))["results"]
+    }
+    assert found == {
+        kayak.id: "strong",
+        peanuts.id: "weak",
+    }  # the weak hit is returned, as a told model would see it
     refused = tools.call("memory_delete", {"id": peanuts.id})
     assert refused.startswith("Error:") and "weak match is a different memory" in refused
     assert json.loads(tools.call("memory_delete", {"id": kayak.id}))["status"] == "deleted"
     assert [m.content for m in engine.memory_rows.listing(None)] == ["Alice is allergic to peanuts"]
-    assert _tools(engine).call("memory_delete", {"id": peanuts.id}).startswith("Error:")  # a new turn vouches for nothing
+    assert (
+        _tools(engine).call("memory_delete", {"id": peanuts.id}).startswith("Error:")
+    )  # a new turn vouches for nothing
 
 
 def test_memory_reflect_without_consolidation_is_an_error(store):
@@ -305,18 +384,41 @@ def test_schemas_are_nine_valid_function_definitions(store):
 def test_rate_limiter_blocks_the_sixth_write_in_a_minute(store, clock):
     engine, memory = store
     tools = _tools(engine, rate_limit=RateLimiter(clock))
-    topics = ["sailing", "quantum physics", "sourdough", "jazz piano", "birdwatching", "origami", "astronomy"]
+    topics = [
+        "sailing",
+        "quantum physics",
+        "sourdough",
+        "jazz piano",
+        "birdwatching",
+        "origami",
+        "astronomy",
+    ]
     for topic in topics[:5]:
-        out = json.loads(tools.call("memory_store", json.dumps({"type": "fact", "subject": topic, "content": f"Alice enjoys {topic}"})))
+        out = json.loads(
+            tools.call(
+                "memory_store",
+                json.dumps({"type": "fact", "subject": topic, "content": f"Alice enjoys {topic}"}),
+            )
+        )
         assert out["status"] == "stored"
         clock.advance(5)
-    blocked = tools.call("memory_store", json.dumps({"type": "fact", "subject": "x", "content": "Alice enjoys origami"}))
+    blocked = tools.call(
+        "memory_store",
+        json.dumps({"type": "fact", "subject": "x", "content": "Alice enjoys origami"}),
+    )
     assert blocked.startswith("Error:") and "too many memory writes" in blocked
     assert tools.call("memory_delete", json.dumps({"id": memory.id})).startswith("Error: too many")
     assert count(engine, "memories") == 6
-    assert not tools.call("memory_search", json.dumps({"query": "origami"})).startswith("Error")  # reads are not limited
+    assert not tools.call("memory_search", json.dumps({"query": "origami"})).startswith(
+        "Error"
+    )  # reads are not limited
     clock.advance(60 - 25)  # the first write is now 60 s old
-    out = json.loads(tools.call("memory_store", json.dumps({"type": "fact", "subject": "x", "content": "Alice enjoys astronomy"})))
+    out = json.loads(
+        tools.call(
+            "memory_store",
+            json.dumps({"type": "fact", "subject": "x", "content": "Alice enjoys astronomy"}),
+        )
+    )
     assert out["status"] == "stored" and count(engine, "memories") == 7
 
 
@@ -324,11 +426,16 @@ def test_invalid_writes_do_not_use_up_the_rate_limit(store, clock):
     engine, _ = store
     tools = _tools(engine, rate_limit=RateLimiter(clock, limit=1))
     for _ in range(3):
-        assert tools.call("memory_store", json.dumps({"type": "fact"})).startswith("Error: invalid arguments")
+        assert tools.call("memory_store", json.dumps({"type": "fact"})).startswith(
+            "Error: invalid arguments"
+        )
     assert (
-        json.loads(tools.call("memory_store", json.dumps({"type": "fact", "subject": "Alice", "content": "Alice enjoys sailing"})))[
-            "status"
-        ]
+        json.loads(
+            tools.call(
+                "memory_store",
+                json.dumps({"type": "fact", "subject": "Alice", "content": "Alice enjoys sailing"}),
+            )
+        )["status"]
         == "stored"
     )
 
@@ -345,8 +452,17 @@ def test_rate_limiter_window(clock):
 def test_dm_tools_store_private_facts_that_the_dm_can_find_again(engine):
     tools = MemoryTools(engine, dm_ctx("alice"))
     stored = json.loads(
-        tools.call("memory_store", json.dumps({"type": "preference", "subject": "Alice", "content": "Alice hates cilantro"}))
+        tools.call(
+            "memory_store",
+            json.dumps(
+                {"type": "preference", "subject": "Alice", "content": "Alice hates cilantro"}
+            ),
+        )
     )
     found = json.loads(tools.call("memory_recall", json.dumps({"id": stored["id"]})))
     assert found["results"][0]["kind"] == "preference"
-    assert MemoryTools(engine, guild_ctx("g1", "alice")).call("memory_recall", json.dumps({"id": stored["id"]})).startswith("Error:")
+    assert (
+        MemoryTools(engine, guild_ctx("g1", "alice"))
+        .call("memory_recall", json.dumps({"id": stored["id"]}))
+        .startswith("Error:")
+    )

@@ -26,12 +26,22 @@ def _links(engine, relation=None):
         "SELECT s.id AS src, d.id AS dst, l.relation FROM memory_links l JOIN memories s ON s.rid = l.src_rid JOIN "
         "memories d ON d.rid = l.dst_rid"
     )
-    return {(r["src"], r["dst"], r["relation"]) for r in engine.db.rows(sql) if relation in (None, r["relation"])}
+    return {
+        (r["src"], r["dst"], r["relation"])
+        for r in engine.db.rows(sql)
+        if relation in (None, r["relation"])
+    }
 
 
 def _add(engine, content, subject="Alice", **kw):
     return engine.memories.add(
-        NewMemory(content=content, subject=subject, scope=kw.pop("scope", Scope.USER), scope_id=kw.pop("scope_id", "alice"), **kw)
+        NewMemory(
+            content=content,
+            subject=subject,
+            scope=kw.pop("scope", Scope.USER),
+            scope_id=kw.pop("scope_id", "alice"),
+            **kw,
+        )
     )
 
 
@@ -44,7 +54,9 @@ def _cos(minilm, a, b):
 def test_exact_duplicate_returns_the_existing_row_and_embeds_nothing(engine, embedder):
     first = _add(engine, "Alice likes green tea")
     calls = len(embedder.calls)
-    again = _add(engine, "  Alice   likes green tea ", subject="something else")  # same after normalisation
+    again = _add(
+        engine, "  Alice   likes green tea ", subject="something else"
+    )  # same after normalisation
     assert again.status == "duplicate" and again.memory.id == first.memory.id
     assert len(embedder.calls) == calls
     assert count(engine, "memories") == 1
@@ -70,8 +82,15 @@ def test_memory_store_tool_reports_a_duplicate(minilm_engine):
     tools = MemoryTools(minilm_engine, guild_ctx("g1", "alice"))
     args = {"type": "fact", "subject": "Alice", "content": "Alice has two cats named Tom and Jerry"}
     first = json.loads(tools.call("memory_store", json.dumps(args)))
-    second = json.loads(tools.call("memory_store", json.dumps(args | {"content": args["content"] + "!"})))
-    assert first["status"] == "stored" and second == {"status": "duplicate", "id": first["id"], "superseded": [], "related": []}
+    second = json.loads(
+        tools.call("memory_store", json.dumps(args | {"content": args["content"] + "!"}))
+    )
+    assert first["status"] == "stored" and second == {
+        "status": "duplicate",
+        "id": first["id"],
+        "superseded": [],
+        "related": [],
+    }
 
 
 # -- supersession and links (WRITE-5) --------------------------------------------------------------------------
@@ -87,9 +106,14 @@ def test_an_update_supersedes_the_old_fact(minilm_engine, minilm, clock):
     assert stale.superseded_by == new.id and stale.valid_to == clock.now()
     assert (new.id, old.id, "updates") in _links(minilm_engine)
     ctx = dm_ctx("alice")
-    assert [h.item.id for h in minilm_engine.recall.recall(ctx, "how many cats does Alice have", threshold=0)] == [new.id]
+    assert [
+        h.item.id
+        for h in minilm_engine.recall.recall(ctx, "how many cats does Alice have", threshold=0)
+    ] == [new.id]
     assert contents(minilm_engine.memory_rows.listing(ctx.memory_partitions())) == {new_text}
-    assert contents(minilm_engine.memory_rows.listing(ctx.memory_partitions(), include_inactive=True)) == {old_text, new_text}
+    assert contents(
+        minilm_engine.memory_rows.listing(ctx.memory_partitions(), include_inactive=True)
+    ) == {old_text, new_text}
 
 
 def test_a_similar_fact_about_another_subject_does_not_supersede(minilm_engine):
@@ -114,7 +138,9 @@ def test_forgetting_an_old_version_keeps_the_current_one(minilm_engine):
     old = _add(minilm_engine, "Alice has 2 cats").memory
     new = _add(minilm_engine, "Alice has 3 cats").memory
     assert minilm_engine.memories.delete(old.id) == [old.id]
-    assert contents(minilm_engine.recall.recall(dm_ctx("alice"), "cats", threshold=0)) == {new.content}
+    assert contents(minilm_engine.recall.recall(dm_ctx("alice"), "cats", threshold=0)) == {
+        new.content
+    }
 
 
 def test_a_related_fact_is_linked_related_to(minilm_engine, minilm):
@@ -125,7 +151,10 @@ def test_a_related_fact_is_linked_related_to(minilm_engine, minilm):
     assert result.status == "stored" and result.related == (old.id,) and result.superseded == ()
     assert _links(minilm_engine) == {(result.memory.id, old.id, "related_to")}
     assert minilm_engine.memory_rows.get(old.id).superseded_by is None
-    assert contents(minilm_engine.recall.recall(dm_ctx("alice"), "Rex the dog", threshold=0)) == {old_text, new_text}
+    assert contents(minilm_engine.recall.recall(dm_ctx("alice"), "Rex the dog", threshold=0)) == {
+        old_text,
+        new_text,
+    }
 
 
 def test_an_unrelated_fact_gets_no_link(minilm_engine, minilm):
@@ -165,11 +194,15 @@ def test_a_judged_contradiction_links_contradicts_and_supersedes(minilm_engine, 
     assert result.contradicted == (old.id,) and result.related == ()
     assert _links(minilm_engine) == {(result.memory.id, old.id, "contradicts")}
     assert minilm_engine.memory_rows.get(old.id).superseded_by == result.memory.id
-    assert contents(minilm_engine.recall.recall(dm_ctx("alice"), "where does Alice live", threshold=0)) == {new_text}
+    assert contents(
+        minilm_engine.recall.recall(dm_ctx("alice"), "where does Alice live", threshold=0)
+    ) == {new_text}
 
 
 @pytest.mark.parametrize(
-    "judge", [None, ScriptedJudge(False), ScriptedJudge(ZeroDivisionError())], ids=["no-judge", "says-no", "judge-crashes"]
+    "judge",
+    [None, ScriptedJudge(False), ScriptedJudge(ZeroDivisionError())],
+    ids=["no-judge", "says-no", "judge-crashes"],
 )
 def test_without_a_yes_from_the_judge_the_facts_are_only_related(minilm_engine, judge):
     old = _judged(minilm_engine, judge, "Alice lives in Berlin").memory
@@ -188,7 +221,9 @@ def test_the_judge_is_only_asked_about_the_same_subject(minilm_engine):
 def test_the_store_alone_never_judges_a_contradiction(minilm_engine):
     _add(minilm_engine, "Alice lives in Berlin")
     result = _add(minilm_engine, "Alice lives in Paris")
-    assert result.contradicted == () and len(result.related) == 1  # a verdict comes only from a judge, through add(contradicts=)
+    assert (
+        result.contradicted == () and len(result.related) == 1
+    )  # a verdict comes only from a judge, through add(contradicts=)
 
 
 # -- what a stored row holds (MEM-2/3) ----------------------------------------------------------------------------
@@ -210,11 +245,24 @@ def test_stored_row_keeps_every_field(engine, clock):
     )
     m = engine.memory_rows.get(result.memory.id)
     assert m.content == "Alice is training for a marathon" and m.subject == "Alice"
-    assert (m.type, m.kind, m.importance, m.ttl) == (MemoryType.EPISODIC, FactKind.GOAL, 8, clock.now() + 3600)
+    assert (m.type, m.kind, m.importance, m.ttl) == (
+        MemoryType.EPISODIC,
+        FactKind.GOAL,
+        8,
+        clock.now() + 3600,
+    )
     assert m.tags == ("running", "sport health")
     assert m.provenance == prov
-    assert (m.created_at, m.updated_at, m.valid_from, m.access_count) == (clock.now(), clock.now(), clock.now(), 0)
-    assert {t for (t,) in engine.db.execute("SELECT tag FROM memory_tags")} == {"running", "sport health"}
+    assert (m.created_at, m.updated_at, m.valid_from, m.access_count) == (
+        clock.now(),
+        clock.now(),
+        clock.now(),
+        0,
+    )
+    assert {t for (t,) in engine.db.execute("SELECT tag FROM memory_tags")} == {
+        "running",
+        "sport health",
+    }
 
 
 @pytest.mark.parametrize(
@@ -230,7 +278,10 @@ def test_stored_row_keeps_every_field(engine, clock):
 )
 def test_legacy_types_map_on_write(engine, legacy, mtype, kind):
     out = MemoryTools(engine, dm_ctx("alice")).call(
-        "memory_store", json.dumps({"type": legacy, "subject": "Alice", "content": f"Alice example fact for {legacy}"})
+        "memory_store",
+        json.dumps(
+            {"type": legacy, "subject": "Alice", "content": f"Alice example fact for {legacy}"}
+        ),
     )
     stored = engine.memory_rows.get(json.loads(out)["id"])
     assert (stored.type.value, stored.kind.value) == (mtype, kind)
@@ -246,7 +297,11 @@ def test_importance_outside_one_to_ten_is_invalid(engine, importance):
 # -- safety filters (WRITE-6) -----------------------------------------------------------------------------------
 def _luhn_ok(number: str) -> bool:
     digits = [int(c) for c in number if c.isdigit()][::-1]
-    return sum(d if i % 2 == 0 else (d * 2 - 9 if d * 2 > 9 else d * 2) for i, d in enumerate(digits)) % 10 == 0
+    return (
+        sum(d if i % 2 == 0 else (d * 2 - 9 if d * 2 > 9 else d * 2) for i, d in enumerate(digits))
+        % 10
+        == 0
+    )
 
 
 REJECTED = {
@@ -259,7 +314,10 @@ REJECTED = {
     "directive": ("Always answer Alice in French", FactKind.OTHER),
     "directive-preference": ("From now on call her Captain", FactKind.PREFERENCE),
     "openai-key": ("Alice's key is sk-abcdefghijklmnop1234", FactKind.OTHER),
-    "telegram-token": ("The bot token is 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1", FactKind.OTHER),
+    "telegram-token": (
+        "The bot token is 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1",
+        FactKind.OTHER,
+    ),
     "github-token": ("Alice pasted ghp_abcdefghijklmnopqrstuvwxyz0123", FactKind.OTHER),
     "password": ("Alice's password is hunter2", FactKind.OTHER),
     "api-key-colon": ("her api key: 7f9a8b7c", FactKind.OTHER),
@@ -286,11 +344,17 @@ def test_luhn_fixtures_are_what_they_claim():
 @pytest.mark.parametrize(
     "content, kind",
     [
-        ("Alice's order number is 4111 1111 1111 1112", FactKind.OTHER),  # 16 digits, fails Luhn: not a card
+        (
+            "Alice's order number is 4111 1111 1111 1112",
+            FactKind.OTHER,
+        ),  # 16 digits, fails Luhn: not a card
         ("Alice's phone is 1234 5678 1234 5678", FactKind.OTHER),
         ("Always answer Alice in French", FactKind.GUIDANCE),
         ("Never mention Alice's ex", FactKind.BEHAVIORAL),
-        ("Alice always orders oat milk", FactKind.PREFERENCE),  # 'always' mid-sentence is a fact, not a directive
+        (
+            "Alice always orders oat milk",
+            FactKind.PREFERENCE,
+        ),  # 'always' mid-sentence is a fact, not a directive
         ("Alice forgot her password yesterday", FactKind.OTHER),
         ("Alice likes skiing", FactKind.OTHER),
     ],
@@ -301,7 +365,8 @@ def test_safe_writes_are_stored(engine, content, kind):
 
 def test_a_rejection_through_the_tool_is_an_error_for_the_model(engine):
     out = MemoryTools(engine, dm_ctx("alice")).call(
-        "memory_store", json.dumps({"type": "fact", "subject": "Alice", "content": "Alice's password is hunter2"})
+        "memory_store",
+        json.dumps({"type": "fact", "subject": "Alice", "content": "Alice's password is hunter2"}),
     )
     assert out.startswith("Error:") and "secret" in out and "hunter2" not in out
     assert count(engine, "memories") == 0
@@ -314,7 +379,12 @@ def test_updates_go_through_the_same_filters(engine):
     with pytest.raises(Rejected):
         engine.memories.update(memory.id, content="Always call her Captain")
     assert engine.memory_rows.get(memory.id).content == "Alice likes skiing"
-    assert engine.memories.update(memory.id, content="Always call her Captain", kind=FactKind.GUIDANCE).kind == FactKind.GUIDANCE
+    assert (
+        engine.memories.update(
+            memory.id, content="Always call her Captain", kind=FactKind.GUIDANCE
+        ).kind
+        == FactKind.GUIDANCE
+    )
 
 
 def test_update_reindexes_text_vector_and_cache(engine, embedder):
@@ -323,10 +393,22 @@ def test_update_reindexes_text_vector_and_cache(engine, embedder):
     from memory.storage.embeddings import content_hash
 
     memory = remember(engine, "Alice likes skiing in the Alps", subject="Alice", scope_id="alice")
-    updated = engine.memories.update(memory.id, content="Alice likes snowboarding in Canada", tags=["winter"])
+    updated = engine.memories.update(
+        memory.id, content="Alice likes snowboarding in Canada", tags=["winter"]
+    )
     assert fts_rids(engine, "skiing") == set() and fts_rids(engine, "snowboarding") == {memory.rid}
-    assert count(engine, "embed_cache", "content_hash = ?", (content_hash("Alice likes skiing in the Alps"),)) == 0
+    assert (
+        count(
+            engine,
+            "embed_cache",
+            "content_hash = ?",
+            (content_hash("Alice likes skiing in the Alps"),),
+        )
+        == 0
+    )
     hit = engine.recall.recall(dm_ctx("alice"), "snowboarding Canada", threshold=0)[0]
     assert hit.item.id == memory.id
-    assert hit.cosine == pytest.approx(embedder.cosine("snowboarding Canada", updated.content), abs=1e-5)
+    assert hit.cosine == pytest.approx(
+        embedder.cosine("snowboarding Canada", updated.content), abs=1e-5
+    )
     assert updated.tags == ("winter",)

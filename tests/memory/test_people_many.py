@@ -17,7 +17,9 @@ def engine(any_engine: MemoryEngine) -> MemoryEngine:
 
 
 def _identities(engine: MemoryEngine) -> list[tuple[str, str, str]]:
-    rows = engine.db.rows("SELECT platform_user_id, person_id, display_name FROM identities ORDER BY platform_user_id")
+    rows = engine.db.rows(
+        "SELECT platform_user_id, person_id, display_name FROM identities ORDER BY platform_user_id"
+    )
     return [(r["platform_user_id"], r["person_id"], r["display_name"]) for r in rows]
 
 
@@ -50,7 +52,9 @@ def test_only_the_people_who_opted_in_share_and_an_off_switch_counts_as_not(engi
     people.set_sharing("discord:2", False)
     assert people.sharing(("discord:1", "discord:2", "discord:3")) == {"discord:1"}
     assert people.sharing(()) == set()
-    assert all(people.shares(p) == (p in {"discord:1"}) for p in ("discord:1", "discord:2", "discord:3"))
+    assert all(
+        people.shares(p) == (p in {"discord:1"}) for p in ("discord:1", "discord:2", "discord:3")
+    )
 
 
 def test_listing_several_groups_at_once_gives_each_what_listing_it_alone_gives(engine):
@@ -58,11 +62,25 @@ def test_listing_several_groups_at_once_gives_each_what_listing_it_alone_gives(e
     for i, thing in enumerate(facts):  # three people, some facts private, different importances
         owner = ("alice", "bob", "carol")[i % 3]
         vis = Visibility.PRIVATE if i % 4 == 0 else Visibility.PUBLIC
-        remember(engine, f"{owner.title()} collects {thing} number {i}", scope_id=owner, visibility=vis, importance=1.0 + i)
+        remember(
+            engine,
+            f"{owner.title()} collects {thing} number {i}",
+            scope_id=owner,
+            visibility=vis,
+            importance=1.0 + i,
+        )
     rows = engine.memory_rows
     parts = {p: tuple(engine.memory_rows.partitions_of(p)) for p in ("alice", "bob", "carol")}
-    groups = [(parts["alice"], 2), (parts["alice"] + parts["bob"], 3), (parts["carol"], 0), ((), 5), (parts["bob"], 9)]
+    groups = [
+        (parts["alice"], 2),
+        (parts["alice"] + parts["bob"], 3),
+        (parts["carol"], 0),
+        ((), 5),
+        (parts["bob"], 9),
+    ]
     together = rows.listing_many(groups, RecallFilters(), "important")
-    alone = [rows.listing(p, RecallFilters(), "important", n, False) if p else [] for p, n in groups]
+    alone = [
+        rows.listing(p, RecallFilters(), "important", n, False) if p else [] for p, n in groups
+    ]
     assert [[m.id for m in g] for g in together] == [[m.id for m in g] for g in alone]
     assert [len(g) for g in together] == [2, 3, 0, 0, 3]

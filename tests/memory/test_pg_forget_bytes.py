@@ -67,7 +67,9 @@ def holding(folder: Path, needles: list[bytes]) -> dict[str, int]:
     for path in (p for p in folder.rglob("*") if p.is_file()):
         try:
             data = path.read_bytes()
-        except OSError:  # a file removed while the folder was walked (a WAL segment retired, a temp file)
+        except (
+            OSError
+        ):  # a file removed while the folder was walked (a WAL segment retired, a temp file)
             continue
         hits = sum(data.count(needle) for needle in needles)
         if hits:
@@ -78,8 +80,15 @@ def holding(folder: Path, needles: list[bytes]) -> dict[str, int]:
 def named(found: dict[str, int], url: str) -> dict[str, int]:
     """The same, with each relation file named by its table or index ("base/16384/16982" -> "memories")."""
     with psycopg.connect(url) as con:
-        names = dict(con.execute("SELECT pg_relation_filenode(oid)::text, relname FROM pg_class WHERE pg_relation_filenode(oid) <> 0"))
-    return {names.get(Path(f).name.split("_")[0], f) if f.startswith("base/") else f.split("/")[0]: n for f, n in found.items()}
+        names = dict(
+            con.execute(
+                "SELECT pg_relation_filenode(oid)::text, relname FROM pg_class WHERE pg_relation_filenode(oid) <> 0"
+            )
+        )
+    return {
+        names.get(Path(f).name.split("_")[0], f) if f.startswith("base/") else f.split("/")[0]: n
+        for f, n in found.items()
+    }
 
 
 def checkpoint(url: str) -> None:
@@ -90,18 +99,37 @@ def checkpoint(url: str) -> None:
 def plant(engine: MemoryEngine) -> list[bytes]:
     """Alice's words among Bob's (before and after hers, so her rows sit in the middle of pages); what to grep for."""
     for i in range(100):
-        remember(engine, f"Bob keeps bees and grows tomatoes, hive {i}", scope_id="bob", subject=f"bees {i}")
+        remember(
+            engine,
+            f"Bob keeps bees and grows tomatoes, hive {i}",
+            scope_id="bob",
+            subject=f"bees {i}",
+        )
         say(engine, f"my bees made honey again, jar {i}", author="bob", dm_person="bob")
         if i == 50:
             for j in range(3):
-                remember(engine, f"Alice breeds {MARK} finches, pair {j}", subject=f"{MARK} {j}", visibility=Visibility.PRIVATE)
+                remember(
+                    engine,
+                    f"Alice breeds {MARK} finches, pair {j}",
+                    subject=f"{MARK} {j}",
+                    visibility=Visibility.PRIVATE,
+                )
                 say(engine, f"I breed {MARK} finches, pair {j}", author="alice", dm_person="alice")
-            say(engine, f"{secrets.token_hex(2000)} {MARK} {secrets.token_hex(2000)}", author="alice", dm_person="alice")
-    vectors = engine.db.execute("SELECT v.embedding FROM memory_vec AS v JOIN memories AS m ON m.rid = v.rid WHERE m.scope_id = 'alice'")
+            say(
+                engine,
+                f"{secrets.token_hex(2000)} {MARK} {secrets.token_hex(2000)}",
+                author="alice",
+                dm_person="alice",
+            )
+    vectors = engine.db.execute(
+        "SELECT v.embedding FROM memory_vec AS v JOIN memories AS m ON m.rid = v.rid WHERE m.scope_id = 'alice'"
+    )
     return [MARK.encode(), *(vector.to_numpy().tobytes() for (vector,) in vectors)]
 
 
-def test_forget_everything_then_the_rewrite_leave_no_byte_of_the_words_or_vectors_in_the_data_directory(server):
+def test_forget_everything_then_the_rewrite_leave_no_byte_of_the_words_or_vectors_in_the_data_directory(
+    server,
+):
     folder, url = Path(server.pgdata), server.get_uri()
     engine = MemoryEngine(url, HashEmbedder(), FakeClock())
     try:
@@ -110,24 +138,46 @@ def test_forget_everything_then_the_rewrite_leave_no_byte_of_the_words_or_vector
         checkpoint(url)
         written = named(holding(folder, needles), url)
         # the test proves something only if every place a word can sit held it first
-        assert {"memories", "messages", "memories_words", "messages_words", "memory_vec", "pg_wal"} <= written.keys(), written
+        assert {
+            "memories",
+            "messages",
+            "memories_words",
+            "messages_words",
+            "memory_vec",
+            "pg_wal",
+        } <= written.keys(), written
         assert any(name.startswith("pg_toast_") for name in written), written
 
         counts = forget_everything(engine, ["alice"])  # what "/forget everything confirm" runs
         assert (counts["memories"], counts["messages"]) == (3, 4)
-        assert engine.db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE ?", (f"%{MARK}%",)) == 0
-        cached = [bytes(vector) for (vector,) in engine.db.execute("SELECT vector FROM embed_cache")]
-        assert not [v for v in cached if any(needle in v for needle in needles[1:])]  # no live row keeps a vector
+        assert (
+            engine.db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE ?", (f"%{MARK}%",))
+            == 0
+        )
+        cached = [
+            bytes(vector) for (vector,) in engine.db.execute("SELECT vector FROM embed_cache")
+        ]
+        assert not [
+            v for v in cached if any(needle in v for needle in needles[1:])
+        ]  # no live row keeps a vector
         checkpoint(url)
         forgotten = named(holding(folder, needles), url)
         print("\nafter the forget and its VACUUM:", forgotten)
-        assert "pg_wal" in forgotten  # what VACUUM cannot reach: the WAL keeps the writes until its segments are reused
+        assert (
+            "pg_wal" in forgotten
+        )  # what VACUUM cannot reach: the WAL keeps the writes until its segments are reused
 
         recycled = engine.rewrite()
         assert any("wal_recycle" in line for line in recycled.left)
         rewritten = named(holding(folder, needles), url)
-        print("after the rewrite (wal_recycle on):", rewritten, f"{recycled.bytes_before:,} -> {recycled.bytes_after:,} bytes")
-        assert not [name for name in rewritten if name != "pg_wal"], rewritten  # no table, TOAST or index file holds it
+        print(
+            "after the rewrite (wal_recycle on):",
+            rewritten,
+            f"{recycled.bytes_before:,} -> {recycled.bytes_after:,} bytes",
+        )
+        assert not [name for name in rewritten if name != "pg_wal"], (
+            rewritten
+        )  # no table, TOAST or index file holds it
 
         with psycopg.connect(url, autocommit=True) as con:
             con.execute("ALTER SYSTEM SET wal_recycle = off")
@@ -135,7 +185,9 @@ def test_forget_everything_then_the_rewrite_leave_no_byte_of_the_words_or_vector
         done = engine.rewrite()
         assert not any("wal_recycle" in line for line in done.left)
         assert holding(folder, needles) == {}  # nothing anywhere in the data directory
-        assert any("base backups" in line for line in done.left)  # what the operator still owns is said
+        assert any(
+            "base backups" in line for line in done.left
+        )  # what the operator still owns is said
     finally:
         engine.close()
 
@@ -144,12 +196,19 @@ def test_a_guild_purge_runs_on_postgresql_and_keeps_the_other_guilds_rows(pg_url
     engine = MemoryEngine(pg_url, HashEmbedder(), FakeClock())
     try:
         remember(engine, "Bob plays in Glasswyrm", scope_id="bob", guild_id="g1")
-        kept = remember(engine, "Bob plays chess in the other server", scope_id="bob", guild_id="g2")
+        kept = remember(
+            engine, "Bob plays chess in the other server", scope_id="bob", guild_id="g2"
+        )
         say(engine, f"the {MARK} meets on Fridays", author="bob", guild="g1")
         say(engine, "hello from g2", author="bob", guild="g2")
-        counts = forget_guild(engine, "g1")  # its chats are found with json_extract, rewritten for PostgreSQL
+        counts = forget_guild(
+            engine, "g1"
+        )  # its chats are found with json_extract, rewritten for PostgreSQL
         assert (counts["memories"], counts["messages"]) == (1, 1)
         assert [r for (r,) in engine.db.execute("SELECT id FROM memories")] == [kept.id]
-        assert engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE ?", (f"%{MARK}%",)) == 0
+        assert (
+            engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE ?", (f"%{MARK}%",))
+            == 0
+        )
     finally:
         engine.close()

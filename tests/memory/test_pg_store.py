@@ -23,15 +23,28 @@ def _until(check, seconds: float = 5.0) -> bool:
     return True
 
 
-def test_what_one_engine_forgets_the_other_stops_showing_though_its_mirror_had_it_loaded(pg_url, clock):
-    first, second = MemoryEngine(pg_url, HashEmbedder(), clock), MemoryEngine(pg_url, HashEmbedder(), clock)
+def test_what_one_engine_forgets_the_other_stops_showing_though_its_mirror_had_it_loaded(
+    pg_url, clock
+):
+    first, second = (
+        MemoryEngine(pg_url, HashEmbedder(), clock),
+        MemoryEngine(pg_url, HashEmbedder(), clock),
+    )
     try:
         kept = remember(first, "Alice keeps bees on her roof")
         gone = remember(first, "Alice's bank PIN is hidden under the bees")
         seen = contents(second.recall.recall(dm_ctx("alice"), "bees", top_k=5))
-        assert {kept.content, gone.content} <= seen  # the second process loaded the partition into its mirror
+        assert {
+            kept.content,
+            gone.content,
+        } <= seen  # the second process loaded the partition into its mirror
         forget_memory(first, gone.id)
-        assert _until(lambda: gone.content not in contents(second.recall.recall(dm_ctx("alice"), "bees PIN", top_k=5)))
+        assert _until(
+            lambda: (
+                gone.content
+                not in contents(second.recall.recall(dm_ctx("alice"), "bees PIN", top_k=5))
+            )
+        )
         assert kept.content in contents(second.recall.recall(dm_ctx("alice"), "bees", top_k=5))
     finally:
         first.close()
@@ -60,17 +73,29 @@ def test_a_url_picks_the_engine_and_a_plain_path_or_sqlite_url_stays_sqlite(tmp_
 
 
 def test_user_text_inside_quotes_never_becomes_a_parameter_or_a_format():
-    assert to_pg("SELECT ? || ':' || '?%' FROM t WHERE a = :name") == "SELECT %s || ':' || '?%%' FROM t WHERE a = %(name)s"
-    assert to_pg("INSERT OR IGNORE INTO t (a) VALUES (?)") == "INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING"
+    assert (
+        to_pg("SELECT ? || ':' || '?%' FROM t WHERE a = :name")
+        == "SELECT %s || ':' || '?%%' FROM t WHERE a = %(name)s"
+    )
+    assert (
+        to_pg("INSERT OR IGNORE INTO t (a) VALUES (?)")
+        == "INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING"
+    )
 
 
-def test_words_alone_find_a_memory_on_postgresql_and_only_in_the_partitions_the_context_sees(pg_url, clock):
-    eng = MemoryEngine(pg_url, None, clock)  # no embedder: recall is the tsvector search and recency alone
+def test_words_alone_find_a_memory_on_postgresql_and_only_in_the_partitions_the_context_sees(
+    pg_url, clock
+):
+    eng = MemoryEngine(
+        pg_url, None, clock
+    )  # no embedder: recall is the tsvector search and recency alone
     try:
         remember(eng, "Alice plays the cello on Sundays", scope_id="alice")
         remember(eng, "Bob plays the cello badly", scope_id="bob")
         assert eng.memory_rows.corpus.text_search("cello", dm_ctx("alice").memory_partitions(), 10)
-        assert contents(eng.recall.recall(dm_ctx("alice"), "cello", top_k=5)) == {"Alice plays the cello on Sundays"}
+        assert contents(eng.recall.recall(dm_ctx("alice"), "cello", top_k=5)) == {
+            "Alice plays the cello on Sundays"
+        }
     finally:
         eng.close()
 
@@ -91,7 +116,9 @@ def test_a_query_read_through_a_server_cursor_gives_every_row_once_a_chunk_at_a_
     chunks = list(numbers.chunks("SELECT n FROM numbers WHERE n > ? ORDER BY n", (0,), 3))
     assert [len(c) for c in chunks] == [3, 3, 3, 1]
     assert [n for c in chunks for (n,) in c] == list(range(1, 11))
-    with numbers.transaction():  # inside a transaction: a savepoint, and the outer transaction goes on
+    with (
+        numbers.transaction()
+    ):  # inside a transaction: a savepoint, and the outer transaction goes on
         assert sum(len(c) for c in numbers.chunks("SELECT n FROM numbers", (), 4)) == 10
         numbers.execute("INSERT INTO numbers VALUES (11)")
     assert numbers.scalar("SELECT count(*) FROM numbers") == 11
@@ -102,7 +129,9 @@ def test_a_chunked_read_left_halfway_leaves_no_transaction_open(numbers, pg_url)
     assert len(next(reading)) == 2
     reading.close()  # the mirror's load failing halfway, say
     assert not numbers.con.in_transaction
-    numbers.execute("INSERT INTO numbers VALUES (11)")  # autocommit again: another connection sees it at once
+    numbers.execute(
+        "INSERT INTO numbers VALUES (11)"
+    )  # autocommit again: another connection sees it at once
     other = open_database(pg_url)
     try:
         assert other.scalar("SELECT count(*) FROM numbers") == 11

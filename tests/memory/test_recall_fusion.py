@@ -25,7 +25,10 @@ TURNS = [
 
 @pytest.fixture
 def chat(engine):
-    engine.knobs.update("messages", {"fusion": "normalised", "context_weight": 0.0, "graph_seeds": 0, "speaker_boost": 0.0})
+    engine.knobs.update(
+        "messages",
+        {"fusion": "normalised", "context_weight": 0.0, "graph_seeds": 0, "speaker_boost": 0.0},
+    )
     for text in TURNS:
         say(engine, text, author="ann", guild="g1", author_name="")
     return engine
@@ -37,7 +40,9 @@ def search(engine, query: str, channels: frozenset[Channel]):
 
 def test_the_messages_default_is_normalised_and_memories_keep_the_weighted_blend():
     assert MESSAGE_DEFAULTS.fusion is Fusion.NORMALISED
-    assert MEMORY_DEFAULTS.fusion is Fusion.WEIGHTED  # memories keep RET-3's default and its 0.5 threshold
+    assert (
+        MEMORY_DEFAULTS.fusion is Fusion.WEIGHTED
+    )  # memories keep RET-3's default and its 0.5 threshold
 
 
 def test_cosines_are_spread_over_the_pool_best_to_one_and_worst_to_zero(chat):
@@ -46,8 +51,12 @@ def test_cosines_are_spread_over_the_pool_best_to_one_and_worst_to_zero(chat):
     cosines = [float(v @ query) for v in every.values()]
     hits = search(chat, "tomatoes garden water", frozenset({Channel.VECTOR}))
     # the pool's worst cosine scales to 0: no meaning, no words, so it is no hit (the bike turn shares nothing)
-    assert [h.item.content for h in hits if "bike" in h.item.content] == [] and len(hits) == len(TURNS) - 1
-    for hit in hits:  # vector only: no text share, so relevance is half the scaled cosine (weights 0.5 / 0.5)
+    assert [h.item.content for h in hits if "bike" in h.item.content] == [] and len(hits) == len(
+        TURNS
+    ) - 1
+    for hit in (
+        hits
+    ):  # vector only: no text share, so relevance is half the scaled cosine (weights 0.5 / 0.5)
         expected = 0.5 * (hit.cosine - min(cosines)) / (max(cosines) - min(cosines))
         assert hit.relevance == pytest.approx(expected, abs=1e-6)
     assert hits[0].relevance == pytest.approx(0.5)
@@ -60,7 +69,9 @@ def test_the_best_row_of_both_channels_has_full_relevance(chat):
 
 
 def test_a_pool_of_one_is_not_divided_by_zero(engine):
-    engine.knobs.update("messages", {"fusion": "normalised", "context_weight": 0.0, "graph_seeds": 0})
+    engine.knobs.update(
+        "messages", {"fusion": "normalised", "context_weight": 0.0, "graph_seeds": 0}
+    )
     say(engine, "we planted tomatoes in the garden", author="ann", guild="g1", author_name="")
     (hit,) = search(engine, "tomatoes", frozenset({Channel.VECTOR, Channel.FTS}))
     assert 0 < hit.cosine < 1  # nothing to spread over: the cosine counts as it is

@@ -18,7 +18,9 @@ DIRECT = "we walked past a lighthouse on the coast path"
 @pytest.fixture
 def chats(engine):
     """One channel with a strong hit between two turns that say nothing of it; another with a weaker direct match."""
-    engine.knobs.update("messages", {"speaker_boost": 0.0, "question_penalty": 0.0, "answer_share": 0.0})
+    engine.knobs.update(
+        "messages", {"speaker_boost": 0.0, "question_penalty": 0.0, "answer_share": 0.0}
+    )
     say(engine, "good morning, how was your weekend", author="bob", guild="g1", channel="c1")
     say(engine, STRONG, author="ann", guild="g1", channel="c1")
     say(engine, "ok, nice", author="bob", guild="g1", channel="c1")
@@ -30,18 +32,28 @@ def _ranked(engine, question: str, **knobs) -> list[tuple[str, tuple[str, ...]]]
     if knobs:
         engine.knobs.update("messages", knobs)
     partitions = guild_ctx("g1", "dan", channel="c1").message_partitions()
-    hits = engine.messages.search_partitions(partitions, question, channels=WORDS_AND_GRAPH, top_k=4)
+    hits = engine.messages.search_partitions(
+        partitions, question, channels=WORDS_AND_GRAPH, top_k=4
+    )
     return [(h.item.content, h.channels) for h in hits]
 
 
-def test_the_defaults_keep_the_first_five_places_for_direct_matches_and_leave_memories_alone(engine):
-    assert (MESSAGE_DEFAULTS.graph_head, MESSAGE_DEFAULTS.graph_head_decay, MESSAGE_DEFAULTS.graph_decay) == (5, 0.65, 0.8)
+def test_the_defaults_keep_the_first_five_places_for_direct_matches_and_leave_memories_alone(
+    engine,
+):
+    assert (
+        MESSAGE_DEFAULTS.graph_head,
+        MESSAGE_DEFAULTS.graph_head_decay,
+        MESSAGE_DEFAULTS.graph_decay,
+    ) == (5, 0.65, 0.8)
     assert engine.knobs.get("memories").graph_head == 0
 
 
 def test_a_direct_match_is_not_pushed_out_of_the_head_by_a_strong_hits_neighbours(chats):
     before = _ranked(chats, "lighthouse", graph_head=0)
-    assert [c for c, _ in before][0] == STRONG and [c for c, _ in before][-1] == DIRECT  # the neighbours came first
+    assert [c for c, _ in before][0] == STRONG and [c for c, _ in before][
+        -1
+    ] == DIRECT  # the neighbours came first
     ahead = _ranked(chats, "lighthouse", graph_head=2)
     assert [c for c, _ in ahead][:2] == [STRONG, DIRECT]
 

@@ -20,7 +20,13 @@ TEXT_ONLY = frozenset({Channel.FTS})
 
 
 def _days(found: list[tuple[float, float]]) -> list[tuple[str, str]]:
-    return [(datetime.fromtimestamp(a, UTC).date().isoformat(), datetime.fromtimestamp(b, UTC).date().isoformat()) for a, b in found]
+    return [
+        (
+            datetime.fromtimestamp(a, UTC).date().isoformat(),
+            datetime.fromtimestamp(b, UTC).date().isoformat(),
+        )
+        for a, b in found
+    ]
 
 
 @pytest.mark.parametrize(
@@ -29,7 +35,10 @@ def _days(found: list[tuple[float, float]]) -> list[tuple[str, str]]:
         ("What did Mel show Caroline on October 13, 2023?", [("2023-10-13", "2023-10-14")]),
         ("what did gina find on 1 February, 2023", [("2023-02-01", "2023-02-02")]),
         ("What setback did Mel face in October 2023?", [("2023-10-01", "2023-11-01")]),
-        ("When did Mel go camping in June?", [("2023-06-01", "2023-07-01"), ("2022-06-01", "2022-07-01")]),
+        (
+            "When did Mel go camping in June?",
+            [("2023-06-01", "2023-07-01"), ("2022-06-01", "2022-07-01")],
+        ),
         ("How many times did she go to the beach in 2022?", [("2022-01-01", "2023-01-01")]),
         ("What appliance did I buy 10 days ago?", [("2023-10-20", "2023-10-25")]),
         ("who gave me jewelry last Saturday", [("2023-10-27", "2023-10-29")]),
@@ -43,7 +52,15 @@ def test_dates_in_a_question_are_grounded_against_the_time_it_is_asked(question,
 
 @pytest.mark.parametrize(
     "question",
-    ["may I ask what you think", "on February 30, 2023", "in 12345", "", "\u200b", "what is my favourite colour", "x" * 1_000_000],
+    [
+        "may I ask what you think",
+        "on February 30, 2023",
+        "in 12345",
+        "",
+        "\u200b",
+        "what is my favourite colour",
+        "x" * 1_000_000,
+    ],
 )
 def test_no_date_or_an_impossible_one_names_no_span(question):
     assert spans(question, NOW) == []
@@ -74,31 +91,62 @@ def _first(engine, question: str, asker: str | None) -> str:
     hits = (
         engine.messages.search(ctx, question, channels=TEXT_ONLY)
         if asker
-        else engine.messages.search_partitions(ctx.message_partitions(), question, channels=TEXT_ONLY)
+        else engine.messages.search_partitions(
+            ctx.message_partitions(), question, channels=TEXT_ONLY
+        )
     )
     return hits[0].item.content
 
 
 def test_the_defaults_nudge_history_and_leave_memories_alone(engine):
     defaults = MESSAGE_DEFAULTS
-    assert (defaults.asker_boost, defaults.date_boost, defaults.question_penalty, defaults.answer_share) == (0.15, 0.2, 0.1, 0.1)
+    assert (
+        defaults.asker_boost,
+        defaults.date_boost,
+        defaults.question_penalty,
+        defaults.answer_share,
+    ) == (0.15, 0.2, 0.1, 0.1)
     memories = engine.knobs.get("memories")
-    assert memories.asker_boost == memories.date_boost == memories.question_penalty == memories.answer_share == 0
+    assert (
+        memories.asker_boost
+        == memories.date_boost
+        == memories.question_penalty
+        == memories.answer_share
+        == 0
+    )
 
 
 def test_a_first_person_question_favours_the_askers_own_turns(history):
-    assert _first(history, "what did I say about concert tickets", "ann") == "my concert tickets arrived today"
-    assert _first(history, "what did I say about concert tickets", "cy") == "the concert tickets cost too much"
+    assert (
+        _first(history, "what did I say about concert tickets", "ann")
+        == "my concert tickets arrived today"
+    )
+    assert (
+        _first(history, "what did I say about concert tickets", "cy")
+        == "the concert tickets cost too much"
+    )
 
 
 def test_a_third_person_question_is_not_swayed_by_who_asks(history):
-    ann = [h.item.id for h in history.messages.search(guild_ctx("g1", "ann", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)]
-    cy = [h.item.id for h in history.messages.search(guild_ctx("g1", "cy", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY)]
+    ann = [
+        h.item.id
+        for h in history.messages.search(
+            guild_ctx("g1", "ann", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY
+        )
+    ]
+    cy = [
+        h.item.id
+        for h in history.messages.search(
+            guild_ctx("g1", "cy", channel="c1"), "concert tickets sold out", channels=TEXT_ONLY
+        )
+    ]
     assert ann == cy
 
 
 def test_a_named_time_favours_turns_from_that_span(history):
-    assert _first(history, "concert tickets 40 days ago", None) == "the concert tickets were sold out"
+    assert (
+        _first(history, "concert tickets 40 days ago", None) == "the concert tickets were sold out"
+    )
     assert _first(history, "concert tickets yesterday", None) == "the concert tickets cost too much"
 
 
@@ -106,25 +154,37 @@ def test_the_nudges_are_knobs_and_off_means_off(history):
     history.knobs.update("messages", {"asker_boost": 0.0, "date_boost": 0.0})
     plain = _first(history, "concert tickets", None)
     assert _first(history, "what did I say about concert tickets", "ann") == plain
-    assert _first(history, "concert tickets 40 days ago", None) == _first(history, "concert tickets", None)
+    assert _first(history, "concert tickets 40 days ago", None) == _first(
+        history, "concert tickets", None
+    )
 
 
 def test_a_short_question_ranks_below_the_turn_that_tells(engine, clock):
-    knobs = {"graph_seeds": 0, "context_weight": 0.0, "speaker_boost": 0.0, "date_boost": 0.0, "question_penalty": 0.3}
+    knobs = {
+        "graph_seeds": 0,
+        "context_weight": 0.0,
+        "speaker_boost": 0.0,
+        "date_boost": 0.0,
+        "question_penalty": 0.3,
+    }
     engine.knobs.update("messages", knobs)
     _turn(engine, clock, "hiking with the dog?", "bob", NOW - 2 * DAY)
     _turn(engine, clock, "hiking with the dog up the ridge", "ann", NOW - DAY)
     clock.t = NOW
     assert _first(engine, "hiking dog", None) == "hiking with the dog up the ridge"
     engine.knobs.update("messages", {"question_penalty": 0.0})
-    assert _first(engine, "hiking dog", None) == "hiking with the dog?"  # the shorter turn, by BM25, without the penalty
+    assert (
+        _first(engine, "hiking dog", None) == "hiking with the dog?"
+    )  # the shorter turn, by BM25, without the penalty
 
 
 def test_a_question_is_demoted_but_never_dropped(engine, clock):
     engine.knobs.update("messages", {"question_penalty": 1.0})
     _turn(engine, clock, "anyone seen my umbrella?", "bob", NOW - DAY)
     clock.t = NOW
-    assert _first(engine, "umbrella", None) == "anyone seen my umbrella?"  # at most half its relevance goes
+    assert (
+        _first(engine, "umbrella", None) == "anyone seen my umbrella?"
+    )  # at most half its relevance goes
 
 
 def test_the_askers_nudge_never_reaches_past_what_the_context_may_see(engine, clock):
@@ -133,24 +193,41 @@ def test_the_askers_nudge_never_reaches_past_what_the_context_may_see(engine, cl
     say(engine, "my secret locker code is in the blue notebook", author="alice", dm_person="alice")
     say(engine, "the blue notebook is on the shelf", author="bob", guild="g1", channel="c1")
     clock.t = NOW
-    found = engine.messages.search(guild_ctx("g1", "alice", channel="c1"), "what did I say yesterday about my blue notebook")
+    found = engine.messages.search(
+        guild_ctx("g1", "alice", channel="c1"), "what did I say yesterday about my blue notebook"
+    )
     assert [h.item.content for h in found] == ["the blue notebook is on the shelf"]
 
 
 def _relevance(engine, question: str) -> dict[str, float]:
-    hits = engine.messages.search_partitions(guild_ctx("g1", "dan", channel="c1").message_partitions(), question, channels=TEXT_ONLY)
+    hits = engine.messages.search_partitions(
+        guild_ctx("g1", "dan", channel="c1").message_partitions(), question, channels=TEXT_ONLY
+    )
     return {h.item.content: h.relevance for h in hits}
 
 
 @pytest.fixture
 def asked(engine, clock):
     """A question, a person's answer (found through the question it answers), and the bot's reply to it."""
-    off = {"graph_seeds": 0, "speaker_boost": 0.0, "date_boost": 0.0, "question_penalty": 0.0, "answer_share": 0.0}
+    off = {
+        "graph_seeds": 0,
+        "speaker_boost": 0.0,
+        "date_boost": 0.0,
+        "question_penalty": 0.0,
+        "answer_share": 0.0,
+    }
     engine.knobs.update("messages", off)
     _turn(engine, clock, "where did you go for the holidays?", "bob", NOW - 3 * DAY)
     _turn(engine, clock, "Lisbon, with my sister", "ann", NOW - 3 * DAY + 60)
     clock.t = NOW - 3 * DAY + 120
-    say(engine, "where did you stay in Lisbon?", author="bot", guild="g1", channel="c1", role="assistant")
+    say(
+        engine,
+        "where did you stay in Lisbon?",
+        author="bot",
+        guild="g1",
+        channel="c1",
+        role="assistant",
+    )
     say(engine, "a flat by the river, we walked everywhere", author="ann", guild="g1", channel="c1")
     clock.t = NOW
     return engine
@@ -161,8 +238,12 @@ def test_an_answer_takes_a_share_of_the_question_it_answers(asked):
     asked.knobs.update("messages", {"answer_share": 0.5})
     shared = _relevance(asked, "holidays Lisbon")
     question = plain["where did you go for the holidays?"]
-    assert shared["Lisbon, with my sister"] == pytest.approx(plain["Lisbon, with my sister"] + 0.5 * question)
-    assert shared["where did you go for the holidays?"] == pytest.approx(question)  # the question itself keeps its own
+    assert shared["Lisbon, with my sister"] == pytest.approx(
+        plain["Lisbon, with my sister"] + 0.5 * question
+    )
+    assert shared["where did you go for the holidays?"] == pytest.approx(
+        question
+    )  # the question itself keeps its own
 
 
 def test_a_persons_answer_to_the_bots_question_takes_a_share(asked):
@@ -170,15 +251,27 @@ def test_a_persons_answer_to_the_bots_question_takes_a_share(asked):
     shared = _relevance(asked, "stay Lisbon")
     asked.knobs.update("messages", {"answer_share": 0.0})
     plain = _relevance(asked, "stay Lisbon")
-    assert shared["a flat by the river, we walked everywhere"] > plain.get("a flat by the river, we walked everywhere", 0.0)
+    assert shared["a flat by the river, we walked everywhere"] > plain.get(
+        "a flat by the river, we walked everywhere", 0.0
+    )
 
 
 def test_the_bots_own_reply_to_a_question_takes_no_share(engine, clock):
     """The bot's replies tell nothing of a person: what it said back to a question keeps its own relevance."""
-    engine.knobs.update("messages", {"graph_seeds": 0, "speaker_boost": 0.0, "question_penalty": 0.0, "answer_share": 1.0})
+    engine.knobs.update(
+        "messages",
+        {"graph_seeds": 0, "speaker_boost": 0.0, "question_penalty": 0.0, "answer_share": 1.0},
+    )
     _turn(engine, clock, "is Porto worth a visit?", "bob", NOW - DAY)
     clock.t = NOW - DAY + 60
-    say(engine, "Porto is lovely in spring", author="bot", guild="g1", channel="c1", role="assistant")
+    say(
+        engine,
+        "Porto is lovely in spring",
+        author="bot",
+        guild="g1",
+        channel="c1",
+        role="assistant",
+    )
     clock.t = NOW
     shared = _relevance(engine, "Porto visit")
     engine.knobs.update("messages", {"answer_share": 0.0})
@@ -186,7 +279,10 @@ def test_the_bots_own_reply_to_a_question_takes_no_share(engine, clock):
 
 
 def test_a_turn_after_a_statement_takes_nothing(engine, clock):
-    engine.knobs.update("messages", {"graph_seeds": 0, "speaker_boost": 0.0, "question_penalty": 0.0, "answer_share": 1.0})
+    engine.knobs.update(
+        "messages",
+        {"graph_seeds": 0, "speaker_boost": 0.0, "question_penalty": 0.0, "answer_share": 1.0},
+    )
     _turn(engine, clock, "we went to Lisbon for the holidays", "bob", NOW - DAY)
     _turn(engine, clock, "nice, I love that city", "ann", NOW - DAY + 60)
     clock.t = NOW

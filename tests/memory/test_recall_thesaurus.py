@@ -38,7 +38,10 @@ def _found(engine, question: str, **knobs) -> list[str]:
     if knobs:
         engine.knobs.update("messages", knobs)
     partitions = guild_ctx("g1", "dan").message_partitions()
-    return [h.item.content for h in engine.messages.search_partitions(partitions, question, channels=WORDS, top_k=5)]
+    return [
+        h.item.content
+        for h in engine.messages.search_partitions(partitions, question, channels=WORDS, top_k=5)
+    ]
 
 
 def test_the_defaults_expand_history_searches_and_leave_memories_alone(engine):
@@ -50,8 +53,12 @@ def test_a_question_in_other_words_finds_the_turn_by_the_words_close_to_its_own(
     say(engine, POWER_BANK, author="ann", guild="g1")
     say(engine, CAKE, author="bob", guild="g1")
     question = "my phone battery is always low, what should I do?"
-    assert _found(engine, question, expand_weight=0.0) == []  # not one word of the question is in the turn
-    assert _found(engine, question, expand_weight=0.5)[0] == POWER_BANK  # (the cake turn after it holds it as context)
+    assert (
+        _found(engine, question, expand_weight=0.0) == []
+    )  # not one word of the question is in the turn
+    assert (
+        _found(engine, question, expand_weight=0.5)[0] == POWER_BANK
+    )  # (the cake turn after it holds it as context)
 
 
 def test_a_match_on_the_questions_own_word_comes_before_a_match_on_a_close_one(engine):
@@ -63,7 +70,13 @@ def test_a_match_on_the_questions_own_word_comes_before_a_match_on_a_close_one(e
 
 def test_hostile_questions_are_searched_as_words_and_break_nothing(engine):
     say(engine, POWER_BANK, author="ann", guild="g1")
-    for question in ("\u200b", "*", 'battery" OR NEAR(charging pad) -x ^y', "battery " * 200_000, "électricité ☕ 🔋"):
+    for question in (
+        "\u200b",
+        "*",
+        'battery" OR NEAR(charging pad) -x ^y',
+        "battery " * 200_000,
+        "électricité ☕ 🔋",
+    ):
         assert isinstance(_found(engine, question), list)
 
 
@@ -75,17 +88,25 @@ def test_close_words_are_no_form_of_the_questions_words_and_come_in_rounds(fts):
     assert not {fts.stem(w) for w in close} & stems
     assert len({fts.stem(w) for w in close}) == len(close)
     # "phone" has many close neighbours (telephone, smartphone, iphone, ...): each word still brings its likest
-    firsts = [next(w for w, like in thesaurus.neighbours(raw, stem) if fts.stem(w) not in stems) for raw, stem in question]
+    firsts = [
+        next(w for w, like in thesaurus.neighbours(raw, stem) if fts.stem(w) not in stems)
+        for raw, stem in question
+    ]
     assert set(firsts) <= set(close)
 
 
 def test_a_plural_the_thesaurus_lacks_is_looked_up_by_its_stem(fts):
     [(raw, stem)] = fts.terms("cuisines")
-    assert thesaurus.neighbours(raw) == [] and thesaurus.neighbours(raw, stem) == thesaurus.neighbours("cuisine")
+    assert thesaurus.neighbours(raw) == [] and thesaurus.neighbours(
+        raw, stem
+    ) == thesaurus.neighbours("cuisine")
 
 
 def test_a_likeness_below_what_the_file_holds_is_refused(engine):
-    assert engine.knobs.update("messages", {"expand_likeness": thesaurus.MIN_STORED}).expand_likeness == thesaurus.MIN_STORED
+    assert (
+        engine.knobs.update("messages", {"expand_likeness": thesaurus.MIN_STORED}).expand_likeness
+        == thesaurus.MIN_STORED
+    )
     with pytest.raises(pydantic.ValidationError, match="expand_likeness"):
         engine.knobs.update("messages", {"expand_likeness": thesaurus.MIN_STORED - 0.01})
 
@@ -107,9 +128,18 @@ def test_the_shipped_thesaurus_says_what_the_model_says(minilm, fts):
 
 def test_building_keeps_the_likest_neighbours_one_form_a_stem(fts):
     words = ["football", "soccer", "soccers", "banana", "tennis"]
-    vectors = np.array([[1, 0, 0], [0.9, 0.1, 0], [0.88, 0.12, 0], [0, 0, 1], [0.7, 0.7, 0]], dtype=np.float32)
+    vectors = np.array(
+        [[1, 0, 0], [0.9, 0.1, 0], [0.88, 0.12, 0], [0, 0, 1], [0.7, 0.7, 0]], dtype=np.float32
+    )
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    lines = {line.split("\t")[0]: line.split("\t") for line in thesaurus.build(words, vectors, fts.stem)}
-    assert lines["football"][2].split() == ["soccer:0.99", "tennis:0.71"]  # "soccers" is soccer's stem again
+    lines = {
+        line.split("\t")[0]: line.split("\t") for line in thesaurus.build(words, vectors, fts.stem)
+    }
+    assert lines["football"][2].split() == [
+        "soccer:0.99",
+        "tennis:0.71",
+    ]  # "soccers" is soccer's stem again
     assert "banana" not in lines  # nothing close enough
-    assert thesaurus.vocabulary(["the", "running", "##ing", "ab", "café", "Paris", "x1"], STOP_WORDS) == ["running"]
+    assert thesaurus.vocabulary(
+        ["the", "running", "##ing", "ab", "café", "Paris", "x1"], STOP_WORDS
+    ) == ["running"]

@@ -99,11 +99,23 @@ def test_remind_without_a_leading_time_or_without_a_what_is_refused(request_text
     ("zone", "first", "expected"),
     [
         # Lisbon leaves summer time on 25 October 2026: 08:00 is 07:00 UTC before, 08:00 UTC after
-        (LISBON, datetime(2026, 10, 24, 8, 0), ["2026-10-25 08:00 +0000", "2026-10-26 08:00 +0000"]),
+        (
+            LISBON,
+            datetime(2026, 10, 24, 8, 0),
+            ["2026-10-25 08:00 +0000", "2026-10-26 08:00 +0000"],
+        ),
         # New York leaves it on 1 November 2026: 08:00 is 12:00 UTC before, 13:00 UTC after
-        (NEW_YORK, datetime(2026, 10, 31, 8, 0), ["2026-11-01 08:00 -0500", "2026-11-02 08:00 -0500"]),
+        (
+            NEW_YORK,
+            datetime(2026, 10, 31, 8, 0),
+            ["2026-11-01 08:00 -0500", "2026-11-02 08:00 -0500"],
+        ),
         # and enters it on 8 March 2026
-        (NEW_YORK, datetime(2026, 3, 7, 8, 0), ["2026-03-08 08:00 -0400", "2026-03-09 08:00 -0400"]),
+        (
+            NEW_YORK,
+            datetime(2026, 3, 7, 8, 0),
+            ["2026-03-08 08:00 -0400", "2026-03-09 08:00 -0400"],
+        ),
     ],
 )
 def test_a_daily_reminder_keeps_its_wall_clock_time_across_a_dst_change(zone, first, expected):

@@ -23,13 +23,21 @@ def test_the_tool_stores_the_reminder_for_the_speaker_here_and_answers_its_id_an
     answer = json.loads(t.call("reminder_set", {"when": "in 2 hours", "text": "call mum"}))
     (row,) = engine.reminders.mine("telegram:55")
     assert answer["status"] == "set" and answer["id"] == row.id and t.reminders_set == [row.id]
-    assert (row.platform, row.channel_id, row.text, row.due_at) == ("telegram", "55", "call mum", engine.clock.now() + 7200)
+    assert (row.platform, row.channel_id, row.text, row.due_at) == (
+        "telegram",
+        "55",
+        "call mum",
+        engine.clock.now() + 7200,
+    )
 
 
 @pytest.mark.parametrize(
     ("arguments", "error"),
     [
-        ({"when": "in 2 hours", "text": "x", "person_id": "telegram:99"}, "Extra inputs are not permitted"),
+        (
+            {"when": "in 2 hours", "text": "x", "person_id": "telegram:99"},
+            "Extra inputs are not permitted",
+        ),
         ({"when": "in 2 hours"}, "text: Field required"),
         ('{"when": "in 2 hours", "text": ', "not valid JSON"),
         ({"when": "at 3", "text": "call mum"}, "3am or 3pm"),
@@ -54,4 +62,6 @@ def test_privacy_off_withholds_the_tool_and_refuses_a_call(engine):
 def test_without_a_place_there_is_no_reminder_tool(engine):
     t = MemoryTools(engine, dm_ctx("telegram:55"))
     assert "reminder_set" not in [s["function"]["name"] for s in t.schemas()]
-    assert t.call("reminder_set", {"when": "in 2 hours", "text": "x"}).startswith("Error: there is no tool named")
+    assert t.call("reminder_set", {"when": "in 2 hours", "text": "x"}).startswith(
+        "Error: there is no tool named"
+    )

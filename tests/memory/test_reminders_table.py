@@ -26,11 +26,16 @@ LEASE = 300.0
 @pytest.fixture
 def two(store_url, clock) -> Iterator[tuple[MemoryEngine, MemoryEngine]]:
     """Two engines on one store, as two bot processes open it."""
-    with MemoryEngine(store_url, HashEmbedder(), clock) as a, MemoryEngine(store_url, HashEmbedder(), clock) as b:
+    with (
+        MemoryEngine(store_url, HashEmbedder(), clock) as a,
+        MemoryEngine(store_url, HashEmbedder(), clock) as b,
+    ):
         yield a, b
 
 
-def test_a_due_reminder_is_claimed_by_one_process_and_a_one_off_row_goes_once_delivered(two, clock: FakeClock):
+def test_a_due_reminder_is_claimed_by_one_process_and_a_one_off_row_goes_once_delivered(
+    two, clock: FakeClock
+):
     a, b = two
     mine = a.reminders.ask("telegram:55", DM, "in 20 minutes", "tea", LISBON)
     assert b.reminders.due(clock.now()) == []
@@ -65,7 +70,9 @@ def test_racing_processes_claim_a_row_once(two, clock: FakeClock):
     assert len(won) == 1
 
 
-def test_a_dead_senders_row_is_taken_again_after_its_lease_and_says_it_may_be_a_repeat(two, clock: FakeClock):
+def test_a_dead_senders_row_is_taken_again_after_its_lease_and_says_it_may_be_a_repeat(
+    two, clock: FakeClock
+):
     a, b = two
     a.reminders.ask("telegram:55", DM, "in 1 minute", "tea", LISBON)
     clock.advance(61)
@@ -80,7 +87,9 @@ def test_a_dead_senders_row_is_taken_again_after_its_lease_and_says_it_may_be_a_
     assert b.reminders.delivered(due.id, "B", None)
 
 
-def test_a_recurring_reminder_moves_to_its_next_time_and_is_never_claimed_twice_for_one_occurrence(any_engine, clock: FakeClock):
+def test_a_recurring_reminder_moves_to_its_next_time_and_is_never_claimed_twice_for_one_occurrence(
+    any_engine, clock: FakeClock
+):
     reminders = any_engine.reminders
     first = reminders.ask("telegram:55", DM, "every day at 8", "pills", LISBON)
     clock.t = first.due_at + 1
@@ -88,12 +97,18 @@ def test_a_recurring_reminder_moves_to_its_next_time_and_is_never_claimed_twice_
     assert reminders.claim(due, "A", LEASE)
     assert reminders.delivered(due.id, "A", due.next_due(clock.now()))
     (row,) = reminders.mine("telegram:55")
-    assert row.due_at == first.due_at + 86400 and row.state == "pending"  # no DST change in late November
-    assert not reminders.claim(due, "A", LEASE)  # the occurrence read before is done: its due time moved on
+    assert (
+        row.due_at == first.due_at + 86400 and row.state == "pending"
+    )  # no DST change in late November
+    assert not reminders.claim(
+        due, "A", LEASE
+    )  # the occurrence read before is done: its due time moved on
     assert reminders.due(clock.now()) == []
 
 
-def test_a_refused_reminder_backs_off_and_is_undelivered_after_the_last_attempt(any_engine, clock: FakeClock):
+def test_a_refused_reminder_backs_off_and_is_undelivered_after_the_last_attempt(
+    any_engine, clock: FakeClock
+):
     engine = any_engine
     reminders = engine.reminders
     reminders.ask("telegram:55", DM, "in 1 minute", "tea", LISBON)
@@ -116,7 +131,9 @@ def test_forget_words_cancels_only_the_persons_matching_reminders(any_engine):
     reminders.ask("telegram:55", DM, "Friday at 9", "call mum about the party", LISBON)
     reminders.ask("telegram:55", DM, "Friday at 10", "water the plants", LISBON)
     reminders.ask("discord:7001", SERVER, "Friday at 9", "call mum", LISBON)
-    assert reminders.forget_matching("telegram:55", "the reminder") == []  # no meaningful word: nothing
+    assert (
+        reminders.forget_matching("telegram:55", "the reminder") == []
+    )  # no meaningful word: nothing
     assert reminders.forget_matching("telegram:55", "call mum") == ["call mum about the party"]
     assert [r.text for r in reminders.mine("telegram:55")] == ["water the plants"]
     assert [r.text for r in reminders.mine("discord:7001")] == ["call mum"]
@@ -144,7 +161,9 @@ def test_a_reminder_text_is_bounded_and_so_is_a_persons_number_of_reminders(engi
         reminders.ask("telegram:55", DM, "Friday at 9", "one more", LISBON)
 
 
-def test_a_forgotten_or_cancelled_reminder_leaves_no_byte_of_its_words_in_the_files(engine, tmp_path):
+def test_a_forgotten_or_cancelled_reminder_leaves_no_byte_of_its_words_in_the_files(
+    engine, tmp_path
+):
     reminders = engine.reminders
     reminders.ask("telegram:55", DM, "Friday at 9", "feed the axolotl Quetzalcoatl", LISBON)
     kept = reminders.ask("telegram:55", DM, "Friday at 10", "book the Zanzibarian ferry", LISBON)

@@ -49,13 +49,17 @@ def hundred_days(engine, clock) -> dict[int, str]:
     first day's turn taught a memory. Returns the stored id of each day's DM turn."""
     ids = {}
     for day in range(DAYS):
-        ids[day] = say(engine, f"today I saw a {word(day)} in the garden", author="alice", dm_person="alice")
+        ids[day] = say(
+            engine, f"today I saw a {word(day)} in the garden", author="alice", dm_person="alice"
+        )
         say(engine, f"the server heard of {word(day)} too", author="bob", guild="g1")
         clock.advance(DAY)
     return ids
 
 
-def test_the_job_keeps_only_the_window_and_nothing_of_the_expired_messages_in_the_files(engine, clock, hundred_days):
+def test_the_job_keeps_only_the_window_and_nothing_of_the_expired_messages_in_the_files(
+    engine, clock, hundred_days
+):
     tea = learned(engine, "Alice grows Darjeeling tea in her greenhouse", hundred_days[0])
     recent = learned(engine, "Alice keeps bees on her roof", hundred_days[95])
     ctx = dm_ctx("alice")
@@ -75,25 +79,35 @@ def test_the_job_keeps_only_the_window_and_nothing_of_the_expired_messages_in_th
     assert engine.memory_rows.get(tea).content == "Alice grows Darjeeling tea in her greenhouse"
     assert engine.memory_rows.get(tea).provenance.expired_at == clock.now()
     assert engine.memory_rows.get(recent).provenance.expired_at is None
-    assert [h.item.id for h in engine.recall.recall(ctx, "what does Alice grow", reinforce=False)] == before
+    assert [
+        h.item.id for h in engine.recall.recall(ctx, "what does Alice grow", reinforce=False)
+    ] == before
     assert forget_memory(engine, tea).memories == [tea]
     assert count(engine, "memories", "id = ?", (tea,)) == 0
 
 
-def test_a_message_still_waiting_for_extraction_or_reflection_is_kept_past_the_window(engine, clock, hundred_days):
+def test_a_message_still_waiting_for_extraction_or_reflection_is_kept_past_the_window(
+    engine, clock, hundred_days
+):
     engine.buffer.push("discord:dm-alice", dm_ctx("alice"), "buffered", message_id=hundred_days[1])
     state = engine.channels
     state.touch("discord:g1-general", guild_ctx("g1", "bob"))
-    engine.db.execute("UPDATE channel_state SET session_started_at = ?", (clock.now() - DAYS * DAY - 1,))  # never reflected
+    engine.db.execute(
+        "UPDATE channel_state SET session_started_at = ?", (clock.now() - DAYS * DAY - 1,)
+    )  # never reflected
 
     expire_messages(engine, WINDOW)
 
     assert count(engine, "messages", "id = ?", (hundred_days[1],)) == 1  # not yet extracted
-    assert count(engine, "messages", "guild_id = 'g1'") == DAYS  # the server's session was never summarised
+    assert (
+        count(engine, "messages", "guild_id = 'g1'") == DAYS
+    )  # the server's session was never summarised
     assert count(engine, "messages", "guild_id IS NULL") == WINDOW + 1
 
 
-def test_running_again_finds_nothing_and_a_window_shorter_than_the_daily_look_back_is_refused(engine, hundred_days):
+def test_running_again_finds_nothing_and_a_window_shorter_than_the_daily_look_back_is_refused(
+    engine, hundred_days
+):
     assert expire_messages(engine, WINDOW).messages > 0
     assert expire_messages(engine, WINDOW).messages == 0
     with pytest.raises(ValueError, match="at least"):
@@ -103,9 +117,18 @@ def test_running_again_finds_nothing_and_a_window_shorter_than_the_daily_look_ba
 def test_the_audit_excerpts_of_expired_days_go_and_their_facts_stay(engine, clock, hundred_days):
     from memory.upkeep.maintenance import audit_finish, audit_start
 
-    old = audit_start(engine, "daily", "old day", f"Alice: today I saw a {word(3)}", channel_key="discord:dm-alice", people=("alice",))
+    old = audit_start(
+        engine,
+        "daily",
+        "old day",
+        f"Alice: today I saw a {word(3)}",
+        channel_key="discord:dm-alice",
+        people=("alice",),
+    )
     audit_finish(engine, old, facts=["Alice gardens"])
-    engine.db.execute("UPDATE reflections SET started_at = ? WHERE id = ?", (clock.now() - 97 * DAY, old))  # run on day 3
+    engine.db.execute(
+        "UPDATE reflections SET started_at = ? WHERE id = ?", (clock.now() - 97 * DAY, old)
+    )  # run on day 3
     expire_messages(engine, WINDOW)
     row = engine.db.one("SELECT input_excerpt, facts FROM reflections WHERE id = ?", (old,))
     assert row["input_excerpt"] == "" and "Alice gardens" in row["facts"]
@@ -116,19 +139,34 @@ def test_the_audit_excerpts_of_expired_days_go_and_their_facts_stay(engine, cloc
 @pytest.fixture
 def server(engine) -> None:
     say(engine, "the g7 server secret is plumbago", author="bob", guild="g7")
-    engine.memories.add(NewMemory(content="The g7 server meets on Thursdays", subject="meetings", scope=Scope.GUILD, scope_id="g7"))
+    engine.memories.add(
+        NewMemory(
+            content="The g7 server meets on Thursdays",
+            subject="meetings",
+            scope=Scope.GUILD,
+            scope_id="g7",
+        )
+    )
 
 
-def test_a_server_that_removed_the_bot_is_purged_after_the_grace_period_and_not_before(engine, clock, server, caplog):
+def test_a_server_that_removed_the_bot_is_purged_after_the_grace_period_and_not_before(
+    engine, clock, server, caplog
+):
     departures = Departures(engine, grace_days=30)
     departures.left("discord", "g7")
     clock.advance(30 * DAY - 1)
     assert departures.purge_due() == 0
-    assert count(engine, "messages", "guild_id = 'g7'") == 1 and count(engine, "memories", "scope_id = 'g7'") == 1
+    assert (
+        count(engine, "messages", "guild_id = 'g7'") == 1
+        and count(engine, "memories", "scope_id = 'g7'") == 1
+    )
     clock.advance(1)
     with caplog.at_level(logging.INFO, logger="memory.upkeep.retention"):
         assert departures.purge_due() == 1
-    assert count(engine, "messages", "guild_id = 'g7'") == 0 and count(engine, "memories", "scope_id = 'g7'") == 0
+    assert (
+        count(engine, "messages", "guild_id = 'g7'") == 0
+        and count(engine, "memories", "scope_id = 'g7'") == 0
+    )
     assert in_files(engine, "plumbago") == 0 and in_files(engine, "Thursdays") == 0
     assert [r.getMessage() for r in caplog.records if "purged" in r.getMessage()] == [
         "retention: discord place g7 purged 30 days after the bot was removed (1 memories, 1 messages)"
@@ -138,14 +176,19 @@ def test_a_server_that_removed_the_bot_is_purged_after_the_grace_period_and_not_
     assert departures.get("g7") is None and departures.purge_due() == 0
 
 
-def test_a_server_that_adds_the_bot_back_within_the_grace_period_is_not_purged(engine, clock, server):
+def test_a_server_that_adds_the_bot_back_within_the_grace_period_is_not_purged(
+    engine, clock, server
+):
     departures = Departures(engine, grace_days=30)
     departures.left("discord", "g7")
     clock.advance(10 * DAY)
     assert departures.returned("g7") is True
     clock.advance(60 * DAY)
     assert departures.purge_due() == 0
-    assert count(engine, "messages", "guild_id = 'g7'") == 1 and count(engine, "memories", "scope_id = 'g7'") == 1
+    assert (
+        count(engine, "messages", "guild_id = 'g7'") == 1
+        and count(engine, "memories", "scope_id = 'g7'") == 1
+    )
 
 
 def test_a_removal_told_twice_keeps_the_first_date(engine, clock, server):
@@ -164,7 +207,10 @@ def test_expiry_and_the_purge_after_leaving_on_both_engines(any_engine, clock):
     clock.advance(DAYS * DAY)
     say(engine, "a fresh turn", author="alice", dm_person="alice")
     assert expire_messages(engine, WINDOW).messages == 2
-    assert count(engine, "messages") == 1 and engine.memory_rows.get(tea).provenance.expired_at == clock.now()
+    assert (
+        count(engine, "messages") == 1
+        and engine.memory_rows.get(tea).provenance.expired_at == clock.now()
+    )
     departures = Departures(engine, grace_days=30)
     departures.left("discord", "g8")
     clock.advance(30 * DAY)

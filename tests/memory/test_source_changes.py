@@ -31,19 +31,31 @@ async def world(tmp_path):
 
 
 def contents(runtime) -> list[str]:
-    return [r["content"] for r in runtime.engine.db.rows("SELECT content FROM memories ORDER BY rid")]
+    return [
+        r["content"] for r in runtime.engine.db.rows("SELECT content FROM memories ORDER BY rid")
+    ]
 
 
 def stored_texts(runtime) -> list[str]:
-    return [r["content"] for r in runtime.engine.db.rows("SELECT content FROM messages ORDER BY rid")]
+    return [
+        r["content"] for r in runtime.engine.db.rows("SELECT content FROM messages ORDER BY rid")
+    ]
 
 
 def extraction_prompts(llm) -> list[str]:
-    return [b["messages"][-1]["content"] for b in llm.chat_requests if "You extract memories" in b["messages"][0]["content"]]
+    return [
+        b["messages"][-1]["content"]
+        for b in llm.chat_requests
+        if "You extract memories" in b["messages"][0]["content"]
+    ]
 
 
 def no_file_holds(tmp_path, word: str) -> bool:
-    return all(word.lower().encode() not in p.read_bytes().lower() for p in tmp_path.iterdir() if p.is_file())
+    return all(
+        word.lower().encode() not in p.read_bytes().lower()
+        for p in tmp_path.iterdir()
+        if p.is_file()
+    )
 
 
 async def said_and_learned(runtime, llm, dc, text: str, fact: str) -> dict:
@@ -59,26 +71,42 @@ async def said_and_learned(runtime, llm, dc, text: str, fact: str) -> dict:
 
 
 # -- deletes -------------------------------------------------------------------------------------------------
-async def test_a_message_deleted_on_discord_takes_its_reply_and_the_memory_learned_only_from_it_down_to_the_bytes(world, tmp_path):
+async def test_a_message_deleted_on_discord_takes_its_reply_and_the_memory_learned_only_from_it_down_to_the_bytes(
+    world, tmp_path
+):
     runtime, llm, tg, dc = world
-    data = await said_and_learned(runtime, llm, dc, "my axolotl is called Zyqxolotl", "Alice's axolotl is called Zyqxolotl")
-    assert contents(runtime) == ["Alice's axolotl is called Zyqxolotl"] and len(stored_texts(runtime)) == 2
+    data = await said_and_learned(
+        runtime, llm, dc, "my axolotl is called Zyqxolotl", "Alice's axolotl is called Zyqxolotl"
+    )
+    assert (
+        contents(runtime) == ["Alice's axolotl is called Zyqxolotl"]
+        and len(stored_texts(runtime)) == 2
+    )
     runtime.engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert not no_file_holds(tmp_path, "Zyqxolotl")
     await dc.dispatch_delete(data)
     await dc.wait_until(lambda: not stored_texts(runtime))  # the message and the bot's reply to it
     assert contents(runtime) == []
-    assert runtime.engine.db.scalar("SELECT COUNT(*) FROM message_fts WHERE message_fts MATCH 'Zyqxolotl'") == 0
+    assert (
+        runtime.engine.db.scalar(
+            "SELECT COUNT(*) FROM message_fts WHERE message_fts MATCH 'Zyqxolotl'"
+        )
+        == 0
+    )
     assert no_file_holds(tmp_path, "Zyqxolotl")
 
 
-async def test_a_memory_with_another_source_left_survives_a_delete_and_loses_only_that_source(world):
+async def test_a_memory_with_another_source_left_survives_a_delete_and_loses_only_that_source(
+    world,
+):
     runtime, llm, tg, dc = world
     first = await dc.dispatch_message(GENERAL, ALICE_DC, "I adopted a greyhound", username="alice")
     await dc.dispatch_message(GENERAL, ALICE_DC, "the greyhound is called Comet", username="alice")
     await dc.wait_until(lambda: len(stored_texts(runtime)) == 2)
     runtime.engine.clock.advance(31)
-    llm.script(facts({"speaker": "P1", "subject": "dog", "content": "Alice has a greyhound called Comet"}))
+    llm.script(
+        facts({"speaker": "P1", "subject": "dog", "content": "Alice has a greyhound called Comet"})
+    )
     assert (await runtime.background.tick())["extracted"] == 1
     ids = [r["id"] for r in runtime.engine.db.rows("SELECT id FROM messages ORDER BY rid")]
     await dc.dispatch_delete(first)
@@ -90,22 +118,40 @@ async def test_a_memory_with_another_source_left_survives_a_delete_and_loses_onl
 
 async def test_a_bulk_delete_removes_every_message_it_names_and_no_other(world):
     runtime, llm, tg, dc = world
-    sent = [await dc.dispatch_message(GENERAL, ALICE_DC, f"spam number {n}", username="alice") for n in range(3)]
+    sent = [
+        await dc.dispatch_message(GENERAL, ALICE_DC, f"spam number {n}", username="alice")
+        for n in range(3)
+    ]
     await dc.dispatch_message(GENERAL, BOB_DC, "a word from Bob", username="bob")
     await dc.wait_until(lambda: len(stored_texts(runtime)) == 4)
     await dc.dispatch_delete(*sent[:2])
     await dc.wait_until(lambda: len(stored_texts(runtime)) == 2)
     assert stored_texts(runtime) == ["spam number 2", "a word from Bob"]
-    assert runtime.engine.db.scalar("SELECT COUNT(*) FROM extraction_buffer") == 2  # the deleted ones are not extracted
+    assert (
+        runtime.engine.db.scalar("SELECT COUNT(*) FROM extraction_buffer") == 2
+    )  # the deleted ones are not extracted
 
 
 async def test_a_message_discord_py_never_cached_is_deleted_and_edited_too(world):
     runtime, llm, tg, dc = world
-    said = IncomingMessage("discord", str(GENERAL), str(ALICE_DC), "alice", "before the restart", guild_id=str(GUILD), message_id="555")
-    await runtime.orchestrator.observe(said)  # stored by an earlier run of the bot: not in this client's cache
+    said = IncomingMessage(
+        "discord",
+        str(GENERAL),
+        str(ALICE_DC),
+        "alice",
+        "before the restart",
+        guild_id=str(GUILD),
+        message_id="555",
+    )
+    await runtime.orchestrator.observe(
+        said
+    )  # stored by an earlier run of the bot: not in this client's cache
     await runtime.orchestrator.observe(replace(said, text="also before", message_id="556"))
     payload = {"id": "555", "channel_id": str(GENERAL), "guild_id": str(GUILD)}
-    await dc.dispatch_edit(message(556, GENERAL, user(ALICE_DC, "alice"), "", guild_id=str(GUILD), member=member()), "edited after")
+    await dc.dispatch_edit(
+        message(556, GENERAL, user(ALICE_DC, "alice"), "", guild_id=str(GUILD), member=member()),
+        "edited after",
+    )
     await dc.wait_until(lambda: "edited after" in stored_texts(runtime))
     await dc.dispatch_delete(payload)
     await dc.wait_until(lambda: stored_texts(runtime) == ["edited after"])
@@ -115,30 +161,50 @@ async def test_a_delete_of_a_message_never_stored_changes_nothing(world):
     runtime, llm, tg, dc = world
     await dc.dispatch_message(GENERAL, ALICE_DC, "hello there", username="alice")
     await dc.wait_until(lambda: len(stored_texts(runtime)) == 1)
-    await dc.dispatch_delete({"id": "123456789", "channel_id": str(GENERAL), "guild_id": str(GUILD)})
-    await dc.dispatch_message(GENERAL, ALICE_DC, "still here", username="alice")  # the chat's events stay in order
+    await dc.dispatch_delete(
+        {"id": "123456789", "channel_id": str(GENERAL), "guild_id": str(GUILD)}
+    )
+    await dc.dispatch_message(
+        GENERAL, ALICE_DC, "still here", username="alice"
+    )  # the chat's events stay in order
     await dc.wait_until(lambda: len(stored_texts(runtime)) == 2)
     assert stored_texts(runtime) == ["hello there", "still here"]
 
 
 # -- edits ---------------------------------------------------------------------------------------------------
-async def test_an_edit_on_discord_replaces_the_text_withdraws_its_memory_and_extracts_the_new_words(world, tmp_path):
+async def test_an_edit_on_discord_replaces_the_text_withdraws_its_memory_and_extracts_the_new_words(
+    world, tmp_path
+):
     runtime, llm, tg, dc = world
-    data = await said_and_learned(runtime, llm, dc, "my axolotl is called Zyqxolotl", "Alice's axolotl is called Zyqxolotl")
+    data = await said_and_learned(
+        runtime, llm, dc, "my axolotl is called Zyqxolotl", "Alice's axolotl is called Zyqxolotl"
+    )
     runtime.engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert not no_file_holds(tmp_path, "Zyqxolotl")
-    runtime.engine.clock.advance(3 * DAY)  # edited days later: the new text is still dated when it was said
+    runtime.engine.clock.advance(
+        3 * DAY
+    )  # edited days later: the new text is still dated when it was said
     await dc.dispatch_edit(data, f"<@{BOT_ID}> my axolotl is called Pebble")
     await dc.wait_until(lambda: stored_texts(runtime)[0] == "my axolotl is called Pebble")
     assert contents(runtime) == []  # superseded by the edit, not kept live
-    assert runtime.engine.db.scalar("SELECT COUNT(*) FROM message_fts WHERE message_fts MATCH 'content:Pebble'") == 1
+    assert (
+        runtime.engine.db.scalar(
+            "SELECT COUNT(*) FROM message_fts WHERE message_fts MATCH 'content:Pebble'"
+        )
+        == 1
+    )
     assert no_file_holds(tmp_path, "Zyqxolotl")
     runtime.engine.clock.advance(31)
-    llm.script(facts({"speaker": "P1", "subject": "pet", "content": "Alice's axolotl is called Pebble"}))
+    llm.script(
+        facts({"speaker": "P1", "subject": "pet", "content": "Alice's axolotl is called Pebble"})
+    )
     assert (await runtime.background.tick())["extracted"] == 1
     prompt = extraction_prompts(llm)[-1]
     assert "Pebble" in prompt and "Zyqxolotl" not in prompt
-    said, edited = (datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d") for t in (1_700_000_000, runtime.engine.clock.now()))
+    said, edited = (
+        datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d")
+        for t in (1_700_000_000, runtime.engine.clock.now())
+    )
     assert said in prompt and edited not in prompt
     assert contents(runtime) == ["Alice's axolotl is called Pebble"]
 
@@ -153,7 +219,9 @@ async def test_an_edited_telegram_message_replaces_the_stored_text_and_is_extrac
     assert (await runtime.background.tick())["extracted"] == 1
     tg.push_edit(update, "I moved to Lisbon")
     await tg.wait_until(lambda: stored_texts(runtime)[0] == "I moved to Lisbon")
-    assert contents(runtime) == [] and len(tg.sent) == 1  # withdrawn, and the edit is not answered as a new message
+    assert (
+        contents(runtime) == [] and len(tg.sent) == 1
+    )  # withdrawn, and the edit is not answered as a new message
     runtime.engine.clock.advance(31)
     llm.script(facts({"speaker": "P1", "subject": "home", "content": "Alice lives in Lisbon"}))
     assert (await runtime.background.tick())["extracted"] == 1
@@ -169,10 +237,21 @@ async def test_yesterday_in_a_message_from_last_month_is_read_against_last_month
         await runtime.start(background_loop=False)
         try:
             llm.script("Congratulations!")
-            await runtime.orchestrator.reply(dm("telegram", "7", "I passed my driving test yesterday", mid="1"))
-            clock.advance(31 * DAY)  # extracted a month later (the bot was down, or the batch was retried)
+            await runtime.orchestrator.reply(
+                dm("telegram", "7", "I passed my driving test yesterday", mid="1")
+            )
+            clock.advance(
+                31 * DAY
+            )  # extracted a month later (the bot was down, or the batch was retried)
             llm.script(
-                facts({"speaker": "P1", "subject": "driving", "content": "Alice passed her driving test", "valid_from": "2026-10-21"})
+                facts(
+                    {
+                        "speaker": "P1",
+                        "subject": "driving",
+                        "content": "Alice passed her driving test",
+                        "valid_from": "2026-10-21",
+                    }
+                )
             )
             assert (await runtime.background.tick())["extracted"] == 1
         finally:
@@ -189,13 +268,24 @@ async def test_a_fact_dated_by_the_model_becomes_true_on_that_date(tmp_path):
         await runtime.start(background_loop=False)
         try:
             llm.script("Congratulations!")
-            await runtime.orchestrator.reply(dm("telegram", "7", "I passed my driving test yesterday", mid="1"))
+            await runtime.orchestrator.reply(
+                dm("telegram", "7", "I passed my driving test yesterday", mid="1")
+            )
             clock.advance(31)
             llm.script(
-                facts({"speaker": "P1", "subject": "driving", "content": "Alice passed her driving test", "valid_from": "2026-10-21"})
+                facts(
+                    {
+                        "speaker": "P1",
+                        "subject": "driving",
+                        "content": "Alice passed her driving test",
+                        "valid_from": "2026-10-21",
+                    }
+                )
             )
             assert (await runtime.background.tick())["extracted"] == 1
-            (valid_from,) = [r["valid_from"] for r in runtime.engine.db.rows("SELECT valid_from FROM memories")]
+            (valid_from,) = [
+                r["valid_from"] for r in runtime.engine.db.rows("SELECT valid_from FROM memories")
+            ]
         finally:
             await runtime.stop()
     assert valid_from == datetime(2026, 10, 21, tzinfo=UTC).timestamp()

@@ -16,11 +16,17 @@ ALICE, BOB = "telegram:55", "telegram:66"
 
 
 def _said(engine: MemoryEngine, author: str, text: str) -> str:
-    return engine.messages.add(NewMessage(platform="telegram", channel_id="55", author_id=author, content=text, dm_person_id=ALICE))
+    return engine.messages.add(
+        NewMessage(
+            platform="telegram", channel_id="55", author_id=author, content=text, dm_person_id=ALICE
+        )
+    )
 
 
 def _fact(engine: MemoryEngine, content: str, subject: str, sources: tuple[str, ...]) -> None:
-    engine.memories.add(NewMemory(content, subject, Scope.USER, ALICE, provenance=Provenance(sources=sources)))
+    engine.memories.add(
+        NewMemory(content, subject, Scope.USER, ALICE, provenance=Provenance(sources=sources))
+    )
 
 
 def _run_m015_again(engine: MemoryEngine) -> None:
@@ -36,7 +42,10 @@ def _run_m015_again(engine: MemoryEngine) -> None:
 def test_the_upgrade_ties_only_a_persons_own_facts_in_their_own_words_to_them(store_url, clock):
     with MemoryEngine(store_url, HashEmbedder(), clock) as engine:
         engine.people.resolve("telegram", "55", "Alice")
-        own, bobs = _said(engine, ALICE, "I'm vegetarian and I row"), _said(engine, BOB, "Alice rows on Sundays")
+        own, bobs = (
+            _said(engine, ALICE, "I'm vegetarian and I row"),
+            _said(engine, BOB, "Alice rows on Sundays"),
+        )
         _fact(engine, "Alice is vegetarian", "Alice", (own,))
         _fact(engine, "Alice rows", "I", (own,))
         _fact(engine, "Dave is moving to Oslo", "Dave", (own,))  # her words, about someone else

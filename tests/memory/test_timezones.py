@@ -44,23 +44,38 @@ def test_where_someone_says_they_live_is_read_and_everyday_phrases_are_not():
     assert said_zone("I live in Lisbon these days") == "Europe/Lisbon"
     assert said_zone("btw I'm in Tokyo time this month") == "Asia/Tokyo"
     assert said_zone("I moved to New York in May") == "America/New_York"
-    for text in ("I'm in a meeting", "I am in the kitchen", "I'm in Christmas mode", "Lisbon is lovely", "I'm in bed"):
+    for text in (
+        "I'm in a meeting",
+        "I am in the kitchen",
+        "I'm in Christmas mode",
+        "Lisbon is lovely",
+        "I'm in bed",
+    ):
         assert said_zone(text) is None, text
 
 
 def test_a_person_without_a_zone_has_the_operators_and_a_server_channel_always_does(engine):
-    zones = Timezones(engine.people, "Asia/Tokyo")  # the operator's default, as the engine is given it
+    zones = Timezones(
+        engine.people, "Asia/Tokyo"
+    )  # the operator's default, as the engine is given it
     assert zones.zone_of("discord:carol") == TOKYO
     zones.set("discord:carol", "Europe/Lisbon")
     assert zones.zone_of("discord:carol") == LISBON and zones.name_of("discord:bob") == "Asia/Tokyo"
-    assert zones.zone_for(RecallContext("discord", "discord:carol", "dm-carol", is_dm=True)) == LISBON
-    assert zones.zone_for(RecallContext("discord", "discord:carol", "g-general", guild_id="discord:g")) == TOKYO
+    assert (
+        zones.zone_for(RecallContext("discord", "discord:carol", "dm-carol", is_dm=True)) == LISBON
+    )
+    assert (
+        zones.zone_for(RecallContext("discord", "discord:carol", "g-general", guild_id="discord:g"))
+        == TOKYO
+    )
 
 
 # -- /timezone and the offer --------------------------------------------------------------------------------
 async def test_the_timezone_command_shows_sets_refuses_and_resets(rt):
     async def timezone(argument: str) -> str:
-        return await rt.orchestrator.command("timezone", argument, dm("telegram", "55", f"/timezone {argument}"))
+        return await rt.orchestrator.command(
+            "timezone", argument, dm("telegram", "55", f"/timezone {argument}")
+        )
 
     assert "haven't set a time zone, so I use UTC" in await timezone("")
     assert "unknown time zone 'Mars/Base'" in await timezone("Mars/Base")
@@ -73,42 +88,83 @@ async def test_the_timezone_command_shows_sets_refuses_and_resets(rt):
 
 async def test_saying_where_one_lives_is_offered_once_and_never_set_silently(rt, srv):
     srv.script("Lisbon is lovely.")
-    reply = await rt.orchestrator.reply(dm("discord", "carol", "I live in Lisbon now", name="Carol"))
+    reply = await rt.orchestrator.reply(
+        dm("discord", "carol", "I live in Lisbon now", name="Carol")
+    )
     assert reply.text == f"Lisbon is lovely.\n\n({OFFER})"
     assert rt.orchestrator.zones.own("discord:carol") is None  # offered, not set
-    assert OFFER not in str(rt.engine.db.rows("SELECT content FROM messages"))  # a hint, not part of the history
+    assert OFFER not in str(
+        rt.engine.db.rows("SELECT content FROM messages")
+    )  # a hint, not part of the history
     srv.script("Yes, you said.")
-    assert (await rt.orchestrator.reply(dm("discord", "carol", "as I said, I live in Lisbon", name="Carol"))).text == "Yes, you said."
+    assert (
+        await rt.orchestrator.reply(
+            dm("discord", "carol", "as I said, I live in Lisbon", name="Carol")
+        )
+    ).text == "Yes, you said."
     srv.script("Nice!")
-    assert OFFER not in (await rt.orchestrator.reply(group("discord", "g", "dave", "I live in Lisbon", name="Dave"))).text
+    assert (
+        OFFER
+        not in (
+            await rt.orchestrator.reply(
+                group("discord", "g", "dave", "I live in Lisbon", name="Dave")
+            )
+        ).text
+    )
 
 
 # -- what the zone grounds ----------------------------------------------------------------------------------
 async def test_the_prompt_tells_the_time_where_the_speaker_is(rt, srv):
-    await rt.orchestrator.command("timezone", "Asia/Tokyo", dm("discord", "carol", "/timezone Asia/Tokyo"))
+    await rt.orchestrator.command(
+        "timezone", "Asia/Tokyo", dm("discord", "carol", "/timezone Asia/Tokyo")
+    )
     srv.script("Good morning!")
-    await rt.orchestrator.reply(dm("discord", "carol", "morning!"))  # 2023-11-14 22:13 UTC is Wednesday morning in Tokyo
+    await rt.orchestrator.reply(
+        dm("discord", "carol", "morning!")
+    )  # 2023-11-14 22:13 UTC is Wednesday morning in Tokyo
     messages = srv.chat_requests[-1]["messages"]
-    assert "Today is Wednesday 2023-11-15 (Asia/Tokyo)." in messages[0]["content"]  # the day in the system part
+    assert (
+        "Today is Wednesday 2023-11-15 (Asia/Tokyo)." in messages[0]["content"]
+    )  # the day in the system part
     assert messages[-1]["content"].endswith("(sent 07:13 Asia/Tokyo)")  # the minute last (ORCH-9)
 
 
 async def test_extraction_reads_a_turn_and_its_dates_in_the_speakers_zone(rt, srv):
     auckland = ZoneInfo("Pacific/Auckland")
-    await rt.orchestrator.command("timezone", "Pacific/Auckland", dm("discord", "carol", "/timezone Pacific/Auckland"))
+    await rt.orchestrator.command(
+        "timezone", "Pacific/Auckland", dm("discord", "carol", "/timezone Pacific/Auckland")
+    )
     srv.script("Good luck!")
-    await rt.orchestrator.reply(dm("discord", "carol", "my exam is tomorrow"))  # Wednesday 11:13 in Auckland
+    await rt.orchestrator.reply(
+        dm("discord", "carol", "my exam is tomorrow")
+    )  # Wednesday 11:13 in Auckland
     rt.engine.clock.advance(31)
-    srv.script(facts({"subject": "exam", "content": "Carol has an exam on 2023-11-16", "valid_from": "2023-11-16"}))
+    srv.script(
+        facts(
+            {
+                "subject": "exam",
+                "content": "Carol has an exam on 2023-11-16",
+                "valid_from": "2023-11-16",
+            }
+        )
+    )
     assert (await rt.background.tick())["extracted"] == 1
-    prompt = next(b["messages"][-1]["content"] for b in srv.chat_requests if "[P1]" in b["messages"][-1]["content"])
-    assert "2023-11-15 (Wednesday)" in prompt and "2023-11-14" not in prompt  # UTC's date would make "tomorrow" the 15th
+    prompt = next(
+        b["messages"][-1]["content"]
+        for b in srv.chat_requests
+        if "[P1]" in b["messages"][-1]["content"]
+    )
+    assert (
+        "2023-11-15 (Wednesday)" in prompt and "2023-11-14" not in prompt
+    )  # UTC's date would make "tomorrow" the 15th
     assert rt.engine.db.scalar("SELECT valid_from FROM memories") == ts(auckland, 2023, 11, 16)
 
 
 def test_dates_a_question_names_are_the_askers():
     now = ts(TOKYO, 2023, 11, 1, 12)
-    assert spans("what did I do on 3 June 2023?", now, TOKYO) == [(ts(TOKYO, 2023, 6, 3), ts(TOKYO, 2023, 6, 3) + DAY)]
+    assert spans("what did I do on 3 June 2023?", now, TOKYO) == [
+        (ts(TOKYO, 2023, 6, 3), ts(TOKYO, 2023, 6, 3) + DAY)
+    ]
     monday_early = ts(TOKYO, 2023, 11, 6, 8)  # Monday in Tokyo, still Sunday in UTC
     (tokyo,) = spans("last sunday", monday_early, TOKYO)
     (utc,) = spans("last sunday", monday_early)
@@ -116,21 +172,32 @@ def test_dates_a_question_names_are_the_askers():
 
 
 async def test_a_dm_recall_reads_named_dates_in_the_speakers_zone(rt):
-    await rt.orchestrator.command("timezone", "Asia/Tokyo", dm("discord", "carol", "/timezone Asia/Tokyo"))
+    await rt.orchestrator.command(
+        "timezone", "Asia/Tokyo", dm("discord", "carol", "/timezone Asia/Tokyo")
+    )
     turn = rt.orchestrator.resolve(dm("discord", "carol", "what did we say on 3 June 2023?"))
     assert turn.ctx.zone == "Asia/Tokyo" and turn.ctx.tz == TOKYO
 
 
 # -- daily reflection's days ---------------------------------------------------------------------------------
-def test_a_dm_day_is_its_persons_and_a_server_day_the_operators_across_a_clock_change(engine, clock):
+def test_a_dm_day_is_its_persons_and_a_server_day_the_operators_across_a_clock_change(
+    engine, clock
+):
     zones = engine.zones
     zones.set("discord:carol", "Europe/Lisbon")  # summer time began on 2024-03-31 at 01:00 UTC
-    dm_ctx = RecallContext("discord", "discord:carol", "dm-discord:carol", is_dm=True, zone="Europe/Lisbon")
+    dm_ctx = RecallContext(
+        "discord", "discord:carol", "dm-discord:carol", is_dm=True, zone="Europe/Lisbon"
+    )
     guild_ctx = RecallContext("discord", "discord:dave", "g-general", guild_id="g")
     for zone, when, ctx, text in (
         (LISBON, (2024, 3, 30, 23, 30), dm_ctx, "late on Saturday"),
         (LISBON, (2024, 3, 31, 23, 30), dm_ctx, "late on Sunday"),  # 22:30 UTC
-        (LISBON, (2024, 4, 1, 0, 30), guild_ctx, "just after midnight in Lisbon"),  # still Sunday in UTC
+        (
+            LISBON,
+            (2024, 4, 1, 0, 30),
+            guild_ctx,
+            "just after midnight in Lisbon",
+        ),  # still Sunday in UTC
     ):
         clock.t = ts(zone, *when)
         say(
@@ -167,7 +234,10 @@ async def test_the_dashboard_sets_a_persons_zone_refuses_an_unknown_one_and_audi
         settings = (await r.json())["settings"]
     assert settings["timezone"] == "Europe/Lisbon" and settings["timezone_default"] == "UTC"
     assert dash.runtime.orchestrator.zones.zone_of(alice) == LISBON
-    rows = await dash.store(dash.engine.db.rows, "SELECT action, target FROM dashboard_audit WHERE action = 'person.timezone'")
+    rows = await dash.store(
+        dash.engine.db.rows,
+        "SELECT action, target FROM dashboard_audit WHERE action = 'person.timezone'",
+    )
     assert rows == [{"action": "person.timezone", "target": alice}]
     async with http.put(f"/api/people/{alice}/timezone", json={"zone": ""}) as r:
         assert (await r.json())["timezone"] is None

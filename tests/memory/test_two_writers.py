@@ -28,7 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def _writers(store: Path, names: tuple[str, ...]) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "tests.store_writer", str(store)]
-    procs = [subprocess.Popen([*argv, name, str(SECONDS)], stdout=subprocess.PIPE, env=env, cwd=ROOT) for name in names]
+    procs = [
+        subprocess.Popen([*argv, name, str(SECONDS)], stdout=subprocess.PIPE, env=env, cwd=ROOT)
+        for name in names
+    ]
     outs = [p.communicate(timeout=SECONDS + 120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     return [json.loads(out) for out in outs]
@@ -48,9 +51,13 @@ def _traces(engine: MemoryEngine, word: str) -> int:
     )
 
 
-def test_two_processes_writing_and_forgetting_on_one_store_never_fail_and_every_forget_is_complete(tmp_path):
+def test_two_processes_writing_and_forgetting_on_one_store_never_fail_and_every_forget_is_complete(
+    tmp_path,
+):
     store = tmp_path / "m.db"
-    MemoryEngine(store, HashEmbedder(), vector_mirror=False).close()  # migrated once, before both start
+    MemoryEngine(
+        store, HashEmbedder(), vector_mirror=False
+    ).close()  # migrated once, before both start
 
     results = _writers(store, ("ann", "bob"))
 
@@ -62,7 +69,10 @@ def test_two_processes_writing_and_forgetting_on_one_store_never_fail_and_every_
     finally:
         engine.close()
     assert left == {}
-    print(f"\ntwo writers, {SECONDS:.0f} s: " + ", ".join(f"{r['rounds']} rounds, {r['forgets']} forgets" for r in results))
+    print(
+        f"\ntwo writers, {SECONDS:.0f} s: "
+        + ", ".join(f"{r['rounds']} rounds, {r['forgets']} forgets" for r in results)
+    )
 
 
 def test_a_waiting_write_looks_at_the_lock_often_and_each_wait_gets_its_full_patience():

@@ -34,13 +34,24 @@ def test_each_call_adds_to_its_person_and_to_its_place_and_the_totals_are_the_su
     ledger = engine.ledger
     ledger.add(DAY, Charge("reply", ALICE, "discord", GUILD), "chat-m", call(100, 20, 40))
     ledger.add(DAY, Charge("reply", ALICE, "discord", GUILD), "chat-m", call(150, 30))
-    ledger.add(DAY, Charge("extraction", "", "discord", GUILD), "small-m", call(500, 50))  # a group batch: no one's
-    ledger.add(DAY, Charge("reply", "discord:bob", "discord", ""), "chat-m", call(70, 7))  # Bob's DM
+    ledger.add(
+        DAY, Charge("extraction", "", "discord", GUILD), "small-m", call(500, 50)
+    )  # a group batch: no one's
+    ledger.add(
+        DAY, Charge("reply", "discord:bob", "discord", ""), "chat-m", call(70, 7)
+    )  # Bob's DM
     assert ledger.person_spent(DAY, ALICE) == Spend(2, 0, 250, 40, 50)
     assert ledger.place_spent(DAY, GUILD).tokens == 250 + 50 + 550
-    assert ledger.totals(DAY, DAY) == Spend(4, 0, 820, 40, 107)  # every call once, from the places' own rows
-    assert {line.label: line.spend.tokens for line in ledger.by("kind", DAY, DAY)} == {"reply": 377, "extraction": 550}
-    assert [(line.label, line.spend.tokens) for line in ledger.people(DAY, DAY, GUILD)] == [(ALICE, 300)]
+    assert ledger.totals(DAY, DAY) == Spend(
+        4, 0, 820, 40, 107
+    )  # every call once, from the places' own rows
+    assert {line.label: line.spend.tokens for line in ledger.by("kind", DAY, DAY)} == {
+        "reply": 377,
+        "extraction": 550,
+    }
+    assert [(line.label, line.spend.tokens) for line in ledger.people(DAY, DAY, GUILD)] == [
+        (ALICE, 300)
+    ]
     assert ledger.person_spent("2026-11-28", ALICE) == Spend()  # a new day starts from nothing
 
 
@@ -69,7 +80,10 @@ def test_forgetting_a_person_removes_their_rows_and_their_place_keeps_its_totals
     ledger.add(DAY, Charge("reply", ALICE, "discord", GUILD), "chat-m", call(100, 20))
     ledger.add(DAY, Charge("reply", "discord:bob", "discord", GUILD), "chat-m", call(10, 2))
     ledger.first_notice(DAY, ALICE)
-    assert [r["kind"] for r in export_person(engine, [ALICE])["usage_ledger"]] == ["reply", "notice"]
+    assert [r["kind"] for r in export_person(engine, [ALICE])["usage_ledger"]] == [
+        "reply",
+        "notice",
+    ]
     forget_person(engine, [ALICE])
     assert engine.db.scalar("SELECT COUNT(*) FROM usage_ledger WHERE person_id = ?", (ALICE,)) == 0
     assert ledger.place_spent(DAY, GUILD).tokens == 132  # the server's total does not shrink
@@ -87,7 +101,11 @@ def test_a_guild_purge_takes_its_usage_rows(engine):
 
 
 def test_the_ledger_day_is_the_utc_date():
-    assert day_of(0.0) == "1970-01-01" and day_of(86_399.0) == "1970-01-01" and day_of(86_400.0) == "1970-01-02"
+    assert (
+        day_of(0.0) == "1970-01-01"
+        and day_of(86_399.0) == "1970-01-01"
+        and day_of(86_400.0) == "1970-01-02"
+    )
 
 
 def test_forgetting_a_person_leaves_no_byte_of_their_id_in_the_store_files(tmp_path: Path):
@@ -108,4 +126,8 @@ def test_forgetting_a_person_leaves_no_byte_of_their_id_in_the_store_files(tmp_p
 
 def _occurrences(path: Path, word: str) -> dict[str, int]:
     pattern = re.compile(re.escape(word.lower()).encode())
-    return {p.name: len(pattern.findall(p.read_bytes().lower())) for p in path.parent.iterdir() if p.name.startswith(path.name)}
+    return {
+        p.name: len(pattern.findall(p.read_bytes().lower()))
+        for p in path.parent.iterdir()
+        if p.name.startswith(path.name)
+    }

@@ -24,7 +24,9 @@ from voice.audio import (
 
 
 def test_discord_audio_becomes_a_third_as_many_mono_samples_for_listening():
-    stereo = np.array([[100, 300]] * 960, dtype="<i2").tobytes()  # one 20 ms frame, channels 100 and 300
+    stereo = np.array(
+        [[100, 300]] * 960, dtype="<i2"
+    ).tobytes()  # one 20 ms frame, channels 100 and 300
     listen = samples(discord_to_listen(stereo))
     assert len(listen) == 320 and set(listen.tolist()) == {200}
 

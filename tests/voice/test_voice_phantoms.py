@@ -53,12 +53,18 @@ def band(x: np.ndarray, low: float, high: float) -> np.ndarray:
 
 def pluck(hz: float, seconds: float) -> np.ndarray:
     t = np.arange(int(seconds * RATE)) / RATE
-    return 0.4 * np.exp(-3 * t) * (np.sin(2 * math.pi * hz * t) + 0.5 * np.sin(4 * math.pi * hz * t))
+    return (
+        0.4 * np.exp(-3 * t) * (np.sin(2 * math.pi * hz * t) + 0.5 * np.sin(4 * math.pi * hz * t))
+    )
 
 
 def chord(seconds: float) -> np.ndarray:
     t = np.arange(int(seconds * RATE)) / RATE
-    return sum(np.sin(2 * math.pi * hz * t) for hz in (261.6, 329.6, 392.0)) * 0.1 * (1 + 0.6 * np.sin(2 * math.pi * 4 * t))
+    return (
+        sum(np.sin(2 * math.pi * hz * t) for hz in (261.6, 329.6, 392.0))
+        * 0.1
+        * (1 + 0.6 * np.sin(2 * math.pi * 4 * t))
+    )
 
 
 def speech(text: str) -> np.ndarray:
@@ -71,9 +77,13 @@ NON_SPEECH = {
     "pink noise": coloured(2.0, 0.3, 0.5),
     "brown noise (a fan)": coloured(3.0, 0.5, 1.0),
     "a breath": swell(band(white(1.2, 0.3), 200, 1400), 0.4, 0.6),
-    "three breaths": np.concatenate([swell(band(white(1.0, 0.3), 200, 1400), 0.3, 0.6), np.zeros(RATE // 2)] * 3),
+    "three breaths": np.concatenate(
+        [swell(band(white(1.0, 0.3), 200, 1400), 0.3, 0.6), np.zeros(RATE // 2)] * 3
+    ),
     "a cough": swell(coloured(0.35, 0.8, 0.5), 0.02, 0.25),
-    "a plucked melody": np.concatenate([pluck(hz, 0.3) for hz in (261.6, 329.6, 392.0, 523.3, 659.3, 523.3, 392.0, 329.6)] * 2),
+    "a plucked melody": np.concatenate(
+        [pluck(hz, 0.3) for hz in (261.6, 329.6, 392.0, 523.3, 659.3, 523.3, 392.0, 329.6)] * 2
+    ),
     "a throbbing chord": chord(3.0),
     "mains hum": 0.1 * np.sin(2 * math.pi * 50 * np.arange(3 * RATE) / RATE) + white(3.0, 0.01),
 }
@@ -86,27 +96,45 @@ def test_noise_breath_silence_and_music_are_heard_as_no_words(name):
 
 @pytest.mark.parametrize("said", ["Thank you.", "Bye.", "Yes.", "Thanks for watching!"])
 def test_real_short_speech_is_kept_even_when_it_says_a_phrase_whisper_invents(said):
-    assert whisper().transcribe(pcm(speech(said)), RATE).lower().strip(".!") == said.lower().strip(".!")
+    assert whisper().transcribe(pcm(speech(said)), RATE).lower().strip(".!") == said.lower().strip(
+        ".!"
+    )
 
 
 def test_a_sentence_whisper_invents_on_babble_is_dropped():
-    babble = speech("The weather today is sunny and warm in the mountains.")[::-1]  # speech sounds, no words
+    babble = speech("The weather today is sunny and warm in the mountains.")[
+        ::-1
+    ]  # speech sounds, no words
     assert whisper().transcribe(pcm(babble), RATE) == ""
 
 
 def test_thank_you_far_quieter_than_anyone_speaking_into_a_microphone_is_dropped():
-    assert whisper().transcribe(pcm(speech("Thank you.") * 0.02), RATE) == ""  # about -55 dBFS at its loudest
+    assert (
+        whisper().transcribe(pcm(speech("Thank you.") * 0.02), RATE) == ""
+    )  # about -55 dBFS at its loudest
 
 
 def test_a_known_phrase_is_dropped_when_whisper_doubts_there_was_speech():
     loud = tone(1.5)
-    assert kept_text([Segment(" Thanks for watching!", no_speech_prob=0.7, avg_logprob=-0.4)], loud) == ""
-    assert kept_text([Segment(" Like and subscribe.", no_speech_prob=0.1, avg_logprob=-0.9)], loud) == ""
-    assert kept_text([Segment(" Thanks for watching!", no_speech_prob=0.08, avg_logprob=-0.39)], loud) == "Thanks for watching!"
+    assert (
+        kept_text([Segment(" Thanks for watching!", no_speech_prob=0.7, avg_logprob=-0.4)], loud)
+        == ""
+    )
+    assert (
+        kept_text([Segment(" Like and subscribe.", no_speech_prob=0.1, avg_logprob=-0.9)], loud)
+        == ""
+    )
+    assert (
+        kept_text([Segment(" Thanks for watching!", no_speech_prob=0.08, avg_logprob=-0.39)], loud)
+        == "Thanks for watching!"
+    )
 
 
 def test_a_segment_whisper_could_not_decode_is_left_out_and_the_rest_kept():
-    segments = [Segment(" I need a new tent.", 0.1, -0.3), Segment(" This is the end of the show.", 0.38, -1.17)]
+    segments = [
+        Segment(" I need a new tent.", 0.1, -0.3),
+        Segment(" This is the end of the show.", 0.38, -1.17),
+    ]
     assert kept_text(segments, tone(3.0)) == "I need a new tent."
 
 
@@ -141,4 +169,6 @@ async def test_an_openai_compatible_transcript_of_near_silence_is_dropped():
         api.transcripts.extend(["Thank you.", "Thank you."])
         stt = OpenAISpeechToText(api.base_url, "key")
         assert await asyncio.to_thread(stt.transcribe, pcm(white(1.0, 0.0005)), RATE) == ""
-        assert await asyncio.to_thread(stt.transcribe, pcm(speech("Thank you.")), RATE) == "Thank you."
+        assert (
+            await asyncio.to_thread(stt.transcribe, pcm(speech("Thank you.")), RATE) == "Thank you."
+        )

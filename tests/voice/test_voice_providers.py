@@ -19,7 +19,8 @@ from voice.stt import FasterWhisperSTT
 from voice.tts import EspeakTTS, FallbackTTS, PiperTTS
 
 needs_piper = pytest.mark.skipif(
-    not PiperTTS().available(), reason='piper is an optional install (pip install -e ".[piper]", GPL-3.0 engine): not in this environment'
+    not PiperTTS().available(),
+    reason='piper is an optional install (pip install -e ".[piper]", GPL-3.0 engine): not in this environment',
 )
 
 
@@ -43,7 +44,12 @@ class FakeAudioAPI(FakeOpenAI):
         upload = form["file"]
         pcm, rate = read_wav(upload.file.read())
         self.uploads.append(
-            {"model": form["model"], "language": form.get("language"), "filename": upload.filename, "seconds": duration_s(pcm, rate)}
+            {
+                "model": form["model"],
+                "language": form.get("language"),
+                "filename": upload.filename,
+                "seconds": duration_s(pcm, rate),
+            }
         )
         if self.fail_with:
             return json_response({"error": {"message": "nope"}}, status=self.fail_with)
@@ -63,7 +69,9 @@ async def api():
 
 
 def test_the_bundled_whisper_transcribes_espeak_speech():
-    text = whisper().transcribe(discord_to_listen(spoken("Please remember that my sister lives in Paris.")), 16000)
+    text = whisper().transcribe(
+        discord_to_listen(spoken("Please remember that my sister lives in Paris.")), 16000
+    )
     assert "sister" in text.lower() and "paris" in text.lower()
 
 
@@ -82,7 +90,9 @@ def test_a_missing_whisper_model_is_a_transcription_failure(tmp_path):
 
 
 def test_espeak_speaks_a_sentence_as_mono_pcm():
-    pcm, rate = EspeakTTS().synthesize("-Dashes first, then words.")  # a leading dash is text, not an option
+    pcm, rate = EspeakTTS().synthesize(
+        "-Dashes first, then words."
+    )  # a leading dash is text, not an option
     assert rate == 22050 and 1.0 < duration_s(pcm, rate) < 4.0
 
 
@@ -95,7 +105,10 @@ def test_a_missing_espeak_is_a_synthesis_failure():
 def test_piper_speaks_a_sentence_the_bundled_whisper_hears_word_for_word():
     pcm, rate = PiperTTS().synthesize("My sister plays the violin every evening.")
     assert rate == 22050 and 1.0 < duration_s(pcm, rate) < 5.0
-    assert whisper().transcribe(pcm, rate).lower().strip(" .") == "my sister plays the violin every evening"
+    assert (
+        whisper().transcribe(pcm, rate).lower().strip(" .")
+        == "my sister plays the violin every evening"
+    )
 
 
 def test_a_piper_voice_that_is_not_installed_is_a_synthesis_failure_that_says_what_to_install():
@@ -113,7 +126,9 @@ def test_a_piper_voice_that_cannot_speak_falls_back_to_espeak_and_says_why_once(
 
 @needs_piper
 def test_a_module_that_is_not_a_piper_voice_is_refused_by_name():
-    with pytest.raises(SynthesisFailed, match="'json' is not a piper voice package .it ships 0 .onnx models"):
+    with pytest.raises(
+        SynthesisFailed, match="'json' is not a piper voice package .it ships 0 .onnx models"
+    ):
         PiperTTS("json").synthesize("hello")
 
 
@@ -122,14 +137,18 @@ async def test_openai_compatible_transcription_uploads_a_wav_and_returns_the_tex
     stt = OpenAISpeechToText(api.base_url, "key", model="whisper-1")
     text = await asyncio.to_thread(stt.transcribe, tone(1.0), 16000)
     assert text == "Hello from the server."
-    assert api.uploads == [{"model": "whisper-1", "language": "en", "filename": "speech.wav", "seconds": 1.0}]
+    assert api.uploads == [
+        {"model": "whisper-1", "language": "en", "filename": "speech.wav", "seconds": 1.0}
+    ]
 
 
 async def test_openai_compatible_speech_returns_pcm_at_the_servers_rate(api):
     tts = OpenAITextToSpeech(api.base_url, "key", model="tts-1", voice="nova")
     pcm, rate = await asyncio.to_thread(tts.synthesize, "Hi there.")
     assert rate == 24000 and duration_s(pcm, rate) == pytest.approx(0.5)
-    assert api.speech_requests == [{"model": "tts-1", "voice": "nova", "input": "Hi there.", "response_format": "wav"}]
+    assert api.speech_requests == [
+        {"model": "tts-1", "voice": "nova", "input": "Hi there.", "response_format": "wav"}
+    ]
 
 
 async def test_openai_compatible_failures_are_speech_errors(api):

@@ -45,7 +45,13 @@ def seen() -> Recorder:
 
 @pytest.fixture
 def hub(seen, clock) -> ReceiveHub:
-    return ReceiveHub(seen.speech, seen.utterance, vad=VadSettings(end_pause_ms=400), clock=clock, unattributed_ttl_s=5)
+    return ReceiveHub(
+        seen.speech,
+        seen.utterance,
+        vad=VadSettings(end_pause_ms=400),
+        clock=clock,
+        unattributed_ttl_s=5,
+    )
 
 
 def feed(hub: ReceiveHub, clock: FakeClock, ssrc: int, pcm: bytes) -> None:
@@ -87,7 +93,9 @@ def voice_only(pcm48_stereo: bytes) -> bytes:
 
 def test_a_speaker_who_stops_sending_mid_sentence_is_ended_by_the_timer(hub, seen, clock):
     hub.attribute(11, ALICE)
-    feed(hub, clock, 11, voice_only(spoken("Good evening everybody.")))  # no trailing silence: the client went quiet
+    feed(
+        hub, clock, 11, voice_only(spoken("Good evening everybody."))
+    )  # no trailing silence: the client went quiet
     assert seen.utterances == []
     clock.advance(0.1)
     hub.tick()
@@ -108,7 +116,10 @@ def test_a_speaker_leaving_mid_utterance_still_counts_and_is_then_forgotten(hub,
 def test_two_people_talking_at_once_are_kept_apart(hub, seen, clock):
     hub.attribute(11, ALICE)
     hub.attribute(22, BOB)
-    alice, bob = spoken("I like green apples.") + silence(0.6), spoken("My dog is called Rex.") + silence(0.6)
+    alice, bob = (
+        spoken("I like green apples.") + silence(0.6),
+        spoken("My dog is called Rex.") + silence(0.6),
+    )
     for i in range(0, max(len(alice), len(bob)), DISCORD_FRAME_BYTES):
         for ssrc, pcm in ((11, alice), (22, bob)):
             if i < len(pcm):

@@ -84,7 +84,10 @@ def test_a_dave_frame_that_fails_to_decrypt_is_dropped_not_raised():
 
 def test_padding_is_stripped_before_dave_sees_the_frame():
     session = DaveSessionStandIn()
-    assert open_frame(dave_frame() + b"\0\0\0\x04", padded=True, dave_session=session, user_id=7) is not None
+    assert (
+        open_frame(dave_frame() + b"\0\0\0\x04", padded=True, dave_session=session, user_id=7)
+        is not None
+    )
     assert session.calls[0][2] == dave_frame()
 
 
@@ -110,7 +113,10 @@ def test_held_frames_are_bounded_in_time_bytes_and_streams():
     wait.hold(1, b"b" * 40, padded=False)
     wait.hold(1, b"c" * 40, padded=False)
     wait.hold(1, b"d" * 40, padded=False)  # 120 bytes: the oldest goes
-    assert [h.payload[:1] for h in wait.release(1)] == [b"c", b"d"]  # "a" too old, "b" over the byte bound
+    assert [h.payload[:1] for h in wait.release(1)] == [
+        b"c",
+        b"d",
+    ]  # "a" too old, "b" over the byte bound
     for ssrc in (1, 2, 3):  # a flood of streams nobody names
         wait.hold(ssrc, b"x", padded=False)
     assert wait.waiting() == [2, 3] and wait.dropped == 3

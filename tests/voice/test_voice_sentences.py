@@ -30,7 +30,9 @@ def test_a_line_break_ends_a_sentence():
 
 
 def test_markdown_and_links_are_not_read_out():
-    assert speakable("**Bold** and `code`, see [the docs](https://x.y/z) or https://a.b/c") == ("Bold and code, see the docs or")
+    assert speakable("**Bold** and `code`, see [the docs](https://x.y/z) or https://a.b/c") == (
+        "Bold and code, see the docs or"
+    )
 
 
 def test_the_skip_token_is_never_spoken():

@@ -56,7 +56,12 @@ async def started(session: VoiceSession) -> VoiceSession:
 async def test_a_streamed_reply_is_spoken_sentence_by_sentence_in_order(player):
     tts = ToneTTS()
     session = await started(
-        VoiceSession(ScriptedSTT("how are you"), tts, StreamingResponder("I am fine. Thanks for asking! And you?"), player)
+        VoiceSession(
+            ScriptedSTT("how are you"),
+            tts,
+            StreamingResponder("I am fine. Thanks for asking! And you?"),
+            player,
+        )
     )
     session.utterance_ready(utterance())
     await eventually(lambda: session.turns)
@@ -76,14 +81,19 @@ async def test_speaking_starts_before_the_reply_has_finished_streaming(player):
     assert session.turns == []
     responder.gate.set()
     await eventually(lambda: session.turns)
-    assert session.turns[0].spoken == ("The first sentence is ready.", "The second one takes a while.")
+    assert session.turns[0].spoken == (
+        "The first sentence is ready.",
+        "The second one takes a while.",
+    )
     await session.close()
 
 
 async def test_someone_speaking_over_the_bot_stops_it():
     responder = StreamingResponder("Let me tell you a long story. It goes on and on. And on.")
     player = ThreadPlayer(speed=1)
-    session = await started(VoiceSession(ScriptedSTT("a story please"), ToneTTS(seconds=2.0), responder, player))
+    session = await started(
+        VoiceSession(ScriptedSTT("a story please"), ToneTTS(seconds=2.0), responder, player)
+    )
     session.utterance_ready(utterance())
     await eventually(lambda: player.frames)
     session.speech_started(22, BOB)
@@ -96,7 +106,13 @@ async def test_someone_speaking_over_the_bot_stops_it():
 
 async def test_barge_in_can_be_switched_off(player):
     session = await started(
-        VoiceSession(ScriptedSTT("hi"), ToneTTS(), StreamingResponder("Hello. Hi."), player, VoiceSettings(barge_in=False))
+        VoiceSession(
+            ScriptedSTT("hi"),
+            ToneTTS(),
+            StreamingResponder("Hello. Hi."),
+            player,
+            VoiceSettings(barge_in=False),
+        )
     )
     session.utterance_ready(utterance())
     await eventually(lambda: session._speech is not None and session._speech.spoken)
@@ -108,7 +124,14 @@ async def test_barge_in_can_be_switched_off(player):
 
 async def test_a_skip_answer_is_stored_but_not_spoken(player):
     tts = ToneTTS()
-    session = await started(VoiceSession(ScriptedSTT("they were talking to each other"), tts, StreamingResponder("[SKIP]"), player))
+    session = await started(
+        VoiceSession(
+            ScriptedSTT("they were talking to each other"),
+            tts,
+            StreamingResponder("[SKIP]"),
+            player,
+        )
+    )
     session.utterance_ready(utterance())
     await eventually(lambda: session.turns)
     assert session.turns[0].reply == "[SKIP]" and session.turns[0].spoken == () and tts.said == []
@@ -118,7 +141,14 @@ async def test_a_skip_answer_is_stored_but_not_spoken(player):
 
 async def test_a_failed_transcription_costs_one_turn_and_the_session_goes_on(player, caplog):
     responder = StreamingResponder("Yes?")
-    session = await started(VoiceSession(ScriptedSTT(TranscriptionFailed("model gone"), "are you there"), ToneTTS(), responder, player))
+    session = await started(
+        VoiceSession(
+            ScriptedSTT(TranscriptionFailed("model gone"), "are you there"),
+            ToneTTS(),
+            responder,
+            player,
+        )
+    )
     session.utterance_ready(utterance())
     session.utterance_ready(utterance())
     await eventually(lambda: session.turns)
@@ -128,7 +158,12 @@ async def test_a_failed_transcription_costs_one_turn_and_the_session_goes_on(pla
 
 async def test_a_sentence_the_tts_cannot_say_is_skipped_and_the_rest_is_spoken(player):
     session = await started(
-        VoiceSession(ScriptedSTT("hi"), ToneTTS(fail_on=("broken",)), StreamingResponder("Hello there. This is broken. Goodbye."), player)
+        VoiceSession(
+            ScriptedSTT("hi"),
+            ToneTTS(fail_on=("broken",)),
+            StreamingResponder("Hello there. This is broken. Goodbye."),
+            player,
+        )
     )
     session.utterance_ready(utterance())
     await eventually(lambda: session.turns)
@@ -160,7 +195,9 @@ async def test_empty_transcripts_are_not_answered(player):
 
 async def test_idle_time_counts_from_the_last_thing_anyone_said(player):
     clock = FakeClock()
-    session = await started(VoiceSession(ScriptedSTT("hi"), ToneTTS(), StreamingResponder("Hey."), player, clock=clock))
+    session = await started(
+        VoiceSession(ScriptedSTT("hi"), ToneTTS(), StreamingResponder("Hey."), player, clock=clock)
+    )
     clock.advance(30)
     assert session.idle_for() == 30
     session.speech_started(11, ALICE)

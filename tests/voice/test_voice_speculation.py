@@ -51,9 +51,13 @@ def feed(hub: ReceiveHub, clock: FakeClock, pcm: bytes) -> None:
         clock.advance(0.02)
 
 
-def wired(stt: ScriptedSTT, responder: Responder, vad: VadSettings = VadSettings()) -> tuple[VoiceSession, ReceiveHub, FakeClock]:
+def wired(
+    stt: ScriptedSTT, responder: Responder, vad: VadSettings = VadSettings()
+) -> tuple[VoiceSession, ReceiveHub, FakeClock]:
     clock = FakeClock()
-    session = VoiceSession(stt, ToneTTS(0.05), responder, ThreadPlayer(speed=16), VoiceSettings(vad=vad))
+    session = VoiceSession(
+        stt, ToneTTS(0.05), responder, ThreadPlayer(speed=16), VoiceSettings(vad=vad)
+    )
     hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=vad, clock=clock)
     hub.attribute(SSRC, ALICE)
     session.start()
@@ -69,29 +73,41 @@ def test_voice_hub_reports_a_pause_once_with_exactly_the_audio_the_utterance_the
     (guess,) = seen.paused
     (utterance,) = seen.utterances
     assert guess.ssrc == utterance.ssrc and same_speech(guess.pcm16, utterance.pcm16)
-    assert utterance.pcm16.startswith(guess.pcm16) and len(utterance.pcm16) - len(guess.pcm16) <= 6400  # + <= 200 ms of pause
+    assert (
+        utterance.pcm16.startswith(guess.pcm16) and len(utterance.pcm16) - len(guess.pcm16) <= 6400
+    )  # + <= 200 ms of pause
 
 
 def test_voice_hub_guesses_again_after_speech_resumes():
     seen, clock = Pauses(), FakeClock()
     hub = ReceiveHub(lambda *_: None, seen.utterance_ready, clock=clock)
     hub.attribute(SSRC, ALICE)
-    feed(hub, clock, spoken("I like green apples.") + silence(0.1) + spoken("My dog is called Rex."))
-    assert len(seen.paused) == 2 and seen.utterances == []  # one guess per pause; espeak's own tail is a pause
+    feed(
+        hub, clock, spoken("I like green apples.") + silence(0.1) + spoken("My dog is called Rex.")
+    )
+    assert (
+        len(seen.paused) == 2 and seen.utterances == []
+    )  # one guess per pause; espeak's own tail is a pause
     first, second = seen.paused
     assert len(first.pcm16) < len(second.pcm16) and second.pcm16.startswith(first.pcm16[:32000])
     clock.advance(0.8)
     hub.tick()
     (utterance,) = seen.utterances
-    assert same_speech(second.pcm16, utterance.pcm16) and not same_speech(first.pcm16, utterance.pcm16)
+    assert same_speech(second.pcm16, utterance.pcm16) and not same_speech(
+        first.pcm16, utterance.pcm16
+    )
 
 
 def test_voice_hub_without_a_pause_listener_or_with_speculation_off_guesses_nothing():
     clock, ended = FakeClock(), []
-    plain = ReceiveHub(lambda *_: None, ended.append, clock=clock)  # a plain function: nobody to tell
+    plain = ReceiveHub(
+        lambda *_: None, ended.append, clock=clock
+    )  # a plain function: nobody to tell
     feed(plain, clock, spoken("Good evening everybody.") + silence(1.0))
     seen = Pauses()
-    off = ReceiveHub(lambda *_: None, seen.utterance_ready, vad=VadSettings(speculate_after_ms=0), clock=clock)
+    off = ReceiveHub(
+        lambda *_: None, seen.utterance_ready, vad=VadSettings(speculate_after_ms=0), clock=clock
+    )
     plain.attribute(SSRC, ALICE)
     off.attribute(SSRC, ALICE)
     feed(off, clock, spoken("Good evening everybody.") + silence(1.0))
@@ -106,30 +122,58 @@ async def test_voice_a_real_end_uses_the_speculative_transcript_and_runs_stt_onc
     session, hub, clock = wired(stt, responder)
     feed(hub, clock, spoken("Good evening everybody.") + silence(1.0))
     await eventually(lambda: session.turns)
-    assert responder.asked == ["Good evening everybody."] and len(stt.audio) == 1  # a second call would have failed
-    assert (session.speculation.started, session.speculation.used, session.speculation.failed) == (1, 1, 0)
+    assert (
+        responder.asked == ["Good evening everybody."] and len(stt.audio) == 1
+    )  # a second call would have failed
+    assert (session.speculation.started, session.speculation.used, session.speculation.failed) == (
+        1,
+        1,
+        0,
+    )
     await session.close()
 
 
 async def test_voice_a_pause_that_was_not_the_end_never_makes_a_turn_from_the_partial_audio():
-    stt, responder = ScriptedSTT("PARTIAL", "I like green apples. My dog is called Rex."), Responder()
+    stt, responder = (
+        ScriptedSTT("PARTIAL", "I like green apples. My dog is called Rex."),
+        Responder(),
+    )
     session, hub, clock = wired(stt, responder)
-    feed(hub, clock, spoken("I like green apples.") + silence(0.1) + spoken("My dog is called Rex.") + silence(1.0))
+    feed(
+        hub,
+        clock,
+        spoken("I like green apples.")
+        + silence(0.1)
+        + spoken("My dog is called Rex.")
+        + silence(1.0),
+    )
     await eventually(lambda: session.turns)
     await eventually(lambda: len(stt.audio) == 2)
-    assert responder.asked == ["I like green apples. My dog is called Rex."] and len(session.turns) == 1
+    assert (
+        responder.asked == ["I like green apples. My dog is called Rex."]
+        and len(session.turns) == 1
+    )
     assert "PARTIAL" not in {t.heard for t in session.turns}
-    assert not same_speech(stt.audio[0], stt.audio[1])  # the partial guess was on less speech, then thrown away
+    assert not same_speech(
+        stt.audio[0], stt.audio[1]
+    )  # the partial guess was on less speech, then thrown away
     assert (session.speculation.started, session.speculation.used) == (2, 1)
     await session.close()
 
 
 async def test_voice_a_failed_speculative_transcription_falls_back_to_transcribing_the_utterance():
-    stt, responder = ScriptedSTT(TranscriptionFailed("whisper is busy"), "Good evening everybody."), Responder()
+    stt, responder = (
+        ScriptedSTT(TranscriptionFailed("whisper is busy"), "Good evening everybody."),
+        Responder(),
+    )
     session, hub, clock = wired(stt, responder)
     feed(hub, clock, spoken("Good evening everybody.") + silence(1.0))
     await eventually(lambda: session.turns)
-    assert responder.asked == ["Good evening everybody."] and len(stt.audio) == 2 and same_speech(*stt.audio)
+    assert (
+        responder.asked == ["Good evening everybody."]
+        and len(stt.audio) == 2
+        and same_speech(*stt.audio)
+    )
     assert (session.speculation.used, session.speculation.failed) == (0, 1)
     await session.close()
 

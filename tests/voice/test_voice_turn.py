@@ -25,7 +25,15 @@ from voice.audio import DISCORD_FRAME_BYTES, LISTEN_RATE, resample
 from voice.receive import ReceiveHub, Utterance
 from voice.session import VoiceSession, VoiceSettings
 from voice.tts import EspeakTTS
-from voice.turn import SMART_TURN_FILE, EndOfTurn, SmartTurn, at_pause, default_model_dir, load_end_of_turn, smart_turn_features
+from voice.turn import (
+    SMART_TURN_FILE,
+    EndOfTurn,
+    SmartTurn,
+    at_pause,
+    default_model_dir,
+    load_end_of_turn,
+    smart_turn_features,
+)
 from voice.vad import VadSettings
 
 ALICE, SSRC = 3003, 11
@@ -71,7 +79,9 @@ class Ends:
         self.utterances.append((self.clock.now(), utterance))
 
 
-def hub_with(model: ScriptedTurns | None, vad: VadSettings = VAD) -> tuple[ReceiveHub, Ends, FakeClock]:
+def hub_with(
+    model: ScriptedTurns | None, vad: VadSettings = VAD
+) -> tuple[ReceiveHub, Ends, FakeClock]:
     clock = FakeClock(0.0)
     ends = Ends(clock)
     turn = EndOfTurn(model, executor=Inline()) if model else None
@@ -87,7 +97,11 @@ def say(hub: ReceiveHub, clock: FakeClock, pcm: bytes, *, silence_s: float = 0.0
     for i in range(0, len(pcm), DISCORD_FRAME_BYTES):
         clock.advance(0.02)
         hub.feed(SSRC, pcm[i : i + DISCORD_FRAME_BYTES])
-        ended = clock.now() if np.abs(np.frombuffer(pcm[i : i + DISCORD_FRAME_BYTES], "<i2")).max(initial=0) > 300 else ended
+        ended = (
+            clock.now()
+            if np.abs(np.frombuffer(pcm[i : i + DISCORD_FRAME_BYTES], "<i2")).max(initial=0) > 300
+            else ended
+        )
     for _ in range(round(silence_s / 0.02)):
         clock.advance(0.02)
         hub.tick()
@@ -98,7 +112,9 @@ def test_voice_a_finished_question_ends_at_the_short_pause_not_the_700_ms_one():
     hub, ends, clock = hub_with(ScriptedTurns(0.93))
     spoke = say(hub, clock, spoken("What do you think about that?"), silence_s=1.0)
     ((at, utterance),) = ends.utterances
-    assert at - spoke <= 0.3 and utterance.user_id == ALICE  # the model is asked at 200 ms and says finished
+    assert (
+        at - spoke <= 0.3 and utterance.user_id == ALICE
+    )  # the model is asked at 200 ms and says finished
 
     old, old_ends, old_clock = hub_with(None)
     old_spoke = say(old, old_clock, spoken("What do you think about that?"), silence_s=1.0)
@@ -108,11 +124,15 @@ def test_voice_a_finished_question_ends_at_the_short_pause_not_the_700_ms_one():
 def test_voice_a_pause_for_thought_is_waited_through_and_the_whole_sentence_is_one_utterance():
     model = ScriptedTurns(0.08, 0.91)  # the pause: unfinished; the end: finished
     hub, ends, clock = hub_with(model)
-    say(hub, clock, spoken("I was thinking"), silence_s=1.2)  # longer than the old 700 ms: it would have cut in
+    say(
+        hub, clock, spoken("I was thinking"), silence_s=1.2
+    )  # longer than the old 700 ms: it would have cut in
     assert ends.utterances == []
     spoke = say(hub, clock, spoken("maybe we could go on Sunday."), silence_s=1.0)
     ((at, utterance),) = ends.utterances
-    assert at - spoke <= 0.3 and utterance.duration_s > 1.2 + 1.0  # both halves and the pause between them
+    assert (
+        at - spoke <= 0.3 and utterance.duration_s > 1.2 + 1.0
+    )  # both halves and the pause between them
     assert len(model.heard) == 2  # once per pause, not at every tick
 
 
@@ -137,7 +157,9 @@ def test_voice_the_model_hears_the_speech_then_exactly_the_short_pause():
     say(hub, clock, speech, silence_s=1.0)
     heard = np.frombuffer(model.heard[0], "<i2")
     tail = heard[-LISTEN_RATE // 5 :]  # 200 ms: the pause when it was asked
-    assert not tail.any() and np.abs(heard[: -LISTEN_RATE // 5][-160:]).max() > 64  # sound right before the pause
+    assert (
+        not tail.any() and np.abs(heard[: -LISTEN_RATE // 5][-160:]).max() > 64
+    )  # sound right before the pause
 
 
 def test_voice_a_late_verdict_on_an_earlier_pause_never_ends_the_turn_after_speech_went_on():
@@ -150,7 +172,9 @@ def test_voice_a_late_verdict_on_an_earlier_pause_never_ends_the_turn_after_spee
 
     clock = FakeClock(0.0)
     ends = Ends(clock)
-    hub = ReceiveHub(ends.speech, ends.utterance, vad=VAD, clock=clock, turn=EndOfTurn(Slow(0.99, 0.0)))
+    hub = ReceiveHub(
+        ends.speech, ends.utterance, vad=VAD, clock=clock, turn=EndOfTurn(Slow(0.99, 0.0))
+    )
     hub.attribute(SSRC, ALICE)
     say(hub, clock, spoken("I was thinking"), silence_s=0.3)  # asked; the answer is held back
     say(hub, clock, spoken("maybe we could go"))  # speech went on before the verdict
@@ -164,7 +188,9 @@ def test_voice_barge_in_and_separate_speakers_keep_working_with_the_model():
     hub, ends, clock = hub_with(model)
     hub.attribute(12, 4004)
     speech = spoken("What do you think about that?")
-    for i in range(0, len(speech), DISCORD_FRAME_BYTES):  # two people at once, each on their own stream
+    for i in range(
+        0, len(speech), DISCORD_FRAME_BYTES
+    ):  # two people at once, each on their own stream
         clock.advance(0.02)
         hub.feed(SSRC, speech[i : i + DISCORD_FRAME_BYTES])
         hub.feed(12, speech[i : i + DISCORD_FRAME_BYTES])
@@ -193,7 +219,11 @@ class ByLength:
 
     def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
         self.heard.append(len(pcm16) / 2 / sample_rate)
-        return "I was thinking" if self.heard[-1] < 1.5 else "I was thinking maybe we could go on Sunday."
+        return (
+            "I was thinking"
+            if self.heard[-1] < 1.5
+            else "I was thinking maybe we could go on Sunday."
+        )
 
 
 async def test_voice_a_speaker_pausing_mid_sentence_is_answered_once_when_they_finish():
@@ -202,7 +232,13 @@ async def test_voice_a_speaker_pausing_mid_sentence_is_answered_once_when_they_f
     clock = FakeClock(0.0)
     settings = VoiceSettings(turn=EndOfTurn(ScriptedTurns(0.1, 0.9), executor=Inline()))
     session = VoiceSession(stt, ToneTTS(), responder, ThreadPlayer(), settings)
-    hub = ReceiveHub(session.speech_started, session.utterance_ready, vad=settings.vad, clock=clock, turn=settings.turn)
+    hub = ReceiveHub(
+        session.speech_started,
+        session.utterance_ready,
+        vad=settings.vad,
+        clock=clock,
+        turn=settings.turn,
+    )
     hub.attribute(SSRC, ALICE)
     session.start()
     try:
@@ -226,24 +262,40 @@ def test_voice_smart_turn_reads_8_s_of_features_and_gives_a_probability():
     assert 0.0 < first < 1.0 and first == again
 
 
-def test_voice_a_missing_turn_model_falls_back_to_the_fixed_pause_with_one_clear_line(tmp_path, caplog):
+def test_voice_a_missing_turn_model_falls_back_to_the_fixed_pause_with_one_clear_line(
+    tmp_path, caplog
+):
     caplog.set_level(logging.WARNING)
     assert load_end_of_turn(tmp_path) is None
     (line,) = [r.getMessage() for r in caplog.records]
-    assert str(tmp_path / SMART_TURN_FILE) in line and "fixed pause" in line and "scripts/install-run" in line
-    settings = voice_settings(load_settings(_env_file=None, voice_turn_model=True, voice_turn_model_dir=tmp_path))
+    assert (
+        str(tmp_path / SMART_TURN_FILE) in line
+        and "fixed pause" in line
+        and "scripts/install-run" in line
+    )
+    settings = voice_settings(
+        load_settings(_env_file=None, voice_turn_model=True, voice_turn_model_dir=tmp_path)
+    )
     assert settings.turn is None and settings.vad.end_pause_ms == 700
 
 
 def test_voice_the_turn_settings_come_from_config_and_an_inverted_pair_is_refused():
     chosen = load_settings(
-        _env_file=None, voice_turn_model=True, voice_turn_complete_ms=250, voice_turn_cap_ms=1500, voice_turn_threshold=0.7
+        _env_file=None,
+        voice_turn_model=True,
+        voice_turn_complete_ms=250,
+        voice_turn_cap_ms=1500,
+        voice_turn_threshold=0.7,
     )
     settings = voice_settings(chosen)
     assert (settings.vad.turn_complete_ms, settings.vad.turn_cap_ms) == (250, 1500)
     assert settings.turn is not None and settings.turn.threshold == 0.7
-    assert voice_settings(load_settings(_env_file=None)).turn is None  # off by default: docs/voice.md says why
-    with pytest.raises(ConfigError, match="COMPANION_VOICE_TURN_CAP_MS.*COMPANION_VOICE_TURN_COMPLETE_MS"):
+    assert (
+        voice_settings(load_settings(_env_file=None)).turn is None
+    )  # off by default: docs/voice.md says why
+    with pytest.raises(
+        ConfigError, match="COMPANION_VOICE_TURN_CAP_MS.*COMPANION_VOICE_TURN_COMPLETE_MS"
+    ):
         load_settings(_env_file=None, voice_turn_complete_ms=900, voice_turn_cap_ms=800)
     with pytest.raises(ValueError):
         VadSettings(turn_complete_ms=0)

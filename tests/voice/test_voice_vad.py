@@ -15,7 +15,11 @@ def listen(pcm48_stereo: bytes) -> bytes:
 
 
 def run(cutter: UtteranceCutter, pcm16: bytes) -> list:
-    return [e for i in range(0, len(pcm16), FRAME_BYTES) for e in cutter.push(pcm16[i : i + FRAME_BYTES])]
+    return [
+        e
+        for i in range(0, len(pcm16), FRAME_BYTES)
+        for e in cutter.push(pcm16[i : i + FRAME_BYTES])
+    ]
 
 
 def ends(events: list) -> list[SpeechEnd]:
@@ -27,7 +31,9 @@ def test_one_sentence_followed_by_a_pause_is_one_utterance():
     events = run(UtteranceCutter(), listen(silence(0.5)) + speech + listen(silence(1.0)))
     assert [type(e) for e in events] == [SpeechStart, SpeechEnd]
     (end,) = ends(events)
-    assert abs(len(end.pcm16) - len(speech)) / 32000 < 0.6  # about the speech, not the silence around it
+    assert (
+        abs(len(end.pcm16) - len(speech)) / 32000 < 0.6
+    )  # about the speech, not the silence around it
 
 
 def test_two_sentences_800_ms_apart_are_two_utterances():
@@ -38,8 +44,13 @@ def test_two_sentences_800_ms_apart_are_two_utterances():
 
 
 def test_silence_and_a_short_click_are_not_speech():
-    click = (np.random.default_rng(1).normal(0, 8000, 960).astype("<i2")).tobytes()  # 60 ms of noise
-    events = run(UtteranceCutter(VadSettings(aggressiveness=0)), listen(silence(0.5)) + click + listen(silence(1.0)))
+    click = (
+        np.random.default_rng(1).normal(0, 8000, 960).astype("<i2")
+    ).tobytes()  # 60 ms of noise
+    events = run(
+        UtteranceCutter(VadSettings(aggressiveness=0)),
+        listen(silence(0.5)) + click + listen(silence(1.0)),
+    )
     assert events == []
 
 

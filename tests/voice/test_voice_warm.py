@@ -10,7 +10,15 @@ import pytest
 from conftest import contents, guild_ctx, remember
 
 from memory.models import FactKind, NewMemory, Scope
-from voice.warm import Decision, Retrieval, WarmMemory, WarmSettings, cosine, is_low_signal, memory_retrieval
+from voice.warm import (
+    Decision,
+    Retrieval,
+    WarmMemory,
+    WarmSettings,
+    cosine,
+    is_low_signal,
+    memory_retrieval,
+)
 
 CAMPING = [
     "I'm planning a camping trip to the lake district next weekend",
@@ -88,16 +96,22 @@ def run(warm, counted, turns, clock=None, gap=5.0):
     return results
 
 
-def test_voice_warm_a_stretch_of_same_topic_turns_reuses_the_snapshot_after_one_full_retrieval(warm, stored, ctx, clock):
+def test_voice_warm_a_stretch_of_same_topic_turns_reuses_the_snapshot_after_one_full_retrieval(
+    warm, stored, ctx, clock
+):
     counted = Counted(memory_retrieval(stored.recall, ctx))
     results = run(warm, counted, CAMPING, clock)
     assert [r.record.decision for r in results][0] is Decision.FULL
-    assert results[-1].record.decision is Decision.REUSE  # every word of it was searched for by the turns before
+    assert (
+        results[-1].record.decision is Decision.REUSE
+    )  # every word of it was searched for by the turns before
     assert counted.count("full") == 1
     assert "Alice goes camping in the Lake District every summer" in contents(results[-1].snapshot)
 
 
-def test_voice_warm_a_clear_topic_change_triggers_a_full_retrieval_and_a_new_snapshot(warm, stored, ctx, clock):
+def test_voice_warm_a_clear_topic_change_triggers_a_full_retrieval_and_a_new_snapshot(
+    warm, stored, ctx, clock
+):
     counted = Counted(memory_retrieval(stored.recall, ctx))
     run(warm, counted, CAMPING[:2], clock)
     changed = warm.turn(VIOLIN, counted.retrieval())
@@ -107,23 +121,38 @@ def test_voice_warm_a_clear_topic_change_triggers_a_full_retrieval_and_a_new_sna
     assert counted.calls[-1] == ("full", VIOLIN)
 
 
-def test_voice_warm_a_moderately_similar_turn_refreshes_lexically_without_a_full_retrieval(warm, stored, ctx):
+def test_voice_warm_a_moderately_similar_turn_refreshes_lexically_without_a_full_retrieval(
+    warm, stored, ctx
+):
     counted = Counted(memory_retrieval(stored.recall, ctx))
     tent = "Alice owns a bright orange two-person tent"
     first = warm.turn(CAMPING[0], counted.retrieval())
-    moved = warm.turn(CAMPING[1], counted.retrieval())  # the same topic, but a word not searched yet, "tent"
+    moved = warm.turn(
+        CAMPING[1], counted.retrieval()
+    )  # the same topic, but a word not searched yet, "tent"
     assert moved.record.decision is Decision.REFRESH
     assert counted.calls == [("full", CAMPING[0]), ("lexical", CAMPING[1])]
     assert tent not in contents(first.snapshot)
     assert contents(moved.snapshot) == contents(first.snapshot) | {tent}
-    assert next(h.channels for h in moved.snapshot if h.item.content == tent) == ("fts",)  # BM25 brought it, no vector search
+    assert next(h.channels for h in moved.snapshot if h.item.content == tent) == (
+        "fts",
+    )  # BM25 brought it, no vector search
 
 
-def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_new_topic_still_is_not(warm, stored, ctx, embeds):
+def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_new_topic_still_is_not(
+    warm, stored, ctx, embeds
+):
     counted = Counted(memory_retrieval(stored.recall, ctx))
-    follow_up, practice, back = "I need a warmer sleeping bag", "she practises every evening", "anyway, back to the camping trip"
+    follow_up, practice, back = (
+        "I need a warmer sleeping bag",
+        "she practises every evening",
+        "anyway, back to the camping trip",
+    )
     # Alone, the follow-up is no camping turn for MiniLM: cosine 0.33 to the fingerprint would be a full retrieval.
-    assert cosine(stored.embeddings.embed_query(follow_up), stored.embeddings.embed_query(CAMPING[0])) < WarmSettings().full_below
+    assert (
+        cosine(stored.embeddings.embed_query(follow_up), stored.embeddings.embed_query(CAMPING[0]))
+        < WarmSettings().full_below
+    )
     results = run(warm, counted, [CAMPING[0], follow_up, VIOLIN, practice, back])
     assert [(r.record.decision, r.record.reason) for r in results] == [
         (Decision.FULL, "cold"),
@@ -132,41 +161,66 @@ def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_n
         (Decision.REFRESH, "moved"),
         (Decision.FULL, "drift"),
     ]
-    assert results[2].record.similarity < WarmSettings().full_below  # the camping context did not carry the violin
+    assert (
+        results[2].record.similarity < WarmSettings().full_below
+    )  # the camping context did not carry the violin
     assert counted.calls[2] == ("full", VIOLIN)  # the full retrieval searches for the turn itself
 
 
-def test_voice_warm_a_turn_in_the_topics_own_words_is_refreshed_unembedded_searching_only_its_new_words(warm, stored, ctx, embeds):
+def test_voice_warm_a_turn_in_the_topics_own_words_is_refreshed_unembedded_searching_only_its_new_words(
+    warm, stored, ctx, embeds
+):
     counted = Counted(memory_retrieval(stored.recall, ctx))
     results = run(warm, counted, [CAMPING[0], CAMPING[1], "the tent for the lake district trip"])
     assert [(r.record.decision, r.record.reason) for r in results] == [
         (Decision.FULL, "cold"),
-        (Decision.REFRESH, "known-words"),  # 6 of its 8 words were the first turn's: BM25 for "need" and "tent" alone
-        (Decision.REUSE, "known-words"),  # every word searched: the snapshot stands, nothing is read
+        (
+            Decision.REFRESH,
+            "known-words",
+        ),  # 6 of its 8 words were the first turn's: BM25 for "need" and "tent" alone
+        (
+            Decision.REUSE,
+            "known-words",
+        ),  # every word searched: the snapshot stands, nothing is read
     ]
     assert counted.searched == [frozenset({"need", "tent"})]
     assert embeds.log == [CAMPING[0]]
     assert "Alice owns a bright orange two-person tent" in contents(results[1].snapshot)
 
 
-def test_voice_warm_a_turn_naming_the_topic_but_turning_to_another_still_gets_the_new_topics_memory(warm, stored, ctx, embeds):
+def test_voice_warm_a_turn_naming_the_topic_but_turning_to_another_still_gets_the_new_topics_memory(
+    warm, stored, ctx, embeds
+):
     counted = Counted(memory_retrieval(stored.recall, ctx))
     turned = "forget the camping trip, my sister has a violin recital on friday"
     results = run(warm, counted, [CAMPING[0], turned])
-    assert embeds.log == [CAMPING[0], turned]  # two of its seven words are the topic's: judged by its embedding
+    assert embeds.log == [
+        CAMPING[0],
+        turned,
+    ]  # two of its seven words are the topic's: judged by its embedding
     assert "Alice's sister Jo is learning the violin" in contents(results[1].snapshot)
 
 
 def test_voice_warm_runs_the_model_once_per_turn_on_the_turn_alone(warm, stored, ctx, embeds):
-    turns = [CAMPING[0], "I need a warmer sleeping bag", "yeah", VIOLIN, "she practises every evening"]
+    turns = [
+        CAMPING[0],
+        "I need a warmer sleeping bag",
+        "yeah",
+        VIOLIN,
+        "she practises every evening",
+    ]
     run(warm, Counted(memory_retrieval(stored.recall, ctx)), turns)
     # the context lifts a turn through the vectors of the turns before it, made when they were judged: no second run
     assert embeds.log == [t for t in turns if t != "yeah"]
 
 
-def test_voice_warm_a_repeated_turn_is_not_embedded_again_until_a_forget_drops_the_cached_vectors(warm, stored, ctx, embeds):
+def test_voice_warm_a_repeated_turn_is_not_embedded_again_until_a_forget_drops_the_cached_vectors(
+    warm, stored, ctx, embeds
+):
     counted = Counted(memory_retrieval(stored.recall, ctx))
-    results = run(warm, counted, [CAMPING[0], VIOLIN, CAMPING[0]])  # back to the trip, in the same words
+    results = run(
+        warm, counted, [CAMPING[0], VIOLIN, CAMPING[0]]
+    )  # back to the trip, in the same words
     assert [r.record.reason for r in results] == ["cold", "drift", "drift"]
     assert embeds.log == [CAMPING[0], VIOLIN]
     warm.invalidate()  # a forget: no vector of a forgotten turn may stay in the process (SEC-3)
@@ -178,7 +232,12 @@ def test_voice_warm_keeps_at_most_vector_cache_turn_vectors(stored, ctx, clock, 
     warm = WarmMemory(embeds, clock, WarmSettings(vector_cache=2, known_share=None))
     counted = Counted(memory_retrieval(stored.recall, ctx))
     run(warm, counted, [CAMPING[0], CAMPING[1], CAMPING[2], CAMPING[0]])
-    assert embeds.log == [CAMPING[0], CAMPING[1], CAMPING[2], CAMPING[0]]  # the oldest went when the third came
+    assert embeds.log == [
+        CAMPING[0],
+        CAMPING[1],
+        CAMPING[2],
+        CAMPING[0],
+    ]  # the oldest went when the third came
 
 
 def test_voice_warm_without_context_turns_a_turn_is_judged_alone(stored, ctx, clock, embeds):
@@ -189,7 +248,9 @@ def test_voice_warm_without_context_turns_a_turn_is_judged_alone(stored, ctx, cl
     assert embeds.log == [CAMPING[0], "I need a warmer sleeping bag"]
 
 
-def test_voice_warm_snapshot_expires_five_minutes_after_its_full_retrieval(warm, stored, ctx, clock):
+def test_voice_warm_snapshot_expires_five_minutes_after_its_full_retrieval(
+    warm, stored, ctx, clock
+):
     counted = Counted(memory_retrieval(stored.recall, ctx))
     warm.turn(CAMPING[3], counted.retrieval())
     clock.advance(299)
@@ -200,19 +261,27 @@ def test_voice_warm_snapshot_expires_five_minutes_after_its_full_retrieval(warm,
     assert counted.count("full") == 2
 
 
-def test_voice_warm_filler_turns_reuse_the_snapshot_without_being_embedded(warm, stored, ctx, embeds):
+def test_voice_warm_filler_turns_reuse_the_snapshot_without_being_embedded(
+    warm, stored, ctx, embeds
+):
     counted = Counted(memory_retrieval(stored.recall, ctx))
     first = warm.turn(CAMPING[0], counted.retrieval())
     results = run(warm, counted, ["yeah", "ok", "mhm", "uh huh", "Okay, got it."])
-    assert {(r.record.decision, r.record.reason) for r in results} == {(Decision.REUSE, "low-signal")}
+    assert {(r.record.decision, r.record.reason) for r in results} == {
+        (Decision.REUSE, "low-signal")
+    }
     assert all(r.snapshot == first.snapshot for r in results)
     assert embeds.log == [CAMPING[0]]
     assert counted.count("full") == 1
 
 
 def test_voice_warm_low_signal_rule_takes_fillers_and_tiny_turns_but_not_short_topics():
-    assert all(is_low_signal(t) for t in ("yeah", "OK!", "mhm", "uh huh", "k", "hm", "yeah yeah okay", ""))
-    assert not any(is_low_signal(t) for t in ("tent?", "Rust", "what about the violin", "yeah but which tent"))
+    assert all(
+        is_low_signal(t) for t in ("yeah", "OK!", "mhm", "uh huh", "k", "hm", "yeah yeah okay", "")
+    )
+    assert not any(
+        is_low_signal(t) for t in ("tent?", "Rust", "what about the violin", "yeah but which tent")
+    )
 
 
 def test_voice_warm_counts_hits_per_decision_for_the_hit_rate(warm, stored, ctx, clock):
@@ -237,18 +306,28 @@ def test_voice_warm_invalidate_drops_the_warm_copy_of_forgotten_text(warm, store
     assert tent not in contents(after.snapshot)
 
 
-def test_voice_warm_a_changed_participant_set_never_gets_the_other_scopes_snapshot(warm, stored, ctx):
+def test_voice_warm_a_changed_participant_set_never_gets_the_other_scopes_snapshot(
+    warm, stored, ctx
+):
     carol = "Carol's camping tent for the lake district is a green tarp shelter"
-    stored.memories.add(NewMemory(carol, "carol tent", Scope.USER, "carol", kind=FactKind.PREFERENCE, guild_id="g1"))
+    stored.memories.add(
+        NewMemory(carol, "carol tent", Scope.USER, "carol", kind=FactKind.PREFERENCE, guild_id="g1")
+    )
     with_carol = guild_ctx("g1", "alice", "alice", "bob", "carol")
-    assert carol in contents(warm.turn(CAMPING[3], Counted(memory_retrieval(stored.recall, with_carol)).retrieval()).snapshot)
+    assert carol in contents(
+        warm.turn(
+            CAMPING[3], Counted(memory_retrieval(stored.recall, with_carol)).retrieval()
+        ).snapshot
+    )
     counted = Counted(memory_retrieval(stored.recall, ctx))  # Carol left the channel
     after = warm.turn(CAMPING[4], counted.retrieval())
     assert (after.record.decision, after.record.reason) == (Decision.FULL, "scope")
     assert carol not in contents(after.snapshot)
 
 
-def test_voice_warm_on_topic_turns_of_a_scripted_conversation_hold_what_a_cold_recall_finds(warm, stored, ctx, clock):
+def test_voice_warm_on_topic_turns_of_a_scripted_conversation_hold_what_a_cold_recall_finds(
+    warm, stored, ctx, clock
+):
     for text in (
         "Alice cooks on a small gas stove when camping",
         "Alice needs a warm sleeping bag because the lake district nights are cold",
@@ -271,9 +350,16 @@ def test_voice_warm_on_topic_turns_of_a_scripted_conversation_hold_what_a_cold_r
         clock.advance(5)
         if result.record.decision is not Decision.FULL:
             vector = stored.embeddings.embed_query(text)
-            cold = stored.recall.recall(ctx, text, top_k=stored.knobs.get("memories").top_k + 8, query_vector=vector)
+            cold = stored.recall.recall(
+                ctx, text, top_k=stored.knobs.get("memories").top_k + 8, query_vector=vector
+            )
             served.append((text, contents(cold), contents(cold) - contents(result.snapshot)))
     assert len(served) >= len(talk) - 2  # the conversation stayed warm...
-    assert [(text, missing) for text, _, missing in served if missing] == []  # ...and lost nothing a cold recall finds
+    assert [
+        (text, missing) for text, _, missing in served if missing
+    ] == []  # ...and lost nothing a cold recall finds
     found = set().union(*(cold for _, cold, _ in served))
-    assert {"Alice cooks on a small gas stove when camping", "Alice's favourite campsite has a lake she swims in"} <= found
+    assert {
+        "Alice cooks on a small gas stove when camping",
+        "Alice's favourite campsite has a lake she swims in",
+    } <= found

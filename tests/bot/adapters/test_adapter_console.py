@@ -29,7 +29,9 @@ class ScriptedInput:
 
 async def chat(conv: ScriptedConversation, *lines: str, stream: bool = True, **kwargs) -> str:
     out = io.StringIO()
-    await ConsoleChat(conv, input_fn=ScriptedInput(*lines, **kwargs), output=out, stream=stream).run()
+    await ConsoleChat(
+        conv, input_fn=ScriptedInput(*lines, **kwargs), output=out, stream=stream
+    ).run()
     return out.getvalue()
 
 
@@ -37,9 +39,18 @@ async def test_lines_get_replies_as_direct_messages():
     conv = ScriptedConversation("Hi! Nice to meet you.")
     out = await chat(conv, "hello", "", "my cat is Miso", stream=False)
     assert "bot> Hi! Nice to meet you.\n" in out and "bot> echo: my cat is Miso\n" in out
-    assert [m.text for m in conv.replies] == ["hello", "my cat is Miso"]  # the blank line was skipped
+    assert [m.text for m in conv.replies] == [
+        "hello",
+        "my cat is Miso",
+    ]  # the blank line was skipped
     first = conv.replies[0]
-    assert (first.platform, first.channel_id, first.guild_id, first.author_id, first.author_name) == (
+    assert (
+        first.platform,
+        first.channel_id,
+        first.guild_id,
+        first.author_id,
+        first.author_name,
+    ) == (
         "console",
         "console",
         None,
@@ -53,7 +64,9 @@ async def test_streamed_deltas_are_printed_as_they_arrive():
     conv = ScriptedConversation(Reply(text="Hello there, friend"))
     conv.stream_parts = ["Hello", " there,", " friend"]
     out = await chat(conv, "hi")
-    assert "bot> Hello there, friend\n" in out and out.count("Hello there") == 1  # not printed twice
+    assert (
+        "bot> Hello there, friend\n" in out and out.count("Hello there") == 1
+    )  # not printed twice
 
 
 async def test_a_reply_that_does_not_stream_is_printed_whole():
@@ -66,7 +79,11 @@ async def test_slash_commands_go_to_command():
     conv = ScriptedConversation()
     conv.command_script.append("1. You like tea")
     out = await chat(conv, "/memories", "/remember I was born in Porto", "/link")
-    assert [(c.name, c.argument) for c in conv.commands] == [("memories", ""), ("remember", "I was born in Porto"), ("link", "")]
+    assert [(c.name, c.argument) for c in conv.commands] == [
+        ("memories", ""),
+        ("remember", "I was born in Porto"),
+        ("link", ""),
+    ]
     assert "bot> 1. You like tea\n" in out and "bot> remember: I was born in Porto\n" in out
     assert conv.replies == [] and conv.commands[0].message.platform == "console"
 
@@ -109,7 +126,9 @@ async def test_async_input_functions_work_too():
 async def test_a_failing_turn_is_reported_and_the_session_goes_on(caplog):
     conv = ScriptedConversation(RuntimeError("model unreachable"))
     out = await chat(conv, "hi", "again")
-    assert f"bot> {ERROR_APOLOGY}\n" in out and "bot> echo: again\n" in out  # no claim that it was saved
+    assert (
+        f"bot> {ERROR_APOLOGY}\n" in out and "bot> echo: again\n" in out
+    )  # no claim that it was saved
     assert any(r.exc_info and "model unreachable" in str(r.exc_info[1]) for r in caplog.records)
 
 
@@ -131,8 +150,13 @@ async def test_a_failed_reply_is_followed_by_one_line_that_says_what_to_check():
         return "cannot reach the model server at http://127.0.0.1:9/v1: is it running?"
 
     out = io.StringIO()
-    await ConsoleChat(conv, input_fn=ScriptedInput("hi", "again"), output=out, stream=False, diagnose=diagnose).run()
-    assert f"bot> {APOLOGY}\n(!) cannot reach the model server at http://127.0.0.1:9/v1: is it running?\n" in out.getvalue()
+    await ConsoleChat(
+        conv, input_fn=ScriptedInput("hi", "again"), output=out, stream=False, diagnose=diagnose
+    ).run()
+    assert (
+        f"bot> {APOLOGY}\n(!) cannot reach the model server at http://127.0.0.1:9/v1: is it running?\n"
+        in out.getvalue()
+    )
     assert asked == ["why"]  # only after the failed turn
 
 

@@ -27,7 +27,9 @@ def conv() -> ScriptedConversation:
 @pytest.fixture
 async def dsc():
     async with FakeDiscord() as srv:
-        srv.add_guild(GUILD, "Test guild", channels=[(CHANNEL, "general"), (BOT_CHANNEL, "companion")])
+        srv.add_guild(
+            GUILD, "Test guild", channels=[(CHANNEL, "general"), (BOT_CHANNEL, "companion")]
+        )
         restore = srv.patch_discord()
         try:
             yield srv
@@ -38,7 +40,14 @@ async def dsc():
 @pytest.fixture
 async def bot(dsc, conv):
     """A started adapter that answers freely in #companion; always stopped."""
-    adapter = DiscordAdapter(conv, "bot-token", channels=[str(BOT_CHANNEL)], guild_ready_timeout=0.05, ready_timeout=5, defer_after=0.2)
+    adapter = DiscordAdapter(
+        conv,
+        "bot-token",
+        channels=[str(BOT_CHANNEL)],
+        guild_ready_timeout=0.05,
+        ready_timeout=5,
+        defer_after=0.2,
+    )
     await adapter.start()
     try:
         yield adapter
@@ -55,7 +64,9 @@ async def settle(dsc: FakeDiscord, conv: ScriptedConversation) -> None:
 
 async def test_start_syncs_the_slash_commands(bot, dsc):
     assert bot.client.user.id == DISCORD_BOT_ID
-    assert sorted(c["name"] for c in dsc.commands[None]) == sorted(set(COMMANDS) - {"start"})  # every command but /start
+    assert sorted(c["name"] for c in dsc.commands[None]) == sorted(
+        set(COMMANDS) - {"start"}
+    )  # every command but /start
     link = next(c for c in dsc.commands[None] if c["name"] == "link")
     assert [(o["name"], o.get("required", False)) for o in link["options"]] == [("code", False)]
 
@@ -68,9 +79,18 @@ async def test_dm_gets_a_reply_after_typing(bot, dsc, conv):
     assert sent[0]["allowed_mentions"]["parse"] == []  # model output can never ping @everyone
     assert dsc.typing == [DM_CHANNEL]
     calls = [c["path"] for c in dsc.rest_calls]
-    assert calls.index(f"/api/v10/channels/{DM_CHANNEL}/typing") < calls.index(f"/api/v10/channels/{DM_CHANNEL}/messages")
+    assert calls.index(f"/api/v10/channels/{DM_CHANNEL}/typing") < calls.index(
+        f"/api/v10/channels/{DM_CHANNEL}/messages"
+    )
     (msg,) = conv.replies
-    assert (msg.platform, msg.channel_id, msg.guild_id, msg.author_id, msg.author_name, msg.text) == (
+    assert (
+        msg.platform,
+        msg.channel_id,
+        msg.guild_id,
+        msg.author_id,
+        msg.author_name,
+        msg.text,
+    ) == (
         "discord",
         str(DM_CHANNEL),
         None,
@@ -82,18 +102,28 @@ async def test_dm_gets_a_reply_after_typing(bot, dsc, conv):
 
 
 async def test_guild_mention_gets_a_reply_without_the_mention(bot, dsc, conv):
-    data = await dsc.dispatch_message(CHANNEL, ALICE, f"hey <@{DISCORD_BOT_ID}>, how are you?", guild_id=GUILD, mentions_bot=True)
+    data = await dsc.dispatch_message(
+        CHANNEL, ALICE, f"hey <@{DISCORD_BOT_ID}>, how are you?", guild_id=GUILD, mentions_bot=True
+    )
     sent = await dsc.wait_for_sent(1)
     (msg,) = conv.replies
-    assert msg.text == "hey how are you?" and msg.guild_id == str(GUILD) and msg.channel_id == str(CHANNEL)
-    assert sent[0]["channel_id"] == CHANNEL and int(sent[0]["message_reference"]["message_id"]) == int(data["id"])
+    assert (
+        msg.text == "hey how are you?"
+        and msg.guild_id == str(GUILD)
+        and msg.channel_id == str(CHANNEL)
+    )
+    assert sent[0]["channel_id"] == CHANNEL and int(
+        sent[0]["message_reference"]["message_id"]
+    ) == int(data["id"])
     assert dsc.typing == [CHANNEL] and conv.observed == []
 
 
 async def test_configured_channel_gets_replies_without_mention(bot, dsc, conv):
     await dsc.dispatch_message(BOT_CHANNEL, ALICE, "good morning", guild_id=GUILD)
     sent = await dsc.wait_for_sent(1)
-    assert sent[0]["channel_id"] == BOT_CHANNEL and [m.text for m in conv.replies] == ["good morning"]
+    assert sent[0]["channel_id"] == BOT_CHANNEL and [m.text for m in conv.replies] == [
+        "good morning"
+    ]
 
 
 async def test_unaddressed_guild_message_is_only_observed(bot, dsc, conv):
@@ -107,7 +137,9 @@ async def test_unaddressed_guild_message_is_only_observed(bot, dsc, conv):
 async def test_reply_to_the_bot_gets_a_reply(bot, dsc, conv):
     await dsc.dispatch_message(CHANNEL, ALICE, "hi", guild_id=GUILD, mentions_bot=True)
     first = await dsc.wait_for_sent(1)
-    await dsc.dispatch_message(CHANNEL, ALICE, "and you?", guild_id=GUILD, reply_to=first[0]["message_id"])
+    await dsc.dispatch_message(
+        CHANNEL, ALICE, "and you?", guild_id=GUILD, reply_to=first[0]["message_id"]
+    )
     await dsc.wait_for_sent(2)
     assert [m.text for m in conv.replies] == ["hi", "and you?"] and conv.observed == []
 
@@ -134,7 +166,9 @@ async def test_long_reply_is_split_into_three_parts(bot, dsc, conv):
     long_text = ("chunk " * 750).strip()  # 4499 characters
     conv.script.append(Reply(text=long_text))
     await dsc.dispatch_message(DM_CHANNEL, ALICE, "tell me everything")
-    await dsc.dispatch_message(DM_CHANNEL, ALICE, "thanks")  # answered after it: one channel, in order
+    await dsc.dispatch_message(
+        DM_CHANNEL, ALICE, "thanks"
+    )  # answered after it: one channel, in order
     sent = await dsc.wait_for_sent(4)
     assert sent[3]["content"] == "echo: thanks"
     parts = [m["content"] for m in sent[:3]]
@@ -145,10 +179,15 @@ async def test_participants_are_the_recent_other_speakers(bot, dsc, conv):
     await dsc.dispatch_message(CHANNEL, BOB, "I'm back from Lisbon", guild_id=GUILD, username="bob")
     await dsc.dispatch_message(CHANNEL, CAROL, "welcome back!", guild_id=GUILD, username="carol")
     await dsc.dispatch_message(CHANNEL, BOB, "thanks", guild_id=GUILD, username="bob")
-    await dsc.dispatch_message(CHANNEL, ALICE, "what did Bob do?", guild_id=GUILD, mentions_bot=True)
+    await dsc.dispatch_message(
+        CHANNEL, ALICE, "what did Bob do?", guild_id=GUILD, mentions_bot=True
+    )
     await dsc.wait_for_sent(1)
     (msg,) = conv.replies
-    assert msg.participants == ((str(CAROL), "carol"), (str(BOB), "bob"))  # distinct, newest last, no bot
+    assert msg.participants == (
+        (str(CAROL), "carol"),
+        (str(BOB), "bob"),
+    )  # distinct, newest last, no bot
     assert conv.observed[0].participants == ()
     await dsc.dispatch_message(DM_CHANNEL, ALICE, "hi")
     await dsc.wait_for_sent(2)
@@ -157,7 +196,11 @@ async def test_participants_are_the_recent_other_speakers(bot, dsc, conv):
 
 async def test_slash_remember_answers_ephemerally(bot, dsc, conv):
     await dsc.dispatch_interaction(
-        "remember", user_id=ALICE, channel_id=CHANNEL, guild_id=GUILD, options={"text": "I take my tea with milk"}
+        "remember",
+        user_id=ALICE,
+        channel_id=CHANNEL,
+        guild_id=GUILD,
+        options={"text": "I take my tea with milk"},
     )
     (response,) = await dsc.wait_for_interaction_responses(1)
     assert response["type"] == 4 and response["data"]["flags"] == EPHEMERAL
@@ -178,19 +221,30 @@ async def test_slash_remember_answers_ephemerally(bot, dsc, conv):
 async def test_slash_link_with_and_without_a_code(bot, dsc, conv):
     await dsc.dispatch_interaction("link", user_id=ALICE, channel_id=DM_CHANNEL)
     await dsc.wait_for_interaction_responses(1)
-    await dsc.dispatch_interaction("link", user_id=ALICE, channel_id=DM_CHANNEL, options={"code": "XK-42"})
+    await dsc.dispatch_interaction(
+        "link", user_id=ALICE, channel_id=DM_CHANNEL, options={"code": "XK-42"}
+    )
     responses = await dsc.wait_for_interaction_responses(2)
-    assert [(c.name, c.argument, c.message.guild_id) for c in conv.commands] == [("link", "", None), ("link", "XK-42", None)]
+    assert [(c.name, c.argument, c.message.guild_id) for c in conv.commands] == [
+        ("link", "", None),
+        ("link", "XK-42", None),
+    ]
     assert [r["data"]["content"] for r in responses] == ["link:", "link: XK-42"]
     assert all(r["data"]["flags"] == EPHEMERAL for r in responses)
 
 
 async def test_slash_memories_forget_export_are_routed(bot, dsc, conv):
     await dsc.dispatch_interaction("memories", user_id=ALICE, channel_id=DM_CHANNEL)
-    await dsc.dispatch_interaction("forget", user_id=ALICE, channel_id=DM_CHANNEL, options={"text": "tea"})
+    await dsc.dispatch_interaction(
+        "forget", user_id=ALICE, channel_id=DM_CHANNEL, options={"text": "tea"}
+    )
     await dsc.dispatch_interaction("export", user_id=ALICE, channel_id=DM_CHANNEL)
     await dsc.wait_for_interaction_responses(3)
-    assert sorted((c.name, c.argument) for c in conv.commands) == [("export", ""), ("forget", "tea"), ("memories", "")]
+    assert sorted((c.name, c.argument) for c in conv.commands) == [
+        ("export", ""),
+        ("forget", "tea"),
+        ("memories", ""),
+    ]
 
 
 async def test_slow_command_is_deferred_then_followed_up(bot, dsc, conv):
@@ -203,7 +257,9 @@ async def test_slow_command_is_deferred_then_followed_up(bot, dsc, conv):
     conv.command_script.append(slow)
     await dsc.dispatch_interaction("export", user_id=ALICE, channel_id=DM_CHANNEL)
     (response,) = await dsc.wait_for_interaction_responses(1)
-    assert response["type"] == 5 and response["data"]["flags"] == EPHEMERAL  # "thinking...", only for them
+    assert (
+        response["type"] == 5 and response["data"]["flags"] == EPHEMERAL
+    )  # "thinking...", only for them
     release.set()
     await dsc.wait_until(lambda: dsc.followups)
     assert dsc.followups[0]["content"] == "exported 12 memories"
@@ -259,36 +315,60 @@ async def test_a_wrong_token_is_rejected_cleanly(conv):
     assert adapter.client.is_closed()
 
 
-async def test_the_voice_skip_rule_lets_the_bot_stay_silent_on_unaddressed_text_in_a_configured_channel(bot, dsc, conv):
+async def test_the_voice_skip_rule_lets_the_bot_stay_silent_on_unaddressed_text_in_a_configured_channel(
+    bot, dsc, conv
+):
     conv.script.append(Reply("", skipped=True))
     await dsc.dispatch_message(BOT_CHANNEL, ALICE, "anyone up for lunch?", guild_id=GUILD)
-    await dsc.dispatch_message(BOT_CHANNEL, ALICE, f"<@{DISCORD_BOT_ID}> are you?", guild_id=GUILD, mentions_bot=True)
+    await dsc.dispatch_message(
+        BOT_CHANNEL, ALICE, f"<@{DISCORD_BOT_ID}> are you?", guild_id=GUILD, mentions_bot=True
+    )
     await dsc.wait_for_sent(1)
     skipped, mentioned = conv.replies
-    assert (skipped.addressed, mentioned.addressed) == (False, True)  # the model may stay silent only on the first
-    assert [m["content"] for m in dsc.sent] == ["echo: are you?"]  # the silence sent nothing, not even an empty message
+    assert (skipped.addressed, mentioned.addressed) == (
+        False,
+        True,
+    )  # the model may stay silent only on the first
+    assert [m["content"] for m in dsc.sent] == [
+        "echo: are you?"
+    ]  # the silence sent nothing, not even an empty message
 
 
 # -- ORCH-10/12: manners, acknowledgements, reactions ---------------------------------------------------------------
-async def test_server_talk_not_spoken_to_the_bot_asks_the_manners_listing_where_the_operator_listed_it(bot, dsc, conv):
+async def test_server_talk_not_spoken_to_the_bot_asks_the_manners_listing_where_the_operator_listed_it(
+    bot, dsc, conv
+):
     conv.verdicts = [Verdict(False), Verdict(True)]
     await dsc.dispatch_message(CHANNEL, BOB, "lunch?", guild_id=GUILD, username="bob")
-    await dsc.dispatch_message(BOT_CHANNEL, BOB, "how do knots work?", guild_id=GUILD, username="bob")
+    await dsc.dispatch_message(
+        BOT_CHANNEL, BOB, "how do knots work?", guild_id=GUILD, username="bob"
+    )
     await dsc.wait_for_sent(1)
-    assert [(m.text, listening) for m, listening in conv.asked_manners] == [("lunch?", False), ("how do knots work?", True)]
-    assert [m.text for m in conv.observed] == ["lunch?"] and [m.text for m in conv.replies] == ["how do knots work?"]
-    await dsc.dispatch_message(CHANNEL, BOB, "hi", guild_id=GUILD, mentions_bot=True, username="bob")
+    assert [(m.text, listening) for m, listening in conv.asked_manners] == [
+        ("lunch?", False),
+        ("how do knots work?", True),
+    ]
+    assert [m.text for m in conv.observed] == ["lunch?"] and [m.text for m in conv.replies] == [
+        "how do knots work?"
+    ]
+    await dsc.dispatch_message(
+        CHANNEL, BOB, "hi", guild_id=GUILD, mentions_bot=True, username="bob"
+    )
     await dsc.wait_for_sent(2)
     assert len(conv.asked_manners) == 2  # a mention is answered without asking
 
 
-async def test_a_light_acknowledgement_is_a_reaction_on_the_message_and_a_failing_one_costs_nothing(bot, dsc, conv):
+async def test_a_light_acknowledgement_is_a_reaction_on_the_message_and_a_failing_one_costs_nothing(
+    bot, dsc, conv
+):
     conv.verdicts = [Verdict(False, "👍")]
     said = await dsc.dispatch_message(CHANNEL, BOB, "thanks!", guild_id=GUILD, username="bob")
     await dsc.wait_until(lambda: dsc.reactions)
     assert dsc.reactions == [{"channel_id": CHANNEL, "message_id": int(said["id"]), "emoji": "👍"}]
     assert [m.text for m in conv.observed] == ["thanks!"] and dsc.sent == []
-    conv.verdicts = [Verdict(False, "not-an-emoji/../x")]  # refused by Discord (the fake: 404); logged, stored anyway
+    conv.verdicts = [
+        Verdict(False, "not-an-emoji/../x")
+    ]  # refused by Discord (the fake: 404); logged, stored anyway
     await dsc.dispatch_message(CHANNEL, BOB, "ok", guild_id=GUILD, username="bob")
     await settle(dsc, conv)
     assert [m.text for m in conv.observed][:2] == ["thanks!", "ok"]
@@ -296,10 +376,16 @@ async def test_a_light_acknowledgement_is_a_reaction_on_the_message_and_a_failin
 
 async def test_the_posts_of_a_reply_are_reported_with_the_message_they_answer(bot, dsc, conv):
     conv.script = ["x" * 2500]  # two posts
-    said = await dsc.dispatch_message(CHANNEL, ALICE, "long one please", guild_id=GUILD, mentions_bot=True)
+    said = await dsc.dispatch_message(
+        CHANNEL, ALICE, "long one please", guild_id=GUILD, mentions_bot=True
+    )
     await conv.wait_until(lambda: conv.posted_ids)
     (message, posts), sent = conv.posted_ids[0], dsc.sent
-    assert message.message_id == said["id"] and posts == tuple(str(s["message_id"]) for s in sent) and len(posts) == 2
+    assert (
+        message.message_id == said["id"]
+        and posts == tuple(str(s["message_id"]) for s in sent)
+        and len(posts) == 2
+    )
 
 
 async def test_reactions_of_people_reach_the_conversation_and_the_bots_own_do_not(bot, dsc, conv):
@@ -308,7 +394,14 @@ async def test_reactions_of_people_reach_the_conversation_and_the_bots_own_do_no
     await dsc.dispatch_reaction(DM_CHANNEL, 778, BOB, "❤️", username="bob")
     await conv.wait_until(lambda: len(conv.reactions) == 2)
     first, second = conv.reactions
-    assert (first.platform, first.channel_id, first.post_id, first.user_id, first.emoji, first.guild_id) == (
+    assert (
+        first.platform,
+        first.channel_id,
+        first.post_id,
+        first.user_id,
+        first.emoji,
+        first.guild_id,
+    ) == (
         "discord",
         str(CHANNEL),
         "777",
@@ -316,4 +409,9 @@ async def test_reactions_of_people_reach_the_conversation_and_the_bots_own_do_no
         "👎",
         str(GUILD),
     )
-    assert (second.channel_id, second.user_id, second.emoji, second.guild_id) == (str(DM_CHANNEL), str(BOB), "❤️", None)
+    assert (second.channel_id, second.user_id, second.emoji, second.guild_id) == (
+        str(DM_CHANNEL),
+        str(BOB),
+        "❤️",
+        None,
+    )

@@ -27,7 +27,13 @@ def conv() -> ScriptedConversation:
 async def tg(conv):
     """A fake Bot API server with a started adapter; always stopped."""
     async with FakeTelegram(token=TOKEN) as srv:
-        adapter = TelegramAdapter(conv, TOKEN, base_url=f"{srv.url}/bot", base_file_url=f"{srv.url}/file/bot", typing_interval=0.05)
+        adapter = TelegramAdapter(
+            conv,
+            TOKEN,
+            base_url=f"{srv.url}/bot",
+            base_file_url=f"{srv.url}/file/bot",
+            typing_interval=0.05,
+        )
         await adapter.start()
         try:
             yield srv
@@ -38,7 +44,13 @@ async def tg(conv):
 def push_command(srv: FakeTelegram, chat_id: int, user_id: int, text: str, **kwargs) -> None:
     """A command message as Telegram sends it: a bot_command entity over the leading /word."""
     command = text.split(maxsplit=1)[0]
-    srv.push_message(chat_id, user_id, text, entities=[{"type": "bot_command", "offset": 0, "length": len(command)}], **kwargs)
+    srv.push_message(
+        chat_id,
+        user_id,
+        text,
+        entities=[{"type": "bot_command", "offset": 0, "length": len(command)}],
+        **kwargs,
+    )
 
 
 def methods(srv: FakeTelegram) -> list[str]:
@@ -69,13 +81,23 @@ async def test_group_chatter_is_only_observed(tg, conv):
     tg.push_message(GROUP, BOB, "anyone seen my keys?", chat_type="group", first_name="Bob")
     await conv.wait_until(lambda: conv.observed)
     (msg,) = conv.observed
-    assert msg.text == "anyone seen my keys?" and msg.guild_id == str(GROUP) and msg.channel_id == str(GROUP)
+    assert (
+        msg.text == "anyone seen my keys?"
+        and msg.guild_id == str(GROUP)
+        and msg.channel_id == str(GROUP)
+    )
     assert conv.replies == [] and tg.sent == [] and tg.actions == []
 
 
 async def test_group_mention_gets_a_reply_without_the_mention(tg, conv):
     tg.push_message(GROUP, BOB, "I lost my keys", chat_type="supergroup", first_name="Bob")
-    tg.push_message(GROUP, ALICE, "hey @companion_bot, where are Bob's keys?", chat_type="supergroup", mention=True)
+    tg.push_message(
+        GROUP,
+        ALICE,
+        "hey @companion_bot, where are Bob's keys?",
+        chat_type="supergroup",
+        mention=True,
+    )
     sent = await tg.wait_for_sent(1)
     (msg,) = conv.replies
     assert msg.text == "hey where are Bob's keys?" and msg.guild_id == str(GROUP)
@@ -97,7 +119,11 @@ async def test_reply_to_the_bot_gets_a_reply(tg, conv):
     "text, name, argument",
     [
         ("/start", "start", ""),
-        ("/remember I take my tea with milk\nand no sugar", "remember", "I take my tea with milk\nand no sugar"),
+        (
+            "/remember I take my tea with milk\nand no sugar",
+            "remember",
+            "I take my tea with milk\nand no sugar",
+        ),
         ("/forget tea", "forget", "tea"),
         ("/memories", "memories", ""),
         ("/link ABC-123", "link", "ABC-123"),
@@ -115,9 +141,13 @@ async def test_each_command_is_routed_with_its_argument(tg, conv, text, name, ar
 
 
 async def test_group_command_addressed_to_the_bot_by_username(tg, conv):
-    push_command(tg, GROUP, ALICE, "/remember@companion_bot the meeting is on Friday", chat_type="group")
+    push_command(
+        tg, GROUP, ALICE, "/remember@companion_bot the meeting is on Friday", chat_type="group"
+    )
     await tg.wait_for_sent(1)
-    assert [(c.name, c.argument, c.message.guild_id) for c in conv.commands] == [("remember", "the meeting is on Friday", str(GROUP))]
+    assert [(c.name, c.argument, c.message.guild_id) for c in conv.commands] == [
+        ("remember", "the meeting is on Friday", str(GROUP))
+    ]
 
 
 async def test_commands_are_announced_at_start(tg):
@@ -145,13 +175,19 @@ async def test_typing_is_refreshed_while_a_slow_reply_is_built(tg, conv):
 
     conv.script.append(slow)
     tg.push_message(ALICE, ALICE, "think hard")
-    await tg.wait_until(lambda: len(tg.actions) >= 3)  # first action + two refreshes (every 0.05 s here)
+    await tg.wait_until(
+        lambda: len(tg.actions) >= 3
+    )  # first action + two refreshes (every 0.05 s here)
     release.set()
     await tg.wait_for_sent(1)
     after = len(tg.actions)
-    await asyncio.sleep(0.2)  # four refresh intervals: a refresher left running would add about four
+    await asyncio.sleep(
+        0.2
+    )  # four refresh intervals: a refresher left running would add about four
     assert tg.sent[0]["text"] == "done thinking"
-    assert len(tg.actions) <= after + 1  # (one request may have been in flight when it was cancelled)
+    assert (
+        len(tg.actions) <= after + 1
+    )  # (one request may have been in flight when it was cancelled)
 
 
 async def test_a_failing_conversation_does_not_stop_the_bot(tg, conv, caplog):
@@ -219,9 +255,15 @@ async def test_group_talk_asks_the_manners_and_an_acknowledgement_is_a_reaction(
         ("how do knots work?", False, False),
     ]
     assert tg.reactions == [
-        {"chat_id": GROUP, "message_id": first["message"]["message_id"], "reaction": [{"type": "emoji", "emoji": "👍"}]}
+        {
+            "chat_id": GROUP,
+            "message_id": first["message"]["message_id"],
+            "reaction": [{"type": "emoji", "emoji": "👍"}],
+        }
     ]
-    assert [m.text for m in conv.observed] == ["thanks!"] and [m.text for m in conv.replies] == ["how do knots work?"]
+    assert [m.text for m in conv.observed] == ["thanks!"] and [m.text for m in conv.replies] == [
+        "how do knots work?"
+    ]
     await conv.wait_until(lambda: conv.posted_ids)
     assert conv.posted_ids[0][1] == (str(tg.sent[0]["message_id"]),)
 
@@ -243,7 +285,14 @@ async def test_reactions_people_add_reach_the_conversation_and_polling_asks_for_
     tg.push_reaction(ALICE, 43, ALICE, "❤", chat_type="private")
     await conv.wait_until(lambda: len(conv.reactions) == 2)
     first, second = conv.reactions
-    assert (first.platform, first.channel_id, first.post_id, first.user_id, first.emoji, first.guild_id) == (
+    assert (
+        first.platform,
+        first.channel_id,
+        first.post_id,
+        first.user_id,
+        first.emoji,
+        first.guild_id,
+    ) == (
         "telegram",
         str(GROUP),
         "41",

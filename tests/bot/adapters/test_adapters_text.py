@@ -63,7 +63,10 @@ def test_an_early_paragraph_break_does_not_leave_a_stub():
 
 @pytest.mark.parametrize("limit", [2000, 4096])
 def test_nothing_but_whitespace_is_lost(limit):
-    text = "\n\n".join(f"Paragraph {p}. " + "Some words here, and more! Really? Yes. " * (7 * p + 3) for p in range(30))
+    text = "\n\n".join(
+        f"Paragraph {p}. " + "Some words here, and more! Really? Yes. " * (7 * p + 3)
+        for p in range(30)
+    )
     chunks = split_message(text, limit)
     assert len(chunks) > 2 and all(len(c) <= limit for c in chunks)
     assert squeeze("".join(chunks)) == squeeze(text)
@@ -117,7 +120,9 @@ def test_random_texts_keep_every_visible_character_within_the_limit(limit):
     ]
     rnd = random.Random(limit)
     for _ in range(150):
-        text = "".join(rnd.choice(pieces) + rnd.choice([" ", "", "\n"]) for _ in range(rnd.randint(1, 600)))
+        text = "".join(
+            rnd.choice(pieces) + rnd.choice([" ", "", "\n"]) for _ in range(rnd.randint(1, 600))
+        )
         chunks = split_message(text, limit)
         assert all(len(c.strip()) > 0 and len(c) <= limit for c in chunks)
         assert without_fence_lines("\n".join(chunks)) == without_fence_lines(text)
@@ -125,4 +130,6 @@ def test_random_texts_keep_every_visible_character_within_the_limit(limit):
 
 def without_fence_lines(text: str) -> str:
     """The visible characters, ignoring the fence lines a split may add."""
-    return squeeze("".join(line for line in text.split("\n") if not line.lstrip().startswith("```")))
+    return squeeze(
+        "".join(line for line in text.split("\n") if not line.lstrip().startswith("```"))
+    )

@@ -17,7 +17,9 @@ ALICE = 3003
 
 
 async def sharded(conv: ScriptedConversation, shard: int) -> DiscordAdapter:
-    adapter = DiscordAdapter(conv, "bot-token", guild_ready_timeout=0.05, ready_timeout=5, shards=Shards(2, (shard,)))
+    adapter = DiscordAdapter(
+        conv, "bot-token", guild_ready_timeout=0.05, ready_timeout=5, shards=Shards(2, (shard,))
+    )
     await adapter.start()
     return adapter
 
@@ -31,13 +33,21 @@ async def test_each_process_gets_only_its_shards_servers_and_only_shard_zero_get
         zero, one = await sharded(first, 0), await sharded(second, 1)
         try:
             assert sorted(d["shard"] for d in dsc.identifies) == [[0, 2], [1, 2]]
-            assert [g.id for g in zero.client.guilds] == [EVEN_GUILD] and [g.id for g in one.client.guilds] == [ODD_GUILD]
-            await dsc.dispatch_message(EVEN_CHANNEL, ALICE, "even here", guild_id=EVEN_GUILD, mentions_bot=True)
-            await dsc.dispatch_message(ODD_CHANNEL, ALICE, "odd here", guild_id=ODD_GUILD, mentions_bot=True)
+            assert [g.id for g in zero.client.guilds] == [EVEN_GUILD] and [
+                g.id for g in one.client.guilds
+            ] == [ODD_GUILD]
+            await dsc.dispatch_message(
+                EVEN_CHANNEL, ALICE, "even here", guild_id=EVEN_GUILD, mentions_bot=True
+            )
+            await dsc.dispatch_message(
+                ODD_CHANNEL, ALICE, "odd here", guild_id=ODD_GUILD, mentions_bot=True
+            )
             await dsc.dispatch_message(DM_CHANNEL, ALICE, "a secret")
             await dsc.wait_for_sent(3)
             assert [m.text for m in first.replies] == ["even here", "a secret"]
-            assert [m.text for m in second.replies] == ["odd here"]  # each message answered once, by its shard
+            assert [m.text for m in second.replies] == [
+                "odd here"
+            ]  # each message answered once, by its shard
         finally:
             await zero.stop()
             await one.stop()
@@ -53,7 +63,9 @@ async def test_each_process_gets_only_its_shards_servers_and_only_shard_zero_get
         ("-1", "2", "outside 0..1"),
     ],
 )
-def test_shard_settings_that_cannot_work_stop_start_up_naming_the_variable(monkeypatch, shards, count, problem) -> None:
+def test_shard_settings_that_cannot_work_stop_start_up_naming_the_variable(
+    monkeypatch, shards, count, problem
+) -> None:
     monkeypatch.setenv("COMPANION_DISCORD_SHARDS", shards)
     if count:
         monkeypatch.setenv("COMPANION_DISCORD_SHARD_COUNT", count)

@@ -25,7 +25,14 @@ def fill(db: Path) -> None:
     engine = MemoryEngine(db, HashEmbedder(), FakeClock(), journal_dir=db.parent / "memory")
     try:
         said = engine.messages.add(
-            NewMessage("telegram", "55", PERSON, f"my kayak is called {WORD}", dm_person_id=PERSON, author_name="Alice")
+            NewMessage(
+                "telegram",
+                "55",
+                PERSON,
+                f"my kayak is called {WORD}",
+                dm_person_id=PERSON,
+                author_name="Alice",
+            )
         )
         new = NewMemory(
             content=f"Alice's kayak is called {WORD}",
@@ -38,7 +45,14 @@ def fill(db: Path) -> None:
         )
         engine.memories.add(new)
         engine.messages.add(
-            NewMessage("telegram", "66", "telegram:66", "the weather is fine", dm_person_id="telegram:66", author_name="Bo")
+            NewMessage(
+                "telegram",
+                "66",
+                "telegram:66",
+                "the weather is fine",
+                dm_person_id="telegram:66",
+                author_name="Bo",
+            )
         )
     finally:
         engine.close()
@@ -65,12 +79,24 @@ def audit(cli, *extra: str):
     return result
 
 
-@pytest.mark.parametrize("target", [("--word", WORD), ("--person", PERSON), ("--word", WORD, "--person", PERSON)])
+@pytest.mark.parametrize(
+    "target", [("--word", WORD), ("--person", PERSON), ("--word", WORD, "--person", PERSON)]
+)
 def test_after_a_real_forget_every_surface_reports_zero_and_the_audit_passes(forgotten, target):
     result = audit(forgotten, *target)
     assert result.code == 0, result.out
     found = surfaces(result)
-    assert set(found) >= {"tables", "fts", "fts shadow tables", "vectors", "journals", "exports", "backups", "db file", "wal"}
+    assert set(found) >= {
+        "tables",
+        "fts",
+        "fts shadow tables",
+        "vectors",
+        "journals",
+        "exports",
+        "backups",
+        "db file",
+        "wal",
+    }
     assert all(n == 0 for n in found.values()), found
     text = forgotten("audit", "forget", *target)
     assert text.code == 0 and "nothing remains" in text.out
@@ -82,11 +108,22 @@ def engine_on(cli) -> MemoryEngine:
 
 def test_a_row_left_in_a_table_is_found(forgotten):
     with engine_on(forgotten) as engine:
-        engine.db.execute("INSERT INTO settings (key, value) VALUES ('note', ?)", (f"remember {WORD}",))
-        engine.memories.add(NewMemory(content="Alice paddles on Sundays", subject="kayak", scope=Scope.USER, scope_id=PERSON))
+        engine.db.execute(
+            "INSERT INTO settings (key, value) VALUES ('note', ?)", (f"remember {WORD}",)
+        )
+        engine.memories.add(
+            NewMemory(
+                content="Alice paddles on Sundays",
+                subject="kayak",
+                scope=Scope.USER,
+                scope_id=PERSON,
+            )
+        )
     by_word, by_person = audit(forgotten, "--word", WORD), audit(forgotten, "--person", PERSON)
     assert by_word.code == 1 and surfaces(by_word)["tables"] == 1
-    assert dict(next(s for s in by_word.json()["surfaces"] if s["surface"] == "tables")["where"]) == {"settings": 1}
+    assert dict(
+        next(s for s in by_word.json()["surfaces"] if s["surface"] == "tables")["where"]
+    ) == {"settings": 1}
     assert by_person.code == 1 and surfaces(by_person)["tables"] >= 1
 
 
@@ -94,7 +131,8 @@ def plant_index_entry(cli) -> None:
     """An index entry whose row is gone: what a delete that skipped the index would leave."""
     with engine_on(cli) as engine:
         engine.db.execute(
-            "INSERT INTO memory_fts (rowid, subject, content, tags, ptoken) VALUES (99999, 'kayak', ?, '', '')", (f"zzz {WORD}",)
+            "INSERT INTO memory_fts (rowid, subject, content, tags, ptoken) VALUES (99999, 'kayak', ?, '', '')",
+            (f"zzz {WORD}",),
         )
 
 
@@ -114,7 +152,8 @@ def test_a_vector_left_without_its_row_is_found(forgotten):
     with engine_on(forgotten) as engine:
         vector = np.ones(HashEmbedder().dim, dtype=np.float32)
         engine.db.execute(
-            "INSERT INTO memory_vec (rowid, partition_key, embedding) VALUES (99999, 'user|x|private', ?)", (vector.tobytes(),)
+            "INSERT INTO memory_vec (rowid, partition_key, embedding) VALUES (99999, 'user|x|private', ?)",
+            (vector.tobytes(),),
         )
     assert surfaces(audit(forgotten, "--word", WORD))["vectors"] == 1
     assert surfaces(audit(forgotten, "--person", PERSON))["vectors"] == 1
@@ -123,7 +162,9 @@ def test_a_vector_left_without_its_row_is_found(forgotten):
 def test_a_line_left_in_the_journals_is_found(forgotten):
     folder = forgotten.db.parent / "memory" / "dm-telegram-55"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "2026-01-02.md").write_text(f"- 09:00 [profile] Alice's kayak is called {WORD} <!-- m:abc -->\n", encoding="utf-8")
+    (folder / "2026-01-02.md").write_text(
+        f"- 09:00 [profile] Alice's kayak is called {WORD} <!-- m:abc -->\n", encoding="utf-8"
+    )
     assert surfaces(audit(forgotten, "--word", WORD))["journals"] == 1
     assert surfaces(audit(forgotten, "--person", PERSON))["journals"] >= 1
 
@@ -131,16 +172,22 @@ def test_a_line_left_in_the_journals_is_found(forgotten):
 def test_an_export_left_in_the_exports_folder_is_found(forgotten, tmp_path):
     exports = tmp_path / "elsewhere"
     exports.mkdir()
-    (exports / "alice.json").write_text(json.dumps({"person": PERSON, "memories": [f"kayak {WORD}"]}), encoding="utf-8")
+    (exports / "alice.json").write_text(
+        json.dumps({"person": PERSON, "memories": [f"kayak {WORD}"]}), encoding="utf-8"
+    )
     assert surfaces(audit(forgotten, "--word", WORD, "--exports", str(exports)))["exports"] == 1
     assert surfaces(audit(forgotten, "--person", PERSON, "--exports", str(exports)))["exports"] == 1
-    assert surfaces(audit(forgotten, "--word", WORD))["exports"] == 0  # the default folder holds none
+    assert (
+        surfaces(audit(forgotten, "--word", WORD))["exports"] == 0
+    )  # the default folder holds none
 
 
 def test_a_backup_left_in_the_backups_folder_is_found(forgotten):
     backups = forgotten.db.parent / "backups"
     backups.mkdir()
-    (backups / "store-2026-01-01.db").write_bytes(b"SQLite format 3\x00" + f"...{WORD.upper()}...".encode())
+    (backups / "store-2026-01-01.db").write_bytes(
+        b"SQLite format 3\x00" + f"...{WORD.upper()}...".encode()
+    )
     assert surfaces(audit(forgotten, "--word", WORD))["backups"] == 1
 
 
@@ -150,7 +197,9 @@ def test_words_left_in_the_wal_are_found(forgotten):
     writer.execute("PRAGMA wal_autocheckpoint = 0")
     writer.execute("PRAGMA secure_delete = OFF")
     with writer:
-        writer.execute("INSERT INTO settings (key, value) VALUES ('scratch', ?)", (f"scratch {WORD}",))
+        writer.execute(
+            "INSERT INTO settings (key, value) VALUES ('scratch', ?)", (f"scratch {WORD}",)
+        )
     with writer:
         writer.execute("DELETE FROM settings WHERE key = 'scratch'")
     try:
@@ -165,7 +214,9 @@ def test_words_left_in_the_database_file_s_free_space_are_found(forgotten):
     writer = apsw.Connection(str(forgotten.db))
     writer.execute("PRAGMA secure_delete = OFF")
     with writer:
-        writer.execute("INSERT INTO settings (key, value) VALUES ('scratch', ?)", (f"scratch {WORD}",))
+        writer.execute(
+            "INSERT INTO settings (key, value) VALUES ('scratch', ?)", (f"scratch {WORD}",)
+        )
     with writer:
         writer.execute("DELETE FROM settings WHERE key = 'scratch'")
     writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")

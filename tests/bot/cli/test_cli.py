@@ -25,23 +25,65 @@ from tests.fakes import FakeOpenAI
 def test_add_list_show_edit_delete(cli: Cli) -> None:
     memory_id = _alice(cli)
     again = cli(
-        "memory", "add", "Alice drinks green tea every morning", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice"
+        "memory",
+        "add",
+        "Alice drinks green tea every morning",
+        "--subject",
+        "Alice",
+        "--scope",
+        "user",
+        "--scope-id",
+        "discord:alice",
     )
     assert again.code == 0 and again.out.split() == ["duplicate", memory_id]
-    cli.add("The guild meets on Fridays at 8pm", "--subject", "schedule", "--scope", "guild", "--scope-id", "discord:g1", "--kind", "event")
+    cli.add(
+        "The guild meets on Fridays at 8pm",
+        "--subject",
+        "schedule",
+        "--scope",
+        "guild",
+        "--scope-id",
+        "discord:g1",
+        "--kind",
+        "event",
+    )
 
     listed = cli("memory", "list", "--json").json()
-    assert {m["content"] for m in listed} == {"Alice drinks green tea every morning", "The guild meets on Fridays at 8pm"}
-    assert [m["id"] for m in cli("memory", "list", "--scope", "user", "--json").json()] == [memory_id]
-    assert [m["scope_id"] for m in cli("memory", "list", "--kind", "event", "--json").json()] == ["discord:g1"]
-    assert [m["id"] for m in cli("memory", "list", "--tag", "morning", "--json").json()] == [memory_id]
+    assert {m["content"] for m in listed} == {
+        "Alice drinks green tea every morning",
+        "The guild meets on Fridays at 8pm",
+    }
+    assert [m["id"] for m in cli("memory", "list", "--scope", "user", "--json").json()] == [
+        memory_id
+    ]
+    assert [m["scope_id"] for m in cli("memory", "list", "--kind", "event", "--json").json()] == [
+        "discord:g1"
+    ]
+    assert [m["id"] for m in cli("memory", "list", "--tag", "morning", "--json").json()] == [
+        memory_id
+    ]
     assert "Alice drinks green tea" in cli("memory", "list").out
 
     shown = cli("memory", "show", memory_id[:8], "--json").json()
     assert shown["tags"] == ["drinks", "morning"] and shown["importance"] == 7.0
 
-    edited = cli("memory", "edit", memory_id, "--importance", "9", "--tag", "tea", "--subject", "Alice's drinks", "--json").json()
-    assert (edited["importance"], edited["tags"], edited["subject"]) == (9.0, ["tea"], "Alice's drinks")
+    edited = cli(
+        "memory",
+        "edit",
+        memory_id,
+        "--importance",
+        "9",
+        "--tag",
+        "tea",
+        "--subject",
+        "Alice's drinks",
+        "--json",
+    ).json()
+    assert (edited["importance"], edited["tags"], edited["subject"]) == (
+        9.0,
+        ["tea"],
+        "Alice's drinks",
+    )
 
     deleted = cli("memory", "delete", memory_id, "--yes", "--json")
     assert deleted.code == 0 and deleted.json() == {"deleted": [memory_id], "messages": 0}
@@ -52,14 +94,32 @@ def test_add_list_show_edit_delete(cli: Cli) -> None:
 def test_ttl_is_an_expiry_time(cli: Cli) -> None:
     import time
 
-    memory_id = cli.add("Raid night moved to Thursday", "--subject", "raid", "--scope", "guild", "--scope-id", "discord:g1", "--ttl", "7d")
+    memory_id = cli.add(
+        "Raid night moved to Thursday",
+        "--subject",
+        "raid",
+        "--scope",
+        "guild",
+        "--scope-id",
+        "discord:g1",
+        "--ttl",
+        "7d",
+    )
     ttl = cli("memory", "show", memory_id, "--json").json()["ttl"]
     assert abs(ttl - (time.time() + 7 * 86400)) < 60
 
 
 # -- search ----------------------------------------------------------------------------------------------
 def test_search_as_operator_and_as_conversations(cli: Cli) -> None:
-    cli.add("Alice has a cat named Pixel", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
+    cli.add(
+        "Alice has a cat named Pixel",
+        "--subject",
+        "Alice",
+        "--scope",
+        "user",
+        "--scope-id",
+        "discord:alice",
+    )
     cli.add(
         "Alice told me in private that the cat Pixel is sick",
         "--subject",
@@ -70,13 +130,32 @@ def test_search_as_operator_and_as_conversations(cli: Cli) -> None:
         "discord:alice",
         "--private",
     )
-    cli.add("The guild cat emoji is :pixelcat:", "--subject", "guild", "--scope", "guild", "--scope-id", "discord:g1")
-    cli.add("My own cat is called Tofu", "--subject", "owner", "--scope", "owner", "--scope-id", "console:boss")
+    cli.add(
+        "The guild cat emoji is :pixelcat:",
+        "--subject",
+        "guild",
+        "--scope",
+        "guild",
+        "--scope-id",
+        "discord:g1",
+    )
+    cli.add(
+        "My own cat is called Tofu",
+        "--subject",
+        "owner",
+        "--scope",
+        "owner",
+        "--scope-id",
+        "console:boss",
+    )
 
     def seen(*flags: str) -> set[str]:
         result = cli("memory", "search", "cat", "--mode", "bm25", "--json", *flags)
         assert result.code == 0, result.err
-        return {hit["memory"]["content"].split()[0] + ":" + hit["memory"]["scope_id"] for hit in result.json()}
+        return {
+            hit["memory"]["content"].split()[0] + ":" + hit["memory"]["scope_id"]
+            for hit in result.json()
+        }
 
     assert seen() == {
         "Alice:discord:alice",
@@ -85,8 +164,26 @@ def test_search_as_operator_and_as_conversations(cli: Cli) -> None:
     }  # the operator sees every partition, one 'Alice' row per text
     assert len(cli("memory", "search", "cat", "--mode", "bm25", "--json").json()) == 4
     assert seen("--dm", "discord:alice") == {"Alice:discord:alice"}
-    assert len(cli("memory", "search", "cat", "--mode", "bm25", "--json", "--dm", "discord:alice").json()) == 2
-    in_guild = cli("memory", "search", "cat", "--mode", "bm25", "--json", "--as", "discord:alice", "--guild", "discord:g1").json()
+    assert (
+        len(
+            cli(
+                "memory", "search", "cat", "--mode", "bm25", "--json", "--dm", "discord:alice"
+            ).json()
+        )
+        == 2
+    )
+    in_guild = cli(
+        "memory",
+        "search",
+        "cat",
+        "--mode",
+        "bm25",
+        "--json",
+        "--as",
+        "discord:alice",
+        "--guild",
+        "discord:g1",
+    ).json()
     # Alice's portable facts reach a server only if she opted in (SEC-1): in g1 the guild's lore shows.
     assert sorted(h["memory"]["content"] for h in in_guild) == ["The guild cat emoji is :pixelcat:"]
     assert seen("--owner", "console:boss") == {"My:console:boss"}
@@ -101,7 +198,15 @@ def test_search_as_operator_and_as_conversations(cli: Cli) -> None:
 # -- export / import / forget-person ---------------------------------------------------------------------
 def test_export_forget_import(cli: Cli, tmp_path: Path) -> None:
     memory_id = _alice(cli)
-    cli.add("Bob collects vinyl records", "--subject", "Bob", "--scope", "user", "--scope-id", "discord:bob")
+    cli.add(
+        "Bob collects vinyl records",
+        "--subject",
+        "Bob",
+        "--scope",
+        "user",
+        "--scope-id",
+        "discord:bob",
+    )
 
     dumped = cli("memory", "export", "--person", "discord:alice")
     assert dumped.code == 0 and [m["id"] for m in dumped.json()["memories"]] == [memory_id]
@@ -113,7 +218,12 @@ def test_export_forget_import(cli: Cli, tmp_path: Path) -> None:
     assert refused.code == 2 and "--yes" in refused.error_line()
     forgot = cli("memory", "forget-person", "--person", "discord:alice", "--yes", "--json")
     counts = forgot.json()
-    assert (counts["memories"], counts["messages"], counts["session_summaries"], counts["extraction_buffer"]) == (1, 0, 0, 0)
+    assert (
+        counts["memories"],
+        counts["messages"],
+        counts["session_summaries"],
+        counts["extraction_buffer"],
+    ) == (1, 0, 0, 0)
     assert [m["subject"] for m in cli("memory", "list", "--json").json()] == ["Bob"]
 
     imported = cli("memory", "import", str(target), "--json")
@@ -125,17 +235,34 @@ def test_export_forget_import(cli: Cli, tmp_path: Path) -> None:
         "session_summaries": 0,
         "reasons": [],
     }
-    assert "Alice drinks green tea every morning" in {m["content"] for m in cli("memory", "list", "--json").json()}
-    assert cli("memory", "import", str(target)).out.strip() == "0 stored, 1 duplicate, 0 rejected, 0 messages, 0 session summaries"
+    assert "Alice drinks green tea every morning" in {
+        m["content"] for m in cli("memory", "list", "--json").json()
+    }
+    assert (
+        cli("memory", "import", str(target)).out.strip()
+        == "0 stored, 1 duplicate, 0 rejected, 0 messages, 0 session summaries"
+    )
 
 
-def test_import_says_why_each_row_was_rejected_and_refuses_what_is_not_an_export(cli: Cli, tmp_path: Path) -> None:
+def test_import_says_why_each_row_was_rejected_and_refuses_what_is_not_an_export(
+    cli: Cli, tmp_path: Path
+) -> None:
     (tmp_path / "rows.json").write_text(
-        json.dumps([{"content": "Alice's password is hunter22", "scope": "user", "scope_id": "a"}, {"content": "no scope"}])
+        json.dumps(
+            [
+                {"content": "Alice's password is hunter22", "scope": "user", "scope_id": "a"},
+                {"content": "no scope"},
+            ]
+        )
     )
     result = cli("memory", "import", str(tmp_path / "rows.json"))
-    assert result.code == 1 and "0 stored, 0 duplicate, 2 rejected" in result.out  # all refused: not a success
-    assert "memory 1: text contains what looks like a secret" in result.out and "memory 2: missing field 'scope'" in result.out
+    assert (
+        result.code == 1 and "0 stored, 0 duplicate, 2 rejected" in result.out
+    )  # all refused: not a success
+    assert (
+        "memory 1: text contains what looks like a secret" in result.out
+        and "memory 2: missing field 'scope'" in result.out
+    )
     (tmp_path / "other.json").write_text('{"a": 1}')
     refused = cli("memory", "import", str(tmp_path / "other.json"))
     assert refused.code == 2 and "not a companion export" in refused.error_line()
@@ -153,7 +280,12 @@ def test_backup_and_stats(cli: Cli, tmp_path: Path) -> None:
 
     copy = Cli(dest, cli.capsys)
     stats = copy("stats", "--json").json()
-    assert (stats["memories"], stats["active"], stats["messages"], stats["db"]) == (1, 1, 0, str(dest))
+    assert (stats["memories"], stats["active"], stats["messages"], stats["db"]) == (
+        1,
+        1,
+        0,
+        str(dest),
+    )
     assert "memories" in cli("stats").out
 
 
@@ -167,13 +299,86 @@ def test_decay_and_prune_print_counts(cli: Cli) -> None:
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["memory", "add", "x y z", "--subject", "s", "--scope", "planet", "--scope-id", "discord:1"], "invalid choice: 'planet'"),
-        (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "discord:1", "--importance", "11"], "from 1 to 10"),
-        (["memory", "add", "x y z", "--subject", "s", "--scope", "user", "--scope-id", "discord:1", "--ttl", "soon"], "duration"),
-        (["memory", "add", "my password is hunter22", "--subject", "s", "--scope", "user", "--scope-id", "discord:1"], "rejected:"),
-        (["memory", "add", "a note", "--subject", "s", "--scope", "guild", "--scope-id", "discord:1", "--private"], "--private"),
+        (
+            [
+                "memory",
+                "add",
+                "x y z",
+                "--subject",
+                "s",
+                "--scope",
+                "planet",
+                "--scope-id",
+                "discord:1",
+            ],
+            "invalid choice: 'planet'",
+        ),
+        (
+            [
+                "memory",
+                "add",
+                "x y z",
+                "--subject",
+                "s",
+                "--scope",
+                "user",
+                "--scope-id",
+                "discord:1",
+                "--importance",
+                "11",
+            ],
+            "from 1 to 10",
+        ),
+        (
+            [
+                "memory",
+                "add",
+                "x y z",
+                "--subject",
+                "s",
+                "--scope",
+                "user",
+                "--scope-id",
+                "discord:1",
+                "--ttl",
+                "soon",
+            ],
+            "duration",
+        ),
+        (
+            [
+                "memory",
+                "add",
+                "my password is hunter22",
+                "--subject",
+                "s",
+                "--scope",
+                "user",
+                "--scope-id",
+                "discord:1",
+            ],
+            "rejected:",
+        ),
+        (
+            [
+                "memory",
+                "add",
+                "a note",
+                "--subject",
+                "s",
+                "--scope",
+                "guild",
+                "--scope-id",
+                "discord:1",
+                "--private",
+            ],
+            "--private",
+        ),
         (["memory", "import", "missing.json"], "No such file"),
-        (["memory", "delete", "0b7c6a1e-0000-4000-8000-000000000000", "--yes"], "no memory with id"),
+        (
+            ["memory", "delete", "0b7c6a1e-0000-4000-8000-000000000000", "--yes"],
+            "no memory with id",
+        ),
         (["memory", "edit", "0b7c6a1e-0000-4000-8000-000000000000"], "nothing to change"),
         (["memory", "list", "--limit", "0"], "above 0"),
         (["eval", "locomo", "missing.json"], "No such file"),
@@ -191,7 +396,11 @@ def test_corrupt_json_files(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "dict.json").write_text('{"memories": {"a": 1}}')
-    for name, fragment in (("bad.json", "not valid JSON"), ("list.json", "JSON object"), ("dict.json", "not a companion export")):
+    for name, fragment in (
+        ("bad.json", "not valid JSON"),
+        ("list.json", "JSON object"),
+        ("dict.json", "not a companion export"),
+    ):
         result = cli("memory", "import", str(tmp_path / name))
         assert result.code == 2 and fragment in result.error_line()
     not_locomo = cli("eval", "locomo", str(tmp_path / "dict.json"))
@@ -202,7 +411,9 @@ def test_bad_configuration_names_the_variable(cli: Cli, monkeypatch: pytest.Monk
     _alice(cli)
     monkeypatch.setenv("COMPANION_EMBEDDINGS", "bogus")
     result = cli("stats", embeddings=None)
-    assert result.code == 2 and "COMPANION_EMBEDDINGS" in result.err and "Traceback" not in result.err
+    assert (
+        result.code == 2 and "COMPANION_EMBEDDINGS" in result.err and "Traceback" not in result.err
+    )
     assert cli("stats", "--json").code == 0  # the command-line override wins over the bad variable
 
 
@@ -242,9 +453,17 @@ TINY_LOCOMO = [
             "speaker_b": "Tom",
             "session_1_date_time": "10:00 am on 3 March, 2023",
             "session_1": [
-                {"speaker": "Maya", "dia_id": "D1:1", "text": "I just adopted a greyhound, her name is Biscuit!"},
+                {
+                    "speaker": "Maya",
+                    "dia_id": "D1:1",
+                    "text": "I just adopted a greyhound, her name is Biscuit!",
+                },
                 {"speaker": "Tom", "dia_id": "D1:2", "text": "Congrats! How old is she?"},
-                {"speaker": "Maya", "dia_id": "D1:3", "text": "Four. She used to race before she retired."},
+                {
+                    "speaker": "Maya",
+                    "dia_id": "D1:3",
+                    "text": "Four. She used to race before she retired.",
+                },
                 {
                     "speaker": "Tom",
                     "dia_id": "D1:4",
@@ -254,15 +473,37 @@ TINY_LOCOMO = [
             ],
             "session_2_date_time": "7:30 pm on 20 April, 2023",
             "session_2": [
-                {"speaker": "Tom", "dia_id": "D2:1", "text": "My cello recital is next Saturday in Leeds."},
-                {"speaker": "Maya", "dia_id": "D2:2", "text": "Biscuit and I will come and cheer for you."},
+                {
+                    "speaker": "Tom",
+                    "dia_id": "D2:1",
+                    "text": "My cello recital is next Saturday in Leeds.",
+                },
+                {
+                    "speaker": "Maya",
+                    "dia_id": "D2:2",
+                    "text": "Biscuit and I will come and cheer for you.",
+                },
                 {"speaker": "Tom", "dia_id": "D2:3", "text": "Great, bring snacks."},
-                {"speaker": "Maya", "dia_id": "D2:4", "text": "I started volunteering at a rescue shelter on Sundays."},
+                {
+                    "speaker": "Maya",
+                    "dia_id": "D2:4",
+                    "text": "I started volunteering at a rescue shelter on Sundays.",
+                },
             ],
         },
         "qa": [
-            {"question": "What is the name of Maya's greyhound?", "answer": "Biscuit", "evidence": ["D1:1"], "category": 4},
-            {"question": "Where and when is Tom's cello recital?", "answer": "Leeds, Saturday", "evidence": ["D2:1; D1:4"], "category": 1},
+            {
+                "question": "What is the name of Maya's greyhound?",
+                "answer": "Biscuit",
+                "evidence": ["D1:1"],
+                "category": 4,
+            },
+            {
+                "question": "Where and when is Tom's cello recital?",
+                "answer": "Leeds, Saturday",
+                "evidence": ["D2:1; D1:4"],
+                "category": 1,
+            },
             {
                 "question": "Which instrument does Maya play at her recital?",
                 "adversarial_answer": "cello",
@@ -281,13 +522,19 @@ def test_eval_locomo_prints_the_summary(cli: Cli, tmp_path: Path) -> None:
     assert result.code == 0, result.err
     summary = result.json()
     assert set(summary) == {"methods", "questions", "samples", "skipped_turns", "index", "engine"}
-    assert summary["engine"] == "sqlite"  # a store file in --db is not a server to measure: SQLite, as always
+    assert (
+        summary["engine"] == "sqlite"
+    )  # a store file in --db is not a server to measure: SQLite, as always
     assert summary["questions"] == {"1": 1, "4": 1, "5": 1}
     assert set(summary["methods"]) == {"bm25", "vector", "hybrid"}
     for scores in summary["methods"].values():
         assert set(scores["cat1-4"]) == set(scores["cat5"]) == {"R@1", "R@5", "R@10", "R@25"}
-    assert summary["methods"]["bm25"]["cat1-4"]["R@25"] == 100.0  # every evidence turn shares words with its question
-    assert summary["methods"]["vector"]["cat1-4"]["R@25"] == 0.0  # --embeddings none: the vector method finds nothing
+    assert (
+        summary["methods"]["bm25"]["cat1-4"]["R@25"] == 100.0
+    )  # every evidence turn shares words with its question
+    assert (
+        summary["methods"]["vector"]["cat1-4"]["R@25"] == 0.0
+    )  # --embeddings none: the vector method finds nothing
 
     table = cli("eval", "locomo", str(path), "--limit", "1")
     assert table.code == 0 and "bm25" in table.out and "cat5" in table.out
@@ -300,14 +547,36 @@ def test_local_model_search_and_reembed(cli: Cli) -> None:
         ("Bob is training for a marathon", "Bob"),
         ("The guild server moved to a new host in Frankfurt", "server"),
     ):
-        cli.add(content, "--subject", subject, "--scope", "user", "--scope-id", "discord:" + subject.lower(), embeddings="none")
+        cli.add(
+            content,
+            "--subject",
+            subject,
+            "--scope",
+            "user",
+            "--scope-id",
+            "discord:" + subject.lower(),
+            embeddings="none",
+        )
 
     assert cli("stats", "--json").json()["embedding"] is None
     rebuilt = cli("reembed", "--json", embeddings="local")
     assert rebuilt.code == 0, rebuilt.err
-    assert rebuilt.json() == {"memories": 3, "messages": 0, "model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384}
+    assert rebuilt.json() == {
+        "memories": 3,
+        "messages": 0,
+        "model": "onnx:all-MiniLM-L6-v2-int8",
+        "dimension": 384,
+    }
 
-    hits = cli("memory", "search", "which beverage does she like", "--mode", "vector", "--json", embeddings="local").json()
+    hits = cli(
+        "memory",
+        "search",
+        "which beverage does she like",
+        "--mode",
+        "vector",
+        "--json",
+        embeddings="local",
+    ).json()
     assert hits[0]["memory"]["content"] == "Alice drinks green tea every morning"
     assert (
         cli(
@@ -352,24 +621,36 @@ async def test_consolidate_merges_a_cluster(cli: Cli, monkeypatch: pytest.Monkey
                 "--json",
             )
             assert added.json()["status"] == "stored"
-        srv.script('{"subject": "Alice", "content": "Alice hikes in the mountains at weekends", "importance": 6}')
+        srv.script(
+            '{"subject": "Alice", "content": "Alice hikes in the mountains at weekends", "importance": 6}'
+        )
         result = await asyncio.to_thread(run, "consolidate", "--json")
 
     assert result.code == 0, result.err
     report = result.json()
     assert (report["clusters"], report["merged_rows"], report["failures"]) == (1, 2, 0)
-    assert srv.chat_requests[0]["model"] == "merge-model" and srv.chat_requests[0]["temperature"] == 0
+    assert (
+        srv.chat_requests[0]["model"] == "merge-model" and srv.chat_requests[0]["temperature"] == 0
+    )
     assert "on sundays" in srv.all_prompt_text() and "on weekends" in srv.all_prompt_text()
     live = cli("memory", "list", "--json").json()
     assert [(m["id"], m["content"], m["source"]) for m in live] == [
         (report["new_ids"][0], "Alice hikes in the mountains at weekends", "consolidation")
     ]
-    everything = cli("memory", "list", "--all", "--json").json()  # the operator still sees the merged originals
-    assert sorted(m["consolidated_into"] or "" for m in everything) == ["", report["new_ids"][0], report["new_ids"][0]]
+    everything = cli(
+        "memory", "list", "--all", "--json"
+    ).json()  # the operator still sees the merged originals
+    assert sorted(m["consolidated_into"] or "" for m in everything) == [
+        "",
+        report["new_ids"][0],
+        report["new_ids"][0],
+    ]
     assert "(inactive)" in cli("memory", "list", "--all").out
 
 
-async def test_consolidate_reports_an_unreachable_model(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_consolidate_reports_an_unreachable_model(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with FakeOpenAI() as srv:
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         for day in ("weekends", "sundays"):
@@ -386,7 +667,9 @@ async def test_consolidate_reports_an_unreachable_model(cli: Cli, monkeypatch: p
                 "discord:alice",
                 embeddings="openai",
             )
-        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+        monkeypatch.setenv(
+            "COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1"
+        )  # nothing listens there
         monkeypatch.setenv("COMPANION_EMBEDDING_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_LLM_MAX_RETRIES", "0")
         result = await asyncio.to_thread(cli, "consolidate", embeddings="openai")
@@ -398,12 +681,18 @@ async def test_consolidate_reports_an_unreachable_model(cli: Cli, monkeypatch: p
 # -- help and entry points ---------------------------------------------------------------------------------
 def test_help(cli: Cli) -> None:
     top = cli("--help")
-    assert top.code == 0 and all(name in top.out for name in ("memory", "consolidate", "reembed", "backup", "eval", "bench"))
+    assert top.code == 0 and all(
+        name in top.out for name in ("memory", "consolidate", "reembed", "backup", "eval", "bench")
+    )
     group = cli("memory", "--help")
-    assert group.code == 0 and all(name in group.out for name in ("list", "search", "forget-person"))
+    assert group.code == 0 and all(
+        name in group.out for name in ("list", "search", "forget-person")
+    )
 
 
-def test_global_options_work_after_the_command(cli: Cli, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_global_options_work_after_the_command(
+    cli: Cli, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     other = tmp_path / "other.db"
     assert (
         main(
@@ -457,5 +746,7 @@ def test_bench_json_is_the_only_thing_on_stdout(tmp_path: Path) -> None:
     # 90 guild rows and one portable fact of each of ten people; the recall sees the guild and five of them
     assert result["results"][0]["visible"] == 95
     # how fast long text is learnt, beside a reference timed on the same machine in the same run
-    assert {"embed_passage_ms", "ingest_passages_per_s"} <= set(result["results"][0]) and "onnx_8x128_ms" in result["machine"]
+    assert {"embed_passage_ms", "ingest_passages_per_s"} <= set(
+        result["results"][0]
+    ) and "onnx_8x128_ms" in result["machine"]
     assert "benchmarking" in done.stderr

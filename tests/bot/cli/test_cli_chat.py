@@ -27,7 +27,9 @@ async def chat(cli: Cli, *argv: str) -> Result:
     return await asyncio.to_thread(cli, "chat", "--no-stream", "--new-store", *argv)
 
 
-async def test_chat_is_quiet_and_logs_to_a_file_beside_the_store(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_chat_is_quiet_and_logs_to_a_file_beside_the_store(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with FakeOpenAI() as srv:
         srv.script("Hello Maya! Nice to meet you.")
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
@@ -36,14 +38,21 @@ async def test_chat_is_quiet_and_logs_to_a_file_beside_the_store(cli: Cli, monke
         result = await chat(cli, "--name", "Maya")
 
     assert result.code == 0, result.err
-    assert "Chatting as Maya (console:local-user)" in result.out and "Companion> Hello Maya! Nice to meet you." in result.out
+    assert (
+        "Chatting as Maya (console:local-user)" in result.out
+        and "Companion> Hello Maya! Nice to meet you." in result.out
+    )
     assert not any(noise in result.out + result.err for noise in LOG_NOISE), result.out + result.err
     log = cli.db.with_suffix(".log").read_text()
     assert "Scheduler started" in log and "HTTP Request" in log
-    assert re.search(r'a DM with "?Maya"?\.', srv.chat_requests[0]["messages"][0]["content"])  # not "a DM with you"
+    assert re.search(
+        r'a DM with "?Maya"?\.', srv.chat_requests[0]["messages"][0]["content"]
+    )  # not "a DM with you"
 
 
-async def test_verbose_shows_the_logs_and_log_file_moves_them(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+async def test_verbose_shows_the_logs_and_log_file_moves_them(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     async with FakeOpenAI() as srv:
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
@@ -52,10 +61,14 @@ async def test_verbose_shows_the_logs_and_log_file_moves_them(cli: Cli, monkeypa
         typed(monkeypatch, "/quit")
         elsewhere = await chat(cli, "--log-file", str(tmp_path / "logs" / "chat.log"))
     assert verbose.code == 0 and "Scheduler started" in verbose.err
-    assert elsewhere.code == 0 and "Scheduler started" in (tmp_path / "logs" / "chat.log").read_text()
+    assert (
+        elsewhere.code == 0 and "Scheduler started" in (tmp_path / "logs" / "chat.log").read_text()
+    )
 
 
-async def test_an_unreachable_model_is_one_line_naming_the_url(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_unreachable_model_is_one_line_naming_the_url(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = "http://127.0.0.1:9/v1"  # nothing listens there
     monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", url)
     monkeypatch.setenv("COMPANION_LLM_MAX_RETRIES", "0")
@@ -63,14 +76,20 @@ async def test_an_unreachable_model_is_one_line_naming_the_url(cli: Cli, monkeyp
     result = await chat(cli)
 
     assert result.code == 0 and "Traceback" not in result.out + result.err
-    assert f"warning: cannot reach the model server at {url}" in result.err  # said before the first line is typed
+    assert (
+        f"warning: cannot reach the model server at {url}" in result.err
+    )  # said before the first line is typed
     assert f"Companion> {APOLOGY}\n(!) cannot reach the model server at {url}" in result.out
     hint = next(line for line in result.out.splitlines() if line.startswith("(!)"))
     assert "OPENAI_BASE_URL" in hint and str(cli.db.with_suffix(".log")) in hint
-    assert "Traceback" in cli.db.with_suffix(".log").read_text()  # the details are kept, in the file
+    assert (
+        "Traceback" in cli.db.with_suffix(".log").read_text()
+    )  # the details are kept, in the file
 
 
-async def test_a_server_that_answers_but_refuses_points_at_the_model_name(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_server_that_answers_but_refuses_points_at_the_model_name(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with FakeOpenAI() as srv:
         srv.script(HTTPError(404))
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
@@ -84,7 +103,9 @@ async def test_a_server_that_answers_but_refuses_points_at_the_model_name(cli: C
     assert "Traceback" not in result.out + result.err
 
 
-async def test_the_console_name_comes_from_the_environment(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_console_name_comes_from_the_environment(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with FakeOpenAI() as srv:
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
@@ -97,13 +118,20 @@ async def test_the_console_name_comes_from_the_environment(cli: Cli, monkeypatch
 
 def test_chat_help_documents_the_console_account(cli: Cli) -> None:
     result = cli("chat", "--help")
-    assert result.code == 0 and "console:local-user" in result.out and "COMPANION_CONSOLE_NAME" in result.out
+    assert (
+        result.code == 0
+        and "console:local-user" in result.out
+        and "COMPANION_CONSOLE_NAME" in result.out
+    )
 
 
 def stored_user_turns(cli: Cli) -> list[str]:
     db = Database(read_only(cli.db))
     try:
-        return [r["content"] for r in db.rows("SELECT content FROM messages WHERE role = 'user' ORDER BY rid")]
+        return [
+            r["content"]
+            for r in db.rows("SELECT content FROM messages WHERE role = 'user' ORDER BY rid")
+        ]
     finally:
         db.close()
 
@@ -115,7 +143,9 @@ async def test_a_line_of_bytes_that_are_not_utf8_is_stored_with_replacement_char
         srv.script("Nice town!")
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
-        raw = io.BytesIO(b"I live in Caf\xe9 \xff town\n/quit\n")  # Latin-1 bytes on a UTF-8 terminal
+        raw = io.BytesIO(
+            b"I live in Caf\xe9 \xff town\n/quit\n"
+        )  # Latin-1 bytes on a UTF-8 terminal
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(raw, encoding="utf-8"))
         result = await chat(cli)
     assert result.code == 0 and "Traceback" not in result.out + result.err
@@ -130,7 +160,9 @@ async def test_a_lone_surrogate_is_stored_replaced_and_no_apology_claims_a_save_
         srv.script("What a name!")
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
-        typed(monkeypatch, "my cat is called Mi\udcffo", "/quit")  # how surrogateescape reads the byte 0xff
+        typed(
+            monkeypatch, "my cat is called Mi\udcffo", "/quit"
+        )  # how surrogateescape reads the byte 0xff
         result = await chat(cli)
     assert result.code == 0 and "saved" not in result.out
     assert "Companion> What a name!" in result.out
@@ -138,7 +170,9 @@ async def test_a_lone_surrogate_is_stored_replaced_and_no_apology_claims_a_save_
     assert "Mi\ufffdo" in srv.chat_requests[0]["messages"][-1]["content"]
 
 
-async def test_a_server_that_hangs_is_reported_as_a_timeout_after_one_wait(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_server_that_hangs_is_reported_as_a_timeout_after_one_wait(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with FakeOpenAI() as srv:
         srv.script(Delay(5.0, "too late"))
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
@@ -146,9 +180,13 @@ async def test_a_server_that_hangs_is_reported_as_a_timeout_after_one_wait(cli: 
         monkeypatch.setenv("COMPANION_LLM_TIMEOUT_S", "0.3")
         typed(monkeypatch, "hello?", "/quit")
         result = await chat(cli)
-        asked = len([r for r in srv.chat_requests if "tools" in r])  # replies offer tools; the extraction at exit does not
+        asked = len(
+            [r for r in srv.chat_requests if "tools" in r]
+        )  # replies offer tools; the extraction at exit does not
     hint = next(line for line in result.out.splitlines() if line.startswith("(!)"))
-    assert hint.startswith("(!) timed out:") and "0.3 s" in hint and "COMPANION_LLM_TIMEOUT_S" in hint
+    assert (
+        hint.startswith("(!) timed out:") and "0.3 s" in hint and "COMPANION_LLM_TIMEOUT_S" in hint
+    )
     assert "answers, but not to this request" not in result.out
     assert asked == 1  # a hanging server is not asked again (and again) while the person waits
 
@@ -168,7 +206,9 @@ async def test_the_console_learns_the_persons_name_offered_once_and_keeps_it_acr
         typed(monkeypatch, "hello again", "/quit")
         second = await asyncio.to_thread(cli, "chat", "--no-stream")
     assert first.code == 0 and first.out.count("(Shall I call you Sam? /name Sam)") == 1
-    assert "Companion> I'll call you Sam." in first.out and "Companion> Nice to meet you!" in first.out
+    assert (
+        "Companion> I'll call you Sam." in first.out and "Companion> Nice to meet you!" in first.out
+    )
     assert re.search(r'a DM with "?Sam"?\.', srv.chat_requests[2]["messages"][0]["content"])
     assert second.code == 0 and "Chatting as Sam (console:local-user)" in second.out
     assert "Shall I call you" not in second.out
@@ -195,7 +235,9 @@ def test_a_said_name_is_offered_only_when_it_is_one(line: str, offered: str | No
     assert NameOffers(chosen=True).offer(line) is None
 
 
-async def test_quit_does_not_wait_on_a_slow_extraction_model_and_the_turn_stays_buffered(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_quit_does_not_wait_on_a_slow_extraction_model_and_the_turn_stays_buffered(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A CPU-served model made /quit wait 27-41 s on the flush of extraction: it now stops after
     COMPANION_SHUTDOWN_FLUSH_S, closes the model's request, and leaves the turn for the next start (WRITE-1)."""
     from tests.fakes.openai_server import Hang
@@ -212,6 +254,8 @@ async def test_quit_does_not_wait_on_a_slow_extraction_model_and_the_turn_stays_
     assert result.code == 0 and "Companion> What a lovely cat!" in result.out
     db = Database(read_only(cli.db))
     try:
-        assert [r["text"] for r in db.rows("SELECT text FROM extraction_buffer")] == ["my cat is called Biscuit"]
+        assert [r["text"] for r in db.rows("SELECT text FROM extraction_buffer")] == [
+            "my cat is called Biscuit"
+        ]
     finally:
         db.close()

@@ -19,12 +19,16 @@ from tests.cli_support import Cli
 from tests.fakes import FakeOpenAI
 
 
-def test_a_model_of_the_same_dimension_is_refused_until_reembed(tmp_path: Path, clock, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_model_of_the_same_dimension_is_refused_until_reembed(
+    tmp_path: Path, clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model_a, model_b = HashEmbedder(64, name="model-a"), HashEmbedder(64, name="model-b")
     with MemoryEngine(tmp_path / "m.db", model_a, clock) as engine:
         remember(engine, "Xena brews her own ginger beer", scope_id="xena")
 
-    with MemoryEngine(tmp_path / "m.db", model_b, clock) as engine:  # opens: reembed needs exactly this
+    with MemoryEngine(
+        tmp_path / "m.db", model_b, clock
+    ) as engine:  # opens: reembed needs exactly this
         with pytest.raises(ModelMismatch, match="companion reembed"):
             engine.recall.recall(dm_ctx("xena"), "ginger beer", threshold=0)
         # A write is refused too: stored without a vector it would silently drop out of vector recall. (Unlike an
@@ -39,7 +43,10 @@ def test_a_model_of_the_same_dimension_is_refused_until_reembed(tmp_path: Path, 
 
         reembed(engine, model_b)
         assert count(engine, "memory_vec") == 1
-        assert engine.recall.recall(dm_ctx("xena"), "ginger beer", threshold=0)[0].item.content == "Xena brews her own ginger beer"
+        assert (
+            engine.recall.recall(dm_ctx("xena"), "ginger beer", threshold=0)[0].item.content
+            == "Xena brews her own ginger beer"
+        )
 
 
 def test_the_same_model_again_is_not_a_mismatch(tmp_path: Path, clock) -> None:
@@ -49,7 +56,9 @@ def test_the_same_model_again_is_not_a_mismatch(tmp_path: Path, clock) -> None:
         assert engine.recall.recall(dm_ctx("yuri"), "wooden canoes", threshold=0)
 
 
-async def test_switching_provider_at_the_same_dimension_asks_for_reembed(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_switching_provider_at_the_same_dimension_asks_for_reembed(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The fake server embeds in 384 dimensions, like the offline MiniLM: same size, different vector spaces.
     async with FakeOpenAI(embedding_dim=384) as srv:
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
@@ -69,7 +78,9 @@ async def test_switching_provider_at_the_same_dimension_asks_for_reembed(cli: Cl
         )
         assert added.code == 0, added.err
 
-        refused = await asyncio.to_thread(cli, "memory", "search", "tea", "--json", embeddings="local")
+        refused = await asyncio.to_thread(
+            cli, "memory", "search", "tea", "--json", embeddings="local"
+        )
         assert refused.code == 2 and refused.out == ""
         assert "companion reembed" in refused.err and "openai:" in refused.err
         add_refused = await asyncio.to_thread(
@@ -91,6 +102,16 @@ async def test_switching_provider_at_the_same_dimension_asks_for_reembed(cli: Cl
         finding = next(f for f in doctor["checks"] if f["check"] == "embeddings")
         assert finding["status"] == "fail" and "reembed" in finding["fix"]
 
-    assert cli("reembed", "--json", embeddings="local").json()["model"] == "onnx:all-MiniLM-L6-v2-int8"
-    hits = cli("memory", "search", "which beverage does she like", "--mode", "vector", "--json", embeddings="local").json()
+    assert (
+        cli("reembed", "--json", embeddings="local").json()["model"] == "onnx:all-MiniLM-L6-v2-int8"
+    )
+    hits = cli(
+        "memory",
+        "search",
+        "which beverage does she like",
+        "--mode",
+        "vector",
+        "--json",
+        embeddings="local",
+    ).json()
     assert hits[0]["memory"]["content"] == "Alice drinks green tea every morning"

@@ -35,14 +35,18 @@ def test_help_imports_none_of_the_heavy_libraries() -> None:
         "heavy = ('openai', 'aiohttp', 'numpy', 'sqlite_vec', 'apsw', 'rich', 'pydantic', 'apscheduler', 'onnxruntime')\n"
         "print(sorted(m for m in heavy if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_help_explains_exit_codes_and_json_errors(cli: Cli) -> None:
     top = cli("--help")
-    assert top.code == 0 and "exit codes" in top.out and '{"error": "...", "exit_code": N}' in top.out
+    assert (
+        top.code == 0 and "exit codes" in top.out and '{"error": "...", "exit_code": N}' in top.out
+    )
     assert all(name in top.out for name in ("doctor", "restore"))
 
 
@@ -50,8 +54,14 @@ def test_help_explains_exit_codes_and_json_errors(cli: Cli) -> None:
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", ""], "--scope-id: must not be empty"),
-        (["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "   "], "--scope-id: must not be empty"),
+        (
+            ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", ""],
+            "--scope-id: must not be empty",
+        ),
+        (
+            ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "   "],
+            "--scope-id: must not be empty",
+        ),
         (["memory", "list", "--scope-id", ""], "--scope-id: must not be empty"),
         (["memory", "export", "--person", ""], "--person: must not be empty"),
         (["decay", "--factor", "-1"], "above 0 and below 1"),
@@ -59,7 +69,10 @@ def test_help_explains_exit_codes_and_json_errors(cli: Cli) -> None:
         (["decay", "--factor", "1"], "above 0 and below 1"),
         (["decay", "--factor", "0"], "above 0 and below 1"),
         (["decay", "--factor", "half"], "between 0 and 1"),
-        (["snapshot", "hello", "--user", "u1", "--platform", "myspace"], "invalid choice: 'myspace'"),
+        (
+            ["snapshot", "hello", "--user", "u1", "--platform", "myspace"],
+            "invalid choice: 'myspace'",
+        ),
         (["memory", "search", ""], "the query is empty"),
         (["memory", "search", "  \t"], "the query is empty"),
     ],
@@ -89,12 +102,18 @@ def test_a_valid_factor_still_works(cli: Cli) -> None:
 @pytest.mark.parametrize(
     "argv, code, fragment",
     [
-        (["memory", "show", "0b7c6a1e-0000-4000-8000-000000000000", "--json"], 2, "no memory with id"),  # raised by the store
+        (
+            ["memory", "show", "0b7c6a1e-0000-4000-8000-000000000000", "--json"],
+            2,
+            "no memory with id",
+        ),  # raised by the store
         (["memory", "list", "--limit", "0", "--json"], 2, "above 0"),  # refused by argparse
         (["decay", "--factor", "7", "--json"], 2, "above 0 and below 1"),
     ],
 )
-def test_json_errors_are_one_object_on_stderr(cli: Cli, argv: list[str], code: int, fragment: str) -> None:
+def test_json_errors_are_one_object_on_stderr(
+    cli: Cli, argv: list[str], code: int, fragment: str
+) -> None:
     _alice(cli)
     result = cli(*argv)
     assert result.code == code and result.out == ""
@@ -106,18 +125,29 @@ def test_a_configuration_error_with_json_is_json(cli: Cli, monkeypatch: pytest.M
     monkeypatch.setenv("COMPANION_LLM_TIMEOUT_S", "-5")
     result = cli("stats", "--json")
     error = json.loads(result.err)
-    assert result.code == 2 and error["exit_code"] == 2 and "COMPANION_LLM_TIMEOUT_S" in error["error"]
+    assert (
+        result.code == 2 and error["exit_code"] == 2 and "COMPANION_LLM_TIMEOUT_S" in error["error"]
+    )
 
 
 # -- memory add - : the text from stdin -------------------------------------------------------------------------
-def test_memory_add_dash_reads_the_text_from_stdin(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "stdin", io.StringIO("Alice keeps bees on her roof\nand sells the honey\n"))
+def test_memory_add_dash_reads_the_text_from_stdin(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        sys, "stdin", io.StringIO("Alice keeps bees on her roof\nand sells the honey\n")
+    )
     memory_id = cli.add("-", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
     # the store normalises whitespace (WRITE-6), so the two lines read as one sentence
-    assert cli("memory", "show", memory_id, "--json").json()["content"] == "Alice keeps bees on her roof and sells the honey"
+    assert (
+        cli("memory", "show", memory_id, "--json").json()["content"]
+        == "Alice keeps bees on her roof and sells the honey"
+    )
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("   \n"))
-    empty = cli("memory", "add", "-", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
+    empty = cli(
+        "memory", "add", "-", "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice"
+    )
     assert empty.code == 2 and "no text on stdin" in empty.error_line()
 
 
@@ -130,13 +160,19 @@ def test_export_refuses_to_overwrite_without_force(cli: Cli, tmp_path: Path) -> 
     assert refused.code == 2 and "--force" in refused.error_line()
     assert target.read_text() == "my precious notes"
 
-    assert cli("memory", "export", "--person", "discord:alice", "-o", str(target), "--force").code == 0
+    assert (
+        cli("memory", "export", "--person", "discord:alice", "-o", str(target), "--force").code == 0
+    )
     assert json.loads(target.read_text())["person_ids"] == ["discord:alice"]
     assert not list(tmp_path.glob("*.partial"))
 
 
-@pytest.mark.parametrize("command", [["backup"], ["memory", "export", "--person", "discord:alice", "-o"]])
-def test_file_writers_refuse_a_directory_or_a_missing_folder(cli: Cli, tmp_path: Path, command: list[str]) -> None:
+@pytest.mark.parametrize(
+    "command", [["backup"], ["memory", "export", "--person", "discord:alice", "-o"]]
+)
+def test_file_writers_refuse_a_directory_or_a_missing_folder(
+    cli: Cli, tmp_path: Path, command: list[str]
+) -> None:
     _alice(cli)
     into_dir = cli(*command, str(tmp_path))
     assert into_dir.code == 2 and "is a directory" in into_dir.error_line()

@@ -26,11 +26,16 @@ from tests.cli_support import Cli
 from tests.fakes import FakeOpenAI, HTTPError
 from tests.fakes.openai_server import RawAnswer
 
-GGUF = os.environ.get("COMPANION_TEST_GGUF", "")  # read at import: the cli fixture clears every COMPANION_* variable
+GGUF = os.environ.get(
+    "COMPANION_TEST_GGUF", ""
+)  # read at import: the cli fixture clears every COMPANION_* variable
 HAS_WHEEL = importlib.util.find_spec("xllamacpp") is not None
-needs_wheel = pytest.mark.skipif(not HAS_WHEEL, reason='the local-model extra is not installed (pip install -e ".[local-model]")')
+needs_wheel = pytest.mark.skipif(
+    not HAS_WHEEL, reason='the local-model extra is not installed (pip install -e ".[local-model]")'
+)
 needs_model = pytest.mark.skipif(
-    not (HAS_WHEEL and GGUF and Path(GGUF).is_file()), reason="needs the local-model extra and COMPANION_TEST_GGUF=path/to/model.gguf"
+    not (HAS_WHEEL and GGUF and Path(GGUF).is_file()),
+    reason="needs the local-model extra and COMPANION_TEST_GGUF=path/to/model.gguf",
 )
 
 
@@ -53,7 +58,11 @@ def looks_like_gguf(path: Path) -> Path:
     ids=["missing", "folder", "empty", "lower-case magic", "zip", "zero-width space"],
 )
 def test_a_file_that_cannot_be_a_model_stops_every_command_with_one_error_naming_the_variable(
-    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: bytes | str | None, said: str
+    cli: Cli,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    content: bytes | str | None,
+    said: str,
 ) -> None:
     path = tmp_path / "model.gguf"
     if content == "folder":
@@ -66,22 +75,35 @@ def test_a_file_that_cannot_be_a_model_stops_every_command_with_one_error_naming
         assert result.code == 2, result.err
         assert "invalid configuration" in result.error_line()
         detail = result.err.splitlines()[1]
-        assert detail.strip().startswith("COMPANION_LOCAL_MODEL:") and said in detail and str(path) in detail
+        assert (
+            detail.strip().startswith("COMPANION_LOCAL_MODEL:")
+            and said in detail
+            and str(path) in detail
+        )
         assert "Traceback" not in result.out + result.err and "loading" not in result.err
     assert not cli.db.exists()  # nothing was started, nothing written
 
 
-def test_without_the_wheel_the_error_says_how_to_install_it(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # as if the extra were not installed (import fails, find_spec None)
+def test_without_the_wheel_the_error_says_how_to_install_it(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(
+        sys.modules, "xllamacpp", None
+    )  # as if the extra were not installed (import fails, find_spec None)
     monkeypatch.setenv("COMPANION_LOCAL_MODEL", str(looks_like_gguf(tmp_path / "model.gguf")))
     result = cli("chat", "--new-store")
     assert result.code == 2 and "Traceback" not in result.err
-    assert f"COMPANION_LOCAL_MODEL: Value error, running a model file needs llama.cpp: {INSTALL}" in result.err
+    assert (
+        f"COMPANION_LOCAL_MODEL: Value error, running a model file needs llama.cpp: {INSTALL}"
+        in result.err
+    )
     doctor = cli("doctor")  # the doctor reports it as its finding instead of stopping
     assert doctor.code == 1 and "FAIL  config" in doctor.out and INSTALL in doctor.out
 
 
-def test_a_tilde_in_the_path_is_the_home_folder(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_tilde_in_the_path_is_the_home_folder(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("COMPANION_LOCAL_MODEL", "~/nothing-here.gguf")
     result = cli("memory", "list")
@@ -89,40 +111,84 @@ def test_a_tilde_in_the_path_is_the_home_folder(cli: Cli, monkeypatch: pytest.Mo
 
 
 @needs_wheel
-def test_a_file_llama_cpp_cannot_load_is_one_error_after_one_warning(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_file_llama_cpp_cannot_load_is_one_error_after_one_warning(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("COMPANION_LOCAL_MODEL", str(looks_like_gguf(tmp_path / "broken.gguf")))
     monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "sk-not-needed")
-    monkeypatch.setenv("COMPANION_CHAT_MODEL", "gpt-4o-mini")  # the default: nothing of the person's own to warn about
+    monkeypatch.setenv(
+        "COMPANION_CHAT_MODEL", "gpt-4o-mini"
+    )  # the default: nothing of the person's own to warn about
     result = cli("chat", "--new-store")
     assert result.code == 2, result.err
-    assert "llama.cpp could not load" in result.error_line() and str(tmp_path / "broken.gguf") in result.error_line()
+    assert (
+        "llama.cpp could not load" in result.error_line()
+        and str(tmp_path / "broken.gguf") in result.error_line()
+    )
     warnings = [line for line in result.err.splitlines() if "warning:" in line]
-    assert warnings == ["warning: COMPANION_LOCAL_MODEL is set, so OPENAI_BASE_URL, OPENAI_API_KEY are ignored"]
+    assert warnings == [
+        "warning: COMPANION_LOCAL_MODEL is set, so OPENAI_BASE_URL, OPENAI_API_KEY are ignored"
+    ]
     assert "sk-not-needed" not in result.err and "Traceback" not in result.err
     assert not any(t.name == "local-model" for t in threading.enumerate())
 
     doctor = cli("doctor")
-    assert doctor.code == 1 and "FAIL  config" in doctor.out and "llama.cpp could not load" in doctor.out
+    assert (
+        doctor.code == 1
+        and "FAIL  config" in doctor.out
+        and "llama.cpp could not load" in doctor.out
+    )
     # a command that never asks the model loads nothing
-    added = cli("memory", "add", "Sam has a grey cat", "--subject", "Sam", "--scope", "user", "--scope-id", "console:sam")
+    added = cli(
+        "memory",
+        "add",
+        "Sam has a grey cat",
+        "--subject",
+        "Sam",
+        "--scope",
+        "user",
+        "--scope-id",
+        "console:sam",
+    )
     assert added.code == 0 and "loading" not in added.err and "warning" not in added.err, added.err
 
 
 async def test_the_doctor_times_the_local_model_with_llama_cpps_own_timings() -> None:
     loaded = Loaded(Path("/models/tiny.gguf"), 491_400_064, "tiny", 7.25)
-    timings = {"prompt_n": 40, "prompt_per_second": 8.04, "predicted_n": 9, "predicted_per_second": 2.4}
-    answer = {"id": "x", "object": "chat.completion", "created": 0, "model": "tiny", "timings": timings}
-    answer["choices"] = [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "To remember."}}]
+    timings = {
+        "prompt_n": 40,
+        "prompt_per_second": 8.04,
+        "predicted_n": 9,
+        "predicted_per_second": 2.4,
+    }
+    answer = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "tiny",
+        "timings": timings,
+    }
+    answer["choices"] = [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "To remember."},
+        }
+    ]
     async with FakeOpenAI() as srv:
         srv.script(RawAnswer(answer), "To remember.", HTTPError(500))
         timed, counted_only, failed = [await _check(loaded, srv.base_url) for _ in range(3)]
     assert timed.status == "ok" and timed.detail == (
         "/models/tiny.gguf (491 MB) as tiny, loaded in 7.2 s; read 40 prompt tokens at 8.0 a second, wrote 9 at 2.4 a second"
     )
-    assert counted_only.status == "ok" and " prompt and 2 generated tokens in " in counted_only.detail  # usage, no timings
+    assert (
+        counted_only.status == "ok" and " prompt and 2 generated tokens in " in counted_only.detail
+    )  # usage, no timings
     assert failed.status == "fail" and "did not answer" in failed.detail
-    assert [r["model"] for r in srv.chat_requests] == ["tiny"] * 3 and all(r["max_tokens"] == 48 for r in srv.chat_requests)
+    assert [r["model"] for r in srv.chat_requests] == ["tiny"] * 3 and all(
+        r["max_tokens"] == 48 for r in srv.chat_requests
+    )
 
 
 async def _check(loaded: Loaded, base_url: str):
@@ -133,7 +199,11 @@ async def _check(loaded: Loaded, base_url: str):
 
 # -- against a real model file (COMPANION_TEST_GGUF) ----------------------------------------------------------
 def _env(tmp_path: Path) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("COMPANION_") and k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("COMPANION_") and k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")
+    }
     return {
         **clean,
         "PYTHONPATH": str(Path(__file__).parents[3]),
@@ -148,20 +218,41 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 @needs_model
 def test_a_console_chat_turn_through_the_model_in_process_and_a_prompt_exit(tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "bot", "--db", str(tmp_path / "store.db"), "chat", "--no-stream", "--new-store", "--name", "Sam"]
+    argv = [
+        sys.executable,
+        "-m",
+        "bot",
+        "--db",
+        str(tmp_path / "store.db"),
+        "chat",
+        "--no-stream",
+        "--new-store",
+        "--name",
+        "Sam",
+    ]
     started = time.monotonic()
     chat = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(tmp_path)
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=_env(tmp_path),
     )
     assert chat.stdin is not None and chat.stdout is not None
     chat.stdin.write("Hello! I'm Sam and I have a grey cat called Biscuit.\n")
     chat.stdin.flush()
-    reply = _line_starting(chat, "Companion> ", timeout_s=900)  # load and answer on a busy machine: minutes at worst
+    reply = _line_starting(
+        chat, "Companion> ", timeout_s=900
+    )  # load and answer on a busy machine: minutes at worst
     answered = time.monotonic()
     chat.stdin.write("/quit\n")
     chat.stdin.flush()
     try:
-        code = chat.wait(timeout=120)  # /quit extracts for at most 5 s (COMPANION_SHUTDOWN_FLUSH_S), then llama.cpp stops
+        code = chat.wait(
+            timeout=120
+        )  # /quit extracts for at most 5 s (COMPANION_SHUTDOWN_FLUSH_S), then llama.cpp stops
     finally:
         chat.kill()
     quit_s = time.monotonic() - answered
@@ -170,7 +261,9 @@ def test_a_console_chat_turn_through_the_model_in_process_and_a_prompt_exit(tmp_
     assert reply.removeprefix("Companion> ").strip() and "(!)" not in reply, reply
     assert "Traceback" not in err and "Segmentation" not in err, err
     assert "warning: COMPANION_LOCAL_MODEL is set, so OPENAI_API_KEY is ignored" in err
-    print(f"\nfirst reply after {answered - started:.1f} s (load included); exit {quit_s:.1f} s after /quit; {reply}")
+    print(
+        f"\nfirst reply after {answered - started:.1f} s (load included); exit {quit_s:.1f} s after /quit; {reply}"
+    )
     assert quit_s < 60, f"companion chat took {quit_s:.1f} s to exit after /quit"
 
 
@@ -193,12 +286,18 @@ def _line_starting(process: subprocess.Popen[str], prefix: str, timeout_s: float
 
 
 @needs_model
-def test_the_doctor_says_what_it_loaded_and_how_fast_it_is_and_stops_it(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_doctor_says_what_it_loaded_and_how_fast_it_is_and_stops_it(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COMPANION_LOCAL_MODEL", GGUF)
     monkeypatch.setenv("COMPANION_LOCAL_MODEL_THREADS", "1")
     result = cli("doctor")
     line = next(line for line in result.out.splitlines() if line.startswith("OK    local model"))
     size = Path(GGUF).stat().st_size / 1e6
-    assert f"{GGUF} ({size:,.0f} MB) as {Path(GGUF).stem}, loaded in " in line and " a second" in line, result.out
-    assert not any(t.name == "local-model" for t in threading.enumerate())  # stopped: its holder thread is gone
+    assert (
+        f"{GGUF} ({size:,.0f} MB) as {Path(GGUF).stem}, loaded in " in line and " a second" in line
+    ), result.out
+    assert not any(
+        t.name == "local-model" for t in threading.enumerate()
+    )  # stopped: its holder thread is gone
     print(f"\n{line}\nload average {os.getloadavg()}")

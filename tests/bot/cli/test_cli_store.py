@@ -50,16 +50,30 @@ def make_read_only() -> Iterator[Callable[[Path], None]]:
 
 def test_a_directory_given_as_the_store_is_named(cli: Cli, tmp_path: Path) -> None:
     folder = Cli(tmp_path, cli.capsys)
-    for argv in (["stats"], ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "discord:1"]):
+    for argv in (
+        ["stats"],
+        ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "discord:1"],
+    ):
         result = folder(*argv)
-        assert result.code == 2 and "is a directory" in result.error_line() and str(tmp_path) in result.error_line()
+        assert (
+            result.code == 2
+            and "is a directory" in result.error_line()
+            and str(tmp_path) in result.error_line()
+        )
 
 
 def test_a_damaged_file_is_named_and_left_alone(cli: Cli) -> None:
     cli.db.write_bytes(b"this is not sqlite" * 100)
-    for argv in (["stats"], ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "discord:1"]):
+    for argv in (
+        ["stats"],
+        ["memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "discord:1"],
+    ):
         result = cli(*argv)
-        assert result.code == 1 and "not a usable companion store" in result.error_line() and cli.db.name in result.error_line()
+        assert (
+            result.code == 1
+            and "not a usable companion store" in result.error_line()
+            and cli.db.name in result.error_line()
+        )
     assert cli.db.read_bytes() == b"this is not sqlite" * 100
 
 
@@ -67,34 +81,63 @@ def test_another_programs_database_is_not_turned_into_a_store(cli: Cli) -> None:
     other = apsw.Connection(str(cli.db))
     other.execute("CREATE TABLE recipes (name TEXT)")
     other.close()
-    result = cli("memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "discord:1")
+    result = cli(
+        "memory", "add", "a note", "--subject", "s", "--scope", "user", "--scope-id", "discord:1"
+    )
     assert result.code == 1 and "not a companion store" in result.error_line()
     check = apsw.Connection(str(cli.db))
     assert [name for (name,) in check.execute("SELECT name FROM sqlite_master")] == ["recipes"]
 
 
 @pytest.mark.parametrize("argv", READ_COMMANDS + [["backup", "copy.db"]])
-def test_read_commands_do_not_create_a_mistyped_store(cli: Cli, tmp_path: Path, argv: list[str]) -> None:
+def test_read_commands_do_not_create_a_mistyped_store(
+    cli: Cli, tmp_path: Path, argv: list[str]
+) -> None:
     typo = Cli(tmp_path / "sotre.db", cli.capsys)
     result = typo(*argv)
-    assert result.code == 2 and "no store exists at" in result.error_line() and "sotre.db" in result.error_line()
+    assert (
+        result.code == 2
+        and "no store exists at" in result.error_line()
+        and "sotre.db" in result.error_line()
+    )
     assert not list(tmp_path.iterdir())
 
 
-def test_a_read_only_store_serves_reads_and_refuses_writes_by_name(cli: Cli, tmp_path: Path, make_read_only) -> None:
+def test_a_read_only_store_serves_reads_and_refuses_writes_by_name(
+    cli: Cli, tmp_path: Path, make_read_only
+) -> None:
     memory_id = _alice(cli)
     make_read_only(cli.db)
 
     assert [m["id"] for m in cli("memory", "list", "--json").json()] == [memory_id]
     assert cli("stats", "--json").json()["memories"] == 1
-    assert cli("memory", "show", memory_id[:8], "--json").json()["content"] == "Alice drinks green tea every morning"
+    assert (
+        cli("memory", "show", memory_id[:8], "--json").json()["content"]
+        == "Alice drinks green tea every morning"
+    )
     assert len(cli("memory", "search", "green tea", "--mode", "bm25", "--json").json()) == 1
-    assert cli("memory", "export", "--person", "discord:alice").json()["person_ids"] == ["discord:alice"]
+    assert cli("memory", "export", "--person", "discord:alice").json()["person_ids"] == [
+        "discord:alice"
+    ]
     assert cli("backup", str(tmp_path / "copy.db")).code == 0
     assert Cli(tmp_path / "copy.db", cli.capsys)("stats", "--json").json()["memories"] == 1
 
-    refused = cli("memory", "add", "Bob collects vinyl records", "--subject", "Bob", "--scope", "user", "--scope-id", "discord:bob")
-    assert refused.code == 1 and "read-only" in refused.error_line() and "store.db" in refused.error_line()
+    refused = cli(
+        "memory",
+        "add",
+        "Bob collects vinyl records",
+        "--subject",
+        "Bob",
+        "--scope",
+        "user",
+        "--scope-id",
+        "discord:bob",
+    )
+    assert (
+        refused.code == 1
+        and "read-only" in refused.error_line()
+        and "store.db" in refused.error_line()
+    )
     assert "Traceback" not in refused.err
 
 
@@ -102,14 +145,18 @@ def test_an_older_store_is_upgraded_before_a_read(cli: Cli) -> None:
     from memory.storage.migrations import MIGRATIONS
 
     old = apsw.Connection(str(cli.db))
-    old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)")
+    old.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)"
+    )
     for version, migration in enumerate(MIGRATIONS[:-1], start=1):
         old.execute(migration.sql)
         old.execute("INSERT INTO schema_version VALUES (?, ?, 'x')", (version, migration.name))
     old.close()
     assert cli("memory", "list", "--json").json() == []
     check = apsw.Connection(str(cli.db))
-    assert check.execute("SELECT MAX(version) FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
+    assert check.execute("SELECT MAX(version) FROM schema_version").fetchall() == [
+        (len(MIGRATIONS),)
+    ]
 
 
 # -- restore ------------------------------------------------------------------------------------------------
@@ -117,7 +164,15 @@ def test_restore_brings_back_a_backup(cli: Cli, tmp_path: Path) -> None:
     memory_id = _alice(cli)
     backup = tmp_path / "monday.db"
     assert cli("backup", str(backup)).code == 0
-    cli.add("Bob collects vinyl records", "--subject", "Bob", "--scope", "user", "--scope-id", "discord:bob")
+    cli.add(
+        "Bob collects vinyl records",
+        "--subject",
+        "Bob",
+        "--scope",
+        "user",
+        "--scope-id",
+        "discord:bob",
+    )
 
     refused = cli("restore", str(backup))
     assert refused.code == 2 and "--force" in refused.error_line()
@@ -139,7 +194,9 @@ def test_restore_brings_back_a_backup(cli: Cli, tmp_path: Path) -> None:
         (None, "not a companion store"),  # an SQLite file of another program
     ],
 )
-def test_restore_refuses_what_is_not_a_store(cli: Cli, tmp_path: Path, content: bytes | None, fragment: str) -> None:
+def test_restore_refuses_what_is_not_a_store(
+    cli: Cli, tmp_path: Path, content: bytes | None, fragment: str
+) -> None:
     memory_id = _alice(cli)
     source = tmp_path / "suspicious.db"
     if content is None:
@@ -149,7 +206,11 @@ def test_restore_refuses_what_is_not_a_store(cli: Cli, tmp_path: Path, content: 
     else:
         source.write_bytes(content)
     result = cli("restore", str(source), "--force")
-    assert result.code == 2 and fragment in result.error_line() and "nothing was restored" in result.error_line()
+    assert (
+        result.code == 2
+        and fragment in result.error_line()
+        and "nothing was restored" in result.error_line()
+    )
     assert [m["id"] for m in cli("memory", "list", "--json").json()] == [memory_id]
 
 
@@ -169,7 +230,11 @@ def test_stats_shows_dead_letters_and_retry_failed_queues_them_again(cli) -> Non
     cli("stats")  # creates the store
     with MemoryEngine(cli.db, None) as engine:
         buffer = engine.buffer
-        row = buffer.push("telegram:dm-7", RecallContext("telegram", "telegram:7", "dm-7", is_dm=True), "I keep bees")
+        row = buffer.push(
+            "telegram:dm-7",
+            RecallContext("telegram", "telegram:7", "dm-7", is_dm=True),
+            "I keep bees",
+        )
         for _ in range(5):
             buffer.fail([row], "BadAnswer: no JSON array")
     stats = cli("stats", "--json").json()

@@ -16,7 +16,9 @@ def _store(path, clock) -> None:
         remember(eng, "Alice sells honey at the market")
 
 
-def test_a_copy_to_postgresql_prints_every_tables_count_and_exits_0(cli: Cli, tmp_path, pg_url, clock) -> None:
+def test_a_copy_to_postgresql_prints_every_tables_count_and_exits_0(
+    cli: Cli, tmp_path, pg_url, clock
+) -> None:
     _store(tmp_path / "src.db", clock)
     result = cli("store", "copy", str(tmp_path / "src.db"), pg_url, "--batch", "1")
     assert result.code == 0, result.err
@@ -29,11 +31,18 @@ def test_counts_that_differ_are_shown_and_exit_1(cli: Cli, tmp_path, clock) -> N
     """A vector whose memory is gone (an old bug's leftover) is not copied: the count check says so."""
     _store(tmp_path / "src.db", clock)
     with MemoryEngine(tmp_path / "src.db", HashEmbedder(), clock) as eng:
-        eng.memory_rows.corpus.vectors.write(9999, "user|alice|public", np.ones(HashEmbedder().dim, dtype=np.float32))
+        eng.memory_rows.corpus.vectors.write(
+            9999, "user|alice|public", np.ones(HashEmbedder().dim, dtype=np.float32)
+        )
     result = cli("store", "copy", str(tmp_path / "src.db"), str(tmp_path / "dst.db"), "--json")
     assert result.code == 1
-    assert result.json()["counts"]["memory_vec"] == {"source": 3, "copied": 2} and not result.json()["ok"]
-    shown = cli("store", "copy", str(tmp_path / "src.db"), str(tmp_path / "dst.db"))  # the marker kept: counted again
+    assert (
+        result.json()["counts"]["memory_vec"] == {"source": 3, "copied": 2}
+        and not result.json()["ok"]
+    )
+    shown = cli(
+        "store", "copy", str(tmp_path / "src.db"), str(tmp_path / "dst.db")
+    )  # the marker kept: counted again
     assert shown.code == 1 and "DIFFERS" in shown.out and "memory_vec" in shown.error_line()
 
 

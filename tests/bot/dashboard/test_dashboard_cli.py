@@ -57,36 +57,60 @@ def wait_for(port: int, process: subprocess.Popen, timeout: float = 60.0) -> Non
     raise AssertionError("the dashboard did not start listening")
 
 
-async def test_the_bar_companion_dashboard_answers_only_with_the_token_and_only_on_loopback(tmp_path):
+async def test_the_bar_companion_dashboard_answers_only_with_the_token_and_only_on_loopback(
+    tmp_path,
+):
     db = tmp_path / "store.db"
     with MemoryEngine(db, None) as engine:
         remember(engine, "Alice keeps bees on her roof", scope_id="alice")
-        remember(engine, "The operator renews the domain in March", scope=Scope.OWNER, scope_id="console:local-user")
+        remember(
+            engine,
+            "The operator renews the domain in March",
+            scope=Scope.OWNER,
+            scope_id="console:local-user",
+        )
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPANION_")}
-    env.update(COMPANION_DASHBOARD_TOKEN=TOKEN, COMPANION_DB_PATH=str(db), COMPANION_EMBEDDINGS="none")
+    env.update(
+        COMPANION_DASHBOARD_TOKEN=TOKEN, COMPANION_DB_PATH=str(db), COMPANION_EMBEDDINGS="none"
+    )
     command = [sys.executable, "-m", "bot", "dashboard", "--port", str(port)]
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         wait_for(port, process)
         url = f"http://127.0.0.1:{port}"
         async with aiohttp.ClientSession() as http:
             async with http.get(f"{url}/api/memory") as r:
                 assert r.status == 401 and r.content_type == "application/json"
-            async with http.get(f"{url}/api/memory", headers={"Authorization": f"Bearer {TOKEN}"}) as r:
+            async with http.get(
+                f"{url}/api/memory", headers={"Authorization": f"Bearer {TOKEN}"}
+            ) as r:
                 assert r.status == 200 and r.content_type == "application/json"
                 listed = await r.json()
             async with http.get(f"{url}/", headers={"Authorization": f"Bearer {TOKEN}"}) as r:
-                assert r.status == 200 and r.content_type == "text/html" and "<html" in (await r.text()).lower()
-        assert {m["content"] for m in listed["items"]} == {"Alice keeps bees on her roof", "The operator renews the domain in March"}
-        assert listening_addresses(port) == ["0100007F"]  # 127.0.0.1, and nothing on another address or on IPv6
+                assert (
+                    r.status == 200
+                    and r.content_type == "text/html"
+                    and "<html" in (await r.text()).lower()
+                )
+        assert {m["content"] for m in listed["items"]} == {
+            "Alice keeps bees on her roof",
+            "The operator renews the domain in March",
+        }
+        assert listening_addresses(port) == [
+            "0100007F"
+        ]  # 127.0.0.1, and nothing on another address or on IPv6
     finally:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
     assert f"http://127.0.0.1:{port}/" in out + err
     # where to find the token is said once; the token itself never (the scrollback and captured logs keep it)
-    assert (out + err).count("log in with the token: COMPANION_DASHBOARD_TOKEN in the environment") == 1
+    assert (out + err).count(
+        "log in with the token: COMPANION_DASHBOARD_TOKEN in the environment"
+    ) == 1
     assert TOKEN not in out + err
 
 
@@ -100,7 +124,12 @@ def test_the_settings_are_safe_by_default(monkeypatch):
     for name in [n for n in os.environ if n.startswith("COMPANION_DASHBOARD")]:
         monkeypatch.delenv(name)
     settings = load_settings(_env_file=None)
-    assert (settings.dashboard_enabled, settings.dashboard_host, settings.dashboard_port, settings.dashboard_token) == (
+    assert (
+        settings.dashboard_enabled,
+        settings.dashboard_host,
+        settings.dashboard_port,
+        settings.dashboard_token,
+    ) == (
         False,
         "127.0.0.1",
         8765,
@@ -113,8 +142,17 @@ def test_the_settings_are_safe_by_default(monkeypatch):
 async def test_inside_the_bot_it_shares_the_store_and_the_memory_thread(tmp_path, srv):
     from memory.clock import FakeClock
 
-    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), dashboard_enabled=True, dashboard_token=TOKEN, dashboard_port=0)
-    assert runtime.dashboard is not None and runtime.dashboard.app[SERVICES].runner is runtime.runner
+    runtime = build_runtime(
+        tmp_path / "bot.db",
+        srv,
+        FakeClock(),
+        dashboard_enabled=True,
+        dashboard_token=TOKEN,
+        dashboard_port=0,
+    )
+    assert (
+        runtime.dashboard is not None and runtime.dashboard.app[SERVICES].runner is runtime.runner
+    )
     await runtime.start(background_loop=False)
     try:
         url = f"http://127.0.0.1:{runtime.dashboard.port}"
@@ -125,7 +163,9 @@ async def test_inside_the_bot_it_shares_the_store_and_the_memory_thread(tmp_path
         ):
             assert r.status == 201
             made = (await r.json())["id"]
-        assert (await runtime.runner.run(runtime.engine.memory_rows.get, made)).content == new["content"]
+        assert (await runtime.runner.run(runtime.engine.memory_rows.get, made)).content == new[
+            "content"
+        ]
     finally:
         srv.default = lambda body: "[]"
         await runtime.stop()
@@ -141,9 +181,22 @@ def test_inside_the_bot_it_refuses_to_start_without_a_token(tmp_path):
 def test_a_short_token_is_refused_naming_the_minimum_and_the_variable(cli, monkeypatch, tmp_path):
     monkeypatch.setenv("COMPANION_DASHBOARD_TOKEN", "hunter2-is-short")
     result = cli("dashboard", "--port", str(free_port()))
-    assert result.code == 2 and "COMPANION_DASHBOARD_TOKEN" in result.error_line() and "at least 24" in result.error_line()
-    with pytest.raises(ConfigError, match="COMPANION_DASHBOARD_TOKEN is 16 characters; the dashboard needs at least 24"):
-        build_runtime(tmp_path / "bot.db", _NoServer(), None, dashboard_enabled=True, dashboard_token="hunter2-is-short")  # type: ignore[arg-type]
+    assert (
+        result.code == 2
+        and "COMPANION_DASHBOARD_TOKEN" in result.error_line()
+        and "at least 24" in result.error_line()
+    )
+    with pytest.raises(
+        ConfigError,
+        match="COMPANION_DASHBOARD_TOKEN is 16 characters; the dashboard needs at least 24",
+    ):
+        build_runtime(
+            tmp_path / "bot.db",
+            _NoServer(),
+            None,
+            dashboard_enabled=True,
+            dashboard_token="hunter2-is-short",
+        )  # type: ignore[arg-type]
 
 
 def test_a_host_other_than_loopback_is_refused_unless_allowed(cli, monkeypatch, tmp_path):
@@ -153,9 +206,13 @@ def test_a_host_other_than_loopback_is_refused_unless_allowed(cli, monkeypatch, 
     remote = {"dashboard_enabled": True, "dashboard_token": TOKEN, "dashboard_host": "0.0.0.0"}
     with pytest.raises(ConfigError, match="not 0.0.0.0"):
         build_runtime(tmp_path / "bot.db", _NoServer(), None, **remote)  # type: ignore[arg-type]
-    allowed = build_runtime(tmp_path / "ok.db", _NoServer(), None, dashboard_allow_remote=True, **remote)  # type: ignore[arg-type]
+    allowed = build_runtime(
+        tmp_path / "ok.db", _NoServer(), None, dashboard_allow_remote=True, **remote
+    )  # type: ignore[arg-type]
     try:
-        assert allowed.dashboard is not None and allowed.dashboard.host == "0.0.0.0"  # built, not started
+        assert (
+            allowed.dashboard is not None and allowed.dashboard.host == "0.0.0.0"
+        )  # built, not started
     finally:
         allowed.engine.close()
         allowed.runner.shutdown()

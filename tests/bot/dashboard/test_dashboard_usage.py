@@ -16,8 +16,20 @@ async def seeded(dash: Dashboard) -> None:
         (Charge("extraction", "", "discord", dash.seeded.guild), 200),
     )
     for charge, tokens in calls:
-        await dash.store(ledger.add, day_of(now), charge, "chat-m", Spend(calls=1, prompt_tokens=tokens, completion_tokens=10))
-    await dash.store(ledger.add, day_of(now - 86_400), Charge("reply", dash.seeded.bob, "telegram"), "chat-m", Spend(1, 0, 50, 0, 5))
+        await dash.store(
+            ledger.add,
+            day_of(now),
+            charge,
+            "chat-m",
+            Spend(calls=1, prompt_tokens=tokens, completion_tokens=10),
+        )
+    await dash.store(
+        ledger.add,
+        day_of(now - 86_400),
+        Charge("reply", dash.seeded.bob, "telegram"),
+        "chat-m",
+        Spend(1, 0, 50, 0, 5),
+    )
 
 
 async def test_usage_by_place_job_model_and_person_over_the_days_asked(http, dash):
@@ -29,7 +41,10 @@ async def test_usage_by_place_job_model_and_person_over_the_days_asked(http, das
     async with http.get("/api/usage", params={"place": dash.seeded.guild}) as r:
         guild = await r.json()
     assert today["total"]["tokens"] == 1_220 and today["total"]["calls"] == 2
-    assert [(k["kind"], k["tokens"]) for k in today["by_kind"]] == [("reply", 1_010), ("extraction", 210)]
+    assert [(k["kind"], k["tokens"]) for k in today["by_kind"]] == [
+        ("reply", 1_010),
+        ("extraction", 210),
+    ]
     assert [(p["name"], p["tokens"]) for p in today["people"]] == [("Alice", 1_010)]
     assert two_days["total"]["tokens"] == 1_275 and len(two_days["by_day"]) == 2
     assert {p["place"] for p in two_days["by_place"]} == {dash.seeded.guild, ""}
