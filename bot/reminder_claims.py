@@ -18,7 +18,7 @@ from memory import MemoryTools, Reminding
 NOT_SET = "(I haven't set a reminder: nothing is scheduled. Tell me when again, or use /remind <when> <what>.)"
 NOT_NEW = "(I didn't set a new reminder just now: /reminders shows the ones I keep for you.)"
 _CLAIM = re.compile(
-    r"\b(?:i'?ll|i\s+will|i'?m\s+going\s+to|i\s+am\s+going\s+to|i'?ve|i\s+have|will)\s+(?:\w+\s+){0,2}remind(?:ed)?\s+you\b"
+    r"\b(?:i'?ll|i\s+will|i'?m\s+going\s+to|i\s+am\s+going\s+to|i'?ve|i\s+have|will)\s+(?:\w+\s+){0,3}remind(?:ed)?\s+you\b"
     r"|\breminder\s+(?:is\s+|has\s+been\s+|was\s+)?(?:set|scheduled|created|added|saved)\b"
     r"|\b(?:set|scheduled|created|added)\s+(?:a|the|your|that|this|you\s+a)\s+reminder\b",
     re.IGNORECASE,
@@ -27,7 +27,9 @@ _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
 
 
 def claims_reminder(text: str) -> bool:
-    return bool(_CLAIM.search(text.replace("\u2019", "'")))
+    """A sentence saying a reminder is or will be set; a question ("shall I set a reminder?") offers, not claims."""
+    said = text.replace("\u2019", "'")
+    return any(_CLAIM.search(s) and not s.rstrip().endswith("?") for s in _SENTENCE.findall(said))
 
 
 def honest(text: str | None, reminders_set: list[int], has_others: bool = False) -> str | None:

@@ -310,3 +310,22 @@ async def test_the_reminder_job_is_scheduled_every_minute_and_at_start(tmp_path,
     finally:
         runtime.engine.close()
         runtime.runner.shutdown()
+
+
+@pytest.mark.parametrize(
+    "said,claims",
+    [
+        (
+            "I'll make sure to remind you about Priya's birthday on May 12.",
+            True,
+        ),  # a real 1.5B's words
+        ("I will definitely remind you on Friday.", True),
+        ("Your reminder has been set.", True),
+        ("Do you want me to set a reminder?", False),
+        ("You reminded me of my sister.", False),
+    ],
+)
+def test_the_claims_a_real_model_makes_are_read_as_reminder_claims(said, claims):
+    from bot.reminder_claims import claims_reminder
+
+    assert claims_reminder(said) is claims
