@@ -259,9 +259,8 @@ class Assembler:
             if preloaded is None
             else _trimmed(list(preloaded.history))
         )
-        sections.sort(
-            key=lambda s: s.key in PER_QUERY
-        )  # stable sort: what each message recalls afresh goes last
+        # stable sort: what each message recalls afresh goes last
+        sections.sort(key=lambda s: s.key in PER_QUERY)
         return Snapshot(
             sections,
             history,

@@ -43,10 +43,11 @@ if TYPE_CHECKING:
     from .resolution import OwnerPolicy
 
 log = logging.getLogger(__name__)
+# shares of a budget: first the context shrinks, then the bot stops speaking unasked
 SHORT_AT, QUIET_AT = (
     0.6,
     0.8,
-)  # shares of a budget: first the context shrinks, then the bot stops speaking unasked
+)
 SHORT_HISTORY_TURNS = (
     6  # of the 20 read (``Assembler.history_turns``): about a third of the history's tokens
 )
@@ -235,9 +236,8 @@ class Budgeted(PassThrough):
 
     def _assess(self, message: IncomingMessage) -> tuple[Charge, Standing]:
         person = self._people.lookup(message.platform, message.author_id)
-        place = (
-            f"{message.platform}:{message.guild_id}" if message.guild_id else ""
-        )  # the resolver's guild key
+        # the resolver's guild key
+        place = f"{message.platform}:{message.guild_id}" if message.guild_id else ""
         charge = Charge(
             "voice" if message.modality == "voice" else "reply", person, message.platform, place
         )

@@ -34,12 +34,10 @@ from .schedule import CHECKINS
 from .types import IncomingMessage
 
 log = logging.getLogger(__name__)
-Deliver = Callable[
-    [str, str], Awaitable[None]
-]  # (DM channel id, text): one message on one platform
-Allowed = Callable[
-    [str, tuple[str, str]], Awaitable[bool]
-]  # (person id, (platform, platform user id)) -> may write one
+# (DM channel id, text): one message on one platform
+Deliver = Callable[[str, str], Awaitable[None]]
+# (person id, (platform, platform user id)) -> may write one
+Allowed = Callable[[str, tuple[str, str]], Awaitable[bool]]
 PLAN_LIMIT = 200  # dated facts looked at per person and run, newest first
 
 

@@ -127,9 +127,8 @@ class Commands:
             ),
             written_by=written_by(turn.ctx),
         )
-        result = self.engine.memories.add(
-            bound(self.engine, new)
-        )  # SEC-5: whom it is about, by identity
+        # SEC-5: whom it is about, by identity
+        result = self.engine.memories.add(bound(self.engine, new))
         return (
             "I already knew that."
             if result.status == "duplicate"
@@ -147,9 +146,8 @@ class Commands:
     def forget_words(self, arg: str, turn, *, skip: tuple[str, ...] = ()) -> Forgot:
         """The one forget of what ``arg`` names: the closest own memory, the person's messages that say it (all
         but ``skip``, stored ids), a reminder holding the words. Also run for a forget asked in words (ORCH-9)."""
-        reminders = self.reminding.forgotten(
-            turn, arg
-        )  # ORCH-13: a reminder holding the words goes too
+        # ORCH-13: a reminder holding the words goes too
+        reminders = self.reminding.forgotten(turn, arg)
         hits = self.engine.recall.recall(
             turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn)
         )
@@ -167,9 +165,8 @@ class Commands:
         rids = said_matching(self.engine, turn.ctx, [turn.person_id], arg, skip=skip)
         said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
         said = forget_said(self.engine, turn.ctx, [turn.person_id], rids)
-        forget_echoes(
-            self.engine, turn.ctx, [turn.person_id], arg
-        )  # a later reply that repeated it goes too
+        # a later reply that repeated it goes too
+        forget_echoes(self.engine, turn.ctx, [turn.person_id], arg)
         gone = (*(done.contents if done else ()), *(said_words if said else ()))
         if done is None:
             answer = (
@@ -199,12 +196,10 @@ class Commands:
                 "It cannot be undone. Answer yes within two minutes (or send /forget everything confirm) to go ahead."
             )
         self._confirming.pop(turn.person_id, None)
-        counts = forget_everything(
-            self.engine, [turn.person_id]
-        )  # SEC-5: a /privacy off outlives it
-        forget_exports(
-            self.engine, [turn.person_id]
-        )  # the console's earlier /export files hold the words too
+        # SEC-5: a /privacy off outlives it
+        counts = forget_everything(self.engine, [turn.person_id])
+        # the console's earlier /export files hold the words too
+        forget_exports(self.engine, [turn.person_id])
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
@@ -231,9 +226,8 @@ class Commands:
         found = self.engine.memory_rows.listing(
             turn.ctx.memory_partitions(), _own(turn), order="recent", limit=20
         )
-        found = [
-            m for m in found if m.subject != SELF_SUBJECT
-        ]  # what the bot said about itself in this DM is not about you
+        # what the bot said about itself in this DM is not about you
+        found = [m for m in found if m.subject != SELF_SUBJECT]
         if not found:
             return "I don't remember anything about you here yet."
         return "What I remember about you here:\n" + "\n".join(f"• {m.content}" for m in found)

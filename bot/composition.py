@@ -95,9 +95,8 @@ def open_engine(
     from .config import journal_dir, store_location
 
     where = store_location(settings)
-    readonly = readonly and not is_postgres(
-        where
-    )  # a PostgreSQL reader is a role the operator grants, not a file mode
+    # a PostgreSQL reader is a role the operator grants, not a file mode
+    readonly = readonly and not is_postgres(where)
     if readonly:
         _upgrade_once(settings.db_path)
     engine = MemoryEngine(
@@ -189,12 +188,10 @@ def build_runtime(
         engine.channels,
         engine.zones,
     )
-    metrics = (
-        Metrics()
-    )  # OPS-5: /metrics, counted by the chat model's client and the adapters' front door
-    budgets = build_budgets(
-        settings, engine, runner, metrics
-    )  # ORCH-14: both clients' calls go to its ledger
+    # OPS-5: /metrics, counted by the chat model's client and the adapters' front door
+    metrics = Metrics()
+    # ORCH-14: both clients' calls go to its ledger
+    budgets = build_budgets(settings, engine, runner, metrics)
     extraction_model = _chat_client(
         settings,
         settings.extraction_model or settings.chat_model,
@@ -305,9 +302,8 @@ def _open_for_the_bot(
     )
     try:
         engine.embeddings.check_model()
-        return engine, Persona(
-            read_persona(settings.persona_file)
-        )  # checked by Settings already; read once here
+        # checked by Settings already; read once here
+        return engine, Persona(read_persona(settings.persona_file))
     except BaseException:
         engine.close()
         raise

@@ -111,9 +111,8 @@ class Settings(BaseSettings):
     discord_channels: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # SCALE-1: several `companion run` processes share one bot: the Discord shards this process connects (empty: all
     # of discord_shard_count, or discord.py's own count) of discord_shard_count in total (0: one process, automatic)
-    discord_shard_count: int = Field(
-        0, ge=0, le=10_000
-    )  # before discord_shards: its check reads the count
+    # before discord_shards: its check reads the count
+    discord_shard_count: int = Field(0, ge=0, le=10_000)
     discord_shards: Annotated[list[int], NoDecode] = Field(default_factory=list)
     # Telegram long polling admits one poller per token (getUpdates conflicts): on: this process polls (when a
     # token is set); off: it does not (every other process of a sharded bot)
@@ -170,9 +169,8 @@ class Settings(BaseSettings):
     voice_base_url: str | None = None
     voice_api_key: SecretStr | None = None
     voice_min_speech_ms: int = Field(200, ge=100, le=5000)
-    voice_end_pause_ms: int = Field(
-        700, ge=20, le=10000
-    )  # the fixed end-of-turn pause, when there is no turn model
+    # the fixed end-of-turn pause, when there is no turn model
+    voice_end_pause_ms: int = Field(700, ge=20, le=10000)
     # VOICE-6: at a pause of voice_turn_complete_ms the turn model is asked; a finished turn ends then, an unfinished
     # one at voice_turn_cap_ms of pause. voice_turn_model off (or its file missing): the fixed pause above.
     voice_turn_model: bool = (
@@ -188,9 +186,8 @@ class Settings(BaseSettings):
     voice_barge_in: bool = True
     voice_idle_timeout_s: float = Field(300.0, gt=0, le=86400)
     voice_warm_reuse_at: float = Field(0.85, gt=0, le=1)
-    voice_warm_full_below: float = Field(
-        0.65, ge=0, le=1
-    )  # SPEC VOICE-2's, as voice.warm's default
+    # SPEC VOICE-2's, as voice.warm's default
+    voice_warm_full_below: float = Field(0.65, ge=0, le=1)
     voice_warm_ttl_s: float = Field(300.0, gt=0, le=86400)
 
     # dashboard (DASH-1..3): `companion dashboard`, or inside `companion run` when enabled; a token is required

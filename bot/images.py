@@ -34,9 +34,8 @@ MB = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class ImageLimits:
-    max_bytes: int = (
-        10 * MB
-    )  # OpenAI takes up to 20 MB an image; 10 MB is a 12-megapixel phone photo twice over
+    # OpenAI takes up to 20 MB an image; 10 MB is a 12-megapixel phone photo twice over
+    max_bytes: int = 10 * MB
     per_message: int = (
         4  # Discord allows 10 attachments, Telegram albums 10: a model reads 4 well in one turn
     )

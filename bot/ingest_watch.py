@@ -109,9 +109,8 @@ class IngestWatch:
         try:
             while batch := await asyncio.to_thread(_next, passages):
                 fresh = await self.runner.run(run.split, batch)
-                prepared = await asyncio.to_thread(
-                    self.ingester.prepare, run, fresh
-                )  # the model is waited on here
+                # the model is waited on here
+                prepared = await asyncio.to_thread(self.ingester.prepare, run, fresh)
                 await self.runner.run(run.store, prepared, bulk=self.ingester.complete is None)
         except BadFile as exc:
             return FileReport(

@@ -94,9 +94,8 @@ class ModelTimeout(LLMError):
     """A request timed out: the server is overloaded, still loading the model, or hangs."""
 
 
-UsageHook = Callable[
-    [str, Usage | None], Awaitable[None]
-]  # (model, what the answer said it cost) -> recorded
+# (model, what the answer said it cost) -> recorded
+UsageHook = Callable[[str, Usage | None], Awaitable[None]]
 
 
 class ToolBox(Protocol):
@@ -250,9 +249,8 @@ class ChatClient:
             offer = schemas if schemas and step < last and not self.tools_off else None
             message = await self._create(convo, offer, stream, names=names)
             calls = message.get("tool_calls") or []
-            written, prose = find_calls(
-                message["content"], names
-            )  # ORCH-9: calls the model wrote as text
+            # ORCH-9: calls the model wrote as text
+            written, prose = find_calls(message["content"], names)
             if tools is not None and calls:
                 convo.append(message)
                 for call in calls:

@@ -85,9 +85,8 @@ class LocalModel:
         self.loaded = loaded
         self.base_url = f"{server.listening_address}/v1"
         self.api_key = api_key
-        self._held = [
-            server
-        ]  # the only reference: the holder thread frees it (the module docstring says why)
+        # the only reference: the holder thread frees it (the module docstring says why)
+        self._held = [server]
         self._release = threading.Event()
         self._holder = threading.Thread(
             target=_hold, args=(self._held, self._release), name="local-model", daemon=True
@@ -107,9 +106,8 @@ class LocalModel:
             raise ConfigError(
                 f"COMPANION_LOCAL_MODEL: the {WHEEL} wheel cannot be loaded here: {exc}"
             ) from None
-        api_key = secrets.token_urlsafe(
-            24
-        )  # other users of this machine reach 127.0.0.1 too; /slots shows prompts
+        # other users of this machine reach 127.0.0.1 too; /slots shows prompts
+        api_key = secrets.token_urlsafe(24)
         started = time.monotonic()
         try:
             server = xllamacpp.Server(_params(xllamacpp, settings, path.stem, api_key))

@@ -43,10 +43,11 @@ from .types import IncomingMessage, Verdict
 log = logging.getLogger(__name__)
 
 ANSWER_AT, BORDERLINE_AT = 0.6, 0.45
+# at most 5 chime-ins over the last 100 messages not spoken to the bot
 CHIME_WINDOW, CHIME_CAP = (
     100,
     5,
-)  # at most 5 chime-ins over the last 100 messages not spoken to the bot
+)
 RECENT_S = 180.0  # a bot turn this recent makes a follow-up likely to be for it
 BUSY_FREE_PER_MIN = (
     4  # past this many messages a minute the bot keeps out more (a fast room does not need it)
@@ -93,14 +94,12 @@ class Talk:
     seen: deque[float] = field(default_factory=lambda: deque(maxlen=64))  # when messages arrived
     bot_at: float = -1e18  # when the bot last spoke here
     bot_answered: str = ""  # the platform user id it answered then
-    bot_words: deque[frozenset[str]] = field(
-        default_factory=lambda: deque(maxlen=3)
-    )  # its last turns' words
+    # its last turns' words
+    bot_words: deque[frozenset[str]] = field(default_factory=lambda: deque(maxlen=3))
     memory_words: frozenset[str] = frozenset()
     memory_at: float = -1e18
-    chimes: deque[bool] = field(
-        default_factory=lambda: deque(maxlen=CHIME_WINDOW)
-    )  # per unaddressed message
+    # per unaddressed message
+    chimes: deque[bool] = field(default_factory=lambda: deque(maxlen=CHIME_WINDOW))
 
     def busy(self, now: float) -> int:
         """Messages in the last minute."""
@@ -146,9 +145,8 @@ def score(message: IncomingMessage, talk: Talk, now: float) -> float:
 def acknowledgement(message: IncomingMessage, talk: Talk, now: float) -> str | None:
     """A reaction for a thanks to the bot's last answer, by the person it answered, soon after."""
     recent = now - talk.bot_at <= RECENT_S and talk.bot_answered == message.author_id
-    short = (
-        len(message.text) <= 40
-    )  # a thanks is short; and the pattern never meets a long string (backtracking)
+    # a thanks is short; and the pattern never meets a long string (backtracking)
+    short = len(message.text) <= 40
     return (
         ACK
         if recent and short and not message.mentions and _THANKS.match(message.text.strip())
@@ -177,9 +175,8 @@ def decide(mode: Mode, message: IncomingMessage, talk: Talk, now: float, bot_nam
     )
 
 
-Judge = Callable[
-    [str, str], Awaitable[bool]
-]  # (recent talk, message) -> is it for the bot? (a one-token yes/no)
+# (recent talk, message) -> is it for the bot? (a one-token yes/no)
+Judge = Callable[[str, str], Awaitable[bool]]
 
 
 class GroupManners:

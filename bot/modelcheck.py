@@ -86,10 +86,11 @@ GOLD = (
     Gold("remember that", (("priya",),)),
     Gold("hobby", (("cello",),)),
 )
+# said, then asked to be forgotten: no file of the store may keep them
 FORGOTTEN = (
     "4417",
     "harrogate",
-)  # said, then asked to be forgotten: no file of the store may keep them
+)
 # What a person's fact holds and a fact about the bot never should (the script gives the bot no life of its own).
 PERSON_WORDS = frozenset(
     {

@@ -137,23 +137,20 @@ class Orchestrator:
         )
         self.persona, self.manners_of = assembler.persona, manners
         self._limits: dict[str, RateLimiter] = {}
-        self.sight = sight or Sight(
-            llm, runner, None, VisionOptions("off")
-        )  # ORCH-11: what a shared image leaves
+        # ORCH-11: what a shared image leaves
+        self.sight = sight or Sight(llm, runner, None, VisionOptions("off"))
 
     # -- the Conversation protocol -------------------------------------------------------------------
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
         answered = await self.without_model(message)
         if answered is not None:
             return answered
-        message, seen = await self.sight.look(
-            message
-        )  # ORCH-11: each image becomes a note in the text (a caption)
+        # ORCH-11: each image becomes a note in the text (a caption)
+        message, seen = await self.sight.look(message)
         turn = await self._arrive(await self._resolve(message))
         if not turn.text or turn.answered:
-            return Reply(
-                ""
-            )  # nothing readable (a lone zero-width space), or a re-delivery already answered
+            # nothing readable (a lone zero-width space), or a re-delivery already answered
+            return Reply("")
         session = self.voice.open(turn) if message.modality == "voice" else None
         mode = TurnMode.of(
             turn, self.assembler.bot_name, follow_up=bool(session and session.follows_up(turn))
@@ -166,15 +163,13 @@ class Orchestrator:
         convo: list[dict[str, Any]] = [{"role": "system", "content": system}, *snap.history, user]
         stream = CappedSink(stream) if stream else None
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
-        text = await held_to_its_word(
-            text, tools.tools, self.memory.reminding, stream
-        )  # ORCH-13: no unstored promise
+        # ORCH-13: no unstored promise
+        text = await held_to_its_word(text, tools.tools, self.memory.reminding, stream)
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
         await self._finish(turn, None if skipped else text, forgotten)
         if text is not None and not skipped and not forgotten:
-            await self._spoke(
-                turn, text, snap.memory_ids
-            )  # ORCH-10/12: manners' state, the memories it used
+            # ORCH-10/12: manners' state, the memories it used
+            await self._spoke(turn, text, snap.memory_ids)
         if forgotten:
             await self._forgot()
         elif session is not None and turn.remembered:
@@ -197,9 +192,8 @@ class Orchestrator:
         return Reply(answered)
 
     async def observe(self, message: IncomingMessage) -> None:
-        message, _ = await self.sight.look(
-            message
-        )  # group talk's photos are remembered as their captions too
+        # group talk's photos are remembered as their captions too
+        message, _ = await self.sight.look(message)
         await self.turns.observe(_said(await self._resolve(message)))
 
     async def manners(self, message: IncomingMessage, listening: bool) -> Verdict:
@@ -229,9 +223,8 @@ class Orchestrator:
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         answer = await self.runner.run(self.commands.run, name, argument, message)
         if name.lower().lstrip("/") in ("forget", "about", "privacy"):
-            await (
-                self._forgot()
-            )  # a forget or a veto, or /privacy off: no voice transcript may keep the words
+            # a forget or a veto, or /privacy off: no voice transcript may keep the words
+            await self._forgot()
         return answer
 
     async def voice_ended(self, platform: str, guild_id: str, channel_id: str) -> None:
@@ -260,9 +253,8 @@ class Orchestrator:
     async def message_edited(self, message: IncomingMessage) -> None:
         if not await self.turns.known(message.platform, message.channel_id, message.message_id):
             return  # never stored (said before the bot was there, or a forgetting turn): nobody to resolve
-        message = await self.runner.run(
-            with_notes, self.engine, message
-        )  # ORCH-11: the photos' captions stay
+        # ORCH-11: the photos' captions stay
+        message = await self.runner.run(with_notes, self.engine, message)
         # the edit with its author's context now (the new text is extracted as theirs)
         done = await self.turns.edited(_said(await self._resolve(message)))
         if done is not None:

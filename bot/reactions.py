@@ -22,16 +22,16 @@ from .types import Reaction
 
 log = logging.getLogger(__name__)
 
+# of importance's 0..10: three 👎 from the person answered sink a 5 to 2
 UP_STEP, DOWN_STEP = (
     0.5,
     1.0,
-)  # of importance's 0..10: three 👎 from the person answered sink a 5 to 2
+)
 OTHERS_WEIGHT = 0.25  # a bystander's reaction is a weaker signal: it was not their question
 _REINFORCE = frozenset({"👍", "❤", "♥", "💖", "💯"})
 _DOUBT = frozenset({"👎"})
-_MODIFIERS = dict.fromkeys(
-    [0xFE0F, 0xFE0E, *range(0x1F3FB, 0x1F400)]
-)  # emoji presentation and skin tones
+# emoji presentation and skin tones
+_MODIFIERS = dict.fromkeys([0xFE0F, 0xFE0E, *range(0x1F3FB, 0x1F400)])
 
 
 def polarity(emoji: str) -> int:

@@ -72,9 +72,8 @@ class Resolver:
         author = display_name(message.author_name)
         others = [(user_id, display_name(name)) for user_id, name in message.participants]
         pointed = [(user_id, display_name(name)) for user_id, name in message.mentions]
-        person, *persons = persons_of(
-            [(message.author_id, author), *others, *pointed]
-        )  # one read for everyone here
+        # one read for everyone here
+        person, *persons = persons_of([(message.author_id, author), *others, *pointed])
         persons, pointed_ids = persons[: len(others)], persons[len(others) :]
         names = {person: author or self.people.name(person)}
         for (user_id, name), other in zip(others, persons, strict=True):

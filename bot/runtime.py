@@ -171,12 +171,10 @@ class Runtime:
             run = runs[job]
             if run is None:
                 continue
-            at_start = (
-                {"next_run_time": datetime.now(UTC)} if job.at_start else {}
-            )  # None would add it paused
-            trigger = CronTrigger.from_crontab(
-                job.cron(self.schedule), timezone="UTC"
-            )  # validated by Settings
+            # None would add it paused
+            at_start = {"next_run_time": datetime.now(UTC)} if job.at_start else {}
+            # validated by Settings
+            trigger = CronTrigger.from_crontab(job.cron(self.schedule), timezone="UTC")
             scheduler.add_job(run, trigger, id=job.name, **at_start)
         return scheduler
 

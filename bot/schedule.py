@@ -80,14 +80,12 @@ SUMMARY_EXPIRY = Periodic("summary-expiry", TICK)
 JOURNALS = Periodic("journals", TICK)  # MAINT-6
 CONSOLIDATION = Periodic("consolidation", "consolidation_cron", "consolidation")  # MAINT-1
 DECAY_PRUNE = Periodic("decay-prune", "maintenance_cron")  # MAINT-2, MAINT-3
-DAILY_REFLECTION = Periodic(
-    "daily-reflection", "daily_cron", "daily:{chat}:{day}", at_start=True
-)  # MAINT-4
+# MAINT-4
+DAILY_REFLECTION = Periodic("daily-reflection", "daily_cron", "daily:{chat}:{day}", at_start=True)
 BULLETINS = Periodic("bulletins", "bulletin_cron", "bulletin:{scope}:{scope_id}")  # MAINT-5
 CHECKINS = Periodic("checkins", "checkin_cron", "checkin:{row}", at_start=True)  # ORCH-8
-REMINDERS = Periodic(
-    "reminders", "reminder_cron", at_start=True
-)  # ORCH-13: each row is claimed in its table
+# ORCH-13: each row is claimed in its table
+REMINDERS = Periodic("reminders", "reminder_cron", at_start=True)
 RETENTION = Periodic("retention", "retention_cron", "retention")  # SEC-7
 
 PERIODIC = (

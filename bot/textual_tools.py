@@ -190,9 +190,8 @@ def _arguments(raw: Any) -> str:
 
 def _is_only_json(body: str) -> bool:
     """A fence holding nothing but JSON values (and comment lines): prose in it makes it someone's example."""
-    rest = re.sub(
-        r"(?m)^\s*(?://|#).*$", "", _strip_json(body)
-    )  # a model's comment line is not prose
+    # a model's comment line is not prose
+    rest = re.sub(r"(?m)^\s*(?://|#).*$", "", _strip_json(body))
     return not re.sub(r"[\s;,]", "", rest)
 
 
@@ -216,9 +215,8 @@ def _tidy(text: str) -> str:
 
 
 # -- streaming ---------------------------------------------------------------------------------------------
-_FENCE_OPEN = re.compile(
-    r"```[\w-]*\s*[\[{<]"
-)  # JSON or markup: held to the end (HTML in a fence waits too)
+# JSON or markup: held to the end (HTML in a fence waits too)
+_FENCE_OPEN = re.compile(r"```[\w-]*\s*[\[{<]")
 _FENCE_MAYBE = re.compile(r"`{1,3}|```[\w-]*\s*")
 _KEY_MAYBE = re.compile(r"\[?\s*\{?\s*(?:\"([a-z_]*)(\"?)\s*)?")
 _KEY_OPEN = re.compile(r"\[?\s*\{\s*\"([a-z_]+)\"\s*:")

@@ -38,9 +38,8 @@ class UsageCommands:
             words and words[-1].isascii() and words[-1].isdigit()
         ):  # "²" is a digit to isdigit, not to int
             number = words.pop()
-            days = (
-                int(number) if len(number) <= 2 else 0
-            )  # 5,000 digits: out of range, never converted
+            # 5,000 digits: out of range, never converted
+            days = int(number) if len(number) <= 2 else 0
         view = words[0] if len(words) == 1 else "" if not words else "?"
         if view not in ("", "me", "server", "all") or not 1 <= days <= MAX_DAYS:
             return USAGE_HELP

@@ -49,9 +49,8 @@ PROBE_PNG = solid_png((220, 20, 20))
 CAPTION_CHARS = 200  # a caption is a line of memory, not a description of every pixel
 # How servers refuse an image they cannot read: OpenAI "image_url is only supported by certain models", llama.cpp
 # "image input is not supported - you may need to provide the mmproj", vLLM "not a multimodal model".
-NOTE = re.compile(
-    r"\[photo(?: not read)?(?:: [^\]]*)?\]"
-)  # what ``look`` writes into a message's text
+# what ``look`` writes into a message's text
+NOTE = re.compile(r"\[photo(?: not read)?(?:: [^\]]*)?\]")
 _NO_EYES = re.compile(r"image|vision|multi-?modal|mmproj|content part|content type", re.IGNORECASE)
 
 
@@ -180,9 +179,8 @@ class Sight:
             return one_line(await self.llm.complete(question, temperature=0.0))
         except LLMError as exc:
             if refuses_images(exc) and self.options.mode == "auto":
-                await self._keep(
-                    False
-                )  # the model changed since the probe, or the probe was fooled
+                # the model changed since the probe, or the probe was fooled
+                await self._keep(False)
             log.warning("no caption for an image (%s); kept as [photo]", exc)
             return ""
 

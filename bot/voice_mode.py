@@ -135,9 +135,8 @@ class VoiceSessions:
         self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
         self.summaries, self.channels, self.options = summaries, channels, options
         self.sessions: dict[str, VoiceConversation] = {}
-        self.pool = BehaviouralPool(
-            engine.memory_rows, options.caches
-        )  # keyed by guild + participants inside
+        # keyed by guild + participants inside
+        self.pool = BehaviouralPool(engine.memory_rows, options.caches)
         self._signal: int | None = (
             None  # the store's forget signal when the caches were last known current
         )
@@ -251,14 +250,14 @@ def cached_search(history: HistoryCache[str], tools: MemoryTools, arguments: str
         args = json.loads(arguments or "{}")
         query, top_k = str(args["query"]), args.get("topK")
     except (json.JSONDecodeError, TypeError, KeyError, AttributeError):
-        return tools.call(
-            "conversation_search", arguments
-        )  # the tool explains what is wrong with the call
+        # the tool explains what is wrong with the call
+        return tools.call("conversation_search", arguments)
+    # never an answer read for other eyes
     scope = (
         tools.ctx.message_partitions(),
         tools.ctx.channels(),
         top_k,
-    )  # never an answer read for other eyes
+    )
     found = history.get(query, scope=scope)
     if found is None:
         found = tools.call("conversation_search", arguments)

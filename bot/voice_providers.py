@@ -50,11 +50,12 @@ class OpenAISpeechToText:
 
     def transcribe(self, pcm16: bytes, sample_rate: int) -> str:
         try:
+            # omit: no language field, the server detects it
             result = self._client.audio.transcriptions.create(
                 model=self.model,
                 file=("speech.wav", to_wav(pcm16, sample_rate), "audio/wav"),
                 language=self.language or openai.omit,
-            )  # omit: no language field, the server detects it
+            )
         except openai.OpenAIError as exc:
             raise TranscriptionFailed(f"{self.model} transcription failed: {exc}") from exc
         # No segment signals come back: the audio's loudness and length still tell a phantom (voice.phantoms).

@@ -169,9 +169,8 @@ def bench_size(
     ):
         engine = MemoryEngine(where, model, FakeClock())
         insert_per_s = _load(engine, size, gen, placement)
-        load_rss = (
-            _rss_mb()
-        )  # the bulk load itself (the bench's generator, SQLite's writes), before any recall
+        # the bulk load itself (the bench's generator, SQLite's writes), before any recall
+        load_rss = _rss_mb()
         engine.optimize()  # what the nightly maintenance job does
         ctx = RecallContext(
             platform="bench",

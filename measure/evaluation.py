@@ -153,9 +153,8 @@ def _recall(
     evidence = evidence_ids(qa.get("evidence", []), known)
     if not evidence:
         return None
-    vector = engine.embeddings.embed_query(
-        qa["question"]
-    )  # embedded once, shared by the methods that use it
+    # embedded once, shared by the methods that use it
+    vector = engine.embeddings.embed_query(qa["question"])
     recall, sessions, spent = {}, {}, {}
     for method, channels in METHODS.items():
         start = time.perf_counter()
@@ -206,9 +205,8 @@ def summarise(records: list[Record]) -> dict[str, Any]:
         }
 
     def sessions(selected: list[dict[str, Any]], method: str) -> dict[str, float]:
-        selected = [
-            r for r in selected if "sessions" in r
-        ]  # a ledger written before session recall existed
+        # a ledger written before session recall existed
+        selected = [r for r in selected if "sessions" in r]
         keys = [f"{kind}@{k}" for kind in ("any", "all") for k in SESSION_KS]
         if not selected:
             return {key: 0.0 for key in keys}

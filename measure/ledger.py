@@ -36,9 +36,8 @@ class Ledger:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps({**record, "embedding": self.embedding}, ensure_ascii=False) + "\n")
             f.flush()
-            os.fsync(
-                f.fileno()
-            )  # a killed or crashed machine still finds every sample it was told is done
+            # a killed or crashed machine still finds every sample it was told is done
+            os.fsync(f.fileno())
 
     def _records(self) -> list[dict[str, Any]]:
         text = self.path.read_text(encoding="utf-8")

@@ -64,9 +64,8 @@ async def _timed(manners: GroupManners, messages: list[IncomingMessage]) -> list
 def bench_manners(messages: int = 5000) -> dict[str, Any]:
     """p50/p95 in ms of one decision, and how many of the messages it let through to the chat model."""
     clock = iter(range(10**9))
-    manners = GroupManners(
-        lambda: "Companion", clock=lambda: float(next(clock)) * 15
-    )  # a message every 15 s
+    # a message every 15 s
+    manners = GroupManners(lambda: "Companion", clock=lambda: float(next(clock)) * 15)
     manners.learn_memories("discord:c", MEMORIES)
     said = _messages(messages)
     asyncio.run(_timed(manners, said[:200]))  # warm-up: regexes compiled, caches filled

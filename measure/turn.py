@@ -23,9 +23,8 @@ def make_turn():
     def turn(engine: MemoryEngine, ctx: RecallContext, text: str) -> str:
         orch = made.get(id(engine))
         if orch is None:
-            llm = ChatClient(
-                "http://127.0.0.1:9/v1", "unused", "unused"
-            )  # never called: the turn stops before the LLM
+            # never called: the turn stops before the LLM
+            llm = ChatClient("http://127.0.0.1:9/v1", "unused", "unused")
             orch = made[id(engine)] = build_orchestrator(
                 engine,
                 AsyncRunner(),

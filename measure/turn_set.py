@@ -50,9 +50,8 @@ class Spoken:
 
     text: str
     pcm16: bytes
-    pause: (
-        tuple[float, float] | None
-    )  # seconds: the mid-sentence pause, from its start to the voice going on
+    # seconds: the mid-sentence pause, from its start to the voice going on
+    pause: tuple[float, float] | None
     end_s: float  # the last sound of the turn
 
 

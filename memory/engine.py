@@ -58,18 +58,16 @@ class MemoryEngine:
         built here once, so every user of it has the same settings."""
         self.clock = clock or SystemClock()
         limit_blas_threads()
-        self.db = open_database(
-            path
-        )  # a path or sqlite:/// is SQLite; postgresql://... is PostgreSQL (SCALE-1)
+        # a path or sqlite:/// is SQLite; postgresql://... is PostgreSQL (SCALE-1)
+        self.db = open_database(path)
         try:
             self.embeddings = EmbeddingService(self.db, embedder)
         except Exception:
             self.db.close()
             raise
         self.knobs = KnobStore(self.db)
-        self.claims = JobClaims(
-            self.db, self.clock
-        )  # SCALE-1: background jobs run once across processes
+        # SCALE-1: background jobs run once across processes
+        self.claims = JobClaims(self.db, self.clock)
         self.graph = Graph(self.db, self.clock)
         # one budget for both mirrors: whichever partitions the conversations search stay loaded
         self.mirror_budget = MirrorBudget.megabytes(vector_mirror_mb)
@@ -104,9 +102,8 @@ class MemoryEngine:
             self.memory_rows, self.embeddings, self.graph, tombstones, self.journals
         )
         self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
-        self.leaks = LeakCheck(
-            memory_corpus, message_corpus, self.clock.now
-        )  # SEC-6: what a reply would reveal
+        # SEC-6: what a reply would reveal
+        self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)
         self._repositories(extraction_debounce_s, summary_ttl_s, timezone)
 
     def _repositories(
@@ -134,9 +131,8 @@ class MemoryEngine:
         self.model_traits = ModelTraits(db)  # ORCH-11: what the chat model was found to do
         self.ledger = UsageLedger(db)  # ORCH-14: what the model calls cost, counts only
         self.place_modes = PlaceModes(db, self.clock)  # ORCH-10: each place's group manners
-        self.feedback = ReplyFeedback(
-            db, self.clock, self.messages, self.memory_rows
-        )  # ORCH-12: reactions
+        # ORCH-12: reactions
+        self.feedback = ReplyFeedback(db, self.clock, self.messages, self.memory_rows)
 
     @property
     def path(self) -> str:

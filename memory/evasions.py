@@ -42,19 +42,18 @@ _LEET = {
     "$": "s",
     "|": "l",
 }
+# zero-width spaces and joiners, soft hyphens, combining marks left after NFKC
 _INVISIBLE = {
     "Cf",
     "Mn",
-}  # zero-width spaces and joiners, soft hyphens, combining marks left after NFKC
+}
 # Every pattern here is one character class repeated, or an alternation that cannot overlap ("_" is a separator,
 # never a letter, in _SPACED): linear on any text. A 20,000-character word took 23 s through a nested pattern.
 _WORD = re.compile(r"[\w@$|]+", re.UNICODE)
-_SPACED = re.compile(
-    r"(?<![^\W_])(?:[^\W_][\s\-_.·•*/\\]{1,3}){2,}[^\W_](?![^\W_])"
-)  # w o m b a t, W-o-m-b-a-t
-_CUT = re.compile(
-    r"[\w\-.·/\\]+"
-)  # a run that may be a word cut by separators: Wom-bat-son, X-4471-Q
+# w o m b a t, W-o-m-b-a-t
+_SPACED = re.compile(r"(?<![^\W_])(?:[^\W_][\s\-_.·•*/\\]{1,3}){2,}[^\W_](?![^\W_])")
+# a run that may be a word cut by separators: Wom-bat-son, X-4471-Q
+_CUT = re.compile(r"[\w\-.·/\\]+")
 _SEPARATORS = re.compile(r"[\-_.·/\\]+")
 MAX_WORD = 64  # longer runs are no word anyone hides (and would cost a reading each)
 
@@ -71,9 +70,8 @@ TENS = {
 }
 SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
 _TOKEN = re.compile(r"[^\W_]+")
-_LEET_MARK = re.compile(
-    r"[a-z][\w@$|!]*[0-9@$|]|[0-9@$|][\w@$|!]*[a-z]"
-)  # a letter and a leet character (one word)
+# a letter and a leet character (one word)
+_LEET_MARK = re.compile(r"[a-z][\w@$|!]*[0-9@$|]|[0-9@$|][\w@$|!]*[a-z]")
 _LEET_ANY = re.compile(r"[0-9@$|]")
 _NUMBER_MARK = re.compile(r"\b(?:" + "|".join([*UNITS, *TENS, *SCALES]) + r")\b")
 

@@ -73,9 +73,8 @@ SELF_SUBJECT = "__self__"
 
 # Kinds that never fade (RET-3, MAINT-2): standing guidance, behaviour rules and identity.
 DECAY_EXEMPT_KINDS = frozenset({FactKind.GUIDANCE, FactKind.BEHAVIORAL, FactKind.PROFILE})
-DECAY_EXEMPT_VALUES = tuple(
-    sorted(k.value for k in DECAY_EXEMPT_KINDS)
-)  # as stored in memories.kind
+# as stored in memories.kind
+DECAY_EXEMPT_VALUES = tuple(sorted(k.value for k in DECAY_EXEMPT_KINDS))
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,9 +39,8 @@ MONTHS = (
     "november",
     "december",
 )
-DEFAULT_TIME = time(
-    9, 0
-)  # a day named without an hour: the morning, when a reminder is still useful
+# a day named without an hour: the morning, when a reminder is still useful
+DEFAULT_TIME = time(9, 0)
 MAX_AHEAD_DAYS = 5 * 366  # "in 10000 days" is a typo, not a plan
 _NUMBERS: dict[str, float] = {
     "a": 1,

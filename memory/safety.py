@@ -497,10 +497,11 @@ _DETERMINERS = frozenset(
     ]
 )
 
+# not \b: 'db_password=' must match, 'spin' must not
 _START, _STOP = (
     r"(?<![A-Za-z0-9])",
     r"(?![A-Za-z0-9])",
-)  # not \b: 'db_password=' must match, 'spin' must not
+)
 # "for my bank", "to the wifi": up to four words between the keyword and its verb, led by a preposition, so
 # "password manager is great" (no preposition) is not read as a password.
 _QUALIFIER = r"(?:\s+(?:for|to|of|on|at|in|from)(?:\s+[\w'’.-]+){1,4}?)?"

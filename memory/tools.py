@@ -215,9 +215,8 @@ class MemoryTools:
         self.remembering = remembering  # False: the speaker or the place said /privacy off (SEC-5)
         self.reflect, self.rate_limit = reflect, rate_limit
         self.deleted: list[str] = []  # contents forgotten during this conversation turn (ORCH-3)
-        self.strong: set[str] = (
-            set()
-        )  # ids memory_search returned as strong matches this turn: what may be deleted
+        # ids memory_search returned as strong matches this turn: what may be deleted
+        self.strong: set[str] = set()
         self._tools: dict[str, tuple[type[_Args], Callable[[Any], Any]]] = {
             "memory_store": (StoreArgs, self.memory_store),
             "memory_search": (SearchArgs, self.memory_search),
@@ -243,9 +242,8 @@ class MemoryTools:
         for name, (model, fn) in self._tools.items():
             if name in KEEPING_TOOLS and not self.remembering:
                 continue  # not offered: the model would only be refused
-            schema = json.loads(
-                _json_schema(model)
-            )  # a fresh copy of the cached schema, validated in full when called
+            # a fresh copy of the cached schema, validated in full when called
+            schema = json.loads(_json_schema(model))
             out.append(
                 {
                     "type": "function",
@@ -322,9 +320,8 @@ class MemoryTools:
             raise ToolError(
                 "the person asked to forget this; it is kept again only if they say it again themselves"
             )
-        result = self.engine.memories.add(
-            bound(self.engine, new)
-        )  # SEC-5: whom it is about, by identity
+        # SEC-5: whom it is about, by identity
+        result = self.engine.memories.add(bound(self.engine, new))
         return {
             "status": result.status,
             "id": result.memory.id,

@@ -98,9 +98,8 @@ class Turns:
         if not said.text:
             return Arrival()  # nothing readable (a lone zero-width space): nothing to keep
         if not self.privacy.remembers(said.ctx):
-            return Arrival(
-                remembered=False
-            )  # SEC-5: answered from this message alone, nothing stored
+            # SEC-5: answered from this message alone, nothing stored
+            return Arrival(remembered=False)
         ctx, mid = said.ctx, said.platform_message_id
         known = self.engine.messages.delivered(ctx.platform, ctx.channel_id, mid) if mid else None
         if known is not None:

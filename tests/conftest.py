@@ -385,9 +385,8 @@ async def rt(tmp_path, srv, runtime_store):  # noqa: F811  # the fixture importe
     runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), **runtime_store)
     await runtime.start(background_loop=False)
     yield runtime
-    srv.default = lambda body: (
-        "[]"
-    )  # whatever the shutdown flush asks is answered with "nothing to extract"
+    # whatever the shutdown flush asks is answered with "nothing to extract"
+    srv.default = lambda body: "[]"
     await runtime.stop()
 
 

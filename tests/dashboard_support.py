@@ -86,13 +86,11 @@ def seed(engine: MemoryEngine) -> Seeded:
         alice=people.resolve("discord", "111", "Alice"),
         bob=people.resolve("telegram", "222", "Bob"),
     )
-    people.resolve(
-        "console", "local-user", "Operator"
-    )  # the owner, as `companion chat` records them
+    # the owner, as `companion chat` records them
+    people.resolve("console", "local-user", "Operator")
     people.resolve("telegram", "333", "Alice T")
-    people.redeem(
-        people.issue_code(out.alice), "telegram", "333"
-    )  # a linked second account, as /link leaves it
+    # a linked second account, as /link leaves it
+    people.redeem(people.issue_code(out.alice), "telegram", "333")
     out.bees_message = engine.messages.add(
         NewMessage(
             platform="discord",

@@ -16,9 +16,8 @@ _numbers = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:
-    os.environ.setdefault(
-        "XDG_RUNTIME_DIR", tempfile.mkdtemp()
-    )  # pgserver's lock folder; without it, a warning
+    # pgserver's lock folder; without it, a warning
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
     import pgserver
 
     with tempfile.TemporaryDirectory(prefix="companion-pg-") as folder:

@@ -151,9 +151,8 @@ async def test_in_a_terminal_the_chat_edits_lines_shows_thinking_wraps_replies_a
             assert len(lines) > 3 and all(len(line.split("\r")[-1]) <= WIDTH for line in lines), (
                 lines
             )
-            assert not any(
-                line.endswith(("Onc", "upo", "riv")) for line in lines
-            )  # broken at spaces, not inside words
+            # broken at spaces, not inside words
+            assert not any(line.endswith(("Onc", "upo", "riv")) for line in lines)
 
             term.type("/quit\r")
             assert await asyncio.to_thread(term.proc.wait, 30) == 0
@@ -220,14 +219,12 @@ async def test_a_pasted_block_is_one_message_and_help_breaks_at_spaces(tmp_path,
         term = Terminal(argv, env)
         try:
             at = await term.expect(r"you> ")
-            term.type(
-                "\x1b[200~first line\nsecond line\nthird line\x1b[201~\r"
-            )  # a terminal's bracketed paste
+            # a terminal's bracketed paste
+            term.type("\x1b[200~first line\nsecond line\nthird line\x1b[201~\r")
             at = await term.expect(r"Got all three lines\.", at)
             at = await term.expect(r"you> ", at)
-            term.type(
-                "fourth line\rfifth line\rsixth line\r"
-            )  # a paste with no markers: the lines at once
+            # a paste with no markers: the lines at once
+            term.type("fourth line\rfifth line\rsixth line\r")
             at = await term.expect(r"Got all three lines\.", at)
             at = await term.expect(r"you> ", at)
             term.type("/help\r")
@@ -237,9 +234,8 @@ async def test_a_pasted_block_is_one_message_and_help_breaks_at_spaces(tmp_path,
             assert await asyncio.to_thread(term.proc.wait, 30) == 0
         finally:
             term.close()
-    replies = [
-        body for body in srv.chat_requests if body.get("stream")
-    ]  # extraction's requests do not stream
+    # extraction's requests do not stream
+    replies = [body for body in srv.chat_requests if body.get("stream")]
     assert [
         re.sub(r"\s+", " ", body["messages"][-1]["content"].split("\n\n(sent ")[0])
         for body in replies

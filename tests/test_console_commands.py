@@ -60,9 +60,8 @@ async def test_console_export_writes_a_private_file_beside_the_store_and_says_wh
         ["my cat is called Biscuit", *(f.strip() for f in long_facts)]
     )
     again = await rt.orchestrator.command("export", "", dm("console", "local-user", "/export"))
-    assert (
-        len(list((tmp_path / "exports").glob("*.json"))) == 2 and again != answer
-    )  # a second export never overwrites the first
+    # a second export never overwrites the first
+    assert len(list((tmp_path / "exports").glob("*.json"))) == 2 and again != answer
 
 
 async def test_export_on_a_chat_platform_still_answers_in_the_dm(rt, tmp_path: Path) -> None:

@@ -35,15 +35,13 @@ def test_the_image_is_built_from_a_pinned_base_and_the_install_scripts_own_steps
     base = next(args for op, args in steps if op == "FROM")
     assert ":" in base and not base.endswith(":latest")  # hadolint DL3006/DL3007
     runs = " ".join(args for op, args in steps if op == "RUN")
-    assert (
-        "sh scripts/install-run --no-link" in runs and "PIP_NO_CACHE_DIR=1" in runs
-    )  # the install for running
+    # the install for running
+    assert "sh scripts/install-run --no-link" in runs and "PIP_NO_CACHE_DIR=1" in runs
     assert "rm -rf /var/lib/apt/lists/*" in runs  # DL3009
     apt = re.search(r"apt-get install (.+)", INSTALL_RUN)
     assert apt and "--no-install-recommends" in apt.group(1) and "-y" in apt.group(1)  # DL3015
-    assert (
-        'install-run" --test' in INSTALL
-    )  # the README's install is the same one, with the test tools
+    # the README's install is the same one, with the test tools
+    assert 'install-run" --test' in INSTALL
 
 
 def test_the_install_for_running_has_no_test_tools_and_no_browser() -> None:
@@ -61,9 +59,8 @@ def test_the_install_for_running_has_no_test_tools_and_no_browser() -> None:
     assert any(p.startswith("pytest") for p in test_extra) and not any(
         p.startswith(("pytest", "playwright")) for p in required
     )
-    assert (
-        "sudo -n true" in INSTALL_RUN
-    )  # a service user without sudo is told the command, not stopped at a prompt
+    # a service user without sudo is told the command, not stopped at a prompt
+    assert "sudo -n true" in INSTALL_RUN
 
 
 def test_every_package_the_project_ships_is_copied_and_nothing_secret_is() -> None:
@@ -98,9 +95,8 @@ def test_compose_runs_the_bot_with_an_optional_dashboard_on_host_loopback() -> N
     assert bot["environment"]["COMPANION_LOOPBACK_ALIAS"] == "host.docker.internal"
     assert "host.docker.internal:host-gateway" in bot["extra_hosts"]
     assert dashboard["profiles"] == ["dashboard"] and dashboard["command"] == ["dashboard"]
-    assert all(
-        port.startswith("127.0.0.1:") for port in dashboard["ports"]
-    )  # never published to the world
+    # never published to the world
+    assert all(port.startswith("127.0.0.1:") for port in dashboard["ports"])
     assert "ports" not in bot  # /healthz and /metrics stay inside
 
 
@@ -124,9 +120,8 @@ def test_the_licence_file_is_the_one_pyproject_names() -> None:
 
 def test_the_env_example_lists_every_setting_and_no_internal_requirement_ids() -> None:
     text = (ROOT / ".env.example").read_text()
-    assert not re.findall(
-        r"\b[A-Z]{2,6}-\d+\b", text
-    )  # MAINT-4, OPS-5, ...: ours, not the reader's
+    # MAINT-4, OPS-5, ...: ours, not the reader's
+    assert not re.findall(r"\b[A-Z]{2,6}-\d+\b", text)
     named = set(re.findall(r"^(\w+)=", text, re.MULTILINE))
     missing = [_env_name(field) for field in Settings.model_fields if _env_name(field) not in named]
     assert missing == []
@@ -153,9 +148,7 @@ def test_the_systemd_unit_makes_every_file_owner_only_and_keeps_the_service_to_i
     }
     assert {key: service.get(key) for key in hardening} == hardening
     home = service["Environment"].removeprefix("COMPANION_HOME=")
-    assert (
-        service["ReadWritePaths"] == home and service["WorkingDirectory"] == home
-    )  # the one place it writes
-    assert {"AF_INET", "AF_INET6", "AF_UNIX"} <= set(
-        service["RestrictAddressFamilies"].split()
-    )  # chat services, models, PostgreSQL
+    # the one place it writes
+    assert service["ReadWritePaths"] == home and service["WorkingDirectory"] == home
+    # chat services, models, PostgreSQL
+    assert {"AF_INET", "AF_INET6", "AF_UNIX"} <= set(service["RestrictAddressFamilies"].split())

@@ -67,9 +67,8 @@ async def test_a_telegram_fact_reaches_a_discord_dm_after_link(world):
     llm.script("I don't know yet.")
     await dc.dispatch_message(DC_DM, DC_USER, "where do I work?", username="alice")
     await dc.wait_for_sent(1)
-    assert (
-        "Acme" not in llm.chat_requests[-1]["messages"][0]["content"]
-    )  # not linked yet: another person
+    # not linked yet: another person
+    assert "Acme" not in llm.chat_requests[-1]["messages"][0]["content"]
     assert "Linked" in (await link_telegram_to_discord(tg, dc))["data"]["content"]
     llm.script("You work at Acme, as a baker.")
     await dc.dispatch_message(DC_DM, DC_USER, "where do I work?", username="alice")

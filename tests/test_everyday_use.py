@@ -78,9 +78,8 @@ async def test_a_batch_postponed_while_the_model_was_down_is_retried_at_start(tm
     clock.advance(31)
     srv.script(HTTPError(503), HTTPError(503), HTTPError(503))
     assert (await first.background.tick())["extracted"] == 0  # postponed by a backoff
-    srv.default = lambda body: HTTPError(
-        503
-    )  # still down while it shuts down (its flush fails too)
+    # still down while it shuts down (its flush fails too)
+    srv.default = lambda body: HTTPError(503)
     await first.stop()
     srv.default = None
     second = build_runtime(tmp_path / "bot.db", srv, clock)

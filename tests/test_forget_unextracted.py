@@ -46,17 +46,15 @@ def user_rows(rt) -> list[str]:
 
 
 async def test_forget_finds_a_word_said_before_extraction_and_leaves_no_byte_of_it(rt, srv):
-    srv.script(
-        f"What a lovely {STONE}!"
-    )  # the bot's reply repeats it: it goes with the turn it answers
+    # the bot's reply repeats it: it goes with the turn it answers
+    srv.script(f"What a lovely {STONE}!")
     await rt.orchestrator.reply(
         dm("telegram", "7", f"My lucky stone is a {STONE} from my aunt", mid="1")
     )
     srv.script("Nice.")
     await rt.orchestrator.reply(dm("telegram", "7", "It rained all day here", mid="2"))
-    assert (
-        copies(rt, STONE) > 0
-    )  # the test can fail: the word is in the files (message, FTS, buffer, context)
+    # the test can fail: the word is in the files (message, FTS, buffer, context)
+    assert copies(rt, STONE) > 0
     reply = await rt.orchestrator.command("forget", STONE, dm("telegram", "7", f"/forget {STONE}"))
     assert reply == "I had not kept that as a memory; I deleted 1 message(s) of yours that said it."
     assert user_rows(rt) == ["It rained all day here"]
@@ -67,9 +65,8 @@ async def test_forget_finds_a_word_said_before_extraction_and_leaves_no_byte_of_
     assert copies(rt, STONE) == 0
     srv.script("Hello!")
     await rt.orchestrator.reply(dm("telegram", "7", "what did I tell you about stones?", mid="3"))
-    assert (
-        STONE.lower() not in json.dumps(srv.chat_requests[-1]["messages"]).lower()
-    )  # not in the recent turns
+    # not in the recent turns
+    assert STONE.lower() not in json.dumps(srv.chat_requests[-1]["messages"]).lower()
 
 
 async def test_a_forget_never_removes_what_someone_else_said(rt, srv):
@@ -152,9 +149,8 @@ async def test_a_thanks_after_the_forget_does_not_bring_the_fact_back_but_saying
         "forget", "zebrafinches", dm("telegram", "7", "/forget zebrafinches")
     )
     rt.engine.clock.advance(3600)
-    await extract(
-        rt, srv, dm("telegram", "7", "thanks!", mid="2"), facts(FACT)
-    )  # the model "remembers" anyway
+    # the model "remembers" anyway
+    await extract(rt, srv, dm("telegram", "7", "thanks!", mid="2"), facts(FACT))
     assert live(rt) == [] and rt.engine.memories.tombstones.count() == 1
     await extract(
         rt, srv, dm("telegram", "7", "I do breed zebrafinches, in fact", mid="3"), facts(FACT)

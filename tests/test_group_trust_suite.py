@@ -49,12 +49,13 @@ from tests.pipeline_support import build_runtime
 pytestmark = pytest.mark.asyncio
 
 # -- the cast and the places ------------------------------------------------------------------------------
+# olive is the bot's owner, mallory a member
 DISCORD = {
     "alice": 7001,
     "bob": 7002,
     "olive": 7009,
     "mallory": 7010,
-}  # olive is the bot's owner, mallory a member
+}
 TELEGRAM = {"alice": 55, "carol": 66, "dave": 77}  # carol is the group's admin, dave a member
 DC_DM = {"alice": 9101, "bob": 9102, "olive": 9109, "mallory": 9110}
 HARBOUR, HARBOUR_CH, ORCHARD, ORCHARD_CH, GROUP = 8000, 8001, 9000, 9001, -1001
@@ -298,12 +299,10 @@ class Tally:
     leaks: list[str] = field(default_factory=list)
     misattributions: list[str] = field(default_factory=list)
     bytes_left: list[str] = field(default_factory=list)
-    vetoes: list[str] = field(
-        default_factory=list
-    )  # a veto of a fact not about the person who asked
-    audit_left: list[str] = field(
-        default_factory=list
-    )  # what `companion audit forget` found after a forget (SEC-7)
+    # a veto of a fact not about the person who asked
+    vetoes: list[str] = field(default_factory=list)
+    # what `companion audit forget` found after a forget (SEC-7)
+    audit_left: list[str] = field(default_factory=list)
 
     def table(self, steps: int) -> str:
         rows = [
@@ -800,10 +799,11 @@ async def reactions_never_reveal_or_move_another_persons_private_facts(w: World)
     after = await w.importance()
     moved = [r["id"] for r in await w.private_rows() if after.get(r["id"]) != before.get(r["id"])]
     assert moved == [], f"reactions moved private facts of another person: {moved}"
+    # nothing said, no model asked
     assert (len(w.llm.chat_requests), len(w.dc.sent)) == (
         asked,
         posted,
-    )  # nothing said, no model asked
+    )
     await w.dc.dispatch_reaction(DC_DM["alice"], mine, DISCORD["alice"], "👎", username="alice")
     await w.votes(4)
     after = await w.importance()
@@ -982,9 +982,8 @@ async def remembering_is_switched_on_again(w: World) -> None:
     )
     assert "remember what you say again" in await w.slash("bob", "privacy", "dm:bob", choice="on")
     await w.discord("bob", FACTS["skelbeck"].said, f"dc:{HARBOUR}")
-    await w.discord(
-        "alice", NOSY, f"dc:{HARBOUR}"
-    )  # alice speaks in Harbour again: she is one of its people
+    # alice speaks in Harbour again: she is one of its people
+    await w.discord("alice", NOSY, f"dc:{HARBOUR}")
     w.told("skelbeck")
     for word in (
         "mirthwaite",
@@ -1012,12 +1011,10 @@ async def alice_sees_and_vetoes_what_bob_told_about_her(w: World) -> None:
 
 
 async def others_tell_facts_a_squatter_could_aim_at(w: World) -> None:
-    await w.discord(
-        "bob", FACTS["vatnajokull"].said, f"dc:{HARBOUR}"
-    )  # about a Dave nobody here is
-    await w.discord(
-        "olive", FACTS["frostmoot"].said, f"dc:{HARBOUR}"
-    )  # the owner's (an admin's) rule
+    # about a Dave nobody here is
+    await w.discord("bob", FACTS["vatnajokull"].said, f"dc:{HARBOUR}")
+    # the owner's (an admin's) rule
+    await w.discord("olive", FACTS["frostmoot"].said, f"dc:{HARBOUR}")
     lore = NewMemory(
         content=FACTS["hearthold"].content,
         subject="House",
@@ -1038,9 +1035,8 @@ async def a_member_renamed_dave_rules_and_house_sees_and_vetoes_nothing(w: World
     }
     for name in ("Dave", "Rules", "House"):
         await w.discord("mallory", "hello everyone", f"dc:{HARBOUR}", name=name)
-        await w.slash(
-            "mallory", "about", "dm:mallory", shown=name
-        )  # a listing of any of them is a leak (audited)
+        # a listing of any of them is a leak (audited)
+        await w.slash("mallory", "about", "dm:mallory", shown=name)
         for word, memory_id in ids.items():
             answer = await w.slash("mallory", "about", "dm:mallory", shown=name, veto=memory_id[:8])
             if "Forgotten" in answer or not w.stored(word):
@@ -1144,9 +1140,8 @@ async def privacy_off_holds_a_due_checkin_and_records_no_zone_offer(w: World) ->
     assert (await w.runtime.checkins.run()).planned == 1
     assert "won't keep anything you say" in await w.slash("bob", "privacy", "dm:bob", choice="off")
     await w.discord("bob", FACTS["lisbon"].said, "dm:bob")
-    assert (
-        "Europe/Lisbon" in w.dc.sent[-1]["content"]
-    )  # offered; choosing it would be his own setting
+    # offered; choosing it would be his own setting
+    assert "Europe/Lisbon" in w.dc.sent[-1]["content"]
     w.clock.t = day + 2 * 86_400 + 12 * 3_600  # noon the day after the exam: due
     assert (await w.runtime.checkins.run()).sent == 0 and sent == []
     await w.settle()
@@ -1275,7 +1270,6 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
         + world.tally.audit_left
     )
     assert not findings, table + "\n" + "\n".join(findings)
-    assert (
-        world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 4
-    )  # the suite ran in full
+    # the suite ran in full
+    assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 4
     assert world.tally.probes == 11

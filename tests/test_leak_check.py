@@ -100,10 +100,11 @@ def test_the_same_words_said_in_that_server_are_no_leak(engine):
         engine.leaks.check(guild_ctx("g1", "bob"), "Reykjavik! Your passport X4471Q is ready then.")
         == ()
     )
+    # another server
     assert (
         engine.leaks.check(guild_ctx("g3", "bob"), "Reykjavik! Your passport X4471Q is ready then.")
         != ()
-    )  # another server
+    )
 
 
 def test_words_the_place_may_see_in_its_memories_or_the_turn_are_no_leak(engine):
@@ -212,9 +213,8 @@ async def test_a_dm_secret_the_model_repeats_never_reaches_the_discord_server_or
     assert (await tg.wait_for_sent(2))[-1]["text"] == "Not much I can say here!"
     assert "x4471q" not in posted(dc, tg) and "reykjavik" not in posted(dc, tg)
     retries = [b for b in llm.chat_requests if "could not be posted" in json.dumps(b)]
-    assert len(retries) == 2 and all(
-        "x4471q" not in json.dumps(b).lower() for b in retries
-    )  # instructed generally
+    # instructed generally
+    assert len(retries) == 2 and all("x4471q" not in json.dumps(b).lower() for b in retries)
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert (
         "dm-private" in logged
@@ -272,9 +272,8 @@ async def test_a_streamed_reply_in_a_shared_place_never_streams_the_secret(tmp_p
             group("discord", "g1", "7", "hi", name="Bob"), sink
         )
         assert "x4471q" not in "".join(streamed).lower()
-        assert "".join(streamed).startswith(
-            "Hello Bob. Nice to see you here."
-        )  # the sentences before it went out
+        # the sentences before it went out
+        assert "".join(streamed).startswith("Hello Bob. Nice to see you here.")
         assert reply.text == "Hello Bob. Nice to see you here."
     finally:
         srv.default = lambda body: "[]"

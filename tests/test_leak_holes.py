@@ -196,9 +196,8 @@ def stored(runtime, word: str) -> int:
 
 async def test_alice_s_dm_words_never_go_out_verbatim_in_bob_s_dm(runtime, srv):
     srv.script("Noted.")
-    await runtime.orchestrator.reply(
-        dm("discord", "alice", THERAPIST, name="Alice")
-    )  # said, not yet extracted
+    # said, not yet extracted
+    await runtime.orchestrator.reply(dm("discord", "alice", THERAPIST, name="Alice"))
     leaky = "Alice's therapist is Dr Wombatson."
     srv.script(leaky, leaky)
     answer = await runtime.orchestrator.reply(
@@ -228,9 +227,8 @@ async def test_a_memory_store_in_a_group_of_alice_s_dm_code_word_is_refused_and_
         m for body in srv.chat_requests for m in body["messages"] if m["role"] == "tool"
     ]
     assert [m["content"] for m in tool_results] == [TOOL_REFUSED]
-    assert (
-        stored(runtime, "zanzibarite") == 1
-    )  # only alice's own memory: nothing filed for the group
+    # only alice's own memory: nothing filed for the group
+    assert stored(runtime, "zanzibarite") == 1
     assert answer.text == WITHHELD
 
 

@@ -28,9 +28,8 @@ def test_the_embedding_model_can_come_from_the_operators_folder(tmp_path: Path) 
     settings = load_settings(_env_file=None, embedding_model_dir=folder)
     mine = OnnxMiniLM(model_dir=settings.embedding_model_dir)
     bundled = OnnxMiniLM()
-    assert (
-        mine.fingerprint == bundled.fingerprint
-    )  # the same weights: the store's vectors stay valid
+    # the same weights: the store's vectors stay valid
+    assert mine.fingerprint == bundled.fingerprint
     text = ["Biscuit is a cat"]
     assert np.allclose(mine.embed(text), bundled.embed(text))
 

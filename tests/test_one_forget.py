@@ -172,9 +172,8 @@ async def test_every_delete_is_the_one_forget_tombstone_no_journal_line_no_sourc
     async with running_dashboard(tmp_path / "store", seeded=False) as dash:
         case = Case(dash, tmp_path)
         await learn(case)
-        later = await dash.store(
-            _said, dash.engine, "my tortoise ate a strawberry"
-        )  # stays: not a source
+        # stays: not a source
+        later = await dash.store(_said, dash.engine, "my tortoise ate a strawberry")
         await dash.store(dash.engine.journals.flush)
         assert files_holding(dash.db.parent, WORD), "the fact was never written"
         await delete(case)

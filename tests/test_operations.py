@@ -72,9 +72,8 @@ async def test_healthz_and_metrics_answer_on_loopback_and_count_turns_errors_and
             and metrics["companion_dead_letters"] == "0"
         )
         assert (await get(f"http://127.0.0.1:{health.port}/nope"))[0] == 404
-        await runtime.runner.run(
-            runtime.engine.close
-        )  # a store that no longer answers is the finding
+        # a store that no longer answers is the finding
+        await runtime.runner.run(runtime.engine.close)
         status, body = await get(f"http://127.0.0.1:{health.port}/healthz")
         assert status == 503 and json.loads(body)["problem"] == "store unavailable"
     finally:
@@ -93,16 +92,14 @@ async def test_a_flooding_member_gets_one_polite_line_and_never_reaches_the_mode
     answers = [
         (await door.reply(dm("discord", "9", f"spam {i}", mid=f"s{i}"))).text for i in range(8)
     ]
-    assert (
-        answers == ["sure"] * 3 + [SLOW_DOWN] + [""] * 4
-    )  # told once, then silence: no flood of apologies
+    # told once, then silence: no flood of apologies
+    assert answers == ["sure"] * 3 + [SLOW_DOWN] + [""] * 4
     assert len(srv.chat_requests) == 3 and rt.metrics.rate_limited == 5
     assert (
         await door.reply(dm("telegram", "5", "hi", mid="o1"))
     ).text == "sure"  # someone else is not held back
-    assert "forget" in await door.command(
-        "forget", "", dm("discord", "9", "/forget")
-    )  # commands are never limited
+    # commands are never limited
+    assert "forget" in await door.command("forget", "", dm("discord", "9", "/forget"))
     clock.now += 61
     assert (await door.reply(dm("discord", "9", "better now?", mid="later"))).text == "sure"
 
@@ -150,11 +147,12 @@ async def test_a_model_that_rejects_tools_still_chats_remembers_and_forgets(
             assert first.text == second.text == "Biscuit is a lovely name." and not first.failed
             off = [r for r in caplog.records if "tools are off" in r.getMessage()]
             assert len(off) == 1 and "gemma" in off[0].getMessage()  # one line, naming why
+            # asked once, then never offered
             assert ["tools" in body for body in srv.chat_requests] == [
                 True,
                 False,
                 False,
-            ]  # asked once, then never offered
+            ]
             runtime.engine.clock.advance(31)
             assert (await runtime.background.tick())[
                 "extracted"

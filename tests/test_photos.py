@@ -139,9 +139,8 @@ async def test_the_caption_is_recalled_a_week_later_and_forget_leaves_no_byte_of
         )
     )
     assert (await runtime.background.tick())["extracted"] == 1
-    assert CAPTION in json.dumps(
-        llm.chat_requests[-1]
-    )  # extraction read the caption as the message's words
+    # extraction read the caption as the message's words
+    assert CAPTION in json.dumps(llm.chat_requests[-1])
     runtime.engine.clock.advance(WEEK_S)
     llm.script("It was your puppy Quillabee, asleep on a red sofa.")
     tg.push_message(TG_USER, TG_USER, "what was in the photo I sent?")
@@ -169,15 +168,13 @@ async def test_a_model_without_vision_is_probed_once_and_photos_are_kept_as_plac
         assert (await dc.wait_for_sent(1))[-1]["content"] == "I can't see images, sorry."
         tg.push_photo(TG_USER, TG_USER, FakeFile("p.jpg", PHOTO))
         await tg.wait_for_sent(1)
-        assert (
-            len(llm.images) == 1
-        )  # the probe's red square: the refusal was kept, nothing asked again
+        # the probe's red square: the refusal was kept, nothing asked again
+        assert len(llm.images) == 1
         assert all(not images_of(llm, body) for body in reply_requests(llm))
         assert "you cannot see images" in last_reply_prompt(llm)
         assert stored_user_texts(runtime) == ["what's in this photo? [photo]", "[photo]"]
-        assert (
-            tg.downloads == [] and dc.cdn_fetches == []
-        )  # nothing fetched for a model that cannot see
+        # nothing fetched for a model that cannot see
+        assert tg.downloads == [] and dc.cdn_fetches == []
         assert kept_sight(runtime, llm).sees is False
 
 
@@ -280,9 +277,8 @@ async def test_a_probe_that_gets_no_answer_keeps_nothing_and_the_next_photo_asks
     from tests.fakes import HTTPError
 
     async with platforms(tmp_path, guilds, vision="auto") as (runtime, llm, tg, dc):
-        llm.script(
-            *[HTTPError(503)] * 3, "Nice."
-        )  # the probe's three attempts: the server is down, not blind
+        # the probe's three attempts: the server is down, not blind
+        llm.script(*[HTTPError(503)] * 3, "Nice.")
         tg.push_photo(TG_USER, TG_USER, FakeFile("p.jpg", PHOTO))
         await tg.wait_for_sent(1)
         assert kept_sight(runtime, llm) is None
@@ -305,9 +301,8 @@ async def test_a_photo_in_group_talk_not_for_the_bot_is_remembered_in_that_serve
     assert [(r["content"], r["guild_id"]) for r in rows] == [
         (f"our office dog today [photo: {CAPTION}]", f"discord:{GUILD}")
     ]
-    assert (
-        dc.sent == [] and reply_requests(llm) == []
-    )  # observed: captioned and stored, not answered
+    # observed: captioned and stored, not answered
+    assert dc.sent == [] and reply_requests(llm) == []
 
 
 async def test_an_edit_of_a_photo_message_changes_its_words_and_keeps_its_caption(world):

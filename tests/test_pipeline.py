@@ -66,9 +66,8 @@ async def test_a_fact_is_extracted_after_the_debounce_with_provenance(rt, srv):
         "channel_id": "dm-7",
         "sources": [source],
     }
-    assert (
-        "I work at Acme as a baker" in srv.chat_requests[-1]["messages"][1]["content"]
-    )  # the extraction prompt
+    # the extraction prompt
+    assert "I work at Acme as a baker" in srv.chat_requests[-1]["messages"][1]["content"]
     assert srv.chat_requests[-1]["temperature"] == 0.0
 
 
@@ -129,9 +128,8 @@ async def test_a_forget_asked_in_words_is_done_before_the_model_is_asked(rt, srv
             {"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}
         ),
     )
-    await tell(
-        rt, srv, dm("telegram", "7", "my race bib number is 4417", mid="m2")
-    )  # not extracted yet
+    # not extracted yet
+    await tell(rt, srv, dm("telegram", "7", "my race bib number is 4417", mid="m2"))
     seen = {}
 
     def responder(body):
@@ -185,9 +183,8 @@ async def test_a_forget_in_words_in_a_group_touches_only_the_askers_own(rt, srv)
     for text in ("Forget Alice's address", "forget my address", "forget my address. " * 1000):
         srv.script("Done!")
         reply = await rt.orchestrator.reply(group("telegram", "G", "8", text, name="Bob"))
-        assert "Elm" not in " ".join(
-            reply.forgotten
-        )  # at most Bob's own earlier asks, which say "address"
+        # at most Bob's own earlier asks, which say "address"
+        assert "Elm" not in " ".join(reply.forgotten)
     assert contents(rt) == {"Alice lives at 12 Elm Street"}
     assert (
         rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%Elm Street%'") == 1
@@ -299,9 +296,8 @@ async def test_llm_failures_retry_then_apologise_and_lose_nothing(rt, srv):
 async def test_a_model_that_hangs_past_the_timeout_gets_the_apology_and_loses_nothing(
     tmp_path, srv
 ):
-    rt = build_runtime(
-        tmp_path / "hang.db", srv, FakeClock(), llm_timeout_s=0.5
-    )  # the answer comes in 3 s
+    # the answer comes in 3 s
+    rt = build_runtime(tmp_path / "hang.db", srv, FakeClock(), llm_timeout_s=0.5)
     await rt.start(background_loop=False)
     try:
         srv.script(Delay(3, then="too late"), Delay(3, then="too late"), Delay(3, then="too late"))
@@ -422,13 +418,11 @@ async def test_long_conversations_are_flushed_then_compacted_into_a_rolling_summ
     )
     assert (await rt.background.tick())["compacted"] == 1
     flush, summary = srv.chat_requests[-2:]
-    assert (
-        "chatter line 0 about the garden" in flush["messages"][1]["content"]
-    )  # WRITE-4: extraction first
+    # WRITE-4: extraction first
+    assert "chatter line 0 about the garden" in flush["messages"][1]["content"]
     assert "chatter line 0 about the garden" in summary["messages"][0]["content"]
-    assert (
-        "chatter line 60" not in summary["messages"][0]["content"]
-    )  # the newest turns stay verbatim
+    # the newest turns stay verbatim
+    assert "chatter line 60" not in summary["messages"][0]["content"]
     assert "Alice talks a lot about her garden" in contents(rt)
     srv.script("ok")
     await rt.orchestrator.reply(group("discord", "G", "7", "what were we saying?"))
@@ -473,9 +467,8 @@ async def test_forgetting_drops_summaries_of_the_chat_it_came_from_and_of_the_ch
     channels.set_summary("discord:dm-70", "Earlier Alice mentioned her Acme job.", 0.0)
     srv.script("ok")
     await rt.orchestrator.reply(dm("telegram", "7", "what do you know about my job?"))
-    assert "Alice talked about baking at Acme." in last_reply_prompt(
-        srv
-    )  # the summary is shown before forgetting
+    # the summary is shown before forgetting
+    assert "Alice talked about baking at Acme." in last_reply_prompt(srv)
 
     srv.default = search_then_delete(rt, rt.engine.db.scalar("SELECT id FROM memories"), {})
     await rt.orchestrator.reply(dm("discord", "70", "forget that I work at Acme"))
@@ -487,9 +480,10 @@ async def test_forgetting_drops_summaries_of_the_chat_it_came_from_and_of_the_ch
         srv.script("I don't know.")
         await rt.orchestrator.reply(where)
         assert "acme" not in last_reply_prompt(srv).lower()
+    # another chat's stays
     assert (
         rt.engine.db.scalar("SELECT text FROM session_summaries") == "Bob talked about Acme shares."
-    )  # another chat's stays
+    )
 
 
 @ON_BOTH_ENGINES
@@ -502,9 +496,8 @@ async def test_forgetting_removes_source_messages_only_from_their_own_chat(rt, s
             {"about": "Alice", "subject": "job", "content": "Alice works at Acme as a baker"}
         ),
     )
-    await tell(
-        rt, srv, dm("telegram", "8", "I like sailing", name="Bob", mid="1")
-    )  # same message id, another chat
+    # same message id, another chat
+    await tell(rt, srv, dm("telegram", "8", "I like sailing", name="Bob", mid="1"))
     answer = await rt.orchestrator.command(
         "forget", "my job at Acme", dm("telegram", "7", "/forget my job at Acme")
     )

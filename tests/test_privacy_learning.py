@@ -61,9 +61,8 @@ async def test_micro_reflection_after_privacy_off_reads_nothing_the_person_said_
     rt.engine.clock.advance(600)
     await rt.background.tick()  # the group's session ended: reflected on
     shown = job_prompts(srv, since)
-    assert any(
-        "session has ended" in p and "Lofoten" in p for p in shown
-    )  # Bob's words are still learned from
+    # Bob's words are still learned from
+    assert any("session has ended" in p and "Lofoten" in p for p in shown)
     assert not [p for p in shown if WORD in p]
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM session_summaries") == 1
 
@@ -82,9 +81,8 @@ async def test_compaction_after_privacy_off_summarises_none_of_the_persons_earli
     since = len(srv.chat_requests)
     rt.engine.clock.advance(5)
     await rt.background.tick()
-    rt.engine.clock.advance(
-        5
-    )  # Bob's 35 turns alone do not crowd the context (over 60): none to compact
+    # Bob's 35 turns alone do not crowd the context (over 60): none to compact
+    rt.engine.clock.advance(5)
     assert (await rt.background.tick())["compacted"] == 0
     for i in range(30):
         await rt.orchestrator.observe(
@@ -107,13 +105,13 @@ async def test_the_daily_reflection_reads_none_of_a_day_said_before_privacy_off_
     since = len(srv.chat_requests)
     report = await rt.daily.run()
     shown = [p for p in job_prompts(srv, since) if "one day of a conversation" in p]
-    assert (
-        len(shown) == 1 and "Lofoten" in shown[0] and WORD not in shown[0]
-    )  # the group, Bob's side of it only
+    # the group, Bob's side of it only
+    assert len(shown) == 1 and "Lofoten" in shown[0] and WORD not in shown[0]
+    # Alice's DM is not even due: nothing in it may be learned
     assert (report.chats, report.failed) == (
         1,
         0,
-    )  # Alice's DM is not even due: nothing in it may be learned
+    )
 
 
 async def test_privacy_on_again_lets_the_jobs_read_what_is_said_from_then_on(rt, srv):
@@ -156,10 +154,11 @@ async def test_a_fact_is_not_learned_back_from_a_reply_the_bot_made_to_an_opted_
     model(srv)
     await alice_and_bob_talk_in_a_group(rt)
     assert "OK" in await privacy(rt, "off", dm("telegram", "7", "/privacy off"))
+    # filed under whoever the model names: either tag
     fact = {
         "subject": "pet",
         "content": f"the axolotl is {WORD}",
-    }  # filed under whoever the model names: either tag
+    }
     srv.default = lambda body: (
         facts({**fact, "speaker": "P1"}, {**fact, "speaker": "P2"}) if WORD in str(body) else "[]"
     )

@@ -14,9 +14,8 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_the_readme_stays_short() -> None:
     assert len(README.splitlines()) <= 200
-    assert (
-        "R@5" not in README and "p95" not in README
-    )  # measurement notes live in docs/measuring.md
+    # measurement notes live in docs/measuring.md
+    assert "R@5" not in README and "p95" not in README
 
 
 def test_discord_setup_names_the_scopes_the_intent_and_the_voice_permissions() -> None:

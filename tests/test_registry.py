@@ -152,9 +152,8 @@ def test_forgetting_a_person_leaves_no_byte_of_their_words_in_the_store_files(tm
         fill(engine, "alice")
         engine.db.execute("ANALYZE")  # index samples (sqlite_stat4) now hold keys too
         engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        assert (
-            sum(occurrences(path, WORD).values()) > 0
-        )  # the test can fail: the word is on disk before
+        # the test can fail: the word is on disk before
+        assert sum(occurrences(path, WORD).values()) > 0
         forget_person(engine, ["alice"])
     assert occurrences(path, WORD) == {p.name: 0 for p in store_files(path) if p.is_file()}
     with MemoryEngine(path, HashEmbedder(), FakeClock()) as engine:  # and the store still works

@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("bot", "memory", "voice", "prompts", "measure", "tests", "scripts")
 CITED = re.compile(r"\b([A-Z]{2,8})-(\d+)(?:(?:\.\.|/)(\d+))?\b")
+# encodings, hashes, licences, made-up codes in test data
 NOT_REQUIREMENTS = {
     "UTF",
     "SHA",
@@ -18,7 +19,7 @@ NOT_REQUIREMENTS = {
     "XK",
     "PDF",
     "GPL",
-}  # encodings, hashes, licences, made-up codes in test data
+}
 DEFINED = re.compile(r"^- \*\*([A-Z]+-\d+)\*\*: \S", re.MULTILINE)
 
 

@@ -70,12 +70,13 @@ async def test_f1_a_link_code_is_never_issued_or_redeemed_in_a_group(world):
         tg, GROUP_TG, MALLORY_TG, f"/link {code}", first_name="Mallory", **group_kw
     )
     assert "private chat" in answer
+    # not linked to Alice
     assert (
         runtime.engine.db.scalar(
             "SELECT person_id FROM identities WHERE platform_user_id = ?", (str(MALLORY_TG),)
         )
         == f"telegram:{MALLORY_TG}"
-    )  # not linked to Alice
+    )
 
 
 async def test_f1_link_codes_are_single_use_expire_and_guessing_is_rate_limited(world):
@@ -85,9 +86,10 @@ async def test_f1_link_codes_are_single_use_expire_and_guessing_is_rate_limited(
         assert "unknown or expired" in await tg_answer(
             tg, MALLORY_TG, MALLORY_TG, f"/link 00-00-0{n}", first_name="Mallory"
         )
+    # even the right one
     assert "too many" in await tg_answer(
         tg, MALLORY_TG, MALLORY_TG, f"/link {code}", first_name="Mallory"
-    )  # even the right one
+    )
     await dc.dispatch_interaction(
         "link", user_id=ALICE_DC, channel_id=DM_ALICE_DC, options={"code": code}
     )
@@ -95,9 +97,10 @@ async def test_f1_link_codes_are_single_use_expire_and_guessing_is_rate_limited(
     await dc.dispatch_interaction(
         "link", user_id=MALLORY_DC, channel_id=DM_ALICE_DC + 1, options={"code": code}
     )
+    # used once
     assert (
         "unknown or expired" in (await dc.wait_for_interaction_responses(2))[-1]["data"]["content"]
-    )  # used once
+    )
     late = re.search(r"code is (\S+)", await tg_answer(tg, ALICE_TG, ALICE_TG, "/link")).group(1)
     runtime.engine.clock.advance(601)
     await dc.dispatch_interaction(
@@ -142,9 +145,8 @@ async def test_f2_a_member_cannot_have_the_model_change_another_s_memory_or_the_
             scope_id=f"telegram:{GROUP_TG}",
         )
     ).memory
-    tg.push_message(
-        GROUP_TG, ALICE_TG, "morning all", chat_type="supergroup"
-    )  # Alice takes part: her facts are visible here
+    # Alice takes part: her facts are visible here
+    tg.push_message(GROUP_TG, ALICE_TG, "morning all", chat_type="supergroup")
     await tg.wait_until(lambda: runtime.engine.db.scalar("SELECT COUNT(*) FROM messages") == 1)
     attempts = [
         ToolCall("memory_update", {"id": alice.id, "content": "Alice gave up running"}),
@@ -225,9 +227,8 @@ async def test_f3_a_member_showing_someone_else_s_name_cannot_write_facts_into_t
         (ALICE_TG, "I love hiking in the Alps"),
         (MALLORY_TG, "I am moving to Lisbon and quitting my job"),
     ):
-        tg.push_message(
-            GROUP_TG, user, text, chat_type="supergroup", first_name="Alice"
-        )  # Mallory shows "Alice" too
+        # Mallory shows "Alice" too
+        tg.push_message(GROUP_TG, user, text, chat_type="supergroup", first_name="Alice")
     await tg.wait_until(lambda: runtime.engine.db.scalar("SELECT COUNT(*) FROM messages") == 2)
     runtime.engine.clock.advance(31)
     llm.script(

@@ -43,9 +43,8 @@ def test_a_forgotten_fact_relearned_with_one_word_more_is_still_held_back(engine
 
 def test_a_different_fact_sharing_all_but_one_word_of_a_short_forgotten_one_is_learned(engine):
     _forgotten(engine, "Alice likes tea")
-    assert (
-        unforgotten(engine, [_candidate("Alice likes green tea")]) != []
-    )  # "likes tea" less a word is another fact
+    # "likes tea" less a word is another fact
+    assert unforgotten(engine, [_candidate("Alice likes green tea")]) != []
 
 
 def test_a_fact_said_again_with_one_word_more_after_the_forget_is_learned(engine):
@@ -75,9 +74,8 @@ def test_a_veto_by_someone_elses_id_or_by_a_short_or_shared_prefix_forgets_nothi
         and veto(engine, "alice", "%") is None
     )
     assert {m.id for m in engine.memory_rows.listing(None, limit=10)} == {alice.id, bob.id}
-    assert (
-        veto(engine, "alice", f"[{alice.id[:8].upper()}]") is not None
-    )  # as listed, in any case: forgotten
+    # as listed, in any case: forgotten
+    assert veto(engine, "alice", f"[{alice.id[:8].upper()}]") is not None
 
 
 def test_a_persons_privacy_off_keeps_their_server_talk_out_of_what_the_jobs_read_and_the_others_in(

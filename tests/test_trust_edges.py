@@ -48,9 +48,8 @@ async def test_healthz_says_only_store_unavailable_and_the_log_says_why(
     logged = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records) + str(
         [r.exc_info for r in caplog.records]
     )
-    assert (
-        "store does not answer" in logged and "closed" in logged.lower()
-    )  # the detail, for the operator
+    # the detail, for the operator
+    assert "store does not answer" in logged and "closed" in logged.lower()
 
 
 # -- (d) store copy: no copy where SQLite keeps a side file, no folder named "sqlite:" -------------------------
@@ -107,9 +106,8 @@ def test_a_link_to_a_memory_another_writer_just_deleted_is_dropped_and_the_write
     other = MemoryEngine(tmp_path / "m.db", None, FakeClock())
     try:
         old = remember(engine, "Alice keeps a tortoise called Quintrell")
-        remember(
-            engine, "Bob brews Tamberlyn ale at home"
-        )  # the last row: the new one gets a rid of its own
+        # the last row: the new one gets a rid of its own
+        remember(engine, "Bob brews Tamberlyn ale at home")
         other.memories.delete(old.id)
         assert other.db.scalar("SELECT COUNT(*) FROM memories WHERE rid = ?", (old.rid,)) == 0
         new = remember(engine, "Alice's tortoise Quintrell turned ninety")
@@ -230,9 +228,8 @@ async def test_an_operator_who_mistyped_is_kept_out_a_second_at_most(dash):
         await asyncio.sleep(PACE_S + 0.1)
         async with operator.get("/api/memory", headers=dash.headers) as r:
             assert r.status == 200  # a second later the right token passes (not a minute)
-        assert (
-            await guess(operator, 0) == 401
-        )  # and its slate is clean: a wrong one is a plain 401 again
+        # and its slate is clean: a wrong one is a plain 401 again
+        assert await guess(operator, 0) == 401
 
 
 async def test_a_guesser_minting_client_cookies_gets_one_a_second(dash):
@@ -281,9 +278,10 @@ async def test_two_linked_accounts_share_one_person_s_rate_limit(rt, srv) -> Non
         "SELECT person_id FROM identities WHERE platform = 'discord' AND platform_user_id = '9'"
     )
     await rt.runner.run(forget_person, rt.engine, [person])
+    # forgotten with them
     assert (
         rt.engine.db.scalar("SELECT COUNT(*) FROM rate_windows WHERE account = ?", (person,)) == 0
-    )  # forgotten with them
+    )
 
 
 async def test_edits_count_toward_the_limit_and_one_over_it_asks_the_model_nothing_and_keeps_no_old_words(
@@ -301,6 +299,5 @@ async def test_edits_count_toward_the_limit_and_one_over_it_asks_the_model_nothi
         await door.message_edited(dm("discord", "9", f"edit number {n}", mid="e1"))
     assert len(srv.chat_requests) == asked  # 40 edits over the limit: no model call
     kept = json.dumps(rt.engine.db.rows("SELECT content FROM messages WHERE role = 'user'")).lower()
-    assert (
-        "quellbright" not in kept and "edit number" not in kept
-    )  # the edited message is withdrawn, not rewritten
+    # the edited message is withdrawn, not rewritten
+    assert "quellbright" not in kept and "edit number" not in kept

@@ -119,9 +119,8 @@ async def test_f12_a_message_survives_sigkill_during_a_slow_model_call_and_is_ex
         cwd=ROOT,
     )
     try:
-        await srv.wait_until(
-            lambda: len(srv.chat_requests) == 1, timeout=60
-        )  # the model is thinking...
+        # the model is thinking...
+        await srv.wait_until(lambda: len(srv.chat_requests) == 1, timeout=60)
         child.send_signal(signal.SIGKILL)
         assert child.wait(10) == -signal.SIGKILL
     finally:
@@ -171,9 +170,8 @@ async def test_f13_a_tick_with_one_poisoned_channel_still_runs_every_other_chann
 async def test_f13_an_unexpected_crash_in_one_job_is_contained(rt, srv):
     srv.script("ok")
     await rt.orchestrator.reply(dm("telegram", "7", "hello there", mid="1"))
-    rt.engine.db.execute(
-        "UPDATE extraction_buffer SET context = '{\"broken\": true}'"
-    )  # a row no code path expects
+    # a row no code path expects
+    rt.engine.db.execute("UPDATE extraction_buffer SET context = '{\"broken\": true}'")
     srv.script("ok")
     await rt.orchestrator.reply(dm("telegram", "8", "I play the cello", mid="1"))
     rt.engine.clock.advance(31)
@@ -225,9 +223,8 @@ async def test_f15_secrets_in_prose_are_redacted_everywhere_the_message_goes(rt,
 async def test_f15_secrets_never_reach_the_log(caplog):
     handler = logging.StreamHandler(stream=io.StringIO())
     records: list[str] = []
-    handler.emit = lambda record: records.append(
-        record.getMessage()
-    )  # the formatted line, after the filter
+    # the formatted line, after the filter
+    handler.emit = lambda record: records.append(record.getMessage())
     install_redaction(handler)
     log = logging.getLogger("tests.trust")
     log.addHandler(handler)
@@ -241,17 +238,15 @@ async def test_f15_secrets_never_reach_the_log(caplog):
 async def test_f15_a_megabyte_message_is_cut_before_it_reaches_the_model_or_the_store(rt, srv):
     srv.script("that is long")
     await rt.orchestrator.reply(dm("telegram", "7", "word " * 200_000, mid="1"))
-    sent = srv.chat_requests[-1]["messages"][-1]["content"].split("\n\n(sent ")[
-        0
-    ]  # less the clock's note (ORCH-9)
+    # less the clock's note (ORCH-9)
+    sent = srv.chat_requests[-1]["messages"][-1]["content"].split("\n\n(sent ")[0]
     assert len(sent) <= 8_000 and sent.endswith("[…cut]")
     assert max(len(c) for c in stored(rt)) <= 8_000
     rt.engine.clock.advance(31)
     srv.script("[]")
     await rt.background.tick()
-    assert (
-        len(srv.chat_requests[-1]["messages"][-1]["content"]) < 20_000
-    )  # the extraction prompt too
+    # the extraction prompt too
+    assert len(srv.chat_requests[-1]["messages"][-1]["content"]) < 20_000
 
 
 # -- F16: entity names are data; the contradiction judge runs -----------------------------------------------------
@@ -307,9 +302,8 @@ async def test_f16_the_contradiction_judge_is_asked_in_the_running_bot(rt, srv):
     asked = [b for b in srv.chat_requests if "contradict" in json.dumps(b)]
     links = stored(rt, "SELECT relation FROM memory_links")
     old = rt.engine.db.one("SELECT superseded_by FROM memories WHERE content LIKE '%Berlin%'")
-    assert len(asked) == 1 and "Berlin" in json.dumps(
-        asked[0]
-    )  # related (cosine 0.8), same subject: judged
+    # related (cosine 0.8), same subject: judged
+    assert len(asked) == 1 and "Berlin" in json.dumps(asked[0])
     assert links == ["contradicts"] and old["superseded_by"] is not None
 
 

@@ -125,9 +125,8 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 def lexical_rerank(items: Sequence[T], text: str, content: Callable[[T], str]) -> list[T]:
     """Items ordered by how many of the turn's content words they share; ties keep the incoming order."""
     wanted = tokens(text)
-    return sorted(
-        items, key=lambda item: -len(wanted & tokens(content(item)))
-    )  # sorted() is stable
+    # sorted() is stable
+    return sorted(items, key=lambda item: -len(wanted & tokens(content(item))))
 
 
 # -- behavioural fact pool -------------------------------------------------------------------------

@@ -97,9 +97,8 @@ class VoiceTranscript:
         )
         self.failures = 0
         self.last_error: str | None = None
-        self._busy = (
-            asyncio.Lock()
-        )  # one compaction at a time: a fold awaits the model, and turns keep coming
+        # one compaction at a time: a fold awaits the model, and turns keep coming
+        self._busy = asyncio.Lock()
         self._generation = 0  # bumped by clear(): a fold that raced a forget is thrown away
 
     @property
@@ -192,9 +191,8 @@ class VoiceTranscript:
             rest = tuple(self._turns)
             if not rest:
                 return self.summary
-            await self._flush_once(
-                rest
-            )  # a failure is logged; the caller's buffer still holds the speech turns
+            # a failure is logged; the caller's buffer still holds the speech turns
+            await self._flush_once(rest)
             summary = await self._summarise(rest)
             if summary is None:
                 summary = cap(

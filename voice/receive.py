@@ -259,9 +259,8 @@ class ReceiveHub:
         frames after it ends: the digital silence a Discord client sends as it stops would not count as pause."""
 
         def frames(seconds: float) -> int:
-            return (
-                round(seconds * 1000 / FRAME_MS) * FRAME_MS
-            )  # a timer firing a hair early is not a frame short
+            # a timer firing a hair early is not a frame short
+            return round(seconds * 1000 / FRAME_MS) * FRAME_MS
 
         return max(
             speaker.cutter.pause_ms + frames(now - speaker.last_frame_at),

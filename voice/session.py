@@ -160,10 +160,11 @@ class VoiceSession:
             asyncio.to_thread(self._stt.transcribe, so_far.pcm16, so_far.sample_rate)
         )
         guess.add_done_callback(_quietly)
+        # a newer pause of the same speaker replaces the older
         self._guesses[so_far.ssrc] = (
             so_far.pcm16,
             guess,
-        )  # a newer pause of the same speaker replaces the older
+        )
         self.speculation.started += 1
 
     # -- turns --------------------------------------------------------------------------------------
@@ -191,9 +192,8 @@ class VoiceSession:
         self.turns.append(
             Turn(utterance.user_id, heard, reply, tuple(speech.spoken), speech.interrupted)
         )
-        logger.debug(
-            "voice: %s said %r; replied %r", utterance.user_id, heard[:80], reply[:80]
-        )  # people's words: not at INFO
+        # people's words: not at INFO
+        logger.debug("voice: %s said %r; replied %r", utterance.user_id, heard[:80], reply[:80])
 
     async def _transcribe(self, utterance: Utterance) -> str:
         guessed = self._guessed(utterance)

@@ -206,12 +206,10 @@ class WarmMemory(Generic[S]):
         self._snapshot: _Snapshot[S] | None = None
         self._fingerprint: np.ndarray | None = None
         self._generation = 0  # bumped by invalidate(): a retrieval that raced a forget is not kept
-        self._context: deque[np.ndarray] = deque(
-            maxlen=max(1, settings.context_turns)
-        )  # the topic's latest turn vectors
-        self._searched: set[str] = (
-            set()
-        )  # content words the snapshot's searches used (full and refreshes)
+        # the topic's latest turn vectors
+        self._context: deque[np.ndarray] = deque(maxlen=max(1, settings.context_turns))
+        # content words the snapshot's searches used (full and refreshes)
+        self._searched: set[str] = set()
         self._vectors: dict[
             str, np.ndarray
         ] = {}  # turn text -> its vector, oldest first (``vector_cache``)
@@ -315,9 +313,8 @@ class WarmMemory(Generic[S]):
         reason: str,
     ) -> WarmResult[S]:
         generation = self._generation
-        value = retrieval.lexical(
-            text, warm.value, frozenset(words - self._searched)
-        )  # searched words found their rows already
+        # searched words found their rows already
+        value = retrieval.lexical(text, warm.value, frozenset(words - self._searched))
         if (
             generation == self._generation
         ):  # keeps taken_at: the TTL still counts from the last full retrieval

@@ -75,9 +75,8 @@ class ConsoleChat:
         self._prefix = f"{bot_name}> "  # replies are labelled with the persona's name
         # A name nobody chose (the login name, or "friend") is offered to be replaced by the one the person says.
         self._names = NameOffers(chosen=name_chosen)
-        self._history = (
-            history or []
-        )  # earlier chats' lines, for the up arrow (the terminal's line editor)
+        # earlier chats' lines, for the up arrow (the terminal's line editor)
+        self._history = history or []
         self._stream = stream
         self._input = input_fn or read_terminal_line
         self._out = output or sys.stdout

@@ -104,9 +104,8 @@ class _Sink(voice_recv.AudioSink):
         if frame is None:
             return  # undecryptable (e.g. a DAVE key ratchet not yet received): dropped, the decoder conceals it
         decoder = self._decoders.setdefault(ssrc, discord.opus.Decoder())
-        self._hub.feed(
-            ssrc, decoder.decode(frame or None, fec=False)
-        )  # None: a lost packet, concealed by Opus
+        # None: a lost packet, concealed by Opus
+        self._hub.feed(ssrc, decoder.decode(frame or None, fec=False))
 
     @voice_recv.AudioSink.listener()
     def on_voice_member_disconnect(self, member: discord.Member | None, ssrc: int | None) -> None:
@@ -254,9 +253,8 @@ class DiscordVoice:
         self._connect_timeout = connect_timeout
         self._tick_s = tick_s
         self._connections: dict[int, _Connection] = {}
-        self._monitors: set[asyncio.Task[None]] = (
-            set()
-        )  # a monitor may be mid-leave: close() awaits it
+        # a monitor may be mid-leave: close() awaits it
+        self._monitors: set[asyncio.Task[None]] = set()
 
     def session(self, guild_id: int) -> VoiceSession | None:
         connection = self._connections.get(guild_id)
@@ -393,9 +391,8 @@ def register_voice_commands(tree: app_commands.CommandTree, voice: DiscordVoice)
                 "Join a voice channel first, then ask again.", ephemeral=True
             )
             return
-        await interaction.response.defer(
-            ephemeral=True, thinking=True
-        )  # connecting can take seconds
+        # connecting can take seconds
+        await interaction.response.defer(ephemeral=True, thinking=True)
         try:
             await voice.join(state.channel)
         except AdapterError as exc:

@@ -110,9 +110,8 @@ class TelegramAdapter:
         self.app.add_handlers(
             [CommandHandler(name, self._on_command, filters=fresh) for name in COMMANDS]
         )
-        said = (
-            filters.TEXT | filters.PHOTO | filters.Document.IMAGE
-        )  # ORCH-11: photos and image files, with a caption or not
+        # ORCH-11: photos and image files, with a caption or not
+        said = filters.TEXT | filters.PHOTO | filters.Document.IMAGE
         self.app.add_handler(MessageHandler(fresh & said & ~filters.COMMAND, self._on_text))
         self.app.add_handler(
             MessageHandler(filters.UpdateType.EDITED_MESSAGE & filters.TEXT, self._on_edit)

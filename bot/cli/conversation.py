@@ -174,9 +174,8 @@ async def _serve(settings: Settings) -> int:
     try:
         await _start_health(health)
         log.info("starting %s; Ctrl-C stops", ", ".join(a.platform for a in adapters))
-        await serve(
-            adapters, stop
-        )  # each platform retries on its own; the others keep serving (bot.launch)
+        # each platform retries on its own; the others keep serving (bot.launch)
+        await serve(adapters, stop)
     finally:
         if health is not None:
             await health.stop()
@@ -409,9 +408,8 @@ def snapshot(args: argparse.Namespace, settings: Settings) -> int:
             text=args.message,
             guild_id=args.guild,
         )
-        turn, snap = runtime.orchestrator.preview(
-            message
-        )  # chat's own resolution, writing nothing (ORCH-5)
+        # chat's own resolution, writing nothing (ORCH-5)
+        turn, snap = runtime.orchestrator.preview(message)
         if args.json:
             print_json(
                 {

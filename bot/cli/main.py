@@ -161,9 +161,8 @@ def _globals_anywhere(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    as_json = (
-        "--json" in argv
-    )  # known before parsing, so even a usage error can be reported as JSON
+    # known before parsing, so even a usage error can be reported as JSON
+    as_json = "--json" in argv
     if not argv:  # a bare `companion`: what it can do, not only "arguments are required"
         sys.stderr.write(build_parser().format_help())
         return 2
@@ -195,9 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args,
         )
     except ConfigError as exc:
-        on_error = getattr(
-            args, "on_config_error", None
-        )  # doctor reports a bad configuration as one of its findings
+        # doctor reports a bad configuration as one of its findings
+        on_error = getattr(args, "on_config_error", None)
         return run(on_error, args, exc) if on_error else _fail(str(exc), 2, as_json)
     with (
         owner_only()
@@ -351,9 +349,8 @@ def _setup_logging(level: str, log_file: Path | None = None, log_format: str = "
     handler = (_file_handler(log_file) if log_file else None) or stderr_handler(log_format)
     if not isinstance(handler, logging.FileHandler):
         handler.addFilter(TerminalNoise(debug=level == "DEBUG"))
-    install_redaction(
-        handler
-    )  # a token in an HTTP error's URL must not reach the terminal or the log file (SEC-4)
+    # a token in an HTTP error's URL must not reach the terminal or the log file (SEC-4)
+    install_redaction(handler)
     handler.companion_cli = True  # type: ignore[attr-defined]
     root = logging.getLogger()
     root.addHandler(handler)

@@ -543,9 +543,8 @@ def content_from(text: str) -> str:
     if sys.stdin.isatty():
         sys.stderr.write("Type the memory, then Ctrl-D:\n")
     if isinstance(sys.stdin, io.TextIOWrapper) and sys.stdin.errors == "strict":
-        sys.stdin.reconfigure(
-            errors="replace"
-        )  # bytes that are not UTF-8 become U+FFFD, not a traceback
+        # bytes that are not UTF-8 become U+FFFD, not a traceback
+        sys.stdin.reconfigure(errors="replace")
     piped = sys.stdin.read().strip()
     if not piped:
         raise UsageError("no text on stdin: pipe the memory's text in, or give it as an argument")

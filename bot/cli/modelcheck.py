@@ -87,9 +87,8 @@ def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json(report.as_dict())
     else:
-        out().print(
-            table(report), markup=False, highlight=False, soft_wrap=True
-        )  # a table: never wrapped
+        # a table: never wrapped
+        out().print(table(report), markup=False, highlight=False, soft_wrap=True)
     return 1 if report.failures else 0
 
 

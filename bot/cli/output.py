@@ -334,10 +334,11 @@ def search_cost_table(result: Mapping[str, Any]) -> Table:
     for name in ("method", "p50", "p95"):
         table.add_column(name, justify="left" if name == "method" else "right")
     for method, scores in result["methods"].items():
+        # a ledger written before times were kept
         spent = scores.get("search_ms") or {
             "p50": 0.0,
             "p95": 0.0,
-        }  # a ledger written before times were kept
+        }
         table.add_row(method, f"{spent['p50']:.1f}", f"{spent['p95']:.1f}")
     return table
 

@@ -75,9 +75,8 @@ def create_app(
 
 async def serve(app: web.Application, host: str, port: int) -> web.AppRunner:
     """Listen on ``host:port`` (port 0: any free port, see ``runner.addresses``); ``await runner.cleanup()`` stops it."""
-    runner = web.AppRunner(
-        app, access_log=None
-    )  # an access log would record query strings: people's words
+    # an access log would record query strings: people's words
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner
@@ -92,9 +91,8 @@ class DashboardServer:
 
     async def start(self) -> None:
         self._runner = await serve(self.app, self.host, self.port)
-        self.port = self._runner.addresses[0][
-            1
-        ]  # the port actually bound (port 0 asks for any free one)
+        # the port actually bound (port 0 asks for any free one)
+        self.port = self._runner.addresses[0][1]
         log.info("dashboard on http://%s:%d (token required)", self.host, self.port)
 
     async def stop(self) -> None:
@@ -198,9 +196,8 @@ async def _csrf_offered(request: web.Request) -> str | None:
         and request.path == "/logout"
         and request.content_type == "application/x-www-form-urlencoded"
     ):
-        offered = str(
-            (await request.post()).get("csrf") or ""
-        )  # a plain logout form posts it as a field
+        # a plain logout form posts it as a field
+        offered = str((await request.post()).get("csrf") or "")
     return offered
 
 

@@ -62,18 +62,14 @@ class Gate:
     token: str
     who: str = "operator"
     _sessions: dict[str, _Session] = field(default_factory=dict)
-    _failures: dict[str, list[float]] = field(
-        default_factory=dict
-    )  # client key -> times of its wrong tokens
-    _checked: dict[str, float] = field(
-        default_factory=dict
-    )  # client key -> when its token was last checked
-    _clients: dict[str, float] = field(
-        default_factory=dict
-    )  # client cookie digest -> when it was given
-    _minted: dict[str, float] = field(
-        default_factory=dict
-    )  # address -> when it was last given a client cookie
+    # client key -> times of its wrong tokens
+    _failures: dict[str, list[float]] = field(default_factory=dict)
+    # client key -> when its token was last checked
+    _checked: dict[str, float] = field(default_factory=dict)
+    # client cookie digest -> when it was given
+    _clients: dict[str, float] = field(default_factory=dict)
+    # address -> when it was last given a client cookie
+    _minted: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.token.strip():

@@ -14,9 +14,8 @@ from .services import DashboardServices
 M = TypeVar("M", bound=BaseModel)
 SERVICES = web.AppKey("services", DashboardServices)
 GATE = web.AppKey("gate", Gate)
-HOSTS = web.AppKey(
-    "hosts", frozenset
-)  # public host names the Host header may carry besides loopback ones
+# public host names the Host header may carry besides loopback ones
+HOSTS = web.AppKey("hosts", frozenset)
 CALLER = web.RequestKey("caller", Caller)
 
 
@@ -85,9 +84,8 @@ def _first(exc: ValidationError) -> str:
     return f"The {where} {msg}" if where else msg[:1].upper() + msg[1:]
 
 
-_TYPE_NAMES = frozenset(
-    {"int", "float", "str", "bool", "list[str]"}
-)  # pydantic names a union's member in the place
+# pydantic names a union's member in the place
+_TYPE_NAMES = frozenset({"int", "float", "str", "bool", "list[str]"})
 _PLAIN = {
     "less than or equal to": "at most",
     "greater than or equal to": "at least",

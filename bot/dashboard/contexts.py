@@ -43,9 +43,8 @@ def _message(svc: DashboardServices, query: dict[str, str], text: str) -> Incomi
     user_id = _account(svc.engine, platform, person)
     guild = (query.get("guild") or "").strip() or None
     if guild and guild.startswith(f"{platform}:"):
-        guild = guild[
-            len(platform) + 1 :
-        ]  # the store's guild ids are platform-qualified; the platform's own id is wanted here
+        # the store's guild ids are platform-qualified; the platform's own id is wanted here
+        guild = guild[len(platform) + 1 :]
     channel = (query.get("channel") or "").strip() or (
         svc.orchestrator.dm_channel(platform, user_id) if guild is None else "general"
     )

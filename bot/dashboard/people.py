@@ -125,9 +125,8 @@ async def forget(request: web.Request) -> web.Response:
     svc = services(request)
     if await svc.run(Overview(svc.engine).person, person_id) is None:
         raise NotFound(f"no person with id {person_id!r}")
-    counts = await svc.run(
-        forget_everything, svc.engine, [person_id]
-    )  # a /privacy off outlives it (SEC-5)
+    # a /privacy off outlives it (SEC-5)
+    counts = await svc.run(forget_everything, svc.engine, [person_id])
     if exported := await svc.run(
         forget_exports, svc.engine, [person_id]
     ):  # the console's /export files

@@ -45,10 +45,11 @@ class NoAnswer(Exception):
     """The model could not answer (down, timing out, refusing the request): the job is tried again later."""
 
 
+# what ends a job in ``failed``; anything else is a bug, left to the runner's edge
 FAILED = (
     NoAnswer,
     BadAnswer,
-)  # what ends a job in ``failed``; anything else is a bug, left to the runner's edge
+)
 
 
 class Job(Protocol[PlanT, AnswerT, ReportT]):
@@ -109,9 +110,8 @@ class WriteFacts:
 
     def gather(self) -> tuple[Judged, ...]:
         # SEC-5: a forgotten fact read again in what remains (a day's turns, a batch) is not learned back
-        kept = bound_all(
-            self.engine, unforgotten(self.engine, list(self.facts.memories))
-        )  # SEC-5: whom each is about
+        # SEC-5: whom each is about
+        kept = bound_all(self.engine, unforgotten(self.engine, list(self.facts.memories)))
         if len(kept) < len(self.facts.memories):
             log.info(
                 "learned facts: %d dropped, forgotten before", len(self.facts.memories) - len(kept)
@@ -160,9 +160,8 @@ class WriteFacts:
         return Written(stored, sum(1 for found in answer if found))
 
     def failed(self, plan: tuple[Judged, ...], error: Exception) -> Written:
-        return self.apply(
-            plan, tuple(frozenset() for _ in plan)
-        )  # ask never raises: a judge that fails says "no"
+        # ask never raises: a judge that fails says "no"
+        return self.apply(plan, tuple(frozenset() for _ in plan))
 
 
 async def ask_for_json(

@@ -122,9 +122,8 @@ class CheckinDraft:
 
     def apply(self, plan: Draft, answer: str) -> Claimed:
         if not self.store.claim(self.checkin.id):
-            return Claimed(
-                "waiting"
-            )  # no longer pending (opted out or forgotten while the model wrote)
+            # no longer pending (opted out or forgotten while the model wrote)
+            return Claimed("waiting")
         return Claimed("claimed", plan, answer)
 
     def failed(self, plan: Draft, error: Exception) -> Claimed:

@@ -51,9 +51,8 @@ REFLECT_SYSTEM = "You reflect on conversations. Answer with JSON only."
 EXCERPT_TURNS, EXCERPT_CHARS = 80, 9_000
 COMPACT_AFTER, KEEP_VERBATIM, SUMMARY_CHARS = 60, 20, 1_200
 GIVE_UP_REFLECTION_AFTER = 3  # failed tries; the session's turns stay in history either way
-ZoneName = Callable[
-    [str], str
-]  # a person id -> their IANA time zone (``memory.storage.timezones.Timezones.name_of``)
+# a person id -> their IANA time zone (``memory.storage.timezones.Timezones.name_of``)
+ZoneName = Callable[[str], str]
 
 
 def transcript_of(

@@ -35,9 +35,8 @@ SYSTEM = "You reflect on a day of conversation. Answer with JSON only."
 class Day:
     transcript: Transcript
     speakers: tuple[str, ...]  # names, in order of first turn
-    audit: (
-        int | None
-    )  # None: only the bot's turns are left (the people's were deleted or forgotten)
+    # None: only the bot's turns are left (the people's were deleted or forgotten)
+    audit: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +82,8 @@ class DayReflection:
             excerpt=transcript.render(),
             max_facts=MAX_FACTS,
         )
-        answer = await ask_for_json(
-            model, SYSTEM, prompt, FACTS_SCHEMA
-        )  # ORCH-9: structured where the server can
+        # ORCH-9: structured where the server can
+        answer = await ask_for_json(model, SYSTEM, prompt, FACTS_SCHEMA)
         return tuple(memories_from(parse_list(answer), transcript, Source.REFLECTION))
 
     def apply(self, plan: Day, answer: tuple[NewMemory, ...]) -> Facts:

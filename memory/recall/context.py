@@ -42,17 +42,15 @@ class RecallSnapshot:
     bulletin: str  # the scope's briefing, "" for none
     guidance: tuple[Memory, ...]
     recalled: Recalled
-    people: tuple[
-        tuple[str, tuple[Memory, ...]], ...
-    ]  # (person id, their facts), the speaker first
+    # (person id, their facts), the speaker first
+    people: tuple[tuple[str, tuple[Memory, ...]], ...]
     self_facts: tuple[Memory, ...]
     lore: tuple[Memory, ...]  # this guild's lore (none in a DM)
     entities: tuple[EntityCount, ...]
     sessions: tuple[SessionSummary, ...]  # sessions that ended here lately
     rolling_summary: str  # the channel's summary of what came before its history window
-    history: tuple[
-        StoredMessage, ...
-    ]  # the channel's last turns after its compaction point, oldest first
+    # the channel's last turns after its compaction point, oldest first
+    history: tuple[StoredMessage, ...]
     place_persona: str  # this server's or group's own persona, "" for none
 
 
@@ -145,9 +143,8 @@ class MemoryContext:
         """Each person's most important facts: twelve for the speaker, six for the others."""
         shown = people[:MAX_PEOPLE]
         groups = [(ctx.partitions_of(p), 12 if i == 0 else 6) for i, p in enumerate(shown)]
-        listed = self.engine.memory_rows.listing_many(
-            groups, RecallFilters(), "important"
-        )  # one statement for all
+        # one statement for all
+        listed = self.engine.memory_rows.listing_many(groups, RecallFilters(), "important")
         return tuple((p, tuple(facts)) for p, facts in zip(shown, listed, strict=True))
 
     def _lore(self, ctx: RecallContext) -> tuple[Memory, ...]:
@@ -158,9 +155,8 @@ class MemoryContext:
             RecallFilters(),
             10,
         )
-        return tuple(
-            m for m in found if m.scope is Scope.GUILD and m.subject != SELF_SUBJECT
-        )  # the bot's own are "yourself"
+        # the bot's own are "yourself"
+        return tuple(m for m in found if m.scope is Scope.GUILD and m.subject != SELF_SUBJECT)
 
     def _history(self, ctx: RecallContext, since: float) -> tuple[StoredMessage, ...]:
         rows = self.engine.messages.recent(ctx, ctx.channel_id, self.history_turns)

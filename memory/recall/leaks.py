@@ -46,20 +46,20 @@ STORE_COMMON_SHARE, STORE_COMMON_ROWS, STORE_COMMON_FLOOR = 0.02, 200, 20
 LEAK_WEIGHT = (
     2  # what the unseen words a memory shares with a reply must weigh together to count as a leak
 )
+# where a memory's words are (not its partition token)
 MEMORY_COLUMNS = (
     "subject",
     "content",
     "tags",
-)  # where a memory's words are (not its partition token)
+)
 MESSAGE_COLUMNS = ("content",)  # what was said (not the speaker's name or the quoted context)
 # Messages this recent are read too: extraction and the daily reflection have long run by then, and what was worth
 # keeping is a memory. A word said in more than this many messages is the talk of the place: not looked for there.
 RECENT_MESSAGES_S, MESSAGE_COMMON_ROWS = 7 * 86_400.0, 500
 YEAR = re.compile(r"(19|20)\d\d")
 Words = dict[str, tuple[str, int]]  # stem -> (the word as written, its weight)
-Held = tuple[
-    str, str, set[str]
-]  # a row's id, its kind of place, and which of the reply's stems it holds
+# a row's id, its kind of place, and which of the reply's stems it holds
+Held = tuple[str, str, set[str]]
 
 
 @dataclass(frozen=True, slots=True)

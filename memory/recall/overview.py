@@ -42,9 +42,8 @@ class Person:
 @dataclass(frozen=True, slots=True)
 class Guild:
     id: str
-    name: (
-        str | None
-    )  # the store keeps no guild names; the page then shows (and confirms with) the id
+    # the store keeps no guild names; the page then shows (and confirms with) the id
+    name: str | None
     memories: int
     messages: int
 
@@ -61,9 +60,8 @@ class Entity:
 class GraphView:
     people: tuple[tuple[str, str], ...]  # (person id, label)
     entities: tuple[Entity, ...]
-    edges: tuple[
-        tuple[str, str, str], ...
-    ]  # (source node, target node, label); node ids "person:<id>", "entity:<id>"
+    # (source node, target node, label); node ids "person:<id>", "entity:<id>"
+    edges: tuple[tuple[str, str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +145,8 @@ class Overview:
         edges = [(f"person:{r['person']}", node[r["entity_id"]], "mentions") for r in mentions]
         edges += [(node[r["source_id"]], node[r["target_id"]], r["relation"]) for r in relations]
         kept = tuple(e for e in entities if node[e.id].startswith("entity:"))
-        related = {
-            frozenset((a, b)) for a, b, label in edges if label != "mentions"
-        }  # a named relation says more
+        # a named relation says more
+        related = {frozenset((a, b)) for a, b, label in edges if label != "mentions"}
         edges = [
             (a, b, label)
             for a, b, label in edges

@@ -125,9 +125,8 @@ class ServerFacts:
 
     where: str  # the URL without its password
     server_version: int  # server_version_num: 180003 for 18.3
-    vector_available: (
-        str | None
-    )  # the pgvector version the server could install (None: not on the server)
+    # the pgvector version the server could install (None: not on the server)
+    vector_available: str | None
     vector_installed: str | None  # the version installed in this database (None: not installed)
     superuser: bool  # may install an untrusted extension such as pgvector
     has_store: bool  # a schema_version table: a companion store lives here

@@ -36,9 +36,8 @@ if TYPE_CHECKING:
 
 FOLLOWED_KINDS = (FactKind.EVENT, FactKind.TODO, FactKind.GOAL)
 WEEK = 7 * DAY
-STALE_AFTER = (
-    3 * DAY
-)  # "how did the marathon go?" a week later reads like a form letter: such a row expires
+# "how did the marathon go?" a week later reads like a form letter: such a row expires
+STALE_AFTER = 3 * DAY
 MAX_ATTEMPTS = 3  # model failures before a row is given up
 RETRY_AFTER = 3600.0  # a failed attempt waits this long (times the attempts so far) before the next
 

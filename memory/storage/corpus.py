@@ -51,9 +51,8 @@ class Corpus(Generic[Found]):
     db: Database
     vectors: VectorIndex
     fts: FtsQueryBuilder = field(init=False)
-    words: PgWords | None = field(
-        init=False, default=None
-    )  # PostgreSQL's full-text search, else None (FTS5)
+    # PostgreSQL's full-text search, else None (FTS5)
+    words: PgWords | None = field(init=False, default=None)
     _counts: tuple[float, dict[str, int]] = field(init=False, default=(0.0, {}))
     FTS_COLUMNS: ClassVar[tuple[str, ...]] = ()
 

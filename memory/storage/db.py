@@ -39,9 +39,8 @@ class Rewritten:
 
     bytes_before: int
     bytes_after: int
-    left: tuple[
-        str, ...
-    ]  # copies of deleted words this program cannot reach, each with what to do about it
+    # copies of deleted words this program cannot reach, each with what to do about it
+    left: tuple[str, ...]
 
 
 class Patience:
@@ -360,9 +359,8 @@ def _connect(target: str, path: str, readonly: bool) -> apsw.Connection:
     with _naming(path):
         con = apsw.Connection(target, flags=flags)
     if not readonly and path != ":memory:":
-        private_store(
-            path
-        )  # issue 31: 0600, and SQLite makes the -wal and -shm with the store file's own mode
+        # issue 31: 0600, and SQLite makes the -wal and -shm with the store file's own mode
+        private_store(path)
     return con
 
 

@@ -31,10 +31,11 @@ BATCH_TOKENS = 512
 BATCH_TEXTS = 32
 
 
+# what a folder given as the embedding model must hold
 MODEL_FILES = (
     "model.onnx",
     "tokenizer.json",
-)  # what a folder given as the embedding model must hold
+)
 
 
 def model_files(model_dir: Path | None) -> tuple[Path, Path]:
@@ -219,9 +220,8 @@ class EmbeddingService:
         self.check_model()
         hashes = [content_hash(t) for t in texts]
         cached = self._cached(hashes)
-        missing = {
-            h: texts[i] for i, h in enumerate(hashes) if h not in cached
-        }  # one call per distinct text
+        # one call per distinct text
+        missing = {h: texts[i] for i, h in enumerate(hashes) if h not in cached}
         if missing:
             fresh = self._call_embedder(list(missing.values()))
             made = dict(zip(missing, fresh, strict=True))

@@ -194,9 +194,8 @@ class MemoryRepository:
         # The older facts were read before this write transaction began; another writer may have deleted one
         # since (a forget in the dashboard, a second bot): a link to it would fail the whole write with a FOREIGN
         # KEY error (issue 31). Inside the transaction the rows still there are the ones linked; the rest are not.
-        there = self._present([m.rid for m in (*updates, *related, *contradicted)]) - {
-            rid
-        }  # rid: SQLite reuses a max rowid
+        # rid: SQLite reuses a max rowid
+        there = self._present([m.rid for m in (*updates, *related, *contradicted)]) - {rid}
         updates, related, contradicted = (
             [m for m in group if m.rid in there] for group in (updates, related, contradicted)
         )

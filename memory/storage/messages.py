@@ -93,9 +93,8 @@ class MessageLog:
         with self.db.transaction():
             for i, row in enumerate(rows):
                 if known := self._delivered_id(row):
-                    ids.append(
-                        known
-                    )  # a re-delivered message is stored once (idempotent on its platform id)
+                    # a re-delivered message is stored once (idempotent on its platform id)
+                    ids.append(known)
                     continue
                 where = (row["platform"], row["channel_id"])
                 row["prev_rid"] = last_rid[where]

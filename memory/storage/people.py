@@ -80,10 +80,11 @@ class People:
         people = []
         for uid, name in accounts:
             person = self._recorded(platform, str(uid), name, known.get(str(uid)))
+            # an account listed twice is read as written
             known[str(uid)] = (
                 person,
                 name or known.get(str(uid), ("", ""))[1],
-            )  # an account listed twice is read as written
+            )
             people.append(person)
         return people
 

@@ -48,9 +48,8 @@ def open_database(url: str | Path) -> Database:
     return Database(text.removeprefix("sqlite://") if text.startswith("sqlite:///") else text)
 
 
-_SCHEME = re.compile(
-    r"^([A-Za-z][A-Za-z0-9+.-]+):"
-)  # two letters or more: "C:\\store.db" is a Windows path
+# two letters or more: "C:\\store.db" is a Windows path
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 
 
 def unreadable_location(where: str) -> str | None:

@@ -137,9 +137,8 @@ def _sqlite_only(statement: str) -> bool:
         "VIRTUAL TABLE" in head
         or head.startswith(("CREATE TRIGGER", "DROP TRIGGER", "INSERT OR IGNORE"))
         or re.match(r"INSERT INTO \w+_FTS\b", head) is not None
-        or (
-            head.startswith("UPDATE MESSAGES SET LEGACY_COPY")
-        )  # upgrades old SQLite rows; a new store has none
+        # upgrades old SQLite rows; a new store has none
+        or (head.startswith("UPDATE MESSAGES SET LEGACY_COPY"))
         or "JSON_EACH("
         in head  # SQLite's JSON: such a data step has its PostgreSQL form in ``EXTRA``
     )

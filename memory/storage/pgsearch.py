@@ -61,11 +61,12 @@ class PgWords:
     def __init__(self, db: Database, table: str, terms: FtsQueryBuilder) -> None:
         self.db, self.table, self.terms = db, table, terms
         self.weights = WEIGHTS[table]
+        # (when, rows, mean lexemes a row)
         self._stats: tuple[float, int, float] = (
             -STATS_TTL_S,
             0,
             1.0,
-        )  # (when, rows, mean lexemes a row)
+        )
         self._known: dict[
             str, tuple[float, tuple[str, ...], int]
         ] = {}  # word -> (when, its lexemes, rows holding it)

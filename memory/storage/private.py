@@ -32,9 +32,8 @@ def private_folder(path: Path) -> Path:
     for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):  # another process made it meanwhile
             folder.mkdir(mode=PRIVATE_FOLDER)
-        _chmod(
-            folder, PRIVATE_FOLDER
-        )  # mkdir's mode passes through the umask; the folder is ours, so set it
+        # mkdir's mode passes through the umask; the folder is ours, so set it
+        _chmod(folder, PRIVATE_FOLDER)
     return path
 
 

@@ -36,9 +36,8 @@ class RateWindows:
         # for the disk costs each reply ~5 ms on PostgreSQL (measured on this machine)
         with self.db.transaction(durable=False):
             self.db.execute("INSERT OR IGNORE INTO rate_windows (account) VALUES (?)", (account,))
-            self.db.execute(
-                "UPDATE rate_windows SET last_at = ? WHERE account = ?", (now, account)
-            )  # holds the row
+            # holds the row
+            self.db.execute("UPDATE rate_windows SET last_at = ? WHERE account = ?", (now, account))
             row = self.db.one("SELECT hits, told FROM rate_windows WHERE account = ?", (account,))
             assert row is not None  # inserted above in this transaction
             hits = [t for t in json.loads(row["hits"]) if t > now - window_s]

@@ -35,9 +35,8 @@ from .db import Database
 MAX_ATTEMPTS = 5  # sends the platform refused before the person is told it could not be delivered
 RETRY_AFTER = 60.0  # seconds, doubled at each failed attempt (1, 2, 4, 8 minutes)
 REPORT_AGAIN_AFTER = 3600.0  # telling the person it failed failed too: tried again this much later
-MAX_TELLS = (
-    MAX_ATTEMPTS + 24
-)  # attempts (sends, then tellings) after which only /reminders shows it
+# attempts (sends, then tellings) after which only /reminders shows it
+MAX_TELLS = MAX_ATTEMPTS + 24
 MAX_TEXT = 500
 MAX_PENDING = 50  # per person: a runaway model loop cannot fill the store
 _STOP = frozenset(
@@ -155,9 +154,8 @@ class Reminders:
         """``what`` at the time ``when`` names in ``zone``: the stored row, or InvalidInput with the question to
         answer (nothing stored). The one way /remind and the reminder_set tool set a reminder."""
         due = parse_when(when, self.clock.now(), zone)
-        name = (
-            getattr(zone, "key", None) or "UTC"
-        )  # a ZoneInfo, or datetime.UTC for a person with no zone
+        # a ZoneInfo, or datetime.UTC for a person with no zone
+        name = getattr(zone, "key", None) or "UTC"
         return self.add(NewReminder(person_id, place, what, name, due.due_at, due.every, due.local))
 
     def add(self, new: NewReminder) -> Reminder:

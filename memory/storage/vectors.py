@@ -81,9 +81,8 @@ def sign_bits(mat: np.ndarray) -> np.ndarray:
 
 def hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
     """Distance from the query's sign bits (one word per row of ``bits``) to every column."""
-    xor = np.empty(
-        bits.shape[1], dtype=np.uint64
-    )  # two scratch rows for the whole scan, not two per word
+    # two scratch rows for the whole scan, not two per word
+    xor = np.empty(bits.shape[1], dtype=np.uint64)
     ones = np.empty(bits.shape[1], dtype=np.uint8)
     dist = np.bitwise_count(np.bitwise_xor(bits[0], query_bits[0], out=xor)).astype(np.uint16)
     for word, q in zip(bits[1:], query_bits[1:], strict=True):
@@ -96,9 +95,8 @@ def nearest(dist: np.ndarray, keep: int) -> np.ndarray:
     if len(dist) <= keep:
         return np.arange(len(dist))
     cut = int(np.searchsorted(np.cumsum(np.bincount(dist)), keep))
-    near = np.flatnonzero(
-        dist <= cut
-    )  # one pass over all rows; the split below is over ~keep of them
+    # one pass over all rows; the split below is over ~keep of them
+    near = np.flatnonzero(dist <= cut)
     below = near[dist[near] < cut]
     return np.concatenate([below, near[dist[near] == cut][: keep - len(below)]])
 
@@ -391,9 +389,8 @@ class VectorIndex:
         """Committed rows into the loaded partitions (a partition not loaded yet will read them from vec0)."""
         if self._parts is None or not rows:
             return
-        self.mirror_remove(
-            [rid for rid, _, _ in rows]
-        )  # a rewritten row may also have changed partition
+        # a rewritten row may also have changed partition
+        self.mirror_remove([rid for rid, _, _ in rows])
         for rid, key, vector in rows:
             part = self._parts.get(key)
             if part is not None:
@@ -486,9 +483,8 @@ class VectorIndex:
             try:
                 also = other()
             finally:
-                found = (
-                    scan.result()
-                )  # never left running over partitions this thread may change next
+                # never left running over partitions this thread may change next
+                found = scan.result()
         else:
             found, also = self._scan_loaded(loaded, q, k), other()
         # what grew (new rows, sign bits) is counted now; past the budget, older partitions make way
@@ -558,9 +554,8 @@ class VectorIndex:
         if not self.budget.admit(self, key, count * row_bytes, keep):
             return None
         part = mirror[key] = self._load(key, count)
-        self.budget.touch(
-            self, key, part.nbytes
-        )  # counted at once: the next partition of this search sees it
+        # counted at once: the next partition of this search sees it
+        self.budget.touch(self, key, part.nbytes)
         return part
 
     def _load(self, key: str, count: int) -> _Partition:

@@ -40,10 +40,11 @@ log = logging.getLogger(__name__)
 SCOPES = ("guild", "dm", "owner")
 MAX_WORDS = 500
 MAX_CHARS = 4_000  # what is stored of an answer (500 words is ~3,300 characters)
+# what the model reads: the most important, then the newest
 SOURCE_MEMORIES, SOURCE_CHARS = (
     80,
     12_000,
-)  # what the model reads: the most important, then the newest
+)
 MIN_MEMORIES = 3  # a bulletin of one or two facts says no more than the people section already does
 MIN_CHANGES = 5
 MAX_AGE_S = DAY
@@ -163,9 +164,8 @@ class Bulletins:
             newest
         )
         tombstones = self.engine.memories.tombstones
-        buried = (
-            tombstones.any()
-        )  # SEC-5: a memory matching a forgotten fact (one that outlived it) is not briefed
+        # SEC-5: a memory matching a forgotten fact (one that outlived it) is not briefed
+        buried = tombstones.any()
         picked: dict[str, Memory] = {}
         used = 0
         for m in listed:

@@ -195,9 +195,8 @@ def _check_target_server(target: str) -> None:
 
 def _open_target(target: str) -> Database:
     try:
-        return open_database(
-            target
-        )  # made and migrated to this program's schema, which SRC was checked to have
+        # made and migrated to this program's schema, which SRC was checked to have
+        return open_database(target)
     except SchemaError as exc:
         raise CopyRefused(f"DST: {exc}") from None
 
@@ -348,9 +347,8 @@ class _Copy:
                 table, rids, {r[cols.index("rid")]: r[cols.index("partition_key")] for r in rows}
             )
             _, corpus = DERIVED[table]
-            corpus(self.dst.db, self.dst.vectors[table]).index_text(
-                rids
-            )  # last in the transaction (see index_text)
+            # last in the transaction (see index_text)
+            corpus(self.dst.db, self.dst.vectors[table]).index_text(rids)
 
     def _vectors(self, owner: str, rids: list[int], partitions: dict[int, str]) -> None:
         found = self.src.vectors[owner].get(rids)
@@ -368,9 +366,8 @@ class _Copy:
         ]
         for owner, index in self.src.vectors.items():
             if index.dim is not None:
-                made = (
-                    self.dst.vectors[owner].dim is not None
-                )  # none copied: DST never made the table
+                # none copied: DST never made the table
+                made = self.dst.vectors[owner].dim is not None
                 dst_count = catalog.count(self.dst.db, index.table) if made else 0
                 counts.append(
                     TableCount(index.table, catalog.count(self.src.db, index.table), dst_count)

@@ -44,12 +44,10 @@ def forget_memory(
     root = engine.memory_rows.get(memory_id)
     rows = engine.memory_rows.by_rids(engine.memory_rows.lineage([root.rid]))
     done = Forgotten(contents=[root.content])
-    engine.memories.tombstones.bury(
-        rows
-    )  # first: a forget cut short must still not be learned back
-    checkins = engine.checkins.sent_messages(
-        [m.id for m in rows]
-    )  # read before the cascade drops their rows
+    # first: a forget cut short must still not be learned back
+    engine.memories.tombstones.bury(rows)
+    # read before the cascade drops their rows
+    checkins = engine.checkins.sent_messages([m.id for m in rows])
     done.memories = engine.memories.delete_rids([m.rid for m in rows])
     chats = {asked_in} if asked_in else set()
     chats |= {

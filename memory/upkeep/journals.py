@@ -77,14 +77,12 @@ def folder_of(partition_key: str) -> str:
     if scope == "guild":
         return "guild-" + safe_name(parts[1])
     if scope == "user" and len(parts) >= 4 and parts[2] == "public":
-        return "guild-" + safe_name(
-            parts[3]
-        )  # a public fact said in a server belongs to that server
+        # a public fact said in a server belongs to that server
+        return "guild-" + safe_name(parts[3])
     if scope == "owner":
         return "owner"
-    return "dm-" + safe_name(
-        parts[1]
-    )  # private facts, and portable ones: only that person's DMs see them
+    # private facts, and portable ones: only that person's DMs see them
+    return "dm-" + safe_name(parts[1])
 
 
 def safe_name(value: str) -> str:
@@ -222,9 +220,8 @@ class Journals:
     def _append(self, path: Path, lines: list[str]) -> None:
         private_folder(path.parent)
         header = "" if path.exists() else f"# {path.stem}: {_title(path.parent.name)}\n\n"
-        create_private(
-            path
-        )  # 0600 before the first line (a plain open would follow the umask: 0644)
+        # 0600 before the first line (a plain open would follow the umask: 0644)
+        create_private(path)
         with path.open("a", encoding="utf-8") as out:
             out.write(header + "".join(lines))
 
@@ -267,9 +264,8 @@ class Journals:
         if not memories:
             replace_wiping(path, None)
             _remove_if_empty(path.parent)
-            _remove_if_empty(
-                self.root
-            )  # nothing left at all: no empty folder stays to say someone was here
+            # nothing left at all: no empty folder stays to say someone was here
+            _remove_if_empty(self.root)
             return
         private_folder(path.parent)
         replace_wiping(path, "".join(_snapshot_text(folder, memories, self.now())))

@@ -365,9 +365,8 @@ class PersonKeys:
         params: list[Any] = []
 
         def listed(match: re.Match[str]) -> str:
-            values = getattr(self, match.group(1)) or (
-                "\x00",
-            )  # an impossible value keeps "IN ()" valid
+            # an impossible value keeps "IN ()" valid
+            values = getattr(self, match.group(1)) or ("\x00",)
             params.extend(values)
             return placeholders(values)
 

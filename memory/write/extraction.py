@@ -234,9 +234,8 @@ def _filed(
     source: Source,
 ) -> NewMemory | None:
     """The candidate as a memory of its owner; None (counted in ``tally``) when it is nobody's to file."""
-    content = _text(
-        candidate.get("content")
-    )  # who said it is read from the content: the subject is a label
+    # who said it is read from the content: the subject is a label
+    content = _text(candidate.get("content"))
     fact = f"{_text(candidate.get('subject'))} {content}"
     cited = _numbers(candidate.get("lines")) or None
     if rules.is_bot(_tag(candidate)):
@@ -251,9 +250,8 @@ def _filed(
         tally.drop("a question, not a fact")  # "What should I cook tonight?", filed by a 1.5B
         return None
     if source is not Source.REFLECTION and rules.invented(content):
-        tally.drop(
-            "none of its words is in the conversation"
-        )  # a 1.5B filed the prompt's own example
+        # a 1.5B filed the prompt's own example
+        tally.drop("none of its words is in the conversation")
         return None
     if rules.forgotten(decided, fact) is not None:
         tally.drop("asked to forget in this conversation")

@@ -29,14 +29,14 @@ from .wording import content_words
 _OPENERS = (
     r"ok(?:ay)?|so|and|also|oh|actually|hey|please|pls|wait|sorry|hmm|um|no|on second thought"
 )
-_LEAD = (
-    r"(?:^|(?<=[.!?;:\n]))\s*(?:[\w'-]+,\s*)?(?:(?:" + _OPENERS + r")\b[\s,]*)*"
-)  # a name, "ok", "please"...
+# a name, "ok", "please"...
+_LEAD = r"(?:^|(?<=[.!?;:\n]))\s*(?:[\w'-]+,\s*)?(?:(?:" + _OPENERS + r")\b[\s,]*)*"
 _ASK = r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|i\s+(?:want|need|would\s+like|'d\s+like)\s+you\s+to\s+|please\s+)?"
 _VERB = r"(?:/forget|forget|unremember|stop\s+remembering|(?:don'?t|do\s+not|not)\s+(?:remember|keep|save|store))\b"
 ASK = re.compile(_LEAD + _ASK + _VERB + r"(?P<what>[^.!?;\n]*)", re.IGNORECASE)
 EVERYTHING = frozenset({"everyth"})  # the stem of "everything"
 # words that point at what was said rather than name it: "forget what I just said about that"
+# stems (``memory.write.wording``)
 POINTING = frozenset(
     {
         "about",
@@ -53,7 +53,7 @@ POINTING = frozenset(
         "now",
         "again",
     }
-)  # stems (``memory.write.wording``)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +76,8 @@ def forgets_in(speakers: Sequence[str | None], texts: Sequence[str]) -> tuple[As
             continue
         earlier = next((j for j in range(i - 1, -1, -1) if speakers[j] == speaker), None)
         for match in ASK.finditer(text or ""):
-            before = (
-                i if content_words(text[: match.start()]) else earlier
-            )  # "I quit my job. Forget that."
+            # "I quit my job. Forget that."
+            before = i if content_words(text[: match.start()]) else earlier
             what = match.group("what").strip()
             named = content_words(what) - POINTING
             everything = bool(named) and named <= EVERYTHING

@@ -246,9 +246,8 @@ class FileRun:
         for item, memory_ids in zip(prepared, ids, strict=True):
             self.report.rejected += item.rejected
             p = item.passage
-            made: list[str | None] = list(memory_ids) or [
-                None
-            ]  # a passage that gave nothing is still known
+            # a passage that gave nothing is still known
+            made: list[str | None] = list(memory_ids) or [None]
             new_rows += [_Row(item.seq, p.digest, p.page, p.start, p.end, m) for m in made]
         self.report.memories += sum(len(i) for i in ids)
         with (
@@ -271,9 +270,8 @@ class FileRun:
                 self.report.gone += sum(1 for i in range(i1, i2) if i not in self._kept)
             if op != "replace":
                 continue
-            made = [
-                j for j in range(j1, j2) if j in firsts
-            ]  # a passage that gave nothing (forgotten) replaces nothing
+            # a passage that gave nothing (forgotten) replaces nothing
+            made = [j for j in range(j1, j2) if j in firsts]
             for k in range(i1, i2):
                 new_id = firsts[made[min(k - i1, len(made) - 1)]] if made else None
                 old_ids = [r.memory_id for r in self.old_order[k][1] if r.memory_id]

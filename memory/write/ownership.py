@@ -182,9 +182,8 @@ class Ownership:
         if not sayers and any(
             s is None and self.says(i, words) for i, s in enumerate(self.speaker)
         ):
-            return Dropped(
-                "only the bot's words say it"
-            )  # what the bot said is not what the person said
+            # what the bot said is not what the person said
+            return Dropped("only the bot's words say it")
         cited = tuple(i for i in valid if self.speaker[i] == tagged)
         # where their own lines say it, those words beat a citation beside them; else the citation stands
         return Filed(

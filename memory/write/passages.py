@@ -28,9 +28,8 @@ SNIFF = 8_192
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".text"})
 SUFFIXES = TEXT_SUFFIXES | {".pdf"}
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-_NUMBERED = re.compile(
-    r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+(?=\S)"
-)  # "2.3 Results", "4. Methods", "IV. Costs"
+# "2.3 Results", "4. Methods", "IV. Costs"
+_NUMBERED = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+(?=\S)")
 _SMALL_WORDS = frozenset(
     {
         "a",

@@ -72,9 +72,8 @@ def message_edited(engine: MemoryEngine, buffer: ExtractionBuffer, edit: Edit) -
         )
     old = engine.messages.get_rids(rids[:1])[0]
     if old.content == clean_text(edit.text):
-        return (
-            Withdrawn()
-        )  # an embed or pin update re-sends the same text: nothing was learned differently
+        # an embed or pin update re-sends the same text: nothing was learned differently
+        return Withdrawn()
     buffer.drop_messages([old.rid])
     stored = engine.messages.replace_content(old.rid, edit.text)
     done = _withdraw(engine, [old.id])

@@ -240,9 +240,8 @@ class MemoryStore:
         with self.rows.db.transaction():
             self.rows.link(new.rid, old, [], [])
         if self.journal is not None and old:
-            self.journal.touched(
-                {m.partition_key for m in old}
-            )  # no new line; the snapshot drops the replaced ones
+            # no new line; the snapshot drops the replaced ones
+            self.journal.touched({m.partition_key for m in old})
 
     def update(
         self,

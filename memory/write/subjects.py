@@ -37,9 +37,8 @@ class Place:
 
     pointed: dict[str, frozenset[str]]  # accounts the speaker @mentioned or replied to
     present: dict[str, frozenset[str]]  # participants who spoke there (the speaker among them)
-    by_name: dict[
-        str, frozenset[str]
-    ]  # a folded name -> the participants using it (``present`` turned round)
+    # a folded name -> the participants using it (``present`` turned round)
+    by_name: dict[str, frozenset[str]]
 
     @classmethod
     def of(cls, pointed: dict[str, frozenset[str]], present: dict[str, frozenset[str]]) -> Place:

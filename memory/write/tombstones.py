@@ -97,9 +97,8 @@ class Tombstones:
         """``own_names``: a person's own display names (``People.own_names``): every fact about them says them, so
         they tell nothing apart."""
         self.db, self.clock, self.embeddings, self.own_names = db, clock, embeddings, own_names
-        self._ephemeral = (
-            key is None
-        )  # a scratch engine (an eval, a test): said once, when something is buried
+        # a scratch engine (an eval, a test): said once, when something is buried
+        self._ephemeral = key is None
         self._key = key or secrets.token_bytes(32)
         self._tracer = Tracer(self._key)
         self._legacy: bytes | None = None  # the old in-store key, once read (``_legacy_key``)
@@ -203,9 +202,8 @@ class Tombstones:
     def _vectors(self, texts: list[str]) -> np.ndarray | None:
         if not texts or self.embeddings is None or not self.embeddings.available:
             return None
-        return self.embeddings.embed_queries(
-            texts
-        )  # a query vector: not written to the embedding cache
+        # a query vector: not written to the embedding cache
+        return self.embeddings.embed_queries(texts)
 
     def _buried(self, fact: Fact) -> list[dict]:
         if not self.any():
@@ -269,9 +267,8 @@ def unforgotten(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMe
         if not found:
             kept.append(new)
         elif said_after(engine, new, found):
-            tombstones.lift_ids(
-                [t.id for t in found]
-            )  # said again by the person, in whatever words
+            # said again by the person, in whatever words
+            tombstones.lift_ids([t.id for t in found])
             kept.append(new)
         else:
             log.info(

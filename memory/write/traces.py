@@ -52,11 +52,12 @@ from .wording import STOPS
 
 WORD_BITS, NAME_BITS = 12, 16  # a word's mark is one of 4,096 values, a name's one of 65,536
 SIGNATURE_BITS = 32
+# a longer word keeps 7: "sleepwalk" is not "sleep"
 FORM_LETTERS, COMPOUND, LONG_FORM_LETTERS = (
     5,
     8,
     7,
-)  # a longer word keeps 7: "sleepwalk" is not "sleep"
+)
 SYNONYM = (
     0.65  # how alike (the thesaurus's likeness) a word must be to stand for a tombstone's word
 )
@@ -122,9 +123,8 @@ class Trace:
         if max(common, default=0) <= 1:
             # common words only: the same words and no other ("Alice likes green tea" is not "Alice likes tea")
             mine = self.marks.keys() | {a for alike in self.alike.values() for a in alike}
-            words = {
-                mark for mark in candidate.marks if mark < 1 << NAME_BITS
-            }  # its words' marks (not as names)
+            # its words' marks (not as names)
+            words = {mark for mark in candidate.marks if mark < 1 << NAME_BITS}
             return shared >= WORDS_ALONE and words <= mine
         if shared >= WORDS_ALONE:
             return True  # most of its words, one of them telling
@@ -170,9 +170,8 @@ class Tracer:
                 if synonyms
                 else [self._mark(owner, shape, n) for n in (False, True)]
             ):
-                marks[mark] = max(
-                    marks.get(mark, 0), weight
-                )  # a candidate's word may be a tombstone's name: both kinds
+                # a candidate's word may be a tombstone's name: both kinds
+                marks[mark] = max(marks.get(mark, 0), weight)
             if synonyms and weight != NAME:
                 alike[mark] = tuple(self._mark(owner, form(w)) for w in synonyms_of(word))
         return Trace(

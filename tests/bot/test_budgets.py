@@ -153,40 +153,35 @@ async def test_a_flood_from_one_person_walks_down_the_levels_in_order_and_anothe
     # about 1,000 tokens a call with this prompt, two calls a round: full to 8,400 tokens, short to 11,200, then no
     # chime-ins, then spent at 14,000
     async with bot(tmp_path, budget_person_tokens=14_000) as (runtime, llm, dc):
-        await say(
-            runtime, dc, BOB, "morning all", to_bot=False
-        )  # Bob is present: Alice's chatter may be a chime-in
+        # Bob is present: Alice's chatter may be a chime-in
+        await say(runtime, dc, BOB, "morning all", to_bot=False)
         seen: list[Level] = []
         for n in range(14):
             now, calls = await level(runtime, ALICE), len(llm.chat_requests)
             await say(runtime, dc, ALICE, f"question {n} about my tomatoes")
             asked = llm.chat_requests[calls:]
             then, calls = await level(runtime, ALICE), len(llm.chat_requests)
-            await say(
-                runtime, dc, ALICE, f"the tomatoes are {n} cm tall now", to_bot=False
-            )  # chatter, not to the bot
+            # chatter, not to the bot
+            await say(runtime, dc, ALICE, f"the tomatoes are {n} cm tall now", to_bot=False)
             chimed = len(llm.chat_requests) - calls
             seen += [now, then]
             assert chimed == (1 if then < Level.QUIET else 0), (n, then)
             if now is Level.SPENT:
                 assert not asked
                 continue
-            history = (
-                len(asked[0]["messages"]) - 2
-            )  # without the system prompt and the user's message
+            # without the system prompt and the user's message
+            history = len(asked[0]["messages"]) - 2
             assert (history <= SHORT_HISTORY_TURNS) == (now >= Level.SHORT) or n < 2, (
                 n,
                 now,
                 history,
             )
-        assert seen == sorted(seen) and set(seen) == set(Level), (
-            seen
-        )  # every step, in order, none skipped back
+        # every step, in order, none skipped back
+        assert seen == sorted(seen) and set(seen) == set(Level), seen
         await until(lambda: PERSON_SPENT in [m["content"] for m in dc.sent])
         calls = len(llm.chat_requests)
-        await say(
-            runtime, dc, BOB, "what should I plant in spring?"
-        )  # the same server, another person: answered in full
+        # the same server, another person: answered in full
+        await say(runtime, dc, BOB, "what should I plant in spring?")
         assert len(llm.chat_requests) == calls + 1 and dc.sent[-1]["content"] == REPLY
         said = [m["content"] for m in dc.sent]
         bill = await the_bill(runtime, llm)
@@ -219,9 +214,8 @@ async def test_a_long_day_in_one_server_stops_everyone_there_once_each_and_a_new
             await say(runtime, dc, user, "hello?")
         await until(lambda: sum(m["content"] == PLACE_SPENT for m in dc.sent) == 3)
         assert len(llm.chat_requests) == calls  # nothing more asked of the model in the server
-        await say(
-            runtime, dc, CAROL, "are you there?", dm=9100
-        )  # her DM is not the server's budget
+        # her DM is not the server's budget
+        await say(runtime, dc, CAROL, "are you there?", dm=9100)
         assert [m["content"] for m in dc.sent if m["channel_id"] == 9100] == [REPLY]
         spent = await runtime.runner.run(runtime.engine.ledger.place_spent, "2026-11-27", PLACE)
         assert spent.tokens >= 6_000 and await level(runtime, ALICE) is Level.SPENT
@@ -258,9 +252,10 @@ async def test_a_telegram_dm_flood_gets_the_polite_line_once_and_is_stored_whole
         try:
             for n in range(12):
                 tg.push_message(55, 55, f"message {n} of my flood")
+                # answered or held
                 await until(
                     lambda n=n: [m["text"] for m in tg.sent].count(REPLY) + held(runtime) > n
-                )  # answered or held
+                )
             await until(lambda: PERSON_SPENT in [m["text"] for m in tg.sent])
             bill = await the_bill(runtime, llm)
             total = await runtime.runner.run(
@@ -274,7 +269,6 @@ async def test_a_telegram_dm_flood_gets_the_polite_line_once_and_is_stored_whole
             await adapter.stop()
             await runtime.stop()
     said = [m["text"] for m in tg.sent]
-    assert (
-        said.count(PERSON_SPENT) == 1 and said.index(PERSON_SPENT) == len(said) - 1
-    )  # once, after the last reply
+    # once, after the last reply
+    assert said.count(PERSON_SPENT) == 1 and said.index(PERSON_SPENT) == len(said) - 1
     assert 2 <= said.count(REPLY) < 12 and total == bill and stored == 12

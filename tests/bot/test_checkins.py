@@ -41,9 +41,8 @@ class Outbox:
 def box(rt) -> Outbox:
     outbox = Outbox()
     rt.checkins.deliveries["telegram"] = outbox
-    rt.engine.clock.t = at(
-        "2026-05-04 12:00"
-    )  # a Monday noon, UTC: outside the default quiet hours
+    # a Monday noon, UTC: outside the default quiet hours
+    rt.engine.clock.t = at("2026-05-04 12:00")
     return outbox
 
 
@@ -119,9 +118,8 @@ async def test_checkins_alone_shows_the_state_and_what_is_planned(rt, box):
 
 async def test_a_checkin_only_ever_goes_to_the_dm_it_was_asked_for_in(rt, srv, box):
     await opt_in(rt)
-    await rt.orchestrator.command(
-        "checkins", "", group("telegram", "-100", "7", "/checkins")
-    )  # a look from a group changes nothing
+    # a look from a group changes nothing
+    await rt.orchestrator.command("checkins", "", group("telegram", "-100", "7", "/checkins"))
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     rt.engine.clock.t = at("2026-05-07 10:00")
     srv.script("How did the half marathon go?")
@@ -149,9 +147,8 @@ async def test_a_past_event_is_followed_up_once_the_day_after_and_a_reply_is_an_
     srv.script("Well done!")
     await rt.orchestrator.reply(dm("telegram", "7", "It went great, 1:52!"))
     shown = [m["content"] for m in srv.chat_requests[-1]["messages"]]
-    assert (
-        "Morning! How did the Lisbon half marathon go?" in shown
-    )  # the check-in is the bot's turn in the DM's history
+    # the check-in is the bot's turn in the DM's history
+    assert "Morning! How did the Lisbon half marathon go?" in shown
 
 
 async def test_a_todo_is_followed_up_on_its_due_day_and_a_fact_without_a_date_never(rt, srv, box):
@@ -188,9 +185,10 @@ async def test_at_most_two_a_week_per_person(rt, srv, box):
 async def test_nothing_is_sent_in_the_quiet_hours_of_the_persons_own_zone(rt, srv, box):
     await opt_in(rt)
     dated(rt, "Alice runs the Tokyo marathon on 6 May", "2026-05-06")
+    # what the person sets
     await rt.orchestrator.command(
         "timezone", "Asia/Tokyo", dm("telegram", "7", "/timezone Asia/Tokyo")
-    )  # what the person sets
+    )
     rt.engine.clock.t = at("2026-05-07 14:00")  # 23:00 in Tokyo, though mid-afternoon in UTC
     assert (await rt.checkins.run()).waiting == 1 and box.sent == [] and srv.chat_requests == []
     rt.engine.clock.t = at("2026-05-08 01:00")  # 10:00 in Tokyo, though 01:00 in UTC
@@ -218,9 +216,8 @@ async def test_a_model_that_fails_or_answers_garbage_sends_nothing_and_is_tried_
     await opt_in(rt)
     dated(rt, "Alice runs the Lisbon half marathon on 6 May", "2026-05-06")
     rt.engine.clock.t = at("2026-05-07 10:00")
-    srv.script(
-        *[answer] * (3 if isinstance(answer, HTTPError) else 1)
-    )  # a server error is retried by the client twice
+    # a server error is retried by the client twice
+    srv.script(*[answer] * (3 if isinstance(answer, HTTPError) else 1))
     report = await rt.checkins.run()
     assert (report.sent, report.postponed, box.sent) == (1 - 1, 1, [])
     assert rows(rt)[0]["state"] == "pending" and rows(rt)[0]["attempts"] == 1
@@ -367,13 +364,11 @@ def test_an_export_lists_the_persons_checkins(tmp_path):
 
 def test_the_job_is_built_with_a_zone_lookup_and_the_configured_limits(rt):
     assert isinstance(rt.checkins, CheckinJob)
-    assert (
-        rt.checkins.zone_of("anyone").key == "UTC" and rt.checkins.options.per_week == 2
-    )  # the operator's default
+    # the operator's default
+    assert rt.checkins.zone_of("anyone").key == "UTC" and rt.checkins.options.per_week == 2
     rt.orchestrator.zones.set(PERSON, "Europe/Lisbon")
-    assert (
-        rt.checkins.zone_of(PERSON).key == "Europe/Lisbon"
-    )  # the person's own zone, as /timezone sets it
+    # the person's own zone, as /timezone sets it
+    assert rt.checkins.zone_of(PERSON).key == "Europe/Lisbon"
 
 
 # -- what a person sees on the console ------------------------------------------------------------------------

@@ -40,9 +40,8 @@ async def test_discord_sends_a_checkin_to_a_dm_and_refuses_a_server_channel():
         )
         await adapter.start()
         try:
-            await dsc.dispatch_message(
-                DM_CHANNEL, ALICE, "hi"
-            )  # Alice's DM exists once she wrote there
+            # Alice's DM exists once she wrote there
+            await dsc.dispatch_message(DM_CHANNEL, ALICE, "hi")
             await dsc.wait_for_sent(1)
             await adapter.send_direct(str(DM_CHANNEL), "How did the race go?")
             with pytest.raises(ValueError, match="not a DM"):

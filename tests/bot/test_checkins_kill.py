@@ -159,9 +159,8 @@ async def test_a_checkin_killed_at_any_step_is_never_sent_twice_and_still_sent_i
         )
         try:
             if step == "before-claim":
-                await srv.wait_until(
-                    lambda: len(srv.chat_requests) == 1, timeout=30
-                )  # the model is writing it...
+                # the model is writing it...
+                await srv.wait_until(lambda: len(srv.chat_requests) == 1, timeout=30)
             else:
                 await line_from(child, "claimed" if step == "after-claim" else "sent")
             child.send_signal(signal.SIGKILL)
@@ -177,7 +176,6 @@ async def test_a_checkin_killed_at_any_step_is_never_sent_twice_and_still_sent_i
         "after-send": (1, 0, ["sending"]),
     }[step]
     assert (before, sent, states) == expected
-    assert len(tg.sent) == 1 - (
-        step == "after-claim"
-    )  # at most once, and exactly once unless killed past the line
+    # at most once, and exactly once unless killed past the line
+    assert len(tg.sent) == 1 - (step == "after-claim")
     assert all(m["chat_id"] == int(USER) for m in tg.sent)

@@ -105,15 +105,12 @@ async def test_after_privacy_off_messages_in_a_dm_and_a_group_leave_no_byte_in_t
         assert WORD in await tg_say(
             tg, GROUP, ALICE, f"everyone, my cat {WORD} did trick {n}", **GROUP_KW
         )
-        tg.push_message(
-            GROUP, ALICE, f"(not to the bot) {WORD} is asleep now {n}", **GROUP_KW
-        )  # observed, not answered
-    assert await tg_say(
-        tg, GROUP, BOB, "nice cat pics today", first_name="Bob", **GROUP_KW
-    )  # Bob is remembered as usual
-    assert seen and all(
-        s.startswith("Error:") and "/privacy off" in s for s in seen
-    )  # the save was refused
+        # observed, not answered
+        tg.push_message(GROUP, ALICE, f"(not to the bot) {WORD} is asleep now {n}", **GROUP_KW)
+    # Bob is remembered as usual
+    assert await tg_say(tg, GROUP, BOB, "nice cat pics today", first_name="Bob", **GROUP_KW)
+    # the save was refused
+    assert seen and all(s.startswith("Error:") and "/privacy off" in s for s in seen)
     runtime.engine.clock.advance(700)
     await runtime.background.tick()  # extraction, reflection: nothing of Alice's is waiting
     runtime.engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -212,9 +209,8 @@ async def test_only_a_group_admin_can_switch_remembering_off_for_the_whole_group
     await tg_say(tg, GROUP, BOB, f"Bob in the group: {WORD}", first_name="Bob", **GROUP_KW)
     await tg_say(tg, OTHER_GROUP, BOB, "Bob in the other group", first_name="Bob", **GROUP_KW)
     await tg_say(tg, BOB, BOB, "Bob in his DM", first_name="Bob")
-    assert (
-        stored(runtime, WORD) == 0
-    )  # nor the bot's reply ("ok" is kept only where remembering is on)
+    # nor the bot's reply ("ok" is kept only where remembering is on)
+    assert stored(runtime, WORD) == 0
     assert stored(runtime, "Bob in the other group") == 1 and stored(runtime, "Bob in his DM") == 1
     await tg_answer(tg, GROUP, ADMIN, "/privacy server on", first_name="Ada", **GROUP_KW)
     await tg_say(tg, GROUP, BOB, f"Bob again: {WORD}", first_name="Bob", **GROUP_KW)
@@ -255,9 +251,10 @@ async def about_world(runtime, llm, tg) -> dict[str, str]:
     await tg_say(tg, GROUP, ALICE, "hi all", **GROUP_KW)
     await tg_say(tg, GROUP, BOB, f"Alice is allergic to {WORD} nuts", first_name="Bob", **GROUP_KW)
     runtime.engine.clock.advance(31)
+    # P1 is Alice
     llm.script(
         facts({"speaker": "P2", "subject": "Alice", "content": f"Alice is allergic to {WORD} nuts"})
-    )  # P1 is Alice
+    )
     assert (await runtime.background.tick())["extracted"] == 1
     bob, group, other = f"telegram:{BOB}", f"telegram:{GROUP}", f"telegram:{OTHER_GROUP}"
     told = runtime.engine.db.scalar("SELECT id FROM memories WHERE content LIKE '%allergic%'")
@@ -304,9 +301,8 @@ async def test_about_me_shows_what_others_said_about_me_in_a_shared_group_and_no
     ids = await about_world(runtime, llm, tg)
     listing = await tg_answer(tg, ALICE, ALICE, "/about me")
     shown = {name for name, mid in ids.items() if mid[:8] in listing}
-    assert shown == {"told", "own"}, (
-        listing
-    )  # lore names her, but is the server's: never hers to veto (SEC-5)
+    # lore names her, but is the server's: never hers to veto (SEC-5)
+    assert shown == {"told", "own"}, listing
     assert (
         "Alice plays the cello" not in listing
         and "owes me money" not in listing
@@ -337,18 +333,18 @@ async def test_a_veto_of_anything_not_in_my_list_is_refused_and_changes_nothing(
         assert "not in your /about me list" in answer, name
     for prefix in ("", "a", ids["told"][:3]):  # too short to name one memory
         assert "Forgotten" not in await tg_answer(tg, ALICE, ALICE, f"/about veto {prefix}".strip())
+    # Alice's own
     assert "not in your" in await tg_answer(
         tg, BOB, BOB, f"/about veto {ids['own'][:8]}", first_name="Bob"
-    )  # Alice's own
+    )
     assert runtime.engine.db.rows("SELECT id, content FROM memories ORDER BY rid") == before
 
 
 async def test_a_member_showing_my_name_sees_none_of_what_was_said_about_me(world):
     runtime, llm, tg, dc = world
     ids = await about_world(runtime, llm, tg)
-    await tg_say(
-        tg, GROUP, MALLORY, "hello", first_name="Alice", **GROUP_KW
-    )  # Mallory renames herself "Alice"
+    # Mallory renames herself "Alice"
+    await tg_say(tg, GROUP, MALLORY, "hello", first_name="Alice", **GROUP_KW)
     listing = await tg_answer(tg, MALLORY, MALLORY, "/about me", first_name="Alice")
     assert ids["told"][:8] not in listing and "allergic" not in listing
     assert "not in your" in await tg_answer(
@@ -365,9 +361,8 @@ async def test_the_operator_forgetting_a_person_keeps_their_privacy_off_on_every
     people.redeem(people.issue_code(alice), "discord", "7001")  # Alice's second account
     privacy.set_person(alice, False)
     say(engine, "my cat is Tom", author=alice, dm_person=alice)
-    counts = forget_everything(
-        engine, [alice]
-    )  # what the dashboard and `companion memory forget-person` call
+    # what the dashboard and `companion memory forget-person` call
+    counts = forget_everything(engine, [alice])
     assert counts["messages"] == 1 and counts["identities"] == 2
     assert not people.remembered("telegram:55") and not people.remembered("discord:7001")
     assert people.remembered(bob)

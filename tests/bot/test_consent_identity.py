@@ -96,9 +96,8 @@ async def test_the_real_dave_mentioned_by_bob_sees_and_vetoes_the_fact_while_a_s
 ):
     runtime, llm, tg = world
     await said_in_group(world, DAVE, "Dave", "hi, Dave here")
-    await said_in_group(
-        world, MALLORY, "Dave", "hi, I'm Dave too"
-    )  # two Daves: the name alone names nobody
+    # two Daves: the name alone names nobody
+    await said_in_group(world, MALLORY, "Dave", "hi, I'm Dave too")
     dave = {"id": DAVE, "is_bot": False, "first_name": "Dave"}
     mention = [{"type": "text_mention", "offset": 0, "length": 4, "user": dave}]
     await said_in_group(
@@ -125,9 +124,8 @@ async def test_a_fact_about_the_one_dave_here_stays_his_after_a_member_renames_t
     await said_in_group(
         world, BOB, "Bob", "Dave is moving to Reykjavik!", about("Dave", REYKJAVIK, "Dave")
     )
-    await squatter_gets_nothing(
-        world, "Dave", "Reykjavik"
-    )  # decided when written: her new name changes nothing
+    # decided when written: her new name changes nothing
+    await squatter_gets_nothing(world, "Dave", "Reykjavik")
     assert memory_id(runtime, "Reykjavik")[:8] in await tg_answer(
         tg, DAVE, DAVE, "/about me", first_name="Dave"
     )
@@ -188,24 +186,24 @@ def test_a_name_is_tied_to_a_pointed_account_first_then_to_the_one_participant_u
         {}, {"bob": frozenset({"Bob"}), "dave": frozenset({"Dave"}), "m": frozenset({"Mal"})}
     )
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), place) == "dave"
-    two = Place.of(
-        {}, {**place.present, "m": frozenset({"Mal", "Dave"})}
-    )  # Mallory once showed "Dave"
+    # Mallory once showed "Dave"
+    two = Place.of({}, {**place.present, "m": frozenset({"Mal", "Dave"})})
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), two) is None
     pointed = Place.of({"dave": frozenset({"Dave"})}, two.present)
     assert subject_of(_fact("move", "@Dave is moving"), WrittenBy(("dave",)), pointed) == "dave"
-    assert (
-        subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(trusted=True), place) is None
-    )  # an admin wrote it
+    # an admin wrote it
+    assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(trusted=True), place) is None
     assert subject_of(_fact("ale", "Bob brews ale", "Bob"), WrittenBy(), place) == "bob"
+    # nobody here
     assert (
         subject_of(_fact("sister", "Bob's sister Jane is a nurse", "Jane"), WrittenBy(), place)
         is None
-    )  # nobody here
+    )
+    # two people
     assert (
         subject_of(_fact("trip", "Dave and Mal went hiking", "Dave", "Mal"), WrittenBy(), place)
         is None
-    )  # two people
+    )
 
 
 def test_linked_accounts_are_one_person_for_what_others_said_about_them(engine):
@@ -223,9 +221,8 @@ def test_linked_accounts_are_one_person_for_what_others_said_about_them(engine):
         subject_person_id=tg_dave,
     )
     engine.memories.add(fact)
-    people.redeem(
-        people.issue_code(dc_dave), "telegram", "99"
-    )  # the Telegram account joins the Discord person
+    # the Telegram account joins the Discord person
+    people.redeem(people.issue_code(dc_dave), "telegram", "99")
     assert [k.memory.content for k in engine.privacy.kept_about(dc_dave) if k.told] == [REYKJAVIK]
     assert engine.privacy.kept_about(tg_dave) == []
 

@@ -95,12 +95,10 @@ async def test_the_0400_run_files_each_chats_facts_where_said_audits_them_and_a_
     }
     prompts = daily_prompts(srv)
     assert len(prompts) == 3
-    assert all(
-        sum(needle in p for needle in ANSWERS) == 1 for p in prompts
-    )  # one chat per prompt, never mixed
-    assert all(
-        '[P1] 2023-11-15 (Wednesday) "' in p for p in prompts
-    )  # speaker tags and the day the words were written
+    # one chat per prompt, never mixed
+    assert all(sum(needle in p for needle in ANSWERS) == 1 for p in prompts)
+    # speaker tags and the day the words were written
+    assert all('[P1] 2023-11-15 (Wednesday) "' in p for p in prompts)
     rows = audits(rt)
     assert [r["status"] for r in rows] == ["done"] * 3
     assert {r["scope_hint"] for r in rows} == {
@@ -217,10 +215,11 @@ async def test_a_run_killed_between_chats_resumes_with_the_rest_and_without_dupl
     try:
         before = len(daily_prompts(srv))
         report = await second.daily.run()
+        # the DM was done before the kill: not asked again
         assert (report.chats, report.stored) == (
             2,
             2,
-        )  # the DM was done before the kill: not asked again
+        )
         assert not any("Oslo" in p for p in daily_prompts(srv)[before:])
         assert sorted(stored(second)) == sorted(f["content"] for f in ANSWERS.values())
     finally:
@@ -253,9 +252,8 @@ async def test_an_audit_row_left_running_by_a_killed_run_is_closed_without_its_e
         ]
 
     second = build_runtime(tmp_path / "bot.db", srv, clock)
-    await second.start(
-        background_loop=False
-    )  # minutes later: it could still be another process's live run
+    # minutes later: it could still be another process's live run
+    await second.start(background_loop=False)
     try:
         assert [status for status, _ in rows(second)] == ["running"] and "Elm Street" in rows(
             second
@@ -267,10 +265,11 @@ async def test_an_audit_row_left_running_by_a_killed_run_is_closed_without_its_e
         assert report.chats == 1 and stored(second) == {
             ALICE["content"]: stored(second)[ALICE["content"]]
         }
+        # the day was reflected again
         assert [status for status, _ in rows(second)] == [
             "failed",
             "done",
-        ]  # the day was reflected again
+        ]
     finally:
         srv.default = lambda body: "[]"
         await second.stop()
@@ -292,14 +291,12 @@ async def test_a_crash_after_storing_but_before_marking_redoes_the_day_and_dedup
     srv.default = model()
     at(clock, 1, 4)
     await rt.daily.run()
-    rt.engine.db.execute(
-        "DELETE FROM daily_reflections"
-    )  # as if the process died before each chat was marked
+    # as if the process died before each chat was marked
+    rt.engine.db.execute("DELETE FROM daily_reflections")
     at(clock, 1, 5)
     redo = await rt.daily.run()
-    assert (
-        redo.chats == 3 and redo.stored == 0
-    )  # asked again, but every fact is a duplicate of one stored
+    # asked again, but every fact is a duplicate of one stored
+    assert redo.chats == 3 and redo.stored == 0
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM memories") == 3
 
 
@@ -324,9 +321,8 @@ async def test_a_bot_that_was_down_catches_up_on_the_missed_days_but_no_further_
     assert report.chats == 3
     days = sorted(r["scope_hint"].split()[-1] for r in audits(rt))
     assert days == ["2023-11-20", "2023-11-21", "2023-11-23"]
-    assert (
-        rt.engine.db.scalar("SELECT COUNT(*) FROM memories") == 1
-    )  # the same fact every day: stored once
+    # the same fact every day: stored once
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM memories") == 1
 
 
 async def test_owner_dm_facts_stay_owner_private_and_a_fact_for_an_unknown_tag_is_dropped(
@@ -346,11 +342,12 @@ async def test_owner_dm_facts_stay_owner_private_and_a_fact_for_an_unknown_tag_i
         await runtime.orchestrator.observe(
             group("discord", "g1", "bob", "Alice makes the best rye bread", name="Bob")
         )
+        # no such speaker: dropped
         fake = {
             "speaker": "P9",
             "subject": "x",
             "content": "Mallory owns the bakery",
-        }  # no such speaker: dropped
+        }
         bread = {
             "speaker": "P2",
             "subject": "opinion",
@@ -426,9 +423,8 @@ def test_an_upgraded_store_starts_with_today_instead_of_a_burst_over_its_past_we
 
     from memory.storage.migrations import M006_DAILY
 
-    say(
-        engine, "old news", author="alice", guild="g1"
-    )  # written in 2023 (the fake clock): long before the upgrade
+    # written in 2023 (the fake clock): long before the upgrade
+    say(engine, "old news", author="alice", guild="g1")
     for thing in (
         "TRIGGER bulletins_memory_deleted",
         "TRIGGER bulletins_memory_changed",
@@ -440,9 +436,8 @@ def test_an_upgraded_store_starts_with_today_instead_of_a_burst_over_its_past_we
     engine.db.execute(M006_DAILY.sql)  # the migration as an existing store meets it
     assert DailyReflections(engine).done_days("discord:g1-general") == {"2023-11-14"}
     engine.channels.touch("discord:g1-general", guild_ctx("g1", "alice"))
-    assert (
-        DailyReflections(engine).due(engine.clock.now() + DAY) == []
-    )  # without the marks, 2023-11-14 would be due
+    # without the marks, 2023-11-14 would be due
+    assert DailyReflections(engine).due(engine.clock.now() + DAY) == []
 
 
 async def test_a_bot_started_after_0400_reflects_the_missed_day_at_once(tmp_path, srv):
@@ -450,9 +445,8 @@ async def test_a_bot_started_after_0400_reflects_the_missed_day_at_once(tmp_path
 
     clock = FakeClock()
     runtime = build_runtime(tmp_path / "bot.db", srv, clock)
-    runtime = replace(
-        runtime, schedule=replace(runtime.schedule, enabled=True)
-    )  # the scheduler as `companion run` has it
+    # the scheduler as `companion run` has it
+    runtime = replace(runtime, schedule=replace(runtime.schedule, enabled=True))
     at(clock, 0, 10)
     await a_day_of_talk(runtime)  # stored before the start: the bot was down at 04:00 the next day
     srv.default = model()
@@ -483,9 +477,8 @@ async def test_a_message_deleted_while_the_model_reads_its_day_gives_no_fact(rt,
 
     async def delete_then_answer(body):
         if MARK in body["messages"][-1]["content"]:
-            await rt.orchestrator.message_deleted(
-                "discord", "g1-general", ("m1",)
-            )  # deleted on Discord meanwhile
+            # deleted on Discord meanwhile
+            await rt.orchestrator.message_deleted("discord", "g1-general", ("m1",))
         return model()(body)
 
     srv.default = delete_then_answer
@@ -497,8 +490,7 @@ async def test_a_message_deleted_while_the_model_reads_its_day_gives_no_fact(rt,
 async def test_a_day_of_nothing_readable_asks_the_model_nothing(rt, srv):
     clock = rt.engine.clock
     at(clock, 0, 10)
-    await rt.orchestrator.observe(
-        group("discord", "g1", "alice", "\u200b", name="Alice")
-    )  # a lone zero-width space
+    # a lone zero-width space
+    await rt.orchestrator.observe(group("discord", "g1", "alice", "\u200b", name="Alice"))
     at(clock, 1, 4)
     assert (await rt.daily.run()).chats == 0 and daily_prompts(srv) == []

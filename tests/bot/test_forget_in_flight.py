@@ -56,9 +56,8 @@ class HeldModel:
             self.forgotten = True
             await self.before()
         if not system:
-            return (
-                "no" if "contradict" in user.lower() else self.summary
-            )  # the judge, or the compaction summary
+            # the judge, or the compaction summary
+            return "no" if "contradict" in user.lower() else self.summary
         fact = [
             {
                 "speaker": "P1",
@@ -197,9 +196,8 @@ async def test_reflection_on_a_session_whose_turn_is_deleted_while_the_model_wri
 
     assert await background(engine, runner, HeldModel(deleted_at_the_source)).reflect(state) == 0
     assert_nothing_left(engine)
-    assert (
-        count(engine, "messages") == 1
-    )  # "hello there" stays, with no summary quoting what was deleted
+    # "hello there" stays, with no summary quoting what was deleted
+    assert count(engine, "messages") == 1
 
 
 async def test_compaction_of_turns_one_of_which_is_deleted_meanwhile_writes_no_summary_of_it(
@@ -218,9 +216,8 @@ async def test_compaction_of_turns_one_of_which_is_deleted_meanwhile_writes_no_s
 
     await background(engine, runner, HeldModel(deleted_at_the_source)).compact(state)
     assert_nothing_left(engine)
-    assert (
-        engine.channels.get(KEY).rolling_summary == ""
-    )  # folded again from what remains, next time
+    # folded again from what remains, next time
+    assert engine.channels.get(KEY).rolling_summary == ""
 
 
 async def test_daily_reflection_of_a_day_whose_person_is_forgotten_meanwhile_learns_nothing_back(
@@ -249,9 +246,8 @@ async def test_a_fact_forgotten_by_tombstone_while_the_model_writes_is_not_learn
         await runner.run(forget_memory, engine, old.id)
 
     assert await background(engine, runner, HeldModel(forget_the_memory)).extract(KEY) == 0
-    assert (
-        relearned(engine) == 0
-    )  # the turn itself stays in history: only the fact is not learned back
+    # the turn itself stays in history: only the fact is not learned back
+    assert relearned(engine) == 0
 
 
 class ForgettingEmbedder(HashEmbedder):
@@ -293,9 +289,8 @@ def test_reembedding_while_the_person_is_forgotten_leaves_no_vector_or_cached_ve
         assert count(cli, "memory_vec") == count(cli, "memories") and count(
             cli, "message_vec"
         ) == count(cli, "messages")
-        assert (
-            count(cli, "embed_cache") == 0
-        )  # what was cached for the forgotten words went with them
+        # what was cached for the forgotten words went with them
+        assert count(cli, "embed_cache") == 0
         cli.db.scrub()
         assert in_files(cli) == 0
     finally:

@@ -274,9 +274,8 @@ async def test_in_addressed_mode_no_message_not_spoken_to_the_bot_costs_a_chat_m
     assert got["calls"]["talk"] == got["calls"]["unnamed"] == got["calls"]["thanks"] == 0
     assert got["calls"]["named"] == 3 and all(got["answered"][q] for q, _ in NAMED)
     assert not any(got["answered"][q] for _, q, _ in UNNAMED)  # no name, no mention: observed
-    assert (
-        got["acks"] == 3 and got["votes"] == 3
-    )  # each "thanks!" got a 👍 from the bot; each 👍 on a reply counted
+    # each "thanks!" got a 👍 from the bot; each 👍 on a reply counted
+    assert got["acks"] == 3 and got["votes"] == 3
 
 
 async def test_in_chime_in_mode_at_most_5_in_100_reach_the_model_and_every_question_for_the_bot_is_answered(

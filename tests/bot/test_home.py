@@ -138,9 +138,8 @@ def test_companion_home_holds_the_config_and_the_store(
         == 0
     )
     assert (clean / "home" / "data" / "companion.db").exists()
-    assert not list(
-        (clean / "elsewhere").iterdir()
-    )  # nothing was created where the command started
+    # nothing was created where the command started
+    assert not list((clean / "elsewhere").iterdir())
 
 
 def test_the_environment_still_wins_over_the_file(

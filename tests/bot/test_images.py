@@ -25,9 +25,8 @@ SVG = b'\xef\xbb\xbf  <svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/
 )
 def test_each_raster_format_is_sniffed_from_its_bytes_and_whole(data: bytes, kind: str) -> None:
     assert sniff(data) == kind and intact(kind, data)
-    assert isinstance(
-        checked("x.bin", data, ImageLimits()), Picture
-    )  # the name says nothing; the bytes do
+    # the name says nothing; the bytes do
+    assert isinstance(checked("x.bin", data, ImageLimits()), Picture)
 
 
 @pytest.mark.parametrize(

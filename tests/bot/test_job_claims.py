@@ -25,9 +25,8 @@ from memory.storage.sessions import ExtractionBuffer
 from memory.upkeep.daily import DailyReflections
 
 LEASE = 300.0
-PET = re.compile(
-    r"Zorb\d+"
-)  # each chat's person names their own pet: the fact a job learns names it too
+# each chat's person names their own pet: the fact a job learns names it too
+PET = re.compile(r"Zorb\d+")
 
 
 @dataclass
@@ -131,11 +130,12 @@ async def test_two_processes_reflect_on_an_ended_session_once(two, clock):
     reflections = [pet for system, pet in a.model.calls + b.model.calls if system == REFLECT_SYSTEM]
     assert sorted(reflections) == ["Zorb0", "Zorb1", "Zorb2"]
     assert count(a.engine, "session_summaries") == 3
+    # extraction and reflection learn it once between them
     assert learned(a) == [
         "has Zorb0",
         "has Zorb1",
         "has Zorb2",
-    ]  # extraction and reflection learn it once between them
+    ]
 
 
 async def test_two_processes_running_the_daily_reflection_at_once_reflect_each_chat_day_once(
@@ -243,8 +243,9 @@ async def test_the_claim_goes_only_with_the_jobs_write_so_a_failed_write_leaves_
     with pytest.raises(OSError):
         await failing
     assert a.background.buffer.pending() == 1  # the write rolled back, and the release with it...
+    # ...so B redoes it
     assert (
         await b.jobs.run(Clearing(b.background.buffer, key, breaks=False), claim=f"clear:{key}")
         == 1
-    )  # ...so B redoes it
+    )
     assert b.background.buffer.pending() == 0 and count(a.engine, "job_claims") == 0

@@ -81,9 +81,8 @@ async def test_a_process_killed_mid_extraction_has_its_batch_extracted_once_by_a
     await runtime.start(background_loop=False)
     try:
         holder = runtime.engine.claims.holder_of(f"extract:{KEY}")
-        assert (
-            holder is not None and f":{child.pid}:" in holder[0]
-        )  # the dead child's claim, still live
+        # the dead child's claim, still live
+        assert holder is not None and f":{child.pid}:" in holder[0]
         assert (await runtime.background.tick())["extracted"] == 0 and len(srv.chat_requests) == 1
         clock.advance(LEASE + 1)
         srv.script(

@@ -121,7 +121,8 @@ async def test_a_bug_in_a_job_is_not_taken_for_a_model_failure(engine, runner):
     steps: list[str] = []
     with pytest.raises(KeyError):
         await JobRunner(engine, runner, AsyncScripted()).run(Recording(steps, KeyError("bug")))
+    # left to the caller's edge (backoff), never recorded as the model's failure
     assert steps == [
         "gather",
         "ask",
-    ]  # left to the caller's edge (backoff), never recorded as the model's failure
+    ]

@@ -118,9 +118,8 @@ async def test_discord_serves_while_telegram_keeps_failing(tmp_path, caplog) -> 
                 if discord_.client.is_ready() and len(failures) >= 2:
                     break
                 await asyncio.sleep(0.05)
-            assert (
-                discord_.client.is_ready() and len(failures) >= 2
-            )  # one serves, the other keeps trying
+            # one serves, the other keeps trying
+            assert discord_.client.is_ready() and len(failures) >= 2
             stop.set()
             await asyncio.wait_for(serving, 5)
         await discord_.stop()

@@ -124,9 +124,8 @@ def test_a_thanks_from_the_person_answered_is_a_reaction_and_from_anyone_else_no
     ["\u200b", "", "?" * 5000, "knot " * 200_000, "\ud800 broken", "thanks" + "!" * 20_000 + "x y"],
 )
 def test_odd_messages_are_decided_without_an_error(text):
-    talk = after_the_bot_said(
-        "the bowline knot holds", answered=BOB
-    )  # Bob was just answered: his thanks is looked at
+    # Bob was just answered: his thanks is looked at
+    talk = after_the_bot_said("the bowline knot holds", answered=BOB)
     started = time.perf_counter()
     verdict = decide(Mode.CHIME_IN, msg(text, user=BOB), talk, 1000.0, "Companion")
     assert isinstance(verdict.answer, bool) and time.perf_counter() - started < 5
@@ -147,9 +146,8 @@ async def test_a_borderline_message_goes_to_the_judge_when_there_is_one():
     manners.spoke("k", ALICE, "the bowline knot holds")
     without.spoke("k", ALICE, "the bowline knot holds")
     clock.advance(600)
-    borderline = msg(
-        "who else has a favourite knot?", user=CLEO
-    )  # a question (0.3) with one of its words (0.15)
+    # a question (0.3) with one of its words (0.15)
+    borderline = msg("who else has a favourite knot?", user=CLEO)
     assert (await manners.decide(Mode.CHIME_IN, borderline, "k")).answer
     assert asked and "knot" in asked[0][0] and asked[0][1] == borderline.text
     assert not (await without.decide(Mode.CHIME_IN, borderline, "k")).answer
@@ -186,9 +184,8 @@ async def test_only_a_places_admins_set_its_mode_and_a_wrong_word_is_named(rt):
     )
     assert "chime-in mode" in await orch.command("manners", "", admin("/manners", is_admin=False))
     assert await rt.runner.run(rt.engine.place_modes.get, "discord:g1-general") is Mode.CHIME_IN
-    assert (
-        await rt.runner.run(rt.engine.place_modes.get, "discord:g2-general") is None
-    )  # one channel, not the server
+    # one channel, not the server
+    assert await rt.runner.run(rt.engine.place_modes.get, "discord:g2-general") is None
     assert "private chat I answer every message" in await orch.command(
         "manners", "all", admin("/manners all", guild=None)
     )

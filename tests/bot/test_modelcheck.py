@@ -144,9 +144,8 @@ async def test_against_an_ideal_model_the_check_scores_perfectly(srv, tmp_path):
         and report.wrong_self_facts == []
         and report.words_left == []
     )
-    assert (
-        report.tool_calls == report.tool_calls_honoured >= 9
-    )  # a store per fact; the forgets the pipeline does itself
+    # a store per fact; the forgets the pipeline does itself
+    assert report.tool_calls == report.tool_calls_honoured >= 9
     assert (
         report.gold_found == [g.label for g in GOLD]
         and report.recall == 1.0
@@ -192,9 +191,8 @@ async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
         ),
     )
     assert report.json_shown == len(report.turns) and report.json_stored > 0
-    assert (
-        report.words_left == []
-    )  # the model never deletes, but a forget in words is done before it is asked
+    # the model never deletes, but a forget in words is done before it is asked
+    assert report.words_left == []
     assert report.failures and "FAILED" in table(report)
 
 

@@ -98,9 +98,8 @@ def test_the_shipped_default_names_nobody_so_the_discord_name_or_companion_is_us
     )
     persona.learn_platform_name("Wren")
     assert persona.name == "Wren"
-    assert (
-        Persona(parse_persona(JUNIPER)).name == "Juniper"
-    )  # a name in the file wins over the platform's
+    # a name in the file wins over the platform's
+    assert Persona(parse_persona(JUNIPER)).name == "Juniper"
 
 
 @pytest.mark.parametrize(
@@ -150,9 +149,8 @@ async def test_the_persona_is_the_operators_instruction_and_the_name_is_what_the
         system.startswith("You are Juniper")
         and "# Your persona (from the operator)\n## Who you are\nA dry-witted" in system
     )
-    assert system.index("lighthouse keeper") < system.index(
-        "How to use memory"
-    )  # above the memory sections, not quoted
+    # above the memory sections, not quoted
+    assert system.index("lighthouse keeper") < system.index("How to use memory")
     (bot_row,) = rt.engine.db.rows("SELECT author_name FROM messages WHERE role = 'assistant'")
     assert bot_row["author_name"] == "Juniper"
 
@@ -174,9 +172,8 @@ async def test_a_server_persona_set_by_its_admin_applies_in_that_server_only(rt,
     await rt.orchestrator.reply(said("hello", guild="g2"))
     in_g2 = reply_prompt(srv)
     await rt.orchestrator.reply(said("hello", guild=None))
-    assert "> " + QUIZ in in_g1 and in_g1.index("lighthouse keeper") < in_g1.index(
-        QUIZ
-    )  # the operator's persona on top
+    # the operator's persona on top
+    assert "> " + QUIZ in in_g1 and in_g1.index("lighthouse keeper") < in_g1.index(QUIZ)
     assert QUIZ not in in_g2 and QUIZ not in reply_prompt(srv)
     assert QUIZ in await rt.orchestrator.command(
         "persona", "show", said("/persona show", guild="g1")
@@ -292,9 +289,8 @@ async def test_what_the_bot_says_about_itself_in_a_server_is_a_self_fact_there_a
     )
     assert (await rt.background.tick())["extracted"] == 1
     extraction = srv.chat_requests[-1]["messages"][1]["content"]
-    assert (
-        "[bot]" in extraction and "storms on the rocks" in extraction
-    )  # the bot's reply was read with the turn
+    # the bot's reply was read with the turn
+    assert "[bot]" in extraction and "storms on the rocks" in extraction
     (row,) = rt.engine.db.rows("SELECT subject, scope, scope_id FROM memories")
     assert row == {"subject": "__self__", "scope": "guild", "scope_id": "discord:g1"}
 
@@ -364,9 +360,8 @@ async def test_the_persona_name_wakes_the_bot_in_voice_and_its_discord_name_no_l
     )
     await adapter.start()
     try:
-        assert (
-            persona.platform_name == "companion" and persona.name == "Juniper"
-        )  # the Discord name is known, the file's wins
+        # the Discord name is known, the file's wins
+        assert persona.platform_name == "companion" and persona.name == "Juniper"
         await dsc.set_voice_state(GUILD, SPEAKER, LOUNGE, "alice")
         await eventually(lambda: adapter.client.get_channel(LOUNGE).members)
         await voice.join(adapter.client.get_channel(LOUNGE))

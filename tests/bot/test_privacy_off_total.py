@@ -63,9 +63,8 @@ async def test_a_due_checkin_is_neither_sent_nor_stored_after_privacy_off(rt, sr
     srv.script("How did the half marathon go?")
     report = await rt.checkins.run()
     assert (report.sent, box.sent, bot_messages(rt), srv.chat_requests) == (0, [], [], [])
-    assert [r["state"] for r in rt.engine.db.rows("SELECT state FROM checkins")] == [
-        "pending"
-    ]  # held, not sent
+    # held, not sent
+    assert [r["state"] for r in rt.engine.db.rows("SELECT state FROM checkins")] == ["pending"]
 
 
 async def test_nothing_new_is_planned_for_someone_not_remembered(rt, srv):
@@ -87,9 +86,8 @@ async def test_a_checkin_written_while_privacy_went_off_is_sent_but_not_kept(rt,
     rt.engine.clock.t = at("2026-05-07 10:00")
 
     def write_then_stop(body):
-        rt.orchestrator.turns.privacy.set_person(
-            PERSON, False
-        )  # while the model writes (the store is idle meanwhile)
+        # while the model writes (the store is idle meanwhile)
+        rt.orchestrator.turns.privacy.set_person(PERSON, False)
         return "How did the half marathon go?"
 
     srv.default = write_then_stop

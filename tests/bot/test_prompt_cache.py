@@ -52,17 +52,14 @@ async def test_the_system_prompt_starts_the_same_across_turns_an_hour_apart_with
         b["messages"][0]["content"] for b in srv.chat_requests if b.get("tools")
     ]
     assert "keeps bees" in third and "keeps bees" not in first  # the memories differ...
-    shared = os.path.commonprefix(
-        [first, second, third]
-    )  # ...and the start is the same, byte for byte:
-    assert (
-        "# Your persona" in shared and "Keep replies short and natural" in shared
-    )  # persona and rules
+    # ...and the start is the same, byte for byte:
+    shared = os.path.commonprefix([first, second, third])
+    # persona and rules
+    assert "# Your persona" in shared and "Keep replies short and natural" in shared
     assert len(shared) > 1000 and len(shared) > len(first) * 0.8
     for prompt in (first, second, third):
-        assert (
-            "21:53" not in prompt and "22:54" not in prompt
-        )  # no clock to the minute in the system part
+        # no clock to the minute in the system part
+        assert "21:53" not in prompt and "22:54" not in prompt
     last_user = [b for b in srv.chat_requests if b.get("tools")][-1]["messages"][-1]["content"]
     assert last_user.startswith("tell me about my bees") and last_user.endswith("(sent 22:54 UTC)")
 
@@ -92,9 +89,8 @@ async def test_the_cached_share_the_server_reports_is_read_for_each_request_of_a
         await llm.run([system, {"role": "user", "content": "first question"}])
         assert [u.cached for u in llm.turn_usage] == [0]  # nothing cached before the first request
         await llm.run([system, {"role": "user", "content": "second question"}], stream=_ignore)
-        (usage,) = (
-            llm.turn_usage
-        )  # streamed: the figures come in the last chunk, asked for with include_usage
+        # streamed: the figures come in the last chunk, asked for with include_usage
+        (usage,) = llm.turn_usage
         assert usage.cached_share is not None and usage.cached_share > 0.9
         assert srv.chat_requests[-1]["stream_options"] == {"include_usage": True}
     finally:
@@ -172,9 +168,8 @@ async def test_the_replayed_history_starts_at_the_same_message_for_turns_on_end_
     replies = [b["messages"] for b in srv.chat_requests if b.get("tools")]
     firsts = [m[1]["content"] if len(m) > 2 else None for m in replies]
     moves = [i for i in range(1, len(firsts)) if firsts[i] != firsts[i - 1]]
-    assert (
-        len(moves) <= 4
-    )  # 24 turns in a window of 20 messages: the start moved a few times, not every turn
+    # 24 turns in a window of 20 messages: the start moved a few times, not every turn
+    assert len(moves) <= 4
     assert all(b - a >= 4 for a, b in zip(moves, moves[1:], strict=False))
     for i, messages in enumerate(
         replies

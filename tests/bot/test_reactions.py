@@ -74,9 +74,8 @@ async def answered(rt, srv):
     await rt.orchestrator.reply(question)
     await rt.orchestrator.posted(question, ("p1", "p2"))
     ids = await used(rt)
-    assert (
-        0 < len(ids) < 4
-    )  # the reply used some memories, not all: "exactly those" can tell the difference
+    # the reply used some memories, not all: "exactly those" can tell the difference
+    assert 0 < len(ids) < 4
     return ids
 
 
@@ -85,9 +84,8 @@ async def test_a_thumbs_up_from_the_person_answered_raises_exactly_the_memories_
     rt, answered
 ):
     before = await importance(rt)
-    await rt.orchestrator.reacted(
-        reaction("👍", post="p2")
-    )  # on the second part of the reply: the same reply
+    # on the second part of the reply: the same reply
+    await rt.orchestrator.reacted(reaction("👍", post="p2"))
     after = await importance(rt)
     assert {m for m in after if after[m] != before[m]} == answered
     assert all(after[m] == pytest.approx(before[m] + UP_STEP) for m in answered)
@@ -115,9 +113,8 @@ async def test_a_thumbs_down_from_the_person_answered_lowers_them_and_marks_them
 async def test_someone_elses_reaction_counts_a_quarter_once_and_marks_nothing(rt, answered):
     before = await importance(rt)
     await rt.orchestrator.reacted(reaction("❤️", user=BOB))
-    await rt.orchestrator.reacted(
-        reaction("👍", user=BOB)
-    )  # a second vote on the same reply: not counted
+    # a second vote on the same reply: not counted
+    await rt.orchestrator.reacted(reaction("👍", user=BOB))
     await rt.orchestrator.reacted(reaction("👎", user=BOB, post="p2"))
     after = await importance(rt)
     assert all(after[m] == pytest.approx(before[m] + UP_STEP * OTHERS_WEIGHT) for m in answered)
@@ -152,9 +149,8 @@ async def test_nobody_moves_another_persons_private_memory_and_its_owner_may(rt,
     await rt.orchestrator.posted(question, ("dp1",))
     assert await used(rt), "the DM reply used Alice's private memory"
     before = await importance(rt)
-    forged = reaction(
-        "👎", user=BOB, post="dp1", channel=f"dm-{ALICE}", guild=None
-    )  # Bob cannot be there: forged
+    # Bob cannot be there: forged
+    forged = reaction("👎", user=BOB, post="dp1", channel=f"dm-{ALICE}", guild=None)
     await rt.orchestrator.reacted(forged)
     assert await importance(rt) == before and srv.chat_requests[-1]["messages"][-1][
         "content"
@@ -185,9 +181,8 @@ async def test_forgetting_a_memory_or_the_reply_drops_their_rows(rt, answered):
         == 0
     )
     assert await rt.runner.run(count, "SELECT COUNT(*) FROM reply_memories") == len(answered) - 1
-    await rt.orchestrator.message_deleted(
-        "discord", CHANNEL, ("q1",)
-    )  # the question deleted: its reply goes too
+    # the question deleted: its reply goes too
+    await rt.orchestrator.message_deleted("discord", CHANNEL, ("q1",))
     for table in ("reply_memories", "reply_posts", "reply_reactions"):
         assert await rt.runner.run(count, f"SELECT COUNT(*) FROM {table}") == 0, table
 

@@ -121,9 +121,8 @@ async def test_a_written_call_to_a_tool_not_offered_is_not_run_and_ordinary_json
     srv.script(asked)
     sink = Sink()
     reply = await rt.orchestrator.reply(dm("telegram", "7", "write my details as JSON"), sink)
-    assert (
-        reply.text == asked and sink.text == asked
-    )  # data, not a call: shown whole (held back only briefly)
+    # data, not a call: shown whole (held back only briefly)
+    assert reply.text == asked and sink.text == asked
     srv.script(written_call("set_reminder", {"when": "9am"}, "hermes"), "I can't set reminders.")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "remind me at 9"))
     assert "set_reminder" not in reply.text and memories(rt) == []
@@ -167,9 +166,8 @@ async def test_a_forget_claim_without_a_delete_gets_an_honest_line_and_the_fact_
 async def test_a_reminder_claim_gets_an_honest_line_and_a_backed_forget_does_not(rt, srv):
     srv.script("Reminder set for 9am!")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "remind me at 9 to call mum"))
-    assert (
-        "I haven't set a reminder" in reply.text and "Reminder set" not in reply.text
-    )  # bot.reminder_claims
+    # bot.reminder_claims
+    assert "I haven't set a reminder" in reply.text and "Reminder set" not in reply.text
     srv.script(ToolCall("memory_store", STORE), "Saved.")
     await rt.orchestrator.reply(dm("telegram", "7", "I have a grey cat called Biscuit"))
     (memory_id,) = [r["id"] for r in rt.engine.db.rows("SELECT id FROM memories")]
@@ -218,9 +216,8 @@ async def test_a_500_tools_refusal_switches_tools_off_once_with_one_line_quoting
     )
     lines = [r.getMessage() for r in caplog.records if "refuses tools" in r.getMessage()]
     assert len(lines) == 1 and LLAMA_CPP_NO_JINJA in lines[0] and "HTTP 500" in lines[0]
-    assert not [
-        r for r in caplog.records if "attempt" in r.getMessage()
-    ]  # not retried as a failure
+    # not retried as a failure
+    assert not [r for r in caplog.records if "attempt" in r.getMessage()]
 
 
 @pytest.mark.parametrize(
@@ -296,13 +293,14 @@ async def test_a_server_that_refuses_response_format_is_asked_plainly_once_and_r
             srv.script(facts({"speaker": "P1", "subject": "x", "content": f"Alice says: {line}"}))
             assert (await rt.background.tick())["extracted"] == 1
     formats = ["response_format" in body for body in srv.chat_requests]
+    # reply, refused, plain; then plain from the start
     assert formats == [
         False,
         True,
         False,
         False,
         False,
-    ]  # reply, refused, plain; then plain from the start
+    ]
     assert len([r for r in caplog.records if "refuses response_format" in r.getMessage()]) == 1
 
 
@@ -341,9 +339,8 @@ async def test_the_turn_deadline_closes_a_stream_that_never_stops(srv):
     try:
         with pytest.raises(TurnTimeout):
             await client.run([{"role": "user", "content": "hi"}], None, sink)
-        await srv.wait_until(
-            lambda: srv.closed_by_client == ["stream"]
-        )  # the server's slot is free again
+        # the server's slot is free again
+        await srv.wait_until(lambda: srv.closed_by_client == ["stream"])
     finally:
         await client.aclose()
     assert len(srv.chat_requests) == 1 and sink.text.startswith("and so on")
@@ -361,9 +358,8 @@ async def test_a_turn_past_its_deadline_closes_the_request_apologises_and_keeps_
         )
         assert reply.failed and reply.text == APOLOGY
         await srv.wait_until(lambda: srv.closed_by_client == ["request"])
-        assert history(runtime) == [
-            "I have a grey cat called Biscuit"
-        ]  # kept, and buffered for extraction
+        # kept, and buffered for extraction
+        assert history(runtime) == ["I have a grey cat called Biscuit"]
         assert runtime.background.buffer.pending() == 1
     finally:
         srv.default = lambda body: "[]"
@@ -383,9 +379,8 @@ async def test_stop_does_not_wait_on_a_slow_extraction_and_the_turns_wait_for_th
         30
     ):  # a bound for a broken build, not a speed check: stop returns at its budget
         await runtime.stop()
-    await srv.wait_until(
-        lambda: srv.closed_by_client == ["request"]
-    )  # the request was closed, not left running
+    # the request was closed, not left running
+    await srv.wait_until(lambda: srv.closed_by_client == ["request"])
     again = build_runtime(db, srv, FakeClock())
     await again.start(background_loop=False)
     try:
@@ -427,9 +422,8 @@ async def test_a_model_that_writes_the_same_call_again_is_asked_once_more_in_wor
     assert reply.text == "Biscuit is a lovely name." and memories(rt) == [
         "Alice has a grey cat called Biscuit"
     ]
-    assert (
-        len(srv.chat_requests) == 3 and "tools" not in srv.chat_requests[2]
-    )  # not run twice, and not a loop of six
+    # not run twice, and not a loop of six
+    assert len(srv.chat_requests) == 3 and "tools" not in srv.chat_requests[2]
     assert "already made" in srv.chat_requests[2]["messages"][-1]["content"]
 
 
@@ -466,9 +460,8 @@ async def test_a_local_server_gets_the_cpu_model_timeouts_in_the_built_runtime(t
         embeddings="none",
         scheduler_enabled=False,
     )
-    runtime = compose(
-        settings, clock=FakeClock(), embedder=None
-    )  # the fake listens on 127.0.0.1: a local server
+    # the fake listens on 127.0.0.1: a local server
+    runtime = compose(settings, clock=FakeClock(), embedder=None)
     try:
         llm = runtime.orchestrator.llm
         assert (llm.timeout_s, llm.turn_deadline_s, llm.max_tokens) == (300.0, 600.0, 1024)

@@ -66,15 +66,13 @@ def test_the_migration_keeps_copies_stored_before_it_and_then_stores_each_platfo
     with MemoryEngine(path, HashEmbedder(), clock) as engine:
         engine.messages.add(said("I adopted a cat named Miso", mid="7"))
         engine.messages.add(said("I adopted a cat named Miso", mid="8"))
-    _undo_last_migration(
-        path, "UPDATE messages SET platform_message_id = '7'"
-    )  # as a re-delivery left it
+    # as a re-delivery left it
+    _undo_last_migration(path, "UPDATE messages SET platform_message_id = '7'")
 
     with MemoryEngine(path, HashEmbedder(), clock) as engine:
         assert count(engine, "messages") == 2  # kept: either may be a memory's source
-        assert (
-            len(engine.messages.rids_by_platform_id("telegram", "55", ["7"])) == 2
-        )  # a delete at the source finds both
+        # a delete at the source finds both
+        assert len(engine.messages.rids_by_platform_id("telegram", "55", ["7"])) == 2
         engine.messages.add(said("I adopted a cat named Miso", mid="7"))
         assert count(engine, "messages") == 2
 
@@ -109,9 +107,10 @@ async def test_a_message_stored_before_a_crash_is_answered_on_redelivery_without
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock())
         try:
             message = dm("telegram", "55", "I adopted a cat named Miso", mid="7")
+            # stored, then the process died
             await runtime.orchestrator._arrive(
                 await runtime.runner.run(runtime.orchestrator.resolve, message)
-            )  # stored, then the process died
+            )
             llm.script("Hello Miso!")
             reply = await runtime.orchestrator.reply(message)
             llm.script("unused")
@@ -159,9 +158,8 @@ async def test_a_telegram_update_delivered_again_is_stored_and_answered_once(tmp
         first = tg.push_message(ALICE, ALICE, "I adopted a cat named Miso")
         await tg.wait_for_sent(1)
         tg.push_update({"message": first["message"]})  # the same message again, as after a crash
-        tg.push_message(
-            ALICE, ALICE, "thanks"
-        )  # answered after the re-delivery was handled (one chat, in order)
+        # answered after the re-delivery was handled (one chat, in order)
+        tg.push_message(ALICE, ALICE, "thanks")
         sent = await tg.wait_for_sent(2)
         user_turns = await runtime.runner.run(
             runtime.engine.db.rows, "SELECT content FROM messages WHERE role = 'user' ORDER BY rid"

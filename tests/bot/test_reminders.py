@@ -63,9 +63,8 @@ async def running(db: Path, fakes, clock: FakeClock) -> AsyncIterator[Runtime]:
     await telegram.start()
     await discord_.start()
     assert runtime.reminders is not None
-    runtime.reminders.posts.update(
-        {"telegram": telegram, "discord": discord_}
-    )  # as bot.composition.build_channels does
+    # as bot.composition.build_channels does
+    runtime.reminders.posts.update({"telegram": telegram, "discord": discord_})
     try:
         yield runtime
     finally:
@@ -190,9 +189,8 @@ async def test_a_reply_claiming_a_reminder_the_model_never_set_is_corrected_and_
         )
         said = await on_telegram(tg, "remind me at 3 to call mum")
         assert "I haven't set a reminder" in said and "Reminder set" not in said
-        assert (
-            "3am or 3pm" in llm.chat_requests[-1]["messages"][-1]["content"]
-        )  # the model was asked the question
+        # the model was asked the question
+        assert "3am or 3pm" in llm.chat_requests[-1]["messages"][-1]["content"]
         assert runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 0
         # with a reminder set earlier, a claim may be about it: the reply stays, and says no new one was set
         await on_telegram(tg, "/remind Friday at 9 call mum")
@@ -212,9 +210,8 @@ async def test_the_model_sets_a_reminder_with_the_tool_and_its_confirmation_foll
         )
         said = await on_telegram(tg, "remind me on Friday at 9 to call mum")
         assert said == "Done: I'll remind you on Friday at 9."
-        result = llm.chat_requests[-1]["messages"][-1][
-            "content"
-        ]  # what the tool answered, before the reply
+        # what the tool answered, before the reply
+        result = llm.chat_requests[-1]["messages"][-1]["content"]
         row = runtime.engine.db.one("SELECT id, text, due_at, channel_id, is_dm FROM reminders")
         assert f'"id": {row["id"]}' in result and "Friday 27 November 2026, 09:00 (UTC)" in result
         assert (row["text"], row["due_at"], row["channel_id"], row["is_dm"]) == (
@@ -272,9 +269,8 @@ async def test_a_reminder_that_cannot_be_delivered_is_retried_then_reported_in_t
     llm, tg, dc = fakes
     clock = FakeClock(at(2026, 11, 26, 12, 0))
     async with running(tmp_path / "bot.db", fakes, clock) as runtime:
-        await slash(
-            dc, "remind", GONE_CHANNEL, when="in 20 minutes", what="check the oven"
-        )  # a channel since deleted
+        # a channel since deleted
+        await slash(dc, "remind", GONE_CHANNEL, when="in 20 minutes", what="check the oven")
         clock.advance(20 * 60)
         reports = [await runtime.reminders.run()]
         for _ in range(MAX_ATTEMPTS - 1):
@@ -287,9 +283,8 @@ async def test_a_reminder_that_cannot_be_delivered_is_retried_then_reported_in_t
         assert [m["content"] for m in told] == [
             "I couldn't deliver your reminder (Thursday 26 November 2026, 12:20 (UTC)) in the chat where you asked for it: check the oven"
         ]
-        assert (
-            runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 0
-        )  # told: nothing left to keep
+        # told: nothing left to keep
+        assert runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 0
         clock.advance(3600)
         assert (await runtime.reminders.run()) == type(reports[0])()
 
@@ -304,9 +299,8 @@ async def test_the_reminder_job_is_scheduled_every_minute_and_at_start(tmp_path,
             and str(job.trigger)
             == "cron[month='*', day='*', day_of_week='*', hour='*', minute='*']"
         )
-        assert (
-            job.next_run_time is not None
-        )  # once at start: what fell due while the bot was down goes out now
+        # once at start: what fell due while the bot was down goes out now
+        assert job.next_run_time is not None
     finally:
         runtime.engine.close()
         runtime.runner.shutdown()

@@ -197,9 +197,8 @@ async def test_a_reminder_killed_at_any_step_is_never_lost(tmp_path, step):
             runtime.reminders.posts["telegram"] = telegram
             sent = (await runtime.reminders.run()).sent
             assert (await runtime.reminders.run()).sent == 0
-            assert (
-                runtime.engine.reminders.mine(f"telegram:{TG_USER}") == []
-            )  # delivered: the row and its words went
+            # delivered: the row and its words went
+            assert runtime.engine.reminders.mine(f"telegram:{TG_USER}") == []
         finally:
             await telegram.app.shutdown()
             await runtime.stop()

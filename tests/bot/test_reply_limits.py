@@ -49,9 +49,8 @@ async def test_a_stream_cut_after_hel_shows_hel_once_and_then_the_apology(tmp_pa
             await runtime.stop()
     assert f"bot> Hel\nbot> {APOLOGY}\n" in out.getvalue()
     assert out.getvalue().count("Hel") == 1
-    assert stored == [
-        {"role": "user", "content": "hello there"}
-    ]  # kept; no half answer in the history
+    # kept; no half answer in the history
+    assert stored == [{"role": "user", "content": "hello there"}]
 
 
 async def test_a_huge_answer_goes_out_on_telegram_cut_to_what_history_keeps(tmp_path):
@@ -66,13 +65,11 @@ async def test_a_huge_answer_goes_out_on_telegram_cut_to_what_history_keeps(tmp_
         )
         await adapter.start()
         try:
-            llm.script(
-                "la " * 133_334, "You're welcome."
-            )  # about 400,000 characters, then a short one
+            # about 400,000 characters, then a short one
+            llm.script("la " * 133_334, "You're welcome.")
             tg.push_message(ALICE, ALICE, "sing me something long")
-            tg.push_message(
-                ALICE, ALICE, "thanks"
-            )  # answered once every part of the first reply went out
+            # answered once every part of the first reply went out
+            tg.push_message(ALICE, ALICE, "thanks")
             await tg.wait_for_sent(3)
             kept = await runtime.runner.run(
                 runtime.engine.db.scalar,

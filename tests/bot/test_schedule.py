@@ -30,18 +30,16 @@ async def test_the_runtime_schedules_each_cron_job_of_the_table_on_its_own_cron_
     runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), **CRONS_SET)
     try:
         jobs = {job.id: job for job in runtime._scheduler().get_jobs()}
-        assert set(jobs) == {
-            job.name for job in CRONS
-        }  # the full bot has every part: each cron job is on
+        # the full bot has every part: each cron job is on
+        assert set(jobs) == {job.name for job in CRONS}
         for periodic in CRONS:
             expected = CronTrigger.from_crontab(periodic.cron(runtime.schedule), timezone="UTC")
             assert str(jobs[periodic.name].trigger) == str(expected), periodic.name
             assert (
                 getattr(jobs[periodic.name], "next_run_time", None) is not None
             ) is periodic.at_start, periodic.name
-        assert {periodic.cron(runtime.schedule) for periodic in CRONS} >= set(
-            CRONS_SET.values()
-        )  # the settings reach it
+        # the settings reach it
+        assert {periodic.cron(runtime.schedule) for periodic in CRONS} >= set(CRONS_SET.values())
     finally:
         runtime.engine.close()
         runtime.runner.shutdown()

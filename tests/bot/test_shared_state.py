@@ -120,9 +120,8 @@ async def test_a_memory_another_process_forgets_leaves_this_processes_warm_voice
         assert "bright orange" in system_prompts(srv)[-1]
         signal = runtime.engine.forget_signal()
         forget_memory(other, tent.id)
-        await eventually(
-            lambda: runtime.engine.forget_signal() != signal
-        )  # PostgreSQL: the NOTIFY reached this process
+        # PostgreSQL: the NOTIFY reached this process
+        await eventually(lambda: runtime.engine.forget_signal() != signal)
         await runtime.orchestrator.reply(spoken("What colour is my tent?"))
         assert "bright orange" not in system_prompts(srv)[-1]
     finally:
@@ -160,14 +159,12 @@ async def test_on_postgresql_words_stored_elsewhere_keep_voice_caches_and_words_
     try:
         signal, heard = first.forget_signal(), first.db.data_version()
         note = remember(second, "Bob sails on Sundays", scope_id="bob")
-        await eventually(
-            lambda: first.db.data_version() != heard
-        )  # the insert's notification arrived
+        # the insert's notification arrived
+        await eventually(lambda: first.db.data_version() != heard)
         assert first.forget_signal() == signal
         second.memories.update(note.id, content="Bob sails on Saturdays")
-        await eventually(
-            lambda: first.forget_signal() != signal
-        )  # an edit: what a cache holds may be stale
+        # an edit: what a cache holds may be stale
+        await eventually(lambda: first.forget_signal() != signal)
         signal = first.forget_signal()
         forget_memory(second, note.id)
         await eventually(lambda: first.forget_signal() != signal)
@@ -186,6 +183,5 @@ def test_a_transaction_that_need_not_wait_for_the_disk_still_commits_whole_or_no
         first.db.execute("UPDATE rate_windows SET told = 1 WHERE account = ?", ("discord:1",))
         raise RuntimeError("half way")
     assert second.db.scalar("SELECT told FROM rate_windows WHERE account = ?", ("discord:1",)) == 0
-    assert (
-        second.rate_windows.admit("discord:1", 1, 60.0, 1001.0) is False
-    )  # the first reply counted in both
+    # the first reply counted in both
+    assert second.rate_windows.admit("discord:1", 1, 60.0, 1001.0) is False

@@ -117,9 +117,8 @@ async def test_an_admin_sees_their_server_and_the_owner_everything_but_only_in_t
     )
     assert "91,9" not in admin and "name-carol" not in admin  # a DM is no server's business
     assert "0 tokens" in other_server and "name-alice" not in other_server
-    assert (
-        owner_in_server == NOT_OWNER
-    )  # everyone's usage, DMs included, is not for a server's eyes
+    # everyone's usage, DMs included, is not for a server's eyes
+    assert owner_in_server == NOT_OWNER
     assert (
         owner_dm.startswith("All usage today")
         and "private chats 91,928" in owner_dm
@@ -191,9 +190,8 @@ async def test_blocking_clients_file_their_calls_too_on_the_store_thread(tmp_pat
             llm_api_key="k",
             embeddings="none",
         )
-        queued = build_completer(
-            settings, runtime.engine, "ingest", runtime.runner
-        )  # asked on a worker thread
+        # asked on a worker thread
+        queued = build_completer(settings, runtime.engine, "ingest", runtime.runner)
         await asyncio.to_thread(queued, "You extract memories.", "a passage about bees")
         rows = await runtime.runner.run(
             runtime.engine.db.rows,

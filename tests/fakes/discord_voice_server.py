@@ -198,9 +198,8 @@ class FakeVoiceServer(FakeServer):
         if dave:
             opus = [frame + DAVE_STAND_IN_TAIL for frame in opus]
         start, first = time.monotonic(), self._sequence.get(ssrc, 0)
-        self._sequence[ssrc] = first + len(
-            opus
-        )  # a stream's numbering carries on, as a real client's does
+        # a stream's numbering carries on, as a real client's does
+        self._sequence[ssrc] = first + len(opus)
         loud = next(
             (i for i, f in enumerate(frames) if max(abs(v) for v in memoryview(f).cast("h")) > 300),
             None,

@@ -76,9 +76,8 @@ def test_a_resume_file_from_another_model_is_one_error_line(companion, tmp_path:
 def test_an_install_without_the_measuring_tools_says_so(
     companion, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setitem(
-        sys.modules, "measure.evaluation", None
-    )  # what importing an absent module does
+    # what importing an absent module does
+    monkeypatch.setitem(sys.modules, "measure.evaluation", None)
     code, _, err = companion("eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)))
     assert (
         code == 1 and "the measuring tools (measure.evaluation) are not part of this install" in err
@@ -102,9 +101,8 @@ def test_eval_with_user_turns_indexed_says_so_and_reports_session_recall(
 def test_eval_says_what_one_search_of_each_method_cost(companion, tmp_path: Path) -> None:
     code, out, _ = companion("eval", "locomo", str(write(tmp_path / "d.json", SAMPLES)))
     assert code == 0 and "One search (ms)" in out
-    shown = {
-        line.split()[1] for line in out.splitlines() if line.count("│") == 4
-    }  # the rows: method, p50, p95
+    # the rows: method, p50, p95
+    shown = {line.split()[1] for line in out.splitlines() if line.count("│") == 4}
     assert {"bm25", "vector", "hybrid"} <= shown
 
 

@@ -48,17 +48,15 @@ def test_bench_on_postgresql_reports_the_same_fields_as_on_sqlite_and_leaves_the
     before = _databases(pg_url)
     on_pg = run_bench([200], queries=3, db=pg_url)["results"][0]
     assert set(on_pg) == SQLITE_FIELDS and on_pg["engine"] == "postgresql"
-    assert (
-        on_pg["visible"] == 185
-    )  # the rows placed as on SQLite: 180 guild rows, a fact of each of the 5 present
+    # the rows placed as on SQLite: 180 guild rows, a fact of each of the 5 present
+    assert on_pg["visible"] == 185
     assert (
         set(on_pg["hybrid_ms"]) == {"p50", "p95", "max"}
         and on_pg["turn_ms"]["p50"] > 0
         and on_pg["mirror_mb"] > 0
     )
-    assert (
-        _databases(pg_url) == before and _tables(pg_url) == 0
-    )  # its database dropped; the named one untouched
+    # its database dropped; the named one untouched
+    assert _databases(pg_url) == before and _tables(pg_url) == 0
 
 
 def test_eval_on_postgresql_measures_every_conversation_each_in_a_database_dropped_after(

@@ -63,9 +63,8 @@ async def test_a_bulletin_is_written_cut_to_its_budget_and_shown_in_the_next_pro
     srv.default = lambda body: long_answer if body["messages"][0]["content"] == SYSTEM else "ok"
     assert await rt.bulletins.run() == 1
     (prompt,) = bulletin_requests(srv)
-    assert (
-        "bakes sourdough" in prompt and "runs a chess club" in prompt
-    )  # the memories the scope sees
+    # the memories the scope sees
+    assert "bakes sourdough" in prompt and "runs a chess club" in prompt
     stored = Bulletins(rt.engine).get("guild", G1)
     assert (
         stored is not None and len(stored.text) <= MAX_CHARS and stored.text.startswith("Identity:")
@@ -76,9 +75,8 @@ async def test_a_bulletin_is_written_cut_to_its_budget_and_shown_in_the_next_pro
     system = srv.chat_requests[-1]["messages"][0]["content"]
     assert "## Briefing" in system and '"- line 000 ' in system
     shown = re.findall(r'"- line \d+ x+"', system)
-    assert (
-        0 < len(shown) < stored.text.count("- line ")
-    )  # cut to the budget: 700 tokens of ~100-character lines
+    # cut to the budget: 700 tokens of ~100-character lines
+    assert 0 < len(shown) < stored.text.count("- line ")
     assert sum(len(s) // 4 + 1 for s in shown) <= 700
     assert len(bulletin_requests(srv)) == 1  # a turn never asks for a bulletin
     assert await rt.bulletins.run() == 0  # nothing changed: not rewritten
@@ -103,9 +101,8 @@ async def test_a_bulletin_is_rewritten_after_enough_changes_or_when_a_day_old_an
     remember(rt.engine, "Bob flies kites on the beach", scope_id=BOB, guild_id=G1)
     assert await rt.bulletins.run() == 0  # one change, and a fresh bulletin
     clock.advance(DAY)
-    assert (
-        await rt.bulletins.run() == 1
-    )  # a day old and changed (the chat is quiet: found by its age)
+    # a day old and changed (the chat is quiet: found by its age)
+    assert await rt.bulletins.run() == 1
     clock.advance(DAY)
     assert await rt.bulletins.run() == 0  # a day old but nothing changed
 
@@ -127,12 +124,10 @@ async def test_a_guilds_bulletin_never_holds_dm_private_owner_or_another_guilds_
         scope_id="discord:boss",
         visibility=Visibility.PRIVATE,
     )
-    remember(
-        engine, "Alice collects Quuxberry stamps", scope_id=ALICE, guild_id=G2
-    )  # said in another guild...
-    engine.people.set_sharing(
-        ALICE, True
-    )  # ...and shared across guilds: still not in guild 1's bulletin
+    # said in another guild...
+    remember(engine, "Alice collects Quuxberry stamps", scope_id=ALICE, guild_id=G2)
+    # ...and shared across guilds: still not in guild 1's bulletin
+    engine.people.set_sharing(ALICE, True)
     await rt.orchestrator.observe(group("discord", "g1", "alice", "hello all", name="Alice"))
     await rt.orchestrator.observe(dm("discord", "alice", "hi there", name="Alice"))
     assert await rt.bulletins.run() == 2
@@ -140,9 +135,8 @@ async def test_a_guilds_bulletin_never_holds_dm_private_owner_or_another_guilds_
     assert "bakes sourdough" in guild
     for word in (SECRET, "Vorpalbank", "Quuxberry"):
         assert word not in guild
-    assert (
-        SECRET in Bulletins(engine).get("dm", ALICE).text
-    )  # her own DMs' bulletin has it: the check can fail
+    # her own DMs' bulletin has it: the check can fail
+    assert SECRET in Bulletins(engine).get("dm", ALICE).text
 
     srv.script("Hello Bob")
     await rt.orchestrator.reply(group("discord", "g1", "bob", "tell me about Alice", name="Bob"))
@@ -190,9 +184,8 @@ async def test_any_deletion_or_rewording_of_a_source_memory_drops_the_bulletin(r
     await rt.orchestrator.observe(group("discord", "g2", "bob", "hello", name="Bob"))
     assert await rt.bulletins.run() == 2
     alice = engine.memory_rows.listing((f"user|{ALICE}|public|{G1}",), limit=1)[0]
-    engine.memories.update(
-        alice.id, content="Alice bakes rye bread now"
-    )  # an edit: the old words are gone
+    # an edit: the old words are gone
+    engine.memories.update(alice.id, content="Alice bakes rye bread now")
     assert (
         Bulletins(engine).get("guild", G1) is None
         and Bulletins(engine).get("guild", G2) is not None
@@ -261,9 +254,8 @@ async def test_the_bulletin_commands_show_and_refresh(
             cli.add(text, "--subject", "Alice", "--scope", "user", "--scope-id", "discord:alice")
         assert "no bulletin yet" in cli("bulletin", "show").out
         nothing = await asyncio.to_thread(cli, "bulletin", "refresh")
-        assert (
-            nothing.code == 0 and "no bulletin is due" in nothing.out
-        )  # no chat was active: nothing asked
+        # no chat was active: nothing asked
+        assert nothing.code == 0 and "no bulletin is due" in nothing.out
         srv.script("Identity:\n- Alice lives in Lyon and drinks green tea")
         done = await asyncio.to_thread(
             cli, "bulletin", "refresh", "--scope", "dm", "--scope-id", "discord:alice", "--json"
@@ -296,9 +288,8 @@ async def test_a_memory_forgotten_while_the_model_writes_the_bulletin_keeps_it_o
 
     srv.default = forget_then_write
     assert await rt.bulletins.run() == 0 and Bulletins(engine).stored() == []
-    assert (
-        "green tea" in bulletin_requests(srv)[0]
-    )  # it was asked, with the memory, before the forget
+    # it was asked, with the memory, before the forget
+    assert "green tea" in bulletin_requests(srv)[0]
 
 
 async def test_a_scope_with_a_great_many_long_memories_gives_the_model_a_bounded_prompt(rt, srv):

@@ -77,9 +77,8 @@ def test_a_released_job_is_free_again_and_claims_left_by_dead_holders_are_swept_
 ):
     a, b = two
     assert a.claims.claim("extract:c1", "A", LEASE)
-    assert a.claims.claim(
-        "checkin:7", "dead", LEASE
-    )  # its job is never due again: nobody takes it up
+    # its job is never due again: nobody takes it up
+    assert a.claims.claim("checkin:7", "dead", LEASE)
     assert a.claims.release("extract:c1", "A")
     assert b.claims.holder_of("extract:c1") is None and b.claims.claim("extract:c1", "B", LEASE)
     clock.advance(LEASE + STALE_S + 1)
@@ -99,9 +98,8 @@ def test_a_release_rolled_back_with_its_transaction_leaves_the_job_claimed(two):
 def test_processes_racing_for_the_same_jobs_get_each_one_exactly_once(store_url, clock):
     keys = [f"extract:c{i}" for i in range(25)]
     won: dict[str, list[str]] = {key: [] for key in keys}
-    engines = [
-        MemoryEngine(store_url, HashEmbedder(), clock) for _ in range(4)
-    ]  # opened (and migrated) one by one
+    # opened (and migrated) one by one
+    engines = [MemoryEngine(store_url, HashEmbedder(), clock) for _ in range(4)]
     start = threading.Barrier(len(engines), timeout=20)
 
     def contender(name: str, engine: MemoryEngine) -> None:

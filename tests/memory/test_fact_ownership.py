@@ -79,9 +79,8 @@ def model(srv, replies: dict[str, str], **jobs: Answer) -> None:
                     if job == "micro"
                     else facts(*found)
                 )
-        return next(
-            (reply for said, reply in replies.items() if said in prompt), "no"
-        )  # a reply, or a judge's no
+        # a reply, or a judge's no
+        return next((reply for said, reply in replies.items() if said in prompt), "no")
 
     srv.default = respond
 
@@ -201,13 +200,14 @@ async def test_a_fact_tagged_bob_from_mallorys_line_is_dropped_and_never_filed_u
 async def test_a_fact_citing_two_people_goes_to_the_one_whose_line_says_it(rt, srv):
     def both(prompt: str) -> list[dict[str, Any]]:
         lines = cite(prompt, "Guess what I do on Sundays") + cite(prompt, STEAL)
+        # no tag
         return [
             {
                 "subject": "confession",
                 "content": "Mallory steals from the collection box",
                 "lines": lines,
             }
-        ]  # no tag
+        ]
 
     model(srv, {}, extract=both)
     await talk(
@@ -341,9 +341,8 @@ def the_bad_answer(prompt: str) -> list[dict[str, Any]]:
 def owned_as_it_should_be(rt) -> None:
     by_content = {m["content"]: m for m in live(rt)}
     assert sorted(by_content) == ["I am a night owl", CAT]
-    assert (
-        by_content[CAT]["partition_key"] == "user|discord:alice|public|discord:g1"
-    )  # Alice's, said in g1
+    # Alice's, said in g1
+    assert by_content[CAT]["partition_key"] == "user|discord:alice|public|discord:g1"
     assert by_content["I am a night owl"]["subject"] == SELF_SUBJECT
     assert (
         by_content["I am a night owl"]["scope"],
@@ -450,9 +449,8 @@ def test_the_small_models_bob_fact_filed_as_the_bots_own_is_bobs():
             "content": "Hi Bob!",
         },
     ]
-    (fact,) = memories_from(
-        sent, transcript, Source.AUTO_EXTRACTION
-    )  # before: both filed as the bot's own
+    # before: both filed as the bot's own
+    (fact,) = memories_from(sent, transcript, Source.AUTO_EXTRACTION)
     assert (fact.subject, fact.scope_id, fact.guild_id, fact.provenance.sources) == (
         "Bob",
         "bob",
@@ -477,9 +475,8 @@ def test_the_small_models_citations_beside_the_right_lines_still_let_the_forget_
         {"speaker": "P1", "lines": [6, 7], "subject": "Alice", "content": POTTERY},
         {"speaker": "P1", "lines": [8, 9], "subject": "Alice", "content": "Pottery is fun!"},
     ]
-    found = memories_from(
-        sent, transcript, Source.AUTO_EXTRACTION
-    )  # before: all four filed, the half marathon too
+    # before: all four filed, the half marathon too
+    found = memories_from(sent, transcript, Source.AUTO_EXTRACTION)
     assert [(m.content, m.provenance.sources) for m in found] == [(POTTERY, ("m5",))]
 
 

@@ -150,9 +150,8 @@ async def test_a_model_citing_another_speakers_line_cannot_make_a_fact_forget_th
     ]
     forged = {"speaker": "P1", "subject": "hobby", "content": FINCH, "lines": [2, 999]}
     await batch(rt, srv, said, facts(forged))
-    assert (
-        live(rt) == []
-    )  # citing only Bob's line, it is not Alice's fact (issue 31.6): not filed at all
+    # citing only Bob's line, it is not Alice's fact (issue 31.6): not filed at all
+    assert live(rt) == []
     reply = await rt.orchestrator.command(
         "forget", "zebrafinches", group("discord", "g1", "alice", "/forget zebrafinches")
     )
@@ -276,9 +275,8 @@ def test_the_tombstone_table_holds_no_word_of_the_fact_at_the_byte_level(tmp_pat
         assert len(rows) == 1
         dumped = json.dumps(rows).lower()
         assert not any(word in dumped for word in ("zyqxolotl", "quixwell", "finch", "breed"))
-        assert (
-            rows[0]["scope_id"] == "alice"
-        )  # whose it is, for forgetting the person: an id, not words
+        # whose it is, for forgetting the person: an id, not words
+        assert rows[0]["scope_id"] == "alice"
     for file in (p for p in tmp_path.iterdir() if p.name.startswith("store.db")):
         data = file.read_bytes().lower()
         assert b"zyqxolotl" not in data and b"quixwell" not in data, file.name
@@ -307,9 +305,8 @@ def test_reingest_after_editing_another_part_of_the_file_does_not_bring_back_the
     assert report.memories == 1 and any("forgotten before" in r for r in report.rejected)
     contents = sorted(m.content for m in engine.memory_rows.listing(None, limit=10))
     assert contents == ["Alpha says the river is wide.", "Gamma is taller than the tower."]
-    notes.write_text(
-        notes.read_text() + "\n# Delta\n\nDelta is new.\n"
-    )  # read again later: still not back
+    # read again later: still not back
+    notes.write_text(notes.read_text() + "\n# Delta\n\nDelta is new.\n")
     assert ingester.ingest(notes).memories == 1
     assert not [m for m in engine.memory_rows.listing(None, limit=10) if "bridge" in m.content]
 
@@ -337,9 +334,8 @@ def test_a_bulletin_never_reads_a_memory_that_matches_a_forgotten_fact(engine):
         for thing in ("tea", "sailing", "jazz")
     ]
     outlived = remember(engine, "Alice breeds zebra finches", scope_id="alice")
-    engine.memories.tombstones.bury(
-        [_new("zebra finches: Alice is breeding them", ())]
-    )  # its twin was forgotten
+    # its twin was forgotten
+    engine.memories.tombstones.bury([_new("zebra finches: Alice is breeding them", ())])
     read = Bulletins(engine).sources(Bulletins(engine).scope("dm", "alice"))
     assert {m.id for m in read} == {m.id for m in kept} and outlived.id not in {m.id for m in read}
 
@@ -404,14 +400,12 @@ async def test_after_restore_forget_everything_leaves_no_byte_of_the_phrase_in_a
     await _session(
         store.db, srv, clock, "my dog is called Zyqxolotl", "Alice has a dog called Zyqxolotl"
     )
-    assert files_holding(
-        data / "memory", "Zyqxolotl"
-    )  # the test can fail: the phrase is in a journal
+    # the test can fail: the phrase is in a journal
+    assert files_holding(data / "memory", "Zyqxolotl")
     restored = store("restore", str(tmp_path / "monday.db"), "--force")
     assert restored.code == 0 and "journals rebuilt (1 lines)" in restored.out
-    assert (
-        files_holding(data / "memory", "Zyqxolotl") == []
-    )  # the old store's day file did not survive
+    # the old store's day file did not survive
+    assert files_holding(data / "memory", "Zyqxolotl") == []
     assert files_holding(data / "memory", "bees")  # the restored store's journal is back
     runtime = build_runtime(store.db, srv, clock)
     await runtime.start(background_loop=False)
@@ -434,9 +428,8 @@ def test_journals_rebuild_makes_the_journals_again_from_the_store_and_drops_stra
     stray.write_text(
         "- 10:00 [other] Alice named her boat Zyqxolotl <!-- m:not-in-this-store -->\n"
     )
-    kept = (
-        tmp_path / "memory" / ".git" / "notes.md"
-    )  # someone keeps the folder in git: not ours to touch
+    # someone keeps the folder in git: not ours to touch
+    kept = tmp_path / "memory" / ".git" / "notes.md"
     kept.parent.mkdir()
     kept.write_text("git notes")
     result = cli("journals", "rebuild", "--json")
@@ -455,14 +448,12 @@ def test_a_forget_by_the_memory_delete_tool_leaves_a_tombstone_too(engine):
             "memory_store", json.dumps({"type": "semantic", "subject": "hobby", "content": FINCH})
         )
     )
-    tools.call(
-        "memory_search", json.dumps({"query": FINCH})
-    )  # a delete acts only on a strong match of this turn's search
+    # a delete acts only on a strong match of this turn's search
+    tools.call("memory_search", json.dumps({"query": FINCH}))
     assert (
         json.loads(tools.call("memory_delete", json.dumps({"id": stored["id"]})))["status"]
         == "deleted"
     )
     assert engine.memories.tombstones.count() == 1
-    assert (
-        unforgotten(engine, [_new("Alice breeds zebrafinches.", ())]) == []
-    )  # learned back from what remains: held back
+    # learned back from what remains: held back
+    assert unforgotten(engine, [_new("Alice breeds zebrafinches.", ())]) == []

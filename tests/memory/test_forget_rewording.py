@@ -27,9 +27,8 @@ from memory.write.tombstones import KEY, LEGACY, unforgotten
 from memory.write.wording import normalised
 
 DATA = Path(__file__).parent / "data" / "forget_rewordings.txt"
-KEY_A = bytes(
-    range(32)
-)  # the operator's key in these tests (fixed: an outcome must not hang on a key drawn)
+# the operator's key in these tests (fixed: an outcome must not hang on a key drawn)
+KEY_A = bytes(range(32))
 # What the suite holds now, on MiniLM (measured: 221/250, English 192/200, translations 29/50; 0/204 blocked).
 # A name or a code holds in any language; a translation of plain words has only its cognates to go by.
 HELD_AT_LEAST, ENGLISH_HELD_AT_LEAST = 0.85, 0.95
@@ -84,9 +83,8 @@ def test_forgotten_facts_are_held_back_in_other_words_and_no_other_fact_of_the_p
     facts, unrelated = suite()
     with MemoryEngine(tmp_path / "m.db", minilm, FakeClock(), secret_key=KEY_A) as engine:
         alice = engine.people.resolve("discord", "alice", "Alice")
-        engine.memories.tombstones.own_names = (
-            engine.people.own_names
-        )  # as the composition root wires it
+        # as the composition root wires it
+        engine.memories.tombstones.own_names = engine.people.own_names
         assert engine.memories.tombstones.bury([about(alice, fact) for fact, _ in facts]) == len(
             facts
         )
@@ -97,9 +95,8 @@ def test_forgotten_facts_are_held_back_in_other_words_and_no_other_fact_of_the_p
                 total[group] += 1
                 held[group] += not unforgotten(engine, [about(alice, text)])
         blocked = [text for text in unrelated if not unforgotten(engine, [about(alice, text)])]
-        bob = [
-            fact for fact, _ in facts if unforgotten(engine, [about("bob", fact)])
-        ]  # another person's, same words
+        # another person's, same words
+        bob = [fact for fact, _ in facts if unforgotten(engine, [about("bob", fact)])]
     rate = sum(held.values()) / sum(total.values())
     with capsys.disabled():
         print(
@@ -204,12 +201,10 @@ def test_the_store_file_alone_cannot_confirm_a_guess_at_a_forgotten_fact(tmp_pat
     path = tmp_path / "store.db"
     with MemoryEngine(path, embedder, FakeClock(), secret_key=KEY_A) as engine:
         forget_memory(engine, remember(engine, TRUE, subject="pet").id)
-    assert (
-        confirmed(path, every_setting_as_a_key(path)) == []
-    )  # everything the file holds, tried as the key
-    assert TRUE in confirmed(
-        path, [KEY_A]
-    )  # the attack itself works: with the key, the guess is confirmed
+    # everything the file holds, tried as the key
+    assert confirmed(path, every_setting_as_a_key(path)) == []
+    # the attack itself works: with the key, the guess is confirmed
+    assert TRUE in confirmed(path, [KEY_A])
 
 
 def test_an_older_store_has_its_in_store_key_moved_out_and_its_tombstones_still_hold(
@@ -225,16 +220,13 @@ def test_an_older_store_has_its_in_store_key_moved_out_and_its_tombstones_still_
             "INSERT INTO tombstones (scope, scope_id, content_mac, fact_mac, buried_at, keyed) VALUES ('user', 'alice', ?, ?, 0, 0)",
             legacy[:2],
         )
-    assert TRUE in confirmed(
-        path, every_setting_as_a_key(path)
-    )  # the finding: the file alone recovers it
+    # the finding: the file alone recovers it
+    assert TRUE in confirmed(path, every_setting_as_a_key(path))
     with MemoryEngine(path, embedder, FakeClock(), secret_key=KEY_A) as engine:
-        assert (
-            engine.db.get_setting(KEY) is None and engine.db.get_setting(LEGACY) is not None
-        )  # moved out at once
-        assert (
-            unforgotten(engine, [about("alice", TRUE)]) == []
-        )  # still held back, with the key from outside
+        # moved out at once
+        assert engine.db.get_setting(KEY) is None and engine.db.get_setting(LEGACY) is not None
+        # still held back, with the key from outside
+        assert unforgotten(engine, [about("alice", TRUE)]) == []
     assert confirmed(path, every_setting_as_a_key(path)) == []
     for file in (p for p in tmp_path.iterdir() if p.name.startswith("store.db")):
         assert old_key.hex().encode() not in file.read_bytes(), file.name

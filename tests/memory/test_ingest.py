@@ -161,9 +161,8 @@ def test_pdf_headings_become_the_subjects_of_the_passages_under_them(cli, tmp_pa
     assert (
         by_content(memories, "blue room")["subject"] == "handbook.pdf › Meeting Rooms and Kitchens"
     )
-    assert not any(
-        "Results" in m["content"] or "HANDBOOK" in m["content"] for m in memories
-    )  # a heading is not body
+    # a heading is not body
+    assert not any("Results" in m["content"] or "HANDBOOK" in m["content"] for m in memories)
 
 
 def test_short_pdf_lines_that_only_look_like_headings_stay_body_text(tmp_path):
@@ -197,9 +196,8 @@ def test_reingesting_a_changed_file_supersedes_the_changed_passage_and_keeps_the
         cli("ingest", "notes.md", "--no-llm").out.strip()
         == "notes.md: unchanged since it was last ingested"
     )
-    notes.write_text(
-        "\n\n" + NOTES.replace("bridge is red", "bridge is blue")
-    )  # lines shift by two, Beta changes
+    # lines shift by two, Beta changes
+    notes.write_text("\n\n" + NOTES.replace("bridge is red", "bridge is blue"))
     result = cli("ingest", "notes.md", "--no-llm", "--json")
     assert result.code == 0
     report = result.json()["files"][0]
@@ -259,9 +257,8 @@ def test_a_secret_and_an_injection_are_refused_without_stopping_the_file(cli, tm
         and "holds a secret" in result.out
     )
     contents = sorted(m["content"] for m in listed(cli))
-    assert contents == [
-        "The team eats lunch at noon on Fridays."
-    ]  # as memory add refuses it: no "[redacted]" memory
+    # as memory add refuses it: no "[redacted]" memory
+    assert contents == ["The team eats lunch at noon on Fridays."]
     assert not [
         p
         for p in (tmp_path / "memory").rglob("*")
@@ -295,9 +292,8 @@ def test_a_folder_walk_skips_links_to_files_outside_the_folder(cli, tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("Dana plays the cello.\n")
-    (docs / "same.md").symlink_to(
-        docs / "a.md"
-    )  # a link that stays inside is harmless: the same file
+    # a link that stays inside is harmless: the same file
+    (docs / "same.md").symlink_to(docs / "a.md")
     outside_links(docs, tmp_path / "elsewhere")
     result = cli("ingest", "docs", "--no-llm", "--json")
     assert result.code == 0, result.err
@@ -403,9 +399,8 @@ async def test_the_watched_folder_picks_a_file_up_while_the_bot_runs(tmp_path, s
             len(rt.ingest.reports) == 1
             and rt.engine.db.scalar("SELECT COUNT(*) FROM memories") == 1
         )
-        assert list(
-            (inbox / "journal").rglob("*.md")
-        )  # journals written inside the folder are not read back
+        # journals written inside the folder are not read back
+        assert list((inbox / "journal").rglob("*.md"))
     finally:
         srv.default = lambda body: "[]"
         await rt.stop()
@@ -505,9 +500,8 @@ def test_ingest_forget_removes_everything_learned_from_a_file_and_it_is_not_lear
         if p.is_file() and p.name != "notes.md" and b"bridge is red" in p.read_bytes()
     ]
     assert leftovers == []  # the store, its WAL and the journals: the words are gone from the bytes
-    assert (
-        "0 memories stored" in cli("ingest", "notes.md", "--no-llm").out
-    )  # the tombstones keep them out
+    # the tombstones keep them out
+    assert "0 memories stored" in cli("ingest", "notes.md", "--no-llm").out
     never = cli("ingest", "--forget", "nowhere.md")
     assert never.code == 1 and "nowhere.md: was never ingested" in never.out
 

@@ -119,9 +119,8 @@ def test_an_id_cannot_lead_a_folder_out_of_the_journals_or_into_another_scope():
         name = folder_of(f"guild|{hostile}|public")
         assert name.startswith("guild-") and "/" not in name and name not in ("guild-..", "guild-.")
     assert safe_name("discord:1") == "discord-1" and safe_name("a/b") != safe_name("a:b")
-    assert (
-        folder_of("user|telegram:7|public|discord:1") == "guild-discord-1"
-    )  # public in that server
+    # public in that server
+    assert folder_of("user|telegram:7|public|discord:1") == "guild-discord-1"
     assert (
         folder_of("user|telegram:7|private")
         == folder_of("user|telegram:7|public")
@@ -146,13 +145,13 @@ async def test_forgetting_one_memory_removes_its_words_from_every_journal_file(b
     )
     assert "Forgotten" in answer
     assert holding(root, "Zyqxolotl") == []
-    assert holding(
-        root, memory_id(bot, "Alice likes green tea")
-    )  # the rest stays, line and snapshot
+    # the rest stays, line and snapshot
+    assert holding(root, memory_id(bot, "Alice likes green tea"))
+    # no temp or backup
     assert sorted(every_byte(root)) == [
         f"dm-telegram-7/{today(bot.engine.clock)}",
         "dm-telegram-7/MEMORY.md",
-    ]  # no temp or backup
+    ]
 
 
 async def test_forget_everything_leaves_no_word_and_no_folder_of_the_person(bot, srv, tmp_path):
@@ -198,9 +197,8 @@ def test_a_line_left_in_another_folder_is_found_by_the_forget_sweep(tmp_path):
             scope_id="alice",
             visibility=Visibility.PRIVATE,
         )
-        stray = (
-            tmp_path / "j" / "dm-elsewhere" / "2020-01-01.md"
-        )  # e.g. written before a /link moved the memory
+        # e.g. written before a /link moved the memory
+        stray = tmp_path / "j" / "dm-elsewhere" / "2020-01-01.md"
         stray.parent.mkdir()
         stray.write_text(
             f"# old\n\n- 10:00 [other] Alice named her boat Zyqxolotl <!-- m:{memory.id} -->\n- 10:01 [other] kept <!-- m:x -->\n"
@@ -224,20 +222,17 @@ def test_an_edit_replaces_the_line_and_an_update_keeps_the_old_one_as_history(tm
             engine, "Alice lives in Oslo near the harbour", subject="home", scope_id="alice"
         )
         new = remember(engine, "Alice moved to Bergen in March", subject="home", scope_id="alice")
-        engine.memories.supersede(
-            new.id, [old.id]
-        )  # what a changed passage of a re-ingested file does
+        # what a changed passage of a re-ingested file does
+        engine.memories.supersede(new.id, [old.id])
         engine.journals.flush()
         folder = tmp_path / "j" / "dm-alice"
         journal = (folder / today(clock)).read_text()
-        assert (
-            f"m:{old.id}" in journal and f"m:{new.id}" in journal
-        )  # append-only: the superseded line stays
+        # append-only: the superseded line stays
+        assert f"m:{old.id}" in journal and f"m:{new.id}" in journal
         assert engine.memory_rows.get(old.id).superseded_by == new.id
         snapshot = (folder / SNAPSHOT).read_text()
-        assert (
-            f"m:{new.id}" in snapshot and f"m:{old.id}" not in snapshot
-        )  # the snapshot is what is live
+        # the snapshot is what is live
+        assert f"m:{new.id}" in snapshot and f"m:{old.id}" not in snapshot
 
 
 def test_forgetting_a_person_and_purging_a_guild_empty_their_folders(tmp_path):
@@ -288,9 +283,8 @@ def test_words_that_imitate_a_line_marker_cannot_take_another_memorys_line_with_
             scope_id="bob",
         )
         journal = next((tmp_path / "j" / "dm-bob").glob("2*.md"))
-        assert (
-            len(journal.read_text().splitlines()) == 4
-        )  # header, blank, two lines: the newline did not make a third
+        # header, blank, two lines: the newline did not make a third
+        assert len(journal.read_text().splitlines()) == 4
         forget_memory(engine, forged.id)
         assert f"m:{target.id}" in journal.read_text() and "Mallory" not in journal.read_text()
         forget_memory(engine, target.id)
@@ -320,9 +314,8 @@ def test_memory_add_and_delete_on_the_command_line_write_and_unwrite_the_journal
     assert holding(root, "Zyqxolotl") and holding(root, kept)
     assert cli("memory", "delete", gone, "--yes").code == 0
     assert holding(root, "Zyqxolotl") == [] and len(holding(root, "Plumbrook")) == 2
-    assert (
-        cli("memory", "list").code == 0 and (root / "dm-discord-alice" / SNAPSHOT).exists()
-    )  # a read-only command writes nothing
+    # a read-only command writes nothing
+    assert cli("memory", "list").code == 0 and (root / "dm-discord-alice" / SNAPSHOT).exists()
 
 
 def test_after_a_restore_the_journals_say_what_the_restored_store_says_and_forget_everything_leaves_no_word(
@@ -350,8 +343,7 @@ def test_after_a_restore_the_journals_say_what_the_restored_store_says_and_forge
     root = tmp_path / "memory"
     assert holding(root, "Zyqxolotl")
     assert cli("restore", str(tmp_path / "before.db"), "--force").code == 0
-    assert (
-        holding(root, "Zyqxolotl") == [] and len(holding(root, "Plumbrook")) == 2
-    )  # the day's line and MEMORY.md
+    # the day's line and MEMORY.md
+    assert holding(root, "Zyqxolotl") == [] and len(holding(root, "Plumbrook")) == 2
     assert cli("memory", "forget-person", "--person", "discord:alice", "--yes").code == 0
     assert every_byte(root) == {}

@@ -101,9 +101,8 @@ async def test_the_console_owner_is_known_after_a_restart(tmp_path, srv):
                 stream=False,
             ).run()
             assert "You keep bees!" in out.getvalue()
-            assert BEES in profile(system_prompt(srv)), (
-                question
-            )  # the owner's memory, with no similarity asked of it
+            # the owner's memory, with no similarity asked of it
+            assert BEES in profile(system_prompt(srv)), question
     finally:
         srv.default = lambda body: "[]"
         await second.stop()
@@ -221,9 +220,8 @@ async def test_the_snapshot_is_the_slice_of_the_real_prompt_and_writes_nothing(
     await rt.runner.run(rt.engine.recall.flush_access)
     before = await rt.runner.run(rows, tmp_path / "bot.db")
     turn, snap = await rt.runner.run(orchestrator.preview, message)
-    assert (
-        await rt.runner.run(rows, tmp_path / "bot.db") == before
-    )  # no identity, name, channel state...
+    # no identity, name, channel state...
+    assert await rt.runner.run(rows, tmp_path / "bot.db") == before
     assert await rt.runner.run(rt.engine.recall.flush_access) == 0  # ...and no access count queued
     assert "I keep my bees on the balcony" in snap.render() and snap.history
     srv.script("On the balcony.")

@@ -139,9 +139,8 @@ def test_the_same_text_is_embedded_once(tmp_path, clock):
     text = "Xena and Yuri both love hot springs"
     with MemoryEngine(tmp_path / "m.db", embedder, clock) as engine:
         remember(engine, text, scope_id="xena")
-        remember(
-            engine, text, scope_id="yuri"
-        )  # another partition: stored again, not embedded again
+        # another partition: stored again, not embedded again
+        remember(engine, text, scope_id="yuri")
         say(engine, text, author="xena", dm_person="xena", author_name="")
         assert embedder.texts.count(text) == 1
         assert count(engine, "embed_cache", "content_hash = ?", (content_hash(text),)) == 1
@@ -213,9 +212,8 @@ def test_embeddings_off_means_no_vectors_and_bm25_recall(bm25_engine):
     assert not bm25_engine.embeddings.available
     assert count(bm25_engine, "memory_vec") == 0
     hits = bm25_engine.recall.recall(dm_ctx("xena"), "beehives roof")
-    assert [h.item.content for h in hits] == [
-        FACTS[0]
-    ]  # default threshold 0.5 keeps only the text match
+    # default threshold 0.5 keeps only the text match
+    assert [h.item.content for h in hits] == [FACTS[0]]
     assert bm25_engine.embeddings.embed_query("anything") is None
     with pytest.raises(EmbeddingError, match="disabled"):
         bm25_engine.embeddings.embed(["x"])

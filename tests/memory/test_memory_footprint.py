@@ -32,9 +32,8 @@ def test_the_store_is_not_memory_mapped_and_its_page_cache_is_bounded(tmp_path):
 
 def test_the_embedding_session_reuses_one_arena_and_plans_no_blocks_per_shape(minilm):
     options = minilm._session.get_session_options()
-    assert (
-        options.enable_cpu_mem_arena is True
-    )  # bounded: no run passes BATCH_TOKENS (memory.storage.embeddings)
+    # bounded: no run passes BATCH_TOKENS (memory.storage.embeddings)
+    assert options.enable_cpu_mem_arena is True
     assert options.enable_mem_pattern is False
     assert minilm.embed(["a turn after the arena change", ""]).shape == (2, minilm.dim)
 
@@ -50,12 +49,10 @@ def test_lean_session_sets_what_it_says_on_any_options_object():
     not sys.platform.startswith("linux"), reason="RSS from /proc, malloc_trim from glibc"
 )
 def test_freed_heap_goes_back_to_the_os():
-    held = [
-        bytearray(1000) for _ in range(60_000)
-    ]  # ~60 MB of small blocks: heap, not separate mappings
-    pin = bytearray(
-        1000
-    )  # above them, so freeing them leaves a hole glibc does not give back by itself
+    # ~60 MB of small blocks: heap, not separate mappings
+    held = [bytearray(1000) for _ in range(60_000)]
+    # above them, so freeing them leaves a hole glibc does not give back by itself
+    pin = bytearray(1000)
     del held
     before = _rss_mb()
     trim_heap()

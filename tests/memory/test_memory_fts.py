@@ -129,9 +129,8 @@ def test_recall_and_message_search_survive_and_change_nothing(seeded, name):
         kite_hit = next(h for h in hits if "kites" in h.item.content)
         assert "fts" in kite_hit.channels and kite_hit.text_score == 1.0
         assert "we flew kites with lanterns on the beach" in contents(messages)
-    assert "kites in my DM" not in contents(
-        messages
-    )  # hostile text does not widen the partition filter
+    # hostile text does not widen the partition filter
+    assert "kites in my DM" not in contents(messages)
 
 
 @query_params

@@ -22,11 +22,12 @@ from memory.storage.corpus import Corpus
 ROWS = 3_000
 LIMIT = 10
 COMMON = ["garden", "river", "music", "winter", "coffee", "letters"]  # each in ~40% of the rows
+# ~100 rows each
 RARE = [
     f"{a}{b}"
     for a in ("zor", "quil", "vand", "plix", "mur")
     for b in ("ak", "en", "ith", "op", "ux", "ade")
-]  # ~100 rows each
+]
 
 
 def _content(rng: np.random.Generator, filler: str) -> str:
@@ -83,9 +84,8 @@ def test_the_rare_first_answer_is_the_plain_answer_row_for_row(zipf: Corpus):
         if query is None:
             continue
         plain = zipf._ranked(query.expr, LIMIT)
-        assert zipf.text_search(text, (), LIMIT) == plain, (
-            text
-        )  # a share of 1.0 (no partitions) searches broadly
+        # a share of 1.0 (no partitions) searches broadly
+        assert zipf.text_search(text, (), LIMIT) == plain, text
         if query.rare is None:
             continue
         first = zipf._ranked(query.expr, LIMIT, query.rare)
@@ -178,9 +178,8 @@ def test_common_words_alone_skip_the_first_pass_and_too_many_run_plain(zipf: Cor
     assert len(commons) == fts.MAX_PAIRED + 1
     alone = zipf.fts.query(commons[0])
     assert alone.rare is None and alone.common  # nothing to score first: its rows newest first
-    assert (
-        zipf.fts.query(" ".join(commons[: fts.MAX_PAIRED])).rare is None
-    )  # common words only: the same
+    # common words only: the same
+    assert zipf.fts.query(" ".join(commons[: fts.MAX_PAIRED])).rare is None
     assert zipf.fts.query(" ".join([*commons[: fts.MAX_PAIRED], "zorak"])).rare is not None
     too_many = zipf.fts.query(" ".join([*commons, "zorak"]))
     assert too_many.rare is None and not too_many.common  # too many pairs: plain
@@ -205,9 +204,8 @@ def test_widening_adds_exactly_the_common_terms_that_could_reach_the_score_to_be
     assert query.bound == 5.0
     assert query.widened(5.5) is None  # neither can: the rare-first answer stands
     assert query.widened(3.0) == '("a" OR ("b" AND "c") OR "c") AND ptoken : (kx)'
-    assert (
-        query.widened(2.0) == '("a" OR ("b" AND "c") OR "b" OR "c") AND ptoken : (kx)'
-    )  # a tie could reach it
+    # a tie could reach it
+    assert query.widened(2.0) == '("a" OR ("b" AND "c") OR "b" OR "c") AND ptoken : (kx)'
     assert fts.TextQuery('"a"').widened(0.0) is None
 
 
@@ -215,9 +213,8 @@ def test_rows_of_common_words_alone_are_scored_newest_first_up_to_the_cap(
     zipf: Corpus, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(fts, "COMMON_ROWS", 200)
-    query = zipf.fts.query(
-        "garden river"
-    )  # two common words (~40% of the rows each), nothing rarer
+    # two common words (~40% of the rows each), nothing rarer
+    query = zipf.fts.query("garden river")
     assert query is not None and query.rare is None and query.common
     matching = [
         rid
@@ -233,9 +230,8 @@ def test_rows_of_common_words_alone_are_scored_newest_first_up_to_the_cap(
         (rid, s) for rid, s in zipf._ranked(query.expr, len(matching)) if rid in newest
     ][:LIMIT]
     assert found == scored_alone  # the plain query's scores and order, over just those rows
-    assert found != zipf._ranked(
-        query.expr, LIMIT
-    )  # and not the whole history's answer (the cap did something)
+    # and not the whole history's answer (the cap did something)
+    assert found != zipf._ranked(query.expr, LIMIT)
 
 
 def test_rows_holding_a_rare_word_are_all_scored_however_old(

@@ -250,13 +250,11 @@ def test_graph_neighbours_join_recall_through_links(engine, embedder):
     first = remember(engine, a, subject="winter", scope_id="alice")
     second = remember(engine, b, subject="summer", scope_id="alice")
     assert count(engine, "memory_links", "relation = 'related_to'") == 1
-    engine.knobs.update(
-        "memories", {"recent_candidates": 0}
-    )  # only vector, FTS and graph can bring rows in
+    # only vector, FTS and graph can bring rows in
+    engine.knobs.update("memories", {"recent_candidates": 0})
     query = "storms"
-    assert (
-        embedder.cosine(query, b) <= 0.0 and "storms" not in b
-    )  # the second row cannot be found directly
+    # the second row cannot be found directly
+    assert embedder.cosine(query, b) <= 0.0 and "storms" not in b
     direct = engine.recall.recall(CTX, query, threshold=0, channels=frozenset({Channel.FTS}))
     assert [h.item.id for h in direct] == [first.id]
     spread = engine.recall.recall(
@@ -264,9 +262,8 @@ def test_graph_neighbours_join_recall_through_links(engine, embedder):
     )
     assert [h.item.id for h in spread] == [first.id, second.id]
     assert spread[1].channels == ("graph",)
-    assert spread[1].relevance == pytest.approx(
-        0.5 * spread[0].relevance
-    )  # graph_decay 0.5 of its seed
+    # graph_decay 0.5 of its seed
+    assert spread[1].relevance == pytest.approx(0.5 * spread[0].relevance)
 
 
 def test_graph_reads_ignore_superseded_and_expired_memories(minilm_engine, clock):

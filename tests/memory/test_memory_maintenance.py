@@ -142,9 +142,8 @@ def test_consolidation_merges_a_cluster_into_one_row(engine, pets, clock):
     assert progress == [(1, 1)]
     merged = engine.memory_rows.get(report.new_ids[0])
     assert merged.content == MERGED["content"] and merged.subject == "Alice's pets"
-    assert (
-        merged.source == Source.CONSOLIDATION and merged.importance == 7
-    )  # max(3, 7, 5, model's 4)
+    # max(3, 7, 5, model's 4)
+    assert merged.source == Source.CONSOLIDATION and merged.importance == 7
     assert merged.tags == ("pets",) and merged.type == MemoryType.SEMANTIC
     for m in originals:
         assert engine.memory_rows.get(m.id).consolidated_into == merged.id
@@ -203,12 +202,13 @@ def test_consolidation_relinks_mentions_to_the_merged_row(engine, pets):
     top = {
         r.name: r.mentions for r in engine.graph.top_entities(dm_ctx("alice").memory_partitions())
     }
+    # counted once, through the merged row
     assert top == {
         "Alice": 1,
         "Pet0": 1,
         "Pet1": 1,
         "Pet2": 1,
-    }  # counted once, through the merged row
+    }
 
 
 def test_consolidation_writes_an_audit_row(engine, pets, clock):
@@ -293,14 +293,12 @@ def test_cluster_size_is_capped(engine, embedder):
             ("tiny", "turtle"),
         ]
     ]
-    assert (
-        min(embedder.cosine(a, b) for a in texts for b in texts) >= 0.85
-    )  # all six could join one cluster
+    # all six could join one cluster
+    assert min(embedder.cosine(a, b) for a in texts for b in texts) >= 0.85
     for i, t in enumerate(texts):
         remember(engine, t, subject=f"pet {i}", scope_id="alice")
     report = consolidate(engine, ScriptedCompleter(json.dumps(MERGED)), max_cluster=5)
     assert (report.clusters, report.merged_rows, report.failures) == (1, 5, 0)
     assert count(engine, "memories", "consolidated_into = ?", (report.new_ids[0],)) == 5
-    assert (
-        count(engine, "memories", "consolidated_into IS NULL") == 2
-    )  # the merged row and the one left over
+    # the merged row and the one left over
+    assert count(engine, "memories", "consolidated_into IS NULL") == 2

@@ -84,9 +84,8 @@ def test_a_context_larger_than_the_budget_gets_the_same_answers_through_vec0(
 ):
     everyone = tuple(people[p][0] for p in ("alice", "bob", "carol"))
     unlimited = _index(engine, MirrorBudget(None))
-    tight = _index(
-        engine, MirrorBudget(_partition_bytes(embedder.dim) + 10)
-    )  # one of the three fits
+    # one of the three fits
+    tight = _index(engine, MirrorBudget(_partition_bytes(embedder.dim) + 10))
     rng = np.random.default_rng(12)
     for person in ("alice", "bob", "carol"):
         _, rids, vectors = people[person]
@@ -95,9 +94,8 @@ def test_a_context_larger_than_the_budget_gets_the_same_answers_through_vec0(
         assert got[0][0] == rids[3]
         assert [r for r, _ in got] == [r for r, _ in want]
         assert np.allclose([s for _, s in got], [s for _, s in want], atol=0.01)
-    assert (
-        len(tight.loaded_partitions()) == 1
-    )  # the search kept its own partition, the rest went to vec0
+    # the search kept its own partition, the rest went to vec0
+    assert len(tight.loaded_partitions()) == 1
 
     nothing_fits = _index(engine, MirrorBudget(100))
     key, rids, vectors = people["carol"]
@@ -106,9 +104,8 @@ def test_a_context_larger_than_the_budget_gets_the_same_answers_through_vec0(
 
 
 def test_rows_written_while_a_partition_is_loaded_show_up_in_its_searches(engine, embedder, people):
-    vectors = (
-        engine.memory_rows.corpus.vectors
-    )  # the engine's own index: its writes reach the mirror
+    # the engine's own index: its writes reach the mirror
+    vectors = engine.memory_rows.corpus.vectors
     key, _, stored = people["alice"]
     vectors.search(stored[0], (key,), 1)
     assert key in vectors.loaded_partitions()
@@ -141,9 +138,8 @@ def test_the_shortlist_follows_rows_added_past_the_spare_room_and_rows_removed(
     engine, embedder, people
 ):
     key, _, stored = people["bob"]
-    shortlisted = VectorIndex(
-        engine.db, "memory_vec", "memories", exact_limit=0
-    )  # sign bits, then int8 re-score
+    # sign bits, then int8 re-score
+    shortlisted = VectorIndex(engine.db, "memory_vec", "memories", exact_limit=0)
     shortlisted.search(stored[0], (key,), 1)
     rng = np.random.default_rng(14)
     added: list[tuple[int, np.ndarray]] = []

@@ -86,9 +86,7 @@ def test_the_int8_mirror_keeps_99_percent_of_the_float32_top_10_and_top_40(
     parts = (minilm_engine.memory_rows.get(ids[0]).partition_key,)
     # exact_limit=0 sends the search through the sign-bit shortlist and the int8 re-score of just it
     index = VectorIndex(minilm_engine.db, "memory_vec", "memories", exact_limit=exact_limit)
-    assert (
-        overlap(index, parts, rids, stored, queries, 10) >= 0.99
-    )  # measured 0.996 (LoCoMo dev turns: 0.995)
-    assert (
-        overlap(index, parts, rids, stored, queries, 40) >= 0.99
-    )  # measured 0.999 (LoCoMo dev turns: 0.997)
+    # measured 0.996 (LoCoMo dev turns: 0.995)
+    assert overlap(index, parts, rids, stored, queries, 10) >= 0.99
+    # measured 0.999 (LoCoMo dev turns: 0.997)
+    assert overlap(index, parts, rids, stored, queries, 40) >= 0.99

@@ -352,9 +352,8 @@ def test_sharing_across_servers_is_each_person_s_own_choice(tmp_path):
         assert f"user|{X}|public|{GA}" not in ctx.memory_partitions()
         people.set_sharing(X, True)
         assert f"user|{X}|public|{GA}" in context(engine, "guildB_x").memory_partitions()
-        assert (
-            f"user|{X}|private" not in context(engine, "guildB_x").memory_partitions()
-        )  # DM facts never, shared or not
+        # DM facts never, shared or not
+        assert f"user|{X}|private" not in context(engine, "guildB_x").memory_partitions()
         people.set_sharing(X, False)
         assert f"user|{X}|public|{GA}" not in context(engine, "guildB_x").memory_partitions()
 

@@ -197,9 +197,8 @@ def test_rrf_fusion_is_switched_on_by_a_knob_without_restart(engine, embedder):
 def test_rrf_relevance_from_one_channel_is_half(engine):
     remember(engine, "Alice grows tomatoes on her balcony", scope_id="alice")
     engine.knobs.update("memories", {"fusion": "rrf"})
-    (hit,) = engine.recall.recall(
-        CTX, "zzzz unrelated", threshold=0
-    )  # found by the vector and recent channels only
+    # found by the vector and recent channels only
+    (hit,) = engine.recall.recall(CTX, "zzzz unrelated", threshold=0)
     assert "fts" not in hit.channels and "vector" in hit.channels
     assert hit.relevance == pytest.approx(0.5)
 
@@ -234,9 +233,8 @@ def test_an_invalid_knob_is_refused_naming_the_field(engine, change, field):
     with pytest.raises(pydantic.ValidationError) as err:
         engine.knobs.update("memories", change)
     assert field in str(err.value)
-    assert engine.knobs.get("memories") == engine.knobs.get("memories").model_validate(
-        {}
-    )  # still the defaults
+    # still the defaults
+    assert engine.knobs.get("memories") == engine.knobs.get("memories").model_validate({})
     assert engine.db.get_setting("recall.memories") is None
 
 
@@ -252,9 +250,8 @@ def test_a_partial_weight_change_keeps_the_other_weights(engine):
 def test_mmr_keeps_a_near_copy_from_crowding_out_the_rest(engine):
     text = "Alice loves hiking in the alps every summer"
     remember(engine, text, scope_id="alice")
-    remember(
-        engine, text, scope_id="alice", visibility=Visibility.PRIVATE
-    )  # the same fact, in her DM partition
+    # the same fact, in her DM partition
+    remember(engine, text, scope_id="alice", visibility=Visibility.PRIVATE)
     other = remember(engine, "Alice loves hiking near the lake", scope_id="alice")
     plain = engine.recall.recall(CTX, "Alice loves hiking in the alps", threshold=0, top_k=2)
     assert contents(plain) == {text}
@@ -350,9 +347,8 @@ def test_prune_soft_forgets_unimportant_unused_old_rows(engine, clock):
     assert prune(engine) == 0  # nobody is older than 30 days yet
     clock.advance(15 * DAY)  # day 31
     assert prune(engine) == 1
-    assert (
-        row_of(engine, doomed.id)["forgotten"] == 1 and count(engine, "memories") == 4
-    )  # soft: the row stays
+    # soft: the row stays
+    assert row_of(engine, doomed.id)["forgotten"] == 1 and count(engine, "memories") == 4
     assert {row_of(engine, m.id)["forgotten"] for m in (used, kept, young)} == {0}
     assert doomed.content not in contents(engine.recall.recall(CTX, "grey weather", threshold=0))
     assert doomed.content not in contents(engine.memory_rows.listing(CTX.memory_partitions()))

@@ -309,24 +309,23 @@ def test_a_delete_by_tool_acts_only_on_a_strong_match_of_this_turns_search(engin
     peanuts = remember(engine, "Alice is allergic to peanuts", scope_id="alice", guild_id="g1")
     tools = _tools(engine)
     unsearched = tools.call("memory_delete", {"id": kayak.id})
-    assert (
-        unsearched.startswith("Error:") and "strong match" in unsearched
-    )  # an id from nowhere: no search vouched for it
+    # an id from nowhere: no search vouched for it
+    assert unsearched.startswith("Error:") and "strong match" in unsearched
     found = {
         r["id"]: r["match"]
         for r in json.loads(tools.call("memory_search", {"query": "forget my kayak"}))["results"]
     }
+    # the weak hit is returned, as a told model would see it
     assert found == {
         kayak.id: "strong",
         peanuts.id: "weak",
-    }  # the weak hit is returned, as a told model would see it
+    }
     refused = tools.call("memory_delete", {"id": peanuts.id})
     assert refused.startswith("Error:") and "weak match is a different memory" in refused
     assert json.loads(tools.call("memory_delete", {"id": kayak.id}))["status"] == "deleted"
     assert [m.content for m in engine.memory_rows.listing(None)] == ["Alice is allergic to peanuts"]
-    assert (
-        _tools(engine).call("memory_delete", {"id": peanuts.id}).startswith("Error:")
-    )  # a new turn vouches for nothing
+    # a new turn vouches for nothing
+    assert _tools(engine).call("memory_delete", {"id": peanuts.id}).startswith("Error:")
 
 
 def test_memory_reflect_without_consolidation_is_an_error(store):
@@ -409,9 +408,8 @@ def test_rate_limiter_blocks_the_sixth_write_in_a_minute(store, clock):
     assert blocked.startswith("Error:") and "too many memory writes" in blocked
     assert tools.call("memory_delete", json.dumps({"id": memory.id})).startswith("Error: too many")
     assert count(engine, "memories") == 6
-    assert not tools.call("memory_search", json.dumps({"query": "origami"})).startswith(
-        "Error"
-    )  # reads are not limited
+    # reads are not limited
+    assert not tools.call("memory_search", json.dumps({"query": "origami"})).startswith("Error")
     clock.advance(60 - 25)  # the first write is now 60 s old
     out = json.loads(
         tools.call(

@@ -19,10 +19,11 @@ def _unit(rng: np.random.Generator, n: int, dim: int = 384) -> np.ndarray:
 
 def test_hamming_counts_the_dimensions_whose_sign_differs():
     rng = np.random.default_rng(1)
+    # 200 dims: the last word is padded
     mat, query = (
         _unit(rng, 50, dim=200),
         _unit(rng, 1, dim=200),
-    )  # 200 dims: the last word is padded
+    )
     expected = ((mat > 0) != (query > 0)).sum(axis=1)
     assert np.array_equal(hamming(sign_bits(mat), sign_bits(query)[:, 0]), expected)
 
@@ -114,17 +115,15 @@ def test_a_scan_beside_another_search_finds_what_it_finds_alone_and_hands_back_b
     engine, embedder
 ):
     vectors, parts = _notes(engine, embedder, 300, seed=5)
-    beside = VectorIndex(
-        engine.db, "memory_vec", "memories", parallel_rows=0
-    )  # every scan goes to the worker thread
+    # every scan goes to the worker thread
+    beside = VectorIndex(engine.db, "memory_vec", "memories", parallel_rows=0)
     caller = threading.get_ident()
     ran_in: list[int] = []
 
     def words() -> list[tuple[int, float]]:
         ran_in.append(threading.get_ident())
-        return engine.memory_rows.corpus.text_search(
-            "harbour kites", parts, 5
-        )  # the same connection, meanwhile
+        # the same connection, meanwhile
+        return engine.memory_rows.corpus.text_search("harbour kites", parts, 5)
 
     for i in (0, 299):
         found, text_hits = beside.search_alongside(vectors[i], parts, 10, words)
@@ -144,9 +143,8 @@ def test_a_failing_search_beside_the_scan_raises_after_the_scan_has_finished(eng
 
     with pytest.raises(RuntimeError, match="index gone"):
         beside.search_alongside(vectors[0], parts, 5, broken)
-    assert beside.search(vectors[0], parts, 1)[0][1] == pytest.approx(
-        1.0, abs=0.02
-    )  # the worker is free again
+    # the worker is free again
+    assert beside.search(vectors[0], parts, 1)[0][1] == pytest.approx(1.0, abs=0.02)
 
 
 def test_hybrid_recall_is_the_same_whether_the_channels_run_together_or_in_turn(engine, embedder):

@@ -54,9 +54,8 @@ def _cos(minilm, a, b):
 def test_exact_duplicate_returns_the_existing_row_and_embeds_nothing(engine, embedder):
     first = _add(engine, "Alice likes green tea")
     calls = len(embedder.calls)
-    again = _add(
-        engine, "  Alice   likes green tea ", subject="something else"
-    )  # same after normalisation
+    # same after normalisation
+    again = _add(engine, "  Alice   likes green tea ", subject="something else")
     assert again.status == "duplicate" and again.memory.id == first.memory.id
     assert len(embedder.calls) == calls
     assert count(engine, "memories") == 1
@@ -221,9 +220,8 @@ def test_the_judge_is_only_asked_about_the_same_subject(minilm_engine):
 def test_the_store_alone_never_judges_a_contradiction(minilm_engine):
     _add(minilm_engine, "Alice lives in Berlin")
     result = _add(minilm_engine, "Alice lives in Paris")
-    assert (
-        result.contradicted == () and len(result.related) == 1
-    )  # a verdict comes only from a judge, through add(contradicts=)
+    # a verdict comes only from a judge, through add(contradicts=)
+    assert result.contradicted == () and len(result.related) == 1
 
 
 # -- what a stored row holds (MEM-2/3) ----------------------------------------------------------------------------

@@ -157,15 +157,13 @@ def test_forget_everything_then_the_rewrite_leave_no_byte_of_the_words_or_vector
         cached = [
             bytes(vector) for (vector,) in engine.db.execute("SELECT vector FROM embed_cache")
         ]
-        assert not [
-            v for v in cached if any(needle in v for needle in needles[1:])
-        ]  # no live row keeps a vector
+        # no live row keeps a vector
+        assert not [v for v in cached if any(needle in v for needle in needles[1:])]
         checkpoint(url)
         forgotten = named(holding(folder, needles), url)
         print("\nafter the forget and its VACUUM:", forgotten)
-        assert (
-            "pg_wal" in forgotten
-        )  # what VACUUM cannot reach: the WAL keeps the writes until its segments are reused
+        # what VACUUM cannot reach: the WAL keeps the writes until its segments are reused
+        assert "pg_wal" in forgotten
 
         recycled = engine.rewrite()
         assert any("wal_recycle" in line for line in recycled.left)
@@ -175,9 +173,8 @@ def test_forget_everything_then_the_rewrite_leave_no_byte_of_the_words_or_vector
             rewritten,
             f"{recycled.bytes_before:,} -> {recycled.bytes_after:,} bytes",
         )
-        assert not [name for name in rewritten if name != "pg_wal"], (
-            rewritten
-        )  # no table, TOAST or index file holds it
+        # no table, TOAST or index file holds it
+        assert not [name for name in rewritten if name != "pg_wal"], rewritten
 
         with psycopg.connect(url, autocommit=True) as con:
             con.execute("ALTER SYSTEM SET wal_recycle = off")
@@ -185,9 +182,8 @@ def test_forget_everything_then_the_rewrite_leave_no_byte_of_the_words_or_vector
         done = engine.rewrite()
         assert not any("wal_recycle" in line for line in done.left)
         assert holding(folder, needles) == {}  # nothing anywhere in the data directory
-        assert any(
-            "base backups" in line for line in done.left
-        )  # what the operator still owns is said
+        # what the operator still owns is said
+        assert any("base backups" in line for line in done.left)
     finally:
         engine.close()
 
@@ -201,9 +197,8 @@ def test_a_guild_purge_runs_on_postgresql_and_keeps_the_other_guilds_rows(pg_url
         )
         say(engine, f"the {MARK} meets on Fridays", author="bob", guild="g1")
         say(engine, "hello from g2", author="bob", guild="g2")
-        counts = forget_guild(
-            engine, "g1"
-        )  # its chats are found with json_extract, rewritten for PostgreSQL
+        # its chats are found with json_extract, rewritten for PostgreSQL
+        counts = forget_guild(engine, "g1")
         assert (counts["memories"], counts["messages"]) == (1, 1)
         assert [r for (r,) in engine.db.execute("SELECT id FROM memories")] == [kept.id]
         assert (

@@ -86,9 +86,8 @@ def test_user_text_inside_quotes_never_becomes_a_parameter_or_a_format():
 def test_words_alone_find_a_memory_on_postgresql_and_only_in_the_partitions_the_context_sees(
     pg_url, clock
 ):
-    eng = MemoryEngine(
-        pg_url, None, clock
-    )  # no embedder: recall is the tsvector search and recency alone
+    # no embedder: recall is the tsvector search and recency alone
+    eng = MemoryEngine(pg_url, None, clock)
     try:
         remember(eng, "Alice plays the cello on Sundays", scope_id="alice")
         remember(eng, "Bob plays the cello badly", scope_id="bob")
@@ -129,9 +128,8 @@ def test_a_chunked_read_left_halfway_leaves_no_transaction_open(numbers, pg_url)
     assert len(next(reading)) == 2
     reading.close()  # the mirror's load failing halfway, say
     assert not numbers.con.in_transaction
-    numbers.execute(
-        "INSERT INTO numbers VALUES (11)"
-    )  # autocommit again: another connection sees it at once
+    # autocommit again: another connection sees it at once
+    numbers.execute("INSERT INTO numbers VALUES (11)")
     other = open_database(pg_url)
     try:
         assert other.scalar("SELECT count(*) FROM numbers") == 11

@@ -39,9 +39,8 @@ def test_a_rare_word_outranks_a_name_said_in_every_row_on_both_engines(store_url
     try:
         for thing in FILLER:
             remember(engine, f"Alice {thing}")
-        remember(
-            engine, "Alice Alice Alice, said Alice"
-        )  # the name four times: ts_rank_cd put this first
+        # the name four times: ts_rank_cd put this first
+        remember(engine, "Alice Alice Alice, said Alice")
         remember(engine, "The cello lesson moved to Thursday")
         ranked = _ranked(engine, "Alice cello")
         assert ranked[0] == "The cello lesson moved to Thursday"
@@ -55,8 +54,7 @@ def test_a_question_of_stop_words_and_symbols_finds_nothing_and_breaks_nothing(s
     try:
         remember(engine, "Alice keeps bees")
         assert _ranked(engine, "the of & | ! ( ' :*") == []
-        assert _ranked(engine, "bees') OR 1=1 --") == [
-            "Alice keeps bees"
-        ]  # user text is only ever a parameter
+        # user text is only ever a parameter
+        assert _ranked(engine, "bees') OR 1=1 --") == ["Alice keeps bees"]
     finally:
         engine.close()

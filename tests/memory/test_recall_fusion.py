@@ -40,9 +40,8 @@ def search(engine, query: str, channels: frozenset[Channel]):
 
 def test_the_messages_default_is_normalised_and_memories_keep_the_weighted_blend():
     assert MESSAGE_DEFAULTS.fusion is Fusion.NORMALISED
-    assert (
-        MEMORY_DEFAULTS.fusion is Fusion.WEIGHTED
-    )  # memories keep RET-3's default and its 0.5 threshold
+    # memories keep RET-3's default and its 0.5 threshold
+    assert MEMORY_DEFAULTS.fusion is Fusion.WEIGHTED
 
 
 def test_cosines_are_spread_over_the_pool_best_to_one_and_worst_to_zero(chat):

@@ -173,18 +173,16 @@ def test_a_short_question_ranks_below_the_turn_that_tells(engine, clock):
     clock.t = NOW
     assert _first(engine, "hiking dog", None) == "hiking with the dog up the ridge"
     engine.knobs.update("messages", {"question_penalty": 0.0})
-    assert (
-        _first(engine, "hiking dog", None) == "hiking with the dog?"
-    )  # the shorter turn, by BM25, without the penalty
+    # the shorter turn, by BM25, without the penalty
+    assert _first(engine, "hiking dog", None) == "hiking with the dog?"
 
 
 def test_a_question_is_demoted_but_never_dropped(engine, clock):
     engine.knobs.update("messages", {"question_penalty": 1.0})
     _turn(engine, clock, "anyone seen my umbrella?", "bob", NOW - DAY)
     clock.t = NOW
-    assert (
-        _first(engine, "umbrella", None) == "anyone seen my umbrella?"
-    )  # at most half its relevance goes
+    # at most half its relevance goes
+    assert _first(engine, "umbrella", None) == "anyone seen my umbrella?"
 
 
 def test_the_askers_nudge_never_reaches_past_what_the_context_may_see(engine, clock):
@@ -241,9 +239,8 @@ def test_an_answer_takes_a_share_of_the_question_it_answers(asked):
     assert shared["Lisbon, with my sister"] == pytest.approx(
         plain["Lisbon, with my sister"] + 0.5 * question
     )
-    assert shared["where did you go for the holidays?"] == pytest.approx(
-        question
-    )  # the question itself keeps its own
+    # the question itself keeps its own
+    assert shared["where did you go for the holidays?"] == pytest.approx(question)
 
 
 def test_a_persons_answer_to_the_bots_question_takes_a_share(asked):

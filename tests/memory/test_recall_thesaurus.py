@@ -53,12 +53,10 @@ def test_a_question_in_other_words_finds_the_turn_by_the_words_close_to_its_own(
     say(engine, POWER_BANK, author="ann", guild="g1")
     say(engine, CAKE, author="bob", guild="g1")
     question = "my phone battery is always low, what should I do?"
-    assert (
-        _found(engine, question, expand_weight=0.0) == []
-    )  # not one word of the question is in the turn
-    assert (
-        _found(engine, question, expand_weight=0.5)[0] == POWER_BANK
-    )  # (the cake turn after it holds it as context)
+    # not one word of the question is in the turn
+    assert _found(engine, question, expand_weight=0.0) == []
+    # (the cake turn after it holds it as context)
+    assert _found(engine, question, expand_weight=0.5)[0] == POWER_BANK
 
 
 def test_a_match_on_the_questions_own_word_comes_before_a_match_on_a_close_one(engine):
@@ -135,10 +133,11 @@ def test_building_keeps_the_likest_neighbours_one_form_a_stem(fts):
     lines = {
         line.split("\t")[0]: line.split("\t") for line in thesaurus.build(words, vectors, fts.stem)
     }
+    # "soccers" is soccer's stem again
     assert lines["football"][2].split() == [
         "soccer:0.99",
         "tennis:0.71",
-    ]  # "soccers" is soccer's stem again
+    ]
     assert "banana" not in lines  # nothing close enough
     assert thesaurus.vocabulary(
         ["the", "running", "##ing", "ab", "café", "Paris", "x1"], STOP_WORDS

@@ -22,9 +22,8 @@ from tests.measure.test_measure_eval import SAMPLES, write
 def test_batches_group_texts_shortest_first_and_stay_within_the_token_budget() -> None:
     lengths = [200, 10, 250, 12, 11, 40, 300]
     batches = token_batches(lengths, budget=512, most=32)
-    assert sorted(i for batch in batches for i in batch) == list(
-        range(len(lengths))
-    )  # every text, once
+    # every text, once
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
     assert [lengths[i] for batch in batches for i in batch] == sorted(lengths)
     assert all(
         len(batch) * max(lengths[i] for i in batch) <= 512 for batch in batches if len(batch) > 1
@@ -66,14 +65,12 @@ def test_session_recall_counts_any_and_all_gold_sessions_among_the_first_distinc
     None
 ):
     ranked = ["D3:1", "D3:4", "D1:2", "D7:1", "D2:5", "D4:1", "D9:9"]
-    one = session_recall(
-        ranked, ["D1:9"]
-    )  # another turn of a ranked session still finds the session
+    # another turn of a ranked session still finds the session
+    one = session_recall(ranked, ["D1:9"])
     assert one["any@1"] == 0 and one["any@5"] == 1 and one["all@5"] == 1
     two = session_recall(ranked, ["D3:2", "D9:1"])
-    assert (
-        two["any@1"] == 1 and two["all@1"] == 0 and two["all@5"] == 0 and two["all@10"] == 1
-    )  # D9 is 6th
+    # D9 is 6th
+    assert two["any@1"] == 1 and two["all@1"] == 0 and two["all@5"] == 0 and two["all@10"] == 1
 
 
 def assistant_sample() -> dict[str, Any]:

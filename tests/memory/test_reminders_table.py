@@ -97,12 +97,10 @@ def test_a_recurring_reminder_moves_to_its_next_time_and_is_never_claimed_twice_
     assert reminders.claim(due, "A", LEASE)
     assert reminders.delivered(due.id, "A", due.next_due(clock.now()))
     (row,) = reminders.mine("telegram:55")
-    assert (
-        row.due_at == first.due_at + 86400 and row.state == "pending"
-    )  # no DST change in late November
-    assert not reminders.claim(
-        due, "A", LEASE
-    )  # the occurrence read before is done: its due time moved on
+    # no DST change in late November
+    assert row.due_at == first.due_at + 86400 and row.state == "pending"
+    # the occurrence read before is done: its due time moved on
+    assert not reminders.claim(due, "A", LEASE)
     assert reminders.due(clock.now()) == []
 
 
@@ -131,9 +129,8 @@ def test_forget_words_cancels_only_the_persons_matching_reminders(any_engine):
     reminders.ask("telegram:55", DM, "Friday at 9", "call mum about the party", LISBON)
     reminders.ask("telegram:55", DM, "Friday at 10", "water the plants", LISBON)
     reminders.ask("discord:7001", SERVER, "Friday at 9", "call mum", LISBON)
-    assert (
-        reminders.forget_matching("telegram:55", "the reminder") == []
-    )  # no meaningful word: nothing
+    # no meaningful word: nothing
+    assert reminders.forget_matching("telegram:55", "the reminder") == []
     assert reminders.forget_matching("telegram:55", "call mum") == ["call mum about the party"]
     assert [r.text for r in reminders.mine("telegram:55")] == ["water the plants"]
     assert [r.text for r in reminders.mine("discord:7001")] == ["call mum"]

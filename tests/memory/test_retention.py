@@ -92,16 +92,16 @@ def test_a_message_still_waiting_for_extraction_or_reflection_is_kept_past_the_w
     engine.buffer.push("discord:dm-alice", dm_ctx("alice"), "buffered", message_id=hundred_days[1])
     state = engine.channels
     state.touch("discord:g1-general", guild_ctx("g1", "bob"))
+    # never reflected
     engine.db.execute(
         "UPDATE channel_state SET session_started_at = ?", (clock.now() - DAYS * DAY - 1,)
-    )  # never reflected
+    )
 
     expire_messages(engine, WINDOW)
 
     assert count(engine, "messages", "id = ?", (hundred_days[1],)) == 1  # not yet extracted
-    assert (
-        count(engine, "messages", "guild_id = 'g1'") == DAYS
-    )  # the server's session was never summarised
+    # the server's session was never summarised
+    assert count(engine, "messages", "guild_id = 'g1'") == DAYS
     assert count(engine, "messages", "guild_id IS NULL") == WINDOW + 1
 
 
@@ -126,9 +126,10 @@ def test_the_audit_excerpts_of_expired_days_go_and_their_facts_stay(engine, cloc
         people=("alice",),
     )
     audit_finish(engine, old, facts=["Alice gardens"])
+    # run on day 3
     engine.db.execute(
         "UPDATE reflections SET started_at = ? WHERE id = ?", (clock.now() - 97 * DAY, old)
-    )  # run on day 3
+    )
     expire_messages(engine, WINDOW)
     row = engine.db.one("SELECT input_excerpt, facts FROM reflections WHERE id = ?", (old,))
     assert row["input_excerpt"] == "" and "Alice gardens" in row["facts"]

@@ -127,9 +127,8 @@ async def test_a_bulk_delete_removes_every_message_it_names_and_no_other(world):
     await dc.dispatch_delete(*sent[:2])
     await dc.wait_until(lambda: len(stored_texts(runtime)) == 2)
     assert stored_texts(runtime) == ["spam number 2", "a word from Bob"]
-    assert (
-        runtime.engine.db.scalar("SELECT COUNT(*) FROM extraction_buffer") == 2
-    )  # the deleted ones are not extracted
+    # the deleted ones are not extracted
+    assert runtime.engine.db.scalar("SELECT COUNT(*) FROM extraction_buffer") == 2
 
 
 async def test_a_message_discord_py_never_cached_is_deleted_and_edited_too(world):
@@ -143,9 +142,8 @@ async def test_a_message_discord_py_never_cached_is_deleted_and_edited_too(world
         guild_id=str(GUILD),
         message_id="555",
     )
-    await runtime.orchestrator.observe(
-        said
-    )  # stored by an earlier run of the bot: not in this client's cache
+    # stored by an earlier run of the bot: not in this client's cache
+    await runtime.orchestrator.observe(said)
     await runtime.orchestrator.observe(replace(said, text="also before", message_id="556"))
     payload = {"id": "555", "channel_id": str(GENERAL), "guild_id": str(GUILD)}
     await dc.dispatch_edit(
@@ -164,9 +162,8 @@ async def test_a_delete_of_a_message_never_stored_changes_nothing(world):
     await dc.dispatch_delete(
         {"id": "123456789", "channel_id": str(GENERAL), "guild_id": str(GUILD)}
     )
-    await dc.dispatch_message(
-        GENERAL, ALICE_DC, "still here", username="alice"
-    )  # the chat's events stay in order
+    # the chat's events stay in order
+    await dc.dispatch_message(GENERAL, ALICE_DC, "still here", username="alice")
     await dc.wait_until(lambda: len(stored_texts(runtime)) == 2)
     assert stored_texts(runtime) == ["hello there", "still here"]
 
@@ -181,9 +178,8 @@ async def test_an_edit_on_discord_replaces_the_text_withdraws_its_memory_and_ext
     )
     runtime.engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert not no_file_holds(tmp_path, "Zyqxolotl")
-    runtime.engine.clock.advance(
-        3 * DAY
-    )  # edited days later: the new text is still dated when it was said
+    # edited days later: the new text is still dated when it was said
+    runtime.engine.clock.advance(3 * DAY)
     await dc.dispatch_edit(data, f"<@{BOT_ID}> my axolotl is called Pebble")
     await dc.wait_until(lambda: stored_texts(runtime)[0] == "my axolotl is called Pebble")
     assert contents(runtime) == []  # superseded by the edit, not kept live
@@ -219,9 +215,8 @@ async def test_an_edited_telegram_message_replaces_the_stored_text_and_is_extrac
     assert (await runtime.background.tick())["extracted"] == 1
     tg.push_edit(update, "I moved to Lisbon")
     await tg.wait_until(lambda: stored_texts(runtime)[0] == "I moved to Lisbon")
-    assert (
-        contents(runtime) == [] and len(tg.sent) == 1
-    )  # withdrawn, and the edit is not answered as a new message
+    # withdrawn, and the edit is not answered as a new message
+    assert contents(runtime) == [] and len(tg.sent) == 1
     runtime.engine.clock.advance(31)
     llm.script(facts({"speaker": "P1", "subject": "home", "content": "Alice lives in Lisbon"}))
     assert (await runtime.background.tick())["extracted"] == 1
@@ -240,9 +235,8 @@ async def test_yesterday_in_a_message_from_last_month_is_read_against_last_month
             await runtime.orchestrator.reply(
                 dm("telegram", "7", "I passed my driving test yesterday", mid="1")
             )
-            clock.advance(
-                31 * DAY
-            )  # extracted a month later (the bot was down, or the batch was retried)
+            # extracted a month later (the bot was down, or the batch was retried)
+            clock.advance(31 * DAY)
             llm.script(
                 facts(
                     {

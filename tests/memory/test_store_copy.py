@@ -113,13 +113,11 @@ def test_the_copied_store_is_searchable_by_words_and_takes_new_rows_after_the_co
     copy_store(pg_url, str(tmp_path / "back.db"))
     for url in (pg_url, str(tmp_path / "back.db")):
         with MemoryEngine(url, HashEmbedder(), clock) as eng:
-            assert fts_rids(eng, "honey") and fts_rids(
-                eng, "busy", "message_fts"
-            )  # derived indexes were made again
+            # derived indexes were made again
+            assert fts_rids(eng, "honey") and fts_rids(eng, "busy", "message_fts")
             top = int(eng.db.scalar("SELECT MAX(rid) FROM memories"))
-            assert (
-                remember(eng, "Alice learned to knit").rid > top
-            )  # the sequence was moved past the copied ids
+            # the sequence was moved past the copied ids
+            assert remember(eng, "Alice learned to knit").rid > top
             assert "Alice learned to knit" in contents(
                 eng.recall.recall(dm_ctx("alice"), "knit", top_k=3)
             )
@@ -139,9 +137,8 @@ def test_an_interrupted_copy_resumes_where_it_stopped_with_no_row_twice(tmp_path
     with pytest.raises(KeyboardInterrupt):
         copy_store(str(tmp_path / "first.db"), pg_url, batch=2, progress=stop_after_four)
     with MemoryEngine(pg_url, None, clock) as eng:
-        assert (
-            0 < sum(catalog.count(eng.db, t) for t in ("settings", "memories", "messages")) < 30
-        )  # part of it is there
+        # part of it is there
+        assert 0 < sum(catalog.count(eng.db, t) for t in ("settings", "memories", "messages")) < 30
         assert PROGRESS in catalog.tables(eng.db)
     again = copy_store(str(tmp_path / "first.db"), pg_url, batch=2)
     assert again.ok and again.resumed

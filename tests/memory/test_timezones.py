@@ -55,9 +55,8 @@ def test_where_someone_says_they_live_is_read_and_everyday_phrases_are_not():
 
 
 def test_a_person_without_a_zone_has_the_operators_and_a_server_channel_always_does(engine):
-    zones = Timezones(
-        engine.people, "Asia/Tokyo"
-    )  # the operator's default, as the engine is given it
+    # the operator's default, as the engine is given it
+    zones = Timezones(engine.people, "Asia/Tokyo")
     assert zones.zone_of("discord:carol") == TOKYO
     zones.set("discord:carol", "Europe/Lisbon")
     assert zones.zone_of("discord:carol") == LISBON and zones.name_of("discord:bob") == "Asia/Tokyo"
@@ -93,9 +92,8 @@ async def test_saying_where_one_lives_is_offered_once_and_never_set_silently(rt,
     )
     assert reply.text == f"Lisbon is lovely.\n\n({OFFER})"
     assert rt.orchestrator.zones.own("discord:carol") is None  # offered, not set
-    assert OFFER not in str(
-        rt.engine.db.rows("SELECT content FROM messages")
-    )  # a hint, not part of the history
+    # a hint, not part of the history
+    assert OFFER not in str(rt.engine.db.rows("SELECT content FROM messages"))
     srv.script("Yes, you said.")
     assert (
         await rt.orchestrator.reply(
@@ -119,13 +117,11 @@ async def test_the_prompt_tells_the_time_where_the_speaker_is(rt, srv):
         "timezone", "Asia/Tokyo", dm("discord", "carol", "/timezone Asia/Tokyo")
     )
     srv.script("Good morning!")
-    await rt.orchestrator.reply(
-        dm("discord", "carol", "morning!")
-    )  # 2023-11-14 22:13 UTC is Wednesday morning in Tokyo
+    # 2023-11-14 22:13 UTC is Wednesday morning in Tokyo
+    await rt.orchestrator.reply(dm("discord", "carol", "morning!"))
     messages = srv.chat_requests[-1]["messages"]
-    assert (
-        "Today is Wednesday 2023-11-15 (Asia/Tokyo)." in messages[0]["content"]
-    )  # the day in the system part
+    # the day in the system part
+    assert "Today is Wednesday 2023-11-15 (Asia/Tokyo)." in messages[0]["content"]
     assert messages[-1]["content"].endswith("(sent 07:13 Asia/Tokyo)")  # the minute last (ORCH-9)
 
 
@@ -135,9 +131,8 @@ async def test_extraction_reads_a_turn_and_its_dates_in_the_speakers_zone(rt, sr
         "timezone", "Pacific/Auckland", dm("discord", "carol", "/timezone Pacific/Auckland")
     )
     srv.script("Good luck!")
-    await rt.orchestrator.reply(
-        dm("discord", "carol", "my exam is tomorrow")
-    )  # Wednesday 11:13 in Auckland
+    # Wednesday 11:13 in Auckland
+    await rt.orchestrator.reply(dm("discord", "carol", "my exam is tomorrow"))
     rt.engine.clock.advance(31)
     srv.script(
         facts(
@@ -154,9 +149,8 @@ async def test_extraction_reads_a_turn_and_its_dates_in_the_speakers_zone(rt, sr
         for b in srv.chat_requests
         if "[P1]" in b["messages"][-1]["content"]
     )
-    assert (
-        "2023-11-15 (Wednesday)" in prompt and "2023-11-14" not in prompt
-    )  # UTC's date would make "tomorrow" the 15th
+    # UTC's date would make "tomorrow" the 15th
+    assert "2023-11-15 (Wednesday)" in prompt and "2023-11-14" not in prompt
     assert rt.engine.db.scalar("SELECT valid_from FROM memories") == ts(auckland, 2023, 11, 16)
 
 

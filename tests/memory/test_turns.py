@@ -35,9 +35,8 @@ async def test_a_message_arrives_stored_and_held_and_its_reply_is_kept_with_it(t
         and arrival.remembered
         and not arrival.answered
     )
-    assert (
-        count(engine, "extraction_buffer", "held = 1") == 1
-    )  # not extracted while the reply is made
+    # not extracted while the reply is made
+    assert count(engine, "extraction_buffer", "held = 1") == 1
     await turns.finish(said, arrival, "What a name!", replier="Pip")
     assert (
         count(engine, "extraction_buffer", "held = 1") == 0
@@ -94,9 +93,8 @@ async def test_a_turn_that_forgot_something_keeps_none_of_its_words(turns, engin
     said = dm(f"forget that my boat is called {WORD}")
     arrival = await turns.arrive(said)
     await turns.finish(said, arrival, f"Done, {WORD} is forgotten", replier="Pip", forgot=True)
-    assert (
-        count(engine, "messages") == 0 and count(engine, "extraction_buffer") == 0
-    )  # its buffered copy too
+    # its buffered copy too
+    assert count(engine, "messages") == 0 and count(engine, "extraction_buffer") == 0
 
 
 async def test_nothing_readable_is_not_stored_and_an_observed_message_is_released_at_once(
@@ -123,9 +121,8 @@ async def test_edits_and_deletes_of_unknown_messages_change_nothing(turns, engin
     assert await turns.edited(dm("changed", mid="6")) is None
     assert await turns.edited(dm("changed", mid=None)) is None
     assert await turns.deleted("discord", "dm-alice", ("6", "")) == Withdrawn()
-    assert (
-        await turns.deleted("discord", "dm-bob", ("5",)) == Withdrawn()
-    )  # another chat's message 5 is not this one
+    # another chat's message 5 is not this one
+    assert await turns.deleted("discord", "dm-bob", ("5",)) == Withdrawn()
     assert count(engine, "messages") == 1
 
 

@@ -34,17 +34,14 @@ def test_each_call_adds_to_its_person_and_to_its_place_and_the_totals_are_the_su
     ledger = engine.ledger
     ledger.add(DAY, Charge("reply", ALICE, "discord", GUILD), "chat-m", call(100, 20, 40))
     ledger.add(DAY, Charge("reply", ALICE, "discord", GUILD), "chat-m", call(150, 30))
-    ledger.add(
-        DAY, Charge("extraction", "", "discord", GUILD), "small-m", call(500, 50)
-    )  # a group batch: no one's
-    ledger.add(
-        DAY, Charge("reply", "discord:bob", "discord", ""), "chat-m", call(70, 7)
-    )  # Bob's DM
+    # a group batch: no one's
+    ledger.add(DAY, Charge("extraction", "", "discord", GUILD), "small-m", call(500, 50))
+    # Bob's DM
+    ledger.add(DAY, Charge("reply", "discord:bob", "discord", ""), "chat-m", call(70, 7))
     assert ledger.person_spent(DAY, ALICE) == Spend(2, 0, 250, 40, 50)
     assert ledger.place_spent(DAY, GUILD).tokens == 250 + 50 + 550
-    assert ledger.totals(DAY, DAY) == Spend(
-        4, 0, 820, 40, 107
-    )  # every call once, from the places' own rows
+    # every call once, from the places' own rows
+    assert ledger.totals(DAY, DAY) == Spend(4, 0, 820, 40, 107)
     assert {line.label: line.spend.tokens for line in ledger.by("kind", DAY, DAY)} == {
         "reply": 377,
         "extraction": 550,

@@ -40,9 +40,8 @@ def test_the_voice_bench_times_a_short_spoken_session_end_to_end(caplog):
     assert voice["streaming_model"] == {"ttft_ms": 300, "tokens_per_s": 40.0}
     assert voice["machine"]["onnx_8x128_ms"] > 0 and len(voice["machine"]["load_average"]) == 3
     assert 0 < voice["stt_rtf"] < 2
-    assert (
-        voice["warm_hit_rate"] == 0.667
-    )  # a full recall, then the same trip again (reused), then "yeah"
+    # a full recall, then the same trip again (reused), then "yeah"
+    assert voice["warm_hit_rate"] == 0.667
     warm, cold, full = voice["warm_recall_ms"], voice["cold_recall_ms"], voice["warm_full_ms"]
     # each pass (3 by default) replays the three turns: the served two are timed warm AND cold, the first is a full recall
     assert warm["turns"] == cold["turns"] == 6 and full["turns"] == 3
@@ -54,12 +53,10 @@ def test_the_voice_bench_times_a_short_spoken_session_end_to_end(caplog):
     }
     assert set(voice["recall_includes"]) == {"warm", "cold"} and voice["store_memories"] == 2_005
     assert voice["tts"] == "espeak" and 0 <= voice["tts_wer"]["espeak"] < 0.5
-    assert (
-        0 < voice["barge_in_ms"]["max"] < 1_000
-    )  # loose: the machine is shared; the bench reports it exactly
-    assert not [
-        r for r in caplog.records if r.levelno < logging.WARNING
-    ]  # no transcripts, no request lines
+    # loose: the machine is shared; the bench reports it exactly
+    assert 0 < voice["barge_in_ms"]["max"] < 1_000
+    # no transcripts, no request lines
+    assert not [r for r in caplog.records if r.levelno < logging.WARNING]
 
 
 def test_the_round_trip_set_has_at_least_fifty_reply_like_sentences_of_words_only():
@@ -128,15 +125,13 @@ def test_a_paused_turn_is_spoken_with_silence_exactly_where_and_as_long_as_the_s
         and audio[stop : stop + 1600].any()
         and audio[start - 1600 : start].any()
     )
-    assert (
-        finished.pause is None and not audio[int(paused.end_s * 16_000) + 1 :].any()
-    )  # then only silence
+    # then only silence
+    assert finished.pause is None and not audio[int(paused.end_s * 16_000) + 1 :].any()
     # the fixed 700 ms pause ends the turn inside a 900 ms pause for thought; and once at the end of each turn
     fixed = judge([paused, finished], VadSettings(), None)
     assert fixed["false_end_pct"] == 100.0 and 700 <= fixed["end_delay_ms"]["p50"] <= 900
-    assert (
-        build_set_of(tts, tmp_path, ("What do you think?", None))[0].pcm16 == finished.pcm16
-    )  # from the cache
+    # from the cache
+    assert build_set_of(tts, tmp_path, ("What do you think?", None))[0].pcm16 == finished.pcm16
 
 
 def build_set_of(tts, cache, *pairs):

@@ -80,6 +80,7 @@ def test_voice_caches_behavioural_pool_reranks_by_the_words_of_each_turn_and_kee
 def test_voice_caches_a_new_participant_set_reads_its_own_pool_with_only_what_it_may_see(
     engine, ctx
 ):
+    # said by Carol in this server
     engine.memories.add(
         NewMemory(
             "Speak slowly when Carol is around",
@@ -89,7 +90,7 @@ def test_voice_caches_a_new_participant_set_reads_its_own_pool_with_only_what_it
             kind=FactKind.BEHAVIORAL,
             guild_id="g1",
         )
-    )  # said by Carol in this server
+    )
     pool = BehaviouralPool(engine.memory_rows)
     assert pool.facts(ctx, "hello") == []
     joined = guild_ctx("g1", "alice", "alice", "bob", "carol")
@@ -129,9 +130,8 @@ def test_voice_caches_history_cache_reuses_a_recall_for_a_similar_query_within_4
     cache = HistoryCache(clock)
     first = cache.get_or_fetch("when does the raid start on saturday", history)
     clock.advance(30)
-    again = cache.get_or_fetch(
-        "so when does the raid start", history
-    )  # {raid, start} of {raid, start, saturday}: J = 0.67
+    # {raid, start} of {raid, start, saturday}: J = 0.67
+    again = cache.get_or_fetch("so when does the raid start", history)
     assert again == first and "the raid starts at nine on saturday" in contents(first)
     assert history.asked == ["when does the raid start on saturday"]
     assert (cache.hits, cache.misses) == (1, 1)
@@ -174,9 +174,10 @@ def test_voice_caches_jaccard_threshold_reuses_three_shared_words_of_four_but_no
     settings = CacheSettings()
     base = tokens("healing potions for the raid tonight")
     assert base == {"healing", "potion", "raid", "tonight"}
+    # one word swapped
     assert (
         jaccard(base, tokens("healing potions raid tomorrow")) == 3 / 5 >= settings.history_jaccard
-    )  # one word swapped
+    )
     assert jaccard(base, tokens("healing potions raid")) >= settings.history_jaccard
     assert (
         jaccard(base, tokens("healing potions, the dungeon and the boss"))

@@ -92,9 +92,8 @@ async def test_a_spoken_question_is_transcribed_answered_and_spoken_back(
     assert 1 in voice_server.bot_speaking  # the bot said it was speaking before it sent audio
     (turn,) = voice.session(GUILD).turns
     assert turn.spoken == ("Hello Alice.", "It is sunny today.") and not turn.interrupted
-    assert (
-        voice.session(GUILD).speculation.started >= 1
-    )  # the real adapter's hub starts Whisper at the pause
+    # the real adapter's hub starts Whisper at the pause
+    assert voice.session(GUILD).speculation.started >= 1
 
 
 async def test_voice_heard_before_the_speaking_event_is_attributed_once_it_arrives(
@@ -195,12 +194,10 @@ async def test_two_people_talking_over_each_other_before_either_is_named_are_eac
 async def test_someone_who_leaves_mid_sentence_is_still_heard(voice, voice_server, dsc, conv):
     await dsc.set_voice_state(GUILD, BOB, LOUNGE, "bob")
     await join(voice, voice_server)
-    await voice_server.speak(
-        BOB, BOB_SSRC, spoken("Tell Alice I said goodbye.")
-    )  # no pause after it
-    await asyncio.sleep(
-        0.1
-    )  # the receive thread's jitter buffer drains (it is dropped when a user leaves)
+    # no pause after it
+    await voice_server.speak(BOB, BOB_SSRC, spoken("Tell Alice I said goodbye."))
+    # the receive thread's jitter buffer drains (it is dropped when a user leaves)
+    await asyncio.sleep(0.1)
     await voice_server.disconnect_user(BOB)
     await dsc.set_voice_state(GUILD, BOB, None, "bob")
     await conv.wait_until(lambda: conv.replies, timeout=60)
@@ -218,9 +215,8 @@ async def test_speaking_over_the_bot_stops_its_reply(voice, voice_server, dsc, c
     conv.script.extend([long_reply, "Sure, I will stop."])
     await join(voice, voice_server)
     await voice_server.speak(ALICE, ALICE_SSRC, spoken("Tell me a long story.") + silence(0.3))
-    await voice_server.wait_until(
-        lambda: voice_server.bot_packets > 50, timeout=60
-    )  # a second of the story
+    # a second of the story
+    await voice_server.wait_until(lambda: voice_server.bot_packets > 50, timeout=60)
     await voice_server.speak(
         ALICE, ALICE_SSRC, spoken("Stop please.") + silence(0.3), announce=False
     )

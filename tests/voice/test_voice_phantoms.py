@@ -102,16 +102,14 @@ def test_real_short_speech_is_kept_even_when_it_says_a_phrase_whisper_invents(sa
 
 
 def test_a_sentence_whisper_invents_on_babble_is_dropped():
-    babble = speech("The weather today is sunny and warm in the mountains.")[
-        ::-1
-    ]  # speech sounds, no words
+    # speech sounds, no words
+    babble = speech("The weather today is sunny and warm in the mountains.")[::-1]
     assert whisper().transcribe(pcm(babble), RATE) == ""
 
 
 def test_thank_you_far_quieter_than_anyone_speaking_into_a_microphone_is_dropped():
-    assert (
-        whisper().transcribe(pcm(speech("Thank you.") * 0.02), RATE) == ""
-    )  # about -55 dBFS at its loudest
+    # about -55 dBFS at its loudest
+    assert whisper().transcribe(pcm(speech("Thank you.") * 0.02), RATE) == ""
 
 
 def test_a_known_phrase_is_dropped_when_whisper_doubts_there_was_speech():

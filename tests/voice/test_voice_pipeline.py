@@ -87,9 +87,8 @@ async def test_voice_skip_in_a_group_stores_the_turn_and_no_reply_and_streams_no
     assert rows(rt) == [
         {"role": "user", "content": "shall we get pizza tonight?", "modality": "voice"}
     ]
-    assert (
-        rt.engine.db.scalar("SELECT held FROM extraction_buffer") == 0
-    )  # the skipped turn still goes to extraction
+    # the skipped turn still goes to extraction
+    assert rt.engine.db.scalar("SELECT held FROM extraction_buffer") == 0
 
 
 async def test_a_voice_turn_naming_the_bot_or_following_up_on_its_answer_is_never_offered_silence(
@@ -99,13 +98,11 @@ async def test_a_voice_turn_naming_the_bot_or_following_up_on_its_answer_is_neve
     srv.script("It is noon.", "Probably pasta.", "[SKIP]")
     await rt.orchestrator.reply(said("Companion, what time is it?", others=bob))
     rt.engine.clock.advance(5)
-    await rt.orchestrator.reply(
-        said("and what should I cook?", others=bob)
-    )  # a follow-up to the bot's answer
+    # a follow-up to the bot's answer
+    await rt.orchestrator.reply(said("and what should I cook?", others=bob))
     rt.engine.clock.advance(60)
-    await rt.orchestrator.reply(
-        said("what do you think Bob", others=bob)
-    )  # a minute later: talk between the two
+    # a minute later: talk between the two
+    await rt.orchestrator.reply(said("what do you think Bob", others=bob))
     assert ["[SKIP]" in p for p in reply_prompts(srv)] == [False, False, True]
 
 
@@ -181,9 +178,8 @@ async def test_on_topic_voice_turns_reuse_the_warm_recall_and_a_new_topic_or_fiv
     warm_rt.engine.clock.advance(300)
     await warm_rt.orchestrator.reply(said(CAMPING[3]))
     log = [(r.decision.value, r.reason) for r in warm_rt.orchestrator.voice.sessions[KEY].warm.log]
-    assert log[0] == ("full", "cold") and all(
-        d != "full" for d, _ in log[1:5]
-    )  # the camping stretch and "yeah"
+    # the camping stretch and "yeah"
+    assert log[0] == ("full", "cold") and all(d != "full" for d, _ in log[1:5])
     assert (
         log[4] == ("reuse", "low-signal")
         and log[5] == ("full", "drift")
@@ -207,9 +203,8 @@ async def test_a_voice_memory_delete_drops_the_warm_recall_and_the_transcript(rt
     await rt.orchestrator.reply(said("I love my orange tent"))
     session = rt.orchestrator.voice.sessions[KEY]
     assert session.transcript.turns
-    reply = await rt.orchestrator.reply(
-        said("the tent, drop it from your memory")
-    )  # the model deletes it
+    # the model deletes it
+    reply = await rt.orchestrator.reply(said("the tent, drop it from your memory"))
     assert reply.forgotten == ("Alice owns an orange tent",)
     assert session.transcript.turns == () and session.transcript.summary == ""
     await rt.orchestrator.reply(said("what else do you know"))
@@ -233,9 +228,8 @@ async def test_a_similar_voice_conversation_search_within_45_seconds_is_answered
     ]
     first, second = tool_results[0], tool_results[-1]
     assert first == second and rt.orchestrator.voice.sessions[KEY].history.hits == 1
-    assert (
-        "remind me about the camping trip plans" not in second
-    )  # said after the cached search: not in it
+    # said after the cached search: not in it
+    assert "remind me about the camping trip plans" not in second
 
 
 # -- TOOLS-2: the voice write limit ---------------------------------------------------------------------------
@@ -303,9 +297,10 @@ async def test_a_long_voice_session_is_compacted_after_the_reply_and_its_turns_g
     session = rt.orchestrator.voice.sessions[KEY]
     await session.compacting  # started after the third reply, as a task on the event loop
     systems = [b["messages"][0]["content"] for b in srv.chat_requests]
+    # WRITE-4: extraction first
     assert systems.index(next(s for s in systems if s.startswith("You extract"))) < systems.index(
         next(s for s in systems if s.startswith("You keep the rolling summary"))
-    )  # WRITE-4: extraction first
+    )
     assert (
         rt.engine.db.scalar(
             "SELECT COUNT(*) FROM memories WHERE content = 'Alice is planning a camping trip'"
@@ -412,7 +407,6 @@ async def test_forgetting_a_fact_learned_in_voice_removes_that_voice_sessions_su
         text="/forget camping",
     )
     assert (await rt.orchestrator.command("forget", "camping in Wales", dm)).startswith("Forgotten")
-    assert (
-        rt.engine.db.scalar("SELECT COUNT(*) FROM session_summaries") == 0
-    )  # it paraphrased the forgotten fact
+    # it paraphrased the forgotten fact
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM session_summaries") == 0
     assert rows(rt, "content LIKE '%Wales%'") == []  # and the spoken turn it came from

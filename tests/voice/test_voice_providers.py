@@ -90,9 +90,8 @@ def test_a_missing_whisper_model_is_a_transcription_failure(tmp_path):
 
 
 def test_espeak_speaks_a_sentence_as_mono_pcm():
-    pcm, rate = EspeakTTS().synthesize(
-        "-Dashes first, then words."
-    )  # a leading dash is text, not an option
+    # a leading dash is text, not an option
+    pcm, rate = EspeakTTS().synthesize("-Dashes first, then words.")
     assert rate == 22050 and 1.0 < duration_s(pcm, rate) < 4.0
 
 

@@ -93,9 +93,8 @@ def voice_only(pcm48_stereo: bytes) -> bytes:
 
 def test_a_speaker_who_stops_sending_mid_sentence_is_ended_by_the_timer(hub, seen, clock):
     hub.attribute(11, ALICE)
-    feed(
-        hub, clock, 11, voice_only(spoken("Good evening everybody."))
-    )  # no trailing silence: the client went quiet
+    # no trailing silence: the client went quiet
+    feed(hub, clock, 11, voice_only(spoken("Good evening everybody.")))
     assert seen.utterances == []
     clock.advance(0.1)
     hub.tick()

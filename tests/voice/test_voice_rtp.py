@@ -113,10 +113,11 @@ def test_held_frames_are_bounded_in_time_bytes_and_streams():
     wait.hold(1, b"b" * 40, padded=False)
     wait.hold(1, b"c" * 40, padded=False)
     wait.hold(1, b"d" * 40, padded=False)  # 120 bytes: the oldest goes
+    # "a" too old, "b" over the byte bound
     assert [h.payload[:1] for h in wait.release(1)] == [
         b"c",
         b"d",
-    ]  # "a" too old, "b" over the byte bound
+    ]
     for ssrc in (1, 2, 3):  # a flood of streams nobody names
         wait.hold(ssrc, b"x", padded=False)
     assert wait.waiting() == [2, 3] and wait.dropped == 3

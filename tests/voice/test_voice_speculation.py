@@ -73,9 +73,10 @@ def test_voice_hub_reports_a_pause_once_with_exactly_the_audio_the_utterance_the
     (guess,) = seen.paused
     (utterance,) = seen.utterances
     assert guess.ssrc == utterance.ssrc and same_speech(guess.pcm16, utterance.pcm16)
+    # + <= 200 ms of pause
     assert (
         utterance.pcm16.startswith(guess.pcm16) and len(utterance.pcm16) - len(guess.pcm16) <= 6400
-    )  # + <= 200 ms of pause
+    )
 
 
 def test_voice_hub_guesses_again_after_speech_resumes():
@@ -85,9 +86,8 @@ def test_voice_hub_guesses_again_after_speech_resumes():
     feed(
         hub, clock, spoken("I like green apples.") + silence(0.1) + spoken("My dog is called Rex.")
     )
-    assert (
-        len(seen.paused) == 2 and seen.utterances == []
-    )  # one guess per pause; espeak's own tail is a pause
+    # one guess per pause; espeak's own tail is a pause
+    assert len(seen.paused) == 2 and seen.utterances == []
     first, second = seen.paused
     assert len(first.pcm16) < len(second.pcm16) and second.pcm16.startswith(first.pcm16[:32000])
     clock.advance(0.8)
@@ -100,9 +100,8 @@ def test_voice_hub_guesses_again_after_speech_resumes():
 
 def test_voice_hub_without_a_pause_listener_or_with_speculation_off_guesses_nothing():
     clock, ended = FakeClock(), []
-    plain = ReceiveHub(
-        lambda *_: None, ended.append, clock=clock
-    )  # a plain function: nobody to tell
+    # a plain function: nobody to tell
+    plain = ReceiveHub(lambda *_: None, ended.append, clock=clock)
     feed(plain, clock, spoken("Good evening everybody.") + silence(1.0))
     seen = Pauses()
     off = ReceiveHub(
@@ -122,9 +121,8 @@ async def test_voice_a_real_end_uses_the_speculative_transcript_and_runs_stt_onc
     session, hub, clock = wired(stt, responder)
     feed(hub, clock, spoken("Good evening everybody.") + silence(1.0))
     await eventually(lambda: session.turns)
-    assert (
-        responder.asked == ["Good evening everybody."] and len(stt.audio) == 1
-    )  # a second call would have failed
+    # a second call would have failed
+    assert responder.asked == ["Good evening everybody."] and len(stt.audio) == 1
     assert (session.speculation.started, session.speculation.used, session.speculation.failed) == (
         1,
         1,
@@ -154,9 +152,8 @@ async def test_voice_a_pause_that_was_not_the_end_never_makes_a_turn_from_the_pa
         and len(session.turns) == 1
     )
     assert "PARTIAL" not in {t.heard for t in session.turns}
-    assert not same_speech(
-        stt.audio[0], stt.audio[1]
-    )  # the partial guess was on less speech, then thrown away
+    # the partial guess was on less speech, then thrown away
+    assert not same_speech(stt.audio[0], stt.audio[1])
     assert (session.speculation.started, session.speculation.used) == (2, 1)
     await session.close()
 

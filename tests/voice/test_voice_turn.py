@@ -112,9 +112,8 @@ def test_voice_a_finished_question_ends_at_the_short_pause_not_the_700_ms_one():
     hub, ends, clock = hub_with(ScriptedTurns(0.93))
     spoke = say(hub, clock, spoken("What do you think about that?"), silence_s=1.0)
     ((at, utterance),) = ends.utterances
-    assert (
-        at - spoke <= 0.3 and utterance.user_id == ALICE
-    )  # the model is asked at 200 ms and says finished
+    # the model is asked at 200 ms and says finished
+    assert at - spoke <= 0.3 and utterance.user_id == ALICE
 
     old, old_ends, old_clock = hub_with(None)
     old_spoke = say(old, old_clock, spoken("What do you think about that?"), silence_s=1.0)
@@ -124,15 +123,13 @@ def test_voice_a_finished_question_ends_at_the_short_pause_not_the_700_ms_one():
 def test_voice_a_pause_for_thought_is_waited_through_and_the_whole_sentence_is_one_utterance():
     model = ScriptedTurns(0.08, 0.91)  # the pause: unfinished; the end: finished
     hub, ends, clock = hub_with(model)
-    say(
-        hub, clock, spoken("I was thinking"), silence_s=1.2
-    )  # longer than the old 700 ms: it would have cut in
+    # longer than the old 700 ms: it would have cut in
+    say(hub, clock, spoken("I was thinking"), silence_s=1.2)
     assert ends.utterances == []
     spoke = say(hub, clock, spoken("maybe we could go on Sunday."), silence_s=1.0)
     ((at, utterance),) = ends.utterances
-    assert (
-        at - spoke <= 0.3 and utterance.duration_s > 1.2 + 1.0
-    )  # both halves and the pause between them
+    # both halves and the pause between them
+    assert at - spoke <= 0.3 and utterance.duration_s > 1.2 + 1.0
     assert len(model.heard) == 2  # once per pause, not at every tick
 
 
@@ -157,9 +154,8 @@ def test_voice_the_model_hears_the_speech_then_exactly_the_short_pause():
     say(hub, clock, speech, silence_s=1.0)
     heard = np.frombuffer(model.heard[0], "<i2")
     tail = heard[-LISTEN_RATE // 5 :]  # 200 ms: the pause when it was asked
-    assert (
-        not tail.any() and np.abs(heard[: -LISTEN_RATE // 5][-160:]).max() > 64
-    )  # sound right before the pause
+    # sound right before the pause
+    assert not tail.any() and np.abs(heard[: -LISTEN_RATE // 5][-160:]).max() > 64
 
 
 def test_voice_a_late_verdict_on_an_earlier_pause_never_ends_the_turn_after_speech_went_on():
@@ -290,9 +286,8 @@ def test_voice_the_turn_settings_come_from_config_and_an_inverted_pair_is_refuse
     settings = voice_settings(chosen)
     assert (settings.vad.turn_complete_ms, settings.vad.turn_cap_ms) == (250, 1500)
     assert settings.turn is not None and settings.turn.threshold == 0.7
-    assert (
-        voice_settings(load_settings(_env_file=None)).turn is None
-    )  # off by default: docs/voice.md says why
+    # off by default: docs/voice.md says why
+    assert voice_settings(load_settings(_env_file=None)).turn is None
     with pytest.raises(
         ConfigError, match="COMPANION_VOICE_TURN_CAP_MS.*COMPANION_VOICE_TURN_COMPLETE_MS"
     ):

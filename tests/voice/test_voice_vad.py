@@ -31,9 +31,8 @@ def test_one_sentence_followed_by_a_pause_is_one_utterance():
     events = run(UtteranceCutter(), listen(silence(0.5)) + speech + listen(silence(1.0)))
     assert [type(e) for e in events] == [SpeechStart, SpeechEnd]
     (end,) = ends(events)
-    assert (
-        abs(len(end.pcm16) - len(speech)) / 32000 < 0.6
-    )  # about the speech, not the silence around it
+    # about the speech, not the silence around it
+    assert abs(len(end.pcm16) - len(speech)) / 32000 < 0.6
 
 
 def test_two_sentences_800_ms_apart_are_two_utterances():

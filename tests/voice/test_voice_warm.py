@@ -102,9 +102,8 @@ def test_voice_warm_a_stretch_of_same_topic_turns_reuses_the_snapshot_after_one_
     counted = Counted(memory_retrieval(stored.recall, ctx))
     results = run(warm, counted, CAMPING, clock)
     assert [r.record.decision for r in results][0] is Decision.FULL
-    assert (
-        results[-1].record.decision is Decision.REUSE
-    )  # every word of it was searched for by the turns before
+    # every word of it was searched for by the turns before
+    assert results[-1].record.decision is Decision.REUSE
     assert counted.count("full") == 1
     assert "Alice goes camping in the Lake District every summer" in contents(results[-1].snapshot)
 
@@ -127,16 +126,14 @@ def test_voice_warm_a_moderately_similar_turn_refreshes_lexically_without_a_full
     counted = Counted(memory_retrieval(stored.recall, ctx))
     tent = "Alice owns a bright orange two-person tent"
     first = warm.turn(CAMPING[0], counted.retrieval())
-    moved = warm.turn(
-        CAMPING[1], counted.retrieval()
-    )  # the same topic, but a word not searched yet, "tent"
+    # the same topic, but a word not searched yet, "tent"
+    moved = warm.turn(CAMPING[1], counted.retrieval())
     assert moved.record.decision is Decision.REFRESH
     assert counted.calls == [("full", CAMPING[0]), ("lexical", CAMPING[1])]
     assert tent not in contents(first.snapshot)
     assert contents(moved.snapshot) == contents(first.snapshot) | {tent}
-    assert next(h.channels for h in moved.snapshot if h.item.content == tent) == (
-        "fts",
-    )  # BM25 brought it, no vector search
+    # BM25 brought it, no vector search
+    assert next(h.channels for h in moved.snapshot if h.item.content == tent) == ("fts",)
 
 
 def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_new_topic_still_is_not(
@@ -161,9 +158,8 @@ def test_voice_warm_a_short_follow_up_is_judged_with_the_turns_before_it_and_a_n
         (Decision.REFRESH, "moved"),
         (Decision.FULL, "drift"),
     ]
-    assert (
-        results[2].record.similarity < WarmSettings().full_below
-    )  # the camping context did not carry the violin
+    # the camping context did not carry the violin
+    assert results[2].record.similarity < WarmSettings().full_below
     assert counted.calls[2] == ("full", VIOLIN)  # the full retrieval searches for the turn itself
 
 
@@ -194,10 +190,11 @@ def test_voice_warm_a_turn_naming_the_topic_but_turning_to_another_still_gets_th
     counted = Counted(memory_retrieval(stored.recall, ctx))
     turned = "forget the camping trip, my sister has a violin recital on friday"
     results = run(warm, counted, [CAMPING[0], turned])
+    # two of its seven words are the topic's: judged by its embedding
     assert embeds.log == [
         CAMPING[0],
         turned,
-    ]  # two of its seven words are the topic's: judged by its embedding
+    ]
     assert "Alice's sister Jo is learning the violin" in contents(results[1].snapshot)
 
 
@@ -218,9 +215,8 @@ def test_voice_warm_a_repeated_turn_is_not_embedded_again_until_a_forget_drops_t
     warm, stored, ctx, embeds
 ):
     counted = Counted(memory_retrieval(stored.recall, ctx))
-    results = run(
-        warm, counted, [CAMPING[0], VIOLIN, CAMPING[0]]
-    )  # back to the trip, in the same words
+    # back to the trip, in the same words
+    results = run(warm, counted, [CAMPING[0], VIOLIN, CAMPING[0]])
     assert [r.record.reason for r in results] == ["cold", "drift", "drift"]
     assert embeds.log == [CAMPING[0], VIOLIN]
     warm.invalidate()  # a forget: no vector of a forgotten turn may stay in the process (SEC-3)
@@ -232,12 +228,13 @@ def test_voice_warm_keeps_at_most_vector_cache_turn_vectors(stored, ctx, clock, 
     warm = WarmMemory(embeds, clock, WarmSettings(vector_cache=2, known_share=None))
     counted = Counted(memory_retrieval(stored.recall, ctx))
     run(warm, counted, [CAMPING[0], CAMPING[1], CAMPING[2], CAMPING[0]])
+    # the oldest went when the third came
     assert embeds.log == [
         CAMPING[0],
         CAMPING[1],
         CAMPING[2],
         CAMPING[0],
-    ]  # the oldest went when the third came
+    ]
 
 
 def test_voice_warm_without_context_turns_a_turn_is_judged_alone(stored, ctx, clock, embeds):

@@ -39,10 +39,11 @@ async def test_lines_get_replies_as_direct_messages():
     conv = ScriptedConversation("Hi! Nice to meet you.")
     out = await chat(conv, "hello", "", "my cat is Miso", stream=False)
     assert "bot> Hi! Nice to meet you.\n" in out and "bot> echo: my cat is Miso\n" in out
+    # the blank line was skipped
     assert [m.text for m in conv.replies] == [
         "hello",
         "my cat is Miso",
-    ]  # the blank line was skipped
+    ]
     first = conv.replies[0]
     assert (
         first.platform,
@@ -64,9 +65,8 @@ async def test_streamed_deltas_are_printed_as_they_arrive():
     conv = ScriptedConversation(Reply(text="Hello there, friend"))
     conv.stream_parts = ["Hello", " there,", " friend"]
     out = await chat(conv, "hi")
-    assert (
-        "bot> Hello there, friend\n" in out and out.count("Hello there") == 1
-    )  # not printed twice
+    # not printed twice
+    assert "bot> Hello there, friend\n" in out and out.count("Hello there") == 1
 
 
 async def test_a_reply_that_does_not_stream_is_printed_whole():
@@ -126,9 +126,8 @@ async def test_async_input_functions_work_too():
 async def test_a_failing_turn_is_reported_and_the_session_goes_on(caplog):
     conv = ScriptedConversation(RuntimeError("model unreachable"))
     out = await chat(conv, "hi", "again")
-    assert (
-        f"bot> {ERROR_APOLOGY}\n" in out and "bot> echo: again\n" in out
-    )  # no claim that it was saved
+    # no claim that it was saved
+    assert f"bot> {ERROR_APOLOGY}\n" in out and "bot> echo: again\n" in out
     assert any(r.exc_info and "model unreachable" in str(r.exc_info[1]) for r in caplog.records)
 
 

@@ -64,9 +64,8 @@ async def settle(dsc: FakeDiscord, conv: ScriptedConversation) -> None:
 
 async def test_start_syncs_the_slash_commands(bot, dsc):
     assert bot.client.user.id == DISCORD_BOT_ID
-    assert sorted(c["name"] for c in dsc.commands[None]) == sorted(
-        set(COMMANDS) - {"start"}
-    )  # every command but /start
+    # every command but /start
+    assert sorted(c["name"] for c in dsc.commands[None]) == sorted(set(COMMANDS) - {"start"})
     link = next(c for c in dsc.commands[None] if c["name"] == "link")
     assert [(o["name"], o.get("required", False)) for o in link["options"]] == [("code", False)]
 
@@ -166,9 +165,8 @@ async def test_long_reply_is_split_into_three_parts(bot, dsc, conv):
     long_text = ("chunk " * 750).strip()  # 4499 characters
     conv.script.append(Reply(text=long_text))
     await dsc.dispatch_message(DM_CHANNEL, ALICE, "tell me everything")
-    await dsc.dispatch_message(
-        DM_CHANNEL, ALICE, "thanks"
-    )  # answered after it: one channel, in order
+    # answered after it: one channel, in order
+    await dsc.dispatch_message(DM_CHANNEL, ALICE, "thanks")
     sent = await dsc.wait_for_sent(4)
     assert sent[3]["content"] == "echo: thanks"
     parts = [m["content"] for m in sent[:3]]
@@ -184,10 +182,11 @@ async def test_participants_are_the_recent_other_speakers(bot, dsc, conv):
     )
     await dsc.wait_for_sent(1)
     (msg,) = conv.replies
+    # distinct, newest last, no bot
     assert msg.participants == (
         (str(CAROL), "carol"),
         (str(BOB), "bob"),
-    )  # distinct, newest last, no bot
+    )
     assert conv.observed[0].participants == ()
     await dsc.dispatch_message(DM_CHANNEL, ALICE, "hi")
     await dsc.wait_for_sent(2)
@@ -257,9 +256,8 @@ async def test_slow_command_is_deferred_then_followed_up(bot, dsc, conv):
     conv.command_script.append(slow)
     await dsc.dispatch_interaction("export", user_id=ALICE, channel_id=DM_CHANNEL)
     (response,) = await dsc.wait_for_interaction_responses(1)
-    assert (
-        response["type"] == 5 and response["data"]["flags"] == EPHEMERAL
-    )  # "thinking...", only for them
+    # "thinking...", only for them
+    assert response["type"] == 5 and response["data"]["flags"] == EPHEMERAL
     release.set()
     await dsc.wait_until(lambda: dsc.followups)
     assert dsc.followups[0]["content"] == "exported 12 memories"
@@ -325,13 +323,13 @@ async def test_the_voice_skip_rule_lets_the_bot_stay_silent_on_unaddressed_text_
     )
     await dsc.wait_for_sent(1)
     skipped, mentioned = conv.replies
+    # the model may stay silent only on the first
     assert (skipped.addressed, mentioned.addressed) == (
         False,
         True,
-    )  # the model may stay silent only on the first
-    assert [m["content"] for m in dsc.sent] == [
-        "echo: are you?"
-    ]  # the silence sent nothing, not even an empty message
+    )
+    # the silence sent nothing, not even an empty message
+    assert [m["content"] for m in dsc.sent] == ["echo: are you?"]
 
 
 # -- ORCH-10/12: manners, acknowledgements, reactions ---------------------------------------------------------------
@@ -366,9 +364,8 @@ async def test_a_light_acknowledgement_is_a_reaction_on_the_message_and_a_failin
     await dsc.wait_until(lambda: dsc.reactions)
     assert dsc.reactions == [{"channel_id": CHANNEL, "message_id": int(said["id"]), "emoji": "👍"}]
     assert [m.text for m in conv.observed] == ["thanks!"] and dsc.sent == []
-    conv.verdicts = [
-        Verdict(False, "not-an-emoji/../x")
-    ]  # refused by Discord (the fake: 404); logged, stored anyway
+    # refused by Discord (the fake: 404); logged, stored anyway
+    conv.verdicts = [Verdict(False, "not-an-emoji/../x")]
     await dsc.dispatch_message(CHANNEL, BOB, "ok", guild_id=GUILD, username="bob")
     await settle(dsc, conv)
     assert [m.text for m in conv.observed][:2] == ["thanks!", "ok"]

@@ -175,19 +175,16 @@ async def test_typing_is_refreshed_while_a_slow_reply_is_built(tg, conv):
 
     conv.script.append(slow)
     tg.push_message(ALICE, ALICE, "think hard")
-    await tg.wait_until(
-        lambda: len(tg.actions) >= 3
-    )  # first action + two refreshes (every 0.05 s here)
+    # first action + two refreshes (every 0.05 s here)
+    await tg.wait_until(lambda: len(tg.actions) >= 3)
     release.set()
     await tg.wait_for_sent(1)
     after = len(tg.actions)
-    await asyncio.sleep(
-        0.2
-    )  # four refresh intervals: a refresher left running would add about four
+    # four refresh intervals: a refresher left running would add about four
+    await asyncio.sleep(0.2)
     assert tg.sent[0]["text"] == "done thinking"
-    assert (
-        len(tg.actions) <= after + 1
-    )  # (one request may have been in flight when it was cancelled)
+    # (one request may have been in flight when it was cancelled)
+    assert len(tg.actions) <= after + 1
 
 
 async def test_a_failing_conversation_does_not_stop_the_bot(tg, conv, caplog):
@@ -270,6 +267,7 @@ async def test_group_talk_asks_the_manners_and_an_acknowledgement_is_a_reaction(
 
 async def test_reactions_people_add_reach_the_conversation_and_polling_asks_for_them(tg, conv):
     tg.push_reaction(GROUP, 41, BOB, "👎", first_name="Bob")
+    # anonymous
     tg.push_update(
         {
             "message_reaction": {
@@ -281,7 +279,7 @@ async def test_reactions_people_add_reach_the_conversation_and_polling_asks_for_
                 "new_reaction": [{"type": "emoji", "emoji": "👍"}],
             }
         }
-    )  # anonymous
+    )
     tg.push_reaction(ALICE, 43, ALICE, "❤", chat_type="private")
     await conv.wait_until(lambda: len(conv.reactions) == 2)
     first, second = conv.reactions

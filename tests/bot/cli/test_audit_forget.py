@@ -177,9 +177,8 @@ def test_an_export_left_in_the_exports_folder_is_found(forgotten, tmp_path):
     )
     assert surfaces(audit(forgotten, "--word", WORD, "--exports", str(exports)))["exports"] == 1
     assert surfaces(audit(forgotten, "--person", PERSON, "--exports", str(exports)))["exports"] == 1
-    assert (
-        surfaces(audit(forgotten, "--word", WORD))["exports"] == 0
-    )  # the default folder holds none
+    # the default folder holds none
+    assert surfaces(audit(forgotten, "--word", WORD))["exports"] == 0
 
 
 def test_a_backup_left_in_the_backups_folder_is_found(forgotten):

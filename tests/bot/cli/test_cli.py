@@ -157,11 +157,12 @@ def test_search_as_operator_and_as_conversations(cli: Cli) -> None:
             for hit in result.json()
         }
 
+    # the operator sees every partition, one 'Alice' row per text
     assert seen() == {
         "Alice:discord:alice",
         "The:discord:g1",
         "My:console:boss",
-    }  # the operator sees every partition, one 'Alice' row per text
+    }
     assert len(cli("memory", "search", "cat", "--mode", "bm25", "--json").json()) == 4
     assert seen("--dm", "discord:alice") == {"Alice:discord:alice"}
     assert (
@@ -256,9 +257,8 @@ def test_import_says_why_each_row_was_rejected_and_refuses_what_is_not_an_export
         )
     )
     result = cli("memory", "import", str(tmp_path / "rows.json"))
-    assert (
-        result.code == 1 and "0 stored, 0 duplicate, 2 rejected" in result.out
-    )  # all refused: not a success
+    # all refused: not a success
+    assert result.code == 1 and "0 stored, 0 duplicate, 2 rejected" in result.out
     assert (
         "memory 1: text contains what looks like a secret" in result.out
         and "memory 2: missing field 'scope'" in result.out
@@ -522,19 +522,16 @@ def test_eval_locomo_prints_the_summary(cli: Cli, tmp_path: Path) -> None:
     assert result.code == 0, result.err
     summary = result.json()
     assert set(summary) == {"methods", "questions", "samples", "skipped_turns", "index", "engine"}
-    assert (
-        summary["engine"] == "sqlite"
-    )  # a store file in --db is not a server to measure: SQLite, as always
+    # a store file in --db is not a server to measure: SQLite, as always
+    assert summary["engine"] == "sqlite"
     assert summary["questions"] == {"1": 1, "4": 1, "5": 1}
     assert set(summary["methods"]) == {"bm25", "vector", "hybrid"}
     for scores in summary["methods"].values():
         assert set(scores["cat1-4"]) == set(scores["cat5"]) == {"R@1", "R@5", "R@10", "R@25"}
-    assert (
-        summary["methods"]["bm25"]["cat1-4"]["R@25"] == 100.0
-    )  # every evidence turn shares words with its question
-    assert (
-        summary["methods"]["vector"]["cat1-4"]["R@25"] == 0.0
-    )  # --embeddings none: the vector method finds nothing
+    # every evidence turn shares words with its question
+    assert summary["methods"]["bm25"]["cat1-4"]["R@25"] == 100.0
+    # --embeddings none: the vector method finds nothing
+    assert summary["methods"]["vector"]["cat1-4"]["R@25"] == 0.0
 
     table = cli("eval", "locomo", str(path), "--limit", "1")
     assert table.code == 0 and "bm25" in table.out and "cat5" in table.out
@@ -667,9 +664,8 @@ async def test_consolidate_reports_an_unreachable_model(
                 "discord:alice",
                 embeddings="openai",
             )
-        monkeypatch.setenv(
-            "COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1"
-        )  # nothing listens there
+        # nothing listens there
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
         monkeypatch.setenv("COMPANION_EMBEDDING_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_LLM_MAX_RETRIES", "0")
         result = await asyncio.to_thread(cli, "consolidate", embeddings="openai")

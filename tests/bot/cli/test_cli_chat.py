@@ -45,9 +45,8 @@ async def test_chat_is_quiet_and_logs_to_a_file_beside_the_store(
     assert not any(noise in result.out + result.err for noise in LOG_NOISE), result.out + result.err
     log = cli.db.with_suffix(".log").read_text()
     assert "Scheduler started" in log and "HTTP Request" in log
-    assert re.search(
-        r'a DM with "?Maya"?\.', srv.chat_requests[0]["messages"][0]["content"]
-    )  # not "a DM with you"
+    # not "a DM with you"
+    assert re.search(r'a DM with "?Maya"?\.', srv.chat_requests[0]["messages"][0]["content"])
 
 
 async def test_verbose_shows_the_logs_and_log_file_moves_them(
@@ -76,15 +75,13 @@ async def test_an_unreachable_model_is_one_line_naming_the_url(
     result = await chat(cli)
 
     assert result.code == 0 and "Traceback" not in result.out + result.err
-    assert (
-        f"warning: cannot reach the model server at {url}" in result.err
-    )  # said before the first line is typed
+    # said before the first line is typed
+    assert f"warning: cannot reach the model server at {url}" in result.err
     assert f"Companion> {APOLOGY}\n(!) cannot reach the model server at {url}" in result.out
     hint = next(line for line in result.out.splitlines() if line.startswith("(!)"))
     assert "OPENAI_BASE_URL" in hint and str(cli.db.with_suffix(".log")) in hint
-    assert (
-        "Traceback" in cli.db.with_suffix(".log").read_text()
-    )  # the details are kept, in the file
+    # the details are kept, in the file
+    assert "Traceback" in cli.db.with_suffix(".log").read_text()
 
 
 async def test_a_server_that_answers_but_refuses_points_at_the_model_name(
@@ -143,9 +140,8 @@ async def test_a_line_of_bytes_that_are_not_utf8_is_stored_with_replacement_char
         srv.script("Nice town!")
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
-        raw = io.BytesIO(
-            b"I live in Caf\xe9 \xff town\n/quit\n"
-        )  # Latin-1 bytes on a UTF-8 terminal
+        # Latin-1 bytes on a UTF-8 terminal
+        raw = io.BytesIO(b"I live in Caf\xe9 \xff town\n/quit\n")
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(raw, encoding="utf-8"))
         result = await chat(cli)
     assert result.code == 0 and "Traceback" not in result.out + result.err
@@ -160,9 +156,8 @@ async def test_a_lone_surrogate_is_stored_replaced_and_no_apology_claims_a_save_
         srv.script("What a name!")
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
-        typed(
-            monkeypatch, "my cat is called Mi\udcffo", "/quit"
-        )  # how surrogateescape reads the byte 0xff
+        # how surrogateescape reads the byte 0xff
+        typed(monkeypatch, "my cat is called Mi\udcffo", "/quit")
         result = await chat(cli)
     assert result.code == 0 and "saved" not in result.out
     assert "Companion> What a name!" in result.out
@@ -180,9 +175,8 @@ async def test_a_server_that_hangs_is_reported_as_a_timeout_after_one_wait(
         monkeypatch.setenv("COMPANION_LLM_TIMEOUT_S", "0.3")
         typed(monkeypatch, "hello?", "/quit")
         result = await chat(cli)
-        asked = len(
-            [r for r in srv.chat_requests if "tools" in r]
-        )  # replies offer tools; the extraction at exit does not
+        # replies offer tools; the extraction at exit does not
+        asked = len([r for r in srv.chat_requests if "tools" in r])
     hint = next(line for line in result.out.splitlines() if line.startswith("(!)"))
     assert (
         hint.startswith("(!) timed out:") and "0.3 s" in hint and "COMPANION_LLM_TIMEOUT_S" in hint

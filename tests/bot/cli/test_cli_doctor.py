@@ -50,17 +50,15 @@ async def test_doctor_passes_when_everything_is_in_place(
     assert [r["model"] for r in srv.chat_requests][:2] == ["chat-model", "extraction-model"]
     assert srv.embedding_requests  # the provider was asked for a vector
     assert text.code == 0 and text.out.strip().endswith("everything needed is in place")
-    assert (
-        DISCORD not in text.out + result.out and TELEGRAM not in text.out + result.out
-    )  # secrets are never shown (SEC-4)
+    # secrets are never shown (SEC-4)
+    assert DISCORD not in text.out + result.out and TELEGRAM not in text.out + result.out
 
 
 async def test_doctor_names_an_unreachable_model_server(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(
-        "COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1"
-    )  # nothing listens there
+    # nothing listens there
+    monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     result = await asyncio.to_thread(cli, "doctor")
     assert result.code == 1 and "Traceback" not in result.err
     line = next(line for line in result.out.splitlines() if line.startswith("FAIL  model"))
@@ -207,18 +205,16 @@ def test_run_refuses_a_malformed_token_before_connecting(
     monkeypatch.setenv(variable, value)
     result = cli("run")
     assert result.code == 2 and variable in result.error_line() and value not in result.err
-    assert (
-        not cli.db.exists()
-    )  # refused before the runtime (store, model client, platform) was even built
+    # refused before the runtime (store, model client, platform) was even built
+    assert not cli.db.exists()
 
 
 def test_run_refuses_telegram_off_without_discord_as_it_would_serve_nothing(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TELEGRAM_TOKEN", "123456:" + "A" * 35)
-    monkeypatch.setenv(
-        "COMPANION_TELEGRAM", "off"
-    )  # another process of the bot polls Telegram (SCALE-1)
+    # another process of the bot polls Telegram (SCALE-1)
+    monkeypatch.setenv("COMPANION_TELEGRAM", "off")
     result = cli("run")
     assert result.code == 2 and "COMPANION_TELEGRAM=off" in result.error_line()
     assert not cli.db.exists()
@@ -251,6 +247,5 @@ async def test_doctor_shows_whether_the_chat_model_sees_images_from_the_kept_pro
         and "COMPANION_VISION=on" in after["fix"]
     )
     assert off["status"] == "ok" and off["detail"].startswith("off (COMPANION_VISION)")
-    assert not [
-        body for body in srv.chat_requests if "image_url" in str(body)
-    ]  # the doctor itself shows no image
+    # the doctor itself shows no image
+    assert not [body for body in srv.chat_requests if "image_url" in str(body)]

@@ -47,9 +47,8 @@ def test_memory_search_names_the_file_and_line_of_an_ingested_passage(
     )
     shown = cli("memory", "search", "bridge", "--mode", "bm25").out
     assert "The old bridge over the river is painted red." in shown
-    assert "notes.md#L3" in "".join(
-        line.strip("│ ") for line in shown.splitlines()
-    )  # a long path may fold, never vanish
+    # a long path may fold, never vanish
+    assert "notes.md#L3" in "".join(line.strip("│ ") for line in shown.splitlines())
 
 
 @pytest.mark.parametrize("bare", ["local-user", "333", "discord:", "slack:42"])

@@ -26,9 +26,8 @@ from tests.cli_support import Cli
 from tests.fakes import FakeOpenAI, HTTPError
 from tests.fakes.openai_server import RawAnswer
 
-GGUF = os.environ.get(
-    "COMPANION_TEST_GGUF", ""
-)  # read at import: the cli fixture clears every COMPANION_* variable
+# read at import: the cli fixture clears every COMPANION_* variable
+GGUF = os.environ.get("COMPANION_TEST_GGUF", "")
 HAS_WHEEL = importlib.util.find_spec("xllamacpp") is not None
 needs_wheel = pytest.mark.skipif(
     not HAS_WHEEL, reason='the local-model extra is not installed (pip install -e ".[local-model]")'
@@ -87,9 +86,8 @@ def test_a_file_that_cannot_be_a_model_stops_every_command_with_one_error_naming
 def test_without_the_wheel_the_error_says_how_to_install_it(
     cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setitem(
-        sys.modules, "xllamacpp", None
-    )  # as if the extra were not installed (import fails, find_spec None)
+    # as if the extra were not installed (import fails, find_spec None)
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)
     monkeypatch.setenv("COMPANION_LOCAL_MODEL", str(looks_like_gguf(tmp_path / "model.gguf")))
     result = cli("chat", "--new-store")
     assert result.code == 2 and "Traceback" not in result.err
@@ -117,9 +115,8 @@ def test_a_file_llama_cpp_cannot_load_is_one_error_after_one_warning(
     monkeypatch.setenv("COMPANION_LOCAL_MODEL", str(looks_like_gguf(tmp_path / "broken.gguf")))
     monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "sk-not-needed")
-    monkeypatch.setenv(
-        "COMPANION_CHAT_MODEL", "gpt-4o-mini"
-    )  # the default: nothing of the person's own to warn about
+    # the default: nothing of the person's own to warn about
+    monkeypatch.setenv("COMPANION_CHAT_MODEL", "gpt-4o-mini")
     result = cli("chat", "--new-store")
     assert result.code == 2, result.err
     assert (
@@ -182,9 +179,10 @@ async def test_the_doctor_times_the_local_model_with_llama_cpps_own_timings() ->
     assert timed.status == "ok" and timed.detail == (
         "/models/tiny.gguf (491 MB) as tiny, loaded in 7.2 s; read 40 prompt tokens at 8.0 a second, wrote 9 at 2.4 a second"
     )
+    # usage, no timings
     assert (
         counted_only.status == "ok" and " prompt and 2 generated tokens in " in counted_only.detail
-    )  # usage, no timings
+    )
     assert failed.status == "fail" and "did not answer" in failed.detail
     assert [r["model"] for r in srv.chat_requests] == ["tiny"] * 3 and all(
         r["max_tokens"] == 48 for r in srv.chat_requests
@@ -243,16 +241,14 @@ def test_a_console_chat_turn_through_the_model_in_process_and_a_prompt_exit(tmp_
     assert chat.stdin is not None and chat.stdout is not None
     chat.stdin.write("Hello! I'm Sam and I have a grey cat called Biscuit.\n")
     chat.stdin.flush()
-    reply = _line_starting(
-        chat, "Companion> ", timeout_s=900
-    )  # load and answer on a busy machine: minutes at worst
+    # load and answer on a busy machine: minutes at worst
+    reply = _line_starting(chat, "Companion> ", timeout_s=900)
     answered = time.monotonic()
     chat.stdin.write("/quit\n")
     chat.stdin.flush()
     try:
-        code = chat.wait(
-            timeout=120
-        )  # /quit extracts for at most 5 s (COMPANION_SHUTDOWN_FLUSH_S), then llama.cpp stops
+        # /quit extracts for at most 5 s (COMPANION_SHUTDOWN_FLUSH_S), then llama.cpp stops
+        code = chat.wait(timeout=120)
     finally:
         chat.kill()
     quit_s = time.monotonic() - answered
@@ -297,7 +293,6 @@ def test_the_doctor_says_what_it_loaded_and_how_fast_it_is_and_stops_it(
     assert (
         f"{GGUF} ({size:,.0f} MB) as {Path(GGUF).stem}, loaded in " in line and " a second" in line
     ), result.out
-    assert not any(
-        t.name == "local-model" for t in threading.enumerate()
-    )  # stopped: its holder thread is gone
+    # stopped: its holder thread is gone
+    assert not any(t.name == "local-model" for t in threading.enumerate())
     print(f"\n{line}\nload average {os.getloadavg()}")

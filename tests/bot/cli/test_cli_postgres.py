@@ -14,9 +14,8 @@ from memory.storage.pg_migrations import PG_MIGRATIONS
 from tests.cli_support import Cli, _alice
 
 MARK = "zyqxolotlquixwel"
-PG_BIN = (
-    Path(pgserver.__file__).parent / "pginstall" / "bin"
-)  # pg_dump and pg_restore of the test server's own version
+# pg_dump and pg_restore of the test server's own version
+PG_BIN = Path(pgserver.__file__).parent / "pginstall" / "bin"
 
 
 @pytest.fixture
@@ -95,9 +94,10 @@ def test_doctor_on_postgresql_names_the_server_pgvector_the_size_and_the_schema(
 def test_doctor_names_an_unreachable_postgresql_server_without_its_password(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # nothing listens there
     monkeypatch.setenv(
         "COMPANION_DATABASE_URL", "postgresql://companion:s3cret@127.0.0.1:9/companion"
-    )  # nothing listens there
+    )
     result = cli("doctor")
     line = next(line for line in result.out.splitlines() if line.startswith("FAIL  store"))
     assert "cannot connect to postgresql://companion:***@127.0.0.1:9/companion" in line

@@ -45,9 +45,8 @@ def test_the_terminal_drops_only_library_noise(
 ) -> None:
     record = logging.LogRecord(name, level, __file__, 1, message, None, None)
     assert TerminalNoise(debug=False).filter(record) is shown
-    assert TerminalNoise(debug=True).filter(record) is (
-        shown or name == "httpx"
-    )  # --log-level DEBUG shows requests
+    # --log-level DEBUG shows requests
+    assert TerminalNoise(debug=True).filter(record) is (shown or name == "httpx")
 
 
 def test_run_and_snapshot_help_describe_the_command(cli: Cli) -> None:

@@ -40,9 +40,8 @@ def test_counts_that_differ_are_shown_and_exit_1(cli: Cli, tmp_path, clock) -> N
         result.json()["counts"]["memory_vec"] == {"source": 3, "copied": 2}
         and not result.json()["ok"]
     )
-    shown = cli(
-        "store", "copy", str(tmp_path / "src.db"), str(tmp_path / "dst.db")
-    )  # the marker kept: counted again
+    # the marker kept: counted again
+    shown = cli("store", "copy", str(tmp_path / "src.db"), str(tmp_path / "dst.db"))
     assert shown.code == 1 and "DIFFERS" in shown.out and "memory_vec" in shown.error_line()
 
 

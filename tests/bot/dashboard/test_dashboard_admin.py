@@ -79,9 +79,8 @@ async def test_forgetting_a_person_needs_their_id_typed_back_and_leaves_no_trace
         assert bob not in {p["id"] for p in (await r.json())["items"]}
     rows = await audit_rows(dash)
     assert [r["action"] for r in rows] == ["person.forget"] and bob not in json.dumps(rows)
-    assert dash.seeded.memories["rust"] not in json.dumps(
-        rows
-    )  # the row about his memory went with him
+    # the row about his memory went with him
+    assert dash.seeded.memories["rust"] not in json.dumps(rows)
 
 
 # -- the snapshot -------------------------------------------------------------------------------------------------
@@ -149,9 +148,8 @@ async def test_bad_snapshot_requests(http, dash):
     for params, status in cases:
         async with http.get("/api/snapshot", params=params) as r:
             assert r.status == status and "error" in await r.json(), params
-    assert (
-        await dash.store(dash.engine.db.scalar, "SELECT COUNT(*) FROM identities") == before
-    )  # a GET records no one
+    # a GET records no one
+    assert await dash.store(dash.engine.db.scalar, "SELECT COUNT(*) FROM identities") == before
 
 
 # -- reflections, entities, graph -----------------------------------------------------------------------------------
@@ -171,9 +169,8 @@ async def test_reflections_entities_and_the_graph(http, dash):
     assert ("Bob", "learns", "Rust") in edges and ("Alice", "keeps", "bees") in edges
     assert {n["kind"] for n in graph["nodes"]} == {"person", "entity"}
     alice = [n for n in graph["nodes"] if n["label"] == "Alice"]
-    assert [n["kind"] for n in alice] == [
-        "person"
-    ]  # the entity "Alice" is drawn as the person, not beside her
+    # the entity "Alice" is drawn as the person, not beside her
+    assert [n["kind"] for n in alice] == ["person"]
     assert all(e["source"] in label and e["target"] in label for e in graph["edges"])
     for path in (
         "/api/reflections?limit=0",
@@ -199,9 +196,8 @@ async def test_settings_are_validated_and_reach_the_running_recall_at_once(http,
         "recency": 0.1,
         "importance": 0.2,
     }
-    assert (
-        dash.engine.knobs.get("memories").score_threshold == 1.0
-    )  # the store the bot's recall reads
+    # the store the bot's recall reads
+    assert dash.engine.knobs.get("memories").score_threshold == 1.0
     async with http.get("/api/memory/search", params={"q": "bees roof"}) as r:
         assert (await r.json())["items"] == []  # the next recall already uses the new threshold
     (row,) = await audit_rows(dash)
@@ -274,15 +270,13 @@ async def test_a_guild_purge_needs_its_name_typed_back_and_removes_everything_of
         assert r.status == 200
         purged = (await r.json())["purged"]
     assert purged["memories"] == 2 and purged["messages"] == 1 and purged["channel_state"] == 1
-    assert (
-        occurrences(dash.db, "green tea") == 0
-    )  # lore, what was said there and its summaries: gone from the file
+    # lore, what was said there and its summaries: gone from the file
+    assert occurrences(dash.db, "green tea") == 0
     async with http.get("/api/memory") as r:
         left = {m["id"] for m in (await r.json())["items"]}
     ids = dash.seeded.memories
-    assert (
-        ids["tea"] not in left and ids["movies"] not in left and ids["bees"] in left
-    )  # her DM memory is not the guild's
+    # her DM memory is not the guild's
+    assert ids["tea"] not in left and ids["movies"] not in left and ids["bees"] in left
     assert (
         await dash.store(
             dash.engine.db.scalar, "SELECT COUNT(*) FROM messages WHERE guild_id = 'discord:900'"

@@ -22,9 +22,8 @@ WORD = "Zyqxolotl"  # distinctive: no other text in the store shares it
 
 async def login(dash: Dashboard) -> tuple[aiohttp.ClientSession, str]:
     """A browser-like client logged in through the form; returns it with its CSRF token."""
-    session = aiohttp.ClientSession(
-        dash.url, cookie_jar=aiohttp.CookieJar(unsafe=True)
-    )  # unsafe: cookies for an IP host
+    # unsafe: cookies for an IP host
+    session = aiohttp.ClientSession(dash.url, cookie_jar=aiohttp.CookieJar(unsafe=True))
     async with session.post("/login", data={"token": dash.token}, allow_redirects=False) as r:
         assert r.status == 303 and r.headers["Location"] == "/"
     async with session.get("/api/session") as r:
@@ -72,9 +71,8 @@ async def test_every_route_refuses_a_request_without_the_token_or_with_a_wrong_o
                     # 429 once this client has guessed wrong too often (the throttle's own test is below)
                     assert r.status == 401 or (r.status == 429 and headers), (method, path, headers)
                     assert "error" in await r.json()
-    assert (
-        len(await dash.store(dash.engine.memory_rows.partitions)) > 0
-    )  # nothing was forgotten on the way
+    # nothing was forgotten on the way
+    assert len(await dash.store(dash.engine.memory_rows.partitions)) > 0
 
 
 async def test_the_page_redirects_to_the_login_form_and_the_form_needs_no_token(dash):
@@ -153,9 +151,8 @@ def port_of(dash: Dashboard) -> int:
 async def test_wrong_tokens_are_throttled_per_client_and_one_client_cannot_lock_out_another(dash):
     """Bearer guesses and login guesses count together, per address; the throttled address is refused even the
     right token (else a guess would still be answered right or wrong), while 127.0.0.2 is served as before."""
-    operator_side = aiohttp.TCPConnector(
-        local_addr=("127.0.0.2", 0)
-    )  # a second client address on loopback
+    # a second client address on loopback
+    operator_side = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0))
     async with (
         aiohttp.ClientSession(dash.url) as guesser,
         aiohttp.ClientSession(dash.url, connector=operator_side) as operator,
@@ -513,9 +510,8 @@ async def test_a_new_type_changes_the_memory_in_place_and_keeps_no_copy_of_the_o
     async with http.post("/api/memory", json=new) as r:
         made = (await r.json())["id"]
     journals = dash.db.parent / "memory"
-    assert any(
-        "Quibblefrost" in p.read_text() for p in journals.rglob("*.md")
-    )  # the check below can fail
+    # the check below can fail
+    assert any("Quibblefrost" in p.read_text() for p in journals.rglob("*.md"))
     async with http.put(
         f"/api/memory/{made}", json={"type": "episodic", "content": "Bob hums a song"}
     ) as r:
@@ -603,6 +599,5 @@ async def test_a_refused_edit_says_what_is_wrong_in_a_sentence_a_person_reads(ht
             body = await r.json()
         assert r.status == 400 and body["error"] == said, body
         assert "Input should" not in body["error"] and "invalid body" not in body["error"]
-        assert body["detail"][0]["field"].startswith(
-            "importance"
-        )  # scripts still get the field by name
+        # scripts still get the field by name
+        assert body["detail"][0]["field"].startswith("importance")

@@ -239,9 +239,8 @@ async def test_a_search_the_api_refuses_shows_its_error_message(tab):
     await form.locator('input[name="person"]').fill("discord:111")
     await form.locator('button[type="submit"]').click()
     await expect(tab.page.locator("#banner")).to_contain_text("platform must be one of")
-    assert all("400" in e for e in tab.errors), (
-        tab.errors
-    )  # only Chromium's note of the refused request
+    # only Chromium's note of the refused request
+    assert all("400" in e for e in tab.errors), tab.errors
 
 
 # -- inline edit -----------------------------------------------------------------------------------------
@@ -317,9 +316,8 @@ async def test_a_delete_is_sent_when_the_undo_window_ends(tab, dash):
 
 # -- untrusted text ----------------------------------------------------------------------------------------
 async def test_a_memory_holding_html_renders_as_text(tab, dash):
-    long_tail = (
-        " and then some more words about the homepage" * 4
-    )  # long enough to be folded behind "More"
+    # long enough to be folded behind "More"
+    long_tail = " and then some more words about the homepage" * 4
     status, made = await api(
         dash,
         "POST",
@@ -363,9 +361,8 @@ CSP_PROBE = """() => new Promise((resolve) => {
 
 async def test_markup_that_got_in_anyway_could_not_run_or_load_anything(tab):
     await open_page(tab)
-    probe = await tab.page.evaluate(
-        CSP_PROBE
-    )  # the page's own Content-Security-Policy meta tag refuses both
+    # the page's own Content-Security-Policy meta tag refuses both
+    probe = await tab.page.evaluate(CSP_PROBE)
     assert probe == {"seen": ["img-src", "script-src-elem"], "ran": False}
     assert tab.errors and all("Content Security Policy" in e for e in tab.errors), tab.errors
 
@@ -429,9 +426,8 @@ async def test_people_show_linked_accounts_and_their_profile(tab, dash):
 
 
 async def test_reflections_and_the_audit_trail_are_listed(tab, dash):
-    await api(
-        dash, "PUT", f"/api/memory/{dash.seeded.memories['movies']}", {"importance": 5}
-    )  # one audited change at least
+    # one audited change at least
+    await api(dash, "PUT", f"/api/memory/{dash.seeded.memories['movies']}", {"importance": 5})
     await open_page(tab, "reflections")
     await expect(tab.page.locator("#reflections-table")).to_contain_text("discord:dm-111")
     await tab.page.get_by_role("button", name="Audit").click()
@@ -463,9 +459,8 @@ async def test_settings_show_rounded_numbers_with_help_and_an_untouched_save_cha
     tab, dash
 ):
     before = (await api(dash, "GET", "/api/settings"))[1]
-    assert (
-        before["messages"]["decay_rate"] == math.log(2) / 90
-    )  # 0.00770163533955494: a 90-day half-life
+    # 0.00770163533955494: a 90-day half-life
+    assert before["messages"]["decay_rate"] == math.log(2) / 90
     puts: list[str] = []
     tab.page.on(
         "request",
@@ -478,9 +473,8 @@ async def test_settings_show_rounded_numbers_with_help_and_an_untouched_save_cha
     await expect(decay).to_have_value("0.0077")
     await expect(dialog.locator("#knob-messages-decay_rate-help")).to_be_visible()
     await expect(decay).to_have_accessible_description(re.compile("recency fades"))
-    assert (
-        await tab.page.evaluate(UNEXPLAINED) == []
-    )  # every knob the dialog shows has its line of help
+    # every knob the dialog shows has its line of help
+    assert await tab.page.evaluate(UNEXPLAINED) == []
     await dialog.get_by_role("button", name="Save").click()
     await expect(dialog).to_be_hidden()
     assert puts == [] and (await api(dash, "GET", "/api/settings"))[1] == before
@@ -490,9 +484,8 @@ async def test_settings_show_rounded_numbers_with_help_and_an_untouched_save_cha
     await dialog.get_by_role("button", name="Save").click()
     await expect(dialog).to_be_hidden()
     after = (await api(dash, "GET", "/api/settings"))[1]
-    assert [json.loads(p) for p in puts] == [
-        {"messages": {"decay_rate": 0.0123456789}}
-    ]  # the rounded ones were not sent
+    # the rounded ones were not sent
+    assert [json.loads(p) for p in puts] == [{"messages": {"decay_rate": 0.0123456789}}]
     assert (
         after["messages"] == {**before["messages"], "decay_rate": 0.0123456789}
         and after["recall"] == before["recall"]
@@ -523,9 +516,8 @@ async def test_a_new_memory_from_the_form_is_stored_once(tab, dash):
     ] == [(dash.seeded.bob, 6, ["music", "weekend"])]
     assert_clean(tab)
 
-    await fill_new_memory(
-        tab, "Bob plays the cello on Sundays", dash.seeded.bob
-    )  # the same again: a 409
+    # the same again: a 409
+    await fill_new_memory(tab, "Bob plays the cello on Sundays", dash.seeded.bob)
     await expect(tab.page.locator("#new-form .form-error")).to_contain_text(
         'already stored: "Bob plays the cello on Sundays"'
     )
@@ -594,9 +586,8 @@ async def test_at_420_px_the_navigation_wraps_and_a_memory_is_readable(browser, 
         tab = await Tab.open(context)
         await log_in(tab, dash.token)
         page = tab.page
-        assert (
-            await page.evaluate("document.documentElement.scrollWidth") <= 420
-        )  # nothing runs off the screen
+        # nothing runs off the screen
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 420
         for button in await page.locator(".top nav .tab").all():
             box = await button.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 420, (

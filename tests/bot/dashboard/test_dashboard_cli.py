@@ -99,9 +99,8 @@ async def test_the_bar_companion_dashboard_answers_only_with_the_token_and_only_
             "Alice keeps bees on her roof",
             "The operator renews the domain in March",
         }
-        assert listening_addresses(port) == [
-            "0100007F"
-        ]  # 127.0.0.1, and nothing on another address or on IPv6
+        # 127.0.0.1, and nothing on another address or on IPv6
+        assert listening_addresses(port) == ["0100007F"]
     finally:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=300)
@@ -210,9 +209,8 @@ def test_a_host_other_than_loopback_is_refused_unless_allowed(cli, monkeypatch, 
         tmp_path / "ok.db", _NoServer(), None, dashboard_allow_remote=True, **remote
     )  # type: ignore[arg-type]
     try:
-        assert (
-            allowed.dashboard is not None and allowed.dashboard.host == "0.0.0.0"
-        )  # built, not started
+        # built, not started
+        assert allowed.dashboard is not None and allowed.dashboard.host == "0.0.0.0"
     finally:
         allowed.engine.close()
         allowed.runner.shutdown()
