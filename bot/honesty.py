@@ -79,6 +79,7 @@ NOTES = {
     "keep": "(To be clear: nothing was saved. Remembering is off here, so I won't keep this.)",
     "forget": "(To be clear: nothing was forgotten just now. /forget followed by the words removes it for sure.)",
 }
+FORGOTTEN = "(Done: what you asked me to forget is forgotten.)"
 _NEGATED = re.compile(r"\b(?:not|n't|never|can't|cannot|won't)\b[^.!?]{0,20}$", re.IGNORECASE)
 
 
@@ -130,16 +131,21 @@ async def honest(
 ) -> str:
     """The final reply, with a short honest line when it claims a store or a forget nothing did (also
     streamed, after what the person already read). ``extracted``: the person's words go to extraction;
-    ``forgot``: something was forgotten this turn before the model answered."""
+    ``forgot``: something was forgotten this turn before the model answered, which the person is told even
+    when the model does not say so (a real 1.5B answered a done forget with "I can't help with that")."""
     text = text.strip()
     kinds = unbacked(text, ran, extracted=extracted, forgot=forgot)
-    if not kinds:
+    notes = [NOTES[kind] for kind in kinds]
+    if forgot and "forget" not in claims(text):
+        notes.append(FORGOTTEN)
+    if not notes:
         return text
-    note = " ".join(NOTES[kind] for kind in kinds)
-    log.info(
-        "the reply claims what nothing did this turn (%s); an honest line is added",
-        ", ".join(kinds),
-    )
+    if kinds:
+        log.info(
+            "the reply claims what nothing did this turn (%s); an honest line is added",
+            ", ".join(kinds),
+        )
+    note = " ".join(notes)
     if stream is not None:
         await stream(f"\n\n{note}")
     return f"{text}\n\n{note}"

@@ -151,6 +151,17 @@ async def test_a_forget_asked_in_words_is_done_before_the_model_is_asked(rt, srv
 
 
 @ON_BOTH_ENGINES
+async def test_a_forget_done_before_the_reply_is_told_even_when_the_model_does_not_say_so(rt, srv):
+    await tell(rt, srv, dm("telegram", "7", "my locker code is 5521", mid="m1"))
+    srv.script(
+        "I'm sorry, but I can't help with that."
+    )  # a real 1.5B's answer to a forget already done
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "forget my locker code", mid="m2"))
+    assert reply.text.endswith("(Done: what you asked me to forget is forgotten.)")
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%5521%'") == 0
+
+
+@ON_BOTH_ENGINES
 async def test_a_forget_in_words_that_matches_nothing_deletes_nothing_and_says_so(rt, srv):
     await tell(rt, srv, dm("telegram", "7", "I keep bees on the roof", mid="m1"))
     seen = {}
