@@ -131,8 +131,9 @@ async def honest(
 ) -> str:
     """The final reply, with a short honest line when it claims a store or a forget nothing did (also
     streamed, after what the person already read). ``extracted``: the person's words go to extraction;
-    ``forgot``: something was forgotten this turn before the model answered, which the person is told even
-    when the model does not say so (a real 1.5B answered a done forget with "I can't help with that")."""
+    ``forgot``: something was forgotten this turn before the model answered, which the person is
+    told even when the model does not say so (a real 1.5B answered a done forget with "I can't help
+    with that")."""
     text = text.strip()
     kinds = unbacked(text, ran, extracted=extracted, forgot=forgot)
     notes = [NOTES[kind] for kind in kinds]

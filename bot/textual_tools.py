@@ -46,6 +46,12 @@ _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 # Where bare JSON may begin: an object, or a list of objects, whose first key is quoted.
 _JSON_START = re.compile(r"[\[{]\s*(?:\{\s*)?\"")
 _VALUE = re.compile(r"[\[{]")
+# The opening of a bare call that names its tool: what a call cut short by max_tokens still shows
+# (a 0.5B ran a memory_store's arguments on for 1,000 tokens, echoing its system prompt, and the cut
+# JSON reached the person)
+_CUT_CALL = re.compile(
+    r'[\[{]\s*\{?\s*"(?:name|function)"\s*:\s*(?:\{\s*"name"\s*:\s*)?"([\w.-]+)"'
+)
 
 MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=")
 CALL_KEYS = ("name", "type", "function", "tool_calls")
@@ -124,6 +130,13 @@ def _bare(text: str, names: Collection[str], calls: list[TextCall]) -> str:
         try:
             value, end = decoder.raw_decode(text, match.start())
         except ValueError:
+            named = _CUT_CALL.match(text, match.start())
+            if (
+                named and named.group(1) in names
+            ):  # a call cut short (max_tokens): nothing of it is prose
+                out.append(text[at : match.start()])
+                at = len(text)
+                break
             continue
         found = list(_shaped(value))
         if found and all(c.name in names for c in found):

@@ -128,8 +128,16 @@ async def test_a_written_call_to_a_tool_not_offered_is_not_run_and_ordinary_json
     assert "set_reminder" not in reply.text and memories(rt) == []
 
 
-async def test_a_written_call_cut_short_by_max_tokens_is_hidden_and_not_run(rt, srv):
-    cut = '<tool_call>\n{"name": "memory_store", "arguments": {"content": "Alice has a gr'
+@pytest.mark.parametrize(
+    "cut",
+    [
+        '<tool_call>\n{"name": "memory_store", "arguments": {"content": "Alice has a gr',
+        # a real 0.5B's, run on until max_tokens
+        '{"name": "memory_store", "arguments": {"name": "Biscuit is a cat. I know about myself',
+        '{"function": {"name": "memory_store", "arguments": {"content": "Alice',
+    ],
+)
+async def test_a_written_call_cut_short_by_max_tokens_is_hidden_and_not_run(rt, srv, cut):
     srv.script(f"Sure. {cut}")
     sink = Sink()
     reply = await rt.orchestrator.reply(dm("telegram", "7", "I have a cat"), sink)
