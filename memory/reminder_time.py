@@ -23,22 +23,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 
 from .errors import InvalidInput
+from .recall.when import MONTHS, WEEKDAYS
 
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
 # a day named without an hour: the morning, when a reminder is still useful
 DEFAULT_TIME = time(9, 0)
 MAX_AHEAD_DAYS = 5 * 366  # "in 10000 days" is a typo, not a plan

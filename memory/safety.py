@@ -374,9 +374,8 @@ def _aws_secret_keys(text: str) -> Iterator[Span]:
 
 
 # -- secrets in prose: a keyword, a verb, a value ----------------------------------------------------------
-# Common words that follow "password is" without being one ("my password is too weak", "... is in the drawer").
-# Trade-off: a real password that is one of these words is not caught.
-_NOT_A_VALUE = frozenset(
+# Words that open a noun phrase ("the", "my", "it"...).
+_DETERMINERS = frozenset(
     [
         "a",
         "an",
@@ -394,6 +393,12 @@ _NOT_A_VALUE = frozenset(
         "those",
         "it",
         "not",
+    ]
+)
+# Common words that follow "password is" without being one ("my password is too weak", "... is in the drawer").
+# Trade-off: a real password that is one of these words is not caught.
+_NOT_A_VALUE = _DETERMINERS | frozenset(
+    [
         "no",
         "too",
         "very",
@@ -474,26 +479,6 @@ _NOT_A_VALUE = frozenset(
         "must",
         "can",
         "will",
-    ]
-)
-_DETERMINERS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "my",
-        "your",
-        "his",
-        "her",
-        "its",
-        "our",
-        "their",
-        "this",
-        "that",
-        "these",
-        "those",
-        "it",
-        "not",
     ]
 )
 
