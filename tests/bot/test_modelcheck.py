@@ -220,6 +220,14 @@ def test_a_forgotten_word_is_found_in_any_file_of_the_folder_at_the_byte_level(t
     ]
 
 
+def test_digits_inside_an_id_are_not_the_forgotten_word_but_beside_one_they_are(tmp_path):
+    uuid, digest = b"1b7e743f-08f2-4417-9af1-2e84205a4dfe", b"ab" * 10 + b"4417" + b"cd" * 10
+    (tmp_path / "ids.db").write_bytes(b"\x00" + uuid + b"\x01" + digest + b"\x00")
+    assert words_left(tmp_path, ("4417",)) == []
+    (tmp_path / "prose.db").write_bytes(uuid + b"bib 4417." + digest)
+    assert words_left(tmp_path, ("4417",)) == ["4417 in prose.db"]
+
+
 def test_the_report_of_nothing_is_not_a_perfect_score():
     report = Report("m", "http://x")
     assert report.precision is None and report.recall == 0.0 and report.cached_from_turn_2 is None
