@@ -38,9 +38,13 @@ that the engine brings. The light part (time, errors, protocols, scopes, models)
 
 from __future__ import annotations
 
-from types import ModuleType
+import importlib
 from typing import TYPE_CHECKING, Any
 
+# Each area of the face is one block: its names for mypy (under TYPE_CHECKING) and its table of
+# name -> the module under memory/ that holds it. A module is imported on the first use of a name.
+
+# -- the root, the turn, forgetting, reminders; time, errors, protocols, scopes, text rules --
 if TYPE_CHECKING:
     from .api import AsyncMemory, ContradictionJudge
     from .clock import Clock, FakeClock, SystemClock
@@ -72,7 +76,7 @@ if TYPE_CHECKING:
     from .turns import Turns
     from .write.forget_asked import forgets_in
 
-_LIGHT = {
+_CORE = {
     "Clock": "clock",
     "FakeClock": "clock",
     "SystemClock": "clock",
@@ -96,8 +100,6 @@ _LIGHT = {
     "forgets_in": "write.forget_asked",
     "redact_secrets": "safety",
     "valid_unicode": "safety",
-}
-_HEAVY = {
     "AsyncMemory": "api",
     "ContradictionJudge": "api",
     "MemoryEngine": "engine",
@@ -116,107 +118,41 @@ _HEAVY = {
     "NoAnswer": "jobs.base",
 }
 
-__all__ = [
-    "AsyncCompleter",
-    "AsyncMemory",
-    "AsyncRunner",
-    "Clock",
-    "Completer",
-    "ContradictionJudge",
-    "CopyRefused",
-    "DimensionMismatch",
-    "Embedder",
-    "EmbeddingError",
-    "FakeClock",
-    "Forgetting",
-    "InvalidInput",
-    "MemoryEngine",
-    "MemoryStoreError",
-    "MemoryTools",
-    "Mode",
-    "ModelMismatch",
-    "NoAnswer",
-    "NotFound",
-    "NotYours",
-    "People",
-    "PlaceModes",
-    "RateLimiter",
-    "RecallContext",
-    "Rejected",
-    "Reminder",
-    "Reminding",
-    "Said",
-    "SchemaError",
-    "StoreUnavailable",
-    "StructuredCompleter",
-    "SystemClock",
-    "Turns",
-    "Used",
-    "forgets_in",
-    "mode_of",
-    "redact_secrets",
-    "valid_unicode",
-]
+# -- the operator's store tools (the command line): copy, audit, upkeep, doctor --
+if TYPE_CHECKING:
+    pass
 
+_OPERATOR: dict[str, str] = {}
 
-def _home(name: str) -> ModuleType:  # noqa: PLR0911  # one branch a module: each imports only its own
-    """The module a face name lives in, imported on its own: ``from memory import Clock`` loads no numpy."""
-    home = _LIGHT.get(name) or _HEAVY[name]
-    if home == "clock":
-        from . import clock
+# -- the dashboard --
+if TYPE_CHECKING:
+    pass
 
-        return clock
-    if home == "errors":
-        from . import errors
+_DASHBOARD: dict[str, str] = {}
 
-        return errors
-    if home == "protocols":
-        from . import protocols
+# -- people: commands, consent, names and places, time zones, usage --
+if TYPE_CHECKING:
+    pass
 
-        return protocols
-    if home == "scopes":
-        from . import scopes
+_PEOPLE: dict[str, str] = {}
 
-        return scopes
-    if home == "write.forget_asked":
-        from .write import forget_asked
+# -- the running bot: composition, background jobs, check-ins, voice --
+if TYPE_CHECKING:
+    pass
 
-        return forget_asked
-    if home == "safety":
-        from . import safety
+_RUNNING: dict[str, str] = {}
 
-        return safety
-    return _heavy(home)
-
-
-def _heavy(home: str) -> ModuleType:
-    from . import api, engine, forget, reminding, tools, turns
-    from .jobs import base
-    from .storage import db, manners, people, reminders
-
-    modules = {
-        "api": api,
-        "engine": engine,
-        "forget": forget,
-        "reminding": reminding,
-        "tools": tools,
-        "turns": turns,
-    }
-    deeper = {
-        "storage.db": db,
-        "storage.reminders": reminders,
-        "storage.manners": manners,
-        "storage.people": people,
-    }
-    return {**modules, **deeper, "jobs.base": base}[home]
-
+_HOMES = {**_CORE, **_OPERATOR, **_DASHBOARD, **_PEOPLE, **_RUNNING}
+__all__ = sorted(_HOMES)
 
 if (
     not TYPE_CHECKING
 ):  # hidden from mypy, which then checks ``from memory import X`` against the imports above
 
     def __getattr__(name: str) -> Any:
-        """``memory.X`` for a name of the face: its module is imported on the first use of it."""
-        if name not in _LIGHT and name not in _HEAVY:
+        """``memory.X`` for a name of the face: its module is imported on the first use of it
+        (``from memory import Clock`` loads no numpy)."""
+        home = _HOMES.get(name)
+        if home is None:
             raise AttributeError(f"module 'memory' has no attribute {name!r}")
-        return getattr(_home(name), name)
+        return getattr(importlib.import_module(f".{home}", __name__), name)

@@ -67,7 +67,7 @@ def _named(node: ast.AST, package: tuple[str, ...]) -> set[str]:
         isinstance(node, ast.Call)
         and getattr(node.func, "attr", getattr(node.func, "id", None)) in LOADERS
     ):
-        name = _text(node.args[0]) if node.args else None
+        name = _leading_text(node.args[0]) if node.args else None
         return {
             DYNAMIC if name is None else package[0] if name.startswith(".") else name.split(".")[0]
         }
@@ -76,6 +76,15 @@ def _named(node: ast.AST, package: tuple[str, ...]) -> set[str]:
         return {b.split(".")[0] for a, b in zip(texts, texts[1:], strict=False) if a == "-m" and b}
     match = ENTRY_POINT.fullmatch(_text(node) or "")
     return {match.group(1)} if match and match.group(1) in OURS else set()
+
+
+def _leading_text(node: ast.AST) -> str | None:
+    """A module name's text, or the constant start of an f-string when it fixes the package:
+    f".{home}" is the importing package's own module, f"bot.{x}" is bot's; f"{x}" is unknown."""
+    if isinstance(node, ast.JoinedStr) and node.values:
+        start = _text(node.values[0])
+        return start if start and (start.startswith(".") or "." in start) else None
+    return _text(node)
 
 
 def _text(node: ast.AST) -> str | None:
@@ -132,6 +141,9 @@ PLANTED = [
     ('from importlib import import_module\nturn = import_module("measure.turn")\n', ["measure"]),
     ('voice = __import__("voice.warm")\n', ["voice"]),
     ("import importlib\n\ndef load(name):\n    return importlib.import_module(name)\n", [DYNAMIC]),
+    ('import importlib\nown = importlib.import_module(f".{name}", __name__)\n', []),
+    ('import importlib\nup = importlib.import_module(f"bot.{name}")\n', ["bot"]),
+    ('import importlib\nany = importlib.import_module(f"{name}.x")\n', [DYNAMIC]),
     ('def run(bench, hook="measure.turn:make_turn"):\n    return bench(hook)\n', ["measure"]),
     ('import sys\nCMD = [sys.executable, "-m", "bot.cli", "stats"]\n', ["bot"]),
     (
