@@ -15,13 +15,11 @@ from typing import Any
 import numpy as np
 
 import prompts
-from memory.engine import MemoryEngine
+from memory import MemoryEngine, People, RecallContext
 from memory.models import SELF_SUBJECT, Memory, SessionSummary, StoredMessage
 from memory.recall.context import MemoryContext, Recalled, split
 from memory.recall.retrieval import Hit
-from memory.scopes import RecallContext
 from memory.storage.graph import EntityCount
-from memory.storage.people import People
 from memory.storage.sessions import ChannelState, SessionSummaries
 
 from .persona import Persona

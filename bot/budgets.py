@@ -26,11 +26,8 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from memory.clock import Clock
-from memory.engine import MemoryEngine
-from memory.storage.db import AsyncRunner
+from memory import AsyncRunner, Clock, MemoryEngine, People
 from memory.storage.ledger import Charge, Spend, UsageLedger, day_of
-from memory.storage.people import People
 
 from .attribution import charging, current
 from .turn_mode import names

@@ -12,12 +12,10 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from memory.engine import MemoryEngine
-from memory.errors import MemoryStoreError
+from memory import MemoryEngine, MemoryStoreError, People
 from memory.models import SELF_SUBJECT, FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.scopes import write_scope
 from memory.storage.checkins import Destination
-from memory.storage.people import People
 from memory.storage.persona import MAX_PLACE_PERSONA
 from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_everything, forget_memory

@@ -27,11 +27,7 @@ from .clients import secret
 from .secret_key import tombstone_key
 
 if TYPE_CHECKING:
-    from memory import AsyncMemory
-    from memory.clock import Clock
-    from memory.engine import MemoryEngine
-    from memory.protocols import Embedder
-    from memory.storage.db import AsyncRunner
+    from memory import AsyncMemory, AsyncRunner, Clock, Embedder, MemoryEngine
     from memory.storage.timezones import Timezones
     from memory.write.ingest import Target
 
@@ -88,7 +84,7 @@ def open_engine(
     path is an error instead of a new empty store. A configured model that did not make the stored
     vectors is refused here, before any work (MEM-4).
     """
-    from memory.engine import MemoryEngine
+    from memory import MemoryEngine
     from memory.storage.db import read_only
     from memory.storage.pg import is_postgres
 
@@ -118,8 +114,8 @@ def open_engine(
 
 def _upgrade_once(path: Path) -> None:
     """A store written by an older version is migrated before a reader opens it, as any writing command would do."""
-    from memory.errors import SchemaError
-    from memory.storage.db import Database, StoreUnavailable, read_only
+    from memory import SchemaError, StoreUnavailable
+    from memory.storage.db import Database, read_only
 
     reader = Database(read_only(path))
     behind = reader.behind
@@ -168,7 +164,7 @@ def build_runtime(
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
     store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks. Each part is built
     with everything it needs; nothing is wired into a built object afterwards."""
-    from memory.storage.db import AsyncRunner
+    from memory import AsyncRunner
 
     from .background import Background
     from .health import Metrics
@@ -285,7 +281,7 @@ def _open_for_the_bot(
     settings: Settings, clock: Clock | None, embedder: Embedder | None
 ) -> tuple[MemoryEngine, Persona]:
     """The bot's store and persona, refused (and the store closed) when the embedding model did not make its vectors."""
-    from memory.engine import MemoryEngine
+    from memory import MemoryEngine
 
     from .config import journal_dir, store_location
     from .persona import Persona, read_persona

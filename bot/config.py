@@ -268,7 +268,7 @@ class Settings(BaseSettings):
     @field_validator("checkin_quiet_hours")
     @classmethod
     def _quiet_hours(cls, value: str) -> str:
-        from memory.errors import InvalidInput
+        from memory import InvalidInput
         from memory.storage.checkins import QuietHours
 
         try:
@@ -352,7 +352,7 @@ class Settings(BaseSettings):
     @classmethod
     def _known_zone(cls, value: str) -> str:
         """An unknown zone would silently fall back to UTC for everyone's days; refused at start instead."""
-        from memory.errors import InvalidInput
+        from memory import InvalidInput
         from memory.storage.timezones import parse_zone
 
         try:

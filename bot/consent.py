@@ -3,7 +3,7 @@ what is kept about oneself, what others told the bot included. The rules live in
 
 from __future__ import annotations
 
-from memory.engine import MemoryEngine
+from memory import MemoryEngine
 from memory.storage.privacy import Kept
 from memory.upkeep.forgetting import veto
 

@@ -16,9 +16,7 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory.engine import MemoryEngine
-from memory.protocols import Completer
-from memory.storage.db import AsyncRunner
+from memory import AsyncRunner, Completer, MemoryEngine
 from memory.write.ingest import FileReport, FileRun, Ingester, Target, batches, within
 from memory.write.passages import SUFFIXES, BadFile, Passage, read_passages
 

@@ -12,11 +12,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from memory.engine import MemoryEngine
-from memory.jobs.base import FAILED, Facts, Job, NoAnswer, WriteFacts, Written, applied
-from memory.protocols import AsyncCompleter
+from memory import AsyncCompleter, AsyncRunner, MemoryEngine, NoAnswer
+from memory.jobs.base import FAILED, Facts, Job, WriteFacts, Written, applied
 from memory.storage.claims import process_holder
-from memory.storage.db import AsyncRunner
 
 from .attribution import charging, of_job
 from .llm import ChatClient, LLMError

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memory.storage.db import AsyncRunner
+from memory import AsyncRunner
 from memory.storage.ratelimits import RateWindows
 
 from .health import Metrics

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memory import People, RecallContext
 from memory.safety import normalise_text
-from memory.scopes import RecallContext
 from memory.storage.messages import clean_text
-from memory.storage.people import People
 from memory.storage.sessions import ChannelState
 from memory.storage.timezones import Timezones
 

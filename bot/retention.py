@@ -13,8 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from memory.engine import MemoryEngine
-from memory.storage.db import AsyncRunner
+from memory import AsyncRunner, MemoryEngine
 from memory.upkeep.retention import BATCH, Departures, Expired, expire_messages
 
 from .jobs import LEASE_S

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from memory.engine import MemoryEngine
+from memory import AsyncRunner, MemoryEngine
 from memory.jobs.upkeep import Consolidation
-from memory.storage.db import AsyncRunner
 from memory.upkeep import maintenance
 
 from .background import Background

@@ -14,9 +14,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memory.engine import MemoryEngine
+from memory import MemoryEngine, People
 from memory.storage.ledger import Line, Spend, day_of
-from memory.storage.people import People
 
 from .budgets import Limits
 

@@ -26,12 +26,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from memory.engine import MemoryEngine
-from memory.protocols import AsyncCompleter
-from memory.storage.db import AsyncRunner
+from memory import AsyncCompleter, AsyncRunner, MemoryEngine, MemoryTools
 from memory.storage.ledger import Charge
 from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
-from memory.tools import MemoryTools
 from voice.caches import BehaviouralPool, CacheSettings, HistoryCache
 from voice.compaction import CompactionSettings, FlushCallback, VoiceTranscript, VoiceTurn
 from voice.warm import WarmMemory, WarmSettings, memory_retrieval

@@ -21,9 +21,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from memory.clock import Clock
+from memory import Clock, RecallContext
 from memory.models import FactKind, Memory
-from memory.scopes import RecallContext
 from memory.storage.fts import STOP_WORDS
 from memory.storage.memories import MemoryRepository, RecallFilters
 

@@ -65,11 +65,10 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from memory.clock import Clock
+from memory import Clock, RecallContext
 from memory.models import Memory
 from memory.recall.recall import MemoryRecall
 from memory.recall.retrieval import Channel, Hit
-from memory.scopes import RecallContext
 
 from .caches import FILLERS, lexical_rerank, tokens
 

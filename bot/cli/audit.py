@@ -20,7 +20,7 @@ from .memories import command, engine_for, nonempty
 from .output import print_json, say
 
 if TYPE_CHECKING:
-    from memory.engine import MemoryEngine
+    from memory import MemoryEngine
     from memory.upkeep.leftovers import Found
 
     from ..config import Settings

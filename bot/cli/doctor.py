@@ -233,7 +233,7 @@ def startup_warnings(base_url: str, api_key: str) -> list[str]:
 # -- the doctor's own checks -------------------------------------------------------------------------------
 def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
     """(finding, the store's recorded embedding dim/fingerprint); opened read-only, so the doctor changes nothing."""
-    from memory.errors import MemoryStoreError
+    from memory import MemoryStoreError
     from memory.storage.db import Database, read_only
 
     if not path.exists():
@@ -316,7 +316,7 @@ def _store_finding(db: Any, path: Path) -> Finding:
 def check_pg_store(url: str) -> tuple[Finding, dict[str, Any]]:
     """(finding, the store's recorded embedding dim/fingerprint) for a PostgreSQL store. Read first through a connection
     of its own; the store is opened (for its counts and settings) only when that changes nothing (``ServerFacts.ready``)."""
-    from memory.errors import StoreUnavailable
+    from memory import StoreUnavailable
     from memory.storage.catalog import server_facts
     from memory.storage.memories import count_memories
     from memory.storage.pg import open_database

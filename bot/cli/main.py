@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory.errors import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
+from memory import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
 from memory.storage.private import owner_only
 
 from . import (

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.errors import NotFound
+from memory import NotFound
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
 
 from .. import composition
@@ -41,9 +41,8 @@ from .output import (
 )
 
 if TYPE_CHECKING:
-    from memory.engine import MemoryEngine
+    from memory import MemoryEngine, RecallContext
     from memory.recall.retrieval import Hit
-    from memory.scopes import RecallContext
     from memory.write.store import RecallFilters
 
     from ..config import Settings
@@ -353,7 +352,7 @@ def partitions_for(
 
 
 def recall_context(args: argparse.Namespace) -> RecallContext | None:
-    from memory.scopes import RecallContext
+    from memory import RecallContext
 
     if args.guild and not args.as_person:
         raise UsageError("--guild goes with --as PERSON")

@@ -314,7 +314,7 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> None:
 def run_restore(args: argparse.Namespace, settings: Settings) -> None:
     """Check the backup is a store (opening it read-only refuses anything else), then copy it over the store
     with SQLite's backup API, which writes the live file and its WAL consistently, in one transaction."""
-    from memory.errors import SchemaError
+    from memory import SchemaError
     from memory.storage.db import Database, read_only
 
     _refuse_on_postgres(settings, str(args.backup))

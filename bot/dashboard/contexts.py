@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memory.errors import NotFound
+from memory import NotFound
 from memory.recall.overview import Overview
 
 from ..assembly import Snapshot, Turn
@@ -16,7 +16,7 @@ from .common import ApiError
 from .services import DashboardServices
 
 if TYPE_CHECKING:
-    from memory.engine import MemoryEngine
+    from memory import MemoryEngine
 
 PLATFORMS = ("discord", "telegram", "console")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory.errors import InvalidInput
+from memory import InvalidInput
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Source, Visibility
 from memory.recall.overview import MemoryQuery, Overview
 from memory.write.store import RecallFilters, WriteResult

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory.errors import NotFound
+from memory import NotFound
 from memory.recall.overview import Overview
 from memory.upkeep.forgetting import forget_everything
 from memory.upkeep.transfer import export_person
@@ -215,7 +215,7 @@ async def graph(request: web.Request) -> web.Response:
 
 
 def _limit(request: web.Request, default: int, high: int) -> int:
-    from memory.errors import InvalidInput
+    from memory import InvalidInput
 
     try:
         return int_arg(request.query, "limit", default, 1, high)

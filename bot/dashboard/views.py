@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from memory.errors import InvalidInput
+from memory import InvalidInput
 from memory.models import Memory
 from memory.recall.overview import Person, Reflection
 from memory.storage.audit import AuditEntry
