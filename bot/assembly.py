@@ -15,12 +15,11 @@ from typing import Any
 import numpy as np
 
 import prompts
-from memory import MemoryEngine, People, RecallContext
+from memory import ChannelState, Hit, MemoryEngine, People, RecallContext
 from memory.models import SELF_SUBJECT, Memory, SessionSummary, StoredMessage
 from memory.recall.context import MemoryContext, Recalled, split
-from memory.recall.retrieval import Hit
 from memory.storage.graph import EntityCount
-from memory.storage.sessions import ChannelState, SessionSummaries
+from memory.storage.sessions import SessionSummaries
 
 from .persona import Persona
 from .types import IncomingMessage

@@ -33,13 +33,12 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from memory import RecallContext
+from memory import Charge, DayReflection, RecallContext
 from memory.jobs.base import Judged, WriteFacts
 from memory.jobs.checkin import CheckinDraft
 from memory.jobs.conversation import Batch, Compaction, Extraction, Folding, Reflection, Session
-from memory.jobs.day import BulletinWrite, Day, DayReflection
+from memory.jobs.day import BulletinWrite, Day
 from memory.jobs.upkeep import Consolidation
-from memory.storage.ledger import Charge
 from memory.write.extraction import Transcript
 
 OTHER = Charge("other")

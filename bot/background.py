@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 
+from memory import ChannelState
 from memory.jobs.conversation import Compaction, Extraction, Reflection, ZoneName, crowded
-from memory.storage.sessions import ChannelRecord, ChannelState, ExtractionBuffer, SessionSummaries
+from memory.storage.sessions import ChannelRecord, ExtractionBuffer, SessionSummaries
 
 from .jobs import JobRunner
 from .schedule import COMPACTION, EXTRACTION, REFLECTION

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from memory import AsyncRunner, Clock, MemoryEngine, People
-from memory.storage.ledger import Charge, Spend, UsageLedger, day_of
+from memory import AsyncRunner, Charge, Clock, MemoryEngine, People
+from memory.storage.ledger import Spend, UsageLedger, day_of
 
 from .attribution import charging, current
 from .turn_mode import names

@@ -24,9 +24,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import time, tzinfo
 
+from memory import Checkin, QuietHours, RecallFilters
 from memory.jobs.checkin import CheckinDraft, DmView, record_sent
-from memory.storage.checkins import FOLLOWED_KINDS, Checkin, Destination, QuietHours
-from memory.write.store import RecallFilters
+from memory.storage.checkins import FOLLOWED_KINDS, Destination
 
 from .assembly import Turn
 from .jobs import JobRunner

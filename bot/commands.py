@@ -12,16 +12,20 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from memory import MemoryEngine, MemoryStoreError, People
+from memory import (
+    MAX_PLACE_PERSONA,
+    MemoryEngine,
+    MemoryStoreError,
+    People,
+    RecallFilters,
+    Timezones,
+)
 from memory.models import SELF_SUBJECT, FactKind, MemoryType, NewMemory, Provenance, Source
 from memory.scopes import write_scope
 from memory.storage.checkins import Destination
-from memory.storage.persona import MAX_PLACE_PERSONA
-from memory.storage.timezones import Timezones
 from memory.upkeep.forgetting import forget_everything, forget_memory
 from memory.upkeep.said import forget_echoes, forget_said, said_matching
 from memory.upkeep.transfer import export_person
-from memory.write.store import RecallFilters
 from memory.write.subjects import bound, written_by
 
 from .budgets import Limits

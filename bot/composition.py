@@ -27,9 +27,7 @@ from .clients import secret
 from .secret_key import tombstone_key
 
 if TYPE_CHECKING:
-    from memory import AsyncMemory, AsyncRunner, Clock, Embedder, MemoryEngine
-    from memory.storage.timezones import Timezones
-    from memory.write.ingest import Target
+    from memory import AsyncMemory, AsyncRunner, Clock, Embedder, MemoryEngine, Target, Timezones
 
     from .budgets import Budgets, Limits
     from .checkins import CheckinJob
@@ -84,9 +82,7 @@ def open_engine(
     path is an error instead of a new empty store. A configured model that did not make the stored
     vectors is refused here, before any work (MEM-4).
     """
-    from memory import MemoryEngine
-    from memory.storage.db import read_only
-    from memory.storage.pg import is_postgres
+    from memory import MemoryEngine, is_postgres, read_only
 
     from .config import journal_dir, store_location
 
@@ -114,8 +110,7 @@ def open_engine(
 
 def _upgrade_once(path: Path) -> None:
     """A store written by an older version is migrated before a reader opens it, as any writing command would do."""
-    from memory import SchemaError, StoreUnavailable
-    from memory.storage.db import Database, read_only
+    from memory import Database, SchemaError, StoreUnavailable, read_only
 
     reader = Database(read_only(path))
     behind = reader.behind
@@ -318,7 +313,7 @@ def _daily_jobs(
     settings: Settings, jobs: JobRunner, zones: Timezones
 ) -> tuple[DailyReflection, BulletinRefresh]:
     """MAINT-4's reflection on each chat's day (in its zone) and MAINT-5's bulletin refresh, for the scheduler."""
-    from memory.upkeep.bulletin import Bulletins
+    from memory import Bulletins
     from memory.upkeep.daily import DailyReflections
 
     from .daily import BulletinRefresh, DailyReflection
@@ -422,7 +417,7 @@ def build_checkins(
 ) -> CheckinJob:
     """ORCH-8: the check-in job on the chat model; the adapters add their deliveries when they start. None are
     written for a person whose day's spend reached QUIET (ORCH-14)."""
-    from memory.storage.checkins import QuietHours
+    from memory import QuietHours
 
     from .checkins import CheckinJob, CheckinOptions
 
@@ -462,8 +457,8 @@ def build_reminders(settings: Settings, memory: AsyncMemory) -> ReminderJob:
 def ingest_target(settings: Settings) -> Target:
     """Where ingested files go unless told otherwise: the owner's private memory (the first configured owner,
     else the console's local user, whom ``companion chat`` treats as the owner)."""
+    from memory import Target
     from memory.models import Scope, Visibility
-    from memory.write.ingest import Target
 
     return Target(
         Scope.OWNER, (settings.owner_ids or ["console:local-user"])[0], Visibility.PRIVATE

@@ -268,8 +268,7 @@ class Settings(BaseSettings):
     @field_validator("checkin_quiet_hours")
     @classmethod
     def _quiet_hours(cls, value: str) -> str:
-        from memory import InvalidInput
-        from memory.storage.checkins import QuietHours
+        from memory import InvalidInput, QuietHours
 
         try:
             QuietHours.parse(value)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from memory import Bulletins, ChatDay, DayReflection
 from memory.jobs.conversation import ZoneName
-from memory.jobs.day import BulletinWrite, DayReflection
-from memory.upkeep.bulletin import PER_RUN, Bulletins
-from memory.upkeep.daily import ChatDay, DailyReflections
+from memory.jobs.day import BulletinWrite
+from memory.upkeep.bulletin import PER_RUN
+from memory.upkeep.daily import DailyReflections
 from memory.upkeep.maintenance import reap_stale_audits
 
 from .jobs import JobRunner

@@ -16,9 +16,18 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory import AsyncRunner, Completer, MemoryEngine
-from memory.write.ingest import FileReport, FileRun, Ingester, Target, batches, within
-from memory.write.passages import SUFFIXES, BadFile, Passage, read_passages
+from memory import (
+    SUFFIXES,
+    AsyncRunner,
+    Completer,
+    FileReport,
+    Ingester,
+    MemoryEngine,
+    Target,
+    within,
+)
+from memory.write.ingest import FileRun, batches
+from memory.write.passages import BadFile, Passage, read_passages
 
 log = logging.getLogger(__name__)
 Signature = tuple[int, int]  # (size, mtime in ns)

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from memory import AsyncCompleter, AsyncRunner, MemoryEngine, NoAnswer
-from memory.jobs.base import FAILED, Facts, Job, WriteFacts, Written, applied
+from memory import FAILED, AsyncCompleter, AsyncRunner, MemoryEngine, NoAnswer
+from memory.jobs.base import Facts, Job, WriteFacts, Written, applied
 from memory.storage.claims import process_holder
 
 from .attribution import charging, of_job

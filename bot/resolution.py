@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memory import People, RecallContext
+from memory import ChannelState, People, RecallContext, Timezones
 from memory.safety import normalise_text
 from memory.storage.messages import clean_text
-from memory.storage.sessions import ChannelState
-from memory.storage.timezones import Timezones
 
 from .assembly import Turn
 from .types import IncomingMessage

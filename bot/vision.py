@@ -37,8 +37,7 @@ from .server_quirks import server_words
 from .types import IncomingMessage
 
 if TYPE_CHECKING:
-    from memory import AsyncRunner, MemoryEngine
-    from memory.storage.model_traits import ModelTraits
+    from memory import AsyncRunner, MemoryEngine, ModelTraits
 
     from .llm import ChatClient
 

@@ -26,9 +26,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from memory import AsyncCompleter, AsyncRunner, MemoryEngine, MemoryTools
-from memory.storage.ledger import Charge
-from memory.storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
+from memory import AsyncCompleter, AsyncRunner, ChannelState, Charge, MemoryEngine, MemoryTools
+from memory.storage.sessions import ExtractionBuffer, SessionSummaries
 from voice.caches import BehaviouralPool, CacheSettings, HistoryCache
 from voice.compaction import CompactionSettings, FlushCallback, VoiceTranscript, VoiceTurn
 from voice.warm import WarmMemory, WarmSettings, memory_retrieval

@@ -118,6 +118,54 @@ _CORE = {
     "NoAnswer": "jobs.base",
 }
 
+# -- values and services more than one area uses --
+if TYPE_CHECKING:
+    from .forget import Erasure
+    from .jobs.base import FAILED
+    from .jobs.day import DayReflection
+    from .recall.retrieval import ALL_CHANNELS, Channel, Hit
+    from .storage.checkins import Checkin, QuietHours
+    from .storage.db import Database, read_only
+    from .storage.ledger import Charge
+    from .storage.memories import RecallFilters
+    from .storage.model_traits import ModelTraits, Sight
+    from .storage.persona import MAX_PLACE_PERSONA
+    from .storage.pg import is_postgres
+    from .storage.sessions import ChannelState
+    from .storage.timezones import Timezones
+    from .upkeep.bulletin import Bulletins
+    from .upkeep.daily import ChatDay
+    from .write.ingest import FileReport, Ingester, Target, within
+    from .write.passages import SUFFIXES
+
+_SHARED = {
+    "Erasure": "forget",
+    "FAILED": "jobs.base",
+    "DayReflection": "jobs.day",
+    "ALL_CHANNELS": "recall.retrieval",
+    "Channel": "recall.retrieval",
+    "Hit": "recall.retrieval",
+    "Checkin": "storage.checkins",
+    "QuietHours": "storage.checkins",
+    "Database": "storage.db",
+    "read_only": "storage.db",
+    "Charge": "storage.ledger",
+    "RecallFilters": "storage.memories",
+    "ModelTraits": "storage.model_traits",
+    "Sight": "storage.model_traits",
+    "MAX_PLACE_PERSONA": "storage.persona",
+    "is_postgres": "storage.pg",
+    "ChannelState": "storage.sessions",
+    "Timezones": "storage.timezones",
+    "Bulletins": "upkeep.bulletin",
+    "ChatDay": "upkeep.daily",
+    "FileReport": "write.ingest",
+    "Ingester": "write.ingest",
+    "Target": "write.ingest",  # an ingest's folder (the audit's kind of target is not on the face)
+    "within": "write.ingest",
+    "SUFFIXES": "write.passages",
+}
+
 # -- the operator's store tools (the command line): copy, audit, upkeep, doctor --
 if TYPE_CHECKING:
     pass
@@ -142,7 +190,7 @@ if TYPE_CHECKING:
 
 _RUNNING: dict[str, str] = {}
 
-_HOMES = {**_CORE, **_OPERATOR, **_DASHBOARD, **_PEOPLE, **_RUNNING}
+_HOMES = {**_CORE, **_SHARED, **_OPERATOR, **_DASHBOARD, **_PEOPLE, **_RUNNING}
 __all__ = sorted(_HOMES)
 
 if (

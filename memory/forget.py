@@ -8,7 +8,28 @@ from __future__ import annotations
 from .engine import MemoryEngine
 from .models import Erased
 from .storage.db import AsyncRunner
-from .upkeep.forgetting import forget_guild, forget_memory, forget_person
+from .upkeep.forgetting import forget_everything, forget_guild, forget_memory, forget_person
+from .upkeep.transfer import JsonObject, export_person
+
+
+class Erasure:
+    """The same forgets for code already on the memory thread (a command, the command line): each
+    call is whole before it returns. ``everything`` keeps a /privacy off on every account (SEC-5);
+    ``export`` is what a forget of the person would remove, as JSON-ready data (MEM-5)."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+
+    def memory(self, memory_id: str, *, asked_in: tuple[str, str] | None = None) -> Erased:
+        """:raises NotFound: no such id."""
+        done = forget_memory(self.engine, memory_id, asked_in=asked_in)
+        return Erased(tuple(done.memories), tuple(done.contents), done.messages)
+
+    def everything(self, person_ids: list[str]) -> dict[str, int]:
+        return forget_everything(self.engine, person_ids)
+
+    def export(self, person_ids: list[str]) -> JsonObject:
+        return export_person(self.engine, person_ids)
 
 
 class Forgetting:
@@ -22,8 +43,8 @@ class Forgetting:
         ``asked_in``: the (platform, channel) where it was asked, whose summaries go too.
 
         :raises NotFound: no such id."""
-        done = await self.runner.run(forget_memory, self.engine, memory_id, asked_in=asked_in)
-        return Erased(tuple(done.memories), tuple(done.contents), done.messages)
+        now = Erasure(self.engine)
+        return await self.runner.run(lambda: now.memory(memory_id, asked_in=asked_in))
 
     async def guild(self, guild_id: str) -> dict[str, int]:
         """Everything of one guild (no undo copy is kept); rows removed per table."""

@@ -21,10 +21,10 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from memory import Clock, RecallContext
+from memory import Clock, RecallContext, RecallFilters
 from memory.models import FactKind, Memory
 from memory.storage.fts import STOP_WORDS
-from memory.storage.memories import MemoryRepository, RecallFilters
+from memory.storage.memories import MemoryRepository
 
 T = TypeVar("T")
 WORD = re.compile(r"\w+")

@@ -65,10 +65,9 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from memory import Clock, RecallContext
+from memory import Channel, Clock, Hit, RecallContext
 from memory.models import Memory
 from memory.recall.recall import MemoryRecall
-from memory.recall.retrieval import Channel, Hit
 
 from .caches import FILLERS, lexical_rerank, tokens
 

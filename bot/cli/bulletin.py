@@ -57,7 +57,7 @@ def _scope_options(parser: argparse.ArgumentParser) -> None:
 
 
 def show_bulletins(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.bulletin import Bulletins
+    from memory import Bulletins
 
     with engine_for(settings, readonly=True) as engine:
         found = Bulletins(engine).stored(args.scope, args.scope_id)
@@ -72,7 +72,8 @@ def show_bulletins(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def refresh_bulletins(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.bulletin import Bulletins, refresh
+    from memory import Bulletins
+    from memory.upkeep.bulletin import refresh
 
     if (args.scope is None) != (args.scope_id is None):
         raise UsageError(

@@ -13,7 +13,7 @@ from .memories import command, engine_for, nonempty
 from .output import print_json, say, when
 
 if TYPE_CHECKING:
-    from memory.storage.checkins import Checkin
+    from memory import Checkin
 
     from ..config import Settings
 

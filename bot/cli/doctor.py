@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
+    from memory import Sight
     from memory.storage.catalog import ServerFacts
-    from memory.storage.model_traits import Sight
 
     from ..config import Settings
     from ..local_model import Loaded
@@ -233,8 +233,7 @@ def startup_warnings(base_url: str, api_key: str) -> list[str]:
 # -- the doctor's own checks -------------------------------------------------------------------------------
 def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
     """(finding, the store's recorded embedding dim/fingerprint); opened read-only, so the doctor changes nothing."""
-    from memory import MemoryStoreError
-    from memory.storage.db import Database, read_only
+    from memory import Database, MemoryStoreError, read_only
 
     if not path.exists():
         return Finding(
@@ -468,8 +467,7 @@ def check_vision(settings: Settings, where: str) -> Finding:
 
 def _kept_vision(settings: Settings, where: str) -> Sight | None:
     """The probe's verdict in the store, or None (not asked yet, or no store to read: the store finding says why)."""
-    from memory.storage.db import Database, read_only
-    from memory.storage.model_traits import ModelTraits
+    from memory import Database, ModelTraits, read_only
     from memory.storage.pg import open_database
 
     from ..vision import vision_key

@@ -22,7 +22,7 @@ from .memories import SCOPES, command, engine_for, nonempty
 from .output import UsageError, counted, err, note, print_json, rate_columns, say
 
 if TYPE_CHECKING:
-    from memory.write.ingest import FileReport, Ingester, Target
+    from memory import FileReport, Ingester, Target
 
     from ..config import Settings
 
@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def target_of(args: argparse.Namespace, settings: Settings) -> Target:
-    from memory.write.ingest import Target
+    from memory import Target
 
     if (args.scope is None) != (args.scope_id is None):
         raise UsageError(
@@ -88,8 +88,7 @@ def target_of(args: argparse.Namespace, settings: Settings) -> Target:
 def files_of(paths: list[Path]) -> list[Path]:
     """Each file as given; each folder as its supported files (hidden ones, and links that lead out of the folder,
     aside), sorted; missing ones kept (they are reported)."""
-    from memory.write.ingest import within
-    from memory.write.passages import SUFFIXES
+    from memory import SUFFIXES, within
 
     out: list[Path] = []
     for path in paths:
@@ -115,7 +114,7 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
     files = files_of(args.paths)
     if not files:
         raise UsageError("no .txt, .md or .pdf files in " + ", ".join(str(p) for p in args.paths))
-    from memory.write.ingest import Ingester
+    from memory import Ingester
 
     with engine_for(settings, embed=True) as engine:
         complete = (
@@ -187,7 +186,7 @@ def _passages_shown(bar: Any, task: Any, name: str) -> Callable[[int], None]:
 
 
 def _one(ingester: Ingester, path: Path, progress: Any) -> FileReport:
-    from memory.write.ingest import FileReport
+    from memory import FileReport
 
     try:
         return ingester.ingest(path, progress)

@@ -41,9 +41,7 @@ from .output import (
 )
 
 if TYPE_CHECKING:
-    from memory import MemoryEngine, RecallContext
-    from memory.recall.retrieval import Hit
-    from memory.write.store import RecallFilters
+    from memory import Hit, MemoryEngine, RecallContext, RecallFilters
 
     from ..config import Settings
 
@@ -324,7 +322,7 @@ def engine_for(settings: Settings, *, embed: bool = False, readonly: bool = Fals
 
 
 def filters_from(args: argparse.Namespace) -> RecallFilters:
-    from memory.write.store import RecallFilters
+    from memory import RecallFilters
 
     return RecallFilters(
         types=tuple(MemoryType(t) for t in args.type or ()),
@@ -377,7 +375,7 @@ def recall_context(args: argparse.Namespace) -> RecallContext | None:
 
 
 def channels_for(mode: str) -> frozenset:
-    from memory.recall.retrieval import ALL_CHANNELS, Channel
+    from memory import ALL_CHANNELS, Channel
 
     return {
         "hybrid": ALL_CHANNELS,

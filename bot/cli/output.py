@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from memory.recall.retrieval import Hit
+    from memory import Hit
 
 
 MAX_DETAIL_LINES = 12

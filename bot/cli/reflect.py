@@ -17,7 +17,7 @@ from .memories import command
 from .output import counted, print_json, say
 
 if TYPE_CHECKING:
-    from memory.upkeep.daily import ChatDay
+    from memory import ChatDay
 
     from ..config import Settings
     from ..runtime import Runtime
@@ -105,8 +105,7 @@ async def _reflect(runtime: Runtime, day: str | None, dry_run: bool) -> list[dic
 
 async def _would_store(runtime: Runtime, chat: ChatDay) -> list[dict[str, Any]] | None:
     """The daily reflection's own reading and asking (``memory.jobs.day``), without the audit, the write or the mark."""
-    from memory.jobs.base import FAILED
-    from memory.jobs.day import DayReflection
+    from memory import FAILED, DayReflection
 
     daily = runtime.daily
     assert daily is not None

@@ -314,8 +314,7 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> None:
 def run_restore(args: argparse.Namespace, settings: Settings) -> None:
     """Check the backup is a store (opening it read-only refuses anything else), then copy it over the store
     with SQLite's backup API, which writes the live file and its WAL consistently, in one transaction."""
-    from memory import SchemaError
-    from memory.storage.db import Database, read_only
+    from memory import Database, SchemaError, read_only
 
     _refuse_on_postgres(settings, str(args.backup))
     source, target = args.backup, Path(settings.db_path)
@@ -344,7 +343,8 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
 
 def _refuse_on_postgres(settings: Settings, file: str) -> None:
     """SQLite's backup API has no PostgreSQL form: the server's own tools do it, consistent while the bot runs."""
-    from memory.storage.pg import dump_commands, is_postgres
+    from memory import is_postgres
+    from memory.storage.pg import dump_commands
 
     from ..config import store_location
 
@@ -519,7 +519,7 @@ def _measured_server(args: argparse.Namespace) -> str | None:
     """``bench`` and ``eval`` never touch the store: the global ``--db``, when a postgresql:// URL, names the server on
     which they make (and drop) databases of their own; otherwise (a store file, or nothing) they measure SQLite in
     temporary files, as they always did."""
-    from memory.storage.pg import is_postgres
+    from memory import is_postgres
 
     db = getattr(args, "db", None)
     return db if db is not None and is_postgres(db) else None

@@ -13,10 +13,10 @@ from typing import Any
 
 from aiohttp import web
 
-from memory import InvalidInput
+from memory import InvalidInput, RecallFilters
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Source, Visibility
 from memory.recall.overview import MemoryQuery, Overview
-from memory.write.store import RecallFilters, WriteResult
+from memory.write.store import WriteResult
 
 from .bodies import MemoryEdit, NewMemoryBody
 from .common import ApiError, answer, audit, body, services

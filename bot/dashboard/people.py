@@ -8,11 +8,10 @@ from typing import Any
 
 from aiohttp import web
 
-from memory import NotFound
+from memory import NotFound, RecallFilters
 from memory.recall.overview import Overview
 from memory.upkeep.forgetting import forget_everything
 from memory.upkeep.transfer import export_person
-from memory.write.store import RecallFilters
 
 from ..exports import forget_exports
 from .bodies import Confirm, TimezoneBody

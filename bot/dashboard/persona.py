@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from memory.storage.persona import MAX_PLACE_PERSONA, PlacePersona
+from memory import MAX_PLACE_PERSONA
+from memory.storage.persona import PlacePersona
 
 from .bodies import PersonaBody
 from .common import answer, body, caller, services
