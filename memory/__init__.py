@@ -172,7 +172,7 @@ if TYPE_CHECKING:
 
 _OPERATOR: dict[str, str] = {}
 
-# -- the dashboard --
+# -- the dashboard, usage and budgets --
 if TYPE_CHECKING:
     pass
 
@@ -184,13 +184,19 @@ if TYPE_CHECKING:
 
 _PEOPLE: dict[str, str] = {}
 
-# -- the running bot: composition, background jobs, check-ins, voice --
+# -- the running bot: composition, runtime, background jobs, daily work, retention, ingest --
 if TYPE_CHECKING:
     pass
 
 _RUNNING: dict[str, str] = {}
 
-_HOMES = {**_CORE, **_SHARED, **_OPERATOR, **_DASHBOARD, **_PEOPLE, **_RUNNING}
+# -- a turn's context and its costs, sight, voice --
+if TYPE_CHECKING:
+    pass
+
+_CONTEXT: dict[str, str] = {}
+
+_HOMES = {**_CORE, **_SHARED, **_OPERATOR, **_DASHBOARD, **_PEOPLE, **_RUNNING, **_CONTEXT}
 __all__ = sorted(_HOMES)
 
 if (
