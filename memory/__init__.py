@@ -174,9 +174,29 @@ _OPERATOR: dict[str, str] = {}
 
 # -- the dashboard, usage and budgets --
 if TYPE_CHECKING:
-    pass
+    from .recall.overview import Overview, Person, Reflection
+    from .settings import RecallSettings, Tuning
+    from .storage.audit import AuditEntry
+    from .storage.ledger import Line, Spend, UsageLedger, day_of
+    from .storage.memories import MemoryQuery
+    from .storage.persona import PlacePersona
+    from .usage import Spending
 
-_DASHBOARD: dict[str, str] = {}
+_DASHBOARD = {
+    "Overview": "recall.overview",  # the dashboard's read model (DASH-1), memory thread
+    "Person": "recall.overview",
+    "Reflection": "recall.overview",
+    "MemoryQuery": "storage.memories",  # a page of memories the operator asks for
+    "RecallSettings": "settings",
+    "Tuning": "settings",  # the recall knobs' use cases (RET-3)
+    "AuditEntry": "storage.audit",
+    "PlacePersona": "storage.persona",
+    "Spending": "usage",  # the usage ledger's reads (ORCH-14)
+    "Spend": "storage.ledger",
+    "Line": "storage.ledger",
+    "day_of": "storage.ledger",
+    "UsageLedger": "storage.ledger",  # the repository the budgets record into (engine.ledger)
+}
 
 # -- people: commands, consent, names and places, time zones, usage --
 if TYPE_CHECKING:
