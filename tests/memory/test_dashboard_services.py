@@ -1,5 +1,5 @@
-"""The dashboard's and ``/usage``'s services on the face: ``Spending`` (the usage ledger's reads over
-UTC days ending today, ORCH-14) and ``Tuning`` (the recall knobs, RET-3: a change is whole or
+"""The dashboard's and ``/usage``'s services on the face: ``Spending`` (the usage ledger's reads
+over UTC days ending today, ORCH-14) and ``Tuning`` (the recall knobs, RET-3: a change is whole or
 nothing)."""
 
 from __future__ import annotations
