@@ -37,16 +37,18 @@ class Housekeeping:
         """The nightly decay, prune and entity prune, in that order, in one call."""
         return await self.runner.run(self._maintain)
 
-    async def expire(self, days: float) -> Expired:
-        """Messages past a window of ``days`` (>= ``MIN_DAYS``) deleted, ``BATCH`` (2,000) per call
-        on the memory thread: replies waiting for it get their turn between batches.
+    async def expire(self, days: float, *, batch: int = BATCH) -> Expired:
+        """Messages past a window of ``days`` (>= ``MIN_DAYS``) deleted, about ``batch`` (2,000) per
+        call on the memory thread: replies waiting for it get their turn between batches.
 
         :raises ValueError: a window shorter than the daily reflection reads back."""
         messages = noted = 0
         while True:
-            done = await self.runner.run(expire_messages, self.engine, days, most=BATCH)
+            done = await self.runner.run(
+                expire_messages, self.engine, days, batch=batch, most=batch
+            )
             messages, noted = messages + done.messages, noted + done.memories_noted
-            if done.messages < BATCH:
+            if done.messages < batch:
                 return Expired(messages, noted)
 
     def _maintain(self) -> Maintained:
