@@ -17,9 +17,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 
-from memory import ChannelState
-from memory.jobs.conversation import Compaction, Extraction, Reflection, ZoneName, crowded
-from memory.storage.sessions import ChannelRecord, ExtractionBuffer, SessionSummaries
+from memory import (
+    ChannelRecord,
+    ChannelState,
+    Compaction,
+    Extraction,
+    ExtractionBuffer,
+    Reflection,
+    SessionSummaries,
+    ZoneName,
+    crowded,
+)
 
 from .jobs import JobRunner
 from .schedule import COMPACTION, EXTRACTION, REFLECTION

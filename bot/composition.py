@@ -57,7 +57,7 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
     ``timeout`` bounds each request of a remote provider (the doctor's short check); None keeps its default.
     """
     if settings.embeddings == "local":
-        from memory.storage.embeddings import OnnxMiniLM
+        from memory import OnnxMiniLM
 
         return OnnxMiniLM(model_dir=settings.embedding_model_dir)
     if settings.embeddings == "openai":
@@ -260,7 +260,7 @@ def build_budgets(
 
 def build_retention(settings: Settings, jobs: JobRunner) -> dict[str, Any]:
     """SEC-7: the periodic retention job and the adapters' place watch, sharing one record of departures."""
-    from memory.upkeep.retention import Departures
+    from memory import Departures
 
     from .retention import PlaceWatch, RetentionJob
 
@@ -313,8 +313,7 @@ def _daily_jobs(
     settings: Settings, jobs: JobRunner, zones: Timezones
 ) -> tuple[DailyReflection, BulletinRefresh]:
     """MAINT-4's reflection on each chat's day (in its zone) and MAINT-5's bulletin refresh, for the scheduler."""
-    from memory import Bulletins
-    from memory.upkeep.daily import DailyReflections
+    from memory import Bulletins, DailyReflections
 
     from .daily import BulletinRefresh, DailyReflection
 

@@ -14,12 +14,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from memory import Bulletins, ChatDay, DayReflection
-from memory.jobs.conversation import ZoneName
-from memory.jobs.day import BulletinWrite
-from memory.upkeep.bulletin import PER_RUN
-from memory.upkeep.daily import DailyReflections
-from memory.upkeep.maintenance import reap_stale_audits
+from memory import (
+    BULLETINS_PER_RUN,
+    Bulletins,
+    BulletinWrite,
+    ChatDay,
+    DailyReflections,
+    DayReflection,
+    Housekeeping,
+    ZoneName,
+)
 
 from .jobs import JobRunner
 from .schedule import BULLETINS, DAILY_REFLECTION
@@ -49,7 +53,7 @@ class DailyReflection:
     async def run(self) -> DailyReport:
         """Reflect every due chat-day, oldest first; running it again the same day finds nothing due. Audit rows
         that a killed run left "running" are closed first (``reap_stale_audits``)."""
-        reaped = await self.runner.run(reap_stale_audits, self.engine)
+        reaped = await Housekeeping(self.engine, self.runner).reap_stale_audits()
         if reaped:
             log.warning(
                 "%d reflection audit rows were left running by a stopped run; marked failed", reaped
@@ -116,6 +120,6 @@ class BulletinRefresh:
                     await self.jobs.run(job, claim=BULLETINS.key(scope=scope, scope_id=scope_id))
                     or 0
                 )
-            if planned >= PER_RUN:
+            if planned >= BULLETINS_PER_RUN:
                 break  # the model's time per run is bounded; the rest are still due next run
         return written

@@ -19,15 +19,16 @@ from pathlib import Path
 from memory import (
     SUFFIXES,
     AsyncRunner,
+    BadFile,
     Completer,
     FileReport,
+    FileRun,
     Ingester,
     MemoryEngine,
+    Passage,
     Target,
     within,
 )
-from memory.write.ingest import FileRun, batches
-from memory.write.passages import BadFile, Passage, read_passages
 
 log = logging.getLogger(__name__)
 Signature = tuple[int, int]  # (size, mtime in ns)
@@ -112,7 +113,7 @@ class IngestWatch:
             return FileReport(str(path), "failed", error=f"{type(exc).__name__}: {exc}")
 
     async def _steps(self, run: FileRun) -> FileReport:
-        passages = batches(read_passages(run.path))
+        passages = run.passage_batches()
         try:
             while batch := await asyncio.to_thread(_next, passages):
                 fresh = await self.runner.run(run.split, batch)

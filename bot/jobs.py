@@ -12,9 +12,19 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from memory import FAILED, AsyncCompleter, AsyncRunner, MemoryEngine, NoAnswer
-from memory.jobs.base import Facts, Job, WriteFacts, Written, applied
-from memory.storage.claims import process_holder
+from memory import (
+    FAILED,
+    AsyncCompleter,
+    AsyncRunner,
+    Facts,
+    Job,
+    MemoryEngine,
+    NoAnswer,
+    WriteFacts,
+    Written,
+    applied,
+    process_holder,
+)
 
 from .attribution import charging, of_job
 from .llm import ChatClient, LLMError

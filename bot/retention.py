@@ -1,7 +1,7 @@
 """Retention as the bot runs it (SEC-7): the periodic job, and what the adapters say about places.
 
 RetentionJob   on the scheduler (``COMPANION_RETENTION_CRON``): messages past ``COMPANION_MESSAGE_RETENTION_DAYS``
-               expire (``memory.upkeep.retention.expire_messages``), and places left more than
+               expire (``memory.Housekeeping.expire``), and places left more than
                ``COMPANION_LEAVE_GRACE_DAYS`` ago are purged. One process runs it at a time (a claim on
                ``bot.schedule.RETENTION``, released when the run ends); a process whose run comes later finds nothing left
 PlaceWatch     the adapters' ``Places``: a server or group that removed the bot is marked for the purge, one that
@@ -13,8 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from memory import AsyncRunner, MemoryEngine
-from memory.upkeep.retention import BATCH, Departures, Expired, expire_messages
+from memory import AsyncRunner, Departures, Expired, Housekeeping, MemoryEngine
 
 from .jobs import LEASE_S
 from .schedule import RETENTION
@@ -54,20 +53,15 @@ class RetentionJob:
             log.debug("retention is being run by another process; skipped")
             return None
         try:
-            expired = await self._expire() if self.days else Expired()
+            expired = await self._expire(self.days) if self.days else Expired()
             purged = await self.runner.run(self.departures.purge_due)
         finally:
             await self.runner.run(claims.release, RETENTION.key(), self.holder)
         return RetentionReport(expired, purged)
 
-    async def _expire(self) -> Expired:
+    async def _expire(self, days: float) -> Expired:
         """A batch at a time, each its own call on the memory thread: replies are not kept waiting for the run."""
-        messages = noted = 0
-        while True:
-            done = await self.runner.run(expire_messages, self.engine, self.days, most=BATCH)
-            messages, noted = messages + done.messages, noted + done.memories_noted
-            if done.messages < BATCH:
-                return Expired(messages, noted)
+        return await Housekeeping(self.engine, self.runner).expire(days)
 
 
 class PlaceWatch:

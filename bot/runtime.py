@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from memory import AsyncRunner, MemoryEngine
-from memory.jobs.upkeep import Consolidation
-from memory.upkeep import maintenance
+from memory import AsyncRunner, Consolidation, Housekeeping, MemoryEngine
 
 from .background import Background
 from .checkins import CheckinJob
@@ -101,7 +99,7 @@ class Runtime:
                 "%d buffered messages from before the restart are due for extraction", released
             )
         # A run killed before this start left its audit row "running", quoting the chat: closed now (MAINT-4).
-        await self.runner.run(maintenance.reap_stale_audits, self.engine)
+        await Housekeeping(self.engine, self.runner).reap_stale_audits()
         if self.schedule.enabled:
             self._running.scheduler = self._scheduler()
             self._running.scheduler.start()
@@ -204,11 +202,10 @@ class Runtime:
         )
 
     async def _maintain(self) -> None:
-        counts = await self.runner.run(
-            lambda: (
-                maintenance.decay(self.engine),
-                maintenance.prune(self.engine),
-                maintenance.prune_entities(self.engine),
-            )
+        done = await Housekeeping(self.engine, self.runner).maintain()
+        log.info(
+            "maintenance: decayed %d, pruned %d, entities pruned %d",
+            done.decayed,
+            done.pruned,
+            done.entities_pruned,
         )
-        log.info("maintenance: decayed %d, pruned %d, entities pruned %d", *counts)

@@ -242,9 +242,48 @@ _PEOPLE: dict[str, str] = {}
 
 # -- the running bot: composition, runtime, background jobs, daily work, retention, ingest --
 if TYPE_CHECKING:
-    pass
+    from .housekeeping import Housekeeping, Maintained
+    from .jobs.base import Facts, Job, WriteFacts, Written, applied
+    from .jobs.conversation import Compaction, Extraction, Reflection, ZoneName, crowded
+    from .jobs.day import BulletinWrite
+    from .jobs.upkeep import Consolidation
+    from .storage.claims import process_holder
+    from .storage.embeddings import OnnxMiniLM
+    from .storage.sessions import ChannelRecord, ExtractionBuffer, SessionSummaries
+    from .upkeep.bulletin import BULLETINS_PER_RUN
+    from .upkeep.daily import DailyReflections
+    from .upkeep.retention import Departures, Expired
+    from .write.ingest import FileRun
+    from .write.passages import BadFile, Passage
 
-_RUNNING: dict[str, str] = {}
+_RUNNING = {
+    "Housekeeping": "housekeeping",
+    "Maintained": "housekeeping",
+    "Job": "jobs.base",  # the model-calling jobs' shape, and their kinds below
+    "Facts": "jobs.base",
+    "WriteFacts": "jobs.base",
+    "Written": "jobs.base",
+    "applied": "jobs.base",
+    "Compaction": "jobs.conversation",
+    "Extraction": "jobs.conversation",
+    "Reflection": "jobs.conversation",
+    "ZoneName": "jobs.conversation",
+    "crowded": "jobs.conversation",
+    "BulletinWrite": "jobs.day",
+    "Consolidation": "jobs.upkeep",
+    "process_holder": "storage.claims",
+    "OnnxMiniLM": "storage.embeddings",
+    "ChannelRecord": "storage.sessions",
+    "ExtractionBuffer": "storage.sessions",
+    "SessionSummaries": "storage.sessions",
+    "BULLETINS_PER_RUN": "upkeep.bulletin",
+    "DailyReflections": "upkeep.daily",
+    "Departures": "upkeep.retention",
+    "Expired": "upkeep.retention",
+    "FileRun": "write.ingest",
+    "BadFile": "write.passages",
+    "Passage": "write.passages",
+}
 
 # -- a turn's context and its costs, sight, voice --
 if TYPE_CHECKING:

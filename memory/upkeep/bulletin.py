@@ -48,7 +48,8 @@ SOURCE_MEMORIES, SOURCE_CHARS = (
 MIN_MEMORIES = 3  # a bulletin of one or two facts says no more than the people section already does
 MIN_CHANGES = 5
 MAX_AGE_S = DAY
-PER_RUN = 10  # scopes rewritten per refresh run: the model's time is bounded, the rest waits for the next run
+# scopes rewritten per refresh run: the model's time is bounded, the rest waits for the next run
+BULLETINS_PER_RUN = 10
 SYSTEM = "You write short factual briefings from memory records. Answer with the briefing only."
 
 
@@ -218,7 +219,7 @@ class Bulletins:
         changed = self.changes_since(where, current.built_at, self.min_changes)
         return changed >= self.min_changes or (changed > 0 and now - current.built_at >= MAX_AGE_S)
 
-    def due(self, now: float, *, limit: int = PER_RUN) -> list[Plan]:
+    def due(self, now: float, *, limit: int = BULLETINS_PER_RUN) -> list[Plan]:
         """Plans for the scopes that need a (new) bulletin (the command line; the bot asks scope by scope)."""
         plans: list[Plan] = []
         candidates = self.candidates(now)

@@ -186,6 +186,13 @@ class FileRun:
         self._moved: list[tuple[str, Provenance]] = []
         self.retry_empty = False  # --force: a passage that gave nothing before is read again
 
+    def passage_batches(self) -> Iterator[list[Passage]]:
+        """The file's passages, ``BATCH`` at a time, read as they are asked for (off the store's
+        thread is fine: it only reads the file).
+
+        :raises BadFile: once the file turns out unreadable."""
+        return batches(read_passages(self.path))
+
     def split(self, passages: list[Passage]) -> list[tuple[int, Passage]]:
         """The passages to prepare; the others were ingested before with the same words and are kept."""
         fresh = []
@@ -537,7 +544,7 @@ class Ingester:
         if isinstance(run, FileReport):
             return run
         try:
-            for batch in batches(read_passages(run.path)):
+            for batch in run.passage_batches():
                 run.store(self.prepare(run, run.split(batch)), bulk=self.complete is None)
                 if progress is not None:
                     progress(run.report.passages)
