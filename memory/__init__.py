@@ -210,7 +210,7 @@ _OPERATOR = {
 
 # -- the dashboard, usage and budgets --
 if TYPE_CHECKING:
-    from .recall.overview import Overview, Person, Reflection
+    from .recall.overview import Overview, Person, ReflectionRun
     from .settings import RecallSettings, Tuning
     from .storage.audit import AuditEntry
     from .storage.ledger import Line, Spend, UsageLedger, day_of
@@ -221,7 +221,7 @@ if TYPE_CHECKING:
 _DASHBOARD = {
     "Overview": "recall.overview",  # the dashboard's read model (DASH-1), memory thread
     "Person": "recall.overview",
-    "Reflection": "recall.overview",
+    "ReflectionRun": "recall.overview",
     "MemoryQuery": "storage.memories",  # a page of memories the operator asks for
     "RecallSettings": "settings",
     "Tuning": "settings",  # the recall knobs' use cases (RET-3)

@@ -10,6 +10,7 @@ upward import hides (``memory/bench.py`` once loaded ``bot.benchturn`` from a st
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -934,6 +935,22 @@ def test_bot_and_voice_import_only_memorys_face_beyond_the_known_debt():
         for path, deep in deep_memory_imports().items()
         if path not in DEEP_MEMORY_DEBT
     } == {}
+
+
+def test_each_name_of_the_face_has_one_home_and_is_the_object_it_names():
+    """The areas' tables are merged into one: a name in two of them would silently keep the later one
+    (the dashboard's Reflection and the reflection job once shared a name)."""
+    import memory
+
+    tables = [
+        value
+        for name, value in vars(memory).items()
+        if name.isupper() and name.startswith("_") and name != "_HOMES" and isinstance(value, dict)
+    ]
+    names = [name for table in tables for name in table]
+    assert len(tables) >= 6 and sorted(n for n in set(names) if names.count(n) > 1) == []
+    for name, home in memory._HOMES.items():
+        assert getattr(memory, name) is getattr(importlib.import_module(f"memory.{home}"), name)
 
 
 def test_a_module_of_the_known_debt_that_was_paid_is_struck_from_it():

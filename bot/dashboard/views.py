@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from memory import AuditEntry, InvalidInput, Person, Reflection
+from memory import AuditEntry, InvalidInput, Person, ReflectionRun
 from memory.models import Memory
 
 TIERS = ((8.0, "Critical"), (6.0, "Important"), (4.0, "Useful"))
@@ -58,7 +58,7 @@ def person_json(p: Person) -> dict[str, Any]:
     }
 
 
-def reflection_json(r: Reflection) -> dict[str, Any]:
+def reflection_json(r: ReflectionRun) -> dict[str, Any]:
     return {
         "id": r.id,
         "kind": r.kind,

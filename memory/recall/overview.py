@@ -65,7 +65,9 @@ class GraphView:
 
 
 @dataclass(frozen=True, slots=True)
-class Reflection:
+class ReflectionRun:
+    """One reflection as the dashboard lists it: when, where, its outcome and the facts it filed."""
+
     id: int
     kind: str
     started_at: float
@@ -154,10 +156,10 @@ class Overview:
         ]
         return GraphView(labels, kept, tuple(dict.fromkeys(edges)))
 
-    def reflections(self, limit: int = 50) -> list[Reflection]:
+    def reflections(self, limit: int = 50) -> list[ReflectionRun]:
         rows = maintenance.audits(self.engine, max(1, min(limit, 1000)))
         return [
-            Reflection(
+            ReflectionRun(
                 r["id"],
                 r["kind"],
                 r["started_at"],
