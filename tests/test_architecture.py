@@ -898,8 +898,6 @@ FACE = frozenset({"memory", "memory.models"})
 # shrinks: a module moved onto the face must be struck here (the second test fails until it is).
 DEEP_MEMORY_DEBT = frozenset(
     {
-        "bot/assembly.py",
-        "bot/attribution.py",
         "bot/background.py",
         "bot/budgets.py",
         "bot/checkins.py",
@@ -933,10 +931,6 @@ DEEP_MEMORY_DEBT = frozenset(
         "bot/retention.py",
         "bot/runtime.py",
         "bot/usage_commands.py",
-        "bot/vision.py",
-        "bot/voice_mode.py",
-        "voice/caches.py",
-        "voice/warm.py",
     }
 )
 
