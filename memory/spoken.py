@@ -13,6 +13,7 @@ Each method is one call on the memory thread.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from .engine import MemoryEngine
@@ -28,7 +29,7 @@ class EndedSession:
     guild_id: str | None
     channel_id: str
     participants: tuple[str, ...]  # person ids
-    summary: str  # "" or blank: nothing to keep
+    summary: str  # nothing visible in it (spaces, zero-width characters): nothing to keep
     started_at: float
 
 
@@ -39,8 +40,8 @@ class SpokenSessions:
         self.engine, self.runner = engine, runner
 
     async def flushed(self, channel_key: str) -> int:
-        """The channel's buffered turns are due now, not after the debounce; how many were made
-        due."""
+        """The channel's released turns are due now, not after the debounce (held ones wait for
+        their reply); how many were made due."""
         return await self.runner.run(self.engine.buffer.expedite, channel_key)
 
     async def ended(self, session: EndedSession) -> int | None:
@@ -50,7 +51,7 @@ class SpokenSessions:
     def _ended(self, session: EndedSession) -> int | None:
         self.engine.buffer.expedite(session.channel_key)
         self.engine.channels.mark_reflected(session.channel_key)
-        if not session.summary.strip():
+        if _blank(session.summary):
             return None
         return self.engine.summaries.add(
             platform=session.platform,
@@ -61,3 +62,9 @@ class SpokenSessions:
             modality="voice",
             started_at=session.started_at,
         )
+
+
+def _blank(text: str) -> bool:
+    """Nothing a reader would see: spaces and format characters (a zero-width space, U+200B, is one;
+    ``str.strip`` keeps it) alone are no summary to show later replies."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
