@@ -15,11 +15,8 @@ from typing import Any
 import numpy as np
 
 import prompts
-from memory import ChannelState, Hit, MemoryEngine, People, RecallContext
+from memory import EntityCount, Hit, MemoryContext, MemoryEngine, RecallContext
 from memory.models import SELF_SUBJECT, Memory, SessionSummary, StoredMessage
-from memory.recall.context import MemoryContext, Recalled, split
-from memory.storage.graph import EntityCount
-from memory.storage.sessions import SessionSummaries
 
 from .persona import Persona
 from .types import IncomingMessage
@@ -180,20 +177,11 @@ class Assembler:
     def __init__(
         self,
         engine: MemoryEngine,
-        people: People,
-        summaries: SessionSummaries,
-        channels: ChannelState,
         *,
         summary_window_s: float = 1800.0,
         history_turns: int = 20,
         persona: Persona | None = None,
     ) -> None:
-        self.engine, self.people, self.summaries, self.channels = (
-            engine,
-            people,
-            summaries,
-            channels,
-        )
         self.summary_window_s, self.history_turns = summary_window_s, history_turns
         self.persona = persona or Persona()
         self.context = MemoryContext(
@@ -220,7 +208,13 @@ class Assembler:
         from the voice session's caches; everything else is read here as for text. ``reinforce=False`` (the runtime
         snapshot) leaves what was recalled unmarked: looking is not using."""
         start = time.perf_counter()
-        recalled = None if preloaded is None else self._split(preloaded)
+        recalled = (
+            None
+            if preloaded is None
+            else self.context.recalled_from(
+                [h.item for h in preloaded.hits], list(preloaded.behavioral)
+            )
+        )
         people = tuple(turn.names)
         found = self.context.context_for(
             turn.ctx,
@@ -265,10 +259,6 @@ class Assembler:
             (time.perf_counter() - start) * 1000,
             found.place_persona,
         )
-
-    def _split(self, preloaded: Preloaded) -> Recalled:
-        top_k = self.engine.knobs.get("memories").top_k
-        return split([h.item for h in preloaded.hits], list(preloaded.behavioral), top_k)
 
     def system_prompt(
         self, turn: Turn, snap: Snapshot, now: float, *, style: str | None = None

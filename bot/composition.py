@@ -364,26 +364,10 @@ def build_orchestrator(
     from .vision import Sight
     from .voice_mode import VoiceOptions, VoiceSessions
 
-    people, buffer, summaries, channels = (
-        engine.people,
-        engine.buffer,
-        engine.summaries,
-        engine.channels,
-    )
+    people, buffer, channels = engine.people, engine.buffer, engine.channels
     resolver = Resolver(people, owners, engine.zones, channels)
-    voice = VoiceSessions(
-        engine,
-        runner,
-        llm,
-        buffer,
-        summaries,
-        channels,
-        voice_options or VoiceOptions(),
-        extract=extract,
-    )
-    assembler = Assembler(
-        engine, people, summaries, channels, persona=persona, summary_window_s=summary_window_s
-    )
+    voice = VoiceSessions(engine, runner, llm, voice_options or VoiceOptions(), extract=extract)
+    assembler = Assembler(engine, persona=persona, summary_window_s=summary_window_s)
     return Orchestrator(
         engine,
         runner,

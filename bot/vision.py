@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 import prompts
-from memory.storage.model_traits import Sight as KeptSight
+from memory import Sight as KeptSight
 
 from .images import ImageLimits, Picture, Refusal, fetch_all, solid_png
 from .llm import LLMError

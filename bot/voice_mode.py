@@ -26,8 +26,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from memory import AsyncCompleter, AsyncRunner, ChannelState, Charge, MemoryEngine, MemoryTools
-from memory.storage.sessions import ExtractionBuffer, SessionSummaries
+from memory import (
+    AsyncCompleter,
+    AsyncRunner,
+    Charge,
+    EndedSession,
+    MemoryEngine,
+    MemoryTools,
+    SpokenSessions,
+)
 from voice.caches import BehaviouralPool, CacheSettings, HistoryCache
 from voice.compaction import CompactionSettings, FlushCallback, VoiceTranscript, VoiceTurn
 from voice.warm import WarmMemory, WarmSettings, memory_retrieval
@@ -121,15 +128,12 @@ class VoiceSessions:
         engine: MemoryEngine,
         runner: AsyncRunner,
         llm: ChatClient,
-        buffer: ExtractionBuffer,
-        summaries: SessionSummaries,
-        channels: ChannelState,
         options: VoiceOptions = VoiceOptions(),
         *,
         extract: Extract | None = None,
     ) -> None:
-        self.engine, self.runner, self.llm, self.buffer = engine, runner, llm, buffer
-        self.summaries, self.channels, self.options = summaries, channels, options
+        self.engine, self.runner, self.llm, self.options = engine, runner, llm, options
+        self.spoken = SpokenSessions(engine, runner)  # what the store keeps of a session
         self.sessions: dict[str, VoiceConversation] = {}
         # keyed by guild + participants inside
         self.pool = BehaviouralPool(engine.memory_rows, options.caches)
@@ -175,7 +179,17 @@ class VoiceSessions:
         if session.compacting is not None:
             await asyncio.gather(session.compacting, return_exceptions=True)
         text = await session.transcript.final_summary()
-        return await self.runner.run(self._persist, session, text)
+        return await self.spoken.ended(
+            EndedSession(
+                session.key,
+                session.platform,
+                session.guild_id,
+                session.channel_id,
+                tuple(session.people),
+                text,
+                session.started_at,
+            )
+        )
 
     async def end_all(self) -> None:
         for key in list(self.sessions):
@@ -207,22 +221,6 @@ class VoiceSessions:
         for session in list(self.sessions.values()):
             session.invalidate()
 
-    def _persist(self, session: VoiceConversation, text: str) -> int | None:
-        self.buffer.expedite(session.key)
-        # The voice summary is this session's summary: the text path's reflection would only write a second one.
-        self.channels.mark_reflected(session.key)
-        if not text.strip():
-            return None
-        return self.summaries.add(
-            platform=session.platform,
-            guild_id=session.guild_id,
-            channel_id=session.channel_id,
-            participants=sorted(session.people),
-            text=text,
-            modality="voice",
-            started_at=session.started_at,
-        )
-
     # -- on the event loop, for compaction ---------------------------------------------------------------------
     async def _complete(
         self, charge: Charge, system: str, user: str, *, temperature: float = 0.0
@@ -235,7 +233,7 @@ class VoiceSessions:
 
     async def _flush(self, key: str, turns: tuple[VoiceTurn, ...]) -> None:
         """WRITE-4: the turns about to be folded are in the extraction buffer (write-ahead); extract them now."""
-        await self.runner.run(self.buffer.expedite, key)
+        await self.spoken.flushed(key)
         if self.extract is not None:
             await self.extract(key)
 

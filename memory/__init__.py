@@ -287,9 +287,22 @@ _RUNNING = {
 
 # -- a turn's context and its costs, sight, voice --
 if TYPE_CHECKING:
-    pass
+    from .charges import job_charge
+    from .recall.context import MemoryContext
+    from .recall.recall import MemoryRecall
+    from .spoken import EndedSession, SpokenSessions
+    from .storage.fts import STOP_WORDS
+    from .storage.graph import EntityCount
 
-_CONTEXT: dict[str, str] = {}
+_CONTEXT = {
+    "job_charge": "charges",  # whose cost a memory job's model call is (ORCH-14)
+    "MemoryContext": "recall.context",  # one turn's memory for the prompt, on the memory thread
+    "MemoryRecall": "recall.recall",  # the hybrid recall (``MemoryEngine.recall``)
+    "EndedSession": "spoken",
+    "SpokenSessions": "spoken",  # a voice session's books in the store
+    "STOP_WORDS": "storage.fts",
+    "EntityCount": "storage.graph",
+}
 
 _HOMES = {**_CORE, **_SHARED, **_OPERATOR, **_DASHBOARD, **_PEOPLE, **_RUNNING, **_CONTEXT}
 __all__ = sorted(_HOMES)

@@ -899,8 +899,6 @@ FACE = frozenset({"memory", "memory.models"})
 # shrinks: a module moved onto the face must be struck here (the second test fails until it is).
 DEEP_MEMORY_DEBT = frozenset(
     {
-        "bot/assembly.py",
-        "bot/attribution.py",
         "bot/checkins.py",
         "bot/commands.py",
         "bot/config.py",
@@ -908,10 +906,6 @@ DEEP_MEMORY_DEBT = frozenset(
         "bot/ratelimit.py",
         "bot/reminder_commands.py",
         "bot/resolution.py",
-        "bot/vision.py",
-        "bot/voice_mode.py",
-        "voice/caches.py",
-        "voice/warm.py",
     }
 )
 

@@ -19,12 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-from memory import Clock, RecallContext, RecallFilters
+from memory import STOP_WORDS, Clock, RecallContext, RecallFilters
 from memory.models import FactKind, Memory
-from memory.storage.fts import STOP_WORDS
-from memory.storage.memories import MemoryRepository
 
 T = TypeVar("T")
 WORD = re.compile(r"\w+")
@@ -138,6 +136,15 @@ def pool_key(ctx: RecallContext) -> PoolKey:
     return ctx.guild_id, frozenset(ctx.memory_partitions())
 
 
+class Listing(Protocol):
+    """What a pool reads its rules from: the store's listing of memories
+    (``MemoryEngine.memory_rows``)."""
+
+    def listing(
+        self, partitions: tuple[str, ...] | None, filters: RecallFilters, order: str, limit: int
+    ) -> list[Memory]: ...
+
+
 class BehaviouralPool:
     """Behaviour rules for the people in a voice channel, loaded once per participant set, ranked per turn.
 
@@ -145,7 +152,7 @@ class BehaviouralPool:
     match no word are not dropped: they follow the matching ones in importance order, and ``top_n`` cuts.
     """
 
-    def __init__(self, store: MemoryRepository, settings: CacheSettings = CacheSettings()) -> None:
+    def __init__(self, store: Listing, settings: CacheSettings = CacheSettings()) -> None:
         self.store, self.settings = store, settings
         self._pools: dict[PoolKey, tuple[Memory, ...]] = {}
         self.loads = 0  # store reads so far, for benchmarks and tests

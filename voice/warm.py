@@ -65,9 +65,8 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from memory import Channel, Clock, Hit, RecallContext
+from memory import Channel, Clock, Hit, MemoryRecall, RecallContext
 from memory.models import Memory
-from memory.recall.recall import MemoryRecall
 
 from .caches import FILLERS, lexical_rerank, tokens
 

@@ -130,6 +130,11 @@ class MemoryContext:
         memories = [h.item for h in hits]
         return split(memories, [m for m in memories if m.kind is FactKind.BEHAVIORAL], top_k)
 
+    def recalled_from(self, memories: list[Memory], behavioral: list[Memory]) -> Recalled:
+        """A recall made already (a voice session's warm cache and its behaviour rules), split and
+        cut as ``recall`` splits its own."""
+        return split(memories, behavioral, self.engine.knobs.get("memories").top_k)
+
     def _listed(
         self, partitions: tuple[str, ...], filters: RecallFilters, limit: int
     ) -> tuple[Memory, ...]:
