@@ -1,5 +1,5 @@
 """Daily budgets (ORCH-14): what one person and one server or group may cost a day, in tokens the model servers
-reported (``memory.storage.ledger``), and how the bot spends less as a day's spend nears a budget instead of
+reported (``memory.UsageLedger``), and how the bot spends less as a day's spend nears a budget instead of
 stopping at once:
 
     spent of the budget   level   what changes
@@ -26,8 +26,7 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from memory import AsyncRunner, Charge, Clock, MemoryEngine, People
-from memory.storage.ledger import Spend, UsageLedger, day_of
+from memory import AsyncRunner, Charge, Clock, MemoryEngine, People, Spend, UsageLedger, day_of
 
 from .attribution import charging, current
 from .turn_mode import names

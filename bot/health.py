@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from memory.storage.ledger import Spend
+from memory import Spend
 
 from .types import Conversation, IncomingMessage, PassThrough, Reply, StreamSink
 

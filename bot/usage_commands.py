@@ -1,4 +1,4 @@
-"""``/usage`` (ORCH-14): what the model calls cost, from the usage ledger (``memory.storage.ledger``), by whom it may be seen.
+"""``/usage`` (ORCH-14): what the model calls cost, from the usage ledger (``memory.Spending``), by whom it may be seen.
 
     /usage me [days]       anyone: their own spend, and their daily budget
     /usage server [days]   a server's or group's admins (or the owner), in it: the place's spend, by job, model and person
@@ -11,11 +11,9 @@ is not an admin of a place they share, nor a DM's to anyone but its person and t
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memory import MemoryEngine, People
-from memory.storage.ledger import Line, Spend, day_of
+from memory import Line, MemoryEngine, People, Spend, Spending
 
 from .budgets import Limits
 
@@ -29,7 +27,8 @@ NOT_OWNER = (
 
 class UsageCommands:
     def __init__(self, engine: MemoryEngine, people: People, limits: Limits) -> None:
-        self.engine, self.people, self.limits, self.ledger = engine, people, limits, engine.ledger
+        self.engine, self.people, self.limits = engine, people, limits
+        self.ledger = Spending(engine)
 
     def do_usage(self, arg: str, turn: Any) -> str:
         words, days = arg.lower().split(), 1
@@ -43,18 +42,12 @@ class UsageCommands:
         if view not in ("", "me", "server", "all") or not 1 <= days <= MAX_DAYS:
             return USAGE_HELP
         view = view or ("all" if turn.ctx.owner_private else "server" if turn.ctx.admin else "me")
-        first, last = self._days(days)
+        first, last = self.ledger.span(days)
         if view == "me":
             return self._own(turn.person_id, first, last)
         if view == "server":
             return self._place(turn, first, last)
         return self._everything(first, last) if turn.ctx.owner_private else NOT_OWNER
-
-    def _days(self, days: int) -> tuple[str, str]:
-        today = datetime.fromtimestamp(self.engine.clock.now(), UTC)
-        return (today - timedelta(days=days - 1)).strftime("%Y-%m-%d"), day_of(
-            self.engine.clock.now()
-        )
 
     def _own(self, person_id: str, first: str, last: str) -> str:
         lines = self.ledger.person(person_id, first, last)

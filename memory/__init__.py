@@ -168,15 +168,71 @@ _SHARED = {
 
 # -- the operator's store tools (the command line): copy, audit, upkeep, doctor --
 if TYPE_CHECKING:
-    pass
+    from .operator import StoreTools
+    from .storage.catalog import ServerFacts, server_facts, too_old_vector
+    from .storage.memories import count_memories
+    from .storage.pg import dump_commands, open_database, redact
+    from .storage.private import (
+        PRIVATE_FOLDER,
+        SIDE_FILES,
+        create_private,
+        exposed,
+        owner_only,
+        private_file,
+        private_folder,
+    )
+    from .upkeep.bulletin import Bulletin
+    from .upkeep.copy import CopyReport, copy_store
+    from .upkeep.leftovers import Folders, Found
 
-_OPERATOR: dict[str, str] = {}
+_OPERATOR = {
+    "StoreTools": "operator",
+    "ServerFacts": "storage.catalog",
+    "server_facts": "storage.catalog",
+    "too_old_vector": "storage.catalog",
+    "count_memories": "storage.memories",
+    "dump_commands": "storage.pg",
+    "open_database": "storage.pg",
+    "redact": "storage.pg",
+    "PRIVATE_FOLDER": "storage.private",
+    "SIDE_FILES": "storage.private",
+    "create_private": "storage.private",
+    "exposed": "storage.private",
+    "owner_only": "storage.private",
+    "private_file": "storage.private",
+    "private_folder": "storage.private",
+    "Bulletin": "upkeep.bulletin",
+    "CopyReport": "upkeep.copy",
+    "copy_store": "upkeep.copy",
+    "Folders": "upkeep.leftovers",  # the audit's folders and what it found on each surface
+    "Found": "upkeep.leftovers",
+}
 
 # -- the dashboard, usage and budgets --
 if TYPE_CHECKING:
-    pass
+    from .recall.overview import Overview, Person, Reflection
+    from .settings import RecallSettings, Tuning
+    from .storage.audit import AuditEntry
+    from .storage.ledger import Line, Spend, UsageLedger, day_of
+    from .storage.memories import MemoryQuery
+    from .storage.persona import PlacePersona
+    from .usage import Spending
 
-_DASHBOARD: dict[str, str] = {}
+_DASHBOARD = {
+    "Overview": "recall.overview",  # the dashboard's read model (DASH-1), memory thread
+    "Person": "recall.overview",
+    "Reflection": "recall.overview",
+    "MemoryQuery": "storage.memories",  # a page of memories the operator asks for
+    "RecallSettings": "settings",
+    "Tuning": "settings",  # the recall knobs' use cases (RET-3)
+    "AuditEntry": "storage.audit",
+    "PlacePersona": "storage.persona",
+    "Spending": "usage",  # the usage ledger's reads (ORCH-14)
+    "Spend": "storage.ledger",
+    "Line": "storage.ledger",
+    "day_of": "storage.ledger",
+    "UsageLedger": "storage.ledger",  # the repository the budgets record into (engine.ledger)
+}
 
 # -- people: commands, consent, names and places, time zones, usage --
 if TYPE_CHECKING:

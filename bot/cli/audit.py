@@ -1,10 +1,11 @@
 """``companion audit forget`` (SEC-7): does anything of a person, or of a word, remain anywhere in the store?
 
-It looks on every surface (``memory.upkeep.leftovers``: tables, full-text indexes and their own tables, vectors,
-the journals, exports and backups folders, the database file and its WAL; on PostgreSQL the data directory when
-this user may read it) and prints a count per surface, never the words looked for nor what was found. Exit 0 when
-nothing remains, 1 when something does (or a surface could not be read and ``--strict`` was given). The store is
-opened read-only, so the audit itself writes nothing.
+It looks on every surface (``StoreTools.leftovers``: tables, full-text indexes and their own
+tables, vectors, the journals, exports and backups folders, the database file and its WAL; on
+PostgreSQL the data directory when this user may read it) and prints a count per surface, never the
+words looked for nor what was found. Exit 0 when nothing remains, 1 when something does (or a
+surface could not be read and ``--strict`` was given). The store is opened read-only, so the audit
+itself writes nothing.
 
     companion audit forget --person telegram:123
     companion audit forget --word Quintrell --word "Elm Street" --exports ./exports --json
@@ -20,8 +21,7 @@ from .memories import command, engine_for, nonempty
 from .output import print_json, say
 
 if TYPE_CHECKING:
-    from memory import MemoryEngine
-    from memory.upkeep.leftovers import Found
+    from memory import Folders, Found
 
     from ..config import Settings
 
@@ -80,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def audit_forget(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.upkeep.leftovers import Target, audit
+    from memory import StoreTools
 
     from ..config import journal_dir
     from .output import UsageError
@@ -90,8 +90,8 @@ def audit_forget(args: argparse.Namespace, settings: Settings) -> int:
     beside = Path(settings.db_path).parent
     folders = _folders(args, journal_dir(settings), beside)
     with engine_for(settings, readonly=True) as engine:
-        found = audit(
-            engine, Target(tuple(args.word or ()), _people(engine, args.person or [])), folders
+        found = StoreTools(engine).leftovers(
+            tuple(args.word or ()), tuple(args.person or ()), folders
         )
     left = sum(f.remaining or 0 for f in found)
     unread = [f for f in found if f.remaining is None]
@@ -104,26 +104,14 @@ def audit_forget(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if left or (args.strict and unread) else 0
 
 
-def _folders(args: argparse.Namespace, journals: Path | None, beside: Path):
-    from memory.upkeep.leftovers import Folders
+def _folders(args: argparse.Namespace, journals: Path | None, beside: Path) -> Folders:
+    from memory import Folders
 
     return Folders(
         args.journals or journals,
         args.exports or beside / "exports",
         args.backups or beside / "backups",
     )
-
-
-def _people(engine: MemoryEngine, given: list[str]) -> tuple[str, ...]:
-    """Each id as given, and the person an account ("telegram:123") belongs to while it is still linked."""
-
-    people = engine.people
-    ids = list(given)
-    for value in given:
-        platform, _, account = value.partition(":")
-        if account and platform in ("discord", "telegram", "console"):
-            ids.append(people.lookup(platform, account))
-    return tuple(dict.fromkeys(ids))
 
 
 def _as_dict(f: Found) -> dict[str, object]:

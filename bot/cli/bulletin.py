@@ -16,7 +16,7 @@ from .memories import command, engine_for, nonempty
 from .output import CommandFailed, UsageError, counted, print_json, say, when
 
 if TYPE_CHECKING:
-    from memory.upkeep.bulletin import Bulletin
+    from memory import Bulletin
 
     from ..config import Settings
 
@@ -72,22 +72,20 @@ def show_bulletins(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def refresh_bulletins(args: argparse.Namespace, settings: Settings) -> None:
-    from memory import Bulletins
-    from memory.upkeep.bulletin import refresh
+    from memory import StoreTools
 
     if (args.scope is None) != (args.scope_id is None):
         raise UsageError(
             "give --scope and --scope-id together (or neither, for every bulletin that is due)"
         )
     with engine_for(settings) as engine:
-        bulletins = Bulletins(engine, min_changes=settings.bulletin_min_changes)
-        if args.scope:
-            plan = bulletins.plan(bulletins.scope(args.scope, args.scope_id))
-            plans = [plan] if plan else []
-        else:
-            plans = bulletins.due(engine.clock.now(), limit=1_000)
+        tools = StoreTools(engine)
+        plans = tools.bulletins_due(
+            min_changes=settings.bulletin_min_changes,
+            scope=(args.scope, args.scope_id) if args.scope else None,
+        )
         written = (
-            refresh(bulletins, composition.build_completer(settings, engine, "bulletin"), plans)
+            tools.write_bulletins(plans, composition.build_completer(settings, engine, "bulletin"))
             if plans
             else []
         )

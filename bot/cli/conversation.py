@@ -237,8 +237,7 @@ def say_where(args: argparse.Namespace, settings: Settings) -> None:
 
 def _store_named(settings: Settings) -> str:
     """The store a command opens: the PostgreSQL URL without its password, else the SQLite file."""
-    from memory import is_postgres
-    from memory.storage.pg import redact
+    from memory import is_postgres, redact
 
     if settings.database_url and is_postgres(settings.database_url):
         return redact(settings.database_url)

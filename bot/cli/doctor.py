@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from memory import Sight
-    from memory.storage.catalog import ServerFacts
+    from memory import ServerFacts, Sight
 
     from ..config import Settings
     from ..local_model import Loaded
@@ -263,7 +262,7 @@ def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
 def check_files(store: Path, settings: Settings) -> Finding:
     """Issue 31: what the bot keeps on disk is for its owner alone. The store folder is looked at itself (it may be a
     folder of the operator's with other things in it); the bot's own folders in it are looked through."""
-    from memory.storage.private import SIDE_FILES, exposed
+    from memory import SIDE_FILES, exposed
 
     from ..config import journal_dir
 
@@ -290,7 +289,7 @@ def check_files(store: Path, settings: Settings) -> Finding:
 
 
 def _store_finding(db: Any, path: Path) -> Finding:
-    from memory.storage.memories import count_memories
+    from memory import count_memories
 
     from .output import counted
 
@@ -315,10 +314,7 @@ def _store_finding(db: Any, path: Path) -> Finding:
 def check_pg_store(url: str) -> tuple[Finding, dict[str, Any]]:
     """(finding, the store's recorded embedding dim/fingerprint) for a PostgreSQL store. Read first through a connection
     of its own; the store is opened (for its counts and settings) only when that changes nothing (``ServerFacts.ready``)."""
-    from memory import StoreUnavailable
-    from memory.storage.catalog import server_facts
-    from memory.storage.memories import count_memories
-    from memory.storage.pg import open_database
+    from memory import StoreUnavailable, count_memories, open_database, server_facts
 
     try:
         facts = server_facts(url)
@@ -341,7 +337,7 @@ def check_pg_store(url: str) -> tuple[Finding, dict[str, Any]]:
 
 
 def _pg_finding(facts: ServerFacts, memories: int) -> Finding:
-    from memory.storage.catalog import too_old_vector
+    from memory import too_old_vector
 
     from .output import counted
 
@@ -467,8 +463,7 @@ def check_vision(settings: Settings, where: str) -> Finding:
 
 def _kept_vision(settings: Settings, where: str) -> Sight | None:
     """The probe's verdict in the store, or None (not asked yet, or no store to read: the store finding says why)."""
-    from memory import Database, ModelTraits, read_only
-    from memory.storage.pg import open_database
+    from memory import Database, ModelTraits, open_database, read_only
 
     from ..vision import vision_key
 

@@ -139,10 +139,11 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
 
 def forget_files(args: argparse.Namespace, settings: Settings) -> int:
     """``--forget``: each file's memories forgotten completely (a file may be gone from the disk by now)."""
-    from memory.write.ingest import forget_file
+    from memory import StoreTools
 
     with engine_for(settings) as engine:
-        results = {str(path): forget_file(engine, path) for path in args.paths}
+        tools = StoreTools(engine)
+        results = {str(path): tools.forget_file(path) for path in args.paths}
     if args.json:
         print_json(results)
     else:

@@ -21,8 +21,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory import DimensionMismatch, InvalidInput, MemoryStoreError, NotFound, Rejected
-from memory.storage.private import owner_only
+from memory import (
+    DimensionMismatch,
+    InvalidInput,
+    MemoryStoreError,
+    NotFound,
+    Rejected,
+    owner_only,
+)
 
 from . import (
     audit,
@@ -251,7 +257,7 @@ def _with_model(args: argparse.Namespace, settings: Any, as_json: bool) -> int:
 def _private_home(home: Any) -> None:
     """The home's data folder and config file are the bot's own: made owner-only when a command starts (a data
     folder left 0755, or an .env with the tokens left 0644, by an earlier version or a plain ``cp``)."""
-    from memory.storage.private import PRIVATE_FOLDER, private_file
+    from memory import PRIVATE_FOLDER, private_file
 
     if home.data_dir.is_dir():
         with contextlib.suppress(PermissionError):
@@ -399,7 +405,7 @@ def _remove_handlers() -> None:
 
 def _file_handler(path: Path) -> logging.Handler | None:
     """A log file, or None (logs then go to the terminal) when it cannot be opened: logging must not stop the chat."""
-    from memory.storage.private import create_private, private_folder
+    from memory import create_private, private_folder
 
     try:
         private_folder(path.parent)

@@ -572,14 +572,14 @@ def edit_memory(args: argparse.Namespace, settings: Settings) -> None:
 def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
     """SEC-3: the one forget every delete is (``forget_memory``): its history, the messages it came from, a
     tombstone so reflection or a re-ingest does not learn it back, the journals' lines, the bytes scrubbed."""
-    from memory.upkeep.forgetting import forget_memory
+    from memory import Erasure
 
     with engine_for(settings) as engine:
         memory = engine.memory_rows.get(resolve_id(engine, args.id))
         confirm(
             f"delete memory {memory.id[:8]} ({memory.subject}: {memory.content[:40]})", args.yes
         )
-        done = forget_memory(engine, memory.id)
+        done = Erasure(engine).memory(memory.id)
     if args.json:
         return print_json({"deleted": done.memories, "messages": done.messages})
     extra = f" and {done.messages} message(s) it came from" if done.messages else ""
@@ -587,12 +587,12 @@ def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def export_memories(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.transfer import export_person
+    from memory import Erasure
 
     if args.output is not None:
         new_file(args.output, args.force)  # checked before the work, not after it
     with engine_for(settings, readonly=True) as engine:
-        data = export_person(engine, args.person)
+        data = Erasure(engine).export(args.person)
     if not any(data[key] for key in data if isinstance(data[key], list) and key != "person_ids"):
         # an empty document with exit 0 reads as "they have nothing stored", when it is usually a mistyped id
         raise NotFound(
@@ -611,14 +611,14 @@ def export_memories(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def import_file(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.transfer import import_memories
+    from memory import StoreTools
 
     data = read_json(args.file)
     items = data.get("memories") if isinstance(data, dict) else data
     if isinstance(items, list) and not all(isinstance(item, dict) for item in items):
         raise UsageError(f"{args.file}: every memory must be a JSON object")
     with engine_for(settings, embed=True) as engine:
-        counts = import_memories(engine, data)
+        counts = StoreTools(engine).import_memories(data)
     if args.json:
         print_json(counts)
     else:
@@ -637,13 +637,13 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def forget_people(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.forgetting import forget_everything
+    from memory import Erasure
 
     from ..exports import forget_exports
 
     with engine_for(settings) as engine:
         confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)
-        counts = forget_everything(engine, args.person)  # a /privacy off outlives it (SEC-5)
+        counts = Erasure(engine).everything(args.person)  # a /privacy off outlives it (SEC-5)
         if exported := forget_exports(
             engine, args.person
         ):  # the console's /export files are copies of the words

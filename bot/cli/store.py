@@ -1,7 +1,7 @@
 """``companion store``: the store as a whole (SCALE-1, SEC-3).
 
-``store copy SRC DST`` moves a whole store between SQLite and PostgreSQL; the copy itself is ``memory.upkeep.copy``,
-imported by the handler (registering commands stays cheap).
+``store copy SRC DST`` moves a whole store between SQLite and PostgreSQL; the copy itself is
+``memory.copy_store``, imported by the handler (registering commands stays cheap).
 
 ``store scrub``: after forgetting, rewrite the store so no deleted word is left in its files.
 
@@ -22,7 +22,7 @@ from .memories import command, engine_for, positive_int
 from .output import CommandFailed, counted, note, print_json, progress_bar, say
 
 if TYPE_CHECKING:
-    from memory.upkeep.copy import CopyReport
+    from memory import CopyReport
 
     from ..config import Settings
 
@@ -79,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_copy(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.copy import copy_store
+    from memory import copy_store
 
     with progress_bar("copying") as progress:
         report = copy_store(args.source, args.target, batch=args.batch, progress=progress)

@@ -240,11 +240,10 @@ def _emit(args: argparse.Namespace, data: dict[str, Any], title: str) -> None:
 
 
 def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.maintenance import consolidate
+    from memory import StoreTools
 
     with engine_for(settings, embed=True) as engine, progress_bar("consolidating") as progress:
-        report = consolidate(
-            engine,
+        report = StoreTools(engine).consolidate(
             composition.build_completer(settings, engine, "consolidation"),
             progress=progress,
         )
@@ -266,26 +265,27 @@ def run_consolidate(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def run_decay(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.maintenance import decay
+    from memory import StoreTools
 
     with engine_for(settings) as engine:
-        changed = decay(engine, unaccessed_days=args.unaccessed_days, factor=args.factor)
+        changed = StoreTools(engine).decay(unaccessed_days=args.unaccessed_days, factor=args.factor)
     _emit(args, {"decayed": changed}, "decay")
 
 
 def run_prune(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.maintenance import prune, prune_entities
+    from memory import StoreTools
 
     with engine_for(settings) as engine:
+        tools = StoreTools(engine)
         counts = {
-            "forgotten": prune(engine, below=args.below, older_than_days=args.older_than_days),
-            "entities_removed": prune_entities(engine, unseen_days=args.entity_days),
+            "forgotten": tools.prune(below=args.below, older_than_days=args.older_than_days),
+            "entities_removed": tools.prune_entities(unseen_days=args.entity_days),
         }
     _emit(args, counts, "prune")
 
 
 def run_reembed(args: argparse.Namespace, settings: Settings) -> None:
-    from memory.upkeep.reembed import reembed
+    from memory import StoreTools
 
     embedder = composition.build_embedder(settings)
     if embedder is None:
@@ -295,8 +295,8 @@ def run_reembed(args: argparse.Namespace, settings: Settings) -> None:
         composition.open_engine(settings, None) as engine,
         progress_bar("re-embedding") as progress,
     ):
-        counts = reembed(
-            engine, embedder, allow_dimension_change=args.allow_dimension_change, progress=progress
+        counts = StoreTools(engine).reembed(
+            embedder, allow_dimension_change=args.allow_dimension_change, progress=progress
         )
     _emit(args, {**counts, "model": embedder.fingerprint, "dimension": embedder.dim}, "reembed")
 
@@ -343,8 +343,7 @@ def run_restore(args: argparse.Namespace, settings: Settings) -> None:
 
 def _refuse_on_postgres(settings: Settings, file: str) -> None:
     """SQLite's backup API has no PostgreSQL form: the server's own tools do it, consistent while the bot runs."""
-    from memory import is_postgres
-    from memory.storage.pg import dump_commands
+    from memory import dump_commands, is_postgres
 
     from ..config import store_location
 

@@ -6,12 +6,10 @@ from typing import Any
 
 from aiohttp import web
 
-from memory.recall.overview import Overview
-from memory.storage.knobs import KnobStore, knob_help
+from memory import Overview, RecallSettings, Tuning
 
 from .bodies import Confirm, SettingsBody
 from .common import ApiError, answer, audit, body, services
-from .services import DashboardServices
 from .views import audit_json, int_arg
 
 
@@ -23,19 +21,15 @@ def register(router: web.UrlDispatcher) -> None:
     router.add_get("/api/audit", audit_trail)
 
 
-def _settings(knobs: KnobStore) -> dict[str, Any]:
-    """Both corpora's knobs, and ``help``: one line per knob ("weights.semantic" for a nested one) from the field
-    descriptions in ``memory.storage.knobs``, served so the page and the knob it explains cannot drift apart."""
-    memories, messages = (
-        knobs.get("memories").model_dump(mode="json"),
-        knobs.get("messages").model_dump(mode="json"),
-    )
-    return {"recall": memories, "messages": messages, "help": knob_help()}
+def _settings(shown: RecallSettings) -> dict[str, Any]:
+    """Both corpora's knobs, and ``help``: one line per knob, served so the page and the knob it
+    explains cannot drift apart (``memory.Tuning``)."""
+    return {"recall": shown.memories, "messages": shown.messages, "help": shown.help}
 
 
 async def get_settings(request: web.Request) -> web.Response:
     svc = services(request)
-    return answer(await svc.run(_settings, svc.engine.knobs))
+    return answer(_settings(await svc.run(Tuning(svc.engine).shown)))
 
 
 async def put_settings(request: web.Request) -> web.Response:
@@ -45,7 +39,8 @@ async def put_settings(request: web.Request) -> web.Response:
     if not change.recall and not change.messages:
         raise ApiError(400, 'nothing to change: send {"recall": {knob: value}}')
     svc = services(request)
-    await svc.run(_apply, svc, change)
+    # both corpora are validated before either is stored: a bad second half leaves the first alone
+    shown = await svc.run(Tuning(svc.engine).change, change.recall, change.messages or {})
     changed = {"recall": sorted(change.recall), "messages": sorted(change.messages or {})}
     await audit(
         request,
@@ -53,34 +48,7 @@ async def put_settings(request: web.Request) -> web.Response:
         "recall",
         detail={**changed, "values": {"recall": change.recall, "messages": change.messages or {}}},
     )
-    return answer(await svc.run(_settings, svc.engine.knobs))
-
-
-def _apply(svc: DashboardServices, change: SettingsBody) -> None:
-    knobs = svc.engine.knobs
-    # both corpora are validated before either is stored, so a bad second half leaves the first unchanged
-    merged = {
-        name: _merged(knobs, name, part)
-        for name, part in (("memories", change.recall), ("messages", change.messages))
-        if part
-    }
-    with svc.engine.transaction():
-        for name, part in merged.items():
-            knobs.update(name, part)  # type: ignore[arg-type]
-
-
-def _merged(knobs: KnobStore, corpus: str, part: dict[str, object]) -> dict[str, object]:
-    from memory.storage.knobs import RecallKnobs
-
-    current = knobs.get(corpus).model_dump(mode="json")  # type: ignore[arg-type]
-    for key, value in part.items():
-        current[key] = (
-            {**current[key], **value}
-            if isinstance(value, dict) and isinstance(current.get(key), dict)
-            else value
-        )
-    RecallKnobs.model_validate(current)  # raises ValidationError naming the field
-    return part
+    return answer(_settings(shown))
 
 
 async def guilds(request: web.Request) -> web.Response:

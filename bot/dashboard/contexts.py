@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memory import NotFound
-from memory.recall.overview import Overview
+from memory import NotFound, Overview
 
 from ..assembly import Snapshot, Turn
 from ..types import IncomingMessage

@@ -13,10 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from memory import InvalidInput, RecallFilters
+from memory import InvalidInput, MemoryQuery, Overview, RecallFilters
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Source, Visibility
-from memory.recall.overview import MemoryQuery, Overview
-from memory.write.store import WriteResult
 
 from .bodies import MemoryEdit, NewMemoryBody
 from .common import ApiError, answer, audit, body, services
@@ -104,7 +102,7 @@ async def read(request: web.Request) -> web.Response:
 async def create(request: web.Request) -> web.Response:
     new = await body(request, NewMemoryBody)
     svc = services(request)
-    result: WriteResult = await svc.run(svc.engine.memories.add, _new_memory(new, svc.owners))
+    result = await svc.run(svc.engine.memories.add, _new_memory(new, svc.owners))
     m = result.memory
     if result.status == "duplicate":
         raise ApiError(

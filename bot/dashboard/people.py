@@ -1,6 +1,6 @@
 """People and what the bot would see: ``/api/people*``, ``/api/snapshot``, ``/api/reflections``,
-``/api/entities``, ``/api/graph``. Export and forget are the same functions ``companion export`` and
-``companion forget-person`` use (``memory.upkeep.transfer``, ``memory.upkeep.forgetting``)."""
+``/api/entities``, ``/api/graph``. Export and forget are the same ``memory.Erasure`` calls ``companion export``
+and ``companion forget-person`` make."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory import NotFound, RecallFilters
-from memory.recall.overview import Overview
-from memory.upkeep.forgetting import forget_everything
-from memory.upkeep.transfer import export_person
+from memory import Erasure, NotFound, Overview, RecallFilters
 
 from ..exports import forget_exports
 from .bodies import Confirm, TimezoneBody
@@ -105,7 +102,7 @@ async def export(request: web.Request) -> web.Response:
     person_id = request.match_info["id"]
     if await svc.run(Overview(svc.engine).person, person_id) is None:
         raise NotFound(f"no person with id {person_id!r}")
-    data = await svc.run(export_person, svc.engine, [person_id])
+    data = await svc.run(Erasure(svc.engine).export, [person_id])
     response = answer(data)
     response.headers["Content-Disposition"] = 'attachment; filename="companion-export.json"'
     return response
@@ -125,7 +122,7 @@ async def forget(request: web.Request) -> web.Response:
     if await svc.run(Overview(svc.engine).person, person_id) is None:
         raise NotFound(f"no person with id {person_id!r}")
     # a /privacy off outlives it (SEC-5)
-    counts = await svc.run(forget_everything, svc.engine, [person_id])
+    counts = await svc.run(Erasure(svc.engine).everything, [person_id])
     if exported := await svc.run(
         forget_exports, svc.engine, [person_id]
     ):  # the console's /export files

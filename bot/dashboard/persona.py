@@ -1,13 +1,12 @@
 """The persona in the dashboard (ORCH-7): the operator's (read-only: it is a file) and each place's own,
 which the operator may set or reset here as a place's admins may with /persona. The same checks and the same
-audit trail as the command (``memory.storage.persona``): the row names the dashboard caller, never the words."""
+audit trail as the command (``memory.PlacePersona``): the row names the dashboard caller, never the words."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from memory import MAX_PLACE_PERSONA
-from memory.storage.persona import PlacePersona
+from memory import MAX_PLACE_PERSONA, PlacePersona
 
 from .bodies import PersonaBody
 from .common import answer, body, caller, services

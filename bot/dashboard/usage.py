@@ -1,14 +1,13 @@
 """Usage in the dashboard (ORCH-14): the ledger's counts for the operator, by day, place, job, model and person,
-beside the daily budgets. Counts and ids only (``memory.storage.ledger``); people are shown by their display names."""
+beside the daily budgets. Counts and ids only (``memory.Spending``); people are shown by their display names."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
 
-from memory.storage.ledger import Line, Spend, day_of
+from memory import Line, MemoryEngine, Spend, Spending
 
 from ..usage_commands import MAX_DAYS
 from .common import ApiError, answer, services
@@ -48,13 +47,9 @@ async def show(request: web.Request) -> web.Response:
     return answer(await svc.run(_report, svc.engine, days, place, svc.limits))
 
 
-def _report(engine: Any, days: int, place: str | None, limits: Any) -> dict[str, Any]:
-    now = engine.clock.now()
-    first, last = (
-        (datetime.fromtimestamp(now, UTC) - timedelta(days=days - 1)).strftime("%Y-%m-%d"),
-        day_of(now),
-    )
-    ledger, people = engine.ledger, engine.people
+def _report(engine: MemoryEngine, days: int, place: str | None, limits: Any) -> dict[str, Any]:
+    ledger, people = Spending(engine), engine.people
+    first, last = ledger.span(days)
     persons = [
         {"person_id": p.label, "name": people.name(p.label), **_spend(p.spend)}
         for p in ledger.people(first, last, place)

@@ -6,10 +6,8 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from memory import InvalidInput
+from memory import AuditEntry, InvalidInput, Person, Reflection
 from memory.models import Memory
-from memory.recall.overview import Person, Reflection
-from memory.storage.audit import AuditEntry
 
 TIERS = ((8.0, "Critical"), (6.0, "Important"), (4.0, "Useful"))
 
