@@ -24,9 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import time, tzinfo
 
-from memory import Checkin, QuietHours, RecallFilters
-from memory.jobs.checkin import CheckinDraft, DmView, record_sent
-from memory.storage.checkins import FOLLOWED_KINDS, Destination
+from memory import Checkin, Destination, DmView, FollowUps, QuietHours
 
 from .assembly import Turn
 from .jobs import JobRunner
@@ -38,7 +36,6 @@ log = logging.getLogger(__name__)
 Deliver = Callable[[str, str], Awaitable[None]]
 # (person id, (platform, platform user id)) -> may write one
 Allowed = Callable[[str, tuple[str, str]], Awaitable[bool]]
-PLAN_LIMIT = 200  # dated facts looked at per person and run, newest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +68,7 @@ class CheckinJob:
     ) -> None:
         self.jobs, self.engine, self.runner, self.resolve = jobs, jobs.engine, jobs.runner, resolve
         self.bot_name, self.zone_of, self.options = bot_name, zone_of, options
-        self.store, self.people = jobs.engine.checkins, jobs.engine.people
+        self.store, self.follow = jobs.engine.checkins, FollowUps(jobs.engine)
         self.deliveries: dict[
             str, Deliver
         ] = {}  # platform -> delivery, filled by whoever starts the adapters
@@ -100,20 +97,7 @@ class CheckinJob:
 
     def plan(self) -> int:
         """Pending rows for each opted-in person's dated goals, todos and events that their DM may see."""
-        added = 0
-        for person_id, where in self.store.people():
-            turn = self.resolve(_incoming(where))
-            if turn.person_id != person_id:
-                continue  # the account now belongs to someone else (linked since): their own /checkins decides
-            if not self.people.remembered(person_id):
-                continue  # SEC-5: /privacy off: nothing new is written about them, check-ins included
-            found = self.engine.memory_rows.listing(
-                turn.ctx.memory_partitions(),
-                RecallFilters(kinds=FOLLOWED_KINDS, scope_ids=(person_id,)),
-                limit=PLAN_LIMIT,
-            )
-            added += self.store.plan(person_id, found, self.zone_of(person_id))
-        return added
+        return self.follow.plan(self._dm, self.zone_of)
 
     async def follow_up(self, checkin: Checkin) -> str:
         """One due row: 'sent', 'waiting' (held for now), 'postponed'/'failed'."""
@@ -126,16 +110,8 @@ class CheckinJob:
         ):
             return "waiting"  # ORCH-14: a daily budget nearly spent; tried again on a later run (a new day)
         bot_name, zone, options = self.bot_name(), self.zone_of(checkin.person_id), self.options
-        job = CheckinDraft(
-            self.engine,
-            self.store,
-            checkin,
-            where,
-            self._dm,
-            bot_name,
-            zone,
-            options.per_week,
-            options.quiet,
+        job = self.follow.draft(
+            checkin, where, self._dm, bot_name, zone, options.per_week, options.quiet
         )
         claimed = await self.jobs.run(job, claim=CHECKINS.key(row=checkin.id))
         if claimed is None or claimed.draft is None:
@@ -148,9 +124,7 @@ class CheckinJob:
             log.exception("check-in %d could not be sent; it is not tried again", checkin.id)
             await self.runner.run(self.store.finish, checkin.id, "failed")
             return "failed"
-        await self.runner.run(
-            record_sent, self.engine, self.store, claimed.draft, claimed.text, bot_name
-        )
+        await self.runner.run(self.follow.record, claimed.draft, claimed.text, bot_name)
         return "sent"
 
     def _dm(self, where: Destination) -> DmView:

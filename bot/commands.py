@@ -14,19 +14,16 @@ from typing import Any
 
 from memory import (
     MAX_PLACE_PERSONA,
+    Destination,
+    Erasure,
     MemoryEngine,
     MemoryStoreError,
+    OwnMemory,
     People,
     RecallFilters,
     Timezones,
 )
-from memory.models import SELF_SUBJECT, FactKind, MemoryType, NewMemory, Provenance, Source
-from memory.scopes import write_scope
-from memory.storage.checkins import Destination
-from memory.upkeep.forgetting import forget_everything, forget_memory
-from memory.upkeep.said import forget_echoes, forget_said, said_matching
-from memory.upkeep.transfer import export_person
-from memory.write.subjects import bound, written_by
+from memory.models import SELF_SUBJECT
 
 from .budgets import Limits
 from .consent import Consent
@@ -51,7 +48,6 @@ HELP = (
     "/manners addressed|chime-in|all — when I speak in this channel or group (its admins)\n"
     "/usage — what my model calls cost today: yours (/usage me), this server's (admins), everyone's (my owner)"
 )
-FORGET_MIN_RELEVANCE = 0.35
 NOT_FOUND = "I couldn't find a memory like that, or a message of yours that says it."
 CONFIRM_WINDOW_S = 120.0
 
@@ -87,6 +83,7 @@ class Commands:
         self._confirming: dict[
             str, float
         ] = {}  # person id -> when their "/forget everything" question lapses
+        self.own, self.erasure = OwnMemory(engine), Erasure(engine)
         self.consent = Consent(engine)
         self.reminding = ReminderCommands(engine, self.zones)  # ORCH-13
         self.usage = UsageCommands(engine, people, limits or Limits())  # ORCH-14
@@ -110,32 +107,10 @@ class Commands:
             return "Tell me what to remember, like: /remember I'm vegetarian"
         if not self.consent.remembers(turn):
             return "Remembering is off (/privacy), so I didn't keep that. /privacy on turns it back on."
-        where = write_scope(turn.ctx)
-        new = NewMemory(
-            content=arg,
-            subject=short_subject(arg, turn.message.author_name),
-            scope=where.scope,
-            scope_id=where.scope_id,
-            visibility=where.visibility,
-            guild_id=where.guild_id,
-            type=MemoryType.SEMANTIC,
-            kind=FactKind.OTHER,
-            source=Source.USER_STATED,
-            importance=7,
-            provenance=Provenance(
-                platform=turn.message.platform,
-                guild_id=turn.ctx.guild_id,
-                channel_id=turn.message.channel_id,
-            ),
-            written_by=written_by(turn.ctx),
-        )
-        # SEC-5: whom it is about, by identity
-        result = self.engine.memories.add(bound(self.engine, new))
-        return (
-            "I already knew that."
-            if result.status == "duplicate"
-            else "Got it, I'll remember that."
-        )
+        m = turn.message
+        subject = short_subject(arg, m.author_name)
+        new = self.own.remember(turn.ctx, arg, subject, said_in=(m.platform, m.channel_id))
+        return "Got it, I'll remember that." if new else "I already knew that."
 
     def do_forget(self, arg: str, turn) -> str:
         if not arg:
@@ -150,26 +125,11 @@ class Commands:
         but ``skip``, stored ids), a reminder holding the words. Also run for a forget asked in words (ORCH-9)."""
         # ORCH-13: a reminder holding the words goes too
         reminders = self.reminding.forgotten(turn, arg)
-        hits = self.engine.recall.recall(
-            turn.ctx, arg, threshold=0.0, top_k=3, reinforce=False, filters=_own(turn)
+        m = turn.message
+        erased = self.own.forget_words(
+            turn.ctx, turn.person_id, arg, asked_in=(m.platform, m.channel_id), skip=skip
         )
-        hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
-        done = (
-            forget_memory(
-                self.engine,
-                hits[0].item.id,
-                asked_in=(turn.message.platform, turn.message.channel_id),
-            )
-            if hits
-            else None
-        )
-        # SEC-3: what is not a memory yet (said before extraction ran) is found in the person's own messages too
-        rids = said_matching(self.engine, turn.ctx, [turn.person_id], arg, skip=skip)
-        said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
-        said = forget_said(self.engine, turn.ctx, [turn.person_id], rids)
-        # a later reply that repeated it goes too
-        forget_echoes(self.engine, turn.ctx, [turn.person_id], arg)
-        gone = (*(done.contents if done else ()), *(said_words if said else ()))
+        done, said, gone = erased.memory, erased.said, erased.contents
         if done is None:
             answer = (
                 f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it."
@@ -199,7 +159,7 @@ class Commands:
             )
         self._confirming.pop(turn.person_id, None)
         # SEC-5: a /privacy off outlives it
-        counts = forget_everything(self.engine, [turn.person_id])
+        counts = self.erasure.everything([turn.person_id])
         # the console's earlier /export files hold the words too
         forget_exports(self.engine, [turn.person_id])
         return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
@@ -330,7 +290,7 @@ class Commands:
     def do_export(self, arg: str, turn) -> str:
         if not turn.ctx.is_dm:
             return "Ask me for /export in a DM: it contains private things."
-        data = export_person(self.engine, [turn.person_id])
+        data = self.erasure.export([turn.person_id])
         text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
         if turn.message.platform == "console" and self.engine.path != ":memory:":
             # The console's person is the operator at their own machine: the whole file, not a truncated dump.

@@ -280,7 +280,7 @@ class Settings(BaseSettings):
     @classmethod
     def _retention_days(cls, value: Any) -> int:
         """A number of days, or 0 / off (kept for ever); a window shorter than the daily reflection's look back is refused."""
-        from memory.upkeep.retention import MIN_DAYS
+        from memory import MIN_DAYS
 
         text = str(value).strip().lower()
         days = 0 if text in ("off", "0", "") else int(text) if text.isdigit() else -1
@@ -351,8 +351,7 @@ class Settings(BaseSettings):
     @classmethod
     def _known_zone(cls, value: str) -> str:
         """An unknown zone would silently fall back to UTC for everyone's days; refused at start instead."""
-        from memory import InvalidInput
-        from memory.storage.timezones import parse_zone
+        from memory import InvalidInput, parse_zone
 
         try:
             return parse_zone(value).key

@@ -3,9 +3,7 @@ what is kept about oneself, what others told the bot included. The rules live in
 
 from __future__ import annotations
 
-from memory import MemoryEngine
-from memory.storage.privacy import Kept
-from memory.upkeep.forgetting import veto
+from memory import Kept, MemoryEngine, OwnMemory
 
 SHOWN = 30  # lines of /about me; a longer list says how many more there are
 PRIVACY_HELP = (
@@ -26,8 +24,7 @@ PRIVACY_USAGE = (
 
 class Consent:
     def __init__(self, engine: MemoryEngine) -> None:
-        self.engine = engine
-        self.privacy = engine.privacy
+        self.privacy, self.own = engine.privacy, OwnMemory(engine)
 
     def remembers(self, turn) -> bool:
         return self.privacy.remembers(turn.ctx)
@@ -104,8 +101,8 @@ class Consent:
 
     def _veto(self, turn, short_id: str) -> str:
         asked_in = (turn.message.platform, turn.message.channel_id)
-        done = veto(
-            self.engine, turn.person_id, short_id, asked_in=asked_in, owner=turn.ctx.owner_private
+        done = self.own.veto(
+            turn.person_id, short_id, asked_in=asked_in, owner=turn.ctx.owner_private
         )
         if done is None:
             # Another person's memory, lore, an unknown or ambiguous id: refused alike, so nothing is learned.

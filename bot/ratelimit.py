@@ -16,8 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memory import AsyncRunner
-from memory.storage.ratelimits import RateWindows
+from memory import AsyncRunner, RateWindows
 
 from .health import Metrics
 from .types import Conversation, IncomingMessage, PassThrough, Reply, StreamSink

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory import MemoryEngine, Reminder, Timezones
-from memory.reminder_time import split_request
-from memory.storage.reminders import Place
+from memory import MemoryEngine, Place, Reminder, Timezones, split_request
 
 REMIND_HELP = "Tell me when and what, like: /remind tomorrow 8am call mum, /remind in 20 minutes tea, /remind every Monday at 9 stand-up"
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memory import ChannelState, People, RecallContext, Timezones
-from memory.safety import normalise_text
-from memory.storage.messages import clean_text
+from memory import ChannelState, People, RecallContext, Timezones, clean_text, normalise_text
 
 from .assembly import Turn
 from .types import IncomingMessage

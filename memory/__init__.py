@@ -236,9 +236,34 @@ _DASHBOARD = {
 
 # -- people: commands, consent, names and places, time zones, usage --
 if TYPE_CHECKING:
-    pass
+    from .following import FollowUps
+    from .jobs.checkin import DmView
+    from .own import OwnMemory, WordsErased
+    from .reminder_time import split_request
+    from .safety import normalise_text
+    from .storage.checkins import Destination
+    from .storage.messages import clean_text
+    from .storage.privacy import Kept
+    from .storage.ratelimits import RateWindows
+    from .storage.reminders import Place
+    from .storage.timezones import parse_zone
+    from .upkeep.retention import MIN_DAYS
 
-_PEOPLE: dict[str, str] = {}
+_PEOPLE = {
+    "OwnMemory": "own",  # /remember, /forget <words>, /about veto: on the memory thread
+    "WordsErased": "own",
+    "FollowUps": "following",  # check-ins: plan, the job that writes one, record it sent (ORCH-8)
+    "DmView": "jobs.checkin",
+    "Destination": "storage.checkins",
+    "split_request": "reminder_time",  # "/remind <when> <what>" -> (when, what)
+    "Place": "storage.reminders",  # where a reminder was asked, and fires
+    "Kept": "storage.privacy",  # one line of /about me
+    "RateWindows": "storage.ratelimits",  # the per-person rate limit's windows (OPS-5)
+    "normalise_text": "safety",  # a name or text on one line, invisible characters gone
+    "clean_text": "storage.messages",  # a message as it is stored and shown to the model
+    "parse_zone": "storage.timezones",  # a tz name, whatever its case, or InvalidInput
+    "MIN_DAYS": "upkeep.retention",  # the shortest message retention window, in days
+}
 
 # -- the running bot: composition, runtime, background jobs, daily work, retention, ingest --
 if TYPE_CHECKING:

@@ -895,19 +895,6 @@ def test_the_row_counter_sees_row_reads_outside_storage(tmp_path: Path) -> None:
 
 # -- bot and voice see memory through its face: ``memory`` (services, errors, protocols) and ``memory.models`` ----------
 FACE = frozenset({"memory", "memory.models"})
-# The known debt (issue 32): modules of bot/ and voice/ that still import memory's deeper modules. It only
-# shrinks: a module moved onto the face must be struck here (the second test fails until it is).
-DEEP_MEMORY_DEBT = frozenset(
-    {
-        "bot/checkins.py",
-        "bot/commands.py",
-        "bot/config.py",
-        "bot/consent.py",
-        "bot/ratelimit.py",
-        "bot/reminder_commands.py",
-        "bot/resolution.py",
-    }
-)
 
 
 def deep_memory_imports(root: Path = ROOT) -> dict[str, set[str]]:
@@ -923,12 +910,8 @@ def deep_memory_imports(root: Path = ROOT) -> dict[str, set[str]]:
     return found
 
 
-def test_bot_and_voice_import_only_memorys_face_beyond_the_known_debt():
-    assert {
-        path: sorted(deep)
-        for path, deep in deep_memory_imports().items()
-        if path not in DEEP_MEMORY_DEBT
-    } == {}
+def test_bot_and_voice_import_only_memorys_face():
+    assert {path: sorted(deep) for path, deep in deep_memory_imports().items()} == {}
 
 
 def test_each_name_of_the_face_has_one_home_and_is_the_object_it_names():
@@ -945,10 +928,6 @@ def test_each_name_of_the_face_has_one_home_and_is_the_object_it_names():
     assert len(tables) >= 6 and sorted(n for n in set(names) if names.count(n) > 1) == []
     for name, home in memory._HOMES.items():
         assert getattr(memory, name) is getattr(importlib.import_module(f"memory.{home}"), name)
-
-
-def test_a_module_of_the_known_debt_that_was_paid_is_struck_from_it():
-    assert sorted(DEEP_MEMORY_DEBT - set(deep_memory_imports())) == []
 
 
 def test_the_face_check_sees_deep_imports_and_lets_the_face_pass(tmp_path: Path) -> None:

@@ -1,0 +1,115 @@
+"""What a person does to their own memory by command (/remember, /forget <words>, /about veto),
+for code already on the memory thread (``bot.commands``, ``bot.consent``): each call is whole
+before it returns.
+
+    remember      a fact the person states, filed where their words go (``write_scope``),
+                  about whom it names (SEC-5)
+    forget_words  the closest own memory to the words, the person's own messages that hold
+                  them, the bot's replies that repeat them (SEC-3; a forget asked in words too)
+    veto          one memory of their /about me list, by its short id (SEC-5)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .engine import MemoryEngine
+from .models import Erased, FactKind, MemoryType, NewMemory, Provenance, Source
+from .scopes import RecallContext, write_scope
+from .storage.memories import RecallFilters
+from .upkeep.forgetting import Forgotten, forget_memory, veto
+from .upkeep.said import forget_echoes, forget_said, said_matching
+from .write.subjects import bound, written_by
+
+# A /forget's closest memory must be at least this relevant: below it the nearest memory is
+# about something else, and forgetting it would lose what was not asked
+FORGET_MIN_RELEVANCE = 0.35
+STATED_IMPORTANCE = 7  # a fact the person asked to keep outranks most extracted ones (1..10)
+
+
+@dataclass(frozen=True, slots=True)
+class WordsErased:
+    """What a forget in words removed: the closest own memory (None: none was close enough)
+    and the person's own messages that said it (``said``: how many; ``said_words``: texts)."""
+
+    memory: Erased | None
+    said: int = 0
+    said_words: tuple[str, ...] = ()
+
+    @property
+    def contents(self) -> tuple[str, ...]:
+        """Every forgotten text, the memory's lineage first."""
+        return (*(self.memory.contents if self.memory else ()), *self.said_words)
+
+
+class OwnMemory:
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+
+    def remember(
+        self, ctx: RecallContext, fact: str, subject: str, *, said_in: tuple[str, str]
+    ) -> bool:
+        """Keep ``fact`` as the speaker stated it; ``said_in``: (platform, channel).
+        False: it was known already."""
+        where = write_scope(ctx)
+        platform, channel_id = said_in
+        new = NewMemory(
+            content=fact,
+            subject=subject,
+            scope=where.scope,
+            scope_id=where.scope_id,
+            visibility=where.visibility,
+            guild_id=where.guild_id,
+            type=MemoryType.SEMANTIC,
+            kind=FactKind.OTHER,
+            source=Source.USER_STATED,
+            importance=STATED_IMPORTANCE,
+            provenance=Provenance(platform=platform, guild_id=ctx.guild_id, channel_id=channel_id),
+            written_by=written_by(ctx),
+        )
+        # SEC-5: whom it is about, by identity
+        return self.engine.memories.add(bound(self.engine, new)).status != "duplicate"
+
+    def forget_words(
+        self,
+        ctx: RecallContext,
+        person_id: str,
+        words: str,
+        *,
+        asked_in: tuple[str, str],
+        skip: tuple[str, ...] = (),
+    ) -> WordsErased:
+        """The closest own memory to ``words`` (its lineage and sources, ``asked_in``'s
+        summaries), the person's own messages holding every word of it (all but ``skip``,
+        stored ids) and the bot's replies that repeat it."""
+        hits = self.engine.recall.recall(
+            ctx, words, threshold=0.0, top_k=3, reinforce=False, filters=_own(person_id)
+        )
+        hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
+        done = forget_memory(self.engine, hits[0].item.id, asked_in=asked_in) if hits else None
+        # SEC-3: what is not a memory yet (said before extraction ran) is in their own messages
+        rids = said_matching(self.engine, ctx, [person_id], words, skip=skip)
+        said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
+        said = forget_said(self.engine, ctx, [person_id], rids)
+        # a later reply that repeated it goes too
+        forget_echoes(self.engine, ctx, [person_id], words)
+        return WordsErased(_erased(done), said, said_words if said else ())
+
+    def veto(
+        self, person_id: str, short_id: str, *, asked_in: tuple[str, str], owner: bool = False
+    ) -> Erased | None:
+        """One memory of the person's /about me list, with the full cascade; None (nothing
+        changed) unless ``short_id`` names exactly one of theirs."""
+        done = veto(self.engine, person_id, short_id, asked_in=asked_in, owner=owner)
+        return _erased(done)
+
+
+def _own(person_id: str) -> RecallFilters:
+    """Memories about the person asking (their own user scope), within what the context sees."""
+    return RecallFilters(scope_ids=(person_id,))
+
+
+def _erased(done: Forgotten | None) -> Erased | None:
+    if done is None:
+        return None
+    return Erased(tuple(done.memories), tuple(done.contents), done.messages)
