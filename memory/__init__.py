@@ -3,27 +3,39 @@
 Layering: this package knows nothing of Discord, Telegram, voice or any LLM SDK. It takes plain
 data and callables (an ``Embedder`` and a ``Completer``, see ``memory.protocols``).
 
-The face: what ``bot/`` and ``voice/`` import (``from memory import X``), with ``memory.models`` for values.
-``tests/test_architecture.py`` holds them to it; its known-debt list names the modules not moved yet.
+The face: what ``bot/`` and ``voice/`` import (``from memory import X``), with ``memory.models`` for
+values; ``tests/test_architecture.py`` holds them to it. Its services, by use case (the rest of the face
+is the values they take and return, the errors, and the protocols a caller implements):
 
-    AsyncMemory      the root: one store and its one memory thread, and the services below built once on
-                     them; the memories use case itself (add through the contradiction judge, recall, get, forget)
+    AsyncMemory      the root: one store, its memory thread, the services below built once on them;
+                     the memories use case itself (add through the contradiction judge, recall, forget)
       .turns         Turns: a turn's books (arrive, finish, observe, leaks, known, edited, deleted)
       .forgetting    Forgetting: one memory, a guild, a person, completely (SEC-3)
-      .reminding     Reminding: the sender's books of reminders (due, claim, delivered, failed, told), ORCH-13
+      .reminding     Reminding: the sender's books of reminders (due, claim, delivered, ...), ORCH-13
     MemoryTools      the memory tools the model calls in a turn, bound to its scope (TOOLS-1, TOOLS-2)
-    MemoryEngine     the store file (opened by the composition root and the command line)
+    MemoryEngine     the store file and its repositories (opened by the composition root and the CLI)
     AsyncRunner      the memory thread every service awaits
-    RecallContext    who asks, where (SEC-1); Said: one incoming message as the store keeps it
-    Clock ...        time (SystemClock, FakeClock), the model protocols (Embedder, Completer, AsyncCompleter),
-                     the errors (MemoryStoreError and its kinds), the text rules every message passes
-                     (valid_unicode, redact_secrets) and forgets_in (a forget asked in words)
+    Erasure          forget.py: the same forgets for code on the memory thread; export (MEM-5)
+    OwnMemory        own.py: /remember, /forget <words>, /about veto (the person's own memories)
+    FollowUps        following.py: the check-ins' memory side (plan, draft, record)
+    Housekeeping     housekeeping.py: stale audits, decay and prune, the retention window
+    SpokenSessions   spoken.py: a voice session's records (flushed, ended)
+    Spending, Tuning usage.py, settings.py: the usage ledger's reads; the recall knobs (dashboard)
+    Overview         recall/overview.py: the dashboard's read model
+    StoreTools       operator.py: the operator's store tools (audit, upkeep, reembed, bulletins)
+    job kinds        Extraction, Reflection, Compaction, Consolidation, ...: the model-calling jobs
+                     (jobs/), run by the bot's job runner; job_charge names whose cost each is
+
+The face's table is split by area (core, shared values, operator, dashboard, people, running bot, a
+turn's context): each area's names for mypy and its table of name -> module.
 
 The map behind the face, by layer (a map for a reader, not an import rule: the arrows that are enforced are
 between packages):
 
-    memory/           the face: api (the root), turns, forget, reminding, engine, models, scopes, errors, protocols,
-                      clock, tools; and what every layer may use: safety (the write-safety filters), evasions (text folding)
+    memory/           the face: api (the root), turns, forget, own, following, reminding, housekeeping,
+                      spoken, usage, settings, operator, charges, engine, models, scopes, errors,
+                      protocols, clock, tools; and what every layer may use: safety (the write-safety
+                      filters), evasions (text folding)
     memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table, built once by
                       the engine; most SQL (write/tombstones, write/ingest and upkeep/ run their own tables' too)
     memory/recall/    reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
