@@ -22,8 +22,7 @@ class Erasure:
 
     def memory(self, memory_id: str, *, asked_in: tuple[str, str] | None = None) -> Erased:
         """:raises NotFound: no such id."""
-        done = forget_memory(self.engine, memory_id, asked_in=asked_in)
-        return Erased(tuple(done.memories), tuple(done.contents), done.messages)
+        return forget_memory(self.engine, memory_id, asked_in=asked_in).erased()
 
     def everything(self, person_ids: list[str]) -> dict[str, int]:
         return forget_everything(self.engine, person_ids)

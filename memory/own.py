@@ -17,7 +17,7 @@ from .engine import MemoryEngine
 from .models import Erased, FactKind, MemoryType, NewMemory, Provenance, Source
 from .scopes import RecallContext, write_scope
 from .storage.memories import RecallFilters
-from .upkeep.forgetting import Forgotten, forget_memory, veto
+from .upkeep.forgetting import forget_memory, veto
 from .upkeep.said import forget_echoes, forget_said, said_matching
 from .write.subjects import bound, written_by
 
@@ -93,7 +93,7 @@ class OwnMemory:
         said = forget_said(self.engine, ctx, [person_id], rids)
         # a later reply that repeated it goes too
         forget_echoes(self.engine, ctx, [person_id], words)
-        return WordsErased(_erased(done), said, said_words if said else ())
+        return WordsErased(done.erased() if done else None, said, said_words if said else ())
 
     def veto(
         self, person_id: str, short_id: str, *, asked_in: tuple[str, str], owner: bool = False
@@ -101,15 +101,9 @@ class OwnMemory:
         """One memory of the person's /about me list, with the full cascade; None (nothing
         changed) unless ``short_id`` names exactly one of theirs."""
         done = veto(self.engine, person_id, short_id, asked_in=asked_in, owner=owner)
-        return _erased(done)
+        return done.erased() if done else None
 
 
 def _own(person_id: str) -> RecallFilters:
     """Memories about the person asking (their own user scope), within what the context sees."""
     return RecallFilters(scope_ids=(person_id,))
-
-
-def _erased(done: Forgotten | None) -> Erased | None:
-    if done is None:
-        return None
-    return Erased(tuple(done.memories), tuple(done.contents), done.messages)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..engine import MemoryEngine
-from ..models import Memory
+from ..models import Erased, Memory
 from ..scopes import placeholders
 from .maintenance import forget_audits
 from .registry import REGISTRY, forget_files, guild_keys, guild_rows, person_keys, person_rows
@@ -35,6 +35,10 @@ class Forgotten:
     memories: list[str] = field(default_factory=list)
     contents: list[str] = field(default_factory=list)
     messages: int = 0
+
+    def erased(self) -> Erased:
+        """The frozen value the face returns."""
+        return Erased(tuple(self.memories), tuple(self.contents), self.messages)
 
 
 def forget_memory(
