@@ -10,12 +10,15 @@ from .protocols import Embedder
 from .recall.leaks import LeakCheck
 from .recall.recall import MemoryRecall
 from .storage.audit import AuditTrail
+from .storage.bulletins import BulletinRows
 from .storage.checkins import CheckinStore
 from .storage.claims import JobClaims
 from .storage.corpus import MemoryCorpus, MessageCorpus
 from .storage.db import Rewritten
+from .storage.departures import PlaceDepartures
 from .storage.embeddings import EmbeddingService
 from .storage.graph import Graph
+from .storage.ingest import IngestLog
 from .storage.knobs import KnobStore
 from .storage.ledger import UsageLedger
 from .storage.manners import PlaceModes, ReplyFeedback
@@ -133,6 +136,9 @@ class MemoryEngine:
         self.place_modes = PlaceModes(db, self.clock)  # ORCH-10: each place's group manners
         # ORCH-12: reactions
         self.feedback = ReplyFeedback(db, self.clock, self.messages, self.memory_rows)
+        self.bulletin_rows = BulletinRows(db)  # MAINT-5: each scope's briefing
+        self.departures = PlaceDepartures(db)  # SEC-7: the places the bot was removed from
+        self.ingest_log = IngestLog(db, clock)  # WRITE-7: the files ingested, passage by passage
 
     @property
     def path(self) -> str:

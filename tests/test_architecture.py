@@ -830,11 +830,6 @@ KNOWN_UNTYPED = {
 }
 # path -> reads of a row by column name; SQL run outside memory/storage/ (the repositories' work, issue 32 item 3)
 KNOWN_ROW_READS = {
-    "memory/upkeep/bulletin.py": 5,
-    "memory/upkeep/leftovers.py": 5,
-    "memory/upkeep/retention.py": 4,
-    "memory/upkeep/transfer.py": 15,
-    "memory/write/ingest.py": 4,
     "memory/write/tombstones.py": 7,
 }
 

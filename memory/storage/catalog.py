@@ -84,6 +84,30 @@ def key(db: Database, table: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class ColumnType:
+    table: str
+    column: str
+    type: str  # as declared: SQLite's free text ("TEXT", "" for none), PostgreSQL's data_type
+
+
+def column_types(db: Database) -> list[ColumnType]:
+    """Every column of every table with its declared type, table by table in column order; SQLite's virtual
+    tables left out (their shadow tables are listed), PostgreSQL's tables of the current schema."""
+    if db.engine == "postgresql":
+        sql = (
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
+        )
+    else:
+        sql = (
+            "SELECT m.name, p.name, p.type FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+            "WHERE m.type = 'table' AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%' "
+            "ORDER BY m.name, p.cid"
+        )
+    return [ColumnType(str(t), str(c), str(d or "")) for t, c, d in db.execute(sql)]
+
+
 def advance_ids(db: Database) -> int:
     """Each identity column's next value set past the largest id in its table (rows copied in kept their ids, and the
     sequence never saw them). SQLite needs nothing: an INTEGER PRIMARY KEY takes the largest rowid plus one."""

@@ -34,6 +34,7 @@ from ..models import Memory, Scope
 from ..protocols import Completer
 from ..safety import redact_secrets
 from ..scopes import RecallContext
+from ..storage.bulletins import Bulletin
 from ..storage.corpus import Filter
 
 log = logging.getLogger(__name__)
@@ -82,15 +83,6 @@ class BulletinScope:
 
 
 @dataclass(frozen=True, slots=True)
-class Bulletin:
-    scope: str
-    scope_id: str
-    text: str
-    built_at: float
-    memory_count: int
-
-
-@dataclass(frozen=True, slots=True)
 class Plan:
     """A bulletin to write: its scope, the prompt for the model, and the memories it reads (rid, partition, words)."""
 
@@ -113,7 +105,7 @@ def scope_of(ctx: RecallContext) -> tuple[str, str]:
 
 
 class Bulletins:
-    """Owner of ``bulletins`` and ``bulletin_partitions``."""
+    """Which scopes get a bulletin, from what, and when; stored by ``engine.bulletin_rows``."""
 
     def __init__(self, engine: MemoryEngine, *, min_changes: int = MIN_CHANGES) -> None:
         self.engine, self.db, self.min_changes = engine, engine.db, min_changes
@@ -257,33 +249,16 @@ class Bulletins:
         text = redact_secrets((answer or "").strip())[:MAX_CHARS].strip()
         if not text:
             raise EmptyBulletin("the model wrote an empty bulletin")
-        where, now = plan.where, self.engine.clock.now()
+        where = plan.where
+        now = self.engine.clock.now()
+        bulletin = Bulletin(where.scope, where.scope_id, text, now, plan.memory_count)
         with self.db.transaction():
             if self._changed_meanwhile(plan):
                 raise StaleBulletin(
                     "a memory it was written from was forgotten or changed while the model wrote it"
                 )
-            self.db.execute(
-                "DELETE FROM bulletins WHERE scope = ? AND scope_id = ?",
-                (where.scope, where.scope_id),
-            )
-            self.db.execute(
-                "INSERT INTO bulletins (scope, scope_id, text, people, memory_count, built_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    where.scope,
-                    where.scope_id,
-                    text,
-                    json.dumps(list(where.people)),
-                    plan.memory_count,
-                    now,
-                ),
-            )
-            rowid = int(self.db.con.last_insert_rowid())
-            self.db.con.executemany(
-                "INSERT INTO bulletin_partitions (bulletin_id, partition_key) VALUES (?, ?)",
-                [(rowid, k) for k in where.partitions],
-            )
-        return Bulletin(where.scope, where.scope_id, text, now, plan.memory_count)
+            self.engine.bulletin_rows.replace(bulletin, where.people, where.partitions)
+        return bulletin
 
     def _changed_meanwhile(self, plan: Plan) -> bool:
         """The model takes seconds: a memory forgotten (or reworded) meanwhile must not come back in its bulletin."""
@@ -294,24 +269,13 @@ class Bulletins:
         return now != set(plan.read)
 
     def get(self, scope: str, scope_id: str) -> Bulletin | None:
-        row = self.db.one(
-            "SELECT * FROM bulletins WHERE scope = ? AND scope_id = ?", (scope, scope_id)
-        )
-        return _bulletin(row) if row else None
+        return self.engine.bulletin_rows.get(scope, scope_id)
 
     def for_context(self, ctx: RecallContext) -> Bulletin | None:
         return self.get(*scope_of(ctx))
 
     def stored(self, scope: str | None = None, scope_id: str | None = None) -> list[Bulletin]:
-        conditions = [
-            (c, v) for c, v in (("scope = ?", scope), ("scope_id = ?", scope_id)) if v is not None
-        ]
-        where = " AND ".join(c for c, _ in conditions) or "1"
-        rows = self.db.rows(
-            f"SELECT * FROM bulletins WHERE {where} ORDER BY scope, scope_id",
-            tuple(v for _, v in conditions),
-        )
-        return [_bulletin(r) for r in rows]
+        return self.engine.bulletin_rows.stored(scope, scope_id)
 
 
 def refresh(bulletins: Bulletins, complete: Completer, plans: list[Plan]) -> list[Bulletin]:
@@ -327,12 +291,6 @@ def refresh(bulletins: Bulletins, complete: Completer, plans: list[Plan]) -> lis
                 "could not write the bulletin of %s %s", plan.where.scope, plan.where.scope_id
             )
     return written
-
-
-def _bulletin(row: dict) -> Bulletin:
-    return Bulletin(
-        row["scope"], row["scope_id"], row["text"], row["built_at"], row["memory_count"]
-    )
 
 
 def _line(m: Memory) -> str:

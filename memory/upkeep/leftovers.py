@@ -31,12 +31,12 @@ from pathlib import Path
 
 from ..engine import MemoryEngine
 from ..scopes import message_partition, placeholders
+from ..storage.catalog import column_types
 from ..storage.corpus import Corpus
 from .journals import safe_name
 from .registry import REGISTRY, person_keys, person_rows
 
 CHUNK = 1 << 20
-PG_COLUMNS = "information_schema" + ".columns"
 NOT_TEXT = (
     "blob",
     "int",
@@ -119,24 +119,14 @@ def _tables(engine: MemoryEngine, target: Target) -> Found:
 def _text_columns(engine: MemoryEngine) -> Iterator[tuple[str, list[str]]]:
     """Every ordinary table's text columns (an index's own tables are the fts shadow surface)."""
     shadows = _shadow_tables(engine)
-    if engine.db.engine == "postgresql":
-        rows = engine.db.rows(
-            f"SELECT table_name AS t, column_name AS c, data_type AS d FROM {PG_COLUMNS} "
-            "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
-        )
-    else:
-        rows = engine.db.rows(
-            "SELECT m.name AS t, p.name AS c, p.type AS d FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
-            "WHERE m.type = 'table' AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY m.name, p.cid"
-        )
     tables: dict[str, list[str]] = {}
-    for row in rows:
+    for found in column_types(engine.db):
         if (
-            row["t"] not in shadows
-            and not row["t"].startswith("sqlite_")
-            and not any(k in row["d"].lower() for k in NOT_TEXT)
+            found.table not in shadows
+            and not found.table.startswith("sqlite_")
+            and not any(k in found.type.lower() for k in NOT_TEXT)
         ):
-            tables.setdefault(row["t"], []).append(row["c"])
+            tables.setdefault(found.table, []).append(found.column)
     yield from tables.items()
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from ..clock import DAY
 from ..engine import MemoryEngine
 from ..models import Provenance
+from ..storage.departures import Departure
 from .daily import CATCH_UP_DAYS
 from .forgetting import forget_guild
 from .maintenance import blank_excerpts
@@ -116,58 +117,30 @@ def _expired(prov: Provenance, at: float) -> Provenance:
 
 
 # -- a place the bot left ---------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Departure:
-    guild_id: str
-    platform: str
-    left_at: float
-    purge_at: float
-
-
 class Departures:
-    """Owner of ``place_departures``: the servers and groups the bot was removed from, purged after ``grace_days``."""
+    """The servers and groups the bot was removed from (``engine.departures``), purged after ``grace_days``."""
 
     def __init__(self, engine: MemoryEngine, grace_days: float) -> None:
-        self.engine, self.db, self.grace_days = engine, engine.db, grace_days
+        self.engine, self.rows, self.grace_days = engine, engine.departures, grace_days
 
     def left(self, platform: str, guild_id: str) -> Departure:
         """The bot was removed (kicked, or the place deleted): its purge is due after the grace period. Told twice,
         the first departure's date holds (a re-delivered event does not postpone the purge)."""
         now = self.engine.clock.now()
-        with self.db.transaction():
-            self.db.execute(
-                "INSERT INTO place_departures (guild_id, platform, left_at, purge_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (guild_id) DO NOTHING",
-                (guild_id, platform, now, now + self.grace_days * DAY),
-            )
+        self.rows.add(Departure(guild_id, platform, now, now + self.grace_days * DAY))
         found = self.get(guild_id)
         assert found is not None
         return found
 
     def returned(self, guild_id: str) -> bool:
         """The bot was added back before the purge: nothing is purged. True when a purge was pending."""
-        with self.db.transaction():
-            return bool(
-                self.db.rows(
-                    "DELETE FROM place_departures WHERE guild_id = ? RETURNING guild_id",
-                    (guild_id,),
-                )
-            )
+        return self.rows.remove(guild_id)
 
     def get(self, guild_id: str) -> Departure | None:
-        row = self.db.one("SELECT * FROM place_departures WHERE guild_id = ?", (guild_id,))
-        return (
-            Departure(row["guild_id"], row["platform"], row["left_at"], row["purge_at"])
-            if row
-            else None
-        )
+        return self.rows.get(guild_id)
 
     def due(self) -> list[Departure]:
-        rows = self.db.rows(
-            "SELECT * FROM place_departures WHERE purge_at <= ? ORDER BY purge_at",
-            (self.engine.clock.now(),),
-        )
-        return [Departure(r["guild_id"], r["platform"], r["left_at"], r["purge_at"]) for r in rows]
+        return self.rows.due(self.engine.clock.now())
 
     def purge(self, departure: Departure) -> dict[str, int]:
         """Everything of the place, as the dashboard's guild purge does it, with one audit row and one log line
@@ -175,10 +148,8 @@ class Departures:
         if self.get(departure.guild_id) is None:
             return {}
         counts = forget_guild(self.engine, departure.guild_id)
-        with self.db.transaction():
-            self.db.execute(
-                "DELETE FROM place_departures WHERE guild_id = ?", (departure.guild_id,)
-            )
+        with self.engine.db.transaction():
+            self.rows.remove(departure.guild_id)
             detail = {
                 "platform": departure.platform,
                 "left_at": departure.left_at,

@@ -162,31 +162,13 @@ def _new_memory(item: dict[str, Any]) -> NewMemory:
     )
 
 
-def _import_messages(engine: MemoryEngine, rows: list[Any], owner: str, reasons: list[str]) -> int:
+def _import_messages(engine: MemoryEngine, items: list[Any], owner: str, reasons: list[str]) -> int:
     """Messages already in the store (same id) are skipped, so importing an export twice adds nothing."""
     new = []
-    for n, row in enumerate(rows, start=1):
+    for n, item in enumerate(items, start=1):
         try:
-            if engine.messages.rids_by_id([str(row["id"])]):
-                continue
-            new.append(
-                NewMessage(
-                    platform=row["platform"],
-                    channel_id=str(row["channel_id"]),
-                    author_id=str(row["author_id"]),
-                    content=row["content"],
-                    guild_id=row.get("guild_id"),
-                    author_name=row.get("author_name") or "",
-                    role=row.get("role", "user"),
-                    modality=row.get("modality", "text"),
-                    platform_message_id=row.get("platform_message_id"),
-                    dm_person_id=None
-                    if row.get("guild_id")
-                    else (row["author_id"] if row.get("role") == "user" else owner),
-                    created_at=float(row["created_at"]),
-                    id=str(row["id"]),
-                )
-            )
+            if not engine.messages.rids_by_id([str(item["id"])]):
+                new.append(_new_message(item, owner))
         except (KeyError, TypeError, ValueError) as exc:
             reasons.append(f"message {n}: {_reason(exc)}")
     added = 0
@@ -197,6 +179,26 @@ def _import_messages(engine: MemoryEngine, rows: list[Any], owner: str, reasons:
         except InvalidInput as exc:
             reasons.append(f"message {message.id}: {exc}")
     return added
+
+
+def _new_message(item: dict[str, Any], owner: str) -> NewMessage:
+    """An exported message (a JSON object of the file, times in seconds) as the message it was."""
+    guild_id = item.get("guild_id")
+    author_id, role = str(item["author_id"]), item.get("role", "user")
+    return NewMessage(
+        platform=item["platform"],
+        channel_id=str(item["channel_id"]),
+        author_id=author_id,
+        content=item["content"],
+        guild_id=guild_id,
+        author_name=item.get("author_name") or "",
+        role=role,
+        modality=item.get("modality", "text"),
+        platform_message_id=item.get("platform_message_id"),
+        dm_person_id=None if guild_id else (author_id if role == "user" else owner),
+        created_at=float(item["created_at"]),
+        id=str(item["id"]),
+    )
 
 
 def _import_summaries(engine: MemoryEngine, rows: list[Any], reasons: list[str]) -> int:

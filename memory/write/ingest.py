@@ -14,7 +14,7 @@
                passages they replace; the file's hash is recorded, so an unchanged file is skipped
 
 Provenance names the resolved path with the line range, ``/notes/plan.md#L10-L24`` (a PDF adds its page:
-``#p3:L5-L20``), and ``line`` is the first line. This module owns ``ingest_files`` and ``ingest_passages``.
+``#p3:L5-L20``), and ``line`` is the first line. What was ingested is kept by ``memory.storage.ingest``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
@@ -46,6 +46,7 @@ from ..protocols import Completer
 from ..safety import MAX_SUBJECT, check_memory, normalise_text, redact_secrets
 from ..scopes import memory_partition
 from ..storage.embeddings import ModelMismatch
+from ..storage.ingest import IngestLog, PassageRow
 from .extraction import BadAnswer, parse_date, parse_list
 from .passages import BadFile, Passage, file_digest, read_passages
 from .tombstones import unforgotten
@@ -99,66 +100,6 @@ class Prepared:
     rejected: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    seq: int
-    digest: str
-    page: int | None
-    start: int
-    end: int
-    memory_id: str | None
-
-
-# -- the tables ---------------------------------------------------------------------------------------------
-class IngestLog:
-    """The only SQL on ``ingest_files`` and ``ingest_passages``."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.db = engine.db
-        self.clock = engine.clock
-
-    def known(self, path: str, partition: str) -> tuple[int, str] | None:
-        row = self.db.one(
-            "SELECT id, content_hash FROM ingest_files WHERE path = ? AND partition_key = ?",
-            (path, partition),
-        )
-        return (row["id"], row["content_hash"]) if row else None
-
-    def open_file(self, path: str, target: Target, size: int) -> int:
-        """The file's row (made on first sight with no hash, so a crash before ``finish`` ingests it again)."""
-        found = self.known(path, target.partition)
-        if found:
-            return found[0]
-        self.db.execute(
-            "INSERT INTO ingest_files (path, partition_key, scope, scope_id, content_hash, size, ingested_at) "
-            "VALUES (?, ?, ?, ?, '', ?, ?)",
-            (path, target.partition, target.scope.value, target.scope_id, size, self.clock.now()),
-        )
-        return int(self.db.con.last_insert_rowid())
-
-    def rows(self, file_id: int) -> list[_Row]:
-        cur = self.db.execute(
-            "SELECT seq, passage_hash, page, start_line, end_line, memory_id FROM ingest_passages WHERE file_id = ? ORDER BY seq, rowid",
-            (file_id,),
-        )
-        return [_Row(*r) for r in cur]
-
-    def add_rows(self, file_id: int, rows: Iterable[_Row]) -> None:
-        self.db.con.executemany(
-            "INSERT INTO ingest_passages (file_id, seq, passage_hash, page, start_line, end_line, memory_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(file_id, r.seq, r.digest, r.page, r.start, r.end, r.memory_id) for r in rows],
-        )
-
-    def finish(self, file_id: int, rows: list[_Row], digest: str, size: int, passages: int) -> None:
-        with self.db.transaction():
-            self.db.execute("DELETE FROM ingest_passages WHERE file_id = ?", (file_id,))
-            self.add_rows(file_id, rows)
-            self.db.execute(
-                "UPDATE ingest_files SET content_hash = ?, size = ?, passages = ?, ingested_at = ? WHERE id = ?",
-                (digest, size, passages, self.clock.now(), file_id),
-            )
-
-
 # -- one file -----------------------------------------------------------------------------------------------
 class FileRun:
     """One file's ingest, step by step (``Ingester.ingest`` runs the steps in order)."""
@@ -182,7 +123,7 @@ class FileRun:
             self._unused.setdefault(digest_, []).append(index)
         self._kept: set[int] = set()
         self.new_order: list[str] = []
-        self.rows: list[_Row] = []
+        self.rows: list[PassageRow] = []
         self._moved: list[tuple[str, Provenance]] = []
         self.retry_empty = False  # --force: a passage that gave nothing before is read again
 
@@ -212,7 +153,7 @@ class FileRun:
             self.report.kept += 1
             for row in self.old_order[index][1]:
                 self.rows.append(
-                    _Row(
+                    PassageRow(
                         seq, passage.digest, passage.page, passage.start, passage.end, row.memory_id
                     )
                 )
@@ -229,9 +170,7 @@ class FileRun:
         transaction that first checks the file was not forgotten while the model read it (issue 33), and reads
         the tombstones again: a forget that landed meanwhile leaves nothing of the file learned back."""
         with self.engine.db.transaction():
-            if not self.engine.db.scalar(
-                "SELECT 1 FROM ingest_files WHERE id = ?", (self.file_id,)
-            ):
+            if not self.log.exists(self.file_id):
                 raise BadFile(
                     f"{self.path} was forgotten while it was being read; nothing more of it is stored"
                 )
@@ -255,7 +194,7 @@ class FileRun:
             p = item.passage
             # a passage that gave nothing is still known
             made: list[str | None] = list(memory_ids) or [None]
-            new_rows += [_Row(item.seq, p.digest, p.page, p.start, p.end, m) for m in made]
+            new_rows += [PassageRow(item.seq, p.digest, p.page, p.start, p.end, m) for m in made]
         self.report.memories += sum(len(i) for i in ids)
         with (
             self.engine.db.transaction()
@@ -300,8 +239,8 @@ def _unforgotten(engine: MemoryEngine, item: Prepared) -> Prepared:
     return replace(item, memories=kept, rejected=(*item.rejected, reason))
 
 
-def _passages(rows: list[_Row]) -> list[tuple[str, list[_Row]]]:
-    out: list[tuple[str, list[_Row]]] = []
+def _passages(rows: list[PassageRow]) -> list[tuple[str, list[PassageRow]]]:
+    out: list[tuple[str, list[PassageRow]]] = []
     for row in rows:
         if out and out[-1][1][0].seq == row.seq:
             out[-1][1].append(row)
@@ -514,7 +453,7 @@ class Ingester:
         """``force``: read a file again though it is unchanged, for the passages that gave nothing (a model that found
         nothing the first time); what was already learned from it is kept, not stored twice."""
         self.engine, self.target, self.complete, self.force = engine, target, complete, force
-        self.log = IngestLog(engine)
+        self.log = engine.ingest_log
 
     def begin(self, path: Path) -> FileRun | FileReport:
         """The file's run, or its report when there is nothing to do (unchanged) or it cannot be read."""
@@ -527,7 +466,10 @@ class Ingester:
         if found and found[1] == digest and not self.force:
             return FileReport(str(path), "unchanged")
         with self.engine.db.transaction():
-            file_id = self.log.open_file(str(path), self.target, size)
+            target = self.target
+            file_id = self.log.open_file(
+                str(path), target.partition, target.scope.value, target.scope_id, size
+            )
         run = FileRun(self.engine, self.log, path, file_id, digest, size)
         run.retry_empty = self.force
         return run
@@ -570,20 +512,8 @@ def forget_file(engine: MemoryEngine, path: Path) -> dict[str, int]:
     file again starts over, and the tombstones keep what was forgotten from being learned back."""
     from ..upkeep.forgetting import forget_memory
 
-    files = [
-        row["id"]
-        for row in engine.db.rows(
-            "SELECT id FROM ingest_files WHERE path = ?", (str(path.expanduser().resolve()),)
-        )
-    ]
-    marks = ", ".join("?" * len(files))
-    ids = [
-        row["memory_id"]
-        for row in engine.db.rows(
-            f"SELECT DISTINCT memory_id FROM ingest_passages WHERE file_id IN ({marks}) AND memory_id IS NOT NULL",
-            tuple(files),
-        )
-    ]
+    files = engine.ingest_log.files_at(str(path.expanduser().resolve()))
+    ids = engine.ingest_log.memory_ids(files)
     forgotten = 0
     for memory_id in ids:
         try:
@@ -592,7 +522,5 @@ def forget_file(engine: MemoryEngine, path: Path) -> dict[str, int]:
             NotFound
         ):  # already gone (forgotten alone, or with an earlier version of the same fact)
             continue
-    with engine.db.transaction():
-        engine.db.execute(f"DELETE FROM ingest_passages WHERE file_id IN ({marks})", tuple(files))
-        engine.db.execute(f"DELETE FROM ingest_files WHERE id IN ({marks})", tuple(files))
+    engine.ingest_log.drop(files)
     return {"files": len(files), "memories": forgotten}
