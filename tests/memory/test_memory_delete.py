@@ -437,3 +437,24 @@ def test_round_trip_keeps_a_live_memory_whose_importance_decayed_below_one(engin
     data = export_person(engine, ["xena"])
     forget_person(engine, ["xena"])
     assert import_memories(engine, data)["stored"] == 1
+
+
+def test_imported_messages_refuse_bad_rows_and_file_a_numeric_author_under_that_person(engine):
+    said = {"platform": "discord", "channel_id": 7, "author_id": 42, "role": "user"}
+    data = {
+        "memories": [],
+        "messages": [
+            {**said, "id": "m1", "content": "my kite is red", "created_at": "2026-01-02T00:00Z"},
+            "not an object",
+            {**said, "id": "m3", "created_at": 1.0},  # no words
+            {**said, "id": "m4", "content": "kept out", "created_at": "yesterday"},
+        ],
+    }
+    counts = import_memories(engine, data)
+    assert counts["messages"] == 1
+    assert [r.split(":")[0] for r in counts["reasons"]] == ["message 2", "message 3", "message 4"]
+    assert "missing field 'content'" in counts["reasons"][1]
+    # a DM message: the person it belongs to is its author, as their id is written everywhere else
+    exported = export_person(engine, ["42"])["messages"]
+    assert [(m["content"], m["author_id"]) for m in exported] == [("my kite is red", "42")]
+    assert import_memories(engine, data)["messages"] == 0
