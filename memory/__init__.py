@@ -193,6 +193,7 @@ if TYPE_CHECKING:
         private_file,
         private_folder,
     )
+    from .storage.storefile import StoreFile
     from .upkeep.bulletin import Bulletin
     from .upkeep.copy import CopyReport, copy_store
     from .upkeep.leftovers import Folders, Found
@@ -206,6 +207,7 @@ _OPERATOR = {
     "dump_commands": "storage.pg",
     "open_database": "storage.pg",
     "redact": "storage.pg",
+    "StoreFile": "storage.storefile",
     "PRIVATE_FOLDER": "storage.private",
     "SIDE_FILES": "storage.private",
     "create_private": "storage.private",
