@@ -110,15 +110,15 @@ def open_engine(
 
 def _upgrade_once(path: Path) -> None:
     """A store written by an older version is migrated before a reader opens it, as any writing command would do."""
-    from memory import Database, SchemaError, StoreUnavailable, read_only
+    from memory import SchemaError, StoreFile, StoreUnavailable
 
-    reader = Database(read_only(path))
+    reader = StoreFile(path)
     behind = reader.behind
     reader.close()
     if not behind:
         return
     try:
-        Database(path).close()
+        StoreFile.upgrade(path)
     except StoreUnavailable:
         raise SchemaError(
             f"{path} was written by an older companion and needs {behind} schema migration(s), "

@@ -135,7 +135,6 @@ if TYPE_CHECKING:
     from .forget import Erasure
     from .jobs.base import FAILED
     from .jobs.day import DayReflection
-    from .recall.retrieval import ALL_CHANNELS, Channel, Hit
     from .storage.checkins import Checkin, QuietHours
     from .storage.db import Database, read_only
     from .storage.ledger import Charge
@@ -143,6 +142,7 @@ if TYPE_CHECKING:
     from .storage.model_traits import ModelTraits, Sight
     from .storage.persona import MAX_PLACE_PERSONA
     from .storage.pg import is_postgres
+    from .storage.ranking import ALL_CHANNELS, Channel, Hit
     from .storage.sessions import ChannelState
     from .storage.timezones import Timezones
     from .upkeep.bulletin import Bulletins
@@ -154,9 +154,6 @@ _SHARED = {
     "Erasure": "forget",
     "FAILED": "jobs.base",
     "DayReflection": "jobs.day",
-    "ALL_CHANNELS": "recall.retrieval",
-    "Channel": "recall.retrieval",
-    "Hit": "recall.retrieval",
     "Checkin": "storage.checkins",
     "QuietHours": "storage.checkins",
     "Database": "storage.db",
@@ -167,6 +164,9 @@ _SHARED = {
     "Sight": "storage.model_traits",
     "MAX_PLACE_PERSONA": "storage.persona",
     "is_postgres": "storage.pg",
+    "ALL_CHANNELS": "storage.ranking",
+    "Channel": "storage.ranking",
+    "Hit": "storage.ranking",
     "ChannelState": "storage.sessions",
     "Timezones": "storage.timezones",
     "Bulletins": "upkeep.bulletin",
@@ -193,6 +193,7 @@ if TYPE_CHECKING:
         private_file,
         private_folder,
     )
+    from .storage.storefile import StoreFile
     from .upkeep.bulletin import Bulletin
     from .upkeep.copy import CopyReport, copy_store
     from .upkeep.leftovers import Folders, Found
@@ -206,6 +207,7 @@ _OPERATOR = {
     "dump_commands": "storage.pg",
     "open_database": "storage.pg",
     "redact": "storage.pg",
+    "StoreFile": "storage.storefile",
     "PRIVATE_FOLDER": "storage.private",
     "SIDE_FILES": "storage.private",
     "create_private": "storage.private",

@@ -16,11 +16,11 @@ from .engine import MemoryEngine
 from .forget import Forgetting
 from .models import Memory, NewMemory
 from .recall.context import MemoryContext, RecallSnapshot
-from .recall.retrieval import Hit
 from .reminding import Reminding
 from .scopes import RecallContext
 from .storage.db import AsyncRunner
 from .storage.memories import RecallFilters
+from .storage.ranking import Hit
 from .storage.sessions import ChannelState, ExtractionBuffer
 from .turns import Turns
 from .write.store import WriteResult

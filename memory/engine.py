@@ -9,6 +9,7 @@ from .clock import Clock, SystemClock
 from .protocols import Embedder
 from .recall.leaks import LeakCheck
 from .recall.recall import MemoryRecall
+from .recall.retrieval import Retriever
 from .storage.audit import AuditTrail
 from .storage.bulletins import BulletinRows
 from .storage.checkins import CheckinStore
@@ -34,6 +35,7 @@ from .storage.ratelimits import RateWindows
 from .storage.reminders import Reminders
 from .storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from .storage.timezones import Timezones
+from .storage.tombstones import TombstoneRows
 from .storage.vectors import DEFAULT_MIRROR_MB, MirrorBudget, VectorIndex, limit_blas_threads
 from .upkeep.journals import Journals
 from .write.store import MemoryStore
@@ -94,6 +96,7 @@ class MemoryEngine:
         # SEC-5: what was forgotten; a person's names tell no fact of theirs apart (``self.people``, built below)
         tombstones = Tombstones(
             self.db,
+            TombstoneRows(self.db),
             self.clock,
             secret_key,
             self.embeddings,
@@ -104,7 +107,13 @@ class MemoryEngine:
         self.memories = MemoryStore(
             self.memory_rows, self.embeddings, self.graph, tombstones, self.journals
         )
-        self.messages = MessageLog(message_corpus, self.embeddings, self.knobs, self.clock)
+        self.messages = MessageLog(
+            message_corpus,
+            self.embeddings,
+            self.knobs,
+            self.clock,
+            Retriever(message_corpus, self.embeddings, self.clock),
+        )
         # SEC-6: what a reply would reveal
         self.leaks = LeakCheck(memory_corpus, message_corpus, self.clock.now)
         self._repositories(extraction_debounce_s, summary_ttl_s, timezone)

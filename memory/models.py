@@ -128,6 +128,16 @@ class EntityRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Entity:
+    """An entity of the graph as the operator sees it: how many memories mention it."""
+
+    id: int
+    name: str
+    kind: str
+    mentions: int
+
+
+@dataclass(frozen=True, slots=True)
 class WrittenBy:
     """What a write path knew of who said a fact, for deciding whom it is about (SEC-5,
     ``memory.write.subjects``): the accounts the speaker @mentioned or replied to in the lines it came

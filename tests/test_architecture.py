@@ -366,12 +366,8 @@ def import_cycles(
     return cycles
 
 
-# Known debt: tombstones.unforgotten takes the whole engine (a type-only import, still a circle to a reader).
-KNOWN_CYCLES = [["memory.engine", "memory.write.store", "memory.write.tombstones", "memory.engine"]]
-
-
 def test_memory_modules_import_each_other_without_a_cycle():
-    assert import_cycles() == KNOWN_CYCLES
+    assert import_cycles() == []
 
 
 def test_a_planted_import_cycle_is_found(tmp_path: Path) -> None:
@@ -538,12 +534,8 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return groups
 
 
-# the same declared debt, as a group of modules
-KNOWN_CIRCLES = [sorted(set(c)) for c in KNOWN_CYCLES]
-
-
 def test_no_import_cycles_between_modules_of_any_package():
-    assert [c for c in circles() if c not in KNOWN_CIRCLES] == []
+    assert circles() == []
 
 
 def test_the_cycle_check_sees_a_type_only_circle(tmp_path: Path) -> None:
@@ -570,8 +562,6 @@ ABOVE_STORAGE = (
     "memory.upkeep",
     "memory.jobs",
 )
-# Known debt, so it can only shrink: the message search ranks with recall's Retriever (and returns its Hit).
-KNOWN_UPWARD = {("memory/storage/messages.py", "memory.recall.retrieval")}
 
 
 def storage_imports_above(root: Path = ROOT) -> set[tuple[str, str]]:
@@ -586,12 +576,8 @@ def storage_imports_above(root: Path = ROOT) -> set[tuple[str, str]]:
 
 
 def test_storage_imports_nothing_above_it():
-    assert storage_imports_above() - KNOWN_UPWARD == set()
-
-
-def test_the_known_upward_imports_of_storage_are_still_there():
-    """When debt is paid, strike it from KNOWN_UPWARD so it cannot come back unnoticed."""
-    assert KNOWN_UPWARD - storage_imports_above() == set()
+    """The message search is handed recall's ranker by the engine (``memory.storage.ranking``)."""
+    assert storage_imports_above() == set()
 
 
 def test_a_planted_upward_import_in_storage_is_found(tmp_path: Path) -> None:
@@ -821,33 +807,18 @@ def row_reads(root: Path = ROOT) -> dict[str, int]:
     return found
 
 
-# Declared debt: it may only shrink. An entry paid off must be struck here too (the tests below fail until it is).
-KNOWN_UNTYPED = {
-    # Both reached by name only: the bot calls ``Overview.entities`` and builds a ``Database`` for backups and
-    # the doctor, never reading its rows; ``memory.recall.overview`` turns the graph's rows into ``Entity`` values.
-    "memory/storage/db.py:Database.rows",
-    "memory/storage/graph.py:Graph.entities",
-}
-# path -> reads of a row by column name; SQL run outside memory/storage/ (the repositories' work, issue 32 item 3)
-KNOWN_ROW_READS = {
-    "memory/write/tombstones.py": 7,
-}
-
-
-def test_no_untyped_dict_crosses_from_memory_to_the_bot_or_voice_beyond_the_declared_debt():
-    found = untyped_signatures()
-    assert found - KNOWN_UNTYPED == set(), (
+def test_no_untyped_dict_crosses_from_memory_to_the_bot_or_voice():
+    """The doctor, restore and the upgrade check open a store as ``memory.StoreFile`` (values, never
+    rows); the dashboard's entities are ``Entity`` values."""
+    assert untyped_signatures() == set(), (
         "type it (a value of memory.models), or JsonObject if it truly is JSON"
     )
-    assert KNOWN_UNTYPED - found == set(), "paid off: strike it from KNOWN_UNTYPED"
 
 
-def test_rows_are_read_by_column_name_only_in_storage_beyond_the_declared_debt():
-    found = row_reads()
-    grown = {path: n for path, n in found.items() if n > KNOWN_ROW_READS.get(path, 0)}
-    assert grown == {}, "read a value of memory.models (converted in memory/storage/), not a row"
-    assert {path: n for path, n in KNOWN_ROW_READS.items() if found.get(path, 0) < n} == {}, (
-        "paid off: lower KNOWN_ROW_READS"
+def test_rows_are_read_by_column_name_only_in_storage():
+    """SQL runs in the table's repository (memory/storage/), which hands up values, not rows."""
+    assert row_reads() == {}, (
+        "read a value of memory.models (converted in memory/storage/), not a row"
     )
 
 

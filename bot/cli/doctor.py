@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from memory import ServerFacts, Sight
+    from memory import ServerFacts, Sight, StoreFile
 
     from ..config import Settings
     from ..local_model import Loaded
@@ -232,7 +232,7 @@ def startup_warnings(base_url: str, api_key: str) -> list[str]:
 # -- the doctor's own checks -------------------------------------------------------------------------------
 def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
     """(finding, the store's recorded embedding dim/fingerprint); opened read-only, so the doctor changes nothing."""
-    from memory import Database, MemoryStoreError, read_only
+    from memory import MemoryStoreError, StoreFile
 
     if not path.exists():
         return Finding(
@@ -242,7 +242,7 @@ def check_store(path: Path) -> tuple[Finding, dict[str, Any]]:
             "nothing to do if this is a new install: chat, run or memory add create it; otherwise check COMPANION_DB_PATH",
         ), {}
     try:
-        db = Database(read_only(path))
+        db = StoreFile(path)
     except (MemoryStoreError, OSError) as exc:
         return Finding(
             "store",
@@ -288,9 +288,7 @@ def check_files(store: Path, settings: Settings) -> Finding:
     return Finding("files", "fail", f"group or others may read {shown}", fix)
 
 
-def _store_finding(db: Any, path: Path) -> Finding:
-    from memory import count_memories
-
+def _store_finding(db: StoreFile, path: Path) -> Finding:
     from .output import counted
 
     verdict = db.quick_check()
@@ -308,13 +306,13 @@ def _store_finding(db: Any, path: Path) -> Finding:
             f"{path}: {db.behind} schema migration(s) pending",
             "none: the next command that writes applies them",
         )
-    return Finding("store", "ok", f"{path}: {counted(count_memories(db), 'memory')}, integrity ok")
+    return Finding("store", "ok", f"{path}: {counted(db.memories(), 'memory')}, integrity ok")
 
 
 def check_pg_store(url: str) -> tuple[Finding, dict[str, Any]]:
     """(finding, the store's recorded embedding dim/fingerprint) for a PostgreSQL store. Read first through a connection
     of its own; the store is opened (for its counts and settings) only when that changes nothing (``ServerFacts.ready``)."""
-    from memory import StoreUnavailable, count_memories, open_database, server_facts
+    from memory import StoreFile, StoreUnavailable, server_facts
 
     try:
         facts = server_facts(url)
@@ -325,13 +323,13 @@ def check_pg_store(url: str) -> tuple[Finding, dict[str, Any]]:
         return Finding("store", "fail", str(exc), fix), {}
     if not facts.ready:
         return _pg_finding(facts, 0), {}
-    db = open_database(url)
+    db = StoreFile(url)
     try:
         stored = {
             "dim": db.get_setting("embedding.dim"),
             "fingerprint": db.get_setting("embedding.fingerprint"),
         }
-        return _pg_finding(facts, count_memories(db)), stored
+        return _pg_finding(facts, db.memories()), stored
     finally:
         db.close()
 
@@ -463,7 +461,7 @@ def check_vision(settings: Settings, where: str) -> Finding:
 
 def _kept_vision(settings: Settings, where: str) -> Sight | None:
     """The probe's verdict in the store, or None (not asked yet, or no store to read: the store finding says why)."""
-    from memory import Database, ModelTraits, open_database, read_only
+    from memory import StoreFile
 
     from ..vision import vision_key
 
@@ -472,11 +470,8 @@ def _kept_vision(settings: Settings, where: str) -> Sight | None:
     if not is_pg and not path.exists():
         return None
     try:
-        db = open_database(where) if is_pg else Database(read_only(path))
-        try:
-            return ModelTraits(db).sight(vision_key(settings.llm_base_url, settings.chat_model))
-        finally:
-            db.close()
+        with StoreFile(where if is_pg else path) as db:
+            return db.sight(vision_key(settings.llm_base_url, settings.chat_model))
     except Exception:  # a damaged, newer or unreachable store: the store finding already says so
         return None
 

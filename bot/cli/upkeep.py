@@ -314,19 +314,19 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> None:
 def run_restore(args: argparse.Namespace, settings: Settings) -> None:
     """Check the backup is a store (opening it read-only refuses anything else), then copy it over the store
     with SQLite's backup API, which writes the live file and its WAL consistently, in one transaction."""
-    from memory import Database, SchemaError, read_only
+    from memory import SchemaError, StoreFile
 
     _refuse_on_postgres(settings, str(args.backup))
     source, target = args.backup, Path(settings.db_path)
     _check_restore(source, target, args.force)
     try:
-        reader = Database(read_only(source))
+        reader = StoreFile(source)
     except (
         SchemaError
     ) as exc:  # the file given is the problem (not SQLite, another program's, newer): bad input
         raise UsageError(f"{exc}; nothing was restored") from None
     try:
-        if (verdict := reader.scalar("PRAGMA quick_check")) != "ok":
+        if (verdict := reader.quick_check()) != "ok":
             raise CommandFailed(f"{source} is damaged ({verdict}); the store was left as it was")
         target.parent.mkdir(parents=True, exist_ok=True)
         reader.backup_to(target)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import MemoryEngine
-from ..models import Memory
+from ..models import Entity, Memory
 from ..storage.graph import entity_key
 from ..storage.memories import MemoryQuery
 from ..upkeep import maintenance
@@ -46,14 +46,6 @@ class Guild:
     name: str | None
     memories: int
     messages: int
-
-
-@dataclass(frozen=True, slots=True)
-class Entity:
-    id: int
-    name: str
-    kind: str
-    mentions: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +120,7 @@ class Overview:
         ]
 
     def entities(self, limit: int = 200) -> list[Entity]:
-        rows = self.engine.graph.entities(max(1, min(limit, 5000)))
-        return [Entity(r["id"], r["name"], r["entity_type"], r["mention_count"]) for r in rows]
+        return self.engine.graph.entities(max(1, min(limit, 5000)))
 
     def graph(self, limit: int = 300) -> GraphView:
         """People and the entities their live memories mention, and the relations between entities."""

@@ -12,7 +12,8 @@ from ..storage.corpus import MemoryCorpus
 from ..storage.embeddings import EmbeddingService
 from ..storage.knobs import KnobStore, Weights
 from ..storage.memories import MemoryRepository, RecallFilters, filters_sql
-from .retrieval import ALL_CHANNELS, Channel, Hit, Retriever
+from ..storage.ranking import ALL_CHANNELS, Channel, Hit
+from .retrieval import Retriever
 
 SEARCH_MODES = ("hybrid", "recent", "important", "typed")
 

@@ -20,7 +20,6 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
-from enum import StrEnum
 from typing import Any, Generic
 
 import numpy as np
@@ -29,31 +28,11 @@ from ..clock import DAY, Clock
 from ..storage.corpus import Corpus, Filter, Found
 from ..storage.embeddings import EmbeddingService
 from ..storage.knobs import Fusion, RecallKnobs, Weights
+from ..storage.ranking import ALL_CHANNELS, Channel, Hit
 from . import thesaurus, when
 
-
-class Channel(StrEnum):
-    VECTOR = "vector"
-    FTS = "fts"
-    RECENT = "recent"
-    GRAPH = "graph"
-
-
-ALL_CHANNELS = frozenset(Channel)
 SHORT_QUESTION_WORDS = 25
 FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|myself)\b", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class Hit(Generic[Found]):
-    """A found memory or message (``item``, converted from its row once, when it is found) and how it ranked."""
-
-    item: Found
-    score: float
-    relevance: float
-    cosine: float | None
-    text_score: float  # the BM25 score scaled to [0, 1] by the best in the pool (or the close words'), not the memory's text
-    channels: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

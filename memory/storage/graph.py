@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..clock import DAY, Clock
-from ..models import EntityRef
+from ..models import Entity, EntityRef
 from ..scopes import placeholders
 from .corpus import Filter, live_memories
 from .db import Database
@@ -127,12 +127,15 @@ class Graph:
         rows = self.db.rows(sql, (*partitions, *self._live().params, n))
         return [EntityCount(r["name"], r["entity_type"], r["mentions"]) for r in rows]
 
-    def entities(self, limit: int) -> list[dict[str, Any]]:
+    def entities(self, limit: int) -> list[Entity]:
         """The most-mentioned entities of the whole store (the operator's view)."""
-        return self.db.rows(
+        rows = self.db.rows(
             "SELECT id, name, entity_type, mention_count FROM memory_entities ORDER BY mention_count DESC, name LIMIT ?",
             (limit,),
         )
+        return [
+            Entity(int(r["id"]), r["name"], r["entity_type"], int(r["mention_count"])) for r in rows
+        ]
 
     def people_mentioning(self, entity_ids: list[int]) -> list[dict[str, Any]]:
         """(person, entity_id) pairs: whose live personal memories mention these entities."""

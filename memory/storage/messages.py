@@ -13,12 +13,12 @@ import numpy as np
 from ..clock import Clock
 from ..errors import EmbeddingError, InvalidInput
 from ..models import StoredMessage, bounded
-from ..recall.retrieval import ALL_CHANNELS, Channel, Hit, Retriever
 from ..safety import normalise_text, redact_secrets, valid_unicode
 from ..scopes import RecallContext, message_partition, partition_token, placeholders
 from .corpus import Filter, MessageCorpus
 from .embeddings import EmbeddingService, content_hash
 from .knobs import KnobStore
+from .ranking import ALL_CHANNELS, Channel, Hit, MessageRanker
 
 log = logging.getLogger(__name__)
 CONTEXT_CHARS = 600
@@ -71,14 +71,21 @@ class NewMessage:
 
 class MessageLog:
     def __init__(
-        self, corpus: MessageCorpus, embeddings: EmbeddingService, knobs: KnobStore, clock: Clock
+        self,
+        corpus: MessageCorpus,
+        embeddings: EmbeddingService,
+        knobs: KnobStore,
+        clock: Clock,
+        retriever: MessageRanker,
     ) -> None:
+        """``retriever``: recall's ranker over ``corpus`` (the engine builds it: storage imports
+        nothing of recall)."""
         self.corpus = corpus
         self.db = corpus.db
         self.embeddings = embeddings
         self.knobs = knobs
         self.clock = clock
-        self.retriever = Retriever(corpus, embeddings, clock)
+        self.retriever = retriever
 
     def add(self, message: NewMessage) -> str:
         return self.add_many([message])[0]

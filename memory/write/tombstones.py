@@ -45,15 +45,15 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from ..clock import Clock
-from ..scopes import placeholders
 from ..storage.db import Database
+from ..storage.tombstones import Buried, TombstoneRows
 from .traces import Trace, Tracer
 from .wording import content_words, normalised
 
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine
     from ..models import NewMemory
     from ..storage.embeddings import EmbeddingService
+    from ..storage.messages import MessageLog
 
 log = logging.getLogger(__name__)
 KEY = "tombstones.key"  # where stores before issue 31 kept their key in plain: moved out on first use (``LEGACY``)
@@ -84,11 +84,13 @@ class Tombstone:
 
 
 class Tombstones:
-    """Owner of ``tombstones``. ``key``: the operator's secret (None: one for this process only, with a warning)."""
+    """What is buried and what it holds back (the rows are ``stones``'s). ``key``: the operator's
+    secret (None: one for this process only, with a warning)."""
 
     def __init__(
         self,
         db: Database,
+        stones: TombstoneRows,
         clock: Clock,
         key: bytes | None = None,
         embeddings: EmbeddingService | None = None,
@@ -97,6 +99,7 @@ class Tombstones:
         """``own_names``: a person's own display names (``People.own_names``): every fact about them says them, so
         they tell nothing apart."""
         self.db, self.clock, self.embeddings, self.own_names = db, clock, embeddings, own_names
+        self.stones = stones  # the rows; ``db`` keeps the settings the legacy key lives in
         # a scratch engine (an eval, a test): said once, when something is buried
         self._ephemeral = key is None
         self._key = key or secrets.token_bytes(32)
@@ -129,11 +132,7 @@ class Tombstones:
             log.warning(
                 "no tombstone key was given: what is forgotten now is kept out only until this process ends"
             )
-        self.db.con.executemany(
-            "INSERT INTO tombstones (scope, scope_id, guild_id, content_mac, fact_mac, marks, signature, keyed, buried_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
-            rows,
-        )
+        self.stones.add(rows)
         return len(rows)
 
     def matching(
@@ -147,16 +146,14 @@ class Tombstones:
         found = []
         macs = {1: set(self._macs(fact, self._key, widened=True))}
         for row in buried:
-            keyed = int(row["keyed"])
+            keyed = row.keyed
             if keyed not in macs:
                 legacy = self._legacy_key()
                 macs[keyed] = set(self._macs(fact, legacy, widened=True)) if legacy else set()
             stone = Tombstone(
-                int(row["id"]),
-                float(row["buried_at"]),
-                Trace.decode(row["marks"], row["signature"]) if keyed else None,
+                row.id, row.buried_at, Trace.decode(row.marks, row.signature) if keyed else None
             )
-            if {row["content_mac"], row["fact_mac"]} & macs[keyed]:
+            if {row.content_mac, row.fact_mac} & macs[keyed]:
                 found.append(stone)
             elif stone.trace is not None and not exact:
                 trace = trace or self.traces([fact])[0]
@@ -173,16 +170,15 @@ class Tombstones:
         return self.lift_ids([t.id for f in facts for t in self.matching(f, exact=True)])
 
     def lift_ids(self, ids: list[int]) -> int:
-        if ids:
-            self.db.execute(f"DELETE FROM tombstones WHERE id IN ({placeholders(ids)})", ids)
+        self.stones.delete(ids)
         return len(ids)
 
     def any(self) -> bool:
         """Whether there is a tombstone at all (most stores have none: every check is then free)."""
-        return bool(self.db.scalar("SELECT EXISTS (SELECT 1 FROM tombstones)"))
+        return self.stones.any()
 
     def count(self) -> int:
-        return int(self.db.scalar("SELECT COUNT(*) FROM tombstones"))
+        return self.stones.count()
 
     def traces(self, facts: Sequence[Fact], *, synonyms: bool = False) -> list[Trace]:
         """The traces of facts' contents (their meaning embedded in one run; never cached in the store);
@@ -205,13 +201,10 @@ class Tombstones:
         # a query vector: not written to the embedding cache
         return self.embeddings.embed_queries(texts)
 
-    def _buried(self, fact: Fact) -> list[dict]:
+    def _buried(self, fact: Fact) -> list[Buried]:
         if not self.any():
             return []
-        return self.db.rows(
-            "SELECT id, content_mac, fact_mac, marks, signature, keyed, buried_at FROM tombstones WHERE scope = ? AND scope_id = ?",
-            (str(fact.scope), fact.scope_id),
-        )
+        return self.stones.of(str(fact.scope), fact.scope_id)
 
     def _macs(self, fact: Fact, key: bytes, *, widened: bool = False) -> tuple[str, ...]:
         """The content's and the whole fact's hashes (what a tombstone keeps); ``widened``, also the content's
@@ -256,7 +249,23 @@ def _xor(a: bytes, b: bytes) -> bytes:
     return bytes(x ^ y for x, y in zip(a, b, strict=True))
 
 
-def unforgotten(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMemory]:
+class _Buries(Protocol):
+    @property
+    def tombstones(self) -> Tombstones: ...
+
+
+class Holder(Protocol):
+    """What judging candidates needs of the engine (``MemoryEngine`` is one): the tombstones its
+    memory store keeps, and the messages a candidate came from. Not the engine itself, which
+    imports this module."""
+
+    @property
+    def memories(self) -> _Buries: ...
+    @property
+    def messages(self) -> MessageLog: ...
+
+
+def unforgotten(engine: Holder, candidates: list[NewMemory]) -> list[NewMemory]:
     """The candidates no tombstone holds back: those matching none, and those said again after the forget."""
     tombstones = engine.memories.tombstones
     if not candidates or not tombstones.any():
@@ -277,7 +286,7 @@ def unforgotten(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMe
     return kept
 
 
-def said_after(engine: MemoryEngine, new: NewMemory, found: list[Tombstone]) -> bool:
+def said_after(engine: Holder, new: NewMemory, found: list[Tombstone]) -> bool:
     """Said again: every message the candidate came from is stored and newer than the forget, and one of them is
     the person's own (for a fact about a person) and states it (its words match each tombstone on their own); a
     "thanks!" after the forget, or someone else's message, lifts nothing."""
@@ -315,7 +324,7 @@ class _Said:
     guild_id: str | None
 
 
-def learnable(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMemory]:
+def learnable(engine: Holder, candidates: list[NewMemory]) -> list[NewMemory]:
     """The candidates a job may still store, checked again in its write transaction (issue 33): a forget can land
     while the model writes, between a job's gather and its apply. A candidate whose source messages are not all
     still stored (forgotten, deleted at the source, or expired) is dropped, and so is one a tombstone laid
@@ -325,7 +334,7 @@ def learnable(engine: MemoryEngine, candidates: list[NewMemory]) -> list[NewMemo
     )
 
 
-def sources_stored(engine: MemoryEngine, sources: Iterable[str]) -> bool:
+def sources_stored(engine: Holder, sources: Iterable[str]) -> bool:
     """Every one of these stored message ids still names a stored message (True for none)."""
     wanted = list(dict.fromkeys(s for s in sources if s))
     return not wanted or len(engine.messages.rids_by_id(wanted)) == len(wanted)
