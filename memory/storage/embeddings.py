@@ -308,6 +308,10 @@ class EmbeddingService:
                     gone,
                 )
 
+    def clear_cache(self) -> None:
+        """Every cached vector dropped (a re-embed with another model: none of them fits it)."""
+        self.db.execute("DELETE FROM embed_cache")
+
     def forget_hash(self, content_hash_: str) -> None:
         """Drop a cached vector once no row carries that text any more (complete forgetting, SEC-3)."""
         in_use = self.db.scalar(

@@ -35,7 +35,7 @@ def reembed(
     with db.transaction():
         for corpus in corpora:
             corpus.vectors.drop()
-        db.execute("DELETE FROM embed_cache")
+        engine.embeddings.clear_cache()
         engine.embeddings.switch(embedder)
     total = sum(int(db.scalar(f"SELECT COUNT(*) FROM {c.table}")) for c in corpora)
     done, counts = 0, {}
