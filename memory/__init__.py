@@ -23,6 +23,7 @@ is the values they take and return, the errors, and the protocols a caller imple
     Spending, Tuning usage.py, settings.py: the usage ledger's reads; the recall knobs (dashboard)
     Overview         recall/overview.py: the dashboard's read model
     StoreTools       operator.py: the operator's store tools (audit, upkeep, reembed, bulletins)
+    StoreFile        storage/storefile.py: a store opened on its own (doctor, restore): values only
     job kinds        Extraction, Reflection, Compaction, Consolidation, ...: the model-calling jobs
                      (jobs/), run by the bot's job runner; job_charge names whose cost each is
 
@@ -36,8 +37,9 @@ between packages):
                       spoken, usage, settings, operator, charges, engine, models, scopes, errors,
                       protocols, clock, tools; and what every layer may use: safety (the write-safety
                       filters), evasions (text folding)
-    memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table, built once by
-                      the engine; most SQL (write/tombstones, write/ingest and upkeep/ run their own tables' too)
+    memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table, built
+                      once by the engine, importing nothing above storage; upkeep/ still runs SQL of its
+                      own for whole-store walks (forget registry, copy, audit, re-embed) and two audit tables
     memory/recall/    reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
     memory/write/     the write policy (store), extraction, tombstones, wording, ingest, passages, sources
     memory/upkeep/    maintenance, daily, bulletin, journals, reembed, forgetting, registry, transfer
