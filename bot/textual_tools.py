@@ -53,6 +53,12 @@ _CUT_CALL = re.compile(
     r'[\[{]\s*\{?\s*"(?:name|function)"\s*:\s*(?:\{\s*"name"\s*:\s*)?"([\w.-]+)"'
 )
 
+# An empty JSON value beside a call ("{}" then the call: the real 1.5B wrote it so, and the person
+# saw "{}I saved it."): the husk of a call, never prose, at the start or the end of a line. Inside a
+# sentence ("use {} for an empty dict") it stays.
+_HUSK = re.compile(r"(?m)^[ \t]*(?:\{\s*\}|\[\s*\])(?=\s|$)|(?<=\s)(?:\{\s*\}|\[\s*\])[ \t]*$")
+_HUSK_RUN = re.compile(r"(?:\{\s*\}|\[\s*\])[\s,;]*")
+
 MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=")
 CALL_KEYS = ("name", "type", "function", "tool_calls")
 
@@ -81,6 +87,8 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
         out = _after_tag(out, tag, names, calls)
     out = _FENCE.sub(lambda m: _or(only_calls(m.group(1)), m.group(0)), out)
     out = _SPECIAL.sub("", _bare(out, names, calls))
+    if calls:
+        out = _HUSK.sub("", out)
     return calls, _tidy(
         out
     ) if out != text else out.strip()  # a reply with nothing cut out keeps its layout
@@ -237,6 +245,10 @@ _KEY_OPEN = re.compile(r"\[?\s*\{\s*\"([a-z_]+)\"\s*:")
 
 def _opens(tail: str) -> str:
     """Whether ``tail`` starts a tool call ("yes"), may still turn out to ("maybe"), or does not ("no")."""
+    husk = _HUSK_RUN.match(tail)
+    if husk:  # "{}" waits for what follows it: a call ("{}" goes with it) or prose (shown)
+        rest = tail[husk.end() :]
+        return _opens(rest) if rest else "maybe"
     for marker in MARKERS:
         if tail.startswith(marker):
             return "yes"

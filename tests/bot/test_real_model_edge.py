@@ -93,6 +93,20 @@ async def test_a_tool_call_written_as_text_is_run_and_never_shown_or_stored(
     assert all(m["role"] != "tool" for m in srv.chat_requests[1]["messages"])
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_empty_braces_a_real_model_wrote_beside_its_call_are_never_shown(
+    rt, srv, streamed
+):
+    """The real 1.5B answered "{}" and a written call; the person saw "{}I saved it."."""
+    srv.script("{}" + written_call("memory_store", STORE), "I saved it.")
+    sink = Sink() if streamed else None
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "I have a grey cat called Biscuit"), sink
+    )
+    assert reply.text == "I saved it." and memories(rt) == ["Alice has a grey cat called Biscuit"]
+    assert history(rt)[-1] == "I saved it." and (sink is None or sink.text == "I saved it.")
+
+
 async def test_several_hermes_blocks_in_one_answer_all_run_and_the_prose_around_them_is_kept(
     rt, srv
 ):

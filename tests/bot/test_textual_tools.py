@@ -123,6 +123,35 @@ async def test_json_that_is_not_a_call_is_held_to_the_end_then_shown_whole():
     assert during == "" and shown == text
 
 
+HUSKED = [
+    ("{}" + written_call("memory_store", ARGS), ""),  # the real 1.5B's: "{}" then the call
+    (written_call("memory_store", ARGS) + "{}", ""),
+    ("Sure. {}\n" + written_call("memory_store", ARGS), "Sure."),
+    (written_call("memory_store", ARGS) + "\n[]", ""),
+]
+
+
+@pytest.mark.parametrize("text, prose", HUSKED)
+def test_an_empty_json_value_beside_a_call_is_its_husk_and_never_shown(text, prose):
+    calls, left = find_calls(text, NAMES)
+    assert [c.name for c in calls] == ["memory_store"] and left == prose
+
+
+@pytest.mark.parametrize("step", [1, 2, 1000])
+async def test_a_streamed_husk_before_a_call_is_never_shown(step):
+    (during,), shown = await streamed("{}" + written_call("memory_store", ARGS), step)
+    assert during == shown == ""
+
+
+@pytest.mark.parametrize("step", [1, 3])
+async def test_empty_braces_in_prose_or_alone_are_shown_as_written(step):
+    for text in ("{} is how you write an empty object", "{}", "Use [] for an empty list."):
+        (during,), shown = await streamed(text, step)
+        assert shown == text and find_calls(text, NAMES) == ([], text)
+    text = "Use {} for an empty dict. " + written_call("memory_store", ARGS)
+    assert find_calls(text, NAMES)[1] == "Use {} for an empty dict."
+
+
 # -- honesty -------------------------------------------------------------------------------------------------
 CLAIMS = {
     "I'll remember that!": ["keep"],
