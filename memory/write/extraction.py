@@ -28,7 +28,7 @@ import prompts
 from ..models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
 from ..scopes import RecallContext, WriteScope, self_scope, write_scope
 from .answers import BadAnswer, json_items
-from .ownership import Dropped, Filed, Ownership, Tally
+from .ownership import Dropped, Filed, Ownership, Tally, asks_only
 from .subjects import written_by
 
 log = logging.getLogger(__name__)
@@ -246,7 +246,7 @@ def _filed(
     if isinstance(decided, Dropped):
         tally.drop(decided.reason)
         return None
-    if content.rstrip().endswith("?"):
+    if asks_only(content):
         tally.drop("a question, not a fact")  # "What should I cook tonight?", filed by a 1.5B
         return None
     if source is not Source.REFLECTION and rules.invented(content):

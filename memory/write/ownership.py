@@ -301,6 +301,14 @@ def distinctive(word: str) -> bool:
     return vocabulary.get(word, vocabulary.get(word.removesuffix("'s"), COMMON_RANK)) >= COMMON_RANK
 
 
+def asks_only(text: str) -> bool:
+    """Whether a fact is a question with at most a fragment beside it: "What should I cook tonight?"
+    and "What should I cook tonight? Something quick." (a real 1.5B filed both) state nothing, "Is it
+    raining? I love rain." states something."""
+    said = " ".join(_statements(text))
+    return "?" in (text or "") and len(re.findall(r"\w+", said)) < 3
+
+
 def _statements(text: str) -> list[str]:
     """The sentences of a line that are not questions ("Are you a night owl?" states nothing)."""
     return [s for s in _SENTENCE.findall(text or "") if not s.rstrip().endswith("?")]

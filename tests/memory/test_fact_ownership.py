@@ -276,6 +276,9 @@ async def test_a_fact_none_of_whose_words_was_said_is_not_filed(rt, srv, caplog,
             item("P1", "My favourite season is autumn", lines),
             item("P1", "Alice's pottery class is on 2026-12-01", lines),  # "pottery" was said
             item("P1", "What should I make with the pottery?", lines),  # a question is not a fact
+            # nor is one with a fragment after it (a real 1.5B filed this one); a statement beside one is
+            item("P1", "What should I make with the pottery? Something quick.", lines),
+            item("P1", "Is pottery hard? Alice finds the pottery class relaxing.", lines),
         ]
 
     caplog.set_level(logging.INFO, "memory.write.extraction")
@@ -288,9 +291,12 @@ async def test_a_fact_none_of_whose_words_was_said_is_not_filed(rt, srv, caplog,
         ),
     )
     await extract(rt)
-    assert contents(rt) == ["Alice's pottery class is on 2026-12-01"]
+    assert sorted(contents(rt)) == [
+        "Alice's pottery class is on 2026-12-01",
+        "Is pottery hard? Alice finds the pottery class relaxing.",
+    ]
     assert "none of its words is in the conversation: 1" in log_lines(caplog)
-    assert "a question, not a fact: 1" in log_lines(caplog)
+    assert "a question, not a fact: 2" in log_lines(caplog)
 
 
 async def test_a_forget_by_one_person_does_not_stop_another_persons_fact(rt, srv):
