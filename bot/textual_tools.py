@@ -56,7 +56,13 @@ _CUT_CALL = re.compile(
 # An empty JSON value beside a call ("{}" then the call: the real 1.5B wrote it so, and the person
 # saw "{}I saved it."): the husk of a call, never prose, at the start or the end of a line. Inside a
 # sentence ("use {} for an empty dict") it stays.
-_HUSK = re.compile(r"(?m)^[ \t]*(?:\{\s*\}|\[\s*\])(?=\s|$)|(?<=\s)(?:\{\s*\}|\[\s*\])[ \t]*$")
+# A line that opens with a stray closing brace ("}I saved it.": a 0.5B closed its call once too
+# often) is the husk's too.
+_HUSK = re.compile(
+    r"(?m)^[ \t]*(?:\{\s*\}|\[\s*\])(?=\s|$)"
+    r"|(?<=\s)(?:\{\s*\}|\[\s*\])[ \t]*$"
+    r"|^[ \t]*[}\]]+[ \t]*"
+)
 _HUSK_RUN = re.compile(r"(?:\{\s*\}|\[\s*\])[\s,;]*")
 
 MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=")

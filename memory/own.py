@@ -4,7 +4,8 @@ before it returns.
 
     remember      a fact the person states, filed where their words go (``write_scope``),
                   about whom it names (SEC-5)
-    forget_words  the closest own memory to the words, the person's own messages that hold
+    forget_words  the closest own memory to the words (and the same fact kept again in other
+                  words), the person's own messages that hold
                   them, the bot's replies that repeat them (SEC-3; a forget asked in words too)
     veto          one memory of their /about me list, by its short id (SEC-5)
 """
@@ -14,16 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .engine import MemoryEngine
-from .models import Erased, FactKind, MemoryType, NewMemory, Provenance, Source
+from .models import Erased, FactKind, Memory, MemoryType, NewMemory, Provenance, Source
 from .scopes import RecallContext, write_scope
 from .storage.memories import RecallFilters
-from .upkeep.forgetting import forget_memory, veto
+from .storage.ranking import Hit
+from .upkeep.forgetting import Forgotten, forget_memory, veto
 from .upkeep.said import forget_echoes, forget_said, said_matching
 from .write.subjects import bound, written_by
 
 # A /forget's closest memory must be at least this relevant: below it the nearest memory is
 # about something else, and forgetting it would lose what was not asked
 FORGET_MIN_RELEVANCE = 0.35
+# own memories a forget in words looks at: the closest goes, and those its tombstone matches
+KEPT_AGAIN = 5
 STATED_IMPORTANCE = 7  # a fact the person asked to keep outranks most extracted ones (1..10)
 
 
@@ -80,13 +84,15 @@ class OwnMemory:
         skip: tuple[str, ...] = (),
     ) -> WordsErased:
         """The closest own memory to ``words`` (its lineage and sources, ``asked_in``'s
-        summaries), the person's own messages holding every word of it (all but ``skip``,
+        summaries) and the near ones its tombstone matches, the person's own messages holding every word of it (all but ``skip``,
         stored ids) and the bot's replies that repeat it."""
         hits = self.engine.recall.recall(
-            ctx, words, threshold=0.0, top_k=3, reinforce=False, filters=_own(person_id)
+            ctx, words, threshold=0.0, top_k=KEPT_AGAIN, reinforce=False, filters=_own(person_id)
         )
         hits = [h for h in hits if h.relevance >= FORGET_MIN_RELEVANCE]
         done = forget_memory(self.engine, hits[0].item.id, asked_in=asked_in) if hits else None
+        if done is not None:
+            self._kept_again(done, hits[1:], asked_in)
         # SEC-3: what is not a memory yet (said before extraction ran) is in their own messages
         rids = said_matching(self.engine, ctx, [person_id], words, skip=skip)
         said_words = tuple(m.content for m in self.engine.messages.get_rids(rids))
@@ -94,6 +100,19 @@ class OwnMemory:
         # a later reply that repeated it goes too
         forget_echoes(self.engine, ctx, [person_id], words)
         return WordsErased(done.erased() if done else None, said, said_words if said else ())
+
+    def _kept_again(
+        self, done: Forgotten, hits: list[Hit[Memory]], asked_in: tuple[str, str]
+    ) -> None:
+        """The same fact kept again in other words (a real 0.5B filed "...the Harrogate half
+        marathon in March" twice): what the new tombstone holds back goes too."""
+        tombstones = self.engine.memories.tombstones
+        for hit in hits:
+            if hit.item.id not in done.memories and tombstones.matching(hit.item):
+                more = forget_memory(self.engine, hit.item.id, asked_in=asked_in)
+                done.memories += more.memories
+                done.contents += more.contents
+                done.messages += more.messages
 
     def veto(
         self, person_id: str, short_id: str, *, asked_in: tuple[str, str], owner: bool = False

@@ -128,6 +128,8 @@ HUSKED = [
     (written_call("memory_store", ARGS) + "{}", ""),
     ("Sure. {}\n" + written_call("memory_store", ARGS), "Sure."),
     (written_call("memory_store", ARGS) + "\n[]", ""),
+    (written_call("memory_store", ARGS) + "}I saved it.", "I saved it."),  # a real 0.5B's
+    (written_call("memory_store", ARGS) + "\n]} Done.", "Done."),
 ]
 
 

@@ -44,6 +44,27 @@ def test_words_forget_the_persons_own_memory_and_message_and_leave_anothers(engi
         done.said = 0  # type: ignore[misc]
 
 
+def test_a_forget_in_words_takes_the_same_fact_kept_again_in_other_words_and_nothing_else(engine):
+    """A real 0.5B filed the Harrogate half marathon twice, once in the bot's words; a forget of
+    "the half marathon" left the second in the store."""
+    first = remember(
+        engine, "Alice is running the Harrogate half marathon in March", scope_id="alice"
+    )
+    again = remember(
+        engine,
+        "I saved the durable fact about the Harrogate half marathon in March.",
+        scope_id="alice",
+    )
+    leeds = remember(engine, "Alice lives in Leeds, near the river", scope_id="alice")
+    bobs = remember(engine, "Bob is running the Harrogate half marathon too", scope_id="bob")
+    done = OwnMemory(engine).forget_words(
+        dm_ctx("alice"), "alice", "I'm running the half marathon", asked_in=("discord", "dm-alice")
+    )
+    assert done.memory is not None and set(done.memory.memories) == {first.id, again.id}
+    assert not engine.memory_rows.get(leeds.id).forgotten
+    assert not engine.memory_rows.get(bobs.id).forgotten  # another person's, same words
+
+
 def test_a_veto_of_another_persons_id_changes_nothing(engine):
     alice = remember(engine, f"Alice's boat is called {WORD}", scope_id="alice")
     own = OwnMemory(engine)
