@@ -437,3 +437,19 @@ async def http(dash):
 
     async with aiohttp.ClientSession(dash.url, headers=dash.headers) as session:
         yield session
+
+
+def older_store(path: Any) -> None:
+    """A store one migration behind, as an older version left it (schema only, no rows)."""
+    import apsw
+
+    from memory.storage.migrations import MIGRATIONS
+
+    old = apsw.Connection(str(path))
+    old.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)"
+    )
+    for version, migration in enumerate(MIGRATIONS[:-1], start=1):
+        old.execute(migration.sql)
+        old.execute("INSERT INTO schema_version VALUES (?, ?, 'x')", (version, migration.name))
+    old.close()

@@ -6,32 +6,18 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-import apsw
 import pytest
-from conftest import HashEmbedder, remember
+from conftest import HashEmbedder, older_store, remember
 
 from memory import StoreFile
 from memory.engine import MemoryEngine
 from memory.errors import SchemaError
-from memory.storage.migrations import MIGRATIONS
 
 
 def _store(path: Path, clock, facts: int = 2) -> None:
     with MemoryEngine(path, HashEmbedder(), clock) as engine:
         for i in range(facts):
             remember(engine, f"Alice keeps {i + 2} diaries", scope_id="alice")
-
-
-def _older_store(path: Path) -> None:
-    """A store one migration behind, as an older version left it."""
-    old = apsw.Connection(str(path))
-    old.execute(
-        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)"
-    )
-    for version, migration in enumerate(MIGRATIONS[:-1], start=1):
-        old.execute(migration.sql)
-        old.execute("INSERT INTO schema_version VALUES (?, ?, 'x')", (version, migration.name))
-    old.close()
 
 
 def test_a_store_answers_with_values_and_no_rows(tmp_path: Path, clock) -> None:
@@ -47,7 +33,7 @@ def test_a_store_answers_with_values_and_no_rows(tmp_path: Path, clock) -> None:
 
 def test_an_older_store_is_read_without_being_migrated_until_upgraded(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    _older_store(path)
+    older_store(path)
     before = path.read_bytes()
     with StoreFile(path) as store:
         assert store.behind == 1

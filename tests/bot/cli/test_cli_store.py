@@ -13,6 +13,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+from conftest import older_store
 
 from tests.cli_support import Cli, _alice
 
@@ -144,14 +145,7 @@ def test_a_read_only_store_serves_reads_and_refuses_writes_by_name(
 def test_an_older_store_is_upgraded_before_a_read(cli: Cli) -> None:
     from memory.storage.migrations import MIGRATIONS
 
-    old = apsw.Connection(str(cli.db))
-    old.execute(
-        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)"
-    )
-    for version, migration in enumerate(MIGRATIONS[:-1], start=1):
-        old.execute(migration.sql)
-        old.execute("INSERT INTO schema_version VALUES (?, ?, 'x')", (version, migration.name))
-    old.close()
+    older_store(cli.db)
     assert cli("memory", "list", "--json").json() == []
     check = apsw.Connection(str(cli.db))
     assert check.execute("SELECT MAX(version) FROM schema_version").fetchall() == [
