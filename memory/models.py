@@ -71,6 +71,9 @@ LEGACY_TYPES: dict[str, tuple[MemoryType, FactKind | None]] = {
 # place where it said them (``memory.scopes.self_scope``) and shown there as "What you know about yourself".
 SELF_SUBJECT = "__self__"
 
+# Where people talk to the bot; an account id is "platform:id" ("telegram:123", "console:local-user").
+PLATFORMS = ("discord", "telegram", "console")
+
 # Kinds that never fade (RET-3, MAINT-2): standing guidance, behaviour rules and identity.
 DECAY_EXEMPT_KINDS = frozenset({FactKind.GUIDANCE, FactKind.BEHAVIORAL, FactKind.PROFILE})
 # as stored in memories.kind

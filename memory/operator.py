@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .engine import MemoryEngine
+from .models import PLATFORMS
 from .protocols import Completer, Embedder
 from .upkeep import leftovers, maintenance
 from .upkeep.bulletin import Bulletin, Bulletins, Plan, refresh
@@ -29,7 +30,6 @@ from .upkeep.transfer import JsonObject, import_memories
 from .write.ingest import forget_file
 
 Progress = Callable[[int, int], None]  # (done, in all)
-ACCOUNT_PLATFORMS = ("discord", "telegram", "console")
 DUE_AT_ONCE = 1_000  # the command line writes every due bulletin; the bot's job takes a few per run
 
 
@@ -54,7 +54,7 @@ class StoreTools:
         ids = list(given)
         for value in given:
             platform, _, account = value.partition(":")
-            if account and platform in ACCOUNT_PLATFORMS:
+            if account and platform in PLATFORMS:
                 ids.append(self.engine.people.lookup(platform, account))
         return tuple(dict.fromkeys(ids))
 

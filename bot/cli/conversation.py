@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memory.models import PLATFORMS
+
 from ..adapters.console import DEFAULT_USER_ID as DEFAULT_CONSOLE_USER
 from ..clients import secret
 from .memories import nonempty
@@ -30,7 +32,6 @@ NO_TOKENS = (
     "No chat platform is configured. Set DISCORD_TOKEN and/or TELEGRAM_TOKEN (in the environment or .env),\n"
     "plus OPENAI_BASE_URL / OPENAI_API_KEY for the model; or try the bot locally with `companion chat`."
 )
-PLATFORMS = ("discord", "telegram", "console")
 CHAT_HELP = """\
 You are the console account local-user (person id console:local-user; change it with --user), and the
 console is your own owner DM unless COMPANION_OWNER_IDS names owners. /link joins this account to your

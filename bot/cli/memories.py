@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory import NotFound
-from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Visibility, normalise_tags
+from memory.models import (
+    PLATFORMS,
+    FactKind,
+    Memory,
+    MemoryType,
+    NewMemory,
+    Scope,
+    Visibility,
+    normalise_tags,
+)
 
 from .. import composition
 from .output import (
@@ -418,15 +427,12 @@ def resolve_id(engine: MemoryEngine, text: str) -> str:
     return ids[0] if ids else text
 
 
-ID_PLATFORMS = ("discord", "telegram", "console")
-
-
 def check_scope_id(engine: MemoryEngine, scope: str, scope_id: str) -> None:
     """The bot files memories under platform-qualified ids (``discord:999``, ``console:local-user``); a bare
     ``333`` or ``local-user`` would make a partition no conversation ever reads. A person id the store already
     knows (a linked person) is accepted as it is."""
     platform, _, rest = scope_id.partition(":")
-    if platform in ID_PLATFORMS and rest.strip():
+    if platform in PLATFORMS and rest.strip():
         return
 
     if scope != "guild" and scope_id in engine.people.person_ids():

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memory import NotFound, Overview
+from memory.models import PLATFORMS
 
 from ..assembly import Snapshot, Turn
 from ..types import IncomingMessage
@@ -16,8 +17,6 @@ from .services import DashboardServices
 
 if TYPE_CHECKING:
     from memory import MemoryEngine
-
-PLATFORMS = ("discord", "telegram", "console")
 
 
 def resolve_turn(svc: DashboardServices, query: dict[str, str], text: str) -> Turn:
