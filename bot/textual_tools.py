@@ -58,12 +58,9 @@ _CUT_CALL = re.compile(
 # sentence ("use {} for an empty dict") it stays.
 # A line that opens with a stray closing brace ("}I saved it.": a 0.5B closed its call once too
 # often) is the husk's too.
-_HUSK = re.compile(
-    r"(?m)^[ \t]*(?:\{\s*\}|\[\s*\])(?=\s|$)"
-    r"|(?<=\s)(?:\{\s*\}|\[\s*\])[ \t]*$"
-    r"|^[ \t]*[}\]]+[ \t]*"
-)
-_HUSK_RUN = re.compile(r"(?:\{\s*\}|\[\s*\])[\s,;]*")
+_EMPTY = r"(?:\{\s*\}|\[\s*\])"
+_HUSK = re.compile(rf"(?m)^[ \t]*{_EMPTY}(?=\s|$)|(?<=\s){_EMPTY}[ \t]*$|^[ \t]*[}}\]]+[ \t]*")
+_HUSK_RUN = re.compile(rf"{_EMPTY}[\s,;]*")
 
 MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=")
 CALL_KEYS = ("name", "type", "function", "tool_calls")
