@@ -22,9 +22,10 @@ client's usage hook reads it (``current``) when the server's answer says what th
     (bot.budgets.ledger_hook)     consolidation
     anything else                 other         ''                                   ''
 
-The charges of memory's jobs are read from the job and what it gathered (``memory.job_charge``,
-here ``of_job``). A charge is set on the event loop and follows the awaits of that task (and tasks
-it starts); work on the memory thread never sees it, which is why the clients read it on the loop.
+The charges of memory's jobs are read from the job and what it gathered (``memory.job_charge``;
+None for a job it does not know: the enclosing charge, or ``OTHER``, then applies). A charge is set
+on the event loop and follows the awaits of that task (and tasks it starts); work on the memory
+thread never sees it, which is why the clients read it on the loop.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from memory import Charge, RecallContext, job_charge
+from memory import Charge, RecallContext
 
 OTHER = Charge("other")
 _current: ContextVar[Charge | None] = ContextVar("charge", default=None)
@@ -59,8 +60,3 @@ def current() -> Charge:
 
 def in_place(kind: str, ctx: RecallContext, person_id: str = "") -> Charge:
     return Charge(kind, person_id, ctx.platform, ctx.guild_id or "")
-
-
-# The charge of one job's ask (memory's job classes say whose it is); None for a job it does not
-# know: the enclosing charge, or ``OTHER``, then applies.
-of_job = job_charge

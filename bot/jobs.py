@@ -23,10 +23,11 @@ from memory import (
     WriteFacts,
     Written,
     applied,
+    job_charge,
     process_holder,
 )
 
-from .attribution import charging, of_job
+from .attribution import charging
 from .llm import ChatClient, LLMError
 
 ReportT = TypeVar("ReportT")
@@ -141,7 +142,7 @@ class JobRunner:
         if plan is None:
             return None
         try:
-            with charging(of_job(job, plan)):  # ORCH-14: whose call the ledger files it under
+            with charging(job_charge(job, plan)):  # ORCH-14: whose call the ledger files it under
                 answer = await self._asked(job, plan, lease)
         except FAILED as exc:
             return await self.runner.run(self._applied, job.failed, plan, exc, lease, last)

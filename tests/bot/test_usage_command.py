@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from bot.attribution import of_job
 from bot.budgets import Level
 from bot.commands import HELP
 from bot.composition import build_completer
 from bot.config import load_settings
 from bot.types import IncomingMessage
 from bot.usage_commands import NOT_ADMIN, NOT_OWNER, USAGE_HELP
+from memory import job_charge
 from memory.clock import FakeClock
 from memory.jobs.base import Judged, WriteFacts
 from memory.models import NewMemory, Provenance, Scope
@@ -248,9 +248,9 @@ def test_the_contradiction_judge_is_filed_under_whom_the_facts_are_about(engine)
         provenance=said,
     )
     bob = replace(alice, content="Bob keeps wasps", scope_id="discord:bob")
-    assert of_job(WriteFacts(engine), (Judged(alice),)) == Charge(
+    assert job_charge(WriteFacts(engine), (Judged(alice),)) == Charge(
         "judge", "discord:alice", "discord", "discord:g1"
     )
-    assert of_job(WriteFacts(engine), (Judged(alice), Judged(bob))) == Charge(
+    assert job_charge(WriteFacts(engine), (Judged(alice), Judged(bob))) == Charge(
         "judge", "", "discord", "discord:g1"
     )
