@@ -13,6 +13,8 @@ client's usage hook reads it (``current``) when the server's answer says what th
                                   daily
     the contradiction judge       judge         the person the learned facts are     where they were said
     (bot.jobs, after a learning job)            about, when one
+    and a learned fact's English
+    reading (SEC-5)
     a bulletin (bot.jobs)         bulletin      the scope's person                   the scope's server
     a voice session's summary     compaction    ''                                   the voice channel's server
     (bot.voice_mode)

@@ -43,7 +43,9 @@ from bot.reactions import DOWN_STEP
 from bot.types import IncomingMessage
 from memory.clock import FakeClock
 from memory.models import FactKind, MemoryType, NewMemory, Scope, Visibility
+from memory.storage.embeddings import OnnxMiniLM
 from tests.fakes import FakeDiscord, FakeFile, FakeOpenAI, FakeTelegram, ToolCall
+from tests.paraphrase_support import Rates, measure, recorded_readings
 from tests.pipeline_support import build_runtime
 
 pytestmark = pytest.mark.asyncio
@@ -304,8 +306,9 @@ class Tally:
     # what `companion audit forget` found after a forget (SEC-7)
     audit_left: list[str] = field(default_factory=list)
 
-    def table(self, steps: int) -> str:
-        rows = [
+    def table(self, steps: int, rewordings: Rates) -> str:
+        held, total = sum(rewordings.held.values()), sum(rewordings.total.values())
+        rows: list[tuple[str, int | str]] = [
             ("steps run", steps),
             ("prompts checked", self.prompts),
             ("posts checked", self.posts),
@@ -318,6 +321,8 @@ class Tally:
             ("bytes left", len(self.bytes_left)),
             ("vetoes of others' facts", len(self.vetoes)),
             ("audit: left", len(self.audit_left)),
+            ("rewordings held", f"{held}/{total}"),
+            ("unrelated facts blocked", f"{len(rewordings.blocked)}/{rewordings.unrelated}"),
         ]
         return "\n".join(
             ["group-chat trust suite", *(f"  {name:<24} {value:>5}" for name, value in rows)]
@@ -1259,7 +1264,11 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
             llm.default = lambda body: "[]"
             await world.shut()
             restore()
-    table = world.tally.table(len(SCENARIO))
+    # rewording after a forget: the paraphrase suite, read in English by the real 1.5B (recorded)
+    rewordings = await measure(
+        tmp_path / "paraphrase.db", OnnxMiniLM(), recorded_readings()["readings"]
+    )
+    table = world.tally.table(len(SCENARIO), rewordings)
     with capsys.disabled():
         print("\n" + table)
     findings = (
@@ -1270,6 +1279,7 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
         + world.tally.audit_left
     )
     assert not findings, table + "\n" + "\n".join(findings)
+    assert rewordings.rate >= 0.95 and rewordings.blocked == [] and rewordings.others == 0
     # the suite ran in full
     assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 4
     assert world.tally.probes == 11

@@ -32,8 +32,10 @@ from ..errors import MemoryStoreError
 from ..models import Memory, NewMemory
 from ..protocols import AsyncCompleter, StructuredCompleter
 from ..write.extraction import BadAnswer
+from ..write.glosses import english_reading, foreign
 from ..write.subjects import bound_all
 from ..write.tombstones import learnable, unforgotten
+from ..write.traces import fold
 
 log = logging.getLogger(__name__)
 PlanT = TypeVar("PlanT")
@@ -89,10 +91,21 @@ NONE_LEARNED = Facts(failed=True)
 
 @dataclass(frozen=True, slots=True)
 class Judged:
-    """A fact to store and the stored facts on its subject the judge is asked about."""
+    """A fact to store and the stored facts on its subject the judge is asked about; ``foreign``:
+    it is in another language and its person has tombstones, so the model reads it in English."""
 
     new: NewMemory
     related: tuple[Memory, ...] = ()
+    foreign: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the model said of a fact to store: the related facts it contradicts, and its English
+    reading (``Judged.foreign``; None: not asked, or no answer)."""
+
+    contradicts: frozenset[str] = frozenset()
+    reading: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +129,16 @@ class WriteFacts:
             log.info(
                 "learned facts: %d dropped, forgotten before", len(self.facts.memories) - len(kept)
             )
-        return tuple(Judged(new, self._related(new)) for new in kept)
+        return tuple(Judged(new, self._related(new), self._foreign(new)) for new in kept)
+
+    def _foreign(self, new: NewMemory) -> bool:
+        """SEC-5: a fact in another language about someone who forgot something is read in English
+        before it is stored (``memory.write.glosses``)."""
+        tombstones = self.engine.memories.tombstones
+        if not tombstones.any() or not tombstones.stones.of(str(new.scope), new.scope_id):
+            return False
+        names = frozenset(fold(n) for n in self.engine.people.own_names(new.scope_id))
+        return foreign(new.content, names)
 
     def _related(self, new: NewMemory) -> tuple[Memory, ...]:
         """The stored facts the judge compares ``new`` with; none for a fact the store will refuse (a secret the
@@ -126,17 +148,22 @@ class WriteFacts:
         except MemoryStoreError:
             return ()
 
-    async def ask(
-        self, plan: tuple[Judged, ...], model: AsyncCompleter
-    ) -> tuple[frozenset[str], ...]:
-        return tuple([await _contradicted(model, judged) for judged in plan])
+    async def ask(self, plan: tuple[Judged, ...], model: AsyncCompleter) -> tuple[Verdict, ...]:
+        return tuple(
+            [Verdict(await _contradicted(model, j), await _reading(model, j)) for j in plan]
+        )
 
-    def apply(self, plan: tuple[Judged, ...], answer: tuple[frozenset[str], ...]) -> Written:
+    def apply(self, plan: tuple[Judged, ...], answer: tuple[Verdict, ...]) -> Written:
         stored, outcomes = 0, Counter[str]()
-        # issue 33: a forget that landed while the model wrote (tombstone laid, sources gone) is seen here, in
-        # the write transaction, so nothing forgotten meanwhile is learned back
-        kept = {id(new) for new in learnable(self.engine, [j.new for j in plan])}
-        for judged, contradicts in zip(plan, answer, strict=True):
+        # issue 33: a forget that landed while the model wrote (tombstone laid, sources gone) is
+        # seen here, in the write transaction, so nothing forgotten meanwhile is learned back;
+        # SEC-5: nor a forgotten fact in another language, known by its English reading
+        readings = {
+            j.new.content: v.reading for j, v in zip(plan, answer, strict=True) if v.reading
+        }
+        kept = {id(new) for new in learnable(self.engine, [j.new for j in plan], readings)}
+        for judged, verdict in zip(plan, answer, strict=True):
+            contradicts = verdict.contradicts
             if id(judged.new) not in kept:
                 log.info(
                     "a learned fact was dropped: its words were forgotten while the model wrote"
@@ -157,11 +184,11 @@ class WriteFacts:
             )
             log.info("learned facts: %d stored of %d; not stored: %s", stored, len(plan), dropped)
         self.facts.finish(stored)
-        return Written(stored, sum(1 for found in answer if found))
+        return Written(stored, sum(1 for verdict in answer if verdict.contradicts))
 
     def failed(self, plan: tuple[Judged, ...], error: Exception) -> Written:
         # ask never raises: a judge that fails says "no"
-        return self.apply(plan, tuple(frozenset() for _ in plan))
+        return self.apply(plan, tuple(Verdict() for _ in plan))
 
 
 async def ask_for_json(
@@ -172,6 +199,17 @@ async def ask_for_json(
     if isinstance(model, StructuredCompleter):
         return await model.structured(system, user, schema, temperature=0.0)
     return await model(system, user, temperature=0.0)
+
+
+async def _reading(model: AsyncCompleter, judged: Judged) -> str | None:
+    """SEC-5: the model's English reading of a fact in another language (None: not foreign, or no
+    answer: the fact is judged by its own words)."""
+    if not judged.foreign:
+        return None
+    try:
+        return english_reading(await model(prompts.render("gloss"), judged.new.content))
+    except NoAnswer:
+        return None
 
 
 async def _contradicted(model: AsyncCompleter, judged: Judged) -> frozenset[str]:

@@ -19,17 +19,22 @@ with the outside key that key is wrapped with it (``LEGACY``, readable only with
 deleted and scrubbed, so the old tombstones (exact hashes only: their words are gone, nothing else can be made
 of them) still hold but the store alone no longer opens them.
 
-A candidate matches a tombstone of the same person when its own hashes equal the tombstone's, or its content less
-any one word does (for contents of more than ``WIDEN_FROM`` content words), or its trace matches.
+A candidate matches a tombstone of the same person when its own hashes equal the tombstone's, or its
+content less any one word does (for contents of more than ``WIDEN_FROM`` content words), or its
+trace matches, or (a fact in another language learned by a job, ``memory.jobs.base.WriteFacts``) the
+trace of the model's English reading of it matches (``memory.write.glosses``; the ``memory_store``
+tool and file ingest go by the words alone).
 
-What learns from what remains consults the tombstones and drops a matching candidate: extraction, micro- and
-daily reflection (``memory.jobs.base``), consolidation (``memory.upkeep.maintenance``), bulletins
-(``memory.upkeep.bulletin``, which read only memories no tombstone matches), file ingest
-(``memory.write.ingest``) and the memory_store tool (``memory.tools``). The exception: the fact was said again
-after the forget (``said_after``): a source of the candidate is the person's own message, written after the
-forget, whose words state it. Storing it lifts the tombstone (``MemoryStore`` lifts the tombstones of
-everything it stores, so an explicit /remember of the same fact lifts it too). A candidate with no messages (a
-file, a merge) is never "said again". Forgetting the whole person removes their tombstones (``memory.upkeep.registry``).
+What learns from what remains consults the tombstones and drops a matching candidate: extraction,
+micro- and daily reflection (``memory.jobs.base``), consolidation (``memory.upkeep.maintenance``),
+bulletins (``memory.upkeep.bulletin``, which read only memories no tombstone matches), file ingest
+(``memory.write.ingest``) and the memory_store tool (``memory.tools``). The exception: the fact was
+said again after the forget (``said_after``): a source of the candidate is the person's own message,
+written after the forget, whose words state it (or state the candidate, in any language, which the
+tombstone matched). Storing it lifts the tombstone (``MemoryStore`` lifts the tombstones of
+everything it stores, so an explicit /remember of the same fact lifts it too). A candidate with no
+messages (a file, a merge) is never "said again". Forgetting the whole person removes their
+tombstones (``memory.upkeep.registry``).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -265,14 +270,21 @@ class Holder(Protocol):
     def messages(self) -> MessageLog: ...
 
 
-def unforgotten(engine: Holder, candidates: list[NewMemory]) -> list[NewMemory]:
-    """The candidates no tombstone holds back: those matching none, and those said again after the forget."""
+def unforgotten(
+    engine: Holder, candidates: list[NewMemory], readings: Mapping[str, str] | None = None
+) -> list[NewMemory]:
+    """The candidates no tombstone holds back: those matching none, by their words or by their
+    English reading (``readings``: content -> the model's English, ``memory.write.glosses``), and
+    those said again after the forget."""
     tombstones = engine.memories.tombstones
     if not candidates or not tombstones.any():
         return candidates
     kept = []
     for new in candidates:
         found = tombstones.matching(new)
+        reading = (readings or {}).get(new.content)
+        if not found and reading:
+            found = tombstones.matching(_Said(new.scope, new.scope_id, new.subject, reading, None))
         if not found:
             kept.append(new)
         elif said_after(engine, new, found):
@@ -309,10 +321,15 @@ def said_after(engine: Holder, new: NewMemory, found: list[Tombstone]) -> bool:
 
 
 def _states(tombstones: Tombstones, new: NewMemory, text: str, found: list[Tombstone]) -> bool:
-    """Whether a message's own words say what each matched tombstone keeps out."""
+    """Whether a message's own words say what each matched tombstone keeps out; or whether they say
+    the fact itself, which the tombstones matched (a fact in the message's own language, known by
+    its English reading: "Ich habe Angst vor Spinnen" says "Alice hat Angst vor Spinnen")."""
     message = _Said(new.scope, new.scope_id, new.subject, text, new.guild_id)
     again = {t.id for t in tombstones.matching(message)}
-    return all(t.id in again for t in found)
+    if all(t.id in again for t in found):
+        return True
+    fact, said = tombstones.traces([new], synonyms=True)[0], tombstones.traces([message])[0]
+    return Trace(fact.marks, None, fact.alike).matches(said)
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,13 +341,17 @@ class _Said:
     guild_id: str | None
 
 
-def learnable(engine: Holder, candidates: list[NewMemory]) -> list[NewMemory]:
+def learnable(
+    engine: Holder, candidates: list[NewMemory], readings: Mapping[str, str] | None = None
+) -> list[NewMemory]:
     """The candidates a job may still store, checked again in its write transaction (issue 33): a forget can land
     while the model writes, between a job's gather and its apply. A candidate whose source messages are not all
     still stored (forgotten, deleted at the source, or expired) is dropped, and so is one a tombstone laid
     meanwhile holds back. A candidate with no source messages (a file, a merge) is judged by tombstones alone."""
     return unforgotten(
-        engine, [new for new in candidates if sources_stored(engine, new.provenance.sources)]
+        engine,
+        [new for new in candidates if sources_stored(engine, new.provenance.sources)],
+        readings,
     )
 
 

@@ -1,17 +1,19 @@
 """A forgotten fact is not learned again in other words, and the store alone cannot test a guess (issue 31,
 items 2 and 3; SEC-5).
 
-The paraphrase suite (``data/forget_rewordings.txt``): 50 facts Alice asked to forget, each with five rewordings
-a model might learn back (synonyms, reordering or passive, possessive, a translation into German, French or
-Spanish, another tense or number), and 204 other facts about her that must still be learned. It runs on the
-real embedding model (MiniLM, bundled) and a real store, and prints both rates.
+The paraphrase suite (``data/forget_rewordings.txt``, ``tests.paraphrase_support``): 50 facts Alice
+asked to forget, each with five rewordings a model might learn back (synonyms, reordering or
+passive, possessive, a translation into German, French or Spanish, another tense or number), and 254
+other facts about her that must still be learned. It runs on the real embedding model (MiniLM,
+bundled), a real store and the real write path, by the facts' words alone and with the real 1.5B's
+English readings (recorded), and prints both rates.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
-from collections import Counter
 from pathlib import Path
 
 import apsw
@@ -20,41 +22,19 @@ from conftest import remember
 
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
-from memory.models import NewMemory, Provenance, Scope, Source
 from memory.storage.embeddings import OnnxMiniLM
 from memory.upkeep.forgetting import forget_memory
+from memory.write import traces
 from memory.write.tombstones import KEY, LEGACY, unforgotten
 from memory.write.wording import normalised
+from tests.paraphrase_support import HOLDOUT, about, measure, recorded_readings, suite
+from tests.paraphrase_support import KEY as KEY_A
 
-DATA = Path(__file__).parent / "data" / "forget_rewordings.txt"
-# the operator's key in these tests (fixed: an outcome must not hang on a key drawn)
-KEY_A = bytes(range(32))
-# What the suite holds now, on MiniLM (measured: 221/250, English 192/200, translations 29/50; 0/204 blocked).
-# A name or a code holds in any language; a translation of plain words has only its cognates to go by.
-HELD_AT_LEAST, ENGLISH_HELD_AT_LEAST = 0.85, 0.95
-
-
-def suite() -> tuple[list[tuple[str, list[tuple[str, str]]]], list[str]]:
-    lines = DATA.read_text(encoding="utf-8").splitlines()
-    cut = lines.index("== unrelated ==")
-    blocks = (
-        "\n".join(line for line in lines[:cut] if not line.startswith("#")).strip().split("\n\n")
-    )
-    facts = [
-        (b.splitlines()[0], [tuple(x.split(": ", 1)) for x in b.splitlines()[1:]]) for b in blocks
-    ]
-    return facts, [line for line in lines[cut + 1 :] if line.strip()]  # type: ignore[misc]
-
-
-def about(person: str, content: str, sources: tuple[str, ...] = ()) -> NewMemory:
-    return NewMemory(
-        content=content,
-        subject="alice",
-        scope=Scope.USER,
-        scope_id=person,
-        source=Source.AUTO_EXTRACTION,
-        provenance=Provenance(platform="discord", channel_id="dm-alice", sources=sources),
-    )
+# What the suite holds (measured on MiniLM, the bundled embedder): by their words 225/250 (English
+# 196/200, translations 29/50), with the 1.5B's English readings 238/250 (translations 42/50); 0/254
+# blocked either way. By words, a name or a code holds in any language; a translation of plain words
+# has only its cognates.
+HELD_BY_WORDS, HELD_READ, ENGLISH_HELD_AT_LEAST = 0.88, 0.95, 0.95
 
 
 @pytest.fixture(scope="module")
@@ -77,36 +57,38 @@ def test_the_suite_is_what_it_says():
     }
 
 
+@pytest.mark.parametrize("read", [False, True], ids=["by-their-words", "read-in-english"])
 def test_forgotten_facts_are_held_back_in_other_words_and_no_other_fact_of_the_person_is(
-    tmp_path, minilm, capsys
+    tmp_path, minilm, capsys, read
 ):
-    facts, unrelated = suite()
-    with MemoryEngine(tmp_path / "m.db", minilm, FakeClock(), secret_key=KEY_A) as engine:
-        alice = engine.people.resolve("discord", "alice", "Alice")
-        # as the composition root wires it
-        engine.memories.tombstones.own_names = engine.people.own_names
-        assert engine.memories.tombstones.bury([about(alice, fact) for fact, _ in facts]) == len(
-            facts
-        )
-        held, total = Counter(), Counter()
-        for _, rewordings in facts:
-            for kind, text in rewordings:
-                group = "translation" if kind in ("de", "fr", "es") else "english"
-                total[group] += 1
-                held[group] += not unforgotten(engine, [about(alice, text)])
-        blocked = [text for text in unrelated if not unforgotten(engine, [about(alice, text)])]
-        # another person's, same words
-        bob = [fact for fact, _ in facts if unforgotten(engine, [about("bob", fact)])]
-    rate = sum(held.values()) / sum(total.values())
+    """By each tombstone's own trace: a later fact by its words alone (no model to read it), or
+    with the real 1.5B's English reading of a fact in another language."""
+    readings = recorded_readings() if read else None
+    rates = asyncio.run(
+        measure(tmp_path / "m.db", minilm, readings["readings"] if readings else None)
+    )
     with capsys.disabled():
-        print(
-            f"\nparaphrase suite: {sum(held.values())}/{sum(total.values())} rewordings held ({rate:.0%}; English "
-            f"{held['english']}/{total['english']}, translations {held['translation']}/{total['translation']}), "
-            f"{len(blocked)}/{len(unrelated)} unrelated facts blocked"
-        )
-    assert blocked == []
-    assert len(bob) == len(facts)  # a tombstone holds for the person it was about only
-    assert rate >= HELD_AT_LEAST and held["english"] / total["english"] >= ENGLISH_HELD_AT_LEAST
+        how = f"read in English by {readings['model']}" if readings else "by their words"
+        print("\n" + rates.line(how))
+    assert rates.blocked == [] and rates.others == 0  # a tombstone holds for its person only
+    assert rates.rate >= (HELD_READ if read else HELD_BY_WORDS)
+    assert rates.english() >= ENGLISH_HELD_AT_LEAST
+
+
+@pytest.mark.parametrize("read", [False, True], ids=["by-their-words", "read-in-english"])
+def test_on_a_suite_written_after_the_tuning_the_rates_hold(tmp_path, minilm, capsys, read):
+    """The held-out suite (``data/forget_rewordings_holdout.txt``: 20 facts x 5 rewordings, 40 other
+    facts, half in other languages), written after the matching was tuned on the first. As first
+    measured: by their words 75/100 (English 66/80), read in English 81/100, 1/40 blocked ("Alice's
+    landlord is friendly": "landlord" also counted as a synonym of "rent", a bug since fixed); the
+    meaning signature's threshold, which it showed too strict, was then set on the first suite's
+    unrelated facts (0.85: none blocked down to 0.8, two at 0.75). Now: 84/100 and 90/100, 0/40."""
+    readings = recorded_readings()["readings"] if read else None
+    rates = asyncio.run(measure(tmp_path / "m.db", minilm, readings, of=HOLDOUT))
+    with capsys.disabled():
+        print("\n" + rates.line("held out, " + ("read in English" if read else "by their words")))
+    assert rates.blocked == [] and rates.others == 0
+    assert rates.rate >= (0.88 if read else 0.8)
 
 
 def test_a_name_holds_a_forgotten_fact_in_any_language_and_any_order(engine):
@@ -230,3 +212,17 @@ def test_an_older_store_has_its_in_store_key_moved_out_and_its_tombstones_still_
     assert confirmed(path, every_setting_as_a_key(path)) == []
     for file in (p for p in tmp_path.iterdir() if p.name.startswith("store.db")):
         assert old_key.hex().encode() not in file.read_bytes(), file.name
+
+
+def test_a_tombstone_laid_before_the_forms_took_two_endings_off_still_holds(engine, monkeypatch):
+    """Stores upgraded from the first traces keep their tombstones: a candidate brings the older
+    form of each word it spells differently now ("knitt" for "knitted", "morni" for "mornings")."""
+    monkeypatch.setattr(traces, "_root", traces._stem)  # how the first traces formed a word
+    forget_memory(
+        engine, remember(engine, "Alice knitted scarves for her nephews in the mornings").id
+    )
+    monkeypatch.undo()
+    again = "Each morning, Alice knitted scarves for her nephews"
+    assert traces.form("knitted") != traces.form("knitted", older=True)
+    assert unforgotten(engine, [about("alice", again)]) == []
+    assert unforgotten(engine, [about("alice", "Alice knitted socks for her sister")]) != []
