@@ -134,8 +134,7 @@ class WriteFacts:
     def _foreign(self, new: NewMemory) -> bool:
         """SEC-5: a fact in another language about someone who forgot something is read in English
         before it is stored (``memory.write.glosses``)."""
-        tombstones = self.engine.memories.tombstones
-        if not tombstones.any() or not tombstones.stones.of(str(new.scope), new.scope_id):
+        if not self.engine.memories.tombstones.hold_any(new):
             return False
         names = frozenset(fold(n) for n in self.engine.people.own_names(new.scope_id))
         return foreign(new.content, names)

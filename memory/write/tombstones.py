@@ -178,6 +178,10 @@ class Tombstones:
         self.stones.delete(ids)
         return len(ids)
 
+    def hold_any(self, fact: Fact) -> bool:
+        """Whether the person (or place) this fact is about has any tombstone."""
+        return bool(self._buried(fact))
+
     def any(self) -> bool:
         """Whether there is a tombstone at all (most stores have none: every check is then free)."""
         return self.stones.any()
