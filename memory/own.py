@@ -84,8 +84,8 @@ class OwnMemory:
         skip: tuple[str, ...] = (),
     ) -> WordsErased:
         """The closest own memory to ``words`` (its lineage and sources, ``asked_in``'s
-        summaries) and the near ones its tombstone matches, the person's own messages holding every word of it (all but ``skip``,
-        stored ids) and the bot's replies that repeat it."""
+        summaries) and the near ones its tombstone matches, the person's own messages holding
+        every word of it (all but ``skip``, stored ids) and the bot's replies that repeat it."""
         hits = self.engine.recall.recall(
             ctx, words, threshold=0.0, top_k=KEPT_AGAIN, reinforce=False, filters=_own(person_id)
         )

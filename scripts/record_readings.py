@@ -1,8 +1,9 @@
-"""Records what a real model reads, in English, for each fact of the paraphrase suites (and the held-out one) written in another language
-(``memory.write.glosses.foreign``: the facts the write path asks it to read, ``memory.jobs.base``), for
-``tests/memory/test_forget_rewording.py`` to replay (the default run never calls a model):
+"""Records what a real model reads, in English, for each fact of the two paraphrase suites
+(``tests.paraphrase_support``) written in another language (``memory.write.glosses.foreign``: the
+facts the write path asks it to read, ``memory.jobs.base``), for the tests to replay (the default
+run never calls a model):
 
-    OPENAI_BASE_URL=http://127.0.0.1:8092/v1 OPENAI_API_KEY=local \\
+    PYTHONPATH=. OPENAI_BASE_URL=http://127.0.0.1:8092/v1 OPENAI_API_KEY=local \\
         python scripts/record_readings.py qwen2.5-coder-1.5b-instruct tests/memory/data/forget_readings_1.5b.json
 
 (``../shared/tools/real-model serve 1.5b 8092`` serves that model.) The file keeps the hash of the prompt: answers to
@@ -22,20 +23,17 @@ from openai import OpenAI
 
 import prompts
 from memory.write.glosses import foreign
+from tests.paraphrase_support import HOLDOUT, SUITE, suite
 
-DATA = Path(__file__).resolve().parent.parent / "tests/memory/data"
-SUITES = (DATA / "forget_rewordings.txt", DATA / "forget_rewordings_holdout.txt")
-OWN_NAMES = frozenset({"alice"})  # the suite's person
+OWN_NAMES = frozenset({"alice"})  # the suites' person
 
 
 def sentences() -> list[str]:
     """Every sentence of the suites a later fact could be: the rewordings and the unrelated facts."""
     found = []
-    for suite in SUITES:
-        lines = suite.read_text(encoding="utf-8").splitlines()
-        cut = lines.index("== unrelated ==")
-        found += [x.split(": ", 1)[1] for x in lines[:cut] if ": " in x and not x.startswith("#")]
-        found += [x for x in lines[cut + 1 :] if x.strip()]
+    for path in (SUITE, HOLDOUT):
+        facts, unrelated = suite(path)
+        found += [text for _, rewordings in facts for _, text in rewordings] + unrelated
     return found
 
 

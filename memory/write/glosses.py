@@ -18,9 +18,7 @@ from .wording import STOPS
 
 LONGEST = 300  # an English reading is one sentence; a rambling model is cut
 _WORD = re.compile(r"[^\W\d_]+")
-_BOTH = STOPS & FOREIGN_STOPS | {
-    "a"
-}  # "in", "die", "son", "a" (French "à" folded): no sign either way
+_BOTH = STOPS & FOREIGN_STOPS  # "in", "die", "son": no sign either way
 
 
 def foreign(text: str, names: frozenset[str] = frozenset()) -> bool:
@@ -29,7 +27,7 @@ def foreign(text: str, names: frozenset[str] = frozenset()) -> bool:
     Spinnen"); with none of either ("Alice schlafwandelt"), when most of its words are not
     English."""
     words = [fold(w) for w in _WORD.findall(text or "")]
-    # one letter says nothing: "d'avoine" is not English's "d" ("I'd")
+    # one letter says nothing: "d'avoine" is not English's "d" ("I'd"), "à" folded not its "a"
     words = [w for w in words if len(w) > 1 and w not in names and w not in _BOTH]
     english = sum(w in STOPS for w in words)
     other = sum(w in FOREIGN_STOPS for w in words)

@@ -288,7 +288,8 @@ def unforgotten(
         found = tombstones.matching(new)
         reading = (readings or {}).get(new.content)
         if not found and reading:
-            found = tombstones.matching(_Said(new.scope, new.scope_id, new.subject, reading, None))
+            read = _Said(new.scope, new.scope_id, new.subject, reading, new.guild_id)
+            found = tombstones.matching(read)
         if not found:
             kept.append(new)
         elif said_after(engine, new, found):

@@ -202,18 +202,14 @@ class Tracer:
             shape = form(word)
             if not weight or shape in own:
                 continue
-            for mark in (
-                [self._mark(owner, shape, weight == NAME)]
-                if synonyms
-                else [self._mark(owner, shape, n) for n in _kinds(written)]
-            ):
-                # a candidate's capitalised word or code may be a tombstone's name: both kinds
+            # a candidate's capitalised word or code may be a tombstone's name: both kinds
+            kinds = (weight == NAME,) if synonyms else _kinds(written)
+            before = None if synonyms else form(word, older=True)
+            for n in kinds:
+                mark = self._mark(owner, shape, n)
                 marks[mark] = max(marks.get(mark, 0), weight)
-            if not synonyms and form(word, older=True) != shape:
-                for n in _kinds(written):
-                    older[self._mark(owner, shape, n)] = self._mark(
-                        owner, form(word, older=True), n
-                    )
+                if before is not None and before != shape:
+                    older[mark] = self._mark(owner, before, n)
             if synonyms and weight != NAME and (i == 0 or not written[:1].isupper()):
                 # not a place's, a month's or a party's: "Porto" is no other word for "Lisbon"
                 alike[mark] = tuple(self._mark(owner, form(w)) for w in synonyms_of(word))
@@ -310,7 +306,8 @@ def is_name(written: str, word: str) -> bool:
 
 def word_weight(word: str) -> int:
     """4 for a name, a code or a word rare in English; 2 for a less common word; 1 for a common one; 0 for a
-    word that says nothing (a stop word in English, German, French or Spanish, a short number)."""
+    word that says nothing (a little word of English or of five other languages, a hedge, a short
+    number)."""
     if word in STOPS or word in FOREIGN_STOPS or word in HEDGES or len(word) < 3:
         return 0
     digits = sum(c.isdigit() for c in word)

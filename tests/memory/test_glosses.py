@@ -14,9 +14,10 @@ from conftest import remember, say
 import prompts
 from memory.engine import MemoryEngine
 from memory.jobs.base import Facts, NoAnswer, WriteFacts
-from memory.models import NewMemory, Provenance, Scope, Source
+from memory.models import NewMemory
 from memory.upkeep.forgetting import forget_memory
 from memory.write.glosses import english_reading, foreign
+from tests.paraphrase_support import about
 
 READ = {
     "Alice hat Angst vor Spinnen": "Alice is afraid of spiders.",
@@ -41,14 +42,8 @@ class Reader:
 
 
 def fact(text: str, person: str = "alice", sources: tuple[str, ...] = ()) -> NewMemory:
-    return NewMemory(
-        content=text,
-        subject="fears",
-        scope=Scope.USER,
-        scope_id=person,
-        source=Source.AUTO_EXTRACTION,
-        provenance=Provenance(platform="discord", channel_id=f"dm-{person}", sources=sources),
-    )
+    """A fact a job learned about ``person`` from ``sources`` (stored message ids)."""
+    return about(person, text, sources)
 
 
 async def learn(engine: MemoryEngine, model: Reader, *facts: NewMemory) -> list[str]:
