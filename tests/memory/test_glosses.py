@@ -121,6 +121,16 @@ async def test_saying_it_again_in_her_own_language_is_heard(forgot):
     assert forgot.memories.tombstones.count() == 0  # said again: the forget is lifted
 
 
+@pytest.mark.asyncio
+async def test_someone_else_saying_it_in_another_language_lifts_nothing(forgot):
+    """Bob, in a server after Alice's forget, says it of her in German: learned about Alice from
+    his line, it is still held back, and her forget stays."""
+    forgot.clock.advance(60)
+    bobs = say(forgot, "Alice hat Angst vor Spinnen, lol", author="bob", guild="g1")
+    assert await learn(forgot, Reader(), fact("Alice hat Angst vor Spinnen", sources=(bobs,))) == []
+    assert forgot.memories.tombstones.count() == 1
+
+
 @pytest.mark.parametrize(
     "text,is_foreign",
     [
