@@ -33,9 +33,9 @@ def whisper() -> FasterWhisperSTT:
 
 
 @functools.cache
-def spoken(text: str) -> bytes:
+def spoken(text: str, words_per_minute: int = 150) -> bytes:
     """``text`` spoken by espeak-ng, as Discord carries it (48 kHz stereo)."""
-    pcm, rate = EspeakTTS(words_per_minute=150).synthesize(text)
+    pcm, rate = EspeakTTS(words_per_minute=words_per_minute).synthesize(text)
     return mono_to_discord(pcm, rate)
 
 
