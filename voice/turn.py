@@ -10,7 +10,7 @@ ONNX model on Whisper's log-mel features, audio only: it hears intonation and rh
     speech resumes before either --> the verdict is dropped, the utterance goes on
 
 The model is run off the receive thread and the event loop, on one worker thread shared by every channel
-(pipecat cites ~10 ms on a free CPU; measured here 170-520 ms p50 at load 5-11 on the shared 2 cores, 60 ms
+(pipecat cites ~10 ms on a free CPU; here 89-112 ms p50 at load ~1.5, 170-520 ms at load 5-11, 60 ms
 of it the features; onnxruntime on one thread, as pipecat runs it). Without the model file the hub ends turns
 on the fixed ``end_pause_ms`` pause.
 
