@@ -123,10 +123,7 @@ class FasterWhisperSTT:
         from faster_whisper.tokenizer import Tokenizer
 
         frames = 100 * math.ceil(max(heard_s, self._window_s))  # 10 ms each
-        # silent audio around the speech, as Whisper was trained on (its log-mel floor, not zeros)
-        before = int(_QUIET_BEFORE_S * LISTEN_RATE)
-        quiet = np.pad(audio, (before, frames * _HOP - audio.size - before))
-        window = np.ascontiguousarray(model.feature_extractor(quiet)[:, :frames], np.float32)
+        window = _window(model, audio, frames)
         tokenizer = Tokenizer(
             model.hf_tokenizer, model.model.is_multilingual, "transcribe", self._language
         )
@@ -174,6 +171,15 @@ class FasterWhisperSTT:
                 ) from exc
             logger.info("voice: loaded Whisper from %s", path)
         return self._model
+
+
+def _window(model: Any, audio: np.ndarray, frames: int) -> np.ndarray:
+    """The log-mel of ``frames`` 10 ms frames: silence, the speech, silence to the end. Silent
+    audio, as Whisper was trained on (its log-mel floor), not the zeroed features faster-whisper
+    pads with."""
+    before = int(_QUIET_BEFORE_S * LISTEN_RATE)
+    quiet = np.pad(audio, (before, frames * _HOP - audio.size - before))
+    return np.ascontiguousarray(model.feature_extractor(quiet)[:, :frames], np.float32)
 
 
 def _suppressed(tokenizer: Any) -> list[int]:
