@@ -26,10 +26,10 @@ tiny.en was measured.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -120,14 +120,10 @@ class FasterWhisperSTT:
         if self._window_s is None or heard_s > _FULL_S:
             return None
         import ctranslate2
-        from faster_whisper.tokenizer import Tokenizer
 
         frames = 100 * math.ceil(max(heard_s, self._window_s))  # 10 ms each
         window = _window(model, audio, frames)
-        tokenizer = Tokenizer(
-            model.hf_tokenizer, model.model.is_multilingual, "transcribe", self._language
-        )
-        prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+        tokenizer, prompt, suppressed = _decoding(model, self._language)
         most = min(model.max_length - len(prompt), 10 + int(_TOKENS_PER_S * speech_s))
         found = model.model.generate(
             model.model.encode(ctranslate2.StorageView.from_array(window[None])),
@@ -137,7 +133,7 @@ class FasterWhisperSTT:
             return_scores=True,
             return_no_speech_prob=True,
             suppress_blank=True,
-            suppress_tokens=_suppressed(tokenizer),
+            suppress_tokens=suppressed,
         )[0]
         tokens = found.sequences_ids[0]
         text = tokenizer.decode(tokens).strip()
@@ -182,13 +178,19 @@ def _window(model: Any, audio: np.ndarray, frames: int) -> np.ndarray:
     return np.ascontiguousarray(model.feature_extractor(quiet)[:, :frames], np.float32)
 
 
-def _suppressed(tokenizer: Any) -> list[int]:
-    """What faster-whisper suppresses by default: non-speech symbols and special tokens."""
-    special = [tokenizer.transcribe, tokenizer.translate, tokenizer.sot, tokenizer.sot_prev]
-    special += [tokenizer.sot_lm, tokenizer.no_speech]
-    return sorted({*tokenizer.non_speech_tokens, *special})
+@functools.cache
+def _decoding(model: Any, language: str) -> tuple[Any, list[int], list[int]]:
+    """The tokenizer, the prompt (no timestamps) and what faster-whisper suppresses by default
+    (non-speech symbols and special tokens), made once per model."""
+    from faster_whisper.tokenizer import Tokenizer
+    from faster_whisper.transcribe import get_suppressed_tokens
+
+    tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, "transcribe", language)
+    prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+    return tokenizer, prompt, list(get_suppressed_tokens(tokenizer, [-1]))
 
 
 def _looped(text: str) -> bool:
-    data = text.encode()
-    return len(data) > 24 and len(data) / len(zlib.compress(data)) > _LOOPED
+    from faster_whisper.transcribe import get_compression_ratio
+
+    return len(text.encode()) > 24 and get_compression_ratio(text) > _LOOPED
