@@ -97,13 +97,42 @@ def unmasked(
 
 def fold(text: str, invisible: str = "") -> str:
     """NFKC (fullwidth, ligatures, mathematical letters), invisible characters removed (or made ``invisible``),
-    look-alike letters made Latin. ASCII text is already all of that."""
+    look-alike letters made Latin. ASCII text is already all of that.
+
+    Ordinary text in other scripts stays itself (LANG-4): a look-alike is made Latin only in a word that mixes it
+    with Latin letters ("Wоmbatson") or is made of look-alikes alone ("Ѕсоре"), never in "привет" or "καλημέρα";
+    a combining mark is taken out only after a Latin, Greek or Cyrillic letter (a strike-through over a word),
+    never from Thai, Hindi or Hebrew, where it is part of the letter."""
     if text.isascii():
         return text
     nfkc = unicodedata.normalize("NFKC", text)
-    return "".join(
-        invisible if unicodedata.category(c) in _INVISIBLE else c for c in nfkc
-    ).translate(_LOOKALIKES)
+    out: list[str] = []
+    for c in nfkc:
+        kind = unicodedata.category(c)
+        if kind == "Cf" or (kind in _INVISIBLE and out and _alphabetic(out[-1])):
+            out.append(invisible)
+        else:
+            out.append(c)
+    return _LETTERS.sub(_latin_if_disguised, "".join(out))
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+_LOOKALIKE_SET = frozenset(
+    "аеорсухіјѕԁԛԝһӏвкмнтАВЕКМНОРСТХІЈЅУ" "αβεικνοροτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+)
+
+
+def _alphabetic(c: str) -> bool:
+    """A letter of the Latin, Greek or Cyrillic alphabets (where a combining mark over it is decoration)."""
+    return c.isalpha() and c < "\u0530"
+
+
+def _latin_if_disguised(match: re.Match[str]) -> str:
+    word = match.group()
+    if word.isascii() or not any(c in _LOOKALIKE_SET for c in word):
+        return word
+    mixed = any(c.isascii() for c in word)
+    return word.translate(_LOOKALIKES) if mixed or all(c in _LOOKALIKE_SET for c in word) else word
 
 
 def _hidden(lowered: str, known: Callable[[str], bool]) -> Iterator[str]:

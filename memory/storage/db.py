@@ -24,13 +24,15 @@ import apsw
 import sqlite_vec
 
 from ..errors import SchemaError, StoreUnavailable
-from .migrations import MIGRATIONS
+from . import tokenizer
+from .migrations import MIGRATIONS, WORD_INDEXES
 from .private import create_private, private_folder, private_store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000  # how long a write waits for another process's write to end
 BUSY_POLL_S = 0.002  # how often a waiting write looks at the lock again (see ``Patience``)
+REINDEX_STEP = 5_000  # rows a transaction when a word index is refilled (m024): a kill loses at most one step
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,7 @@ class Database:
             raise
 
     def _prepare(self) -> None:
+        tokenizer.register(self.con)  # before anything reads or writes the word indexes
         self.con.enable_load_extension(True)
         sqlite_vec.load(self.con)
         self.con.enable_load_extension(False)
@@ -122,6 +125,7 @@ class Database:
             self._check_version()
             return
         self._migrate()
+        self.reindex_words()
         self.optimize()
 
     # -- queries -------------------------------------------------------------------------------
@@ -292,6 +296,38 @@ class Database:
                 "applied migration %s",
                 migration.name,
             )
+
+    def reindex_words(self, step: int | None = None) -> None:
+        """Fill a word index made anew by a migration (m024) from its rows, ``step`` rows a transaction, the last
+        row done kept in settings: a process killed half-way (or a second process opening the store meanwhile)
+        goes on from there, and nothing is lost, since the rows themselves were never touched."""
+        for key in [k for (k,) in self.execute("SELECT key FROM settings WHERE key LIKE 'words.reindex.%'")]:
+            table = key.removeprefix("words.reindex.")
+            content, columns = WORD_INDEXES[table]
+            cols = ", ".join(columns)
+            while self._reindex_step(key, table, content, cols, step or REINDEX_STEP):
+                pass
+            log.info("the word index %s was rebuilt for every script", table)
+
+    def _reindex_step(self, key: str, table: str, content: str, cols: str, step: int) -> bool:
+        with self.transaction():
+            done = self.get_setting(key)
+            if done is None:  # another process finished it
+                return False
+            last = self.scalar(
+                f"SELECT MAX(rid) FROM (SELECT rid FROM {content} WHERE rid > ? ORDER BY rid LIMIT ?)",
+                (int(done), step),
+            )
+            if last is None:
+                self.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+                self.delete_setting(key)
+                return False
+            self.execute(
+                f"INSERT INTO {table} (rowid, {cols}) SELECT rid, {cols} FROM {content} WHERE rid > ? AND rid <= ?",
+                (int(done), last),
+            )
+            self.set_setting(key, str(last))
+            return True
 
     def _version(self) -> int:
         """The schema version on disk (0 for a new file); a newer one than this program knows is refused."""

@@ -245,15 +245,17 @@ class EmbeddingService:
             return None
         self.check_model()  # outside the try: a wrong model is a configuration error, not a reason to fall back quietly
         try:
-            return self._call_embedder(list(texts))
+            return self._call_embedder(list(texts), query=True)
         except EmbeddingError:
             log.exception("query embedding failed; recalling with BM25 only")
             return None
 
-    def _call_embedder(self, texts: Sequence[str]) -> np.ndarray:
+    def _call_embedder(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         assert self.embedder is not None
+        # a model trained with a question side (E5's "query: ") embeds questions its own way
+        run = getattr(self.embedder, "embed_queries", None) if query else None
         try:
-            vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+            vectors = np.asarray((run or self.embedder.embed)(list(texts)), dtype=np.float32)
         except Exception as exc:  # a provider's own errors: network, HTTP, runtime
             raise EmbeddingError(f"{self.embedder.fingerprint} failed: {exc}") from exc
         if vectors.shape != (len(texts), self.embedder.dim):

@@ -31,7 +31,9 @@ from typing import cast
 
 import apsw
 
+from ..unspaced import has_unspaced
 from .db import Database
+from .tokenizer import NAME as TOKENIZER
 
 STOP_WORDS = frozenset(
     [
@@ -314,7 +316,7 @@ class FtsQueryBuilder:
     def __init__(self, db: Database, fts_table: str, df_ttl_s: float = 600.0) -> None:
         self.db = db
         self.fts_table = fts_table
-        self._tokenizer = db.con.fts5_tokenizer("porter", ["unicode61"])
+        self._tokenizer = db.con.fts5_tokenizer(TOKENIZER)
         self._vocab = f"{fts_table}_vocab"
         db.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._vocab} USING fts5vocab(main, {fts_table}, row)"
@@ -344,7 +346,7 @@ class FtsQueryBuilder:
         for start, end, *stems in tokens:
             raw = data[start:end].decode("utf-8", "replace").lower()
             stem = stems[0] if stems else raw
-            if raw in STOP_WORDS or len(stem) < 2 and not stem.isdigit():
+            if raw in STOP_WORDS or len(stem) < 2 and not (stem.isdigit() or has_unspaced(stem)):
                 continue
             seen.setdefault(stem, raw)
         return [(raw, stem) for stem, raw in seen.items()]

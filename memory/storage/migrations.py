@@ -725,6 +725,47 @@ CREATE INDEX memory_feedback_recheck ON memory_feedback (recheck) WHERE recheck 
 """,
 )
 
+def _words_index(table: str, content: str, columns: tuple[str, ...]) -> str:
+    """One word index made anew with the tokenizer that splits unspaced scripts (``memory.storage.tokenizer``), its
+    delete and update triggers, and secure-delete. It starts empty: ``Database.reindex_words`` fills it from the
+    rows (resumable), so nothing is lost and an interrupted upgrade goes on where it stopped."""
+    cols = ", ".join(columns)
+    old = ", ".join(f"old.{c}" for c in columns)
+    new = ", ".join(f"new.{c}" for c in columns)
+    return f"""
+DROP TRIGGER {content}_ad;
+DROP TRIGGER {content}_au;
+DROP TABLE {table};
+CREATE VIRTUAL TABLE {table} USING fts5 (
+    {cols},
+    content = '{content}', content_rowid = 'rid', tokenize = 'companion'
+);
+INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 1);
+CREATE TRIGGER {content}_ad AFTER DELETE ON {content} BEGIN
+    INSERT INTO {table} ({table}, rowid, {cols}) VALUES ('delete', old.rid, {old});
+END;
+CREATE TRIGGER {content}_au AFTER UPDATE OF {cols} ON {content} BEGIN
+    INSERT INTO {table} ({table}, rowid, {cols}) VALUES ('delete', old.rid, {old});
+    INSERT INTO {table} (rowid, {cols}) VALUES (new.rid, {new});
+END;
+INSERT INTO settings (key, value) VALUES ('words.reindex.{table}', '0')
+    ON CONFLICT (key) DO UPDATE SET value = '0';
+"""
+
+
+# the word indexes, each with the table it indexes and its columns (what ``Database.reindex_words`` refills)
+WORD_INDEXES = {
+    "memory_fts": ("memories", ("subject", "content", "tags", "ptoken")),
+    "message_fts": ("messages", ("content", "author_name", "context", "ptoken")),
+}
+
+# LANG-1: both word indexes made anew with a tokenizer that splits Chinese, Japanese, Thai... (the old one read a
+# whole Chinese sentence as one word), then refilled from the rows in steps (``Database.reindex_words``).
+M024_WORDS_IN_EVERY_SCRIPT = Migration(
+    "m024_words_in_every_script",
+    "".join(_words_index(table, *source) for table, source in WORD_INDEXES.items()),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_CORE,
     M002_CONVERSATIONS,
@@ -746,4 +787,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     M021_RETENTION,
     M022_USAGE_LEDGER,
     M023_GROUP_MANNERS,
+    M024_WORDS_IN_EVERY_SCRIPT,
 )

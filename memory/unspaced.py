@@ -1,0 +1,40 @@
+"""Words in scripts written without spaces between them (LANG-1): Chinese, Japanese, Thai, Lao, Khmer, Burmese;
+and Korean, whose spaced words carry their particles ("학교에": at school).
+
+Nothing here knows a dictionary. A run of such characters is read as its overlapping pairs ("我喜欢猫" ->
+"我喜", "喜欢", "欢猫"), the way CJK search engines without a segmenter do: a two-character word is one
+pair, a longer one its pairs in a row, and a lone character stays itself. The word index, the leak check,
+tombstone marks, the "said again" check and manners' word overlap all read such text through ``spaced``
+(or the index's own tokenizer, ``memory.storage.tokenizer``, which emits the same pairs), so they see the
+same words.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Han (with extensions and compatibility forms), kana (with halfwidth katakana), Hangul, Thai, Lao, Khmer, Myanmar
+CHARS = (
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+    "\u0e00-\u0e7f\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f"
+    "\U00020000-\U0002fa1f"
+)
+RUN = re.compile(f"[{CHARS}]+")
+
+
+def has_unspaced(text: str) -> bool:
+    return RUN.search(text) is not None
+
+
+def grams(run: str) -> list[str]:
+    """A run's overlapping pairs, or the run itself when it is one character."""
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def spaced(text: str) -> str:
+    """``text`` with each unspaced run written as its pairs between spaces, for readers that split on spaces or
+    ``\\w+``: "我喜欢猫and dogs" -> " 我喜 喜欢 欢猫 and dogs". Text without such runs comes back as it is."""
+    if not has_unspaced(text):
+        return text
+    return RUN.sub(lambda m: " " + " ".join(grams(m.group())) + " ", text)
