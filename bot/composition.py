@@ -57,9 +57,7 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
     ``timeout`` bounds each request of a remote provider (the doctor's short check); None keeps its default.
     """
     if settings.embeddings == "local":
-        from memory import OnnxMiniLM
-
-        return OnnxMiniLM(model_dir=settings.embedding_model_dir)
+        return _local_embedder(settings)
     if settings.embeddings == "openai":
         from .llm import OpenAIEmbedder
 
@@ -71,6 +69,15 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
             **({"timeout": timeout} if timeout is not None else {}),
         )
     return None
+
+
+def _local_embedder(settings: Settings) -> Embedder:
+    """The bundled model chosen (an own ONNX folder is an English-family model run the same way)."""
+    from memory import LocalDefault, MultilingualE5, OnnxMiniLM
+
+    if settings.embedding_local == "english" or settings.embedding_model_dir is not None:
+        return OnnxMiniLM(model_dir=settings.embedding_model_dir)
+    return MultilingualE5() if settings.embedding_local == "multilingual" else LocalDefault()
 
 
 def open_engine(

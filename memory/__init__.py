@@ -290,6 +290,7 @@ if TYPE_CHECKING:
     from .jobs.upkeep import Consolidation
     from .storage.claims import process_holder
     from .storage.embeddings import OnnxMiniLM
+    from .storage.multilingual import LocalDefault, MultilingualE5
     from .storage.sessions import ChannelRecord, ExtractionBuffer, SessionSummaries
     from .upkeep.bulletin import BULLETINS_PER_RUN
     from .upkeep.daily import DailyReflections
@@ -314,6 +315,8 @@ _RUNNING = {
     "Consolidation": "jobs.upkeep",
     "process_holder": "storage.claims",
     "OnnxMiniLM": "storage.embeddings",
+    "LocalDefault": "storage.multilingual",
+    "MultilingualE5": "storage.multilingual",
     "ChannelRecord": "storage.sessions",
     "ExtractionBuffer": "storage.sessions",
     "SessionSummaries": "storage.sessions",

@@ -21,6 +21,14 @@ CHARS = (
     "\U00020000-\U0002fa1f"
 )
 RUN = re.compile(f"[{CHARS}]+")
+HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
+# Characters that carry grammar more than meaning: Chinese particles, pronouns and question words, Japanese kana
+# particles and endings. A query's pair of two of them ("什么", "时候", "ました") is no word worth searching, and
+# none of them is searched alone.
+LITTLE = frozenset(
+    "的了是在我你他她它们吗呢吧啊和与也都就还又很么什哪谁怎时候有没不这那个一上下去来说要会能可以过着把被给让对为从到"
+    "はがをにのでともへかねよなたしてすまいうるれ"
+)
 
 
 def has_unspaced(text: str) -> bool:
@@ -30,6 +38,24 @@ def has_unspaced(text: str) -> bool:
 def grams(run: str) -> list[str]:
     """A run's overlapping pairs, or the run itself when it is one character."""
     return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def query_words(pairs: list[str]) -> list[str]:
+    """What a query searches for, given the pairs (and lone characters) of its unspaced words.
+
+    A Han character is a word or a root on its own, and a question and the turn it asks about rarely split their
+    words alike ("露营" and "营地", "画画" and "绘画"): Chinese and Japanese ideographs are searched one by one,
+    the little ones left out (measured on the Chinese dev set: hybrid R@10 77.2 one by one, 75.9 by pairs). Kana,
+    Hangul and Thai letters say little alone: they are searched as pairs, but for pairs of two little ones
+    ("ました")."""
+    out: list[str] = []
+    for pair in pairs:
+        han = [c for c in pair if HAN.match(c)]
+        if han:
+            out.extend(c for c in han if c not in LITTLE)
+        elif not all(c in LITTLE for c in pair):
+            out.append(pair)
+    return list(dict.fromkeys(out))
 
 
 def spaced(text: str) -> str:

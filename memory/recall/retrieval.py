@@ -29,9 +29,11 @@ from ..storage.corpus import Corpus, Filter, Found
 from ..storage.embeddings import EmbeddingService
 from ..storage.knobs import Fusion, RecallKnobs, Weights
 from ..storage.ranking import ALL_CHANNELS, Channel, Hit
+from ..unspaced import spaced
 from . import thesaurus, when
 
-SHORT_QUESTION_WORDS = 25
+SHORT_QUESTION_WORDS = 25  # words, or pairs of characters in a script without spaces (``memory.unspaced``)
+QUESTION_MARKS = ("?", "？", "؟", "\u037e")
 FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|myself)\b", re.IGNORECASE)
 
 
@@ -355,7 +357,7 @@ class Retriever(Generic[Found]):
         if not knobs.question_penalty:
             return
         for rid, row in rows.items():
-            if self._asks(row) and len(self.corpus.content(row).split()) <= SHORT_QUESTION_WORDS:
+            if self._asks(row) and len(spaced(self.corpus.content(row)).split()) <= SHORT_QUESTION_WORDS:
                 relevance[rid] = max(relevance[rid] / 2, relevance[rid] - knobs.question_penalty)
 
     # -- scoring -----------------------------------------------------------------------------------
@@ -368,8 +370,8 @@ class Retriever(Generic[Found]):
         return out
 
     def _asks(self, row: dict[str, Any]) -> bool:
-        """The turn ends in a question mark."""
-        return self.corpus.content(row).rstrip().endswith("?")
+        """The turn ends in a question mark (of any script: "？" in Chinese and Japanese, "؟" in Arabic)."""
+        return self.corpus.content(row).rstrip().endswith(QUESTION_MARKS)
 
     def _score(
         self, pool, rows, relevance, weights: Weights, knobs: RecallKnobs, now: float

@@ -1,8 +1,9 @@
 """Dates in a question, grounded against the time it is asked ("last week", "in May", "on 3 June 2023").
 
 Recall gives a small lift to what was said inside the span a question points at (``date_boost``): a
-conversation's own dates are the strongest hint of which of many similar turns it means. Only
-English forms are read; anything else yields no span and changes nothing. Spans are generous (a
+conversation's own dates are the strongest hint of which of many similar turns it means. English forms
+are read, numeric dates of every script ("2023年10月13日", "2023-10-13", "13.10.2023") and "yesterday" and
+"today" in a few languages; anything else yields no span and changes nothing. Spans are generous (a
 month for "in May", two weeks for "last week"): the lift is a nudge, never a filter. Dates are the asker's
 (``zone``, ORCH-8): "on 3 June" in Tokyo starts nine hours before it starts in London.
 """
@@ -56,6 +57,19 @@ _DAY_MONTH_YEAR = (
         rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(?P<year>\d{{4}})\b"
     ),
 )
+# numeric dates of other languages (LANG-3): 2023年10月13日 (zh, ja), 2023년 10월 13일 (ko), 2023-10-13, 13.10.2023 (de, ru)
+_NUMERIC_DAYS = (
+    re.compile(
+        r"(?P<year>\d{4})\s*[年년]\s*(?P<month>\d{1,2})\s*[月월]\s*(?P<day>\d{1,2})\s*[日号號일]?"
+    ),
+    re.compile(r"(?<![\d-])(?P<year>\d{4})-(?P<month>\d{1,2})-(?P<day>\d{1,2})(?![\d-])"),
+    re.compile(r"(?<![\d.])(?P<day>\d{1,2})\.(?P<month>\d{1,2})\.(?P<year>\d{4})(?![\d.])"),
+)
+_NUMERIC_MONTH = re.compile(r"(?P<year>\d{4})\s*[年년]\s*(?P<month>\d{1,2})\s*[月월](?!\s*\d)")
+# "yesterday" and "today" in the languages the bot hears most (English is in ``_relative``'s patterns)
+# ("hier", French yesterday, is German "here": left out)
+_YESTERDAY = re.compile(r"昨天|昨日|어제|\b(?:gestern|вчера|ayer|ieri|ontem)\b")
+_TODAY = re.compile(r"今天|今日|오늘|\b(?:heute|сегодня|hoy|aujourd'hui|oggi|hoje)\b")
 _MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(?P<year>\d{{4}})\b")
 _MONTH_ALONE = re.compile(rf"\b(?:in|during|of|since|early|late|mid)\s+{_MONTH}\b(?!\s*\d)")
 _YEAR_ALONE = re.compile(r"\b(?:in|during|of)\s+(?P<year>(?:19|20)\d\d)\b")
@@ -83,6 +97,18 @@ def spans(text: str, now: float, zone: tzinfo = UTC) -> list[tuple[float, float]
             ) is not None:
                 found.append((start, start + DAY))
                 taken.append(m.span())
+    for pattern in _NUMERIC_DAYS:
+        for m in pattern.finditer(lowered):
+            if free(m) and (
+                start := _timestamp(int(m["year"]), int(m["month"]), int(m["day"]), zone)
+            ) is not None:
+                found.append((start, start + DAY))
+                taken.append(m.span())
+    for m in _NUMERIC_MONTH.finditer(lowered):
+        if free(m) and 1 <= int(m["month"]) <= 12:
+            if (span := _month_span(int(m["year"]), int(m["month"]), zone)) is not None:
+                found.append(span)
+                taken.append(m.span())
     for m in _MONTH_YEAR.finditer(lowered):
         if free(m) and (span := _month_span(int(m["year"]), _month(m["month"]), zone)) is not None:
             found.append(span)
@@ -98,9 +124,9 @@ def spans(text: str, now: float, zone: tzinfo = UTC) -> list[tuple[float, float]
 
 def _relative(text: str, now: float, zone: tzinfo) -> list[tuple[float, float]]:
     found = []
-    if re.search(r"\b(yesterday|last night)\b", text):
+    if re.search(r"\b(yesterday|last night)\b", text) or _YESTERDAY.search(text):
         found.append((now - 2 * DAY, now))
-    if re.search(r"\b(today|this morning|tonight)\b", text):
+    if re.search(r"\b(today|this morning|tonight)\b", text) or _TODAY.search(text):
         found.append((now - DAY, now + DAY))
     for m in _AGO.finditer(text):
         count = int(m["count"]) if m["count"].isdigit() else _COUNTS[m["count"]]

@@ -305,15 +305,18 @@ class Database:
             table = key.removeprefix("words.reindex.")
             content, columns = WORD_INDEXES[table]
             cols = ", ".join(columns)
-            while self._reindex_step(key, table, content, cols, step or REINDEX_STEP):
-                pass
-            log.info("the word index %s was rebuilt for every script", table)
+            rows = 0
+            while found := self._reindex_step(key, table, content, cols, step or REINDEX_STEP):
+                rows += found
+            if rows:  # a new store's indexes are made empty: nothing to tell
+                log.info("the word index %s was rebuilt for every script (%d rows)", table, rows)
 
-    def _reindex_step(self, key: str, table: str, content: str, cols: str, step: int) -> bool:
+    def _reindex_step(self, key: str, table: str, content: str, cols: str, step: int) -> int:
+        """One step: the rows indexed (0 when the index is whole)."""
         with self.transaction():
             done = self.get_setting(key)
             if done is None:  # another process finished it
-                return False
+                return 0
             last = self.scalar(
                 f"SELECT MAX(rid) FROM (SELECT rid FROM {content} WHERE rid > ? ORDER BY rid LIMIT ?)",
                 (int(done), step),
@@ -321,13 +324,13 @@ class Database:
             if last is None:
                 self.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
                 self.delete_setting(key)
-                return False
+                return 0
             self.execute(
                 f"INSERT INTO {table} (rowid, {cols}) SELECT rid, {cols} FROM {content} WHERE rid > ? AND rid <= ?",
                 (int(done), last),
             )
             self.set_setting(key, str(last))
-            return True
+            return int(self.scalar(f"SELECT COUNT(*) FROM {content} WHERE rid > ? AND rid <= ?", (int(done), last)))
 
     def _version(self) -> int:
         """The schema version on disk (0 for a new file); a newer one than this program knows is refused."""

