@@ -1,14 +1,17 @@
 """The real-model check (ORCH-9): a fixed conversation through the console pipeline against any endpoint.
 
 ``companion modelcheck`` runs the same runtime as ``companion chat`` (``bot.composition.build_runtime``, the
-console adapter, the model's own tool calls) on a new store, over a scripted conversation of 20 turns: facts
-about the person, a preference, a dated plan, a "remember that", two forgets (one before extraction ran, one
-after), a restart of the bot on the same store (which runs the buffered extraction), and "what do you
-remember about me?". It scores what the model did to the memory, not how it chatted:
+console adapter, the model's own tool calls) on a new store, over a scripted conversation
+(``bot.modelcheck_scripts``: English, 20 turns, or German or Chinese, 17): facts about the
+person, a preference, a dated plan, a "remember that", in English two forgets (one before
+extraction ran, one after), a restart of the bot on the same store (which runs the buffered
+extraction), and "what do you remember about me?". It scores what the model did to the memory,
+not how it chatted:
 
 - tool calls made, and honoured (the tool ran without an error);
 - turns whose shown text looks like a tool call written out (must be 0), and such replies stored;
 - the person's facts stored against the conversation's gold facts, matched by key words: precision, recall;
+- the person's facts in the conversation's language (LANG-3), and those in the first person;
 - facts filed as the bot's own that hold the person's words (must be 0);
 - forgotten words left in any file of the store folder, byte for byte (must be 0);
 - the share of each request's prompt the server read from its cache (where it says), and seconds per turn.
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from memory import FakeClock
 from memory.models import SELF_SUBJECT
 
+from .modelcheck_scripts import ENGLISH, Script
 from .usage import Usage
 
 if TYPE_CHECKING:
@@ -37,77 +41,12 @@ if TYPE_CHECKING:
     from .llm import ToolBox
     from .runtime import Runtime
 
-USER_ID, USER_NAME = "modelcheck", "Sam"
+USER_ID = "modelcheck"
 TURN_S = 60.0  # the clock moves a minute a turn
 
 
-@dataclass(frozen=True, slots=True)
-class Gold:
-    """A fact the conversation states: a stored fact is it when it holds a word of each group."""
-
-    label: str
-    groups: tuple[tuple[str, ...], ...]
-
-    def matches(self, content: str) -> bool:
-        words = set(re.findall(r"[\w']+", content.lower()))
-        return all(any(w in words for w in group) for group in self.groups)
-
-
-BEFORE_RESTART = (
-    "Hi! I'm Sam. Nice to meet you.",
-    "I have a grey cat called Biscuit.",
-    "I work as a nurse at the children's hospital.",
-    "I live in Leeds, near the river.",
-    "I much prefer tea to coffee, green tea especially.",
-    "My dentist appointment is on 3 December at 9am.",
-    "Remember that my sister Priya's birthday is on 12 May.",
-    "My race bib number for Sunday is 4417.",
-    "Forget my race bib number.",
-    "I'm running the Harrogate half marathon in March.",
-    "Biscuit knocked a glass off the table this morning, the rascal.",
-    "What should I cook tonight? Something quick.",
-)
-AFTER_RESTART = (
-    "Hello again!",
-    "Forget that I'm running the half marathon.",
-    "Which city do I live in?",
-    "What's my cat called?",
-    "I've started learning the cello on weekends.",
-    "Do you know what I do for work?",
-    "What do you remember about me?",
-    "Thanks, that's all for today.",
-)
-GOLD = (
-    Gold("cat", (("biscuit",),)),
-    Gold("job", (("nurse",),)),
-    Gold("city", (("leeds",),)),
-    Gold("preference", (("tea",),)),
-    Gold("dated plan", (("dentist",),)),
-    Gold("remember that", (("priya",),)),
-    Gold("hobby", (("cello",),)),
-)
-# said, then asked to be forgotten: no file of the store may keep them
-FORGOTTEN = (
-    "4417",
-    "harrogate",
-)
-# What a person's fact holds and a fact about the bot never should (the script gives the bot no life of its own).
-PERSON_WORDS = frozenset(
-    {
-        "biscuit",
-        "cat",
-        "nurse",
-        "hospital",
-        "leeds",
-        "tea",
-        "dentist",
-        "priya",
-        "sister",
-        "marathon",
-        "cello",
-        "4417",
-    }
-)
+# the English script's lines and gold facts, by their old names
+BEFORE_RESTART, AFTER_RESTART, GOLD = ENGLISH.before, ENGLISH.after, ENGLISH.gold
 TOOL_NAMES = (
     "memory_store|memory_search|memory_recall|memory_update|memory_delete|memory_reflect|memory_graph"
     "|conversation_search|channel_recall"
@@ -146,6 +85,7 @@ class Report:
     self_facts: list[str] = field(default_factory=list)
     json_stored: int = 0
     words_left: list[str] = field(default_factory=list)  # "word in file"
+    script: Script = ENGLISH
 
     # -- figures --------------------------------------------------------------------------------------------
     @property
@@ -162,20 +102,31 @@ class Report:
 
     @property
     def gold_found(self) -> list[str]:
-        return [g.label for g in GOLD if any(g.matches(f) for f in self.facts)]
+        return [g.label for g in self.script.gold if any(g.matches(f) for f in self.facts)]
 
     @property
     def precision(self) -> float | None:
-        hits = [f for f in self.facts if any(g.matches(f) for g in GOLD)]
+        hits = [f for f in self.facts if any(g.matches(f) for g in self.script.gold)]
         return len(hits) / len(self.facts) if self.facts else None
 
     @property
     def recall(self) -> float:
-        return len(self.gold_found) / len(GOLD)
+        return len(self.gold_found) / len(self.script.gold)
+
+    @property
+    def in_language(self) -> list[str]:
+        """The person's facts written in the conversation's language (LANG-3)."""
+        return [f for f in self.facts if self.script.in_language(f)]
+
+    @property
+    def first_person(self) -> list[str]:
+        """The person's facts in their own first person ("I have a cat"): a name belongs there
+        (ORCH-15)."""
+        return [f for f in self.facts if self.script.first_person(f)]
 
     @property
     def wrong_self_facts(self) -> list[str]:
-        return [f for f in self.self_facts if set(re.findall(r"[\w']+", f.lower())) & PERSON_WORDS]
+        return [f for f in self.self_facts if self.script.persons(f)]
 
     @property
     def cached_from_turn_2(self) -> float | None:
@@ -203,14 +154,18 @@ class Report:
         return {
             "model": self.model,
             "base_url": self.base_url,
+            "language": self.script.language,
             "turns": len(self.turns),
             "tool_calls": self.tool_calls,
             "tool_calls_honoured": self.tool_calls_honoured,
             "json_shown": self.json_shown,
             "json_stored": self.json_stored,
             "facts_stored": len(self.facts),
-            "gold_facts": len(GOLD),
+            "gold_facts": len(self.script.gold),
             "gold_found": self.gold_found,
+            "facts_in_language": len(self.in_language),
+            "facts_not_in_language": [f for f in self.facts if f not in self.in_language],
+            "facts_in_first_person": self.first_person,
             "precision": _round(self.precision),
             "recall": _round(self.recall),
             "wrong_self_facts": self.wrong_self_facts,
@@ -289,8 +244,10 @@ async def run_check(
     folder: Path,
     build: Build | None = None,
     on_turn: Callable[[TurnRecord], None] | None = None,
+    script: Script = ENGLISH,
 ) -> Report:
-    """The scripted conversation on a new store in ``folder``; the report."""
+    """The scripted conversation (English, German or Chinese) on a new store in ``folder``; the
+    report."""
     from .composition import build_runtime
 
     build = build or (lambda s, c: build_runtime(s, clock=c))
@@ -308,8 +265,8 @@ async def run_check(
         }
     )
     clock = FakeClock(time.time())
-    report = Report(settings.chat_model, settings.llm_base_url)
-    for lines in (BEFORE_RESTART, AFTER_RESTART):  # the restart: a new runtime on the same store
+    report = Report(settings.chat_model, settings.llm_base_url, script=script)
+    for lines in (script.before, script.after):  # the restart: a new runtime on the same store
         runtime = build(settings, clock)
         try:
             await _converse(runtime, lines, clock, report, on_turn)
@@ -357,7 +314,7 @@ async def _converse(
     await ConsoleChat(
         runtime.orchestrator,
         user_id=USER_ID,
-        user_name=USER_NAME,
+        user_name=report.script.user_name,
         input_fn=next_line,
         output=screen,
     ).run()
@@ -386,7 +343,7 @@ def _score_store(settings: Settings, clock: FakeClock, report: Report, build: Bu
     report.json_stored = sum(1 for m in replies if TOOL_TEXT.search(m.content))
     runtime.engine.close()
     runtime.runner.shutdown()
-    report.words_left = words_left(Path(settings.db_path).parent, FORGOTTEN)
+    report.words_left = words_left(Path(settings.db_path).parent, report.script.forgotten)
 
 
 def words_left(folder: Path, words: tuple[str, ...]) -> list[str]:

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..modelcheck_scripts import LANGUAGES
 from .output import UsageError, note, out, print_json
 
 if TYPE_CHECKING:
@@ -27,12 +28,14 @@ bot's own, a forgotten word left in a file of the store folder. A slow local ser
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "modelcheck",
-        help="run a fixed 20-turn conversation against the model server and score what it did to the memory",
-        description="Run a fixed conversation of 20 turns (facts, a preference, a dated plan, a remember, two forgets, "
-        "a restart, 'what do you remember about me?') through the console pipeline against the configured model "
-        "server, on a new store, and report tool calls, tool-call text shown, facts stored against the gold facts, "
-        "facts wrongly filed as the bot's, forgotten words left in the store's files, cached prompt share and "
-        "seconds per turn.",
+        help="run a fixed conversation against the model server and score what it did to memory",
+        description="Run a fixed conversation (English: 20 turns; German or Chinese: 17) of "
+        "facts, a preference, a dated plan, a remember (in English two forgets), a restart and "
+        "'what do you remember about me?' through the console pipeline against the configured "
+        "model server, on a new store, and report tool calls, tool-call text shown, facts stored "
+        "against the gold facts, facts in the conversation's language, facts wrongly filed as the "
+        "bot's, forgotten words left in the store's files, cached prompt share and seconds per "
+        "turn.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -48,6 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="per request and per turn, for a slow local server",
     )
+    p.add_argument(
+        "--language",
+        choices=LANGUAGES,
+        default="en",
+        help="the conversation's language: English (default), German or Chinese (LANG-3)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=modelcheck, uses_model=True)
 
@@ -55,6 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
     from ..clients import secret
     from ..modelcheck import run_check
+    from ..modelcheck_scripts import SCRIPTS
     from .doctor import reach
 
     if args.timeout is not None:
@@ -68,7 +78,7 @@ def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
     problem = reach(settings.llm_base_url, secret(settings.llm_api_key))
     if problem:
         raise UsageError(problem.message)
-    quiet = args.json
+    quiet, script = args.json, SCRIPTS[args.language]
 
     def progress(turn: TurnRecord) -> None:
         if not quiet:  # a slow local model takes minutes a turn: each turn's figures as it ends
@@ -80,10 +90,10 @@ def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
-        report = asyncio.run(run_check(settings, args.keep, on_turn=progress))
+        report = asyncio.run(run_check(settings, args.keep, on_turn=progress, script=script))
     else:
         with tempfile.TemporaryDirectory(prefix="companion-modelcheck-") as folder:
-            report = asyncio.run(run_check(settings, Path(folder), on_turn=progress))
+            report = asyncio.run(run_check(settings, Path(folder), on_turn=progress, script=script))
     if args.json:
         print_json(report.as_dict())
     else:
@@ -101,6 +111,7 @@ def table(report: Report) -> str:
 
     rows = [
         ("model", f"{report.model} at {report.base_url}"),
+        ("language", report.script.language),
         ("turns", str(data["turns"])),
         ("tool calls made / honoured", f"{report.tool_calls} / {report.tool_calls_honoured}"),
         ("tool-call text shown (must be 0)", str(report.json_shown)),
@@ -111,6 +122,12 @@ def table(report: Report) -> str:
             f"{len(report.gold_found)} of {data['gold_facts']} ({report.recall:.0%})",
         ),
         ("precision", share(report.precision)),
+        (
+            "facts in the conversation's language",
+            f"{len(report.in_language)} of {len(report.facts)}"
+            + (f" ({len(report.in_language) / len(report.facts):.0%})" if report.facts else ""),
+        ),
+        ("person's facts in the first person", str(len(report.first_person))),
         ("person's facts filed as the bot's (must be 0)", str(len(report.wrong_self_facts))),
         ("forgotten words left in files (must be 0)", str(len(report.words_left))),
         ("cached prompt share from turn 2", share(report.cached_from_turn_2)),
@@ -124,6 +141,10 @@ def table(report: Report) -> str:
         lines.append(
             f"{i:>4}  {t.seconds:7.1f}  {cached:>6}  {','.join(t.tool_calls) or '-':<5}  {t.said}"
         )
+    odd = [f for f in report.facts if f not in report.in_language]
+    if odd:
+        lines += ["", f"facts not in the conversation's language ({report.script.language}):"]
+        lines += [f"  {f}" for f in odd]
     if report.failures:
         lines += ["", *(f"FAILED: {f}" for f in report.failures)]
     return "\n".join(lines)

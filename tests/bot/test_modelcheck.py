@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from bot.modelcheck import (
     run_check,
     words_left,
 )
+from bot.modelcheck_scripts import CHINESE, GERMAN, language_of
 from tests.fakes import FakeOpenAI, ToolCall
 
 # What the ideal model keeps of each line that tells something durable (the gold facts, and the two forgotten).
@@ -47,36 +49,81 @@ FORGETS = {
     "Forget my race bib number.": "race bib number",
     "Forget that I'm running the half marathon.": "half marathon",
 }
+# The German chat as a model keeps it: in German, names as written, but the job filed in English
+# (LANG-3 misses it).
+KEEP_DE = {
+    "Ich habe einen grauen Kater namens Krümel.": "Jonas hat einen grauen Kater namens Krümel.",
+    "Ich arbeite als Krankenpfleger im Kinderkrankenhaus.": (
+        "Jonas works as a nurse at the children's hospital."
+    ),
+    "Ich wohne in München, nicht weit vom Englischen Garten.": (
+        "Jonas wohnt in München, nahe dem Englischen Garten."
+    ),
+    "Meine Schwester Lena studiert Medizin in Hamburg.": (
+        "Jonas' Schwester Lena studiert Medizin in Hamburg."
+    ),
+    "Ich trinke viel lieber Tee als Kaffee, am liebsten grünen Tee.": (
+        "Jonas trinkt lieber Tee als Kaffee, am liebsten grünen Tee."
+    ),
+    "Mein Zahnarzttermin ist am 3. Dezember um 9 Uhr.": (
+        "Jonas hat am 3. Dezember um 9 Uhr einen Zahnarzttermin."
+    ),
+    "Merk dir, dass ich allergisch gegen Erdnüsse bin.": "Jonas ist allergisch gegen Erdnüsse.",
+    "Ich habe angefangen, am Wochenende Geige zu lernen.": (
+        "Jonas lernt seit Kurzem am Wochenende Geige."
+    ),
+}
+# The Chinese chat: all in Chinese, but the allergy kept in the person's own first person
+# (ORCH-15 misses it).
+KEEP_ZH = {
+    "我养了一只橘猫，叫豆豆。": "林晓养了一只叫豆豆的橘猫。",
+    "我在儿童医院当护士。": "林晓在儿童医院当护士。",
+    "我住在成都，离锦江不远。": "林晓住在成都，离锦江不远。",
+    "我哥哥林涛在深圳当程序员。": "林晓的哥哥林涛在深圳当程序员。",
+    "比起咖啡，我更喜欢喝茶，尤其是绿茶。": "林晓喜欢喝茶胜过咖啡，尤其是绿茶。",
+    "我12月3日上午9点要去看牙医。": "林晓12月3日上午9点要去看牙医。",
+    "记住，我对花生过敏。": "我对花生过敏。",
+    "我最近开始在周末学古筝。": "林晓最近开始在周末学古筝。",
+}
 
 
-def ideal(body: dict[str, Any]) -> Any:
-    messages = body["messages"]
-    last = messages[-1]
-    if "Extract durable memories" in str(last.get("content")):
-        return _extraction(str(last["content"]))
-    if not body.get("tools"):
-        return "[]"
-    said = next(str(m["content"]) for m in reversed(messages) if m["role"] == "user").split(
-        "\n\n("
-    )[0]
-    if last["role"] == "tool":
-        return _after_tools(said, messages)
-    if "already forgotten" in str(
-        last["content"]
-    ):  # a forget in words: the pipeline did it (ORCH-9)
-        return "Done: I forgot that."
-    if said in FORGETS:
-        return ToolCall("memory_search", {"query": FORGETS[said]})
-    if said in KEEP:
-        return ToolCall(
-            "memory_store",
-            {"type": "semantic", "kind": "profile", "subject": "Sam", "content": KEEP[said]},
+def speaking(keep: dict[str, str]) -> Callable[[dict[str, Any]], Any]:
+    """A model that stores each line of ``keep`` as its fact (by tool and in extraction) and
+    forgets when asked."""
+
+    def model(body: dict[str, Any]) -> Any:
+        messages = body["messages"]
+        last = messages[-1]
+        if "Extract durable memories" in str(last.get("content")):
+            return _extraction(str(last["content"]), keep)
+        if not body.get("tools"):
+            return "[]"
+        said = next(str(m["content"]) for m in reversed(messages) if m["role"] == "user").split(
+            "\n\n("
+        )[0]
+        if last["role"] == "tool":
+            return _after_tools(said, messages)
+        if "already forgotten" in str(
+            last["content"]
+        ):  # a forget in words: the pipeline did it (ORCH-9)
+            return "Done: I forgot that."
+        if said in FORGETS:
+            return ToolCall("memory_search", {"query": FORGETS[said]})
+        if said in keep:
+            return ToolCall(
+                "memory_store",
+                {"type": "semantic", "kind": "profile", "subject": "Sam", "content": keep[said]},
+            )
+        return (
+            "I remember you, Sam: a nurse in Leeds with a cat called Biscuit."
+            if "remember" in said
+            else "Nice, Sam!"
         )
-    return (
-        "I remember you, Sam: a nurse in Leeds with a cat called Biscuit."
-        if "remember" in said
-        else "Nice, Sam!"
-    )
+
+    return model
+
+
+ideal = speaking(KEEP)
 
 
 def _after_tools(said: str, messages: list[dict[str, Any]]) -> Any:
@@ -89,7 +136,7 @@ def _after_tools(said: str, messages: list[dict[str, Any]]) -> Any:
     return "Done: I forgot that." if said in FORGETS else "Got it, I'll remember that."
 
 
-def _extraction(prompt: str) -> str:
+def _extraction(prompt: str, keep: dict[str, str]) -> str:
     """The person's durable lines as facts citing them; a line asked to be forgotten in the transcript is left out."""
     lines = re.findall(r'^#(\d+) \[(P\d+)\] [^"]*"[^"]*": (".*")$', prompt, re.MULTILINE)
     said = [(int(n), tag, json.loads(text)) for n, tag, text in lines]
@@ -101,11 +148,11 @@ def _extraction(prompt: str) -> str:
             "speaker": tag,
             "lines": [n],
             "subject": "Sam",
-            "content": KEEP[text],
+            "content": keep[text],
             "importance": 7,
         }
         for n, tag, text in said
-        if text in KEEP and not any(word in KEEP[text] for word in forgotten)
+        if text in keep and not any(word in keep[text] for word in forgotten)
     ]
     return json.dumps(items)
 
@@ -255,6 +302,7 @@ async def test_the_command_reports_as_json_and_never_opens_the_configured_store(
         and data["json_shown"] == 0
         and data["turns"] == 20
     )
+    assert data["language"] == "en" and data["facts_in_language"] == data["facts_stored"] == 7
     assert not (tmp_path / "store.db").exists()  # the configured store was never made
     assert (
         tmp_path / "kept" / "companion.db"
@@ -272,3 +320,98 @@ def test_the_command_refuses_a_folder_that_holds_something(cli, tmp_path):
     result = cli("modelcheck", "--keep", str(tmp_path / "used"), "--timeout", "5")
     assert result.code == 2 and "is not empty: the check needs a new store" in result.err
     assert (tmp_path / "used" / "companion.db").read_bytes() == b"mine"
+
+
+@pytest.mark.parametrize(
+    ("script", "keep", "not_in_language", "first_person", "missed"),
+    [
+        (GERMAN, KEEP_DE, ["Jonas works as a nurse at the children's hospital."], [], ["job"]),
+        (CHINESE, KEEP_ZH, [], ["我对花生过敏。"], []),
+    ],
+    ids=["de", "zh"],
+)
+async def test_a_german_or_chinese_chat_is_scored_by_the_language_its_facts_are_filed_in(
+    srv, tmp_path, script, keep, not_in_language, first_person, missed
+):
+    """LANG-3: the scripted chat in the person's language; a fact filed in English is counted out
+    and misses its gold fact (key words in the chat's language), a fact in the person's own first
+    person is counted."""
+    srv.default = speaking(keep)
+    settings = load_settings(
+        llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none", llm_timeout_s=5.0
+    )
+    report = await run_check(settings, tmp_path, build=_build, script=script)
+    assert [t.said for t in report.turns] == [*script.before, *script.after]
+    assert sorted(report.facts) == sorted(keep.values()) and report.failures == []
+    assert report.in_language == [f for f in report.facts if f not in not_in_language]
+    assert report.first_person == first_person
+    assert report.gold_found == [g.label for g in script.gold if g.label not in missed]
+    shown = "".join(t.shown for t in report.turns)
+    assert all(line in shown for line in ("Nice, Sam!", "Got it, I'll remember that."))
+
+
+def test_a_facts_language_is_chinese_by_its_han_letters_and_german_by_its_function_words():
+    for text, language in (
+        ("林晓养了一只叫豆豆的橘猫。", "zh"),
+        ("Sam 喜欢喝绿茶", "zh"),  # 5 Han letters of 8
+        ("林晓 likes 绿茶", "en"),  # 4 of 9: not most
+        ("Lin Xiao has a cat called 豆豆.", "en"),
+        ("Jonas hat einen grauen Kater namens Krümel.", "de"),
+        ("Jonas' Schwester Lena studiert Medizin in Hamburg.", "de"),
+        ("Jonas has a grey cat called Krümel.", "en"),
+        ("Jonas lives in München.", "en"),
+        ("Sam: München", "en"),  # no function word of either: not German
+        ("Sam wears a hat", "en"),  # "hat" is German, "a" English: a tie is not German
+        ("", "en"),
+    ):
+        assert language_of(text) == language, text
+
+
+async def test_the_command_runs_the_german_and_the_chinese_chat_and_prints_the_share(
+    cli, srv, monkeypatch
+):
+    monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+    monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+    srv.default = speaking(KEEP_DE)
+    result = await asyncio.to_thread(cli, "modelcheck", "--language", "de")
+    assert result.code == 0, result.err
+    assert re.search(r"^facts in the conversation's language +7 of 8 \(88%\)$", result.out, re.M)
+    assert re.search(r"^gold facts found \(recall\) +7 of 8 \(88%\)$", result.out, re.M)
+    assert (
+        "facts not in the conversation's language (de):\n"
+        "  Jonas works as a nurse at the children's hospital." in result.out
+    )
+    srv.default = speaking(KEEP_ZH)
+    result = await asyncio.to_thread(cli, "modelcheck", "--language", "zh", "--json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert data["language"] == "zh" and data["turns"] == 17
+    assert data["facts_in_language"] == data["facts_stored"] == 8
+    assert data["facts_in_first_person"] == ["我对花生过敏。"] and data["recall"] == 1.0
+    result = cli("modelcheck", "--language", "fr")
+    assert result.code == 2 and "invalid choice: 'fr'" in result.err
+
+
+def test_a_first_person_fact_is_counted_in_whichever_language_it_is_filed():
+    report = Report(
+        "m",
+        "http://x",
+        script=GERMAN,
+        facts=["I have a pet named Krümel", "Ich bin Jonas", "我对花生过敏。", "Jonas mag Tee"],
+    )
+    assert report.first_person == ["I have a pet named Krümel", "Ich bin Jonas", "我对花生过敏。"]
+    assert report.in_language == ["Ich bin Jonas", "Jonas mag Tee"]
+
+
+def test_a_gold_key_word_is_found_as_a_word_a_possessive_a_word_start_or_inside_chinese():
+    from bot.modelcheck_scripts import ENGLISH
+
+    (remember,) = [g for g in ENGLISH.gold if g.label == "remember that"]
+    assert remember.matches("Remember that my sister Priya's birthday is on 12 May.")
+    (plan,) = [g for g in GERMAN.gold if g.label == "dated plan"]
+    assert plan.matches("Jonas hat am 3. Dezember einen Zahnarzttermin.")
+    assert not plan.matches("Jonas has a dentist appointment on 3 December.")
+    (sibling,) = [g for g in CHINESE.gold if g.label == "sibling"]
+    assert sibling.matches("林晓的哥哥林涛在深圳当程序员。")
+    assert not sibling.matches("林晓 has a brother named Lin Tao.")
+    assert not [g for g in ENGLISH.gold if g.matches("Sam drinks a lot of tears")]
