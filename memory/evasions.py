@@ -100,7 +100,8 @@ def fold(text: str, invisible: str = "") -> str:
     look-alike letters made Latin. ASCII text is already all of that.
 
     Ordinary text in other scripts stays itself (LANG-4): a look-alike is made Latin only in a word that mixes it
-    with Latin letters ("Wоmbatson") or is made of look-alikes alone ("Ѕсоре"), never in "привет" or "καλημέρα";
+    with Latin letters ("Wоmbatson"), or is made of look-alikes alone in text mostly Latin ("Ѕсоре is here"),
+    never in "как дела" or "τι κάνεις";
     a combining mark is taken out only after a Latin, Greek or Cyrillic letter (a strike-through over a word),
     never from Thai, Hindi or Hebrew, where it is part of the letter."""
     if text.isascii():
@@ -113,7 +114,10 @@ def fold(text: str, invisible: str = "") -> str:
             out.append(invisible)
         else:
             out.append(c)
-    return _LETTERS.sub(_latin_if_disguised, "".join(out))
+    joined = "".join(out)
+    latin = sum(c.isascii() and c.isalpha() for c in joined)
+    other = sum(c.isalpha() and "\u0370" <= c < "\u0530" and c not in _LOOKALIKE_SET for c in joined)
+    return _LETTERS.sub(lambda m: _latin_if_disguised(m.group(), latin > other), joined)
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -127,12 +131,14 @@ def _alphabetic(c: str) -> bool:
     return c.isalpha() and c < "\u0530"
 
 
-def _latin_if_disguised(match: re.Match[str]) -> str:
-    word = match.group()
+def _latin_if_disguised(word: str, in_latin_text: bool) -> str:
+    """A word mixing look-alikes with Latin letters, or made of look-alikes alone in Latin text, made Latin."""
     if word.isascii() or not any(c in _LOOKALIKE_SET for c in word):
         return word
-    mixed = any(c.isascii() for c in word)
-    return word.translate(_LOOKALIKES) if mixed or all(c in _LOOKALIKE_SET for c in word) else word
+    if any(c.isascii() for c in word):
+        return word.translate(_LOOKALIKES)
+    disguised = in_latin_text and all(c in _LOOKALIKE_SET for c in word)
+    return word.translate(_LOOKALIKES) if disguised else word
 
 
 def _hidden(lowered: str, known: Callable[[str], bool]) -> Iterator[str]:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..evasions import fold, unmasked
 from ..scopes import RecallContext, message_partition, placeholders
+from ..unspaced import has_unspaced
 from ..storage.corpus import Filter, MemoryCorpus, MessageCorpus, live_memories
 
 ASSETS = Path(__file__).parents[1] / "assets"
@@ -156,13 +157,18 @@ class LeakCheck:
         digits = sum(c.isdigit() for c in raw)
         if digits:
             return _number_weight(raw, digits)
+        if has_unspaced(raw):
+            # a pair of Chinese, Japanese... characters (``memory.unspaced``): a word or half of one, and no
+            # ranking says how common: two of them unseen make a leak ("王医生": 王医, 医生), one ("医生") not
+            return 0 if self._common_in_store(raw, stem) else 1
         rank = _vocabulary().get(raw, RARE_RANK)
-        if rank < COMMON_RANK:
-            return 0
-        rows, total = self.memories.doc_freq(stem, raw)
-        if rows > max(STORE_COMMON_FLOOR, min(STORE_COMMON_ROWS, STORE_COMMON_SHARE * total)):
+        if rank < COMMON_RANK or self._common_in_store(raw, stem):
             return 0
         return 1 if rank < RARE_RANK else 2
+
+    def _common_in_store(self, raw: str, stem: str) -> bool:
+        rows, total = self.memories.doc_freq(stem, raw)
+        return rows > max(STORE_COMMON_FLOOR, min(STORE_COMMON_ROWS, STORE_COMMON_SHARE * total))
 
     def _shown(self, ctx: RecallContext, stems: set[str], words: Words) -> set[str]:
         """The words among ``stems`` held by a live memory the place may see."""
