@@ -116,14 +116,14 @@ def fold(text: str, invisible: str = "") -> str:
             out.append(c)
     joined = "".join(out)
     latin = sum(c.isascii() and c.isalpha() for c in joined)
-    other = sum(c.isalpha() and "\u0370" <= c < "\u0530" and c not in _LOOKALIKE_SET for c in joined)
+    other = sum(
+        c.isalpha() and "\u0370" <= c < "\u0530" and c not in _LOOKALIKE_SET for c in joined
+    )
     return _LETTERS.sub(lambda m: _latin_if_disguised(m.group(), latin > other), joined)
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
-_LOOKALIKE_SET = frozenset(
-    "аеорсухіјѕԁԛԝһӏвкмнтАВЕКМНОРСТХІЈЅУ" "αβεικνοροτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
-)
+_LOOKALIKE_SET = frozenset("аеорсухіјѕԁԛԝһӏвкмнтАВЕКМНОРСТХІЈЅУαβεικνοροτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ")
 
 
 def _alphabetic(c: str) -> bool:

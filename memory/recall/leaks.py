@@ -34,8 +34,8 @@ from pathlib import Path
 
 from ..evasions import fold, unmasked
 from ..scopes import RecallContext, message_partition, placeholders
-from ..unspaced import has_unspaced
 from ..storage.corpus import Filter, MemoryCorpus, MessageCorpus, live_memories
+from ..unspaced import has_unspaced
 
 ASSETS = Path(__file__).parents[1] / "assets"
 MAX_REPLY_CHARS = 20_000  # a reply is capped long before this; past it nothing more is read

@@ -32,7 +32,9 @@ from ..storage.ranking import ALL_CHANNELS, Channel, Hit
 from ..unspaced import spaced
 from . import thesaurus, when
 
-SHORT_QUESTION_WORDS = 25  # words, or pairs of characters in a script without spaces (``memory.unspaced``)
+SHORT_QUESTION_WORDS = (
+    25  # words, or pairs of characters in a script without spaces (``memory.unspaced``)
+)
 QUESTION_MARKS = ("?", "？", "؟", "\u037e")
 FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|myself)\b", re.IGNORECASE)
 
@@ -357,7 +359,10 @@ class Retriever(Generic[Found]):
         if not knobs.question_penalty:
             return
         for rid, row in rows.items():
-            if self._asks(row) and len(spaced(self.corpus.content(row)).split()) <= SHORT_QUESTION_WORDS:
+            if (
+                self._asks(row)
+                and len(spaced(self.corpus.content(row)).split()) <= SHORT_QUESTION_WORDS
+            ):
                 relevance[rid] = max(relevance[rid] / 2, relevance[rid] - knobs.question_penalty)
 
     # -- scoring -----------------------------------------------------------------------------------

@@ -99,16 +99,22 @@ def spans(text: str, now: float, zone: tzinfo = UTC) -> list[tuple[float, float]
                 taken.append(m.span())
     for pattern in _NUMERIC_DAYS:
         for m in pattern.finditer(lowered):
-            if free(m) and (
-                start := _timestamp(int(m["year"]), int(m["month"]), int(m["day"]), zone)
-            ) is not None:
+            if (
+                free(m)
+                and (start := _timestamp(int(m["year"]), int(m["month"]), int(m["day"]), zone))
+                is not None
+            ):
                 found.append((start, start + DAY))
                 taken.append(m.span())
     for m in _NUMERIC_MONTH.finditer(lowered):
-        if free(m) and 1 <= int(m["month"]) <= 12:
-            if (span := _month_span(int(m["year"]), int(m["month"]), zone)) is not None:
-                found.append(span)
-                taken.append(m.span())
+        span = (
+            _month_span(int(m["year"]), int(m["month"]), zone)
+            if 1 <= int(m["month"]) <= 12
+            else None
+        )
+        if free(m) and span is not None:
+            found.append(span)
+            taken.append(m.span())
     for m in _MONTH_YEAR.finditer(lowered):
         if free(m) and (span := _month_span(int(m["year"]), _month(m["month"]), zone)) is not None:
             found.append(span)

@@ -32,7 +32,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000  # how long a write waits for another process's write to end
 BUSY_POLL_S = 0.002  # how often a waiting write looks at the lock again (see ``Patience``)
-REINDEX_STEP = 5_000  # rows a transaction when a word index is refilled (m024): a kill loses at most one step
+REINDEX_STEP = (
+    5_000  # rows a transaction when a word index is refilled (m024): a kill loses at most one step
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +303,9 @@ class Database:
         """Fill a word index made anew by a migration (m024) from its rows, ``step`` rows a transaction, the last
         row done kept in settings: a process killed half-way (or a second process opening the store meanwhile)
         goes on from there, and nothing is lost, since the rows themselves were never touched."""
-        for key in [k for (k,) in self.execute("SELECT key FROM settings WHERE key LIKE 'words.reindex.%'")]:
+        for key in [
+            k for (k,) in self.execute("SELECT key FROM settings WHERE key LIKE 'words.reindex.%'")
+        ]:
             table = key.removeprefix("words.reindex.")
             content, columns = WORD_INDEXES[table]
             cols = ", ".join(columns)
@@ -330,7 +334,11 @@ class Database:
                 (int(done), last),
             )
             self.set_setting(key, str(last))
-            return int(self.scalar(f"SELECT COUNT(*) FROM {content} WHERE rid > ? AND rid <= ?", (int(done), last)))
+            return int(
+                self.scalar(
+                    f"SELECT COUNT(*) FROM {content} WHERE rid > ? AND rid <= ?", (int(done), last)
+                )
+            )
 
     def _version(self) -> int:
         """The schema version on disk (0 for a new file); a newer one than this program knows is refused."""

@@ -156,7 +156,9 @@ class EmbeddingService:
         self.db = db
         self.embedder = embedder
         self.failed = False
-        if embedder is not None and hasattr(embedder, "for_store"):  # a default that follows the store's model
+        if embedder is not None and hasattr(
+            embedder, "for_store"
+        ):  # a default that follows the store's model
             self.embedder = embedder = embedder.for_store(self.stored_fingerprint())
         if embedder is not None:
             self._check_dimension(embedder)

@@ -725,6 +725,7 @@ CREATE INDEX memory_feedback_recheck ON memory_feedback (recheck) WHERE recheck 
 """,
 )
 
+
 def _words_index(table: str, content: str, columns: tuple[str, ...]) -> str:
     """One word index made anew with the tokenizer that splits unspaced scripts (``memory.storage.tokenizer``), its
     delete and update triggers, and secure-delete. It starts empty: ``Database.reindex_words`` fills it from the

