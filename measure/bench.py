@@ -6,7 +6,7 @@ the process holds after the load and the queries (the vector mirror, the model, 
 bulk load (the bench's own generator and SQLite's writes, before any recall). Texts are drawn from
 an English word list with a Zipf distribution (so FTS posting lists look like real ones); stored
 vectors are random unit vectors (latency does not depend on what they mean), and the query embedding
-is timed separately with the real offline model.
+is timed separately with the real offline models: the multilingual default and the English MiniLM (``_english``).
 
 Placement ``spread`` (the default): rows are spread over guilds of 100k (90k guild memories each, the rest
 the facts 20 people said in that guild); the recall is made in one guild with five of those people present.
@@ -36,6 +36,7 @@ from memory.recall.retrieval import ALL_CHANNELS, Channel
 from memory.scopes import RecallContext
 from memory.storage.db import AsyncRunner
 from memory.storage.embeddings import OnnxMiniLM
+from memory.storage.multilingual import MultilingualE5
 
 from .samples import DIM, TextGen, percentiles
 from .stores import scratch_store
@@ -162,7 +163,8 @@ def bench_size(
 ) -> dict[str, Any]:
     """One size's figures; ``db`` a PostgreSQL server URL to measure there (in a database of its own), else SQLite."""
     gen = TextGen(seed=size)
-    model = OnnxMiniLM()
+    # the bundled default (LANG-2), and the English-only MiniLM it replaced, measured side by side
+    model, english = MultilingualE5(), OnnxMiniLM()
     with (
         tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp,
         scratch_store(db, Path(tmp), "bench") as where,
@@ -206,10 +208,12 @@ def bench_size(
             "hybrid_ms": _timed(run(ALL_CHANNELS), queries),
             "fts_ms": _timed(run(frozenset({Channel.FTS})), queries),
             "vector_ms": _timed(run(frozenset({Channel.VECTOR})), queries),
-            "embed_query_ms": _timed(lambda: model.embed([next(embed_texts)]), queries),
+            "embed_query_ms": _timed(lambda: model.embed_queries([next(embed_texts)]), queries),
+            "embed_query_ms_english": _timed(lambda: english.embed([next(embed_texts)]), queries),
             "insert_per_s": round(insert_per_s),
             "add_per_s": round(_add_rate(engine, gen)),
             "embed_passage_ms": embed_passage_ms(model, passages(gen, 30)),
+            "embed_passage_ms_english": embed_passage_ms(english, passages(gen, 30)),
             "ingest_passages_per_s": round(
                 ingest_passages_per_s(engine, passages(gen, PASSAGES), Path(tmp)), 1
             ),

@@ -23,6 +23,7 @@ from .samples import TextGen, percentiles
 
 if TYPE_CHECKING:
     from memory.engine import MemoryEngine
+    from memory.protocols import Embedder
     from memory.storage.embeddings import OnnxMiniLM
 
 
@@ -42,7 +43,7 @@ def passages(gen: TextGen, n: int) -> list[str]:
     return out
 
 
-def embed_passage_ms(model: OnnxMiniLM, texts: list[str]) -> dict[str, float]:
+def embed_passage_ms(model: Embedder, texts: list[str]) -> dict[str, float]:
     """Each passage embedded alone, as a file's last few passages or a long message are."""
     model.embed(texts[:1])  # the first run of a session pays for its own set-up
     samples = []

@@ -37,7 +37,7 @@ def _tables(url: str) -> int:
 # does not make a second one on SQLite: tests/memory/test_memory_mirror_bench.py runs that engine)
 SQLITE_FIELDS = {
     "size", "placement", "engine", "visible", "hybrid_ms", "fts_ms", "vector_ms", "embed_query_ms", "insert_per_s",
-    "add_per_s", "embed_passage_ms", "ingest_passages_per_s", "turn_ms", "concurrent_turn_ms",
+    "embed_query_ms_english", "embed_passage_ms_english", "add_per_s", "embed_passage_ms", "ingest_passages_per_s", "turn_ms", "concurrent_turn_ms",
     "concurrent_turn_service_ms", "load_rss_mb", "steady_rss_mb", "steady_rss_anon_mb", "mirror_mb", "peak_rss_mb",
 }  # fmt: skip
 
