@@ -100,7 +100,6 @@ class Database:
             raise
 
     def _prepare(self) -> None:
-        tokenizer.register(self.con)  # before anything reads or writes the word indexes
         self.con.enable_load_extension(True)
         sqlite_vec.load(self.con)
         self.con.enable_load_extension(False)
@@ -123,6 +122,8 @@ class Database:
                 self.readonly and pragma.startswith("journal_mode")
             ):  # setting WAL writes the header
                 self.con.execute(f"PRAGMA {pragma}")
+        # after the pragmas (a file that is no store fails there, named), before the word indexes are touched
+        tokenizer.register(self.con)
         if self.readonly:
             self._check_version()
             return

