@@ -36,9 +36,10 @@ def _tables(url: str) -> int:
 # what `companion bench` reports for a size on SQLite (read from a real run; a bench run costs ~30 s, so this test
 # does not make a second one on SQLite: tests/memory/test_memory_mirror_bench.py runs that engine)
 SQLITE_FIELDS = {
-    "size", "placement", "engine", "visible", "hybrid_ms", "fts_ms", "vector_ms", "embed_query_ms", "insert_per_s",
-    "embed_query_ms_english", "embed_passage_ms_english", "add_per_s", "embed_passage_ms", "ingest_passages_per_s", "turn_ms", "concurrent_turn_ms",
-    "concurrent_turn_service_ms", "load_rss_mb", "steady_rss_mb", "steady_rss_anon_mb", "mirror_mb", "peak_rss_mb",
+    "size", "placement", "engine", "visible", "hybrid_ms", "fts_ms", "vector_ms", "embed_query_ms",
+    "embed_query_ms_english", "insert_per_s", "add_per_s", "embed_passage_ms", "embed_passage_ms_english",
+    "ingest_passages_per_s", "turn_ms", "concurrent_turn_ms", "concurrent_turn_service_ms", "load_rss_mb",
+    "steady_rss_mb", "steady_rss_anon_mb", "mirror_mb", "peak_rss_mb",
 }  # fmt: skip
 
 

@@ -39,7 +39,10 @@ def test_a_store_made_with_minilm_keeps_it_until_reembed(tmp_path):
 @pytest.mark.parametrize(
     "facts, question",
     [
-        (("爱丽丝每天早上去游泳", "爱丽丝最喜欢绿色", "爱丽丝在存钱去秘鲁旅行"), "What sport does Alice do?"),
+        (
+            ("爱丽丝每天早上去游泳", "爱丽丝最喜欢绿色", "爱丽丝在存钱去秘鲁旅行"),
+            "What sport does Alice do?",
+        ),
         (
             (
                 "Алиса работает медсестрой в детской больнице",
