@@ -109,6 +109,13 @@ class RecallKnobs(BaseModel):
         le=1,
         description="Share of relevance from exact words (BM25); higher favours literal matches and names.",
     )
+    unspaced_shift: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="For a question in a script without spaces (Chinese, Japanese...), this much of text_weight "
+        "moves to vector_weight: its words are characters, a looser match than a word.",
+    )
     candidate_multiplier: int = Field(
         default=4,
         ge=1,

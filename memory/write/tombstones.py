@@ -366,7 +366,7 @@ def _states(tombstones: Tombstones, new: NewMemory, text: str, found: list[Tombs
     if all(t.id in again for t in found):
         return True
     fact, said = tombstones.traces([new], synonyms=True)[0], tombstones.traces([message])[0]
-    return Trace(fact.marks, None, fact.alike).matches(said)
+    return Trace(fact.marks, None, fact.alike).matches(said, names_alone=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,8 +149,10 @@ class Trace:
             bits=4 * len(signature) or SIGNATURE_BITS,
         )
 
-    def matches(self, candidate: Trace) -> bool:
-        """Whether ``candidate`` says this trace's fact again (see the module docstring)."""
+    def matches(self, candidate: Trace, *, names_alone: bool = False) -> bool:
+        """Whether ``candidate`` says this trace's fact again (see the module docstring). ``names_alone``: its
+        names or codes are enough (a person's own message said after the forget: "Ich habe Angst vor Spinnen"
+        shares only German nouns, capitalised like names, with "Alice hat Angst vor Spinnen")."""
         seen = candidate.marks.keys() | set(candidate.older.values())
         # a synonym that is another word of this fact counts once, as that word: "landlord" is near
         # "rent", but "Alice's landlord is friendly" does not say "... raising the rent"
@@ -168,7 +170,7 @@ class Trace:
             telling = any(2 <= self.marks[mark] < NAME for mark in found)
             # (a meaning as near as words need: at 0.75 the suite held 15 more, but the languages suite blocked
             # 19 other facts instead of 10, such as "Alice's brother Teodor is learning to sail")
-            if telling or (agree is not None and agree >= MEANING_WITH_WORDS):
+            if names_alone or telling or (agree is not None and agree >= MEANING_WITH_WORDS):
                 return True
             found = {mark for mark in found if mark not in names}
         common = [self.marks[mark] for mark in found]
