@@ -58,10 +58,12 @@ class Settings(BaseSettings):
     # the mirror's memory cap; past it the least recently searched partitions fall back to vec0
     vector_mirror_mb: int = Field(512, ge=1, le=1_000_000)
 
-    # embeddings: local (offline, bundled), openai (any OpenAI-compatible /embeddings), none (BM25 only)
+    # embeddings: local (offline, bundled), openai (any OpenAI-compatible /embeddings), none (BM25
+    # only)
     embeddings: Literal["local", "openai", "none"] = "local"
-    # which bundled model (LANG-2): multilingual (multilingual-e5-small, ~100 languages), english (all-MiniLM-L6-v2:
-    # English only, ~3x faster), default (multilingual for a new store; a store made with english keeps it)
+    # which bundled model (LANG-2): multilingual (multilingual-e5-small, ~100 languages), english
+    # (all-MiniLM-L6-v2: English only, ~3x faster), default (multilingual for a new store; a store
+    # made with english keeps it)
     embedding_local: Literal["default", "multilingual", "english"] = "default"
     embedding_model: str = "text-embedding-3-small"
     embedding_base_url: str | None = None

@@ -1,12 +1,13 @@
 """``companion bench``: latency and throughput of the memory engine on synthetic data (PERF-1).
 
-Each size runs in its own process, so ``peak_rss_mb`` is that size's own peak; ``steady_rss_mb`` is what
-the process holds after the load and the queries (the vector mirror, the model, SQLite's page cache),
-``steady_rss_anon_mb`` the part of it that is not file pages, ``load_rss_mb`` what it held right after the
-bulk load (the bench's own generator and SQLite's writes, before any recall). Texts are drawn from
-an English word list with a Zipf distribution (so FTS posting lists look like real ones); stored
-vectors are random unit vectors (latency does not depend on what they mean), and the query embedding
-is timed separately with the real offline models: the multilingual default and the English MiniLM (``_english``).
+Each size runs in its own process, so ``peak_rss_mb`` is that size's own peak; ``steady_rss_mb`` is
+what the process holds after the load and the queries (the vector mirror, the model, SQLite's page
+cache), ``steady_rss_anon_mb`` the part of it that is not file pages, ``load_rss_mb`` what it held
+right after the bulk load (the bench's own generator and SQLite's writes, before any recall). Texts
+are drawn from an English word list with a Zipf distribution (so FTS posting lists look like real
+ones); stored vectors are random unit vectors (latency does not depend on what they mean), and the
+query embedding is timed separately with the real offline models: the multilingual default and the
+English MiniLM (``_english``).
 
 Placement ``spread`` (the default): rows are spread over guilds of 100k (90k guild memories each, the rest
 the facts 20 people said in that guild); the recall is made in one guild with five of those people present.

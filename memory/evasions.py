@@ -99,11 +99,11 @@ def fold(text: str, invisible: str = "") -> str:
     """NFKC (fullwidth, ligatures, mathematical letters), invisible characters removed (or made ``invisible``),
     look-alike letters made Latin. ASCII text is already all of that.
 
-    Ordinary text in other scripts stays itself (LANG-4): a look-alike is made Latin only in a word that mixes it
-    with Latin letters ("Wоmbatson"), or is made of look-alikes alone in text mostly Latin ("Ѕсоре is here"),
-    never in "как дела" or "τι κάνεις";
-    a combining mark is taken out only after a Latin, Greek or Cyrillic letter (a strike-through over a word),
-    never from Thai, Hindi or Hebrew, where it is part of the letter."""
+    Ordinary text in other scripts stays itself (LANG-4): a look-alike is made Latin only in a word
+    that mixes it with Latin letters ("Wоmbatson"), or is made of look-alikes alone in text mostly
+    Latin ("Ѕсоре is here"), never in "как дела" or "τι κάνεις"; a combining mark is taken out only
+    after a Latin, Greek or Cyrillic letter (a strike-through over a word), never from Thai, Hindi
+    or Hebrew, where it is part of the letter."""
     if text.isascii():
         return text
     nfkc = unicodedata.normalize("NFKC", text)
@@ -127,12 +127,14 @@ _LOOKALIKE_SET = frozenset("аеорсухіјѕԁԛԝһӏвкмнтАВЕКМН
 
 
 def _alphabetic(c: str) -> bool:
-    """A letter of the Latin, Greek or Cyrillic alphabets (where a combining mark over it is decoration)."""
+    """A letter of the Latin, Greek or Cyrillic alphabets (where a combining mark over it is
+    decoration)."""
     return c.isalpha() and c < "\u0530"
 
 
 def _latin_if_disguised(word: str, in_latin_text: bool) -> str:
-    """A word mixing look-alikes with Latin letters, or made of look-alikes alone in Latin text, made Latin."""
+    """A word mixing look-alikes with Latin letters, or made of look-alikes alone in Latin text,
+    made Latin."""
     if word.isascii() or not any(c in _LOOKALIKE_SET for c in word):
         return word
     if any(c.isascii() for c in word):

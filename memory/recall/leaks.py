@@ -158,8 +158,9 @@ class LeakCheck:
         if digits:
             return _number_weight(raw, digits)
         if has_unspaced(raw):
-            # a pair of Chinese, Japanese... characters (``memory.unspaced``): a word or half of one, and no
-            # ranking says how common: two of them unseen make a leak ("王医生": 王医, 医生), one ("医生") not
+            # a pair of Chinese, Japanese... characters (``memory.unspaced``): a word or half of
+            # one, and no ranking says how common: two of them unseen make a leak ("王医生": 王医, 医生),
+            # one ("医生") not
             return 0 if self._common_in_store(raw, stem) else 1
         rank = _vocabulary().get(raw, RARE_RANK)
         if rank < COMMON_RANK or self._common_in_store(raw, stem):

@@ -377,7 +377,8 @@ class Retriever(Generic[Found]):
         return out
 
     def _asks(self, row: dict[str, Any]) -> bool:
-        """The turn ends in a question mark (of any script: "？" in Chinese and Japanese, "؟" in Arabic)."""
+        """The turn ends in a question mark (of any script: "？" in Chinese and Japanese, "؟" in
+        Arabic)."""
         return self.corpus.content(row).rstrip().endswith(QUESTION_MARKS)
 
     def _score(
@@ -470,8 +471,9 @@ def _lead_with(head: list[_Ranked], hits: list[_Ranked]) -> list[_Ranked]:
 
 
 def _shifted(knobs: RecallKnobs) -> RecallKnobs:
-    """LANG-2: a question in an unspaced script leans on meaning a little more (Chinese dev set, messages: hybrid
-    R@10 77.2 at 0.5/0.5, 78.1 at 0.6/0.4, 77.5 at 0.7/0.3; its English twin 82.8)."""
+    """LANG-2: a question in an unspaced script leans on meaning a little more (Chinese dev set,
+    messages: hybrid R@10 77.2 at 0.5/0.5, 78.1 at 0.6/0.4, 77.5 at 0.7/0.3; its English twin 82.8).
+    """
     shift = min(knobs.unspaced_shift, knobs.text_weight)
     return knobs.model_copy(
         update={

@@ -1,11 +1,12 @@
 """Dates in a question, grounded against the time it is asked ("last week", "in May", "on 3 June 2023").
 
 Recall gives a small lift to what was said inside the span a question points at (``date_boost``): a
-conversation's own dates are the strongest hint of which of many similar turns it means. English forms
-are read, numeric dates of every script ("2023年10月13日", "2023-10-13", "13.10.2023") and "yesterday" and
-"today" in a few languages; anything else yields no span and changes nothing. Spans are generous (a
-month for "in May", two weeks for "last week"): the lift is a nudge, never a filter. Dates are the asker's
-(``zone``, ORCH-8): "on 3 June" in Tokyo starts nine hours before it starts in London.
+conversation's own dates are the strongest hint of which of many similar turns it means. English
+forms are read, numeric dates of every script ("2023年10月13日", "2023-10-13", "13.10.2023") and
+"yesterday" and "today" in a few languages; anything else yields no span and changes nothing. Spans
+are generous (a month for "in May", two weeks for "last week"): the lift is a nudge, never a filter.
+Dates are the asker's (``zone``, ORCH-8): "on 3 June" in Tokyo starts nine hours before it starts in
+London.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ _DAY_MONTH_YEAR = (
         rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(?P<year>\d{{4}})\b"
     ),
 )
-# numeric dates of other languages (LANG-3): 2023年10月13日 (zh, ja), 2023년 10월 13일 (ko), 2023-10-13, 13.10.2023 (de, ru)
+# numeric dates of other languages (LANG-3): 2023年10月13日 (zh, ja), 2023년 10월 13일 (ko), 2023-10-13,
+# 13.10.2023 (de, ru)
 _NUMERIC_DAYS = (
     re.compile(
         r"(?P<year>\d{4})\s*[年년]\s*(?P<month>\d{1,2})\s*[月월]\s*(?P<day>\d{1,2})\s*[日号號일]?"
@@ -66,8 +68,8 @@ _NUMERIC_DAYS = (
     re.compile(r"(?<![\d.])(?P<day>\d{1,2})\.(?P<month>\d{1,2})\.(?P<year>\d{4})(?![\d.])"),
 )
 _NUMERIC_MONTH = re.compile(r"(?P<year>\d{4})\s*[年년]\s*(?P<month>\d{1,2})\s*[月월](?!\s*\d)")
-# "yesterday" and "today" in the languages the bot hears most (English is in ``_relative``'s patterns)
-# ("hier", French yesterday, is German "here": left out)
+# "yesterday" and "today" in the languages the bot hears most (English is in ``_relative``'s
+# patterns) ("hier", French yesterday, is German "here": left out)
 _YESTERDAY = re.compile(r"昨天|昨日|어제|\b(?:gestern|вчера|ayer|ieri|ontem)\b")
 _TODAY = re.compile(r"今天|今日|오늘|\b(?:heute|сегодня|hoy|aujourd'hui|oggi|hoje)\b")
 _MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(?P<year>\d{{4}})\b")

@@ -122,7 +122,8 @@ class Database:
                 self.readonly and pragma.startswith("journal_mode")
             ):  # setting WAL writes the header
                 self.con.execute(f"PRAGMA {pragma}")
-        # after the pragmas (a file that is no store fails there, named), before the word indexes are touched
+        # after the pragmas (a file that is no store fails there, named), before the word indexes
+        # are touched
         tokenizer.register(self.con)
         if self.readonly:
             self._check_version()
@@ -301,9 +302,10 @@ class Database:
             )
 
     def reindex_words(self, step: int | None = None) -> None:
-        """Fill a word index made anew by a migration (m024) from its rows, ``step`` rows a transaction, the last
-        row done kept in settings: a process killed half-way (or a second process opening the store meanwhile)
-        goes on from there, and nothing is lost, since the rows themselves were never touched."""
+        """Fill a word index made anew by a migration (m024) from its rows, ``step`` rows a
+        transaction, the last row done kept in settings: a process killed half-way (or a second
+        process opening the store meanwhile) goes on from there, and nothing is lost, since the rows
+        themselves were never touched."""
         for key in [
             k for (k,) in self.execute("SELECT key FROM settings WHERE key LIKE 'words.reindex.%'")
         ]:

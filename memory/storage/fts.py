@@ -327,8 +327,8 @@ class FtsQueryBuilder:
         self._instances: str | None = None  # the fts5vocab instance table, made when first needed
 
     def terms(self, text: str) -> list[tuple[str, str]]:
-        """(raw word, stemmed term) pairs, stop words and duplicates removed, in query order; the words of an
-        unspaced script as ``memory.unspaced.query_words`` searches them."""
+        """(raw word, stemmed term) pairs, stop words and duplicates removed, in query order; the
+        words of an unspaced script as ``memory.unspaced.query_words`` searches them."""
         found = self.words(text, MAX_QUERY_CHARS)
         unspaced = [stem for _, stem in found if has_unspaced(stem)]
         if unspaced:

@@ -727,9 +727,10 @@ CREATE INDEX memory_feedback_recheck ON memory_feedback (recheck) WHERE recheck 
 
 
 def _words_index(table: str, content: str, columns: tuple[str, ...]) -> str:
-    """One word index made anew with the tokenizer that splits unspaced scripts (``memory.storage.tokenizer``), its
-    delete and update triggers, and secure-delete. It starts empty: ``Database.reindex_words`` fills it from the
-    rows (resumable), so nothing is lost and an interrupted upgrade goes on where it stopped."""
+    """One word index made anew with the tokenizer that splits unspaced scripts
+    (``memory.storage.tokenizer``), its delete and update triggers, and secure-delete. It starts
+    empty: ``Database.reindex_words`` fills it from the rows (resumable), so nothing is lost and an
+    interrupted upgrade goes on where it stopped."""
     cols = ", ".join(columns)
     old = ", ".join(f"old.{c}" for c in columns)
     new = ", ".join(f"new.{c}" for c in columns)
@@ -754,14 +755,16 @@ INSERT INTO settings (key, value) VALUES ('words.reindex.{table}', '0')
 """
 
 
-# the word indexes, each with the table it indexes and its columns (what ``Database.reindex_words`` refills)
+# the word indexes, each with the table it indexes and its columns (what ``Database.reindex_words``
+# refills)
 WORD_INDEXES = {
     "memory_fts": ("memories", ("subject", "content", "tags", "ptoken")),
     "message_fts": ("messages", ("content", "author_name", "context", "ptoken")),
 }
 
-# LANG-1: both word indexes made anew with a tokenizer that splits Chinese, Japanese, Thai... (the old one read a
-# whole Chinese sentence as one word), then refilled from the rows in steps (``Database.reindex_words``).
+# LANG-1: both word indexes made anew with a tokenizer that splits Chinese, Japanese, Thai... (the
+# old one read a whole Chinese sentence as one word), then refilled from the rows in steps
+# (``Database.reindex_words``).
 M024_WORDS_IN_EVERY_SCRIPT = Migration(
     "m024_words_in_every_script",
     "".join(_words_index(table, *source) for table, source in WORD_INDEXES.items()),

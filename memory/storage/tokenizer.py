@@ -1,16 +1,17 @@
-"""The word index's tokenizer (LANG-1): FTS5's ``porter unicode61``, with text in unspaced scripts split.
+"""The word index's tokenizer (LANG-1): FTS5's ``porter unicode61``, with text in unspaced scripts
+split.
 
-``unicode61`` reads a whole Chinese sentence as one word, so a question found nothing. This tokenizer takes
-each of its tokens that holds such characters apart (``memory.unspaced``):
+``unicode61`` reads a whole Chinese sentence as one word, so a question found nothing. This
+tokenizer takes each of its tokens that holds such characters apart (``memory.unspaced``):
 
 - stored text: every character at its own position, with the pair it starts colocated (FTS5's synonyms), so
   "我喜欢猫" holds 我, 喜, 欢, 猫 and 我喜, 喜欢, 欢猫;
 - a query: a run's pairs ("喜欢猫" -> 喜欢, 欢猫), or the character alone when the run is one character.
 
-So a two-character query word matches its pair, a longer one matches as a phrase of its pairs, and a lone
-character matches itself, whatever surrounds it in the stored text. Latin, Cyrillic, Greek... text goes
-through ``porter unicode61`` unchanged. Every connection registers it (``register``): a table made with
-``tokenize = 'companion'`` cannot be read or written by a connection without it.
+So a two-character query word matches its pair, a longer one matches as a phrase of its pairs, and a
+lone character matches itself, whatever surrounds it in the stored text. Latin, Cyrillic, Greek...
+text goes through ``porter unicode61`` unchanged. Every connection registers it (``register``): a
+table made with ``tokenize = 'companion'`` cannot be read or written by a connection without it.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ def _factory(
 def _split(
     base: Callable[..., Any], raw: bytes, offset: int, flags: int, locale: str | None
 ) -> list[Token]:
-    """One token of ``unicode61`` holding unspaced characters: its runs as characters and pairs, the rest of it
-    (a Latin word written against Chinese, "iPhone手机") through the base tokenizer."""
+    """One token of ``unicode61`` holding unspaced characters: its runs as characters and pairs, the
+    rest of it (a Latin word written against Chinese, "iPhone手机") through the base tokenizer."""
     text = raw.decode("utf-8", "replace")
     query = bool(flags & apsw.FTS5_TOKENIZE_QUERY)
     out: list[Token] = []

@@ -217,10 +217,11 @@ class Tombstones:
         ]
 
     def _vectors(self, texts: list[str]) -> np.ndarray | None:
-        """Meaning vectors for traces (query vectors: not written to the embedding cache), less the direction the
-        model gives every sentence alike (``_common``): the multilingual model puts any two sentences about a
-        person at a cosine of ~0.9, which sign bits cannot tell apart; less that direction, the suite's unrelated
-        facts fall to ~0.25 while its rewordings stay at ~0.9."""
+        """Meaning vectors for traces (query vectors: not written to the embedding cache), less the
+        direction the model gives every sentence alike (``_common``): the multilingual model puts
+        any two sentences about a person at a cosine of ~0.9, which sign bits cannot tell apart;
+        less that direction, the suite's unrelated facts fall to ~0.25 while its rewordings stay at
+        ~0.9."""
         if not texts or self.embeddings is None or not self.embeddings.available:
             return None
         vectors = self.embeddings.embed_queries(texts)
@@ -231,8 +232,9 @@ class Tombstones:
         return centred / np.clip(np.linalg.norm(centred, axis=1, keepdims=True), 1e-12, None)
 
     def _common(self) -> np.ndarray | None:
-        """The mean meaning of everyday sentences in several languages (``assets/everyday.txt``) for the model that
-        draws the traces; None for the English MiniLM, whose tombstones were tuned without it."""
+        """The mean meaning of everyday sentences in several languages (``assets/everyday.txt``) for
+        the model that draws the traces; None for the English MiniLM, whose tombstones were tuned
+        without it."""
         assert self.embeddings is not None
         fingerprint = self.embeddings.fingerprint
         if fingerprint is None or fingerprint.startswith(ENGLISH_MODEL):

@@ -150,9 +150,10 @@ class Trace:
         )
 
     def matches(self, candidate: Trace, *, names_alone: bool = False) -> bool:
-        """Whether ``candidate`` says this trace's fact again (see the module docstring). ``names_alone``: its
-        names or codes are enough (a person's own message said after the forget: "Ich habe Angst vor Spinnen"
-        shares only German nouns, capitalised like names, with "Alice hat Angst vor Spinnen")."""
+        """Whether ``candidate`` says this trace's fact again (see the module docstring).
+        ``names_alone``: its names or codes are enough (a person's own message said after the
+        forget: "Ich habe Angst vor Spinnen" shares only German nouns, capitalised like names, with
+        "Alice hat Angst vor Spinnen")."""
         seen = candidate.marks.keys() | set(candidate.older.values())
         # a synonym that is another word of this fact counts once, as that word: "landlord" is near
         # "rent", but "Alice's landlord is friendly" does not say "... raising the rent"
@@ -164,12 +165,14 @@ class Trace:
         agree = self.agreement(candidate)
         names = [mark for mark in found if self.marks[mark] == NAME]
         if names:
-            # its name or code, in any language and word order, with a telling word of it or its meaning: a name
-            # alone never makes two facts one ("Grzegorz has a cat" is not "Grzegorz's bib number is 4417", nor
-            # "Marta's brother Tomasz is a pilot" "... lives in Gdansk", nor "Алиса" every fact about her)
+            # its name or code, in any language and word order, with a telling word of it or its
+            # meaning: a name alone never makes two facts one ("Grzegorz has a cat" is not
+            # "Grzegorz's bib number is 4417", nor "Marta's brother Tomasz is a pilot" "... lives in
+            # Gdansk", nor "Алиса" every fact about her)
             telling = any(2 <= self.marks[mark] < NAME for mark in found)
-            # (a meaning as near as words need: at 0.75 the suite held 15 more, but the languages suite blocked
-            # 19 other facts instead of 10, such as "Alice's brother Teodor is learning to sail")
+            # (a meaning as near as words need: at 0.75 the suite held 15 more, but the languages
+            # suite blocked 19 other facts instead of 10, such as "Alice's brother Teodor is
+            # learning to sail")
             if names_alone or telling or (agree is not None and agree >= MEANING_WITH_WORDS):
                 return True
             found = {mark for mark in found if mark not in names}
@@ -190,7 +193,8 @@ class Trace:
         """The share of signature bits two traces agree on (None when either has none)."""
         if self.signature is None or other.signature is None:
             return None
-        # the same keyed planes in the same order: a shorter signature is the first bits of a longer one
+        # the same keyed planes in the same order: a shorter signature is the first bits of a longer
+        # one
         bits = min(self.bits, other.bits)
         differ = (self.signature ^ other.signature) & ((1 << bits) - 1)
         return 1.0 - bin(differ).count("1") / bits

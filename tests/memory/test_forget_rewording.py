@@ -30,18 +30,20 @@ from memory.write.wording import normalised
 from tests.paraphrase_support import HOLDOUT, about, measure, recorded_readings, suite
 from tests.paraphrase_support import KEY as KEY_A
 
-# What the suite holds on the bundled default model (multilingual-e5-small, LANG-2, 128 meaning bits): by their
-# words 210/250 (English 194/200, translations 16/50), with the 1.5B's English readings 232/250 (translations
-# 38/50); 0/254 blocked either way. A name or a code holds in any language with a telling word or a meaning near
-# the fact's (issue 44: a name alone never makes two facts one; before, 225/250 and 238/250 on MiniLM with names
-# alone). A meaning threshold of 0.8 instead of 0.85 held 4 more and blocked "Alice is allergic to dust".
+# What the suite holds on the bundled default model (multilingual-e5-small, LANG-2, 128 meaning
+# bits): by their words 210/250 (English 194/200, translations 16/50), with the 1.5B's English
+# readings 232/250 (translations 38/50); 0/254 blocked either way. A name or a code holds in any
+# language with a telling word or a meaning near the fact's (issue 44: a name alone never makes two
+# facts one; before, 225/250 and 238/250 on MiniLM with names alone). A meaning threshold of 0.8
+# instead of 0.85 held 4 more and blocked "Alice is allergic to dust".
 HELD_BY_WORDS, HELD_READ, ENGLISH_HELD_AT_LEAST = 0.84, 0.92, 0.95
 LANGUAGES = Path(__file__).parent / "data" / "forget_rewordings_languages.txt"
 
 
 @pytest.fixture(scope="module")
 def minilm() -> MultilingualE5:
-    """The bundled default meaning model (the fixture kept its name: every test below measures the default)."""
+    """The bundled default meaning model (the fixture kept its name: every test below measures the
+    default)."""
     return MultilingualE5()
 
 
@@ -85,8 +87,9 @@ def test_on_a_suite_written_after_the_tuning_the_rates_hold(tmp_path, minilm, ca
     measured: by their words 75/100 (English 66/80), read in English 81/100, 1/40 blocked ("Alice's
     landlord is friendly": "landlord" also counted as a synonym of "rent", a bug since fixed); the
     meaning signature's threshold, which it showed too strict, was then set on the first suite's
-    unrelated facts (0.85: none blocked down to 0.8, two at 0.75). Then 84/100 and 90/100, 0/40 on MiniLM; on
-    the multilingual default with 128 meaning bits, a name no longer enough alone: 69/100 and 80/100, 0/40."""
+    unrelated facts (0.85: none blocked down to 0.8, two at 0.75). Then 84/100 and 90/100, 0/40 on
+    MiniLM; on the multilingual default with 128 meaning bits, a name no longer enough alone: 69/100
+    and 80/100, 0/40."""
     readings = recorded_readings()["readings"] if read else None
     rates = asyncio.run(measure(tmp_path / "m.db", minilm, readings, of=HOLDOUT))
     with capsys.disabled():
@@ -98,12 +101,13 @@ def test_on_a_suite_written_after_the_tuning_the_rates_hold(tmp_path, minilm, ca
 def test_across_languages_the_rates_are_what_they_are_and_no_other_person_is_touched(
     tmp_path, minilm, capsys
 ):
-    """LANG-4: 30 facts forgotten in six languages (10 English, 4 each Italian, Russian, Chinese, Japanese,
-    German), each reworded in five others or in its own; 120 other facts of hers in six languages, a third in
-    the frame of a forgotten one. By words and meaning alone (no readings recorded for it). A ratchet, not a
-    floor met: measured 25/150 held and 6/120 blocked (the words of other languages all weigh as rare in
-    English, and the small model's meaning does not tell "afraid of heights" from "afraid of dogs" across
-    languages); the issue's floor is >= 95% held and 0 blocked."""
+    """LANG-4: 30 facts forgotten in six languages (10 English, 4 each Italian, Russian, Chinese,
+    Japanese, German), each reworded in five others or in its own; 120 other facts of hers in six
+    languages, a third in the frame of a forgotten one. By words and meaning alone (no readings
+    recorded for it). A ratchet, not a floor met: measured 25/150 held and 6/120 blocked (the words
+    of other languages all weigh as rare in English, and the small model's meaning does not tell
+    "afraid of heights" from "afraid of dogs" across languages); the issue's floor is >= 95% held
+    and 0 blocked."""
     rates = asyncio.run(measure(tmp_path / "m.db", minilm, None, of=LANGUAGES))
     with capsys.disabled():
         print("\n" + rates.line("across languages, by words and meaning"))
@@ -112,8 +116,8 @@ def test_across_languages_the_rates_are_what_they_are_and_no_other_person_is_tou
 
 
 def test_a_name_alone_never_makes_two_facts_one(tmp_path, minilm):
-    """Issue 44 item 2b: after one forget, the person's unrelated facts, and other facts about the same relative
-    or place, are still learned."""
+    """Issue 44 item 2b: after one forget, the person's unrelated facts, and other facts about the
+    same relative or place, are still learned."""
     with MemoryEngine(tmp_path / "m.db", minilm, FakeClock(), secret_key=KEY_A) as engine:
         for fact in (
             "Grzegorz's race bib number is 4417",
@@ -137,7 +141,8 @@ def test_a_name_alone_never_makes_two_facts_one(tmp_path, minilm):
 
 
 def test_a_name_holds_a_forgotten_fact_with_a_word_of_it_in_any_order(tmp_path, minilm):
-    """(A German wording sharing only the name is held when the model reads it in English: ``test_glosses``.)"""
+    """(A German wording sharing only the name is held when the model reads it in English:
+    ``test_glosses``.)"""
     engine = MemoryEngine(tmp_path / "m.db", minilm, FakeClock(), secret_key=KEY_A)
     forget_memory(engine, remember(engine, "Alice keeps a tortoise called Quintrell").id)
     again = [

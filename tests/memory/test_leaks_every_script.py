@@ -1,6 +1,6 @@
-"""LANG-4 / SEC-6: the leak check reads every script. A DM fact written in Chinese or Russian is caught in a
-server reply as an English one is; ordinary Cyrillic and Greek text is not folded into Latin noise; one shared
-everyday word of Chinese is not a leak."""
+"""LANG-4 / SEC-6: the leak check reads every script. A DM fact written in Chinese or Russian is
+caught in a server reply as an English one is; ordinary Cyrillic and Greek text is not folded into
+Latin noise; one shared everyday word of Chinese is not a leak."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""LANG-2: the bundled default meaning model is multilingual, and a store keeps the model that made its vectors."""
+"""LANG-2: the bundled default meaning model is multilingual, and a store keeps the model that made
+its vectors."""
 
 from __future__ import annotations
 
@@ -62,8 +63,9 @@ def test_a_store_made_with_minilm_keeps_it_until_reembed(tmp_path):
     ],
 )
 def test_meaning_crosses_languages(tmp_path, multilingual, facts, question):
-    """A question in one language finds the fact said in another among others in that language (the small model
-    still prefers its own language: an English question may rank an English distractor first)."""
+    """A question in one language finds the fact said in another among others in that language (the
+    small model still prefers its own language: an English question may rank an English distractor
+    first)."""
     with MemoryEngine(tmp_path / "m.db", multilingual, FakeClock()) as engine:
         for fact in facts:
             remember(engine, fact, scope_id="alice")

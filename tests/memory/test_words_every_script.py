@@ -1,7 +1,8 @@
-"""LANG-1: text in scripts without spaces between words is found by its words, on the way in and out.
+"""LANG-1: text in scripts without spaces between words is found by its words, on the way in and
+out.
 
-Before, FTS5's unicode61 read a whole Chinese sentence as one word: a question found nothing. These go through
-the store's own recall (the words channel alone: no embeddings) and the index itself.
+Before, FTS5's unicode61 read a whole Chinese sentence as one word: a question found nothing. These
+go through the store's own recall (the words channel alone: no embeddings) and the index itself.
 """
 
 from __future__ import annotations
