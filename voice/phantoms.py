@@ -20,6 +20,7 @@ signals (an OpenAI-compatible server) is checked on its audio and text alone.
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,10 @@ class Segment:
     avg_logprob: float = 0.0
 
 
+LOOP_RATIO = 2.4  # Whisper's compression-ratio limit
+LOOP_LETTERS = 8  # this many letters, of one or two kinds only, are no word
+
+
 @dataclass(frozen=True, slots=True)
 class PhantomRules:
     logprob_below: float = -1.0
@@ -81,6 +86,8 @@ def phantom_reason(
     words = _words(text)
     if not words:
         return "no words"
+    if _looped(text):
+        return "a loop"
     level, sounding_s = _loudness(pcm16)
     if level < rules.min_level:
         return "too quiet for speech"
@@ -104,6 +111,18 @@ def _weak(segments: list[Segment], rules: PhantomRules) -> bool:
         or s.avg_logprob < rules.phrase_logprob_below
         for s in segments
     )
+
+
+def _looped(text: str) -> bool:
+    """A loop: a text that compresses more than Whisper's own 2.4 limit, or one or two letters said
+    over and over ("A-a-a-a-a-a-a-a-a-a-a-a-" on three breaths, "Mmmmmmmm"). Seen once another
+    library's OpenMP runtime was loaded in the process (the multilingual embedding model), which
+    moves Whisper's sums by a rounding."""
+    data = text.encode()
+    letters = [c for c in text.lower() if c.isalpha()]
+    if len(letters) >= LOOP_LETTERS and len(set(letters)) <= 2:
+        return True
+    return len(data) > 24 and len(data) / len(zlib.compress(data)) > LOOP_RATIO
 
 
 def _words(text: str) -> str:

@@ -113,8 +113,8 @@ class RecallKnobs(BaseModel):
         default=0.1,
         ge=0,
         le=1,
-        description="For a question in a script without spaces (Chinese, Japanese...), this much of text_weight "
-        "moves to vector_weight: its words are characters, a looser match than a word.",
+        description="Weight moved from words to meaning for a question without spaces "
+        "(Chinese, Japanese).",
     )
     candidate_multiplier: int = Field(
         default=4,
