@@ -3,10 +3,10 @@ Khmer, Burmese; and Korean, whose spaced words carry their particles ("학교에
 
 Nothing here knows a dictionary. A run of such characters is read as its overlapping pairs ("我喜欢猫"
 -> "我喜", "喜欢", "欢猫"), the way CJK search engines without a segmenter do: a two-character word is one
-pair, a longer one its pairs in a row, and a lone character stays itself. The word index, the leak
-check, tombstone marks, the "said again" check and manners' word overlap all read such text through
-``spaced`` (or the index's own tokenizer, ``memory.storage.tokenizer``, which emits the same pairs),
-so they see the same words.
+pair, a longer one its pairs in a row, and a lone character stays itself. The word index
+(``memory.storage.tokenizer``) and the leak check, which reads words through it, see these pairs;
+``spaced`` writes them out for readers that split on whitespace (retrieval's short-question test).
+Tombstone marks, the "said again" check and manners' word overlap do not use it yet.
 """
 
 from __future__ import annotations
