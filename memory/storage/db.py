@@ -324,9 +324,12 @@ class Database:
             done = self.get_setting(key)
             if done is None:  # another process finished it
                 return 0
-            last = self.scalar(
-                f"SELECT MAX(rid) FROM (SELECT rid FROM {content} WHERE rid > ? ORDER BY rid LIMIT ?)",
-                (int(done), step),
+            last, count = next(
+                self.execute(
+                    f"SELECT MAX(rid), COUNT(*) FROM (SELECT rid FROM {content} WHERE rid > ? ORDER BY rid "
+                    "LIMIT ?)",
+                    (int(done), step),
+                )
             )
             if last is None:
                 self.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
@@ -337,11 +340,7 @@ class Database:
                 (int(done), last),
             )
             self.set_setting(key, str(last))
-            return int(
-                self.scalar(
-                    f"SELECT COUNT(*) FROM {content} WHERE rid > ? AND rid <= ?", (int(done), last)
-                )
-            )
+            return int(count)
 
     def _version(self) -> int:
         """The schema version on disk (0 for a new file); a newer one than this program knows is refused."""
