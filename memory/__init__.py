@@ -337,6 +337,7 @@ if TYPE_CHECKING:
     from .spoken import EndedSession, SpokenSessions
     from .storage.fts import STOP_WORDS
     from .storage.graph import EntityCount
+    from .unspaced import is_pair, spaced
 
 _CONTEXT = {
     "job_charge": "charges",  # whose cost a memory job's model call is (ORCH-14)
@@ -346,6 +347,8 @@ _CONTEXT = {
     "SpokenSessions": "spoken",  # a voice session's books in the store
     "STOP_WORDS": "storage.fts",
     "EntityCount": "storage.graph",
+    "spaced": "unspaced",  # scripts without spaces as words, for readers that split (LANG-1)
+    "is_pair": "unspaced",
 }
 
 _HOMES = {**_CORE, **_SHARED, **_OPERATOR, **_DASHBOARD, **_PEOPLE, **_RUNNING, **_CONTEXT}

@@ -5,8 +5,9 @@ Nothing here knows a dictionary. A run of such characters is read as its overlap
 -> "我喜", "喜欢", "欢猫"), the way CJK search engines without a segmenter do: a two-character word is one
 pair, a longer one its pairs in a row, and a lone character stays itself. The word index
 (``memory.storage.tokenizer``) and the leak check, which reads words through it, see these pairs;
-``spaced`` writes them out for readers that split on whitespace (retrieval's short-question test).
-Tombstone marks, the "said again" check and manners' word overlap do not use it yet.
+``spaced`` writes them out for readers that split on whitespace or ``\\w+``: retrieval's
+short-question test, the content words of ``memory.write.wording`` (a fact and its line, the "said
+again" check), tombstone marks and manners' word overlap.
 """
 
 from __future__ import annotations
@@ -59,10 +60,21 @@ def query_words(pairs: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def spaced(text: str) -> str:
+def spaced(text: str, *, little: bool = True) -> str:
     """``text`` with each unspaced run written as its pairs between spaces, for readers that split
     on spaces or ``\\w+``: "我喜欢猫and dogs" -> " 我喜 喜欢 欢猫 and dogs". Text without such runs comes back
-    as it is."""
+    as it is. ``little=False``: pairs of two grammar characters ("什么") left out, as stop
+    words are."""
     if not has_unspaced(text):
         return text
-    return RUN.sub(lambda m: " " + " ".join(grams(m.group())) + " ", text)
+
+    def pairs(run: re.Match[str]) -> str:
+        kept = [p for p in grams(run.group()) if little or not all(c in LITTLE for c in p)]
+        return " " + " ".join(kept) + " "
+
+    return RUN.sub(pairs, text)
+
+
+def is_pair(word: str) -> bool:
+    """A word ``spaced`` made: a pair (or a lone character) of an unspaced script."""
+    return len(word) <= 2 and RUN.fullmatch(word) is not None

@@ -6,7 +6,9 @@
 Case, punctuation, stop words, word order and repeats do not count, and a light stemmer folds the common
 English endings (plural and third-person s, -es after a sibilant, -ies, -ing, -ed, a final e), so a fact
 reworded that way still reads the same. Negations are kept: "not", "no", "never" and "n't" change what a
-sentence says.
+sentence says. Chinese, Japanese or Thai text is read as its character pairs
+(``memory.unspaced``), pairs of two grammar characters left out like stop words:
+"小明喜欢跑步" -> {"小明", "明喜", "喜欢", "欢跑", "跑步"}.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 import unicodedata
 
 from ..storage.fts import STOP_WORDS
+from ..unspaced import spaced
 
 _KEEP = frozenset({"not", "no", "nor", "never"})
 STOPS = frozenset(w for w in STOP_WORDS if w not in _KEEP and not w.endswith("n't"))
@@ -25,6 +28,7 @@ _SIBILANT_ES = ("ches", "shes", "sses", "xes", "zes")
 def content_words(text: str) -> frozenset[str]:
     """The stems of the words that carry meaning, as a set."""
     folded = unicodedata.normalize("NFKC", text or "").casefold().replace("\u2019", "'")
+    folded = spaced(folded, little=False)
     return frozenset(stem(w) for w in _WORD.findall(folded) if w not in STOPS)
 
 

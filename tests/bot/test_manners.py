@@ -8,7 +8,7 @@ import time
 import pytest
 from conftest import remember
 
-from bot.manners import CHIME_CAP, GroupManners, Talk, decide, score
+from bot.manners import CHIME_CAP, READ_CHARS, GroupManners, Talk, decide, score, words
 from bot.types import IncomingMessage
 from memory.clock import FakeClock
 from memory.models import Scope
@@ -76,6 +76,27 @@ def test_chime_in_answers_a_question_on_the_bots_own_words_and_not_one_for_someo
     assert decide(
         Mode.ALL, msg("anyone seen my umbrella?", user=CLEO), talk, 1000.0, "Companion"
     ).answer
+
+
+@pytest.mark.parametrize(
+    ("said", "question"),
+    [
+        ("给酸面种每天喂面粉和水", "酸面种要喂多少面粉？"),  # Chinese: one "word" a sentence before
+        ("Füttere den Sauerteig täglich mit Mehl", "wie viel Mehl braucht der Sauerteig?"),
+        ("Корми закваску мукой каждый день", "сколько муки нужно закваске?"),
+    ],
+)
+def test_chime_in_reads_the_bots_own_words_in_every_alphabet(said, question):
+    talk = after_the_bot_said(said)
+    assert decide(Mode.CHIME_IN, msg(question, user=BOB), talk, 1000.0, "Companion").answer
+    assert not decide(
+        Mode.CHIME_IN, msg("我的雨伞在哪儿？", user=BOB), talk, 1000.0, "Companion"
+    ).answer
+
+
+def test_a_megabyte_message_is_read_from_its_start_only():
+    huge = "sourdough starter " + "x" * 1_000_000 + " umbrella"
+    assert words(huge) == {"sourdough", "starter", "x" * (READ_CHARS - 18)}
 
 
 def test_the_same_follow_up_long_after_or_in_a_flood_scores_lower():

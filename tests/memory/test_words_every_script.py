@@ -22,6 +22,8 @@ from memory.engine import MemoryEngine
 from memory.storage.db import Database
 from memory.storage.fts import FtsQueryBuilder
 from memory.unspaced import grams, spaced
+from memory.write.traces import Tracer
+from memory.write.wording import content_words
 
 FACTS = {
     "zh": ("爱丽丝养了一只叫饼干的灰猫", "饼干是什么颜色的猫？", "灰猫"),
@@ -86,6 +88,19 @@ def test_every_reader_of_words_sees_the_same_pairs_as_the_index(tmp_path):
     assert [raw for raw, _ in builder.terms(text)] == list("爱丽丝治疗师王医生")
     assert spaced(text).split() == grams(text)
     assert spaced("plain English") == "plain English"
+
+
+def test_content_words_and_tombstone_marks_read_the_same_pairs():
+    """LANG-1: the said-again check and a fact's match with its line (``content_words``) and the
+    tombstones' marks see a Chinese sentence as its pairs, not as one word."""
+    assert content_words("爱丽丝的治疗师是王医生") >= {"治疗", "疗师", "医生"}
+    assert "他的" not in content_words("他的猫")  # two grammar characters: a stop word
+    assert content_words("猫的名字是年糕") & content_words("年糕是她的猫") >= {"年糕"}
+    tracer = Tracer(b"k" * 32)
+    first, again = (tracer.trace("person|1", t, None) for t in ("爱丽丝怕蛇", "爱丽丝怕蛇。"))
+    other = tracer.trace("person|1", "爱丽丝每天写日记", None)
+    assert len(first.marks) == len(grams("爱丽丝怕蛇")) and first.matches(again)
+    assert not first.matches(other)
 
 
 def test_an_existing_store_is_reindexed_on_upgrade_resumably_after_a_kill(tmp_path, clock):
