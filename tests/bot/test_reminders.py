@@ -323,3 +323,21 @@ def test_the_claims_a_real_model_makes_are_read_as_reminder_claims(said, claims)
     from bot.reminder_claims import claims_reminder
 
     assert claims_reminder(said) is claims
+
+
+async def test_a_large_amount_is_read_whole_through_telegram_and_one_beyond_five_years_is_refused(
+    tmp_path, fakes
+):
+    """Issue 44: "in 5000 minutes" was cut to 3,660 minutes (22 hours early), "in 99999999 minutes" to
+    2.5 days, each answered "Reminder set" as if read right."""
+    llm, tg, dc = fakes
+    clock = FakeClock(at(2026, 11, 26, 12, 0))  # Thursday, UTC
+    async with running(tmp_path / "bot.db", fakes, clock) as runtime:
+        said = await on_telegram(tg, "/remind in 5000 minutes water the fern")
+        assert said.startswith(
+            "Reminder set for Sunday 29 November 2026, 23:20 (UTC): water the fern"
+        )
+        said = await on_telegram(tg, "/remind in 99999999 minutes water the fern")
+        assert "more than five years away" in said and "Reminder set" not in said
+        due = [d for (d,) in runtime.engine.db.execute("SELECT due_at FROM reminders")]
+        assert due == [clock.now() + 5000 * 60]
