@@ -11,12 +11,12 @@ at 09:00. Times are wall-clock times where the person is: a date and an hour bec
 offset on that date, so "every day at 8" stays at 8 across a DST change (a recurring reminder is computed from the
 local date, never by adding 24 hours).
 
-"in N <unit>" is read whole ("in 5000 minutes" is 3 days 11 hours 20 minutes from now), never cut short.
+"in N <unit>" is read whole ("in 5000 minutes": 3 days 11 hours 20 minutes from now), never cut.
 
-What is refused, with the question to answer, and nothing stored: more than five years ahead, an hour
-from 1 to 6 with no am/pm or minutes ("at 3": night or afternoon?), a time already past ("today at 8" at
-noon), a date already past this year ("on 3 December" on 5 December: say the year), a date that does not
-exist, and words that name no time.
+What is refused, with the question to answer, and nothing stored: more than five years ahead, an
+hour from 1 to 6 with no am/pm or minutes ("at 3": night or afternoon?), a time already past
+("today at 8" at noon), a date already past this year ("on 3 December" on 5 December: say the
+year), a date that does not exist, and words that name no time.
 """
 
 from __future__ import annotations

@@ -328,8 +328,8 @@ def test_the_claims_a_real_model_makes_are_read_as_reminder_claims(said, claims)
 async def test_a_large_amount_is_read_whole_through_telegram_and_one_beyond_five_years_is_refused(
     tmp_path, fakes
 ):
-    """Issue 44: "in 5000 minutes" was cut to 3,660 minutes (22 hours early), "in 99999999 minutes" to
-    2.5 days, each answered "Reminder set" as if read right."""
+    """Issue 44: "in 5000 minutes" was cut to 3,660 minutes (22 hours early), "in 99999999
+    minutes" to 2.5 days, each answered "Reminder set" as if read right."""
     llm, tg, dc = fakes
     clock = FakeClock(at(2026, 11, 26, 12, 0))  # Thursday, UTC
     async with running(tmp_path / "bot.db", fakes, clock) as runtime:
