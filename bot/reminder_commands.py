@@ -14,6 +14,11 @@ from typing import Any
 from memory import MemoryEngine, Place, Reminder, Timezones, split_request
 
 REMIND_HELP = "Tell me when and what, like: /remind tomorrow 8am call mum, /remind in 20 minutes tea, /remind every Monday at 9 stand-up"
+# a reminder is posted where it was asked: never where the person may not write themselves
+NOT_HERE = (
+    "You can't post in this channel, so I won't post a reminder here for you: "
+    "ask in a channel where you can write, or in our DMs."
+)
 
 
 class ReminderCommands:
@@ -25,6 +30,8 @@ class ReminderCommands:
             return REMIND_HELP
         if not remembers:
             return "Remembering is off (/privacy), so I can't keep a reminder: it would hold your words. /privacy on turns it back on."
+        if not turn.message.may_post and not turn.ctx.is_dm:
+            return NOT_HERE
         when, what = split_request(arg)
         stored = self.reminders.ask(
             turn.person_id, place_of(turn), when, what, self.zones.zone_of(turn.person_id)

@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memory import ChannelState, People, RecallContext, Timezones, clean_text, normalise_text
+from memory import (
+    ChannelState,
+    People,
+    RecallContext,
+    Timezones,
+    clean_text,
+    normalise_text,
+    place_key,
+)
 
 from .assembly import Turn
 from .types import IncomingMessage
@@ -107,5 +115,5 @@ def display_name(name: str) -> str:
 
 
 def _guild_key(message: IncomingMessage) -> str | None:
-    """Guild ids are namespaced by platform so a Discord guild and a Telegram group never share memory."""
-    return f"{message.platform}:{message.guild_id}" if message.guild_id else None
+    """The store's key of the place (``memory.scopes.place_key``; a departure is keyed the same)."""
+    return place_key(message.platform, message.guild_id) if message.guild_id else None

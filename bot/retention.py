@@ -24,7 +24,10 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class RetentionReport:
     expired: Expired
-    purged: int
+    purged: int  # places whose grace period passed
+    rows: int = (
+        0  # rows deleted for them, all tables (0 with places purged: nothing of them was found)
+    )
 
 
 class RetentionJob:
@@ -57,7 +60,7 @@ class RetentionJob:
             purged = await self.runner.run(self.departures.purge_due)
         finally:
             await self.runner.run(claims.release, RETENTION.key(), self.holder)
-        return RetentionReport(expired, purged)
+        return RetentionReport(expired, len(purged), sum(c.get("rows", 0) for c in purged))
 
     async def _expire(self, days: float) -> Expired:
         """A batch at a time, each its own call on the memory thread: replies are not kept waiting for the run."""
@@ -79,8 +82,8 @@ class PlaceWatch:
             guild_id,
             grace,
         )
-        log.debug("purge of %s due at %s", guild_id, departure.purge_at)
+        log.debug("purge of %s due at %s", departure.guild_id, departure.purge_at)
 
     async def joined(self, platform: str, guild_id: str) -> None:
-        if await self.runner.run(self.departures.returned, guild_id):
+        if await self.runner.run(self.departures.returned, platform, guild_id):
             log.info("%s: added back to place %s; its purge is cancelled", platform, guild_id)

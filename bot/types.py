@@ -50,6 +50,8 @@ class IncomingMessage:
     readable_channels: tuple[
         str, ...
     ] = ()  # other channels of this server the author can read (the adapter knows)
+    # the author may write here (a Discord slash command may come from a channel they only read)
+    may_post: bool = True
     # Spoken to the bot (a DM, a mention, a reply to it). False for group talk the bot may answer or not: with
     # others present it may then answer [SKIP] and stay silent (VOICE-1; unaddressed text in configured channels).
     addressed: bool = True

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from .protocols import AsyncCompleter, Completer, Embedder, StructuredCompleter
     from .reminding import Reminding
     from .safety import redact_secrets, valid_unicode
-    from .scopes import RecallContext, Said
+    from .scopes import RecallContext, Said, place_key
     from .storage.db import AsyncRunner
     from .storage.manners import Mode, PlaceModes, Used, mode_of
     from .storage.people import People
@@ -111,6 +111,7 @@ _CORE = {
     "StructuredCompleter": "protocols",
     "RecallContext": "scopes",
     "Said": "scopes",
+    "place_key": "scopes",
     "forgets_in": "write.forget_asked",
     "redact_secrets": "safety",
     "valid_unicode": "safety",

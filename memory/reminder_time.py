@@ -11,9 +11,12 @@ at 09:00. Times are wall-clock times where the person is: a date and an hour bec
 offset on that date, so "every day at 8" stays at 8 across a DST change (a recurring reminder is computed from the
 local date, never by adding 24 hours).
 
-What is refused, with the question to answer, and nothing stored: an hour from 1 to 6 with no am/pm or minutes
-("at 3": night or afternoon?), a time already past ("today at 8" at noon), a date already past this year
-("on 3 December" on 5 December: say the year), a date that does not exist, and words that name no time.
+"in N <unit>" is read whole ("in 5000 minutes": 3 days 11 hours 20 minutes from now), never cut.
+
+What is refused, with the question to answer, and nothing stored: more than five years ahead, an
+hour from 1 to 6 with no am/pm or minutes ("at 3": night or afternoon?), a time already past
+("today at 8" at noon), a date already past this year ("on 3 December" on 5 December: say the
+year), a date that does not exist, and words that name no time.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .recall.when import MONTHS, WEEKDAYS
 # a day named without an hour: the morning, when a reminder is still useful
 DEFAULT_TIME = time(9, 0)
 MAX_AHEAD_DAYS = 5 * 366  # "in 10000 days" is a typo, not a plan
+_TOO_FAR = "that is more than five years away: say a nearer time."
 _NUMBERS: dict[str, float] = {
     "a": 1,
     "an": 1,
@@ -107,7 +111,7 @@ def parse_when(text: str, now: float, zone: tzinfo) -> When:
             f"{text.strip()[:60]!r} has already passed where you are ({local_now:%A %H:%M}): say a later time."
         )
     if when.due_at - now > MAX_AHEAD_DAYS * 86400:
-        raise InvalidInput("that is more than five years away: say a nearer time.")
+        raise InvalidInput(_TOO_FAR)
     return when
 
 
@@ -144,7 +148,9 @@ def _in(match: re.Match[str], now: datetime, zone: tzinfo) -> When:
     unit = next(s for u, s in _UNIT_S.items() if match["unit"].startswith(u))
     if count <= 0:
         raise InvalidInput("say a time in the future, like 'in 20 minutes'")
-    return When(now.timestamp() + min(count, MAX_AHEAD_DAYS * 2) * unit)
+    if count * unit > MAX_AHEAD_DAYS * 86400:  # read whole, never cut to a nearer time
+        raise InvalidInput(_TOO_FAR)
+    return When(now.timestamp() + count * unit)
 
 
 def _every_day(match: re.Match[str], now: datetime, zone: tzinfo) -> When:

@@ -182,6 +182,15 @@ def user_partition(person_id: str, visibility: Visibility, guild_id: str | None 
     return f"{Scope.USER.value}|{person_id}|{visibility.value}"
 
 
+def place_key(platform: str, place_id: str) -> str:
+    """A server's or group's id as the store keys it (``guild_id`` of messages, memories,
+    reminders...): namespaced by platform, so a Discord guild and a Telegram group never share
+    memory. The adapters report the platform's own id ("7001", "-100777"); a key stays a key."""
+    if not platform or not place_id:
+        raise InvalidInput("a place needs its platform and its id")
+    return place_id if place_id.startswith(f"{platform}:") else f"{platform}:{place_id}"
+
+
 def message_partition(guild_id: str | None, dm_person_id: str) -> str:
     return f"guild|{guild_id}" if guild_id else f"dm|{dm_person_id}"
 

@@ -1,13 +1,16 @@
 """The group-chat trust suite, a gate in the default test run (issue 20; SEC-1, SEC-3, SEC-6).
 
-A scripted scenario over two Discord servers, a Telegram group and DMs: five people (one of them the owner, one
-with linked Discord and Telegram accounts), a group admin and a member, /share on and off, targeted forgets and
-/forget everything, a backup and a restore, a restart; then /privacy off by a person (said in a DM, and in the
-group) and /privacy server off by the owner, what is said meanwhile, /privacy on again, an /about me and /about veto
-of a fact someone else told about a person, and a restart after those. Each person has fixed facts, each with one distinctive
-word, said in a fixed place. Messages go through the real adapters (discord.py and python-telegram-bot against
-the local fake servers) and, after the restart, straight to the orchestrator as platform-tagged messages; the
-model is a scripted local server that extracts exactly the facts it is shown, by speaker tag.
+A scripted scenario over two Discord servers, a Telegram group and DMs: five people (one of them the
+owner, one with linked Discord and Telegram accounts), a group admin and a member, /share on and off,
+targeted forgets and /forget everything, a backup and a restore, a restart; then /privacy off by a
+person (said in a DM, and in the group) and /privacy server off by the owner, what is said meanwhile,
+/privacy on again, an /about me and /about veto of a fact someone else told about a person, and a
+restart after those; last, the group and a server remove the bot, the server adds it back, and the
+grace period passes (SEC-7: 0 bytes of the group). Each person has fixed facts, each with one
+distinctive word, said in a fixed place. Messages go through the real adapters (discord.py and
+python-telegram-bot against the local fake servers) and, after the restart, straight to the
+orchestrator as platform-tagged messages; the model is a scripted local server that extracts exactly
+the facts it is shown, by speaker tag.
 
 After every step the suite checks:
   * every prompt the model received, and everything the bot posted, against the facts the place it was for may
@@ -41,10 +44,11 @@ from bot.images import solid_png
 from bot.leak_guard import TOOL_REFUSED, WITHHELD
 from bot.reactions import DOWN_STEP
 from bot.types import IncomingMessage
-from memory.clock import FakeClock
+from memory.clock import DAY, FakeClock
 from memory.models import FactKind, MemoryType, NewMemory, Scope, Visibility
 from memory.storage.multilingual import MultilingualE5
 from tests.fakes import FakeDiscord, FakeFile, FakeOpenAI, FakeTelegram, ToolCall
+from tests.fakes.telegram_server import BOT_USER
 from tests.paraphrase_support import Rates, measure, recorded_readings
 from tests.pipeline_support import build_runtime
 
@@ -371,9 +375,14 @@ class World:
             "123:abc",
             base_url=f"{self.tg.url}/bot",
             base_file_url=f"{self.tg.url}/file/bot",
+            places=self.runtime.places,
         )
         discord_ = DiscordAdapter(
-            self.runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30
+            self.runtime.orchestrator,
+            "discord-token",
+            guild_ready_timeout=0.05,
+            ready_timeout=30,
+            places=self.runtime.places,
         )
         await telegram.start()
         await discord_.start()
@@ -609,6 +618,15 @@ class World:
         if fact.where == "dm":
             return ("owner" if fact.author == "olive" else "user", person, "private", None)
         return ("user", person, "public", GUILD_KEY[fact.where])
+
+    async def departed(self, pending: int) -> None:
+        """Wait until the adapters' news of places left or joined was written (``pending`` left)."""
+        sql = "SELECT COUNT(*) FROM place_departures"
+        for _ in range(3000):
+            if await self.runtime.runner.run(self.runtime.engine.db.scalar, sql) == pending:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{self.step}: the departures are not {pending}")
 
     async def used_by(self, post_id: int) -> list[dict[str, Any]]:
         """The memories the reply posted as ``post_id`` used (ORCH-12)."""
@@ -1155,6 +1173,60 @@ async def privacy_off_holds_a_due_checkin_and_records_no_zone_offer(w: World) ->
     )
 
 
+async def the_bot_leaves_the_group_and_orchard_and_orchard_adds_it_back(w: World) -> None:
+    """SEC-7 (issue 44): the Telegram group removes the bot (my_chat_member "kicked") and so does
+    Orchard (GUILD_DELETE); Orchard adds it back on day 29. On day 30 the retention job purges the
+    group: not a byte of it is left in any file, its journals included; Orchard keeps all it had."""
+    engine, runner = w.runtime.engine, w.runtime.runner
+    group = sorted(x for x in w.oracle.told if FACTS[x].where == f"tg:{GROUP}")
+    assert group == ["fenwhistle", "kettleborn"]  # lore, and dave's fact (back with the restore)
+    await w.telegram("carol", "our picnic is at Pumbleford green", f"tg:{GROUP}")
+    orchard = await runner.run(place_rows, w, f"dc:{ORCHARD}")
+    assert orchard["messages"] and not (await runner.run(place_rows, w, f"tg:{GROUP}"))["none"]
+    w.tg.push_update(removal(GROUP, "kicked"))
+    await w.dc.dispatch("GUILD_DELETE", {"id": str(ORCHARD)})
+    await w.departed(2)
+    w.clock.advance(29 * DAY)
+    await w.dc.dispatch("GUILD_CREATE", w.dc._guilds[ORCHARD])
+    await w.departed(1)
+    w.clock.advance(DAY)
+    assert w.runtime.retention is not None
+    report = await w.runtime.retention.run()
+    assert report is not None and report.purged == 1 and report.rows > 0
+    w.forgot(*group)
+    await w.bytes_after_forget("the bot left the group 30 days ago", {*group, "pumbleford"})
+    assert (await runner.run(place_rows, w, f"tg:{GROUP}"))["none"]
+    assert await runner.run(place_rows, w, f"dc:{ORCHARD}") == orchard
+    [audit] = [e for e in engine.audit.recent() if e.action == "guild.purge"]
+    assert audit.target == GUILD_KEY[f"tg:{GROUP}"] and audit.detail["rows"] == report.rows
+
+
+def place_rows(w: World, place: str) -> dict[str, int]:
+    """A place's rows that carry words: its messages, the memories filed there, its summaries."""
+    key, db = GUILD_KEY[place], w.runtime.engine.db
+    counts = {
+        "messages": db.scalar("SELECT count(*) FROM messages WHERE guild_id = ?", (key,)),
+        "memories": db.scalar(
+            "SELECT count(*) FROM memories WHERE scope_id = ? OR guild_id = ?", (key, key)
+        ),
+        "summaries": db.scalar("SELECT count(*) FROM session_summaries WHERE guild_id = ?", (key,)),
+    }
+    return {**counts, "none": not any(counts.values())}
+
+
+def removal(chat_id: int, status: str) -> dict[str, Any]:
+    """Telegram's my_chat_member update: the group's admin changed the bot's membership."""
+    bot = {k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")}
+    change = {
+        "chat": {"id": chat_id, "type": "supergroup", "title": "Test group"},
+        "from": {"id": TELEGRAM["carol"], "is_bot": False, "first_name": "Carol"},
+        "date": 1,
+        "old_chat_member": {"user": bot, "status": "member"},
+        "new_chat_member": {"user": bot, "status": status, "until_date": 0},
+    }
+    return {"my_chat_member": change}
+
+
 SCENARIO = [
     Step("alice links her Telegram and Discord accounts", link_alice),
     Step("alice tells her DMs two things", alice_tells_her_dm),
@@ -1236,6 +1308,10 @@ SCENARIO = [
         "after /privacy off: a due check-in, a time-zone offer",
         privacy_off_holds_a_due_checkin_and_records_no_zone_offer,
     ),
+    Step(
+        "the bot leaves the group and Orchard; Orchard adds it back; 30 days pass",
+        the_bot_leaves_the_group_and_orchard_and_orchard_adds_it_back,
+    ),
 ]
 
 
@@ -1284,5 +1360,5 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
     # tests/memory/test_forget_rewording.py
     assert rewordings.rate >= 0.92 and rewordings.blocked == [] and rewordings.others == 0
     # the suite ran in full
-    assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 4
+    assert world.tally.prompts > 40 and world.tally.forgets == 6 and world.tally.unkept == 4
     assert world.tally.probes == 11

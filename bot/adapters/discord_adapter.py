@@ -490,6 +490,7 @@ class DiscordAdapter:
             message_id=str(interaction.id),
             participants=self._speakers.others(channel_id, author_id),
             created_at=interaction.created_at.timestamp(),
+            may_post=_may_post(interaction),
             **_rights(interaction.guild, interaction.user),
         )
 
@@ -603,6 +604,24 @@ def _rights(guild: discord.Guild | None, author: discord.abc.User) -> dict[str, 
             guild.id,
         )
         return {}
+
+
+def _may_post(interaction: discord.Interaction) -> bool:
+    """Whether the member may write in the channel a slash command came from, read from the server's
+    roles and overwrites as ``_rights`` reads what they may read (a /remind posts there for them).
+    In a DM, yes; in a server whose permissions are unknown, no."""
+    channel, author = interaction.channel, interaction.user
+    if interaction.guild is None or not isinstance(author, discord.Member):
+        return True
+    try:
+        allowed = channel.permissions_for(author)  # type: ignore[union-attr]
+    except (AttributeError, TypeError):  # no channel, or its guild's roles not cached
+        return False
+    return (
+        allowed.send_messages_in_threads
+        if isinstance(channel, discord.Thread)
+        else allowed.send_messages
+    )
 
 
 async def _respond(

@@ -24,6 +24,7 @@ from typing import Any
 from ..clock import DAY
 from ..engine import MemoryEngine
 from ..models import Provenance
+from ..scopes import place_key
 from ..storage.departures import Departure
 from .daily import CATCH_UP_DAYS
 from .forgetting import forget_guild
@@ -118,57 +119,70 @@ def _expired(prov: Provenance, at: float) -> Provenance:
 
 # -- a place the bot left ---------------------------------------------------------------------------------
 class Departures:
-    """The servers and groups the bot was removed from (``engine.departures``), purged after ``grace_days``."""
+    """The servers and groups the bot was removed from (``engine.departures``), purged after
+    ``grace_days``. A place is told as the adapters know it (platform, the platform's id) and kept
+    under the key its rows are filed under (``place_key``), so the purge finds what was written."""
 
     def __init__(self, engine: MemoryEngine, grace_days: float) -> None:
         self.engine, self.rows, self.grace_days = engine, engine.departures, grace_days
 
-    def left(self, platform: str, guild_id: str) -> Departure:
+    def left(self, platform: str, place_id: str) -> Departure:
         """The bot was removed (kicked, or the place deleted): its purge is due after the grace period. Told twice,
         the first departure's date holds (a re-delivered event does not postpone the purge)."""
-        now = self.engine.clock.now()
-        self.rows.add(Departure(guild_id, platform, now, now + self.grace_days * DAY))
-        found = self.get(guild_id)
+        key, now = place_key(platform, place_id), self.engine.clock.now()
+        self.rows.add(Departure(key, platform, now, now + self.grace_days * DAY))
+        found = self.get(key)
         assert found is not None
         return found
 
-    def returned(self, guild_id: str) -> bool:
+    def returned(self, platform: str, place_id: str) -> bool:
         """The bot was added back before the purge: nothing is purged. True when a purge was pending."""
-        return self.rows.remove(guild_id)
+        return self.rows.remove(place_key(platform, place_id))
 
-    def get(self, guild_id: str) -> Departure | None:
-        return self.rows.get(guild_id)
+    def get(self, key: str) -> Departure | None:
+        """The pending departure of the place whose store key is ``key`` ("discord:7001")."""
+        return self.rows.get(key)
 
     def due(self) -> list[Departure]:
         return self.rows.due(self.engine.clock.now())
 
     def purge(self, departure: Departure) -> dict[str, int]:
-        """Everything of the place, as the dashboard's guild purge does it, with one audit row and one log line
-        (ids and counts, never words); the departure goes with it. Nothing when the bot was added back meanwhile."""
+        """Everything of the place, as the dashboard's guild purge does it, with one audit row and
+        one log line (ids and counts, never words: each table's count, ``rows`` their sum); the
+        departure goes with it. A purge that found nothing says so (a warning, ``rows: 0``): a place
+        where nothing was kept, or rows filed under another key. Nothing when the bot was added
+        back meanwhile."""
         if self.get(departure.guild_id) is None:
             return {}
         counts = forget_guild(self.engine, departure.guild_id)
+        counts["rows"] = sum(counts.values())
         with self.engine.db.transaction():
             self.rows.remove(departure.guild_id)
-            detail = {
-                "platform": departure.platform,
-                "left_at": departure.left_at,
-                **{k: v for k, v in counts.items() if v},
-            }
+            detail = {"platform": departure.platform, "left_at": departure.left_at, **counts}
             self.engine.audit.record("retention", "guild.purge", departure.guild_id, detail=detail)
-        log.info(
-            "retention: %s place %s purged %g days after the bot was removed (%d memories, %d messages)",
-            departure.platform,
-            departure.guild_id,
-            self.grace_days,
-            counts.get("memories", 0),
-            counts.get("messages", 0),
-        )
+        _log_purge(departure, self.grace_days, counts)
         return counts
 
-    def purge_due(self) -> int:
-        """Every place whose grace period has passed; returns how many were purged."""
-        due = self.due()
-        for departure in due:
-            self.purge(departure)
-        return len(due)
+    def purge_due(self) -> list[dict[str, int]]:
+        """Every place whose grace period has passed: what was purged of each (``purge``'s)."""
+        return [self.purge(departure) for departure in self.due()]
+
+
+def _log_purge(departure: Departure, grace_days: float, counts: dict[str, int]) -> None:
+    place = f"{departure.platform} place {departure.guild_id}"
+    if not counts["rows"]:
+        log.warning(
+            "retention: %s: nothing of it was found to purge %g days after the bot was removed",
+            place,
+            grace_days,
+        )
+        return
+    log.info(
+        "retention: %s purged %g days after the bot was removed "
+        "(%d rows: %d memories, %d messages)",
+        place,
+        grace_days,
+        counts["rows"],
+        counts.get("memories", 0),
+        counts.get("messages", 0),
+    )

@@ -19,6 +19,7 @@ import pytest
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.reminder_claims import NOT_NEW
+from bot.reminder_commands import NOT_HERE
 from bot.runtime import Runtime
 from memory.clock import FakeClock
 from memory.storage.reminders import MAX_ATTEMPTS
@@ -27,6 +28,7 @@ from tests.pipeline_support import build_runtime
 
 pytestmark = pytest.mark.asyncio
 TG_USER, DC_USER, DC_DM, GUILD, CHANNEL, GONE_CHANNEL = 55, 7001, 9100, 8000, 8001, 8099
+ANNOUNCE = 8002  # members read it, only the server's owner posts in it
 
 
 def at(*parts: int) -> float:
@@ -36,7 +38,12 @@ def at(*parts: int) -> float:
 @pytest.fixture
 async def fakes() -> AsyncIterator[tuple[FakeOpenAI, FakeTelegram, FakeDiscord]]:
     async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
-        dc.add_guild(GUILD, "Guild", channels=[(CHANNEL, "general")])
+        dc.add_guild(
+            GUILD,
+            "Guild",
+            channels=[(CHANNEL, "general"), (ANNOUNCE, "announcements")],
+            read_only=(ANNOUNCE,),
+        )
         restore = dc.patch_discord()
         try:
             yield llm, tg, dc
@@ -323,3 +330,39 @@ def test_the_claims_a_real_model_makes_are_read_as_reminder_claims(said, claims)
     from bot.reminder_claims import claims_reminder
 
     assert claims_reminder(said) is claims
+
+
+async def test_a_large_amount_is_read_whole_through_telegram_and_one_beyond_five_years_is_refused(
+    tmp_path, fakes
+):
+    """Issue 44: "in 5000 minutes" was cut to 3,660 minutes (22 hours early), "in 99999999
+    minutes" to 2.5 days, each answered "Reminder set" as if read right."""
+    llm, tg, dc = fakes
+    clock = FakeClock(at(2026, 11, 26, 12, 0))  # Thursday, UTC
+    async with running(tmp_path / "bot.db", fakes, clock) as runtime:
+        said = await on_telegram(tg, "/remind in 5000 minutes water the fern")
+        assert said.startswith(
+            "Reminder set for Sunday 29 November 2026, 23:20 (UTC): water the fern"
+        )
+        said = await on_telegram(tg, "/remind in 99999999 minutes water the fern")
+        assert "more than five years away" in said and "Reminder set" not in said
+        due = [d for (d,) in runtime.engine.db.execute("SELECT due_at FROM reminders")]
+        assert due == [clock.now() + 5000 * 60]
+
+
+async def test_a_slash_remind_in_a_channel_the_member_may_only_read_is_refused(tmp_path, fakes):
+    """Issue 44: only read permission was checked, so the bot posted a member's reminder in an
+    announcements channel they may not write in."""
+    llm, tg, dc = fakes
+    clock = FakeClock(at(2026, 11, 26, 12, 0))
+    async with running(tmp_path / "bot.db", fakes, clock) as runtime:
+        said = await slash(dc, "remind", ANNOUNCE, when="in 20 minutes", what="free pizza")
+        assert said == NOT_HERE
+        assert runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 0
+        said = await slash(dc, "remind", CHANNEL, when="in 20 minutes", what="free pizza")
+        assert said.startswith("Reminder set") and "post it in this channel" in said
+        clock.advance(20 * 60)
+        assert (await runtime.reminders.run()).sent == 1
+        assert [(c, t) for _, c, t in reminders_in(tg, dc)] == [
+            (CHANNEL, f"<@{DC_USER}> \u23f0 Reminder: free pizza")
+        ]

@@ -95,17 +95,21 @@ def application() -> dict[str, Any]:
 
 
 VIEW_CHANNEL = 1 << 10
+SEND_MESSAGES = 1 << 11
 
 
 def text_channel(
-    channel_id: int, name: str, guild_id: int, position: int, private: bool = False
+    channel_id: int,
+    name: str,
+    guild_id: int,
+    position: int,
+    private: bool = False,
+    read_only: bool = False,
 ) -> dict[str, Any]:
-    """``private``: @everyone may not view it (only the guild's owner, who may do anything, can read it)."""
-    hidden = (
-        [{"id": str(guild_id), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}]
-        if private
-        else []
-    )
+    """``private``: @everyone may not view it (only the guild's owner, who may do anything, can read
+    it); ``read_only``: @everyone may read it but not post in it (an announcements channel)."""
+    denied = (VIEW_CHANNEL if private else 0) | (SEND_MESSAGES if read_only else 0)
+    hidden = [{"id": str(guild_id), "type": 0, "allow": "0", "deny": str(denied)}] if denied else []
     return {
         "id": str(channel_id),
         "type": 0,
@@ -138,6 +142,7 @@ def guild(
     channels: list[tuple[int, str]],
     members: list[tuple[int, str]],
     private: frozenset[int] = frozenset(),
+    read_only: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """A complete GUILD_CREATE body; member_count == len(members) avoids chunking."""
     everyone = {
@@ -170,7 +175,7 @@ def guild(
         "stickers": [],
         "features": [],
         "channels": [
-            text_channel(cid, cname, guild_id, i, cid in private)
+            text_channel(cid, cname, guild_id, i, cid in private, cid in read_only)
             for i, (cid, cname) in enumerate(channels)
         ],
         "threads": [],

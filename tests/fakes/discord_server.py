@@ -119,11 +119,13 @@ class FakeDiscord(FakeServer):
         channels: list[tuple[int, str]] = (),
         members: list[tuple[int, str]] = (),
         private: tuple[int, ...] = (),
+        read_only: tuple[int, ...] = (),
     ) -> None:
         """Configure a guild sent as GUILD_CREATE after IDENTIFY (add before connecting); ``private``
-        channels are hidden from @everyone (only the guild owner, ``OWNER_ID``, reads them)."""
+        channels are hidden from @everyone (only the guild owner, ``OWNER_ID``, reads them);
+        ``read_only`` ones @everyone reads but may not post in."""
         self._guilds[guild_id] = p.guild(
-            guild_id, name, list(channels), list(members), frozenset(private)
+            guild_id, name, list(channels), list(members), frozenset(private), frozenset(read_only)
         )
         for channel_id, _ in channels:
             self._channel_guild[channel_id] = guild_id

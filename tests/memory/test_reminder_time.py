@@ -47,6 +47,21 @@ def test_a_time_is_read_in_the_persons_zone(said, local, every, zone):
     assert when.every == every
 
 
+@pytest.mark.parametrize(
+    ("said", "ahead"),
+    [
+        ("in 5000 minutes", 3 * 86400 + 11 * 3600 + 20 * 60),
+        ("in 4000 hours", 4000 * 3600),
+        ("in 3661 minutes", 3661 * 60),
+        ("in 1830 days", 1830 * 86400),
+        ("in 261 weeks", 261 * 7 * 86400),
+    ],
+)
+def test_an_amount_within_five_years_is_read_whole_never_cut(said, ahead):
+    """Issue 44: amounts were cut to 3,660 units ("in 5000 minutes" fired 22 hours early)."""
+    assert parse_when(said, NOW[LISBON], LISBON).due_at == NOW[LISBON] + ahead
+
+
 def test_the_same_words_are_different_instants_in_two_zones():
     lisbon = parse_when("Friday at 9", NOW[LISBON], LISBON).due_at
     new_york = parse_when("Friday at 9", NOW[LISBON], NEW_YORK).due_at
@@ -67,6 +82,10 @@ def test_the_same_words_are_different_instants_in_two_zones():
         ("Friday at 9 or so", "couldn't read"),
         ("at 25:00", "not a time"),
         ("in 9999 weeks", "five years"),
+        ("in 99999999 minutes", "five years"),
+        ("in 3661 days", "five years"),
+        ("in 1831 days", "five years"),
+        ("in " + "9" * 400 + " minutes", "five years"),
     ],
 )
 def test_an_ambiguous_past_or_unreadable_time_is_a_question(said, question, zone):

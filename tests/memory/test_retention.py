@@ -137,16 +137,25 @@ def test_the_audit_excerpts_of_expired_days_go_and_their_facts_stay(engine, cloc
 
 
 # -- a place the bot left -----------------------------------------------------------------------------------
+G7 = "discord:g7"  # the key the pipeline files the place's rows under (``place_key``)
+
+
 @pytest.fixture
 def server(engine) -> None:
-    say(engine, "the g7 server secret is plumbago", author="bob", guild="g7")
+    say(engine, "the g7 server secret is plumbago", author="bob", guild=G7)
     engine.memories.add(
         NewMemory(
             content="The g7 server meets on Thursdays",
             subject="meetings",
             scope=Scope.GUILD,
-            scope_id="g7",
+            scope_id=G7,
         )
+    )
+
+
+def kept_of_g7(engine: MemoryEngine) -> int:
+    return count(engine, "messages", "guild_id = ?", (G7,)) + count(
+        engine, "memories", "scope_id = ?", (G7,)
     )
 
 
@@ -154,27 +163,67 @@ def test_a_server_that_removed_the_bot_is_purged_after_the_grace_period_and_not_
     engine, clock, server, caplog
 ):
     departures = Departures(engine, grace_days=30)
-    departures.left("discord", "g7")
+    departures.left("discord", "g7")  # as the adapter tells it: the platform's own id
     clock.advance(30 * DAY - 1)
-    assert departures.purge_due() == 0
-    assert (
-        count(engine, "messages", "guild_id = 'g7'") == 1
-        and count(engine, "memories", "scope_id = 'g7'") == 1
-    )
+    assert departures.purge_due() == [] and kept_of_g7(engine) == 2
     clock.advance(1)
     with caplog.at_level(logging.INFO, logger="memory.upkeep.retention"):
-        assert departures.purge_due() == 1
-    assert (
-        count(engine, "messages", "guild_id = 'g7'") == 0
-        and count(engine, "memories", "scope_id = 'g7'") == 0
-    )
+        [counts] = departures.purge_due()
+    assert counts["memories"] == 1 and counts["messages"] == 1 and counts["rows"] >= 2
+    assert kept_of_g7(engine) == 0
     assert in_files(engine, "plumbago") == 0 and in_files(engine, "Thursdays") == 0
     assert [r.getMessage() for r in caplog.records if "purged" in r.getMessage()] == [
-        "retention: discord place g7 purged 30 days after the bot was removed (1 memories, 1 messages)"
+        f"retention: discord place {G7} purged 30 days after the bot was removed "
+        f"({counts['rows']} rows: 1 memories, 1 messages)"
     ]
     audit = [e for e in engine.audit.recent() if e.action == "guild.purge"]
-    assert len(audit) == 1 and audit[0].target == "g7" and audit[0].who == "retention"
-    assert departures.get("g7") is None and departures.purge_due() == 0
+    assert len(audit) == 1 and audit[0].target == G7 and audit[0].who == "retention"
+    assert audit[0].detail["memories"] == 1 and audit[0].detail["messages"] == 1
+    assert audit[0].detail["rows"] == counts["rows"]
+    assert departures.get(G7) is None and departures.purge_due() == []
+
+
+def test_a_departure_recorded_under_the_platform_s_own_id_is_still_purged(engine, clock, server):
+    """Departures written before they were keyed hold "g7": read as "discord:g7", its rows go."""
+    engine.db.execute(
+        "INSERT INTO place_departures (guild_id, platform, left_at, purge_at) VALUES (?, ?, ?, ?)",
+        ("g7", "discord", clock.now(), clock.now() + 30 * DAY),
+    )
+    departures = Departures(engine, grace_days=30)
+    assert departures.left("discord", "g7").left_at == clock.now()  # told again: one place
+    clock.advance(30 * DAY)
+    [counts] = departures.purge_due()
+    assert counts["memories"] == 1 and counts["messages"] == 1 and kept_of_g7(engine) == 0
+    assert count(engine, "place_departures") == 0 and in_files(engine, "plumbago") == 0
+
+
+def test_an_old_departure_is_cancelled_when_the_bot_is_added_back(engine, clock, server):
+    engine.db.execute(
+        "INSERT INTO place_departures (guild_id, platform, left_at, purge_at) VALUES (?, ?, ?, ?)",
+        ("g7", "discord", clock.now(), clock.now() + 30 * DAY),
+    )
+    departures = Departures(engine, grace_days=30)
+    assert departures.returned("discord", "g7") is True
+    clock.advance(60 * DAY)
+    assert departures.purge_due() == [] and kept_of_g7(engine) == 2
+
+
+def test_a_purge_that_finds_nothing_says_so(engine, clock, server, caplog):
+    """A place where nothing was kept (or rows filed under another key): a warning and rows 0 in
+    the audit, never a purge that looks like one."""
+    departures = Departures(engine, grace_days=30)
+    departures.left("telegram", "-100")
+    clock.advance(30 * DAY)
+    with caplog.at_level(logging.INFO, logger="memory.upkeep.retention"):
+        [counts] = departures.purge_due()
+    assert counts["rows"] == 0 and kept_of_g7(engine) == 2
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [r.getMessage() for r in warned] == [
+        "retention: telegram place telegram:-100: nothing of it was found to purge 30 days after "
+        "the bot was removed"
+    ]
+    [audit] = [e for e in engine.audit.recent() if e.action == "guild.purge"]
+    assert audit.target == "telegram:-100" and audit.detail["rows"] == 0
 
 
 def test_a_server_that_adds_the_bot_back_within_the_grace_period_is_not_purged(
@@ -183,13 +232,9 @@ def test_a_server_that_adds_the_bot_back_within_the_grace_period_is_not_purged(
     departures = Departures(engine, grace_days=30)
     departures.left("discord", "g7")
     clock.advance(10 * DAY)
-    assert departures.returned("g7") is True
+    assert departures.returned("discord", "g7") is True
     clock.advance(60 * DAY)
-    assert departures.purge_due() == 0
-    assert (
-        count(engine, "messages", "guild_id = 'g7'") == 1
-        and count(engine, "memories", "scope_id = 'g7'") == 1
-    )
+    assert departures.purge_due() == [] and kept_of_g7(engine) == 2
 
 
 def test_a_removal_told_twice_keeps_the_first_date(engine, clock, server):
@@ -204,7 +249,7 @@ def test_expiry_and_the_purge_after_leaving_on_both_engines(any_engine, clock):
     engine = any_engine
     first = say(engine, f"today I saw a {word(0)}", author="alice", dm_person="alice")
     tea = learned(engine, "Alice grows Darjeeling tea in her greenhouse", first)
-    say(engine, "the g7 server meets", author="bob", guild="g7")
+    say(engine, "the g8 server met", author="bob", guild="discord:g8")
     clock.advance(DAYS * DAY)
     say(engine, "a fresh turn", author="alice", dm_person="alice")
     assert expire_messages(engine, WINDOW).messages == 2
@@ -212,10 +257,12 @@ def test_expiry_and_the_purge_after_leaving_on_both_engines(any_engine, clock):
         count(engine, "messages") == 1
         and engine.memory_rows.get(tea).provenance.expired_at == clock.now()
     )
+    say(engine, "the g8 server meets", author="bob", guild="discord:g8")
     departures = Departures(engine, grace_days=30)
     departures.left("discord", "g8")
     clock.advance(30 * DAY)
-    assert departures.purge_due() == 1 and departures.purge_due() == 0
+    [counts] = departures.purge_due()
+    assert counts["messages"] == 1 and departures.purge_due() == []
 
 
 def test_the_forget_audit_reads_every_surface_on_both_engines(any_engine, tmp_path):
