@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..unspaced import CHARS
 from .migrations import MIGRATIONS, Migration
 
 CHANNEL = "companion_changes"
@@ -45,6 +46,41 @@ _MESSAGE_WORDS = (
     "setweight(to_tsvector('english', content), 'A') || setweight(to_tsvector('english', author_name), 'B') || "
     "setweight(to_tsvector('english', context), 'C')"
 )
+
+# LANG-1 on PostgreSQL: text of scripts without spaces reaches the parser as each character and the
+# pair it starts ("我喜欢" -> " 我 我喜  喜 喜欢 欢"), as the SQLite index's tokenizer stores it
+# (``memory.storage.tokenizer``), so the query words of ``FtsQueryBuilder.terms`` (a Han character,
+# a kana or Hangul pair) meet it. Text without such characters is passed as it is.
+_SPACED = f"[{CHARS}]"
+_SPACED_FUNCTION = f"""
+CREATE FUNCTION companion_spaced(t text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+SELECT CASE WHEN t !~ '{_SPACED}' THEN t ELSE (
+    SELECT string_agg(CASE WHEN c ~ '{_SPACED}'
+        THEN ' ' || c || CASE WHEN n ~ '{_SPACED}' THEN ' ' || c || n ELSE '' END || ' '
+        ELSE c END, '' ORDER BY i)
+    FROM (SELECT i, substr(t, i, 1) AS c, substr(t, i + 1, 1) AS n
+          FROM generate_series(1, length(t)) AS i) AS chars
+) END
+$$;
+"""
+
+
+def _spaced(words: str) -> str:
+    """A words expression whose columns pass through ``companion_spaced``."""
+    return re.sub(
+        r"to_tsvector\('english', (.+?)\), '",
+        r"to_tsvector('english', companion_spaced(\1)), '",
+        words,
+    )
+
+
+def _words_again(table: str, words: str) -> str:
+    return (
+        f"DROP INDEX {table}_words;\nALTER TABLE {table} DROP COLUMN words;\n"
+        f"ALTER TABLE {table} ADD COLUMN words tsvector GENERATED ALWAYS AS ({_spaced(words)}) STORED;\n"
+        f"CREATE INDEX {table}_words ON {table} USING gin (words);\n"
+    )
+
 
 EXTRA: dict[str, str] = {
     "m001_core": _NOTIFY_FUNCTION
@@ -96,6 +132,10 @@ AND NOT EXISTS (
 AND (lower(subject) IN ('i', 'me', 'myself', 'user')
     OR lower(subject) IN (SELECT lower(i.display_name) FROM identities i WHERE i.person_id = memories.scope_id));
 """,
+    # the SQLite store makes its word indexes anew; here the generated columns are (the table is rewritten)
+    "m024_words_in_every_script": _SPACED_FUNCTION
+    + _words_again("memories", _MEMORY_WORDS)
+    + _words_again("messages", _MESSAGE_WORDS),
 }
 
 _TYPES = (

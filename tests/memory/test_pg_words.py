@@ -58,3 +58,19 @@ def test_a_question_of_stop_words_and_symbols_finds_nothing_and_breaks_nothing(s
         assert _ranked(engine, "bees') OR 1=1 --") == ["Alice keeps bees"]
     finally:
         engine.close()
+
+
+def test_a_question_in_an_unspaced_script_finds_its_fact_by_words_on_both_engines(store_url, clock):
+    """LANG-1: PostgreSQL's generated words column takes Chinese and Japanese text apart as the SQLite
+    index's tokenizer does (each character and the pair it starts)."""
+    engine = MemoryEngine(store_url, HashEmbedder(), clock)
+    try:
+        for thing in FILLER[:6]:
+            remember(engine, f"Alice {thing}")
+        remember(engine, "爱丽丝养了一只叫饼干的灰猫")
+        remember(engine, "アリスは毎朝ジョギングをしています")
+        assert _ranked(engine, "饼干是什么颜色的猫？")[0] == "爱丽丝养了一只叫饼干的灰猫"
+        assert _ranked(engine, "アリスはいつジョギングしますか")[0] == "アリスは毎朝ジョギングをしています"
+        assert _ranked(engine, "Alice sourdough")[0] == "Alice bakes sourdough on Sundays"
+    finally:
+        engine.close()
