@@ -70,7 +70,10 @@ def test_a_question_in_an_unspaced_script_finds_its_fact_by_words_on_both_engine
         remember(engine, "爱丽丝养了一只叫饼干的灰猫")
         remember(engine, "アリスは毎朝ジョギングをしています")
         assert _ranked(engine, "饼干是什么颜色的猫？")[0] == "爱丽丝养了一只叫饼干的灰猫"
-        assert _ranked(engine, "アリスはいつジョギングしますか")[0] == "アリスは毎朝ジョギングをしています"
+        assert (
+            _ranked(engine, "アリスはいつジョギングしますか")[0]
+            == "アリスは毎朝ジョギングをしています"
+        )
         assert _ranked(engine, "Alice sourdough")[0] == "Alice bakes sourdough on Sundays"
     finally:
         engine.close()
