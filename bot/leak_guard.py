@@ -33,19 +33,28 @@ def tool_text(arguments: str) -> str:
     the ids a call names (a memory id is a reference the place was shown, never words of a conversation)."""
     try:
         parsed = json.loads(arguments or "{}")
-    except ValueError:
-        return arguments  # not JSON: the tool will refuse it, but its words are checked as they are
+    except (ValueError, RecursionError):
+        # not JSON, or nested past the parser's depth: the tool will refuse it, but its words are
+        # checked as they are
+        return arguments
     return "\n".join(_strings(parsed))
 
 
 def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for k, v in value.items() if not str(k).endswith("id") for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return [str(value)] if isinstance(value, int | float) and not isinstance(value, bool) else []
+    """Every string and number in ``value``, in order, walked without recursion (any depth)."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed([v for k, v in item.items() if not str(k).endswith("id")]))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            out.append(str(item))
+    return out
 
 
 class LeakGate:

@@ -275,6 +275,8 @@ class MemoryTools:
             return json.dumps(fn(args), ensure_ascii=False, default=str)
         except json.JSONDecodeError as exc:
             return f"Error: the arguments are not valid JSON ({exc.msg} at position {exc.pos}). Send a JSON object."
+        except RecursionError:
+            return "Error: the arguments are nested too deep. Send a flat JSON object."
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"

@@ -232,6 +232,25 @@ async def test_a_memory_store_in_a_group_of_alice_s_dm_code_word_is_refused_and_
     assert answer.text == WITHHELD
 
 
+async def test_a_tool_call_nested_past_any_parser_s_depth_is_refused_and_the_turn_answers(
+    runtime, srv
+):
+    """Issue 44, item 11: arguments nested 100,000 deep raised RecursionError out of ``reply()``."""
+    deep = '{"content": ' + "[" * 100_000 + '"Zanzibarite"' + "]" * 100_000 + "}"
+    remember(runtime.engine, CODE_WORD, scope_id="discord:alice", visibility=Visibility.PRIVATE)
+    srv.script(ToolCall("memory_store", deep), "Sorry, I could not save that.")
+    answer = await runtime.orchestrator.reply(
+        group("discord", "g1", "bob", "remember our code word", name="Bob")
+    )
+    assert answer.text == "Sorry, I could not save that."
+    assert stored(runtime, "zanzibarite") == 1  # alice's own, nothing more
+    tool_results = [m for b in srv.chat_requests for m in b["messages"] if m["role"] == "tool"]
+    assert [m["content"] for m in tool_results] == [
+        "Error: the arguments are nested too deep. Send a flat JSON object."
+    ]
+    assert tool_text(deep) == deep  # past the parser's depth: its words checked as they are
+
+
 async def test_a_memory_store_of_one_s_own_words_in_one_s_own_dm_runs(runtime, srv):
     srv.script(ToolCall("memory_store", store_args("Alice's code word is Zanzibarite")), "Saved.")
     await runtime.orchestrator.reply(dm("discord", "alice", CODE_WORD, name="Alice"))
