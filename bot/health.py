@@ -187,8 +187,11 @@ class HealthServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request = await asyncio.wait_for(reader.readline(), 5.0)
-            status, kind, body = await self._answer(request.decode("latin-1").split())
+            try:
+                request = await asyncio.wait_for(reader.readline(), 5.0)
+                status, kind, body = await self._answer(request.decode("latin-1").split())
+            except ValueError:  # a request line past the reader's 64 kB
+                status, kind, body = "414 URI Too Long", "text/plain", b"request line too long\n"
             head = f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
             writer.write(head.encode() + body)
             await writer.drain()

@@ -52,6 +52,27 @@ async def test_healthz_says_only_store_unavailable_and_the_log_says_why(
     assert "store does not answer" in logged and "closed" in logged.lower()
 
 
+async def test_a_100_kb_request_line_gets_414_and_no_traceback(tmp_path, srv, caplog) -> None:
+    """Issue 44, item 11: a 100 kB request line logged an unhandled traceback."""
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), health_port=0)
+    await runtime.start(background_loop=False)
+    health = build_health(load_settings(_env_file=None, health_port=0, embeddings="none"), runtime)
+    await health.start()
+    caplog.set_level(logging.DEBUG)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", health.port)
+        writer.write(b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\n\r\n")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 5.0)
+        writer.close()
+        status, _ = await get(f"http://127.0.0.1:{health.port}/healthz")
+    finally:
+        await health.stop()
+        await runtime.stop()
+    assert answer.startswith(b"HTTP/1.1 414 ") and status == 200  # and it still answers
+    assert not [r for r in caplog.records if r.exc_info or "exception" in r.getMessage().lower()]
+
+
 # -- (d) store copy: no copy where SQLite keeps a side file, no folder named "sqlite:" -------------------------
 def make_store(path: Path) -> None:
     engine = MemoryEngine(path, None, FakeClock())
