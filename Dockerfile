@@ -17,11 +17,13 @@ RUN PIP_NO_CACHE_DIR=1 sh scripts/install-run --no-link \
     && rm -rf /var/lib/apt/lists/*
 
 # One home (bot/home.py): /data/.env if you mount one, and the store at /data/data/companion.db.
+# The tombstones' key on a volume of its own (/key): a copy of /data does not carry it (bot/secret_key.py).
 ENV COMPANION_HOME=/data \
+    COMPANION_KEY_FILE=/key/companion.key \
     PATH=/app/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1
-RUN mkdir -p /data && chown companion:companion /data
-VOLUME ["/data"]
+RUN mkdir -p /data /key && chown companion:companion /data /key && chmod 0700 /key
+VOLUME ["/data", "/key"]
 USER companion
 
 # /healthz answers on the container's own loopback while `companion run` runs (COMPANION_HEALTH_PORT).

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .config import Settings
 
+log = logging.getLogger(__name__)
 KEY_FILE_NAME = "companion.key"
 _HEX_KEY = re.compile(r"[0-9a-f]{64}")
 
@@ -41,7 +43,19 @@ def tombstone_key(settings: Settings) -> bytes:
     secret = settings.secret_key.get_secret_value() if settings.secret_key is not None else ""
     if secret:
         return hmac.new(secret.encode("utf-8"), b"companion tombstones v1", hashlib.sha256).digest()
-    return read_or_make(settings.key_file or Path(settings.db_path).parent / KEY_FILE_NAME)
+    path = settings.key_file or Path(settings.db_path).parent / KEY_FILE_NAME
+    if _within(path, Path(settings.db_path).parent):
+        log.warning(
+            "the tombstones' key %s is in the store's folder: a copy of that folder carries the key with "
+            "the store, and with both a guessed forgotten fact can be confirmed; set COMPANION_SECRET_KEY "
+            "or a COMPANION_KEY_FILE kept elsewhere",
+            path,
+        )
+    return read_or_make(path)
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path.absolute().parent.resolve().is_relative_to(folder.absolute().resolve())
 
 
 def read_or_make(path: Path) -> bytes:

@@ -114,3 +114,33 @@ def test_processes_starting_together_all_get_the_one_key(tmp_path: Path) -> None
     with ProcessPoolExecutor(4) as pool:
         keys = list(pool.map(read_or_make, [path] * 16))
     assert len(set(keys)) == 1 and [p.name for p in tmp_path.iterdir()] == ["companion.key"]
+
+
+def test_a_key_in_the_store_s_folder_is_made_with_a_warning_and_one_elsewhere_without(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 44, item 11: with no config file the key was made beside the store, silently, so a copy
+    of the folder (the container's volume) carried both."""
+    store = tmp_path / "data" / "companion.db"
+    beside = load_settings(_env_file=None, db_path=store)
+    tombstone_key(beside)
+    assert "in the store's folder" in caplog.text and (store.parent / "companion.key").is_file()
+    caplog.clear()
+    apart = load_settings(
+        _env_file=None, db_path=store, key_file=tmp_path / "key" / "companion.key"
+    )
+    tombstone_key(apart)
+    assert "store's folder" not in caplog.text
+
+
+def test_the_container_keeps_the_key_on_a_volume_of_its_own() -> None:
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    compose = yaml.safe_load((root / "compose.yaml").read_text())
+    for service in compose["services"].values():
+        key = Path(service["environment"]["COMPANION_KEY_FILE"])
+        assert not key.is_relative_to(service["environment"]["COMPANION_HOME"])
+        assert any(v.endswith(f":{key.parent}") for v in service["volumes"])
+    assert "COMPANION_KEY_FILE=/key/companion.key" in (root / "Dockerfile").read_text()
+    assert 'VOLUME ["/data", "/key"]' in (root / "Dockerfile").read_text()
