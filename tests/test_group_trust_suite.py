@@ -417,6 +417,9 @@ class World:
                             "lines": [int(line)],
                             "subject": fact.about or fact.word,
                             "content": fact.content,
+                            "entities": [{"name": fact.about, "type": "person"}][
+                                : bool(fact.about)
+                            ],
                             "type": "semantic",
                             "kind": "profile",
                             "importance": 7,
@@ -434,8 +437,10 @@ class World:
         reply: Any = "OK!",
         name: str = "",
         files: tuple = (),
+        mentions: tuple[str, ...] = (),
     ) -> None:
-        """``who`` writes ``text`` in a Discord server (mentioning the bot) or in their DM; waits for the answer."""
+        """``who`` writes ``text`` in a Discord server (mentioning the bot, and ``mentions``: people
+        of the cast, by account) or in their DM; waits for the answer."""
         self.place = place
         self.replies.append(reply)
         channel = CHANNEL_OF.get(place, DC_DM.get(who))
@@ -450,6 +455,7 @@ class World:
             mentions_bot=guild is not None,
             username=username,
             files=files,
+            mentions=tuple((DISCORD[m], m) for m in mentions),
         )
         await self.dc.wait_for_sent(sent + 1)
         await self.settle()
@@ -999,7 +1005,9 @@ async def remembering_is_switched_on_again(w: World) -> None:
 
 
 async def alice_sees_and_vetoes_what_bob_told_about_her(w: World) -> None:
-    await w.discord("bob", FACTS["gallowmere"].said, f"dc:{HARBOUR}")
+    # by account (an @mention): a name alone binds nobody (issue 44)
+    said = f"<@{DISCORD['alice']}> {FACTS['gallowmere'].said}"
+    await w.discord("bob", said, f"dc:{HARBOUR}", mentions=("alice",))
     w.told("gallowmere")
     listed = await w.slash("alice", "about", "dm:alice")
     line = next(x for x in listed.splitlines() if "Gallowmere" in x)
