@@ -4,7 +4,8 @@ A scripted scenario over two Discord servers, a Telegram group and DMs: five peo
 with linked Discord and Telegram accounts), a group admin and a member, /share on and off, targeted forgets and
 /forget everything, a backup and a restore, a restart; then /privacy off by a person (said in a DM, and in the
 group) and /privacy server off by the owner, what is said meanwhile, /privacy on again, an /about me and /about veto
-of a fact someone else told about a person, and a restart after those. Each person has fixed facts, each with one distinctive
+of a fact someone else told about a person, and a restart after those; a forget's effect on the person's later
+unrelated facts. Each person has fixed facts, each with one distinctive
 word, said in a fixed place. Messages go through the real adapters (discord.py and python-telegram-bot against
 the local fake servers) and, after the restart, straight to the orchestrator as platform-tagged messages; the
 model is a scripted local server that extracts exactly the facts it is shown, by speaker tag.
@@ -231,6 +232,40 @@ FACTS = {
         # issue 31: said in a DM and never extracted (only a message); bob's dated event, followed up by a check-in;
         # what a check-in and a time-zone offer would have kept after /privacy off
         Fact("wombatson", "alice", "dm", "my therapist is Dr Wombatson", "", learned=False),
+        # issue 44: bob forgets a fact naming his friend Grzegorz (not one of bob's names); his later
+        # facts, about Grzegorz too, are learned; the forgotten one, learned back from a line that
+        # does not say it ("wore bib"), is not
+        Fact(
+            "4417",
+            "bob",
+            "dm",
+            "my mate Grzegorz's race bib number is 4417",
+            "Grzegorz's race bib number is 4417",
+        ),
+        Fact(
+            "biscuit",
+            "bob",
+            "dm",
+            "Grzegorz has a grey cat called Biscuit",
+            "Grzegorz has a grey cat called Biscuit",
+        ),
+        Fact(
+            "teacher",
+            "bob",
+            "dm",
+            "Grzegorz's father is a retired teacher",
+            "Grzegorz's father is a retired teacher",
+        ),
+        Fact(
+            "yarrowdale", "bob", "dm", "I grow Yarrowdale tomatoes", "Bob grows Yarrowdale tomatoes"
+        ),
+        Fact(
+            "wore bib",
+            "bob",
+            "dm",
+            "Grzegorz says the race was such fun",
+            "Grzegorz wore bib 4417 in the race",
+        ),
         Fact("harrowgate", "bob", "dm", "", "Bob sits his Harrowgate exam tomorrow"),
         Fact("quibblestone", "bob", "dm", "", ""),
         Fact("lisbon", "bob", "dm", "by the way, I live in Lisbon now", ""),
@@ -1127,6 +1162,22 @@ async def a_tool_call_may_not_file_a_secret_in_the_group(w: World) -> None:
     w.replies.clear()
 
 
+async def a_forget_leaves_bobs_later_unrelated_facts_learned(w: World) -> None:
+    """Issue 44 item 2b: a name alone never makes two facts one, so one forget stops nothing else
+    being learned about the person or the friend the forgotten fact named."""
+    await w.discord("bob", FACTS["4417"].said, "dm:bob")
+    w.told("4417")
+    assert "4417" in await w.slash("bob", "forget", "dm:bob", text="bib 4417")
+    w.forgot("4417")
+    await w.bytes_after_forget("bob /forget bib 4417", {"4417"})
+    for word in ("biscuit", "teacher", "yarrowdale"):
+        await w.discord("bob", FACTS[word].said, "dm:bob")
+        w.told(word)  # learned: the forget blocked none of them
+    await w.discord("bob", FACTS["wore bib"].said, "dm:bob")
+    assert not w.stored("wore bib")
+    await w.no_byte_of("bob's forgotten fact, learned back in other words", {"4417"})
+
+
 async def privacy_off_holds_a_due_checkin_and_records_no_zone_offer(w: World) -> None:
     """Bob's dated exam is planned for a check-in; he says /privacy off, then where he lives; the check-in falls due.
     Nothing is sent, nothing kept: not the check-in's words, not the zone offered."""
@@ -1241,6 +1292,10 @@ SCENARIO = [
         a_tool_call_may_not_file_a_secret_in_the_group,
     ),
     Step(
+        "bob forgets one fact; his later facts, about the same friend too, are learned",
+        a_forget_leaves_bobs_later_unrelated_facts_learned,
+    ),
+    Step(
         "after /privacy off: a due check-in, a time-zone offer",
         privacy_off_holds_a_due_checkin_and_records_no_zone_offer,
     ),
@@ -1292,5 +1347,5 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
     # tests/memory/test_forget_rewording.py
     assert rewordings.rate >= 0.92 and rewordings.blocked == [] and rewordings.others == 0
     # the suite ran in full
-    assert world.tally.prompts > 40 and world.tally.forgets == 5 and world.tally.unkept == 4
+    assert world.tally.prompts > 40 and world.tally.forgets == 6 and world.tally.unkept == 4
     assert world.tally.probes == 11
