@@ -22,6 +22,9 @@ def build_runtime(db: Path, srv, clock: FakeClock, **overrides: Any) -> Runtime:
     # limit a busy machine may reach (at load 10 on two cores one of fifty replies took over the 2 s it once was).
     # A test about timeouts sets a short one itself.
     overrides.setdefault("llm_timeout_s", 60.0)
+    embedder = (
+        overrides.pop("embedder", None) or HashEmbedder()
+    )  # a real model, where meaning counts
     settings = load_settings(
         db_path=db,
         llm_base_url=srv.base_url,
@@ -30,7 +33,7 @@ def build_runtime(db: Path, srv, clock: FakeClock, **overrides: Any) -> Runtime:
         scheduler_enabled=False,
         **overrides,
     )
-    return compose(settings, clock=clock, embedder=HashEmbedder(), backoff_s=0.0)
+    return compose(settings, clock=clock, embedder=embedder, backoff_s=0.0)
 
 
 def dm(

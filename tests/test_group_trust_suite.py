@@ -1,16 +1,16 @@
 """The group-chat trust suite, a gate in the default test run (issue 20; SEC-1, SEC-3, SEC-6).
 
 A scripted scenario over two Discord servers, a Telegram group and DMs: five people (one of them the
-owner, one with linked Discord and Telegram accounts), a group admin and a member, /share on and off,
-targeted forgets and /forget everything, a backup and a restore, a restart; then /privacy off by a
-person (said in a DM, and in the group) and /privacy server off by the owner, what is said meanwhile,
-/privacy on again, an /about me and /about veto of a fact someone else told about a person, and a
-restart after those; last, the group and a server remove the bot, the server adds it back, and the
-grace period passes (SEC-7: 0 bytes of the group). Each person has fixed facts, each with one
-distinctive word, said in a fixed place. Messages go through the real adapters (discord.py and
-python-telegram-bot against the local fake servers) and, after the restart, straight to the
-orchestrator as platform-tagged messages; the model is a scripted local server that extracts exactly
-the facts it is shown, by speaker tag.
+owner, one with linked Discord and Telegram accounts), a group admin and a member, /share on and
+off, targeted forgets and /forget everything, a backup and a restore, a restart; then /privacy off
+by a person (said in a DM, and in the group) and /privacy server off by the owner, what is said
+meanwhile, /privacy on again, an /about me and /about veto of a fact someone else told about a
+person, and a restart after those; a forget's effect on the person's later unrelated facts; last,
+the group and a server remove the bot, the server adds it back, and the grace period passes (SEC-7:
+0 bytes of the group). Each person has fixed facts, each with one distinctive word, said in a fixed
+place. Messages go through the real adapters (discord.py and python-telegram-bot against the local
+fake servers) and, after the restart, straight to the orchestrator as platform-tagged messages; the
+model is a scripted local server that extracts exactly the facts it is shown, by speaker tag.
 
 After every step the suite checks:
   * every prompt the model received, and everything the bot posted, against the facts the place it was for may
@@ -235,6 +235,40 @@ FACTS = {
         # issue 31: said in a DM and never extracted (only a message); bob's dated event, followed up by a check-in;
         # what a check-in and a time-zone offer would have kept after /privacy off
         Fact("wombatson", "alice", "dm", "my therapist is Dr Wombatson", "", learned=False),
+        # issue 44: bob forgets a fact naming his friend Grzegorz (not one of bob's names); his later
+        # facts, about Grzegorz too, are learned; the forgotten one, learned back from a line that
+        # does not say it ("wore bib"), is not
+        Fact(
+            "4417",
+            "bob",
+            "dm",
+            "my mate Grzegorz's race bib number is 4417",
+            "Grzegorz's race bib number is 4417",
+        ),
+        Fact(
+            "biscuit",
+            "bob",
+            "dm",
+            "Grzegorz has a grey cat called Biscuit",
+            "Grzegorz has a grey cat called Biscuit",
+        ),
+        Fact(
+            "teacher",
+            "bob",
+            "dm",
+            "Grzegorz's father is a retired teacher",
+            "Grzegorz's father is a retired teacher",
+        ),
+        Fact(
+            "yarrowdale", "bob", "dm", "I grow Yarrowdale tomatoes", "Bob grows Yarrowdale tomatoes"
+        ),
+        Fact(
+            "wore bib",
+            "bob",
+            "dm",
+            "Grzegorz says the race was such fun",
+            "Grzegorz wore bib 4417 in the race",
+        ),
         Fact("harrowgate", "bob", "dm", "", "Bob sits his Harrowgate exam tomorrow"),
         Fact("quibblestone", "bob", "dm", "", ""),
         Fact("lisbon", "bob", "dm", "by the way, I live in Lisbon now", ""),
@@ -426,6 +460,9 @@ class World:
                             "lines": [int(line)],
                             "subject": fact.about or fact.word,
                             "content": fact.content,
+                            "entities": [{"name": fact.about, "type": "person"}][
+                                : bool(fact.about)
+                            ],
                             "type": "semantic",
                             "kind": "profile",
                             "importance": 7,
@@ -443,8 +480,10 @@ class World:
         reply: Any = "OK!",
         name: str = "",
         files: tuple = (),
+        mentions: tuple[str, ...] = (),
     ) -> None:
-        """``who`` writes ``text`` in a Discord server (mentioning the bot) or in their DM; waits for the answer."""
+        """``who`` writes ``text`` in a Discord server (mentioning the bot, and ``mentions``: people
+        of the cast, by account) or in their DM; waits for the answer."""
         self.place = place
         self.replies.append(reply)
         channel = CHANNEL_OF.get(place, DC_DM.get(who))
@@ -459,6 +498,7 @@ class World:
             mentions_bot=guild is not None,
             username=username,
             files=files,
+            mentions=tuple((DISCORD[m], m) for m in mentions),
         )
         await self.dc.wait_for_sent(sent + 1)
         await self.settle()
@@ -1017,7 +1057,9 @@ async def remembering_is_switched_on_again(w: World) -> None:
 
 
 async def alice_sees_and_vetoes_what_bob_told_about_her(w: World) -> None:
-    await w.discord("bob", FACTS["gallowmere"].said, f"dc:{HARBOUR}")
+    # by account (an @mention): a name alone binds nobody (issue 44)
+    said = f"<@{DISCORD['alice']}> {FACTS['gallowmere'].said}"
+    await w.discord("bob", said, f"dc:{HARBOUR}", mentions=("alice",))
     w.told("gallowmere")
     listed = await w.slash("alice", "about", "dm:alice")
     line = next(x for x in listed.splitlines() if "Gallowmere" in x)
@@ -1135,6 +1177,22 @@ async def a_tool_call_may_not_file_a_secret_in_the_group(w: World) -> None:
     assert w.tool_results == [TOOL_REFUSED]
     w.tally.probes += 2
     w.replies.clear()
+
+
+async def a_forget_leaves_bobs_later_unrelated_facts_learned(w: World) -> None:
+    """Issue 44 item 2b: a name alone never makes two facts one, so one forget stops nothing else
+    being learned about the person or the friend the forgotten fact named."""
+    await w.discord("bob", FACTS["4417"].said, "dm:bob")
+    w.told("4417")
+    assert "4417" in await w.slash("bob", "forget", "dm:bob", text="bib 4417")
+    w.forgot("4417")
+    await w.bytes_after_forget("bob /forget bib 4417", {"4417"})
+    for word in ("biscuit", "teacher", "yarrowdale"):
+        await w.discord("bob", FACTS[word].said, "dm:bob")
+        w.told(word)  # learned: the forget blocked none of them
+    await w.discord("bob", FACTS["wore bib"].said, "dm:bob")
+    assert not w.stored("wore bib")
+    await w.no_byte_of("bob's forgotten fact, learned back in other words", {"4417"})
 
 
 async def privacy_off_holds_a_due_checkin_and_records_no_zone_offer(w: World) -> None:
@@ -1303,6 +1361,10 @@ SCENARIO = [
     Step(
         "a tool call tries to file a secret in the group",
         a_tool_call_may_not_file_a_secret_in_the_group,
+    ),
+    Step(
+        "bob forgets one fact; his later facts, about the same friend too, are learned",
+        a_forget_leaves_bobs_later_unrelated_facts_learned,
     ),
     Step(
         "after /privacy off: a due check-in, a time-zone offer",

@@ -6,9 +6,10 @@
                  (this module owns ``privacy_places``)
     about        what is kept about a person: the memories filed under them (the owner's own memory too, asked
                  in an owner-private chat), and the public facts others said about them in a server, tied to
-                 their person id when written (``subject_person_id``: an @mention, a reply, the one participant
-                 with that name). Never by a display name, which anyone can take; never lore, anyone's
-                 DM-private memories, or what an admin or the owner wrote. Only what is listed can be vetoed.
+                 their person id when written (``subject_person_id``: an @mention or a reply the
+                 fact names).
+                 Never by a display name, which anyone can take; never lore, anyone's DM-private
+                 memories, or what an admin or the owner wrote. Only what is listed can be vetoed.
 
 Stopping does not delete the past (that is ``/forget everything``); it only drops what was still waiting
 to be learned from, so no new memory comes from the person's words after they said stop. Forgetting a

@@ -33,7 +33,8 @@ is 32 bits (SIGNATURE_BITS since LANG-4) of a 384-dimension vector: "near or not
 (the median forgotten fact of the suite has 5 of the suite's other 453 sentences within 4 bits of
 its signature).
 
-A candidate matches the trace when it shares a name or code with it; or when the marks it shares
+A candidate matches the trace when it shares a name or code with it and a telling word of it or a
+meaning near it (a name alone never makes two facts one); or when the marks it shares
 include a telling word (weight 2 or more) and weigh at least ``WORDS_ALONE`` of the trace's weight,
 or at least ``WORDS_WITH_MEANING`` with a signature agreeing on at least ``MEANING_WITH_WORDS`` of
 its bits; or, sharing only common words, when it has no other word ("Alice likes green tea" is not
@@ -155,9 +156,11 @@ class Trace:
 
     def matches(self, candidate: Trace, *, names_alone: bool = False) -> bool:
         """Whether ``candidate`` says this trace's fact again (see the module docstring).
-        ``names_alone``: its names or codes are enough (a person's own message said after the
-        forget: "Ich habe Angst vor Spinnen" shares only German nouns, capitalised like names, with
-        "Alice hat Angst vor Spinnen")."""
+        ``names_alone``: names or codes with no telling word are enough when they weigh most of
+        the fact (a person's own message said after the forget: "Ich habe Angst vor Spinnen"
+        shares only German nouns, capitalised like names, with "Alice hat Angst vor Spinnen"), never
+        one name of several ("Marta says hi" does not say "Tomasz, Marta's brother, lives in
+        Gdansk")."""
         seen = candidate.marks.keys() | set(candidate.older.values())
         # a synonym that is another word of this fact counts once, as that word: "landlord" is near
         # "rent", but "Alice's landlord is friendly" does not say "... raising the rent"
@@ -177,7 +180,10 @@ class Trace:
             # (a meaning as near as words need: at 0.75 the suite held 15 more, but the languages
             # suite blocked 19 other facts instead of 10, such as "Alice's brother Teodor is
             # learning to sail")
-            if names_alone or telling or (agree is not None and agree >= MEANING_WITH_WORDS):
+            if telling or (agree is not None and agree >= MEANING_WITH_WORDS):
+                return True
+            named = sum(self.marks[mark] for mark in found)
+            if names_alone and named >= WORDS_ALONE * self.weight:
                 return True
             found = {mark for mark in found if mark not in names}
         common = [self.marks[mark] for mark in found]

@@ -249,12 +249,15 @@ async def about_world(runtime, llm, tg) -> dict[str, str]:
     about Alice elsewhere: Bob's other group (Alice is not in it), Bob's DM, the owner's memory; and one about Carol."""
     llm.default = answers_ok
     await tg_say(tg, GROUP, ALICE, "hi all", **GROUP_KW)
-    await tg_say(tg, GROUP, BOB, f"Alice is allergic to {WORD} nuts", first_name="Bob", **GROUP_KW)
+    # Bob names her by account (a text mention): a name alone binds nobody
+    user = {"id": ALICE, "is_bot": False, "first_name": "Alice"}
+    alice = [{"type": "text_mention", "offset": 0, "length": 5, "user": user}]
+    said = f"Alice is allergic to {WORD} nuts"
+    await tg_say(tg, GROUP, BOB, said, first_name="Bob", entities=alice, **GROUP_KW)
     runtime.engine.clock.advance(31)
     # P1 is Alice
-    llm.script(
-        facts({"speaker": "P2", "subject": "Alice", "content": f"Alice is allergic to {WORD} nuts"})
-    )
+    person = [{"name": "Alice", "type": "person"}]
+    llm.script(facts({"speaker": "P2", "subject": "Alice", "content": said, "entities": person}))
     assert (await runtime.background.tick())["extracted"] == 1
     bob, group, other = f"telegram:{BOB}", f"telegram:{GROUP}", f"telegram:{OTHER_GROUP}"
     told = runtime.engine.db.scalar("SELECT id FROM memories WHERE content LIKE '%allergic%'")

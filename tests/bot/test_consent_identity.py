@@ -1,8 +1,8 @@
-"""Consent by identity (issue 31 item 1, SEC-5): whom a fact is about is decided when it is written (the
-speaker, an @mention or a reply, the one participant of the place with that name), never by a display name
-at read time. The attacks as a member would try them: rename to "Dave", "Rules" or "House" and ask /about
-me. Through python-telegram-bot against the local fake Bot API, the real orchestrator, extraction by a
-scripted model, and a real store file."""
+"""Consent by identity (issue 31 item 1, issue 44 item 2, SEC-5): whom a fact is about is decided
+when it is written (the speaker, an @mention or a reply), never by a display name. The attacks as a
+member would try them: rename to "Dave", "Rules" or "House" and ask /about me. Through
+python-telegram-bot against the local fake Bot API, the real orchestrator, extraction by a scripted
+model, and a real store file."""
 
 from __future__ import annotations
 
@@ -118,16 +118,23 @@ async def test_the_real_dave_mentioned_by_bob_sees_and_vetoes_the_fact_while_a_s
     assert memory_id(runtime, "Reykjavik") is None
 
 
-async def test_a_fact_about_the_one_dave_here_stays_his_after_a_member_renames_to_dave(world):
+async def test_a_fact_naming_the_one_dave_here_without_pointing_at_him_binds_to_nobody(world):
     runtime, llm, tg = world
     await said_in_group(world, DAVE, "Dave", "hi, Dave here")
     await said_in_group(
         world, BOB, "Bob", "Dave is moving to Reykjavik!", about("Dave", REYKJAVIK, "Dave")
     )
-    # decided when written: her new name changes nothing
+    # issue 44: a name many people could have is nobody's identity, even shown by one member here
+    assert (
+        runtime.engine.db.scalar(
+            "SELECT subject_person_id FROM memories WHERE content LIKE '%Reykjavik%'"
+        )
+        is None
+    )
     await squatter_gets_nothing(world, "Dave", "Reykjavik")
+    # still Bob's own, to see and veto
     assert memory_id(runtime, "Reykjavik")[:8] in await tg_answer(
-        tg, DAVE, DAVE, "/about me", first_name="Dave"
+        tg, BOB, BOB, "/about me", first_name="Bob"
     )
 
 
@@ -181,18 +188,30 @@ def _fact(subject: str, content: str, *people: str, speaker: str = "bob") -> New
     )
 
 
-def test_a_name_is_tied_to_a_pointed_account_first_then_to_the_one_participant_using_it():
+def test_a_name_is_tied_only_to_an_account_the_speaker_pointed_at_and_only_when_written_as_a_name():
     place = Place.of(
         {}, {"bob": frozenset({"Bob"}), "dave": frozenset({"Dave"}), "m": frozenset({"Mal"})}
     )
-    assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), place) == "dave"
-    # Mallory once showed "Dave"
-    two = Place.of({}, {**place.present, "m": frozenset({"Mal", "Dave"})})
-    assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), two) is None
-    pointed = Place.of({"dave": frozenset({"Dave"})}, two.present)
-    assert subject_of(_fact("move", "@Dave is moving"), WrittenBy(("dave",)), pointed) == "dave"
+    # the one participant showing "Dave" is not pointed at: nobody (issue 44)
+    assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), place) is None
+    pointed = Place.of({"dave": frozenset({"Dave"})}, place.present)
+    said = WrittenBy(("dave",))
+    assert subject_of(_fact("move", "@Dave is moving"), said, pointed) == "dave"
+    assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), said, pointed) == "dave"
+    # a common name the model did not name a person, and a label, are not names: the speaker's words
+    assert subject_of(_fact("move", REYKJAVIK), said, pointed) == "bob"
+    will = Place.of({"w": frozenset({"Will"})}, place.present)
+    assert subject_of(_fact("Bob", "Bob will be in Oslo", "Bob"), WrittenBy(("w",)), will) == "bob"
+    music = Place.of({"mu": frozenset({"Music"})}, place.present)
+    piano = _fact("music", "Bob plays jazz piano", "Bob")
+    assert subject_of(piano, WrittenBy(("mu",)), music) == "bob"
+    # a rare name needs no entity; two pointed accounts with it are nobody
+    greg = Place.of({"g": frozenset({"Grzegorz"})}, place.present)
+    assert subject_of(_fact("x", "Grzegorz has a cat"), WrittenBy(("g",)), greg) == "g"
+    two = Place.of({"g": frozenset({"Grzegorz"}), "h": frozenset({"Grzegorz"})}, place.present)
+    assert subject_of(_fact("x", "Grzegorz has a cat"), WrittenBy(("g", "h")), two) is None
     # an admin wrote it
-    assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(trusted=True), place) is None
+    assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(("dave",), True), pointed) is None
     assert subject_of(_fact("ale", "Bob brews ale", "Bob"), WrittenBy(), place) == "bob"
     # nobody here
     assert (
@@ -201,8 +220,7 @@ def test_a_name_is_tied_to_a_pointed_account_first_then_to_the_one_participant_u
     )
     # two people
     assert (
-        subject_of(_fact("trip", "Dave and Mal went hiking", "Dave", "Mal"), WrittenBy(), place)
-        is None
+        subject_of(_fact("trip", "Dave and Mal went hiking", "Dave", "Mal"), said, pointed) is None
     )
 
 

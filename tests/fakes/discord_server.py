@@ -158,8 +158,9 @@ class FakeDiscord(FakeServer):
         A DM (channel type 1) unless ``guild_id`` is given or ``channel_id`` is
         a configured guild channel. ``mentions_bot`` puts ``<@4242>`` in the
         content and the bot in ``mentions``; ``reply_to`` references an earlier
-        message id (e.g. one the bot sent). ``mentions``: other users (id, name) the content
-        mentions as ``<@id>``, listed in the payload's ``mentions`` as Discord does.
+        message id (one the bot sent, or a user's dispatched here). ``mentions``: other users
+        (id, name) the content mentions as ``<@id>``, listed in the payload's ``mentions`` as
+        Discord does.
         """
         guild_id = guild_id or self._channel_guild.get(channel_id)
         self._usernames[author_id] = username
@@ -173,6 +174,9 @@ class FakeDiscord(FakeServer):
         extra["mentions"] = extra.get("mentions", []) + people
         extra["attachments"] = [self._attachment(f) for f in files]
         data = p.message(p.snowflake(), channel_id, p.user(author_id, username), content, **extra)
+        self._messages[int(data["id"])] = (
+            data  # a later ``reply_to`` may reference it, as on Discord
+        )
         await self.dispatch("MESSAGE_CREATE", data)
         return data
 
