@@ -1422,5 +1422,5 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
     # tests/memory/test_forget_rewording.py
     assert rewordings.rate >= 0.92 and rewordings.blocked == [] and rewordings.others == 0
     # the suite ran in full
-    assert world.tally.prompts > 40 and world.tally.forgets == 6 and world.tally.unkept == 4
+    assert world.tally.prompts > 40 and world.tally.forgets == 7 and world.tally.unkept == 4
     assert world.tally.probes == 11
