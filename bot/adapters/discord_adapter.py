@@ -230,6 +230,7 @@ class DiscordAdapter:
             str(payload.user_id),
             emoji,
             guild,
+            by_admin=_manages(payload.member),
         )
         async with self._locks.hold(reaction.channel_id):
             await self._conversation.reacted(reaction)
@@ -603,6 +604,15 @@ def _rights(guild: discord.Guild | None, author: discord.abc.User) -> dict[str, 
             guild.id,
         )
         return {}
+
+
+def _manages(member: discord.Member | None) -> bool:
+    """Whether a reacting member may change the server's lore (ORCH-12: a reaction moves its
+    lore only then); unknown permissions: no."""
+    try:
+        return member is not None and bool(member.guild_permissions.manage_guild)
+    except (AttributeError, TypeError):  # a guild without its roles cached
+        return False
 
 
 async def _respond(
