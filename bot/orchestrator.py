@@ -461,15 +461,20 @@ class Orchestrator:
         )
 
     async def _forget_asked(self, turn: Turn, tools: AsyncTools) -> str:
-        """A forget asked in words ("forget my race bib number") is done before the model answers, as /forget
-        would (SEC-3): real small models rarely call memory_delete for it (a 1.5B never did in 8 runs) and say
-        "done" anyway. "Forget that" names nothing, so the model finds it; "forget everything" asks first (the
-        command's question). What was done is told to the model, without the forgotten words."""
-        asks = [
-            a.what[:MAX_ASK_CHARS]
+        """A forget asked in words ("forget my race bib number") is done before the model answers,
+        as /forget would (SEC-3): real small models rarely call memory_delete for it (a 1.5B never
+        did in 8 runs) and say "done" anyway. Only a plain ask (``memory.write.forget_asked``:
+        "forget my bib number", "forget that I live in Leeds"), or "forget the half marathon." when
+        they said "half marathon"; "don't keep my birthday a secret" is none, "forget the cheese,
+        let's have pasta" and "forget that" are the model's to read, "forget everything" asks first
+        (the command's question). What was done is told to the model, without the forgotten
+        words."""
+        read = [
+            a
             for a in forgets_in([turn.person_id], [without_notes(turn.text)])
-            if a.what
+            if a.what and (a.plain or a.whole)  # "don't keep my birthday a secret": none (issue 44)
         ][:MAX_ASKS]
+        asks = [a.what[:MAX_ASK_CHARS] for a in read if a.plain or await self._said(turn, a.what)]
         if not asks:
             return ""
         done = [
@@ -482,6 +487,12 @@ class Orchestrator:
         return prompts.render(
             "forget_done" if any(d.anything for d in done) else "forget_not_found"
         )
+
+    async def _said(self, turn: Turn, words: str) -> bool:
+        """ "Forget the half marathon" is an ask when the person said "half marathon" themselves."""
+        own = self.commands.own
+        skip = (turn.stored_id or "",)
+        return await self.runner.run(own.said_it, turn.ctx, turn.person_id, words, skip=skip)
 
     def _user_text(self, turn: Turn, note: str = "") -> str:
         said = (

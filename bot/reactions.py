@@ -1,14 +1,18 @@
-"""Reactions on the bot's replies (ORCH-12): how people received a reply moves the memories it used.
+"""Reactions on the bot's replies (ORCH-12): how its owner received a reply moves the memories
+it used.
 
-    who reacts                              👍 ❤️ (reinforce)        👎 (doubt)
-    the person the reply answered           importance +0.5           importance -1.0, marked for recheck
-    someone else in the group               +0.125 (a quarter)        -0.25, not marked
-    anyone, on another person's private     untouched                 untouched
-    memory (one only its owner may see)
+    whose memory, who reacts            👍 ❤️ (reinforce)        👎 (doubt)
+    a person's, that person             importance +0.5           -1.0, marked for recheck
+    a place's lore, one of its admins   the same                  the same
+    anyone's, anybody else              recorded, moves nothing   recorded, moves nothing
 
-A reaction finds its reply by the post it landed on, in that very channel (``reply_posts``); one vote per person
-per reply (a 👍 taken back and given again counts once). Nothing is said back, so a reaction reveals nothing;
-the importance is what recall ranks by (``memory.recall.retrieval``) and what decay and pruning act on.
+Only the one a memory is about moves it (issue 44: twenty fresh accounts, or one person asking about
+someone else's fact twelve times, sank it to 0): a bystander's vote is kept in ``reply_reactions``
+and acts on nothing. A person's effect on one memory is one step: their first vote on any reply that
+used it counts, later ones (on that reply or another) move it no further. A reaction finds its reply
+by the post it landed on, in that very channel (``reply_posts``). Nothing is said back, so a
+reaction reveals nothing; the importance is what recall ranks by (``memory.recall.retrieval``) and
+what decay and pruning act on.
 """
 
 from __future__ import annotations
@@ -22,12 +26,8 @@ from .types import Reaction
 
 log = logging.getLogger(__name__)
 
-# of importance's 0..10: three 👎 from the person answered sink a 5 to 2
-UP_STEP, DOWN_STEP = (
-    0.5,
-    1.0,
-)
-OTHERS_WEIGHT = 0.25  # a bystander's reaction is a weaker signal: it was not their question
+# of importance's 0..10: a 👎 from its owner sinks a 5 to 4, and no more
+UP_STEP, DOWN_STEP = 0.5, 1.0
 _REINFORCE = frozenset({"👍", "❤", "♥", "💖", "💯"})
 _DOUBT = frozenset({"👎"})
 # emoji presentation and skin tones
@@ -52,11 +52,13 @@ class Received:
 NOTHING = Received()
 
 
-def may_touch(memory: Used, person_id: str) -> bool:
-    """A private memory is only its owner's to move; a shared one anyone's who saw the reply."""
-    return not memory.private or (
-        memory.scope in ("user", "owner") and memory.scope_id == person_id
-    )
+def moves(memory: Used, person_id: str, reaction: Reaction) -> bool:
+    """Whether this person's reaction moves the memory: their own, or the place's lore when they are
+    one of its admins; nobody else's."""
+    if memory.scope in ("user", "owner"):
+        return memory.scope_id == person_id
+    lore = f"{reaction.platform}:{reaction.guild_id}" if reaction.guild_id else None
+    return reaction.by_admin and memory.scope == "guild" and memory.scope_id == lore
 
 
 def receive(engine: MemoryEngine, people: People, reaction: Reaction) -> Received:
@@ -71,13 +73,15 @@ def receive(engine: MemoryEngine, people: People, reaction: Reaction) -> Receive
     if found is None:
         return NOTHING  # not a reaction that means anything, or not on a reply of the bot's here
     person = people.lookup(reaction.platform, reaction.user_id)
-    own = person == found.answered
+    # recorded, whoever it is: one vote per person per reply
     if not feedback.vote(found.reply_rid, person, reaction.emoji.translate(_MODIFIERS)):
         return NOTHING
-    touched = tuple(u.rid for u in feedback.used(found.memories) if may_touch(u, person))
-    delta = (UP_STEP if sign > 0 else -DOWN_STEP) * (1.0 if own else OTHERS_WEIGHT)
-    feedback.received(list(touched), delta, recheck=sign < 0 and own)
+    theirs = [u.rid for u in feedback.used(found.memories) if moves(u, person, reaction)]
+    # one step per person per memory, over every reply that used it
+    touched = tuple(feedback.unvoted(person, found.reply_rid, theirs))
+    delta = UP_STEP if sign > 0 else -DOWN_STEP
+    feedback.received(list(touched), delta, recheck=sign < 0)
     log.info(
         "a reaction on reply %d moved %d memories by %+.3f", found.reply_rid, len(touched), delta
     )
-    return Received(touched, delta, sign < 0 and own)
+    return Received(touched, delta if touched else 0.0, sign < 0 and bool(touched))

@@ -111,6 +111,9 @@ class Reaction:
     user_id: str
     emoji: str
     guild_id: str | None = None
+    by_admin: bool = (
+        False  # they may change this place's lore (Discord manage_guild, Telegram admin)
+    )
 
 
 # Called with each text delta while a reply streams (the console prints them as they come).

@@ -101,6 +101,13 @@ class OwnMemory:
         forget_echoes(self.engine, ctx, [person_id], words)
         return WordsErased(done.erased() if done else None, said, said_words if said else ())
 
+    def said_it(
+        self, ctx: RecallContext, person_id: str, words: str, *, skip: tuple[str, ...] = ()
+    ) -> bool:
+        """Whether one of the person's own messages (all but ``skip``, stored ids) holds every
+        word of ``words``: "forget the half marathon" names something they said."""
+        return bool(said_matching(self.engine, ctx, [person_id], words, skip=skip))
+
     def _kept_again(
         self, done: Forgotten, hits: list[Hit[Memory]], asked_in: tuple[str, str]
     ) -> None:

@@ -5,12 +5,13 @@ owner, one with linked Discord and Telegram accounts), a group admin and a membe
 off, targeted forgets and /forget everything, a backup and a restore, a restart; then /privacy off
 by a person (said in a DM, and in the group) and /privacy server off by the owner, what is said
 meanwhile, /privacy on again, an /about me and /about veto of a fact someone else told about a
-person, and a restart after those; a forget's effect on the person's later unrelated facts; last,
-the group and a server remove the bot, the server adds it back, and the grace period passes (SEC-7:
-0 bytes of the group). Each person has fixed facts, each with one distinctive word, said in a fixed
-place. Messages go through the real adapters (discord.py and python-telegram-bot against the local
-fake servers) and, after the restart, straight to the orchestrator as platform-tagged messages; the
-model is a scripted local server that extracts exactly the facts it is shown, by speaker tag.
+person, reactions by others, and a restart after those; a forget's effect on the person's later
+unrelated facts; last, the group and a server remove the bot, the server adds it back, and the grace
+period passes (SEC-7: 0 bytes of the group). Each person has fixed facts, each with one distinctive
+word, said in a fixed place. Messages go through the real adapters (discord.py and python-telegram-
+bot against the local fake servers) and, after the restart, straight to the orchestrator as
+platform-tagged messages; the model is a scripted local server that extracts exactly the facts it is
+shown, by speaker tag.
 
 After every step the suite checks:
   * every prompt the model received, and everything the bot posted, against the facts the place it was for may
@@ -873,6 +874,42 @@ async def reactions_never_reveal_or_move_another_persons_private_facts(w: World)
     assert all(after[r["id"]] == before[r["id"]] - DOWN_STEP for r in private)
 
 
+async def reactions_by_others_move_nobodys_facts(w: World) -> None:
+    """ORCH-12 (issue 44): twenty accounts made for it 👎 the reply to Bob in Harbour that used his
+    Tamberlyn fact, and Alice asks about it three times and 👎 each reply: all recorded, and his fact
+    neither falls nor is marked for recheck. Bob's own 👎 then lowers it one step and marks it."""
+    fact = await w.runtime.runner.run(
+        w.runtime.engine.db.one,
+        "SELECT m.id, m.importance, COALESCE(f.recheck, 0) AS recheck FROM memories AS m "
+        "LEFT JOIN memory_feedback AS f ON f.memory_rid = m.rid WHERE m.content LIKE ?",
+        ("%Tamberlyn%",),
+    )
+    assert fact["recheck"] == 0, "Bob's fact was marked before the step: the check would be hollow"
+    votes = await w.runtime.runner.run(
+        w.runtime.engine.db.scalar, "SELECT COUNT(*) FROM reply_reactions"
+    )
+    await w.discord("bob", NOSY, f"dc:{HARBOUR}")
+    bobs = w.dc.sent[-1]["message_id"]
+    assert fact["id"] in {r["id"] for r in await w.used_by(bobs)}, "the reply did not use it"
+    for fresh in range(9_500, 9_520):
+        await w.dc.dispatch_reaction(HARBOUR_CH, bobs, fresh, "👎", username=f"fresh{fresh}")
+    for _ in range(3):
+        await w.discord("alice", "what ale does Bob brew?", f"dc:{HARBOUR}")
+        post = w.dc.sent[-1]["message_id"]
+        await w.dc.dispatch_reaction(HARBOUR_CH, post, DISCORD["alice"], "👎", username="alice")
+    await w.votes(votes + 23)
+    after = await w.runtime.runner.run(
+        w.runtime.engine.db.one,
+        "SELECT m.importance, COALESCE(f.recheck, 0) AS recheck FROM memories AS m "
+        "LEFT JOIN memory_feedback AS f ON f.memory_rid = m.rid WHERE m.id = ?",
+        (fact["id"],),
+    )
+    assert (after["importance"], after["recheck"]) == (fact["importance"], 0), dict(after)
+    await w.dc.dispatch_reaction(HARBOUR_CH, bobs, DISCORD["bob"], "👎", username="bob")
+    await w.votes(votes + 24)
+    assert (await w.importance())[fact["id"]] == fact["importance"] - DOWN_STEP
+
+
 async def memories_commands_show_only_what_is_visible(w: World) -> None:
     await w.slash("alice", "memories", f"dc:{ORCHARD}")
     await w.slash("bob", "memories", f"dc:{ORCHARD}")
@@ -1302,6 +1339,7 @@ SCENARIO = [
         "reactions move no other person's private facts",
         reactions_never_reveal_or_move_another_persons_private_facts,
     ),
+    Step("reactions by others move nobody's facts", reactions_by_others_move_nobodys_facts),
     Step(
         "/memories shows only what the place may see", memories_commands_show_only_what_is_visible
     ),

@@ -230,6 +230,7 @@ class DiscordAdapter:
             str(payload.user_id),
             emoji,
             guild,
+            by_admin=_manages(payload.member),
         )
         async with self._locks.hold(reaction.channel_id):
             await self._conversation.reacted(reaction)
@@ -622,6 +623,15 @@ def _may_post(interaction: discord.Interaction) -> bool:
         if isinstance(channel, discord.Thread)
         else allowed.send_messages
     )
+
+
+def _manages(member: discord.Member | None) -> bool:
+    """Whether a reacting member may change the server's lore (ORCH-12: a reaction moves its
+    lore only then); unknown permissions: no."""
+    try:
+        return member is not None and bool(member.guild_permissions.manage_guild)
+    except (AttributeError, TypeError):  # a guild without its roles cached
+        return False
 
 
 async def _respond(

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 
 from telegram import (
     BotCommand,
+    Chat,
     Document,
     Message,
     MessageEntity,
@@ -223,6 +224,7 @@ class TelegramAdapter:
         ]
         chat = change.chat
         guild = None if chat.type == ChatType.PRIVATE else str(chat.id)
+        admin = bool(added) and await self._is_admin_of(chat, change.user)
         async with self._locks.hold(str(chat.id)):
             for emoji in added:
                 reaction = Reaction(
@@ -232,6 +234,7 @@ class TelegramAdapter:
                     str(change.user.id),
                     emoji,
                     guild,
+                    by_admin=admin,
                 )
                 await self._conversation.reacted(reaction)
 
@@ -360,8 +363,11 @@ class TelegramAdapter:
 
     async def _is_admin(self, message: Message) -> bool:
         """Group admins may change the group's lore (SEC-1); asked of Telegram once per chat every few minutes."""
-        chat = message.chat
-        if chat.type == ChatType.PRIVATE or message.from_user is None:
+        return await self._is_admin_of(message.chat, message.from_user)
+
+    async def _is_admin_of(self, chat: Chat, user: User | None) -> bool:
+        """Whether ``user`` is one of the group's admins (a private chat has none)."""
+        if chat.type == ChatType.PRIVATE or user is None:
             return False
         cached = self._admins.get(chat.id)
         now = time.monotonic()
@@ -377,7 +383,7 @@ class TelegramAdapter:
                 return False
             cached = (now, frozenset(a.user.id for a in admins))
             self._admins[chat.id] = cached
-        return message.from_user.id in cached[1]
+        return user.id in cached[1]
 
     def _incoming(
         self, message: Message, user: User, text: str, admin: bool = False, addressed: bool = True

@@ -5,7 +5,7 @@
     a reply of the bot                                      -> reply_memories: the ids of the memories it used
     the adapter posted it                                   -> reply_posts: the platform ids it went out as
     a reaction on one of those posts                        -> reply_reactions: one vote per person per reply
-                                                            -> memory_feedback + memories.importance
+    (by the memory's owner, once per memory)                -> memory_feedback + memories.importance
 
 Ids, counts and emoji, never words. A deleted memory or reply takes its rows along (ON DELETE CASCADE); a
 forgotten person's votes go with them (``memory.upkeep.registry``).
@@ -175,6 +175,22 @@ class ReplyFeedback:
             (reply_rid, person_id, emoji, self.clock.now()),
         )
         return bool(self.db.con.changes())
+
+    def unvoted(self, person_id: str, reply_rid: int, rids: list[int]) -> list[int]:
+        """The memories among ``rids`` that no other reply this person voted on used: one
+        person's vote counts once per memory (ORCH-12)."""
+        if not rids:
+            return []
+        voted = {
+            int(rid)
+            for (rid,) in self.db.execute(
+                "SELECT DISTINCT u.memory_rid FROM reply_reactions AS r JOIN reply_memories AS u "
+                "ON u.reply_rid = r.reply_rid WHERE r.person_id = ? AND r.reply_rid != ? "
+                f"AND u.memory_rid IN ({placeholders(rids)})",
+                (person_id, reply_rid, *rids),
+            )
+        }
+        return [rid for rid in rids if rid not in voted]
 
     def received(self, rids: list[int], delta: float, *, recheck: bool) -> None:
         """Count the reception and move each memory's importance by ``delta`` (within 0..10)."""

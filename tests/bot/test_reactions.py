@@ -1,14 +1,17 @@
-"""ORCH-12: a reaction on the bot's reply moves exactly the memories that reply used, for the right people.
+"""ORCH-12: a reaction on the bot's reply moves exactly the memories that reply used, and of those only
+the reacting person's own (a place's lore: its admins'), one step per person per memory (issue 44,
+item 4).
 
-Driven through the orchestrator on a real store with the scripted model: a reply recalls memories, the adapter's
-report of its posts is given (``posted``), then reactions arrive as an adapter hands them over (``reacted``)."""
+Driven through the orchestrator on a real store with the scripted model: a reply recalls memories,
+the adapter's report of its posts is given (``posted``), then reactions arrive as an adapter hands
+them over (``reacted``). Through the real adapters: ``tests/bot/test_reactions_by_others.py``."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import remember
 
-from bot.reactions import DOWN_STEP, OTHERS_WEIGHT, UP_STEP, polarity
+from bot.reactions import DOWN_STEP, UP_STEP, polarity
 from bot.types import IncomingMessage, Reaction
 from memory.models import Scope, Visibility
 from memory.upkeep.forgetting import forget_memory
@@ -35,8 +38,9 @@ def reaction(
     post: str = "p1",
     channel: str = CHANNEL,
     guild: str | None = GUILD,
+    admin: bool = False,
 ) -> Reaction:
-    return Reaction("discord", channel, post, user, emoji, guild)
+    return Reaction("discord", channel, post, user, emoji, guild, by_admin=admin)
 
 
 async def importance(rt) -> dict[str, float]:
@@ -44,12 +48,18 @@ async def importance(rt) -> dict[str, float]:
     return {r["id"]: r["importance"] for r in rows}
 
 
-async def used(rt) -> set[str]:
+async def used(rt, scope_id: str | None = None) -> set[str]:
+    """The memories replies used (``scope_id``: only those of that person or place)."""
     rows = await rt.runner.run(
         rt.engine.db.rows,
-        "SELECT m.id FROM reply_memories AS u JOIN memories AS m ON m.rid = u.memory_rid",
+        "SELECT m.id, m.scope_id FROM reply_memories AS u "
+        "JOIN memories AS m ON m.rid = u.memory_rid",
     )
-    return {r["id"] for r in rows}
+    return {r["id"] for r in rows if scope_id in (None, r["scope_id"])}
+
+
+def moved(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {m: after[m] - before[m] for m in after if after[m] != before[m]}
 
 
 @pytest.fixture
@@ -69,56 +79,95 @@ async def answered(rt, srv):
     await rt.runner.run(
         remember, rt.engine, "My sister lives in Oslo", scope_id=A, visibility=Visibility.PRIVATE
     )
+    await rt.runner.run(
+        remember,
+        rt.engine,
+        "Alice rows stroke in the regatta crew",
+        scope_id=A,
+        guild_id=f"discord:{GUILD}",
+    )
     srv.script("It starts at the wall, and the prize is a bell.")
-    question = asked("Companion, where does the regatta start and what is the prize?")
+    question = asked("Companion, where does the regatta start, what is the prize, do I row?")
     await rt.orchestrator.reply(question)
     await rt.orchestrator.posted(question, ("p1", "p2"))
     ids = await used(rt)
-    # the reply used some memories, not all: "exactly those" can tell the difference
-    assert 0 < len(ids) < 4
+    # the reply used some memories, not all, Alice's and the lore: "exactly those" can tell
+    assert 0 < len(ids) < 5 and await used(rt, A) and await used(rt, f"discord:{GUILD}")
     return ids
 
 
 @ON_BOTH_ENGINES
-async def test_a_thumbs_up_from_the_person_answered_raises_exactly_the_memories_the_reply_used(
+async def test_a_thumbs_up_from_the_person_answered_raises_exactly_her_memories_the_reply_used(
     rt, answered
 ):
     before = await importance(rt)
     # on the second part of the reply: the same reply
     await rt.orchestrator.reacted(reaction("👍", post="p2"))
-    after = await importance(rt)
-    assert {m for m in after if after[m] != before[m]} == answered
-    assert all(after[m] == pytest.approx(before[m] + UP_STEP) for m in answered)
+    assert moved(before, await importance(rt)) == dict.fromkeys(await used(rt, A), UP_STEP)
 
 
 @ON_BOTH_ENGINES
-async def test_a_thumbs_down_from_the_person_answered_lowers_them_and_marks_them_for_the_next_reflection(
+async def test_a_thumbs_down_from_the_person_answered_lowers_hers_and_marks_them_for_recheck(
     rt, answered
 ):
     before = await importance(rt)
     await rt.orchestrator.reacted(reaction("👎"))
-    after = await importance(rt)
-    assert all(after[m] == pytest.approx(before[m] - DOWN_STEP) for m in answered)
+    hers = await used(rt, A)
+    assert moved(before, await importance(rt)) == dict.fromkeys(hers, -DOWN_STEP)
     feedback = rt.engine.feedback
     partitions = await rt.runner.run(
         rt.engine.db.rows, "SELECT DISTINCT partition_key FROM memories"
     )
     marked = await rt.runner.run(feedback.to_recheck, [r["partition_key"] for r in partitions])
-    assert {memory_id for memory_id, _ in marked} == answered
+    assert {memory_id for memory_id, _ in marked} == hers
     await rt.runner.run(feedback.rechecked, [memory_id for memory_id, _ in marked])
     assert await rt.runner.run(feedback.to_recheck, [r["partition_key"] for r in partitions]) == []
 
 
 @ON_BOTH_ENGINES
-async def test_someone_elses_reaction_counts_a_quarter_once_and_marks_nothing(rt, answered):
+async def test_someone_elses_reaction_is_recorded_and_moves_only_their_own_memories(rt, answered):
+    """Bob's votes on Alice's reply: kept, once; they move his own fact the reply used, never
+    Alice's or the lore."""
     before = await importance(rt)
     await rt.orchestrator.reacted(reaction("❤️", user=BOB))
     # a second vote on the same reply: not counted
     await rt.orchestrator.reacted(reaction("👍", user=BOB))
     await rt.orchestrator.reacted(reaction("👎", user=BOB, post="p2"))
-    after = await importance(rt)
-    assert all(after[m] == pytest.approx(before[m] + UP_STEP * OTHERS_WEIGHT) for m in answered)
+    assert moved(before, await importance(rt)) == dict.fromkeys(await used(rt, B), UP_STEP)
     assert await rt.runner.run(rt.engine.feedback.to_recheck, ["*"]) == []
+    votes = "SELECT person_id FROM reply_reactions"
+    assert [r["person_id"] for r in await rt.runner.run(rt.engine.db.rows, votes)] == [B]
+
+
+@ON_BOTH_ENGINES
+async def test_a_places_admin_moves_its_lore_and_a_member_does_not(rt, answered):
+    lore = await used(rt, f"discord:{GUILD}")
+    before = await importance(rt)
+    await rt.orchestrator.reacted(reaction("👍", user=BOB))
+    assert not set(moved(before, await importance(rt))) & lore
+    await rt.orchestrator.reacted(reaction("👍", user="603", admin=True))
+    assert moved(before, await importance(rt)) == {
+        **dict.fromkeys(await used(rt, B), UP_STEP),
+        **dict.fromkeys(lore, UP_STEP),
+    }
+
+
+async def test_a_persons_votes_move_a_memory_one_step_however_many_replies_used_it(
+    rt, srv, answered
+):
+    """Alice asks again and again, and 👎 every reply: her facts go down one step, not one per
+    reply."""
+    hers = await used(rt, A)
+    before = await importance(rt)
+    for n in range(2, 6):
+        srv.script("It starts at the wall.")
+        question = asked("Companion, do I row in the regatta?", mid=f"q{n}")
+        await rt.orchestrator.reply(question)
+        await rt.orchestrator.posted(question, (f"p{n}1",))
+        await rt.orchestrator.reacted(reaction("👎", post=f"p{n}1"))
+    await rt.orchestrator.reacted(reaction("👎"))
+    after = await importance(rt)
+    assert {m: after[m] - before[m] for m in hers} == dict.fromkeys(hers, -DOWN_STEP)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +255,9 @@ async def test_the_next_reflection_of_the_place_rechecks_what_a_thumbs_down_mark
 ):
     await rt.orchestrator.reacted(reaction("👎"))
     contents = await rt.runner.run(rt.engine.db.rows, "SELECT id, content FROM memories")
-    doubted = [r["content"] for r in contents if r["id"] in answered]
+    hers = await used(rt, A)
+    doubted = [r["content"] for r in contents if r["id"] in hers]
+    assert doubted
     srv.default = lambda body: (
         '{"facts": [], "summary": "the regatta"}' if "reflect" in str(body["messages"][0]) else "[]"
     )

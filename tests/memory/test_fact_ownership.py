@@ -498,6 +498,13 @@ def test_the_small_models_citations_beside_the_right_lines_still_let_the_forget_
         ("Don't forget my birthday is May 3", None),
         ("I don't remember his name", None),
         ("I'll never forget that trip", None),
+        # issue 44: English, not asks
+        ("Don't keep my birthday a secret", None),
+        ("Don't keep me waiting, I get grumpy", None),
+        ("Don't store the cheese in the fridge door", None),
+        ("Don't remember me as grumpy", None),
+        ("Forget about it, it's fine", None),
+        ("Please don't keep my phone number on file, thanks", "my phone number"),
     ],
 )
 def test_an_ask_to_forget_is_told_from_talk_about_forgetting(said, what):

@@ -389,8 +389,11 @@ async def test_reactions_of_people_reach_the_conversation_and_the_bots_own_do_no
     await dsc.dispatch_reaction(CHANNEL, 777, DISCORD_BOT_ID, "👍", username="companion")
     await dsc.dispatch_reaction(CHANNEL, 777, ALICE, "👎", username="alice")
     await dsc.dispatch_reaction(DM_CHANNEL, 778, BOB, "❤️", username="bob")
-    await conv.wait_until(lambda: len(conv.reactions) == 2)
-    first, second = conv.reactions
+    # the server's owner: may move its lore (ORCH-12)
+    await dsc.dispatch_reaction(CHANNEL, 777, payloads.OWNER_ID, "👍", username="owner")
+    await conv.wait_until(lambda: len(conv.reactions) == 3)
+    first, second, third = conv.reactions
+    assert [r.by_admin for r in conv.reactions] == [False, False, True]
     assert (
         first.platform,
         first.channel_id,
