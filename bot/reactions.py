@@ -1,15 +1,19 @@
 """Reactions on the bot's replies (ORCH-12): how its owner received a reply moves the memories
 it used.
 
-    whose memory, who reacts            👍 ❤️ (reinforce)        👎 (doubt)
-    a person's, that person             importance +0.5           -1.0, marked for recheck
-    a place's lore, one of its admins   the same                  the same
-    anyone's, anybody else              recorded, moves nothing   recorded, moves nothing
+    whose memory, who reacts              👍 ❤️ (reinforce)        👎 (doubt)
+    a person's, that person               importance +0.5           -1.0, marked for recheck
+    a place's lore, one of its admins     the same                  the same
+    another's shared one, the person      counted; the CONCERT-th   counted; the CONCERT-th
+      the reply answered                  person moves it a step    moves it and marks it
+    anyone's, anybody else                recorded, moves nothing   recorded, moves nothing
 
-Only the one a memory is about moves it (issue 44: twenty fresh accounts, or one person asking about
-someone else's fact twelve times, sank it to 0): a bystander's vote is kept in ``reply_reactions``
-and acts on nothing. A person's effect on one memory is one step: their first vote on any reply that
-used it counts, later ones (on that reply or another) move it no further. A reaction finds its reply
+The one a memory is about moves it; the person a reply answered (SPEC ORCH-12) moves someone else's
+shared memory only in concert: when the CONCERT-th person, each answered by a reply that used it,
+votes the same way, it moves one step, once (issue 44: twenty fresh accounts, or one person asking
+about someone else's fact twelve times, sank it to 0). A bystander's vote is kept in
+``reply_reactions`` and acts on nothing. A person's effect on one memory is one step: their first
+vote on any reply that used it counts, later ones (on that reply or another) move it no further. A reaction finds its reply
 by the post it landed on, in that very channel (``reply_posts``). Nothing is said back, so a
 reaction reveals nothing; the importance is what recall ranks by (``memory.recall.retrieval``) and
 what decay and pruning act on.
@@ -28,6 +32,7 @@ log = logging.getLogger(__name__)
 
 # of importance's 0..10: a 👎 from its owner sinks a 5 to 4, and no more
 UP_STEP, DOWN_STEP = 0.5, 1.0
+CONCERT = 3  # people, each answered, who move another's shared memory together (one step, once)
 _REINFORCE = frozenset({"👍", "❤", "♥", "💖", "💯"})
 _DOUBT = frozenset({"👎"})
 # emoji presentation and skin tones
@@ -76,12 +81,26 @@ def receive(engine: MemoryEngine, people: People, reaction: Reaction) -> Receive
     # recorded, whoever it is: one vote per person per reply
     if not feedback.vote(found.reply_rid, person, reaction.emoji.translate(_MODIFIERS)):
         return NOTHING
-    theirs = [u.rid for u in feedback.used(found.memories) if moves(u, person, reaction)]
+    used = feedback.used(found.memories)
+    theirs = [u.rid for u in used if moves(u, person, reaction)]
     # one step per person per memory, over every reply that used it
     touched = tuple(feedback.unvoted(person, found.reply_rid, theirs))
+    if person == found.answered:
+        others = [u for u in used if u.rid not in theirs]
+        touched += _in_concert(engine, person, found.reply_rid, others, sign)
     delta = UP_STEP if sign > 0 else -DOWN_STEP
     feedback.received(list(touched), delta, recheck=sign < 0)
     log.info(
         "a reaction on reply %d moved %d memories by %+.3f", found.reply_rid, len(touched), delta
     )
     return Received(touched, delta if touched else 0.0, sign < 0 and bool(touched))
+
+
+def _in_concert(
+    engine: MemoryEngine, person: str, reply_rid: int, others: list[Used], sign: int
+) -> tuple[int, ...]:
+    """Others' shared memories this vote moves: those it makes the CONCERT-th person's vote on (a
+    private one of another person's is never touched)."""
+    fresh = engine.feedback.unvoted(person, reply_rid, [u.rid for u in others if not u.private])
+    counts = engine.feedback.concert(fresh, sorted(_REINFORCE if sign > 0 else _DOUBT))
+    return tuple(rid for rid in fresh if counts.get(rid) == CONCERT)

@@ -192,6 +192,21 @@ class ReplyFeedback:
         }
         return [rid for rid in rids if rid not in voted]
 
+    def concert(self, rids: list[int], emojis: list[str]) -> dict[int, int]:
+        """For each memory among ``rids``: how many people, each voting on a reply that answered
+        them, voted one of ``emojis`` on a reply that used it (ORCH-12: others' votes counted)."""
+        if not rids or not emojis:
+            return {}
+        rows = self.db.execute(
+            "SELECT u.memory_rid, COUNT(DISTINCT v.person_id) FROM reply_reactions AS v "
+            "JOIN reply_memories AS u ON u.reply_rid = v.reply_rid "
+            "JOIN messages AS r ON r.rid = v.reply_rid JOIN messages AS q ON q.rid = r.answers_rid "
+            f"WHERE q.author_id = v.person_id AND v.emoji IN ({placeholders(emojis)}) "
+            f"AND u.memory_rid IN ({placeholders(rids)}) GROUP BY u.memory_rid",
+            (*emojis, *rids),
+        )
+        return {int(rid): int(n) for rid, n in rows}
+
     def received(self, rids: list[int], delta: float, *, recheck: bool) -> None:
         """Count the reception and move each memory's importance by ``delta`` (within 0..10)."""
         if not rids:

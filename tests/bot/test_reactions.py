@@ -170,6 +170,50 @@ async def test_a_persons_votes_move_a_memory_one_step_however_many_replies_used_
     assert {m: after[m] - before[m] for m in hers} == dict.fromkeys(hers, -DOWN_STEP)
 
 
+async def test_others_answered_about_a_shared_fact_move_it_only_in_concert_and_once(rt, srv):
+    """SPEC ORCH-12 (the person a reply answered) with issue 44's bound: one person asking about
+    Bob's fact again and again moves nothing; the CONCERT-th person answered, voting the same way,
+    moves it one step and marks it; later ones move it no further."""
+    await rt.runner.run(
+        remember,
+        rt.engine,
+        "Bob keeps his boat in Falmouth",
+        scope_id=B,
+        guild_id=f"discord:{GUILD}",
+    )
+    before = await importance(rt)
+
+    async def asks_and_doubts(user: str, n: int) -> None:
+        srv.script("In Falmouth.")
+        question = IncomingMessage(
+            "discord",
+            CHANNEL,
+            user,
+            f"M{user}",
+            "Companion, where does Bob keep his boat?",
+            GUILD,
+            f"c{n}",
+            participants=((BOB, "Bob"),),
+        )
+        await rt.orchestrator.reply(question)
+        await rt.orchestrator.posted(question, (f"c{n}",))
+        await rt.orchestrator.reacted(reaction("👎", user=user, post=f"c{n}"))
+
+    for n in range(12):  # one person, twelve times
+        await asks_and_doubts("703", n)
+    assert await used(rt, B) and moved(before, await importance(rt)) == {}
+    await asks_and_doubts("704", 20)
+    assert moved(before, await importance(rt)) == {}
+    await asks_and_doubts("705", 21)  # the third person answered
+    bobs = await used(rt, B)
+    assert moved(before, await importance(rt)) == dict.fromkeys(bobs, -DOWN_STEP)
+    keys = await rt.runner.run(rt.engine.db.rows, "SELECT DISTINCT partition_key FROM memories")
+    marked = await rt.runner.run(rt.engine.feedback.to_recheck, [r["partition_key"] for r in keys])
+    assert {memory_id for memory_id, _ in marked} == bobs
+    await asks_and_doubts("706", 22)
+    assert moved(before, await importance(rt)) == dict.fromkeys(bobs, -DOWN_STEP)
+
+
 @pytest.mark.parametrize(
     "odd",
     [
