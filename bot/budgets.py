@@ -177,17 +177,26 @@ def ledger_hook(
 
 
 _short: ContextVar[bool] = ContextVar("short_context", default=False)
+_spent: ContextVar[bool] = ContextVar("spent_day", default=False)
 
 
 @contextlib.contextmanager
 def budgeted_turn(charge: Charge, level: Level) -> Iterator[None]:
-    """The turn's model calls are filed under ``charge``, and its context is short from ``Level.SHORT``."""
-    token = _short.set(level >= Level.SHORT)
+    """The turn's model calls are filed under ``charge``, its context is short from ``Level.SHORT``,
+    and at ``Level.SPENT`` (a held-back message, stored) no photo of it is looked at (``spent``)."""
+    short, spent = _short.set(level >= Level.SHORT), _spent.set(level is Level.SPENT)
     try:
         with charging(charge):
             yield
     finally:
-        _short.reset(token)
+        _spent.reset(spent)
+        _short.reset(short)
+
+
+def spent() -> bool:
+    """Whether the message being handled is of a person or a place whose day is spent: a look at its
+    photos (``bot.vision``) would be a model call nobody may make for them today."""
+    return _spent.get()
 
 
 def fitted(snap: Snapshot) -> Snapshot:
@@ -230,6 +239,16 @@ class Budgeted(PassThrough):
         with budgeted_turn(charge, standing.level):
             return await self._inner.reply(message, stream)
 
+    async def observe(self, message: IncomingMessage) -> None:
+        """Group talk not for the bot: stored, its photos looked at on its person's and place's bill
+        (not at all once either's day is spent)."""
+        charge, standing = await self._budgets.runner.run(self._assess, message)
+        await self._observed(message, charge, standing)
+
+    async def _observed(self, message: IncomingMessage, charge: Charge, standing: Standing) -> None:
+        with budgeted_turn(charge, standing.level):
+            await self._inner.observe(message)
+
     def _assess(self, message: IncomingMessage) -> tuple[Charge, Standing]:
         person = self._people.lookup(message.platform, message.author_id)
         # the resolver's guild key
@@ -254,7 +273,7 @@ class Budgeted(PassThrough):
         answered = await self._inner.without_model(message)
         if answered is not None:
             return answered
-        await self._inner.observe(message)
+        await self._observed(message, charge, standing)
         self._budgets.held(standing.level)
         if standing.level is not Level.SPENT:
             return Reply("", skipped=True)

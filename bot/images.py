@@ -3,11 +3,15 @@
     ImageLimits  COMPANION_IMAGE_MAX_MB and COMPANION_IMAGES_PER_MESSAGE
     sniff        the real format, read from the first bytes (never the file name or the declared type)
     intact       whether the bytes hold a whole image of that format (a truncated or bit-flipped PNG is not)
+    size_of      the width and height an image's header claims, read without decoding it
     fetch_all    each attachment as a ``Picture`` (its data URL) or a ``Refusal`` (why, in a few words)
 
-PNG, JPEG, GIF and WEBP pass. SVG is refused: it is not a raster, and an SVG may carry scripts and links that
-have no business in a model request. The bytes live in memory for one turn only: they go to the model in the
-request and are dropped; the store keeps a caption (``bot.vision``), never the image.
+PNG, JPEG, GIF and WEBP pass. SVG is refused: it is not a raster, and an SVG may carry scripts and
+links that have no business in a model request. An image whose header claims more than
+``MAX_PIXELS`` is refused, not downscaled (shrinking it means decoding it, the very cost refused): a
+2.7 MB PNG of one colour may claim 60,000 x 45,000 pixels, 10.8 GB once the model server decodes it.
+The bytes live in memory for one turn only: they go to the model in the request and are dropped; the
+store keeps a caption (``bot.vision``), never the image.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ FETCH_TIMEOUT_S = (
     30.0  # a 10 MB file over a slow link; a CDN that hangs must not hold the turn for ever
 )
 MB = 1024 * 1024
+# 40 megapixels: 160 MB decoded at 4 bytes a pixel. A phone photo is 12 MP (a 48 MP mode's file is
+# over the 10 MB limit anyway), and a model server scales what it gets to a few megapixels at most.
+MAX_PIXELS = 40_000_000
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # frame headers (not DHT, JPG, DAC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +118,55 @@ def _png_intact(data: bytes) -> bool:
     return False
 
 
+def size_of(media_type: str, data: bytes) -> tuple[int, int] | None:
+    """(width, height) as the header says, or None when it says nothing readable. PNG: IHDR; GIF: the
+    logical screen; JPEG: the first frame header (SOFn) before the scan; WEBP: VP8, VP8L or VP8X."""
+    if media_type == "image/png":
+        return struct.unpack(">II", data[16:24]) if len(data) >= 24 else None
+    if media_type == "image/gif":
+        return struct.unpack("<HH", data[6:10]) if len(data) >= 10 else None
+    if media_type == "image/jpeg":
+        return _jpeg_size(data)
+    if media_type == "image/webp":
+        return _webp_size(data)
+    return None
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    at = 2
+    while at + 4 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill bytes
+            at += 1
+            continue
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:  # no length
+            at += 2
+            continue
+        if marker in (0xD9, 0xDA):  # the end, or the scan: no frame header before it
+            return None
+        (length,) = struct.unpack(">H", data[at + 2 : at + 4])
+        if marker in _JPEG_SOF and at + 9 <= len(data):
+            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+            return width, height
+        at += 2 + length
+    return None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    kind, body = data[12:16], data[20:30]
+    if kind == b"VP8 " and len(body) >= 10 and body[3:6] == b"\x9d\x01\x2a":
+        width, height = struct.unpack("<HH", body[6:10])
+        return width & 0x3FFF, height & 0x3FFF
+    if kind == b"VP8L" and len(body) >= 5 and body[0] == 0x2F:
+        (bits,) = struct.unpack("<I", body[1:5])
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if kind == b"VP8X" and len(body) >= 10:
+        return 1 + int.from_bytes(body[4:7], "little"), 1 + int.from_bytes(body[7:10], "little")
+    return None
+
+
 async def fetch_all(
     attachments: Sequence[Attachment], limits: ImageLimits
 ) -> list[Picture | Refusal]:
@@ -151,8 +208,12 @@ def checked(name: str, data: bytes, limits: ImageLimits) -> Picture | Refusal:
         )
     if media_type is None:
         return Refusal(name, "it is not a PNG, JPEG, GIF or WEBP image")
-    if not intact(media_type, data):
+    if not intact(media_type, data) or (size := size_of(media_type, data)) is None:
         return Refusal(name, f"the {FORMATS[media_type]} file is damaged or cut short")
+    if size[0] * size[1] > MAX_PIXELS:
+        return Refusal(
+            name, f"it is {size[0]:,} x {size[1]:,} pixels, over the {MAX_PIXELS // 10**6} MP limit"
+        )
     return Picture(
         name, media_type, f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
     )

@@ -42,7 +42,7 @@ from .reminder_commands import place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, IncomingMessage, Reaction, Reply, StreamSink, Verdict
-from .vision import Seen, Sight, VisionOptions, text_of, with_notes, without_notes
+from .vision import Seen, Sight, VisionOptions, with_notes, without_notes
 from .voice_mode import VoiceConversation, VoiceSessions, cached_search
 
 log = logging.getLogger(__name__)
@@ -325,13 +325,9 @@ class Orchestrator:
         a check there would protect nothing and cost the console its word-by-word stream."""
         checked = not turn.ctx.owner_private
         if checked:
-            tools.guard = lambda arguments: self._leaks(
-                turn, arguments, convo, "the tool call refused"
-            )
+            tools.guard = lambda arguments: self._leaks(turn, arguments, "the tool call refused")
         gate = (
-            LeakGate(stream, lambda said: self._leaks(turn, said, convo))
-            if stream and checked
-            else None
+            LeakGate(stream, lambda said: self._leaks(turn, said)) if stream and checked else None
         )
         sink = gate or stream
         drafted = await self._ask(
@@ -351,7 +347,7 @@ class Orchestrator:
         if (
             text is None
             or turn.ctx.owner_private
-            or not await self._leaks(turn, text, convo, "asking the model again")
+            or not await self._leaks(turn, text, "asking the model again")
         ):
             return text
         again = await self._ask(
@@ -360,22 +356,18 @@ class Orchestrator:
             None,
             turn.message,
         )
-        if again is None or await self._leaks(turn, again, convo, "withheld"):
+        if again is None or await self._leaks(turn, again, "withheld"):
             return WITHHELD
         return again
 
-    async def _leaks(
-        self, turn: Turn, text: str, convo: list[dict[str, Any]], outcome: str = ""
-    ) -> bool:
-        """Would ``text`` reveal memories this place may not see? Logged with ids and kinds, never the words."""
-        seen = "\n".join(
-            [
-                *turn.names.values(),
-                self.assembler.bot_name,
-                *(text_of(m.get("content")) for m in convo[1:]),
-            ]
-        )
-        leaks = await self.turns.leaks(turn.ctx, text, seen)
+    async def _leaks(self, turn: Turn, text: str, outcome: str = "") -> bool:
+        """Would ``text`` reveal memories this place may not see? Logged with ids and kinds, never
+        the words. The conversation shown is not "seen" as a whole: who said a word matters (a
+        caption of Bob's holding Alice's DM fact is his guess or leak, not her word), which the
+        check reads from the stored messages; only the names and the asker's words of this turn are
+        passed."""
+        seen = "\n".join([*turn.names.values(), self.assembler.bot_name])
+        leaks = await self.turns.leaks(turn.ctx, text, seen, turn.text)
         if leaks and outcome:
             found = ", ".join(f"{leak.memory_id} ({leak.kind})" for leak in leaks)
             log.warning(

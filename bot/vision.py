@@ -6,9 +6,13 @@
     Sight.look        a message's images -> its text with one note per image, and the turn's image parts
     with_notes        an edited message keeps the notes of its photos (an edit changes the words, not the photos)
 
-What the store keeps is text, in the message's own row and place: "[photo: <one-line caption>]" when the model
-saw it, "[photo]" when it cannot see, "[photo not read: <why>]" when the file was refused. So extraction, recall,
-the leak check and every forget treat a photo as the words it was, and the bytes are never written anywhere.
+What the store keeps is text, in the message's own row and place: "[photo: <one-line caption>]" when
+the model saw it, "[photo]" when it cannot see, "[photo not read: <why>]" when the file was refused
+or the sender's or the place's day's budget is spent (ORCH-14: then no call is made, and none later:
+the bytes are not kept). So extraction, recall, the leak check and every forget treat a photo as the
+words it was (the sender's), and the bytes are never written anywhere. A caption is charged to the
+sender and the place, kind "caption", also for group talk not spoken to the bot
+(``bot.budgets.Budgeted.observe``).
 
 The caption is its own short call, made before the message is stored, rather than a line the reply writes: the
 message is stored before the reply is asked for (ORCH-6, write-ahead), a photo in group talk nobody answers gets
@@ -31,6 +35,8 @@ import openai
 import prompts
 from memory import Sight as KeptSight
 
+from .attribution import charging, current
+from .budgets import spent
 from .images import ImageLimits, Picture, Refusal, fetch_all, solid_png
 from .llm import LLMError
 from .server_quirks import server_words
@@ -49,6 +55,8 @@ CAPTION_CHARS = 200  # a caption is a line of memory, not a description of every
 # "image input is not supported - you may need to provide the mmproj", vLLM "not a multimodal model".
 # what ``look`` writes into a message's text
 NOTE = re.compile(r"\[photo(?: not read)?(?:: [^\]]*)?\]")
+# a photo from a person or place whose day is spent: not looked at, nor later (no bytes are kept)
+SPENT_NOTE = "[photo not read: the day's budget is spent]"
 _NO_EYES = re.compile(r"image|vision|multi-?modal|mmproj|content part|content type", re.IGNORECASE)
 
 
@@ -114,6 +122,8 @@ class Sight:
         """The message with a note per image in its text (what is stored), and what the turn shows the model."""
         if not message.images:
             return message, NOTHING
+        if spent():  # ORCH-14: no call for a person or place whose day is spent
+            return _noted(message, [SPENT_NOTE] * len(message.images)), NOTHING
         if not await self.can_see():
             return _noted(message, ["[photo]"] * len(message.images)), _unseen(len(message.images))
         looked = await fetch_all(message.images, self.options.limits)
@@ -174,7 +184,8 @@ class Sight:
         ask = prompts.render("image_caption", said=json.dumps(said[:500], ensure_ascii=False))
         question = [{"role": "user", "content": [{"type": "text", "text": ask}, picture.part()]}]
         try:
-            return one_line(await self.llm.complete(question, temperature=0.0))
+            with charging(replace(current(), kind="caption")):
+                return one_line(await self.llm.complete(question, temperature=0.0))
         except LLMError as exc:
             if refuses_images(exc) and self.options.mode == "auto":
                 # the model changed since the probe, or the probe was fooled

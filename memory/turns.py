@@ -75,10 +75,13 @@ class Turns:
         extracted as theirs); None when it was never stored."""
         return await self.runner.run(self._edited, said)
 
-    async def leaks(self, ctx: RecallContext, text: str, seen: str = "") -> tuple[Leak, ...]:
-        """SEC-6: the memories and recent messages outside ``ctx``'s view that ``text`` would reveal (``seen``:
-        what the place has seen already: names, the prompt's own lines)."""
-        return await self.runner.run(self.engine.leaks.check, ctx, text, seen)
+    async def leaks(
+        self, ctx: RecallContext, text: str, seen: str = "", said: str = ""
+    ) -> tuple[Leak, ...]:
+        """SEC-6: the memories and recent messages outside ``ctx``'s view that ``text`` would
+        reveal (``seen``: what the place has seen from no one in particular, the names; ``said``:
+        the asker's words of this turn)."""
+        return await self.runner.run(self.engine.leaks.check, ctx, text, seen, said)
 
     async def deleted(
         self, platform: str, channel_id: str, platform_message_ids: tuple[str, ...]

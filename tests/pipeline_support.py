@@ -93,13 +93,15 @@ def last_reply_prompt(srv) -> str:
 
 @asynccontextmanager
 async def platforms(
-    tmp_path: Path, guilds: Callable[[Any], None], **overrides: Any
+    tmp_path: Path, guilds: Callable[[Any], None], *, budgeted: bool = False, **overrides: Any
 ) -> AsyncIterator[tuple[Runtime, Any, Any, Any]]:
     """The bot on both platforms at once: python-telegram-bot and discord.py against local fake servers, the
     real runtime against a scripted model. ``guilds(dc)`` configures the fake Discord before it connects;
+    ``budgeted``: the adapters talk to the orchestrator behind the daily budgets, as in a real run;
     ``overrides`` are settings. Yields (runtime, llm, tg, dc)."""
     from bot.adapters.discord_adapter import DiscordAdapter
     from bot.adapters.telegram_adapter import TelegramAdapter
+    from bot.composition import budgeted as behind_budgets
     from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
 
     async with FakeOpenAI() as llm, FakeTelegram() as tg, FakeDiscord() as dc:
@@ -107,15 +109,14 @@ async def platforms(
         restore = dc.patch_discord()
         runtime = build_runtime(tmp_path / "bot.db", llm, FakeClock(), **overrides)
         await runtime.start(background_loop=False)
+        door = behind_budgets(runtime) if budgeted else runtime.orchestrator
         telegram = TelegramAdapter(
-            runtime.orchestrator,
+            door,
             "123:abc",
             base_url=f"{tg.url}/bot",
             base_file_url=f"{tg.url}/file/bot",
         )
-        discord_ = DiscordAdapter(
-            runtime.orchestrator, "discord-token", guild_ready_timeout=0.05, ready_timeout=30
-        )
+        discord_ = DiscordAdapter(door, "discord-token", guild_ready_timeout=0.05, ready_timeout=30)
         await telegram.start()
         await discord_.start()
         try:

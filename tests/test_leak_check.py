@@ -113,10 +113,22 @@ def test_words_the_place_may_see_in_its_memories_or_the_turn_are_no_leak(engine)
     assert engine.leaks.check(guild_ctx("g1", "bob"), "Is Glasswyrm playing tonight?") == ()
     assert (
         engine.leaks.check(
-            guild_ctx("g1", "alice"), "Reykjavik, you said?", seen="Alice: what about Reykjavik?"
+            guild_ctx("g1", "bob"), "Reykjavik, you said?", said="what about Reykjavik?"
         )
         == ()
     )
+
+
+def test_another_person_saying_the_words_of_a_dm_only_fact_does_not_make_a_repeat_fine(engine):
+    """Bob's DM fact: Alice saying "Reykjavik" in the group, in this turn or stored, is her guess
+    (or a leak she carried in, in words or a photo's caption), not Bob's word: the reply is held."""
+    plant(engine)
+    alice = guild_ctx("g1", "alice")
+    assert engine.leaks.check(alice, "Reykjavik, you said?", said="what about Reykjavik?") != ()
+    say(engine, "is Bob moving to Reykjavik?", author="alice", guild="g1")
+    assert engine.leaks.check(alice, "Yes, Reykjavik!") != ()
+    say(engine, "yes, I'm moving to Reykjavik", author="bob", guild="g1")
+    assert engine.leaks.check(alice, "Yes, Reykjavik!") == ()
 
 
 def test_in_the_dm_it_was_said_in_nothing_leaks(engine):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -235,6 +237,20 @@ async def test_a_corrupt_png_and_an_svg_each_get_a_clear_line_and_the_good_photo
         f"three pictures [photo: {CAPTION}] [photo not read: the PNG file is damaged"
     )
     assert "<script>" not in json.dumps(llm.chat_requests)
+
+
+async def test_a_small_png_claiming_2_7_gigapixels_never_reaches_the_model_server(world):
+    runtime, llm, tg, dc = world
+    llm.script("Oh?")
+    bomb = bytearray(solid_png((5, 5, 5), 4))
+    header = b"IHDR" + struct.pack(">IIBBBBB", 60_000, 45_000, 8, 2, 0, 0, 0)
+    bomb[8:33] = struct.pack(">I", 13) + header + struct.pack(">I", zlib.crc32(header))
+    await dc.dispatch_message(DC_DM, DC_USER, "big one", files=(FakeFile("big.png", bytes(bomb)),))
+    why = "it is 60,000 x 45,000 pixels, over the 40 MP limit"
+    assert (await dc.wait_for_sent(1))[-1][
+        "content"
+    ] == f"Oh?\n\n(I couldn't look at big.png: {why}.)"
+    assert llm.images == [] and stored_user_texts(runtime) == [f"big one [photo not read: {why}]"]
 
 
 async def test_past_the_count_limit_images_are_refused_by_count(tmp_path):

@@ -15,9 +15,12 @@ word held by more than 2% (or 200) of the store's memories, 0. Rarity in English
 vocabulary, whose whole words are ordered by how often they occur (``the`` is 1996, ``reykjavik`` 28559);
 a word it lacks is rarer still. A memory leaks when the words it shares with the reply, none of them seen
 by the place, weigh 2 or more: "Reykjavik" or "X4471Q" alone, "passport" with "secretly", never "moving to
-the coffee place in the morning". Seen means: in ``seen`` (the turn, the names, the recent conversation the
-caller showed the model), in a live memory the place may see, or in a message of a channel the asker may
-read (the turn itself was stored before the model was asked, so it counts).
+the coffee place in the morning". Seen means: in ``seen`` (the names), in a live memory the place may see,
+or in a message of a channel the asker may read (the turn itself was stored before the model was asked,
+so it counts; ``said`` is the turn's words when it was not). Who said a word matters: a word of a DM-only
+row (a DM-private memory, a DM's message, the operator's memory) counts as said only when its knower (the
+DM's person, the owner) said it. Another person typing it in the group, or a photo of theirs whose
+caption holds it, is a guess or a leak carried in, never a licence to repeat it.
 
 A ``Leak`` carries the memory id and the kind of partition it sits in (what the bot logs) and the words
 (for the caller only: they are never logged, and never put into a prompt of the shared place).
@@ -59,8 +62,9 @@ MESSAGE_COLUMNS = ("content",)  # what was said (not the speaker's name or the q
 RECENT_MESSAGES_S, MESSAGE_COMMON_ROWS = 7 * 86_400.0, 500
 YEAR = re.compile(r"(19|20)\d\d")
 Words = dict[str, tuple[str, int]]  # stem -> (the word as written, its weight)
-# a row's id, its kind of place, and which of the reply's stems it holds
-Held = tuple[str, str, set[str]]
+# a row's id, its kind of place, the one person who may know it ('' for anyone of a server), and
+# which of the reply's stems it holds
+Held = tuple[str, str, str, set[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,22 +84,25 @@ class LeakCheck:
     ) -> None:
         self.memories, self.messages, self.now = memories, messages, now
 
-    def check(self, ctx: RecallContext, reply: str, seen: str = "") -> tuple[Leak, ...]:
+    def check(
+        self, ctx: RecallContext, reply: str, seen: str = "", said: str = ""
+    ) -> tuple[Leak, ...]:
         """The memories and recent messages outside ``ctx``'s view whose distinctive words ``reply`` repeats (as
         written, or hidden: ``memory.evasions``), unseen by the place.
 
         :param ctx: the place the reply is for (its partitions decide what is outside; a DM is such a place too:
             only its own person's memories are inside it).
         :param reply: the text about to be posted, or the arguments of a tool call about to run.
-        :param seen: text the place has seen that the store may not hold (names, the conversation shown).
+        :param seen: text the place has seen from no person in particular (names, the bot's name).
+        :param said: what the asker said in this turn, which the store may not hold (/privacy
+            off): it counts as the asker's words, like their stored messages.
         """
         words = self._telling(reply, seen)
         if not words:
             return ()
         outside = [*self._in_memories(ctx, words), *self._in_messages(ctx, words)]
-        return tuple(
-            sorted(self._unseen(ctx, words, outside), key=lambda leak: (leak.kind, leak.memory_id))
-        )
+        unseen = self._unseen(ctx, words, outside, said)
+        return tuple(sorted(unseen, key=lambda leak: (leak.kind, leak.memory_id)))
 
     def _in_memories(self, ctx: RecallContext, words: Words) -> list[Held]:
         """Live memories outside the place's partitions that hold enough of the words."""
@@ -108,7 +115,7 @@ class LeakCheck:
         mine = ctx.memory_partitions()
         keys = self.memories.keys(heavy, live_memories("t", self.now()))
         return [
-            (row_id, partition_kind(key), holders[rid])
+            (row_id, partition_kind(key), knower(key), holders[rid])
             for rid, (row_id, key) in keys.items()
             if key not in mine
         ]
@@ -124,20 +131,41 @@ class LeakCheck:
             return []
         recent = Filter("t.created_at >= ?", (self.now() - RECENT_MESSAGES_S,))
         keys = self.messages.keys(heavy, recent & _unreadable(ctx))
-        return [(row_id, message_kind(key), holders[rid]) for rid, (row_id, key) in keys.items()]
-
-    def _unseen(self, ctx: RecallContext, words: Words, outside: list[Held]) -> list[Leak]:
-        """The rows of ``outside`` whose words the place has not seen elsewhere (a memory it may see, a message it
-        may read) still weigh enough to give them away."""
-        shown = self._shown(ctx, {stem for *_, stems in outside for stem in stems}, words)
-        suspects = [(row_id, kind, stems - shown) for row_id, kind, stems in outside]
-        suspects = [found for found in suspects if _weight(found[2], words) >= LEAK_WEIGHT]
-        said_here = self._said_here(ctx, {stem for *_, stems in suspects for stem in stems}, words)
         return [
-            Leak(row_id, kind, tuple(sorted(words[s][0] for s in stems - said_here)))
-            for row_id, kind, stems in suspects
-            if _weight(stems - said_here, words) >= LEAK_WEIGHT
+            (row_id, message_kind(key), knower(key), holders[rid])
+            for rid, (row_id, key) in keys.items()
         ]
+
+    def _unseen(
+        self, ctx: RecallContext, words: Words, outside: list[Held], said: str
+    ) -> list[Leak]:
+        """The rows of ``outside`` whose words the place has not seen elsewhere (a memory it may
+        see, a message it may read) still weigh enough to give them away. A word of a DM-only row
+        was seen in a message only if its knower said it: Bob typing Alice's therapist's name in
+        the group (or a photo of her card: its caption is stored as his words) is a guess or a
+        leak, not her word."""
+        shown = self._shown(ctx, {stem for *_, stems in outside for stem in stems}, words)
+        suspects = [(row, kind, who, stems - shown) for row, kind, who, stems in outside]
+        suspects = [found for found in suspects if _weight(found[3], words) >= LEAK_WEIGHT]
+        heard = {
+            who: self._said_here(
+                ctx, set().union(*(s[3] for s in suspects if s[2] == who)), words, who
+            )
+            for who in {s[2] for s in suspects}
+        }
+        own = self._told(said, {stem for *_, stems in suspects for stem in stems})
+        leaks = []
+        for row_id, kind, who, stems in suspects:
+            left = stems - heard[who] - (own if who in ("", ctx.speaker_id) else set())
+            if _weight(left, words) >= LEAK_WEIGHT:
+                leaks.append(Leak(row_id, kind, tuple(sorted(words[s][0] for s in left))))
+        return leaks
+
+    def _told(self, said: str, stems: set[str]) -> set[str]:
+        """The stems among ``stems`` that ``said`` holds."""
+        if not said or not stems:
+            return set()
+        return {s for _, s in self.memories.fts.words(fold(said), MAX_REPLY_CHARS)} & stems
 
     def _telling(self, reply: str, seen: str) -> Words:
         """stem -> (word, weight) for the reply's words (hidden ones too) that weigh something and are not in ``seen``."""
@@ -176,14 +204,17 @@ class LeakCheck:
         mine, live = ctx.memory_partitions(), live_memories("t", self.now())
         return {stem for stem in stems if self.memories.has_word(words[stem][0], mine, live)}
 
-    def _said_here(self, ctx: RecallContext, stems: set[str], words: Words) -> set[str]:
-        """The words among ``stems`` said in a message the asker may read (this channel, readable ones of its guild)."""
+    def _said_here(self, ctx: RecallContext, stems: set[str], words: Words, by: str) -> set[str]:
+        """The words among ``stems`` said in a message the asker may read (this channel, readable
+        ones of its guild); by ``by`` alone when given."""
         talk = (message_partition(ctx.guild_id, ctx.speaker_id),)
         channels = ctx.channels()
         readable = Filter(
             f"t.platform = ? AND t.channel_id IN ({placeholders(channels)})",
             (ctx.platform, *channels),
         )
+        if by:
+            readable &= Filter("t.author_id = ?", (by,))
         return {stem for stem in stems if self.messages.has_word(words[stem][0], talk, readable)}
 
 
@@ -198,6 +229,15 @@ def _unreadable(ctx: RecallContext) -> Filter:
         f"t.partition_key = ? AND t.platform = ? AND t.channel_id IN ({placeholders(channels)})"
     )
     return Filter(f"NOT ({readable})", (here, ctx.platform, *channels))
+
+
+def knower(key: str) -> str:
+    """The one person who may know what a row of this partition holds: a DM's person, a person's
+    DM-private memories' owner, the operator of owner memories; '' for a server's (anyone there)."""
+    parts = key.split("|")
+    if parts[0] == "dm" or parts[0] == "owner" or (parts[0] == "user" and parts[2] == "private"):
+        return parts[1]
+    return ""
 
 
 def message_kind(key: str) -> str:

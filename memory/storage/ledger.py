@@ -6,8 +6,9 @@ One row per (day, person, platform, place, kind, model), its counts added to as 
     person_id  whose turn or job it was; '' on the place's own row
     platform   discord | telegram | console; '' for work of no platform (a bulletin, a maintenance pass)
     place_id   the server or group (its guild key, "discord:123"); '' for a DM and for work of no place
-    kind       reply, voice, extraction, reflection, compaction, daily, bulletin, checkin, judge, other; ``NOTICE``
-               rows count the polite lines said when a budget was spent (no tokens)
+    kind       reply, voice, caption (a look at a photo), extraction, reflection, compaction, daily,
+               bulletin, checkin, judge, other; ``NOTICE`` rows count the polite lines said when a
+               budget was spent (no tokens)
     model      the model's name as configured
 
 Every call is added twice: to its person's row and to its place's own row (person ''). The place's rows are the

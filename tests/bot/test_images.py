@@ -8,14 +8,58 @@ import zlib
 
 import pytest
 
-from bot.images import ImageLimits, Picture, Refusal, checked, fetch_all, intact, sniff, solid_png
+from bot.images import (
+    MAX_PIXELS,
+    PNG_MAGIC,
+    ImageLimits,
+    Picture,
+    Refusal,
+    checked,
+    fetch_all,
+    intact,
+    size_of,
+    sniff,
+    solid_png,
+)
 from bot.types import Attachment
 from bot.vision import one_line, sees_red
 
+
+def jpeg(width: int, height: int) -> bytes:
+    """A JPEG's markers up to its scan: the JFIF segment, a frame header (SOF0) of that size."""
+    frame = b"\xff\xc0" + struct.pack(">HBHHB", 17, 8, height, width, 3) + b"\x01\x22\x00" * 3
+    return (
+        b"\xff\xd8\xff\xe0\x00\x10JFIF\x00"
+        + b"\x11" * 9
+        + frame
+        + b"\xff\xda"
+        + b"\x11" * 64
+        + b"\xff\xd9"
+    )
+
+
+def gif(width: int, height: int) -> bytes:
+    return b"GIF89a" + struct.pack("<HH", width, height) + b"\x00\x00\x00\x2c" + b"\x00" * 16 + b";"
+
+
+def webp(chunk: bytes, payload: bytes) -> bytes:
+    body = chunk + struct.pack("<I", len(payload)) + payload
+    return b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WEBP" + body
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A small, whole PNG (every checksum right) whose header claims ``width`` x ``height``."""
+    real = solid_png((9, 9, 9), 4)
+    header = b"IHDR" + struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    chunk = struct.pack(">I", 13) + header + struct.pack(">I", zlib.crc32(header))
+    return PNG_MAGIC + chunk + real[len(PNG_MAGIC) + len(chunk) :]
+
+
 PNG = solid_png((1, 2, 3), 8)
-JPEG = b"\xff\xd8\xff\xe0" + b"\x00\x10JFIF\x00" + b"\x11" * 64 + b"\xff\xd9"
-GIF = b"GIF89a" + b"\x01\x00\x01\x00\x00\x00\x00" + b"\x2c" + b"\x00" * 16 + b";"
-WEBP = b"RIFF" + struct.pack("<I", 24) + b"WEBPVP8 " + b"\x00" * 16
+JPEG = jpeg(8, 8)
+GIF = gif(1, 1)
+VP8 = b"\x00\x00\x00\x9d\x01\x2a" + struct.pack("<HH", 8, 8) + b"\x00" * 6
+WEBP = webp(b"VP8 ", VP8)
 SVG = b'\xef\xbb\xbf  <svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>'
 
 
@@ -141,3 +185,34 @@ def test_the_notes_an_image_leaves_are_told_apart_from_the_persons_words() -> No
         without_notes("[photo: a cat]") == ""
         and without_notes("forget [my] photo") == "forget [my] photo"
     )
+
+
+@pytest.mark.parametrize(
+    ("data", "size"),
+    [
+        (png_claiming(60_000, 45_000), (60_000, 45_000)),  # 2.7 gigapixels in 70-odd bytes
+        (jpeg(65_535, 65_535), (65_535, 65_535)),
+        (gif(65_535, 40_000), (65_535, 40_000)),
+        (webp(b"VP8X", b"\x00" * 4 + (2**24 - 1).to_bytes(3, "little") * 2), (2**24, 2**24)),
+        (webp(b"VP8L", b"\x2f" + struct.pack("<I", 0x0FFFFFFF) + b"\x00"), (16_384, 16_384)),
+        (webp(b"VP8 ", VP8[:6] + struct.pack("<HH", 16_383, 16_383) + VP8[10:]), (16_383, 16_383)),
+    ],
+)
+def test_an_image_claiming_more_than_the_pixel_bound_is_refused_from_its_header(
+    data: bytes, size: tuple[int, int]
+) -> None:
+    kind = sniff(data)
+    assert kind is not None and intact(kind, data) and size_of(kind, data) == size
+    refused = checked("huge.img", data, ImageLimits())
+    assert isinstance(refused, Refusal) and f"{size[0]:,} x {size[1]:,} pixels" in refused.reason
+    assert "40 MP limit" in refused.reason and len(data) < 200
+
+
+def test_the_pixel_bound_is_40_megapixels_and_a_header_without_a_size_is_damage() -> None:
+    assert isinstance(checked("a.png", png_claiming(8_000, 5_000), ImageLimits()), Picture)
+    assert isinstance(checked("b.png", png_claiming(8_001, 5_000), ImageLimits()), Refusal)
+    assert MAX_PIXELS == 8_000 * 5_000
+    no_frame = jpeg(8, 8).replace(b"\xff\xc0", b"\xff\xe1")  # the frame header turned into an APP1
+    refused = checked("c.jpg", no_frame, ImageLimits())
+    assert isinstance(refused, Refusal) and "damaged" in refused.reason
+    assert size_of("image/webp", webp(b"VP8 ", b"\x00" * 16)) is None
