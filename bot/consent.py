@@ -16,6 +16,12 @@ PRIVACY_HELP = (
     "/forget everything — delete what is already kept (/privacy off does not delete the past).\n"
     "Admins, in a server or group: /privacy server off|on does the same for everything said there."
 )
+OFF_ANSWER = (
+    "OK: from now on I won't keep anything you say, anywhere, on any of your linked accounts: "
+    "no history, no facts, no summaries, and not my replies to you. I'll still answer each "
+    "message on its own. What I kept before stays until you delete it: see it with /about me, "
+    "delete it with /forget everything. /privacy on undoes this."
+)
 PRIVACY_USAGE = (
     "I understand /privacy, /privacy off and /privacy on (for yourself), and /privacy server off|on (admins, in the "
     "server). Nobody can switch it for someone else. Nothing was changed."
@@ -24,7 +30,7 @@ PRIVACY_USAGE = (
 
 class Consent:
     def __init__(self, engine: MemoryEngine) -> None:
-        self.privacy, self.own = engine.privacy, OwnMemory(engine)
+        self.privacy, self.own, self.reminders = engine.privacy, OwnMemory(engine), engine.reminders
 
     def remembers(self, turn) -> bool:
         return self.privacy.remembers(turn.ctx)
@@ -52,11 +58,11 @@ class Consent:
         self.privacy.set_person(turn.person_id, on)
         if on:
             return "OK: I'll remember what you say again, from now on (nothing you said while it was off was kept)."
-        return (
-            "OK: from now on I won't keep anything you say, anywhere, on any of your linked accounts: no history, no facts, "
-            "no summaries, and not my replies to you. I'll still answer each message on its own. What I kept before stays "
-            "until you delete it: see it with /about me, delete it with /forget everything. /privacy on undoes this."
-        )
+        # "forget me" from now on: a pending reminder keeps the person's words and posts them later
+        cancelled = self.reminders.cancel_all(turn.person_id)
+        plural = "s" if cancelled != 1 else ""
+        gone = f" {cancelled} reminder{plural} cancelled: a reminder keeps your words."
+        return OFF_ANSWER + (gone if cancelled else "")
 
     def _place(self, turn, on: bool) -> str:
         if turn.ctx.guild_id is None:

@@ -7,6 +7,9 @@
     record   a one-off row is deleted, a recurring one moves to its next occurrence (local calendar, DST-safe)
     refused  the row waits (1, 2, 4, 8 minutes) and is tried again; after five refusals the person is told in
              their DM ("I couldn't deliver your reminder ..."), and /reminders marks it until they cancel it
+    left     in a server or group, the setter is asked of the platform first: one who left or was
+             banned posts nothing; their reminders there are deleted (issue 44: a banned
+             member's spam went on)
 
 Delivery is at least once (the storage module says why): a sender killed after its claim leaves the row to be
 claimed again once its lease ran out, and that copy says it may be a repeat. A reminder whose platform has no
@@ -37,6 +40,11 @@ class Post(Protocol):
 
     async def send_to_user(self, user_id: str, text: str) -> None: ...
 
+    async def member_here(self, channel_id: str, user_id: str) -> bool | None:
+        """Whether the account is still a member of the server or group the channel is in (False:
+        it left or was banned; None: the platform could not say)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ReminderReport:
@@ -44,6 +52,9 @@ class ReminderReport:
     retrying: int = 0  # refused by the platform, tried again later
     undelivered: int = 0  # given up on: the person was told (or will be)
     waiting: int = 0  # no adapter for its platform in this process, or another process has it
+    dropped: int = (
+        0  # its setter left the server or group, or was banned there: not posted, deleted
+    )
 
 
 class ReminderJob:
@@ -68,7 +79,7 @@ class ReminderJob:
         if sum(outcomes.values()):
             log.info("reminders: %s", dict(outcomes))
         return ReminderReport(
-            outcomes["sent"], outcomes["retrying"], outcomes["undelivered"], outcomes["waiting"]
+            *(outcomes[k] for k in ("sent", "retrying", "undelivered", "waiting", "dropped"))
         )
 
     async def fire(self, reminder: Reminder) -> str:
@@ -76,6 +87,8 @@ class ReminderJob:
         post = self.posts.get(reminder.platform)
         if post is None or not await self.reminding.claim(reminder, self.lease_s):
             return "waiting"
+        if await self._setter_gone(post, reminder):
+            return "dropped"
         now = self.reminding.now()
         mention = None if reminder.is_dm else reminder.platform_user_id
         try:
@@ -93,6 +106,30 @@ class ReminderJob:
                 reminder.id,
             )
         return "sent"
+
+    async def _setter_gone(self, post: Post, reminder: Reminder) -> bool:
+        """A member who left a server or group, or was banned from it, posts nothing there any
+        more: asked of the platform at fire time (no member list or gateway event needed, and a
+        leave while the bot was down counts too); their reminders there are deleted. A platform
+        that cannot say: it is posted."""
+        if reminder.is_dm:
+            return False
+        try:
+            here = await post.member_here(reminder.channel_id, reminder.platform_user_id)
+        except Exception:  # the line broke: the send below meets the same fate, retried as ever
+            log.exception("reminder %d: membership of its setter unknown", reminder.id)
+            return False
+        if here is not False:
+            return False
+        dropped = await self.reminding.setter_left(reminder)
+        log.info(
+            "reminder %d: its setter left %s channel %s; %d of their reminders there deleted",
+            reminder.id,
+            reminder.platform,
+            reminder.channel_id,
+            dropped,
+        )
+        return True
 
     async def tell(self, reminder: Reminder) -> None:
         """The person learns, in their DM, that a reminder could not be delivered; a one-off then goes."""

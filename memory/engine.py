@@ -138,7 +138,7 @@ class MemoryEngine:
         self.checkins = CheckinStore(db, clock)
         self.audit = AuditTrail(db, clock)
         self.personas = PlacePersonas(db, clock, self.audit)
-        self.reminders = Reminders(db, clock)
+        self.reminders = Reminders(db, clock, self.audit)
         self.rate_windows = RateWindows(db, self.people)
         self.model_traits = ModelTraits(db)  # ORCH-11: what the chat model was found to do
         self.ledger = UsageLedger(db)  # ORCH-14: what the model calls cost, counts only

@@ -58,6 +58,11 @@ class Reminding:
         """Telling failed too: tried again later (``/reminders`` shows it meanwhile)."""
         await self.runner.run(self.reminders.tell_later, reminder.id)
 
+    async def setter_left(self, reminder: Reminder) -> int:
+        """Its setter is no longer in the server or group it posts in (left, or banned): their
+        reminders there are deleted; how many."""
+        return await self.runner.run(self.reminders.setter_left, reminder.place)
+
     async def kept_for(self, person_id: str) -> list[Reminder]:
         """The person's reminders, soonest first."""
         return await self.runner.run(self.reminders.mine, person_id)

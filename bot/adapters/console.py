@@ -114,6 +114,10 @@ class ConsoleChat:
     async def send_to_user(self, user_id: str, text: str) -> None:
         self._write(f"\n{self._prefix}{text}\n")
 
+    async def member_here(self, channel_id: str, user_id: str) -> bool | None:
+        """The console's one chat is the operator's own."""
+        return True
+
     async def _read(self) -> str | None:
         """The next line, or None when the input ends (EOF or Ctrl-C): a normal way to leave."""
         try:

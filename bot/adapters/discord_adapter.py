@@ -67,6 +67,11 @@ class Shards:
     ids: tuple[int, ...] = ()
 
 
+UNKNOWN_MEMBER = (
+    10007  # Discord's error code: the user is not (or no longer) a member of the server
+)
+
+
 def default_intents() -> discord.Intents:
     """Guilds, messages and their content; no member list (a privileged intent we do not need)."""
     intents = discord.Intents.default()
@@ -190,6 +195,26 @@ class DiscordAdapter:
         channel = await self.client.create_dm(discord.Object(int(user_id)))
         for part in split_message(text, MESSAGE_LIMIT):
             await channel.send(part)
+
+    async def member_here(self, channel_id: str, user_id: str) -> bool | None:
+        """Whether the user is still a member of the channel's server (a reminder's setter, asked
+        when it fires): one REST lookup, so no member list (a privileged intent) is needed, and a
+        leave or ban while the bot was down counts. False: Unknown Member; None: Discord would not
+        say. A DM: yes."""
+        try:
+            channel = self.client.get_channel(int(channel_id)) or await self.client.fetch_channel(
+                int(channel_id)
+            )
+            guild = getattr(channel, "guild", None)
+            if guild is None:
+                return True
+            await guild.fetch_member(int(user_id))
+        except discord.NotFound as exc:
+            return False if exc.code == UNKNOWN_MEMBER else None
+        except discord.HTTPException as exc:
+            logger.warning("discord: membership of %s in %s unknown (%s)", user_id, channel_id, exc)
+            return None
+        return True
 
     # --------------------------------------------------------------------- places --
     async def on_guild_remove(self, guild: discord.Guild) -> None:

@@ -189,6 +189,22 @@ class TelegramAdapter:
         """To a person's private chat, whose id is their user id (a reminder that could not be delivered)."""
         await self.send_direct(user_id, text)
 
+    async def member_here(self, channel_id: str, user_id: str) -> bool | None:
+        """Whether the user is still in the group (a reminder's setter, asked when it fires): False
+        once they left or were banned; None when Telegram would not say. A private chat: yes."""
+        if int(channel_id) > 0:
+            return True
+        try:
+            member = await self.app.bot.get_chat_member(int(channel_id), int(user_id))
+        except TelegramError as exc:
+            logger.warning(
+                "telegram: membership of %s in %s unknown (%s)", user_id, channel_id, exc
+            )
+            return None
+        if member.status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
+            return False
+        return bool(getattr(member, "is_member", True))  # a restricted member may have left
+
     # ------------------------------------------------------------------- handlers --
     async def _on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message

@@ -2,6 +2,10 @@
 
     add(new)                        a pending row; returns it (its id and due time are what the bot confirms)
     mine(person) / cancel(person, n) / forget_matching(person, words)   what /reminders and /forget do
+    cancel_all(person)              /privacy off: a reminder keeps the person's words
+    in_place(place)                 a server's or group's admins: every reminder set there ...
+    cancel_in_place(place, id)      ... and any of them cancelled
+    setter_left(place)              the setter left or was banned: their reminders there go
     due(now)                        pending rows whose time came (and whose retry wait is over), and rows whose
                                     sender died mid-send (lease over), soonest first
     claim(id, holder, lease_s)      -> 'sending' for this holder, one statement (atomic on both engines)
@@ -16,21 +20,28 @@ costs a glance. A process killed after its claim and before the platform took th
 so nothing is lost. The one case that repeats is a kill after the platform took it and before ``delivered``
 committed (a few milliseconds); that second copy says it may be a repeat (``Reminder.resent``). Two live
 processes never both send: the claim is one conditional UPDATE, and the loser gets no row.
+
+In a server or group a reminder posts where others read, so there are bounds beyond the person's
+50: repeating reminders a member keeps in one place, and posts a day a member and a place
+(``_check_room``). Text is stored as ``normalise_text`` leaves it: no control characters, no bidi
+overrides or isolates.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from ..clock import Clock
 from ..errors import InvalidInput
-from ..models import JsonObject
-from ..reminder_time import When, next_due, parse_when
+from ..reminder_time import parse_when
+from ..safety import normalise_text
+from .audit import AuditTrail
 from .db import Database
+from .reminder_rows import NewReminder, Place, Reminder
+
+__all__ = ["MAX_ATTEMPTS", "NewReminder", "Place", "Reminder", "Reminders"]
 
 MAX_ATTEMPTS = 5  # sends the platform refused before the person is told it could not be delivered
 RETRY_AFTER = 60.0  # seconds, doubled at each failed attempt (1, 2, 4, 8 minutes)
@@ -39,6 +50,14 @@ REPORT_AGAIN_AFTER = 3600.0  # telling the person it failed failed too: tried ag
 MAX_TELLS = MAX_ATTEMPTS + 24
 MAX_TEXT = 500
 MAX_PENDING = 50  # per person: a runaway model loop cannot fill the store
+# In a server or group (issue 44: one member's 50 daily reminders posted 150 times in three days): a
+# person's routine (a pill, a stand-up, a weekly call) fits in 5 repeating reminders a place, more
+# belongs in their DM where it disturbs nobody; 10 posts a member a day and 30 a place a day (a bit
+# more than one an hour) keep a shared channel a conversation, whoever sets them.
+MAX_REPEATING_HERE = 5
+MAX_MEMBER_DAY = 10
+MAX_PLACE_DAY = 30
+DAY_S = 86400.0
 _STOP = frozenset(
     {
         "the",
@@ -58,97 +77,12 @@ _STOP = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Place:
-    """Where the reminder was asked, so where it fires; ``platform_user_id`` is the asker's account there."""
-
-    platform: str
-    channel_id: str
-    platform_user_id: str
-    guild_id: str | None = None
-    is_dm: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class NewReminder:
-    person_id: str
-    place: Place
-    text: str
-    zone: str
-    due_at: float
-    every: str = ""
-    wall_time: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Reminder:
-    id: int
-    person_id: str
-    platform: str
-    channel_id: str
-    guild_id: str | None
-    is_dm: bool
-    platform_user_id: str
-    text: str
-    zone: str
-    due_at: float
-    every: str
-    wall_time: str
-    state: str
-    attempts: int
-    holder: str | None
-    lease_until: float
-
-    @property
-    def place(self) -> Place:
-        return Place(
-            self.platform, self.channel_id, self.platform_user_id, self.guild_id, self.is_dm
-        )
-
-    @property
-    def resent(self) -> bool:
-        """Claimed before by a sender that died before it recorded the delivery: it may have gone out."""
-        return self.state == "sending"
-
-    @property
-    def tz(self) -> ZoneInfo:
-        return ZoneInfo(self.zone)
-
-    def next_due(self, after: float) -> float | None:
-        """The next occurrence after ``after`` (None for a one-off), on the local calendar of its zone."""
-        if not self.every:
-            return None
-        return next_due(When(self.due_at, self.every, self.wall_time), after, self.tz)
-
-    def when(self) -> str:
-        """Its time as the person reads it: 'Friday 28 November, 09:00 (Europe/Lisbon)', 'every Monday at 09:00'."""
-        local = datetime.fromtimestamp(self.due_at, self.tz)
-        if self.every == "day":
-            return f"every day at {self.wall_time} ({self.zone}), next on {local:%A %-d %B}"
-        if self.every == "week":
-            return f"every {local:%A} at {self.wall_time} ({self.zone}), next on {local:%-d %B}"
-        return f"{local:%A %-d %B %Y, %H:%M} ({self.zone})"
-
-    def as_dict(self) -> JsonObject:
-        return {
-            "id": self.id,
-            "text": self.text,
-            "when": self.when(),
-            "due_at_utc": self.due_at,
-            "every": self.every,
-        }
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Reminder:
-        values = {f.name: row[f.name] for f in fields(cls)}
-        return cls(**values | {"is_dm": bool(row["is_dm"])})
-
-
 class Reminders:
     """Owner of ``reminders``: a ``Database`` and the clock it reads."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
-        self.db, self.clock = db, clock
+    def __init__(self, db: Database, clock: Clock, audit: AuditTrail | None = None) -> None:
+        """:param audit: where an admin's cancel of another member's reminder is recorded."""
+        self.db, self.clock, self.audit = db, clock, audit
 
     def ask(self, person_id: str, place: Place, when: str, what: str, zone: tzinfo) -> Reminder:
         """``what`` at the time ``when`` names in ``zone``: the stored row, or InvalidInput with the question to
@@ -159,17 +93,26 @@ class Reminders:
         return self.add(NewReminder(person_id, place, what, name, due.due_at, due.every, due.local))
 
     def add(self, new: NewReminder) -> Reminder:
-        text = " ".join(new.text.split())
+        """Stored, or InvalidInput saying why not: empty, too long, or beyond a bound (checked and
+        written in one transaction, so two processes cannot both take the last free place)."""
+        text = normalise_text(new.text)  # controls and bidi overrides would be posted as they are
         if not text:
             raise InvalidInput("say what to remind you of")
         if len(text) > MAX_TEXT:
             raise InvalidInput(
                 f"a reminder is at most {MAX_TEXT} characters (this one is {len(text)})"
             )
-        if len(self.mine(new.person_id)) >= MAX_PENDING:
-            raise InvalidInput(
-                f"you have {MAX_PENDING} reminders already: cancel some with /reminders cancel <n>"
-            )
+        with self.db.transaction():
+            if len(self.mine(new.person_id)) >= MAX_PENDING:
+                raise InvalidInput(
+                    f"you have {MAX_PENDING} reminders already: "
+                    "cancel some with /reminders cancel <n>"
+                )
+            if not new.place.is_dm:
+                _check_room(new, self.in_place(new.place))
+            return self._insert(new, text)
+
+    def _insert(self, new: NewReminder, text: str) -> Reminder:
         p = new.place
         row = self.db.rows(
             "INSERT INTO reminders (person_id, platform, channel_id, guild_id, is_dm, platform_user_id, text, zone, "
@@ -216,6 +159,51 @@ class Reminders:
         if gone:
             self.db.scrub()  # the WAL would keep the page with the words until the next checkpoint
         return gone
+
+    def cancel_all(self, person_id: str) -> int:
+        """Every reminder of the person deleted (``/privacy off``: a reminder keeps their words);
+        how many."""
+        ids = [r.id for r in self.mine(person_id)]
+        return self._delete(person_id, ids)
+
+    # -- a server or group: its admins see and cancel every reminder posted there ------------
+    def in_place(self, place: Place) -> list[Reminder]:
+        """The reminders set in ``place``'s server or group (by anyone), soonest first; none for
+        a DM."""
+        if place.is_dm:
+            return []
+        where, params = _here(place)
+        rows = self.db.rows(f"SELECT * FROM reminders WHERE {where} ORDER BY due_at, id", params)
+        return [Reminder.from_row(r) for r in rows]
+
+    def cancel_in_place(self, place: Place, reminder_id: int, *, admin: str) -> bool:
+        """An admin's cancel of any reminder set in the place (deleted, words scrubbed, an audit
+        row naming ids only); False when it is not one of the place's."""
+        where, params = _here(place)
+        with self.db.transaction():
+            gone = self.db.rows(
+                f"DELETE FROM reminders WHERE id = ? AND {where} RETURNING person_id",
+                (reminder_id, *params),
+            )
+            if gone and self.audit is not None:
+                key = place.guild_id or f"{place.platform}:{place.channel_id}"
+                setter, detail = gone[0]["person_id"], {"reminder_id": reminder_id}
+                self.audit.record(admin, "reminder.cancel", key, person_id=setter, detail=detail)
+        if gone:
+            self.db.scrub()
+        return bool(gone)
+
+    def setter_left(self, place: Place) -> int:
+        """The account ``place.platform_user_id`` left the server or group (or was banned): its
+        reminders there are deleted, words scrubbed; how many."""
+        where, params = _here(place)
+        gone = self.db.rows(
+            f"DELETE FROM reminders WHERE platform_user_id = ? AND {where} RETURNING id",
+            (place.platform_user_id, *params),
+        )
+        if gone:
+            self.db.scrub()
+        return len(gone)
 
     def forget_matching(self, person_id: str, words: str) -> list[str]:
         """``/forget <words>``: the person's reminders whose text holds every meaningful word are deleted;
@@ -307,3 +295,44 @@ class Reminders:
 
 def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
+
+
+def _here(place: Place) -> tuple[str, tuple[Any, ...]]:
+    """The SQL condition for the rows of ``place``'s server or group (its chat without a key)."""
+    if place.guild_id:
+        return "is_dm = 0 AND guild_id = ?", (place.guild_id,)
+    return "is_dm = 0 AND guild_id IS NULL AND platform = ? AND channel_id = ?", (
+        place.platform,
+        place.channel_id,
+    )
+
+
+def _check_room(new: NewReminder, here: list[Reminder]) -> None:
+    """InvalidInput when one more reminder in this server or group passes a bound
+    (``MAX_REPEATING_HERE``, ``MAX_MEMBER_DAY``, ``MAX_PLACE_DAY``). A day's posts near the new
+    one's time: every repeating reminder (at most one post a day each, a weekly one counted as
+    daily) and the one-offs due within 24 hours either side, so no 24 hours holding the new one
+    hold more than the bound."""
+    own = [r for r in here if r.person_id == new.person_id]
+    if new.every and sum(1 for r in own if r.every) >= MAX_REPEATING_HERE:
+        raise InvalidInput(
+            f"you have {MAX_REPEATING_HERE} repeating reminders in this server or group already "
+            "(the most one member may have in one place): cancel one with /reminders cancel <n>, "
+            "or set it in our private chat"
+        )
+    if _day_load(own, new.due_at) >= MAX_MEMBER_DAY:
+        raise InvalidInput(
+            f"that would be more than {MAX_MEMBER_DAY} of your reminders posted here within a day "
+            "(the most for one member in one place): pick another day, or set it in our "
+            "private chat"
+        )
+    if _day_load(here, new.due_at) >= MAX_PLACE_DAY:
+        raise InvalidInput(
+            f"this server or group has {MAX_PLACE_DAY} reminders posting within a day of that time "
+            "already (the most I post in one place a day): pick another day, or set it in our "
+            "private chat"
+        )
+
+
+def _day_load(rows: list[Reminder], due_at: float) -> int:
+    return sum(1 for r in rows if r.every or abs(r.due_at - due_at) < DAY_S)

@@ -70,6 +70,7 @@ class _Rest:
             ("GET", "/gateway", self.gateway),
             ("GET", "/gateway/bot", self.gateway),
             ("GET", "/channels/{cid}", self.channel),
+            ("GET", "/guilds/{gid}/members/{uid}", self.guild_member),
             ("POST", "/channels/{cid}/messages", self.post_message),
             ("PATCH", "/channels/{cid}/messages/{mid}", self.edit_message),
             ("DELETE", "/channels/{cid}/messages/{mid}", self.delete),
@@ -145,6 +146,16 @@ class _Rest:
         if users:
             return json_response(p.dm_channel(cid, self.srv._user(users[0])))
         return _not_found("Unknown Channel", 10003)
+
+    async def guild_member(self, request: web.Request, body: Any) -> web.Response:
+        """A member of a guild the bot is in; one who left or was banned
+        (``FakeDiscord.member_leaves``) is answered as Discord does, 404 Unknown Member."""
+        gid, uid = int(request.match_info["gid"]), int(request.match_info["uid"])
+        if gid not in self.srv._guilds:
+            return _not_found("Unknown Guild", 10004)
+        if uid in self.srv.left_members.get(gid, set()):
+            return _not_found("Unknown Member", 10007)
+        return json_response(p.member(self.srv._user(uid)))
 
     async def post_message(self, request: web.Request, body: dict[str, Any]) -> web.Response:
         """Record the bot's post; echo it over the gateway like Discord does."""

@@ -81,6 +81,8 @@ class FakeDiscord(FakeServer):
         self.gateway_params: list[dict[str, str]] = []
         self.commands: dict[int | None, list[dict[str, Any]]] = {}
         self.dm_channels: dict[int, int] = {}
+        # guild id -> the user ids that left it or were banned from it (the REST member lookup: 404)
+        self.left_members: dict[int, set[int]] = {}
         self._usernames: dict[int, str] = {}
         self._guilds: dict[int, dict[str, Any]] = {}
         self._channel_guild: dict[int, int] = {}
@@ -129,6 +131,12 @@ class FakeDiscord(FakeServer):
         )
         for channel_id, _ in channels:
             self._channel_guild[channel_id] = guild_id
+
+    def member_leaves(self, guild_id: int, user_id: int) -> None:
+        """The user left the guild or was banned from it: no longer a member when asked over REST
+        (the gateway's member-remove event needs the privileged members intent, which the bot does
+        not ask for)."""
+        self.left_members.setdefault(guild_id, set()).add(user_id)
 
     # ------------------------------------------------------ event helpers --
     async def wait_for_gateway(self, timeout: float = WAIT_S, sessions: int = 1) -> None:

@@ -87,6 +87,8 @@ class FakeTelegram(FakeServer):
         self._chats: dict[int, dict[str, Any]] = {}
         self._last_bot_message: dict[int, dict[str, Any]] = {}
         self.admins: dict[int, list[int]] = {}  # group chat id -> user ids that administer it
+        # group chat id -> user id -> "left" or "kicked" (banned): getChatMember's answer
+        self.departed: dict[int, dict[int, str]] = {}
         self.files: dict[
             str, FakeFile
         ] = {}  # file_id -> the file getFile and the file server hand out
@@ -400,27 +402,21 @@ class FakeTelegram(FakeServer):
         self.commands.pop(_scope_key(params), None)
         return True
 
+    def _m_getchatmember(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A member's status in a group: 'left' or 'kicked' once ``departed`` says so, else
+        a member (or an administrator)."""
+        chat, uid = int(params["chat_id"]), int(params["user_id"])
+        status = self.departed.get(chat, {}).get(uid)
+        if status is None and uid in self.admins.get(chat, []):
+            return _admin(uid)
+        user = {"id": uid, "is_bot": False, "first_name": f"user{uid}"}
+        if status == "kicked":
+            return {"status": "kicked", "user": user, "until_date": 0}
+        return {"status": status or "member", "user": user}
+
     def _m_getchatadministrators(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         users = self.admins.get(int(params.get("chat_id") or 0), [])
-        return [
-            {
-                "status": "administrator",
-                "user": {"id": uid, "is_bot": False, "first_name": f"admin{uid}"},
-                "can_be_edited": False,
-                "is_anonymous": False,
-                "can_manage_chat": True,
-                "can_delete_messages": True,
-                "can_manage_video_chats": True,
-                "can_restrict_members": True,
-                "can_promote_members": False,
-                "can_change_info": True,
-                "can_invite_users": True,
-                "can_post_stories": False,
-                "can_edit_stories": False,
-                "can_delete_stories": False,
-            }
-            for uid in users
-        ]
+        return [_admin(uid) for uid in users]
 
     def _m_deletemessage(self, params: dict[str, Any]) -> bool:
         return True
@@ -485,3 +481,23 @@ def _scope_key(params: dict[str, Any]) -> str:
 
 def _fail(code: int, description: str) -> web.Response:
     return json_response({"ok": False, "error_code": code, "description": description}, status=code)
+
+
+def _admin(uid: int) -> dict[str, Any]:
+    """A group administrator as getChatMember and getChatAdministrators answer."""
+    return {
+        "status": "administrator",
+        "user": {"id": uid, "is_bot": False, "first_name": f"admin{uid}"},
+        "can_be_edited": False,
+        "is_anonymous": False,
+        "can_manage_chat": True,
+        "can_delete_messages": True,
+        "can_manage_video_chats": True,
+        "can_restrict_members": True,
+        "can_promote_members": False,
+        "can_change_info": True,
+        "can_invite_users": True,
+        "can_post_stories": False,
+        "can_edit_stories": False,
+        "can_delete_stories": False,
+    }
