@@ -19,6 +19,8 @@ costs a look-up, never a false alarm by itself. Pure string work, a fraction of 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -69,11 +71,37 @@ TENS = {
     )
 }
 SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
+# German number words (a DM fact's code spelled out in German: "vier vier sieben eins"), and its
+# compound tens, unit first ("vierundvierzig": 44)
+_DE_UNITS = [
+    "null",
+    "eins",
+    "zwei",
+    "drei",
+    "vier",
+    "fünf",
+    "sechs",
+    "sieben",
+    "acht",
+    "neun",
+    "zehn",
+    "elf",
+    "zwölf",
+]
+UNITS |= {w: i for i, w in enumerate(_DE_UNITS)} | {"zwo": 2, "fuenf": 5, "zwoelf": 12}
+_DE_TENS = ["zwanzig", "dreißig", "vierzig", "fünfzig", "sechzig", "siebzig", "achtzig", "neunzig"]
+TENS |= {w: 10 * i for i, w in enumerate(_DE_TENS, start=2)} | {"dreissig": 30, "fuenfzig": 50}
+_DE_COMPOUND = re.compile(
+    r"(ein|zwei|drei|vier|fünf|fuenf|sechs|sieben|acht|neun)und(" + "|".join(TENS) + ")"
+)
 _TOKEN = re.compile(r"[^\W_]+")
 # a letter and a leet character (one word)
 _LEET_MARK = re.compile(r"[a-z][\w@$|!]*[0-9@$|]|[0-9@$|][\w@$|!]*[a-z]")
 _LEET_ANY = re.compile(r"[0-9@$|]")
-_NUMBER_MARK = re.compile(r"\b(?:" + "|".join([*UNITS, *TENS, *SCALES]) + r")\b")
+_NUMBER_MARK = re.compile(r"(?:" + "|".join([*UNITS, *TENS, *SCALES]) + r")\b")
+# a run that may be base64 ("WmFuemliYXJpdGU=": "Zanzibarite"): 12 characters or more, padded right
+_BASE64 = re.compile(r"(?<![\w+/])[A-Za-z0-9+/]{12,}={0,2}(?![\w+/=])")
+MAX_DECODED = 4_000  # characters of base64 read in all: a reply is short, a blob is no sentence
 
 
 def unmasked(
@@ -86,7 +114,7 @@ def unmasked(
     """
     folded = fold(text)
     lowered = folded.lower()
-    extra = dict.fromkeys(_hidden(lowered, known))
+    extra = dict.fromkeys(_hidden(lowered, known, folded))
     if (
         not text.isascii()
     ):  # an invisible character may have stood for a space ("Dr\u200bWombatson")
@@ -143,8 +171,11 @@ def _latin_if_disguised(word: str, in_latin_text: bool) -> str:
     return word.translate(_LOOKALIKES) if disguised else word
 
 
-def _hidden(lowered: str, known: Callable[[str], bool]) -> Iterator[str]:
+def _hidden(lowered: str, known: Callable[[str], bool], folded: str = "") -> Iterator[str]:
     yield from _joined(lowered)
+    yield from _halves(folded or lowered, known)
+    if folded and _BASE64.search(folded):
+        yield from _decoded(folded)
     if _LEET_ANY.search(lowered):
         yield from _leet(lowered)
     yield from (word for word in _reversed(lowered) if not known(word[::-1]))
@@ -160,6 +191,37 @@ def _joined(text: str) -> Iterator[str]:
         parts = [part for part in _SEPARATORS.split(run) if part]
         if len(parts) >= 2 and len(run) <= MAX_WORD:
             yield "".join(parts)
+
+
+def _halves(text: str, known: Callable[[str], bool]) -> Iterator[str]:
+    """Two neighbouring words written as one, when either is no word of the language or the first
+    is capitalised (a name's half): "Zanzi + barite", "Dr Wombat son"; "the son" is never joined."""
+    words = _TOKEN.findall(text)
+    for first, second in zip(words, words[1:], strict=False):
+        joined = (first + second).lower()
+        if (
+            2 <= len(first) <= MAX_WORD
+            and 2 <= len(second) <= MAX_WORD
+            and joined.isalpha()
+            and (first[0].isupper() or not (known(first.lower()) and known(second.lower())))
+        ):
+            yield joined
+
+
+def _decoded(text: str) -> Iterator[str]:
+    """The words of base64 runs that decode to text."""
+    budget = MAX_DECODED
+    for found in _BASE64.finditer(text):
+        run = found.group()
+        if budget <= 0:
+            return
+        budget -= len(run)
+        try:
+            plain = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        if plain.isprintable() and sum(c.isalpha() for c in plain) >= len(plain) / 2:
+            yield from (w.lower() for w in _WORD.findall(plain))
 
 
 def _leet(text: str) -> Iterator[str]:
@@ -182,7 +244,7 @@ def _spelled_numbers(text: str) -> Iterator[str]:
     """Runs of number words as the digits they spell: each group read as written ("four four" -> 44, "forty-four
     seventy-one" -> 4471), or as one number when it has a scale word ("four thousand ... seventy-one" -> 4471);
     with a lone letter either side, that too ("X four four seven one Q" -> x4471q)."""
-    words = [*_TOKEN.findall(text), ""]
+    words = [*_TOKEN.findall(_DE_COMPOUND.sub(r"\2 \1", text)), ""]
     run: list[str] = []
     for i, word in enumerate(words):
         if word in UNITS or word in TENS or word in SCALES or (word == "and" and run):

@@ -2,7 +2,8 @@
 
 Every place that is not the owner of a fact is checked, another person's DM included; tool arguments are checked
 before the tool runs; words said in a DM and not yet extracted count; and a reply that hides a word (spelled
-digits, look-alike letters, leet, hyphens, spaced letters, backwards) is read as the word it hides."""
+digits, look-alike letters, leet, hyphens, spaced letters, backwards, German number words, a word in
+two halves, base64, a word split over two replies) is read as the word it hides."""
 
 from __future__ import annotations
 
@@ -108,6 +109,15 @@ EVASIONS = {
     "reversed": ("nostabmoW rD si tsipareht ruoY", THERAPIST),
     "fullwidth": ("\uff3a\uff41\uff4e\uff5a\uff49\uff42\uff41\uff52\uff49\uff54\uff45", CODE_WORD),
     "zero-width spaces": ("Zanzi\u200bbar\u200dite", CODE_WORD),
+    # issue 44, item 9
+    "german digits": ("Dein Pass: X vier vier sieben eins Q.", PASSPORT),
+    "german compound": (
+        "Das Schließfach: achtundfünfzig zweiundzwanzig",
+        "my locker is number 5822",
+    ),
+    "two halves": ("The code word: Zanzi + barite", CODE_WORD),
+    "a name in halves": ("Your therapist is Dr Wombat son.", THERAPIST),
+    "base64": ("The code word, encoded: WmFuemliYXJpdGU=", CODE_WORD),
 }
 
 
@@ -137,6 +147,17 @@ def test_an_evasion_of_a_word_not_yet_extracted_is_a_leak_too(engine):
         assert {leak.kind for leak in engine.leaks.check(dm_ctx("bob"), EVASIONS[evasion][0])} == {
             "dm-message"
         }, evasion
+
+
+def test_a_word_split_over_two_replies_is_read_across_them(engine):
+    """Issue 44, item 9: "... Zanzi" in one reply and "barite" in the next."""
+    remember(engine, CODE_WORD, scope_id="alice", visibility=Visibility.PRIVATE)
+    ctx = guild_ctx("g1", "bob")
+    assert engine.leaks.check(ctx, "The code word starts with Zanzi") == ()
+    say(engine, "The code word starts with Zanzi", author="bot", guild="g1", role="assistant")
+    assert [leak.kind for leak in engine.leaks.check(ctx, "barite, that is the end of it.")] == [
+        "dm-private"
+    ]
 
 
 def test_what_the_place_saw_hidden_is_seen_once_unmasked(engine):

@@ -4,7 +4,9 @@ Before a reply is posted (in a server channel, a group, a voice channel, and a D
 place for what someone else said) and before a tool call runs, the bot asks ``LeakCheck.check(ctx, text, seen)``
 which memories, and which messages of the last week, that place may not see the text would reveal (a message:
 words said and not yet, or never, made a memory). The text is read with the words it hides unmasked
-(``memory.evasions``: spelled digits, look-alike letters, leet, hyphens, spaced letters, backwards):
+(``memory.evasions``: spelled digits in English and German, look-alike letters, leet, hyphens,
+spaced letters, backwards, a word in two halves, base64), after the end of the bot's last reply
+there (a word split over two replies):
 
     reply words -> distinctive? -> held by a live memory outside the place's partitions? -> seen by the place? -> leak
                    (a weight)      (read off the word index: which rows hold the word)      (no)
@@ -61,6 +63,8 @@ MESSAGE_COLUMNS = ("content",)  # what was said (not the speaker's name or the q
 # keeping is a memory. A word said in more than this many messages is the talk of the place: not looked for there.
 RECENT_MESSAGES_S, MESSAGE_COMMON_ROWS = 7 * 86_400.0, 500
 YEAR = re.compile(r"(19|20)\d\d")
+# the bot's last reply in the place, this recent, is read before a new one (its last characters)
+FOLLOWS_S, FOLLOWS_CHARS = 600.0, 200
 Words = dict[str, tuple[str, int]]  # stem -> (the word as written, its weight)
 # a row's id, its kind of place, the one person who may know it ('' for anyone of a server), and
 # which of the reply's stems it holds
@@ -97,7 +101,10 @@ class LeakCheck:
         :param said: what the asker said in this turn, which the store may not hold (/privacy
             off): it counts as the asker's words, like their stored messages.
         """
-        words = self._telling(reply, seen)
+        # a word or a code split over two replies ("... Dr Wombat" then "son."): read with the end of
+        # the last one here
+        before = self.messages.last_reply(ctx.platform, ctx.channel_id, self.now() - FOLLOWS_S)
+        words = self._telling(f"{before[-FOLLOWS_CHARS:]}\n{reply}" if before else reply, seen)
         if not words:
             return ()
         outside = [*self._in_memories(ctx, words), *self._in_messages(ctx, words)]

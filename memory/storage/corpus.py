@@ -439,6 +439,15 @@ class MessageCorpus(Corpus[StoredMessage]):
     def by_assistant(self, row: dict[str, Any]) -> bool:
         return row.get("role") == "assistant"
 
+    def last_reply(self, platform: str, channel_id: str, since: float) -> str:
+        """The bot's last reply in a channel since ``since`` ("" when none)."""
+        row = self.db.one(
+            "SELECT content FROM messages WHERE platform = ? AND channel_id = ? "
+            "AND created_at >= ? AND role = 'assistant' ORDER BY created_at DESC LIMIT 1",
+            (platform, channel_id, since),
+        )
+        return str(row["content"] or "") if row else ""
+
     def neighbours(self, rids: list[int], partitions: tuple[str, ...]) -> list[tuple[int, int]]:
         """A message's graph neighbours are the turns just before and after it in the same channel."""
         found: list[tuple[int, int]] = []
