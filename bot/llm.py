@@ -255,7 +255,7 @@ class ChatClient:
             offer = schemas if schemas and step < last and not self.tools_off else None
             draft = Draft(stream, echoes) if stream else None
             message = await self._drafted(convo, offer, draft, names)
-            # a call cut off by max_tokens is half a call: never run (a 0.5B spent 1,024 tokens on it)
+            # a call cut off by max_tokens is half a call, never run (a 0.5B spent 1,024 tokens)
             cut = bool(message.pop(CUT, False))
             calls = [] if cut else message.get("tool_calls") or []
             # ORCH-9: calls the model wrote as text
@@ -285,7 +285,7 @@ class ChatClient:
         step: int,
         last: int,
     ) -> int:
-        """One step's calls run, their results added to ``convo``; the step after which tools stop."""
+        """One step's calls run and their results added to ``convo``; returns the last step."""
         if calls:
             convo.append(message)
             for call in calls:

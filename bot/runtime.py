@@ -111,9 +111,9 @@ class Runtime:
             await self.dashboard.start()
 
     async def stop(self, *, flush_s: float | None = None) -> int:
-        """Graceful: end voice sessions (their summaries are kept), stop the loop and the scheduler, extract what
-        is still buffered for up to ``flush_s`` (default: the runtime's own), close the store. The buffered
-        messages left for the next start."""
+        """Graceful: end voice sessions (their summaries are kept), stop the loop and the scheduler,
+        extract what is still buffered for up to ``flush_s`` (default: the runtime's own), close the
+        store. The buffered messages left for the next start."""
         budget = self.flush_s if flush_s is None else flush_s
         if (
             self.dashboard is not None

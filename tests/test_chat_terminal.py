@@ -1,5 +1,5 @@
 """``companion chat`` in a real terminal (a pty), against the fake OpenAI server (issue 22): line editing and a
-history (the up arrow recalls the last line, never printed as ``^[[A``), "thinking… 3 s" while the model answers,
+history (the up arrow recalls the last line, never printed as ``^[[A``), "thinking..." while the model answers,
 replies wrapped at words to the terminal's width, and Ctrl-C during a reply cancelling that reply at once while
 the chat goes on."""
 
@@ -131,7 +131,7 @@ async def test_in_a_terminal_the_chat_edits_lines_shows_thinking_wraps_replies_a
         term = Terminal(argv, env)
         try:
             at = await term.expect(r"you> ")
-            # a slow reply: the working line shows at once and counts the seconds in place (issue 45)
+            # a slow reply: the working line shows at once, counting the seconds in place (issue 45)
             srv.script(Delay(2.5, "Hello there."))
             term.type("hello\r")
             at = await term.expect(r"Companion is thinking…\r\x1b\[KCompanion is thinking… 1 s", at)

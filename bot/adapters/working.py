@@ -1,9 +1,9 @@
-"""The console's working line (issue 45, "never a silent wait"): a person who typed a line sees that the
-bot is on it, and for how long, until the reply's first words.
+"""The console's working line (issue 45, "never a silent wait"): a person who typed a line sees
+that the bot is on it, and for how long, until the reply's first words.
 
 On a terminal ``Companion is thinking… 12 s`` shows at once and is redrawn in place every second;
-piped output gets one line, ``(Companion is thinking…)``, once ``PIPED_AFTER_S`` passed without a reply
-(a quick reply leaves a transcript as it was). A CPU model took 420 s for one reply, in silence.
+piped output gets one line, ``(Companion is thinking…)``, once ``PIPED_AFTER_S`` passed without a
+reply (a quick reply leaves a transcript as it was). A CPU model took 420 s for a reply, silently.
 """
 
 from __future__ import annotations

@@ -324,8 +324,8 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-# /quit's extraction budget: a CPU model takes minutes for it, and what is not learned now is learned
-# after the next start (the buffer is in the store); /quit took 10-15 s in silence (issue 45)
+# /quit's extraction budget: a CPU model takes minutes for it, and what is not learned now is
+# learned after the next start (the buffer is in the store); /quit took 10-15 s, silent (issue 45)
 QUIT_FLUSH_S = 1.5
 
 

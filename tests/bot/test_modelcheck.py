@@ -213,8 +213,8 @@ def searched(said: str) -> str:
 async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
     """A model that writes its tool call as text, and an extraction that files the person's cat as the bot's own:
     the check reports them; the forgets asked in words are done all the same."""
-    # a call to a tool nobody offered, written as bare JSON: not a call the bot may run, so the person
-    # sees it
+    # a call to a tool nobody offered, written as bare JSON: not a call the bot may run, so the
+    # person sees it
     as_text = searched
 
     def careless(body: dict[str, Any]) -> Any:
