@@ -34,6 +34,7 @@ import prompts
 
 from .clients import async_openai_client, openai_client
 from .honesty import Ran, honest
+from .model_gate import ModelGate
 from .reply_checks import Draft, Echoes
 from .server_quirks import refused, server_words
 from .textual_tools import HoldBack, TextCall, find_calls, not_run_yet, run_written
@@ -170,8 +171,10 @@ class ChatClient:
         on_call: Callable[[float, bool], None] | None = None,
         max_tokens: int | None = None,
         on_usage: UsageHook | None = None,
+        gate: ModelGate | None = None,
     ) -> None:
         self._client = async_openai_client(base_url, api_key, timeout=timeout, max_retries=0)
+        self.gate = gate  # a reply's turn goes before background calls on the same local model
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = (
             model,
             max_retries,
@@ -232,7 +235,7 @@ class ChatClient:
         take 3 attempts x 60 s."""
         self.turn_usage = []
         try:
-            async with asyncio.timeout(self.turn_deadline_s):
+            async with self._first(), asyncio.timeout(self.turn_deadline_s):
                 return await self._loop(messages, tools, stream)
         except TimeoutError as exc:
             self.last_failure = TurnTimeout(
@@ -242,6 +245,9 @@ class ChatClient:
         except LLMError as exc:
             self.last_failure = exc
             raise
+
+    def _first(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.gate.reply() if self.gate is not None else contextlib.nullcontext()
 
     async def _loop(
         self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None

@@ -7,9 +7,9 @@ could parrot: the instruction prompts of a reply turn, the tools' descriptions, 
 last replies; ``parroted`` says whether a short reply is made of nothing else. Words are compared
 as content words cut to their first four letters ("fires" and "fired" are one word), in runs of
 three: a reply is a parrot when it has three content words or more and every run of three of them
-is found in what it could parrot. A reply repeating a memory is not one (memories are not in the
-set), nor a repeated reply that shares a word with the person's new message ("what's my dog
-called?" may get the same answer twice).
+is found in what it could parrot, or when it is the bot's reply for the third time in a row. A
+reply repeating a memory is not one (memories are not in the set), nor a repeated reply that
+shares a word with the person's new message ("what's my dog called?" may get the same answer).
 
 ``Draft`` holds the first words of a streamed reply until they are not a parrot, so a caught one is
 never shown (the console streams as the model writes).
@@ -40,7 +40,8 @@ REPLY_PROMPTS = (
     "voice",
 )
 RUN = 3  # content words in a run
-RECENT = 3  # the bot's last replies a reply may not repeat
+RECENT = 3  # the bot's last replies a reply may not repeat...
+REPEATS = 2  # ...as often as this: a third time in a row (a reply may well come twice)
 HOLD_CHARS = 240  # a parrot is a sentence or two: longer text streams on, whatever its words
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _PART = re.compile(r"[^\W\d_]+$")
@@ -55,7 +56,7 @@ _STOP = frozenset(_STOPWORDS.split())
 
 def content_words(text: str) -> list[str]:
     """The words that carry meaning, lower-cased and cut to four letters."""
-    words = (m.lower().replace("’", "'") for m in _WORD.findall(text))
+    words = (m.lower().replace("’", "'").removesuffix("'s") for m in _WORD.findall(text))
     return [w[:4] for w in words if w not in _STOP]
 
 
@@ -95,7 +96,8 @@ class Echoes:
             return False
         if runs <= self.given:
             return True
-        return not self.asked & set(words) and any(runs <= said for said in self.replies)
+        said_before = sum(runs <= said for said in self.replies)
+        return said_before >= REPEATS and not self.asked & set(words)
 
     def plainly_new(self, text: str) -> bool:
         """Whether the start of a reply already says something of its own (a run found nowhere)."""

@@ -115,17 +115,18 @@ async def test_the_same_reply_to_new_words_is_caught_and_a_repeated_answer_to_a_
     rt, srv
 ):
     said = "I saved, updated, and forgot something."  # the real 0.5B's answer to all 17 turns
-    srv.script(said)
-    first = await rt.orchestrator.reply(dm("telegram", "7", "I'm Sam", mid="1"))
     srv.script(said, said)
-    second = await rt.orchestrator.reply(dm("telegram", "7", "I live in Leeds", mid="2"))
-    assert first.text == said and second.text == NO_ANSWER
+    await rt.orchestrator.reply(dm("telegram", "7", "I'm Sam", mid="1"))
+    second = await rt.orchestrator.reply(dm("telegram", "7", "I'm a nurse", mid="2"))
+    srv.script(said, said)
+    third = await rt.orchestrator.reply(dm("telegram", "7", "I live in Leeds", mid="3"))
+    assert second.text == said and third.text == NO_ANSWER
     # a question asked again may get the same answer again: it shares the question's words
-    srv.script("Your dog is called Rex.", "Your dog is called Rex.")
-    await rt.orchestrator.reply(dm("telegram", "7", "what's my dog called?", mid="3"))
-    again = await rt.orchestrator.reply(dm("telegram", "7", "what is my dog called", mid="4"))
-    assert again.text == "Your dog is called Rex."
-    assert len(srv.chat_requests) == 5  # 1 + 2 + 1 + 1: only the parrot was asked again
+    srv.script(*["Your dog is called Rex."] * 3)
+    for mid, asked in enumerate(("what's my dog called?", "my dog's name?", "is my dog Rex?")):
+        again = await rt.orchestrator.reply(dm("telegram", "7", asked, mid=f"d{mid}"))
+        assert again.text == "Your dog is called Rex."
+    assert len(srv.chat_requests) == 7  # 1 + 1 + 2 + 3: only the parrot was asked again
 
 
 async def test_no_reply_prompt_or_tool_description_holds_the_sentences_small_models_gave_back(rt):
