@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .jobs import JobRunner
     from .llm import ChatClient, SyncCompleter, UsageHook
     from .manners import Judge
+    from .model_gate import ModelGate
     from .orchestrator import Orchestrator
     from .persona import Persona
     from .reminders import ReminderJob
@@ -190,6 +191,7 @@ def build_runtime(
     metrics = Metrics()
     # ORCH-14: both clients' calls go to its ledger
     budgets = build_budgets(settings, engine, runner, metrics)
+    gate = model_gate(settings)  # issue 45: replies before background calls on one local model
     extraction_model = _chat_client(
         settings,
         settings.extraction_model or settings.chat_model,
@@ -205,8 +207,11 @@ def build_runtime(
         on_call=metrics.model_call,
         max_tokens=settings.reply_max_tokens,
         on_usage=budgets.record,
+        gate=gate,
     )
-    jobs = JobRunner(engine, runner, ModelCompleter(extraction_model), lease_s=settings.job_lease_s)
+    jobs = JobRunner(
+        engine, runner, ModelCompleter(extraction_model, gate), lease_s=settings.job_lease_s
+    )
     background = Background(
         jobs,
         buffer,
@@ -420,7 +425,7 @@ def build_checkins(
     chat_model = JobRunner(
         orchestrator.engine,
         orchestrator.runner,
-        ModelCompleter(orchestrator.llm),
+        ModelCompleter(orchestrator.llm, orchestrator.llm.gate),
         lease_s=settings.job_lease_s,
     )
     return CheckinJob(
@@ -521,6 +526,17 @@ def extraction_server(settings: Settings) -> tuple[str, str]:
     )
 
 
+def model_gate(settings: Settings) -> ModelGate | None:
+    """One gate for the replies and the background jobs when both ask one local server (a model
+    of one slot, COMPANION_LOCAL_MODEL among them); None when the jobs have a server of their own,
+    or the server is remote (it answers many at once; a busy bot's replies would starve the jobs)."""
+    from .model_gate import ModelGate
+    from .server_quirks import is_local
+
+    shared = extraction_server(settings)[0] == settings.llm_base_url
+    return ModelGate() if shared and is_local(settings.llm_base_url) else None
+
+
 def _chat_client(
     settings: Settings,
     model: str,
@@ -530,6 +546,7 @@ def _chat_client(
     on_call: Callable[[float, bool], None] | None = None,
     max_tokens: int | None = None,
     on_usage: UsageHook | None = None,
+    gate: ModelGate | None = None,
 ) -> ChatClient:
     from .config import llm_timeouts
     from .llm import ChatClient
@@ -548,6 +565,7 @@ def _chat_client(
         on_call=on_call,
         max_tokens=max_tokens,
         on_usage=on_usage,
+        gate=gate,
     )
 
 

@@ -80,6 +80,13 @@ NOTES = {
     "forget": "(To be clear: nothing was forgotten just now. /forget followed by the words removes it for sure.)",
 }
 FORGOTTEN = "(Done: what you asked me to forget is forgotten.)"
+# A reply that already says it is done ("Done.", "All done!", "That's done"): the note would say
+# it twice ("Done.\n\n(Done: what you asked me to forget is forgotten.)", issue 45)
+_SAYS_DONE = re.compile(
+    r"(?:^|[.!?]\s+)(?:ok(?:ay)?[,!.]?\s+|sure[,!.]?\s+)?(?:all\s+)?done\b"
+    r"|\b(?:it's|it’s|it is|that's|that’s|that is|consider it|all)\s+(?:all\s+)?done\b",
+    re.I,
+)
 _NEGATED = re.compile(r"\b(?:not|n't|never|can't|cannot|won't)\b[^.!?]{0,20}$", re.IGNORECASE)
 
 
@@ -137,7 +144,7 @@ async def honest(
     text = text.strip()
     kinds = unbacked(text, ran, extracted=extracted, forgot=forgot)
     notes = [NOTES[kind] for kind in kinds]
-    if forgot and "forget" not in claims(text):
+    if forgot and "forget" not in claims(text) and not _SAYS_DONE.search(text):
         notes.append(FORGOTTEN)
     if not notes:
         return text
@@ -148,5 +155,5 @@ async def honest(
         )
     note = " ".join(notes)
     if stream is not None:
-        await stream(f"\n\n{note}")
-    return f"{text}\n\n{note}"
+        await stream(f"\n\n{note}" if text else note)
+    return f"{text}\n\n{note}" if text else note

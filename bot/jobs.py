@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -29,6 +29,7 @@ from memory import (
 
 from .attribution import charging
 from .llm import ChatClient, LLMError
+from .model_gate import ModelGate
 
 ReportT = TypeVar("ReportT")
 AnswerT = TypeVar("AnswerT")
@@ -39,8 +40,9 @@ class ModelCompleter:
     """A ``ChatClient`` as the ``AsyncCompleter`` jobs ask: one system and one user message (no system message when
     it is empty, as the judge and the compaction prompts are sent), and the client's failure as ``NoAnswer``."""
 
-    def __init__(self, llm: ChatClient) -> None:
+    def __init__(self, llm: ChatClient, gate: ModelGate | None = None) -> None:
         self.llm = llm
+        self.gate = gate  # issue 45: background calls give way to replies on a shared local model
 
     async def __call__(self, system: str, user: str, *, temperature: float = 0.0) -> str:
         return await self._ask(system, user, temperature, None)
@@ -55,12 +57,13 @@ class ModelCompleter:
         self, system: str, user: str, temperature: float, schema: dict[str, Any] | None
     ) -> str:
         messages = [{"role": "system", "content": system}] if system else []
+
+        def ask() -> Awaitable[str]:
+            asked = [*messages, {"role": "user", "content": user}]
+            return self.llm.complete(asked, temperature=temperature, schema=schema)
+
         try:
-            return await self.llm.complete(
-                [*messages, {"role": "user", "content": user}],
-                temperature=temperature,
-                schema=schema,
-            )
+            return await (ask() if self.gate is None else self.gate.background(ask))
         except LLMError as exc:
             raise NoAnswer(str(exc)) from exc
 

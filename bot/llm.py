@@ -34,8 +34,10 @@ import prompts
 
 from .clients import async_openai_client, openai_client
 from .honesty import Ran, honest
+from .model_gate import ModelGate
+from .reply_checks import Draft, Echoes
 from .server_quirks import refused, server_words
-from .textual_tools import HoldBack, find_calls, not_run_yet, run_written
+from .textual_tools import HoldBack, TextCall, find_calls, not_run_yet, run_written
 from .types import StreamSink
 from .usage import Usage, usage_of
 
@@ -94,6 +96,9 @@ class ModelTimeout(LLMError):
     """A request timed out: the server is overloaded, still loading the model, or hangs."""
 
 
+CUT = "_cut"  # marks an answer that max_tokens cut off (finish_reason "length")
+# the one more ask of an answer that had no words: a sentence or two, not another 1,024-token call
+AGAIN_TOKENS = 200
 # (model, what the answer said it cost) -> recorded
 UsageHook = Callable[[str, Usage | None], Awaitable[None]]
 
@@ -166,8 +171,10 @@ class ChatClient:
         on_call: Callable[[float, bool], None] | None = None,
         max_tokens: int | None = None,
         on_usage: UsageHook | None = None,
+        gate: ModelGate | None = None,
     ) -> None:
         self._client = async_openai_client(base_url, api_key, timeout=timeout, max_retries=0)
+        self.gate = gate  # a reply's turn goes before background calls on the same local model
         self.model, self.max_retries, self.backoff_s, self.max_steps, self._sleep = (
             model,
             max_retries,
@@ -228,7 +235,7 @@ class ChatClient:
         take 3 attempts x 60 s."""
         self.turn_usage = []
         try:
-            async with asyncio.timeout(self.turn_deadline_s):
+            async with self._first(), asyncio.timeout(self.turn_deadline_s):
                 return await self._loop(messages, tools, stream)
         except TimeoutError as exc:
             self.last_failure = TurnTimeout(
@@ -239,42 +246,132 @@ class ChatClient:
             self.last_failure = exc
             raise
 
+    def _first(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.gate.reply() if self.gate is not None else contextlib.nullcontext()
+
     async def _loop(
         self, messages: list[dict[str, Any]], tools: ToolBox | None, stream: StreamSink | None
     ) -> str:
-        convo, ran, last = list(messages), [], self.max_steps
+        convo, last = list(messages), self.max_steps
+        ran: list[Ran] = []
         schemas = tools.schemas() if tools else []
         names = _names(schemas)
+        echoes = Echoes(convo, schemas)
         for step in range(self.max_steps + 1):
             offer = schemas if schemas and step < last and not self.tools_off else None
-            message = await self._create(convo, offer, stream, names=names)
-            calls = message.get("tool_calls") or []
+            draft = Draft(stream, echoes) if stream else None
+            message = await self._drafted(convo, offer, draft, names)
+            # a call cut off by max_tokens is half a call, never run (a 0.5B spent 1,024 tokens)
+            cut = bool(message.pop(CUT, False))
+            calls = [] if cut else message.get("tool_calls") or []
             # ORCH-9: calls the model wrote as text
             written, prose = find_calls(message["content"], names)
-            if tools is not None and calls:
-                convo.append(message)
-                for call in calls:
-                    name, arguments = call["function"]["name"], call["function"]["arguments"]
-                    ran.append(Ran(name, arguments, await tools.call(name, arguments)))
-                    convo.append(
-                        {"role": "tool", "tool_call_id": call["id"], "content": ran[-1].result}
-                    )
-            elif tools is not None and written and step < last and not_run_yet(written, ran):
-                convo.extend(await run_written(message["content"], written, tools, ran))
-            elif tools is not None and written and step < last:
-                # A weak model writes the same call again after its result: once more, in words and without tools
-                convo += [
-                    {"role": "assistant", "content": message["content"]},
-                    {"role": "user", "content": prompts.render("tool_repeat")},
-                ]
-                last = step + 1
-            else:
-                backed = {
-                    "extracted": bool(getattr(tools, "remembering", False)),
-                    "forgot": bool(getattr(tools, "forgot", False)),
-                }
-                return await honest(prose, ran, stream, **backed)
+            written = [] if cut else written
+            if tools is not None and (calls or (written and step < last)):
+                if draft is not None:
+                    await draft.release()
+                last = await self._run_calls(convo, message, calls, written, tools, ran, step, last)
+                continue
+            prose = await self._checked(prose, convo, names, draft, echoes, cut)
+            backed = {
+                "extracted": bool(getattr(tools, "remembering", False)),
+                "forgot": bool(getattr(tools, "forgot", False)),
+            }
+            return await honest(prose, ran, stream, **backed)
         return ""
+
+    async def _run_calls(
+        self,
+        convo: list[dict[str, Any]],
+        message: dict[str, Any],
+        calls: list[dict[str, Any]],
+        written: list[TextCall],
+        tools: ToolBox,
+        ran: list[Ran],
+        step: int,
+        last: int,
+    ) -> int:
+        """One step's calls run and their results added to ``convo``; returns the last step."""
+        if calls:
+            convo.append(message)
+            for call in calls:
+                name, arguments = call["function"]["name"], call["function"]["arguments"]
+                ran.append(Ran(name, arguments, await tools.call(name, arguments)))
+                convo.append(
+                    {"role": "tool", "tool_call_id": call["id"], "content": ran[-1].result}
+                )
+        elif not_run_yet(written, ran):
+            convo.extend(await run_written(message["content"], written, tools, ran))
+        else:
+            # A weak model writes the same call again after its result: once more, in words and
+            # without tools
+            convo += [
+                {"role": "assistant", "content": message["content"]},
+                {"role": "user", "content": prompts.render("tool_repeat")},
+            ]
+            return step + 1
+        return last
+
+    async def _checked(
+        self,
+        prose: str,
+        convo: list[dict[str, Any]],
+        names: frozenset[str],
+        draft: Draft | None,
+        echoes: Echoes,
+        cut: bool,
+    ) -> str:
+        """The final answer's words, or the words of one more ask when it had none (empty, a call
+        cut off or hidden) or only words the model was given (``bot.reply_checks``; a parrot already
+        shown stays: nothing takes it back). Issue 45: a person read "…" after 420 s of a call cut
+        off and hidden."""
+        shown = draft is not None and draft.open
+        if prose and (shown or not echoes.parroted(prose)):
+            if draft is not None:
+                await draft.release()
+            return prose
+        why = "only words it was given" if prose else "a call cut off" if cut else "empty"
+        log.warning("the model's answer was %s; asked once more, without tools", why)
+        return await self._again(convo, names, draft.sink if draft else None, echoes)
+
+    async def _again(
+        self,
+        convo: list[dict[str, Any]],
+        names: frozenset[str],
+        stream: StreamSink | None,
+        echoes: Echoes,
+    ) -> str:
+        """One more ask, without tools and with a short budget; "" when its answer has no words of
+        its own either, and the caller tells the person so."""
+        ask = [*convo, {"role": "user", "content": prompts.render("answer_again")}]
+        draft = Draft(stream, echoes) if stream else None
+        budget = min(AGAIN_TOKENS, self.max_tokens or AGAIN_TOKENS)
+        message = await self._drafted(ask, None, draft, names, max_tokens=budget)
+        message.pop(CUT, None)
+        _, prose = find_calls(message["content"], names)
+        if not prose or (echoes.parroted(prose) and not (draft and draft.open)):
+            log.warning("the model gave no answer when asked again; the person is told so")
+            return ""
+        if draft is not None:
+            await draft.release()
+        return prose
+
+    async def _drafted(
+        self,
+        convo: list[dict[str, Any]],
+        offer: list[dict[str, Any]] | None,
+        draft: Draft | None,
+        names: frozenset[str],
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """``_create`` into a draft; a stream cut or timed out after text came shows what the draft
+        held, and the apology follows it, as without a draft."""
+        try:
+            return await self._create(convo, offer, draft, names=names, **extra)
+        except (StreamCut, asyncio.CancelledError):  # the turn's deadline cancels
+            if draft is not None:
+                await draft.release()
+            raise
 
     async def _create(
         self,
@@ -450,6 +547,10 @@ def _parse(response: object) -> dict[str, Any]:
     }
     if calls:
         out["tool_calls"] = calls
+    if choices[0].get("finish_reason") == "length":
+        out[CUT] = (
+            True  # taken off again before the message joins a conversation (``ChatClient._loop``)
+        )
     return out
 
 
@@ -479,6 +580,7 @@ class _StreamedAnswer:
         self.calls: dict[int, dict[str, str]] = {}
         self.chunks = 0
         self.finished = False
+        self.reason: object = None
         self.usage: Usage | None = None
 
     def add(self, chunk: object) -> str:
@@ -494,7 +596,8 @@ class _StreamedAnswer:
         if not isinstance(delta, dict):
             raise MalformedAnswer(f"stream chunk without a delta: {_excerpt(data)}")
         self.chunks += 1
-        self.finished = self.finished or bool(choices[0].get("finish_reason"))
+        self.reason = choices[0].get("finish_reason") or self.reason
+        self.finished = self.finished or bool(self.reason)
         for position, part in enumerate(_list(delta.get("tool_calls"), "tool_calls")):
             self._add_call_part(part, position)
         text = _string(delta.get("content"), "content")
@@ -526,9 +629,8 @@ class _StreamedAnswer:
             {"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
             for _, c in sorted(self.calls.items())
         ]
-        return _parse(
-            {"choices": [{"message": {"content": "".join(self.text), "tool_calls": calls}}]}
-        )
+        message = {"content": "".join(self.text), "tool_calls": calls}
+        return _parse({"choices": [{"message": message, "finish_reason": self.reason}]})
 
 
 @contextlib.contextmanager

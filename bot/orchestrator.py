@@ -41,7 +41,7 @@ from .reminder_claims import held_to_its_word
 from .reminder_commands import place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
-from .types import APOLOGY, IncomingMessage, Reaction, Reply, StreamSink, Verdict
+from .types import APOLOGY, NO_ANSWER, IncomingMessage, Reaction, Reply, StreamSink, Verdict
 from .vision import Seen, Sight, VisionOptions, with_notes, without_notes
 from .voice_mode import VoiceConversation, VoiceSessions, cached_search
 
@@ -166,7 +166,8 @@ class Orchestrator:
         # ORCH-13: no unstored promise
         text = await held_to_its_word(text, tools.tools, self.memory.reminding, stream)
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
-        await self._finish(turn, None if skipped else text, forgotten)
+        # "no answer" is not the bot's words: a small model shown it in history says it again
+        await self._finish(turn, None if skipped or text == NO_ANSWER else text, forgotten)
         if text is not None and not skipped and not forgotten:
             # ORCH-10/12: manners' state, the memories it used
             await self._spoke(turn, text, snap.memory_ids)
@@ -306,7 +307,7 @@ class Orchestrator:
         """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6). An answer is cut to what
         history keeps (a 400,000-character answer went out as 98 Telegram messages; history kept 8,000)."""
         try:
-            return bounded(await self.llm.run(convo, tools, stream) or "…")
+            return bounded(await self.llm.run(convo, tools, stream) or NO_ANSWER)
         except LLMError:
             log.exception("no reply for %s/%s", message.platform, message.channel_id)
             return None

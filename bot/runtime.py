@@ -110,9 +110,11 @@ class Runtime:
         if self.dashboard is not None:
             await self.dashboard.start()
 
-    async def stop(self) -> None:
-        """Graceful: end voice sessions (their summaries are kept), stop the loop and the scheduler, extract what
-        is still buffered, close the store."""
+    async def stop(self, *, flush_s: float | None = None) -> int:
+        """Graceful: end voice sessions (their summaries are kept), stop the loop and the scheduler,
+        extract what is still buffered for up to ``flush_s`` (default: the runtime's own), close the
+        store. The buffered messages left for the next start."""
+        budget = self.flush_s if flush_s is None else flush_s
         if (
             self.dashboard is not None
         ):  # first: no dashboard request may reach a store that is closing
@@ -129,23 +131,22 @@ class Runtime:
         if self.scheduler and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         try:
-            async with asyncio.timeout(self.flush_s):
+            async with asyncio.timeout(budget):
                 await self.background.flush()
         except TimeoutError:
             # A slow local model made /quit wait 27-41 s. The model's request is closed (it frees the server's slot)
             # and the turns stay in the persisted buffer, extracted after the next start (WRITE-1).
-            left = await self.runner.run(self.background.buffer.pending)
-            log.warning(
-                "stopped extracting after %g s (COMPANION_SHUTDOWN_FLUSH_S); %d buffered messages wait for the next start",
-                self.flush_s,
-                left,
-            )
+            log.warning("stopped extracting after %g s (COMPANION_SHUTDOWN_FLUSH_S)", budget)
         except Exception:  # shutdown edge: never lose the close below to a failing model
             log.exception(
                 "could not flush the extraction buffer; it stays in the database for next start"
             )
+        left = await self.runner.run(self.background.buffer.pending)
+        if left:
+            log.warning("%d buffered messages wait for extraction at the next start", left)
         await self.runner.run(self.engine.close)
         self.runner.shutdown()
+        return left
 
     async def _loop(self) -> None:
         while True:

@@ -15,6 +15,8 @@ from memory import valid_unicode
 
 # The apology when the model failed (ORCH-6) or its answer was cut: the orchestrator says it only after the
 # message was stored, so "saved" is true.
+# What the person reads when the model gave no words, also when asked once more (issue 45: "…")
+NO_ANSWER = "The model gave no answer this time. Your message is saved; try saying it another way."
 APOLOGY = "Sorry — I couldn't think straight just now. Your message is saved; please try again in a moment."
 # What an adapter says when anything else failed: it cannot know whether the message was stored, so no claim.
 ERROR_APOLOGY = (

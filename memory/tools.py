@@ -434,7 +434,8 @@ class MemoryTools:
         return {"channel_id": a.channel_id, "messages": [_message(r) for r in rows]}
 
     def reminder_set(self, a: ReminderArgs) -> JsonObject:
-        """Set a reminder that fires at the asked time in this chat. Confirm it only after this returns its id."""
+        """Reminder for this chat: text and due time (posted here when due). Result: its id, the
+        proof it is set."""
         if self.place is None:
             raise ToolError("reminders cannot be set in this conversation")
         stored = self.engine.reminders.ask(

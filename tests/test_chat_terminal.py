@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.common import COMMANDS
-from tests.fakes import FakeOpenAI
+from tests.fakes import Delay, FakeOpenAI
 from tests.fakes.openai_server import RawStream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,10 +131,16 @@ async def test_in_a_terminal_the_chat_edits_lines_shows_thinking_wraps_replies_a
         term = Terminal(argv, env)
         try:
             at = await term.expect(r"you> ")
+            # a slow reply: the working line shows at once, counting the seconds in place (issue 45)
+            srv.script(Delay(2.5, "Hello there."))
+            term.type("hello\r")
+            at = await term.expect(r"Companion is thinking…\r\x1b\[KCompanion is thinking… 1 s", at)
+            at = await term.expect(r"\r\x1b\[KCompanion> Hello there\.", at)
+            at = await term.expect(r"you> ", at)
             # a reply that would trickle for a minute: Ctrl-C must end it at once, and the chat goes on
             srv.script(RawStream(tuple(chunk(f"word{i} ") for i in range(200)), interval=0.3))
             term.type("tell me a long story\r")
-            at = await term.expect(r"thinking\.\.\.", at)
+            at = await term.expect(r"Companion is thinking…", at)
             at = await term.expect(r"word2 ", at)
             term.type("\x03")
             at = await term.expect(r"\(reply cancelled\)", at)

@@ -36,6 +36,7 @@ from typing import TextIO
 from bot.types import Conversation, IncomingMessage
 
 from .common import COMMANDS, ERROR_APOLOGY
+from .working import CLEAR, Working
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class ConsoleChat:
         self._stream = stream
         self._input = input_fn or read_terminal_line
         self._out = output or sys.stdout
-        # On a terminal: "thinking...", replies wrapped at words, Ctrl-C cancelling a reply. Piped output stays plain.
+        # On a terminal: "thinking… 3 s", replies wrapped at words, Ctrl-C cancelling a reply.
         self._tty = bool(getattr(self._out, "isatty", lambda: False)())
         self._ids = itertools.count(1)
         # Message ids are unique per store (a re-delivered id is not stored twice): this session's own prefix.
@@ -100,6 +101,10 @@ class ConsoleChat:
                     break
                 if line:
                     await self._handle(line)
+
+    def say(self, text: str) -> None:
+        """A line of the chat's own (not the bot's words): "Saving what you said…" at /quit."""
+        self._write(f"{text}\n")
 
     async def send_direct(self, channel_id: str, text: str) -> None:
         """A message the bot starts (ORCH-8 check-ins): printed between turns, like a reply."""
@@ -170,24 +175,29 @@ class ConsoleChat:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
                     raise  # the session itself is ending, not just this reply
-                self._write(("\r\x1b[K" if self._tty else "\n") + "(reply cancelled)\n")
+                self._write((CLEAR if self._tty else "\n") + "(reply cancelled)\n")
 
     async def _answer(self, line: str) -> None:
         wrap = Wrapper(
             shutil.get_terminal_size((80, 24)).columns if self._tty else 0, len(self._prefix)
         )
         streamed = False
-        if self._tty:
-            self._write(f"{self._prefix}thinking...")
+        working = Working(self._write, self._prefix.removesuffix("> "), tty=self._tty)
 
         async def sink(delta: str) -> None:
             nonlocal streamed
             if not streamed:
-                self._write(("\r\x1b[K" if self._tty else "") + self._prefix)
+                self._write(working.stop() + self._prefix)
                 streamed = True
             self._write(wrap.feed(delta))
 
-        reply = await self._conversation.reply(self._message(line), sink if self._stream else None)
+        working.start()
+        try:
+            reply = await self._conversation.reply(
+                self._message(line), sink if self._stream else None
+            )
+        finally:
+            cleared = working.stop()
         # A conversation may answer without streaming (a tool-only turn, an apology): print it whole. A stream
         # cut after some text already shown ends with the apology on its own line, after what was shown.
         if streamed:
@@ -195,10 +205,7 @@ class ConsoleChat:
             self._write(f"\n{self._prefix}{reply.text}\n" if reply.failed else "\n")
         else:
             whole = Wrapper(wrap.width, len(self._prefix))
-            self._write(
-                ("\r\x1b[K" if self._tty else "")
-                + f"{self._prefix}{whole.feed(reply.text)}{whole.flush()}\n"
-            )
+            self._write(f"{cleared}{self._prefix}{whole.feed(reply.text)}{whole.flush()}\n")
         if reply.failed:
             await self._explain()
         elif offered := self._names.offer(line):

@@ -320,8 +320,22 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     try:
         await console.run()
     finally:
-        await runtime.stop()
+        await _leave(runtime, console)
     return 0
+
+
+# /quit's extraction budget: a CPU model takes minutes for it, and what is not learned now is
+# learned after the next start (the buffer is in the store); /quit took 10-15 s, silent (issue 45)
+QUIT_FLUSH_S = 1.5
+
+
+async def _leave(runtime: Runtime, console) -> None:
+    """/quit says what it finishes, and waits for the model at most ``QUIT_FLUSH_S``."""
+    console.say("Saving what you said…")
+    budget = QUIT_FLUSH_S if runtime.flush_s is None else min(QUIT_FLUSH_S, runtime.flush_s)
+    left = await runtime.stop(flush_s=budget)
+    if left:
+        console.say(f"Saved. {counted(left, 'message')} will be learned from at the next start.")
 
 
 def _typed_before(runtime: Runtime, user_id: str, name: str) -> list[str]:

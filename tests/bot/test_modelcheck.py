@@ -204,11 +204,18 @@ async def test_against_an_ideal_model_the_check_scores_perfectly(srv, tmp_path):
     assert "FAILED" not in table(report)
 
 
+def searched(said: str) -> str:
+    """A call to a tool nobody offered, written as text, searching the person's own words (the same
+    reply to new words every turn would be a parrot, asked again: ``bot.reply_checks``)."""
+    return json.dumps({"name": "web_search", "arguments": {"query": said.split("\n")[0]}})
+
+
 async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
     """A model that writes its tool call as text, and an extraction that files the person's cat as the bot's own:
     the check reports them; the forgets asked in words are done all the same."""
-    # a call to a tool nobody offered, written as bare JSON: not a call the bot may run, so the person sees it
-    as_text = '{"name": "web_search", "arguments": {"query": "Sam has a cat"}}'
+    # a call to a tool nobody offered, written as bare JSON: not a call the bot may run, so the
+    # person sees it
+    as_text = searched
 
     def careless(body: dict[str, Any]) -> Any:
         last = str(body["messages"][-1].get("content"))
@@ -224,7 +231,7 @@ async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
                 "content": "My cat is called Biscuit.",
             }
             return json.dumps([item])
-        return as_text if body.get("tools") else "[]"
+        return as_text(last) if body.get("tools") else "[]"
 
     srv.default = careless
     settings = load_settings(
@@ -308,7 +315,7 @@ async def test_the_command_reports_as_json_and_never_opens_the_configured_store(
         tmp_path / "kept" / "companion.db"
     ).exists()  # --keep: the check's own store stays for a look
     srv.default = lambda body: (
-        '{"name": "web_search", "arguments": {"query": "x"}}' if body.get("tools") else "[]"
+        searched(body["messages"][-1]["content"]) if body.get("tools") else "[]"
     )
     result = await asyncio.to_thread(cli, "modelcheck")
     assert result.code == 1 and "FAILED: tool-call text shown in 20 turn(s)" in result.out

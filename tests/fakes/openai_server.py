@@ -98,6 +98,15 @@ class Hang:
     """No answer at all until the client closes the connection (recorded in ``closed_by_client``)."""
 
 
+@dataclass(frozen=True)
+class CutShort:
+    """An answer ``max_tokens`` cut off (finish_reason "length"): ``text`` as written so far, or a
+    ``call`` whose arguments stop mid-way (given as a str), streamed or not as the request asks."""
+
+    text: str = ""
+    call: ToolCall | None = None
+
+
 Responder = Callable[[dict[str, Any]], Any]
 
 # What llama.cpp's server answers to a request with ``tools`` when it was started without --jinja.
@@ -355,6 +364,10 @@ class FakeOpenAI(FakeServer):
         ]
 
     def _completion(self, body: dict[str, Any], item: Any) -> dict[str, Any]:
+        if isinstance(item, CutShort):
+            answer = self._completion(body, [item.call] if item.call else item.text)
+            answer["choices"][0]["finish_reason"] = "length"
+            return answer
         if isinstance(item, list):
             message = {
                 "role": "assistant",
@@ -434,6 +447,9 @@ class FakeOpenAI(FakeServer):
 
     def _deltas(self, item: Any) -> list[tuple[dict[str, Any], str | None]]:
         """Split a reply into the deltas the SDK accumulates, last one finishing."""
+        if isinstance(item, CutShort):
+            deltas = self._deltas([item.call] if item.call else item.text)
+            return [*deltas[:-1], ({}, "length")]
         if not isinstance(item, list):
             pieces = re.findall(r"\S+\s*|\s+", str(item)) or [""]
             deltas = [({"role": "assistant", "content": ""}, None)]

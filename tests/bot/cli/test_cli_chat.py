@@ -253,3 +253,48 @@ async def test_quit_does_not_wait_on_a_slow_extraction_model_and_the_turn_stays_
         ]
     finally:
         db.close()
+
+
+async def test_a_slow_reply_shows_the_working_line_before_it(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 45: "I'm Sam" showed nothing for 420 s. Piped, one line says the bot is on it (on a
+    terminal it counts the seconds: tests/test_chat_terminal.py); a quick reply goes without it."""
+    async with FakeOpenAI() as srv:
+        srv.script("Quick hello.", Delay(3.0, "Hello after a while."))
+        srv.default = lambda body: "[]"
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        typed(monkeypatch, "hi", "I'm Sam", "/quit")
+        result = await chat(cli)
+    assert result.code == 0, result.err
+    assert "(Companion is thinking…)\nCompanion> Hello after a while.\n" in result.out
+    assert result.out.count("thinking") == 1
+
+
+async def test_quit_says_what_it_finishes_and_leaves_the_rest_for_the_next_start(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/quit took 10-15 s and said nothing (issue 45): it says so, gives the model QUIT_FLUSH_S
+    whatever COMPANION_SHUTDOWN_FLUSH_S (5 s by default) says, and tells what waits."""
+    from bot.cli.conversation import QUIT_FLUSH_S
+    from tests.fakes.openai_server import Hang
+
+    async with FakeOpenAI() as srv:
+        srv.script("What a lovely cat!", Hang())  # the reply, then an extraction that never answers
+        monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("COMPANION_OPENAI_API_KEY", "test-key")
+        typed(monkeypatch, "my cat is called Biscuit", "/quit")
+        result = await chat(cli)
+        await srv.wait_until(lambda: srv.closed_by_client == ["request"])
+    assert result.code == 0, result.err
+    assert result.out.endswith(
+        "Saving what you said…\nSaved. 1 message will be learned from at the next start.\n"
+    )
+    log = cli.db.with_suffix(".log").read_text()
+    assert f"stopped extracting after {QUIT_FLUSH_S:g} s" in log
+    db = Database(read_only(cli.db))
+    try:
+        assert db.scalar("SELECT COUNT(*) FROM extraction_buffer") == 1
+    finally:
+        db.close()

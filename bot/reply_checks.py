@@ -1,0 +1,140 @@
+"""What a reply must not be: empty, or words the model was given rather than an answer (issue 45).
+
+Small models parrot. The real 0.5B answered all 17 turns of a conversation with "I saved, updated,
+and forgot something." (a sentence of ``prompts/tool_results.md``), and another run every turn with
+"Fired at the asked time in this chat." (a tool's description). ``Echoes`` knows the words a reply
+could parrot: the instruction prompts of a reply turn, the tools' descriptions, and the bot's own
+last replies; ``parroted`` says whether a short reply is made of nothing else. Words are compared
+as content words cut to their first four letters ("fires" and "fired" are one word), in runs of
+three: a reply is a parrot when it has three content words or more and every run of three of them
+is found in what it could parrot, or when it is the bot's reply for the third time in a row. A
+reply repeating a memory is not one (memories are not in the set), nor a repeated reply that
+shares a word with the person's new message ("what's my dog called?" may get the same answer).
+
+``Draft`` holds the first words of a streamed reply until they are not a parrot, so a caught one is
+never shown (the console streams as the model writes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
+
+import prompts
+
+from .types import StreamSink
+
+# The prompts of a reply turn (the system prompt's own words, the notes the loop adds), without
+# their $variables
+REPLY_PROMPTS = (
+    "system",
+    "tool_results",
+    "tool_repeat",
+    "answer_again",
+    "forget_done",
+    "forget_not_found",
+    "leak_retry",
+    "skip",
+    "voice",
+)
+RUN = 3  # content words in a run
+RECENT = 3  # the bot's last replies a reply may not repeat...
+REPEATS = 2  # ...as often as this: a third time in a row (a reply may well come twice)
+HOLD_CHARS = 240  # a parrot is a sentence or two: longer text streams on, whatever its words
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+_PART = re.compile(r"[^\W\d_]+$")
+_STOPWORDS = """a an the and or but if of to in on at by for with from as is are was were be been
+being am do does did have has had i i'm i've i'll i'd me my mine you you're your yours it its it's
+this that these those there here we our us they them their he she him her his not no so too very
+just also all any some what what's which who whom when where why how can could will would shall
+should may might must let now then than into out up about over again once only own same other such
+more most each few both"""
+_STOP = frozenset(_STOPWORDS.split())
+
+
+def content_words(text: str) -> list[str]:
+    """The words that carry meaning, lower-cased and cut to four letters."""
+    words = (m.lower().replace("’", "'").removesuffix("'s") for m in _WORD.findall(text))
+    return [w[:4] for w in words if w not in _STOP]
+
+
+def _runs(words: Sequence[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + RUN]) for i in range(len(words) - RUN + 1)}
+
+
+@cache
+def _prompt_runs() -> frozenset[tuple[str, ...]]:
+    runs: set[tuple[str, ...]] = set()
+    for name in REPLY_PROMPTS:
+        text = re.sub(r"\$\{?\w+\}?", " . ", prompts.load(name).template)
+        runs |= _runs(content_words(text))
+    return frozenset(runs)
+
+
+class Echoes:
+    """What one turn's reply could parrot: the reply prompts, the tools' descriptions, recent
+    replies."""
+
+    def __init__(self, convo: Sequence[dict[str, Any]], schemas: Iterable[dict[str, Any]]) -> None:
+        given = set(_prompt_runs())
+        for schema in schemas:
+            given |= _runs(content_words(str((schema.get("function") or {}).get("description"))))
+        self.given = frozenset(given)
+        replies = [m for m in convo if m.get("role") == "assistant" and m.get("content")]
+        self.replies = [_runs(content_words(str(m["content"]))) for m in replies[-RECENT:]]
+        asked = [m.get("content") for m in convo if m.get("role") == "user"][-1:]
+        self.asked = set(content_words(_text(asked[0] if asked else "")))
+
+    def parroted(self, text: str) -> bool:
+        """Whether ``text`` is only words the model was given, or a recent reply said again to new
+        words."""
+        words = content_words(text)
+        runs = _runs(words)
+        if not runs:
+            return False
+        if runs <= self.given:
+            return True
+        said_before = sum(runs <= said for said in self.replies)
+        return said_before >= REPEATS and not self.asked & set(words)
+
+    def plainly_new(self, text: str) -> bool:
+        """Whether the start of a reply already says something of its own (a run found nowhere)."""
+        known = self.given.union(*self.replies)
+        whole = _PART.sub("", text)  # a word still arriving is not judged yet
+        return any(run not in known for run in _runs(content_words(whole)))
+
+
+class Draft:
+    """A stream sink holding a reply's first words until ``Echoes.plainly_new`` clears them (or the
+    answer ends and the loop decides): a caught parrot is dropped unseen; the rest streams on."""
+
+    def __init__(self, sink: StreamSink, echoes: Echoes) -> None:
+        self.sink, self.echoes = sink, echoes
+        self.held: list[str] = []
+        self.open = False
+
+    async def __call__(self, text: str) -> None:
+        if self.open:
+            await self.sink(text)
+            return
+        self.held.append(text)
+        held = "".join(self.held)
+        if len(held) > HOLD_CHARS or self.echoes.plainly_new(held):
+            await self.release()
+
+    async def release(self) -> None:
+        self.open = True
+        held, self.held = "".join(self.held), []
+        if held:
+            await self.sink(held)
+
+    def drop(self) -> None:
+        self.held = []
+
+
+def _text(content: object) -> str:
+    if isinstance(content, list):  # a message with an image: its text parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")

@@ -1,0 +1,149 @@
+"""Issue 45, "never '…'": an answer with no words (empty, or a tool call max_tokens cut off and
+hidden) and an answer made only of words the model was given (a prompt's sentence, a tool's
+description, its own last reply) are asked for once more, without tools and with a short budget;
+when that answer has no words of its own either, the person is told so in a plain sentence. The
+real openai SDK against the fake server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.llm import AGAIN_TOKENS
+from bot.types import NO_ANSWER
+from memory.clock import FakeClock
+from tests.fakes import ToolCall
+from tests.fakes.openai_server import CutShort
+from tests.pipeline_support import build_runtime, dm
+
+pytestmark = pytest.mark.asyncio
+# what the real 0.5B wrote until its 1,024 tokens ran out
+CUT_CALL = (
+    '<tool_call>\n{"name": "memory_store", "arguments": {"content": "I am Sam and I am Sam and'
+)
+
+
+@pytest.fixture
+async def rt(tmp_path, srv):
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock())
+    await runtime.start(background_loop=False)
+    yield runtime
+    srv.default = lambda body: "[]"
+    await runtime.stop()
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    async def __call__(self, text: str) -> None:
+        self.parts.append(text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def kept(rt) -> list[str]:
+    return [r["content"] for r in rt.engine.db.rows("SELECT content FROM messages ORDER BY rowid")]
+
+
+def memories(rt) -> list[str]:
+    return [r["content"] for r in rt.engine.db.rows("SELECT content FROM memories")]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(
+    "cut",
+    [CutShort(CUT_CALL), CutShort(call=ToolCall("memory_store", '{"content": "Sam is a nur'))],
+    ids=["written", "structured"],
+)
+async def test_a_call_cut_off_then_an_empty_answer_tells_the_person_plainly(rt, srv, cut, streamed):
+    srv.script(cut, "")
+    sink = Sink() if streamed else None
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "I'm Sam", mid="1"), sink)
+
+    assert reply.text == NO_ANSWER and "…" not in reply.text
+    first, again = srv.chat_requests[:2]
+    assert "tools" in first and "tools" not in again
+    assert again["max_tokens"] == AGAIN_TOKENS < first["max_tokens"]
+    assert "no tool call" in again["messages"][-1]["content"]
+    assert memories(rt) == []  # the half call was never run
+    # the person's words are kept; "no answer" is not kept as the bot's words (a small model would
+    # say it again)
+    assert kept(rt) == ["I'm Sam"]
+    assert sink is None or "memory_store" not in sink.text
+
+
+async def test_a_call_cut_off_then_an_answer_gives_the_answer(rt, srv):
+    srv.script(CutShort(CUT_CALL), "Nice to meet you, Sam!")
+    sink = Sink()
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "I'm Sam", mid="1"), sink)
+    assert reply.text == sink.text == "Nice to meet you, Sam!"
+    assert len(srv.chat_requests) == 2
+
+
+async def test_a_long_text_answer_cut_by_max_tokens_is_kept_not_asked_again(rt, srv):
+    srv.script(CutShort("Here is a long story about a fox who"))
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "tell me a story", mid="1"))
+    assert reply.text == "Here is a long story about a fox who" and len(srv.chat_requests) == 1
+
+
+# -- parrots --------------------------------------------------------------------------------
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_tools_description_given_back_as_the_reply_is_asked_again_and_never_shown(
+    rt, srv, streamed
+):
+    described = next(
+        s["function"]["description"]
+        for s in rt.orchestrator._tools(
+            await rt.orchestrator._resolve(dm("telegram", "7", "x")), None
+        ).schemas()
+        if s["function"]["name"] == "reminder_set"
+    )
+    parrot = described.split(" (")[0] + "."  # "Reminder for this chat: text and due time."
+    srv.script(parrot, "Hello Sam, nice to meet you.")
+    sink = Sink() if streamed else None
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "hi, I'm Sam", mid="1"), sink)
+    assert reply.text == "Hello Sam, nice to meet you."
+    assert sink is None or sink.text == "Hello Sam, nice to meet you."
+    assert "tools" not in srv.chat_requests[1]
+
+
+async def test_the_same_reply_to_new_words_is_caught_and_a_repeated_answer_to_a_question_is_not(
+    rt, srv
+):
+    said = "I saved, updated, and forgot something."  # the real 0.5B's answer to all 17 turns
+    srv.script(said, said)
+    await rt.orchestrator.reply(dm("telegram", "7", "I'm Sam", mid="1"))
+    second = await rt.orchestrator.reply(dm("telegram", "7", "I'm a nurse", mid="2"))
+    srv.script(said, said)
+    third = await rt.orchestrator.reply(dm("telegram", "7", "I live in Leeds", mid="3"))
+    assert second.text == said and third.text == NO_ANSWER
+    # a question asked again may get the same answer again: it shares the question's words
+    srv.script(*["Your dog is called Rex."] * 3)
+    for mid, asked in enumerate(("what's my dog called?", "my dog's name?", "is my dog Rex?")):
+        again = await rt.orchestrator.reply(dm("telegram", "7", asked, mid=f"d{mid}"))
+        assert again.text == "Your dog is called Rex."
+    assert len(srv.chat_requests) == 7  # 1 + 1 + 2 + 3: only the parrot was asked again
+
+
+async def test_no_reply_prompt_or_tool_description_holds_the_sentences_small_models_gave_back(rt):
+    import prompts
+
+    turn = await rt.orchestrator._resolve(dm("telegram", "7", "x"))
+    descriptions = json.dumps(rt.orchestrator._tools(turn, None).schemas())
+    shown = prompts.render("tool_results", results="memory_store({}) returned: {}")
+    assert "fires at the asked time" not in descriptions
+    assert "Only say you saved" not in shown and "saved, updated or forgot" not in shown
+
+
+# -- the canned note ----------------------------------------------------------------------
+async def test_a_done_forget_whose_reply_says_done_gets_no_second_done(rt, srv):
+    srv.script("Noted!")
+    await rt.orchestrator.reply(dm("telegram", "7", "my locker code is 5521", mid="1"))
+    srv.script("Done.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "forget my locker code", mid="2"))
+    assert reply.text == "Done." and reply.forgotten
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%5521%'") == 0
