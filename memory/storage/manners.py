@@ -198,14 +198,20 @@ class ReplyFeedback:
         if not rids or not emojis:
             return {}
         rows = self.db.execute(
-            "SELECT u.memory_rid, COUNT(DISTINCT v.person_id) FROM reply_reactions AS v "
+            "SELECT u.memory_rid, v.reply_rid, v.person_id FROM reply_reactions AS v "
             "JOIN reply_memories AS u ON u.reply_rid = v.reply_rid "
-            "JOIN messages AS r ON r.rid = v.reply_rid JOIN messages AS q ON q.rid = r.answers_rid "
-            f"WHERE q.author_id = v.person_id AND v.emoji IN ({placeholders(emojis)}) "
-            f"AND u.memory_rid IN ({placeholders(rids)}) GROUP BY u.memory_rid",
+            f"WHERE v.emoji IN ({placeholders(emojis)}) "
+            f"AND u.memory_rid IN ({placeholders(rids)})",
             (*emojis, *rids),
         )
-        return {int(rid): int(n) for rid, n in rows}
+        voters: dict[int, set[str]] = {}
+        asked: dict[int, str | None] = {}
+        for rid, reply, person in rows:
+            if reply not in asked:
+                asked[reply] = self.messages.answered_author(int(reply))
+            if asked[reply] == person:
+                voters.setdefault(int(rid), set()).add(str(person))
+        return {rid: len(people) for rid, people in voters.items()}
 
     def received(self, rids: list[int], delta: float, *, recheck: bool) -> None:
         """Count the reception and move each memory's importance by ``delta`` (within 0..10)."""
