@@ -156,3 +156,37 @@ FACTS_SCHEMA: dict[str, Any] = {
     },
     "required": ["facts"],
 }
+
+
+def parse_object(text: str) -> dict[str, Any]:
+    """The first JSON object in a model's answer."""
+    match = re.search(r"\{.*\}", text or "", re.DOTALL)
+    if not match:
+        raise BadAnswer(f"no JSON object in the answer: {(text or '')[:120]!r}")
+    data = _loads(match.group())
+    if not isinstance(data, dict):
+        raise BadAnswer("the answer is not a JSON object")
+    return data
+
+
+def parse_reflection(text: str) -> tuple[list[dict[str, Any]], str]:
+    """(fact candidates, session summary) of a micro-reflection answer."""
+    data = parse_object(text)
+    facts = data.get("facts") or []
+    summary = data.get("summary") or ""
+    return (_dicts(facts) if isinstance(facts, list) else []), (
+        summary if isinstance(summary, str) else ""
+    )
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise BadAnswer(f"invalid JSON: {exc}") from None
+
+
+def _dicts(data: Any) -> list[dict[str, Any]]:
+    if not isinstance(data, list):
+        raise BadAnswer("not a JSON array")
+    return [item for item in data if isinstance(item, dict)]
