@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 import prompts
-from memory import EntityCount, Hit, MemoryContext, MemoryEngine, RecallContext
+from memory import EntityCount, Hit, MemoryContext, MemoryEngine, RecallContext, labelled
 from memory.models import SELF_SUBJECT, Memory, SessionSummary, StoredMessage
-from memory.recall.whose import shown
 
 from .persona import Persona
 from .types import IncomingMessage
@@ -172,7 +171,7 @@ def clock_note(now: float, zone: tzinfo) -> str:
 def _line(m: Memory, names: dict[str, str]) -> str:
     """One fact, labelled with whose it is and in the third person (``memory.recall.whose``)."""
     when = datetime.fromtimestamp(m.created_at, UTC).strftime("%Y-%m-%d")
-    label, words = shown(m, names)
+    label, words = labelled(m, names)
     return f"- {label}: {json.dumps(words, ensure_ascii=False)} ({m.kind.value}, {when})"
 
 

@@ -1,11 +1,12 @@
-"""Issue 45, items 1 and 2, through the real pipeline (the openai SDK against the fake server, a real store):
-a person's facts are stored in the third person and shown to the chat model as theirs, and a fact the
-conversation did not say (the extraction prompt's example, the beagle) is never filed.
+"""Issue 45, items 1 and 2, through the real pipeline (the openai SDK against the fake server, a
+real store): a person's facts are stored in the third person and shown to the chat model as theirs,
+and a fact the conversation did not say (the extraction prompt's example, the beagle) is never
+filed.
 
-With the real Qwen2.5-Coder 1.5B every fact of a check was stored as the person said it ("I work as a
-nurse at the children's hospital."); shown "I work as a nurse", the bot answered as the person ("I'm a
-nurse..."). And "I've adopted a beagle called Rex." was filed, citing "What's my cat called?".
-"""
+With the real Qwen2.5-Coder 1.5B every fact of a check was stored as the person said it ("I work as
+a nurse at the children's hospital."); shown "I work as a nurse", the bot answered as the person
+("I'm a nurse..."). And "I've adopted a beagle called Rex." was filed, citing "What's my cat
+called?"."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ FIRST_PERSON_LINE = re.compile(
 
 
 def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
-    """The 1.5B's answer: each line's own words, in the first person, and the beagle citing the cat line."""
+    """The 1.5B's answer: each line's own words, in the first person; the beagle citing the cat."""
     said = [(text, text) for text in (NURSE, LEEDS, MOVED, CELLO)] + [(BEAGLE, CAT)]
     return [
         {
@@ -116,8 +117,8 @@ async def test_the_chat_model_reads_whose_each_fact_is_and_no_line_in_the_first_
 
 
 async def test_a_first_person_fact_stored_before_is_shown_in_the_third_person_and_kept(rt, srv):
-    """Facts written before this (and facts kept in a person's own words: /remember, the tool) are not
-    rewritten in the store: the snapshot turns them, so nothing stored changes or is lost."""
+    """Facts written before this (and facts kept in a person's own words: /remember, the tool) are
+    not rewritten in the store: the snapshot turns them, so nothing stored changes or is lost."""
     model(srv, {}, extract=lambda prompt: [])
     await tell(rt, "hello")
     old = "I keep bees on my roof and I'm allergic to wasps"

@@ -1,22 +1,22 @@
-"""Whose each recalled fact is, as a prompt shows it (issue 45): a chat model shown "I work as a nurse"
-answered "I'm a nurse at the children's hospital", speaking as the person. So every fact a prompt
-shows names whom it is about, and a person's fact in their own first person (stored before facts were
-written in the third person, or kept as they said it: ``/remember``, the ``memory_store`` tool, an
-import) is shown in the third person (``memory.write.third_person``); one in another language keeps
-its words, and its label says whose it is:
+"""Whose each recalled fact is, as a prompt shows it (issue 45): a chat model shown "I work as a
+nurse" answered "I'm a nurse at the children's hospital", speaking as the person. So every fact a
+prompt shows names whom it is about, and a person's fact in their own first person (stored before
+facts were written in the third person, or kept as they said it: ``/remember``, the ``memory_store``
+tool, an import) is shown in the third person (``memory.write.third_person``); one in another
+language keeps its words, and its label says whose it is:
 
     - about "Priya": "Priya works as a nurse at the children's hospital." (profile, 2026-10-21)
     - about "Priya": "Ich arbeite als Krankenschwester" (profile, 2026-10-21)
     - about "Tomasz", told by "Priya": "Priya's brother Tomasz lives in Gdansk" (relationship, ...)
     - about you: "My favourite season is autumn" (the bot's own, ORCH-7)
     - lore of this place: "The server's book club meets on Sundays"
-    - from the files of "Priya": "Dana plays the cello." (a passage of a file, ``memory.write.ingest``)
+    - from the files of "Priya": "Dana plays the cello." (a passage of a file she gave)
 
-The "I" of a stored fact is the person it is filed under (``scope_id``: who said it); whom it is about
-is ``subject_person_id`` when the write path bound one (``memory.write.subjects``), else the same
-person. Stored rows are not rewritten: what is shown is turned each time, so facts written before this
-and facts a person keeps in their own words read the same way, and nothing stored changes.
-"""
+The "I" of a stored fact is the person it is filed under (``scope_id``: who said it); whom it is
+about is ``subject_person_id`` when the write path bound one (``memory.write.subjects``), else the
+same person. Stored rows are not rewritten: what is shown is turned each time, so facts written
+before this and facts a person keeps in their own words read the same way, and nothing stored
+changes."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def people_in(memories: Iterable[Memory]) -> set[str]:
     return {p for m in memories for p in (teller(m), about(m)) if p}
 
 
-def shown(m: Memory, names: Mapping[str, str]) -> tuple[str, str]:
+def labelled(m: Memory, names: Mapping[str, str]) -> tuple[str, str]:
     """(label, words) of ``m`` for a prompt: whose it is, and its words with the teller's "I" turned
     into their name."""
     if m.subject == SELF_SUBJECT:

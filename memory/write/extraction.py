@@ -10,6 +10,13 @@ removes them and nothing else (SEC-3). Who owns a fact, which lines it came from
 its speaker's closest in words, never all of them), the bot's own facts (ORCH-7, ORCH-9) and asks to forget
 in the same transcript are ``memory.write.ownership``'s rules; each pass logs what it filed and dropped.
 
+A fact the conversation did not say (its distinctive words not in its lines, or a word of the
+prompt's own example) is not filed (``memory.write.grounding``, issue 45). A person's fact is filed
+in the third person with their name, its relative dates resolved as of its lines ("I moved here last
+month" -> "Priya moved here in September 2026": ``memory.write.third_person``,
+``memory.write.relative_dates``): read back as "I ...", a chat model took the person's life for its
+own.
+
 Model answers are untrusted: anything that is not the expected JSON raises ``BadAnswer`` (the caller
 retries or backs off); items of the wrong shape are skipped one by one.
 """

@@ -2,8 +2,8 @@
 distinctive words were said, in the lines it came from.
 
 A real 1.5B filed "I've adopted a beagle called Rex." (the extraction prompt's example line) about a
-person, citing "What's my cat called?"; the older check (``Ownership.invented``: no word of the fact in
-any line) let it through, as "called" is in the cited line. Two rules now hold a candidate back:
+person, citing "What's my cat called?"; the older check (``Ownership.invented``: no word of the fact
+in any line) let it through, as "called" is in the cited line. Two rules now hold a candidate back:
 
     unsaid      fewer than half of its distinctive words (``ownership.distinctive``: a name, a word
                 outside the commonest English ones in all its forms, "talks" no rarer than "talk",
@@ -15,8 +15,7 @@ any line) let it through, as "called" is in the cited line. Two rules now hold a
     copied      a distinctive word of the prompts' own examples (the words they show only inside
                 quotes) is in the fact and nowhere in the conversation.
 
-A reflection may infer (``Source.REFLECTION``), so it is held to ``copied`` only.
-"""
+A reflection may infer (``Source.REFLECTION``), so it is held to ``copied`` only."""
 
 from __future__ import annotations
 
@@ -49,8 +48,8 @@ class Grounding:
         )
 
     def unsaid(self, fact: str, lines: Iterable[int]) -> bool:
-        """Fewer than half of the fact's distinctive words are in ``lines`` (indexes from 0) or the line
-        before each."""
+        """Fewer than half of the fact's distinctive words are in ``lines`` (indexes from 0) or
+        the line before each."""
         wanted = self.distinctive(fact)
         if not wanted:
             return False
@@ -59,7 +58,7 @@ class Grounding:
         return 2 * len(wanted & held) < len(wanted)
 
     def copied(self, fact: str) -> bool:
-        """A distinctive word of a prompt's example is in the fact and in no line of the conversation."""
+        """A distinctive word of a prompt's example is in the fact and in no line said here."""
         return bool((self.distinctive(fact) & example_words()) - self.all_said)
 
     def distinctive(self, fact: str) -> frozenset[str]:
@@ -87,8 +86,8 @@ def _words(text: str) -> list[str]:
 
 @cache
 def example_words() -> frozenset[str]:
-    """The stems of the distinctive words the prompts show only inside quotes (their examples: a word
-    of the instructions, "fact" or "tags", is quoted in the item format too), labels aside."""
+    """The stems of the distinctive words the prompts show only inside quotes: their examples (a
+    word of the instructions, "fact" or "tags", is quoted in the item format too), labels aside."""
     labels = {v.value for v in (*FactKind, *MemoryType)}
     quoted: set[str] = set()
     told: set[str] = set()

@@ -1,19 +1,18 @@
-"""Relative dates in a learned fact, resolved against when its lines were written (issue 45): a fact read
-weeks later must not say "last month". The extraction prompt asks the model to resolve them; a model
-that copies the line as it was said ("I moved to York last month") is resolved here, in English, against
-the newest of the fact's source lines in the speaker's zone (ORCH-8):
+"""Relative dates in a learned fact, resolved against when its lines were written (issue 45): a fact
+read weeks later must not say "last month". The extraction prompt asks the model to resolve them; a
+model that copies the line as it was said ("I moved to York last month") is resolved here, in
+English, against the newest of the fact's source lines in the speaker's zone (ORCH-8):
 
-    "yesterday", "today", "tonight", "tomorrow"                    ->  "on 20 October 2026" ...
-    "last night", "this morning", "next evening"                     ->  "on the night of 20 October 2026"
-    "last week", "this week", "next week"                            ->  "in the week of 12 October 2026"
-    "last month", "this month", "next month"                         ->  "in September 2026"
-    "last year", "this year", "next year"                            ->  "in 2025"
-    "last Friday", "next Friday"                                     ->  "on Friday 16 October 2026"
-    "3 days ago", "two weeks ago", "a month ago", "five years ago"   ->  "on ...", "around ...", "in ..."
+    "yesterday", "today", "tonight", "tomorrow"       ->  "on 20 October 2026" ...
+    "last night", "this morning", "next evening"      ->  "on the night of 20 October 2026"
+    "last week", "this week", "next week"             ->  "in the week of 12 October 2026"
+    "last month", "this month", "next month"          ->  "in September 2026"
+    "last year", "this year", "next year"             ->  "in 2025"
+    "last Friday", "next Friday"                      ->  "on Friday 16 October 2026"
+    "3 days ago", "two weeks ago", "five years ago"   ->  "on ...", "around ...", "in 2021"
 
-After "since", "until", "before", "after", "from" or "by" the "on" or "in" is left out ("since 2025").
-Other languages are left as they were written (the prompt's resolution is all they get).
-"""
+After "since", "until", "before", "after", "from" or "by" the "on" or "in" is left out ("since
+2025"). Other languages are left as they were written (the prompt's resolution is all they get)."""
 
 from __future__ import annotations
 
@@ -27,7 +26,8 @@ _COUNT = "|".join(sorted(_COUNTS, key=len, reverse=True))
 _PHRASE = re.compile(
     _LINKS
     + r"\b(?:(?P<day>yesterday|today|tonight|tomorrow)"
-    + r"|(?P<part>this|last|next)\s+(?P<span>night|morning|afternoon|evening|week|weekend|month|year|"
+    + r"|(?P<part>this|last|next)\s+"
+    + r"(?P<span>night|morning|afternoon|evening|week|weekend|month|year|"
     + "|".join(WEEKDAYS)
     + r")"
     + rf"|(?P<count>\d+|{_COUNT})\s+(?P<unit>day|week|month|year)s?\s+ago)\b",

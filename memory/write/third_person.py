@@ -1,23 +1,22 @@
-"""A person's fact told about them, not in their voice (issue 45): "I work as a nurse" stored or shown as
-it was said reads, to a chat model, as its own life ("I'm a nurse at the children's hospital", the bot
-answering as the person). So a fact in the first person about its speaker is turned round, however the
-model wrote it:
+"""A person's fact told about them, not in their voice (issue 45): "I work as a nurse" stored or
+shown as it was said reads, to a chat model, as its own life ("I'm a nurse at the children's
+hospital", the bot answering as the person). So a fact in the first person about its speaker is
+turned round, however the model wrote it:
 
-    "I work as a nurse at the children's hospital."   ->  "Priya works as a nurse at the children's hospital."
-    "I'm allergic to peanuts and my sister is too."   ->  "Priya is allergic to peanuts and Priya's sister is too."
-    "I've just adopted a kitten."                     ->  "Priya has just adopted a kitten."
+    "I work as a nurse at the hospital."   ->  "Priya works as a nurse at the hospital."
+    "I'm allergic to nuts and my son too"  ->  "Priya is allergic to nuts and Priya's son too"
+    "I've just adopted a kitten."          ->  "Priya has just adopted a kitten."
 
 The name stands wherever "I", "me" or "my" stood: "their" or "she" could be read as anyone else the
-sentence names ("my sister says I cook well"). The verb after "I" (past a few adverbs: "I really love")
-agrees: "am" -> "is", "have" -> "has", "don't" -> "doesn't", "live" -> "lives", "watch" -> "watches";
-past forms, modals and the forms that are the same in both tenses ("read", "put") stay. "The user"
-is the name too.
+sentence names ("my sister says I cook well"). The verb after "I" (past a few adverbs: "I really
+love") agrees: "am" -> "is", "have" -> "has", "don't" -> "doesn't", "live" -> "lives", "watch" ->
+"watches"; past forms, modals and the forms that are the same in both tenses ("read", "put") stay.
+"The user" is the name too.
 
 English only, and only what is cheap and safe: a sentence is turned when most of its other words are
 English (the leak check's vocabulary), so "me gusta el café" and "Ich arbeite als Krankenschwester"
-are left in their language and their words (never translated); the snapshot labels whose each fact is
-for those (``bot.assembly``).
-"""
+are left in their language and their words (never translated); the snapshot labels whose each fact
+is for those (``bot.assembly``)."""
 
 from __future__ import annotations
 
@@ -45,10 +44,10 @@ ADVERBS = _listed(
 _SAME = _listed(
     "can could will would shall should may might must did had was used ought read put set cut hit "
     "quit let hurt cost shut spread can't couldn't won't wouldn't shouldn't didn't hadn't mustn't "
-    "went got made met took saw came left bought began ran wrote grew knew felt found gave kept lost "
-    "paid said sent sold spent taught thought told won broke chose drove ate fell flew forgot built "
-    "caught brought fought meant slept stood understood woke wore became swam sang rode drank sat "
-    "heard held led fed fled stuck threw tore lent dug hung shot slid spoke stole struck swore "
+    "went got made met took saw came left bought began ran wrote grew knew felt found gave kept "
+    "lost paid said sent sold spent taught thought told won broke chose drove ate fell flew forgot "
+    "built caught brought fought meant slept stood understood woke wore became swam sang rode "
+    "drank sat heard held led fed fled stuck threw tore lent dug hung shot slid spoke stole struck swore "
     "and or but too"
 )
 _AGREE = {
@@ -92,7 +91,7 @@ def third_person(text: str, name: str) -> str:
 
 
 def first_person(text: str) -> bool:
-    """Whether ``text`` speaks in the English first person singular (and is English enough to turn)."""
+    """Whether ``text`` speaks in the English first person singular (and is English enough)."""
     words = {_word(m.group()) for m in _TOKEN.finditer(text or "")}
     return bool(words & (_SUBJECT | set(_OBJECT))) and english(text)
 
@@ -125,7 +124,7 @@ def _is_pronoun_i(tokens: list[re.Match[str]], i: int) -> bool:
 
 
 def _subject(tokens: list[re.Match[str]], i: int, name: str) -> tuple[str, int]:
-    """The words for "I" (with its verb when it is contracted or follows it) and the next token index."""
+    """The words for "I" (with its verb, contracted or next) and the index of the next token."""
     word = _word(tokens[i].group())
     if word in _CONTRACTED:
         return f"{name} {_CONTRACTED[word]}", i + 1
@@ -147,7 +146,7 @@ def _next_verb(tokens: list[re.Match[str]], j: int) -> str:
 
 
 def agree(verb: str) -> str:
-    """The form of ``verb`` after a name, for the form after "I": "live" -> "lives", "am" -> "is"."""
+    """The form of ``verb`` after a name for its form after "I": "live" -> "lives", "am" -> "is"."""
     word = _word(verb)
     if word in _AGREE:
         return _AGREE[word]
