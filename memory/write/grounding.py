@@ -41,7 +41,7 @@ class Grounding:
     """The rules over one transcript: ``texts`` its lines' words, ``names`` its speakers' names."""
 
     def __init__(self, texts: Sequence[str], names: Iterable[str]) -> None:
-        self.said = [content_words(text) for text in texts]
+        self.said = [content_words(_plain(text)) for text in texts]
         self.all_said = frozenset().union(*self.said)
         self.names = frozenset(
             stem(part) for name in names for part in _NAME_PART.findall(name.casefold())
@@ -80,8 +80,14 @@ def rare(word: str) -> bool:
 
 
 def _words(text: str) -> list[str]:
-    folded = unicodedata.normalize("NFKC", text or "").casefold().replace("\u2019", "'")
+    folded = unicodedata.normalize("NFKC", _plain(text)).casefold().replace("\u2019", "'")
     return [w for w in _WORD.findall(spaced(folded, little=False)) if w not in STOPS]
+
+
+def _plain(text: str) -> str:
+    """Accents off, so "Gdansk" is the "Gdańsk" that was said."""
+    split = unicodedata.normalize("NFKD", text or "")
+    return unicodedata.normalize("NFC", "".join(c for c in split if not unicodedata.combining(c)))
 
 
 @cache

@@ -117,18 +117,18 @@ def test_a_word_only_the_prompts_example_holds_is_not_filed_even_beside_a_said_o
 def test_facts_the_conversation_said_are_filed_however_the_model_cited_them():
     transcript = _dm(
         ("Priya", "I have a dog"), (None, "Is it a beagle?"), ("Priya", "Yes! His name is Rex"),
-        (None, "Cute!"), ("Priya", "我养了一只小猎犬"), ("Priya", "I'm moving to Gdansk last month, lol"),
+        (None, "Cute!"), ("Priya", "我养了一只小猎犬"), ("Priya", "I moved to Gdańsk last month, lol"),
     )  # fmt: skip
     sent = [
         _fact("Priya's dog Rex is a beagle", [3]),  # "beagle" is in the question it answers
         _fact("Priya has a dog called Rex", [1]),  # cited beside the line with "Rex"
         _fact("Priya 养了一只小猎犬", [5]),
-        _fact("I'm moving to Gdansk last month", [6]),
+        _fact("I moved to Gdansk last month", [6]),  # the accent left out
     ]
     found = memories_from(sent, transcript, Source.AUTO_EXTRACTION)
     assert [m.content for m in found] == [
         "Priya's dog Rex is a beagle",
         "Priya has a dog called Rex",
         "Priya 养了一只小猎犬",
-        "Priya is moving to Gdansk in September 2026",
+        "Priya moved to Gdansk in September 2026",
     ]
