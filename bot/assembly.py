@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import prompts
-from memory import EntityCount, Hit, MemoryContext, MemoryEngine, RecallContext
+from memory import EntityCount, Hit, MemoryContext, MemoryEngine, RecallContext, labelled
 from memory.models import SELF_SUBJECT, Memory, SessionSummary, StoredMessage
 
 from .persona import Persona
@@ -168,9 +168,26 @@ def clock_note(now: float, zone: tzinfo) -> str:
     return f"(sent {moment:%H:%M} {getattr(zone, 'key', None) or moment.tzname()})"
 
 
-def _line(m: Memory) -> str:
+def _line(m: Memory, names: dict[str, str]) -> str:
+    """One fact, labelled with whose it is and in the third person (``memory.recall.whose``)."""
     when = datetime.fromtimestamp(m.created_at, UTC).strftime("%Y-%m-%d")
-    return f"- {json.dumps(m.content, ensure_ascii=False)} ({m.kind.value}, {when})"
+    label, words = labelled(m, names)
+    return f"- {label}: {json.dumps(words, ensure_ascii=False)} ({m.kind.value}, {when})"
+
+
+@dataclass(slots=True)
+class _Seen:
+    """The facts one snapshot shows, in order, and the names their labels use (person id -> name)."""
+
+    names: dict[str, str]
+    memories: dict[str, Memory] = field(default_factory=dict)
+
+    def section(self, key: str, title: str, found: list[Memory]) -> Section:
+        """The facts not shown yet, as lines within the section's budget."""
+        fresh = [m for m in found if m.id not in self.memories]
+        lines = _fits([_line(m, self.names) for m in fresh], BUDGETS[key])
+        self.memories.update((m.id, m) for m in fresh[: len(lines)])
+        return Section(key, title, lines)
 
 
 class Assembler:
@@ -225,22 +242,21 @@ class Assembler:
             query_vector=query_vector,
             reinforce=reinforce,
         )
-        shown: dict[str, Memory] = {}
+        seen = _Seen({**found.names, **turn.names})
         sections = [
             self._bulletin(found.bulletin),
-            self._section(
+            seen.section(
                 "guidance",
                 "Behaviour guidance (standing, from the people here)",
                 list(found.guidance),
-                shown,
             ),
-            self._section(
-                "behavioral", "Relevant behavioural memory", list(found.recalled.behavioral), shown
+            seen.section(
+                "behavioral", "Relevant behavioural memory", list(found.recalled.behavioral)
             ),
-            self._people(turn, found.people, shown),
-            self._section("self", "What you know about yourself", list(found.self_facts), shown),
-            self._section("lore", "Community lore", list(found.lore), shown),
-            self._section("relevant", "Relevant memories", list(found.recalled.relevant), shown),
+            self._people(turn, found.people, seen),
+            seen.section("self", "What you know about yourself", list(found.self_facts)),
+            seen.section("lore", "Community lore", list(found.lore)),
+            seen.section("relevant", "Relevant memories", list(found.recalled.relevant)),
             self._entities(found.entities),
             *self._sessions(found.sessions),
             self._summary(found.rolling_summary if preloaded is None else preloaded.summary),
@@ -255,7 +271,7 @@ class Assembler:
         return Snapshot(
             sections,
             history,
-            list(shown),
+            list(seen.memories),
             (time.perf_counter() - start) * 1000,
             found.place_persona,
         )
@@ -289,15 +305,15 @@ class Assembler:
         self,
         turn: Turn,
         people: tuple[tuple[str, tuple[Memory, ...]], ...],
-        shown: dict[str, Memory],
+        seen: _Seen,
     ) -> Section:
         lines: list[str] = []
         for i, (person, found) in enumerate(people):
-            facts = [m for m in found if m.id not in shown and m.subject != SELF_SUBJECT]
+            facts = [m for m in found if m.id not in seen.memories and m.subject != SELF_SUBJECT]
             if facts:
                 lines.append(f"{_quoted(turn.names[person])}{' (speaking now)' if i == 0 else ''}:")
-                lines.extend("  " + _line(m) for m in facts)
-                shown.update((m.id, m) for m in facts)
+                lines.extend("  " + _line(m, seen.names) for m in facts)
+                seen.memories.update((m.id, m) for m in facts)
         return Section("people", "People in this conversation", _fits(lines, BUDGETS["people"]))
 
     def _entities(self, top: tuple[EntityCount, ...]) -> Section:
@@ -366,11 +382,3 @@ class Assembler:
             if r.role == "assistant" or turn.ctx.is_dm
             else f"{_quoted(r.author_name)}: {r.content}"
         )
-
-    def _section(
-        self, key: str, title: str, found: list[Memory], shown: dict[str, Memory]
-    ) -> Section:
-        fresh = [m for m in found if m.id not in shown]
-        lines = _fits([_line(m) for m in fresh], BUDGETS[key])
-        shown.update((m.id, m) for m in fresh[: len(lines)])
-        return Section(key, title, lines)

@@ -335,6 +335,7 @@ if TYPE_CHECKING:
     from .charges import job_charge
     from .recall.context import MemoryContext
     from .recall.recall import MemoryRecall
+    from .recall.whose import labelled
     from .spoken import EndedSession, SpokenSessions
     from .storage.fts import STOP_WORDS
     from .storage.graph import EntityCount
@@ -344,6 +345,7 @@ _CONTEXT = {
     "job_charge": "charges",  # whose cost a memory job's model call is (ORCH-14)
     "MemoryContext": "recall.context",  # one turn's memory for the prompt, on the memory thread
     "MemoryRecall": "recall.recall",  # the hybrid recall (``MemoryEngine.recall``)
+    "labelled": "recall.whose",  # a fact as a prompt shows it: whose it is, in the third person
     "EndedSession": "spoken",
     "SpokenSessions": "spoken",  # a voice session's books in the store
     "STOP_WORDS": "storage.fts",

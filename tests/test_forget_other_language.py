@@ -59,8 +59,9 @@ async def test_a_fact_forgotten_in_english_is_not_learned_back_in_german(
             dm("telegram", "7", "Forget that I'm afraid of spiders", mid="m2")
         )
         assert kept(rt) == []
-        # later, in German: a message that does not say it, and a model that learns it back
-        await learn(rt, srv, "Im Keller sind Spinnen, hilfe!", "m3", GERMAN)
+        # later, in German: a message in other words (the fact's own words are in it: a fact the
+        # conversation did not say is never filed, issue 45), and a model that learns it back
+        await learn(rt, srv, "Spinnen im Keller! Angst vor Spinnen? Hilfe!", "m3", GERMAN)
         assert read == [GERMAN] and kept(rt) == learned
         files = [p for p in tmp_path.iterdir() if p.is_file() and p.name.startswith("bot.db")]
         assert [p.name for p in files if b"afraid" in p.read_bytes().lower()] == []

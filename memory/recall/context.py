@@ -4,7 +4,7 @@ here except, when asked, the access counts of what was recalled (queued, written
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ..scopes import RecallContext, memory_partition
 from ..storage.graph import EntityCount
 from ..storage.memories import RecallFilters
 from ..upkeep.bulletin import Bulletins
+from .whose import people_in
 
 BEHAVIOURAL_LIMIT = 8  # behaviour rules recalled for one message
 MAX_PEOPLE = 6  # people in a conversation whose facts are listed (the speaker first)
@@ -52,6 +53,14 @@ class RecallSnapshot:
     # the channel's last turns after its compaction point, oldest first
     history: tuple[StoredMessage, ...]
     place_persona: str  # this server's or group's own persona, "" for none
+    # person id -> a name, for everyone whose facts are shown (``memory.recall.whose``)
+    names: dict[str, str] = field(default_factory=dict)
+
+    def facts(self) -> list[Memory]:
+        """Every fact the snapshot holds."""
+        people = [m for _, facts in self.people for m in facts]
+        recalled = [*self.recalled.behavioral, *self.recalled.relevant]
+        return [*self.guidance, *recalled, *people, *self.self_facts, *self.lore]
 
 
 class MemoryContext:
@@ -89,7 +98,7 @@ class MemoryContext:
         state = self.channels.get(channel_key) if channel_key else None
         place = self.places.get(ctx.guild_id)
         bulletin = self.bulletins.for_context(ctx)
-        return RecallSnapshot(
+        found = RecallSnapshot(
             bulletin=bulletin.text if bulletin else "",
             guidance=self._listed(
                 ctx.memory_partitions(), RecallFilters(kinds=(FactKind.GUIDANCE,)), 24
@@ -108,6 +117,12 @@ class MemoryContext:
             history=self._history(ctx, state.compacted_until if state else 0.0),
             place_persona=place.text if place else "",
         )
+        return replace(found, names=self.names(people_in(found.facts())))
+
+    def names(self, people: set[str]) -> dict[str, str]:
+        """A name for each person the store knows a display name of (the first, in order)."""
+        known = self.engine.people.names_of(sorted(people))
+        return {p: min(names) for p, names in known.items() if names}
 
     def recall(
         self,

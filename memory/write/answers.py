@@ -1,11 +1,12 @@
 """A list of JSON objects out of what real models send for one (WRITE-1, ORCH-9).
 
-A model asked for "a JSON array and nothing else" sends, depending on its size and its server: the array;
-the array in a code fence, after a sentence of prose; ``{"facts": [...]}`` (what a ``response_format``
-schema makes it send, since a schema's root must be an object); a single object instead of an array;
-objects one per line; trailing commas; an array cut short by ``max_tokens``. All of these give their
-complete items here; the incomplete or non-object ones are counted, so the caller can log how many were
-dropped and why. An answer with no JSON at all raises ``BadAnswer`` (the caller retries once, then logs).
+A model asked for "a JSON array and nothing else" sends, depending on its size and its server: the
+array; the array in a code fence, after a sentence of prose; ``{"facts": [...]}`` (what a
+``response_format`` schema makes it send, since a schema's root must be an object); a single object
+instead of an array; objects one per line; trailing commas; an array cut short by ``max_tokens``.
+All of these give their complete items here; the incomplete or non-object ones are counted, so the
+caller can log how many were dropped and why. An answer with no JSON at all raises ``BadAnswer``
+(the caller retries once, then logs).
 """
 
 from __future__ import annotations
@@ -156,3 +157,37 @@ FACTS_SCHEMA: dict[str, Any] = {
     },
     "required": ["facts"],
 }
+
+
+def parse_object(text: str) -> dict[str, Any]:
+    """The first JSON object in a model's answer."""
+    match = re.search(r"\{.*\}", text or "", re.DOTALL)
+    if not match:
+        raise BadAnswer(f"no JSON object in the answer: {(text or '')[:120]!r}")
+    data = _loads(match.group())
+    if not isinstance(data, dict):
+        raise BadAnswer("the answer is not a JSON object")
+    return data
+
+
+def parse_reflection(text: str) -> tuple[list[dict[str, Any]], str]:
+    """(fact candidates, session summary) of a micro-reflection answer."""
+    data = parse_object(text)
+    facts = data.get("facts") or []
+    summary = data.get("summary") or ""
+    return (_dicts(facts) if isinstance(facts, list) else []), (
+        summary if isinstance(summary, str) else ""
+    )
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise BadAnswer(f"invalid JSON: {exc}") from None
+
+
+def _dicts(data: Any) -> list[dict[str, Any]]:
+    if not isinstance(data, list):
+        raise BadAnswer("not a JSON array")
+    return [item for item in data if isinstance(item, dict)]

@@ -10,6 +10,13 @@ removes them and nothing else (SEC-3). Who owns a fact, which lines it came from
 its speaker's closest in words, never all of them), the bot's own facts (ORCH-7, ORCH-9) and asks to forget
 in the same transcript are ``memory.write.ownership``'s rules; each pass logs what it filed and dropped.
 
+A fact the conversation did not say (its distinctive words not in its lines, or a word of the
+prompt's own example) is not filed (``memory.write.grounding``, issue 45). A person's fact is filed
+in the third person with their name, its relative dates resolved as of its lines ("I moved here last
+month" -> "Priya moved here in September 2026": ``memory.write.third_person``,
+``memory.write.relative_dates``): read back as "I ...", a chat model took the person's life for its
+own.
+
 Model answers are untrusted: anything that is not the expected JSON raises ``BadAnswer`` (the caller
 retries or backs off); items of the wrong shape are skipped one by one.
 """
@@ -18,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -27,9 +33,15 @@ import prompts
 
 from ..models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
 from ..scopes import RecallContext, WriteScope, self_scope, write_scope
-from .answers import BadAnswer, json_items
+from .answers import BadAnswer as BadAnswer  # re-exported: the answers' parsers live in .answers
+from .answers import json_items
+from .answers import parse_object as parse_object
+from .answers import parse_reflection as parse_reflection
+from .grounding import Grounding
 from .ownership import Dropped, Filed, Ownership, Tally, asks_only
+from .relative_dates import resolved
 from .subjects import written_by
+from .third_person import third_person
 
 log = logging.getLogger(__name__)
 MAX_FACTS = 20
@@ -169,40 +181,6 @@ def parse_list(text: str) -> list[dict[str, Any]]:
     return parsed.items
 
 
-def parse_object(text: str) -> dict[str, Any]:
-    """The first JSON object in a model's answer."""
-    match = re.search(r"\{.*\}", text or "", re.DOTALL)
-    if not match:
-        raise BadAnswer(f"no JSON object in the answer: {(text or '')[:120]!r}")
-    data = _loads(match.group())
-    if not isinstance(data, dict):
-        raise BadAnswer("the answer is not a JSON object")
-    return data
-
-
-def parse_reflection(text: str) -> tuple[list[dict[str, Any]], str]:
-    """(fact candidates, session summary) of a micro-reflection answer."""
-    data = parse_object(text)
-    facts = data.get("facts") or []
-    summary = data.get("summary") or ""
-    return (_dicts(facts) if isinstance(facts, list) else []), (
-        summary if isinstance(summary, str) else ""
-    )
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise BadAnswer(f"invalid JSON: {exc}") from None
-
-
-def _dicts(data: Any) -> list[dict[str, Any]]:
-    if not isinstance(data, list):
-        raise BadAnswer("not a JSON array")
-    return [item for item in data if isinstance(item, dict)]
-
-
 # -- attribution ------------------------------------------------------------------------------------------
 def memories_from(
     candidates: list[dict[str, Any]], transcript: Transcript, source: Source
@@ -210,11 +188,12 @@ def memories_from(
     """Each usable candidate as a memory of the person who said it (or of the bot itself, ORCH-7), as
     ``memory.write.ownership`` decides; the rest are dropped, counted by reason in one log line."""
     rules, tally, speakers = Ownership(transcript.lines), Tally(), transcript.speakers()
+    ground = Grounding([line.text for line in transcript.lines], [x.name for x in transcript.lines])
     tally.drop("more than the limit of facts", len(candidates) - MAX_FACTS)
     out: list[NewMemory] = []
     for candidate in candidates[:MAX_FACTS]:
         try:
-            new = _filed(candidate, transcript, speakers, rules, tally, source)
+            new = _filed(candidate, transcript, speakers, (rules, ground), tally, source)
         except (TypeError, ValueError) as exc:
             log.debug("extracted fact dropped: %s", exc)
             tally.drop("malformed item")
@@ -229,11 +208,12 @@ def _filed(
     candidate: dict[str, Any],
     transcript: Transcript,
     speakers: dict[str, RecallContext],
-    rules: Ownership,
+    checks: tuple[Ownership, Grounding],
     tally: Tally,
     source: Source,
 ) -> NewMemory | None:
     """The candidate as a memory of its owner; None (counted in ``tally``) when it is nobody's to file."""
+    rules, ground = checks
     # who said it is read from the content: the subject is a label
     content = _text(candidate.get("content"))
     fact = f"{_text(candidate.get('subject'))} {content}"
@@ -252,6 +232,15 @@ def _filed(
     if source is not Source.REFLECTION and rules.invented(content):
         # a 1.5B filed the prompt's own example
         tally.drop("none of its words is in the conversation")
+        return None
+    if ground.copied(content):
+        tally.drop("a word of the prompt's example, not of the conversation")
+        return None
+    own = [i for i, who in enumerate(rules.speaker) if who == decided.speaker]
+    if source is not Source.REFLECTION and ground.unsaid(
+        content, [*decided.lines, *(n - 1 for n in cited or []), *own]
+    ):  # issue 45: "I've adopted a beagle called Rex." citing "What's my cat called?"
+        tally.drop("its distinctive words are not in the lines it came from")
         return None
     if rules.forgotten(decided, fact) is not None:
         tally.drop("asked to forget in this conversation")
@@ -280,11 +269,24 @@ def _owned(
         said = written_by(
             ctx, [line.ctx for line in transcript.lines if line.ctx and line.message_id in sources]
         )
-        return replace(_new_memory(c, write_scope(ctx), ctx, sources, source), written_by=said)
+        new = _new_memory(c, write_scope(ctx), ctx, sources, source)
+        return replace(new, content=_told(new.content, transcript, filed, ctx), written_by=said)
     place = transcript.place()
     if place is None or not sources:
         return None
     return replace(_new_memory(c, self_scope(place), place, sources, source), subject=SELF_SUBJECT)
+
+
+def _told(content: str, transcript: Transcript, filed: Filed, ctx: RecallContext) -> str:
+    """A person's fact about them in the third person, its relative dates as of its newest line (issue 45):
+    "I moved to York last month" -> "Priya moved to York in September 2026"."""
+    lines = [transcript.lines[i] for i in filed.lines] or list(transcript.lines)
+    at = max((line.at for line in lines if line.at is not None), default=None)
+    own = [
+        line.name for line in transcript.lines if line.ctx and line.ctx.speaker_id == ctx.speaker_id
+    ]
+    name = own[-1] if own else ""
+    return third_person(resolved(content, at, ctx.tz), name)
 
 
 def _tag(candidate: dict[str, Any]) -> str:

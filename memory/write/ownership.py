@@ -29,7 +29,8 @@ common words only, more than half of its words. A line "plainly states" it (enou
 person) when, leaving out its questions, it holds all the distinctive words and three quarters of the rest.
 
 A fact none of whose words any line holds was read from nothing said here, and is not filed (extraction; a
-reflection may infer). A forget asked in the same transcript is applied before filing (``memory.write.forget_asked``): a fact of the
+reflection may infer); ``memory.write.grounding`` asks more of a fact's distinctive words.
+A forget asked in the same transcript is applied before filing (``memory.write.forget_asked``): a fact of the
 person who asked, from lines said before the ask (or in it), that matches what they asked to forget is not
 filed (and counted as dropped).
 """
@@ -46,6 +47,7 @@ from typing import Protocol
 
 from ..recall.leaks import COMMON_RANK, _vocabulary
 from ..scopes import RecallContext
+from ..unspaced import spaced
 from .forget_asked import POINTING, Asked, forgets_in
 from .wording import STOPS, content_words, stem
 
@@ -139,6 +141,8 @@ class Ownership:
     def words(self, fact: str) -> Words:
         """The fact's stems less names and words like "user", and which of them are distinctive."""
         folded = unicodedata.normalize("NFKC", fact or "").casefold().replace("\u2019", "'")
+        # Chinese, Japanese or Thai as character pairs, as the lines are read (``content_words``)
+        folded = spaced(folded, little=False)
         pairs = {(stem(w), w) for w in _WORD.findall(folded) if w not in STOPS}
         pairs = {(s, w) for s, w in pairs if s not in self.names and w not in GENERIC}
         return Words(

@@ -1,9 +1,10 @@
 """Who owns a fact the model read in a conversation (issue 30.1, issue 31.6; ORCH-7, ORCH-9, SEC-1).
 
-The scripted model answers as real models did: a small model filed the person's "I have a grey cat called
-Biscuit" as the bot's own because the bot had echoed it, filed a fact tagged Bob that cited Mallory's line,
-and filed the half marathon the person had asked, in the same conversation, to forget. Each pass (extraction,
-micro reflection, daily reflection) runs on a real store through the real runtime.
+The scripted model answers as real models did: a small model filed the person's "I have a grey cat
+called Biscuit" as the bot's own because the bot had echoed it, filed a fact tagged Bob that cited
+Mallory's line, and filed the half marathon the person had asked, in the same conversation, to
+forget. Each pass (extraction, micro reflection, daily reflection) runs on a real store through the
+real runtime.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from memory.write.forget_asked import forgets_in
 
 DAY0 = 1_700_006_400.0  # 2023-11-15 00:00 UTC
 CAT = "I have a grey cat called Biscuit"
+# a person's fact is filed in the third person (issue 45)
+CAT_FILED = "Alice has a grey cat called Biscuit"
 ECHO = "Biscuit sounds lovely! A grey cat is the best company on a rainy day."
 OWL = "Not really: I'm a night owl, I do my best thinking after midnight."
 STEAL = "I steal from the collection box"
@@ -346,9 +349,9 @@ def the_bad_answer(prompt: str) -> list[dict[str, Any]]:
 
 def owned_as_it_should_be(rt) -> None:
     by_content = {m["content"]: m for m in live(rt)}
-    assert sorted(by_content) == ["I am a night owl", CAT]
+    assert sorted(by_content) == [CAT_FILED, "I am a night owl"]
     # Alice's, said in g1
-    assert by_content[CAT]["partition_key"] == "user|discord:alice|public|discord:g1"
+    assert by_content[CAT_FILED]["partition_key"] == "user|discord:alice|public|discord:g1"
     assert by_content["I am a night owl"]["subject"] == SELF_SUBJECT
     assert (
         by_content["I am a night owl"]["scope"],
@@ -406,7 +409,7 @@ def test_the_bot_named_any_way_a_model_writes_it_owns_only_what_its_own_line_say
     owl = {"speaker": tagged, "subject": "sleep", "content": "I am a night owl", "lines": [4]}
     found = memories_from([cat, owl], transcript, Source.AUTO_EXTRACTION)
     assert [(m.content, m.subject, m.provenance.sources) for m in found] == [
-        (CAT, "pet", ("m1",)),  # the person's line says it: theirs, from their line
+        (CAT_FILED, "pet", ("m1",)),  # the person's line says it: theirs, from their line
         ("I am a night owl", SELF_SUBJECT, ("m4",)),
     ]
 
@@ -483,7 +486,9 @@ def test_the_small_models_citations_beside_the_right_lines_still_let_the_forget_
     ]
     # before: all four filed, the half marathon too
     found = memories_from(sent, transcript, Source.AUTO_EXTRACTION)
-    assert [(m.content, m.provenance.sources) for m in found] == [(POTTERY, ("m5",))]
+    assert [(m.content, m.provenance.sources) for m in found] == [
+        ("Alice also started pottery classes on Tuesdays", ("m5",))
+    ]
 
 
 @pytest.mark.parametrize(
