@@ -39,6 +39,11 @@ NOT_ASKS = [
     "Don't save my seat, I'm not coming",
     "Don't keep my phone number a secret from the others",
     "Forget about my ex, he's not worth it",
+    # issue 45: other words for a forget, said of something else
+    "Scratch that, I meant Tuesday",
+    "Never mind my ex, he's always late",
+    "Never mind, I found my phone",
+    "I had to delete my old account in Leeds",
 ]
 
 
@@ -76,6 +81,11 @@ async def test_ordinary_english_forgets_nothing_down_to_the_bytes(rt, srv, said)
         ),
         ("forget what I said about Leeds", "Alice lives in Leeds"),
         ("Don't remember my ex's name", "Alice's ex is called Marcus"),
+        # issue 45: a forget asked in other words
+        ("Scratch what I said about Leeds.", "Alice lives in Leeds"),
+        ("Never mind the part about my ex.", "Alice's ex is called Marcus"),
+        ("Please delete my phone number from your memory", "Alice's phone number is 07700 900461"),
+        ("Erase my ex's name, please.", "Alice's ex is called Marcus"),
     ],
 )
 async def test_a_plain_ask_still_forgets_before_the_model_answers(rt, srv, said, gone):

@@ -10,7 +10,8 @@ from lines said before the ask, matching what was asked.
 
 An ask is a sentence that opens with the request (after a name, "please", "ok", "can you", "I want
 you to"...): "forget X", "forget about X", "/forget X", "don't remember X", "stop remembering X",
-"don't keep / save / store X". "I always forget my keys", "don't forget my birthday" and "I don't
+"don't keep / save / store X"; in other words (issue 45), "scratch / disregard / never mind what I
+said about X" and "delete / erase / remove that, or my X", ending the sentence. "I always forget my keys", "don't forget my birthday" and "I don't
 remember his name" are not asks. "Don't keep / save / store / remember X" is an ask only when X is
 something the bot keeps: what the person said ("that", "what I told you", "that I ...") or one thing
 of theirs ending the sentence ("my phone number", "my address on file"); "don't keep my birthday a
@@ -47,8 +48,12 @@ _LEAD = r"(?:^|(?<=[.!?;:\n]))\s*(?:[\w'-]+,\s*)?(?:(?:" + _OPENERS + r")\b[\s,]
 _ASK = r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|i\s+(?:want|need|would\s+like|'d\s+like)\s+you\s+to\s+|please\s+)?"
 _VERB = (
     r"(?:(?P<forget>/forget|forget|unremember|stop\s+remembering)"
+    r"|(?P<strike>scratch|delete|erase|remove|disregard|never\s+mind)"
     r"|(?:don['’]?t|do\s+not|not)\s+(?:remember|keep|save|store))\b"
 )
+# of those, the ones said of a thing as often as of what was said ("never mind my brother, he's
+# late"): an ask only when they name what was said ("scratch what I said about my brother")
+_SAID_ONLY = ("scratch", "disregard", "never")
 ASK = re.compile(_LEAD + _ASK + _VERB + r"(?P<what>[^.!?;\n]*)", re.IGNORECASE)
 # what may follow the thing named and change nothing: "my phone number on file, please"
 _TAIL = re.compile(
@@ -129,7 +134,10 @@ def forgets_in(speakers: Sequence[str | None], texts: Sequence[str]) -> tuple[As
             ends = not _TAIL.sub("", rest).strip()  # nothing after the thing but "please"...
             forget = match.group("forget") is not None
             if not forget and not (_kept(spoken) and ends):
-                continue  # "don't keep me waiting": English, not an ask
+                continue  # "don't keep me waiting", "scratch that, I meant Tuesday": not an ask
+            strike = (match.group("strike") or "").lower()
+            if strike.startswith(_SAID_ONLY) and _MINE.fullmatch(spoken):
+                continue  # "never mind my brother."
             if spoken in _NEVER_MIND and not ends:
                 continue  # "forget about it, it's fine"
             # "I quit my job. Forget that."
