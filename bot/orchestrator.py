@@ -25,6 +25,7 @@ from memory import (
     Mode,
     RateLimiter,
     Said,
+    asked_reminder,
     forgets_in,
 )
 from memory.models import CUT_MARK, MAX_MESSAGE_CHARS, Arrival, Provenance, bounded
@@ -38,7 +39,7 @@ from .llm import ChatClient, LLMError
 from .manners import GroupManners, place_memory_texts, place_mode
 from .reactions import receive
 from .reminder_claims import held_to_its_word
-from .reminder_commands import place_of
+from .reminder_commands import SET, place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, NO_ANSWER, IncomingMessage, Reaction, Reply, StreamSink, Verdict
@@ -163,8 +164,14 @@ class Orchestrator:
         convo: list[dict[str, Any]] = [{"role": "system", "content": system}, *snap.history, user]
         stream = CappedSink(stream) if stream else None
         text = await self._answer(turn, convo, tools, stream, mode.may_skip)
-        # ORCH-13: no unstored promise
-        text = await held_to_its_word(text, tools.tools, self.memory.reminding, stream)
+        # issue 45: a reminder asked in words is set, whatever the model did; ORCH-13: no unstored
+        # promise
+        note = await self._remind_asked(turn, tools, stream if text else None)
+        text = (
+            (f"{text}\n\n({note})" if text else note)
+            if note
+            else await held_to_its_word(text, tools.tools, self.memory.reminding, stream)
+        )
         forgotten, skipped = tuple(tools.tools.deleted), text is not None and is_skip(text)
         # "no answer" is not the bot's words: a small model shown it in history says it again
         await self._finish(turn, None if skipped or text == NO_ANSWER else text, forgotten)
@@ -480,6 +487,21 @@ class Orchestrator:
         return prompts.render(
             "forget_done" if any(d.anything for d in done) else "forget_not_found"
         )
+
+    async def _remind_asked(
+        self, turn: Turn, tools: AsyncTools, stream: StreamSink | None
+    ) -> str | None:
+        """ "remind me tomorrow at 9am to call the vet" with no reminder_set call (a 1.5B said "I've
+        set a reminder" and set none): set as /remind would, and its answer told."""
+        asked = asked_reminder(without_notes(turn.text))
+        if asked is None or tools.tools.reminders_set:
+            return None
+        note = await self.runner.run(self.commands.run, "remind", " ".join(asked), turn.message)
+        if not note.startswith(SET):
+            return None  # a time it cannot read: the model's question stands, and no promise
+        if stream is not None:
+            await stream(f"\n\n({note})")
+        return note
 
     async def _said(self, turn: Turn, words: str) -> bool:
         """ "Forget the half marathon" is an ask when the person said "half marathon" themselves."""

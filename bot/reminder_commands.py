@@ -30,6 +30,9 @@ SHOWN = 40  # lines of an admin's list; the rest are counted (and can still be c
 SHORT = 60  # a reminder's words in an admin's list, shortened to this many characters
 
 
+SET = "Reminder set for"  # how a stored reminder's answer starts
+
+
 class ReminderCommands:
     def __init__(self, engine: MemoryEngine, zones: Timezones) -> None:
         self.reminders, self.zones, self.people = engine.reminders, zones, engine.people
@@ -47,7 +50,7 @@ class ReminderCommands:
         )
         # a slash command's answer may be seen by the asker alone; the reminder itself is posted where it was asked
         where = "" if stored.is_dm else " I'll post it in this channel, mentioning you."
-        return f"Reminder set for {stored.when()}: {stored.text}.{where} (/reminders lists them; /reminders cancel <n> cancels one)"
+        return f"{SET} {stored.when()}: {stored.text}.{where} (/reminders lists them; /reminders cancel <n> cancels one)"
 
     def do_reminders(self, arg: str, turn: Any) -> str:
         here = place_of(turn) if turn.ctx.admin and not turn.ctx.is_dm else None

@@ -256,7 +256,7 @@ if TYPE_CHECKING:
     from .following import FollowUps
     from .jobs.checkin import DmView
     from .own import OwnMemory, WordsErased
-    from .reminder_time import split_request
+    from .reminder_time import asked_reminder, split_request
     from .safety import normalise_text
     from .storage.checkins import Destination
     from .storage.messages import clean_text
@@ -273,6 +273,7 @@ _PEOPLE = {
     "DmView": "jobs.checkin",
     "Destination": "storage.checkins",
     "split_request": "reminder_time",  # "/remind <when> <what>" -> (when, what)
+    "asked_reminder": "reminder_time",  # "remind me <when> to <what>" in words -> (when, what)
     "Place": "storage.reminders",  # where a reminder was asked, and fires
     "Kept": "storage.privacy",  # one line of /about me
     "RateWindows": "storage.ratelimits",  # the per-person rate limit's windows (OPS-5)

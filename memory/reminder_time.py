@@ -94,6 +94,40 @@ def split_request(text: str) -> tuple[str, str]:
     return cleaned[: found[1].end()], what
 
 
+_ASKED = re.compile(
+    r"^\W*(?:(?:please|pls|hey|ok(?:ay)?|so)[\s,]+)*(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"remind\s+me\s+(?P<rest>.+?)[\s.!?]*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def asks_for_reminder(said: str) -> bool:
+    """Whether ``said`` is a request to be reminded ("remind me ..."), with a time or not."""
+    return _ASKED.match(" ".join((said or "").split())[:400]) is not None
+
+
+def asked_reminder(said: str) -> tuple[str, str] | None:
+    """A reminder asked in words, as ``(when, what)``: "remind me tomorrow at 9am to call the vet",
+    "can you remind me to call the vet tomorrow at 9am?"; None when the message is no such ask or
+    names no time (issue 45: the bot sets it when the model does not)."""
+    found = _ASKED.match(" ".join((said or "").split())[:400])
+    if found is None:
+        return None
+    rest = found["rest"]
+    try:
+        return split_request(rest)
+    except InvalidInput:
+        pass
+    words = rest.split(" ")
+    for i in range(1, len(words)):
+        tail = " ".join(words[i:])
+        time = _longest(tail.lower())
+        if time is not None and time[1].end() == len(tail):
+            what = re.sub(r"^(?:to|that|about)\s+", "", " ".join(words[:i]), flags=re.IGNORECASE)
+            return (tail, what.strip(" ,")) if what.strip(" ,") else None
+    return None
+
+
 def parse_when(text: str, now: float, zone: tzinfo) -> When:
     """The due instant of ``text`` read in ``zone`` at ``now``; InvalidInput with the question to answer."""
     cleaned = " ".join((text or "").lower().split()).strip(" .,!")

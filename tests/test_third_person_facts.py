@@ -132,3 +132,23 @@ async def test_a_first_person_fact_stored_before_is_shown_in_the_third_person_an
     assert f'about "Priya": {shown}' in system
     assert FIRST_PERSON_LINE.search(system) is None
     assert old in memories(rt)  # the stored words are the person's, unchanged
+
+
+async def test_a_reminder_asked_for_is_never_filed_as_a_fact(rt, srv, caplog):
+    """Issue 45: "remind me tomorrow at 9am to call the vet" was filed as a fact (and shown in
+    /about me)."""
+    caplog.set_level(logging.INFO, "memory.write.extraction")
+    ask = "remind me tomorrow at 9am to call the vet"
+
+    def filed(prompt: str) -> list[dict[str, Any]]:
+        return [
+            {"speaker": tag(prompt, ask), "lines": cite(prompt, ask), "subject": "me", "content": c}
+            for c in (ask, "Remind me to call the vet.", NURSE)
+        ]
+
+    model(srv, {}, extract=filed)
+    await tell(rt, ask, NURSE)
+    rt.engine.clock.advance(31)
+    await rt.background.tick()
+    assert memories(rt) == {"Priya works as a nurse at the children's hospital."}
+    assert "a request, not a fact: 2" in "\n".join(r.getMessage() for r in caplog.records)

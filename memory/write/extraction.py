@@ -32,6 +32,7 @@ from typing import Any
 import prompts
 
 from ..models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
+from ..reminder_time import asks_for_reminder
 from ..scopes import RecallContext, WriteScope, self_scope, write_scope
 from .answers import BadAnswer as BadAnswer  # re-exported: the answers' parsers live in .answers
 from .answers import json_items
@@ -228,6 +229,11 @@ def _filed(
         return None
     if asks_only(content):
         tally.drop("a question, not a fact")  # "What should I cook tonight?", filed by a 1.5B
+        return None
+    if asks_for_reminder(content):
+        tally.drop(
+            "a request, not a fact"
+        )  # "remind me tomorrow at 9am to call the vet" (issue 45)
         return None
     if source is not Source.REFLECTION and rules.invented(content):
         # a 1.5B filed the prompt's own example

@@ -11,13 +11,13 @@ from lines said before the ask, matching what was asked.
 An ask is a sentence that opens with the request (after a name, "please", "ok", "can you", "I want
 you to"...): "forget X", "forget about X", "/forget X", "don't remember X", "stop remembering X",
 "don't keep / save / store X"; in other words (issue 45), "scratch / disregard / never mind what I
-said about X" and "delete / erase / remove that, or my X", ending the sentence. "I always forget my keys", "don't forget my birthday" and "I don't
-remember his name" are not asks. "Don't keep / save / store / remember X" is an ask only when X is
-something the bot keeps: what the person said ("that", "what I told you", "that I ...") or one thing
-of theirs ending the sentence ("my phone number", "my address on file"); "don't keep my birthday a
-secret", "don't keep me waiting", "don't store the cheese in the fridge door", "don't save my seat"
-are English, not asks. What it names (up to a comma; "forget it, I'll google it" and "forget about
-it, it's fine" are not asks):
+said about X" and "delete / erase / remove that, or my X", ending the sentence. "I always forget my
+keys", "don't forget my birthday" and "I don't remember his name" are not asks. "Don't keep / save /
+store / remember X" is an ask only when X is something the bot keeps: what the person said ("that",
+"what I told you", "that I ...") or one thing of theirs ending the sentence ("my phone number", "my
+address on file"); "don't keep my birthday a secret", "don't keep me waiting", "don't store the
+cheese in the fridge door", "don't save my seat" are English, not asks. What it names (up to a
+comma; "forget it, I'll google it" and "forget about it, it's fine" are not asks):
 
     words       "forget the half marathon": facts holding its distinctive words (or, when it has none, all
                 its words), in the fact's stems (``memory.write.wording``)

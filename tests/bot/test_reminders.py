@@ -180,7 +180,7 @@ async def test_a_reply_claiming_a_reminder_the_model_never_set_is_corrected_and_
     llm, tg, dc = fakes
     async with running(tmp_path / "bot.db", fakes, FakeClock(at(2026, 11, 26, 12, 0))) as runtime:
         llm.script("Sure! I'll remind you on Friday at 9 to call mum. Say hi from me.")
-        said = await on_telegram(tg, "remind me on Friday at 9 to call mum")
+        said = await on_telegram(tg, "Friday at 9 I need to call mum, don't let me forget")
         assert (
             "remind you" not in said
             and "I haven't set a reminder" in said
@@ -204,6 +204,32 @@ async def test_a_reply_claiming_a_reminder_the_model_never_set_is_corrected_and_
         llm.script("Yes, your reminder is set for Friday at 9.")
         said = await on_telegram(tg, "did you set my reminder?")
         assert said == "Yes, your reminder is set for Friday at 9.\n\n" + NOT_NEW
+
+
+async def test_a_reminder_asked_in_words_is_set_when_the_model_does_not_and_never_filed_as_a_fact(
+    tmp_path, fakes
+):
+    """Issue 45: "remind me tomorrow at 9am to call the vet" got "I've set a reminder..." and no
+    row, and the ask was filed as a fact."""
+    llm, tg, dc = fakes
+    async with running(tmp_path / "bot.db", fakes, FakeClock(at(2026, 11, 26, 12, 0))) as runtime:
+        llm.script("I've set a reminder for you to call the vet tomorrow at 9am.")
+        said = await on_telegram(tg, "remind me tomorrow at 9am to call the vet")
+        assert "(Reminder set for" in said and "I haven't set a reminder" not in said
+        (text,) = [r["text"] for r in runtime.engine.db.rows("SELECT text FROM reminders")]
+        assert text == "call the vet"
+        llm.script("Okay!")
+        said = await on_telegram(tg, "Can you remind me to water the plants in 2 hours?")
+        assert "(Reminder set for" in said
+        assert runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 2
+        # the model set it itself: set once, no second line
+        llm.script(
+            ToolCall("reminder_set", {"when": "Friday at 9", "text": "call mum"}), "Will do."
+        )
+        said = await on_telegram(tg, "remind me on Friday at 9 to call mum")
+        assert (
+            said == "Will do." and runtime.engine.db.scalar("SELECT COUNT(*) FROM reminders") == 3
+        )
 
 
 async def test_the_model_sets_a_reminder_with_the_tool_and_its_confirmation_follows_the_stored_row(
