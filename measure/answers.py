@@ -57,6 +57,7 @@ class Options:
     methods: tuple[str, ...] = ("memory",)
     categories: tuple[int, ...] = (1, 2, 3, 4)
     questions: int | None = None  # None: all of them
+    limit: int | None = None  # only the first N conversations
     seed: int = 1
     raw: bool = False
     judge_model: str | None = None
@@ -100,7 +101,10 @@ def chosen(samples: list[dict[str, Any]], options: Options) -> list[Question]:
 
 
 def gold(qa: dict[str, Any]) -> str:
-    return str(qa.get("answer", qa.get("adversarial_answer", "")))
+    """The answer; for category 5, the wrong one the question baits (a few carry an "answer")."""
+    if int(qa["category"]) == ADVERSARIAL:
+        return str(qa.get("adversarial_answer", qa.get("answer", "")))
+    return str(qa["answer"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +120,7 @@ class Plan:
 def plan(path: str | Path, options: Options) -> Plan:
     """Bad data raises ``ValueError`` (``KeyError`` for a missing field), a file that cannot be read
     ``OSError``."""
-    samples = load_samples(path)
+    samples = load_samples(path)[: options.limit]
     asked = chosen(samples, options)
     if not asked:
         raise ValueError(f"no questions in categories {list(options.categories)}")

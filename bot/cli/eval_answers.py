@@ -43,6 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=1, help="the draw's seed (default: 1)")
     p.add_argument(
+        "--limit",
+        type=positive_int,
+        metavar="N",
+        help="only the first N conversations (each one asked about is told to the bot whole)",
+    )
+    p.add_argument(
         "--categories",
         type=categories,
         default=(1, 2, 3, 4),
@@ -108,6 +114,7 @@ def run_eval_answers(args: argparse.Namespace, settings: Settings) -> None:
         methods=("memory", *dict.fromkeys(args.baseline)),
         categories=args.categories,
         questions=args.questions,
+        limit=args.limit,
         seed=args.seed,
         raw=args.raw,
         judge_model=args.judge_model,

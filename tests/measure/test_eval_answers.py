@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from measure.answers import Options, chosen
 from measure.scoring import abstains, multi_f1, normalise, score, token_f1, verdict
 from tests.fakes import FakeOpenAI
 
@@ -181,6 +182,21 @@ def test_the_judges_label_is_the_last_one_it_wrote() -> None:
     assert verdict('{"label": "wrong"}') == "WRONG" and verdict("I cannot tell.") is None
 
 
+def test_questions_are_drawn_with_the_seed_from_the_chosen_categories() -> None:
+    unanswered = {"question": "Why?", "evidence": [], "category": 3}  # LoCoMo has a few: left out
+    samples = [
+        {**SAMPLE, "sample_id": f"s{i}", "qa": [*SAMPLE["qa"], unanswered]} for i in range(5)
+    ]
+    every = chosen(samples, Options())
+    assert len(every) == 15 and {q.category for q in every} == {1, 2, 4}
+    drawn = chosen(samples, Options(questions=4, seed=7))
+    assert drawn == chosen(samples, Options(questions=4, seed=7)) and len(drawn) == 4
+    assert drawn == sorted(drawn, key=every.index)  # in file order: a conversation's asked together
+    assert chosen(samples, Options(questions=4, seed=8)) != drawn
+    trick = chosen(samples, Options(categories=(5,)))
+    assert len(trick) == 5 and trick[0].gold == "Pepper"
+
+
 # -- end to end through the CLI
 # -----------------------------------------------------------------------------
 async def test_the_answers_come_through_the_reply_path_with_memory_and_baselines(
@@ -256,12 +272,14 @@ async def test_raw_files_the_turns_without_asking_for_extraction(
 async def test_a_sample_of_questions_and_the_summary_for_people(
     srv: FakeOpenAI, companion, tmp_path: Path
 ) -> None:
-    data = write(tmp_path / "tiny.json", [SAMPLE])
+    other = {**SAMPLE, "sample_id": "other"}
+    data = write(tmp_path / "two.json", [SAMPLE, other])
     code, out, _ = await companion(
-        srv, "eval", "answers", str(data), "--questions", "2", "--seed", "3", "--raw", "--json"
-    )
-    picked = [r["question"] for r in json.loads(out)["answers"]]
-    assert code == 0 and len(picked) == 2
+        srv, "eval", "answers", str(data), "--questions", "2", "--seed", "3", "--raw", "--json",
+        "--limit", "1",
+    )  # fmt: skip
+    picked = [(r["sample_id"], r["question"]) for r in json.loads(out)["answers"]]
+    assert code == 0 and len(picked) == 2 and {s for s, _ in picked} == {"tiny"}
     again = await companion(
         srv, "eval", "answers", str(data), "--questions", "2", "--seed", "3", "--raw"
     )
