@@ -9,6 +9,9 @@ never loads it. ``tests/test_architecture.py`` keeps these arrows, string import
     turn         the bench's pre-LLM turn, through the bot's own Orchestrator
     locomo       LoCoMo-format data: reading (.json or .json.gz), turns, evidence ids
     evaluation   evidence recall@k per method, one fresh store per sample
+    answers      answers from memory end to end (EVAL-2): the run, the baselines, the summary
+    asking       a conversation told to the bot and questions asked of it, through its pipeline
+    scoring      LoCoMo's token F1, abstention on adversarial questions, the judge's label
     ledger       finished samples as JSON lines, so an interrupted eval resumes
 
 Errors: bad data raises ``ValueError`` (``KeyError`` for a missing field); a resume file that cannot be

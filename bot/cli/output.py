@@ -433,3 +433,17 @@ def confirm(action: str, assume_yes: bool) -> None:
     sys.stderr.flush()
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         raise CommandFailed("aborted")
+
+
+@contextlib.contextmanager
+def measure_installed() -> Iterator[None]:
+    """Around the handlers' imports of ``measure``: made there, not at the top, so the bot never loads the
+    measuring layer to chat; an install that leaves it out says so in one line instead of a traceback."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "measure":
+            raise
+        raise CommandFailed(
+            f"the measuring tools ({exc.name}) are not part of this install"
+        ) from None

@@ -1,14 +1,13 @@
 """Upkeep and measurement commands (OPS-2): ``consolidate``, ``decay``, ``prune``, ``reembed``, ``backup``,
-``restore`` (which rebuilds the journals), ``journals rebuild``, ``stats``, ``eval locomo``, ``bench``.
+``restore`` (which rebuilds the journals), ``journals rebuild``, ``stats``, ``eval locomo``, ``bench``
+(``eval answers`` is ``bot.cli.eval_answers``).
 
 The store's modules are imported inside the handlers: registering commands must stay cheap (``--help``)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ from .output import (
     counted,
     eval_table,
     mapping_table,
+    measure_installed,
     new_file,
     note,
     out,
@@ -189,10 +189,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_eval(subparsers: argparse._SubParsersAction) -> None:
+    from . import eval_answers
+
     group = subparsers.add_parser(
         "eval",
-        help="measure recall on benchmark data",
-        description="Measure recall on benchmark data.",
+        help="measure recall and answers on benchmark data",
+        description="Measure recall (locomo) and answers from memory (answers) on benchmark data.",
     )
     sub = group.add_subparsers(dest="eval_command", metavar="BENCHMARK", required=True)
     help = "evidence recall@k on LoCoMo-format conversations; --db postgresql://... stores them on that server"
@@ -212,6 +214,7 @@ def _register_eval(subparsers: argparse._SubParsersAction) -> None:
         help="append each finished conversation to PATH (JSON lines); "
         "a rerun with the same PATH measures only the rest and reports them all",
     )
+    eval_answers.register(sub)
 
 
 def fraction(text: str) -> float:
@@ -409,22 +412,8 @@ def run_retry_failed(args: argparse.Namespace, settings: Settings) -> None:
     _emit(args, {"requeued": moved}, "retry-failed")
 
 
-@contextlib.contextmanager
-def _measure_installed() -> Iterator[None]:
-    """Around the handlers' imports of ``measure``: made there, not at the top, so the bot never loads the
-    measuring layer to chat; an install that leaves it out says so in one line instead of a traceback."""
-    try:
-        yield
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] != "measure":
-            raise
-        raise CommandFailed(
-            f"the measuring tools ({exc.name}) are not part of this install"
-        ) from None
-
-
 def run_eval_locomo(args: argparse.Namespace, settings: Settings) -> None:
-    with _measure_installed():
+    with measure_installed():
         from measure.evaluation import evaluate_locomo
         from measure.ledger import LedgerError
         from measure.stores import MeasureStoreError
@@ -494,7 +483,7 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> None:
         return run_bench_voice(args)
     if args.what == "manners":
         return run_bench_manners(args)
-    with _measure_installed():
+    with measure_installed():
         from measure.bench import run_bench as bench
         from measure.stores import MeasureStoreError
     options = {"queries": args.queries} if args.queries else {}
@@ -526,7 +515,7 @@ def _measured_server(args: argparse.Namespace) -> str | None:
 
 def run_bench_manners(args: argparse.Namespace) -> None:
     """ORCH-10: the decision's cost per message, beside the machine reference the other benches print."""
-    with _measure_installed():
+    with measure_installed():
         from measure.bench import reference
         from measure.manners import bench_manners
     _bench_progress("measuring the machine reference")
@@ -537,7 +526,7 @@ def run_bench_manners(args: argparse.Namespace) -> None:
 
 
 def run_bench_voice(args: argparse.Namespace) -> None:
-    with _measure_installed():
+    with measure_installed():
         from measure.bench_voice import run_voice_bench
     options = {"end_pause_ms": args.end_pause_ms} if args.end_pause_ms else {}
     script = "natural" if args.natural else "topical"
