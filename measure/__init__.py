@@ -14,6 +14,7 @@ never loads it. ``tests/test_architecture.py`` keeps these arrows, string import
     scoring      LoCoMo's token F1, abstention on adversarial questions, the judge's label
     ledger       finished samples as JSON lines, so an interrupted eval resumes
 
-Errors: bad data raises ``ValueError`` (``KeyError`` for a missing field); a resume file that cannot be
-used raises ``ledger.LedgerError``, a ``ValueError`` too. The CLI turns both into one line and exit 2.
+Errors: bad data raises ``ValueError`` (``KeyError`` for a missing field); a resume file that
+cannot be used raises ``ledger.LedgerError``, a ``ValueError`` too. The CLI turns both into one
+line and exit 2.
 """
