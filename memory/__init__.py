@@ -339,6 +339,7 @@ if TYPE_CHECKING:
     from .storage.fts import STOP_WORDS
     from .storage.graph import EntityCount
     from .unspaced import is_pair, spaced
+    from .write.wording import content_words
 
 _CONTEXT = {
     "job_charge": "charges",  # whose cost a memory job's model call is (ORCH-14)
@@ -350,6 +351,7 @@ _CONTEXT = {
     "EntityCount": "storage.graph",
     "spaced": "unspaced",  # scripts without spaces as words, for readers that split (LANG-1)
     "is_pair": "unspaced",
+    "content_words": "write.wording",  # a line's meaning words, as a forget matches them
 }
 
 _HOMES = {**_CORE, **_SHARED, **_OPERATOR, **_DASHBOARD, **_PEOPLE, **_RUNNING, **_CONTEXT}
