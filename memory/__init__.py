@@ -199,7 +199,7 @@ if TYPE_CHECKING:
     from .storage.storefile import StoreFile
     from .upkeep.bulletin import Bulletin
     from .upkeep.copy import CopyReport, copy_store
-    from .upkeep.leftovers import Folders, Found
+    from .upkeep.leftovers import Folders, Found, Presence
 
 _OPERATOR = {
     "StoreTools": "operator",
@@ -223,6 +223,7 @@ _OPERATOR = {
     "copy_store": "upkeep.copy",
     "Folders": "upkeep.leftovers",  # the audit's folders and what it found on each surface
     "Found": "upkeep.leftovers",
+    "Presence": "upkeep.leftovers",  # a word looked for: held now, and whether a tombstone holds it
 }
 
 # -- the dashboard, usage and budgets --
