@@ -199,7 +199,7 @@ if TYPE_CHECKING:
     from .storage.storefile import StoreFile
     from .upkeep.bulletin import Bulletin
     from .upkeep.copy import CopyReport, copy_store
-    from .upkeep.leftovers import Folders, Found
+    from .upkeep.leftovers import Folders, Found, Presence
 
 _OPERATOR = {
     "StoreTools": "operator",
@@ -223,6 +223,7 @@ _OPERATOR = {
     "copy_store": "upkeep.copy",
     "Folders": "upkeep.leftovers",  # the audit's folders and what it found on each surface
     "Found": "upkeep.leftovers",
+    "Presence": "upkeep.leftovers",  # a word looked for: held now, and whether a tombstone holds it
 }
 
 # -- the dashboard, usage and budgets --
@@ -341,6 +342,7 @@ if TYPE_CHECKING:
     from .storage.fts import STOP_WORDS
     from .storage.graph import EntityCount
     from .unspaced import is_pair, spaced
+    from .write.wording import content_words
 
 _CONTEXT = {
     "job_charge": "charges",  # whose cost a memory job's model call is (ORCH-14)
@@ -353,6 +355,7 @@ _CONTEXT = {
     "EntityCount": "storage.graph",
     "spaced": "unspaced",  # scripts without spaces as words, for readers that split (LANG-1)
     "is_pair": "unspaced",
+    "content_words": "write.wording",  # a line's meaning words, as a forget matches them
 }
 
 _HOMES = {**_CORE, **_SHARED, **_OPERATOR, **_DASHBOARD, **_PEOPLE, **_RUNNING, **_CONTEXT}

@@ -23,7 +23,7 @@ from .models import PLATFORMS
 from .protocols import Completer, Embedder
 from .upkeep import leftovers, maintenance
 from .upkeep.bulletin import Bulletin, Bulletins, Plan, refresh
-from .upkeep.leftovers import Folders, Found
+from .upkeep.leftovers import Folders, Found, Presence
 from .upkeep.maintenance import ConsolidationReport
 from .upkeep.reembed import reembed
 from .upkeep.transfer import JsonObject, import_memories
@@ -49,6 +49,11 @@ class StoreTools:
         :raises ValueError: neither a word nor a person to look for."""
         target = leftovers.Target(words, self._person_ids(people))
         return leftovers.audit(self.engine, target, folders)
+
+    def presence(self, words: tuple[str, ...]) -> list[Presence]:
+        """For each word: the memories and messages that hold it now, and whether a tombstone may
+        hold it (``leftovers.presence``): a word never forgotten is present, not left behind."""
+        return [leftovers.presence(self.engine, word) for word in words]
 
     def _person_ids(self, given: tuple[str, ...]) -> tuple[str, ...]:
         ids = list(given)

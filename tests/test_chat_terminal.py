@@ -305,3 +305,48 @@ async def test_the_up_arrow_reaches_lines_of_an_earlier_chat_but_not_a_forgotten
     replies = [body for body in srv.chat_requests if body.get("stream")]
     recalled = replies[-1]["messages"][-1]["content"].split("\n\n(sent ")[0]
     assert recalled == "I like green tea" and "Zanzibarite" not in term.screen
+
+
+@pytest.mark.parametrize(
+    "forget", ["/forget Zanzibarite", "Please forget that my kettle is called Zanzibarite."]
+)
+async def test_after_a_forget_the_up_arrow_no_longer_reaches_the_lines_that_held_it(
+    tmp_path, env, forget: str
+) -> None:
+    """readline keeps every line typed in memory (issue 44): after a forget, by command or in
+    words, the line that said it and the line that asked leave the up arrow's reach in that chat."""
+    async with FakeOpenAI() as srv:
+        srv.default = lambda body: "Noted."
+        env |= {"COMPANION_OPENAI_BASE_URL": srv.base_url, "COMPANION_OPENAI_API_KEY": "test-key"}
+        argv = [
+            sys.executable,
+            "-m",
+            "bot",
+            "--db",
+            str(tmp_path / "store.db"),
+            "--embeddings",
+            "none",
+            "chat",
+            "--new-store",
+        ]
+        term = Terminal(argv, env)
+        try:
+            at = await term.expect(r"you> ")
+            for line in ("my kettle is called Zanzibarite", "I like green tea", forget):
+                term.type(line + "\r")
+                at = await term.expect(r"you> ", at)
+            term.type("\x1b[A")
+            await term.expect(r"I like green tea", at)
+            term.type("\x1b[A\x1b[A\x1b[A")  # further up: nothing older is left to reach
+            await asyncio.sleep(0.5)
+            shown = term.screen[at:]
+            term.type("\r")
+            at = await term.expect(r"you> ", at)
+            term.type("/quit\r")
+            assert await asyncio.to_thread(term.proc.wait, 30) == 0
+        finally:
+            term.close()
+    assert "Zanzibarite" not in shown and "forget" not in shown.lower()
+    replies = [body for body in srv.chat_requests if body.get("stream")]
+    recalled = replies[-1]["messages"][-1]["content"].split("\n\n(sent ")[0]
+    assert recalled == "I like green tea"

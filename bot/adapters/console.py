@@ -36,6 +36,7 @@ from typing import TextIO
 from bot.types import Conversation, IncomingMessage
 
 from .common import COMMANDS, ERROR_APOLOGY
+from .console_history import Kept, ListLines, TypedHistory, terminal_lines
 from .working import CLEAR, Working
 
 logger = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class ConsoleChat:
         input_fn: InputFn | None = None,
         output: TextIO | None = None,
         diagnose: Diagnose | None = None,
+        kept: Kept | None = None,
     ) -> None:
         self._conversation = conversation
         self._diagnose = diagnose
@@ -80,6 +82,12 @@ class ConsoleChat:
         self._history = history or []
         self._stream = stream
         self._input = input_fn or read_terminal_line
+        # what a forget takes out of the up arrow's lines (``kept``: the lines still stored)
+        terminal = self._input is read_terminal_line
+        self.lines = TypedHistory(terminal_lines() if terminal else ListLines(), kept)
+        self._everything_asked = (
+            False  # "/forget everything" asked: the answer's turn may forget it all
+        )
         self._out = output or sys.stdout
         # On a terminal: "thinking… 3 s", replies wrapped at words, Ctrl-C cancelling a reply.
         self._tty = bool(getattr(self._out, "isatty", lambda: False)())
@@ -90,7 +98,8 @@ class ConsoleChat:
     async def run(self) -> None:
         """Chat until /quit, /exit, end of input or Ctrl-C (at the prompt; during a reply it cancels the reply)."""
         if self._input is read_terminal_line:
-            line_editing(self._history)
+            line_editing()
+        self.lines.load(self._history)
         with terminal_restored():
             self._write(
                 f"Chatting as {self._user_name} (console:{self._user_id}). /help lists commands, /quit leaves.\n"
@@ -127,7 +136,9 @@ class ConsoleChat:
         """The next line, or None when the input ends (EOF or Ctrl-C): a normal way to leave."""
         try:
             line = self._input(PROMPT)
-            return await line if inspect.isawaitable(line) else line
+            line = await line if inspect.isawaitable(line) else line
+            self.lines.typed(line)
+            return line
         except (EOFError, KeyboardInterrupt):
             self._write("\n")
             return None
@@ -156,6 +167,17 @@ class ConsoleChat:
             return
         text = await self._conversation.command(name, argument.strip(), self._message(line))
         self._write(f"{self._prefix}{self._fit(text, len(self._prefix))}\n")
+        await self._after_command(name, argument.strip(), line)
+
+    async def _after_command(self, name: str, argument: str, line: str) -> None:
+        """A command that may have forgotten something: its lines leave the up arrow's reach."""
+        words = argument.lower().split()
+        if name == "forget" and words and words[0] in ("everything", "all"):
+            self._everything_asked = words[-1] != "confirm"
+            if self._everything_asked:
+                return  # only asked: nothing is gone yet
+        if name == "forget" or (name, words[:1]) in (("privacy", ["off"]), ("about", ["veto"])):
+            await self.lines.forgot(line, argument if name == "forget" else "")
 
     def _fit(self, text: str, indent: int) -> str:
         """At a terminal, ``text`` broken at spaces to its width (a command's answer broke mid-word at 40 columns);
@@ -206,6 +228,9 @@ class ConsoleChat:
         else:
             whole = Wrapper(wrap.width, len(self._prefix))
             self._write(f"{cleared}{self._prefix}{whole.feed(reply.text)}{whole.flush()}\n")
+        if reply.forgotten or self._everything_asked:
+            self._everything_asked = False
+            await self.lines.forgot(line)
         if reply.failed:
             await self._explain()
         elif offered := self._names.offer(line):

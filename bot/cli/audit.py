@@ -1,11 +1,17 @@
 """``companion audit forget`` (SEC-7): does anything of a person, or of a word, remain anywhere in the store?
 
 It looks on every surface (``StoreTools.leftovers``: tables, full-text indexes and their own
-tables, vectors, the journals, exports and backups folders, the database file and its WAL; on
-PostgreSQL the data directory when this user may read it) and prints a count per surface, never the
-words looked for nor what was found. Exit 0 when nothing remains, 1 when something does (or a
-surface could not be read and ``--strict`` was given). The store is opened read-only, so the audit
-itself writes nothing.
+tables, vectors, the journals, exports and backups folders, the database file and each side file
+SQLite keeps (WAL, shared memory, a rollback journal), every other file in the store's folder (the
+chat's log); on PostgreSQL the data directory when this user may read it) and prints a count per
+surface, never the words looked for nor what was found. Exit 0 when nothing remains, 1 when
+something does (or a surface could not be read and ``--strict`` was given). The store is opened
+read-only, so the audit itself writes nothing; a stray rollback journal beside it is read as a file,
+never rolled into the store (``memory.storage.db.read_only``).
+
+A word that memories or messages hold now and that no tombstone holds was never forgotten (or was
+said again since): the audit says it is present, counts where, and does not call it a leftover (exit
+0 for it). Only what remains of a forgotten word, or of a person, is a finding.
 
     companion audit forget --person telegram:123
     companion audit forget --word Quintrell --word "Elm Street" --exports ./exports --json
@@ -21,7 +27,7 @@ from .memories import command, engine_for, nonempty
 from .output import print_json, say
 
 if TYPE_CHECKING:
-    from memory import Folders, Found
+    from memory import Folders, Found, Presence
 
     from ..config import Settings
 
@@ -89,18 +95,34 @@ def audit_forget(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("name a person (--person) or a word (--word) to look for")
     beside = Path(settings.db_path).parent
     folders = _folders(args, journal_dir(settings), beside)
+    words, people = tuple(args.word or ()), tuple(args.person or ())
     with engine_for(settings, readonly=True) as engine:
-        found = StoreTools(engine).leftovers(
-            tuple(args.word or ()), tuple(args.person or ()), folders
-        )
+        tools = StoreTools(engine)
+        found = tools.leftovers(words, people, folders)
+        present = tools.presence(words) if any(f.remaining for f in found) else []
+    # a word never forgotten is present, not left behind: only the rest (and people) are findings
+    never = [p.never_forgotten for p in present]
     left = sum(f.remaining or 0 for f in found)
+    if never and all(never) and not people:
+        left = 0
+    elif any(never):
+        with engine_for(settings, readonly=True) as engine:
+            rest = tuple(w for w, n in zip(words, never, strict=True) if not n)
+            left = sum(
+                f.remaining or 0 for f in StoreTools(engine).leftovers(rest, people, folders)
+            )
     unread = [f for f in found if f.remaining is None]
     if args.json:
         print_json(
-            {"remaining": left, "unreadable": len(unread), "surfaces": [_as_dict(f) for f in found]}
+            {
+                "remaining": left,
+                "unreadable": len(unread),
+                "present": [_presence(i, p) for i, p in enumerate(present, 1) if p.rows],
+                "surfaces": [_as_dict(f) for f in found],
+            }
         )
     else:
-        _print(found, left)
+        _print(found, left, present)
     return 1 if left or (args.strict and unread) else 0
 
 
@@ -111,6 +133,7 @@ def _folders(args: argparse.Namespace, journals: Path | None, beside: Path) -> F
         args.journals or journals,
         args.exports or beside / "exports",
         args.backups or beside / "backups",
+        beside,
     )
 
 
@@ -118,7 +141,11 @@ def _as_dict(f: Found) -> dict[str, object]:
     return {"surface": f.surface, "remaining": f.remaining, "where": dict(f.where), "note": f.note}
 
 
-def _print(found: list[Found], left: int) -> None:
+def _presence(n: int, p: Presence) -> dict[str, object]:
+    return {"word": n, "rows": p.rows, "forgotten": p.buried, "never_forgotten": p.never_forgotten}
+
+
+def _print(found: list[Found], left: int, present: list[Presence]) -> None:
     for f in found:
         count = "unreadable" if f.remaining is None else str(f.remaining)
         where = ", ".join(f"{name} {n}" for name, n in f.where)
@@ -127,4 +154,17 @@ def _print(found: list[Found], left: int) -> None:
             + (f"  ({where})" if where else "")
             + (f"  {f.note}" if f.note else "")
         )
-    say("nothing remains" if not left else f"{left} remain: forgetting left something behind")
+    for n, p in enumerate(present, 1):  # by position: the report never prints a word
+        if p.never_forgotten:
+            say(
+                f"word {n}: present in {p.rows} memories or messages, and no tombstone holds it: "
+                "it was never forgotten (or was said again since), so it is not a leftover"
+            )
+        elif p.rows:
+            say(f"word {n}: still in {p.rows} memories or messages, and a tombstone holds it")
+    if left:
+        say(f"{left} remain: forgetting left something behind")
+    elif any(f.remaining for f in found):
+        say("nothing was left behind by forgetting (what is there was never forgotten)")
+    else:
+        say("nothing remains")

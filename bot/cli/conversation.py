@@ -292,6 +292,11 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     chosen = name != default
     typed_before = await runtime.orchestrator.runner.run(_typed_before, runtime, args.user, name)
 
+    async def kept() -> list[
+        str
+    ]:  # after a forget: the lines the store still holds (the up arrow's)
+        return await runtime.orchestrator.runner.run(_typed_before, runtime, args.user, name)
+
     async def diagnose() -> str:
         failure = getattr(runtime.orchestrator.llm, "last_failure", None)
         return await asyncio.to_thread(explain_failure, settings, log_file, failure)
@@ -307,6 +312,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
         history=typed_before,
         stream=not args.no_stream,
         diagnose=diagnose,
+        kept=kept,
     )
     if (
         runtime.checkins is not None

@@ -22,6 +22,7 @@ from memory import InvalidInput, NotFound, NotYours
 from . import admin, manners, memories, people, persona, usage
 from .auth import (
     CLIENT_COOKIE,
+    CLIENT_TTL_S,
     COOKIE,
     CSRF_HEADER,
     SAFE_METHODS,
@@ -246,20 +247,18 @@ def _login_page(problem: str = "", status: int = 200) -> web.Response:
 
 
 async def login_form(request: web.Request) -> web.Response:
-    """The form; a browser without a client cookie gets one, so its wrong tokens are its own (issue 31)."""
+    """The form; a browser without a valid client cookie gets one, always, so its wrong tokens
+    are its own (issues 31 and 44)."""
     page, gate = _login_page(), request.app[GATE]
-    if gate.client(request.cookies.get(CLIENT_COOKIE), "") == "":
-        cookie = gate.new_client(client_key(request.remote))
-        if cookie is not None:
-            page.set_cookie(
-                CLIENT_COOKIE,
-                cookie,
-                httponly=True,
-                samesite="Strict",
-                path="/",
-                max_age=int(SESSION_TTL_S),
-            )
+    if gate.client(request.cookies.get(CLIENT_COOKIE), "").key == "":
+        _client_cookie(page, gate.new_client())
     return page
+
+
+def _client_cookie(response: web.Response, value: str) -> None:
+    response.set_cookie(
+        CLIENT_COOKIE, value, httponly=True, samesite="Strict", path="/", max_age=int(CLIENT_TTL_S)
+    )
 
 
 async def login(request: web.Request) -> web.Response:
@@ -275,6 +274,8 @@ async def login(request: web.Request) -> web.Response:
     response.set_cookie(
         COOKIE, cookie, httponly=True, samesite="Strict", path="/", max_age=int(SESSION_TTL_S)
     )
+    if not client.proven:  # this browser has logged in: no crowd of fresh cookies slows it again
+        _client_cookie(response, gate.new_client(proven=True))
     return response
 
 

@@ -7,15 +7,11 @@
 
 Every secret comparison is constant-time (``hmac.compare_digest``); sessions are looked up by the SHA-256 of
 the cookie, so a lookup's timing says nothing about a valid cookie. Sessions live in memory: a restart logs
-everyone out. Wrong tokens, as a bearer header or through the login form, are throttled per client: a
-browser by the client cookie the login page gives it (``CLIENT_COOKIE``), anything else by its address. After
-``MAX_FAILURES`` wrong tokens a minute a client's token checks are paced to one a second (``PACE_S``): a check
-sooner is refused unchecked (the right token too, or a throttled guess would still tell right from wrong), and
-the right token a second later passes. Every ssh-tunnel client is 127.0.0.1 (issue 31): a local process that
-guesses slows only itself, never the operator's browser, and the operator who mistyped is never kept out for
-longer than a second. A new client cookie is given to an address at most once a second, so minting cookies buys
-a guesser ``MAX_FAILURES`` quick guesses a second at most (against a token of 140 bits). A logged-in browser's
-session is not a token check and is never throttled.
+everyone out. Wrong tokens, as a bearer header or through the login form, are throttled per client
+(``bot.dashboard.throttle``: a browser by the client cookie the login page gives it, anything
+else by its address; a guesser slows only itself, and a guesser minting cookies is held to a
+bounded rate for its whole address). A logged-in browser's session is not a token check and is
+never throttled.
 """
 
 from __future__ import annotations
@@ -27,16 +23,27 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
+from .throttle import CLIENT_COOKIE, CLIENT_TTL_S, MAX_FAILURES, PACE_S, Client, Throttle
+
+__all__ = [
+    "CLIENT_COOKIE",
+    "CLIENT_TTL_S",
+    "COOKIE",
+    "CSRF_HEADER",
+    "MAX_FAILURES",
+    "PACE_S",
+    "SAFE_METHODS",
+    "SESSION_TTL_S",
+    "Caller",
+    "Client",
+    "Gate",
+    "client_key",
+]
+
 COOKIE = "companion_session"
-CLIENT_COOKIE = (
-    "companion_client"  # which browser a wrong token came from (not a login: it opens nothing)
-)
-PACE_S = 1.0  # a throttled client's token checks: one a second, never fewer
 CSRF_HEADER = "X-CSRF-Token"
 SESSION_TTL_S = 12 * 3600.0
-MAX_FAILURES, FAILURE_WINDOW_S = 10, 60.0
 SAFE_METHODS = frozenset({"GET", "HEAD"})
-MAX_CLIENTS = 10_000  # addresses whose failures are remembered; past it the oldest are dropped (bounded memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +69,7 @@ class Gate:
     token: str
     who: str = "operator"
     _sessions: dict[str, _Session] = field(default_factory=dict)
-    # client key -> times of its wrong tokens
-    _failures: dict[str, list[float]] = field(default_factory=dict)
-    # client key -> when its token was last checked
-    _checked: dict[str, float] = field(default_factory=dict)
-    # client cookie digest -> when it was given
-    _clients: dict[str, float] = field(default_factory=dict)
-    # address -> when it was last given a client cookie
-    _minted: dict[str, float] = field(default_factory=dict)
+    _throttle: Throttle = field(default_factory=Throttle)  # wrong tokens, per client
 
     def __post_init__(self) -> None:
         if not self.token.strip():
@@ -106,60 +106,28 @@ class Gate:
             bool(offered) and hmac.compare_digest((offered or "").encode(), caller.csrf.encode())
         )
 
-    # -- wrong tokens, per client ---------------------------------------------------------------------------
-    def throttled(self, client: str) -> bool:
-        """Whether a token check for ``client`` (``client_key``) must wait: it had ``MAX_FAILURES`` wrong tokens
-        within the last minute and its last check was less than ``PACE_S`` ago. Asking counts as a check."""
-        now = time.time()
-        if (
-            len(self._recent(client)) >= MAX_FAILURES
-            and now - self._checked.get(client, 0.0) < PACE_S
-        ):
-            return True
-        self._checked[client] = now
-        if len(self._checked) > MAX_CLIENTS:
-            self._checked.pop(next(iter(self._checked)))
-        return False
+    # -- wrong tokens, per client (``bot.dashboard.throttle``) ------------------------------
+    def client(self, cookie: str | None, address: str) -> Client:
+        """Whom a request's token check counts toward: its client cookie if this gate gave it, else
+        its address (``client_key``)."""
+        return self._throttle.client(cookie, address)
 
-    def failed(self, client: str) -> None:
-        self._failures[client] = [*self._recent(client), time.time()]
-        if len(self._failures) > MAX_CLIENTS:
-            self._failures.pop(next(iter(self._failures)))
+    def new_client(self, *, proven: bool = False) -> str:
+        """A client cookie for a browser that has none (always: never rationed per address);
+        ``proven`` for one that just logged in."""
+        return self._throttle.mint(proven=proven)
 
-    def succeeded(self, client: str) -> None:
-        """The right token: the client's wrong ones are behind it."""
-        self._failures.pop(client, None)
+    def throttled(self, client: Client) -> bool:
+        return self._throttle.throttled(client)
 
-    def client(self, cookie: str | None, address: str) -> str:
-        """The key a request's wrong tokens count toward: its client cookie if this gate gave it, else its address."""
-        digest = _digest(cookie) if cookie else ""
-        return f"client:{digest}" if digest in self._clients else address
+    def failed(self, client: Client) -> None:
+        self._throttle.failed(client)
 
-    def new_client(self, address: str) -> str | None:
-        """A client cookie for a browser at ``address`` that has none; None when this address had one within
-        ``PACE_S`` (a guesser minting cookies to start afresh each time gets one a second)."""
-        now = time.time()
-        if now - self._minted.get(address, 0.0) < PACE_S:
-            return None
-        self._minted[address] = now
-        cookie = secrets.token_urlsafe(24)
-        self._clients[_digest(cookie)] = now
-        for bounded in (self._minted, self._clients):
-            while len(bounded) > MAX_CLIENTS:
-                bounded.pop(next(iter(bounded)))
-        return cookie
-
-    def _recent(self, client: str) -> list[float]:
-        cutoff = time.time() - FAILURE_WINDOW_S
-        recent = [t for t in self._failures.pop(client, []) if t > cutoff]
-        if recent:
-            self._failures[client] = (
-                recent  # re-inserted: the dict's order is oldest activity first
-            )
-        return recent
+    def succeeded(self, client: Client) -> None:
+        self._throttle.succeeded(client)
 
     # -- the login form --------------------------------------------------------------------------------
-    def login(self, offered: str, client: str) -> str | None:
+    def login(self, offered: str, client: Client) -> str | None:
         """A new session's cookie value when ``offered`` is the token; None (and one failure noted) otherwise."""
         if not self.token_matches(offered):
             self.failed(client)

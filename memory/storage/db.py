@@ -78,9 +78,30 @@ def read_only(path: str | Path) -> str:
     """What to open instead of ``path`` for work that only reads: ``Database(read_only(p))``.
 
     An SQLite URI with ``mode=ro``: a read-only file still serves, nothing is migrated or written, and
-    a path where no store exists is an error instead of a new empty store.
+    a path where no store exists is an error instead of a new empty store. A stray rollback
+    journal (``stray_journal``) made SQLite refuse every read-only open, as it would roll the
+    journal into the store first: the store is then read as it is on disk (``immutable``), the
+    journal left alone.
     """
-    return f"file:{quote(str(Path(path).absolute()))}?mode=ro"
+    uri = f"file:{quote(str(Path(path).absolute()))}?mode=ro"
+    return uri + "&immutable=1" if stray_journal(Path(path)) else uri
+
+
+def stray_journal(path: Path) -> bool:
+    """Whether a ``-journal`` beside the store is not the store's: the store keeps a WAL (its header
+    says so) and has no WAL to read, so no writer of it is open and none ever writes a rollback
+    journal (a file copied in, another program's). A store in rollback mode keeps its journal."""
+    journal, wal = (path.with_name(path.name + side) for side in ("-journal", "-wal"))
+    try:
+        if not journal.is_file() or not journal.stat().st_size:
+            return False
+        if wal.exists() and wal.stat().st_size:
+            return False
+        with path.open("rb") as store:
+            header = store.read(20)
+    except OSError:
+        return False
+    return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
 
 
 class Database:
@@ -93,7 +114,7 @@ class Database:
         self.behind = 0  # migrations a read-only open found missing (a writable open applies them)
         self.con = _connect(str(path), self.path, self.readonly)
         try:
-            with _naming(self.path):
+            with _naming(self.path, self.readonly):
                 self._prepare()
         except BaseException:
             self.con.close()
@@ -405,7 +426,7 @@ def _connect(target: str, path: str, readonly: bool) -> apsw.Connection:
         if readonly
         else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     )
-    with _naming(path):
+    with _naming(path, readonly):
         con = apsw.Connection(target, flags=flags)
     if not readonly and path != ":memory:":
         # issue 31: 0600, and SQLite makes the -wal and -shm with the store file's own mode
@@ -414,8 +435,10 @@ def _connect(target: str, path: str, readonly: bool) -> apsw.Connection:
 
 
 @contextlib.contextmanager
-def _naming(path: str) -> Iterator[None]:
-    """SQLite's own messages ("file is not a database") do not say which file: these do, and say what to check."""
+def _naming(path: str, readonly: bool = False) -> Iterator[None]:
+    """SQLite's own messages ("file is not a database") do not say which file: these do, and say
+    what to check. A read-only open refused as a write is about the store's state, not the
+    command."""
     try:
         yield
     except (apsw.NotADBError, apsw.CorruptError) as exc:
@@ -423,6 +446,8 @@ def _naming(path: str) -> Iterator[None]:
             f"{path} is not a usable companion store: {exc} (not an SQLite file, or damaged)"
         ) from exc
     except apsw.ReadOnlyError as exc:
+        if readonly:
+            raise StoreUnavailable(_unreadable(path)) from exc
         raise StoreUnavailable(
             f"{path} is read-only: this command writes, so it needs write access to the file and its directory"
         ) from exc
@@ -430,6 +455,22 @@ def _naming(path: str) -> Iterator[None]:
         raise StoreUnavailable(
             f"cannot open {path}: {exc} (check the directory exists and is accessible)"
         ) from exc
+
+
+def _unreadable(path: str) -> str:
+    """Why a read-only command could not read the store: SQLite had to write to it first."""
+    journal = Path(f"{path}-journal")
+    if journal.exists():
+        return (
+            f"{path} cannot be read without writing: {journal.name} beside it holds an unfinished "
+            "write that SQLite must roll back into the store first, and this command only reads; "
+            "if that journal is the store's, open the store once with a command that writes "
+            "(memory add, chat, run), else move it away"
+        )
+    return (
+        f"{path} cannot be read without writing: SQLite must first recover it (a writer stopped "
+        "mid-write); open it once with a command that writes (memory add, chat, run)"
+    )
 
 
 class AsyncRunner:

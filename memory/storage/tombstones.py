@@ -68,6 +68,13 @@ class TombstoneRows:
             )
         ]
 
+    def owners(self) -> list[tuple[str, str]]:
+        """Whom (scope, scope id) the tombstones are bound to, each once."""
+        return [
+            (str(r["scope"]), str(r["scope_id"]))
+            for r in self.db.rows("SELECT DISTINCT scope, scope_id FROM tombstones")
+        ]
+
     def delete(self, ids: list[int]) -> None:
         if ids:  # "IN ()" is SQLite's; PostgreSQL refuses it
             self.db.execute(f"DELETE FROM tombstones WHERE id IN ({placeholders(ids)})", ids)

@@ -15,8 +15,13 @@ user may not read); the caller decides what that means.
     journals,       its bytes in every file under the folder      their ids' bytes, and journal lines in their
     exports,                                                      own folder
     backups
-    db file, WAL    its bytes in the file, and in its WAL         their ids' bytes
+    db file, wal,   its bytes in the file and in each side file   their ids' bytes
+    shm, journal    (a stray rollback journal too)
+    beside the      its bytes in every other file in the store's  their ids' bytes
+    store           folder: the chat's log, a MEMORY.md ...
     data directory  (PostgreSQL) its bytes in every file there, when this user may read it
+
+The file surfaces are ``memory.upkeep.leftover_files``'s.
 
 Bytes are compared without ASCII case (a word is found as typed, lowercased or capitalised); the full-text
 indexes keep lowercased stems, looked for as the index's tokenizer makes them.
@@ -24,7 +29,6 @@ indexes keep lowercased stems, looked for as the index's tokenizer makes them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +37,9 @@ from ..engine import MemoryEngine
 from ..scopes import message_partition, placeholders
 from ..storage.catalog import column_types
 from ..storage.corpus import Corpus
-from .journals import safe_name
+from .leftover_files import Found, beside, bytes_in, data_directory, in_folder, store_files
 from .registry import REGISTRY, person_keys, person_rows
 
-CHUNK = 1 << 20
 NOT_TEXT = (
     "blob",
     "int",
@@ -52,20 +55,13 @@ NOT_TEXT = (
 
 
 @dataclass(frozen=True, slots=True)
-class Found:
-    surface: str
-    remaining: int | None  # None: the surface could not be read
-    where: tuple[tuple[str, int], ...] = ()  # (table or file kind, count): never a word
-    note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class Folders:
     """Folders beside the store that may hold copies (None: not configured, or not there)."""
 
     journals: Path | None = None
     exports: Path | None = None
     backups: Path | None = None
+    beside: Path | None = None  # the store's folder: the chat's log and any other file there
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,21 +80,42 @@ def audit(engine: MemoryEngine, target: Target, folders: Folders) -> list[Found]
     if not target.needles():
         raise ValueError("name a person or a word to look for")
     found = [_tables(engine, target), *_fts(engine, target), _vectors(engine, target)]
+    needles = target.needles()
     for name, folder in (
         ("journals", folders.journals),
         ("exports", folders.exports),
         ("backups", folders.backups),
     ):
-        found.append(_folder(name, folder, target))
-    if engine.db.engine == "postgresql":
-        found.append(_data_directory(engine, target))
-    else:
-        found += _store_files(engine, target)
+        found.append(in_folder(name, folder, needles, target.person_ids))
+    store = None if engine.db.engine == "postgresql" else Path(engine.db.path)
+    found += [_data_directory(engine, target)] if store is None else store_files(store, needles)
+    found.append(beside(folders.beside, store, needles))
     return found
 
 
 def remaining(found: Iterable[Found]) -> int:
     return sum(f.remaining or 0 for f in found)
+
+
+@dataclass(frozen=True, slots=True)
+class Presence:
+    """A word looked for, as the store holds it now: ``rows``, the memories and messages that hold
+    it (what the person said, what was learned); ``buried``, whether a tombstone may hold it (a
+    targeted forget lays one). Held by rows and by no tombstone, it was never forgotten (or was
+    said again, which lifts its tombstone): present, not left behind."""
+
+    rows: int
+    buried: bool
+
+    @property
+    def never_forgotten(self) -> bool:
+        return self.rows > 0 and not self.buried
+
+
+def presence(engine: MemoryEngine, word: str) -> Presence:
+    rows = _rows_with(engine, "memories", ["subject", "content"], word)
+    rows += _rows_with(engine, "messages", ["content"], word)
+    return Presence(rows, engine.memories.tombstones.may_hold(word))
 
 
 # -- tables ----------------------------------------------------------------------------------------------
@@ -238,7 +255,7 @@ def _shadow_bytes(engine: MemoryEngine, target: Target) -> Found:
     for table in sorted(_shadow_tables(engine)):
         if table.startswith(tuple(c.vectors.table for c in _corpora(engine))):
             continue  # a vector's bytes are numbers: the vectors surface
-        n = sum(_bytes_in(_raw(v), needles) for row in _all_values(engine, table) for v in row)
+        n = sum(bytes_in(_raw(v), needles) for row in _all_values(engine, table) for v in row)
         if n:
             counts[table] = n
     return Found("fts shadow tables", sum(counts.values()), tuple(sorted(counts.items())))
@@ -307,62 +324,6 @@ def _has_table(engine: MemoryEngine, table: str) -> bool:
     return bool(engine.db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)))
 
 
-# -- files -------------------------------------------------------------------------------------------------
-def _folder(name: str, folder: Path | None, target: Target) -> Found:
-    if folder is None or not folder.is_dir():
-        return Found(name, 0, note="no such folder")
-    counts: dict[str, int] = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        if n := _file_hits(path, target.needles()):
-            kind = path.suffix.lstrip(".") or "file"
-            counts[kind] = counts.get(kind, 0) + n
-    if name == "journals":
-        for person in target.person_ids:
-            own = folder / ("dm-" + safe_name(person))
-            lines = (
-                sum(
-                    p.read_text(encoding="utf-8", errors="replace").count("<!-- m:")
-                    for p in own.glob("*.md")
-                )
-                if own.is_dir()
-                else 0
-            )
-            if lines:
-                counts["journal lines in their folder"] = lines
-    return Found(name, sum(counts.values()), tuple(sorted(counts.items())))
-
-
-def _store_files(engine: MemoryEngine, target: Target) -> list[Found]:
-    path = Path(engine.db.path)
-    wal = path.with_name(path.name + "-wal")
-    return [
-        Found("db file", _file_hits(path, target.needles())),
-        Found(
-            "wal",
-            _file_hits(wal, target.needles()) if wal.exists() else 0,
-            note="" if wal.exists() else "no WAL file",
-        ),
-    ]
-
-
-def _data_directory(engine: MemoryEngine, target: Target) -> Found:
-    """PostgreSQL's files, when this user may read them (the server's own user, or a shared volume)."""
-    try:
-        where = Path(str(engine.db.scalar("SHOW data_directory")))
-    except Exception:  # a role without pg_read_all_settings may not ask: reported, not guessed
-        return Found(
-            "data directory", None, note="not readable by this role (needs pg_read_all_settings)"
-        )
-    if not os.access(where, os.R_OK | os.X_OK):
-        return Found("data directory", None, note=f"{where} is not readable by this user")
-    counts: dict[str, int] = {}
-    for path in (p for p in where.rglob("*") if p.is_file() and os.access(p, os.R_OK)):
-        if n := _file_hits(path, target.needles()):
-            part = path.relative_to(where).parts[0]
-            counts[part] = counts.get(part, 0) + n
-    return Found("data directory", sum(counts.values()), tuple(sorted(counts.items())))
-
-
 def _pg_words(engine: MemoryEngine, target: Target) -> Found:
     """PostgreSQL's full-text index is each table's generated ``words`` column: the rows it still matches."""
     counts: dict[str, int] = {}
@@ -374,20 +335,12 @@ def _pg_words(engine: MemoryEngine, target: Target) -> Found:
     return Found("fts", sum(counts.values()), tuple(sorted(counts.items())))
 
 
-def _file_hits(path: Path, needles: list[bytes]) -> int:
-    """Occurrences of the needles in a file, read in chunks (a store can be gigabytes), ASCII case ignored."""
-    if not needles:
-        return 0
-    overlap = max(len(n) for n in needles) - 1
-    total, tail = 0, b""
-    with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            data = (tail + chunk).lower()
-            total += _bytes_in(data, needles) - _bytes_in(data[: len(tail)], needles)
-            tail = data[-overlap:] if overlap else b""
-    return total
-
-
-def _bytes_in(data: bytes, needles: list[bytes]) -> int:
-    low = data.lower()
-    return sum(low.count(n) for n in needles)
+def _data_directory(engine: MemoryEngine, target: Target) -> Found:
+    """PostgreSQL's files, when this role may ask where they are and this user may read them."""
+    try:
+        where = Path(str(engine.db.scalar("SHOW data_directory")))
+    except Exception:  # a role without pg_read_all_settings may not ask: reported, not guessed
+        return Found(
+            "data directory", None, note="not readable by this role (needs pg_read_all_settings)"
+        )
+    return data_directory(where, target.needles())

@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 KEY = "tombstones.key"  # where stores before issue 31 kept their key in plain: moved out on first use (``LEGACY``)
 LEGACY = "tombstones.legacy_key"  # that key, wrapped with the outside key
+_TOKEN = re.compile(r"[^\W_]+")
 WIDEN_FROM = 4  # a candidate of more content words than this also matches with any one left out (4 or more remain)
 
 
@@ -177,6 +179,23 @@ class Tombstones:
                 if stone.trace.matches(trace):
                     found.append(stone)
         return found
+
+    def may_hold(self, words: str) -> bool:
+        """Whether a tombstone holds a mark of each telling word of ``words`` (``companion audit
+        forget``: was a thing said with them forgotten?). A mark is 12 or 16 bits, so a yes may be
+        chance; a tombstone without marks (a store before issue 31) cannot say no."""
+        tokens = [w for w in _TOKEN.findall(words or "") if w]
+        for scope, scope_id in self.stones.owners() if self.any() else ():
+            owner, names = f"{scope}|{scope_id}", self.own_names(scope_id)
+            traces = [self._tracer.trace(owner, w, None, names) for w in tokens]
+            wanted = [set(t.marks) | set(t.older.values()) for t in traces if t.marks]
+            for row in self.stones.of(scope, scope_id):
+                if not row.keyed:
+                    return True
+                held = set(Trace.decode(row.marks, row.signature).marks)
+                if wanted and all(marks & held for marks in wanted):
+                    return True
+        return False
 
     def lift(self, facts: Iterable[Fact]) -> int:
         """Facts stored again in the same words (stated outright: /remember): their tombstones are lifted. Only

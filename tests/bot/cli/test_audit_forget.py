@@ -63,7 +63,10 @@ def forgotten(cli):
     """A store where Alice was forgotten for real, through the CLI."""
     fill(cli.db)
     before = cli("audit", "forget", "--word", WORD, "--json")
-    assert before.code == 1 and before.json()["remaining"] > 0  # there was something to forget
+    # there was something to forget: present, never forgotten yet, so not a leftover (issue 44)
+    assert sum(s["remaining"] or 0 for s in before.json()["surfaces"]) > 0
+    assert before.code == 0 and before.json()["present"][0]["never_forgotten"] is True
+    assert cli("audit", "forget", "--person", PERSON).code == 1  # a person's rows: always counted
     result = cli("memory", "forget-person", "--person", PERSON, "--yes")
     assert result.code == 0, result.err
     return cli
@@ -227,3 +230,77 @@ def test_words_left_in_the_database_file_s_free_space_are_found(forgotten):
 def test_an_audit_with_nothing_to_look_for_is_refused(forgotten):
     result = forgotten("audit", "forget")
     assert result.code == 2 and "--person" in result.error_line()
+
+
+# -- issue 44: every file beside the store, a stray journal, a word never forgotten --------------
+def test_the_chat_s_log_beside_the_store_is_looked_in(forgotten):
+    """``companion chat`` logs beside the store (a failed turn logs the start of its line there)."""
+    import argparse
+
+    from bot.cli.conversation import chat_log_file
+    from bot.config import Settings
+
+    log = chat_log_file(
+        argparse.Namespace(verbose=False, log_file=None), Settings(db_path=forgotten.db)
+    )
+    assert log is not None and log.parent == forgotten.db.parent
+    log.write_text(f"ERROR console: handling 'my kayak is called {WORD}' failed\n")
+    (forgotten.db.parent / "MEMORY.md").write_text(f"- Alice's kayak: {WORD}\n")
+    by_word, by_person = audit(forgotten, "--word", WORD), audit(forgotten, "--person", PERSON)
+    found = next(s for s in by_word.json()["surfaces"] if s["surface"] == "beside the store")
+    assert by_word.code == 1 and found["remaining"] == 2 and found["where"] == {"log": 1, "md": 1}
+    assert by_person.code == 0  # the log line names no id of theirs
+    text = forgotten("audit", "forget", "--word", WORD)
+    assert "beside the store" in text.out and "left something behind" in text.out
+
+
+def test_a_stray_rollback_journal_is_read_as_a_file_and_never_fails_the_audit(forgotten):
+    journal = forgotten.db.with_name(forgotten.db.name + "-journal")
+    journal.write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + b"\x00" * 504)
+    clean = audit(forgotten, "--word", WORD)
+    assert clean.code == 0, clean.err
+    assert surfaces(clean)["rollback journal"] == 0 and surfaces(clean)["shm"] == 0
+    journal.write_bytes(b"\x00" * 512 + f"page with {WORD} on it".encode())
+    left = audit(forgotten, "--word", WORD)
+    assert left.code == 1 and surfaces(left)["rollback journal"] == 1
+    assert "this command writes" not in left.err
+    assert journal.exists() and forgotten("memory", "list").code == 0  # other readers too
+    assert journal.read_bytes().endswith(
+        f"{WORD} on it".encode()
+    )  # never rolled back, never touched
+
+
+def test_a_store_in_rollback_mode_with_a_hot_journal_says_why_it_cannot_be_read(forgotten):
+    con = apsw.Connection(str(forgotten.db))
+    con.execute("PRAGMA journal_mode = DELETE")
+    con.close()
+    journal = forgotten.db.with_name(forgotten.db.name + "-journal")
+    journal.write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + bytes(range(256)) * 3)
+    result = forgotten("audit", "forget", "--word", WORD)
+    line = result.error_line()
+    assert result.code != 0 and "this command writes" not in line
+    assert "-journal" in line and "cannot be read without writing" in line
+
+
+def test_a_word_never_forgotten_is_present_not_left_behind(cli):
+    fill(cli.db)
+    result = cli("audit", "forget", "--word", WORD)
+    assert result.code == 0, result.out
+    assert "never forgotten" in result.out and "left something behind" not in result.out
+    assert WORD.lower() not in result.out.lower()
+
+
+def test_a_word_of_a_forgotten_memory_still_in_a_row_is_a_finding(cli):
+    """A targeted forget lays a tombstone: the word left in a memory afterwards is left behind."""
+    fill(cli.db)
+    with engine_on(cli) as engine:
+        (kayak,) = [m for m in engine.memory_rows.listing() if WORD in m.content]
+    assert cli("memory", "delete", kayak.id, "--yes").code == 0
+    with engine_on(cli) as engine:
+        engine.db.execute(
+            "UPDATE messages SET content = ? WHERE content = 'the weather is fine'",
+            (f"kayak {WORD}",),
+        )
+    result = audit(cli, "--word", WORD)
+    assert result.code == 1 and result.json()["present"][0]["forgotten"] is True
+    assert "left something behind" in cli("audit", "forget", "--word", WORD).out
