@@ -75,8 +75,8 @@ def test_every_package_the_project_ships_is_copied_and_nothing_secret_is() -> No
 
 
 def test_every_script_the_install_for_running_calls_is_copied_into_the_image() -> None:
-    """Issue 45: install-run calls scripts/fetch_voice_models.py, which the image did not copy, so the turn
-    model was never fetched in the container."""
+    """Issue 45: install-run calls scripts/fetch_voice_models.py, which the image did not copy, so
+    the turn model was never fetched in the container."""
     commands = "\n".join(
         line for line in INSTALL_RUN.splitlines() if not line.lstrip().startswith("#")
     )
