@@ -114,28 +114,27 @@ def command(
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
+    # One value per flag, repeated for more (--tag a --tag b): a flag taking "one or more"
+    # swallowed the positional text that followed it (`memory search --tag a "query"`).
     parser.add_argument(
         "--type",
-        nargs="+",
-        action="extend",
+        action="append",
         choices=TYPES,
         metavar="TYPE",
-        help=f"only these types: {', '.join(TYPES)}",
+        help=f"only this type (repeat for more): {', '.join(TYPES)}",
     )
     parser.add_argument(
         "--kind",
-        nargs="+",
-        action="extend",
+        action="append",
         choices=KINDS,
         metavar="KIND",
-        help=f"only these kinds: {', '.join(KINDS)}",
+        help=f"only this kind (repeat for more): {', '.join(KINDS)}",
     )
     parser.add_argument(
         "--tag",
-        nargs="+",
-        action="extend",
+        action="append",
         metavar="T",
-        help="only memories carrying every one of these tags",
+        help="only memories carrying this tag (repeat: every one of them)",
     )
 
 
@@ -245,7 +244,9 @@ def _register_writes(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="a user memory learned in a DM: recalled only in DMs with that person",
     )
-    p.add_argument("--tag", nargs="+", action="extend", metavar="T", default=[])
+    p.add_argument(
+        "--tag", action="append", metavar="T", default=[], help="a tag (repeat for more)"
+    )
     p.add_argument("--importance", type=importance, default=5.0, help="1-10 (default: 5)")
     p.add_argument("--ttl", type=duration, help="expire after this long, e.g. 7d")
 
@@ -260,7 +261,7 @@ def _register_writes(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--subject")
     p.add_argument("--content")
     p.add_argument(
-        "--tag", nargs="+", action="extend", metavar="T", help="replace the tags with these"
+        "--tag", action="append", metavar="T", help="replace the tags with these (repeat for more)"
     )
     p.add_argument("--importance", type=importance)
     p.add_argument("--kind", choices=KINDS, metavar="KIND", help=", ".join(KINDS))
