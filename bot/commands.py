@@ -27,6 +27,7 @@ from memory.models import SELF_SUBJECT
 
 from .budgets import Limits
 from .consent import Consent
+from .counts import counted
 from .exports import forget_exports, write_export
 from .manners import manners_command
 from .persona import Persona
@@ -162,7 +163,8 @@ class Commands:
         counts = self.erasure.everything([turn.person_id])
         # the console's earlier /export files hold the words too
         forget_exports(self.engine, [turn.person_id])
-        return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
+        memories = counted(counts["memories"], "memory")
+        return f"Done. I forgot everything about you: {memories} and {counted(counts['messages'], 'message')}."
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
         """A "yes" to a pending "/forget everything" question carries it out; anything else cancels the question."""
@@ -297,7 +299,8 @@ class Commands:
             where = write_export(
                 Path(self.engine.path).parent, turn.person_id, text, self.engine.clock.now()
             )
-            return f"Everything I store about you ({len(data['memories'])} memories) is in {where} (readable only by you)."
+            kept = counted(len(data["memories"]), "memory")
+            return f"Everything I store about you ({kept}) is in {where} (readable only by you)."
         return text  # whole: the chat adapters send it as a .json file (``bot.adapters.common.attachment``)
 
     def do_persona(self, arg: str, turn) -> str:

@@ -612,8 +612,10 @@ def export_memories(args: argparse.Namespace, settings: Settings) -> None:
             json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8"
         )
     say(
-        f"exported {counted(len(data['memories']), 'memory')}, {len(data['messages'])} messages and "
-        f"{len(data['session_summaries'])} session summaries to {args.output}"
+        f"exported {counted(len(data['memories']), 'memory')}, "
+        f"{counted(len(data['messages']), 'message')} and "
+        f"{counted(len(data['session_summaries']), 'session summary', 'session summaries')} "
+        f"to {args.output}"
     )
 
 

@@ -351,6 +351,16 @@ def test_companion_checkins_list_shows_what_is_due_pending_and_sent(cli):
     assert cli("checkins", "list", "--state", "failed").out.startswith("no check-ins match")
 
 
+def test_companion_checkins_list_counts_the_people_who_have_them_on_in_words(cli):
+    """Issue 45: "(1 people have them on)"."""
+    with MemoryEngine(cli.db, None, FakeClock(at("2023-11-19 12:00"))) as engine:
+        engine.checkins.opt_in("alice", Destination("discord", "dm-alice", "alice"))
+    assert cli("checkins", "list").out.strip() == "no check-ins yet (1 person has them on)"
+    with MemoryEngine(cli.db, None, FakeClock(at("2023-11-19 12:00"))) as engine:
+        engine.checkins.opt_in("bob", Destination("discord", "dm-bob", "bob"))
+    assert cli("checkins", "list").out.strip() == "no check-ins yet (2 people have them on)"
+
+
 def test_an_export_lists_the_persons_checkins(tmp_path):
     from conftest import HashEmbedder
 

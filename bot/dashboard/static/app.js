@@ -40,6 +40,11 @@ function table(headers, rows, caption) {
   return el("table", { class: "data" }, caption ? el("caption", { class: "sr-only", text: caption }) : null, head, el("tbody", {}, rows));
 }
 
+/** counted(1, "call") is "1 call", counted(1200, "call") "1,200 calls": a count as a person writes it. */
+function counted(n, noun, plural) {
+  return `${Number(n).toLocaleString("en")} ${n === 1 ? noun : plural || noun + "s"}`;
+}
+
 function empty(text) {
   return el("p", { class: "empty", text });
 }
@@ -221,6 +226,6 @@ function start() {
   showView(document.getElementById(`view-${first}`) ? first : "memories");
 }
 
-Object.assign(Dash, { TYPES, KINDS, el, table, empty, api, ApiError, errorLines, problemField, showError, clearError, toast, timeCell, splitTags, tierOf, fillSelect, formValues, query, loaders, inits, showView });
+Object.assign(Dash, { TYPES, KINDS, el, table, counted, empty, api, ApiError, errorLines, problemField, showError, clearError, toast, timeCell, splitTags, tierOf, fillSelect, formValues, query, loaders, inits, showView });
 Dash.csrf = () => csrf;
 document.addEventListener("DOMContentLoaded", start);
