@@ -35,8 +35,11 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** A heading takes its column's alignment: over figures (td.num, right-aligned) it is .num too. */
 function table(headers, rows, caption) {
-  const head = el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col", text: h }))));
+  const first = [rows].flat(Infinity)[0];
+  const numeric = (i) => Boolean(first && first.cells && first.cells[i] && first.cells[i].classList.contains("num"));
+  const head = el("thead", {}, el("tr", {}, headers.map((h, i) => el("th", { scope: "col", class: numeric(i) && "num", text: h }))));
   return el("table", { class: "data" }, caption ? el("caption", { class: "sr-only", text: caption }) : null, head, el("tbody", {}, rows));
 }
 
