@@ -78,7 +78,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "doctor", help=text, description=text + " (exit 1 if something is wrong)"
     )
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
-    p.set_defaults(handler=run_doctor, on_config_error=report_config_error, uses_model=True)
+    p.set_defaults(
+        handler=run_doctor,
+        on_config_error=report_config_error,
+        uses_model=True,
+        report_only=True,  # no INFO log lines among the findings (bot.cli.main)
+    )
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:

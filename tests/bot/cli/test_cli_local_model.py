@@ -295,4 +295,6 @@ def test_the_doctor_says_what_it_loaded_and_how_fast_it_is_and_stops_it(
     ), result.out
     # stopped: its holder thread is gone
     assert not any(t.name == "local-model" for t in threading.enumerate())
+    # only the findings: the load's progress note, no log lines of the load or the stop (issue 45)
+    assert result.err.splitlines() == [f"loading {Path(GGUF).name} with llama.cpp ..."], result.err
     print(f"\n{line}\nload average {os.getloadavg()}")
