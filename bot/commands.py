@@ -133,7 +133,7 @@ class Commands:
         done, said, gone = erased.memory, erased.said, erased.contents
         if done is None:
             answer = (
-                f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it."
+                f"I had not kept that as a memory; I deleted {counted(said, 'message')} of yours that said it."
                 if said
                 else ""
             )
@@ -142,9 +142,10 @@ class Commands:
                 gone,
                 bool(reminders),
             )
-        extra = [f"{len(done.memories) - 1} older version(s)"] if len(done.memories) > 1 else []
-        extra += [f"{done.messages} message(s) it came from"] if done.messages else []
-        extra += [f"{said} more message(s) of yours that said it"] if said else []
+        older = counted(len(done.memories) - 1, "older version")
+        extra = [older] if len(done.memories) > 1 else []
+        extra += [f"{counted(done.messages, 'message')} it came from"] if done.messages else []
+        extra += [f"{counted(said, 'more message')} of yours that said it"] if said else []
         answer = f"Forgotten: {done.contents[0]}" + (
             f" (with {' and '.join(extra)})" if extra else ""
         )
@@ -237,7 +238,7 @@ class Commands:
         if choice == "off":
             dropped = self.checkins.opt_out(turn.person_id)
             return "OK: I won't message you first." + (
-                f" ({dropped} planned check-in(s) dropped.)" if dropped else ""
+                f" ({counted(dropped, 'planned check-in')} dropped.)" if dropped else ""
             )
         return self._checkins_state(turn.person_id)
 

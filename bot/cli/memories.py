@@ -589,8 +589,8 @@ def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
         done = Erasure(engine).memory(memory.id)
     if args.json:
         return print_json({"deleted": done.memories, "messages": done.messages})
-    extra = f" and {done.messages} message(s) it came from" if done.messages else ""
-    say(f"deleted {len(done.memories)} row(s){extra}: {', '.join(done.memories)}")
+    extra = f" and {counted(done.messages, 'message')} it came from" if done.messages else ""
+    say(f"deleted {counted(len(done.memories), 'row')}{extra}: {', '.join(done.memories)}")
 
 
 def export_memories(args: argparse.Namespace, settings: Settings) -> None:

@@ -113,7 +113,7 @@ async def test_checkins_alone_shows_the_state_and_what_is_planned(rt, box):
         and "2026-05-07" in shown
     )
     off = await rt.orchestrator.command("checkins", "off", dm("telegram", "7", "/checkins off"))
-    assert "1 planned check-in(s) dropped" in off and rows(rt) == []
+    assert "(1 planned check-in dropped.)" in off and rows(rt) == []
 
 
 async def test_a_checkin_only_ever_goes_to_the_dm_it_was_asked_for_in(rt, srv, box):
