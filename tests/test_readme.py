@@ -50,6 +50,17 @@ def test_each_bundled_model_is_named_with_where_it_comes_from_and_its_licence() 
     assert "COMPANION_EMBEDDING_MODEL_DIR" in README and "COMPANION_VOICE_STT_MODEL_DIR" in README
 
 
+def test_every_pip_install_in_the_guides_is_the_projects_venv_pip() -> None:
+    """Issue 45: `pip install -e ".[piper]"` ran whatever pip came first on the PATH, not `.venv`'s."""
+    pages = [ROOT / "README.md", ROOT / ".env.example", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        (page.name, match.group(0))
+        for page in pages
+        for match in re.finditer(r"[\w./-]*pip install", page.read_text(encoding="utf-8"))
+    ]
+    assert found and all(said.endswith(".venv/bin/pip install") for _, said in found), found
+
+
 def test_every_page_the_readme_links_to_exists() -> None:
     for target in re.findall(r"\]\(((?:docs/)[^)#]+)\)", README):
         assert (ROOT / target).exists(), target

@@ -97,7 +97,9 @@ class ShowVersion(argparse.Action):
         try:
             text = version("companion")
         except PackageNotFoundError:  # run from a source tree that was never pip-installed
-            text = "(not installed: pip install -e .)"
+            from ..installs import pip_install
+
+            text = f"(not installed: {pip_install()})"
         sys.stdout.write(f"companion {text}\n")
         parser.exit(0)
 
