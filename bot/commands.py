@@ -133,7 +133,8 @@ class Commands:
         done, said, gone = erased.memory, erased.said, erased.contents
         if done is None:
             answer = (
-                f"I had not kept that as a memory; I deleted {counted(said, 'message')} of yours that said it."
+                "I had not kept that as a memory; "
+                f"I deleted {counted(said, 'message')} of yours that said it."
                 if said
                 else ""
             )
@@ -165,7 +166,8 @@ class Commands:
         # the console's earlier /export files hold the words too
         forget_exports(self.engine, [turn.person_id])
         memories = counted(counts["memories"], "memory")
-        return f"Done. I forgot everything about you: {memories} and {counted(counts['messages'], 'message')}."
+        messages = counted(counts["messages"], "message")
+        return f"Done. I forgot everything about you: {memories} and {messages}."
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
         """A "yes" to a pending "/forget everything" question carries it out; anything else cancels the question."""

@@ -1,4 +1,4 @@
-"""Counts as a person writes them: "1 call", "2 calls", "1 person", "3 people" (issue 45: "1 calls")."""
+"""Counts as a person writes them: "1 call", "2 calls", "1 person", "3 people" (issue 45)."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def test_each_bundled_model_is_named_with_where_it_comes_from_and_its_licence() 
 
 
 def test_every_pip_install_in_the_guides_is_the_projects_venv_pip() -> None:
-    """Issue 45: `pip install -e ".[piper]"` ran whatever pip came first on the PATH, not `.venv`'s."""
+    """Issue 45: `pip install -e ".[piper]"` ran the first pip on the PATH, not `.venv`'s."""
     pages = [ROOT / "README.md", ROOT / ".env.example", *sorted((ROOT / "docs").glob("*.md"))]
     found = [
         (page.name, match.group(0))

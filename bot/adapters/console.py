@@ -83,7 +83,7 @@ class ConsoleChat:
         # On a terminal: "thinking...", replies wrapped at words, Ctrl-C cancelling a reply. Piped output stays plain.
         self._tty = bool(getattr(self._out, "isatty", lambda: False)())
         self._ids = itertools.count(1)
-        # Waiting at the prompt: what the bot says meanwhile (a reminder, a check-in) draws the prompt again.
+        # At the prompt: what the bot says meanwhile (a reminder, a check-in) redraws the prompt.
         self._at_prompt = False
         # Message ids are unique per store (a re-delivered id is not stored twice): this session's own prefix.
         self._session = uuid.uuid4().hex[:12]
@@ -117,9 +117,9 @@ class ConsoleChat:
         self._between_turns(text)
 
     def _between_turns(self, text: str) -> None:
-        """A message the bot starts, on lines of its own. At the prompt it takes the prompt's line (at a
-        terminal) and the prompt is drawn again after it, with what was typed so far: the person was left
-        with no ``you>`` to type at (issue 45)."""
+        """A message the bot starts, on lines of its own. At the prompt it takes the prompt's line
+        (at a terminal) and the prompt is drawn again after it, with what was typed so far: the
+        person was left with no ``you>`` to type at (issue 45)."""
         if not self._at_prompt:
             self._write(f"\n{self._prefix}{text}\n")
             return

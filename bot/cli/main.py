@@ -349,9 +349,9 @@ def _fail(message: str, code: int, as_json: bool, *, prefix: str = "companion") 
 
 
 def _terminal_level(args: argparse.Namespace, settings: Any) -> str:
-    """The log level of the command. A report (``doctor``) is its findings and nothing else: unless a
-    level was asked for, only warnings join it (issue 45: the local model's load and stop lines showed
-    among the findings; what was loaded is a finding of its own)."""
+    """The log level of the command. A report (``doctor``) is its findings and nothing else:
+    unless a level was asked for, only warnings join it (issue 45: the local model's load and
+    stop lines showed among the findings; what was loaded is a finding of its own)."""
     if getattr(args, "report_only", False) and "log_level" not in settings.model_fields_set:
         return "WARNING"
     return str(settings.log_level)

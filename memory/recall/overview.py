@@ -125,8 +125,8 @@ class Overview:
     def graph(self, limit: int = 300) -> GraphView:
         """People and the entities their live memories mention, and the relations between entities.
 
-        Everyone ``people`` lists is a node, mentioning anything or not (issue 45: the Graph said "No
-        people" while People listed one); those who mention an entity come first, up to ``limit``."""
+        Everyone ``people`` lists is a node, mentioning anything or not (issue 45: the Graph
+        said "No people" while People listed one); those naming an entity first, to ``limit``."""
         entities = self.entities(limit)
         ids = [e.id for e in entities]
         mentions = self.engine.graph.people_mentioning(ids) if ids else []

@@ -1,4 +1,4 @@
-"""Counts as a person writes them (issue 45: "1 calls" in /usage): one for exactly one, the plural otherwise."""
+"""Counts as a person writes them (issue 45: "1 calls" in /usage): singular for one, else plural."""
 
 from __future__ import annotations
 

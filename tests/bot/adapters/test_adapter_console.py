@@ -184,7 +184,7 @@ def _no_account(uid: int):
     raise KeyError(f"getpwuid(): uid not found: {uid}")
 
 
-# -- what the bot says while the person is at the prompt (issue 45: no `you>` after a reminder) ---------
+# -- what the bot says while the person is at the prompt (issue 45: no `you>` after a reminder) --
 class TerminalOut(io.StringIO):
     def isatty(self) -> bool:
         return True
@@ -192,8 +192,8 @@ class TerminalOut(io.StringIO):
 
 @pytest.mark.parametrize("tty", [True, False], ids=["terminal", "piped"])
 async def test_a_reminder_fired_at_the_prompt_draws_the_prompt_again(tmp_path, tty: bool) -> None:
-    """The real runtime and reminder job: a /remind set in the console fires while the person sits at
-    the prompt; the prompt follows the reminder (at a terminal the reminder takes the prompt's line)."""
+    """The real runtime and reminder job: a /remind set in the console fires while the person
+    sits at the prompt; the prompt follows it (at a terminal the reminder takes its line)."""
     out = TerminalOut() if tty else io.StringIO()
     lines: list[str | None] = ["/remind in 5 minutes feed the cat", None]
     async with FakeOpenAI() as srv:

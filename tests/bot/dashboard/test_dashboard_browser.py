@@ -424,8 +424,8 @@ COLUMNS = """[...document.querySelectorAll('#usage-table table')].map((t) => [..
 async def test_the_usage_tables_line_their_columns_up_under_their_headings(
     tab, dash, blank, tmp_path
 ):
-    """Issue 45: the Usage columns were misaligned: headings at the left over figures at the right, and
-    each group's table sized to its own first column."""
+    """Issue 45: the Usage columns were misaligned: headings at the left over figures at the
+    right, and each group's table sized to its own first column."""
     from test_dashboard_usage import seeded as with_usage
 
     await with_usage(dash)
