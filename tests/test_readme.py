@@ -61,6 +61,17 @@ def test_every_pip_install_in_the_guides_is_the_projects_venv_pip() -> None:
     assert found and all(said.endswith(".venv/bin/pip install") for _, said in found), found
 
 
+def test_the_first_screen_is_install_then_chat_with_a_server_or_a_model_file_then_tests() -> None:
+    """Issue 45: the README opened on PostgreSQL before the chat steps, and never said how to chat with
+    a model file."""
+    headings = re.findall(r"^## (.+)$", README, re.MULTILINE)
+    assert headings[:3] == ["Install", "Chat in the terminal", "Tests"], headings
+    chat = README.split("## Chat in the terminal", 1)[1].split("\n## ", 1)[0]
+    assert "COMPANION_LOCAL_MODEL=" in chat and '.venv/bin/pip install -e ".[local-model]"' in chat
+    assert "OPENAI_BASE_URL=http://localhost:11434/v1" in chat  # Ollama
+    assert README.index("PostgreSQL instead") > README.index("## Run it on Discord and Telegram")
+
+
 def test_every_page_the_readme_links_to_exists() -> None:
     for target in re.findall(r"\]\(((?:docs/)[^)#]+)\)", README):
         assert (ROOT / target).exists(), target
