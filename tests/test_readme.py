@@ -61,6 +61,17 @@ def test_every_pip_install_in_the_guides_is_the_projects_venv_pip() -> None:
     assert found and all(said.endswith(".venv/bin/pip install") for _, said in found), found
 
 
+def test_the_command_list_names_every_command_the_bot_answers() -> None:
+    """Issue 45: /name was missing. Every slash command the platforms register, the console's own
+    and Discord's /voice are in the README's list."""
+    from bot.adapters.common import COMMANDS
+    from bot.adapters.console import CONSOLE_COMMANDS
+
+    listed = README.split("## Commands", 1)[1].split("\n## ", 1)[0].split("```", 1)[0]
+    named = set(re.findall(r"`/([a-z]+)", listed))
+    assert {*COMMANDS, *CONSOLE_COMMANDS, "voice"} <= named, {*COMMANDS, *CONSOLE_COMMANDS} - named
+
+
 def test_the_first_screen_is_install_then_chat_with_a_server_or_a_model_file_then_tests() -> None:
     """Issue 45: the README opened on PostgreSQL before the chat steps, and never said how to chat with
     a model file."""

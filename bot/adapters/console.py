@@ -40,6 +40,8 @@ from .common import COMMANDS, ERROR_APOLOGY
 logger = logging.getLogger(__name__)
 
 PROMPT = "you> "
+# The console's own commands beside the chat ones (COMMANDS), as /help lists them.
+CONSOLE_COMMANDS = {"name": "What I call you: /name Sam", "help": "This list", "quit": "Leave"}
 QUIT = frozenset({"/quit", "/exit"})
 PASTE_GAP_S = 0.03
 
@@ -258,8 +260,7 @@ class ConsoleChat:
     def _help(self) -> str:
         described = {
             **{n: h for n, h in COMMANDS.items() if n != "start"},
-            "name": "What I call you: /name Sam",
-            "quit": "Leave",
+            **{n: h for n, h in CONSOLE_COMMANDS.items() if n != "help"},
         }
         lines = [
             f"  /{name:<9} {self._fit(help_text, 13)}" for name, help_text in described.items()
