@@ -6,7 +6,8 @@ FROM python:3.11-slim-bookworm
 RUN useradd --create-home --uid 10001 companion
 WORKDIR /app
 COPY pyproject.toml README.md LICENSE .env.example ./
-COPY scripts/install-run ./scripts/
+# install-run calls fetch_voice_models.py (the voice's turn model), so both are copied
+COPY scripts/install-run scripts/fetch_voice_models.py ./scripts/
 COPY bot ./bot
 COPY memory ./memory
 COPY voice ./voice

@@ -27,6 +27,7 @@ from memory.models import SELF_SUBJECT
 
 from .budgets import Limits
 from .consent import Consent
+from .counts import counted
 from .exports import forget_exports, write_export
 from .manners import manners_command
 from .persona import Persona
@@ -132,7 +133,8 @@ class Commands:
         done, said, gone = erased.memory, erased.said, erased.contents
         if done is None:
             answer = (
-                f"I had not kept that as a memory; I deleted {said} message(s) of yours that said it."
+                "I had not kept that as a memory; "
+                f"I deleted {counted(said, 'message')} of yours that said it."
                 if said
                 else ""
             )
@@ -141,9 +143,10 @@ class Commands:
                 gone,
                 bool(reminders),
             )
-        extra = [f"{len(done.memories) - 1} older version(s)"] if len(done.memories) > 1 else []
-        extra += [f"{done.messages} message(s) it came from"] if done.messages else []
-        extra += [f"{said} more message(s) of yours that said it"] if said else []
+        older = counted(len(done.memories) - 1, "older version")
+        extra = [older] if len(done.memories) > 1 else []
+        extra += [f"{counted(done.messages, 'message')} it came from"] if done.messages else []
+        extra += [f"{counted(said, 'more message')} of yours that said it"] if said else []
         answer = f"Forgotten: {done.contents[0]}" + (
             f" (with {' and '.join(extra)})" if extra else ""
         )
@@ -162,7 +165,9 @@ class Commands:
         counts = self.erasure.everything([turn.person_id])
         # the console's earlier /export files hold the words too
         forget_exports(self.engine, [turn.person_id])
-        return f"Done. I forgot everything about you: {counts['memories']} memories and {counts['messages']} messages."
+        memories = counted(counts["memories"], "memory")
+        messages = counted(counts["messages"], "message")
+        return f"Done. I forgot everything about you: {memories} and {messages}."
 
     def answer_to_question(self, message: IncomingMessage) -> str | None:
         """A "yes" to a pending "/forget everything" question carries it out; anything else cancels the question."""
@@ -235,7 +240,7 @@ class Commands:
         if choice == "off":
             dropped = self.checkins.opt_out(turn.person_id)
             return "OK: I won't message you first." + (
-                f" ({dropped} planned check-in(s) dropped.)" if dropped else ""
+                f" ({counted(dropped, 'planned check-in')} dropped.)" if dropped else ""
             )
         return self._checkins_state(turn.person_id)
 
@@ -297,7 +302,8 @@ class Commands:
             where = write_export(
                 Path(self.engine.path).parent, turn.person_id, text, self.engine.clock.now()
             )
-            return f"Everything I store about you ({len(data['memories'])} memories) is in {where} (readable only by you)."
+            kept = counted(len(data["memories"]), "memory")
+            return f"Everything I store about you ({kept}) is in {where} (readable only by you)."
         return text  # whole: the chat adapters send it as a .json file (``bot.adapters.common.attachment``)
 
     def do_persona(self, arg: str, turn) -> str:

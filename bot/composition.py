@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clients import secret
+from .counts import counted
 from .secret_key import tombstone_key
 
 if TYPE_CHECKING:
@@ -129,7 +130,8 @@ def _upgrade_once(path: Path) -> None:
         StoreFile.upgrade(path)
     except StoreUnavailable:
         raise SchemaError(
-            f"{path} was written by an older companion and needs {behind} schema migration(s), "
+            f"{path} was written by an older companion and needs "
+            f"{counted(behind, 'schema migration')}, "
             "but it is read-only: make it writable once to upgrade it"
         ) from None
 

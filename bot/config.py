@@ -21,6 +21,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from .installs import pip_install
+
 
 class ConfigError(Exception):
     """The configuration is invalid; the message names the variable and the problem."""
@@ -45,7 +47,7 @@ class Settings(BaseSettings):
 
     # storage
     db_path: Path = Path("data/companion.db")
-    # SCALE-1: postgresql://user:pass@host/db selects PostgreSQL with pgvector (pip install '.[postgres]'); a path or
+    # SCALE-1: postgresql://user:pass@host/db selects PostgreSQL with pgvector (postgres extra); a path or
     # sqlite:///path keeps SQLite. Empty: the SQLite file at db_path.
     database_url: str | None = None
     # MAINT-6: Markdown journals and a MEMORY.md per scope, beside the store (empty: <store dir>/memory)
@@ -101,7 +103,7 @@ class Settings(BaseSettings):
     vision: Literal["auto", "on", "off"] = "auto"
     image_max_mb: float = Field(10.0, gt=0, le=50)
     images_per_message: int = Field(4, ge=1, le=10)
-    # a GGUF model file run by llama.cpp inside this process (pip install -e ".[local-model]"; bot/local_model.py): no
+    # a GGUF model file run by llama.cpp inside this process (local-model extra; bot/local_model.py): no
     # server to run; set, it is the chat and extraction model, and the server settings above are ignored (one warning)
     local_model: Path | None = None
     # its context in tokens: the prompt (~2,000-3,000 with the tools), the history and the reply must fit; its KV
@@ -393,7 +395,7 @@ class Settings(BaseSettings):
 
 MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's gguf.h: GGUF_MAGIC)
 WHEEL = "xllamacpp"  # the local-model extra (bot/local_model.py)
-INSTALL = 'pip install -e ".[local-model]"'
+INSTALL = pip_install("local-model")  # the venv's pip by absolute path, the checkout's folder
 
 
 def gguf_problem(path: Path) -> str:

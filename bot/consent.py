@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from memory import Kept, MemoryEngine, OwnMemory
 
+from .counts import counted
+
 SHOWN = 30  # lines of /about me; a longer list says how many more there are
 PRIVACY_HELP = (
     "What I keep: what you say to me and my replies (history), facts I learn from them, and short summaries of "
@@ -113,7 +115,8 @@ class Consent:
         if done is None:
             # Another person's memory, lore, an unknown or ambiguous id: refused alike, so nothing is learned.
             return "That id is not in your /about me list, so nothing was changed."
-        extra = f" (with {done.messages} message(s) it came from)" if done.messages else ""
+        came = counted(done.messages, "message")
+        extra = f" (with {came} it came from)" if done.messages else ""
         return f"Forgotten: {done.contents[0]}{extra}"
 
 

@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .counts import counted
 from .types import Attachment
 
 log = logging.getLogger(__name__)
@@ -174,7 +175,7 @@ async def fetch_all(
     kept = attachments[: limits.per_message]
     looked = await asyncio.gather(*(fetch_one(a, limits) for a in kept))
     over = [
-        Refusal(a.name, f"a message may carry {limits.per_message} images")
+        Refusal(a.name, f"a message may carry {counted(limits.per_message, 'image')}")
         for a in attachments[len(kept) :]
     ]
     return [*looked, *over]

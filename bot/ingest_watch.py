@@ -30,6 +30,8 @@ from memory import (
     within,
 )
 
+from .counts import counted
+
 log = logging.getLogger(__name__)
 Signature = tuple[int, int]  # (size, mtime in ns)
 
@@ -143,4 +145,7 @@ def _hidden(relative: Path) -> bool:
 def _summary(report: FileReport) -> str:
     if report.status == "failed":
         return f"failed: {report.error}"
-    return f"{report.passages} passages, {report.memories} memories stored, {report.kept} unchanged, {report.superseded} superseded"
+    return (
+        f"{counted(report.passages, 'passage')}, {counted(report.memories, 'memory')} stored, "
+        f"{report.kept} unchanged, {report.superseded} superseded"
+    )

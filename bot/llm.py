@@ -33,6 +33,7 @@ import openai
 import prompts
 
 from .clients import async_openai_client, openai_client
+from .counts import counted
 from .honesty import Ran, honest
 from .model_gate import ModelGate
 from .reply_checks import Draft, Echoes
@@ -423,7 +424,8 @@ class ChatClient:
             self.max_retries + 1,
         )
         if attempt >= self.max_retries:
-            raise LLMError(f"the model failed {attempt + 1} times: {type(exc).__name__}") from exc
+            failed = counted(attempt + 1, "time")
+            raise LLMError(f"the model failed {failed}: {type(exc).__name__}") from exc
 
     def _feature_off(self, feature: str, exc: openai.APIStatusError) -> None:
         """Once, for the rest of the run: the server does not take ``tools`` (the model chats without them;

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import WHEEL
+from .installs import venv_pip
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -116,7 +117,8 @@ class LocalModel:
         ):  # llama.cpp says only "Failed to init server"; with verbosity on it would flood the chat
             raise ConfigError(
                 f"COMPANION_LOCAL_MODEL: llama.cpp could not load {path}: a damaged or cut-short file, a model this llama.cpp "
-                f"does not know (pip install -U {WHEEL}), or not enough memory for it and its context "
+                f"does not know ({venv_pip()} install -U {WHEEL}), "
+                "or not enough memory for it and its context "
                 f"(COMPANION_LOCAL_MODEL_CONTEXT={settings.local_model_context})"
             ) from None
         loaded = Loaded(path, path.stat().st_size, path.stem, time.monotonic() - started)

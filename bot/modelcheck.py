@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from memory import FakeClock
 from memory.models import SELF_SUBJECT
 
+from .counts import counted
 from .modelcheck_scripts import ENGLISH, Script
 from .usage import Usage
 
@@ -141,7 +142,8 @@ class Report:
         out = []
         if self.json_shown or self.json_stored:
             out.append(
-                f"tool-call text shown in {self.json_shown} turn(s), stored in {self.json_stored} message(s)"
+                f"tool-call text shown in {counted(self.json_shown, 'turn')}, "
+                f"stored in {counted(self.json_stored, 'message')}"
             )
         if self.wrong_self_facts:
             out.append(f"{len(self.wrong_self_facts)} of the person's facts filed as the bot's own")

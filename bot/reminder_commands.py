@@ -18,6 +18,8 @@ from typing import Any
 
 from memory import MemoryEngine, Place, Reminder, Timezones, split_request
 
+from .counts import counted
+
 REMIND_HELP = "Tell me when and what, like: /remind tomorrow 8am call mum, /remind in 20 minutes tea, /remind every Monday at 9 stand-up"
 # a reminder is posted where it was asked: never where the person may not write themselves
 NOT_HERE = (
@@ -112,7 +114,9 @@ class ReminderCommands:
         """``/forget <words>``: the person's reminders that hold those words are deleted; the sentence to say so."""
         gone = self.reminders.forget_matching(turn.person_id, words)
         return (
-            f"Cancelled and forgotten {len(gone)} reminder(s): " + "; ".join(gone) if gone else ""
+            f"Cancelled and forgotten {counted(len(gone), 'reminder')}: " + "; ".join(gone)
+            if gone
+            else ""
         )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from memory import Line, MemoryEngine, People, Spend, Spending
 
 from .budgets import Limits
+from .counts import counted
 
 MAX_DAYS = 31
 USAGE_HELP = "Use /usage me, /usage server (admins) or /usage all (my owner, in our DM), with a number of days if you like: /usage me 7"
@@ -98,9 +99,12 @@ def _span(first: str, last: str) -> str:
 
 
 def _spend(spend: Spend) -> str:
-    unreported = f"; {spend.unreported} call(s) without figures" if spend.unreported else ""
+    unreported = (
+        f"; {counted(spend.unreported, 'call')} without figures" if spend.unreported else ""
+    )
     return (
-        f"{spend.tokens:,} tokens in {spend.calls:,} calls ({spend.prompt_tokens:,} read, {spend.cached_tokens:,} of them "
+        f"{counted(spend.tokens, 'token')} in {counted(spend.calls, 'call')} "
+        f"({spend.prompt_tokens:,} read, {spend.cached_tokens:,} of them "
         f"cached; {spend.completion_tokens:,} written{unreported})"
     )
 

@@ -26,6 +26,7 @@ from voice.vad import VadSettings
 from voice.warm import WarmSettings
 
 from .clients import openai_client, secret
+from .installs import pip_install
 from .voice_mode import VoiceOptions
 
 if TYPE_CHECKING:
@@ -111,7 +112,8 @@ def speech_providers(settings: Settings) -> tuple[SpeechToText, TextToSpeech]:
         settings.voice_tts == "piper"
     ):  # espeak-ng stays there for when piper is not installed or its voice fails
         tts = FallbackTTS(
-            PiperTTS(settings.voice_piper_voice), EspeakTTS(settings.voice_espeak_voice)
+            PiperTTS(settings.voice_piper_voice, install=pip_install("piper")),
+            EspeakTTS(settings.voice_espeak_voice),
         )
     else:
         tts = EspeakTTS(settings.voice_espeak_voice)

@@ -58,6 +58,7 @@ def _alice(cli: Cli) -> str:
         "discord:alice",
         "--tag",
         "drinks",
+        "--tag",
         "Morning",
         "--importance",
         "7",

@@ -74,6 +74,23 @@ def test_every_package_the_project_ships_is_copied_and_nothing_secret_is() -> No
     assert {".env", ".venv", "data", "*.db", ".git"} <= set(ignored)
 
 
+def test_every_script_the_install_for_running_calls_is_copied_into_the_image() -> None:
+    """Issue 45: install-run calls scripts/fetch_voice_models.py, which the image did not copy, so
+    the turn model was never fetched in the container."""
+    commands = "\n".join(
+        line for line in INSTALL_RUN.splitlines() if not line.lstrip().startswith("#")
+    )
+    called = set(re.findall(r"\bscripts/[\w.-]+", commands))
+    assert "scripts/fetch_voice_models.py" in called
+    copied = {
+        source
+        for op, args in instructions()
+        if op == "COPY"
+        for source in args.split()[:-1]  # the last argument is the destination
+    }
+    assert called <= copied and all((ROOT / name).exists() for name in called)
+
+
 def test_the_container_runs_as_a_user_keeps_its_store_on_the_volume_and_checks_its_health() -> None:
     steps = dict(instructions())
     assert steps["USER"] not in ("root", "0")  # DL3002

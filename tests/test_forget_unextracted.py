@@ -56,7 +56,7 @@ async def test_forget_finds_a_word_said_before_extraction_and_leaves_no_byte_of_
     # the test can fail: the word is in the files (message, FTS, buffer, context)
     assert copies(rt, STONE) > 0
     reply = await rt.orchestrator.command("forget", STONE, dm("telegram", "7", f"/forget {STONE}"))
-    assert reply == "I had not kept that as a memory; I deleted 1 message(s) of yours that said it."
+    assert reply == "I had not kept that as a memory; I deleted 1 message of yours that said it."
     assert user_rows(rt) == ["It rained all day here"]
     assert (
         rt.engine.db.scalar("SELECT COUNT(*) FROM extraction_buffer WHERE text LIKE '%anzibar%'")
@@ -81,7 +81,7 @@ async def test_a_forget_never_removes_what_someone_else_said(rt, srv):
     reply = await rt.orchestrator.command(
         "forget", STONE, group("telegram", "g1", "alice", f"/forget {STONE}")
     )
-    assert "deleted 1 message(s) of yours" in reply
+    assert "deleted 1 message of yours" in reply
     assert user_rows(rt) == [f"I found a {STONE} ring!", "thanks Bob"]
 
 

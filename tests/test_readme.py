@@ -50,6 +50,39 @@ def test_each_bundled_model_is_named_with_where_it_comes_from_and_its_licence() 
     assert "COMPANION_EMBEDDING_MODEL_DIR" in README and "COMPANION_VOICE_STT_MODEL_DIR" in README
 
 
+def test_every_pip_install_in_the_guides_is_the_projects_venv_pip() -> None:
+    """Issue 45: `pip install -e ".[piper]"` ran the first pip on the PATH, not `.venv`'s."""
+    pages = [ROOT / "README.md", ROOT / ".env.example", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        (page.name, match.group(0))
+        for page in pages
+        for match in re.finditer(r"[\w./-]*pip install", page.read_text(encoding="utf-8"))
+    ]
+    assert found and all(said.endswith(".venv/bin/pip install") for _, said in found), found
+
+
+def test_the_command_list_names_every_command_the_bot_answers() -> None:
+    """Issue 45: /name was missing. Every slash command the platforms register, the console's own
+    and Discord's /voice are in the README's list."""
+    from bot.adapters.common import COMMANDS
+    from bot.adapters.console import CONSOLE_COMMANDS
+
+    listed = README.split("## Commands", 1)[1].split("\n## ", 1)[0].split("```", 1)[0]
+    named = set(re.findall(r"`/([a-z]+)", listed))
+    assert {*COMMANDS, *CONSOLE_COMMANDS, "voice"} <= named, {*COMMANDS, *CONSOLE_COMMANDS} - named
+
+
+def test_the_first_screen_is_install_then_chat_with_a_server_or_a_model_file_then_tests() -> None:
+    """Issue 45: the README opened on PostgreSQL before the chat steps, and never said how to chat with
+    a model file."""
+    headings = re.findall(r"^## (.+)$", README, re.MULTILINE)
+    assert headings[:3] == ["Install", "Chat in the terminal", "Tests"], headings
+    chat = README.split("## Chat in the terminal", 1)[1].split("\n## ", 1)[0]
+    assert "COMPANION_LOCAL_MODEL=" in chat and '.venv/bin/pip install -e ".[local-model]"' in chat
+    assert "OPENAI_BASE_URL=http://localhost:11434/v1" in chat  # Ollama
+    assert README.index("PostgreSQL instead") > README.index("## Run it on Discord and Telegram")
+
+
 def test_every_page_the_readme_links_to_exists() -> None:
     for target in re.findall(r"\]\(((?:docs/)[^)#]+)\)", README):
         assert (ROOT / target).exists(), target

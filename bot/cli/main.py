@@ -97,7 +97,9 @@ class ShowVersion(argparse.Action):
         try:
             text = version("companion")
         except PackageNotFoundError:  # run from a source tree that was never pip-installed
-            text = "(not installed: pip install -e .)"
+            from ..installs import pip_install
+
+            text = f"(not installed: {pip_install()})"
         sys.stdout.write(f"companion {text}\n")
         parser.exit(0)
 
@@ -210,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A command may send its logs elsewhere than stderr (``chat`` keeps the terminal for the conversation).
         log_destination = getattr(args, "log_destination", None)
         _setup_logging(
-            settings.log_level,
+            _terminal_level(args, settings),
             log_destination(args, settings) if log_destination else None,
             settings.log_format,
         )
@@ -344,6 +346,15 @@ def _loaded(module: str, name: str) -> tuple[type, ...]:
 def _fail(message: str, code: int, as_json: bool, *, prefix: str = "companion") -> int:
     print_error(message, code, as_json=as_json, prefix=prefix)
     return code
+
+
+def _terminal_level(args: argparse.Namespace, settings: Any) -> str:
+    """The log level of the command. A report (``doctor``) is its findings and nothing else:
+    unless a level was asked for, only warnings join it (issue 45: the local model's load and
+    stop lines showed among the findings; what was loaded is a finding of its own)."""
+    if getattr(args, "report_only", False) and "log_level" not in settings.model_fields_set:
+        return "WARNING"
+    return str(settings.log_level)
 
 
 def _setup_logging(level: str, log_file: Path | None = None, log_format: str = "auto") -> None:

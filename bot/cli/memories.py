@@ -114,28 +114,27 @@ def command(
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
+    # One value per flag, repeated for more (--tag a --tag b): a flag taking "one or more"
+    # swallowed the positional text that followed it (`memory search --tag a "query"`).
     parser.add_argument(
         "--type",
-        nargs="+",
-        action="extend",
+        action="append",
         choices=TYPES,
         metavar="TYPE",
-        help=f"only these types: {', '.join(TYPES)}",
+        help=f"only this type (repeat for more): {', '.join(TYPES)}",
     )
     parser.add_argument(
         "--kind",
-        nargs="+",
-        action="extend",
+        action="append",
         choices=KINDS,
         metavar="KIND",
-        help=f"only these kinds: {', '.join(KINDS)}",
+        help=f"only this kind (repeat for more): {', '.join(KINDS)}",
     )
     parser.add_argument(
         "--tag",
-        nargs="+",
-        action="extend",
+        action="append",
         metavar="T",
-        help="only memories carrying every one of these tags",
+        help="only memories carrying this tag (repeat: every one of them)",
     )
 
 
@@ -245,7 +244,9 @@ def _register_writes(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="a user memory learned in a DM: recalled only in DMs with that person",
     )
-    p.add_argument("--tag", nargs="+", action="extend", metavar="T", default=[])
+    p.add_argument(
+        "--tag", action="append", metavar="T", default=[], help="a tag (repeat for more)"
+    )
     p.add_argument("--importance", type=importance, default=5.0, help="1-10 (default: 5)")
     p.add_argument("--ttl", type=duration, help="expire after this long, e.g. 7d")
 
@@ -260,7 +261,7 @@ def _register_writes(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--subject")
     p.add_argument("--content")
     p.add_argument(
-        "--tag", nargs="+", action="extend", metavar="T", help="replace the tags with these"
+        "--tag", action="append", metavar="T", help="replace the tags with these (repeat for more)"
     )
     p.add_argument("--importance", type=importance)
     p.add_argument("--kind", choices=KINDS, metavar="KIND", help=", ".join(KINDS))
@@ -588,8 +589,8 @@ def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
         done = Erasure(engine).memory(memory.id)
     if args.json:
         return print_json({"deleted": done.memories, "messages": done.messages})
-    extra = f" and {done.messages} message(s) it came from" if done.messages else ""
-    say(f"deleted {len(done.memories)} row(s){extra}: {', '.join(done.memories)}")
+    extra = f" and {counted(done.messages, 'message')} it came from" if done.messages else ""
+    say(f"deleted {counted(len(done.memories), 'row')}{extra}: {', '.join(done.memories)}")
 
 
 def export_memories(args: argparse.Namespace, settings: Settings) -> None:
@@ -611,8 +612,10 @@ def export_memories(args: argparse.Namespace, settings: Settings) -> None:
             json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8"
         )
     say(
-        f"exported {counted(len(data['memories']), 'memory')}, {len(data['messages'])} messages and "
-        f"{len(data['session_summaries'])} session summaries to {args.output}"
+        f"exported {counted(len(data['memories']), 'memory')}, "
+        f"{counted(len(data['messages']), 'message')} and "
+        f"{counted(len(data['session_summaries']), 'session summary', 'session summaries')} "
+        f"to {args.output}"
     )
 
 

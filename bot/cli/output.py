@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from memory.models import Memory
 
+from ..counts import counted as counted  # the commands' one way to print a count
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -72,13 +74,6 @@ def say(text: str) -> None:
 def note(text: str) -> None:
     """A line for the person at the terminal, on stderr, so it never mixes with data on stdout."""
     err().print(escape(text), soft_wrap=True)
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """ "1 memory", "2 memories", "0 passages": a count as a person writes it."""
-    if n == 1:
-        return f"1 {noun}"
-    return f"{n} {plural or (noun[:-1] + 'ies' if noun.endswith('y') else noun + 's')}"
 
 
 def print_json(data: Any) -> None:
@@ -217,9 +212,9 @@ def voice_bench_table(voice: Mapping[str, Any]) -> Table:
     """``companion bench voice``: one row per figure, with what it measures (the JSON has the same, by key)."""
     from rich.table import Table
 
-    table = Table(
-        title=f"voice, {voice['utterances']} utterances, {voice['store_memories']:,} memories; recommended voice: {voice['tts']}"
-    )
+    said = counted(voice["utterances"], "utterance")
+    store = counted(voice["store_memories"], "memory")
+    table = Table(title=f"voice, {said}, {store}; recommended voice: {voice['tts']}")
     for column, justify in (("", "left"), ("value", "right"), ("what it includes", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for row in _voice_rows(voice):
@@ -260,17 +255,17 @@ def _voice_rows(voice: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return rows + [
         (
             "warm recall p50 / p95",
-            f"{ms(warm, 'p50', 'p95')} ({warm['turns']} turns)",
+            f"{ms(warm, 'p50', 'p95')} ({counted(warm['turns'], 'turn')})",
             voice["recall_includes"]["warm"],
         ),
         (
             "cold recall p50 / p95",
-            f"{ms(cold, 'p50', 'p95')} ({cold['turns']} turns)",
+            f"{ms(cold, 'p50', 'p95')} ({counted(cold['turns'], 'turn')})",
             voice["recall_includes"]["cold"],
         ),
         (
             "warm memory's full recalls p50",
-            f"{full['p50']} ms ({full['turns']} turns)",
+            f"{full['p50']} ms ({counted(full['turns'], 'turn')})",
             "a new topic: embed the turn + hybrid recall",
         ),
         ("warm hit rate", f"{voice['warm_hit_rate']}", "turns served from the warm snapshot"),

@@ -464,7 +464,8 @@ class _EvalProgress:
             self.measured += 1
             self.seconds += done.seconds
         note(
-            f"[{done.index}/{done.total}] {done.sample_id}: {done.questions} questions{skipped} ({how}){self._estimate(done)}"
+            f"[{done.index}/{done.total}] {done.sample_id}: "
+            f"{counted(done.questions, 'question')}{skipped} ({how}){self._estimate(done)}"
         )
 
     def _estimate(self, done: Any) -> str:

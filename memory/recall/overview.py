@@ -123,14 +123,17 @@ class Overview:
         return self.engine.graph.entities(max(1, min(limit, 5000)))
 
     def graph(self, limit: int = 300) -> GraphView:
-        """People and the entities their live memories mention, and the relations between entities."""
+        """People and the entities their live memories mention, and the relations between entities.
+
+        Everyone ``people`` lists is a node, mentioning anything or not (issue 45: the Graph
+        said "No people" while People listed one); those naming an entity first, to ``limit``."""
         entities = self.entities(limit)
         ids = [e.id for e in entities]
-        if not ids:
-            return GraphView((), (), ())
-        mentions = self.engine.graph.people_mentioning(ids)
-        relations = self.engine.graph.relations_among(ids)
-        people = tuple(dict.fromkeys(r["person"] for r in mentions))
+        mentions = self.engine.graph.people_mentioning(ids) if ids else []
+        relations = self.engine.graph.relations_among(ids) if ids else []
+        mentioning = list(dict.fromkeys(r["person"] for r in mentions))
+        others = [p.id for p in self.people() if p.id not in mentioning]
+        people = (*mentioning, *others[: max(0, limit - len(mentioning))])
         labels = tuple((p, self.people_.name(p)) for p in people)
         # The entity that names a person (an "Alice" entity beside the person Alice) is drawn as that person.
         by_name = {entity_key(label): f"person:{p}" for p, label in labels}

@@ -113,7 +113,7 @@ async def test_checkins_alone_shows_the_state_and_what_is_planned(rt, box):
         and "2026-05-07" in shown
     )
     off = await rt.orchestrator.command("checkins", "off", dm("telegram", "7", "/checkins off"))
-    assert "1 planned check-in(s) dropped" in off and rows(rt) == []
+    assert "(1 planned check-in dropped.)" in off and rows(rt) == []
 
 
 async def test_a_checkin_only_ever_goes_to_the_dm_it_was_asked_for_in(rt, srv, box):
@@ -349,6 +349,16 @@ def test_companion_checkins_list_shows_what_is_due_pending_and_sent(cli):
     text = cli("checkins", "list").out
     assert "sent" in text and "due" in text and "alice" in text and "How did" not in text
     assert cli("checkins", "list", "--state", "failed").out.startswith("no check-ins match")
+
+
+def test_companion_checkins_list_counts_the_people_who_have_them_on_in_words(cli):
+    """Issue 45: "(1 people have them on)"."""
+    with MemoryEngine(cli.db, None, FakeClock(at("2023-11-19 12:00"))) as engine:
+        engine.checkins.opt_in("alice", Destination("discord", "dm-alice", "alice"))
+    assert cli("checkins", "list").out.strip() == "no check-ins yet (1 person has them on)"
+    with MemoryEngine(cli.db, None, FakeClock(at("2023-11-19 12:00"))) as engine:
+        engine.checkins.opt_in("bob", Destination("discord", "dm-bob", "bob"))
+    assert cli("checkins", "list").out.strip() == "no check-ins yet (2 people have them on)"
 
 
 def test_an_export_lists_the_persons_checkins(tmp_path):

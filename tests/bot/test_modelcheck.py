@@ -318,7 +318,7 @@ async def test_the_command_reports_as_json_and_never_opens_the_configured_store(
         searched(body["messages"][-1]["content"]) if body.get("tools") else "[]"
     )
     result = await asyncio.to_thread(cli, "modelcheck")
-    assert result.code == 1 and "FAILED: tool-call text shown in 20 turn(s)" in result.out
+    assert result.code == 1 and "FAILED: tool-call text shown in 20 turns, stored in" in result.out
 
 
 def test_the_command_refuses_a_folder_that_holds_something(cli, tmp_path):

@@ -264,7 +264,7 @@ async def test_forgetting_the_words_of_a_reminder_cancels_it_and_privacy_off_sto
         await on_telegram(tg, "/remind in 20 minutes call mum")
         await on_telegram(tg, "/remind in 30 minutes water the plants")
         said = await on_telegram(tg, "/forget call mum")
-        assert "Cancelled and forgotten 1 reminder(s): call mum" in said
+        assert "Cancelled and forgotten 1 reminder: call mum" in said
         assert [t for (t,) in runtime.engine.db.execute("SELECT text FROM reminders")] == [
             "water the plants"
         ]

@@ -86,7 +86,7 @@ async def test_a_member_sees_only_their_own_usage_and_cannot_ask_for_anyone_else
         answers = [await usage(runtime, at("bob"), arg) for arg in attacks]
         in_dm = await usage(runtime, at("bob", guild=None), "server")
         runtime.engine.close()
-    assert own.startswith("Your usage today") and "309 tokens" in own
+    assert own.startswith("Your usage today") and "309 tokens in 1 call (" in own  # not "1 calls"
     assert "7,009" not in own and "name-alice" not in own and "91,9" not in own
     assert answers[:2] == [NOT_ADMIN, NOT_OWNER]
     # another person's id, days out of range (5,000 digits too), a zero-width space, a superscript two: the help, no figures
@@ -109,7 +109,7 @@ async def test_an_admin_sees_their_server_and_the_owner_everything_but_only_in_t
         owner_in_server = await usage(runtime, at(OWNER), "all")
         owner_dm = await usage(runtime, at(OWNER, guild=None))
         runtime.engine.close()
-    assert admin.startswith("This place's usage today") and "7,318 tokens" in admin
+    assert admin.startswith("This place's usage today") and "7,318 tokens in 2 calls" in admin
     assert (
         "name-alice 7,009" in admin
         and "name-bob 309" in admin

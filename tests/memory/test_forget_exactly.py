@@ -89,7 +89,7 @@ async def test_forgetting_one_fact_keeps_the_other_facts_of_its_batch(rt, srv, c
     reply = await rt.orchestrator.command(
         "forget", "zebrafinches", dm("telegram", "7", "/forget zebrafinches")
     )
-    assert reply == f"Forgotten: {FINCH} (with 1 message(s) it came from)"
+    assert reply == f"Forgotten: {FINCH} (with 1 message it came from)"
     assert live(rt) == ["Alice lives in Hamburg near the harbour", "Alice works at Acme as a baker"]
     assert user_rows(rt) == SAID[:3]  # "Hi there" and the two other facts' messages stay
 
@@ -174,7 +174,7 @@ async def test_a_fact_said_twice_is_forgotten_with_both_messages_and_history_no_
     reply = await rt.orchestrator.command(
         "forget", "zebrafinches", dm("telegram", "7", "/forget zebrafinches")
     )
-    assert reply == f"Forgotten: {FINCH} (with 2 message(s) it came from)"
+    assert reply == f"Forgotten: {FINCH} (with 2 messages it came from)"
     assert user_rows(rt) == [] and fts_rids(rt.engine, "zebrafinches", "message_fts") == set()
 
 

@@ -5,6 +5,8 @@ ones through the real ``openai`` SDK against a local server with ``/v1/audio/*``
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -111,8 +113,22 @@ def test_piper_speaks_a_sentence_the_bundled_whisper_hears_word_for_word():
 
 
 def test_a_piper_voice_that_is_not_installed_is_a_synthesis_failure_that_says_what_to_install():
-    with pytest.raises(SynthesisFailed, match=r"not installed \(pip install"):
+    with pytest.raises(SynthesisFailed, match=r"not installed \(\.venv/bin/pip install"):
         PiperTTS("no_such_piper_voice").synthesize("hello")
+
+
+def test_the_bots_piper_names_its_environments_pip_and_the_checkout_when_it_is_missing(caplog):
+    """Issue 45: the advice ran the first pip on the PATH, and only from inside the checkout."""
+    from bot.config import load_settings
+    from bot.installs import pip_install
+    from bot.voice_providers import speech_providers
+
+    settings = load_settings(voice_tts="piper", voice_piper_voice="no_such_piper_voice")
+    _, tts = speech_providers(settings)
+    pcm, rate = tts.synthesize("Still heard.")  # espeak-ng speaks instead
+    assert duration_s(pcm, rate) > 0.5
+    (said,) = [r.getMessage() for r in caplog.records if "fallback voice" in r.getMessage()]
+    assert f"({pip_install('piper')}" in said and str(Path(sys.prefix) / "bin" / "pip") in said
 
 
 def test_a_piper_voice_that_cannot_speak_falls_back_to_espeak_and_says_why_once(caplog):

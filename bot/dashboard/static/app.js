@@ -35,9 +35,17 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** A heading takes its column's alignment: over figures (td.num, right-aligned) it is .num too. */
 function table(headers, rows, caption) {
-  const head = el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col", text: h }))));
+  const first = [rows].flat(Infinity)[0];
+  const numeric = (i) => Boolean(first && first.cells && first.cells[i] && first.cells[i].classList.contains("num"));
+  const head = el("thead", {}, el("tr", {}, headers.map((h, i) => el("th", { scope: "col", class: numeric(i) && "num", text: h }))));
   return el("table", { class: "data" }, caption ? el("caption", { class: "sr-only", text: caption }) : null, head, el("tbody", {}, rows));
+}
+
+/** counted(1, "call") is "1 call", counted(1200, "call") "1,200 calls": a count as a person writes it. */
+function counted(n, noun, plural) {
+  return `${Number(n).toLocaleString("en")} ${n === 1 ? noun : plural || noun + "s"}`;
 }
 
 function empty(text) {
@@ -221,6 +229,6 @@ function start() {
   showView(document.getElementById(`view-${first}`) ? first : "memories");
 }
 
-Object.assign(Dash, { TYPES, KINDS, el, table, empty, api, ApiError, errorLines, problemField, showError, clearError, toast, timeCell, splitTags, tierOf, fillSelect, formValues, query, loaders, inits, showView });
+Object.assign(Dash, { TYPES, KINDS, el, table, counted, empty, api, ApiError, errorLines, problemField, showError, clearError, toast, timeCell, splitTags, tierOf, fillSelect, formValues, query, loaders, inits, showView });
 Dash.csrf = () => csrf;
 document.addEventListener("DOMContentLoaded", start);

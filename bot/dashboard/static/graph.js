@@ -6,7 +6,7 @@
 "use strict";
 
 (function () {
-  const { api, showError, empty, loaders } = window.Dash;
+  const { api, showError, empty, counted, loaders } = window.Dash;
   const SVG = "http://www.w3.org/2000/svg";
   const MIN_HEIGHT = 420;
   const MAX_NODES = 300;
@@ -95,7 +95,7 @@
     const edges = data.edges.filter((e) => ids.has(e.source) && ids.has(e.target));
     const pos = layout(nodes, edges, width, height);
     const at = new Map(nodes.map((n, i) => [n.id, pos[i]]));
-    const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", height, role: "group", "aria-label": `Graph of ${nodes.length} people and entities`, class: "graph" });
+    const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", height, role: "group", "aria-label": `Graph of people and entities, ${counted(nodes.length, "node")}`, class: "graph" });
     const edgeLayer = svg("g", { class: "edges" });
     const nodeLayer = svg("g", { class: "nodes" });
     root.append(edgeLayer, nodeLayer);

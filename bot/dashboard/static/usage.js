@@ -1,7 +1,7 @@
 /* The usage view (ORCH-14): what the model calls cost, from GET /api/usage, for the days chosen. Counts only. */
 (function () {
   "use strict";
-  const { el, table, empty, api, showError, loaders, inits } = window.Dash;
+  const { el, table, counted, empty, api, showError, loaders, inits } = window.Dash;
 
   function rows(items, key, label) {
     return items.map((r) => el("tr", {}, el("td", { text: label ? label(r) : r[key] || "(none)" }), el("td", { class: "num", text: r.tokens.toLocaleString() }), el("td", { class: "num", text: r.calls.toLocaleString() }), el("td", { class: "num", text: r.cached_tokens.toLocaleString() })));
@@ -18,7 +18,7 @@
     try {
       const data = await api("GET", `/api/usage?days=${encodeURIComponent(days)}`);
       const budgets = data.budgets ? `Daily budgets: ${data.budgets.person_tokens || "none"} a person, ${data.budgets.server_tokens || "none"} a server.` : "";
-      const head = el("p", { text: `${data.first_day} to ${data.last_day} (UTC): ${data.total.tokens.toLocaleString()} tokens in ${data.total.calls.toLocaleString()} calls. ${budgets}` });
+      const head = el("p", { text: `${data.first_day} to ${data.last_day} (UTC): ${counted(data.total.tokens, "token")} in ${counted(data.total.calls, "call")}. ${budgets}` });
       if (!data.total.calls) return box.replaceChildren(head, empty("No model calls in these days."));
       const parts = [
         group("Day", data.by_day, "day"),

@@ -9,7 +9,10 @@ import pytest
 from bot.adapters.common import APOLOGY, ERROR_APOLOGY
 from bot.adapters.console import ConsoleChat
 from bot.types import Reply
+from memory.clock import FakeClock
 from tests.adapter_support import ScriptedConversation
+from tests.fakes import FakeOpenAI
+from tests.pipeline_support import build_runtime
 
 
 class ScriptedInput:
@@ -179,3 +182,49 @@ def test_the_console_person_is_called_by_the_login_name(monkeypatch, login, expe
 
 def _no_account(uid: int):
     raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+
+# -- what the bot says while the person is at the prompt (issue 45: no `you>` after a reminder) --
+class TerminalOut(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("tty", [True, False], ids=["terminal", "piped"])
+async def test_a_reminder_fired_at_the_prompt_draws_the_prompt_again(tmp_path, tty: bool) -> None:
+    """The real runtime and reminder job: a /remind set in the console fires while the person
+    sits at the prompt; the prompt follows it (at a terminal the reminder takes its line)."""
+    out = TerminalOut() if tty else io.StringIO()
+    lines: list[str | None] = ["/remind in 5 minutes feed the cat", None]
+    async with FakeOpenAI() as srv:
+        runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock())
+        await runtime.start(background_loop=False)
+        assert runtime.reminders is not None
+
+        async def typed(prompt: str) -> str:
+            out.write(prompt)  # as input() writes it
+            line = lines.pop(0) if lines else "/quit"
+            if line is not None:
+                out.write(line + "\n")
+                return line
+            runtime.engine.clock.advance(6 * 60)
+            assert (await runtime.reminders.run()).sent == 1
+            return "/quit"
+
+        console = ConsoleChat(runtime.orchestrator, stream=False, input_fn=typed, output=out)
+        runtime.reminders.posts["console"] = console
+        try:
+            await console.run()
+        finally:
+            await runtime.stop()
+    transcript = out.getvalue()
+    start = "\r\x1b[K" if tty else "\n"
+    assert transcript.endswith(f"you> {start}bot> \u23f0 Reminder: feed the cat\nyou> "), transcript
+
+
+async def test_a_message_the_bot_starts_during_a_reply_is_not_followed_by_a_prompt() -> None:
+    """Only at the prompt is it drawn again: between a line and its answer the answer comes next."""
+    out = io.StringIO()
+    console = ConsoleChat(ScriptedConversation("Hi!"), input_fn=ScriptedInput(), output=out)
+    await console.send_direct("console", "How did the race go?")
+    assert out.getvalue() == "\nbot> How did the race go?\n"

@@ -63,7 +63,9 @@ async def test_doctor_names_an_unreachable_model_server(
     assert result.code == 1 and "Traceback" not in result.err
     line = next(line for line in result.out.splitlines() if line.startswith("FAIL  model"))
     assert "cannot reach http://127.0.0.1:9/v1" in line and "refused" in line.lower()
-    assert "OPENAI_BASE_URL" in result.out and result.out.strip().endswith("problem(s) to fix")
+    assert "OPENAI_BASE_URL" in result.out and result.out.strip().endswith(
+        ("1 problem to fix", "problems to fix")
+    )
 
 
 async def test_doctor_names_a_model_the_server_does_not_have(

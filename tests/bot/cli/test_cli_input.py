@@ -191,3 +191,45 @@ def test_python_dash_m_bot_version(tmp_path: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 0 and done.stdout.startswith("companion ")
+
+
+# -- tags: one per flag, repeated; the memory's text is never taken for a tag (issue 45) ----------
+@pytest.mark.parametrize("text_first", [True, False], ids=["text-then-tags", "tags-then-text"])
+def test_memory_add_takes_tags_one_per_flag_in_either_order_and_keeps_the_text(
+    cli: Cli, text_first: bool
+) -> None:
+    text = "Bea keeps bees on her allotment"
+    tags = ["--tag", "bees", "--tag", "Garden"]
+    where = ["--subject", "Bea", "--scope", "user", "--scope-id", "discord:bea"]
+    argv = [text, *tags, *where] if text_first else [*tags, text, *where]
+    added = cli("memory", "add", *argv, "--json")
+    assert added.code == 0, added.err
+    shown = cli("memory", "show", added.json()["id"], "--json").json()
+    assert shown["content"] == text and shown["tags"] == ["bees", "garden"]
+
+
+def test_two_words_after_one_tag_flag_are_refused_not_swallowed(cli: Cli) -> None:
+    """`--tag a b "text"` made both words tags and the text one more; now b is an extra argument."""
+    kept = _alice(cli)
+    result = cli(
+        "memory", "add", "--tag", "bees", "honey", "Bea keeps bees",
+        "--subject", "Bea", "--scope", "user", "--scope-id", "discord:bea",
+    )  # fmt: skip
+    assert result.code == 2 and "unrecognized arguments" in result.error_line()
+    assert [m["id"] for m in cli("memory", "list", "--json").json()] == [kept]
+
+
+def test_memory_search_filters_before_the_query_leave_the_query_alone(cli: Cli) -> None:
+    memory_id = _alice(cli)
+    found = cli(
+        "memory", "search", "--tag", "morning", "--type", "semantic", "green tea",
+        "--mode", "bm25", "--json",
+    )  # fmt: skip
+    assert found.code == 0, found.err
+    assert [hit["memory"]["id"] for hit in found.json()] == [memory_id]
+
+
+def test_memory_edit_replaces_the_tags_with_the_repeated_flags(cli: Cli) -> None:
+    memory_id = _alice(cli)
+    edited = cli("memory", "edit", memory_id, "--tag", "tea", "--tag", "Cups", "--json")
+    assert edited.code == 0 and edited.json()["tags"] == ["tea", "cups"]

@@ -26,6 +26,7 @@ from tests.cli_support import Cli
 from tests.fakes import FakeOpenAI, HTTPError
 from tests.fakes.openai_server import RawAnswer
 
+ROOT = Path(__file__).resolve().parents[3]
 # read at import: the cli fixture clears every COMPANION_* variable
 GGUF = os.environ.get("COMPANION_TEST_GGUF", "")
 HAS_WHEEL = importlib.util.find_spec("xllamacpp") is not None
@@ -97,6 +98,20 @@ def test_without_the_wheel_the_error_says_how_to_install_it(
     )
     doctor = cli("doctor")  # the doctor reports it as its finding instead of stopping
     assert doctor.code == 1 and "FAIL  config" in doctor.out and INSTALL in doctor.out
+
+
+def test_the_install_advice_names_this_environments_pip_and_the_checkout_by_full_path(
+    tmp_path: Path,
+) -> None:
+    """Issue 45: `pip install -e ".[local-model]"` used the first pip on the PATH and worked only
+    inside the checkout. The advice runs as given from any folder, into the bot's environment."""
+    pip, _, target = INSTALL.partition(" install -e ")
+    assert Path(pip) == Path(sys.prefix) / "bin" / "pip" and target == f"'{ROOT}[local-model]'"
+    # that pip installs into this very environment, asked from a folder that is not the checkout
+    done = subprocess.run(
+        [pip, "--version"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and str(Path(sys.prefix).resolve()) in done.stdout, done.stdout
 
 
 def test_a_tilde_in_the_path_is_the_home_folder(
@@ -295,4 +310,6 @@ def test_the_doctor_says_what_it_loaded_and_how_fast_it_is_and_stops_it(
     ), result.out
     # stopped: its holder thread is gone
     assert not any(t.name == "local-model" for t in threading.enumerate())
+    # only the findings: the load's progress note, no log lines of the load or the stop (issue 45)
+    assert result.err.splitlines() == [f"loading {Path(GGUF).name} with llama.cpp ..."], result.err
     print(f"\n{line}\nload average {os.getloadavg()}")

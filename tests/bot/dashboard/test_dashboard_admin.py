@@ -182,6 +182,35 @@ async def test_reflections_entities_and_the_graph(http, dash):
             assert r.status == 400, path
 
 
+async def test_the_graph_draws_everyone_the_people_view_lists(http, dash):
+    """Issue 45: the Graph said "No people" while People listed one. The seeded owner mentions no
+    entity; a new person who has only said hello has no memory at all."""
+    newcomer = await dash.store(dash.engine.people.resolve, "console", "newcomer", "Sam")
+    async with http.get("/api/people") as r:
+        people = {p["id"] for p in (await r.json())["items"]}
+    async with http.get("/api/graph") as r:
+        nodes = (await r.json())["nodes"]
+    drawn = {n["person_id"]: n["label"] for n in nodes if n["kind"] == "person"}
+    assert {dash.seeded.owner, newcomer} <= people and set(drawn) == people
+    assert drawn[newcomer] == "Sam"
+
+
+async def test_a_store_with_one_person_and_no_entities_draws_that_person(tmp_path):
+    from dashboard_support import running_dashboard
+
+    async with running_dashboard(tmp_path, seeded=False) as dash:
+        sam = await dash.store(dash.engine.people.resolve, "console", "local-user", "Sam")
+        async with (
+            aiohttp.ClientSession(dash.url, headers=dash.headers) as http,
+            http.get("/api/graph") as r,
+        ):
+            graph = await r.json()
+    assert graph == {
+        "nodes": [{"id": f"person:{sam}", "label": "Sam", "kind": "person", "person_id": sam}],
+        "edges": [],
+    }
+
+
 # -- settings ---------------------------------------------------------------------------------------------------------
 async def test_settings_are_validated_and_reach_the_running_recall_at_once(http, dash):
     async with http.get("/api/memory/search", params={"q": "bees roof"}) as r:

@@ -412,6 +412,46 @@ async def test_the_graph_draws_people_and_entities_and_a_node_can_be_dragged(tab
     assert_clean(tab)
 
 
+COLUMNS = """[...document.querySelectorAll('#usage-table table')].map((t) => [...t.rows].map((r) =>
+  [...r.cells].map((c) => {
+    const box = c.getBoundingClientRect(), range = document.createRange();
+    range.selectNodeContents(c);
+    const text = range.getBoundingClientRect();
+    return { left: box.left, right: box.right, textLeft: text.left, textRight: text.right };
+  })))"""
+
+
+async def test_the_usage_tables_line_their_columns_up_under_their_headings(
+    tab, dash, blank, tmp_path
+):
+    """Issue 45: the Usage columns were misaligned: headings at the left over figures at the
+    right, and each group's table sized to its own first column."""
+    from test_dashboard_usage import seeded as with_usage
+
+    await with_usage(dash)
+    await open_page(tab, "usage")
+    await tab.page.select_option("#usage-days", "7")
+    await expect(tab.page.locator("#usage-table table")).to_have_count(5)
+    tables = await tab.page.evaluate(COLUMNS)
+    first = tables[0][0]
+    for rows in tables:
+        for cells in rows:
+            assert len(cells) == len(first) == 4
+            # every group's columns start and end where the first table's do
+            for cell, top in zip(cells, first, strict=True):
+                assert (
+                    abs(cell["left"] - top["left"]) <= 1 and abs(cell["right"] - top["right"]) <= 1
+                )
+        heading, *body = rows
+        for cells in body:
+            # the label under its heading's start, each figure under its heading's end
+            assert abs(cells[0]["textLeft"] - heading[0]["textLeft"]) <= 1
+            for cell, head in zip(cells[1:], heading[1:], strict=True):
+                assert abs(cell["textRight"] - head["textRight"]) <= 1, (cell, head)
+    await screenshot(blank, tab, tmp_path / "usage.png")
+    assert_clean(tab)
+
+
 async def test_people_show_linked_accounts_and_their_profile(tab, dash):
     await open_page(tab, "people")
     alice = tab.page.locator(f'#people-list tr[data-id="{dash.seeded.alice}"]')
