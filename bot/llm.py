@@ -36,7 +36,7 @@ from .clients import async_openai_client, openai_client
 from .counts import counted
 from .honesty import Ran, honest
 from .model_gate import ModelGate
-from .reply_checks import Draft, Echoes
+from .reply_checks import Draft, Echoes, without_clock
 from .server_quirks import refused, server_words
 from .textual_tools import HoldBack, TextCall, find_calls, not_run_yet, run_written
 from .types import StreamSink
@@ -330,7 +330,7 @@ class ChatClient:
         if prose and (shown or not echoes.parroted(prose)):
             if draft is not None:
                 await draft.release()
-            return prose
+            return without_clock(prose)
         why = "only words it was given" if prose else "a call cut off" if cut else "empty"
         log.warning("the model's answer was %s; asked once more, without tools", why)
         return await self._again(convo, names, draft.sink if draft else None, echoes)
@@ -355,7 +355,7 @@ class ChatClient:
             return ""
         if draft is not None:
             await draft.release()
-        return prose
+        return without_clock(prose)
 
     async def _drafted(
         self,

@@ -4,7 +4,8 @@ Small models parrot. The real 0.5B answered all 17 turns of a conversation with 
 and forgot something." (a sentence of ``prompts/tool_results.md``), and another run every turn with
 "Fired at the asked time in this chat." (a tool's description). ``Echoes`` knows the words a reply
 could parrot: the instruction prompts of a reply turn, the tools' descriptions, and the bot's own
-last replies; ``parroted`` says whether a short reply is made of nothing else. Words are compared
+last replies, and the person's own lines (a first-person reply made of them is the bot speaking as
+the person); ``parroted`` says whether a short reply is made of nothing else. Words are compared
 as content words cut to their first four letters ("fires" and "fired" are one word), in runs of
 three: a reply is a parrot when it has three content words or more and every run of three of them
 is found in what it could parrot, or when it is the bot's reply for the third time in a row. A
@@ -43,6 +44,11 @@ RUN = 3  # content words in a run
 RECENT = 3  # the bot's last replies a reply may not repeat...
 REPEATS = 2  # ...as often as this: a third time in a row (a reply may well come twice)
 HOLD_CHARS = 240  # a parrot is a sentence or two: longer text streams on, whatever its words
+PEOPLE = 20  # the person's last lines a first-person reply may not be made of
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine)\b")
+# the clock note at the end of a person's turn (``bot.assembly.clock_note``), which a weak model
+# copies into its reply: "(sent 05:58 UTC)"
+_CLOCK = re.compile(r"\s*\(sent \d{1,2}:\d{2}[^)\n]{0,40}\)")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _PART = re.compile(r"[^\W\d_]+$")
 _STOPWORDS = """a an the and or but if of to in on at by for with from as is are was were be been
@@ -84,24 +90,31 @@ class Echoes:
         self.given = frozenset(given)
         replies = [m for m in convo if m.get("role") == "assistant" and m.get("content")]
         self.replies = [_runs(content_words(str(m["content"]))) for m in replies[-RECENT:]]
-        asked = [m.get("content") for m in convo if m.get("role") == "user"][-1:]
-        self.asked = set(content_words(_text(asked[0] if asked else "")))
+        people = [_text(m.get("content")) for m in convo if m.get("role") == "user"]
+        self.asked = set(content_words(people[-1] if people else ""))
+        # the person's own lines: a reply in the first person made of them is the bot speaking as
+        # the person (a real 1.5B answered "I have a grey cat called Biscuit." to that line, and
+        # "I live in Leeds" to "which city do I live in?")
+        self.people = [_runs(content_words(_without_clock(line))) for line in people[-PEOPLE:]]
 
     def parroted(self, text: str) -> bool:
         """Whether ``text`` is only words the model was given, or a recent reply said again to new
         words."""
+        text = _without_clock(text)
         words = content_words(text)
         runs = _runs(words)
         if not runs:
             return False
         if runs <= self.given:
             return True
+        if _FIRST_PERSON.search(text) and any(runs <= said for said in self.people):
+            return True
         said_before = sum(runs <= said for said in self.replies)
         return said_before >= REPEATS and not self.asked & set(words)
 
     def plainly_new(self, text: str) -> bool:
         """Whether the start of a reply already says something of its own (a run found nowhere)."""
-        known = self.given.union(*self.replies)
+        known = self.given.union(*self.replies, *self.people)
         whole = _PART.sub("", text)  # a word still arriving is not judged yet
         return any(run not in known for run in _runs(content_words(whole)))
 
@@ -138,3 +151,12 @@ def _text(content: object) -> str:
     if isinstance(content, list):  # a message with an image: its text parts
         return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return str(content or "")
+
+
+def _without_clock(text: str) -> str:
+    return _CLOCK.sub("", text)
+
+
+def without_clock(text: str) -> str:
+    """A reply without the clock notes a weak model copied from the person's turns."""
+    return _without_clock(text).strip() if _CLOCK.search(text) else text

@@ -32,13 +32,13 @@ from typing import Any
 import prompts
 
 from ..models import SELF_SUBJECT, EntityRef, FactKind, MemoryType, NewMemory, Provenance, Source
-from ..reminder_time import asks_for_reminder
 from ..scopes import RecallContext, WriteScope, self_scope, write_scope
 from .answers import BadAnswer as BadAnswer  # re-exported: the answers' parsers live in .answers
 from .answers import json_items
 from .answers import parse_object as parse_object
 from .answers import parse_reflection as parse_reflection
 from .grounding import Grounding
+from .not_facts import not_a_fact, unasked
 from .ownership import Dropped, Filed, Ownership, Tally, asks_only
 from .relative_dates import resolved
 from .subjects import written_by
@@ -230,10 +230,8 @@ def _filed(
     if asks_only(content):
         tally.drop("a question, not a fact")  # "What should I cook tonight?", filed by a 1.5B
         return None
-    if asks_for_reminder(content):
-        tally.drop(
-            "a request, not a fact"
-        )  # "remind me tomorrow at 9am to call the vet" (issue 45)
+    if why := not_a_fact(content):
+        tally.drop(why)  # "remind me tomorrow at 9am to call the vet" (issue 45)
         return None
     if source is not Source.REFLECTION and rules.invented(content):
         # a 1.5B filed the prompt's own example
@@ -292,7 +290,7 @@ def _told(content: str, transcript: Transcript, filed: Filed, ctx: RecallContext
         line.name for line in transcript.lines if line.ctx and line.ctx.speaker_id == ctx.speaker_id
     ]
     name = own[-1] if own else ""
-    return third_person(resolved(content, at, ctx.tz), name)
+    return third_person(resolved(unasked(content), at, ctx.tz), name)
 
 
 def _tag(candidate: dict[str, Any]) -> str:

@@ -11,8 +11,9 @@ English, against the newest of the fact's source lines in the speaker's zone (OR
     "last Friday", "next Friday"                      ->  "on Friday 16 October 2026"
     "3 days ago", "two weeks ago", "five years ago"   ->  "on ...", "around ...", "in 2021"
 
-After "since", "until", "before", "after", "from" or "by" the "on" or "in" is left out ("since
-2025"). Other languages are left as they were written (the prompt's resolution is all they get)."""
+After "since", "until", "before", "after", "from", "by", "for", "on", "in" or "during" the
+"on" or "in" is left out ("since 2025", "all for 7 December 2026"). Other languages are left as
+they were written (the prompt's resolution is all they get)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from datetime import date, datetime, timedelta, tzinfo
 
 from ..recall.when import _COUNTS, MONTHS, WEEKDAYS
 
-_LINKS = r"(?:(?P<link>since|until|till|before|after|from|by)\s+)?"
+_LINKS = r"(?:(?P<link>since|until|till|before|after|from|by|for|on|in|during)\s+)?"
 _COUNT = "|".join(sorted(_COUNTS, key=len, reverse=True))
 _PHRASE = re.compile(
     _LINKS
@@ -47,6 +48,8 @@ def resolved(text: str, at: float | None, zone: tzinfo) -> str:
             return match.group()
         link = match["link"]
         said = when if link is None else f"{link} {when.split(' ', 1)[1]}"
+        if link is not None and link.lower() in ("on", "in") and when.startswith(("on ", "in ")):
+            said = when  # "on tomorrow" was never English: the phrase's own word
         return said[:1].upper() + said[1:] if match.group()[:1].isupper() else said
 
     return _PHRASE.sub(written, text)

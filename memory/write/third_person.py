@@ -38,7 +38,8 @@ def _listed(words: str) -> frozenset[str]:
 ADVERBS = _listed(
     "really also often usually always never sometimes just still only mostly generally rarely "
     "actually currently now recently even already absolutely definitely totally mainly normally "
-    "typically hardly seldom occasionally truly honestly simply finally once"
+    "typically hardly seldom occasionally truly honestly simply finally once much rather "
+    "especially barely nearly almost soon probably"
 )
 # a verb after "I" that is the same for "Priya": modals, past forms, the forms alike in both tenses
 _SAME = _listed(

@@ -147,3 +147,26 @@ async def test_a_done_forget_whose_reply_says_done_gets_no_second_done(rt, srv):
     reply = await rt.orchestrator.reply(dm("telegram", "7", "forget my locker code", mid="2"))
     assert reply.text == "Done." and reply.forgotten
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%5521%'") == 0
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_persons_own_line_said_back_in_the_first_person_is_asked_again(rt, srv, streamed):
+    """The real 1.5B answered "I have a grey cat called Biscuit." to that line, and later "I live in
+    Leeds, near the river. (sent 05:58 UTC)" to "Which city do I live in?": the bot speaking as the
+    person, with the clock note of the person's turns copied."""
+    sink = Sink() if streamed else None
+    srv.script("I have a grey cat called Biscuit.", "A grey cat! What's Biscuit like?")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "I have a grey cat called Biscuit.", mid="1"), sink
+    )
+    assert reply.text == "A grey cat! What's Biscuit like?"
+    assert sink is None or sink.text == reply.text
+    srv.script("Nice.")
+    await rt.orchestrator.reply(dm("telegram", "7", "I live in Leeds, near the river.", mid="2"))
+    srv.script("I live in Leeds, near the river. (sent 05:58 UTC)", "You live in Leeds.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Which city do I live in?", mid="3"))
+    assert reply.text == "You live in Leeds."
+    # a reply that restates the person's line about them is an answer, not a parrot
+    srv.script("Your cat is called Biscuit. (sent 06:14 UTC)")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "What's my cat called?", mid="4"))
+    assert reply.text == "Your cat is called Biscuit."

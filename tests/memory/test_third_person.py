@@ -13,6 +13,7 @@ import pytest
 from memory.models import Source
 from memory.scopes import RecallContext
 from memory.write.extraction import Line, Transcript, memories_from
+from memory.write.not_facts import not_a_fact, unasked
 from memory.write.relative_dates import resolved
 from memory.write.third_person import third_person
 
@@ -37,6 +38,9 @@ WRITTEN = datetime(2026, 10, 21, 9, 0, tzinfo=UTC).timestamp()  # a Wednesday
         ("My sister says I cook well", "Priya's sister says Priya cooks well"),
         ("Me and my husband live in York", "Priya and Priya's husband live in York"),
         ("i work at acme", "Priya works at acme"),
+        # the real 1.5B's "Sam muches prefer tea" (issue 45)
+        ("I much prefer tea to coffee", "Priya much prefers tea to coffee"),
+        ("I especially like green tea", "Priya especially likes green tea"),
         ("The user's dog is called Rex", "Priya's dog is called Rex"),
         # already about the person, or not English: left as written (never translated)
         ("Priya works as a nurse", "Priya works as a nurse"),
@@ -71,6 +75,12 @@ def test_no_name_leaves_the_words_as_they_are():
         ("Last night I saw a film", "On the night of 20 October 2026 I saw a film"),
         ("I met her in January 2020", "I met her in January 2020"),
         ("Ich bin letzten Monat umgezogen", "Ich bin letzten Monat umgezogen"),
+        # after a preposition the phrase's own "on" goes (the 1.5B's "that's all for on ...")
+        ("The cake is for tomorrow", "The cake is for 22 October 2026"),
+        (
+            "We go on holiday in the morning tomorrow",
+            "We go on holiday in the morning on 22 October 2026",
+        ),
     ],
 )
 def test_relative_dates_are_resolved_against_when_the_line_was_written(said, dated):
@@ -132,3 +142,24 @@ def test_facts_the_conversation_said_are_filed_however_the_model_cited_them():
         "Priya 养了一只小猎犬",
         "Priya moved to Gdansk in September 2026",
     ]
+
+
+@pytest.mark.parametrize(
+    ("filed", "why"),
+    [
+        ("remind me tomorrow at 9am to call the vet", "a request, not a fact"),
+        ("Thanks, that's all for today.", "a greeting or a thanks, not a fact"),
+        ("Hello again!", "a greeting or a thanks, not a fact"),
+        ("Hilary is Priya's aunt", None),
+        ("Priya thanks her mum every Sunday", None),
+    ],
+)
+def test_what_a_real_model_filed_that_is_no_fact(filed, why):
+    assert not_a_fact(filed) == why
+
+
+def test_a_request_to_remember_at_a_facts_head_is_taken_off():
+    said = "Remember that my sister Priya's birthday is on 12 May."
+    assert unasked(said) == "My sister Priya's birthday is on 12 May."
+    assert unasked("Please note: I hate olives") == "I hate olives"
+    assert unasked("Remembering names is hard for me") == "Remembering names is hard for me"
