@@ -24,8 +24,6 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
-from memory import content_words
-
 Kept = Callable[[], Awaitable[list[str]]]  # the person's lines the store still holds
 
 
@@ -96,6 +94,9 @@ class TypedHistory:
     async def forgot(self, asked: str, words: str = "", *, everything: bool = False) -> int:
         """After a forget asked by the line ``asked`` (``words``: what ``/forget`` named): the lines
         that go (the module's table). Returns how many went."""
+        # here, not at the top: `companion --help` imports this module and must not pay for the store
+        from memory import content_words
+
         stored = None if self.kept is None else {_plain(s) for s in await self.kept()}
         wanted = content_words(words) if words.strip() else frozenset()
         everything = everything or stored == set()

@@ -88,7 +88,7 @@ async def test_a_guild_folder_never_holds_dm_private_or_owner_words(bot, srv, tm
     await tell(
         bot,
         srv,
-        group("discord", "g1", "5", "we meet on Tuesdays", mid="g1"),
+        group("discord", "g1", "5", "I organise the Tuesday meetups", mid="g1"),
         "Bob organises the Tuesday meetups",
     )
     await tell(
@@ -164,7 +164,7 @@ async def test_forget_everything_leaves_no_word_and_no_folder_of_the_person(bot,
     await tell(
         bot,
         srv,
-        group("telegram", "g2", "7", "I cook for the club", mid="m2"),
+        group("telegram", "g2", "7", "I cook Zyqxolotl stew for the club", mid="m2"),
         "Alice cooks Zyqxolotl stew for the club",
     )
     await tell(

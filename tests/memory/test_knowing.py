@@ -223,7 +223,9 @@ async def test_the_snapshot_is_the_slice_of_the_real_prompt_and_writes_nothing(
     # no identity, name, channel state...
     assert await rt.runner.run(rows, tmp_path / "bot.db") == before
     assert await rt.runner.run(rt.engine.recall.flush_access) == 0  # ...and no access count queued
-    assert "I keep my bees on the balcony" in snap.render() and snap.history
+    # shown in the third person (issue 45): never the person's "I" in the bot's prompt
+    shown = snap.render()
+    assert "bees on the balcony" in shown and "I keep my bees" not in shown and snap.history
     srv.script("On the balcony.")
     await orchestrator.reply(message)
     sent = srv.chat_requests[-1]["messages"]
