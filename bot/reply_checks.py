@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any
 
 import prompts
+from memory import spaced
 
 from .types import StreamSink
 
@@ -45,9 +46,11 @@ RECENT = 3  # the bot's last replies a reply may not repeat...
 REPEATS = 2  # ...as often as this: a third time in a row (a reply may well come twice)
 HOLD_CHARS = 240  # a parrot is a sentence or two: longer text streams on, whatever its words
 PEOPLE = 20  # the person's last lines a first-person reply may not be made of
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine)\b")
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine)\b|我(?!们)")
 # the clock note at the end of a person's turn (``bot.assembly.clock_note``), which a weak model
 # copies into its reply: "(sent 05:58 UTC)"
+# a speaker's label a weak model writes before its reply, as the transcript shows lines: "林晓："
+_SPEAKER = re.compile(r"^\s*[^\s:：]{1,24}[:：]\s*")
 _CLOCK = re.compile(r"\s*\(sent \d{1,2}:\d{2}[^)\n]{0,40}\)")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _PART = re.compile(r"[^\W\d_]+$")
@@ -62,7 +65,8 @@ _STOP = frozenset(_STOPWORDS.split())
 
 def content_words(text: str) -> list[str]:
     """The words that carry meaning, lower-cased and cut to four letters."""
-    words = (m.lower().replace("’", "'").removesuffix("'s") for m in _WORD.findall(text))
+    # Chinese, Japanese...: their character pairs (a sentence is one \w run)
+    words = (m.lower().replace("’", "'").removesuffix("'s") for m in _WORD.findall(spaced(text)))
     return [w[:4] for w in words if w not in _STOP]
 
 
@@ -100,7 +104,7 @@ class Echoes:
     def parroted(self, text: str) -> bool:
         """Whether ``text`` is only words the model was given, or a recent reply said again to new
         words."""
-        text = _without_clock(text)
+        text = _SPEAKER.sub("", _without_clock(text), count=1)
         words = content_words(text)
         runs = _runs(words)
         if not runs:

@@ -13,10 +13,11 @@ love") agrees: "am" -> "is", "have" -> "has", "don't" -> "doesn't", "live" -> "l
 "watches"; past forms, modals and the forms that are the same in both tenses ("read", "put") stay.
 "The user" is the name too.
 
-English only, and only what is cheap and safe: a sentence is turned when most of its other words are
-English (the leak check's vocabulary), so "me gusta el café" and "Ich arbeite als Krankenschwester"
-are left in their language and their words (never translated); the snapshot labels whose each fact
-is for those (``bot.assembly``)."""
+English, and Chinese (whose verbs do not change: "我住在成都" -> "林晓住在成都"), and only what is
+cheap and safe: a sentence is turned when most of its other words are English (the leak check's
+vocabulary), so "me gusta el café" and "Ich arbeite als Krankenschwester" are left in their language
+and their words (never translated); the snapshot labels whose each fact is for those
+(``bot.assembly``)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,11 @@ def third_person(text: str, name: str) -> str:
     """``text`` about ``name`` in the third person; unchanged when it is not English, holds no first
     person, or ``name`` is no name (empty, or no letter in it)."""
     name = " ".join((name or "").split())
-    if not any(c.isalpha() for c in name) or not english(text):
+    if not any(c.isalpha() for c in name):
+        return text
+    if _CHINESE_I.search(text):
+        return _chinese(text, name)
+    if not english(text):
         return text
     tokens = list(_TOKEN.finditer(text))
     out, at, i = [], 0, 0
@@ -89,6 +94,18 @@ def third_person(text: str, name: str) -> str:
         at = tokens[i - 1].end()
     out.append(text[at:])
     return _USER.sub(name, "".join(out))
+
+
+# Chinese "I" and "my" (not "we", 我们): the verb does not change, so the name stands in for it
+# ("我住在成都" -> "林晓住在成都", "我的猫" / "我哥哥" -> "林晓的猫" / "林晓的哥哥")
+_CHINESE_I = re.compile(r"我(?!们)")
+_CHINESE_MY = re.compile(
+    r"我的|我(?=(?:哥哥|姐姐|弟弟|妹妹|爸爸|妈妈|父亲|母亲|丈夫|妻子|老公|老婆|儿子|女儿|家))"
+)
+
+
+def _chinese(text: str, name: str) -> str:
+    return _CHINESE_I.sub(name, _CHINESE_MY.sub(f"{name}的", text))
 
 
 def first_person(text: str) -> bool:

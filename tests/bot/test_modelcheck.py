@@ -329,16 +329,21 @@ def test_the_command_refuses_a_folder_that_holds_something(cli, tmp_path):
     assert (tmp_path / "used" / "companion.db").read_bytes() == b"mine"
 
 
+# the model stores "我对花生过敏。" with its tool (the person's words, kept as said) and extraction
+# files it too, told about her (issue 45: Chinese in the third person)
+TOLD_ZH = ["林晓对花生过敏。"]
+
+
 @pytest.mark.parametrize(
-    ("script", "keep", "not_in_language", "first_person", "missed"),
+    ("script", "keep", "not_in_language", "first_person", "missed", "told"),
     [
-        (GERMAN, KEEP_DE, ["Jonas works as a nurse at the children's hospital."], [], ["job"]),
-        (CHINESE, KEEP_ZH, [], ["我对花生过敏。"], []),
+        (GERMAN, KEEP_DE, ["Jonas works as a nurse at the children's hospital."], [], ["job"], []),
+        (CHINESE, KEEP_ZH, [], ["我对花生过敏。"], [], TOLD_ZH),
     ],
     ids=["de", "zh"],
 )
 async def test_a_german_or_chinese_chat_is_scored_by_the_language_its_facts_are_filed_in(
-    srv, tmp_path, script, keep, not_in_language, first_person, missed
+    srv, tmp_path, script, keep, not_in_language, first_person, missed, told
 ):
     """LANG-3: the scripted chat in the person's language; a fact filed in English is counted out
     and misses its gold fact (key words in the chat's language), a fact in the person's own first
@@ -349,7 +354,7 @@ async def test_a_german_or_chinese_chat_is_scored_by_the_language_its_facts_are_
     )
     report = await run_check(settings, tmp_path, build=_build, script=script)
     assert [t.said for t in report.turns] == [*script.before, *script.after]
-    assert sorted(report.facts) == sorted(keep.values()) and report.failures == []
+    assert sorted(report.facts) == sorted([*keep.values(), *told]) and report.failures == []
     assert report.in_language == [f for f in report.facts if f not in not_in_language]
     assert report.first_person == first_person
     assert report.gold_found == [g.label for g in script.gold if g.label not in missed]
@@ -393,7 +398,7 @@ async def test_the_command_runs_the_german_and_the_chinese_chat_and_prints_the_s
     assert result.code == 0, result.err
     data = result.json()
     assert data["language"] == "zh" and data["turns"] == 17
-    assert data["facts_in_language"] == data["facts_stored"] == 8
+    assert data["facts_in_language"] == data["facts_stored"] == 9
     assert data["facts_in_first_person"] == ["我对花生过敏。"] and data["recall"] == 1.0
     result = cli("modelcheck", "--language", "fr")
     assert result.code == 2 and "invalid choice: 'fr'" in result.err

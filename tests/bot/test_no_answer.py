@@ -170,3 +170,12 @@ async def test_the_persons_own_line_said_back_in_the_first_person_is_asked_again
     srv.script("Your cat is called Biscuit. (sent 06:14 UTC)")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "What's my cat called?", mid="4"))
     assert reply.text == "Your cat is called Biscuit."
+
+
+async def test_a_chinese_persons_own_line_said_back_as_the_bots_is_asked_again(rt, srv):
+    """The real 1.5B answered "我住在哪个城市？" with "林晓：我住在成都，离锦江不远。"."""
+    srv.script("好的。")
+    await rt.orchestrator.reply(dm("telegram", "7", "我住在成都，离锦江不远。", mid="1"))
+    srv.script("林晓：我住在成都，离锦江不远。", "你住在成都。")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "我住在哪个城市？", mid="2"))
+    assert reply.text == "你住在成都。"

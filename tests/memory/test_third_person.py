@@ -49,7 +49,11 @@ WRITTEN = datetime(2026, 10, 21, 9, 0, tzinfo=UTC).timestamp()  # a Wednesday
         ("me gusta el café", "me gusta el café"),
         ("Me llamo Priya y trabajo como enfermera", "Me llamo Priya y trabajo como enfermera"),
         ("My mieszkamy w Gdańsku", "My mieszkamy w Gdańsku"),
-        ("我是护士", "我是护士"),
+        # Chinese: the name for 我, 的 after it where it was "my" (the real 1.5B's facts, issue 45)
+        ("我是护士", "Priya是护士"),
+        ("我哥哥林涛在深圳当程序员。", "Priya的哥哥林涛在深圳当程序员。"),
+        ("我的猫叫豆豆。", "Priya的猫叫豆豆。"),
+        ("我们明天去公园", "我们明天去公园"),
     ],
 )  # fmt: skip
 def test_a_first_person_fact_is_told_about_its_person(said, told):
