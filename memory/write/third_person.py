@@ -49,8 +49,8 @@ _SAME = _listed(
     "went got made met took saw came left bought began ran wrote grew knew felt found gave kept "
     "lost paid said sent sold spent taught thought told won broke chose drove ate fell flew forgot "
     "built caught brought fought meant slept stood understood woke wore became swam sang rode "
-    "drank sat heard held led fed fled stuck threw tore lent dug hung shot slid spoke stole struck swore "
-    "and or but too"
+    "drank sat heard held led fed fled stuck threw tore lent dug hung shot slid spoke stole struck "
+    "swore and or but too"
 )
 _AGREE = {
     "am": "is",
