@@ -102,7 +102,7 @@ def _withdraw(engine: MemoryEngine, message_ids: list[str]) -> Withdrawn:
         else:
             orphans.append(memory)
     withdrawn = (
-        engine.memories.delete_rids(engine.memory_rows.lineage([m.rid for m in orphans]))
+        engine.memories.delete_rids(engine.memories.versions([m.rid for m in orphans]))
         if orphans
         else []
     )
