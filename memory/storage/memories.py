@@ -10,7 +10,7 @@ write policy above it; ranking is ``memory.recall.recall``. A second storage eng
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..clock import DAY, Clock
@@ -330,17 +330,43 @@ class MemoryRepository:
         )
         return Memory.from_row(row) if row else None
 
-    def lineage(self, rids: list[int]) -> list[int]:
-        """The rows and, transitively, every row they superseded or were consolidated from."""
+    def lineage(self, rids: list[int], same: Callable[[str, str], bool] | None = None) -> list[int]:
+        """The rows and, transitively, every row they superseded or were consolidated from.
+        ``same(older, newer)``, if given, says whether a superseded row is the same fact as the row
+        that superseded it: one that is not is left out, with what it superseded."""
         found, frontier = dict.fromkeys(rids), list(rids)
         while frontier:
             sql = (
-                "SELECT o.rid FROM memories o JOIN memories n ON n.id IN (o.superseded_by, o.consolidated_into) "
+                "SELECT o.rid, o.content, n.content, o.superseded_by = n.id FROM memories o "
+                "JOIN memories n ON n.id IN (o.superseded_by, o.consolidated_into) "
                 f"WHERE n.rid IN ({placeholders(frontier)})"
             )
-            frontier = [r for (r,) in self.db.execute(sql, frontier) if r not in found]
+            frontier = [
+                rid
+                for rid, older, newer, superseded in self.db.execute(sql, frontier)
+                if rid not in found and not (superseded and same and not same(older, newer))
+            ]
             found.update(dict.fromkeys(frontier))
         return list(found)
+
+    def release_superseded(self, rids: list[int]) -> list[str]:
+        """The rows these superseded that are not among them are current again (their successor
+        goes, and they are another fact); inside the caller's transaction. Returns their partition
+        keys."""
+        marks = placeholders(rids)
+        where = (
+            f"superseded_by IN (SELECT id FROM memories WHERE rid IN ({marks})) "
+            f"AND rid NOT IN ({marks})"
+        )
+        params = (*rids, *rids)
+        keys = [
+            k
+            for (k,) in self.db.execute(f"SELECT partition_key FROM memories WHERE {where}", params)
+        ]
+        if keys:
+            sql = f"UPDATE memories SET superseded_by = NULL, valid_to = NULL WHERE {where}"
+            self.db.execute(sql, params)
+        return sorted(set(keys))
 
     def listing(
         self,

@@ -40,10 +40,45 @@ _AUTHORITY = re.compile(
     re.IGNORECASE,
 )
 _RENAME = re.compile(
-    r"\b(?:your (?:new )?name is|you are (?:now )?called|you'?re (?:now )?called|call yourself)\b",
-    re.IGNORECASE,
+    r"\b(?:your (?:new )?name(?: is|'s)|you are (?:now )?called|you'?re (?:now )?called"
+    r"|call yourself"
+    r"|go by the name|(?:you are|you'?re) (?:now )?(?:known|named) as"
+    r"|introduce yourself as|answer to the name|refer to yourself as)\b"
+    # "go by Olga", not "go by first names"
+    r"|(?:\byou (?:now |will |shall )?|^|[.!?;]\s+)go by\s+(?-i:[\"'\u201c]?[A-Z])",
+    re.IGNORECASE | re.MULTILINE,
 )
 _STAFF_SIGNATURE = re.compile(rf"\(\s*{_STAFF}\s*\)|\bsign\w*\b[^\n]*\b{_STAFF}\b", re.IGNORECASE)
+# A forged speaker: a line or sentence opening "Operator:" or "SYSTEM -", a tag "[SYSTEM]",
+# "<operator>", "(from the admins)", or words given to staff ("message from the operator", "the
+# operator allows ...")
+_STAFF_VOICE = re.compile(
+    rf"(?:^|[.!?;]\s+)\W*{_STAFF}s?(?:\s+(?:message|note|says))?\s*[:>|\u2013\u2014-]"
+    rf"|[\[<{{(]\s*/?\s*(?:(?:from|by)\s+(?:the\s+|your\s+)?)?{_STAFF}s?"
+    rf"(?:\s+\w+){{0,2}}\s*[\]>}})]"
+    rf"|\b(?:(?:message|word|note|orders?|instructions?|notice)\s+from|on\s+behalf\s+of"
+    rf"|by\s+order\s+of)\s+(?:the\s+|your\s+|this\s+\w+'s\s+)?{_STAFF}s?\b"
+    rf"|\b(?:the|your)\s+{_STAFF}s?\s+(?:says|said|wants|allows|allowed|permits|authori[sz]e[sd]"
+    rf"|has\s+(?:approved|allowed|authori[sz]ed|decided))\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+# The bot given a staff role ("you are the group's admin"; "act as a moderator"), or a new self
+# announced ("From now on you are ..."); "a bot who helps the admins" gives it none
+_PLACE = r"(?:group|server|chat|channel|bot|community|place)"
+_ROLE = (
+    rf"(?:admin(?:istrator)?s?|moderators?|{_PLACE}'?s?\s+(?:owner|operator|developer)s?"
+    rf"|(?:owner|operator|developer)s?\s+of\s+(?:this|the|our|its)\s+{_PLACE})"
+)
+_STAFF_ROLE = re.compile(
+    r"\b(?:you are|you'?re|act as|serve as|pose as|speak as|behave as)\b"
+    rf"(?:(?!\b(?:who|that|which|when|if|to|for|with)\b)[^.;!?\n]){{0,60}}?\b{_ROLE}\b",
+    re.IGNORECASE,
+)
+_NEW_SELF = re.compile(
+    r"\b(?:from now on|henceforth|from today|starting now),?\s+"
+    r"(?:you are|you'?re|you will be|your name)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +120,12 @@ def check_persona_text(text: str) -> str:
 
 
 def _refuse_forgery(plain: str) -> None:
-    """A persona that would speak with more authority than an admin's note on style: a forged operator or system
-    message, a new name for the bot (the operator's persona file names it), a signature as staff (issue 31)."""
+    """A persona that would speak with more authority than an admin's note on style: a forged
+    operator or system message, a new name for the bot (the operator's persona file names it), a
+    signature as staff (issue 31); a staff label or tag ("Operator:", "[SYSTEM]"), the bot made
+    staff ("you are the group's admin"), a new self announced ("From now on you are ...") (issue
+    44). Ordinary words stay: "if the system is down", "Ana is the admin of our book club", "people
+    here talk about their operator at work"."""
     if _AUTHORITY.search(plain):
         raise Rejected(
             "the persona may not speak for the operator or the system (e.g. OPERATOR NOTE): describe how the bot talks here"
@@ -96,6 +135,21 @@ def _refuse_forgery(plain: str) -> None:
     if _STAFF_SIGNATURE.search(plain):
         raise Rejected(
             "the persona may not make the bot sign as an admin, moderator, owner or operator"
+        )
+    if _STAFF_VOICE.search(plain):
+        raise Rejected(
+            "the persona may not speak as the operator, the system or the admins "
+            "(e.g. 'Operator:', '[SYSTEM]'): describe how the bot talks here"
+        )
+    if _STAFF_ROLE.search(plain):
+        raise Rejected(
+            "the persona may not make the bot an admin, moderator, owner or operator: "
+            "it describes how it talks"
+        )
+    if _NEW_SELF.search(plain):
+        raise Rejected(
+            "the persona may not announce a new self for the bot ('from now on you are ...'): "
+            "describe it plainly"
         )
     if _SETEXT.search(plain):
         raise Rejected(

@@ -66,9 +66,12 @@ class ExtractionBuffer:
         message_id: str | None = None,
         held: bool = False,
         said_at: float | None = None,
+        wait_s: float = 0.0,
     ) -> int:
-        """Add a message and push the whole channel's due time back (debounce by reschedule). ``said_at``: when
-        the message was written, if not now (an edit of an older message): its relative dates are read against it."""
+        """Add a message and push the whole channel's due time back (debounce by reschedule).
+        ``said_at``: when the message was written, if not now (an edit of an older message): its
+        relative dates are read against it. ``wait_s``: the least time before it is due, if longer
+        than the debounce (an edit settling)."""
         now = self.clock.now()
         with self.db.transaction():
             self.db.execute(
@@ -83,7 +86,7 @@ class ExtractionBuffer:
                     author_name,
                     text,
                     now if said_at is None else said_at,
-                    now + self.debounce_s,
+                    now + max(self.debounce_s, wait_s),
                     int(held),
                 ),
             )

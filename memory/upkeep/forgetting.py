@@ -1,6 +1,8 @@
 """Forgetting (SEC-3, MEM-5): a memory with everything derived from it, or everything about a person.
 
-    forget_memory   the memory and its history (superseded versions, merged originals), the messages it
+    forget_memory   the memory and its history (superseded versions of the same fact, merged
+                    originals; never a distinct fact chained to it: ``memory.write.versions``), the
+                    messages it
                     was learned from (by their stored ids) and the bot's replies to them, the check-ins sent
                     about it (its planned ones go by the cascade), their pending extractions, and the
                     summaries and reflection audits of the chats they were in; each removed memory leaves a
@@ -46,7 +48,7 @@ def forget_memory(
 ) -> Forgotten:
     """Forget one memory completely; ``asked_in`` is the (platform, channel) where forgetting was asked."""
     root = engine.memory_rows.get(memory_id)
-    rows = engine.memory_rows.by_rids(engine.memory_rows.lineage([root.rid]))
+    rows = engine.memory_rows.by_rids(engine.memories.versions([root.rid]))
     done = Forgotten(contents=[root.content])
     # first: a forget cut short must still not be learned back
     engine.memories.tombstones.bury(rows)

@@ -12,7 +12,8 @@ A fact is the author's of the lines it cites. For a fact the model tags with a p
     cites line numbers, none exists     dropped: an invented citation
     else (nothing cited, or no cited    the tagged person's (with no tag, the one person cited); dropped when
     line says it)                       another person's line says it and none of theirs does, or only the
-                                        bot's line says it (its words are not theirs); sources: their
+                                        bot's line says it (its words are not theirs), or a line
+                                        of theirs denies it and none says it; sources: their
                                         lines closest in words, or their cited lines when none says it (weak
                                         models leave ``lines`` out, or cite the line beside the right one)
 
@@ -22,11 +23,16 @@ grey cat..." does not make the person's cat its own. When a person's line says i
 (everything about "I" in a person's line is theirs): filed under them when one person's line plainly states
 it (when several people's do, the one whose line the model cited), else dropped.
 
-"Says it" is read from words (``memory.write.wording`` stems, without the speakers' names and words like
-"user"): a line says a fact when it holds more than half of the fact's distinctive words (a code, a number,
-a word outside the ~5,000 commonest in English, ranked as the leak check ranks them), or, for a fact of
-common words only, more than half of its words. A line "plainly states" it (enough to move a fact to a
-person) when, leaving out its questions, it holds all the distinctive words and three quarters of the rest.
+"Says it" is read from words (``memory.write.wording`` stems, without the speakers' names and words
+like "user"): a line says a fact when it holds more than half of the fact's distinctive words (a
+code, a number, a word outside the ~5,000 commonest in English, ranked as the leak check ranks
+them), or, for a fact of common words only, more than half of its words, the same way round: a line
+holding them in a negated clause ("I would never steal from the collection box") denies "Bob steals
+from the collection box" and says "Bob would never steal..." (``memory.write.wording.denies``). A
+fact tagged with a person whose own line denies it, and none of whose lines says it, is dropped:
+"their own words deny it". A line "plainly states" it (enough to move a fact to a person) when,
+leaving out its questions, it holds all the distinctive words and three quarters of the rest, not
+denied.
 
 A fact none of whose words any line holds was read from nothing said here, and is not filed (extraction; a
 reflection may infer); ``memory.write.grounding`` asks more of a fact's distinctive words.
@@ -49,7 +55,7 @@ from ..recall.leaks import COMMON_RANK, _vocabulary
 from ..scopes import RecallContext
 from ..unspaced import spaced
 from .forget_asked import POINTING, Asked, forgets_in
-from .wording import STOPS, content_words, stem
+from .wording import STOPS, content_words, denies, stem
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
@@ -91,6 +97,7 @@ class Words:
 
     all: frozenset[str]
     rare: frozenset[str]
+    text: str = ""  # the fact as written (which way round it says its words)
 
 
 @dataclass(slots=True)
@@ -146,7 +153,9 @@ class Ownership:
         pairs = {(stem(w), w) for w in _WORD.findall(folded) if w not in STOPS}
         pairs = {(s, w) for s, w in pairs if s not in self.names and w not in GENERIC}
         return Words(
-            frozenset(s for s, _ in pairs), frozenset(s for s, w in pairs if distinctive(w))
+            frozenset(s for s, _ in pairs),
+            frozenset(s for s, w in pairs if distinctive(w)),
+            fact or "",
         )
 
     # -- a fact tagged with a person (or with no one) --------------------------------------------------------
@@ -183,6 +192,10 @@ class Ownership:
         sayers = self.sayers(words)
         if sayers and tagged not in sayers:
             return Dropped("another person's line says it, not the tagged one's")
+        if tagged not in sayers and any(
+            s == tagged and self.gainsays(i, words) for i, s in enumerate(self.speaker)
+        ):
+            return Dropped("their own words deny it")
         if not sayers and any(
             s is None and self.says(i, words) for i, s in enumerate(self.speaker)
         ):
@@ -229,9 +242,21 @@ class Ownership:
 
     # -- reading lines ----------------------------------------------------------------------------------------
     def says(self, i: int, words: Words) -> bool:
-        """Line ``i`` holds more than half of the fact's distinctive words (or of all, when none is)."""
+        """Line ``i`` holds more than half of the fact's distinctive words (or of all, when none
+        is), the same way round as the fact."""
+        return self._holds(i, words) and not self._denies(i, words)
+
+    def gainsays(self, i: int, words: Words) -> bool:
+        """Line ``i`` holds the fact's words as ``says`` asks, the other way round ("I would never
+        ...")."""
+        return self._holds(i, words) and self._denies(i, words)
+
+    def _holds(self, i: int, words: Words) -> bool:
         wanted = words.rare or words.all
         return bool(wanted) and 2 * len(wanted & self.said[i]) > len(wanted)
+
+    def _denies(self, i: int, words: Words) -> bool:
+        return bool(words.text) and denies(self.lines[i].text, words.text, words.all)
 
     def states(self, i: int, words: Words) -> bool:
         """Line ``i``, its questions left out, holds every distinctive word and most of the others."""
@@ -242,6 +267,7 @@ class Ownership:
             bool(words.all)
             and words.rare <= have
             and len(words.all & have) >= math.ceil(STRONG_SHARE * len(words.all))
+            and not self._denies(i, words)
         )
 
     def sayers(self, words: Words) -> set[str]:

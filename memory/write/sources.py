@@ -5,7 +5,11 @@
                       withdrawn with its history; a memory with other sources left lives on without it
     message_edited    the stored text becomes the new text (re-indexed, re-quoted as context); memories
                       whose only source it was are withdrawn (superseded by what the new text says, not
-                      kept live) and the new text is buffered for extraction again, dated when it was said
+                      kept live) and the new text is buffered for extraction again, dated when
+                      it was said, due ``EDIT_SETTLE_S`` after the edit: a message edited again
+                      meanwhile replaces its buffered text and waits again, so ten edits of one
+                      message 31 s apart cost one extraction, of the last words, not ten (issue 44
+                      item 11). The old words are gone at once; only learning the new ones waits.
 
 A memory learned from several messages keeps living while one of them remains: the others still say
 it. Both end like any forget: the chat's summaries (which may paraphrase the old words) are dropped and
@@ -22,6 +26,10 @@ from ..scopes import RecallContext
 from ..storage.messages import clean_text
 from ..storage.sessions import ExtractionBuffer
 from ..upkeep.forgetting import forget_chat_summaries
+
+EDIT_SETTLE_S = (
+    300.0  # an edit is extracted once its message has not been edited again for 5 minutes
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +92,7 @@ def message_edited(engine: MemoryEngine, buffer: ExtractionBuffer, edit: Edit) -
         author_name=edit.author_name,
         message_id=old.id,
         said_at=old.created_at,
+        wait_s=EDIT_SETTLE_S,
     )
     _scrub_chat(engine, edit.platform, edit.channel_id)
     return done
@@ -102,7 +111,7 @@ def _withdraw(engine: MemoryEngine, message_ids: list[str]) -> Withdrawn:
         else:
             orphans.append(memory)
     withdrawn = (
-        engine.memories.delete_rids(engine.memory_rows.lineage([m.rid for m in orphans]))
+        engine.memories.delete_rids(engine.memories.versions([m.rid for m in orphans]))
         if orphans
         else []
     )

@@ -6,6 +6,11 @@ Write rules (WRITE-1/2/5): the best vector match in the same partition decides w
     cosine > 0.9 and the same subject                    an update: stored, linked ``updates``, old row superseded
     cosine > 0.7, same subject, judged a contradiction   linked ``contradicts``, old row superseded
     cosine > 0.7                                         stored and linked ``related_to``
+Two distinct facts (``memory.write.versions``: other days or dates, or other numbers in other
+words: "Alice ran 5 km on Monday", "Alice ran 7 km on Tuesday") are never a duplicate, an update or
+a contradiction of each other, only related. Forgetting a fact takes its older versions
+(``versions``), never a distinct fact chained to it (by a store before issue 44): that one is
+current again.
 
 A contradiction is judged one way: ``to_judge`` gathers the candidates, the caller asks its model (async,
 off the memory thread: ``memory.api.AsyncMemory.add`` does it with the judge it was built with), and ``add``
@@ -41,6 +46,7 @@ from ..storage.embeddings import EmbeddingService, ModelMismatch, content_hash
 from ..storage.graph import Graph
 from ..storage.memories import LIST_ORDERS, MemoryQuery, MemoryRepository, RecallFilters
 from .tombstones import Tombstones
+from .versions import distinct
 
 if TYPE_CHECKING:
     from ..upkeep.journals import Journals
@@ -114,6 +120,7 @@ class MemoryStore:
             neighbours
             and neighbours[0][1] >= DEDUP_THRESHOLD
             and _same_words(neighbours[0][0].content, new.content)
+            and not distinct(neighbours[0][0].content, new.content)
         ):
             return WriteResult("duplicate", self._said_again(neighbours[0][0], new.provenance))
         updates, related, contradicted = _classify(new, neighbours, contradicts)
@@ -182,6 +189,7 @@ class MemoryStore:
             for old, sim in neighbours
             if RELATED_THRESHOLD < sim <= UPDATE_THRESHOLD
             and _subject_key(old.subject) == _subject_key(new.subject)
+            and not distinct(old.content, new.content)
         ]
 
     def insert_batch(self, items: list[tuple[NewMemory, np.ndarray | None]]) -> list[str]:
@@ -304,14 +312,21 @@ class MemoryStore:
         Its history goes with it: the versions it superseded and the rows merged into it say the same
         thing in older words, so keeping them (or reviving one as current) would undo the forget.
         """
-        return self.delete_rids(self.rows.lineage([self.rows.get(memory_id).rid]))
+        return self.delete_rids(self.versions([self.rows.get(memory_id).rid]))
+
+    def versions(self, rids: list[int]) -> list[int]:
+        """These rows and, transitively, the older versions of the same facts (superseded or
+        merged); a distinct fact chained to one (``memory.write.versions``) is not one of them."""
+        return self.rows.lineage(rids, same=lambda older, newer: not distinct(older, newer))
 
     def delete_rids(self, rids: list[int]) -> list[str]:
-        """Delete these rows, their vectors, graph mentions and cached embeddings. Returns their ids."""
+        """Delete these rows, their vectors, graph mentions and cached embeddings; returns their
+        ids. A row they superseded that is not deleted with them is current again."""
         if not rids:
             return []
         removed = self.rows.removable(rids)
         with self.rows.db.transaction():
+            released = self.rows.release_superseded(rids)
             touched = self.graph.detach(rids)
             self.rows.corpus.vectors.delete(rids)
             self.rows.delete(rids)
@@ -323,6 +338,8 @@ class MemoryStore:
             self.journal is not None
         ):  # derived files (memory.upkeep.registry.FILE_REGISTRY) lose the lines at once
             self.journal.removed([(r.id, r.partition_key, r.created_at) for r in removed])
+            if released:
+                self.journal.touched(released)
         return [r.id for r in removed]
 
     def move_person(self, source: str, target: str) -> None:
@@ -434,12 +451,14 @@ def _visibility(new: NewMemory) -> Visibility:
 def _classify(
     new: NewMemory, neighbours: list[tuple[Memory, float]], contradicts: frozenset[str]
 ) -> tuple[list[Memory], list[Memory], list[Memory]]:
-    """Split the neighbours into the facts ``new`` updates, is related to, and (as judged) contradicts."""
+    """Split the neighbours into the facts ``new`` updates, is related to, and (as judged)
+    contradicts; a distinct fact is only ever related."""
     updates: list[Memory] = []
     related: list[Memory] = []
     contradicted: list[Memory] = []
     for old, sim in neighbours:
         same_subject = _subject_key(old.subject) == _subject_key(new.subject)
+        same_subject = same_subject and not distinct(old.content, new.content)
         if sim > UPDATE_THRESHOLD and same_subject:
             updates.append(old)
         elif sim > RELATED_THRESHOLD:

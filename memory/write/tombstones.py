@@ -31,10 +31,11 @@ bulletins (``memory.upkeep.bulletin``, which read only memories no tombstone mat
 (``memory.write.ingest``) and the memory_store tool (``memory.tools``). The exception: the fact was
 said again after the forget (``said_after``): a source of the candidate is the person's own message,
 written after the forget, whose words state it (or state the candidate, in any language, which the
-tombstone matched). Storing it lifts the tombstone (``MemoryStore`` lifts the tombstones of
-everything it stores, so an explicit /remember of the same fact lifts it too). A candidate with no
-messages (a file, a merge) is never "said again". Forgetting the whole person removes their
-tombstones (``memory.upkeep.registry``).
+tombstone matched), the same way round: "I would never keep a tortoise" does not say "Alice keeps a
+tortoise" again (``memory.write.wording.denies``). Storing it lifts the tombstone (``MemoryStore``
+lifts the tombstones of everything it stores, so an explicit /remember of the same fact lifts it
+too). A candidate with no messages (a file, a merge) is never "said again". Forgetting the whole
+person removes their tombstones (``memory.upkeep.registry``).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from ..clock import Clock
 from ..storage.db import Database
 from ..storage.tombstones import Buried, TombstoneRows
 from .traces import Trace, Tracer
-from .wording import content_words, normalised
+from .wording import content_words, denies, normalised
 
 if TYPE_CHECKING:
     from ..models import NewMemory
@@ -357,9 +358,10 @@ def unforgotten(
 
 
 def said_after(engine: Holder, new: NewMemory, found: list[Tombstone]) -> bool:
-    """Said again: every message the candidate came from is stored and newer than the forget, and one of them is
-    the person's own (for a fact about a person) and states it (its words match each tombstone on their own); a
-    "thanks!" after the forget, or someone else's message, lifts nothing."""
+    """Said again: every message the candidate came from is stored and newer than the forget, and
+    one of them is the person's own (for a fact about a person) and states it (its words match each
+    tombstone on their own), not denies it; a "thanks!" or an "I never did" after the forget, or
+    someone else's message, lifts nothing."""
     sources = list(dict.fromkeys(new.provenance.sources))
     if not sources:
         return False
@@ -375,7 +377,10 @@ def said_after(engine: Holder, new: NewMemory, found: list[Tombstone]) -> bool:
         and (str(new.scope) not in ("user", "owner") or m.author_id == new.scope_id)
     ]
     tombstones = engine.memories.tombstones
-    return any(_states(tombstones, new, m.content, found) for m in own)
+    return any(
+        not denies(m.content, new.content) and _states(tombstones, new, m.content, found)
+        for m in own
+    )
 
 
 def _states(tombstones: Tombstones, new: NewMemory, text: str, found: list[Tombstone]) -> bool:

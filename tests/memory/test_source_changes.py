@@ -11,6 +11,7 @@ import pytest
 
 from bot.types import IncomingMessage
 from memory.clock import DAY, FakeClock
+from memory.write.sources import EDIT_SETTLE_S
 from tests.fakes import FakeOpenAI
 from tests.fakes.discord_payloads import BOT_ID, member, message, user
 from tests.pipeline_support import build_runtime, dm, facts, platforms
@@ -190,7 +191,7 @@ async def test_an_edit_on_discord_replaces_the_text_withdraws_its_memory_and_ext
         == 1
     )
     assert no_file_holds(tmp_path, "Zyqxolotl")
-    runtime.engine.clock.advance(31)
+    runtime.engine.clock.advance(EDIT_SETTLE_S + 1)  # an edit settles before it is extracted
     llm.script(
         facts({"speaker": "P1", "subject": "pet", "content": "Alice's axolotl is called Pebble"})
     )
@@ -217,11 +218,50 @@ async def test_an_edited_telegram_message_replaces_the_stored_text_and_is_extrac
     await tg.wait_until(lambda: stored_texts(runtime)[0] == "I moved to Lisbon")
     # withdrawn, and the edit is not answered as a new message
     assert contents(runtime) == [] and len(tg.sent) == 1
-    runtime.engine.clock.advance(31)
+    runtime.engine.clock.advance(EDIT_SETTLE_S + 1)
     llm.script(facts({"speaker": "P1", "subject": "home", "content": "Alice lives in Lisbon"}))
     assert (await runtime.background.tick())["extracted"] == 1
     assert "Lisbon" in extraction_prompts(llm)[-1] and "Porto" not in extraction_prompts(llm)[-1]
     assert contents(runtime) == ["Alice lives in Lisbon"]
+
+
+@pytest.mark.parametrize("platform", ["telegram", "discord"])
+async def test_ten_edits_31_s_apart_cost_one_extraction_of_the_last_words(world, platform):
+    """Issue 44 item 11: each edit was extracted 31 s later, a model call each. An edit now waits
+    until its message has settled; the old words are withdrawn at once all the same."""
+    runtime, llm, tg, dc = world
+    if platform == "telegram":
+        llm.script("Lovely!")
+        sent = tg.push_message(ALICE_TG, ALICE_TG, "I moved to Porto")
+        await tg.wait_for_sent(1)
+        runtime.engine.clock.advance(31)
+        llm.script(facts({"speaker": "P1", "subject": "home", "content": "Alice lives in Porto"}))
+        await runtime.background.tick()
+    else:
+        sent = await said_and_learned(runtime, llm, dc, "I moved to Porto", "Alice lives in Porto")
+    assert contents(runtime) == ["Alice lives in Porto"]
+    asked = len(extraction_prompts(llm))
+    llm.default = lambda body: facts(
+        {"speaker": "P1", "subject": "home", "content": "Alice lives in Faro"}
+    )
+    towns = [f"Town{n}" for n in range(9)] + ["Faro"]
+    for town in towns:
+        if platform == "telegram":
+            tg.push_edit(sent, f"I moved to {town}")
+        else:
+            await dc.dispatch_edit(sent, f"<@{BOT_ID}> I moved to {town}")
+        await tg.wait_until(lambda town=town: stored_texts(runtime)[0].endswith(town))
+        assert contents(runtime) == []  # the old words are withdrawn at once
+        runtime.engine.clock.advance(31)
+        await runtime.background.tick()
+    assert len(extraction_prompts(llm)) == asked  # no extraction while the person keeps editing
+    runtime.engine.clock.advance(EDIT_SETTLE_S)
+    await runtime.background.tick()
+    # one extraction for the ten edits (a session's end reflection may run too: not the edits' cost)
+    assert len(extraction_prompts(llm)) == asked + 1
+    extraction = extraction_prompts(llm)[-1]
+    assert "Faro" in extraction and "Town8" not in extraction
+    assert contents(runtime) == ["Alice lives in Faro"]
 
 
 # -- time ----------------------------------------------------------------------------------------------------
