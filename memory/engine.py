@@ -20,6 +20,7 @@ from .storage.departures import PlaceDepartures
 from .storage.embeddings import EmbeddingService
 from .storage.graph import Graph
 from .storage.ingest import IngestLog
+from .storage.journals import Journals
 from .storage.knobs import KnobStore
 from .storage.ledger import UsageLedger
 from .storage.manners import PlaceModes, ReplyFeedback
@@ -37,7 +38,6 @@ from .storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from .storage.timezones import Timezones
 from .storage.tombstones import TombstoneRows
 from .storage.vectors import DEFAULT_MIRROR_MB, MirrorBudget, VectorIndex, limit_blas_threads
-from .upkeep.journals import Journals
 from .write.store import MemoryStore
 from .write.tombstones import Tombstones
 

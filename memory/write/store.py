@@ -42,7 +42,7 @@ from ..storage.memories import LIST_ORDERS, MemoryQuery, MemoryRepository, Recal
 from .tombstones import Tombstones
 
 if TYPE_CHECKING:
-    from ..upkeep.journals import Journals
+    from ..storage.journals import Journals
 
 log = logging.getLogger(__name__)
 
