@@ -33,6 +33,7 @@ from .storage.pg import open_database
 from .storage.pgsearch import PgVectorIndex
 from .storage.privacy import Privacy
 from .storage.ratelimits import RateWindows
+from .storage.reflections import ReflectionAudits
 from .storage.reminders import Reminders
 from .storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from .storage.timezones import Timezones
@@ -137,6 +138,7 @@ class MemoryEngine:
         self.zones = Timezones(self.people, timezone)
         self.checkins = CheckinStore(db, clock)
         self.audit = AuditTrail(db, clock)
+        self.reflections = ReflectionAudits(db, clock)  # the model-calling runs' audit
         self.personas = PlacePersonas(db, clock, self.audit)
         self.reminders = Reminders(db, clock, self.audit)
         self.rate_windows = RateWindows(db, self.people)

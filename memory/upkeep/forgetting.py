@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from ..engine import MemoryEngine
 from ..models import Erased, Memory
 from ..scopes import placeholders
-from .maintenance import forget_audits
 from .registry import REGISTRY, forget_files, guild_keys, guild_rows, person_keys, person_rows
 
 
@@ -116,7 +115,7 @@ def forget_chat_summaries(engine: MemoryEngine, chats: set[str]) -> None:
     with engine.db.transaction():
         engine.summaries.forget_chats(keys)
         engine.channels.forget_summaries(keys)
-        forget_audits(engine, keys)
+        engine.reflections.forget_chats(keys)
 
 
 # -- a whole person -------------------------------------------------------------------------------------
