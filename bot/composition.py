@@ -5,7 +5,8 @@
     build_completer  the blocking extraction-model client maintenance commands use
     build_budgets    the usage ledger's recorder and the daily budgets (ORCH-14), for the model clients and replies
     build_runtime    the bot's whole object graph, as one frozen bundle: store, memory thread, model clients,
-                     orchestrator, background work, daily jobs, check-ins, scheduler settings
+                     orchestrator, background work, daily jobs, check-ins, scheduler settings (the
+                     adapters, built after it, are filed in its check-in and reminder jobs)
     build_orchestrator  the reply pipeline and its collaborators (also the bench's turn hook)
     build_checkins   the check-in job (ORCH-8); build_channels hands it each adapter's delivery to DMs
     build_channels   the chat adapters (and voice) for ``companion run``
@@ -168,7 +169,10 @@ def build_runtime(
 ) -> Runtime:
     """The bot's object graph, refused (before anything starts) when the embedding model did not make the
     store's vectors. ``clock``, ``embedder`` and ``backoff_s`` are for tests and benchmarks. Each part is built
-    with everything it needs; nothing is wired into a built object afterwards."""
+    with everything it needs but one: the check-in and reminder jobs' tables of outlets
+    (platform -> adapter) start empty. The adapters talk to this runtime's front door, so they are
+    built after it, and whoever builds them (``build_channels``, the console) files each one in
+    those two tables."""
     from memory import AsyncRunner
 
     from .background import Background
@@ -258,6 +262,7 @@ def build_runtime(
         budgets=budgets,
         **build_retention(settings, jobs),  # SEC-7
         flush_s=settings.shutdown_flush_s,
+        models=(chat_model, extraction_model),
     )
 
 

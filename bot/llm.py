@@ -202,7 +202,9 @@ class ChatClient:
         self._stream_usage = True  # False once the server refused stream_options
 
     async def aclose(self) -> None:
-        """Close the connection pool while the event loop still runs (else the SDK closes it later, and fails)."""
+        """Close the connection pool while the event loop still runs (``Runtime.stop`` does): the
+        SDK closes a dropped client's pool only on a running loop, so one dropped after the loop
+        ended leaves its sockets open until the process exits (a ResourceWarning each)."""
         await self._client.close()
 
     async def complete(

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .dashboard.app import DashboardServer
     from .health import Metrics
     from .ingest_watch import IngestWatch
+    from .llm import ChatClient
     from .retention import PlaceWatch, RetentionJob
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class Runtime:
     flush_s: float | None = (
         None  # how long ``stop`` extracts what is buffered (None: until done); the rest waits
     )
+    models: tuple[ChatClient, ...] = ()  # the model clients, whose connection pools ``stop`` closes
     _running: _Running = field(default_factory=_Running, init=False, repr=False, compare=False)
 
     @property
@@ -113,7 +115,7 @@ class Runtime:
     async def stop(self, *, flush_s: float | None = None) -> int:
         """Graceful: end voice sessions (their summaries are kept), stop the loop and the scheduler,
         extract what is still buffered for up to ``flush_s`` (default: the runtime's own), close the
-        store. The buffered messages left for the next start."""
+        model clients and the store. The buffered messages left for the next start."""
         budget = self.flush_s if flush_s is None else flush_s
         if (
             self.dashboard is not None
@@ -144,9 +146,17 @@ class Runtime:
         left = await self.runner.run(self.background.buffer.pending)
         if left:
             log.warning("%d buffered messages wait for extraction at the next start", left)
+        await self._close_models()
         await self.runner.run(self.engine.close)
         self.runner.shutdown()
         return left
+
+    async def _close_models(self) -> None:
+        for model in self.models:
+            try:
+                await model.aclose()
+            except Exception:  # shutdown edge: a failing close must not keep the store open
+                log.exception("could not close a model client's connections")
 
     async def _loop(self) -> None:
         while True:

@@ -135,10 +135,9 @@ async def bot_on(
     finally:
         await runtime.runner.run(runtime.engine.close)
         runtime.runner.shutdown()
-        close = getattr(runtime.orchestrator.llm, "aclose", None)
-        if close is not None:
+        for model in runtime.models:
             with contextlib.suppress(Exception):  # the pool's close only; the answers are in
-                await close()
+                await model.aclose()
 
 
 async def tell(

@@ -38,11 +38,12 @@ between packages):
                       protocols, clock, tools; and what every layer may use: safety (the write-safety
                       filters), evasions (text folding)
     memory/storage/   the engines (db, pg), migrations, search plumbing, one repository per table, built
-                      once by the engine, importing nothing above storage; upkeep/ still runs SQL of its
-                      own for whole-store walks (forget registry, copy, audit, re-embed) and two audit tables
+                      once by the engine, the Markdown journals (MAINT-6), importing nothing above
+                      storage; upkeep/ still runs SQL of its own for whole-store walks (forget
+                      registry, copy, audit, re-embed) and the daily reflections' table
     memory/recall/    reading: retrieval (ranking), recall, context (one turn's memory), when, leaks, overview
     memory/write/     the write policy (store), extraction, tombstones, wording, ingest, passages, sources
-    memory/upkeep/    maintenance, daily, bulletin, journals, reembed, forgetting, registry, transfer
+    memory/upkeep/    maintenance, daily, bulletin, reembed, forgetting, registry, transfer
     memory/jobs/      model-calling jobs in one shape (base): conversation, day, checkin, upkeep
 
 The face is loaded on first use (``memory.MemoryEngine``), not by ``import memory``: every ``memory.<module>``

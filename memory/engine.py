@@ -20,6 +20,7 @@ from .storage.departures import PlaceDepartures
 from .storage.embeddings import EmbeddingService
 from .storage.graph import Graph
 from .storage.ingest import IngestLog
+from .storage.journals import Journals
 from .storage.knobs import KnobStore
 from .storage.ledger import UsageLedger
 from .storage.manners import PlaceModes, ReplyFeedback
@@ -32,12 +33,12 @@ from .storage.pg import open_database
 from .storage.pgsearch import PgVectorIndex
 from .storage.privacy import Privacy
 from .storage.ratelimits import RateWindows
+from .storage.reflections import ReflectionAudits
 from .storage.reminders import Reminders
 from .storage.sessions import ChannelState, ExtractionBuffer, SessionSummaries
 from .storage.timezones import Timezones
 from .storage.tombstones import TombstoneRows
 from .storage.vectors import DEFAULT_MIRROR_MB, MirrorBudget, VectorIndex, limit_blas_threads
-from .upkeep.journals import Journals
 from .write.store import MemoryStore
 from .write.tombstones import Tombstones
 
@@ -137,6 +138,7 @@ class MemoryEngine:
         self.zones = Timezones(self.people, timezone)
         self.checkins = CheckinStore(db, clock)
         self.audit = AuditTrail(db, clock)
+        self.reflections = ReflectionAudits(db, clock)  # the model-calling runs' audit
         self.personas = PlacePersonas(db, clock, self.audit)
         self.reminders = Reminders(db, clock, self.audit)
         self.rate_windows = RateWindows(db, self.people)

@@ -31,7 +31,7 @@ class Housekeeping:
 
     async def reap_stale_audits(self) -> int:
         """Audit rows a killed run left "running" (quoting the chat), marked failed; how many."""
-        return await self.runner.run(maintenance.reap_stale_audits, self.engine)
+        return await self.runner.run(self.engine.reflections.reap_stale)
 
     async def maintain(self) -> Maintained:
         """The nightly decay, prune and entity prune, in that order, in one call."""

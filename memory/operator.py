@@ -3,7 +3,7 @@ store, as sync calls for code that is not on the event loop. Each method runs th
 module and returns what it returns; the command line only parses, confirms and prints.
 
     leftovers        what remains of people or words on every surface (SEC-7, upkeep.leftovers)
-    forget_file      everything learned from an ingested file (WRITE-7, write.ingest)
+    forget_file      everything learned from an ingested file (WRITE-7, upkeep.forgetting)
     import_memories  an export, or a list of memories, back in through the write rules (MEM-5)
     consolidate, decay, prune, prune_entities    the maintenance passes (upkeep.maintenance)
     reembed          every vector again for a new embedding model (MEM-4)
@@ -23,11 +23,11 @@ from .models import PLATFORMS
 from .protocols import Completer, Embedder
 from .upkeep import leftovers, maintenance
 from .upkeep.bulletin import Bulletin, Bulletins, Plan, refresh
+from .upkeep.forgetting import forget_file
 from .upkeep.leftovers import Folders, Found, Presence
 from .upkeep.maintenance import ConsolidationReport
 from .upkeep.reembed import reembed
 from .upkeep.transfer import JsonObject, import_memories
-from .write.ingest import forget_file
 
 Progress = Callable[[int, int], None]  # (done, in all)
 DUE_AT_ONCE = 1_000  # the command line writes every due bulletin; the bot's job takes a few per run

@@ -36,7 +36,6 @@ from memory.models import (
     Visibility,
 )
 from memory.storage.messages import NewMessage
-from memory.upkeep.maintenance import audit_finish, audit_start
 
 GUILD = "discord:900"  # guild ids are platform-qualified in the store
 OWNER = "console:local-user"
@@ -187,16 +186,14 @@ def seed(engine: MemoryEngine) -> Seeded:
         kind=FactKind.TODO,
         importance=9,
     )
-    out.reflection = audit_start(
-        engine,
+    out.reflection = engine.reflections.start(
         "micro",
         "dm",
         "Alice: I keep bees on my roof",
         channel_key="discord:dm-111",
         people=(out.alice,),
     )
-    audit_finish(
-        engine,
+    engine.reflections.finish(
         out.reflection,
         stored=[out.memories["bees"]],
         facts=[{"content": "Alice keeps bees on her roof"}],

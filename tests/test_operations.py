@@ -192,6 +192,28 @@ async def test_the_extraction_model_can_live_on_its_own_server(tmp_path) -> None
             await runtime.stop()
 
 
+async def test_stop_closes_both_model_clients_connection_pools(tmp_path) -> None:
+    """The SDK closes a dropped client's pool only on a running loop: ``stop`` closes both."""
+    async with FakeOpenAI() as chat, FakeOpenAI() as local:
+        local.default = lambda body: "[]"
+        runtime = build_runtime(
+            tmp_path / "bot.db", chat, FakeClock(), extraction_base_url=local.base_url
+        )
+        await runtime.start(background_loop=False)
+        chat.script("Nice!")
+        await runtime.orchestrator.reply(dm("telegram", "7", "I bake at Acme", mid="1"))
+        runtime.engine.clock.advance(31)
+        await runtime.background.tick()
+        assert len(chat.chat_requests) == 1 and len(local.chat_requests) == 1
+        pools = [model._client for model in runtime.models]
+        assert sorted(str(pool.base_url) for pool in pools) == sorted(
+            [chat.base_url + "/", local.base_url + "/"]
+        )
+        assert not any(pool.is_closed() for pool in pools)
+        await runtime.stop()
+        assert all(pool.is_closed() for pool in pools)
+
+
 def test_the_extraction_server_never_gets_the_chat_servers_key() -> None:
     settings = load_settings(
         _env_file=None, llm_api_key="hosted-secret", extraction_base_url="http://127.0.0.1:11434/v1"

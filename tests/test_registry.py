@@ -129,17 +129,14 @@ def fill(engine: MemoryEngine, person: str) -> None:
     channels = engine.channels
     channels.touch(f"discord:dm-{person}", ctx)
     channels.set_summary(f"discord:dm-{person}", f"Earlier: the cat {WORD}", 0.0)
-    from memory.upkeep.maintenance import audit_finish, audit_start
-
-    audit = audit_start(
-        engine,
+    audit = engine.reflections.start(
         "micro",
         f"discord:dm-{person}",
         f"{person}: my cat is called {WORD}",
         channel_key=f"discord:dm-{person}",
         people=(person,),
     )
-    audit_finish(engine, audit, facts=[f"{person} named the cat {WORD}"])
+    engine.reflections.finish(audit, facts=[f"{person} named the cat {WORD}"])
 
 
 def test_forgetting_a_person_leaves_no_byte_of_their_words_in_the_store_files(tmp_path):

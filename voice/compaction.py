@@ -15,8 +15,10 @@ again: a turn leaves the context only after its facts were handed to extraction 
 Threads: everything here runs on the event loop (``compact`` awaits the model and the flush), except ``clear``,
 which a forget calls on the memory thread. No worker thread waits on the loop.
 
-Failure handling: ``compact`` is a background step (the fourth edge of STYLE.md's error rule). A model
-failure is logged, counted in ``failures`` and kept in ``last_error``; nothing is dropped, so it is not silent.
+Failure handling: ``compact`` is a background step, one of the four edges where a broad
+``except`` is allowed (a tool call, an adapter event, a background job, shutdown). A model failure
+is logged, counted in ``failures`` and kept in ``last_error``; nothing is dropped, so it is not
+silent.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from ..storage.sessions import (
     ExtractionBuffer,
     SessionSummaries,
 )
-from ..upkeep.maintenance import audit_finish, audit_start
 from ..write.answers import FACTS_SCHEMA
 from ..write.extraction import (
     BadAnswer,
@@ -191,8 +190,8 @@ class Reflection:
         people = tuple(c.speaker_id for c in transcript.speakers().values())
         if not rows:
             return Session(transcript, people, None)
-        audit = audit_start(
-            self.engine, "micro", key, transcript.render()[-2000:], channel_key=key, people=people
+        audit = self.engine.reflections.start(
+            "micro", key, transcript.render()[-2000:], channel_key=key, people=people
         )
         return Session(transcript, people, audit, self._doubted())
 
@@ -242,8 +241,8 @@ class Reflection:
                 text=answer.summary.strip()[:1200],
                 started_at=self.state.session_started_at,
             )
-        audit_finish(
-            self.engine, plan.audit or 0, facts=kept_contents(self.engine, answer.memories)
+        self.engine.reflections.finish(
+            plan.audit or 0, facts=kept_contents(self.engine, answer.memories)
         )
         self.engine.feedback.rechecked([memory_id for memory_id, _ in plan.doubted])
         self.channels.mark_reflected(key)
@@ -251,7 +250,7 @@ class Reflection:
 
     def failed(self, plan: Session, error: Exception) -> Facts:
         """Audited, then retried with backoff; after a few tries given up (the turns stay searchable in history)."""
-        audit_finish(self.engine, plan.audit or 0, error=str(error))
+        self.engine.reflections.finish(plan.audit or 0, error=str(error))
         if self.state.failures + 1 >= GIVE_UP_REFLECTION_AFTER:
             self.channels.mark_reflected(self.state.channel_key)
         self.channels.failed(self.state.channel_key)

@@ -21,7 +21,6 @@ from ..protocols import AsyncCompleter
 from ..upkeep.bulletin import SYSTEM as BULLETIN_SYSTEM
 from ..upkeep.bulletin import Bulletins, EmptyBulletin, Plan, StaleBulletin
 from ..upkeep.daily import ChatDay, DailyReflections
-from ..upkeep.maintenance import audit_finish, audit_start
 from ..write.answers import FACTS_SCHEMA
 from ..write.extraction import MAX_FACTS, Transcript, memories_from, parse_list, place
 from .base import NONE_LEARNED, Facts, ask_for_json
@@ -60,8 +59,8 @@ class DayReflection:
             return Day(transcript, (), None)
         people = tuple(c.speaker_id for c in speakers.values())
         hint, excerpt = f"{chat.channel_key} {chat.day}", transcript.render()[-2000:]
-        audit = audit_start(
-            self.engine, "daily", hint, excerpt, channel_key=chat.channel_key, people=people
+        audit = self.engine.reflections.start(
+            "daily", hint, excerpt, channel_key=chat.channel_key, people=people
         )
         return Day(transcript, tuple(speakers), audit)
 
@@ -101,7 +100,7 @@ class DayReflection:
     def _finish(self, audit: int, facts: tuple[NewMemory, ...], stored: int) -> None:
         """Audit closed and the day marked with the facts: a crash leaves all undone, and the redo dedups. The
         facts recorded are read again here: one forgotten while the judge wrote is not kept in the audit."""
-        audit_finish(self.engine, audit, facts=kept_contents(self.engine, facts))
+        self.engine.reflections.finish(audit, facts=kept_contents(self.engine, facts))
         self.days.mark_done(self.chat, stored=stored, audit_id=audit)
 
     def failed(self, plan: Day, error: Exception) -> Facts:
@@ -111,7 +110,7 @@ class DayReflection:
             self.chat.day,
             error,
         )
-        audit_finish(self.engine, plan.audit or 0, error=f"{type(error).__name__}: {error}")
+        self.engine.reflections.finish(plan.audit or 0, error=f"{type(error).__name__}: {error}")
         return NONE_LEARNED
 
 

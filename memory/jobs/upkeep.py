@@ -21,8 +21,6 @@ from ..upkeep.maintenance import (
     CONSOLIDATE_SYSTEM,
     STOP_AFTER_FAILURES,
     ConsolidationReport,
-    audit_finish,
-    audit_start,
     clusters,
     consolidation_prompt,
     merged_memory,
@@ -55,7 +53,7 @@ class Consolidation:
     def gather(self) -> Clusters:
         groups = tuple(tuple(c) for c in clusters(self.engine, self.threshold, self.max_cluster))
         return Clusters(
-            groups, audit_start(self.engine, "consolidation", f"{len(groups)} clusters")
+            groups, self.engine.reflections.start("consolidation", f"{len(groups)} clusters")
         )
 
     async def ask(self, plan: Clusters, model: AsyncCompleter) -> Merges:
@@ -103,7 +101,9 @@ class Consolidation:
         error = f"{failures} clusters failed" + (
             f"; stopped with {answer.left} left" if answer.left else ""
         )
-        audit_finish(self.engine, plan.audit, stored=new_ids, error=error if failures else None)
+        self.engine.reflections.finish(
+            plan.audit, stored=new_ids, error=error if failures else None
+        )
         return ConsolidationReport(len(plan.groups), merged, tuple(new_ids), failures)
 
     def _unchanged(self, cluster: tuple[Memory, ...]) -> bool:

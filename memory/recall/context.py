@@ -21,7 +21,6 @@ from ..models import (
 from ..scopes import RecallContext, memory_partition
 from ..storage.graph import EntityCount
 from ..storage.memories import RecallFilters
-from ..upkeep.bulletin import Bulletins
 from .whose import people_in
 
 BEHAVIOURAL_LIMIT = 8  # behaviour rules recalled for one message
@@ -74,7 +73,7 @@ class MemoryContext:
         self.engine = engine
         self.summary_window_s, self.history_turns = summary_window_s, history_turns
         self.summaries, self.channels = engine.summaries, engine.channels
-        self.bulletins, self.places = Bulletins(engine), engine.personas
+        self.bulletins, self.places = engine.bulletin_rows, engine.personas
 
     def context_for(
         self,

@@ -2,7 +2,7 @@
 filters and a total, people with their accounts, guilds, entities, the graph, the reflections audit.
 
 Reads only, each through the owner of its table (``MemoryRepository``, ``MessageLog``, ``People``, ``Graph``,
-the reflections audit in ``memory.upkeep.maintenance``). Every write the dashboard makes goes through the owners
+``ReflectionAudits``). Every write the dashboard makes goes through the owners
 (``MemoryStore``, ``memory.upkeep.forgetting``, ``KnobStore``, ``memory.storage.audit``). The operator sees every
 partition, owner scope included: that is what the dashboard is for, and it is the only place owner memory
 is listed outside an owner DM (DASH-3). A listing is a ``MemoryQuery`` value the repository turns into
@@ -19,7 +19,6 @@ from ..engine import MemoryEngine
 from ..models import Entity, Memory
 from ..storage.graph import entity_key
 from ..storage.memories import MemoryQuery
-from ..upkeep import maintenance
 
 MAX_PAGE = 500
 
@@ -151,7 +150,7 @@ class Overview:
         return GraphView(labels, kept, tuple(dict.fromkeys(edges)))
 
     def reflections(self, limit: int = 50) -> list[ReflectionRun]:
-        rows = maintenance.audits(self.engine, max(1, min(limit, 1000)))
+        rows = self.engine.reflections.newest(max(1, min(limit, 1000)))
         return [
             ReflectionRun(
                 r["id"],

@@ -4,6 +4,7 @@ a bulletin is written from, and when, is ``memory.upkeep.bulletin``'s business: 
     replace(bulletin, people, partitions)   a scope's bulletin, in place of the one it had; the partitions it
                                             was built from (the m006 triggers drop it when one of them changes)
     get(scope, scope_id)                    a scope's bulletin, if it has one
+    for_context(ctx)                        the bulletin a conversation is shown (``scope_of``), if any
     stored(scope, scope_id)                 the bulletins, of one scope kind or id when named
 """
 
@@ -13,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..scopes import RecallContext
 from .db import Database
 
 
@@ -27,6 +29,16 @@ class Bulletin:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Bulletin:
         return cls(row["scope"], row["scope_id"], row["text"], row["built_at"], row["memory_count"])
+
+
+def scope_of(ctx: RecallContext) -> tuple[str, str]:
+    """The bulletin a conversation is shown: its guild's, the owner's in the owner's own DM, else the
+    person's DMs'."""
+    if not ctx.is_dm:
+        return "guild", ctx.guild_id or ""
+    if ctx.owner_private and ctx.owner_id:
+        return "owner", ctx.owner_id
+    return "dm", ctx.speaker_id
 
 
 class BulletinRows:
@@ -64,6 +76,9 @@ class BulletinRows:
             "SELECT * FROM bulletins WHERE scope = ? AND scope_id = ?", (scope, scope_id)
         )
         return Bulletin.from_row(row) if row else None
+
+    def for_context(self, ctx: RecallContext) -> Bulletin | None:
+        return self.get(*scope_of(ctx))
 
     def stored(self, scope: str | None = None, scope_id: str | None = None) -> list[Bulletin]:
         conditions = [

@@ -291,14 +291,6 @@ class Database:
     def delete_setting(self, key: str) -> None:
         self.execute("DELETE FROM settings WHERE key = ?", (key,))
 
-    def setting_once(self, key: str, value: str) -> str:
-        """The setting's value, ``value`` written first if there was none (a second writer keeps the first's)."""
-        self.execute(
-            "INSERT INTO settings(key, value) VALUES(?, ?) ON CONFLICT(key) DO NOTHING",
-            (key, value),
-        )
-        return str(self.get_setting(key))
-
     # -- migrations ----------------------------------------------------------------------------
     def _migrate(self) -> None:
         self._refuse_foreign()

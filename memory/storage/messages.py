@@ -375,14 +375,6 @@ class MessageLog:
         )
         return [r for (r,) in rows]
 
-    def guilds_of(self, author_id: str) -> list[str]:
-        """The guilds where this person has said something that is still stored."""
-        rows = self.db.execute(
-            "SELECT DISTINCT guild_id FROM messages WHERE author_id = ? AND guild_id IS NOT NULL",
-            (author_id,),
-        )
-        return [g for (g,) in rows]
-
     def speakers_in(self, guild_id: str) -> list[tuple[str, str]]:
         """(person id, name shown) of everyone who said something still stored in this guild, each name they
         used there: a participant's old names count as theirs (SEC-5 ties a name to nobody when two share it)."""

@@ -34,7 +34,7 @@ from ..models import Memory, Scope
 from ..protocols import Completer
 from ..safety import redact_secrets
 from ..scopes import RecallContext
-from ..storage.bulletins import Bulletin
+from ..storage.bulletins import Bulletin, scope_of
 from ..storage.corpus import Filter
 
 log = logging.getLogger(__name__)
@@ -93,15 +93,6 @@ class Plan:
     @property
     def memory_count(self) -> int:
         return len(self.read)
-
-
-def scope_of(ctx: RecallContext) -> tuple[str, str]:
-    """The bulletin a conversation is shown: its guild's, the owner's in the owner's own DM, else the person's DMs'."""
-    if not ctx.is_dm:
-        return "guild", ctx.guild_id or ""
-    if ctx.owner_private and ctx.owner_id:
-        return "owner", ctx.owner_id
-    return "dm", ctx.speaker_id
 
 
 class Bulletins:
@@ -270,9 +261,6 @@ class Bulletins:
 
     def get(self, scope: str, scope_id: str) -> Bulletin | None:
         return self.engine.bulletin_rows.get(scope, scope_id)
-
-    def for_context(self, ctx: RecallContext) -> Bulletin | None:
-        return self.get(*scope_of(ctx))
 
     def stored(self, scope: str | None = None, scope_id: str | None = None) -> list[Bulletin]:
         return self.engine.bulletin_rows.stored(scope, scope_id)

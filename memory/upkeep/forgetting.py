@@ -9,6 +9,7 @@
                     tombstone (``memory.write.tombstones``, no words) so that what remains does not teach it again
     forget_person   every row the registry (``memory.upkeep.registry``) finds for the person's ids
     forget_everything  forget_person, a /privacy off kept on each of the person's accounts (SEC-5)
+    forget_file     forget_memory of everything learned from an ingested file, then its ingest rows
     veto            forget_memory of one memory a person names from the list of what is kept about them
     forget_guild    every row the registry finds for one guild: its lore, what people said there and was
                     learned there, its messages, and the summaries, states, buffers and audits of its chats
@@ -22,11 +23,13 @@ the files, not only from the API.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..engine import MemoryEngine
+from ..errors import NotFound
 from ..models import Erased, Memory
 from ..scopes import placeholders
-from .maintenance import forget_audits
+from ..write.sources import forget_chat_summaries
 from .registry import REGISTRY, forget_files, guild_keys, guild_rows, person_keys, person_rows
 
 
@@ -109,16 +112,23 @@ def _forget_sources(engine: MemoryEngine, memories: list[Memory]) -> int:
     return engine.messages.delete_rids(sorted(set(rids)))
 
 
-def forget_chat_summaries(engine: MemoryEngine, chats: set[str]) -> None:
-    """Summaries and reflection audits paraphrase whole conversations, so those of a chat where a forgotten
-    thing was said may repeat it: they go, and the chat's turns are compacted afresh (the turns stay)."""
-    if not chats:
-        return
-    keys = sorted(chats)
-    with engine.db.transaction():
-        engine.summaries.forget_chats(keys)
-        engine.channels.forget_summaries(keys)
-        forget_audits(engine, keys)
+# -- a file ingested (WRITE-7) ------------------------------------------------------------------------
+def forget_file(engine: MemoryEngine, path: Path) -> dict[str, int]:
+    """Everything learned from a file, in every memory it went into: each memory forgotten with its history
+    (``forget_memory``: tombstones, journals, the bytes scrubbed), then the file's own rows. Ingesting the
+    file again starts over, and the tombstones keep what was forgotten from being learned back."""
+    files = engine.ingest_log.files_at(str(path.expanduser().resolve()))
+    ids = engine.ingest_log.memory_ids(files)
+    forgotten = 0
+    for memory_id in ids:
+        try:
+            forgotten += len(forget_memory(engine, memory_id).memories)
+        except (
+            NotFound
+        ):  # already gone (forgotten alone, or with an earlier version of the same fact)
+            continue
+    engine.ingest_log.drop(files)
+    return {"files": len(files), "memories": forgotten}
 
 
 # -- a whole person -------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .journals import safe_name
+from ..storage.journals import safe_name
 
 CHUNK = 1 << 20
 STORE_SIDES = (("wal", "-wal"), ("shm", "-shm"), ("rollback journal", "-journal"))

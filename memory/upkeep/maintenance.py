@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +21,6 @@ import prompts
 from ..engine import MemoryEngine
 from ..models import Memory, NewMemory, Source
 from ..protocols import Completer
-from ..safety import redact_secrets
-from ..scopes import placeholders
 from ..write.extraction import parse_object as parse_json_object
 from ..write.tombstones import unforgotten
 
@@ -51,7 +49,7 @@ def consolidate(
     progress: Progress | None = None,
 ) -> ConsolidationReport:
     clusters = list(_clusters(engine, threshold, max_cluster))
-    audit = audit_start(engine, "consolidation", f"{len(clusters)} clusters")
+    audit = engine.reflections.start("consolidation", f"{len(clusters)} clusters")
     new_ids, merged, failures, in_a_row, left = [], 0, 0, 0, 0
     for done, cluster in enumerate(clusters, start=1):
         try:
@@ -76,7 +74,7 @@ def consolidate(
             )
             break
     error = f"{failures} clusters failed" + (f"; stopped with {left} left" if left else "")
-    audit_finish(engine, audit, stored=new_ids, error=error if failures else None)
+    engine.reflections.finish(audit, stored=new_ids, error=error if failures else None)
     return ConsolidationReport(len(clusters), merged, tuple(new_ids), failures)
 
 
@@ -206,91 +204,3 @@ def prune_entities(engine: MemoryEngine, *, unseen_days: float = 90.0) -> int:
         pruned = engine.graph.prune(unseen_days)
     engine.db.optimize()  # the nightly job keeps the query planner's statistics fresh
     return pruned
-
-
-def audit_start(
-    engine: MemoryEngine,
-    kind: str,
-    hint: str,
-    excerpt: str = "",
-    *,
-    channel_key: str | None = None,
-    people: tuple[str, ...] = (),
-) -> int:
-    """Open a row in the reflections audit (consolidation runs, micro-reflections). The chat and the people
-    it read are recorded so that forgetting finds the row (memory.upkeep.registry)."""
-    engine.db.execute(
-        "INSERT INTO reflections (kind, scope_hint, started_at, input_excerpt, channel_key, people) VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            kind,
-            hint,
-            engine.clock.now(),
-            redact_secrets(excerpt),
-            channel_key,
-            json.dumps(sorted(set(people))),
-        ),
-    )
-    return int(engine.db.con.last_insert_rowid())
-
-
-def audit_finish(
-    engine: MemoryEngine,
-    audit_id: int,
-    *,
-    stored: Sequence[str] = (),
-    facts: Sequence[Any] = (),
-    error: str | None = None,
-) -> None:
-    """Close an audit row: ``failed`` when it erred and stored nothing, else ``done``."""
-    engine.db.execute(
-        "UPDATE reflections SET finished_at = ?, status = ?, stored_ids = ?, facts = ?, error = ? WHERE id = ?",
-        (
-            engine.clock.now(),
-            "failed" if error and not stored else "done",
-            json.dumps(list(stored)),
-            redact_secrets(json.dumps(list(facts), ensure_ascii=False)),
-            error,
-            audit_id,
-        ),
-    )
-
-
-# No run holds its row this long (a chat-day is one model call: at most llm_timeout_s x 3 tries, minutes), so a
-# row still "running" past it belongs to a process that was killed mid-run.
-STALE_AUDIT_S = 3600.0
-
-
-def reap_stale_audits(engine: MemoryEngine, older_than_s: float = STALE_AUDIT_S) -> int:
-    """Close the audit rows a killed run left "running": marked failed and their transcript excerpt dropped
-    (it quotes the chat, and nothing will ever finish the row). The day they read was never marked done, so
-    the next daily run reflects it again. Returns how many rows were closed."""
-    now = engine.clock.now()
-    engine.db.execute(
-        "UPDATE reflections SET status = 'failed', finished_at = ?, input_excerpt = '', error = ? "
-        "WHERE status = 'running' AND started_at < ?",
-        (now, "interrupted: the run stopped before it finished", now - older_than_s),
-    )
-    return int(engine.db.con.changes())
-
-
-def audits(engine: MemoryEngine, limit: int) -> list[dict[str, Any]]:
-    """The newest rows of the reflections audit (the operator's view)."""
-    return engine.db.rows(
-        "SELECT * FROM reflections ORDER BY started_at DESC, id DESC LIMIT ?", (limit,)
-    )
-
-
-def blank_excerpts(engine: MemoryEngine, before: float) -> None:
-    """SEC-7: audits started before ``before`` quote only turns older than it, which retention deletes: their
-    excerpts go (the facts found, which are memories' words, stay)."""
-    engine.db.execute(
-        "UPDATE reflections SET input_excerpt = '' WHERE started_at < ? AND input_excerpt != ''",
-        (before,),
-    )
-
-
-def forget_audits(engine: MemoryEngine, channel_keys: list[str]) -> None:
-    """Reflection audits of these chats quote them (excerpt, facts): they go when something said there is forgotten."""
-    engine.db.execute(
-        f"DELETE FROM reflections WHERE channel_key IN ({placeholders(channel_keys)})", channel_keys
-    )

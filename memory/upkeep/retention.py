@@ -28,7 +28,6 @@ from ..scopes import place_key
 from ..storage.departures import Departure
 from .daily import CATCH_UP_DAYS
 from .forgetting import forget_guild
-from .maintenance import blank_excerpts
 
 log = logging.getLogger(__name__)
 MIN_DAYS = CATCH_UP_DAYS + 1
@@ -68,7 +67,7 @@ def expire_messages(
         if most is not None and deleted >= most:
             break
     with engine.db.transaction():
-        blank_excerpts(engine, cutoff)
+        engine.reflections.blank_excerpts(cutoff)
     if deleted:
         engine.db.scrub()
         log.info(

@@ -22,8 +22,8 @@ from collections.abc import Iterable
 
 from ..engine import MemoryEngine
 from ..scopes import RecallContext
+from ..write.sources import forget_chat_summaries
 from ..write.wording import content_words
-from .forgetting import forget_chat_summaries
 
 SCAN = 5_000  # the person's newest messages read in the place (a forget is rare; history of one person is small)
 # The words of asking, not of what is to be forgotten (stems, as ``memory.write.wording`` makes them)

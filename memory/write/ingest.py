@@ -31,7 +31,7 @@ from typing import Any
 import prompts
 
 from ..engine import MemoryEngine
-from ..errors import EmbeddingError, InvalidInput, NotFound, Rejected
+from ..errors import EmbeddingError, InvalidInput, Rejected
 from ..models import (
     FactKind,
     JsonObject,
@@ -504,23 +504,3 @@ class Ingester:
 def batches(passages: Iterator[Passage]) -> Iterator[list[Passage]]:
     while batch := list(islice(passages, BATCH)):
         yield batch
-
-
-def forget_file(engine: MemoryEngine, path: Path) -> dict[str, int]:
-    """Everything learned from a file, in every memory it went into: each memory forgotten with its history
-    (``memory.upkeep.forgetting``: tombstones, journals, the bytes scrubbed), then the file's own rows. Ingesting the
-    file again starts over, and the tombstones keep what was forgotten from being learned back."""
-    from ..upkeep.forgetting import forget_memory
-
-    files = engine.ingest_log.files_at(str(path.expanduser().resolve()))
-    ids = engine.ingest_log.memory_ids(files)
-    forgotten = 0
-    for memory_id in ids:
-        try:
-            forgotten += len(forget_memory(engine, memory_id).memories)
-        except (
-            NotFound
-        ):  # already gone (forgotten alone, or with an earlier version of the same fact)
-            continue
-    engine.ingest_log.drop(files)
-    return {"files": len(files), "memories": forgotten}

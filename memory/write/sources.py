@@ -25,7 +25,6 @@ from ..models import Memory, Withdrawn
 from ..scopes import RecallContext
 from ..storage.messages import clean_text
 from ..storage.sessions import ExtractionBuffer
-from ..upkeep.forgetting import forget_chat_summaries
 
 EDIT_SETTLE_S = (
     300.0  # an edit is extracted once its message has not been edited again for 5 minutes
@@ -116,6 +115,19 @@ def _withdraw(engine: MemoryEngine, message_ids: list[str]) -> Withdrawn:
         else []
     )
     return Withdrawn(memories=tuple(withdrawn), kept=tuple(kept))
+
+
+def forget_chat_summaries(engine: MemoryEngine, chats: set[str]) -> None:
+    """Summaries and reflection audits paraphrase whole conversations, so those of a chat where a
+    forgotten (or edited, or deleted) thing was said may repeat it: they go, and the chat's turns are
+    compacted afresh (the turns stay). Every forget ends with it (``memory.upkeep.forgetting``)."""
+    if not chats:
+        return
+    keys = sorted(chats)
+    with engine.db.transaction():
+        engine.summaries.forget_chats(keys)
+        engine.channels.forget_summaries(keys)
+        engine.reflections.forget_chats(keys)
 
 
 def _scrub_chat(engine: MemoryEngine, platform: str, channel_id: str) -> None:

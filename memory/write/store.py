@@ -19,7 +19,6 @@ applies the verdict (``contradicts``). The store never calls a model itself.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import uuid
@@ -49,7 +48,7 @@ from .tombstones import Tombstones
 from .versions import distinct
 
 if TYPE_CHECKING:
-    from ..upkeep.journals import Journals
+    from ..storage.journals import Journals
 
 log = logging.getLogger(__name__)
 
@@ -478,7 +477,3 @@ def _same_words(a: str, b: str) -> bool:
     """Near-identical wording: a changed number or name makes the new fact an update, not a duplicate."""
     wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
     return bool(wa | wb) and len(wa & wb) / len(wa | wb) >= 0.8
-
-
-def dump_json(memory: Memory) -> str:
-    return json.dumps(memory.as_dict(), ensure_ascii=False)

@@ -299,7 +299,7 @@ def test_reembedding_while_the_person_is_forgotten_leaves_no_vector_or_cached_ve
 
 
 def test_a_file_forgotten_while_the_model_reads_it_stores_nothing_of_it(engine, tmp_path):
-    from memory.write.ingest import forget_file
+    from memory.upkeep.forgetting import forget_file
 
     notes = tmp_path / "notes.md"
     notes.write_text(f"# Locker\n\nThe boat is called {WORD}.\n", encoding="utf-8")

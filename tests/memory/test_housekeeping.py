@@ -9,7 +9,6 @@ from conftest import count, remember, say
 from memory import Housekeeping, Maintained
 from memory.clock import DAY
 from memory.storage.db import AsyncRunner
-from memory.upkeep.maintenance import audit_start
 from memory.upkeep.retention import MIN_DAYS
 
 
@@ -39,9 +38,9 @@ async def test_maintain_decays_before_it_prunes_and_keeps_what_is_still_worth_it
 async def test_reaping_closes_only_the_rows_a_killed_run_left_and_drops_their_excerpt(
     engine, clock, runner
 ):
-    stale = audit_start(engine, "daily", "discord:dm-alice", "alice: my pin is under the mat")
+    stale = engine.reflections.start("daily", "discord:dm-alice", "alice: my pin is under the mat")
     clock.advance(2 * 3600)
-    fresh = audit_start(engine, "daily", "discord:dm-bob", "bob: hello")
+    fresh = engine.reflections.start("daily", "discord:dm-bob", "bob: hello")
 
     assert await Housekeeping(engine, runner).reap_stale_audits() == 1
 

@@ -13,8 +13,8 @@ from conftest import HashEmbedder, remember
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.models import Scope, Visibility
+from memory.storage.journals import SNAPSHOT, folder_of, safe_name
 from memory.upkeep.forgetting import forget_guild, forget_memory, forget_person
-from memory.upkeep.journals import SNAPSHOT, folder_of, safe_name
 from memory.upkeep.registry import FILE_REGISTRY
 from tests.pipeline_support import build_runtime, dm, facts, group
 

@@ -115,17 +115,14 @@ def test_running_again_finds_nothing_and_a_window_shorter_than_the_daily_look_ba
 
 
 def test_the_audit_excerpts_of_expired_days_go_and_their_facts_stay(engine, clock, hundred_days):
-    from memory.upkeep.maintenance import audit_finish, audit_start
-
-    old = audit_start(
-        engine,
+    old = engine.reflections.start(
         "daily",
         "old day",
         f"Alice: today I saw a {word(3)}",
         channel_key="discord:dm-alice",
         people=("alice",),
     )
-    audit_finish(engine, old, facts=["Alice gardens"])
+    engine.reflections.finish(old, facts=["Alice gardens"])
     # run on day 3
     engine.db.execute(
         "UPDATE reflections SET started_at = ? WHERE id = ?", (clock.now() - 97 * DAY, old)

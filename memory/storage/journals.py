@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ..models import Memory, MemoryType
-from ..storage.memories import RecallFilters
-from ..storage.private import create_private, private_folder
+from .memories import RecallFilters
+from .private import create_private, private_folder
 
 log = logging.getLogger(__name__)
 
