@@ -85,7 +85,7 @@ def test_a_loop_on_the_short_window_is_heard_again_on_the_30_s_one(heard):
     text = whisper().transcribe(audio, LISTEN_RATE)
     assert any(HEARD_AGAIN in line for line in heard())
     # what the 30 s window hears, or nothing: on a busy machine its reading of this audio may loop
-    # too ("you can't deal with it" three times, once in 3,000 runs of the suite), a phantom then
+    # too ("you can't deal with it" three times, seen once in a full run), a phantom then
     assert text in (whisper_30s().transcribe(audio, LISTEN_RATE), "")
 
 
