@@ -29,14 +29,14 @@ WRITTEN = datetime(2026, 10, 21, 9, 0, tzinfo=UTC).timestamp()  # a Wednesday
 NURSE = "I work as a nurse at the children's hospital."
 LEEDS = "I live in Leeds, near the river."
 MOVED = "I moved here from York last month."
-CELLO = "Ich spiele Cello im Orchester."  # German: kept in its words, labelled whose it is
+CELLO = "Ich spiele Cello im Orchester."  # German: kept in its language, told about her
 CAT = "What's my cat called?"
 BEAGLE = "I've adopted a beagle called Rex."  # the old prompt's example, filed by a real 1.5B
 STORED = {
     "Priya works as a nurse at the children's hospital.",
     "Priya lives in Leeds, near the river.",
     "Priya moved here from York in September 2026.",
-    CELLO,
+    "Priya spielt Cello im Orchester.",
 }
 FIRST_PERSON_LINE = re.compile(
     r"""^\s*- [^"\n]*(?:"[^"\n]*"[^"\n]*)*: "(?:I|I'm|I've|My|my) """, re.M
@@ -92,7 +92,7 @@ async def test_first_person_facts_are_stored_about_the_person_and_the_beagle_is_
     rt.engine.clock.advance(31)
     await rt.background.tick()
 
-    assert memories(rt) == STORED  # third person, "last month" resolved; German as said
+    assert memories(rt) == STORED  # third person, "last month" resolved; German too
     log = "\n".join(r.getMessage() for r in caplog.records)
     assert "its distinctive words are not in the lines it came from: 1" in log
     # nowhere in the store file or its log, the FTS shadow tables' stems ("beagl") among them
@@ -112,7 +112,8 @@ async def test_the_chat_model_reads_whose_each_fact_is_and_no_line_in_the_first_
     system = reply_prompt(srv, "Do you know what I do for work?")
     nurse = json.dumps("Priya works as a nurse at the children's hospital.")
     assert f'about "Priya": {nurse}' in system
-    assert f'about "Priya": {json.dumps(CELLO)}' in system  # another language: labelled, as said
+    # another language: in its words, told about her, labelled
+    assert f'about "Priya": {json.dumps("Priya spielt Cello im Orchester.")}' in system
     assert FIRST_PERSON_LINE.search(system) is None, FIRST_PERSON_LINE.search(system)
 
 

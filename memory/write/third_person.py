@@ -13,9 +13,10 @@ love") agrees: "am" -> "is", "have" -> "has", "don't" -> "doesn't", "live" -> "l
 "watches"; past forms, modals and the forms that are the same in both tenses ("read", "put") stay.
 "The user" is the name too.
 
-English, and Chinese (whose verbs do not change: "我住在成都" -> "林晓住在成都"), and only what is
-cheap and safe: a sentence is turned when most of its other words are English (the leak check's
-vocabulary), so "me gusta el café" and "Ich arbeite als Krankenschwester" are left in their language
+English, Chinese (whose verbs do not change: "我住在成都" -> "林晓住在成都") and German
+(``memory.write.german_person``: "Ich wohne in München" -> "Jonas wohnt in München"), and only what
+is cheap and safe: a sentence is turned when most of its other words are English (the leak check's
+vocabulary), so "me gusta el café" and "moro em Lisboa com a minha irmã" are left in their language
 and their words (never translated); the snapshot labels whose each fact is for those
 (``bot.assembly``)."""
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import re
 
 from ..recall.leaks import _vocabulary
+from .german_person import german, told
 
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _SUBJECT = frozenset({"i", "i'm", "i've", "i'd", "i'll"})
@@ -77,6 +79,8 @@ def third_person(text: str, name: str) -> str:
         return text
     if _CHINESE_I.search(text):
         return _chinese(text, name)
+    if german(text):  # "ich", "mein": never words of English
+        return told(text, name)
     if not english(text):
         return text
     tokens = list(_TOKEN.finditer(text))

@@ -45,7 +45,16 @@ WRITTEN = datetime(2026, 10, 21, 9, 0, tzinfo=UTC).timestamp()  # a Wednesday
         # already about the person, or not English: left as written (never translated)
         ("Priya works as a nurse", "Priya works as a nurse"),
         ("User 8 loves sailing", "User 8 loves sailing"),
-        ("Ich arbeite als Krankenschwester", "Ich arbeite als Krankenschwester"),
+        # German (issue 45, LANG-3: the real 1.5B's German facts, all in the first person)
+        ("Ich arbeite als Krankenschwester", "Priya arbeitet als Krankenschwester"),
+        ("Mein Zahnarzttermin ist am 3. Dezember.", "Priyas Zahnarzttermin ist am 3. Dezember."),
+        ("Merk dir, dass ich gegen Nüsse allergisch bin.", "Priya ist gegen Nüsse allergisch."),
+        ("Seit Mai wohne ich in München.", "Seit Mai wohnt Priya in München."),
+        ("Ich habe einen Kater namens Krümel.", "Priya hat einen Kater namens Krümel."),
+        ("Ich fahre jeden Tag mit dem Rad.", "Priya fährt jeden Tag mit dem Rad."),
+        ("Ich kann gut kochen", "Priya kann gut kochen"),
+        ("Die Katze gehört mir", "Die Katze gehört Priya"),
+        ("Ich gern Kuchen", "Ich gern Kuchen"),  # no verb beside "ich": as said
         ("me gusta el café", "me gusta el café"),
         ("Me llamo Priya y trabajo como enfermera", "Me llamo Priya y trabajo como enfermera"),
         ("My mieszkamy w Gdańsku", "My mieszkamy w Gdańsku"),
