@@ -93,9 +93,7 @@ class Tombstone:
 
 
 ENGLISH_MODEL = "onnx:"  # the bundled MiniLM and operators' own ONNX models (English family)
-_COMMON: dict[
-    str, np.ndarray | None
-] = {}  # model fingerprint -> the everyday sentences' mean vector
+_COMMON: dict[str, np.ndarray] = {}  # model fingerprint -> the everyday sentences' mean vector
 
 
 def everyday_sentences() -> list[str]:
@@ -245,24 +243,34 @@ class Tombstones:
         if not texts or self.embeddings is None or not self.embeddings.available:
             return None
         vectors = self.embeddings.embed_queries(texts)
-        common = self._common()
-        if vectors is None or common is None:
+        if vectors is None or self._english():
             return vectors
+        common = self._common()
+        if common is None:
+            return (
+                None  # its mean could not be read this time: no signature rather than a wrong one
+            )
         centred = vectors - common
         return centred / np.clip(np.linalg.norm(centred, axis=1, keepdims=True), 1e-12, None)
 
     def _common(self) -> np.ndarray | None:
         """The mean meaning of everyday sentences in several languages (``assets/everyday.txt``) for
-        the model that draws the traces; None for the English MiniLM, whose tombstones were tuned
-        without it."""
+        the model that draws the traces (not the English MiniLM's: ``_english``); None when the
+        model fails to embed them now (never kept: the next trace asks again)."""
         assert self.embeddings is not None
-        fingerprint = self.embeddings.fingerprint
-        if fingerprint is None or fingerprint.startswith(ENGLISH_MODEL):
-            return None
+        fingerprint = self.embeddings.fingerprint or ""
         if fingerprint not in _COMMON:
             vectors = self.embeddings.embed_queries(everyday_sentences())
-            _COMMON[fingerprint] = None if vectors is None else vectors.mean(axis=0)
+            if vectors is None:
+                return None  # a failure now is not the model's mean: asked again next time
+            _COMMON[fingerprint] = vectors.mean(axis=0)
         return _COMMON[fingerprint]
+
+    def _english(self) -> bool:
+        """The English MiniLM (or no known model), whose tombstones were tuned uncentred."""
+        assert self.embeddings is not None
+        fingerprint = self.embeddings.fingerprint
+        return fingerprint is None or fingerprint.startswith(ENGLISH_MODEL)
 
     def _buried(self, fact: Fact) -> list[Buried]:
         if not self.any():
