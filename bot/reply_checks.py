@@ -18,6 +18,7 @@ never shown (the console streams as the model writes).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -100,6 +101,11 @@ class Echoes:
         # the person (a real 1.5B answered "I have a grey cat called Biscuit." to that line, and
         # "I live in Leeds" to "which city do I live in?")
         self.people = [_runs(content_words(_without_clock(line))) for line in people[-PEOPLE:]]
+        # and the facts about people the prompt shows: "I work as a nurse at the children's
+        # hospital." was the real 1.5B's answer to "Do you know what I do for work?", the snapshot
+        # saying 'about "Sam": "Sam works as a nurse at the children's hospital."'
+        system = " ".join(_text(m.get("content")) for m in convo if m.get("role") == "system")
+        self.people += [_runs(content_words(fact)) for fact in _facts_about_people(system)]
 
     def parroted(self, text: str) -> bool:
         """Whether ``text`` is only words the model was given, or a recent reply said again to new
@@ -164,3 +170,17 @@ def _without_clock(text: str) -> str:
 def without_clock(text: str) -> str:
     """A reply without the clock notes a weak model copied from the person's turns."""
     return _without_clock(text).strip() if _CLOCK.search(text) else text
+
+
+# a fact line of the snapshot (``bot.assembly``): - about "Sam": "Sam works as a nurse ..." (...)
+_FACT_LINE = re.compile(r'about "[^"\n]*"(?:, told by "[^"\n]*")?: ("(?:[^"\\\n]|\\.)*")')
+
+
+def _facts_about_people(system: str) -> list[str]:
+    found = []
+    for quoted in _FACT_LINE.findall(system):
+        try:
+            found.append(str(json.loads(quoted)))
+        except ValueError:
+            continue
+    return found

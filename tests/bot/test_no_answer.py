@@ -179,3 +179,27 @@ async def test_a_chinese_persons_own_line_said_back_as_the_bots_is_asked_again(r
     srv.script("林晓：我住在成都，离锦江不远。", "你住在成都。")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "我住在哪个城市？", mid="2"))
     assert reply.text == "你住在成都。"
+
+
+async def test_a_fact_about_the_person_said_back_as_the_bots_own_life_is_asked_again(rt, srv):
+    """The real 1.5B, shown 'about "Sam": "Sam works as a nurse at the children's hospital."',
+    answered "Do you know what I do for work?" with "I work as a nurse at the children's
+    hospital."."""
+    srv.script(
+        ToolCall(
+            "memory_store",
+            {
+                "content": "Sam works as a nurse at the children's hospital.",
+                "subject": "Sam",
+                "type": "semantic",
+            },
+        ),
+        "Noted.",
+    )
+    await rt.orchestrator.reply(dm("telegram", "7", "hello", mid="1", name="Sam"))
+    srv.script("I work as a nurse at the children's hospital.", "You work as a nurse there.")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "Do you know what I do for work?", mid="2", name="Sam")
+    )
+    assert reply.text == "You work as a nurse there."
+    assert "nurse" in srv.chat_requests[-2]["messages"][0]["content"]  # the fact was shown
