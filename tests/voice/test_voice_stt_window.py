@@ -83,10 +83,13 @@ def test_a_loop_on_the_short_window_is_heard_again_on_the_30_s_one(heard):
         400,
     )
     text = whisper().transcribe(audio, LISTEN_RATE)
-    assert any(HEARD_AGAIN in line for line in heard())
-    # what the 30 s window hears, or nothing: on a busy machine its reading of this audio may loop
-    # too ("you can't deal with it" three times, seen once in a full run), a phantom then
-    assert text in (whisper_30s().transcribe(audio, LISTEN_RATE), "")
+    (again,) = [line for line in heard() if HEARD_AGAIN in line]
+    looped = re.search(r"\('(.*)'\)", again)[1]
+    assert "you, you, you" in looped
+    # the short window's loop is never what is heard; what the 30 s window makes of this audio is not
+    # pinned: on a busy machine Whisper falls back to sampling and its reading differs run to run (a
+    # CI run got "Remember, you have the order." twice where a second reading got nothing)
+    assert looped not in text and "you, you, you" not in text
 
 
 def test_a_model_folder_of_your_own_keeps_the_30_s_window(heard):
