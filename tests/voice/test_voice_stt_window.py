@@ -86,7 +86,7 @@ def test_a_loop_on_the_short_window_is_heard_again_on_the_30_s_one(heard):
     (again,) = [line for line in heard() if HEARD_AGAIN in line]
     looped = re.search(r"\('(.*)'\)", again)[1]
     assert "you, you, you" in looped
-    # the short window's loop is never what is heard; what the 30 s window makes of this audio is not
+    # the short window's loop is never what is heard; what the 30 s window makes of it is not
     # pinned: on a busy machine Whisper falls back to sampling and its reading differs run to run (a
     # CI run got "Remember, you have the order." twice where a second reading got nothing)
     assert looped not in text and "you, you, you" not in text
