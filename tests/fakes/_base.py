@@ -20,6 +20,7 @@ from aiohttp import web
 # beyond what a loaded machine needs (the suite ran at load 10 on two cores), and only ever spent in full when
 # the behaviour is broken: tests assert what happens, never how fast.
 WAIT_S = 30.0
+POLL_S = 0.05  # how often wait_until reads its condition again between recordings
 
 JSON_CONTENT_TYPE = "application/json"
 
@@ -64,7 +65,9 @@ class Waitable:
         self._changed = asyncio.Event()
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
-        """Wait until ``predicate()`` is true, re-checking after each recording.
+        """Wait until ``predicate()`` is true, re-checking after each recording and every ``POLL_S`` (a
+        predicate on the store changes with no recording here: without the poll it was read again only at the
+        deadline, and passed there, 30 s late).
 
         Raises ``TimeoutError`` (asyncio's) instead of hanging a test forever.
         """
@@ -75,7 +78,7 @@ class Waitable:
                 raise TimeoutError(f"condition not met within {timeout}s")
             event = self._changed
             try:
-                await asyncio.wait_for(event.wait(), remaining)
+                await asyncio.wait_for(event.wait(), min(remaining, POLL_S))
             except TimeoutError:
                 continue
 
