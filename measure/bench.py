@@ -155,6 +155,9 @@ def _rss_mb(kind: str = "") -> float:
     return round(kb / 1024, 1)
 
 
+ADDS = 200  # memories written through the full write path for ``add_per_s``
+
+
 def bench_size(
     size: int,
     queries: int,
@@ -212,11 +215,16 @@ def bench_size(
             "embed_query_ms": _timed(lambda: model.embed_queries([next(embed_texts)]), queries),
             "embed_query_ms_english": _timed(lambda: english.embed([next(embed_texts)]), queries),
             "insert_per_s": round(insert_per_s),
-            "add_per_s": round(_add_rate(engine, gen)),
-            "embed_passage_ms": embed_passage_ms(model, passages(gen, 30)),
-            "embed_passage_ms_english": embed_passage_ms(english, passages(gen, 30)),
+            "add_per_s": round(_add_rate(engine, gen, _samples(ADDS, queries))),
+            "embed_passage_ms": embed_passage_ms(model, passages(gen, _samples(30, queries))),
+            "embed_passage_ms_english": embed_passage_ms(
+                english, passages(gen, _samples(30, queries))
+            ),
             "ingest_passages_per_s": round(
-                ingest_passages_per_s(engine, passages(gen, PASSAGES), Path(tmp)), 1
+                ingest_passages_per_s(
+                    engine, passages(gen, _samples(PASSAGES, queries)), Path(tmp)
+                ),
+                1,
             ),
         }
         if turn is not None:
@@ -237,7 +245,13 @@ def bench_size(
     return result
 
 
-def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = 200) -> float:
+def _samples(count: int, queries: int) -> int:
+    """A write figure's sample count: its own ``count`` at the default queries, fewer when fewer queries were
+    asked for (a quick run, as the tests make; at 3 queries the multilingual model's 300 passages took 17 s)."""
+    return min(count, max(queries, 5))
+
+
+def _add_rate(engine: MemoryEngine, gen: TextGen, n: int = ADDS) -> float:
     """The full write path: safety filters, real embedding, dedup search, links."""
     start = time.perf_counter()
     for _ in range(n):
