@@ -246,8 +246,9 @@ def bench_size(
 
 
 def _samples(count: int, queries: int) -> int:
-    """A write figure's sample count: its own ``count`` at the default queries, fewer when fewer queries were
-    asked for (a quick run, as the tests make; at 3 queries the multilingual model's 300 passages took 17 s)."""
+    """A write figure's sample count: its own ``count`` at the default queries, fewer when fewer
+    queries were asked for (a quick run, as the tests make: at 3 queries the multilingual
+    model's 300 passages took 17 s)."""
     return min(count, max(queries, 5))
 
 

@@ -20,7 +20,10 @@ allows or compresses like a loop (Whisper's own 2.4 limit), or an average log-pr
 speech too long for the short window, and so is anything the short window would drop as a phantom
 (``voice.phantoms``' rules were set on the 30 s window's signals, and a short window raises
 Whisper's no-speech probability: "Thank you." 0.42 at 8 s, 0.19 at 30 s, above the 0.4 that drops
-it), so noise costs both passes. A model folder of your own keeps the 30 s window: only the bundled
+it), so noise costs both passes. The 30 s window is greedy too, without Whisper's fallback to
+sampling at higher temperatures: sampling heard the same clip differently from run to run
+(babble was "" in one run, "This is why I'm a liberal..." in another), and a phantom let through
+by chance is answered. A model folder of your own keeps the 30 s window: only the bundled
 tiny.en was measured.
 """
 
@@ -110,6 +113,7 @@ class FasterWhisperSTT:
             vad_filter=False,
             condition_on_previous_text=False,
             without_timestamps=True,
+            temperature=0.0,
         )
         return [Segment(s.text, s.no_speech_prob, s.avg_logprob) for s in found]
 

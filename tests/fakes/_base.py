@@ -65,9 +65,9 @@ class Waitable:
         self._changed = asyncio.Event()
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
-        """Wait until ``predicate()`` is true, re-checking after each recording and every ``POLL_S`` (a
-        predicate on the store changes with no recording here: without the poll it was read again only at the
-        deadline, and passed there, 30 s late).
+        """Wait until ``predicate()`` is true, re-checking after each recording and every
+        ``POLL_S`` (a predicate on the store changes with no recording here: without the poll it
+        was read again only at the deadline, and passed there, 30 s late).
 
         Raises ``TimeoutError`` (asyncio's) instead of hanging a test forever.
         """
