@@ -14,7 +14,6 @@ from memory.write.subjects import Place, subject_of
 from tests.bot.test_consent import GROUP_KW, answers_ok, tg_answer, tg_say
 from tests.pipeline_support import facts, platforms
 
-pytestmark = pytest.mark.asyncio
 BOB, MALLORY, DAVE, ADMIN, SAM_A, SAM_B = 66, 77, 99, 88, 41, 42
 GROUP = -1001
 REYKJAVIK = "Dave is moving to Reykjavik"

@@ -26,7 +26,6 @@ from memory.storage.reminders import MAX_ATTEMPTS
 from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram, ToolCall
 from tests.pipeline_support import build_runtime
 
-pytestmark = pytest.mark.asyncio
 TG_USER, DC_USER, DC_DM, GUILD, CHANNEL, GONE_CHANNEL = 55, 7001, 9100, 8000, 8001, 8099
 ANNOUNCE = 8002  # members read it, only the server's owner posts in it
 

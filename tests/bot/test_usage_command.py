@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-import pytest
-
 from bot.budgets import Level
 from bot.commands import HELP
 from bot.composition import build_completer
@@ -24,7 +22,6 @@ from tests.bot.test_checkins import at as moment
 from tests.fakes import FakeOpenAI
 from tests.pipeline_support import build_runtime, dm, facts, group
 
-pytestmark = pytest.mark.asyncio
 OWNER = "1"
 
 
