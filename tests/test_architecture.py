@@ -1002,3 +1002,10 @@ def long_lines(root: Path = ROOT) -> int:
 
 def test_lines_over_100_columns_only_get_fewer():
     assert long_lines() <= LONG_LINES_LEFT
+
+
+def test_every_module_marked_slow_still_exists():
+    """The fast subset's list names paths: a module renamed would silently join the fast run."""
+    from tests.conftest import SLOW
+
+    assert [entry for entry in SLOW if not (ROOT / entry.split("::")[0]).exists()] == []
