@@ -34,6 +34,7 @@ from .models import (
     StoredMessage,
     normalise_tags,
 )
+from .recall.whose import labelled, names_of
 from .scopes import RecallContext, write_scope
 from .storage.knobs import Weights
 from .storage.reminders import Place
@@ -341,8 +342,9 @@ class MemoryTools:
             self.ctx, a.query, filters=filters, top_k=a.topK, weights=a.weights, threshold=0.0
         )
         self.strong.update(h.item.id for h in hits if h.relevance >= STRONG_MATCH)
+        names = names_of(self.engine.people, [h.item for h in hits])
         found = [
-            _brief(h.item) | {"score": round(h.score, 3), "match": _match(h.relevance)}
+            _brief(h.item, names) | {"score": round(h.score, 3), "match": _match(h.relevance)}
             for h in hits
         ]
         strong = any(h.relevance >= STRONG_MATCH for h in hits)
@@ -364,14 +366,18 @@ class MemoryTools:
     def memory_recall(self, a: RecallArgs) -> JsonObject:
         """Browse memories by id, type or tags, without ranking by meaning."""
         if a.id:
-            return {"results": [_brief(self.engine.memories.get_visible(a.id, self.ctx))]}
+            return self._briefs([self.engine.memories.get_visible(a.id, self.ctx)])
         filters = RecallFilters(
             types=(MemoryType(a.type),) if a.type else (), tags=normalise_tags(a.tags)
         )
         rows = self.engine.memory_rows.listing(
             self.ctx.memory_partitions(), filters, limit=20, include_inactive=a.includeConsolidated
         )
-        return {"results": [_brief(m) for m in rows]}
+        return self._briefs(rows)
+
+    def _briefs(self, memories: list[Memory]) -> JsonObject:
+        names = names_of(self.engine.people, memories)
+        return {"results": [_brief(m, names) for m in memories]}
 
     def memory_update(self, a: UpdateArgs) -> JsonObject:
         """Correct a memory in place by id (subject, content, tags, importance). Only the speaker's own memories."""
@@ -379,7 +385,7 @@ class MemoryTools:
         memory = self.engine.memories.update(
             a.id, subject=a.subject, content=a.content, tags=a.tags, importance=a.importance
         )
-        return {"status": "updated", "memory": _brief(memory)}
+        return {"status": "updated", "memory": _brief(memory, {})}
 
     def memory_delete(self, a: DeleteArgs) -> JsonObject:
         """Permanently delete a memory by id, for "forget that ...": only an id that memory_search returned as a
@@ -470,13 +476,18 @@ def parse_duration(text: str) -> float:
     return amount * {"m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}[unit]
 
 
-def _brief(m: Memory) -> JsonObject:
+def _brief(m: Memory, names: dict[str, str]) -> JsonObject:
+    """A memory as a tool result: whose it is and its words in the third person, as a prompt shows
+    it (``memory.recall.whose``: a model shown "I work as a nurse" speaks as the person); an
+    update's own result (``names`` empty) keeps the words as stored."""
+    whose, words = labelled(m, names) if names else ("", m.content)
     return {
         "id": m.id,
         "type": m.type,
         "kind": m.kind,
         "subject": m.subject,
-        "content": m.content,
+        **({"whose": whose} if whose else {}),
+        "content": words,
         "tags": list(m.tags),
         "importance": m.importance,
     }

@@ -21,7 +21,7 @@ from ..models import (
 from ..scopes import RecallContext, memory_partition
 from ..storage.graph import EntityCount
 from ..storage.memories import RecallFilters
-from .whose import people_in
+from .whose import names_of
 
 BEHAVIOURAL_LIMIT = 8  # behaviour rules recalled for one message
 MAX_PEOPLE = 6  # people in a conversation whose facts are listed (the speaker first)
@@ -116,12 +116,7 @@ class MemoryContext:
             history=self._history(ctx, state.compacted_until if state else 0.0),
             place_persona=place.text if place else "",
         )
-        return replace(found, names=self.names(people_in(found.facts())))
-
-    def names(self, people: set[str]) -> dict[str, str]:
-        """A name for each person the store knows a display name of (the first, in order)."""
-        known = self.engine.people.names_of(sorted(people))
-        return {p: min(names) for p, names in known.items() if names}
+        return replace(found, names=names_of(self.engine.people, found.facts()))
 
     def recall(
         self,

@@ -22,11 +22,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from ..models import SELF_SUBJECT, Memory, Scope, Source
 from ..write.third_person import third_person
 
 SOMEONE = "someone"  # a person whose name the store does not know
+
+
+class PeopleNames(Protocol):
+    def names_of(self, person_ids: list[str]) -> dict[str, set[str]]: ...
 
 
 def teller(m: Memory) -> str | None:
@@ -44,6 +49,13 @@ def about(m: Memory) -> str | None:
 def people_in(memories: Iterable[Memory]) -> set[str]:
     """Everyone a label may name for these facts."""
     return {p for m in memories for p in (teller(m), about(m)) if p}
+
+
+def names_of(people: PeopleNames, memories: Iterable[Memory]) -> dict[str, str]:
+    """A name for each person a label of ``memories`` may name (the first of their display names,
+    in order); a person the store knows no name of is left out."""
+    known = people.names_of(sorted(people_in(memories)))
+    return {p: min(names) for p, names in known.items() if names}
 
 
 def labelled(m: Memory, names: Mapping[str, str]) -> tuple[str, str]:

@@ -464,3 +464,24 @@ def test_dm_tools_store_private_facts_that_the_dm_can_find_again(engine):
         .call("memory_recall", json.dumps({"id": stored["id"]}))
         .startswith("Error:")
     )
+
+
+def test_search_and_recall_say_whose_each_fact_is_in_the_third_person(engine):
+    # found with the real 1.5B: a tool result "I work as a nurse" was said back as the bot's own life
+    priya = engine.people.resolve("discord", "7001", "Priya")
+    nurse = remember(engine, "I work as a nurse at the children's hospital", scope_id=priya)
+    remember(engine, "Mein Bruder wohnt in Danzig", scope_id=priya)
+    tools = MemoryTools(engine, dm_ctx(priya))
+    found = json.loads(tools.call("memory_search", {"query": "what work does Priya do"}))
+    shown = {r["id"]: (r["whose"], r["content"]) for r in found["results"]}
+    assert shown[nurse.id] == (
+        'about "Priya"',
+        "Priya works as a nurse at the children's hospital",
+    )
+    listed = json.loads(tools.call("memory_recall", {}))["results"]
+    assert {(r["whose"], r["content"]) for r in listed} == {
+        ('about "Priya"', "Priya works as a nurse at the children's hospital"),
+        ('about "Priya"', "Priyas Bruder wohnt in Danzig"),
+    }
+    # nothing stored changed
+    assert engine.memories.get(nurse.id).content == "I work as a nurse at the children's hospital"
