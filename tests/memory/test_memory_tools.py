@@ -484,6 +484,7 @@ def test_search_and_recall_say_whose_each_fact_is_in_the_third_person(engine):
         ('about "Priya"', "Priyas Bruder wohnt in Danzig"),
     }
     # nothing stored changed
+    assert nurse.content == "I work as a nurse at the children's hospital"
     assert [m.content for m in engine.memory_rows.listing(None) if m.id == nurse.id] == [
         nurse.content
     ]
