@@ -86,6 +86,7 @@ class Report:
     self_facts: list[str] = field(default_factory=list)
     json_stored: int = 0
     words_left: list[str] = field(default_factory=list)  # "word in file"
+    reminders: int = 0  # the person's reminders pending at the end
     script: Script = ENGLISH
 
     # -- figures --------------------------------------------------------------------------------------------
@@ -126,6 +127,20 @@ class Report:
         return [f for f in self.facts if self.script.first_person(f)]
 
     @property
+    def invented(self) -> list[str]:
+        """The person's facts that hold nothing they said."""
+        return [f for f in self.facts if self.script.invented(f)]
+
+    @property
+    def answers(self) -> list[tuple[str, bool]]:
+        """Each recall question the script scores, and whether its reply was right."""
+        return [
+            (t.said, bool(self.script.answered(t.said, t.shown)))
+            for t in self.turns
+            if self.script.answered(t.said, t.shown) is not None
+        ]
+
+    @property
     def wrong_self_facts(self) -> list[str]:
         return [f for f in self.self_facts if self.script.persons(f)]
 
@@ -149,6 +164,8 @@ class Report:
             out.append(f"{len(self.wrong_self_facts)} of the person's facts filed as the bot's own")
         if self.words_left:
             out.append(f"forgotten words left: {', '.join(self.words_left)}")
+        if self.reminders < self.script.reminders:
+            out.append(f"{self.reminders} of {self.script.reminders} reminders asked for stored")
         return out
 
     def as_dict(self) -> dict[str, Any]:
@@ -171,6 +188,10 @@ class Report:
             "precision": _round(self.precision),
             "recall": _round(self.recall),
             "wrong_self_facts": self.wrong_self_facts,
+            "invented_facts": self.invented,
+            "answers_right": sum(right for _, right in self.answers),
+            "answers": [{"question": q, "right": right} for q, right in self.answers],
+            "reminders_stored": self.reminders,
             "forgotten_words_left": self.words_left,
             "cached_share_from_turn_2": _round(self.cached_from_turn_2),
             "seconds_total": round(sum(seconds), 1),
@@ -343,6 +364,7 @@ def _score_store(settings: Settings, clock: FakeClock, report: Report, build: Bu
         if m.role == "assistant"
     ]
     report.json_stored = sum(1 for m in replies if TOOL_TEXT.search(m.content))
+    report.reminders = len(engine.reminders.mine(engine.people.lookup("console", USER_ID)))
     runtime.engine.close()
     runtime.runner.shutdown()
     report.words_left = words_left(Path(settings.db_path).parent, report.script.forgotten)

@@ -4,9 +4,11 @@ a Chinese chat Chinese).
 
 Each script is a person telling the bot about themselves (a pet, a job, a city, a sibling, a dated
 plan, a preference, "remember that ..."), a restart (the buffered extraction runs), questions about
-what it knows and a new hobby. The English one also asks twice to forget; the German and Chinese
-ones ask nothing to be forgotten (a forget asked in words is read in English only,
-``memory.write.forget_asked``: they check the language, not the forgetting).
+what it knows and a new hobby. The English one also asks twice to forget; a second English one
+(``en2``) has a move, a relative, a reminder and a forget asked in everyday words and five recall
+questions whose answers are scored; the German and Chinese ones ask nothing to be forgotten (a
+forget asked in words is read in English only, ``memory.write.forget_asked``: they check the
+language, not the forgetting).
 
 Gold facts match by key words in the script's language, names as written: a German chat's cat filed
 as "Jonas has a grey cat called Krümel" misses the gold "Kater", and a Chinese chat's city filed as
@@ -104,6 +106,11 @@ class Script:
     gold: tuple[Gold, ...]
     forgotten: tuple[str, ...]
     person_words: frozenset[str]
+    # after the restart: (question, key words a right answer holds one of); the reminders the
+    # conversation asks for in words
+    questions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    reminders: int = 0
+    name: str = ""  # the key of ``SCRIPTS`` (the language, or "en2")
 
     def in_language(self, fact: str) -> bool:
         return language_of(fact) == self.language
@@ -113,6 +120,16 @@ class Script:
 
     def persons(self, fact: str) -> bool:
         return any(holds(fact, w) for w in self.person_words)
+
+    def invented(self, fact: str) -> bool:
+        """A fact that is no gold fact and holds none of the person's words: nothing they said."""
+        return not any(g.matches(fact) for g in self.gold) and not self.persons(fact)
+
+    def answered(self, question: str, shown: str) -> bool | None:
+        """Whether the reply ``shown`` to a recall question holds one of its keys (None: no such
+        question)."""
+        keys = dict(self.questions).get(question)
+        return None if keys is None else any(holds(shown, k) for k in keys)
 
 
 ENGLISH = Script(
@@ -236,4 +253,53 @@ CHINESE = Script(
     person_words=_words("豆豆 猫 护士 医院 成都 林涛 哥哥 茶 牙 花生 古筝"),
 )
 
-SCRIPTS = {s.language: s for s in (ENGLISH, GERMAN, CHINESE)}
+# Issue 45's second conversation: a move, a relative, a reminder and a forget asked in everyday
+# words, and five recall questions after the restart (a right answer names what was said).
+SECOND = Script(
+    "en",
+    "Maya",
+    before=(
+        "Hey there, I'm Maya.",
+        "I just moved from Bristol to Glasgow last week.",
+        "My new flat is on Byres Road, right above a bakery.",
+        "My grandfather Tomas turns 90 next month.",
+        "He was a carpenter for forty years and still carves spoons.",
+        "I teach chemistry at a secondary school.",
+        "Can you remind me tomorrow at 6pm to call my grandfather?",
+        "My locker code at the gym is 5821.",
+        "Oh, and can you delete my locker code? I shouldn't have shared it.",
+        "I'm allergic to shellfish, so no prawns for me.",
+    ),
+    after=(
+        "Morning!",
+        "Where do I live now?",
+        "What's my grandfather's name?",
+        "What subject do I teach?",
+        "What am I allergic to?",
+        "How old is my grandfather turning?",
+        "Thanks, bye!",
+    ),
+    gold=(
+        Gold("move", (("glasgow",),)),
+        Gold("flat", (("byres",),)),
+        Gold("relative", (("tomas",),)),
+        Gold("job", (("chemistry",),)),
+        Gold("allergy", (("shellfish", "prawns"),)),
+    ),
+    forgotten=("5821",),
+    person_words=_words(
+        "glasgow bristol byres bakery tomas grandfather carpenter spoons chemistry school "
+        "shellfish prawns 5821 locker"
+    ),
+    questions=(
+        ("Where do I live now?", ("glasgow",)),
+        ("What's my grandfather's name?", ("tomas",)),
+        ("What subject do I teach?", ("chemistry",)),
+        ("What am I allergic to?", ("shellfish", "prawns")),
+        ("How old is my grandfather turning?", ("90", "ninety")),
+    ),
+    reminders=1,
+    name="en2",
+)
+
+SCRIPTS = {s.name or s.language: s for s in (ENGLISH, GERMAN, CHINESE, SECOND)}

@@ -57,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="en",
         help="the conversation's language: English (default), German or Chinese (LANG-3)",
     )
+    p.add_argument(
+        "--second",
+        action="store_true",
+        help="the second English conversation: a move, a relative, a reminder and a forget asked "
+        "in everyday words, and five recall questions after the restart, scored",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=modelcheck, uses_model=True)
 
@@ -78,7 +84,9 @@ def modelcheck(args: argparse.Namespace, settings: Settings) -> int:
     problem = reach(settings.llm_base_url, secret(settings.llm_api_key))
     if problem:
         raise UsageError(problem.message)
-    quiet, script = args.json, SCRIPTS[args.language]
+    if args.second and args.language != "en":
+        raise UsageError("--second is an English conversation: leave out --language")
+    quiet, script = args.json, SCRIPTS["en2" if args.second else args.language]
 
     def progress(turn: TurnRecord) -> None:
         if not quiet:  # a slow local model takes minutes a turn: each turn's figures as it ends
@@ -130,6 +138,18 @@ def table(report: Report) -> str:
         ("person's facts in the first person", str(len(report.first_person))),
         ("person's facts filed as the bot's (must be 0)", str(len(report.wrong_self_facts))),
         ("forgotten words left in files (must be 0)", str(len(report.words_left))),
+        ("person's facts holding nothing they said", str(len(report.invented))),
+        *(
+            [
+                (
+                    "recall answers right",
+                    f"{sum(r for _, r in report.answers)} of {len(report.answers)}",
+                ),
+                ("reminders stored", f"{report.reminders} of {report.script.reminders}"),
+            ]
+            if report.script.questions
+            else []
+        ),
         ("cached prompt share from turn 2", share(report.cached_from_turn_2)),
         ("seconds per turn (mean)", f"{data['seconds_per_turn']}"),
     ]

@@ -30,7 +30,7 @@ from bot.modelcheck import (
     run_check,
     words_left,
 )
-from bot.modelcheck_scripts import CHINESE, GERMAN, language_of
+from bot.modelcheck_scripts import CHINESE, GERMAN, SCRIPTS, language_of
 from tests.fakes import FakeOpenAI, ToolCall
 
 # What the ideal model keeps of each line that tells something durable (the gold facts, and the two forgotten).
@@ -427,3 +427,60 @@ def test_a_gold_key_word_is_found_as_a_word_a_possessive_a_word_start_or_inside_
     assert sibling.matches("林晓的哥哥林涛在深圳当程序员。")
     assert not sibling.matches("林晓 has a brother named Lin Tao.")
     assert not [g for g in ENGLISH.gold if g.matches("Sam drinks a lot of tears")]
+
+
+# The second English conversation (issue 45): what a model keeps of it, the locker code among it
+# (the forget asked in words must take it), and right answers to its recall questions.
+KEEP_2 = {
+    "I just moved from Bristol to Glasgow last week.": "Maya moved from Bristol to Glasgow.",
+    "My new flat is on Byres Road, right above a bakery.": "Maya's flat is on Byres Road.",
+    "My grandfather Tomas turns 90 next month.": "Maya's grandfather Tomas turns 90 next month.",
+    "I teach chemistry at a secondary school.": "Maya teaches chemistry at a secondary school.",
+    "My locker code at the gym is 5821.": "Maya's gym locker code is 5821.",
+    "I'm allergic to shellfish, so no prawns for me.": "Maya is allergic to shellfish.",
+}
+ANSWERS_2 = {
+    "Where do I live now?": "You live in Glasgow now.",
+    "What's my grandfather's name?": "Your grandfather is Tomas.",
+    "What subject do I teach?": "You teach chemistry.",
+    "What am I allergic to?": "Shellfish, so no prawns.",
+    "How old is my grandfather turning?": "He turns 90 next month.",
+}
+
+
+def answering(keep: dict[str, str], answers: dict[str, str]) -> Callable[[dict[str, Any]], Any]:
+    """``speaking(keep)``, answering each recall question with ``answers``."""
+    inner = speaking(keep)
+
+    def model(body: dict[str, Any]) -> Any:
+        last = body["messages"][-1]
+        said = str(last["content"]).split("\n\n(")[0] if last["role"] == "user" else ""
+        return answers[said] if body.get("tools") and said in answers else inner(body)
+
+    return model
+
+
+@pytest.mark.parametrize(
+    ("answers", "invent", "right"),
+    [(ANSWERS_2, False, 5), ({q: "I don't know." for q in ANSWERS_2}, True, 0)],
+)
+async def test_the_second_conversation_scores_answers_the_reminder_and_the_forget(
+    srv, tmp_path, answers, invent, right
+):
+    keep = KEEP_2 | (
+        {"I just moved from Bristol to Glasgow last week.": "Maya owns a yacht called Seagull."}
+        if invent
+        else {}
+    )
+    srv.default = answering(keep, answers)
+    settings = load_settings(
+        llm_base_url=srv.base_url, llm_api_key="test-key", embeddings="none", llm_timeout_s=5.0
+    )
+    report = await run_check(settings, tmp_path, build=_build, script=SCRIPTS["en2"])
+    data = report.as_dict()
+    assert data["answers_right"] == right and len(data["answers"]) == 5
+    # asked in words, with no tool call: the pipeline set it; asked to delete: no byte of it left
+    assert data["reminders_stored"] == 1 and report.words_left == []
+    assert not any("5821" in f for f in report.facts)
+    assert data["invented_facts"] == (["Maya owns a yacht called Seagull."] if invent else [])
+    assert ("recall answers right" in table(report)) and report.failures == []
