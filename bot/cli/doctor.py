@@ -27,7 +27,6 @@ library at the top (the command line imports it to register ``doctor``).
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import re
 import sys
 import time
@@ -35,9 +34,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from ..counts import counted
+from ..server_quirks import is_local
 
 if TYPE_CHECKING:
     from memory import ServerFacts, Sight, StoreFile
@@ -179,20 +178,6 @@ def token_problems(discord: str, telegram: str) -> list[str]:
             "TELEGRAM_TOKEN is not a Telegram bot token (digits:35 characters): copy it again from @BotFather"
         )
     return problems
-
-
-def is_local(url: str) -> bool:
-    """A server on this machine or network (Ollama, llama.cpp, LM Studio), which usually needs no API key."""
-    host = (urlsplit(url).hostname or "").lower()
-    if host in ("localhost", "host.docker.internal") or host.endswith(
-        (".local", ".localhost", ".lan", ".internal")
-    ):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def key_warning(base_url: str, api_key: str) -> str | None:
