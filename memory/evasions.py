@@ -60,16 +60,17 @@ _SEPARATORS = re.compile(r"[\-_.·/\\]+")
 MAX_WORD = 64  # longer runs are no word anyone hides (and would cost a reading each)
 
 _NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
-UNITS = {w: i for i, w in enumerate(f"{_NUMBERS} seventeen eighteen nineteen".split(" "))} | {
-    "oh": 0,
-    "nought": 0,
-}
-TENS = {
+# English number words, also what a reminder's "in fifteen minutes" is read with
+# (``memory.reminder_time``)
+ENGLISH_UNITS = {w: i for i, w in enumerate(f"{_NUMBERS} seventeen eighteen nineteen".split(" "))}
+ENGLISH_TENS = {
     w: 10 * i
     for i, w in enumerate(
         ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], start=2
     )
 }
+UNITS = ENGLISH_UNITS | {"oh": 0, "nought": 0}
+TENS = dict(ENGLISH_TENS)
 SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
 # German number words (a DM fact's code spelled out in German: "vier vier sieben eins"), and its
 # compound tens, unit first ("vierundvierzig": 44)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 
 from .errors import InvalidInput
+from .evasions import ENGLISH_TENS, ENGLISH_UNITS
 from .recall.when import MONTHS, WEEKDAYS
 
 # a day named without an hour: the morning, when a reminder is still useful
@@ -33,17 +34,14 @@ DEFAULT_TIME = time(9, 0)
 MAX_AHEAD_DAYS = 5 * 366  # "in 10000 days" is a typo, not a plan
 _TOO_FAR = "that is more than five years away: say a nearer time."
 _NUMBERS: dict[str, float] = {
+    **{w: n for w, n in ENGLISH_UNITS.items() if n},
+    **ENGLISH_TENS,
     "a": 1,
     "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "ten": 10,
+    "half an": 0.5,
+    "a couple of": 2,
+    "a few": 3,
 }
-_NUMBERS |= {"twenty": 20, "thirty": 30, "half an": 0.5, "a couple of": 2, "a few": 3}
 _UNIT_S = {"minute": 60, "min": 60, "hour": 3600, "hr": 3600, "day": 86400, "week": 604800}
 _DAY_RE = "|".join(WEEKDAYS) + "|" + "|".join(d[:3] for d in WEEKDAYS)
 _MONTH_RE = "|".join(MONTHS) + "|" + "|".join(m[:3] for m in MONTHS) + "|sept"

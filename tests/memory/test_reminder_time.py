@@ -24,6 +24,13 @@ TABLE = [
     ("in 2 hours", "2026-11-27 00:00", ""),
     ("in 20 minutes", "2026-11-26 22:20", ""),
     ("in half an hour", "2026-11-26 22:30", ""),
+    (
+        "in fifteen minutes",
+        "2026-11-26 22:15",
+        "",
+    ),  # every number word, one table with the leak check
+    ("in forty minutes", "2026-11-26 22:40", ""),
+    ("in seven days", "2026-12-03 22:00", ""),
     ("in 3 days", "2026-11-29 22:00", ""),
     ("tonight at 11", "2026-11-26 23:00", ""),
     ("on 3 December at 14:30", "2026-12-03 14:30", ""),
