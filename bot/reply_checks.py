@@ -48,10 +48,13 @@ REPEATS = 2  # ...as often as this: a third time in a row (a reply may well come
 HOLD_CHARS = 240  # a parrot is a sentence or two: longer text streams on, whatever its words
 PEOPLE = 20  # the person's last lines a first-person reply may not be made of
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine)\b|我(?!们)")
-# the clock note at the end of a person's turn (``bot.assembly.clock_note``), which a weak model
-# copies into its reply: "(sent 05:58 UTC)"
+# "I'm Sam", "I am Sam", "my name is Sam", "call me Sam": who the speaker says they are (not "I'm
+# Sam's friend")
+_INTRO = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Cc]all me)\s+([A-Z][^\W\d_]+)\b(?!['’]s)")
 # a speaker's label a weak model writes before its reply, as the transcript shows lines: "林晓："
 _SPEAKER = re.compile(r"^\s*[^\s:：]{1,24}[:：]\s*")
+# the clock note at the end of a person's turn (``bot.assembly.clock_note``), which a weak model
+# copies into its reply: "(sent 05:58 UTC)"
 _CLOCK = re.compile(r"\s*\(sent \d{1,2}:\d{2}[^)\n]{0,40}\)")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _PART = re.compile(r"[^\W\d_]+$")
@@ -106,11 +109,16 @@ class Echoes:
         # saying 'about "Sam": "Sam works as a nurse at the children's hospital."'
         system = " ".join(_text(m.get("content")) for m in convo if m.get("role") == "system")
         self.people += [_runs(content_words(fact)) for fact in _facts_about_people(system)]
+        # the names the person gave themselves: "Hello! I'm Sam." to "Hi! I'm Sam." (the real
+        # 1.5B) is the bot taking the person's name, however few words it shares with the line
+        self.names = {name for line in people[-PEOPLE:] for name in _INTRO.findall(line)}
 
     def parroted(self, text: str) -> bool:
         """Whether ``text`` is only words the model was given, or a recent reply said again to new
         words."""
         text = _SPEAKER.sub("", _without_clock(text), count=1)
+        if self.names & set(_INTRO.findall(text)):
+            return True
         words = content_words(text)
         runs = _runs(words)
         if not runs:

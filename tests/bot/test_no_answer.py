@@ -203,3 +203,16 @@ async def test_a_fact_about_the_person_said_back_as_the_bots_own_life_is_asked_a
     )
     assert reply.text == "You work as a nurse there."
     assert "nurse" in srv.chat_requests[-2]["messages"][0]["content"]  # the fact was shown
+
+
+async def test_the_bot_taking_the_persons_name_is_asked_again(rt, srv):
+    """The real 1.5B answered "Hi! I'm Sam. Nice to meet you." with "Hello! I'm Sam."."""
+    srv.script("Hello! I'm Sam.", "Nice to meet you, Sam!")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "Hi! I'm Sam. Nice to meet you.", mid="1")
+    )
+    assert reply.text == "Nice to meet you, Sam!"
+    # the bot saying its own name, or "I'm Sam's ..." is no parrot
+    srv.script("I'm Sam's companion, happy to help.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Who are you?", mid="2"))
+    assert reply.text == "I'm Sam's companion, happy to help."
