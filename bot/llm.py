@@ -25,6 +25,8 @@ import logging
 import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -75,6 +77,20 @@ class OpenAIEmbedder:
         if self._dim is None:
             self._dim = vectors.shape[1]
         return vectors
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What one ``ChatClient.run`` gave: the reply's words, and what the server reported for each
+    request of it (ORCH-9). A run's results are its own: the client is shared by every chat."""
+
+    text: str
+    usage: tuple[Usage, ...] = ()
+
+
+# the usage of the run in progress in this task (``ChatClient.run`` sets and resets it): two chats
+# running at once each read their own
+_RUN_USAGE: ContextVar[list[Usage] | None] = ContextVar("run_usage", default=None)
 
 
 class LLMError(Exception):
@@ -184,18 +200,12 @@ class ChatClient:
             sleep,
         )
         self.turn_deadline_s, self.timeout_s = turn_deadline_s, timeout
-        self.last_failure: LLMError | None = (
-            None  # why the latest turn failed, for the one line the console shows
-        )
         self.tools_off = (
             False  # set when the server rejected ``tools``: some local models have no tool calling
         )
         self.structured_off = False  # set when the server rejected ``response_format``
         self.max_tokens = max_tokens  # on every request: a weak model that rambles is stopped (COMPANION_*_MAX_TOKENS)
         self.on_call = on_call  # (seconds, failed) per request, for /metrics
-        self.turn_usage: list[
-            Usage
-        ] = []  # what the server reported for each request of the latest run (ORCH-9)
         self.on_usage = (
             on_usage  # (model, usage or None) per answered request, for the usage ledger (ORCH-14)
         )
@@ -232,22 +242,21 @@ class ChatClient:
         messages: list[dict[str, Any]],
         tools: ToolBox | None = None,
         stream: StreamSink | None = None,
-    ) -> str:
+    ) -> Answer:
         """The tool loop: the model may call tools up to ``max_steps`` times, then must answer in text, all
         within ``turn_deadline_s`` (``TurnTimeout``): the per-request timeout alone let a trickling stream
-        take 3 attempts x 60 s."""
-        self.turn_usage = []
+        take 3 attempts x 60 s. A failure is raised (``LLMError``), never kept on the client."""
+        usage: list[Usage] = []
+        token = _RUN_USAGE.set(usage)
         try:
             async with self._first(), asyncio.timeout(self.turn_deadline_s):
-                return await self._loop(messages, tools, stream)
+                return Answer(await self._loop(messages, tools, stream), tuple(usage))
         except TimeoutError as exc:
-            self.last_failure = TurnTimeout(
+            raise TurnTimeout(
                 f"no answer within the turn's deadline ({self.turn_deadline_s:g} s)"
-            )
-            raise self.last_failure from exc
-        except LLMError as exc:
-            self.last_failure = exc
-            raise
+            ) from exc
+        finally:
+            _RUN_USAGE.reset(token)
 
     def _first(self) -> contextlib.AbstractAsyncContextManager[None]:
         return self.gate.reply() if self.gate is not None else contextlib.nullcontext()
@@ -468,7 +477,8 @@ class ChatClient:
 
     async def _note_usage(self, usage: Usage | None) -> None:
         if usage is not None:
-            self.turn_usage.append(usage)
+            if (run := _RUN_USAGE.get()) is not None:
+                run.append(usage)
             log.debug("model %s: %s", self.model, usage.describe())
         if (
             self.on_usage is not None

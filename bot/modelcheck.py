@@ -39,7 +39,7 @@ from .usage import Usage
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .llm import ToolBox
+    from .llm import Answer, ToolBox
     from .runtime import Runtime
 
 USER_ID = "modelcheck"
@@ -249,14 +249,13 @@ class Watched:
 
     async def run(
         self, messages: list[dict[str, Any]], tools: Any = None, stream: Any = None
-    ) -> str:
+    ) -> Answer:
         record = self.record or TurnRecord("")
-        try:
-            return await self.llm.run(
-                messages, CountingTools(tools, record.tool_calls) if tools else None, stream
-            )
-        finally:
-            record.usage.extend(self.llm.turn_usage)
+        answer = await self.llm.run(
+            messages, CountingTools(tools, record.tool_calls) if tools else None, stream
+        )
+        record.usage.extend(answer.usage)  # a failed run's requests are not counted
+        return answer
 
 
 Build = Callable[["Settings", FakeClock], "Runtime"]

@@ -163,7 +163,12 @@ class Orchestrator:
         user = {"role": "user", "content": seen.content(self._user_text(turn, done))}
         convo: list[dict[str, Any]] = [{"role": "system", "content": system}, *snap.history, user]
         stream = CappedSink(stream) if stream else None
-        text = await self._answer(turn, convo, tools, stream, mode.may_skip)
+        failure: LLMError | None = None
+        try:
+            text: str | None = await self._answer(turn, convo, tools, stream, mode.may_skip)
+        except LLMError as exc:  # the turn is kept and answered with the apology (ORCH-6)
+            log.exception("no reply for %s/%s", message.platform, message.channel_id)
+            text, failure = None, exc
         # issue 45: a reminder asked in words is set, whatever the model did; ORCH-13: no unstored
         # promise
         note = await self._remind_asked(turn, tools, stream if text else None)
@@ -184,7 +189,7 @@ class Orchestrator:
             session.record(turn, None if skipped else text, self.assembler.bot_name)
             self.voice.compact_soon(turn.channel_key)
         if text is None:
-            return Reply(APOLOGY, forgotten, failed=True)
+            return Reply(APOLOGY, forgotten, failed=True, failure=failure)
         return (
             Reply("", forgotten, skipped=True)
             if skipped
@@ -309,15 +314,10 @@ class Orchestrator:
         convo: list[dict[str, Any]],
         tools: AsyncTools,
         stream: StreamSink | None,
-        message: IncomingMessage,
-    ) -> str | None:
-        """The LLM tool loop; None when the model failed (the turn is kept, ORCH-6). An answer is cut to what
-        history keeps (a 400,000-character answer went out as 98 Telegram messages; history kept 8,000)."""
-        try:
-            return bounded(await self.llm.run(convo, tools, stream) or NO_ANSWER)
-        except LLMError:
-            log.exception("no reply for %s/%s", message.platform, message.channel_id)
-            return None
+    ) -> str:
+        """The LLM tool loop (``LLMError`` when the model failed). An answer is cut to what history
+        keeps (a 400,000-character answer went out as 98 Telegram messages; history kept 8,000)."""
+        return bounded((await self.llm.run(convo, tools, stream)).text or NO_ANSWER)
 
     async def _answer(
         self,
@@ -338,9 +338,7 @@ class Orchestrator:
             LeakGate(stream, lambda said: self._leaks(turn, said)) if stream and checked else None
         )
         sink = gate or stream
-        drafted = await self._ask(
-            convo, tools, SkipGate(sink) if sink and may_skip else sink, turn.message
-        )
+        drafted = await self._ask(convo, tools, SkipGate(sink) if sink and may_skip else sink)
         text = await self._guarded(turn, convo, tools, drafted)
         if gate is not None:
             await gate.finish(text, drafted)
@@ -358,15 +356,14 @@ class Orchestrator:
             or not await self._leaks(turn, text, "asking the model again")
         ):
             return text
-        again = await self._ask(
-            [*convo, {"role": "system", "content": prompts.render("leak_retry")}],
-            tools,
-            None,
-            turn.message,
-        )
-        if again is None or await self._leaks(turn, again, "withheld"):
+        try:
+            again = await self._ask(
+                [*convo, {"role": "system", "content": prompts.render("leak_retry")}], tools, None
+            )
+        except LLMError:
+            log.exception("no second answer for %s", turn.channel_key)
             return WITHHELD
-        return again
+        return WITHHELD if await self._leaks(turn, again, "withheld") else again
 
     async def _leaks(self, turn: Turn, text: str, outcome: str = "") -> bool:
         """Would ``text`` reveal memories this place may not see? Logged with ids and kinds, never

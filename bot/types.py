@@ -86,6 +86,7 @@ class Reply:
     text: str
     forgotten: tuple[str, ...] = ()  # contents deleted while building this reply (ORCH-3)
     failed: bool = False  # the LLM failed and this is the short apology (ORCH-6)
+    failure: Exception | None = None  # why, when ``failed``: what the console explains in a line
     skipped: bool = (
         False  # the model chose to stay silent ([SKIP]); ``text`` is empty, the turn is stored
     )

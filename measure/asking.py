@@ -212,8 +212,7 @@ async def ask(runtime: Runtime, clock: FakeClock, place: Place, number: int, que
     clock.advance(QUESTION_GAP_S)
     reply = await runtime.orchestrator.reply(place.asked(number, question, clock.now()))
     if reply.failed:
-        why = getattr(runtime.orchestrator.llm, "last_failure", None)
-        raise NoAnswer(str(why or "the model gave no answer"), reply.text)
+        raise NoAnswer(str(reply.failure or "the model gave no answer"), reply.text)
     return reply.text
 
 

@@ -48,7 +48,7 @@ QUIT = frozenset({"/quit", "/exit"})
 PASTE_GAP_S = 0.03
 
 InputFn = Callable[[str], "str | Awaitable[str]"]
-Diagnose = Callable[[], Awaitable["str | None"]]
+Diagnose = Callable[[Exception | None], Awaitable["str | None"]]
 DEFAULT_USER_ID = "local-user"
 DEFAULT_NAME = "friend"
 
@@ -258,7 +258,7 @@ class ConsoleChat:
             self._everything_asked = False
             await self.lines.forgot(line)
         if reply.failed:
-            await self._explain()
+            await self._explain(reply.failure)
         elif offered := self._names.offer(line):
             self._write(f"(Shall I call you {offered}? /name {offered})\n")
 
@@ -271,9 +271,9 @@ class ConsoleChat:
         self._names.chosen = True
         return f"{self._prefix}I'll call you {cleaned}.\n"
 
-    async def _explain(self) -> None:
+    async def _explain(self, failure: Exception | None) -> None:
         """After an apology, the one line that tells the person at the terminal what to fix (the model is down...)."""
-        hint = await self._diagnose() if self._diagnose else None
+        hint = await self._diagnose(failure) if self._diagnose else None
         if hint:
             self._write(f"(!) {hint}\n")
 

@@ -297,8 +297,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     ]:  # after a forget: the lines the store still holds (the up arrow's)
         return await runtime.orchestrator.runner.run(_typed_before, runtime, args.user, name)
 
-    async def diagnose() -> str:
-        failure = getattr(runtime.orchestrator.llm, "last_failure", None)
+    async def diagnose(failure: Exception | None) -> str:
         return await asyncio.to_thread(explain_failure, settings, log_file, failure)
 
     console = ConsoleChat(

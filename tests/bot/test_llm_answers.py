@@ -215,7 +215,7 @@ async def test_complete_also_turns_a_malformed_answer_into_llm_error(srv, llm):
 # -- the retry recovers ----------------------------------------------------------------------------------
 async def test_a_good_answer_after_a_malformed_one_is_returned(srv, llm):
     srv.script(RawAnswer("oops", content_type="text/plain"), "All good now")
-    assert await llm.run(HELLO, RecordingTools()) == "All good now"
+    assert (await llm.run(HELLO, RecordingTools())).text == "All good now"
     assert len(srv.chat_requests) == 2
 
 
@@ -226,7 +226,7 @@ async def test_a_good_tool_call_after_a_nameless_one_runs_once(srv, llm):
         "Noted",
     )
     tools = RecordingTools()
-    assert await llm.run(HELLO, tools) == "Noted"
+    assert (await llm.run(HELLO, tools)).text == "Noted"
     assert tools.calls == [("remember", '{"fact": "likes tea"}')]
     assert len(srv.chat_requests) == 3
 
@@ -243,7 +243,7 @@ async def test_a_stream_failing_after_text_was_shown_is_not_retried(srv, llm, an
 async def test_a_stream_cut_before_any_text_is_retried(srv, llm):
     srv.script(RawStream((chunk({"role": "assistant", "content": ""}),), cut=True), "Hello again")
     sink = Sink()
-    assert await llm.run(HELLO, RecordingTools(), sink) == "Hello again"
+    assert (await llm.run(HELLO, RecordingTools(), sink)).text == "Hello again"
     assert "".join(sink.parts) == "Hello again"
     assert len(srv.chat_requests) == 2
 
@@ -284,7 +284,7 @@ async def test_a_trickling_stream_ends_at_the_turns_one_deadline_without_a_retry
 
 async def test_a_good_stream_after_a_garbage_one_is_returned(srv, llm):
     srv.script(RawStream(("data: {{{\n\n",)), "Fine")
-    assert await llm.run(HELLO, None, Sink()) == "Fine"
+    assert (await llm.run(HELLO, None, Sink())).text == "Fine"
     assert len(srv.chat_requests) == 2
 
 
@@ -295,7 +295,7 @@ async def test_a_lone_surrogate_in_the_content_becomes_a_replacement_character(s
             '{"choices": [{"message": {"role": "assistant", "content": "caf\\ud800 au lait"}}]}'
         )
     )
-    text = await llm.run(HELLO, RecordingTools())
+    text = (await llm.run(HELLO, RecordingTools())).text
     assert text == "caf\ufffd au lait"
     text.encode("utf-8")  # storable in SQLite and sendable: strict UTF-8 encodes it
     assert len(srv.chat_requests) == 1
@@ -329,7 +329,7 @@ async def test_a_lone_surrogate_in_a_stream_is_replaced_in_the_sink_and_the_answ
         )
     )
     sink = Sink()
-    assert await llm.run(HELLO, None, sink) == "caf\ufffd ok"
+    assert (await llm.run(HELLO, None, sink)).text == "caf\ufffd ok"
     assert "".join(sink.parts) == "caf\ufffd ok"
 
 
@@ -337,7 +337,7 @@ async def test_a_surrogate_pair_split_across_stream_chunks_is_kept_in_the_answer
     srv.script(
         RawStream((chunk({"content": "smile \ud83d"}), chunk({"content": "\ude00"}, "stop"), DONE))
     )
-    assert await llm.run(HELLO, None, Sink()) == "smile \U0001f600"
+    assert (await llm.run(HELLO, None, Sink())).text == "smile \U0001f600"
 
 
 async def test_an_answer_with_neither_content_nor_tool_calls_is_empty_text(srv, llm):
@@ -346,7 +346,7 @@ async def test_an_answer_with_neither_content_nor_tool_calls_is_empty_text(srv, 
         RawAnswer(completion({"role": "assistant"})),  # asked once more (issue 45): empty again
         RawAnswer(completion({"role": "assistant"})),
     )
-    assert await llm.run(HELLO, RecordingTools()) == ""
+    assert (await llm.run(HELLO, RecordingTools())).text == ""
     assert await llm.complete(HELLO) == ""
     assert len(srv.chat_requests) == 3 and "tools" not in srv.chat_requests[1]
 
@@ -354,7 +354,7 @@ async def test_an_answer_with_neither_content_nor_tool_calls_is_empty_text(srv, 
 async def test_a_tool_call_without_id_or_arguments_still_runs_and_is_answered(srv, llm):
     srv.script(RawAnswer(with_calls({"function": {"name": "remember"}})), "Done")
     tools = RecordingTools()
-    assert await llm.run(HELLO, tools) == "Done"
+    assert (await llm.run(HELLO, tools)).text == "Done"
     assert tools.calls == [("remember", "{}")]
     call, result = srv.chat_requests[1]["messages"][-2:]
     assert result["tool_call_id"] == call["tool_calls"][0]["id"]
@@ -370,7 +370,7 @@ async def test_a_streamed_usage_chunk_without_choices_is_not_an_answer_of_its_ow
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
     srv.script(RawStream((chunk({"content": "Hi"}, "stop"), usage, DONE)))
-    assert await llm.run(HELLO, None, Sink()) == "Hi"
+    assert (await llm.run(HELLO, None, Sink())).text == "Hi"
 
 
 # -- logging ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ between, share the system prompt's start byte for byte.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
@@ -86,11 +87,13 @@ async def test_the_cached_share_the_server_reports_is_read_for_each_request_of_a
     try:
         system = {"role": "system", "content": "You are a bot. " * 50}
         srv.script("one", "two")
-        await llm.run([system, {"role": "user", "content": "first question"}])
-        assert [u.cached for u in llm.turn_usage] == [0]  # nothing cached before the first request
-        await llm.run([system, {"role": "user", "content": "second question"}], stream=_ignore)
+        first = await llm.run([system, {"role": "user", "content": "first question"}])
+        assert [u.cached for u in first.usage] == [0]  # nothing cached before the first request
+        second = await llm.run(
+            [system, {"role": "user", "content": "second question"}], stream=_ignore
+        )
         # streamed: the figures come in the last chunk, asked for with include_usage
-        (usage,) = llm.turn_usage
+        (usage,) = second.usage
         assert usage.cached_share is not None and usage.cached_share > 0.9
         assert srv.chat_requests[-1]["stream_options"] == {"include_usage": True}
     finally:
@@ -107,16 +110,16 @@ async def test_llama_cpp_timings_are_read_when_usage_has_no_details(srv):
     llm = ChatClient(srv.base_url, "k", "m", backoff_s=0)
     try:
         srv.script(RawAnswer(body))
-        assert await llm.run([{"role": "user", "content": "hi"}]) == "hi"
-        assert llm.turn_usage == [Usage(400, 300, 0)]
+        answer = await llm.run([{"role": "user", "content": "hi"}])
+        assert answer.text == "hi" and answer.usage == (Usage(400, 300, 0),)
         chunk = {"choices": [{"index": 0, "delta": {"content": "yo"}, "finish_reason": "stop"}]}
         last = {
             "choices": [],
             "usage": {"prompt_tokens": 50, "prompt_tokens_details": {"cached_tokens": 40}},
         }
         srv.script(RawStream((chunk, last, "data: [DONE]\n\n")))
-        assert await llm.run([{"role": "user", "content": "hi"}], stream=_ignore) == "yo"
-        assert llm.turn_usage == [Usage(50, 40, 0)]
+        answer = await llm.run([{"role": "user", "content": "hi"}], stream=_ignore)
+        assert answer.text == "yo" and answer.usage == (Usage(50, 40, 0),)
     finally:
         await llm.aclose()
 
@@ -147,8 +150,8 @@ async def test_a_server_that_refuses_stream_options_is_asked_without_them_once_a
     llm = ChatClient(srv.base_url, "k", "m", backoff_s=0)
     try:
         srv.script(HTTPError(400, refusal), "hello", "again")
-        assert await llm.run([{"role": "user", "content": "hi"}], stream=_ignore) == "hello"
-        assert await llm.run([{"role": "user", "content": "hi"}], stream=_ignore) == "again"
+        assert (await llm.run([{"role": "user", "content": "hi"}], stream=_ignore)).text == "hello"
+        assert (await llm.run([{"role": "user", "content": "hi"}], stream=_ignore)).text == "again"
         assert [("stream_options" in b) for b in srv.chat_requests] == [True, False, False]
     finally:
         await llm.aclose()
@@ -180,3 +183,30 @@ async def test_the_replayed_history_starts_at_the_same_message_for_turns_on_end_
                 {"role": "user", "content": f"message {i - 1}"},
                 {"role": "assistant", "content": f"answer {i - 1}"},
             ]
+
+
+async def test_two_runs_at_once_each_get_their_own_usage(srv):
+    """The client is shared by every chat: a run's figures were kept on it, so the one that ended
+    last overwrote the other's (issue 46); each answer now carries its own."""
+
+    def answer(text: str, prompt: int) -> RawAnswer:
+        message = {"role": "assistant", "content": text}
+        return RawAnswer(
+            {
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": 1},
+            }
+        )
+
+    llm = ChatClient(srv.base_url, "k", "m", backoff_s=0)
+    try:
+        srv.script(answer("one", 111), answer("two", 222))
+        both = await asyncio.gather(
+            llm.run([{"role": "user", "content": "a"}]), llm.run([{"role": "user", "content": "b"}])
+        )
+        assert sorted((a.text, [u.prompt for u in a.usage]) for a in both) == [
+            ("one", [111]),
+            ("two", [222]),
+        ]
+    finally:
+        await llm.aclose()

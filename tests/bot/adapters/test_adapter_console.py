@@ -144,11 +144,12 @@ async def test_the_default_reader_reads_stdin_without_blocking_the_loop(monkeypa
 
 
 async def test_a_failed_reply_is_followed_by_one_line_that_says_what_to_check():
-    conv = ScriptedConversation(Reply(text=APOLOGY, failed=True), "fine again")
-    asked: list[str] = []
+    why = TimeoutError("no answer")
+    conv = ScriptedConversation(Reply(text=APOLOGY, failed=True, failure=why), "fine again")
+    asked: list[Exception | None] = []
 
-    async def diagnose() -> str:
-        asked.append("why")
+    async def diagnose(failure: Exception | None) -> str:
+        asked.append(failure)
         return "cannot reach the model server at http://127.0.0.1:9/v1: is it running?"
 
     out = io.StringIO()
@@ -159,7 +160,7 @@ async def test_a_failed_reply_is_followed_by_one_line_that_says_what_to_check():
         f"bot> {APOLOGY}\n(!) cannot reach the model server at http://127.0.0.1:9/v1: is it running?\n"
         in out.getvalue()
     )
-    assert asked == ["why"]  # only after the failed turn
+    assert asked == [why]  # only after the failed turn, with its failure
 
 
 async def test_the_banner_names_the_console_account():
