@@ -47,6 +47,8 @@ RECENT = 3  # the bot's last replies a reply may not repeat...
 REPEATS = 2  # ...as often as this: a third time in a row (a reply may well come twice)
 HOLD_CHARS = 240  # a parrot is a sentence or two: longer text streams on, whatever its words
 PEOPLE = 20  # the person's last lines a first-person reply may not be made of
+ECHO_RUNS = 3  # a line said back is a parrot from 5 content words ("Happy birthday Sam!" is a reply)
+_SECOND_PERSON = re.compile(r"\b(?:you|you're|you've|your|yours)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine)\b|我(?!们)")
 # "I'm Sam", "I am Sam", "my name is Sam", "call me Sam": who the speaker says they are (not "I'm
 # Sam's friend")
@@ -100,6 +102,9 @@ class Echoes:
         self.replies = [_runs(content_words(str(m["content"]))) for m in replies[-RECENT:]]
         people = [_text(m.get("content")) for m in convo if m.get("role") == "user"]
         self.asked = set(content_words(people[-1] if people else ""))
+        # the line being answered: said back word for word ("Biscuit knocked a glass off the
+        # table this morning, the rascal." to that line, the real 1.5B) is no reply
+        self.last = _runs(content_words(_without_clock(people[-1]))) if people else set()
         # the person's own lines: a reply in the first person made of them is the bot speaking as
         # the person (a real 1.5B answered "I have a grey cat called Biscuit." to that line, and
         # "I live in Leeds" to "which city do I live in?")
@@ -126,6 +131,8 @@ class Echoes:
         if runs <= self.given:
             return True
         if _FIRST_PERSON.search(text) and any(runs <= said for said in self.people):
+            return True
+        if len(runs) >= ECHO_RUNS and runs <= self.last and not _SECOND_PERSON.search(text):
             return True
         said_before = sum(runs <= said for said in self.replies)
         return said_before >= REPEATS and not self.asked & set(words)

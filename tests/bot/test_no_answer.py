@@ -216,3 +216,21 @@ async def test_the_bot_taking_the_persons_name_is_asked_again(rt, srv):
     srv.script("I'm Sam's companion, happy to help.")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "Who are you?", mid="2"))
     assert reply.text == "I'm Sam's companion, happy to help."
+
+
+async def test_the_line_just_said_given_back_word_for_word_is_asked_again(rt, srv):
+    """The real 1.5B answered "Biscuit knocked a glass off the table this morning, the rascal."
+    with that line; saying it back to the person ("you") is a reply, if a dull one."""
+    line = "Biscuit knocked a glass off the table this morning, the rascal."
+    srv.script(line, "Oh no, Biscuit! Was anything broken?")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", line, mid="1"))
+    assert reply.text == "Oh no, Biscuit! Was anything broken?"
+    srv.script("You much prefer tea to coffee, green tea especially.")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "I much prefer tea to coffee, green tea especially.", mid="2")
+    )
+    assert reply.text == "You much prefer tea to coffee, green tea especially."
+    # a short line joined in is a reply too
+    srv.script("Happy birthday Sam!")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Happy birthday Sam!", mid="3"))
+    assert reply.text == "Happy birthday Sam!"
