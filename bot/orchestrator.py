@@ -27,6 +27,7 @@ from memory import (
     Said,
     asked_reminder,
     forgets_in,
+    only_asks,
 )
 from memory.models import CUT_MARK, MAX_MESSAGE_CHARS, Arrival, Provenance, bounded
 from voice.caches import HistoryCache
@@ -159,13 +160,17 @@ class Orchestrator:
         snap = fitted(await self._context(turn, session))  # ORCH-14: shorter as a budget nears
         system = self.assembler.system_prompt(turn, snap, self.engine.clock.now(), style=mode.style)
         tools = self._tools(turn, session)
-        done = await self._forget_asked(turn, tools)
+        done, forgot = await self._forget_asked(turn, tools)
         user = {"role": "user", "content": seen.content(self._user_text(turn, done))}
         convo: list[dict[str, Any]] = [{"role": "system", "content": system}, *snap.history, user]
         stream = CappedSink(stream) if stream else None
         failure: LLMError | None = None
         try:
-            text: str | None = await self._answer(turn, convo, tools, stream, mode.may_skip)
+            text: str | None = (
+                await _said_done(stream)
+                if forgot and only_asks(without_notes(turn.text))
+                else await self._answer(turn, convo, tools, stream, mode.may_skip)
+            )
         except LLMError as exc:  # the turn is kept and answered with the apology (ORCH-6)
             log.exception("no reply for %s/%s", message.platform, message.channel_id)
             text, failure = None, exc
@@ -457,7 +462,7 @@ class Orchestrator:
             session.history if session else None,
         )
 
-    async def _forget_asked(self, turn: Turn, tools: AsyncTools) -> str:
+    async def _forget_asked(self, turn: Turn, tools: AsyncTools) -> tuple[str, bool]:
         """A forget asked in words ("forget my race bib number") is done before the model answers,
         as /forget would (SEC-3): real small models rarely call memory_delete for it (a 1.5B never
         did in 8 runs) and say "done" anyway. Only a plain ask (``memory.write.forget_asked``:
@@ -465,7 +470,9 @@ class Orchestrator:
         they said "half marathon"; "don't keep my birthday a secret" is none, "forget the cheese,
         let's have pasta" and "forget that" are the model's to read, "forget everything" asks first
         (the command's question). What was done is told to the model, without the forgotten
-        words."""
+        words; and whether anything was forgotten (a message that is nothing but the ask is then
+        answered without the model: a real 1.5B, told it was done, answered "I'm sorry, but I can't
+        forget things ...")."""
         read = [
             a
             for a in forgets_in([turn.person_id], [without_notes(turn.text)])
@@ -473,7 +480,7 @@ class Orchestrator:
         ][:MAX_ASKS]
         asks = [a.what[:MAX_ASK_CHARS] for a in read if a.plain or await self._said(turn, a.what)]
         if not asks:
-            return ""
+            return "", False
         done = [
             await self.runner.run(
                 self.commands.forget_words, what, turn, skip=(turn.stored_id or "",)
@@ -481,9 +488,8 @@ class Orchestrator:
             for what in asks
         ]
         tools.tools.deleted.extend(word for d in done for word in d.contents)
-        return prompts.render(
-            "forget_done" if any(d.anything for d in done) else "forget_not_found"
-        )
+        forgot = any(d.anything for d in done)
+        return prompts.render("forget_done" if forgot else "forget_not_found"), forgot
 
     async def _remind_asked(
         self, turn: Turn, tools: AsyncTools, stream: StreamSink | None
@@ -536,3 +542,12 @@ def _arrived(turn: Turn, arrival: Arrival) -> Turn:
         remembered=arrival.remembered,
         answered=arrival.answered,
     )
+
+
+FORGET_DONE = "Done: I've forgotten that."  # the reply to a message that only asked to forget
+
+
+async def _said_done(stream: StreamSink | None) -> str:
+    if stream is not None:
+        await stream(FORGET_DONE)
+    return FORGET_DONE

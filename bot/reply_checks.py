@@ -47,7 +47,9 @@ RECENT = 3  # the bot's last replies a reply may not repeat...
 REPEATS = 2  # ...as often as this: a third time in a row (a reply may well come twice)
 HOLD_CHARS = 240  # a parrot is a sentence or two: longer text streams on, whatever its words
 PEOPLE = 20  # the person's last lines a first-person reply may not be made of
-ECHO_RUNS = 3  # a line said back is a parrot from 5 content words ("Happy birthday Sam!" is a reply)
+ECHO_RUNS = (
+    3  # a line said back is a parrot from 5 content words ("Happy birthday Sam!" is a reply)
+)
 _SECOND_PERSON = re.compile(r"\b(?:you|you're|you've|your|yours)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine)\b|我(?!们)")
 # "I'm Sam", "I am Sam", "my name is Sam", "call me Sam": who the speaker says they are (not "I'm

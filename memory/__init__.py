@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from .storage.reminders import Reminder
     from .tools import MemoryTools, RateLimiter
     from .turns import Turns
-    from .write.forget_asked import forgets_in
+    from .write.forget_asked import forgets_in, only_asks
 
 _CORE = {
     "Clock": "clock",
@@ -114,6 +114,7 @@ _CORE = {
     "Said": "scopes",
     "place_key": "scopes",
     "forgets_in": "write.forget_asked",
+    "only_asks": "write.forget_asked",  # a message that is nothing but asks to forget
     "redact_secrets": "safety",
     "valid_unicode": "safety",
     "AsyncMemory": "api",

@@ -139,7 +139,13 @@ async def test_a_forget_asked_in_words_is_done_before_the_model_is_asked(rt, srv
 
     srv.default = responder
     reply = await rt.orchestrator.reply(
-        dm("telegram", "7", "Forget that I work at Acme. And forget my race bib number", mid="m3")
+        # more than the asks: the model answers (a message of asks alone needs none)
+        dm(
+            "telegram",
+            "7",
+            "Forget that I work at Acme. And forget my race bib number. What bread should I bake?",
+            mid="m3",
+        )
     )
     assert seen["rows"] == 0 and "already forgotten" in seen["user"]
     assert set(reply.forgotten) == {"Alice works at Acme as a baker", "my race bib number is 4417"}
@@ -156,9 +162,27 @@ async def test_a_forget_done_before_the_reply_is_told_even_when_the_model_does_n
     srv.script(
         "I'm sorry, but I can't help with that."
     )  # a real 1.5B's answer to a forget already done
-    reply = await rt.orchestrator.reply(dm("telegram", "7", "forget my locker code", mid="m2"))
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "forget my locker code. Anyway, how are you?", mid="m2")
+    )
     assert reply.text.endswith("(Done: what you asked me to forget is forgotten.)")
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%5521%'") == 0
+
+
+async def test_a_message_that_only_asks_to_forget_is_answered_without_the_model(rt, srv):
+    """A real 1.5B, told the forget was done, answered "I'm sorry, but I can't forget things that
+    have already passed" beside the note that it was done: a message of asks alone needs no model."""
+    await tell(rt, srv, dm("telegram", "7", "my locker code is 5521", mid="m1"))
+    asked = len(srv.chat_requests)
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "Please forget my locker code, thanks!", mid="m2")
+    )
+    assert reply.text == "Done: I've forgotten that." and len(srv.chat_requests) == asked
+    assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%5521%'") == 0
+    # nothing matched: the model may still find it under other words
+    srv.script("There is no passport number in my notes.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "forget my passport number", mid="m3"))
+    assert reply.text == "There is no passport number in my notes." and len(srv.chat_requests) == asked + 1
 
 
 @ON_BOTH_ENGINES

@@ -411,7 +411,9 @@ async def test_f8_f9_forget_that_completes_even_if_the_model_then_fails(tmp_path
             HTTPError(500),
             HTTPError(500),
         )
-        reply = await orch.reply(dm("telegram", "7", "forget that I work at Acme", mid="2"))
+        reply = await orch.reply(
+            dm("telegram", "7", "forget that I work at Acme. How was your day?", mid="2")
+        )
         assert reply.failed and reply.forgotten == ("Alice works at Acme as a baker",)
         dump = json.dumps(
             [

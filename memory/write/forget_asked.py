@@ -152,6 +152,41 @@ def forgets_in(speakers: Sequence[str | None], texts: Sequence[str]) -> tuple[As
     return tuple(out)
 
 
+def only_asks(text: str) -> bool:
+    """Whether ``text`` says nothing but asks to forget ("Forget my race bib number.", "Please
+    forget my phone number, thanks!"): once they are taken out, no word is left but a courtesy
+    ("forget my locker code. How are you?" asks something too)."""
+    rest = ASK.sub(" ", text).lower().replace("’", "'")
+    return all(word in _COURTESY for word in re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", rest))
+
+
+_COURTESY = frozenset(
+    [
+        "please",
+        "thanks",
+        "thank",
+        "you",
+        "ok",
+        "okay",
+        "oh",
+        "and",
+        "also",
+        "actually",
+        "now",
+        "again",
+        "hey",
+        "hi",
+        "so",
+        "well",
+        "just",
+        "cheers",
+        "ta",
+        "pls",
+        "thx",
+    ]
+)
+
+
 def _kept(what: str) -> bool:
     """Whether ``what`` (lower case, one space) names something the bot keeps: what the person
     said, or one thing of theirs ("my race bib number"), not "me", "the cheese" or "my birthday a

@@ -143,9 +143,11 @@ async def test_no_reply_prompt_or_tool_description_holds_the_sentences_small_mod
 async def test_a_done_forget_whose_reply_says_done_gets_no_second_done(rt, srv):
     srv.script("Noted!")
     await rt.orchestrator.reply(dm("telegram", "7", "my locker code is 5521", mid="1"))
-    srv.script("Done.")
-    reply = await rt.orchestrator.reply(dm("telegram", "7", "forget my locker code", mid="2"))
-    assert reply.text == "Done." and reply.forgotten
+    srv.script("Done. I'm well, thanks!")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "forget my locker code. How are you?", mid="2")
+    )
+    assert reply.text == "Done. I'm well, thanks!" and reply.forgotten
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%5521%'") == 0
 
 
