@@ -182,7 +182,10 @@ async def test_a_message_that_only_asks_to_forget_is_answered_without_the_model(
     # nothing matched: the model may still find it under other words
     srv.script("There is no passport number in my notes.")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "forget my passport number", mid="m3"))
-    assert reply.text == "There is no passport number in my notes." and len(srv.chat_requests) == asked + 1
+    assert (
+        reply.text == "There is no passport number in my notes."
+        and len(srv.chat_requests) == asked + 1
+    )
 
 
 @ON_BOTH_ENGINES
