@@ -44,13 +44,14 @@ _SPECIAL = re.compile(r"<\|(?:eom_id|eot_id|im_end)\|>|</?tool_call>")
 # A fenced block: shown unless all it holds is calls to offered tools.
 _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 # Where bare JSON may begin: an object, or a list of objects, whose first key is quoted.
-_JSON_START = re.compile(r"[\[{]\s*(?:\{\s*)?\"")
+_JSON_START = re.compile(r"[\[{](?:\s*[\[{])*\s*\"")
 _VALUE = re.compile(r"[\[{]")
 # The opening of a bare call that names its tool: what a call cut short by max_tokens still shows
 # (a 0.5B ran a memory_store's arguments on for 1,000 tokens, echoing its system prompt, and the cut
 # JSON reached the person)
+# (a 1.5B stopped after '{{{"name": "conversation_search': its name cut too, at the text's end)
 _CUT_CALL = re.compile(
-    r'[\[{]\s*\{?\s*"(?:name|function)"\s*:\s*(?:\{\s*"name"\s*:\s*)?"([\w.-]+)"'
+    r'[\[{](?:\s*[\[{])*\s*"(?:name|function)"\s*:\s*(?:\{\s*"name"\s*:\s*)?"([\w.-]+)("|\Z)'
 )
 
 # An empty JSON value beside a call ("{}" then the call: the real 1.5B wrote it so, and the person
@@ -142,9 +143,7 @@ def _bare(text: str, names: Collection[str], calls: list[TextCall]) -> str:
             value, end = decoder.raw_decode(text, match.start())
         except ValueError:
             named = _CUT_CALL.match(text, match.start())
-            if (
-                named and named.group(1) in names
-            ):  # a call cut short (max_tokens): nothing of it is prose
+            if named and _names_one(named, names):  # a call cut short: nothing of it is prose
                 out.append(text[at : match.start()])
                 at = len(text)
                 break
@@ -156,6 +155,12 @@ def _bare(text: str, names: Collection[str], calls: list[TextCall]) -> str:
             at = end
     out.append(text[at:])
     return "".join(out)
+
+
+def _names_one(named: re.Match[str], names: Collection[str]) -> bool:
+    """The cut call names an offered tool (its name whole, or cut short at the text's end)."""
+    name, closed = named.group(1), named.group(2)
+    return name in names if closed else any(n.startswith(name) for n in names)
 
 
 def _calls_in(body: str, name: str = "") -> Iterator[TextCall]:

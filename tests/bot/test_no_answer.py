@@ -84,6 +84,19 @@ async def test_a_call_cut_off_then_an_answer_gives_the_answer(rt, srv):
     assert len(srv.chat_requests) == 2
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_call_that_stops_mid_name_is_never_shown_and_is_asked_again(rt, srv, streamed):
+    """The real 1.5B's whole answer was '{{{"name": "conversation_search' (stopped, not cut by
+    max_tokens): the person read it."""
+    srv.script('{{{"name": "conversation_search', "Forty years of carpentry, impressive!")
+    sink = Sink() if streamed else None
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "He was a carpenter for forty years.", mid="1"), sink
+    )
+    assert reply.text == "Forty years of carpentry, impressive!"
+    assert sink is None or sink.text == reply.text
+
+
 async def test_a_long_text_answer_cut_by_max_tokens_is_kept_not_asked_again(rt, srv):
     srv.script(CutShort("Here is a long story about a fox who"))
     reply = await rt.orchestrator.reply(dm("telegram", "7", "tell me a story", mid="1"))
