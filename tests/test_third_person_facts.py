@@ -44,8 +44,10 @@ FIRST_PERSON_LINE = re.compile(
 
 
 def as_the_model_did(prompt: str) -> list[dict[str, Any]]:
-    """The 1.5B's answer: each line's own words, in the first person; the beagle citing the cat."""
-    said = [(text, text) for text in (NURSE, LEEDS, MOVED, CELLO)] + [(BEAGLE, CAT)]
+    """The 1.5B's answer: each line's own words, in the first person (one with its teller's label,
+    as the transcript shows it); the beagle citing the cat."""
+    said = [(text, text) for text in (NURSE, MOVED, CELLO)] + [(BEAGLE, CAT)]
+    said += [(f"Priya: {LEEDS}", LEEDS)]
     return [
         {
             "speaker": tag(prompt, line),

@@ -38,7 +38,7 @@ from .answers import json_items
 from .answers import parse_object as parse_object
 from .answers import parse_reflection as parse_reflection
 from .grounding import Grounding
-from .not_facts import not_a_fact, unasked
+from .not_facts import not_a_fact, unasked, unlabelled
 from .ownership import Dropped, Filed, Ownership, Tally, asks_only
 from .relative_dates import resolved
 from .subjects import written_by
@@ -290,7 +290,7 @@ def _told(content: str, transcript: Transcript, filed: Filed, ctx: RecallContext
         line.name for line in transcript.lines if line.ctx and line.ctx.speaker_id == ctx.speaker_id
     ]
     name = own[-1] if own else ""
-    return third_person(resolved(unasked(content), at, ctx.tz), name)
+    return third_person(resolved(unasked(unlabelled(content, name)), at, ctx.tz), name)
 
 
 def _tag(candidate: dict[str, Any]) -> str:

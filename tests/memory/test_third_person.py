@@ -13,7 +13,7 @@ import pytest
 from memory.models import Source
 from memory.scopes import RecallContext
 from memory.write.extraction import Line, Transcript, memories_from
-from memory.write.not_facts import not_a_fact, unasked
+from memory.write.not_facts import not_a_fact, unasked, unlabelled
 from memory.write.relative_dates import resolved
 from memory.write.third_person import third_person
 
@@ -165,10 +165,22 @@ def test_facts_the_conversation_said_are_filed_however_the_model_cited_them():
         ("Hello again!", "a greeting or a thanks, not a fact"),
         ("Hilary is Priya's aunt", None),
         ("Priya thanks her mum every Sunday", None),
+        # the 1.5B filed the person's greetings with their label (modelcheck --second)
+        ("Maya: Morning!", "a greeting or a thanks, not a fact"),
+        ("Maya: Thanks, bye!", "a greeting or a thanks, not a fact"),
+        ("Morning runs are Maya's favourite.", None),
+        ("Maya works the evening shift", None),
     ],
 )
 def test_what_a_real_model_filed_that_is_no_fact(filed, why):
     assert not_a_fact(filed) == why
+
+
+def test_the_tellers_label_at_a_facts_head_is_taken_off_and_another_label_kept():
+    assert unlabelled("Maya: I teach chemistry.", "Maya") == "I teach chemistry."
+    assert unlabelled("林晓：我住在成都", "林晓") == "我住在成都"
+    assert unlabelled("Allergies: shellfish", "Maya") == "Allergies: shellfish"
+    assert unlabelled("Maya: I teach chemistry.", "") == "Maya: I teach chemistry."
 
 
 def test_a_request_to_remember_at_a_facts_head_is_taken_off():
