@@ -292,7 +292,7 @@ SECOND = Script(
         "shellfish prawns 5821 locker"
     ),
     questions=(
-        ("Where do I live now?", ("glasgow",)),
+        ("Where do I live now?", ("glasgow", "byres")),
         ("What's my grandfather's name?", ("tomas",)),
         ("What subject do I teach?", ("chemistry",)),
         ("What am I allergic to?", ("shellfish", "prawns")),
