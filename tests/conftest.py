@@ -22,6 +22,7 @@ from memory.engine import MemoryEngine
 from memory.models import EntityRef, FactKind, Memory, MemoryType, NewMemory, Scope, Visibility
 from memory.scopes import RecallContext
 from memory.storage.messages import NewMessage
+from tests.fast_subset import SLOW
 
 WORD = re.compile(r"\w+")
 
@@ -132,26 +133,7 @@ def loopback_only() -> Iterator[None]:
     socket.socket.connect, socket.socket.connect_ex = _real_connect, _real_connect_ex  # type: ignore[method-assign]
 
 
-# -- the fast subset ---------------------------------------------------------------------
-# Modules whose tests run real Whisper, several processes, a browser, the benchmarks or the
-# long suites: `pytest -m "not slow"` leaves them out for a contributor's loop (docs/README.md);
-# `sh scripts/check` runs everything.
-SLOW = (
-    "tests/voice/",
-    "tests/measure/",
-    "tests/test_group_trust_suite.py",
-    "tests/test_multiprocess.py",
-    "tests/test_chat_terminal.py",
-    "tests/test_first_steps.py",
-    "tests/memory/test_forget_rewording.py",
-    "tests/memory/test_two_writers.py",
-    "tests/memory/test_memory_mirror_bench.py",
-    "tests/bot/dashboard/test_dashboard_browser.py",
-    "tests/bot/cli/test_cli.py::test_bench_json_is_the_only_thing_on_stdout",
-    "tests/bot/test_group_replay.py",
-)
-
-
+# -- the fast subset (tests/fast_subset.py) ------------------------------------------------
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(SLOW):

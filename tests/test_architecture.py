@@ -1006,6 +1006,6 @@ def test_lines_over_100_columns_only_get_fewer():
 
 def test_every_module_marked_slow_still_exists():
     """The fast subset's list names paths: a module renamed would silently join the fast run."""
-    from tests.conftest import SLOW
+    from tests.fast_subset import SLOW
 
     assert [entry for entry in SLOW if not (ROOT / entry.split("::")[0]).exists()] == []

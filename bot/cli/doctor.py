@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..counts import counted
-from ..server_quirks import is_local
 
 if TYPE_CHECKING:
     from memory import ServerFacts, Sight, StoreFile
@@ -181,6 +180,8 @@ def token_problems(discord: str, telegram: str) -> list[str]:
 
 
 def key_warning(base_url: str, api_key: str) -> str | None:
+    from ..server_quirks import is_local  # it imports openai: not at --help's start
+
     if api_key or is_local(base_url):
         return None
     return f"OPENAI_API_KEY is empty but the model server {base_url} is not on this machine: set the key in .env"

@@ -198,7 +198,10 @@ async def test_a_reminder_claim_gets_an_honest_line_and_a_backed_forget_does_not
         ToolCall("memory_delete", {"id": memory_id}),
         "I've forgotten it.",
     )
-    reply = await rt.orchestrator.reply(dm("telegram", "7", "forget my cat"))
+    # asked so that only the model's tools forget ("forget my cat" is done without the model)
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "Can you get rid of what you know about Biscuit?")
+    )
     assert reply.text == "I've forgotten it." and memories(rt) == []
 
 
