@@ -143,6 +143,8 @@ class Echoes:
         """Whether the start of a reply already says something of its own (a run found nowhere)."""
         known = self.given.union(*self.replies, *self.people)
         whole = _PART.sub("", text)  # a word still arriving is not judged yet
+        if self.names & set(_INTRO.findall(whole)) or _OWN_NOTE.search(whole):
+            return False  # held to the end: "Hey there! I'm Maya." is asked again (the 1.5B)
         return any(run not in known for run in _runs(content_words(whole)))
 
 
@@ -180,13 +182,26 @@ def _text(content: object) -> str:
     return str(content or "")
 
 
+# the notes the bot adds after a reply (``bot.reminder_commands``, ``bot.reminder_claims``,
+# ``bot.honesty``): never the model's to write; one level of parentheses inside ("(UTC)")
+_OWN_NOTE = re.compile(
+    r"\s*\((?:Reminder set for|I haven't set a reminder|I didn't set a new reminder"
+    r"|Done: what you asked me to forget|To be clear: nothing was)[^()]*(?:\([^()]*\)[^()]*)*\)"
+)
+
+
 def _without_clock(text: str) -> str:
     return _CLOCK.sub("", text)
 
 
 def without_clock(text: str) -> str:
-    """A reply without the clock notes a weak model copied from the person's turns."""
-    return _without_clock(text).strip() if _CLOCK.search(text) else text
+    """A reply without the clock notes a weak model copied from the person's turns, and without
+    the bot's own notes it copied from its earlier replies (the real 1.5B ended "Got it, no prawns
+    for you." with the "(Reminder set for ...)" of three turns before: read as a new reminder
+    claimed)."""
+    if not (_CLOCK.search(text) or _OWN_NOTE.search(text)):
+        return text
+    return _OWN_NOTE.sub("", _without_clock(text)).strip()
 
 
 # a fact line of the snapshot (``bot.assembly``): - about "Sam": "Sam works as a nurse ..." (...)

@@ -220,13 +220,17 @@ async def test_a_fact_about_the_person_said_back_as_the_bots_own_life_is_asked_a
     assert "nurse" in srv.chat_requests[-2]["messages"][0]["content"]  # the fact was shown
 
 
-async def test_the_bot_taking_the_persons_name_is_asked_again(rt, srv):
-    """The real 1.5B answered "Hi! I'm Sam. Nice to meet you." with "Hello! I'm Sam."."""
-    srv.script("Hello! I'm Sam.", "Nice to meet you, Sam!")
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_bot_taking_the_persons_name_is_asked_again(rt, srv, streamed):
+    """The real 1.5B answered "Hi! I'm Sam. Nice to meet you." with "Hello! I'm Sam.", and
+    "Hey there, I'm Maya." with "Hey there! I'm Maya. How can I help you today?" (streamed: shown
+    before it was checked)."""
+    sink = Sink() if streamed else None
+    srv.script("Hey there! I'm Sam. How can I help you today?", "Nice to meet you, Sam!")
     reply = await rt.orchestrator.reply(
-        dm("telegram", "7", "Hi! I'm Sam. Nice to meet you.", mid="1")
+        dm("telegram", "7", "Hi! I'm Sam. Nice to meet you.", mid="1"), sink
     )
-    assert reply.text == "Nice to meet you, Sam!"
+    assert reply.text == "Nice to meet you, Sam!" and (sink is None or sink.text == reply.text)
     # the bot saying its own name, or "I'm Sam's ..." is no parrot
     srv.script("I'm Sam's companion, happy to help.")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "Who are you?", mid="2"))
@@ -249,3 +253,19 @@ async def test_the_line_just_said_given_back_word_for_word_is_asked_again(rt, sr
     srv.script("Happy birthday Sam!")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "Happy birthday Sam!", mid="3"))
     assert reply.text == "Happy birthday Sam!"
+
+
+async def test_a_note_of_the_bots_copied_from_an_earlier_reply_is_taken_off(rt, srv):
+    """The real 1.5B ended a reply with the "(Reminder set for ...)" of three turns before, which
+    was then read as a new reminder claimed: "(I didn't set a new reminder just now ...)"."""
+    srv.script("OK!")
+    first = await rt.orchestrator.reply(
+        dm("telegram", "7", "Can you remind me tomorrow at 6pm to call my grandfather?", mid="1")
+    )
+    note = first.text.split("\n\n", 1)[1]
+    assert note.startswith("(Reminder set for")
+    srv.script(f"Got it, no prawns for you. {note}")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "I'm allergic to shellfish, so no prawns for me.", mid="2")
+    )
+    assert reply.text == "Got it, no prawns for you."
