@@ -3,7 +3,8 @@
 A model asked for "a JSON array and nothing else" sends, depending on its size and its server: the
 array; the array in a code fence, after a sentence of prose; ``{"facts": [...]}`` (what a
 ``response_format`` schema makes it send, since a schema's root must be an object); a single object
-instead of an array; objects one per line; trailing commas; an array cut short by ``max_tokens``.
+instead of an array; objects one per line; trailing commas; an array cut short by ``max_tokens``, bare or
+in its wrapper.
 All of these give their complete items here; the incomplete or non-object ones are counted, so the
 caller can log how many were dropped and why. An answer with no JSON at all raises ``BadAnswer``
 (the caller retries once, then logs).
@@ -20,6 +21,9 @@ from typing import Any
 _FENCE = re.compile(r"```[\w-]*\s*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([\]}])")
 WRAPPERS = ("facts", "memories", "items", "results", "data", "candidates")
+# the opening of a wrapped list: '{"facts": [' (the real 0.5B's extraction, cut short, lost all its
+# facts: every answer to a response_format schema opens so)
+_WRAPPED = re.compile(r'\{\s*"(?:' + "|".join(WRAPPERS) + r')"\s*:\s*\[')
 
 
 class BadAnswer(ValueError):
@@ -76,6 +80,10 @@ def _values(text: str, out: Items) -> list[Any]:
         except (ValueError, RecursionError):
             if text[at] == "[" and (partial := _partial_array(text, at + 1, out)):
                 values.append(partial)
+            elif (wrapped := _WRAPPED.match(text, at)) and (
+                partial := _partial_array(text, wrapped.end(), out)
+            ):
+                values.append(partial)  # {"facts": [{...}, {... cut short: a schema's answer
             elif text[at] == "{":
                 out.dropped["incomplete or invalid JSON"] += 1
             break

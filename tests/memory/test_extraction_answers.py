@@ -39,6 +39,13 @@ def test_an_array_cut_short_keeps_its_complete_items_and_counts_the_rest():
     assert parsed.items == [A] and parsed.dropped == {"incomplete or invalid JSON": 1}
 
 
+@pytest.mark.parametrize("wrapper", ["facts", "memories"])
+def test_a_wrapped_array_cut_short_keeps_its_complete_items(wrapper):
+    # the real 0.5B's extraction under a response_format schema, cut by max_tokens: all of it was lost
+    parsed = json_items(json.dumps({wrapper: [A, B]}, indent=2)[:-40])
+    assert parsed.items == [A] and parsed.dropped == {"incomplete or invalid JSON": 1}
+
+
 def test_items_that_are_not_objects_are_dropped_and_counted():
     parsed = json_items(json.dumps([A, "Alice likes tea", 3, B]))
     assert parsed.items == [A, B] and parsed.dropped == {"not an object": 2}
