@@ -190,6 +190,10 @@ _OWN_NOTE = re.compile(
 )
 
 
+# a whole reply in quotation marks (or opened with one it never closes), no other inside
+_QUOTED = re.compile(r'^\s*\(?["“](?P<inner>[^"“”]+)(?:["”]\)?)?\s*$')
+
+
 def _without_clock(text: str) -> str:
     return _CLOCK.sub("", text)
 
@@ -199,6 +203,8 @@ def without_clock(text: str) -> str:
     the bot's own notes it copied from its earlier replies (the real 1.5B ended "Got it, no prawns
     for you." with the "(Reminder set for ...)" of three turns before: read as a new reminder
     claimed)."""
+    if _QUOTED.match(text):  # the real 0.5B wrapped its replies in quotes: '"I don't know."'
+        text = _QUOTED.sub(r"\g<inner>", text)
     if not (_CLOCK.search(text) or _OWN_NOTE.search(text)):
         return text
     return _OWN_NOTE.sub("", _without_clock(text)).strip()

@@ -269,3 +269,13 @@ async def test_a_note_of_the_bots_copied_from_an_earlier_reply_is_taken_off(rt, 
         dm("telegram", "7", "I'm allergic to shellfish, so no prawns for me.", mid="2")
     )
     assert reply.text == "Got it, no prawns for you."
+
+
+@pytest.mark.parametrize("said", ['"I don\'t know."', '("I don\'t know.")', "\"I don't know."])
+async def test_a_reply_wrapped_in_quotation_marks_loses_them(rt, srv, said):
+    """The real 0.5B wrapped its replies in quotes; a quote inside a reply stays."""
+    srv.script(said, 'She said "hi" to me.')
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "What's my cat called?", mid="1"))
+    assert reply.text == "I don't know."
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "What did she say?", mid="2"))
+    assert reply.text == 'She said "hi" to me.'
