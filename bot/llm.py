@@ -338,10 +338,11 @@ class ChatClient:
         shown stays: nothing takes it back). Issue 45: a person read "…" after 420 s of a call cut
         off and hidden."""
         shown = draft is not None and draft.open
+        prose = without_clock(prose)  # a note copied from the bot's earlier replies is no answer
         if prose and (shown or not echoes.parroted(prose)):
             if draft is not None:
-                await draft.release()
-            return without_clock(prose)
+                await draft.release(prose)
+            return prose
         why = "only words it was given" if prose else "a call cut off" if cut else "empty"
         log.warning("the model's answer was %s; asked once more, without tools", why)
         return await self._again(convo, names, draft.sink if draft else None, echoes)
@@ -361,12 +362,13 @@ class ChatClient:
         message = await self._drafted(ask, None, draft, names, max_tokens=budget)
         message.pop(CUT, None)
         _, prose = find_calls(message["content"], names)
+        prose = without_clock(prose)
         if not prose or (echoes.parroted(prose) and not (draft and draft.open)):
             log.warning("the model gave no answer when asked again; the person is told so")
             return ""
         if draft is not None:
-            await draft.release()
-        return without_clock(prose)
+            await draft.release(prose)
+        return prose
 
     async def _drafted(
         self,

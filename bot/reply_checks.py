@@ -143,7 +143,7 @@ class Echoes:
         """Whether the start of a reply already says something of its own (a run found nowhere)."""
         known = self.given.union(*self.replies, *self.people)
         whole = _PART.sub("", text)  # a word still arriving is not judged yet
-        if self.names & set(_INTRO.findall(whole)) or _OWN_NOTE.search(whole):
+        if self.names & set(_INTRO.findall(whole)) or any(m in whole for m in _NOTE_MARKS):
             return False  # held to the end: "Hey there! I'm Maya." is asked again (the 1.5B)
         return any(run not in known for run in _runs(content_words(whole)))
 
@@ -166,9 +166,13 @@ class Draft:
         if len(held) > HOLD_CHARS or self.echoes.plainly_new(held):
             await self.release()
 
-    async def release(self) -> None:
+    async def release(self, settled: str | None = None) -> None:
+        """What is held goes out; ``settled``: the answer as it ended, cleaned (``without_clock``),
+        sent instead of the raw words held, when nothing was sent yet."""
         self.open = True
         held, self.held = "".join(self.held), []
+        if settled is not None and held:
+            held = settled
         if held:
             await self.sink(held)
 
@@ -187,6 +191,18 @@ def _text(content: object) -> str:
 _OWN_NOTE = re.compile(
     r"\s*\((?:Reminder set for|I haven't set a reminder|I didn't set a new reminder"
     r"|Done: what you asked me to forget|To be clear: nothing was)[^()]*(?:\([^()]*\)[^()]*)*\)"
+    # or a piece of one (the real 0.5B ended replies with "(Reminders lists them; /reminders
+    # cancel <n> cancels one))")
+    r"|\s*\(?[^()\n]{0,80}/reminders cancel <n> cancels one\)*"
+)
+# what each note holds, looked for before the pattern is run (a 400,000-character reply)
+_NOTE_MARKS = (
+    "Reminder set for",
+    "I haven't set a reminder",
+    "I didn't set a new reminder",
+    "Done: what you asked me to forget",
+    "To be clear: nothing was",
+    "/reminders cancel <n> cancels one",
 )
 
 
@@ -205,7 +221,8 @@ def without_clock(text: str) -> str:
     claimed)."""
     if _QUOTED.match(text):  # the real 0.5B wrapped its replies in quotes: '"I don't know."'
         text = _QUOTED.sub(r"\g<inner>", text)
-    if not (_CLOCK.search(text) or _OWN_NOTE.search(text)):
+    noted = any(mark in text for mark in _NOTE_MARKS)
+    if not (noted or _CLOCK.search(text)):
         return text
     return _OWN_NOTE.sub("", _without_clock(text)).strip()
 

@@ -279,3 +279,25 @@ async def test_a_reply_wrapped_in_quotation_marks_loses_them(rt, srv, said):
     assert reply.text == "I don't know."
     reply = await rt.orchestrator.reply(dm("telegram", "7", "What did she say?", mid="2"))
     assert reply.text == 'She said "hi" to me.'
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_copied_note_alone_is_no_answer_and_never_shown(rt, srv, streamed):
+    """The real 0.5B answered with the bot's reminder note of an earlier turn alone, and ended
+    replies with a piece of it: "Morning! (Reminders lists them; /reminders cancel <n> cancels
+    one))"."""
+    srv.script("OK!")
+    first = await rt.orchestrator.reply(
+        dm("telegram", "7", "Can you remind me tomorrow at 6pm to call my grandfather?", mid="1")
+    )
+    note = first.text.split("\n\n", 1)[1]
+    sink = Sink() if streamed else None
+    srv.script(note, "Noted: your locker code stays with you.")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "My locker is the blue one by the door.", mid="2"), sink
+    )
+    assert reply.text == "Noted: your locker code stays with you."
+    assert sink is None or sink.text == reply.text
+    srv.script("Morning! (Reminders lists them; /reminders cancel <n> cancels one))")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Morning!", mid="3"))
+    assert reply.text == "Morning!"
