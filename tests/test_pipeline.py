@@ -171,7 +171,8 @@ async def test_a_forget_done_before_the_reply_is_told_even_when_the_model_does_n
 
 async def test_a_message_that_only_asks_to_forget_is_answered_without_the_model(rt, srv):
     """A real 1.5B, told the forget was done, answered "I'm sorry, but I can't forget things that
-    have already passed" beside the note that it was done: a message of asks alone needs no model."""
+    have already passed" beside the note that it was done: a message of asks alone needs no
+    model."""
     await tell(rt, srv, dm("telegram", "7", "my locker code is 5521", mid="m1"))
     asked = len(srv.chat_requests)
     reply = await rt.orchestrator.reply(

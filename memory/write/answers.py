@@ -3,8 +3,8 @@
 A model asked for "a JSON array and nothing else" sends, depending on its size and its server: the
 array; the array in a code fence, after a sentence of prose; ``{"facts": [...]}`` (what a
 ``response_format`` schema makes it send, since a schema's root must be an object); a single object
-instead of an array; objects one per line; trailing commas; an array cut short by ``max_tokens``, bare or
-in its wrapper.
+instead of an array; objects one per line; trailing commas; an array cut short by ``max_tokens``,
+bare or in its wrapper.
 All of these give their complete items here; the incomplete or non-object ones are counted, so the
 caller can log how many were dropped and why. An answer with no JSON at all raises ``BadAnswer``
 (the caller retries once, then logs).

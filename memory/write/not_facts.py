@@ -4,7 +4,7 @@ request to remember at a fact's head, taken off:
     a request        "remind me tomorrow at 9am to call the vet" (a reminder is set, not filed)
     a pleasantry     "Thanks, that's all for today."
     "remember that"  "Remember that my sister's birthday is on 12 May" -> "My sister's birthday ..."
-    a label          "Maya: I teach chemistry" -> "I teach chemistry" (the line as the transcript shows it)
+    a label          "Maya: I teach chemistry" -> "I teach chemistry" (the transcript's form)
 
 (A question with no statement beside it is ``ownership.asks_only``.)"""
 

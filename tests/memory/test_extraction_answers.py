@@ -41,7 +41,7 @@ def test_an_array_cut_short_keeps_its_complete_items_and_counts_the_rest():
 
 @pytest.mark.parametrize("wrapper", ["facts", "memories"])
 def test_a_wrapped_array_cut_short_keeps_its_complete_items(wrapper):
-    # the real 0.5B's extraction under a response_format schema, cut by max_tokens: all of it was lost
+    # the real 0.5B's extraction under a response_format schema, cut by max_tokens: all was lost
     parsed = json_items(json.dumps({wrapper: [A, B]}, indent=2)[:-40])
     assert parsed.items == [A] and parsed.dropped == {"incomplete or invalid JSON": 1}
 

@@ -467,7 +467,7 @@ def test_dm_tools_store_private_facts_that_the_dm_can_find_again(engine):
 
 
 def test_search_and_recall_say_whose_each_fact_is_in_the_third_person(engine):
-    # found with the real 1.5B: a tool result "I work as a nurse" was said back as the bot's own life
+    # the real 1.5B: a tool result "I work as a nurse" was said back as the bot's own life
     priya = engine.people.resolve("discord", "7001", "Priya")
     nurse = remember(engine, "I work as a nurse at the children's hospital", scope_id=priya)
     remember(engine, "Mein Bruder wohnt in Danzig", scope_id=priya)
