@@ -134,11 +134,8 @@ class Report:
     @property
     def answers(self) -> list[tuple[str, bool]]:
         """Each recall question the script scores, and whether its reply was right."""
-        return [
-            (t.said, bool(self.script.answered(t.said, t.shown)))
-            for t in self.turns
-            if self.script.answered(t.said, t.shown) is not None
-        ]
+        scored = ((t.said, self.script.answered(t.said, t.shown)) for t in self.turns)
+        return [(said, right) for said, right in scored if right is not None]
 
     @property
     def wrong_self_facts(self) -> list[str]:
