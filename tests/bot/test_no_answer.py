@@ -301,3 +301,16 @@ async def test_a_copied_note_alone_is_no_answer_and_never_shown(rt, srv, streame
     srv.script("Morning! (Reminders lists them; /reminders cancel <n> cancels one))")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "Morning!", mid="3"))
     assert reply.text == "Morning!"
+
+
+def test_every_note_the_bot_adds_is_taken_off_when_a_model_copies_it():
+    """``bot.reply_checks`` finds the notes by their words: a note reworded where it is made
+    must still be found."""
+    from bot.honesty import FORGOTTEN, NOTES
+    from bot.reminder_claims import NOT_NEW, NOT_SET
+    from bot.reminder_commands import SET
+    from bot.reply_checks import without_clock
+
+    made = f"({SET} Tuesday 8 December 2026, 18:00 (UTC): call mum. (/reminders lists them))"
+    for note in (NOT_SET, NOT_NEW, FORGOTTEN, *NOTES.values(), made):
+        assert without_clock(f"Fine. {note}") == "Fine."
