@@ -29,7 +29,15 @@ from .counts import counted
 from .secret_key import tombstone_key
 
 if TYPE_CHECKING:
-    from memory import AsyncMemory, AsyncRunner, Clock, Embedder, MemoryEngine, Target, Timezones
+    from memory import (
+        AsyncMemory,
+        AsyncRunner,
+        Clock,
+        Embedder,
+        IngestTarget,
+        MemoryEngine,
+        Timezones,
+    )
 
     from .budgets import Budgets, Limits
     from .checkins import CheckinJob
@@ -456,13 +464,13 @@ def build_reminders(settings: Settings, memory: AsyncMemory) -> ReminderJob:
     return ReminderJob(memory.reminding, lease_s=settings.job_lease_s)
 
 
-def ingest_target(settings: Settings) -> Target:
+def ingest_target(settings: Settings) -> IngestTarget:
     """Where ingested files go unless told otherwise: the owner's private memory (the first configured owner,
     else the console's local user, whom ``companion chat`` treats as the owner)."""
-    from memory import Target
+    from memory import IngestTarget
     from memory.models import Scope, Visibility
 
-    return Target(
+    return IngestTarget(
         Scope.OWNER, (settings.owner_ids or ["console:local-user"])[0], Visibility.PRIVATE
     )
 

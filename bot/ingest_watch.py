@@ -24,9 +24,9 @@ from memory import (
     FileReport,
     FileRun,
     Ingester,
+    IngestTarget,
     MemoryEngine,
     Passage,
-    Target,
     within,
 )
 
@@ -42,7 +42,7 @@ class IngestWatch:
         engine: MemoryEngine,
         runner: AsyncRunner,
         folder: Path,
-        target: Target,
+        target: IngestTarget,
         complete: Completer | None,
         poll_s: float,
     ) -> None:

@@ -31,8 +31,8 @@ from .attribution import charging
 from .llm import ChatClient, LLMError
 from .model_gate import ModelGate
 
-ReportT = TypeVar("ReportT")
-AnswerT = TypeVar("AnswerT")
+_ReportT = TypeVar("_ReportT")
+_AnswerT = TypeVar("_AnswerT")
 log = logging.getLogger(__name__)
 
 
@@ -113,7 +113,7 @@ class JobRunner:
         self.engine, self.runner, self.model = engine, runner, model
         self.holder, self.lease_s = holder or process_holder(), lease_s
 
-    async def run(self, job: Job[Any, Any, ReportT], claim: str | None = None) -> ReportT | None:
+    async def run(self, job: Job[Any, Any, _ReportT], claim: str | None = None) -> _ReportT | None:
         """The job's report; None when it found nothing to do, or another process holds ``claim``."""
         async with self._claimed(claim) as lease:
             if lease is not None and not lease.taken:
@@ -139,8 +139,8 @@ class JobRunner:
         return 0  # ClaimLost: another process did it
 
     async def _steps(
-        self, job: Job[Any, Any, ReportT], lease: _Lease | None, last: Last
-    ) -> ReportT | None:
+        self, job: Job[Any, Any, _ReportT], lease: _Lease | None, last: Last
+    ) -> _ReportT | None:
         plan = await self.runner.run(job.gather)
         if plan is None:
             return None
@@ -151,7 +151,9 @@ class JobRunner:
             return await self.runner.run(self._applied, job.failed, plan, exc, lease, last)
         return await self.runner.run(self._applied, job.apply, plan, answer, lease, last)
 
-    async def _asked(self, job: Job[Any, AnswerT, Any], plan: Any, lease: _Lease | None) -> AnswerT:
+    async def _asked(
+        self, job: Job[Any, _AnswerT, Any], plan: Any, lease: _Lease | None
+    ) -> _AnswerT:
         """The ask step; a held claim is renewed every third of its lease meanwhile (a slow model keeps its job)."""
         if lease is None:
             return await job.ask(plan, self.model)
@@ -173,12 +175,12 @@ class JobRunner:
 
     def _applied(
         self,
-        step: Callable[[Any, Any], ReportT],
+        step: Callable[[Any, Any], _ReportT],
         plan: Any,
         answer: Any,
         lease: _Lease | None,
         last: Last,
-    ) -> ReportT:
+    ) -> _ReportT:
         """A step's write in one transaction (memory thread); a held claim is checked first and released with the
         job's last write, so a crash before the commit leaves both undone and the job to be redone."""
         if lease is None:

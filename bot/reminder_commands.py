@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory import MemoryEngine, Place, Reminder, Timezones, split_request
+from memory import MemoryEngine, Reminder, ReminderPlace, Timezones, split_request
 
 from .counts import counted
 
@@ -92,7 +92,9 @@ class ReminderCommands:
         failed = " (could NOT be delivered)" if r.state == "undelivered" else ""
         return f"{name} ({r.platform} user {r.platform_user_id}): {text} \u2014 {r.when()}{failed}"
 
-    def _cancel(self, turn: Any, listed: list[Reminder], number: str, here: Place | None) -> str:
+    def _cancel(
+        self, turn: Any, listed: list[Reminder], number: str, here: ReminderPlace | None
+    ) -> str:
         if not number.isdigit() or not 1 <= int(number) <= len(listed):
             return (
                 f"Say which one by its number in /reminders (1 to {len(listed)})."
@@ -120,10 +122,10 @@ class ReminderCommands:
         )
 
 
-def place_of(turn: Any) -> Place:
+def place_of(turn: Any) -> ReminderPlace:
     """Where this turn was said: where a reminder set in it fires."""
     m = turn.message
-    return Place(m.platform, m.channel_id, m.author_id, turn.ctx.guild_id, turn.ctx.is_dm)
+    return ReminderPlace(m.platform, m.channel_id, m.author_id, turn.ctx.guild_id, turn.ctx.is_dm)
 
 
 def _line(r: Reminder) -> str:

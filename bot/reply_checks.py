@@ -71,7 +71,7 @@ more most each few both"""
 _STOP = frozenset(_STOPWORDS.split())
 
 
-def content_words(text: str) -> list[str]:
+def word_prefixes(text: str) -> list[str]:
     """The words that carry meaning, lower-cased and cut to four letters."""
     # Chinese, Japanese...: their character pairs (a sentence is one \w run)
     words = (m.lower().replace("’", "'").removesuffix("'s") for m in _WORD.findall(spaced(text)))
@@ -87,7 +87,7 @@ def _prompt_runs() -> frozenset[tuple[str, ...]]:
     runs: set[tuple[str, ...]] = set()
     for name in REPLY_PROMPTS:
         text = re.sub(r"\$\{?\w+\}?", " . ", prompts.load(name).template)
-        runs |= _runs(content_words(text))
+        runs |= _runs(word_prefixes(text))
     return frozenset(runs)
 
 
@@ -98,24 +98,24 @@ class Echoes:
     def __init__(self, convo: Sequence[dict[str, Any]], schemas: Iterable[dict[str, Any]]) -> None:
         given = set(_prompt_runs())
         for schema in schemas:
-            given |= _runs(content_words(str((schema.get("function") or {}).get("description"))))
+            given |= _runs(word_prefixes(str((schema.get("function") or {}).get("description"))))
         self.given = frozenset(given)
         replies = [m for m in convo if m.get("role") == "assistant" and m.get("content")]
-        self.replies = [_runs(content_words(str(m["content"]))) for m in replies[-RECENT:]]
+        self.replies = [_runs(word_prefixes(str(m["content"]))) for m in replies[-RECENT:]]
         people = [_text(m.get("content")) for m in convo if m.get("role") == "user"]
-        self.asked = set(content_words(people[-1] if people else ""))
+        self.asked = set(word_prefixes(people[-1] if people else ""))
         # the line being answered: said back word for word ("Biscuit knocked a glass off the
         # table this morning, the rascal." to that line, the real 1.5B) is no reply
-        self.last = _runs(content_words(_without_clock(people[-1]))) if people else set()
+        self.last = _runs(word_prefixes(_without_clock(people[-1]))) if people else set()
         # the person's own lines: a reply in the first person made of them is the bot speaking as
         # the person (a real 1.5B answered "I have a grey cat called Biscuit." to that line, and
         # "I live in Leeds" to "which city do I live in?")
-        self.people = [_runs(content_words(_without_clock(line))) for line in people[-PEOPLE:]]
+        self.people = [_runs(word_prefixes(_without_clock(line))) for line in people[-PEOPLE:]]
         # and the facts about people the prompt shows: "I work as a nurse at the children's
         # hospital." was the real 1.5B's answer to "Do you know what I do for work?", the snapshot
         # saying 'about "Sam": "Sam works as a nurse at the children's hospital."'
         system = " ".join(_text(m.get("content")) for m in convo if m.get("role") == "system")
-        self.people += [_runs(content_words(fact)) for fact in _facts_about_people(system)]
+        self.people += [_runs(word_prefixes(fact)) for fact in _facts_about_people(system)]
         # the names the person gave themselves: "Hello! I'm Sam." to "Hi! I'm Sam." (the real
         # 1.5B) is the bot taking the person's name, however few words it shares with the line
         self.names = {name for line in people[-PEOPLE:] for name in _INTRO.findall(line)}
@@ -126,7 +126,7 @@ class Echoes:
         text = _SPEAKER.sub("", _without_clock(text), count=1)
         if self.names & set(_INTRO.findall(text)):
             return True
-        words = content_words(text)
+        words = word_prefixes(text)
         runs = _runs(words)
         if not runs:
             return False
@@ -145,7 +145,7 @@ class Echoes:
         whole = _PART.sub("", text)  # a word still arriving is not judged yet
         if self.names & set(_INTRO.findall(whole)) or any(m in whole for m in _NOTE_MARKS):
             return False  # held to the end: "Hey there! I'm Maya." is asked again (the 1.5B)
-        return any(run not in known for run in _runs(content_words(whole)))
+        return any(run not in known for run in _runs(word_prefixes(whole)))
 
 
 class Draft:

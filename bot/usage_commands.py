@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory import Line, MemoryEngine, People, Spend, Spending
+from memory import MemoryEngine, People, Spend, Spending, SpendingLine
 
 from .budgets import Limits
 from .counts import counted
@@ -75,7 +75,7 @@ class UsageCommands:
     def _everything(self, first: str, last: str) -> str:
         head = f"All usage {_span(first, last)}: {_spend(self.ledger.totals(first, last))}."
         places = self.ledger.by("place_id", first, last, limit=10)
-        where = [Line(line.label or "private chats", line.spend) for line in places]
+        where = [SpendingLine(line.label or "private chats", line.spend) for line in places]
         return "\n".join(
             [head, f"By place: {_listed(where)}" if where else "", *self._groups(first, last, None)]
         ).replace("\n\n", "\n")
@@ -84,7 +84,7 @@ class UsageCommands:
         kinds = self.ledger.by("kind", first, last, place, limit=10)
         models = self.ledger.by("model", first, last, place, limit=5)
         people = [
-            Line(self.people.name(line.label) or line.label, line.spend)
+            SpendingLine(self.people.name(line.label) or line.label, line.spend)
             for line in self.ledger.people(first, last, place, limit=10)
         ]
         return [
@@ -109,5 +109,5 @@ def _spend(spend: Spend) -> str:
     )
 
 
-def _listed(lines: list[Line]) -> str:
+def _listed(lines: list[SpendingLine]) -> str:
     return " · ".join(f"{line.label} {line.spend.tokens:,}" for line in lines)

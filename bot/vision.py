@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 import prompts
-from memory import Sight as KeptSight
+from memory import SightTrait
 
 from .attribution import charging, current
 from .budgets import spent
@@ -171,7 +171,7 @@ class Sight:
     async def _keep(self, sees: bool) -> None:
         self._sees = sees
         if self.traits is not None:
-            verdict = KeptSight(sees, datetime.now(UTC).isoformat(timespec="seconds"))
+            verdict = SightTrait(sees, datetime.now(UTC).isoformat(timespec="seconds"))
             await self.runner.run(self.traits.keep_sight, self.key, verdict)
         log.info(
             "the chat model %s images (probe kept as %s)",

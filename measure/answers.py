@@ -33,7 +33,7 @@ from memory import FakeClock
 from memory.clock import DAY
 
 from . import asking
-from .locomo import Turn, load_samples, turns
+from .locomo import SampleTurn, load_samples, turns
 from .scoring import ADVERSARIAL, score, verdict
 
 if TYPE_CHECKING:
@@ -108,16 +108,16 @@ def gold(qa: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class RunPlan:
     """What a run will ask, read and checked before the model is asked anything."""
 
     path: str
     samples: dict[str, dict[str, Any]]  # by sample id, those holding a chosen question
-    said: dict[str, list[Turn]]
+    said: dict[str, list[SampleTurn]]
     asked: list[Question]
 
 
-def plan(path: str | Path, options: Options) -> Plan:
+def plan(path: str | Path, options: Options) -> RunPlan:
     """Bad data raises ``ValueError`` (``KeyError`` for a missing field), a file that cannot be read
     ``OSError``."""
     samples = load_samples(path)[: options.limit]
@@ -126,11 +126,11 @@ def plan(path: str | Path, options: Options) -> Plan:
         raise ValueError(f"no questions in categories {list(options.categories)}")
     by_id = {str(s["sample_id"]): s for s in samples}
     said = {sid: turns(by_id[sid]) for sid in dict.fromkeys(q.sample_id for q in asked)}
-    return Plan(str(path), {sid: by_id[sid] for sid in said}, said, asked)
+    return RunPlan(str(path), {sid: by_id[sid] for sid in said}, said, asked)
 
 
 async def evaluate_answers(
-    todo: Plan,
+    todo: RunPlan,
     settings: Settings,
     options: Options,
     progress: Callable[[str], None] = lambda _: None,
@@ -185,9 +185,9 @@ class _Run:
             await self.judge.aclose()
 
     async def sample(
-        self, folder: Path, sample: dict[str, Any], said: list[Turn], mine: list[Question]
+        self, folder: Path, sample: dict[str, Any], said: list[SampleTurn], mine: list[Question]
     ) -> None:
-        place = asking.Place.of(str(sample["sample_id"]), said)
+        place = asking.SampleServer.of(str(sample["sample_id"]), said)
         quiet_s = max(self.settings.extraction_debounce_s, self.settings.reflection_silence_s) + 1
         clock = FakeClock(said[0].at)
         if "memory" in self.options.methods:
@@ -215,7 +215,7 @@ class _Run:
                 if "full" in self.options.methods:
                     await self._full(q, bot.orchestrator.llm, whole)
 
-    def _whole(self, sample: dict[str, Any], said: list[Turn]) -> str | None:
+    def _whole(self, sample: dict[str, Any], said: list[SampleTurn]) -> str | None:
         """The full baseline's prompt, or None (with a note) when it does not fit the context."""
         if "full" not in self.options.methods:
             return None
@@ -245,7 +245,7 @@ class _Run:
         start = time.monotonic()
         try:
             answer = await answering
-        except (LLMError, asking.NoAnswer) as exc:  # the model failed (the reply path apologised)
+        except (LLMError, asking.Apologised) as exc:  # the model failed (the reply path apologised)
             answer, failure = getattr(exc, "apology", ""), str(exc)
         else:
             failure = ""

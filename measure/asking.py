@@ -1,9 +1,9 @@
 """A LoCoMo-format conversation told to the bot, and questions asked of it, through its own pipeline
 (EVAL-2).
 
-The conversation's two people talk in one channel of a Discord server made for the sample
-(``Place``): each turn goes through ``Orchestrator.observe``, the path group talk the bot does not
-answer takes (stored, buffered for extraction), at its session's date on an injected clock. After
+The conversation's two people talk in one channel of a Discord server made for the
+sample (``SampleServer``): each turn goes through ``Orchestrator.observe``, the path group talk the
+bot does not answer takes (stored, buffered for extraction), at its session's date on an injected clock. After
 each session the clock moves past the quiet time and the background jobs run as the bot's loop runs
 them (``Background.tick``: extraction by the configured model, then a session's reflection and
 compaction); with ``raw``, no job runs and each turn is also filed as one memory of the server, as
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import groupby
@@ -33,12 +33,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 import prompts
+from bot.modelcheck import Build
 from bot.types import IncomingMessage
 from memory import FakeClock, MemoryEngine
 from memory.models import MemoryType, NewMemory, Scope, Source
 from memory.scopes import place_key
 
-from .locomo import Turn
+from .bench import ProgressLine
+from .locomo import SampleTurn
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -50,19 +52,17 @@ ASKER = ("eval-asker", "Quinn")  # the third person who asks the questions
 QUESTION_GAP_S = 60.0  # the clock moves a minute a question
 # background ticks after a session: each runs what is due; a stuck job is not waited for forever
 MAX_TICKS = 100
-Build = Callable[["Settings", FakeClock], "Runtime"]
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
-class Place:
+class SampleServer:
     """The sample's server: its id and its two (or more) people as (platform user id, name)."""
 
     guild: str
     people: tuple[tuple[str, str], ...]
 
     @classmethod
-    def of(cls, sample_id: str, said: list[Turn]) -> Place:
+    def of(cls, sample_id: str, said: list[SampleTurn]) -> SampleServer:
         names = dict.fromkeys(t.speaker for t in said)
         return cls(f"eval-{sample_id}", tuple((f"speaker-{i}", n) for i, n in enumerate(names, 1)))
 
@@ -70,7 +70,7 @@ class Place:
     def key(self) -> str:
         return place_key(PLATFORM, self.guild)
 
-    def told(self, turn: Turn) -> IncomingMessage:
+    def told(self, turn: SampleTurn) -> IncomingMessage:
         """A turn as the adapter hands group talk not spoken to the bot."""
         author = next(p for p in self.people if p[1] == turn.speaker)
         return IncomingMessage(
@@ -143,12 +143,12 @@ async def bot_on(
 async def tell(
     runtime: Runtime,
     clock: FakeClock,
-    place: Place,
-    said: list[Turn],
+    place: SampleServer,
+    said: list[SampleTurn],
     *,
     raw: bool,
     quiet_s: float,
-    progress: Progress,
+    progress: ProgressLine,
 ) -> int:
     """The conversation, session by session; the memories its background jobs (or, ``raw``, its
     turns) stored."""
@@ -182,7 +182,7 @@ async def learn(runtime: Runtime) -> int:
     return stored
 
 
-def remember_turn(engine: MemoryEngine, place: Place, turn: Turn) -> int:
+def remember_turn(engine: MemoryEngine, place: SampleServer, turn: SampleTurn) -> int:
     """``raw``: a turn filed as one memory of the server, in the speaker's words, who and when."""
     result = engine.memories.add(
         NewMemory(
@@ -197,7 +197,7 @@ def remember_turn(engine: MemoryEngine, place: Place, turn: Turn) -> int:
     return 1 if result.status == "stored" else 0
 
 
-class NoAnswer(Exception):
+class Apologised(Exception):
     """The model failed and the reply path apologised (``apology``, what the person read); why, as
     the client knows."""
 
@@ -206,17 +206,19 @@ class NoAnswer(Exception):
         self.apology = apology
 
 
-async def ask(runtime: Runtime, clock: FakeClock, place: Place, number: int, question: str) -> str:
+async def ask(
+    runtime: Runtime, clock: FakeClock, place: SampleServer, number: int, question: str
+) -> str:
     """The bot's reply to the question, as the person would read it; ``NoAnswer`` when the model
     failed."""
     clock.advance(QUESTION_GAP_S)
     reply = await runtime.orchestrator.reply(place.asked(number, question, clock.now()))
     if reply.failed:
-        raise NoAnswer(str(reply.failure or "the model gave no answer"), reply.text)
+        raise Apologised(str(reply.failure or "the model gave no answer"), reply.text)
     return reply.text
 
 
-def transcript(said: list[Turn], dates: dict[int, str]) -> str:
+def transcript(said: list[SampleTurn], dates: dict[int, str]) -> str:
     """The whole conversation as text: each session under its date, a line a turn."""
     lines: list[str] = []
     for session, group in groupby(said, key=lambda t: t.session):
@@ -226,7 +228,7 @@ def transcript(said: list[Turn], dates: dict[int, str]) -> str:
     return "\n".join(lines).strip()
 
 
-def full_prompt(said: list[Turn], dates: dict[int, str]) -> str:
+def full_prompt(said: list[SampleTurn], dates: dict[int, str]) -> str:
     names = list(dict.fromkeys(t.speaker for t in said))
     speakers = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
     return prompts.render("answer_full", speakers=speakers, conversation=transcript(said, dates))

@@ -56,7 +56,7 @@ BATCH = 5_000
 PLACEMENTS = ("spread", "one")
 CONCURRENT_TURNS = 50
 DB_VARIABLE = "COMPANION_BENCH_DB"  # how run_bench hands --db to the process measuring one size
-Progress = Callable[[str], None]
+ProgressLine = Callable[[str], None]
 # Given (engine, ctx, text), run everything a turn does before the LLM call (``measure.turn``).
 TurnFn = Callable[[MemoryEngine, RecallContext, str], Any]
 
@@ -276,7 +276,7 @@ def reference() -> dict[str, Any]:
 def run_bench(
     sizes: list[int],
     queries: int = 200,
-    progress: Progress | None = None,
+    progress: ProgressLine | None = None,
     placement: str = "spread",
     db: str | None = None,
 ) -> dict[str, Any]:

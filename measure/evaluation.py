@@ -44,7 +44,7 @@ from memory.scopes import message_partition
 from memory.storage.messages import NewMessage
 
 from .ledger import Ledger
-from .locomo import Turn, evidence_ids, load_samples, turns
+from .locomo import SampleTurn, evidence_ids, load_samples, turns
 from .stores import check_db, scratch_store
 
 KS = (1, 5, 10, 25)
@@ -72,16 +72,16 @@ class SampleDone:
     resumed: bool  # read back from the ledger, not measured again
 
 
-Progress = Callable[[SampleDone], None]
+SampleProgress = Callable[[SampleDone], None]
 
 
-def storable(turn: Turn) -> bool:
+def storable(turn: SampleTurn) -> bool:
     """The store refuses text that normalises to nothing (LongMemEval has turns that are a lone zero-width
     space); such a turn carries no evidence, so the eval leaves it out and counts it instead of dying."""
     return bool(normalise_text(turn.text))
 
 
-def _ingest(engine: MemoryEngine, sample_id: str, sample_turns: list[Turn]) -> dict[str, str]:
+def _ingest(engine: MemoryEngine, sample_id: str, sample_turns: list[SampleTurn]) -> dict[str, str]:
     """Stores the turns; returns dia_id by message id."""
     messages = [
         NewMessage(
@@ -135,7 +135,7 @@ def evaluate_sample(
     }
 
 
-def _asker(sample_turns: list[Turn]) -> str | None:
+def _asker(sample_turns: list[SampleTurn]) -> str | None:
     """Who asks the questions, as the bot knows who is talking: LongMemEval's are the conversation's ``user``
     (its speakers are ``user`` and ``assistant``); LoCoMo's come from outside the conversation (None)."""
     return "user" if any(t.speaker == "user" for t in sample_turns) else None
@@ -253,7 +253,7 @@ def evaluate_locomo(
     embedder: Embedder | None,
     *,
     limit: int | None = None,
-    progress: Progress | None = None,
+    progress: SampleProgress | None = None,
     resume: Path | None = None,
     index: str = "all",
     db: str | None = None,

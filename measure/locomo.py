@@ -20,7 +20,7 @@ SECONDS_PER_TURN = 30.0  # turns of a session get distinct, ordered times from i
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class SampleTurn:
     dia_id: str
     speaker: str
     text: str
@@ -77,7 +77,7 @@ def evidence_ids(raw: list[Any], known: set[str]) -> list[str]:
     return out
 
 
-def turns(sample: dict[str, Any]) -> list[Turn]:
+def turns(sample: dict[str, Any]) -> list[SampleTurn]:
     """Every turn of every session in file order; a shared photo becomes part of the turn's text."""
     conv = sample["conversation"]
     found = []
@@ -91,7 +91,7 @@ def turns(sample: dict[str, Any]) -> list[Turn]:
             if turn.get("blip_caption"):
                 text = f"{text} [shares a photo: {turn['blip_caption']}]"
             found.append(
-                Turn(
+                SampleTurn(
                     turn["dia_id"],
                     turn["speaker"],
                     text,

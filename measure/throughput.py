@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.models import Scope
-from memory.write.ingest import Ingester, Target
+from memory.write.ingest import Ingester, IngestTarget
 from memory.write.passages import PASSAGE_CHARS
 
 from .samples import TextGen, percentiles
@@ -60,7 +60,7 @@ def ingest_passages_per_s(engine: MemoryEngine, texts: list[str], folder: Path) 
     path = folder / "bench-handbook.md"
     path.write_text("\n\n".join(texts) + "\n", encoding="utf-8")
     start = time.perf_counter()
-    report = Ingester(engine, Target(Scope.USER, "bench:u0")).ingest(path)
+    report = Ingester(engine, IngestTarget(Scope.USER, "bench:u0")).ingest(path)
     seconds = time.perf_counter() - start
     if report.status != "ingested":
         raise RuntimeError(f"the bench's ingest failed: {report.status} {report.error}")

@@ -144,7 +144,7 @@ if TYPE_CHECKING:
     from .storage.db import Database, read_only
     from .storage.ledger import Charge
     from .storage.memories import RecallFilters
-    from .storage.model_traits import ModelTraits, Sight
+    from .storage.model_traits import ModelTraits, SightTrait
     from .storage.persona import MAX_PLACE_PERSONA
     from .storage.pg import is_postgres
     from .storage.ranking import ALL_CHANNELS, Channel, Hit
@@ -152,7 +152,7 @@ if TYPE_CHECKING:
     from .storage.timezones import Timezones
     from .upkeep.bulletin import Bulletins
     from .upkeep.daily import ChatDay
-    from .write.ingest import FileReport, Ingester, Target, within
+    from .write.ingest import FileReport, Ingester, IngestTarget, within
     from .write.passages import SUFFIXES
 
 _SHARED = {
@@ -166,7 +166,7 @@ _SHARED = {
     "Charge": "storage.ledger",
     "RecallFilters": "storage.memories",
     "ModelTraits": "storage.model_traits",
-    "Sight": "storage.model_traits",
+    "SightTrait": "storage.model_traits",
     "MAX_PLACE_PERSONA": "storage.persona",
     "is_postgres": "storage.pg",
     "ALL_CHANNELS": "storage.ranking",
@@ -178,7 +178,7 @@ _SHARED = {
     "ChatDay": "upkeep.daily",
     "FileReport": "write.ingest",
     "Ingester": "write.ingest",
-    "Target": "write.ingest",  # an ingest's folder (the audit's kind of target is not on the face)
+    "IngestTarget": "write.ingest",  # an ingest's folder (the audit's ``Sought`` is not on it)
     "within": "write.ingest",
     "SUFFIXES": "write.passages",
 }
@@ -201,7 +201,7 @@ if TYPE_CHECKING:
     from .storage.storefile import StoreFile
     from .upkeep.bulletin import Bulletin
     from .upkeep.copy import CopyReport, copy_store
-    from .upkeep.leftovers import Folders, Found, Presence
+    from .upkeep.leftovers import FileHit, Folders, Presence
 
 _OPERATOR = {
     "StoreTools": "operator",
@@ -224,7 +224,7 @@ _OPERATOR = {
     "CopyReport": "upkeep.copy",
     "copy_store": "upkeep.copy",
     "Folders": "upkeep.leftovers",  # the audit's folders and what it found on each surface
-    "Found": "upkeep.leftovers",
+    "FileHit": "upkeep.leftovers",
     "Presence": "upkeep.leftovers",  # a word looked for: held now, and whether a tombstone holds it
 }
 
@@ -233,7 +233,7 @@ if TYPE_CHECKING:
     from .recall.overview import Overview, Person, ReflectionRun
     from .settings import RecallSettings, Tuning
     from .storage.audit import AuditEntry
-    from .storage.ledger import Line, Spend, UsageLedger, day_of
+    from .storage.ledger import Spend, SpendingLine, UsageLedger, day_of
     from .storage.memories import MemoryQuery
     from .storage.persona import PlacePersona
     from .usage import Spending
@@ -249,7 +249,7 @@ _DASHBOARD = {
     "PlacePersona": "storage.persona",
     "Spending": "usage",  # the usage ledger's reads (ORCH-14)
     "Spend": "storage.ledger",
-    "Line": "storage.ledger",
+    "SpendingLine": "storage.ledger",
     "day_of": "storage.ledger",
     "UsageLedger": "storage.ledger",  # the repository the budgets record into (engine.ledger)
 }
@@ -265,7 +265,7 @@ if TYPE_CHECKING:
     from .storage.messages import clean_text
     from .storage.privacy import Kept
     from .storage.ratelimits import RateWindows
-    from .storage.reminders import Place
+    from .storage.reminders import ReminderPlace
     from .storage.timezones import parse_zone
     from .upkeep.retention import MIN_DAYS
 
@@ -277,7 +277,7 @@ _PEOPLE = {
     "Destination": "storage.checkins",
     "split_request": "reminder_time",  # "/remind <when> <what>" -> (when, what)
     "asked_reminder": "reminder_time",  # "remind me <when> to <what>" in words -> (when, what)
-    "Place": "storage.reminders",  # where a reminder was asked, and fires
+    "ReminderPlace": "storage.reminders",  # where a reminder was asked, and fires
     "Kept": "storage.privacy",  # one line of /about me
     "RateWindows": "storage.ratelimits",  # the per-person rate limit's windows (OPS-5)
     "normalise_text": "safety",  # a name or text on one line, invisible characters gone

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import tzinfo
 
 from .engine import MemoryEngine
-from .jobs.checkin import CheckinDraft, DmView, Draft, record_sent
+from .jobs.checkin import CheckinDraft, DmView, DraftedCheckin, record_sent
 from .storage.checkins import FOLLOWED_KINDS, Checkin, Destination, QuietHours
 from .storage.memories import RecallFilters
 
@@ -61,7 +61,7 @@ class FollowUps:
             self.engine, self.store, checkin, where, whose_dm, bot_name, zone, per_week, quiet
         )
 
-    def record(self, draft: Draft, text: str, bot_name: str) -> None:
+    def record(self, draft: DraftedCheckin, text: str, bot_name: str) -> None:
         """The sent check-in in the DM's history as the bot's turn, the row 'sent': one
         transaction."""
         record_sent(self.engine, self.store, draft, text, bot_name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeAlias
@@ -10,6 +11,8 @@ from typing import Any, TypeAlias
 # Data that is JSON by nature and stays a dict: a tool's arguments from the model and what it answers, an export
 # file, an API payload, a schema. Named, so that a store row never travels as one (tests/test_architecture.py).
 JsonObject: TypeAlias = dict[str, Any]
+
+Progress: TypeAlias = Callable[[int, int], None]  # (done so far, in all): a long step's progress
 
 
 class MemoryType(StrEnum):

@@ -15,21 +15,19 @@ face beside this class, from its own module.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from .engine import MemoryEngine
-from .models import PLATFORMS
+from .models import PLATFORMS, Progress
 from .protocols import Completer, Embedder
 from .upkeep import leftovers, maintenance
-from .upkeep.bulletin import Bulletin, Bulletins, Plan, refresh
+from .upkeep.bulletin import Bulletin, BulletinPlan, Bulletins, refresh
 from .upkeep.forgetting import forget_file
-from .upkeep.leftovers import Folders, Found, Presence
+from .upkeep.leftovers import FileHit, Folders, Presence
 from .upkeep.maintenance import ConsolidationReport
 from .upkeep.reembed import reembed
 from .upkeep.transfer import JsonObject, import_memories
 
-Progress = Callable[[int, int], None]  # (done, in all)
 DUE_AT_ONCE = 1_000  # the command line writes every due bulletin; the bot's job takes a few per run
 
 
@@ -41,13 +39,13 @@ class StoreTools:
 
     def leftovers(
         self, words: tuple[str, ...], people: tuple[str, ...], folders: Folders
-    ) -> list[Found]:
+    ) -> list[FileHit]:
         """Counts per surface of what remains of ``words`` and ``people``, never the words
         themselves. A person is each id as given, and the person an account ("telegram:123")
         belongs to while it is still linked.
 
         :raises ValueError: neither a word nor a person to look for."""
-        target = leftovers.Target(words, self._person_ids(people))
+        target = leftovers.Sought(words, self._person_ids(people))
         return leftovers.audit(self.engine, target, folders)
 
     def presence(self, words: tuple[str, ...]) -> list[Presence]:
@@ -107,7 +105,7 @@ class StoreTools:
 
     def bulletins_due(
         self, *, min_changes: int, scope: tuple[str, str] | None = None
-    ) -> list[Plan]:
+    ) -> list[BulletinPlan]:
         """One scope's bulletin (``scope``: (scope, scope id)) due or not, empty when it has nothing
         to summarise; or every bulletin due now, as the running bot finds them each quarter hour.
 
@@ -118,6 +116,6 @@ class StoreTools:
         plan = bulletins.plan(bulletins.scope(*scope))
         return [plan] if plan else []
 
-    def write_bulletins(self, plans: list[Plan], complete: Completer) -> list[Bulletin]:
+    def write_bulletins(self, plans: list[BulletinPlan], complete: Completer) -> list[Bulletin]:
         """The bulletins written; one that fails is logged and skipped."""
         return refresh(Bulletins(self.engine), complete, plans)

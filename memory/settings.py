@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .engine import MemoryEngine
 from .models import JsonObject
-from .storage.knobs import Corpus, KnobStore, RecallKnobs, knob_help
+from .storage.knobs import CorpusName, KnobStore, RecallKnobs, knob_help
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +43,14 @@ class Tuning:
 
         :raises pydantic.ValidationError: an unknown knob or a bad value, naming the field; then
             nothing is stored: both corpora are validated before either is."""
-        parts: dict[Corpus, JsonObject] = {"memories": memories, "messages": messages}
+        parts: dict[CorpusName, JsonObject] = {"memories": memories, "messages": messages}
         merged = {name: self._checked(name, part) for name, part in parts.items() if part}
         with self.engine.transaction():
             for name, part in merged.items():
                 self.knobs.update(name, part)
         return self.shown()
 
-    def _checked(self, corpus: Corpus, part: JsonObject) -> JsonObject:
+    def _checked(self, corpus: CorpusName, part: JsonObject) -> JsonObject:
         current = self.knobs.get(corpus).model_dump(mode="json")
         for key, value in part.items():
             current[key] = (

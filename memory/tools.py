@@ -37,7 +37,7 @@ from .models import (
 from .recall.whose import labelled, names_of
 from .scopes import RecallContext, write_scope
 from .storage.knobs import Weights
-from .storage.reminders import Place
+from .storage.reminders import ReminderPlace
 from .tool_schemas import compact
 from .upkeep.forgetting import forget_memory
 from .upkeep.said import SAID_PREFIX, forget_said, said_matching
@@ -73,7 +73,7 @@ class Relation(_Args):
     target: str = Field(min_length=1, max_length=120)
 
 
-class Entity(_Args):
+class EntityArgs(_Args):
     name: str = Field(min_length=1, max_length=120)
     type: Literal["person", "project", "technology", "place", "organization", "concept"] = "concept"
     relations: list[Relation] = Field(default_factory=list, max_length=10)
@@ -104,7 +104,7 @@ class StoreArgs(_Args):
         ]
         | None
     ) = None
-    entities: list[Entity] = Field(default_factory=list, max_length=10)
+    entities: list[EntityArgs] = Field(default_factory=list, max_length=10)
 
 
 class SearchArgs(_Args):
@@ -210,7 +210,7 @@ class MemoryTools:
         reflect: Callable[[bool], JsonObject] | None = None,
         rate_limit: RateLimiter | None = None,
         remembering: bool = True,
-        place: Place | None = None,
+        place: ReminderPlace | None = None,
     ) -> None:
         self.engine, self.ctx, self.provenance = engine, ctx, provenance
         self.remembering = remembering  # False: the speaker or the place said /privacy off (SEC-5)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from .engine import MemoryEngine
-from .storage.ledger import Line, Spend, day_of
+from .storage.ledger import Spend, SpendingLine, day_of
 
 
 class Spending:
@@ -33,17 +33,17 @@ class Spending:
 
     def by(
         self, column: str, first: str, last: str, place_id: str | None = None, *, limit: int = 50
-    ) -> list[Line]:
+    ) -> list[SpendingLine]:
         """The spend by kind, model, place_id, day or platform, the largest first."""
         return self.ledger.by(column, first, last, place_id, limit=limit)
 
     def people(
         self, first: str, last: str, place_id: str | None = None, *, limit: int = 50
-    ) -> list[Line]:
+    ) -> list[SpendingLine]:
         """Each person's share (labelled by person id), the largest first."""
         return self.ledger.people(first, last, place_id, limit=limit)
 
-    def person(self, person_id: str, first: str, last: str) -> list[Line]:
+    def person(self, person_id: str, first: str, last: str) -> list[SpendingLine]:
         """One person's spend by kind over the days."""
         return self.ledger.person(person_id, first, last)
 

@@ -719,7 +719,7 @@ class World:
     async def audit_finds_nothing(self, step: str, words: set[str], person: str | None) -> None:
         """The operator's own check (`companion audit forget --word ... --person ...`) agrees: no surface holds a
         forgotten word, nor anything of a person who forgot everything."""
-        from memory.upkeep.leftovers import Folders, Target, audit
+        from memory.upkeep.leftovers import Folders, Sought, audit
 
         engine, beside = self.runtime.engine, self.store.parent
         folders = Folders(
@@ -727,7 +727,7 @@ class World:
             beside / "exports",
             beside / "backups",
         )
-        target = Target(tuple(sorted(words)), (person,) if person else ())
+        target = Sought(tuple(sorted(words)), (person,) if person else ())
         found = await self.runtime.runner.run(audit, engine, target, folders)
         self.tally.audit_left += [
             f"{step}: {f.surface} {f.remaining} {dict(f.where)}" for f in found if f.remaining

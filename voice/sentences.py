@@ -50,7 +50,7 @@ def speakable(text: str) -> str:
     return " ".join(_MARKS.sub("", text).split())
 
 
-def is_skip(reply_text: str) -> bool:
+def says_nothing(reply_text: str) -> bool:
     """The model chose to say nothing (VOICE-1): the turn is stored, nothing is spoken."""
     return reply_text.strip() == SKIP_TOKEN or not speakable(reply_text)
 

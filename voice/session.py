@@ -65,7 +65,7 @@ class Speculation:
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class SpokenTurn:
     """What happened in one turn, kept for logs and tests."""
 
     user_id: int
@@ -95,7 +95,7 @@ class VoiceSession:
         self._task: asyncio.Task[None] | None = None
         self._speech: ReplySpeech | None = None
         self.last_activity = self._clock.now()
-        self.turns: list[Turn] = []
+        self.turns: list[SpokenTurn] = []
         self._guesses: dict[
             int, tuple[bytes, asyncio.Future[str]]
         ] = {}  # ssrc -> (audio, its transcript)
@@ -190,7 +190,7 @@ class VoiceSession:
         finally:
             await speech.finish(reply)  # on failure: what had streamed is still said, then silence
         self.turns.append(
-            Turn(utterance.user_id, heard, reply, tuple(speech.spoken), speech.interrupted)
+            SpokenTurn(utterance.user_id, heard, reply, tuple(speech.spoken), speech.interrupted)
         )
         # people's words: not at INFO
         logger.debug("voice: %s said %r; replied %r", utterance.user_id, heard[:80], reply[:80])

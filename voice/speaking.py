@@ -17,7 +17,7 @@ from typing import Protocol
 from .audio import mono_to_discord
 from .playback import PlaybackBuffer
 from .providers import TextToSpeech
-from .sentences import SentenceSplitter, is_skip
+from .sentences import SentenceSplitter, says_nothing
 
 logger = logging.getLogger(__name__)
 _POLL_S = 0.02  # one frame: how often we look whether the player has drained
@@ -54,7 +54,7 @@ class ReplySpeech:
 
     async def finish(self, reply_text: str) -> None:
         """The reply is complete: say what is left, then wait until it has been played."""
-        if not self.streamed and not is_skip(reply_text):
+        if not self.streamed and not says_nothing(reply_text):
             await self.feed(reply_text)  # the responder did not stream: speak the whole reply
         for sentence in self._splitter.flush():
             self._queue.put_nowait(sentence)
@@ -78,7 +78,7 @@ class ReplySpeech:
 
     async def _synthesise_in_order(self) -> None:
         while (sentence := await self._queue.get()) is not None:
-            if self.buffer.cancelled or is_skip(sentence):
+            if self.buffer.cancelled or says_nothing(sentence):
                 continue
             try:
                 pcm, rate = await asyncio.to_thread(self._tts.synthesize, sentence)

@@ -36,7 +36,7 @@ from typing import TextIO
 from bot.types import Conversation, IncomingMessage
 
 from .common import COMMANDS, ERROR_APOLOGY
-from .console_history import Kept, ListLines, TypedHistory, terminal_lines
+from .console_history import KeptLines, ListLines, TypedHistory, terminal_lines
 from .working import CLEAR, Working
 
 logger = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class ConsoleChat:
         input_fn: InputFn | None = None,
         output: TextIO | None = None,
         diagnose: Diagnose | None = None,
-        kept: Kept | None = None,
+        kept: KeptLines | None = None,
     ) -> None:
         self._conversation = conversation
         self._diagnose = diagnose

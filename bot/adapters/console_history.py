@@ -24,7 +24,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
-Kept = Callable[[], Awaitable[list[str]]]  # the person's lines the store still holds
+KeptLines = Callable[[], Awaitable[list[str]]]  # the person's lines the store still holds
 
 
 class Lines(Protocol):
@@ -79,7 +79,7 @@ def terminal_lines() -> Lines:
 class TypedHistory:
     """The lines the up arrow reaches, and what a forget takes out of them."""
 
-    def __init__(self, lines: Lines, kept: Kept | None = None) -> None:
+    def __init__(self, lines: Lines, kept: KeptLines | None = None) -> None:
         self.lines, self.kept = lines, kept
 
     def load(self, earlier: Iterable[str]) -> None:

@@ -27,7 +27,7 @@ from .memories import command, engine_for, nonempty
 from .output import print_json, say
 
 if TYPE_CHECKING:
-    from memory import Folders, Found, Presence
+    from memory import FileHit, Folders, Presence
 
     from ..config import Settings
 
@@ -137,7 +137,7 @@ def _folders(args: argparse.Namespace, journals: Path | None, beside: Path) -> F
     )
 
 
-def _as_dict(f: Found) -> dict[str, object]:
+def _as_dict(f: FileHit) -> dict[str, object]:
     return {"surface": f.surface, "remaining": f.remaining, "where": dict(f.where), "note": f.note}
 
 
@@ -145,7 +145,7 @@ def _presence(n: int, p: Presence) -> dict[str, object]:
     return {"word": n, "rows": p.rows, "forgotten": p.buried, "never_forgotten": p.never_forgotten}
 
 
-def _print(found: list[Found], left: int, present: list[Presence]) -> None:
+def _print(found: list[FileHit], left: int, present: list[Presence]) -> None:
     for f in found:
         count = "unreadable" if f.remaining is None else str(f.remaining)
         where = ", ".join(f"{name} {n}" for name, n in f.where)

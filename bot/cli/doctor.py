@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ..counts import counted
 
 if TYPE_CHECKING:
-    from memory import ServerFacts, Sight, StoreFile
+    from memory import ServerFacts, SightTrait, StoreFile
 
     from ..config import Settings
     from ..local_model import Loaded
@@ -450,7 +450,7 @@ def check_vision(settings: Settings, where: str) -> Finding:
     )
 
 
-def _kept_vision(settings: Settings, where: str) -> Sight | None:
+def _kept_vision(settings: Settings, where: str) -> SightTrait | None:
     """The probe's verdict in the store, or None (not asked yet, or no store to read: the store finding says why)."""
     from memory import StoreFile
 

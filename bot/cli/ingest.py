@@ -22,7 +22,7 @@ from .memories import SCOPES, command, engine_for, nonempty
 from .output import UsageError, counted, err, note, print_json, rate_columns, say
 
 if TYPE_CHECKING:
-    from memory import FileReport, Ingester, Target
+    from memory import FileReport, Ingester, IngestTarget
 
     from ..config import Settings
 
@@ -67,8 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(uses_model=lambda args: not (args.no_llm or args.forget))
 
 
-def target_of(args: argparse.Namespace, settings: Settings) -> Target:
-    from memory import Target
+def target_of(args: argparse.Namespace, settings: Settings) -> IngestTarget:
+    from memory import IngestTarget
 
     if (args.scope is None) != (args.scope_id is None):
         raise UsageError(
@@ -82,7 +82,7 @@ def target_of(args: argparse.Namespace, settings: Settings) -> Target:
         return composition.ingest_target(settings)
     scope = Scope(args.scope)
     private = args.private or scope is Scope.OWNER
-    return Target(scope, args.scope_id, Visibility.PRIVATE if private else Visibility.PUBLIC)
+    return IngestTarget(scope, args.scope_id, Visibility.PRIVATE if private else Visibility.PUBLIC)
 
 
 def files_of(paths: list[Path]) -> list[Path]:

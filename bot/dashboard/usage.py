@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory import Line, MemoryEngine, Spend, Spending
+from memory import MemoryEngine, Spend, Spending, SpendingLine
 
 from ..usage_commands import MAX_DAYS
 from .common import ApiError, answer, services
@@ -28,7 +28,7 @@ def _spend(spend: Spend) -> dict[str, int]:
     }
 
 
-def _lines(lines: list[Line], key: str) -> list[dict[str, Any]]:
+def _lines(lines: list[SpendingLine], key: str) -> list[dict[str, Any]]:
     return [{key: line.label, **_spend(line.spend)} for line in lines]
 
 

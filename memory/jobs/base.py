@@ -35,7 +35,7 @@ from ..write.extraction import BadAnswer
 from ..write.glosses import english_reading, foreign
 from ..write.subjects import bound_all
 from ..write.tombstones import learnable, unforgotten
-from ..write.traces import fold
+from ..write.traces import fold_case
 
 log = logging.getLogger(__name__)
 PlanT = TypeVar("PlanT")
@@ -100,7 +100,7 @@ class Judged:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class FactVerdict:
     """What the model said of a fact to store: the related facts it contradicts, and its English
     reading (``Judged.foreign``; None: not asked, or no answer)."""
 
@@ -136,7 +136,7 @@ class WriteFacts:
         before it is stored (``memory.write.glosses``)."""
         if not self.engine.memories.tombstones.hold_any(new):
             return False
-        names = frozenset(fold(n) for n in self.engine.people.own_names(new.scope_id))
+        names = frozenset(fold_case(n) for n in self.engine.people.own_names(new.scope_id))
         return foreign(new.content, names)
 
     def _related(self, new: NewMemory) -> tuple[Memory, ...]:
@@ -147,12 +147,12 @@ class WriteFacts:
         except MemoryStoreError:
             return ()
 
-    async def ask(self, plan: tuple[Judged, ...], model: AsyncCompleter) -> tuple[Verdict, ...]:
+    async def ask(self, plan: tuple[Judged, ...], model: AsyncCompleter) -> tuple[FactVerdict, ...]:
         return tuple(
-            [Verdict(await _contradicted(model, j), await _reading(model, j)) for j in plan]
+            [FactVerdict(await _contradicted(model, j), await _reading(model, j)) for j in plan]
         )
 
-    def apply(self, plan: tuple[Judged, ...], answer: tuple[Verdict, ...]) -> Written:
+    def apply(self, plan: tuple[Judged, ...], answer: tuple[FactVerdict, ...]) -> Written:
         stored, outcomes = 0, Counter[str]()
         # issue 33: a forget that landed while the model wrote (tombstone laid, sources gone) is
         # seen here, in the write transaction, so nothing forgotten meanwhile is learned back;
@@ -187,7 +187,7 @@ class WriteFacts:
 
     def failed(self, plan: tuple[Judged, ...], error: Exception) -> Written:
         # ask never raises: a judge that fails says "no"
-        return self.apply(plan, tuple(Verdict() for _ in plan))
+        return self.apply(plan, tuple(FactVerdict() for _ in plan))
 
 
 async def ask_for_json(

@@ -47,7 +47,7 @@ class DmView:
 
 
 @dataclass(frozen=True, slots=True)
-class Draft:
+class DraftedCheckin:
     """What the model is shown to write one check-in."""
 
     checkin: Checkin
@@ -63,7 +63,7 @@ class Claimed:
     """'claimed' (the text may be sent now), 'waiting', or what a failed write left: 'postponed', 'failed'..."""
 
     state: str
-    draft: Draft | None = None
+    draft: DraftedCheckin | None = None
     text: str = ""
 
 
@@ -79,7 +79,7 @@ class CheckinDraft:
     per_week: int
     quiet: QuietHours | None
 
-    def gather(self) -> Draft | None:
+    def gather(self) -> DraftedCheckin | None:
         """The row's memory and DM, or None when it must wait (quiet hours, the weekly limit) or was cancelled."""
         checkin, now = self.checkin, self.engine.clock.now()
         if not self.store.is_due(checkin.id, now):
@@ -95,7 +95,7 @@ class CheckinDraft:
             self.store.finish(checkin.id, "cancelled")
             return None
         history = self.engine.messages.recent(dm.ctx, self.where.channel_id, HISTORY_TURNS)
-        return Draft(checkin, self.where, memory, dm.name, history, self.zone)
+        return DraftedCheckin(checkin, self.where, memory, dm.name, history, self.zone)
 
     def _held(self, now: float) -> bool:
         """Not now: it is night where the person is, or they had their check-ins for the week."""
@@ -103,10 +103,10 @@ class CheckinDraft:
             return True
         return self.store.sent_this_week(self.checkin.person_id, now) >= self.per_week
 
-    async def ask(self, plan: Draft, model: AsyncCompleter) -> str:
+    async def ask(self, plan: DraftedCheckin, model: AsyncCompleter) -> str:
         return message_from(await model("", self._prompt(plan), temperature=0.7))
 
-    def _prompt(self, draft: Draft) -> str:
+    def _prompt(self, draft: DraftedCheckin) -> str:
         local = datetime.fromtimestamp(self.engine.clock.now(), draft.zone)
         named = named_day(draft.memory)
         return prompts.render(
@@ -120,13 +120,13 @@ class CheckinDraft:
             history=_history(draft, self.bot_name),
         )
 
-    def apply(self, plan: Draft, answer: str) -> Claimed:
+    def apply(self, plan: DraftedCheckin, answer: str) -> Claimed:
         if not self.store.claim(self.checkin.id):
             # no longer pending (opted out or forgotten while the model wrote)
             return Claimed("waiting")
         return Claimed("claimed", plan, answer)
 
-    def failed(self, plan: Draft, error: Exception) -> Claimed:
+    def failed(self, plan: DraftedCheckin, error: Exception) -> Claimed:
         state = self.store.postpone(self.checkin.id)
         log.warning(
             "check-in %d not written (%s: %s); %s",
@@ -139,7 +139,7 @@ class CheckinDraft:
 
 
 def record_sent(
-    engine: MemoryEngine, store: CheckinStore, draft: Draft, text: str, bot_name: str
+    engine: MemoryEngine, store: CheckinStore, draft: DraftedCheckin, text: str, bot_name: str
 ) -> None:
     """The check-in joins the DM's history as the bot's turn and the row is marked sent, in one transaction;
     for someone who said /privacy off while it was being written, the row is marked sent and nothing is kept."""
@@ -174,7 +174,7 @@ def message_from(answer: str) -> str:
     return text
 
 
-def _history(draft: Draft, bot_name: str) -> str:
+def _history(draft: DraftedCheckin, bot_name: str) -> str:
     lines: list[Any] = []
     for row in draft.history:
         who = bot_name if row.role == "assistant" else draft.name

@@ -19,7 +19,7 @@ from ..engine import MemoryEngine
 from ..models import NewMemory, Source
 from ..protocols import AsyncCompleter
 from ..upkeep.bulletin import SYSTEM as BULLETIN_SYSTEM
-from ..upkeep.bulletin import Bulletins, EmptyBulletin, Plan, StaleBulletin
+from ..upkeep.bulletin import BulletinPlan, Bulletins, EmptyBulletin, StaleBulletin
 from ..upkeep.daily import ChatDay, DailyReflections
 from ..write.answers import FACTS_SCHEMA
 from ..write.extraction import MAX_FACTS, Transcript, memories_from, parse_list, place
@@ -123,9 +123,9 @@ class BulletinWrite:
     """MAINT-5: one due scope's briefing, rewritten from its memories; 1 when written, else 0."""
 
     bulletins: Bulletins
-    plan: Plan
+    plan: BulletinPlan
 
-    def gather(self) -> Plan | None:
+    def gather(self) -> BulletinPlan | None:
         """The refresh's plan (one store call per scope), unless another process wrote the bulletin since (SCALE-1)."""
         return (
             self.plan
@@ -133,17 +133,17 @@ class BulletinWrite:
             else None
         )
 
-    async def ask(self, plan: Plan, model: AsyncCompleter) -> str:
+    async def ask(self, plan: BulletinPlan, model: AsyncCompleter) -> str:
         return await model(BULLETIN_SYSTEM, plan.prompt, temperature=0.2)
 
-    def apply(self, plan: Plan, answer: str) -> int:
+    def apply(self, plan: BulletinPlan, answer: str) -> int:
         try:
             self.bulletins.save(plan, answer)
         except (EmptyBulletin, StaleBulletin) as exc:
             return self.failed(plan, exc)
         return 1
 
-    def failed(self, plan: Plan, error: Exception) -> int:
+    def failed(self, plan: BulletinPlan, error: Exception) -> int:
         log.warning(
             "bulletin of %s %s not written: %s", plan.where.scope, plan.where.scope_id, error
         )

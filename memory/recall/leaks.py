@@ -65,7 +65,7 @@ RECENT_MESSAGES_S, MESSAGE_COMMON_ROWS = 7 * 86_400.0, 500
 YEAR = re.compile(r"(19|20)\d\d")
 # the bot's last reply in the place, this recent, is read before a new one (its last characters)
 FOLLOWS_S, FOLLOWS_CHARS = 600.0, 200
-Words = dict[str, tuple[str, int]]  # stem -> (the word as written, its weight)
+SeenWords = dict[str, tuple[str, int]]  # stem -> (the word as written, its weight)
 # a row's id, its kind of place, the one person who may know it ('' for anyone of a server), and
 # which of the reply's stems it holds
 Held = tuple[str, str, str, set[str]]
@@ -111,7 +111,7 @@ class LeakCheck:
         unseen = self._unseen(ctx, words, outside, said)
         return tuple(sorted(unseen, key=lambda leak: (leak.kind, leak.memory_id)))
 
-    def _in_memories(self, ctx: RecallContext, words: Words) -> list[Held]:
+    def _in_memories(self, ctx: RecallContext, words: SeenWords) -> list[Held]:
         """Live memories outside the place's partitions that hold enough of the words."""
         holders = self.memories.holders(
             {stem: raw for stem, (raw, _) in words.items()}, MEMORY_COLUMNS
@@ -127,7 +127,7 @@ class LeakCheck:
             if key not in mine
         ]
 
-    def _in_messages(self, ctx: RecallContext, words: Words) -> list[Held]:
+    def _in_messages(self, ctx: RecallContext, words: SeenWords) -> list[Held]:
         """Words said lately where this place cannot read them, not yet (or never) made a memory: Alice's "my
         therapist is Dr Wombatson" in her DM, before extraction ran, is not for Bob's DM or the group."""
         holders = self.messages.holders(
@@ -144,7 +144,7 @@ class LeakCheck:
         ]
 
     def _unseen(
-        self, ctx: RecallContext, words: Words, outside: list[Held], said: str
+        self, ctx: RecallContext, words: SeenWords, outside: list[Held], said: str
     ) -> list[Leak]:
         """The rows of ``outside`` whose words the place has not seen elsewhere (a memory it may
         see, a message it may read) still weigh enough to give them away. A word of a DM-only row
@@ -174,7 +174,7 @@ class LeakCheck:
             return set()
         return {s for _, s in self.memories.fts.words(fold(said), MAX_REPLY_CHARS)} & stems
 
-    def _telling(self, reply: str, seen: str) -> Words:
+    def _telling(self, reply: str, seen: str) -> SeenWords:
         """stem -> (word, weight) for the reply's words (hidden ones too) that weigh something and are not in ``seen``."""
         plain, hidden = unmasked(reply[:MAX_REPLY_CHARS], _vocabulary().__contains__)
         said = {stem for _, stem in self.memories.fts.words(fold(seen), MAX_REPLY_CHARS)}
@@ -206,12 +206,14 @@ class LeakCheck:
         rows, total = self.memories.doc_freq(stem, raw)
         return rows > max(STORE_COMMON_FLOOR, min(STORE_COMMON_ROWS, STORE_COMMON_SHARE * total))
 
-    def _shown(self, ctx: RecallContext, stems: set[str], words: Words) -> set[str]:
+    def _shown(self, ctx: RecallContext, stems: set[str], words: SeenWords) -> set[str]:
         """The words among ``stems`` held by a live memory the place may see."""
         mine, live = ctx.memory_partitions(), live_memories("t", self.now())
         return {stem for stem in stems if self.memories.has_word(words[stem][0], mine, live)}
 
-    def _said_here(self, ctx: RecallContext, stems: set[str], words: Words, by: str) -> set[str]:
+    def _said_here(
+        self, ctx: RecallContext, stems: set[str], words: SeenWords, by: str
+    ) -> set[str]:
         """The words among ``stems`` said in a message the asker may read (this channel, readable
         ones of its guild); by ``by`` alone when given."""
         talk = (message_partition(ctx.guild_id, ctx.speaker_id),)

@@ -264,7 +264,7 @@ MESSAGE_DEFAULTS = RecallKnobs(
     fusion=Fusion.NORMALISED,
 )
 
-Corpus = Literal["memories", "messages"]
+CorpusName = Literal["memories", "messages"]
 _DEFAULTS: dict[str, RecallKnobs] = {"memories": MEMORY_DEFAULTS, "messages": MESSAGE_DEFAULTS}
 
 
@@ -275,7 +275,7 @@ class KnobStore:
         self.db = db
         self._cache: dict[str, tuple[str | None, RecallKnobs]] = {}
 
-    def get(self, corpus: Corpus) -> RecallKnobs:
+    def get(self, corpus: CorpusName) -> RecallKnobs:
         raw = self.db.get_setting(f"recall.{corpus}")
         cached = self._cache.get(corpus)
         if cached and cached[0] == raw:
@@ -286,7 +286,7 @@ class KnobStore:
         self._cache[corpus] = (raw, knobs)
         return knobs
 
-    def update(self, corpus: Corpus, changes: dict) -> RecallKnobs:
+    def update(self, corpus: CorpusName, changes: dict) -> RecallKnobs:
         """Validate and store a partial change; raises pydantic.ValidationError naming the bad field."""
         merged = self.get(corpus).model_dump(mode="json")
         for key, value in changes.items():
@@ -298,5 +298,5 @@ class KnobStore:
         self.db.set_setting(f"recall.{corpus}", knobs.model_dump_json())
         return knobs
 
-    def reset(self, corpus: Corpus) -> None:
+    def reset(self, corpus: CorpusName) -> None:
         self.db.execute("DELETE FROM settings WHERE key = ?", (f"recall.{corpus}",))

@@ -68,7 +68,7 @@ def _spend(row: dict[str, Any] | None) -> Spend:
 
 
 @dataclass(frozen=True, slots=True)
-class Line:
+class SpendingLine:
     """One group of a listing: its label (a kind, a model, a person id or a place id) and what it spent."""
 
     label: str
@@ -150,7 +150,7 @@ class UsageLedger:
         place_id: str | None = None,
         *,
         limit: int = 50,
-    ) -> list[Line]:
+    ) -> list[SpendingLine]:
         """The spend grouped by ``column`` (kind, model, place_id or day), the largest first, from the places' own rows."""
         if column not in ("kind", "model", "place_id", "day", "platform"):
             raise ValueError(f"the ledger is not grouped by {column!r}")
@@ -159,7 +159,7 @@ class UsageLedger:
 
     def people(
         self, first_day: str, last_day: str, place_id: str | None = None, *, limit: int = 50
-    ) -> list[Line]:
+    ) -> list[SpendingLine]:
         """Each person's spend (in one place, when given), the largest first."""
         where = "day BETWEEN ? AND ? AND person_id != '' AND kind != ?"
         params: tuple[Any, ...] = (first_day, last_day, NOTICE)
@@ -167,7 +167,7 @@ class UsageLedger:
             where, params = where + " AND place_id = ?", (*params, place_id)
         return self._lines("person_id", where, params, limit)
 
-    def person(self, person_id: str, first_day: str, last_day: str) -> list[Line]:
+    def person(self, person_id: str, first_day: str, last_day: str) -> list[SpendingLine]:
         """One person's spend by kind over the days."""
         where = "day BETWEEN ? AND ? AND person_id = ? AND kind != ?"
         return self._lines("kind", where, (first_day, last_day, person_id, NOTICE), 50)
@@ -181,10 +181,12 @@ class UsageLedger:
             where, params = where + " AND place_id = ?", (*params, place_id)
         return where, params
 
-    def _lines(self, column: str, where: str, params: tuple[Any, ...], limit: int) -> list[Line]:
+    def _lines(
+        self, column: str, where: str, params: tuple[Any, ...], limit: int
+    ) -> list[SpendingLine]:
         rows = self.db.rows(
             f"SELECT {column} AS label, {_SUMS} FROM usage_ledger WHERE {where} GROUP BY {column} "
             f"ORDER BY SUM(prompt_tokens + completion_tokens) DESC, {column} LIMIT ?",
             (*params, limit),
         )
-        return [Line(str(r["label"]), _spend(r)) for r in rows]
+        return [SpendingLine(str(r["label"]), _spend(r)) for r in rows]

@@ -18,7 +18,7 @@ PREFIX = "vision."
 
 
 @dataclass(frozen=True, slots=True)
-class Sight:
+class SightTrait:
     sees: bool
     asked_at: str  # ISO 8601, UTC
 
@@ -27,15 +27,15 @@ class ModelTraits:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def sight(self, model_key: str) -> Sight | None:
+    def sight(self, model_key: str) -> SightTrait | None:
         """Whether the model (``model_key``: server and name) was found to see images, or None: never asked."""
         kept = self.db.get_setting(PREFIX + model_key)
         if not kept:
             return None
         value = json.loads(kept)
-        return Sight(bool(value["sees"]), str(value["at"]))
+        return SightTrait(bool(value["sees"]), str(value["at"]))
 
-    def keep_sight(self, model_key: str, sight: Sight) -> None:
+    def keep_sight(self, model_key: str, sight: SightTrait) -> None:
         self.db.set_setting(
             PREFIX + model_key, json.dumps({"sees": sight.sees, "at": sight.asked_at})
         )

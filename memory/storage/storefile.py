@@ -11,7 +11,7 @@ from types import TracebackType
 
 from .db import Database, read_only
 from .memories import count_memories
-from .model_traits import ModelTraits, Sight
+from .model_traits import ModelTraits, SightTrait
 from .pg import is_postgres, open_database
 
 
@@ -47,7 +47,7 @@ class StoreFile:
         """How many memory rows the store holds, live or not."""
         return count_memories(self._db)
 
-    def sight(self, model_key: str) -> Sight | None:
+    def sight(self, model_key: str) -> SightTrait | None:
         """What the store recorded of whether the model sees images (``ModelTraits.sight``)."""
         return ModelTraits(self._db).sight(model_key)
 

@@ -83,7 +83,7 @@ class BulletinScope:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class BulletinPlan:
     """A bulletin to write: its scope, the prompt for the model, and the memories it reads (rid, partition, words)."""
 
     where: BulletinScope
@@ -160,7 +160,7 @@ class Bulletins:
                 used += len(m.content) + 40
         return list(picked.values())
 
-    def plan(self, where: BulletinScope) -> Plan | None:
+    def plan(self, where: BulletinScope) -> BulletinPlan | None:
         found = self.sources(where)
         if not found:
             return None
@@ -168,7 +168,9 @@ class Bulletins:
         prompt = prompts.render(
             "bulletin", place=_place(where), memories=lines, max_words=MAX_WORDS
         )
-        return Plan(where, prompt, tuple((m.rid, m.partition_key, m.content) for m in found))
+        return BulletinPlan(
+            where, prompt, tuple((m.rid, m.partition_key, m.content) for m in found)
+        )
 
     # -- when to write one ------------------------------------------------------------------------------
     def _top(self, partitions: tuple[str, ...], limit: int) -> list[Memory]:
@@ -202,9 +204,9 @@ class Bulletins:
         changed = self.changes_since(where, current.built_at, self.min_changes)
         return changed >= self.min_changes or (changed > 0 and now - current.built_at >= MAX_AGE_S)
 
-    def due(self, now: float, *, limit: int = BULLETINS_PER_RUN) -> list[Plan]:
+    def due(self, now: float, *, limit: int = BULLETINS_PER_RUN) -> list[BulletinPlan]:
         """Plans for the scopes that need a (new) bulletin (the command line; the bot asks scope by scope)."""
-        plans: list[Plan] = []
+        plans: list[BulletinPlan] = []
         candidates = self.candidates(now)
         known = self.known(candidates)
         for scope, scope_id in candidates:
@@ -230,12 +232,12 @@ class Bulletins:
 
     def plan_if_due(
         self, scope: str, scope_id: str, now: float, known: tuple[str, ...] | None = None
-    ) -> Plan | None:
+    ) -> BulletinPlan | None:
         where = self.scope(scope, scope_id, known)
         return self.plan(where) if self.is_due(where, now) else None
 
     # -- the table ---------------------------------------------------------------------------------------
-    def save(self, plan: Plan, answer: str) -> Bulletin:
+    def save(self, plan: BulletinPlan, answer: str) -> Bulletin:
         """Store the model's briefing for the plan's scope (secrets redacted, at most ``MAX_CHARS``), replacing the old one."""
         text = redact_secrets((answer or "").strip())[:MAX_CHARS].strip()
         if not text:
@@ -251,7 +253,7 @@ class Bulletins:
             self.engine.bulletin_rows.replace(bulletin, where.people, where.partitions)
         return bulletin
 
-    def _changed_meanwhile(self, plan: Plan) -> bool:
+    def _changed_meanwhile(self, plan: BulletinPlan) -> bool:
         """The model takes seconds: a memory forgotten (or reworded) meanwhile must not come back in its bulletin."""
         now = {
             (m.rid, m.partition_key, m.content)
@@ -266,7 +268,7 @@ class Bulletins:
         return self.engine.bulletin_rows.stored(scope, scope_id)
 
 
-def refresh(bulletins: Bulletins, complete: Completer, plans: list[Plan]) -> list[Bulletin]:
+def refresh(bulletins: Bulletins, complete: Completer, plans: list[BulletinPlan]) -> list[Bulletin]:
     """Write the planned bulletins with a blocking model (the command line); one that fails is logged and skipped."""
     written = []
     for plan in plans:

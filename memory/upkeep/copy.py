@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CopyRefused, SchemaError
+from ..models import Progress
 from ..storage import catalog
 from ..storage.corpus import Corpus, MemoryCorpus, MessageCorpus
 from ..storage.db import Database, read_only
@@ -48,7 +49,6 @@ DERIVED: dict[str, tuple[str, Callable[[Database, VectorIndex], Corpus]]] = {
     "messages": ("message_vec", MessageCorpus),
 }
 VECTOR_TABLES = frozenset(vec for vec, _ in DERIVED.values())
-Progress = Callable[[int, int], None]  # (rows copied so far, rows in all)
 _CONNINFO = re.compile(r"(^|\s)(host|dbname|user|port)=")
 
 

@@ -143,7 +143,8 @@ def forget_person(engine: MemoryEngine, person_ids: list[str]) -> dict[str, int]
 
 # -- a whole guild ---------------------------------------------------------------------------------------
 def forget_guild(engine: MemoryEngine, guild_id: str) -> dict[str, int]:
-    """Delete everything the registry finds for a guild (its ``Holder.guild`` conditions): no undo copy is kept."""
+    """Delete everything the registry finds for a guild (its ``Holding.guild`` conditions): no undo
+    copy is kept."""
     keys = guild_keys(engine, guild_id)
     found = {h.table: guild_rows(engine, h, keys) for h in REGISTRY if h.guild}
     return _forget_found(engine, found)

@@ -29,18 +29,20 @@ STORE_SIDES = (("wal", "-wal"), ("shm", "-shm"), ("rollback journal", "-journal"
 
 
 @dataclass(frozen=True, slots=True)
-class Found:
+class FileHit:
     surface: str
     remaining: int | None  # None: the surface could not be read
     where: tuple[tuple[str, int], ...] = ()  # (table or file kind, count): never a word
     note: str = ""
 
 
-def in_folder(name: str, folder: Path | None, needles: list[bytes], people: Iterable[str]) -> Found:
+def in_folder(
+    name: str, folder: Path | None, needles: list[bytes], people: Iterable[str]
+) -> FileHit:
     """Every regular file under ``folder``; for the journals, also the lines in a person's own
     folder."""
     if folder is None or not folder.is_dir():
-        return Found(name, 0, note="no such folder")
+        return FileHit(name, 0, note="no such folder")
     counts: dict[str, int] = {}
     for path in sorted(p for p in folder.rglob("*") if _regular(p)):
         if n := file_hits(path, needles):
@@ -59,17 +61,17 @@ def in_folder(name: str, folder: Path | None, needles: list[bytes], people: Iter
             )
             if lines:
                 counts["journal lines in their folder"] = lines
-    return Found(name, sum(counts.values()), tuple(sorted(counts.items())))
+    return FileHit(name, sum(counts.values()), tuple(sorted(counts.items())))
 
 
-def store_files(store: Path, needles: list[bytes]) -> list[Found]:
+def store_files(store: Path, needles: list[bytes]) -> list[FileHit]:
     """The store file and each of its side files (absent: 0, said so)."""
-    found = [Found("db file", file_hits(store, needles))]
+    found = [FileHit("db file", file_hits(store, needles))]
     for surface, side in STORE_SIDES:
         path = store.with_name(store.name + side)
         there = _regular(path)
         found.append(
-            Found(
+            FileHit(
                 surface,
                 file_hits(path, needles) if there else 0,
                 note="" if there else f"no {side.lstrip('-')} file",
@@ -78,11 +80,11 @@ def store_files(store: Path, needles: list[bytes]) -> list[Found]:
     return found
 
 
-def beside(folder: Path | None, store: Path | None, needles: list[bytes]) -> Found:
+def beside(folder: Path | None, store: Path | None, needles: list[bytes]) -> FileHit:
     """Every other regular file in the store's folder (not its subfolders: those are the journals,
     exports and backups surfaces), by kind ("log", "md", "file")."""
     if folder is None or not folder.is_dir():
-        return Found("beside the store", 0, note="no such folder")
+        return FileHit("beside the store", 0, note="no such folder")
     own = set() if store is None else {store.name, *(store.name + side for _, side in STORE_SIDES)}
     counts: dict[str, int] = {}
     for path in sorted(folder.iterdir()):
@@ -91,20 +93,20 @@ def beside(folder: Path | None, store: Path | None, needles: list[bytes]) -> Fou
         if n := file_hits(path, needles):
             kind = path.suffix.lstrip(".") or "file"
             counts[kind] = counts.get(kind, 0) + n
-    return Found("beside the store", sum(counts.values()), tuple(sorted(counts.items())))
+    return FileHit("beside the store", sum(counts.values()), tuple(sorted(counts.items())))
 
 
-def data_directory(where: Path, needles: list[bytes]) -> Found:
+def data_directory(where: Path, needles: list[bytes]) -> FileHit:
     """PostgreSQL's files, when this user may read them (the server's own user, or a shared
     volume)."""
     if not os.access(where, os.R_OK | os.X_OK):
-        return Found("data directory", None, note=f"{where} is not readable by this user")
+        return FileHit("data directory", None, note=f"{where} is not readable by this user")
     counts: dict[str, int] = {}
     for path in (p for p in where.rglob("*") if _regular(p) and os.access(p, os.R_OK)):
         if n := file_hits(path, needles):
             part = path.relative_to(where).parts[0]
             counts[part] = counts.get(part, 0) + n
-    return Found("data directory", sum(counts.values()), tuple(sorted(counts.items())))
+    return FileHit("data directory", sum(counts.values()), tuple(sorted(counts.items())))
 
 
 def file_hits(path: Path, needles: list[bytes]) -> int:

@@ -37,7 +37,7 @@ from ..engine import MemoryEngine
 from ..scopes import message_partition, placeholders
 from ..storage.catalog import column_types
 from ..storage.corpus import Corpus
-from .leftover_files import Found, beside, bytes_in, data_directory, in_folder, store_files
+from .leftover_files import FileHit, beside, bytes_in, data_directory, in_folder, store_files
 from .registry import REGISTRY, person_keys, person_rows
 
 NOT_TEXT = (
@@ -65,7 +65,7 @@ class Folders:
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class Sought:
     """What is looked for: words, or a person (their ids, which are also what their bytes are looked for by)."""
 
     words: tuple[str, ...] = ()
@@ -75,7 +75,7 @@ class Target:
         return [n.lower().encode("utf-8") for n in (*self.words, *self.person_ids) if n]
 
 
-def audit(engine: MemoryEngine, target: Target, folders: Folders) -> list[Found]:
+def audit(engine: MemoryEngine, target: Sought, folders: Folders) -> list[FileHit]:
     """Every surface, in the order of the module's table."""
     if not target.needles():
         raise ValueError("name a person or a word to look for")
@@ -93,7 +93,7 @@ def audit(engine: MemoryEngine, target: Target, folders: Folders) -> list[Found]
     return found
 
 
-def remaining(found: Iterable[Found]) -> int:
+def remaining(found: Iterable[FileHit]) -> int:
     return sum(f.remaining or 0 for f in found)
 
 
@@ -119,7 +119,7 @@ def presence(engine: MemoryEngine, word: str) -> Presence:
 
 
 # -- tables ----------------------------------------------------------------------------------------------
-def _tables(engine: MemoryEngine, target: Target) -> Found:
+def _tables(engine: MemoryEngine, target: Sought) -> FileHit:
     counts: dict[str, int] = {}
     if target.person_ids:
         keys = person_keys(engine, list(target.person_ids))
@@ -130,7 +130,7 @@ def _tables(engine: MemoryEngine, target: Target) -> Found:
         for table, columns in _text_columns(engine):
             if n := _rows_with(engine, table, columns, word):
                 counts[table] = counts.get(table, 0) + n
-    return Found("tables", sum(counts.values()), tuple(sorted(counts.items())))
+    return FileHit("tables", sum(counts.values()), tuple(sorted(counts.items())))
 
 
 def _text_columns(engine: MemoryEngine) -> Iterator[tuple[str, list[str]]]:
@@ -178,7 +178,7 @@ def _shadow_tables(engine: MemoryEngine) -> set[str]:
     return {t for t in every for v in virtual if t.startswith(v + "_")}
 
 
-def _fts(engine: MemoryEngine, target: Target) -> list[Found]:
+def _fts(engine: MemoryEngine, target: Sought) -> list[FileHit]:
     if engine.db.engine == "postgresql":
         return [_pg_words(engine, target)]
     entries: dict[str, int] = {}
@@ -189,7 +189,7 @@ def _fts(engine: MemoryEngine, target: Target) -> list[Found]:
         if n:
             entries[corpus.fts_table] = n
     return [
-        Found("fts", sum(entries.values()), tuple(sorted(entries.items()))),
+        FileHit("fts", sum(entries.values()), tuple(sorted(entries.items()))),
         _shadow_bytes(engine, target),
     ]
 
@@ -218,7 +218,7 @@ def _orphan_entries(engine: MemoryEngine, corpus: Corpus) -> int:
     )
 
 
-def _their_entries(engine: MemoryEngine, corpus: Corpus, target: Target) -> int:
+def _their_entries(engine: MemoryEngine, corpus: Corpus, target: Sought) -> int:
     rids = _their_rids(engine, corpus, target)
     if not rids:
         return 0
@@ -233,7 +233,7 @@ def _docsize(corpus: Corpus) -> str:
     return corpus.fts_table + "_docsize"
 
 
-def _their_rids(engine: MemoryEngine, corpus: Corpus, target: Target) -> list[int]:
+def _their_rids(engine: MemoryEngine, corpus: Corpus, target: Sought) -> list[int]:
     holder = next(h for h in REGISTRY if h.table == corpus.table)
     return [
         r["row_key"]
@@ -241,7 +241,7 @@ def _their_rids(engine: MemoryEngine, corpus: Corpus, target: Target) -> list[in
     ]
 
 
-def _shadow_bytes(engine: MemoryEngine, target: Target) -> Found:
+def _shadow_bytes(engine: MemoryEngine, target: Sought) -> FileHit:
     """The needles' bytes (and each word's index terms) in the index's own tables, row by row."""
     needles = target.needles()
     for corpus in _corpora(engine):
@@ -258,7 +258,7 @@ def _shadow_bytes(engine: MemoryEngine, target: Target) -> Found:
         n = sum(bytes_in(_raw(v), needles) for row in _all_values(engine, table) for v in row)
         if n:
             counts[table] = n
-    return Found("fts shadow tables", sum(counts.values()), tuple(sorted(counts.items())))
+    return FileHit("fts shadow tables", sum(counts.values()), tuple(sorted(counts.items())))
 
 
 def _raw(value: object) -> bytes:
@@ -274,7 +274,7 @@ def _all_values(engine: MemoryEngine, table: str) -> Iterator[tuple]:
 
 
 # -- vectors -----------------------------------------------------------------------------------------------
-def _vectors(engine: MemoryEngine, target: Target) -> Found:
+def _vectors(engine: MemoryEngine, target: Sought) -> FileHit:
     counts: dict[str, int] = {}
     for corpus in _corpora(engine):
         table, key = corpus.vectors.table, "rid" if engine.db.engine == "postgresql" else "rowid"
@@ -304,7 +304,7 @@ def _vectors(engine: MemoryEngine, target: Target) -> Found:
             n += sum(_in_partition(engine, table, dm) for dm in dms)
         if n:
             counts[table] = n
-    return Found(
+    return FileHit(
         "vectors",
         sum(counts.values()),
         tuple(sorted(counts.items())),
@@ -324,7 +324,7 @@ def _has_table(engine: MemoryEngine, table: str) -> bool:
     return bool(engine.db.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)))
 
 
-def _pg_words(engine: MemoryEngine, target: Target) -> Found:
+def _pg_words(engine: MemoryEngine, target: Sought) -> FileHit:
     """PostgreSQL's full-text index is each table's generated ``words`` column: the rows it still matches."""
     counts: dict[str, int] = {}
     for corpus in _corpora(engine):
@@ -332,15 +332,15 @@ def _pg_words(engine: MemoryEngine, target: Target) -> Found:
         n = sum(int(engine.db.scalar(sql, (w,))) for w in target.words)
         if n:
             counts[corpus.table + ".words"] = n
-    return Found("fts", sum(counts.values()), tuple(sorted(counts.items())))
+    return FileHit("fts", sum(counts.values()), tuple(sorted(counts.items())))
 
 
-def _data_directory(engine: MemoryEngine, target: Target) -> Found:
+def _data_directory(engine: MemoryEngine, target: Sought) -> FileHit:
     """PostgreSQL's files, when this role may ask where they are and this user may read them."""
     try:
         where = Path(str(engine.db.scalar("SHOW data_directory")))
     except Exception:  # a role without pg_read_all_settings may not ask: reported, not guessed
-        return Found(
+        return FileHit(
             "data directory", None, note="not readable by this role (needs pg_read_all_settings)"
         )
     return data_directory(where, target.needles())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,13 +19,12 @@ import numpy as np
 import prompts
 
 from ..engine import MemoryEngine
-from ..models import Memory, NewMemory, Source
+from ..models import Memory, NewMemory, Progress, Source
 from ..protocols import Completer
 from ..write.extraction import parse_object as parse_json_object
 from ..write.tombstones import unforgotten
 
 log = logging.getLogger(__name__)
-Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True, slots=True)

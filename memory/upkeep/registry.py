@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class Holder:
+class Holding:
     table: str
     how: str
     holds: str
@@ -51,8 +51,8 @@ class Holder:
 _PEOPLE_CHATS = "channel_key IN ({chats})"
 _GUILD_CHATS = "channel_key IN ({chats}) OR json_extract(context, '$.guild_id') IN ({guild})"
 
-REGISTRY: tuple[Holder, ...] = (
-    Holder(
+REGISTRY: tuple[Holding, ...] = (
+    Holding(
         "memories",
         "owner",
         "facts, preferences and events about a person: theirs, and what others said about them in a server (SEC-5)",
@@ -61,28 +61,28 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
     ),
-    Holder("memory_tags", "derived", "tags of a memory", via="memories"),
-    Holder("memory_fts", "derived", "full-text index of memories (secure-delete)", via="memories"),
-    Holder("memory_vec", "derived", "memory vectors", via="memories"),
-    Holder("memory_entity_mentions", "derived", "which memory names which entity", via="memories"),
-    Holder(
+    Holding("memory_tags", "derived", "tags of a memory", via="memories"),
+    Holding("memory_fts", "derived", "full-text index of memories (secure-delete)", via="memories"),
+    Holding("memory_vec", "derived", "memory vectors", via="memories"),
+    Holding("memory_entity_mentions", "derived", "which memory names which entity", via="memories"),
+    Holding(
         "memory_entities",
         "derived",
         "entity names; dropped when no memory mentions them",
         via="memories",
     ),
-    Holder(
+    Holding(
         "memory_relations",
         "derived",
         "entity relations; dropped when no memory asserts them",
         via="memories",
     ),
-    Holder(
+    Holding(
         "memory_relation_sources", "derived", "which memory asserted a relation", via="memories"
     ),
-    Holder("memory_links", "derived", "memory-to-memory edges", via="memories"),
-    Holder("embed_cache", "derived", "cached vectors by content hash", via="memories, messages"),
-    Holder(
+    Holding("memory_links", "derived", "memory-to-memory edges", via="memories"),
+    Holding("embed_cache", "derived", "cached vectors by content hash", via="memories, messages"),
+    Holding(
         "messages",
         "owner",
         "what a person said (text and voice), their DMs, and the bot's replies to them",
@@ -90,14 +90,14 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild="guild_id IN ({guild})",
     ),
-    Holder(
+    Holding(
         "message_fts",
         "derived",
         "full-text index of messages and their context (secure-delete)",
         via="messages",
     ),
-    Holder("message_vec", "derived", "message vectors", via="messages"),
-    Holder(
+    Holding("message_vec", "derived", "message vectors", via="messages"),
+    Holding(
         "session_summaries",
         "delete",
         "summaries of sessions a person took part in or that happened in their chats",
@@ -105,14 +105,14 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild="guild_id IN ({guild}) OR (platform || ':' || channel_id) IN ({chats})",
     ),
-    Holder(
+    Holding(
         "channel_state",
         "delete",
         "a chat's rolling summary (it paraphrases everyone there; started afresh)",
         _PEOPLE_CHATS,
         guild=_GUILD_CHATS,
     ),
-    Holder(
+    Holding(
         "reflections",
         "delete",
         "audit of reflections: the excerpt read and the facts found",
@@ -120,7 +120,7 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild=_PEOPLE_CHATS,
     ),
-    Holder(
+    Holding(
         "extraction_buffer",
         "delete",
         "messages waiting for extraction",
@@ -128,7 +128,7 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild=_GUILD_CHATS,
     ),
-    Holder(
+    Holding(
         "dead_letters",
         "delete",
         "extraction batches that kept failing",
@@ -136,34 +136,34 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild=_GUILD_CHATS,
     ),
-    Holder(
+    Holding(
         "identities",
         "delete",
         "a person's accounts and display names",
         "person_id IN ({ids})",
         export=True,
     ),
-    Holder("link_codes", "delete", "pending /link codes", "person_id IN ({ids})"),
-    Holder(
+    Holding("link_codes", "delete", "pending /link codes", "person_id IN ({ids})"),
+    Holding(
         "link_failures",
         "delete",
         "failed /link attempts of a person's accounts",
         "(platform || ':' || platform_user_id) IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
     ),
-    Holder(
+    Holding(
         "rate_windows",
         "delete",
         "when a person's accounts were last answered, for the shared rate limit (OPS-5): ids and times, never words",
         "account IN ({ids}) OR account IN (SELECT platform || ':' || platform_user_id FROM identities WHERE person_id IN ({ids}))",
     ),
-    Holder(
+    Holding(
         "person_settings",
         "delete",
         "a person's choices (/share, /privacy, /timezone)",
         "person_id IN ({ids})",
         export=True,
     ),
-    Holder(
+    Holding(
         "dashboard_audit",
         "delete",
         "changes made through the dashboard: ids, field names and counts, never a memory's words (memory.storage.audit); "
@@ -171,54 +171,54 @@ REGISTRY: tuple[Holder, ...] = (
         "person_id IN ({ids}) AND action NOT IN ('persona.set', 'persona.reset')",
         export=True,
     ),
-    Holder(
+    Holding(
         "daily_reflections",
         "delete",
         "which chat's day the daily reflection read (chat keys and dates only; a DM's names its person)",
         "partition_key IN ({dms})",
         guild="channel_key IN ({chats})",
     ),
-    Holder(
+    Holding(
         "bulletins",
         "delete",
         "briefings paraphrasing a scope's memories (memory.upkeep.bulletin); a memory's deletion drops them by trigger",
         "scope_id IN ({ids}) OR EXISTS (SELECT 1 FROM json_each(people) WHERE value IN ({ids}))",
         guild="scope = 'guild' AND scope_id IN ({guild})",
     ),
-    Holder(
+    Holding(
         "bulletin_partitions",
         "derived",
         "the memory partitions a bulletin was built from",
         via="bulletins",
     ),
-    Holder(
+    Holding(
         "ingest_files",
         "delete",
         "which files were ingested into whose memory (paths and hashes, never the words)",
         "scope_id IN ({ids})",
         guild="scope = 'guild' AND scope_id IN ({guild})",
     ),
-    Holder(
+    Holding(
         "ingest_passages",
         "derived",
         "which memory each passage of an ingested file became (hashes)",
         via="memories, ingest_files",
     ),
-    Holder(
+    Holding(
         "checkin_people",
         "delete",
         "who turned check-ins on and the DM to reach them in (ids only; memory.storage.checkins)",
         "person_id IN ({ids})",
         export=True,
     ),
-    Holder(
+    Holding(
         "checkins",
         "delete",
         "planned and sent follow-ups: memory ids, dates and states, never words (a memory's deletion drops them)",
         "person_id IN ({ids})",
         export=True,
     ),
-    Holder(
+    Holding(
         "reminders",
         "delete",
         "reminders a person asked for (ORCH-13): their words, the place and when (memory.storage.reminders)",
@@ -226,7 +226,7 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild="guild_id IN ({guild})",
     ),
-    Holder(
+    Holding(
         "tombstones",
         "delete",
         "keyed hashes of forgotten facts, bound to whom they were about; never the words (memory.write.tombstones). "
@@ -235,7 +235,7 @@ REGISTRY: tuple[Holder, ...] = (
         "scope IN ('user', 'owner') AND scope_id IN ({ids})",
         guild="(scope = 'guild' AND scope_id IN ({guild})) OR guild_id IN ({guild})",
     ),
-    Holder(
+    Holding(
         "usage_ledger",
         "delete",
         "what a person's turns and jobs cost a day, per place, job kind and model (ORCH-14): counts and ids, never words. "
@@ -244,40 +244,40 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild="place_id IN ({guild})",
     ),
-    Holder(
+    Holding(
         "place_modes",
         "none",
         "a channel's or group's manners (ORCH-10: addressed, chime-in, all): ids and a word, nobody's",
         guild="guild_id IN ({guild})",
     ),
-    Holder(
+    Holding(
         "reply_memories",
         "derived",
         "which memories a reply used (ORCH-12): ids only",
         via="memories, messages",
     ),
-    Holder(
+    Holding(
         "reply_posts", "derived", "the platform ids a reply was posted as (ORCH-12)", via="messages"
     ),
-    Holder(
+    Holding(
         "reply_reactions",
         "delete",
         "who reacted to a reply of the bot, with which emoji (ORCH-12): ids only, one vote per person per reply",
         "person_id IN ({ids})",
         export=True,
     ),
-    Holder(
+    Holding(
         "memory_feedback",
         "derived",
         "how a memory was received in reactions, and its recheck mark",
         via="memories",
     ),
-    Holder(
+    Holding(
         "privacy_places",
         "none",
         "servers and groups where remembering is off (/privacy server off): ids only",
     ),
-    Holder(
+    Holding(
         "place_personas",
         "delete",
         "a server's or group's own persona text, in the words of the admin who set it (memory.storage.persona)",
@@ -285,19 +285,19 @@ REGISTRY: tuple[Holder, ...] = (
         export=True,
         guild="guild_id IN ({guild})",
     ),
-    Holder(
+    Holding(
         "job_claims",
         "none",
         "which process is doing which background job, for minutes (job keys: chat keys, days, row ids; never words). "
         "Deleted with the job's write; a dead process's claim is swept a day after it expired (memory.storage.claims)",
     ),
-    Holder(
+    Holding(
         "place_departures",
         "none",
         "servers and groups the bot was removed from, purged after a grace period (memory.upkeep.retention): ids and times",
     ),
-    Holder("settings", "none", "the operator's recall settings and store bookkeeping"),
-    Holder("schema_version", "none", "migration bookkeeping"),
+    Holding("settings", "none", "the operator's recall settings and store bookkeeping"),
+    Holding("schema_version", "none", "migration bookkeeping"),
 )
 
 BY_TABLE = {h.table: h for h in REGISTRY}
@@ -344,7 +344,7 @@ def forget_files(engine: MemoryEngine, memory_ids: list[str]) -> int:
     )
 
 
-def holder_of(table: str) -> Holder | None:
+def holder_of(table: str) -> Holding | None:
     """The entry for a table, or for the virtual table it is a shadow of (memory_fts_data -> memory_fts)."""
     if table in BY_TABLE:
         return BY_TABLE[table]
@@ -383,7 +383,7 @@ def person_keys(engine: MemoryEngine, person_ids: list[str]) -> PersonKeys:
 
 
 def person_rows(
-    engine: MemoryEngine, holder: Holder, keys: PersonKeys, columns: str = ""
+    engine: MemoryEngine, holder: Holding, keys: PersonKeys, columns: str = ""
 ) -> list[dict[str, Any]]:
     sql, params = keys.expand(holder.person)
     return engine.db.rows(
@@ -423,7 +423,7 @@ def guild_keys(engine: MemoryEngine, guild_id: str) -> GuildKeys:
     return GuildKeys((guild_id,), tuple(c for (c,) in chats))
 
 
-def guild_rows(engine: MemoryEngine, holder: Holder, keys: GuildKeys) -> list[int]:
+def guild_rows(engine: MemoryEngine, holder: Holding, keys: GuildKeys) -> list[int]:
     sql, params = keys.expand(holder.guild)
     return [
         r

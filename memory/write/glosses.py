@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ..recall.leaks import _vocabulary
-from .traces import FOREIGN_STOPS, fold
+from .traces import FOREIGN_STOPS, fold_case
 from .wording import STOPS
 
 LONGEST = 300  # an English reading is one sentence; a rambling model is cut
@@ -26,7 +26,7 @@ def foreign(text: str, names: frozenset[str] = frozenset()) -> bool:
     German's, French's, Spanish's, Italian's or Portuguese's than English's ("Alice hat Angst vor
     Spinnen"); with none of either ("Alice schlafwandelt"), when most of its words are not
     English."""
-    words = [fold(w) for w in _WORD.findall(text or "")]
+    words = [fold_case(w) for w in _WORD.findall(text or "")]
     # one letter says nothing: "d'avoine" is not English's "d" ("I'd"), "à" folded not its "a"
     words = [w for w in words if len(w) > 1 and w not in names and w not in _BOTH]
     english = sum(w in STOPS for w in words)

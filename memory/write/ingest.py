@@ -58,7 +58,7 @@ TAG = "ingested"
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class IngestTarget:
     """Whose memory a file goes into: the same choices as ``companion memory add``."""
 
     scope: Scope
@@ -317,7 +317,7 @@ def _store_each(
 
 
 # -- turning passages into memories (no store access) --------------------------------------------------------
-def plain_memories(path: Path, seq: int, passage: Passage, target: Target) -> Prepared:
+def plain_memories(path: Path, seq: int, passage: Passage, target: IngestTarget) -> Prepared:
     """``--no-llm``: the passage itself as one memory. The store's safety filters judge it when it is written
     (``_store_bulk``): run here too, they would double the cost of a large file. A passage holding a secret is
     refused, as ``memory add`` refuses it: a "[redacted]" memory keeps nothing worth recalling."""
@@ -334,7 +334,7 @@ def plain_memories(path: Path, seq: int, passage: Passage, target: Target) -> Pr
 
 
 def typed_memories(
-    path: Path, seq: int, passage: Passage, target: Target, complete: Completer
+    path: Path, seq: int, passage: Passage, target: IngestTarget, complete: Completer
 ) -> Prepared:
     """The extraction model reads the passage and answers with typed memories (a bad answer is one reason)."""
     prompt = prompts.render(
@@ -365,7 +365,7 @@ def typed_memories(
     return Prepared(seq, passage, tuple(memories), tuple(reasons))
 
 
-def _typed(c: dict[str, Any], path: Path, passage: Passage, target: Target) -> NewMemory:
+def _typed(c: dict[str, Any], path: Path, passage: Passage, target: IngestTarget) -> NewMemory:
     kind = FactKind(c["kind"]) if c.get("kind") in FactKind._value2member_map_ else FactKind.OTHER
     mtype = (
         MemoryType(c["type"])
@@ -395,7 +395,9 @@ def _typed(c: dict[str, Any], path: Path, passage: Passage, target: Target) -> N
     )
 
 
-def _new(target: Target, subject: str, content: str, where: Provenance, **typed: Any) -> NewMemory:
+def _new(
+    target: IngestTarget, subject: str, content: str, where: Provenance, **typed: Any
+) -> NewMemory:
     try:
         importance = min(10.0, max(1.0, float(typed.pop("importance", None) or 5.0)))
     except (TypeError, ValueError):
@@ -436,7 +438,7 @@ def within(folder: Path, path: Path) -> bool:
 
 
 # -- the whole of it ----------------------------------------------------------------------------------------
-Progress = Callable[[int], None]  # told how many passages of the current file have been read
+PassagesRead = Callable[[int], None]  # told how many passages of the current file have been read
 
 
 class Ingester:
@@ -445,7 +447,7 @@ class Ingester:
     def __init__(
         self,
         engine: MemoryEngine,
-        target: Target,
+        target: IngestTarget,
         complete: Completer | None = None,
         *,
         force: bool = False,
@@ -480,7 +482,7 @@ class Ingester:
             return [plain_memories(run.path, seq, p, self.target) for seq, p in fresh]
         return [typed_memories(run.path, seq, p, self.target, self.complete) for seq, p in fresh]
 
-    def ingest(self, path: Path, progress: Progress | None = None) -> FileReport:
+    def ingest(self, path: Path, progress: PassagesRead | None = None) -> FileReport:
         """One file, start to end, on the calling thread."""
         run = self.begin(path)
         if isinstance(run, FileReport):

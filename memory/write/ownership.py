@@ -64,7 +64,7 @@ BOT_TAGS = frozenset({"BOT", "ASSISTANT"})  # tags (upper-cased) that mean the b
 STRONG_SHARE = 0.75  # of a fact's common words a line must hold, with all its distinctive ones, to plainly state it
 
 
-class Line(Protocol):
+class LineLike(Protocol):
     """A transcript line (``memory.write.extraction.Line``): who said it (None: the bot), what, its stored id."""
 
     @property
@@ -128,7 +128,7 @@ class Tally:
 class Ownership:
     """The ownership rules over one transcript's lines (``Line``: ``ctx`` None for the bot's)."""
 
-    def __init__(self, lines: Sequence[Line]) -> None:
+    def __init__(self, lines: Sequence[LineLike]) -> None:
         self.lines = lines
         self.speaker = [line.ctx.speaker_id if line.ctx is not None else None for line in lines]
         self.said = [content_words(line.text) for line in lines]

@@ -36,14 +36,16 @@ MIN_NAME_CHARS = 2
 
 
 @dataclass(frozen=True, slots=True)
-class Place:
+class PlaceNames:
     """Who could be named in a fact written in one place: person id -> the names they use(d)."""
 
     pointed: dict[str, frozenset[str]]  # accounts the speaker @mentioned or replied to
     present: dict[str, frozenset[str]]  # participants who spoke there (the speaker among them)
 
     @classmethod
-    def of(cls, pointed: dict[str, frozenset[str]], present: dict[str, frozenset[str]]) -> Place:
+    def of(
+        cls, pointed: dict[str, frozenset[str]], present: dict[str, frozenset[str]]
+    ) -> PlaceNames:
         return cls(pointed, present)
 
 
@@ -63,11 +65,11 @@ def bound(engine: MemoryEngine, new: NewMemory) -> NewMemory:
 
 def bound_all(engine: MemoryEngine, memories: list[NewMemory]) -> list[NewMemory]:
     """``bound`` of each, each place's participants read once (a job's facts mostly share one)."""
-    places: dict[str, Place] = {}
+    places: dict[str, PlaceNames] = {}
     return [_bound(engine, new, places) for new in memories]
 
 
-def _bound(engine: MemoryEngine, new: NewMemory, places: dict[str, Place]) -> NewMemory:
+def _bound(engine: MemoryEngine, new: NewMemory, places: dict[str, PlaceNames]) -> NewMemory:
     said = new.written_by
     if said is None:
         return new
@@ -75,7 +77,7 @@ def _bound(engine: MemoryEngine, new: NewMemory, places: dict[str, Place]) -> Ne
         return replace(new, written_by=None, subject_person_id=None)
     guild = new.guild_id or new.provenance.guild_id or ""
     if guild not in places:
-        places[guild] = Place.of({}, participants(engine, guild) if guild else {})
+        places[guild] = PlaceNames.of({}, participants(engine, guild) if guild else {})
     return replace(
         new,
         written_by=None,
@@ -93,17 +95,19 @@ def participants(engine: MemoryEngine, guild: str) -> dict[str, frozenset[str]]:
     return {p: frozenset(shown | names.get(p, set())) for p, shown in present.items()}
 
 
-def place_of(engine: MemoryEngine, new: NewMemory, said: WrittenBy, place: Place) -> Place:
+def place_of(
+    engine: MemoryEngine, new: NewMemory, said: WrittenBy, place: PlaceNames
+) -> PlaceNames:
     """The place's participants, with the speaker (who may not have spoken there before) and the
     accounts the speaker pointed at, by their display names."""
     speaker = new.scope_id
     names = engine.people.names_of(sorted({speaker, *said.pointed}))
     own = place.present.get(speaker, frozenset()) | names.get(speaker, set())
     pointed = {p: frozenset(names.get(p, set())) for p in said.pointed}
-    return Place(pointed, {**place.present, speaker: own})
+    return PlaceNames(pointed, {**place.present, speaker: own})
 
 
-def subject_of(new: NewMemory, said: WrittenBy, place: Place) -> str | None:
+def subject_of(new: NewMemory, said: WrittenBy, place: PlaceNames) -> str | None:
     """The person ``new`` is about, by the module's rules, or None."""
     speaker = new.scope_id
     own = {_key(n) for n in place.present.get(speaker, frozenset())} | FIRST_PERSON
@@ -127,7 +131,7 @@ def _entities(new: NewMemory) -> set[str]:
     }
 
 
-def _pointed_written(new: NewMemory, place: Place) -> dict[str, set[str]]:
+def _pointed_written(new: NewMemory, place: PlaceNames) -> dict[str, set[str]]:
     """Pointed-at account -> its names (folded) the fact's words write as a name (``_as_name``)."""
     persons = _entities(new)
     return {

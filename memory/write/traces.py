@@ -228,12 +228,12 @@ class Tracer:
     ) -> Trace:
         """The trace of ``text`` about ``owner`` ("scope|scope_id"); ``names``: the owner's own names (weigh 0);
         ``synonyms``: each word's close synonyms marked too (a tombstone's trace: "afraid" also as "scared")."""
-        own = {form(w) for name in names for w in _WORD.findall(fold(name))}
+        own = {form(w) for name in names for w in _WORD.findall(fold_case(name))}
         marks: dict[int, int] = {}
         older: dict[int, int] = {}
         alike: dict[int, tuple[int, ...]] = {}
         for i, written in enumerate(_WORD.findall(spaced(text or "", little=False))):
-            word = fold(written)
+            word = fold_case(written)
             weight = pair_weight(written) if is_pair(written) else word_weight(word)
             weight = NAME if is_name(written, word) else weight
             shape = form(word)
@@ -285,7 +285,7 @@ def synonyms_of(word: str) -> list[str]:
     return [w for w, likeness in neighbours(word, _stem(word)) if likeness >= SYNONYM]
 
 
-def fold(text: str) -> str:
+def fold_case(text: str) -> str:
     """Case and accents folded: "Tromsø", "TROMSO" and "tromso" are one word, "végétarienne" "vegetarienne"."""
     decomposed = unicodedata.normalize("NFKD", (text or "").casefold().translate(_FOLDS))
     return "".join(c for c in decomposed if not unicodedata.combining(c)).replace("\u2019", "'")

@@ -10,7 +10,7 @@ import pytest
 
 from memory.models import EntityRef, NewMemory, Scope, WrittenBy
 from memory.upkeep.forgetting import forget_everything
-from memory.write.subjects import Place, subject_of
+from memory.write.subjects import PlaceNames, subject_of
 from tests.bot.test_consent import GROUP_KW, answers_ok, tg_answer, tg_say
 from tests.pipeline_support import facts, platforms
 
@@ -188,26 +188,26 @@ def _fact(subject: str, content: str, *people: str, speaker: str = "bob") -> New
 
 
 def test_a_name_is_tied_only_to_an_account_the_speaker_pointed_at_and_only_when_written_as_a_name():
-    place = Place.of(
+    place = PlaceNames.of(
         {}, {"bob": frozenset({"Bob"}), "dave": frozenset({"Dave"}), "m": frozenset({"Mal"})}
     )
     # the one participant showing "Dave" is not pointed at: nobody (issue 44)
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(), place) is None
-    pointed = Place.of({"dave": frozenset({"Dave"})}, place.present)
+    pointed = PlaceNames.of({"dave": frozenset({"Dave"})}, place.present)
     said = WrittenBy(("dave",))
     assert subject_of(_fact("move", "@Dave is moving"), said, pointed) == "dave"
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), said, pointed) == "dave"
     # a common name the model did not name a person, and a label, are not names: the speaker's words
     assert subject_of(_fact("move", REYKJAVIK), said, pointed) == "bob"
-    will = Place.of({"w": frozenset({"Will"})}, place.present)
+    will = PlaceNames.of({"w": frozenset({"Will"})}, place.present)
     assert subject_of(_fact("Bob", "Bob will be in Oslo", "Bob"), WrittenBy(("w",)), will) == "bob"
-    music = Place.of({"mu": frozenset({"Music"})}, place.present)
+    music = PlaceNames.of({"mu": frozenset({"Music"})}, place.present)
     piano = _fact("music", "Bob plays jazz piano", "Bob")
     assert subject_of(piano, WrittenBy(("mu",)), music) == "bob"
     # a rare name needs no entity; two pointed accounts with it are nobody
-    greg = Place.of({"g": frozenset({"Grzegorz"})}, place.present)
+    greg = PlaceNames.of({"g": frozenset({"Grzegorz"})}, place.present)
     assert subject_of(_fact("x", "Grzegorz has a cat"), WrittenBy(("g",)), greg) == "g"
-    two = Place.of({"g": frozenset({"Grzegorz"}), "h": frozenset({"Grzegorz"})}, place.present)
+    two = PlaceNames.of({"g": frozenset({"Grzegorz"}), "h": frozenset({"Grzegorz"})}, place.present)
     assert subject_of(_fact("x", "Grzegorz has a cat"), WrittenBy(("g", "h")), two) is None
     # an admin wrote it
     assert subject_of(_fact("Dave", REYKJAVIK, "Dave"), WrittenBy(("dave",), True), pointed) is None

@@ -29,7 +29,7 @@ from memory.storage.messages import NewMessage
 from memory.upkeep.daily import DailyReflections
 from memory.upkeep.forgetting import forget_everything
 from memory.upkeep.reembed import reembed
-from memory.write.ingest import Ingester, Target
+from memory.write.ingest import Ingester, IngestTarget
 from memory.write.sources import message_deleted
 
 WORD = "Quetzalnimbus"
@@ -318,7 +318,7 @@ def test_a_file_forgotten_while_the_model_reads_it_stores_nothing_of_it(engine, 
             ]
         )
 
-    report = Ingester(engine, Target(Scope.OWNER, "owner"), model).ingest(notes)
+    report = Ingester(engine, IngestTarget(Scope.OWNER, "owner"), model).ingest(notes)
     assert report.status == "failed" and "forgotten" in (report.error or "")
     assert relearned(engine) == 0 and count(engine, "ingest_files") == 0
     engine.db.scrub()

@@ -25,7 +25,7 @@ from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.jobs import LEASE_S
 from memory.clock import FakeClock, SystemClock
 from memory.engine import MemoryEngine
-from memory.storage.reminders import NewReminder, Place
+from memory.storage.reminders import NewReminder, ReminderPlace
 from tests.fakes import FakeDiscord, FakeOpenAI, FakeTelegram
 from tests.pipeline_support import build_runtime
 
@@ -120,7 +120,7 @@ def go(proc: subprocess.Popen) -> None:
     proc.stdin.flush()
 
 
-def plant(store: str, texts: list[tuple[Place, str]], due_at: float) -> None:
+def plant(store: str, texts: list[tuple[ReminderPlace, str]], due_at: float) -> None:
     """Reminders due at ``due_at``, as /remind would have stored them."""
     with MemoryEngine(store, HashEmbedder(), SystemClock()) as engine:
         reminders = engine.reminders
@@ -132,10 +132,14 @@ def plant(store: str, texts: list[tuple[Place, str]], due_at: float) -> None:
             )
 
 
-TELEGRAM_DM = Place("telegram", str(TG_USER), str(TG_USER))
-DISCORD_CHANNEL = Place("discord", str(CHANNEL), str(DC_USER), f"discord:{GUILD}", is_dm=False)
+TELEGRAM_DM = ReminderPlace("telegram", str(TG_USER), str(TG_USER))
+DISCORD_CHANNEL = ReminderPlace(
+    "discord", str(CHANNEL), str(DC_USER), f"discord:{GUILD}", is_dm=False
+)
 # a member may have 10 reminders posting in a server a day (issue 44): 20 are two members'
-DISCORD_OTHER = Place("discord", str(CHANNEL), str(DC_USER + 1), f"discord:{GUILD}", is_dm=False)
+DISCORD_OTHER = ReminderPlace(
+    "discord", str(CHANNEL), str(DC_USER + 1), f"discord:{GUILD}", is_dm=False
+)
 
 
 async def test_two_processes_on_postgresql_send_each_due_reminder_once(pg_url):

@@ -19,7 +19,7 @@ from memory.scopes import RecallContext
 from memory.tools import MemoryTools
 from memory.upkeep.forgetting import forget_memory, forget_person
 from memory.write.extraction import Line, Transcript, memories_from
-from memory.write.ingest import Ingester, Target
+from memory.write.ingest import Ingester, IngestTarget
 from memory.write.tombstones import unforgotten
 from memory.write.wording import normalised
 from tests.pipeline_support import dm, facts, group
@@ -296,7 +296,7 @@ def test_reingest_after_editing_another_part_of_the_file_does_not_bring_back_the
     notes.write_text(
         "# Alpha\n\nAlpha says the river is wide.\n\n# Beta\n\nBeta says the bridge is red.\n\n# Gamma\n\nGamma is tall.\n"
     )
-    ingester = Ingester(engine, Target(Scope.GUILD, "discord:1"))
+    ingester = Ingester(engine, IngestTarget(Scope.GUILD, "discord:1"))
     assert ingester.ingest(notes).memories == 3
     (beta,) = [m for m in engine.memory_rows.listing(None, limit=10) if "bridge" in m.content]
     forget_memory(engine, beta.id)

@@ -13,7 +13,7 @@ import pytest
 
 from memory.storage import onnx_proto as pb
 from memory.storage.e5_graph import E5File
-from memory.storage.multilingual import MultilingualE5, _weights_file
+from memory.storage.multilingual import MultilingualE5, _loaded, _weights_file
 
 TEXTS = [
     "What did Caroline research last week?",
@@ -44,7 +44,8 @@ def engine():
 def test_the_tokenizer_cuts_text_as_the_engine_does(model, engine):
     for text in TEXTS + ["x" * 700, "长" * 600]:
         for prefix, query in (("query: ", True), ("passage: ", False)):
-            assert len(model._tokenizer.ids(prefix + text)) + 2 == engine.token_count(text, query)
+            ids = _loaded(model.threads)._tokenizer.ids(prefix + text)
+            assert len(ids) + 2 == engine.token_count(text, query)
 
 
 def test_vectors_are_the_engines_in_every_script_and_past_the_window(model, engine):
@@ -112,3 +113,9 @@ def test_the_protobuf_writer_makes_a_graph_onnxruntime_runs():
 def test_varints_are_protobufs_own():
     assert pb._varint(1) == b"\x01" and pb._varint(300) == b"\xac\x02"
     assert pb._varint(-1) == b"\xff" * 9 + b"\x01"  # an int64 below zero: ten bytes
+
+
+def test_the_model_loads_once_a_process():
+    first, second = MultilingualE5(threads=1), MultilingualE5(threads=1)
+    assert _loaded(1) is _loaded(first.threads)  # one session for every instance
+    assert np.allclose(first.embed(["Hallo"]), second.embed(["Hallo"]))

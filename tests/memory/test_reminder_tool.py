@@ -8,10 +8,10 @@ import json
 import pytest
 from conftest import count, dm_ctx
 
-from memory.storage.reminders import Place
+from memory.storage.reminders import ReminderPlace
 from memory.tools import MemoryTools
 
-HERE = Place("telegram", "55", "55")
+HERE = ReminderPlace("telegram", "55", "55")
 
 
 def tools(engine, **kw) -> MemoryTools:

@@ -13,13 +13,13 @@ from conftest import HashEmbedder, count
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.errors import InvalidInput
-from memory.storage.reminders import MAX_ATTEMPTS, Place
+from memory.storage.reminders import MAX_ATTEMPTS, ReminderPlace
 from memory.upkeep.forgetting import forget_guild, forget_person
 from memory.upkeep.transfer import export_person
 
 LISBON = ZoneInfo("Europe/Lisbon")
-DM = Place("telegram", "55", "55")
-SERVER = Place("discord", "8001", "7001", "discord:8000", is_dm=False)
+DM = ReminderPlace("telegram", "55", "55")
+SERVER = ReminderPlace("discord", "8001", "7001", "discord:8000", is_dm=False)
 LEASE = 300.0
 
 

@@ -9,9 +9,9 @@ import pytest
 from conftest import count
 
 from memory import AsyncRunner, Reminding
-from memory.storage.reminders import MAX_ATTEMPTS, Place
+from memory.storage.reminders import MAX_ATTEMPTS, ReminderPlace
 
-DM = Place("telegram", "55", "55")
+DM = ReminderPlace("telegram", "55", "55")
 LEASE = 300.0
 
 

@@ -267,12 +267,12 @@ def test_the_forget_audit_reads_every_surface_on_both_engines(any_engine, tmp_pa
     PostgreSQL the data directory is read when this user may (its WAL keeps deleted rows until reused:
     docs/postgresql.md), or reported unreadable."""
     from memory.upkeep.forgetting import forget_everything
-    from memory.upkeep.leftovers import Folders, Target, audit
+    from memory.upkeep.leftovers import Folders, Sought, audit
 
     engine = any_engine
     first = say(engine, "my kayak is called Zanzibarro", author="alice", dm_person="alice")
     learned(engine, "Alice's kayak is called Zanzibarro", first)
-    target, folders = Target(("Zanzibarro",), ("alice",)), Folders(tmp_path / "journals")
+    target, folders = Sought(("Zanzibarro",), ("alice",)), Folders(tmp_path / "journals")
     before = {f.surface: f.remaining for f in audit(engine, target, folders)}
     assert before["tables"] and before["fts"]
     forget_everything(engine, ["alice"])

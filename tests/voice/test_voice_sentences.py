@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from voice.sentences import SentenceSplitter, is_skip, speakable
+from voice.sentences import SentenceSplitter, says_nothing, speakable
 
 
 def split(*deltas: str) -> list[str]:
@@ -36,5 +36,5 @@ def test_markdown_and_links_are_not_read_out():
 
 
 def test_the_skip_token_is_never_spoken():
-    assert split("[SKIP]") == [] and is_skip("  [SKIP] ") and is_skip("**")
-    assert not is_skip("Sure, I can skip that.")
+    assert split("[SKIP]") == [] and says_nothing("  [SKIP] ") and says_nothing("**")
+    assert not says_nothing("Sure, I can skip that.")

@@ -229,7 +229,7 @@ async def test_doctor_shows_whether_the_chat_model_sees_images_from_the_kept_pro
     """ORCH-11: not asked yet, then the verdict the bot kept (per server and model), then what COMPANION_VISION forces."""
     from bot.vision import vision_key
     from memory.storage.db import Database
-    from memory.storage.model_traits import ModelTraits, Sight
+    from memory.storage.model_traits import ModelTraits, SightTrait
 
     async with FakeOpenAI() as srv:
         monkeypatch.setenv("COMPANION_OPENAI_BASE_URL", srv.base_url)
@@ -237,7 +237,7 @@ async def test_doctor_shows_whether_the_chat_model_sees_images_from_the_kept_pro
         before = findings(await asyncio.to_thread(cli, "doctor", "--json"))["vision"]
         db = Database(cli.db)
         ModelTraits(db).keep_sight(
-            vision_key(srv.base_url, "gpt-4o-mini"), Sight(False, "2026-11-20T10:00:00+00:00")
+            vision_key(srv.base_url, "gpt-4o-mini"), SightTrait(False, "2026-11-20T10:00:00+00:00")
         )
         db.close()
         after = findings(await asyncio.to_thread(cli, "doctor", "--json"))["vision"]
