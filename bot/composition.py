@@ -514,10 +514,12 @@ def build_dashboard(
     from .config import ConfigError
     from .dashboard.app import DashboardServer, create_app
     from .dashboard.services import DashboardServices
-    from .dashboard.startup import refusal
+    from .dashboard.startup import start_refusal
 
     token = secret(settings.dashboard_token)
-    problem = refusal(token, settings.dashboard_host, allow_remote=settings.dashboard_allow_remote)
+    problem = start_refusal(
+        token, settings.dashboard_host, allow_remote=settings.dashboard_allow_remote
+    )
     if problem:
         engine.close()
         runner.shutdown()

@@ -40,7 +40,7 @@ from .llm import ChatClient, LLMError
 from .manners import GroupManners, place_memory_texts, place_mode
 from .reactions import receive
 from .reminder_claims import held_to_its_word
-from .reminder_commands import SET, place_of
+from .reminder_commands import SET, reminder_place_of
 from .resolution import Resolver
 from .turn_mode import SkipGate, TurnMode, is_skip
 from .types import APOLOGY, NO_ANSWER, IncomingMessage, Reaction, Reply, StreamSink, Verdict
@@ -456,7 +456,9 @@ class Orchestrator:
                 remembering=turn.remembered,
                 place=None
                 if voice
-                else place_of(turn),  # ORCH-13: a reminder fires where it was asked (text only)
+                else reminder_place_of(
+                    turn
+                ),  # ORCH-13: a reminder fires where it was asked (text only)
             ),
             self.runner,
             session.history if session else None,

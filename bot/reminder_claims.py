@@ -32,7 +32,9 @@ def claims_reminder(text: str) -> bool:
     return any(_CLAIM.search(s) and not s.rstrip().endswith("?") for s in _SENTENCE.findall(said))
 
 
-def honest(text: str | None, reminders_set: list[int], has_others: bool = False) -> str | None:
+def honest_about_reminders(
+    text: str | None, reminders_set: list[int], has_others: bool = False
+) -> str | None:
     """``text`` as it may be sent: unchanged when it claims no reminder or one was stored this turn."""
     if text is None or reminders_set or not claims_reminder(text):
         return text
@@ -48,11 +50,12 @@ async def held_to_its_word(
     reminding: Reminding,
     streamed: Callable[[str], Awaitable[None]] | None,
 ) -> str | None:
-    """``honest`` for this turn's reply (which may have been streamed: then only the note can still be added)."""
+    """``honest_about_reminders`` for this turn's reply (which may have been streamed: then only
+    the note can still be added)."""
     if text is None or tools.reminders_set or not claims_reminder(text):
         return text
     has_others = bool(await reminding.kept_for(tools.ctx.speaker_id))
-    fixed = honest(text, tools.reminders_set, has_others)
+    fixed = honest_about_reminders(text, tools.reminders_set, has_others)
     if streamed is None or fixed is None:
         return fixed
     note = NOT_NEW if has_others else NOT_SET

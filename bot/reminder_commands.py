@@ -48,14 +48,14 @@ class ReminderCommands:
             return NOT_HERE
         when, what = split_request(arg)
         stored = self.reminders.ask(
-            turn.person_id, place_of(turn), when, what, self.zones.zone_of(turn.person_id)
+            turn.person_id, reminder_place_of(turn), when, what, self.zones.zone_of(turn.person_id)
         )
         # a slash command's answer may be seen by the asker alone; the reminder itself is posted where it was asked
         where = "" if stored.is_dm else " I'll post it in this channel, mentioning you."
         return f"{SET} {stored.when()}: {stored.text}.{where} (/reminders lists them; /reminders cancel <n> cancels one)"
 
     def do_reminders(self, arg: str, turn: Any) -> str:
-        here = place_of(turn) if turn.ctx.admin and not turn.ctx.is_dm else None
+        here = reminder_place_of(turn) if turn.ctx.admin and not turn.ctx.is_dm else None
         listed = self.reminders.in_place(here) if here else self.reminders.mine(turn.person_id)
         action, _, number = arg.partition(" ")
         if action.lower() in ("cancel", "delete", "remove", "stop"):
@@ -122,7 +122,7 @@ class ReminderCommands:
         )
 
 
-def place_of(turn: Any) -> ReminderPlace:
+def reminder_place_of(turn: Any) -> ReminderPlace:
     """Where this turn was said: where a reminder set in it fires."""
     m = turn.message
     return ReminderPlace(m.platform, m.channel_id, m.author_id, turn.ctx.guild_id, turn.ctx.is_dm)

@@ -34,7 +34,7 @@ from memory.clock import DAY
 
 from . import asking
 from .locomo import SampleTurn, load_samples, turns
-from .scoring import ADVERSARIAL, score, verdict
+from .scoring import ADVERSARIAL, score_answer, verdict
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -222,7 +222,7 @@ class _Run:
         conv = sample["conversation"]
         dates = {t.session: str(conv.get(f"session_{t.session}_date_time", "")) for t in said}
         system = asking.full_prompt(said, dates)
-        need = asking.tokens(system) + 200 + self.settings.reply_max_tokens
+        need = asking.rough_tokens(system) + 200 + self.settings.reply_max_tokens
         if need <= self.options.context_tokens:
             return system
         self.notes.append(
@@ -284,7 +284,7 @@ def _row(q: Question, method: str, answer: str | None, seconds: float) -> Row:
         **({"baited_answer": q.gold} if q.category == ADVERSARIAL else {}),
         "method": method,
         "answer": answer,
-        "f1": None if answer is None else round(score(answer, q.gold, q.category), 4),
+        "f1": None if answer is None else round(score_answer(answer, q.gold, q.category), 4),
         "judge": None,
         "seconds": round(seconds, 2),
     }

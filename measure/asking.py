@@ -186,7 +186,7 @@ def remember_turn(engine: MemoryEngine, place: SampleServer, turn: SampleTurn) -
     """``raw``: a turn filed as one memory of the server, in the speaker's words, who and when."""
     result = engine.memories.add(
         NewMemory(
-            content=f"{turn.speaker} said on {day(turn.at)}: {turn.text}",
+            content=f"{turn.speaker} said on {spoken_date(turn.at)}: {turn.text}",
             subject=turn.speaker,
             scope=Scope.GUILD,
             scope_id=place.key,
@@ -223,7 +223,7 @@ def transcript(said: list[SampleTurn], dates: dict[int, str]) -> str:
     lines: list[str] = []
     for session, group in groupby(said, key=lambda t: t.session):
         turns = list(group)
-        lines += ["", f"Session {session} ({dates.get(session) or day(turns[0].at)}):"]
+        lines += ["", f"Session {session} ({dates.get(session) or spoken_date(turns[0].at)}):"]
         lines += [f"{t.speaker}: {t.text}" for t in turns]
     return "\n".join(lines).strip()
 
@@ -234,7 +234,7 @@ def full_prompt(said: list[SampleTurn], dates: dict[int, str]) -> str:
     return prompts.render("answer_full", speakers=speakers, conversation=transcript(said, dates))
 
 
-def tokens(text: str) -> int:
+def rough_tokens(text: str) -> int:
     """A cautious token count without the model's tokenizer: a character of a CJK script is about a
     token, other text about four characters a token."""
     wide = sum(1 for c in text if ord(c) >= 0x2E80)
@@ -253,5 +253,5 @@ def move_to(clock: FakeClock, at: float) -> None:
         clock.advance(at - clock.now())
 
 
-def day(at: float) -> str:
+def spoken_date(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%d %B %Y")

@@ -40,7 +40,7 @@ _AVOID = {
 }
 
 
-def words() -> list[str]:
+def vocab_words() -> list[str]:
     vocab = json.loads((ASSETS / "minilm-tokenizer.json").read_text())["model"]["vocab"]
     return [w for w in vocab if w.isalpha() and w.isascii() and len(w) >= 3 and w not in _AVOID]
 
@@ -48,7 +48,7 @@ def words() -> list[str]:
 class TextGen:
     def __init__(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
-        self.vocab = np.array(words())
+        self.vocab = np.array(vocab_words())
         ranks = np.arange(1, len(self.vocab) + 1)
         self.p = ranks**-1.07 / np.sum(ranks**-1.07)
 

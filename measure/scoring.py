@@ -36,7 +36,7 @@ _ABSTAINS = re.compile(
 VERDICTS = ("CORRECT", "WRONG")
 
 
-def normalise(text: str) -> str:
+def normalise_answer(text: str) -> str:
     """LoCoMo's ``normalize_answer``: lowercase, no commas, punctuation, articles or "and"; single
     spaces."""
     text = text.replace(",", "").lower().translate(_PUNCTUATION)
@@ -45,7 +45,7 @@ def normalise(text: str) -> str:
 
 def token_f1(answer: str, gold: str) -> float:
     """Token-overlap F1 of the normalised texts (0.0 when they share no token)."""
-    said, wanted = normalise(answer).split(), normalise(gold).split()
+    said, wanted = normalise_answer(answer).split(), normalise_answer(gold).split()
     same = sum((Counter(said) & Counter(wanted)).values())
     if not same:
         return 0.0
@@ -66,7 +66,7 @@ def abstains(answer: str) -> bool:
     return bool(_ABSTAINS.search(answer.replace("’", "'")))
 
 
-def score(answer: str, gold: str, category: int) -> float:
+def score_answer(answer: str, gold: str, category: int) -> float:
     """The question's F1 as LoCoMo scores its category; 1.0 or 0.0 (abstained or not) for category
     5."""
     if category == ADVERSARIAL:

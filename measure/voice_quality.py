@@ -40,7 +40,7 @@ def sentences() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def words(text: str) -> list[str]:
+def spoken_words(text: str) -> list[str]:
     return re.sub(r"[^\w\s']", " ", text.lower().replace("-", " ")).split()
 
 
@@ -64,8 +64,8 @@ def round_trip_wer(
     errors = total = 0
     for i, text in enumerate(texts, 1):
         pcm, rate = tts.synthesize(text)
-        reference = words(text)
-        errors += edit_distance(reference, words(stt.transcribe(pcm, rate)))
+        reference = spoken_words(text)
+        errors += edit_distance(reference, spoken_words(stt.transcribe(pcm, rate)))
         total += len(reference)
         progress(i, len(texts))
     return round(errors / total, 3) if total else 0.0

@@ -20,7 +20,7 @@ from conftest import HashEmbedder
 
 from bot.composition import build_runtime
 from bot.config import load_settings
-from bot.dashboard.app import create_app, serve
+from bot.dashboard.app import create_app, serve_dashboard
 from bot.dashboard.services import DashboardServices
 from bot.runtime import Runtime
 from memory.clock import FakeClock
@@ -228,7 +228,7 @@ async def running_dashboard(
     try:
         data = await runtime.runner.run(seed, runtime.engine) if seeded else Seeded()
         services = DashboardServices.of(runtime.engine, runtime.runner, runtime.orchestrator)
-        runner = await serve(create_app(services, token=token), "127.0.0.1", 0)
+        runner = await serve_dashboard(create_app(services, token=token), "127.0.0.1", 0)
         try:
             port = runner.addresses[0][1]
             yield Dashboard(

@@ -128,7 +128,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=snapshot)
 
 
-def build_runtime(settings: Settings) -> Runtime:
+def built_runtime(settings: Settings) -> Runtime:
     from ..composition import build_runtime as build
 
     return build(settings)
@@ -163,7 +163,7 @@ async def _serve(settings: Settings) -> int:
     from ..composition import build_channels, build_health
     from ..launch import serve
 
-    runtime = build_runtime(settings)
+    runtime = built_runtime(settings)
     adapters, voice = build_channels(settings, runtime)
     health = build_health(settings, runtime)
     stop = asyncio.Event()
@@ -279,7 +279,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
 
     # The console is the operator's own terminal, an owner-private context unless owners are configured
     # (``OwnerPolicy``: the same rule for chat, snapshot and the dashboard).
-    runtime = build_runtime(settings)
+    runtime = built_runtime(settings)
     log_file = chat_log_file(args, settings)
     # The name the person chose (--name, the setting, or /name in an earlier chat, kept with the account), else
     # the login name, which the chat offers to replace when the person says theirs ("I'm Sam").
@@ -417,7 +417,7 @@ def snapshot(args: argparse.Namespace, settings: Settings) -> int:
         )
     )
     args = argparse.Namespace(**{**vars(args), "user": user, "channel": channel, "guild": guild})
-    runtime = build_runtime(settings)
+    runtime = built_runtime(settings)
     try:
         dm = None if args.guild else runtime.orchestrator.dm_channel(args.platform, args.user)
         message = IncomingMessage(

@@ -15,7 +15,7 @@ import contextlib
 import signal
 from typing import TYPE_CHECKING
 
-from ..dashboard.startup import is_loopback, refusal
+from ..dashboard.startup import is_loopback, start_refusal
 from .output import UsageError, note
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def dashboard(args: argparse.Namespace, settings: Settings) -> int:
     token = secret(settings.dashboard_token)
     host = args.host or settings.dashboard_host
     port = settings.dashboard_port if args.port is None else args.port
-    problem = refusal(token, host, allow_remote=settings.dashboard_allow_remote)
+    problem = start_refusal(token, host, allow_remote=settings.dashboard_allow_remote)
     if problem:
         raise UsageError(problem)
     if not is_loopback(host):

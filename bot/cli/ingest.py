@@ -109,7 +109,7 @@ def files_of(paths: list[Path]) -> list[Path]:
 
 def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
     if args.forget:
-        return forget_files(args, settings)
+        return forget_ingested_files(args, settings)
     target = target_of(args, settings)
     files = files_of(args.paths)
     if not files:
@@ -137,7 +137,7 @@ def ingest_files(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if failed else 0
 
 
-def forget_files(args: argparse.Namespace, settings: Settings) -> int:
+def forget_ingested_files(args: argparse.Namespace, settings: Settings) -> int:
     """``--forget``: each file's memories forgotten completely (a file may be gone from the disk by now)."""
     from memory import StoreTools
 

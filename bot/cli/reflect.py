@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(uses_model=True)
     p.add_argument(
         "--day",
-        type=day_of,
+        type=parse_day,
         metavar="YYYY-MM-DD",
         help="only this day (one of the last 7; default: every day that is due)",
     )
@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
-def day_of(text: str) -> str:
+def parse_day(text: str) -> str:
     try:
         return date.fromisoformat(text).isoformat()
     except ValueError:

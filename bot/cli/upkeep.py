@@ -142,7 +142,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _register_eval(subparsers)
     help = "latency benchmark on synthetic stores (progress on stderr); --db postgresql://... measures that server"
-    p = command(subparsers, "bench", run_bench, help, json_flag=True)
+    p = command(subparsers, "bench", bench_command, help, json_flag=True)
     p.add_argument(
         "what",
         nargs="?",
@@ -479,7 +479,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
-def run_bench(args: argparse.Namespace, settings: Settings) -> None:
+def bench_command(args: argparse.Namespace, settings: Settings) -> None:
     if args.what == "voice":
         return run_bench_voice(args)
     if args.what == "manners":

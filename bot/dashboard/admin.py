@@ -9,7 +9,7 @@ from aiohttp import web
 from memory import Overview, RecallSettings, Tuning
 
 from .bodies import Confirm, SettingsBody
-from .common import ApiError, answer, audit, body, services
+from .common import ApiError, answer, audit_action, body, services
 from .views import audit_json, int_arg
 
 
@@ -42,7 +42,7 @@ async def put_settings(request: web.Request) -> web.Response:
     # both corpora are validated before either is stored: a bad second half leaves the first alone
     shown = await svc.run(Tuning(svc.engine).change, change.recall, change.messages or {})
     changed = {"recall": sorted(change.recall), "messages": sorted(change.messages or {})}
-    await audit(
+    await audit_action(
         request,
         "settings.update",
         "recall",
@@ -80,7 +80,7 @@ async def purge(request: web.Request) -> web.Response:
         )
     counts = await svc.memory.forgetting.guild(guild_id)
     await svc.forgot()
-    await audit(request, "guild.purge", guild_id, detail=counts)
+    await audit_action(request, "guild.purge", guild_id, detail=counts)
     return answer({"purged": counts})
 
 

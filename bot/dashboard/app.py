@@ -1,4 +1,5 @@
-"""The dashboard server (DASH-1, DASH-3): ``create_app`` wires the routes, ``serve`` binds them.
+"""The dashboard server (DASH-1, DASH-3): ``create_app`` wires the routes, ``serve_dashboard``
+binds them.
 
 Request path: security headers on every answer -> errors to JSON -> the Host header (loopback names, or a
 configured public host: a page on another site whose name was re-pointed at 127.0.0.1, DNS rebinding,
@@ -74,7 +75,7 @@ def create_app(
     return app
 
 
-async def serve(app: web.Application, host: str, port: int) -> web.AppRunner:
+async def serve_dashboard(app: web.Application, host: str, port: int) -> web.AppRunner:
     """Listen on ``host:port`` (port 0: any free port, see ``runner.addresses``); ``await runner.cleanup()`` stops it."""
     # an access log would record query strings: people's words
     runner = web.AppRunner(app, access_log=None)
@@ -91,7 +92,7 @@ class DashboardServer:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        self._runner = await serve(self.app, self.host, self.port)
+        self._runner = await serve_dashboard(self.app, self.host, self.port)
         # the port actually bound (port 0 asks for any free one)
         self.port = self._runner.addresses[0][1]
         log.info("dashboard on http://%s:%d (token required)", self.host, self.port)

@@ -96,7 +96,7 @@ _PLAIN = {
 }
 
 
-async def audit(
+async def audit_action(
     request: web.Request,
     action: str,
     target: str = "",

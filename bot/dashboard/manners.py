@@ -9,7 +9,7 @@ from aiohttp import web
 from memory import MemoryEngine, Mode
 
 from .bodies import MannersBody
-from .common import answer, audit, body, services
+from .common import answer, audit_action, body, services
 from .views import iso
 
 
@@ -45,7 +45,7 @@ async def put(request: web.Request) -> web.Response:
     key, svc = request.match_info["key"], services(request)
     guild = dict(await svc.run(svc.engine.messages.group_chats)).get(key)
     done = await svc.run(svc.engine.place_modes.set, key, change.mode, guild)
-    await audit(request, "manners.set", key, detail={"mode": done.mode.value})
+    await audit_action(request, "manners.set", key, detail={"mode": done.mode.value})
     return answer(
         {
             "channel_key": done.channel_key,

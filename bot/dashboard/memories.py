@@ -17,7 +17,7 @@ from memory import InvalidInput, MemoryQuery, Overview, RecallFilters
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Source, Visibility
 
 from .bodies import MemoryEdit, NewMemoryBody
-from .common import ApiError, answer, audit, body, services
+from .common import ApiError, answer, audit_action, body, services
 from .contexts import resolve_turn
 from .services import DashboardServices
 from .views import enum_arg, int_arg, memory_json, tags_arg
@@ -109,7 +109,7 @@ async def create(request: web.Request) -> web.Response:
             409, f"already stored as memory {m.id} (nothing new was written)", memory_json(m)
         )
     detail = {"scope": m.scope.value, "scope_id": m.scope_id, "type": m.type.value}
-    await audit(request, "memory.create", m.id, person_id=_person(m), detail=detail)
+    await audit_action(request, "memory.create", m.id, person_id=_person(m), detail=detail)
     return answer(memory_json(m, status=result.status, superseded=list(result.superseded)), 201)
 
 
@@ -156,7 +156,9 @@ async def edit(request: web.Request) -> web.Response:
         )
     svc = services(request)
     old, new = await svc.run(_edit, svc, request.match_info["id"], change)
-    await audit(request, "memory.update", old.id, person_id=_person(old), detail={"fields": fields})
+    await audit_action(
+        request, "memory.update", old.id, person_id=_person(old), detail={"fields": fields}
+    )
     return answer(memory_json(new))
 
 
@@ -184,7 +186,7 @@ async def forget(request: web.Request) -> web.Response:
     done = await svc.memory.forgetting.memory(request.match_info["id"])
     await svc.forgot()
     target = request.match_info["id"]
-    await audit(
+    await audit_action(
         request,
         "memory.forget",
         target,

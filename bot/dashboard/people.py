@@ -12,7 +12,7 @@ from memory import Erasure, NotFound, Overview, RecallFilters
 
 from ..exports import forget_exports
 from .bodies import Confirm, TimezoneBody
-from .common import ApiError, answer, audit, body, services
+from .common import ApiError, answer, audit_action, body, services
 from .contexts import preview
 from .services import DashboardServices
 from .views import int_arg, memory_json, person_json, reflection_json
@@ -87,7 +87,7 @@ async def set_timezone(request: web.Request) -> web.Response:
         zone = await svc.run(zones.set, person_id, wanted)
     else:
         await svc.run(zones.clear, person_id)
-    await audit(
+    await audit_action(
         request,
         "person.timezone",
         person_id,
@@ -128,7 +128,7 @@ async def forget(request: web.Request) -> web.Response:
     ):  # the console's /export files
         counts["export files"] = exported
     await svc.forgot()
-    await audit(request, "person.forget", "", detail=counts)
+    await audit_action(request, "person.forget", "", detail=counts)
     return answer({"forgotten": counts})
 
 

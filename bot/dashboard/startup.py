@@ -21,7 +21,7 @@ MAKE_ONE = (
 )
 
 
-def refusal(token: str, host: str, *, allow_remote: bool) -> str | None:
+def start_refusal(token: str, host: str, *, allow_remote: bool) -> str | None:
     """Why the dashboard must not start with these settings, or None when it may."""
     if not token.strip():
         return NO_TOKEN

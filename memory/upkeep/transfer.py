@@ -32,7 +32,7 @@ def export_person(engine: MemoryEngine, person_ids: list[str]) -> JsonObject:
     data: JsonObject = {
         "format": "companion-export/3",
         "person_ids": list(keys.ids),
-        "exported_at": iso(engine.clock.now()),
+        "exported_at": iso_with_offset(engine.clock.now()),
     }
     for holder in REGISTRY:
         if holder.export:
@@ -66,10 +66,12 @@ def _public(table: str, row: dict[str, Any]) -> dict[str, Any]:
         out[key] = json.loads(out[key]) if out.get(key) else out.get(key)
     if table == "memories":
         out["tags"] = [t for t in (out.get("tags") or "").split(",") if t]
-    return {key: iso(value) if _is_time(key, value) else value for key, value in out.items()}
+    return {
+        key: iso_with_offset(value) if _is_time(key, value) else value for key, value in out.items()
+    }
 
 
-def iso(seconds: float) -> str:
+def iso_with_offset(seconds: float) -> str:
     """A stored time (seconds since the epoch, UTC) as the dashboard's API writes it: ISO 8601 with the offset."""
     return datetime.fromtimestamp(seconds, UTC).isoformat()
 

@@ -19,7 +19,7 @@ import pytest
 
 from bot.cli import main
 from measure.answers import Options, chosen
-from measure.scoring import abstains, multi_f1, normalise, score, token_f1, verdict
+from measure.scoring import abstains, multi_f1, normalise_answer, score_answer, token_f1, verdict
 from tests.fakes import FakeOpenAI
 
 SAMPLE = {
@@ -135,8 +135,8 @@ def rows(out: str, method: str) -> dict[str, dict[str, Any]]:
 # -- the scoring, against values worked out by hand
 # ---------------------------------------------------------
 def test_the_normaliser_drops_case_punctuation_articles_and_and() -> None:
-    assert normalise("The Cat, and a DOG!  An owl's nest.") == "cat dog owls nest"
-    assert normalise("“Pepper” — the cat…") == "pepper cat"
+    assert normalise_answer("The Cat, and a DOG!  An owl's nest.") == "cat dog owls nest"
+    assert normalise_answer("“Pepper” — the cat…") == "pepper cat"
 
 
 def test_token_f1_is_the_harmonic_mean_of_the_overlap() -> None:
@@ -155,11 +155,15 @@ def test_token_f1_is_the_harmonic_mean_of_the_overlap() -> None:
 def test_each_category_is_scored_as_locomo_scores_it() -> None:
     # category 1: each gold part against its best answer part, averaged: (1 + 1 + 0) / 3
     assert multi_f1("pottery, painting", "painting, pottery, running") == pytest.approx(2 / 3)
-    assert score("pottery, painting", "painting, pottery, running", 1) == pytest.approx(2 / 3)
+    assert score_answer("pottery, painting", "painting, pottery, running", 1) == pytest.approx(
+        2 / 3
+    )
     assert (
-        score("Sweden", "Sweden; she moved from there", 3) == 1.0
+        score_answer("Sweden", "Sweden; she moved from there", 3) == 1.0
     )  # category 3: the gold up to its ";"
-    assert score("Pepper", "Pepper", 5) == 0.0 and score(DONT_KNOW, "Pepper", 5) == 1.0
+    assert (
+        score_answer("Pepper", "Pepper", 5) == 0.0 and score_answer(DONT_KNOW, "Pepper", 5) == 1.0
+    )
 
 
 def test_an_answer_abstains_when_it_says_it_does_not_know() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from measure.bench_voice import run_voice_bench
 from measure.turn_set import _cached, judge, lines, pause_lengths
-from measure.voice_quality import edit_distance, sentences, words
+from measure.voice_quality import edit_distance, sentences, spoken_words
 from tests.voice_support import whisper
 from voice.tts import EspeakTTS
 from voice.vad import VadSettings
@@ -65,9 +65,11 @@ def test_the_round_trip_set_has_at_least_fifty_reply_like_sentences_of_words_onl
 
 
 def test_word_error_counts_substitutions_deletions_and_insertions():
-    assert edit_distance(words("I like green apples."), words("i like red apples")) == 1
-    assert edit_distance(words("Thank you."), []) == 2
-    assert edit_distance([], words("thanks for watching")) == 3
+    assert (
+        edit_distance(spoken_words("I like green apples."), spoken_words("i like red apples")) == 1
+    )
+    assert edit_distance(spoken_words("Thank you."), []) == 2
+    assert edit_distance([], spoken_words("thanks for watching")) == 3
 
 
 def test_the_voice_table_shows_each_provider_and_what_warm_and_cold_recall_include():

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from dashboard_support import Dashboard, occurrences
 
-from bot.dashboard.app import create_app, serve
+from bot.dashboard.app import create_app, serve_dashboard
 from bot.dashboard.auth import MAX_FAILURES
 from memory.errors import NotFound
 from memory.models import NewMemory, Provenance, Scope, Visibility
@@ -215,7 +215,7 @@ async def test_only_loopback_host_names_or_a_configured_public_host_are_served(d
         ):
             async with client.get("/api/memory", headers={"Host": host}) as r:
                 assert r.status == 200, host
-    public = await serve(
+    public = await serve_dashboard(
         create_app(dash.services, token=dash.token, public_hosts=("companion.lan",)), "127.0.0.1", 0
     )
     try:
