@@ -100,6 +100,7 @@ class Runtime:
             log.info(
                 "%d buffered messages from before the restart are due for extraction", released
             )
+        await self.runner.run(self.engine.embeddings.warm)  # the model loaded before any job claims
         # A run killed before this start left its audit row "running", quoting the chat: closed now (MAINT-4).
         await Housekeeping(self.engine, self.runner).reap_stale_audits()
         if self.schedule.enabled:

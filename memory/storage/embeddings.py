@@ -163,6 +163,12 @@ class EmbeddingService:
         if embedder is not None:
             self._check_dimension(embedder)
 
+    def warm(self) -> None:
+        """Load a lazily loaded model now (the bot's start), so no turn or job waits for it."""
+        warm = getattr(self.embedder, "warm", None)
+        if warm is not None:
+            warm()
+
     def switch(self, embedder: Embedder) -> None:
         """Adopt another model for good (reembed): the store's dimension and fingerprint follow it."""
         self.db.set_setting("embedding.dim", str(embedder.dim))

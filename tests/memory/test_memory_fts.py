@@ -297,3 +297,18 @@ def test_a_file_written_by_the_per_row_trigger_schema_upgrades_and_stays_searcha
             "Yuri restores wooden canoes",
         }
         _index_matches_rows(engine)
+
+
+def test_a_word_no_row_held_is_counted_again_once_a_row_says_it(engine):
+    """The document frequencies are cached for minutes; a term looked up before the row saying it
+    was written (a new name or number) is read again, not taken for one nothing holds: "/forget
+    bib 4417" right after "my bib number is 4417" found the fact only some of the time."""
+    fts = engine.memory_rows.corpus.fts
+    stem = fts.stem("4417")
+    assert fts.doc_freq(stem)[0] == 0
+    engine.memories.add(
+        NewMemory(
+            content="Bob's race bib number is 4417", subject="bob", scope=Scope.USER, scope_id="bob"
+        )
+    )
+    assert fts.doc_freq(stem)[0] == 1

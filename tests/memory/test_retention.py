@@ -284,6 +284,32 @@ def test_the_forget_audit_reads_every_surface_on_both_engines(any_engine, tmp_pa
         assert after["db file"] == after["wal"] == 0
 
 
+def test_a_forgotten_number_is_not_found_inside_a_platform_id(engine, tmp_path):
+    """A bib number 4417 forgotten: a message whose 19-digit platform id holds "4417" is no
+    leftover (the audit reported one, a third of the group trust suite's runs), while the
+    number in words still is, in the tables, the store's file and a file beside it."""
+    from memory.storage.messages import NewMessage
+    from memory.upkeep.leftover_files import bytes_in
+    from memory.upkeep.leftovers import Folders, Sought, audit
+
+    engine.messages.add_many(
+        [
+            NewMessage(
+                platform="discord", channel_id="9109", author_id="bob", author_name="Bob",
+                role="user", content="see you at the race", platform_message_id="1579514417530273846",
+                guild_id="7001",
+            )
+        ]
+    )  # fmt: skip
+    engine.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    target, folders = Sought(("4417",)), Folders(tmp_path / "journals")
+    assert {f.surface: f.remaining for f in audit(engine, target, folders)}["tables"] == 0
+    say(engine, "my bib number is 4417", author="bob", dm_person="bob")
+    assert {f.surface: f.remaining for f in audit(engine, target, folders)}["tables"] == 1
+    assert bytes_in(b"id 1579514417530273846, bib 4417.", [b"4417"]) == 1
+    assert bytes_in(b"bib4417x and 4417", [b"4417"]) == 2  # letters may touch it
+
+
 def test_a_run_in_small_steps_deletes_what_one_run_would(engine, hundred_days):
     """The bot expires a batch per call on the memory thread (replies get their turn between calls)."""
     total, calls = 0, 0
