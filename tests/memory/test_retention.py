@@ -296,7 +296,8 @@ def test_a_forgotten_number_is_not_found_inside_a_platform_id(engine, tmp_path):
         [
             NewMessage(
                 platform="discord", channel_id="9109", author_id="bob", author_name="Bob",
-                role="user", content="see you at the race", platform_message_id="1579514417530273846",
+                role="user", content="see you at the race",
+                platform_message_id="1579514417530273846",
                 guild_id="7001",
             )
         ]
