@@ -169,6 +169,7 @@ class Retriever(Generic[Found]):
             shared = _inherited(relevance, pairs, decay)
             self._boost_asker(text, asker, rows, shared, knobs)
             self._boost_dates(text, rows, shared, knobs, now, zone)
+            self._boost_told_times(text, rows, shared, knobs)
             self._inherit_questions(rows, shared, knobs)
             self._demote_questions(rows, shared, knobs)
             return self._score(pool, rows, shared, weights or knobs.weights, knobs, now)
@@ -340,6 +341,16 @@ class Retriever(Generic[Found]):
             at = self.corpus.created(row)
             if at is not None and any(start - DAY <= at < end + 7 * DAY for start, end in named):
                 relevance[rid] += knobs.date_boost
+
+    def _boost_told_times(
+        self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs
+    ) -> None:
+        """A question asking when favours the turns that say a time (``when.tells_time``)."""
+        if not knobs.when_boost or not when.asks_when(text):
+            return
+        for rid, row in rows.items():
+            if relevance.get(rid, 0.0) > 0 and when.tells_time(self.corpus.content(row)):
+                relevance[rid] += knobs.when_boost
 
     def _inherit_questions(self, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
         """A person's turn that answers a question takes a share of the question's relevance ("where did you go?"

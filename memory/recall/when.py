@@ -181,3 +181,36 @@ def _recent_months(month: int, now: float, zone: tzinfo) -> list[tuple[float, fl
         for y in (year, year - 1)
         if (span := _month_span(y, month, zone)) is not None and span[0] <= now
     ]
+
+
+# A question that asks when ("when did Caroline go to the conference?", "Caroline什么时候去的？") and a
+# turn that says a time ("two days ago I went to...", "两天前我去了..."): what answers a "when" is
+# most often the turn that tells it with a time word (``when_boost``).
+_ASKS_WHEN = re.compile(
+    r"\b(?:when|what time|what date|what day|how long ago|which (?:day|month|year|week))\b"
+    r"|什么时候|何时|哪天|哪一天|几号|哪年|哪个月|いつ|언제"
+    r"|\b(?:wann|cuándo|cuando|quand|quando|когда)\b"
+)
+_WEEKDAY = "|".join(WEEKDAYS)
+_TELLS_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|earlier|later"
+    rf"|(?:last|next|this|past|coming)\s+(?:week|weekend|month|year|night|morning|{_WEEKDAY})"
+    rf"|{_WEEKDAY}|" + "|".join(m for m in MONTHS if m != "may") + r"|(?:19|20)\d\d)\b"
+    r"|昨天|今天|明天|前天|后天|昨晚|今晚|明晚|上周|下周|本周|这周|上个?星期|下个?星期|周末"
+    r"|上个?月|下个?月|这个月|去年|明年|今年|前年|[天周年]前|个月前|星期[一二三四五六日天]"
+    r"|周[一二三四五六日]|\d+\s*[月号日]|昨日|今日|明日|先週|来週|先月|来月|来年|어제|오늘|내일"
+    r"|\b(?:gestern|heute|morgen|letzte[nrs]?|nächste[nrs]?|vor\s+\d+|вчера|сегодня|завтра"
+    r"|назад|прошл\w+|ayer|hoy|mañana|pasad[oa]|hace|demain|dernière?|ieri|oggi|domani"
+    r"|scors[oa]|ontem|hoje|amanhã|passad[oa])\b",
+    re.IGNORECASE,
+)
+
+
+def asks_when(text: str) -> bool:
+    """Whether a question asks when something happened or will."""
+    return bool(_ASKS_WHEN.search((text or "")[:2_000].lower()))
+
+
+def tells_time(text: str) -> bool:
+    """Whether a turn says a time: a relative day or week, a weekday, a month, a year."""
+    return bool(_TELLS_TIME.search((text or "")[:4_000]))

@@ -184,6 +184,12 @@ class RecallKnobs(BaseModel):
         le=1,
         description="Extra score for the asker's own turns when asked in the first person (0 = off).",
     )
+    when_boost: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Extra score, for a question asking when, for turns that say a time (0 = off).",
+    )
     date_boost: float = Field(
         default=0.0,
         ge=0,
@@ -258,6 +264,7 @@ MESSAGE_DEFAULTS = RecallKnobs(
     context_weight=0.25,
     speaker_boost=0.08,
     asker_boost=0.15,
+    when_boost=0.15,
     date_boost=0.2,
     question_penalty=0.1,
     answer_share=0.1,

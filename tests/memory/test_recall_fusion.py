@@ -53,12 +53,11 @@ def test_cosines_are_spread_over_the_pool_best_to_one_and_worst_to_zero(chat):
     assert [h.item.content for h in hits if "bike" in h.item.content] == [] and len(hits) == len(
         TURNS
     ) - 1
-    for hit in (
-        hits
-    ):  # vector only: no text share, so relevance is half the scaled cosine (weights 0.5 / 0.5)
-        expected = 0.5 * (hit.cosine - min(cosines)) / (max(cosines) - min(cosines))
+    share = MESSAGE_DEFAULTS.vector_weight  # of vector + text weights summing to 1
+    for hit in hits:  # vector only: no text share, so relevance is the vector share of the cosine
+        expected = share * (hit.cosine - min(cosines)) / (max(cosines) - min(cosines))
         assert hit.relevance == pytest.approx(expected, abs=1e-6)
-    assert hits[0].relevance == pytest.approx(0.5)
+    assert hits[0].relevance == pytest.approx(share)
 
 
 def test_the_best_row_of_both_channels_has_full_relevance(chat):
@@ -74,7 +73,8 @@ def test_a_pool_of_one_is_not_divided_by_zero(engine):
     say(engine, "we planted tomatoes in the garden", author="ann", guild="g1", author_name="")
     (hit,) = search(engine, "tomatoes", frozenset({Channel.VECTOR, Channel.FTS}))
     assert 0 < hit.cosine < 1  # nothing to spread over: the cosine counts as it is
-    assert hit.relevance == pytest.approx(0.5 * hit.cosine + 0.5 * 1.0)
+    knobs = MESSAGE_DEFAULTS
+    assert hit.relevance == pytest.approx(knobs.vector_weight * hit.cosine + knobs.text_weight)
 
 
 def test_a_pool_of_one_unrelated_turn_is_no_hit(engine):

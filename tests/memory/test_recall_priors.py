@@ -12,7 +12,7 @@ from conftest import guild_ctx, say
 
 from memory.clock import DAY
 from memory.recall.retrieval import Channel
-from memory.recall.when import spans
+from memory.recall.when import asks_when, spans, tells_time
 from memory.storage.knobs import MESSAGE_DEFAULTS
 
 NOW = datetime(2023, 11, 1, 12, tzinfo=UTC).timestamp()
@@ -109,6 +109,7 @@ def test_the_defaults_nudge_history_and_leave_memories_alone(engine):
     memories = engine.knobs.get("memories")
     assert (
         memories.asker_boost
+        == memories.when_boost
         == memories.date_boost
         == memories.question_penalty
         == memories.answer_share
@@ -286,3 +287,57 @@ def test_a_turn_after_a_statement_takes_nothing(engine, clock):
     shared = _relevance(engine, "Lisbon holidays")
     engine.knobs.update("messages", {"answer_share": 0.0})
     assert _relevance(engine, "Lisbon holidays") == pytest.approx(shared)
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("When did Caroline go to the LGBTQ conference?", True),
+        ("Caroline什么时候去参加LGBTQ大会的？", True),
+        ("Wann hat Jon sein Tanzstudio eröffnet?", True),
+        ("いつ東京に引っ越したの？", True),
+        ("Когда Джон был в Париже?", True),
+        ("What did Caroline research?", False),
+        ("Where does my brother live now?", False),
+        ("我哥哥住在哪里？", False),
+    ],
+)
+def test_a_question_asking_when_is_known_in_several_languages(question, asks):
+    assert asks_when(question) is asks
+
+
+@pytest.mark.parametrize(
+    ("turn", "tells"),
+    [
+        ("I went to a LGBTQ conference two days ago, so special.", True),
+        ("两天前我去了一个 LGBTQ 会议，真的很特别。", True),
+        ("Gestern war ich in Paris!", True),
+        ("The official opening night is tomorrow.", True),
+        ("We had a blast at the Pride fest in 2022.", True),
+        ("I may go there with my sister.", False),  # "may" the verb, not the month
+        ("I love my cat, she is so fluffy.", False),
+        ("我喜欢我的猫。", False),
+    ],
+)
+def test_a_turn_saying_a_time_is_known_in_several_languages(turn, tells):
+    assert tells_time(turn) is tells
+
+
+def test_a_when_question_favours_the_turn_that_says_a_time(engine, clock):
+    """Two turns about Ann's pottery class: the shorter matches the words better, the other says
+    when; asked when, the one that says it comes first (``when_boost``), and with the knob off
+    the words decide."""
+    engine.knobs.update(
+        "messages",
+        {"graph_seeds": 0, "context_weight": 0.0, "speaker_boost": 0.0, "date_boost": 0.0},
+    )
+    _turn(engine, clock, "Ann's pottery class rocks", "bo", NOW - 9 * DAY)
+    _turn(engine, clock, "Ann's pottery class was yesterday, what fun", "cy", NOW - 8 * DAY)
+    for n, filler in enumerate(("pottery is messy", "the class was full", "Ann likes clay")):
+        _turn(engine, clock, filler, "di", NOW - (7 - n) * DAY)
+    clock.t = NOW
+    question = "When did Ann go to the pottery class?"
+    assert MESSAGE_DEFAULTS.when_boost > 0
+    assert _first(engine, question, None) == "Ann's pottery class was yesterday, what fun"
+    engine.knobs.update("messages", {"when_boost": 0.0})
+    assert _first(engine, question, None) == "Ann's pottery class rocks"
