@@ -969,6 +969,12 @@ def test_each_name_of_the_face_has_one_home_and_is_the_object_it_names():
         assert getattr(memory, name) is getattr(importlib.import_module(f"memory.{home}"), name)
 
 
+def plant_module(root: Path, module: str, text: str) -> None:
+    """A module of a planted tree (``module``: its path under ``root``, folders made)."""
+    (root / module).parent.mkdir(parents=True, exist_ok=True)
+    (root / module).write_text(text)
+
+
 def test_the_face_check_sees_deep_imports_and_lets_the_face_pass(tmp_path: Path) -> None:
     for module, text in {
         "memory/__init__.py": "",
@@ -980,8 +986,7 @@ def test_the_face_check_sees_deep_imports_and_lets_the_face_pass(tmp_path: Path)
         "bot/package.py": "from memory import storage\n",
         "voice/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import memory.storage.db\n",
     }.items():
-        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / module).write_text(text)
+        plant_module(tmp_path, module, text)
     assert deep_memory_imports(tmp_path) == {
         "bot/deep.py": {"memory.storage.db"},
         "bot/package.py": {"memory.storage"},

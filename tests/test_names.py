@@ -15,6 +15,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+from tests.test_architecture import plant_module
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("bot", "memory", "voice", "measure", "prompts")
 CONVENTIONS = {
@@ -61,6 +63,5 @@ def test_a_planted_second_definition_is_found(tmp_path: Path):
         "measure/d.py": "log = None\nMAX_CHARS = 2\nT = 1\n",
         "prompts/e.py": "log = None\nMAX_CHARS = 3\nT = 2\n",
     }.items():
-        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / module).write_text(text)
+        plant_module(tmp_path, module, text)
     assert defined_twice(tmp_path) == {"Turn": ["bot/c.py", "memory/a.py", "voice/b.py"]}

@@ -165,11 +165,15 @@ class Retriever(Generic[Found]):
             else []
         )
 
+        told = self._told_times(text, rows, knobs)  # read once: the head ranks again below
+
         def ranked(decay: float) -> list[_Ranked]:
             shared = _inherited(relevance, pairs, decay)
             self._boost_asker(text, asker, rows, shared, knobs)
             self._boost_dates(text, rows, shared, knobs, now, zone)
-            self._boost_told_times(text, rows, shared, knobs)
+            for rid in told:
+                if shared.get(rid, 0.0) > 0:
+                    shared[rid] += knobs.when_boost
             self._inherit_questions(rows, shared, knobs)
             self._demote_questions(rows, shared, knobs)
             return self._score(pool, rows, shared, weights or knobs.weights, knobs, now)
@@ -342,15 +346,12 @@ class Retriever(Generic[Found]):
             if at is not None and any(start - DAY <= at < end + 7 * DAY for start, end in named):
                 relevance[rid] += knobs.date_boost
 
-    def _boost_told_times(
-        self, text: str, rows, relevance: dict[int, float], knobs: RecallKnobs
-    ) -> None:
-        """A question asking when favours the turns that say a time (``when.tells_time``)."""
+    def _told_times(self, text: str, rows, knobs: RecallKnobs) -> set[int]:
+        """For a question asking when, the rows that say a time (``when.tells_time``): each gets
+        ``when_boost`` where it matched at all."""
         if not knobs.when_boost or not when.asks_when(text):
-            return
-        for rid, row in rows.items():
-            if relevance.get(rid, 0.0) > 0 and when.tells_time(self.corpus.content(row)):
-                relevance[rid] += knobs.when_boost
+            return set()
+        return {rid for rid, row in rows.items() if when.tells_time(self.corpus.content(row))}
 
     def _inherit_questions(self, rows, relevance: dict[int, float], knobs: RecallKnobs) -> None:
         """A person's turn that answers a question takes a share of the question's relevance ("where did you go?"

@@ -107,20 +107,21 @@ def _normalisation(raw: bytes, count: int) -> dict[int, str]:
     return table
 
 
+def _stored(blocks: np.ndarray) -> np.ndarray:
+    """Each block's 32 stored values (0-15, the weight + 8) in weight order."""
+    return np.concatenate([blocks["nibbles"] & 0x0F, blocks["nibbles"] >> 4], axis=-1)
+
+
 def unpack(blocks: np.ndarray) -> np.ndarray:
     """Q4_0 blocks as the signed weights they stand for, float32 (rows, row length)."""
-    low = blocks["nibbles"] & 0x0F
-    high = blocks["nibbles"] >> 4
-    values = np.concatenate([low, high], axis=-1).astype(np.float32) - 8.0
+    values = _stored(blocks).astype(np.float32) - 8.0
     return (values * blocks["scale"].astype(np.float32)[..., None]).reshape(len(blocks), -1)
 
 
 def _nbits(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Q4_0 blocks as ``MatMulNBits`` reads them: weights 2i and 2i+1 of a block in one byte's
     low and high half, and the scales; the zero point left out is 8, Q4_0's own."""
-    low = blocks["nibbles"] & 0x0F
-    high = blocks["nibbles"] >> 4
-    values = np.concatenate([low, high], axis=-1)  # weights 0..31 of each block
+    values = _stored(blocks)
     packed = (values[..., 0::2] | (values[..., 1::2] << 4)).astype(np.uint8)
     return packed, blocks["scale"].astype(np.float32).reshape(-1)
 

@@ -149,7 +149,7 @@ def _text_columns(engine: MemoryEngine) -> Iterator[tuple[str, list[str]]]:
 
 def _rows_with(engine: MemoryEngine, table: str, columns: list[str], word: str) -> int:
     """Rows holding ``word`` in a text column (a number not inside a longer one: ``bytes_in``)."""
-    texts = ", ".join(f"lower(CAST({_quoted(c)} AS TEXT))" for c in columns)
+    texts = ", ".join(f"CAST({_quoted(c)} AS TEXT)" for c in columns)  # bytes_in lowers them
     test = " OR ".join(f"instr(lower(CAST({_quoted(c)} AS TEXT)), ?) > 0" for c in columns)
     needle = [word.lower().encode("utf-8")]
     rows = engine.db.execute(
