@@ -106,6 +106,10 @@ def child_env(
         "COMPANION_DISCORD_SHARDS": str(shard),
         "COMPANION_TELEGRAM": "on" if shard == 0 else "off",  # one poller: getUpdates admits one
         "OPENAI_BASE_URL": srv.base_url,
+        # the jobs on a server of their own (the same fake, spelt apart): with one shared local
+        # server a reply cancels a running extraction and it is asked again (bot.model_gate, its
+        # own tests), which this test would count as a message extracted twice (under load)
+        "COMPANION_EXTRACTION_BASE_URL": srv.base_url + "/",
         "OPENAI_API_KEY": "test-key",
         "COMPANION_EMBEDDINGS": "none",
         "COMPANION_EXTRACTION_DEBOUNCE_S": "1",
