@@ -15,7 +15,6 @@ from typing import Any
 from memory import (
     MAX_PLACE_PERSONA,
     Destination,
-    Erasure,
     MemoryEngine,
     MemoryStoreError,
     OwnMemory,
@@ -84,7 +83,7 @@ class Commands:
         self._confirming: dict[
             str, float
         ] = {}  # person id -> when their "/forget everything" question lapses
-        self.own, self.erasure = OwnMemory(engine), Erasure(engine)
+        self.own = OwnMemory(engine)
         self.consent = Consent(engine)
         self.reminding = ReminderCommands(engine, self.zones)  # ORCH-13
         self.usage = UsageCommands(engine, people, limits or Limits())  # ORCH-14
@@ -162,7 +161,7 @@ class Commands:
             )
         self._confirming.pop(turn.person_id, None)
         # SEC-5: a /privacy off outlives it
-        counts = self.erasure.everything([turn.person_id])
+        counts = self.own.forget_all([turn.person_id])
         # the console's earlier /export files hold the words too
         forget_exports(self.engine, [turn.person_id])
         memories = counted(counts["memories"], "memory")
@@ -295,7 +294,7 @@ class Commands:
     def do_export(self, arg: str, turn) -> str:
         if not turn.ctx.is_dm:
             return "Ask me for /export in a DM: it contains private things."
-        data = self.erasure.export([turn.person_id])
+        data = self.own.export([turn.person_id])
         text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
         if turn.message.platform == "console" and self.engine.path != ":memory:":
             # The console's person is the operator at their own machine: the whole file, not a truncated dump.

@@ -10,13 +10,13 @@ is the values they take and return, the errors, and the protocols a caller imple
     AsyncMemory      the root: one store, its memory thread, the services below built once on them;
                      the memories use case itself (add through the contradiction judge, recall, forget)
       .turns         Turns: a turn's books (arrive, finish, observe, leaks, known, edited, deleted)
-      .forgetting    Forgetting: one memory, a guild, a person, completely (SEC-3)
+      .forgetting    Forgetting: one memory, a guild, a person, completely (SEC-3); export (MEM-5)
       .reminding     Reminding: the sender's books of reminders (due, claim, delivered, ...), ORCH-13
     MemoryTools      the memory tools the model calls in a turn, bound to its scope (TOOLS-1, TOOLS-2)
     MemoryEngine     the store file and its repositories (opened by the composition root and the CLI)
     AsyncRunner      the memory thread every service awaits
-    Erasure          forget.py: the same forgets for code on the memory thread; export (MEM-5)
-    OwnMemory        own.py: /remember, /forget <words>, /about veto (the person's own memories)
+    OwnMemory        own.py: /remember, /forget <words> or everything, /about veto, /export (the
+                     person's own memories)
     FollowUps        following.py: the check-ins' memory side (plan, draft, record)
     Housekeeping     housekeeping.py: stale audits, decay and prune, the retention window
     SpokenSessions   spoken.py: a voice session's records (flushed, ended)
@@ -137,7 +137,6 @@ _CORE = {
 
 # -- values and services more than one area uses --
 if TYPE_CHECKING:
-    from .forget import Erasure
     from .jobs.base import FAILED
     from .jobs.day import DayReflection
     from .storage.checkins import Checkin, QuietHours
@@ -156,7 +155,6 @@ if TYPE_CHECKING:
     from .write.passages import SUFFIXES
 
 _SHARED = {
-    "Erasure": "forget",
     "FAILED": "jobs.base",
     "DayReflection": "jobs.day",
     "Checkin": "storage.checkins",

@@ -8,6 +8,11 @@ before it returns.
                   words), the person's own messages that hold
                   them, the bot's replies that repeat them (SEC-3; a forget asked in words too)
     veto          one memory of their /about me list, by its short id (SEC-5)
+    forget_all    everything about them, /privacy off kept (SEC-5): /forget everything
+    export        what forget_all would remove, as JSON-ready data (MEM-5): /export
+
+The operator's forgets (a memory, a guild, a person, from the dashboard or the command line) are
+``memory.forget.Forgetting``, on the same mechanism (``memory.upkeep.forgetting``).
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from .models import Erased, FactKind, Memory, MemoryType, NewMemory, Provenance,
 from .scopes import RecallContext, write_scope
 from .storage.memories import RecallFilters
 from .storage.ranking import Hit
-from .upkeep.forgetting import Forgotten, forget_memory, veto
+from .upkeep.forgetting import Forgotten, forget_everything, forget_memory, veto
 from .upkeep.said import forget_echoes, forget_said, said_matching
+from .upkeep.transfer import JsonObject, export_person
 from .write.subjects import bound, written_by
 
 # A /forget's closest memory must be at least this relevant: below it the nearest memory is
@@ -100,6 +106,13 @@ class OwnMemory:
         # a later reply that repeated it goes too
         forget_echoes(self.engine, ctx, [person_id], words)
         return WordsErased(done.erased() if done else None, said, said_words if said else ())
+
+    def forget_all(self, person_ids: list[str]) -> dict[str, int]:
+        """Everything about the person, all their linked ids; rows removed per table."""
+        return forget_everything(self.engine, person_ids)
+
+    def export(self, person_ids: list[str]) -> JsonObject:
+        return export_person(self.engine, person_ids)
 
     def said_it(
         self, ctx: RecallContext, person_id: str, words: str, *, skip: tuple[str, ...] = ()

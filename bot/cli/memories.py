@@ -14,12 +14,15 @@ the commands must stay cheap for ``companion --help``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import json
 import re
 import sys
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory import NotFound
 from memory.models import (
@@ -50,9 +53,11 @@ from .output import (
 )
 
 if TYPE_CHECKING:
-    from memory import Hit, MemoryEngine, RecallContext, RecallFilters
+    from memory import Forgetting, Hit, MemoryEngine, RecallContext, RecallFilters
 
     from ..config import Settings
+
+T = TypeVar("T")
 
 MODES = ("hybrid", "bm25", "vector")
 TYPES = [t.value for t in MemoryType]
@@ -331,6 +336,20 @@ def engine_for(settings: Settings, *, embed: bool = False, readonly: bool = Fals
     )
 
 
+def forgotten(engine: MemoryEngine, ask: Callable[[Forgetting], Coroutine[Any, Any, T]]) -> T:
+    """One call of the forgetting service (``memory.Forgetting``, the one the bot and the dashboard
+    use), on a memory thread of its own, its loop on a thread of its own too: ``main`` may be called
+    where a loop already runs (a test, a program that embeds the command line)."""
+    from memory import AsyncRunner, Forgetting
+
+    runner = AsyncRunner()
+    try:
+        with ThreadPoolExecutor(1, thread_name_prefix="cli-loop") as loop:
+            return loop.submit(asyncio.run, ask(Forgetting(engine, runner))).result()
+    finally:
+        runner.shutdown()
+
+
 def filters_from(args: argparse.Namespace) -> RecallFilters:
     from memory import RecallFilters
 
@@ -579,14 +598,12 @@ def edit_memory(args: argparse.Namespace, settings: Settings) -> None:
 def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
     """SEC-3: the one forget every delete is (``forget_memory``): its history, the messages it came from, a
     tombstone so reflection or a re-ingest does not learn it back, the journals' lines, the bytes scrubbed."""
-    from memory import Erasure
-
     with engine_for(settings) as engine:
         memory = engine.memory_rows.get(resolve_id(engine, args.id))
         confirm(
             f"delete memory {memory.id[:8]} ({memory.subject}: {memory.content[:40]})", args.yes
         )
-        done = Erasure(engine).memory(memory.id)
+        done = forgotten(engine, lambda forgetting: forgetting.memory(memory.id))
     if args.json:
         return print_json({"deleted": done.memories, "messages": done.messages})
     extra = f" and {counted(done.messages, 'message')} it came from" if done.messages else ""
@@ -594,12 +611,10 @@ def delete_memory(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def export_memories(args: argparse.Namespace, settings: Settings) -> None:
-    from memory import Erasure
-
     if args.output is not None:
         new_file(args.output, args.force)  # checked before the work, not after it
     with engine_for(settings, readonly=True) as engine:
-        data = Erasure(engine).export(args.person)
+        data = forgotten(engine, lambda forgetting: forgetting.export(args.person))
     if not any(data[key] for key in data if isinstance(data[key], list) and key != "person_ids"):
         # an empty document with exit 0 reads as "they have nothing stored", when it is usually a mistyped id
         raise NotFound(
@@ -646,13 +661,12 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def forget_people(args: argparse.Namespace, settings: Settings) -> None:
-    from memory import Erasure
-
     from ..exports import forget_exports
 
     with engine_for(settings) as engine:
         confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)
-        counts = Erasure(engine).everything(args.person)  # a /privacy off outlives it (SEC-5)
+        # a /privacy off outlives it (SEC-5)
+        counts = forgotten(engine, lambda forgetting: forgetting.person(args.person))
         if exported := forget_exports(
             engine, args.person
         ):  # the console's /export files are copies of the words

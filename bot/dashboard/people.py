@@ -1,6 +1,6 @@
 """People and what the bot would see: ``/api/people*``, ``/api/snapshot``, ``/api/reflections``,
-``/api/entities``, ``/api/graph``. Export and forget are the same ``memory.Erasure`` calls ``companion export``
-and ``companion forget-person`` make."""
+``/api/entities``, ``/api/graph``. Export and forget are the same ``memory.Forgetting`` calls
+``companion export`` and ``companion forget-person`` make."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory import Erasure, NotFound, Overview, RecallFilters
+from memory import NotFound, Overview, RecallFilters
 
 from ..exports import forget_exports
 from .bodies import Confirm, TimezoneBody
@@ -102,7 +102,7 @@ async def export(request: web.Request) -> web.Response:
     person_id = request.match_info["id"]
     if await svc.run(Overview(svc.engine).person, person_id) is None:
         raise NotFound(f"no person with id {person_id!r}")
-    data = await svc.run(Erasure(svc.engine).export, [person_id])
+    data = await svc.memory.forgetting.export([person_id])
     response = answer(data)
     response.headers["Content-Disposition"] = 'attachment; filename="companion-export.json"'
     return response
@@ -122,7 +122,7 @@ async def forget(request: web.Request) -> web.Response:
     if await svc.run(Overview(svc.engine).person, person_id) is None:
         raise NotFound(f"no person with id {person_id!r}")
     # a /privacy off outlives it (SEC-5)
-    counts = await svc.run(Erasure(svc.engine).everything, [person_id])
+    counts = await svc.memory.forgetting.person([person_id])
     if exported := await svc.run(
         forget_exports, svc.engine, [person_id]
     ):  # the console's /export files

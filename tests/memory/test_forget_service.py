@@ -49,3 +49,19 @@ async def test_a_guild_is_forgotten_and_another_guild_keeps_its_lore(root, engin
     counts = await root.forgetting.guild("g1")
     assert counts.get("memories", 0) >= 1
     assert [m["id"] for m in engine.db.rows("SELECT id FROM memories")] == [other.id]
+
+
+async def test_a_person_is_forgotten_with_their_export_first_and_privacy_off_outlives_it(
+    root, engine
+):
+    """The one forgetting service the dashboard and the command line use: the export shows what the
+    forget removes, and a person who said /privacy off is still not remembered afterwards (SEC-5)."""
+    remember(engine, f"Alice's boat is called {WORD}", scope_id="alice")
+    other = remember(engine, "Bob sails on Sundays", scope_id="bob")
+    engine.people.set_remembered("alice", False)
+    data = await root.forgetting.export(["alice"])
+    assert [m["content"] for m in data["memories"]] == [f"Alice's boat is called {WORD}"]
+    counts = await root.forgetting.person(["alice"])
+    assert counts["memories"] == 1
+    assert [m["id"] for m in engine.db.rows("SELECT id FROM memories")] == [other.id]
+    assert engine.privacy.stopped_accounts(["alice"]) == ["alice"]
