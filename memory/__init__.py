@@ -7,8 +7,7 @@ The face: what ``bot/`` and ``voice/`` import (``from memory import X``), with `
 values; ``tests/test_architecture.py`` holds them to it. Its services, by use case (the rest of the face
 is the values they take and return, the errors, and the protocols a caller implements):
 
-    AsyncMemory      the root: one store, its memory thread, the services below built once on them;
-                     the memories use case itself (add through the contradiction judge, recall, forget)
+    AsyncMemory      the root: one store, its memory thread, the services below built once on them
       .turns         Turns: a turn's books (arrive, finish, observe, leaks, known, edited, deleted)
       .forgetting    Forgetting: one memory, a guild, a person, completely (SEC-3); export (MEM-5)
       .reminding     Reminding: the sender's books of reminders (due, claim, delivered, ...), ORCH-13
@@ -61,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 # -- the root, the turn, forgetting, reminders; time, errors, protocols, scopes, text rules --
 if TYPE_CHECKING:
-    from .api import AsyncMemory, ContradictionJudge
+    from .api import AsyncMemory
     from .clock import Clock, FakeClock, SystemClock
     from .engine import MemoryEngine
     from .errors import (
@@ -118,7 +117,6 @@ _CORE = {
     "redact_secrets": "safety",
     "valid_unicode": "safety",
     "AsyncMemory": "api",
-    "ContradictionJudge": "api",
     "MemoryEngine": "engine",
     "AsyncRunner": "storage.db",
     "Turns": "turns",

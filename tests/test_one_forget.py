@@ -130,9 +130,8 @@ async def by_about_veto(case: Case) -> None:
 
 
 async def by_async_api(case: Case) -> None:
-    assert await AsyncMemory(case.engine, case.dash.runtime.runner).delete(case.memory_id) == [
-        case.memory_id
-    ]
+    memory = AsyncMemory(case.engine, case.dash.runtime.runner)
+    assert (await memory.forgetting.memory(case.memory_id)).memories == (case.memory_id,)
 
 
 async def by_ingest_forget(case: Case) -> None:

@@ -13,7 +13,7 @@ a contradiction of each other, only related. Forgetting a fact takes its older v
 current again.
 
 A contradiction is judged one way: ``to_judge`` gathers the candidates, the caller asks its model (async,
-off the memory thread: ``memory.api.AsyncMemory.add`` does it with the judge it was built with), and ``add``
+off the memory thread: a job's ``memory.jobs.base.WriteFacts`` asks the extraction model), and ``add``
 applies the verdict (``contradicts``). The store never calls a model itself.
 """
 

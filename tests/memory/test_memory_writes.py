@@ -8,10 +8,9 @@ import json
 import pytest
 from conftest import contents, count, dm_ctx, guild_ctx, remember
 
-from memory.api import AsyncMemory
 from memory.errors import InvalidInput, Rejected
+from memory.jobs.base import Facts, NoAnswer, WriteFacts, applied
 from memory.models import FactKind, MemoryType, NewMemory, Provenance, Scope, Visibility
-from memory.storage.db import AsyncRunner
 from memory.tools import MemoryTools
 
 
@@ -165,34 +164,44 @@ def test_an_unrelated_fact_gets_no_link(minilm_engine, minilm):
 
 
 class ScriptedJudge:
-    """A contradiction judge with a script: its verdict (or an exception) and a log of what it was asked."""
+    """The extraction model as the contradiction judge (WRITE-5): one scripted answer to every question
+    ("yes", "no", or ``NoAnswer``: the model is down), and a log of the statements it was shown."""
 
-    def __init__(self, verdict: object) -> None:
-        self.verdict, self.asked = verdict, []
+    def __init__(self, answer: str | Exception) -> None:
+        self.answer, self.asked = answer, []
 
-    async def __call__(self, old: str, new: str) -> bool:
-        self.asked.append((old, new))
-        if isinstance(self.verdict, Exception):
-            raise self.verdict
-        return bool(self.verdict)
+    async def __call__(self, system: str, user: str, *, temperature: float | None = None) -> str:
+        pair = json.loads(user[user.index('{"old"') : user.index("}") + 1])
+        self.asked.append((pair["old"], pair["new"]))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
 
 
 def _judged(engine, judge, content, subject="Alice"):
-    memory = AsyncMemory(engine, AsyncRunner(), judge)
+    """``content`` learned as a job learns it (``WriteFacts``: the judge that runs); no judge: the
+    model failed, and the job's ``failed`` stores it without verdicts. The stored memory."""
     new = NewMemory(content=content, subject=subject, scope=Scope.USER, scope_id="alice")
-    return asyncio.run(memory.add(new))
+    job = WriteFacts(engine, Facts((new,)))
+    plan = job.gather()
+    if judge is None:
+        applied(engine, job.failed, plan, NoAnswer("down"))
+    else:
+        applied(engine, job.apply, plan, asyncio.run(job.ask(plan, judge)))
+    return engine.memory_rows.get(
+        engine.db.scalar("SELECT id FROM memories WHERE content = ?", (content,))
+    )
 
 
 def test_a_judged_contradiction_links_contradicts_and_supersedes(minilm_engine, minilm):
     old_text, new_text = "Alice lives in Berlin", "Alice lives in Paris"
     assert 0.7 < _cos(minilm, old_text, new_text) <= 0.9
-    judge = ScriptedJudge(True)
-    old = _judged(minilm_engine, judge, old_text).memory
-    result = _judged(minilm_engine, judge, new_text)
+    judge = ScriptedJudge("yes")
+    old = _judged(minilm_engine, judge, old_text)
+    new = _judged(minilm_engine, judge, new_text)
     assert judge.asked == [(old_text, new_text)]
-    assert result.contradicted == (old.id,) and result.related == ()
-    assert _links(minilm_engine) == {(result.memory.id, old.id, "contradicts")}
-    assert minilm_engine.memory_rows.get(old.id).superseded_by == result.memory.id
+    assert _links(minilm_engine) == {(new.id, old.id, "contradicts")}
+    assert minilm_engine.memory_rows.get(old.id).superseded_by == new.id
     assert contents(
         minilm_engine.recall.recall(dm_ctx("alice"), "where does Alice live", threshold=0)
     ) == {new_text}
@@ -200,21 +209,21 @@ def test_a_judged_contradiction_links_contradicts_and_supersedes(minilm_engine, 
 
 @pytest.mark.parametrize(
     "judge",
-    [None, ScriptedJudge(False), ScriptedJudge(ZeroDivisionError())],
-    ids=["no-judge", "says-no", "judge-crashes"],
+    [None, ScriptedJudge("no"), ScriptedJudge(NoAnswer("timed out")), ScriptedJudge("maybe")],
+    ids=["model-failed", "says-no", "no-answer", "not-a-yes"],
 )
 def test_without_a_yes_from_the_judge_the_facts_are_only_related(minilm_engine, judge):
-    old = _judged(minilm_engine, judge, "Alice lives in Berlin").memory
-    result = _judged(minilm_engine, judge, "Alice lives in Paris")
-    assert result.status == "stored" and result.related == (old.id,) and result.contradicted == ()
+    old = _judged(minilm_engine, judge, "Alice lives in Berlin")
+    new = _judged(minilm_engine, judge, "Alice lives in Paris")
+    assert _links(minilm_engine) == {(new.id, old.id, "related_to")}
     assert minilm_engine.memory_rows.get(old.id).superseded_by is None
 
 
 def test_the_judge_is_only_asked_about_the_same_subject(minilm_engine):
-    judge = ScriptedJudge(True)
+    judge = ScriptedJudge("yes")
     _judged(minilm_engine, judge, "Alice lives in Berlin")
-    result = _judged(minilm_engine, judge, "Alice lives in Paris", subject="Alice's sister")
-    assert judge.asked == [] and result.contradicted == ()
+    _judged(minilm_engine, judge, "Alice lives in Paris", subject="Alice's sister")
+    assert judge.asked == [] and "contradicts" not in {r for *_, r in _links(minilm_engine)}
 
 
 def test_the_store_alone_never_judges_a_contradiction(minilm_engine):
