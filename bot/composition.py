@@ -92,9 +92,14 @@ def _local_embedder(settings: Settings) -> Embedder:
 
 
 def open_engine(
-    settings: Settings, embedder: Embedder | None, *, readonly: bool = False
+    settings: Settings,
+    embedder: Embedder | None,
+    *,
+    readonly: bool = False,
+    clock: Clock | None = None,
 ) -> MemoryEngine:
-    """The store at ``settings.db_path``; pass ``embedder=None`` for work that never embeds (and for reembed).
+    """The store at ``settings.db_path`` (the one way a store is opened: a command's and the bot's); pass
+    ``embedder=None`` for work that never embeds (and for reembed).
 
     ``readonly`` is for commands that only read: a read-only file still serves them, and a mistyped
     path is an error instead of a new empty store. A configured model that did not make the stored
@@ -112,6 +117,7 @@ def open_engine(
     engine = MemoryEngine(
         read_only(settings.db_path) if readonly else where,
         embedder,
+        clock,
         vector_mirror=settings.vector_mirror,
         vector_mirror_mb=settings.vector_mirror_mb,
         journal_dir=None if readonly else journal_dir(settings),
@@ -302,24 +308,11 @@ def build_retention(settings: Settings, jobs: JobRunner) -> dict[str, Any]:
 def _open_for_the_bot(
     settings: Settings, clock: Clock | None, embedder: Embedder | None
 ) -> tuple[MemoryEngine, Persona]:
-    """The bot's store and persona, refused (and the store closed) when the embedding model did not make its vectors."""
-    from memory import MemoryEngine
-
-    from .config import journal_dir, store_location
+    """The bot's store (``open_engine``) and persona; the store closed when the persona cannot be read."""
     from .persona import Persona, read_persona
 
-    engine = MemoryEngine(
-        store_location(settings),
-        embedder,
-        clock,
-        vector_mirror=settings.vector_mirror,
-        vector_mirror_mb=settings.vector_mirror_mb,
-        journal_dir=journal_dir(settings),
-        secret_key=tombstone_key(settings),
-        **_repository_settings(settings),
-    )
+    engine = open_engine(settings, embedder, clock=clock)
     try:
-        engine.embeddings.check_model()
         # checked by Settings already; read once here
         return engine, Persona(read_persona(settings.persona_file))
     except BaseException:
