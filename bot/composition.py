@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from .resolution import OwnerPolicy
     from .runtime import Runtime
     from .schedule import Schedule
+    from .types import Conversation
     from .vision import VisionOptions
     from .voice_mode import Extract, VoiceOptions
 
@@ -626,7 +627,7 @@ def build_channels(settings: Settings, runtime: Runtime) -> tuple[list[Any], Any
     return adapters, voice
 
 
-def front_door_of(settings: Settings, runtime: Runtime) -> Any:
+def front_door_of(settings: Settings, runtime: Runtime) -> Conversation:
     """The orchestrator as the chat adapters see it: counted for /metrics, behind the per-person rate limit (OPS-5),
     each reply charged and held to the daily budgets (ORCH-14)."""
 
@@ -640,7 +641,7 @@ def front_door_of(settings: Settings, runtime: Runtime) -> Any:
     )
 
 
-def budgeted(runtime: Runtime) -> Any:
+def budgeted(runtime: Runtime) -> Conversation:
     """The orchestrator behind the daily budgets (ORCH-14), for the chat adapters and voice; itself without them."""
     from .budgets import Budgeted
 

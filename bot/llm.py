@@ -121,6 +121,16 @@ UsageHook = Callable[[str, Usage | None], Awaitable[None]]
 
 
 class ToolBox(Protocol):
+    """The turn's tools as the loop calls them; ``remembering``: the turn's words go to extraction,
+    ``forgot``: something was forgotten before the model was asked (what the honesty check lets the
+    reply say it did)."""
+
+    @property
+    def remembering(self) -> bool: ...
+
+    @property
+    def forgot(self) -> bool: ...
+
     def schemas(self) -> list[dict[str, Any]]: ...
 
     async def call(self, name: str, arguments: str) -> str: ...
@@ -286,8 +296,8 @@ class ChatClient:
                 continue
             prose = await self._checked(prose, convo, names, draft, echoes, cut)
             backed = {
-                "extracted": bool(getattr(tools, "remembering", False)),
-                "forgot": bool(getattr(tools, "forgot", False)),
+                "extracted": tools is not None and tools.remembering,
+                "forgot": tools is not None and tools.forgot,
             }
             return await honest(prose, ran, stream, **backed)
         return ""

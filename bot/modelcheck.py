@@ -222,8 +222,13 @@ class CountingTools:
     def __init__(self, tools: ToolBox, calls: list[str]) -> None:
         self.tools, self.calls = tools, calls
 
-    def __getattr__(self, name: str) -> Any:  # the orchestrator reads ``tools.tools.deleted``
-        return getattr(self.tools, name)
+    @property
+    def remembering(self) -> bool:
+        return self.tools.remembering
+
+    @property
+    def forgot(self) -> bool:
+        return self.tools.forgot
 
     def schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
@@ -240,9 +245,6 @@ class Watched:
     def __init__(self, llm: Any) -> None:
         self.llm = llm
         self.record: TurnRecord | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.llm, name)
 
     async def run(
         self, messages: list[dict[str, Any]], tools: Any = None, stream: Any = None

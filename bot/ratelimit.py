@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from memory import AsyncRunner, RateWindows
 
@@ -78,7 +77,7 @@ class Limited(PassThrough):
             )
 
 
-def front_door(inner: Conversation, window: Window, metrics: Metrics | None) -> Any:
+def front_door(inner: Conversation, window: Window, metrics: Metrics | None) -> Conversation:
     """What the chat adapters talk to: the orchestrator, counted for /metrics, behind the rate limit."""
     from .health import Counted
 

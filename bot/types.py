@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from memory import valid_unicode
 
@@ -168,14 +168,11 @@ class Places(Protocol):
 
 
 class PassThrough:
-    """A ``Conversation`` wrapped around another: everything but ``reply`` goes to the inner one unchanged, and so
-    do the attributes adapters read besides the protocol (``dm_channel``, ``persona``, ...)."""
+    """A ``Conversation`` wrapped around another: everything but ``reply`` goes to the inner one unchanged.
+    Only the protocol passes: an adapter reads nothing else of what it talks to."""
 
     def __init__(self, inner: Conversation) -> None:
         self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
         return await self._inner.reply(message, stream)

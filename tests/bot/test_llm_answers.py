@@ -36,6 +36,8 @@ async def llm(srv):
 class RecordingTools:
     """A ToolBox that answers every call with "done" and keeps what it was called with."""
 
+    remembering = forgot = False
+
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
 
