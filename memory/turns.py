@@ -7,6 +7,8 @@
               forgot something keeps none of its own words (deleted, then the files scrubbed)
     observe   a message seen and not answered: arrive and finish at once
     known / edited / deleted   a message changed or removed at the source (``memory.write.sources``)
+    used / posted   the memories a reply used, and the platform messages it went out as, so a
+              reaction on one finds them (ORCH-12)
 
 Each method is one call on the memory thread (the runner), so a turn's check-and-store cannot interleave
 with another's: two deliveries of one Telegram update store it once.
@@ -94,6 +96,18 @@ class Turns:
             platform,
             channel_id,
             list(platform_message_ids),
+        )
+
+    async def used(self, stored_id: str, memory_ids: list[str]) -> None:
+        """The reply to the stored message ``stored_id`` was made with these memories."""
+        await self.runner.run(self.engine.feedback.record_used, stored_id, memory_ids)
+
+    async def posted(
+        self, platform: str, channel_id: str, message_id: str, post_ids: tuple[str, ...]
+    ) -> None:
+        """The reply to the platform message ``message_id`` went out as ``post_ids``."""
+        await self.runner.run(
+            self.engine.feedback.record_posts, platform, channel_id, message_id, list(post_ids)
         )
 
     # -- on the memory thread ----------------------------------------------------------------------------

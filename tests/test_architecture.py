@@ -740,8 +740,14 @@ def test_the_composition_root_and_the_runtime_assign_nothing_onto_built_objects(
     assert assigned_anywhere(source) == []
 
 
-def test_the_orchestrator_assigns_nothing_onto_the_parts_it_is_given() -> None:
-    source = (ROOT / "bot" / "orchestrator.py").read_text(encoding="utf-8")
+@pytest.mark.parametrize(
+    "module",
+    ["bot/orchestrator.py", "bot/turn/stages.py", "bot/turn/tools.py", "bot/turn/guard.py"],
+)
+def test_the_orchestrator_and_the_turn_assign_nothing_onto_the_parts_they_are_given(
+    module: str,
+) -> None:
+    source = (ROOT / module).read_text(encoding="utf-8")
     assert "def __init__(" in source
     assert assigned_onto_built_objects(source, "__init__") == []
 

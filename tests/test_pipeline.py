@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bot.orchestrator import APOLOGY
+from bot.types import APOLOGY
 from memory.clock import FakeClock
 from tests.fakes import Delay, HTTPError, ToolCall
 from tests.pg_support import ON_BOTH_ENGINES

@@ -110,8 +110,8 @@ async def test_a_tools_description_given_back_as_the_reply_is_asked_again_and_ne
 ):
     described = next(
         s["function"]["description"]
-        for s in rt.orchestrator._tools(
-            await rt.orchestrator._resolve(dm("telegram", "7", "x")), None
+        for s in rt.orchestrator.replying.parts.tools(
+            await rt.orchestrator.replying.resolve(dm("telegram", "7", "x")), None
         ).schemas()
         if s["function"]["name"] == "reminder_set"
     )
@@ -145,8 +145,8 @@ async def test_the_same_reply_to_new_words_is_caught_and_a_repeated_answer_to_a_
 async def test_no_reply_prompt_or_tool_description_holds_the_sentences_small_models_gave_back(rt):
     import prompts
 
-    turn = await rt.orchestrator._resolve(dm("telegram", "7", "x"))
-    descriptions = json.dumps(rt.orchestrator._tools(turn, None).schemas())
+    turn = await rt.orchestrator.replying.resolve(dm("telegram", "7", "x"))
+    descriptions = json.dumps(rt.orchestrator.replying.parts.tools(turn, None).schemas())
     shown = prompts.render("tool_results", results="memory_store({}) returned: {}")
     assert "fires at the asked time" not in descriptions
     assert "Only say you saved" not in shown and "saved, updated or forgot" not in shown

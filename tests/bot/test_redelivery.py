@@ -108,9 +108,7 @@ async def test_a_message_stored_before_a_crash_is_answered_on_redelivery_without
         try:
             message = dm("telegram", "55", "I adopted a cat named Miso", mid="7")
             # stored, then the process died
-            await runtime.orchestrator._arrive(
-                await runtime.runner.run(runtime.orchestrator.resolve, message)
-            )
+            await runtime.orchestrator.replying.arrive(message)
             llm.script("Hello Miso!")
             reply = await runtime.orchestrator.reply(message)
             llm.script("unused")

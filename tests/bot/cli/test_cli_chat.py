@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.orchestrator import APOLOGY
+from bot.types import APOLOGY
 from memory.storage.db import Database, read_only
 from tests.cli_support import Cli, Result
 from tests.fakes import Delay, FakeOpenAI, HTTPError
