@@ -150,16 +150,21 @@ class Echoes:
 
 class Draft:
     """A stream sink holding a reply's first words until ``Echoes.plainly_new`` clears them (or the
-    answer ends and the loop decides): a caught parrot is dropped unseen; the rest streams on."""
+    answer ends and the loop decides): a caught parrot is dropped unseen; the rest streams on. Once
+    open, a parenthesis that may be one of the bot's own notes copied from an earlier reply
+    ("(Reminder set for ...)", a clock note) is held until it closes: a copied note is dropped
+    unseen, any other aside streams on (issue 45: the console showed the copy the stored reply did
+    not have)."""
 
     def __init__(self, sink: StreamSink, echoes: Echoes) -> None:
         self.sink, self.echoes = sink, echoes
         self.held: list[str] = []
         self.open = False
+        self.aside = ""  # once open: a parenthesis that may be a copied note
 
     async def __call__(self, text: str) -> None:
         if self.open:
-            await self.sink(text)
+            await self._past_notes(text)
             return
         self.held.append(text)
         held = "".join(self.held)
@@ -168,16 +173,62 @@ class Draft:
 
     async def release(self, settled: str | None = None) -> None:
         """What is held goes out; ``settled``: the answer as it ended, cleaned (``without_clock``),
-        sent instead of the raw words held, when nothing was sent yet."""
+        sent instead of the raw words held, when nothing was sent yet. An aside still held goes out
+        unless it is a copied note."""
+        if self.open:
+            aside, self.aside = self.aside, ""
+            if aside and without_clock(aside):
+                await self.sink(aside)
+            return
         self.open = True
         held, self.held = "".join(self.held), []
         if settled is not None and held:
-            held = settled
-        if held:
-            await self.sink(held)
+            await self.sink(settled)
+        elif held:
+            await self._past_notes(held)
 
     def drop(self) -> None:
         self.held = []
+
+    async def _past_notes(self, text: str) -> None:
+        """Streams ``text``, holding from a "(" while what follows may still be a note."""
+        rest, out = self.aside + text, []
+        while (start := rest.find("(")) >= 0:
+            out.append(rest[:start])
+            rest = rest[start:]
+            note = _OWN_NOTE.match(rest) or _CLOCK.match(rest)
+            if note is not None:
+                rest = rest[note.end() :]  # a copied note, whole: never shown
+            elif _may_be_note(rest[1:]):
+                break  # still arriving: held
+            else:
+                out.append("(")
+                rest = rest[1:]
+        else:
+            out.append(rest)
+            rest = ""
+        self.aside = rest
+        if "".join(out):
+            await self.sink("".join(out))
+
+
+# how each of the bot's notes opens, after its "(" (``_OWN_NOTE``, ``_CLOCK``)
+_NOTE_OPENINGS = (
+    "Reminder set for",
+    "I haven't set a reminder",
+    "I didn't set a new reminder",
+    "Done: what you asked me to forget",
+    "To be clear: nothing was",
+    "sent ",
+)
+_NOTE_LONGEST = 400  # no note of the bot's is longer: a longer aside is the model's own
+
+
+def _may_be_note(after: str) -> bool:
+    """Whether the text after a "(" is, or may still become, one of the bot's notes."""
+    if len(after) > _NOTE_LONGEST or "\n" in after:
+        return False
+    return any(after.startswith(o) or o.startswith(after) for o in _NOTE_OPENINGS)
 
 
 def _text(content: object) -> str:

@@ -383,3 +383,29 @@ async def test_each_bad_answer_logs_one_short_warning_without_the_api_key(srv, l
     lines = [r.getMessage() for r in caplog.records if r.name == "bot.llm"]
     assert len(lines) == MAX_RETRIES + 1
     assert all(len(line) < 250 and API_KEY not in line for line in lines)
+
+
+NOTE = "(Reminder set for Tue 8 Dec, 18:00 (UTC). /reminders lists them.)"
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        # issue 45: the console showed the copy the stored reply did not have
+        (f"Got it, no prawns for you. {NOTE}", "Got it, no prawns for you."),
+        (f"Got it. {NOTE} Enjoy dinner!", "Got it. Enjoy dinner!"),
+        ("Got it, no prawns (sent 18:02 Tue) for you.", "Got it, no prawns for you."),
+        # the model's own asides stream on
+        ("Got it (no prawns, promise) for you.", "Got it (no prawns, promise) for you."),
+        ("Got it (Reminders are handy) for you.", "Got it (Reminders are handy) for you."),
+        ("Got it, no prawns (Reminder set for", "Got it, no prawns (Reminder set for"),
+    ],
+)
+async def test_a_copied_note_after_the_first_words_is_never_streamed(llm, srv, said, shown):
+    """The first words of the reply are new, so the stream is open when the note comes (it was
+    shown, then taken off only the stored reply)."""
+    sink = Sink()
+    srv.script(said)
+    answer = await llm.run(HELLO, None, sink)
+    assert " ".join("".join(sink.parts).split()) == shown
+    assert " ".join(answer.text.split()) == shown
