@@ -112,3 +112,26 @@ async def test_forget_the_thing_is_an_ask_only_when_the_person_said_the_thing(rt
     )
     assert "Alice keeps Stilton cheese in the fridge door" in reply.forgotten
     assert copies(rt, "Stilton") == 0
+
+
+async def test_what_a_turn_forgets_first_is_not_in_the_prompt_it_is_answered_with(rt, srv):
+    """Issue 45: the snapshot was recalled before the forget, so the model was shown the fact the
+    same message had just forgotten; and a message that only asks to forget recalled a snapshot
+    that nobody reads (it is answered without the model)."""
+    await alice_knows(rt)
+    srv.script("Marcus, I think.")
+    said = "Forget that I live in Leeds. And what's my ex called again?"
+    reply = await rt.orchestrator.reply(dm("telegram", "7", said, mid="m1"))
+    assert "Alice lives in Leeds" in reply.forgotten
+    system = srv.chat_requests[-1]["messages"][0]["content"]
+    assert "Marcus" in system and "lives in Leeds" not in system
+    asked, used = len(srv.chat_requests), _accessed(rt)
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "Please don't keep my phone number", mid="m2")
+    )
+    assert "Alice's phone number is 07700 900461" in reply.forgotten
+    assert len(srv.chat_requests) == asked and _accessed(rt) == used  # no model, no recall
+
+
+def _accessed(rt) -> int:
+    return rt.engine.db.scalar("SELECT coalesce(sum(access_count), 0) FROM memories")

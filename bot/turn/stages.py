@@ -2,8 +2,8 @@
 
     arrive    images looked at, the message resolved to a turn and stored before anything is asked
               (write-ahead, ORCH-6)                                               -> Turn, Seen
-    prepare   the voice session, the manner of speaking, the memory snapshot (ORCH-5; shorter as a
-              budget nears), the prompt, the tools, a forget asked in words done  -> Asking
+    prepare   the voice session, the manner of speaking, the tools, a forget asked in words done,
+              then the memory snapshot (ORCH-5; shorter as a budget nears) and the prompt -> Asking
     answer    the model's tool loop, leak-checked before anything is seen (SEC-6) -> Replied
     keep      a reminder asked in words set; no promise the store does not hold (ORCH-13)
     finish    the reply into history and extraction, the manners' state, the memories it used
@@ -42,7 +42,8 @@ FORGET_DONE = "Done: I've forgotten that."  # the reply to a message that only a
 
 @dataclass(frozen=True, slots=True)
 class Asking:
-    """A turn ready for the model: ``forgot``, a forget asked in its words was already done."""
+    """A turn ready for the model; ``only_forgets``: nothing but an ask to forget, already done,
+    so it is answered without the model."""
 
     turn: Turn
     seen: Seen
@@ -118,22 +119,33 @@ class Replying:
         return None if not turn.text or turn.answered else (turn, seen)
 
     async def prepare(self, turn: Turn, seen: Seen) -> Asking:
+        """A forget asked in words goes first: the snapshot the model is shown is recalled after it,
+        so what was just forgotten is not in the prompt, and a message that only asks to forget
+        recalls nothing at all (it is answered without the model)."""
         p = self.parts
         session = p.voice.open(turn) if turn.message.modality == "voice" else None
         follow_up = bool(session and session.follows_up(turn))
         mode = TurnMode.of(turn, p.assembler.bot_name, follow_up=follow_up)
-        # a voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh
-        snap = fitted(await p.runner.run(self._snapshot, turn, session))  # ORCH-14
-        system = p.assembler.system_prompt(turn, snap, p.clock.now(), style=mode.style)
         tools = p.tools(turn, session)
         note, forgot = await p.asked.forget(turn, tools)
+        if forgot:
+            await p.runner.run(p.voice.invalidate_all)  # no cache may keep a copy of it (SEC-3)
+        only_forgets = forgot and only_asks(without_notes(turn.text))
+        # a voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh
+        snap = (
+            Snapshot([], [], [])
+            if only_forgets
+            else await p.runner.run(self._snapshot, turn, session)
+        )
+        snap = fitted(snap)  # ORCH-14: shorter as a budget nears
+        system = p.assembler.system_prompt(turn, snap, p.clock.now(), style=mode.style)
         user = {"role": "user", "content": seen.content(self._user_text(turn, note))}
         convo: tuple[dict[str, Any], ...] = (
             {"role": "system", "content": system},
             *snap.history,
             user,
         )
-        return Asking(turn, seen, session, mode, snap, tools, convo, forgot)
+        return Asking(turn, seen, session, mode, snap, tools, convo, only_forgets)
 
     async def answer(self, asking: Asking, stream: StreamSink | None) -> Replied:
         if asking.only_forgets:
