@@ -14,6 +14,7 @@ from typing import Any
 
 from memory import (
     MAX_PLACE_PERSONA,
+    AsyncRunner,
     Destination,
     MemoryEngine,
     MemoryStoreError,
@@ -366,3 +367,26 @@ def short_subject(fact: str, speaker: str) -> str:
     if not words or words[0].lower() in _SELF:
         return (speaker or "me")[:60]
     return " ".join(words[:3])[:60]
+
+
+class CommandDesk:
+    """The commands for the event loop (the orchestrator, a turn's asks in words): each call is one
+    hop to the memory thread, where the command runs whole before anything else reads the store."""
+
+    def __init__(self, commands: Commands, runner: AsyncRunner) -> None:
+        self.commands, self.runner = commands, runner
+
+    async def run(self, name: str, argument: str, message: IncomingMessage) -> str:
+        return await self.runner.run(self.commands.run, name, argument, message)
+
+    async def answer_to_question(self, message: IncomingMessage) -> str | None:
+        """A "yes" (or "no") to "/forget everything?"; None for any other message."""
+        return await self.runner.run(self.commands.answer_to_question, message)
+
+    async def forget_words(self, what: str, turn: Any, *, skip: tuple[str, ...] = ()) -> Forgot:
+        return await self.runner.run(self.commands.forget_words, what, turn, skip=skip)
+
+    async def said_it(self, turn: Any, words: str, *, skip: tuple[str, ...] = ()) -> bool:
+        """Whether one of the person's own messages (all but ``skip``) holds every word of ``words``."""
+        own = self.commands.own
+        return await self.runner.run(own.said_it, turn.ctx, turn.person_id, words, skip=skip)

@@ -378,7 +378,7 @@ def build_orchestrator(
 
     from .assembly import Assembler
     from .budgets import Limits
-    from .commands import Commands
+    from .commands import CommandDesk, Commands
     from .manners import GroupManners
     from .orchestrator import Orchestrator
     from .resolution import Resolver
@@ -396,8 +396,9 @@ def build_orchestrator(
         resolver=resolver,
         memory=AsyncMemory(engine, runner, buffer=buffer, channels=channels),
         assembler=assembler,
-        commands=Commands(
-            engine, people, resolver.resolve, persona, engine.zones, limits or Limits()
+        commands=CommandDesk(
+            Commands(engine, people, resolver.resolve, persona, engine.zones, limits or Limits()),
+            runner,
         ),
         voice=voice,
         sight=Sight(llm, runner, engine.model_traits, vision) if vision is not None else None,

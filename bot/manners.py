@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import prompts
-from memory import MemoryEngine, Mode, NoAnswer, PlaceModes, is_pair, mode_of, spaced
+from memory import AsyncRunner, MemoryEngine, Mode, NoAnswer, PlaceModes, is_pair, mode_of, spaced
 from memory.models import Visibility
 
 from .assembly import Turn
@@ -238,6 +238,19 @@ class GroupManners:
 
     def _recent(self, talk: Talk) -> str:
         return " ".join(sorted(talk.spoken_words()))[:400]
+
+
+class PlaceReads:
+    """What the decision reads of a place in the store, from the event loop: one hop each."""
+
+    def __init__(self, engine: MemoryEngine, resolver: Resolver, runner: AsyncRunner) -> None:
+        self.engine, self.resolver, self.runner = engine, resolver, runner
+
+    async def mode(self, channel_key: str, listening: bool) -> Mode:
+        return await self.runner.run(place_mode, self.engine.place_modes, channel_key, listening)
+
+    async def memory_texts(self, message: IncomingMessage) -> list[str]:
+        return await self.runner.run(place_memory_texts, self.engine, self.resolver, message)
 
 
 def place_mode(modes: PlaceModes, channel_key: str, listening: bool) -> Mode:

@@ -19,10 +19,10 @@ import logging
 from memory import AsyncMemory, AsyncRunner, MemoryEngine, Mode
 
 from .assembly import Assembler, Snapshot, Turn
-from .commands import Commands
+from .commands import CommandDesk
 from .llm import ChatClient
-from .manners import GroupManners, place_memory_texts, place_mode
-from .reactions import receive
+from .manners import GroupManners, PlaceReads
+from .reactions import Reactions
 from .resolution import Resolver
 from .turn.asked import AskedInWords
 from .turn.guard import CheckedAnswer
@@ -48,7 +48,7 @@ class Orchestrator:
         resolver: Resolver,
         memory: AsyncMemory,
         assembler: Assembler,
-        commands: Commands,
+        commands: CommandDesk,
         voice: VoiceSessions,
         manners: GroupManners,
         sight: Sight | None = None,
@@ -65,6 +65,8 @@ class Orchestrator:
         self.persona, self.manners_of = assembler.persona, manners
         # ORCH-11: what a shared image leaves
         self.sight = sight or Sight(llm, runner, None, VisionOptions("off"))
+        self.reactions = Reactions(engine, resolver.people, runner)  # ORCH-12
+        self.places = PlaceReads(engine, resolver, runner)  # ORCH-10
         self.replying = Replying(
             ReplyParts(
                 clock=engine.clock,
@@ -77,7 +79,7 @@ class Orchestrator:
                 sight=self.sight,
                 tools=TurnTools(engine, runner),
                 answer=CheckedAnswer(llm, memory.turns, lambda: assembler.bot_name),
-                asked=AskedInWords(commands, runner),
+                asked=AskedInWords(commands),
             ),
             memory.reminding,
         )
@@ -100,7 +102,7 @@ class Orchestrator:
 
     async def without_model(self, message: IncomingMessage) -> Reply | None:
         """A "yes" to "/forget everything?" (or "no"): done without the model, and not stored; None for any other message."""
-        answered = await self.runner.run(self.commands.answer_to_question, message)
+        answered = await self.commands.answer_to_question(message)
         if answered is None:
             return None
         await self._forgot()
@@ -114,11 +116,9 @@ class Orchestrator:
     async def manners(self, message: IncomingMessage, listening: bool) -> Verdict:
         """ORCH-10: the CPU decision; the place's memory words are read on the memory thread when stale."""
         key = f"{message.platform}:{message.channel_id}"
-        mode = await self.runner.run(place_mode, self.engine.place_modes, key, listening)
+        mode = await self.places.mode(key, listening)
         if mode is Mode.CHIME_IN and self.manners_of.stale(key):
-            self.manners_of.learn_memories(
-                key, await self.runner.run(place_memory_texts, self.engine, self.resolver, message)
-            )
+            self.manners_of.learn_memories(key, await self.places.memory_texts(message))
         return await self.manners_of.decide(mode, message, key)
 
     async def posted(self, message: IncomingMessage, post_ids: tuple[str, ...]) -> None:
@@ -128,10 +128,10 @@ class Orchestrator:
             )
 
     async def reacted(self, reaction: Reaction) -> None:
-        await self.runner.run(receive, self.engine, self.people, reaction)
+        await self.reactions.receive(reaction)
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
-        answer = await self.runner.run(self.commands.run, name, argument, message)
+        answer = await self.commands.run(name, argument, message)
         if name.lower().lstrip("/") in ("forget", "about", "privacy"):
             # a forget or a veto, or /privacy off: no voice transcript may keep the words
             await self._forgot()
@@ -178,7 +178,7 @@ class Orchestrator:
 
     async def _forgot(self) -> None:
         """Something may have been forgotten: no in-process cache may keep a copy of it (SEC-3)."""
-        await self.runner.run(self.voice.invalidate_all)
+        await self.voice.forgot()
 
     def resolve(self, message: IncomingMessage) -> Turn:
         return self.resolver.resolve(message)

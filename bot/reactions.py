@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from memory import MemoryEngine, People, Used
+from memory import AsyncRunner, MemoryEngine, People, Used
 
 from .types import Reaction
 
@@ -64,6 +64,16 @@ def moves(memory: Used, person_id: str, reaction: Reaction) -> bool:
         return memory.scope_id == person_id
     lore = f"{reaction.platform}:{reaction.guild_id}" if reaction.guild_id else None
     return reaction.by_admin and memory.scope == "guild" and memory.scope_id == lore
+
+
+class Reactions:
+    """Reactions from the event loop: each one hop to the memory thread (``receive``)."""
+
+    def __init__(self, engine: MemoryEngine, people: People, runner: AsyncRunner) -> None:
+        self.engine, self.people, self.runner = engine, people, runner
+
+    async def receive(self, reaction: Reaction) -> Received:
+        return await self.runner.run(receive, self.engine, self.people, reaction)
 
 
 def receive(engine: MemoryEngine, people: People, reaction: Reaction) -> Received:

@@ -221,6 +221,11 @@ class VoiceSessions:
         for session in list(self.sessions.values()):
             session.invalidate()
 
+    async def forgot(self) -> None:
+        """``invalidate_all`` from the event loop, on the memory thread (SEC-3: after a forget, no
+        in-process cache may keep a copy of it)."""
+        await self.runner.run(self.invalidate_all)
+
     # -- on the event loop, for compaction ---------------------------------------------------------------------
     async def _complete(
         self, charge: Charge, system: str, user: str, *, temperature: float = 0.0

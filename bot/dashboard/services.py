@@ -54,4 +54,4 @@ class DashboardServices:
 
     async def forgot(self) -> None:
         """Something was forgotten: no in-process cache (voice warm snapshots) may keep a copy of it (SEC-3)."""
-        await self.runner.run(self.orchestrator.voice.invalidate_all)
+        await self.orchestrator.voice.forgot()

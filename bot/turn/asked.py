@@ -5,10 +5,10 @@ call the vet", ORCH-13) after it, when the model called no tool for it (issue 45
 from __future__ import annotations
 
 import prompts
-from memory import AsyncRunner, asked_reminder, forgets_in
+from memory import asked_reminder, forgets_in
 
 from ..assembly import Turn
-from ..commands import Commands
+from ..commands import CommandDesk
 from ..reminder_commands import SET
 from ..types import StreamSink
 from ..vision import without_notes
@@ -20,10 +20,10 @@ MAX_ASKS, MAX_ASK_CHARS = 3, 300
 
 
 class AskedInWords:
-    """The commands a turn's words ask for, run as the command would run them (on the memory thread)."""
+    """The commands a turn's words ask for, run as the command would run them."""
 
-    def __init__(self, commands: Commands, runner: AsyncRunner) -> None:
-        self.commands, self.runner = commands, runner
+    def __init__(self, commands: CommandDesk) -> None:
+        self.commands = commands
 
     async def forget(self, turn: Turn, tools: AsyncTools) -> tuple[str, bool]:
         """A forget asked in words is done before the model answers, as /forget would (SEC-3): real
@@ -43,12 +43,8 @@ class AskedInWords:
         asks = [a.what[:MAX_ASK_CHARS] for a in read if a.plain or await self._said(turn, a.what)]
         if not asks:
             return "", False
-        done = [
-            await self.runner.run(
-                self.commands.forget_words, what, turn, skip=(turn.stored_id or "",)
-            )
-            for what in asks
-        ]
+        skip = (turn.stored_id or "",)
+        done = [await self.commands.forget_words(what, turn, skip=skip) for what in asks]
         tools.tools.deleted.extend(word for d in done for word in d.contents)
         forgot = any(d.anything for d in done)
         return prompts.render("forget_done" if forgot else "forget_not_found"), forgot
@@ -59,7 +55,7 @@ class AskedInWords:
         asked = asked_reminder(without_notes(turn.text))
         if asked is None or tools.tools.reminders_set:
             return None
-        note = await self.runner.run(self.commands.run, "remind", " ".join(asked), turn.message)
+        note = await self.commands.run("remind", " ".join(asked), turn.message)
         if not note.startswith(SET):
             return None  # a time it cannot read: the model's question stands, and no promise
         if stream is not None:
@@ -68,6 +64,4 @@ class AskedInWords:
 
     async def _said(self, turn: Turn, words: str) -> bool:
         """ "Forget the half marathon" is an ask when the person said "half marathon" themselves."""
-        own = self.commands.own
-        skip = (turn.stored_id or "",)
-        return await self.runner.run(own.said_it, turn.ctx, turn.person_id, words, skip=skip)
+        return await self.commands.said_it(turn, words, skip=(turn.stored_id or "",))

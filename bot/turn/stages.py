@@ -129,7 +129,7 @@ class Replying:
         tools = p.tools(turn, session)
         note, forgot = await p.asked.forget(turn, tools)
         if forgot:
-            await p.runner.run(p.voice.invalidate_all)  # no cache may keep a copy of it (SEC-3)
+            await p.voice.forgot()
         only_forgets = forgot and only_asks(without_notes(turn.text))
         # a voice turn is answered from its session's caches (VOICE-2/3/4); a text turn recalls afresh
         snap = (
@@ -189,7 +189,7 @@ class Replying:
         if text is not None and not skipped and not forgotten:
             await self._spoke(turn, text, asking.snap.memory_ids)
         if forgotten:
-            await p.runner.run(p.voice.invalidate_all)  # no cache may keep a copy of it (SEC-3)
+            await p.voice.forgot()
         elif asking.session is not None and turn.remembered:
             asking.session.record(turn, None if skipped else text, p.assembler.bot_name)
             p.voice.compact_soon(turn.channel_key)
