@@ -64,9 +64,7 @@ if TYPE_CHECKING:
     from .clock import Clock, FakeClock, SystemClock
     from .engine import MemoryEngine
     from .errors import (
-        CopyRefused,
         DimensionMismatch,
-        EmbeddingError,
         InvalidInput,
         MemoryStoreError,
         ModelMismatch,
@@ -78,7 +76,7 @@ if TYPE_CHECKING:
     )
     from .forget import Forgetting
     from .jobs.base import NoAnswer
-    from .protocols import AsyncCompleter, Completer, Embedder, StructuredCompleter
+    from .protocols import AsyncCompleter, Completer, Embedder
     from .reminding import Reminding
     from .safety import redact_secrets, valid_unicode
     from .scopes import RecallContext, Said, place_key
@@ -94,9 +92,7 @@ _CORE = {
     "Clock": "clock",
     "FakeClock": "clock",
     "SystemClock": "clock",
-    "CopyRefused": "errors",
     "DimensionMismatch": "errors",
-    "EmbeddingError": "errors",
     "InvalidInput": "errors",
     "MemoryStoreError": "errors",
     "ModelMismatch": "errors",
@@ -108,7 +104,6 @@ _CORE = {
     "AsyncCompleter": "protocols",
     "Completer": "protocols",
     "Embedder": "protocols",
-    "StructuredCompleter": "protocols",
     "RecallContext": "scopes",
     "Said": "scopes",
     "place_key": "scopes",
@@ -138,7 +133,7 @@ if TYPE_CHECKING:
     from .jobs.base import FAILED
     from .jobs.day import DayReflection
     from .storage.checkins import Checkin, QuietHours
-    from .storage.db import Database, read_only
+    from .storage.db import read_only
     from .storage.ledger import Charge
     from .storage.memories import RecallFilters
     from .storage.model_traits import ModelTraits, SightTrait
@@ -157,7 +152,6 @@ _SHARED = {
     "DayReflection": "jobs.day",
     "Checkin": "storage.checkins",
     "QuietHours": "storage.checkins",
-    "Database": "storage.db",
     "read_only": "storage.db",
     "Charge": "storage.ledger",
     "RecallFilters": "storage.memories",
@@ -183,8 +177,7 @@ _SHARED = {
 if TYPE_CHECKING:
     from .operator import StoreTools
     from .storage.catalog import ServerFacts, server_facts, too_old_vector
-    from .storage.memories import count_memories
-    from .storage.pg import dump_commands, open_database, redact
+    from .storage.pg import dump_commands, redact
     from .storage.private import (
         PRIVATE_FOLDER,
         SIDE_FILES,
@@ -204,9 +197,7 @@ _OPERATOR = {
     "ServerFacts": "storage.catalog",
     "server_facts": "storage.catalog",
     "too_old_vector": "storage.catalog",
-    "count_memories": "storage.memories",
     "dump_commands": "storage.pg",
-    "open_database": "storage.pg",
     "redact": "storage.pg",
     "StoreFile": "storage.storefile",
     "PRIVATE_FOLDER": "storage.private",
@@ -254,7 +245,7 @@ _DASHBOARD = {
 if TYPE_CHECKING:
     from .following import FollowUps
     from .jobs.checkin import DmView
-    from .own import OwnMemory, WordsErased
+    from .own import OwnMemory
     from .reminder_time import asked_reminder, split_request
     from .safety import normalise_text
     from .storage.checkins import Destination
@@ -267,7 +258,6 @@ if TYPE_CHECKING:
 
 _PEOPLE = {
     "OwnMemory": "own",  # /remember, /forget <words>, /about veto: on the memory thread
-    "WordsErased": "own",
     "FollowUps": "following",  # check-ins: plan, the job that writes one, record it sent (ORCH-8)
     "DmView": "jobs.checkin",
     "Destination": "storage.checkins",
@@ -284,7 +274,7 @@ _PEOPLE = {
 
 # -- the running bot: composition, runtime, background jobs, daily work, retention, ingest --
 if TYPE_CHECKING:
-    from .housekeeping import Housekeeping, Maintained
+    from .housekeeping import Housekeeping
     from .jobs.base import Facts, Job, WriteFacts, Written, applied
     from .jobs.conversation import Compaction, Extraction, Reflection, ZoneName, crowded
     from .jobs.day import BulletinWrite
@@ -301,7 +291,6 @@ if TYPE_CHECKING:
 
 _RUNNING = {
     "Housekeeping": "housekeeping",
-    "Maintained": "housekeeping",
     "Job": "jobs.base",  # the model-calling jobs' shape, and their kinds below
     "Facts": "jobs.base",
     "WriteFacts": "jobs.base",

@@ -975,6 +975,23 @@ def test_each_name_of_the_face_has_one_home_and_is_the_object_it_names():
         assert getattr(memory, name) is getattr(importlib.import_module(f"memory.{home}"), name)
 
 
+def face_names_unused(root: Path = ROOT) -> list[str]:
+    """The face's names that no module of bot/ or voice/ imports from ``memory``."""
+    import memory
+
+    used: set[str] = set()
+    for path in (p for pkg in ("bot", "voice") for p in (root / pkg).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "memory" and not node.level:
+                used |= {alias.name for alias in node.names}
+    return sorted(set(memory._HOMES) - used)
+
+
+def test_each_name_of_the_face_is_used_by_the_bot_or_voice():
+    """The face is what bot/ and voice/ use (issue 46): a name only tests import lives in its module."""
+    assert face_names_unused() == []
+
+
 def plant_module(root: Path, module: str, text: str) -> None:
     """A module of a planted tree (``module``: its path under ``root``, folders made)."""
     (root / module).parent.mkdir(parents=True, exist_ok=True)

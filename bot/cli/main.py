@@ -25,6 +25,7 @@ from memory import (
     DimensionMismatch,
     InvalidInput,
     MemoryStoreError,
+    ModelMismatch,
     NotFound,
     Rejected,
     owner_only,
@@ -307,12 +308,7 @@ def _describe(exc: Exception, settings: Any) -> tuple[str, int] | None:
         return f"rejected: {exc}", 2
     if isinstance(
         exc,
-        (
-            InvalidInput,
-            NotFound,
-            DimensionMismatch,
-            *_loaded("memory.storage.embeddings", "ModelMismatch"),
-        ),
+        (InvalidInput, NotFound, DimensionMismatch, ModelMismatch),
     ):
         return str(exc), 2
     if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):

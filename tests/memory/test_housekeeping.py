@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from conftest import count, remember, say
 
-from memory import Housekeeping, Maintained
+from memory import Housekeeping
 from memory.clock import DAY
+from memory.housekeeping import Maintained
 from memory.storage.db import AsyncRunner
 from memory.upkeep.retention import MIN_DAYS
 

@@ -8,8 +8,9 @@ import dataclasses
 import pytest
 from conftest import count, dm_ctx, remember, say
 
-from memory import OwnMemory, WordsErased
+from memory import OwnMemory
 from memory.models import Scope, Source
+from memory.own import WordsErased
 
 WORD = "Quetzalnimbus"
 
