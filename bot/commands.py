@@ -31,7 +31,7 @@ from .counts import counted
 from .exports import forget_exports, write_export
 from .manners import manners_command
 from .persona import Persona
-from .reminder_commands import ReminderCommands
+from .reminders.commands import ReminderCommands
 from .types import IncomingMessage
 from .usage_commands import UsageCommands
 

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from .model_gate import ModelGate
     from .orchestrator import Orchestrator
     from .persona import Persona
-    from .reminders import ReminderJob
+    from .reminders.sending import ReminderJob
     from .resolution import OwnerPolicy
     from .runtime import Runtime
     from .schedule import Schedule
@@ -454,7 +454,7 @@ def build_checkins(
 
 def build_reminders(settings: Settings, memory: AsyncMemory) -> ReminderJob:
     """ORCH-13: the reminder job on memory's reminders service; the adapters add themselves to its posts when they start."""
-    from .reminders import ReminderJob
+    from .reminders.sending import ReminderJob
 
     return ReminderJob(memory.reminding, lease_s=settings.job_lease_s)
 

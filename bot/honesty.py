@@ -70,7 +70,7 @@ CLAIMS: dict[str, tuple[re.Pattern[str], ...]] = {
     ),
 }
 # The tools that back each kind of claim (memory_store / memory_update; memory_delete). A reminder claim is not
-# read here: ``bot.reminder_claims`` checks it against the reminder rows stored this turn (ORCH-13).
+# read here: ``bot.reminders.claims`` checks it against the reminder rows stored this turn (ORCH-13).
 BACKED_BY: dict[str, tuple[str, ...]] = {
     "keep": ("store", "update", "save", "remember"),
     "forget": ("delete", "forget"),

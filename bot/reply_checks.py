@@ -237,7 +237,7 @@ def _text(content: object) -> str:
     return str(content or "")
 
 
-# the notes the bot adds after a reply (``bot.reminder_commands``, ``bot.reminder_claims``,
+# the notes the bot adds after a reply (``bot.reminders.commands``, ``bot.reminders.claims``,
 # ``bot.honesty``): never the model's to write; one level of parentheses inside ("(UTC)")
 _OWN_NOTE = re.compile(
     r"\s*\((?:Reminder set for|I haven't set a reminder|I didn't set a new reminder"

@@ -20,7 +20,7 @@ from .background import Background
 from .checkins import CheckinJob
 from .daily import BulletinRefresh, DailyReflection
 from .orchestrator import Orchestrator
-from .reminders import ReminderJob
+from .reminders.sending import ReminderJob
 from .schedule import (
     BULLETINS,
     CHECKINS,

@@ -9,7 +9,7 @@ from memory import asked_reminder, forgets_in
 
 from ..assembly import Turn
 from ..commands import CommandDesk
-from ..reminder_commands import SET
+from ..reminders.commands import SET
 from ..types import StreamSink
 from ..vision import without_notes
 from .tools import AsyncTools

@@ -26,7 +26,7 @@ from ..assembly import Assembler, Snapshot, Turn, clock_note
 from ..budgets import fitted
 from ..llm import LLMError
 from ..manners import GroupManners
-from ..reminder_claims import held_to_its_word
+from ..reminders.claims import held_to_its_word
 from ..resolution import Resolver
 from ..turn_mode import TurnMode, is_skip
 from ..types import APOLOGY, NO_ANSWER, IncomingMessage, Reply, StreamSink

@@ -12,7 +12,7 @@ from voice.caches import HistoryCache
 
 from ..assembly import Turn
 from ..leak_guard import TOOL_REFUSED, WouldLeak, tool_text
-from ..reminder_commands import reminder_place_of
+from ..reminders.commands import reminder_place_of
 from ..types import StreamSink
 from ..voice_mode import VoiceConversation, cached_search
 

@@ -1,4 +1,4 @@
-"""Reminders a person asked for (ORCH-13); the one owner of ``reminders``. Sending is the bot's (``bot.reminders``).
+"""Reminders a person asked for (ORCH-13); the one owner of ``reminders``. Sending is the bot's (``bot.reminders.sending``).
 
     add(new)                        a pending row; returns it (its id and due time are what the bot confirms)
     mine(person) / cancel(person, n) / forget_matching(person, words)   what /reminders and /forget do

@@ -307,8 +307,8 @@ def test_every_note_the_bot_adds_is_taken_off_when_a_model_copies_it():
     """``bot.reply_checks`` finds the notes by their words: a note reworded where it is made
     must still be found."""
     from bot.honesty import FORGOTTEN, NOTES
-    from bot.reminder_claims import NOT_NEW, NOT_SET
-    from bot.reminder_commands import SET
+    from bot.reminders.claims import NOT_NEW, NOT_SET
+    from bot.reminders.commands import SET
     from bot.reply_checks import without_clock
 
     made = f"({SET} Tuesday 8 December 2026, 18:00 (UTC): call mum. (/reminders lists them))"

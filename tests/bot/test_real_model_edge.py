@@ -188,7 +188,7 @@ async def test_a_forget_claim_without_a_delete_gets_an_honest_line_and_the_fact_
 async def test_a_reminder_claim_gets_an_honest_line_and_a_backed_forget_does_not(rt, srv):
     srv.script("Reminder set for 9am!")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "at 9 I must call mum, ok?"))
-    # bot.reminder_claims
+    # bot.reminders.claims
     assert "I haven't set a reminder" in reply.text and "Reminder set" not in reply.text
     srv.script(ToolCall("memory_store", STORE), "Saved.")
     await rt.orchestrator.reply(dm("telegram", "7", "I have a grey cat called Biscuit"))

@@ -18,8 +18,8 @@ import pytest
 
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
-from bot.reminder_claims import NOT_NEW
-from bot.reminder_commands import NOT_HERE
+from bot.reminders.claims import NOT_NEW
+from bot.reminders.commands import NOT_HERE
 from bot.runtime import Runtime
 from memory.clock import FakeClock
 from memory.storage.reminders import MAX_ATTEMPTS
@@ -352,7 +352,7 @@ async def test_the_reminder_job_is_scheduled_every_minute_and_at_start(tmp_path,
     ],
 )
 def test_the_claims_a_real_model_makes_are_read_as_reminder_claims(said, claims):
-    from bot.reminder_claims import claims_reminder
+    from bot.reminders.claims import claims_reminder
 
     assert claims_reminder(said) is claims
 

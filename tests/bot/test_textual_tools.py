@@ -202,7 +202,7 @@ def test_a_claim_is_backed_by_a_successful_tool_of_its_kind_or_for_keeping_by_ex
         honest_note("I've forgotten it.", [Ran("memory", '{"action": "delete"}', '{"deleted": 1}')])
         == ""
     )
-    # bot.reminder_claims reads rows for that
+    # bot.reminders.claims reads rows for that
     assert honest_note("Reminder set!", [stored], extracted=True) == ""
 
 

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from memory import Reminder, Reminding
 
-from .jobs import LEASE_S
+from ..jobs import LEASE_S
 
 log = logging.getLogger(__name__)
 LATE_S = 300.0  # a reminder sent this much after its time says it is late, and when it was due

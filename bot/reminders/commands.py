@@ -18,7 +18,7 @@ from typing import Any
 
 from memory import MemoryEngine, Reminder, ReminderPlace, Timezones, split_request
 
-from .counts import counted
+from ..counts import counted
 
 REMIND_HELP = "Tell me when and what, like: /remind tomorrow 8am call mum, /remind in 20 minutes tea, /remind every Monday at 9 stand-up"
 # a reminder is posted where it was asked: never where the person may not write themselves
