@@ -1,6 +1,6 @@
 """Slash commands that need no LLM: /start /remember /forget /memories /link /export (CHAN-1/2, ORCH-3, SEC-3),
 /checkins and /timezone (ORCH-8), /persona (ORCH-7), /privacy /about (SEC-5, in ``bot.consent``) and /usage (ORCH-14,
-in ``bot.usage_commands``)."""
+in ``bot.spending.commands``)."""
 
 from __future__ import annotations
 
@@ -25,15 +25,15 @@ from memory import (
 )
 from memory.models import SELF_SUBJECT
 
-from .budgets import Limits
 from .consent import Consent
 from .counts import counted
 from .exports import forget_exports, write_export
 from .manners import manners_command
 from .persona import Persona
 from .reminders.commands import ReminderCommands
+from .spending.budgets import Limits
+from .spending.commands import UsageCommands
 from .types import IncomingMessage
-from .usage_commands import UsageCommands
 
 HELP = (
     "Hi! I'm a companion with a memory. Just talk to me.\n"

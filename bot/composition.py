@@ -39,7 +39,6 @@ if TYPE_CHECKING:
         Timezones,
     )
 
-    from .budgets import Budgets, Limits
     from .checkins import CheckinJob
     from .config import Settings
     from .daily import BulletinRefresh, DailyReflection
@@ -56,6 +55,7 @@ if TYPE_CHECKING:
     from .resolution import OwnerPolicy
     from .runtime import Runtime
     from .schedule import Schedule
+    from .spending.budgets import Budgets, Limits
     from .types import Conversation
     from .vision import VisionOptions
     from .voice_mode import Extract, VoiceOptions
@@ -159,10 +159,10 @@ def build_completer(
     runner: AsyncRunner | None = None,
 ) -> SyncCompleter:
     """With ``engine``, each call is filed in its usage ledger under ``kind`` (ORCH-14): on the caller's thread, or
-    queued on ``runner``'s memory thread (``bot.budgets.ledger_hook``)."""
-    from .budgets import ledger_hook
+    queued on ``runner``'s memory thread (``bot.spending.budgets.ledger_hook``)."""
     from .config import llm_timeouts
     from .llm import SyncCompleter
+    from .spending.budgets import ledger_hook
 
     server = extraction_server(settings)
     return SyncCompleter(
@@ -286,7 +286,7 @@ def build_budgets(
 ) -> Budgets:
     """ORCH-14: the usage ledger's recorder and the daily budgets."""
 
-    from .budgets import Budgets, Limits
+    from .spending.budgets import Budgets, Limits
 
     limits = Limits(settings.budget_person_tokens, settings.budget_server_tokens)
     return Budgets(engine.ledger, runner, engine.clock, limits, metrics)
@@ -377,11 +377,11 @@ def build_orchestrator(
     from memory import AsyncMemory
 
     from .assembly import Assembler
-    from .budgets import Limits
     from .commands import CommandDesk, Commands
     from .manners import GroupManners
     from .orchestrator import Orchestrator
     from .resolution import Resolver
+    from .spending.budgets import Limits
     from .vision import Sight
     from .voice_mode import VoiceOptions, VoiceSessions
 
@@ -644,7 +644,7 @@ def front_door_of(settings: Settings, runtime: Runtime) -> Conversation:
 
 def budgeted(runtime: Runtime) -> Conversation:
     """The orchestrator behind the daily budgets (ORCH-14), for the chat adapters and voice; itself without them."""
-    from .budgets import Budgeted
+    from .spending.budgets import Budgeted
 
     orchestrator = runtime.orchestrator
     if runtime.budgets is None:

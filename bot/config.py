@@ -219,7 +219,7 @@ class Settings(BaseSettings):
     rate_limit_window_s: float = Field(60.0, gt=0, le=86400)
     # ORCH-14: daily budgets in tokens the model servers report (prompt + completion; 0: none), per person (linked
     # accounts are one) and per server or group; past 60 % a shorter context, past 80 % no chime-ins or check-ins,
-    # at 100 % one polite line a day instead of replies (bot.budgets). The owner is never held back.
+    # at 100 % one polite line a day instead of replies (bot.spending.budgets). The owner is never held back.
     budget_person_tokens: int = Field(0, ge=0, le=10**12)
     budget_server_tokens: int = Field(0, ge=0, le=10**12)
     # OPS-5: GET /healthz and /metrics while `companion run` runs (loopback; a container's HEALTHCHECK asks it)

@@ -27,9 +27,9 @@ from memory import (
     process_holder,
 )
 
-from .attribution import charging
 from .llm import ChatClient, LLMError
 from .model_gate import ModelGate
+from .spending.attribution import charging
 
 _ReportT = TypeVar("_ReportT")
 _AnswerT = TypeVar("_AnswerT")

@@ -40,9 +40,9 @@ from .honesty import Ran, honest
 from .model_gate import ModelGate
 from .reply_checks import Draft, Echoes, without_clock
 from .server_quirks import refused, server_words
+from .spending.usage import Usage, usage_of
 from .textual_tools import HoldBack, TextCall, find_calls, not_run_yet, run_written
 from .types import StreamSink
-from .usage import Usage, usage_of
 
 log = logging.getLogger(__name__)
 

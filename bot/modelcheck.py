@@ -35,7 +35,7 @@ from memory.models import SELF_SUBJECT
 
 from .counts import counted
 from .modelcheck_scripts import ENGLISH, Script
-from .usage import Usage
+from .spending.usage import Usage
 
 if TYPE_CHECKING:
     from .config import Settings

@@ -36,12 +36,12 @@ from .schedule import (
 )
 
 if TYPE_CHECKING:
-    from .budgets import Budgets
     from .dashboard.app import DashboardServer
     from .health import Metrics
     from .ingest_watch import IngestWatch
     from .llm import ChatClient
     from .retention import PlaceWatch, RetentionJob
+    from .spending.budgets import Budgets
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,9 @@ class Runtime:
     metrics: Metrics | None = (
         None  # OPS-5: counted by the model client and the adapters' front door (bot.health)
     )
-    budgets: Budgets | None = None  # ORCH-14: the usage ledger and the daily budgets (bot.budgets)
+    budgets: Budgets | None = (
+        None  # ORCH-14: the usage ledger and the daily budgets (bot.spending.budgets)
+    )
     retention: RetentionJob | None = None  # SEC-7 (bot.retention)
     places: PlaceWatch | None = (
         None  # SEC-7: what the adapters tell of the places that remove or add the bot

@@ -12,7 +12,7 @@ or the sender's or the place's day's budget is spent (ORCH-14: then no call is m
 the bytes are not kept). So extraction, recall, the leak check and every forget treat a photo as the
 words it was (the sender's), and the bytes are never written anywhere. A caption is charged to the
 sender and the place, kind "caption", also for group talk not spoken to the bot
-(``bot.budgets.Budgeted.observe``).
+(``bot.spending.budgets.Budgeted.observe``).
 
 The caption is its own short call, made before the message is stored, rather than a line the reply writes: the
 message is stored before the reply is asked for (ORCH-6, write-ahead), a photo in group talk nobody answers gets
@@ -35,11 +35,11 @@ import openai
 import prompts
 from memory import SightTrait
 
-from .attribution import charging, current
-from .budgets import spent
 from .images import ImageLimits, Picture, Refusal, fetch_all, solid_png
 from .llm import LLMError
 from .server_quirks import server_words
+from .spending.attribution import charging, current
+from .spending.budgets import spent
 from .types import IncomingMessage
 
 if TYPE_CHECKING:

@@ -40,8 +40,8 @@ from voice.compaction import CompactionSettings, FlushCallback, VoiceTranscript,
 from voice.warm import WarmMemory, WarmSettings, memory_retrieval
 
 from .assembly import Preloaded, Turn
-from .attribution import charging, in_place
 from .llm import ChatClient
+from .spending.attribution import charging, in_place
 
 log = logging.getLogger(__name__)
 Extract = Callable[[str], Awaitable[int]]  # a channel key -> facts stored from its buffered turns

@@ -1,6 +1,6 @@
 """Whose cost a memory job's model call is (ORCH-14): the charge the usage ledger files it under,
 read from the job and what it gathered. The bot's model clients cannot know whose call they make;
-the bot sets this charge around a job's ask (``bot.attribution``, with the table of who pays what).
+the bot sets this charge around a job's ask (``bot.spending.attribution``, with the table of who pays what).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ ledger's listings over a span of UTC days ending today, by the project clock. Th
 rules (a person's share, a place's own rows, the polite-line rows left out) live in
 ``memory.storage.ledger``; this service names the reads, for code on the memory thread, and returns
 its frozen ``Spend`` and ``Line`` values. The recorder that writes the ledger is
-``bot.budgets.Budgets``.
+``bot.spending.budgets.Budgets``.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.budgets import PERSON_SPENT
 from bot.images import solid_png
+from bot.spending.budgets import PERSON_SPENT
 from memory.storage.db import Database, read_only
 from memory.storage.manners import Mode
 from tests.fakes import FakeFile

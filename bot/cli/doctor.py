@@ -472,7 +472,7 @@ def check_local_model(local: Loaded, base_url: str, api_key: str) -> Finding:
     import openai
 
     from ..clients import openai_client
-    from ..usage import speed_of
+    from ..spending.usage import speed_of
 
     client = openai_client(base_url, api_key, timeout=LOCAL_MODEL_TIMEOUT_S, max_retries=0)
     started = time.monotonic()

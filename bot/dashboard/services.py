@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from memory import AsyncMemory, AsyncRunner, MemoryEngine
 
-    from ..budgets import Limits
     from ..orchestrator import Orchestrator
+    from ..spending.budgets import Limits
 
 T = TypeVar("T")
 NO_TOKEN = (

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from memory import MemoryEngine, Spend, Spending, SpendingLine
 
-from ..usage_commands import MAX_DAYS
+from ..spending.commands import MAX_DAYS
 from .common import ApiError, answer, services
 
 

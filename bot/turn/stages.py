@@ -23,11 +23,11 @@ from memory import AsyncRunner, Clock, Reminding, Said, Turns, only_asks
 from memory.models import Arrival
 
 from ..assembly import Assembler, Snapshot, Turn, clock_note
-from ..budgets import fitted
 from ..llm import LLMError
 from ..manners import GroupManners
 from ..reminders.claims import held_to_its_word
 from ..resolution import Resolver
+from ..spending.budgets import fitted
 from ..turn_mode import TurnMode, is_skip
 from ..types import APOLOGY, NO_ANSWER, IncomingMessage, Reply, StreamSink
 from ..vision import Seen, Sight, without_notes

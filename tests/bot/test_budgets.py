@@ -21,11 +21,11 @@ from conftest import HashEmbedder
 
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
-from bot.budgets import PERSON_SPENT, PLACE_SPENT, SHORT_HISTORY_TURNS, Level
 from bot.composition import build_runtime, front_door_of
 from bot.config import load_settings
 from bot.health import Queues, render_metrics
 from bot.runtime import Runtime
+from bot.spending.budgets import PERSON_SPENT, PLACE_SPENT, SHORT_HISTORY_TURNS, Level
 from memory.clock import FakeClock
 from memory.storage.ledger import Spend
 from memory.storage.manners import Mode

@@ -15,7 +15,7 @@ import pytest
 from conftest import remember
 
 from bot.llm import ChatClient
-from bot.usage import Usage, usage_of
+from bot.spending.usage import Usage, usage_of
 from memory.clock import FakeClock
 from tests.fakes import FakeOpenAI
 from tests.fakes.openai_server import HTTPError, RawAnswer, RawStream

@@ -1,17 +1,17 @@
 """Who sees what of the usage ledger (ORCH-14): ``/usage`` through the bot's command path, the dashboard's
-``/api/usage``, and which person and place each kind of model call is filed under (``bot.attribution``)."""
+``/api/usage``, and which person and place each kind of model call is filed under (``bot.spending.attribution``)."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
 
-from bot.budgets import Level
 from bot.commands import HELP
 from bot.composition import build_completer
 from bot.config import load_settings
+from bot.spending.budgets import Level
+from bot.spending.commands import NOT_ADMIN, NOT_OWNER, USAGE_HELP
 from bot.types import IncomingMessage
-from bot.usage_commands import NOT_ADMIN, NOT_OWNER, USAGE_HELP
 from memory import job_charge
 from memory.clock import FakeClock
 from memory.jobs.base import Judged, WriteFacts

@@ -15,8 +15,8 @@ from typing import Any
 
 from memory import MemoryEngine, People, Spend, Spending, SpendingLine
 
+from ..counts import counted
 from .budgets import Limits
-from .counts import counted
 
 MAX_DAYS = 31
 USAGE_HELP = "Use /usage me, /usage server (admins) or /usage all (my owner, in our DM), with a number of days if you like: /usage me 7"

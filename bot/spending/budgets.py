@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 from memory import AsyncRunner, Charge, Clock, MemoryEngine, People, Spend, UsageLedger, day_of
 
+from ..turn_mode import names
+from ..types import IncomingMessage, PassThrough, Reply, StreamSink
 from .attribution import charging, current
-from .turn_mode import names
-from .types import IncomingMessage, PassThrough, Reply, StreamSink
 from .usage import Usage
 
 if TYPE_CHECKING:
-    from .assembly import Snapshot
-    from .health import Metrics
-    from .resolution import OwnerPolicy
+    from ..assembly import Snapshot
+    from ..health import Metrics
+    from ..resolution import OwnerPolicy
 
 log = logging.getLogger(__name__)
 # shares of a budget: first the context shrinks, then the bot stops speaking unasked
@@ -116,7 +116,7 @@ class Budgets:
         return day_of(self.clock.now())
 
     async def record(self, model: str, usage: Usage | None) -> None:
-        """One answered model call, filed under the charge of whoever asked (``bot.attribution``)."""
+        """One answered model call, filed under the charge of whoever asked (``bot.spending.attribution``)."""
         charge, spend = current(), spend_of(usage)
         if self.metrics is not None:
             self.metrics.spent(charge.kind, model, spend)

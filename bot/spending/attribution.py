@@ -5,7 +5,7 @@ they make; the one who asks says it, for the duration of the ask, in a context v
 client's usage hook reads it (``current``) when the server's answer says what the call cost:
 
     caller                        kind          person                               place
-    a reply (bot.budgets)         reply, voice  the speaker                          the server or group; '' in a DM
+    a reply (budgets)             reply, voice  the speaker                          the server or group; '' in a DM
     a photo's caption             caption       the one who shared it (group talk    the server or group; '' in a DM
     (bot.vision)                                not for the bot too)
     a check-in (bot.jobs)         checkin       the person followed up               '' (their DM)
@@ -23,7 +23,7 @@ client's usage hook reads it (``current``) when the server's answer says what th
     nightly consolidation         consolidation ''                                   ''
     blocking clients: the ingest  ingest,       ''                                   ''
     folder, CLI maintenance       bulletin,
-    (bot.budgets.ledger_hook)     consolidation
+    (budgets.ledger_hook)         consolidation
     anything else                 other         ''                                   ''
 
 The charges of memory's jobs are read from the job and what it gathered (``memory.job_charge``;
