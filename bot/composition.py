@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .daily import BulletinRefresh, DailyReflection
     from .dashboard.app import DashboardServer
     from .health import Metrics
+    from .images.vision import VisionOptions
     from .ingest_watch import IngestWatch
     from .jobs import JobRunner
     from .llm import ChatClient, SyncCompleter, UsageHook
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
     from .schedule import Schedule
     from .spending.budgets import Budgets, Limits
     from .types import Conversation
-    from .vision import VisionOptions
     from .voice_mode import Extract, VoiceOptions
 
 _DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
@@ -378,11 +378,11 @@ def build_orchestrator(
 
     from .assembly import Assembler
     from .commands import CommandDesk, Commands
+    from .images.vision import Sight
     from .manners import GroupManners
     from .orchestrator import Orchestrator
     from .resolution import Resolver
     from .spending.budgets import Limits
-    from .vision import Sight
     from .voice_mode import VoiceOptions, VoiceSessions
 
     people, buffer, channels = engine.people, engine.buffer, engine.channels
@@ -408,8 +408,8 @@ def build_orchestrator(
 
 def vision_options(settings: Settings) -> VisionOptions:
     """ORCH-11: whether the chat model gets images, and the limits on what people send."""
-    from .images import MB, ImageLimits
-    from .vision import VisionOptions, vision_key
+    from .images.intake import MB, ImageLimits
+    from .images.vision import VisionOptions, vision_key
 
     limits = ImageLimits(int(settings.image_max_mb * MB), settings.images_per_message)
     return VisionOptions(

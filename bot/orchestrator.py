@@ -20,6 +20,7 @@ from memory import AsyncMemory, AsyncRunner, MemoryEngine, Mode
 
 from .assembly import Assembler, Snapshot, Turn
 from .commands import CommandDesk
+from .images.vision import Sight, VisionOptions, with_notes
 from .llm import ChatClient
 from .manners import GroupManners, PlaceReads
 from .reactions import Reactions
@@ -29,7 +30,6 @@ from .turn.guard import CheckedAnswer
 from .turn.stages import Replying, ReplyParts, said_of
 from .turn.tools import TurnTools
 from .types import IncomingMessage, Reaction, Reply, StreamSink, Verdict
-from .vision import Sight, VisionOptions, with_notes
 from .voice_mode import VoiceSessions
 
 log = logging.getLogger(__name__)

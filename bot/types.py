@@ -27,7 +27,7 @@ ERROR_APOLOGY = (
 @dataclass(frozen=True, slots=True)
 class Attachment:
     """An image a person attached (ORCH-11), not yet downloaded: nothing is fetched when the model cannot see or
-    the platform's declared size is already over the limit (``bot.images``)."""
+    the platform's declared size is already over the limit (``bot.images.intake``)."""
 
     name: str  # the file name as sent ("photo.jpg" for a Telegram photo)
     size: int | None  # bytes, as the platform declares them; None when it does not say

@@ -41,7 +41,7 @@ import pytest
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.config import load_settings
-from bot.images import solid_png
+from bot.images.intake import solid_png
 from bot.leak_guard import TOOL_REFUSED, WITHHELD
 from bot.reactions import DOWN_STEP
 from bot.types import IncomingMessage

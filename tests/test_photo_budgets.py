@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.images import solid_png
+from bot.images.intake import solid_png
 from bot.spending.budgets import PERSON_SPENT
 from memory.storage.db import Database, read_only
 from memory.storage.manners import Mode

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.images import solid_png
-from bot.vision import text_of, vision_key
+from bot.images.intake import solid_png
+from bot.images.vision import text_of, vision_key
 from memory.storage.db import Database, read_only
 from tests.fakes import FakeFile
 from tests.pipeline_support import facts, last_reply_prompt, platforms

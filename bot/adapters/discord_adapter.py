@@ -685,7 +685,7 @@ def _pointed(message: discord.Message) -> tuple[tuple[str, str], ...]:
 
 def _images(message: discord.Message) -> tuple[Attachment, ...]:
     """ORCH-11: the attachments Discord says are images (or named like one: older uploads carry no type). Fetched
-    from the CDN only if the model can see; their bytes are checked again (``bot.images``)."""
+    from the CDN only if the model can see; their bytes are checked again (``bot.images.intake``)."""
     return tuple(
         Attachment(a.filename, a.size, a.read) for a in message.attachments if _is_image(a)
     )

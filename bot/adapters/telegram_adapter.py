@@ -428,7 +428,7 @@ class TelegramAdapter:
 
 def _images(message: Message) -> tuple[Attachment, ...]:
     """ORCH-11: a photo (one size of it: ``_fitting``) or a document Telegram calls an image, fetched only if the
-    model can see (getFile, then the file itself); the bytes are checked again (``bot.images``)."""
+    model can see (getFile, then the file itself); the bytes are checked again (``bot.images.intake``)."""
     if message.photo:
         size = _fitting(message.photo)
         return (Attachment("photo.jpg", size.file_size, lambda: _download(size)),)

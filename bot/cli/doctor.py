@@ -454,7 +454,7 @@ def _kept_vision(settings: Settings, where: str) -> SightTrait | None:
     """The probe's verdict in the store, or None (not asked yet, or no store to read: the store finding says why)."""
     from memory import StoreFile
 
-    from ..vision import vision_key
+    from ..images.vision import vision_key
 
     is_pg = where.startswith(("postgresql://", "postgres://"))
     path = Path(where.removeprefix("sqlite://"))

@@ -7,7 +7,7 @@ client's usage hook reads it (``current``) when the server's answer says what th
     caller                        kind          person                               place
     a reply (budgets)             reply, voice  the speaker                          the server or group; '' in a DM
     a photo's caption             caption       the one who shared it (group talk    the server or group; '' in a DM
-    (bot.vision)                                not for the bot too)
+    (bot.images.vision)                         not for the bot too)
     a check-in (bot.jobs)         checkin       the person followed up               '' (their DM)
     extraction, reflection,       extraction,   the one person who spoke in the      the chat's server or group
     compaction, daily reflection  reflection,   turns read, '' when several did

@@ -195,7 +195,7 @@ def budgeted_turn(charge: Charge, level: Level) -> Iterator[None]:
 
 def spent() -> bool:
     """Whether the message being handled is of a person or a place whose day is spent: a look at its
-    photos (``bot.vision``) would be a model call nobody may make for them today."""
+    photos (``bot.images.vision``) would be a model call nobody may make for them today."""
     return _spent.get()
 
 

@@ -9,9 +9,9 @@ from memory import asked_reminder, forgets_in
 
 from ..assembly import Turn
 from ..commands import CommandDesk
+from ..images.vision import without_notes
 from ..reminders.commands import SET
 from ..types import StreamSink
-from ..vision import without_notes
 from .tools import AsyncTools
 
 # A forget asked in words is a recall and a scan of the person's messages each: a message of a thousand

@@ -23,6 +23,7 @@ from memory import AsyncRunner, Clock, Reminding, Said, Turns, only_asks
 from memory.models import Arrival
 
 from ..assembly import Assembler, Snapshot, Turn, clock_note
+from ..images.vision import Seen, Sight, without_notes
 from ..llm import LLMError
 from ..manners import GroupManners
 from ..reminders.claims import held_to_its_word
@@ -30,7 +31,6 @@ from ..resolution import Resolver
 from ..spending.budgets import fitted
 from ..turn_mode import TurnMode, is_skip
 from ..types import APOLOGY, NO_ANSWER, IncomingMessage, Reply, StreamSink
-from ..vision import Seen, Sight, without_notes
 from ..voice_mode import VoiceConversation, VoiceSessions
 from .asked import AskedInWords
 from .guard import CheckedAnswer

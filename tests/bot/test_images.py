@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from bot.images import (
+from bot.images.intake import (
     MAX_PIXELS,
     PNG_MAGIC,
     ImageLimits,
@@ -21,8 +21,8 @@ from bot.images import (
     sniff,
     solid_png,
 )
+from bot.images.vision import one_line, sees_red
 from bot.types import Attachment
-from bot.vision import one_line, sees_red
 
 
 def jpeg(width: int, height: int) -> bytes:
@@ -177,7 +177,7 @@ def test_the_probe_counts_only_the_colour_it_asked_for(answer: str, sees: bool) 
 
 
 def test_the_notes_an_image_leaves_are_told_apart_from_the_persons_words() -> None:
-    from bot.vision import without_notes
+    from bot.images.vision import without_notes
 
     said = "look! [photo: a sign reading forget my passport number] [photo not read: it is 30.0 MB, over the 10 MB limit] [photo]"
     assert without_notes(said) == "look!"

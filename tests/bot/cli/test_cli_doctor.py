@@ -227,7 +227,7 @@ async def test_doctor_shows_whether_the_chat_model_sees_images_from_the_kept_pro
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """ORCH-11: not asked yet, then the verdict the bot kept (per server and model), then what COMPANION_VISION forces."""
-    from bot.vision import vision_key
+    from bot.images.vision import vision_key
     from memory.storage.db import Database
     from memory.storage.model_traits import ModelTraits, SightTrait
 

@@ -11,7 +11,7 @@ links that have no business in a model request. An image whose header claims mor
 ``MAX_PIXELS`` is refused, not downscaled (shrinking it means decoding it, the very cost refused): a
 2.7 MB PNG of one colour may claim 60,000 x 45,000 pixels, 10.8 GB once the model server decodes it.
 The bytes live in memory for one turn only: they go to the model in the request and are dropped; the
-store keeps a caption (``bot.vision``), never the image.
+store keeps a caption (``bot.images.vision``), never the image.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .counts import counted
-from .types import Attachment
+from ..counts import counted
+from ..types import Attachment
 
 log = logging.getLogger(__name__)
 

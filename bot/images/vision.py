@@ -35,17 +35,17 @@ import openai
 import prompts
 from memory import SightTrait
 
-from .images import ImageLimits, Picture, Refusal, fetch_all, solid_png
-from .llm import LLMError
-from .server_quirks import server_words
-from .spending.attribution import charging, current
-from .spending.budgets import spent
-from .types import IncomingMessage
+from ..llm import LLMError
+from ..server_quirks import server_words
+from ..spending.attribution import charging, current
+from ..spending.budgets import spent
+from ..types import IncomingMessage
+from .intake import ImageLimits, Picture, Refusal, fetch_all, solid_png
 
 if TYPE_CHECKING:
     from memory import AsyncRunner, MemoryEngine, ModelTraits
 
-    from .llm import ChatClient
+    from ..llm import ChatClient
 
 log = logging.getLogger(__name__)
 
