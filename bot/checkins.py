@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import time, tzinfo
 
-from memory import Checkin, Destination, DmView, FollowUps, QuietHours
+from memory import Checkin, Checkins, Destination, DmView, QuietHours
 
 from .assembly import Turn
 from .jobs import JobRunner
@@ -68,7 +68,7 @@ class CheckinJob:
     ) -> None:
         self.jobs, self.engine, self.runner, self.resolve = jobs, jobs.engine, jobs.runner, resolve
         self.bot_name, self.zone_of, self.options = bot_name, zone_of, options
-        self.store, self.follow = jobs.engine.checkins, FollowUps(jobs.engine)
+        self.store, self.follow = jobs.engine.checkins, Checkins(jobs.engine)
         self.deliveries: dict[
             str, Deliver
         ] = {}  # platform -> delivery, filled by whoever starts the adapters

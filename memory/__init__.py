@@ -16,7 +16,7 @@ is the values they take and return, the errors, and the protocols a caller imple
     AsyncRunner      the memory thread every service awaits
     OwnMemory        own.py: /remember, /forget <words> or everything, /about veto, /export (the
                      person's own memories)
-    FollowUps        following.py: the check-ins' memory side (plan, draft, record)
+    Checkins         checkins.py: the check-ins' memory side (plan, draft, record)
     Housekeeping     housekeeping.py: stale audits, decay and prune, the retention window
     SpokenSessions   spoken.py: a voice session's records (flushed, ended)
     Spending, Tuning usage.py, settings.py: the usage ledger's reads; the recall knobs (dashboard)
@@ -32,7 +32,7 @@ turn's context): each area's names for mypy and its table of name -> module.
 The map behind the face, by layer (a map for a reader, not an import rule: the arrows that are enforced are
 between packages):
 
-    memory/           the face: api (the root), turns, forget, own, following, reminding, housekeeping,
+    memory/           the face: api (the root), turns, forget, own, checkins, reminding, housekeeping,
                       spoken, usage, settings, operator, charges, engine, models, scopes, errors,
                       protocols, clock, tools; and what every layer may use: safety (the write-safety
                       filters), evasions (text folding)
@@ -243,7 +243,7 @@ _DASHBOARD = {
 
 # -- people: commands, consent, names and places, time zones, usage --
 if TYPE_CHECKING:
-    from .following import FollowUps
+    from .checkins import Checkins
     from .jobs.checkin import DmView
     from .own import OwnMemory
     from .reminder_time import asked_reminder, split_request
@@ -258,7 +258,7 @@ if TYPE_CHECKING:
 
 _PEOPLE = {
     "OwnMemory": "own",  # /remember, /forget <words>, /about veto: on the memory thread
-    "FollowUps": "following",  # check-ins: plan, the job that writes one, record it sent (ORCH-8)
+    "Checkins": "checkins",  # check-ins: plan, the job that writes one, record it sent (ORCH-8)
     "DmView": "jobs.checkin",
     "Destination": "storage.checkins",
     "split_request": "reminder_time",  # "/remind <when> <what>" -> (when, what)

@@ -22,7 +22,7 @@ PLAN_LIMIT = 200  # dated facts looked at per person and run, newest first
 WhoseDm = Callable[[Destination], DmView]
 
 
-class FollowUps:
+class Checkins:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine, self.store = engine, engine.checkins
 
