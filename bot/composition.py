@@ -47,9 +47,9 @@ if TYPE_CHECKING:
     from .images.vision import VisionOptions
     from .ingest_watch import IngestWatch
     from .jobs import JobRunner
-    from .llm import ChatClient, SyncCompleter, UsageHook
     from .manners import Judge
-    from .model_gate import ModelGate
+    from .model.client import ChatClient, SyncCompleter, UsageHook
+    from .model.gate import ModelGate
     from .orchestrator import Orchestrator
     from .persona import Persona
     from .reminders.sending import ReminderJob
@@ -71,7 +71,7 @@ def build_embedder(settings: Settings, *, timeout: float | None = None) -> Embed
     if settings.embeddings == "local":
         return _local_embedder(settings)
     if settings.embeddings == "openai":
-        from .llm import OpenAIEmbedder
+        from .model.client import OpenAIEmbedder
 
         return OpenAIEmbedder(
             base_url=settings.embedding_base_url or settings.llm_base_url,
@@ -161,7 +161,7 @@ def build_completer(
     """With ``engine``, each call is filed in its usage ledger under ``kind`` (ORCH-14): on the caller's thread, or
     queued on ``runner``'s memory thread (``bot.spending.budgets.ledger_hook``)."""
     from .config import llm_timeouts
-    from .llm import SyncCompleter
+    from .model.client import SyncCompleter
     from .spending.budgets import ledger_hook
 
     server = extraction_server(settings)
@@ -542,8 +542,8 @@ def model_gate(settings: Settings) -> ModelGate | None:
     """One gate for the replies and the background jobs when both ask one local server (a model
     of one slot, COMPANION_LOCAL_MODEL among them); None when the jobs have a server of their own,
     or the server is remote (it answers many at once; a busy bot's replies would starve the jobs)."""
-    from .model_gate import ModelGate
-    from .server_quirks import is_local
+    from .model.gate import ModelGate
+    from .model.quirks import is_local
 
     shared = extraction_server(settings)[0] == settings.llm_base_url
     return ModelGate() if shared and is_local(settings.llm_base_url) else None
@@ -561,7 +561,7 @@ def _chat_client(
     gate: ModelGate | None = None,
 ) -> ChatClient:
     from .config import llm_timeouts
-    from .llm import ChatClient
+    from .model.client import ChatClient
 
     base_url, api_key = server or (settings.llm_base_url, secret(settings.llm_api_key))
     timeout, deadline = llm_timeouts(settings, base_url)

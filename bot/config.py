@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     # the extraction model's own server and key (empty: OPENAI_BASE_URL / OPENAI_API_KEY), e.g. a local model for extraction
     extraction_base_url: str | None = None
     extraction_api_key: SecretStr | None = None
-    # per request; empty: 60 s, or 300 s when the server is local (loopback, LAN, *.local: bot.server_quirks.is_local),
+    # per request; empty: 60 s, or 300 s when the server is local (loopback, LAN, *.local: bot.model.quirks.is_local),
     # where a CPU reads a ~3,000-token prompt at ~40-220 tokens a second before it writes a word
     llm_timeout_s: float | None = Field(None, gt=0, le=3600)
     llm_max_retries: int = Field(2, ge=0, le=10)
@@ -103,7 +103,7 @@ class Settings(BaseSettings):
     vision: Literal["auto", "on", "off"] = "auto"
     image_max_mb: float = Field(10.0, gt=0, le=50)
     images_per_message: int = Field(4, ge=1, le=10)
-    # a GGUF model file run by llama.cpp inside this process (local-model extra; bot/local_model.py): no
+    # a GGUF model file run by llama.cpp inside this process (local-model extra; bot/model/local.py): no
     # server to run; set, it is the chat and extraction model, and the server settings above are ignored (one warning)
     local_model: Path | None = None
     # its context in tokens: the prompt (~2,000-3,000 with the tools), the history and the reply must fit; its KV
@@ -394,7 +394,7 @@ class Settings(BaseSettings):
 
 
 MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's gguf.h: GGUF_MAGIC)
-WHEEL = "xllamacpp"  # the local-model extra (bot/local_model.py)
+WHEEL = "xllamacpp"  # the local-model extra (bot/model/local.py)
 INSTALL = pip_install("local-model")  # the venv's pip by absolute path, the checkout's folder
 
 
@@ -432,7 +432,7 @@ def shard_problem(shards: list[int], count: int) -> str:
 
 def llm_timeouts(settings: Settings, base_url: str) -> tuple[float, float]:
     """(per-request timeout, turn deadline) for a server: the settings, else defaults that fit where it runs."""
-    from .server_quirks import is_local
+    from .model.quirks import is_local
 
     local = is_local(base_url)
     timeout = settings.llm_timeout_s or (LOCAL_TIMEOUT_S if local else REMOTE_TIMEOUT_S)

@@ -27,8 +27,8 @@ from memory import (
     process_holder,
 )
 
-from .llm import ChatClient, LLMError
-from .model_gate import ModelGate
+from .model.client import ChatClient, LLMError
+from .model.gate import ModelGate
 from .spending.attribution import charging
 
 _ReportT = TypeVar("_ReportT")

@@ -37,7 +37,7 @@ from memory.models import Visibility
 
 from .assembly import Turn
 from .resolution import Resolver
-from .turn_mode import names
+from .turn.mode import names
 from .types import IncomingMessage, Verdict
 
 log = logging.getLogger(__name__)

@@ -39,7 +39,7 @@ from .spending.usage import Usage
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .llm import Answer, ToolBox
+    from .model.client import Answer, ToolBox
     from .runtime import Runtime
 
 USER_ID = "modelcheck"

@@ -21,8 +21,8 @@ from memory import AsyncMemory, AsyncRunner, MemoryEngine, Mode
 from .assembly import Assembler, Snapshot, Turn
 from .commands import CommandDesk
 from .images.vision import Sight, VisionOptions, with_notes
-from .llm import ChatClient
 from .manners import GroupManners, PlaceReads
+from .model.client import ChatClient
 from .reactions import Reactions
 from .resolution import Resolver
 from .turn.asked import AskedInWords

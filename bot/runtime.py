@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .dashboard.app import DashboardServer
     from .health import Metrics
     from .ingest_watch import IngestWatch
-    from .llm import ChatClient
+    from .model.client import ChatClient
     from .retention import PlaceWatch, RetentionJob
     from .spending.budgets import Budgets
 

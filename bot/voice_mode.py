@@ -40,7 +40,7 @@ from voice.compaction import CompactionSettings, FlushCallback, VoiceTranscript,
 from voice.warm import WarmMemory, WarmSettings, memory_retrieval
 
 from .assembly import Preloaded, Turn
-from .llm import ChatClient
+from .model.client import ChatClient
 from .spending.attribution import charging, in_place
 
 log = logging.getLogger(__name__)

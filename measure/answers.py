@@ -240,7 +240,7 @@ class _Run:
         await self._answer(q, "full", asking.ask_whole(llm, whole, q.text))
 
     async def _answer(self, q: Question, method: str, answering: Any) -> None:
-        from bot.llm import LLMError
+        from bot.model.client import LLMError
 
         start = time.monotonic()
         try:
@@ -262,7 +262,7 @@ class _Run:
         )
 
     async def _verdict(self, q: Question, answer: str) -> str | None:
-        from bot.llm import LLMError
+        from bot.model.client import LLMError
 
         assert self.judge is not None
         prompt = prompts.render("answer_judge", question=q.text, gold=q.gold, answer=answer)
@@ -298,7 +298,7 @@ def _judge(settings: Settings, model: str) -> Any:
     """The judge: ``model`` on the chat model's server (OPENAI_BASE_URL, its key), short answers."""
     from bot.clients import secret
     from bot.config import llm_timeouts
-    from bot.llm import ChatClient
+    from bot.model.client import ChatClient
 
     timeout, deadline = llm_timeouts(settings, settings.llm_base_url)
     return ChatClient(

@@ -7,7 +7,7 @@ code the bot runs; nothing is sent anywhere.
 from __future__ import annotations
 
 from bot.composition import build_orchestrator
-from bot.llm import ChatClient
+from bot.model.client import ChatClient
 from bot.orchestrator import Orchestrator
 from bot.persona import Persona
 from bot.resolution import OwnerPolicy

@@ -1,6 +1,6 @@
 """The callables the memory package needs from outside, as narrow Protocols.
 
-``bot/llm.py`` satisfies them with the openai SDK; ``memory.storage.embeddings`` ships the offline default.
+``bot/model/client.py`` satisfies them with the openai SDK; ``memory.storage.embeddings`` ships the offline default.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from conftest import remember
 
-from bot.honesty import FORGOTTEN
+from bot.model.honesty import FORGOTTEN
 from tests.pipeline_support import dm
 from tests.test_forget_unextracted import copies
 

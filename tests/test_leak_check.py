@@ -11,7 +11,7 @@ import logging
 import pytest
 from conftest import dm_ctx, guild_ctx, remember, say
 
-from bot.leak_guard import WITHHELD
+from bot.turn.leak_guard import WITHHELD
 from memory.models import Scope, Visibility
 from tests.pipeline_support import build_runtime, group, platforms
 

@@ -12,7 +12,7 @@ import json
 import pytest
 from conftest import dm_ctx, guild_ctx, remember, say
 
-from bot.leak_guard import TOOL_REFUSED, WITHHELD, tool_text
+from bot.turn.leak_guard import TOOL_REFUSED, WITHHELD, tool_text
 from memory.clock import FakeClock
 from memory.models import Visibility
 from memory.recall.leaks import RECENT_MESSAGES_S

@@ -107,7 +107,7 @@ def child_env(
         "COMPANION_TELEGRAM": "on" if shard == 0 else "off",  # one poller: getUpdates admits one
         "OPENAI_BASE_URL": srv.base_url,
         # the jobs on a server of their own (the same fake, spelt apart): with one shared local
-        # server a reply cancels a running extraction and it is asked again (bot.model_gate, its
+        # server a reply cancels a running extraction and it is asked again (bot.model.gate, its
         # own tests), which this test would count as a message extracted twice (under load)
         "COMPANION_EXTRACTION_BASE_URL": srv.base_url + "/",
         "OPENAI_API_KEY": "test-key",

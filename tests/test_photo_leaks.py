@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from bot.images.intake import solid_png
-from bot.leak_guard import WITHHELD
+from bot.turn.leak_guard import WITHHELD
 from tests.fakes import FakeFile
 from tests.pipeline_support import platforms
 

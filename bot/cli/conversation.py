@@ -284,18 +284,16 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     # The name the person chose (--name, the setting, or /name in an earlier chat, kept with the account), else
     # the login name, which the chat offers to replace when the person says theirs ("I'm Sam").
     default = local_user_name()
-    known = await runtime.orchestrator.runner.run(
-        runtime.orchestrator.people.known, "console", [args.user]
-    )
+    known = await runtime.runner.run(runtime.orchestrator.people.known, "console", [args.user])
     said_before = known.get(args.user, ("", ""))[1]
     name = args.name or settings.console_name or said_before or default
     chosen = name != default
-    typed_before = await runtime.orchestrator.runner.run(_typed_before, runtime, args.user, name)
+    typed_before = await runtime.runner.run(_typed_before, runtime, args.user, name)
 
     async def kept() -> list[
         str
     ]:  # after a forget: the lines the store still holds (the up arrow's)
-        return await runtime.orchestrator.runner.run(_typed_before, runtime, args.user, name)
+        return await runtime.runner.run(_typed_before, runtime, args.user, name)
 
     async def diagnose(failure: Exception | None) -> str:
         return await asyncio.to_thread(explain_failure, settings, log_file, failure)
@@ -368,7 +366,7 @@ def explain_failure(
 ) -> str:
     """One line after a failed reply: did it time out, is the server down, is the key refused, or did it refuse
     the request itself?"""
-    from ..llm import ModelTimeout, TurnTimeout
+    from ..model.client import ModelTimeout, TurnTimeout
     from .doctor import reach
 
     details = f" (details in {log_file})" if log_file else ""

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from memory import ServerFacts, SightTrait, StoreFile
 
     from ..config import Settings
-    from ..local_model import Loaded
+    from ..model.local import Loaded
 
 # Discord: base64url(user id) . base64url(timestamp) . base64url(HMAC); Telegram: bot id ":" 35 characters.
 DISCORD_TOKEN = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
@@ -180,7 +180,7 @@ def token_problems(discord: str, telegram: str) -> list[str]:
 
 
 def key_warning(base_url: str, api_key: str) -> str | None:
-    from ..server_quirks import is_local  # it imports openai: not at --help's start
+    from ..model.quirks import is_local  # it imports openai: not at --help's start
 
     if api_key or is_local(base_url):
         return None

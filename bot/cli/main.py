@@ -225,14 +225,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _with_model(args: argparse.Namespace, settings: Any, as_json: bool) -> int:
     """The command; one that talks to the model (``uses_model``) gets COMPANION_LOCAL_MODEL loaded in this process
-    first (bot.local_model), pointed at, and stopped after it."""
+    first (bot.model.local), pointed at, and stopped after it."""
     uses_model = getattr(args, "uses_model", False)
     if settings.local_model is None or not (
         uses_model(args) if callable(uses_model) else uses_model
     ):
         return run(args.handler, args, settings)
     from ..config import ConfigError
-    from ..local_model import LocalModel, ignored_settings
+    from ..model.local import LocalModel, ignored_settings
 
     ignored = ignored_settings(settings)
     if ignored:

@@ -35,8 +35,8 @@ import openai
 import prompts
 from memory import SightTrait
 
-from ..llm import LLMError
-from ..server_quirks import server_words
+from ..model.client import LLMError
+from ..model.quirks import server_words
 from ..spending.attribution import charging, current
 from ..spending.budgets import spent
 from ..types import IncomingMessage
@@ -45,7 +45,7 @@ from .intake import ImageLimits, Picture, Refusal, fetch_all, solid_png
 if TYPE_CHECKING:
     from memory import AsyncRunner, MemoryEngine, ModelTraits
 
-    from ..llm import ChatClient
+    from ..model.client import ChatClient
 
 log = logging.getLogger(__name__)
 

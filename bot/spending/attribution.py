@@ -1,6 +1,6 @@
 """Who each model call is for (ORCH-14): the charge the usage ledger files its cost under.
 
-The model clients (``bot.llm.ChatClient``) are shared by every conversation and job, so they cannot know whose call
+The model clients (``bot.model.client.ChatClient``) are shared by every conversation and job, so they cannot know whose call
 they make; the one who asks says it, for the duration of the ask, in a context variable (``charging``), and the
 client's usage hook reads it (``current``) when the server's answer says what the call cost:
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory import AsyncRunner, Charge, Clock, MemoryEngine, People, Spend, UsageLedger, day_of
 
-from ..turn_mode import names
+from ..turn.mode import names
 from ..types import IncomingMessage, PassThrough, Reply, StreamSink
 from .attribution import charging, current
 from .usage import Usage
@@ -122,6 +122,17 @@ class Budgets:
             self.metrics.spent(charge.kind, model, spend)
         await self.runner.run(self.ledger.add, self.day, charge, model, spend)
 
+    async def assessed(
+        self, message: IncomingMessage, people: People, owners: OwnerPolicy
+    ) -> tuple[Charge, Standing]:
+        """Whose a message's turn is, and how their and its place's day stands (the owner's: never
+        held back)."""
+        return await self.runner.run(_assess, self, message, people, owners)
+
+    async def noticed(self, charge: Charge, by_place: bool) -> bool:
+        """``first_notice`` from the event loop."""
+        return await self.runner.run(self.first_notice, charge, by_place)
+
     def standing(self, person_id: str, place_id: str) -> Standing:
         """The level a turn of ``person_id`` in ``place_id`` ('' in a DM) has now (memory thread)."""
         day, limits = self.day, self.limits
@@ -212,7 +223,6 @@ class Budgeted(PassThrough):
     day's spend nears a budget (see the module's table). Commands, edits and deletions pass unchanged."""
 
     _inner: Any  # the orchestrator: ``without_model`` besides the Conversation protocol
-    # private names: every other attribute is the orchestrator's, read through (``PassThrough``)
 
     def __init__(
         self,
@@ -231,7 +241,7 @@ class Budgeted(PassThrough):
         )
 
     async def reply(self, message: IncomingMessage, stream: StreamSink | None = None) -> Reply:
-        charge, standing = await self._budgets.runner.run(self._assess, message)
+        charge, standing = await self._budgets.assessed(message, self._people, self._owners)
         if standing.level is Level.SPENT or (
             standing.level >= Level.QUIET and self._chime_in(message)
         ):
@@ -242,26 +252,15 @@ class Budgeted(PassThrough):
     async def observe(self, message: IncomingMessage) -> None:
         """Group talk not for the bot: stored, its photos looked at on its person's and place's bill
         (not at all once either's day is spent)."""
-        charge, standing = await self._budgets.runner.run(self._assess, message)
+        charge, standing = await self._budgets.assessed(message, self._people, self._owners)
         await self._observed(message, charge, standing)
 
     async def _observed(self, message: IncomingMessage, charge: Charge, standing: Standing) -> None:
         with budgeted_turn(charge, standing.level):
             await self._inner.observe(message)
 
-    def _assess(self, message: IncomingMessage) -> tuple[Charge, Standing]:
-        person = self._people.lookup(message.platform, message.author_id)
-        # the resolver's guild key
-        place = f"{message.platform}:{message.guild_id}" if message.guild_id else ""
-        charge = Charge(
-            "voice" if message.modality == "voice" else "reply", person, message.platform, place
-        )
-        if self._owners.is_owner(message.platform, message.author_id):
-            return charge, Standing()
-        return charge, self._budgets.standing(person, place)
-
     def _chime_in(self, message: IncomingMessage) -> bool:
-        """A group turn not spoken to the bot (``bot.turn_mode``'s rule): the bot may answer it, not must."""
+        """A group turn not spoken to the bot (``bot.turn.mode``'s rule): the bot may answer it, not must."""
         spoken_to = message.addressed or names(message.text, self._bot_name())
         return bool(message.participants) and not message.is_dm and not spoken_to
 
@@ -277,12 +276,25 @@ class Budgeted(PassThrough):
         self._budgets.held(standing.level)
         if standing.level is not Level.SPENT:
             return Reply("", skipped=True)
-        if not await self._budgets.runner.run(
-            self._budgets.first_notice, charge, standing.by_place
-        ):
+        if not await self._budgets.noticed(charge, standing.by_place):
             return Reply("", skipped=True)
         log.info(
             "a daily budget is spent (%s); the polite line said",
             "the place's" if standing.by_place else "a person's",
         )
         return Reply(PLACE_SPENT if standing.by_place else PERSON_SPENT)
+
+
+def _assess(
+    budgets: Budgets, message: IncomingMessage, people: People, owners: OwnerPolicy
+) -> tuple[Charge, Standing]:
+    """On the memory thread: the message's charge and standing."""
+    person = people.lookup(message.platform, message.author_id)
+    # the resolver's guild key
+    place = f"{message.platform}:{message.guild_id}" if message.guild_id else ""
+    charge = Charge(
+        "voice" if message.modality == "voice" else "reply", person, message.platform, place
+    )
+    if owners.is_owner(message.platform, message.author_id):
+        return charge, Standing()
+    return charge, budgets.standing(person, place)

@@ -15,10 +15,10 @@ from memory import Turns
 from memory.models import bounded
 
 from ..assembly import Turn
-from ..leak_guard import WITHHELD, LeakGate
-from ..llm import ChatClient, LLMError
-from ..turn_mode import SkipGate
+from ..model.client import ChatClient, LLMError
 from ..types import NO_ANSWER, StreamSink
+from .leak_guard import WITHHELD, LeakGate
+from .mode import SkipGate
 from .tools import AsyncTools
 
 log = logging.getLogger("bot.orchestrator")  # the name operators filter the leak warnings by

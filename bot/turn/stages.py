@@ -24,16 +24,16 @@ from memory.models import Arrival
 
 from ..assembly import Assembler, Snapshot, Turn, clock_note
 from ..images.vision import Seen, Sight, without_notes
-from ..llm import LLMError
 from ..manners import GroupManners
+from ..model.client import LLMError
 from ..reminders.claims import held_to_its_word
 from ..resolution import Resolver
 from ..spending.budgets import fitted
-from ..turn_mode import TurnMode, is_skip
 from ..types import APOLOGY, NO_ANSWER, IncomingMessage, Reply, StreamSink
 from ..voice_mode import VoiceConversation, VoiceSessions
 from .asked import AskedInWords
 from .guard import CheckedAnswer
+from .mode import TurnMode, is_skip
 from .tools import AsyncTools, CappedSink, TurnTools
 
 log = logging.getLogger("bot.orchestrator")  # the name operators filter a failed reply by

@@ -11,10 +11,10 @@ from memory.models import CUT_MARK, MAX_MESSAGE_CHARS, Provenance
 from voice.caches import HistoryCache
 
 from ..assembly import Turn
-from ..leak_guard import TOOL_REFUSED, WouldLeak, tool_text
 from ..reminders.commands import reminder_place_of
 from ..types import StreamSink
 from ..voice_mode import VoiceConversation, cached_search
+from .leak_guard import TOOL_REFUSED, WouldLeak, tool_text
 
 
 class CappedSink:

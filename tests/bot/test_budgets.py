@@ -38,7 +38,7 @@ ALICE, BOB, CAROL = 7001, 7002, 7003
 PLACE = f"discord:{GUILD}"
 START = datetime(2026, 11, 27, 9, 0, tzinfo=UTC).timestamp()
 # three replies in turn: the same reply to new words a third time in a row is a parrot, asked again
-# (issue 45, ``bot.reply_checks``)
+# (issue 45, ``bot.model.reply_checks``)
 REPLIES = ("sure thing, happy to help", "good question, let me think", "glad you asked, here goes")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import say
 
-from bot.honesty import NOTES
+from bot.model.honesty import NOTES
 from memory.models import EntityRef, NewMemory, Scope, Visibility
 from memory.upkeep.forgetting import forget_everything
 from tests.fakes import ToolCall

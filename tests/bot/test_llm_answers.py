@@ -1,7 +1,7 @@
 """Malformed HTTP 200 answers from the model server end as LLMError after bounded retries (ORCH-6).
 
 The real openai SDK talks to the fake server, which serves each bad answer byte for byte (``RawAnswer``,
-``RawStream``); nothing of ``bot.llm`` is patched. The orchestrator catches only ``LLMError``, so any other
+``RawStream``); nothing of ``bot.model.client`` is patched. The orchestrator catches only ``LLMError``, so any other
 exception type escaping ``ChatClient`` would crash a reply instead of apologising.
 """
 
@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from bot.llm import ChatClient, LLMError, StreamCut, TurnTimeout
+from bot.model.client import ChatClient, LLMError, StreamCut, TurnTimeout
 from tests.fakes import FakeOpenAI, ToolCall
 from tests.fakes.openai_server import RawAnswer, RawStream
 
@@ -378,9 +378,9 @@ async def test_a_streamed_usage_chunk_without_choices_is_not_an_answer_of_its_ow
 # -- logging ---------------------------------------------------------------------------------------------
 async def test_each_bad_answer_logs_one_short_warning_without_the_api_key(srv, llm, caplog):
     srv.script(*[RawAnswer("x" * 5000, content_type="text/plain")] * (MAX_RETRIES + 1))
-    with caplog.at_level(logging.WARNING, logger="bot.llm"), pytest.raises(LLMError):
+    with caplog.at_level(logging.WARNING, logger="bot.model.client"), pytest.raises(LLMError):
         await llm.run(HELLO)
-    lines = [r.getMessage() for r in caplog.records if r.name == "bot.llm"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "bot.model.client"]
     assert len(lines) == MAX_RETRIES + 1
     assert all(len(line) < 250 and API_KEY not in line for line in lines)
 

@@ -208,7 +208,7 @@ async def test_against_an_ideal_model_the_check_scores_perfectly(srv, tmp_path):
 
 def searched(said: str) -> str:
     """A call to a tool nobody offered, written as text, searching the person's own words (the same
-    reply to new words every turn would be a parrot, asked again: ``bot.reply_checks``)."""
+    reply to new words every turn would be a parrot, asked again: ``bot.model.reply_checks``)."""
     return json.dumps({"name": "web_search", "arguments": {"query": said.split("\n")[0]}})
 
 

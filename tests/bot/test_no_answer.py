@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from bot.llm import AGAIN_TOKENS
+from bot.model.client import AGAIN_TOKENS
 from bot.types import NO_ANSWER
 from memory.clock import FakeClock
 from tests.fakes import ToolCall
@@ -304,12 +304,12 @@ async def test_a_copied_note_alone_is_no_answer_and_never_shown(rt, srv, streame
 
 
 def test_every_note_the_bot_adds_is_taken_off_when_a_model_copies_it():
-    """``bot.reply_checks`` finds the notes by their words: a note reworded where it is made
+    """``bot.model.reply_checks`` finds the notes by their words: a note reworded where it is made
     must still be found."""
-    from bot.honesty import FORGOTTEN, NOTES
+    from bot.model.honesty import FORGOTTEN, NOTES
+    from bot.model.reply_checks import without_clock
     from bot.reminders.claims import NOT_NEW, NOT_SET
     from bot.reminders.commands import SET
-    from bot.reply_checks import without_clock
 
     made = f"({SET} Tuesday 8 December 2026, 18:00 (UTC): call mum. (/reminders lists them))"
     for note in (NOT_SET, NOT_NEW, FORGOTTEN, *NOTES.values(), made):

@@ -14,7 +14,7 @@ import os
 import pytest
 from conftest import remember
 
-from bot.llm import ChatClient
+from bot.model.client import ChatClient
 from bot.spending.usage import Usage, usage_of
 from memory.clock import FakeClock
 from tests.fakes import FakeOpenAI

@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from bot.llm import ChatClient, TurnTimeout
+from bot.model.client import ChatClient, TurnTimeout
 from bot.types import APOLOGY
 from memory.clock import FakeClock
 from tests.fakes import HTTPError, ToolCall

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from bot.config import llm_timeouts, load_settings
-from bot.honesty import Ran, claims, honest_note
-from bot.server_quirks import is_local
-from bot.textual_tools import HoldBack, TextCall, find_calls
+from bot.model.honesty import Ran, claims, honest_note
+from bot.model.quirks import is_local
+from bot.model.textual_tools import HoldBack, TextCall, find_calls
 from tests.fakes.openai_server import written_call
 
 NAMES = frozenset({"memory_store", "memory_delete"})

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from bot.cli.doctor import key_warning, token_problems
-from bot.server_quirks import is_local
+from bot.model.quirks import is_local
 from tests.cli_support import Cli, _alice
 from tests.fakes import FakeOpenAI, HTTPError
 

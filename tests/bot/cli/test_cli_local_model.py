@@ -1,4 +1,4 @@
-"""COMPANION_LOCAL_MODEL: a GGUF file run by llama.cpp inside the process (bot/local_model.py).
+"""COMPANION_LOCAL_MODEL: a GGUF file run by llama.cpp inside the process (bot/model/local.py).
 
 Always run: the clear errors at start (no such file, a folder, files that are not GGUF, the wheel not installed)
 and the doctor's speed line against the fake server. With the wheel (the ``local-model`` extra): a file that
@@ -21,7 +21,7 @@ import pytest
 
 from bot.cli.doctor import check_local_model
 from bot.config import INSTALL
-from bot.local_model import Loaded
+from bot.model.local import Loaded
 from tests.cli_support import Cli
 from tests.fakes import FakeOpenAI, HTTPError
 from tests.fakes.openai_server import RawAnswer

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 
-from .types import StreamSink
+from ..types import StreamSink
 
 # What a shared place gets when even the second answer would reveal something it may not see.
 WITHHELD = "Sorry, I can't share that here."

@@ -34,15 +34,15 @@ import openai
 
 import prompts
 
-from .clients import async_openai_client, openai_client
-from .counts import counted
+from ..clients import async_openai_client, openai_client
+from ..counts import counted
+from ..spending.usage import Usage, usage_of
+from ..types import StreamSink
+from .gate import ModelGate
 from .honesty import Ran, honest
-from .model_gate import ModelGate
+from .quirks import refused, server_words
 from .reply_checks import Draft, Echoes, without_clock
-from .server_quirks import refused, server_words
-from .spending.usage import Usage, usage_of
 from .textual_tools import HoldBack, TextCall, find_calls, not_run_yet, run_written
-from .types import StreamSink
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ class ChatClient:
         cut: bool,
     ) -> str:
         """The final answer's words, or the words of one more ask when it had none (empty, a call
-        cut off or hidden) or only words the model was given (``bot.reply_checks``; a parrot already
+        cut off or hidden) or only words the model was given (``bot.model.reply_checks``; a parrot already
         shown stays: nothing takes it back). Issue 45: a person read "…" after 420 s of a call cut
         off and hidden."""
         shown = draft is not None and draft.open

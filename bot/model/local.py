@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import WHEEL
-from .installs import venv_pip
+from ..config import WHEEL
+from ..installs import venv_pip
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from ..config import Settings
 
 log = logging.getLogger(__name__)
 # a request whose client has gone is dropped by llama.cpp within ~1 s; a little more for a loaded machine
@@ -97,7 +97,7 @@ class LocalModel:
     @classmethod
     def start(cls, settings: Settings) -> LocalModel:
         """Load ``settings.local_model`` and serve it; ConfigError when the wheel or llama.cpp refuses it."""
-        from .config import ConfigError
+        from ..config import ConfigError
 
         assert settings.local_model is not None
         path = settings.local_model

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import prompts
 from voice.sentences import SKIP_TOKEN
 
-from .assembly import Turn
-from .types import StreamSink
+from ..assembly import Turn
+from ..types import StreamSink
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from typing import Any
 import prompts
 from memory import spaced
 
-from .types import StreamSink
+from ..types import StreamSink
 
 # The prompts of a reply turn (the system prompt's own words, the notes the loop adds), without
 # their $variables
@@ -238,7 +238,7 @@ def _text(content: object) -> str:
 
 
 # the notes the bot adds after a reply (``bot.reminders.commands``, ``bot.reminders.claims``,
-# ``bot.honesty``): never the model's to write; one level of parentheses inside ("(UTC)")
+# ``bot.model.honesty``): never the model's to write; one level of parentheses inside ("(UTC)")
 _OWN_NOTE = re.compile(
     r"\s*\((?:Reminder set for|I haven't set a reminder|I didn't set a new reminder"
     r"|Done: what you asked me to forget|To be clear: nothing was)[^()]*(?:\([^()]*\)[^()]*)*\)"
