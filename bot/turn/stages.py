@@ -52,12 +52,7 @@ class Asking:
     snap: Snapshot
     tools: AsyncTools
     convo: tuple[dict[str, Any], ...]
-    forgot: bool
-
-    @property
-    def only_forgets(self) -> bool:
-        """Nothing but the ask to forget, which was done: replied without the model."""
-        return self.forgot and only_asks(without_notes(self.turn.text))
+    only_forgets: bool
 
 
 @dataclass(frozen=True, slots=True)
