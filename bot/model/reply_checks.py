@@ -59,7 +59,7 @@ _INTRO = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Cc]all me)\s+([A-Z][^\W\
 _SPEAKER = re.compile(r"^\s*[^\s:：]{1,24}[:：]\s*")
 # the clock note at the end of a person's turn (``bot.assembly.clock_note``), which a weak model
 # copies into its reply: "(sent 05:58 UTC)"
-_CLOCK = re.compile(r"\s*\(sent \d{1,2}:\d{2}[^)\n]{0,40}\)")
+_CLOCK = re.compile(r"\s*\(sent \d{1,2}:\d{2}[^)\n]{0,80}\)")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _PART = re.compile(r"[^\W\d_]+$")
 _STOPWORDS = """a an the and or but if of to in on at by for with from as is are was were be been

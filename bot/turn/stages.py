@@ -33,6 +33,7 @@ from ..types import APOLOGY, NO_ANSWER, IncomingMessage, Reply, StreamSink
 from ..voice_mode import VoiceConversation, VoiceSessions
 from .asked import AskedInWords
 from .guard import CheckedAnswer
+from .language import written_in
 from .mode import TurnMode, is_skip
 from .tools import AsyncTools, CappedSink, TurnTools
 
@@ -250,7 +251,8 @@ class Replying:
         )
         said += f"\n\n{note}" if note else ""
         # the minute comes last (ORCH-9)
-        return f"{said}\n\n{clock_note(self.parts.clock.now(), turn.ctx.tz)}"
+        note = clock_note(self.parts.clock.now(), turn.ctx.tz, written_in(turn.text))
+        return f"{said}\n\n{note}"
 
 
 def said_of(turn: Turn) -> Said:

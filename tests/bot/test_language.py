@@ -1,0 +1,71 @@
+"""LANG-3: the language a person writes in, named at the end of their turn so a small model answers in
+it (``bot.turn.language``); English, a name or two words get no note."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.model.reply_checks import without_clock
+from bot.turn.language import written_in
+from memory.clock import FakeClock
+from tests.pipeline_support import dm
+
+
+@pytest.mark.parametrize(
+    ("said", "language"),
+    [
+        ("Ich habe einen Hund, er heißt Bello und ist sehr lieb", "German"),
+        ("Mein Bruder wohnt jetzt in Danzig", "German"),
+        ("J'ai un chat qui s'appelle Minou et je suis infirmière", "French"),
+        ("Tengo un perro y mi hermana vive en Madrid", "Spanish"),
+        ("Io sono di Milano e ho una sorella", "Italian"),
+        ("Eu tenho um gato e a minha irmã mora em Lisboa", "Portuguese"),
+        ("Ik heb een hond en mijn zus woont in Utrecht", "Dutch"),
+        ("Benim bir kedim var ve çok tatlı", "Turkish"),
+        ("Mam psa i moja siostra jest lekarzem", "Polish"),
+        ("我养了一只猫，叫小花", "Chinese"),
+        ("私は猫を飼っています", "Japanese"),
+        ("저는 고양이를 키워요", "Korean"),
+        ("У меня есть собака, её зовут Бобик", "Russian"),
+        ("Я живу в Києві і маю кота", "Ukrainian"),
+        ("Έχω μια γάτα", "Greek"),
+    ],
+)
+def test_the_language_is_named(said, language):
+    assert written_in(said) == language
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I have a dog called Bello and my sister lives in Madrid",
+        "What's my cat called?",
+        "Grzegorz",
+        "Danke",  # one word: not enough to tell
+        "ok 👍",
+        "",
+        "My cat is called 小花 and she is lovely",  # English with a name in Han characters
+        "Je suis désolé, I mean, I am sorry about the mess",  # more English than French
+    ],
+)
+def test_english_or_too_little_gets_no_note(said):
+    assert written_in(said) is None
+
+
+def test_the_note_copied_into_a_reply_is_taken_off():
+    assert without_clock("Mach ich! (sent 14:05 Europe/Berlin; answer in German)") == "Mach ich!"
+
+
+async def test_a_german_turn_ends_with_the_ask_to_answer_in_german_and_an_english_one_not(rt, srv):
+    srv.script("Schön!", "Nice!")
+    await rt.orchestrator.reply(dm("telegram", "7", "Ich habe einen Hund, er heißt Bello", mid="1"))
+    german = srv.chat_requests[-1]["messages"][-1]["content"]
+    await rt.orchestrator.reply(dm("telegram", "7", "I have a cat called Miso", mid="2"))
+    english = srv.chat_requests[-1]["messages"][-1]["content"]
+    assert german.endswith("; answer in German)") and german.startswith("Ich habe einen Hund")
+    assert "answer in" not in english
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
