@@ -57,8 +57,8 @@ if TYPE_CHECKING:
     from .runtime import Runtime
     from .schedule import Schedule
     from .spending.budgets import Budgets, Limits
+    from .spoken.sessions import Extract, VoiceOptions
     from .types import Conversation
-    from .voice_mode import Extract, VoiceOptions
 
 _DEFAULT: Any = object()  # "the configured one", as opposed to an explicit None (no embeddings)
 
@@ -196,7 +196,7 @@ def build_runtime(
     from .manners import ModelJudge
     from .resolution import OwnerPolicy
     from .runtime import Runtime
-    from .voice_providers import voice_options
+    from .spoken.providers import voice_options
 
     engine, persona = _open_for_the_bot(
         settings, clock, build_embedder(settings) if embedder is _DEFAULT else embedder
@@ -383,7 +383,7 @@ def build_orchestrator(
     from .orchestrator import Orchestrator
     from .resolution import Resolver
     from .spending.budgets import Limits
-    from .voice_mode import VoiceOptions, VoiceSessions
+    from .spoken.sessions import VoiceOptions, VoiceSessions
 
     people, buffer, channels = engine.people, engine.buffer, engine.channels
     resolver = Resolver(people, owners, engine.zones, channels)
@@ -678,7 +678,7 @@ def build_health(settings: Settings, runtime: Runtime) -> Any:
 
 def _discord_voice(settings: Settings, runtime: Runtime, adapter: Any) -> Any:
     from .adapters.discord_voice import DiscordVoice, register_voice_commands
-    from .voice_providers import speech_providers, voice_settings
+    from .spoken.providers import speech_providers, voice_settings
 
     stt, tts = speech_providers(settings)
     persona = runtime.orchestrator.persona

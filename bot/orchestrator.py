@@ -25,12 +25,12 @@ from .manners import GroupManners, PlaceReads
 from .model.client import ChatClient
 from .reactions import Reactions
 from .resolution import Resolver
+from .spoken.sessions import VoiceSessions
 from .turn.asked import AskedInWords
 from .turn.guard import CheckedAnswer
 from .turn.stages import Replying, ReplyParts, said_of
 from .turn.tools import TurnTools
 from .types import IncomingMessage, Reaction, Reply, StreamSink, Verdict
-from .voice_mode import VoiceSessions
 
 log = logging.getLogger(__name__)
 

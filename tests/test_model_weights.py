@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bot.config import ConfigError, load_settings
-from bot.voice_providers import speech_providers
+from bot.spoken.providers import speech_providers
 from memory.storage.embeddings import OnnxMiniLM, model_files
 
 

@@ -5,7 +5,7 @@
 
 Both are synchronous and may take a second: sessions call them in a worker thread. Offline defaults
 live beside this file (``stt.FasterWhisperSTT``, ``tts.EspeakTTS``); OpenAI-compatible ones live in
-``bot/voice_providers.py``, because only ``bot/`` may know the LLM SDK.
+``bot/spoken/providers.py``, because only ``bot/`` may know the LLM SDK.
 
 Errors a provider raises::
 

@@ -19,7 +19,7 @@ client's usage hook reads it (``current``) when the server's answer says what th
     reading (SEC-5)
     a bulletin (bot.jobs)         bulletin      the scope's person                   the scope's server
     a voice session's summary     compaction    ''                                   the voice channel's server
-    (bot.voice_mode)
+    (bot.spoken.sessions)
     nightly consolidation         consolidation ''                                   ''
     blocking clients: the ingest  ingest,       ''                                   ''
     folder, CLI maintenance       bulletin,

@@ -29,8 +29,8 @@ from ..model.client import LLMError
 from ..reminders.claims import held_to_its_word
 from ..resolution import Resolver
 from ..spending.budgets import fitted
+from ..spoken.sessions import VoiceConversation, VoiceSessions
 from ..types import APOLOGY, NO_ANSWER, IncomingMessage, Reply, StreamSink
-from ..voice_mode import VoiceConversation, VoiceSessions
 from .asked import AskedInWords
 from .guard import CheckedAnswer
 from .language import written_in

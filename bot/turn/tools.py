@@ -12,8 +12,8 @@ from voice.caches import HistoryCache
 
 from ..assembly import Turn
 from ..reminders.commands import reminder_place_of
+from ..spoken.sessions import VoiceConversation, cached_search
 from ..types import StreamSink
-from ..voice_mode import VoiceConversation, cached_search
 from .leak_guard import TOOL_REFUSED, WouldLeak, tool_text
 
 

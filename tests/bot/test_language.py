@@ -1,5 +1,5 @@
-"""LANG-3: the language a person writes in, named at the end of their turn so a small model answers in
-it (``bot.turn.language``); English, a name or two words get no note."""
+"""LANG-3: the language a person writes in, named at the end of their turn so a small model
+answers in it (``bot.turn.language``); English, a name or two words get no note."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def test_the_note_copied_into_a_reply_is_taken_off():
 
 async def test_a_german_turn_ends_with_the_ask_to_answer_in_german_and_an_english_one_not(rt, srv):
     srv.script("Schön!", "Nice!")
-    await rt.orchestrator.reply(dm("telegram", "7", "Ich habe einen Hund, er heißt Bello", mid="1"))
+    said = "Ich habe einen Hund, er heißt Bello"
+    await rt.orchestrator.reply(dm("telegram", "7", said, mid="1"))
     german = srv.chat_requests[-1]["messages"][-1]["content"]
     await rt.orchestrator.reply(dm("telegram", "7", "I have a cat called Miso", mid="2"))
     english = srv.chat_requests[-1]["messages"][-1]["content"]

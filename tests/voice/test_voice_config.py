@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, Settings, load_settings
-from bot.voice_providers import (
+from bot.spoken.providers import (
     OpenAISpeechToText,
     OpenAITextToSpeech,
     speech_providers,

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from bot.voice_providers import OpenAISpeechToText
+from bot.spoken.providers import OpenAISpeechToText
 from tests.voice.test_voice_providers import FakeAudioAPI
 from tests.voice_support import ThreadPlayer, ToneTTS, eventually, spoken, tone, whisper
 from voice.audio import discord_to_listen

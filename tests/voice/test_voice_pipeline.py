@@ -11,8 +11,8 @@ import json
 import pytest
 from conftest import remember
 
+from bot.spoken.sessions import VoiceOptions
 from bot.types import IncomingMessage
-from bot.voice_mode import VoiceOptions
 from memory.clock import FakeClock
 from memory.models import Scope
 from tests.fakes import ToolCall

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bot.voice_providers import OpenAISpeechToText, OpenAITextToSpeech
+from bot.spoken.providers import OpenAISpeechToText, OpenAITextToSpeech
 from tests.fakes import FakeOpenAI
 from tests.fakes._base import json_response
 from tests.voice_support import spoken, tone, whisper
@@ -121,7 +121,7 @@ def test_the_bots_piper_names_its_environments_pip_and_the_checkout_when_it_is_m
     """Issue 45: the advice ran the first pip on the PATH, and only from inside the checkout."""
     from bot.config import load_settings
     from bot.installs import pip_install
-    from bot.voice_providers import speech_providers
+    from bot.spoken.providers import speech_providers
 
     settings = load_settings(voice_tts="piper", voice_piper_voice="no_such_piper_voice")
     _, tts = speech_providers(settings)

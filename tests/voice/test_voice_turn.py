@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from bot.config import ConfigError, load_settings
-from bot.voice_providers import voice_settings
+from bot.spoken.providers import voice_settings
 from memory.clock import FakeClock
 from tests.voice_support import ThreadPlayer, ToneTTS, eventually, spoken
 from voice.audio import DISCORD_FRAME_BYTES, LISTEN_RATE, resample

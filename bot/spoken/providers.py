@@ -25,12 +25,12 @@ from voice.turn import load_end_of_turn
 from voice.vad import VadSettings
 from voice.warm import WarmSettings
 
-from .clients import openai_client, secret
-from .installs import pip_install
-from .voice_mode import VoiceOptions
+from ..clients import openai_client, secret
+from ..installs import pip_install
+from .sessions import VoiceOptions
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from ..config import Settings
 
 
 class OpenAISpeechToText:

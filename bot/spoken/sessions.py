@@ -39,9 +39,9 @@ from voice.caches import BehaviouralPool, CacheSettings, HistoryCache
 from voice.compaction import CompactionSettings, FlushCallback, VoiceTranscript, VoiceTurn
 from voice.warm import WarmMemory, WarmSettings, memory_retrieval
 
-from .assembly import Preloaded, Turn
-from .model.client import ChatClient
-from .spending.attribution import charging, in_place
+from ..assembly import Preloaded, Turn
+from ..model.client import ChatClient
+from ..spending.attribution import charging, in_place
 
 log = logging.getLogger(__name__)
 Extract = Callable[[str], Awaitable[int]]  # a channel key -> facts stored from its buffered turns
