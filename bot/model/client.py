@@ -348,7 +348,8 @@ class ChatClient:
         shown stays: nothing takes it back). Issue 45: a person read "…" after 420 s of a call cut
         off and hidden."""
         shown = draft is not None and draft.open
-        prose = without_clock(prose)  # a note copied from the bot's earlier replies is no answer
+        # a note copied from the bot's earlier replies is no answer; nor a speaker's label
+        prose = echoes.unlabelled(without_clock(prose))
         if prose and (shown or not echoes.parroted(prose)):
             if draft is not None:
                 await draft.release(prose)
@@ -372,7 +373,7 @@ class ChatClient:
         message = await self._drafted(ask, None, draft, names, max_tokens=budget)
         message.pop(CUT, None)
         _, prose = find_calls(message["content"], names)
-        prose = without_clock(prose)
+        prose = echoes.unlabelled(without_clock(prose))
         if not prose or (echoes.parroted(prose) and not (draft and draft.open)):
             log.warning("the model gave no answer when asked again; the person is told so")
             return ""

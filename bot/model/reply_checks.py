@@ -57,6 +57,9 @@ _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine)\b|我(?!们)")
 _INTRO = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Cc]all me)\s+([A-Z][^\W\d_]+)\b(?!['’]s)")
 # a speaker's label a weak model writes before its reply, as the transcript shows lines: "林晓："
 _SPEAKER = re.compile(r"^\s*[^\s:：]{1,24}[:：]\s*")
+_LABEL = re.compile(r'^\s*"([^"\n]{1,40})"\s*[:：]')  # a group turn as the model is shown it
+_LABELLED = re.compile(r'^\s*["“]?([^"“”:：\n]{1,40}?)["”]?\s*[:：]\s*(?=\S)')
+_BOT = re.compile(r"You are (.{1,40}?), ")  # the system prompt's first words
 # the clock note at the end of a person's turn (``bot.assembly.clock_note``), which a weak model
 # copies into its reply: "(sent 05:58 UTC)"
 _CLOCK = re.compile(r"\s*\(sent \d{1,2}:\d{2}[^)\n]{0,80}\)")
@@ -69,6 +72,10 @@ just also all any some what what's which who whom when where why how can could w
 should may might must let now then than into out up about over again once only own same other such
 more most each few both"""
 _STOP = frozenset(_STOPWORDS.split())
+
+
+def _fold(name: str) -> str:
+    return name.strip().casefold()
 
 
 def word_prefixes(text: str) -> list[str]:
@@ -119,6 +126,20 @@ class Echoes:
         # the names the person gave themselves: "Hello! I'm Sam." to "Hi! I'm Sam." (the real
         # 1.5B) is the bot taking the person's name, however few words it shares with the line
         self.names = {name for line in people[-PEOPLE:] for name in _INTRO.findall(line)}
+        # who speaks in the transcript the model is shown ('"Quinn": when did ...' in a group) and
+        # the bot's own name: a reply that opens with one of them as a label copied the format
+        labels = {m.group(1) for line in people[-PEOPLE:] if (m := _LABEL.match(line))}
+        if named := _BOT.match(system):
+            labels.add(named.group(1))
+        self.labels = frozenset(_fold(label) for label in labels)
+
+    def unlabelled(self, text: str) -> str:
+        """``text`` without a speaker's label at its start ("Quinn: Melanie went ...", '"Quinn":
+        ...': the real 1.5B copied the transcript's format into 9 of 30 answers)."""
+        label = _LABELLED.match(text)
+        if label is None or _fold(label.group(1)) not in self.labels:
+            return text
+        return text[label.end() :]
 
     def parroted(self, text: str) -> bool:
         """Whether ``text`` is only words the model was given, or a recent reply said again to new

@@ -9,6 +9,10 @@ as plain text. Recognised here:
     <|python_tag|>{"name": ...}                         Llama 3.1 (also {"type": "function", ...})
     <function=memory_store>{...}</function>             Llama 3.x's other form
     [TOOL_CALLS] [{"name": ...}, ...]                   Mistral
+    <tools><function name="x" arguments='{...}'>        XML with attributes (the real Qwen2.5 1.5B)
+
+A call of a tool nobody offered that only carries the answer (``{"name": "reply", "arguments":
+{"text": "..."}}``: the real 1.5B answered so) is that answer, in words.
 
 ``find_calls`` returns the calls that name an offered tool and the prose left around them; ``HoldBack``
 keeps a stream from showing a call while it arrives: text that may start a call is held until it is clear.
@@ -40,6 +44,11 @@ class TextCall:
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
 _TAGS = ("<|python_tag|>", "[TOOL_CALLS]")  # Llama 3.1, Mistral: the calls' JSON follows the tag
+_TOOLS = re.compile(r"<tools>(.*?)(?:</tools>|\Z)", re.DOTALL)
+_NAMED = re.compile(r"""<function\s+name=["']([\w.-]+)["']\s+arguments=(?:'([^']*)'|"([^"]*)")""")
+# the tools a model calls to say its answer: none is offered; the text they carry is the reply
+REPLY_TOOLS = frozenset({"reply", "answer", "respond", "response", "say", "final_answer", "send"})
+_REPLY_KEYS = ("text", "content", "message", "answer", "reply", "response")
 _SPECIAL = re.compile(r"<\|(?:eom_id|eot_id|im_end)\|>|</?tool_call>")
 # A fenced block: shown unless all it holds is calls to offered tools.
 _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
@@ -63,7 +72,7 @@ _EMPTY = r"(?:\{\s*\}|\[\s*\])"
 _HUSK = re.compile(rf"(?m)^[ \t]*{_EMPTY}(?=\s|$)|(?<=\s){_EMPTY}[ \t]*$|^[ \t]*[}}\]]+[ \t]*")
 _HUSK_RUN = re.compile(rf"{_EMPTY}[\s,;]*")
 
-MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=")
+MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=", "<tools>")
 CALL_KEYS = ("name", "type", "function", "tool_calls")
 
 
@@ -79,13 +88,22 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
         if not body.strip():
             return ""  # a fence around markup taken out above, or around nothing
         found = list(_calls_in(body))
+        if found and _is_only_json(body) and (said := _said_by(found)) is not None:
+            return said
         if found and all(c.name in names for c in found) and _is_only_json(body):
             calls.extend(found)
             return ""
         return None
 
+    def attributed(body: str) -> str:
+        for m in _NAMED.finditer(body):
+            if m.group(1) in names:
+                calls.append(TextCall(m.group(1), _arguments(m.group(2) or m.group(3) or "")))
+        return ""
+
     text = _undoubled(text or "")
-    out = _BLOCK.sub(lambda m: markup(m.group(1)), text)
+    out = _TOOLS.sub(lambda m: attributed(m.group(1)), text)
+    out = _BLOCK.sub(lambda m: markup(m.group(1)), out)
     out = _FUNCTION.sub(lambda m: markup(m.group(2), m.group(1)), out)
     for tag in _TAGS:
         out = _after_tag(out, tag, names, calls)
@@ -149,12 +167,27 @@ def _bare(text: str, names: Collection[str], calls: list[TextCall]) -> str:
                 break
             continue
         found = list(_shaped(value))
-        if found and all(c.name in names for c in found):
+        if (said := _said_by(found)) is not None:
+            out.append(text[at : match.start()] + said)
+            at = end
+        elif found and all(c.name in names for c in found):
             calls.extend(found)
             out.append(text[at : match.start()])
             at = end
     out.append(text[at:])
     return "".join(out)
+
+
+def _said_by(found: list[TextCall]) -> str | None:
+    """The answer a lone call of a reply tool carries (``REPLY_TOOLS``); None for any other call."""
+    if len(found) != 1 or found[0].name.lower() not in REPLY_TOOLS:
+        return None
+    try:
+        arguments = json.loads(found[0].arguments)
+    except ValueError:
+        return None
+    said = [arguments.get(k) for k in _REPLY_KEYS] if isinstance(arguments, dict) else []
+    return next((s.strip() for s in said if isinstance(s, str) and s.strip()), None)
 
 
 def _names_one(named: re.Match[str], names: Collection[str]) -> bool:

@@ -11,11 +11,12 @@ import json
 import pytest
 
 from bot.model.client import AGAIN_TOKENS
+from bot.model.reply_checks import Echoes
 from bot.types import NO_ANSWER
 from memory.clock import FakeClock
 from tests.fakes import ToolCall
 from tests.fakes.openai_server import CutShort
-from tests.pipeline_support import build_runtime, dm
+from tests.pipeline_support import build_runtime, dm, group
 
 pytestmark = pytest.mark.asyncio
 # what the real 0.5B wrote until its 1,024 tokens ran out
@@ -314,3 +315,25 @@ def test_every_note_the_bot_adds_is_taken_off_when_a_model_copies_it():
     made = f"({SET} Tuesday 8 December 2026, 18:00 (UTC): call mum. (/reminders lists them))"
     for note in (NOT_SET, NOT_NEW, FORGOTTEN, *NOTES.values(), made):
         assert without_clock(f"Fine. {note}") == "Fine."
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        '"Quinn": Melanie went on Friday.',
+        "Quinn: Melanie went on Friday.",
+        "Companion: Melanie went on Friday.",
+    ],
+)
+async def test_a_speakers_label_copied_from_the_transcript_is_taken_off(rt, srv, said):
+    """The real 1.5B opened 9 of 30 answers in a group with the asker's label ('"Quinn": ...')."""
+    srv.script(said)
+    asked = "Companion, when did Melanie go to the pottery workshop?"
+    reply = await rt.orchestrator.reply(group("telegram", "-100", "7", asked, name="Quinn"))
+    assert reply.text == "Melanie went on Friday."
+
+
+async def test_a_label_that_is_nobodys_name_stays():
+    echoes = Echoes([{"role": "user", "content": '"Quinn": when?'}], [])
+    assert echoes.unlabelled("Note: it was Friday.") == "Note: it was Friday."
+    assert echoes.unlabelled("Quinn: it was Friday.") == "it was Friday."

@@ -244,3 +244,31 @@ def test_a_call_with_its_templates_braces_doubled_is_a_call_and_other_doubled_br
         [],
         "Write {{name}} in the template.",
     )
+
+
+# -- what the real 1.5B wrote on 30 LoCoMo questions (eval answers, issue 45) --------------------
+def test_calls_in_xml_attributes_are_run_and_never_shown():
+    said = (
+        '<tools>   <function name="memory_search" arguments=\'{"query": "Caroline friends"}\'>'
+        "</function></tools>"
+    )
+    calls, prose = find_calls(said, {"memory_search"})
+    assert calls == [TextCall("memory_search", '{"query": "Caroline friends"}')] and prose == ""
+    assert find_calls("<tools></tools>", {"memory_search"}) == ([], "")
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        '```json\n{   "name": "reply",   "arguments": {     "text": "Nate likes cake."   } }\n```',
+        '{"name": "reply", "arguments": {"text": "Nate likes cake."}}',
+        '{"name": "answer", "parameters": {"content": "Nate likes cake."}}',
+    ],
+)
+def test_a_call_of_a_reply_tool_nobody_offered_is_its_text(said):
+    assert find_calls(said, {"memory_search"}) == ([], "Nate likes cake.")
+
+
+def test_a_call_of_another_tool_nobody_offered_stays_as_written():
+    said = '{"name": "weather", "arguments": {"text": "Paris"}}'
+    assert find_calls(said, {"memory_search"}) == ([], said)
