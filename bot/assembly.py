@@ -164,10 +164,10 @@ def _local_day(now: float, zone: tzinfo) -> str:
 def clock_note(now: float, zone: tzinfo, answer_in: str | None = None) -> str:
     """The time of day where the speaker is, for the end of the user turn: "this evening" is theirs
     (ORCH-8), and the only part of the prompt that changes every minute comes last (ORCH-9).
-    ``answer_in``: the language the person writes in, when not English (LANG-3: "; answer in
-    German")."""
+    ``answer_in``: the ask to answer in the person's language, when not English (LANG-3: ";
+    antworte auf Deutsch")."""
     moment = datetime.fromtimestamp(now, zone)
-    asked = f"; answer in {answer_in}" if answer_in else ""
+    asked = f"; {answer_in}" if answer_in else ""
     return f"(sent {moment:%H:%M} {getattr(zone, 'key', None) or moment.tzname()}{asked})"
 
 

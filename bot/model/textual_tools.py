@@ -12,7 +12,8 @@ as plain text. Recognised here:
     <tools><function name="x" arguments='{...}'>        XML with attributes (the real Qwen2.5 1.5B)
 
 A call of a tool nobody offered that only carries the answer (``{"name": "reply", "arguments":
-{"text": "..."}}``: the real 1.5B answered so) is that answer, in words.
+{"text": "..."}}``: the real 1.5B answered so) is that answer, in words; a reply that is nothing
+but a call of a tool nobody offered is the text it carries, or nothing (then asked again).
 
 ``find_calls`` returns the calls that name an offered tool and the prose left around them; ``HoldBack``
 keeps a stream from showing a call while it arrives: text that may start a call is held until it is clear.
@@ -111,6 +112,8 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
     out = _SPECIAL.sub("", _bare(out, names, calls))
     if calls:
         out = _HUSK.sub("", out)
+    if (lone := _lone_call(out)) is not None:
+        return calls, lone
     return calls, _tidy(
         out
     ) if out != text else out.strip()  # a reply with nothing cut out keeps its layout
@@ -178,9 +181,30 @@ def _bare(text: str, names: Collection[str], calls: list[TextCall]) -> str:
     return "".join(out)
 
 
-def _said_by(found: list[TextCall]) -> str | None:
+_WHOLE_FENCE = re.compile(r"^```[\w-]*\s*(.*?)\s*```$", re.DOTALL)
+
+
+def _lone_call(text: str) -> str | None:
+    """A reply that is nothing but a call of a tool nobody offered (bare or fenced): the text it
+    carries, or "" (the real 1.5B answered a German chat 17 times with '```json {"name":
+    "message", "arguments": {"sender": "Jonas", "text": <his own line>}}```'). None: not such a reply."""
+    body = text.strip()
+    fenced = _WHOLE_FENCE.match(body)
+    body = fenced.group(1) if fenced else body
+    if not body.startswith(("{", "[")):
+        return None
+    try:
+        found = _shaped(json.loads(body))
+    except ValueError:
+        return None
+    if not found:
+        return None
+    return _said_by(found, any_tool=True) or ""
+
+
+def _said_by(found: list[TextCall], *, any_tool: bool = False) -> str | None:
     """The answer a lone call of a reply tool carries (``REPLY_TOOLS``); None for any other call."""
-    if len(found) != 1 or found[0].name.lower() not in REPLY_TOOLS:
+    if len(found) != 1 or not (any_tool or found[0].name.lower() in REPLY_TOOLS):
         return None
     try:
         arguments = json.loads(found[0].arguments)

@@ -24,6 +24,28 @@ _SCRIPTS = (
     ("Thai", re.compile(r"[\u0e00-\u0e7f]")),
     ("Hindi", re.compile(r"[\u0900-\u097f]")),
 )
+# "answer in <language>", said in that language: the real 1.5B let "answer in German" pass and
+# answered a German chat in English 13 turns of 17
+ANSWER_IN = {
+    "German": "antworte auf Deutsch",
+    "French": "réponds en français",
+    "Spanish": "responde en español",
+    "Italian": "rispondi in italiano",
+    "Portuguese": "responda em português",
+    "Dutch": "antwoord in het Nederlands",
+    "Turkish": "Türkçe cevap ver",
+    "Polish": "odpowiedz po polsku",
+    "Chinese": "请用中文回答",
+    "Japanese": "日本語で答えてください",
+    "Korean": "한국어로 답해 주세요",
+    "Russian": "ответь по-русски",
+    "Ukrainian": "відповідай українською",
+    "Greek": "απάντησε στα ελληνικά",
+    "Arabic": "أجب بالعربية",
+    "Hebrew": "ענה בעברית",
+    "Thai": "ตอบเป็นภาษาไทย",
+    "Hindi": "हिंदी में जवाब दो",
+}
 _UKRAINIAN = re.compile(r"[іїєґІЇЄҐ]")  # Cyrillic letters Russian does not have
 _LITTLE_WORDS = {
     "English": "the and is are was were you your my i'm it's this that what with have has for not "

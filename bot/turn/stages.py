@@ -33,7 +33,7 @@ from ..spoken.sessions import VoiceConversation, VoiceSessions
 from ..types import APOLOGY, NO_ANSWER, IncomingMessage, Reply, StreamSink
 from .asked import AskedInWords
 from .guard import CheckedAnswer
-from .language import written_in
+from .language import ANSWER_IN, written_in
 from .mode import TurnMode, is_skip
 from .tools import AsyncTools, CappedSink, TurnTools
 
@@ -251,7 +251,8 @@ class Replying:
         )
         said += f"\n\n{note}" if note else ""
         # the minute comes last (ORCH-9)
-        note = clock_note(self.parts.clock.now(), turn.ctx.tz, written_in(turn.text))
+        language = written_in(turn.text)
+        note = clock_note(self.parts.clock.now(), turn.ctx.tz, ANSWER_IN.get(language or ""))
         return f"{said}\n\n{note}"
 
 

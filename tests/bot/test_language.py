@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.model.reply_checks import without_clock
-from bot.turn.language import written_in
+from bot.turn.language import ANSWER_IN, written_in
 from memory.clock import FakeClock
 from tests.pipeline_support import dm
 
@@ -32,7 +32,7 @@ from tests.pipeline_support import dm
     ],
 )
 def test_the_language_is_named(said, language):
-    assert written_in(said) == language
+    assert written_in(said) == language and language in ANSWER_IN
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,10 @@ def test_english_or_too_little_gets_no_note(said):
 
 
 def test_the_note_copied_into_a_reply_is_taken_off():
-    assert without_clock("Mach ich! (sent 14:05 Europe/Berlin; answer in German)") == "Mach ich!"
+    assert (
+        without_clock("Mach ich! (sent 14:05 Europe/Berlin; antworte auf Deutsch)") == "Mach ich!"
+    )
+    assert without_clock("好的 (sent 14:05 Asia/Shanghai; 请用中文回答)") == "好的"
 
 
 async def test_a_german_turn_ends_with_the_ask_to_answer_in_german_and_an_english_one_not(rt, srv):
@@ -63,8 +66,8 @@ async def test_a_german_turn_ends_with_the_ask_to_answer_in_german_and_an_englis
     german = srv.chat_requests[-1]["messages"][-1]["content"]
     await rt.orchestrator.reply(dm("telegram", "7", "I have a cat called Miso", mid="2"))
     english = srv.chat_requests[-1]["messages"][-1]["content"]
-    assert german.endswith("; answer in German)") and german.startswith("Ich habe einen Hund")
-    assert "answer in" not in english
+    assert german.endswith("; antworte auf Deutsch)") and german.startswith("Ich habe einen Hund")
+    assert english.endswith(")") and ";" not in english.rsplit("(sent", 1)[1]
 
 
 @pytest.fixture

@@ -207,16 +207,18 @@ async def test_against_an_ideal_model_the_check_scores_perfectly(srv, tmp_path):
 
 
 def searched(said: str) -> str:
-    """A call to a tool nobody offered, written as text, searching the person's own words (the same
-    reply to new words every turn would be a parrot, asked again: ``bot.model.reply_checks``)."""
-    return json.dumps({"name": "web_search", "arguments": {"query": said.split("\n")[0]}})
+    """A call to a tool nobody offered, written as text inside a sentence, searching the person's
+    own words (the same reply to new words every turn would be a parrot, asked again:
+    ``bot.model.reply_checks``; a reply that is only such a call is asked again too)."""
+    call = json.dumps({"name": "web_search", "arguments": {"query": said.split("\n")[0]}})
+    return f"Searching: {call}"
 
 
 async def test_the_check_counts_what_a_model_does_wrong(srv, tmp_path):
     """A model that writes its tool call as text, and an extraction that files the person's cat as the bot's own:
     the check reports them; the forgets asked in words are done all the same."""
-    # a call to a tool nobody offered, written as bare JSON: not a call the bot may run, so the
-    # person sees it
+    # a call to a tool nobody offered, written as bare JSON in a sentence: not a call the bot may
+    # run, so the person sees it
     as_text = searched
 
     def careless(body: dict[str, Any]) -> Any:

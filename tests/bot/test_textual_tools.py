@@ -65,7 +65,6 @@ def test_prose_around_calls_is_kept_and_markup_for_unknown_tools_is_hidden_but_n
     "text",
     [
         'Your profile as JSON: {"name": "Alice", "age": 30}',
-        '```json\n{"name": "other_tool", "arguments": {}}\n```',  # not a tool offered here: someone's example
         'Call it like this:\n```json\n{"name": "other_tool", "arguments": {}}\n```\nand it runs.',
         "Braces {like these} and [1] lists, a < b, `code`.",
         "```python\nprint({'name': 1})\n```",
@@ -269,6 +268,12 @@ def test_a_call_of_a_reply_tool_nobody_offered_is_its_text(said):
     assert find_calls(said, {"memory_search"}) == ([], "Nate likes cake.")
 
 
-def test_a_call_of_another_tool_nobody_offered_stays_as_written():
-    said = '{"name": "weather", "arguments": {"text": "Paris"}}'
+def test_a_reply_that_is_only_a_call_of_a_tool_nobody_offered_is_what_it_carries_or_nothing():
+    """The real 1.5B answered 17 turns of a German chat with a 'message' call holding the
+    person's own line (then asked again as an echo): never shown as JSON."""
+    echo = '```json\n{"name": "message", "arguments": {"sender": "Jonas", "text": "Ich bin Jonas."}}\n```'
+    assert find_calls(echo, {"memory_search"}) == ([], "Ich bin Jonas.")
+    assert find_calls('{"name": "weather", "arguments": {"city": "Paris"}}', set()) == ([], "")
+    # JSON inside a sentence is the reply's own
+    said = 'Use {"name": "weather", "arguments": {"city": "Paris"}} to ask.'
     assert find_calls(said, {"memory_search"}) == ([], said)
