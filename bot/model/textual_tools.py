@@ -187,7 +187,8 @@ _WHOLE_FENCE = re.compile(r"^```[\w-]*\s*(.*?)\s*```$", re.DOTALL)
 def _lone_call(text: str) -> str | None:
     """A reply that is nothing but a call of a tool nobody offered (bare or fenced): the text it
     carries, or "" (the real 1.5B answered a German chat 17 times with '```json {"name":
-    "message", "arguments": {"sender": "Jonas", "text": <his own line>}}```'). None: not such a reply."""
+    "message", "arguments": {"sender": "Jonas", "text": <his own line>}}```'). None: not such a
+    reply."""
     body = text.strip()
     fenced = _WHOLE_FENCE.match(body)
     body = fenced.group(1) if fenced else body

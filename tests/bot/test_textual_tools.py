@@ -271,7 +271,8 @@ def test_a_call_of_a_reply_tool_nobody_offered_is_its_text(said):
 def test_a_reply_that_is_only_a_call_of_a_tool_nobody_offered_is_what_it_carries_or_nothing():
     """The real 1.5B answered 17 turns of a German chat with a 'message' call holding the
     person's own line (then asked again as an echo): never shown as JSON."""
-    echo = '```json\n{"name": "message", "arguments": {"sender": "Jonas", "text": "Ich bin Jonas."}}\n```'
+    call = {"name": "message", "arguments": {"sender": "Jonas", "text": "Ich bin Jonas."}}
+    echo = f"```json\n{json.dumps(call)}\n```"
     assert find_calls(echo, {"memory_search"}) == ([], "Ich bin Jonas.")
     assert find_calls('{"name": "weather", "arguments": {"city": "Paris"}}', set()) == ([], "")
     # JSON inside a sentence is the reply's own
