@@ -28,6 +28,7 @@ import prompts
 from memory import spaced
 
 from ..types import StreamSink
+from .language import LITTLE_WORDS
 
 # The prompts of a reply turn (the system prompt's own words, the notes the loop adds), without
 # their $variables
@@ -54,7 +55,10 @@ _SECOND_PERSON = re.compile(r"\b(?:you|you're|you've|your|yours)\b", re.IGNORECA
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine)\b|我(?!们)")
 # "I'm Sam", "I am Sam", "my name is Sam", "call me Sam": who the speaker says they are (not "I'm
 # Sam's friend")
-_INTRO = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Cc]all me)\s+([A-Z][^\W\d_]+)\b(?!['’]s)")
+_INTRO = re.compile(
+    r"\b(?:I['’]m|I am|[Mm]y name is|[Cc]all me|Ich bin|[Ii]ch heiße|[Mm]ein Name ist|[Jj]e suis"
+    r"|[Jj]e m['’]appelle|[Mm]e llamo|[Mm]i chiamo|[Mm]eu nome é)\s+([A-Z][^\W\d_]+)\b(?!['’]s)"
+)
 # a speaker's label a weak model writes before its reply, as the transcript shows lines: "林晓："
 _SPEAKER = re.compile(r"^\s*[^\s:：]{1,24}[:：]\s*")
 _LABEL = re.compile(r'^\s*"([^"\n]{1,40})"\s*[:：]')  # a group turn as the model is shown it
@@ -71,7 +75,9 @@ this that these those there here we our us they them their he she him her his no
 just also all any some what what's which who whom when where why how can could will would shall
 should may might must let now then than into out up about over again once only own same other such
 more most each few both"""
-_STOP = frozenset(_STOPWORDS.split())
+# and the little words of other languages: "ich" shared by a question and a German reply said
+# again four times is no sign the reply answers it (the real 1.5B)
+_STOP = frozenset(_STOPWORDS.split()) | LITTLE_WORDS
 
 
 def _fold(name: str) -> str:

@@ -26,6 +26,7 @@ from ..assembly import Assembler, Snapshot, Turn, clock_note
 from ..images.vision import Seen, Sight, without_notes
 from ..manners import GroupManners
 from ..model.client import LLMError
+from ..model.language import ANSWER_IN, written_in
 from ..reminders.claims import held_to_its_word
 from ..resolution import Resolver
 from ..spending.budgets import fitted
@@ -33,7 +34,6 @@ from ..spoken.sessions import VoiceConversation, VoiceSessions
 from ..types import APOLOGY, NO_ANSWER, IncomingMessage, Reply, StreamSink
 from .asked import AskedInWords
 from .guard import CheckedAnswer
-from .language import ANSWER_IN, written_in
 from .mode import TurnMode, is_skip
 from .tools import AsyncTools, CappedSink, TurnTools
 

@@ -1,12 +1,12 @@
 """LANG-3: the language a person writes in, named at the end of their turn so a small model
-answers in it (``bot.turn.language``); English, a name or two words get no note."""
+answers in it (``bot.model.language``); English, a name or two words get no note."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.model.reply_checks import without_clock
-from bot.turn.language import ANSWER_IN, written_in
+from bot.model.language import ANSWER_IN, written_in
+from bot.model.reply_checks import Echoes, without_clock
 from memory.clock import FakeClock
 from tests.pipeline_support import dm
 
@@ -73,3 +73,12 @@ async def test_a_german_turn_ends_with_the_ask_to_answer_in_german_and_an_englis
 @pytest.fixture
 def clock():
     return FakeClock()
+
+
+def test_a_reply_that_takes_the_persons_name_in_german_is_an_echo():
+    """The real 1.5B answered "Hallo! Ich bin Jonas." to Jonas four times."""
+    echoes = Echoes(
+        [{"role": "user", "content": "Hallo! Ich bin Jonas. Schön, dich kennenzulernen."}], []
+    )
+    assert echoes.parroted("Hallo! Ich bin Jonas. Wie kann ich helfen?")
+    assert not echoes.parroted("Hallo Jonas! Ich bin Lehrer, und du?")

@@ -67,6 +67,8 @@ _LITTLE_WORDS = {
 }
 _WORDS = {language: frozenset(words.split()) for language, words in _LITTLE_WORDS.items()}
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+# every other language's little words, for the checks that compare a reply's words with a turn's
+LITTLE_WORDS = frozenset().union(*(w for lang, w in _WORDS.items() if lang != "English"))
 
 
 def written_in(text: str) -> str | None:
