@@ -52,7 +52,12 @@ ECHO_RUNS = (
     3  # a line said back is a parrot from 5 content words ("Happy birthday Sam!" is a reply)
 )
 _SECOND_PERSON = re.compile(r"\b(?:you|you're|you've|your|yours)\b", re.IGNORECASE)
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine)\b|我(?!们)")
+# the first person in English and five other languages (a German chat's "Ich habe einen grauen
+# Kater" was said back by the real 1.5B as its own)
+_FIRST_PERSON = re.compile(
+    r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|[Ii]ch|[Mm]ein|[Mm]eine|[Mm]ir|[Mm]ich|[Jj]e|[Mm]on|[Mm]a"
+    r"|[Mm]es|[Yy]o|[Mm]is|[Ii]o|[Ee]u|[Mm]eu|[Mm]inha)\b|我(?!们)"
+)
 # "I'm Sam", "I am Sam", "my name is Sam", "call me Sam": who the speaker says they are (not "I'm
 # Sam's friend")
 _INTRO = re.compile(

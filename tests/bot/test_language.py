@@ -82,3 +82,12 @@ def test_a_reply_that_takes_the_persons_name_in_german_is_an_echo():
     )
     assert echoes.parroted("Hallo! Ich bin Jonas. Wie kann ich helfen?")
     assert not echoes.parroted("Hallo Jonas! Ich bin Lehrer, und du?")
+
+
+def test_the_persons_own_german_line_said_back_as_the_bots_is_an_echo():
+    """The real 1.5B answered "Ich habe einen grauen Kater namens Krümel." with "Ich habe ein grauen
+    Kater namens Krümel." (the person's line as its own)."""
+    said = "Ich habe einen grauen Kater namens Krümel."
+    echoes = Echoes([{"role": "user", "content": said}], [])
+    assert echoes.parroted("Ich habe ein grauen Kater namens Krümel.")
+    assert not echoes.parroted("Dein grauer Kater Krümel klingt süß!")
