@@ -31,7 +31,6 @@ class AsyncMemory:
         """:param engine: the store. :param runner: its worker thread.
         :param buffer: the extraction buffer the background drains; the engine's if None.
         :param channels: the channels' state the background reads; the engine's if None."""
-        self.engine, self.runner = engine, runner
         self.forgetting = Forgetting(engine, runner)
         self.reminding = Reminding(engine, runner)
         self.turns = Turns(

@@ -145,7 +145,7 @@ WAYS: list[tuple[str, Way, Way]] = [
     ("the memory_delete tool", told_in_chat, by_tool),
     ("/forget", told_in_chat, by_forget_command),
     ("/about veto", told_in_chat, by_about_veto),
-    ("AsyncMemory.delete", told_in_chat, by_async_api),
+    ("AsyncMemory.forgetting.memory", told_in_chat, by_async_api),
     ("companion ingest --forget", ingested, by_ingest_forget),
 ]
 
