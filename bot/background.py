@@ -25,6 +25,7 @@ from memory import (
     ExtractionBuffer,
     Reflection,
     SessionSummaries,
+    TombstoneReadings,
     ZoneName,
     crowded,
 )
@@ -58,6 +59,9 @@ class Background:
     async def tick(self) -> dict[str, int]:
         """Run whatever is due now: extraction of quiet channels, reflection on ended sessions, compaction."""
         done = {"extracted": 0, "reflected": 0, "compacted": 0}
+        # LANG-4: a fact just forgotten in another language is read in English before anything
+        # learns from the turns around it
+        await self.jobs.run(TombstoneReadings(self.engine))
         for channel in await self.runner.run(self.buffer.due_channels):
             done["extracted"] += await self._guarded(channel, self.extract(channel))
         for state in await self.runner.run(self.channels.silent, self.silence_s):

@@ -278,6 +278,7 @@ if TYPE_CHECKING:
     from .jobs.base import Facts, Job, WriteFacts, Written, applied
     from .jobs.conversation import Compaction, Extraction, Reflection, ZoneName, crowded
     from .jobs.day import BulletinWrite
+    from .jobs.readings import TombstoneReadings
     from .jobs.upkeep import Consolidation
     from .storage.claims import process_holder
     from .storage.embeddings import OnnxMiniLM
@@ -302,6 +303,7 @@ _RUNNING = {
     "ZoneName": "jobs.conversation",
     "crowded": "jobs.conversation",
     "BulletinWrite": "jobs.day",
+    "TombstoneReadings": "jobs.readings",
     "Consolidation": "jobs.upkeep",
     "process_holder": "storage.claims",
     "OnnxMiniLM": "storage.embeddings",

@@ -23,18 +23,21 @@ from openai import OpenAI
 
 import prompts
 from memory.write.glosses import foreign
-from tests.paraphrase_support import HOLDOUT, SUITE, suite
+from tests.paraphrase_support import HOLDOUT, LANGUAGES, SUITE, suite
 
 OWN_NAMES = frozenset({"alice"})  # the suites' person
 
 
 def sentences() -> list[str]:
-    """Every sentence of the suites a later fact could be: the rewordings and the unrelated facts."""
+    """Every sentence of the suites a later fact could be (the rewordings and the unrelated facts),
+    and the forgotten facts themselves (a tombstone laid in another language is read in English
+    too: ``memory.jobs.readings``)."""
     found = []
-    for path in (SUITE, HOLDOUT):
+    for path in (SUITE, HOLDOUT, LANGUAGES):
         facts, unrelated = suite(path)
+        found += [fact for fact, _ in facts]
         found += [text for _, rewordings in facts for _, text in rewordings] + unrelated
-    return found
+    return list(dict.fromkeys(found))
 
 
 def sha256(text: str) -> str:

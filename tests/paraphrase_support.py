@@ -23,6 +23,7 @@ import prompts
 from memory.clock import FakeClock
 from memory.engine import MemoryEngine
 from memory.jobs.base import Facts, WriteFacts
+from memory.jobs.readings import TombstoneReadings
 from memory.models import NewMemory, Provenance, Scope, Source
 from memory.protocols import Embedder
 from memory.write.tombstones import learnable
@@ -30,6 +31,7 @@ from memory.write.tombstones import learnable
 DATA = Path(__file__).parent / "memory" / "data"
 SUITE, READINGS = DATA / "forget_rewordings.txt", DATA / "forget_readings_1.5b.json"
 HOLDOUT = DATA / "forget_rewordings_holdout.txt"  # written after the tuning, measured as it stands
+LANGUAGES = DATA / "forget_rewordings_languages.txt"  # LANG-4: forgotten in six languages
 TRANSLATIONS = ("de", "fr", "es", "it", "pt")
 KEY = bytes(range(32))  # the operator's key (fixed: an outcome must not hang on a key drawn)
 
@@ -106,6 +108,12 @@ async def measure(
             if readings is None:
                 raise AssertionError("no model: a fact is judged by its words")
             return readings[user]
+
+        if readings is not None:  # LANG-4: a fact forgotten in another language, read in English
+            job = TombstoneReadings(engine)
+            plan = job.gather()
+            if plan:
+                job.apply(plan, await job.ask(plan, model))
 
         async def held_back(person: str, text: str) -> bool:
             write = WriteFacts(engine, Facts((about(person, text),)))

@@ -68,3 +68,28 @@ async def test_a_fact_forgotten_in_english_is_not_learned_back_in_german(
     finally:
         srv.default = lambda body: "[]"
         await rt.stop()
+
+
+async def test_a_fact_forgotten_in_italian_is_not_learned_back_in_english(tmp_path, srv):
+    """LANG-4: the background reads what was just forgotten in another language in English before
+    anything learns from the turns around it; the English wording is then known, what she did not
+    forget still learned, and neither language's words are left in the store's files."""
+    rt = build_runtime(tmp_path / "bot.db", srv, FakeClock())
+    await rt.start(background_loop=False)
+    try:
+        read: list[str] = []
+        model(srv, "Alice is afraid of wasps.", read)
+        await learn(rt, srv, "Ho tanta paura delle vespe", "m1", "Alice ha paura delle vespe")
+        await rt.orchestrator.reply(dm("telegram", "7", "/forget paura delle vespe", mid="m2"))
+        assert kept(rt) == [] and read == []
+        await rt.background.tick()  # the next tick reads it, before anything else
+        assert read == ["Alice ha paura delle vespe"]
+        await learn(rt, srv, "Wasps! I'm so afraid of wasps", "m3", "Alice is afraid of wasps")
+        assert read == ["Alice ha paura delle vespe"] and kept(rt) == []
+        await learn(rt, srv, "Dogs too, I'm afraid of dogs", "m4", "Alice is afraid of dogs")
+        assert kept(rt) == ["Alice is afraid of dogs"]
+        files = [p for p in tmp_path.iterdir() if p.is_file() and p.name.startswith("bot.db")]
+        assert [p.name for p in files if b"vespe" in p.read_bytes().lower()] == []
+    finally:
+        srv.default = lambda body: "[]"
+        await rt.stop()

@@ -1459,9 +1459,10 @@ async def test_the_group_chat_trust_suite_finds_no_leak_no_misattribution_and_no
         + world.tally.audit_left
     )
     assert not findings, table + "\n" + "\n".join(findings)
-    # 232/250 since a name alone no longer holds a fact (issue 44; 238/250 before): see
+    # 232/250 since a name alone no longer holds a fact (issue 44; 238/250 before), 229/250 since
+    # a relative named by the relation weighs as "brother" does (LANG-4): see
     # tests/memory/test_forget_rewording.py
-    assert rewordings.rate >= 0.92 and rewordings.blocked == [] and rewordings.others == 0
+    assert rewordings.rate >= 0.91 and rewordings.blocked == [] and rewordings.others == 0
     # the suite ran in full
     assert world.tally.prompts > 40 and world.tally.forgets == 7 and world.tally.unkept == 4
     assert world.tally.probes == 11

@@ -55,7 +55,8 @@ import numpy as np
 from ..clock import Clock
 from ..storage.db import Database
 from ..storage.tombstones import Buried, TombstoneRows
-from .traces import Trace, Tracer
+from .glosses import foreign
+from .traces import Trace, Tracer, fold_case
 from .wording import content_words, denies, normalised
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ KEY = "tombstones.key"  # where stores before issue 31 kept their key in plain: 
 LEGACY = "tombstones.legacy_key"  # that key, wrapped with the outside key
 _TOKEN = re.compile(r"[^\W_]+")
 WIDEN_FROM = 4  # a candidate of more content words than this also matches with any one left out (4 or more remain)
+# forgotten facts in another language waiting, in this process's memory only, for a reading
+UNREAD_AT_MOST = 64
 
 
 class Fact(Protocol):
@@ -83,6 +86,21 @@ class Fact(Protocol):
     def content(self) -> str: ...
     @property
     def guild_id(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Worded:
+    """A fact's whom with other words: a message or an English reading judged as the fact would be;
+    or a fact just buried in another language than English, waiting for the model's English
+    reading (``memory.jobs.readings``), held in this process's memory only, never written
+    anywhere: once read, a second tombstone is laid from the reading (``bury_reading``) and the
+    text let go."""
+
+    scope: str
+    scope_id: str
+    subject: str
+    content: str
+    guild_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +142,28 @@ class Tombstones:
         self._tracer = Tracer(self._key)
         self._legacy: bytes | None = None  # the old in-store key, once read (``_legacy_key``)
         self._legacy_read = False
+        self._unread: list[Worded] = []  # LANG-4: see ``Worded``
 
-    def bury(self, facts: Iterable[Fact]) -> int:
-        """A tombstone for each fact (one with no content word leaves none: it could match nothing)."""
+    def take_unread(self) -> tuple[Worded, ...]:
+        """The facts buried in another language since the last take (each given out once)."""
+        taken, self._unread = tuple(self._unread), []
+        return taken
+
+    def bury_reading(self, unread: Worded, reading: str) -> int:
+        """LANG-4: a tombstone laid in another language is laid again in the model's English reading
+        of it, so that an English wording, or another language's read in English, is known too
+        (the words of two languages share no marks; a meaning check alone cannot tell "afraid of
+        wasps" from "afraid of dogs" across languages). The reading is hashed and traced like any
+        forgotten fact, never kept."""
+        return self.bury([worded(unread, reading)], read=True)
+
+    def bury(self, facts: Iterable[Fact], *, read: bool = False) -> int:
+        """A tombstone for each fact (one with no content word leaves none: it could match nothing);
+        a fact in another language waits to be read in English too (``read``: it is that
+        reading)."""
         kept = [f for f in facts if content_words(f.content)]
+        if not read:
+            self._wait_for_readings(kept)
         traces = self.traces(kept, synonyms=True)
         rows = []
         for fact, trace in zip(kept, traces, strict=True):
@@ -152,6 +188,14 @@ class Tombstones:
             )
         self.stones.add(rows)
         return len(rows)
+
+    def _wait_for_readings(self, facts: list[Fact]) -> None:
+        for fact in facts:
+            names = frozenset(fold_case(n) for n in self.own_names(fact.scope_id))
+            if foreign(fact.content, names):
+                self._unread.append(worded(fact, fact.content))
+        # the oldest past the bound are not read: their own tombstones still hold
+        del self._unread[:-UNREAD_AT_MOST]
 
     def matching(
         self, fact: Fact, trace: Trace | None = None, *, exact: bool = False
@@ -316,6 +360,11 @@ class Tombstones:
         return hmac.new(self._key, b"tombstones legacy key wrap", hashlib.sha256).digest()
 
 
+def worded(fact: Fact, content: str) -> Worded:
+    """``fact``'s whom with ``content`` as its words."""
+    return Worded(fact.scope, fact.scope_id, fact.subject, content, fact.guild_id)
+
+
 def _xor(a: bytes, b: bytes) -> bytes:
     return bytes(x ^ y for x, y in zip(a, b, strict=True))
 
@@ -350,7 +399,7 @@ def unforgotten(
         found = tombstones.matching(new)
         reading = (readings or {}).get(new.content)
         if not found and reading:
-            read = _Said(new.scope, new.scope_id, new.subject, reading, new.guild_id)
+            read = worded(new, reading)
             found = tombstones.matching(read)
         if not found:
             kept.append(new)
@@ -395,21 +444,12 @@ def _states(tombstones: Tombstones, new: NewMemory, text: str, found: list[Tombs
     """Whether a message's own words say what each matched tombstone keeps out; or whether they say
     the fact itself, which the tombstones matched (a fact in the message's own language, known by
     its English reading: "Ich habe Angst vor Spinnen" says "Alice hat Angst vor Spinnen")."""
-    message = _Said(new.scope, new.scope_id, new.subject, text, new.guild_id)
+    message = worded(new, text)
     again = {t.id for t in tombstones.matching(message)}
     if all(t.id in again for t in found):
         return True
     fact, said = tombstones.traces([new], synonyms=True)[0], tombstones.traces([message])[0]
     return Trace(fact.marks, None, fact.alike).matches(said, names_alone=True)
-
-
-@dataclass(frozen=True, slots=True)
-class _Said:
-    scope: str
-    scope_id: str
-    subject: str
-    content: str
-    guild_id: str | None
 
 
 def learnable(

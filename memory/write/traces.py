@@ -13,8 +13,12 @@ A tombstone (``memory.write.tombstones``) keeps, besides the keyed hashes of the
                 check's ranking, ``memory.recall.leaks``: "tortoise"), 2 for a less common one
                 ("marathon"), 1 for a common one ("sister"), 0 for a little word of English or five
                 other languages or a hedge ("always"); a pair of Chinese, Japanese or Thai
-                characters (``memory.unspaced``) 1 (``pair_weight``). The person's own names
-                weigh 0: every fact about Alice says "Alice". A tombstone's words also carry the
+                characters (``memory.unspaced``) 1 (``pair_weight``), its mark apart from
+                words' (``PAIRS_APART``: a pair never meets an English word by chance). The
+                person's own names weigh 0, in any alphabet (``memory.write.name_keys``: every
+                fact about Alice says "Alice" or "Алиса"); a relative named by the relation
+                ("grandmother", ``RELATIONS``) 1, as "brother" does; a capitalised word beside a
+                name is part of it ("Welle Nord"). A tombstone's words also carry the
                 marks of their closest synonyms (the thesaurus of ``memory.recall.thesaurus``,
                 likeness >= ``SYNONYM``: "afraid" also as "scared", "frightened"), except a
                 capitalised word inside the sentence ("Porto" is no other word for "Lisbon").
@@ -65,9 +69,12 @@ import numpy as np
 from ..recall.leaks import COMMON_RANK, RARE_RANK, _number_weight, _vocabulary
 from ..recall.thesaurus import neighbours
 from ..unspaced import is_pair, spaced
+from .name_keys import other_alphabet, own_name_elsewhere
 from .wording import STOPS
 
 WORD_BITS, NAME_BITS = 12, 16  # a word's mark is one of 4,096 values, a name's one of 65,536
+WORD, PAIR = 0, 2  # the kinds of mark besides a name's (1)
+PAIRS_APART = 2  # the version of traces whose pairs' marks are apart from words'
 SIGNATURE_BITS = (
     128  # LANG-4: 32 (the first tombstones') left a meaning check noisy: 0.85 was 4 bits of 32
 )
@@ -108,6 +115,16 @@ _HEDGE_WORDS = (
     "always often usually sometimes still currently now again already ever even quite rather"
 )
 HEDGES = frozenset(_HEDGE_WORDS.split())
+# a relative or someone close, named by the relation: says whose a fact is, as "brother" does, never
+# what it is (these rank less common in English than "brother", so they would weigh as telling)
+_RELATION_WORDS = (
+    "grandmother grandfather grandma grandpa granny grandparent grandson granddaughter grandchild "
+    "niece nephew stepmother stepfather stepson stepdaughter stepbrother stepsister fiance fiancee "
+    "colleague coworker neighbour neighbor flatmate roommate housemate classmate godmother "
+    "godfather "
+    "mum mom dad sibling spouse"
+)
+RELATIONS = frozenset(_RELATION_WORDS.split())
 _WORD = re.compile(r"\w+")
 _FOLDS = str.maketrans(
     {"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l", "đ": "d", "ð": "d", "þ": "th"}
@@ -126,6 +143,9 @@ class Trace:
     # differs: a tombstone laid before knows the word by it
     older: dict[int, int] = field(default_factory=dict)
     bits: int = SIGNATURE_BITS  # the signature's length (a tombstone laid before LANG-4: 32)
+    # PAIRS_APART: its pairs of characters are marked apart from words (``Tracer._mark``); a
+    # tombstone laid before knows a candidate's pairs by their older, word-like marks
+    version: int = PAIRS_APART
 
     @property
     def weight(self) -> int:
@@ -133,16 +153,19 @@ class Trace:
 
     def encode(self) -> tuple[str, str]:
         """(marks, signature) as the tombstone's columns store them: "mark:weight[:synonym,synonym]" each."""
-        marks = " ".join(
-            f"{mark:05x}:{w}"
-            + (":" + ",".join(f"{a:04x}" for a in self.alike[mark]) if self.alike.get(mark) else "")
-            for mark, w in sorted(self.marks.items())
-        )
+        items = [f"{mark:05x}:{w}" + self._synonyms(mark) for mark, w in sorted(self.marks.items())]
+        marks = " ".join([f"v{self.version}"] * (self.version >= PAIRS_APART) + items)
         return marks, "" if self.signature is None else f"{self.signature:0{SIGNATURE_BITS // 4}x}"
+
+    def _synonyms(self, mark: int) -> str:
+        alike = self.alike.get(mark)
+        return ":" + ",".join(f"{a:04x}" for a in alike) if alike else ""
 
     @classmethod
     def decode(cls, marks: str, signature: str) -> Trace:
-        parts = [item.split(":") for item in marks.split()]
+        items = marks.split()
+        version = int(items.pop(0)[1:]) if items and items[0].startswith("v") else 1
+        parts = [item.split(":") for item in items]
         own = {int(p[0], 16): int(p[1]) for p in parts}
         alike = {
             int(p[0], 16): tuple(int(a, 16) for a in p[2].split(",")) for p in parts if len(p) > 2
@@ -152,6 +175,7 @@ class Trace:
             int(signature, 16) if signature else None,
             alike,
             bits=4 * len(signature) or SIGNATURE_BITS,
+            version=version,
         )
 
     def matches(self, candidate: Trace, *, names_alone: bool = False) -> bool:
@@ -161,7 +185,11 @@ class Trace:
         shares only German nouns, capitalised like names, with "Alice hat Angst vor Spinnen"), never
         one name of several ("Marta says hi" does not say "Tomasz, Marta's brother, lives in
         Gdansk")."""
-        seen = candidate.marks.keys() | set(candidate.older.values())
+        seen = candidate.marks.keys() | {
+            before
+            for mark, before in candidate.older.items()
+            if self.version < PAIRS_APART or mark >> NAME_BITS != PAIR
+        }
         # a synonym that is another word of this fact counts once, as that word: "landlord" is near
         # "rent", but "Alice's landlord is friendly" does not say "... raising the rent"
         found = {
@@ -192,7 +220,7 @@ class Trace:
             # common words only: the same words and no other ("Alice likes green tea" is not "Alice likes tea")
             mine = self.marks.keys() | {a for alike in self.alike.values() for a in alike}
             # its words' marks (not as names)
-            words = [mark for mark in candidate.marks if mark < 1 << NAME_BITS]
+            words = [mark for mark in candidate.marks if mark >> NAME_BITS != 1]
             inside = all(m in mine or candidate.older.get(m) in mine for m in words)
             return shared >= WORDS_ALONE and inside
         if shared >= WORDS_ALONE:
@@ -228,24 +256,21 @@ class Tracer:
     ) -> Trace:
         """The trace of ``text`` about ``owner`` ("scope|scope_id"); ``names``: the owner's own names (weigh 0);
         ``synonyms``: each word's close synonyms marked too (a tombstone's trace: "afraid" also as "scared")."""
-        own = {form(w) for name in names for w in _WORD.findall(fold_case(name))}
         marks: dict[int, int] = {}
         older: dict[int, int] = {}
         alike: dict[int, tuple[int, ...]] = {}
-        for i, written in enumerate(_WORD.findall(spaced(text or "", little=False))):
-            word = fold_case(written)
-            weight = pair_weight(written) if is_pair(written) else word_weight(word)
-            weight = NAME if is_name(written, word) else weight
+        for i, written, word, weight in weighed(text, list(names)):
             shape = form(word)
-            if not weight or shape in own:
-                continue
             # a candidate's capitalised word or code may be a tombstone's name: both kinds
             kinds = (weight == NAME,) if synonyms else _kinds(written)
+            pair = is_pair(written)
             before = None if synonyms else form(word, older=True)
             for n in kinds:
-                mark = self._mark(owner, shape, n)
+                mark = self._mark(owner, shape, PAIR if pair else n)
                 marks[mark] = max(marks.get(mark, 0), weight)
-                if before is not None and before != shape:
+                if pair and not synonyms:  # a tombstone laid before pairs had marks of their own
+                    older[mark] = self._mark(owner, shape)
+                elif before is not None and before != shape:
                     older[mark] = self._mark(owner, before, n)
             if synonyms and weight != NAME and (i == 0 or not written[:1].isupper()):
                 # not a place's, a month's or a party's: "Porto" is no other word for "Lisbon"
@@ -262,13 +287,17 @@ class Tracer:
         bits = (planes @ np.asarray(vector, dtype=np.float64)) >= 0
         return sum(1 << i for i, bit in enumerate(bits) if bit)
 
-    def _mark(self, owner: str, shape: str, name: bool = False) -> int:
-        """A word's mark: WORD_BITS of its keyed hash, or NAME_BITS for a name (told apart by the bit above)."""
+    def _mark(self, owner: str, shape: str, kind: int = WORD) -> int:
+        """A word's mark: WORD_BITS of its keyed hash, NAME_BITS for a name (told apart by the bit
+        above); a pair of characters' is WORD_BITS told apart by the next bit (LANG-4: eight pairs
+        of a Japanese sentence met a tombstone's English word by chance one time in a few dozen)."""
         digest = int.from_bytes(
             hmac.new(self.key, f"mark\x00{owner}\x00{shape}".encode(), hashlib.sha256).digest()[:4],
             "big",
         )
-        return (1 << NAME_BITS) | digest % (1 << NAME_BITS) if name else digest % (1 << WORD_BITS)
+        if kind == PAIR:
+            return (1 << (NAME_BITS + 1)) | digest % (1 << WORD_BITS)
+        return (1 << NAME_BITS) | digest % (1 << NAME_BITS) if kind else digest % (1 << WORD_BITS)
 
     def _hyperplanes(self, dim: int) -> np.ndarray:
         """SIGNATURE_BITS random directions drawn from the key (so only the key's holder can compute a signature)."""
@@ -278,6 +307,30 @@ class Tracer:
             )
             self._planes = np.random.default_rng(seed).standard_normal((SIGNATURE_BITS, dim))
         return self._planes
+
+
+def weighed(text: str, names: list[str]) -> list[tuple[int, str, str, int]]:
+    """(position, as written, folded, weight) of each word of ``text`` that weighs something: not a
+    little word, nor one of the person's own ``names`` in any alphabet ("Alice", "Алиса"). A
+    capitalised word beside a name is that name's ("Welle Nord", "Monte Baldo"), so that a name of
+    two words is not a name and a telling word."""
+    own = {form(w) for name in names for w in _WORD.findall(fold_case(name))}
+    found = []
+    for i, written in enumerate(_WORD.findall(spaced(text or "", little=False))):
+        word = fold_case(written)
+        weight = pair_weight(written) if is_pair(written) else word_weight(word)
+        if is_name(written, word):
+            # Cyrillic and Greek capitalise a sentence's first word as English does, and no word
+            # list of theirs tells it from a name: there it weighs as a rare word
+            weight = 4 if i == 0 and other_alphabet(written) else NAME
+        if weight and form(word) not in own and not own_name_elsewhere(written, names):
+            found.append([i, written, word, weight])
+    for before, after in zip(found, found[1:], strict=False):
+        if after[0] == before[0] + 1 and NAME in (before[3], after[3]):
+            for part in (before, after):
+                if part[0] and part[1][:1].isupper() and part[3] >= 2:
+                    part[3] = NAME
+    return [(i, written, word, weight) for i, written, word, weight in found]
 
 
 def synonyms_of(word: str) -> list[str]:
@@ -356,6 +409,9 @@ def word_weight(word: str) -> int:
     number)."""
     if word in STOPS or word in FOREIGN_STOPS or word in HEDGES or len(word) < 3:
         return 0
+    if word in RELATIONS or _stem(word) in RELATIONS:
+        # whose, not what: "Ernestina, Alice's grandmother, cooks" is not "... lives in Trieste"
+        return 1
     digits = sum(c.isdigit() for c in word)
     if digits:
         return 2 * _number_weight(word, digits)

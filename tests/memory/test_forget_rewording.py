@@ -27,20 +27,22 @@ from memory.upkeep.forgetting import forget_memory
 from memory.write import traces
 from memory.write.tombstones import KEY, LEGACY, unforgotten
 from memory.write.wording import normalised
-from tests.paraphrase_support import HOLDOUT, about, measure, recorded_readings, suite
+from tests.paraphrase_support import HOLDOUT, LANGUAGES, about, measure, recorded_readings, suite
 from tests.paraphrase_support import KEY as KEY_A
 
 # What the suite holds on the bundled default model (multilingual-e5-small, LANG-2, 128 meaning
 # bits): by their words 210/250 (English 194/200, translations 16/50), with the 1.5B's English
-# readings 232/250 (translations 38/50); 0/254 blocked either way. A name or a code holds in any
+# readings 232/250 (translations 38/50); 0/254 blocked either way. Since a relative named by the
+# relation weighs as "brother" does (LANG-4: "Ernestina, Alice's grandmother, cooks very well" was
+# held back by "... lives in Trieste"), 206/250 and 229/250: "Alice's grandma Ottilie will be
+# ninety in May" is no longer held for "... turns 90 in May" (a name and a relation, no telling word). A name or a code holds in any
 # language with a telling word or a meaning near the fact's (issue 44: a name alone never makes two
 # facts one; before, 225/250 and 238/250 on MiniLM with names alone). A meaning threshold of 0.8
 # instead of 0.85 held 4 more and blocked "Alice is allergic to dust". The same weights run by
 # onnxruntime instead of the wheel's C engine (vectors within 0.9999 cosine) moved rewordings that
 # sit on a meaning bit's edge: 208/250 here (two fewer), 72/100 held out (three more), the languages
 # suite the same.
-HELD_BY_WORDS, HELD_READ, ENGLISH_HELD_AT_LEAST = 0.83, 0.92, 0.95
-LANGUAGES = Path(__file__).parent / "data" / "forget_rewordings_languages.txt"
+HELD_BY_WORDS, HELD_READ, ENGLISH_HELD_AT_LEAST = 0.82, 0.91, 0.95
 
 
 @pytest.fixture(scope="module")
@@ -101,21 +103,33 @@ def test_on_a_suite_written_after_the_tuning_the_rates_hold(tmp_path, minilm, ca
     assert rates.rate >= (0.8 if read else 0.72)
 
 
+@pytest.mark.parametrize("read", [False, True], ids=["by-their-words", "read-in-english"])
 def test_across_languages_the_rates_are_what_they_are_and_no_other_person_is_touched(
-    tmp_path, minilm, capsys
+    tmp_path, minilm, capsys, read
 ):
     """LANG-4: 30 facts forgotten in six languages (10 English, 4 each Italian, Russian, Chinese,
     Japanese, German), each reworded in five others or in its own; 120 other facts of hers in six
-    languages, a third in the frame of a forgotten one. By words and meaning alone (no readings
-    recorded for it). A ratchet, not a floor met: measured 25/150 held and 6/120 blocked (the words
-    of other languages all weigh as rare in English, and the small model's meaning does not tell
-    "afraid of heights" from "afraid of dogs" across languages); the issue's floor is >= 95% held
-    and 0 blocked."""
-    rates = asyncio.run(measure(tmp_path / "m.db", minilm, None, of=LANGUAGES))
+    languages, a third in the frame of a forgotten one. A ratchet, not a floor met (the issue's is
+    >= 95% held and 0 blocked). By words and meaning alone: 25/150 held and 6/120 blocked when
+    first measured (the words of other languages all weigh as rare in English, and the small
+    model's meaning does not tell "afraid of heights" from "afraid of dogs" across languages), 21
+    and 1 since "Алиса" is Alice's own name and pairs of characters are marked apart from words.
+    With the real 1.5B's English readings, of the later facts and (``memory.jobs.readings``) of the
+    forgotten ones: 80/150 held, 2/120 blocked ("爱丽丝对海鲜过敏", read "Alice is allergic to
+    seafood.", for "... to mangoes."; and "Alice collects vintage postcards" for "... antique
+    maps", by a synonym); most of what is missed the 1.5B read wrong ("Alice hat Angst vor Wespen":
+    "Alice is afraid of spiders.")."""
+    readings = recorded_readings()["readings"] if read else None
+    rates = asyncio.run(measure(tmp_path / "m.db", minilm, readings, of=LANGUAGES))
     with capsys.disabled():
-        print("\n" + rates.line("across languages, by words and meaning"))
+        print(
+            "\n"
+            + rates.line(
+                "across languages, " + ("read in English" if read else "by words and meaning")
+            )
+        )
     assert rates.others == 0
-    assert rates.rate >= 0.16 and len(rates.blocked) <= 6
+    assert rates.rate >= (0.53 if read else 0.14) and len(rates.blocked) <= (2 if read else 1)
 
 
 def test_a_name_alone_never_makes_two_facts_one(tmp_path, minilm):
