@@ -58,6 +58,13 @@ _FIRST_PERSON = re.compile(
     r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|[Ii]ch|[Mm]ein|[Mm]eine|[Mm]ir|[Mm]ich|[Jj]e|[Mm]on|[Mm]a"
     r"|[Mm]es|[Yy]o|[Mm]is|[Ii]o|[Ee]u|[Mm]eu|[Mm]inha)\b|我(?!们)"
 )
+# what a reply may open with before saying the person's line as its own: "I know that I work as a
+# nurse at the children's hospital." (the real 1.5B, asked "Do you know what I do for work?")
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:yes|well|sure|of course)[,!.]?\s+)?I\s+(?:know|remember|recall|think|believe)"
+    r"(?:\s+that)?[,:]?\s+(?=\S)",
+    re.IGNORECASE,
+)
 # "I'm Sam", "I am Sam", "my name is Sam", "call me Sam": who the speaker says they are (not "I'm
 # Sam's friend")
 _INTRO = re.compile(
@@ -164,7 +171,9 @@ class Echoes:
             return False
         if runs <= self.given:
             return True
-        if _FIRST_PERSON.search(text) and any(runs <= said for said in self.people):
+        core = _LEAD_IN.sub("", text, count=1)
+        own = _runs(word_prefixes(core)) or runs
+        if _FIRST_PERSON.search(core) and any(own <= said for said in self.people):
             return True
         if len(runs) >= ECHO_RUNS and runs <= self.last and not _SECOND_PERSON.search(text):
             return True

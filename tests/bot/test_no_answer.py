@@ -219,6 +219,18 @@ async def test_a_fact_about_the_person_said_back_as_the_bots_own_life_is_asked_a
     )
     assert reply.text == "You work as a nurse there."
     assert "nurse" in srv.chat_requests[-2]["messages"][0]["content"]  # the fact was shown
+    # another run: "I know that I work as a nurse at the children's hospital." (its lead-in is no
+    # answer of the bot's own); the bot recalling what it knows is a reply
+    srv.script("I know that I work as a nurse at the children's hospital.", "You're a nurse.")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "Do you know what I do for work?", mid="3", name="Sam")
+    )
+    assert reply.text == "You're a nurse."
+    srv.script("I remember that you work as a nurse at the children's hospital.")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "Do you remember my job?", mid="4", name="Sam")
+    )
+    assert reply.text == "I remember that you work as a nurse at the children's hospital."
 
 
 @pytest.mark.parametrize("streamed", [False, True])
