@@ -87,6 +87,21 @@ _SAYS_DONE = re.compile(
     r"|\b(?:it's|it’s|it is|that's|that’s|that is|consider it|all)\s+(?:all\s+)?done\b",
     re.I,
 )
+# A reply that only says the model cannot help ("I'm sorry, but I can't help you with that.", the
+# real 1.5B's answer to a forget and a reminder the bot then did): said to a person whose ask was
+# done, it contradicts what follows it, so it goes and the note alone says what was done
+_REFUSAL = re.compile(
+    r"^\W*(?:i['’]?m sorry|sorry|i apologi[sz]e|unfortunately)\b[^.!?\n]{0,40}"
+    r"\b(?:can['’]?t|cannot|unable|not able)\b[^\n]{0,60}$",
+    re.IGNORECASE,
+)
+
+
+def refusal(text: str) -> bool:
+    """Whether ``text`` is only a short "I'm sorry, but I can't help with that"."""
+    return _REFUSAL.match(text.strip()) is not None
+
+
 _NEGATED = re.compile(r"\b(?:not|n't|never|can't|cannot|won't)\b[^.!?]{0,20}$", re.IGNORECASE)
 
 
@@ -142,6 +157,8 @@ async def honest(
     told even when the model does not say so (a real 1.5B answered a done forget with "I can't help
     with that")."""
     text = text.strip()
+    if forgot and stream is None and refusal(text):
+        text = ""  # the note says it was done (a streamed reply was read already: the note follows)
     kinds = unbacked(text, ran, extracted=extracted, forgot=forgot)
     notes = [NOTES[kind] for kind in kinds]
     if forgot and "forget" not in claims(text) and not _SAYS_DONE.search(text):

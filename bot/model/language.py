@@ -49,7 +49,8 @@ ANSWER_IN = {
 _UKRAINIAN = re.compile(r"[іїєґІЇЄҐ]")  # Cyrillic letters Russian does not have
 _LITTLE_WORDS = {
     "English": "the and is are was were you your my i'm it's this that what with have has for not "
-    "of to in on at do don't can we they",
+    "of to in on at do don't can we they i a an me from just now where how who when why will "
+    "would be been but so if or as by up out about all",
     "German": "und ist sind ich du mein meine nicht das der die den dem ein eine mit auf für "
     "habe hast wir sie es auch noch bei von zu dass bin war jetzt hier gern gerne schon immer "
     "heißt wohnt arbeite",
@@ -65,7 +66,12 @@ _LITTLE_WORDS = {
     "Turkish": "ve bir bu ben sen çok için ile ama değil mi var yok benim",
     "Polish": "i w na nie jest się że to z do jak mam moja mój ale jestem",
 }
-_WORDS = {language: frozenset(words.split()) for language, words in _LITTLE_WORDS.items()}
+_ENGLISH = frozenset(_LITTLE_WORDS["English"].split())
+# a word that is also English's ("i", "to" and "do" are Polish's too) tells no other language
+_WORDS = {
+    language: frozenset(words.split()) - (_ENGLISH if language != "English" else frozenset())
+    for language, words in _LITTLE_WORDS.items()
+}
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 # every other language's little words, for the checks that compare a reply's words with a turn's
 LITTLE_WORDS = frozenset().union(*(w for lang, w in _WORDS.items() if lang != "English"))

@@ -46,6 +46,11 @@ def test_the_language_is_named(said, language):
         "",
         "My cat is called 小花 and she is lovely",  # English with a name in Han characters
         "Je suis désolé, I mean, I am sorry about the mess",  # more English than French
+        # read as Polish ("i", "to") by a list that counted English's own little words as
+        # Polish's: the real 1.5B then answered "Dzień dobry, Maya! Jak mogę Ci pomóc?"
+        "I just moved from Bristol to Glasgow last week.",
+        "Where do I live now?",
+        "Can you remind me tomorrow at 6pm to call my grandfather?",
     ],
 )
 def test_english_or_too_little_gets_no_note(said):

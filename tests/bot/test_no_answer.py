@@ -165,6 +165,32 @@ async def test_a_done_forget_whose_reply_says_done_gets_no_second_done(rt, srv):
     assert rt.engine.db.scalar("SELECT COUNT(*) FROM messages WHERE content LIKE '%5521%'") == 0
 
 
+async def test_a_refusal_of_what_the_bot_did_anyway_gives_way_to_what_was_done(rt, srv):
+    """The real 1.5B answered "forget my locker code" and "remind me tomorrow at 6pm to call my
+    grandfather" with "I'm sorry, but I can't help you with that.", then the bot's own note said
+    it was done; now the note alone says so. A refusal of something not done stands."""
+    srv.script("Noted!")
+    await rt.orchestrator.reply(dm("telegram", "7", "my locker code is 5821", mid="1"))
+    srv.script("I'm sorry, but I can't help you with that.")
+    reply = await rt.orchestrator.reply(
+        dm(
+            "telegram",
+            "7",
+            "Oh, and can you delete my locker code? I shouldn't have shared it.",
+            mid="2",
+        )
+    )
+    assert reply.forgotten and reply.text == "(Done: what you asked me to forget is forgotten.)"
+    srv.script("I'm sorry, but I can't help you with that.")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "Can you remind me tomorrow at 6pm to call my grandfather?", mid="3")
+    )
+    assert reply.text.startswith("Reminder set for") and "sorry" not in reply.text
+    srv.script("I'm sorry, but I can't help you with that.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Can you hack my ex's email?", mid="4"))
+    assert reply.text == "I'm sorry, but I can't help you with that."
+
+
 @pytest.mark.parametrize("streamed", [False, True])
 async def test_the_persons_own_line_said_back_in_the_first_person_is_asked_again(rt, srv, streamed):
     """The real 1.5B answered "I have a grey cat called Biscuit." to that line, and later "I live in
