@@ -114,9 +114,20 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
         out = _HUSK.sub("", out)
     if (lone := _lone_call(out)) is not None:
         return calls, lone
-    return calls, _tidy(
-        out
-    ) if out != text else out.strip()  # a reply with nothing cut out keeps its layout
+    # a reply with nothing cut out keeps its layout
+    return calls, without_debris(_tidy(out) if out != text else out.strip())
+
+
+def without_debris(text: str) -> str:
+    """A reply less the start of a call the model gave up on: "{{{" or '{"' alone is no reply
+    (nothing: asked again), and "{Hey there!" is "Hey there!" (the real 1.5B, in German and
+    English modelcheck runs)."""
+    opened = text.count("{") + text.count("[")
+    closed = text.count("}") + text.count("]")
+    if not re.search(r"[^\W_]", text) and opened > closed:
+        return ""  # brackets opened and never closed, and not a word ("{}" is one's answer)
+    lead = _DEBRIS.match(text)
+    return text[lead.end() :] if lead and not closed else text
 
 
 def _after_tag(text: str, tag: str, names: Collection[str], calls: list[TextCall]) -> str:
@@ -301,6 +312,9 @@ def _tidy(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
+_DEBRIS = re.compile(r"\s*[\[{]+\s*(?=[^\W\d_])")  # brackets opened before a word
+
+
 # -- streaming ---------------------------------------------------------------------------------------------
 # JSON or markup: held to the end (HTML in a fence waits too)
 _FENCE_OPEN = re.compile(r"```[\w-]*\s*[\[{<]")
@@ -381,6 +395,8 @@ class HoldBack:
             await self._show(prose if prose != held.strip() else held)
 
     async def _show(self, text: str) -> None:
+        if not self.shown and (lead := _DEBRIS.match(text)):
+            text = text[lead.end() :]  # "{Hey there!": the brace of a call given up on
         if text:
             self.shown = True
             await self.sink(text)

@@ -58,7 +58,7 @@ from .forget_asked import POINTING, Asked, forgets_in
 from .wording import STOPS, content_words, denies, stem
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 GENERIC = frozenset({"user", "bot", "assistant", "person", "speaker", "human", "they", "someone"})
 BOT_TAGS = frozenset({"BOT", "ASSISTANT"})  # tags (upper-cased) that mean the bot itself
 STRONG_SHARE = 0.75  # of a fact's common words a line must hold, with all its distinctive ones, to plainly state it
@@ -334,11 +334,12 @@ def distinctive(word: str) -> bool:
 def asks_only(text: str) -> bool:
     """Whether a fact is a question with at most a fragment beside it: "What should I cook tonight?"
     and "What should I cook tonight? Something quick." (a real 1.5B filed both) state nothing, "Is it
-    raining? I love rain." states something."""
-    said = " ".join(_statements(text))
-    return "?" in (text or "") and len(re.findall(r"\w+", said)) < 3
+    raining? I love rain." states something; so in Chinese or Japanese ("你知道林晓是做什么工作的吗？",
+    filed by the real 1.5B)."""
+    said = spaced(" ".join(_statements(text)))  # a Chinese clause is one \w run: its pairs count
+    return bool(re.search(r"[?？]", text or "")) and len(re.findall(r"\w+", said)) < 3
 
 
 def _statements(text: str) -> list[str]:
     """The sentences of a line that are not questions ("Are you a night owl?" states nothing)."""
-    return [s for s in _SENTENCE.findall(text or "") if not s.rstrip().endswith("?")]
+    return [s for s in _SENTENCE.findall(text or "") if not s.rstrip().endswith(("?", "？"))]

@@ -375,3 +375,22 @@ async def test_a_label_that_is_nobodys_name_stays():
     echoes = Echoes([{"role": "user", "content": '"Quinn": when?'}], [])
     assert echoes.unlabelled("Note: it was Friday.") == "Note: it was Friday."
     assert echoes.unlabelled("Quinn: it was Friday.") == "it was Friday."
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_start_of_a_call_given_up_on_is_no_reply_and_no_part_of_one(rt, srv, streamed):
+    """The real 1.5B answered German turns with "{{{" and '{"' alone, and English ones with
+    "{Hey there! How can I help you today?" and "{I've set a reminder for you ..."."""
+    sink = Sink() if streamed else None
+    srv.script("{{{", "Hallo Jonas! Schön, dich kennenzulernen.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Hallo! Ich bin Jonas.", mid="1"), sink)
+    assert reply.text == "Hallo Jonas! Schön, dich kennenzulernen."
+    srv.script('{"')
+    srv.script("{Hey there! How can I help you today?")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Hey there, I'm Maya.", mid="2"), sink)
+    assert reply.text == "Hey there! How can I help you today?"
+    assert sink is None or "{" not in sink.text
+    # braces that close are the model's own writing
+    srv.script("{curly} braces are fine when they close")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "show me braces", mid="3"))
+    assert reply.text == "{curly} braces are fine when they close"

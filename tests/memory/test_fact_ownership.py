@@ -23,6 +23,7 @@ from memory.models import SELF_SUBJECT, Source
 from memory.scopes import RecallContext
 from memory.write.extraction import Line, Transcript, memories_from
 from memory.write.forget_asked import forgets_in
+from memory.write.ownership import asks_only
 
 DAY0 = 1_700_006_400.0  # 2023-11-15 00:00 UTC
 CAT = "I have a grey cat called Biscuit"
@@ -515,3 +516,17 @@ def test_the_small_models_citations_beside_the_right_lines_still_let_the_forget_
 def test_an_ask_to_forget_is_told_from_talk_about_forgetting(said, what):
     asks = forgets_in(["alice"], [said])
     assert [a.what for a in asks] == ([] if what is None else [what])
+
+
+@pytest.mark.parametrize(
+    "text,only_asks",
+    [
+        ("你知道林晓是做什么工作的吗？", True),  # filed by the real 1.5B from a Chinese chat
+        ("アリスの仕事は何ですか？", True),
+        ("你好吗？我住在成都，离锦江不远。", False),  # a statement beside the question
+        ("What should I cook tonight? Something quick.", True),
+        ("Is it raining? I love rain.", False),
+    ],
+)
+def test_a_question_states_nothing_in_any_script(text, only_asks):
+    assert asks_only(text) is only_asks
