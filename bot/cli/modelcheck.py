@@ -17,7 +17,7 @@ from .output import UsageError, note, out, print_json
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..modelcheck import Report, TurnRecord
+    from ..modelcheck_report import Report, TurnRecord
 
 EPILOG = """\
 Exit code 1 when a figure that must be 0 is not: tool-call text shown or stored, a person's fact filed as the
@@ -139,6 +139,7 @@ def table(report: Report) -> str:
         ("person's facts filed as the bot's (must be 0)", str(len(report.wrong_self_facts))),
         ("forgotten words left in files (must be 0)", str(len(report.words_left))),
         ("person's facts holding nothing they said", str(len(report.invented))),
+        ("replies parroting the prompt or the last (must be 0)", str(len(report.parroted))),
         *(
             [
                 (

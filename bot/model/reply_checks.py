@@ -116,6 +116,13 @@ def _prompt_runs() -> frozenset[tuple[str, ...]]:
     return frozenset(runs)
 
 
+def echoes_prompt(text: str) -> bool:
+    """Whether a reply, less the bot's own notes, is only words of the reply prompts (a sentence of
+    ``prompts/tool_results.md`` said as the reply, as the real 0.5B did every turn)."""
+    runs = _runs(word_prefixes(without_clock(text)))
+    return bool(runs) and runs <= _prompt_runs()
+
+
 class Echoes:
     """What one turn's reply could parrot: the reply prompts, the tools' descriptions, recent
     replies."""

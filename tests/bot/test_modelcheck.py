@@ -20,17 +20,10 @@ from conftest import HashEmbedder
 from bot.cli.modelcheck import table
 from bot.composition import build_runtime
 from bot.config import load_settings
-from bot.modelcheck import (
-    AFTER_RESTART,
-    BEFORE_RESTART,
-    GOLD,
-    TOOL_TEXT,
-    Report,
-    TurnRecord,
-    run_check,
-    words_left,
-)
+from bot.modelcheck import AFTER_RESTART, BEFORE_RESTART, GOLD, run_check, words_left
+from bot.modelcheck_report import TOOL_TEXT, Report, TurnRecord
 from bot.modelcheck_scripts import CHINESE, GERMAN, SCRIPTS, language_of
+from bot.types import NO_ANSWER
 from tests.fakes import FakeOpenAI, ToolCall
 
 # What the ideal model keeps of each line that tells something durable (the gold facts, and the two forgotten).
@@ -491,3 +484,28 @@ async def test_the_second_conversation_scores_answers_the_reminder_and_the_forge
     assert not any("5821" in f for f in report.facts)
     assert data["invented_facts"] == (["Maya owns a yacht called Seagull."] if invent else [])
     assert ("recall answers right" in table(report)) and report.failures == []
+
+
+def test_a_reply_of_the_prompts_words_or_the_last_reply_again_is_counted():
+    """Issue 45: the real 0.5B answered every turn with a sentence of
+    ``prompts/tool_results.md`` ("I saved, updated, and forgot something." before it was
+    reworded), and the 1.5B twice in a row with "Jestem w stanie pomóc. Jak mogę Ci pomóc?"; the
+    bot's own "no answer" and apology are not the model's."""
+    said = ["Hi", "I have a cat", "I live in Leeds", "Thanks", "Bye", "Again?", "Hmm"]
+    shown = [
+        "(bot is thinking…)\nbot> Hello! Nice to meet you.\n",
+        "bot> Jestem w stanie pomóc. Jak mogę Ci pomóc?\n",
+        "bot> Jestem w stanie pomóc. Jak mogę Ci pomóc?\n",
+        "bot> Tool results, from the system, not from the person, who does not see them.\n",
+        f"bot> {NO_ANSWER}\n",
+        f"bot> {NO_ANSWER}\n",
+        "bot> Done.\n\n(Done: what you asked me to forget is forgotten.)\n",
+    ]
+    report = Report(
+        "m", "http://x", turns=[TurnRecord(s, t) for s, t in zip(said, shown, strict=True)]
+    )
+    assert report.parroted == [
+        "Jestem w stanie pomóc. Jak mogę Ci pomóc?",
+        "Tool results, from the system, not from the person, who does not see them.",
+    ]
+    assert any("2 replies parroted" in f for f in report.failures)
