@@ -71,6 +71,7 @@ _INTRO = re.compile(
     r"\b(?:I['’]m|I am|[Mm]y name is|[Cc]all me|Ich bin|[Ii]ch heiße|[Mm]ein Name ist|[Jj]e suis"
     r"|[Jj]e m['’]appelle|[Mm]e llamo|[Mm]i chiamo|[Mm]eu nome é)\s+([A-Z][^\W\d_]+)\b(?!['’]s)"
 )
+_MY = re.compile(r"\b[Mm]y\s+(?:own\s+)?([^\W\d_]{3,})")
 # a speaker's label a weak model writes before its reply, as the transcript shows lines: "林晓："
 _SPEAKER = re.compile(r"^\s*[^\s:：]{1,24}[:：]\s*")
 _LABEL = re.compile(r'^\s*"([^"\n]{1,40})"\s*[:：]')  # a group turn as the model is shown it
@@ -116,6 +117,11 @@ def _prompt_runs() -> frozenset[tuple[str, ...]]:
     return frozenset(runs)
 
 
+def _owned(text: str) -> set[str]:
+    """The things ``text`` calls its speaker's own: "my cat", "my grandfather's" -> cat, grandfather."""
+    return {w.casefold()[:4] for w in _MY.findall(text)}
+
+
 def echoes_prompt(text: str) -> bool:
     """Whether a reply, less the bot's own notes, is only words of the reply prompts (a sentence of
     ``prompts/tool_results.md`` said as the reply, as the real 0.5B did every turn)."""
@@ -139,6 +145,9 @@ class Echoes:
         # the line being answered: said back word for word ("Biscuit knocked a glass off the
         # table this morning, the rascal." to that line, the real 1.5B) is no reply
         self.last = _runs(word_prefixes(_without_clock(people[-1]))) if people else set()
+        # what the person just called theirs: "my grandfather" in "What's my grandfather's name?"
+        # answered "My grandfather's name is Tomasz." (the real 1.5B) is the bot speaking as them
+        self.theirs = _owned(_without_clock(people[-1])) if people else set()
         # the person's own lines: a reply in the first person made of them is the bot speaking as
         # the person (a real 1.5B answered "I have a grey cat called Biscuit." to that line, and
         # "I live in Leeds" to "which city do I live in?")
@@ -181,6 +190,8 @@ class Echoes:
         core = _LEAD_IN.sub("", text, count=1)
         own = _runs(word_prefixes(core)) or runs
         if _FIRST_PERSON.search(core) and any(own <= said for said in self.people):
+            return True
+        if self.theirs & _owned(text):
             return True
         if len(runs) >= ECHO_RUNS and runs <= self.last and not _SECOND_PERSON.search(text):
             return True

@@ -203,7 +203,8 @@ def searched(said: str) -> str:
     """A call to a tool nobody offered, written as text inside a sentence, searching the person's
     own words (the same reply to new words every turn would be a parrot, asked again:
     ``bot.model.reply_checks``; a reply that is only such a call is asked again too)."""
-    call = json.dumps({"name": "web_search", "arguments": {"query": said.split("\n")[0]}})
+    query = re.sub(r"\b[Mm]y\s+", "", said.split("\n")[0])  # (saying "my cat" is the person's)
+    call = json.dumps({"name": "web_search", "arguments": {"query": query}})
     return f"Searching: {call}"
 
 

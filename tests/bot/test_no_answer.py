@@ -394,3 +394,17 @@ async def test_the_start_of_a_call_given_up_on_is_no_reply_and_no_part_of_one(rt
     srv.script("{curly} braces are fine when they close")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "show me braces", mid="3"))
     assert reply.text == "{curly} braces are fine when they close"
+
+
+async def test_the_persons_own_thing_called_the_bots_own_is_asked_again(rt, srv):
+    """The real 1.5B answered "What's my grandfather's name?" with "My grandfather's name is
+    Tomasz."; "Your grandfather is Tomas." is the answer."""
+    srv.script("My grandfather's name is Tomas.", "Your grandfather is called Tomas.")
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "What's my grandfather's name?", mid="1")
+    )
+    assert reply.text == "Your grandfather is called Tomas."
+    # the bot's own things are its own to mention
+    srv.script("My favourite season is autumn, and yours?")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "I love spring!", mid="2"))
+    assert reply.text == "My favourite season is autumn, and yours?"
