@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .counts import counted
-from .model.reply_checks import echoes_prompt, word_prefixes
+from .model.reply_checks import echoes_prompt, plain_words, word_prefixes
 from .modelcheck_scripts import ENGLISH, Script
 from .spending.usage import Usage
 from .types import APOLOGY, NO_ANSWER
@@ -20,8 +20,10 @@ TOOL_NAMES = (
 # A tool call written out as text: bare or fenced JSON with a name and arguments, Hermes/Qwen <tool_call>,
 # Llama 3.1 <|python_tag|>, Mistral [TOOL_CALLS], or a tool's name called like a function.
 TOOL_TEXT = re.compile(
-    rf"<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|\"(arguments|parameters)\"\s*:|\{{\s*\"name\"\s*:|```json|\b({TOOL_NAMES})\s*\(",
-    re.IGNORECASE,
+    rf"<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|\"(arguments|parameters)\"\s*:|\{{\s*\"name\"\s*:|```json|\b({TOOL_NAMES})\s*\("
+    # or a reply that is a JSON object: a tool's result said back ('{"status": "set", "id": 1, ...')
+    r"|^(?:\S+> )?\{\s*\"\w+\"\s*:",
+    re.IGNORECASE | re.MULTILINE,
 )
 
 
@@ -120,14 +122,23 @@ class Report:
 
     @property
     def parroted(self) -> list[str]:
-        """Replies that are only the prompts' words, or the reply before said again to a new line
-        (issue 45: must be 0)."""
+        """Replies that are only the prompts' words, the reply before said again to a new line, or
+        any reply a third time in a row ("Saving", every turn of a real 0.5B) (issue 45: must be 0)."""
         replies = [reply_of(t.shown) for t in self.turns]
         return [
             text
             for i, text in enumerate(replies)
             if text not in (NO_ANSWER, APOLOGY)  # the bot's own words when the model gave none
-            and (echoes_prompt(text) or (i > 0 and _same(text, replies[i - 1])))
+            and (
+                echoes_prompt(text)
+                or (i > 0 and _same(text, replies[i - 1]))
+                or (
+                    i > 1
+                    and plain_words(text)
+                    == plain_words(replies[i - 1])
+                    == plain_words(replies[i - 2])
+                )
+            )
         ]
 
     @property

@@ -117,6 +117,11 @@ def _prompt_runs() -> frozenset[tuple[str, ...]]:
     return frozenset(runs)
 
 
+def plain_words(text: str) -> list[str]:
+    """``text``'s words, lower-cased, punctuation off."""
+    return re.findall(r"\w+", text.casefold())
+
+
 def _owned(text: str) -> set[str]:
     """The things ``text`` calls its speaker's own: "my cat", "my grandfather's" -> cat, grandfather."""
     return {w.casefold()[:4] for w in _MY.findall(text)}
@@ -140,6 +145,8 @@ class Echoes:
         self.given = frozenset(given)
         replies = [m for m in convo if m.get("role") == "assistant" and m.get("content")]
         self.replies = [_runs(word_prefixes(str(m["content"]))) for m in replies[-RECENT:]]
+        # and word for word, for a reply too short for runs ("Saving", every turn of a real 0.5B)
+        self.said = [plain_words(str(m["content"])) for m in replies[-REPEATS:]]
         people = [_text(m.get("content")) for m in convo if m.get("role") == "user"]
         self.asked = set(word_prefixes(people[-1] if people else ""))
         # the line being answered: said back word for word ("Biscuit knocked a glass off the
@@ -183,8 +190,9 @@ class Echoes:
             return True
         words = word_prefixes(text)
         runs = _runs(words)
-        if not runs:
-            return False
+        if not runs:  # too short to judge by runs: the same words a third time in a row
+            same = len(self.said) == REPEATS and all(plain_words(text) == s for s in self.said)
+            return same and bool(words) and not self.asked & set(words)
         if runs <= self.given:
             return True
         core = _LEAD_IN.sub("", text, count=1)

@@ -77,8 +77,11 @@ MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=", "<tool
 CALL_KEYS = ("name", "type", "function", "tool_calls")
 
 
-def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
-    """The calls to offered tools written in ``text``, and the prose left when every call is taken out."""
+def find_calls(
+    text: str, names: Collection[str], *, whole: bool = True
+) -> tuple[list[TextCall], str]:
+    """The calls to offered tools written in ``text``, and the prose left when every call is taken
+    out; ``whole``: ``text`` is a whole reply, not the end of one already partly shown."""
     calls: list[TextCall] = []
 
     def markup(body: str, name: str = "") -> str:
@@ -115,13 +118,17 @@ def find_calls(text: str, names: Collection[str]) -> tuple[list[TextCall], str]:
     if (lone := _lone_call(out)) is not None:
         return calls, lone
     # a reply with nothing cut out keeps its layout
-    return calls, without_debris(_tidy(out) if out != text else out.strip())
+    return calls, without_debris(_tidy(out) if out != text else out.strip(), whole=whole)
 
 
-def without_debris(text: str) -> str:
+def without_debris(text: str, *, whole: bool = True) -> str:
     """A reply less the start of a call the model gave up on: "{{{" or '{"' alone is no reply
     (nothing: asked again), and "{Hey there!" is "Hey there!" (the real 1.5B, in German and
     English modelcheck runs)."""
+    if whole and _JSON_REPLY.match(text):
+        # a JSON object is no reply to a person: the real 0.5B answered every turn after a
+        # reminder_set with that tool's result, '{"status": "set", "id": 1, "text": ...}'
+        return ""
     opened = text.count("{") + text.count("[")
     closed = text.count("}") + text.count("]")
     if not re.search(r"[^\W_]", text) and opened > closed:
@@ -312,6 +319,7 @@ def _tidy(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
+_JSON_REPLY = re.compile(r'\s*\[?\s*\{\s*"[^"\n]{1,40}"\s*:')  # a reply that opens as a JSON object
 _DEBRIS = re.compile(r"\s*[\[{]+\s*(?=[^\W\d_])")  # brackets opened before a word
 
 
@@ -383,6 +391,11 @@ class HoldBack:
         self.pending += text
         if self.holding:
             return
+        if not self.shown and self.pending.lstrip()[:1] == "{":
+            # a reply that opens with a brace is shown at its end, as ``find_calls`` reads it whole:
+            # a call, a tool's result said back, or the brace of a call given up on
+            self.holding = True
+            return
         cut, self.holding = hold_from(self.pending)
         out, self.pending = self.pending[:cut], self.pending[cut:]
         await self._show(out)
@@ -391,7 +404,7 @@ class HoldBack:
         """The stream ended: what was held is shown, less the calls in it."""
         held, self.pending = self.pending, ""
         if held:
-            _, prose = find_calls(held, names)
+            _, prose = find_calls(held, names, whole=not self.shown)
             await self._show(prose if prose != held.strip() else held)
 
     async def _show(self, text: str) -> None:

@@ -9,6 +9,7 @@ perfectly: every must-be-0 figure is 0, every gold fact found, nothing else stor
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -110,7 +111,7 @@ def speaking(keep: dict[str, str]) -> Callable[[dict[str, Any]], Any]:
         return (
             "I remember you, Sam: a nurse in Leeds with a cat called Biscuit."
             if "remember" in said
-            else "Nice, Sam!"
+            else NICE[next(_SAID) % len(NICE)]
         )
 
     return model
@@ -126,7 +127,15 @@ def _after_tools(said: str, messages: list[dict[str, Any]]) -> Any:
         return [
             ToolCall("memory_delete", {"id": i}) for i in strong
         ] or "I had nothing stored about that."
-    return "Done: I forgot that." if said in FORGETS else "Got it, I'll remember that."
+    if said in FORGETS:
+        return "Done: I forgot that."
+    # a model worth the name does not say the same thing every time
+    return ACKS[next(_SAID) % len(ACKS)]
+
+
+ACKS = ("Got it, I'll remember that.", "Noted, thanks for telling me.", "Good to know!")
+NICE = ("Nice, Sam!", "Lovely, Sam!", "Oh, how nice!")
+_SAID = itertools.count()  # each reply of the fake differs from the one before
 
 
 def _extraction(prompt: str, keep: dict[str, str]) -> str:
@@ -492,7 +501,18 @@ def test_a_reply_of_the_prompts_words_or_the_last_reply_again_is_counted():
     ``prompts/tool_results.md`` ("I saved, updated, and forgot something." before it was
     reworded), and the 1.5B twice in a row with "Jestem w stanie pomóc. Jak mogę Ci pomóc?"; the
     bot's own "no answer" and apology are not the model's."""
-    said = ["Hi", "I have a cat", "I live in Leeds", "Thanks", "Bye", "Again?", "Hmm"]
+    said = [
+        "Hi",
+        "I have a cat",
+        "I live in Leeds",
+        "Thanks",
+        "Bye",
+        "Again?",
+        "Hmm",
+        "a",
+        "b",
+        "c",
+    ]
     shown = [
         "(bot is thinking…)\nbot> Hello! Nice to meet you.\n",
         "bot> Jestem w stanie pomóc. Jak mogę Ci pomóc?\n",
@@ -501,6 +521,9 @@ def test_a_reply_of_the_prompts_words_or_the_last_reply_again_is_counted():
         f"bot> {NO_ANSWER}\n",
         f"bot> {NO_ANSWER}\n",
         "bot> Done.\n\n(Done: what you asked me to forget is forgotten.)\n",
+        "bot> Saving\n",
+        "bot> Saving\n",
+        "bot> Saving\n",
     ]
     report = Report(
         "m", "http://x", turns=[TurnRecord(s, t) for s, t in zip(said, shown, strict=True)]
@@ -508,5 +531,6 @@ def test_a_reply_of_the_prompts_words_or_the_last_reply_again_is_counted():
     assert report.parroted == [
         "Jestem w stanie pomóc. Jak mogę Ci pomóc?",
         "Tool results, from the system, not from the person, who does not see them.",
+        "Saving",
     ]
-    assert any("2 replies parroted" in f for f in report.failures)
+    assert any("3 replies parroted" in f for f in report.failures)

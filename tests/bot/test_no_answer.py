@@ -408,3 +408,28 @@ async def test_the_persons_own_thing_called_the_bots_own_is_asked_again(rt, srv)
     srv.script("My favourite season is autumn, and yours?")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "I love spring!", mid="2"))
     assert reply.text == "My favourite season is autumn, and yours?"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_tools_result_said_back_as_the_reply_is_never_shown(rt, srv, streamed):
+    """The real 0.5B, after one reminder_set, answered every later turn with that tool's result
+    shape: '{"status": "set", "id": 2, "text": "I work as a nurse ...", "when": ...}'."""
+    sink = Sink() if streamed else None
+    result = (
+        '{"status": "set", "id": 2, "text": "I work as a nurse.", "when": "20:31 UTC", , "every":'
+    )
+    srv.script(result, "A nurse! That must keep you busy.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "I work as a nurse.", mid="1"), sink)
+    assert reply.text == "A nurse! That must keep you busy."
+    assert sink is None or sink.text == reply.text
+
+
+async def test_a_short_reply_said_a_third_time_in_a_row_is_asked_again(rt, srv):
+    """The real 0.5B answered all 20 turns of a modelcheck run with "Saving"; twice may be chance."""
+    for mid, line in enumerate(["I have a cat.", "I live in Leeds."]):
+        srv.script("Saving")
+        reply = await rt.orchestrator.reply(dm("telegram", "7", line, mid=str(mid)))
+        assert reply.text == "Saving"
+    srv.script("Saving", "Tea it is, then!")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "I prefer tea.", mid="3"))
+    assert reply.text == "Tea it is, then!"

@@ -116,10 +116,15 @@ async def test_a_fenced_hermes_block_streams_as_nothing(step):
     assert shown == "Okay. " and during == "Okay. "
 
 
-async def test_json_that_is_not_a_call_is_held_to_the_end_then_shown_whole():
+async def test_a_reply_that_is_a_json_object_is_held_and_never_shown_but_json_in_prose_is():
+    """A JSON object is no reply to a person (the real 0.5B said a tool's result back as every
+    reply: the client asks again); JSON inside a sentence is the model's writing."""
     text = '{"type": "object", "properties": {}}'
     (during,), shown = await streamed(text, 2)
-    assert during == "" and shown == text
+    assert during == shown == "" and find_calls(text, NAMES) == ([], "")
+    text = 'A schema for it: {"type": "object", "properties": {}}'
+    (during,), shown = await streamed(text, 2)
+    assert shown == text
 
 
 HUSKED = [
