@@ -374,7 +374,10 @@ class ChatClient:
         message.pop(CUT, None)
         _, prose = find_calls(message["content"], names)
         prose = echoes.unlabelled(without_clock(prose))
-        if not prose or (echoes.parroted(prose) and not (draft and draft.open)):
+        if prose and echoes.parroted(prose) and not (draft and draft.open):
+            # the person's own words said as the bot's, twice: told back to them as theirs
+            prose = echoes.told_back(prose) or ""
+        if not prose:
             log.warning("the model gave no answer when asked again; the person is told so")
             return ""
         if draft is not None:

@@ -62,7 +62,9 @@ _FIRST_PERSON = re.compile(
 # nurse at the children's hospital." (the real 1.5B, asked "Do you know what I do for work?")
 _LEAD_IN = re.compile(
     r"^\s*(?:(?:yes|well|sure|of course)[,!.]?\s+)?I\s+(?:know|remember|recall|think|believe)"
-    r"(?:\s+that)?[,:]?\s+(?=\S)",
+    r"(?:\s+that)?[,:]?\s+(?=\S)"
+    # or a greeting: "你好！我养了一只橘猫，叫豆豆。" to that line (the real 1.5B, four turns running)
+    r"|^\s*(?:hi|hello|hey|hallo|你好|您好)(?:\s+there)?[!,.！，。]*\s*(?=\S)",
     re.IGNORECASE,
 )
 # "I'm Sam", "I am Sam", "my name is Sam", "call me Sam": who the speaker says they are (not "I'm
@@ -71,7 +73,25 @@ _INTRO = re.compile(
     r"\b(?:I['’]m|I am|[Mm]y name is|[Cc]all me|Ich bin|[Ii]ch heiße|[Mm]ein Name ist|[Jj]e suis"
     r"|[Jj]e m['’]appelle|[Mm]e llamo|[Mm]i chiamo|[Mm]eu nome é)\s+([A-Z][^\W\d_]+)\b(?!['’]s)"
 )
+# the English first person, and what it is said to the person as
+_TO_YOU = {
+    "i am": "you are",
+    "i was": "you were",
+    "i'm": "you're",
+    "i've": "you've",
+    "i'd": "you'd",
+    "i'll": "you'll",
+    "i": "you",
+    "my": "your",
+    "mine": "yours",
+    "me": "you",
+    "myself": "yourself",
+}
+_ENGLISH_I = re.compile(
+    r"\b(?:I am|I was|I['’]m|I['’]ve|I['’]d|I['’]ll|I|[Mm]y|[Mm]ine|[Mm]e|[Mm]yself)\b"
+)
 _MY = re.compile(r"\b[Mm]y\s+(?:own\s+)?([^\W\d_]{3,})")
+_MY_ZH = re.compile(r"我的([\u4e00-\u9fff]{1,2})")  # "我的猫叫咪咪。" to "我的猫叫什么名字？"
 # a speaker's label a weak model writes before its reply, as the transcript shows lines: "林晓："
 _SPEAKER = re.compile(r"^\s*[^\s:：]{1,24}[:：]\s*")
 _LABEL = re.compile(r'^\s*"([^"\n]{1,40})"\s*[:：]')  # a group turn as the model is shown it
@@ -124,7 +144,7 @@ def plain_words(text: str) -> list[str]:
 
 def _owned(text: str) -> set[str]:
     """The things ``text`` calls its speaker's own: "my cat", "my grandfather's" -> cat, grandfather."""
-    return {w.casefold()[:4] for w in _MY.findall(text)}
+    return {w.casefold()[:4] for w in _MY.findall(text)} | set(_MY_ZH.findall(text))
 
 
 def echoes_prompt(text: str) -> bool:
@@ -205,6 +225,20 @@ class Echoes:
             return True
         said_before = sum(runs <= said for said in self.replies)
         return said_before >= REPEATS and not self.asked & set(words)
+
+    def told_back(self, text: str) -> str | None:
+        """An English reply that is the person's own line or fact said in the bot's first person
+        ("I teach chemistry at a secondary school." to "What subject do I teach?": the real 1.5B,
+        twice, where the answer is right but whose it is wrong), told back to them in the second
+        person; None for any other reply."""
+        core = _LEAD_IN.sub("", _SPEAKER.sub("", _without_clock(text), count=1), count=1)
+        runs = _runs(word_prefixes(core))
+        if not runs or _SECOND_PERSON.search(core) or not _ENGLISH_I.search(core):
+            return None
+        if not any(runs <= said for said in self.people):
+            return None
+        told = _ENGLISH_I.sub(lambda m: _TO_YOU[m.group(0).casefold().replace("’", "'")], core)
+        return told[:1].upper() + told[1:]
 
     def plainly_new(self, text: str) -> bool:
         """Whether the start of a reply already says something of its own (a run found nowhere)."""

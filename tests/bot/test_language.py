@@ -96,3 +96,12 @@ def test_the_persons_own_german_line_said_back_as_the_bots_is_an_echo():
     echoes = Echoes([{"role": "user", "content": said}], [])
     assert echoes.parroted("Ich habe ein grauen Kater namens Krümel.")
     assert not echoes.parroted("Dein grauer Kater Krümel klingt süß!")
+
+
+def test_the_persons_own_line_is_told_back_in_the_second_person():
+    said = "I'm a nurse and my cat Biscuit sleeps on my bed."
+    echoes = Echoes([{"role": "user", "content": said}], [])
+    assert echoes.told_back(said) == "You're a nurse and your cat Biscuit sleeps on your bed."
+    assert echoes.told_back("Yes, I know that I'm a nurse and my cat Biscuit sleeps") is not None
+    assert echoes.told_back("I'm a dentist and my dog Rex sleeps on my sofa.") is None
+    assert echoes.told_back("You're a nurse and my cat Biscuit sleeps on my bed.") is None

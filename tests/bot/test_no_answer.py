@@ -433,3 +433,36 @@ async def test_a_short_reply_said_a_third_time_in_a_row_is_asked_again(rt, srv):
     srv.script("Saving", "Tea it is, then!")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "I prefer tea.", mid="3"))
     assert reply.text == "Tea it is, then!"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_persons_line_said_as_the_bots_twice_is_told_back_as_theirs(rt, srv, streamed):
+    """The real 1.5B answered "What subject do I teach?" with "I teach chemistry at a secondary
+    school." when asked and when asked again (twice "no answer" in two runs): right, but said as
+    its own. Told back in the second person; anything else said twice is still no answer."""
+    sink = Sink() if streamed else None
+    srv.script("Nice!")
+    await rt.orchestrator.reply(
+        dm("telegram", "7", "I teach chemistry at a secondary school.", mid="1")
+    )
+    echo = "I teach chemistry at a secondary school."
+    srv.script(echo, "Tool results, from the system, not from the person, who does not see them.")
+    srv.script(echo, echo)
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "What subject do I teach?", mid="2"))
+    assert reply.text == NO_ANSWER  # the second answer, a prompt's words, is no answer
+    reply = await rt.orchestrator.reply(
+        dm("telegram", "7", "What subject do I teach?", mid="3"), sink
+    )
+    assert reply.text == "You teach chemistry at a secondary school."
+    assert sink is None or sink.text == reply.text
+
+
+async def test_a_chinese_persons_line_said_back_after_a_greeting_or_their_cat_as_the_bots(rt, srv):
+    """The real 1.5B answered four Chinese turns with "你好！" and the person's own line, and "我的猫叫
+    什么名字？" with "我的猫叫咪咪。"."""
+    srv.script("你好！我养了一只橘猫，叫豆豆。", "豆豆真可爱！")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "我养了一只橘猫，叫豆豆。", mid="1"))
+    assert reply.text == "豆豆真可爱！"
+    srv.script("我的猫叫咪咪。", "你的猫叫豆豆。")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "我的猫叫什么名字？", mid="2"))
+    assert reply.text == "你的猫叫豆豆。"
