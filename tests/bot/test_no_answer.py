@@ -34,6 +34,12 @@ async def rt(tmp_path, srv):
     await runtime.stop()
 
 
+async def answered(rt, srv, text: str, *answers: str) -> str:
+    """What the bot replies to ``text`` in the DM when the model answers ``answers`` in turn."""
+    srv.script(*answers)
+    return (await rt.orchestrator.reply(dm("telegram", "7", text, mid=text))).text
+
+
 class Sink:
     def __init__(self) -> None:
         self.parts: list[str] = []
@@ -399,15 +405,12 @@ async def test_the_start_of_a_call_given_up_on_is_no_reply_and_no_part_of_one(rt
 async def test_the_persons_own_thing_called_the_bots_own_is_asked_again(rt, srv):
     """The real 1.5B answered "What's my grandfather's name?" with "My grandfather's name is
     Tomasz."; "Your grandfather is Tomas." is the answer."""
-    srv.script("My grandfather's name is Tomas.", "Your grandfather is called Tomas.")
-    reply = await rt.orchestrator.reply(
-        dm("telegram", "7", "What's my grandfather's name?", mid="1")
-    )
-    assert reply.text == "Your grandfather is called Tomas."
+    answers = ("My grandfather's name is Tomas.", "Your grandfather is called Tomas.")
+    said = await answered(rt, srv, "What's my grandfather's name?", *answers)
+    assert said == "Your grandfather is called Tomas."
     # the bot's own things are its own to mention
-    srv.script("My favourite season is autumn, and yours?")
-    reply = await rt.orchestrator.reply(dm("telegram", "7", "I love spring!", mid="2"))
-    assert reply.text == "My favourite season is autumn, and yours?"
+    answer = "My favourite season is autumn, and yours?"
+    assert await answered(rt, srv, "I love spring!", answer) == answer
 
 
 @pytest.mark.parametrize("streamed", [False, True])
@@ -460,9 +463,9 @@ async def test_the_persons_line_said_as_the_bots_twice_is_told_back_as_theirs(rt
 async def test_a_chinese_persons_line_said_back_after_a_greeting_or_their_cat_as_the_bots(rt, srv):
     """The real 1.5B answered four Chinese turns with "你好！" and the person's own line, and "我的猫叫
     什么名字？" with "我的猫叫咪咪。"."""
-    srv.script("你好！我养了一只橘猫，叫豆豆。", "豆豆真可爱！")
-    reply = await rt.orchestrator.reply(dm("telegram", "7", "我养了一只橘猫，叫豆豆。", mid="1"))
-    assert reply.text == "豆豆真可爱！"
-    srv.script("我的猫叫咪咪。", "你的猫叫豆豆。")
-    reply = await rt.orchestrator.reply(dm("telegram", "7", "我的猫叫什么名字？", mid="2"))
-    assert reply.text == "你的猫叫豆豆。"
+    said = await answered(
+        rt, srv, "我养了一只橘猫，叫豆豆。", "你好！我养了一只橘猫，叫豆豆。", "豆豆真可爱！"
+    )
+    assert said == "豆豆真可爱！"
+    said = await answered(rt, srv, "我的猫叫什么名字？", "我的猫叫咪咪。", "你的猫叫豆豆。")
+    assert said == "你的猫叫豆豆。"
