@@ -36,11 +36,7 @@ def reply_of(shown: str) -> str:
 def _same(a: str, b: str) -> bool:
     """The same sentence of three telling words or more ("Got it, I'll remember that." may come
     every time a fact is told)."""
-
-    def words(text: str) -> list[str]:
-        return re.findall(r"\w+", text.casefold())
-
-    return len(word_prefixes(a)) >= 3 and words(a) == words(b)
+    return len(word_prefixes(a)) >= 3 and plain_words(a) == plain_words(b)
 
 
 @dataclass(slots=True)

@@ -154,7 +154,10 @@ class Tombstones:
         of it, so that an English wording, or another language's read in English, is known too
         (the words of two languages share no marks; a meaning check alone cannot tell "afraid of
         wasps" from "afraid of dogs" across languages). The reading is hashed and traced like any
-        forgotten fact, never kept."""
+        forgotten fact, never kept. Nothing is laid when the first tombstone is gone meanwhile (the
+        fact said again, or the whole person forgotten)."""
+        if not self.matching(unread, exact=True):
+            return 0
         return self.bury([worded(unread, reading)], read=True)
 
     def bury(self, facts: Iterable[Fact], *, read: bool = False) -> int:

@@ -17,7 +17,7 @@ import prompts
 from memory.engine import MemoryEngine
 from memory.jobs.base import NoAnswer
 from memory.jobs.readings import TombstoneReadings
-from memory.upkeep.forgetting import forget_memory
+from memory.upkeep.forgetting import forget_everything, forget_memory
 from memory.write.name_keys import own_name_elsewhere, sound_key
 from memory.write.tombstones import UNREAD_AT_MOST, unforgotten
 from memory.write.traces import NAME, NAME_BITS, PAIR, Trace, Tracer, weighed
@@ -142,3 +142,16 @@ def test_a_relative_named_by_the_relation_and_a_name_of_two_words():
     assert weights["Welle"] == weights["Nord"] == NAME
     first = {w: n for _, w, _, n in weighed("Стартовый номер — 5182", [])}
     assert first["Стартовый"] == 4  # a sentence's first word, not a name
+
+
+@pytest.mark.asyncio
+async def test_a_reading_lays_nothing_once_the_person_is_forgotten_whole(engine):
+    """Forget everything removes a person's tombstones: a reading that comes after lays none."""
+    forget_memory(engine, remember(engine, ITALIAN).id)
+    job = TombstoneReadings(engine)
+    plan = job.gather()
+    assert plan is not None
+    forget_everything(engine, ["alice"])
+    assert engine.memories.tombstones.count() == 0
+    assert job.apply(plan, await job.ask(plan, Gloss())) == 0
+    assert engine.memories.tombstones.count() == 0
