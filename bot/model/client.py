@@ -349,7 +349,7 @@ class ChatClient:
         off and hidden."""
         shown = draft is not None and draft.open
         # a note copied from the bot's earlier replies is no answer; nor a speaker's label
-        prose = echoes.unlabelled(without_clock(prose))
+        prose = echoes.as_theirs(echoes.unlabelled(without_clock(prose)))
         if prose and (shown or not echoes.parroted(prose)):
             if draft is not None:
                 await draft.release(prose)

@@ -90,6 +90,14 @@ _TO_YOU = {
 _ENGLISH_I = re.compile(
     r"\b(?:I am|I was|I['’]m|I['’]ve|I['’]d|I['’]ll|I|[Mm]y|[Mm]ine|[Mm]e|[Mm]yself)\b"
 )
+# a question about the asker ("What subject do I teach?", "What am I allergic to?"), and a reply
+# that says it of the bot ("I teach chemistry.", "I am allergic to shellfish.")
+_ASKED_SELF = re.compile(
+    r"^\W*(?:what|where|which|who|how|when)\b[^?]*?\b(?:do|did|am|was|will|can)\s+I\s+"
+    r"([a-z]{3,})",
+    re.IGNORECASE,
+)
+_SAYS_I = re.compile(r"^\s*I(?:['’]m|\s+am|\s+was)?\s+([a-z]{3,})")
 _MY = re.compile(r"\b[Mm]y\s+(?:own\s+)?([^\W\d_]{3,})")
 _MY_ZH = re.compile(r"我的([\u4e00-\u9fff]{1,2})")  # "我的猫叫咪咪。" to "我的猫叫什么名字？"
 # a speaker's label a weak model writes before its reply, as the transcript shows lines: "林晓："
@@ -175,6 +183,9 @@ class Echoes:
         # what the person just called theirs: "my grandfather" in "What's my grandfather's name?"
         # answered "My grandfather's name is Tomasz." (the real 1.5B) is the bot speaking as them
         self.theirs = _owned(_without_clock(people[-1])) if people else set()
+        # what the person asks about themself: "Where do I live now?" -> live
+        asked_self = _ASKED_SELF.search(_without_clock(people[-1])) if people else None
+        self.their_verb = asked_self.group(1).casefold()[:4] if asked_self else None
         # the person's own lines: a reply in the first person made of them is the bot speaking as
         # the person (a real 1.5B answered "I have a grey cat called Biscuit." to that line, and
         # "I live in Leeds" to "which city do I live in?")
@@ -225,6 +236,19 @@ class Echoes:
             return True
         said_before = sum(runs <= said for said in self.replies)
         return said_before >= REPEATS and not self.asked & set(words)
+
+    def as_theirs(self, text: str) -> str:
+        """A reply that answers the person's question about themself in the first person ("Where
+        do I live now?" -> "I live now in Glasgow.", the real 1.5B), told in the second person
+        ("You live now in Glasgow."); any other reply as it is."""
+        core = _LEAD_IN.sub("", text, count=1)
+        said = _SAYS_I.match(core)
+        if self.their_verb is None or said is None or _SECOND_PERSON.search(core):
+            return text
+        if said.group(1).casefold()[:4] != self.their_verb:
+            return text
+        told = _ENGLISH_I.sub(lambda m: _TO_YOU[m.group(0).casefold().replace("’", "'")], core)
+        return told[:1].upper() + told[1:]
 
     def told_back(self, text: str) -> str | None:
         """An English reply that is the person's own line or fact said in the bot's first person

@@ -105,3 +105,25 @@ def test_the_persons_own_line_is_told_back_in_the_second_person():
     assert echoes.told_back("Yes, I know that I'm a nurse and my cat Biscuit sleeps") is not None
     assert echoes.told_back("I'm a dentist and my dog Rex sleeps on my sofa.") is None
     assert echoes.told_back("You're a nurse and my cat Biscuit sleeps on my bed.") is None
+
+
+@pytest.mark.parametrize(
+    "question,reply,told",
+    [
+        ("Where do I live now?", "I live now in Glasgow.", "You live now in Glasgow."),
+        ("What subject do I teach?", "I teach chemistry.", "You teach chemistry."),
+        ("What am I allergic to?", "I am allergic to shellfish.", "You are allergic to shellfish."),
+        ("What am I allergic to?", "I'm allergic to my cat.", "You're allergic to your cat."),
+        # not the person's question answered as the bot's
+        ("Where do I live now?", "I think Glasgow, from what you said.", None),
+        ("Do I know you?", "I know you well.", None),
+        ("What do I teach?", "You teach chemistry.", None),
+        ("Where do I live now?", "I love Glasgow!", None),
+    ],
+)
+def test_a_question_about_the_person_answered_as_the_bots_own_is_told_as_theirs(
+    question, reply, told
+):
+    """The real 1.5B answered "Where do I live now?" with "I live now in Glasgow."."""
+    echoes = Echoes([{"role": "user", "content": question}], [])
+    assert echoes.as_theirs(reply) == (told or reply)

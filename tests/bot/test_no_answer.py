@@ -211,9 +211,10 @@ async def test_the_persons_own_line_said_back_in_the_first_person_is_asked_again
     assert sink is None or sink.text == reply.text
     srv.script("Nice.")
     await rt.orchestrator.reply(dm("telegram", "7", "I live in Leeds, near the river.", mid="2"))
-    srv.script("I live in Leeds, near the river. (sent 05:58 UTC)", "You live in Leeds.")
+    # the person's question about themself answered as the bot's own: told as theirs, no second ask
+    srv.script("I live in Leeds, near the river. (sent 05:58 UTC)")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "Which city do I live in?", mid="3"))
-    assert reply.text == "You live in Leeds."
+    assert reply.text == "You live in Leeds, near the river."
     # a reply that restates the person's line about them is an answer, not a parrot
     srv.script("Your cat is called Biscuit. (sent 06:14 UTC)")
     reply = await rt.orchestrator.reply(dm("telegram", "7", "What's my cat called?", mid="4"))
@@ -442,7 +443,8 @@ async def test_a_short_reply_said_a_third_time_in_a_row_is_asked_again(rt, srv):
 async def test_the_persons_line_said_as_the_bots_twice_is_told_back_as_theirs(rt, srv, streamed):
     """The real 1.5B answered "What subject do I teach?" with "I teach chemistry at a secondary
     school." when asked and when asked again (twice "no answer" in two runs): right, but said as
-    its own. Told back in the second person; anything else said twice is still no answer."""
+    its own. Told back in the second person; anything else said twice is still no answer. (A
+    question like that one is now told as theirs at once: ``Echoes.as_theirs``.)"""
     sink = Sink() if streamed else None
     srv.script("Nice!")
     await rt.orchestrator.reply(
@@ -450,12 +452,10 @@ async def test_the_persons_line_said_as_the_bots_twice_is_told_back_as_theirs(rt
     )
     echo = "I teach chemistry at a secondary school."
     srv.script(echo, "Tool results, from the system, not from the person, who does not see them.")
-    srv.script(echo, echo)
-    reply = await rt.orchestrator.reply(dm("telegram", "7", "What subject do I teach?", mid="2"))
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Remind me of my job.", mid="2"))
     assert reply.text == NO_ANSWER  # the second answer, a prompt's words, is no answer
-    reply = await rt.orchestrator.reply(
-        dm("telegram", "7", "What subject do I teach?", mid="3"), sink
-    )
+    srv.script(echo, echo)
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Remind me of my job.", mid="3"), sink)
     assert reply.text == "You teach chemistry at a secondary school."
     assert sink is None or sink.text == reply.text
 
@@ -469,3 +469,16 @@ async def test_a_chinese_persons_line_said_back_after_a_greeting_or_their_cat_as
     assert said == "豆豆真可爱！"
     said = await answered(rt, srv, "我的猫叫什么名字？", "我的猫叫咪咪。", "你的猫叫豆豆。")
     assert said == "你的猫叫豆豆。"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_question_about_the_person_answered_in_the_first_person_is_told_as_theirs(
+    rt, srv, streamed
+):
+    """The real 1.5B answered "Where do I live now?" with "I live now in Glasgow." (scored right,
+    said as its own)."""
+    sink = Sink() if streamed else None
+    srv.script("I live now in Glasgow.")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Where do I live now?", mid="1"), sink)
+    assert reply.text == "You live now in Glasgow."
+    assert sink is None or sink.text == reply.text
