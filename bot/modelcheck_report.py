@@ -68,7 +68,7 @@ class Report:
     reminders: int = 0  # the person's reminders pending at the end
     script: Script = ENGLISH
 
-    # -- figures --------------------------------------------------------------------------------------------
+    # -- figures ----------------------------------------------------------------------------
     @property
     def tool_calls(self) -> int:
         return sum(len(t.tool_calls) for t in self.turns)
@@ -119,7 +119,8 @@ class Report:
     @property
     def parroted(self) -> list[str]:
         """Replies that are only the prompts' words, the reply before said again to a new line, or
-        any reply a third time in a row ("Saving", every turn of a real 0.5B) (issue 45: must be 0)."""
+        any reply a third time in a row ("Saving", every turn of a real 0.5B): must be 0 (issue
+        45)."""
         replies = [reply_of(t.shown) for t in self.turns]
         return [
             text

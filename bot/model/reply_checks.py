@@ -151,7 +151,8 @@ def plain_words(text: str) -> list[str]:
 
 
 def _owned(text: str) -> set[str]:
-    """The things ``text`` calls its speaker's own: "my cat", "my grandfather's" -> cat, grandfather."""
+    """The things ``text`` calls its speaker's own: "my cat", "my grandfather's" -> cat,
+    grandfather."""
     return {w.casefold()[:4] for w in _MY.findall(text)} | set(_MY_ZH.findall(text))
 
 

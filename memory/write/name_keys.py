@@ -55,8 +55,8 @@ def other_alphabet(word: str) -> bool:
 
 
 def own_name_elsewhere(written: str, names: Iterable[str]) -> bool:
-    """Whether a capitalised word of another alphabet is one of ``names`` (the person's own, in Latin
-    letters or in that alphabet) as it sounds."""
+    """Whether a capitalised word of another alphabet is one of ``names`` (the person's own, in
+    Latin letters or in that alphabet) as it sounds."""
     if not written[:1].isupper() or not other_alphabet(written):
         return False
     key = sound_key(written)

@@ -429,7 +429,8 @@ async def test_a_tools_result_said_back_as_the_reply_is_never_shown(rt, srv, str
 
 
 async def test_a_short_reply_said_a_third_time_in_a_row_is_asked_again(rt, srv):
-    """The real 0.5B answered all 20 turns of a modelcheck run with "Saving"; twice may be chance."""
+    """The real 0.5B answered all 20 turns of a modelcheck run with "Saving"; twice may be
+    chance."""
     for mid, line in enumerate(["I have a cat.", "I live in Leeds."]):
         srv.script("Saving")
         reply = await rt.orchestrator.reply(dm("telegram", "7", line, mid=str(mid)))

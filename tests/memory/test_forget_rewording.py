@@ -35,8 +35,8 @@ from tests.paraphrase_support import KEY as KEY_A
 # readings 232/250 (translations 38/50); 0/254 blocked either way. Since a relative named by the
 # relation weighs as "brother" does (LANG-4: "Ernestina, Alice's grandmother, cooks very well" was
 # held back by "... lives in Trieste"), 206/250 and 229/250: "Alice's grandma Ottilie will be
-# ninety in May" is no longer held for "... turns 90 in May" (a name and a relation, no telling word). A name or a code holds in any
-# language with a telling word or a meaning near the fact's (issue 44: a name alone never makes two
+# ninety in May" is no longer held for "... turns 90 in May" (a name and a relation, no telling
+# word). A name or a code holds in any language with a telling word or a meaning near the fact's (issue 44: a name alone never makes two
 # facts one; before, 225/250 and 238/250 on MiniLM with names alone). A meaning threshold of 0.8
 # instead of 0.85 held 4 more and blocked "Alice is allergic to dust". The same weights run by
 # onnxruntime instead of the wheel's C engine (vectors within 0.9999 cosine) moved rewordings that

@@ -105,7 +105,7 @@ def test_what_waits_for_a_reading_is_bounded(engine):
     assert engine.memories.tombstones.take_unread() == ()
 
 
-# -- the marks ------------------------------------------------------------------------------------------------------
+# -- the marks -------------------------------------------------------------------------------
 def test_her_own_name_in_another_alphabet_weighs_nothing():
     assert sound_key("Алиса") == sound_key("Элис") == sound_key("Alice") == "ls"
     assert own_name_elsewhere("Алиса", ["Alice"]) and own_name_elsewhere("Αλίκη", ["Alike"])
