@@ -125,10 +125,14 @@ def without_debris(text: str, *, whole: bool = True) -> str:
     """A reply less the start of a call the model gave up on: "{{{" or '{"' alone is no reply
     (nothing: asked again), and "{Hey there!" is "Hey there!" (the real 1.5B, in German and
     English modelcheck runs)."""
-    if whole and _JSON_REPLY.match(text):
-        # a JSON object is no reply to a person: the real 0.5B answered every turn after a
-        # reminder_set with that tool's result, '{"status": "set", "id": 1, "text": ...}'
+    if whole and (_JSON_REPLY.match(text) or _JSON_TAIL.match(text)):
+        # a JSON object, or the end of one, is no reply to a person: the real 0.5B answered every
+        # turn after a reminder_set with that tool's result, '{"status": "set", "id": 1, ...}',
+        # and another run's first turn with ', "tags": ["user-stated", "concern"]}'
         return ""
+    # a line in the form tool results are shown to the model in ("memory_store({...}) returned:
+    # Error: ..."), said back as the reply: the real 0.5B, 15 turns of a modelcheck run
+    text = _RETURNED.sub("", text).strip()
     opened = text.count("{") + text.count("[")
     closed = text.count("}") + text.count("]")
     if not re.search(r"[^\W_]", text) and opened > closed:
@@ -320,6 +324,8 @@ def _tidy(text: str) -> str:
 
 
 _JSON_REPLY = re.compile(r'\s*\[?\s*\{\s*"[^"\n]{1,40}"\s*:')  # a reply that opens as a JSON object
+_JSON_TAIL = re.compile(r'\s*,?\s*"[^"\n]{1,40}"\s*:.*[}\]]\s*$', re.DOTALL)
+_RETURNED = re.compile(r"(?m)^[^\n]*\b\w+\s*\([^\n]*\)\s*returned:[^\n]*$")
 _DEBRIS = re.compile(r"\s*[\[{]+\s*(?=[^\W\d_])")  # brackets opened before a word
 
 

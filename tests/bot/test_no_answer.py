@@ -483,3 +483,15 @@ async def test_a_question_about_the_person_answered_in_the_first_person_is_told_
     reply = await rt.orchestrator.reply(dm("telegram", "7", "Where do I live now?", mid="1"), sink)
     assert reply.text == "You live now in Glasgow."
     assert sink is None or sink.text == reply.text
+
+
+async def test_a_tool_result_line_or_the_end_of_a_json_object_is_no_reply(rt, srv):
+    """The real 0.5B answered 15 turns of a modelcheck run in the form tool results are shown to it
+    ('Memory_store({"name": "cat", ...}) returned: Error: invalid arguments ...'), and its first
+    turn with the end of a JSON object."""
+    echo = 'Memory_store({"name": "cat", "content": "Biscuit."}) returned: Error: invalid arguments'
+    said = await answered(rt, srv, "What's my cat called?", echo, "Your cat is Biscuit.")
+    assert said == "Your cat is Biscuit."
+    tail = ', "tags": ["user-stated", "concern"]}'
+    said = await answered(rt, srv, "Hi! I'm Sam.", tail, "Hi Sam, nice to meet you!")
+    assert said == "Hi Sam, nice to meet you!"
