@@ -177,7 +177,9 @@ class Echoes:
         # and word for word, for a reply too short for runs ("Saving", every turn of a real 0.5B)
         self.said = [plain_words(str(m["content"])) for m in replies[-REPEATS:]]
         people = [_text(m.get("content")) for m in convo if m.get("role") == "user"]
-        self.asked = set(word_prefixes(people[-1] if people else ""))
+        # (less the note ending the turn: "antworte auf Deutsch" is not the person's words, and a
+        # reply saying "Antwort auf Deutsch" seven times running shared a word with each line)
+        self.asked = set(word_prefixes(_without_clock(people[-1]) if people else ""))
         # the line being answered: said back word for word ("Biscuit knocked a glass off the
         # table this morning, the rascal." to that line, the real 1.5B) is no reply
         self.last = _runs(word_prefixes(_without_clock(people[-1]))) if people else set()

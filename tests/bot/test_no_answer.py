@@ -495,3 +495,18 @@ async def test_a_tool_result_line_or_the_end_of_a_json_object_is_no_reply(rt, sr
     tail = ', "tags": ["user-stated", "concern"]}'
     said = await answered(rt, srv, "Hi! I'm Sam.", tail, "Hi Sam, nice to meet you!")
     assert said == "Hi Sam, nice to meet you!"
+
+
+async def test_a_german_reply_said_again_is_caught_though_the_turn_asks_for_german(rt, srv):
+    """The real 1.5B answered seven German turns running with "Hier ist der Antwort auf Deutsch: Ich
+    wohne in München, ..."; the note ending each turn ("antworte auf Deutsch") was read as the
+    person's words, so the reply shared a word with every new line and was never a repeat."""
+    echo = (
+        "Hier ist der Antwort auf Deutsch: Ich wohne in München, nicht weit vom Englischen Garten."
+    )
+    await answered(rt, srv, "Ich wohne in München, nicht weit vom Englischen Garten.", "Schön!")
+    lines = ["Meine Schwester Lena studiert Medizin.", "Ich bin allergisch gegen Erdnüsse."]
+    for line in lines:
+        assert await answered(rt, srv, line, echo) == echo  # twice may be chance
+    said = await answered(rt, srv, "Wie heißt mein Kater?", echo, "Dein Kater heißt Krümel.")
+    assert said == "Dein Kater heißt Krümel."
