@@ -97,7 +97,7 @@ _REFUSAL = re.compile(
 )
 
 
-def refusal(text: str) -> bool:
+def only_refuses(text: str) -> bool:
     """Whether ``text`` is only a short "I'm sorry, but I can't help with that"."""
     return _REFUSAL.match(text.strip()) is not None
 
@@ -157,7 +157,7 @@ async def honest(
     told even when the model does not say so (a real 1.5B answered a done forget with "I can't help
     with that")."""
     text = text.strip()
-    if forgot and stream is None and refusal(text):
+    if forgot and stream is None and only_refuses(text):
         text = ""  # the note says it was done (a streamed reply was read already: the note follows)
     kinds = unbacked(text, ran, extracted=extracted, forgot=forgot)
     notes = [NOTES[kind] for kind in kinds]

@@ -26,7 +26,7 @@ from ..assembly import Assembler, Snapshot, Turn, clock_note
 from ..images.vision import Seen, Sight, without_notes
 from ..manners import GroupManners
 from ..model.client import LLMError
-from ..model.honesty import refusal
+from ..model.honesty import only_refuses
 from ..model.language import ANSWER_IN, written_in
 from ..reminders.claims import held_to_its_word
 from ..resolution import Resolver
@@ -165,7 +165,7 @@ class Replying:
         asking, text = replied.asking, replied.text
         note = await self.parts.asked.remind(asking.turn, asking.tools, stream if text else None)
         if note:
-            kept = "" if stream is None and refusal(text or "") else text
+            kept = "" if stream is None and only_refuses(text or "") else text
             return replace(replied, text=f"{kept}\n\n({note})" if kept else note)
         tools = asking.tools.tools
         return replace(replied, text=await held_to_its_word(text, tools, self.reminding, stream))
