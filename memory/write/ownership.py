@@ -58,6 +58,7 @@ from .forget_asked import POINTING, Asked, forgets_in
 from .wording import STOPS, content_words, denies, stem
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
+_HAN = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 GENERIC = frozenset({"user", "bot", "assistant", "person", "speaker", "human", "they", "someone"})
 BOT_TAGS = frozenset({"BOT", "ASSISTANT"})  # tags (upper-cased) that mean the bot itself
@@ -336,8 +337,11 @@ def asks_only(text: str) -> bool:
     and "What should I cook tonight? Something quick." (a real 1.5B filed both) state nothing, "Is it
     raining? I love rain." states something; so in Chinese or Japanese ("你知道林晓是做什么工作的吗？",
     filed by the real 1.5B)."""
-    said = spaced(" ".join(_statements(text)))  # a Chinese clause is one \w run: its pairs count
-    return bool(re.search(r"[?？]", text or "")) and len(re.findall(r"\w+", said)) < 3
+    said = " ".join(_statements(text))
+    # a Chinese or Japanese clause is one \w run: two of its characters count as a word
+    han = len(_HAN.findall(said))
+    words = len(re.findall(r"\w+", _HAN.sub(" ", said))) + han // 2
+    return bool(re.search(r"[?？]", text or "")) and words < 3
 
 
 def _statements(text: str) -> list[str]:
