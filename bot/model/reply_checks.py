@@ -145,6 +145,12 @@ def _prompt_runs() -> frozenset[tuple[str, ...]]:
     return frozenset(runs)
 
 
+def _to_you(text: str) -> str:
+    """An English sentence in the first person said to the person: "I'm", "my" -> "You're", "your"."""
+    told = _ENGLISH_I.sub(lambda m: _TO_YOU[m.group(0).casefold().replace("’", "'")], text)
+    return told[:1].upper() + told[1:]
+
+
 def plain_words(text: str) -> list[str]:
     """``text``'s words, lower-cased, punctuation off."""
     return re.findall(r"\w+", text.casefold())
@@ -250,8 +256,7 @@ class Echoes:
             return text
         if said.group(1).casefold()[:4] != self.their_verb:
             return text
-        told = _ENGLISH_I.sub(lambda m: _TO_YOU[m.group(0).casefold().replace("’", "'")], core)
-        return told[:1].upper() + told[1:]
+        return _to_you(core)
 
     def told_back(self, text: str) -> str | None:
         """An English reply that is the person's own line or fact said in the bot's first person
@@ -264,8 +269,7 @@ class Echoes:
             return None
         if not any(runs <= said for said in self.people):
             return None
-        told = _ENGLISH_I.sub(lambda m: _TO_YOU[m.group(0).casefold().replace("’", "'")], core)
-        return told[:1].upper() + told[1:]
+        return _to_you(core)
 
     def plainly_new(self, text: str) -> bool:
         """Whether the start of a reply already says something of its own (a run found nowhere)."""

@@ -35,7 +35,6 @@ from ..write.extraction import BadAnswer
 from ..write.glosses import english_reading, foreign
 from ..write.subjects import bound_all
 from ..write.tombstones import learnable, unforgotten
-from ..write.traces import fold_case
 
 log = logging.getLogger(__name__)
 PlanT = TypeVar("PlanT")
@@ -136,8 +135,7 @@ class WriteFacts:
         before it is stored (``memory.write.glosses``)."""
         if not self.engine.memories.tombstones.hold_any(new):
             return False
-        names = frozenset(fold_case(n) for n in self.engine.people.own_names(new.scope_id))
-        return foreign(new.content, names)
+        return foreign(new.content, self.engine.people.own_names(new.scope_id))
 
     def _related(self, new: NewMemory) -> tuple[Memory, ...]:
         """The stored facts the judge compares ``new`` with; none for a fact the store will refuse (a secret the

@@ -11,6 +11,7 @@ The fact is the model's own output, just written; the English reading is never s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ..recall.leaks import _vocabulary
 from .traces import FOREIGN_STOPS, fold_case
@@ -21,14 +22,15 @@ _WORD = re.compile(r"[^\W\d_]+")
 _BOTH = STOPS & FOREIGN_STOPS  # "in", "die", "son": no sign either way
 
 
-def foreign(text: str, names: frozenset[str] = frozenset()) -> bool:
+def foreign(text: str, names: Iterable[str] = ()) -> bool:
     """Whether a fact is written in another language than English, by its little words: more of
     German's, French's, Spanish's, Italian's or Portuguese's than English's ("Alice hat Angst vor
     Spinnen"); with none of either ("Alice schlafwandelt"), when most of its words are not
     English."""
+    own = {fold_case(name) for name in names}  # the person's own names, as written
     words = [fold_case(w) for w in _WORD.findall(text or "")]
     # one letter says nothing: "d'avoine" is not English's "d" ("I'd"), "à" folded not its "a"
-    words = [w for w in words if len(w) > 1 and w not in names and w not in _BOTH]
+    words = [w for w in words if len(w) > 1 and w not in own and w not in _BOTH]
     english = sum(w in STOPS for w in words)
     other = sum(w in FOREIGN_STOPS for w in words)
     if english or other:

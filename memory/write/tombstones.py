@@ -56,7 +56,7 @@ from ..clock import Clock
 from ..storage.db import Database
 from ..storage.tombstones import Buried, TombstoneRows
 from .glosses import foreign
-from .traces import Trace, Tracer, fold_case
+from .traces import Trace, Tracer
 from .wording import content_words, denies, normalised
 
 if TYPE_CHECKING:
@@ -194,8 +194,7 @@ class Tombstones:
 
     def _wait_for_readings(self, facts: list[Fact]) -> None:
         for fact in facts:
-            names = frozenset(fold_case(n) for n in self.own_names(fact.scope_id))
-            if foreign(fact.content, names):
+            if foreign(fact.content, self.own_names(fact.scope_id)):
                 self._unread.append(worded(fact, fact.content))
         # the oldest past the bound are not read: their own tombstones still hold
         del self._unread[:-UNREAD_AT_MOST]
