@@ -189,7 +189,9 @@ def memories_from(
     """Each usable candidate as a memory of the person who said it (or of the bot itself, ORCH-7), as
     ``memory.write.ownership`` decides; the rest are dropped, counted by reason in one log line."""
     rules, tally, speakers = Ownership(transcript.lines), Tally(), transcript.speakers()
-    ground = Grounding([line.text for line in transcript.lines], [x.name for x in transcript.lines])
+    lines = transcript.lines
+    bot = [i for i, line in enumerate(lines) if line.ctx is None]
+    ground = Grounding([line.text for line in lines], [line.name for line in lines], bot)
     tally.drop("more than the limit of facts", len(candidates) - MAX_FACTS)
     out: list[NewMemory] = []
     for candidate in candidates[:MAX_FACTS]:
@@ -245,6 +247,9 @@ def _filed(
         content, [*decided.lines, *(n - 1 for n in cited or []), *own]
     ):  # issue 45: "I've adopted a beagle called Rex." citing "What's my cat called?"
         tally.drop("its distinctive words are not in the lines it came from")
+        return None
+    if decided.speaker is not None and ground.told(content):
+        tally.drop("a word only the bot said")  # the bot's guess is not the person's fact
         return None
     if rules.forgotten(decided, fact) is not None:
         tally.drop("asked to forget in this conversation")

@@ -12,6 +12,11 @@ in any line) let it through, as "called" is in the cited line. Two rules now hol
                 lines (weak models cite the line beside the right one) and the line before each (the
                 question it answers: "Is Rex a beagle?" "Yes!"). The speakers' names, words like
                 "user" and numbers (a date the model resolved) are not asked for.
+    told        a distinctive word of a person's fact is in what the bot told and in no line of
+                anyone else nor in a question the bot asked: the bot's words are no ground for a
+                person's fact (the real 1.5B answered "In welcher Stadt wohne ich?" with "Ich
+                wohne in der Stadt Berlin." and "Wie heißt mein Kater?" with a name it made up,
+                and both were filed as the person's).
     copied      a distinctive word of the prompts' own examples (the words they show only inside
                 quotes) is in the fact and nowhere in the conversation.
 
@@ -33,16 +38,23 @@ from .wording import STOPS, content_words, stem
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _NAME_PART = re.compile(r"[^\W\d_]+")
+QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # Latin, full width (Chinese, Japanese), Arabic
 _QUOTED = re.compile(r'"([^"\n$]*)"')
 EXAMPLE_PROMPTS = ("extraction", "micro_reflection", "daily_reflection")
 
 
 class Grounding:
-    """The rules over one transcript: ``texts`` its lines' words, ``names`` its speakers' names."""
+    """The rules over one transcript: ``texts`` its lines' words, ``names`` its speakers' names,
+    ``by_bot`` which of its lines (indexes from 0) the bot said."""
 
-    def __init__(self, texts: Sequence[str], names: Iterable[str]) -> None:
+    def __init__(
+        self, texts: Sequence[str], names: Iterable[str], by_bot: Iterable[int] = ()
+    ) -> None:
         self.said = [content_words(_plain(text)) for text in texts]
         self.all_said = frozenset().union(*self.said)
+        told = {i for i in by_bot if not any(mark in texts[i] for mark in QUESTION_MARKS)}
+        elsewhere = frozenset().union(*(w for i, w in enumerate(self.said) if i not in told))
+        self.bot_told = frozenset().union(*(self.said[i] for i in told)) - elsewhere
         self.names = frozenset(
             stem(part) for name in names for part in _NAME_PART.findall(name.casefold())
         )
@@ -56,6 +68,19 @@ class Grounding:
         near = {j for i in lines for j in (i - 1, i) if 0 <= j < len(self.said)}
         held = frozenset().union(*(self.said[j] for j in near))
         return 2 * len(wanted & held) < len(wanted)
+
+    def told(self, fact: str) -> bool:
+        """A distinctive or capitalised word of the fact ("Berlin", a German noun) only the bot's
+        statements hold."""
+        return bool((self.distinctive(fact) | self.capitalised(fact)) & self.bot_told)
+
+    def capitalised(self, fact: str) -> frozenset[str]:
+        """The stems of the fact's words written with a capital after its first, names aside."""
+        words = _WORD.findall(_plain(fact))[1:]
+        folded = (w.casefold().replace("\u2019", "'") for w in words if w[:1].isupper())
+        return frozenset(
+            s for w in folded if w not in STOPS and w not in GENERIC and (s := stem(w)) not in self.names
+        )
 
     def copied(self, fact: str) -> bool:
         """A distinctive word of a prompt's example is in the fact and in no line said here."""

@@ -188,3 +188,36 @@ def test_a_request_to_remember_at_a_facts_head_is_taken_off():
     assert unasked(said) == "My sister Priya's birthday is on 12 May."
     assert unasked("Please note: I hate olives") == "I hate olives"
     assert unasked("Remembering names is hard for me") == "Remembering names is hard for me"
+
+
+def test_what_only_the_bot_said_is_not_filed_as_the_persons():
+    """The real 1.5B (modelcheck --language de) answered a question about the person with a guess,
+    and the guess was filed as theirs, whichever line the model cited."""
+    transcript = _dm(
+        ("Jonas", "In welcher Stadt wohne ich?"), (None, "Ich wohne in der Stadt Berlin."),
+        ("Jonas", "Wie heißt mein Kater?"), (None, "Ich weiß, dass dein Kater heißt Felix."),
+        ("Jonas", "Where do I work?"), (None, "You work at Greenfield Bakery."),
+    )  # fmt: skip
+    guesses = [
+        _fact(content, lines)
+        for content in (
+            "Jonas wohnt in der Stadt Berlin.",
+            "Ich wohne in der Stadt Berlin.",
+            "Jonas' Kater heißt Felix.",
+            "Jonas works at Greenfield Bakery",
+        )
+        for lines in ([1], [2], [3], [5], [6], [])
+    ]
+    assert memories_from(guesses, transcript, Source.AUTO_EXTRACTION) == []
+
+
+def test_a_word_the_bot_said_that_the_person_said_too_is_filed():
+    """The rule asks only for words nobody but the bot said: a bot's question's words ground
+    a person's answer ("Is it a beagle?" "Yes!", in the test above) and a place both named is theirs."""
+    transcript = _dm(
+        (None, "Berlin is lovely in spring."), ("Jonas", "I moved to Berlin in May"),
+        (None, "Do you still have the grey cat?"), ("Jonas", "Yes, Krümel!"),
+    )  # fmt: skip
+    sent = [_fact("Jonas moved to Berlin in May", [2]), _fact("Jonas has a grey cat, Krümel", [4])]
+    found = memories_from(sent, transcript, Source.AUTO_EXTRACTION)
+    assert [m.content for m in found] == ["Jonas moved to Berlin in May", "Jonas has a grey cat, Krümel"]
