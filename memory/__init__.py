@@ -19,8 +19,9 @@ is the values they take and return, the errors, and the protocols a caller imple
     Checkins         checkins.py: the check-ins' memory side (plan, draft, record)
     Housekeeping     housekeeping.py: stale audits, decay and prune, the retention window
     SpokenSessions   spoken.py: a voice session's records (flushed, ended)
-    Spending, Tuning usage.py, settings.py: the usage ledger's reads; the recall knobs (dashboard)
-    Overview         recall/overview.py: the dashboard's read model
+      .dashboard     Dashboard: the operator's page (people, memories, knobs, manners,
+                     personas, audit)
+    Spending         usage.py: the usage ledger's reads (dashboard)
     StoreTools       operator.py: the operator's store tools (audit, upkeep, reembed, bulletins)
     StoreFile        storage/storefile.py: a store opened on its own (doctor, restore): values only
     job kinds        Extraction, Reflection, Compaction, Consolidation, ...: the model-calling jobs
@@ -81,7 +82,7 @@ if TYPE_CHECKING:
     from .safety import redact_secrets, valid_unicode
     from .scopes import RecallContext, Said, place_key
     from .storage.db import AsyncRunner
-    from .storage.manners import Mode, PlaceModes, Used, mode_of
+    from .storage.manners import Mode, PlaceMode, PlaceModes, Used, mode_of
     from .storage.people import People
     from .storage.reminders import Reminder
     from .tools import MemoryTools, RateLimiter
@@ -122,6 +123,7 @@ _CORE = {
     "RateLimiter": "tools",
     "Mode": "storage.manners",
     "PlaceModes": "storage.manners",
+    "PlaceMode": "storage.manners",  # one place's mode as set
     "Used": "storage.manners",
     "mode_of": "storage.manners",
     "People": "storage.people",
@@ -217,8 +219,9 @@ _OPERATOR = {
 
 # -- the dashboard, usage and budgets --
 if TYPE_CHECKING:
-    from .recall.overview import Overview, Person, ReflectionRun
-    from .settings import RecallSettings, Tuning
+    from .dashboard import Correction
+    from .recall.overview import Person, ReflectionRun
+    from .settings import RecallSettings
     from .storage.audit import AuditEntry
     from .storage.ledger import Spend, SpendingLine, UsageLedger, day_of
     from .storage.memories import MemoryQuery
@@ -226,12 +229,11 @@ if TYPE_CHECKING:
     from .usage import Spending
 
 _DASHBOARD = {
-    "Overview": "recall.overview",  # the dashboard's read model (DASH-1), memory thread
+    "Correction": "dashboard",  # the fields an operator changes in a memory
     "Person": "recall.overview",
     "ReflectionRun": "recall.overview",
     "MemoryQuery": "storage.memories",  # a page of memories the operator asks for
     "RecallSettings": "settings",
-    "Tuning": "settings",  # the recall knobs' use cases (RET-3)
     "AuditEntry": "storage.audit",
     "PlacePersona": "storage.persona",
     "Spending": "usage",  # the usage ledger's reads (ORCH-14)

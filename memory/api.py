@@ -9,6 +9,7 @@ that runs, WRITE-5), a person's ``OwnMemory.remember`` or a tool call (``MemoryT
 
 from __future__ import annotations
 
+from .dashboard import Dashboard
 from .engine import MemoryEngine
 from .forget import Forgetting
 from .reminding import Reminding
@@ -32,6 +33,7 @@ class AsyncMemory:
         :param buffer: the extraction buffer the background drains; the engine's if None.
         :param channels: the channels' state the background reads; the engine's if None."""
         self.forgetting = Forgetting(engine, runner)
+        self.dashboard = Dashboard(engine, runner)
         self.reminding = Reminding(engine, runner)
         self.turns = Turns(
             engine, runner, buffer or engine.buffer, engine.privacy, channels or engine.channels

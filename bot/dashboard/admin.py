@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory import Overview, RecallSettings, Tuning
+from memory import RecallSettings
 
 from .bodies import Confirm, SettingsBody
 from .common import ApiError, answer, audit_action, body, services
@@ -23,13 +23,13 @@ def register(router: web.UrlDispatcher) -> None:
 
 def _settings(shown: RecallSettings) -> dict[str, Any]:
     """Both corpora's knobs, and ``help``: one line per knob, served so the page and the knob it
-    explains cannot drift apart (``memory.Tuning``)."""
+    explains cannot drift apart (``memory.Dashboard.settings``)."""
     return {"recall": shown.memories, "messages": shown.messages, "help": shown.help}
 
 
 async def get_settings(request: web.Request) -> web.Response:
     svc = services(request)
-    return answer(_settings(await svc.run(Tuning(svc.engine).shown)))
+    return answer(_settings(await svc.memory.dashboard.settings()))
 
 
 async def put_settings(request: web.Request) -> web.Response:
@@ -40,7 +40,7 @@ async def put_settings(request: web.Request) -> web.Response:
         raise ApiError(400, 'nothing to change: send {"recall": {knob: value}}')
     svc = services(request)
     # both corpora are validated before either is stored: a bad second half leaves the first alone
-    shown = await svc.run(Tuning(svc.engine).change, change.recall, change.messages or {})
+    shown = await svc.memory.dashboard.change_settings(change.recall, change.messages or {})
     changed = {"recall": sorted(change.recall), "messages": sorted(change.messages or {})}
     await audit_action(
         request,
@@ -53,7 +53,7 @@ async def put_settings(request: web.Request) -> web.Response:
 
 async def guilds(request: web.Request) -> web.Response:
     svc = services(request)
-    found = await svc.run(Overview(svc.engine).guilds)
+    found = await svc.memory.dashboard.guilds()
     return answer(
         {
             "items": [
@@ -69,7 +69,7 @@ async def purge(request: web.Request) -> web.Response:
     guild_id = request.match_info["id"]
     confirm = await body(request, Confirm)
     svc = services(request)
-    known = {g.id: g for g in await svc.run(Overview(svc.engine).guilds)}
+    known = {g.id: g for g in await svc.memory.dashboard.guilds()}
     if guild_id not in known:
         raise ApiError(404, f"no guild with id {guild_id!r}")
     expected = known[guild_id].name or guild_id
@@ -90,5 +90,5 @@ async def audit_trail(request: web.Request) -> web.Response:
     except Exception as exc:
         raise ApiError(400, str(exc)) from None
     svc = services(request)
-    rows = await svc.run(svc.engine.audit.recent, limit)
+    rows = await svc.memory.dashboard.audit(limit)
     return answer({"items": [audit_json(e) for e in rows]})

@@ -107,4 +107,4 @@ async def audit_action(
     """One audit row for a change this request made (ids, fields and counts only: never a memory's words)."""
     svc = services(request)
     who = caller(request).who
-    await svc.run(svc.engine.audit.record, who, action, target, person_id=person_id, detail=detail)
+    await svc.memory.dashboard.record(who, action, target, person_id, detail)

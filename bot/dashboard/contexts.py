@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memory import NotFound, Overview
+from memory import NotFound
 from memory.models import PLATFORMS
 
 from ..assembly import Snapshot, Turn
@@ -63,6 +63,6 @@ def _account(engine: MemoryEngine, platform: str, person: str) -> str:
             return str(account["platform_user_id"])
     prefix = f"{platform}:"
     user_id = person[len(prefix) :] if person.startswith(prefix) else person
-    if Overview(engine).known_account(platform, user_id):
+    if engine.people.known_account(platform, user_id):
         return user_id
     raise NotFound(f"no {platform} account known for {person!r} (the bot has not met them there)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from memory import MemoryEngine, Mode
+from memory import Mode, PlaceMode
 
 from .bodies import MannersBody
 from .common import answer, audit_action, body, services
@@ -18,10 +18,9 @@ def register(router: web.UrlDispatcher) -> None:
     router.add_put("/api/places/{key}/manners", put)
 
 
-def _places(engine: MemoryEngine) -> list[dict[str, object]]:
+def _places(modes: list[PlaceMode], seen: dict[str, str]) -> list[dict[str, object]]:
     """Each place once: its set mode, or null (addressed; chime-in in a channel the operator listed)."""
-    chosen = {p.channel_key: p for p in engine.place_modes.all()}
-    seen = dict(engine.messages.group_chats())
+    chosen = {p.channel_key: p for p in modes}
     seen.update({key: p.guild_id or "" for key, p in chosen.items() if key not in seen})
     return [
         {
@@ -36,15 +35,16 @@ def _places(engine: MemoryEngine) -> list[dict[str, object]]:
 
 async def show(request: web.Request) -> web.Response:
     svc = services(request)
-    return answer({"modes": [m.value for m in Mode], "places": await svc.run(_places, svc.engine)})
+    return answer(
+        {"modes": [m.value for m in Mode], "places": _places(*await svc.memory.dashboard.places())}
+    )
 
 
 async def put(request: web.Request) -> web.Response:
     """A place the bot never saw may be set too (before it speaks there); a malformed key is refused (422)."""
     change = await body(request, MannersBody)
     key, svc = request.match_info["key"], services(request)
-    guild = dict(await svc.run(svc.engine.messages.group_chats)).get(key)
-    done = await svc.run(svc.engine.place_modes.set, key, change.mode, guild)
+    done = await svc.memory.dashboard.set_mode(key, change.mode)
     await audit_action(request, "manners.set", key, detail={"mode": done.mode.value})
     return answer(
         {

@@ -13,13 +13,12 @@ from typing import Any
 
 from aiohttp import web
 
-from memory import InvalidInput, MemoryQuery, Overview, RecallFilters
+from memory import Correction, InvalidInput, MemoryQuery, RecallFilters
 from memory.models import FactKind, Memory, MemoryType, NewMemory, Scope, Source, Visibility
 
 from .bodies import MemoryEdit, NewMemoryBody
 from .common import ApiError, answer, audit_action, body, services
 from .contexts import resolve_turn
-from .services import DashboardServices
 from .views import enum_arg, int_arg, memory_json, tags_arg
 
 MAX_TOP_K = 100
@@ -48,7 +47,7 @@ async def list_memories(request: web.Request) -> web.Response:
         offset=_int(q, "offset", 0, 0, 10_000_000),
     )
     svc = services(request)
-    found, total = await svc.run(Overview(svc.engine).memories, query)
+    found, total = await svc.memory.dashboard.memories(query)
     return answer(
         {
             "items": [memory_json(m) for m in found],
@@ -71,38 +70,23 @@ async def search(request: web.Request) -> web.Response:
         types=tuple(t for t in [_arg(q, "type", MemoryType)] if t), tags=tags_arg(q)
     )
     svc = services(request)
-    hits = await svc.run(_search, svc, dict(q), text, filters, top_k)
+    if q.get("person"):  # as that conversation: what the bot could recall there
+        turn = await svc.run(resolve_turn, svc, dict(q), text)
+        hits = await svc.memory.dashboard.search(text, filters, top_k, ctx=turn.ctx)
+    else:
+        hits = await svc.memory.dashboard.search(text, filters, top_k, guild=q.get("guild"))
     return answer({"items": [memory_json(h.item, score=round(h.score, 4)) for h in hits]})
-
-
-def _search(
-    svc: DashboardServices, q: dict[str, str], text: str, filters: RecallFilters, top_k: int
-) -> list[Any]:
-    if q.get("person"):
-        turn = resolve_turn(svc, q, text)
-        return svc.engine.recall.recall(
-            turn.ctx, text, filters=filters, top_k=top_k, reinforce=False
-        )
-    partitions = svc.engine.memory_rows.partitions()
-    if q.get("guild"):
-        guild = q["guild"]
-        partitions = tuple(
-            k for k in partitions if k == f"guild|{guild}|public" or k.endswith(f"|public|{guild}")
-        )
-    if not partitions:
-        return []
-    return svc.engine.recall.recall_in(partitions, text, filters=filters, top_k=top_k)
 
 
 async def read(request: web.Request) -> web.Response:
     svc = services(request)
-    return answer(memory_json(await svc.run(svc.engine.memory_rows.get, request.match_info["id"])))
+    return answer(memory_json(await svc.memory.dashboard.memory(request.match_info["id"])))
 
 
 async def create(request: web.Request) -> web.Response:
     new = await body(request, NewMemoryBody)
     svc = services(request)
-    result = await svc.run(svc.engine.memories.add, _new_memory(new, svc.owners))
+    result = await svc.memory.dashboard.add(_new_memory(new, svc.owners))
     m = result.memory
     if result.status == "duplicate":
         raise ApiError(
@@ -155,30 +139,12 @@ async def edit(request: web.Request) -> web.Response:
             400, "nothing to change: send any of content, importance, tags, type, kind, subject"
         )
     svc = services(request)
-    old, new = await svc.run(_edit, svc, request.match_info["id"], change)
+    fix = Correction(**change.model_dump(exclude_none=True))
+    old, new = await svc.memory.dashboard.edit(request.match_info["id"], fix)
     await audit_action(
         request, "memory.update", old.id, person_id=_person(old), detail={"fields": fields}
     )
     return answer(memory_json(new))
-
-
-def _edit(svc: DashboardServices, memory_id: str, change: MemoryEdit) -> tuple[Memory, Memory]:
-    # In place, a new type included: an operator who corrects a memory's words (and its type with them) means
-    # the old words to be gone, so no history row keeps them (issue 20, finding 8), as for a content edit.
-    store = svc.engine.memories
-    old = svc.engine.memory_rows.get(memory_id)
-    new = store.update(
-        memory_id,
-        subject=change.subject,
-        content=change.content,
-        tags=change.tags,
-        importance=change.importance,
-        kind=change.kind,
-        memory_type=change.type,
-    )
-    if new.content != old.content or new.subject != old.subject:
-        svc.engine.scrub()  # the WAL still holds the page with the old words until a checkpoint
-    return old, new
 
 
 async def forget(request: web.Request) -> web.Response:

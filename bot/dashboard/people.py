@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory import NotFound, Overview, RecallFilters
+from memory import InvalidInput
 
 from ..exports import forget_exports
 from .bodies import Confirm, TimezoneBody
@@ -34,44 +34,29 @@ def register(router: web.UrlDispatcher) -> None:
 
 async def people(request: web.Request) -> web.Response:
     svc = services(request)
-    found = await svc.run(Overview(svc.engine).people)
+    found = await svc.memory.dashboard.people()
     return answer({"items": [person_json(p) for p in found]})
 
 
 async def person(request: web.Request) -> web.Response:
-    svc = services(request)
-    return answer(await svc.run(_profile, svc, request.match_info["id"]))
-
-
-def _profile(svc: DashboardServices, person_id: str) -> dict[str, Any]:
-    found = Overview(svc.engine).person(person_id)
-    if found is None:
-        raise NotFound(f"no person with id {person_id!r}")
-    rows = svc.engine.memory_rows
-    partitions = tuple(
-        k
-        for k in rows.partitions()
-        if k.split("|")[1:2] == [person_id] and not k.startswith("guild|")
-    )
-    memories = (
-        rows.listing(partitions, RecallFilters(), order="important", limit=500)
-        if partitions
-        else []
-    )
+    svc, person_id = services(request), request.match_info["id"]
+    found = await svc.memory.dashboard.profile(person_id)
     profile: dict[str, list[dict[str, Any]]] = {}
-    for m in memories:
+    for m in found.memories:
         profile.setdefault(m.type.value, []).append(memory_json(m))
     zones = svc.orchestrator.zones
-    own = zones.own(person_id)
+    own = await svc.run(zones.own, person_id)
     settings = {
-        "share_across_servers": svc.engine.people.shares(person_id),
+        "share_across_servers": found.shares,
         "timezone": own.key if own else None,
     }
-    return {
-        **person_json(found),
-        "profile": profile,
-        "settings": {**settings, "timezone_default": zones.default.key},
-    }
+    return answer(
+        {
+            **person_json(found.person),
+            "profile": profile,
+            "settings": {**settings, "timezone_default": zones.default.key},
+        }
+    )
 
 
 async def set_timezone(request: web.Request) -> web.Response:
@@ -79,8 +64,7 @@ async def set_timezone(request: web.Request) -> web.Response:
     person_id = request.match_info["id"]
     wanted = (await body(request, TimezoneBody)).zone.strip()
     svc = services(request)
-    if await svc.run(Overview(svc.engine).person, person_id) is None:
-        raise NotFound(f"no person with id {person_id!r}")
+    await svc.memory.dashboard.person(person_id)  # NotFound: nobody with that id
     zones = svc.orchestrator.zones
     zone = None
     if wanted:
@@ -100,8 +84,7 @@ async def set_timezone(request: web.Request) -> web.Response:
 async def export(request: web.Request) -> web.Response:
     svc = services(request)
     person_id = request.match_info["id"]
-    if await svc.run(Overview(svc.engine).person, person_id) is None:
-        raise NotFound(f"no person with id {person_id!r}")
+    await svc.memory.dashboard.person(person_id)
     data = await svc.memory.forgetting.export([person_id])
     response = answer(data)
     response.headers["Content-Disposition"] = 'attachment; filename="companion-export.json"'
@@ -119,8 +102,7 @@ async def forget(request: web.Request) -> web.Response:
             'confirmation does not match: send {"confirm": "<the person id>"} to forget this person',
         )
     svc = services(request)
-    if await svc.run(Overview(svc.engine).person, person_id) is None:
-        raise NotFound(f"no person with id {person_id!r}")
+    await svc.memory.dashboard.person(person_id)
     # a /privacy off outlives it (SEC-5)
     counts = await svc.memory.forgetting.person([person_id])
     if exported := await svc.run(
@@ -167,14 +149,14 @@ def _snapshot(svc: DashboardServices, q: dict[str, str], text: str) -> dict[str,
 async def reflections(request: web.Request) -> web.Response:
     limit = _limit(request, 50, 1000)
     svc = services(request)
-    found = await svc.run(Overview(svc.engine).reflections, limit)
+    found = await svc.memory.dashboard.reflections(limit)
     return answer({"items": [reflection_json(r) for r in found]})
 
 
 async def entities(request: web.Request) -> web.Response:
     limit = _limit(request, 200, 5000)
     svc = services(request)
-    found = await svc.run(Overview(svc.engine).entities, limit)
+    found = await svc.memory.dashboard.entities(limit)
     return answer(
         {
             "items": [
@@ -187,7 +169,7 @@ async def entities(request: web.Request) -> web.Response:
 async def graph(request: web.Request) -> web.Response:
     limit = _limit(request, 300, 2000)
     svc = services(request)
-    view = await svc.run(Overview(svc.engine).graph, limit)
+    view = await svc.memory.dashboard.graph(limit)
     nodes: list[dict[str, Any]] = [
         {"id": f"person:{p}", "label": label, "kind": "person", "person_id": p}
         for p, label in view.people
@@ -211,8 +193,6 @@ async def graph(request: web.Request) -> web.Response:
 
 
 def _limit(request: web.Request, default: int, high: int) -> int:
-    from memory import InvalidInput
-
     try:
         return int_arg(request.query, "limit", default, 1, high)
     except InvalidInput as exc:

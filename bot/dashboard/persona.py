@@ -26,7 +26,7 @@ def _place_json(p: PlacePersona) -> dict[str, object]:
 async def show(request: web.Request) -> web.Response:
     svc = services(request)
     persona = svc.orchestrator.persona
-    places = await svc.run(svc.engine.personas.all)
+    places = await svc.memory.dashboard.personas()
     return answer(
         {
             "name": persona.name,
@@ -41,15 +41,13 @@ async def put(request: web.Request) -> web.Response:
     """Refused with 422 and the reason when the text fails the checks (a secret, an injection, a heading)."""
     change = await body(request, PersonaBody)
     svc = services(request)
-    done = await svc.run(
-        svc.engine.personas.set, request.match_info["id"], change.text, who=caller(request).who
+    done = await svc.memory.dashboard.set_persona(
+        request.match_info["id"], change.text, caller(request).who
     )
     return answer(_place_json(done))
 
 
 async def reset(request: web.Request) -> web.Response:
     svc = services(request)
-    gone = await svc.run(
-        svc.engine.personas.reset, request.match_info["id"], who=caller(request).who
-    )
+    gone = await svc.memory.dashboard.reset_persona(request.match_info["id"], caller(request).who)
     return answer({"reset": gone})

@@ -49,7 +49,8 @@ class DashboardServices:
         return self.orchestrator.memory
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """One store call on the memory thread: the only way a route touches the store."""
+        """Bot code that reads the store on the memory thread (the snapshot's assembly, a time zone,
+        the usage report); the rest of the store is ``memory.dashboard``'s."""
         return await self.runner.run(fn, *args, **kwargs)
 
     async def forgot(self) -> None:

@@ -79,7 +79,9 @@ class Grounding:
         words = _WORD.findall(_plain(fact))[1:]
         folded = (w.casefold().replace("\u2019", "'") for w in words if w[:1].isupper())
         return frozenset(
-            s for w in folded if w not in STOPS and w not in GENERIC and (s := stem(w)) not in self.names
+            s
+            for w in folded
+            if w not in STOPS and w not in GENERIC and (s := stem(w)) not in self.names
         )
 
     def copied(self, fact: str) -> bool:

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from memory import Charge, MemoryEngine, Spend, Spending, Tuning
+from memory import Charge, MemoryEngine, Spend, Spending
+from memory.settings import Tuning
 
 
 def at(clock, iso: str) -> None:
