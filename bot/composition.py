@@ -294,15 +294,16 @@ def build_budgets(
 
 def build_retention(settings: Settings, jobs: JobRunner) -> dict[str, Any]:
     """SEC-7: the periodic retention job and the adapters' place watch, sharing one record of departures."""
-    from memory import Departures
+    from memory import Housekeeping, Leaving
 
     from .retention import PlaceWatch, RetentionJob
 
-    departures = Departures(jobs.engine, settings.leave_grace_days)
+    leaving = Leaving(jobs.engine, jobs.runner, settings.leave_grace_days)
     days = settings.message_retention_days or None
+    upkeep = Housekeeping(jobs.engine, jobs.runner)
     return {
-        "retention": RetentionJob(jobs.engine, jobs.runner, departures, days, jobs.holder),
-        "places": PlaceWatch(jobs.runner, departures),
+        "retention": RetentionJob(jobs, upkeep, leaving, days),
+        "places": PlaceWatch(leaving),
     }
 
 

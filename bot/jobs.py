@@ -195,6 +195,19 @@ class JobRunner:
             return report
 
     @contextlib.asynccontextmanager
+    async def held(self, key: str, lease_s: float) -> AsyncIterator[bool]:
+        """A run that is no job (the retention run) held in one process at a time: True when this
+        process holds ``key`` for the run (released on the way out), False when another does."""
+        claims = self.engine.claims
+        if not await self.runner.run(claims.claim, key, self.holder, lease_s):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            await self.runner.run(claims.release, key, self.holder)
+
+    @contextlib.asynccontextmanager
     async def _claimed(self, key: str | None) -> AsyncIterator[_Lease | None]:
         """None without a key; a lease not ``taken`` when another live holder has it; else the lease, released on
         the way out if the job ended without a last write (nothing to do, or a bug: another process may try now)."""

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from memory import AsyncRunner, Departures, Expired, Housekeeping, MemoryEngine
+from memory import Expired, Housekeeping, Leaving
 
-from .jobs import LEASE_S
+from .jobs import LEASE_S, JobRunner
 from .schedule import RETENTION
 
 log = logging.getLogger(__name__)
@@ -31,51 +31,35 @@ class RetentionReport:
 
 
 class RetentionJob:
-    """``days``: the message window (None keeps messages for ever); the departures know the grace period."""
+    """``days``: the message window (None keeps messages for ever); ``leaving`` knows the grace
+    period; ``jobs`` holds the run in one process at a time."""
 
     def __init__(
-        self,
-        engine: MemoryEngine,
-        runner: AsyncRunner,
-        departures: Departures,
-        days: float | None,
-        holder: str,
+        self, jobs: JobRunner, upkeep: Housekeeping, leaving: Leaving, days: float | None
     ) -> None:
-        self.engine, self.runner, self.departures, self.days, self.holder = (
-            engine,
-            runner,
-            departures,
-            days,
-            holder,
-        )
+        self.jobs, self.upkeep, self.leaving, self.days = jobs, upkeep, leaving, days
 
     async def run(self) -> RetentionReport | None:
-        """One run; None when another process is running it now."""
-        claims = self.engine.claims
-        if not await self.runner.run(claims.claim, RETENTION.key(), self.holder, LEASE_S * 12):
-            log.debug("retention is being run by another process; skipped")
-            return None
-        try:
-            expired = await self._expire(self.days) if self.days else Expired()
-            purged = await self.runner.run(self.departures.purge_due)
-        finally:
-            await self.runner.run(claims.release, RETENTION.key(), self.holder)
+        """One run; None when another process is running it now. Messages expire a batch at a
+        time, each its own call on the memory thread: replies are not kept waiting for the run."""
+        async with self.jobs.held(RETENTION.key(), LEASE_S * 12) as mine:
+            if not mine:
+                log.debug("retention is being run by another process; skipped")
+                return None
+            expired = await self.upkeep.expire(self.days) if self.days else Expired()
+            purged = await self.leaving.purge_due()
         return RetentionReport(expired, len(purged), sum(c.get("rows", 0) for c in purged))
-
-    async def _expire(self, days: float) -> Expired:
-        """A batch at a time, each its own call on the memory thread: replies are not kept waiting for the run."""
-        return await Housekeeping(self.engine, self.runner).expire(days)
 
 
 class PlaceWatch:
     """What the adapters tell of the bot's places, written on the memory thread (``bot.types.Places``)."""
 
-    def __init__(self, runner: AsyncRunner, departures: Departures) -> None:
-        self.runner, self.departures = runner, departures
+    def __init__(self, leaving: Leaving) -> None:
+        self.leaving = leaving
 
     async def left(self, platform: str, guild_id: str) -> None:
-        departure = await self.runner.run(self.departures.left, platform, guild_id)
-        grace = self.departures.grace_days
+        departure = await self.leaving.left(platform, guild_id)
+        grace = self.leaving.grace_days
         log.info(
             "%s: removed from place %s; all of it is purged in %g days unless the bot is added back",
             platform,
@@ -85,5 +69,5 @@ class PlaceWatch:
         log.debug("purge of %s due at %s", departure.guild_id, departure.purge_at)
 
     async def joined(self, platform: str, guild_id: str) -> None:
-        if await self.runner.run(self.departures.returned, platform, guild_id):
+        if await self.leaving.returned(platform, guild_id):
             log.info("%s: added back to place %s; its purge is cancelled", platform, guild_id)

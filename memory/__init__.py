@@ -282,13 +282,14 @@ if TYPE_CHECKING:
     from .jobs.day import BulletinWrite
     from .jobs.readings import TombstoneReadings
     from .jobs.upkeep import Consolidation
+    from .leaving import Leaving
     from .storage.claims import process_holder
     from .storage.embeddings import OnnxMiniLM
     from .storage.multilingual import LocalDefault, MultilingualE5
     from .storage.sessions import ChannelRecord, ExtractionBuffer, SessionSummaries
     from .upkeep.bulletin import BULLETINS_PER_RUN
     from .upkeep.daily import DailyReflections
-    from .upkeep.retention import Departures, Expired
+    from .upkeep.retention import Expired
     from .write.ingest import FileRun
     from .write.passages import BadFile, Passage
 
@@ -316,7 +317,7 @@ _RUNNING = {
     "SessionSummaries": "storage.sessions",
     "BULLETINS_PER_RUN": "upkeep.bulletin",
     "DailyReflections": "upkeep.daily",
-    "Departures": "upkeep.retention",
+    "Leaving": "leaving",  # a place the bot left: marked, unmarked, purged (SEC-7)
     "Expired": "upkeep.retention",
     "FileRun": "write.ingest",
     "BadFile": "write.passages",

@@ -27,6 +27,7 @@ from pipeline_support import build_runtime
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.config import load_settings
+from bot.jobs import JobRunner
 from bot.retention import RetentionJob
 from bot.runtime import Runtime
 from memory.clock import DAY, FakeClock
@@ -321,9 +322,11 @@ async def test_the_retention_job_runs_once_across_processes_and_is_on_the_schedu
 ):
     runtime = world.runtime
     assert runtime.retention is not None
-    other = RetentionJob(
-        runtime.engine, runtime.runner, runtime.retention.departures, 90, holder="another process"
+    retention = runtime.retention
+    elsewhere = JobRunner(
+        runtime.engine, runtime.runner, retention.jobs.model, holder="another process"
     )
+    other = RetentionJob(elsewhere, retention.upkeep, retention.leaving, 90)
     claims = runtime.engine.claims
     assert await runtime.runner.run(claims.claim, "retention", "another process", 60)
     assert await runtime.retention.run() is None  # the other process is running it

@@ -220,4 +220,7 @@ def test_a_word_the_bot_said_that_the_person_said_too_is_filed():
     )  # fmt: skip
     sent = [_fact("Jonas moved to Berlin in May", [2]), _fact("Jonas has a grey cat, Krümel", [4])]
     found = memories_from(sent, transcript, Source.AUTO_EXTRACTION)
-    assert [m.content for m in found] == ["Jonas moved to Berlin in May", "Jonas has a grey cat, Krümel"]
+    assert [m.content for m in found] == [
+        "Jonas moved to Berlin in May",
+        "Jonas has a grey cat, Krümel",
+    ]
