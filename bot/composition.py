@@ -483,18 +483,14 @@ def build_ingest_watch(
     settings: Settings, engine: MemoryEngine, runner: AsyncRunner
 ) -> IngestWatch:
     """The ingest folder (WRITE-7), ingested into the owner's memory, by the extraction model when there is one."""
+    from memory import Ingesting
+
     from .ingest_watch import IngestWatch
 
     assert settings.ingest_dir is not None
     complete = build_completer(settings, engine, "ingest", runner) if has_model(settings) else None
-    return IngestWatch(
-        engine,
-        runner,
-        settings.ingest_dir,
-        ingest_target(settings),
-        complete,
-        settings.ingest_poll_s,
-    )
+    ingesting = Ingesting(engine, runner, ingest_target(settings), complete)
+    return IngestWatch(ingesting, settings.ingest_dir, settings.ingest_poll_s)
 
 
 def build_dashboard(

@@ -5,30 +5,17 @@ the same on two polls in a row, so one still being copied is not read half-writt
 skips a file whose path and hash it has already ingested, and supersedes what changed in one it knows,
 so a restart, a touched file or a re-saved one does nothing twice.
 
-The store is only touched on the memory thread (``AsyncRunner``); reading the file and waiting on the
-extraction model happen on a worker thread, so replies are never stuck behind a long document.
+A file is read by ``memory.Ingesting``: the store touched on the memory thread only, the file read and
+the extraction model waited on on a worker thread, so replies are never stuck behind a long document.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
-from memory import (
-    SUFFIXES,
-    AsyncRunner,
-    BadFile,
-    Completer,
-    FileReport,
-    FileRun,
-    Ingester,
-    IngestTarget,
-    MemoryEngine,
-    Passage,
-    within,
-)
+from memory import SUFFIXES, FileReport, Ingesting, within
 
 from .counts import counted
 
@@ -37,19 +24,9 @@ Signature = tuple[int, int]  # (size, mtime in ns)
 
 
 class IngestWatch:
-    def __init__(
-        self,
-        engine: MemoryEngine,
-        runner: AsyncRunner,
-        folder: Path,
-        target: IngestTarget,
-        complete: Completer | None,
-        poll_s: float,
-    ) -> None:
-        self.folder, self.runner, self.poll_s = Path(folder), runner, poll_s
-        self.ingester = Ingester(engine, target, complete)
-        # the journals are made from memories: read back as files, they would be learned again, and again
-        self._skip = engine.journals.root.resolve() if engine.journals is not None else None
+    def __init__(self, ingesting: Ingesting, folder: Path, poll_s: float) -> None:
+        self.ingesting, self.folder, self.poll_s = ingesting, Path(folder), poll_s
+        self._skip = ingesting.skipped  # the journals: memories read back as files
         self._seen: dict[Path, Signature] = {}
         self._done: dict[Path, Signature] = {}
         self.reports: list[
@@ -106,35 +83,10 @@ class IngestWatch:
                 str(path), "failed", error="a link to a file outside the ingest folder"
             )
         try:
-            run = await self.runner.run(self.ingester.begin, path)
-            if isinstance(run, FileReport):
-                return run
-            return await self._steps(run)
+            return await self.ingesting.file(path)
         except Exception as exc:  # one bad file must not stop the folder (background-job edge)
             log.exception("ingesting %s failed", path)
             return FileReport(str(path), "failed", error=f"{type(exc).__name__}: {exc}")
-
-    async def _steps(self, run: FileRun) -> FileReport:
-        passages = run.passage_batches()
-        try:
-            while batch := await asyncio.to_thread(_next, passages):
-                fresh = await self.runner.run(run.split, batch)
-                # the model is waited on here
-                prepared = await asyncio.to_thread(self.ingester.prepare, run, fresh)
-                await self.runner.run(run.store, prepared, bulk=self.ingester.complete is None)
-        except BadFile as exc:
-            return FileReport(
-                str(run.path),
-                "failed",
-                passages=run.report.passages,
-                memories=run.report.memories,
-                error=str(exc),
-            )
-        return await self.runner.run(run.finish)
-
-
-def _next(passages: Iterator[list[Passage]]) -> list[Passage]:
-    return next(passages, [])
 
 
 def _hidden(relative: Path) -> bool:

@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     )
     from .forget import Forgetting
     from .jobs.base import NoAnswer
-    from .protocols import AsyncCompleter, Completer, Embedder
+    from .protocols import AsyncCompleter, Embedder
     from .reminding import Reminding
     from .safety import redact_secrets, valid_unicode
     from .scopes import RecallContext, Said, place_key
@@ -103,7 +103,6 @@ _CORE = {
     "SchemaError": "errors",
     "StoreUnavailable": "errors",
     "AsyncCompleter": "protocols",
-    "Completer": "protocols",
     "Embedder": "protocols",
     "RecallContext": "scopes",
     "Said": "scopes",
@@ -277,6 +276,7 @@ _PEOPLE = {
 # -- the running bot: composition, runtime, background jobs, daily work, retention, ingest --
 if TYPE_CHECKING:
     from .housekeeping import Housekeeping
+    from .ingesting import Ingesting
     from .jobs.base import Facts, Job, WriteFacts, Written, applied
     from .jobs.conversation import Compaction, Extraction, Reflection, ZoneName, crowded
     from .jobs.day import BulletinWrite
@@ -290,8 +290,6 @@ if TYPE_CHECKING:
     from .upkeep.bulletin import BULLETINS_PER_RUN
     from .upkeep.daily import DailyReflections
     from .upkeep.retention import Expired
-    from .write.ingest import FileRun
-    from .write.passages import BadFile, Passage
 
 _RUNNING = {
     "Housekeeping": "housekeeping",
@@ -319,9 +317,7 @@ _RUNNING = {
     "DailyReflections": "upkeep.daily",
     "Leaving": "leaving",  # a place the bot left: marked, unmarked, purged (SEC-7)
     "Expired": "upkeep.retention",
-    "FileRun": "write.ingest",
-    "BadFile": "write.passages",
-    "Passage": "write.passages",
+    "Ingesting": "ingesting",  # the ingest folder's files, read while the bot runs (WRITE-7)
 }
 
 # -- a turn's context and its costs, sight, voice --
