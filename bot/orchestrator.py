@@ -23,7 +23,6 @@ from .commands import CommandDesk
 from .images.vision import Sight, VisionOptions, with_notes
 from .manners import GroupManners, PlaceReads
 from .model.client import ChatClient
-from .reactions import Reactions
 from .resolution import Resolver
 from .spoken.sessions import VoiceSessions
 from .turn.asked import AskedInWords
@@ -65,7 +64,6 @@ class Orchestrator:
         self.persona, self.manners_of = assembler.persona, manners
         # ORCH-11: what a shared image leaves
         self.sight = sight or Sight(llm, runner, None, VisionOptions("off"))
-        self.reactions = Reactions(engine, resolver.people, runner)  # ORCH-12
         self.places = PlaceReads(engine, resolver, runner)  # ORCH-10
         self.replying = Replying(
             ReplyParts(
@@ -128,7 +126,7 @@ class Orchestrator:
             )
 
     async def reacted(self, reaction: Reaction) -> None:
-        await self.reactions.receive(reaction)
+        await self.memory.reactions.receive(reaction)  # ORCH-12
 
     async def command(self, name: str, argument: str, message: IncomingMessage) -> str:
         answer = await self.commands.run(name, argument, message)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memory import valid_unicode
+from memory.models import Reaction
 
 # The apology when the model failed (ORCH-6) or its answer was cut: the orchestrator says it only after the
 # message was stored, so "saved" is true.
@@ -101,22 +102,6 @@ class Verdict:
     reaction: str | None = None
     score: float = 0.0
     why: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Reaction:
-    """ORCH-12: ``user_id`` added ``emoji`` to the message ``post_id`` (platform ids; the adapter leaves out the bot's
-    own reactions)."""
-
-    platform: str
-    channel_id: str
-    post_id: str
-    user_id: str
-    emoji: str
-    guild_id: str | None = None
-    by_admin: bool = (
-        False  # they may change this place's lore (Discord manage_guild, Telegram admin)
-    )
 
 
 # Called with each text delta while a reply streams (the console prints them as they come).

@@ -11,6 +11,9 @@ is the values they take and return, the errors, and the protocols a caller imple
       .turns         Turns: a turn's books (arrive, finish, observe, leaks, known, edited, deleted)
       .forgetting    Forgetting: one memory, a guild, a person, completely (SEC-3); export (MEM-5)
       .reminding     Reminding: the sender's books of reminders (due, claim, delivered, ...), ORCH-13
+      .dashboard     Dashboard: the operator's page (people, memories, knobs, manners,
+                     personas, audit)
+      .reactions     Reactions: a reaction on a reply moves the memories it used (ORCH-12)
     MemoryTools      the memory tools the model calls in a turn, bound to its scope (TOOLS-1, TOOLS-2)
     MemoryEngine     the store file and its repositories (opened by the composition root and the CLI)
     AsyncRunner      the memory thread every service awaits
@@ -18,9 +21,9 @@ is the values they take and return, the errors, and the protocols a caller imple
                      person's own memories)
     Checkins         checkins.py: the check-ins' memory side (plan, draft, record)
     Housekeeping     housekeeping.py: stale audits, decay and prune, the retention window
+    Leaving          leaving.py: a place the bot was removed from, purged after its grace (SEC-7)
+    Ingesting        ingesting.py: the ingest folder's files, read while the bot runs (WRITE-7)
     SpokenSessions   spoken.py: a voice session's records (flushed, ended)
-      .dashboard     Dashboard: the operator's page (people, memories, knobs, manners,
-                     personas, audit)
     Spending         usage.py: the usage ledger's reads (dashboard)
     StoreTools       operator.py: the operator's store tools (audit, upkeep, reembed, bulletins)
     StoreFile        storage/storefile.py: a store opened on its own (doctor, restore): values only
@@ -82,7 +85,7 @@ if TYPE_CHECKING:
     from .safety import redact_secrets, valid_unicode
     from .scopes import RecallContext, Said, place_key
     from .storage.db import AsyncRunner
-    from .storage.manners import Mode, PlaceMode, PlaceModes, Used, mode_of
+    from .storage.manners import Mode, PlaceMode, PlaceModes, mode_of
     from .storage.people import People
     from .storage.reminders import Reminder
     from .tools import MemoryTools, RateLimiter
@@ -123,7 +126,6 @@ _CORE = {
     "Mode": "storage.manners",
     "PlaceModes": "storage.manners",
     "PlaceMode": "storage.manners",  # one place's mode as set
-    "Used": "storage.manners",
     "mode_of": "storage.manners",
     "People": "storage.people",
     "NoAnswer": "jobs.base",

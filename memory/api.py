@@ -12,6 +12,7 @@ from __future__ import annotations
 from .dashboard import Dashboard
 from .engine import MemoryEngine
 from .forget import Forgetting
+from .reactions import Reactions
 from .reminding import Reminding
 from .storage.db import AsyncRunner
 from .storage.sessions import ChannelState, ExtractionBuffer
@@ -34,6 +35,7 @@ class AsyncMemory:
         :param channels: the channels' state the background reads; the engine's if None."""
         self.forgetting = Forgetting(engine, runner)
         self.dashboard = Dashboard(engine, runner)
+        self.reactions = Reactions(engine, runner)
         self.reminding = Reminding(engine, runner)
         self.turns = Turns(
             engine, runner, buffer or engine.buffer, engine.privacy, channels or engine.channels

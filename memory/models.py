@@ -362,3 +362,19 @@ def normalise_tags(tags: Any) -> tuple[str, ...]:
         if clean:
             seen.setdefault(clean, None)
     return tuple(seen)
+
+
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """ORCH-12: ``user_id`` added ``emoji`` to the message ``post_id`` (platform ids; the adapter leaves out the bot's
+    own reactions)."""
+
+    platform: str
+    channel_id: str
+    post_id: str
+    user_id: str
+    emoji: str
+    guild_id: str | None = None
+    by_admin: bool = (
+        False  # they may change this place's lore (Discord manage_guild, Telegram admin)
+    )

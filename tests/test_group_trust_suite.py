@@ -42,11 +42,11 @@ from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.config import load_settings
 from bot.images.intake import solid_png
-from bot.reactions import DOWN_STEP
 from bot.turn.leak_guard import TOOL_REFUSED, WITHHELD
 from bot.types import IncomingMessage
 from memory.clock import DAY, FakeClock
 from memory.models import FactKind, MemoryType, NewMemory, Scope, Visibility
+from memory.reactions import DOWN_STEP
 from memory.storage.multilingual import MultilingualE5
 from memory.upkeep.leftover_files import bytes_in
 from tests.fakes import FakeDiscord, FakeFile, FakeOpenAI, FakeTelegram, ToolCall

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from conftest import remember
 
-from bot.reactions import DOWN_STEP, UP_STEP, polarity
 from bot.types import IncomingMessage, Reaction
 from memory.models import Scope, Visibility
+from memory.reactions import DOWN_STEP, UP_STEP, polarity
 from memory.upkeep.forgetting import forget_memory
 from tests.pg_support import ON_BOTH_ENGINES
 

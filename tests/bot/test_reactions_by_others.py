@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from conftest import remember
 
-from bot.reactions import DOWN_STEP, UP_STEP
 from memory.models import Scope
+from memory.reactions import DOWN_STEP, UP_STEP
 from tests.fakes.discord_payloads import OWNER_ID
 from tests.pipeline_support import platforms
 

@@ -24,9 +24,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from memory import AsyncRunner, MemoryEngine, People, Used
-
-from .types import Reaction
+from .engine import MemoryEngine
+from .models import Reaction
+from .storage.db import AsyncRunner
+from .storage.manners import Used
 
 log = logging.getLogger(__name__)
 
@@ -67,16 +68,17 @@ def moves(memory: Used, person_id: str, reaction: Reaction) -> bool:
 
 
 class Reactions:
-    """Reactions from the event loop: each one hop to the memory thread (``receive``)."""
+    """Reactions from the event loop: each one call on the memory thread."""
 
-    def __init__(self, engine: MemoryEngine, people: People, runner: AsyncRunner) -> None:
-        self.engine, self.people, self.runner = engine, people, runner
+    def __init__(self, engine: MemoryEngine, runner: AsyncRunner) -> None:
+        self.engine, self.runner = engine, runner
 
     async def receive(self, reaction: Reaction) -> Received:
-        return await self.runner.run(receive, self.engine, self.people, reaction)
+        """What the reaction moved (nothing, for most)."""
+        return await self.runner.run(receive, self.engine, reaction)
 
 
-def receive(engine: MemoryEngine, people: People, reaction: Reaction) -> Received:
+def receive(engine: MemoryEngine, reaction: Reaction) -> Received:
     """Apply one reaction (on the memory thread)."""
     sign = polarity(reaction.emoji)
     feedback = engine.feedback
@@ -87,7 +89,7 @@ def receive(engine: MemoryEngine, people: People, reaction: Reaction) -> Receive
     )
     if found is None:
         return NOTHING  # not a reaction that means anything, or not on a reply of the bot's here
-    person = people.lookup(reaction.platform, reaction.user_id)
+    person = engine.people.lookup(reaction.platform, reaction.user_id)
     # recorded, whoever it is: one vote per person per reply
     if not feedback.vote(found.reply_rid, person, reaction.emoji.translate(_MODIFIERS)):
         return NOTHING
