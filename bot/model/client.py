@@ -376,7 +376,7 @@ class ChatClient:
         prose = echoes.unlabelled(without_clock(prose))
         if prose and echoes.parroted(prose) and not (draft and draft.open):
             # the person's own words said as the bot's, twice: told back to them as theirs
-            prose = echoes.told_back(prose) or ""
+            prose = echoes.told_back(prose) or echoes.their_words.fact_of(prose) or ""
         if not prose:
             log.warning("the model gave no answer when asked again; the person is told so")
             return ""

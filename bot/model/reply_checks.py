@@ -29,6 +29,7 @@ from memory import spaced
 
 from ..types import StreamSink
 from .language import LITTLE_WORDS
+from .whose_words import TheirWords
 
 # The prompts of a reply turn (the system prompt's own words, the notes the loop adds), without
 # their $variables
@@ -108,6 +109,8 @@ _BOT = re.compile(r"You are (.{1,40}?), ")  # the system prompt's first words
 # the clock note at the end of a person's turn (``bot.assembly.clock_note``), which a weak model
 # copies into its reply: "(sent 05:58 UTC)"
 _CLOCK = re.compile(r"\s*\(sent \d{1,2}:\d{2}[^)\n]{0,80}\)")
+# the person's next line, made up by the model: "You're welcome! (You: bye)" (the real 1.5B)
+_THEIR_TURN = re.compile(r"\s*\((?:you|user|me)\s*[:：][^()\n]{0,200}\)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _PART = re.compile(r"[^\W\d_]+$")
 _STOPWORDS = """a an the and or but if of to in on at by for with from as is are was were be been
@@ -203,7 +206,11 @@ class Echoes:
         # hospital." was the real 1.5B's answer to "Do you know what I do for work?", the snapshot
         # saying 'about "Sam": "Sam works as a nurse at the children's hospital."'
         system = " ".join(_text(m.get("content")) for m in convo if m.get("role") == "system")
-        self.people += [_runs(word_prefixes(fact)) for fact in _facts_about_people(system)]
+        facts = _facts_about_people(system)
+        self.people += [_runs(word_prefixes(fact)) for fact in facts]
+        # in any language: a first-person answer to a question about the person, made of their words
+        lines = [_without_clock(line) for line in people[-PEOPLE:]]
+        self.their_words = TheirWords(lines, facts, word_prefixes, _FIRST_PERSON)
         # the names the person gave themselves: "Hello! I'm Sam." to "Hi! I'm Sam." (the real
         # 1.5B) is the bot taking the person's name, however few words it shares with the line
         self.names = {name for line in people[-PEOPLE:] for name in _INTRO.findall(line)}
@@ -238,6 +245,8 @@ class Echoes:
         core = _LEAD_IN.sub("", text, count=1)
         own = _runs(word_prefixes(core)) or runs
         if _FIRST_PERSON.search(core) and any(own <= said for said in self.people):
+            return True
+        if self.their_words.spoken_as_theirs(core):
             return True
         if self.theirs & _owned(text):
             return True
@@ -277,6 +286,8 @@ class Echoes:
         whole = _PART.sub("", text)  # a word still arriving is not judged yet
         if self.names & set(_INTRO.findall(whole)) or any(m in whole for m in _NOTE_MARKS):
             return False  # held to the end: "Hey there! I'm Maya." is asked again (the 1.5B)
+        if self.their_words.may_be_theirs(whole):
+            return False  # "Ja, ich bin als Krankenpfleger ..." to "Weißt du, was ich mache?"
         return any(run not in known for run in _runs(word_prefixes(whole)))
 
 
@@ -328,7 +339,7 @@ class Draft:
         while (start := rest.find("(")) >= 0:
             out.append(rest[:start])
             rest = rest[start:]
-            note = _OWN_NOTE.match(rest) or _CLOCK.match(rest)
+            note = _OWN_NOTE.match(rest) or _CLOCK.match(rest) or _THEIR_TURN.match(rest)
             if note is not None:
                 rest = rest[note.end() :]  # a copied note, whole: never shown
             elif _may_be_note(rest[1:]):
@@ -352,6 +363,7 @@ _NOTE_OPENINGS = (
     "Done: what you asked me to forget",
     "To be clear: nothing was",
     "sent ",
+    *(f"{who}:" for who in ("You", "you", "User", "user", "Me", "me")),  # ``_THEIR_TURN``
 )
 _NOTE_LONGEST = 400  # no note of the bot's is longer: a longer aside is the model's own
 
@@ -404,6 +416,7 @@ def without_clock(text: str) -> str:
     claimed)."""
     if _QUOTED.match(text):  # the real 0.5B wrapped its replies in quotes: '"I don't know."'
         text = _QUOTED.sub(r"\g<inner>", text)
+    text = _THEIR_TURN.sub("", text)
     noted = any(mark in text for mark in _NOTE_MARKS)
     if not (noted or _CLOCK.search(text)):
         return text

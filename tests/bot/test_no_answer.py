@@ -510,3 +510,52 @@ async def test_a_german_reply_said_again_is_caught_though_the_turn_asks_for_germ
         assert await answered(rt, srv, line, echo) == echo  # twice may be chance
     said = await answered(rt, srv, "Wie heißt mein Kater?", echo, "Dein Kater heißt Krümel.")
     assert said == "Dein Kater heißt Krümel."
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_german_answer_about_the_person_said_as_the_bots_own_life_is_not_shown(
+    rt, srv, streamed
+):
+    """The real 1.5B (modelcheck --language de) answered "Weißt du, was ich beruflich mache?" with
+    "Ja, ich bin als Krankenpfleger im Kinderkrankenhaus tätig." and "In welcher Stadt wohne
+    ich?" with "Ich wohne in der Stadt Berlin.": asked again; said again, the person is told the
+    fact the prompt showed about them, as it was stored."""
+    sink = Sink() if streamed else None
+    fact = "Jonas arbeitet als Krankenpfleger im Kinderkrankenhaus."
+    stored = {"content": fact, "subject": "Jonas", "type": "semantic"}
+    srv.script(ToolCall("memory_store", stored), "Notiert.")
+    await rt.orchestrator.reply(dm("telegram", "7", "Hallo!", mid="1", name="Jonas"))
+    echo = "Ja, ich bin als Krankenpfleger im Kinderkrankenhaus tätig."
+    srv.script(echo, echo)
+    asked = dm("telegram", "7", "Weißt du, was ich beruflich mache?", mid="2", name="Jonas")
+    reply = await rt.orchestrator.reply(asked, sink)
+    assert reply.text == fact and (sink is None or sink.text == fact)
+    srv.script("Ich wohne in der Stadt Berlin.", "Du wohnst in München.")
+    asked = dm("telegram", "7", "In welcher Stadt wohne ich?", mid="3", name="Jonas")
+    assert (await rt.orchestrator.reply(asked)).text == "Du wohnst in München."
+
+
+async def test_a_first_person_reply_that_is_the_bots_own_stays(rt, srv):
+    said = await answered(
+        rt, srv, "I love hiking in the Alps", "I love hiking too! The Alps are beautiful."
+    )
+    assert said == "I love hiking too! The Alps are beautiful."
+    said = await answered(
+        rt, srv, "Weißt du, was ich beruflich mache?", "Du bist Krankenpfleger, oder?"
+    )
+    assert said == "Du bist Krankenpfleger, oder?"
+    said = await answered(rt, srv, "Was soll ich kochen?", "Ich würde Pasta kochen.")
+    assert said == "Ich würde Pasta kochen."
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_persons_next_line_made_up_at_the_end_of_a_reply_is_taken_off(rt, srv, streamed):
+    """The real 1.5B answered "Thanks, bye!" with "You're welcome! Have a great day! (You: bye)"
+    in two modelcheck --second runs."""
+    sink = Sink() if streamed else None
+    srv.script("You're welcome! Have a great day! (You: bye)")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Thanks, bye!", mid="1"), sink)
+    assert reply.text == "You're welcome! Have a great day!"
+    assert sink is None or sink.text.strip() == reply.text
+    said = await answered(rt, srv, "Hmm", "Meanwhile (me too) I read it.")
+    assert said == "Meanwhile (me too) I read it."
