@@ -4,7 +4,8 @@
     split_request("tomorrow 8am call mum") -> ("tomorrow 8am", "call mum") (``/remind <when> <what>``)
     next_due(when, after, zone)            the next occurrence of a recurring reminder after ``after``
 
-Read forms (English, any case): "in 20 minutes", "in 2 hours", "in 3 days"; "tomorrow 8am", "today at 17:30",
+Read forms (English, any case; German, French and Spanish time words are read as English's,
+``memory.time_words``): "in 20 minutes", "in 2 hours", "in 3 days"; "tomorrow 8am", "today at 17:30",
 "tonight at 8"; "Friday at 9", "on Friday", "next Friday at 9:30"; "on 3 December at 14:30", "December 3 2027";
 "at 14:30" (the next one); "every Monday (at 9)", "every day at 8", "daily at 8". A day named without an hour is
 at 09:00. Times are wall-clock times where the person is: a date and an hour become an instant with the zone's
@@ -28,6 +29,7 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from .errors import InvalidInput
 from .evasions import ENGLISH_TENS, ENGLISH_UNITS
 from .recall.when import MONTHS, WEEKDAYS
+from .time_words import in_english
 
 # a day named without an hour: the morning, when a reminder is still useful
 DEFAULT_TIME = time(9, 0)
@@ -130,6 +132,9 @@ def parse_when(text: str, now: float, zone: tzinfo) -> When:
     """The due instant of ``text`` read in ``zone`` at ``now``; InvalidInput with the question to answer."""
     cleaned = " ".join((text or "").lower().split()).strip(" .,!")
     found = _longest(cleaned)
+    if found is None or found[1].end() != len(cleaned):  # German, French, Spanish (LANG-3)
+        cleaned = in_english(cleaned).strip(" .,!")
+        found = _longest(cleaned)
     if found is None or found[1].end() != len(cleaned):
         raise InvalidInput(
             f"I couldn't read {text.strip()[:60]!r} as a time. Try 'tomorrow 8am', 'Friday at 9', 'in 2 hours', "

@@ -43,6 +43,22 @@ TABLE = [
     ("every Monday at 9", "2026-11-30 09:00", "week"),
     ("every day at 8", "2026-11-27 08:00", "day"),
     ("daily at 7:45pm", "2026-11-27 19:45", "day"),
+    # LANG-3: German, French and Spanish time words (the real 1.5B passed "am 3. Dezember um 9 Uhr")
+    ("am 3. Dezember um 9 Uhr", "2026-12-03 09:00", ""),
+    ("morgen um 8:30", "2026-11-27 08:30", ""),
+    ("heute Abend um 23 Uhr", "2026-11-26 23:00", ""),
+    ("in einer Stunde", "2026-11-26 23:00", ""),
+    ("in 20 Minuten", "2026-11-26 22:20", ""),
+    ("jeden Montag um 9", "2026-11-30 09:00", "week"),
+    ("am Freitag um 18 Uhr", "2026-11-27 18:00", ""),
+    ("demain à 8h30", "2026-11-27 08:30", ""),
+    ("le 3 décembre à 14h30", "2026-12-03 14:30", ""),
+    ("tous les jours à 7h", "2026-11-27 07:00", "day"),
+    ("dans 2 heures", "2026-11-27 00:00", ""),
+    ("mañana a las 9", "2026-11-27 09:00", ""),
+    ("el 3 de diciembre a las 9", "2026-12-03 09:00", ""),
+    ("en 10 minutos", "2026-11-26 22:10", ""),
+    ("cada día a las 8", "2026-11-27 08:00", "day"),
 ]
 
 
@@ -93,6 +109,10 @@ def test_the_same_words_are_different_instants_in_two_zones():
         ("in 3661 days", "five years"),
         ("in 1831 days", "five years"),
         ("in " + "9" * 400 + " minutes", "five years"),
+        ("morgen um 3", "3am or 3pm"),  # the same questions in every language
+        ("heute um 8", "already passed"),
+        ("irgendwann mal", "couldn't read"),
+        ("am 9", "couldn't read"),
     ],
 )
 def test_an_ambiguous_past_or_unreadable_time_is_a_question(said, question, zone):
