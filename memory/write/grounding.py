@@ -3,7 +3,8 @@ distinctive words were said, in the lines it came from.
 
 A real 1.5B filed "I've adopted a beagle called Rex." (the extraction prompt's example line) about a
 person, citing "What's my cat called?"; the older check (``Ownership.invented``: no word of the fact
-in any line) let it through, as "called" is in the cited line. Two rules now hold a candidate back:
+in any line) let it through, as "called" is in the cited line. Three rules now hold a candidate
+back:
 
     unsaid      fewer than half of its distinctive words (``ownership.distinctive``: a name, a word
                 outside the commonest English ones in all its forms, "talks" no rarer than "talk",
@@ -38,7 +39,7 @@ from .wording import STOPS, content_words, stem
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _NAME_PART = re.compile(r"[^\W\d_]+")
-QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # Latin, full width (Chinese, Japanese), Arabic
+_QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # Latin, full width (Chinese, Japanese), Arabic
 _QUOTED = re.compile(r'"([^"\n$]*)"')
 EXAMPLE_PROMPTS = ("extraction", "micro_reflection", "daily_reflection")
 
@@ -52,7 +53,7 @@ class Grounding:
     ) -> None:
         self.said = [content_words(_plain(text)) for text in texts]
         self.all_said = frozenset().union(*self.said)
-        told = {i for i in by_bot if not any(mark in texts[i] for mark in QUESTION_MARKS)}
+        told = {i for i in by_bot if not any(mark in texts[i] for mark in _QUESTION_MARKS)}
         elsewhere = frozenset().union(*(w for i, w in enumerate(self.said) if i not in told))
         self.bot_told = frozenset().union(*(self.said[i] for i in told)) - elsewhere
         self.names = frozenset(
