@@ -5,8 +5,9 @@ the same on two polls in a row, so one still being copied is not read half-writt
 skips a file whose path and hash it has already ingested, and supersedes what changed in one it knows,
 so a restart, a touched file or a re-saved one does nothing twice.
 
-A file is read by ``memory.Ingesting``: the store touched on the memory thread only, the file read and
-the extraction model waited on on a worker thread, so replies are never stuck behind a long document.
+A file is read by ``memory.Ingesting``: the store touched on the memory thread only, the file
+read and the extraction model waited on on a worker thread, so replies are never stuck behind a
+long document.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
 from .engine import MemoryEngine
 from .errors import NotFound
@@ -72,6 +73,22 @@ class Dashboard:
     async def profile(self, person_id: str) -> Profile:
         """:raises NotFound: as ``person``."""
         return await self.runner.run(self._profile, person_id)
+
+    @property
+    def default_zone(self) -> ZoneInfo:
+        """The zone of everyone who set none (``COMPANION_TIMEZONE``)."""
+        return self.engine.zones.default
+
+    async def zone(self, person_id: str) -> ZoneInfo | None:
+        """The zone the person set (None: the default)."""
+        return await self.runner.run(self.engine.zones.own, person_id)
+
+    async def set_zone(self, person_id: str, name: str) -> ZoneInfo:
+        """:raises InvalidInput: a name that is no zone."""
+        return await self.runner.run(self.engine.zones.set, person_id, name)
+
+    async def clear_zone(self, person_id: str) -> None:
+        await self.runner.run(self.engine.zones.clear, person_id)
 
     def _known(self, person_id: str) -> Person:
         found = self._overview.person(person_id)

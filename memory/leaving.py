@@ -12,7 +12,8 @@ from .upkeep.retention import Departures
 
 
 class Leaving:
-    """``grace_days``: how long a place's rows wait after the bot left (``COMPANION_LEAVE_GRACE_DAYS``)."""
+    """``grace_days``: how long a place's rows wait after the bot left
+    (``COMPANION_LEAVE_GRACE_DAYS``)."""
 
     def __init__(self, engine: MemoryEngine, runner: AsyncRunner, grace_days: float) -> None:
         self.runner = runner
@@ -32,5 +33,6 @@ class Leaving:
         return await self.runner.run(self.departures.returned, platform, place_id)
 
     async def purge_due(self) -> list[dict[str, int]]:
-        """Every place whose grace period passed, purged: each one's counts by table and ``rows``."""
+        """Every place whose grace period passed, purged: each one's counts by table and
+        ``rows``."""
         return await self.runner.run(self.departures.purge_due)

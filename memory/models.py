@@ -366,8 +366,8 @@ def normalise_tags(tags: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Reaction:
-    """ORCH-12: ``user_id`` added ``emoji`` to the message ``post_id`` (platform ids; the adapter leaves out the bot's
-    own reactions)."""
+    """ORCH-12: ``user_id`` added ``emoji`` to the message ``post_id`` (platform ids; the adapter
+    leaves out the bot's own reactions)."""
 
     platform: str
     channel_id: str

@@ -5,7 +5,8 @@
     next_due(when, after, zone)            the next occurrence of a recurring reminder after ``after``
 
 Read forms (English, any case; German, French and Spanish time words are read as English's,
-``memory.time_words``): "in 20 minutes", "in 2 hours", "in 3 days"; "tomorrow 8am", "today at 17:30",
+``memory.time_words``): "in 20 minutes", "in 2 hours", "in 3 days"; "tomorrow 8am", "today at
+17:30",
 "tonight at 8"; "Friday at 9", "on Friday", "next Friday at 9:30"; "on 3 December at 14:30", "December 3 2027";
 "at 14:30" (the next one); "every Monday (at 9)", "every day at 8", "daily at 8". A day named without an hour is
 at 09:00. Times are wall-clock times where the person is: a date and an hour become an instant with the zone's

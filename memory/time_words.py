@@ -25,7 +25,8 @@ _DAYS = {
 _MONTHS = {
     "de": "januar februar märz april mai juni juli august september oktober november dezember",
     "fr": "janvier février mars avril mai juin juillet août septembre octobre novembre décembre",
-    "es": "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre",
+    "es": "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre "
+    "diciembre",
 }
 # several words first: "heute abend" before "heute"
 _PHRASES = {

@@ -1019,7 +1019,7 @@ def test_the_face_check_sees_deep_imports_and_lets_the_face_pass(tmp_path: Path)
 
 # Lines over 100 columns: code is formatted at 100 (ruff format); what is left is prose the formatter cannot
 # split (comments, docstrings, strings), held at 140 by E501 until rewrapped. A ratchet: it may only go down.
-LONG_LINES_LEFT = 4_353
+LONG_LINES_LEFT = 4_340
 
 
 def long_lines(root: Path = ROOT) -> int:

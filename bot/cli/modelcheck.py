@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 EPILOG = """\
 Exit code 1 when a figure that must be 0 is not: tool-call text shown or stored, a person's fact filed as the
-bot's own, a forgotten word left in a file of the store folder, a reply parroting the prompt or the last
-replies. A slow local server needs generous timeouts:
+bot's own, a forgotten word left in a file of the store folder, a reply parroting the prompt or the
+last replies. A slow local server needs generous timeouts:
 --timeout sets both COMPANION_LLM_TIMEOUT_S and COMPANION_TURN_DEADLINE_S for the run."""
 
 

@@ -44,8 +44,8 @@ async def person(request: web.Request) -> web.Response:
     profile: dict[str, list[dict[str, Any]]] = {}
     for m in found.memories:
         profile.setdefault(m.type.value, []).append(memory_json(m))
-    zones = svc.orchestrator.zones
-    own = await svc.run(zones.own, person_id)
+    desk = svc.memory.dashboard
+    own = await desk.zone(person_id)
     settings = {
         "share_across_servers": found.shares,
         "timezone": own.key if own else None,
@@ -54,7 +54,7 @@ async def person(request: web.Request) -> web.Response:
         {
             **person_json(found.person),
             "profile": profile,
-            "settings": {**settings, "timezone_default": zones.default.key},
+            "settings": {**settings, "timezone_default": desk.default_zone.key},
         }
     )
 
@@ -64,13 +64,13 @@ async def set_timezone(request: web.Request) -> web.Response:
     person_id = request.match_info["id"]
     wanted = (await body(request, TimezoneBody)).zone.strip()
     svc = services(request)
-    await svc.memory.dashboard.person(person_id)  # NotFound: nobody with that id
-    zones = svc.orchestrator.zones
+    desk = svc.memory.dashboard
+    await desk.person(person_id)  # NotFound: nobody with that id
     zone = None
     if wanted:
-        zone = await svc.run(zones.set, person_id, wanted)
+        zone = await desk.set_zone(person_id, wanted)
     else:
-        await svc.run(zones.clear, person_id)
+        await desk.clear_zone(person_id)
     await audit_action(
         request,
         "person.timezone",
@@ -78,7 +78,8 @@ async def set_timezone(request: web.Request) -> web.Response:
         person_id=person_id,
         detail={"timezone": zone.key if zone else None},
     )
-    return answer({"timezone": zone.key if zone else None, "timezone_default": zones.default.key})
+    default = desk.default_zone.key
+    return answer({"timezone": zone.key if zone else None, "timezone_default": default})
 
 
 async def export(request: web.Request) -> web.Response:

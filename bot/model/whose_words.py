@@ -22,7 +22,8 @@ WordsOf = Callable[[str], list[str]]
 _ASKS = re.compile(r"[?？؟]")
 _YOU = re.compile(
     r"\b(?:you|you're|you've|your|yours|du|dein|deine|deinen|deinem|deiner|dich|dir|euch|tu|te|toi"
-    r"|ton|ta|tes|vous|votre|vos|tú|ti|tuo|tua|você|seu|sua|ты|тебя|тебе|твой|твоя|вы|вас|ваш)\b"
+    r"|ton|ta|tes|vous|votre|vos|tú|ti|tuo|tua|você|seu|sua"
+    r"|ты|тебя|тебе|твой|твоя|вы|вас|ваш)\b"
     r"|你|您|あなた",
     re.IGNORECASE,
 )
@@ -46,7 +47,8 @@ class TheirWords:
         self.asked_about_self = bool(_ASKS.search(last) and first_person.search(last))
 
     def may_be_theirs(self, start: str) -> bool:
-        """Whether the start of a streaming reply may still turn out spoken as theirs (held back)."""
+        """Whether the start of a streaming reply may still turn out spoken as theirs (held
+        back)."""
         return (
             self.asked_about_self
             and bool(self.first_person.search(start))
@@ -54,14 +56,16 @@ class TheirWords:
         )
 
     def spoken_as_theirs(self, reply: str) -> bool:
-        """Whether ``reply`` answers the person's question about themself in the bot's first person."""
+        """Whether ``reply`` answers the person's question about themself in the bot's first
+        person."""
         if not self.may_be_theirs(reply):
             return False
         said = set(self.words(reply))
         return any(_mostly(said, theirs) for theirs in self.lines)
 
     def fact_of(self, reply: str) -> str | None:
-        """The fact about the person a reply spoken as theirs was made of (the most words shared)."""
+        """The fact about the person a reply spoken as theirs was made of (the most words
+        shared)."""
         said = set(self.words(reply))
         shared = [(len(said & words), fact) for fact, words in self.facts if _mostly(said, words)]
         return max(shared)[1] if shared else None

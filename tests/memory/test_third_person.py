@@ -213,7 +213,8 @@ def test_what_only_the_bot_said_is_not_filed_as_the_persons():
 
 def test_a_word_the_bot_said_that_the_person_said_too_is_filed():
     """The rule asks only for words nobody but the bot said: a bot's question's words ground
-    a person's answer ("Is it a beagle?" "Yes!", in the test above) and a place both named is theirs."""
+    a person's answer ("Is it a beagle?" "Yes!", in the test above) and a place both named is
+    theirs."""
     transcript = _dm(
         (None, "Berlin is lovely in spring."), ("Jonas", "I moved to Berlin in May"),
         (None, "Do you still have the grey cat?"), ("Jonas", "Yes, Krümel!"),
