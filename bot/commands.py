@@ -22,12 +22,12 @@ from memory import (
     People,
     RecallFilters,
     Timezones,
+    write_export,
 )
 from memory.models import SELF_SUBJECT
 
 from .consent import Consent
 from .counts import counted
-from .exports import forget_exports, write_export
 from .manners import manners_command
 from .persona import Persona
 from .reminders.commands import ReminderCommands
@@ -162,9 +162,7 @@ class Commands:
             )
         self._confirming.pop(turn.person_id, None)
         # SEC-5: a /privacy off outlives it
-        counts = self.own.forget_all([turn.person_id])
-        # the console's earlier /export files hold the words too
-        forget_exports(self.engine, [turn.person_id])
+        counts = self.own.forget_all([turn.person_id])  # the console's /export files too
         memories = counted(counts["memories"], "memory")
         messages = counted(counts["messages"], "message")
         return f"Done. I forgot everything about you: {memories} and {messages}."

@@ -257,6 +257,7 @@ if TYPE_CHECKING:
     from .storage.ratelimits import RateWindows
     from .storage.reminders import ReminderPlace
     from .storage.timezones import parse_zone
+    from .upkeep.exports import write_export
     from .upkeep.retention import MIN_DAYS
 
 _PEOPLE = {
@@ -273,6 +274,7 @@ _PEOPLE = {
     "clean_text": "storage.messages",  # a message as it is stored and shown to the model
     "parse_zone": "storage.timezones",  # a tz name, whatever its case, or InvalidInput
     "MIN_DAYS": "upkeep.retention",  # the shortest message retention window, in days
+    "write_export": "upkeep.exports",  # /export's file beside the store (gone with the person)
 }
 
 # -- the running bot: composition, runtime, background jobs, daily work, retention, ingest --

@@ -70,3 +70,18 @@ async def test_export_on_a_chat_platform_still_answers_in_the_dm(rt, tmp_path: P
     )
     answer = await rt.orchestrator.command("export", "", dm("telegram", "55", "/export"))
     assert "Biscuit" in answer and not (tmp_path / "exports").exists()
+
+
+async def test_the_operators_forget_of_the_person_takes_their_export_files_too(
+    rt, tmp_path: Path
+) -> None:
+    """The dashboard and ``companion memory forget-person`` forget through ``memory.forgetting``,
+    which deletes the /export files beside the store as /forget everything does."""
+    said = dm("console", "local-user", "/remember ...")
+    await rt.orchestrator.command("remember", "my cat is called Biscuit", said)
+    await rt.orchestrator.command("export", "", dm("console", "local-user", "/export"))
+    [written] = (tmp_path / "exports").glob("*.json")
+    person = await rt.runner.run(rt.engine.people.lookup, "console", "local-user")
+    counts = await rt.orchestrator.memory.forgetting.person([person])
+    assert counts["export files"] == 1 and not written.exists()
+    assert list((tmp_path / "exports").glob("*")) == []

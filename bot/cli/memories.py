@@ -661,16 +661,11 @@ def import_file(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def forget_people(args: argparse.Namespace, settings: Settings) -> None:
-    from ..exports import forget_exports
-
     with engine_for(settings) as engine:
         confirm(f"forget everything stored about {', '.join(args.person)}", args.yes)
         # a /privacy off outlives it (SEC-5)
+        # the console's /export files too
         counts = forgotten(engine, lambda forgetting: forgetting.person(args.person))
-        if exported := forget_exports(
-            engine, args.person
-        ):  # the console's /export files are copies of the words
-            counts["export files"] = exported
     if args.json:
         return print_json(counts)
     say("forgot " + ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items()))

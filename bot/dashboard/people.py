@@ -10,7 +10,6 @@ from aiohttp import web
 
 from memory import InvalidInput
 
-from ..exports import forget_exports
 from .bodies import Confirm, TimezoneBody
 from .common import ApiError, answer, audit_action, body, services
 from .contexts import preview
@@ -105,11 +104,7 @@ async def forget(request: web.Request) -> web.Response:
     svc = services(request)
     await svc.memory.dashboard.person(person_id)
     # a /privacy off outlives it (SEC-5)
-    counts = await svc.memory.forgetting.person([person_id])
-    if exported := await svc.run(
-        forget_exports, svc.engine, [person_id]
-    ):  # the console's /export files
-        counts["export files"] = exported
+    counts = await svc.memory.forgetting.person([person_id])  # /export files included
     await svc.forgot()
     await audit_action(request, "person.forget", "", detail=counts)
     return answer({"forgotten": counts})

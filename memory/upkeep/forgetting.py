@@ -30,6 +30,7 @@ from ..errors import NotFound
 from ..models import Erased, Memory
 from ..scopes import placeholders
 from ..write.sources import forget_chat_summaries
+from .exports import forget_exports
 from .registry import REGISTRY, forget_files, guild_keys, guild_rows, person_keys, person_rows
 
 
@@ -80,6 +81,8 @@ def forget_everything(engine: MemoryEngine, person_ids: list[str]) -> dict[str, 
     counts = forget_person(engine, person_ids)
     for person in stopped:
         engine.people.set_remembered(person, False)
+    if exported := forget_exports(engine, person_ids):  # the console's /export files: copies
+        counts["export files"] = exported
     return counts
 
 

@@ -1,7 +1,8 @@
 """The export files ``/export`` writes for the console's person (SEC-3): one new file per export under
 ``exports/`` beside the store, readable by its owner only (0600: it holds private things), named after the
 person, so forgetting that person (``/forget everything``, ``companion memory forget-person``, the
-dashboard) deletes them too: an export is a copy of the words, and "forgotten" means gone from every file.
+dashboard: ``memory.upkeep.forgetting.forget_everything``) deletes them too: an export is a copy of the
+words, and "forgotten" means gone from every file.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memory import MemoryEngine
+from ..engine import MemoryEngine
 
 FOLDER = "exports"
 
