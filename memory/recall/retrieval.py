@@ -338,8 +338,13 @@ class Retriever(Generic[Found]):
         now: float,
         zone: tzinfo,
     ) -> None:
-        """Rows from a span the question names; a day's slack before, a week after (a turn may tell of it later)."""
-        if not knobs.date_boost or not (named := when.spans(text, now, zone)):
+        """Rows from a span the question names; a day's slack before, a week after (a turn may tell
+        of it later). Not today: today's turns are the talk at hand, and "a show to watch tonight?"
+        put the last chat above a recommendation asked for weeks before (LongMemEval dev)."""
+        spans = when.spans(text, now, zone)
+        # today's span is the one that runs past now ("yesterday" ends at now)
+        named = [(start, end) for start, end in spans if not start < now < end <= start + 2 * DAY]
+        if not knobs.date_boost or not named:
             return
         for rid, row in rows.items():
             at = self.corpus.created(row)

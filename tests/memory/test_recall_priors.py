@@ -105,7 +105,7 @@ def test_the_defaults_nudge_history_and_leave_memories_alone(engine):
         defaults.date_boost,
         defaults.question_penalty,
         defaults.answer_share,
-    ) == (0.15, 0.2, 0.1, 0.1)
+    ) == (0.15, 0.3, 0.1, 0.1)
     memories = engine.knobs.get("memories")
     assert (
         memories.asker_boost
@@ -149,6 +149,21 @@ def test_a_named_time_favours_turns_from_that_span(history):
         _first(history, "concert tickets 40 days ago", None) == "the concert tickets were sold out"
     )
     assert _first(history, "concert tickets yesterday", None) == "the concert tickets cost too much"
+
+
+def test_today_named_in_a_question_lifts_no_turn(history, clock):
+    """ "Can you recommend a show to watch tonight?" put the last chat above the recommendation
+    asked for weeks before (LongMemEval dev): today's turns are the talk at hand."""
+    _turn(history, clock, "tickets", "dan", NOW - 3600)
+    clock.t = NOW
+    plain = _first(history, "concert tickets", None)
+    assert plain != "tickets"
+    for today in (
+        "concert tickets tonight",
+        "concert tickets this morning",
+        "今晚 concert tickets",
+    ):
+        assert _first(history, today, None) == plain
 
 
 def test_the_nudges_are_knobs_and_off_means_off(history):
