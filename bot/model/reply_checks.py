@@ -410,10 +410,10 @@ def _without_clock(text: str) -> str:
 
 
 def without_clock(text: str) -> str:
-    """A reply without the clock notes a weak model copied from the person's turns, and without
+    """A reply without the clock notes a weak model copied from the person's turns, without
     the bot's own notes it copied from its earlier replies (the real 1.5B ended "Got it, no prawns
     for you." with the "(Reminder set for ...)" of three turns before: read as a new reminder
-    claimed)."""
+    claimed), and without a line of the person's it made up ("(You: bye)")."""
     if _QUOTED.match(text):  # the real 0.5B wrapped its replies in quotes: '"I don't know."'
         text = _QUOTED.sub(r"\g<inner>", text)
     text = _THEIR_TURN.sub("", text)
