@@ -252,8 +252,12 @@ class Echoes:
             return True
         if len(runs) >= ECHO_RUNS and runs <= self.last and not _SECOND_PERSON.search(text):
             return True
-        said_before = sum(runs <= said for said in self.replies)
-        return said_before >= REPEATS and not self.asked & set(words)
+        if self.asked & set(words):
+            return False  # an answer to the new line may well be said again
+        # a sentence of its own said again word for word to new words is no answer to them ("Ich
+        # bin ein kompatibles Kater ..." twice running, the real 1.5B); a short one from its third time
+        again = len(runs) >= ECHO_RUNS and bool(self.replies) and runs <= self.replies[-1]
+        return again or sum(runs <= said for said in self.replies) >= REPEATS
 
     def as_theirs(self, text: str) -> str:
         """A reply that answers the person's question about themself in the first person ("Where
