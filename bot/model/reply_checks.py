@@ -254,8 +254,9 @@ class Echoes:
             return True
         if self.asked & set(words):
             return False  # an answer to the new line may well be said again
-        # a sentence of its own said again word for word to new words is no answer to them ("Ich
-        # bin ein kompatibles Kater ..." twice running, the real 1.5B); a short one from its third time
+        # a sentence of its own said again word for word to new words is no answer to them
+        # ("Ich bin ein kompatibles Kater ..." twice running, the real 1.5B); a short one from
+        # its third time
         again = len(runs) >= ECHO_RUNS and bool(self.replies) and runs <= self.replies[-1]
         return again or sum(runs <= said for said in self.replies) >= REPEATS
 
