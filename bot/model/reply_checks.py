@@ -109,8 +109,12 @@ _BOT = re.compile(r"You are (.{1,40}?), ")  # the system prompt's first words
 # the clock note at the end of a person's turn (``bot.assembly.clock_note``), which a weak model
 # copies into its reply: "(sent 05:58 UTC)"
 _CLOCK = re.compile(r"\s*\(sent \d{1,2}:\d{2}[^)\n]{0,80}\)")
-# the person's next line, made up by the model: "You're welcome! (You: bye)" (the real 1.5B)
-_THEIR_TURN = re.compile(r"\s*\((?:you|user|me)\s*[:：][^()\n]{0,200}\)", re.IGNORECASE)
+# the person's next line, made up by the model: "You're welcome! (You: bye)" (the real 1.5B), and
+# a note of a save it never made: "You live now in Glasgow. (Added to your location: Glasgow)"
+_THEIR_TURN = re.compile(
+    r"\s*\((?:(?:you|user|me)\s*[:：]|(?:added|saved|stored) (?:to|in) your )[^()\n]{0,200}\)",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _PART = re.compile(r"[^\W\d_]+$")
 _STOPWORDS = """a an the and or but if of to in on at by for with from as is are was were be been
@@ -369,6 +373,7 @@ _NOTE_OPENINGS = (
     "To be clear: nothing was",
     "sent ",
     *(f"{who}:" for who in ("You", "you", "User", "user", "Me", "me")),  # ``_THEIR_TURN``
+    *(f"{done} {to} your" for done in ("Added", "Saved", "Stored") for to in ("to", "in")),
 )
 _NOTE_LONGEST = 400  # no note of the bot's is longer: a longer aside is the model's own
 

@@ -558,6 +558,12 @@ async def test_the_persons_next_line_made_up_at_the_end_of_a_reply_is_taken_off(
     assert sink is None or sink.text.strip() == reply.text
     said = await answered(rt, srv, "Hmm", "Meanwhile (me too) I read it.")
     assert said == "Meanwhile (me too) I read it."
+    # and a note of a save it never made (the real 1.5B, modelcheck --second, three turns)
+    sink = Sink() if streamed else None
+    srv.script("You live now in Glasgow. (Added to your location: Glasgow)")
+    reply = await rt.orchestrator.reply(dm("telegram", "7", "Where do I live now?", mid="2"), sink)
+    assert reply.text == "You live now in Glasgow."
+    assert sink is None or sink.text.strip() == reply.text
 
 
 async def test_a_sentence_of_its_own_said_again_to_new_words_is_asked_again(rt, srv):
