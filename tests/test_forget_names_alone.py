@@ -3,7 +3,12 @@ path: messages observed by the orchestrator, the extraction job answered by a sc
 the openai SDK, /forget by command, the tombstones on the bundled default meaning model. Greg shows
 the name "Greg", so "Grzegorz" is not one of his own names and weighs as a name. After he forgets
 one fact, his unrelated facts, and other facts about the same relative or place, are still learned;
-the forgotten fact, learned back in other words from a line that does not say it, is not."""
+the forgotten fact, learned back in other words from a line that does not say it, is not.
+
+The tombstones' key is fixed here, as in the rewording suites: a name shared with a close meaning
+still holds a fact (the keyed sign bits agree on 85% or more), and "Marta's brother Tomasz is a
+pilot" against "... lives in Gdansk" (centred cosine 0.75) agrees that much under about one key in
+75 drawn (measured: 1.3%; one fresh-clone run met such a key)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ pytestmark = pytest.mark.asyncio
 GREG = "7"
 BIB = "Grzegorz's race bib number is 4417"
 TOMASZ = "Marta's brother Tomasz lives in Gdansk"
+KEY = "a fixed key: an outcome must not hang on a key drawn"
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +32,7 @@ def e5():
 
 @pytest.fixture
 async def greg(tmp_path, srv, e5):
-    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), embedder=e5)
+    runtime = build_runtime(tmp_path / "bot.db", srv, FakeClock(), embedder=e5, secret_key=KEY)
     await runtime.start(background_loop=False)
     yield runtime
     srv.default = lambda body: "[]"
