@@ -13,8 +13,8 @@ back:
                 lines (weak models cite the line beside the right one) and the line before each (the
                 question it answers: "Is Rex a beagle?" "Yes!"). The speakers' names, words like
                 "user" and numbers (a date the model resolved) are not asked for.
-    told        a distinctive word of a person's fact is in what the bot told and in no line of
-                anyone else nor in a question the bot asked: the bot's words are no ground for a
+    told        a distinctive word of a person's fact is in what the bot stated and in no line
+                of anyone else nor in a question the bot asked: the bot's words are no ground for a
                 person's fact (the real 1.5B answered "In welcher Stadt wohne ich?" with "Ich
                 wohne in der Stadt Berlin." and "Wie heißt mein Kater?" with a name it made up,
                 and both were filed as the person's).
@@ -40,6 +40,7 @@ from .wording import STOPS, content_words, stem
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _NAME_PART = re.compile(r"[^\W\d_]+")
 _QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # Latin, full width (Chinese, Japanese), Arabic
+_SENTENCE = re.compile(r"(?<=[.!?\u3002\uff01\uff1f\u061f])\s*")
 _QUOTED = re.compile(r'"([^"\n$]*)"')
 EXAMPLE_PROMPTS = ("extraction", "micro_reflection", "daily_reflection")
 
@@ -53,9 +54,15 @@ class Grounding:
     ) -> None:
         self.said = [content_words(_plain(text)) for text in texts]
         self.all_said = frozenset().union(*self.said)
-        told = {i for i in by_bot if not any(mark in texts[i] for mark in _QUESTION_MARKS)}
-        elsewhere = frozenset().union(*(w for i, w in enumerate(self.said) if i not in told))
-        self.bot_told = frozenset().union(*(self.said[i] for i in told)) - elsewhere
+        bot = set(by_bot)
+        # the bot's sentences that state ("Du hast geendet zu lernen.") and those that ask ("Is it
+        # a beagle?": the answer to it is the person's)
+        stated = [s for i in bot for s in _SENTENCE.split(texts[i]) if not _asks(s)]
+        asked = [s for i in bot for s in _SENTENCE.split(texts[i]) if _asks(s)]
+        theirs = [w for i, w in enumerate(self.said) if i not in bot]
+        elsewhere = frozenset().union(*theirs, *(content_words(_plain(s)) for s in asked))
+        told = (content_words(_plain(s)) for s in stated)
+        self.bot_told = frozenset().union(*told) - elsewhere
         self.names = frozenset(
             stem(part) for name in names for part in _NAME_PART.findall(name.casefold())
         )
@@ -99,6 +106,10 @@ class Grounding:
             and (s := stem(w)) not in self.names
             and rare(w)
         )
+
+
+def _asks(sentence: str) -> bool:
+    return sentence.rstrip().endswith(_QUESTION_MARKS)
 
 
 def rare(word: str) -> bool:

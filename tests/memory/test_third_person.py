@@ -211,6 +211,22 @@ def test_what_only_the_bot_said_is_not_filed_as_the_persons():
     assert memories_from(guesses, transcript, Source.AUTO_EXTRACTION) == []
 
 
+def test_what_the_bot_stated_before_a_question_of_its_own_is_not_the_persons_either():
+    """The last real German run: "Ich habe angefangen, am Wochenende Geige zu lernen." answered
+    "Okay, Jonas. Du hast geendet zu lernen, am Wochenende Geige zu lernen. Wie kann ich Ihnen
+    helfen?", and the bot's garble was filed as Jonas's; a line that ends in a question states
+    things before it all the same."""
+    transcript = _dm(
+        ("Jonas", "Ich habe angefangen, am Wochenende Geige zu lernen."),
+        (None, "Okay, Jonas. Du hast geendet zu lernen, am Wochenende Geige zu lernen. "
+         "Wie kann ich Ihnen helfen?"),
+    )  # fmt: skip
+    garbled = _fact("Jonas hat geendet zu lernen, am Wochenende Geige zu lernen.", [1])
+    said = _fact("Jonas hat angefangen, am Wochenende Geige zu lernen.", [1])
+    found = memories_from([garbled, said], transcript, Source.AUTO_EXTRACTION)
+    assert [m.content for m in found] == ["Jonas hat angefangen, am Wochenende Geige zu lernen."]
+
+
 def test_a_word_the_bot_said_that_the_person_said_too_is_filed():
     """The rule asks only for words nobody but the bot said: a bot's question's words ground
     a person's answer ("Is it a beagle?" "Yes!", in the test above) and a place both named is
