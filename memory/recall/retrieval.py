@@ -165,12 +165,15 @@ class Retriever(Generic[Found]):
             else []
         )
 
-        told = self._told_times(text, rows, knobs)  # read once: the head ranks again below
+        # read once: the head ranks again below
+        told = self._told_times(text, rows, knobs)
+        dated = self._dated(text, rows, knobs, now, zone)
 
         def ranked(decay: float) -> list[_Ranked]:
             shared = _inherited(relevance, pairs, decay)
             self._boost_asker(text, asker, rows, shared, knobs)
-            self._boost_dates(text, rows, shared, knobs, now, zone)
+            for rid in dated:
+                shared[rid] += knobs.date_boost
             for rid in told:
                 if shared.get(rid, 0.0) > 0:
                     shared[rid] += knobs.when_boost
@@ -329,27 +332,22 @@ class Retriever(Generic[Found]):
             if self.corpus.author(row) == asker:
                 relevance[rid] += knobs.asker_boost
 
-    def _boost_dates(
-        self,
-        text: str,
-        rows,
-        relevance: dict[int, float],
-        knobs: RecallKnobs,
-        now: float,
-        zone: tzinfo,
-    ) -> None:
-        """Rows from a span the question names; a day's slack before, a week after (a turn may tell
-        of it later). Not today: today's turns are the talk at hand, and "a show to watch tonight?"
-        put the last chat above a recommendation asked for weeks before (LongMemEval dev)."""
+    def _dated(self, text: str, rows, knobs: RecallKnobs, now: float, zone: tzinfo) -> set[int]:
+        """The rows from a span the question names, each of which gets ``date_boost``; a day's slack
+        before, a week after (a turn may tell of it later). Not today: today's turns are the talk at
+        hand, and "a show to watch tonight?" put the last chat above a recommendation asked for
+        weeks before (LongMemEval dev)."""
+        if not knobs.date_boost:
+            return set()
         spans = when.spans(text, now, zone)
         # today's span is the one that runs past now ("yesterday" ends at now)
         named = [(start, end) for start, end in spans if not start < now < end <= start + 2 * DAY]
-        if not knobs.date_boost or not named:
-            return
-        for rid, row in rows.items():
-            at = self.corpus.created(row)
-            if at is not None and any(start - DAY <= at < end + 7 * DAY for start, end in named):
-                relevance[rid] += knobs.date_boost
+        return {
+            rid
+            for rid, row in rows.items()
+            if (at := self.corpus.created(row)) is not None
+            and any(start - DAY <= at < end + 7 * DAY for start, end in named)
+        }
 
     def _told_times(self, text: str, rows, knobs: RecallKnobs) -> set[int]:
         """For a question asking when, the rows that say a time (``when.tells_time``): each gets
