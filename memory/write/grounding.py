@@ -34,13 +34,11 @@ import prompts
 
 from ..models import FactKind, MemoryType
 from ..unspaced import spaced
-from .ownership import GENERIC, distinctive
+from .ownership import GENERIC, distinctive, sentences
 from .wording import STOPS, content_words, stem
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _NAME_PART = re.compile(r"[^\W\d_]+")
-_QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # Latin, full width (Chinese, Japanese), Arabic
-_SENTENCE = re.compile(r"(?<=[.!?\u3002\uff01\uff1f\u061f])\s*")
 _QUOTED = re.compile(r'"([^"\n$]*)"')
 EXAMPLE_PROMPTS = ("extraction", "micro_reflection", "daily_reflection")
 
@@ -57,12 +55,13 @@ class Grounding:
         bot = set(by_bot)
         # the bot's sentences that state ("Du hast geendet zu lernen.") and those that ask ("Is it
         # a beagle?": the answer to it is the person's)
-        stated = [s for i in bot for s in _SENTENCE.split(texts[i]) if not _asks(s)]
-        asked = [s for i in bot for s in _SENTENCE.split(texts[i]) if _asks(s)]
-        theirs = [w for i, w in enumerate(self.said) if i not in bot]
-        elsewhere = frozenset().union(*theirs, *(content_words(_plain(s)) for s in asked))
-        told = (content_words(_plain(s)) for s in stated)
-        self.bot_told = frozenset().union(*told) - elsewhere
+        told: set[str] = set()
+        elsewhere = set().union(*(w for i, w in enumerate(self.said) if i not in bot))
+        for i in bot:
+            stated, asked = sentences(texts[i])
+            told.update(*(content_words(_plain(s)) for s in stated))
+            elsewhere.update(*(content_words(_plain(s)) for s in asked))
+        self.bot_told = frozenset(told - elsewhere)
         self.names = frozenset(
             stem(part) for name in names for part in _NAME_PART.findall(name.casefold())
         )
@@ -106,10 +105,6 @@ class Grounding:
             and (s := stem(w)) not in self.names
             and rare(w)
         )
-
-
-def _asks(sentence: str) -> bool:
-    return sentence.rstrip().endswith(_QUESTION_MARKS)
 
 
 def rare(word: str) -> bool:

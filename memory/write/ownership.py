@@ -59,7 +59,8 @@ from .wording import STOPS, content_words, denies, stem
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _HAN = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_SENTENCE = re.compile(r"[^.!?。！？؟\n]+[.!?。！？؟]*")
+QUESTION_ENDS = ("?", "？", "؟")  # Latin, full width (Chinese, Japanese), Arabic
 GENERIC = frozenset({"user", "bot", "assistant", "person", "speaker", "human", "they", "someone"})
 BOT_TAGS = frozenset({"BOT", "ASSISTANT"})  # tags (upper-cased) that mean the bot itself
 STRONG_SHARE = 0.75  # of a fact's common words a line must hold, with all its distinctive ones, to plainly state it
@@ -346,4 +347,13 @@ def asks_only(text: str) -> bool:
 
 def _statements(text: str) -> list[str]:
     """The sentences of a line that are not questions ("Are you a night owl?" states nothing)."""
-    return [s for s in _SENTENCE.findall(text or "") if not s.rstrip().endswith(("?", "？"))]
+    return sentences(text)[0]
+
+
+def sentences(text: str) -> tuple[list[str], list[str]]:
+    """A line's sentences: those that state, and those that ask."""
+    stated: list[str] = []
+    asked: list[str] = []
+    for sentence in _SENTENCE.findall(text or ""):
+        (asked if sentence.rstrip().endswith(QUESTION_ENDS) else stated).append(sentence)
+    return stated, asked
