@@ -34,7 +34,7 @@ import prompts
 
 from ..models import FactKind, MemoryType
 from ..unspaced import spaced
-from .ownership import GENERIC, distinctive, sentences
+from .ownership import GENERIC, distinctive, stated_and_asked
 from .wording import STOPS, content_words, stem
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
@@ -58,7 +58,7 @@ class Grounding:
         told: set[str] = set()
         elsewhere = set().union(*(w for i, w in enumerate(self.said) if i not in bot))
         for i in bot:
-            stated, asked = sentences(texts[i])
+            stated, asked = stated_and_asked(texts[i])
             told.update(*(content_words(_plain(s)) for s in stated))
             elsewhere.update(*(content_words(_plain(s)) for s in asked))
         self.bot_told = frozenset(told - elsewhere)

@@ -347,10 +347,10 @@ def asks_only(text: str) -> bool:
 
 def _statements(text: str) -> list[str]:
     """The sentences of a line that are not questions ("Are you a night owl?" states nothing)."""
-    return sentences(text)[0]
+    return stated_and_asked(text)[0]
 
 
-def sentences(text: str) -> tuple[list[str], list[str]]:
+def stated_and_asked(text: str) -> tuple[list[str], list[str]]:
     """A line's sentences: those that state, and those that ask."""
     stated: list[str] = []
     asked: list[str] = []
