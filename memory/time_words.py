@@ -57,7 +57,6 @@ _WORDS = {
     "nächsten": "next",
     "nächste": "next",
     "diesen": "this",
-    "minute": "minute",
     "minuten": "minutes",
     "stunde": "hour",
     "stunden": "hours",

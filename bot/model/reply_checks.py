@@ -205,7 +205,8 @@ class Echoes:
         # the person's own lines: a reply in the first person made of them is the bot speaking as
         # the person (a real 1.5B answered "I have a grey cat called Biscuit." to that line, and
         # "I live in Leeds" to "which city do I live in?")
-        self.people = [_runs(word_prefixes(_without_clock(line))) for line in people[-PEOPLE:]]
+        lines = [_without_clock(line) for line in people[-PEOPLE:]]
+        self.people = [_runs(word_prefixes(line)) for line in lines]
         # and the facts about people the prompt shows: "I work as a nurse at the children's
         # hospital." was the real 1.5B's answer to "Do you know what I do for work?", the snapshot
         # saying 'about "Sam": "Sam works as a nurse at the children's hospital."'
@@ -213,7 +214,6 @@ class Echoes:
         facts = _facts_about_people(system)
         self.people += [_runs(word_prefixes(fact)) for fact in facts]
         # in any language: a first-person answer to a question about the person, made of their words
-        lines = [_without_clock(line) for line in people[-PEOPLE:]]
         self.their_words = TheirWords(lines, facts, word_prefixes, _FIRST_PERSON)
         # the names the person gave themselves: "Hello! I'm Sam." to "Hi! I'm Sam." (the real
         # 1.5B) is the bot taking the person's name, however few words it shares with the line
