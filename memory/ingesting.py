@@ -12,7 +12,7 @@ from pathlib import Path
 from .engine import MemoryEngine
 from .protocols import Completer
 from .storage.db import AsyncRunner
-from .write.ingest import BadFile, FileReport, FileRun, Ingester, IngestTarget
+from .write.ingest import BadFile, FileReport, Ingester, IngestTarget
 from .write.passages import Passage
 
 
@@ -45,15 +45,8 @@ class Ingesting:
                 prepared = await asyncio.to_thread(self.ingester.prepare, run, fresh)
                 await self.runner.run(run.store, prepared, bulk=self.ingester.complete is None)
         except BadFile as exc:
-            return _failed(run, str(exc))
+            return run.failed(str(exc))
         return await self.runner.run(run.finish)
-
-
-def _failed(run: FileRun, error: str) -> FileReport:
-    done = run.report
-    return FileReport(
-        str(run.path), "failed", passages=done.passages, memories=done.memories, error=error
-    )
 
 
 def _next(passages: Iterator[list[Passage]]) -> list[Passage]:

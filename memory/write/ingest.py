@@ -202,6 +202,13 @@ class FileRun:
             self.log.add_rows(self.file_id, new_rows)
         self.rows += new_rows
 
+    def failed(self, error: str) -> FileReport:
+        """The report of a file that could not be read to its end: what was done before, and why."""
+        done = self.report
+        return FileReport(
+            str(self.path), "failed", passages=done.passages, memories=done.memories, error=error
+        )
+
     def finish(self) -> FileReport:
         """Changed passages supersede what they replace; the file's passages and hash are recorded."""
         firsts: dict[int, str] = {}
@@ -493,13 +500,7 @@ class Ingester:
                 if progress is not None:
                     progress(run.report.passages)
         except BadFile as exc:
-            return FileReport(
-                str(run.path),
-                "failed",
-                passages=run.report.passages,
-                memories=run.report.memories,
-                error=str(exc),
-            )
+            return run.failed(str(exc))
         return run.finish()
 
 
